@@ -1,0 +1,1 @@
+//! Examples live beside this crate: run `cargo run -p examples --example NAME`.
