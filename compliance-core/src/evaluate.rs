@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::exemption::Waivers;
 use crate::limits::Attributes;
 use crate::operator::Operator;
+use crate::path::Resolver;
 use crate::rule::{ConditionMode, Severity, Target};
 use crate::ruleset::{Gate, ReadyRule, RuleSet};
 use crate::validate::Predicate;
@@ -68,8 +69,9 @@ impl RuleSet {
     /// Evaluates every rule of `target` against the document, highest priority first.
     ///
     /// A passing document costs no allocation per rule: paths are walked in place,
-    /// regexes were compiled when the set was built, and only a failed rule builds
-    /// its violation.
+    /// each shared path prefix is looked up once per evaluation (one scratch
+    /// allocation for the whole evaluation), regexes were compiled when the set was
+    /// built, and only a failed rule builds its violation.
     ///
     /// ```
     /// use compliance_core::*;
@@ -92,7 +94,7 @@ impl RuleSet {
         attributes: &Attributes<'_>,
         waivers: &Waivers,
     ) -> Evaluation {
-        let root = attributes.root();
+        let mut resolver = Resolver::new(&self.prefixes, attributes.root());
         let order = self.order(target);
         // One allocation per evaluation, and only when some rule depends on another.
         let mut passed: Vec<bool> = if self.has_dependencies {
@@ -106,14 +108,14 @@ impl RuleSet {
                 continue;
             };
             result.rules_evaluated += 1;
-            match check(rule, root, &passed) {
+            match check(rule, &mut resolver, &passed) {
                 None => {
                     if let Some(slot) = passed.get_mut(i) {
                         *slot = true;
                     }
                 }
                 Some(failed) => {
-                    let violation = violation(rule, failed, root);
+                    let violation = violation(rule, failed, resolver.root());
                     if waivers.waives(&violation.rule_id) {
                         result.exempted.push(violation);
                     } else {
@@ -128,7 +130,11 @@ impl RuleSet {
 }
 
 /// `None` when the rule passes; otherwise the predicate to report.
-fn check<'r>(rule: &'r ReadyRule, root: &Value, passed: &[bool]) -> Option<&'r Predicate> {
+fn check<'r>(
+    rule: &'r ReadyRule,
+    resolver: &mut Resolver<'_, '_>,
+    passed: &[bool],
+) -> Option<&'r Predicate> {
     let counted = rule.conditions.iter().filter(|c| match c.gate {
         Gate::Always => true,
         Gate::OnPass(dep) => passed.get(dep).copied().unwrap_or(false),
@@ -136,22 +142,22 @@ fn check<'r>(rule: &'r ReadyRule, root: &Value, passed: &[bool]) -> Option<&'r P
     });
     match rule.rule.condition_mode {
         ConditionMode::All => {
-            if !rule.own.holds(root) {
+            if !rule.own.holds(resolver) {
                 return Some(&rule.own);
             }
             for condition in counted {
-                if !condition.predicate.holds(root) {
+                if !condition.predicate.holds(resolver) {
                     return Some(&condition.predicate);
                 }
             }
             None
         }
         ConditionMode::Any => {
-            if rule.own.holds(root) {
+            if rule.own.holds(resolver) {
                 return None;
             }
             for condition in counted {
-                if condition.predicate.holds(root) {
+                if condition.predicate.holds(resolver) {
                     return None;
                 }
             }

@@ -57,8 +57,8 @@ pub enum PathError {
 }
 
 /// One step of a path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Segment {
     /// An object key.
     Key(Box<str>),
     /// A non-negative integer: an array index, or an object key spelled the same.
@@ -146,16 +146,6 @@ fn walk<'a>(
         };
     };
     match (first, value) {
-        (Segment::Key(key), Value::Object(map)) | (Segment::Index(_, key), Value::Object(map)) => {
-            match map.get(&**key) {
-                Some(child) => walk(rest, child, visit),
-                None => ControlFlow::Continue(()),
-            }
-        }
-        (Segment::Index(index, _), Value::Array(items)) => match items.get(*index) {
-            Some(child) => walk(rest, child, visit),
-            None => ControlFlow::Continue(()),
-        },
         (Segment::Wildcard, Value::Array(items)) => {
             for child in items {
                 walk(rest, child, visit)?;
@@ -168,7 +158,143 @@ fn walk<'a>(
             }
             ControlFlow::Continue(())
         }
-        _ => ControlFlow::Continue(()),
+        (segment, value) => match step(segment, value) {
+            Some(child) => walk(rest, child, visit),
+            None => ControlFlow::Continue(()),
+        },
+    }
+}
+
+/// One non-wildcard step: an object key, or an array index.
+fn step<'a>(segment: &Segment, value: &'a Value) -> Option<&'a Value> {
+    match (segment, value) {
+        (Segment::Key(key), Value::Object(map)) | (Segment::Index(_, key), Value::Object(map)) => {
+            map.get(&**key)
+        }
+        (Segment::Index(index, _), Value::Array(items)) => items.get(*index),
+        _ => None,
+    }
+}
+
+/// Where a compiled path starts: the interned id of its longest leading run of
+/// non-wildcard segments (none when it starts with `*`), and the index of the first
+/// segment after that run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Anchor {
+    prefix: Option<u32>,
+    rest: usize,
+}
+
+/// Every leading non-wildcard prefix of the paths of a rule set, interned, so that an
+/// evaluation looks each one up in the document at most once however many rules
+/// share it (`props`, `props.stages`, `props.stages.0`, ...).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PrefixTable {
+    // INVARIANT: a prefix's parent is interned before it, so parent ids are smaller.
+    entries: Vec<(Option<u32>, Segment)>,
+    index: std::collections::HashMap<(Option<u32>, Segment), u32>,
+}
+
+impl PrefixTable {
+    pub fn intern(&mut self, path: &FieldPath) -> Anchor {
+        let mut prefix: Option<u32> = None;
+        let mut rest = 0;
+        for segment in path
+            .segments
+            .iter()
+            .take_while(|s| **s != Segment::Wildcard)
+        {
+            let key = (prefix, segment.clone());
+            let id = match self.index.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let Ok(id) = u32::try_from(self.entries.len()) else {
+                        break;
+                    };
+                    self.entries.push(key.clone());
+                    self.index.insert(key, id);
+                    id
+                }
+            };
+            prefix = Some(id);
+            rest += 1;
+        }
+        Anchor { prefix, rest }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Slot<'a> {
+    Unknown,
+    Missing,
+    Found(&'a Value),
+}
+
+/// Memoized prefix lookups over one document, for one evaluation.
+pub(crate) struct Resolver<'t, 'a> {
+    table: &'t PrefixTable,
+    root: &'a Value,
+    slots: Vec<Slot<'a>>,
+}
+
+impl<'t, 'a> Resolver<'t, 'a> {
+    pub fn new(table: &'t PrefixTable, root: &'a Value) -> Self {
+        Resolver {
+            table,
+            root,
+            slots: vec![Slot::Unknown; table.len()],
+        }
+    }
+
+    pub fn root(&self) -> &'a Value {
+        self.root
+    }
+
+    /// Where `anchor` leads in the document; `None` when its prefix is missing.
+    fn start(&mut self, anchor: Anchor) -> Option<&'a Value> {
+        let Some(id) = anchor.prefix else {
+            return Some(self.root);
+        };
+        // Climb to the nearest known ancestor (at most MAX_PATH_SEGMENTS steps),
+        // then step back down, recording each prefix on the way.
+        let mut chain = [0u32; MAX_PATH_SEGMENTS];
+        let mut len = 0;
+        let mut base = Some(self.root);
+        let mut current = Some(id);
+        while let Some(c) = current {
+            match self.slots.get(c as usize) {
+                Some(Slot::Found(v)) => {
+                    base = Some(*v);
+                    break;
+                }
+                Some(Slot::Missing) | None => {
+                    base = None;
+                    break;
+                }
+                Some(Slot::Unknown) => {
+                    let Some(slot) = chain.get_mut(len) else {
+                        return None;
+                    };
+                    *slot = c;
+                    len += 1;
+                    current = self.table.entries.get(c as usize).and_then(|e| e.0);
+                }
+            }
+        }
+        for &c in chain.get(..len).unwrap_or_default().iter().rev() {
+            base = match (base, self.table.entries.get(c as usize)) {
+                (Some(v), Some((_, segment))) => step(segment, v),
+                _ => None,
+            };
+            if let Some(slot) = self.slots.get_mut(c as usize) {
+                *slot = base.map_or(Slot::Missing, Slot::Found);
+            }
+        }
+        base
     }
 }
 
@@ -283,6 +409,30 @@ impl FieldExpr {
                 None => ControlFlow::Continue(()),
             }),
         }
+    }
+
+    /// Like [`FieldExpr::visit`], starting from the memoized prefix `anchor`.
+    pub(crate) fn visit_anchored<'a>(
+        &self,
+        resolver: &mut Resolver<'_, 'a>,
+        anchor: Anchor,
+        visit: &mut dyn FnMut(Resolved<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let Some(start) = resolver.start(anchor) else {
+            return ControlFlow::Continue(());
+        };
+        let rest = self.path.segments.get(anchor.rest..).unwrap_or_default();
+        match self.computed {
+            None => walk(rest, start, &mut |v| visit(Resolved::Json(v))),
+            Some(computed) => walk(rest, start, &mut |v| match compute(computed, v) {
+                Some(resolved) => visit(resolved),
+                None => ControlFlow::Continue(()),
+            }),
+        }
+    }
+
+    pub(crate) fn path(&self) -> &FieldPath {
+        &self.path
     }
 
     /// Every resolved value, as owned JSON. Allocates: used for reports only.

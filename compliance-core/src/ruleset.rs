@@ -5,7 +5,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::error::{Error, Problem};
-use crate::operator::RegexLimits;
+use crate::operator::{Expected, RegexLimits};
+use crate::path::PrefixTable;
 use crate::rule::{Rule, Target};
 use crate::validate::{compile_rule, CompiledRule, Predicate};
 
@@ -78,6 +79,8 @@ pub struct RuleSet {
     pub(crate) pipeline_order: Vec<usize>,
     /// Whether any condition depends on another rule, so passes must be recorded.
     pub(crate) has_dependencies: bool,
+    /// The path prefixes of every predicate, memoized per evaluation.
+    pub(crate) prefixes: PrefixTable,
 }
 
 impl RuleSet {
@@ -160,6 +163,22 @@ impl RuleSet {
         if !problems.is_empty() {
             return Err(Error::InvalidRules { problems });
         }
+        let mut prefixes = PrefixTable::default();
+        let mut patterns: HashMap<String, regex::Regex> = HashMap::new();
+        for rule in &mut ready {
+            let predicates = std::iter::once(&mut rule.own)
+                .chain(rule.conditions.iter_mut().map(|c| &mut c.predicate));
+            for predicate in predicates {
+                predicate.anchor = prefixes.intern(predicate.field.path());
+                // Identical patterns share one compiled regex and its caches.
+                if let Expected::Pattern(re) = &mut predicate.expected {
+                    let shared = patterns
+                        .entry(re.as_str().to_owned())
+                        .or_insert_with(|| re.clone());
+                    *re = shared.clone();
+                }
+            }
+        }
         let has_dependencies = ready.iter().any(|r| {
             r.conditions
                 .iter()
@@ -170,6 +189,7 @@ impl RuleSet {
             plugin_order,
             pipeline_order,
             has_dependencies,
+            prefixes,
         })
     }
 

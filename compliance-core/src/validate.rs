@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::error::{Error, Problem};
 use crate::limits::shape;
 use crate::operator::{holds, Expected, Operator, RegexLimits};
-use crate::path::FieldExpr;
+use crate::path::{Anchor, FieldExpr, Resolver};
 use crate::rule::{Rule, PRIORITY_RANGE};
 
 /// The most conditions one rule may carry.
@@ -23,6 +23,8 @@ pub const MAX_VALUE_DEPTH: usize = 32;
 pub(crate) struct Predicate {
     pub field_text: String,
     pub field: FieldExpr,
+    /// Set when the rule set is built; the default walks from the root.
+    pub anchor: Anchor,
     pub operator: Operator,
     pub expected: Expected,
     pub value: Value,
@@ -31,10 +33,10 @@ pub(crate) struct Predicate {
 impl Predicate {
     /// Whether the predicate holds for the document: for every resolved value, or
     /// by the operator's rule for a missing field. Allocates nothing.
-    pub fn holds(&self, root: &Value) -> bool {
+    pub fn holds(&self, resolver: &mut Resolver<'_, '_>) -> bool {
         let mut present = false;
         let mut all = true;
-        let _ = self.field.visit(root, &mut |v| {
+        let _ = self.field.visit_anchored(resolver, self.anchor, &mut |v| {
             present = true;
             if holds(self.operator, &self.expected, v) {
                 std::ops::ControlFlow::Continue(())
@@ -102,6 +104,7 @@ fn compile_predicate(
     Some(Predicate {
         field_text: field.to_owned(),
         field: parsed_field?,
+        anchor: Anchor::default(),
         operator,
         expected: expected?,
         value: value.clone(),
