@@ -276,10 +276,7 @@ impl<'t, 'a> Resolver<'t, 'a> {
                     break;
                 }
                 Some(Slot::Unknown) => {
-                    let Some(slot) = chain.get_mut(len) else {
-                        return None;
-                    };
-                    *slot = c;
+                    *chain.get_mut(len)? = c;
                     len += 1;
                     current = self.table.entries.get(c as usize).and_then(|e| e.0);
                 }

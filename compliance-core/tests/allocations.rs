@@ -2,6 +2,14 @@
 //! heap profiler in testing mode, over the benchmark workload (benches/data). The
 //! one allocation per evaluation is the scratch table of memoized path prefixes.
 
+// Test code: a panic is how a test fails.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use compliance_core::*;
 use serde_json::Value;
 

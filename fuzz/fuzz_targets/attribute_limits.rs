@@ -1,0 +1,41 @@
+//! Arbitrary bytes as an attribute document: the text-depth scan never overflows,
+//! the limits are enforced exactly, and evaluating an accepted document with a
+//! wildcard-heavy rule set never panics.
+#![no_main]
+
+use compliance_core::*;
+use libfuzzer_sys::fuzz_target;
+use serde_json::{json, Value};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let text_depth = json_text_depth(text);
+    let Ok(doc) = serde_json::from_str::<Value>(text) else { return };
+    let s = shape(&doc);
+    assert_eq!(s.depth, text_depth, "text depth and value depth disagree");
+    let limits = AttributeLimits { max_depth: 6, max_keys: 40 };
+    match Attributes::new(&doc, &limits) {
+        Ok(attrs) => {
+            assert!(s.depth <= 6 && s.keys <= 40);
+            let rules: Vec<Rule> = serde_json::from_value(json!([
+                {"id": "a", "name": "a", "target": "plugin", "severity": "error",
+                 "field": "*.*.*", "operator": "notEmpty"},
+                {"id": "b", "name": "b", "target": "plugin", "severity": "error",
+                 "field": "$keys(*)", "operator": "notIn", "value": ["x"]},
+                {"id": "c", "name": "c", "target": "plugin", "severity": "warning",
+                 "field": "$count(*.0)", "operator": "gt", "value": 1,
+                 "conditions": [{"field": "a.b", "operator": "contains", "value": "z",
+                                 "dependsOnRule": "a"}]}
+            ]))
+            .unwrap_or_default();
+            if let Ok(set) = RuleSet::compile(rules, &CompileOptions::default()) {
+                let _ = set.evaluate(Target::Plugin, &attrs, &Waivers::none());
+            }
+        }
+        Err(Error::AttributeLimitExceeded(e)) => {
+            assert!(s.depth > 6 || s.keys > 40, "{e}");
+        }
+        Err(Error::AttributesNotObject) => assert!(!doc.is_object()),
+        Err(other) => panic!("unexpected error {other}"),
+    }
+});
