@@ -1,0 +1,199 @@
+//! Sealing events into a per-tenant SHA-256 hash chain.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::action::validate_action_name;
+use crate::canonical::{write_string, write_value};
+use crate::error::Error;
+use crate::event::{format_timestamp, normalize_details, to_micros, AuditEvent, SealedEvent};
+use crate::redact::{redact_details, redact_text, REDACTION_VERSION};
+
+/// The `prevHash` of the first row of every chain: 64 zeros.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The end of a chain: what the next row links to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainHead {
+    /// The chain.
+    pub chain_key: String,
+    /// The last row's `seq`; 0 for an empty chain.
+    pub seq: u64,
+    /// The last row's hash; [`GENESIS_HASH`] for an empty chain.
+    pub hash: String,
+    /// The last row's `createdAt`, so that the next one never goes back in time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+impl ChainHead {
+    /// The head of an empty chain.
+    pub fn genesis(chain_key: impl Into<String>) -> Self {
+        ChainHead {
+            chain_key: chain_key.into(),
+            seq: 0,
+            hash: GENESIS_HASH.to_owned(),
+            created_at: None,
+        }
+    }
+
+    /// The head after `row`.
+    pub fn after(row: &SealedEvent) -> Self {
+        ChainHead {
+            chain_key: row.chain_key.clone(),
+            seq: row.seq,
+            hash: row.hash.clone(),
+            created_at: Some(row.created_at),
+        }
+    }
+}
+
+/// Redacts `event`, links it after `head` and hashes it. `now` becomes `createdAt`
+/// (never earlier than the head's). Returns the row to store and the new head.
+///
+/// ```
+/// use audit_chain::{seal, AuditEvent, ChainHead, ChainVerifier};
+/// use chrono::{TimeZone, Utc};
+///
+/// let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+/// let event = AuditEvent {
+///     id: "e1".into(), action: "org.create".into(), actor_id: "u1".into(),
+///     actor_email: None, org_id: "acme".into(), affected_org_id: None,
+///     target_type: Some("organization".into()), target_id: Some("acme".into()),
+///     details: serde_json::json!({"awsAccountId": "123456789012"}), outcome: None,
+///     occurred_at: now, service: None, idempotency_key: None,
+/// };
+/// let (row, head) = seal(&ChainHead::genesis("acme"), event, now).unwrap();
+/// assert_eq!(row.seq, 1);
+/// assert_eq!(row.details["awsAccountId"], "[REDACTED]");
+/// assert_eq!(head.hash, row.hash);
+///
+/// let mut verifier = ChainVerifier::new();
+/// verifier.push(&row);
+/// assert!(verifier.finish().ok);
+/// ```
+pub fn seal(
+    head: &ChainHead,
+    event: AuditEvent,
+    now: DateTime<Utc>,
+) -> Result<(SealedEvent, ChainHead), Error> {
+    if event.id.is_empty() {
+        return Err(Error::MissingId);
+    }
+    if event.org_id.is_empty() {
+        return Err(Error::MissingOrgId);
+    }
+    validate_action_name(&event.action)?;
+    let chain_key = event.chain_key().to_owned();
+    if chain_key != head.chain_key {
+        return Err(Error::WrongChain {
+            event: chain_key,
+            head: head.chain_key.clone(),
+        });
+    }
+    let seq = head.seq.checked_add(1).ok_or(Error::SequenceExhausted)?;
+    let mut details = normalize_details(event.details)?;
+    redact_details(&mut details);
+    let now = to_micros(now);
+    let created_at = match head.created_at {
+        Some(last) if last > now => last,
+        _ => now,
+    };
+    let mut row = SealedEvent {
+        id: event.id,
+        seq,
+        chain_key,
+        action: event.action,
+        actor_id: event.actor_id,
+        actor_email: event.actor_email,
+        org_id: event.org_id,
+        affected_org_id: event.affected_org_id,
+        target_type: event.target_type,
+        target_id: event.target_id.map(|t| redact_text(&t)),
+        details,
+        outcome: event.outcome,
+        occurred_at: to_micros(event.occurred_at),
+        created_at,
+        service: event.service,
+        idempotency_key: event.idempotency_key,
+        redaction_version: REDACTION_VERSION,
+        prev_hash: head.hash.clone(),
+        hash: String::new(),
+    };
+    row.hash = row.compute_hash();
+    let head = ChainHead::after(&row);
+    Ok((row, head))
+}
+
+impl SealedEvent {
+    /// The canonical JSON (RFC 8785) of the row's immutable fields.
+    pub fn canonical_json(&self) -> String {
+        let mut out = String::with_capacity(512);
+        self.write_canonical(&mut out);
+        out
+    }
+
+    /// What the row's hash should be, recomputed from its fields.
+    pub fn compute_hash(&self) -> String {
+        let mut buffer = String::with_capacity(512);
+        self.hash_with(&mut buffer)
+    }
+
+    /// Recomputes the hash reusing `buffer` for the canonical bytes.
+    pub(crate) fn hash_with(&self, buffer: &mut String) -> String {
+        buffer.clear();
+        self.write_canonical(buffer);
+        let mut hasher = Sha256::new();
+        hasher.update(self.prev_hash.as_bytes());
+        hasher.update(buffer.as_bytes());
+        hex::encode(hasher.finalize())
+    }
+
+    // Members in RFC 8785 order (UTF-16 code units of the names), checked against the
+    // generic canonicalizer in the tests.
+    fn write_canonical(&self, out: &mut String) {
+        fn opt(out: &mut String, value: Option<&String>) {
+            match value {
+                Some(s) => write_string(out, s),
+                None => out.push_str("null"),
+            }
+        }
+        out.push_str("{\"action\":");
+        write_string(out, &self.action);
+        out.push_str(",\"actorEmail\":");
+        opt(out, self.actor_email.as_ref());
+        out.push_str(",\"actorId\":");
+        write_string(out, &self.actor_id);
+        out.push_str(",\"affectedOrgId\":");
+        opt(out, self.affected_org_id.as_ref());
+        out.push_str(",\"chainKey\":");
+        write_string(out, &self.chain_key);
+        out.push_str(",\"createdAt\":");
+        write_string(out, &format_timestamp(&self.created_at));
+        out.push_str(",\"details\":");
+        write_value(out, &self.details);
+        out.push_str(",\"id\":");
+        write_string(out, &self.id);
+        out.push_str(",\"idempotencyKey\":");
+        opt(out, self.idempotency_key.as_ref());
+        out.push_str(",\"occurredAt\":");
+        write_string(out, &format_timestamp(&self.occurred_at));
+        out.push_str(",\"orgId\":");
+        write_string(out, &self.org_id);
+        out.push_str(",\"outcome\":");
+        opt(out, self.outcome.as_ref());
+        out.push_str(",\"redactionVersion\":");
+        out.push_str(&self.redaction_version.to_string());
+        out.push_str(",\"seq\":");
+        out.push_str(&self.seq.to_string());
+        out.push_str(",\"service\":");
+        opt(out, self.service.as_ref());
+        out.push_str(",\"targetId\":");
+        opt(out, self.target_id.as_ref());
+        out.push_str(",\"targetType\":");
+        opt(out, self.target_type.as_ref());
+        out.push('}');
+    }
+}

@@ -1,0 +1,159 @@
+//! The audit event: what an emitter supplies, and the sealed row that is stored.
+
+use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::Error;
+
+/// The deepest `details` may nest (the top-level object is depth 1).
+pub const MAX_DETAILS_DEPTH: usize = 32;
+
+/// Integers beyond ±2^53 lose precision in many JSON readers (and in JCS); in
+/// `details` they are stored as strings.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// An event as an emitter describes it, before redaction and sealing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEvent {
+    /// The row's identifier, chosen by the caller (for example a UUID).
+    pub id: String,
+    /// `<area>.<entity>.<verb>`.
+    pub action: String,
+    /// Who acted.
+    pub actor_id: String,
+    /// Who acted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor_email: Option<String>,
+    /// The actor's own organization.
+    pub org_id: String,
+    /// The organization operated on, when it differs from `orgId`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affected_org_id: Option<String>,
+    /// The kind of object acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_type: Option<String>,
+    /// The object acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_id: Option<String>,
+    /// Free-form context; redacted before hashing.
+    #[serde(default)]
+    pub details: Value,
+    /// For example `success`, or `failure` on `authz.denied`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// When the action happened; never used for ordering.
+    pub occurred_at: DateTime<Utc>,
+    /// The emitting service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    /// The delivery's idempotency key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+impl AuditEvent {
+    /// The chain the event belongs to: `affectedOrgId` if non-empty, else `orgId`.
+    pub fn chain_key(&self) -> &str {
+        match self.affected_org_id.as_deref() {
+            Some(affected) if !affected.is_empty() => affected,
+            _ => &self.org_id,
+        }
+    }
+}
+
+/// A sealed row: the event after redaction, with its place in the chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SealedEvent {
+    /// The row's identifier.
+    pub id: String,
+    /// Position in the chain: 1, 2, 3, ...
+    pub seq: u64,
+    /// `affectedOrgId` if non-empty, else `orgId`.
+    pub chain_key: String,
+    /// The action.
+    pub action: String,
+    /// Who acted.
+    pub actor_id: String,
+    /// Who acted.
+    pub actor_email: Option<String>,
+    /// The actor's own organization; never redacted.
+    pub org_id: String,
+    /// The organization operated on; never redacted.
+    pub affected_org_id: Option<String>,
+    /// The kind of object acted on.
+    pub target_type: Option<String>,
+    /// The object acted on, redacted.
+    pub target_id: Option<String>,
+    /// Context, redacted.
+    pub details: Value,
+    /// The outcome.
+    pub outcome: Option<String>,
+    /// When the action happened (microsecond precision).
+    pub occurred_at: DateTime<Utc>,
+    /// Ingest time (microsecond precision); never decreases along a chain.
+    pub created_at: DateTime<Utc>,
+    /// The emitting service.
+    pub service: Option<String>,
+    /// The delivery's idempotency key.
+    pub idempotency_key: Option<String>,
+    /// The version of the redaction rules applied.
+    pub redaction_version: u32,
+    /// The previous row's hash; 64 zeros for the first row of a chain.
+    pub prev_hash: String,
+    /// Lowercase hex SHA-256 of `prevHash` followed by the canonical JSON.
+    pub hash: String,
+}
+
+/// A timestamp as it is hashed and stored: RFC 3339, UTC, exactly six fractional digits.
+pub fn format_timestamp(at: &DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Truncates to the microsecond, the precision PostgreSQL's `timestamptz` keeps.
+pub fn to_micros(at: DateTime<Utc>) -> DateTime<Utc> {
+    at.trunc_subsecs(6)
+}
+
+/// Checks `details` and brings it to its stored form: an object (or null, stored as
+/// `{}`), at most [`MAX_DETAILS_DEPTH`] deep, with unsafe integers turned into strings.
+pub(crate) fn normalize_details(details: Value) -> Result<Value, Error> {
+    let mut details = match details {
+        Value::Null => Value::Object(Default::default()),
+        Value::Object(map) => Value::Object(map),
+        _ => return Err(Error::DetailsNotObject),
+    };
+    let mut stack: Vec<(&mut Value, usize)> = vec![(&mut details, 1)];
+    while let Some((value, depth)) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                if depth > MAX_DETAILS_DEPTH {
+                    return Err(Error::DetailsTooDeep {
+                        max: MAX_DETAILS_DEPTH,
+                    });
+                }
+                stack.extend(map.values_mut().map(|v| (v, depth + 1)));
+            }
+            Value::Array(items) => {
+                if depth > MAX_DETAILS_DEPTH {
+                    return Err(Error::DetailsTooDeep {
+                        max: MAX_DETAILS_DEPTH,
+                    });
+                }
+                stack.extend(items.iter_mut().map(|v| (v, depth + 1)));
+            }
+            Value::Number(n) => {
+                let unsafe_int = n.as_u64().is_some_and(|u| u > MAX_SAFE_INTEGER)
+                    || n.as_i64()
+                        .is_some_and(|i| i.unsigned_abs() > MAX_SAFE_INTEGER);
+                if unsafe_int {
+                    *value = Value::String(n.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(details)
+}
