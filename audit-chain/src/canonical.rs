@@ -58,7 +58,7 @@ fn write_object(out: &mut String, map: &Map<String, Value>) {
     let sorted = map
         .keys()
         .zip(map.keys().skip(1))
-        .all(|(a, b)| utf16_cmp(a, b).is_lt());
+        .all(|(a, b)| key_lt(a, b));
     if sorted {
         for (key, value) in map {
             member(out, key, value);
@@ -73,6 +73,21 @@ fn write_object(out: &mut String, map: &Map<String, Value>) {
     out.push('}');
 }
 
+fn key_lt(a: &str, b: &str) -> bool {
+    // For ASCII, byte order is UTF-16 order. Compared inline: keys are short, and a
+    // call to memcmp per pair costs more than the comparison.
+    if a.is_ascii() && b.is_ascii() {
+        for (x, y) in a.bytes().zip(b.bytes()) {
+            if x != y {
+                return x < y;
+            }
+        }
+        a.len() < b.len()
+    } else {
+        utf16_cmp(a, b).is_lt()
+    }
+}
+
 fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
@@ -80,6 +95,15 @@ fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 /// Appends a JSON string literal the way JCS writes it.
 pub(crate) fn write_string(out: &mut String, s: &str) {
     out.push('"');
+    // No early exit, so that the scan vectorizes: strings here are short.
+    let needs_escape = s.bytes().fold(false, |acc, b| {
+        acc | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if !needs_escape {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut start = 0;
     for (i, c) in s.char_indices() {
         let escape = match c {

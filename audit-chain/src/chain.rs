@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use crate::action::validate_action_name;
 use crate::canonical::{write_string, write_value};
 use crate::error::Error;
-use crate::event::{format_timestamp, normalize_details, to_micros, AuditEvent, SealedEvent};
+use crate::event::{normalize_details, to_micros, write_timestamp, AuditEvent, SealedEvent};
 use crate::redact::{redact_details, redact_text, REDACTION_VERSION};
 
 /// The `prevHash` of the first row of every chain: 64 zeros.
@@ -111,7 +111,7 @@ pub fn seal(
         org_id: event.org_id,
         affected_org_id: event.affected_org_id,
         target_type: event.target_type,
-        target_id: event.target_id.map(|t| redact_text(&t)),
+        target_id: event.target_id.map(|t| redact_text(&t).into_owned()),
         details,
         outcome: event.outcome,
         occurred_at: to_micros(event.occurred_at),
@@ -143,12 +143,27 @@ impl SealedEvent {
 
     /// Recomputes the hash reusing `buffer` for the canonical bytes.
     pub(crate) fn hash_with(&self, buffer: &mut String) -> String {
+        let mut hex = [0u8; 64];
+        self.hex_hash_into(buffer, &mut hex);
+        String::from_utf8_lossy(&hex).into_owned()
+    }
+
+    /// Whether the stored hash is what the fields hash to; allocates nothing once
+    /// `buffer` has grown to a row's size.
+    pub(crate) fn hash_matches(&self, buffer: &mut String) -> bool {
+        let mut hex = [0u8; 64];
+        self.hex_hash_into(buffer, &mut hex);
+        hex.as_slice() == self.hash.as_bytes()
+    }
+
+    fn hex_hash_into(&self, buffer: &mut String, hex: &mut [u8; 64]) {
         buffer.clear();
         self.write_canonical(buffer);
         let mut hasher = Sha256::new();
         hasher.update(self.prev_hash.as_bytes());
         hasher.update(buffer.as_bytes());
-        hex::encode(hasher.finalize())
+        // 32 bytes always fit 64 hex digits.
+        let _ = hex::encode_to_slice(hasher.finalize(), hex);
     }
 
     // Members in RFC 8785 order (UTF-16 code units of the names), checked against the
@@ -171,7 +186,7 @@ impl SealedEvent {
         out.push_str(",\"chainKey\":");
         write_string(out, &self.chain_key);
         out.push_str(",\"createdAt\":");
-        write_string(out, &format_timestamp(&self.created_at));
+        write_timestamp(out, &self.created_at);
         out.push_str(",\"details\":");
         write_value(out, &self.details);
         out.push_str(",\"id\":");
@@ -179,15 +194,15 @@ impl SealedEvent {
         out.push_str(",\"idempotencyKey\":");
         opt(out, self.idempotency_key.as_ref());
         out.push_str(",\"occurredAt\":");
-        write_string(out, &format_timestamp(&self.occurred_at));
+        write_timestamp(out, &self.occurred_at);
         out.push_str(",\"orgId\":");
         write_string(out, &self.org_id);
         out.push_str(",\"outcome\":");
         opt(out, self.outcome.as_ref());
         out.push_str(",\"redactionVersion\":");
-        out.push_str(&self.redaction_version.to_string());
+        push_integer(out, u64::from(self.redaction_version));
         out.push_str(",\"seq\":");
-        out.push_str(&self.seq.to_string());
+        push_integer(out, self.seq);
         out.push_str(",\"service\":");
         opt(out, self.service.as_ref());
         out.push_str(",\"targetId\":");
@@ -196,4 +211,20 @@ impl SealedEvent {
         opt(out, self.target_type.as_ref());
         out.push('}');
     }
+}
+
+fn push_integer(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        if let Some(slot) = digits.get_mut(start) {
+            *slot = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 || start == 0 {
+            break;
+        }
+    }
+    out.extend(digits.iter().skip(start).map(|&b| char::from(b)));
 }

@@ -1,6 +1,6 @@
 //! The audit event: what an emitter supplies, and the sealed row that is stored.
 
-use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
+use chrono::{DateTime, Datelike, SecondsFormat, SubsecRound, Timelike, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -110,6 +110,39 @@ pub struct SealedEvent {
 /// A timestamp as it is hashed and stored: RFC 3339, UTC, exactly six fractional digits.
 pub fn format_timestamp(at: &DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Appends `"<RFC 3339 with microseconds>"` (quoted, as a JSON string); the same text
+/// as [`format_timestamp`] for years 0 to 9999, without chrono's formatter.
+pub(crate) fn write_timestamp(out: &mut String, at: &DateTime<Utc>) {
+    let at = at.naive_utc();
+    let (year, month, day) = (at.year(), at.month(), at.day());
+    if !(0..=9999).contains(&year) {
+        out.push('"');
+        out.push_str(&format_timestamp(&at.and_utc()));
+        out.push('"');
+        return;
+    }
+    let micros = at.nanosecond() % 1_000_000_000 / 1_000;
+    // "YYYY-MM-DDTHH:MM:SS.ffffffZ", digits written by hand: this runs twice for
+    // every row verified, and the formatting machinery would dominate it.
+    let mut text = *b"\"0000-00-00T00:00:00.000000Z\"";
+    let fields: [(usize, usize, u32); 7] = [
+        (1, 4, year.unsigned_abs()),
+        (6, 2, month),
+        (9, 2, day),
+        (12, 2, at.hour()),
+        (15, 2, at.minute()),
+        (18, 2, at.second()),
+        (21, 6, micros),
+    ];
+    for (start, width, mut value) in fields {
+        for slot in text.iter_mut().skip(start).take(width).rev() {
+            *slot = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    }
+    out.extend(text.iter().map(|&b| char::from(b)));
 }
 
 /// Truncates to the microsecond, the precision PostgreSQL's `timestamptz` keeps.

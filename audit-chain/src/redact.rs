@@ -12,6 +12,7 @@
 //! version is hashed with every event, so that a later change of these rules cannot
 //! silently change what old hashes mean.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use regex::Regex;
@@ -39,26 +40,29 @@ fn arn_pattern() -> Option<&'static Regex> {
 /// assert_eq!(redact_text("acct 1234-5678-9012 ok"), "acct [REDACTED] ok");
 /// assert_eq!(redact_text("order 1234567890123"), "order 1234567890123");
 /// ```
-pub fn redact_text(text: &str) -> String {
+pub fn redact_text(text: &str) -> Cow<'_, str> {
     let without_arn_accounts = match arn_pattern() {
-        Some(arn) if text.contains("arn:") => arn
-            .replace_all(text, |caps: &regex::Captures<'_>| {
+        Some(arn) if text.contains("arn:") => {
+            arn.replace_all(text, |caps: &regex::Captures<'_>| {
                 let partition = caps.get(1).map_or("", |m| m.as_str());
                 let service = caps.get(2).map_or("", |m| m.as_str());
                 let region = caps.get(3).map_or("", |m| m.as_str());
                 format!("arn:{partition}:{service}:{region}:{REDACTED}:")
             })
-            .into_owned(),
-        _ => text.to_owned(),
+        }
+        _ => Cow::Borrowed(text),
     };
-    redact_digit_runs(&without_arn_accounts)
+    match without_arn_accounts {
+        Cow::Borrowed(text) => redact_digit_runs(text),
+        Cow::Owned(text) => Cow::Owned(redact_digit_runs(&text).into_owned()),
+    }
 }
 
 /// Replaces maximal runs of exactly 12 digits, and `dddd-dddd-dddd`, with [`REDACTED`].
-fn redact_digit_runs(text: &str) -> String {
+fn redact_digit_runs(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     if bytes.iter().filter(|b| b.is_ascii_digit()).count() < 12 {
-        return text.to_owned();
+        return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -90,8 +94,18 @@ fn redact_digit_runs(text: &str) -> String {
             None => i += run.max(1),
         }
     }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
     out.push_str(text.get(copied..).unwrap_or_default());
-    out
+    Cow::Owned(out)
+}
+
+/// Whether a key's name contains `account`, in any case.
+fn names_an_account(key: &str) -> bool {
+    key.as_bytes()
+        .windows(7)
+        .any(|w| w.eq_ignore_ascii_case(b"account"))
 }
 
 fn is_dashed_account(bytes: &[u8], at: usize) -> bool {
@@ -110,28 +124,38 @@ fn is_dashed_account(bytes: &[u8], at: usize) -> bool {
 pub fn redact_details(value: &mut Value) {
     match value {
         Value::String(s) => {
-            let redacted = redact_text(s);
-            if redacted != *s {
+            if let Cow::Owned(redacted) = redact_text(s) {
                 *s = redacted;
             }
         }
         Value::Number(n) => {
             let text = n.to_string();
-            if redact_digit_runs(&text) != text {
+            if matches!(redact_digit_runs(&text), Cow::Owned(_)) {
                 *value = Value::String(REDACTED.to_owned());
             }
         }
         Value::Array(items) => items.iter_mut().for_each(redact_details),
         Value::Object(map) => {
+            let keys_change = map.keys().any(|k| matches!(redact_text(k), Cow::Owned(_)));
+            if !keys_change {
+                for (key, child) in map.iter_mut() {
+                    if names_an_account(key) {
+                        *child = Value::String(REDACTED.to_owned());
+                    } else {
+                        redact_details(child);
+                    }
+                }
+                return;
+            }
             let old = std::mem::take(map);
             let mut new = Map::with_capacity(old.len());
             for (key, mut child) in old {
-                if key.to_ascii_lowercase().contains("account") {
+                if names_an_account(&key) {
                     child = Value::String(REDACTED.to_owned());
                 } else {
                     redact_details(&mut child);
                 }
-                let mut key = redact_text(&key);
+                let mut key = redact_text(&key).into_owned();
                 // Two keys may redact to the same text; keep both values.
                 let base = key.clone();
                 let mut n = 1;

@@ -124,7 +124,7 @@ impl ChainVerifier {
         {
             return Err(BreakReason::ChainKeyMismatch);
         }
-        if row.hash_with(&mut self.buffer) != row.hash {
+        if !row.hash_matches(&mut self.buffer) {
             return Err(BreakReason::HashMismatch);
         }
         if let Some(last) = &self.last {
