@@ -1,8 +1,10 @@
 //! The action catalog of document 3: the platform action set, the remote allow-list,
 //! and the naming rule `<area>.<entity>.<verb>`.
 
-/// Every action the platform records.
-pub const PLATFORM_ACTIONS: &[&str] = &[
+/// The platform-authority actions: recorded only by the platform itself, never
+/// accepted from a service. With [`REMOTE_ALLOW_LIST`] they make the platform action
+/// set.
+pub const PLATFORM_AUTHORITY_ACTIONS: &[&str] = &[
     // User lifecycle.
     "user.register",
     "user.login",
@@ -68,57 +70,6 @@ pub const PLATFORM_ACTIONS: &[&str] = &[
     "admin.user.features.update",
     "admin.impersonate.start",
     "admin.org.namespace.render",
-    // Denied access.
-    "authz.denied",
-    // Plugin.
-    "plugin.build.completed",
-    "plugin.build.failed",
-    "plugin.build.timeout",
-    "plugin.delete",
-    "plugin.upload",
-    "plugin.deploy",
-    "plugin.bulk.update",
-    "plugin.bulk.delete",
-    "plugin.dlq.purge",
-    // Pipeline.
-    "pipeline.create",
-    "pipeline.update",
-    "pipeline.delete",
-    "pipeline.execution.start",
-    "pipeline.execution.cancel",
-    "pipeline.registry.register",
-    "pipeline.registry.deregister",
-    // Quota.
-    "quota.reset",
-    "quota.limit.update",
-    "quota.delete",
-    // Compliance.
-    "compliance.exemption.approve",
-    "compliance.exemption.revoke",
-    "compliance.rule.toggle",
-    "compliance.rule.create",
-    "compliance.rule.update",
-    "compliance.rule.delete",
-    "compliance.policy.create",
-    "compliance.policy.update",
-    "compliance.policy.delete",
-    "compliance.scan-schedule.create",
-    "compliance.scan-schedule.update",
-    "compliance.scan-schedule.delete",
-    "compliance.template.apply",
-    "compliance.scan.cancel",
-    // Image registry.
-    "registry.gc",
-    "registry.image.delete",
-    // Message.
-    "message.announcement.create",
-    "message.delete",
-    // Billing.
-    "billing.subscription.cancel",
-    "billing.subscription.delete",
-    "billing.tier.override",
-    "billing.addon.add",
-    "billing.addon.remove",
 ];
 
 /// The actions a remote service may post through the ingest endpoint.
@@ -215,16 +166,24 @@ pub fn validate_action_name(action: &str) -> Result<(), ActionError> {
     Ok(())
 }
 
+/// The platform action set: every action the platform records.
+pub fn platform_actions() -> impl Iterator<Item = &'static str> {
+    PLATFORM_AUTHORITY_ACTIONS
+        .iter()
+        .chain(REMOTE_ALLOW_LIST)
+        .copied()
+}
+
 /// Whether `action` is in the platform action set.
 pub fn is_platform_action(action: &str) -> bool {
-    PLATFORM_ACTIONS.contains(&action)
+    PLATFORM_AUTHORITY_ACTIONS.contains(&action) || REMOTE_ALLOW_LIST.contains(&action)
 }
 
 /// Whether `action` is one that only the platform records (in the platform action
 /// set, not on the remote allow-list): `user.login`, `org.ownership.transfer`,
 /// `admin.superadmin.grant` and the like.
 pub fn is_platform_authority(action: &str) -> bool {
-    is_platform_action(action) && !REMOTE_ALLOW_LIST.contains(&action)
+    PLATFORM_AUTHORITY_ACTIONS.contains(&action)
 }
 
 /// Whether a remote service may post `action`; the error says why not.

@@ -22,8 +22,8 @@ mod registry;
 mod verify;
 
 pub use action::{
-    check_remote_action, is_platform_action, is_platform_authority, validate_action_name,
-    ActionError, PLATFORM_ACTIONS, REMOTE_ALLOW_LIST,
+    check_remote_action, is_platform_action, is_platform_authority, platform_actions,
+    validate_action_name, ActionError, PLATFORM_AUTHORITY_ACTIONS, REMOTE_ALLOW_LIST,
 };
 pub use build::{AlreadyEnded, Attempt, BuildOutcome, BuildState};
 pub use canonical::canonical_json;
