@@ -1,1 +1,31 @@
-//! Organizations, teams, roles, permissions and the permission gate. Not built yet: see issue 5.
+//! Organizations and teams, roles and permissions, and the permission gate.
+//!
+//! The server loads the state (the organization, the principal's memberships and
+//! Roles) and asks this crate what is allowed; the crate does no I/O and reads no
+//! clock: `authorize` takes `now`. Decisions explain themselves (which Roles granted
+//! a permission, what was missing, whether a denial is audited, whether step-up is
+//! fresh). Semantics follow `SEMANTICS.md` section 4.
+
+mod bootstrap;
+mod endpoints;
+mod error;
+mod gate;
+mod org;
+mod permission;
+mod role;
+
+pub use bootstrap::{check_bootstrap, BootstrapList};
+pub use endpoints::{endpoint, Access, Endpoint, ENDPOINTS};
+pub use error::TenancyError;
+pub use gate::{
+    authorize, Decision, NotYourOrganization, OrgAccess, Principal, Reason, Requirement, Standing,
+    StepUp, DEFAULT_STEP_UP_WINDOW,
+};
+pub use org::{
+    check_team_parent, is_reserved_name, Membership, MembershipRole, Organization, SYSTEM_ORG_NAME,
+};
+pub use permission::{Permission, UnknownPermission};
+pub use role::{
+    builtin_roles, guard_role_assignment, guard_role_definition, guard_role_mutation, union_of,
+    Author, Role,
+};

@@ -1,0 +1,52 @@
+//! The crate's error type.
+
+use crate::permission::Permission;
+
+fn list(permissions: &[Permission]) -> String {
+    permissions
+        .iter()
+        .map(|p| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Refusals of organization and role changes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TenancyError {
+    /// A team cannot hold teams (400 `VALIDATION_ERROR`).
+    #[error("teams nest one level only: a team cannot have teams")]
+    TeamUnderTeam,
+    /// The system organization has no teams (400 `VALIDATION_ERROR`).
+    #[error("the system organization cannot have teams")]
+    TeamUnderSystem,
+    /// The author lacks permissions the change would hand out (403 `PERMISSION_ESCALATION`).
+    #[error("cannot grant permissions you do not hold: {}", list(.0))]
+    Escalation(Vec<Permission>),
+    /// `registry:*` in a custom Role (400 `PERMISSION_NOT_ASSIGNABLE`).
+    #[error("permissions reserved to super-admins cannot be assigned: {}", list(.0))]
+    NotAssignable(Vec<Permission>),
+    /// Built-in Roles cannot be changed (409 `CONFLICT`).
+    #[error("`{0}` is a built-in role and cannot be changed")]
+    BuiltInRole(String),
+    /// The system organization can only be created by a bootstrap identifier (403).
+    #[error("only a bootstrap identifier can create the system organization")]
+    NotBootstrapIdentifier,
+    /// The system organization exists already (409 `CONFLICT`).
+    #[error("the system organization already exists")]
+    SystemExists,
+}
+
+impl TenancyError {
+    /// The HTTP status and error code of SEMANTICS.md 5 for this refusal.
+    pub fn status_and_code(&self) -> (u16, &'static str) {
+        match self {
+            TenancyError::TeamUnderTeam | TenancyError::TeamUnderSystem => {
+                (400, "VALIDATION_ERROR")
+            }
+            TenancyError::Escalation(_) => (403, "PERMISSION_ESCALATION"),
+            TenancyError::NotAssignable(_) => (400, "PERMISSION_NOT_ASSIGNABLE"),
+            TenancyError::BuiltInRole(_) | TenancyError::SystemExists => (409, "CONFLICT"),
+            TenancyError::NotBootstrapIdentifier => (403, "FORBIDDEN"),
+        }
+    }
+}
