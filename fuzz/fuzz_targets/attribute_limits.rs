@@ -1,4 +1,5 @@
-//! Arbitrary bytes as an attribute document: the text-depth scan never overflows,
+//! Arbitrary bytes as an attribute document: the text-depth scan never overflows and
+//! never reports less than the parsed depth,
 //! the limits are enforced exactly, and evaluating an accepted document with a
 //! wildcard-heavy rule set never panics.
 #![no_main]
@@ -12,7 +13,9 @@ fuzz_target!(|data: &[u8]| {
     let text_depth = json_text_depth(text);
     let Ok(doc) = serde_json::from_str::<Value>(text) else { return };
     let s = shape(&doc);
-    assert_eq!(s.depth, text_depth, "text depth and value depth disagree");
+    // An upper bound: with a duplicate key, the parser keeps the last value while the
+    // text scan also counts the overwritten one. Safe for a pre-parse check.
+    assert!(text_depth >= s.depth, "text depth {text_depth} below value depth {}", s.depth);
     let limits = AttributeLimits { max_depth: 6, max_keys: 40 };
     match Attributes::new(&doc, &limits) {
         Ok(attrs) => {
