@@ -1,7 +1,241 @@
-//! The `compliance` binary. Only the offline verbs exist so far; the server, storage
-//! and the remaining verbs arrive with issue 6.
+//! `compliance`: the reference server and its command-line verbs.
 
-fn main() {
-    eprintln!("compliance: the server and its verbs are not built yet (issue 6)");
-    std::process::exit(2);
+use std::process::ExitCode;
+
+use adapters::audit::AuditSink;
+use adapters::cli;
+use adapters::config::Config;
+use adapters::http::{router, AppState};
+use adapters::storage::Store;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "compliance",
+    version,
+    about = "The governance core of a multi-tenant CI/CD platform."
+)]
+struct Cli {
+    #[command(subcommand)]
+    verb: Verb,
+}
+
+#[derive(Subcommand)]
+enum Verb {
+    /// Run the HTTP server (COMPLIANCE_SERVICE_PORT, default 3000; DATABASE_URL, default a SQLite file here).
+    Serve,
+    /// Apply the database migrations and exit.
+    Migrate,
+    /// Print a signed JWT (development and tests), using JWT_SECRET.
+    Token {
+        /// The subject (user id, or service name).
+        #[arg(long)]
+        sub: String,
+        /// The user's e-mail.
+        #[arg(long)]
+        email: Option<String>,
+        /// Assert the super-admin flag.
+        #[arg(long)]
+        super_admin: bool,
+        /// Make a service token for this service.
+        #[arg(long)]
+        service: Option<String>,
+        /// Lifetime: 2h, 30m, 7200 (default JWT_EXPIRES_IN, at most 24h).
+        #[arg(long)]
+        ttl: Option<String>,
+        /// Make a step-up token (send it in X-Step-Up-Token beside the access token).
+        #[arg(long)]
+        step_up: bool,
+    },
+    /// Evaluate rules against an attributes file offline; exit 0 pass, 1 blocked, 2 bad input.
+    Eval {
+        /// A JSON array of rules in the API's form.
+        #[arg(long)]
+        rules: std::path::PathBuf,
+        /// plugin or pipeline.
+        #[arg(long)]
+        target: String,
+        /// The attributes JSON file.
+        attributes: std::path::PathBuf,
+    },
+    /// Print the effective limits of a tier with bundles.
+    Entitlements {
+        /// developer, pro, team or enterprise.
+        #[arg(long)]
+        tier: String,
+        /// A bundle, ID[:QTY], repeatable.
+        #[arg(long = "bundle")]
+        bundles: Vec<String>,
+    },
+}
+
+fn fail(message: impl std::fmt::Display, code: u8) -> ExitCode {
+    eprintln!("compliance: {message}");
+    ExitCode::from(code)
+}
+
+fn read(path: &std::path::Path) -> Result<String, ExitCode> {
+    std::fs::read_to_string(path).map_err(|e| fail(format!("{}: {e}", path.display()), 2))
+}
+
+fn config() -> Result<Config, ExitCode> {
+    Config::from_env().map_err(|errors| {
+        for e in &errors {
+            eprintln!("compliance: configuration: {e}");
+        }
+        ExitCode::from(2)
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) | Err(code) => code,
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
+    match cli.verb {
+        Verb::Serve => {
+            let config = config()?;
+            runtime()?.block_on(serve(config))
+        }
+        Verb::Migrate => {
+            let config = config()?;
+            runtime()?.block_on(async {
+                let store = Store::connect(&config.database_url)
+                    .await
+                    .map_err(|e| fail(e, 1))?;
+                store.migrate().await.map_err(|e| fail(e, 1))?;
+                println!("migrations applied to {}", redact_url(&config.database_url));
+                Ok(ExitCode::SUCCESS)
+            })
+        }
+        Verb::Token {
+            sub,
+            email,
+            super_admin,
+            service,
+            ttl,
+            step_up,
+        } => {
+            let config = config()?;
+            let token = cli::token(
+                &config,
+                &sub,
+                email.as_deref(),
+                super_admin,
+                service.as_deref(),
+                ttl.as_deref(),
+                step_up,
+            )
+            .map_err(|f| fail(f.message, 2))?;
+            println!("{token}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Verb::Eval {
+            rules,
+            target,
+            attributes,
+        } => {
+            let config = config()?;
+            let (result, blocked) =
+                cli::eval(&config, &read(&rules)?, &target, &read(&attributes)?)
+                    .map_err(|f| fail(f.message, 2))?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&result).unwrap_or_default()
+            );
+            Ok(if blocked {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Verb::Entitlements { tier, bundles } => {
+            let config = config()?;
+            let result = cli::entitlements(&config.catalog, &tier, &bundles)
+                .map_err(|f| fail(f.message, 2))?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&result).unwrap_or_default()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| fail(format!("cannot start the runtime: {e}"), 1))
+}
+
+fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => format!(
+            "{}://***{}",
+            url.get(..scheme).unwrap_or(""),
+            url.get(at..).unwrap_or("")
+        ),
+        _ => url.to_owned(),
+    }
+}
+
+async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .json()
+        .init();
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    if config.database_is_default {
+        tracing::warn!("DATABASE_URL is unset: using the embedded SQLite file compliance.db in the working directory");
+    }
+    let store = Store::connect(&config.database_url)
+        .await
+        .map_err(|e| fail(e, 1))?;
+    store.migrate().await.map_err(|e| fail(e, 1))?;
+    let port = config.http.port;
+    let state = AppState::new(config, store.clone(), AuditSink::logging());
+    let app = router(state);
+    let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))
+        .await
+        .map_err(|e| fail(format!("cannot listen on port {port}: {e}"), 1))?;
+    tracing::info!(port, "listening");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown())
+        .await
+        .map_err(|e| fail(e, 1))?;
+    store.close().await;
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {},
+            _ = terminate.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
 }

@@ -1,0 +1,389 @@
+//! The server's configuration: every variable the documents name, read once at start
+//! into one typed value with the documents' defaults. A bad value stops the start
+//! with a message that names the variable.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::time::Duration;
+
+use entitlements::{Catalog, Tier};
+use tenancy::BootstrapList;
+
+/// The development JWT secret used when `JWT_SECRET` is unset (a warning says so).
+pub const DEV_JWT_SECRET: &str = "compliance-development-secret-do-not-use-in-production";
+
+/// The longest access-token lifetime `JWT_EXPIRES_IN` may ask for.
+pub const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(24 * 3600);
+
+/// A variable that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{variable}: {message}")]
+pub struct ConfigError {
+    /// The variable at fault.
+    pub variable: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Token settings.
+#[derive(Debug, Clone)]
+pub struct JwtConfig {
+    /// The HS256 secret.
+    pub secret: String,
+    /// Whether the development secret is in use.
+    pub secret_is_default: bool,
+    /// Access-token lifetime (`JWT_EXPIRES_IN`, default 2 h, at most 24 h).
+    pub expires_in: Duration,
+    /// Per-tier lifetimes (`JWT_EXPIRES_IN_<TIER>`).
+    pub expires_in_by_tier: BTreeMap<Tier, Duration>,
+}
+
+/// Limits and settings of the compliance service (document 1, "Limits").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComplianceSettings {
+    /// `COMPLIANCE_MAX_REGEX_LENGTH` (100).
+    pub max_regex_length: usize,
+    /// `COMPLIANCE_MAX_ATTRIBUTE_DEPTH` (10).
+    pub max_attribute_depth: usize,
+    /// `COMPLIANCE_MAX_ATTRIBUTE_KEYS` (100).
+    pub max_attribute_keys: usize,
+    /// `COMPLIANCE_SCAN_CONCURRENCY` (10).
+    pub scan_concurrency: usize,
+    /// `COMPLIANCE_SCAN_PROGRESS_BATCH_SIZE` (10).
+    pub scan_progress_batch_size: usize,
+    /// `CACHE_TTL_COMPLIANCE_RULES` in seconds (60).
+    pub cache_ttl: Duration,
+    /// `COMPLIANCE_AUDIT_RETENTION_DAYS` (180).
+    pub audit_retention_days: u32,
+    /// `SYSTEM_ORG_SCANS_ENABLED` (false).
+    pub system_org_scans_enabled: bool,
+    /// `SCAN_SCHEDULER_INTERVAL_MS` (60000).
+    pub scan_scheduler_interval: Duration,
+    /// `SCAN_LOCK_TTL_MS` (300000).
+    pub scan_lock_ttl: Duration,
+    /// `DIGEST_SCHEDULER_INTERVAL_MS` (3600000).
+    pub digest_scheduler_interval: Duration,
+    /// `DIGEST_LOCK_TTL_MS` (300000).
+    pub digest_lock_ttl: Duration,
+}
+
+/// Where the other services are (document 1, "Other settings").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceHosts {
+    /// `COMPLIANCE_SERVICE_HOST` (compliance).
+    pub compliance: String,
+    /// `QUEUE_HOST` (redis) and `QUEUE_PORT` (6379).
+    pub queue: (String, u16),
+    /// `MESSAGE_SERVICE_HOST` (message).
+    pub message: String,
+    /// `PLATFORM_SERVICE_HOST` (platform).
+    pub platform: String,
+    /// `PLUGIN_SERVICE_HOST` (plugin).
+    pub plugin: String,
+    /// `PIPELINE_SERVICE_HOST` (pipeline).
+    pub pipeline: String,
+}
+
+/// HTTP settings of this server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// `COMPLIANCE_SERVICE_PORT` (3000).
+    pub port: u16,
+    /// `MAX_PAGE_LIMIT` (1000).
+    pub max_page_limit: u32,
+    /// `COMPLIANCE_REQUEST_TIMEOUT_MS` (30000).
+    pub request_timeout: Duration,
+    /// `COMPLIANCE_BODY_LIMIT_BYTES` (1 MiB).
+    pub body_limit_bytes: usize,
+    /// `STEP_UP_WINDOW_SECONDS` (300).
+    pub step_up_window: Duration,
+}
+
+/// Everything the server reads from its environment.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `DATABASE_URL`: `postgres://...` or `sqlite://...` (default `sqlite://compliance.db`).
+    pub database_url: String,
+    /// Whether `DATABASE_URL` was left unset.
+    pub database_is_default: bool,
+    /// Token settings.
+    pub jwt: JwtConfig,
+    /// `BOOTSTRAP_SUPERADMIN_EMAILS`.
+    pub bootstrap: BootstrapList,
+    /// HTTP settings.
+    pub http: HttpSettings,
+    /// Compliance limits.
+    pub compliance: ComplianceSettings,
+    /// `AUDIT_RETENTION_DAYS` (90).
+    pub audit_retention_days: u32,
+    /// Tiers and bundles after `QUOTA_TIER_*`, `BILLING_PLAN_*`, `BILLING_BUNDLE*`.
+    pub catalog: Catalog,
+    /// Other services.
+    pub hosts: ServiceHosts,
+    /// `PLATFORM_IDENTIFIER` and `PLATFORM_PASSWORD`, for provisioning scripts.
+    pub platform_credentials: Option<(String, String)>,
+    /// Things worth a warning at start (development secret, clamped values).
+    pub warnings: Vec<String>,
+}
+
+struct Reader<'a> {
+    vars: &'a BTreeMap<String, String>,
+    errors: Vec<ConfigError>,
+}
+
+impl Reader<'_> {
+    fn raw(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str).map(str::trim)
+    }
+
+    fn string(&self, name: &str, default: &str) -> String {
+        self.raw(name)
+            .filter(|v| !v.is_empty())
+            .unwrap_or(default)
+            .to_owned()
+    }
+
+    fn parse<T: FromStr>(&mut self, name: &str, default: T, what: &str) -> T {
+        match self.raw(name) {
+            None | Some("") => default,
+            Some(text) => match text.parse() {
+                Ok(value) => value,
+                Err(_) => {
+                    self.fail(name, format!("`{text}` is not {what}"));
+                    default
+                }
+            },
+        }
+    }
+
+    fn positive(&mut self, name: &str, default: u64) -> u64 {
+        let value = self.parse(name, default, "a positive integer");
+        if value == 0 {
+            self.fail(name, "must be at least 1".to_owned());
+            return default;
+        }
+        value
+    }
+
+    fn millis(&mut self, name: &str, default: u64) -> Duration {
+        Duration::from_millis(self.positive(name, default))
+    }
+
+    fn flag(&mut self, name: &str) -> bool {
+        match self.raw(name).map(str::to_ascii_lowercase).as_deref() {
+            None | Some("") | Some("false") | Some("0") => false,
+            Some("true") | Some("1") => true,
+            Some(other) => {
+                self.fail(name, format!("`{other}` is not true or false"));
+                false
+            }
+        }
+    }
+
+    fn fail(&mut self, name: &str, message: String) {
+        self.errors.push(ConfigError {
+            variable: name.to_owned(),
+            message,
+        });
+    }
+}
+
+/// Parses a duration: `7200`, `7200s`, `30m`, `2h`, `1d`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits.parse().ok()?;
+    let seconds = match unit {
+        "" | "s" => n,
+        "m" => n.checked_mul(60)?,
+        "h" => n.checked_mul(3600)?,
+        "d" => n.checked_mul(86_400)?,
+        _ => return None,
+    };
+    Some(Duration::from_secs(seconds))
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Config, Vec<ConfigError>> {
+        Config::from_vars(std::env::vars())
+    }
+
+    /// Reads configuration from name/value pairs; every problem is reported.
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, Vec<ConfigError>> {
+        let vars: BTreeMap<String, String> = vars.into_iter().collect();
+        let mut r = Reader {
+            vars: &vars,
+            errors: Vec::new(),
+        };
+        let mut warnings = Vec::new();
+
+        let database_is_default = r.raw("DATABASE_URL").is_none_or(str::is_empty);
+        let database_url = r.string("DATABASE_URL", "sqlite://compliance.db");
+        if !(database_url.starts_with("postgres://")
+            || database_url.starts_with("postgresql://")
+            || database_url.starts_with("sqlite:"))
+        {
+            r.fail(
+                "DATABASE_URL",
+                "expected a postgres:// or sqlite:// URL".to_owned(),
+            );
+        }
+
+        let secret_is_default = r.raw("JWT_SECRET").is_none_or(str::is_empty);
+        let secret = r.string("JWT_SECRET", DEV_JWT_SECRET);
+        if !secret_is_default && secret.len() < 16 {
+            r.fail("JWT_SECRET", "must be at least 16 characters".to_owned());
+        }
+        if secret_is_default {
+            warnings.push("JWT_SECRET is unset: using the development secret; set it in any shared environment".to_owned());
+        }
+        let mut lifetime = |r: &mut Reader<'_>, name: &str, default: Duration| -> Duration {
+            match r.raw(name) {
+                None | Some("") => default,
+                Some(text) => match parse_duration(text) {
+                    Some(d) if d.is_zero() => {
+                        r.fail(name, "must be longer than zero".to_owned());
+                        default
+                    }
+                    Some(d) if d > MAX_TOKEN_LIFETIME => {
+                        warnings.push(format!("{name}={text} is above 24h: capped at 24h"));
+                        MAX_TOKEN_LIFETIME
+                    }
+                    Some(d) => d,
+                    None => {
+                        r.fail(
+                            name,
+                            format!("`{text}` is not a duration such as 2h, 30m or 7200"),
+                        );
+                        default
+                    }
+                },
+            }
+        };
+        let expires_in = lifetime(&mut r, "JWT_EXPIRES_IN", Duration::from_secs(2 * 3600));
+        let mut expires_in_by_tier = BTreeMap::new();
+        for tier in Tier::ALL {
+            let name = format!("JWT_EXPIRES_IN_{}", tier.env_name());
+            if r.raw(&name).is_some_and(|v| !v.is_empty()) {
+                let d = lifetime(&mut r, &name, expires_in);
+                expires_in_by_tier.insert(tier, d);
+            }
+        }
+
+        let http = HttpSettings {
+            port: r.parse("COMPLIANCE_SERVICE_PORT", 3000, "a port number"),
+            max_page_limit: r
+                .positive("MAX_PAGE_LIMIT", 1000)
+                .try_into()
+                .unwrap_or(u32::MAX),
+            request_timeout: r.millis("COMPLIANCE_REQUEST_TIMEOUT_MS", 30_000),
+            body_limit_bytes: r
+                .positive("COMPLIANCE_BODY_LIMIT_BYTES", 1 << 20)
+                .try_into()
+                .unwrap_or(usize::MAX),
+            step_up_window: Duration::from_secs(r.positive("STEP_UP_WINDOW_SECONDS", 300)),
+        };
+        let compliance = ComplianceSettings {
+            max_regex_length: r.positive("COMPLIANCE_MAX_REGEX_LENGTH", 100) as usize,
+            max_attribute_depth: r.positive("COMPLIANCE_MAX_ATTRIBUTE_DEPTH", 10) as usize,
+            max_attribute_keys: r.positive("COMPLIANCE_MAX_ATTRIBUTE_KEYS", 100) as usize,
+            scan_concurrency: r.positive("COMPLIANCE_SCAN_CONCURRENCY", 10) as usize,
+            scan_progress_batch_size: r.positive("COMPLIANCE_SCAN_PROGRESS_BATCH_SIZE", 10)
+                as usize,
+            cache_ttl: Duration::from_secs(r.parse(
+                "CACHE_TTL_COMPLIANCE_RULES",
+                60,
+                "a number of seconds",
+            )),
+            audit_retention_days: r
+                .positive("COMPLIANCE_AUDIT_RETENTION_DAYS", 180)
+                .try_into()
+                .unwrap_or(u32::MAX),
+            system_org_scans_enabled: r.flag("SYSTEM_ORG_SCANS_ENABLED"),
+            scan_scheduler_interval: r.millis("SCAN_SCHEDULER_INTERVAL_MS", 60_000),
+            scan_lock_ttl: r.millis("SCAN_LOCK_TTL_MS", 300_000),
+            digest_scheduler_interval: r.millis("DIGEST_SCHEDULER_INTERVAL_MS", 3_600_000),
+            digest_lock_ttl: r.millis("DIGEST_LOCK_TTL_MS", 300_000),
+        };
+        if compliance.max_attribute_depth > 100 {
+            r.fail(
+                "COMPLIANCE_MAX_ATTRIBUTE_DEPTH",
+                "at most 100 is supported (the JSON parser stops at 128)".to_owned(),
+            );
+        }
+        let audit_retention_days = r
+            .positive("AUDIT_RETENTION_DAYS", 90)
+            .try_into()
+            .unwrap_or(u32::MAX);
+        let hosts = ServiceHosts {
+            compliance: r.string("COMPLIANCE_SERVICE_HOST", "compliance"),
+            queue: (
+                r.string("QUEUE_HOST", "redis"),
+                r.parse("QUEUE_PORT", 6379, "a port number"),
+            ),
+            message: r.string("MESSAGE_SERVICE_HOST", "message"),
+            platform: r.string("PLATFORM_SERVICE_HOST", "platform"),
+            plugin: r.string("PLUGIN_SERVICE_HOST", "plugin"),
+            pipeline: r.string("PIPELINE_SERVICE_HOST", "pipeline"),
+        };
+        let bootstrap = BootstrapList::parse(&r.string("BOOTSTRAP_SUPERADMIN_EMAILS", ""));
+        if bootstrap.is_empty() {
+            warnings.push(
+                "BOOTSTRAP_SUPERADMIN_EMAILS is empty: nobody can create the system organization"
+                    .to_owned(),
+            );
+        }
+        let platform_credentials = match (r.raw("PLATFORM_IDENTIFIER"), r.raw("PLATFORM_PASSWORD"))
+        {
+            (Some(id), Some(password)) if !id.is_empty() => {
+                Some((id.to_owned(), password.to_owned()))
+            }
+            _ => None,
+        };
+        let catalog = match Catalog::from_overrides(vars.iter()) {
+            Ok(catalog) => catalog,
+            Err(errors) => {
+                r.errors.extend(errors.into_iter().map(|e| ConfigError {
+                    variable: e.variable,
+                    message: e.message,
+                }));
+                Catalog::default()
+            }
+        };
+        if !r.errors.is_empty() {
+            return Err(r.errors);
+        }
+        Ok(Config {
+            database_url,
+            database_is_default,
+            jwt: JwtConfig {
+                secret,
+                secret_is_default,
+                expires_in,
+                expires_in_by_tier,
+            },
+            bootstrap,
+            http,
+            compliance,
+            audit_retention_days,
+            catalog,
+            hosts,
+            platform_credentials,
+            warnings,
+        })
+    }
+
+    /// The compliance-core limits this configuration sets.
+    pub fn attribute_limits(&self) -> compliance_core::AttributeLimits {
+        compliance_core::AttributeLimits {
+            max_depth: self.compliance.max_attribute_depth,
+            max_keys: self.compliance.max_attribute_keys,
+        }
+    }
+}

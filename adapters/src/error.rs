@@ -1,0 +1,177 @@
+//! The one error type of the server: the error envelope of document 2, with the
+//! codes of SEMANTICS.md 5.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+/// An error answered in the envelope `{success: false, statusCode, code, message, details?}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The machine-readable code, for example `VALIDATION_ERROR`.
+    pub code: &'static str,
+    /// One line for a human.
+    pub message: String,
+    /// Structured context.
+    pub details: Option<Value>,
+}
+
+impl ApiError {
+    /// An error with no details.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    /// Adds details.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// 400 `VALIDATION_ERROR`.
+    pub fn validation(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
+    }
+
+    /// 400 `VALIDATION_ERROR` naming the field at fault.
+    pub fn invalid_field(field: &str, message: impl Into<String>) -> Self {
+        let message = message.into();
+        ApiError::validation(format!("{field}: {message}"))
+            .with_details(json!({"field": field, "problem": message}))
+    }
+
+    /// 401 `UNAUTHORIZED`.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message)
+    }
+
+    /// 403 `TENANT_FORBIDDEN`.
+    pub fn tenant_forbidden() -> Self {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "TENANT_FORBIDDEN",
+            "x-org-id is missing or names an organization you do not belong to",
+        )
+    }
+
+    /// 403 `FORBIDDEN`.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::FORBIDDEN, "FORBIDDEN", message)
+    }
+
+    /// 404 `NOT_FOUND`.
+    pub fn not_found(what: &str) -> Self {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            format!("{what} not found"),
+        )
+    }
+
+    /// 409 `CONFLICT`.
+    pub fn conflict(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::CONFLICT, "CONFLICT", message)
+    }
+
+    /// 413 `PAYLOAD_TOO_LARGE`.
+    pub fn payload_too_large() -> Self {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            "the request body is too large",
+        )
+    }
+
+    /// 503 `SERVICE_UNAVAILABLE`.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "SERVICE_UNAVAILABLE",
+            message,
+        )
+    }
+
+    /// 500 `INTERNAL_ERROR`; the cause is logged, not shown.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(%cause, "internal error");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL_ERROR",
+            "internal error",
+        )
+    }
+
+    /// The envelope.
+    pub fn body(&self) -> Value {
+        let mut body = json!({
+            "success": false,
+            "statusCode": self.status.as_u16(),
+            "code": self.code,
+            "message": self.message,
+        });
+        if let (Some(details), Some(object)) = (&self.details, body.as_object_mut()) {
+            object.insert("details".into(), details.clone());
+        }
+        body
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.status.as_u16(),
+            self.code,
+            self.message
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, axum::Json(self.body())).into_response()
+    }
+}
+
+impl From<tenancy::TenancyError> for ApiError {
+    fn from(error: tenancy::TenancyError) -> Self {
+        let (status, code) = error.status_and_code();
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+        let details = match &error {
+            tenancy::TenancyError::Escalation(missing)
+            | tenancy::TenancyError::NotAssignable(missing) => {
+                Some(json!({"permissions": missing}))
+            }
+            _ => None,
+        };
+        ApiError {
+            status,
+            code,
+            message: error.to_string(),
+            details,
+        }
+    }
+}
+
+impl From<crate::storage::StoreError> for ApiError {
+    fn from(error: crate::storage::StoreError) -> Self {
+        use crate::storage::StoreError;
+        match error {
+            StoreError::Conflict(what) => ApiError::conflict(what),
+            StoreError::NotFound(what) => ApiError::not_found(&what),
+            StoreError::Unavailable(cause) => {
+                tracing::warn!(%cause, "database unavailable");
+                ApiError::unavailable("the database is unavailable")
+            }
+            StoreError::Other(cause) => ApiError::internal(cause),
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Extractors whose rejections answer in the error envelope (never axum's plain text).
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use crate::error::ApiError;
+
+/// A JSON body; a malformed one is 400 `VALIDATION_ERROR`, an oversized one 413.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Json<T>(pub T);
+
+impl<S, T> FromRequest<S> for Json<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(Json(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::payload_too_large();
+    }
+    let message = match &rejection {
+        JsonRejection::MissingJsonContentType(_) => {
+            "expected a JSON body (Content-Type: application/json)".to_owned()
+        }
+        other => other.body_text(),
+    };
+    ApiError::validation(message)
+}
+
+/// Query parameters; a bad one is 400 `VALIDATION_ERROR`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Query<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for Query<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(value)| Query(value))
+            .map_err(|rejection: QueryRejection| ApiError::validation(rejection.body_text()))
+    }
+}
+
+/// The common list parameters of document 2, before they are checked.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageParams {
+    limit: Option<String>,
+    offset: Option<String>,
+    sort_by: Option<String>,
+    sort_order: Option<String>,
+}
+
+/// The direction of a sort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortOrder {
+    /// Ascending.
+    Asc,
+    /// Descending (the default).
+    Desc,
+}
+
+/// Checked pagination: limit 1..=MAX_PAGE_LIMIT (default 10), offset (default 0),
+/// sortBy among the fields the endpoint allows (default createdAt), sortOrder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// Page size.
+    pub limit: u32,
+    /// Rows skipped.
+    pub offset: u64,
+    /// Sort field.
+    pub sort_by: String,
+    /// Sort direction.
+    pub sort_order: SortOrder,
+}
+
+impl PageParams {
+    /// Checks the parameters; `sortable` lists the allowed `sortBy` values.
+    pub fn check(&self, max_limit: u32, sortable: &[&str]) -> Result<Page, ApiError> {
+        let limit = match self.limit.as_deref() {
+            None => 10,
+            Some(text) => text
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=max_limit).contains(n))
+                .ok_or_else(|| {
+                    ApiError::invalid_field(
+                        "limit",
+                        format!("must be an integer from 1 to {max_limit}"),
+                    )
+                })?,
+        };
+        let offset = match self.offset.as_deref() {
+            None => 0,
+            Some(text) => text
+                .parse::<u64>()
+                .map_err(|_| ApiError::invalid_field("offset", "must be a non-negative integer"))?,
+        };
+        let sort_by = self
+            .sort_by
+            .clone()
+            .unwrap_or_else(|| "createdAt".to_owned());
+        if !sortable.contains(&sort_by.as_str()) {
+            return Err(ApiError::invalid_field(
+                "sortBy",
+                format!("must be one of {}", sortable.join(", ")),
+            ));
+        }
+        let sort_order = match self.sort_order.as_deref() {
+            None | Some("desc") => SortOrder::Desc,
+            Some("asc") => SortOrder::Asc,
+            Some(_) => return Err(ApiError::invalid_field("sortOrder", "must be asc or desc")),
+        };
+        Ok(Page {
+            limit,
+            offset,
+            sort_by,
+            sort_order,
+        })
+    }
+}

@@ -1,0 +1,130 @@
+//! Authorizing a request against an organization through the tenancy crate, and
+//! turning its decision into the error codes of SEMANTICS.md 5.
+
+use chrono::Utc;
+use serde_json::json;
+use tenancy::{authorize, OrgAccess, Reason, Requirement, Role};
+
+use crate::audit::Action;
+use crate::error::ApiError;
+use crate::http::state::{AppState, Caller};
+use crate::storage::{MemberRecord, OrgRecord};
+
+/// How the organization was named: by a path id (a foreign one answers 404) or by
+/// the `x-org-id` header (a foreign one answers 403 `TENANT_FORBIDDEN`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named {
+    /// A path parameter.
+    Path,
+    /// The `x-org-id` header.
+    Header,
+}
+
+/// What a passed gate hands to the handler.
+#[derive(Debug, Clone)]
+pub struct Granted {
+    /// The organization.
+    pub org: OrgRecord,
+    /// The caller's effective permissions there.
+    pub permissions: std::collections::BTreeSet<tenancy::Permission>,
+}
+
+/// The `x-org-id` header, required.
+pub fn tenant_header(caller: &Caller) -> Result<&str, ApiError> {
+    caller
+        .org_header
+        .as_deref()
+        .ok_or_else(ApiError::tenant_forbidden)
+}
+
+/// Loads what the gate needs, asks it, and audits a denied state-changing request
+/// as `authz.denied`.
+pub async fn gate(
+    state: &AppState,
+    caller: &Caller,
+    org_id: &str,
+    named: Named,
+    requirement: Requirement,
+    action: &str,
+) -> Result<Granted, ApiError> {
+    let store = &state.store;
+    let org = store.organization(org_id).await?;
+    let membership = match &org {
+        Some(_) => store.membership(org_id, &caller.user_id).await?,
+        None => None,
+    };
+    let roles: Vec<Role> = match &membership {
+        Some(m) if m.active => store.roles_of(org_id, &caller.user_id).await?,
+        _ => Vec::new(),
+    };
+    let (parent_membership, parent_roles) = match org.as_ref().and_then(|o| o.parent_org_id.clone())
+    {
+        Some(parent) if membership.is_none() => {
+            let m = store.membership(&parent, &caller.user_id).await?;
+            let r = match &m {
+                Some(m) if m.active => store.roles_of(&parent, &caller.user_id).await?,
+                _ => Vec::new(),
+            };
+            (m, r)
+        }
+        _ => (None, Vec::new()),
+    };
+    let organization = org.as_ref().map(OrgRecord::organization);
+    let member = membership.as_ref().map(MemberRecord::membership);
+    let parent_member = parent_membership.as_ref().map(MemberRecord::membership);
+    let access = OrgAccess {
+        organization: organization.as_ref(),
+        membership: member.as_ref(),
+        roles: &roles,
+        parent_membership: parent_member.as_ref(),
+        parent_roles: &parent_roles,
+    };
+    let decision = authorize(
+        &caller.principal(),
+        &access,
+        requirement,
+        Utc::now(),
+        chrono::Duration::from_std(state.config.http.step_up_window)
+            .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW),
+    );
+    if decision.allowed {
+        let permissions = match decision.standing {
+            Some(tenancy::Standing::Manager) => tenancy::union_of(&parent_roles),
+            Some(tenancy::Standing::SuperAdmin) => tenancy::Permission::ALL.into_iter().collect(),
+            _ => tenancy::union_of(&roles),
+        };
+        let org = org.ok_or_else(|| ApiError::not_found("organization"))?;
+        return Ok(Granted { org, permissions });
+    }
+    if decision.audit_as_denied {
+        state.audit.record(Action {
+            action: "authz.denied",
+            actor_id: &caller.user_id,
+            actor_email: caller.email.as_deref(),
+            org_id,
+            target_type: "endpoint",
+            target_id: action,
+            details: json!({"reason": decision.reason, "missing": decision.missing}),
+            outcome: "failure",
+            ..Action::default()
+        });
+    }
+    Err(match decision.reason {
+        Reason::NotYourOrganization => match named {
+            Named::Path => ApiError::not_found("organization"),
+            Named::Header => ApiError::tenant_forbidden(),
+        },
+        Reason::StepUpRequired => ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "STEP_UP_REQUIRED",
+            "this operation needs a fresh step-up verification (X-Step-Up-Token)",
+        )
+        .with_details(json!({"stepUp": decision.step_up})),
+        Reason::SuperAdminOnly => ApiError::forbidden("only a super-admin may do this"),
+        _ => {
+            let missing = decision.missing.map(|p| p.to_string()).unwrap_or_default();
+            ApiError::forbidden(format!("the `{missing}` permission is required"))
+                .with_details(json!({"missing": missing}))
+        }
+    })
+}

@@ -1,0 +1,178 @@
+//! `/invitation`: invitations of the `x-org-id` organization.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::json;
+use tenancy::MembershipRole;
+
+use crate::audit::Action;
+use crate::error::ApiError;
+use crate::http::extract::{Json, PageParams, Query, SortOrder};
+use crate::http::gate::{gate, tenant_header, Named};
+use crate::http::organizations::{requirement, text};
+use crate::http::response::{ok, paginated};
+use crate::http::state::{AppState, Caller};
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct SendInvitation {
+    email: String,
+    role: Option<String>,
+}
+
+fn record(
+    state: &AppState,
+    caller: &Caller,
+    action: &str,
+    org_id: &str,
+    id: &str,
+    details: serde_json::Value,
+) {
+    state.audit.record(Action {
+        action,
+        actor_id: &caller.user_id,
+        actor_email: caller.email.as_deref(),
+        org_id,
+        target_type: "invitation",
+        target_id: id,
+        details,
+        outcome: "success",
+        ..Action::default()
+    });
+}
+
+/// `POST /invitation/send` (`invitations:manage`).
+pub(crate) async fn send(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<SendInvitation>,
+) -> Result<Response, ApiError> {
+    let org_id = tenant_header(&caller)?.to_owned();
+    gate(
+        &state,
+        &caller,
+        &org_id,
+        Named::Header,
+        requirement("POST", "/invitation/send"),
+        "POST /invitation/send",
+    )
+    .await?;
+    let email = text("email", &body.email, 320)?;
+    if !email.contains('@') || email.starts_with('@') || email.ends_with('@') {
+        return Err(ApiError::invalid_field(
+            "email",
+            "must be an e-mail address",
+        ));
+    }
+    let role = match body.role.as_deref().unwrap_or("member") {
+        "member" => MembershipRole::Member,
+        "admin" => MembershipRole::Admin,
+        _ => return Err(ApiError::invalid_field("role", "must be admin or member")),
+    };
+    let invitation = state
+        .store
+        .create_invitation(&org_id, &email, role, &caller.user_id, Utc::now())
+        .await?;
+    record(
+        &state,
+        &caller,
+        "invitation.send",
+        &org_id,
+        &invitation.id,
+        json!({"role": role}),
+    );
+    Ok(ok(StatusCode::CREATED, invitation))
+}
+
+/// `GET /invitation` (`invitations:manage`).
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<PageParams>,
+) -> Result<Response, ApiError> {
+    let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
+    let org_id = tenant_header(&caller)?.to_owned();
+    gate(
+        &state,
+        &caller,
+        &org_id,
+        Named::Header,
+        requirement("GET", "/invitation"),
+        "GET /invitation",
+    )
+    .await?;
+    let (items, total) = state
+        .store
+        .invitations(
+            &org_id,
+            page.limit,
+            page.offset,
+            page.sort_order == SortOrder::Asc,
+        )
+        .await?;
+    Ok(paginated("invitations", items, total, &page))
+}
+
+/// `DELETE /invitation/:id` (`invitations:manage`): revoke.
+pub(crate) async fn revoke(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let org_id = tenant_header(&caller)?.to_owned();
+    gate(
+        &state,
+        &caller,
+        &org_id,
+        Named::Header,
+        requirement("DELETE", "/invitation/:id"),
+        "DELETE /invitation/:id",
+    )
+    .await?;
+    state.store.revoke_invitation(&org_id, &id).await?;
+    record(
+        &state,
+        &caller,
+        "invitation.revoke",
+        &org_id,
+        &id,
+        json!({}),
+    );
+    let invitation = state.store.invitation(&org_id, &id).await?;
+    Ok(ok(StatusCode::OK, invitation))
+}
+
+/// `POST /invitation/:id/resend` (`invitations:manage`).
+pub(crate) async fn resend(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let org_id = tenant_header(&caller)?.to_owned();
+    gate(
+        &state,
+        &caller,
+        &org_id,
+        Named::Header,
+        requirement("POST", "/invitation/:id/resend"),
+        "POST /invitation/:id/resend",
+    )
+    .await?;
+    state
+        .store
+        .resend_invitation(&org_id, &id, Utc::now())
+        .await?;
+    record(
+        &state,
+        &caller,
+        "invitation.resend",
+        &org_id,
+        &id,
+        json!({}),
+    );
+    let invitation = state.store.invitation(&org_id, &id).await?;
+    Ok(ok(StatusCode::OK, invitation))
+}

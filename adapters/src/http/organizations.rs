@@ -1,0 +1,438 @@
+//! `/organization`: organizations and teams, tier, export, ownership transfer.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use chrono::Utc;
+use entitlements::Tier;
+use serde::Deserialize;
+use serde_json::json;
+use tenancy::{builtin_roles, check_bootstrap, check_team_parent, is_reserved_name, Requirement};
+
+use crate::audit::Action;
+use crate::error::ApiError;
+use crate::http::extract::{Json, PageParams, Query};
+use crate::http::gate::{gate, tenant_header, Named};
+use crate::http::response::{ok, paginated};
+use crate::http::state::{AppState, Caller};
+use crate::storage::NewOrganization;
+
+/// The requirement of a route, from tenancy's endpoint table: the one place where
+/// the document's Permission column lives.
+pub(crate) fn requirement(method: &str, pattern: &str) -> Requirement {
+    tenancy::ENDPOINTS
+        .iter()
+        .find(|e| e.method == method && e.path == pattern)
+        .map(tenancy::Endpoint::requirement)
+        // A route missing from the table is a programming error: fail closed.
+        .unwrap_or(Requirement {
+            permission: None,
+            super_admin_only: true,
+            changes_state: method != "GET",
+            step_up: true,
+        })
+}
+
+pub(crate) fn text(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(ApiError::invalid_field(field, "must not be empty"));
+    }
+    if value.chars().count() > max {
+        return Err(ApiError::invalid_field(
+            field,
+            format!("must be at most {max} characters"),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ApiError::invalid_field(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct CreateOrganization {
+    name: String,
+    display_name: Option<String>,
+    parent_org_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct UpdateOrganization {
+    name: Option<String>,
+    display_name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct ChangeTier {
+    tier: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct TransferOwner {
+    user_id: String,
+}
+
+/// `GET /organization`: the caller's active organization (`x-org-id`).
+pub(crate) async fn active(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Response, ApiError> {
+    let org_id = tenant_header(&caller)?.to_owned();
+    let granted = gate(
+        &state,
+        &caller,
+        &org_id,
+        Named::Header,
+        requirement("GET", "/organization"),
+        "GET /organization",
+    )
+    .await?;
+    Ok(ok(StatusCode::OK, granted.org))
+}
+
+/// `POST /organization`: a root organization (any authenticated user, who becomes
+/// its Owner), a team (`parentOrgId`, needs `org:settings` in the parent), or the
+/// system organization (name `system`, bootstrap identifiers only).
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<CreateOrganization>,
+) -> Result<Response, ApiError> {
+    let name = text("name", &body.name, 100)?;
+    let display_name = body
+        .display_name
+        .as_deref()
+        .map(|d| text("displayName", d, 200))
+        .transpose()?;
+    let now = Utc::now();
+    let new = if is_reserved_name(&name) {
+        if body.parent_org_id.is_some() {
+            return Err(ApiError::invalid_field(
+                "parentOrgId",
+                "the system organization cannot be a team",
+            ));
+        }
+        let email = caller.email.as_deref().unwrap_or_default();
+        check_bootstrap(
+            &state.config.bootstrap,
+            email,
+            state.store.system_exists().await?,
+        )?;
+        NewOrganization {
+            name: tenancy::SYSTEM_ORG_NAME.to_owned(),
+            display_name,
+            parent_org_id: None,
+            tier: Tier::Enterprise,
+            is_system: true,
+            owner_id: caller.user_id.clone(),
+            builtin_roles: builtin_roles(true),
+        }
+    } else if let Some(parent_id) = &body.parent_org_id {
+        let parent = gate(
+            &state,
+            &caller,
+            parent_id,
+            Named::Path,
+            requirement("POST", "/organization"),
+            "POST /organization",
+        )
+        .await?;
+        check_team_parent(&parent.org.organization())?;
+        NewOrganization {
+            name,
+            display_name,
+            parent_org_id: Some(parent.org.id.clone()),
+            tier: parent.org.tier,
+            is_system: false,
+            owner_id: caller.user_id.clone(),
+            builtin_roles: builtin_roles(false),
+        }
+    } else {
+        NewOrganization {
+            name,
+            display_name,
+            parent_org_id: None,
+            tier: Tier::Developer,
+            is_system: false,
+            owner_id: caller.user_id.clone(),
+            builtin_roles: builtin_roles(false),
+        }
+    };
+    let org = state.store.create_organization(new, now).await?;
+    state.audit.record(Action {
+        action: "org.create",
+        actor_id: &caller.user_id,
+        actor_email: caller.email.as_deref(),
+        org_id: &org.id,
+        target_type: "organization",
+        target_id: &org.id,
+        details: json!({"name": org.name, "parentOrgId": org.parent_org_id, "system": org.is_system}),
+        outcome: "success",
+        ..Action::default()
+    });
+    Ok(ok(StatusCode::CREATED, org))
+}
+
+/// `GET /organization/:id`: own organization, managed team, or super-admin.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let granted = gate(
+        &state,
+        &caller,
+        &id,
+        Named::Path,
+        requirement("GET", "/organization/:id"),
+        "GET /organization/:id",
+    )
+    .await?;
+    Ok(ok(StatusCode::OK, granted.org))
+}
+
+/// `PUT /organization/:id` (super-admin).
+pub(crate) async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Json(body): Json<UpdateOrganization>,
+) -> Result<Response, ApiError> {
+    let granted = gate(
+        &state,
+        &caller,
+        &id,
+        Named::Path,
+        requirement("PUT", "/organization/:id"),
+        "PUT /organization/:id",
+    )
+    .await?;
+    let name = body
+        .name
+        .as_deref()
+        .map(|n| text("name", n, 100))
+        .transpose()?;
+    if name.as_deref().is_some_and(is_reserved_name) != granted.org.is_system && name.is_some() {
+        return Err(ApiError::invalid_field(
+            "name",
+            "`system` is reserved for the system organization",
+        ));
+    }
+    let display_name = body
+        .display_name
+        .as_deref()
+        .map(|d| text("displayName", d, 200))
+        .transpose()?;
+    state
+        .store
+        .update_organization(&id, name.as_deref(), display_name.as_deref(), Utc::now())
+        .await?;
+    state.audit.record(Action {
+        action: "org.update",
+        actor_id: &caller.user_id,
+        actor_email: caller.email.as_deref(),
+        org_id: &id,
+        target_type: "organization",
+        target_id: &id,
+        details: json!({"name": name, "displayName": display_name}),
+        outcome: "success",
+        ..Action::default()
+    });
+    let org = state
+        .store
+        .organization(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("organization"))?;
+    Ok(ok(StatusCode::OK, org))
+}
+
+/// `DELETE /organization/:id` (super-admin, step-up): soft delete, teams included.
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let granted = gate(
+        &state,
+        &caller,
+        &id,
+        Named::Path,
+        requirement("DELETE", "/organization/:id"),
+        "DELETE /organization/:id",
+    )
+    .await?;
+    if granted.org.is_system {
+        return Err(ApiError::conflict(
+            "the system organization cannot be deleted",
+        ));
+    }
+    state.store.delete_organization(&id, Utc::now()).await?;
+    admin_action(&state, &caller, "admin.org.delete", &id, json!({}));
+    Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
+}
+
+/// `PATCH /organization/:id/tier` (super-admin, step-up).
+pub(crate) async fn change_tier(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Json(body): Json<ChangeTier>,
+) -> Result<Response, ApiError> {
+    let tier = Tier::parse(&body.tier).ok_or_else(|| {
+        ApiError::invalid_field("tier", "must be developer, pro, team or enterprise")
+    })?;
+    let granted = gate(
+        &state,
+        &caller,
+        &id,
+        Named::Path,
+        requirement("PATCH", "/organization/:id/tier"),
+        "PATCH /organization/:id/tier",
+    )
+    .await?;
+    state.store.set_tier(&id, tier, Utc::now()).await?;
+    admin_action(
+        &state,
+        &caller,
+        "admin.org.tier.update",
+        &id,
+        json!({"from": granted.org.tier, "to": tier}),
+    );
+    let org = state
+        .store
+        .organization(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("organization"))?;
+    Ok(ok(StatusCode::OK, org))
+}
+
+/// `GET /organization/:id/export` (`org:settings`): the organization's data.
+pub(crate) async fn export(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let granted = gate(
+        &state,
+        &caller,
+        &id,
+        Named::Path,
+        requirement("GET", "/organization/:id/export"),
+        "GET /organization/:id/export",
+    )
+    .await?;
+    let (members, _) = state.store.members(&id, u32::MAX, 0, true).await?;
+    let (teams, _) = state.store.teams(&id, u32::MAX, 0, true).await?;
+    let (invitations, _) = state.store.invitations(&id, u32::MAX, 0, true).await?;
+    let roles = state.store.roles(&id).await?;
+    admin_action(&state, &caller, "admin.org.export", &id, json!({}));
+    Ok(ok(
+        StatusCode::OK,
+        json!({"organization": granted.org, "members": members, "teams": teams, "roles": roles, "invitations": invitations}),
+    ))
+}
+
+/// `PATCH /organization/:id/transfer-owner` (`org:settings`, step-up).
+pub(crate) async fn transfer_owner(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Json(body): Json<TransferOwner>,
+) -> Result<Response, ApiError> {
+    let granted = gate(
+        &state,
+        &caller,
+        &id,
+        Named::Path,
+        requirement("PATCH", "/organization/:id/transfer-owner"),
+        "PATCH /organization/:id/transfer-owner",
+    )
+    .await?;
+    let to = text("userId", &body.user_id, 200)?;
+    let target = state.store.membership(&id, &to).await?;
+    if !target.is_some_and(|m| m.active) {
+        return Err(ApiError::invalid_field(
+            "userId",
+            "the new owner must be an active member",
+        ));
+    }
+    if to == granted.org.owner_id {
+        return Err(ApiError::conflict(
+            "that user already owns the organization",
+        ));
+    }
+    state
+        .store
+        .transfer_owner(&id, &granted.org.owner_id, &to, Utc::now())
+        .await?;
+    state.audit.record(Action {
+        action: "org.ownership.transfer",
+        actor_id: &caller.user_id,
+        actor_email: caller.email.as_deref(),
+        org_id: &id,
+        target_type: "organization",
+        target_id: &id,
+        details: json!({"from": granted.org.owner_id, "to": to}),
+        outcome: "success",
+        ..Action::default()
+    });
+    let org = state
+        .store
+        .organization(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("organization"))?;
+    Ok(ok(StatusCode::OK, org))
+}
+
+/// `GET /organization/:id/teams` (member): the teams nested under it.
+pub(crate) async fn teams(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(params): Query<PageParams>,
+) -> Result<Response, ApiError> {
+    let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
+    gate(
+        &state,
+        &caller,
+        &id,
+        Named::Path,
+        requirement("GET", "/organization/:id/teams"),
+        "GET /organization/:id/teams",
+    )
+    .await?;
+    let ascending = page.sort_order == crate::http::extract::SortOrder::Asc;
+    let (teams, total) = state
+        .store
+        .teams(&id, page.limit, page.offset, ascending)
+        .await?;
+    Ok(paginated("teams", teams, total, &page))
+}
+
+fn admin_action(
+    state: &AppState,
+    caller: &Caller,
+    action: &str,
+    org_id: &str,
+    details: serde_json::Value,
+) {
+    state.audit.record(Action {
+        action,
+        actor_id: &caller.user_id,
+        actor_email: caller.email.as_deref(),
+        org_id,
+        affected_org_id: Some(org_id),
+        target_type: "organization",
+        target_id: org_id,
+        details,
+        outcome: "success",
+    });
+}

@@ -1,0 +1,38 @@
+//! The success and paginated envelopes of document 2.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::http::extract::Page;
+
+/// `{success: true, statusCode, data}`.
+pub fn ok<T: Serialize>(status: StatusCode, data: T) -> Response {
+    let data = serde_json::to_value(data).unwrap_or(Value::Null);
+    (
+        status,
+        axum::Json(json!({"success": true, "statusCode": status.as_u16(), "data": data})),
+    )
+        .into_response()
+}
+
+/// `{success: true, statusCode: 200, <listKey>: [...], pagination: {total, limit, offset, hasMore}}`.
+pub fn paginated<T: Serialize>(list_key: &str, items: Vec<T>, total: u64, page: &Page) -> Response {
+    let items = serde_json::to_value(items).unwrap_or(Value::Array(Vec::new()));
+    let returned = items.as_array().map_or(0, Vec::len) as u64;
+    let mut body = json!({
+        "success": true,
+        "statusCode": 200,
+        "pagination": {
+            "total": total,
+            "limit": page.limit,
+            "offset": page.offset,
+            "hasMore": page.offset.saturating_add(returned) < total,
+        }
+    });
+    if let Some(object) = body.as_object_mut() {
+        object.insert(list_key.to_owned(), items);
+    }
+    (StatusCode::OK, axum::Json(body)).into_response()
+}

@@ -1,0 +1,135 @@
+//! The application state and the authenticated caller.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use chrono::{DateTime, TimeZone, Utc};
+
+use crate::audit::AuditSink;
+use crate::auth::{bearer, TokenKeys};
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+use crate::storage::Store;
+
+/// Everything a handler may use.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// Configuration, read once at start.
+    pub config: Arc<Config>,
+    /// The database.
+    pub store: Store,
+    /// Token keys.
+    pub keys: Arc<TokenKeys>,
+    /// Where audit events go.
+    pub audit: AuditSink,
+    /// Request metrics.
+    pub metrics: Arc<Metrics>,
+    /// Users already recorded by this process, so that first sight writes once.
+    seen: Arc<Mutex<HashSet<String>>>,
+}
+
+impl AppState {
+    /// The state for a configuration, a store and an audit sink.
+    pub fn new(config: Config, store: Store, audit: AuditSink) -> Self {
+        let keys = TokenKeys::hs256(&config.jwt.secret);
+        AppState {
+            config: Arc::new(config),
+            store,
+            keys: Arc::new(keys),
+            audit,
+            metrics: Arc::new(Metrics::default()),
+            seen: Arc::new(Mutex::new(HashSet::new())),
+        }
+    }
+
+    fn first_sight(&self, user_id: &str) -> bool {
+        self.seen
+            .lock()
+            .map(|mut seen| seen.insert(user_id.to_owned()))
+            .unwrap_or(true)
+    }
+}
+
+/// An authenticated user (not a service).
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The token subject.
+    pub user_id: String,
+    /// The token's e-mail.
+    pub email: Option<String>,
+    /// Super-admin by the token or by the stored flag.
+    pub super_admin: bool,
+    /// When the user last passed step-up, from a valid `X-Step-Up-Token`.
+    pub stepped_up_at: Option<DateTime<Utc>>,
+    /// The `x-org-id` header.
+    pub org_header: Option<String>,
+}
+
+impl Caller {
+    /// The tenancy crate's view of the caller.
+    pub fn principal(&self) -> tenancy::Principal {
+        tenancy::Principal {
+            user_id: self.user_id.clone(),
+            super_admin: self.super_admin,
+            stepped_up_at: self.stepped_up_at,
+        }
+    }
+}
+
+fn header<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
+    parts.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = bearer(header(parts, "authorization"))?;
+        let claims = state.keys.verify(token)?;
+        if claims.step_up {
+            return Err(ApiError::unauthorized(
+                "a step-up token is not an access token",
+            ));
+        }
+        if claims.service.is_some() {
+            return Err(ApiError::forbidden(
+                "service tokens cannot call user endpoints",
+            ));
+        }
+        let now = Utc::now();
+        if state.first_sight(&claims.sub) {
+            state
+                .store
+                .ensure_user(&claims.sub, claims.email.as_deref(), now)
+                .await?;
+        }
+        let stored = state.store.user(&claims.sub).await?;
+        let stepped_up_at = match header(parts, "x-step-up-token") {
+            None => None,
+            Some(token) => {
+                let step = state.keys.verify(token)?;
+                if !step.step_up || step.sub != claims.sub {
+                    return Err(ApiError::unauthorized(
+                        "the step-up token does not belong to this user",
+                    ));
+                }
+                Utc.timestamp_opt(step.iat, 0).single()
+            }
+        };
+        Ok(Caller {
+            user_id: claims.sub,
+            email: claims.email,
+            super_admin: claims.super_admin || stored.is_some_and(|u| u.super_admin),
+            stepped_up_at,
+            org_header: header(parts, "x-org-id")
+                .map(str::to_owned)
+                .filter(|s| !s.is_empty()),
+        })
+    }
+}

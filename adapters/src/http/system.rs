@@ -1,0 +1,133 @@
+//! `/health`, `/ready`, `/metrics` and `/openapi.json`.
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use utoipa::openapi::path::{OperationBuilder, ParameterBuilder, ParameterIn};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{
+    ComponentsBuilder, HttpMethod, InfoBuilder, OpenApi, OpenApiBuilder, Paths, Required,
+};
+
+use crate::error::ApiError;
+use crate::http::response::ok;
+use crate::http::state::AppState;
+
+/// `GET /health`: the process is up.
+pub(crate) async fn health() -> Response {
+    ok(StatusCode::OK, json!({"status": "ok"}))
+}
+
+/// `GET /ready`: the database answers.
+pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, ApiError> {
+    state.store.ping().await?;
+    Ok(ok(StatusCode::OK, json!({"status": "ready"})))
+}
+
+/// `GET /metrics`: Prometheus text.
+pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+/// `GET /openapi.json`.
+pub(crate) async fn openapi() -> Response {
+    axum::Json(document()).into_response()
+}
+
+fn method(name: &str) -> HttpMethod {
+    match name {
+        "POST" => HttpMethod::Post,
+        "PUT" => HttpMethod::Put,
+        "PATCH" => HttpMethod::Patch,
+        "DELETE" => HttpMethod::Delete,
+        _ => HttpMethod::Get,
+    }
+}
+
+/// The OpenAPI document, generated from tenancy's endpoint table (the same table the
+/// router takes each route's permission from) and the operational endpoints.
+pub fn document() -> OpenApi {
+    let mut paths = Paths::new();
+    for endpoint in tenancy::ENDPOINTS {
+        let path = format!(
+            "/api{}",
+            endpoint
+                .path
+                .split('/')
+                .map(|s| match s.strip_prefix(':') {
+                    Some(name) => format!("{{{name}}}"),
+                    None => s.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("/")
+        );
+        let access = match endpoint.access {
+            tenancy::Access::Authenticated => "authentication".to_owned(),
+            tenancy::Access::Member => "membership".to_owned(),
+            tenancy::Access::OwnManagedOrSuperAdmin => {
+                "own organization, managed team or super-admin".to_owned()
+            }
+            tenancy::Access::Permission(p) => format!("permission `{p}`"),
+            tenancy::Access::SuperAdmin => "super-admin".to_owned(),
+        };
+        let mut operation = OperationBuilder::new()
+            .summary(Some(format!("{} {}", endpoint.method, endpoint.path)))
+            .description(Some(format!(
+                "Requires {access}{}. Errors use the envelope {{success: false, statusCode, code, message, details?}}.",
+                if endpoint.step_up { " and a fresh step-up token (X-Step-Up-Token)" } else { "" }
+            )))
+            .security(utoipa::openapi::security::SecurityRequirement::new::<&str, [&str; 0], &str>("bearer", []))
+            .parameter(ParameterBuilder::new().name("x-org-id").parameter_in(ParameterIn::Header).required(Required::False));
+        for segment in endpoint.path.split('/').filter_map(|s| s.strip_prefix(':')) {
+            operation = operation.parameter(
+                ParameterBuilder::new()
+                    .name(segment)
+                    .parameter_in(ParameterIn::Path)
+                    .required(Required::True),
+            );
+        }
+        paths.add_path_operation(path, vec![method(endpoint.method)], operation.build());
+    }
+    for (path, summary) in [
+        ("/health", "The process is up"),
+        ("/ready", "The database is reachable"),
+        ("/metrics", "Prometheus metrics"),
+        ("/openapi.json", "This document"),
+    ] {
+        paths.add_path_operation(
+            path,
+            vec![HttpMethod::Get],
+            OperationBuilder::new().summary(Some(summary)).build(),
+        );
+    }
+    OpenApiBuilder::new()
+        .info(
+            InfoBuilder::new()
+                .title("compliance")
+                .version(env!("CARGO_PKG_VERSION"))
+                .description(Some(
+                    "The governance core of a multi-tenant CI/CD platform: the reference server.",
+                ))
+                .build(),
+        )
+        .paths(paths)
+        .components(Some(
+            ComponentsBuilder::new()
+                .security_scheme(
+                    "bearer",
+                    SecurityScheme::Http(
+                        HttpBuilder::new()
+                            .scheme(HttpAuthScheme::Bearer)
+                            .bearer_format("JWT")
+                            .build(),
+                    ),
+                )
+                .build(),
+        ))
+        .build()
+}

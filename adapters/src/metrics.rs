@@ -1,0 +1,85 @@
+//! Request counts and latencies by route and status, in Prometheus text format.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::time::Duration;
+
+const BUCKETS: [f64; 10] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0,
+];
+
+#[derive(Debug, Default, Clone)]
+struct Series {
+    count: u64,
+    sum: f64,
+    buckets: [u64; BUCKETS.len()],
+}
+
+/// The server's metrics.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(String, String, u16), Series>>,
+}
+
+impl Metrics {
+    /// Records one request.
+    pub fn observe(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        if let Ok(mut requests) = self.requests.lock() {
+            let series = requests
+                .entry((method.to_owned(), route.to_owned(), status))
+                .or_default();
+            series.count += 1;
+            series.sum += seconds;
+            for (bucket, bound) in series.buckets.iter_mut().zip(BUCKETS) {
+                if seconds <= bound {
+                    *bucket += 1;
+                }
+            }
+        }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP http_requests_total Requests by method, route and status.\n");
+        out.push_str("# TYPE http_requests_total counter\n");
+        let requests = match self.requests.lock() {
+            Ok(requests) => requests.clone(),
+            Err(_) => return out,
+        };
+        for ((method, route, status), series) in &requests {
+            let _ = writeln!(out, "http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {}", series.count);
+        }
+        out.push_str(
+            "# HELP http_request_duration_seconds Request latency by method, route and status.\n",
+        );
+        out.push_str("# TYPE http_request_duration_seconds histogram\n");
+        for ((method, route, status), series) in &requests {
+            let labels = format!("method=\"{method}\",route=\"{route}\",status=\"{status}\"");
+            for (bound, count) in BUCKETS.iter().zip(series.buckets) {
+                let _ = writeln!(
+                    out,
+                    "http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {count}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
+                series.count
+            );
+            let _ = writeln!(
+                out,
+                "http_request_duration_seconds_sum{{{labels}}} {}",
+                series.sum
+            );
+            let _ = writeln!(
+                out,
+                "http_request_duration_seconds_count{{{labels}}} {}",
+                series.count
+            );
+        }
+        out
+    }
+}

@@ -1,0 +1,593 @@
+//! Memberships, Roles and invitations, always scoped by organization.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::Row;
+use tenancy::{MembershipRole, Permission, Role};
+
+use super::orgs::{found, membership_role, membership_role_name, permissions_json};
+use super::{new_id, parse_stamp, stamp, Store, StoreError, StoreResult};
+
+/// A member of an organization.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberRecord {
+    /// The organization.
+    pub org_id: String,
+    /// The user.
+    pub user_id: String,
+    /// Their e-mail, when known.
+    pub email: Option<String>,
+    /// Owner, admin or member.
+    pub role: MembershipRole,
+    /// Whether the membership is active.
+    pub active: bool,
+    /// When they joined.
+    pub created_at: DateTime<Utc>,
+}
+
+impl MemberRecord {
+    /// The tenancy crate's view of it.
+    pub fn membership(&self) -> tenancy::Membership {
+        tenancy::Membership {
+            user_id: self.user_id.clone(),
+            org_id: self.org_id.clone(),
+            role: self.role,
+            active: self.active,
+        }
+    }
+}
+
+/// A Role with its members.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleRecord {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// What it grants.
+    pub permissions: BTreeSet<Permission>,
+    /// Seeded by the platform.
+    pub built_in: bool,
+    /// The users holding it.
+    pub members: Vec<String>,
+}
+
+impl RoleRecord {
+    /// The tenancy crate's view of it.
+    pub fn role(&self) -> Role {
+        Role {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            permissions: self.permissions.clone(),
+            built_in: self.built_in,
+        }
+    }
+}
+
+/// Where an invitation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InvitationStatus {
+    /// Sent, not yet answered.
+    Pending,
+    /// Revoked by the organization.
+    Revoked,
+}
+
+/// An invitation to join an organization.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InvitationRecord {
+    /// Its id.
+    pub id: String,
+    /// The organization.
+    pub org_id: String,
+    /// Who is invited.
+    pub email: String,
+    /// The membership role offered.
+    pub role: MembershipRole,
+    /// Its state.
+    pub status: InvitationStatus,
+    /// Who sent it.
+    pub invited_by: String,
+    /// How many times it was sent.
+    pub sent_count: i64,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it was last sent.
+    pub last_sent_at: DateTime<Utc>,
+}
+
+fn member_from_row(row: &sqlx::any::AnyRow) -> StoreResult<MemberRecord> {
+    Ok(MemberRecord {
+        org_id: row.try_get("org_id")?,
+        user_id: row.try_get("user_id")?,
+        email: row.try_get("email")?,
+        role: membership_role(&row.try_get::<String, _>("role")?),
+        active: row.try_get::<i64, _>("active")? != 0,
+        created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
+    })
+}
+
+fn parse_permissions(text: &str) -> BTreeSet<Permission> {
+    serde_json::from_str::<Vec<String>>(text)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| Permission::parse(p).ok())
+        .collect()
+}
+
+fn invitation_from_row(row: &sqlx::any::AnyRow) -> StoreResult<InvitationRecord> {
+    Ok(InvitationRecord {
+        id: row.try_get("id")?,
+        org_id: row.try_get("org_id")?,
+        email: row.try_get("email")?,
+        role: membership_role(&row.try_get::<String, _>("role")?),
+        status: match row.try_get::<String, _>("status")?.as_str() {
+            "revoked" => InvitationStatus::Revoked,
+            _ => InvitationStatus::Pending,
+        },
+        invited_by: row.try_get("invited_by")?,
+        sent_count: row.try_get("sent_count")?,
+        created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
+        last_sent_at: parse_stamp(&row.try_get::<String, _>("last_sent_at")?),
+    })
+}
+
+const MEMBER_SELECT: &str = "SELECT m.org_id, m.user_id, u.email, m.role, m.active, m.created_at
+    FROM memberships m LEFT JOIN users u ON u.id = m.user_id";
+
+impl Store {
+    /// A user's membership of an organization.
+    pub async fn membership(
+        &self,
+        org_id: &str,
+        user_id: &str,
+    ) -> StoreResult<Option<MemberRecord>> {
+        let row = sqlx::query(&self.sql(&format!(
+            "{MEMBER_SELECT} WHERE m.org_id = $1 AND m.user_id = $2"
+        )))
+        .bind(org_id)
+        .bind(user_id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(member_from_row).transpose()
+    }
+
+    /// A page of an organization's members and how many there are.
+    pub async fn members(
+        &self,
+        org_id: &str,
+        limit: u32,
+        offset: u64,
+        ascending: bool,
+    ) -> StoreResult<(Vec<MemberRecord>, u64)> {
+        let order = if ascending { "ASC" } else { "DESC" };
+        let rows = sqlx::query(&self.sql(&format!(
+            "{MEMBER_SELECT} WHERE m.org_id = $1 ORDER BY m.created_at {order}, m.user_id {order} LIMIT $2 OFFSET $3"
+        )))
+        .bind(org_id)
+        .bind(i64::from(limit))
+        .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+        .fetch_all(self.pool())
+        .await?;
+        let total =
+            sqlx::query(&self.sql("SELECT COUNT(*) AS n FROM memberships WHERE org_id = $1"))
+                .bind(org_id)
+                .fetch_one(self.pool())
+                .await?
+                .try_get::<i64, _>("n")?;
+        let members = rows
+            .iter()
+            .map(member_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((members, total.unsigned_abs()))
+    }
+
+    /// Adds members to organizations with a membership role and the matching built-in
+    /// Role, all or nothing. Each entry is (organization, Role to grant).
+    pub async fn add_members(
+        &self,
+        user_id: &str,
+        role: MembershipRole,
+        grants: &[(String, String)],
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        for (org_id, role_id) in grants {
+            sqlx::query(&self.sql(
+                "INSERT INTO memberships (org_id, user_id, role, active, created_at) VALUES ($1, $2, $3, 1, $4)",
+            ))
+            .bind(org_id)
+            .bind(user_id)
+            .bind(membership_role_name(role))
+            .bind(stamp(now))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => StoreError::Conflict(format!("`{user_id}` is already a member")),
+                other => other,
+            })?;
+            sqlx::query(&self.sql(
+                "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            ))
+            .bind(role_id)
+            .bind(org_id)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Removes a member and their Roles in the organization.
+    pub async fn remove_member(&self, org_id: &str, user_id: &str) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql("DELETE FROM role_members WHERE org_id = $1 AND user_id = $2"))
+            .bind(org_id)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        let done =
+            sqlx::query(&self.sql("DELETE FROM memberships WHERE org_id = $1 AND user_id = $2"))
+                .bind(org_id)
+                .bind(user_id)
+                .execute(&mut *tx)
+                .await?;
+        found(done.rows_affected(), "member")?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Changes a member's membership role, swapping the built-in Role it implies.
+    pub async fn set_member_role(
+        &self,
+        org_id: &str,
+        user_id: &str,
+        role: MembershipRole,
+        drop_role_id: &str,
+        grant_role_id: &str,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(
+            &self.sql("UPDATE memberships SET role = $3 WHERE org_id = $1 AND user_id = $2"),
+        )
+        .bind(org_id)
+        .bind(user_id)
+        .bind(membership_role_name(role))
+        .execute(&mut *tx)
+        .await?;
+        found(done.rows_affected(), "member")?;
+        sqlx::query(
+            &self.sql(
+                "DELETE FROM role_members WHERE org_id = $1 AND user_id = $2 AND role_id = $3",
+            ),
+        )
+        .bind(org_id)
+        .bind(user_id)
+        .bind(drop_role_id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        ))
+        .bind(grant_role_id)
+        .bind(org_id)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Activates or deactivates a member.
+    pub async fn set_member_active(
+        &self,
+        org_id: &str,
+        user_id: &str,
+        active: bool,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(
+            &self.sql("UPDATE memberships SET active = $3 WHERE org_id = $1 AND user_id = $2"),
+        )
+        .bind(org_id)
+        .bind(user_id)
+        .bind(i64::from(active))
+        .execute(self.pool())
+        .await?;
+        found(done.rows_affected(), "member")
+    }
+
+    /// The Roles a user holds in an organization.
+    pub async fn roles_of(&self, org_id: &str, user_id: &str) -> StoreResult<Vec<Role>> {
+        let rows = sqlx::query(&self.sql(
+            "SELECT r.id, r.name, r.permissions, r.built_in FROM roles r
+             JOIN role_members rm ON rm.role_id = r.id
+             WHERE rm.org_id = $1 AND rm.user_id = $2 AND r.org_id = $1",
+        ))
+        .bind(org_id)
+        .bind(user_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Role {
+                    id: row.try_get("id")?,
+                    name: row.try_get("name")?,
+                    permissions: parse_permissions(&row.try_get::<String, _>("permissions")?),
+                    built_in: row.try_get::<i64, _>("built_in")? != 0,
+                })
+            })
+            .collect()
+    }
+
+    /// Every Role of an organization with its members.
+    pub async fn roles(&self, org_id: &str) -> StoreResult<Vec<RoleRecord>> {
+        let rows = sqlx::query(&self.sql(
+            "SELECT id, name, permissions, built_in FROM roles WHERE org_id = $1 ORDER BY built_in DESC, created_at, name",
+        ))
+        .bind(org_id)
+        .fetch_all(self.pool())
+        .await?;
+        let members =
+            sqlx::query(&self.sql(
+                "SELECT role_id, user_id FROM role_members WHERE org_id = $1 ORDER BY user_id",
+            ))
+            .bind(org_id)
+            .fetch_all(self.pool())
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let id: String = row.try_get("id")?;
+            let mut holders = Vec::new();
+            for m in &members {
+                if m.try_get::<String, _>("role_id")? == id {
+                    holders.push(m.try_get("user_id")?);
+                }
+            }
+            out.push(RoleRecord {
+                id,
+                name: row.try_get("name")?,
+                permissions: parse_permissions(&row.try_get::<String, _>("permissions")?),
+                built_in: row.try_get::<i64, _>("built_in")? != 0,
+                members: holders,
+            });
+        }
+        Ok(out)
+    }
+
+    /// One Role of an organization.
+    pub async fn role(&self, org_id: &str, role_id: &str) -> StoreResult<Option<RoleRecord>> {
+        Ok(self
+            .roles(org_id)
+            .await?
+            .into_iter()
+            .find(|r| r.id == role_id))
+    }
+
+    /// A built-in Role by name.
+    pub async fn role_named(&self, org_id: &str, name: &str) -> StoreResult<Option<RoleRecord>> {
+        Ok(self
+            .roles(org_id)
+            .await?
+            .into_iter()
+            .find(|r| r.name == name))
+    }
+
+    /// Creates a custom Role.
+    pub async fn create_role(
+        &self,
+        org_id: &str,
+        name: &str,
+        permissions: &BTreeSet<Permission>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<String> {
+        let id = new_id();
+        sqlx::query(&self.sql(
+            "INSERT INTO roles (id, org_id, name, permissions, built_in, created_at) VALUES ($1, $2, $3, $4, 0, $5)",
+        ))
+        .bind(&id)
+        .bind(org_id)
+        .bind(name)
+        .bind(permissions_json(permissions))
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => StoreError::Conflict(format!("a role named `{name}` already exists")),
+            other => other,
+        })?;
+        Ok(id)
+    }
+
+    /// Renames or re-permissions a custom Role.
+    pub async fn update_role(
+        &self,
+        org_id: &str,
+        role_id: &str,
+        name: Option<&str>,
+        permissions: Option<&BTreeSet<Permission>>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.sql(
+            "UPDATE roles SET name = COALESCE($3, name), permissions = COALESCE($4, permissions)
+             WHERE org_id = $1 AND id = $2 AND built_in = 0",
+        ))
+        .bind(org_id)
+        .bind(role_id)
+        .bind(name)
+        .bind(permissions.map(permissions_json))
+        .execute(self.pool())
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => {
+                StoreError::Conflict("a role with that name already exists".to_owned())
+            }
+            other => other,
+        })?;
+        found(done.rows_affected(), "role")
+    }
+
+    /// Deletes a custom Role and its assignments.
+    pub async fn delete_role(&self, org_id: &str, role_id: &str) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql("DELETE FROM role_members WHERE org_id = $1 AND role_id = $2"))
+            .bind(org_id)
+            .bind(role_id)
+            .execute(&mut *tx)
+            .await?;
+        let done = sqlx::query(
+            &self.sql("DELETE FROM roles WHERE org_id = $1 AND id = $2 AND built_in = 0"),
+        )
+        .bind(org_id)
+        .bind(role_id)
+        .execute(&mut *tx)
+        .await?;
+        found(done.rows_affected(), "role")?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Gives a member a Role.
+    pub async fn add_role_member(
+        &self,
+        org_id: &str,
+        role_id: &str,
+        user_id: &str,
+    ) -> StoreResult<()> {
+        sqlx::query(&self.sql(
+            "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        ))
+        .bind(role_id)
+        .bind(org_id)
+        .bind(user_id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Takes a Role from a member.
+    pub async fn remove_role_member(
+        &self,
+        org_id: &str,
+        role_id: &str,
+        user_id: &str,
+    ) -> StoreResult<()> {
+        let done =
+            sqlx::query(&self.sql(
+                "DELETE FROM role_members WHERE org_id = $1 AND role_id = $2 AND user_id = $3",
+            ))
+            .bind(org_id)
+            .bind(role_id)
+            .bind(user_id)
+            .execute(self.pool())
+            .await?;
+        found(done.rows_affected(), "role member")
+    }
+
+    /// Records an invitation.
+    pub async fn create_invitation(
+        &self,
+        org_id: &str,
+        email: &str,
+        role: MembershipRole,
+        invited_by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<InvitationRecord> {
+        let id = new_id();
+        sqlx::query(&self.sql(
+            "INSERT INTO invitations (id, org_id, email, role, status, invited_by, sent_count, created_at, last_sent_at)
+             VALUES ($1, $2, $3, $4, 'pending', $5, 1, $6, $6)",
+        ))
+        .bind(&id)
+        .bind(org_id)
+        .bind(email)
+        .bind(membership_role_name(role))
+        .bind(invited_by)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        self.invitation(org_id, &id)
+            .await?
+            .ok_or_else(|| StoreError::Other("the new invitation vanished".to_owned()))
+    }
+
+    /// One invitation of an organization.
+    pub async fn invitation(
+        &self,
+        org_id: &str,
+        id: &str,
+    ) -> StoreResult<Option<InvitationRecord>> {
+        let row = sqlx::query(&self.sql("SELECT * FROM invitations WHERE org_id = $1 AND id = $2"))
+            .bind(org_id)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(invitation_from_row).transpose()
+    }
+
+    /// A page of an organization's invitations and how many there are.
+    pub async fn invitations(
+        &self,
+        org_id: &str,
+        limit: u32,
+        offset: u64,
+        ascending: bool,
+    ) -> StoreResult<(Vec<InvitationRecord>, u64)> {
+        let order = if ascending { "ASC" } else { "DESC" };
+        let rows = sqlx::query(&self.sql(&format!(
+            "SELECT * FROM invitations WHERE org_id = $1 ORDER BY created_at {order}, id {order} LIMIT $2 OFFSET $3"
+        )))
+        .bind(org_id)
+        .bind(i64::from(limit))
+        .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+        .fetch_all(self.pool())
+        .await?;
+        let total =
+            sqlx::query(&self.sql("SELECT COUNT(*) AS n FROM invitations WHERE org_id = $1"))
+                .bind(org_id)
+                .fetch_one(self.pool())
+                .await?
+                .try_get::<i64, _>("n")?;
+        let items = rows
+            .iter()
+            .map(invitation_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((items, total.unsigned_abs()))
+    }
+
+    /// Revokes a pending invitation.
+    pub async fn revoke_invitation(&self, org_id: &str, id: &str) -> StoreResult<()> {
+        let done = sqlx::query(&self.sql(
+            "UPDATE invitations SET status = 'revoked' WHERE org_id = $1 AND id = $2 AND status = 'pending'",
+        ))
+        .bind(org_id)
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        found(done.rows_affected(), "pending invitation")
+    }
+
+    /// Counts another sending of a pending invitation.
+    pub async fn resend_invitation(
+        &self,
+        org_id: &str,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.sql(
+            "UPDATE invitations SET sent_count = sent_count + 1, last_sent_at = $3
+             WHERE org_id = $1 AND id = $2 AND status = 'pending'",
+        ))
+        .bind(org_id)
+        .bind(id)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        found(done.rows_affected(), "pending invitation")
+    }
+}

@@ -1,0 +1,170 @@
+//! Storage: one `Store` over PostgreSQL or SQLite (chosen by the URL's scheme), with
+//! migrations per backend. Queries are written once with `$n` placeholders; the
+//! `Dialect` rewrites them for SQLite (`?n`) and supplies the few statements that
+//! differ. Every query that touches tenant data is scoped by organization.
+//!
+//! This module holds SQL and nothing else: no policy is decided here.
+
+mod access;
+mod orgs;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, Executor};
+
+pub use access::{InvitationRecord, InvitationStatus, MemberRecord, RoleRecord};
+pub use orgs::{NewOrganization, OrgRecord, User};
+
+/// What went wrong in storage, in terms the API can answer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A uniqueness rule was broken.
+    #[error("{0}")]
+    Conflict(String),
+    /// The row does not exist (in this organization).
+    #[error("{0}")]
+    NotFound(String),
+    /// The database cannot be reached.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else.
+    #[error("database error: {0}")]
+    Other(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        match &error {
+            sqlx::Error::Database(db) if db.is_unique_violation() => {
+                StoreError::Conflict("a record with the same name already exists".to_owned())
+            }
+            sqlx::Error::RowNotFound => StoreError::NotFound("record".to_owned()),
+            sqlx::Error::Io(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error.to_string()),
+            _ => StoreError::Other(error.to_string()),
+        }
+    }
+}
+
+/// Result of a storage call.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Which SQL dialect the pool speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// PostgreSQL.
+    Postgres,
+    /// SQLite.
+    Sqlite,
+}
+
+/// The database.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: AnyPool,
+    dialect: Dialect,
+}
+
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+impl Store {
+    /// Connects to `url` (`postgres://...` or `sqlite://...`; a SQLite file is created
+    /// if missing).
+    pub async fn connect(url: &str) -> StoreResult<Store> {
+        sqlx::any::install_default_drivers();
+        let dialect = if url.starts_with("sqlite:") {
+            Dialect::Sqlite
+        } else {
+            Dialect::Postgres
+        };
+        let url = match dialect {
+            Dialect::Sqlite if !url.contains("mode=") => {
+                format!("{url}{}mode=rwc", if url.contains('?') { "&" } else { "?" })
+            }
+            _ => url.to_owned(),
+        };
+        let options =
+            AnyConnectOptions::from_str(&url).map_err(|e| StoreError::Other(e.to_string()))?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(match dialect {
+                Dialect::Postgres => 16,
+                Dialect::Sqlite => 8,
+            })
+            .acquire_timeout(Duration::from_secs(5))
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if dialect == Dialect::Sqlite {
+                        conn.execute("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        Ok(Store { pool, dialect })
+    }
+
+    /// Applies the migrations of the backend.
+    pub async fn migrate(&self) -> StoreResult<()> {
+        let migrator = match self.dialect {
+            Dialect::Postgres => &POSTGRES_MIGRATIONS,
+            Dialect::Sqlite => &SQLITE_MIGRATIONS,
+        };
+        migrator
+            .run(&self.pool)
+            .await
+            .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+    }
+
+    /// Whether the database answers.
+    pub async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// The backend's dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Rewrites `$n` placeholders for the backend.
+    pub(crate) fn sql(&self, text: &str) -> String {
+        match self.dialect {
+            Dialect::Postgres => text.to_owned(),
+            Dialect::Sqlite => text.replace('$', "?"),
+        }
+    }
+
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A timestamp as stored: RFC 3339, UTC, microseconds.
+pub(crate) fn stamp(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+pub(crate) fn parse_stamp(text: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_default()
+}
+
+/// A new random identifier.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}

@@ -1,0 +1,373 @@
+//! Users and organizations.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+use entitlements::Tier;
+use serde::Serialize;
+use sqlx::Row;
+use tenancy::{MembershipRole, Permission};
+
+use super::{new_id, parse_stamp, stamp, Store, StoreError, StoreResult};
+
+/// A user, recorded on first sight of their token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    /// The token subject.
+    pub id: String,
+    /// Their e-mail, when known.
+    pub email: Option<String>,
+    /// The global super-admin flag.
+    pub super_admin: bool,
+}
+
+/// An organization as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrgRecord {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its display name.
+    pub display_name: Option<String>,
+    /// The parent of a team.
+    pub parent_org_id: Option<String>,
+    /// Its tier.
+    pub tier: Tier,
+    /// Whether it is the system organization.
+    pub is_system: bool,
+    /// Its Owner.
+    pub owner_id: String,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl OrgRecord {
+    /// The tenancy crate's view of it.
+    pub fn organization(&self) -> tenancy::Organization {
+        tenancy::Organization {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            parent_org_id: self.parent_org_id.clone(),
+            is_system: self.is_system,
+        }
+    }
+}
+
+/// What creating an organization stores, in one transaction.
+#[derive(Debug, Clone)]
+pub struct NewOrganization {
+    /// Name.
+    pub name: String,
+    /// Display name.
+    pub display_name: Option<String>,
+    /// Parent, for a team.
+    pub parent_org_id: Option<String>,
+    /// Tier.
+    pub tier: Tier,
+    /// Whether it is the system organization.
+    pub is_system: bool,
+    /// The creator, who becomes its Owner and holds the Admin Role.
+    pub owner_id: String,
+    /// The built-in Roles to seed.
+    pub builtin_roles: Vec<(&'static str, BTreeSet<Permission>)>,
+}
+
+fn tier_name(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Developer => "developer",
+        Tier::Pro => "pro",
+        Tier::Team => "team",
+        Tier::Enterprise => "enterprise",
+    }
+}
+
+const ORG_COLUMNS: &str =
+    "id, name, display_name, parent_org_id, tier, is_system, owner_id, created_at, updated_at";
+
+fn org_from_row(row: &sqlx::any::AnyRow) -> StoreResult<OrgRecord> {
+    let tier: String = row.try_get("tier")?;
+    Ok(OrgRecord {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        display_name: row.try_get("display_name")?,
+        parent_org_id: row.try_get("parent_org_id")?,
+        tier: Tier::parse(&tier).unwrap_or(Tier::Developer),
+        is_system: row.try_get::<i64, _>("is_system")? != 0,
+        owner_id: row.try_get("owner_id")?,
+        created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
+        updated_at: parse_stamp(&row.try_get::<String, _>("updated_at")?),
+    })
+}
+
+impl Store {
+    /// Records a user the first time their token is seen.
+    pub async fn ensure_user(
+        &self,
+        id: &str,
+        email: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(&self.sql(
+            "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, $2, 0, $3)
+             ON CONFLICT (id) DO UPDATE SET email = COALESCE(users.email, excluded.email)",
+        ))
+        .bind(id)
+        .bind(email)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// A user.
+    pub async fn user(&self, id: &str) -> StoreResult<Option<User>> {
+        let row = sqlx::query(&self.sql("SELECT id, email, super_admin FROM users WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|row| {
+            Ok(User {
+                id: row.try_get("id")?,
+                email: row.try_get("email")?,
+                super_admin: row.try_get::<i64, _>("super_admin")? != 0,
+            })
+        })
+        .transpose()
+    }
+
+    /// Creates an organization with its Owner, its built-in Roles and the Owner in the
+    /// Admin Role, atomically. A system organization also makes the Owner a super-admin.
+    pub async fn create_organization(
+        &self,
+        new: NewOrganization,
+        now: DateTime<Utc>,
+    ) -> StoreResult<OrgRecord> {
+        let id = new_id();
+        let at = stamp(now);
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO organizations (id, name, display_name, parent_org_id, tier, is_system, owner_id, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+        ))
+        .bind(&id)
+        .bind(&new.name)
+        .bind(&new.display_name)
+        .bind(&new.parent_org_id)
+        .bind(tier_name(new.tier))
+        .bind(i64::from(new.is_system))
+        .bind(&new.owner_id)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => StoreError::Conflict(format!("an organization named `{}` already exists", new.name)),
+            other => other,
+        })?;
+        sqlx::query(&self.sql(
+            "INSERT INTO memberships (org_id, user_id, role, active, created_at) VALUES ($1, $2, 'owner', 1, $3)",
+        ))
+        .bind(&id)
+        .bind(&new.owner_id)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        for (name, permissions) in &new.builtin_roles {
+            let role_id = new_id();
+            sqlx::query(&self.sql(
+                "INSERT INTO roles (id, org_id, name, permissions, built_in, created_at) VALUES ($1, $2, $3, $4, 1, $5)",
+            ))
+            .bind(&role_id)
+            .bind(&id)
+            .bind(*name)
+            .bind(permissions_json(permissions))
+            .bind(&at)
+            .execute(&mut *tx)
+            .await?;
+            if *name == "Admin" || *name == "Super Admin" {
+                sqlx::query(&self.sql(
+                    "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3)",
+                ))
+                .bind(&role_id)
+                .bind(&id)
+                .bind(&new.owner_id)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        if new.is_system {
+            sqlx::query(&self.sql("UPDATE users SET super_admin = 1 WHERE id = $1"))
+                .bind(&new.owner_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        self.organization(&id)
+            .await?
+            .ok_or_else(|| StoreError::Other("the new organization vanished".to_owned()))
+    }
+
+    /// An organization that is not deleted.
+    pub async fn organization(&self, id: &str) -> StoreResult<Option<OrgRecord>> {
+        let row = sqlx::query(&self.sql(&format!(
+            "SELECT {ORG_COLUMNS} FROM organizations WHERE id = $1 AND deleted_at IS NULL"
+        )))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(org_from_row).transpose()
+    }
+
+    /// Whether the system organization exists.
+    pub async fn system_exists(&self) -> StoreResult<bool> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM organizations WHERE is_system = 1")
+            .fetch_one(self.pool())
+            .await?;
+        Ok(row.try_get::<i64, _>("n")? > 0)
+    }
+
+    /// Renames an organization.
+    pub async fn update_organization(
+        &self,
+        id: &str,
+        name: Option<&str>,
+        display_name: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.sql(
+            "UPDATE organizations SET name = COALESCE($2, name), display_name = COALESCE($3, display_name), updated_at = $4
+             WHERE id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(id)
+        .bind(name)
+        .bind(display_name)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        found(done.rows_affected(), "organization")
+    }
+
+    /// Soft-deletes an organization and its teams.
+    pub async fn delete_organization(&self, id: &str, now: DateTime<Utc>) -> StoreResult<()> {
+        let done = sqlx::query(&self.sql(
+            "UPDATE organizations SET deleted_at = $2 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at IS NULL",
+        ))
+        .bind(id)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        found(done.rows_affected(), "organization")
+    }
+
+    /// Changes an organization's tier.
+    pub async fn set_tier(&self, id: &str, tier: Tier, now: DateTime<Utc>) -> StoreResult<()> {
+        let done = sqlx::query(&self.sql(
+            "UPDATE organizations SET tier = $2, updated_at = $3 WHERE id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(id)
+        .bind(tier_name(tier))
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        found(done.rows_affected(), "organization")
+    }
+
+    /// Makes `to` the Owner; the previous Owner stays as an Admin member.
+    pub async fn transfer_owner(
+        &self,
+        id: &str,
+        from: &str,
+        to: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(
+            &self.sql("UPDATE memberships SET role = 'admin' WHERE org_id = $1 AND user_id = $2"),
+        )
+        .bind(id)
+        .bind(from)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            &self.sql("UPDATE memberships SET role = 'owner' WHERE org_id = $1 AND user_id = $2"),
+        )
+        .bind(id)
+        .bind(to)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            &self.sql("UPDATE organizations SET owner_id = $2, updated_at = $3 WHERE id = $1"),
+        )
+        .bind(id)
+        .bind(to)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The teams of a root organization, newest first, and how many there are.
+    pub async fn teams(
+        &self,
+        parent_id: &str,
+        limit: u32,
+        offset: u64,
+        ascending: bool,
+    ) -> StoreResult<(Vec<OrgRecord>, u64)> {
+        let order = if ascending { "ASC" } else { "DESC" };
+        let rows = sqlx::query(&self.sql(&format!(
+            "SELECT {ORG_COLUMNS} FROM organizations WHERE parent_org_id = $1 AND deleted_at IS NULL
+             ORDER BY created_at {order}, id {order} LIMIT $2 OFFSET $3"
+        )))
+        .bind(parent_id)
+        .bind(i64::from(limit))
+        .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+        .fetch_all(self.pool())
+        .await?;
+        let total = sqlx::query(&self.sql(
+            "SELECT COUNT(*) AS n FROM organizations WHERE parent_org_id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(parent_id)
+        .fetch_one(self.pool())
+        .await?
+        .try_get::<i64, _>("n")?;
+        let teams = rows
+            .iter()
+            .map(org_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((teams, total.unsigned_abs()))
+    }
+}
+
+pub(super) fn permissions_json(permissions: &BTreeSet<Permission>) -> String {
+    serde_json::to_string(permissions).unwrap_or_else(|_| "[]".to_owned())
+}
+
+pub(super) fn found(rows: u64, what: &str) -> StoreResult<()> {
+    if rows == 0 {
+        Err(StoreError::NotFound(what.to_owned()))
+    } else {
+        Ok(())
+    }
+}
+
+pub(super) fn membership_role(text: &str) -> MembershipRole {
+    match text {
+        "owner" => MembershipRole::Owner,
+        "admin" => MembershipRole::Admin,
+        _ => MembershipRole::Member,
+    }
+}
+
+pub(super) fn membership_role_name(role: MembershipRole) -> &'static str {
+    match role {
+        MembershipRole::Owner => "owner",
+        MembershipRole::Admin => "admin",
+        MembershipRole::Member => "member",
+    }
+}
