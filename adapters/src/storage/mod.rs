@@ -168,3 +168,9 @@ pub(crate) fn parse_stamp(text: &str) -> DateTime<Utc> {
 pub fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
+
+/// The pool, for test harnesses that create and drop databases.
+#[doc(hidden)]
+pub fn pool_for_tests(store: &Store) -> &AnyPool {
+    &store.pool
+}

@@ -1,0 +1,128 @@
+//! The binary's offline verbs, run as a user runs them.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn compliance(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_compliance"))
+        .args(args)
+        .env_remove("JWT_SECRET")
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn write(name: &str, text: &str) -> String {
+    let path = std::env::temp_dir().join(format!("{}-{name}", uuid::Uuid::new_v4()));
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn eval_exits_0_when_passing_1_when_blocked_2_on_bad_input() {
+    let rules = write(
+        "rules.json",
+        r#"[{"id": "semver", "name": "semver", "target": "plugin", "severity": "error",
+        "field": "version", "operator": "regex", "value": "^\\d+\\.\\d+\\.\\d+$"}]"#,
+    );
+    let good = write("good.json", r#"{"version": "1.2.3"}"#);
+    let bad = write("bad.json", r#"{"version": "latest"}"#);
+    let (code, out, _) = compliance(&["eval", "--rules", &rules, "--target", "plugin", &good]);
+    assert_eq!(code, 0);
+    let result: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(result["blocked"], false);
+    let (code, out, _) = compliance(&["eval", "--rules", &rules, "--target", "plugin", &bad]);
+    assert_eq!(code, 1);
+    let result: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(result["violations"][0]["ruleId"], "semver");
+    assert!(result["exempted"].as_array().unwrap().is_empty());
+    let deep = write(
+        "deep.json",
+        &format!("{{\"a\":{}1{}}}", "[".repeat(50), "]".repeat(50)),
+    );
+    let broken_rules = write(
+        "broken.json",
+        r#"[{"name": "x", "target": "plugin", "severity": "error", "field": "a", "operator": "in", "value": 1}]"#,
+    );
+    for args in [
+        vec!["eval", "--rules", &rules, "--target", "widget", &good],
+        vec![
+            "eval",
+            "--rules",
+            &rules,
+            "--target",
+            "plugin",
+            "/no/such/file.json",
+        ],
+        vec!["eval", "--rules", &rules, "--target", "plugin", &deep],
+        vec![
+            "eval",
+            "--rules",
+            &broken_rules,
+            "--target",
+            "plugin",
+            &good,
+        ],
+        vec!["eval", "--rules", &good, "--target", "plugin", &good],
+    ] {
+        let (code, out, err) = compliance(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty());
+        assert_eq!(err.lines().count(), 1, "one clear line: {err}");
+        assert!(!err.contains("panicked"));
+    }
+}
+
+#[test]
+fn entitlements_and_tokens() {
+    let (code, out, _) = compliance(&[
+        "entitlements",
+        "--tier",
+        "pro",
+        "--bundle",
+        "SEAT_PACK:2",
+        "--bundle",
+        "sso",
+    ]);
+    assert_eq!(code, 0);
+    let e: Value = serde_json::from_str(&out).unwrap();
+    let seats = e["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["dimension"] == "seats")
+        .unwrap();
+    assert_eq!(seats["total"], 11);
+    let (code, _, err) = compliance(&["entitlements", "--tier", "developer", "--bundle", "SSO"]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    let (code, out, _) = compliance(&[
+        "token",
+        "--sub",
+        "alice",
+        "--email",
+        "a@example.com",
+        "--ttl",
+        "10m",
+    ]);
+    assert_eq!(code, 0);
+    let claims = adapters::auth::TokenKeys::hs256(adapters::config::DEV_JWT_SECRET)
+        .verify(out.trim())
+        .unwrap();
+    assert_eq!(
+        (claims.sub.as_str(), claims.exp - claims.iat),
+        ("alice", 600)
+    );
+    let (code, _, err) = compliance(&["token", "--sub", "a", "--ttl", "forever"]);
+    assert_eq!(code, 2, "{err}");
+    for verb in ["serve", "migrate", "token", "eval", "entitlements"] {
+        let (code, out, _) = compliance(&[verb, "--help"]);
+        assert_eq!(code, 0, "{verb}");
+        assert!(out.contains("Usage"), "{verb}");
+    }
+}

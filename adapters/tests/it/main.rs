@@ -1,0 +1,251 @@
+//! The server, through its router, on SQLite and on PostgreSQL.
+//!
+//! Every scenario runs on both backends: SQLite always, PostgreSQL when
+//! `TEST_DATABASE_URL` names a server (a fresh database per test). Without it the
+//! PostgreSQL tests say loudly that they skipped; with `REQUIRE_POSTGRES=1` (set by
+//! `scripts/test`) a skip is a failure.
+
+// Test code: a panic is how a test fails.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod cli;
+mod config;
+mod conventions;
+mod organizations;
+mod permissions;
+
+use std::sync::{Arc, Mutex};
+
+use adapters::audit::AuditSink;
+use adapters::auth::{Claims, TokenKeys};
+use adapters::config::Config;
+use adapters::http::{router, AppState};
+use adapters::storage::Store;
+use audit_chain::AuditEvent;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use chrono::Utc;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+pub const SECRET: &str = "test-secret-0123456789abcdef";
+pub const ROOT_EMAIL: &str = "root@example.com";
+
+pub struct TestApp {
+    pub router: Router,
+    pub audit: Arc<Mutex<Vec<AuditEvent>>>,
+    pub keys: TokenKeys,
+    pub store: Store,
+    cleanup: Option<(String, String)>,
+}
+
+pub fn test_config(extra: &[(&str, &str)]) -> Config {
+    let mut vars = vec![
+        ("JWT_SECRET".to_owned(), SECRET.to_owned()),
+        (
+            "BOOTSTRAP_SUPERADMIN_EMAILS".to_owned(),
+            ROOT_EMAIL.to_owned(),
+        ),
+    ];
+    vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Config::from_vars(vars).unwrap()
+}
+
+impl TestApp {
+    async fn with_store(store: Store, cleanup: Option<(String, String)>) -> TestApp {
+        store.migrate().await.unwrap();
+        let (sink, audit) = AuditSink::memory();
+        let state = AppState::new(
+            test_config(&[("COMPLIANCE_BODY_LIMIT_BYTES", "65536")]),
+            store.clone(),
+            sink,
+        );
+        TestApp {
+            router: router(state),
+            audit,
+            keys: TokenKeys::hs256(SECRET),
+            store,
+            cleanup,
+        }
+    }
+
+    pub async fn sqlite() -> TestApp {
+        let path =
+            std::env::temp_dir().join(format!("compliance-test-{}.db", uuid::Uuid::new_v4()));
+        let store = Store::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap();
+        TestApp::with_store(store, None).await
+    }
+
+    pub async fn postgres() -> Option<TestApp> {
+        let Ok(admin_url) = std::env::var("TEST_DATABASE_URL") else {
+            eprintln!("SKIPPED: TEST_DATABASE_URL is not set, so this PostgreSQL test did not run");
+            assert!(
+                std::env::var("REQUIRE_POSTGRES").is_err(),
+                "REQUIRE_POSTGRES is set but TEST_DATABASE_URL is not"
+            );
+            return None;
+        };
+        let name = format!("compliance_test_{}", uuid::Uuid::new_v4().simple());
+        let admin = Store::connect(&admin_url)
+            .await
+            .expect("TEST_DATABASE_URL does not answer");
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(admin_pool(&admin))
+            .await
+            .unwrap();
+        admin.close().await;
+        let url = match admin_url.rsplit_once('/') {
+            Some((base, _)) => format!("{base}/{name}"),
+            None => panic!("TEST_DATABASE_URL must end with a database name"),
+        };
+        let store = Store::connect(&url).await.unwrap();
+        Some(TestApp::with_store(store, Some((admin_url, name))).await)
+    }
+
+    /// Drops a PostgreSQL test database.
+    pub async fn finish(self) {
+        self.store.close().await;
+        if let Some((admin_url, name)) = self.cleanup {
+            if let Ok(admin) = Store::connect(&admin_url).await {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(admin_pool(&admin))
+                    .await;
+                admin.close().await;
+            }
+        }
+    }
+
+    pub fn token(&self, sub: &str, email: &str) -> String {
+        self.keys
+            .sign(&Claims::user(
+                sub,
+                Some(email),
+                Utc::now(),
+                std::time::Duration::from_secs(3600),
+            ))
+            .unwrap()
+    }
+
+    pub fn step_up(&self, sub: &str, seconds_ago: i64) -> String {
+        let mut claims = Claims::user(
+            sub,
+            None,
+            Utc::now() - chrono::Duration::seconds(seconds_ago),
+            std::time::Duration::from_secs(3600),
+        );
+        claims.step_up = true;
+        self.keys.sign(&claims).unwrap()
+    }
+
+    pub async fn send(&self, request: Request<Body>) -> (StatusCode, Value) {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        (status, body)
+    }
+
+    /// A JSON request with a token and an optional `x-org-id`.
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        org: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"));
+        if let Some(org) = org {
+            request = request.header("x-org-id", org);
+        }
+        let request = match body {
+            Some(body) => request
+                .header("content-type", "application/json")
+                .body(Body::from(body.to_string())),
+            None => request.body(Body::empty()),
+        };
+        self.send(request.unwrap()).await
+    }
+
+    /// Creates a root organization owned by `sub`; returns its id.
+    pub async fn org(&self, sub: &str, name: &str) -> String {
+        let token = self.token(sub, &format!("{sub}@example.com"));
+        let (status, body) = self
+            .call(
+                "POST",
+                "/api/organization",
+                &token,
+                None,
+                Some(json!({"name": name})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["data"]["id"].as_str().unwrap().to_owned()
+    }
+
+    pub fn audited(&self, action: &str) -> Vec<AuditEvent> {
+        self.audit
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.action == action)
+            .cloned()
+            .collect()
+    }
+}
+
+fn admin_pool(store: &Store) -> &sqlx::AnyPool {
+    adapters::storage::pool_for_tests(store)
+}
+
+/// The error envelope's code, after checking its shape.
+pub fn code(status: StatusCode, body: &Value) -> String {
+    assert_eq!(body["success"], false, "{body}");
+    assert_eq!(body["statusCode"], status.as_u16(), "{body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+    body["code"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Declares scenarios (async fns taking a `TestApp`) and runs each on both backends.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let app = $crate::TestApp::sqlite().await;
+                    super::$name(&app).await;
+                    app.finish().await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    if let Some(app) = $crate::TestApp::postgres().await {
+                        super::$name(&app).await;
+                        app.finish().await;
+                    }
+                }
+            )*
+        }
+    };
+}
