@@ -310,7 +310,29 @@ async fn rejected_bodies_answer_in_the_envelope(app: &TestApp) {
     );
 }
 
+async fn an_unreachable_database_answers_503(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    app.store.close().await;
+    let (status, body) = app
+        .send(Request::get("/ready").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(
+        (status, code(status, &body).as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
+    );
+    let (status, body) = app
+        .call("GET", "/api/organization", &alice, Some(&org), None)
+        .await;
+    assert_eq!(code(status, &body), "SERVICE_UNAVAILABLE");
+    let (status, _) = app
+        .send(Request::get("/health").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK, "the process itself is up");
+}
+
 on_both_backends!(
+    an_unreachable_database_answers_503,
     operational_endpoints,
     every_route_in_the_table_is_served,
     jwt_pitfalls,
