@@ -8,7 +8,7 @@ use tenancy::{authorize, OrgAccess, Reason, Requirement, Role};
 use crate::audit::Action;
 use crate::error::ApiError;
 use crate::http::state::{AppState, Caller};
-use crate::storage::{MemberRecord, OrgRecord};
+use crate::storage::OrgRecord;
 
 /// How the organization was named: by a path id (a foreign one answers 404) or by
 /// the `x-org-id` header (a foreign one answers 403 `TENANT_FORBIDDEN`).
@@ -25,8 +25,11 @@ pub enum Named {
 pub struct Granted {
     /// The organization.
     pub org: OrgRecord,
-    /// The caller's effective permissions there.
+    /// The caller's effective permissions there (loaded only when the route asks
+    /// for a permission; empty on membership-only routes).
     pub permissions: std::collections::BTreeSet<tenancy::Permission>,
+    /// Whether the caller is a super-admin (by token or stored flag).
+    pub super_admin: bool,
 }
 
 /// The `x-org-id` header, required.
@@ -48,39 +51,44 @@ pub async fn gate(
     action: &str,
 ) -> Result<Granted, ApiError> {
     let store = &state.store;
-    let org = store.organization(org_id).await?;
-    let membership = match &org {
-        Some(_) => store.membership(org_id, &caller.user_id).await?,
-        None => None,
-    };
+    let snapshot = store.access_snapshot(org_id, &caller.user_id).await?;
+    let membership = snapshot.as_ref().and_then(|s| s.membership.clone());
+    // Roles matter only when a permission is asked for (membership-only routes, the
+    // most frequent reads, skip the query).
+    let needs_roles = requirement.permission.is_some();
     let roles: Vec<Role> = match &membership {
-        Some(m) if m.active => store.roles_of(org_id, &caller.user_id).await?,
+        Some(m) if m.active && needs_roles => store.roles_of(org_id, &caller.user_id).await?,
         _ => Vec::new(),
     };
-    let (parent_membership, parent_roles) = match org.as_ref().and_then(|o| o.parent_org_id.clone())
-    {
-        Some(parent) if membership.is_none() => {
-            let m = store.membership(&parent, &caller.user_id).await?;
-            let r = match &m {
-                Some(m) if m.active => store.roles_of(&parent, &caller.user_id).await?,
-                _ => Vec::new(),
-            };
-            (m, r)
-        }
-        _ => (None, Vec::new()),
-    };
-    let organization = org.as_ref().map(OrgRecord::organization);
-    let member = membership.as_ref().map(MemberRecord::membership);
-    let parent_member = parent_membership.as_ref().map(MemberRecord::membership);
+    let (parent_membership, parent_roles) =
+        match snapshot.as_ref().and_then(|s| s.org.parent_org_id.clone()) {
+            Some(parent) if membership.is_none() => {
+                let m = store
+                    .membership(&parent, &caller.user_id)
+                    .await?
+                    .map(|m| m.membership());
+                let r = match &m {
+                    Some(m) if m.active && needs_roles => {
+                        store.roles_of(&parent, &caller.user_id).await?
+                    }
+                    _ => Vec::new(),
+                };
+                (m, r)
+            }
+            _ => (None, Vec::new()),
+        };
+    let organization = snapshot.as_ref().map(|s| s.org.organization());
+    let mut principal = caller.principal();
+    principal.super_admin |= snapshot.as_ref().is_some_and(|s| s.super_admin);
     let access = OrgAccess {
         organization: organization.as_ref(),
-        membership: member.as_ref(),
+        membership: membership.as_ref(),
         roles: &roles,
-        parent_membership: parent_member.as_ref(),
+        parent_membership: parent_membership.as_ref(),
         parent_roles: &parent_roles,
     };
     let decision = authorize(
-        &caller.principal(),
+        &principal,
         &access,
         requirement,
         Utc::now(),
@@ -93,8 +101,14 @@ pub async fn gate(
             Some(tenancy::Standing::SuperAdmin) => tenancy::Permission::ALL.into_iter().collect(),
             _ => tenancy::union_of(&roles),
         };
-        let org = org.ok_or_else(|| ApiError::not_found("organization"))?;
-        return Ok(Granted { org, permissions });
+        let org = snapshot
+            .map(|s| s.org)
+            .ok_or_else(|| ApiError::not_found("organization"))?;
+        return Ok(Granted {
+            org,
+            permissions,
+            super_admin: principal.super_admin,
+        });
     }
     if decision.audit_as_denied {
         state.audit.record(Action {

@@ -90,9 +90,9 @@ fn permissions(field: &str, names: &[String]) -> Result<BTreeSet<Permission>, Ap
         .collect()
 }
 
-fn author<'a>(caller: &Caller, granted: &'a Granted) -> Author<'a> {
+fn author(granted: &Granted) -> Author<'_> {
     Author {
-        super_admin: caller.super_admin,
+        super_admin: granted.super_admin,
         permissions: &granted.permissions,
     }
 }
@@ -175,7 +175,7 @@ pub(crate) async fn add(
     let user_id = text("userId", &body.user_id, 200)?;
     let role = member_role(body.role.as_deref())?;
     let implied = builtin(&state, &id, implied_role(role)).await?;
-    guard_role_assignment(author(&caller, &granted), &implied.role())?;
+    guard_role_assignment(author(&granted), &implied.role())?;
     let now = Utc::now();
     state
         .store
@@ -233,7 +233,7 @@ pub(crate) async fn bulk_add(
             ));
         }
         let implied = builtin(&state, team_id, implied_role(role)).await?;
-        guard_role_assignment(author(&caller, &granted), &implied.role())?;
+        guard_role_assignment(author(&granted), &implied.role())?;
         grants.push((team_id.clone(), implied.id));
     }
     let now = Utc::now();
@@ -324,7 +324,7 @@ pub(crate) async fn change_role(
     }
     let grant = builtin(&state, &id, implied_role(role)).await?;
     let drop = builtin(&state, &id, implied_role(member.role)).await?;
-    guard_role_assignment(author(&caller, &granted), &grant.role())?;
+    guard_role_assignment(author(&granted), &grant.role())?;
     state
         .store
         .set_member_role(&id, &user_id, role, &drop.id, &grant.id)
@@ -443,7 +443,7 @@ pub(crate) async fn create_role(
     .await?;
     let name = text("name", &body.name, 100)?;
     let permissions = permissions("permissions", &body.permissions)?;
-    guard_role_definition(author(&caller, &granted), &permissions)?;
+    guard_role_definition(author(&granted), &permissions)?;
     let role_id = state
         .store
         .create_role(&id, &name, &permissions, Utc::now())
@@ -494,7 +494,7 @@ pub(crate) async fn update_role(
         .map(|p| permissions("permissions", p))
         .transpose()?;
     if let Some(permissions) = &permissions {
-        guard_role_definition(author(&caller, &granted), permissions)?;
+        guard_role_definition(author(&granted), permissions)?;
     }
     state
         .store
@@ -575,7 +575,7 @@ pub(crate) async fn add_role_member(
             "must be a member of the organization",
         ));
     }
-    guard_role_assignment(author(&caller, &granted), &role.role())?;
+    guard_role_assignment(author(&granted), &role.role())?;
     state.store.add_role_member(&id, &role_id, &user_id).await?;
     record(
         &state,

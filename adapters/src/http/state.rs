@@ -60,7 +60,7 @@ pub struct Caller {
     pub user_id: String,
     /// The token's e-mail.
     pub email: Option<String>,
-    /// Super-admin by the token or by the stored flag.
+    /// Super-admin by the token's claim (the gate adds the stored flag).
     pub super_admin: bool,
     /// When the user last passed step-up, from a valid `X-Step-Up-Token`.
     pub stepped_up_at: Option<DateTime<Utc>>,
@@ -109,7 +109,6 @@ impl FromRequestParts<AppState> for Caller {
                 .ensure_user(&claims.sub, claims.email.as_deref(), now)
                 .await?;
         }
-        let stored = state.store.user(&claims.sub).await?;
         let stepped_up_at = match header(parts, "x-step-up-token") {
             None => None,
             Some(token) => {
@@ -125,7 +124,7 @@ impl FromRequestParts<AppState> for Caller {
         Ok(Caller {
             user_id: claims.sub,
             email: claims.email,
-            super_admin: claims.super_admin || stored.is_some_and(|u| u.super_admin),
+            super_admin: claims.super_admin,
             stepped_up_at,
             org_header: header(parts, "x-org-id")
                 .map(str::to_owned)

@@ -591,3 +591,53 @@ impl Store {
         found(done.rows_affected(), "pending invitation")
     }
 }
+
+/// What the permission gate needs about a user and an organization, in one query.
+#[derive(Debug, Clone)]
+pub struct AccessSnapshot {
+    /// The organization (not deleted).
+    pub org: super::OrgRecord,
+    /// The user's membership of it.
+    pub membership: Option<tenancy::Membership>,
+    /// The user's stored super-admin flag.
+    pub super_admin: bool,
+}
+
+impl Store {
+    /// The organization, the user's membership of it and their super-admin flag, in
+    /// one round trip; `None` when the organization does not exist.
+    pub async fn access_snapshot(
+        &self,
+        org_id: &str,
+        user_id: &str,
+    ) -> StoreResult<Option<AccessSnapshot>> {
+        let row = sqlx::query(&self.sql(
+            "SELECT o.id, o.name, o.display_name, o.parent_org_id, o.tier, o.is_system, o.owner_id, o.created_at, o.updated_at,
+                    m.role AS member_role, m.active AS member_active,
+                    COALESCE((SELECT u.super_admin FROM users u WHERE u.id = $2), 0) AS super_admin
+             FROM organizations o
+             LEFT JOIN memberships m ON m.org_id = o.id AND m.user_id = $2
+             WHERE o.id = $1 AND o.deleted_at IS NULL",
+        ))
+        .bind(org_id)
+        .bind(user_id)
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let org = super::orgs::org_from_row(&row)?;
+        let membership = match row.try_get::<Option<String>, _>("member_role")? {
+            Some(role) => Some(tenancy::Membership {
+                user_id: user_id.to_owned(),
+                org_id: org_id.to_owned(),
+                role: membership_role(&role),
+                active: row.try_get::<Option<i64>, _>("member_active")?.unwrap_or(0) != 0,
+            }),
+            None => None,
+        };
+        Ok(Some(AccessSnapshot {
+            org,
+            membership,
+            super_admin: row.try_get::<i64, _>("super_admin")? != 0,
+        }))
+    }
+}

@@ -15,8 +15,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 
-pub use access::{InvitationRecord, InvitationStatus, MemberRecord, RoleRecord};
-pub use orgs::{NewOrganization, OrgRecord, User};
+pub use access::{AccessSnapshot, InvitationRecord, InvitationStatus, MemberRecord, RoleRecord};
+pub use orgs::{NewOrganization, OrgRecord};
 
 /// What went wrong in storage, in terms the API can answer.
 #[derive(Debug, thiserror::Error)]

@@ -10,18 +10,6 @@ use tenancy::{MembershipRole, Permission};
 
 use super::{new_id, parse_stamp, stamp, Store, StoreError, StoreResult};
 
-/// A user, recorded on first sight of their token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct User {
-    /// The token subject.
-    pub id: String,
-    /// Their e-mail, when known.
-    pub email: Option<String>,
-    /// The global super-admin flag.
-    pub super_admin: bool,
-}
-
 /// An organization as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -89,7 +77,7 @@ fn tier_name(tier: Tier) -> &'static str {
 const ORG_COLUMNS: &str =
     "id, name, display_name, parent_org_id, tier, is_system, owner_id, created_at, updated_at";
 
-fn org_from_row(row: &sqlx::any::AnyRow) -> StoreResult<OrgRecord> {
+pub(super) fn org_from_row(row: &sqlx::any::AnyRow) -> StoreResult<OrgRecord> {
     let tier: String = row.try_get("tier")?;
     Ok(OrgRecord {
         id: row.try_get("id")?,
@@ -122,22 +110,6 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(())
-    }
-
-    /// A user.
-    pub async fn user(&self, id: &str) -> StoreResult<Option<User>> {
-        let row = sqlx::query(&self.sql("SELECT id, email, super_admin FROM users WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await?;
-        row.map(|row| {
-            Ok(User {
-                id: row.try_get("id")?,
-                email: row.try_get("email")?,
-                super_admin: row.try_get::<i64, _>("super_admin")? != 0,
-            })
-        })
-        .transpose()
     }
 
     /// Creates an organization with its Owner, its built-in Roles and the Owner in the
