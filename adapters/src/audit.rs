@@ -1,15 +1,60 @@
 //! The interface through which the server's own actions leave an audit event. The
 //! audit trail (issue 7) plugs its appender in here; until then events are logged.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use audit_chain::AuditEvent;
 use chrono::Utc;
 use serde_json::Value;
 
+use crate::storage::Store;
+
+/// The five audit counters of document 3.
+#[derive(Debug, Default)]
+pub struct AuditCounters {
+    /// Events handed over for delivery.
+    pub emitted: AtomicU64,
+    /// Events lost: refused for good, or not stored.
+    pub dropped: AtomicU64,
+    /// Events written to the durable spool after a failed delivery.
+    pub spool_enqueued: AtomicU64,
+    /// Events dropped because the spool was full.
+    pub spool_dropped: AtomicU64,
+    /// Spooled events delivered later.
+    pub spool_redelivered: AtomicU64,
+}
+
+impl AuditCounters {
+    /// Adds one to a counter.
+    pub fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counters in Prometheus text format.
+    pub fn render(&self) -> String {
+        use audit_chain::metrics::*;
+        let mut out = String::new();
+        for (name, value) in [
+            (AUDIT_EMITTED_TOTAL, &self.emitted),
+            (AUDIT_DROPPED_TOTAL, &self.dropped),
+            (AUDIT_SPOOL_ENQUEUED_TOTAL, &self.spool_enqueued),
+            (AUDIT_SPOOL_DROPPED_TOTAL, &self.spool_dropped),
+            (AUDIT_SPOOL_REDELIVERED_TOTAL, &self.spool_redelivered),
+        ] {
+            out.push_str(&format!(
+                "# TYPE {name} counter\n{name} {}\n",
+                value.load(Ordering::Relaxed)
+            ));
+        }
+        out
+    }
+}
+
 type Emit = dyn Fn(AuditEvent) + Send + Sync;
 
-/// Where audit events go. Emitting never fails the operation that caused it.
+/// Where the server's own audit events go. Emitting never fails the operation that
+/// caused it.
 #[derive(Clone)]
 pub struct AuditSink {
     emit: Arc<Emit>,
@@ -53,6 +98,33 @@ impl AuditSink {
         })
     }
 
+    /// The server's sink: events go, in order, to a background task that appends
+    /// them to their chains. A failed append is logged and counted as dropped.
+    pub fn appender(store: Store, counters: Arc<AuditCounters>) -> Self {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AuditEvent>();
+        let worker_counters = counters.clone();
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                let action = event.action.clone();
+                if let Err(error) = store.append_audit(event, Utc::now()).await {
+                    AuditCounters::bump(&worker_counters.dropped);
+                    tracing::warn!(%action, %error, "audit event not stored");
+                }
+            }
+        });
+        AuditSink::new(move |event| {
+            AuditCounters::bump(&counters.emitted);
+            if tx.send(event).is_err() {
+                AuditCounters::bump(&counters.dropped);
+            }
+        })
+    }
+
+    /// Hands an event to the sink.
+    pub fn emit(&self, event: AuditEvent) {
+        (self.emit)(event);
+    }
+
     /// A sink that keeps events in memory (tests).
     pub fn memory() -> (Self, Arc<Mutex<Vec<AuditEvent>>>) {
         let events = Arc::new(Mutex::new(Vec::new()));
@@ -89,6 +161,6 @@ impl AuditSink {
             service: Some("platform".to_owned()),
             idempotency_key: None,
         };
-        (self.emit)(event);
+        self.emit(event);
     }
 }

@@ -167,6 +167,7 @@ impl From<crate::storage::StoreError> for ApiError {
         match error {
             StoreError::Conflict(what) => ApiError::conflict(what),
             StoreError::NotFound(what) => ApiError::not_found(&what),
+            StoreError::Invalid(why) => ApiError::validation(why),
             StoreError::Unavailable(cause) => {
                 tracing::warn!(%cause, "database unavailable");
                 ApiError::unavailable("the database is unavailable")

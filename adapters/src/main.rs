@@ -58,6 +58,11 @@ enum Verb {
         /// The attributes JSON file.
         attributes: std::path::PathBuf,
     },
+    /// Export an organization's audit chain as JSON lines, or verify an export offline.
+    Audit {
+        #[command(subcommand)]
+        verb: AuditVerb,
+    },
     /// Print the effective limits of a tier with bundles.
     Entitlements {
         /// developer, pro, team or enterprise.
@@ -66,6 +71,21 @@ enum Verb {
         /// A bundle, ID[:QTY], repeatable.
         #[arg(long = "bundle")]
         bundles: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditVerb {
+    /// Print the chain of an organization, one JSON row a line, in seq order (DATABASE_URL).
+    Export {
+        /// The organization (the chain key).
+        #[arg(long)]
+        org: String,
+    },
+    /// Verify an exported chain; exit 0 intact, 1 broken, 2 bad input.
+    Verify {
+        /// The JSON-lines export.
+        file: std::path::PathBuf,
     },
 }
 
@@ -152,6 +172,64 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                 ExitCode::SUCCESS
             })
         }
+        Verb::Audit {
+            verb: AuditVerb::Export { org },
+        } => {
+            let config = config()?;
+            runtime()?.block_on(async {
+                use std::io::Write;
+                let store = Store::connect(&config.database_url)
+                    .await
+                    .map_err(|e| fail(e, 1))?;
+                let stdout = std::io::stdout();
+                let mut out = std::io::BufWriter::new(stdout.lock());
+                let mut after = 0;
+                loop {
+                    let batch = store
+                        .chain_batch(&org, after, 1000)
+                        .await
+                        .map_err(|e| fail(e, 1))?;
+                    let Some(last) = batch.last() else { break };
+                    after = last.seq;
+                    for row in &batch {
+                        let line = serde_json::to_string(row).map_err(|e| fail(e, 1))?;
+                        writeln!(out, "{line}").map_err(|e| fail(e, 1))?;
+                    }
+                }
+                out.flush().map_err(|e| fail(e, 1))?;
+                Ok(ExitCode::SUCCESS)
+            })
+        }
+        Verb::Audit {
+            verb: AuditVerb::Verify { file },
+        } => {
+            use std::io::BufRead;
+            let reader = std::fs::File::open(&file)
+                .map(std::io::BufReader::new)
+                .map_err(|e| fail(format!("{}: {e}", file.display()), 2))?;
+            let mut verifier = audit_chain::ChainVerifier::new();
+            for (n, line) in reader.lines().enumerate() {
+                let line = line.map_err(|e| fail(format!("{}: {e}", file.display()), 2))?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let row: audit_chain::SealedEvent = serde_json::from_str(&line)
+                    .map_err(|e| fail(format!("{}: line {}: {e}", file.display(), n + 1), 2))?;
+                if !verifier.push(&row) {
+                    break;
+                }
+            }
+            let verdict = verifier.finish();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&verdict).unwrap_or_default()
+            );
+            Ok(if verdict.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Verb::Entitlements { tier, bundles } => {
             let config = config()?;
             let result = cli::entitlements(&config.catalog, &tier, &bundles)
@@ -202,7 +280,14 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         .map_err(|e| fail(e, 1))?;
     store.migrate().await.map_err(|e| fail(e, 1))?;
     let port = config.http.port;
-    let state = AppState::new(config, store.clone(), AuditSink::logging());
+    let counters = std::sync::Arc::new(adapters::audit::AuditCounters::default());
+    let sink = AuditSink::appender(store.clone(), counters.clone());
+    let retention_days = config.audit_retention_days;
+    tokio::spawn(adapters::retention::prune_daily(
+        store.clone(),
+        retention_days,
+    ));
+    let state = AppState::new(config, store.clone(), sink, counters);
     let app = router(state);
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))
         .await

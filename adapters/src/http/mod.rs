@@ -1,6 +1,7 @@
 //! The HTTP layer: handlers parse and authorize, then call storage and the pure
 //! crates. No SQL here.
 
+pub mod audit;
 pub mod extract;
 mod gate;
 mod invitations;

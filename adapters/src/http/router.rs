@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use crate::error::ApiError;
 use crate::http::state::AppState;
-use crate::http::{invitations, members, organizations, system};
+use crate::http::{audit, invitations, members, organizations, system};
 
 /// The whole application.
 pub fn router(state: AppState) -> Router {
@@ -76,7 +76,10 @@ pub fn router(state: AppState) -> Router {
             "/invitation/{id}",
             axum::routing::delete(invitations::revoke),
         )
-        .route("/invitation/{id}/resend", post(invitations::resend));
+        .route("/invitation/{id}/resend", post(invitations::resend))
+        .route("/audit", get(audit::query))
+        .route("/audit/verify", get(audit::verify))
+        .route("/audit/events", post(audit::ingest));
 
     let body_limit = state.config.http.body_limit_bytes;
     Router::new()

@@ -7,7 +7,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use chrono::{DateTime, TimeZone, Utc};
 
-use crate::audit::AuditSink;
+use crate::audit::{AuditCounters, AuditSink};
 use crate::auth::{bearer, TokenKeys};
 use crate::config::Config;
 use crate::error::ApiError;
@@ -27,13 +27,21 @@ pub struct AppState {
     pub audit: AuditSink,
     /// Request metrics.
     pub metrics: Arc<Metrics>,
+    /// The audit counters shown on `/metrics`.
+    pub audit_counters: Arc<AuditCounters>,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
 }
 
 impl AppState {
-    /// The state for a configuration, a store and an audit sink.
-    pub fn new(config: Config, store: Store, audit: AuditSink) -> Self {
+    /// The state for a configuration, a store and an audit sink (whose counters are
+    /// `audit_counters`).
+    pub fn new(
+        config: Config,
+        store: Store,
+        audit: AuditSink,
+        audit_counters: Arc<AuditCounters>,
+    ) -> Self {
         let keys = TokenKeys::hs256(&config.jwt.secret);
         AppState {
             config: Arc::new(config),
@@ -41,6 +49,7 @@ impl AppState {
             keys: Arc::new(keys),
             audit,
             metrics: Arc::new(Metrics::default()),
+            audit_counters,
             seen: Arc::new(Mutex::new(HashSet::new())),
         }
     }
@@ -130,5 +139,30 @@ impl FromRequestParts<AppState> for Caller {
                 .map(str::to_owned)
                 .filter(|s| !s.is_empty()),
         })
+    }
+}
+
+/// An authenticated service (a token with a `service` claim).
+#[derive(Debug, Clone)]
+pub struct ServiceCaller {
+    /// The calling service's name.
+    pub service: String,
+}
+
+impl FromRequestParts<AppState> for ServiceCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = bearer(header(parts, "authorization"))?;
+        let claims = state.keys.verify(token)?;
+        match claims.service {
+            Some(service) if !claims.step_up && !service.trim().is_empty() => {
+                Ok(ServiceCaller { service })
+            }
+            _ => Err(ApiError::forbidden("this endpoint takes a service token")),
+        }
     }
 }

@@ -29,7 +29,11 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, Api
 pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(),
+        format!(
+            "{}{}",
+            state.metrics.render(),
+            state.audit_counters.render()
+        ),
     )
         .into_response()
 }

@@ -6,6 +6,7 @@
 //! This module holds SQL and nothing else: no policy is decided here.
 
 mod access;
+mod audit;
 mod orgs;
 
 use std::str::FromStr;
@@ -16,6 +17,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 
 pub use access::{AccessSnapshot, InvitationRecord, InvitationStatus, MemberRecord, RoleRecord};
+pub use audit::AuditFilter;
 pub use orgs::{NewOrganization, OrgRecord};
 
 /// What went wrong in storage, in terms the API can answer.
@@ -27,6 +29,9 @@ pub enum StoreError {
     /// The row does not exist (in this organization).
     #[error("{0}")]
     NotFound(String),
+    /// The data offered cannot be stored (for example an audit event that does not seal).
+    #[error("{0}")]
+    Invalid(String),
     /// The database cannot be reached.
     #[error("database unavailable: {0}")]
     Unavailable(String),

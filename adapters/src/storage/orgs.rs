@@ -343,3 +343,17 @@ pub(super) fn membership_role_name(role: MembershipRole) -> &'static str {
         MembershipRole::Member => "member",
     }
 }
+
+impl Store {
+    /// Whether the stored super-admin flag is set for a user.
+    pub async fn is_super_admin(&self, user_id: &str) -> StoreResult<bool> {
+        let row = sqlx::query(&self.sql("SELECT super_admin FROM users WHERE id = $1"))
+            .bind(user_id)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(match row {
+            Some(row) => row.try_get::<i64, _>("super_admin")? != 0,
+            None => false,
+        })
+    }
+}

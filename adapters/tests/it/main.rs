@@ -61,11 +61,19 @@ pub fn test_config(extra: &[(&str, &str)]) -> Config {
 impl TestApp {
     async fn with_store(store: Store, cleanup: Option<(String, String)>) -> TestApp {
         store.migrate().await.unwrap();
-        let (sink, audit) = AuditSink::memory();
+        // The real appender, teed into memory so that scenarios can look at events.
+        let counters = Arc::new(adapters::audit::AuditCounters::default());
+        let appender = AuditSink::appender(store.clone(), counters.clone());
+        let (memory, audit) = AuditSink::memory();
+        let sink = AuditSink::new(move |event| {
+            memory.emit(event.clone());
+            appender.emit(event);
+        });
         let state = AppState::new(
             test_config(&[("COMPLIANCE_BODY_LIMIT_BYTES", "65536")]),
             store.clone(),
             sink,
+            counters,
         );
         TestApp {
             router: router(state),

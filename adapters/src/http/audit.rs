@@ -1,0 +1,232 @@
+//! `/audit`: ingest from services, the query for admins, and chain verification.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+use tenancy::{Permission, Requirement};
+
+use crate::error::ApiError;
+use crate::http::extract::{Json, PageParams, Query, SortOrder};
+use crate::http::gate::{gate, tenant_header, Named};
+use crate::http::response::{ok, paginated};
+use crate::http::state::{AppState, Caller, ServiceCaller};
+use crate::storage::AuditFilter;
+
+/// Rows read per batch while verifying: memory stays bounded by this, not the chain.
+pub const VERIFY_BATCH: u32 = 1_000;
+
+/// The body of `POST /audit/events`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct IngestEvent {
+    action: String,
+    actor_id: String,
+    actor_email: Option<String>,
+    org_id: String,
+    affected_org_id: Option<String>,
+    target_type: Option<String>,
+    target_id: Option<String>,
+    #[serde(default)]
+    details: Value,
+    outcome: Option<String>,
+    occurred_at: Option<DateTime<Utc>>,
+    service: Option<String>,
+}
+
+/// `POST /audit/events`: service tokens only; the action must be on the remote
+/// allow-list; `Idempotency-Key` required. A new event answers 201, a redelivery 200
+/// with the row stored the first time.
+pub(crate) async fn ingest(
+    State(state): State<AppState>,
+    caller: ServiceCaller,
+    headers: HeaderMap,
+    Json(body): Json<IngestEvent>,
+) -> Result<Response, ApiError> {
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && k.len() <= 200)
+        .ok_or_else(|| {
+            ApiError::invalid_field(
+                "Idempotency-Key",
+                "the header is required (1 to 200 characters)",
+            )
+        })?
+        .to_owned();
+    audit_chain::check_remote_action(&body.action).map_err(|e| match e {
+        audit_chain::ActionError::PlatformAuthority(_) => ApiError::forbidden(e.to_string()),
+        other => ApiError::invalid_field("action", other.to_string()),
+    })?;
+    if body.service.as_deref().is_some_and(|s| s != caller.service) {
+        return Err(ApiError::invalid_field(
+            "service",
+            "must be the service named by the token",
+        ));
+    }
+    for (field, value) in [("actorId", &body.actor_id), ("orgId", &body.org_id)] {
+        if value.trim().is_empty() || value.len() > 200 {
+            return Err(ApiError::invalid_field(
+                field,
+                "must be 1 to 200 characters",
+            ));
+        }
+    }
+    let now = Utc::now();
+    let event = audit_chain::AuditEvent {
+        id: crate::storage::new_id(),
+        action: body.action,
+        actor_id: body.actor_id,
+        actor_email: body.actor_email,
+        org_id: body.org_id,
+        affected_org_id: body.affected_org_id.filter(|a| !a.is_empty()),
+        target_type: body.target_type,
+        target_id: body.target_id,
+        details: body.details,
+        outcome: body.outcome,
+        occurred_at: body.occurred_at.unwrap_or(now),
+        service: Some(caller.service),
+        idempotency_key: Some(key),
+    };
+    let (row, new) = state.store.append_audit(event, now).await?;
+    Ok(ok(
+        if new {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        },
+        row,
+    ))
+}
+
+/// Filters of `GET /audit`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AuditQuery {
+    org_id: Option<String>,
+    action: Option<String>,
+    actor_id: Option<String>,
+    target_type: Option<String>,
+    target_id: Option<String>,
+    outcome: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    #[serde(flatten)]
+    page: PageParams,
+}
+
+fn instant(field: &str, value: Option<&str>) -> Result<Option<DateTime<Utc>>, ApiError> {
+    value
+        .map(|v| {
+            DateTime::parse_from_rfc3339(v)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|_| ApiError::invalid_field(field, "must be an RFC 3339 time"))
+        })
+        .transpose()
+}
+
+/// `GET /audit` (`audit:read` in the `x-org-id` organization): an organization's
+/// admins see its events (its own and those operated on it); a super-admin may name
+/// any organization with `orgId`, or none for all.
+pub(crate) async fn query(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<AuditQuery>,
+) -> Result<Response, ApiError> {
+    let page = q
+        .page
+        .check(state.config.http.max_page_limit, &["createdAt"])?;
+    let org_id = tenant_header(&caller)?.to_owned();
+    let requirement = Requirement {
+        permission: Some(Permission::AuditRead),
+        super_admin_only: false,
+        changes_state: false,
+        step_up: false,
+    };
+    let granted = gate(
+        &state,
+        &caller,
+        &org_id,
+        Named::Header,
+        requirement,
+        "GET /audit",
+    )
+    .await?;
+    let filter = AuditFilter {
+        org_id: if granted.super_admin {
+            q.org_id
+        } else {
+            Some(org_id)
+        },
+        action: q.action,
+        actor_id: q.actor_id,
+        target_type: q.target_type,
+        target_id: q.target_id,
+        outcome: q.outcome,
+        from: instant("from", q.from.as_deref())?,
+        to: instant("to", q.to.as_deref())?,
+    };
+    let (events, total) = state
+        .store
+        .audit_events(
+            &filter,
+            page.limit,
+            page.offset,
+            page.sort_order == SortOrder::Asc,
+        )
+        .await?;
+    Ok(paginated("events", events, total, &page))
+}
+
+/// The query of `GET /audit/verify`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct VerifyQuery {
+    org_id: Option<String>,
+}
+
+/// `GET /audit/verify?orgId=` (super-admin): the chain streamed through the verifier.
+pub(crate) async fn verify(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<VerifyQuery>,
+) -> Result<Response, ApiError> {
+    if !(caller.super_admin || state.store.is_super_admin(&caller.user_id).await?) {
+        return Err(ApiError::forbidden("only a super-admin may verify a chain"));
+    }
+    let chain = q
+        .org_id
+        .filter(|o| !o.trim().is_empty())
+        .ok_or_else(|| ApiError::invalid_field("orgId", "is required"))?;
+    let verification = verify_chain(&state.store, &chain).await?;
+    Ok(ok(StatusCode::OK, verification))
+}
+
+/// Streams a stored chain through the verifier in batches.
+pub async fn verify_chain(
+    store: &crate::storage::Store,
+    chain: &str,
+) -> Result<audit_chain::Verification, ApiError> {
+    let mut verifier = audit_chain::ChainVerifier::new();
+    let mut after = 0;
+    loop {
+        let batch = store.chain_batch(chain, after, VERIFY_BATCH).await?;
+        let Some(last) = batch.last() else { break };
+        after = last.seq;
+        let full = batch.len() == VERIFY_BATCH as usize;
+        let mut intact = true;
+        for row in &batch {
+            if !verifier.push(row) {
+                intact = false;
+                break;
+            }
+        }
+        if !intact || !full {
+            break;
+        }
+    }
+    Ok(verifier.finish())
+}

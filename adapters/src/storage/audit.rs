@@ -1,0 +1,280 @@
+//! The audit trail's rows: the serialized append, queries, chain reads and pruning.
+
+use audit_chain::{seal, AuditEvent, ChainHead, SealedEvent, GENESIS_HASH};
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::{parse_stamp, stamp, Dialect, Store, StoreError, StoreResult};
+
+/// Filters of `GET /audit`.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    /// Events of this organization: its own (`orgId`) or operated on (`affectedOrgId`).
+    pub org_id: Option<String>,
+    /// Exact action.
+    pub action: Option<String>,
+    /// Exact actor.
+    pub actor_id: Option<String>,
+    /// Exact target type.
+    pub target_type: Option<String>,
+    /// Exact target id.
+    pub target_id: Option<String>,
+    /// Exact outcome.
+    pub outcome: Option<String>,
+    /// `createdAt` at or after.
+    pub from: Option<DateTime<Utc>>,
+    /// `createdAt` before.
+    pub to: Option<DateTime<Utc>>,
+}
+
+const COLUMNS: &str = "id, chain_key, seq, action, actor_id, actor_email, org_id, affected_org_id, target_type, target_id,
+    details, outcome, occurred_at, created_at, service, idempotency_key, redaction_version, prev_hash, hash";
+
+fn event_from_row(row: &sqlx::any::AnyRow) -> StoreResult<SealedEvent> {
+    let details: String = row.try_get("details")?;
+    Ok(SealedEvent {
+        id: row.try_get("id")?,
+        seq: row.try_get::<i64, _>("seq")?.unsigned_abs(),
+        chain_key: row.try_get("chain_key")?,
+        action: row.try_get("action")?,
+        actor_id: row.try_get("actor_id")?,
+        actor_email: row.try_get("actor_email")?,
+        org_id: row.try_get("org_id")?,
+        affected_org_id: row.try_get("affected_org_id")?,
+        target_type: row.try_get("target_type")?,
+        target_id: row.try_get("target_id")?,
+        details: serde_json::from_str(&details)
+            .map_err(|e| StoreError::Other(format!("stored details are not JSON: {e}")))?,
+        outcome: row.try_get("outcome")?,
+        occurred_at: parse_stamp(&row.try_get::<String, _>("occurred_at")?),
+        created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
+        service: row.try_get("service")?,
+        idempotency_key: row.try_get("idempotency_key")?,
+        redaction_version: u32::try_from(row.try_get::<i64, _>("redaction_version")?)
+            .unwrap_or(u32::MAX),
+        prev_hash: row.try_get("prev_hash")?,
+        hash: row.try_get("hash")?,
+    })
+}
+
+impl Store {
+    /// Appends an event to its chain: under the chain head's lock, returns the stored
+    /// row for an `idempotencyKey` seen before (and appends nothing), else seals the
+    /// event after the head and stores it. Returns the row and whether it is new.
+    pub async fn append_audit(
+        &self,
+        event: AuditEvent,
+        now: DateTime<Utc>,
+    ) -> StoreResult<(SealedEvent, bool)> {
+        let key = event.idempotency_key.clone();
+        match self.append_once(event, now).await {
+            Err(StoreError::Conflict(_)) if key.is_some() => {
+                // The same key arrived for another chain at the same moment: the
+                // unique index kept one; answer with it.
+                let stored = self
+                    .audit_by_key(key.as_deref().unwrap_or_default())
+                    .await?;
+                stored.map(|row| (row, false)).ok_or_else(|| {
+                    StoreError::Other("idempotency conflict without a row".to_owned())
+                })
+            }
+            other => other,
+        }
+    }
+
+    async fn append_once(
+        &self,
+        event: AuditEvent,
+        now: DateTime<Utc>,
+    ) -> StoreResult<(SealedEvent, bool)> {
+        let chain_key = event.chain_key().to_owned();
+        let mut tx = self.pool().begin().await?;
+        // The first statement writes, so SQLite takes its write lock here (and waits
+        // its busy timeout for it); PostgreSQL then locks the head row itself.
+        sqlx::query(&self.sql(
+            "INSERT INTO audit_chain_heads (chain_key, seq, hash, created_at) VALUES ($1, 0, $2, NULL)
+             ON CONFLICT (chain_key) DO NOTHING",
+        ))
+        .bind(&chain_key)
+        .bind(GENESIS_HASH)
+        .execute(&mut *tx)
+        .await?;
+        let lock = match self.dialect() {
+            Dialect::Postgres => " FOR UPDATE",
+            Dialect::Sqlite => "",
+        };
+        let head = sqlx::query(&self.sql(&format!(
+            "SELECT seq, hash, created_at FROM audit_chain_heads WHERE chain_key = $1{lock}"
+        )))
+        .bind(&chain_key)
+        .fetch_one(&mut *tx)
+        .await?;
+        if let Some(key) = &event.idempotency_key {
+            let stored = sqlx::query(&self.sql(&format!(
+                "SELECT {COLUMNS} FROM audit_events WHERE idempotency_key = $1"
+            )))
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(row) = stored {
+                tx.rollback().await?;
+                return Ok((event_from_row(&row)?, false));
+            }
+        }
+        let head = ChainHead {
+            chain_key: chain_key.clone(),
+            seq: head.try_get::<i64, _>("seq")?.unsigned_abs(),
+            hash: head.try_get("hash")?,
+            created_at: head
+                .try_get::<Option<String>, _>("created_at")?
+                .map(|t| parse_stamp(&t)),
+        };
+        let (row, next) =
+            seal(&head, event, now).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        sqlx::query(&self.sql(&format!(
+            "INSERT INTO audit_events ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
+        )))
+        .bind(&row.id)
+        .bind(&row.chain_key)
+        .bind(i64::try_from(row.seq).unwrap_or(i64::MAX))
+        .bind(&row.action)
+        .bind(&row.actor_id)
+        .bind(&row.actor_email)
+        .bind(&row.org_id)
+        .bind(&row.affected_org_id)
+        .bind(&row.target_type)
+        .bind(&row.target_id)
+        .bind(row.details.to_string())
+        .bind(&row.outcome)
+        .bind(stamp(row.occurred_at))
+        .bind(stamp(row.created_at))
+        .bind(&row.service)
+        .bind(&row.idempotency_key)
+        .bind(i64::from(row.redaction_version))
+        .bind(&row.prev_hash)
+        .bind(&row.hash)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&self.sql("UPDATE audit_chain_heads SET seq = $2, hash = $3, created_at = $4 WHERE chain_key = $1"))
+            .bind(&chain_key)
+            .bind(i64::try_from(next.seq).unwrap_or(i64::MAX))
+            .bind(&next.hash)
+            .bind(next.created_at.map(stamp))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok((row, true))
+    }
+
+    /// The row stored under an idempotency key.
+    pub async fn audit_by_key(&self, key: &str) -> StoreResult<Option<SealedEvent>> {
+        let row = sqlx::query(&self.sql(&format!(
+            "SELECT {COLUMNS} FROM audit_events WHERE idempotency_key = $1"
+        )))
+        .bind(key)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(event_from_row).transpose()
+    }
+
+    /// A page of events matching `filter`, newest first (or oldest with `ascending`),
+    /// and how many match.
+    pub async fn audit_events(
+        &self,
+        filter: &AuditFilter,
+        limit: u32,
+        offset: u64,
+        ascending: bool,
+    ) -> StoreResult<(Vec<SealedEvent>, u64)> {
+        let mut clauses: Vec<String> = Vec::new();
+        let mut binds: Vec<String> = Vec::new();
+        let mut add = |clause: &str, value: String| {
+            binds.push(value);
+            clauses.push(clause.replace('#', &format!("${}", binds.len())));
+        };
+        if let Some(org) = &filter.org_id {
+            add("(org_id = # OR affected_org_id = #)", org.clone());
+        }
+        for (column, value) in [
+            ("action", &filter.action),
+            ("actor_id", &filter.actor_id),
+            ("target_type", &filter.target_type),
+            ("target_id", &filter.target_id),
+            ("outcome", &filter.outcome),
+        ] {
+            if let Some(value) = value {
+                add(&format!("{column} = #"), value.clone());
+            }
+        }
+        if let Some(from) = filter.from {
+            add("created_at >= #", stamp(from));
+        }
+        if let Some(to) = filter.to {
+            add("created_at < #", stamp(to));
+        }
+        let condition = if clauses.is_empty() {
+            "1 = 1".to_owned()
+        } else {
+            clauses.join(" AND ")
+        };
+        let order = if ascending { "ASC" } else { "DESC" };
+        let n = binds.len();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM audit_events WHERE {condition} ORDER BY created_at {order}, chain_key {order}, seq {order} LIMIT ${} OFFSET ${}",
+            n + 1,
+            n + 2
+        );
+        let sql = self.sql(&sql);
+        let mut query = sqlx::query(&sql).persistent(false);
+        for value in &binds {
+            query = query.bind(value);
+        }
+        let rows = query
+            .bind(i64::from(limit))
+            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+            .fetch_all(self.pool())
+            .await?;
+        let count_sql = self.sql(&format!(
+            "SELECT COUNT(*) AS n FROM audit_events WHERE {condition}"
+        ));
+        let mut count = sqlx::query(&count_sql).persistent(false);
+        for value in &binds {
+            count = count.bind(value);
+        }
+        let total = count.fetch_one(self.pool()).await?.try_get::<i64, _>("n")?;
+        let events = rows
+            .iter()
+            .map(event_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((events, total.unsigned_abs()))
+    }
+
+    /// Up to `limit` rows of a chain with `seq > after`, in `seq` order: a chain is
+    /// read in batches so that memory does not grow with it.
+    pub async fn chain_batch(
+        &self,
+        chain_key: &str,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<SealedEvent>> {
+        let rows = sqlx::query(&self.sql(&format!(
+            "SELECT {COLUMNS} FROM audit_events WHERE chain_key = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+        )))
+        .bind(chain_key)
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(event_from_row).collect()
+    }
+
+    /// Deletes rows created before `cutoff`. `createdAt` never decreases along a chain,
+    /// so what goes is a prefix of each chain. Returns how many rows went.
+    pub async fn prune_audit(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
+        let done = sqlx::query(&self.sql("DELETE FROM audit_events WHERE created_at < $1"))
+            .bind(stamp(cutoff))
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+}
