@@ -126,3 +126,65 @@ fn entitlements_and_tokens() {
         assert!(out.contains("Usage"), "{verb}");
     }
 }
+
+#[tokio::test]
+async fn audit_export_then_offline_verify() {
+    let path = std::env::temp_dir().join(format!("audit-cli-{}.db", uuid::Uuid::new_v4()));
+    let url = format!("sqlite://{}", path.display());
+    let store = adapters::storage::Store::connect(&url).await.unwrap();
+    store.migrate().await.unwrap();
+    for n in 0..5 {
+        let event = audit_chain::AuditEvent {
+            id: format!("e{n}"),
+            action: "plugin.upload".into(),
+            actor_id: "u".into(),
+            actor_email: None,
+            org_id: "org-x".into(),
+            affected_org_id: None,
+            target_type: None,
+            target_id: Some(format!("p{n}")),
+            details: serde_json::json!({"n": n, "ratio": 0.1}),
+            outcome: None,
+            occurred_at: chrono::Utc::now(),
+            service: Some("plugin".into()),
+            idempotency_key: Some(format!("k{n}")),
+        };
+        store.append_audit(event, chrono::Utc::now()).await.unwrap();
+    }
+    store.close().await;
+    let out = Command::new(env!("CARGO_BIN_EXE_compliance"))
+        .args(["audit", "export", "--org", "org-x"])
+        .env("DATABASE_URL", &url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let export = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(export.lines().count(), 5);
+    let file = write("chain.jsonl", &export);
+    let (code, out, _) = compliance(&["audit", "verify", &file]);
+    assert_eq!(code, 0);
+    let verdict: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (verdict["ok"].as_bool(), verdict["count"].as_u64()),
+        (Some(true), Some(5))
+    );
+    // Drop the first two lines (pruned) and it still verifies; edit a row and it does not.
+    let pruned: Vec<&str> = export.lines().skip(2).collect();
+    let (code, _, _) = compliance(&[
+        "audit",
+        "verify",
+        &write("pruned.jsonl", &pruned.join("\n")),
+    ]);
+    assert_eq!(code, 0);
+    let tampered = export.replacen("\"actorId\":\"u\"", "\"actorId\":\"mallory\"", 2);
+    let (code, out, _) = compliance(&["audit", "verify", &write("tampered.jsonl", &tampered)]);
+    assert_eq!(code, 1);
+    let verdict: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(verdict["brokenAt"]["seq"], 1);
+    let (code, _, err) = compliance(&["audit", "verify", &write("junk.jsonl", "not json\n")]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+}

@@ -13,6 +13,7 @@
     clippy::indexing_slicing
 )]
 
+mod audit;
 mod cli;
 mod config;
 mod conventions;

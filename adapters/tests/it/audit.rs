@@ -1,0 +1,418 @@
+//! The audit trail in the server (document 3, SEMANTICS.md 2).
+
+use super::*;
+use adapters::emitter::{AuditClient, Delivery, OutgoingEvent};
+
+impl TestApp {
+    pub fn service_token(&self, service: &str) -> String {
+        let mut claims = Claims::user(
+            service,
+            None,
+            Utc::now(),
+            std::time::Duration::from_secs(3600),
+        );
+        claims.service = Some(service.to_owned());
+        self.keys.sign(&claims).unwrap()
+    }
+
+    pub fn super_token(&self) -> String {
+        let mut claims = Claims::user(
+            "root",
+            Some(ROOT_EMAIL),
+            Utc::now(),
+            std::time::Duration::from_secs(3600),
+        );
+        claims.super_admin = true;
+        self.keys.sign(&claims).unwrap()
+    }
+
+    pub async fn post_event(
+        &self,
+        token: &str,
+        key: Option<&str>,
+        body: Value,
+    ) -> (StatusCode, Value) {
+        let mut request = Request::post("/api/audit/events")
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json");
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        self.send(request.body(Body::from(body.to_string())).unwrap())
+            .await
+    }
+
+    pub async fn verify(&self, org: &str) -> Value {
+        let (status, body) = self
+            .call(
+                "GET",
+                &format!("/api/audit/verify?orgId={org}"),
+                &self.super_token(),
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["data"].clone()
+    }
+}
+
+fn event(org: &str, n: usize) -> Value {
+    json!({"action": "plugin.upload", "actorId": "user-1", "orgId": org, "targetType": "plugin",
+           "targetId": format!("plugin-{n}"), "details": {"n": n, "awsAccountId": "123456789012"}})
+}
+
+async fn thirty_two_concurrent_writers_never_fork_a_chain(app: &TestApp) {
+    let token = app.service_token("plugin");
+    let mut writers = Vec::new();
+    for w in 0..32 {
+        let router = app.router.clone();
+        let token = token.clone();
+        writers.push(tokio::spawn(async move {
+            for i in 0..8 {
+                let request = Request::post("/api/audit/events")
+                    .header("authorization", format!("Bearer {token}"))
+                    .header("content-type", "application/json")
+                    .header("idempotency-key", format!("w{w}-e{i}"))
+                    .body(Body::from(event("org-busy", w * 8 + i).to_string()))
+                    .unwrap();
+                let response = router.clone().oneshot(request).await.unwrap();
+                assert_eq!(response.status(), StatusCode::CREATED);
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let rows = app.store.chain_batch("org-busy", 0, 1000).await.unwrap();
+    assert_eq!(rows.len(), 256);
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row.seq, i as u64 + 1, "every seq once");
+        if i > 0 {
+            assert_eq!(
+                row.prev_hash,
+                rows[i - 1].hash,
+                "no two rows share a predecessor"
+            );
+        }
+    }
+    assert_eq!(rows[0].details["awsAccountId"], "[REDACTED]");
+    let verdict = app.verify("org-busy").await;
+    assert_eq!(
+        (
+            verdict["ok"].as_bool(),
+            verdict["count"].as_u64(),
+            verdict["lastSeq"].as_u64()
+        ),
+        (Some(true), Some(256), Some(256))
+    );
+    assert_eq!(verdict["headHash"], rows[255].hash.as_str());
+}
+
+async fn tampering_is_reported_at_the_row_and_pruning_a_prefix_is_not(app: &TestApp) {
+    let token = app.service_token("plugin");
+    for n in 0..10 {
+        let (status, _) = app
+            .post_event(&token, Some(&format!("k{n}")), event("org-t", n))
+            .await;
+        assert_eq!(status, StatusCode::CREATED);
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    assert_eq!(app.verify("org-t").await["ok"], true);
+    // Retention: everything before the 5th row's createdAt goes, a prefix of the chain.
+    let rows = app.store.chain_batch("org-t", 0, 100).await.unwrap();
+    let pruned = app.store.prune_audit(rows[4].created_at).await.unwrap();
+    assert_eq!(pruned, 4);
+    let verdict = app.verify("org-t").await;
+    assert_eq!(
+        (
+            verdict["ok"].as_bool(),
+            verdict["firstSeq"].as_u64(),
+            verdict["count"].as_u64()
+        ),
+        (Some(true), Some(5), Some(6))
+    );
+    // Someone with database access edits a stored row.
+    sqlx::query(&format!(
+        "UPDATE audit_events SET details = '{{\"n\": 99}}' WHERE chain_key = 'org-t' AND seq = 7"
+    ))
+    .execute(adapters::storage::pool_for_tests(&app.store))
+    .await
+    .unwrap();
+    let verdict = app.verify("org-t").await;
+    assert_eq!(verdict["ok"], false);
+    assert_eq!(verdict["brokenAt"]["seq"], 7);
+    assert_eq!(verdict["reason"]["kind"], "hashMismatch");
+    assert_eq!(verdict["count"], 3);
+}
+
+async fn a_redelivery_returns_the_stored_row_and_appends_nothing(app: &TestApp) {
+    let token = app.service_token("plugin");
+    let (status, first) = app
+        .post_event(&token, Some("once"), event("org-i", 1))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, again) = app
+        .post_event(&token, Some("once"), event("org-i", 1))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (&again["data"]["seq"], &again["data"]["hash"]),
+        (&first["data"]["seq"], &first["data"]["hash"])
+    );
+    // Eight deliveries of one key at the same moment: one row.
+    let mut racers = Vec::new();
+    for _ in 0..8 {
+        let router = app.router.clone();
+        let token = token.clone();
+        racers.push(tokio::spawn(async move {
+            let request = Request::post("/api/audit/events")
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .header("idempotency-key", "race")
+                .body(Body::from(event("org-i", 2).to_string()))
+                .unwrap();
+            router.oneshot(request).await.unwrap().status()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for racer in racers {
+        statuses.push(racer.await.unwrap());
+    }
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == StatusCode::CREATED)
+            .count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(statuses
+        .iter()
+        .all(|s| *s == StatusCode::CREATED || *s == StatusCode::OK));
+    let rows = app.store.chain_batch("org-i", 0, 100).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(app.verify("org-i").await["ok"], true);
+}
+
+async fn who_may_post_read_and_verify(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let globex = app.org("bob", "globex").await;
+    let service = app.service_token("plugin");
+    let alice = app.token("alice", "alice@example.com");
+    // Ingest: services only, allow-listed actions, a key.
+    let (status, body) = app.post_event(&alice, Some("k"), event(&acme, 1)).await;
+    assert_eq!(code(status, &body), "FORBIDDEN");
+    let forged = json!({"action": "user.login", "actorId": "alice", "orgId": acme});
+    let (status, body) = app.post_event(&service, Some("k1"), forged).await;
+    assert_eq!(
+        (status, code(status, &body).as_str()),
+        (StatusCode::FORBIDDEN, "FORBIDDEN")
+    );
+    let (status, body) = app
+        .post_event(
+            &service,
+            Some("k2"),
+            json!({"action": "made.up", "actorId": "a", "orgId": acme}),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = app.post_event(&service, None, event(&acme, 1)).await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = app.post_event(&service, Some("k3"), json!({"action": "plugin.upload", "actorId": "a", "orgId": acme, "service": "pipeline"})).await;
+    assert_eq!(
+        code(status, &body),
+        "VALIDATION_ERROR",
+        "the token names the service"
+    );
+    for (n, org) in [(1, &acme), (2, &globex), (3, &acme)] {
+        let (status, _) = app
+            .post_event(&service, Some(&format!("ok{n}")), event(org, n))
+            .await;
+        assert_eq!(status, StatusCode::CREATED);
+    }
+    // An admin event that operates on acme from the system organization is acme's too.
+    let (status, _) = app.post_event(&service, Some("ok4"), json!({"action": "quota.reset", "actorId": "root", "orgId": "system-org", "affectedOrgId": acme})).await;
+    assert_eq!(status, StatusCode::CREATED);
+
+    // Read: audit:read in the x-org-id organization, forced to it.
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/audit?action=plugin.upload&orgId={globex}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let targets: Vec<&str> = body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["targetId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        targets,
+        ["plugin-3", "plugin-1"],
+        "newest first, acme's only, whatever orgId says"
+    );
+    let (_, body) = app
+        .call(
+            "GET",
+            "/api/audit?action=quota.reset",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(body["pagination"]["total"], 1);
+    app.call(
+        "POST",
+        &format!("/api/organization/{acme}/members"),
+        &alice,
+        None,
+        Some(json!({"userId": "carl"})),
+    )
+    .await;
+    let carl = app.token("carl", "carl@example.com");
+    let (status, body) = app
+        .call("GET", "/api/audit", &carl, Some(&acme), None)
+        .await;
+    assert_eq!(
+        code(status, &body),
+        "FORBIDDEN",
+        "a member lacks audit:read"
+    );
+    let (status, body) = app
+        .call("GET", "/api/audit", &alice, Some(&globex), None)
+        .await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/audit?from=yesterday",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+
+    // Verify: super-admins only.
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/audit/verify?orgId={acme}"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "FORBIDDEN");
+    let (status, body) = app
+        .call("GET", "/api/audit/verify", &app.super_token(), None, None)
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    assert_eq!(app.verify(&globex).await["ok"], true);
+}
+
+async fn the_servers_own_actions_reach_the_chain(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    app.call(
+        "POST",
+        &format!("/api/organization/{acme}/members"),
+        &alice,
+        None,
+        Some(json!({"userId": "bob"})),
+    )
+    .await;
+    let mut seen = Vec::new();
+    for _ in 0..50 {
+        let (_, body) = app
+            .call("GET", "/api/audit?sortOrder=asc", &alice, Some(&acme), None)
+            .await;
+        seen = body["events"].as_array().cloned().unwrap_or_default();
+        if seen.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let actions: Vec<&str> = seen.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["org.create", "org.member.add"]);
+    assert_eq!(seen[0]["seq"], 1);
+    assert_eq!(app.verify(&acme).await["ok"], true);
+}
+
+async fn the_emitter_spools_while_the_server_is_down_and_delivers_once_when_it_is_back(
+    app: &TestApp,
+) {
+    // A port with nothing behind it.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let spool = std::env::temp_dir().join(format!("spool-{}", uuid::Uuid::new_v4()));
+    let client = AuditClient::new(
+        &format!("http://127.0.0.1:{port}"),
+        &app.service_token("pipeline"),
+        &spool,
+        3,
+    )
+    .unwrap();
+    let events: Vec<OutgoingEvent> = (0..4)
+        .map(|n| {
+            let mut e = OutgoingEvent::new("pipeline.create", "user-9", "org-e");
+            e.target_id = Some(format!("pipeline-{n}"));
+            e
+        })
+        .collect();
+    for e in &events {
+        assert_eq!(client.deliver_or_spool(e.clone()).await, Delivery::Retry);
+    }
+    assert_eq!(client.spooled(), 3, "the spool is bounded");
+    let counters = client.counters();
+    let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        (
+            load(&counters.spool_enqueued),
+            load(&counters.spool_dropped)
+        ),
+        (3, 1)
+    );
+
+    // The server comes back on that port.
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let router = app.router.clone();
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    assert_eq!(client.redeliver().await, 3);
+    assert_eq!(client.spooled(), 0);
+    assert_eq!(client.redeliver().await, 0);
+    // A live attempt of an already delivered event collapses to the same row.
+    assert_eq!(
+        client.deliver_or_spool(events[0].clone()).await,
+        Delivery::Delivered
+    );
+    let rows = app.store.chain_batch("org-e", 0, 100).await.unwrap();
+    assert_eq!(rows.len(), 3, "each spooled event stored once");
+    assert_eq!(load(&counters.spool_redelivered), 3);
+    // A refused event is dropped and counted, not spooled.
+    let mut forged = OutgoingEvent::new("user.login", "mallory", "org-e");
+    forged.target_id = None;
+    assert_eq!(client.deliver_or_spool(forged).await, Delivery::Refused);
+    assert_eq!((client.spooled(), load(&counters.dropped)), (0, 1));
+    server.abort();
+    let _ = std::fs::remove_dir_all(spool);
+}
+
+on_both_backends!(
+    thirty_two_concurrent_writers_never_fork_a_chain,
+    tampering_is_reported_at_the_row_and_pruning_a_prefix_is_not,
+    a_redelivery_returns_the_stored_row_and_appends_nothing,
+    who_may_post_read_and_verify,
+    the_servers_own_actions_reach_the_chain,
+    the_emitter_spools_while_the_server_is_down_and_delivers_once_when_it_is_back,
+);
