@@ -133,9 +133,9 @@ async fn tampering_is_reported_at_the_row_and_pruning_a_prefix_is_not(app: &Test
         (Some(true), Some(5), Some(6))
     );
     // Someone with database access edits a stored row.
-    sqlx::query(&format!(
-        "UPDATE audit_events SET details = '{{\"n\": 99}}' WHERE chain_key = 'org-t' AND seq = 7"
-    ))
+    sqlx::query(
+        r#"UPDATE audit_events SET details = '{"n": 99}' WHERE chain_key = 'org-t' AND seq = 7"#,
+    )
     .execute(adapters::storage::pool_for_tests(&app.store))
     .await
     .unwrap();
