@@ -89,24 +89,16 @@ impl Store {
     ) -> StoreResult<(SealedEvent, bool)> {
         let chain_key = event.chain_key().to_owned();
         let mut tx = self.pool().begin().await?;
-        // The first statement writes, so SQLite takes its write lock here (and waits
-        // its busy timeout for it); PostgreSQL then locks the head row itself.
-        sqlx::query(&self.sql(
+        // One statement creates the head if missing and locks it: an upsert that
+        // updates takes the row lock on PostgreSQL, and a write takes SQLite's write
+        // lock (waiting its busy timeout). Everything after runs under that lock.
+        let head = sqlx::query(&self.sql(
             "INSERT INTO audit_chain_heads (chain_key, seq, hash, created_at) VALUES ($1, 0, $2, NULL)
-             ON CONFLICT (chain_key) DO NOTHING",
+             ON CONFLICT (chain_key) DO UPDATE SET chain_key = excluded.chain_key
+             RETURNING seq, hash, created_at",
         ))
         .bind(&chain_key)
         .bind(GENESIS_HASH)
-        .execute(&mut *tx)
-        .await?;
-        let lock = match self.dialect() {
-            Dialect::Postgres => " FOR UPDATE",
-            Dialect::Sqlite => "",
-        };
-        let head = sqlx::query(&self.sql(&format!(
-            "SELECT seq, hash, created_at FROM audit_chain_heads WHERE chain_key = $1{lock}"
-        )))
-        .bind(&chain_key)
         .fetch_one(&mut *tx)
         .await?;
         if let Some(key) = &event.idempotency_key {
@@ -129,39 +121,41 @@ impl Store {
                 .try_get::<Option<String>, _>("created_at")?
                 .map(|t| parse_stamp(&t)),
         };
-        let (row, next) =
-            seal(&head, event, now).map_err(|e| StoreError::Invalid(e.to_string()))?;
-        sqlx::query(&self.sql(&format!(
+        let (row, _) = seal(&head, event, now).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        // On PostgreSQL the row and the new head go in one statement; SQLite has no
+        // data-modifying CTE, so it takes two.
+        let insert = format!(
             "INSERT INTO audit_events ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
-        )))
-        .bind(&row.id)
-        .bind(&row.chain_key)
-        .bind(i64::try_from(row.seq).unwrap_or(i64::MAX))
-        .bind(&row.action)
-        .bind(&row.actor_id)
-        .bind(&row.actor_email)
-        .bind(&row.org_id)
-        .bind(&row.affected_org_id)
-        .bind(&row.target_type)
-        .bind(&row.target_id)
-        .bind(row.details.to_string())
-        .bind(&row.outcome)
-        .bind(stamp(row.occurred_at))
-        .bind(stamp(row.created_at))
-        .bind(&row.service)
-        .bind(&row.idempotency_key)
-        .bind(i64::from(row.redaction_version))
-        .bind(&row.prev_hash)
-        .bind(&row.hash)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(&self.sql("UPDATE audit_chain_heads SET seq = $2, hash = $3, created_at = $4 WHERE chain_key = $1"))
-            .bind(&chain_key)
-            .bind(i64::try_from(next.seq).unwrap_or(i64::MAX))
-            .bind(&next.hash)
-            .bind(next.created_at.map(stamp))
-            .execute(&mut *tx)
-            .await?;
+        );
+        let advance = "UPDATE audit_chain_heads SET seq = $3, hash = $19, created_at = $14 WHERE chain_key = $2";
+        let statements = match self.dialect() {
+            Dialect::Postgres => vec![format!("WITH inserted AS ({insert}) {advance}")],
+            Dialect::Sqlite => vec![insert, advance.to_owned()],
+        };
+        for statement in statements {
+            sqlx::query(&self.sql(&statement))
+                .bind(&row.id)
+                .bind(&row.chain_key)
+                .bind(i64::try_from(row.seq).unwrap_or(i64::MAX))
+                .bind(&row.action)
+                .bind(&row.actor_id)
+                .bind(&row.actor_email)
+                .bind(&row.org_id)
+                .bind(&row.affected_org_id)
+                .bind(&row.target_type)
+                .bind(&row.target_id)
+                .bind(row.details.to_string())
+                .bind(&row.outcome)
+                .bind(stamp(row.occurred_at))
+                .bind(stamp(row.created_at))
+                .bind(&row.service)
+                .bind(&row.idempotency_key)
+                .bind(i64::from(row.redaction_version))
+                .bind(&row.prev_hash)
+                .bind(&row.hash)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok((row, true))
     }
