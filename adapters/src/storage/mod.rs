@@ -7,7 +7,9 @@
 
 mod access;
 mod audit;
+mod governance;
 mod orgs;
+mod rules;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -18,7 +20,9 @@ use sqlx::{AnyPool, Executor};
 
 pub use access::{AccessSnapshot, InvitationRecord, InvitationStatus, MemberRecord, RoleRecord};
 pub use audit::AuditFilter;
+pub use governance::{CheckRecord, ExemptionRecord, NewExemption, NotificationPreference, PolicyRecord};
 pub use orgs::{NewOrganization, OrgRecord};
+pub use rules::{RuleChange, RuleFilter, StoredRule};
 
 /// What went wrong in storage, in terms the API can answer.
 #[derive(Debug, thiserror::Error)]
