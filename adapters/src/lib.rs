@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod auth;
 pub mod cli;
+pub mod compliance;
 pub mod config;
 pub mod emitter;
 pub mod error;

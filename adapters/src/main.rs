@@ -283,9 +283,11 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     let counters = std::sync::Arc::new(adapters::audit::AuditCounters::default());
     let sink = AuditSink::appender(store.clone(), counters.clone());
     let retention_days = config.audit_retention_days;
+    let check_retention_days = config.compliance.audit_retention_days;
     tokio::spawn(adapters::retention::prune_daily(
         store.clone(),
         retention_days,
+        check_retention_days,
     ));
     let state = AppState::new(config, store.clone(), sink, counters);
     let app = router(state);

@@ -2,15 +2,19 @@
 //! crates. No SQL here.
 
 pub mod audit;
+mod catalog;
 pub mod extract;
 mod gate;
+mod governance;
 mod invitations;
 mod members;
 mod organizations;
 pub mod response;
 pub mod router;
+mod rules;
 pub mod state;
 pub mod system;
+mod validate;
 
 pub use router::router;
 pub use state::AppState;

@@ -12,7 +12,9 @@ use tracing::Instrument;
 
 use crate::error::ApiError;
 use crate::http::state::AppState;
-use crate::http::{audit, invitations, members, organizations, system};
+use crate::http::{
+    audit, catalog, governance, invitations, members, organizations, rules, system, validate,
+};
 
 /// The whole application.
 pub fn router(state: AppState) -> Router {
@@ -79,7 +81,84 @@ pub fn router(state: AppState) -> Router {
         .route("/invitation/{id}/resend", post(invitations::resend))
         .route("/audit", get(audit::query))
         .route("/audit/verify", get(audit::verify))
-        .route("/audit/events", post(audit::ingest));
+        .route("/audit/events", post(audit::ingest))
+        .route("/compliance/rules", get(rules::list).post(rules::create))
+        .route(
+            "/compliance/rules/{id}",
+            get(rules::get).put(rules::update).delete(rules::delete),
+        )
+        .route("/compliance/rules/{id}/history", get(rules::history))
+        .route("/compliance/published-rules", get(catalog::catalog))
+        .route(
+            "/compliance/subscriptions",
+            get(catalog::list).post(catalog::subscribe),
+        )
+        .route("/compliance/subscriptions/clone", post(catalog::clone))
+        .route(
+            "/compliance/subscriptions/auto-subscribe",
+            post(catalog::auto_subscribe),
+        )
+        .route("/compliance/subscriptions/bulk", post(catalog::bulk))
+        .route("/compliance/subscriptions/enforced", get(catalog::enforced))
+        .route(
+            "/compliance/subscriptions/preview/impact",
+            post(catalog::impact),
+        )
+        .route("/compliance/subscriptions/preview", post(catalog::preview))
+        .route(
+            "/compliance/subscriptions/{rule_id}",
+            patch(catalog::set_active).delete(catalog::unsubscribe),
+        )
+        .route(
+            "/compliance/subscriptions/{rule_id}/pin",
+            post(catalog::pin).delete(catalog::unpin),
+        )
+        .route(
+            "/compliance/exemptions",
+            get(governance::list_exemptions).post(governance::request),
+        )
+        .route(
+            "/compliance/exemptions/bulk",
+            post(governance::request_bulk),
+        )
+        .route(
+            "/compliance/exemptions/{id}",
+            axum::routing::delete(governance::revoke),
+        )
+        .route(
+            "/compliance/exemptions/{id}/review",
+            axum::routing::put(governance::review),
+        )
+        .route(
+            "/compliance/policies",
+            get(governance::list_policies).post(governance::create_policy),
+        )
+        .route(
+            "/compliance/policies/{id}",
+            get(governance::get_policy)
+                .put(governance::update_policy)
+                .delete(governance::delete_policy),
+        )
+        .route("/compliance/templates", get(governance::templates))
+        .route("/compliance/templates/apply", post(governance::apply))
+        .route(
+            "/compliance/templates/rules/{id}/clone",
+            post(governance::clone_rule),
+        )
+        .route(
+            "/compliance/templates/policies/{id}/clone",
+            post(governance::clone_policy),
+        )
+        .route("/compliance/audit", get(governance::checks))
+        .route(
+            "/compliance/notification-preferences",
+            get(governance::preferences).put(governance::save_preferences),
+        )
+        .route("/compliance/validate/{target}", post(validate::live))
+        .route(
+            "/compliance/validate/{target}/dry-run",
+            post(validate::dry_run),
+        );
 
     let body_limit = state.config.http.body_limit_bytes;
     Router::new()

@@ -9,6 +9,7 @@ use chrono::{DateTime, TimeZone, Utc};
 
 use crate::audit::{AuditCounters, AuditSink};
 use crate::auth::{bearer, TokenKeys};
+use crate::compliance::{LogNotifier, Notifier, RuleCache};
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -29,6 +30,10 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The audit counters shown on `/metrics`.
     pub audit_counters: Arc<AuditCounters>,
+    /// Compiled effective rule sets.
+    pub rule_cache: Arc<RuleCache>,
+    /// Where compliance results go for notification.
+    pub notifier: Arc<dyn Notifier>,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
 }
@@ -50,6 +55,8 @@ impl AppState {
             audit,
             metrics: Arc::new(Metrics::default()),
             audit_counters,
+            rule_cache: Arc::new(RuleCache::default()),
+            notifier: Arc::new(LogNotifier),
             seen: Arc::new(Mutex::new(HashSet::new())),
         }
     }
@@ -163,6 +170,43 @@ impl FromRequestParts<AppState> for ServiceCaller {
                 Ok(ServiceCaller { service })
             }
             _ => Err(ApiError::forbidden("this endpoint takes a service token")),
+        }
+    }
+}
+
+/// A user or a service: the validation endpoints take either.
+#[derive(Debug, Clone)]
+pub enum AnyCaller {
+    /// A user.
+    User(Caller),
+    /// A service, acting in the `x-org-id` organization.
+    Service {
+        /// The service's name.
+        service: String,
+        /// The `x-org-id` header.
+        org_header: Option<String>,
+    },
+}
+
+impl FromRequestParts<AppState> for AnyCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = bearer(header(parts, "authorization"))?;
+        let claims = state.keys.verify(token)?;
+        match claims.service {
+            Some(service) if !claims.step_up => Ok(AnyCaller::Service {
+                service,
+                org_header: header(parts, "x-org-id")
+                    .map(str::to_owned)
+                    .filter(|s| !s.is_empty()),
+            }),
+            _ => Caller::from_request_parts(parts, state)
+                .await
+                .map(AnyCaller::User),
         }
     }
 }

@@ -170,7 +170,9 @@ fn exemption_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ExemptionRecord> {
         requested_by: row.try_get("requested_by")?,
         reviewed_by: row.try_get("reviewed_by")?,
         review_note: row.try_get("review_note")?,
-        expires_at: row.try_get::<Option<String>, _>("expires_at")?.map(|t| parse_stamp(&t)),
+        expires_at: row
+            .try_get::<Option<String>, _>("expires_at")?
+            .map(|t| parse_stamp(&t)),
         created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
     })
 }
@@ -204,14 +206,21 @@ impl Store {
                 Ok(Subscription {
                     rule_id: row.try_get("rule_id")?,
                     active: row.try_get::<i64, _>("active")? != 0,
-                    pinned_version: row.try_get::<Option<i64>, _>("pinned_version")?.and_then(|v| u32::try_from(v).ok()),
+                    pinned_version: row
+                        .try_get::<Option<i64>, _>("pinned_version")?
+                        .and_then(|v| u32::try_from(v).ok()),
                 })
             })
             .collect()
     }
 
     /// Subscribes (inactive); a second subscription to the same rule is a conflict.
-    pub async fn subscribe(&self, org_id: &str, rule_id: &str, now: DateTime<Utc>) -> StoreResult<()> {
+    pub async fn subscribe(
+        &self,
+        org_id: &str,
+        rule_id: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
         sqlx::query(&self.sql(
             "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)",
         ))
@@ -228,7 +237,12 @@ impl Store {
     }
 
     /// Subscribes (inactive) to each rule not yet subscribed; returns how many were new.
-    pub async fn subscribe_missing(&self, org_id: &str, rule_ids: &[String], now: DateTime<Utc>) -> StoreResult<u64> {
+    pub async fn subscribe_missing(
+        &self,
+        org_id: &str,
+        rule_ids: &[String],
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64> {
         let mut added = 0;
         for rule_id in rule_ids {
             let done = sqlx::query(&self.sql(
@@ -246,7 +260,13 @@ impl Store {
     }
 
     /// Activates or deactivates subscriptions; every rule must be subscribed.
-    pub async fn set_subscriptions_active(&self, org_id: &str, rule_ids: &[String], active: bool, now: DateTime<Utc>) -> StoreResult<()> {
+    pub async fn set_subscriptions_active(
+        &self,
+        org_id: &str,
+        rule_ids: &[String],
+        active: bool,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
         for rule_id in rule_ids {
             let done = sqlx::query(&self.sql("UPDATE subscriptions SET active = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
@@ -256,14 +276,23 @@ impl Store {
                 .bind(stamp(now))
                 .execute(&mut *tx)
                 .await?;
-            found(done.rows_affected(), &format!("subscription to `{rule_id}`"))?;
+            found(
+                done.rows_affected(),
+                &format!("subscription to `{rule_id}`"),
+            )?;
         }
         tx.commit().await?;
         Ok(())
     }
 
     /// Pins a subscription to a version, or unpins it (`None`).
-    pub async fn pin_subscription(&self, org_id: &str, rule_id: &str, version: Option<u32>, now: DateTime<Utc>) -> StoreResult<()> {
+    pub async fn pin_subscription(
+        &self,
+        org_id: &str,
+        rule_id: &str,
+        version: Option<u32>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
         let done = sqlx::query(&self.sql("UPDATE subscriptions SET pinned_version = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
             .bind(org_id)
             .bind(rule_id)
@@ -276,16 +305,23 @@ impl Store {
 
     /// Removes a subscription.
     pub async fn unsubscribe(&self, org_id: &str, rule_id: &str) -> StoreResult<()> {
-        let done = sqlx::query(&self.sql("DELETE FROM subscriptions WHERE org_id = $1 AND rule_id = $2"))
-            .bind(org_id)
-            .bind(rule_id)
-            .execute(self.pool())
-            .await?;
+        let done =
+            sqlx::query(&self.sql("DELETE FROM subscriptions WHERE org_id = $1 AND rule_id = $2"))
+                .bind(org_id)
+                .bind(rule_id)
+                .execute(self.pool())
+                .await?;
         found(done.rows_affected(), "subscription")
     }
 
     /// Stores exemption requests, all or nothing.
-    pub async fn request_exemptions(&self, org_id: &str, requests: &[NewExemption], by: &str, now: DateTime<Utc>) -> StoreResult<Vec<String>> {
+    pub async fn request_exemptions(
+        &self,
+        org_id: &str,
+        requests: &[NewExemption],
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Vec<String>> {
         let mut tx = self.pool().begin().await?;
         let mut ids = Vec::with_capacity(requests.len());
         for request in requests {
@@ -343,40 +379,55 @@ impl Store {
         .bind(offset)
         .fetch_all(self.pool())
         .await?;
-        let total = sqlx::query(&self.sql(&format!("SELECT COUNT(*) AS n FROM exemptions WHERE {condition}")))
-            .bind(org_id)
-            .bind(status)
-            .bind(rule_id)
-            .bind(entity_id)
-            .fetch_one(self.pool())
-            .await?
-            .try_get::<i64, _>("n")?;
-        let items = rows.iter().map(exemption_from_row).collect::<StoreResult<Vec<_>>>()?;
+        let total = sqlx::query(&self.sql(&format!(
+            "SELECT COUNT(*) AS n FROM exemptions WHERE {condition}"
+        )))
+        .bind(org_id)
+        .bind(status)
+        .bind(rule_id)
+        .bind(entity_id)
+        .fetch_one(self.pool())
+        .await?
+        .try_get::<i64, _>("n")?;
+        let items = rows
+            .iter()
+            .map(exemption_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
         Ok((items, total.unsigned_abs()))
     }
 
     /// The approved exemptions of an entity (expiry is checked by the caller at `now`).
-    pub async fn approved_exemptions(&self, org_id: &str, entity_id: &str) -> StoreResult<Vec<Exemption>> {
-        let rows = sqlx::query(&self.sql("SELECT * FROM exemptions WHERE org_id = $1 AND entity_id = $2 AND status = 'approved'"))
-            .bind(org_id)
-            .bind(entity_id)
-            .fetch_all(self.pool())
-            .await?;
-        rows.iter().map(|r| exemption_from_row(r).map(|e| e.exemption())).collect()
+    pub async fn approved_exemptions(
+        &self,
+        org_id: &str,
+        entity_id: &str,
+    ) -> StoreResult<Vec<Exemption>> {
+        let rows = sqlx::query(&self.sql(
+            "SELECT * FROM exemptions WHERE org_id = $1 AND entity_id = $2 AND status = 'approved'",
+        ))
+        .bind(org_id)
+        .bind(entity_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| exemption_from_row(r).map(|e| e.exemption()))
+            .collect()
     }
 
-    /// Moves an exemption from `from` to `to`, recording the reviewer.
+    /// Moves an exemption from one of `transition.0` to `transition.1`, recording who.
     pub async fn set_exemption_status(
         &self,
         org_id: &str,
         id: &str,
-        from: &[ExemptionStatus],
-        to: ExemptionStatus,
+        (from, to): (&[ExemptionStatus], ExemptionStatus),
         by: &str,
         note: Option<&str>,
         now: DateTime<Utc>,
     ) -> StoreResult<()> {
-        let allowed: Vec<String> = from.iter().map(|s| format!("'{}'", status_name(*s))).collect();
+        let allowed: Vec<String> = from
+            .iter()
+            .map(|s| format!("'{}'", status_name(*s)))
+            .collect();
         let done = sqlx::query(&self.sql(&format!(
             "UPDATE exemptions SET status = $3, reviewed_by = $4, review_note = COALESCE($5, review_note), updated_at = $6
              WHERE org_id = $1 AND id = $2 AND status IN ({})",
@@ -391,13 +442,24 @@ impl Store {
         .execute(self.pool())
         .await?;
         if done.rows_affected() == 0 {
-            return Err(StoreError::Conflict(format!("the exemption cannot become {}", status_name(to))));
+            return Err(StoreError::Conflict(format!(
+                "the exemption cannot become {}",
+                status_name(to)
+            )));
         }
         Ok(())
     }
 
     /// Creates a policy.
-    pub async fn create_policy(&self, org_id: &str, name: &str, description: Option<&str>, rule_ids: &[String], is_template: bool, now: DateTime<Utc>) -> StoreResult<PolicyRecord> {
+    pub async fn create_policy(
+        &self,
+        org_id: &str,
+        name: &str,
+        description: Option<&str>,
+        rule_ids: &[String],
+        is_template: bool,
+        now: DateTime<Utc>,
+    ) -> StoreResult<PolicyRecord> {
         let id = new_id();
         sqlx::query(&self.sql(
             "INSERT INTO policies (id, org_id, name, description, rule_ids, is_template, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
@@ -415,7 +477,9 @@ impl Store {
             StoreError::Conflict(_) => StoreError::Conflict(format!("a policy named `{name}` already exists")),
             other => other,
         })?;
-        self.policy(org_id, &id).await?.ok_or_else(|| StoreError::Other("the new policy vanished".to_owned()))
+        self.policy(org_id, &id)
+            .await?
+            .ok_or_else(|| StoreError::Other("the new policy vanished".to_owned()))
     }
 
     /// One policy of an organization.
@@ -429,7 +493,14 @@ impl Store {
     }
 
     /// A page of an organization's policies (or templates), filtered by name.
-    pub async fn policies(&self, org_id: &str, name: Option<&str>, templates: Option<bool>, limit: u32, offset: u64) -> StoreResult<(Vec<PolicyRecord>, u64)> {
+    pub async fn policies(
+        &self,
+        org_id: &str,
+        name: Option<&str>,
+        templates: Option<bool>,
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<PolicyRecord>, u64)> {
         let pattern = name.map(|n| format!("%{}%", n.to_lowercase().replace(['%', '_'], "")));
         let template = templates.map(i64::from);
         let condition = "org_id = $1 AND ($2 IS NULL OR lower(name) LIKE $2) AND ($3 IS NULL OR is_template = $3)";
@@ -442,19 +513,32 @@ impl Store {
             .bind(offset)
             .fetch_all(self.pool())
             .await?;
-        let total = sqlx::query(&self.sql(&format!("SELECT COUNT(*) AS n FROM policies WHERE {condition}")))
-            .bind(org_id)
-            .bind(&pattern)
-            .bind(template)
-            .fetch_one(self.pool())
-            .await?
-            .try_get::<i64, _>("n")?;
-        let items = rows.iter().map(policy_from_row).collect::<StoreResult<Vec<_>>>()?;
+        let total = sqlx::query(&self.sql(&format!(
+            "SELECT COUNT(*) AS n FROM policies WHERE {condition}"
+        )))
+        .bind(org_id)
+        .bind(&pattern)
+        .bind(template)
+        .fetch_one(self.pool())
+        .await?
+        .try_get::<i64, _>("n")?;
+        let items = rows
+            .iter()
+            .map(policy_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
         Ok((items, total.unsigned_abs()))
     }
 
     /// Updates a policy.
-    pub async fn update_policy(&self, org_id: &str, id: &str, name: Option<&str>, description: Option<&str>, rule_ids: Option<&[String]>, now: DateTime<Utc>) -> StoreResult<PolicyRecord> {
+    pub async fn update_policy(
+        &self,
+        org_id: &str,
+        id: &str,
+        name: Option<&str>,
+        description: Option<&str>,
+        rule_ids: Option<&[String]>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<PolicyRecord> {
         let done = sqlx::query(&self.sql(
             "UPDATE policies SET name = COALESCE($3, name), description = COALESCE($4, description), rule_ids = COALESCE($5, rule_ids), updated_at = $6
              WHERE org_id = $1 AND id = $2",
@@ -472,7 +556,9 @@ impl Store {
             other => other,
         })?;
         found(done.rows_affected(), "policy")?;
-        self.policy(org_id, id).await?.ok_or_else(|| StoreError::NotFound("policy".to_owned()))
+        self.policy(org_id, id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound("policy".to_owned()))
     }
 
     /// Deletes a policy.
@@ -486,7 +572,15 @@ impl Store {
     }
 
     /// Writes one entry of the check log.
-    pub async fn record_check(&self, org_id: &str, target: &str, entity_id: Option<&str>, result: &str, violations: &Value, now: DateTime<Utc>) -> StoreResult<()> {
+    pub async fn record_check(
+        &self,
+        org_id: &str,
+        target: &str,
+        entity_id: Option<&str>,
+        result: &str,
+        violations: &Value,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
         sqlx::query(&self.sql(
             "INSERT INTO compliance_checks (id, org_id, target, entity_id, result, violations, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         ))
@@ -503,7 +597,15 @@ impl Store {
     }
 
     /// A page of the check log, filtered by target, result and entity.
-    pub async fn checks(&self, org_id: &str, target: Option<&str>, result: Option<&str>, entity_id: Option<&str>, limit: u32, offset: u64) -> StoreResult<(Vec<CheckRecord>, u64)> {
+    pub async fn checks(
+        &self,
+        org_id: &str,
+        target: Option<&str>,
+        result: Option<&str>,
+        entity_id: Option<&str>,
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<CheckRecord>, u64)> {
         let condition = "org_id = $1 AND ($2 IS NULL OR target = $2) AND ($3 IS NULL OR result = $3) AND ($4 IS NULL OR entity_id = $4)";
         let (limit, offset) = limit_offset(limit, offset);
         let rows = sqlx::query(&self.sql(&format!("SELECT * FROM compliance_checks WHERE {condition} ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6")))
@@ -515,14 +617,16 @@ impl Store {
             .bind(offset)
             .fetch_all(self.pool())
             .await?;
-        let total = sqlx::query(&self.sql(&format!("SELECT COUNT(*) AS n FROM compliance_checks WHERE {condition}")))
-            .bind(org_id)
-            .bind(target)
-            .bind(result)
-            .bind(entity_id)
-            .fetch_one(self.pool())
-            .await?
-            .try_get::<i64, _>("n")?;
+        let total = sqlx::query(&self.sql(&format!(
+            "SELECT COUNT(*) AS n FROM compliance_checks WHERE {condition}"
+        )))
+        .bind(org_id)
+        .bind(target)
+        .bind(result)
+        .bind(entity_id)
+        .fetch_one(self.pool())
+        .await?
+        .try_get::<i64, _>("n")?;
         let items = rows
             .iter()
             .map(|row| {
@@ -532,7 +636,8 @@ impl Store {
                     target: row.try_get("target")?,
                     entity_id: row.try_get("entity_id")?,
                     result: row.try_get("result")?,
-                    violations: serde_json::from_str(&row.try_get::<String, _>("violations")?).unwrap_or(Value::Null),
+                    violations: serde_json::from_str(&row.try_get::<String, _>("violations")?)
+                        .unwrap_or(Value::Null),
                     created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
                 })
             })
@@ -550,16 +655,24 @@ impl Store {
     }
 
     /// An organization's preference, or the column defaults.
-    pub async fn notification_preference(&self, org_id: &str) -> StoreResult<NotificationPreference> {
-        let row = sqlx::query(&self.sql("SELECT * FROM notification_preferences WHERE org_id = $1"))
-            .bind(org_id)
-            .fetch_optional(self.pool())
-            .await?;
-        let Some(row) = row else { return Ok(NotificationPreference::default()) };
+    pub async fn notification_preference(
+        &self,
+        org_id: &str,
+    ) -> StoreResult<NotificationPreference> {
+        let row =
+            sqlx::query(&self.sql("SELECT * FROM notification_preferences WHERE org_id = $1"))
+                .bind(org_id)
+                .fetch_optional(self.pool())
+                .await?;
+        let Some(row) = row else {
+            return Ok(NotificationPreference::default());
+        };
         let secret: Option<String> = row.try_get("webhook_secret")?;
         Ok(NotificationPreference {
             email_enabled: row.try_get::<i64, _>("email_enabled")? != 0,
-            target_users: row.try_get::<Option<String>, _>("target_users")?.and_then(|t| serde_json::from_str(&t).ok()),
+            target_users: row
+                .try_get::<Option<String>, _>("target_users")?
+                .and_then(|t| serde_json::from_str(&t).ok()),
             webhook_url: row.try_get("webhook_url")?,
             has_webhook_secret: secret.as_deref().is_some_and(|s| !s.is_empty()),
             digest_mode: row.try_get("digest_mode")?,
@@ -569,7 +682,12 @@ impl Store {
     }
 
     /// Stores an organization's preference (upsert).
-    pub async fn save_notification_preference(&self, org_id: &str, p: &NotificationPreference, now: DateTime<Utc>) -> StoreResult<()> {
+    pub async fn save_notification_preference(
+        &self,
+        org_id: &str,
+        p: &NotificationPreference,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
         sqlx::query(&self.sql(
             "INSERT INTO notification_preferences (org_id, email_enabled, target_users, webhook_url, webhook_secret, digest_mode, notify_warnings, updated_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -593,7 +711,14 @@ impl Store {
 
 impl Store {
     /// Keeps the attributes an entity was last validated with.
-    pub async fn save_snapshot(&self, org_id: &str, target: &str, entity_id: &str, attributes: &Value, now: DateTime<Utc>) -> StoreResult<()> {
+    pub async fn save_snapshot(
+        &self,
+        org_id: &str,
+        target: &str,
+        entity_id: &str,
+        attributes: &Value,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
         sqlx::query(&self.sql(
             "INSERT INTO entity_snapshots (org_id, target, entity_id, attributes, updated_at) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (org_id, target, entity_id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at",
@@ -609,7 +734,12 @@ impl Store {
     }
 
     /// The stored snapshots of an organization's entities of one target (at most `limit`).
-    pub async fn snapshots(&self, org_id: &str, target: &str, limit: u32) -> StoreResult<Vec<(String, Value)>> {
+    pub async fn snapshots(
+        &self,
+        org_id: &str,
+        target: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<(String, Value)>> {
         let rows = sqlx::query(&self.sql(
             "SELECT entity_id, attributes FROM entity_snapshots WHERE org_id = $1 AND target = $2 ORDER BY entity_id LIMIT $3",
         ))
@@ -621,7 +751,10 @@ impl Store {
         rows.iter()
             .map(|row| {
                 let attributes: String = row.try_get("attributes")?;
-                Ok((row.try_get("entity_id")?, serde_json::from_str(&attributes).unwrap_or(Value::Null)))
+                Ok((
+                    row.try_get("entity_id")?,
+                    serde_json::from_str(&attributes).unwrap_or(Value::Null),
+                ))
             })
             .collect()
     }

@@ -20,7 +20,9 @@ use sqlx::{AnyPool, Executor};
 
 pub use access::{AccessSnapshot, InvitationRecord, InvitationStatus, MemberRecord, RoleRecord};
 pub use audit::AuditFilter;
-pub use governance::{CheckRecord, ExemptionRecord, NewExemption, NotificationPreference, PolicyRecord};
+pub use governance::{
+    CheckRecord, ExemptionRecord, NewExemption, NotificationPreference, PolicyRecord,
+};
 pub use orgs::{NewOrganization, OrgRecord};
 pub use rules::{RuleChange, RuleFilter, StoredRule};
 

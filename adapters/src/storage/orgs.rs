@@ -357,3 +357,15 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    /// The system organization, if it was created.
+    pub async fn system_organization(&self) -> StoreResult<Option<OrgRecord>> {
+        let row = sqlx::query(&format!(
+            "SELECT {ORG_COLUMNS} FROM organizations WHERE is_system = 1 AND deleted_at IS NULL"
+        ))
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(org_from_row).transpose()
+    }
+}

@@ -66,7 +66,8 @@ const COLUMNS: &str = "id, org_id, body, version, created_at, updated_at, delete
 
 fn stored_from_row(row: &sqlx::any::AnyRow) -> StoreResult<StoredRule> {
     let body: String = row.try_get("body")?;
-    let mut rule: Rule = serde_json::from_str(&body).map_err(|e| StoreError::Other(format!("stored rule is not a rule: {e}")))?;
+    let mut rule: Rule = serde_json::from_str(&body)
+        .map_err(|e| StoreError::Other(format!("stored rule is not a rule: {e}")))?;
     rule.id = row.try_get("id")?;
     rule.version = u32::try_from(row.try_get::<i64, _>("version")?).unwrap_or(u32::MAX);
     Ok(StoredRule {
@@ -74,7 +75,9 @@ fn stored_from_row(row: &sqlx::any::AnyRow) -> StoreResult<StoredRule> {
         org_id: row.try_get("org_id")?,
         created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
         updated_at: parse_stamp(&row.try_get::<String, _>("updated_at")?),
-        deleted_at: row.try_get::<Option<String>, _>("deleted_at")?.map(|t| parse_stamp(&t)),
+        deleted_at: row
+            .try_get::<Option<String>, _>("deleted_at")?
+            .map(|t| parse_stamp(&t)),
     })
 }
 
@@ -91,7 +94,13 @@ fn body(rule: &Rule) -> String {
 
 impl Store {
     /// Stores a new rule (its id and version 1 already set) and its first history entry.
-    pub async fn create_rule(&self, org_id: &str, rule: &Rule, by: &str, now: DateTime<Utc>) -> StoreResult<StoredRule> {
+    pub async fn create_rule(
+        &self,
+        org_id: &str,
+        rule: &Rule,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<StoredRule> {
         let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql(
             "INSERT INTO rules (id, org_id, name, target, severity, scope, is_template, propagate_to_children, tags, body, version, created_at, updated_at)
@@ -115,9 +124,18 @@ impl Store {
             StoreError::Conflict(_) => StoreError::Conflict(format!("a rule named `{}` already exists", rule.name)),
             other => other,
         })?;
-        self.record_version(&mut tx, rule, &serde_json::json!({"action": "create"}), by, now).await?;
+        self.record_version(
+            &mut tx,
+            rule,
+            &serde_json::json!({"action": "create"}),
+            by,
+            now,
+        )
+        .await?;
         tx.commit().await?;
-        self.rule(org_id, &rule.id, false).await?.ok_or_else(|| StoreError::Other("the new rule vanished".to_owned()))
+        self.rule(org_id, &rule.id, false)
+            .await?
+            .ok_or_else(|| StoreError::Other("the new rule vanished".to_owned()))
     }
 
     async fn record_version(
@@ -143,7 +161,14 @@ impl Store {
     }
 
     /// Replaces a rule (its version already bumped) and records the change.
-    pub async fn update_rule(&self, org_id: &str, rule: &Rule, change: &Value, by: &str, now: DateTime<Utc>) -> StoreResult<StoredRule> {
+    pub async fn update_rule(
+        &self,
+        org_id: &str,
+        rule: &Rule,
+        change: &Value,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<StoredRule> {
         let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
             "UPDATE rules SET name = $3, target = $4, severity = $5, scope = $6, is_template = $7, propagate_to_children = $8,
@@ -171,11 +196,19 @@ impl Store {
         found(done.rows_affected(), "rule")?;
         self.record_version(&mut tx, rule, change, by, now).await?;
         tx.commit().await?;
-        self.rule(org_id, &rule.id, false).await?.ok_or_else(|| StoreError::Other("the rule vanished".to_owned()))
+        self.rule(org_id, &rule.id, false)
+            .await?
+            .ok_or_else(|| StoreError::Other("the rule vanished".to_owned()))
     }
 
     /// Soft-deletes a rule; the deletion is its last version.
-    pub async fn delete_rule(&self, org_id: &str, rule: &Rule, by: &str, now: DateTime<Utc>) -> StoreResult<()> {
+    pub async fn delete_rule(
+        &self,
+        org_id: &str,
+        rule: &Rule,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
             "UPDATE rules SET deleted_at = $3, version = $4, updated_at = $3 WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL",
@@ -187,19 +220,37 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         found(done.rows_affected(), "rule")?;
-        self.record_version(&mut tx, rule, &serde_json::json!({"action": "delete"}), by, now).await?;
+        self.record_version(
+            &mut tx,
+            rule,
+            &serde_json::json!({"action": "delete"}),
+            by,
+            now,
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }
 
     /// One rule of an organization.
-    pub async fn rule(&self, org_id: &str, id: &str, include_deleted: bool) -> StoreResult<Option<StoredRule>> {
-        let deleted = if include_deleted { "" } else { " AND deleted_at IS NULL" };
-        let row = sqlx::query(&self.sql(&format!("SELECT {COLUMNS} FROM rules WHERE org_id = $1 AND id = $2{deleted}")))
-            .bind(org_id)
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await?;
+    pub async fn rule(
+        &self,
+        org_id: &str,
+        id: &str,
+        include_deleted: bool,
+    ) -> StoreResult<Option<StoredRule>> {
+        let deleted = if include_deleted {
+            ""
+        } else {
+            " AND deleted_at IS NULL"
+        };
+        let row = sqlx::query(&self.sql(&format!(
+            "SELECT {COLUMNS} FROM rules WHERE org_id = $1 AND id = $2{deleted}"
+        )))
+        .bind(org_id)
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?;
         row.as_ref().map(stored_from_row).transpose()
     }
 
@@ -215,7 +266,14 @@ impl Store {
     }
 
     /// A page of rules matching `filter`: one organization's, or (org `None`) the catalog.
-    pub async fn rules(&self, org_id: Option<&str>, filter: &RuleFilter, limit: u32, offset: u64, ascending: bool) -> StoreResult<(Vec<StoredRule>, u64)> {
+    pub async fn rules(
+        &self,
+        org_id: Option<&str>,
+        filter: &RuleFilter,
+        limit: u32,
+        offset: u64,
+        ascending: bool,
+    ) -> StoreResult<(Vec<StoredRule>, u64)> {
         let mut clauses: Vec<String> = Vec::new();
         let mut binds: Vec<String> = Vec::new();
         let mut add = |clause: &str, value: String| {
@@ -235,14 +293,33 @@ impl Store {
             add("scope = #", v.clone());
         }
         if let Some(v) = &filter.tag {
-            add("tags LIKE #", format!("%{}%", serde_json::to_string(v).unwrap_or_default().replace(['%', '_'], "")));
+            add(
+                "tags LIKE #",
+                format!(
+                    "%{}%",
+                    serde_json::to_string(v)
+                        .unwrap_or_default()
+                        .replace(['%', '_'], "")
+                ),
+            );
         }
         if let Some(v) = &filter.name {
-            add("lower(name) LIKE #", format!("%{}%", v.to_lowercase().replace(['%', '_'], "")));
+            add(
+                "lower(name) LIKE #",
+                format!("%{}%", v.to_lowercase().replace(['%', '_'], "")),
+            );
         }
-        let mut condition = if clauses.is_empty() { "1 = 1".to_owned() } else { clauses.join(" AND ") };
+        let mut condition = if clauses.is_empty() {
+            "1 = 1".to_owned()
+        } else {
+            clauses.join(" AND ")
+        };
         if let Some(t) = filter.is_template {
-            condition.push_str(if t { " AND is_template = 1" } else { " AND is_template = 0" });
+            condition.push_str(if t {
+                " AND is_template = 1"
+            } else {
+                " AND is_template = 0"
+            });
         }
         if !filter.include_deleted {
             condition.push_str(" AND deleted_at IS NULL");
@@ -263,23 +340,32 @@ impl Store {
             .bind(i64::try_from(offset).unwrap_or(i64::MAX))
             .fetch_all(self.pool())
             .await?;
-        let count_sql = self.sql(&format!("SELECT COUNT(*) AS n FROM rules WHERE {condition}"));
+        let count_sql = self.sql(&format!(
+            "SELECT COUNT(*) AS n FROM rules WHERE {condition}"
+        ));
         let mut count = sqlx::query(&count_sql).persistent(false);
         for value in &binds {
             count = count.bind(value);
         }
         let total = count.fetch_one(self.pool()).await?.try_get::<i64, _>("n")?;
-        let rules = rows.iter().map(stored_from_row).collect::<StoreResult<Vec<_>>>()?;
+        let rules = rows
+            .iter()
+            .map(stored_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
         Ok((rules, total.unsigned_abs()))
     }
 
     /// Every live rule of an organization, for its effective set.
     pub async fn org_rules(&self, org_id: &str) -> StoreResult<Vec<Rule>> {
-        let rows = sqlx::query(&self.sql(&format!("SELECT {COLUMNS} FROM rules WHERE org_id = $1 AND deleted_at IS NULL")))
-            .bind(org_id)
-            .fetch_all(self.pool())
-            .await?;
-        rows.iter().map(|r| stored_from_row(r).map(|s| s.rule)).collect()
+        let rows = sqlx::query(&self.sql(&format!(
+            "SELECT {COLUMNS} FROM rules WHERE org_id = $1 AND deleted_at IS NULL"
+        )))
+        .bind(org_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| stored_from_row(r).map(|s| s.rule))
+            .collect()
     }
 
     /// A rule's history, oldest first.
@@ -296,10 +382,12 @@ impl Store {
             .map(|row| {
                 Ok(RuleChange {
                     version: u32::try_from(row.try_get::<i64, _>("version")?).unwrap_or(u32::MAX),
-                    change: serde_json::from_str(&row.try_get::<String, _>("change")?).unwrap_or(Value::Null),
+                    change: serde_json::from_str(&row.try_get::<String, _>("change")?)
+                        .unwrap_or(Value::Null),
                     changed_by: row.try_get("changed_by")?,
                     changed_at: parse_stamp(&row.try_get::<String, _>("changed_at")?),
-                    rule: serde_json::from_str(&row.try_get::<String, _>("body")?).unwrap_or(Value::Null),
+                    rule: serde_json::from_str(&row.try_get::<String, _>("body")?)
+                        .unwrap_or(Value::Null),
                 })
             })
             .collect()
@@ -317,9 +405,12 @@ impl Store {
             .fetch_all(self.pool())
             .await?;
             for row in rows {
-                if let Ok(mut rule) = serde_json::from_str::<Rule>(&row.try_get::<String, _>("body")?) {
+                if let Ok(mut rule) =
+                    serde_json::from_str::<Rule>(&row.try_get::<String, _>("body")?)
+                {
                     rule.id = id.clone();
-                    rule.version = u32::try_from(row.try_get::<i64, _>("version")?).unwrap_or(u32::MAX);
+                    rule.version =
+                        u32::try_from(row.try_get::<i64, _>("version")?).unwrap_or(u32::MAX);
                     if rule.scope == compliance_core::Scope::Published {
                         out.push(rule);
                     }

@@ -1,0 +1,163 @@
+//! The compliance service: effective rule sets (compiled, cached per organization and
+//! target), and the hand-off of results to notifications.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use compliance_core::{
+    effective_rules, CompileOptions, Dependencies, Evaluation, OrganizationKind, RegexLimits,
+    RuleSet, RuleSources, Target,
+};
+
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::storage::{OrgRecord, Store};
+
+type Entry = (Arc<RuleSet>, Instant);
+
+/// Compiled effective rule sets per (organization, target), for
+/// `CACHE_TTL_COMPLIANCE_RULES`. Every rule or subscription change invalidates the
+/// organizations it can affect. The cache lives in the process: another replica sees
+/// a change when its own entry expires.
+#[derive(Debug, Default)]
+pub struct RuleCache {
+    entries: Mutex<HashMap<(String, Target), Entry>>,
+}
+
+impl RuleCache {
+    fn get(&self, org_id: &str, target: Target, ttl: Duration) -> Option<Arc<RuleSet>> {
+        let entries = self.entries.lock().ok()?;
+        entries
+            .get(&(org_id.to_owned(), target))
+            .filter(|(_, at)| at.elapsed() < ttl)
+            .map(|(set, _)| set.clone())
+    }
+
+    fn put(&self, org_id: &str, target: Target, set: Arc<RuleSet>) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.insert((org_id.to_owned(), target), (set, Instant::now()));
+        }
+    }
+
+    /// Forgets an organization's sets and those of its teams (propagated rules).
+    pub fn invalidate(&self, org_ids: &[String]) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.retain(|(org, _), _| !org_ids.contains(org));
+        }
+    }
+
+    /// Forgets everything (a published rule changed: any subscriber may be affected).
+    pub fn invalidate_all(&self) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.clear();
+        }
+    }
+}
+
+/// How a result leaves for notifications (inbox, e-mail, webhook). Delivery is a later
+/// issue; today the hand-off is logged.
+pub trait Notifier: Send + Sync + std::fmt::Debug {
+    /// A blocked result, or a warning the organization asked to hear about.
+    fn notify(
+        &self,
+        org_id: &str,
+        target: Target,
+        entity_id: Option<&str>,
+        evaluation: &Evaluation,
+    );
+}
+
+/// The notifier used until delivery exists: one log line per notification.
+#[derive(Debug, Default)]
+pub struct LogNotifier;
+
+impl Notifier for LogNotifier {
+    fn notify(
+        &self,
+        org_id: &str,
+        target: Target,
+        entity_id: Option<&str>,
+        evaluation: &Evaluation,
+    ) {
+        tracing::info!(target: "notification", %org_id, target = target.as_str(), entity = ?entity_id,
+            blocked = evaluation.blocked, violations = evaluation.violations.len(), "compliance notification");
+    }
+}
+
+/// The compile options the configuration sets.
+pub fn compile_options(config: &Config, dependencies: Dependencies) -> CompileOptions {
+    CompileOptions {
+        regex: RegexLimits {
+            max_length: config.compliance.max_regex_length,
+            ..RegexLimits::default()
+        },
+        dependencies,
+    }
+}
+
+/// The organization's kind for the effective set.
+pub fn kind(org: &OrgRecord) -> OrganizationKind {
+    if org.is_system {
+        OrganizationKind::System
+    } else if org.parent_org_id.is_some() {
+        OrganizationKind::Team
+    } else {
+        OrganizationKind::Root
+    }
+}
+
+/// The effective rules of an organization (SEMANTICS.md 1.6), loaded from storage.
+pub async fn effective(
+    store: &Store,
+    org: &OrgRecord,
+) -> Result<Vec<compliance_core::Rule>, ApiError> {
+    if org.is_system {
+        return Ok(Vec::new());
+    }
+    let own = store.org_rules(&org.id).await?;
+    let subscriptions = store.subscriptions(&org.id).await?;
+    let active: Vec<String> = subscriptions
+        .iter()
+        .filter(|s| s.active)
+        .map(|s| s.rule_id.clone())
+        .collect();
+    let published = store.published_versions(&active).await?;
+    let parent = match &org.parent_org_id {
+        Some(parent) => store.org_rules(parent).await?,
+        None => Vec::new(),
+    };
+    Ok(effective_rules(&RuleSources {
+        organization: kind(org),
+        own_rules: &own,
+        subscriptions: &subscriptions,
+        published_versions: &published,
+        parent_rules: &parent,
+    }))
+}
+
+/// The compiled effective set of an organization for a target, from the cache or
+/// loaded and compiled (leniently: a merged set skips conditions it cannot honour).
+pub async fn rule_set(
+    store: &Store,
+    cache: &RuleCache,
+    config: &Config,
+    org: &OrgRecord,
+    target: Target,
+) -> Result<Arc<RuleSet>, ApiError> {
+    if let Some(set) = cache.get(&org.id, target, config.compliance.cache_ttl) {
+        return Ok(set);
+    }
+    let rules: Vec<_> = effective(store, org)
+        .await?
+        .into_iter()
+        .filter(|r| r.target == target)
+        .collect();
+    let set =
+        RuleSet::compile(rules, &compile_options(config, Dependencies::Lenient)).map_err(|e| {
+            ApiError::internal(format!("stored rules of {} do not compile: {e}", org.id))
+        })?;
+    let set = Arc::new(set);
+    cache.put(&org.id, target, set.clone());
+    Ok(set)
+}

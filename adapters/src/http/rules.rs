@@ -1,0 +1,409 @@
+//! `/compliance/rules`: an organization's rules, validated by compliance-core.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use chrono::Utc;
+use compliance_core::{Dependencies, Error as CoreError, RegexLimits, Rule, RuleSet, Scope};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tenancy::{Permission, Requirement};
+
+use crate::audit::Action;
+use crate::error::ApiError;
+use crate::http::extract::{Json, PageParams, Query, SortOrder};
+use crate::http::gate::{gate, tenant_header, Granted, Named};
+use crate::http::response::{ok, paginated};
+use crate::http::state::{AppState, Caller};
+use crate::storage::{new_id, OrgRecord, RuleFilter};
+
+/// The requirement of a compliance route.
+pub(crate) fn needs(permission: Permission, changes_state: bool) -> Requirement {
+    Requirement {
+        permission: Some(permission),
+        super_admin_only: false,
+        changes_state,
+        step_up: false,
+    }
+}
+
+/// The `x-org-id` organization, gated on `permission`.
+pub(crate) async fn tenant(
+    state: &AppState,
+    caller: &Caller,
+    permission: Permission,
+    changes_state: bool,
+    action: &str,
+) -> Result<Granted, ApiError> {
+    let org_id = tenant_header(caller)?.to_owned();
+    gate(
+        state,
+        caller,
+        &org_id,
+        Named::Header,
+        needs(permission, changes_state),
+        action,
+    )
+    .await
+}
+
+/// Records a compliance audit action.
+pub(crate) fn audit(
+    state: &AppState,
+    caller: &Caller,
+    action: &str,
+    org_id: &str,
+    target_type: &str,
+    target_id: &str,
+    details: Value,
+) {
+    state.audit.record(Action {
+        action,
+        actor_id: &caller.user_id,
+        actor_email: caller.email.as_deref(),
+        org_id,
+        target_type,
+        target_id,
+        details,
+        outcome: "success",
+        ..Action::default()
+    });
+}
+
+/// A 400 listing every problem with the field it concerns.
+pub(crate) fn problems(error: CoreError) -> ApiError {
+    match error {
+        CoreError::InvalidRules { problems } => {
+            let message = problems
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            ApiError::validation(message).with_details(json!({ "problems": problems }))
+        }
+        other => ApiError::validation(other.to_string()),
+    }
+}
+
+/// Parses a rule body in the API's form; the server owns `id` and `version`.
+pub(crate) fn parse_rule(body: Value) -> Result<Rule, ApiError> {
+    if !body.is_object() {
+        return Err(ApiError::validation("the rule must be a JSON object"));
+    }
+    serde_json::from_value::<Rule>(body).map_err(|e| {
+        ApiError::validation(format!("invalid rule: {e}"))
+            .with_details(json!({"problems": [{"field": "body", "message": e.to_string()}]}))
+    })
+}
+
+/// Checks a rule as it is saved into `org`: its own fields, who may publish or make
+/// templates, and its `dependsOnRule` references against the organization's rules.
+pub(crate) async fn check_rule(
+    state: &AppState,
+    org: &OrgRecord,
+    rule: &Rule,
+) -> Result<(), ApiError> {
+    let regex = RegexLimits {
+        max_length: state.config.compliance.max_regex_length,
+        ..RegexLimits::default()
+    };
+    rule.validate(&regex).map_err(problems)?;
+    if rule.scope == Scope::Published && !org.is_system {
+        return Err(ApiError::forbidden(
+            "only the system organization may create published rules",
+        ));
+    }
+    if rule.is_template && !org.is_system {
+        return Err(ApiError::forbidden(
+            "only the system organization owns template rules",
+        ));
+    }
+    let mut set: Vec<Rule> = state
+        .store
+        .org_rules(&org.id)
+        .await?
+        .into_iter()
+        .filter(|r| r.id != rule.id)
+        .collect();
+    set.push(rule.clone());
+    RuleSet::compile(
+        set,
+        &crate::compliance::compile_options(&state.config, Dependencies::Strict),
+    )
+    .map(|_| ())
+    .map_err(problems)
+}
+
+/// Forgets the cached sets a change of `org`'s rules can affect.
+pub(crate) async fn invalidate(
+    state: &AppState,
+    org: &OrgRecord,
+    published: bool,
+) -> Result<(), ApiError> {
+    if published || org.is_system {
+        state.rule_cache.invalidate_all();
+        return Ok(());
+    }
+    let (teams, _) = state.store.teams(&org.id, u32::MAX, 0, true).await?;
+    let mut ids: Vec<String> = teams.into_iter().map(|t| t.id).collect();
+    ids.push(org.id.clone());
+    state.rule_cache.invalidate(&ids);
+    Ok(())
+}
+
+fn changed_fields(old: &Rule, new: &Rule) -> Vec<String> {
+    let (Ok(Value::Object(old)), Ok(Value::Object(new))) =
+        (serde_json::to_value(old), serde_json::to_value(new))
+    else {
+        return Vec::new();
+    };
+    let mut fields: Vec<String> = new
+        .iter()
+        .filter(|(k, v)| k.as_str() != "version" && old.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    fields.sort();
+    fields
+}
+
+/// Query filters of the rule lists.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RuleQuery {
+    target: Option<String>,
+    severity: Option<String>,
+    scope: Option<String>,
+    tag: Option<String>,
+    name: Option<String>,
+    include_deleted: Option<bool>,
+    #[serde(flatten)]
+    page: PageParams,
+}
+
+impl RuleQuery {
+    pub(crate) fn filter(&self) -> Result<RuleFilter, ApiError> {
+        let check = |field: &str, value: &Option<String>, allowed: &[&str]| match value {
+            Some(v) if !allowed.contains(&v.as_str()) => Err(ApiError::invalid_field(
+                field,
+                format!("must be one of {}", allowed.join(", ")),
+            )),
+            _ => Ok(()),
+        };
+        check("target", &self.target, &["plugin", "pipeline"])?;
+        check(
+            "severity",
+            &self.severity,
+            &["warning", "error", "critical"],
+        )?;
+        check("scope", &self.scope, &["org", "published"])?;
+        Ok(RuleFilter {
+            target: self.target.clone(),
+            severity: self.severity.clone(),
+            scope: self.scope.clone(),
+            tag: self.tag.clone(),
+            name: self.name.clone(),
+            is_template: None,
+            include_deleted: self.include_deleted.unwrap_or(false),
+        })
+    }
+
+    pub(crate) fn page(&self) -> &PageParams {
+        &self.page
+    }
+}
+
+/// `GET /compliance/rules`.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<RuleQuery>,
+) -> Result<Response, ApiError> {
+    let page = q
+        .page
+        .check(state.config.http.max_page_limit, &["createdAt"])?;
+    let filter = q.filter()?;
+    let granted = tenant(
+        &state,
+        &caller,
+        Permission::ComplianceRead,
+        false,
+        "GET /compliance/rules",
+    )
+    .await?;
+    let (rules, total) = state
+        .store
+        .rules(
+            Some(&granted.org.id),
+            &filter,
+            page.limit,
+            page.offset,
+            page.sort_order == SortOrder::Asc,
+        )
+        .await?;
+    Ok(paginated("rules", rules, total, &page))
+}
+
+/// `GET /compliance/rules/:id`.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let granted = tenant(
+        &state,
+        &caller,
+        Permission::ComplianceRead,
+        false,
+        "GET /compliance/rules/:id",
+    )
+    .await?;
+    let rule = state
+        .store
+        .rule(&granted.org.id, &id, true)
+        .await?
+        .ok_or_else(|| ApiError::not_found("rule"))?;
+    Ok(ok(StatusCode::OK, rule))
+}
+
+/// `GET /compliance/rules/:id/history`: every version, oldest first.
+pub(crate) async fn history(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let granted = tenant(
+        &state,
+        &caller,
+        Permission::ComplianceRead,
+        false,
+        "GET /compliance/rules/:id/history",
+    )
+    .await?;
+    let history = state.store.rule_history(&granted.org.id, &id).await?;
+    if history.is_empty() {
+        return Err(ApiError::not_found("rule"));
+    }
+    Ok(ok(StatusCode::OK, history))
+}
+
+/// `POST /compliance/rules`: scope defaults to org.
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<Value>,
+) -> Result<Response, ApiError> {
+    let granted = tenant(
+        &state,
+        &caller,
+        Permission::ComplianceWrite,
+        true,
+        "POST /compliance/rules",
+    )
+    .await?;
+    let mut rule = parse_rule(body)?;
+    rule.id = new_id();
+    rule.version = 1;
+    check_rule(&state, &granted.org, &rule).await?;
+    let stored = state
+        .store
+        .create_rule(&granted.org.id, &rule, &caller.user_id, Utc::now())
+        .await?;
+    invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
+    audit(
+        &state,
+        &caller,
+        "compliance.rule.create",
+        &granted.org.id,
+        "rule",
+        &rule.id,
+        json!({"name": rule.name, "scope": rule.scope}),
+    );
+    Ok(ok(StatusCode::CREATED, stored))
+}
+
+/// `PUT /compliance/rules/:id`: replaces the rule's fields; its version goes up by one.
+pub(crate) async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Json(body): Json<Value>,
+) -> Result<Response, ApiError> {
+    let granted = tenant(
+        &state,
+        &caller,
+        Permission::ComplianceWrite,
+        true,
+        "PUT /compliance/rules/:id",
+    )
+    .await?;
+    let existing = state
+        .store
+        .rule(&granted.org.id, &id, false)
+        .await?
+        .ok_or_else(|| ApiError::not_found("rule"))?;
+    let mut rule = parse_rule(body)?;
+    rule.id = id.clone();
+    rule.version = existing.rule.version.saturating_add(1);
+    check_rule(&state, &granted.org, &rule).await?;
+    let fields = changed_fields(&existing.rule, &rule);
+    let stored = state
+        .store
+        .update_rule(
+            &granted.org.id,
+            &rule,
+            &json!({"action": "update", "fields": fields}),
+            &caller.user_id,
+            Utc::now(),
+        )
+        .await?;
+    let published = rule.scope == Scope::Published || existing.rule.scope == Scope::Published;
+    invalidate(&state, &granted.org, published).await?;
+    audit(
+        &state,
+        &caller,
+        "compliance.rule.update",
+        &granted.org.id,
+        "rule",
+        &id,
+        json!({"fields": fields, "version": rule.version}),
+    );
+    Ok(ok(StatusCode::OK, stored))
+}
+
+/// `DELETE /compliance/rules/:id`: a soft delete; the rule is no longer evaluated.
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let granted = tenant(
+        &state,
+        &caller,
+        Permission::ComplianceWrite,
+        true,
+        "DELETE /compliance/rules/:id",
+    )
+    .await?;
+    let existing = state
+        .store
+        .rule(&granted.org.id, &id, false)
+        .await?
+        .ok_or_else(|| ApiError::not_found("rule"))?;
+    let mut rule = existing.rule.clone();
+    rule.version = rule.version.saturating_add(1);
+    state
+        .store
+        .delete_rule(&granted.org.id, &rule, &caller.user_id, Utc::now())
+        .await?;
+    invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
+    audit(
+        &state,
+        &caller,
+        "compliance.rule.delete",
+        &granted.org.id,
+        "rule",
+        &id,
+        json!({"name": rule.name}),
+    );
+    Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
+}
