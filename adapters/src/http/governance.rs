@@ -706,6 +706,28 @@ pub(crate) async fn clone_policy(
         .await?
         .filter(|p| p.is_template)
         .ok_or_else(|| ApiError::not_found("template"))?;
+    // All or nothing: every name is checked before any rule is created.
+    let existing: Vec<String> = state
+        .store
+        .org_rules(&granted.org.id)
+        .await?
+        .into_iter()
+        .map(|r| r.name.to_lowercase())
+        .collect();
+    for rule_id in &template.rule_ids {
+        let rule = state
+            .store
+            .rule(&system.id, rule_id, false)
+            .await?
+            .filter(|r| r.rule.is_template)
+            .ok_or_else(|| ApiError::not_found("template rule"))?;
+        if existing.contains(&rule.rule.name.to_lowercase()) {
+            return Err(ApiError::conflict(format!(
+                "a rule named `{}` already exists",
+                rule.rule.name
+            )));
+        }
+    }
     let mut rule_ids = Vec::new();
     for rule_id in &template.rule_ids {
         let stored = instantiate(&state, &caller, &granted.org, rule_id, None).await?;

@@ -15,6 +15,7 @@
 
 mod audit;
 mod cli;
+mod compliance;
 mod config;
 mod conventions;
 mod organizations;

@@ -1,0 +1,1457 @@
+//! The compliance API (document 1, SEMANTICS.md 1).
+
+use super::*;
+
+fn rule(name: &str, field: &str, operator: &str, value: Value, severity: &str) -> Value {
+    json!({"name": name, "target": "plugin", "severity": severity, "field": field, "operator": operator, "value": value})
+}
+
+fn semver(name: &str) -> Value {
+    rule(
+        name,
+        "version",
+        "regex",
+        json!("^\\d+\\.\\d+\\.\\d+$"),
+        "error",
+    )
+}
+
+impl TestApp {
+    pub async fn validate(
+        &self,
+        token: &str,
+        org: &str,
+        attributes: Value,
+        entity: Option<&str>,
+        dry_run: bool,
+    ) -> (StatusCode, Value) {
+        let path = if dry_run {
+            "/api/compliance/validate/plugin/dry-run"
+        } else {
+            "/api/compliance/validate/plugin"
+        };
+        let mut body = json!({"attributes": attributes});
+        if let Some(entity) = entity {
+            body["entityId"] = json!(entity);
+        }
+        self.call("POST", path, token, Some(org), Some(body)).await
+    }
+
+    pub async fn blocked(
+        &self,
+        token: &str,
+        org: &str,
+        attributes: Value,
+        entity: Option<&str>,
+    ) -> bool {
+        let (status, body) = self.validate(token, org, attributes, entity, true).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["data"]["blocked"].as_bool().unwrap()
+    }
+
+    pub async fn rule(&self, token: &str, org: &str, body: Value) -> String {
+        let (status, response) = self
+            .call(
+                "POST",
+                "/api/compliance/rules",
+                token,
+                Some(org),
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{response}");
+        response["data"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Bootstraps the system organization; returns (its id, the root token).
+    pub async fn system(&self) -> (String, String) {
+        let root = self.token("root", ROOT_EMAIL);
+        let (status, body) = self
+            .call(
+                "POST",
+                "/api/organization",
+                &root,
+                None,
+                Some(json!({"name": "system"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        (body["data"]["id"].as_str().unwrap().to_owned(), root)
+    }
+}
+
+async fn the_life_of_a_rule(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let latest = json!({"name": "eslint", "version": "latest"});
+    assert!(
+        !app.blocked(&alice, &acme, latest.clone(), None).await,
+        "no rules yet"
+    );
+    let id = app.rule(&alice, &acme, semver("semver")).await;
+    let (_, got) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/rules/{id}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (
+            got["data"]["version"].as_u64(),
+            got["data"]["scope"].as_str(),
+            got["data"]["priority"].as_i64()
+        ),
+        (Some(1), Some("org"), Some(0))
+    );
+    let (status, body) = app
+        .validate(&alice, &acme, latest.clone(), None, true)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["data"]["blocked"], true);
+    let violation = &body["data"]["violations"][0];
+    assert_eq!(
+        (
+            violation["ruleName"].as_str(),
+            violation["severity"].as_str(),
+            violation["field"].as_str()
+        ),
+        (Some("semver"), Some("error"), Some("version"))
+    );
+
+    // Every bad field is named; nothing is stored.
+    let cases = [
+        (
+            rule("bad regex", "version", "regex", json!("("), "error"),
+            "value",
+        ),
+        (
+            rule(
+                "long regex",
+                "version",
+                "regex",
+                json!("a".repeat(101)),
+                "error",
+            ),
+            "value",
+        ),
+        (
+            rule("bad in", "version", "in", json!("x"), "error"),
+            "value",
+        ),
+        (
+            rule("bad path", "a..b", "exists", json!(null), "error"),
+            "field",
+        ),
+        (
+            rule("bad fn", "$size(a)", "exists", json!(null), "error"),
+            "field",
+        ),
+        (
+            json!({"name": "prio", "target": "plugin", "severity": "error", "field": "a", "operator": "exists", "priority": 10001}),
+            "priority",
+        ),
+        (
+            json!({"name": "dep", "target": "plugin", "severity": "error", "field": "a", "operator": "exists",
+                "conditions": [{"field": "b", "operator": "exists", "dependsOnRule": "ghost"}]}),
+            "conditions[0].dependsOnRule",
+        ),
+    ];
+    for (body, field) in cases {
+        let (status, response) = app
+            .call(
+                "POST",
+                "/api/compliance/rules",
+                &alice,
+                Some(&acme),
+                Some(body),
+            )
+            .await;
+        assert_eq!(code(status, &response), "VALIDATION_ERROR", "{response}");
+        assert_eq!(
+            response["details"]["problems"][0]["field"], field,
+            "{response}"
+        );
+    }
+    let (status, body) = app.call("POST", "/api/compliance/rules", &alice, Some(&acme), Some(json!({"name": "x", "target": "plugin", "severity": "error", "field": "a", "operator": "bogus"}))).await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &alice,
+            Some(&acme),
+            Some(semver("SEMVER")),
+        )
+        .await;
+    assert_eq!(code(status, &body), "CONFLICT");
+    let mut published = semver("mine to publish");
+    published["scope"] = json!("published");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &alice,
+            Some(&acme),
+            Some(published),
+        )
+        .await;
+    assert_eq!(
+        code(status, &body),
+        "FORBIDDEN",
+        "only the system organization publishes"
+    );
+
+    // Update: version 2, history says what changed.
+    let mut warning = semver("semver");
+    warning["severity"] = json!("warning");
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/compliance/rules/{id}"),
+            &alice,
+            Some(&acme),
+            Some(warning),
+        )
+        .await;
+    assert_eq!(
+        (status, body["data"]["version"].as_u64()),
+        (StatusCode::OK, Some(2)),
+        "{body}"
+    );
+    assert!(
+        !app.blocked(&alice, &acme, latest.clone(), None).await,
+        "a warning never blocks, and the cache saw the change"
+    );
+    let (_, list) = app
+        .call(
+            "GET",
+            "/api/compliance/rules?severity=warning&name=SEM",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(list["pagination"]["total"], 1);
+    let (_, list) = app
+        .call(
+            "GET",
+            "/api/compliance/rules?severity=error",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(list["pagination"]["total"], 0);
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/compliance/rules?target=widget",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+
+    // Delete: soft; gone from lists and from evaluation, kept in history.
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/compliance/rules/{id}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, list) = app
+        .call("GET", "/api/compliance/rules", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(list["pagination"]["total"], 0);
+    let (_, list) = app
+        .call(
+            "GET",
+            "/api/compliance/rules?includeDeleted=true",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(list["pagination"]["total"], 1);
+    let (_, history) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/rules/{id}/history"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    let actions: Vec<&str> = history["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["change"]["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["create", "update", "delete"]);
+    assert_eq!(history["data"][1]["change"]["fields"], json!(["severity"]));
+    assert_eq!(history["data"][1]["changedBy"], "alice");
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/compliance/rules/{id}"),
+            &alice,
+            Some(&acme),
+            Some(semver("semver")),
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    for action in [
+        "compliance.rule.create",
+        "compliance.rule.update",
+        "compliance.rule.delete",
+    ] {
+        assert_eq!(app.audited(action).len(), 1, "{action}");
+    }
+
+    // A Member reads rules but cannot write them.
+    app.call(
+        "POST",
+        &format!("/api/organization/{acme}/members"),
+        &alice,
+        None,
+        Some(json!({"userId": "bob"})),
+    )
+    .await;
+    let bob = app.token("bob", "bob@example.com");
+    let (status, _) = app
+        .call("GET", "/api/compliance/rules", &bob, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &bob,
+            Some(&acme),
+            Some(semver("bob's")),
+        )
+        .await;
+    assert_eq!(code(status, &body), "FORBIDDEN");
+}
+
+async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(app: &TestApp) {
+    let (system, root) = app.system().await;
+    let mut published = rule("no latest", "version", "neq", json!("latest"), "error");
+    published["scope"] = json!("published");
+    let rule_id = app.rule(&root, &system, published).await;
+    let pinned = app.org("alice", "pinned-co").await;
+    let follower = app.org("bob", "follower-co").await;
+    let alice = app.token("alice", "alice@example.com");
+    let bob = app.token("bob", "bob@example.com");
+    let latest = json!({"version": "latest"});
+    let beta = json!({"version": "beta"});
+
+    let (_, catalog) = app
+        .call(
+            "GET",
+            "/api/compliance/published-rules",
+            &alice,
+            Some(&pinned),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (
+            catalog["rules"][0]["id"].as_str(),
+            catalog["rules"][0]["subscribed"].as_bool()
+        ),
+        (Some(rule_id.as_str()), Some(false))
+    );
+    for (token, org) in [(&alice, &pinned), (&bob, &follower)] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/compliance/subscriptions",
+                token,
+                Some(org),
+                Some(json!({"ruleId": rule_id})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        assert!(
+            !app.blocked(token, org, latest.clone(), None).await,
+            "a new subscription is inactive"
+        );
+        let (status, _) = app
+            .call(
+                "PATCH",
+                &format!("/api/compliance/subscriptions/{rule_id}"),
+                token,
+                Some(org),
+                Some(json!({"isActive": true})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            app.blocked(token, org, latest.clone(), None).await,
+            "active: enforced"
+        );
+    }
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/subscriptions",
+            &alice,
+            Some(&pinned),
+            Some(json!({"ruleId": rule_id})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "CONFLICT");
+    let (_, catalog) = app
+        .call(
+            "GET",
+            "/api/compliance/published-rules",
+            &alice,
+            Some(&pinned),
+            None,
+        )
+        .await;
+    assert_eq!(catalog["rules"][0]["subscribed"], true);
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/compliance/subscriptions/{rule_id}/pin"),
+            &alice,
+            Some(&pinned),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, body["data"]["pinnedVersion"].as_u64()),
+        (StatusCode::OK, Some(1))
+    );
+
+    // The system organization changes the published rule: it now forbids "beta".
+    let mut v2 = rule(
+        "no latest",
+        "version",
+        "notIn",
+        json!(["latest", "beta"]),
+        "error",
+    );
+    v2["scope"] = json!("published");
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/compliance/rules/{rule_id}"),
+            &root,
+            Some(&system),
+            Some(v2),
+        )
+        .await;
+    assert_eq!(
+        (status, body["data"]["version"].as_u64()),
+        (StatusCode::OK, Some(2)),
+        "{body}"
+    );
+    assert!(
+        !app.blocked(&alice, &pinned, beta.clone(), None).await,
+        "pinned to version 1"
+    );
+    assert!(
+        app.blocked(&bob, &follower, beta.clone(), None).await,
+        "following the latest version"
+    );
+    let (_, subscriptions) = app
+        .call(
+            "GET",
+            "/api/compliance/subscriptions",
+            &alice,
+            Some(&pinned),
+            None,
+        )
+        .await;
+    let s = &subscriptions["data"][0];
+    assert_eq!(
+        (
+            s["pinnedVersion"].as_u64(),
+            s["latestVersion"].as_u64(),
+            s["rule"]["version"].as_u64(),
+            s["isActive"].as_bool()
+        ),
+        (Some(1), Some(2), Some(1), Some(true))
+    );
+    let (_, enforced) = app
+        .call(
+            "GET",
+            "/api/compliance/subscriptions/enforced",
+            &alice,
+            Some(&pinned),
+            None,
+        )
+        .await;
+    assert_eq!(enforced["data"][0]["version"], 1);
+
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/compliance/subscriptions/{rule_id}/pin"),
+            &alice,
+            Some(&pinned),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        app.blocked(&alice, &pinned, beta.clone(), None).await,
+        "unpinned: follows again"
+    );
+    let (status, _) = app
+        .call(
+            "POST",
+            "/api/compliance/subscriptions/bulk",
+            &alice,
+            Some(&pinned),
+            Some(json!({"ruleIds": [rule_id], "isActive": false})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!app.blocked(&alice, &pinned, latest.clone(), None).await);
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/subscriptions/bulk",
+            &alice,
+            Some(&pinned),
+            Some(json!({"ruleIds": [rule_id, "nope"], "isActive": true})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    assert!(
+        !app.blocked(&alice, &pinned, latest.clone(), None).await,
+        "all or nothing"
+    );
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/compliance/subscriptions/{rule_id}"),
+            &bob,
+            Some(&follower),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !app.blocked(&bob, &follower, latest.clone(), None).await,
+        "unsubscribed"
+    );
+
+    // Clone: an editable copy in the organization; auto-subscribe: everything, inactive.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/subscriptions/clone",
+            &bob,
+            Some(&follower),
+            Some(json!({"ruleId": rule_id, "name": "our copy"})),
+        )
+        .await;
+    assert_eq!(
+        (
+            status,
+            body["data"]["scope"].as_str(),
+            body["data"]["orgId"].as_str()
+        ),
+        (StatusCode::CREATED, Some("org"), Some(follower.as_str())),
+        "{body}"
+    );
+    assert!(
+        app.blocked(&bob, &follower, beta.clone(), None).await,
+        "the copy is enforced"
+    );
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/compliance/subscriptions/auto-subscribe",
+            &bob,
+            Some(&follower),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"]["subscribed"], 1);
+}
+
+async fn parents_propagate_rules_to_their_teams(app: &TestApp) {
+    let root = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (_, team) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "team", "parentOrgId": root})),
+        )
+        .await;
+    let team = team["data"]["id"].as_str().unwrap().to_owned();
+    let mut inherited = semver("inherited");
+    inherited["propagateToChildren"] = json!(true);
+    app.rule(&alice, &root, inherited).await;
+    app.rule(
+        &alice,
+        &root,
+        rule("root only", "dockerfile", "exists", json!(null), "error"),
+    )
+    .await;
+    let doc = json!({"version": "1.0.0"});
+    assert!(
+        !app.blocked(&alice, &team, doc.clone(), None).await,
+        "only the propagated rule reaches the team"
+    );
+    assert!(
+        app.blocked(&alice, &team, json!({"version": "x"}), None)
+            .await
+    );
+    assert!(
+        app.blocked(&alice, &root, doc, None).await,
+        "the root enforces both"
+    );
+}
+
+async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let rule_id = app.rule(&alice, &acme, semver("semver")).await;
+    let bad = json!({"version": "latest"});
+    app.call(
+        "POST",
+        &format!("/api/organization/{acme}/members"),
+        &alice,
+        None,
+        Some(json!({"userId": "rita"})),
+    )
+    .await;
+    let (_, roles) = app
+        .call(
+            "GET",
+            &format!("/api/organization/{acme}/roles?limit=100"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    let reviewer_role = roles["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "Compliance Admin")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.call(
+        "POST",
+        &format!("/api/organization/{acme}/roles/{reviewer_role}/members"),
+        &alice,
+        None,
+        Some(json!({"userId": "rita"})),
+    )
+    .await;
+    let rita = app.token("rita", "rita@example.com");
+
+    let ask = |entity: &str, expires: Option<String>| json!({"ruleId": rule_id, "entityId": entity, "reason": "vendored build", "expiresAt": expires});
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/exemptions",
+            &alice,
+            Some(&acme),
+            Some(ask("plugin-1", None)),
+        )
+        .await;
+    assert_eq!(
+        (status, body["data"]["status"].as_str()),
+        (StatusCode::CREATED, Some("requested")),
+        "{body}"
+    );
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    assert!(
+        app.blocked(&alice, &acme, bad.clone(), Some("plugin-1"))
+            .await,
+        "requested does not waive"
+    );
+    let review = format!("/api/compliance/exemptions/{id}/review");
+    let (status, body) = app
+        .call(
+            "PUT",
+            &review,
+            &alice,
+            Some(&acme),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(
+        (status, code(status, &body).as_str()),
+        (StatusCode::FORBIDDEN, "SELF_APPROVAL_FORBIDDEN")
+    );
+    let (status, body) = app
+        .call(
+            "PUT",
+            &review,
+            &rita,
+            Some(&acme),
+            Some(json!({"decision": "approve", "note": "ok"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["data"]["status"].as_str()),
+        (StatusCode::OK, Some("approved")),
+        "{body}"
+    );
+    let (status, body) = app
+        .validate(&alice, &acme, bad.clone(), Some("plugin-1"), true)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (
+            body["data"]["blocked"].as_bool(),
+            body["data"]["exempted"].as_array().unwrap().len()
+        ),
+        (Some(false), 1)
+    );
+    assert!(
+        app.blocked(&alice, &acme, bad.clone(), Some("plugin-2"))
+            .await,
+        "one entity only"
+    );
+    let (status, body) = app
+        .call(
+            "PUT",
+            &review,
+            &rita,
+            Some(&acme),
+            Some(json!({"decision": "reject"})),
+        )
+        .await;
+    assert_eq!(
+        code(status, &body),
+        "CONFLICT",
+        "only a requested exemption is reviewed"
+    );
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/compliance/exemptions/{id}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        app.blocked(&alice, &acme, bad.clone(), Some("plugin-1"))
+            .await,
+        "revoked"
+    );
+    assert_eq!(
+        (
+            app.audited("compliance.exemption.approve").len(),
+            app.audited("compliance.exemption.revoke").len()
+        ),
+        (1, 1)
+    );
+
+    // An expiry: it waives until then, not after.
+    let soon = (Utc::now() + chrono::Duration::milliseconds(1500)).to_rfc3339();
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/compliance/exemptions",
+            &alice,
+            Some(&acme),
+            Some(ask("plugin-3", Some(soon))),
+        )
+        .await;
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    app.call(
+        "PUT",
+        &format!("/api/compliance/exemptions/{id}/review"),
+        &rita,
+        Some(&acme),
+        Some(json!({"decision": "approve"})),
+    )
+    .await;
+    assert!(
+        !app.blocked(&alice, &acme, bad.clone(), Some("plugin-3"))
+            .await
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1600)).await;
+    assert!(
+        app.blocked(&alice, &acme, bad.clone(), Some("plugin-3"))
+            .await,
+        "expired"
+    );
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/exemptions",
+            &alice,
+            Some(&acme),
+            Some(ask("p", Some("2020-01-01T00:00:00Z".into()))),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/exemptions",
+            &alice,
+            Some(&acme),
+            Some(json!({"ruleId": "ghost", "entityId": "p", "reason": "r"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+
+    // Bulk: at most 500, all or nothing.
+    let (_, before) = app
+        .call(
+            "GET",
+            "/api/compliance/exemptions",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    let many: Vec<String> = (0..501).map(|i| format!("e{i}")).collect();
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/exemptions/bulk",
+            &alice,
+            Some(&acme),
+            Some(json!({"ruleId": rule_id, "entityIds": many, "reason": "r"})),
+        )
+        .await;
+    assert_eq!(
+        (status, code(status, &body).as_str()),
+        (StatusCode::BAD_REQUEST, "BULK_LIMIT_EXCEEDED")
+    );
+    let (_, after) = app
+        .call(
+            "GET",
+            "/api/compliance/exemptions",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(
+        before["pagination"]["total"], after["pagination"]["total"],
+        "nothing stored"
+    );
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/exemptions/bulk",
+            &alice,
+            Some(&acme),
+            Some(json!({"ruleId": rule_id, "entityIds": ["a", "b", "c"], "reason": "r"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["data"]["count"].as_u64()),
+        (StatusCode::CREATED, Some(3))
+    );
+    let (_, listed) = app
+        .call(
+            "GET",
+            "/api/compliance/exemptions?status=requested",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(listed["pagination"]["total"], 3);
+}
+
+async fn the_system_organization_is_never_evaluated(app: &TestApp) {
+    let (system, root) = app.system().await;
+    app.rule(&root, &system, semver("system semver")).await;
+    let (status, body) = app
+        .validate(&root, &system, json!({"version": "latest"}), None, false)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (
+            body["data"]["blocked"].as_bool(),
+            body["data"]["violations"].as_array().unwrap().len()
+        ),
+        (Some(false), 0)
+    );
+}
+
+async fn limits_check_log_dry_run_and_services(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    app.rule(&alice, &acme, semver("semver")).await;
+    app.rule(
+        &alice,
+        &acme,
+        rule("has docs", "description", "exists", json!(null), "warning"),
+    )
+    .await;
+    let mut deep = json!(1);
+    for _ in 0..11 {
+        deep = json!({"d": deep});
+    }
+    let (status, body) = app.validate(&alice, &acme, deep, None, true).await;
+    assert_eq!(
+        (status, code(status, &body).as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "ATTRIBUTE_LIMIT_EXCEEDED")
+    );
+    assert_eq!(
+        body["details"],
+        json!({"limit": "depth", "max": 10, "actual": 11})
+    );
+    let very_deep = format!(
+        "{{\"attributes\": {}1{}}}",
+        "{\"d\":".repeat(300),
+        "}".repeat(300)
+    );
+    let request = Request::post("/api/compliance/validate/plugin/dry-run")
+        .header("authorization", format!("Bearer {alice}"))
+        .header("x-org-id", acme.as_str())
+        .header("content-type", "application/json")
+        .body(Body::from(very_deep))
+        .unwrap();
+    let (status, body) = app.send(request).await;
+    assert_eq!(
+        (status, body["details"]["actual"].as_u64()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some(300)),
+        "{body}"
+    );
+    let wide: serde_json::Map<String, Value> =
+        (0..101).map(|i| (format!("k{i}"), json!(i))).collect();
+    let (status, body) = app
+        .validate(&alice, &acme, Value::Object(wide), None, true)
+        .await;
+    assert_eq!(
+        (status, body["details"]["limit"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("keys"))
+    );
+    let (status, body) = app.validate(&alice, &acme, json!([1, 2]), None, true).await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/validate/widget",
+            &alice,
+            Some(&acme),
+            Some(json!({"attributes": {}})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+
+    // Dry runs write nothing; live checks write pass, warn or block.
+    app.validate(&alice, &acme, json!({"version": "x"}), Some("p1"), true)
+        .await;
+    let (_, log) = app
+        .call("GET", "/api/compliance/audit", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(log["pagination"]["total"], 0);
+    app.validate(&alice, &acme, json!({"version": "x"}), Some("p1"), false)
+        .await;
+    app.validate(
+        &alice,
+        &acme,
+        json!({"version": "1.0.0"}),
+        Some("p2"),
+        false,
+    )
+    .await;
+    app.validate(
+        &alice,
+        &acme,
+        json!({"version": "1.0.0", "description": "d"}),
+        Some("p3"),
+        false,
+    )
+    .await;
+    let (_, log) = app
+        .call(
+            "GET",
+            "/api/compliance/audit?sortOrder=asc",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    let results: Vec<&str> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(log["pagination"]["total"], 3);
+    assert!(
+        results.contains(&"block") && results.contains(&"warn") && results.contains(&"pass"),
+        "{results:?}"
+    );
+    let (_, blocked) = app
+        .call(
+            "GET",
+            "/api/compliance/audit?result=block&entityId=p1",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    let names: Vec<&str> = blocked["entries"][0]["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["ruleName"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["has docs", "semver"],
+        "equal priorities order by name"
+    );
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/compliance/audit?result=maybe",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+
+    // The impact preview evaluates the entities validated so far.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/subscriptions/preview/impact",
+            &alice,
+            Some(&acme),
+            Some(
+                json!({"rule": rule("needs docs", "description", "exists", json!(null), "error")}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        (
+            status,
+            body["data"]["evaluated"].as_u64(),
+            body["data"]["failing"].as_u64()
+        ),
+        (StatusCode::OK, Some(3), Some(2)),
+        "{body}"
+    );
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/compliance/subscriptions/preview",
+            &alice,
+            Some(&acme),
+            Some(json!({"rule": semver("try"), "attributes": {"version": "1"}})),
+        )
+        .await;
+    assert_eq!(body["data"]["blocked"], true);
+
+    // A service (the plugin service at upload) validates with its token and x-org-id.
+    let service = app.service_token("plugin");
+    let (status, body) = app
+        .validate(
+            &service,
+            &acme,
+            json!({"version": "x"}),
+            Some("upload-1"),
+            false,
+        )
+        .await;
+    assert_eq!(
+        (status, body["data"]["blocked"].as_bool()),
+        (StatusCode::OK, Some(true))
+    );
+    let (status, body) = app
+        .validate(&service, "no-such-org", json!({}), None, true)
+        .await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+}
+
+async fn notification_preferences(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let path = "/api/compliance/notification-preferences";
+    let (_, body) = app.call("GET", path, &alice, Some(&acme), None).await;
+    assert_eq!(
+        (
+            body["data"]["digestMode"].as_str(),
+            body["data"]["hasWebhookSecret"].as_bool(),
+            body["data"]["emailEnabled"].as_bool()
+        ),
+        (Some("immediate"), Some(false), Some(false))
+    );
+    app.call(
+        "POST",
+        &format!("/api/organization/{acme}/members"),
+        &alice,
+        None,
+        Some(json!({"userId": "bob"})),
+    )
+    .await;
+    let bob = app.token("bob", "bob@example.com");
+    let (status, body) = app
+        .call(
+            "PUT",
+            path,
+            &bob,
+            Some(&acme),
+            Some(json!({"emailEnabled": true})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "FORBIDDEN");
+    let (status, body) = app.call("PUT", path, &alice, Some(&acme), Some(json!({"webhookUrl": "https://hooks.example.com/x", "webhookSecret": "s3cret", "digestMode": "daily"}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        (
+            body["data"]["hasWebhookSecret"].as_bool(),
+            body["data"]["digestMode"].as_str()
+        ),
+        (Some(true), Some("daily"))
+    );
+    assert!(
+        !body.to_string().contains("s3cret"),
+        "the secret is never returned"
+    );
+    let (_, body) = app
+        .call(
+            "PUT",
+            path,
+            &alice,
+            Some(&acme),
+            Some(json!({"emailEnabled": true})),
+        )
+        .await;
+    assert_eq!(body["data"]["hasWebhookSecret"], true, "omitted keeps it");
+    let (_, body) = app
+        .call(
+            "PUT",
+            path,
+            &alice,
+            Some(&acme),
+            Some(json!({"webhookSecret": ""})),
+        )
+        .await;
+    assert_eq!(body["data"]["hasWebhookSecret"], false, "empty clears it");
+    let (status, body) = app
+        .call(
+            "PUT",
+            path,
+            &alice,
+            Some(&acme),
+            Some(json!({"digestMode": "hourly"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+}
+
+async fn policies_and_templates(app: &TestApp) {
+    let (system, root) = app.system().await;
+    let mut template = semver("template semver");
+    template["isTemplate"] = json!(true);
+    let template_id = app.rule(&root, &system, template).await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/policies",
+            &root,
+            Some(&system),
+            Some(json!({"name": "Supply chain", "ruleIds": [template_id], "isTemplate": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let policy_template = body["data"]["id"].as_str().unwrap().to_owned();
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (_, templates) = app
+        .call(
+            "GET",
+            "/api/compliance/templates",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (
+            templates["data"]["rules"].as_array().unwrap().len(),
+            templates["data"]["policies"].as_array().unwrap().len()
+        ),
+        (1, 1)
+    );
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/compliance/templates/policies/{policy_template}/clone"),
+            &alice,
+            Some(&acme),
+            Some(json!({"name": "Our supply chain"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let policy = body["data"]["id"].as_str().unwrap().to_owned();
+    assert_ne!(
+        body["data"]["ruleIds"][0],
+        template_id.as_str(),
+        "the policy points at the organization's own copies"
+    );
+    assert!(
+        app.blocked(&alice, &acme, json!({"version": "x"}), None)
+            .await,
+        "the cloned rule is enforced"
+    );
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/compliance/templates/policies/{policy_template}/clone"),
+            &alice,
+            Some(&acme),
+            Some(json!({"name": "Twice"})),
+        )
+        .await;
+    assert_eq!(
+        code(status, &body),
+        "CONFLICT",
+        "its rule names are taken now"
+    );
+    let (_, rules) = app
+        .call("GET", "/api/compliance/rules", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(rules["pagination"]["total"], 1, "nothing half-cloned");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/templates/apply",
+            &alice,
+            Some(&acme),
+            Some(json!({"templateId": template_id})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "CONFLICT");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/templates/apply",
+            &alice,
+            Some(&acme),
+            Some(json!({"templateId": template_id, "name": "applied copy"})),
+        )
+        .await;
+    assert_eq!(
+        (
+            status,
+            body["data"]["isTemplate"].as_bool(),
+            body["data"]["orgId"].as_str()
+        ),
+        (StatusCode::CREATED, Some(false), Some(acme.as_str())),
+        "{body}"
+    );
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/compliance/templates/rules/{template_id}/clone"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "CONFLICT");
+    let (status, _) = app
+        .call(
+            "POST",
+            &format!("/api/compliance/templates/rules/{template_id}/clone"),
+            &alice,
+            Some(&acme),
+            Some(json!({"name": "another copy"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    // One per cloned rule and one for the policy, one apply, one rule clone.
+    assert_eq!(app.audited("compliance.template.apply").len(), 4);
+    // Policies: CRUD, filterable.
+    let (_, list) = app
+        .call(
+            "GET",
+            "/api/compliance/policies?name=supply",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(list["pagination"]["total"], 1);
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/compliance/policies/{policy}"),
+            &alice,
+            Some(&acme),
+            Some(json!({"description": "ours"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["data"]["description"].as_str()),
+        (StatusCode::OK, Some("ours"))
+    );
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/policies",
+            &alice,
+            Some(&acme),
+            Some(json!({"name": "Our Supply Chain"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "CONFLICT");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/policies",
+            &alice,
+            Some(&acme),
+            Some(json!({"name": "t", "isTemplate": true})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "FORBIDDEN");
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/compliance/policies/{policy}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/policies/{policy}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+}
+
+async fn another_organization_cannot_reach_compliance_data(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let globex = app.org("bob", "globex").await;
+    let alice = app.token("alice", "alice@example.com");
+    let bob = app.token("bob", "bob@example.com");
+    let rule_id = app.rule(&alice, &acme, semver("semver")).await;
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/compliance/policies",
+            &alice,
+            Some(&acme),
+            Some(json!({"name": "p", "ruleIds": [rule_id]})),
+        )
+        .await;
+    let policy = body["data"]["id"].as_str().unwrap().to_owned();
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/compliance/exemptions",
+            &alice,
+            Some(&acme),
+            Some(json!({"ruleId": rule_id, "entityId": "e", "reason": "r"})),
+        )
+        .await;
+    let exemption = body["data"]["id"].as_str().unwrap().to_owned();
+    // Naming acme in x-org-id: refused outright.
+    let (status, body) = app
+        .call("GET", "/api/compliance/rules", &bob, Some(&acme), None)
+        .await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    // Naming acme's ids from globex: not found, and nothing changes.
+    let attempts: Vec<(&str, String, Option<Value>)> = vec![
+        ("GET", format!("/api/compliance/rules/{rule_id}"), None),
+        (
+            "GET",
+            format!("/api/compliance/rules/{rule_id}/history"),
+            None,
+        ),
+        (
+            "PUT",
+            format!("/api/compliance/rules/{rule_id}"),
+            Some(semver("stolen")),
+        ),
+        ("DELETE", format!("/api/compliance/rules/{rule_id}"), None),
+        ("GET", format!("/api/compliance/policies/{policy}"), None),
+        (
+            "PUT",
+            format!("/api/compliance/policies/{policy}"),
+            Some(json!({"name": "x"})),
+        ),
+        ("DELETE", format!("/api/compliance/policies/{policy}"), None),
+        (
+            "DELETE",
+            format!("/api/compliance/exemptions/{exemption}"),
+            None,
+        ),
+        (
+            "PUT",
+            format!("/api/compliance/exemptions/{exemption}/review"),
+            Some(json!({"decision": "approve"})),
+        ),
+        (
+            "POST",
+            "/api/compliance/subscriptions".to_owned(),
+            Some(json!({"ruleId": rule_id})),
+        ),
+    ];
+    for (method, path, body) in attempts {
+        let (status, response) = app.call(method, &path, &bob, Some(&globex), body).await;
+        assert_eq!(code(status, &response), "NOT_FOUND", "{method} {path}");
+    }
+    let (_, rules) = app
+        .call("GET", "/api/compliance/rules", &bob, Some(&globex), None)
+        .await;
+    assert_eq!(rules["pagination"]["total"], 0);
+    assert!(
+        !app.blocked(&bob, &globex, json!({"version": "x"}), None)
+            .await,
+        "acme's rules never touch globex"
+    );
+    let (_, history) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/rules/{rule_id}/history"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(history["data"].as_array().unwrap().len(), 1);
+}
+
+on_both_backends!(
+    the_life_of_a_rule,
+    a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows,
+    parents_propagate_rules_to_their_teams,
+    exemptions_waive_only_when_approved_and_unexpired,
+    the_system_organization_is_never_evaluated,
+    limits_check_log_dry_run_and_services,
+    notification_preferences,
+    policies_and_templates,
+    another_organization_cannot_reach_compliance_data,
+);
