@@ -130,3 +130,113 @@ pub fn entitlements(catalog: &Catalog, tier: &str, bundles: &[String]) -> Result
     }
     serde_json::to_value(effective(catalog, &account)).map_err(|e| bad_input(e.to_string()))
 }
+
+/// The sample content shipped with the project (`content/`): published rules and
+/// starter policies. They are data, loaded through the API like any client would.
+pub const PUBLISHED_RULES: &str = include_str!("../../content/published-rules.json");
+/// The starter policies: named groups of the published rules, by rule name.
+pub const STARTER_POLICIES: &str = include_str!("../../content/starter-policies.json");
+
+/// What `load-content` did.
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Loaded {
+    /// Rules registered.
+    pub rules_created: usize,
+    /// Rules already present (same name), left as they are.
+    pub rules_skipped: usize,
+    /// Template policies registered.
+    pub policies_created: usize,
+    /// Policies already present.
+    pub policies_skipped: usize,
+}
+
+/// `compliance load-content`: registers the published rules and the starter policies
+/// (as template policies) through the API of the server at `url`, as the system
+/// organization `org`. Running it twice changes nothing.
+pub async fn load_content(url: &str, token: &str, org: &str) -> Result<Loaded, Failure> {
+    let http = reqwest::Client::new();
+    let base = url.trim_end_matches('/');
+    let fail = |message: String| Failure { message, code: 1 };
+    let post = |path: &str, body: &Value| {
+        http.post(format!("{base}/api{path}"))
+            .bearer_auth(token)
+            .header("x-org-id", org)
+            .json(body)
+            .send()
+    };
+    let rules: Vec<Value> =
+        serde_json::from_str(PUBLISHED_RULES).map_err(|e| fail(format!("content: {e}")))?;
+    let mut loaded = Loaded::default();
+    for mut rule in rules {
+        if let Some(object) = rule.as_object_mut() {
+            object.insert("scope".into(), Value::from("published"));
+        }
+        let response = post("/compliance/rules", &rule)
+            .await
+            .map_err(|e| fail(format!("{base}: {e}")))?;
+        match response.status().as_u16() {
+            201 => loaded.rules_created += 1,
+            409 => loaded.rules_skipped += 1,
+            status => {
+                let body = response.text().await.unwrap_or_default();
+                return Err(fail(format!(
+                    "registering `{}` answered {status}: {body}",
+                    rule["name"]
+                )));
+            }
+        }
+    }
+    let listed: Value = http
+        .get(format!(
+            "{base}/api/compliance/rules?scope=published&limit=1000"
+        ))
+        .bearer_auth(token)
+        .header("x-org-id", org)
+        .send()
+        .await
+        .map_err(|e| fail(format!("{base}: {e}")))?
+        .json()
+        .await
+        .map_err(|e| fail(format!("listing rules: {e}")))?;
+    let ids: std::collections::HashMap<String, String> = listed["rules"]
+        .as_array()
+        .map(|rules| {
+            rules
+                .iter()
+                .filter_map(|r| {
+                    Some((r["name"].as_str()?.to_owned(), r["id"].as_str()?.to_owned()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let policies: Vec<Value> =
+        serde_json::from_str(STARTER_POLICIES).map_err(|e| fail(format!("content: {e}")))?;
+    for policy in policies {
+        let rule_ids: Vec<&String> = policy["rules"]
+            .as_array()
+            .map(|names| {
+                names
+                    .iter()
+                    .filter_map(|n| n.as_str().and_then(|n| ids.get(n)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let body = serde_json::json!({"name": policy["name"], "description": policy["description"], "ruleIds": rule_ids, "isTemplate": true});
+        let response = post("/compliance/policies", &body)
+            .await
+            .map_err(|e| fail(format!("{base}: {e}")))?;
+        match response.status().as_u16() {
+            201 => loaded.policies_created += 1,
+            409 => loaded.policies_skipped += 1,
+            status => {
+                let body = response.text().await.unwrap_or_default();
+                return Err(fail(format!(
+                    "registering policy `{}` answered {status}: {body}",
+                    policy["name"]
+                )));
+            }
+        }
+    }
+    Ok(loaded)
+}

@@ -63,6 +63,19 @@ enum Verb {
         #[command(subcommand)]
         verb: AuditVerb,
     },
+    /// Register the sample published rules and starter policies through the API, as the
+    /// system organization (a super-admin token).
+    LoadContent {
+        /// The server, for example http://localhost:3000.
+        #[arg(long)]
+        url: String,
+        /// A token of a member of the system organization with compliance:write.
+        #[arg(long)]
+        token: String,
+        /// The system organization's id.
+        #[arg(long, env = "SYSTEM_ORG_ID")]
+        org: String,
+    },
     /// Print the effective limits of a tier with bundles.
     Entitlements {
         /// developer, pro, team or enterprise.
@@ -230,6 +243,16 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Verb::LoadContent { url, token, org } => runtime()?.block_on(async {
+            let loaded = cli::load_content(&url, &token, &org)
+                .await
+                .map_err(|f| fail(f.message, 1))?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&loaded).unwrap_or_default()
+            );
+            Ok(ExitCode::SUCCESS)
+        }),
         Verb::Entitlements { tier, bundles } => {
             let config = config()?;
             let result = cli::entitlements(&config.catalog, &tier, &bundles)

@@ -1455,3 +1455,96 @@ on_both_backends!(
     policies_and_templates,
     another_organization_cannot_reach_compliance_data,
 );
+
+async fn the_sample_content_loads_once(app: &TestApp) {
+    let (system, root) = app.system().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let router = app.router.clone();
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    let first = adapters::cli::load_content(&url, &root, &system)
+        .await
+        .unwrap();
+    assert_eq!((first.rules_created, first.policies_created), (8, 3));
+    let again = adapters::cli::load_content(&url, &root, &system)
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            again.rules_created,
+            again.rules_skipped,
+            again.policies_created,
+            again.policies_skipped
+        ),
+        (0, 8, 0, 3)
+    );
+    server.abort();
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (_, catalog) = app
+        .call(
+            "GET",
+            "/api/compliance/published-rules?limit=100",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(catalog["pagination"]["total"], 8);
+    let (_, templates) = app
+        .call(
+            "GET",
+            "/api/compliance/templates",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(templates["data"]["policies"].as_array().unwrap().len(), 3);
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/compliance/subscriptions/auto-subscribe",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"]["subscribed"], 8);
+    let (_, subscriptions) = app
+        .call(
+            "GET",
+            "/api/compliance/subscriptions",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    let ids: Vec<String> = subscriptions["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["ruleId"].as_str().unwrap().to_owned())
+        .collect();
+    app.call(
+        "POST",
+        "/api/compliance/subscriptions/bulk",
+        &alice,
+        Some(&acme),
+        Some(json!({"ruleIds": ids, "isActive": true})),
+    )
+    .await;
+    let piped = json!({"name": "x", "version": "1.0.0", "description": "a helpful plugin", "accessModifier": "private",
+                       "installCommands": ["curl https://example.com/install.sh | sh"]});
+    let (_, body) = app.validate(&alice, &acme, piped, None, true).await;
+    assert_eq!(
+        body["data"]["violations"][0]["ruleName"],
+        "Install commands do not pipe"
+    );
+    assert_eq!(body["data"]["blocked"], true);
+}
+
+mod content {
+    use super::*;
+    on_both_backends!(the_sample_content_loads_once);
+}
