@@ -182,7 +182,7 @@ pub async fn load_content(url: &str, token: &str, org: &str) -> Result<Loaded, F
                 let body = response.text().await.unwrap_or_default();
                 return Err(fail(format!(
                     "registering `{}` answered {status}: {body}",
-                    rule["name"]
+                    rule.get("name").unwrap_or(&Value::Null)
                 )));
             }
         }
@@ -199,7 +199,9 @@ pub async fn load_content(url: &str, token: &str, org: &str) -> Result<Loaded, F
         .json()
         .await
         .map_err(|e| fail(format!("listing rules: {e}")))?;
-    let ids: std::collections::HashMap<String, String> = listed["rules"]
+    let ids: std::collections::HashMap<String, String> = listed
+        .get("rules")
+        .unwrap_or(&Value::Null)
         .as_array()
         .map(|rules| {
             rules
@@ -213,8 +215,9 @@ pub async fn load_content(url: &str, token: &str, org: &str) -> Result<Loaded, F
     let policies: Vec<Value> =
         serde_json::from_str(STARTER_POLICIES).map_err(|e| fail(format!("content: {e}")))?;
     for policy in policies {
-        let rule_ids: Vec<&String> = policy["rules"]
-            .as_array()
+        let rule_ids: Vec<&String> = policy
+            .get("rules")
+            .and_then(Value::as_array)
             .map(|names| {
                 names
                     .iter()
@@ -222,7 +225,8 @@ pub async fn load_content(url: &str, token: &str, org: &str) -> Result<Loaded, F
                     .collect()
             })
             .unwrap_or_default();
-        let body = serde_json::json!({"name": policy["name"], "description": policy["description"], "ruleIds": rule_ids, "isTemplate": true});
+        let name = policy.get("name").cloned().unwrap_or(Value::Null);
+        let body = serde_json::json!({"name": name, "description": policy.get("description"), "ruleIds": rule_ids, "isTemplate": true});
         let response = post("/compliance/policies", &body)
             .await
             .map_err(|e| fail(format!("{base}: {e}")))?;
@@ -232,8 +236,7 @@ pub async fn load_content(url: &str, token: &str, org: &str) -> Result<Loaded, F
             status => {
                 let body = response.text().await.unwrap_or_default();
                 return Err(fail(format!(
-                    "registering policy `{}` answered {status}: {body}",
-                    policy["name"]
+                    "registering policy `{name}` answered {status}: {body}"
                 )));
             }
         }
