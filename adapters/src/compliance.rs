@@ -14,9 +14,11 @@ use crate::config::Config;
 use crate::error::ApiError;
 use crate::storage::{OrgRecord, Store};
 
-type Entry = (Arc<RuleSet>, Instant);
+/// A compiled set, when it was built, and the organization it was built for.
+type Entry = (Arc<RuleSet>, Instant, Arc<OrgRecord>);
 
-/// Compiled effective rule sets per (organization, target), for
+/// Compiled effective rule sets per (organization, target), with the organization
+/// record they were built for (so that a warm validation by a service reads nothing), for
 /// `CACHE_TTL_COMPLIANCE_RULES`. Every rule or subscription change invalidates the
 /// organizations it can affect. The cache lives in the process: another replica sees
 /// a change when its own entry expires.
@@ -26,17 +28,26 @@ pub struct RuleCache {
 }
 
 impl RuleCache {
-    fn get(&self, org_id: &str, target: Target, ttl: Duration) -> Option<Arc<RuleSet>> {
+    /// A fresh entry: the organization as it was loaded, and its compiled set.
+    pub fn get(
+        &self,
+        org_id: &str,
+        target: Target,
+        ttl: Duration,
+    ) -> Option<(Arc<OrgRecord>, Arc<RuleSet>)> {
         let entries = self.entries.lock().ok()?;
         entries
             .get(&(org_id.to_owned(), target))
-            .filter(|(_, at)| at.elapsed() < ttl)
-            .map(|(set, _)| set.clone())
+            .filter(|(_, at, _)| at.elapsed() < ttl)
+            .map(|(set, _, org)| (org.clone(), set.clone()))
     }
 
-    fn put(&self, org_id: &str, target: Target, set: Arc<RuleSet>) {
+    fn put(&self, org: &OrgRecord, target: Target, set: Arc<RuleSet>) {
         if let Ok(mut entries) = self.entries.lock() {
-            entries.insert((org_id.to_owned(), target), (set, Instant::now()));
+            entries.insert(
+                (org.id.clone(), target),
+                (set, Instant::now(), Arc::new(org.clone())),
+            );
         }
     }
 
@@ -145,7 +156,7 @@ pub async fn rule_set(
     org: &OrgRecord,
     target: Target,
 ) -> Result<Arc<RuleSet>, ApiError> {
-    if let Some(set) = cache.get(&org.id, target, config.compliance.cache_ttl) {
+    if let Some((_, set)) = cache.get(&org.id, target, config.compliance.cache_ttl) {
         return Ok(set);
     }
     let rules: Vec<_> = effective(store, org)
@@ -158,6 +169,6 @@ pub async fn rule_set(
             ApiError::internal(format!("stored rules of {} do not compile: {e}", org.id))
         })?;
     let set = Arc::new(set);
-    cache.put(&org.id, target, set.clone());
+    cache.put(org, target, set.clone());
     Ok(set)
 }

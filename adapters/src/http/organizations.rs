@@ -274,7 +274,12 @@ pub(crate) async fn delete(
             "the system organization cannot be deleted",
         ));
     }
+    let (teams, _) = state.store.teams(&id, u32::MAX, 0, true).await?;
     state.store.delete_organization(&id, Utc::now()).await?;
+    // Cached rule sets carry the organization: a deleted one must not validate on.
+    let mut gone: Vec<String> = teams.into_iter().map(|t| t.id).collect();
+    gone.push(id.clone());
+    state.rule_cache.invalidate(&gone);
     admin_action(&state, &caller, "admin.org.delete", &id, json!({}));
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }

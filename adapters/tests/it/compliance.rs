@@ -1548,3 +1548,38 @@ mod content {
     use super::*;
     on_both_backends!(the_sample_content_loads_once);
 }
+
+// The rule-set cache carries the organization, so that a service's warm validation
+// reads nothing; deleting the organization must drop that entry.
+async fn a_deleted_organization_no_longer_validates_from_the_cache(app: &TestApp) {
+    let (_, root) = app.system().await;
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    app.rule(&alice, &acme, semver("semver")).await;
+    let service = app.service_token("plugin");
+    for _ in 0..2 {
+        let (status, body) = app
+            .validate(&service, &acme, json!({"version": "x"}), None, true)
+            .await;
+        assert_eq!(
+            (status, body["data"]["blocked"].as_bool()),
+            (StatusCode::OK, Some(true))
+        );
+    }
+    let delete = Request::delete(format!("/api/organization/{acme}"))
+        .header("authorization", format!("Bearer {root}"))
+        .header("x-step-up-token", app.step_up("root", 1))
+        .body(Body::empty())
+        .unwrap();
+    let (status, _) = app.send(delete).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = app
+        .validate(&service, &acme, json!({"version": "x"}), None, true)
+        .await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+}
+
+mod cache {
+    use super::*;
+    on_both_backends!(a_deleted_organization_no_longer_validates_from_the_cache);
+}
