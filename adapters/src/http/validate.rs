@@ -99,7 +99,15 @@ async fn validate(
     };
     let org = match &cached {
         Some((org, _)) => (**org).clone(),
-        None => organization(&state, &caller, action).await?,
+        None => match tokio::time::timeout(BUDGET, organization(&state, &caller, action)).await {
+            Ok(Ok(org)) => org,
+            // Fail closed: storage that cannot answer is "compliance unavailable".
+            Ok(Err(error)) if error.status == StatusCode::SERVICE_UNAVAILABLE => {
+                return Err(unavailable())
+            }
+            Ok(Err(error)) => return Err(error),
+            Err(_) => return Err(unavailable()),
+        },
     };
     let limits = state.config.attribute_limits();
     // Measured on the text, before a parser with its own depth limit sees it: the

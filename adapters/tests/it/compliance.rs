@@ -1583,3 +1583,23 @@ mod cache {
     use super::*;
     on_both_backends!(a_deleted_organization_no_longer_validates_from_the_cache);
 }
+
+// Fail closed: when the rules cannot be loaded, validation answers 503
+// COMPLIANCE_UNAVAILABLE, and an enforcement point rejects the operation.
+async fn validation_fails_closed_when_storage_is_gone(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let service = app.service_token("plugin");
+    app.store.close().await;
+    let (status, body) = app
+        .validate(&service, &acme, json!({"version": "1.0.0"}), None, false)
+        .await;
+    assert_eq!(
+        (status, code(status, &body).as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, "COMPLIANCE_UNAVAILABLE")
+    );
+}
+
+mod fail_closed {
+    use super::*;
+    on_both_backends!(validation_fails_closed_when_storage_is_gone);
+}
