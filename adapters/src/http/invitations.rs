@@ -11,8 +11,8 @@ use tenancy::MembershipRole;
 use crate::audit::Action;
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
-use crate::http::gate::{gate, tenant_header, Named};
-use crate::http::organizations::{requirement, text};
+use crate::http::gate::{tenant_header, Named};
+use crate::http::organizations::{gate_route, text};
 use crate::http::response::{ok, paginated};
 use crate::http::state::{AppState, Caller};
 
@@ -51,13 +51,13 @@ pub(crate) async fn send(
     Json(body): Json<SendInvitation>,
 ) -> Result<Response, ApiError> {
     let org_id = tenant_header(&caller)?.to_owned();
-    gate(
+    gate_route(
         &state,
         &caller,
         &org_id,
         Named::Header,
-        requirement("POST", "/invitation/send"),
-        "POST /invitation/send",
+        "POST",
+        "/invitation/send",
     )
     .await?;
     let email = text("email", &body.email, 320)?;
@@ -95,13 +95,13 @@ pub(crate) async fn list(
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let org_id = tenant_header(&caller)?.to_owned();
-    gate(
+    gate_route(
         &state,
         &caller,
         &org_id,
         Named::Header,
-        requirement("GET", "/invitation"),
-        "GET /invitation",
+        "GET",
+        "/invitation",
     )
     .await?;
     let (items, total) = state
@@ -123,13 +123,13 @@ pub(crate) async fn revoke(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let org_id = tenant_header(&caller)?.to_owned();
-    gate(
+    gate_route(
         &state,
         &caller,
         &org_id,
         Named::Header,
-        requirement("DELETE", "/invitation/:id"),
-        "DELETE /invitation/:id",
+        "DELETE",
+        "/invitation/:id",
     )
     .await?;
     state.store.revoke_invitation(&org_id, &id).await?;
@@ -152,13 +152,13 @@ pub(crate) async fn resend(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let org_id = tenant_header(&caller)?.to_owned();
-    gate(
+    gate_route(
         &state,
         &caller,
         &org_id,
         Named::Header,
-        requirement("POST", "/invitation/:id/resend"),
-        "POST /invitation/:id/resend",
+        "POST",
+        "/invitation/:id/resend",
     )
     .await?;
     state

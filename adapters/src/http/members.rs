@@ -16,8 +16,8 @@ use tenancy::{
 use crate::audit::Action;
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
-use crate::http::gate::{gate, Granted, Named};
-use crate::http::organizations::{requirement, text};
+use crate::http::gate::{Granted, Named};
+use crate::http::organizations::{gate_route, text};
 use crate::http::response::{ok, paginated};
 use crate::http::state::{AppState, Caller};
 use crate::storage::RoleRecord;
@@ -135,13 +135,13 @@ pub(crate) async fn list(
     Query(params): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    gate(
+    gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("GET", "/organization/:id/members"),
-        "GET /organization/:id/members",
+        "GET",
+        "/organization/:id/members",
     )
     .await?;
     let (members, total) = state
@@ -163,13 +163,13 @@ pub(crate) async fn add(
     Path(id): Path<String>,
     Json(body): Json<AddMember>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("POST", "/organization/:id/members"),
-        "POST /organization/:id/members",
+        "POST",
+        "/organization/:id/members",
     )
     .await?;
     let user_id = text("userId", &body.user_id, 200)?;
@@ -206,13 +206,13 @@ pub(crate) async fn bulk_add(
     Path(id): Path<String>,
     Json(body): Json<BulkAdd>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("POST", "/organization/:id/members/bulk-add"),
-        "POST /organization/:id/members/bulk-add",
+        "POST",
+        "/organization/:id/members/bulk-add",
     )
     .await?;
     let user_id = text("userId", &body.user_id, 200)?;
@@ -265,13 +265,13 @@ pub(crate) async fn remove(
     caller: Caller,
     Path((id, user_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("DELETE", "/organization/:id/members/:userId"),
-        "DELETE /organization/:id/members/:userId",
+        "DELETE",
+        "/organization/:id/members/:userId",
     )
     .await?;
     if user_id == granted.org.owner_id {
@@ -302,13 +302,13 @@ pub(crate) async fn change_role(
     Path((id, user_id)): Path<(String, String)>,
     Json(body): Json<ChangeMemberRole>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("PATCH", "/organization/:id/members/:userId"),
-        "PATCH /organization/:id/members/:userId",
+        "PATCH",
+        "/organization/:id/members/:userId",
     )
     .await?;
     let role = member_role(Some(&body.role))?;
@@ -354,15 +354,7 @@ async fn set_active(
     } else {
         "/organization/:id/members/:userId/deactivate"
     };
-    let granted = gate(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        requirement("PATCH", pattern),
-        pattern,
-    )
-    .await?;
+    let granted = gate_route(&state, &caller, &id, Named::Path, "PATCH", pattern).await?;
     if !active && user_id == granted.org.owner_id {
         return Err(ApiError::conflict("the owner cannot be deactivated"));
     }
@@ -403,13 +395,13 @@ pub(crate) async fn roles(
     Query(params): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    gate(
+    gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("GET", "/organization/:id/roles"),
-        "GET /organization/:id/roles",
+        "GET",
+        "/organization/:id/roles",
     )
     .await?;
     let mut all = state.store.roles(&id).await?;
@@ -432,13 +424,13 @@ pub(crate) async fn create_role(
     Path(id): Path<String>,
     Json(body): Json<CreateRole>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("POST", "/organization/:id/roles"),
-        "POST /organization/:id/roles",
+        "POST",
+        "/organization/:id/roles",
     )
     .await?;
     let name = text("name", &body.name, 100)?;
@@ -468,13 +460,13 @@ pub(crate) async fn update_role(
     Path((id, role_id)): Path<(String, String)>,
     Json(body): Json<UpdateRole>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("PUT", "/organization/:id/roles/:roleId"),
-        "PUT /organization/:id/roles/:roleId",
+        "PUT",
+        "/organization/:id/roles/:roleId",
     )
     .await?;
     let existing = state
@@ -519,13 +511,13 @@ pub(crate) async fn delete_role(
     caller: Caller,
     Path((id, role_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    gate(
+    gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("DELETE", "/organization/:id/roles/:roleId"),
-        "DELETE /organization/:id/roles/:roleId",
+        "DELETE",
+        "/organization/:id/roles/:roleId",
     )
     .await?;
     let existing = state
@@ -554,13 +546,13 @@ pub(crate) async fn add_role_member(
     Path((id, role_id)): Path<(String, String)>,
     Json(body): Json<RoleMember>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("POST", "/organization/:id/roles/:roleId/members"),
-        "POST /organization/:id/roles/:roleId/members",
+        "POST",
+        "/organization/:id/roles/:roleId/members",
     )
     .await?;
     let role = state
@@ -596,13 +588,13 @@ pub(crate) async fn remove_role_member(
     caller: Caller,
     Path((id, role_id, user_id)): Path<(String, String, String)>,
 ) -> Result<Response, ApiError> {
-    gate(
+    gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("DELETE", "/organization/:id/roles/:roleId/members/:userId"),
-        "DELETE /organization/:id/roles/:roleId/members/:userId",
+        "DELETE",
+        "/organization/:id/roles/:roleId/members/:userId",
     )
     .await?;
     state

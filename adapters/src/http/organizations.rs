@@ -33,6 +33,27 @@ pub(crate) fn requirement(method: &str, pattern: &str) -> Requirement {
         })
 }
 
+/// The gate for a route of tenancy's endpoint table: its requirement, and the
+/// `METHOD /pattern` that names it in an `authz.denied` event, both from one pair.
+pub(crate) async fn gate_route(
+    state: &AppState,
+    caller: &Caller,
+    org_id: &str,
+    named: Named,
+    method: &str,
+    pattern: &str,
+) -> Result<crate::http::gate::Granted, ApiError> {
+    gate(
+        state,
+        caller,
+        org_id,
+        named,
+        requirement(method, pattern),
+        &format!("{method} {pattern}"),
+    )
+    .await
+}
+
 pub(crate) fn text(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
     let value = value.trim();
     if value.is_empty() {
@@ -86,13 +107,13 @@ pub(crate) async fn active(
     caller: Caller,
 ) -> Result<Response, ApiError> {
     let org_id = tenant_header(&caller)?.to_owned();
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &org_id,
         Named::Header,
-        requirement("GET", "/organization"),
-        "GET /organization",
+        "GET",
+        "/organization",
     )
     .await?;
     Ok(ok(StatusCode::OK, granted.org))
@@ -136,13 +157,13 @@ pub(crate) async fn create(
             builtin_roles: builtin_roles(true),
         }
     } else if let Some(parent_id) = &body.parent_org_id {
-        let parent = gate(
+        let parent = gate_route(
             &state,
             &caller,
             parent_id,
             Named::Path,
-            requirement("POST", "/organization"),
-            "POST /organization",
+            "POST",
+            "/organization",
         )
         .await?;
         check_team_parent(&parent.org.organization())?;
@@ -187,13 +208,13 @@ pub(crate) async fn get(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("GET", "/organization/:id"),
-        "GET /organization/:id",
+        "GET",
+        "/organization/:id",
     )
     .await?;
     Ok(ok(StatusCode::OK, granted.org))
@@ -206,13 +227,13 @@ pub(crate) async fn update(
     Path(id): Path<String>,
     Json(body): Json<UpdateOrganization>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("PUT", "/organization/:id"),
-        "PUT /organization/:id",
+        "PUT",
+        "/organization/:id",
     )
     .await?;
     let name = body
@@ -260,13 +281,13 @@ pub(crate) async fn delete(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("DELETE", "/organization/:id"),
-        "DELETE /organization/:id",
+        "DELETE",
+        "/organization/:id",
     )
     .await?;
     if granted.org.is_system {
@@ -294,13 +315,13 @@ pub(crate) async fn change_tier(
     let tier = Tier::parse(&body.tier).ok_or_else(|| {
         ApiError::invalid_field("tier", "must be developer, pro, team or enterprise")
     })?;
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("PATCH", "/organization/:id/tier"),
-        "PATCH /organization/:id/tier",
+        "PATCH",
+        "/organization/:id/tier",
     )
     .await?;
     state.store.set_tier(&id, tier, Utc::now()).await?;
@@ -325,13 +346,13 @@ pub(crate) async fn export(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("GET", "/organization/:id/export"),
-        "GET /organization/:id/export",
+        "GET",
+        "/organization/:id/export",
     )
     .await?;
     let (members, _) = state.store.members(&id, u32::MAX, 0, true).await?;
@@ -352,13 +373,13 @@ pub(crate) async fn transfer_owner(
     Path(id): Path<String>,
     Json(body): Json<TransferOwner>,
 ) -> Result<Response, ApiError> {
-    let granted = gate(
+    let granted = gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("PATCH", "/organization/:id/transfer-owner"),
-        "PATCH /organization/:id/transfer-owner",
+        "PATCH",
+        "/organization/:id/transfer-owner",
     )
     .await?;
     let to = text("userId", &body.user_id, 200)?;
@@ -405,13 +426,13 @@ pub(crate) async fn teams(
     Query(params): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    gate(
+    gate_route(
         &state,
         &caller,
         &id,
         Named::Path,
-        requirement("GET", "/organization/:id/teams"),
-        "GET /organization/:id/teams",
+        "GET",
+        "/organization/:id/teams",
     )
     .await?;
     let ascending = page.sort_order == crate::http::extract::SortOrder::Asc;
