@@ -43,6 +43,195 @@ pub(crate) async fn openapi() -> Response {
     axum::Json(document()).into_response()
 }
 
+/// The routes beyond tenancy's endpoint table: (method, path under /api, who may call it).
+pub const OTHER_ROUTES: &[(&str, &str, &str)] = &[
+    (
+        "POST",
+        "/audit/events",
+        "a service token; Idempotency-Key header",
+    ),
+    ("GET", "/audit", "permission `audit:read` (x-org-id)"),
+    ("GET", "/audit/verify", "super-admin"),
+    ("GET", "/compliance/rules", "permission `compliance:read`"),
+    ("POST", "/compliance/rules", "permission `compliance:write`"),
+    (
+        "GET",
+        "/compliance/rules/{id}",
+        "permission `compliance:read`",
+    ),
+    (
+        "PUT",
+        "/compliance/rules/{id}",
+        "permission `compliance:write`",
+    ),
+    (
+        "DELETE",
+        "/compliance/rules/{id}",
+        "permission `compliance:write`",
+    ),
+    (
+        "GET",
+        "/compliance/rules/{id}/history",
+        "permission `compliance:read`",
+    ),
+    (
+        "GET",
+        "/compliance/published-rules",
+        "permission `compliance:read`",
+    ),
+    (
+        "GET",
+        "/compliance/subscriptions",
+        "permission `compliance:read`",
+    ),
+    (
+        "POST",
+        "/compliance/subscriptions",
+        "permission `compliance:write`",
+    ),
+    (
+        "POST",
+        "/compliance/subscriptions/clone",
+        "permission `compliance:write`",
+    ),
+    (
+        "POST",
+        "/compliance/subscriptions/auto-subscribe",
+        "permission `compliance:write`",
+    ),
+    (
+        "PATCH",
+        "/compliance/subscriptions/{ruleId}",
+        "permission `compliance:write`",
+    ),
+    (
+        "POST",
+        "/compliance/subscriptions/bulk",
+        "permission `compliance:write`",
+    ),
+    (
+        "GET",
+        "/compliance/subscriptions/enforced",
+        "permission `compliance:read`",
+    ),
+    (
+        "POST",
+        "/compliance/subscriptions/preview/impact",
+        "permission `compliance:read`",
+    ),
+    (
+        "POST",
+        "/compliance/subscriptions/preview",
+        "permission `compliance:read`",
+    ),
+    (
+        "POST",
+        "/compliance/subscriptions/{ruleId}/pin",
+        "permission `compliance:write`",
+    ),
+    (
+        "DELETE",
+        "/compliance/subscriptions/{ruleId}/pin",
+        "permission `compliance:write`",
+    ),
+    (
+        "DELETE",
+        "/compliance/subscriptions/{ruleId}",
+        "permission `compliance:write`",
+    ),
+    (
+        "POST",
+        "/compliance/validate/{target}",
+        "permission `compliance:read`, or a service token (x-org-id)",
+    ),
+    (
+        "POST",
+        "/compliance/validate/{target}/dry-run",
+        "permission `compliance:read`, or a service token (x-org-id)",
+    ),
+    (
+        "GET",
+        "/compliance/policies",
+        "permission `compliance:read`",
+    ),
+    (
+        "POST",
+        "/compliance/policies",
+        "permission `compliance:write`",
+    ),
+    (
+        "GET",
+        "/compliance/policies/{id}",
+        "permission `compliance:read`",
+    ),
+    (
+        "PUT",
+        "/compliance/policies/{id}",
+        "permission `compliance:write`",
+    ),
+    (
+        "DELETE",
+        "/compliance/policies/{id}",
+        "permission `compliance:write`",
+    ),
+    (
+        "GET",
+        "/compliance/exemptions",
+        "permission `compliance:read`",
+    ),
+    (
+        "POST",
+        "/compliance/exemptions",
+        "permission `compliance:write`",
+    ),
+    (
+        "POST",
+        "/compliance/exemptions/bulk",
+        "permission `compliance:write`; at most 500",
+    ),
+    (
+        "PUT",
+        "/compliance/exemptions/{id}/review",
+        "permission `compliance:review`; not the requester",
+    ),
+    (
+        "DELETE",
+        "/compliance/exemptions/{id}",
+        "permission `compliance:write`",
+    ),
+    (
+        "GET",
+        "/compliance/templates",
+        "permission `compliance:read`",
+    ),
+    (
+        "POST",
+        "/compliance/templates/apply",
+        "permission `compliance:write`",
+    ),
+    (
+        "POST",
+        "/compliance/templates/rules/{id}/clone",
+        "permission `compliance:write`",
+    ),
+    (
+        "POST",
+        "/compliance/templates/policies/{id}/clone",
+        "permission `compliance:write`",
+    ),
+    ("GET", "/compliance/audit", "permission `compliance:read`"),
+    (
+        "GET",
+        "/compliance/notification-preferences",
+        "permission `compliance:read`",
+    ),
+    (
+        "PUT",
+        "/compliance/notification-preferences",
+        "the organization's admins or owner",
+    ),
+];
+
 fn method(name: &str) -> HttpMethod {
     match name {
         "POST" => HttpMethod::Post,
@@ -96,6 +285,27 @@ pub fn document() -> OpenApi {
             );
         }
         paths.add_path_operation(path, vec![method(endpoint.method)], operation.build());
+    }
+    for (verb, path, access) in OTHER_ROUTES {
+        let mut operation = OperationBuilder::new()
+            .summary(Some(format!("{verb} {path}")))
+            .description(Some(format!(
+                "Requires {access}. Errors use the envelope {{success: false, statusCode, code, message, details?}}."
+            )))
+            .security(utoipa::openapi::security::SecurityRequirement::new::<&str, [&str; 0], &str>("bearer", []))
+            .parameter(ParameterBuilder::new().name("x-org-id").parameter_in(ParameterIn::Header).required(Required::False));
+        for segment in path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        {
+            operation = operation.parameter(
+                ParameterBuilder::new()
+                    .name(segment)
+                    .parameter_in(ParameterIn::Path)
+                    .required(Required::True),
+            );
+        }
+        paths.add_path_operation(format!("/api{path}"), vec![method(verb)], operation.build());
     }
     for (path, summary) in [
         ("/health", "The process is up"),

@@ -32,6 +32,25 @@ async fn operational_endpoints(app: &TestApp) {
             "{method} {path} missing from openapi.json"
         );
     }
+    for (method, path, _) in adapters::http::system::OTHER_ROUTES {
+        assert!(
+            body["paths"][format!("/api{path}")][method.to_lowercase()].is_object(),
+            "{method} {path} missing from openapi.json"
+        );
+        // And it is served: a route that exists never answers "no such route".
+        let concrete = path
+            .replace("{target}", "plugin")
+            .replace('{', "x")
+            .replace('}', "");
+        let request = Request::builder()
+            .method(*method)
+            .uri(format!("/api{concrete}"))
+            .body(Body::empty())
+            .unwrap();
+        let (status, response) = app.send(request).await;
+        assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+        assert_ne!(response["message"], "no such route", "{method} {path}");
+    }
     let (status, body) = app.send(get("/api/nowhere")).await;
     assert_eq!(code(status, &body), "NOT_FOUND");
     let (status, body) = app
