@@ -212,35 +212,21 @@ impl Store {
             clauses.join(" AND ")
         };
         let order = if ascending { "ASC" } else { "DESC" };
-        let n = binds.len();
-        let sql = format!(
-            "SELECT {COLUMNS} FROM audit_events WHERE {condition} ORDER BY created_at {order}, chain_key {order}, seq {order} LIMIT ${} OFFSET ${}",
-            n + 1,
-            n + 2
-        );
-        let sql = self.sql(&sql);
-        let mut query = sqlx::query(&sql).persistent(false);
-        for value in &binds {
-            query = query.bind(value);
-        }
-        let rows = query
-            .bind(i64::from(limit))
-            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
+        let binds: Vec<Option<String>> = binds.into_iter().map(Some).collect();
+        let order_by = format!("created_at {order}, chain_key {order}, seq {order}");
+        let (rows, total) = self
+            .page(
+                (COLUMNS, "audit_events", &condition, &order_by),
+                &binds,
+                limit,
+                offset,
+            )
             .await?;
-        let count_sql = self.sql(&format!(
-            "SELECT COUNT(*) AS n FROM audit_events WHERE {condition}"
-        ));
-        let mut count = sqlx::query(&count_sql).persistent(false);
-        for value in &binds {
-            count = count.bind(value);
-        }
-        let total = count.fetch_one(self.pool()).await?.try_get::<i64, _>("n")?;
         let events = rows
             .iter()
             .map(event_from_row)
             .collect::<StoreResult<Vec<_>>>()?;
-        Ok((events, total.unsigned_abs()))
+        Ok((events, total))
     }
 
     /// Up to `limit` rows of a chain with `seq > after`, in `seq` order: a chain is

@@ -190,10 +190,6 @@ fn policy_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PolicyRecord> {
     })
 }
 
-fn limit_offset(limit: u32, offset: u64) -> (i64, i64) {
-    (i64::from(limit), i64::try_from(offset).unwrap_or(i64::MAX))
-}
-
 impl Store {
     /// An organization's subscriptions.
     pub async fn subscriptions(&self, org_id: &str) -> StoreResult<Vec<Subscription>> {
@@ -367,33 +363,20 @@ impl Store {
         offset: u64,
     ) -> StoreResult<(Vec<ExemptionRecord>, u64)> {
         let condition = "org_id = $1 AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR rule_id = $3) AND ($4 IS NULL OR entity_id = $4)";
-        let (limit, offset) = limit_offset(limit, offset);
-        let rows = sqlx::query(&self.sql(&format!(
-            "SELECT * FROM exemptions WHERE {condition} ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6"
-        )))
-        .bind(org_id)
-        .bind(status)
-        .bind(rule_id)
-        .bind(entity_id)
-        .bind(limit)
-        .bind(offset)
-        .fetch_all(self.pool())
-        .await?;
-        let total = sqlx::query(&self.sql(&format!(
-            "SELECT COUNT(*) AS n FROM exemptions WHERE {condition}"
-        )))
-        .bind(org_id)
-        .bind(status)
-        .bind(rule_id)
-        .bind(entity_id)
-        .fetch_one(self.pool())
-        .await?
-        .try_get::<i64, _>("n")?;
+        let binds = [Some(org_id), status, rule_id, entity_id].map(|b| b.map(str::to_owned));
+        let (rows, total) = self
+            .page(
+                ("*", "exemptions", condition, "created_at DESC, id DESC"),
+                &binds,
+                limit,
+                offset,
+            )
+            .await?;
         let items = rows
             .iter()
             .map(exemption_from_row)
             .collect::<StoreResult<Vec<_>>>()?;
-        Ok((items, total.unsigned_abs()))
+        Ok((items, total))
     }
 
     /// The approved exemptions of an entity (expiry is checked by the caller at `now`).
@@ -502,31 +485,27 @@ impl Store {
         offset: u64,
     ) -> StoreResult<(Vec<PolicyRecord>, u64)> {
         let pattern = name.map(|n| format!("%{}%", n.to_lowercase().replace(['%', '_'], "")));
-        let template = templates.map(i64::from);
-        let condition = "org_id = $1 AND ($2 IS NULL OR lower(name) LIKE $2) AND ($3 IS NULL OR is_template = $3)";
-        let (limit, offset) = limit_offset(limit, offset);
-        let rows = sqlx::query(&self.sql(&format!("SELECT * FROM policies WHERE {condition} ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5")))
-            .bind(org_id)
-            .bind(&pattern)
-            .bind(template)
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(self.pool())
+        let condition = match templates {
+            None => "org_id = $1 AND ($2 IS NULL OR lower(name) LIKE $2)",
+            Some(true) => "org_id = $1 AND ($2 IS NULL OR lower(name) LIKE $2) AND is_template = 1",
+            Some(false) => {
+                "org_id = $1 AND ($2 IS NULL OR lower(name) LIKE $2) AND is_template = 0"
+            }
+        };
+        let binds = [Some(org_id.to_owned()), pattern];
+        let (rows, total) = self
+            .page(
+                ("*", "policies", condition, "created_at DESC, id DESC"),
+                &binds,
+                limit,
+                offset,
+            )
             .await?;
-        let total = sqlx::query(&self.sql(&format!(
-            "SELECT COUNT(*) AS n FROM policies WHERE {condition}"
-        )))
-        .bind(org_id)
-        .bind(&pattern)
-        .bind(template)
-        .fetch_one(self.pool())
-        .await?
-        .try_get::<i64, _>("n")?;
         let items = rows
             .iter()
             .map(policy_from_row)
             .collect::<StoreResult<Vec<_>>>()?;
-        Ok((items, total.unsigned_abs()))
+        Ok((items, total))
     }
 
     /// Updates a policy.
@@ -607,26 +586,20 @@ impl Store {
         offset: u64,
     ) -> StoreResult<(Vec<CheckRecord>, u64)> {
         let condition = "org_id = $1 AND ($2 IS NULL OR target = $2) AND ($3 IS NULL OR result = $3) AND ($4 IS NULL OR entity_id = $4)";
-        let (limit, offset) = limit_offset(limit, offset);
-        let rows = sqlx::query(&self.sql(&format!("SELECT * FROM compliance_checks WHERE {condition} ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6")))
-            .bind(org_id)
-            .bind(target)
-            .bind(result)
-            .bind(entity_id)
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(self.pool())
+        let binds = [Some(org_id), target, result, entity_id].map(|b| b.map(str::to_owned));
+        let (rows, total) = self
+            .page(
+                (
+                    "*",
+                    "compliance_checks",
+                    condition,
+                    "created_at DESC, id DESC",
+                ),
+                &binds,
+                limit,
+                offset,
+            )
             .await?;
-        let total = sqlx::query(&self.sql(&format!(
-            "SELECT COUNT(*) AS n FROM compliance_checks WHERE {condition}"
-        )))
-        .bind(org_id)
-        .bind(target)
-        .bind(result)
-        .bind(entity_id)
-        .fetch_one(self.pool())
-        .await?
-        .try_get::<i64, _>("n")?;
         let items = rows
             .iter()
             .map(|row| {
@@ -642,7 +615,7 @@ impl Store {
                 })
             })
             .collect::<StoreResult<Vec<_>>>()?;
-        Ok((items, total.unsigned_abs()))
+        Ok((items, total))
     }
 
     /// Deletes check-log entries older than `cutoff`.

@@ -185,3 +185,42 @@ pub fn new_id() -> String {
 pub fn pool_for_tests(store: &Store) -> &AnyPool {
     &store.pool
 }
+
+impl Store {
+    /// A page of a filtered list and how many rows match: `SELECT {select} FROM {from}
+    /// WHERE {condition} ORDER BY {order_by}` with LIMIT and OFFSET, and its COUNT(*).
+    /// `condition` uses `$1..$n` for `binds`, in order; the two queries share them.
+    pub(crate) async fn page(
+        &self,
+        (select, from, condition, order_by): (&str, &str, &str, &str),
+        binds: &[Option<String>],
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<sqlx::any::AnyRow>, u64)> {
+        use sqlx::Row;
+        let n = binds.len();
+        let sql = self.sql(&format!(
+            "SELECT {select} FROM {from} WHERE {condition} ORDER BY {order_by} LIMIT ${} OFFSET ${}",
+            n + 1,
+            n + 2
+        ));
+        let mut query = sqlx::query(&sql);
+        for value in binds {
+            query = query.bind(value.clone());
+        }
+        let rows = query
+            .bind(i64::from(limit))
+            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await?;
+        let count_sql = self.sql(&format!(
+            "SELECT COUNT(*) AS n FROM {from} WHERE {condition}"
+        ));
+        let mut count = sqlx::query(&count_sql);
+        for value in binds {
+            count = count.bind(value.clone());
+        }
+        let total = count.fetch_one(&self.pool).await?.try_get::<i64, _>("n")?;
+        Ok((rows, total.unsigned_abs()))
+    }
+}

@@ -325,34 +325,21 @@ impl Store {
             condition.push_str(" AND deleted_at IS NULL");
         }
         let order = if ascending { "ASC" } else { "DESC" };
-        let n = binds.len();
-        let sql = self.sql(&format!(
-            "SELECT {COLUMNS} FROM rules WHERE {condition} ORDER BY created_at {order}, id {order} LIMIT ${} OFFSET ${}",
-            n + 1,
-            n + 2
-        ));
-        let mut query = sqlx::query(&sql).persistent(false);
-        for value in &binds {
-            query = query.bind(value);
-        }
-        let rows = query
-            .bind(i64::from(limit))
-            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
+        let binds: Vec<Option<String>> = binds.into_iter().map(Some).collect();
+        let order_by = format!("created_at {order}, id {order}");
+        let (rows, total) = self
+            .page(
+                (COLUMNS, "rules", &condition, &order_by),
+                &binds,
+                limit,
+                offset,
+            )
             .await?;
-        let count_sql = self.sql(&format!(
-            "SELECT COUNT(*) AS n FROM rules WHERE {condition}"
-        ));
-        let mut count = sqlx::query(&count_sql).persistent(false);
-        for value in &binds {
-            count = count.bind(value);
-        }
-        let total = count.fetch_one(self.pool()).await?.try_get::<i64, _>("n")?;
         let rules = rows
             .iter()
             .map(stored_from_row)
             .collect::<StoreResult<Vec<_>>>()?;
-        Ok((rules, total.unsigned_abs()))
+        Ok((rules, total))
     }
 
     /// Every live rule of an organization, for its effective set.
