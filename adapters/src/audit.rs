@@ -90,14 +90,6 @@ pub struct Action<'a> {
 }
 
 impl AuditSink {
-    /// A sink that writes events to the log (target `audit`).
-    pub fn logging() -> Self {
-        AuditSink::new(|event| {
-            tracing::info!(target: "audit", action = %event.action, actor = %event.actor_id,
-                org = %event.org_id, target = ?event.target_id, outcome = ?event.outcome, "audit event");
-        })
-    }
-
     /// The server's sink: events go, in order, to a background task that appends
     /// them to their chains. A failed append is logged and counted as dropped.
     pub fn appender(store: Store, counters: Arc<AuditCounters>) -> Self {

@@ -14,8 +14,8 @@ use tenancy::Permission;
 use crate::error::ApiError;
 use crate::http::extract::{Json, Query, SortOrder};
 use crate::http::response::{ok, paginated};
-use crate::http::rules::{audit, check_rule, invalidate, parse_rule, problems, tenant, RuleQuery};
-use crate::http::state::{AppState, Caller};
+use crate::http::rules::{check_rule, invalidate, parse_rule, problems, tenant, RuleQuery};
+use crate::http::state::{record, AppState, Caller};
 use crate::storage::{new_id, OrgRecord};
 
 /// How many stored entities an impact preview evaluates at most, per target.
@@ -212,7 +212,7 @@ pub(crate) async fn clone(
         .create_rule(&granted.org.id, &rule, &caller.user_id, Utc::now())
         .await?;
     changed(&state, &granted.org).await?;
-    audit(
+    record(
         &state,
         &caller,
         "compliance.rule.create",
@@ -274,7 +274,7 @@ async fn activate(
         .await?;
     changed(state, &granted.org).await?;
     for rule_id in rule_ids {
-        audit(
+        record(
             state,
             caller,
             "compliance.rule.toggle",

@@ -13,8 +13,8 @@ use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::organizations::text;
 use crate::http::response::{ok, paginated};
-use crate::http::rules::{audit, check_rule, invalidate, tenant};
-use crate::http::state::{AppState, Caller};
+use crate::http::rules::{check_rule, invalidate, tenant};
+use crate::http::state::{record, AppState, Caller};
 use crate::storage::{new_id, NewExemption, OrgRecord, RuleFilter};
 
 /// The most exemptions one bulk request may ask for.
@@ -286,7 +286,7 @@ pub(crate) async fn review(
         )
         .await?;
     if to == ExemptionStatus::Approved {
-        audit(
+        record(
             &state,
             &caller,
             "compliance.exemption.approve",
@@ -335,7 +335,7 @@ pub(crate) async fn revoke(
             Utc::now(),
         )
         .await?;
-    audit(
+    record(
         &state,
         &caller,
         "compliance.exemption.revoke",
@@ -400,7 +400,7 @@ pub(crate) async fn create_policy(
             Utc::now(),
         )
         .await?;
-    audit(
+    record(
         &state,
         &caller,
         "compliance.policy.create",
@@ -495,7 +495,7 @@ pub(crate) async fn update_policy(
             Utc::now(),
         )
         .await?;
-    audit(
+    record(
         &state,
         &caller,
         "compliance.policy.update",
@@ -522,7 +522,7 @@ pub(crate) async fn delete_policy(
     )
     .await?;
     state.store.delete_policy(&granted.org.id, &id).await?;
-    audit(
+    record(
         &state,
         &caller,
         "compliance.policy.delete",
@@ -630,7 +630,7 @@ async fn instantiate(
         .create_rule(&org.id, &rule, &caller.user_id, Utc::now())
         .await?;
     invalidate(state, org, false).await?;
-    audit(
+    record(
         state,
         caller,
         "compliance.template.apply",
@@ -745,7 +745,7 @@ pub(crate) async fn clone_policy(
             Utc::now(),
         )
         .await?;
-    audit(
+    record(
         &state,
         &caller,
         "compliance.template.apply",

@@ -8,40 +8,18 @@ use serde::Deserialize;
 use serde_json::json;
 use tenancy::MembershipRole;
 
-use crate::audit::Action;
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::{tenant_header, Named};
 use crate::http::organizations::{gate_route, text};
 use crate::http::response::{ok, paginated};
-use crate::http::state::{AppState, Caller};
+use crate::http::state::{record, AppState, Caller};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct SendInvitation {
     email: String,
     role: Option<String>,
-}
-
-fn record(
-    state: &AppState,
-    caller: &Caller,
-    action: &str,
-    org_id: &str,
-    id: &str,
-    details: serde_json::Value,
-) {
-    state.audit.record(Action {
-        action,
-        actor_id: &caller.user_id,
-        actor_email: caller.email.as_deref(),
-        org_id,
-        target_type: "invitation",
-        target_id: id,
-        details,
-        outcome: "success",
-        ..Action::default()
-    });
 }
 
 /// `POST /invitation/send` (`invitations:manage`).
@@ -81,6 +59,7 @@ pub(crate) async fn send(
         &caller,
         "invitation.send",
         &org_id,
+        "invitation",
         &invitation.id,
         json!({"role": role}),
     );
@@ -138,6 +117,7 @@ pub(crate) async fn revoke(
         &caller,
         "invitation.revoke",
         &org_id,
+        "invitation",
         &id,
         json!({}),
     );
@@ -170,6 +150,7 @@ pub(crate) async fn resend(
         &caller,
         "invitation.resend",
         &org_id,
+        "invitation",
         &id,
         json!({}),
     );

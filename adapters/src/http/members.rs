@@ -13,13 +13,12 @@ use tenancy::{
     Permission,
 };
 
-use crate::audit::Action;
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::{Granted, Named};
 use crate::http::organizations::{gate_route, text};
 use crate::http::response::{ok, paginated};
-use crate::http::state::{AppState, Caller};
+use crate::http::state::{record, AppState, Caller};
 use crate::storage::RoleRecord;
 
 #[derive(Debug, Deserialize)]
@@ -103,28 +102,6 @@ async fn builtin(state: &AppState, org_id: &str, name: &str) -> Result<RoleRecor
             "organization {org_id} lacks its built-in {name} role"
         ))
     })
-}
-
-fn record(
-    state: &AppState,
-    caller: &Caller,
-    action: &str,
-    org_id: &str,
-    target_type: &str,
-    target_id: &str,
-    details: serde_json::Value,
-) {
-    state.audit.record(Action {
-        action,
-        actor_id: &caller.user_id,
-        actor_email: caller.email.as_deref(),
-        org_id,
-        target_type,
-        target_id,
-        details,
-        outcome: "success",
-        ..Action::default()
-    });
 }
 
 /// `GET /organization/:id/members` (member).

@@ -9,12 +9,11 @@ use serde::Deserialize;
 use serde_json::json;
 use tenancy::{builtin_roles, check_bootstrap, check_team_parent, is_reserved_name, Requirement};
 
-use crate::audit::Action;
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::{gate, tenant_header, Named};
 use crate::http::response::{ok, paginated};
-use crate::http::state::{AppState, Caller};
+use crate::http::state::{record, record_on, AppState, Caller};
 use crate::storage::NewOrganization;
 
 /// The requirement of a route, from tenancy's endpoint table: the one place where
@@ -188,17 +187,15 @@ pub(crate) async fn create(
         }
     };
     let org = state.store.create_organization(new, now).await?;
-    state.audit.record(Action {
-        action: "org.create",
-        actor_id: &caller.user_id,
-        actor_email: caller.email.as_deref(),
-        org_id: &org.id,
-        target_type: "organization",
-        target_id: &org.id,
-        details: json!({"name": org.name, "parentOrgId": org.parent_org_id, "system": org.is_system}),
-        outcome: "success",
-        ..Action::default()
-    });
+    record(
+        &state,
+        &caller,
+        "org.create",
+        &org.id,
+        "organization",
+        &org.id,
+        json!({"name": org.name, "parentOrgId": org.parent_org_id, "system": org.is_system}),
+    );
     Ok(ok(StatusCode::CREATED, org))
 }
 
@@ -241,7 +238,11 @@ pub(crate) async fn update(
         .as_deref()
         .map(|n| text("name", n, 100))
         .transpose()?;
-    if name.as_deref().is_some_and(is_reserved_name) != granted.org.is_system && name.is_some() {
+    // `system` names the system organization, and only it.
+    if name
+        .as_deref()
+        .is_some_and(|n| is_reserved_name(n) != granted.org.is_system)
+    {
         return Err(ApiError::invalid_field(
             "name",
             "`system` is reserved for the system organization",
@@ -256,17 +257,15 @@ pub(crate) async fn update(
         .store
         .update_organization(&id, name.as_deref(), display_name.as_deref(), Utc::now())
         .await?;
-    state.audit.record(Action {
-        action: "org.update",
-        actor_id: &caller.user_id,
-        actor_email: caller.email.as_deref(),
-        org_id: &id,
-        target_type: "organization",
-        target_id: &id,
-        details: json!({"name": name, "displayName": display_name}),
-        outcome: "success",
-        ..Action::default()
-    });
+    record(
+        &state,
+        &caller,
+        "org.update",
+        &id,
+        "organization",
+        &id,
+        json!({"name": name, "displayName": display_name}),
+    );
     let org = state
         .store
         .organization(&id)
@@ -301,7 +300,14 @@ pub(crate) async fn delete(
     let mut gone: Vec<String> = teams.into_iter().map(|t| t.id).collect();
     gone.push(id.clone());
     state.rule_cache.invalidate(&gone);
-    admin_action(&state, &caller, "admin.org.delete", &id, json!({}));
+    record_on(
+        &state,
+        &caller,
+        "admin.org.delete",
+        (&id, Some(&id)),
+        ("organization", &id),
+        json!({}),
+    );
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }
 
@@ -325,11 +331,12 @@ pub(crate) async fn change_tier(
     )
     .await?;
     state.store.set_tier(&id, tier, Utc::now()).await?;
-    admin_action(
+    record_on(
         &state,
         &caller,
         "admin.org.tier.update",
-        &id,
+        (&id, Some(&id)),
+        ("organization", &id),
         json!({"from": granted.org.tier, "to": tier}),
     );
     let org = state
@@ -359,7 +366,14 @@ pub(crate) async fn export(
     let (teams, _) = state.store.teams(&id, u32::MAX, 0, true).await?;
     let (invitations, _) = state.store.invitations(&id, u32::MAX, 0, true).await?;
     let roles = state.store.roles(&id).await?;
-    admin_action(&state, &caller, "admin.org.export", &id, json!({}));
+    record_on(
+        &state,
+        &caller,
+        "admin.org.export",
+        (&id, Some(&id)),
+        ("organization", &id),
+        json!({}),
+    );
     Ok(ok(
         StatusCode::OK,
         json!({"organization": granted.org, "members": members, "teams": teams, "roles": roles, "invitations": invitations}),
@@ -399,17 +413,15 @@ pub(crate) async fn transfer_owner(
         .store
         .transfer_owner(&id, &granted.org.owner_id, &to, Utc::now())
         .await?;
-    state.audit.record(Action {
-        action: "org.ownership.transfer",
-        actor_id: &caller.user_id,
-        actor_email: caller.email.as_deref(),
-        org_id: &id,
-        target_type: "organization",
-        target_id: &id,
-        details: json!({"from": granted.org.owner_id, "to": to}),
-        outcome: "success",
-        ..Action::default()
-    });
+    record(
+        &state,
+        &caller,
+        "org.ownership.transfer",
+        &id,
+        "organization",
+        &id,
+        json!({"from": granted.org.owner_id, "to": to}),
+    );
     let org = state
         .store
         .organization(&id)
@@ -441,24 +453,4 @@ pub(crate) async fn teams(
         .teams(&id, page.limit, page.offset, ascending)
         .await?;
     Ok(paginated("teams", teams, total, &page))
-}
-
-fn admin_action(
-    state: &AppState,
-    caller: &Caller,
-    action: &str,
-    org_id: &str,
-    details: serde_json::Value,
-) {
-    state.audit.record(Action {
-        action,
-        actor_id: &caller.user_id,
-        actor_email: caller.email.as_deref(),
-        org_id,
-        affected_org_id: Some(org_id),
-        target_type: "organization",
-        target_id: org_id,
-        details,
-        outcome: "success",
-    });
 }

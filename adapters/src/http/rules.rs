@@ -9,12 +9,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tenancy::{Permission, Requirement};
 
-use crate::audit::Action;
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::{gate, tenant_header, Granted, Named};
 use crate::http::response::{ok, paginated};
-use crate::http::state::{AppState, Caller};
+use crate::http::state::{record, AppState, Caller};
 use crate::storage::{new_id, OrgRecord, RuleFilter};
 
 /// The requirement of a compliance route.
@@ -45,29 +44,6 @@ pub(crate) async fn tenant(
         action,
     )
     .await
-}
-
-/// Records a compliance audit action.
-pub(crate) fn audit(
-    state: &AppState,
-    caller: &Caller,
-    action: &str,
-    org_id: &str,
-    target_type: &str,
-    target_id: &str,
-    details: Value,
-) {
-    state.audit.record(Action {
-        action,
-        actor_id: &caller.user_id,
-        actor_email: caller.email.as_deref(),
-        org_id,
-        target_type,
-        target_id,
-        details,
-        outcome: "success",
-        ..Action::default()
-    });
 }
 
 /// A 400 listing every problem with the field it concerns.
@@ -309,7 +285,7 @@ pub(crate) async fn create(
         .create_rule(&granted.org.id, &rule, &caller.user_id, Utc::now())
         .await?;
     invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
-    audit(
+    record(
         &state,
         &caller,
         "compliance.rule.create",
@@ -358,7 +334,7 @@ pub(crate) async fn update(
         .await?;
     let published = rule.scope == Scope::Published || existing.rule.scope == Scope::Published;
     invalidate(&state, &granted.org, published).await?;
-    audit(
+    record(
         &state,
         &caller,
         "compliance.rule.update",
@@ -396,7 +372,7 @@ pub(crate) async fn delete(
         .delete_rule(&granted.org.id, &rule, &caller.user_id, Utc::now())
         .await?;
     invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
-    audit(
+    record(
         &state,
         &caller,
         "compliance.rule.delete",

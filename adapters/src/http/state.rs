@@ -210,3 +210,47 @@ impl FromRequestParts<AppState> for AnyCaller {
         }
     }
 }
+
+/// Records an action `caller` completed, after it succeeded: the one place the
+/// handlers turn a caller and what they did into an audit event.
+pub(crate) fn record(
+    state: &AppState,
+    caller: &Caller,
+    action: &str,
+    org_id: &str,
+    target_type: &str,
+    target_id: &str,
+    details: serde_json::Value,
+) {
+    record_on(
+        state,
+        caller,
+        action,
+        (org_id, None),
+        (target_type, target_id),
+        details,
+    );
+}
+
+/// [`record`] for an action on another organization (admin.* actions): the event is
+/// chained under `affected`, so that organization's admins see it.
+pub(crate) fn record_on(
+    state: &AppState,
+    caller: &Caller,
+    action: &str,
+    (org_id, affected): (&str, Option<&str>),
+    (target_type, target_id): (&str, &str),
+    details: serde_json::Value,
+) {
+    state.audit.record(crate::audit::Action {
+        action,
+        actor_id: &caller.user_id,
+        actor_email: caller.email.as_deref(),
+        org_id,
+        affected_org_id: affected,
+        target_type,
+        target_id,
+        details,
+        outcome: "success",
+    });
+}

@@ -40,7 +40,10 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
 
 /// `GET /openapi.json`.
 pub(crate) async fn openapi() -> Response {
-    axum::Json(document()).into_response()
+    // The document depends only on the code: built once, served as bytes after.
+    static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let body = DOCUMENT.get_or_init(|| serde_json::to_string(&document()).unwrap_or_default());
+    ([(header::CONTENT_TYPE, "application/json")], body.as_str()).into_response()
 }
 
 /// The routes beyond tenancy's endpoint table: (method, path under /api, who may call it).

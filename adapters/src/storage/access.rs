@@ -328,55 +328,72 @@ impl Store {
 
     /// Every Role of an organization with its members.
     pub async fn roles(&self, org_id: &str) -> StoreResult<Vec<RoleRecord>> {
-        let rows = sqlx::query(&self.sql(
-            "SELECT id, name, permissions, built_in FROM roles WHERE org_id = $1 ORDER BY built_in DESC, created_at, name",
-        ))
-        .bind(org_id)
-        .fetch_all(self.pool())
-        .await?;
-        let members =
-            sqlx::query(&self.sql(
-                "SELECT role_id, user_id FROM role_members WHERE org_id = $1 ORDER BY user_id",
-            ))
-            .bind(org_id)
-            .fetch_all(self.pool())
-            .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let id: String = row.try_get("id")?;
-            let mut holders = Vec::new();
-            for m in &members {
-                if m.try_get::<String, _>("role_id")? == id {
-                    holders.push(m.try_get("user_id")?);
-                }
-            }
-            out.push(RoleRecord {
-                id,
-                name: row.try_get("name")?,
-                permissions: parse_permissions(&row.try_get::<String, _>("permissions")?),
-                built_in: row.try_get::<i64, _>("built_in")? != 0,
-                members: holders,
-            });
-        }
-        Ok(out)
+        self.roles_where(org_id, "id", None).await
     }
 
     /// One Role of an organization.
     pub async fn role(&self, org_id: &str, role_id: &str) -> StoreResult<Option<RoleRecord>> {
         Ok(self
-            .roles(org_id)
+            .roles_where(org_id, "id", Some(role_id))
             .await?
             .into_iter()
-            .find(|r| r.id == role_id))
+            .next())
     }
 
     /// A built-in Role by name.
     pub async fn role_named(&self, org_id: &str, name: &str) -> StoreResult<Option<RoleRecord>> {
         Ok(self
-            .roles(org_id)
+            .roles_where(org_id, "name", Some(name))
             .await?
             .into_iter()
-            .find(|r| r.name == name))
+            .next())
+    }
+
+    /// The Roles of an organization whose `column` (`id` or `name`, never user input)
+    /// equals `value`, or all of them, each with its members: two queries whatever
+    /// the number of Roles.
+    async fn roles_where(
+        &self,
+        org_id: &str,
+        column: &str,
+        value: Option<&str>,
+    ) -> StoreResult<Vec<RoleRecord>> {
+        let rows = sqlx::query(&self.sql(&format!(
+            "SELECT r.id, r.name, r.permissions, r.built_in FROM roles r
+             WHERE r.org_id = $1 AND ($2 IS NULL OR r.{column} = $2) ORDER BY r.built_in DESC, r.created_at, r.name"
+        )))
+        .bind(org_id)
+        .bind(value)
+        .fetch_all(self.pool())
+        .await?;
+        let members = sqlx::query(&self.sql(&format!(
+            "SELECT rm.role_id, rm.user_id FROM role_members rm JOIN roles r ON r.id = rm.role_id
+             WHERE rm.org_id = $1 AND ($2 IS NULL OR r.{column} = $2) ORDER BY rm.user_id"
+        )))
+        .bind(org_id)
+        .bind(value)
+        .fetch_all(self.pool())
+        .await?;
+        let mut holders: std::collections::HashMap<String, Vec<String>> =
+            std::collections::HashMap::new();
+        for m in &members {
+            holders
+                .entry(m.try_get("role_id")?)
+                .or_default()
+                .push(m.try_get("user_id")?);
+        }
+        rows.iter()
+            .map(|row| {
+                let id: String = row.try_get("id")?;
+                Ok(RoleRecord {
+                    members: holders.remove(&id).unwrap_or_default(),
+                    id,
+                    name: row.try_get("name")?,
+                    permissions: parse_permissions(&row.try_get::<String, _>("permissions")?),
+                    built_in: row.try_get::<i64, _>("built_in")? != 0,
+                })
+            })
+            .collect()
     }
 
     /// Creates a custom Role.

@@ -109,9 +109,3 @@ fn a_pin_on_a_missing_version_falls_back_to_the_latest() {
     };
     assert_eq!(keys(&effective_rules(&sources)), ["p@4"]);
 }
-
-#[test]
-fn the_system_organization_is_a_pass_with_no_rules() {
-    let e = Evaluation::pass();
-    assert!(!e.blocked && e.violations.is_empty() && e.rules_evaluated == 0);
-}
