@@ -382,25 +382,27 @@ impl Store {
 
     /// Every stored version of the published rules `ids`, for pinned subscriptions.
     pub async fn published_versions(&self, ids: &[String]) -> StoreResult<Vec<Rule>> {
-        let mut out = Vec::new();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One query for every rule: `IN ($1, ..., $n)`.
+        let placeholders: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+        let sql = self.sql(&format!(
+            "SELECT v.rule_id, v.version, v.body FROM rule_versions v JOIN rules r ON r.id = v.rule_id
+             WHERE v.rule_id IN ({}) AND r.scope = 'published' AND r.deleted_at IS NULL",
+            placeholders.join(", ")
+        ));
+        let mut query = sqlx::query(&sql);
         for id in ids {
-            let rows = sqlx::query(&self.sql(
-                "SELECT v.version, v.body FROM rule_versions v JOIN rules r ON r.id = v.rule_id
-                 WHERE v.rule_id = $1 AND r.scope = 'published' AND r.deleted_at IS NULL",
-            ))
-            .bind(id)
-            .fetch_all(self.pool())
-            .await?;
-            for row in rows {
-                if let Ok(mut rule) =
-                    serde_json::from_str::<Rule>(&row.try_get::<String, _>("body")?)
-                {
-                    rule.id = id.clone();
-                    rule.version =
-                        u32::try_from(row.try_get::<i64, _>("version")?).unwrap_or(u32::MAX);
-                    if rule.scope == compliance_core::Scope::Published {
-                        out.push(rule);
-                    }
+            query = query.bind(id);
+        }
+        let mut out = Vec::new();
+        for row in query.fetch_all(self.pool()).await? {
+            if let Ok(mut rule) = serde_json::from_str::<Rule>(&row.try_get::<String, _>("body")?) {
+                rule.id = row.try_get("rule_id")?;
+                rule.version = u32::try_from(row.try_get::<i64, _>("version")?).unwrap_or(u32::MAX);
+                if rule.scope == compliance_core::Scope::Published {
+                    out.push(rule);
                 }
             }
         }
