@@ -82,6 +82,9 @@ async fn validate(
     dry_run: bool,
 ) -> Result<Response, ApiError> {
     let target = target(&target_name)?;
+    // One budget for everything loaded from storage: the organization, the rules and the
+    // exemptions together.
+    let deadline = tokio::time::Instant::now() + BUDGET;
     let action = if dry_run {
         "POST /compliance/validate/:target/dry-run"
     } else {
@@ -99,15 +102,17 @@ async fn validate(
     };
     let org = match &cached {
         Some((org, _)) => (**org).clone(),
-        None => match tokio::time::timeout(BUDGET, organization(&state, &caller, action)).await {
-            Ok(Ok(org)) => org,
-            // Fail closed: storage that cannot answer is "compliance unavailable".
-            Ok(Err(error)) if error.status == StatusCode::SERVICE_UNAVAILABLE => {
-                return Err(unavailable())
+        None => {
+            match tokio::time::timeout_at(deadline, organization(&state, &caller, action)).await {
+                Ok(Ok(org)) => org,
+                // Fail closed: storage that cannot answer is "compliance unavailable".
+                Ok(Err(error)) if error.status == StatusCode::SERVICE_UNAVAILABLE => {
+                    return Err(unavailable())
+                }
+                Ok(Err(error)) => return Err(error),
+                Err(_) => return Err(unavailable()),
             }
-            Ok(Err(error)) => return Err(error),
-            Err(_) => return Err(unavailable()),
-        },
+        }
     };
     let limits = state.config.attribute_limits();
     // Measured on the text, before a parser with its own depth limit sees it: the
@@ -156,7 +161,7 @@ async fn validate(
             };
             Ok::<_, ApiError>((set, waivers))
         };
-        let (set, waivers) = match tokio::time::timeout(BUDGET, load).await {
+        let (set, waivers) = match tokio::time::timeout_at(deadline, load).await {
             Ok(Ok(loaded)) => loaded,
             Ok(Err(error))
                 if error.status == StatusCode::SERVICE_UNAVAILABLE
