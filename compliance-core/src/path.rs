@@ -409,6 +409,10 @@ impl FieldExpr {
     }
 
     /// Like [`FieldExpr::visit`], starting from the memoized prefix `anchor`.
+    ///
+    /// The computed-field dispatch below repeats `visit`'s on purpose: folding both into
+    /// one helper measured 5.9 µs → 10.1 µs for the 100-rule benchmark (lost inlining in
+    /// the innermost loop), and 8.7 µs even with `#[inline(always)]`.
     pub(crate) fn visit_anchored<'a>(
         &self,
         resolver: &mut Resolver<'_, 'a>,
