@@ -55,3 +55,8 @@ pub fn audit_event(i: u64) -> audit_chain::AuditEvent {
         idempotency_key: Some(format!("idem-{i}")),
     }
 }
+
+/// A JSON document of `data/`, or null when it does not parse.
+pub fn json_data(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}

@@ -1,8 +1,11 @@
 //! Evaluating a compiled rule set against an attribute document.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::bounded::{write_short, Cut, Failures, MAX_MESSAGE_VALUE_BYTES};
 use crate::exemption::Waivers;
 use crate::limits::Attributes;
 use crate::operator::Operator;
@@ -11,30 +14,36 @@ use crate::rule::{ConditionMode, Severity, Target};
 use crate::ruleset::{Gate, ReadyRule, RuleSet};
 use crate::validate::Predicate;
 
-/// The longest rendering of a value inside a violation message, in characters.
-const MESSAGE_VALUE_CHARS: usize = 120;
-
 /// One rule the entity did not satisfy.
+///
+/// The strings and the expected value are shared with the compiled rule set (an
+/// `Arc` each), so building a violation copies none of them; `actual` is the bounded
+/// copy of what was found (see [`bounded`](crate::bounded) and [`Cut`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Violation {
     /// The rule's id (its name when it has none).
-    pub rule_id: String,
+    pub rule_id: Arc<str>,
     /// The rule's name.
-    pub rule_name: String,
+    pub rule_name: Arc<str>,
     /// The rule's severity.
     pub severity: Severity,
     /// The field of the predicate that failed.
-    pub field: String,
+    pub field: Arc<str>,
     /// The operator of the predicate that failed.
     pub operator: Operator,
     /// The expected value of the predicate that failed.
-    pub value: Value,
+    pub value: Arc<Value>,
     /// The value that failed, or an array of them when the field resolved to
-    /// several; absent when the field is missing.
+    /// several; absent when the field is missing. Bounded: at most
+    /// [`MAX_ACTUAL_CHARS`](crate::MAX_ACTUAL_CHARS) characters of a string and
+    /// [`MAX_ACTUAL_ITEMS`](crate::MAX_ACTUAL_ITEMS) elements of an array.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actual: Option<Value>,
-    /// One line for a human.
+    /// Where `actual` was cut and how large the original was; empty when nothing was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub truncated: Vec<Cut>,
+    /// One line for a human, written from the bounded `actual`.
     pub message: String,
 }
 
@@ -63,6 +72,28 @@ impl Evaluation {
             rules_evaluated: 0,
         }
     }
+
+    /// Empties the result, keeping the memory of its lists for the next evaluation.
+    pub fn clear(&mut self) {
+        self.blocked = false;
+        self.violations.clear();
+        self.exempted.clear();
+        self.rules_evaluated = 0;
+    }
+}
+
+/// The verdict alone: what [`RuleSet::verdict`] answers without building violations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    /// True when a rule that is not waived, of severity error or critical, failed.
+    pub blocked: bool,
+    /// How many rules failed and were not waived.
+    pub violations: usize,
+    /// How many rules failed and were waived.
+    pub exempted: usize,
+    /// How many rules applied to the entity and were evaluated.
+    pub rules_evaluated: usize,
 }
 
 impl RuleSet {
@@ -94,70 +125,177 @@ impl RuleSet {
         attributes: &Attributes<'_>,
         waivers: &Waivers,
     ) -> Evaluation {
+        let mut result = Evaluation::pass();
+        self.evaluate_into(target, attributes, waivers, &mut result);
+        result
+    }
+
+    /// Like [`RuleSet::evaluate`], into a result whose memory is reused: a service
+    /// that evaluates many documents keeps one [`Evaluation`] and clears nothing
+    /// itself (this does).
+    ///
+    /// ```
+    /// use compliance_core::*;
+    /// use serde_json::json;
+    ///
+    /// let rules: Vec<Rule> = serde_json::from_value(json!([{
+    ///     "name": "Versions are pinned", "target": "plugin", "severity": "error",
+    ///     "field": "version", "operator": "neq", "value": "latest"
+    /// }])).unwrap();
+    /// let set = RuleSet::compile(rules, &CompileOptions::default()).unwrap();
+    /// let mut result = Evaluation::pass();
+    /// for version in ["1.0.0", "latest", "2.0.0"] {
+    ///     let doc = json!({"name": "eslint", "version": version});
+    ///     let attrs = Attributes::new(&doc, &AttributeLimits::default()).unwrap();
+    ///     set.evaluate_into(Target::Plugin, &attrs, &Waivers::none(), &mut result);
+    ///     assert_eq!(result.blocked, version == "latest");
+    /// }
+    /// ```
+    pub fn evaluate_into(
+        &self,
+        target: Target,
+        attributes: &Attributes<'_>,
+        waivers: &Waivers,
+        result: &mut Evaluation,
+    ) {
+        result.clear();
+        let mut failures = Failures::new();
+        self.run(
+            target,
+            attributes,
+            Some(&mut failures),
+            |rule, failed, failures| {
+                result.rules_evaluated += 1;
+                let Some((failed, failures)) = failed.zip(failures) else {
+                    return;
+                };
+                let violation = violation(rule, failed, failures);
+                if waivers.waives(&rule.id) {
+                    result.exempted.push(violation);
+                } else {
+                    result.blocked |= violation.severity.blocks();
+                    result.violations.push(violation);
+                }
+            },
+        );
+    }
+
+    /// Whether the document is blocked, and how many rules failed, without building
+    /// a single violation: for a caller that needs the verdict only (a gate, a
+    /// pre-check). Same rules, same order, same answer as [`RuleSet::evaluate`].
+    ///
+    /// ```
+    /// use compliance_core::*;
+    /// use serde_json::json;
+    ///
+    /// let rules: Vec<Rule> = serde_json::from_value(json!([{
+    ///     "name": "No public plugins", "target": "plugin", "severity": "warning",
+    ///     "field": "accessModifier", "operator": "neq", "value": "public"
+    /// }])).unwrap();
+    /// let set = RuleSet::compile(rules, &CompileOptions::default()).unwrap();
+    /// let doc = json!({"accessModifier": "public"});
+    /// let attrs = Attributes::new(&doc, &AttributeLimits::default()).unwrap();
+    /// let verdict = set.verdict(Target::Plugin, &attrs, &Waivers::none());
+    /// assert!(!verdict.blocked); // a warning never blocks
+    /// assert_eq!(verdict.violations, 1);
+    /// ```
+    pub fn verdict(
+        &self,
+        target: Target,
+        attributes: &Attributes<'_>,
+        waivers: &Waivers,
+    ) -> Verdict {
+        let mut verdict = Verdict {
+            blocked: false,
+            violations: 0,
+            exempted: 0,
+            rules_evaluated: 0,
+        };
+        self.run(target, attributes, None, |rule, failed, _| {
+            verdict.rules_evaluated += 1;
+            if failed.is_none() {
+                return;
+            }
+            if waivers.waives(&rule.id) {
+                verdict.exempted += 1;
+            } else {
+                verdict.blocked |= rule.rule.severity.blocks();
+                verdict.violations += 1;
+            }
+        });
+        verdict
+    }
+
+    /// Runs every rule of `target` in order and tells `outcome` how each went: the
+    /// predicate that failed (with its failing values when `failures` is given), or
+    /// `None` when the rule passed.
+    fn run<'a>(
+        &self,
+        target: Target,
+        attributes: &Attributes<'a>,
+        mut failures: Option<&mut Failures<'a>>,
+        mut outcome: impl FnMut(&ReadyRule, Option<&Predicate>, Option<&Failures<'a>>),
+    ) {
         let mut resolver = Resolver::new(&self.prefixes, attributes.root());
-        let order = self.order(target);
         // One allocation per evaluation, and only when some rule depends on another.
         let mut passed: Vec<bool> = if self.has_dependencies {
             vec![false; self.rules.len()]
         } else {
             Vec::new()
         };
-        let mut result = Evaluation::pass();
-        for &i in order {
+        for &i in self.order(target) {
             let Some(rule) = self.rules.get(i) else {
                 continue;
             };
-            result.rules_evaluated += 1;
-            match check(rule, &mut resolver, &passed) {
-                None => {
-                    if let Some(slot) = passed.get_mut(i) {
-                        *slot = true;
-                    }
-                }
-                Some(failed) => {
-                    let violation = violation(rule, failed, resolver.root());
-                    if waivers.waives(&violation.rule_id) {
-                        result.exempted.push(violation);
-                    } else {
-                        result.blocked |= violation.severity.blocks();
-                        result.violations.push(violation);
-                    }
+            let failed = check(rule, &mut resolver, &passed, failures.as_deref_mut());
+            if failed.is_none() {
+                if let Some(slot) = passed.get_mut(i) {
+                    *slot = true;
                 }
             }
+            outcome(rule, failed, failures.as_deref());
         }
-        result
     }
 }
 
-/// `None` when the rule passes; otherwise the predicate to report.
-fn check<'r>(
+/// `None` when the rule passes; otherwise the predicate to report. With `failures`,
+/// the failing values of that predicate are left there, found by the same walk that
+/// checked it (never resolved a second time).
+fn check<'r, 'a>(
     rule: &'r ReadyRule,
-    resolver: &mut Resolver<'_, '_>,
+    resolver: &mut Resolver<'_, 'a>,
     passed: &[bool],
+    mut failures: Option<&mut Failures<'a>>,
 ) -> Option<&'r Predicate> {
     let counted = rule.conditions.iter().filter(|c| match c.gate {
         Gate::Always => true,
         Gate::OnPass(dep) => passed.get(dep).copied().unwrap_or(false),
         Gate::Never => false,
     });
+    let mut holds = |predicate: &Predicate, collect: bool| match failures.as_deref_mut() {
+        Some(failures) if collect => predicate.holds_collecting(resolver, failures),
+        _ => predicate.holds(resolver),
+    };
     match rule.rule.condition_mode {
         ConditionMode::All => {
-            if !rule.own.holds(resolver) {
+            if !holds(&rule.own, true) {
                 return Some(&rule.own);
             }
             for condition in counted {
-                if !condition.predicate.holds(resolver) {
+                if !holds(&condition.predicate, true) {
                     return Some(&condition.predicate);
                 }
             }
             None
         }
         ConditionMode::Any => {
-            if rule.own.holds(resolver) {
+            // The own predicate is the one reported: its failures are kept while the
+            // conditions are tried without collecting.
+            if holds(&rule.own, true) {
                 return None;
             }
             for condition in counted {
-                if condition.predicate.holds(resolver) {
+                if holds(&condition.predicate, false) {
                     return None;
                 }
             }
@@ -166,55 +304,46 @@ fn check<'r>(
     }
 }
 
-fn violation(rule: &ReadyRule, failed: &Predicate, root: &Value) -> Violation {
-    let mut failing = failed.failing_values(root);
-    let actual = match failing.len() {
-        0 => None,
-        1 => failing.pop(),
-        _ => Some(Value::Array(failing)),
-    };
-    let message = message(&rule.rule.name, failed, actual.as_ref());
+fn violation(rule: &ReadyRule, failed: &Predicate, failures: &Failures<'_>) -> Violation {
+    let mut truncated = Vec::new();
+    let actual = failures.to_actual(&mut truncated);
+    let mut message = String::with_capacity(failed.lead.len() + MAX_MESSAGE_VALUE_BYTES + 12);
+    message.push_str(&failed.lead);
+    match &actual {
+        Some(value) => {
+            message.push_str("found ");
+            write_short(&mut message, value, MAX_MESSAGE_VALUE_BYTES);
+        }
+        None => message.push_str("the field is missing"),
+    }
     Violation {
-        rule_id: rule.rule.key().to_owned(),
-        rule_name: rule.rule.name.clone(),
+        rule_id: Arc::clone(&rule.id),
+        rule_name: Arc::clone(&rule.name),
         severity: rule.rule.severity,
-        field: failed.field_text.clone(),
+        field: Arc::clone(&failed.field_text),
         operator: failed.operator,
-        value: failed.value.clone(),
+        value: Arc::clone(&failed.value),
         actual,
+        truncated,
         message,
     }
 }
 
-fn message(rule_name: &str, failed: &Predicate, actual: Option<&Value>) -> String {
-    let expectation = match failed.operator {
-        op if op.ignores_value() => op.phrase().to_owned(),
-        Operator::CountGt | Operator::CountLt => {
-            format!("{} {}", failed.operator.phrase(), short(&failed.value))
+/// What a failed predicate expected, as the start of its violation's message:
+/// "{rule name}: `{field}` {expectation}; ". Written once, when the set is built.
+pub(crate) fn message_lead(rule_name: &str, predicate: &Predicate) -> Box<str> {
+    let mut lead = format!(
+        "{rule_name}: `{}` {}",
+        predicate.field_text,
+        predicate.operator.phrase()
+    );
+    if !predicate.operator.ignores_value() {
+        lead.push(' ');
+        write_short(&mut lead, &predicate.value, MAX_MESSAGE_VALUE_BYTES);
+        if matches!(predicate.operator, Operator::LengthGt | Operator::LengthLt) {
+            lead.push_str(" characters");
         }
-        Operator::LengthGt | Operator::LengthLt => format!(
-            "{} {} characters",
-            failed.operator.phrase(),
-            short(&failed.value)
-        ),
-        op => format!("{} {}", op.phrase(), short(&failed.value)),
-    };
-    let observed = match actual {
-        Some(value) => format!("found {}", short(value)),
-        None => "the field is missing".to_owned(),
-    };
-    format!(
-        "{rule_name}: `{}` {expectation}; {observed}",
-        failed.field_text
-    )
-}
-
-fn short(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() <= MESSAGE_VALUE_CHARS {
-        text
-    } else {
-        let cut: String = text.chars().take(MESSAGE_VALUE_CHARS).collect();
-        format!("{cut}…")
     }
+    lead.push_str("; ");
+    lead.into_boxed_str()
 }

@@ -27,9 +27,10 @@
 //! let result = set.evaluate(Target::Plugin, &attrs, &Waivers::none());
 //! assert!(result.blocked);
 //! assert_eq!(result.violations.len(), 2);
-//! assert_eq!(result.violations[0].rule_id, "semver");
+//! assert_eq!(&*result.violations[0].rule_id, "semver");
 //! ```
 
+mod bounded;
 mod cron;
 mod effective;
 mod error;
@@ -42,10 +43,13 @@ mod rule;
 mod ruleset;
 mod validate;
 
+pub use bounded::{
+    Cut, MAX_ACTUAL_CHARS, MAX_ACTUAL_ITEMS, MAX_ACTUAL_NODES, MAX_MESSAGE_VALUE_BYTES,
+};
 pub use cron::{CronError, CronField, CronSchedule};
 pub use effective::{effective_rules, OrganizationKind, RuleSources, Subscription};
 pub use error::{Error, Problem};
-pub use evaluate::{Evaluation, Violation};
+pub use evaluate::{Evaluation, Verdict, Violation};
 pub use exemption::{Exemption, ExemptionStatus, Waivers};
 pub use limits::{
     json_text_depth, shape, AttributeLimits, Attributes, DocumentShape, LimitExceeded, LimitKind,

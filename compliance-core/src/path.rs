@@ -250,10 +250,6 @@ impl<'t, 'a> Resolver<'t, 'a> {
         }
     }
 
-    pub fn root(&self) -> &'a Value {
-        self.root
-    }
-
     /// Where `anchor` leads in the document; `None` when its prefix is missing.
     fn start(&mut self, anchor: Anchor) -> Option<&'a Value> {
         let Some(id) = anchor.prefix else {

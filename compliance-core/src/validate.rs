@@ -1,8 +1,11 @@
 //! Validation of one rule as it is saved, producing its compiled form. Every
 //! problem is collected (not just the first) and names the field it concerns.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
+use crate::bounded::Failures;
 use crate::error::{Error, Problem};
 use crate::limits::shape;
 use crate::operator::{holds, Expected, Operator, RegexLimits};
@@ -21,13 +24,15 @@ pub const MAX_VALUE_DEPTH: usize = 32;
 /// A field, operator and expected value, parsed and compiled.
 #[derive(Debug, Clone)]
 pub(crate) struct Predicate {
-    pub field_text: String,
+    pub field_text: Arc<str>,
     pub field: FieldExpr,
     /// Set when the rule set is built; the default walks from the root.
     pub anchor: Anchor,
     pub operator: Operator,
     pub expected: Expected,
-    pub value: Value,
+    pub value: Arc<Value>,
+    /// The start of a violation's message, set when the rule set is built.
+    pub lead: Box<str>,
 }
 
 impl Predicate {
@@ -52,16 +57,28 @@ impl Predicate {
         }
     }
 
-    /// The resolved values that fail the operator, as owned JSON (for reports).
-    pub fn failing_values(&self, root: &Value) -> Vec<Value> {
-        let mut out = Vec::new();
-        let _ = self.field.visit(root, &mut |v| {
+    /// Like [`Predicate::holds`], leaving the failing values in `failures` (borrowed
+    /// from the document, the first few and their count) instead of stopping at the
+    /// first: one walk both checks the predicate and finds what to report.
+    pub fn holds_collecting<'a>(
+        &self,
+        resolver: &mut Resolver<'_, 'a>,
+        failures: &mut Failures<'a>,
+    ) -> bool {
+        failures.clear();
+        let mut present = false;
+        let _ = self.field.visit_anchored(resolver, self.anchor, &mut |v| {
+            present = true;
             if !holds(self.operator, &self.expected, v) {
-                out.push(v.to_json());
+                failures.push(v);
             }
             std::ops::ControlFlow::Continue(())
         });
-        out
+        if present {
+            failures.is_empty()
+        } else {
+            self.operator.holds_when_missing()
+        }
     }
 }
 
@@ -102,12 +119,13 @@ fn compile_predicate(
         .map_err(|message| problems.push(Problem::new(format!("{prefix}value"), message)))
         .ok();
     Some(Predicate {
-        field_text: field.to_owned(),
+        field_text: Arc::from(field),
         field: parsed_field?,
         anchor: Anchor::default(),
         operator,
         expected: expected?,
-        value: value.clone(),
+        value: Arc::new(value.clone()),
+        lead: Box::default(),
     })
 }
 

@@ -47,8 +47,12 @@ fn blocks_allocated_by(set: &RuleSet, doc: &Value) -> u64 {
     after - before
 }
 
+/// dhat counts for the whole process: one profiled test at a time.
+static PROFILER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_passing_document_allocates_nothing_per_rule() {
+    let _one = PROFILER.lock().unwrap_or_else(|e| e.into_inner());
     let _profiler = dhat::Profiler::builder().testing().build();
     let (hundred, doc) = workload(1);
     let (thousand, _) = workload(10);
@@ -58,5 +62,83 @@ fn a_passing_document_allocates_nothing_per_rule() {
     assert_eq!(
         for_thousand, for_hundred,
         "allocations grew with the number of rules"
+    );
+}
+
+/// Rules that fail on `s` (a string), `list` (an array), `obj` (an object, also
+/// through `$keys`) and a wildcard over `list`.
+fn failing_set() -> RuleSet {
+    let rules: Vec<Rule> = serde_json::from_value(serde_json::json!([
+        {"id": "s-regex", "name": "s", "target": "plugin", "severity": "error",
+         "field": "s", "operator": "regex", "value": "^x"},
+        {"id": "s-eq", "name": "s eq", "target": "plugin", "severity": "error",
+         "field": "s", "operator": "eq", "value": "x"},
+        {"id": "list-count", "name": "list", "target": "plugin", "severity": "error",
+         "field": "list", "operator": "countLt", "value": 5},
+        {"id": "list-each", "name": "each", "target": "plugin", "severity": "warning",
+         "field": "list.*", "operator": "eq", "value": "x"},
+        {"id": "obj-eq", "name": "obj", "target": "plugin", "severity": "error",
+         "field": "obj", "operator": "eq", "value": {}},
+        {"id": "obj-keys", "name": "keys", "target": "plugin", "severity": "error",
+         "field": "$keys(obj)", "operator": "contains", "value": "x"}
+    ]))
+    .unwrap();
+    RuleSet::compile(rules, &CompileOptions::default()).unwrap()
+}
+
+/// `items` elements and keys, every string `chars` long.
+fn failing_doc(items: usize, chars: usize) -> Value {
+    let obj: serde_json::Map<String, Value> = (0..items)
+        .map(|i| (format!("k{i:07}"), Value::from("v".repeat(chars))))
+        .collect();
+    serde_json::json!({
+        "s": "s".repeat(chars * 100),
+        "list": (0..items).map(|i| format!("{i:07}").repeat(chars / 7 + 1)).collect::<Vec<_>>(),
+        "obj": obj,
+    })
+}
+
+fn blocks_for_failing(set: &RuleSet, doc: &Value) -> (u64, usize, usize) {
+    let limits = AttributeLimits {
+        max_depth: 10,
+        max_keys: 1_000_000,
+    };
+    let attrs = Attributes::new(doc, &limits).unwrap();
+    let warm = set.evaluate(Target::Plugin, &attrs, &Waivers::none());
+    let before = dhat::HeapStats::get().total_blocks;
+    let result = set.evaluate(Target::Plugin, &attrs, &Waivers::none());
+    let after = dhat::HeapStats::get().total_blocks;
+    assert_eq!(result, warm);
+    let kept = serde_json::to_string(&result).unwrap().len();
+    (after - before, result.violations.len(), kept)
+}
+
+#[test]
+fn a_failing_document_allocates_per_violation_not_per_byte() {
+    let _one = PROFILER.lock().unwrap_or_else(|e| e.into_inner());
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let set = failing_set();
+    // Both documents are cut everywhere: 30 elements and keys against 3,000, strings
+    // of 300 characters against 3,000 (and 30,000 against 300,000 for `s`).
+    let (small, small_violations, small_bytes) = blocks_for_failing(&set, &failing_doc(30, 300));
+    let (large, large_violations, large_bytes) =
+        blocks_for_failing(&set, &failing_doc(3_000, 3_000));
+    assert_eq!(small_violations, 6);
+    assert_eq!(large_violations, 6);
+    assert_eq!(
+        small, large,
+        "allocations grew with the size of the failing values"
+    );
+    // Per violation: its copies of at most MAX_ACTUAL_NODES values, the record of
+    // each cut, the message.
+    assert!(
+        small <= (small_violations * (2 * MAX_ACTUAL_NODES + 4)) as u64,
+        "{small} allocations for {small_violations} violations"
+    );
+    // The answer itself is bounded by the rules, not by the document.
+    assert!(large_bytes < 40_000, "{large_bytes} bytes");
+    assert!(
+        large_bytes <= small_bytes + 6 * 64,
+        "{large_bytes} vs {small_bytes}"
     );
 }
