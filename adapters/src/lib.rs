@@ -6,6 +6,7 @@ pub mod auth;
 pub mod cli;
 pub mod compliance;
 pub mod config;
+pub mod cpu;
 pub mod emitter;
 pub mod error;
 pub mod http;

@@ -1,5 +1,6 @@
 //! Extractors whose rejections answer in the error envelope (never axum's plain text).
 
+use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -39,6 +40,28 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
         other => other.body_text(),
     };
     ApiError::validation(message)
+}
+
+/// The raw bytes of a body; one over the limit is 413 `PAYLOAD_TOO_LARGE` in the
+/// envelope (axum's own `Bytes` answers plain text).
+#[derive(Debug, Clone, Default)]
+pub struct RawBody(pub Bytes);
+
+impl<S> FromRequest<S> for RawBody
+where
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Bytes::from_request(req, state).await {
+            Ok(bytes) => Ok(RawBody(bytes)),
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::payload_too_large())
+            }
+            Err(rejection) => Err(ApiError::validation(rejection.body_text())),
+        }
+    }
 }
 
 /// Query parameters; a bad one is 400 `VALIDATION_ERROR`.

@@ -665,7 +665,7 @@ pub(crate) async fn clone_rule(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    crate::http::extract::RawBody(body): crate::http::extract::RawBody,
 ) -> Result<Response, ApiError> {
     let name = clone_name(&body)?;
     let granted = tenant(
@@ -686,7 +686,7 @@ pub(crate) async fn clone_policy(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    crate::http::extract::RawBody(body): crate::http::extract::RawBody,
 ) -> Result<Response, ApiError> {
     let name = clone_name(&body)?;
     let granted = tenant(

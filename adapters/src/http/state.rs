@@ -1,5 +1,6 @@
 //! The application state and the authenticated caller.
 
+use crate::cpu::CpuPool;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -34,6 +35,8 @@ pub struct AppState {
     pub rule_cache: Arc<RuleCache>,
     /// Where compliance results go for notification.
     pub notifier: Arc<dyn Notifier>,
+    /// The threads that parse and evaluate attribute documents, off the runtime.
+    pub cpu: Arc<CpuPool>,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
 }
@@ -57,6 +60,7 @@ impl AppState {
             audit_counters,
             rule_cache: Arc::new(RuleCache::default()),
             notifier: Arc::new(LogNotifier),
+            cpu: Arc::new(CpuPool::per_core()),
             seen: Arc::new(Mutex::new(HashSet::new())),
         }
     }

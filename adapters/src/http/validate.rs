@@ -2,19 +2,19 @@
 
 use std::time::Duration;
 
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::Utc;
 use compliance_core::{
-    json_text_depth, Attributes, Error as CoreError, Evaluation, Target, Waivers,
+    json_text_depth, AttributeLimits, Attributes, Error as CoreError, Evaluation, Target, Waivers,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tenancy::Permission;
 
 use crate::error::ApiError;
+use crate::http::extract::RawBody;
 use crate::http::gate::Granted;
 use crate::http::response::ok;
 use crate::http::rules::tenant;
@@ -78,7 +78,7 @@ async fn validate(
     state: AppState,
     caller: AnyCaller,
     target_name: String,
-    body: Bytes,
+    RawBody(body): RawBody,
     dry_run: bool,
 ) -> Result<Response, ApiError> {
     let target = target(&target_name)?;
@@ -115,27 +115,16 @@ async fn validate(
         }
     };
     let limits = state.config.attribute_limits();
-    // Measured on the text, before a parser with its own depth limit sees it: the
-    // body wraps the attributes, hence the one level more.
-    let text =
-        std::str::from_utf8(&body).map_err(|_| ApiError::validation("the body is not UTF-8"))?;
-    let depth = json_text_depth(text).saturating_sub(1);
-    if depth > limits.max_depth {
-        return Err(limit_error(CoreError::AttributeLimitExceeded(
-            compliance_core::LimitExceeded {
-                limit: compliance_core::LimitKind::Depth,
-                max: limits.max_depth,
-                actual: depth,
-            },
-        )));
-    }
-    let request: ValidateBody = serde_json::from_str(text)
-        .map_err(|e| ApiError::validation(format!("invalid body: {e}")))?;
-    let attributes = Attributes::new(&request.attributes, &limits).map_err(limit_error)?;
-    let entity_id = request.entity_id.filter(|e| !e.trim().is_empty());
-    let evaluation = if org.is_system {
+    // Parsing and measuring a document of up to the body limit is CPU work: it runs on
+    // the evaluation pool, under the same deadline.
+    let parsed = state.cpu.run(move || parse(&body, limits));
+    let (document, entity_id) = match tokio::time::timeout_at(deadline, parsed).await {
+        Ok(Ok(parsed)) => parsed?,
+        Ok(Err(_)) | Err(_) => return Err(unavailable()),
+    };
+    let (evaluation, document) = if org.is_system {
         // The system organization's own entities are never evaluated.
-        Evaluation::pass()
+        (Evaluation::pass(), document)
     } else {
         let load = async {
             let set = match &cached {
@@ -172,7 +161,18 @@ async fn validate(
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(unavailable()),
         };
-        set.evaluate(target, &attributes, &waivers)
+        // Evaluation runs on the pool too; the 5-second budget covers it (fail closed).
+        let evaluated = state.cpu.run(move || {
+            let evaluation = match Attributes::new(&document, &limits) {
+                Ok(attributes) => Ok(set.evaluate(target, &attributes, &waivers)),
+                Err(error) => Err(limit_error(error)),
+            };
+            (evaluation, document)
+        });
+        match tokio::time::timeout_at(deadline, evaluated).await {
+            Ok(Ok((evaluation, document))) => (evaluation?, document),
+            Ok(Err(_)) | Err(_) => return Err(unavailable()),
+        }
     };
     if !dry_run {
         let now = Utc::now();
@@ -198,7 +198,7 @@ async fn validate(
         if let Some(entity) = &entity_id {
             state
                 .store
-                .save_snapshot(&org.id, target.as_str(), entity, &request.attributes, now)
+                .save_snapshot(&org.id, target.as_str(), entity, &document, now)
                 .await?;
         }
         let notify = evaluation.blocked
@@ -220,6 +220,29 @@ async fn validate(
     ))
 }
 
+/// The body, measured and parsed: its attributes (within the limits) and entity id.
+fn parse(body: &[u8], limits: AttributeLimits) -> Result<(Value, Option<String>), ApiError> {
+    // Measured on the text, before a parser with its own depth limit sees it: the
+    // body wraps the attributes, hence the one level more.
+    let text =
+        std::str::from_utf8(body).map_err(|_| ApiError::validation("the body is not UTF-8"))?;
+    let depth = json_text_depth(text).saturating_sub(1);
+    if depth > limits.max_depth {
+        return Err(limit_error(CoreError::AttributeLimitExceeded(
+            compliance_core::LimitExceeded {
+                limit: compliance_core::LimitKind::Depth,
+                max: limits.max_depth,
+                actual: depth,
+            },
+        )));
+    }
+    let request: ValidateBody = serde_json::from_str(text)
+        .map_err(|e| ApiError::validation(format!("invalid body: {e}")))?;
+    Attributes::new(&request.attributes, &limits).map_err(limit_error)?;
+    let entity_id = request.entity_id.filter(|e| !e.trim().is_empty());
+    Ok((request.attributes, entity_id))
+}
+
 fn unavailable() -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -233,7 +256,7 @@ pub(crate) async fn live(
     State(state): State<AppState>,
     caller: AnyCaller,
     Path(target): Path<String>,
-    body: Bytes,
+    body: RawBody,
 ) -> Result<Response, ApiError> {
     validate(state, caller, target, body, false).await
 }
@@ -243,7 +266,7 @@ pub(crate) async fn dry_run(
     State(state): State<AppState>,
     caller: AnyCaller,
     Path(target): Path<String>,
-    body: Bytes,
+    body: RawBody,
 ) -> Result<Response, ApiError> {
     validate(state, caller, target, body, true).await
 }

@@ -18,6 +18,7 @@ mod cli;
 mod compliance;
 mod config;
 mod conventions;
+mod hostile;
 mod organizations;
 mod permissions;
 

@@ -1,0 +1,182 @@
+//! A bounded pool of CPU threads for work that must not run on the async runtime.
+//!
+//! Parsing a 1 MB attribute document and running 100 regexes over it takes a second
+//! of CPU; on a tokio worker that second stalls every other request of the worker
+//! (health checks included). Validation hands that work to this pool instead: a fixed
+//! number of threads (the machine's cores by default), fed by a bounded queue. A job
+//! whose caller stopped waiting (its deadline passed) is skipped if it has not
+//! started; a full queue is refused at once, so an overload answers 503 instead of
+//! growing a backlog.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// Why a job did not produce its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PoolError {
+    /// Every thread is busy and the queue is full.
+    #[error("the evaluation pool is saturated")]
+    Busy,
+    /// The job panicked, or the pool is shutting down.
+    #[error("the evaluation job failed")]
+    Failed,
+}
+
+/// A fixed set of threads that run CPU-heavy jobs off the async runtime.
+#[derive(Debug)]
+pub struct CpuPool {
+    sender: SyncSender<Job>,
+    threads: usize,
+    queued: Arc<AtomicUsize>,
+}
+
+impl CpuPool {
+    /// `threads` threads (at least one) and room for `queue` waiting jobs.
+    pub fn new(threads: usize, queue: usize) -> Self {
+        let threads = threads.max(1);
+        let (sender, receiver) = sync_channel::<Job>(queue.max(1));
+        let receiver = Arc::new(Mutex::new(receiver));
+        for i in 0..threads {
+            let receiver = Arc::clone(&receiver);
+            let spawned = std::thread::Builder::new()
+                .name(format!("compliance-cpu-{i}"))
+                .spawn(move || work(&receiver));
+            if let Err(error) = spawned {
+                tracing::error!(%error, "could not start an evaluation thread");
+            }
+        }
+        CpuPool {
+            sender,
+            threads,
+            queued: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// One thread per core, and a queue of 16 jobs per thread.
+    pub fn per_core() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, usize::from);
+        CpuPool::new(cores, cores * 16)
+    }
+
+    /// How many threads the pool runs.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Jobs accepted and not yet finished (waiting or running).
+    pub fn in_flight(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Runs `job` on a pool thread. Dropping the returned future (a deadline that
+    /// passed) cancels the job if it has not started.
+    pub async fn run<T, F>(&self, job: F) -> Result<T, PoolError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let (done, result) = oneshot::channel();
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let guard = CancelOnDrop(Arc::clone(&cancelled));
+        let queued = Arc::clone(&self.queued);
+        queued.fetch_add(1, Ordering::Relaxed);
+        let counter = Arc::clone(&queued);
+        let boxed: Job = Box::new(move || {
+            if !cancelled.load(Ordering::Relaxed) {
+                let _ = done.send(job());
+            }
+            counter.fetch_sub(1, Ordering::Relaxed);
+        });
+        match self.sender.try_send(boxed) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                queued.fetch_sub(1, Ordering::Relaxed);
+                return Err(PoolError::Busy);
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                queued.fetch_sub(1, Ordering::Relaxed);
+                return Err(PoolError::Failed);
+            }
+        }
+        let outcome = result.await.map_err(|_| PoolError::Failed);
+        drop(guard);
+        outcome
+    }
+}
+
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+fn work(receiver: &Mutex<Receiver<Job>>) {
+    loop {
+        let job = match receiver.lock() {
+            Ok(receiver) => receiver.recv(),
+            Err(_) => return,
+        };
+        let Ok(job) = job else { return };
+        // A panicking job loses its own answer (the caller sees Failed), not the thread.
+        if catch_unwind(AssertUnwindSafe(job)).is_err() {
+            tracing::error!("an evaluation job panicked");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn runs_jobs_off_the_runtime_and_refuses_when_full() {
+        let pool = CpuPool::new(1, 1);
+        assert_eq!(pool.run(|| 2 + 2).await, Ok(4));
+        let name = pool
+            .run(|| std::thread::current().name().map(str::to_owned))
+            .await
+            .unwrap();
+        assert_eq!(name.as_deref(), Some("compliance-cpu-0"));
+
+        // One job runs, one waits; the third is refused at once.
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let gate = Arc::new(Mutex::new(gate));
+        let blocking = {
+            let gate = Arc::clone(&gate);
+            move || {
+                let _ = gate.lock().unwrap().recv();
+            }
+        };
+        let first = pool.run(blocking.clone());
+        let second = pool.run(blocking.clone());
+        let third = pool.run(blocking);
+        tokio::pin!(first, second);
+        // Let the first job start.
+        let _ = tokio::time::timeout(Duration::from_millis(50), &mut first).await;
+        let _ = tokio::time::timeout(Duration::from_millis(10), &mut second).await;
+        assert_eq!(third.await, Err(PoolError::Busy));
+        release.send(()).unwrap();
+        release.send(()).unwrap();
+        assert_eq!(first.await, Ok(()));
+        assert_eq!(second.await, Ok(()));
+        assert_eq!(pool.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_fails_alone() {
+        let pool = CpuPool::new(1, 4);
+        let failed = pool.run(|| -> u8 { panic!("boom") }).await;
+        assert_eq!(failed, Err(PoolError::Failed));
+        assert_eq!(pool.run(|| 7).await, Ok(7));
+    }
+}

@@ -1,0 +1,86 @@
+//! Hostile input: answers and records bounded by the request, every refusal in the
+//! envelope.
+
+use super::*;
+
+/// An organization with `count` regex rules on field `s`, all failing on a long `s`.
+async fn regex_heavy_org(app: &TestApp, count: usize) -> (String, String) {
+    let org = app.org("heavy-owner", "heavy").await;
+    let token = app.token("heavy-owner", "heavy-owner@example.com");
+    for i in 0..count {
+        app.rule(
+            &token,
+            &org,
+            json!({"name": format!("s is short {i}"), "target": "plugin", "severity": "error",
+                   "field": "s", "operator": "regex", "value": format!("^x{{{i}}}$")}),
+        )
+        .await;
+    }
+    (org, token)
+}
+
+async fn answers_and_records_are_bounded_by_the_request(app: &TestApp) {
+    let (org, token) = regex_heavy_org(app, 100).await;
+    // 60,000 characters (the test server's body limit is 64 KiB): unbounded, the
+    // answer would carry 100 copies, 6 MB.
+    let long = "é".repeat(30_000);
+    for dry_run in [true, false] {
+        let body = json!({"attributes": {"s": long}, "entityId": "plugin-1"});
+        let path = if dry_run {
+            "/api/compliance/validate/plugin/dry-run"
+        } else {
+            "/api/compliance/validate/plugin"
+        };
+        let (status, answer) = app.call("POST", path, &token, Some(&org), Some(body)).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        let size = answer.to_string().len();
+        assert!(size < 150_000, "the answer is {size} bytes");
+        let violations = answer["data"]["violations"].as_array().unwrap();
+        assert_eq!(violations.len(), 100);
+        for v in violations {
+            let actual = v["actual"].as_str().unwrap();
+            assert_eq!(actual.chars().count(), compliance_core::MAX_ACTUAL_CHARS);
+            assert_eq!(v["truncated"], json!([{"at": "", "bytes": 60_000}]), "{v}");
+            assert!(v["message"].as_str().unwrap().len() < 400, "{v}");
+        }
+    }
+    // The check log stored the bounded form, so reading it back is bounded too.
+    let (status, log) = app
+        .call(
+            "GET",
+            "/api/compliance/audit?limit=1",
+            &token,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{log}");
+    let size = log.to_string().len();
+    assert!(size < 150_000, "the check log page is {size} bytes");
+    assert!(log.to_string().contains("\"bytes\":60000"), "{log}");
+}
+
+async fn an_oversized_body_is_refused_in_the_envelope_on_every_route(app: &TestApp) {
+    let org = app.org("big-owner", "big").await;
+    let token = app.token("big-owner", "big-owner@example.com");
+    let huge = json!({"attributes": {"s": "x".repeat(70_000)}, "name": "x".repeat(70_000)});
+    for path in [
+        "/api/compliance/validate/plugin",
+        "/api/compliance/validate/pipeline/dry-run",
+        "/api/compliance/templates/rules/some-id/clone",
+        "/api/compliance/templates/policies/some-id/clone",
+        "/api/compliance/rules",
+        "/api/organization",
+    ] {
+        let (status, body) = app
+            .call("POST", path, &token, Some(&org), Some(huge.clone()))
+            .await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{path}: {body}");
+        assert_eq!(code(status, &body), "PAYLOAD_TOO_LARGE", "{path}");
+    }
+}
+
+on_both_backends!(
+    answers_and_records_are_bounded_by_the_request,
+    an_oversized_body_is_refused_in_the_envelope_on_every_route,
+);
