@@ -107,6 +107,18 @@ fn fail(message: impl std::fmt::Display, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Writes a line to standard output. A reader that went away (`| head`) is not an
+/// error: the verb ends quietly with the exit code it would have had.
+fn print_out(text: &str) -> Result<(), ExitCode> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(fail(format!("cannot write the output: {e}"), 1)),
+    }
+}
+
 fn read(path: &std::path::Path) -> Result<String, ExitCode> {
     std::fs::read_to_string(path).map_err(|e| fail(format!("{}: {e}", path.display()), 2))
 }
@@ -140,7 +152,10 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                     .await
                     .map_err(|e| fail(e, 1))?;
                 store.migrate().await.map_err(|e| fail(e, 1))?;
-                println!("migrations applied to {}", redact_url(&config.database_url));
+                print_out(&format!(
+                    "migrations applied to {}",
+                    redact_url(&config.database_url)
+                ))?;
                 Ok(ExitCode::SUCCESS)
             })
         }
@@ -163,7 +178,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                 step_up,
             )
             .map_err(|f| fail(f.message, 2))?;
-            println!("{token}");
+            print_out(&token)?;
             Ok(ExitCode::SUCCESS)
         }
         Verb::Eval {
@@ -175,10 +190,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             let (result, blocked) =
                 cli::eval(&config, &read(&rules)?, &target, &read(&attributes)?)
                     .map_err(|f| fail(f.message, 2))?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&result).unwrap_or_default()
-            );
+            print_out(&serde_json::to_string_pretty(&result).unwrap_or_default())?;
             Ok(if blocked {
                 ExitCode::from(1)
             } else {
@@ -191,25 +203,58 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             let config = config()?;
             runtime()?.block_on(async {
                 use std::io::Write;
-                let store = Store::connect(&config.database_url)
+                // Export reads what exists: it never creates (nor migrates) a database.
+                let store = Store::open_existing(&config.database_url)
                     .await
-                    .map_err(|e| fail(e, 1))?;
+                    .map_err(|e| {
+                        fail(
+                            format!(
+                                "cannot open the database {}: {e}",
+                                redact_url(&config.database_url)
+                            ),
+                            1,
+                        )
+                    })?;
                 let stdout = std::io::stdout();
                 let mut out = std::io::BufWriter::new(stdout.lock());
                 let mut after = 0;
+                let mut exported = false;
                 loop {
                     let batch = store
                         .chain_batch(&org, after, 1000)
                         .await
                         .map_err(|e| fail(e, 1))?;
                     let Some(last) = batch.last() else { break };
+                    if after == 0 {
+                        exported = true;
+                    }
                     after = last.seq;
                     for row in &batch {
                         let line = serde_json::to_string(row).map_err(|e| fail(e, 1))?;
-                        writeln!(out, "{line}").map_err(|e| fail(e, 1))?;
+                        match writeln!(out, "{line}") {
+                            Ok(()) => {}
+                            // The reader went away (`| head`): stop quietly.
+                            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                                return Ok(ExitCode::SUCCESS)
+                            }
+                            Err(e) => return Err(fail(e, 1)),
+                        }
                     }
                 }
-                out.flush().map_err(|e| fail(e, 1))?;
+                match out.flush() {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                    Err(e) => return Err(fail(e, 1)),
+                }
+                if !exported {
+                    return Err(fail(
+                        format!(
+                            "organization `{org}` has no audit events in {}",
+                            redact_url(&config.database_url)
+                        ),
+                        1,
+                    ));
+                }
                 Ok(ExitCode::SUCCESS)
             })
         }
@@ -233,10 +278,13 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                 }
             }
             let verdict = verifier.finish();
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&verdict).unwrap_or_default()
-            );
+            if verdict.count == 0 {
+                return Err(fail(
+                    format!("{}: no audit rows to verify", file.display()),
+                    2,
+                ));
+            }
+            print_out(&serde_json::to_string_pretty(&verdict).unwrap_or_default())?;
             Ok(if verdict.ok {
                 ExitCode::SUCCESS
             } else {
@@ -247,20 +295,14 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             let loaded = cli::load_content(&url, &token, &org)
                 .await
                 .map_err(|f| fail(f.message, 1))?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&loaded).unwrap_or_default()
-            );
+            print_out(&serde_json::to_string_pretty(&loaded).unwrap_or_default())?;
             Ok(ExitCode::SUCCESS)
         }),
         Verb::Entitlements { tier, bundles } => {
             let config = config()?;
             let result = cli::entitlements(&config.catalog, &tier, &bundles)
                 .map_err(|f| fail(f.message, 2))?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&result).unwrap_or_default()
-            );
+            print_out(&serde_json::to_string_pretty(&result).unwrap_or_default())?;
             Ok(ExitCode::SUCCESS)
         }
     }

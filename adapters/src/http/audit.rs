@@ -9,7 +9,7 @@ use serde_json::Value;
 use tenancy::{Permission, Requirement};
 
 use crate::error::ApiError;
-use crate::http::extract::{Json, PageParams, Query, SortOrder};
+use crate::http::extract::{PageParams, Query, RawBody, SortOrder};
 use crate::http::gate::{gate, tenant_header, Named};
 use crate::http::response::{ok, paginated};
 use crate::http::state::{AppState, Caller, ServiceCaller};
@@ -43,8 +43,13 @@ pub(crate) async fn ingest(
     State(state): State<AppState>,
     caller: ServiceCaller,
     headers: HeaderMap,
-    Json(body): Json<IngestEvent>,
+    RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
+    // Integers beyond ±2^53 become strings before a parser can make floats of them.
+    let text =
+        std::str::from_utf8(&body).map_err(|_| ApiError::validation("the body is not UTF-8"))?;
+    let body: IngestEvent = serde_json::from_str(&audit_chain::quote_unsafe_integers(text))
+        .map_err(|e| ApiError::validation(format!("invalid body: {e}")))?;
     let key = headers
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())

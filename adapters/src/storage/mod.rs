@@ -123,6 +123,23 @@ impl Store {
         Ok(Store { pool, dialect })
     }
 
+    /// Connects to a database that must already exist: a SQLite file is opened
+    /// read-write but never created (for verbs that only read, such as export).
+    pub async fn open_existing(url: &str) -> StoreResult<Store> {
+        if let Some(rest) = url.strip_prefix("sqlite:") {
+            let path = rest.trim_start_matches("//");
+            let path = path.split('?').next().unwrap_or_default();
+            if path.is_empty() || path == ":memory:" || !std::path::Path::new(path).is_file() {
+                return Err(StoreError::NotFound(format!(
+                    "the SQLite file `{path}` does not exist"
+                )));
+            }
+            let separator = if url.contains('?') { "&" } else { "?" };
+            return Store::connect(&format!("{url}{separator}mode=rw")).await;
+        }
+        Store::connect(url).await
+    }
+
     /// Applies the migrations of the backend.
     pub async fn migrate(&self) -> StoreResult<()> {
         let migrator = match self.dialect {

@@ -188,3 +188,80 @@ async fn audit_export_then_offline_verify() {
     let (code, _, err) = compliance(&["audit", "verify", &write("junk.jsonl", "not json\n")]);
     assert_eq!((code, err.lines().count()), (2, 1), "{err}");
 }
+
+/// Runs the binary with its standard output read by a reader that closes it after
+/// `keep` bytes (what `| head -c` does).
+fn compliance_into_closed_pipe(args: &[&str], env: &[(&str, &str)], keep: usize) -> (i32, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_compliance"));
+    command
+        .args(args)
+        .env_remove("JWT_SECRET")
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut head = vec![0u8; keep];
+    stdout.read_exact(&mut head).unwrap();
+    drop(stdout);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (child.wait().unwrap().code().unwrap_or(-1), stderr)
+}
+
+#[test]
+fn every_verb_ends_quietly_on_a_closed_pipe() {
+    // Many violations, so that the output is larger than the pipe's buffer.
+    let rules: Vec<Value> = (0..400)
+        .map(|i| {
+            serde_json::json!({"id": format!("r{i}"), "name": format!("rule {i}"), "target": "plugin",
+                "severity": "error", "field": "version", "operator": "eq", "value": format!("v{i}")})
+        })
+        .collect();
+    let rules = write("many.json", &serde_json::to_string(&rules).unwrap());
+    let attrs = write("attrs.json", r#"{"version": "latest"}"#);
+    let (code, stderr) = compliance_into_closed_pipe(
+        &["eval", "--rules", &rules, "--target", "plugin", &attrs],
+        &[],
+        10,
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    let (code, stderr) = compliance_into_closed_pipe(&["entitlements", "--tier", "pro"], &[], 10);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn audit_export_never_creates_a_database() {
+    let path = std::env::temp_dir().join(format!("missing-{}.db", uuid::Uuid::new_v4()));
+    let url = format!("sqlite://{}", path.display());
+    let out = Command::new(env!("CARGO_BIN_EXE_compliance"))
+        .args(["audit", "export", "--org", "org-1"])
+        .env("DATABASE_URL", &url)
+        .env_remove("JWT_SECRET")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(!path.exists(), "export created {}", path.display());
+    // An empty export is not a verified chain.
+    let empty = write("empty.jsonl", "");
+    let (code, _, stderr) = compliance(&["audit", "verify", &empty]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("no audit rows"), "{stderr}");
+}

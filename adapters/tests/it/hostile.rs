@@ -80,7 +80,37 @@ async fn an_oversized_body_is_refused_in_the_envelope_on_every_route(app: &TestA
     }
 }
 
+async fn integers_beyond_2_53_in_audit_details_are_kept_exactly(app: &TestApp) {
+    let token = app.service_token("plugin");
+    // Raw text: serde_json's own macro would already have made floats of these.
+    let text = r#"{"action": "plugin.upload", "actorId": "u", "orgId": "org-big", "targetType": "plugin",
+        "targetId": "p", "details": {"u64max_plus_one": 18446744073709551616,
+        "below_i64": -9223372036854775813, "ten_22": 10000000000000000000000,
+        "safe": 9007199254740991, "unsafe": 9007199254740993, "float": 0.5}}"#;
+    let request = Request::post("/api/audit/events")
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .header("idempotency-key", "big-ints")
+        .body(Body::from(text))
+        .unwrap();
+    let (status, body) = app.send(request).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let details = &body["data"]["details"];
+    assert_eq!(details["u64max_plus_one"], "18446744073709551616");
+    assert_eq!(details["below_i64"], "-9223372036854775813");
+    assert_eq!(details["ten_22"], "10000000000000000000000");
+    assert_eq!(details["safe"], 9007199254740991u64);
+    assert_eq!(details["unsafe"], "9007199254740993");
+    assert_eq!(details["float"], 0.5);
+    // Stored and read back the same, and the chain re-hashes.
+    let rows = app.store.chain_batch("org-big", 0, 10).await.unwrap();
+    let stored = serde_json::to_value(&rows[0]).unwrap();
+    assert_eq!(&stored["details"], details);
+    assert_eq!(app.verify("org-big").await["ok"], true);
+}
+
 on_both_backends!(
+    integers_beyond_2_53_in_audit_details_are_kept_exactly,
     answers_and_records_are_bounded_by_the_request,
     an_oversized_body_is_refused_in_the_envelope_on_every_route,
 );
