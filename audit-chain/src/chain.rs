@@ -228,3 +228,57 @@ fn push_integer(out: &mut String, mut n: u64) {
     }
     out.extend(digits.iter().skip(start).map(|&b| char::from(b)));
 }
+
+impl SealedEvent {
+    /// Whether this stored row records `event`: the check an ingest makes when an
+    /// idempotency key it has seen arrives again. True for a redelivery of the same
+    /// event (same chain, action, actor, organizations, target, outcome, and details
+    /// after the redaction the row went through); false when the key is reused for
+    /// another event. `occurredAt` is not compared (a sender that leaves it out gets
+    /// the arrival time).
+    ///
+    /// ```
+    /// use audit_chain::{seal, AuditEvent, ChainHead};
+    /// use chrono::Utc;
+    /// let event = AuditEvent {
+    ///     id: "e1".into(), action: "plugin.upload".into(), actor_id: "u".into(),
+    ///     actor_email: None, org_id: "org-a".into(), affected_org_id: None,
+    ///     target_type: Some("plugin".into()), target_id: Some("p".into()),
+    ///     details: serde_json::json!({"awsAccountId": "123456789012"}),
+    ///     outcome: None, occurred_at: Utc::now(), service: Some("plugin".into()),
+    ///     idempotency_key: Some("k".into()),
+    /// };
+    /// let (row, _) = seal(&ChainHead::genesis("org-a"), event.clone(), Utc::now()).unwrap();
+    /// assert!(row.records(&event));
+    /// let other = AuditEvent { org_id: "org-b".into(), ..event };
+    /// assert!(!row.records(&other));
+    /// ```
+    pub fn records(&self, event: &AuditEvent) -> bool {
+        let same_fields = self.chain_key == event.chain_key()
+            && self.action == event.action
+            && self.actor_id == event.actor_id
+            && self.actor_email == event.actor_email
+            && self.org_id == event.org_id
+            && self.affected_org_id == event.affected_org_id
+            && self.target_type == event.target_type
+            && self.outcome == event.outcome
+            && self.service == event.service
+            && self.idempotency_key == event.idempotency_key
+            && self.target_id.as_deref()
+                == event
+                    .target_id
+                    .as_deref()
+                    .map(|t| redact_text(t))
+                    .as_deref();
+        if !same_fields {
+            return false;
+        }
+        match normalize_details(event.details.clone()) {
+            Ok(mut details) => {
+                redact_details(&mut details);
+                details == self.details
+            }
+            Err(_) => false,
+        }
+    }
+}

@@ -57,6 +57,12 @@ fn event_from_row(row: &sqlx::any::AnyRow) -> StoreResult<SealedEvent> {
     })
 }
 
+fn key_reused(key: &str) -> StoreError {
+    StoreError::Conflict(format!(
+        "the Idempotency-Key `{key}` was already used by this service for a different event"
+    ))
+}
+
 impl Store {
     /// Appends an event to its chain: under the chain head's lock, returns the stored
     /// row for an `idempotencyKey` seen before (and appends nothing), else seals the
@@ -66,17 +72,20 @@ impl Store {
         event: AuditEvent,
         now: DateTime<Utc>,
     ) -> StoreResult<(SealedEvent, bool)> {
-        let key = event.idempotency_key.clone();
+        let Some(key) = event.idempotency_key.clone() else {
+            return self.append_once(event, now).await;
+        };
+        let incoming = event.clone();
         match self.append_once(event, now).await {
-            Err(StoreError::Conflict(_)) if key.is_some() => {
-                // The same key arrived for another chain at the same moment: the
-                // unique index kept one; answer with it.
-                let stored = self
-                    .audit_by_key(key.as_deref().unwrap_or_default())
-                    .await?;
-                stored.map(|row| (row, false)).ok_or_else(|| {
-                    StoreError::Other("idempotency conflict without a row".to_owned())
-                })
+            Err(StoreError::Conflict(_)) => {
+                // The same service sent the same key at the same moment (possibly for
+                // another chain): the unique index kept one. A redelivery gets that
+                // row; another event under the key is refused.
+                let stored = self.audit_by_key(incoming.service.as_deref(), &key).await?;
+                match stored {
+                    Some(row) if row.records(&incoming) => Ok((row, false)),
+                    _ => Err(key_reused(&key)),
+                }
             }
             other => other,
         }
@@ -102,15 +111,24 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         if let Some(key) = &event.idempotency_key {
+            // Keys belong to the service that sent them; checked under the head's lock.
             let stored = sqlx::query(&self.sql(&format!(
-                "SELECT {COLUMNS} FROM audit_events WHERE idempotency_key = $1"
+                "SELECT {COLUMNS} FROM audit_events WHERE service = $1 AND idempotency_key = $2"
             )))
+            .bind(&event.service)
             .bind(key)
             .fetch_optional(&mut *tx)
             .await?;
             if let Some(row) = stored {
                 tx.rollback().await?;
-                return Ok((event_from_row(&row)?, false));
+                let row = event_from_row(&row)?;
+                // Only a redelivery of the same event is answered with its row: never
+                // a row of another chain, never another event's.
+                return if row.records(&event) {
+                    Ok((row, false))
+                } else {
+                    Err(key_reused(key))
+                };
             }
         }
         let head = ChainHead {
@@ -160,11 +178,16 @@ impl Store {
         Ok((row, true))
     }
 
-    /// The row stored under an idempotency key.
-    pub async fn audit_by_key(&self, key: &str) -> StoreResult<Option<SealedEvent>> {
+    /// The row a service stored under an idempotency key.
+    pub async fn audit_by_key(
+        &self,
+        service: Option<&str>,
+        key: &str,
+    ) -> StoreResult<Option<SealedEvent>> {
         let row = sqlx::query(&self.sql(&format!(
-            "SELECT {COLUMNS} FROM audit_events WHERE idempotency_key = $1"
+            "SELECT {COLUMNS} FROM audit_events WHERE service = $1 AND idempotency_key = $2"
         )))
+        .bind(service)
         .bind(key)
         .fetch_optional(self.pool())
         .await?;

@@ -109,7 +109,96 @@ async fn integers_beyond_2_53_in_audit_details_are_kept_exactly(app: &TestApp) {
     assert_eq!(app.verify("org-big").await["ok"], true);
 }
 
+async fn idempotency_keys_belong_to_their_service_and_their_event(app: &TestApp) {
+    let plugin = app.service_token("plugin");
+    let pipeline = app.service_token("pipeline");
+    let event = |org: &str, target: &str| {
+        json!({"action": "plugin.upload", "actorId": "u", "orgId": org, "targetType": "plugin",
+               "targetId": target, "details": {"size": 1}})
+    };
+    let (status, first) = app
+        .post_event(&plugin, Some("K"), event("org-a", "p1"))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    // A redelivery: the stored row, nothing appended.
+    let (status, again) = app
+        .post_event(&plugin, Some("K"), event("org-a", "p1"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["data"]["hash"], first["data"]["hash"]);
+    // The same service, the same key, another organization: 409 naming the key, and
+    // never organization A's row.
+    let (status, reused) = app
+        .post_event(&plugin, Some("K"), event("org-b", "p1"))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{reused}");
+    assert_eq!(code(status, &reused), "CONFLICT");
+    assert!(
+        reused["message"].as_str().unwrap().contains("`K`"),
+        "{reused}"
+    );
+    assert!(!reused.to_string().contains("org-a"), "{reused}");
+    // ... another target or other details: 409 too.
+    let (status, _) = app
+        .post_event(&plugin, Some("K"), event("org-a", "p2"))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let mut other_details = event("org-a", "p1");
+    other_details["details"] = json!({"size": 2});
+    let (status, _) = app.post_event(&plugin, Some("K"), other_details).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    // Another service's K is another event: stored in B's chain.
+    let (status, theirs) = app
+        .post_event(&pipeline, Some("K"), event("org-b", "p1"))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{theirs}");
+    assert_eq!(theirs["data"]["chainKey"], "org-b");
+    assert_eq!(
+        app.store.chain_batch("org-a", 0, 10).await.unwrap().len(),
+        1
+    );
+    assert_eq!(
+        app.store.chain_batch("org-b", 0, 10).await.unwrap().len(),
+        1
+    );
+    // Racing reuses of one key for two chains: one is stored, the other refused.
+    let mut racers = Vec::new();
+    for org in ["org-c", "org-d", "org-c", "org-d"] {
+        let router = app.router.clone();
+        let token = plugin.clone();
+        let body = event(org, "race");
+        racers.push(tokio::spawn(async move {
+            let request = Request::post("/api/audit/events")
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .header("idempotency-key", "race-key")
+                .body(Body::from(body.to_string()))
+                .unwrap();
+            router.oneshot(request).await.unwrap().status()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for racer in racers {
+        statuses.push(racer.await.unwrap());
+    }
+    let stored = app.store.chain_batch("org-c", 0, 10).await.unwrap().len()
+        + app.store.chain_batch("org-d", 0, 10).await.unwrap().len();
+    assert_eq!(stored, 1, "{statuses:?}");
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == StatusCode::CREATED)
+            .count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(statuses
+        .iter()
+        .all(|s| [StatusCode::CREATED, StatusCode::OK, StatusCode::CONFLICT].contains(s)));
+}
+
 on_both_backends!(
+    idempotency_keys_belong_to_their_service_and_their_event,
     integers_beyond_2_53_in_audit_details_are_kept_exactly,
     answers_and_records_are_bounded_by_the_request,
     an_oversized_body_is_refused_in_the_envelope_on_every_route,
