@@ -88,10 +88,14 @@ impl CpuPool {
         queued.fetch_add(1, Ordering::Relaxed);
         let counter = Arc::clone(&queued);
         let boxed: Job = Box::new(move || {
+            // Counted out before the answer leaves, so a caller that got its answer
+            // never sees its own job in flight.
+            let _counted = CountOut(counter);
             if !cancelled.load(Ordering::Relaxed) {
-                let _ = done.send(job());
+                let output = job();
+                drop(_counted);
+                let _ = done.send(output);
             }
-            counter.fetch_sub(1, Ordering::Relaxed);
         });
         match self.sender.try_send(boxed) {
             Ok(()) => {}
@@ -107,6 +111,14 @@ impl CpuPool {
         let outcome = result.await.map_err(|_| PoolError::Failed);
         drop(guard);
         outcome
+    }
+}
+
+struct CountOut(Arc<AtomicUsize>);
+
+impl Drop for CountOut {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -172,7 +172,7 @@ impl From<crate::storage::StoreError> for ApiError {
                 tracing::warn!(%cause, "database unavailable");
                 ApiError::unavailable("the database is unavailable")
             }
-            StoreError::Other(cause) => ApiError::internal(cause),
+            StoreError::Other(cause) | StoreError::Corrupt(cause) => ApiError::internal(cause),
         }
     }
 }

@@ -8,7 +8,8 @@ use sqlx::Row;
 use tenancy::{MembershipRole, Permission, Role};
 
 use super::orgs::{found, membership_role, membership_role_name, permissions_json};
-use super::{new_id, parse_stamp, stamp, Store, StoreError, StoreResult};
+use super::decode::Decoder;
+use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// A member of an organization.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -103,38 +104,55 @@ pub struct InvitationRecord {
 }
 
 fn member_from_row(row: &sqlx::any::AnyRow) -> StoreResult<MemberRecord> {
+    let d = Decoder::new(row, "memberships", &["org_id", "user_id"]);
     Ok(MemberRecord {
-        org_id: row.try_get("org_id")?,
-        user_id: row.try_get("user_id")?,
-        email: row.try_get("email")?,
-        role: membership_role(&row.try_get::<String, _>("role")?),
-        active: row.try_get::<i64, _>("active")? != 0,
-        created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
+        org_id: d.get("org_id")?,
+        user_id: d.get("user_id")?,
+        email: d.get("email")?,
+        role: d.named("role", membership_role)?,
+        active: d.flag("active")?,
+        created_at: d.stamp("created_at")?,
     })
 }
 
-fn parse_permissions(text: &str) -> BTreeSet<Permission> {
-    serde_json::from_str::<Vec<String>>(text)
-        .unwrap_or_default()
+/// A Role's stored permissions: every one must be in the catalog.
+fn permissions_of(d: &Decoder<'_>) -> StoreResult<BTreeSet<Permission>> {
+    let names: Vec<String> = d.json("permissions")?;
+    names
         .iter()
-        .filter_map(|p| Permission::parse(p).ok())
+        .map(|p| {
+            Permission::parse(p)
+                .map_err(|_| d.reject("permissions", format_args!("unknown permission `{p}`")))
+        })
         .collect()
 }
 
+fn role_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Role> {
+    let d = Decoder::new(row, "roles", &["id"]);
+    Ok(Role {
+        id: d.get("id")?,
+        name: d.get("name")?,
+        permissions: permissions_of(&d)?,
+        built_in: d.flag("built_in")?,
+    })
+}
+
 fn invitation_from_row(row: &sqlx::any::AnyRow) -> StoreResult<InvitationRecord> {
+    let d = Decoder::new(row, "invitations", &["id"]);
     Ok(InvitationRecord {
-        id: row.try_get("id")?,
-        org_id: row.try_get("org_id")?,
-        email: row.try_get("email")?,
-        role: membership_role(&row.try_get::<String, _>("role")?),
-        status: match row.try_get::<String, _>("status")?.as_str() {
-            "revoked" => InvitationStatus::Revoked,
-            _ => InvitationStatus::Pending,
-        },
-        invited_by: row.try_get("invited_by")?,
-        sent_count: row.try_get("sent_count")?,
-        created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
-        last_sent_at: parse_stamp(&row.try_get::<String, _>("last_sent_at")?),
+        id: d.get("id")?,
+        org_id: d.get("org_id")?,
+        email: d.get("email")?,
+        role: d.named("role", membership_role)?,
+        status: d.named("status", |s| match s {
+            "pending" => Some(InvitationStatus::Pending),
+            "revoked" => Some(InvitationStatus::Revoked),
+            _ => None,
+        })?,
+        invited_by: d.get("invited_by")?,
+        sent_count: d.get("sent_count")?,
+        created_at: d.stamp("created_at")?,
+        last_sent_at: d.stamp("last_sent_at")?,
     })
 }
 
@@ -314,16 +332,7 @@ impl Store {
         .bind(user_id)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(Role {
-                    id: row.try_get("id")?,
-                    name: row.try_get("name")?,
-                    permissions: parse_permissions(&row.try_get::<String, _>("permissions")?),
-                    built_in: row.try_get::<i64, _>("built_in")? != 0,
-                })
-            })
-            .collect()
+        rows.iter().map(role_from_row).collect()
     }
 
     /// Every Role of an organization with its members.
@@ -384,13 +393,13 @@ impl Store {
         }
         rows.iter()
             .map(|row| {
-                let id: String = row.try_get("id")?;
+                let role = role_from_row(row)?;
                 Ok(RoleRecord {
-                    members: holders.remove(&id).unwrap_or_default(),
-                    id,
-                    name: row.try_get("name")?,
-                    permissions: parse_permissions(&row.try_get::<String, _>("permissions")?),
-                    built_in: row.try_get::<i64, _>("built_in")? != 0,
+                    members: holders.remove(&role.id).unwrap_or_default(),
+                    id: role.id,
+                    name: role.name,
+                    permissions: role.permissions,
+                    built_in: role.built_in,
                 })
             })
             .collect()
@@ -643,18 +652,21 @@ impl Store {
         let Some(row) = row else { return Ok(None) };
         let org = super::orgs::org_from_row(&row)?;
         let membership = match row.try_get::<Option<String>, _>("member_role")? {
-            Some(role) => Some(tenancy::Membership {
-                user_id: user_id.to_owned(),
-                org_id: org_id.to_owned(),
-                role: membership_role(&role),
-                active: row.try_get::<Option<i64>, _>("member_active")?.unwrap_or(0) != 0,
-            }),
+            Some(_) => {
+                let d = Decoder::new(&row, "memberships", &["id"]);
+                Some(tenancy::Membership {
+                    user_id: user_id.to_owned(),
+                    org_id: org_id.to_owned(),
+                    role: d.named("member_role", membership_role)?,
+                    active: d.flag("member_active")?,
+                })
+            }
             None => None,
         };
         Ok(Some(AccessSnapshot {
             org,
             membership,
-            super_admin: row.try_get::<i64, _>("super_admin")? != 0,
+            super_admin: Decoder::new(&row, "users", &["id"]).flag("super_admin")?,
         }))
     }
 }

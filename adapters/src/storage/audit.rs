@@ -2,9 +2,9 @@
 
 use audit_chain::{seal, AuditEvent, ChainHead, SealedEvent, GENESIS_HASH};
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 
-use super::{parse_stamp, stamp, Dialect, Store, StoreError, StoreResult};
+use super::decode::Decoder;
+use super::{stamp, Dialect, Store, StoreError, StoreResult};
 
 /// Filters of `GET /audit`.
 #[derive(Debug, Clone, Default)]
@@ -31,29 +31,28 @@ const COLUMNS: &str = "id, chain_key, seq, action, actor_id, actor_email, org_id
     details, outcome, occurred_at, created_at, service, idempotency_key, redaction_version, prev_hash, hash";
 
 fn event_from_row(row: &sqlx::any::AnyRow) -> StoreResult<SealedEvent> {
-    let details: String = row.try_get("details")?;
+    let d = Decoder::new(row, "audit_events", &["id"]);
+    let seq: i64 = d.get("seq")?;
     Ok(SealedEvent {
-        id: row.try_get("id")?,
-        seq: row.try_get::<i64, _>("seq")?.unsigned_abs(),
-        chain_key: row.try_get("chain_key")?,
-        action: row.try_get("action")?,
-        actor_id: row.try_get("actor_id")?,
-        actor_email: row.try_get("actor_email")?,
-        org_id: row.try_get("org_id")?,
-        affected_org_id: row.try_get("affected_org_id")?,
-        target_type: row.try_get("target_type")?,
-        target_id: row.try_get("target_id")?,
-        details: serde_json::from_str(&details)
-            .map_err(|e| StoreError::Other(format!("stored details are not JSON: {e}")))?,
-        outcome: row.try_get("outcome")?,
-        occurred_at: parse_stamp(&row.try_get::<String, _>("occurred_at")?),
-        created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
-        service: row.try_get("service")?,
-        idempotency_key: row.try_get("idempotency_key")?,
-        redaction_version: u32::try_from(row.try_get::<i64, _>("redaction_version")?)
-            .unwrap_or(u32::MAX),
-        prev_hash: row.try_get("prev_hash")?,
-        hash: row.try_get("hash")?,
+        id: d.get("id")?,
+        seq: u64::try_from(seq).map_err(|_| d.reject("seq", format_args!("`{seq}` is negative")))?,
+        chain_key: d.get("chain_key")?,
+        action: d.get("action")?,
+        actor_id: d.get("actor_id")?,
+        actor_email: d.get("actor_email")?,
+        org_id: d.get("org_id")?,
+        affected_org_id: d.get("affected_org_id")?,
+        target_type: d.get("target_type")?,
+        target_id: d.get("target_id")?,
+        details: d.json("details")?,
+        outcome: d.get("outcome")?,
+        occurred_at: d.stamp("occurred_at")?,
+        created_at: d.stamp("created_at")?,
+        service: d.get("service")?,
+        idempotency_key: d.get("idempotency_key")?,
+        redaction_version: d.u32("redaction_version")?,
+        prev_hash: d.get("prev_hash")?,
+        hash: d.get("hash")?,
     })
 }
 
@@ -131,13 +130,14 @@ impl Store {
                 };
             }
         }
+        let d = Decoder::new(&head, "audit_chain_heads", &[]);
+        let seq: i64 = d.get("seq")?;
         let head = ChainHead {
             chain_key: chain_key.clone(),
-            seq: head.try_get::<i64, _>("seq")?.unsigned_abs(),
-            hash: head.try_get("hash")?,
-            created_at: head
-                .try_get::<Option<String>, _>("created_at")?
-                .map(|t| parse_stamp(&t)),
+            seq: u64::try_from(seq)
+                .map_err(|_| d.reject("seq", format_args!("`{seq}` is negative")))?,
+            hash: d.get("hash")?,
+            created_at: d.opt_stamp("created_at")?,
         };
         let (row, _) = seal(&head, event, now).map_err(|e| StoreError::Invalid(e.to_string()))?;
         // On PostgreSQL the row and the new head go in one statement; SQLite has no

@@ -5,10 +5,10 @@ use chrono::{DateTime, Utc};
 use compliance_core::{Exemption, ExemptionStatus, Subscription};
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::Row;
 
 use super::orgs::found;
-use super::{new_id, parse_stamp, stamp, Store, StoreError, StoreResult};
+use super::decode::Decoder;
+use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// An exemption as stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -150,43 +150,44 @@ fn status_name(status: ExemptionStatus) -> &'static str {
     }
 }
 
-fn status_of(text: &str) -> ExemptionStatus {
+fn status_of(text: &str) -> Option<ExemptionStatus> {
     match text {
-        "approved" => ExemptionStatus::Approved,
-        "rejected" => ExemptionStatus::Rejected,
-        "revoked" => ExemptionStatus::Revoked,
-        _ => ExemptionStatus::Requested,
+        "requested" => Some(ExemptionStatus::Requested),
+        "approved" => Some(ExemptionStatus::Approved),
+        "rejected" => Some(ExemptionStatus::Rejected),
+        "revoked" => Some(ExemptionStatus::Revoked),
+        _ => None,
     }
 }
 
 fn exemption_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ExemptionRecord> {
+    let d = Decoder::new(row, "exemptions", &["id"]);
     Ok(ExemptionRecord {
-        id: row.try_get("id")?,
-        org_id: row.try_get("org_id")?,
-        rule_id: row.try_get("rule_id")?,
-        entity_id: row.try_get("entity_id")?,
-        reason: row.try_get("reason")?,
-        status: status_of(&row.try_get::<String, _>("status")?),
-        requested_by: row.try_get("requested_by")?,
-        reviewed_by: row.try_get("reviewed_by")?,
-        review_note: row.try_get("review_note")?,
-        expires_at: row
-            .try_get::<Option<String>, _>("expires_at")?
-            .map(|t| parse_stamp(&t)),
-        created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
+        id: d.get("id")?,
+        org_id: d.get("org_id")?,
+        rule_id: d.get("rule_id")?,
+        entity_id: d.get("entity_id")?,
+        reason: d.get("reason")?,
+        status: d.named("status", status_of)?,
+        requested_by: d.get("requested_by")?,
+        reviewed_by: d.get("reviewed_by")?,
+        review_note: d.get("review_note")?,
+        expires_at: d.opt_stamp("expires_at")?,
+        created_at: d.stamp("created_at")?,
     })
 }
 
 fn policy_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PolicyRecord> {
+    let d = Decoder::new(row, "policies", &["id"]);
     Ok(PolicyRecord {
-        id: row.try_get("id")?,
-        org_id: row.try_get("org_id")?,
-        name: row.try_get("name")?,
-        description: row.try_get("description")?,
-        rule_ids: serde_json::from_str(&row.try_get::<String, _>("rule_ids")?).unwrap_or_default(),
-        is_template: row.try_get::<i64, _>("is_template")? != 0,
-        created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
-        updated_at: parse_stamp(&row.try_get::<String, _>("updated_at")?),
+        id: d.get("id")?,
+        org_id: d.get("org_id")?,
+        name: d.get("name")?,
+        description: d.get("description")?,
+        rule_ids: d.json("rule_ids")?,
+        is_template: d.flag("is_template")?,
+        created_at: d.stamp("created_at")?,
+        updated_at: d.stamp("updated_at")?,
     })
 }
 
@@ -199,12 +200,11 @@ impl Store {
             .await?;
         rows.iter()
             .map(|row| {
+                let d = Decoder::new(row, "subscriptions", &["rule_id"]);
                 Ok(Subscription {
-                    rule_id: row.try_get("rule_id")?,
-                    active: row.try_get::<i64, _>("active")? != 0,
-                    pinned_version: row
-                        .try_get::<Option<i64>, _>("pinned_version")?
-                        .and_then(|v| u32::try_from(v).ok()),
+                    rule_id: d.get("rule_id")?,
+                    active: d.flag("active")?,
+                    pinned_version: d.opt_u32("pinned_version")?,
                 })
             })
             .collect()
@@ -603,15 +603,15 @@ impl Store {
         let items = rows
             .iter()
             .map(|row| {
+                let d = Decoder::new(row, "compliance_checks", &["id"]);
                 Ok(CheckRecord {
-                    id: row.try_get("id")?,
-                    org_id: row.try_get("org_id")?,
-                    target: row.try_get("target")?,
-                    entity_id: row.try_get("entity_id")?,
-                    result: row.try_get("result")?,
-                    violations: serde_json::from_str(&row.try_get::<String, _>("violations")?)
-                        .unwrap_or(Value::Null),
-                    created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
+                    id: d.get("id")?,
+                    org_id: d.get("org_id")?,
+                    target: d.get("target")?,
+                    entity_id: d.get("entity_id")?,
+                    result: d.get("result")?,
+                    violations: d.json("violations")?,
+                    created_at: d.stamp("created_at")?,
                 })
             })
             .collect::<StoreResult<Vec<_>>>()?;
@@ -640,16 +640,15 @@ impl Store {
         let Some(row) = row else {
             return Ok(NotificationPreference::default());
         };
-        let secret: Option<String> = row.try_get("webhook_secret")?;
+        let d = Decoder::new(&row, "notification_preferences", &["org_id"]);
+        let secret: Option<String> = d.get("webhook_secret")?;
         Ok(NotificationPreference {
-            email_enabled: row.try_get::<i64, _>("email_enabled")? != 0,
-            target_users: row
-                .try_get::<Option<String>, _>("target_users")?
-                .and_then(|t| serde_json::from_str(&t).ok()),
-            webhook_url: row.try_get("webhook_url")?,
+            email_enabled: d.flag("email_enabled")?,
+            target_users: d.opt_json("target_users")?,
+            webhook_url: d.get("webhook_url")?,
             has_webhook_secret: secret.as_deref().is_some_and(|s| !s.is_empty()),
-            digest_mode: row.try_get("digest_mode")?,
-            notify_warnings: row.try_get::<i64, _>("notify_warnings")? != 0,
+            digest_mode: d.get("digest_mode")?,
+            notify_warnings: d.flag("notify_warnings")?,
             webhook_secret: secret,
         })
     }
@@ -723,11 +722,8 @@ impl Store {
         .await?;
         rows.iter()
             .map(|row| {
-                let attributes: String = row.try_get("attributes")?;
-                Ok((
-                    row.try_get("entity_id")?,
-                    serde_json::from_str(&attributes).unwrap_or(Value::Null),
-                ))
+                let d = Decoder::new(row, "entity_snapshots", &["entity_id"]);
+                Ok((d.get("entity_id")?, d.json("attributes")?))
             })
             .collect()
     }

@@ -7,6 +7,7 @@
 
 mod access;
 mod audit;
+mod decode;
 mod governance;
 mod orgs;
 mod rules;
@@ -38,6 +39,9 @@ pub enum StoreError {
     /// The data offered cannot be stored (for example an audit event that does not seal).
     #[error("{0}")]
     Invalid(String),
+    /// A stored row does not decode (named by table and row; logged at error level).
+    #[error("{0}")]
+    Corrupt(String),
     /// The database cannot be reached.
     #[error("database unavailable: {0}")]
     Unavailable(String),
@@ -186,11 +190,6 @@ pub(crate) fn stamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-pub(crate) fn parse_stamp(text: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.with_timezone(&Utc))
-        .unwrap_or_default()
-}
 
 /// A new random identifier.
 pub fn new_id() -> String {

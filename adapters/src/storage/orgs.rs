@@ -8,7 +8,8 @@ use serde::Serialize;
 use sqlx::Row;
 use tenancy::{MembershipRole, Permission};
 
-use super::{new_id, parse_stamp, stamp, Store, StoreError, StoreResult};
+use super::decode::Decoder;
+use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// An organization as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -78,17 +79,17 @@ const ORG_COLUMNS: &str =
     "id, name, display_name, parent_org_id, tier, is_system, owner_id, created_at, updated_at";
 
 pub(super) fn org_from_row(row: &sqlx::any::AnyRow) -> StoreResult<OrgRecord> {
-    let tier: String = row.try_get("tier")?;
+    let d = Decoder::new(row, "organizations", &["id"]);
     Ok(OrgRecord {
-        id: row.try_get("id")?,
-        name: row.try_get("name")?,
-        display_name: row.try_get("display_name")?,
-        parent_org_id: row.try_get("parent_org_id")?,
-        tier: Tier::parse(&tier).unwrap_or(Tier::Developer),
-        is_system: row.try_get::<i64, _>("is_system")? != 0,
-        owner_id: row.try_get("owner_id")?,
-        created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
-        updated_at: parse_stamp(&row.try_get::<String, _>("updated_at")?),
+        id: d.get("id")?,
+        name: d.get("name")?,
+        display_name: d.get("display_name")?,
+        parent_org_id: d.get("parent_org_id")?,
+        tier: d.named("tier", Tier::parse)?,
+        is_system: d.flag("is_system")?,
+        owner_id: d.get("owner_id")?,
+        created_at: d.stamp("created_at")?,
+        updated_at: d.stamp("updated_at")?,
     })
 }
 
@@ -328,11 +329,12 @@ pub(super) fn found(rows: u64, what: &str) -> StoreResult<()> {
     }
 }
 
-pub(super) fn membership_role(text: &str) -> MembershipRole {
+pub(super) fn membership_role(text: &str) -> Option<MembershipRole> {
     match text {
-        "owner" => MembershipRole::Owner,
-        "admin" => MembershipRole::Admin,
-        _ => MembershipRole::Member,
+        "owner" => Some(MembershipRole::Owner),
+        "admin" => Some(MembershipRole::Admin),
+        "member" => Some(MembershipRole::Member),
+        _ => None,
     }
 }
 

@@ -4,10 +4,10 @@ use chrono::{DateTime, Utc};
 use compliance_core::Rule;
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::Row;
 
 use super::orgs::found;
-use super::{parse_stamp, stamp, Store, StoreError, StoreResult};
+use super::decode::Decoder;
+use super::{stamp, Store, StoreError, StoreResult};
 
 /// A rule as stored, with its owner and timestamps.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -65,19 +65,16 @@ pub struct RuleFilter {
 const COLUMNS: &str = "id, org_id, body, version, created_at, updated_at, deleted_at";
 
 fn stored_from_row(row: &sqlx::any::AnyRow) -> StoreResult<StoredRule> {
-    let body: String = row.try_get("body")?;
-    let mut rule: Rule = serde_json::from_str(&body)
-        .map_err(|e| StoreError::Other(format!("stored rule is not a rule: {e}")))?;
-    rule.id = row.try_get("id")?;
-    rule.version = u32::try_from(row.try_get::<i64, _>("version")?).unwrap_or(u32::MAX);
+    let d = Decoder::new(row, "rules", &["id"]);
+    let mut rule: Rule = d.json("body")?;
+    rule.id = d.get("id")?;
+    rule.version = d.u32("version")?;
     Ok(StoredRule {
         rule,
-        org_id: row.try_get("org_id")?,
-        created_at: parse_stamp(&row.try_get::<String, _>("created_at")?),
-        updated_at: parse_stamp(&row.try_get::<String, _>("updated_at")?),
-        deleted_at: row
-            .try_get::<Option<String>, _>("deleted_at")?
-            .map(|t| parse_stamp(&t)),
+        org_id: d.get("org_id")?,
+        created_at: d.stamp("created_at")?,
+        updated_at: d.stamp("updated_at")?,
+        deleted_at: d.opt_stamp("deleted_at")?,
     })
 }
 
@@ -367,14 +364,13 @@ impl Store {
         .await?;
         rows.iter()
             .map(|row| {
+                let d = Decoder::new(row, "rule_versions", &["rule_id", "version"]);
                 Ok(RuleChange {
-                    version: u32::try_from(row.try_get::<i64, _>("version")?).unwrap_or(u32::MAX),
-                    change: serde_json::from_str(&row.try_get::<String, _>("change")?)
-                        .unwrap_or(Value::Null),
-                    changed_by: row.try_get("changed_by")?,
-                    changed_at: parse_stamp(&row.try_get::<String, _>("changed_at")?),
-                    rule: serde_json::from_str(&row.try_get::<String, _>("body")?)
-                        .unwrap_or(Value::Null),
+                    version: d.u32("version")?,
+                    change: d.json::<Value>("change")?,
+                    changed_by: d.get("changed_by")?,
+                    changed_at: d.stamp("changed_at")?,
+                    rule: d.json::<Value>("body")?,
                 })
             })
             .collect()
@@ -398,12 +394,14 @@ impl Store {
         }
         let mut out = Vec::new();
         for row in query.fetch_all(self.pool()).await? {
-            if let Ok(mut rule) = serde_json::from_str::<Rule>(&row.try_get::<String, _>("body")?) {
-                rule.id = row.try_get("rule_id")?;
-                rule.version = u32::try_from(row.try_get::<i64, _>("version")?).unwrap_or(u32::MAX);
-                if rule.scope == compliance_core::Scope::Published {
-                    out.push(rule);
-                }
+            // A version that does not decode fails the whole load: a subscriber's rule
+            // set is never computed without one of its rules (fail closed).
+            let d = Decoder::new(&row, "rule_versions", &["rule_id", "version"]);
+            let mut rule: Rule = d.json("body")?;
+            rule.id = d.get("rule_id")?;
+            rule.version = d.u32("version")?;
+            if rule.scope == compliance_core::Scope::Published {
+                out.push(rule);
             }
         }
         Ok(out)

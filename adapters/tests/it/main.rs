@@ -19,6 +19,7 @@ mod compliance;
 mod config;
 mod conventions;
 mod hostile;
+mod integrity;
 mod organizations;
 mod permissions;
 

@@ -1,0 +1,158 @@
+//! Integrity: nothing unreadable passes, no tenant is answered with another's row,
+//! nothing acknowledged is lost.
+
+use super::*;
+
+async fn sql(app: &TestApp, statement: &str) {
+    sqlx::query(statement)
+        .execute(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .unwrap();
+}
+
+/// A published rule, subscribed and activated by a fresh organization.
+async fn subscriber(app: &TestApp) -> (String, String, String) {
+    let (system, root) = app.system().await;
+    let published = json!({"name": "no latest", "target": "plugin", "severity": "error",
+        "field": "version", "operator": "neq", "value": "latest", "scope": "published"});
+    let rule_id = app.rule(&root, &system, published).await;
+    let org = app.org("sub-owner", "subscriber").await;
+    let token = app.token("sub-owner", "sub-owner@example.com");
+    let (status, body) = app
+        .call("POST", "/api/compliance/subscriptions", &token, Some(&org), Some(json!({"ruleId": rule_id})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = app
+        .call(
+            "PATCH",
+            &format!("/api/compliance/subscriptions/{rule_id}"),
+            &token,
+            Some(&org),
+            Some(json!({"isActive": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    (org, token, rule_id)
+}
+
+async fn an_unreadable_published_rule_fails_validation_closed(app: &TestApp) {
+    let (org, token, rule_id) = subscriber(app).await;
+    sql(app, &format!("UPDATE rule_versions SET body = '{{not json' WHERE rule_id = '{rule_id}'")).await;
+    for dry_run in [true, false] {
+        // A document the rule would block, and one it would pass: neither passes.
+        for version in ["latest", "1.0.0"] {
+            let (status, body) = app
+                .validate(&token, &org, json!({"version": version}), None, dry_run)
+                .await;
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+            assert_eq!(code(status, &body), "COMPLIANCE_UNAVAILABLE");
+        }
+    }
+    let (status, body) = app
+        .call("GET", "/api/compliance/subscriptions/enforced", &token, Some(&org), None)
+        .await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert_eq!(code(status, &body), "INTERNAL_ERROR");
+}
+
+async fn rows_that_do_not_decode_are_errors_never_defaults(app: &TestApp) {
+    let org = app.org("decoder", "decoded").await;
+    let token = app.token("decoder", "decoder@example.com");
+    let get = || app.call("GET", "/api/organization", &token, Some(&org), None);
+    let (status, body) = get().await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // A timestamp that is not one: not 1970, an error.
+    sql(app, &format!("UPDATE organizations SET created_at = 'yesterday' WHERE id = '{org}'")).await;
+    let (status, body) = get().await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(!body.to_string().contains("1970"), "{body}");
+    sql(app, &format!("UPDATE organizations SET created_at = '2026-01-01T00:00:00.000000Z' WHERE id = '{org}'")).await;
+    // An unknown tier: not developer, an error.
+    sql(app, &format!("UPDATE organizations SET tier = 'platinum' WHERE id = '{org}'")).await;
+    let (status, body) = get().await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    sql(app, &format!("UPDATE organizations SET tier = 'developer' WHERE id = '{org}'")).await;
+    let (status, _) = get().await;
+    assert_eq!(status, StatusCode::OK);
+    // An unknown permission in a Role the caller holds: not dropped, an error.
+    sql(app, &format!(
+        "UPDATE roles SET permissions = '[\"org:read\", \"org:teleport\"]' WHERE org_id = '{org}'"
+    ))
+    .await;
+    let (status, body) = app
+        .call("GET", &format!("/api/organization/{org}/roles"), &token, None, None)
+        .await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+}
+
+async fn idempotency_keys_belong_to_their_service_and_their_event(app: &TestApp) {
+    let plugin = app.service_token("plugin");
+    let pipeline = app.service_token("pipeline");
+    let event = |org: &str, target: &str| {
+        json!({"action": "plugin.upload", "actorId": "u", "orgId": org, "targetType": "plugin",
+               "targetId": target, "details": {"size": 1}})
+    };
+    let (status, first) = app.post_event(&plugin, Some("K"), event("org-a", "p1")).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    // A redelivery: the stored row, nothing appended.
+    let (status, again) = app.post_event(&plugin, Some("K"), event("org-a", "p1")).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["data"]["hash"], first["data"]["hash"]);
+    // The same service, the same key, another organization: 409 naming the key, and
+    // never organization A's row.
+    let (status, reused) = app.post_event(&plugin, Some("K"), event("org-b", "p1")).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{reused}");
+    assert_eq!(code(status, &reused), "CONFLICT");
+    assert!(reused["message"].as_str().unwrap().contains("`K`"), "{reused}");
+    assert!(!reused.to_string().contains("org-a"), "{reused}");
+    // ... another target or other details: 409 too.
+    let (status, _) = app.post_event(&plugin, Some("K"), event("org-a", "p2")).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let mut other_details = event("org-a", "p1");
+    other_details["details"] = json!({"size": 2});
+    let (status, _) = app.post_event(&plugin, Some("K"), other_details).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    // Another service's K is another event: stored in B's chain.
+    let (status, theirs) = app.post_event(&pipeline, Some("K"), event("org-b", "p1")).await;
+    assert_eq!(status, StatusCode::CREATED, "{theirs}");
+    assert_eq!(theirs["data"]["chainKey"], "org-b");
+    assert_eq!(app.store.chain_batch("org-a", 0, 10).await.unwrap().len(), 1);
+    assert_eq!(app.store.chain_batch("org-b", 0, 10).await.unwrap().len(), 1);
+    // Racing reuses of one key for two chains: one is stored, the other refused.
+    let mut racers = Vec::new();
+    for org in ["org-c", "org-d", "org-c", "org-d"] {
+        let router = app.router.clone();
+        let token = plugin.clone();
+        let body = event(org, "race");
+        racers.push(tokio::spawn(async move {
+            let request = Request::post("/api/audit/events")
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .header("idempotency-key", "race-key")
+                .body(Body::from(body.to_string()))
+                .unwrap();
+            router.oneshot(request).await.unwrap().status()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for racer in racers {
+        statuses.push(racer.await.unwrap());
+    }
+    let stored = app.store.chain_batch("org-c", 0, 10).await.unwrap().len()
+        + app.store.chain_batch("org-d", 0, 10).await.unwrap().len();
+    assert_eq!(stored, 1, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == StatusCode::CREATED).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(statuses
+        .iter()
+        .all(|s| [StatusCode::CREATED, StatusCode::OK, StatusCode::CONFLICT].contains(s)));
+}
+
+on_both_backends!(
+    an_unreadable_published_rule_fails_validation_closed,
+    rows_that_do_not_decode_are_errors_never_defaults,
+    idempotency_keys_belong_to_their_service_and_their_event,
+);
