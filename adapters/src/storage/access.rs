@@ -7,8 +7,8 @@ use serde::Serialize;
 use sqlx::Row;
 use tenancy::{MembershipRole, Permission, Role};
 
-use super::orgs::{found, membership_role, membership_role_name, permissions_json};
 use super::decode::Decoder;
+use super::orgs::{found, membership_role, membership_role_name, permissions_json};
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// A member of an organization.

@@ -35,7 +35,8 @@ fn event_from_row(row: &sqlx::any::AnyRow) -> StoreResult<SealedEvent> {
     let seq: i64 = d.get("seq")?;
     Ok(SealedEvent {
         id: d.get("id")?,
-        seq: u64::try_from(seq).map_err(|_| d.reject("seq", format_args!("`{seq}` is negative")))?,
+        seq: u64::try_from(seq)
+            .map_err(|_| d.reject("seq", format_args!("`{seq}` is negative")))?,
         chain_key: d.get("chain_key")?,
         action: d.get("action")?,
         actor_id: d.get("actor_id")?,

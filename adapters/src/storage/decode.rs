@@ -42,7 +42,11 @@ impl<'r> Decoder<'r> {
     }
 
     fn fail(&self, column: &str, what: impl Display) -> StoreError {
-        corrupt(self.table, &self.key, format_args!("column `{column}`: {what}"))
+        corrupt(
+            self.table,
+            &self.key,
+            format_args!("column `{column}`: {what}"),
+        )
     }
 
     /// A column read as sqlx reads it.
@@ -106,13 +110,18 @@ impl<'r> Decoder<'r> {
     pub fn opt_u32(&self, column: &str) -> Result<Option<u32>, StoreError> {
         self.get::<Option<i64>>(column)?
             .map(|n| {
-                u32::try_from(n).map_err(|_| self.fail(column, format_args!("`{n}` is out of range")))
+                u32::try_from(n)
+                    .map_err(|_| self.fail(column, format_args!("`{n}` is out of range")))
             })
             .transpose()
     }
 
     /// A text column that must be one of the names `parse` knows.
-    pub fn named<T>(&self, column: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, StoreError> {
+    pub fn named<T>(
+        &self,
+        column: &str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<T, StoreError> {
         let text: String = self.get(column)?;
         parse(&text).ok_or_else(|| self.fail(column, format_args!("unknown value `{text}`")))
     }

@@ -6,8 +6,8 @@ use compliance_core::{Exemption, ExemptionStatus, Subscription};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::orgs::found;
 use super::decode::Decoder;
+use super::orgs::found;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// An exemption as stored.

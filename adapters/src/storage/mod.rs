@@ -56,8 +56,18 @@ impl From<sqlx::Error> for StoreError {
             sqlx::Error::Database(db) if db.is_unique_violation() => {
                 StoreError::Conflict("a record with the same name already exists".to_owned())
             }
+            // The server went away under the connection: a restart (57P01..57P03), a
+            // connection failure (class 08), or no slot for a new one (53300).
+            sqlx::Error::Database(db)
+                if db.code().is_some_and(|code| {
+                    code.starts_with("08") || code.starts_with("57P") || code == "53300"
+                }) =>
+            {
+                StoreError::Unavailable(error.to_string())
+            }
             sqlx::Error::RowNotFound => StoreError::NotFound("record".to_owned()),
             sqlx::Error::Io(_)
+            | sqlx::Error::Protocol(_)
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::Tls(_)
@@ -189,7 +199,6 @@ impl Store {
 pub(crate) fn stamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
-
 
 /// A new random identifier.
 pub fn new_id() -> String {

@@ -5,8 +5,8 @@ use compliance_core::Rule;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::orgs::found;
 use super::decode::Decoder;
+use super::orgs::found;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// A rule as stored, with its owner and timestamps.
