@@ -1,14 +1,12 @@
-//! The interface through which the server's own actions leave an audit event. The
-//! audit trail (issue 7) plugs its appender in here; until then events are logged.
+//! The server's own audit events: what it knows of an action ([`Action`]) becomes an
+//! [`AuditEvent`] that the storage call making the change writes to the outbox, in the
+//! same transaction; `workers::relay` chains it. Also the emitter's counters.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use audit_chain::AuditEvent;
 use chrono::Utc;
 use serde_json::Value;
-
-use crate::storage::Store;
 
 /// The five audit counters of document 3.
 #[derive(Debug, Default)]
@@ -51,21 +49,6 @@ impl AuditCounters {
     }
 }
 
-type Emit = dyn Fn(AuditEvent) + Send + Sync;
-
-/// Where the server's own audit events go. Emitting never fails the operation that
-/// caused it.
-#[derive(Clone)]
-pub struct AuditSink {
-    emit: Arc<Emit>,
-}
-
-impl std::fmt::Debug for AuditSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AuditSink")
-    }
-}
-
 /// What the server knows of an action, before it becomes an [`AuditEvent`].
 #[derive(Debug, Clone, Default)]
 pub struct Action<'a> {
@@ -89,56 +72,11 @@ pub struct Action<'a> {
     pub outcome: &'a str,
 }
 
-impl AuditSink {
-    /// The server's sink: events go, in order, to a background task that appends
-    /// them to their chains. A failed append is logged and counted as dropped.
-    pub fn appender(store: Store, counters: Arc<AuditCounters>) -> Self {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AuditEvent>();
-        let worker_counters = counters.clone();
-        tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                let action = event.action.clone();
-                if let Err(error) = store.append_audit(event, Utc::now()).await {
-                    AuditCounters::bump(&worker_counters.dropped);
-                    tracing::warn!(%action, %error, "audit event not stored");
-                }
-            }
-        });
-        AuditSink::new(move |event| {
-            AuditCounters::bump(&counters.emitted);
-            if tx.send(event).is_err() {
-                AuditCounters::bump(&counters.dropped);
-            }
-        })
-    }
-
-    /// Hands an event to the sink.
-    pub fn emit(&self, event: AuditEvent) {
-        (self.emit)(event);
-    }
-
-    /// A sink that keeps events in memory (tests).
-    pub fn memory() -> (Self, Arc<Mutex<Vec<AuditEvent>>>) {
-        let events = Arc::new(Mutex::new(Vec::new()));
-        let kept = events.clone();
-        let sink = AuditSink::new(move |event| {
-            if let Ok(mut events) = kept.lock() {
-                events.push(event);
-            }
-        });
-        (sink, events)
-    }
-
-    /// A sink calling `emit` for each event.
-    pub fn new(emit: impl Fn(AuditEvent) + Send + Sync + 'static) -> Self {
-        AuditSink {
-            emit: Arc::new(emit),
-        }
-    }
-
-    /// Records an action (after it succeeded, or as a denial).
-    pub fn record(&self, action: Action<'_>) {
-        let event = AuditEvent {
+impl Action<'_> {
+    /// The audit event of the action, as the server emits it (service `platform`).
+    pub fn into_event(self) -> AuditEvent {
+        let action = self;
+        AuditEvent {
             id: crate::storage::new_id(),
             action: action.action.to_owned(),
             actor_id: action.actor_id.to_owned(),
@@ -152,7 +90,6 @@ impl AuditSink {
             occurred_at: Utc::now(),
             service: Some("platform".to_owned()),
             idempotency_key: None,
-        };
-        self.emit(event);
+        }
     }
 }

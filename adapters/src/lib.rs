@@ -11,5 +11,5 @@ pub mod emitter;
 pub mod error;
 pub mod http;
 pub mod metrics;
-pub mod retention;
 pub mod storage;
+pub mod workers;

@@ -2,11 +2,11 @@
 
 use std::process::ExitCode;
 
-use adapters::audit::AuditSink;
 use adapters::cli;
 use adapters::config::Config;
 use adapters::http::{router, AppState};
 use adapters::storage::Store;
+use adapters::workers::{relay, retention, Workers};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -346,15 +346,30 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     store.migrate().await.map_err(|e| fail(e, 1))?;
     let port = config.http.port;
     let counters = std::sync::Arc::new(adapters::audit::AuditCounters::default());
-    let sink = AuditSink::appender(store.clone(), counters.clone());
-    let retention_days = config.audit_retention_days;
-    let check_retention_days = config.compliance.audit_retention_days;
-    tokio::spawn(adapters::retention::prune_daily(
-        store.clone(),
-        retention_days,
-        check_retention_days,
-    ));
-    let state = AppState::new(config, store.clone(), sink, counters);
+    // This process's name in the leases of singleton work.
+    let holder = format!("{}-{}", std::process::id(), adapters::storage::new_id());
+    let mut workers = Workers::new();
+    {
+        let (store, holder) = (store.clone(), holder.clone());
+        workers.spawn("audit-relay", move |shutdown| {
+            relay::run(store, holder, shutdown)
+        });
+    }
+    {
+        let (store, holder) = (store.clone(), holder.clone());
+        let retention_days = config.audit_retention_days;
+        let check_retention_days = config.compliance.audit_retention_days;
+        workers.spawn("retention", move |shutdown| {
+            retention::prune_daily(
+                store,
+                holder,
+                retention_days,
+                check_retention_days,
+                shutdown,
+            )
+        });
+    }
+    let state = AppState::new(config, store.clone(), counters);
     let app = router(state);
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))
         .await
@@ -364,6 +379,9 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         .with_graceful_shutdown(shutdown())
         .await
         .map_err(|e| fail(e, 1))?;
+    // Requests are done; the workers get a deadline to finish (the relay drains the
+    // outbox), and whatever is left waits in the database for the next start.
+    workers.drain(std::time::Duration::from_secs(10)).await;
     store.close().await;
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)

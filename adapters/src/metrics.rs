@@ -20,6 +20,7 @@ struct Series {
 #[derive(Debug, Default)]
 pub struct Metrics {
     requests: Mutex<BTreeMap<(String, String, u16), Series>>,
+    denied_unknown: std::sync::atomic::AtomicU64,
 }
 
 impl Metrics {
@@ -40,9 +41,24 @@ impl Metrics {
         }
     }
 
+    /// Counts a denied request that named an organization that does not exist (no
+    /// audit chain is created for it).
+    pub fn denied_unknown_organization(&self) {
+        self.denied_unknown
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        out.push_str("# HELP authz_denied_unknown_organization_total Denied requests naming an organization that does not exist.\n");
+        out.push_str("# TYPE authz_denied_unknown_organization_total counter\n");
+        let _ = writeln!(
+            out,
+            "authz_denied_unknown_organization_total {}",
+            self.denied_unknown
+                .load(std::sync::atomic::Ordering::Relaxed)
+        );
         out.push_str("# HELP http_requests_total Requests by method, route and status.\n");
         out.push_str("# TYPE http_requests_total counter\n");
         let requests = match self.requests.lock() {

@@ -15,7 +15,7 @@ use crate::error::ApiError;
 use crate::http::extract::{Json, Query, SortOrder};
 use crate::http::response::{ok, paginated};
 use crate::http::rules::{check_rule, invalidate, parse_rule, problems, tenant, RuleQuery};
-use crate::http::state::{record, AppState, Caller};
+use crate::http::state::{event, AppState, Caller};
 use crate::storage::{new_id, OrgRecord};
 
 /// How many stored entities an impact preview evaluates at most, per target.
@@ -172,7 +172,7 @@ pub(crate) async fn subscribe(
     published(&state, &body.rule_id).await?;
     state
         .store
-        .subscribe(&granted.org.id, &body.rule_id, Utc::now())
+        .subscribe(&granted.org.id, &body.rule_id, Utc::now(), &[])
         .await?;
     changed(&state, &granted.org).await?;
     Ok(ok(
@@ -207,20 +207,19 @@ pub(crate) async fn clone(
         rule.name = name;
     }
     check_rule(&state, &granted.org, &rule).await?;
-    let stored = state
-        .store
-        .create_rule(&granted.org.id, &rule, &caller.user_id, Utc::now())
-        .await?;
-    changed(&state, &granted.org).await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "compliance.rule.create",
         &granted.org.id,
         "rule",
         &rule.id,
         json!({"clonedFrom": body.rule_id}),
-    );
+    )];
+    let stored = state
+        .store
+        .create_rule(&granted.org.id, &rule, &caller.user_id, Utc::now(), &audit)
+        .await?;
+    changed(&state, &granted.org).await?;
     Ok(ok(StatusCode::CREATED, stored))
 }
 
@@ -245,7 +244,7 @@ pub(crate) async fn auto_subscribe(
     let ids: Vec<String> = rules.into_iter().map(|r| r.rule.id).collect();
     let added = state
         .store
-        .subscribe_missing(&granted.org.id, &ids, Utc::now())
+        .subscribe_missing(&granted.org.id, &ids, Utc::now(), &[])
         .await?;
     changed(&state, &granted.org).await?;
     Ok(ok(
@@ -268,22 +267,24 @@ async fn activate(
             "must list 1 to 500 rules",
         ));
     }
+    let audit: Vec<_> = rule_ids
+        .iter()
+        .map(|rule_id| {
+            event(
+                caller,
+                "compliance.rule.toggle",
+                &granted.org.id,
+                "subscription",
+                rule_id,
+                json!({"isActive": active}),
+            )
+        })
+        .collect();
     state
         .store
-        .set_subscriptions_active(&granted.org.id, rule_ids, active, Utc::now())
+        .set_subscriptions_active(&granted.org.id, rule_ids, active, Utc::now(), &audit)
         .await?;
     changed(state, &granted.org).await?;
-    for rule_id in rule_ids {
-        record(
-            state,
-            caller,
-            "compliance.rule.toggle",
-            &granted.org.id,
-            "subscription",
-            rule_id,
-            json!({"isActive": active}),
-        );
-    }
     Ok(())
 }
 
@@ -462,7 +463,13 @@ pub(crate) async fn pin(
     let rule = published(&state, &rule_id).await?;
     state
         .store
-        .pin_subscription(&granted.org.id, &rule_id, Some(rule.version), Utc::now())
+        .pin_subscription(
+            &granted.org.id,
+            &rule_id,
+            Some(rule.version),
+            Utc::now(),
+            &[],
+        )
         .await?;
     changed(&state, &granted.org).await?;
     Ok(ok(
@@ -487,7 +494,7 @@ pub(crate) async fn unpin(
     .await?;
     state
         .store
-        .pin_subscription(&granted.org.id, &rule_id, None, Utc::now())
+        .pin_subscription(&granted.org.id, &rule_id, None, Utc::now(), &[])
         .await?;
     changed(&state, &granted.org).await?;
     Ok(ok(
@@ -510,7 +517,10 @@ pub(crate) async fn unsubscribe(
         "DELETE /compliance/subscriptions/:ruleId",
     )
     .await?;
-    state.store.unsubscribe(&granted.org.id, &rule_id).await?;
+    state
+        .store
+        .unsubscribe(&granted.org.id, &rule_id, &[])
+        .await?;
     changed(&state, &granted.org).await?;
     Ok(ok(
         StatusCode::OK,

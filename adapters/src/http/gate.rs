@@ -111,17 +111,26 @@ pub async fn gate(
         });
     }
     if decision.audit_as_denied {
-        state.audit.record(Action {
-            action: "authz.denied",
-            actor_id: &caller.user_id,
-            actor_email: caller.email.as_deref(),
-            org_id,
-            target_type: "endpoint",
-            target_id: action,
-            details: json!({"reason": decision.reason, "missing": decision.missing}),
-            outcome: "failure",
-            ..Action::default()
-        });
+        if snapshot.is_some() {
+            // Chained under the organization it targeted, folded per actor,
+            // organization and minute: a flood of denials writes one event a minute.
+            let event = Action {
+                action: "authz.denied",
+                actor_id: &caller.user_id,
+                actor_email: caller.email.as_deref(),
+                org_id,
+                target_type: "endpoint",
+                target_id: action,
+                details: json!({"reason": decision.reason, "missing": decision.missing}),
+                outcome: "failure",
+                ..Action::default()
+            }
+            .into_event();
+            state.store.fold_denial(&event, Utc::now()).await?;
+        } else {
+            // An organization that does not exist gets no chain: counted only.
+            state.metrics.denied_unknown_organization();
+        }
     }
     Err(match decision.reason {
         Reason::NotYourOrganization => match named {

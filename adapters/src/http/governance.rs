@@ -14,7 +14,7 @@ use crate::http::extract::{Json, PageParams, Query};
 use crate::http::organizations::text;
 use crate::http::response::{ok, paginated};
 use crate::http::rules::{check_rule, invalidate, tenant};
-use crate::http::state::{record, AppState, Caller};
+use crate::http::state::{event, AppState, Caller};
 use crate::storage::{new_id, NewExemption, OrgRecord, RuleFilter};
 
 /// The most exemptions one bulk request may ask for.
@@ -129,6 +129,7 @@ pub(crate) async fn request(
             }],
             &caller.user_id,
             Utc::now(),
+            &|_| Vec::new(),
         )
         .await?;
     let id = ids.into_iter().next().unwrap_or_default();
@@ -189,7 +190,13 @@ pub(crate) async fn request_bulk(
         .collect::<Result<Vec<_>, ApiError>>()?;
     let ids = state
         .store
-        .request_exemptions(&granted.org.id, &requests, &caller.user_id, Utc::now())
+        .request_exemptions(
+            &granted.org.id,
+            &requests,
+            &caller.user_id,
+            Utc::now(),
+            &|_| Vec::new(),
+        )
         .await?;
     Ok(ok(
         StatusCode::CREATED,
@@ -274,28 +281,30 @@ pub(crate) async fn review(
             "you cannot review your own exemption request",
         ));
     }
+    let audit: Vec<_> = (to == ExemptionStatus::Approved)
+        .then(|| {
+            event(
+                &caller,
+                "compliance.exemption.approve",
+                &granted.org.id,
+                "exemption",
+                &id,
+                json!({"ruleId": exemption.rule_id, "entityId": exemption.entity_id}),
+            )
+        })
+        .into_iter()
+        .collect();
     state
         .store
         .set_exemption_status(
             &granted.org.id,
             &id,
             (&[ExemptionStatus::Requested], to),
-            &caller.user_id,
-            body.note.as_deref(),
+            (&caller.user_id, body.note.as_deref()),
             Utc::now(),
+            &audit,
         )
         .await?;
-    if to == ExemptionStatus::Approved {
-        record(
-            &state,
-            &caller,
-            "compliance.exemption.approve",
-            &granted.org.id,
-            "exemption",
-            &id,
-            json!({"ruleId": exemption.rule_id, "entityId": exemption.entity_id}),
-        );
-    }
     Ok(ok(
         StatusCode::OK,
         state.store.exemption(&granted.org.id, &id).await?,
@@ -321,6 +330,14 @@ pub(crate) async fn revoke(
         .exemption(&granted.org.id, &id)
         .await?
         .ok_or_else(|| ApiError::not_found("exemption"))?;
+    let audit = [event(
+        &caller,
+        "compliance.exemption.revoke",
+        &granted.org.id,
+        "exemption",
+        &id,
+        json!({"ruleId": exemption.rule_id, "entityId": exemption.entity_id}),
+    )];
     state
         .store
         .set_exemption_status(
@@ -330,20 +347,12 @@ pub(crate) async fn revoke(
                 &[ExemptionStatus::Requested, ExemptionStatus::Approved],
                 ExemptionStatus::Revoked,
             ),
-            &caller.user_id,
-            None,
+            (&caller.user_id, None),
             Utc::now(),
+            &audit,
         )
         .await?;
-    record(
-        &state,
-        &caller,
-        "compliance.exemption.revoke",
-        &granted.org.id,
-        "exemption",
-        &id,
-        json!({"ruleId": exemption.rule_id, "entityId": exemption.entity_id}),
-    );
+
     Ok(ok(
         StatusCode::OK,
         state.store.exemption(&granted.org.id, &id).await?,
@@ -389,26 +398,28 @@ pub(crate) async fn create_policy(
         ));
     }
     let rule_ids = body.rule_ids.unwrap_or_default();
+    let audit = |policy_id: &str| {
+        vec![event(
+            &caller,
+            "compliance.policy.create",
+            &granted.org.id,
+            "policy",
+            policy_id,
+            json!({"name": name}),
+        )]
+    };
     let policy = state
         .store
         .create_policy(
             &granted.org.id,
-            &name,
-            body.description.as_deref(),
+            (&name, body.description.as_deref()),
             &rule_ids,
             is_template,
             Utc::now(),
+            &audit,
         )
         .await?;
-    record(
-        &state,
-        &caller,
-        "compliance.policy.create",
-        &granted.org.id,
-        "policy",
-        &policy.id,
-        json!({"name": name}),
-    );
+
     Ok(ok(StatusCode::CREATED, policy))
 }
 
@@ -484,26 +495,29 @@ pub(crate) async fn update_policy(
         .as_deref()
         .map(|n| text("name", n, 200))
         .transpose()?;
-    let policy = state
-        .store
-        .update_policy(
-            &granted.org.id,
-            &id,
-            name.as_deref(),
-            body.description.as_deref(),
-            body.rule_ids.as_deref(),
-            Utc::now(),
-        )
-        .await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "compliance.policy.update",
         &granted.org.id,
         "policy",
         &id,
         json!({}),
-    );
+    )];
+    let policy = state
+        .store
+        .update_policy(
+            &granted.org.id,
+            &id,
+            (
+                name.as_deref(),
+                body.description.as_deref(),
+                body.rule_ids.as_deref(),
+            ),
+            Utc::now(),
+            &audit,
+        )
+        .await?;
+
     Ok(ok(StatusCode::OK, policy))
 }
 
@@ -521,16 +535,19 @@ pub(crate) async fn delete_policy(
         "DELETE /compliance/policies/:id",
     )
     .await?;
-    state.store.delete_policy(&granted.org.id, &id).await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "compliance.policy.delete",
         &granted.org.id,
         "policy",
         &id,
         json!({}),
-    );
+    )];
+    state
+        .store
+        .delete_policy(&granted.org.id, &id, &audit)
+        .await?;
+
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }
 
@@ -625,20 +642,19 @@ async fn instantiate(
         rule.name = name;
     }
     check_rule(state, org, &rule).await?;
-    let stored = state
-        .store
-        .create_rule(&org.id, &rule, &caller.user_id, Utc::now())
-        .await?;
-    invalidate(state, org, false).await?;
-    record(
-        state,
+    let audit = [event(
         caller,
         "compliance.template.apply",
         &org.id,
         "rule",
         &rule.id,
         json!({"templateId": template_id}),
-    );
+    )];
+    let stored = state
+        .store
+        .create_rule(&org.id, &rule, &caller.user_id, Utc::now(), &audit)
+        .await?;
+    invalidate(state, org, false).await?;
     Ok(stored)
 }
 
@@ -734,26 +750,28 @@ pub(crate) async fn clone_policy(
         rule_ids.push(stored.rule.id);
     }
     let name = name.unwrap_or(template.name);
+    let audit = |policy_id: &str| {
+        vec![event(
+            &caller,
+            "compliance.template.apply",
+            &granted.org.id,
+            "policy",
+            policy_id,
+            json!({"templateId": id}),
+        )]
+    };
     let policy = state
         .store
         .create_policy(
             &granted.org.id,
-            &name,
-            template.description.as_deref(),
+            (&name, template.description.as_deref()),
             &rule_ids,
             false,
             Utc::now(),
+            &audit,
         )
         .await?;
-    record(
-        &state,
-        &caller,
-        "compliance.template.apply",
-        &granted.org.id,
-        "policy",
-        &policy.id,
-        json!({"templateId": id}),
-    );
+
     Ok(ok(StatusCode::CREATED, policy))
 }
 
@@ -907,7 +925,7 @@ pub(crate) async fn save_preferences(
     }
     state
         .store
-        .save_notification_preference(&granted.org.id, &preference, Utc::now())
+        .save_notification_preference(&granted.org.id, &preference, Utc::now(), &[])
         .await?;
     Ok(ok(StatusCode::OK, preference))
 }

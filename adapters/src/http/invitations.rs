@@ -13,7 +13,7 @@ use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::{tenant_header, Named};
 use crate::http::organizations::{gate_route, text};
 use crate::http::response::{ok, paginated};
-use crate::http::state::{record, AppState, Caller};
+use crate::http::state::{event, AppState, Caller};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -50,19 +50,21 @@ pub(crate) async fn send(
         "admin" => MembershipRole::Admin,
         _ => return Err(ApiError::invalid_field("role", "must be admin or member")),
     };
+    let audit = |invitation_id: &str| {
+        vec![event(
+            &caller,
+            "invitation.send",
+            &org_id,
+            "invitation",
+            invitation_id,
+            json!({"role": role}),
+        )]
+    };
     let invitation = state
         .store
-        .create_invitation(&org_id, &email, role, &caller.user_id, Utc::now())
+        .create_invitation(&org_id, &email, role, &caller.user_id, Utc::now(), &audit)
         .await?;
-    record(
-        &state,
-        &caller,
-        "invitation.send",
-        &org_id,
-        "invitation",
-        &invitation.id,
-        json!({"role": role}),
-    );
+
     Ok(ok(StatusCode::CREATED, invitation))
 }
 
@@ -111,16 +113,16 @@ pub(crate) async fn revoke(
         "/invitation/:id",
     )
     .await?;
-    state.store.revoke_invitation(&org_id, &id).await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "invitation.revoke",
         &org_id,
         "invitation",
         &id,
         json!({}),
-    );
+    )];
+    state.store.revoke_invitation(&org_id, &id, &audit).await?;
+
     let invitation = state.store.invitation(&org_id, &id).await?;
     Ok(ok(StatusCode::OK, invitation))
 }
@@ -141,19 +143,19 @@ pub(crate) async fn resend(
         "/invitation/:id/resend",
     )
     .await?;
-    state
-        .store
-        .resend_invitation(&org_id, &id, Utc::now())
-        .await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "invitation.resend",
         &org_id,
         "invitation",
         &id,
         json!({}),
-    );
+    )];
+    state
+        .store
+        .resend_invitation(&org_id, &id, Utc::now(), &audit)
+        .await?;
+
     let invitation = state.store.invitation(&org_id, &id).await?;
     Ok(ok(StatusCode::OK, invitation))
 }

@@ -18,7 +18,7 @@ use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::{Granted, Named};
 use crate::http::organizations::{gate_route, text};
 use crate::http::response::{ok, paginated};
-use crate::http::state::{record, AppState, Caller};
+use crate::http::state::{event, AppState, Caller};
 use crate::storage::RoleRecord;
 
 #[derive(Debug, Deserialize)]
@@ -158,19 +158,19 @@ pub(crate) async fn add(
         .store
         .ensure_user(&user_id, body.email.as_deref(), now)
         .await?;
-    state
-        .store
-        .add_members(&user_id, role, &[(id.clone(), implied.id)], now)
-        .await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "org.member.add",
         &id,
         "user",
         &user_id,
         json!({"role": role}),
-    );
+    )];
+    state
+        .store
+        .add_members(&user_id, role, &[(id.clone(), implied.id)], now, &audit)
+        .await?;
+
     let member = state.store.membership(&id, &user_id).await?;
     Ok(ok(StatusCode::CREATED, member))
 }
@@ -215,21 +215,23 @@ pub(crate) async fn bulk_add(
     }
     let now = Utc::now();
     state.store.ensure_user(&user_id, None, now).await?;
+    let audit: Vec<_> = grants
+        .iter()
+        .map(|(team_id, _)| {
+            event(
+                &caller,
+                "org.member.add",
+                team_id,
+                "user",
+                &user_id,
+                json!({"role": role, "bulk": true}),
+            )
+        })
+        .collect();
     state
         .store
-        .add_members(&user_id, role, &grants, now)
+        .add_members(&user_id, role, &grants, now, &audit)
         .await?;
-    for (team_id, _) in &grants {
-        record(
-            &state,
-            &caller,
-            "org.member.add",
-            team_id,
-            "user",
-            &user_id,
-            json!({"role": role, "bulk": true}),
-        );
-    }
     Ok(ok(
         StatusCode::CREATED,
         json!({"userId": user_id, "teamIds": body.team_ids}),
@@ -256,16 +258,16 @@ pub(crate) async fn remove(
             "the owner cannot be removed; transfer ownership first",
         ));
     }
-    state.store.remove_member(&id, &user_id).await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "org.member.remove",
         &id,
         "user",
         &user_id,
         json!({}),
-    );
+    )];
+    state.store.remove_member(&id, &user_id, &audit).await?;
+
     Ok(ok(
         StatusCode::OK,
         json!({"userId": user_id, "removed": true}),
@@ -302,19 +304,19 @@ pub(crate) async fn change_role(
     let grant = builtin(&state, &id, implied_role(role)).await?;
     let drop = builtin(&state, &id, implied_role(member.role)).await?;
     guard_role_assignment(author(&granted), &grant.role())?;
-    state
-        .store
-        .set_member_role(&id, &user_id, role, &drop.id, &grant.id)
-        .await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "org.role.member.add",
         &id,
         "user",
         &user_id,
         json!({"role": role, "roleId": grant.id}),
-    );
+    )];
+    state
+        .store
+        .set_member_role(&id, &user_id, role, &drop.id, &grant.id, &audit)
+        .await?;
+
     let member = state.store.membership(&id, &user_id).await?;
     Ok(ok(StatusCode::OK, member))
 }
@@ -335,13 +337,16 @@ async fn set_active(
     if !active && user_id == granted.org.owner_id {
         return Err(ApiError::conflict("the owner cannot be deactivated"));
     }
-    state.store.set_member_active(&id, &user_id, active).await?;
     let action = if active {
         "org.member.activate"
     } else {
         "org.member.deactivate"
     };
-    record(&state, &caller, action, &id, "user", &user_id, json!({}));
+    let audit = [event(&caller, action, &id, "user", &user_id, json!({}))];
+    state
+        .store
+        .set_member_active(&id, &user_id, active, &audit)
+        .await?;
     let member = state.store.membership(&id, &user_id).await?;
     Ok(ok(StatusCode::OK, member))
 }
@@ -413,19 +418,21 @@ pub(crate) async fn create_role(
     let name = text("name", &body.name, 100)?;
     let permissions = permissions("permissions", &body.permissions)?;
     guard_role_definition(author(&granted), &permissions)?;
+    let audit = |role_id: &str| {
+        vec![event(
+            &caller,
+            "org.role.create",
+            &id,
+            "role",
+            role_id,
+            json!({"name": name, "permissions": permissions}),
+        )]
+    };
     let role_id = state
         .store
-        .create_role(&id, &name, &permissions, Utc::now())
+        .create_role(&id, &name, &permissions, Utc::now(), &audit)
         .await?;
-    record(
-        &state,
-        &caller,
-        "org.role.create",
-        &id,
-        "role",
-        &role_id,
-        json!({"name": name, "permissions": permissions}),
-    );
+
     let role = state.store.role(&id, &role_id).await?;
     Ok(ok(StatusCode::CREATED, role))
 }
@@ -465,19 +472,19 @@ pub(crate) async fn update_role(
     if let Some(permissions) = &permissions {
         guard_role_definition(author(&granted), permissions)?;
     }
-    state
-        .store
-        .update_role(&id, &role_id, name.as_deref(), permissions.as_ref())
-        .await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "org.role.update",
         &id,
         "role",
         &role_id,
         json!({"name": name, "permissions": permissions}),
-    );
+    )];
+    state
+        .store
+        .update_role(&id, &role_id, name.as_deref(), permissions.as_ref(), &audit)
+        .await?;
+
     let role = state.store.role(&id, &role_id).await?;
     Ok(ok(StatusCode::OK, role))
 }
@@ -503,16 +510,16 @@ pub(crate) async fn delete_role(
         .await?
         .ok_or_else(|| ApiError::not_found("role"))?;
     guard_role_mutation(&existing.role())?;
-    state.store.delete_role(&id, &role_id).await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "org.role.delete",
         &id,
         "role",
         &role_id,
         json!({"name": existing.name}),
-    );
+    )];
+    state.store.delete_role(&id, &role_id, &audit).await?;
+
     Ok(ok(StatusCode::OK, json!({"id": role_id, "deleted": true})))
 }
 
@@ -545,16 +552,19 @@ pub(crate) async fn add_role_member(
         ));
     }
     guard_role_assignment(author(&granted), &role.role())?;
-    state.store.add_role_member(&id, &role_id, &user_id).await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "org.role.member.add",
         &id,
         "role",
         &role_id,
         json!({"userId": user_id}),
-    );
+    )];
+    state
+        .store
+        .add_role_member(&id, &role_id, &user_id, &audit)
+        .await?;
+
     let role = state.store.role(&id, &role_id).await?;
     Ok(ok(StatusCode::CREATED, role))
 }
@@ -574,19 +584,19 @@ pub(crate) async fn remove_role_member(
         "/organization/:id/roles/:roleId/members/:userId",
     )
     .await?;
-    state
-        .store
-        .remove_role_member(&id, &role_id, &user_id)
-        .await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "org.role.member.remove",
         &id,
         "role",
         &role_id,
         json!({"userId": user_id}),
-    );
+    )];
+    state
+        .store
+        .remove_role_member(&id, &role_id, &user_id, &audit)
+        .await?;
+
     Ok(ok(
         StatusCode::OK,
         json!({"roleId": role_id, "userId": user_id, "removed": true}),

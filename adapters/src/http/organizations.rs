@@ -13,7 +13,7 @@ use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::{gate, tenant_header, Named};
 use crate::http::response::{ok, paginated};
-use crate::http::state::{record, record_on, AppState, Caller};
+use crate::http::state::{event, event_on, AppState, Caller};
 use crate::storage::NewOrganization;
 
 /// The requirement of a route, from tenancy's endpoint table: the one place where
@@ -186,16 +186,20 @@ pub(crate) async fn create(
             builtin_roles: builtin_roles(false),
         }
     };
-    let org = state.store.create_organization(new, now).await?;
-    record(
-        &state,
-        &caller,
-        "org.create",
-        &org.id,
-        "organization",
-        &org.id,
-        json!({"name": org.name, "parentOrgId": org.parent_org_id, "system": org.is_system}),
-    );
+    let details =
+        json!({"name": new.name, "parentOrgId": new.parent_org_id, "system": new.is_system});
+    let audit = |org_id: &str| {
+        vec![event(
+            &caller,
+            "org.create",
+            org_id,
+            "organization",
+            org_id,
+            details.clone(),
+        )]
+    };
+    let org = state.store.create_organization(new, now, &audit).await?;
+
     Ok(ok(StatusCode::CREATED, org))
 }
 
@@ -253,19 +257,25 @@ pub(crate) async fn update(
         .as_deref()
         .map(|d| text("displayName", d, 200))
         .transpose()?;
-    state
-        .store
-        .update_organization(&id, name.as_deref(), display_name.as_deref(), Utc::now())
-        .await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "org.update",
         &id,
         "organization",
         &id,
         json!({"name": name, "displayName": display_name}),
-    );
+    )];
+    state
+        .store
+        .update_organization(
+            &id,
+            name.as_deref(),
+            display_name.as_deref(),
+            Utc::now(),
+            &audit,
+        )
+        .await?;
+
     let org = state
         .store
         .organization(&id)
@@ -295,19 +305,21 @@ pub(crate) async fn delete(
         ));
     }
     let (teams, _) = state.store.teams(&id, u32::MAX, 0, true).await?;
-    state.store.delete_organization(&id, Utc::now()).await?;
-    // Cached rule sets carry the organization: a deleted one must not validate on.
-    let mut gone: Vec<String> = teams.into_iter().map(|t| t.id).collect();
-    gone.push(id.clone());
-    state.rule_cache.invalidate(&gone);
-    record_on(
-        &state,
+    let audit = [event_on(
         &caller,
         "admin.org.delete",
         (&id, Some(&id)),
         ("organization", &id),
         json!({}),
-    );
+    )];
+    state
+        .store
+        .delete_organization(&id, Utc::now(), &audit)
+        .await?;
+    // Cached rule sets carry the organization: a deleted one must not validate on.
+    let mut gone: Vec<String> = teams.into_iter().map(|t| t.id).collect();
+    gone.push(id.clone());
+    state.rule_cache.invalidate(&gone);
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }
 
@@ -330,15 +342,15 @@ pub(crate) async fn change_tier(
         "/organization/:id/tier",
     )
     .await?;
-    state.store.set_tier(&id, tier, Utc::now()).await?;
-    record_on(
-        &state,
+    let audit = [event_on(
         &caller,
         "admin.org.tier.update",
         (&id, Some(&id)),
         ("organization", &id),
         json!({"from": granted.org.tier, "to": tier}),
-    );
+    )];
+    state.store.set_tier(&id, tier, Utc::now(), &audit).await?;
+
     let org = state
         .store
         .organization(&id)
@@ -365,15 +377,16 @@ pub(crate) async fn export(
     let (members, _) = state.store.members(&id, u32::MAX, 0, true).await?;
     let (teams, _) = state.store.teams(&id, u32::MAX, 0, true).await?;
     let (invitations, _) = state.store.invitations(&id, u32::MAX, 0, true).await?;
-    let roles = state.store.roles(&id).await?;
-    record_on(
-        &state,
+    let audit = [event_on(
         &caller,
         "admin.org.export",
         (&id, Some(&id)),
         ("organization", &id),
         json!({}),
-    );
+    )];
+    let roles = state.store.roles(&id).await?;
+    state.store.record_events(&audit).await?;
+
     Ok(ok(
         StatusCode::OK,
         json!({"organization": granted.org, "members": members, "teams": teams, "roles": roles, "invitations": invitations}),
@@ -409,19 +422,19 @@ pub(crate) async fn transfer_owner(
             "that user already owns the organization",
         ));
     }
-    state
-        .store
-        .transfer_owner(&id, &granted.org.owner_id, &to, Utc::now())
-        .await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "org.ownership.transfer",
         &id,
         "organization",
         &id,
         json!({"from": granted.org.owner_id, "to": to}),
-    );
+    )];
+    state
+        .store
+        .transfer_owner(&id, &granted.org.owner_id, &to, Utc::now(), &audit)
+        .await?;
+
     let org = state
         .store
         .organization(&id)

@@ -13,7 +13,7 @@ use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::{gate, tenant_header, Granted, Named};
 use crate::http::response::{ok, paginated};
-use crate::http::state::{record, AppState, Caller};
+use crate::http::state::{event, AppState, Caller};
 use crate::storage::{new_id, OrgRecord, RuleFilter};
 
 /// The requirement of a compliance route.
@@ -280,20 +280,19 @@ pub(crate) async fn create(
     rule.id = new_id();
     rule.version = 1;
     check_rule(&state, &granted.org, &rule).await?;
-    let stored = state
-        .store
-        .create_rule(&granted.org.id, &rule, &caller.user_id, Utc::now())
-        .await?;
-    invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "compliance.rule.create",
         &granted.org.id,
         "rule",
         &rule.id,
         json!({"name": rule.name, "scope": rule.scope}),
-    );
+    )];
+    let stored = state
+        .store
+        .create_rule(&granted.org.id, &rule, &caller.user_id, Utc::now(), &audit)
+        .await?;
+    invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
     Ok(ok(StatusCode::CREATED, stored))
 }
 
@@ -322,6 +321,14 @@ pub(crate) async fn update(
     rule.version = existing.rule.version.saturating_add(1);
     check_rule(&state, &granted.org, &rule).await?;
     let fields = changed_fields(&existing.rule, &rule);
+    let audit = [event(
+        &caller,
+        "compliance.rule.update",
+        &granted.org.id,
+        "rule",
+        &id,
+        json!({"fields": fields, "version": rule.version}),
+    )];
     let stored = state
         .store
         .update_rule(
@@ -330,19 +337,11 @@ pub(crate) async fn update(
             &json!({"action": "update", "fields": fields}),
             &caller.user_id,
             Utc::now(),
+            &audit,
         )
         .await?;
     let published = rule.scope == Scope::Published || existing.rule.scope == Scope::Published;
     invalidate(&state, &granted.org, published).await?;
-    record(
-        &state,
-        &caller,
-        "compliance.rule.update",
-        &granted.org.id,
-        "rule",
-        &id,
-        json!({"fields": fields, "version": rule.version}),
-    );
     Ok(ok(StatusCode::OK, stored))
 }
 
@@ -367,19 +366,18 @@ pub(crate) async fn delete(
         .ok_or_else(|| ApiError::not_found("rule"))?;
     let mut rule = existing.rule.clone();
     rule.version = rule.version.saturating_add(1);
-    state
-        .store
-        .delete_rule(&granted.org.id, &rule, &caller.user_id, Utc::now())
-        .await?;
-    invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
-    record(
-        &state,
+    let audit = [event(
         &caller,
         "compliance.rule.delete",
         &granted.org.id,
         "rule",
         &id,
         json!({"name": rule.name}),
-    );
+    )];
+    state
+        .store
+        .delete_rule(&granted.org.id, &rule, &caller.user_id, Utc::now(), &audit)
+        .await?;
+    invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }

@@ -8,7 +8,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use chrono::{DateTime, TimeZone, Utc};
 
-use crate::audit::{AuditCounters, AuditSink};
+use crate::audit::AuditCounters;
 use crate::auth::{bearer, TokenKeys};
 use crate::compliance::{LogNotifier, Notifier, RuleCache};
 use crate::config::Config;
@@ -25,8 +25,6 @@ pub struct AppState {
     pub store: Store,
     /// Token keys.
     pub keys: Arc<TokenKeys>,
-    /// Where audit events go.
-    pub audit: AuditSink,
     /// Request metrics.
     pub metrics: Arc<Metrics>,
     /// The audit counters shown on `/metrics`.
@@ -42,20 +40,14 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The state for a configuration, a store and an audit sink (whose counters are
-    /// `audit_counters`).
-    pub fn new(
-        config: Config,
-        store: Store,
-        audit: AuditSink,
-        audit_counters: Arc<AuditCounters>,
-    ) -> Self {
+    /// The state for a configuration and a store; `audit_counters` are the emitter's
+    /// counters shown on `/metrics`.
+    pub fn new(config: Config, store: Store, audit_counters: Arc<AuditCounters>) -> Self {
         let keys = TokenKeys::hs256(&config.jwt.secret);
         AppState {
             config: Arc::new(config),
             store,
             keys: Arc::new(keys),
-            audit,
             metrics: Arc::new(Metrics::default()),
             audit_counters,
             rule_cache: Arc::new(RuleCache::default()),
@@ -215,38 +207,37 @@ impl FromRequestParts<AppState> for AnyCaller {
     }
 }
 
-/// Records an action `caller` completed, after it succeeded: the one place the
-/// handlers turn a caller and what they did into an audit event.
-pub(crate) fn record(
-    state: &AppState,
+/// The audit event of an action `caller` is about to complete: the one place the
+/// handlers turn a caller and what they do into an audit event. Handlers hand it to
+/// the storage call that makes the change, which writes it to the outbox in the same
+/// transaction.
+pub(crate) fn event(
     caller: &Caller,
     action: &str,
     org_id: &str,
     target_type: &str,
     target_id: &str,
     details: serde_json::Value,
-) {
-    record_on(
-        state,
+) -> audit_chain::AuditEvent {
+    event_on(
         caller,
         action,
         (org_id, None),
         (target_type, target_id),
         details,
-    );
+    )
 }
 
-/// [`record`] for an action on another organization (admin.* actions): the event is
+/// [`event`] for an action on another organization (admin.* actions): the event is
 /// chained under `affected`, so that organization's admins see it.
-pub(crate) fn record_on(
-    state: &AppState,
+pub(crate) fn event_on(
     caller: &Caller,
     action: &str,
     (org_id, affected): (&str, Option<&str>),
     (target_type, target_id): (&str, &str),
     details: serde_json::Value,
-) {
-    state.audit.record(crate::audit::Action {
+) -> audit_chain::AuditEvent {
+    crate::audit::Action {
         action,
         actor_id: &caller.user_id,
         actor_email: caller.email.as_deref(),
@@ -256,5 +247,6 @@ pub(crate) fn record_on(
         target_id,
         details,
         outcome: "success",
-    });
+    }
+    .into_event()
 }

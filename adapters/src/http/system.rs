@@ -27,10 +27,25 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, Api
 
 /// `GET /metrics`: Prometheus text.
 pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
+    // The outbox: how many of the server's own audit events wait to be chained, and
+    // how old the oldest is (absent when the database does not answer).
+    let outbox = match state.store.outbox_depth().await {
+        Ok(depth) => {
+            let age = depth.oldest.map_or(0.0, |oldest| {
+                (chrono::Utc::now() - oldest).num_milliseconds().max(0) as f64 / 1000.0
+            });
+            format!(
+                "# HELP audit_outbox_depth Audit events waiting in the outbox.\n# TYPE audit_outbox_depth gauge\naudit_outbox_depth {}\n\
+                 # HELP audit_outbox_oldest_age_seconds Age of the oldest event in the outbox.\n# TYPE audit_outbox_oldest_age_seconds gauge\naudit_outbox_oldest_age_seconds {age}\n",
+                depth.rows
+            )
+        }
+        Err(_) => String::new(),
+    };
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         format!(
-            "{}{}",
+            "{}{}{outbox}",
             state.metrics.render(),
             state.audit_counters.render()
         ),

@@ -1,5 +1,6 @@
 //! Memberships, Roles and invitations, always scoped by organization.
 
+use audit_chain::AuditEvent;
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
@@ -214,6 +215,7 @@ impl Store {
         role: MembershipRole,
         grants: &[(String, String)],
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
         for (org_id, role_id) in grants {
@@ -239,12 +241,18 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
+        self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
     }
 
     /// Removes a member and their Roles in the organization.
-    pub async fn remove_member(&self, org_id: &str, user_id: &str) -> StoreResult<()> {
+    pub async fn remove_member(
+        &self,
+        org_id: &str,
+        user_id: &str,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql("DELETE FROM role_members WHERE org_id = $1 AND user_id = $2"))
             .bind(org_id)
@@ -258,6 +266,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         found(done.rows_affected(), "member")?;
+        self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -270,6 +279,7 @@ impl Store {
         role: MembershipRole,
         drop_role_id: &str,
         grant_role_id: &str,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
         let done = sqlx::query(
@@ -299,6 +309,7 @@ impl Store {
         .bind(user_id)
         .execute(&mut *tx)
         .await?;
+        self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -309,16 +320,21 @@ impl Store {
         org_id: &str,
         user_id: &str,
         active: bool,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(
             &self.sql("UPDATE memberships SET active = $3 WHERE org_id = $1 AND user_id = $2"),
         )
         .bind(org_id)
         .bind(user_id)
         .bind(i64::from(active))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        found(done.rows_affected(), "member")
+        found(done.rows_affected(), "member")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// The Roles a user holds in an organization.
@@ -412,7 +428,9 @@ impl Store {
         name: &str,
         permissions: &BTreeSet<Permission>,
         now: DateTime<Utc>,
+        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<String> {
+        let mut tx = self.pool().begin().await?;
         let id = new_id();
         sqlx::query(&self.sql(
             "INSERT INTO roles (id, org_id, name, permissions, built_in, created_at) VALUES ($1, $2, $3, $4, 0, $5)",
@@ -422,12 +440,14 @@ impl Store {
         .bind(name)
         .bind(permissions_json(permissions))
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await
         .map_err(|e| match StoreError::from(e) {
             StoreError::Conflict(_) => StoreError::Conflict(format!("a role named `{name}` already exists")),
             other => other,
         })?;
+        self.enqueue(&mut tx, &audit(&id)).await?;
+        tx.commit().await?;
         Ok(id)
     }
 
@@ -438,7 +458,9 @@ impl Store {
         role_id: &str,
         name: Option<&str>,
         permissions: Option<&BTreeSet<Permission>>,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
             "UPDATE roles SET name = COALESCE($3, name), permissions = COALESCE($4, permissions)
              WHERE org_id = $1 AND id = $2 AND built_in = 0",
@@ -447,7 +469,7 @@ impl Store {
         .bind(role_id)
         .bind(name)
         .bind(permissions.map(permissions_json))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await
         .map_err(|e| match StoreError::from(e) {
             StoreError::Conflict(_) => {
@@ -455,11 +477,19 @@ impl Store {
             }
             other => other,
         })?;
-        found(done.rows_affected(), "role")
+        found(done.rows_affected(), "role")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Deletes a custom Role and its assignments.
-    pub async fn delete_role(&self, org_id: &str, role_id: &str) -> StoreResult<()> {
+    pub async fn delete_role(
+        &self,
+        org_id: &str,
+        role_id: &str,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql("DELETE FROM role_members WHERE org_id = $1 AND role_id = $2"))
             .bind(org_id)
@@ -474,6 +504,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         found(done.rows_affected(), "role")?;
+        self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -484,15 +515,19 @@ impl Store {
         org_id: &str,
         role_id: &str,
         user_id: &str,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql(
             "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
         ))
         .bind(role_id)
         .bind(org_id)
         .bind(user_id)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -502,7 +537,9 @@ impl Store {
         org_id: &str,
         role_id: &str,
         user_id: &str,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let done =
             sqlx::query(&self.sql(
                 "DELETE FROM role_members WHERE org_id = $1 AND role_id = $2 AND user_id = $3",
@@ -510,9 +547,12 @@ impl Store {
             .bind(org_id)
             .bind(role_id)
             .bind(user_id)
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await?;
-        found(done.rows_affected(), "role member")
+        found(done.rows_affected(), "role member")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Records an invitation.
@@ -523,8 +563,10 @@ impl Store {
         role: MembershipRole,
         invited_by: &str,
         now: DateTime<Utc>,
+        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<InvitationRecord> {
         let id = new_id();
+        let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql(
             "INSERT INTO invitations (id, org_id, email, role, status, invited_by, sent_count, created_at, last_sent_at)
              VALUES ($1, $2, $3, $4, 'pending', $5, 1, $6, $6)",
@@ -535,8 +577,10 @@ impl Store {
         .bind(membership_role_name(role))
         .bind(invited_by)
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
+        self.enqueue(&mut tx, &audit(&id)).await?;
+        tx.commit().await?;
         self.invitation(org_id, &id)
             .await?
             .ok_or_else(|| StoreError::Other("the new invitation vanished".to_owned()))
@@ -587,15 +631,24 @@ impl Store {
     }
 
     /// Revokes a pending invitation.
-    pub async fn revoke_invitation(&self, org_id: &str, id: &str) -> StoreResult<()> {
+    pub async fn revoke_invitation(
+        &self,
+        org_id: &str,
+        id: &str,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
             "UPDATE invitations SET status = 'revoked' WHERE org_id = $1 AND id = $2 AND status = 'pending'",
         ))
         .bind(org_id)
         .bind(id)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        found(done.rows_affected(), "pending invitation")
+        found(done.rows_affected(), "pending invitation")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Counts another sending of a pending invitation.
@@ -604,7 +657,9 @@ impl Store {
         org_id: &str,
         id: &str,
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
             "UPDATE invitations SET sent_count = sent_count + 1, last_sent_at = $3
              WHERE org_id = $1 AND id = $2 AND status = 'pending'",
@@ -612,9 +667,12 @@ impl Store {
         .bind(org_id)
         .bind(id)
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        found(done.rows_affected(), "pending invitation")
+        found(done.rows_affected(), "pending invitation")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
     }
 }
 

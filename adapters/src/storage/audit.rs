@@ -96,8 +96,25 @@ impl Store {
         event: AuditEvent,
         now: DateTime<Utc>,
     ) -> StoreResult<(SealedEvent, bool)> {
-        let chain_key = event.chain_key().to_owned();
         let mut tx = self.pool().begin().await?;
+        let appended = self.append_in(&mut tx, event, now).await?;
+        if appended.1 {
+            tx.commit().await?;
+        } else {
+            tx.rollback().await?;
+        }
+        Ok(appended)
+    }
+
+    /// The append, inside the caller's transaction (the ingest's own, or the relay's,
+    /// which also deletes the outbox row).
+    pub(crate) async fn append_in(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        event: AuditEvent,
+        now: DateTime<Utc>,
+    ) -> StoreResult<(SealedEvent, bool)> {
+        let chain_key = event.chain_key().to_owned();
         // One statement creates the head if missing and locks it: an upsert that
         // updates takes the row lock on PostgreSQL, and a write takes SQLite's write
         // lock (waiting its busy timeout). Everything after runs under that lock.
@@ -120,7 +137,6 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?;
             if let Some(row) = stored {
-                tx.rollback().await?;
                 let row = event_from_row(&row)?;
                 // Only a redelivery of the same event is answered with its row: never
                 // a row of another chain, never another event's.
@@ -175,7 +191,6 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        tx.commit().await?;
         Ok((row, true))
     }
 

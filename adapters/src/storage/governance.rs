@@ -1,6 +1,7 @@
 //! Subscriptions, exemptions, policies, the check log and notification preferences,
 //! always scoped by organization.
 
+use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use compliance_core::{Exemption, ExemptionStatus, Subscription};
 use serde::Serialize;
@@ -216,19 +217,23 @@ impl Store {
         org_id: &str,
         rule_id: &str,
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql(
             "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)",
         ))
         .bind(org_id)
         .bind(rule_id)
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await
         .map_err(|e| match StoreError::from(e) {
             StoreError::Conflict(_) => StoreError::Conflict("already subscribed to that rule".to_owned()),
             other => other,
         })?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -238,7 +243,9 @@ impl Store {
         org_id: &str,
         rule_ids: &[String],
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<u64> {
+        let mut tx = self.pool().begin().await?;
         let mut added = 0;
         for rule_id in rule_ids {
             let done = sqlx::query(&self.sql(
@@ -248,10 +255,12 @@ impl Store {
             .bind(org_id)
             .bind(rule_id)
             .bind(stamp(now))
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await?;
             added += done.rows_affected();
         }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
         Ok(added)
     }
 
@@ -262,6 +271,7 @@ impl Store {
         rule_ids: &[String],
         active: bool,
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
         for rule_id in rule_ids {
@@ -277,6 +287,7 @@ impl Store {
                 &format!("subscription to `{rule_id}`"),
             )?;
         }
+        self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -288,26 +299,40 @@ impl Store {
         rule_id: &str,
         version: Option<u32>,
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql("UPDATE subscriptions SET pinned_version = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
             .bind(org_id)
             .bind(rule_id)
             .bind(version.map(i64::from))
             .bind(stamp(now))
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await?;
-        found(done.rows_affected(), "subscription")
+        found(done.rows_affected(), "subscription")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Removes a subscription.
-    pub async fn unsubscribe(&self, org_id: &str, rule_id: &str) -> StoreResult<()> {
+    pub async fn unsubscribe(
+        &self,
+        org_id: &str,
+        rule_id: &str,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let done =
             sqlx::query(&self.sql("DELETE FROM subscriptions WHERE org_id = $1 AND rule_id = $2"))
                 .bind(org_id)
                 .bind(rule_id)
-                .execute(self.pool())
+                .execute(&mut *tx)
                 .await?;
-        found(done.rows_affected(), "subscription")
+        found(done.rows_affected(), "subscription")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Stores exemption requests, all or nothing.
@@ -317,6 +342,7 @@ impl Store {
         requests: &[NewExemption],
         by: &str,
         now: DateTime<Utc>,
+        audit: &(dyn Fn(&[String]) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<Vec<String>> {
         let mut tx = self.pool().begin().await?;
         let mut ids = Vec::with_capacity(requests.len());
@@ -338,6 +364,7 @@ impl Store {
             .await?;
             ids.push(id);
         }
+        self.enqueue(&mut tx, &audit(&ids)).await?;
         tx.commit().await?;
         Ok(ids)
     }
@@ -403,10 +430,11 @@ impl Store {
         org_id: &str,
         id: &str,
         (from, to): (&[ExemptionStatus], ExemptionStatus),
-        by: &str,
-        note: Option<&str>,
+        (by, note): (&str, Option<&str>),
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let allowed: Vec<String> = from
             .iter()
             .map(|s| format!("'{}'", status_name(*s)))
@@ -422,7 +450,7 @@ impl Store {
         .bind(by)
         .bind(note)
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::Conflict(format!(
@@ -430,6 +458,8 @@ impl Store {
                 status_name(to)
             )));
         }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -437,13 +467,14 @@ impl Store {
     pub async fn create_policy(
         &self,
         org_id: &str,
-        name: &str,
-        description: Option<&str>,
+        (name, description): (&str, Option<&str>),
         rule_ids: &[String],
         is_template: bool,
         now: DateTime<Utc>,
+        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<PolicyRecord> {
         let id = new_id();
+        let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql(
             "INSERT INTO policies (id, org_id, name, description, rule_ids, is_template, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
         ))
@@ -454,12 +485,14 @@ impl Store {
         .bind(serde_json::to_string(rule_ids).unwrap_or_default())
         .bind(i64::from(is_template))
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await
         .map_err(|e| match StoreError::from(e) {
             StoreError::Conflict(_) => StoreError::Conflict(format!("a policy named `{name}` already exists")),
             other => other,
         })?;
+        self.enqueue(&mut tx, &audit(&id)).await?;
+        tx.commit().await?;
         self.policy(org_id, &id)
             .await?
             .ok_or_else(|| StoreError::Other("the new policy vanished".to_owned()))
@@ -513,11 +546,11 @@ impl Store {
         &self,
         org_id: &str,
         id: &str,
-        name: Option<&str>,
-        description: Option<&str>,
-        rule_ids: Option<&[String]>,
+        (name, description, rule_ids): (Option<&str>, Option<&str>, Option<&[String]>),
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<PolicyRecord> {
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
             "UPDATE policies SET name = COALESCE($3, name), description = COALESCE($4, description), rule_ids = COALESCE($5, rule_ids), updated_at = $6
              WHERE org_id = $1 AND id = $2",
@@ -528,26 +561,37 @@ impl Store {
         .bind(description)
         .bind(rule_ids.map(|r| serde_json::to_string(r).unwrap_or_default()))
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await
         .map_err(|e| match StoreError::from(e) {
             StoreError::Conflict(_) => StoreError::Conflict("a policy with that name already exists".to_owned()),
             other => other,
         })?;
         found(done.rows_affected(), "policy")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
         self.policy(org_id, id)
             .await?
             .ok_or_else(|| StoreError::NotFound("policy".to_owned()))
     }
 
     /// Deletes a policy.
-    pub async fn delete_policy(&self, org_id: &str, id: &str) -> StoreResult<()> {
+    pub async fn delete_policy(
+        &self,
+        org_id: &str,
+        id: &str,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql("DELETE FROM policies WHERE org_id = $1 AND id = $2"))
             .bind(org_id)
             .bind(id)
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await?;
-        found(done.rows_affected(), "policy")
+        found(done.rows_affected(), "policy")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Writes one entry of the check log.
@@ -659,7 +703,9 @@ impl Store {
         org_id: &str,
         p: &NotificationPreference,
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql(
             "INSERT INTO notification_preferences (org_id, email_enabled, target_users, webhook_url, webhook_secret, digest_mode, notify_warnings, updated_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -675,8 +721,10 @@ impl Store {
         .bind(&p.digest_mode)
         .bind(i64::from(p.notify_warnings))
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
         Ok(())
     }
 }

@@ -10,6 +10,7 @@ mod audit;
 mod decode;
 mod governance;
 mod orgs;
+mod outbox;
 mod rules;
 
 use std::str::FromStr;
@@ -25,6 +26,7 @@ pub use governance::{
     CheckRecord, ExemptionRecord, NewExemption, NotificationPreference, PolicyRecord,
 };
 pub use orgs::{NewOrganization, OrgRecord};
+pub use outbox::{OutboxDepth, Pending};
 pub use rules::{RuleChange, RuleFilter, StoredRule};
 
 /// What went wrong in storage, in terms the API can answer.

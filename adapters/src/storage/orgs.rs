@@ -1,5 +1,6 @@
 //! Users and organizations.
 
+use audit_chain::AuditEvent;
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
@@ -119,6 +120,7 @@ impl Store {
         &self,
         new: NewOrganization,
         now: DateTime<Utc>,
+        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<OrgRecord> {
         let id = new_id();
         let at = stamp(now);
@@ -178,6 +180,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
+        self.enqueue(&mut tx, &audit(&id)).await?;
         tx.commit().await?;
         self.organization(&id)
             .await?
@@ -210,7 +213,9 @@ impl Store {
         name: Option<&str>,
         display_name: Option<&str>,
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
             "UPDATE organizations SET name = COALESCE($2, name), display_name = COALESCE($3, display_name), updated_at = $4
              WHERE id = $1 AND deleted_at IS NULL",
@@ -219,34 +224,56 @@ impl Store {
         .bind(name)
         .bind(display_name)
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        found(done.rows_affected(), "organization")
+        found(done.rows_affected(), "organization")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Soft-deletes an organization and its teams.
-    pub async fn delete_organization(&self, id: &str, now: DateTime<Utc>) -> StoreResult<()> {
+    pub async fn delete_organization(
+        &self,
+        id: &str,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
             "UPDATE organizations SET deleted_at = $2 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at IS NULL",
         ))
         .bind(id)
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        found(done.rows_affected(), "organization")
+        found(done.rows_affected(), "organization")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Changes an organization's tier.
-    pub async fn set_tier(&self, id: &str, tier: Tier, now: DateTime<Utc>) -> StoreResult<()> {
+    pub async fn set_tier(
+        &self,
+        id: &str,
+        tier: Tier,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
             "UPDATE organizations SET tier = $2, updated_at = $3 WHERE id = $1 AND deleted_at IS NULL",
         ))
         .bind(id)
         .bind(tier_name(tier))
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        found(done.rows_affected(), "organization")
+        found(done.rows_affected(), "organization")?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Makes `to` the Owner; the previous Owner stays as an Admin member.
@@ -256,6 +283,7 @@ impl Store {
         from: &str,
         to: &str,
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
         sqlx::query(
@@ -280,6 +308,7 @@ impl Store {
         .bind(stamp(now))
         .execute(&mut *tx)
         .await?;
+        self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! Compliance rules and their versions, always scoped by organization.
 
+use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use compliance_core::Rule;
 use serde::Serialize;
@@ -97,6 +98,7 @@ impl Store {
         rule: &Rule,
         by: &str,
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<StoredRule> {
         let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql(
@@ -129,6 +131,7 @@ impl Store {
             now,
         )
         .await?;
+        self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         self.rule(org_id, &rule.id, false)
             .await?
@@ -165,6 +168,7 @@ impl Store {
         change: &Value,
         by: &str,
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<StoredRule> {
         let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
@@ -192,6 +196,7 @@ impl Store {
         })?;
         found(done.rows_affected(), "rule")?;
         self.record_version(&mut tx, rule, change, by, now).await?;
+        self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         self.rule(org_id, &rule.id, false)
             .await?
@@ -205,6 +210,7 @@ impl Store {
         rule: &Rule,
         by: &str,
         now: DateTime<Utc>,
+        audit: &[AuditEvent],
     ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
@@ -225,6 +231,7 @@ impl Store {
             now,
         )
         .await?;
+        self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
     }

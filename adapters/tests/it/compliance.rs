@@ -314,7 +314,7 @@ async fn the_life_of_a_rule(app: &TestApp) {
         "compliance.rule.update",
         "compliance.rule.delete",
     ] {
-        assert_eq!(app.audited(action).len(), 1, "{action}");
+        assert_eq!(app.audited(action).await.len(), 1, "{action}");
     }
 
     // A Member reads rules but cannot write them.
@@ -759,8 +759,8 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
     );
     assert_eq!(
         (
-            app.audited("compliance.exemption.approve").len(),
-            app.audited("compliance.exemption.revoke").len()
+            app.audited("compliance.exemption.approve").await.len(),
+            app.audited("compliance.exemption.revoke").await.len()
         ),
         (1, 1)
     );
@@ -1284,7 +1284,7 @@ async fn policies_and_templates(app: &TestApp) {
         .await;
     assert_eq!(status, StatusCode::CREATED);
     // One per cloned rule and one for the policy, one apply, one rule clone.
-    assert_eq!(app.audited("compliance.template.apply").len(), 4);
+    assert_eq!(app.audited("compliance.template.apply").await.len(), 4);
     // Policies: CRUD, filterable.
     let (_, list) = app
         .call(

@@ -23,14 +23,13 @@ mod integrity;
 mod organizations;
 mod permissions;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use adapters::audit::AuditSink;
 use adapters::auth::{Claims, TokenKeys};
 use adapters::config::Config;
 use adapters::http::{router, AppState};
 use adapters::storage::Store;
-use audit_chain::AuditEvent;
+use audit_chain::SealedEvent;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
@@ -44,7 +43,7 @@ pub const ROOT_EMAIL: &str = "root@example.com";
 
 pub struct TestApp {
     pub router: Router,
-    pub audit: Arc<Mutex<Vec<AuditEvent>>>,
+    workers: Option<adapters::workers::Workers>,
     pub keys: TokenKeys,
     pub store: Store,
     cleanup: Option<(String, String)>,
@@ -65,23 +64,23 @@ pub fn test_config(extra: &[(&str, &str)]) -> Config {
 impl TestApp {
     async fn with_store(store: Store, cleanup: Option<(String, String)>) -> TestApp {
         store.migrate().await.unwrap();
-        // The real appender, teed into memory so that scenarios can look at events.
         let counters = Arc::new(adapters::audit::AuditCounters::default());
-        let appender = AuditSink::appender(store.clone(), counters.clone());
-        let (memory, audit) = AuditSink::memory();
-        let sink = AuditSink::new(move |event| {
-            memory.emit(event.clone());
-            appender.emit(event);
-        });
         let state = AppState::new(
             test_config(&[("COMPLIANCE_BODY_LIMIT_BYTES", "65536")]),
             store.clone(),
-            sink,
             counters,
         );
+        // The real relay worker, as `serve` runs it.
+        let mut workers = adapters::workers::Workers::new();
+        {
+            let store = store.clone();
+            workers.spawn("audit-relay", move |shutdown| {
+                adapters::workers::relay::run(store, "test".to_owned(), shutdown)
+            });
+        }
         TestApp {
             router: router(state),
-            audit,
+            workers: Some(workers),
             keys: TokenKeys::hs256(SECRET),
             store,
             cleanup,
@@ -123,8 +122,11 @@ impl TestApp {
         Some(TestApp::with_store(store, Some((admin_url, name))).await)
     }
 
-    /// Drops a PostgreSQL test database.
-    pub async fn finish(self) {
+    /// Stops the workers and drops a PostgreSQL test database.
+    pub async fn finish(mut self) {
+        if let Some(workers) = self.workers.take() {
+            workers.drain(std::time::Duration::from_secs(5)).await;
+        }
         self.store.close().await;
         if let Some((admin_url, name)) = self.cleanup {
             if let Ok(admin) = Store::connect(&admin_url).await {
@@ -208,14 +210,35 @@ impl TestApp {
         body["data"]["id"].as_str().unwrap().to_owned()
     }
 
-    pub fn audited(&self, action: &str) -> Vec<AuditEvent> {
-        self.audit
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| e.action == action)
-            .cloned()
-            .collect()
+    /// The chained events of `action`, after the relay has drained the outbox (and
+    /// flushed every denial fold, whatever its minute).
+    pub async fn audited(&self, action: &str) -> Vec<SealedEvent> {
+        self.relay().await;
+        let filter = adapters::storage::AuditFilter {
+            action: Some(action.to_owned()),
+            ..Default::default()
+        };
+        let (events, _) = self
+            .store
+            .audit_events(&filter, 10_000, 0, true)
+            .await
+            .unwrap();
+        events
+    }
+
+    /// Flushes every denial fold (whatever its minute) and waits until the relay
+    /// worker has chained everything in the outbox.
+    pub async fn relay(&self) {
+        adapters::workers::relay::flush_all_denials(&self.store)
+            .await
+            .unwrap();
+        for _ in 0..1000 {
+            if self.store.outbox_depth().await.unwrap().rows == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the audit relay did not drain the outbox in 10 s");
     }
 }
 

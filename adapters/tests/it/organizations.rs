@@ -68,7 +68,7 @@ async fn the_creator_owns_the_organization_with_the_admin_role(app: &TestApp) {
         .as_array()
         .unwrap()
         .contains(&json!("registry:write")));
-    assert_eq!(app.audited("org.create").len(), 1);
+    assert_eq!(app.audited("org.create").await.len(), 1);
     let (status, body) = app
         .call(
             "POST",
@@ -388,7 +388,7 @@ async fn step_up_guards_delete_tier_and_transfer(app: &TestApp) {
         .await;
     assert_eq!(code(status, &body), "VALIDATION_ERROR");
     assert_eq!(
-        app.audited("admin.org.tier.update")[0]
+        app.audited("admin.org.tier.update").await[0]
             .affected_org_id
             .as_deref(),
         Some(acme.as_str())
@@ -469,7 +469,7 @@ async fn step_up_guards_delete_tier_and_transfer(app: &TestApp) {
     let (status, body) = app.call("GET", &delete, &root, None, None).await;
     assert_eq!(code(status, &body), "NOT_FOUND");
     assert!(
-        !app.audited("authz.denied").is_empty(),
+        !app.audited("authz.denied").await.is_empty(),
         "denied state changes are audited"
     );
 }
@@ -497,7 +497,7 @@ async fn another_organization_cannot_see_change_or_delete(app: &TestApp) {
         Some(json!({"userId": "carol"})),
     )
     .await;
-    let before = app.audited("authz.denied").len();
+    let before = app.audited("authz.denied").await.len();
     let attempts: Vec<(&str, String, Option<Value>)> = vec![
         ("GET", format!("/api/organization/{acme}"), None),
         ("GET", format!("/api/organization/{acme}/members"), None),
@@ -545,7 +545,7 @@ async fn another_organization_cannot_see_change_or_delete(app: &TestApp) {
         assert_eq!(code(status, &response), "NOT_FOUND", "{method} {path}");
     }
     assert!(
-        app.audited("authz.denied").len() > before,
+        app.audited("authz.denied").await.len() > before,
         "denied state changes are audited"
     );
     // Nothing changed.

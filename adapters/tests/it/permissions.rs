@@ -144,7 +144,7 @@ async fn member_lifecycle(app: &TestApp) {
         "org.member.activate",
         "org.member.remove",
     ] {
-        assert!(!app.audited(action).is_empty(), "{action}");
+        assert!(!app.audited(action).await.is_empty(), "{action}");
     }
 }
 
@@ -456,7 +456,7 @@ async fn invitations(app: &TestApp) {
         "only a pending invitation can be revoked"
     );
     for action in ["invitation.send", "invitation.resend", "invitation.revoke"] {
-        assert_eq!(app.audited(action).len(), 1, "{action}");
+        assert_eq!(app.audited(action).await.len(), 1, "{action}");
     }
 }
 

@@ -1,19 +1,40 @@
 //! Retention: audit rows older than `AUDIT_RETENTION_DAYS` are pruned daily, as a
-//! prefix of each chain (verification tolerates that). Pruning is idempotent, so
-//! several replicas doing it is harmless.
+//! prefix of each chain (verification tolerates that), by the replica that holds the
+//! `retention` lease.
 
 use std::time::Duration;
 
 use chrono::Utc;
 
+use super::Shutdown;
 use crate::storage::Store;
 
-/// Prunes now, then once a day, forever: audit rows past `retention_days`, and
+/// Prunes now, then once a day until shutdown: audit rows past `retention_days`, and
 /// compliance check-log entries past `check_retention_days`.
-pub async fn prune_daily(store: Store, retention_days: u32, check_retention_days: u32) {
+pub async fn prune_daily(
+    store: Store,
+    holder: String,
+    retention_days: u32,
+    check_retention_days: u32,
+    mut shutdown: Shutdown,
+) {
     let mut every = tokio::time::interval(Duration::from_secs(24 * 3600));
     loop {
-        every.tick().await;
+        tokio::select! {
+            _ = shutdown.wait() => return,
+            _ = every.tick() => {}
+        }
+        match store
+            .take_lease("retention", &holder, Duration::from_secs(3600), Utc::now())
+            .await
+        {
+            Ok(Some(_)) => {}
+            Ok(None) => continue,
+            Err(error) => {
+                tracing::warn!(%error, "retention: cannot take the lease");
+                continue;
+            }
+        }
         let cutoff = Utc::now() - chrono::Duration::days(i64::from(retention_days));
         match store.prune_audit(cutoff).await {
             Ok(0) => {}

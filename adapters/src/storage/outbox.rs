@@ -1,0 +1,214 @@
+//! The audit outbox, denial folds and leases: SQL only. The relay that drains the
+//! outbox lives in `workers::relay`.
+
+use audit_chain::AuditEvent;
+use chrono::{DateTime, Utc};
+use sqlx::{AnyConnection, Row};
+
+use super::decode::Decoder;
+use super::{stamp, Store, StoreError, StoreResult};
+
+/// One event waiting in the outbox.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    /// Its place in the outbox (events are chained in this order).
+    pub id: i64,
+    /// The event.
+    pub event: AuditEvent,
+}
+
+/// How much waits in the outbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OutboxDepth {
+    /// Rows waiting.
+    pub rows: u64,
+    /// When the oldest was written.
+    pub oldest: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    /// Writes audit events to the outbox, inside the caller's transaction: they are
+    /// durable exactly when the change they record is.
+    pub(crate) async fn enqueue(
+        &self,
+        conn: &mut AnyConnection,
+        events: &[AuditEvent],
+    ) -> StoreResult<()> {
+        for event in events {
+            let text = serde_json::to_string(event).map_err(|e| {
+                StoreError::Invalid(format!("an audit event does not serialize: {e}"))
+            })?;
+            sqlx::query(&self.sql("INSERT INTO audit_outbox (event, created_at) VALUES ($1, $2)"))
+                .bind(text)
+                .bind(stamp(Utc::now()))
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Writes audit events to the outbox on their own, for actions that change
+    /// nothing else (an export): durable before the answer leaves.
+    pub async fn record_events(&self, events: &[AuditEvent]) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        self.enqueue(&mut tx, events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The oldest `limit` events of the outbox, in order.
+    pub async fn outbox_batch(&self, limit: u32) -> StoreResult<Vec<Pending>> {
+        let rows =
+            sqlx::query(&self.sql("SELECT id, event FROM audit_outbox ORDER BY id LIMIT $1"))
+                .bind(i64::from(limit))
+                .fetch_all(self.pool())
+                .await?;
+        rows.iter()
+            .map(|row| {
+                let d = Decoder::new(row, "audit_outbox", &[]);
+                Ok(Pending {
+                    id: d.get("id")?,
+                    event: d.json("event")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Chains one outbox event and deletes its row, in one transaction: an event is
+    /// appended once, whatever crashes. False when another relay took it first.
+    pub async fn relay_one(&self, pending: &Pending, now: DateTime<Utc>) -> StoreResult<bool> {
+        let mut tx = self.pool().begin().await?;
+        let taken = sqlx::query(&self.sql("DELETE FROM audit_outbox WHERE id = $1"))
+            .bind(pending.id)
+            .execute(&mut *tx)
+            .await?;
+        if taken.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        self.append_in(&mut tx, pending.event.clone(), now).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// How many events wait, and since when.
+    pub async fn outbox_depth(&self) -> StoreResult<OutboxDepth> {
+        let row = sqlx::query("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM audit_outbox")
+            .fetch_one(self.pool())
+            .await?;
+        let d = Decoder::new(&row, "audit_outbox", &[]);
+        let rows: i64 = d.get("n")?;
+        Ok(OutboxDepth {
+            rows: rows.unsigned_abs(),
+            oldest: d.opt_stamp("oldest")?,
+        })
+    }
+
+    /// Counts a denial of `event.actor_id` against `event.org_id` in the minute of
+    /// `now`; the first of the minute keeps the event that stands for all of them.
+    pub async fn fold_denial(&self, event: &AuditEvent, now: DateTime<Utc>) -> StoreResult<()> {
+        let text = serde_json::to_string(event)
+            .map_err(|e| StoreError::Invalid(format!("an audit event does not serialize: {e}")))?;
+        sqlx::query(&self.sql(
+            "INSERT INTO denial_folds (actor_id, org_id, minute, count, event, last_at) VALUES ($1, $2, $3, 1, $4, $5)
+             ON CONFLICT (actor_id, org_id, minute) DO UPDATE SET count = denial_folds.count + 1, last_at = excluded.last_at",
+        ))
+        .bind(&event.actor_id)
+        .bind(&event.org_id)
+        .bind(minute_of(now))
+        .bind(text)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Turns every fold of a minute before `before` into one authz.denied event in the
+    /// outbox (its details carrying `count`, `firstAt` and `lastAt`), one transaction
+    /// per fold. Returns how many folds were flushed.
+    pub async fn flush_denials(&self, before: DateTime<Utc>) -> StoreResult<u64> {
+        let rows = sqlx::query(&self.sql(
+            "SELECT actor_id, org_id, minute FROM denial_folds WHERE minute < $1 ORDER BY minute LIMIT 500",
+        ))
+        .bind(minute_of(before))
+        .fetch_all(self.pool())
+        .await?;
+        let mut flushed = 0;
+        for row in &rows {
+            let actor: String = row.try_get("actor_id")?;
+            let org: String = row.try_get("org_id")?;
+            let minute: String = row.try_get("minute")?;
+            let mut tx = self.pool().begin().await?;
+            let fold = sqlx::query(&self.sql(
+                "DELETE FROM denial_folds WHERE actor_id = $1 AND org_id = $2 AND minute = $3 RETURNING count, event, last_at",
+            ))
+            .bind(&actor)
+            .bind(&org)
+            .bind(&minute)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(fold) = fold else {
+                // Another relay flushed it.
+                tx.rollback().await?;
+                continue;
+            };
+            let d = Decoder::new(&fold, "denial_folds", &[]);
+            let mut event: AuditEvent = d.json("event")?;
+            let count: i64 = d.get("count")?;
+            let last_at: String = d.get("last_at")?;
+            if let serde_json::Value::Object(details) = &mut event.details {
+                details.insert("count".to_owned(), count.into());
+                details.insert("firstAt".to_owned(), stamp(event.occurred_at).into());
+                details.insert("lastAt".to_owned(), last_at.into());
+            }
+            self.enqueue(&mut tx, std::slice::from_ref(&event)).await?;
+            tx.commit().await?;
+            flushed += 1;
+        }
+        Ok(flushed)
+    }
+
+    /// Takes or renews the lease `name` for `holder` until `now + ttl`: granted when
+    /// it is free, expired, or already `holder`'s. Returns the fencing token while
+    /// held (it changes only when the holder does), `None` when another holds it.
+    pub async fn take_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl: std::time::Duration,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<i64>> {
+        let until =
+            now + chrono::Duration::from_std(ttl).unwrap_or_else(|_| chrono::Duration::seconds(30));
+        let row = sqlx::query(&self.sql(
+            "INSERT INTO leases (name, holder, expires_at, token) VALUES ($1, $2, $3, 1)
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at,
+               token = CASE WHEN leases.holder = excluded.holder THEN leases.token ELSE leases.token + 1 END
+             WHERE leases.holder = excluded.holder OR leases.expires_at < $4
+             RETURNING token",
+        ))
+        .bind(name)
+        .bind(holder)
+        .bind(stamp(until))
+        .bind(stamp(now))
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|r| r.try_get::<i64, _>("token").map_err(StoreError::from))
+            .transpose()
+    }
+
+    /// Gives a lease back (at a graceful stop), so another replica takes it at once.
+    pub async fn release_lease(&self, name: &str, holder: &str) -> StoreResult<()> {
+        sqlx::query(&self.sql("DELETE FROM leases WHERE name = $1 AND holder = $2"))
+            .bind(name)
+            .bind(holder)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}
+
+/// The minute a time falls in, as stored: `2026-11-22T20:45Z`.
+fn minute_of(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%MZ").to_string()
+}

@@ -1,0 +1,90 @@
+//! Background work: every worker is registered here, gets a shutdown signal, and is
+//! drained on SIGTERM within a deadline. Work that must happen once across replicas
+//! takes a database lease (`Store::take_lease`) before each round.
+//!
+//! - `relay`: chains the audit outbox in order and flushes folded denials (lease
+//!   `audit-relay`).
+//! - `retention`: prunes audit rows and check-log entries past retention (lease
+//!   `retention`).
+
+pub mod relay;
+pub mod retention;
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The signal a worker watches: set once, when the server stops.
+#[derive(Debug, Clone)]
+pub struct Shutdown(watch::Receiver<bool>);
+
+impl Shutdown {
+    /// Whether the server is stopping.
+    pub fn is_set(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Resolves when the server starts stopping.
+    pub async fn wait(&mut self) {
+        while !*self.0.borrow() {
+            if self.0.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// The registry of running workers.
+#[derive(Debug)]
+pub struct Workers {
+    stop: watch::Sender<bool>,
+    running: Vec<(&'static str, JoinHandle<()>)>,
+}
+
+impl Default for Workers {
+    fn default() -> Self {
+        Workers::new()
+    }
+}
+
+impl Workers {
+    /// An empty registry.
+    pub fn new() -> Self {
+        let (stop, _) = watch::channel(false);
+        Workers {
+            stop,
+            running: Vec::new(),
+        }
+    }
+
+    /// Starts a worker; it receives the shutdown signal.
+    pub fn spawn<F, Fut>(&mut self, name: &'static str, worker: F)
+    where
+        F: FnOnce(Shutdown) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let shutdown = Shutdown(self.stop.subscribe());
+        tracing::info!(worker = name, "worker started");
+        self.running.push((name, tokio::spawn(worker(shutdown))));
+    }
+
+    /// Signals every worker to stop and waits for them, at most `deadline` in all;
+    /// a worker still running then is aborted (what it left in the database is picked
+    /// up at the next start).
+    pub async fn drain(self, deadline: Duration) {
+        let _ = self.stop.send(true);
+        let until = tokio::time::Instant::now() + deadline;
+        for (name, handle) in self.running {
+            let abort = handle.abort_handle();
+            match tokio::time::timeout_at(until, handle).await {
+                Ok(_) => tracing::info!(worker = name, "worker stopped"),
+                Err(_) => {
+                    abort.abort();
+                    tracing::warn!(worker = name, "worker did not stop in time: aborted");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The audit relay: moves the server's own audit events from the outbox into their
+//! chains, in outbox order, one transaction per event (append and delete together),
+//! under the `audit-relay` lease so that one replica relays at a time. It also turns
+//! finished denial folds into one `authz.denied` event each. Nothing is lost: an event
+//! stays in the outbox until the transaction that chains it commits; a crash or a
+//! stop leaves the rest for the next holder of the lease.
+
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::Shutdown;
+use crate::storage::{Store, StoreResult};
+
+/// The lease the relay takes.
+pub const LEASE: &str = "audit-relay";
+/// How long a taken lease lasts without renewal.
+pub const LEASE_TTL: Duration = Duration::from_secs(10);
+/// How often the relay looks at the outbox when it is idle.
+pub const POLL: Duration = Duration::from_millis(100);
+/// Events chained per round (the lease is renewed between rounds).
+const BATCH: u32 = 200;
+
+/// Chains every event waiting now, in order; returns how many. Used by the worker
+/// and by tests (which drain before they look at the chains).
+pub async fn drain(store: &Store) -> StoreResult<u64> {
+    let mut relayed = 0;
+    loop {
+        let batch = store.outbox_batch(BATCH).await?;
+        if batch.is_empty() {
+            return Ok(relayed);
+        }
+        for pending in &batch {
+            if store.relay_one(pending, Utc::now()).await? {
+                relayed += 1;
+            }
+        }
+    }
+}
+
+/// Flushes every denial fold (whatever its minute: for tests and a final stop).
+pub async fn flush_all_denials(store: &Store) -> StoreResult<u64> {
+    store
+        .flush_denials(Utc::now() + chrono::Duration::minutes(2))
+        .await
+}
+
+/// The worker: while it holds the lease, flush finished denial minutes and chain the
+/// outbox; at shutdown, drain what it can (the registry's deadline bounds it) and
+/// give the lease back.
+pub async fn run(store: Store, holder: String, mut shutdown: Shutdown) {
+    loop {
+        let held = match store
+            .take_lease(LEASE, &holder, LEASE_TTL, Utc::now())
+            .await
+        {
+            Ok(token) => token.is_some(),
+            Err(error) => {
+                tracing::warn!(%error, "audit relay: cannot take the lease");
+                false
+            }
+        };
+        if held {
+            if let Err(error) = round(&store).await {
+                tracing::warn!(%error, "audit relay: round failed; the outbox keeps the events");
+            }
+        }
+        if shutdown.is_set() {
+            break;
+        }
+        let pause = if held { POLL } else { LEASE_TTL / 2 };
+        tokio::select! {
+            _ = shutdown.wait() => {}
+            _ = tokio::time::sleep(pause) => {}
+        }
+    }
+    // Graceful stop: what is left goes now if this replica holds the lease.
+    if let Ok(Some(_)) = store
+        .take_lease(LEASE, &holder, LEASE_TTL, Utc::now())
+        .await
+    {
+        match drain(&store).await {
+            Ok(n) => tracing::info!(relayed = n, "audit relay drained the outbox"),
+            Err(error) => tracing::warn!(%error, "audit relay could not drain the outbox"),
+        }
+        let _ = store.release_lease(LEASE, &holder).await;
+    }
+}
+
+async fn round(store: &Store) -> StoreResult<()> {
+    // A minute is finished once the next one has begun; a one-minute grace covers
+    // clocks that disagree between replicas.
+    store
+        .flush_denials(Utc::now() - chrono::Duration::minutes(1))
+        .await?;
+    let batch = store.outbox_batch(BATCH).await?;
+    for pending in &batch {
+        store.relay_one(pending, Utc::now()).await?;
+    }
+    Ok(())
+}
