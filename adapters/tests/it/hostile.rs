@@ -109,7 +109,69 @@ async fn integers_beyond_2_53_in_audit_details_are_kept_exactly(app: &TestApp) {
     assert_eq!(app.verify("org-big").await["ok"], true);
 }
 
+async fn denials_are_folded_and_never_open_a_chain_for_an_unknown_organization(app: &TestApp) {
+    let org = app.org("victim-owner", "victim").await;
+    let mallory = app.token("mallory", "mallory@example.com");
+    let heads = || async {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_chain_heads")
+            .fetch_one(adapters::storage::pool_for_tests(&app.store))
+            .await
+            .unwrap();
+        n
+    };
+    app.relay().await;
+    let chains_before = heads().await;
+    // 200 denials against organizations that do not exist: no chain, no row.
+    for _ in 0..200 {
+        let (status, body) = app
+            .call(
+                "POST",
+                &format!("/api/organization/{}/members", uuid::Uuid::new_v4()),
+                &mallory,
+                None,
+                Some(json!({"userId": "x"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    }
+    // 50 denials against one that exists: one event, carrying the count.
+    for _ in 0..50 {
+        let (status, _) = app
+            .call(
+                "POST",
+                &format!("/api/organization/{org}/members"),
+                &mallory,
+                None,
+                Some(json!({"userId": "x"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+    let denied: Vec<_> = app
+        .audited("authz.denied")
+        .await
+        .into_iter()
+        .filter(|e| e.actor_id == "mallory")
+        .collect();
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(denied[0].chain_key, org);
+    assert_eq!(denied[0].details["count"], 50, "{:?}", denied[0].details);
+    assert!(denied[0].details["firstAt"].is_string());
+    assert!(denied[0].details["lastAt"].is_string());
+    assert_eq!(heads().await, chains_before, "a denial opened a chain");
+    let (_, metrics) = app
+        .send(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await;
+    let metrics = metrics.as_str().unwrap_or_default().to_owned();
+    assert!(
+        metrics.contains("authz_denied_unknown_organization_total 200"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("audit_outbox_depth 0"), "{metrics}");
+}
+
 on_both_backends!(
+    denials_are_folded_and_never_open_a_chain_for_an_unknown_organization,
     integers_beyond_2_53_in_audit_details_are_kept_exactly,
     answers_and_records_are_bounded_by_the_request,
     an_oversized_body_is_refused_in_the_envelope_on_every_route,

@@ -18,6 +18,7 @@ mod cli;
 mod compliance;
 mod config;
 mod conventions;
+mod crash;
 mod hostile;
 mod integrity;
 mod organizations;
@@ -97,27 +98,7 @@ impl TestApp {
     }
 
     pub async fn postgres() -> Option<TestApp> {
-        let Ok(admin_url) = std::env::var("TEST_DATABASE_URL") else {
-            eprintln!("SKIPPED: TEST_DATABASE_URL is not set, so this PostgreSQL test did not run");
-            assert!(
-                std::env::var("REQUIRE_POSTGRES").is_err(),
-                "REQUIRE_POSTGRES is set but TEST_DATABASE_URL is not"
-            );
-            return None;
-        };
-        let name = format!("compliance_test_{}", uuid::Uuid::new_v4().simple());
-        let admin = Store::connect(&admin_url)
-            .await
-            .expect("TEST_DATABASE_URL does not answer");
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(admin_pool(&admin))
-            .await
-            .unwrap();
-        admin.close().await;
-        let url = match admin_url.rsplit_once('/') {
-            Some((base, _)) => format!("{base}/{name}"),
-            None => panic!("TEST_DATABASE_URL must end with a database name"),
-        };
+        let (url, admin_url, name) = fresh_postgres().await?;
         let store = Store::connect(&url).await.unwrap();
         Some(TestApp::with_store(store, Some((admin_url, name))).await)
     }
@@ -129,12 +110,7 @@ impl TestApp {
         }
         self.store.close().await;
         if let Some((admin_url, name)) = self.cleanup {
-            if let Ok(admin) = Store::connect(&admin_url).await {
-                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(admin_pool(&admin))
-                    .await;
-                admin.close().await;
-            }
+            drop_postgres(&admin_url, &name).await;
         }
     }
 
@@ -239,6 +215,43 @@ impl TestApp {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         panic!("the audit relay did not drain the outbox in 10 s");
+    }
+}
+
+/// A fresh PostgreSQL database: (its URL, the admin URL, its name); `None` (and a loud
+/// skip) without `TEST_DATABASE_URL`.
+pub async fn fresh_postgres() -> Option<(String, String, String)> {
+    let Ok(admin_url) = std::env::var("TEST_DATABASE_URL") else {
+        eprintln!("SKIPPED: TEST_DATABASE_URL is not set, so this PostgreSQL test did not run");
+        assert!(
+            std::env::var("REQUIRE_POSTGRES").is_err(),
+            "REQUIRE_POSTGRES is set but TEST_DATABASE_URL is not"
+        );
+        return None;
+    };
+    let name = format!("compliance_test_{}", uuid::Uuid::new_v4().simple());
+    let admin = Store::connect(&admin_url)
+        .await
+        .expect("TEST_DATABASE_URL does not answer");
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(admin_pool(&admin))
+        .await
+        .unwrap();
+    admin.close().await;
+    let url = match admin_url.rsplit_once('/') {
+        Some((base, _)) => format!("{base}/{name}"),
+        None => panic!("TEST_DATABASE_URL must end with a database name"),
+    };
+    Some((url, admin_url, name))
+}
+
+/// Drops a database made by [`fresh_postgres`].
+pub async fn drop_postgres(admin_url: &str, name: &str) {
+    if let Ok(admin) = Store::connect(admin_url).await {
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .execute(admin_pool(&admin))
+            .await;
+        admin.close().await;
     }
 }
 

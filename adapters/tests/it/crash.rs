@@ -1,0 +1,235 @@
+//! PostgreSQL, real processes: a server killed with SIGKILL in the middle of a
+//! mutation loop, restarted on the same database, then stopped with SIGTERM: every
+//! mutation that got a 2xx has its audit event, and the chain verifies.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::*;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start(url: &str, port: u16) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_compliance"))
+        .arg("serve")
+        .env("DATABASE_URL", url)
+        .env("JWT_SECRET", SECRET)
+        .env("COMPLIANCE_SERVICE_PORT", port.to_string())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+async fn wait_healthy(client: &reqwest::Client, base: &str) {
+    for _ in 0..200 {
+        if client
+            .get(format!("{base}/health"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server did not start");
+}
+
+/// Adds, promotes and removes members until a request cannot reach the server.
+/// Returns the (action, user) of every mutation that was acknowledged with a 2xx.
+async fn mutate_until_gone(
+    client: reqwest::Client,
+    base: String,
+    org: String,
+    token: String,
+    prefix: &'static str,
+    stop: Arc<AtomicBool>,
+) -> Vec<(&'static str, String)> {
+    let mut acked = Vec::new();
+    for i in 0.. {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let user = format!("{prefix}-{i}");
+        let members = format!("{base}/api/organization/{org}/members");
+        let steps: [(&'static str, reqwest::RequestBuilder); 3] = [
+            (
+                "org.member.add",
+                client.post(&members).json(&json!({"userId": user})),
+            ),
+            (
+                "org.role.member.add",
+                client
+                    .patch(format!("{members}/{user}"))
+                    .json(&json!({"role": "admin"})),
+            ),
+            (
+                "org.member.remove",
+                client.delete(format!("{members}/{user}")),
+            ),
+        ];
+        for (action, request) in steps {
+            match request.bearer_auth(&token).send().await {
+                Ok(response) if response.status().is_success() => {
+                    acked.push((action, user.clone()))
+                }
+                Ok(response) => panic!("{action} {user}: {}", response.status()),
+                // The server is gone: the loop is over.
+                Err(_) => return acked,
+            }
+        }
+    }
+    acked
+}
+
+#[tokio::test]
+async fn no_acknowledged_mutation_loses_its_event_on_a_crash_or_a_stop() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let keys = TokenKeys::hs256(SECRET);
+    let token = keys
+        .sign(&Claims::user(
+            "alice",
+            Some("alice@example.com"),
+            Utc::now(),
+            Duration::from_secs(3600),
+        ))
+        .unwrap();
+
+    let mut server = start(&url, port);
+    wait_healthy(&client, &base).await;
+    let org: Value = client
+        .post(format!("{base}/api/organization"))
+        .bearer_auth(&token)
+        .json(&json!({"name": "crashy"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let org = org["data"]["id"].as_str().unwrap().to_owned();
+    let acked = Arc::new(Mutex::new(vec![("org.create", org.clone())]));
+
+    // 1. SIGKILL in the middle of the loop.
+    let stop = Arc::new(AtomicBool::new(false));
+    let looping = tokio::spawn(mutate_until_gone(
+        client.clone(),
+        base.clone(),
+        org.clone(),
+        token.clone(),
+        "killed",
+        stop.clone(),
+    ));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let killed_phase = looping.await.unwrap();
+    let in_killed_phase = killed_phase.len();
+    acked.lock().unwrap().extend(killed_phase);
+
+    // 2. Restarted on the same database; then SIGTERM in the middle of the loop.
+    let mut server = start(&url, port);
+    wait_healthy(&client, &base).await;
+    let looping = tokio::spawn(mutate_until_gone(
+        client.clone(),
+        base.clone(),
+        org.clone(),
+        token.clone(),
+        "stopped",
+        stop.clone(),
+    ));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let terminated = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(terminated.success());
+    let exit = server.wait().unwrap();
+    assert!(exit.success(), "the server did not stop cleanly: {exit}");
+    let stopped_phase = looping.await.unwrap();
+    let in_stopped_phase = stopped_phase.len();
+    acked.lock().unwrap().extend(stopped_phase);
+
+    // 3. Restarted once more: the relay picks up whatever the stops left.
+    let mut server = start(&url, port);
+    wait_healthy(&client, &base).await;
+    let store = Store::connect(&url).await.unwrap();
+    let mut drained = false;
+    for _ in 0..300 {
+        if store.outbox_depth().await.unwrap().rows == 0 {
+            drained = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        drained,
+        "the relay did not drain the outbox after the restart"
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    server.wait().unwrap();
+
+    // Every acknowledged mutation has its event; the chain verifies.
+    let mut chained = Vec::new();
+    let mut verifier = audit_chain::ChainVerifier::new();
+    let mut after = 0;
+    loop {
+        let batch = store.chain_batch(&org, after, 1000).await.unwrap();
+        let Some(last) = batch.last() else { break };
+        after = last.seq;
+        for row in &batch {
+            assert!(verifier.push(row), "the chain breaks at seq {}", row.seq);
+            chained.push((
+                row.action.clone(),
+                row.target_id.clone().unwrap_or_default(),
+            ));
+        }
+    }
+    let verdict = verifier.finish();
+    assert!(verdict.ok, "{verdict:?}");
+    let acked = acked.lock().unwrap().clone();
+    let missing: Vec<_> = acked
+        .iter()
+        .filter(|(action, target)| {
+            !chained
+                .iter()
+                .any(|(a, t)| a == action && (t == target || *action == "org.create"))
+        })
+        .collect();
+    eprintln!(
+        "crash test: {} acknowledged mutations ({in_killed_phase} before SIGKILL, {in_stopped_phase} before SIGTERM), {} chained events, {} missing",
+        acked.len(),
+        chained.len(),
+        missing.len()
+    );
+    assert!(
+        in_killed_phase > 10 && in_stopped_phase > 10,
+        "the loops did too little"
+    );
+    assert!(
+        missing.is_empty(),
+        "acknowledged without an event: {missing:?}"
+    );
+    store.close().await;
+    drop_postgres(&admin_url, &name).await;
+}
