@@ -33,7 +33,6 @@ pub fn token(
     config: &Config,
     sub: &str,
     email: Option<&str>,
-    super_admin: bool,
     service: Option<&str>,
     ttl: Option<&str>,
     step_up: bool,
@@ -50,7 +49,6 @@ pub fn token(
         .min(crate::config::MAX_TOKEN_LIFETIME)
         .max(Duration::from_secs(1));
     let mut claims = Claims::user(sub, email, Utc::now(), ttl);
-    claims.super_admin = super_admin;
     claims.service = service.map(str::to_owned);
     claims.step_up = step_up;
     TokenKeys::hs256(&config.jwt.secret)

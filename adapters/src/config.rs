@@ -36,6 +36,16 @@ pub struct JwtConfig {
     pub expires_in: Duration,
     /// Per-tier lifetimes (`JWT_EXPIRES_IN_<TIER>`).
     pub expires_in_by_tier: BTreeMap<Tier, Duration>,
+    /// `JWT_JWKS_URL`: an identity provider's key set; RS256 and ES256 tokens are
+    /// verified against it (HS256 with `JWT_SECRET` stays for development).
+    pub jwks_url: Option<String>,
+    /// `JWT_ISSUER`: the `iss` a token must carry, when set.
+    pub issuer: Option<String>,
+    /// `JWT_AUDIENCE`: an `aud` a token must carry, when set.
+    pub audience: Option<String>,
+    /// `JWT_JWKS_MIN_REFRESH_SECONDS` (60): the key set is fetched again for an unknown
+    /// `kid` at most this often.
+    pub jwks_min_refresh: Duration,
 }
 
 /// Limits and settings of the compliance service (document 1, "Limits").
@@ -267,6 +277,18 @@ impl Config {
             }
         };
         let expires_in = lifetime(&mut r, "JWT_EXPIRES_IN", Duration::from_secs(2 * 3600));
+        let optional =
+            |r: &Reader<'_>, name: &str| r.raw(name).filter(|v| !v.is_empty()).map(str::to_owned);
+        let jwks_url = optional(&r, "JWT_JWKS_URL");
+        if let Some(url) = &jwks_url {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                r.fail("JWT_JWKS_URL", "expected an http(s) URL".to_owned());
+            }
+        }
+        let issuer = optional(&r, "JWT_ISSUER");
+        let audience = optional(&r, "JWT_AUDIENCE");
+        let jwks_min_refresh =
+            Duration::from_secs(r.parse("JWT_JWKS_MIN_REFRESH_SECONDS", 60, "a number of seconds"));
         let mut expires_in_by_tier = BTreeMap::new();
         for tier in Tier::ALL {
             let name = format!("JWT_EXPIRES_IN_{}", tier.env_name());
@@ -367,6 +389,10 @@ impl Config {
                 secret_is_default,
                 expires_in,
                 expires_in_by_tier,
+                jwks_url,
+                issuer,
+                audience,
+                jwks_min_refresh,
             },
             bootstrap,
             http,

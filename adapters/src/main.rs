@@ -34,9 +34,6 @@ enum Verb {
         /// The user's e-mail.
         #[arg(long)]
         email: Option<String>,
-        /// Assert the super-admin flag.
-        #[arg(long)]
-        super_admin: bool,
         /// Make a service token for this service.
         #[arg(long)]
         service: Option<String>,
@@ -162,7 +159,6 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
         Verb::Token {
             sub,
             email,
-            super_admin,
             service,
             ttl,
             step_up,
@@ -172,7 +168,6 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                 &config,
                 &sub,
                 email.as_deref(),
-                super_admin,
                 service.as_deref(),
                 ttl.as_deref(),
                 step_up,
@@ -370,12 +365,13 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         });
     }
     let state = AppState::new(config, store.clone(), counters);
+    state.keys.prefetch().await;
     let app = router(state);
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))
         .await
         .map_err(|e| fail(format!("cannot listen on port {port}: {e}"), 1))?;
     tracing::info!(port, "listening");
-    axum::serve(listener, app)
+    axum::serve(adapters::http::listener::EnvelopedListener(listener), app)
         .with_graceful_shutdown(shutdown())
         .await
         .map_err(|e| fail(e, 1))?;

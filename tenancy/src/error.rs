@@ -34,6 +34,24 @@ pub enum TenancyError {
     /// The system organization exists already (409 `CONFLICT`).
     #[error("the system organization already exists")]
     SystemExists,
+    /// Only the current Owner or a super-admin transfers ownership (403 `FORBIDDEN`).
+    #[error("only the owner or a super-admin may transfer ownership")]
+    OwnerOnly,
+    /// The new Owner must be an active member (400 `VALIDATION_ERROR`).
+    #[error("the new owner must be an active member")]
+    NewOwnerNotMember,
+    /// The user owns the organization already (409 `CONFLICT`).
+    #[error("that user already owns the organization")]
+    AlreadyOwner,
+    /// Only a super-admin may do this (403 `FORBIDDEN`).
+    #[error("only a super-admin may do this")]
+    SuperAdminOnly,
+    /// A fresh step-up verification is needed (403 `STEP_UP_REQUIRED`).
+    #[error("this operation needs a fresh step-up verification (X-Step-Up-Token)")]
+    StepUpRequired,
+    /// The last super-admin cannot be revoked (409 `CONFLICT`).
+    #[error("the last super-admin cannot be revoked")]
+    LastSuperAdmin,
 }
 
 impl TenancyError {
@@ -45,8 +63,15 @@ impl TenancyError {
             }
             TenancyError::Escalation(_) => (403, "PERMISSION_ESCALATION"),
             TenancyError::NotAssignable(_) => (400, "PERMISSION_NOT_ASSIGNABLE"),
-            TenancyError::BuiltInRole(_) | TenancyError::SystemExists => (409, "CONFLICT"),
-            TenancyError::NotBootstrapIdentifier => (403, "FORBIDDEN"),
+            TenancyError::BuiltInRole(_)
+            | TenancyError::SystemExists
+            | TenancyError::AlreadyOwner
+            | TenancyError::LastSuperAdmin => (409, "CONFLICT"),
+            TenancyError::NotBootstrapIdentifier
+            | TenancyError::OwnerOnly
+            | TenancyError::SuperAdminOnly => (403, "FORBIDDEN"),
+            TenancyError::NewOwnerNotMember => (400, "VALIDATION_ERROR"),
+            TenancyError::StepUpRequired => (403, "STEP_UP_REQUIRED"),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! a permission, what was missing, whether a denial is audited, whether step-up is
 //! fresh). Semantics follow `SEMANTICS.md` section 4.
 
+mod authority;
 mod bootstrap;
 mod endpoints;
 mod error;
@@ -14,6 +15,7 @@ mod org;
 mod permission;
 mod role;
 
+pub use authority::{check_super_admin_change, implied_role, plan_transfer, OwnershipTransfer};
 pub use bootstrap::{check_bootstrap, BootstrapList};
 pub use endpoints::{endpoint, Access, Endpoint, ENDPOINTS};
 pub use error::TenancyError;

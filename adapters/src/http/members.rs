@@ -73,12 +73,7 @@ fn member_role(role: Option<&str>) -> Result<MembershipRole, ApiError> {
 }
 
 /// The built-in Role a membership role implies.
-fn implied_role(role: MembershipRole) -> &'static str {
-    match role {
-        MembershipRole::Member => "Member",
-        _ => "Admin",
-    }
-}
+use tenancy::implied_role;
 
 fn permissions(field: &str, names: &[String]) -> Result<BTreeSet<Permission>, ApiError> {
     names
@@ -96,7 +91,11 @@ fn author(granted: &Granted) -> Author<'_> {
     }
 }
 
-async fn builtin(state: &AppState, org_id: &str, name: &str) -> Result<RoleRecord, ApiError> {
+pub(crate) async fn builtin(
+    state: &AppState,
+    org_id: &str,
+    name: &str,
+) -> Result<RoleRecord, ApiError> {
     state.store.role_named(org_id, name).await?.ok_or_else(|| {
         ApiError::internal(format!(
             "organization {org_id} lacks its built-in {name} role"

@@ -1,12 +1,14 @@
 //! The HTTP layer: handlers parse and authorize, then call storage and the pure
 //! crates. No SQL here.
 
+mod admin;
 pub mod audit;
 mod catalog;
 pub mod extract;
 mod gate;
 mod governance;
 mod invitations;
+pub mod listener;
 mod members;
 mod organizations;
 pub mod response;

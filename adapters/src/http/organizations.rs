@@ -410,29 +410,50 @@ pub(crate) async fn transfer_owner(
     )
     .await?;
     let to = text("userId", &body.user_id, 200)?;
-    let target = state.store.membership(&id, &to).await?;
-    if !target.is_some_and(|m| m.active) {
-        return Err(ApiError::invalid_field(
-            "userId",
-            "the new owner must be an active member",
-        ));
-    }
-    if to == granted.org.owner_id {
-        return Err(ApiError::conflict(
-            "that user already owns the organization",
-        ));
-    }
+    let target = state
+        .store
+        .membership(&id, &to)
+        .await?
+        .map(|m| m.membership());
+    let mut actor = caller.principal();
+    actor.super_admin = granted.super_admin;
+    let window = chrono::Duration::from_std(state.config.http.step_up_window)
+        .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
+    let plan = tenancy::plan_transfer(
+        &actor,
+        &granted.org.owner_id,
+        target.as_ref(),
+        Utc::now(),
+        window,
+    )
+    .map_err(|e| match e {
+        tenancy::TenancyError::NewOwnerNotMember => {
+            ApiError::invalid_field("userId", e.to_string())
+        }
+        other => ApiError::from(other),
+    })?;
+    let grant = crate::http::members::builtin(&state, &id, plan.grant).await?;
+    let revoke = match plan.revoke {
+        Some(name) => Some(crate::http::members::builtin(&state, &id, name).await?.id),
+        None => None,
+    };
     let audit = [event(
         &caller,
         "org.ownership.transfer",
         &id,
         "organization",
         &id,
-        json!({"from": granted.org.owner_id, "to": to}),
+        json!({"from": plan.from, "to": plan.to}),
     )];
     state
         .store
-        .transfer_owner(&id, &granted.org.owner_id, &to, Utc::now(), &audit)
+        .transfer_owner(
+            &id,
+            (&plan.from, &plan.to),
+            (&grant.id, revoke.as_deref()),
+            Utc::now(),
+            &audit,
+        )
         .await?;
 
     let org = state

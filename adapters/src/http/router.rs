@@ -13,12 +13,17 @@ use tracing::Instrument;
 use crate::error::ApiError;
 use crate::http::state::AppState;
 use crate::http::{
-    audit, catalog, governance, invitations, members, organizations, rules, system, validate,
+    admin, audit, catalog, governance, invitations, members, organizations, rules, system, validate,
 };
 
 /// The whole application.
 pub fn router(state: AppState) -> Router {
     let api = Router::new()
+        .route("/admin/super-admins", get(admin::list))
+        .route(
+            "/admin/super-admins/{user_id}",
+            axum::routing::put(admin::grant).delete(admin::revoke),
+        )
         .route(
             "/organization",
             get(organizations::active).post(organizations::create),

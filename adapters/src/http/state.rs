@@ -43,7 +43,7 @@ impl AppState {
     /// The state for a configuration and a store; `audit_counters` are the emitter's
     /// counters shown on `/metrics`.
     pub fn new(config: Config, store: Store, audit_counters: Arc<AuditCounters>) -> Self {
-        let keys = TokenKeys::hs256(&config.jwt.secret);
+        let keys = TokenKeys::from_config(&config.jwt);
         AppState {
             config: Arc::new(config),
             store,
@@ -72,8 +72,6 @@ pub struct Caller {
     pub user_id: String,
     /// The token's e-mail.
     pub email: Option<String>,
-    /// Super-admin by the token's claim (the gate adds the stored flag).
-    pub super_admin: bool,
     /// When the user last passed step-up, from a valid `X-Step-Up-Token`.
     pub stepped_up_at: Option<DateTime<Utc>>,
     /// The `x-org-id` header.
@@ -85,7 +83,8 @@ impl Caller {
     pub fn principal(&self) -> tenancy::Principal {
         tenancy::Principal {
             user_id: self.user_id.clone(),
-            super_admin: self.super_admin,
+            // Super-admin is the stored flag only; the gate (or the route) reads it.
+            super_admin: false,
             stepped_up_at: self.stepped_up_at,
         }
     }
@@ -103,7 +102,7 @@ impl FromRequestParts<AppState> for Caller {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let token = bearer(header(parts, "authorization"))?;
-        let claims = state.keys.verify(token)?;
+        let claims = state.keys.verify(token).await?;
         if claims.step_up {
             return Err(ApiError::unauthorized(
                 "a step-up token is not an access token",
@@ -124,19 +123,18 @@ impl FromRequestParts<AppState> for Caller {
         let stepped_up_at = match header(parts, "x-step-up-token") {
             None => None,
             Some(token) => {
-                let step = state.keys.verify(token)?;
+                let step = state.keys.verify(token).await?;
                 if !step.step_up || step.sub != claims.sub {
                     return Err(ApiError::unauthorized(
                         "the step-up token does not belong to this user",
                     ));
                 }
-                Utc.timestamp_opt(step.iat, 0).single()
+                step.iat.and_then(|iat| Utc.timestamp_opt(iat, 0).single())
             }
         };
         Ok(Caller {
             user_id: claims.sub,
             email: claims.email,
-            super_admin: claims.super_admin,
             stepped_up_at,
             org_header: header(parts, "x-org-id")
                 .map(str::to_owned)
@@ -160,7 +158,7 @@ impl FromRequestParts<AppState> for ServiceCaller {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let token = bearer(header(parts, "authorization"))?;
-        let claims = state.keys.verify(token)?;
+        let claims = state.keys.verify(token).await?;
         match claims.service {
             Some(service) if !claims.step_up && !service.trim().is_empty() => {
                 Ok(ServiceCaller { service })
@@ -192,7 +190,7 @@ impl FromRequestParts<AppState> for AnyCaller {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let token = bearer(header(parts, "authorization"))?;
-        let claims = state.keys.verify(token)?;
+        let claims = state.keys.verify(token).await?;
         match claims.service {
             Some(service) if !claims.step_up => Ok(AnyCaller::Service {
                 service,

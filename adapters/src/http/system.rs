@@ -70,6 +70,17 @@ pub const OTHER_ROUTES: &[(&str, &str, &str)] = &[
     ),
     ("GET", "/audit", "permission `audit:read` (x-org-id)"),
     ("GET", "/audit/verify", "super-admin"),
+    ("GET", "/admin/super-admins", "super-admin"),
+    (
+        "PUT",
+        "/admin/super-admins/:userId",
+        "super-admin, step-up (X-Step-Up-Token)",
+    ),
+    (
+        "DELETE",
+        "/admin/super-admins/:userId",
+        "super-admin, step-up (X-Step-Up-Token); never the last one",
+    ),
     ("GET", "/compliance/rules", "permission `compliance:read`"),
     ("POST", "/compliance/rules", "permission `compliance:write`"),
     (

@@ -276,12 +276,14 @@ impl Store {
         Ok(())
     }
 
-    /// Makes `to` the Owner; the previous Owner stays as an Admin member.
+    /// Makes `to` the Owner with the Admin Role (`grant`), giving up the Role its
+    /// old membership implied (`revoke`); the previous Owner stays an Admin member
+    /// with the Admin Role. One transaction.
     pub async fn transfer_owner(
         &self,
         id: &str,
-        from: &str,
-        to: &str,
+        (from, to): (&str, &str),
+        (grant, revoke): (&str, Option<&str>),
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
@@ -308,6 +310,26 @@ impl Store {
         .bind(stamp(now))
         .execute(&mut *tx)
         .await?;
+        if let Some(revoke) = revoke {
+            sqlx::query(&self.sql(
+                "DELETE FROM role_members WHERE org_id = $1 AND user_id = $2 AND role_id = $3",
+            ))
+            .bind(id)
+            .bind(to)
+            .bind(revoke)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for user in [to, from] {
+            sqlx::query(&self.sql(
+                "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            ))
+            .bind(grant)
+            .bind(id)
+            .bind(user)
+            .execute(&mut *tx)
+            .await?;
+        }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
@@ -376,6 +398,55 @@ pub(super) fn membership_role_name(role: MembershipRole) -> &'static str {
 }
 
 impl Store {
+    /// The users whose super-admin flag is set, by id.
+    pub async fn super_admins(&self) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query("SELECT id FROM users WHERE super_admin = 1 ORDER BY id")
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| row.try_get::<String, _>("id").map_err(StoreError::from))
+            .collect()
+    }
+
+    /// Sets or clears a user's super-admin flag (creating the user record if it was
+    /// never seen). Clearing is refused when it would leave no super-admin, checked in
+    /// the same statement so that two revocations cannot race past it.
+    pub async fn set_super_admin(
+        &self,
+        user_id: &str,
+        flag: bool,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        if flag {
+            sqlx::query(&self.sql(
+                "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, NULL, 1, $2)
+                 ON CONFLICT (id) DO UPDATE SET super_admin = 1",
+            ))
+            .bind(user_id)
+            .bind(stamp(now))
+            .execute(&mut *tx)
+            .await?;
+        } else {
+            let done = sqlx::query(&self.sql(
+                "UPDATE users SET super_admin = 0 WHERE id = $1 AND super_admin = 1
+                 AND (SELECT COUNT(*) FROM users WHERE super_admin = 1) > 1",
+            ))
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::Conflict(format!(
+                    "`{user_id}` is not a super-admin, or is the last one"
+                )));
+            }
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Whether the stored super-admin flag is set for a user.
     pub async fn is_super_admin(&self, user_id: &str) -> StoreResult<bool> {
         let row = sqlx::query(&self.sql("SELECT super_admin FROM users WHERE id = $1"))

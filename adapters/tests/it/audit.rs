@@ -15,15 +15,11 @@ impl TestApp {
         self.keys.sign(&claims).unwrap()
     }
 
-    pub fn super_token(&self) -> String {
-        let mut claims = Claims::user(
-            "root",
-            Some(ROOT_EMAIL),
-            Utc::now(),
-            std::time::Duration::from_secs(3600),
-        );
-        claims.super_admin = true;
-        self.keys.sign(&claims).unwrap()
+    /// A token of the bootstrapped super-admin `root` (the system organization is
+    /// created by the bootstrap identifier if it is not there yet).
+    pub async fn super_token(&self) -> String {
+        self.system().await;
+        self.token("root", ROOT_EMAIL)
     }
 
     pub async fn post_event(
@@ -47,7 +43,7 @@ impl TestApp {
             .call(
                 "GET",
                 &format!("/api/audit/verify?orgId={org}"),
-                &self.super_token(),
+                &self.super_token().await,
                 None,
                 None,
             )
@@ -311,7 +307,13 @@ async fn who_may_post_read_and_verify(app: &TestApp) {
         .await;
     assert_eq!(code(status, &body), "FORBIDDEN");
     let (status, body) = app
-        .call("GET", "/api/audit/verify", &app.super_token(), None, None)
+        .call(
+            "GET",
+            "/api/audit/verify",
+            &app.super_token().await,
+            None,
+            None,
+        )
         .await;
     assert_eq!(code(status, &body), "VALIDATION_ERROR");
     assert_eq!(app.verify(&globex).await["ok"], true);

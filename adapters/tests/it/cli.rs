@@ -79,8 +79,8 @@ fn eval_exits_0_when_passing_1_when_blocked_2_on_bad_input() {
     }
 }
 
-#[test]
-fn entitlements_and_tokens() {
+#[tokio::test]
+async fn entitlements_and_tokens() {
     let (code, out, _) = compliance(&[
         "entitlements",
         "--tier",
@@ -113,11 +113,15 @@ fn entitlements_and_tokens() {
     assert_eq!(code, 0);
     let claims = adapters::auth::TokenKeys::hs256(adapters::config::DEV_JWT_SECRET)
         .verify(out.trim())
+        .await
         .unwrap();
     assert_eq!(
-        (claims.sub.as_str(), claims.exp - claims.iat),
+        (claims.sub.as_str(), claims.exp - claims.iat.unwrap()),
         ("alice", 600)
     );
+    // There is no way to mint a super-admin token.
+    let (code, _, err) = compliance(&["token", "--sub", "a", "--super-admin"]);
+    assert_eq!(code, 2, "{err}");
     let (code, _, err) = compliance(&["token", "--sub", "a", "--ttl", "forever"]);
     assert_eq!(code, 2, "{err}");
     for verb in ["serve", "migrate", "token", "eval", "entitlements"] {

@@ -14,6 +14,7 @@
 )]
 
 mod audit;
+mod authority;
 mod cli;
 mod compliance;
 mod config;

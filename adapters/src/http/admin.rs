@@ -1,0 +1,95 @@
+//! Platform administration: who is a super-admin. The stored flag is the only source
+//! (a token's claim is ignored); it is set when a bootstrap identifier creates the
+//! system organization, and changed here, by a super-admin with a fresh step-up.
+//!
+//! - `GET /admin/super-admins`: the super-admins (super-admin).
+//! - `PUT /admin/super-admins/{userId}`: grant (super-admin, step-up), audited
+//!   `admin.superadmin.grant` in the system organization's chain.
+//! - `DELETE /admin/super-admins/{userId}`: revoke (super-admin, step-up), audited
+//!   `admin.superadmin.revoke`; the last super-admin cannot be revoked.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use chrono::Utc;
+use serde_json::json;
+
+use crate::error::ApiError;
+use crate::http::response::ok;
+use crate::http::state::{event, AppState, Caller};
+
+async fn super_admin(state: &AppState, caller: &Caller) -> Result<tenancy::Principal, ApiError> {
+    let mut principal = caller.principal();
+    principal.super_admin = state.store.is_super_admin(&caller.user_id).await?;
+    if !principal.super_admin {
+        return Err(ApiError::forbidden("only a super-admin may do this"));
+    }
+    Ok(principal)
+}
+
+/// `GET /admin/super-admins`.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Response, ApiError> {
+    super_admin(&state, &caller).await?;
+    let ids = state.store.super_admins().await?;
+    Ok(ok(StatusCode::OK, json!({"superAdmins": ids})))
+}
+
+async fn change(
+    state: &AppState,
+    caller: &Caller,
+    user_id: &str,
+    grant: bool,
+) -> Result<Response, ApiError> {
+    let actor = super_admin(state, caller).await?;
+    let count = state.store.super_admins().await?.len();
+    let window = chrono::Duration::from_std(state.config.http.step_up_window)
+        .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
+    tenancy::check_super_admin_change(&actor, user_id, grant, count, Utc::now(), window)?;
+    let system = state
+        .store
+        .system_organization()
+        .await?
+        .ok_or_else(|| ApiError::forbidden("there is no system organization"))?;
+    let action = if grant {
+        "admin.superadmin.grant"
+    } else {
+        "admin.superadmin.revoke"
+    };
+    let audit = [event(
+        caller,
+        action,
+        &system.id,
+        "user",
+        user_id,
+        json!({}),
+    )];
+    state
+        .store
+        .set_super_admin(user_id, grant, Utc::now(), &audit)
+        .await?;
+    Ok(ok(
+        StatusCode::OK,
+        json!({"userId": user_id, "superAdmin": grant}),
+    ))
+}
+
+/// `PUT /admin/super-admins/{userId}`.
+pub(crate) async fn grant(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> Result<Response, ApiError> {
+    change(&state, &caller, &user_id, true).await
+}
+
+/// `DELETE /admin/super-admins/{userId}`.
+pub(crate) async fn revoke(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> Result<Response, ApiError> {
+    change(&state, &caller, &user_id, false).await
+}
