@@ -239,16 +239,17 @@ impl SealedEvent {
     ///
     /// ```
     /// use audit_chain::{seal, AuditEvent, ChainHead};
-    /// use chrono::Utc;
+    /// use chrono::{TimeZone, Utc};
+    /// let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
     /// let event = AuditEvent {
     ///     id: "e1".into(), action: "plugin.upload".into(), actor_id: "u".into(),
     ///     actor_email: None, org_id: "org-a".into(), affected_org_id: None,
     ///     target_type: Some("plugin".into()), target_id: Some("p".into()),
     ///     details: serde_json::json!({"awsAccountId": "123456789012"}),
-    ///     outcome: None, occurred_at: Utc::now(), service: Some("plugin".into()),
+    ///     outcome: None, occurred_at: at, service: Some("plugin".into()),
     ///     idempotency_key: Some("k".into()),
     /// };
-    /// let (row, _) = seal(&ChainHead::genesis("org-a"), event.clone(), Utc::now()).unwrap();
+    /// let (row, _) = seal(&ChainHead::genesis("org-a"), event.clone(), at).unwrap();
     /// assert!(row.records(&event));
     /// let other = AuditEvent { org_id: "org-b".into(), ..event };
     /// assert!(!row.records(&other));

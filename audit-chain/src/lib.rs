@@ -14,6 +14,7 @@ mod action;
 mod build;
 mod canonical;
 mod chain;
+mod checkpoint;
 mod error;
 mod event;
 mod integers;
@@ -29,6 +30,10 @@ pub use action::{
 pub use build::{AlreadyEnded, Attempt, BuildOutcome, BuildState};
 pub use canonical::canonical_json;
 pub use chain::{seal, ChainHead, GENESIS_HASH};
+pub use checkpoint::{
+    checkpoint_due, Checkpoint, CheckpointCheck, CheckpointError, CheckpointProblem,
+    CheckpointVerdict, NoteSigner, NoteVerifier,
+};
 pub use error::Error;
 pub use event::{format_timestamp, to_micros, AuditEvent, SealedEvent, MAX_DETAILS_DEPTH};
 pub use integers::quote_unsafe_integers;

@@ -10,6 +10,7 @@
 
 mod catalog;
 mod chain;
+mod checkpoints;
 mod known_answer;
 mod properties;
 mod redaction;
