@@ -97,14 +97,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         started.elapsed().as_secs_f64()
     );
     let started = Instant::now();
-    let verdict = adapters::http::audit::verify_chain(&store, &chain)
+    let verdict = adapters::http::audit::verify_chain(&store, &chain, None)
         .await
         .map_err(|e| e.to_string())?;
     println!(
         "verified {} rows (ok={}, last seq {:?}) in {:.1} s",
-        verdict.count,
+        verdict.chain.count,
         verdict.ok,
-        verdict.last_seq,
+        verdict.chain.last_seq,
         started.elapsed().as_secs_f64()
     );
     sqlx::query(&if store.dialect() == adapters::storage::Dialect::Sqlite {

@@ -241,3 +241,94 @@ pub async fn load_content(url: &str, token: &str, org: &str) -> Result<Loaded, F
     }
     Ok(loaded)
 }
+
+/// A value that is either the text itself or a file holding it.
+fn text_or_file(value: &str) -> Result<String, Failure> {
+    if std::path::Path::new(value).is_file() {
+        std::fs::read_to_string(value).map_err(|e| bad_input(format!("{value}: {e}")))
+    } else {
+        Ok(value.to_owned())
+    }
+}
+
+/// `compliance audit verify`: streams an export through the chain verifier and, when
+/// checkpoints are present (a leading `{"checkpoint": ...}` line, or `--checkpoint`
+/// files), checks the chain against them with `key`. Returns the report (the API's
+/// `{ok, brokenAt?, count, ..., checkpoints?}`) and whether everything holds.
+pub fn verify_export(
+    file: &std::path::Path,
+    checkpoint_files: &[std::path::PathBuf],
+    key: Option<&str>,
+) -> Result<(serde_json::Value, bool), Failure> {
+    use std::io::BufRead;
+    let shown = file.display().to_string();
+    let mut notes = Vec::new();
+    for path in checkpoint_files {
+        notes.push(
+            std::fs::read_to_string(path)
+                .map_err(|e| bad_input(format!("{}: {e}", path.display())))?,
+        );
+    }
+    let reader = std::fs::File::open(file)
+        .map(std::io::BufReader::new)
+        .map_err(|e| bad_input(format!("{shown}: {e}")))?;
+    let mut verifier = audit_chain::ChainVerifier::new();
+    let mut check: Option<audit_chain::CheckpointCheck> = None;
+    let mut rows = 0u64;
+    for (n, line) in reader.lines().enumerate() {
+        let line = line.map_err(|e| bad_input(format!("{shown}: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_str(&line)
+            .map_err(|e| bad_input(format!("{shown}: line {}: {e}", n + 1)))?;
+        if let Some(note) = value.get("checkpoint").and_then(serde_json::Value::as_str) {
+            if rows > 0 {
+                return Err(bad_input(format!(
+                    "{shown}: line {}: a checkpoint must come before the rows",
+                    n + 1
+                )));
+            }
+            notes.push(note.to_owned());
+            continue;
+        }
+        let row: audit_chain::SealedEvent = serde_json::from_value(value)
+            .map_err(|e| bad_input(format!("{shown}: line {}: {e}", n + 1)))?;
+        if check.is_none() && !notes.is_empty() {
+            let key = key.ok_or_else(|| {
+                bad_input("checkpoints need --key (the verifier key, from GET /api/audit/checkpoints/key)")
+            })?;
+            let parsed = audit_chain::NoteVerifier::from_verifier_key(text_or_file(key)?.trim())
+                .map_err(|e| bad_input(format!("--key: {e}")))?;
+            check = Some(audit_chain::CheckpointCheck::new(
+                &row.chain_key,
+                notes.iter().map(String::as_str),
+                &parsed,
+            ));
+        }
+        rows += 1;
+        if let Some(check) = &mut check {
+            check.push(&row);
+        }
+        if !verifier.push(&row) {
+            break;
+        }
+    }
+    let chain = verifier.finish();
+    if chain.count == 0 {
+        return Err(bad_input(format!("{shown}: no audit rows to verify")));
+    }
+    let checkpoints = check.map(audit_chain::CheckpointCheck::finish);
+    let ok = chain.ok && checkpoints.as_ref().is_none_or(|c| c.ok);
+    let mut report = serde_json::to_value(&chain).unwrap_or_default();
+    if let Some(object) = report.as_object_mut() {
+        object.insert("ok".to_owned(), ok.into());
+        if let Some(checkpoints) = &checkpoints {
+            object.insert(
+                "checkpoints".to_owned(),
+                serde_json::to_value(checkpoints).unwrap_or_default(),
+            );
+        }
+    }
+    Ok((report, ok))
+}

@@ -48,6 +48,24 @@ pub struct JwtConfig {
     pub jwks_min_refresh: Duration,
 }
 
+/// Signed checkpoints of the audit chains (`AUDIT_CHECKPOINT_*`); absent without a key.
+#[derive(Debug, Clone)]
+pub struct CheckpointSettings {
+    /// The signing key (`AUDIT_CHECKPOINT_KEY`: a file path or the key itself, in the
+    /// signed-note private-key form). The database never holds it.
+    pub signer: audit_chain::NoteSigner,
+    /// The deployment's name in each checkpoint's origin (`AUDIT_CHECKPOINT_ORIGIN`,
+    /// default: the key's name).
+    pub origin: String,
+    /// `AUDIT_CHECKPOINT_INTERVAL_SECONDS` (300).
+    pub interval_seconds: u64,
+    /// `AUDIT_CHECKPOINT_EVENTS` (1000): a chain this many appends past its last
+    /// checkpoint gets a new one without waiting for the interval.
+    pub events: u64,
+    /// `AUDIT_CHECKPOINT_DIR`: where each checkpoint is also written as a file.
+    pub dir: Option<std::path::PathBuf>,
+}
+
 /// Limits and settings of the compliance service (document 1, "Limits").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ComplianceSettings {
@@ -126,6 +144,8 @@ pub struct Config {
     pub compliance: ComplianceSettings,
     /// `AUDIT_RETENTION_DAYS` (90).
     pub audit_retention_days: u32,
+    /// Signed checkpoints; `None` when `AUDIT_CHECKPOINT_KEY` is unset (they are off).
+    pub checkpoints: Option<CheckpointSettings>,
     /// Tiers and bundles after `QUOTA_TIER_*`, `BILLING_PLAN_*`, `BILLING_BUNDLE*`.
     pub catalog: Catalog,
     /// Other services.
@@ -343,6 +363,44 @@ impl Config {
             .positive("AUDIT_RETENTION_DAYS", 90)
             .try_into()
             .unwrap_or(u32::MAX);
+        let checkpoints = match r.raw("AUDIT_CHECKPOINT_KEY").filter(|v| !v.is_empty()) {
+            None => {
+                warnings.push(
+                    "AUDIT_CHECKPOINT_KEY is unset: signed audit checkpoints are off".to_owned(),
+                );
+                None
+            }
+            Some(value) => {
+                // The key itself, or a file that holds it.
+                let text = if value.starts_with("PRIVATE+KEY+") {
+                    Ok(value.to_owned())
+                } else {
+                    std::fs::read_to_string(value)
+                        .map_err(|e| format!("cannot read the key file `{value}`: {e}"))
+                };
+                match text.and_then(|t| {
+                    audit_chain::NoteSigner::from_private_key(&t).map_err(|e| e.to_string())
+                }) {
+                    Ok(signer) => {
+                        let origin = r.string("AUDIT_CHECKPOINT_ORIGIN", signer.name());
+                        Some(CheckpointSettings {
+                            origin,
+                            interval_seconds: r.positive("AUDIT_CHECKPOINT_INTERVAL_SECONDS", 300),
+                            events: r.positive("AUDIT_CHECKPOINT_EVENTS", 1000),
+                            dir: r
+                                .raw("AUDIT_CHECKPOINT_DIR")
+                                .filter(|v| !v.is_empty())
+                                .map(std::path::PathBuf::from),
+                            signer,
+                        })
+                    }
+                    Err(message) => {
+                        r.fail("AUDIT_CHECKPOINT_KEY", message);
+                        None
+                    }
+                }
+            }
+        };
         let hosts = ServiceHosts {
             compliance: r.string("COMPLIANCE_SERVICE_HOST", "compliance"),
             queue: (
@@ -398,6 +456,7 @@ impl Config {
             http,
             compliance,
             audit_retention_days,
+            checkpoints,
             catalog,
             hosts,
             platform_credentials,

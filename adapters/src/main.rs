@@ -91,11 +91,24 @@ enum AuditVerb {
         /// The organization (the chain key).
         #[arg(long)]
         org: String,
+        /// Put the chain's latest signed checkpoint first, as a line
+        /// `{"checkpoint": "<signed note>"}`, so that the file verifies alone.
+        #[arg(long)]
+        checkpoint: bool,
     },
-    /// Verify an exported chain; exit 0 intact, 1 broken, 2 bad input.
+    /// Verify an exported chain, and its signed checkpoints when there are (bundled in
+    /// the export, or given with --checkpoint); exit 0 intact, 1 broken, 2 bad input.
     Verify {
         /// The JSON-lines export.
         file: std::path::PathBuf,
+        /// A signed checkpoint note to check the chain against (repeatable).
+        #[arg(long = "checkpoint")]
+        checkpoints: Vec<std::path::PathBuf>,
+        /// The checkpoints' verifier key (`<name>+<id>+<key>`, or a file holding it),
+        /// as `GET /api/audit/checkpoints/key` gives it; needed when checkpoints are
+        /// present.
+        #[arg(long)]
+        key: Option<String>,
     },
 }
 
@@ -193,7 +206,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             })
         }
         Verb::Audit {
-            verb: AuditVerb::Export { org },
+            verb: AuditVerb::Export { org, checkpoint },
         } => {
             let config = config()?;
             runtime()?.block_on(async {
@@ -212,6 +225,25 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                     })?;
                 let stdout = std::io::stdout();
                 let mut out = std::io::BufWriter::new(stdout.lock());
+                if checkpoint {
+                    let (latest, _) = store
+                        .checkpoints(&org, 1, 0)
+                        .await
+                        .map_err(|e| fail(e, 1))?;
+                    let Some(latest) = latest.into_iter().next() else {
+                        return Err(fail(
+                            format!("organization `{org}` has no signed checkpoint"),
+                            1,
+                        ));
+                    };
+                    let line = serde_json::json!({"checkpoint": latest.note}).to_string();
+                    if let Err(e) = writeln!(out, "{line}") {
+                        if e.kind() == std::io::ErrorKind::BrokenPipe {
+                            return Ok(ExitCode::SUCCESS);
+                        }
+                        return Err(fail(e, 1));
+                    }
+                }
                 let mut after = 0;
                 let mut exported = false;
                 loop {
@@ -254,33 +286,17 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             })
         }
         Verb::Audit {
-            verb: AuditVerb::Verify { file },
+            verb:
+                AuditVerb::Verify {
+                    file,
+                    checkpoints,
+                    key,
+                },
         } => {
-            use std::io::BufRead;
-            let reader = std::fs::File::open(&file)
-                .map(std::io::BufReader::new)
-                .map_err(|e| fail(format!("{}: {e}", file.display()), 2))?;
-            let mut verifier = audit_chain::ChainVerifier::new();
-            for (n, line) in reader.lines().enumerate() {
-                let line = line.map_err(|e| fail(format!("{}: {e}", file.display()), 2))?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let row: audit_chain::SealedEvent = serde_json::from_str(&line)
-                    .map_err(|e| fail(format!("{}: line {}: {e}", file.display(), n + 1), 2))?;
-                if !verifier.push(&row) {
-                    break;
-                }
-            }
-            let verdict = verifier.finish();
-            if verdict.count == 0 {
-                return Err(fail(
-                    format!("{}: no audit rows to verify", file.display()),
-                    2,
-                ));
-            }
-            print_out(&serde_json::to_string_pretty(&verdict).unwrap_or_default())?;
-            Ok(if verdict.ok {
+            let (report, ok) = cli::verify_export(&file, &checkpoints, key.as_deref())
+                .map_err(|f| fail(f.message, u8::try_from(f.code).unwrap_or(2)))?;
+            print_out(&serde_json::to_string_pretty(&report).unwrap_or_default())?;
+            Ok(if ok {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
@@ -363,6 +379,16 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
                 shutdown,
             )
         });
+    }
+    match config.checkpoints.clone() {
+        Some(settings) => {
+            tracing::info!(key = %settings.signer.verifier_key(), "signing audit checkpoints");
+            let (store, holder) = (store.clone(), holder.clone());
+            workers.spawn("audit-checkpoints", move |shutdown| {
+                adapters::workers::checkpoints::run(store, holder, settings, shutdown)
+            });
+        }
+        None => {}
     }
     let state = AppState::new(config, store.clone(), counters);
     state.keys.prefetch().await;

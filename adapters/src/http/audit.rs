@@ -2,7 +2,7 @@
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
@@ -11,7 +11,7 @@ use tenancy::{Permission, Requirement};
 use crate::error::ApiError;
 use crate::http::extract::{PageParams, Query, RawBody, SortOrder};
 use crate::http::gate::{gate, tenant_header, Named};
-use crate::http::response::{ok, paginated};
+use crate::http::response::{ok, paginated, paginated_with};
 use crate::http::state::{AppState, Caller, ServiceCaller};
 use crate::storage::AuditFilter;
 
@@ -206,15 +206,117 @@ pub(crate) async fn verify(
         .org_id
         .filter(|o| !o.trim().is_empty())
         .ok_or_else(|| ApiError::invalid_field("orgId", "is required"))?;
-    let verification = verify_chain(&state.store, &chain).await?;
+    let verifier = state
+        .config
+        .checkpoints
+        .as_ref()
+        .map(|c| c.signer.verifier());
+    let verification = verify_chain(&state.store, &chain, verifier.as_ref()).await?;
     Ok(ok(StatusCode::OK, verification))
+}
+
+/// What `GET /audit/verify` answers: the chain's own verdict and, when checkpoints are
+/// signed, the verdict of the chain against them; `ok` only when both hold.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainReport {
+    /// The chain links and every row re-hashes, and it agrees with its checkpoints.
+    pub ok: bool,
+    /// The hash chain alone.
+    #[serde(flatten)]
+    pub chain: audit_chain::Verification,
+    /// The chain against its signed checkpoints (absent when checkpoints are off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoints: Option<audit_chain::CheckpointVerdict>,
+}
+
+/// The query of `GET /audit/checkpoints`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CheckpointQuery {
+    org_id: Option<String>,
+    #[serde(flatten)]
+    page: PageParams,
+}
+
+/// `GET /audit/checkpoints?orgId=` (`audit:read` in that organization, or a
+/// super-admin): its chain's latest checkpoint and the history, newest first.
+pub(crate) async fn checkpoints(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<CheckpointQuery>,
+) -> Result<Response, ApiError> {
+    let page = q.page.check(state.config.http.max_page_limit, &["seq"])?;
+    let org_id = q
+        .org_id
+        .filter(|o| !o.trim().is_empty())
+        .ok_or_else(|| ApiError::invalid_field("orgId", "is required"))?;
+    let requirement = Requirement {
+        permission: Some(Permission::AuditRead),
+        super_admin_only: false,
+        changes_state: false,
+        step_up: false,
+    };
+    gate(
+        &state,
+        &caller,
+        &org_id,
+        Named::Header,
+        requirement,
+        "GET /audit/checkpoints",
+    )
+    .await?;
+    let (items, total) = state
+        .store
+        .checkpoints(&org_id, page.limit, page.offset)
+        .await?;
+    let (latest, _) = state.store.checkpoints(&org_id, 1, 0).await?;
+    let latest = serde_json::to_value(latest.into_iter().next()).unwrap_or(Value::Null);
+    Ok(paginated_with(
+        "checkpoints",
+        items,
+        total,
+        &page,
+        vec![("latest", latest)],
+    ))
+}
+
+/// `GET /audit/checkpoints/key`: the verifier key of the checkpoints, in the
+/// signed-note form (`<name>+<key id>+<base64 key>`), as plain text; 404 when
+/// checkpoints are off.
+pub(crate) async fn checkpoint_key(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let settings = state
+        .config
+        .checkpoints
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found("checkpoint key"))?;
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; charset=utf-8",
+        )],
+        format!("{}\n", settings.signer.verifier_key()),
+    )
+        .into_response())
 }
 
 /// Streams a stored chain through the verifier in batches.
 pub async fn verify_chain(
     store: &crate::storage::Store,
     chain: &str,
-) -> Result<audit_chain::Verification, ApiError> {
+    checkpoints: Option<&audit_chain::NoteVerifier>,
+) -> Result<ChainReport, ApiError> {
+    let mut check = match checkpoints {
+        Some(key) => {
+            let notes = store.checkpoint_notes(chain).await?;
+            Some(audit_chain::CheckpointCheck::new(
+                chain,
+                notes.iter().map(String::as_str),
+                key,
+            ))
+        }
+        None => None,
+    };
     let mut verifier = audit_chain::ChainVerifier::new();
     let mut after = 0;
     loop {
@@ -224,6 +326,9 @@ pub async fn verify_chain(
         let full = batch.len() == VERIFY_BATCH as usize;
         let mut intact = true;
         for row in &batch {
+            if let Some(check) = &mut check {
+                check.push(row);
+            }
             if !verifier.push(row) {
                 intact = false;
                 break;
@@ -233,5 +338,11 @@ pub async fn verify_chain(
             break;
         }
     }
-    Ok(verifier.finish())
+    let chain = verifier.finish();
+    let checkpoints = check.map(audit_chain::CheckpointCheck::finish);
+    Ok(ChainReport {
+        ok: chain.ok && checkpoints.as_ref().is_none_or(|c| c.ok),
+        chain,
+        checkpoints,
+    })
 }

@@ -19,6 +19,17 @@ pub fn ok<T: Serialize>(status: StatusCode, data: T) -> Response {
 
 /// `{success: true, statusCode: 200, <listKey>: [...], pagination: {total, limit, offset, hasMore}}`.
 pub fn paginated<T: Serialize>(list_key: &str, items: Vec<T>, total: u64, page: &Page) -> Response {
+    paginated_with(list_key, items, total, page, Vec::new())
+}
+
+/// [`paginated`] with more top-level fields beside the list.
+pub fn paginated_with<T: Serialize>(
+    list_key: &str,
+    items: Vec<T>,
+    total: u64,
+    page: &Page,
+    extra: Vec<(&str, Value)>,
+) -> Response {
     let items = serde_json::to_value(items).unwrap_or(Value::Array(Vec::new()));
     let returned = items.as_array().map_or(0, Vec::len) as u64;
     let mut body = json!({
@@ -33,6 +44,9 @@ pub fn paginated<T: Serialize>(list_key: &str, items: Vec<T>, total: u64, page: 
     });
     if let Some(object) = body.as_object_mut() {
         object.insert(list_key.to_owned(), items);
+        for (key, value) in extra {
+            object.insert(key.to_owned(), value);
+        }
     }
     (StatusCode::OK, axum::Json(body)).into_response()
 }

@@ -20,6 +20,8 @@ use crate::http::{
 pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .route("/admin/super-admins", get(admin::list))
+        .route("/audit/checkpoints", get(audit::checkpoints))
+        .route("/audit/checkpoints/key", get(audit::checkpoint_key))
         .route(
             "/admin/super-admins/{user_id}",
             axum::routing::put(admin::grant).delete(admin::revoke),

@@ -72,6 +72,16 @@ pub const OTHER_ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/audit/verify", "super-admin"),
     ("GET", "/admin/super-admins", "super-admin"),
     (
+        "GET",
+        "/audit/checkpoints",
+        "permission `audit:read` in `orgId`, or super-admin",
+    ),
+    (
+        "GET",
+        "/audit/checkpoints/key",
+        "anyone: the checkpoints' verifier key (404 when checkpoints are off)",
+    ),
+    (
         "PUT",
         "/admin/super-admins/:userId",
         "super-admin, step-up (X-Step-Up-Token)",

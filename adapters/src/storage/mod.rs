@@ -7,6 +7,7 @@
 
 mod access;
 mod audit;
+mod checkpoints;
 mod decode;
 mod governance;
 mod orgs;
@@ -22,6 +23,7 @@ use sqlx::{AnyPool, Executor};
 
 pub use access::{AccessSnapshot, InvitationRecord, InvitationStatus, MemberRecord, RoleRecord};
 pub use audit::AuditFilter;
+pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
 pub use governance::{
     CheckRecord, ExemptionRecord, NewExemption, NotificationPreference, PolicyRecord,
 };

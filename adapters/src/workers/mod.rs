@@ -4,9 +4,11 @@
 //!
 //! - `relay`: chains the audit outbox in order and flushes folded denials (lease
 //!   `audit-relay`).
+//! - `checkpoints`: signs checkpoints of the audit chains (lease `audit-checkpoints`).
 //! - `retention`: prunes audit rows and check-log entries past retention (lease
 //!   `retention`).
 
+pub mod checkpoints;
 pub mod relay;
 pub mod retention;
 
