@@ -380,15 +380,13 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
             )
         });
     }
-    match config.checkpoints.clone() {
-        Some(settings) => {
-            tracing::info!(key = %settings.signer.verifier_key(), "signing audit checkpoints");
-            let (store, holder) = (store.clone(), holder.clone());
-            workers.spawn("audit-checkpoints", move |shutdown| {
-                adapters::workers::checkpoints::run(store, holder, settings, shutdown)
-            });
-        }
-        None => {}
+    // Without AUDIT_CHECKPOINT_KEY the configuration's warnings say checkpoints are off.
+    if let Some(settings) = config.checkpoints.clone() {
+        tracing::info!(key = %settings.signer.verifier_key(), "signing audit checkpoints");
+        let (store, holder) = (store.clone(), holder.clone());
+        workers.spawn("audit-checkpoints", move |shutdown| {
+            adapters::workers::checkpoints::run(store, holder, settings, shutdown)
+        });
     }
     let state = AppState::new(config, store.clone(), counters);
     state.keys.prefetch().await;
