@@ -393,7 +393,11 @@ pub fn checkpoint_due(
 
 /// What checking a chain against its checkpoints found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "kind")]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "kind"
+)]
 pub enum CheckpointProblem {
     /// The chain ends before a signed checkpoint: its newest rows were deleted.
     Truncated {

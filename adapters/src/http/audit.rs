@@ -217,17 +217,32 @@ pub(crate) async fn verify(
 
 /// What `GET /audit/verify` answers: the chain's own verdict and, when checkpoints are
 /// signed, the verdict of the chain against them; `ok` only when both hold.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct ChainReport {
     /// The chain links and every row re-hashes, and it agrees with its checkpoints.
     pub ok: bool,
     /// The hash chain alone.
-    #[serde(flatten)]
     pub chain: audit_chain::Verification,
     /// The chain against its signed checkpoints (absent when checkpoints are off).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoints: Option<audit_chain::CheckpointVerdict>,
+}
+
+impl serde::Serialize for ChainReport {
+    /// The chain's fields (`brokenAt`, `count`, ...), with `ok` for both verdicts and
+    /// `checkpoints` beside them.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut value = serde_json::to_value(&self.chain).map_err(serde::ser::Error::custom)?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("ok".to_owned(), self.ok.into());
+            if let Some(checkpoints) = &self.checkpoints {
+                object.insert(
+                    "checkpoints".to_owned(),
+                    serde_json::to_value(checkpoints).map_err(serde::ser::Error::custom)?,
+                );
+            }
+        }
+        value.serialize(serializer)
+    }
 }
 
 /// The query of `GET /audit/checkpoints`.
@@ -246,7 +261,10 @@ pub(crate) async fn checkpoints(
     caller: Caller,
     Query(q): Query<CheckpointQuery>,
 ) -> Result<Response, ApiError> {
-    let page = q.page.check(state.config.http.max_page_limit, &["seq"])?;
+    // Newest first: checkpoints are signed in seq order, so createdAt and seq agree.
+    let page = q
+        .page
+        .check(state.config.http.max_page_limit, &["createdAt"])?;
     let org_id = q
         .org_id
         .filter(|o| !o.trim().is_empty())

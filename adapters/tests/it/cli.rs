@@ -269,3 +269,92 @@ fn audit_export_never_creates_a_database() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("no audit rows"), "{stderr}");
 }
+
+#[tokio::test]
+async fn an_export_with_its_checkpoint_verifies_alone_and_shows_truncation() {
+    use adapters::storage::Store;
+    let path = std::env::temp_dir().join(format!("compliance-cp-{}.db", uuid::Uuid::new_v4()));
+    let url = format!("sqlite://{}", path.display());
+    let store = Store::connect(&url).await.unwrap();
+    store.migrate().await.unwrap();
+    let now = chrono::Utc::now();
+    for n in 0..10 {
+        let event = audit_chain::AuditEvent {
+            id: format!("e{n}"),
+            action: "plugin.upload".into(),
+            actor_id: "u".into(),
+            actor_email: None,
+            org_id: "org-x".into(),
+            affected_org_id: None,
+            target_type: None,
+            target_id: None,
+            details: serde_json::json!({"n": n}),
+            outcome: None,
+            occurred_at: now,
+            service: Some("plugin".into()),
+            idempotency_key: None,
+        };
+        store.append_audit(event, now).await.unwrap();
+    }
+    let settings = crate::test_config(&[]).checkpoints.unwrap();
+    adapters::workers::checkpoints::round(&store, &settings, now)
+        .await
+        .unwrap();
+    store.close().await;
+    let key = settings.signer.verifier_key();
+    let out = Command::new(env!("CARGO_BIN_EXE_compliance"))
+        .args(["audit", "export", "--org", "org-x", "--checkpoint"])
+        .env("DATABASE_URL", &url)
+        .env_remove("JWT_SECRET")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let export = String::from_utf8(out.stdout).unwrap();
+    assert!(export.starts_with("{\"checkpoint\":"), "{export}");
+    let file = write("bundle.jsonl", &export);
+    let (code, report, err) = compliance(&["audit", "verify", &file, "--key", &key]);
+    assert_eq!(code, 0, "{report}{err}");
+    let report: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report["checkpoints"]["ok"], true, "{report}");
+    // A checkpoint without the key to check it: bad input.
+    let (code, _, err) = compliance(&["audit", "verify", &file]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--key"), "{err}");
+    // The newest three rows cut from the export: truncation, exit 1.
+    let lines: Vec<&str> = export.lines().collect();
+    let cut = write("cut.jsonl", &lines[..lines.len() - 3].join("\n"));
+    let (code, report, _) = compliance(&["audit", "verify", &cut, "--key", &key]);
+    assert_eq!(code, 1, "{report}");
+    let report: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(
+        report["checkpoints"]["problem"]["kind"], "truncated",
+        "{report}"
+    );
+    // The same check with the checkpoint in a file of its own.
+    let note = serde_json::from_str::<Value>(lines[0]).unwrap()["checkpoint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let note_file = write("cp.note", &note);
+    let rows_only = write("rows.jsonl", &lines[1..lines.len() - 3].join("\n"));
+    let (code, report, _) = compliance(&[
+        "audit",
+        "verify",
+        &rows_only,
+        "--checkpoint",
+        &note_file,
+        "--key",
+        &key,
+    ]);
+    assert_eq!(code, 1, "{report}");
+    // Another key: the checkpoint is refused.
+    let other = audit_chain::NoteSigner::from_seed("PeterNeumann", [5; 32]).unwrap();
+    let (code, report, _) = compliance(&["audit", "verify", &file, "--key", &other.verifier_key()]);
+    assert_eq!(code, 1, "{report}");
+    assert!(report.contains("badSignature"), "{report}");
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::*;
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -17,9 +17,15 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn start(url: &str, port: u16) -> Child {
+pub fn start(url: &str, port: u16) -> Child {
+    start_with(url, port, &[])
+}
+
+/// A server on `port` over the database `url`, with more variables.
+pub fn start_with(url: &str, port: u16, vars: &[(&str, &str)]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_compliance"))
         .arg("serve")
+        .envs(vars.iter().copied())
         .env("DATABASE_URL", url)
         .env("JWT_SECRET", SECRET)
         .env("COMPLIANCE_SERVICE_PORT", port.to_string())
@@ -30,7 +36,7 @@ fn start(url: &str, port: u16) -> Child {
         .unwrap()
 }
 
-async fn wait_healthy(client: &reqwest::Client, base: &str) {
+pub async fn wait_healthy(client: &reqwest::Client, base: &str) {
     for _ in 0..200 {
         if client
             .get(format!("{base}/health"))

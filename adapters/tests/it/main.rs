@@ -15,6 +15,7 @@
 
 mod audit;
 mod authority;
+mod checkpoints;
 mod cli;
 mod compliance;
 mod config;
@@ -42,6 +43,9 @@ use tower::ServiceExt;
 
 pub const SECRET: &str = "test-secret-0123456789abcdef";
 pub const ROOT_EMAIL: &str = "root@example.com";
+/// The test deployment's checkpoint key (a fixed seed: tests only).
+pub const CHECKPOINT_KEY: &str =
+    "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz";
 
 pub struct TestApp {
     pub router: Router,
@@ -54,6 +58,11 @@ pub struct TestApp {
 pub fn test_config(extra: &[(&str, &str)]) -> Config {
     let mut vars = vec![
         ("JWT_SECRET".to_owned(), SECRET.to_owned()),
+        ("AUDIT_CHECKPOINT_KEY".to_owned(), CHECKPOINT_KEY.to_owned()),
+        (
+            "AUDIT_CHECKPOINT_ORIGIN".to_owned(),
+            "test.example".to_owned(),
+        ),
         (
             "BOOTSTRAP_SUPERADMIN_EMAILS".to_owned(),
             ROOT_EMAIL.to_owned(),
