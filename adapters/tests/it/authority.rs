@@ -7,34 +7,6 @@ use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 
 use super::*;
 
-impl TestApp {
-    /// A request with a token, an optional step-up token and an optional JSON body.
-    pub async fn stepped(
-        &self,
-        method: &str,
-        path: &str,
-        token: &str,
-        step: Option<String>,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        let mut r = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("authorization", format!("Bearer {token}"));
-        if let Some(step) = step {
-            r = r.header("x-step-up-token", step);
-        }
-        let request = match body {
-            Some(b) => r
-                .header("content-type", "application/json")
-                .body(Body::from(b.to_string()))
-                .unwrap(),
-            None => r.body(Body::empty()).unwrap(),
-        };
-        self.send(request).await
-    }
-}
-
 async fn ownership_moves_full_control_and_only_the_owner_moves_it(app: &TestApp) {
     let org = app.org("alice", "owned").await;
     let alice = app.token("alice", "alice@example.com");

@@ -155,6 +155,32 @@ impl TestApp {
         (status, body)
     }
 
+    /// A request with a token, an optional step-up token and an optional JSON body.
+    pub async fn stepped(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        step: Option<String>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut r = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"));
+        if let Some(step) = step {
+            r = r.header("x-step-up-token", step);
+        }
+        let request = match body {
+            Some(b) => r
+                .header("content-type", "application/json")
+                .body(Body::from(b.to_string()))
+                .unwrap(),
+            None => r.body(Body::empty()).unwrap(),
+        };
+        self.send(request).await
+    }
+
     /// A JSON request with a token and an optional `x-org-id`.
     pub async fn call(
         &self,

@@ -328,23 +328,6 @@ async fn step_up_guards_delete_tier_and_transfer(app: &TestApp) {
     )
     .await;
     let acme = app.org("alice", "acme").await;
-    let with_step_up =
-        |method: &str, path: &str, token: &str, step: Option<String>, body: Option<Value>| {
-            let mut r = Request::builder()
-                .method(method)
-                .uri(path)
-                .header("authorization", format!("Bearer {token}"));
-            if let Some(step) = step {
-                r = r.header("x-step-up-token", step);
-            }
-            match body {
-                Some(b) => r
-                    .header("content-type", "application/json")
-                    .body(Body::from(b.to_string()))
-                    .unwrap(),
-                None => r.body(Body::empty()).unwrap(),
-            }
-        };
     let tier = format!("/api/organization/{acme}/tier");
     let cases = [
         (None, "STEP_UP_REQUIRED"),
@@ -353,24 +336,18 @@ async fn step_up_guards_delete_tier_and_transfer(app: &TestApp) {
     ];
     for (step, expected) in cases {
         let (status, body) = app
-            .send(with_step_up(
-                "PATCH",
-                &tier,
-                &root,
-                step,
-                Some(json!({"tier": "pro"})),
-            ))
+            .stepped("PATCH", &tier, &root, step, Some(json!({"tier": "pro"})))
             .await;
         assert_eq!(code(status, &body), expected);
     }
     let (status, body) = app
-        .send(with_step_up(
+        .stepped(
             "PATCH",
             &tier,
             &root,
             Some(app.step_up("root", 10)),
             Some(json!({"tier": "pro"})),
-        ))
+        )
         .await;
     assert_eq!(
         (status, body["data"]["tier"].as_str()),
@@ -378,13 +355,13 @@ async fn step_up_guards_delete_tier_and_transfer(app: &TestApp) {
         "{body}"
     );
     let (status, body) = app
-        .send(with_step_up(
+        .stepped(
             "PATCH",
             &tier,
             &root,
             Some(app.step_up("root", 10)),
             Some(json!({"tier": "gold"})),
-        ))
+        )
         .await;
     assert_eq!(code(status, &body), "VALIDATION_ERROR");
     assert_eq!(
@@ -406,33 +383,33 @@ async fn step_up_guards_delete_tier_and_transfer(app: &TestApp) {
     .await;
     let transfer = format!("/api/organization/{acme}/transfer-owner");
     let (status, body) = app
-        .send(with_step_up(
+        .stepped(
             "PATCH",
             &transfer,
             &alice,
             None,
             Some(json!({"userId": "bob"})),
-        ))
+        )
         .await;
     assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
     let (status, body) = app
-        .send(with_step_up(
+        .stepped(
             "PATCH",
             &transfer,
             &alice,
             Some(app.step_up("alice", 5)),
             Some(json!({"userId": "nobody"})),
-        ))
+        )
         .await;
     assert_eq!(code(status, &body), "VALIDATION_ERROR");
     let (status, body) = app
-        .send(with_step_up(
+        .stepped(
             "PATCH",
             &transfer,
             &alice,
             Some(app.step_up("alice", 5)),
             Some(json!({"userId": "bob"})),
-        ))
+        )
         .await;
     assert_eq!(
         (status, body["data"]["ownerId"].as_str()),
@@ -443,27 +420,19 @@ async fn step_up_guards_delete_tier_and_transfer(app: &TestApp) {
     // Delete: super-admin and step-up; afterwards the organization is gone.
     let delete = format!("/api/organization/{acme}");
     let (status, body) = app
-        .send(with_step_up(
+        .stepped(
             "DELETE",
             &delete,
             &alice,
             Some(app.step_up("alice", 5)),
             None,
-        ))
+        )
         .await;
     assert_eq!(code(status, &body), "FORBIDDEN");
-    let (status, body) = app
-        .send(with_step_up("DELETE", &delete, &root, None, None))
-        .await;
+    let (status, body) = app.stepped("DELETE", &delete, &root, None, None).await;
     assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
     let (status, _) = app
-        .send(with_step_up(
-            "DELETE",
-            &delete,
-            &root,
-            Some(app.step_up("root", 5)),
-            None,
-        ))
+        .stepped("DELETE", &delete, &root, Some(app.step_up("root", 5)), None)
         .await;
     assert_eq!(status, StatusCode::OK);
     let (status, body) = app.call("GET", &delete, &root, None, None).await;
