@@ -66,6 +66,60 @@ impl RuleCache {
     }
 }
 
+/// What a change makes stale in the rule caches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stale {
+    /// The sets of these organizations.
+    Orgs(Vec<String>),
+    /// Every set (a published rule changed: any subscriber may be affected).
+    All,
+}
+
+/// The channel on which replicas tell each other what went stale (PostgreSQL).
+pub const CACHE_CHANNEL: &str = "compliance_rule_cache";
+
+impl Stale {
+    /// The notification payload: `*`, or the organization ids as a JSON array (`*`
+    /// when that would not fit PostgreSQL's 8000-byte payload).
+    pub fn payload(&self) -> String {
+        match self {
+            Stale::All => "*".to_owned(),
+            Stale::Orgs(ids) => {
+                let text = serde_json::to_string(ids).unwrap_or_else(|_| "*".to_owned());
+                if text.len() > 7000 {
+                    "*".to_owned()
+                } else {
+                    text
+                }
+            }
+        }
+    }
+
+    /// Reads a payload; anything unreadable means everything is stale.
+    pub fn from_payload(payload: &str) -> Stale {
+        serde_json::from_str::<Vec<String>>(payload).map_or(Stale::All, Stale::Orgs)
+    }
+}
+
+impl RuleCache {
+    /// Forgets what `stale` names.
+    pub fn forget(&self, stale: &Stale) {
+        match stale {
+            Stale::All => self.invalidate_all(),
+            Stale::Orgs(ids) => self.invalidate(ids),
+        }
+    }
+}
+
+/// Forgets what a change made stale, here and (on PostgreSQL) on every other replica,
+/// which drop it when the notification arrives; the cache's TTL stays as a safety net.
+pub async fn forget(store: &Store, cache: &RuleCache, stale: Stale) {
+    cache.forget(&stale);
+    if let Err(error) = store.notify(CACHE_CHANNEL, &stale.payload()).await {
+        tracing::warn!(%error, "other replicas were not told of a rule change; their caches expire with the TTL");
+    }
+}
+
 /// How a result leaves for notifications (inbox, e-mail, webhook). Delivery is a later
 /// issue; today the hand-off is logged.
 pub trait Notifier: Send + Sync + std::fmt::Debug {

@@ -388,7 +388,14 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
             adapters::workers::checkpoints::run(store, holder, settings, shutdown)
         });
     }
+    let database_url = config.database_url.clone();
     let state = AppState::new(config, store.clone(), counters);
+    if store.dialect() == adapters::storage::Dialect::Postgres {
+        let cache = state.rule_cache.clone();
+        workers.spawn("cache-sync", move |shutdown| {
+            adapters::workers::cache_sync::run(database_url, cache, shutdown)
+        });
+    }
     state.keys.prefetch().await;
     let app = router(state);
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))

@@ -319,7 +319,12 @@ pub(crate) async fn delete(
     // Cached rule sets carry the organization: a deleted one must not validate on.
     let mut gone: Vec<String> = teams.into_iter().map(|t| t.id).collect();
     gone.push(id.clone());
-    state.rule_cache.invalidate(&gone);
+    crate::compliance::forget(
+        &state.store,
+        &state.rule_cache,
+        crate::compliance::Stale::Orgs(gone),
+    )
+    .await;
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }
 

@@ -116,14 +116,15 @@ pub(crate) async fn invalidate(
     org: &OrgRecord,
     published: bool,
 ) -> Result<(), ApiError> {
+    use crate::compliance::{forget, Stale};
     if published || org.is_system {
-        state.rule_cache.invalidate_all();
+        forget(&state.store, &state.rule_cache, Stale::All).await;
         return Ok(());
     }
     let (teams, _) = state.store.teams(&org.id, u32::MAX, 0, true).await?;
     let mut ids: Vec<String> = teams.into_iter().map(|t| t.id).collect();
     ids.push(org.id.clone());
-    state.rule_cache.invalidate(&ids);
+    forget(&state.store, &state.rule_cache, Stale::Orgs(ids)).await;
     Ok(())
 }
 

@@ -170,6 +170,19 @@ impl Store {
             .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
     }
 
+    /// Tells every process listening on `channel` (PostgreSQL `NOTIFY`); nothing to do
+    /// on SQLite, whose database one process serves.
+    pub async fn notify(&self, channel: &str, payload: &str) -> StoreResult<()> {
+        if self.dialect == Dialect::Postgres {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(channel)
+                .bind(payload)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Whether the database answers.
     pub async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;

@@ -4,10 +4,13 @@
 //!
 //! - `relay`: chains the audit outbox in order and flushes folded denials (lease
 //!   `audit-relay`).
+//! - `cache_sync`: on PostgreSQL, drops the rule sets another replica's change made
+//!   stale (every replica runs it; no lease).
 //! - `checkpoints`: signs checkpoints of the audit chains (lease `audit-checkpoints`).
 //! - `retention`: prunes audit rows and check-log entries past retention (lease
 //!   `retention`).
 
+pub mod cache_sync;
 pub mod checkpoints;
 pub mod relay;
 pub mod retention;

@@ -25,6 +25,7 @@ mod hostile;
 mod integrity;
 mod organizations;
 mod permissions;
+mod replicas;
 
 use std::sync::Arc;
 
