@@ -116,7 +116,9 @@ pub(crate) async fn catalog(
 pub(crate) async fn list(
     State(state): State<AppState>,
     caller: Caller,
+    Query(params): Query<crate::http::extract::PageParams>,
 ) -> Result<Response, ApiError> {
+    let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let granted = tenant(
         &state,
         &caller,
@@ -125,7 +127,10 @@ pub(crate) async fn list(
         "GET /compliance/subscriptions",
     )
     .await?;
-    let subscriptions = state.store.subscriptions(&granted.org.id).await?;
+    let (subscriptions, total) = state
+        .store
+        .subscriptions_page(&granted.org.id, page.limit, page.offset)
+        .await?;
     let ids: Vec<String> = subscriptions.iter().map(|s| s.rule_id.clone()).collect();
     let versions = state.store.published_versions(&ids).await?;
     let items: Vec<Value> = subscriptions
@@ -152,7 +157,12 @@ pub(crate) async fn list(
             })
         })
         .collect();
-    Ok(ok(StatusCode::OK, items))
+    Ok(crate::http::response::paginated(
+        "subscriptions",
+        items,
+        total,
+        &page,
+    ))
 }
 
 /// `POST /compliance/subscriptions`: subscribe, inactive.

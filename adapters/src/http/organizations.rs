@@ -398,6 +398,26 @@ pub(crate) async fn export(
     ))
 }
 
+/// `GET /me/organizations`: the organizations the caller belongs to, with the
+/// membership role and the Roles held in each (a lost organization id is found here).
+pub(crate) async fn mine(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<PageParams>,
+) -> Result<Response, ApiError> {
+    let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
+    let (items, total) = state
+        .store
+        .organizations_of(&caller.user_id, page.limit, page.offset)
+        .await?;
+    Ok(crate::http::response::paginated(
+        "organizations",
+        items,
+        total,
+        &page,
+    ))
+}
+
 /// `PATCH /organization/:id/transfer-owner` (`org:settings`, step-up).
 pub(crate) async fn transfer_owner(
     State(state): State<AppState>,

@@ -20,6 +20,7 @@ use crate::http::{
 pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .route("/admin/super-admins", get(admin::list))
+        .route("/me/organizations", get(organizations::mine))
         .route("/audit/checkpoints", get(audit::checkpoints))
         .route("/audit/checkpoints/key", get(audit::checkpoint_key))
         .route(

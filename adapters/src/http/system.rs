@@ -73,6 +73,11 @@ pub const OTHER_ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/admin/super-admins", "super-admin"),
     (
         "GET",
+        "/me/organizations",
+        "any user: the organizations they belong to, with their roles",
+    ),
+    (
+        "GET",
         "/audit/checkpoints",
         "permission `audit:read` in `orgId`, or super-admin",
     ),

@@ -211,6 +211,40 @@ impl Store {
             .collect()
     }
 
+    /// A page of an organization's subscriptions (oldest first) and how many there are.
+    pub async fn subscriptions_page(
+        &self,
+        org_id: &str,
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<Subscription>, u64)> {
+        let (rows, total) = self
+            .page(
+                (
+                    "rule_id, active, pinned_version",
+                    "subscriptions",
+                    "org_id = $1",
+                    "created_at, rule_id",
+                ),
+                &[Some(org_id.to_owned())],
+                limit,
+                offset,
+            )
+            .await?;
+        let items = rows
+            .iter()
+            .map(|row| {
+                let d = Decoder::new(row, "subscriptions", &["rule_id"]);
+                Ok(Subscription {
+                    rule_id: d.get("rule_id")?,
+                    active: d.flag("active")?,
+                    pinned_version: d.opt_u32("pinned_version")?,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((items, total))
+    }
+
     /// Subscribes (inactive); a second subscription to the same rule is a conflict.
     pub async fn subscribe(
         &self,

@@ -21,7 +21,9 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 
-pub use access::{AccessSnapshot, InvitationRecord, InvitationStatus, MemberRecord, RoleRecord};
+pub use access::{
+    AccessSnapshot, InvitationRecord, InvitationStatus, MemberRecord, MyOrganization, RoleRecord,
+};
 pub use audit::AuditFilter;
 pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
 pub use governance::{

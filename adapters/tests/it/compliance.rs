@@ -478,7 +478,7 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
             None,
         )
         .await;
-    let s = &subscriptions["data"][0];
+    let s = &subscriptions["subscriptions"][0];
     assert_eq!(
         (
             s["pinnedVersion"].as_u64(),
@@ -1523,12 +1523,30 @@ async fn the_sample_content_loads_once(app: &TestApp) {
             None,
         )
         .await;
-    let ids: Vec<String> = subscriptions["data"]
+    let ids: Vec<String> = subscriptions["subscriptions"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["ruleId"].as_str().unwrap().to_owned())
         .collect();
+    assert_eq!(subscriptions["pagination"]["total"], 8);
+    // Paginated like every other list.
+    let (_, first) = app
+        .call(
+            "GET",
+            "/api/compliance/subscriptions?limit=3&offset=6",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(
+        first["subscriptions"].as_array().unwrap().len(),
+        2,
+        "{first}"
+    );
+    assert_eq!(first["pagination"]["hasMore"], false);
+    assert_eq!(first["subscriptions"][0]["ruleId"], ids[6].as_str());
     app.call(
         "POST",
         "/api/compliance/subscriptions/bulk",

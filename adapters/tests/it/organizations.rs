@@ -596,7 +596,54 @@ async fn export_holds_the_organizations_data(app: &TestApp) {
     );
 }
 
+async fn the_caller_finds_their_organizations(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let other = app.org("bob", "other").await;
+    let bob = app.token("bob", "bob@example.com");
+    app.call(
+        "POST",
+        &format!("/api/organization/{other}/members"),
+        &bob,
+        None,
+        Some(json!({"userId": "alice"})),
+    )
+    .await;
+    let alice = app.token("alice", "alice@example.com");
+    // Without x-org-id the active organization cannot be named ...
+    let (status, _) = app
+        .call("GET", "/api/organization", &alice, None, None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // ... but the caller's organizations can be listed, with the roles held there.
+    let (status, body) = app
+        .call("GET", "/api/me/organizations", &alice, None, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["pagination"]["total"], 2);
+    let mine = body["organizations"].as_array().unwrap();
+    assert_eq!(mine[0]["id"], acme.as_str());
+    assert_eq!(
+        (mine[0]["role"].as_str(), mine[0]["roles"].clone()),
+        (Some("owner"), json!(["Admin"]))
+    );
+    assert_eq!(
+        (mine[1]["id"].as_str(), mine[1]["role"].as_str()),
+        (Some(other.as_str()), Some("member"))
+    );
+    assert_eq!(mine[1]["roles"], json!(["Member"]));
+    // Someone else's list holds only their own.
+    let (_, body) = app
+        .call("GET", "/api/me/organizations", &bob, None, None)
+        .await;
+    assert_eq!(body["pagination"]["total"], 1);
+    let (status, _) = app
+        .call("GET", "/api/me/organizations?limit=0", &bob, None, None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
 on_both_backends!(
+    the_caller_finds_their_organizations,
     the_creator_owns_the_organization_with_the_admin_role,
     bootstrap_of_the_system_organization,
     teams_nest_one_level_and_managers_reach_them,
