@@ -377,6 +377,12 @@ impl Config {
                 } else {
                     std::fs::read_to_string(value)
                         .map_err(|e| format!("cannot read the key file `{value}`: {e}"))
+                        .map(|t| {
+                            t.lines()
+                                .find(|l| l.starts_with("PRIVATE+KEY+"))
+                                .unwrap_or_default()
+                                .to_owned()
+                        })
                 };
                 match text.and_then(|t| {
                     audit_chain::NoteSigner::from_private_key(&t).map_err(|e| e.to_string())

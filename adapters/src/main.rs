@@ -73,6 +73,13 @@ enum Verb {
         #[arg(long, env = "SYSTEM_ORG_ID")]
         org: String,
     },
+    /// Make a signing key for audit checkpoints: the private key (for
+    /// AUDIT_CHECKPOINT_KEY) on standard output, its verifier key on standard error.
+    CheckpointKey {
+        /// The key's name, shown in each signature line (no spaces, no `+`).
+        #[arg(long)]
+        name: String,
+    },
     /// Print the effective limits of a tier with bundles.
     Entitlements {
         /// developer, pro, team or enterprise.
@@ -309,6 +316,15 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             print_out(&serde_json::to_string_pretty(&loaded).unwrap_or_default())?;
             Ok(ExitCode::SUCCESS)
         }),
+        Verb::CheckpointKey { name } => {
+            let mut seed = [0u8; 32];
+            getrandom::fill(&mut seed).map_err(|e| fail(format!("no randomness: {e}"), 1))?;
+            let signer = audit_chain::NoteSigner::from_seed(&name, seed)
+                .map_err(|e| fail(format!("--name: {e}"), 2))?;
+            eprintln!("verifier key: {}", signer.verifier_key());
+            print_out(&signer.private_key())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Verb::Entitlements { tier, bundles } => {
             let config = config()?;
             let result = cli::entitlements(&config.catalog, &tier, &bundles)

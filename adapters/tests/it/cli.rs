@@ -358,3 +358,42 @@ async fn an_export_with_its_checkpoint_verifies_alone_and_shows_truncation() {
     assert_eq!(code, 1, "{report}");
     assert!(report.contains("badSignature"), "{report}");
 }
+
+#[test]
+fn a_checkpoint_key_is_made_and_read_back_from_a_file() {
+    let out = Command::new(env!("CARGO_BIN_EXE_compliance"))
+        .args(["checkpoint-key", "--name", "acme-audit"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let private = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let signer = audit_chain::NoteSigner::from_private_key(private.trim()).unwrap();
+    assert!(stderr.contains(&signer.verifier_key()), "{stderr}");
+    // Two keys are never the same.
+    let again = Command::new(env!("CARGO_BIN_EXE_compliance"))
+        .args(["checkpoint-key", "--name", "acme-audit"])
+        .output()
+        .unwrap();
+    assert_ne!(again.stdout, private.as_bytes());
+    // AUDIT_CHECKPOINT_KEY may name the file.
+    let file = write("checkpoint.key", &private);
+    let config =
+        adapters::config::Config::from_vars(vec![("AUDIT_CHECKPOINT_KEY".to_owned(), file)])
+            .unwrap();
+    let settings = config.checkpoints.unwrap();
+    assert_eq!(settings.signer.verifier_key(), signer.verifier_key());
+    assert_eq!(settings.origin, "acme-audit");
+    // A bad key is refused by name.
+    let errors = adapters::config::Config::from_vars(vec![(
+        "AUDIT_CHECKPOINT_KEY".to_owned(),
+        "PRIVATE+KEY+x+00000000+AAAA".to_owned(),
+    )])
+    .unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.variable == "AUDIT_CHECKPOINT_KEY"),
+        "{errors:?}"
+    );
+    let (code, _, _) = compliance(&["checkpoint-key", "--name", "has space"]);
+    assert_eq!(code, 2);
+}
