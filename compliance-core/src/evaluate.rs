@@ -73,6 +73,36 @@ impl Evaluation {
         }
     }
 
+    /// Applies waivers after the fact: the violations they waive move to `exempted`
+    /// (in order) and `blocked` is decided again. The same result as evaluating with
+    /// those waivers, for a caller that learns them only after evaluating (for example
+    /// when the entity id and the rules come from different places).
+    ///
+    /// ```
+    /// use compliance_core::*;
+    /// use serde_json::json;
+    /// let rules: Vec<Rule> = serde_json::from_value(json!([{"id": "pin", "name": "pinned",
+    ///     "target": "plugin", "severity": "error", "field": "version", "operator": "neq",
+    ///     "value": "latest"}])).unwrap();
+    /// let set = RuleSet::compile(rules, &CompileOptions::default()).unwrap();
+    /// let doc = json!({"version": "latest"});
+    /// let attrs = Attributes::new(&doc, &AttributeLimits::default()).unwrap();
+    /// let mut later = set.evaluate(Target::Plugin, &attrs, &Waivers::none());
+    /// later.waive(&Waivers::for_rules(["pin"]));
+    /// assert_eq!(later, set.evaluate(Target::Plugin, &attrs, &Waivers::for_rules(["pin"])));
+    /// ```
+    pub fn waive(&mut self, waivers: &Waivers) {
+        if waivers.is_empty() {
+            return;
+        }
+        let (waived, kept): (Vec<Violation>, Vec<Violation>) = std::mem::take(&mut self.violations)
+            .into_iter()
+            .partition(|v| waivers.waives(&v.rule_id));
+        self.violations = kept;
+        self.exempted.extend(waived);
+        self.blocked = self.violations.iter().any(|v| v.severity.blocks());
+    }
+
     /// Empties the result, keeping the memory of its lists for the next evaluation.
     pub fn clear(&mut self) {
         self.blocked = false;

@@ -98,4 +98,9 @@ impl Waivers {
             .binary_search_by(|id| id.as_str().cmp(rule_id))
             .is_ok()
     }
+
+    /// Whether nothing is waived.
+    pub fn is_empty(&self) -> bool {
+        self.rule_ids.is_empty()
+    }
 }

@@ -114,21 +114,15 @@ async fn validate(
             }
         }
     };
-    let limits = state.config.attribute_limits();
-    // Parsing and measuring a document of up to the body limit is CPU work: it runs on
-    // the evaluation pool, under the same deadline.
-    let parsed = state.cpu.run(move || parse(&body, limits));
-    let (document, entity_id) = match tokio::time::timeout_at(deadline, parsed).await {
-        Ok(Ok(parsed)) => parsed?,
-        Ok(Err(_)) | Err(_) => return Err(unavailable()),
-    };
-    let (evaluation, document) = if org.is_system {
+    // The rule set first (it does not depend on the body): from the cache, or loaded
+    // within the budget.
+    let set = if org.is_system {
         // The system organization's own entities are never evaluated.
-        (Evaluation::pass(), document)
+        None
     } else {
         let load = async {
-            let set = match &cached {
-                Some((_, set)) => set.clone(),
+            match &cached {
+                Some((_, set)) => Ok(set.clone()),
                 None => {
                     crate::compliance::rule_set(
                         &state.store,
@@ -137,43 +131,41 @@ async fn validate(
                         &org,
                         target,
                     )
-                    .await?
+                    .await
                 }
-            };
-            let waivers = match &entity_id {
-                Some(entity) => Waivers::for_entity(
-                    &state.store.approved_exemptions(&org.id, entity).await?,
-                    entity,
-                    Utc::now(),
-                ),
-                None => Waivers::none(),
-            };
-            Ok::<_, ApiError>((set, waivers))
-        };
-        let (set, waivers) = match tokio::time::timeout_at(deadline, load).await {
-            Ok(Ok(loaded)) => loaded,
-            Ok(Err(error))
-                if error.status == StatusCode::SERVICE_UNAVAILABLE
-                    || error.status == StatusCode::INTERNAL_SERVER_ERROR =>
-            {
-                return Err(unavailable());
             }
-            Ok(Err(error)) => return Err(error),
-            Err(_) => return Err(unavailable()),
         };
-        // Evaluation runs on the pool too; the 5-second budget covers it (fail closed).
-        let evaluated = state.cpu.run(move || {
-            let evaluation = match Attributes::new(&document, &limits) {
-                Ok(attributes) => Ok(set.evaluate(target, &attributes, &waivers)),
-                Err(error) => Err(limit_error(error)),
-            };
-            (evaluation, document)
-        });
-        match tokio::time::timeout_at(deadline, evaluated).await {
-            Ok(Ok((evaluation, document))) => (evaluation?, document),
-            Ok(Err(_)) | Err(_) => return Err(unavailable()),
-        }
+        Some(within(deadline, load).await?)
     };
+    // Parsing, measuring and evaluating a document of up to the body limit is CPU work:
+    // one job on the evaluation pool, under the same deadline.
+    let limits = state.config.attribute_limits();
+    let job = state.cpu.run(move || {
+        let (document, entity_id) = parse(&body, limits)?;
+        let evaluation = match &set {
+            None => Evaluation::pass(),
+            Some(set) => {
+                let attributes = Attributes::new(&document, &limits).map_err(limit_error)?;
+                set.evaluate(target, &attributes, &Waivers::none())
+            }
+        };
+        Ok::<_, ApiError>((document, entity_id, evaluation))
+    });
+    let (document, entity_id, mut evaluation) = match tokio::time::timeout_at(deadline, job).await {
+        Ok(Ok(done)) => done?,
+        Ok(Err(_)) | Err(_) => return Err(unavailable()),
+    };
+    // Exemptions are per entity: known once the body is read, applied after.
+    if let (Some(entity), false) = (&entity_id, org.is_system) {
+        let load = async {
+            Ok::<_, ApiError>(Waivers::for_entity(
+                &state.store.approved_exemptions(&org.id, entity).await?,
+                entity,
+                Utc::now(),
+            ))
+        };
+        evaluation.waive(&within(deadline, load).await?);
+    }
     if !dry_run {
         let now = Utc::now();
         let result = if evaluation.blocked {
@@ -241,6 +233,25 @@ fn parse(body: &[u8], limits: AttributeLimits) -> Result<(Value, Option<String>)
     Attributes::new(&request.attributes, &limits).map_err(limit_error)?;
     let entity_id = request.entity_id.filter(|e| !e.trim().is_empty());
     Ok((request.attributes, entity_id))
+}
+
+/// Storage work under the validation budget: storage that cannot answer in time, or
+/// at all, is "compliance unavailable" (fail closed).
+async fn within<T>(
+    deadline: tokio::time::Instant,
+    work: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    match tokio::time::timeout_at(deadline, work).await {
+        Ok(Ok(done)) => Ok(done),
+        Ok(Err(error))
+            if error.status == StatusCode::SERVICE_UNAVAILABLE
+                || error.status == StatusCode::INTERNAL_SERVER_ERROR =>
+        {
+            Err(unavailable())
+        }
+        Ok(Err(error)) => Err(error),
+        Err(_) => Err(unavailable()),
+    }
 }
 
 fn unavailable() -> ApiError {
