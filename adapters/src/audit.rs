@@ -77,7 +77,7 @@ impl Action<'_> {
     pub fn into_event(self) -> AuditEvent {
         let action = self;
         AuditEvent {
-            id: crate::storage::new_id(),
+            id: crate::new_id(),
             action: action.action.to_owned(),
             actor_id: action.actor_id.to_owned(),
             actor_email: action.actor_email.map(str::to_owned),

@@ -221,7 +221,7 @@ pub(crate) fn stamp(at: DateTime<Utc>) -> String {
 
 /// A new random identifier.
 pub fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    crate::new_id()
 }
 
 /// The pool, for test harnesses that create and drop databases.

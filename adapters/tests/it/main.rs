@@ -17,6 +17,7 @@ mod audit;
 mod authority;
 mod checkpoints;
 mod cli;
+mod clients;
 mod compliance;
 mod config;
 mod conventions;
