@@ -9,8 +9,8 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::json;
 use tenancy::{
-    guard_role_assignment, guard_role_definition, guard_role_mutation, Author, MembershipRole,
-    Permission,
+    guard_role_assignment, guard_role_definition, guard_role_mutation, implied_role, Author,
+    MembershipRole, Permission,
 };
 
 use crate::error::ApiError;
@@ -73,7 +73,6 @@ fn member_role(role: Option<&str>) -> Result<MembershipRole, ApiError> {
 }
 
 /// The built-in Role a membership role implies.
-use tenancy::implied_role;
 
 fn permissions(field: &str, names: &[String]) -> Result<BTreeSet<Permission>, ApiError> {
     names
