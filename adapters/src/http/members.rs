@@ -72,8 +72,6 @@ fn member_role(role: Option<&str>) -> Result<MembershipRole, ApiError> {
     }
 }
 
-/// The built-in Role a membership role implies.
-
 fn permissions(field: &str, names: &[String]) -> Result<BTreeSet<Permission>, ApiError> {
     names
         .iter()
