@@ -141,10 +141,29 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The status and code of SEMANTICS.md 5 for a refusal of tenancy (the pure crate knows
+/// nothing of HTTP).
+fn tenancy_status(error: &tenancy::TenancyError) -> (StatusCode, &'static str) {
+    use tenancy::TenancyError as E;
+    match error {
+        E::TeamUnderTeam | E::TeamUnderSystem | E::NewOwnerNotMember => {
+            (StatusCode::BAD_REQUEST, "VALIDATION_ERROR")
+        }
+        E::Escalation(_) => (StatusCode::FORBIDDEN, "PERMISSION_ESCALATION"),
+        E::NotAssignable(_) => (StatusCode::BAD_REQUEST, "PERMISSION_NOT_ASSIGNABLE"),
+        E::BuiltInRole(_) | E::SystemExists | E::AlreadyOwner | E::LastSuperAdmin => {
+            (StatusCode::CONFLICT, "CONFLICT")
+        }
+        E::NotBootstrapIdentifier | E::OwnerOnly | E::SuperAdminOnly => {
+            (StatusCode::FORBIDDEN, "FORBIDDEN")
+        }
+        E::StepUpRequired => (StatusCode::FORBIDDEN, "STEP_UP_REQUIRED"),
+    }
+}
+
 impl From<tenancy::TenancyError> for ApiError {
     fn from(error: tenancy::TenancyError) -> Self {
-        let (status, code) = error.status_and_code();
-        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+        let (status, code) = tenancy_status(&error);
         let details = match &error {
             tenancy::TenancyError::Escalation(missing)
             | tenancy::TenancyError::NotAssignable(missing) => {

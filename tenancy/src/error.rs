@@ -53,25 +53,3 @@ pub enum TenancyError {
     #[error("the last super-admin cannot be revoked")]
     LastSuperAdmin,
 }
-
-impl TenancyError {
-    /// The HTTP status and error code of SEMANTICS.md 5 for this refusal.
-    pub fn status_and_code(&self) -> (u16, &'static str) {
-        match self {
-            TenancyError::TeamUnderTeam | TenancyError::TeamUnderSystem => {
-                (400, "VALIDATION_ERROR")
-            }
-            TenancyError::Escalation(_) => (403, "PERMISSION_ESCALATION"),
-            TenancyError::NotAssignable(_) => (400, "PERMISSION_NOT_ASSIGNABLE"),
-            TenancyError::BuiltInRole(_)
-            | TenancyError::SystemExists
-            | TenancyError::AlreadyOwner
-            | TenancyError::LastSuperAdmin => (409, "CONFLICT"),
-            TenancyError::NotBootstrapIdentifier
-            | TenancyError::OwnerOnly
-            | TenancyError::SuperAdminOnly => (403, "FORBIDDEN"),
-            TenancyError::NewOwnerNotMember => (400, "VALIDATION_ERROR"),
-            TenancyError::StepUpRequired => (403, "STEP_UP_REQUIRED"),
-        }
-    }
-}
