@@ -161,26 +161,34 @@ mod tests {
         assert_eq!(name.as_deref(), Some("compliance-cpu-0"));
 
         // One job runs, one waits; the third is refused at once.
+        let pool = Arc::new(pool);
+        let (started, started_rx) = std::sync::mpsc::channel::<()>();
         let (release, gate) = std::sync::mpsc::channel::<()>();
         let gate = Arc::new(Mutex::new(gate));
-        let blocking = {
-            let gate = Arc::clone(&gate);
-            move || {
-                let _ = gate.lock().unwrap().recv();
-            }
+        let blocking = move || {
+            let _ = started.send(());
+            let _ = gate.lock().unwrap().recv();
         };
-        let first = pool.run(blocking.clone());
-        let second = pool.run(blocking.clone());
-        let third = pool.run(blocking);
-        tokio::pin!(first, second);
-        // Let the first job start.
-        let _ = tokio::time::timeout(Duration::from_millis(50), &mut first).await;
-        let _ = tokio::time::timeout(Duration::from_millis(10), &mut second).await;
-        assert_eq!(third.await, Err(PoolError::Busy));
+        let first = tokio::spawn({
+            let (pool, job) = (Arc::clone(&pool), blocking.clone());
+            async move { pool.run(job).await }
+        });
+        tokio::task::spawn_blocking(move || started_rx.recv_timeout(Duration::from_secs(10)))
+            .await
+            .unwrap()
+            .unwrap();
+        let second = tokio::spawn({
+            let (pool, job) = (Arc::clone(&pool), blocking.clone());
+            async move { pool.run(job).await }
+        });
+        while pool.in_flight() < 2 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(pool.run(blocking).await, Err(PoolError::Busy));
         release.send(()).unwrap();
         release.send(()).unwrap();
-        assert_eq!(first.await, Ok(()));
-        assert_eq!(second.await, Ok(()));
+        assert_eq!(first.await.unwrap(), Ok(()));
+        assert_eq!(second.await.unwrap(), Ok(()));
         assert_eq!(pool.in_flight(), 0);
     }
 
