@@ -372,7 +372,7 @@ async fn identity_provider_tokens_are_verified_against_its_key_set() {
         ("JWT_JWKS_URL", provider.url.as_str()),
         ("JWT_ISSUER", "https://idp.example.com/"),
         ("JWT_AUDIENCE", "compliance"),
-        ("JWT_JWKS_MIN_REFRESH_SECONDS", "1"),
+        ("JWT_JWKS_MIN_REFRESH_SECONDS", "2"),
     ]);
     let state = AppState::new(
         config,
@@ -454,7 +454,7 @@ async fn identity_provider_tokens_are_verified_against_its_key_set() {
     // A key that is not in the set: one refresh (once the interval since the start's
     // fetch has passed), then refused; a second unknown key within the interval
     // fetches nothing more.
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     let (status, _) = call(signed("rsa-outsider", Algorithm::RS256, claims("u"))).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(provider.fetches.load(Ordering::SeqCst), 2);
@@ -468,7 +468,7 @@ async fn identity_provider_tokens_are_verified_against_its_key_set() {
 
     // Rotation: the provider swaps key a for key b.
     *provider.served.lock().unwrap() = json!({"keys": [jwk("rsa-b"), jwk("ec-c")]});
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     let (status, body) = call(signed("rsa-b", Algorithm::RS256, claims("idp-user-3"))).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(provider.fetches.load(Ordering::SeqCst), 3);
