@@ -75,18 +75,17 @@ pub struct Action<'a> {
 impl Action<'_> {
     /// The audit event of the action, as the server emits it (service `platform`).
     pub fn into_event(self) -> AuditEvent {
-        let action = self;
         AuditEvent {
             id: crate::new_id(),
-            action: action.action.to_owned(),
-            actor_id: action.actor_id.to_owned(),
-            actor_email: action.actor_email.map(str::to_owned),
-            org_id: action.org_id.to_owned(),
-            affected_org_id: action.affected_org_id.map(str::to_owned),
-            target_type: Some(action.target_type.to_owned()),
-            target_id: Some(action.target_id.to_owned()),
-            details: action.details,
-            outcome: Some(action.outcome.to_owned()),
+            action: self.action.to_owned(),
+            actor_id: self.actor_id.to_owned(),
+            actor_email: self.actor_email.map(str::to_owned),
+            org_id: self.org_id.to_owned(),
+            affected_org_id: self.affected_org_id.map(str::to_owned),
+            target_type: Some(self.target_type.to_owned()),
+            target_id: Some(self.target_id.to_owned()),
+            details: self.details,
+            outcome: Some(self.outcome.to_owned()),
             occurred_at: Utc::now(),
             service: Some("platform".to_owned()),
             idempotency_key: None,

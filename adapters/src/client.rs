@@ -122,26 +122,25 @@ impl ComplianceClient {
         if let (Some(id), Some(object)) = (entity_id, body.as_object_mut()) {
             object.insert("entityId".to_owned(), Value::from(id));
         }
-        let request = self
-            .http
-            .post(format!(
-                "{}/api/compliance/validate/{}",
-                self.base,
-                entity.path()
-            ))
-            .bearer_auth(&self.token)
-            .header("x-org-id", org_id)
-            .json(&body)
-            .timeout(self.budget)
-            .send();
-        let response = match tokio::time::timeout(self.budget, request).await {
-            Ok(Ok(response)) => response,
-            Ok(Err(error)) => return Err(Refusal::unavailable(error)),
-            Err(_) => return Err(Refusal::unavailable("no answer within the budget")),
+        // One budget for the whole exchange: the request, the wait and the body.
+        let exchange = async {
+            let response = self
+                .http
+                .post(format!(
+                    "{}/api/compliance/validate/{}",
+                    self.base,
+                    entity.path()
+                ))
+                .bearer_auth(&self.token)
+                .header("x-org-id", org_id)
+                .json(&body)
+                .send()
+                .await?;
+            let status = response.status().as_u16();
+            Ok::<_, reqwest::Error>((status, response.json::<Value>().await?))
         };
-        let status = response.status().as_u16();
-        let answer: Value = match tokio::time::timeout(self.budget, response.json()).await {
-            Ok(Ok(answer)) => answer,
+        let (status, answer) = match tokio::time::timeout(self.budget, exchange).await {
+            Ok(Ok(done)) => done,
             Ok(Err(error)) => return Err(Refusal::unavailable(error)),
             Err(_) => return Err(Refusal::unavailable("no answer within the budget")),
         };

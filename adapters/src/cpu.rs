@@ -32,7 +32,6 @@ pub enum PoolError {
 #[derive(Debug)]
 pub struct CpuPool {
     sender: SyncSender<Job>,
-    threads: usize,
     queued: Arc<AtomicUsize>,
 }
 
@@ -53,7 +52,6 @@ impl CpuPool {
         }
         CpuPool {
             sender,
-            threads,
             queued: Arc::new(AtomicUsize::new(0)),
         }
     }
@@ -62,11 +60,6 @@ impl CpuPool {
     pub fn per_core() -> Self {
         let cores = std::thread::available_parallelism().map_or(2, usize::from);
         CpuPool::new(cores, cores * 16)
-    }
-
-    /// How many threads the pool runs.
-    pub fn threads(&self) -> usize {
-        self.threads
     }
 
     /// Jobs accepted and not yet finished (waiting or running).

@@ -124,6 +124,16 @@ fn fail(message: impl std::fmt::Display, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Writes a line of an export; `Ok(false)` when the reader went away (`| head`), to
+/// stop quietly.
+fn write_line(out: &mut impl std::io::Write, line: &str) -> Result<bool, ExitCode> {
+    match writeln!(out, "{line}") {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(fail(e, 1)),
+    }
+}
+
 /// Writes a line to standard output. A reader that went away (`| head`) is not an
 /// error: the verb ends quietly with the exit code it would have had.
 fn print_out(text: &str) -> Result<(), ExitCode> {
@@ -244,34 +254,22 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                         ));
                     };
                     let line = serde_json::json!({"checkpoint": latest.note}).to_string();
-                    if let Err(e) = writeln!(out, "{line}") {
-                        if e.kind() == std::io::ErrorKind::BrokenPipe {
-                            return Ok(ExitCode::SUCCESS);
-                        }
-                        return Err(fail(e, 1));
+                    if !write_line(&mut out, &line)? {
+                        return Ok(ExitCode::SUCCESS);
                     }
                 }
                 let mut after = 0;
-                let mut exported = false;
                 loop {
                     let batch = store
                         .chain_batch(&org, after, 1000)
                         .await
                         .map_err(|e| fail(e, 1))?;
                     let Some(last) = batch.last() else { break };
-                    if after == 0 {
-                        exported = true;
-                    }
                     after = last.seq;
                     for row in &batch {
                         let line = serde_json::to_string(row).map_err(|e| fail(e, 1))?;
-                        match writeln!(out, "{line}") {
-                            Ok(()) => {}
-                            // The reader went away (`| head`): stop quietly.
-                            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                                return Ok(ExitCode::SUCCESS)
-                            }
-                            Err(e) => return Err(fail(e, 1)),
+                        if !write_line(&mut out, &line)? {
+                            return Ok(ExitCode::SUCCESS);
                         }
                     }
                 }
@@ -280,7 +278,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                     Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
                     Err(e) => return Err(fail(e, 1)),
                 }
-                if !exported {
+                if after == 0 {
                     return Err(fail(
                         format!(
                             "organization `{org}` has no audit events in {}",

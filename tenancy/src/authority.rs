@@ -91,13 +91,12 @@ pub fn plan_transfer(
 /// use tenancy::*;
 /// let now = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
 /// let root = Principal { user_id: "root".into(), super_admin: true, stepped_up_at: Some(now) };
-/// assert!(check_super_admin_change(&root, "root", false, 2, now, DEFAULT_STEP_UP_WINDOW).is_ok());
-/// assert_eq!(check_super_admin_change(&root, "root", false, 1, now, DEFAULT_STEP_UP_WINDOW),
+/// assert!(check_super_admin_change(&root, false, 2, now, DEFAULT_STEP_UP_WINDOW).is_ok());
+/// assert_eq!(check_super_admin_change(&root, false, 1, now, DEFAULT_STEP_UP_WINDOW),
 ///            Err(TenancyError::LastSuperAdmin));
 /// ```
 pub fn check_super_admin_change(
     actor: &Principal,
-    target: &str,
     grant: bool,
     super_admins: usize,
     now: DateTime<Utc>,
@@ -108,9 +107,6 @@ pub fn check_super_admin_change(
     }
     if !fresh(actor, now, step_up_window) {
         return Err(TenancyError::StepUpRequired);
-    }
-    if target.trim().is_empty() {
-        return Err(TenancyError::NewOwnerNotMember);
     }
     if !grant && super_admins <= 1 {
         return Err(TenancyError::LastSuperAdmin);

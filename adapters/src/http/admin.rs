@@ -47,7 +47,7 @@ async fn change(
     let count = state.store.super_admins().await?.len();
     let window = chrono::Duration::from_std(state.config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
-    tenancy::check_super_admin_change(&actor, user_id, grant, count, Utc::now(), window)?;
+    tenancy::check_super_admin_change(&actor, grant, count, Utc::now(), window)?;
     let system = state
         .store
         .system_organization()

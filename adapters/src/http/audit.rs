@@ -288,8 +288,18 @@ pub(crate) async fn checkpoints(
         .store
         .checkpoints(&org_id, page.limit, page.offset)
         .await?;
-    let (latest, _) = state.store.checkpoints(&org_id, 1, 0).await?;
-    let latest = serde_json::to_value(latest.into_iter().next()).unwrap_or(Value::Null);
+    // Newest first: the first page already starts with the latest.
+    let latest = match (page.offset, items.first()) {
+        (0, first) => first.cloned(),
+        _ => state
+            .store
+            .checkpoints(&org_id, 1, 0)
+            .await?
+            .0
+            .into_iter()
+            .next(),
+    };
+    let latest = serde_json::to_value(latest).unwrap_or(Value::Null);
     Ok(paginated_with(
         "checkpoints",
         items,

@@ -102,17 +102,7 @@ async fn validate(
     };
     let org = match &cached {
         Some((org, _)) => (**org).clone(),
-        None => {
-            match tokio::time::timeout_at(deadline, organization(&state, &caller, action)).await {
-                Ok(Ok(org)) => org,
-                // Fail closed: storage that cannot answer is "compliance unavailable".
-                Ok(Err(error)) if error.status == StatusCode::SERVICE_UNAVAILABLE => {
-                    return Err(unavailable())
-                }
-                Ok(Err(error)) => return Err(error),
-                Err(_) => return Err(unavailable()),
-            }
-        }
+        None => within(deadline, organization(&state, &caller, action)).await?,
     };
     // The rule set first (it does not depend on the body): from the cache, or loaded
     // within the budget.
@@ -142,12 +132,11 @@ async fn validate(
     let limits = state.config.attribute_limits();
     let job = state.cpu.run(move || {
         let (document, entity_id) = parse(&body, limits)?;
+        // The limits hold for every document, evaluated or not (the system organization).
+        let attributes = Attributes::new(&document, &limits).map_err(limit_error)?;
         let evaluation = match &set {
             None => Evaluation::pass(),
-            Some(set) => {
-                let attributes = Attributes::new(&document, &limits).map_err(limit_error)?;
-                set.evaluate(target, &attributes, &Waivers::none())
-            }
+            Some(set) => set.evaluate(target, &attributes, &Waivers::none()),
         };
         Ok::<_, ApiError>((document, entity_id, evaluation))
     });
@@ -212,7 +201,7 @@ async fn validate(
     ))
 }
 
-/// The body, measured and parsed: its attributes (within the limits) and entity id.
+/// The body, its depth measured on the text and parsed: its attributes and entity id.
 fn parse(body: &[u8], limits: AttributeLimits) -> Result<(Value, Option<String>), ApiError> {
     // Measured on the text, before a parser with its own depth limit sees it: the
     // body wraps the attributes, hence the one level more.
@@ -230,7 +219,6 @@ fn parse(body: &[u8], limits: AttributeLimits) -> Result<(Value, Option<String>)
     }
     let request: ValidateBody = serde_json::from_str(text)
         .map_err(|e| ApiError::validation(format!("invalid body: {e}")))?;
-    Attributes::new(&request.attributes, &limits).map_err(limit_error)?;
     let entity_id = request.entity_id.filter(|e| !e.trim().is_empty());
     Ok((request.attributes, entity_id))
 }

@@ -178,6 +178,15 @@ fn exemption_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ExemptionRecord> {
     })
 }
 
+fn subscription_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Subscription> {
+    let d = Decoder::new(row, "subscriptions", &["rule_id"]);
+    Ok(Subscription {
+        rule_id: d.get("rule_id")?,
+        active: d.flag("active")?,
+        pinned_version: d.opt_u32("pinned_version")?,
+    })
+}
+
 fn policy_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PolicyRecord> {
     let d = Decoder::new(row, "policies", &["id"]);
     Ok(PolicyRecord {
@@ -199,16 +208,7 @@ impl Store {
             .bind(org_id)
             .fetch_all(self.pool())
             .await?;
-        rows.iter()
-            .map(|row| {
-                let d = Decoder::new(row, "subscriptions", &["rule_id"]);
-                Ok(Subscription {
-                    rule_id: d.get("rule_id")?,
-                    active: d.flag("active")?,
-                    pinned_version: d.opt_u32("pinned_version")?,
-                })
-            })
-            .collect()
+        rows.iter().map(subscription_from_row).collect()
     }
 
     /// A page of an organization's subscriptions (oldest first) and how many there are.
@@ -233,14 +233,7 @@ impl Store {
             .await?;
         let items = rows
             .iter()
-            .map(|row| {
-                let d = Decoder::new(row, "subscriptions", &["rule_id"]);
-                Ok(Subscription {
-                    rule_id: d.get("rule_id")?,
-                    active: d.flag("active")?,
-                    pinned_version: d.opt_u32("pinned_version")?,
-                })
-            })
+            .map(subscription_from_row)
             .collect::<StoreResult<Vec<_>>>()?;
         Ok((items, total))
     }

@@ -26,16 +26,26 @@ const BATCH: u32 = 200;
 pub async fn drain(store: &Store) -> StoreResult<u64> {
     let mut relayed = 0;
     loop {
-        let batch = store.outbox_batch(BATCH).await?;
-        if batch.is_empty() {
-            return Ok(relayed);
-        }
-        for pending in &batch {
-            if store.relay_one(pending, Utc::now()).await? {
-                relayed += 1;
-            }
+        match relay_batch(store).await? {
+            None => return Ok(relayed),
+            Some(n) => relayed += n,
         }
     }
+}
+
+/// Chains the oldest [`BATCH`] events of the outbox; `None` when it was empty.
+async fn relay_batch(store: &Store) -> StoreResult<Option<u64>> {
+    let batch = store.outbox_batch(BATCH).await?;
+    if batch.is_empty() {
+        return Ok(None);
+    }
+    let mut relayed = 0;
+    for pending in &batch {
+        if store.relay_one(pending, Utc::now()).await? {
+            relayed += 1;
+        }
+    }
+    Ok(Some(relayed))
 }
 
 /// Flushes every denial fold (whatever its minute: for tests and a final stop).
@@ -93,9 +103,6 @@ async fn round(store: &Store) -> StoreResult<()> {
     store
         .flush_denials(Utc::now() - chrono::Duration::minutes(1))
         .await?;
-    let batch = store.outbox_batch(BATCH).await?;
-    for pending in &batch {
-        store.relay_one(pending, Utc::now()).await?;
-    }
+    relay_batch(store).await?;
     Ok(())
 }

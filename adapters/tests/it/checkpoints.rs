@@ -5,13 +5,6 @@ use audit_chain::{seal, AuditEvent, ChainHead, NoteSigner};
 
 use super::*;
 
-async fn sql(app: &TestApp, statement: &str) {
-    sqlx::query(statement)
-        .execute(adapters::storage::pool_for_tests(&app.store))
-        .await
-        .unwrap();
-}
-
 async fn post(app: &TestApp, org: &str, from: usize, to: usize) {
     let token = app.service_token("plugin");
     for n in from..to {
@@ -51,18 +44,12 @@ async fn checkpoints_make_truncation_and_rewrites_visible(app: &TestApp) {
     assert_eq!(report["checkpoints"]["checked"], 1, "{report}");
     assert_eq!(report["checkpoints"]["latestSeq"], 10, "{report}");
     let rows = app.store.chain_batch("org-trunc", 0, 100).await.unwrap();
-    sql(
-        app,
-        "DELETE FROM audit_events WHERE chain_key = 'org-trunc' AND seq > 7",
-    )
-    .await;
-    sql(
-        app,
-        &format!(
-            "UPDATE audit_chain_heads SET seq = 7, hash = '{}' WHERE chain_key = 'org-trunc'",
-            rows[6].hash
-        ),
-    )
+    app.sql("DELETE FROM audit_events WHERE chain_key = 'org-trunc' AND seq > 7")
+        .await;
+    app.sql(&format!(
+        "UPDATE audit_chain_heads SET seq = 7, hash = '{}' WHERE chain_key = 'org-trunc'",
+        rows[6].hash
+    ))
     .await;
     let report = verify_report(app, "org-trunc").await;
     assert_eq!(report["ok"], false, "{report}");
@@ -99,13 +86,10 @@ async fn checkpoints_make_truncation_and_rewrites_visible(app: &TestApp) {
             idempotency_key: row.idempotency_key.clone(),
         };
         let (sealed, next) = seal(&head, event, row.created_at).unwrap();
-        sql(
-            app,
-            &format!(
+        app.sql(&format!(
             "UPDATE audit_events SET details = '{}', prev_hash = '{}', hash = '{}' WHERE id = '{}'",
             sealed.details, sealed.prev_hash, sealed.hash, sealed.id
-        ),
-        )
+        ))
         .await;
         head = next;
     }
@@ -157,11 +141,8 @@ async fn checkpoints_make_truncation_and_rewrites_visible(app: &TestApp) {
     sign(app, now).await;
     post(app, "org-pruned", 5, 10).await;
     sign(app, now + chrono::Duration::seconds(301)).await;
-    sql(
-        app,
-        "DELETE FROM audit_events WHERE chain_key = 'org-pruned' AND seq <= 6",
-    )
-    .await;
+    app.sql("DELETE FROM audit_events WHERE chain_key = 'org-pruned' AND seq <= 6")
+        .await;
     let report = verify_report(app, "org-pruned").await;
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(report["checkpoints"]["pruned"], 1, "{report}");
@@ -287,9 +268,7 @@ async fn two_replicas_sign_each_checkpoint_once() {
     // Let the signer catch up with the last appends, then stop both.
     tokio::time::sleep(std::time::Duration::from_secs(4)).await;
     for server in &servers {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &server.id().to_string()])
-            .status();
+        super::crash::terminate(server);
     }
     for mut server in servers {
         server.wait().unwrap();

@@ -195,7 +195,7 @@ async fn audit_export_then_offline_verify() {
 
 /// Runs the binary with its standard output read by a reader that closes it after
 /// `keep` bytes (what `| head -c` does).
-fn compliance_into_closed_pipe(args: &[&str], env: &[(&str, &str)], keep: usize) -> (i32, String) {
+fn compliance_into_closed_pipe(args: &[&str], keep: usize) -> (i32, String) {
     use std::io::Read;
     use std::process::Stdio;
     let mut command = Command::new(env!("CARGO_BIN_EXE_compliance"));
@@ -205,9 +205,6 @@ fn compliance_into_closed_pipe(args: &[&str], env: &[(&str, &str)], keep: usize)
         .env_remove("DATABASE_URL")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for (k, v) in env {
-        command.env(k, v);
-    }
     let mut child = command.spawn().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let mut head = vec![0u8; keep];
@@ -224,7 +221,9 @@ fn compliance_into_closed_pipe(args: &[&str], env: &[(&str, &str)], keep: usize)
 }
 
 #[test]
-fn every_verb_ends_quietly_on_a_closed_pipe() {
+/// Every verb prints through the same writer; `eval` with more output than a pipe
+/// holds is the one that meets the closed pipe for sure.
+fn output_ends_quietly_on_a_closed_pipe() {
     // Many violations, so that the output is larger than the pipe's buffer.
     let rules: Vec<Value> = (0..400)
         .map(|i| {
@@ -236,14 +235,10 @@ fn every_verb_ends_quietly_on_a_closed_pipe() {
     let attrs = write("attrs.json", r#"{"version": "latest"}"#);
     let (code, stderr) = compliance_into_closed_pipe(
         &["eval", "--rules", &rules, "--target", "plugin", &attrs],
-        &[],
         10,
     );
     assert_eq!(code, 1, "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(stderr.is_empty(), "{stderr}");
-    let (code, stderr) = compliance_into_closed_pipe(&["entitlements", "--tier", "pro"], &[], 10);
-    assert_eq!(code, 0, "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");
 }
 

@@ -36,6 +36,15 @@ pub fn start_with(url: &str, port: u16, vars: &[(&str, &str)]) -> Child {
         .unwrap()
 }
 
+/// Sends SIGTERM (a graceful stop) to a server process.
+pub fn terminate(server: &Child) {
+    let sent = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
 pub async fn wait_healthy(client: &reqwest::Client, base: &str) {
     for _ in 0..200 {
         if client
@@ -163,11 +172,7 @@ async fn no_acknowledged_mutation_loses_its_event_on_a_crash_or_a_stop() {
         stop.clone(),
     ));
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let terminated = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(terminated.success());
+    terminate(&server);
     let exit = server.wait().unwrap();
     assert!(exit.success(), "the server did not stop cleanly: {exit}");
     let stopped_phase = looping.await.unwrap();
@@ -190,9 +195,7 @@ async fn no_acknowledged_mutation_loses_its_event_on_a_crash_or_a_stop() {
         drained,
         "the relay did not drain the outbox after the restart"
     );
-    let _ = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status();
+    terminate(&server);
     server.wait().unwrap();
 
     // Every acknowledged mutation has its event; the chain verifies.

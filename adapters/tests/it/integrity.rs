@@ -3,13 +3,6 @@
 
 use super::*;
 
-async fn sql(app: &TestApp, statement: &str) {
-    sqlx::query(statement)
-        .execute(adapters::storage::pool_for_tests(&app.store))
-        .await
-        .unwrap();
-}
-
 /// A published rule, subscribed and activated by a fresh organization.
 async fn subscriber(app: &TestApp) -> (String, String, String) {
     let (system, root) = app.system().await;
@@ -43,10 +36,9 @@ async fn subscriber(app: &TestApp) -> (String, String, String) {
 
 async fn an_unreadable_published_rule_fails_validation_closed(app: &TestApp) {
     let (org, token, rule_id) = subscriber(app).await;
-    sql(
-        app,
-        &format!("UPDATE rule_versions SET body = '{{not json' WHERE rule_id = '{rule_id}'"),
-    )
+    app.sql(&format!(
+        "UPDATE rule_versions SET body = '{{not json' WHERE rule_id = '{rule_id}'"
+    ))
     .await;
     for dry_run in [true, false] {
         // A document the rule would block, and one it would pass: neither passes.
@@ -78,37 +70,34 @@ async fn rows_that_do_not_decode_are_errors_never_defaults(app: &TestApp) {
     let (status, body) = get().await;
     assert_eq!(status, StatusCode::OK, "{body}");
     // A timestamp that is not one: not 1970, an error.
-    sql(
-        app,
-        &format!("UPDATE organizations SET created_at = 'yesterday' WHERE id = '{org}'"),
-    )
+    app.sql(&format!(
+        "UPDATE organizations SET created_at = 'yesterday' WHERE id = '{org}'"
+    ))
     .await;
     let (status, body) = get().await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
     assert!(!body.to_string().contains("1970"), "{body}");
-    sql(app, &format!("UPDATE organizations SET created_at = '2026-01-01T00:00:00.000000Z' WHERE id = '{org}'")).await;
+    app.sql(&format!(
+        "UPDATE organizations SET created_at = '2026-01-01T00:00:00.000000Z' WHERE id = '{org}'"
+    ))
+    .await;
     // An unknown tier: not developer, an error.
-    sql(
-        app,
-        &format!("UPDATE organizations SET tier = 'platinum' WHERE id = '{org}'"),
-    )
+    app.sql(&format!(
+        "UPDATE organizations SET tier = 'platinum' WHERE id = '{org}'"
+    ))
     .await;
     let (status, body) = get().await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
-    sql(
-        app,
-        &format!("UPDATE organizations SET tier = 'developer' WHERE id = '{org}'"),
-    )
+    app.sql(&format!(
+        "UPDATE organizations SET tier = 'developer' WHERE id = '{org}'"
+    ))
     .await;
     let (status, _) = get().await;
     assert_eq!(status, StatusCode::OK);
     // An unknown permission in a Role the caller holds: not dropped, an error.
-    sql(
-        app,
-        &format!(
+    app.sql(&format!(
         "UPDATE roles SET permissions = '[\"org:read\", \"org:teleport\"]' WHERE org_id = '{org}'"
-    ),
-    )
+    ))
     .await;
     let (status, body) = app
         .call(

@@ -166,21 +166,16 @@ impl TestApp {
         step: Option<String>,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
-        let mut r = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("authorization", format!("Bearer {token}"));
-        if let Some(step) = step {
-            r = r.header("x-step-up-token", step);
-        }
-        let request = match body {
-            Some(b) => r
-                .header("content-type", "application/json")
-                .body(Body::from(b.to_string()))
-                .unwrap(),
-            None => r.body(Body::empty()).unwrap(),
-        };
-        self.send(request).await
+        let header = step.map(|step| ("x-step-up-token", step));
+        self.request(method, path, token, header, body).await
+    }
+
+    /// Runs a statement directly on the test database (to corrupt or tamper with rows).
+    pub async fn sql(&self, statement: &str) {
+        sqlx::query(statement)
+            .execute(admin_pool(&self.store))
+            .await
+            .unwrap();
     }
 
     /// A JSON request with a token and an optional `x-org-id`.
@@ -192,12 +187,25 @@ impl TestApp {
         org: Option<&str>,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
+        let header = org.map(|org| ("x-org-id", org.to_owned()));
+        self.request(method, path, token, header, body).await
+    }
+
+    /// A request with a token, one more header and an optional JSON body.
+    async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        header: Option<(&str, String)>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
         let mut request = Request::builder()
             .method(method)
             .uri(path)
             .header("authorization", format!("Bearer {token}"));
-        if let Some(org) = org {
-            request = request.header("x-org-id", org);
+        if let Some((name, value)) = header {
+            request = request.header(name, value);
         }
         let request = match body {
             Some(body) => request

@@ -91,9 +91,7 @@ async fn a_rule_changed_on_one_replica_is_enforced_by_the_other_at_once() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for server in &servers {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &server.id().to_string()])
-            .status();
+        super::crash::terminate(server);
     }
     for mut server in servers {
         let _ = server.wait();
