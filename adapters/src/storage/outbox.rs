@@ -135,9 +135,10 @@ impl Store {
         .await?;
         let mut flushed = 0;
         for row in &rows {
-            let actor: String = row.try_get("actor_id")?;
-            let org: String = row.try_get("org_id")?;
-            let minute: String = row.try_get("minute")?;
+            let key = Decoder::new(row, "denial_folds", &["actor_id", "org_id", "minute"]);
+            let actor: String = key.get("actor_id")?;
+            let org: String = key.get("org_id")?;
+            let minute: String = key.get("minute")?;
             let mut tx = self.pool().begin().await?;
             let fold = sqlx::query(&self.sql(
                 "DELETE FROM denial_folds WHERE actor_id = $1 AND org_id = $2 AND minute = $3 RETURNING count, event, last_at",
