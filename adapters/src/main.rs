@@ -20,6 +20,34 @@ struct Cli {
     verb: Verb,
 }
 
+const EVAL_EXIT_CODES: &str = "Exit codes:\n  0  nothing is blocked (warnings do not block)\n  1  a file is blocked: a rule of severity error or critical failed\n  2  bad input: a file that cannot be read or parsed, a bad rule, a document over a limit\n\nA closed pipe (`| head`) ends the output quietly with the same code.";
+
+const TEST_EXIT_CODES: &str = "Exit codes:\n  0  every expected result holds (or --write recorded them)\n  1  an expected result differs\n  2  bad input: a test, rule or attribute file that cannot be read or parsed, a rule or file the test does not have";
+
+/// The server's limits on attribute documents and rules, as flags.
+#[derive(clap::Args)]
+struct LimitArgs {
+    /// The deepest attribute document accepted.
+    #[arg(long, env = "COMPLIANCE_MAX_ATTRIBUTE_DEPTH", default_value_t = compliance_core::DEFAULT_MAX_DEPTH)]
+    max_depth: usize,
+    /// The most object keys an attribute document may have, over all its levels.
+    #[arg(long, env = "COMPLIANCE_MAX_ATTRIBUTE_KEYS", default_value_t = compliance_core::DEFAULT_MAX_KEYS)]
+    max_keys: usize,
+    /// The longest regex a rule may have.
+    #[arg(long, env = "COMPLIANCE_MAX_REGEX_LENGTH", default_value_t = compliance_core::DEFAULT_MAX_REGEX_LENGTH)]
+    max_regex_length: usize,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> cli::eval::Limits {
+        cli::eval::Limits {
+            max_depth: self.max_depth,
+            max_keys: self.max_keys,
+            max_regex_length: self.max_regex_length,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Verb {
     /// Run the HTTP server (COMPLIANCE_SERVICE_PORT, default 3000; DATABASE_URL, default a SQLite file here).
@@ -44,16 +72,38 @@ enum Verb {
         #[arg(long)]
         step_up: bool,
     },
-    /// Evaluate rules against an attributes file offline; exit 0 pass, 1 blocked, 2 bad input.
+    /// Evaluate rules against attribute files offline, as CI gates use it.
+    #[command(after_help = EVAL_EXIT_CODES)]
     Eval {
-        /// A JSON array of rules in the API's form.
-        #[arg(long)]
-        rules: std::path::PathBuf,
+        /// A rule file: a JSON or YAML array of rules in the API's form. Repeat for more.
+        #[arg(long = "rules", value_name = "FILE", required = true)]
+        rules: Vec<String>,
         /// plugin or pipeline.
         #[arg(long)]
         target: String,
-        /// The attributes JSON file.
-        attributes: std::path::PathBuf,
+        /// Attribute files (JSON or YAML), globs, or `-` for standard input.
+        #[arg(value_name = "FILE", required = true)]
+        attributes: Vec<String>,
+        /// The report's format.
+        #[arg(long, value_enum, default_value = "json")]
+        format: cli::format::Format,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+    /// Check expected results: test files name rules, attribute files and what each
+    /// rule should give for each file (pass, fail or skip).
+    #[command(after_help = TEST_EXIT_CODES)]
+    Test {
+        /// A test file, or a directory searched for compliance-test.yaml (.yml, .json).
+        path: std::path::PathBuf,
+        /// Print only the checks that differ.
+        #[arg(long)]
+        fail_only: bool,
+        /// Record today's results as the expected ones (rewrites the test files).
+        #[arg(long)]
+        write: bool,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Export an organization's audit chain as JSON lines, or verify an export offline.
     Audit {
@@ -146,8 +196,10 @@ fn print_out(text: &str) -> Result<(), ExitCode> {
     }
 }
 
-fn read(path: &std::path::Path) -> Result<String, ExitCode> {
-    std::fs::read_to_string(path).map_err(|e| fail(format!("{}: {e}", path.display()), 2))
+/// Colour only for a person at a terminal, and never when NO_COLOR is set.
+fn colour_on_stdout() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn config() -> Result<Config, ExitCode> {
@@ -210,16 +262,43 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             rules,
             target,
             attributes,
+            format,
+            limits,
         } => {
-            let config = config()?;
-            let (result, blocked) =
-                cli::eval(&config, &read(&rules)?, &target, &read(&attributes)?)
-                    .map_err(|f| fail(f.message, 2))?;
-            print_out(&serde_json::to_string_pretty(&result).unwrap_or_default())?;
-            Ok(if blocked {
+            let limits = limits.limits();
+            let target: compliance_core::Target = target
+                .parse()
+                .map_err(|e: String| fail(format!("--target: {e}"), 2))?;
+            let mut stdin_taken = false;
+            let rules = cli::eval::Rules::load(&rules, &limits, &mut stdin_taken)
+                .map_err(|f| fail(f.message, 2))?;
+            let files = cli::source::expand(&attributes).map_err(|f| fail(f.message, 2))?;
+            let report = cli::eval::check(&rules, target, &files, &limits, &mut stdin_taken)
+                .map_err(|f| fail(f.message, 2))?;
+            let style = cli::format::Style {
+                colour: colour_on_stdout(),
+            };
+            print_out(&cli::format::render(&report, format, style))?;
+            Ok(if report.blocked() {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
+            })
+        }
+        Verb::Test {
+            path,
+            fail_only,
+            write,
+            limits,
+        } => {
+            let options = cli::suite::Options { fail_only, write };
+            let outcomes = cli::suite::run(&path, &limits.limits(), options)
+                .map_err(|f| fail(f.message, 2))?;
+            print_out(&outcomes.text)?;
+            Ok(if outcomes.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
             })
         }
         Verb::Audit {

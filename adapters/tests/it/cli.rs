@@ -4,7 +4,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn compliance(args: &[&str]) -> (i32, String, String) {
+pub(crate) fn compliance(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_compliance"))
         .args(args)
         .env_remove("JWT_SECRET")
@@ -18,7 +18,7 @@ fn compliance(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn write(name: &str, text: &str) -> String {
+pub(crate) fn write(name: &str, text: &str) -> String {
     let path = std::env::temp_dir().join(format!("{}-{name}", uuid::Uuid::new_v4()));
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
@@ -40,8 +40,11 @@ fn eval_exits_0_when_passing_1_when_blocked_2_on_bad_input() {
     let (code, out, _) = compliance(&["eval", "--rules", &rules, "--target", "plugin", &bad]);
     assert_eq!(code, 1);
     let result: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(result["violations"][0]["ruleId"], "semver");
-    assert!(result["exempted"].as_array().unwrap().is_empty());
+    assert_eq!(result["blocked"], true);
+    let file = &result["files"][0];
+    assert_eq!(file["file"], bad.as_str());
+    assert_eq!(file["violations"][0]["ruleId"], "semver");
+    assert!(file["exempted"].as_array().unwrap().is_empty());
     let deep = write(
         "deep.json",
         &format!("{{\"a\":{}1{}}}", "[".repeat(50), "]".repeat(50)),
@@ -124,7 +127,7 @@ async fn entitlements_and_tokens() {
     assert_eq!(code, 2, "{err}");
     let (code, _, err) = compliance(&["token", "--sub", "a", "--ttl", "forever"]);
     assert_eq!(code, 2, "{err}");
-    for verb in ["serve", "migrate", "token", "eval", "entitlements"] {
+    for verb in ["serve", "migrate", "token", "eval", "test", "entitlements"] {
         let (code, out, _) = compliance(&[verb, "--help"]);
         assert_eq!(code, 0, "{verb}");
         assert!(out.contains("Usage"), "{verb}");

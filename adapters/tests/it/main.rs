@@ -16,6 +16,7 @@
 mod audit;
 mod authority;
 mod checkpoints;
+mod ci;
 mod cli;
 mod clients;
 mod compliance;

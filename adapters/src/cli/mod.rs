@@ -1,11 +1,14 @@
-//! The offline verbs: `token`, `eval` and `entitlements`.
+//! The offline verbs: `token`, `eval`, `test`, `entitlements`, `audit verify`.
+
+pub mod eval;
+pub mod format;
+pub mod locate;
+pub mod source;
+pub mod suite;
 
 use std::time::Duration;
 
 use chrono::Utc;
-use compliance_core::{
-    AttributeLimits, Attributes, CompileOptions, RegexLimits, Rule, RuleSet, Target, Waivers,
-};
 use entitlements::{apply_change, effective, Account, BundleChange, BundleId, Catalog, Tier};
 use serde_json::Value;
 
@@ -21,7 +24,7 @@ pub struct Failure {
     pub code: i32,
 }
 
-fn bad_input(message: impl Into<String>) -> Failure {
+pub(crate) fn bad_input(message: impl Into<String>) -> Failure {
     Failure {
         message: message.into(),
         code: 2,
@@ -56,49 +59,6 @@ pub fn token(
         .map_err(|e| bad_input(e.message))
 }
 
-/// `compliance eval`: the validation result for an attributes file, and whether
-/// it is blocked.
-pub fn eval(
-    config: &Config,
-    rules_json: &str,
-    target: &str,
-    attributes_json: &str,
-) -> Result<(Value, bool), Failure> {
-    let target: Target = target
-        .parse()
-        .map_err(|e: String| bad_input(format!("--target: {e}")))?;
-    let rules: Vec<Rule> =
-        serde_json::from_str(rules_json).map_err(|e| bad_input(format!("rules: {e}")))?;
-    let options = CompileOptions {
-        regex: RegexLimits {
-            max_length: config.compliance.max_regex_length,
-            ..RegexLimits::default()
-        },
-        ..CompileOptions::default()
-    };
-    let set = RuleSet::compile(rules, &options).map_err(|e| bad_input(format!("rules: {e}")))?;
-    let limits: AttributeLimits = config.attribute_limits();
-    let depth = compliance_core::json_text_depth(attributes_json);
-    if depth > limits.max_depth {
-        return Err(bad_input(format!(
-            "attributes: the document is {depth} deep; at most {} is allowed",
-            limits.max_depth
-        )));
-    }
-    let document: Value =
-        serde_json::from_str(attributes_json).map_err(|e| bad_input(format!("attributes: {e}")))?;
-    let attributes =
-        Attributes::new(&document, &limits).map_err(|e| bad_input(format!("attributes: {e}")))?;
-    let result = set.evaluate(target, &attributes, &Waivers::none());
-    let blocked = result.blocked;
-    let json = serde_json::json!({
-        "blocked": result.blocked,
-        "violations": result.violations,
-        "exempted": result.exempted,
-    });
-    Ok((json, blocked))
-}
-
 /// `compliance entitlements`: effective limits for a tier and bundles `ID[:QTY]`.
 pub fn entitlements(catalog: &Catalog, tier: &str, bundles: &[String]) -> Result<Value, Failure> {
     let tier = Tier::parse(tier).ok_or_else(|| {
@@ -131,9 +91,9 @@ pub fn entitlements(catalog: &Catalog, tier: &str, bundles: &[String]) -> Result
 
 /// The sample content shipped with the project (`content/`): published rules and
 /// starter policies. They are data, loaded through the API like any client would.
-pub const PUBLISHED_RULES: &str = include_str!("../../content/published-rules.json");
+pub const PUBLISHED_RULES: &str = include_str!("../../../content/published-rules.json");
 /// The starter policies: named groups of the published rules, by rule name.
-pub const STARTER_POLICIES: &str = include_str!("../../content/starter-policies.json");
+pub const STARTER_POLICIES: &str = include_str!("../../../content/starter-policies.json");
 
 /// What `load-content` did.
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
