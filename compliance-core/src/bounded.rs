@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::path::Resolved;
+use crate::violation::Actual;
 
 /// The most characters of a string a violation's `actual` keeps.
 pub const MAX_ACTUAL_CHARS: usize = 256;
@@ -98,31 +99,61 @@ impl<'a> Failures<'a> {
         self.kept.get(..self.len).unwrap_or_default()
     }
 
-    /// The bounded copy of the failing values (`None` when there were none: the field
-    /// is missing), recording every cut in `cuts`.
-    pub fn to_actual(&self, cuts: &mut Vec<Cut>) -> Option<Value> {
+    /// The bounded copy of the failing values ([`Actual::Missing`] when there were
+    /// none: the field is missing), recording every cut in `cuts`. A single scalar or
+    /// short string is kept inline; anything else is written once, as its bounded
+    /// JSON text (one allocation, however many values it holds).
+    pub fn to_actual(&self, cuts: &mut Vec<Cut>) -> Actual {
+        let kept = self.kept();
+        if kept.is_empty() {
+            return Actual::Missing;
+        }
+        if let [one] = kept {
+            if self.total == 1 {
+                match *one {
+                    Resolved::Json(Value::Null) => return Actual::Null,
+                    Resolved::Json(Value::Bool(b)) => return Actual::Bool(*b),
+                    Resolved::Json(Value::Number(n)) => return Actual::Number(n.clone()),
+                    Resolved::Count(n) => return Actual::Number(n.into()),
+                    Resolved::Json(Value::String(s)) => {
+                        if let Some(inline) = Actual::string(s) {
+                            return inline;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
         let mut bounder = Bounder {
             nodes: MAX_ACTUAL_NODES,
             cuts,
+            // Enough for a cut string and its quotes, so that most are written
+            // without growing; a larger value grows a few times at most.
+            out: String::with_capacity(MAX_ACTUAL_CHARS + 64),
         };
-        match self.kept() {
-            [] => None,
-            [one] if self.total == 1 => Some(bounder.resolved(*one, &Trail::Root)),
+        match kept {
+            [one] if self.total == 1 => bounder.resolved(*one, &Trail::Root),
             several => {
                 bounder.nodes -= 1;
-                let mut items = Vec::with_capacity(several.len());
+                bounder.out.push('[');
+                let mut written = 0usize;
                 for (i, value) in several.iter().enumerate() {
                     if bounder.nodes == 0 {
                         break;
                     }
-                    items.push(bounder.resolved(*value, &Trail::Index(&Trail::Root, i)));
+                    if written > 0 {
+                        bounder.out.push(',');
+                    }
+                    bounder.resolved(*value, &Trail::Index(&Trail::Root, i));
+                    written += 1;
                 }
-                if items.len() < self.total {
+                bounder.out.push(']');
+                if written < self.total {
                     bounder.cut(&Trail::Root, |c| c.items = Some(self.total as u64));
                 }
-                Some(Value::Array(items))
             }
         }
+        Actual::Json(bounder.out.into_boxed_str())
     }
 }
 
@@ -157,10 +188,12 @@ impl Trail<'_> {
     }
 }
 
+/// Writes the bounded JSON text of failing values.
 struct Bounder<'c> {
     /// Values that may still be copied.
     nodes: usize,
     cuts: &'c mut Vec<Cut>,
+    out: String,
 }
 
 impl Bounder<'_> {
@@ -177,73 +210,87 @@ impl Bounder<'_> {
         self.cuts.push(cut);
     }
 
-    fn resolved(&mut self, value: Resolved<'_>, trail: &Trail<'_>) -> Value {
+    fn resolved(&mut self, value: Resolved<'_>, trail: &Trail<'_>) {
         match value {
             Resolved::Json(v) => self.value(v, trail),
             Resolved::Count(n) => {
                 self.nodes = self.nodes.saturating_sub(1);
-                Value::from(n)
+                let _ = write!(self.out, "{n}");
             }
             Resolved::Keys(map) => self.keys(map, trail),
         }
     }
 
-    fn value(&mut self, value: &Value, trail: &Trail<'_>) -> Value {
+    fn value(&mut self, value: &Value, trail: &Trail<'_>) {
         self.nodes = self.nodes.saturating_sub(1);
         match value {
-            Value::String(s) => Value::String(self.string(s, trail)),
+            Value::String(s) => self.string(s, trail),
             Value::Array(items) => {
-                let mut kept = Vec::with_capacity(items.len().min(MAX_ACTUAL_ITEMS));
+                self.out.push('[');
+                let mut kept = 0usize;
                 for (i, item) in items.iter().enumerate() {
-                    if kept.len() == MAX_ACTUAL_ITEMS || self.nodes == 0 {
+                    if kept == MAX_ACTUAL_ITEMS || self.nodes == 0 {
                         break;
                     }
-                    kept.push(self.value(item, &Trail::Index(trail, i)));
+                    if kept > 0 {
+                        self.out.push(',');
+                    }
+                    self.value(item, &Trail::Index(trail, i));
+                    kept += 1;
                 }
-                if kept.len() < items.len() {
+                self.out.push(']');
+                if kept < items.len() {
                     self.cut(trail, |c| c.items = Some(items.len() as u64));
                 }
-                Value::Array(kept)
             }
             Value::Object(map) => {
-                let mut kept = Map::new();
+                self.out.push('{');
+                let mut kept = 0usize;
                 for (key, item) in map {
-                    if kept.len() == MAX_ACTUAL_ITEMS || self.nodes == 0 {
+                    if kept == MAX_ACTUAL_ITEMS || self.nodes == 0 {
                         break;
+                    }
+                    if kept > 0 {
+                        self.out.push(',');
                     }
                     let child = Trail::Key(trail, key);
                     let bounded_key = match prefix(key) {
                         Some(cut) => {
                             self.cut(&child, |c| c.key_bytes = Some(key.len() as u64));
-                            cut.to_owned()
+                            cut
                         }
-                        None => key.clone(),
+                        None => key.as_str(),
                     };
-                    let item = self.value(item, &child);
-                    kept.insert(bounded_key, item);
+                    render_str(&mut self.out, bounded_key, &mut unlimited());
+                    self.out.push(':');
+                    self.value(item, &child);
+                    kept += 1;
                 }
-                if kept.len() < map.len() {
+                self.out.push('}');
+                if kept < map.len() {
                     self.cut(trail, |c| c.items = Some(map.len() as u64));
                 }
-                Value::Object(kept)
             }
-            scalar => scalar.clone(),
+            scalar => {
+                render(&mut self.out, scalar, &mut unlimited());
+            }
         }
     }
 
-    fn string(&mut self, s: &str, trail: &Trail<'_>) -> String {
-        match prefix(s) {
-            None => s.to_owned(),
+    fn string(&mut self, s: &str, trail: &Trail<'_>) {
+        let kept = match prefix(s) {
+            None => s,
             Some(kept) => {
                 self.cut(trail, |c| c.bytes = Some(s.len() as u64));
-                kept.to_owned()
+                kept
             }
-        }
+        };
+        render_str(&mut self.out, kept, &mut unlimited());
     }
 
     /// `$keys` of an object: its keys sorted ascending, the first
     /// [`MAX_ACTUAL_ITEMS`] of them, chosen without sorting (or copying) them all.
-    fn keys(&mut self, map: &Map<String, Value>, trail: &Trail<'_>) -> Value {
+    fn keys(&mut self, map: &Map<String, Value>, trail: &Trail<'_>) {
         self.nodes = self.nodes.saturating_sub(1);
         let mut smallest: [&str; MAX_ACTUAL_ITEMS] = [""; MAX_ACTUAL_ITEMS];
         let mut len = 0usize;
@@ -267,18 +314,23 @@ impl Bounder<'_> {
                 len += 1;
             }
         }
-        let mut out = Vec::with_capacity(len);
+        self.out.push('[');
+        let mut written = 0usize;
         for (i, key) in smallest.iter().take(len).enumerate() {
             if self.nodes == 0 {
                 break;
             }
             self.nodes -= 1;
-            out.push(Value::String(self.string(key, &Trail::Index(trail, i))));
+            if written > 0 {
+                self.out.push(',');
+            }
+            self.string(key, &Trail::Index(trail, i));
+            written += 1;
         }
-        if out.len() < map.len() {
+        self.out.push(']');
+        if written < map.len() {
             self.cut(trail, |c| c.items = Some(map.len() as u64));
         }
-        Value::Array(out)
     }
 }
 
@@ -297,6 +349,29 @@ fn prefix(s: &str) -> Option<&str> {
 pub(crate) fn write_short(out: &mut String, value: &Value, max: usize) {
     let mut left = max;
     if !render(out, value, &mut left) {
+        out.push('…');
+    }
+}
+
+/// A budget that never runs out, for text written whole.
+fn unlimited() -> usize {
+    usize::MAX
+}
+
+/// The whole JSON text of `value`, compact, as the bounded copies are written.
+pub(crate) fn json_text(value: &Value) -> String {
+    let mut out = String::new();
+    render(&mut out, value, &mut unlimited());
+    out
+}
+
+/// Appends the first `max` bytes of the JSON text `text` (cut at a character
+/// boundary), with `…` when it was longer: what [`write_short`] writes of its value.
+pub(crate) fn write_short_text(out: &mut String, text: &str, max: usize) {
+    if text.len() <= max {
+        out.push_str(text);
+    } else {
+        out.push_str(text.get(..floor_boundary(text, max)).unwrap_or_default());
         out.push('…');
     }
 }
@@ -371,6 +446,11 @@ fn render_str(out: &mut String, s: &str, left: &mut usize) -> bool {
     if !take(out, "\"", left) {
         return false;
     }
+    // Most strings need no escape: one pass without early exit (which the compiler
+    // turns into wide compares) finds out, and the string is copied at once.
+    if !s.bytes().fold(false, |any, b| any | needs_escape(b)) {
+        return take(out, s, left) && take(out, "\"", left);
+    }
     let mut start = 0usize;
     for (i, b) in s.bytes().enumerate() {
         if !needs_escape(b) {
@@ -429,7 +509,7 @@ mod tests {
             failures.push(*v);
         }
         let mut cuts = Vec::new();
-        (failures.to_actual(&mut cuts), cuts)
+        (failures.to_actual(&mut cuts).to_value(), cuts)
     }
 
     #[test]

@@ -1,51 +1,15 @@
 //! Evaluating a compiled rule set against an attribute document.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::bounded::{write_short, Cut, Failures, MAX_MESSAGE_VALUE_BYTES};
+use crate::bounded::Failures;
 use crate::exemption::Waivers;
 use crate::limits::Attributes;
-use crate::operator::Operator;
 use crate::path::Resolver;
-use crate::rule::{ConditionMode, Severity, Target};
+use crate::rule::{ConditionMode, Target};
 use crate::ruleset::{Gate, ReadyRule, RuleSet};
 use crate::validate::Predicate;
-
-/// One rule the entity did not satisfy.
-///
-/// The strings and the expected value are shared with the compiled rule set (an
-/// `Arc` each), so building a violation copies none of them; `actual` is the bounded
-/// copy of what was found (see [`bounded`](crate::bounded) and [`Cut`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Violation {
-    /// The rule's id (its name when it has none).
-    pub rule_id: Arc<str>,
-    /// The rule's name.
-    pub rule_name: Arc<str>,
-    /// The rule's severity.
-    pub severity: Severity,
-    /// The field of the predicate that failed.
-    pub field: Arc<str>,
-    /// The operator of the predicate that failed.
-    pub operator: Operator,
-    /// The expected value of the predicate that failed.
-    pub value: Arc<Value>,
-    /// The value that failed, or an array of them when the field resolved to
-    /// several; absent when the field is missing. Bounded: at most
-    /// [`MAX_ACTUAL_CHARS`](crate::MAX_ACTUAL_CHARS) characters of a string and
-    /// [`MAX_ACTUAL_ITEMS`](crate::MAX_ACTUAL_ITEMS) elements of an array.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub actual: Option<Value>,
-    /// Where `actual` was cut and how large the original was; empty when nothing was.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub truncated: Vec<Cut>,
-    /// One line for a human, written from the bounded `actual`.
-    pub message: String,
-}
+use crate::violation::Violation;
 
 /// The outcome of evaluating one entity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,10 +61,10 @@ impl Evaluation {
         }
         let (waived, kept): (Vec<Violation>, Vec<Violation>) = std::mem::take(&mut self.violations)
             .into_iter()
-            .partition(|v| waivers.waives(&v.rule_id));
+            .partition(|v| waivers.waives(v.rule_id()));
         self.violations = kept;
         self.exempted.extend(waived);
-        self.blocked = self.violations.iter().any(|v| v.severity.blocks());
+        self.blocked = self.violations.iter().any(|v| v.severity().blocks());
     }
 
     /// Empties the result, keeping the memory of its lists for the next evaluation.
@@ -147,7 +111,7 @@ impl RuleSet {
     /// let attrs = Attributes::new(&doc, &AttributeLimits::default()).unwrap();
     /// let result = set.evaluate(Target::Plugin, &attrs, &Waivers::none());
     /// assert!(result.blocked);
-    /// assert_eq!(result.violations[0].actual, Some(json!("public")));
+    /// assert_eq!(result.violations[0].actual(), Some(json!("public")));
     /// ```
     pub fn evaluate(
         &self,
@@ -199,11 +163,11 @@ impl RuleSet {
                 let Some((failed, failures)) = failed.zip(failures) else {
                     return;
                 };
-                let violation = violation(rule, failed, failures);
+                let violation = violation(failed, failures);
                 if waivers.waives(&rule.id) {
                     result.exempted.push(violation);
                 } else {
-                    result.blocked |= violation.severity.blocks();
+                    result.blocked |= violation.severity().blocks();
                     result.violations.push(violation);
                 }
             },
@@ -334,46 +298,8 @@ fn check<'r, 'a>(
     }
 }
 
-fn violation(rule: &ReadyRule, failed: &Predicate, failures: &Failures<'_>) -> Violation {
+fn violation(failed: &Predicate, failures: &Failures<'_>) -> Violation {
     let mut truncated = Vec::new();
     let actual = failures.to_actual(&mut truncated);
-    let mut message = String::with_capacity(failed.lead.len() + MAX_MESSAGE_VALUE_BYTES + 12);
-    message.push_str(&failed.lead);
-    match &actual {
-        Some(value) => {
-            message.push_str("found ");
-            write_short(&mut message, value, MAX_MESSAGE_VALUE_BYTES);
-        }
-        None => message.push_str("the field is missing"),
-    }
-    Violation {
-        rule_id: Arc::clone(&rule.id),
-        rule_name: Arc::clone(&rule.name),
-        severity: rule.rule.severity,
-        field: Arc::clone(&failed.field_text),
-        operator: failed.operator,
-        value: Arc::clone(&failed.value),
-        actual,
-        truncated,
-        message,
-    }
-}
-
-/// What a failed predicate expected, as the start of its violation's message:
-/// "{rule name}: `{field}` {expectation}; ". Written once, when the set is built.
-pub(crate) fn message_lead(rule_name: &str, predicate: &Predicate) -> Box<str> {
-    let mut lead = format!(
-        "{rule_name}: `{}` {}",
-        predicate.field_text,
-        predicate.operator.phrase()
-    );
-    if !predicate.operator.ignores_value() {
-        lead.push(' ');
-        write_short(&mut lead, &predicate.value, MAX_MESSAGE_VALUE_BYTES);
-        if matches!(predicate.operator, Operator::LengthGt | Operator::LengthLt) {
-            lead.push_str(" characters");
-        }
-    }
-    lead.push_str("; ");
-    lead.into_boxed_str()
+    Violation::new(&failed.facts, actual, truncated)
 }

@@ -27,7 +27,7 @@
 //! let result = set.evaluate(Target::Plugin, &attrs, &Waivers::none());
 //! assert!(result.blocked);
 //! assert_eq!(result.violations.len(), 2);
-//! assert_eq!(&*result.violations[0].rule_id, "semver");
+//! assert_eq!(result.violations[0].rule_id(), "semver");
 //! ```
 
 mod bounded;
@@ -42,6 +42,7 @@ mod path;
 mod rule;
 mod ruleset;
 mod validate;
+mod violation;
 
 pub use bounded::{
     Cut, MAX_ACTUAL_CHARS, MAX_ACTUAL_ITEMS, MAX_ACTUAL_NODES, MAX_MESSAGE_VALUE_BYTES,
@@ -49,7 +50,7 @@ pub use bounded::{
 pub use cron::{CronError, CronField, CronSchedule};
 pub use effective::{effective_rules, OrganizationKind, RuleSources, Subscription};
 pub use error::{Error, Problem};
-pub use evaluate::{Evaluation, Verdict, Violation};
+pub use evaluate::{Evaluation, Verdict};
 pub use exemption::{Exemption, ExemptionStatus, Waivers};
 pub use limits::{
     json_text_depth, shape, AttributeLimits, Attributes, DocumentShape, LimitExceeded, LimitKind,
@@ -64,3 +65,4 @@ pub use path::{
 pub use rule::{Condition, ConditionMode, Rule, Scope, Severity, Target, PRIORITY_RANGE};
 pub use ruleset::{CompileOptions, Dependencies, RuleSet};
 pub use validate::{MAX_CONDITIONS, MAX_NAME_LENGTH, MAX_TAGS, MAX_VALUE_DEPTH};
+pub use violation::Violation;

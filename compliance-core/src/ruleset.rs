@@ -3,10 +3,8 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::sync::Arc;
 
 use crate::error::{Error, Problem};
-use crate::evaluate::message_lead;
 use crate::operator::{Expected, RegexLimits};
 use crate::path::PrefixTable;
 use crate::rule::{Rule, Target};
@@ -55,9 +53,8 @@ pub(crate) struct Gated {
 #[derive(Debug, Clone)]
 pub(crate) struct ReadyRule {
     pub rule: Rule,
-    /// The rule's key and name, shared with every violation it reports.
-    pub id: Arc<str>,
-    pub name: Arc<str>,
+    /// The rule's key, as waivers name it.
+    pub id: Box<str>,
     pub own: Predicate,
     pub conditions: Vec<Gated>,
 }
@@ -148,8 +145,7 @@ impl RuleSet {
                 });
             }
             ready.push(ReadyRule {
-                id: Arc::from(rule.rule.key()),
-                name: Arc::from(rule.rule.name.as_str()),
+                id: rule.rule.key().into(),
                 rule: rule.rule,
                 own: rule.own,
                 conditions,
@@ -173,12 +169,10 @@ impl RuleSet {
         let mut prefixes = PrefixTable::default();
         let mut patterns: HashMap<String, regex::Regex> = HashMap::new();
         for rule in &mut ready {
-            let name = Arc::clone(&rule.name);
             let predicates = std::iter::once(&mut rule.own)
                 .chain(rule.conditions.iter_mut().map(|c| &mut c.predicate));
             for predicate in predicates {
                 predicate.anchor = prefixes.intern(predicate.field.path());
-                predicate.lead = message_lead(&name, predicate);
                 // Identical patterns share one compiled regex and its caches.
                 if let Expected::Pattern(re) = &mut predicate.expected {
                     let shared = patterns

@@ -11,6 +11,7 @@ use crate::limits::shape;
 use crate::operator::{holds, Expected, Operator, RegexLimits};
 use crate::path::{Anchor, FieldExpr, Resolver};
 use crate::rule::{Rule, PRIORITY_RANGE};
+use crate::violation::Facts;
 
 /// The most conditions one rule may carry.
 pub const MAX_CONDITIONS: usize = 50;
@@ -24,15 +25,14 @@ pub const MAX_VALUE_DEPTH: usize = 32;
 /// A field, operator and expected value, parsed and compiled.
 #[derive(Debug, Clone)]
 pub(crate) struct Predicate {
-    pub field_text: Arc<str>,
     pub field: FieldExpr,
     /// Set when the rule set is built; the default walks from the root.
     pub anchor: Anchor,
     pub operator: Operator,
     pub expected: Expected,
-    pub value: Arc<Value>,
-    /// The start of a violation's message, set when the rule set is built.
-    pub lead: Box<str>,
+    /// What its violations share (rule, field, expected value, the start of the
+    /// message); set when the rule set is built.
+    pub facts: Arc<Facts>,
 }
 
 impl Predicate {
@@ -98,6 +98,7 @@ pub(crate) struct CompiledRule {
 }
 
 fn compile_predicate(
+    rule: &Rule,
     prefix: &str,
     field: &str,
     operator: Operator,
@@ -118,14 +119,21 @@ fn compile_predicate(
     let expected = Expected::compile(operator, value, regex)
         .map_err(|message| problems.push(Problem::new(format!("{prefix}value"), message)))
         .ok();
+    let (field_expr, expected) = (parsed_field?, expected?);
+    let facts = Facts::new(
+        rule.key(),
+        &rule.name,
+        rule.severity,
+        field,
+        operator,
+        value,
+    );
     Some(Predicate {
-        field_text: Arc::from(field),
-        field: parsed_field?,
+        field: field_expr,
         anchor: Anchor::default(),
         operator,
-        expected: expected?,
-        value: Arc::new(value.clone()),
-        lead: Box::default(),
+        expected,
+        facts: Arc::new(facts),
     })
 }
 
@@ -166,6 +174,7 @@ pub(crate) fn compile_rule(rule: Rule, regex: RegexLimits) -> Result<CompiledRul
         ));
     }
     let own = compile_predicate(
+        &rule,
         "",
         &rule.field,
         rule.operator,
@@ -177,6 +186,7 @@ pub(crate) fn compile_rule(rule: Rule, regex: RegexLimits) -> Result<CompiledRul
     for (i, condition) in rule.conditions.iter().enumerate().take(MAX_CONDITIONS) {
         let prefix = format!("conditions[{i}].");
         let predicate = compile_predicate(
+            &rule,
             &prefix,
             &condition.field,
             condition.operator,

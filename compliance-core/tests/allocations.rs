@@ -129,8 +129,25 @@ fn a_failing_document_allocates_per_violation_not_per_byte() {
         small, large,
         "allocations grew with the size of the failing values"
     );
-    // Per violation: its copies of at most MAX_ACTUAL_NODES values, the record of
-    // each cut, the message.
+    // Per violation: its bounded text, written once (growing a few times at most),
+    // and its list of cuts; per cut, its pointer. Not per value copied, and the
+    // message is not written at all until it is read.
+    let limits = AttributeLimits {
+        max_depth: 10,
+        max_keys: 1_000_000,
+    };
+    let doc = failing_doc(30, 300);
+    let result = set.evaluate(
+        Target::Plugin,
+        &Attributes::new(&doc, &limits).unwrap(),
+        &Waivers::none(),
+    );
+    let cuts: usize = result.violations.iter().map(|v| v.truncated().len()).sum();
+    assert!(cuts > 0);
+    assert!(
+        small <= (small_violations * 8 + cuts * 2) as u64,
+        "{small} allocations for {small_violations} violations and {cuts} cuts"
+    );
     assert!(
         small <= (small_violations * (2 * MAX_ACTUAL_NODES + 4)) as u64,
         "{small} allocations for {small_violations} violations"
@@ -141,4 +158,59 @@ fn a_failing_document_allocates_per_violation_not_per_byte() {
         large_bytes <= small_bytes + 6 * 64,
         "{large_bytes} vs {small_bytes}"
     );
+}
+
+#[test]
+fn a_reused_result_of_scalar_failures_allocates_nothing() {
+    let _one = PROFILER.lock().unwrap_or_else(|e| e.into_inner());
+    let _profiler = dhat::Profiler::builder().testing().build();
+    // Failing values that are numbers, booleans, counts and short strings are kept
+    // inline: with the result's memory reused, failing costs no allocation at all.
+    let rules: Vec<Rule> = serde_json::from_value(serde_json::json!([
+        {"id": "v", "name": "version", "target": "plugin", "severity": "error",
+         "field": "version", "operator": "neq", "value": "latest"},
+        {"id": "n", "name": "replicas", "target": "plugin", "severity": "error",
+         "field": "replicas", "operator": "lt", "value": 3},
+        {"id": "b", "name": "private", "target": "plugin", "severity": "warning",
+         "field": "public", "operator": "eq", "value": false},
+        {"id": "c", "name": "few steps", "target": "plugin", "severity": "error",
+         "field": "$count(steps)", "operator": "lt", "value": 2},
+        {"id": "m", "name": "owner", "target": "plugin", "severity": "error",
+         "field": "owner", "operator": "exists"}
+    ]))
+    .unwrap();
+    let set = RuleSet::compile(rules, &CompileOptions::default()).unwrap();
+    let doc = serde_json::json!({"version": "latest", "replicas": 7, "public": true,
+        "steps": [1, 2, 3]});
+    let attrs = Attributes::new(&doc, &AttributeLimits::default()).unwrap();
+    let mut result = Evaluation::pass();
+    set.evaluate_into(Target::Plugin, &attrs, &Waivers::none(), &mut result);
+    assert_eq!(result.violations.len(), 5);
+    let before = dhat::HeapStats::get().total_blocks;
+    set.evaluate_into(Target::Plugin, &attrs, &Waivers::none(), &mut result);
+    let after = dhat::HeapStats::get().total_blocks;
+    assert_eq!(result.violations.len(), 5);
+    // The same rules over a passing document: the evaluation's own scratch.
+    let passing = serde_json::json!({"version": "1.0.0", "replicas": 1, "public": false,
+        "steps": [1], "owner": "me"});
+    let attrs = Attributes::new(&passing, &AttributeLimits::default()).unwrap();
+    let mut clean = Evaluation::pass();
+    set.evaluate_into(Target::Plugin, &attrs, &Waivers::none(), &mut clean);
+    let before_pass = dhat::HeapStats::get().total_blocks;
+    set.evaluate_into(Target::Plugin, &attrs, &Waivers::none(), &mut clean);
+    let scratch = dhat::HeapStats::get().total_blocks - before_pass;
+    assert!(clean.violations.is_empty());
+    assert!(scratch <= 2, "{scratch}");
+    assert_eq!(after - before, scratch, "allocations for inline failures");
+    let actual = |id: &str| {
+        let v = result
+            .violations
+            .iter()
+            .find(|v| v.rule_id() == id)
+            .unwrap();
+        v.actual()
+    };
+    assert_eq!(actual("c"), Some(serde_json::json!(3)));
+    assert_eq!(actual("m"), None);
+    assert_eq!(actual("v"), Some(serde_json::json!("latest")));
 }

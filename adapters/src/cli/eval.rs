@@ -129,7 +129,7 @@ impl Checked {
             .evaluation
             .violations
             .iter()
-            .any(|v| &*v.rule_id == rule.key())
+            .any(|v| v.rule_id() == rule.key())
         {
             Outcome::Fail
         } else {

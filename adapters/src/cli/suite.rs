@@ -259,8 +259,8 @@ fn run_one(
                 .evaluation
                 .violations
                 .iter()
-                .find(|v| &*v.rule_id == rule.key())
-                .map(|v| format!(" ({})", one_line(&v.message)))
+                .find(|v| v.rule_id() == rule.key())
+                .map(|v| format!(" ({})", one_line(&v.message())))
                 .unwrap_or_default();
             let _ = writeln!(
                 lines,

@@ -4,7 +4,7 @@ use super::evaluate;
 use serde_json::json;
 
 fn ids(e: &compliance_core::Evaluation) -> Vec<&str> {
-    e.violations.iter().map(|v| &*v.rule_id).collect()
+    e.violations.iter().map(|v| v.rule_id()).collect()
 }
 
 #[test]
@@ -24,8 +24,8 @@ fn all_mode_needs_every_predicate_and_reports_the_failing_one() {
         &json!({"accessModifier": "private", "computeType": "LARGE"}),
     );
     assert_eq!(bad.violations.len(), 1);
-    assert_eq!(&*bad.violations[0].field, "computeType");
-    assert_eq!(bad.violations[0].actual, Some(json!("LARGE")));
+    assert_eq!(bad.violations[0].field(), "computeType");
+    assert_eq!(bad.violations[0].actual(), Some(json!("LARGE")));
 }
 
 #[test]
@@ -50,7 +50,7 @@ fn any_mode_expresses_an_implication() {
     .is_empty());
     let bad = evaluate(rules, &json!({"accessModifier": "public"}));
     assert_eq!(bad.violations.len(), 1);
-    assert_eq!(&*bad.violations[0].field, "accessModifier");
+    assert_eq!(bad.violations[0].field(), "accessModifier");
 }
 
 fn chained(mode: &str) -> serde_json::Value {

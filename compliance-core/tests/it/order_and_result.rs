@@ -25,7 +25,7 @@ fn three_rules() -> serde_json::Value {
 #[test]
 fn violations_come_in_priority_order_with_ties_by_name_then_id() {
     let e = evaluate(three_rules(), &json!({}));
-    let order: Vec<&str> = e.violations.iter().map(|v| &*v.rule_id).collect();
+    let order: Vec<&str> = e.violations.iter().map(|v| v.rule_id()).collect();
     assert_eq!(order, ["high", "tie1", "tie2", "name-b", "low"]);
     assert_eq!(
         e.rules_evaluated, 5,
@@ -73,10 +73,10 @@ fn a_missing_field_has_no_actual_and_several_failures_are_listed() {
     let rules = json!([{"id": "r", "name": "r", "target": "plugin", "severity": "error",
                         "field": "steps.*.v", "operator": "eq", "value": 1}]);
     let missing = evaluate(rules.clone(), &json!({}));
-    assert_eq!(missing.violations[0].actual, None);
-    assert!(missing.violations[0].message.contains("missing"));
+    assert_eq!(missing.violations[0].actual(), None);
+    assert!(missing.violations[0].message().contains("missing"));
     let several = evaluate(rules, &json!({"steps": [{"v": 1}, {"v": 2}, {"v": 3}]}));
-    assert_eq!(several.violations[0].actual, Some(json!([2, 3])));
+    assert_eq!(several.violations[0].actual(), Some(json!([2, 3])));
 }
 
 #[test]
@@ -88,9 +88,9 @@ fn an_exemption_moves_a_violation_to_exempted_and_stops_it_blocking() {
     let e = evaluate_with(rules, &json!({}), &Waivers::for_rules(["a"]));
     assert!(!e.blocked);
     assert_eq!(e.exempted.len(), 1);
-    assert_eq!(&*e.exempted[0].rule_id, "a");
+    assert_eq!(e.exempted[0].rule_id(), "a");
     assert_eq!(e.violations.len(), 1);
-    assert_eq!(&*e.violations[0].rule_id, "b");
+    assert_eq!(e.violations[0].rule_id(), "b");
 }
 
 #[test]
@@ -133,5 +133,5 @@ fn rules_without_an_id_are_known_by_their_name() {
     let rules = json!([{"name": "named", "target": "plugin", "severity": "error",
                         "field": "x", "operator": "exists"}]);
     let e = evaluate(rules, &json!({}));
-    assert_eq!(&*e.violations[0].rule_id, "named");
+    assert_eq!(e.violations[0].rule_id(), "named");
 }

@@ -141,7 +141,7 @@ proptest! {
             let first = set.evaluate(Target::Plugin, &attrs, &Waivers::none());
             let second = set.evaluate(Target::Plugin, &attrs, &Waivers::none());
             prop_assert_eq!(&first, &second);
-            prop_assert_eq!(first.blocked, first.violations.iter().any(|v| v.severity.blocks()));
+            prop_assert_eq!(first.blocked, first.violations.iter().any(|v| v.severity().blocks()));
             prop_assert_eq!(first.rules_evaluated, set.len());
             // Waiving every rule empties violations and unblocks.
             let all = Waivers::for_rules((0..set.len()).map(|i| format!("r{i}")));

@@ -177,6 +177,6 @@ fn lenient_sets_skip_conditions_they_cannot_honour() {
     let doc = json!({"a": 1});
     let attrs = Attributes::new(&doc, &AttributeLimits::default()).unwrap();
     let e = set.evaluate(Target::Plugin, &attrs, &Waivers::none());
-    let failed: Vec<&str> = e.violations.iter().map(|v| &*v.rule_id).collect();
+    let failed: Vec<&str> = e.violations.iter().map(|v| v.rule_id()).collect();
     assert_eq!(failed, ["c"]);
 }

@@ -11,16 +11,19 @@ pub(super) fn render(report: &Report<'_>) -> String {
     let mut out = String::new();
     for file in &report.files {
         for v in &file.evaluation.violations {
-            let command = match v.severity {
+            let command = match v.severity() {
                 Severity::Warning => "warning",
                 Severity::Error | Severity::Critical => "error",
             };
             let mut properties = format!("file={}", property(&file.source.name));
-            if let Some(line) = line_of(&file.source.text, &v.field) {
+            if let Some(line) = line_of(&file.source.text, v.field()) {
                 properties.push_str(&format!(",line={line}"));
             }
-            properties.push_str(&format!(",title={}", property(&v.rule_name)));
-            out.push_str(&format!("::{command} {properties}::{}\n", data(&v.message)));
+            properties.push_str(&format!(",title={}", property(v.rule_name())));
+            out.push_str(&format!(
+                "::{command} {properties}::{}\n",
+                data(&v.message())
+            ));
         }
     }
     out.push_str(&format!("compliance: {}", super::summary(report)));

@@ -37,15 +37,15 @@ pub(super) fn render(report: &Report<'_>) -> String {
                         .evaluation
                         .violations
                         .iter()
-                        .filter(|v| &*v.rule_id == rule.key());
-                    let messages: Vec<&str> = found.map(|v| v.message.as_str()).collect();
+                        .filter(|v| v.rule_id() == rule.key());
+                    let messages: Vec<String> = found.map(|v| v.message()).collect();
                     let text = escape(&messages.join("\n"));
                     if rule.severity.blocks() {
                         file_failures += 1;
                         let _ = writeln!(
                             cases,
                             ">\n      <failure message=\"{}\" type=\"{}\">{text}</failure>\n    </testcase>",
-                            escape(messages.first().copied().unwrap_or_default()),
+                            escape(messages.first().map(String::as_str).unwrap_or_default()),
                             severity_name(rule.severity)
                         );
                     } else {

@@ -28,8 +28,13 @@ pub(super) fn render(report: &Report<'_>) -> String {
     for file in &report.files {
         let uri = uri(&file.source.name);
         for v in &file.evaluation.violations {
-            let index = report.rules.iter().position(|r| r.key() == &*v.rule_id);
-            results.push(result(v, index, &uri, line_of(&file.source.text, &v.field)));
+            let index = report.rules.iter().position(|r| r.key() == v.rule_id());
+            results.push(result(
+                v,
+                index,
+                &uri,
+                line_of(&file.source.text, v.field()),
+            ));
         }
     }
     let sarif = json!({
@@ -73,11 +78,11 @@ fn result(v: &Violation, index: Option<usize>, uri: &str, line: Option<usize>) -
         object.insert("region".into(), json!({"startLine": line}));
     }
     let mut result = json!({
-        "ruleId": &*v.rule_id,
-        "level": level(v.severity),
-        "message": {"text": v.message},
+        "ruleId": v.rule_id(),
+        "level": level(v.severity()),
+        "message": {"text": v.message()},
         "locations": [{"physicalLocation": physical}],
-        "partialFingerprints": {"complianceRuleField/v1": fingerprint(&v.rule_id, uri, &v.field)},
+        "partialFingerprints": {"complianceRuleField/v1": fingerprint(v.rule_id(), uri, v.field())},
     });
     if let (Some(index), Some(object)) = (index, result.as_object_mut()) {
         object.insert("ruleIndex".into(), index.into());

@@ -24,17 +24,17 @@ pub(super) fn render(report: &Report<'_>, style: Style) -> String {
     let mut severities: Vec<Severity> = Vec::new();
     for file in &report.files {
         for v in &file.evaluation.violations {
-            let place = match line_of(&file.source.text, &v.field) {
+            let place = match line_of(&file.source.text, v.field()) {
                 Some(line) => format!("{}:{line}", file.source.name),
                 None => file.source.name.clone(),
             };
             rows.push([
                 one_line(&place).into_owned(),
-                one_line(&v.rule_name).into_owned(),
-                severity_name(v.severity).to_owned(),
-                one_line(&v.message).into_owned(),
+                one_line(v.rule_name()).into_owned(),
+                severity_name(v.severity()).to_owned(),
+                one_line(&v.message()).into_owned(),
             ]);
-            severities.push(v.severity);
+            severities.push(v.severity());
         }
     }
     let mut out = String::new();

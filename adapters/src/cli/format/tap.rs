@@ -42,11 +42,11 @@ pub(super) fn render(report: &Report<'_>) -> String {
                         .evaluation
                         .violations
                         .iter()
-                        .find(|v| &*v.rule_id == rule.key())
+                        .find(|v| v.rule_id() == rule.key())
                     {
-                        let _ = writeln!(out, "  field: {}", quoted(&v.field));
-                        let _ = writeln!(out, "  message: {}", quoted(&v.message));
-                        if let Some(line) = line_of(&file.source.text, &v.field) {
+                        let _ = writeln!(out, "  field: {}", quoted(v.field()));
+                        let _ = writeln!(out, "  message: {}", quoted(&v.message()));
+                        if let Some(line) = line_of(&file.source.text, v.field()) {
                             let _ = writeln!(out, "  line: {line}");
                         }
                     }
