@@ -63,6 +63,7 @@ pub struct Cut {
 /// The failing values one predicate found, as borrowed references into the document:
 /// the first [`MAX_ACTUAL_ITEMS`] of them and how many there were. Lives on the
 /// stack; filling it allocates nothing.
+#[derive(Clone, Copy)]
 pub(crate) struct Failures<'a> {
     kept: [Resolved<'a>; MAX_ACTUAL_ITEMS],
     len: usize,
@@ -99,31 +100,45 @@ impl<'a> Failures<'a> {
         self.kept.get(..self.len).unwrap_or_default()
     }
 
-    /// The bounded copy of the failing values ([`Actual::Missing`] when there were
-    /// none: the field is missing), recording every cut in `cuts`. A single scalar or
-    /// short string is kept inline; anything else is written once, as its bounded
-    /// JSON text (one allocation, however many values it holds).
-    pub fn to_actual(&self, cuts: &mut Vec<Cut>) -> Actual {
+    /// The failing values when they need no copy: none (the field is missing), or a
+    /// single scalar or short string, kept inline.
+    pub fn inline(&self) -> Option<Actual> {
+        match self.kept() {
+            [] => Some(Actual::Missing),
+            [one] if self.total == 1 => match *one {
+                Resolved::Json(Value::Null) => Some(Actual::Null),
+                Resolved::Json(Value::Bool(b)) => Some(Actual::Bool(*b)),
+                Resolved::Json(Value::Number(n)) => Some(Actual::Number(n.clone())),
+                Resolved::Count(n) => Some(Actual::Number(n.into())),
+                Resolved::Json(Value::String(s)) => Actual::string(s),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether `other` holds the very same failing values (the same places of the
+    /// same document), so that its bounded copy is this one's too.
+    pub fn same_as(&self, other: &Failures<'_>) -> bool {
+        self.total == other.total
+            && self.len == other.len
+            && self
+                .kept()
+                .iter()
+                .zip(other.kept())
+                .all(|(a, b)| match (a, b) {
+                    (Resolved::Json(a), Resolved::Json(b)) => std::ptr::eq(*a, *b),
+                    (Resolved::Keys(a), Resolved::Keys(b)) => std::ptr::eq(*a, *b),
+                    (Resolved::Count(a), Resolved::Count(b)) => a == b,
+                    _ => false,
+                })
+    }
+
+    /// The bounded copy of failing values that [`Failures::inline`] does not keep,
+    /// written once as its JSON text (one allocation, however many values it holds),
+    /// recording every cut in `cuts`.
+    pub fn copy(&self, cuts: &mut Vec<Cut>) -> Actual {
         let kept = self.kept();
-        if kept.is_empty() {
-            return Actual::Missing;
-        }
-        if let [one] = kept {
-            if self.total == 1 {
-                match *one {
-                    Resolved::Json(Value::Null) => return Actual::Null,
-                    Resolved::Json(Value::Bool(b)) => return Actual::Bool(*b),
-                    Resolved::Json(Value::Number(n)) => return Actual::Number(n.clone()),
-                    Resolved::Count(n) => return Actual::Number(n.into()),
-                    Resolved::Json(Value::String(s)) => {
-                        if let Some(inline) = Actual::string(s) {
-                            return inline;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
         let mut bounder = Bounder {
             nodes: MAX_ACTUAL_NODES,
             cuts,
@@ -153,7 +168,7 @@ impl<'a> Failures<'a> {
                 }
             }
         }
-        Actual::Json(bounder.out.into_boxed_str())
+        Actual::Json(bounder.out)
     }
 }
 
@@ -261,7 +276,7 @@ impl Bounder<'_> {
                         }
                         None => key.as_str(),
                     };
-                    render_str(&mut self.out, bounded_key, &mut unlimited());
+                    push_str_whole(&mut self.out, bounded_key);
                     self.out.push(':');
                     self.value(item, &child);
                     kept += 1;
@@ -285,7 +300,7 @@ impl Bounder<'_> {
                 kept
             }
         };
-        render_str(&mut self.out, kept, &mut unlimited());
+        push_str_whole(&mut self.out, kept);
     }
 
     /// `$keys` of an object: its keys sorted ascending, the first
@@ -339,6 +354,12 @@ fn prefix(s: &str) -> Option<&str> {
     if s.len() <= MAX_ACTUAL_CHARS {
         return None;
     }
+    // ASCII is one byte a character: the usual case needs no counting.
+    if let Some(head) = s.get(..MAX_ACTUAL_CHARS) {
+        if head.is_ascii() {
+            return Some(head);
+        }
+    }
     let (end, _) = s.char_indices().nth(MAX_ACTUAL_CHARS)?;
     s.get(..end)
 }
@@ -350,6 +371,19 @@ pub(crate) fn write_short(out: &mut String, value: &Value, max: usize) {
     let mut left = max;
     if !render(out, value, &mut left) {
         out.push('…');
+    }
+}
+
+/// A JSON string literal written whole: at once when nothing in it needs an escape
+/// (the usual case), else character by character.
+fn push_str_whole(out: &mut String, s: &str) {
+    if any_needs_escape(s.as_bytes()) {
+        render_str(out, s, &mut unlimited());
+    } else {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
     }
 }
 
@@ -448,7 +482,7 @@ fn render_str(out: &mut String, s: &str, left: &mut usize) -> bool {
     }
     // Most strings need no escape: one pass without early exit (which the compiler
     // turns into wide compares) finds out, and the string is copied at once.
-    if !s.bytes().fold(false, |any, b| any | needs_escape(b)) {
+    if !any_needs_escape(s.as_bytes()) {
         return take(out, s, left) && take(out, "\"", left);
     }
     let mut start = 0usize;
@@ -485,6 +519,30 @@ fn render_str(out: &mut String, s: &str, left: &mut usize) -> bool {
     take(out, s.get(start..).unwrap_or_default(), left) && take(out, "\"", left)
 }
 
+/// Whether any byte needs an escape, eight bytes at a time: a byte below 0x20, a
+/// quote or a backslash (the classic "has a byte less than / equal to" word tricks).
+fn any_needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const QUOTE: u64 = u64::from_ne_bytes([b'"'; 8]);
+    const BACKSLASH: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH != 0;
+    let chunks = bytes.chunks_exact(8);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_ne_bytes(word);
+        // Below 0x20: x - 0x20.. borrows into the high bit of a byte that was below
+        // 0x20 (and not already high).
+        let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH != 0;
+        if control || has_zero(x ^ QUOTE) || has_zero(x ^ BACKSLASH) {
+            return true;
+        }
+    }
+    rest.iter().any(|&b| needs_escape(b))
+}
+
 fn needs_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
 }
@@ -509,7 +567,10 @@ mod tests {
             failures.push(*v);
         }
         let mut cuts = Vec::new();
-        (failures.to_actual(&mut cuts).to_value(), cuts)
+        let actual = failures
+            .inline()
+            .unwrap_or_else(|| failures.copy(&mut cuts));
+        (actual.to_value(), cuts)
     }
 
     #[test]
@@ -596,5 +657,36 @@ mod tests {
         let mut out = String::new();
         write_short(&mut out, &json!("short"), 10);
         assert_eq!(out, "\"short\"");
+    }
+}
+
+#[cfg(test)]
+mod escape_scan {
+    use super::{any_needs_escape, needs_escape};
+
+    #[test]
+    fn the_word_scan_agrees_with_the_byte_test() {
+        // Every byte value, at every position of a 17-byte string (two words and a
+        // rest), among bytes that need no escape, including UTF-8 and 0x7f.
+        for b in 0u8..=255 {
+            for at in 0..17 {
+                let mut bytes = vec![b'a'; 17];
+                bytes[at] = b;
+                if at > 0 {
+                    bytes[at - 1] = 0xC3;
+                }
+                assert_eq!(
+                    any_needs_escape(&bytes),
+                    bytes.iter().any(|&x| needs_escape(x)),
+                    "byte {b:#x} at {at}"
+                );
+            }
+        }
+        assert!(!any_needs_escape(
+            "plain ascii, ünïcödé and ~DEL\u{7f}".as_bytes()
+        ));
+        assert!(any_needs_escape(b"12345678\""));
+        assert!(any_needs_escape(b"1234567\\"));
+        assert!(any_needs_escape(b"\x1f"));
     }
 }

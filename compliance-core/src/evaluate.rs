@@ -11,6 +11,12 @@ use crate::ruleset::{Gate, ReadyRule, RuleSet};
 use crate::validate::Predicate;
 use crate::violation::Violation;
 
+/// Room made for violations when the first one is found.
+const FIRST_CAPACITY: usize = 16;
+
+/// How many copied failing values one evaluation remembers for sharing.
+const MAX_SHARED_COPIES: usize = 32;
+
 /// The outcome of evaluating one entity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -154,6 +160,9 @@ impl RuleSet {
     ) {
         result.clear();
         let mut failures = Failures::new();
+        // Failing values already copied into a violation (which list, which index):
+        // a value that fails several rules is copied once and its copy shared.
+        let mut copied: Vec<(Failures<'_>, bool, usize)> = Vec::new();
         self.run(
             target,
             attributes,
@@ -163,13 +172,48 @@ impl RuleSet {
                 let Some((failed, failures)) = failed.zip(failures) else {
                     return;
                 };
-                let violation = violation(failed, failures);
-                if waivers.waives(&rule.id) {
-                    result.exempted.push(violation);
+                let waived = waivers.waives(&rule.id);
+                let violation = match failures.inline() {
+                    Some(actual) => Violation::new(&failed.facts, actual, Vec::new()),
+                    None => {
+                        let earlier = copied
+                            .iter()
+                            .find(|(values, ..)| values.same_as(failures))
+                            .and_then(|&(_, exempted, at)| match exempted {
+                                true => result.exempted.get(at),
+                                false => result.violations.get(at),
+                            });
+                        match earlier {
+                            Some(earlier) => Violation::sharing(&failed.facts, earlier),
+                            None => {
+                                let at = match waived {
+                                    true => result.exempted.len(),
+                                    false => result.violations.len(),
+                                };
+                                if copied.len() < MAX_SHARED_COPIES {
+                                    if copied.capacity() == 0 {
+                                        copied.reserve(MAX_SHARED_COPIES / 4);
+                                    }
+                                    copied.push((*failures, waived, at));
+                                }
+                                let mut truncated = Vec::new();
+                                let actual = failures.copy(&mut truncated);
+                                Violation::new(&failed.facts, actual, truncated)
+                            }
+                        }
+                    }
+                };
+                let list = if waived {
+                    &mut result.exempted
                 } else {
                     result.blocked |= violation.severity().blocks();
-                    result.violations.push(violation);
+                    &mut result.violations
+                };
+                // One allocation for the first violations, rather than growing from 4.
+                if list.capacity() == 0 {
+                    list.reserve(FIRST_CAPACITY);
                 }
+                list.push(violation);
             },
         );
     }
@@ -296,10 +340,4 @@ fn check<'r, 'a>(
             Some(&rule.own)
         }
     }
-}
-
-fn violation(failed: &Predicate, failures: &Failures<'_>) -> Violation {
-    let mut truncated = Vec::new();
-    let actual = failures.to_actual(&mut truncated);
-    Violation::new(&failed.facts, actual, truncated)
 }

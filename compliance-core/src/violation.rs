@@ -76,7 +76,7 @@ pub(crate) enum Actual {
         bytes: [u8; INLINE_BYTES],
     },
     /// Compact JSON text, as [`crate::bounded`] writes it.
-    Json(Box<str>),
+    Json(String),
 }
 
 impl Actual {
@@ -86,9 +86,10 @@ impl Actual {
             Value::Null => Actual::Null,
             Value::Bool(b) => Actual::Bool(b),
             Value::Number(n) => Actual::Number(n),
-            Value::String(s) => Actual::string(&s)
-                .unwrap_or_else(|| Actual::Json(json_text(&Value::String(s)).into())),
-            other => Actual::Json(json_text(&other).into()),
+            Value::String(s) => {
+                Actual::string(&s).unwrap_or_else(|| Actual::Json(json_text(&Value::String(s))))
+            }
+            other => Actual::Json(json_text(&other)),
         }
     }
 
@@ -171,6 +172,16 @@ impl Violation {
             facts: Arc::clone(facts),
             actual,
             truncated,
+        }
+    }
+
+    /// A violation of `facts` whose failing values are those of `earlier`: their
+    /// bounded copy is taken as it is, not written again.
+    pub(crate) fn sharing(facts: &Arc<Facts>, earlier: &Violation) -> Self {
+        Violation {
+            facts: Arc::clone(facts),
+            actual: earlier.actual.clone(),
+            truncated: earlier.truncated.clone(),
         }
     }
 

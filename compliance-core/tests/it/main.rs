@@ -16,6 +16,7 @@ mod operators;
 mod order_and_result;
 mod properties;
 mod validation;
+mod violations;
 
 use compliance_core::*;
 use serde_json::{json, Value};
