@@ -195,3 +195,24 @@ impl From<crate::storage::StoreError> for ApiError {
         }
     }
 }
+
+impl From<crate::services::ServiceError> for ApiError {
+    fn from(error: crate::services::ServiceError) -> Self {
+        use crate::services::ServiceError as E;
+        use compliance_core::ExemptionRefusal;
+        match error {
+            E::Invalid { field, message } => ApiError::invalid_field(field, message),
+            E::NotFound(what) => ApiError::not_found(what),
+            E::Conflict(why) => ApiError::conflict(why),
+            E::Exemption(refusal @ ExemptionRefusal::SelfReview) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "SELF_APPROVAL_FORBIDDEN",
+                refusal.to_string(),
+            ),
+            E::Exemption(refusal @ ExemptionRefusal::Transition { .. }) => {
+                ApiError::conflict(refusal.to_string())
+            }
+            E::Store(store) => store.into(),
+        }
+    }
+}

@@ -24,6 +24,8 @@ pub mod error;
 pub mod http;
 pub mod metrics;
 #[cfg(feature = "server")]
+pub mod services;
+#[cfg(feature = "server")]
 pub mod storage;
 #[cfg(feature = "server")]
 pub mod workers;

@@ -17,6 +17,98 @@ pub enum ExemptionStatus {
     Revoked,
 }
 
+/// What can be done to an exemption.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExemptionAction {
+    /// A reviewer approves a request.
+    Approve,
+    /// A reviewer rejects a request.
+    Reject,
+    /// Anyone who may write compliance withdraws a request or an approval.
+    Revoke,
+}
+
+/// Why an exemption cannot take an action.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExemptionRefusal {
+    /// The requester may not review their own request (four eyes).
+    #[error("you cannot review your own exemption request")]
+    SelfReview,
+    /// The action does not apply to the exemption's current state.
+    #[error("an exemption that is {from} cannot be {action}", from = status_word(*.from), action = action_word(*.action))]
+    Transition {
+        /// The current state.
+        from: ExemptionStatus,
+        /// What was asked.
+        action: ExemptionAction,
+    },
+}
+
+fn status_word(status: ExemptionStatus) -> &'static str {
+    match status {
+        ExemptionStatus::Requested => "requested",
+        ExemptionStatus::Approved => "approved",
+        ExemptionStatus::Rejected => "rejected",
+        ExemptionStatus::Revoked => "revoked",
+    }
+}
+
+fn action_word(action: ExemptionAction) -> &'static str {
+    match action {
+        ExemptionAction::Approve => "approved",
+        ExemptionAction::Reject => "rejected",
+        ExemptionAction::Revoke => "revoked",
+    }
+}
+
+impl ExemptionAction {
+    /// The states this action may start from: a review decides a request only; a
+    /// revocation withdraws a request or an approval. Rejected and revoked are final.
+    pub fn from_states(self) -> &'static [ExemptionStatus] {
+        match self {
+            ExemptionAction::Approve | ExemptionAction::Reject => &[ExemptionStatus::Requested],
+            ExemptionAction::Revoke => &[ExemptionStatus::Requested, ExemptionStatus::Approved],
+        }
+    }
+
+    /// The state the action leads to.
+    pub fn to_state(self) -> ExemptionStatus {
+        match self {
+            ExemptionAction::Approve => ExemptionStatus::Approved,
+            ExemptionAction::Reject => ExemptionStatus::Rejected,
+            ExemptionAction::Revoke => ExemptionStatus::Revoked,
+        }
+    }
+
+    /// Whether `actor` may take this action on an exemption in state `from` that
+    /// `requester` asked for; the new state when so.
+    ///
+    /// ```
+    /// use compliance_core::{ExemptionAction, ExemptionRefusal, ExemptionStatus};
+    /// let approve = ExemptionAction::Approve;
+    /// assert_eq!(approve.decide(ExemptionStatus::Requested, "alice", "bob"), Ok(ExemptionStatus::Approved));
+    /// assert_eq!(approve.decide(ExemptionStatus::Requested, "alice", "alice"), Err(ExemptionRefusal::SelfReview));
+    /// assert!(approve.decide(ExemptionStatus::Revoked, "alice", "bob").is_err());
+    /// // The requester may withdraw their own request.
+    /// assert!(ExemptionAction::Revoke.decide(ExemptionStatus::Requested, "alice", "alice").is_ok());
+    /// ```
+    pub fn decide(
+        self,
+        from: ExemptionStatus,
+        requester: &str,
+        actor: &str,
+    ) -> Result<ExemptionStatus, ExemptionRefusal> {
+        let review = matches!(self, ExemptionAction::Approve | ExemptionAction::Reject);
+        if review && requester == actor {
+            return Err(ExemptionRefusal::SelfReview);
+        }
+        if !self.from_states().contains(&from) {
+            return Err(ExemptionRefusal::Transition { from, action: self });
+        }
+        Ok(self.to_state())
+    }
+}
+
 /// A waiver of one rule for one entity.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -102,5 +194,60 @@ impl Waivers {
     /// Whether nothing is waived.
     pub fn is_empty(&self) -> bool {
         self.rule_ids.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod transitions {
+    use super::{ExemptionAction as A, ExemptionRefusal, ExemptionStatus as S};
+
+    #[test]
+    fn every_state_and_action() {
+        let allowed = [
+            (S::Requested, A::Approve, Some(S::Approved)),
+            (S::Requested, A::Reject, Some(S::Rejected)),
+            (S::Requested, A::Revoke, Some(S::Revoked)),
+            (S::Approved, A::Approve, None),
+            (S::Approved, A::Reject, None),
+            (S::Approved, A::Revoke, Some(S::Revoked)),
+            (S::Rejected, A::Approve, None),
+            (S::Rejected, A::Reject, None),
+            (S::Rejected, A::Revoke, None),
+            (S::Revoked, A::Approve, None),
+            (S::Revoked, A::Reject, None),
+            (S::Revoked, A::Revoke, None),
+        ];
+        for (from, action, to) in allowed {
+            let got = action.decide(from, "requester", "reviewer");
+            match to {
+                Some(to) => assert_eq!(got, Ok(to), "{from:?} {action:?}"),
+                None => assert_eq!(
+                    got,
+                    Err(ExemptionRefusal::Transition { from, action }),
+                    "{from:?} {action:?}"
+                ),
+            }
+        }
+        // Four eyes: a review by the requester is refused whatever the state; a
+        // revocation by the requester is not a review.
+        for from in [S::Requested, S::Approved, S::Rejected, S::Revoked] {
+            for action in [A::Approve, A::Reject] {
+                assert_eq!(
+                    action.decide(from, "same", "same"),
+                    Err(ExemptionRefusal::SelfReview)
+                );
+            }
+        }
+        assert_eq!(
+            A::Revoke.decide(S::Approved, "same", "same"),
+            Ok(S::Revoked)
+        );
+        assert_eq!(
+            A::Approve
+                .decide(S::Revoked, "a", "b")
+                .unwrap_err()
+                .to_string(),
+            "an exemption that is revoked cannot be approved"
+        );
     }
 }

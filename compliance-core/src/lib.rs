@@ -51,7 +51,7 @@ pub use cron::{CronError, CronField, CronSchedule};
 pub use effective::{effective_rules, OrganizationKind, RuleSources, Subscription};
 pub use error::{Error, Problem};
 pub use evaluate::{Evaluation, Verdict};
-pub use exemption::{Exemption, ExemptionStatus, Waivers};
+pub use exemption::{Exemption, ExemptionAction, ExemptionRefusal, ExemptionStatus, Waivers};
 pub use limits::{
     json_text_depth, shape, AttributeLimits, Attributes, DocumentShape, LimitExceeded, LimitKind,
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_KEYS,

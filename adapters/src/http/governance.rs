@@ -4,7 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
-use compliance_core::{ExemptionStatus, Scope};
+use compliance_core::{ExemptionAction, Scope};
 use serde::Deserialize;
 use serde_json::json;
 use tenancy::{MembershipRole, Permission};
@@ -15,7 +15,8 @@ use crate::http::organizations::text;
 use crate::http::response::{ok, paginated};
 use crate::http::rules::{check_rule, invalidate, tenant};
 use crate::http::state::{event, AppState, Caller};
-use crate::storage::{new_id, NewExemption, OrgRecord, RuleFilter};
+use crate::services::exemptions;
+use crate::storage::{new_id, OrgRecord, RuleFilter};
 
 /// The most exemptions one bulk request may ask for.
 pub const BULK_LIMIT: usize = 500;
@@ -55,45 +56,6 @@ pub(crate) struct ExemptionQuery {
     page: PageParams,
 }
 
-async fn check_request(
-    state: &AppState,
-    org: &OrgRecord,
-    rule_id: &str,
-    reason: &str,
-    expires_at: Option<DateTime<Utc>>,
-) -> Result<(), ApiError> {
-    text("reason", reason, 2000)?;
-    if expires_at.is_some_and(|at| at <= Utc::now()) {
-        return Err(ApiError::invalid_field(
-            "expiresAt",
-            "must be in the future",
-        ));
-    }
-    // The rule must be one the organization enforces: its own, or a subscribed one.
-    let own = state.store.rule(&org.id, rule_id, false).await?.is_some();
-    let subscribed = state
-        .store
-        .subscriptions(&org.id)
-        .await?
-        .iter()
-        .any(|s| s.rule_id == rule_id);
-    let inherited = match &org.parent_org_id {
-        Some(parent) => state
-            .store
-            .rule(parent, rule_id, false)
-            .await?
-            .is_some_and(|r| r.rule.propagate_to_children),
-        None => false,
-    };
-    if !(own || subscribed || inherited) {
-        return Err(ApiError::invalid_field(
-            "ruleId",
-            "no such rule is enforced in this organization",
-        ));
-    }
-    Ok(())
-}
-
 /// `POST /compliance/exemptions`: request a waiver of one rule for one entity.
 pub(crate) async fn request(
     State(state): State<AppState>,
@@ -108,30 +70,13 @@ pub(crate) async fn request(
         "POST /compliance/exemptions",
     )
     .await?;
-    check_request(
-        &state,
-        &granted.org,
-        &body.rule_id,
-        &body.reason,
-        body.expires_at,
-    )
-    .await?;
-    let entity_id = text("entityId", &body.entity_id, 200)?;
-    let ids = state
-        .store
-        .request_exemptions(
-            &granted.org.id,
-            &[NewExemption {
-                rule_id: body.rule_id,
-                entity_id,
-                reason: body.reason,
-                expires_at: body.expires_at,
-            }],
-            &caller.user_id,
-            Utc::now(),
-            &|_| Vec::new(),
-        )
-        .await?;
+    let request = exemptions::Request {
+        rule_id: body.rule_id,
+        entity_ids: vec![text("entityId", &body.entity_id, 200)?],
+        reason: text("reason", &body.reason, 2000)?,
+        expires_at: body.expires_at,
+    };
+    let ids = exemptions::request(&state.store, &caller, &granted.org, request, Utc::now()).await?;
     let id = ids.into_iter().next().unwrap_or_default();
     let stored = state.store.exemption(&granted.org.id, &id).await?;
     Ok(ok(StatusCode::CREATED, stored))
@@ -168,36 +113,18 @@ pub(crate) async fn request_bulk(
         "POST /compliance/exemptions/bulk",
     )
     .await?;
-    check_request(
-        &state,
-        &granted.org,
-        &body.rule_id,
-        &body.reason,
-        body.expires_at,
-    )
-    .await?;
-    let requests = body
+    let entity_ids = body
         .entity_ids
         .iter()
-        .map(|entity| {
-            Ok(NewExemption {
-                rule_id: body.rule_id.clone(),
-                entity_id: text("entityIds", entity, 200)?,
-                reason: body.reason.clone(),
-                expires_at: body.expires_at,
-            })
-        })
+        .map(|entity| text("entityIds", entity, 200))
         .collect::<Result<Vec<_>, ApiError>>()?;
-    let ids = state
-        .store
-        .request_exemptions(
-            &granted.org.id,
-            &requests,
-            &caller.user_id,
-            Utc::now(),
-            &|_| Vec::new(),
-        )
-        .await?;
+    let request = exemptions::Request {
+        rule_id: body.rule_id,
+        entity_ids,
+        reason: text("reason", &body.reason, 2000)?,
+        expires_at: body.expires_at,
+    };
+    let ids = exemptions::request(&state.store, &caller, &granted.org, request, Utc::now()).await?;
     Ok(ok(
         StatusCode::CREATED,
         json!({"ids": ids, "count": ids.len()}),
@@ -251,9 +178,9 @@ pub(crate) async fn review(
     Path(id): Path<String>,
     Json(body): Json<Review>,
 ) -> Result<Response, ApiError> {
-    let to = match body.decision.as_str() {
-        "approve" | "approved" => ExemptionStatus::Approved,
-        "reject" | "rejected" => ExemptionStatus::Rejected,
+    let action = match body.decision.as_str() {
+        "approve" | "approved" => ExemptionAction::Approve,
+        "reject" | "rejected" => ExemptionAction::Reject,
         _ => {
             return Err(ApiError::invalid_field(
                 "decision",
@@ -269,46 +196,17 @@ pub(crate) async fn review(
         "PUT /compliance/exemptions/:id/review",
     )
     .await?;
-    let exemption = state
-        .store
-        .exemption(&granted.org.id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("exemption"))?;
-    if exemption.requested_by == caller.user_id {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "SELF_APPROVAL_FORBIDDEN",
-            "you cannot review your own exemption request",
-        ));
-    }
-    let audit: Vec<_> = (to == ExemptionStatus::Approved)
-        .then(|| {
-            event(
-                &caller,
-                "compliance.exemption.approve",
-                &granted.org.id,
-                "exemption",
-                &id,
-                json!({"ruleId": exemption.rule_id, "entityId": exemption.entity_id}),
-            )
-        })
-        .into_iter()
-        .collect();
-    state
-        .store
-        .set_exemption_status(
-            &granted.org.id,
-            &id,
-            (&[ExemptionStatus::Requested], to),
-            (&caller.user_id, body.note.as_deref()),
-            Utc::now(),
-            &audit,
-        )
-        .await?;
-    Ok(ok(
-        StatusCode::OK,
-        state.store.exemption(&granted.org.id, &id).await?,
-    ))
+    let decided = exemptions::decide(
+        &state.store,
+        &caller,
+        &granted.org,
+        &id,
+        action,
+        body.note.as_deref(),
+        Utc::now(),
+    )
+    .await?;
+    Ok(ok(StatusCode::OK, decided))
 }
 
 /// `DELETE /compliance/exemptions/:id`: revoke.
@@ -325,38 +223,17 @@ pub(crate) async fn revoke(
         "DELETE /compliance/exemptions/:id",
     )
     .await?;
-    let exemption = state
-        .store
-        .exemption(&granted.org.id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("exemption"))?;
-    let audit = [event(
+    let decided = exemptions::decide(
+        &state.store,
         &caller,
-        "compliance.exemption.revoke",
-        &granted.org.id,
-        "exemption",
+        &granted.org,
         &id,
-        json!({"ruleId": exemption.rule_id, "entityId": exemption.entity_id}),
-    )];
-    state
-        .store
-        .set_exemption_status(
-            &granted.org.id,
-            &id,
-            (
-                &[ExemptionStatus::Requested, ExemptionStatus::Approved],
-                ExemptionStatus::Revoked,
-            ),
-            (&caller.user_id, None),
-            Utc::now(),
-            &audit,
-        )
-        .await?;
-
-    Ok(ok(
-        StatusCode::OK,
-        state.store.exemption(&granted.org.id, &id).await?,
-    ))
+        ExemptionAction::Revoke,
+        None,
+        Utc::now(),
+    )
+    .await?;
+    Ok(ok(StatusCode::OK, decided))
 }
 
 #[derive(Debug, Deserialize)]
@@ -614,16 +491,15 @@ fn clone_name(body: &[u8]) -> Result<Option<String>, ApiError> {
         .map_err(|e| ApiError::validation(format!("invalid body: {e}")))
 }
 
-async fn instantiate(
+/// The org rule a template rule becomes: a new id, version 1, no dependency, checked
+/// against the organization's rules. Nothing is written.
+async fn instance(
     state: &AppState,
-    caller: &Caller,
     org: &OrgRecord,
+    system: &OrgRecord,
     template_id: &str,
     name: Option<String>,
-) -> Result<crate::storage::StoredRule, ApiError> {
-    let system = system_org(state)
-        .await?
-        .ok_or_else(|| ApiError::not_found("template"))?;
+) -> Result<compliance_core::Rule, ApiError> {
     let template = state
         .store
         .rule(&system.id, template_id, false)
@@ -642,6 +518,20 @@ async fn instantiate(
         rule.name = name;
     }
     check_rule(state, org, &rule).await?;
+    Ok(rule)
+}
+
+async fn instantiate(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    template_id: &str,
+    name: Option<String>,
+) -> Result<crate::storage::StoredRule, ApiError> {
+    let system = system_org(state)
+        .await?
+        .ok_or_else(|| ApiError::not_found("template"))?;
+    let rule = instance(state, org, &system, template_id, name).await?;
     let audit = [event(
         caller,
         "compliance.template.apply",
@@ -744,10 +634,24 @@ pub(crate) async fn clone_policy(
             )));
         }
     }
-    let mut rule_ids = Vec::new();
+    // All or nothing: the rules and the policy are written in one transaction.
+    let now = Utc::now();
+    let mut rules = Vec::with_capacity(template.rule_ids.len());
     for rule_id in &template.rule_ids {
-        let stored = instantiate(&state, &caller, &granted.org, rule_id, None).await?;
-        rule_ids.push(stored.rule.id);
+        rules.push(instance(&state, &granted.org, &system, rule_id, None).await?);
+    }
+    let mut tx = state.store.transaction().await?;
+    for (template_rule, rule) in template.rule_ids.iter().zip(&rules) {
+        let audit = [event(
+            &caller,
+            "compliance.template.apply",
+            &granted.org.id,
+            "rule",
+            &rule.id,
+            json!({"templateId": template_rule}),
+        )];
+        tx.create_rule(&granted.org.id, rule, &caller.user_id, now, &audit)
+            .await?;
     }
     let name = name.unwrap_or(template.name);
     let audit = |policy_id: &str| {
@@ -760,18 +664,23 @@ pub(crate) async fn clone_policy(
             json!({"templateId": id}),
         )]
     };
-    let policy = state
-        .store
+    let rule_ids: Vec<String> = rules.iter().map(|r| r.id.clone()).collect();
+    let policy_id = tx
         .create_policy(
             &granted.org.id,
             (&name, template.description.as_deref()),
             &rule_ids,
-            false,
-            Utc::now(),
+            now,
             &audit,
         )
         .await?;
-
+    tx.commit().await?;
+    invalidate(&state, &granted.org, false).await?;
+    let policy = state
+        .store
+        .policy(&granted.org.id, &policy_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("policy"))?;
     Ok(ok(StatusCode::CREATED, policy))
 }
 

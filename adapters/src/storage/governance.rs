@@ -502,27 +502,52 @@ impl Store {
     ) -> StoreResult<PolicyRecord> {
         let id = new_id();
         let mut tx = self.pool().begin().await?;
+        self.insert_policy(
+            &mut tx,
+            &id,
+            org_id,
+            (name, description),
+            rule_ids,
+            is_template,
+            now,
+        )
+        .await?;
+        self.enqueue(&mut tx, &audit(&id)).await?;
+        tx.commit().await?;
+        self.policy(org_id, &id)
+            .await?
+            .ok_or_else(|| StoreError::Other("the new policy vanished".to_owned()))
+    }
+
+    /// The statement of [`Store::create_policy`], in the caller's transaction.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn insert_policy(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        id: &str,
+        org_id: &str,
+        (name, description): (&str, Option<&str>),
+        rule_ids: &[String],
+        is_template: bool,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
         sqlx::query(&self.sql(
             "INSERT INTO policies (id, org_id, name, description, rule_ids, is_template, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
         ))
-        .bind(&id)
+        .bind(id)
         .bind(org_id)
         .bind(name)
         .bind(description)
         .bind(serde_json::to_string(rule_ids).unwrap_or_default())
         .bind(i64::from(is_template))
         .bind(stamp(now))
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await
         .map_err(|e| match StoreError::from(e) {
             StoreError::Conflict(_) => StoreError::Conflict(format!("a policy named `{name}` already exists")),
             other => other,
         })?;
-        self.enqueue(&mut tx, &audit(&id)).await?;
-        tx.commit().await?;
-        self.policy(org_id, &id)
-            .await?
-            .ok_or_else(|| StoreError::Other("the new policy vanished".to_owned()))
+        Ok(())
     }
 
     /// One policy of an organization.
@@ -801,5 +826,32 @@ impl Store {
                 Ok((d.get("entity_id")?, d.json("attributes")?))
             })
             .collect()
+    }
+}
+
+impl super::Transaction<'_> {
+    /// [`Store::create_policy`] as a step of this transaction; answers the new id.
+    pub async fn create_policy(
+        &mut self,
+        org_id: &str,
+        (name, description): (&str, Option<&str>),
+        rule_ids: &[String],
+        now: DateTime<Utc>,
+        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
+    ) -> StoreResult<String> {
+        let id = new_id();
+        self.store
+            .insert_policy(
+                &mut self.tx,
+                &id,
+                org_id,
+                (name, description),
+                rule_ids,
+                false,
+                now,
+            )
+            .await?;
+        self.store.enqueue(&mut self.tx, &audit(&id)).await?;
+        Ok(id)
     }
 }

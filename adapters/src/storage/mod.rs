@@ -86,6 +86,22 @@ impl From<sqlx::Error> for StoreError {
 /// Result of a storage call.
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Several storage steps committed together or not at all: a service opens one with
+/// [`Store::transaction`], calls its steps, and commits; dropped without a commit (an
+/// error on the way, a panic, a cancelled request), it rolls back.
+pub struct Transaction<'s> {
+    store: &'s Store,
+    tx: sqlx::Transaction<'static, sqlx::Any>,
+}
+
+impl Transaction<'_> {
+    /// Makes every step of the transaction durable at once.
+    pub async fn commit(self) -> StoreResult<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+}
+
 /// Which SQL dialect the pool speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -206,6 +222,14 @@ impl Store {
 
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
+    }
+
+    /// Begins a [`Transaction`].
+    pub async fn transaction(&self) -> StoreResult<Transaction<'_>> {
+        Ok(Transaction {
+            store: self,
+            tx: self.pool.begin().await?,
+        })
     }
 
     /// Closes the pool.

@@ -101,6 +101,24 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<StoredRule> {
         let mut tx = self.pool().begin().await?;
+        self.insert_rule(&mut tx, org_id, rule, by, now, audit)
+            .await?;
+        tx.commit().await?;
+        self.rule(org_id, &rule.id, false)
+            .await?
+            .ok_or_else(|| StoreError::Other("the new rule vanished".to_owned()))
+    }
+
+    /// The statements of [`Store::create_rule`], in the caller's transaction.
+    pub(crate) async fn insert_rule(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        org_id: &str,
+        rule: &Rule,
+        by: &str,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
         sqlx::query(&self.sql(
             "INSERT INTO rules (id, org_id, name, target, severity, scope, is_template, propagate_to_children, tags, body, version, created_at, updated_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)",
@@ -117,25 +135,16 @@ impl Store {
         .bind(body(rule))
         .bind(i64::from(rule.version))
         .bind(stamp(now))
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await
         .map_err(|e| match StoreError::from(e) {
             StoreError::Conflict(_) => StoreError::Conflict(format!("a rule named `{}` already exists", rule.name)),
             other => other,
         })?;
-        self.record_version(
-            &mut tx,
-            rule,
-            &serde_json::json!({"action": "create"}),
-            by,
-            now,
-        )
-        .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        self.rule(org_id, &rule.id, false)
-            .await?
-            .ok_or_else(|| StoreError::Other("the new rule vanished".to_owned()))
+        self.record_version(tx, rule, &serde_json::json!({"action": "create"}), by, now)
+            .await?;
+        self.enqueue(tx, audit).await?;
+        Ok(())
     }
 
     async fn record_version(
@@ -420,5 +429,21 @@ fn severity_name(rule: &Rule) -> &'static str {
         compliance_core::Severity::Warning => "warning",
         compliance_core::Severity::Error => "error",
         compliance_core::Severity::Critical => "critical",
+    }
+}
+
+impl super::Transaction<'_> {
+    /// [`Store::create_rule`] as a step of this transaction.
+    pub async fn create_rule(
+        &mut self,
+        org_id: &str,
+        rule: &Rule,
+        by: &str,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        self.store
+            .insert_rule(&mut self.tx, org_id, rule, by, now, audit)
+            .await
     }
 }

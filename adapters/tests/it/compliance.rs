@@ -1238,6 +1238,37 @@ async fn policies_and_templates(app: &TestApp) {
         .call("GET", "/api/compliance/rules", &alice, Some(&acme), None)
         .await;
     assert_eq!(rules["pagination"]["total"], 1, "nothing half-cloned");
+    // The rules are free but the policy's name is taken: the policy fails last, and
+    // the rules written before it in the same transaction are rolled back with it.
+    let beta = app.org("bob", "beta").await;
+    let bob = app.token("bob", "bob@example.com");
+    let (status, _) = app
+        .call(
+            "POST",
+            "/api/compliance/policies",
+            &bob,
+            Some(&beta),
+            Some(json!({"name": "Supply chain", "ruleIds": []})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/compliance/templates/policies/{policy_template}/clone"),
+            &bob,
+            Some(&beta),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    let (_, rules) = app
+        .call("GET", "/api/compliance/rules", &bob, Some(&beta), None)
+        .await;
+    assert_eq!(
+        rules["pagination"]["total"], 0,
+        "no rule outlived the failed clone"
+    );
     let (status, body) = app
         .call(
             "POST",

@@ -1,0 +1,52 @@
+//! The middle floor: the workflows behind the API.
+//!
+//! A service function takes what a handler parsed and authorized (the caller, the
+//! organization granted, the request's values), does the work over the [`Store`] and
+//! the pure crates (which decide), and answers a [`ServiceError`], which knows nothing
+//! of HTTP; `error.rs` maps it to the envelope. Handlers call one service function;
+//! storage holds SQL only.
+//!
+//! [`Store`]: crate::storage::Store
+
+pub mod exemptions;
+
+use compliance_core::ExemptionRefusal;
+
+use crate::storage::StoreError;
+
+/// Why a workflow did not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// A value of the request is not acceptable; names the field.
+    #[error("{field}: {message}")]
+    Invalid {
+        /// The request's field, as the API spells it.
+        field: &'static str,
+        /// Why.
+        message: String,
+    },
+    /// The thing asked for does not exist in the organization.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// The request contradicts what is stored (a name taken, a state moved on).
+    #[error("{0}")]
+    Conflict(String),
+    /// An exemption cannot take the action asked (compliance-core decided).
+    #[error(transparent)]
+    Exemption(#[from] ExemptionRefusal),
+    /// Storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ServiceError {
+    pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+        ServiceError::Invalid {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+/// The result of a service function.
+pub type ServiceResult<T> = Result<T, ServiceError>;
