@@ -18,20 +18,7 @@ use serde_json::json;
 async fn main() -> Result<(), String> {
     let demo = support::start().await?;
     let owner = demo.user("alice");
-    let org = demo
-        .call(
-            reqwest::Method::POST,
-            "/api/organization",
-            &owner,
-            None,
-            json!({"name": "acme"}),
-        )
-        .await?;
-    let org = org
-        .pointer("/data/id")
-        .and_then(serde_json::Value::as_str)
-        .ok_or("no organization id")?
-        .to_owned();
+    let org = demo.organization(&owner, "acme").await?;
     let spool = std::env::temp_dir().join(format!("audit-spool-{}", uuid::Uuid::new_v4()));
     let token = demo.service("pipeline-service");
 

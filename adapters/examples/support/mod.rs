@@ -72,6 +72,24 @@ impl Demo {
         self.keys.sign(&claims).unwrap_or_default()
     }
 
+    /// A new organization owned by the holder of `owner`; its id.
+    pub async fn organization(&self, owner: &str, name: &str) -> Result<String, String> {
+        let answer = self
+            .call(
+                reqwest::Method::POST,
+                "/api/organization",
+                owner,
+                None,
+                serde_json::json!({ "name": name }),
+            )
+            .await?;
+        answer
+            .pointer("/data/id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| "no organization id".to_owned())
+    }
+
     /// `method path` with a user's token and organization; the whole answer when it
     /// succeeded.
     pub async fn call(
