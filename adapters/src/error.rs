@@ -108,6 +108,22 @@ impl ApiError {
         )
     }
 
+    /// 400 `VALIDATION_ERROR` for rules compliance-core refuses, listing every
+    /// problem with the field it concerns in `details.problems`.
+    pub fn rules(error: compliance_core::Error) -> Self {
+        match error {
+            compliance_core::Error::InvalidRules { problems } => {
+                let message = problems
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                ApiError::validation(message).with_details(json!({ "problems": problems }))
+            }
+            other => ApiError::validation(other.to_string()),
+        }
+    }
+
     /// The envelope.
     pub fn body(&self) -> Value {
         let mut body = json!({
@@ -204,6 +220,8 @@ impl From<crate::services::ServiceError> for ApiError {
             E::Invalid { field, message } => ApiError::invalid_field(field, message),
             E::NotFound(what) => ApiError::not_found(what),
             E::Conflict(why) => ApiError::conflict(why),
+            E::Forbidden(why) => ApiError::forbidden(why),
+            E::Rules(error) => ApiError::rules(error),
             E::Exemption(refusal @ ExemptionRefusal::SelfReview) => ApiError::new(
                 StatusCode::FORBIDDEN,
                 "SELF_APPROVAL_FORBIDDEN",

@@ -14,8 +14,9 @@ use tenancy::Permission;
 use crate::error::ApiError;
 use crate::http::extract::{Json, Query, SortOrder};
 use crate::http::response::{ok, paginated};
-use crate::http::rules::{check_rule, invalidate, parse_rule, problems, tenant, RuleQuery};
+use crate::http::rules::{parse_rule, tenant, RuleQuery};
 use crate::http::state::{event, AppState, Caller};
+use crate::services::rules::{check as check_rule, invalidate};
 use crate::storage::{new_id, OrgRecord};
 
 /// How many stored entities an impact preview evaluates at most, per target.
@@ -64,7 +65,7 @@ async fn published(state: &AppState, rule_id: &str) -> Result<Rule, ApiError> {
 }
 
 async fn changed(state: &AppState, org: &OrgRecord) -> Result<(), ApiError> {
-    invalidate(state, org, false).await
+    Ok(invalidate(state, org, false).await?)
 }
 
 /// `GET /compliance/published-rules`: the catalog, each entry with `subscribed`.
@@ -418,7 +419,7 @@ fn single(state: &AppState, mut rule: Rule) -> Result<RuleSet, ApiError> {
         [rule],
         &crate::compliance::compile_options(&state.config, Dependencies::Strict),
     )
-    .map_err(problems)
+    .map_err(ApiError::rules)
 }
 
 /// `POST /compliance/subscriptions/preview`: one rule against caller-supplied attributes.

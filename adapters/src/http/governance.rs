@@ -4,7 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
-use compliance_core::{ExemptionAction, Scope};
+use compliance_core::ExemptionAction;
 use serde::Deserialize;
 use serde_json::json;
 use tenancy::{MembershipRole, Permission};
@@ -13,10 +13,9 @@ use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::organizations::text;
 use crate::http::response::{ok, paginated};
-use crate::http::rules::{check_rule, invalidate, tenant};
+use crate::http::rules::tenant;
 use crate::http::state::{event, AppState, Caller};
-use crate::services::exemptions;
-use crate::storage::{new_id, OrgRecord, RuleFilter};
+use crate::services::{exemptions, templates};
 
 /// The most exemptions one bulk request may ask for.
 pub const BULK_LIMIT: usize = 500;
@@ -428,12 +427,6 @@ pub(crate) async fn delete_policy(
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }
 
-async fn system_org(state: &AppState) -> Result<Option<OrgRecord>, ApiError> {
-    // The system organization is unique; its id is found through any of its rules or
-    // policies, so the catalog of templates needs no configuration.
-    Ok(state.store.system_organization().await?)
-}
-
 /// `GET /compliance/templates`: the system organization's template rules and policies.
 pub(crate) async fn templates(
     State(state): State<AppState>,
@@ -447,21 +440,7 @@ pub(crate) async fn templates(
         "GET /compliance/templates",
     )
     .await?;
-    let Some(system) = system_org(&state).await? else {
-        return Ok(ok(StatusCode::OK, json!({"rules": [], "policies": []})));
-    };
-    let filter = RuleFilter {
-        is_template: Some(true),
-        ..Default::default()
-    };
-    let (rules, _) = state
-        .store
-        .rules(Some(&system.id), &filter, u32::MAX, 0, true)
-        .await?;
-    let (policies, _) = state
-        .store
-        .policies(&system.id, None, Some(true), u32::MAX, 0)
-        .await?;
+    let (rules, policies) = templates::catalog(&state).await?;
     Ok(ok(
         StatusCode::OK,
         json!({"rules": rules, "policies": policies}),
@@ -491,63 +470,6 @@ fn clone_name(body: &[u8]) -> Result<Option<String>, ApiError> {
         .map_err(|e| ApiError::validation(format!("invalid body: {e}")))
 }
 
-/// The org rule a template rule becomes: a new id, version 1, no dependency, checked
-/// against the organization's rules. Nothing is written.
-async fn instance(
-    state: &AppState,
-    org: &OrgRecord,
-    system: &OrgRecord,
-    template_id: &str,
-    name: Option<String>,
-) -> Result<compliance_core::Rule, ApiError> {
-    let template = state
-        .store
-        .rule(&system.id, template_id, false)
-        .await?
-        .filter(|r| r.rule.is_template)
-        .ok_or_else(|| ApiError::not_found("template"))?;
-    let mut rule = template.rule;
-    rule.id = new_id();
-    rule.version = 1;
-    rule.is_template = false;
-    rule.scope = Scope::Org;
-    rule.conditions
-        .iter_mut()
-        .for_each(|c| c.depends_on_rule = None);
-    if let Some(name) = name {
-        rule.name = name;
-    }
-    check_rule(state, org, &rule).await?;
-    Ok(rule)
-}
-
-async fn instantiate(
-    state: &AppState,
-    caller: &Caller,
-    org: &OrgRecord,
-    template_id: &str,
-    name: Option<String>,
-) -> Result<crate::storage::StoredRule, ApiError> {
-    let system = system_org(state)
-        .await?
-        .ok_or_else(|| ApiError::not_found("template"))?;
-    let rule = instance(state, org, &system, template_id, name).await?;
-    let audit = [event(
-        caller,
-        "compliance.template.apply",
-        &org.id,
-        "rule",
-        &rule.id,
-        json!({"templateId": template_id}),
-    )];
-    let stored = state
-        .store
-        .create_rule(&org.id, &rule, &caller.user_id, Utc::now(), &audit)
-        .await?;
-    invalidate(state, org, false).await?;
-    Ok(stored)
-}
-
 /// `POST /compliance/templates/apply`: a template rule instantiated as an org rule.
 pub(crate) async fn apply(
     State(state): State<AppState>,
@@ -562,7 +484,15 @@ pub(crate) async fn apply(
         "POST /compliance/templates/apply",
     )
     .await?;
-    let stored = instantiate(&state, &caller, &granted.org, &body.template_id, body.name).await?;
+    let stored = templates::apply(
+        &state,
+        &caller,
+        &granted.org,
+        &body.template_id,
+        body.name,
+        Utc::now(),
+    )
+    .await?;
     Ok(ok(StatusCode::CREATED, stored))
 }
 
@@ -582,7 +512,7 @@ pub(crate) async fn clone_rule(
         "POST /compliance/templates/rules/:id/clone",
     )
     .await?;
-    let stored = instantiate(&state, &caller, &granted.org, &id, name).await?;
+    let stored = templates::apply(&state, &caller, &granted.org, &id, name, Utc::now()).await?;
     Ok(ok(StatusCode::CREATED, stored))
 }
 
@@ -603,84 +533,8 @@ pub(crate) async fn clone_policy(
         "POST /compliance/templates/policies/:id/clone",
     )
     .await?;
-    let system = system_org(&state)
-        .await?
-        .ok_or_else(|| ApiError::not_found("template"))?;
-    let template = state
-        .store
-        .policy(&system.id, &id)
-        .await?
-        .filter(|p| p.is_template)
-        .ok_or_else(|| ApiError::not_found("template"))?;
-    // All or nothing: every name is checked before any rule is created.
-    let existing: Vec<String> = state
-        .store
-        .org_rules(&granted.org.id)
-        .await?
-        .into_iter()
-        .map(|r| r.name.to_lowercase())
-        .collect();
-    for rule_id in &template.rule_ids {
-        let rule = state
-            .store
-            .rule(&system.id, rule_id, false)
-            .await?
-            .filter(|r| r.rule.is_template)
-            .ok_or_else(|| ApiError::not_found("template rule"))?;
-        if existing.contains(&rule.rule.name.to_lowercase()) {
-            return Err(ApiError::conflict(format!(
-                "a rule named `{}` already exists",
-                rule.rule.name
-            )));
-        }
-    }
-    // All or nothing: the rules and the policy are written in one transaction.
-    let now = Utc::now();
-    let mut rules = Vec::with_capacity(template.rule_ids.len());
-    for rule_id in &template.rule_ids {
-        rules.push(instance(&state, &granted.org, &system, rule_id, None).await?);
-    }
-    let mut tx = state.store.transaction().await?;
-    for (template_rule, rule) in template.rule_ids.iter().zip(&rules) {
-        let audit = [event(
-            &caller,
-            "compliance.template.apply",
-            &granted.org.id,
-            "rule",
-            &rule.id,
-            json!({"templateId": template_rule}),
-        )];
-        tx.create_rule(&granted.org.id, rule, &caller.user_id, now, &audit)
-            .await?;
-    }
-    let name = name.unwrap_or(template.name);
-    let audit = |policy_id: &str| {
-        vec![event(
-            &caller,
-            "compliance.template.apply",
-            &granted.org.id,
-            "policy",
-            policy_id,
-            json!({"templateId": id}),
-        )]
-    };
-    let rule_ids: Vec<String> = rules.iter().map(|r| r.id.clone()).collect();
-    let policy_id = tx
-        .create_policy(
-            &granted.org.id,
-            (&name, template.description.as_deref()),
-            &rule_ids,
-            now,
-            &audit,
-        )
-        .await?;
-    tx.commit().await?;
-    invalidate(&state, &granted.org, false).await?;
-    let policy = state
-        .store
-        .policy(&granted.org.id, &policy_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("policy"))?;
+    let policy =
+        templates::clone_policy(&state, &caller, &granted.org, &id, name, Utc::now()).await?;
     Ok(ok(StatusCode::CREATED, policy))
 }
 

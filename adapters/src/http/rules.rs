@@ -4,7 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::Utc;
-use compliance_core::{Dependencies, Error as CoreError, RegexLimits, Rule, RuleSet, Scope};
+use compliance_core::{Rule, Scope};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tenancy::{Permission, Requirement};
@@ -14,7 +14,8 @@ use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::{gate, tenant_header, Granted, Named};
 use crate::http::response::{ok, paginated};
 use crate::http::state::{event, AppState, Caller};
-use crate::storage::{new_id, OrgRecord, RuleFilter};
+use crate::services::rules;
+use crate::storage::{new_id, RuleFilter};
 
 /// The requirement of a compliance route.
 pub(crate) fn needs(permission: Permission, changes_state: bool) -> Requirement {
@@ -46,21 +47,6 @@ pub(crate) async fn tenant(
     .await
 }
 
-/// A 400 listing every problem with the field it concerns.
-pub(crate) fn problems(error: CoreError) -> ApiError {
-    match error {
-        CoreError::InvalidRules { problems } => {
-            let message = problems
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ");
-            ApiError::validation(message).with_details(json!({ "problems": problems }))
-        }
-        other => ApiError::validation(other.to_string()),
-    }
-}
-
 /// Parses a rule body in the API's form; the server owns `id` and `version`.
 pub(crate) fn parse_rule(body: Value) -> Result<Rule, ApiError> {
     if !body.is_object() {
@@ -70,62 +56,6 @@ pub(crate) fn parse_rule(body: Value) -> Result<Rule, ApiError> {
         ApiError::validation(format!("invalid rule: {e}"))
             .with_details(json!({"problems": [{"field": "body", "message": e.to_string()}]}))
     })
-}
-
-/// Checks a rule as it is saved into `org`: its own fields, who may publish or make
-/// templates, and its `dependsOnRule` references against the organization's rules.
-pub(crate) async fn check_rule(
-    state: &AppState,
-    org: &OrgRecord,
-    rule: &Rule,
-) -> Result<(), ApiError> {
-    let regex = RegexLimits {
-        max_length: state.config.compliance.max_regex_length,
-        ..RegexLimits::default()
-    };
-    rule.validate(&regex).map_err(problems)?;
-    if rule.scope == Scope::Published && !org.is_system {
-        return Err(ApiError::forbidden(
-            "only the system organization may create published rules",
-        ));
-    }
-    if rule.is_template && !org.is_system {
-        return Err(ApiError::forbidden(
-            "only the system organization owns template rules",
-        ));
-    }
-    let mut set: Vec<Rule> = state
-        .store
-        .org_rules(&org.id)
-        .await?
-        .into_iter()
-        .filter(|r| r.id != rule.id)
-        .collect();
-    set.push(rule.clone());
-    RuleSet::compile(
-        set,
-        &crate::compliance::compile_options(&state.config, Dependencies::Strict),
-    )
-    .map(|_| ())
-    .map_err(problems)
-}
-
-/// Forgets the cached sets a change of `org`'s rules can affect.
-pub(crate) async fn invalidate(
-    state: &AppState,
-    org: &OrgRecord,
-    published: bool,
-) -> Result<(), ApiError> {
-    use crate::compliance::{forget, Stale};
-    if published || org.is_system {
-        forget(&state.store, &state.rule_cache, Stale::All).await;
-        return Ok(());
-    }
-    let (teams, _) = state.store.teams(&org.id, u32::MAX, 0, true).await?;
-    let mut ids: Vec<String> = teams.into_iter().map(|t| t.id).collect();
-    ids.push(org.id.clone());
-    forget(&state.store, &state.rule_cache, Stale::Orgs(ids)).await;
-    Ok(())
 }
 
 fn changed_fields(old: &Rule, new: &Rule) -> Vec<String> {
@@ -280,7 +210,7 @@ pub(crate) async fn create(
     let mut rule = parse_rule(body)?;
     rule.id = new_id();
     rule.version = 1;
-    check_rule(&state, &granted.org, &rule).await?;
+    rules::check(&state, &granted.org, &rule).await?;
     let audit = [event(
         &caller,
         "compliance.rule.create",
@@ -293,7 +223,7 @@ pub(crate) async fn create(
         .store
         .create_rule(&granted.org.id, &rule, &caller.user_id, Utc::now(), &audit)
         .await?;
-    invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
+    rules::invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
     Ok(ok(StatusCode::CREATED, stored))
 }
 
@@ -320,7 +250,7 @@ pub(crate) async fn update(
     let mut rule = parse_rule(body)?;
     rule.id = id.clone();
     rule.version = existing.rule.version.saturating_add(1);
-    check_rule(&state, &granted.org, &rule).await?;
+    rules::check(&state, &granted.org, &rule).await?;
     let fields = changed_fields(&existing.rule, &rule);
     let audit = [event(
         &caller,
@@ -342,7 +272,7 @@ pub(crate) async fn update(
         )
         .await?;
     let published = rule.scope == Scope::Published || existing.rule.scope == Scope::Published;
-    invalidate(&state, &granted.org, published).await?;
+    rules::invalidate(&state, &granted.org, published).await?;
     Ok(ok(StatusCode::OK, stored))
 }
 
@@ -379,6 +309,6 @@ pub(crate) async fn delete(
         .store
         .delete_rule(&granted.org.id, &rule, &caller.user_id, Utc::now(), &audit)
         .await?;
-    invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
+    rules::invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }

@@ -9,6 +9,8 @@
 //! [`Store`]: crate::storage::Store
 
 pub mod exemptions;
+pub mod rules;
+pub mod templates;
 
 use compliance_core::ExemptionRefusal;
 
@@ -31,6 +33,12 @@ pub enum ServiceError {
     /// The request contradicts what is stored (a name taken, a state moved on).
     #[error("{0}")]
     Conflict(String),
+    /// The caller may not do this here (beyond the permission the gate checked).
+    #[error("{0}")]
+    Forbidden(&'static str),
+    /// Rules that compliance-core refuses, every problem with its field.
+    #[error(transparent)]
+    Rules(#[from] compliance_core::Error),
     /// An exemption cannot take the action asked (compliance-core decided).
     #[error(transparent)]
     Exemption(#[from] ExemptionRefusal),

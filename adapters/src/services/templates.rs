@@ -1,0 +1,183 @@
+//! Templates: the system organization's template rules and policies, and their
+//! instances in an organization.
+
+use chrono::{DateTime, Utc};
+use compliance_core::{Rule, Scope};
+use serde_json::json;
+
+use super::rules::{check, invalidate};
+use super::{ServiceError, ServiceResult};
+use crate::http::state::{event, AppState, Caller};
+use crate::storage::{new_id, OrgRecord, PolicyRecord, RuleFilter, StoredRule};
+
+/// The catalog of templates: (rules, policies); empty before a system organization
+/// exists.
+pub async fn catalog(state: &AppState) -> ServiceResult<(Vec<StoredRule>, Vec<PolicyRecord>)> {
+    // The system organization is unique, so the catalog needs no configuration.
+    let Some(system) = state.store.system_organization().await? else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let filter = RuleFilter {
+        is_template: Some(true),
+        ..Default::default()
+    };
+    let (rules, _) = state
+        .store
+        .rules(Some(&system.id), &filter, u32::MAX, 0, true)
+        .await?;
+    let (policies, _) = state
+        .store
+        .policies(&system.id, None, Some(true), u32::MAX, 0)
+        .await?;
+    Ok((rules, policies))
+}
+
+async fn system(state: &AppState) -> ServiceResult<OrgRecord> {
+    state
+        .store
+        .system_organization()
+        .await?
+        .ok_or(ServiceError::NotFound("template"))
+}
+
+/// The org rule a template rule becomes: a new id, version 1, no dependency, checked
+/// against the organization's rules. Nothing is written.
+async fn instance(
+    state: &AppState,
+    org: &OrgRecord,
+    system: &OrgRecord,
+    template_id: &str,
+    name: Option<String>,
+) -> ServiceResult<Rule> {
+    let template = state
+        .store
+        .rule(&system.id, template_id, false)
+        .await?
+        .filter(|r| r.rule.is_template)
+        .ok_or(ServiceError::NotFound("template"))?;
+    let mut rule = template.rule;
+    rule.id = new_id();
+    rule.version = 1;
+    rule.is_template = false;
+    rule.scope = Scope::Org;
+    rule.conditions
+        .iter_mut()
+        .for_each(|c| c.depends_on_rule = None);
+    if let Some(name) = name {
+        rule.name = name;
+    }
+    check(state, org, &rule).await?;
+    Ok(rule)
+}
+
+/// Template rule `template_id` instantiated as a rule of `org` (named `name`, or as the
+/// template), audited `compliance.template.apply`.
+pub async fn apply(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    template_id: &str,
+    name: Option<String>,
+    now: DateTime<Utc>,
+) -> ServiceResult<StoredRule> {
+    let system = system(state).await?;
+    let rule = instance(state, org, &system, template_id, name).await?;
+    let audit = [event(
+        caller,
+        "compliance.template.apply",
+        &org.id,
+        "rule",
+        &rule.id,
+        json!({"templateId": template_id}),
+    )];
+    let stored = state
+        .store
+        .create_rule(&org.id, &rule, &caller.user_id, now, &audit)
+        .await?;
+    invalidate(state, org, false).await?;
+    Ok(stored)
+}
+
+/// Template policy `template_id` copied into `org` with the template rules it groups,
+/// each instantiated as an org rule: all or nothing, in one transaction. A rule name
+/// already taken in the organization is a conflict, found before anything is written.
+pub async fn clone_policy(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    template_id: &str,
+    name: Option<String>,
+    now: DateTime<Utc>,
+) -> ServiceResult<PolicyRecord> {
+    let system = system(state).await?;
+    let template = state
+        .store
+        .policy(&system.id, template_id)
+        .await?
+        .filter(|p| p.is_template)
+        .ok_or(ServiceError::NotFound("template"))?;
+    let existing: Vec<String> = state
+        .store
+        .org_rules(&org.id)
+        .await?
+        .into_iter()
+        .map(|r| r.name.to_lowercase())
+        .collect();
+    let mut rules = Vec::with_capacity(template.rule_ids.len());
+    for rule_id in &template.rule_ids {
+        let rule = instance(state, org, &system, rule_id, None)
+            .await
+            .map_err(|e| match e {
+                ServiceError::NotFound(_) => ServiceError::NotFound("template rule"),
+                other => other,
+            })?;
+        if existing.contains(&rule.name.to_lowercase()) {
+            return Err(ServiceError::Conflict(format!(
+                "a rule named `{}` already exists",
+                rule.name
+            )));
+        }
+        rules.push(rule);
+    }
+    let mut tx = state.store.transaction().await?;
+    for (template_rule, rule) in template.rule_ids.iter().zip(&rules) {
+        let audit = [event(
+            caller,
+            "compliance.template.apply",
+            &org.id,
+            "rule",
+            &rule.id,
+            json!({"templateId": template_rule}),
+        )];
+        tx.create_rule(&org.id, rule, &caller.user_id, now, &audit)
+            .await?;
+    }
+    let name = name.unwrap_or(template.name);
+    let audit = |policy_id: &str| {
+        vec![event(
+            caller,
+            "compliance.template.apply",
+            &org.id,
+            "policy",
+            policy_id,
+            json!({"templateId": template_id}),
+        )]
+    };
+    let rule_ids: Vec<String> = rules.iter().map(|r| r.id.clone()).collect();
+    let policy_id = tx
+        .create_policy(
+            &org.id,
+            (&name, template.description.as_deref()),
+            &rule_ids,
+            now,
+            &audit,
+        )
+        .await?;
+    tx.commit().await?;
+    invalidate(state, org, false).await?;
+    state
+        .store
+        .policy(&org.id, &policy_id)
+        .await?
+        .ok_or(ServiceError::NotFound("policy"))
+}
