@@ -13,7 +13,8 @@ use tracing::Instrument;
 use crate::error::ApiError;
 use crate::http::state::AppState;
 use crate::http::{
-    admin, audit, catalog, governance, invitations, members, organizations, rules, system, validate,
+    admin, audit, catalog, checks, exemptions, invitations, members, organizations, policies,
+    preferences, rules, system, templates, validate,
 };
 
 /// The whole application.
@@ -123,44 +124,44 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/compliance/exemptions",
-            get(governance::list_exemptions).post(governance::request),
+            get(exemptions::list_exemptions).post(exemptions::request),
         )
         .route(
             "/compliance/exemptions/bulk",
-            post(governance::request_bulk),
+            post(exemptions::request_bulk),
         )
         .route(
             "/compliance/exemptions/{id}",
-            axum::routing::delete(governance::revoke),
+            axum::routing::delete(exemptions::revoke),
         )
         .route(
             "/compliance/exemptions/{id}/review",
-            axum::routing::put(governance::review),
+            axum::routing::put(exemptions::review),
         )
         .route(
             "/compliance/policies",
-            get(governance::list_policies).post(governance::create_policy),
+            get(policies::list_policies).post(policies::create_policy),
         )
         .route(
             "/compliance/policies/{id}",
-            get(governance::get_policy)
-                .put(governance::update_policy)
-                .delete(governance::delete_policy),
+            get(policies::get_policy)
+                .put(policies::update_policy)
+                .delete(policies::delete_policy),
         )
-        .route("/compliance/templates", get(governance::templates))
-        .route("/compliance/templates/apply", post(governance::apply))
+        .route("/compliance/templates", get(templates::templates))
+        .route("/compliance/templates/apply", post(templates::apply))
         .route(
             "/compliance/templates/rules/{id}/clone",
-            post(governance::clone_rule),
+            post(templates::clone_rule),
         )
         .route(
             "/compliance/templates/policies/{id}/clone",
-            post(governance::clone_policy),
+            post(templates::clone_policy),
         )
-        .route("/compliance/audit", get(governance::checks))
+        .route("/compliance/audit", get(checks::checks))
         .route(
             "/compliance/notification-preferences",
-            get(governance::preferences).put(governance::save_preferences),
+            get(preferences::preferences).put(preferences::save_preferences),
         )
         .route("/compliance/validate/{target}", post(validate::live))
         .route(

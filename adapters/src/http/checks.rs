@@ -1,0 +1,71 @@
+//! `/compliance/audit`: the check log, every validation recorded.
+
+use axum::extract::State;
+use axum::response::Response;
+use serde::Deserialize;
+use tenancy::Permission;
+
+use crate::error::ApiError;
+use crate::http::extract::{PageParams, Query};
+use crate::http::response::paginated;
+use crate::http::rules::tenant;
+use crate::http::state::{AppState, Caller};
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CheckQuery {
+    target: Option<String>,
+    result: Option<String>,
+    entity_id: Option<String>,
+    #[serde(flatten)]
+    page: PageParams,
+}
+
+/// `GET /compliance/audit`: the check log.
+pub(crate) async fn checks(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<CheckQuery>,
+) -> Result<Response, ApiError> {
+    let page = q
+        .page
+        .check(state.config.http.max_page_limit, &["createdAt"])?;
+    if q.result
+        .as_deref()
+        .is_some_and(|r| !["pass", "warn", "block"].contains(&r))
+    {
+        return Err(ApiError::invalid_field(
+            "result",
+            "must be pass, warn or block",
+        ));
+    }
+    if q.target
+        .as_deref()
+        .is_some_and(|t| !["plugin", "pipeline"].contains(&t))
+    {
+        return Err(ApiError::invalid_field(
+            "target",
+            "must be plugin or pipeline",
+        ));
+    }
+    let granted = tenant(
+        &state,
+        &caller,
+        Permission::ComplianceRead,
+        false,
+        "GET /compliance/audit",
+    )
+    .await?;
+    let (items, total) = state
+        .store
+        .checks(
+            &granted.org.id,
+            q.target.as_deref(),
+            q.result.as_deref(),
+            q.entity_id.as_deref(),
+            page.limit,
+            page.offset,
+        )
+        .await?;
+    Ok(paginated("entries", items, total, &page))
+}
