@@ -11,7 +11,6 @@ use compliance_core::{
 };
 
 use crate::config::Config;
-use crate::error::ApiError;
 use crate::storage::{OrgRecord, Store};
 
 /// A compiled set, when it was built, and the organization it was built for.
@@ -176,7 +175,7 @@ pub fn kind(org: &OrgRecord) -> OrganizationKind {
 pub async fn effective(
     store: &Store,
     org: &OrgRecord,
-) -> Result<Vec<compliance_core::Rule>, ApiError> {
+) -> Result<Vec<compliance_core::Rule>, crate::storage::StoreError> {
     if org.is_system {
         return Ok(Vec::new());
     }
@@ -209,7 +208,7 @@ pub async fn rule_set(
     config: &Config,
     org: &OrgRecord,
     target: Target,
-) -> Result<Arc<RuleSet>, ApiError> {
+) -> Result<Arc<RuleSet>, crate::storage::StoreError> {
     if let Some((_, set)) = cache.get(&org.id, target, config.compliance.cache_ttl) {
         return Ok(set);
     }
@@ -220,7 +219,11 @@ pub async fn rule_set(
         .collect();
     let set =
         RuleSet::compile(rules, &compile_options(config, Dependencies::Lenient)).map_err(|e| {
-            ApiError::internal(format!("stored rules of {} do not compile: {e}", org.id))
+            // Stored rules that do not compile are stored data that does not decode.
+            crate::storage::StoreError::Corrupt(format!(
+                "stored rules of {} do not compile: {e}",
+                org.id
+            ))
         })?;
     let set = Arc::new(set);
     cache.put(org, target, set.clone());

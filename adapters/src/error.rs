@@ -222,6 +222,21 @@ impl From<crate::services::ServiceError> for ApiError {
             E::Conflict(why) => ApiError::conflict(why),
             E::Forbidden(why) => ApiError::forbidden(why),
             E::Rules(error) => ApiError::rules(error),
+            E::Limit(limit) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "ATTRIBUTE_LIMIT_EXCEEDED",
+                limit.to_string(),
+            )
+            .with_details(json!({"limit": limit.limit, "max": limit.max, "actual": limit.actual})),
+            E::Malformed(why) => ApiError::validation(why),
+            E::Unavailable => {
+                tracing::warn!("a compliance check could not be made: failing closed");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "COMPLIANCE_UNAVAILABLE",
+                    "the compliance rules could not be loaded in time",
+                )
+            }
             E::Exemption(refusal @ ExemptionRefusal::SelfReview) => ApiError::new(
                 StatusCode::FORBIDDEN,
                 "SELF_APPROVAL_FORBIDDEN",

@@ -8,6 +8,7 @@
 //!
 //! [`Store`]: crate::storage::Store
 
+pub mod checks;
 pub mod exemptions;
 pub mod rules;
 pub mod templates;
@@ -42,6 +43,15 @@ pub enum ServiceError {
     /// An exemption cannot take the action asked (compliance-core decided).
     #[error(transparent)]
     Exemption(#[from] ExemptionRefusal),
+    /// A document over an attribute limit.
+    #[error(transparent)]
+    Limit(compliance_core::LimitExceeded),
+    /// A request that cannot be read (not UTF-8, not the expected JSON).
+    #[error("{0}")]
+    Malformed(String),
+    /// The check could not be made in time, or at all: fail closed.
+    #[error("the compliance rules could not be loaded in time")]
+    Unavailable,
     /// Storage failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -1,0 +1,178 @@
+//! Checking one entity: the organization's effective rules, the evaluation (on the CPU
+//! pool), the entity's exemptions, and for a live check the check log, the entity's
+//! snapshot and the decision to notify. Validation calls it; scans and the
+//! re-evaluation worker are to call the same function.
+//!
+//! It fails closed: rules or exemptions that cannot be loaded within the deadline, or
+//! at all (storage unavailable, a stored row or rule that does not decode), make the
+//! check [`ServiceError::Unavailable`], never a pass.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use compliance_core::{Attributes, Error as CoreError, Evaluation, RuleSet, Target, Waivers};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::{ServiceError, ServiceResult};
+use crate::http::state::AppState;
+use crate::storage::{OrgRecord, StoreError};
+
+/// Whether the check is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recording {
+    /// Evaluated only (`/dry-run`).
+    DryRun,
+    /// Written to the check log (and the snapshot), and notified when it must be.
+    Live,
+}
+
+/// The check log's word for an evaluation: `block`, `warn` or `pass`.
+pub fn outcome(evaluation: &Evaluation) -> &'static str {
+    if evaluation.blocked {
+        "block"
+    } else if evaluation.violations.is_empty() {
+        "pass"
+    } else {
+        "warn"
+    }
+}
+
+/// The document to check, made on the CPU pool: its attributes and the entity's id.
+/// Parsing a request body belongs there too, so `prepare` runs inside the same job.
+pub type Prepared = (Value, Option<String>);
+
+/// Checks one entity of `org` for `target` by `deadline`. `cached` is the rule set when
+/// the caller already holds it; `prepare` makes the document (parsing a body, or
+/// handing over a stored one) on the CPU pool, where the limits are checked and the
+/// rules evaluated in the same job.
+pub async fn check_entity<P>(
+    state: &AppState,
+    org: &OrgRecord,
+    target: Target,
+    cached: Option<Arc<RuleSet>>,
+    deadline: Instant,
+    prepare: P,
+    recording: Recording,
+) -> ServiceResult<Evaluation>
+where
+    P: FnOnce() -> ServiceResult<Prepared> + Send + 'static,
+{
+    // The system organization's own entities are never evaluated.
+    let set = match (org.is_system, cached) {
+        (true, _) => None,
+        (false, Some(set)) => Some(set),
+        (false, None) => Some(
+            within(
+                deadline,
+                crate::compliance::rule_set(
+                    &state.store,
+                    &state.rule_cache,
+                    &state.config,
+                    org,
+                    target,
+                ),
+            )
+            .await?,
+        ),
+    };
+    let limits = state.config.attribute_limits();
+    let job = state.cpu.run(move || {
+        let (document, entity_id) = prepare()?;
+        // The limits hold for every document, evaluated or not.
+        let attributes = Attributes::new(&document, &limits).map_err(|e| match e {
+            CoreError::AttributeLimitExceeded(limit) => ServiceError::Limit(limit),
+            CoreError::AttributesNotObject => {
+                ServiceError::invalid("attributes", "must be a JSON object")
+            }
+            other => ServiceError::Malformed(other.to_string()),
+        })?;
+        let evaluation = match &set {
+            None => Evaluation::pass(),
+            Some(set) => set.evaluate(target, &attributes, &Waivers::none()),
+        };
+        Ok::<_, ServiceError>((document, entity_id, evaluation))
+    });
+    let (document, entity_id, mut evaluation) = match tokio::time::timeout_at(deadline, job).await {
+        Ok(Ok(done)) => done?,
+        Ok(Err(_)) | Err(_) => return Err(ServiceError::Unavailable),
+    };
+    // Exemptions are per entity: known once the document is, applied after.
+    if let (Some(entity), false) = (&entity_id, org.is_system) {
+        let exemptions = within(deadline, state.store.approved_exemptions(&org.id, entity)).await?;
+        evaluation.waive(&Waivers::for_entity(&exemptions, entity, Utc::now()));
+    }
+    if recording == Recording::Live {
+        record(
+            state,
+            org,
+            target,
+            entity_id.as_deref(),
+            &document,
+            &evaluation,
+        )
+        .await?;
+    }
+    Ok(evaluation)
+}
+
+/// The check log's row, the entity's snapshot (for the impact preview), and the
+/// notification when the result blocks, or warns and the organization asked to hear.
+async fn record(
+    state: &AppState,
+    org: &OrgRecord,
+    target: Target,
+    entity_id: Option<&str>,
+    document: &Value,
+    evaluation: &Evaluation,
+) -> ServiceResult<()> {
+    let now = Utc::now();
+    let violations = serde_json::to_value(&evaluation.violations).unwrap_or(Value::Null);
+    state
+        .store
+        .record_check(
+            &org.id,
+            target.as_str(),
+            entity_id,
+            outcome(evaluation),
+            &violations,
+            now,
+        )
+        .await?;
+    if let Some(entity) = entity_id {
+        state
+            .store
+            .save_snapshot(&org.id, target.as_str(), entity, document, now)
+            .await?;
+    }
+    let notify = evaluation.blocked
+        || (!evaluation.violations.is_empty()
+            && state
+                .store
+                .notification_preference(&org.id)
+                .await?
+                .notify_warnings);
+    if notify {
+        state
+            .notifier
+            .notify(&org.id, target, entity_id, evaluation);
+    }
+    Ok(())
+}
+
+/// Storage work under the check's deadline. Storage that cannot answer in time, or
+/// at all, or answers with rows that do not decode, makes the check unavailable (fail
+/// closed); a refusal (not found, conflict) stays what it is.
+pub async fn within<T>(
+    deadline: Instant,
+    work: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> ServiceResult<T> {
+    match tokio::time::timeout_at(deadline, work).await {
+        Ok(Ok(done)) => Ok(done),
+        Ok(Err(StoreError::Unavailable(_) | StoreError::Corrupt(_) | StoreError::Other(_))) => {
+            Err(ServiceError::Unavailable)
+        }
+        Ok(Err(refusal)) => Err(refusal.into()),
+        Err(_) => Err(ServiceError::Unavailable),
+    }
+}
