@@ -13,7 +13,8 @@ use crate::http::extract::{Json, PageParams, Query};
 use crate::http::organizations::text;
 use crate::http::response::{ok, paginated};
 use crate::http::rules::tenant;
-use crate::http::state::{event, AppState, Caller};
+use crate::http::state::{AppState, Caller};
+use crate::services::policies;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -47,35 +48,20 @@ pub(crate) async fn create_policy(
     )
     .await?;
     let name = text("name", body.name.as_deref().unwrap_or_default(), 200)?;
-    let is_template = body.is_template.unwrap_or(false);
-    if is_template && !granted.org.is_system {
-        return Err(ApiError::forbidden(
-            "only the system organization owns template policies",
-        ));
-    }
-    let rule_ids = body.rule_ids.unwrap_or_default();
-    let audit = |policy_id: &str| {
-        vec![event(
-            &caller,
-            "compliance.policy.create",
-            &granted.org.id,
-            "policy",
-            policy_id,
-            json!({"name": name}),
-        )]
+    let fields = policies::Fields {
+        name: Some(&name),
+        description: body.description.as_deref(),
+        rule_ids: body.rule_ids.as_deref(),
     };
-    let policy = state
-        .store
-        .create_policy(
-            &granted.org.id,
-            (&name, body.description.as_deref()),
-            &rule_ids,
-            is_template,
-            Utc::now(),
-            &audit,
-        )
-        .await?;
-
+    let policy = policies::create(
+        &state.store,
+        &caller,
+        &granted.org,
+        fields,
+        body.is_template.unwrap_or(false),
+        Utc::now(),
+    )
+    .await?;
     Ok(ok(StatusCode::CREATED, policy))
 }
 
@@ -96,16 +82,14 @@ pub(crate) async fn list_policies(
         "GET /compliance/policies",
     )
     .await?;
-    let (items, total) = state
-        .store
-        .policies(
-            &granted.org.id,
-            q.name.as_deref(),
-            None,
-            page.limit,
-            page.offset,
-        )
-        .await?;
+    let (items, total) = policies::list(
+        &state.store,
+        &granted.org,
+        q.name.as_deref(),
+        page.limit,
+        page.offset,
+    )
+    .await?;
     Ok(paginated("policies", items, total, &page))
 }
 
@@ -123,11 +107,7 @@ pub(crate) async fn get_policy(
         "GET /compliance/policies/:id",
     )
     .await?;
-    let policy = state
-        .store
-        .policy(&granted.org.id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("policy"))?;
+    let policy = policies::get(&state.store, &granted.org, &id).await?;
     Ok(ok(StatusCode::OK, policy))
 }
 
@@ -151,29 +131,13 @@ pub(crate) async fn update_policy(
         .as_deref()
         .map(|n| text("name", n, 200))
         .transpose()?;
-    let audit = [event(
-        &caller,
-        "compliance.policy.update",
-        &granted.org.id,
-        "policy",
-        &id,
-        json!({}),
-    )];
-    let policy = state
-        .store
-        .update_policy(
-            &granted.org.id,
-            &id,
-            (
-                name.as_deref(),
-                body.description.as_deref(),
-                body.rule_ids.as_deref(),
-            ),
-            Utc::now(),
-            &audit,
-        )
-        .await?;
-
+    let fields = policies::Fields {
+        name: name.as_deref(),
+        description: body.description.as_deref(),
+        rule_ids: body.rule_ids.as_deref(),
+    };
+    let policy =
+        policies::update(&state.store, &caller, &granted.org, &id, fields, Utc::now()).await?;
     Ok(ok(StatusCode::OK, policy))
 }
 
@@ -191,18 +155,6 @@ pub(crate) async fn delete_policy(
         "DELETE /compliance/policies/:id",
     )
     .await?;
-    let audit = [event(
-        &caller,
-        "compliance.policy.delete",
-        &granted.org.id,
-        "policy",
-        &id,
-        json!({}),
-    )];
-    state
-        .store
-        .delete_policy(&granted.org.id, &id, &audit)
-        .await?;
-
+    policies::delete(&state.store, &caller, &granted.org, &id).await?;
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }

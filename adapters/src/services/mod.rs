@@ -10,6 +10,7 @@
 
 pub mod checks;
 pub mod exemptions;
+pub mod policies;
 pub mod rules;
 pub mod templates;
 

@@ -1,0 +1,122 @@
+//! Policies: named groups of an organization's rules. Changes are audited with the
+//! change, in one transaction.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::{ServiceError, ServiceResult};
+use crate::http::state::{event, Caller};
+use crate::storage::{OrgRecord, PolicyRecord, Store};
+
+/// What a policy is made of, as a request gives it.
+#[derive(Debug, Clone, Default)]
+pub struct Fields<'a> {
+    /// Checked as text by the handler.
+    pub name: Option<&'a str>,
+    /// Free text.
+    pub description: Option<&'a str>,
+    /// The rules it groups.
+    pub rule_ids: Option<&'a [String]>,
+}
+
+/// A new policy; only the system organization owns template policies.
+pub async fn create(
+    store: &Store,
+    caller: &Caller,
+    org: &OrgRecord,
+    fields: Fields<'_>,
+    is_template: bool,
+    now: DateTime<Utc>,
+) -> ServiceResult<PolicyRecord> {
+    if is_template && !org.is_system {
+        return Err(ServiceError::Forbidden(
+            "only the system organization owns template policies",
+        ));
+    }
+    let name = fields.name.unwrap_or_default();
+    let audit = |policy_id: &str| {
+        vec![event(
+            caller,
+            "compliance.policy.create",
+            &org.id,
+            "policy",
+            policy_id,
+            json!({"name": name}),
+        )]
+    };
+    Ok(store
+        .create_policy(
+            &org.id,
+            (name, fields.description),
+            fields.rule_ids.unwrap_or_default(),
+            is_template,
+            now,
+            &audit,
+        )
+        .await?)
+}
+
+/// A page of the organization's policies, filtered by name: (policies, total).
+pub async fn list(
+    store: &Store,
+    org: &OrgRecord,
+    name: Option<&str>,
+    limit: u32,
+    offset: u64,
+) -> ServiceResult<(Vec<PolicyRecord>, u64)> {
+    Ok(store.policies(&org.id, name, None, limit, offset).await?)
+}
+
+/// One policy of the organization.
+pub async fn get(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<PolicyRecord> {
+    store
+        .policy(&org.id, id)
+        .await?
+        .ok_or(ServiceError::NotFound("policy"))
+}
+
+/// Changes the fields given; the others stay.
+pub async fn update(
+    store: &Store,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+    fields: Fields<'_>,
+    now: DateTime<Utc>,
+) -> ServiceResult<PolicyRecord> {
+    let audit = [event(
+        caller,
+        "compliance.policy.update",
+        &org.id,
+        "policy",
+        id,
+        json!({}),
+    )];
+    Ok(store
+        .update_policy(
+            &org.id,
+            id,
+            (fields.name, fields.description, fields.rule_ids),
+            now,
+            &audit,
+        )
+        .await?)
+}
+
+/// Deletes the policy (its rules stay).
+pub async fn delete(
+    store: &Store,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+) -> ServiceResult<()> {
+    let audit = [event(
+        caller,
+        "compliance.policy.delete",
+        &org.id,
+        "policy",
+        id,
+        json!({}),
+    )];
+    Ok(store.delete_policy(&org.id, id, &audit).await?)
+}
