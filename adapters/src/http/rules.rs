@@ -4,7 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::Utc;
-use compliance_core::{Rule, Scope};
+use compliance_core::Rule;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tenancy::{Permission, Requirement};
@@ -13,9 +13,9 @@ use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::{gate, tenant_header, Granted, Named};
 use crate::http::response::{ok, paginated};
-use crate::http::state::{event, AppState, Caller};
+use crate::http::state::{AppState, Caller};
 use crate::services::rules;
-use crate::storage::{new_id, RuleFilter};
+use crate::storage::RuleFilter;
 
 /// The requirement of a compliance route.
 pub(crate) fn needs(permission: Permission, changes_state: bool) -> Requirement {
@@ -56,21 +56,6 @@ pub(crate) fn parse_rule(body: Value) -> Result<Rule, ApiError> {
         ApiError::validation(format!("invalid rule: {e}"))
             .with_details(json!({"problems": [{"field": "body", "message": e.to_string()}]}))
     })
-}
-
-fn changed_fields(old: &Rule, new: &Rule) -> Vec<String> {
-    let (Ok(Value::Object(old)), Ok(Value::Object(new))) =
-        (serde_json::to_value(old), serde_json::to_value(new))
-    else {
-        return Vec::new();
-    };
-    let mut fields: Vec<String> = new
-        .iter()
-        .filter(|(k, v)| k.as_str() != "version" && old.get(*k) != Some(*v))
-        .map(|(k, _)| k.clone())
-        .collect();
-    fields.sort();
-    fields
 }
 
 /// Query filters of the rule lists.
@@ -164,11 +149,7 @@ pub(crate) async fn get(
         "GET /compliance/rules/:id",
     )
     .await?;
-    let rule = state
-        .store
-        .rule(&granted.org.id, &id, true)
-        .await?
-        .ok_or_else(|| ApiError::not_found("rule"))?;
+    let rule = rules::get(&state, &granted.org, &id, true).await?;
     Ok(ok(StatusCode::OK, rule))
 }
 
@@ -186,10 +167,7 @@ pub(crate) async fn history(
         "GET /compliance/rules/:id/history",
     )
     .await?;
-    let history = state.store.rule_history(&granted.org.id, &id).await?;
-    if history.is_empty() {
-        return Err(ApiError::not_found("rule"));
-    }
+    let history = rules::history(&state, &granted.org, &id).await?;
     Ok(ok(StatusCode::OK, history))
 }
 
@@ -207,23 +185,8 @@ pub(crate) async fn create(
         "POST /compliance/rules",
     )
     .await?;
-    let mut rule = parse_rule(body)?;
-    rule.id = new_id();
-    rule.version = 1;
-    rules::check(&state, &granted.org, &rule).await?;
-    let audit = [event(
-        &caller,
-        "compliance.rule.create",
-        &granted.org.id,
-        "rule",
-        &rule.id,
-        json!({"name": rule.name, "scope": rule.scope}),
-    )];
-    let stored = state
-        .store
-        .create_rule(&granted.org.id, &rule, &caller.user_id, Utc::now(), &audit)
-        .await?;
-    rules::invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
+    let rule = parse_rule(body)?;
+    let stored = rules::create(&state, &caller, &granted.org, rule, Utc::now()).await?;
     Ok(ok(StatusCode::CREATED, stored))
 }
 
@@ -242,37 +205,8 @@ pub(crate) async fn update(
         "PUT /compliance/rules/:id",
     )
     .await?;
-    let existing = state
-        .store
-        .rule(&granted.org.id, &id, false)
-        .await?
-        .ok_or_else(|| ApiError::not_found("rule"))?;
-    let mut rule = parse_rule(body)?;
-    rule.id = id.clone();
-    rule.version = existing.rule.version.saturating_add(1);
-    rules::check(&state, &granted.org, &rule).await?;
-    let fields = changed_fields(&existing.rule, &rule);
-    let audit = [event(
-        &caller,
-        "compliance.rule.update",
-        &granted.org.id,
-        "rule",
-        &id,
-        json!({"fields": fields, "version": rule.version}),
-    )];
-    let stored = state
-        .store
-        .update_rule(
-            &granted.org.id,
-            &rule,
-            &json!({"action": "update", "fields": fields}),
-            &caller.user_id,
-            Utc::now(),
-            &audit,
-        )
-        .await?;
-    let published = rule.scope == Scope::Published || existing.rule.scope == Scope::Published;
-    rules::invalidate(&state, &granted.org, published).await?;
+    let rule = parse_rule(body)?;
+    let stored = rules::update(&state, &caller, &granted.org, &id, rule, Utc::now()).await?;
     Ok(ok(StatusCode::OK, stored))
 }
 
@@ -290,25 +224,6 @@ pub(crate) async fn delete(
         "DELETE /compliance/rules/:id",
     )
     .await?;
-    let existing = state
-        .store
-        .rule(&granted.org.id, &id, false)
-        .await?
-        .ok_or_else(|| ApiError::not_found("rule"))?;
-    let mut rule = existing.rule.clone();
-    rule.version = rule.version.saturating_add(1);
-    let audit = [event(
-        &caller,
-        "compliance.rule.delete",
-        &granted.org.id,
-        "rule",
-        &id,
-        json!({"name": rule.name}),
-    )];
-    state
-        .store
-        .delete_rule(&granted.org.id, &rule, &caller.user_id, Utc::now(), &audit)
-        .await?;
-    rules::invalidate(&state, &granted.org, rule.scope == Scope::Published).await?;
+    rules::delete(&state, &caller, &granted.org, &id, Utc::now()).await?;
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }

@@ -1,11 +1,150 @@
 //! An organization's rules: the checks a rule passes before it is stored, and the
 //! caches its change makes stale on every replica.
 
+use chrono::{DateTime, Utc};
 use compliance_core::{Dependencies, RegexLimits, Rule, RuleSet, Scope};
+use serde_json::{json, Value};
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::AppState;
-use crate::storage::OrgRecord;
+use crate::http::state::{event, AppState, Caller};
+use crate::storage::{new_id, OrgRecord, RuleChange, StoredRule};
+
+/// A new rule of `org` (a new id, version 1), checked, stored with its first version
+/// and audited; the caches it affects are dropped on every replica.
+pub async fn create(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    mut rule: Rule,
+    now: DateTime<Utc>,
+) -> ServiceResult<StoredRule> {
+    rule.id = new_id();
+    rule.version = 1;
+    check(state, org, &rule).await?;
+    let audit = [event(
+        caller,
+        "compliance.rule.create",
+        &org.id,
+        "rule",
+        &rule.id,
+        json!({"name": rule.name, "scope": rule.scope}),
+    )];
+    let stored = state
+        .store
+        .create_rule(&org.id, &rule, &caller.user_id, now, &audit)
+        .await?;
+    invalidate(state, org, rule.scope == Scope::Published).await?;
+    Ok(stored)
+}
+
+/// One rule of `org` (deleted ones included when `deleted`).
+pub async fn get(
+    state: &AppState,
+    org: &OrgRecord,
+    id: &str,
+    deleted: bool,
+) -> ServiceResult<StoredRule> {
+    state
+        .store
+        .rule(&org.id, id, deleted)
+        .await?
+        .ok_or(ServiceError::NotFound("rule"))
+}
+
+/// Every version of a rule, oldest first.
+pub async fn history(
+    state: &AppState,
+    org: &OrgRecord,
+    id: &str,
+) -> ServiceResult<Vec<RuleChange>> {
+    let history = state.store.rule_history(&org.id, id).await?;
+    if history.is_empty() {
+        return Err(ServiceError::NotFound("rule"));
+    }
+    Ok(history)
+}
+
+/// Replaces rule `id`'s fields with `rule`'s; its version goes up by one, the change
+/// (and which fields it touched) is recorded and audited.
+pub async fn update(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+    mut rule: Rule,
+    now: DateTime<Utc>,
+) -> ServiceResult<StoredRule> {
+    let existing = get(state, org, id, false).await?;
+    rule.id = id.to_owned();
+    rule.version = existing.rule.version.saturating_add(1);
+    check(state, org, &rule).await?;
+    let fields = changed_fields(&existing.rule, &rule);
+    let audit = [event(
+        caller,
+        "compliance.rule.update",
+        &org.id,
+        "rule",
+        id,
+        json!({"fields": fields, "version": rule.version}),
+    )];
+    let stored = state
+        .store
+        .update_rule(
+            &org.id,
+            &rule,
+            &json!({"action": "update", "fields": fields}),
+            &caller.user_id,
+            now,
+            &audit,
+        )
+        .await?;
+    let published = rule.scope == Scope::Published || existing.rule.scope == Scope::Published;
+    invalidate(state, org, published).await?;
+    Ok(stored)
+}
+
+/// Soft-deletes rule `id`: it is no longer evaluated; the deletion is its last version.
+pub async fn delete(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let existing = get(state, org, id, false).await?;
+    let mut rule = existing.rule;
+    rule.version = rule.version.saturating_add(1);
+    let audit = [event(
+        caller,
+        "compliance.rule.delete",
+        &org.id,
+        "rule",
+        id,
+        json!({"name": rule.name}),
+    )];
+    state
+        .store
+        .delete_rule(&org.id, &rule, &caller.user_id, now, &audit)
+        .await?;
+    invalidate(state, org, rule.scope == Scope::Published).await?;
+    Ok(())
+}
+
+/// The top-level fields of the rule that differ, `version` aside.
+fn changed_fields(old: &Rule, new: &Rule) -> Vec<String> {
+    let (Ok(Value::Object(old)), Ok(Value::Object(new))) =
+        (serde_json::to_value(old), serde_json::to_value(new))
+    else {
+        return Vec::new();
+    };
+    let mut fields: Vec<String> = new
+        .iter()
+        .filter(|(k, v)| k.as_str() != "version" && old.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    fields.sort();
+    fields
+}
 
 /// Whether `rule` may be stored in `org`: valid on its own (compliance-core lists every
 /// problem), of a scope and kind the organization may own, and compiling with the
