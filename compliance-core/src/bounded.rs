@@ -276,7 +276,7 @@ impl Bounder<'_> {
                         }
                         None => key.as_str(),
                     };
-                    push_str_whole(&mut self.out, bounded_key);
+                    render_str(&mut self.out, bounded_key, &mut unlimited());
                     self.out.push(':');
                     self.value(item, &child);
                     kept += 1;
@@ -300,7 +300,7 @@ impl Bounder<'_> {
                 kept
             }
         };
-        push_str_whole(&mut self.out, kept);
+        render_str(&mut self.out, kept, &mut unlimited());
     }
 
     /// `$keys` of an object: its keys sorted ascending, the first
@@ -371,19 +371,6 @@ pub(crate) fn write_short(out: &mut String, value: &Value, max: usize) {
     let mut left = max;
     if !render(out, value, &mut left) {
         out.push('…');
-    }
-}
-
-/// A JSON string literal written whole: at once when nothing in it needs an escape
-/// (the usual case), else character by character.
-fn push_str_whole(out: &mut String, s: &str) {
-    if any_needs_escape(s.as_bytes()) {
-        render_str(out, s, &mut unlimited());
-    } else {
-        out.reserve(s.len() + 2);
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
     }
 }
 
@@ -480,8 +467,8 @@ fn render_str(out: &mut String, s: &str, left: &mut usize) -> bool {
     if !take(out, "\"", left) {
         return false;
     }
-    // Most strings need no escape: one pass without early exit (which the compiler
-    // turns into wide compares) finds out, and the string is copied at once.
+    // Most strings need no escape: a scan eight bytes at a time finds out, and the
+    // string is copied at once.
     if !any_needs_escape(s.as_bytes()) {
         return take(out, s, left) && take(out, "\"", left);
     }

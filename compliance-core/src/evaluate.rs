@@ -17,6 +17,55 @@ const FIRST_CAPACITY: usize = 16;
 /// How many copied failing values one evaluation remembers for sharing.
 const MAX_SHARED_COPIES: usize = 32;
 
+/// The failing values one evaluation has copied into its violations, remembered (by
+/// where the copy went) so that values failing several rules are copied once.
+#[derive(Default)]
+struct Copies<'a> {
+    /// The values, whether their violation went to `exempted`, and its index there.
+    made: Vec<(Failures<'a>, bool, usize)>,
+}
+
+impl<'a> Copies<'a> {
+    /// The violation of `failed` over `failures`, about to be pushed to `result`'s
+    /// `exempted` (when `waived`) or `violations`: inline values as they are, values
+    /// already copied in this evaluation shared, others copied once.
+    fn violation(
+        &mut self,
+        failed: &Predicate,
+        failures: &Failures<'a>,
+        waived: bool,
+        result: &Evaluation,
+    ) -> Violation {
+        if let Some(actual) = failures.inline() {
+            return Violation::new(&failed.facts, actual, Vec::new());
+        }
+        let earlier = self
+            .made
+            .iter()
+            .find(|(values, ..)| values.same_as(failures))
+            .and_then(|&(_, exempted, at)| match exempted {
+                true => result.exempted.get(at),
+                false => result.violations.get(at),
+            });
+        if let Some(earlier) = earlier {
+            return Violation::sharing(&failed.facts, earlier);
+        }
+        if self.made.len() < MAX_SHARED_COPIES {
+            if self.made.capacity() == 0 {
+                self.made.reserve(MAX_SHARED_COPIES / 4);
+            }
+            let at = match waived {
+                true => result.exempted.len(),
+                false => result.violations.len(),
+            };
+            self.made.push((*failures, waived, at));
+        }
+        let mut truncated = Vec::new();
+        let actual = failures.copy(&mut truncated);
+        Violation::new(&failed.facts, actual, truncated)
+    }
+}
+
 /// The outcome of evaluating one entity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -160,9 +209,7 @@ impl RuleSet {
     ) {
         result.clear();
         let mut failures = Failures::new();
-        // Failing values already copied into a violation (which list, which index):
-        // a value that fails several rules is copied once and its copy shared.
-        let mut copied: Vec<(Failures<'_>, bool, usize)> = Vec::new();
+        let mut copies = Copies::default();
         self.run(
             target,
             attributes,
@@ -173,36 +220,7 @@ impl RuleSet {
                     return;
                 };
                 let waived = waivers.waives(&rule.id);
-                let violation = match failures.inline() {
-                    Some(actual) => Violation::new(&failed.facts, actual, Vec::new()),
-                    None => {
-                        let earlier = copied
-                            .iter()
-                            .find(|(values, ..)| values.same_as(failures))
-                            .and_then(|&(_, exempted, at)| match exempted {
-                                true => result.exempted.get(at),
-                                false => result.violations.get(at),
-                            });
-                        match earlier {
-                            Some(earlier) => Violation::sharing(&failed.facts, earlier),
-                            None => {
-                                let at = match waived {
-                                    true => result.exempted.len(),
-                                    false => result.violations.len(),
-                                };
-                                if copied.len() < MAX_SHARED_COPIES {
-                                    if copied.capacity() == 0 {
-                                        copied.reserve(MAX_SHARED_COPIES / 4);
-                                    }
-                                    copied.push((*failures, waived, at));
-                                }
-                                let mut truncated = Vec::new();
-                                let actual = failures.copy(&mut truncated);
-                                Violation::new(&failed.facts, actual, truncated)
-                            }
-                        }
-                    }
-                };
+                let violation = copies.violation(failed, failures, waived, result);
                 let list = if waived {
                     &mut result.exempted
                 } else {

@@ -18,9 +18,11 @@ use serde_json::Value;
 pub struct Demo {
     pub base: String,
     keys: TokenKeys,
+    /// The server's workers, running as long as the demo does.
+    _workers: adapters::workers::Workers,
 }
 
-/// Starts the server; panics (ending the example) when it cannot.
+/// Starts the server, or says why it cannot.
 pub async fn start() -> Result<Demo, String> {
     let path = std::env::temp_dir().join(format!("client-example-{}.db", uuid::Uuid::new_v4()));
     let config = Config::from_vars(vec![("JWT_SECRET".to_owned(), DEV_JWT_SECRET.to_owned())])
@@ -39,7 +41,6 @@ pub async fn start() -> Result<Demo, String> {
     workers.spawn("audit-relay", move |shutdown| {
         adapters::workers::relay::run(store, "example".to_owned(), shutdown)
     });
-    std::mem::forget(workers); // runs until the example exits
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| e.to_string())?;
@@ -50,6 +51,7 @@ pub async fn start() -> Result<Demo, String> {
     Ok(Demo {
         base: format!("http://{addr}"),
         keys: TokenKeys::hs256(DEV_JWT_SECRET),
+        _workers: workers,
     })
 }
 

@@ -3,7 +3,7 @@
 
 use compliance_core::{
     json_text_depth, AttributeLimits, Attributes, CompileOptions, Evaluation, RegexLimits, Rule,
-    RuleSet, Target, Waivers,
+    RuleSet, Target, Violation, Waivers,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -125,16 +125,20 @@ impl Checked {
     pub fn outcome(&self, rule: &Rule, target: Target) -> Outcome {
         if rule.target != target {
             Outcome::Skip
-        } else if self
-            .evaluation
-            .violations
-            .iter()
-            .any(|v| v.rule_id() == rule.key())
-        {
+        } else if self.violation(rule).is_some() {
             Outcome::Fail
         } else {
             Outcome::Pass
         }
+    }
+
+    /// `rule`'s violation in this file, if it failed (a rule fails with one: the
+    /// predicate that did not hold).
+    pub fn violation(&self, rule: &Rule) -> Option<&Violation> {
+        self.evaluation
+            .violations
+            .iter()
+            .find(|v| v.rule_id() == rule.key())
     }
 }
 

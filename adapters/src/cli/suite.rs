@@ -27,9 +27,9 @@ use std::path::{Path, PathBuf};
 use compliance_core::Target;
 use serde::{Deserialize, Serialize};
 
-use super::eval::{check, Limits, Outcome, Rules};
+use super::eval::{check, Limits, Outcome, Report, Rules};
 use super::format::one_line;
-use super::source::{expand, syntax_of, Source, Syntax};
+use super::source::{expand, syntax_of, Source, Syntax, STDIN};
 use super::{bad_input, Failure};
 
 /// The names a test file may have.
@@ -167,16 +167,25 @@ fn run_one(
     out: &mut String,
 ) -> Result<(usize, usize), Failure> {
     let shown = path.display().to_string();
-    let mut stdin_taken = true; // a test never reads standard input
-    let test: TestFile = Source::read(&shown, &mut stdin_taken)?.parse()?;
+    let in_test = |f: Failure| bad_input(format!("{shown}: {}", f.message));
+    let test: TestFile = Source::read(&shown, &mut false)?.parse()?;
+    if test
+        .rules
+        .iter()
+        .chain(&test.attributes)
+        .any(|f| f == STDIN)
+    {
+        return Err(bad_input(format!(
+            "{shown}: a test names files; `-` (standard input) is not one"
+        )));
+    }
+    let mut stdin_taken = false;
     let base = path.parent().unwrap_or(Path::new(""));
     let relative = |name: &str| base.join(name).display().to_string();
     let rule_files: Vec<String> = test.rules.iter().map(|r| relative(r)).collect();
-    let rules = Rules::load(&rule_files, limits, &mut stdin_taken)
-        .map_err(|f| bad_input(format!("{shown}: {}", f.message)))?;
+    let rules = Rules::load(&rule_files, limits, &mut stdin_taken).map_err(in_test)?;
     let patterns: Vec<String> = test.attributes.iter().map(|a| relative(a)).collect();
-    let attribute_files =
-        expand(&patterns).map_err(|f| bad_input(format!("{shown}: {}", f.message)))?;
+    let attribute_files = expand(&patterns).map_err(in_test)?;
     let report = check(
         &rules,
         test.target,
@@ -184,7 +193,7 @@ fn run_one(
         limits,
         &mut stdin_taken,
     )
-    .map_err(|f| bad_input(format!("{shown}: {}", f.message)))?;
+    .map_err(in_test)?;
     // Reports name files by their path from here; the test names them from its folder.
     let as_written = |file: &str| -> String {
         Path::new(file)
@@ -195,32 +204,7 @@ fn run_one(
     let title = test.name.clone().unwrap_or_else(|| shown.clone());
 
     if options.write {
-        let mut results: Vec<Expected> = Vec::new();
-        for rule in report.rules {
-            for outcome in [Outcome::Pass, Outcome::Fail, Outcome::Skip] {
-                let files: Vec<String> = report
-                    .files
-                    .iter()
-                    .filter(|f| f.outcome(rule, report.target) == outcome)
-                    .map(|f| as_written(&f.source.name))
-                    .collect();
-                if !files.is_empty() {
-                    results.push(Expected {
-                        rule: rule.key().to_owned(),
-                        files,
-                        result: outcome,
-                    });
-                }
-            }
-        }
-        let count: usize = results.iter().map(|e| e.files.len()).sum();
-        let written = TestFile { results, ..test };
-        let text = match syntax_of(path) {
-            Syntax::Json => serde_json::to_string_pretty(&written).map_err(|e| e.to_string()),
-            Syntax::Yaml => serde_yaml_ng::to_string(&written).map_err(|e| e.to_string()),
-        }
-        .map_err(|e| bad_input(format!("{shown}: {e}")))?;
-        std::fs::write(path, text).map_err(|e| bad_input(format!("{shown}: {e}")))?;
+        let count = record(path, test, &report, as_written)?;
         let _ = writeln!(out, "{}: recorded {count} results", one_line(&title));
         return Ok((0, 0));
     }
@@ -256,10 +240,7 @@ fn run_one(
             }
             differ += 1;
             let why = file
-                .evaluation
-                .violations
-                .iter()
-                .find(|v| v.rule_id() == rule.key())
+                .violation(rule)
                 .map(|v| format!(" ({})", one_line(&v.message())))
                 .unwrap_or_default();
             let _ = writeln!(
@@ -276,4 +257,42 @@ fn run_one(
         out.push_str(&lines);
     }
     Ok((checks, differ))
+}
+
+/// `--write`: replaces the test's results with today's outcome of every rule for every
+/// file, grouped by rule and outcome; answers how many pairs it recorded.
+fn record(
+    path: &Path,
+    test: TestFile,
+    report: &Report<'_>,
+    as_written: impl Fn(&str) -> String,
+) -> Result<usize, Failure> {
+    let shown = path.display();
+    let mut results: Vec<Expected> = Vec::new();
+    for rule in report.rules {
+        for outcome in [Outcome::Pass, Outcome::Fail, Outcome::Skip] {
+            let files: Vec<String> = report
+                .files
+                .iter()
+                .filter(|f| f.outcome(rule, report.target) == outcome)
+                .map(|f| as_written(&f.source.name))
+                .collect();
+            if !files.is_empty() {
+                results.push(Expected {
+                    rule: rule.key().to_owned(),
+                    files,
+                    result: outcome,
+                });
+            }
+        }
+    }
+    let count = results.iter().map(|e| e.files.len()).sum();
+    let written = TestFile { results, ..test };
+    let text = match syntax_of(path) {
+        Syntax::Json => serde_json::to_string_pretty(&written).map_err(|e| e.to_string()),
+        Syntax::Yaml => serde_yaml_ng::to_string(&written).map_err(|e| e.to_string()),
+    }
+    .map_err(|e| bad_input(format!("{shown}: {e}")))?;
+    std::fs::write(path, text).map_err(|e| bad_input(format!("{shown}: {e}")))?;
+    Ok(count)
 }

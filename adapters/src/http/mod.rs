@@ -4,7 +4,7 @@
 mod admin;
 pub mod audit;
 mod catalog;
-mod checks;
+mod check_log;
 mod exemptions;
 pub mod extract;
 mod gate;

@@ -13,7 +13,7 @@ use tracing::Instrument;
 use crate::error::ApiError;
 use crate::http::state::AppState;
 use crate::http::{
-    admin, audit, catalog, checks, exemptions, invitations, members, organizations, policies,
+    admin, audit, catalog, check_log, exemptions, invitations, members, organizations, policies,
     preferences, rules, system, templates, validate,
 };
 
@@ -158,7 +158,7 @@ pub fn router(state: AppState) -> Router {
             "/compliance/templates/policies/{id}/clone",
             post(templates::clone_policy),
         )
-        .route("/compliance/audit", get(checks::checks))
+        .route("/compliance/audit", get(check_log::checks))
         .route(
             "/compliance/notification-preferences",
             get(preferences::preferences).put(preferences::save_preferences),

@@ -20,18 +20,33 @@ pub async fn create(
 ) -> ServiceResult<StoredRule> {
     rule.id = new_id();
     rule.version = 1;
-    check(state, org, &rule).await?;
-    let audit = [event(
+    let details = json!({"name": rule.name, "scope": rule.scope});
+    store_new(
+        state,
         caller,
-        "compliance.rule.create",
-        &org.id,
-        "rule",
-        &rule.id,
-        json!({"name": rule.name, "scope": rule.scope}),
-    )];
+        org,
+        &rule,
+        ("compliance.rule.create", details),
+        now,
+    )
+    .await
+}
+
+/// Checks and stores a rule `org` does not have yet, audited as `action` with
+/// `details`, and drops the caches it affects.
+pub(crate) async fn store_new(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    rule: &Rule,
+    (action, details): (&str, Value),
+    now: DateTime<Utc>,
+) -> ServiceResult<StoredRule> {
+    check(state, org, rule).await?;
+    let audit = [event(caller, action, &org.id, "rule", &rule.id, details)];
     let stored = state
         .store
-        .create_rule(&org.id, &rule, &caller.user_id, now, &audit)
+        .create_rule(&org.id, rule, &caller.user_id, now, &audit)
         .await?;
     invalidate(state, org, rule.scope == Scope::Published).await?;
     Ok(stored)

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use compliance_core::{Rule, Scope};
 use serde_json::json;
 
-use super::rules::{check, invalidate};
+use super::rules::{check, invalidate, store_new};
 use super::{ServiceError, ServiceResult};
 use crate::http::state::{event, AppState, Caller};
 use crate::storage::{new_id, OrgRecord, PolicyRecord, RuleFilter, StoredRule};
@@ -40,11 +40,10 @@ async fn system(state: &AppState) -> ServiceResult<OrgRecord> {
         .ok_or(ServiceError::NotFound("template"))
 }
 
-/// The org rule a template rule becomes: a new id, version 1, no dependency, checked
-/// against the organization's rules. Nothing is written.
+/// The org rule a template rule becomes: a new id, version 1, no dependency. Nothing
+/// is checked or written.
 async fn instance(
     state: &AppState,
-    org: &OrgRecord,
     system: &OrgRecord,
     template_id: &str,
     name: Option<String>,
@@ -66,7 +65,6 @@ async fn instance(
     if let Some(name) = name {
         rule.name = name;
     }
-    check(state, org, &rule).await?;
     Ok(rule)
 }
 
@@ -81,21 +79,17 @@ pub async fn apply(
     now: DateTime<Utc>,
 ) -> ServiceResult<StoredRule> {
     let system = system(state).await?;
-    let rule = instance(state, org, &system, template_id, name).await?;
-    let audit = [event(
+    let rule = instance(state, &system, template_id, name).await?;
+    let details = json!({"templateId": template_id});
+    store_new(
+        state,
         caller,
-        "compliance.template.apply",
-        &org.id,
-        "rule",
-        &rule.id,
-        json!({"templateId": template_id}),
-    )];
-    let stored = state
-        .store
-        .create_rule(&org.id, &rule, &caller.user_id, now, &audit)
-        .await?;
-    invalidate(state, org, false).await?;
-    Ok(stored)
+        org,
+        &rule,
+        ("compliance.template.apply", details),
+        now,
+    )
+    .await
 }
 
 /// Template policy `template_id` copied into `org` with the template rules it groups,
@@ -125,12 +119,13 @@ pub async fn clone_policy(
         .collect();
     let mut rules = Vec::with_capacity(template.rule_ids.len());
     for rule_id in &template.rule_ids {
-        let rule = instance(state, org, &system, rule_id, None)
+        let rule = instance(state, &system, rule_id, None)
             .await
             .map_err(|e| match e {
                 ServiceError::NotFound(_) => ServiceError::NotFound("template rule"),
                 other => other,
             })?;
+        check(state, org, &rule).await?;
         if existing.contains(&rule.name.to_lowercase()) {
             return Err(ServiceError::Conflict(format!(
                 "a rule named `{}` already exists",

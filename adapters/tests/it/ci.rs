@@ -196,6 +196,7 @@ fn test_refuses_bad_input_with_exit_2() {
             "a glob of nothing",
             text.replace("[plugins/*]", "[plugins/*.toml]"),
         ),
+        ("standard input", text.replace("[plugins/*]", "[-]")),
     ];
     for (what, body) in cases {
         std::fs::write(&test, body).unwrap();

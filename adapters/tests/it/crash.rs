@@ -45,6 +45,33 @@ pub fn terminate(server: &Child) {
     assert!(sent.success());
 }
 
+/// A user's token for the servers these tests start (they share `SECRET`).
+pub fn user_token(sub: &str) -> String {
+    TokenKeys::hs256(SECRET)
+        .sign(&Claims::user(
+            sub,
+            Some(&format!("{sub}@example.com")),
+            Utc::now(),
+            Duration::from_secs(3600),
+        ))
+        .unwrap()
+}
+
+/// A new organization, created over HTTP at `base` by the holder of `token`; its id.
+pub async fn create_org(client: &reqwest::Client, base: &str, token: &str, name: &str) -> String {
+    let org: Value = client
+        .post(format!("{base}/api/organization"))
+        .bearer_auth(token)
+        .json(&json!({ "name": name }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    org["data"]["id"].as_str().unwrap().to_owned()
+}
+
 pub async fn wait_healthy(client: &reqwest::Client, base: &str) {
     for _ in 0..200 {
         if client
@@ -118,29 +145,11 @@ async fn no_acknowledged_mutation_loses_its_event_on_a_crash_or_a_stop() {
         .timeout(Duration::from_secs(10))
         .build()
         .unwrap();
-    let keys = TokenKeys::hs256(SECRET);
-    let token = keys
-        .sign(&Claims::user(
-            "alice",
-            Some("alice@example.com"),
-            Utc::now(),
-            Duration::from_secs(3600),
-        ))
-        .unwrap();
+    let token = user_token("alice");
 
     let mut server = start(&url, port);
     wait_healthy(&client, &base).await;
-    let org: Value = client
-        .post(format!("{base}/api/organization"))
-        .bearer_auth(&token)
-        .json(&json!({"name": "crashy"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let org = org["data"]["id"].as_str().unwrap().to_owned();
+    let org = create_org(&client, &base, &token, "crashy").await;
     let acked = Arc::new(Mutex::new(vec![("org.create", org.clone())]));
 
     // 1. SIGKILL in the middle of the loop.

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::crash::{free_port, start_with, wait_healthy};
+use super::crash::{create_org, free_port, start_with, user_token, wait_healthy};
 use super::*;
 
 /// A rule changed through one replica is enforced by the other within a second,
@@ -27,26 +27,8 @@ async fn a_rule_changed_on_one_replica_is_enforced_by_the_other_at_once() {
         format!("http://127.0.0.1:{}", ports[0]),
         format!("http://127.0.0.1:{}", ports[1]),
     );
-    let keys = TokenKeys::hs256(SECRET);
-    let token = keys
-        .sign(&Claims::user(
-            "alice",
-            Some("alice@example.com"),
-            Utc::now(),
-            Duration::from_secs(600),
-        ))
-        .unwrap();
-    let org: Value = client
-        .post(format!("{a}/api/organization"))
-        .bearer_auth(&token)
-        .json(&json!({"name": "replicated"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let org = org["data"]["id"].as_str().unwrap().to_owned();
+    let token = user_token("alice");
+    let org = create_org(&client, &a, &token, "replicated").await;
     let blocked = |base: String| {
         let client = client.clone();
         let token = token.clone();

@@ -33,19 +33,16 @@ pub(super) fn render(report: &Report<'_>) -> String {
                     );
                 }
                 Outcome::Fail => {
-                    let found = file
-                        .evaluation
-                        .violations
-                        .iter()
-                        .filter(|v| v.rule_id() == rule.key());
-                    let messages: Vec<String> = found.map(|v| v.message()).collect();
-                    let text = escape(&messages.join("\n"));
+                    let message = file
+                        .violation(rule)
+                        .map(|v| v.message())
+                        .unwrap_or_default();
+                    let text = escape(&message);
                     if rule.severity.blocks() {
                         file_failures += 1;
                         let _ = writeln!(
                             cases,
-                            ">\n      <failure message=\"{}\" type=\"{}\">{text}</failure>\n    </testcase>",
-                            escape(messages.first().map(String::as_str).unwrap_or_default()),
+                            ">\n      <failure message=\"{text}\" type=\"{}\">{text}</failure>\n    </testcase>",
                             severity_name(rule.severity)
                         );
                     } else {

@@ -37,13 +37,7 @@ pub(super) fn render(report: &Report<'_>) -> String {
                     let _ = writeln!(out, "not ok {n} - {description}{todo}");
                     out.push_str("  ---\n");
                     let _ = writeln!(out, "  severity: {}", severity_name(rule.severity));
-                    // A rule fails with one violation: the predicate that failed.
-                    if let Some(v) = file
-                        .evaluation
-                        .violations
-                        .iter()
-                        .find(|v| v.rule_id() == rule.key())
-                    {
+                    if let Some(v) = file.violation(rule) {
                         let _ = writeln!(out, "  field: {}", quoted(v.field()));
                         let _ = writeln!(out, "  message: {}", quoted(&v.message()));
                         if let Some(line) = line_of(&file.source.text, v.field()) {
