@@ -271,7 +271,9 @@ pub fn authorize(
     }
 }
 
-fn step_up_status(
+/// Whether `principal` has the step-up verification an operation asks for: fresh
+/// when verified within `window` before `now` (never in the future).
+pub fn step_up_status(
     principal: &Principal,
     required: bool,
     now: DateTime<Utc>,

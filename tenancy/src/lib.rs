@@ -17,11 +17,11 @@ mod role;
 
 pub use authority::{check_super_admin_change, implied_role, plan_transfer, OwnershipTransfer};
 pub use bootstrap::{check_bootstrap, BootstrapList};
-pub use endpoints::{endpoint, Access, Endpoint, ENDPOINTS};
+pub use endpoints::Access;
 pub use error::TenancyError;
 pub use gate::{
-    authorize, Decision, NotYourOrganization, OrgAccess, Principal, Reason, Requirement, Standing,
-    StepUp, DEFAULT_STEP_UP_WINDOW,
+    authorize, step_up_status, Decision, NotYourOrganization, OrgAccess, Principal, Reason,
+    Requirement, Standing, StepUp, DEFAULT_STEP_UP_WINDOW,
 };
 pub use org::{
     check_team_parent, is_reserved_name, Membership, MembershipRole, Organization, SYSTEM_ORG_NAME,

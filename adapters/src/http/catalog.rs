@@ -9,12 +9,12 @@ use compliance_core::{
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tenancy::Permission;
 
 use crate::error::ApiError;
 use crate::http::extract::{Json, Query, SortOrder};
+use crate::http::gate::Granted;
 use crate::http::response::{ok, paginated};
-use crate::http::rules::{parse_rule, tenant, RuleQuery};
+use crate::http::rules::{parse_rule, RuleQuery};
 use crate::http::state::{event, AppState, Caller};
 use crate::services::rules::{check as check_rule, invalidate};
 use crate::storage::{new_id, OrgRecord};
@@ -71,7 +71,7 @@ async fn changed(state: &AppState, org: &OrgRecord) -> Result<(), ApiError> {
 /// `GET /compliance/published-rules`: the catalog, each entry with `subscribed`.
 pub(crate) async fn catalog(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Query(q): Query<RuleQuery>,
 ) -> Result<Response, ApiError> {
     let page = q
@@ -80,14 +80,6 @@ pub(crate) async fn catalog(
     let mut filter = q.filter()?;
     filter.scope = Some("published".to_owned());
     filter.include_deleted = false;
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/published-rules",
-    )
-    .await?;
     let (rules, total) = state
         .store
         .rules(
@@ -116,18 +108,10 @@ pub(crate) async fn catalog(
 /// `GET /compliance/subscriptions`: with each rule's details (at its pinned version).
 pub(crate) async fn list(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Query(params): Query<crate::http::extract::PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/subscriptions",
-    )
-    .await?;
     let (subscriptions, total) = state
         .store
         .subscriptions_page(&granted.org.id, page.limit, page.offset)
@@ -169,17 +153,9 @@ pub(crate) async fn list(
 /// `POST /compliance/subscriptions`: subscribe, inactive.
 pub(crate) async fn subscribe(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Json(body): Json<RuleRef>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "POST /compliance/subscriptions",
-    )
-    .await?;
     published(&state, &body.rule_id).await?;
     state
         .store
@@ -196,16 +172,9 @@ pub(crate) async fn subscribe(
 pub(crate) async fn clone(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Json(body): Json<RuleRef>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "POST /compliance/subscriptions/clone",
-    )
-    .await?;
     let mut rule = published(&state, &body.rule_id).await?;
     rule.id = new_id();
     rule.version = 1;
@@ -237,16 +206,8 @@ pub(crate) async fn clone(
 /// `POST /compliance/subscriptions/auto-subscribe`: every published rule, inactive.
 pub(crate) async fn auto_subscribe(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "POST /compliance/subscriptions/auto-subscribe",
-    )
-    .await?;
     let filter = crate::storage::RuleFilter {
         scope: Some("published".to_owned()),
         ..Default::default()
@@ -267,11 +228,10 @@ pub(crate) async fn auto_subscribe(
 async fn activate(
     state: &AppState,
     caller: &Caller,
+    granted: Granted,
     rule_ids: &[String],
     active: bool,
-    action: &str,
 ) -> Result<(), ApiError> {
-    let granted = tenant(state, caller, Permission::ComplianceWrite, true, action).await?;
     if rule_ids.is_empty() || rule_ids.len() > 500 {
         return Err(ApiError::invalid_field(
             "ruleIds",
@@ -303,15 +263,16 @@ async fn activate(
 pub(crate) async fn set_active(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(rule_id): Path<String>,
     Json(body): Json<Activation>,
 ) -> Result<Response, ApiError> {
     activate(
         &state,
         &caller,
+        granted,
         std::slice::from_ref(&rule_id),
         body.is_active,
-        "PATCH /compliance/subscriptions/:ruleId",
     )
     .await?;
     Ok(ok(
@@ -324,16 +285,10 @@ pub(crate) async fn set_active(
 pub(crate) async fn bulk(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Json(body): Json<BulkActivation>,
 ) -> Result<Response, ApiError> {
-    activate(
-        &state,
-        &caller,
-        &body.rule_ids,
-        body.is_active,
-        "POST /compliance/subscriptions/bulk",
-    )
-    .await?;
+    activate(&state, &caller, granted, &body.rule_ids, body.is_active).await?;
     Ok(ok(
         StatusCode::OK,
         json!({"ruleIds": body.rule_ids, "isActive": body.is_active}),
@@ -344,16 +299,8 @@ pub(crate) async fn bulk(
 /// propagated from the parent, as they are enforced.
 pub(crate) async fn enforced(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/subscriptions/enforced",
-    )
-    .await?;
     let rules = crate::compliance::effective(&state.store, &granted.org).await?;
     Ok(ok(StatusCode::OK, rules))
 }
@@ -364,17 +311,9 @@ pub(crate) async fn enforced(
 /// entityId) for each plugin and pipeline.
 pub(crate) async fn impact(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Json(body): Json<ImpactPreview>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "POST /compliance/subscriptions/preview/impact",
-    )
-    .await?;
     let rule = parse_rule(body.rule)?;
     let target = rule.target;
     let set = single(&state, rule)?;
@@ -425,17 +364,8 @@ fn single(state: &AppState, mut rule: Rule) -> Result<RuleSet, ApiError> {
 /// `POST /compliance/subscriptions/preview`: one rule against caller-supplied attributes.
 pub(crate) async fn preview(
     State(state): State<AppState>,
-    caller: Caller,
     Json(body): Json<Preview>,
 ) -> Result<Response, ApiError> {
-    tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "POST /compliance/subscriptions/preview",
-    )
-    .await?;
     let rule = parse_rule(body.rule)?;
     let target: Target = rule.target;
     let set = single(&state, rule)?;
@@ -460,17 +390,9 @@ pub(crate) async fn preview(
 /// `POST /compliance/subscriptions/:ruleId/pin`: pin to the rule's current version.
 pub(crate) async fn pin(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Path(rule_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "POST /compliance/subscriptions/:ruleId/pin",
-    )
-    .await?;
     let rule = published(&state, &rule_id).await?;
     state
         .store
@@ -492,17 +414,9 @@ pub(crate) async fn pin(
 /// `DELETE /compliance/subscriptions/:ruleId/pin`: follow the latest version again.
 pub(crate) async fn unpin(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Path(rule_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "DELETE /compliance/subscriptions/:ruleId/pin",
-    )
-    .await?;
     state
         .store
         .pin_subscription(&granted.org.id, &rule_id, None, Utc::now(), &[])
@@ -517,17 +431,9 @@ pub(crate) async fn unpin(
 /// `DELETE /compliance/subscriptions/:ruleId`: unsubscribe.
 pub(crate) async fn unsubscribe(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Path(rule_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "DELETE /compliance/subscriptions/:ruleId",
-    )
-    .await?;
     state
         .store
         .unsubscribe(&granted.org.id, &rule_id, &[])

@@ -3,13 +3,12 @@
 use axum::extract::State;
 use axum::response::Response;
 use serde::Deserialize;
-use tenancy::Permission;
 
 use crate::error::ApiError;
 use crate::http::extract::{PageParams, Query};
+use crate::http::gate::Granted;
 use crate::http::response::paginated;
-use crate::http::rules::tenant;
-use crate::http::state::{AppState, Caller};
+use crate::http::state::AppState;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -24,7 +23,7 @@ pub(crate) struct CheckQuery {
 /// `GET /compliance/audit`: the check log.
 pub(crate) async fn checks(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Query(q): Query<CheckQuery>,
 ) -> Result<Response, ApiError> {
     let page = q
@@ -48,14 +47,6 @@ pub(crate) async fn checks(
             "must be plugin or pipeline",
         ));
     }
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/audit",
-    )
-    .await?;
     let (items, total) = state
         .store
         .checks(

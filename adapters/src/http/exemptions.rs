@@ -8,13 +8,12 @@ use chrono::{DateTime, Utc};
 use compliance_core::ExemptionAction;
 use serde::Deserialize;
 use serde_json::json;
-use tenancy::Permission;
 
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
+use crate::http::gate::Granted;
 use crate::http::organizations::text;
 use crate::http::response::{ok, paginated};
-use crate::http::rules::tenant;
 use crate::http::state::{AppState, Caller};
 use crate::services::exemptions;
 
@@ -60,16 +59,9 @@ pub(crate) struct ExemptionQuery {
 pub(crate) async fn request(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Json(body): Json<ExemptionRequest>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "POST /compliance/exemptions",
-    )
-    .await?;
     let request = exemptions::Request {
         rule_id: body.rule_id,
         entity_ids: vec![text("entityId", &body.entity_id, 200)?],
@@ -86,6 +78,7 @@ pub(crate) async fn request(
 pub(crate) async fn request_bulk(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Json(body): Json<BulkExemptionRequest>,
 ) -> Result<Response, ApiError> {
     if body.entity_ids.len() > BULK_LIMIT {
@@ -105,14 +98,6 @@ pub(crate) async fn request_bulk(
             "must list at least one entity",
         ));
     }
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "POST /compliance/exemptions/bulk",
-    )
-    .await?;
     let entity_ids = body
         .entity_ids
         .iter()
@@ -134,7 +119,7 @@ pub(crate) async fn request_bulk(
 /// `GET /compliance/exemptions`: filtered by status, rule and entity.
 pub(crate) async fn list_exemptions(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Query(q): Query<ExemptionQuery>,
 ) -> Result<Response, ApiError> {
     let page = q
@@ -148,14 +133,6 @@ pub(crate) async fn list_exemptions(
             ));
         }
     }
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/exemptions",
-    )
-    .await?;
     let (items, total) = state
         .store
         .exemptions(
@@ -175,6 +152,7 @@ pub(crate) async fn list_exemptions(
 pub(crate) async fn review(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<Review>,
 ) -> Result<Response, ApiError> {
@@ -188,14 +166,6 @@ pub(crate) async fn review(
             ))
         }
     };
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceReview,
-        true,
-        "PUT /compliance/exemptions/:id/review",
-    )
-    .await?;
     let decided = exemptions::decide(
         &state.store,
         &caller,
@@ -213,16 +183,9 @@ pub(crate) async fn review(
 pub(crate) async fn revoke(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "DELETE /compliance/exemptions/:id",
-    )
-    .await?;
     let decided = exemptions::decide(
         &state.store,
         &caller,

@@ -10,8 +10,8 @@ use tenancy::MembershipRole;
 
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
-use crate::http::gate::{tenant_header, Named};
-use crate::http::organizations::{gate_route, text};
+use crate::http::gate::Granted;
+use crate::http::organizations::text;
 use crate::http::response::{ok, paginated};
 use crate::http::state::{event, AppState, Caller};
 
@@ -26,18 +26,10 @@ pub(crate) struct SendInvitation {
 pub(crate) async fn send(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Json(body): Json<SendInvitation>,
 ) -> Result<Response, ApiError> {
-    let org_id = tenant_header(&caller)?.to_owned();
-    gate_route(
-        &state,
-        &caller,
-        &org_id,
-        Named::Header,
-        "POST",
-        "/invitation/send",
-    )
-    .await?;
+    let org_id = granted.org.id.clone();
     let email = text("email", &body.email, 320)?;
     if !email.contains('@') || email.starts_with('@') || email.ends_with('@') {
         return Err(ApiError::invalid_field(
@@ -71,20 +63,11 @@ pub(crate) async fn send(
 /// `GET /invitation` (`invitations:manage`).
 pub(crate) async fn list(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Query(params): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    let org_id = tenant_header(&caller)?.to_owned();
-    gate_route(
-        &state,
-        &caller,
-        &org_id,
-        Named::Header,
-        "GET",
-        "/invitation",
-    )
-    .await?;
+    let org_id = granted.org.id.clone();
     let (items, total) = state
         .store
         .invitations(
@@ -101,18 +84,10 @@ pub(crate) async fn list(
 pub(crate) async fn revoke(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let org_id = tenant_header(&caller)?.to_owned();
-    gate_route(
-        &state,
-        &caller,
-        &org_id,
-        Named::Header,
-        "DELETE",
-        "/invitation/:id",
-    )
-    .await?;
+    let org_id = granted.org.id.clone();
     let audit = [event(
         &caller,
         "invitation.revoke",
@@ -131,18 +106,10 @@ pub(crate) async fn revoke(
 pub(crate) async fn resend(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let org_id = tenant_header(&caller)?.to_owned();
-    gate_route(
-        &state,
-        &caller,
-        &org_id,
-        Named::Header,
-        "POST",
-        "/invitation/:id/resend",
-    )
-    .await?;
+    let org_id = granted.org.id.clone();
     let audit = [event(
         &caller,
         "invitation.resend",

@@ -15,8 +15,8 @@ use tenancy::{
 
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
-use crate::http::gate::{Granted, Named};
-use crate::http::organizations::{gate_route, text};
+use crate::http::gate::Granted;
+use crate::http::organizations::text;
 use crate::http::response::{ok, paginated};
 use crate::http::state::{event, AppState, Caller};
 use crate::storage::RoleRecord;
@@ -103,20 +103,10 @@ pub(crate) async fn builtin(
 /// `GET /organization/:id/members` (member).
 pub(crate) async fn list(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
     Query(params): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "GET",
-        "/organization/:id/members",
-    )
-    .await?;
     let (members, total) = state
         .store
         .members(
@@ -133,18 +123,10 @@ pub(crate) async fn list(
 pub(crate) async fn add(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<AddMember>,
 ) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "POST",
-        "/organization/:id/members",
-    )
-    .await?;
     let user_id = text("userId", &body.user_id, 200)?;
     let role = member_role(body.role.as_deref())?;
     let implied = builtin(&state, &id, implied_role(role)).await?;
@@ -176,18 +158,10 @@ pub(crate) async fn add(
 pub(crate) async fn bulk_add(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<BulkAdd>,
 ) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "POST",
-        "/organization/:id/members/bulk-add",
-    )
-    .await?;
     let user_id = text("userId", &body.user_id, 200)?;
     let role = member_role(body.role.as_deref())?;
     if body.team_ids.is_empty() || body.team_ids.len() > 100 {
@@ -238,17 +212,9 @@ pub(crate) async fn bulk_add(
 pub(crate) async fn remove(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path((id, user_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "DELETE",
-        "/organization/:id/members/:userId",
-    )
-    .await?;
     if user_id == granted.org.owner_id {
         return Err(ApiError::conflict(
             "the owner cannot be removed; transfer ownership first",
@@ -274,18 +240,10 @@ pub(crate) async fn remove(
 pub(crate) async fn change_role(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path((id, user_id)): Path<(String, String)>,
     Json(body): Json<ChangeMemberRole>,
 ) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "PATCH",
-        "/organization/:id/members/:userId",
-    )
-    .await?;
     let role = member_role(Some(&body.role))?;
     let member = state
         .store
@@ -320,16 +278,11 @@ pub(crate) async fn change_role(
 async fn set_active(
     state: AppState,
     caller: Caller,
+    granted: Granted,
     id: String,
     user_id: String,
     active: bool,
 ) -> Result<Response, ApiError> {
-    let pattern = if active {
-        "/organization/:id/members/:userId/activate"
-    } else {
-        "/organization/:id/members/:userId/deactivate"
-    };
-    let granted = gate_route(&state, &caller, &id, Named::Path, "PATCH", pattern).await?;
     if !active && user_id == granted.org.owner_id {
         return Err(ApiError::conflict("the owner cannot be deactivated"));
     }
@@ -351,37 +304,29 @@ async fn set_active(
 pub(crate) async fn activate(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path((id, user_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    set_active(state, caller, id, user_id, true).await
+    set_active(state, caller, granted, id, user_id, true).await
 }
 
 /// `PATCH /organization/:id/members/:userId/deactivate` (`members:manage`).
 pub(crate) async fn deactivate(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path((id, user_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    set_active(state, caller, id, user_id, false).await
+    set_active(state, caller, granted, id, user_id, false).await
 }
 
 /// `GET /organization/:id/roles` (member): Roles with their members.
 pub(crate) async fn roles(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
     Query(params): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "GET",
-        "/organization/:id/roles",
-    )
-    .await?;
     let mut all = state.store.roles(&id).await?;
     if page.sort_order == SortOrder::Desc {
         all.reverse();
@@ -399,18 +344,10 @@ pub(crate) async fn roles(
 pub(crate) async fn create_role(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<CreateRole>,
 ) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "POST",
-        "/organization/:id/roles",
-    )
-    .await?;
     let name = text("name", &body.name, 100)?;
     let permissions = permissions("permissions", &body.permissions)?;
     guard_role_definition(author(&granted), &permissions)?;
@@ -437,18 +374,10 @@ pub(crate) async fn create_role(
 pub(crate) async fn update_role(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path((id, role_id)): Path<(String, String)>,
     Json(body): Json<UpdateRole>,
 ) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "PUT",
-        "/organization/:id/roles/:roleId",
-    )
-    .await?;
     let existing = state
         .store
         .role(&id, &role_id)
@@ -491,15 +420,6 @@ pub(crate) async fn delete_role(
     caller: Caller,
     Path((id, role_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "DELETE",
-        "/organization/:id/roles/:roleId",
-    )
-    .await?;
     let existing = state
         .store
         .role(&id, &role_id)
@@ -523,18 +443,10 @@ pub(crate) async fn delete_role(
 pub(crate) async fn add_role_member(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path((id, role_id)): Path<(String, String)>,
     Json(body): Json<RoleMember>,
 ) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "POST",
-        "/organization/:id/roles/:roleId/members",
-    )
-    .await?;
     let role = state
         .store
         .role(&id, &role_id)
@@ -571,15 +483,6 @@ pub(crate) async fn remove_role_member(
     caller: Caller,
     Path((id, role_id, user_id)): Path<(String, String, String)>,
 ) -> Result<Response, ApiError> {
-    gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "DELETE",
-        "/organization/:id/roles/:roleId/members/:userId",
-    )
-    .await?;
     let audit = [event(
         &caller,
         "org.role.member.remove",

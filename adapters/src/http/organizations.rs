@@ -7,51 +7,14 @@ use chrono::Utc;
 use entitlements::Tier;
 use serde::Deserialize;
 use serde_json::json;
-use tenancy::{builtin_roles, check_bootstrap, check_team_parent, is_reserved_name, Requirement};
+use tenancy::{builtin_roles, check_bootstrap, check_team_parent, is_reserved_name};
 
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
-use crate::http::gate::{gate, tenant_header, Named};
+use crate::http::gate::{gate, Granted, Named};
 use crate::http::response::{ok, paginated};
 use crate::http::state::{event, event_on, AppState, Caller};
 use crate::storage::NewOrganization;
-
-/// The requirement of a route, from tenancy's endpoint table: the one place where
-/// the document's Permission column lives.
-pub(crate) fn requirement(method: &str, pattern: &str) -> Requirement {
-    tenancy::ENDPOINTS
-        .iter()
-        .find(|e| e.method == method && e.path == pattern)
-        .map(tenancy::Endpoint::requirement)
-        // A route missing from the table is a programming error: fail closed.
-        .unwrap_or(Requirement {
-            permission: None,
-            super_admin_only: true,
-            changes_state: method != "GET",
-            step_up: true,
-        })
-}
-
-/// The gate for a route of tenancy's endpoint table: its requirement, and the
-/// `METHOD /pattern` that names it in an `authz.denied` event, both from one pair.
-pub(crate) async fn gate_route(
-    state: &AppState,
-    caller: &Caller,
-    org_id: &str,
-    named: Named,
-    method: &str,
-    pattern: &str,
-) -> Result<crate::http::gate::Granted, ApiError> {
-    gate(
-        state,
-        caller,
-        org_id,
-        named,
-        requirement(method, pattern),
-        &format!("{method} {pattern}"),
-    )
-    .await
-}
 
 pub(crate) fn text(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
     let value = value.trim();
@@ -101,20 +64,7 @@ pub(crate) struct TransferOwner {
 }
 
 /// `GET /organization`: the caller's active organization (`x-org-id`).
-pub(crate) async fn active(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> Result<Response, ApiError> {
-    let org_id = tenant_header(&caller)?.to_owned();
-    let granted = gate_route(
-        &state,
-        &caller,
-        &org_id,
-        Named::Header,
-        "GET",
-        "/organization",
-    )
-    .await?;
+pub(crate) async fn active(granted: Granted) -> Result<Response, ApiError> {
     Ok(ok(StatusCode::OK, granted.org))
 }
 
@@ -156,13 +106,15 @@ pub(crate) async fn create(
             builtin_roles: builtin_roles(true),
         }
     } else if let Some(parent_id) = &body.parent_org_id {
-        let parent = gate_route(
+        // A team needs `org:settings` in its parent: a check on the body's
+        // organization, beside the route's own (any authenticated user).
+        let parent = gate(
             &state,
             &caller,
             parent_id,
             Named::Path,
-            "POST",
-            "/organization",
+            tenancy::Access::Permission(tenancy::Permission::OrgSettings).requirement(true, false),
+            "POST /api/organization",
         )
         .await?;
         check_team_parent(&parent.org.organization())?;
@@ -204,20 +156,7 @@ pub(crate) async fn create(
 }
 
 /// `GET /organization/:id`: own organization, managed team, or super-admin.
-pub(crate) async fn get(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "GET",
-        "/organization/:id",
-    )
-    .await?;
+pub(crate) async fn get(granted: Granted) -> Result<Response, ApiError> {
     Ok(ok(StatusCode::OK, granted.org))
 }
 
@@ -225,18 +164,10 @@ pub(crate) async fn get(
 pub(crate) async fn update(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<UpdateOrganization>,
 ) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "PUT",
-        "/organization/:id",
-    )
-    .await?;
     let name = body
         .name
         .as_deref()
@@ -288,17 +219,9 @@ pub(crate) async fn update(
 pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "DELETE",
-        "/organization/:id",
-    )
-    .await?;
     if granted.org.is_system {
         return Err(ApiError::conflict(
             "the system organization cannot be deleted",
@@ -332,21 +255,13 @@ pub(crate) async fn delete(
 pub(crate) async fn change_tier(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<ChangeTier>,
 ) -> Result<Response, ApiError> {
     let tier = Tier::parse(&body.tier).ok_or_else(|| {
         ApiError::invalid_field("tier", "must be developer, pro, team or enterprise")
     })?;
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "PATCH",
-        "/organization/:id/tier",
-    )
-    .await?;
     let audit = [event_on(
         &caller,
         "admin.org.tier.update",
@@ -368,17 +283,9 @@ pub(crate) async fn change_tier(
 pub(crate) async fn export(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "GET",
-        "/organization/:id/export",
-    )
-    .await?;
     let (members, _) = state.store.members(&id, u32::MAX, 0, true).await?;
     let (teams, _) = state.store.teams(&id, u32::MAX, 0, true).await?;
     let (invitations, _) = state.store.invitations(&id, u32::MAX, 0, true).await?;
@@ -422,18 +329,10 @@ pub(crate) async fn mine(
 pub(crate) async fn transfer_owner(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<TransferOwner>,
 ) -> Result<Response, ApiError> {
-    let granted = gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "PATCH",
-        "/organization/:id/transfer-owner",
-    )
-    .await?;
     let to = text("userId", &body.user_id, 200)?;
     let target = state
         .store
@@ -492,20 +391,10 @@ pub(crate) async fn transfer_owner(
 /// `GET /organization/:id/teams` (member): the teams nested under it.
 pub(crate) async fn teams(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
     Query(params): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    gate_route(
-        &state,
-        &caller,
-        &id,
-        Named::Path,
-        "GET",
-        "/organization/:id/teams",
-    )
-    .await?;
     let ascending = page.sort_order == crate::http::extract::SortOrder::Asc;
     let (teams, total) = state
         .store

@@ -6,13 +6,12 @@ use axum::response::Response;
 use chrono::Utc;
 use serde::Deserialize;
 use serde_json::json;
-use tenancy::Permission;
 
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
+use crate::http::gate::Granted;
 use crate::http::organizations::text;
 use crate::http::response::{ok, paginated};
-use crate::http::rules::tenant;
 use crate::http::state::{AppState, Caller};
 use crate::services::policies;
 
@@ -37,16 +36,9 @@ pub(crate) struct PolicyQuery {
 pub(crate) async fn create_policy(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Json(body): Json<PolicyBody>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "POST /compliance/policies",
-    )
-    .await?;
     let name = text("name", body.name.as_deref().unwrap_or_default(), 200)?;
     let fields = policies::Fields {
         name: Some(&name),
@@ -68,20 +60,12 @@ pub(crate) async fn create_policy(
 /// `GET /compliance/policies`.
 pub(crate) async fn list_policies(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Query(q): Query<PolicyQuery>,
 ) -> Result<Response, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/policies",
-    )
-    .await?;
     let (items, total) = policies::list(
         &state.store,
         &granted.org,
@@ -96,17 +80,9 @@ pub(crate) async fn list_policies(
 /// `GET /compliance/policies/:id`.
 pub(crate) async fn get_policy(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/policies/:id",
-    )
-    .await?;
     let policy = policies::get(&state.store, &granted.org, &id).await?;
     Ok(ok(StatusCode::OK, policy))
 }
@@ -115,17 +91,10 @@ pub(crate) async fn get_policy(
 pub(crate) async fn update_policy(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<PolicyBody>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "PUT /compliance/policies/:id",
-    )
-    .await?;
     let name = body
         .name
         .as_deref()
@@ -145,16 +114,9 @@ pub(crate) async fn update_policy(
 pub(crate) async fn delete_policy(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "DELETE /compliance/policies/:id",
-    )
-    .await?;
     policies::delete(&state.store, &caller, &granted.org, &id).await?;
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }

@@ -5,12 +5,12 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::Utc;
 use serde::Deserialize;
-use tenancy::{MembershipRole, Permission};
+use tenancy::MembershipRole;
 
 use crate::error::ApiError;
 use crate::http::extract::Json;
+use crate::http::gate::Granted;
 use crate::http::response::ok;
-use crate::http::rules::tenant;
 use crate::http::state::{AppState, Caller};
 
 #[derive(Debug, Deserialize)]
@@ -27,16 +27,8 @@ pub(crate) struct PreferenceBody {
 /// `GET /compliance/notification-preferences`: column defaults when unset.
 pub(crate) async fn preferences(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/notification-preferences",
-    )
-    .await?;
     Ok(ok(
         StatusCode::OK,
         state.store.notification_preference(&granted.org.id).await?,
@@ -48,16 +40,9 @@ pub(crate) async fn preferences(
 pub(crate) async fn save_preferences(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Json(body): Json<PreferenceBody>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        true,
-        "PUT /compliance/notification-preferences",
-    )
-    .await?;
     let role = state
         .store
         .membership(&granted.org.id, &caller.user_id)

@@ -7,45 +7,14 @@ use chrono::Utc;
 use compliance_core::Rule;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tenancy::{Permission, Requirement};
 
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
-use crate::http::gate::{gate, tenant_header, Granted, Named};
+use crate::http::gate::Granted;
 use crate::http::response::{ok, paginated};
 use crate::http::state::{AppState, Caller};
 use crate::services::rules;
 use crate::storage::RuleFilter;
-
-/// The requirement of a compliance route.
-pub(crate) fn needs(permission: Permission, changes_state: bool) -> Requirement {
-    Requirement {
-        permission: Some(permission),
-        super_admin_only: false,
-        changes_state,
-        step_up: false,
-    }
-}
-
-/// The `x-org-id` organization, gated on `permission`.
-pub(crate) async fn tenant(
-    state: &AppState,
-    caller: &Caller,
-    permission: Permission,
-    changes_state: bool,
-    action: &str,
-) -> Result<Granted, ApiError> {
-    let org_id = tenant_header(caller)?.to_owned();
-    gate(
-        state,
-        caller,
-        &org_id,
-        Named::Header,
-        needs(permission, changes_state),
-        action,
-    )
-    .await
-}
 
 /// Parses a rule body in the API's form; the server owns `id` and `version`.
 pub(crate) fn parse_rule(body: Value) -> Result<Rule, ApiError> {
@@ -107,21 +76,13 @@ impl RuleQuery {
 /// `GET /compliance/rules`.
 pub(crate) async fn list(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Query(q): Query<RuleQuery>,
 ) -> Result<Response, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     let filter = q.filter()?;
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/rules",
-    )
-    .await?;
     let (rules, total) = state
         .store
         .rules(
@@ -138,17 +99,9 @@ pub(crate) async fn list(
 /// `GET /compliance/rules/:id`.
 pub(crate) async fn get(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/rules/:id",
-    )
-    .await?;
     let rule = rules::get(&state, &granted.org, &id, true).await?;
     Ok(ok(StatusCode::OK, rule))
 }
@@ -156,17 +109,9 @@ pub(crate) async fn get(
 /// `GET /compliance/rules/:id/history`: every version, oldest first.
 pub(crate) async fn history(
     State(state): State<AppState>,
-    caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/rules/:id/history",
-    )
-    .await?;
     let history = rules::history(&state, &granted.org, &id).await?;
     Ok(ok(StatusCode::OK, history))
 }
@@ -175,16 +120,9 @@ pub(crate) async fn history(
 pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Json(body): Json<Value>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "POST /compliance/rules",
-    )
-    .await?;
     let rule = parse_rule(body)?;
     let stored = rules::create(&state, &caller, &granted.org, rule, Utc::now()).await?;
     Ok(ok(StatusCode::CREATED, stored))
@@ -194,17 +132,10 @@ pub(crate) async fn create(
 pub(crate) async fn update(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<Value>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "PUT /compliance/rules/:id",
-    )
-    .await?;
     let rule = parse_rule(body)?;
     let stored = rules::update(&state, &caller, &granted.org, &id, rule, Utc::now()).await?;
     Ok(ok(StatusCode::OK, stored))
@@ -214,16 +145,9 @@ pub(crate) async fn update(
 pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "DELETE /compliance/rules/:id",
-    )
-    .await?;
     rules::delete(&state, &caller, &granted.org, &id, Utc::now()).await?;
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }

@@ -101,6 +101,10 @@ impl FromRequestParts<AppState> for Caller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        // Already authenticated by the route's guard.
+        if let Some(known) = parts.extensions.get::<Caller>() {
+            return Ok(known.clone());
+        }
         let token = bearer(header(parts, "authorization"))?;
         let claims = state.keys.verify(token).await?;
         if claims.step_up {
@@ -157,6 +161,10 @@ impl FromRequestParts<AppState> for ServiceCaller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        // Already authenticated by the route's guard.
+        if let Some(known) = parts.extensions.get::<ServiceCaller>() {
+            return Ok(known.clone());
+        }
         let token = bearer(header(parts, "authorization"))?;
         let claims = state.keys.verify(token).await?;
         match claims.service {
@@ -189,6 +197,10 @@ impl FromRequestParts<AppState> for AnyCaller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        // Already authenticated by the route's guard.
+        if let Some(known) = parts.extensions.get::<AnyCaller>() {
+            return Ok(known.clone());
+        }
         let token = bearer(header(parts, "authorization"))?;
         let claims = state.keys.verify(token).await?;
         match claims.service {

@@ -7,28 +7,16 @@ use axum::response::Response;
 use chrono::Utc;
 use serde::Deserialize;
 use serde_json::json;
-use tenancy::Permission;
 
 use crate::error::ApiError;
 use crate::http::extract::Json;
+use crate::http::gate::Granted;
 use crate::http::response::ok;
-use crate::http::rules::tenant;
 use crate::http::state::{AppState, Caller};
 use crate::services::templates;
 
 /// `GET /compliance/templates`: the system organization's template rules and policies.
-pub(crate) async fn templates(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> Result<Response, ApiError> {
-    tenant(
-        &state,
-        &caller,
-        Permission::ComplianceRead,
-        false,
-        "GET /compliance/templates",
-    )
-    .await?;
+pub(crate) async fn templates(State(state): State<AppState>) -> Result<Response, ApiError> {
     let (rules, policies) = templates::catalog(&state).await?;
     Ok(ok(
         StatusCode::OK,
@@ -63,16 +51,9 @@ fn clone_name(body: &[u8]) -> Result<Option<String>, ApiError> {
 pub(crate) async fn apply(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Json(body): Json<ApplyTemplate>,
 ) -> Result<Response, ApiError> {
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "POST /compliance/templates/apply",
-    )
-    .await?;
     let stored = templates::apply(
         &state,
         &caller,
@@ -89,18 +70,11 @@ pub(crate) async fn apply(
 pub(crate) async fn clone_rule(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
     crate::http::extract::RawBody(body): crate::http::extract::RawBody,
 ) -> Result<Response, ApiError> {
     let name = clone_name(&body)?;
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "POST /compliance/templates/rules/:id/clone",
-    )
-    .await?;
     let stored = templates::apply(&state, &caller, &granted.org, &id, name, Utc::now()).await?;
     Ok(ok(StatusCode::CREATED, stored))
 }
@@ -110,18 +84,11 @@ pub(crate) async fn clone_rule(
 pub(crate) async fn clone_policy(
     State(state): State<AppState>,
     caller: Caller,
+    granted: Granted,
     Path(id): Path<String>,
     crate::http::extract::RawBody(body): crate::http::extract::RawBody,
 ) -> Result<Response, ApiError> {
     let name = clone_name(&body)?;
-    let granted = tenant(
-        &state,
-        &caller,
-        Permission::ComplianceWrite,
-        true,
-        "POST /compliance/templates/policies/:id/clone",
-    )
-    .await?;
     let policy =
         templates::clone_policy(&state, &caller, &granted.org, &id, name, Utc::now()).await?;
     Ok(ok(StatusCode::CREATED, policy))

@@ -8,13 +8,11 @@ use axum::response::Response;
 use compliance_core::{json_text_depth, AttributeLimits, Target};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tenancy::Permission;
 
 use crate::error::ApiError;
 use crate::http::extract::RawBody;
-use crate::http::gate::Granted;
+use crate::http::guard::Admitted;
 use crate::http::response::ok;
-use crate::http::rules::tenant;
 use crate::http::state::{AnyCaller, AppState};
 use crate::services::checks::{self, Recording};
 use crate::services::ServiceError;
@@ -36,70 +34,53 @@ fn target(name: &str) -> Result<Target, ApiError> {
         .map_err(|_| ApiError::not_found("validation target"))
 }
 
-/// Who is validating, and in which organization.
-async fn organization(
+/// The organization of a service's validation (a user's was found by the guard),
+/// within the budget: storage that fails or does not answer in time is "compliance
+/// unavailable".
+async fn service_organization(
     state: &AppState,
-    caller: &AnyCaller,
-    action: &str,
+    org_id: Option<&str>,
+    deadline: tokio::time::Instant,
 ) -> Result<OrgRecord, ApiError> {
-    match caller {
-        AnyCaller::User(user) => tenant(state, user, Permission::ComplianceRead, false, action)
-            .await
-            .map(|g: Granted| g.org),
-        AnyCaller::Service { org_header, .. } => {
-            let org_id = org_header
-                .as_deref()
-                .ok_or_else(ApiError::tenant_forbidden)?;
-            state
-                .store
-                .organization(org_id)
-                .await?
-                .ok_or_else(ApiError::tenant_forbidden)
-        }
+    let org_id = org_id.ok_or_else(ApiError::tenant_forbidden)?;
+    match tokio::time::timeout_at(deadline, state.store.organization(org_id)).await {
+        Ok(Ok(Some(org))) => Ok(org),
+        Ok(Ok(None)) => Err(ApiError::tenant_forbidden()),
+        Ok(Err(_)) | Err(_) => Err(ServiceError::Unavailable.into()),
     }
 }
 
 async fn validate(
     state: AppState,
-    caller: AnyCaller,
+    admitted: Admitted,
     target_name: String,
     RawBody(body): RawBody,
     recording: Recording,
 ) -> Result<Response, ApiError> {
     let target = target(&target_name)?;
-    // One budget for the whole check: the organization, the rules, the evaluation and
-    // the exemptions.
-    let deadline = tokio::time::Instant::now() + BUDGET;
-    let action = match recording {
-        Recording::DryRun => "POST /compliance/validate/:target/dry-run",
-        Recording::Live => "POST /compliance/validate/:target",
-    };
-    // A service's validation with a warm cache entry reads nothing from the database.
-    let cached = match &caller {
-        AnyCaller::Service {
-            org_header: Some(org_id),
-            ..
-        } => state
-            .rule_cache
-            .get(org_id, target, state.config.compliance.cache_ttl),
-        _ => None,
-    };
-    let (org, set) = match cached {
-        Some((org, set)) => ((*org).clone(), Some(set)),
-        None => {
-            // The gate answers refusals as they are; storage that fails under it, or
-            // does not answer in time, is "compliance unavailable" like the rest.
-            let org = match tokio::time::timeout_at(deadline, organization(&state, &caller, action))
-                .await
-            {
-                Ok(Ok(org)) => org,
-                Ok(Err(e)) if e.status.is_server_error() => {
-                    return Err(ServiceError::Unavailable.into())
-                }
-                Ok(Err(refused)) => return Err(refused),
-                Err(_) => return Err(ServiceError::Unavailable.into()),
-            };
-            (org, None)
+    let deadline = admitted.deadline;
+    let (org, set) = match (admitted.org, &admitted.caller) {
+        (Some(org), _) => (org, None),
+        (None, AnyCaller::Service { org_header, .. }) => {
+            // A service's validation with a warm cache entry reads nothing from the
+            // database.
+            let cached = org_header.as_deref().and_then(|org_id| {
+                state
+                    .rule_cache
+                    .get(org_id, target, state.config.compliance.cache_ttl)
+            });
+            match cached {
+                Some((org, set)) => ((*org).clone(), Some(set)),
+                None => (
+                    service_organization(&state, org_header.as_deref(), deadline).await?,
+                    None,
+                ),
+            }
+        }
+        (None, AnyCaller::User(_)) => {
+            return Err(ApiError::internal(
+                "a user's validation without its organization",
+            ))
         }
     };
     let limits = state.config.attribute_limits();
@@ -142,19 +123,19 @@ fn parse(body: &[u8], limits: AttributeLimits) -> Result<checks::Prepared, Servi
 /// `POST /compliance/validate/:target`: writes the check log and may notify.
 pub(crate) async fn live(
     State(state): State<AppState>,
-    caller: AnyCaller,
+    admitted: Admitted,
     Path(target): Path<String>,
     body: RawBody,
 ) -> Result<Response, ApiError> {
-    validate(state, caller, target, body, Recording::Live).await
+    validate(state, admitted, target, body, Recording::Live).await
 }
 
 /// `POST /compliance/validate/:target/dry-run`: the same evaluation, nothing written.
 pub(crate) async fn dry_run(
     State(state): State<AppState>,
-    caller: AnyCaller,
+    admitted: Admitted,
     Path(target): Path<String>,
     body: RawBody,
 ) -> Result<Response, ApiError> {
-    validate(state, caller, target, body, Recording::DryRun).await
+    validate(state, admitted, target, body, Recording::DryRun).await
 }

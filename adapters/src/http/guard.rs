@@ -1,0 +1,318 @@
+//! The gate as a layer: each route's declared [`Access`] is checked before its
+//! handler runs, and what the check found (the caller, the organization and the
+//! caller's permissions there) is handed to the handler through the request's
+//! extensions. A handler never states a permission of its own.
+
+use std::collections::HashMap;
+
+use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde_json::json;
+use tenancy::{Permission, StepUp};
+
+use crate::error::ApiError;
+use crate::http::gate::{gate, Granted, Named};
+use crate::http::state::{AnyCaller, AppState, Caller, ServiceCaller};
+use crate::services::ServiceError;
+use crate::storage::OrgRecord;
+
+/// Where an organization-scoped route names its organization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OrgFrom {
+    /// The `x-org-id` header (a foreign one is 403 `TENANT_FORBIDDEN`).
+    Header,
+    /// The path's `{id}` (a foreign one is 404, as if it did not exist).
+    Path,
+    /// A required query parameter (a foreign one is 403 `TENANT_FORBIDDEN`).
+    Query(&'static str),
+}
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Anyone, without a token.
+    Public,
+    /// Any authenticated user.
+    User,
+    /// A service token.
+    Service,
+    /// A super-admin (the stored flag), with a fresh step-up when `step_up`.
+    SuperAdmin {
+        /// Needs a fresh `X-Step-Up-Token`.
+        step_up: bool,
+    },
+    /// A user with `need` in the organization named by `from`.
+    Org {
+        /// Where the organization is named.
+        from: OrgFrom,
+        /// What the caller needs there (document 2's Permission column).
+        need: tenancy::Access,
+        /// Needs a fresh `X-Step-Up-Token`.
+        step_up: bool,
+    },
+    /// A user holding the permission in the `x-org-id` organization, or a service
+    /// token acting in it.
+    UserOrService(Permission),
+}
+
+impl Access {
+    /// A permission in the `x-org-id` organization.
+    pub(crate) const fn header(permission: Permission) -> Access {
+        Access::Org {
+            from: OrgFrom::Header,
+            need: tenancy::Access::Permission(permission),
+            step_up: false,
+        }
+    }
+
+    /// `need` in the path's organization.
+    pub(crate) const fn path(need: tenancy::Access) -> Access {
+        Access::Org {
+            from: OrgFrom::Path,
+            need,
+            step_up: false,
+        }
+    }
+
+    /// The same access, with a fresh step-up required.
+    pub(crate) const fn stepped_up(self) -> Access {
+        match self {
+            Access::Org { from, need, .. } => Access::Org {
+                from,
+                need,
+                step_up: true,
+            },
+            Access::SuperAdmin { .. } => Access::SuperAdmin { step_up: true },
+            other => other,
+        }
+    }
+
+    /// Whether the route takes a bearer token.
+    pub(crate) fn authenticated(self) -> bool {
+        self != Access::Public
+    }
+
+    /// Whether `x-org-id` is required.
+    pub(crate) fn needs_org_header(self) -> bool {
+        matches!(
+            self,
+            Access::UserOrService(_)
+                | Access::Org {
+                    from: OrgFrom::Header,
+                    ..
+                }
+        )
+    }
+
+    /// One sentence for the documentation.
+    pub(crate) fn describe(self) -> String {
+        let need = |need: tenancy::Access| match need {
+            tenancy::Access::Authenticated => "authentication".to_owned(),
+            tenancy::Access::Member => "membership".to_owned(),
+            tenancy::Access::OwnManagedOrSuperAdmin => {
+                "its own organization, a team it manages, or a super-admin".to_owned()
+            }
+            tenancy::Access::Permission(p) => format!("the `{p}` permission"),
+            tenancy::Access::SuperAdmin => "a super-admin".to_owned(),
+        };
+        let step = |step_up: bool| {
+            if step_up {
+                ", and a fresh step-up verification (X-Step-Up-Token)"
+            } else {
+                ""
+            }
+        };
+        match self {
+            Access::Public => "No authentication.".to_owned(),
+            Access::User => "Any authenticated user.".to_owned(),
+            Access::Service => "A service token.".to_owned(),
+            Access::SuperAdmin { step_up } => format!("A super-admin{}.", step(step_up)),
+            Access::Org {
+                from,
+                need: n,
+                step_up,
+            } => {
+                let place = match from {
+                    OrgFrom::Header => "the `x-org-id` organization".to_owned(),
+                    OrgFrom::Path => "the organization `{id}`".to_owned(),
+                    OrgFrom::Query(name) => format!("the organization `{name}`"),
+                };
+                format!("Requires {} in {place}{}.", need(n), step(step_up))
+            }
+            Access::UserOrService(p) => format!(
+                "Requires the `{p}` permission in the `x-org-id` organization, or a service token acting in it."
+            ),
+        }
+    }
+}
+
+/// The state of a route's guard layer.
+#[derive(Clone)]
+pub(crate) struct Guard {
+    pub(crate) state: AppState,
+    pub(crate) access: Access,
+    /// `METHOD /path`: what an `authz.denied` event names.
+    pub(crate) action: &'static str,
+    pub(crate) changes_state: bool,
+}
+
+/// The layer: admits the request or answers the refusal in the error envelope.
+pub(crate) async fn enforce(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    match admit(&guard, &mut parts).await {
+        Ok(()) => next.run(Request::from_parts(parts, body)).await,
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
+    let state = &guard.state;
+    match guard.access {
+        Access::Public => {}
+        Access::User => {
+            let caller = Caller::from_request_parts(parts, state).await?;
+            parts.extensions.insert(caller);
+        }
+        Access::Service => {
+            let service = ServiceCaller::from_request_parts(parts, state).await?;
+            parts.extensions.insert(service);
+        }
+        Access::SuperAdmin { step_up } => {
+            let caller = Caller::from_request_parts(parts, state).await?;
+            if !state.store.is_super_admin(&caller.user_id).await? {
+                return Err(ApiError::forbidden("only a super-admin may do this"));
+            }
+            let window = chrono::Duration::from_std(state.config.http.step_up_window)
+                .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
+            let status = tenancy::step_up_status(&caller.principal(), step_up, Utc::now(), window);
+            if matches!(status, StepUp::Missing | StepUp::Stale) {
+                return Err(step_up_required(status));
+            }
+            parts.extensions.insert(caller);
+        }
+        Access::Org {
+            from,
+            need,
+            step_up,
+        } => {
+            let caller = Caller::from_request_parts(parts, state).await?;
+            let (org_id, named) = match from {
+                OrgFrom::Header => (
+                    crate::http::gate::tenant_header(&caller)?.to_owned(),
+                    Named::Header,
+                ),
+                OrgFrom::Path => (path_id(parts).await?, Named::Path),
+                OrgFrom::Query(name) => (query_value(parts, name)?, Named::Header),
+            };
+            let requirement = need.requirement(guard.changes_state, step_up);
+            let granted = gate(state, &caller, &org_id, named, requirement, guard.action).await?;
+            parts.extensions.insert(caller);
+            parts.extensions.insert(granted);
+        }
+        Access::UserOrService(permission) => {
+            // One budget for the whole check, from here: the gate, the rules, the
+            // evaluation and the exemptions. Storage that fails under the gate, or
+            // does not answer in time, is "compliance unavailable" (fail closed).
+            let deadline = tokio::time::Instant::now() + crate::http::validate::BUDGET;
+            let caller = AnyCaller::from_request_parts(parts, state).await?;
+            let org = match &caller {
+                AnyCaller::User(user) => {
+                    let org_id = crate::http::gate::tenant_header(user)?.to_owned();
+                    let requirement =
+                        tenancy::Access::Permission(permission).requirement(false, false);
+                    let gated = gate(
+                        state,
+                        user,
+                        &org_id,
+                        Named::Header,
+                        requirement,
+                        guard.action,
+                    );
+                    match tokio::time::timeout_at(deadline, gated).await {
+                        Ok(Ok(granted)) => Some(granted.org),
+                        Ok(Err(e)) if e.status.is_server_error() => {
+                            return Err(ServiceError::Unavailable.into())
+                        }
+                        Ok(Err(refused)) => return Err(refused),
+                        Err(_) => return Err(ServiceError::Unavailable.into()),
+                    }
+                }
+                // A service acts in the organization it names; the handler finds it
+                // within the budget (from the rule cache when warm).
+                AnyCaller::Service { .. } => None,
+            };
+            parts.extensions.insert(Admitted {
+                caller,
+                org,
+                deadline,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn step_up_required(status: StepUp) -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "STEP_UP_REQUIRED",
+        "this operation needs a fresh step-up verification (X-Step-Up-Token)",
+    )
+    .with_details(json!({"stepUp": status}))
+}
+
+async fn path_id(parts: &mut Parts) -> Result<String, ApiError> {
+    let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, &())
+        .await
+        .map_err(|e| ApiError::validation(e.body_text()))?;
+    params
+        .get("id")
+        .cloned()
+        .ok_or_else(|| ApiError::internal("an organization route without an {id}"))
+}
+
+fn query_value(parts: &Parts, name: &str) -> Result<String, ApiError> {
+    axum::extract::Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
+        .ok()
+        .and_then(|q| q.0.get(name).cloned())
+        .filter(|value| !value.trim().is_empty())
+        .ok_or_else(|| ApiError::invalid_field(name, "is required"))
+}
+
+/// What the guard admitted to a validation route: the caller, the organization when
+/// the caller is a user, and the deadline of the check's budget.
+#[derive(Debug, Clone)]
+pub(crate) struct Admitted {
+    pub(crate) caller: AnyCaller,
+    pub(crate) org: Option<OrgRecord>,
+    pub(crate) deadline: tokio::time::Instant,
+}
+
+impl FromRequestParts<AppState> for Admitted {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Admitted>()
+            .cloned()
+            .ok_or_else(|| ApiError::internal("the route admits no validation"))
+    }
+}
+
+/// What the guard admitted: extracted by handlers of organization-scoped routes. A
+/// handler that asks for it on a route that does not grant it fails closed (500).
+impl FromRequestParts<AppState> for Granted {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Granted>()
+            .cloned()
+            .ok_or_else(|| ApiError::internal("the route grants no organization"))
+    }
+}

@@ -1,0 +1,909 @@
+//! The route table: every route declared once, with its method, path, handler, who
+//! may call it and its documentation. The router ([`crate::http::router`]), the gate
+//! (a [`guard`](crate::http::guard) layer per route) and `/openapi.json`
+//! ([`document`]) are all derived from [`routes`]; nothing else names a path.
+
+use std::collections::BTreeMap;
+
+use axum::handler::Handler;
+use axum::middleware;
+use axum::routing::{self, MethodRouter};
+use serde_json::{json, Map, Value};
+use tenancy::Access::{Member, OwnManagedOrSuperAdmin, Permission as Needs};
+use tenancy::Permission::*;
+
+use crate::http::guard::{enforce, Access, Guard, OrgFrom};
+use crate::http::schemas::*;
+use crate::http::state::AppState;
+use crate::http::{
+    admin, audit, catalog, check_log, exemptions, invitations, members, organizations, policies,
+    preferences, rules, system, templates, validate,
+};
+
+/// One route.
+pub struct Route {
+    /// `GET`, `POST`, ...
+    pub method: &'static str,
+    /// The full path, with `{name}` parameters.
+    pub path: &'static str,
+    /// The OpenAPI operationId.
+    pub operation: &'static str,
+    pub(crate) access: Access,
+    summary: &'static str,
+    /// The request body's schema, and whether a body is required.
+    body: Option<(Value, bool)>,
+    query: Vec<Value>,
+    ok: (u16, Value),
+    handler: MethodRouter<AppState>,
+}
+
+macro_rules! verb {
+    ($name:ident, $method:literal, $routing:path) => {
+        fn $name<H, T>(
+            path: &'static str,
+            operation: &'static str,
+            access: Access,
+            handler: H,
+        ) -> Route
+        where
+            H: Handler<T, AppState>,
+            T: 'static,
+        {
+            Route {
+                method: $method,
+                path,
+                operation,
+                access,
+                summary: "",
+                body: None,
+                query: Vec::new(),
+                ok: (200, envelope(any())),
+                handler: $routing(handler),
+            }
+        }
+    };
+}
+
+verb!(get, "GET", routing::get);
+verb!(post, "POST", routing::post);
+verb!(put, "PUT", routing::put);
+verb!(patch, "PATCH", routing::patch);
+verb!(delete, "DELETE", routing::delete);
+
+impl Route {
+    fn doc(mut self, summary: &'static str) -> Self {
+        self.summary = summary;
+        self
+    }
+
+    fn body(mut self, schema: Value) -> Self {
+        self.body = Some((schema, true));
+        self
+    }
+
+    /// A body that may be left out.
+    fn optional_body(mut self, schema: Value) -> Self {
+        self.body = Some((schema, false));
+        self
+    }
+
+    fn query(mut self, parameters: Vec<Value>) -> Self {
+        self.query = parameters;
+        self
+    }
+
+    fn ok(mut self, status: u16, schema: Value) -> Self {
+        self.ok = (status, schema);
+        self
+    }
+
+    /// `METHOD /path`, as an `authz.denied` event names it.
+    fn action(&self) -> &'static str {
+        // One small string per route, made once when the router is built.
+        Box::leak(format!("{} {}", self.method, self.path).into_boxed_str())
+    }
+}
+
+fn target() -> Value {
+    one_of(&["plugin", "pipeline"])
+}
+
+fn rule_page() -> Value {
+    page("rules", reference("Rule"))
+}
+
+fn rule_filters() -> Vec<Value> {
+    listing(vec![
+        query("target", target()),
+        query("severity", one_of(&["warning", "error", "critical"])),
+        query("scope", one_of(&["org", "published"])),
+        query("tag", string()),
+        query("name", string()),
+        query("includeDeleted", boolean()),
+    ])
+}
+
+fn rule_ref() -> Value {
+    body(&[("ruleId", text(200)), ("name", text(200))], &["ruleId"])
+}
+
+fn clone_body() -> Value {
+    body(&[("name", text(200))], &[])
+}
+
+fn validation_body() -> Value {
+    body(
+        &[
+            ("attributes", json!({"type": "object"})),
+            ("entityId", text(200)),
+        ],
+        &["attributes"],
+    )
+}
+
+fn exemption_fields(entities: (&'static str, Value)) -> Value {
+    let key = entities.0;
+    body(
+        &[
+            ("ruleId", text(200)),
+            entities,
+            ("reason", text(2000)),
+            ("expiresAt", nullable(instant())),
+        ],
+        &["ruleId", key, "reason"],
+    )
+}
+
+fn policy_body() -> Value {
+    body(
+        &[
+            ("name", text(200)),
+            ("description", nullable(string())),
+            ("ruleIds", array(string())),
+            ("isTemplate", boolean()),
+        ],
+        &[],
+    )
+}
+
+fn role_body(required: &[&str]) -> Value {
+    body(
+        &[("name", text(100)), ("permissions", array(string()))],
+        required,
+    )
+}
+
+/// Every route of the server.
+pub fn routes() -> Vec<Route> {
+    use OrgFrom::Query as InQuery;
+    let compliance = |permission| Access::header(permission);
+    let org_path = Access::path;
+    vec![
+        // Operational.
+        get("/health", "health", Access::Public, system::health)
+            .doc("The process is up")
+            .ok(200, envelope(object(&[("status", string())], &["status"]))),
+        get("/ready", "ready", Access::Public, system::ready)
+            .doc("The database answers")
+            .ok(200, envelope(object(&[("status", string())], &["status"]))),
+        get("/metrics", "metrics", Access::Public, system::metrics)
+            .doc("Prometheus metrics (text/plain)")
+            .ok(200, json!({"type": "string"})),
+        get("/openapi.json", "openapi", Access::Public, system::openapi)
+            .doc("This document")
+            .ok(200, json!({"type": "object"})),
+        // Organizations.
+        get("/api/me/organizations", "myOrganizations", Access::User, organizations::mine)
+            .doc("The organizations the caller belongs to, with their roles")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("organizations", object(
+                &[
+                    ("id", string()),
+                    ("name", string()),
+                    ("parentOrgId", nullable(string())),
+                    ("isSystem", boolean()),
+                    ("role", one_of(&["owner", "admin", "member"])),
+                    ("active", boolean()),
+                    ("roles", array(string())),
+                ],
+                &["id", "name", "role", "active", "roles"],
+            ))),
+        get("/api/organization", "activeOrganization", Access::Org {
+            from: OrgFrom::Header,
+            need: Member,
+            step_up: false,
+        }, organizations::active)
+            .doc("The `x-org-id` organization")
+            .ok(200, envelope(reference("Organization"))),
+        post("/api/organization", "createOrganization", Access::User, organizations::create)
+            .doc("Create an organization, or a team under `parentOrgId` (the `org:settings` permission there)")
+            .body(body(
+                &[
+                    ("name", text(100)),
+                    ("displayName", nullable(text(200))),
+                    ("parentOrgId", nullable(string())),
+                ],
+                &["name"],
+            ))
+            .ok(201, envelope(reference("Organization"))),
+        get("/api/organization/{id}", "getOrganization", org_path(OwnManagedOrSuperAdmin), organizations::get)
+            .doc("One organization")
+            .ok(200, envelope(reference("Organization"))),
+        put("/api/organization/{id}", "updateOrganization", org_path(tenancy::Access::SuperAdmin), organizations::update)
+            .doc("Rename an organization")
+            .body(body(
+                &[("name", text(100)), ("displayName", nullable(text(200)))],
+                &[],
+            ))
+            .ok(200, envelope(reference("Organization"))),
+        delete("/api/organization/{id}", "deleteOrganization", org_path(tenancy::Access::SuperAdmin).stepped_up(), organizations::delete)
+            .doc("Delete an organization")
+            .ok(200, done("id", "deleted")),
+        patch("/api/organization/{id}/tier", "changeTier", org_path(tenancy::Access::SuperAdmin).stepped_up(), organizations::change_tier)
+            .doc("Change an organization's tier")
+            .body(body(&[("tier", one_of(&["developer", "pro", "team", "enterprise"]))], &["tier"]))
+            .ok(200, envelope(reference("Organization"))),
+        get("/api/organization/{id}/export", "exportOrganization", org_path(Needs(OrgSettings)), organizations::export)
+            .doc("Everything the organization holds about its members, teams, roles and invitations")
+            .ok(200, envelope(object(
+                &[
+                    ("organization", reference("Organization")),
+                    ("members", array(reference("Member"))),
+                    ("teams", array(reference("Organization"))),
+                    ("roles", array(reference("Role"))),
+                    ("invitations", array(reference("Invitation"))),
+                ],
+                &["organization", "members", "teams", "roles", "invitations"],
+            ))),
+        patch("/api/organization/{id}/transfer-owner", "transferOwner", org_path(Needs(OrgSettings)).stepped_up(), organizations::transfer_owner)
+            .doc("Hand the ownership to another active member")
+            .body(body(&[("userId", text(200))], &["userId"]))
+            .ok(200, envelope(reference("Organization"))),
+        get("/api/organization/{id}/teams", "listTeams", org_path(Member), organizations::teams)
+            .doc("The organization's teams")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("teams", reference("Organization"))),
+        // Members and roles.
+        get("/api/organization/{id}/members", "listMembers", org_path(Member), members::list)
+            .doc("The organization's members")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("members", reference("Member"))),
+        post("/api/organization/{id}/members", "addMember", org_path(Needs(MembersManage)), members::add)
+            .doc("Add a member")
+            .body(body(
+                &[
+                    ("userId", text(200)),
+                    ("email", nullable(string())),
+                    ("role", nullable(one_of(&["admin", "member"]))),
+                ],
+                &["userId"],
+            ))
+            .ok(201, envelope(reference("Member"))),
+        post("/api/organization/{id}/members/bulk-add", "bulkAddMember", org_path(Needs(MembersManage)), members::bulk_add)
+            .doc("Add a user to several teams of the organization")
+            .body(body(
+                &[
+                    ("userId", text(200)),
+                    ("teamIds", array(string())),
+                    ("role", nullable(one_of(&["admin", "member"]))),
+                ],
+                &["userId", "teamIds"],
+            ))
+            .ok(201, envelope(object(
+                &[("userId", string()), ("teamIds", array(string()))],
+                &["userId", "teamIds"],
+            ))),
+        patch("/api/organization/{id}/members/{userId}", "changeMemberRole", org_path(Needs(MembersManage)), members::change_role)
+            .doc("Change a member's role")
+            .body(body(&[("role", one_of(&["admin", "member"]))], &["role"]))
+            .ok(200, envelope(reference("Member"))),
+        delete("/api/organization/{id}/members/{userId}", "removeMember", org_path(Needs(MembersManage)), members::remove)
+            .doc("Remove a member")
+            .ok(200, done("userId", "removed")),
+        patch("/api/organization/{id}/members/{userId}/activate", "activateMember", org_path(Needs(MembersManage)), members::activate)
+            .doc("Activate a member")
+            .ok(200, envelope(reference("Member"))),
+        patch("/api/organization/{id}/members/{userId}/deactivate", "deactivateMember", org_path(Needs(MembersManage)), members::deactivate)
+            .doc("Deactivate a member")
+            .ok(200, envelope(reference("Member"))),
+        get("/api/organization/{id}/roles", "listRoles", org_path(Member), members::roles)
+            .doc("The organization's Roles")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("roles", reference("Role"))),
+        post("/api/organization/{id}/roles", "createRole", org_path(Needs(RolesManage)), members::create_role)
+            .doc("Define a custom Role")
+            .body(role_body(&["name", "permissions"]))
+            .ok(201, envelope(reference("Role"))),
+        put("/api/organization/{id}/roles/{roleId}", "updateRole", org_path(Needs(RolesManage)), members::update_role)
+            .doc("Change a custom Role")
+            .body(role_body(&[]))
+            .ok(200, envelope(reference("Role"))),
+        delete("/api/organization/{id}/roles/{roleId}", "deleteRole", org_path(Needs(RolesManage)), members::delete_role)
+            .doc("Delete a custom Role")
+            .ok(200, done("id", "deleted")),
+        post("/api/organization/{id}/roles/{roleId}/members", "addRoleMember", org_path(Needs(RolesManage)), members::add_role_member)
+            .doc("Give a member a Role")
+            .body(body(&[("userId", text(200))], &["userId"]))
+            .ok(201, envelope(reference("Role"))),
+        delete("/api/organization/{id}/roles/{roleId}/members/{userId}", "removeRoleMember", org_path(Needs(RolesManage)), members::remove_role_member)
+            .doc("Take a Role from a member")
+            .ok(200, envelope(object(
+                &[("roleId", string()), ("userId", string()), ("removed", boolean())],
+                &["roleId", "userId", "removed"],
+            ))),
+        // Invitations.
+        post("/api/invitation/send", "sendInvitation", compliance(InvitationsManage), invitations::send)
+            .doc("Invite someone by e-mail")
+            .body(body(
+                &[
+                    ("email", text(320)),
+                    ("role", nullable(one_of(&["admin", "member"]))),
+                ],
+                &["email"],
+            ))
+            .ok(201, envelope(reference("Invitation"))),
+        get("/api/invitation", "listInvitations", compliance(InvitationsManage), invitations::list)
+            .doc("The organization's invitations")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("invitations", reference("Invitation"))),
+        delete("/api/invitation/{id}", "revokeInvitation", compliance(InvitationsManage), invitations::revoke)
+            .doc("Revoke an invitation")
+            .ok(200, envelope(reference("Invitation"))),
+        post("/api/invitation/{id}/resend", "resendInvitation", compliance(InvitationsManage), invitations::resend)
+            .doc("Send an invitation again")
+            .ok(200, envelope(reference("Invitation"))),
+        // Platform administration.
+        get("/api/admin/super-admins", "listSuperAdmins", Access::SuperAdmin { step_up: false }, admin::list)
+            .doc("The super-admins")
+            .ok(200, envelope(object(&[("superAdmins", array(string()))], &["superAdmins"]))),
+        put("/api/admin/super-admins/{userId}", "grantSuperAdmin", Access::SuperAdmin { step_up: true }, admin::grant)
+            .doc("Make a user a super-admin")
+            .ok(200, envelope(object(&[("userId", string()), ("superAdmin", boolean())], &["userId", "superAdmin"]))),
+        delete("/api/admin/super-admins/{userId}", "revokeSuperAdmin", Access::SuperAdmin { step_up: true }, admin::revoke)
+            .doc("Revoke a super-admin (never the last one)")
+            .ok(200, envelope(object(&[("userId", string()), ("superAdmin", boolean())], &["userId", "superAdmin"]))),
+        // The audit trail.
+        post("/api/audit/events", "ingestAuditEvent", Access::Service, audit::ingest)
+            .doc("Append another service's event to the organization's chain; `Idempotency-Key` header required (a redelivery answers 200 with the first row)")
+            .body(body(
+                &[
+                    ("action", text(100)),
+                    ("actorId", text(200)),
+                    ("actorEmail", nullable(string())),
+                    ("orgId", text(200)),
+                    ("affectedOrgId", nullable(string())),
+                    ("targetType", nullable(string())),
+                    ("targetId", nullable(string())),
+                    ("details", any()),
+                    ("outcome", nullable(one_of(&["success", "failure"]))),
+                    ("occurredAt", nullable(instant())),
+                    ("service", nullable(string())),
+                ],
+                &["action", "actorId", "orgId"],
+            ))
+            .query(vec![parameter("Idempotency-Key", "header", true, text(200))])
+            .ok(201, envelope(reference("AuditEvent"))),
+        get("/api/audit", "queryAudit", compliance(AuditRead), audit::query)
+            .doc("The organization's audit events (a super-admin may name any `orgId`)")
+            .query(listing(vec![
+                query("orgId", string()),
+                query("action", string()),
+                query("actorId", string()),
+                query("targetType", string()),
+                query("targetId", string()),
+                query("outcome", string()),
+                query("from", instant()),
+                query("to", instant()),
+            ]))
+            .ok(200, page("events", reference("AuditEvent"))),
+        get("/api/audit/verify", "verifyAudit", Access::SuperAdmin { step_up: false }, audit::verify)
+            .doc("Verify one chain, and its signed checkpoints when they are on")
+            .query(vec![parameter("orgId", "query", true, text(200))])
+            .ok(200, envelope(object(&[("ok", boolean()), ("count", integer())], &["ok"]))),
+        get("/api/audit/checkpoints", "listCheckpoints", Access::Org {
+            from: InQuery("orgId"),
+            need: Needs(AuditRead),
+            step_up: false,
+        }, audit::checkpoints)
+            .doc("The chain's signed checkpoints, newest first, and the latest")
+            .query(listing(vec![parameter("orgId", "query", true, text(200))]))
+            .ok(200, page_with("checkpoints", reference("Checkpoint"), &[("latest", nullable(reference("Checkpoint")))])),
+        get("/api/audit/checkpoints/key", "checkpointKey", Access::Public, audit::checkpoint_key)
+            .doc("The checkpoints' verifier key (404 when checkpoints are off)")
+            .ok(200, envelope(json!({"type": "object"}))),
+        // Rules.
+        get("/api/compliance/rules", "listRules", compliance(ComplianceRead), rules::list)
+            .doc("The organization's rules")
+            .query(rule_filters())
+            .ok(200, rule_page()),
+        post("/api/compliance/rules", "createRule", compliance(ComplianceWrite), rules::create)
+            .doc("Create a rule (validated: operator, value, regex, conditions)")
+            .body(rule_body())
+            .ok(201, envelope(reference("Rule"))),
+        get("/api/compliance/rules/{id}", "getRule", compliance(ComplianceRead), rules::get)
+            .doc("One rule")
+            .ok(200, envelope(reference("Rule"))),
+        put("/api/compliance/rules/{id}", "updateRule", compliance(ComplianceWrite), rules::update)
+            .doc("Replace a rule (a new version)")
+            .body(rule_body())
+            .ok(200, envelope(reference("Rule"))),
+        delete("/api/compliance/rules/{id}", "deleteRule", compliance(ComplianceWrite), rules::delete)
+            .doc("Delete a rule")
+            .ok(200, done("id", "deleted")),
+        get("/api/compliance/rules/{id}/history", "ruleHistory", compliance(ComplianceRead), rules::history)
+            .doc("A rule's versions")
+            .ok(200, envelope(array(object(
+                &[
+                    ("version", integer()),
+                    ("change", any()),
+                    ("changedBy", string()),
+                    ("changedAt", instant()),
+                    ("rule", any()),
+                ],
+                &["version", "changedBy", "changedAt"],
+            )))),
+        // The published catalog and subscriptions.
+        get("/api/compliance/published-rules", "publishedRules", compliance(ComplianceRead), catalog::catalog)
+            .doc("The published catalog")
+            .query(rule_filters())
+            .ok(200, rule_page()),
+        get("/api/compliance/subscriptions", "listSubscriptions", compliance(ComplianceRead), catalog::list)
+            .doc("The organization's subscriptions")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("subscriptions", object(
+                &[("ruleId", string()), ("isActive", boolean()), ("pinnedVersion", nullable(integer()))],
+                &["ruleId", "isActive"],
+            ))),
+        post("/api/compliance/subscriptions", "subscribe", compliance(ComplianceWrite), catalog::subscribe)
+            .doc("Subscribe to a published rule (inactive until activated)")
+            .body(rule_ref())
+            .ok(201, envelope(object(
+                &[("ruleId", string()), ("isActive", boolean()), ("pinnedVersion", nullable(integer()))],
+                &["ruleId", "isActive"],
+            ))),
+        post("/api/compliance/subscriptions/clone", "cloneSubscription", compliance(ComplianceWrite), catalog::clone)
+            .doc("Copy a published rule into the organization's own rules")
+            .body(rule_ref())
+            .ok(201, envelope(reference("Rule"))),
+        post("/api/compliance/subscriptions/auto-subscribe", "autoSubscribe", compliance(ComplianceWrite), catalog::auto_subscribe)
+            .doc("Subscribe to every published rule")
+            .ok(200, envelope(object(&[("subscribed", integer()), ("published", integer())], &["subscribed", "published"]))),
+        post("/api/compliance/subscriptions/bulk", "bulkActivate", compliance(ComplianceWrite), catalog::bulk)
+            .doc("Activate or deactivate several subscriptions")
+            .body(body(&[("ruleIds", array(string())), ("isActive", boolean())], &["ruleIds", "isActive"]))
+            .ok(200, envelope(object(&[("ruleIds", array(string())), ("isActive", boolean())], &["ruleIds", "isActive"]))),
+        get("/api/compliance/subscriptions/enforced", "enforcedRules", compliance(ComplianceRead), catalog::enforced)
+            .doc("The effective rule set: own rules and active subscriptions")
+            .ok(200, envelope(array(reference("Rule")))),
+        post("/api/compliance/subscriptions/preview/impact", "previewImpact", compliance(ComplianceRead), catalog::impact)
+            .doc("Which validated entities a rule would fail")
+            .body(body(&[("rule", rule_body())], &["rule"]))
+            .ok(200, envelope(object(
+                &[("target", target()), ("evaluated", integer()), ("failing", integer()), ("samples", array(any()))],
+                &["target", "evaluated", "failing", "samples"],
+            ))),
+        post("/api/compliance/subscriptions/preview", "previewRule", compliance(ComplianceRead), catalog::preview)
+            .doc("Evaluate a rule on attributes without saving anything")
+            .body(body(&[("rule", rule_body()), ("attributes", json!({"type": "object"}))], &["rule", "attributes"]))
+            .ok(200, envelope(evaluation())),
+        patch("/api/compliance/subscriptions/{ruleId}", "setSubscriptionActive", compliance(ComplianceWrite), catalog::set_active)
+            .doc("Activate or deactivate a subscription")
+            .body(body(&[("isActive", boolean())], &["isActive"]))
+            .ok(200, envelope(object(&[("ruleId", string()), ("isActive", boolean())], &["ruleId", "isActive"]))),
+        delete("/api/compliance/subscriptions/{ruleId}", "unsubscribe", compliance(ComplianceWrite), catalog::unsubscribe)
+            .doc("Unsubscribe")
+            .ok(200, done("ruleId", "unsubscribed")),
+        post("/api/compliance/subscriptions/{ruleId}/pin", "pinSubscription", compliance(ComplianceWrite), catalog::pin)
+            .doc("Pin the subscription to the rule's current version")
+            .ok(200, envelope(object(&[("ruleId", string()), ("pinnedVersion", nullable(integer()))], &["ruleId"]))),
+        delete("/api/compliance/subscriptions/{ruleId}/pin", "unpinSubscription", compliance(ComplianceWrite), catalog::unpin)
+            .doc("Follow the rule's latest version again")
+            .ok(200, envelope(object(&[("ruleId", string()), ("pinnedVersion", nullable(integer()))], &["ruleId"]))),
+        // Exemptions.
+        get("/api/compliance/exemptions", "listExemptions", compliance(ComplianceRead), exemptions::list_exemptions)
+            .doc("The organization's exemptions")
+            .query(listing(vec![
+                query("status", one_of(&["requested", "approved", "rejected", "revoked"])),
+                query("ruleId", string()),
+                query("entityId", string()),
+            ]))
+            .ok(200, page("exemptions", reference("Exemption"))),
+        post("/api/compliance/exemptions", "requestExemption", compliance(ComplianceWrite), exemptions::request)
+            .doc("Ask for an exemption of one entity from one rule")
+            .body(exemption_fields(("entityId", text(200))))
+            .ok(201, envelope(reference("Exemption"))),
+        post("/api/compliance/exemptions/bulk", "requestExemptions", compliance(ComplianceWrite), exemptions::request_bulk)
+            .doc("Ask for exemptions of up to 500 entities from one rule")
+            .body(exemption_fields(("entityIds", json!({"type": "array", "items": text(200), "minItems": 1, "maxItems": 500}))))
+            .ok(201, envelope(object(&[("ids", array(string())), ("count", integer())], &["ids", "count"]))),
+        put("/api/compliance/exemptions/{id}/review", "reviewExemption", compliance(ComplianceReview), exemptions::review)
+            .doc("Approve or reject an exemption (never one's own)")
+            .body(body(&[("decision", one_of(&["approve", "reject"])), ("note", nullable(string()))], &["decision"]))
+            .ok(200, envelope(reference("Exemption"))),
+        delete("/api/compliance/exemptions/{id}", "revokeExemption", compliance(ComplianceWrite), exemptions::revoke)
+            .doc("Revoke an exemption")
+            .ok(200, envelope(reference("Exemption"))),
+        // Policies and templates.
+        get("/api/compliance/policies", "listPolicies", compliance(ComplianceRead), policies::list_policies)
+            .doc("The organization's policies")
+            .query(listing(vec![query("name", string())]))
+            .ok(200, page("policies", reference("Policy"))),
+        post("/api/compliance/policies", "createPolicy", compliance(ComplianceWrite), policies::create_policy)
+            .doc("Create a policy (a named set of rules)")
+            .body(policy_body())
+            .ok(201, envelope(reference("Policy"))),
+        get("/api/compliance/policies/{id}", "getPolicy", compliance(ComplianceRead), policies::get_policy)
+            .doc("One policy")
+            .ok(200, envelope(reference("Policy"))),
+        put("/api/compliance/policies/{id}", "updatePolicy", compliance(ComplianceWrite), policies::update_policy)
+            .doc("Change a policy")
+            .body(policy_body())
+            .ok(200, envelope(reference("Policy"))),
+        delete("/api/compliance/policies/{id}", "deletePolicy", compliance(ComplianceWrite), policies::delete_policy)
+            .doc("Delete a policy")
+            .ok(200, done("id", "deleted")),
+        get("/api/compliance/templates", "listTemplates", compliance(ComplianceRead), templates::templates)
+            .doc("Template rules and policies")
+            .ok(200, envelope(object(
+                &[("rules", array(reference("Rule"))), ("policies", array(reference("Policy")))],
+                &["rules", "policies"],
+            ))),
+        post("/api/compliance/templates/apply", "applyTemplate", compliance(ComplianceWrite), templates::apply)
+            .doc("Instantiate a template rule in the organization")
+            .body(body(&[("templateId", text(200)), ("name", text(200))], &["templateId"]))
+            .ok(201, envelope(reference("Rule"))),
+        post("/api/compliance/templates/rules/{id}/clone", "cloneTemplateRule", compliance(ComplianceWrite), templates::clone_rule)
+            .doc("Copy a template rule (an optional body renames it)")
+            .optional_body(clone_body())
+            .ok(201, envelope(reference("Rule"))),
+        post("/api/compliance/templates/policies/{id}/clone", "cloneTemplatePolicy", compliance(ComplianceWrite), templates::clone_policy)
+            .doc("Copy a template policy and its rules, all or nothing")
+            .optional_body(clone_body())
+            .ok(201, envelope(reference("Policy"))),
+        // The check log and notification preferences.
+        get("/api/compliance/audit", "checkLog", compliance(ComplianceRead), check_log::checks)
+            .doc("The organization's validation log")
+            .query(listing(vec![
+                query("target", target()),
+                query("result", one_of(&["pass", "warn", "block"])),
+                query("entityId", string()),
+            ]))
+            .ok(200, page("entries", reference("CheckLogEntry"))),
+        get("/api/compliance/notification-preferences", "notificationPreferences", compliance(ComplianceRead), preferences::preferences)
+            .doc("The organization's notification preference (the secret is never returned)")
+            .ok(200, envelope(reference("NotificationPreference"))),
+        put("/api/compliance/notification-preferences", "saveNotificationPreferences", compliance(ComplianceRead), preferences::save_preferences)
+            .doc("Change the notification preference (the organization's admins or owner); an omitted webhookSecret keeps the stored one, an empty one clears it")
+            .body(body(
+                &[
+                    ("emailEnabled", boolean()),
+                    ("targetUsers", nullable(array(string()))),
+                    ("webhookUrl", nullable(string())),
+                    ("webhookSecret", nullable(string())),
+                    ("digestMode", one_of(&["immediate", "daily", "weekly"])),
+                    ("notifyWarnings", boolean()),
+                ],
+                &[],
+            ))
+            .ok(200, envelope(reference("NotificationPreference"))),
+        // Validation.
+        post("/api/compliance/validate/{target}", "validate", Access::UserOrService(ComplianceRead), validate::live)
+            .doc("Check an entity's attributes against the organization's effective rules; recorded in the check log")
+            .body(validation_body())
+            .ok(200, envelope(evaluation())),
+        post("/api/compliance/validate/{target}/dry-run", "validateDryRun", Access::UserOrService(ComplianceRead), validate::dry_run)
+            .doc("The same check, recording nothing")
+            .body(validation_body())
+            .ok(200, envelope(evaluation())),
+    ]
+}
+
+/// The axum router of the table: one guard layer per route, stating its access.
+pub(crate) fn router(state: &AppState) -> axum::Router<AppState> {
+    let mut paths: BTreeMap<&'static str, MethodRouter<AppState>> = BTreeMap::new();
+    for route in routes() {
+        let guard = Guard {
+            state: state.clone(),
+            access: route.access,
+            action: route.action(),
+            changes_state: route.method != "GET",
+        };
+        let handler = route
+            .handler
+            .route_layer(middleware::from_fn_with_state(guard, enforce));
+        let merged = match paths.remove(route.path) {
+            Some(existing) => existing.merge(handler),
+            None => handler,
+        };
+        paths.insert(route.path, merged);
+    }
+    paths
+        .into_iter()
+        .fold(axum::Router::new(), |router, (path, methods)| {
+            router.route(path, methods)
+        })
+}
+
+/// The OpenAPI 3.1 document of the table.
+pub fn document() -> Value {
+    let mut paths: Map<String, Value> = Map::new();
+    for route in routes() {
+        let mut parameters: Vec<Value> = route
+            .path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .map(|name| {
+                let schema = if name == "target" {
+                    target()
+                } else {
+                    text(200)
+                };
+                parameter(name, "path", true, schema)
+            })
+            .collect();
+        if route.access.needs_org_header() {
+            parameters.push(parameter("x-org-id", "header", true, text(200)));
+        }
+        parameters.extend(route.query.iter().cloned());
+        let (status, schema) = &route.ok;
+        let content_type = if route.path == "/metrics" {
+            "text/plain"
+        } else {
+            "application/json"
+        };
+        let security = if route.access.authenticated() {
+            json!([{"bearer": []}])
+        } else {
+            json!([])
+        };
+        let mut operation = Map::new();
+        operation.insert("operationId".into(), json!(route.operation));
+        operation.insert("summary".into(), json!(route.summary));
+        operation.insert(
+            "description".into(),
+            json!(format!(
+                "{} Errors answer in the envelope {{success: false, statusCode, code, message, details?}}.",
+                route.access.describe()
+            )),
+        );
+        operation.insert("security".into(), security);
+        operation.insert("parameters".into(), Value::Array(parameters));
+        if let Some((body, required)) = &route.body {
+            operation.insert(
+                "requestBody".into(),
+                json!({"required": required, "content": {"application/json": {"schema": body}}}),
+            );
+        }
+        operation.insert(
+            "responses".into(),
+            json!({
+                status.to_string(): {
+                    "description": "Success",
+                    "content": {content_type: {"schema": schema}},
+                },
+                "default": {
+                    "description": "An error, in the envelope",
+                    "content": {"application/json": {"schema": reference("Error")}},
+                },
+            }),
+        );
+        if let Value::Object(methods) = paths
+            .entry(route.path.to_owned())
+            .or_insert_with(|| json!({}))
+        {
+            methods.insert(route.method.to_lowercase(), Value::Object(operation));
+        }
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "compliance",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The governance core of a multi-tenant CI/CD platform: the reference server.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": components(),
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tenancy::Access as Column;
+
+    /// Document 2's Permission column for `/organization` and `/invitation`, against
+    /// the table. Two rows differ by design: `GET /organization` names the
+    /// organization by `x-org-id`, so membership of it is checked; `POST
+    /// /organization` is open to any user for a root organization, and checks
+    /// `org:settings` in `parentOrgId` for a team (inside the handler, since the
+    /// organization is in the body).
+    #[test]
+    fn the_table_follows_document_2() {
+        let org = |need, step_up| Access::Org {
+            from: OrgFrom::Path,
+            need,
+            step_up,
+        };
+        let header = |need| Access::Org {
+            from: OrgFrom::Header,
+            need,
+            step_up: false,
+        };
+        let rows = [
+            ("GET", "/api/organization", header(Column::Member)),
+            ("POST", "/api/organization", Access::User),
+            (
+                "GET",
+                "/api/organization/{id}",
+                org(Column::OwnManagedOrSuperAdmin, false),
+            ),
+            (
+                "PUT",
+                "/api/organization/{id}",
+                org(Column::SuperAdmin, false),
+            ),
+            (
+                "DELETE",
+                "/api/organization/{id}",
+                org(Column::SuperAdmin, true),
+            ),
+            (
+                "PATCH",
+                "/api/organization/{id}/tier",
+                org(Column::SuperAdmin, true),
+            ),
+            (
+                "GET",
+                "/api/organization/{id}/export",
+                org(Needs(OrgSettings), false),
+            ),
+            (
+                "PATCH",
+                "/api/organization/{id}/transfer-owner",
+                org(Needs(OrgSettings), true),
+            ),
+            ("GET", "/api/organization/{id}/members", org(Member, false)),
+            (
+                "POST",
+                "/api/organization/{id}/members",
+                org(Needs(MembersManage), false),
+            ),
+            (
+                "DELETE",
+                "/api/organization/{id}/members/{userId}",
+                org(Needs(MembersManage), false),
+            ),
+            (
+                "PATCH",
+                "/api/organization/{id}/members/{userId}",
+                org(Needs(MembersManage), false),
+            ),
+            (
+                "PATCH",
+                "/api/organization/{id}/members/{userId}/activate",
+                org(Needs(MembersManage), false),
+            ),
+            (
+                "PATCH",
+                "/api/organization/{id}/members/{userId}/deactivate",
+                org(Needs(MembersManage), false),
+            ),
+            (
+                "POST",
+                "/api/organization/{id}/members/bulk-add",
+                org(Needs(MembersManage), false),
+            ),
+            ("GET", "/api/organization/{id}/teams", org(Member, false)),
+            ("GET", "/api/organization/{id}/roles", org(Member, false)),
+            (
+                "POST",
+                "/api/organization/{id}/roles",
+                org(Needs(RolesManage), false),
+            ),
+            (
+                "PUT",
+                "/api/organization/{id}/roles/{roleId}",
+                org(Needs(RolesManage), false),
+            ),
+            (
+                "DELETE",
+                "/api/organization/{id}/roles/{roleId}",
+                org(Needs(RolesManage), false),
+            ),
+            (
+                "POST",
+                "/api/organization/{id}/roles/{roleId}/members",
+                org(Needs(RolesManage), false),
+            ),
+            (
+                "DELETE",
+                "/api/organization/{id}/roles/{roleId}/members/{userId}",
+                org(Needs(RolesManage), false),
+            ),
+            (
+                "POST",
+                "/api/invitation/send",
+                header(Needs(InvitationsManage)),
+            ),
+            ("GET", "/api/invitation", header(Needs(InvitationsManage))),
+            (
+                "DELETE",
+                "/api/invitation/{id}",
+                header(Needs(InvitationsManage)),
+            ),
+            (
+                "POST",
+                "/api/invitation/{id}/resend",
+                header(Needs(InvitationsManage)),
+            ),
+        ];
+        let table = routes();
+        for (method, path, access) in rows {
+            let route = table
+                .iter()
+                .find(|r| r.method == method && r.path == path)
+                .unwrap_or_else(|| panic!("{method} {path} is not in the table"));
+            assert_eq!(route.access, access, "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn each_route_is_declared_once_with_a_unique_operation() {
+        let table = routes();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut operations = std::collections::BTreeSet::new();
+        for route in &table {
+            assert!(
+                seen.insert((route.method, route.path)),
+                "{} {}",
+                route.method,
+                route.path
+            );
+            assert!(operations.insert(route.operation), "{}", route.operation);
+            assert!(!route.summary.is_empty(), "{} {}", route.method, route.path);
+        }
+    }
+
+    #[test]
+    fn the_document_marks_what_each_route_needs() {
+        let document = document();
+        assert_eq!(document["openapi"], "3.1.0");
+        let validate = &document["paths"]["/api/compliance/validate/{target}"]["post"];
+        let names: Vec<_> = validate["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                (
+                    p["name"].as_str(),
+                    p["in"].as_str(),
+                    p["required"].as_bool(),
+                )
+            })
+            .collect();
+        assert!(names.contains(&(Some("x-org-id"), Some("header"), Some(true))));
+        assert!(names.contains(&(Some("target"), Some("path"), Some(true))));
+        assert!(validate["requestBody"]["content"]["application/json"]["schema"].is_object());
+        assert!(validate["responses"]["200"].is_object());
+        assert_eq!(
+            validate["responses"]["default"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/Error"
+        );
+        let health = &document["paths"]["/health"]["get"];
+        assert_eq!(health["security"], json!([]));
+        // Every reference resolves.
+        let text = document.to_string();
+        for name in text.split("#/components/schemas/").skip(1) {
+            let name: String = name.chars().take_while(|c| c.is_alphanumeric()).collect();
+            assert!(
+                document["components"]["schemas"][&name].is_object(),
+                "{name} is referenced but not defined"
+            );
+        }
+    }
+}

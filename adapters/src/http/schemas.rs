@@ -1,0 +1,443 @@
+//! The JSON Schemas (OpenAPI 3.1 dialect) of the API's bodies, answers and query
+//! parameters: what the route table documents each route with. Schemathesis checks,
+//! in the test suite, that the server answers what these say.
+
+use serde_json::{json, Map, Value};
+
+/// A string.
+pub(crate) fn string() -> Value {
+    json!({"type": "string"})
+}
+
+/// A non-empty string of at most `max` characters.
+pub(crate) fn text(max: u32) -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": max})
+}
+
+/// A string or null.
+pub(crate) fn nullable(schema: Value) -> Value {
+    json!({"anyOf": [schema, {"type": "null"}]})
+}
+
+/// An RFC 3339 instant.
+pub(crate) fn instant() -> Value {
+    json!({"type": "string", "format": "date-time"})
+}
+
+/// An integer.
+pub(crate) fn integer() -> Value {
+    json!({"type": "integer"})
+}
+
+/// A boolean.
+pub(crate) fn boolean() -> Value {
+    json!({"type": "boolean"})
+}
+
+/// Any JSON value.
+pub(crate) fn any() -> Value {
+    json!({})
+}
+
+/// One of the strings.
+pub(crate) fn one_of(values: &[&str]) -> Value {
+    json!({"type": "string", "enum": values})
+}
+
+/// An array of `items`.
+pub(crate) fn array(items: Value) -> Value {
+    json!({"type": "array", "items": items})
+}
+
+/// A reference to a component.
+pub(crate) fn reference(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+/// An object with `properties`, the `required` ones named; other properties allowed
+/// (answers may grow fields).
+pub(crate) fn object(properties: &[(&str, Value)], required: &[&str]) -> Value {
+    let properties: Map<String, Value> = properties
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+/// A request body: an object with exactly these properties (the server refuses
+/// unknown fields).
+pub(crate) fn body(properties: &[(&str, Value)], required: &[&str]) -> Value {
+    let mut schema = object(properties, required);
+    if let Some(o) = schema.as_object_mut() {
+        o.insert("additionalProperties".to_owned(), Value::Bool(false));
+    }
+    schema
+}
+
+/// The success envelope around `data`.
+pub(crate) fn envelope(data: Value) -> Value {
+    object(
+        &[
+            ("success", json!({"const": true})),
+            ("statusCode", integer()),
+            ("data", data),
+        ],
+        &["success", "statusCode", "data"],
+    )
+}
+
+/// The paginated envelope with its list under `key`.
+pub(crate) fn page(key: &str, item: Value) -> Value {
+    page_with(key, item, &[])
+}
+
+/// [`page`] with more top-level fields.
+pub(crate) fn page_with(key: &str, item: Value, extra: &[(&str, Value)]) -> Value {
+    let mut properties = vec![
+        ("success", json!({"const": true})),
+        ("statusCode", integer()),
+        (key, array(item)),
+        ("pagination", reference("Pagination")),
+    ];
+    properties.extend(extra.iter().cloned());
+    object(&properties, &["success", "statusCode", key, "pagination"])
+}
+
+/// `{id, deleted: true}` and the like.
+pub(crate) fn done(id_field: &str, flag: &str) -> Value {
+    envelope(object(
+        &[(id_field, string()), (flag, boolean())],
+        &[id_field, flag],
+    ))
+}
+
+/// A query or header parameter.
+pub(crate) fn parameter(name: &str, place: &str, required: bool, schema: Value) -> Value {
+    json!({"name": name, "in": place, "required": required, "schema": schema})
+}
+
+/// An optional query parameter.
+pub(crate) fn query(name: &str, schema: Value) -> Value {
+    parameter(name, "query", false, schema)
+}
+
+/// The common list parameters of document 2.
+pub(crate) fn paging(sortable: &[&str]) -> Vec<Value> {
+    vec![
+        query(
+            "limit",
+            json!({"type": "integer", "minimum": 1, "maximum": 100}),
+        ),
+        query("offset", json!({"type": "integer", "minimum": 0})),
+        query("sortBy", one_of(sortable)),
+        query("sortOrder", one_of(&["asc", "desc"])),
+    ]
+}
+
+/// [`paging`] sorted by creation only, with more parameters before it.
+pub(crate) fn listing(mut before: Vec<Value>) -> Vec<Value> {
+    before.extend(paging(&["createdAt"]));
+    before
+}
+
+fn membership_role() -> Value {
+    one_of(&["owner", "admin", "member"])
+}
+
+fn permission() -> Value {
+    one_of(
+        &tenancy::Permission::ALL
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn operator() -> Value {
+    one_of(&[
+        "eq",
+        "neq",
+        "gt",
+        "gte",
+        "lt",
+        "lte",
+        "contains",
+        "notContains",
+        "in",
+        "notIn",
+        "regex",
+        "exists",
+        "notExists",
+        "notEmpty",
+        "countGt",
+        "countLt",
+        "lengthGt",
+        "lengthLt",
+    ])
+}
+
+/// A rule as the API takes it (the server owns `id` and `version`).
+pub(crate) fn rule_body() -> Value {
+    object(
+        &[
+            ("name", text(200)),
+            ("target", one_of(&["plugin", "pipeline"])),
+            ("severity", one_of(&["warning", "error", "critical"])),
+            ("field", text(500)),
+            ("operator", operator()),
+            ("value", any()),
+            ("priority", integer()),
+            ("scope", one_of(&["org", "published"])),
+            ("tags", array(string())),
+            ("conditions", array(reference("Condition"))),
+            ("conditionMode", one_of(&["all", "any"])),
+            ("isTemplate", boolean()),
+            ("propagateToChildren", boolean()),
+        ],
+        &["name", "target", "severity", "field", "operator"],
+    )
+}
+
+/// The violations of one evaluation.
+pub(crate) fn evaluation() -> Value {
+    object(
+        &[
+            ("blocked", boolean()),
+            ("violations", array(reference("Violation"))),
+            ("exempted", array(reference("Violation"))),
+        ],
+        &["blocked", "violations", "exempted"],
+    )
+}
+
+/// The named schemas every route refers to.
+pub(crate) fn components() -> Value {
+    let org = object(
+        &[
+            ("id", string()),
+            ("name", string()),
+            ("displayName", nullable(string())),
+            ("parentOrgId", nullable(string())),
+            ("tier", one_of(&["developer", "pro", "team", "enterprise"])),
+            ("isSystem", boolean()),
+            ("ownerId", string()),
+            ("createdAt", instant()),
+            ("updatedAt", instant()),
+        ],
+        &["id", "name", "tier", "isSystem", "ownerId", "createdAt"],
+    );
+    let member = object(
+        &[
+            ("orgId", string()),
+            ("userId", string()),
+            ("email", nullable(string())),
+            ("role", membership_role()),
+            ("active", boolean()),
+            ("createdAt", instant()),
+        ],
+        &["orgId", "userId", "role", "active", "createdAt"],
+    );
+    let role = object(
+        &[
+            ("id", string()),
+            ("name", string()),
+            ("permissions", array(permission())),
+            ("builtIn", boolean()),
+            ("members", array(string())),
+        ],
+        &["id", "name", "permissions", "builtIn"],
+    );
+    let invitation = object(
+        &[
+            ("id", string()),
+            ("orgId", string()),
+            ("email", string()),
+            ("role", membership_role()),
+            ("status", one_of(&["pending", "revoked"])),
+            ("invitedBy", string()),
+            ("sentCount", integer()),
+            ("createdAt", instant()),
+            ("lastSentAt", instant()),
+        ],
+        &["id", "orgId", "email", "role", "status", "createdAt"],
+    );
+    let mut rule = rule_body();
+    if let Some(properties) = rule.get_mut("properties").and_then(Value::as_object_mut) {
+        for (key, schema) in [
+            ("id", string()),
+            ("version", integer()),
+            ("orgId", string()),
+            ("createdAt", instant()),
+            ("updatedAt", instant()),
+            ("deletedAt", instant()),
+        ] {
+            properties.insert(key.to_owned(), schema);
+        }
+    }
+    let condition = object(
+        &[
+            ("field", string()),
+            ("operator", operator()),
+            ("value", any()),
+            ("dependsOnRule", string()),
+        ],
+        &["field", "operator"],
+    );
+    let violation = object(
+        &[
+            ("ruleId", string()),
+            ("ruleName", string()),
+            ("severity", one_of(&["warning", "error", "critical"])),
+            ("field", string()),
+            ("operator", operator()),
+            ("value", any()),
+            ("actual", any()),
+            ("truncated", boolean()),
+            ("message", string()),
+        ],
+        &["ruleId", "ruleName", "severity", "field", "message"],
+    );
+    let exemption = object(
+        &[
+            ("id", string()),
+            ("orgId", string()),
+            ("ruleId", string()),
+            ("entityId", string()),
+            ("reason", string()),
+            (
+                "status",
+                one_of(&["requested", "approved", "rejected", "revoked"]),
+            ),
+            ("requestedBy", string()),
+            ("reviewedBy", nullable(string())),
+            ("reviewNote", nullable(string())),
+            ("expiresAt", nullable(instant())),
+            ("createdAt", instant()),
+        ],
+        &["id", "orgId", "ruleId", "entityId", "status", "createdAt"],
+    );
+    let policy = object(
+        &[
+            ("id", string()),
+            ("orgId", string()),
+            ("name", string()),
+            ("description", nullable(string())),
+            ("ruleIds", array(string())),
+            ("isTemplate", boolean()),
+            ("createdAt", instant()),
+            ("updatedAt", instant()),
+        ],
+        &["id", "orgId", "name", "ruleIds", "isTemplate", "createdAt"],
+    );
+    let check = object(
+        &[
+            ("id", string()),
+            ("orgId", string()),
+            ("target", one_of(&["plugin", "pipeline"])),
+            ("entityId", nullable(string())),
+            ("result", one_of(&["pass", "warn", "block"])),
+            ("violations", any()),
+            ("createdAt", instant()),
+        ],
+        &["id", "orgId", "target", "result", "createdAt"],
+    );
+    let audit_event = object(
+        &[
+            ("id", string()),
+            ("seq", integer()),
+            ("chainKey", string()),
+            ("action", string()),
+            ("actorId", string()),
+            ("actorEmail", nullable(string())),
+            ("orgId", string()),
+            ("affectedOrgId", nullable(string())),
+            ("targetType", nullable(string())),
+            ("targetId", nullable(string())),
+            ("details", any()),
+            ("outcome", nullable(string())),
+            ("occurredAt", instant()),
+            ("createdAt", instant()),
+            ("service", nullable(string())),
+            ("prevHash", string()),
+            ("hash", string()),
+        ],
+        &[
+            "id",
+            "seq",
+            "chainKey",
+            "action",
+            "actorId",
+            "orgId",
+            "occurredAt",
+            "hash",
+        ],
+    );
+    let checkpoint = object(
+        &[
+            ("chainKey", string()),
+            ("seq", integer()),
+            ("hash", string()),
+            ("signedAt", instant()),
+            ("note", string()),
+        ],
+        &["chainKey", "seq", "hash", "signedAt", "note"],
+    );
+    let preference = object(
+        &[
+            ("emailEnabled", boolean()),
+            ("targetUsers", nullable(array(string()))),
+            ("webhookUrl", nullable(string())),
+            ("hasWebhookSecret", boolean()),
+            ("digestMode", one_of(&["immediate", "daily", "weekly"])),
+            ("notifyWarnings", boolean()),
+        ],
+        &[
+            "emailEnabled",
+            "hasWebhookSecret",
+            "digestMode",
+            "notifyWarnings",
+        ],
+    );
+    let pagination = object(
+        &[
+            ("total", json!({"type": "integer", "minimum": 0})),
+            ("limit", json!({"type": "integer", "minimum": 1})),
+            ("offset", json!({"type": "integer", "minimum": 0})),
+            ("hasMore", boolean()),
+        ],
+        &["total", "limit", "offset", "hasMore"],
+    );
+    let error = object(
+        &[
+            ("success", json!({"const": false})),
+            (
+                "statusCode",
+                json!({"type": "integer", "minimum": 400, "maximum": 599}),
+            ),
+            (
+                "code",
+                json!({"type": "string", "pattern": "^[A-Z][A-Z_]*$"}),
+            ),
+            ("message", string()),
+            ("details", any()),
+        ],
+        &["success", "statusCode", "code", "message"],
+    );
+    json!({
+        "Organization": org,
+        "Member": member,
+        "Role": role,
+        "Invitation": invitation,
+        "Rule": rule,
+        "Condition": condition,
+        "Violation": violation,
+        "Exemption": exemption,
+        "Policy": policy,
+        "CheckLogEntry": check,
+        "AuditEvent": audit_event,
+        "Checkpoint": checkpoint,
+        "NotificationPreference": preference,
+        "Pagination": pagination,
+        "Error": error,
+    })
+}
