@@ -284,7 +284,7 @@ pub fn routes() -> Vec<Route> {
             .body(body(
                 &[
                     ("userId", text(200)),
-                    ("teamIds", array(string())),
+                    ("teamIds", json!({"type": "array", "items": string(), "minItems": 1, "maxItems": 100})),
                     ("role", nullable(one_of(&["admin", "member"]))),
                 ],
                 &["userId", "teamIds"],
@@ -336,7 +336,7 @@ pub fn routes() -> Vec<Route> {
             .doc("Invite someone by e-mail")
             .body(body(
                 &[
-                    ("email", text(320)),
+                    ("email", json!({"type": "string", "maxLength": 320, "pattern": "^[^@\\s]+@[^@\\s]+$"})),
                     ("role", nullable(one_of(&["admin", "member"]))),
                 ],
                 &["email"],
@@ -470,7 +470,13 @@ pub fn routes() -> Vec<Route> {
             .ok(200, envelope(object(&[("subscribed", integer()), ("published", integer())], &["subscribed", "published"]))),
         post("/api/compliance/subscriptions/bulk", "bulkActivate", compliance(ComplianceWrite), catalog::bulk)
             .doc("Activate or deactivate several subscriptions")
-            .body(body(&[("ruleIds", array(string())), ("isActive", boolean())], &["ruleIds", "isActive"]))
+            .body(body(
+                &[
+                    ("ruleIds", json!({"type": "array", "items": string(), "minItems": 1, "maxItems": 500})),
+                    ("isActive", boolean()),
+                ],
+                &["ruleIds", "isActive"],
+            ))
             .ok(200, envelope(object(&[("ruleIds", array(string())), ("isActive", boolean())], &["ruleIds", "isActive"]))),
         get("/api/compliance/subscriptions/enforced", "enforcedRules", compliance(ComplianceRead), catalog::enforced)
             .doc("The effective rule set: own rules and active subscriptions")

@@ -49,6 +49,29 @@ pub(crate) fn array(items: Value) -> Value {
     json!({"type": "array", "items": items})
 }
 
+/// An array of at most `max` items.
+pub(crate) fn bounded_array(items: Value, max: usize) -> Value {
+    json!({"type": "array", "items": items, "maxItems": max})
+}
+
+/// The schema without its length and size limits (for answers).
+pub(crate) fn loosen(mut schema: Value) -> Value {
+    fn strip(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                for key in ["minLength", "maxLength", "minItems", "maxItems", "pattern"] {
+                    map.remove(key);
+                }
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut schema);
+    schema
+}
+
 /// A reference to a component.
 pub(crate) fn reference(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
@@ -180,16 +203,19 @@ fn operator() -> Value {
 pub(crate) fn rule_body() -> Value {
     object(
         &[
-            ("name", text(200)),
+            ("name", text(compliance_core::MAX_NAME_LENGTH as u32)),
             ("target", one_of(&["plugin", "pipeline"])),
             ("severity", one_of(&["warning", "error", "critical"])),
-            ("field", text(500)),
+            ("field", json!({"type": "string", "minLength": 1})),
             ("operator", operator()),
             ("value", any()),
             ("priority", integer()),
             ("scope", one_of(&["org", "published"])),
-            ("tags", array(string())),
-            ("conditions", array(reference("Condition"))),
+            ("tags", bounded_array(string(), compliance_core::MAX_TAGS)),
+            (
+                "conditions",
+                bounded_array(reference("Condition"), compliance_core::MAX_CONDITIONS),
+            ),
             ("conditionMode", one_of(&["all", "any"])),
             ("isTemplate", boolean()),
             ("propagateToChildren", boolean()),
@@ -261,7 +287,9 @@ pub(crate) fn components() -> Value {
         ],
         &["id", "orgId", "email", "role", "status", "createdAt"],
     );
-    let mut rule = rule_body();
+    // What the server answers carries no request limits: a stored rule is as it was
+    // accepted.
+    let mut rule = loosen(rule_body());
     if let Some(properties) = rule.get_mut("properties").and_then(Value::as_object_mut) {
         for (key, schema) in [
             ("id", string()),
