@@ -245,6 +245,8 @@ impl From<crate::services::ServiceError> for ApiError {
             E::Exemption(refusal @ ExemptionRefusal::Transition { .. }) => {
                 ApiError::conflict(refusal.to_string())
             }
+            E::Tenancy(refusal) => refusal.into(),
+            E::Broken(why) => ApiError::internal(why),
             E::Store(store) => store.into(),
         }
     }

@@ -4,9 +4,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::Utc;
-use compliance_core::{
-    AttributeLimits, Attributes, Dependencies, Rule, RuleSet, Scope, Target, Waivers,
-};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -15,12 +12,8 @@ use crate::http::extract::{Json, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{ok, paginated};
 use crate::http::rules::{parse_rule, RuleQuery};
-use crate::http::state::{event, AppState, Caller};
-use crate::services::rules::{check as check_rule, invalidate};
-use crate::storage::{new_id, OrgRecord};
-
-/// How many stored entities an impact preview evaluates at most, per target.
-pub const IMPACT_SAMPLE_LIMIT: u32 = 10_000;
+use crate::http::state::{AppState, Caller};
+use crate::services::catalog;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -55,19 +48,6 @@ pub(crate) struct ImpactPreview {
     rule: Value,
 }
 
-async fn published(state: &AppState, rule_id: &str) -> Result<Rule, ApiError> {
-    state
-        .store
-        .published_rule(rule_id)
-        .await?
-        .map(|s| s.rule)
-        .ok_or_else(|| ApiError::not_found("published rule"))
-}
-
-async fn changed(state: &AppState, org: &OrgRecord) -> Result<(), ApiError> {
-    Ok(invalidate(state, org, false).await?)
-}
-
 /// `GET /compliance/published-rules`: the catalog, each entry with `subscribed`.
 pub(crate) async fn catalog(
     State(state): State<AppState>,
@@ -77,31 +57,15 @@ pub(crate) async fn catalog(
     let page = q
         .page()
         .check(state.config.http.max_page_limit, &["createdAt"])?;
-    let mut filter = q.filter()?;
-    filter.scope = Some("published".to_owned());
-    filter.include_deleted = false;
-    let (rules, total) = state
-        .store
-        .rules(
-            None,
-            &filter,
-            page.limit,
-            page.offset,
-            page.sort_order == SortOrder::Asc,
-        )
-        .await?;
-    let subscriptions = state.store.subscriptions(&granted.org.id).await?;
-    let items: Vec<Value> = rules
-        .into_iter()
-        .map(|r| {
-            let subscribed = subscriptions.iter().any(|s| s.rule_id == r.rule.id);
-            let mut value = serde_json::to_value(r).unwrap_or(Value::Null);
-            if let Some(object) = value.as_object_mut() {
-                object.insert("subscribed".into(), json!(subscribed));
-            }
-            value
-        })
-        .collect();
+    let filter = q.filter()?;
+    let ascending = page.sort_order == SortOrder::Asc;
+    let (items, total) = catalog::catalog(
+        &state,
+        &granted.org,
+        filter,
+        (page.limit, page.offset, ascending),
+    )
+    .await?;
     Ok(paginated("rules", items, total, &page))
 }
 
@@ -112,42 +76,9 @@ pub(crate) async fn list(
     Query(params): Query<crate::http::extract::PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    let (subscriptions, total) = state
-        .store
-        .subscriptions_page(&granted.org.id, page.limit, page.offset)
-        .await?;
-    let ids: Vec<String> = subscriptions.iter().map(|s| s.rule_id.clone()).collect();
-    let versions = state.store.published_versions(&ids).await?;
-    let items: Vec<Value> = subscriptions
-        .iter()
-        .map(|s| {
-            let latest = versions
-                .iter()
-                .filter(|r| r.id == s.rule_id)
-                .max_by_key(|r| r.version);
-            let shown = s
-                .pinned_version
-                .and_then(|v| {
-                    versions
-                        .iter()
-                        .find(|r| r.id == s.rule_id && r.version == v)
-                })
-                .or(latest);
-            json!({
-                "ruleId": s.rule_id,
-                "isActive": s.active,
-                "pinnedVersion": s.pinned_version,
-                "latestVersion": latest.map(|r| r.version),
-                "rule": shown,
-            })
-        })
-        .collect();
-    Ok(crate::http::response::paginated(
-        "subscriptions",
-        items,
-        total,
-        &page,
-    ))
+    let (items, total) =
+        catalog::subscriptions(&state, &granted.org, page.limit, page.offset).await?;
+    Ok(paginated("subscriptions", items, total, &page))
 }
 
 /// `POST /compliance/subscriptions`: subscribe, inactive.
@@ -156,12 +87,7 @@ pub(crate) async fn subscribe(
     granted: Granted,
     Json(body): Json<RuleRef>,
 ) -> Result<Response, ApiError> {
-    published(&state, &body.rule_id).await?;
-    state
-        .store
-        .subscribe(&granted.org.id, &body.rule_id, Utc::now(), &[])
-        .await?;
-    changed(&state, &granted.org).await?;
+    catalog::subscribe(&state, &granted.org, &body.rule_id, Utc::now()).await?;
     Ok(ok(
         StatusCode::CREATED,
         json!({"ruleId": body.rule_id, "isActive": false, "pinnedVersion": null}),
@@ -175,31 +101,14 @@ pub(crate) async fn clone(
     granted: Granted,
     Json(body): Json<RuleRef>,
 ) -> Result<Response, ApiError> {
-    let mut rule = published(&state, &body.rule_id).await?;
-    rule.id = new_id();
-    rule.version = 1;
-    rule.scope = Scope::Org;
-    rule.is_template = false;
-    rule.conditions
-        .iter_mut()
-        .for_each(|c| c.depends_on_rule = None);
-    if let Some(name) = body.name {
-        rule.name = name;
-    }
-    check_rule(&state, &granted.org, &rule).await?;
-    let audit = [event(
+    let stored = catalog::clone(
+        &state,
         &caller,
-        "compliance.rule.create",
-        &granted.org.id,
-        "rule",
-        &rule.id,
-        json!({"clonedFrom": body.rule_id}),
-    )];
-    let stored = state
-        .store
-        .create_rule(&granted.org.id, &rule, &caller.user_id, Utc::now(), &audit)
-        .await?;
-    changed(&state, &granted.org).await?;
+        &granted.org,
+        (&body.rule_id, body.name),
+        Utc::now(),
+    )
+    .await?;
     Ok(ok(StatusCode::CREATED, stored))
 }
 
@@ -208,55 +117,11 @@ pub(crate) async fn auto_subscribe(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Response, ApiError> {
-    let filter = crate::storage::RuleFilter {
-        scope: Some("published".to_owned()),
-        ..Default::default()
-    };
-    let (rules, _) = state.store.rules(None, &filter, u32::MAX, 0, true).await?;
-    let ids: Vec<String> = rules.into_iter().map(|r| r.rule.id).collect();
-    let added = state
-        .store
-        .subscribe_missing(&granted.org.id, &ids, Utc::now(), &[])
-        .await?;
-    changed(&state, &granted.org).await?;
+    let (added, published) = catalog::auto_subscribe(&state, &granted.org, Utc::now()).await?;
     Ok(ok(
         StatusCode::OK,
-        json!({"subscribed": added, "published": ids.len()}),
+        json!({"subscribed": added, "published": published}),
     ))
-}
-
-async fn activate(
-    state: &AppState,
-    caller: &Caller,
-    granted: Granted,
-    rule_ids: &[String],
-    active: bool,
-) -> Result<(), ApiError> {
-    if rule_ids.is_empty() || rule_ids.len() > 500 {
-        return Err(ApiError::invalid_field(
-            "ruleIds",
-            "must list 1 to 500 rules",
-        ));
-    }
-    let audit: Vec<_> = rule_ids
-        .iter()
-        .map(|rule_id| {
-            event(
-                caller,
-                "compliance.rule.toggle",
-                &granted.org.id,
-                "subscription",
-                rule_id,
-                json!({"isActive": active}),
-            )
-        })
-        .collect();
-    state
-        .store
-        .set_subscriptions_active(&granted.org.id, rule_ids, active, Utc::now(), &audit)
-        .await?;
-    changed(state, &granted.org).await?;
-    Ok(())
 }
 
 /// `PATCH /compliance/subscriptions/:ruleId`: activate or deactivate.
@@ -267,12 +132,13 @@ pub(crate) async fn set_active(
     Path(rule_id): Path<String>,
     Json(body): Json<Activation>,
 ) -> Result<Response, ApiError> {
-    activate(
+    let ids = std::slice::from_ref(&rule_id);
+    catalog::activate(
         &state,
         &caller,
-        granted,
-        std::slice::from_ref(&rule_id),
-        body.is_active,
+        &granted.org,
+        (ids, body.is_active),
+        Utc::now(),
     )
     .await?;
     Ok(ok(
@@ -288,7 +154,8 @@ pub(crate) async fn bulk(
     granted: Granted,
     Json(body): Json<BulkActivation>,
 ) -> Result<Response, ApiError> {
-    activate(&state, &caller, granted, &body.rule_ids, body.is_active).await?;
+    let change = (body.rule_ids.as_slice(), body.is_active);
+    catalog::activate(&state, &caller, &granted.org, change, Utc::now()).await?;
     Ok(ok(
         StatusCode::OK,
         json!({"ruleIds": body.rule_ids, "isActive": body.is_active}),
@@ -315,50 +182,8 @@ pub(crate) async fn impact(
     Json(body): Json<ImpactPreview>,
 ) -> Result<Response, ApiError> {
     let rule = parse_rule(body.rule)?;
-    let target = rule.target;
-    let set = single(&state, rule)?;
-    let snapshots = state
-        .store
-        .snapshots(&granted.org.id, target.as_str(), IMPACT_SAMPLE_LIMIT)
-        .await?;
-    let limits = AttributeLimits {
-        max_depth: usize::MAX,
-        max_keys: usize::MAX,
-    };
-    let mut failing = Vec::new();
-    for (entity, attributes) in &snapshots {
-        if let Ok(attrs) = Attributes::new(attributes, &limits) {
-            let result = set.evaluate(target, &attrs, &Waivers::none());
-            if let Some(violation) = result.violations.into_iter().next() {
-                failing.push(json!({"entityId": entity, "violation": violation}));
-            }
-        }
-    }
-    let samples: Vec<Value> = failing.iter().take(10).cloned().collect();
-    Ok(ok(
-        StatusCode::OK,
-        json!({
-            "target": target,
-            "evaluated": snapshots.len(),
-            "failing": failing.len(),
-            "samples": samples,
-            "source": "entities this service has validated (last attributes per entity); the plugin and pipeline inventories are not consulted yet",
-        }),
-    ))
-}
-
-fn single(state: &AppState, mut rule: Rule) -> Result<RuleSet, ApiError> {
-    if rule.id.is_empty() {
-        rule.id = "preview".to_owned();
-    }
-    rule.conditions
-        .iter_mut()
-        .for_each(|c| c.depends_on_rule = None);
-    RuleSet::compile(
-        [rule],
-        &crate::compliance::compile_options(&state.config, Dependencies::Strict),
-    )
-    .map_err(ApiError::rules)
+    let impact = catalog::impact(&state, &granted.org, rule).await?;
+    Ok(ok(StatusCode::OK, impact))
 }
 
 /// `POST /compliance/subscriptions/preview`: one rule against caller-supplied attributes.
@@ -367,20 +192,7 @@ pub(crate) async fn preview(
     Json(body): Json<Preview>,
 ) -> Result<Response, ApiError> {
     let rule = parse_rule(body.rule)?;
-    let target: Target = rule.target;
-    let set = single(&state, rule)?;
-    let attributes = Attributes::new(&body.attributes, &state.config.attribute_limits()).map_err(
-        |e| match e {
-            compliance_core::Error::AttributeLimitExceeded(l) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "ATTRIBUTE_LIMIT_EXCEEDED",
-                l.to_string(),
-            )
-            .with_details(json!({"limit": l.limit, "max": l.max, "actual": l.actual})),
-            other => ApiError::invalid_field("attributes", other.to_string()),
-        },
-    )?;
-    let result = set.evaluate(target, &attributes, &Waivers::none());
+    let result = catalog::preview(&state, rule, body.attributes).await?;
     Ok(ok(
         StatusCode::OK,
         json!({"blocked": result.blocked, "violations": result.violations, "exempted": result.exempted}),
@@ -393,21 +205,10 @@ pub(crate) async fn pin(
     granted: Granted,
     Path(rule_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let rule = published(&state, &rule_id).await?;
-    state
-        .store
-        .pin_subscription(
-            &granted.org.id,
-            &rule_id,
-            Some(rule.version),
-            Utc::now(),
-            &[],
-        )
-        .await?;
-    changed(&state, &granted.org).await?;
+    let version = catalog::pin(&state, &granted.org, &rule_id, true, Utc::now()).await?;
     Ok(ok(
         StatusCode::OK,
-        json!({"ruleId": rule_id, "pinnedVersion": rule.version}),
+        json!({"ruleId": rule_id, "pinnedVersion": version}),
     ))
 }
 
@@ -417,11 +218,7 @@ pub(crate) async fn unpin(
     granted: Granted,
     Path(rule_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    state
-        .store
-        .pin_subscription(&granted.org.id, &rule_id, None, Utc::now(), &[])
-        .await?;
-    changed(&state, &granted.org).await?;
+    catalog::pin(&state, &granted.org, &rule_id, false, Utc::now()).await?;
     Ok(ok(
         StatusCode::OK,
         json!({"ruleId": rule_id, "pinnedVersion": null}),
@@ -434,11 +231,7 @@ pub(crate) async fn unsubscribe(
     granted: Granted,
     Path(rule_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    state
-        .store
-        .unsubscribe(&granted.org.id, &rule_id, &[])
-        .await?;
-    changed(&state, &granted.org).await?;
+    catalog::unsubscribe(&state, &granted.org, &rule_id).await?;
     Ok(ok(
         StatusCode::OK,
         json!({"ruleId": rule_id, "unsubscribed": true}),

@@ -5,7 +5,6 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::Utc;
 use serde::Deserialize;
-use serde_json::json;
 use tenancy::MembershipRole;
 
 use crate::error::ApiError;
@@ -13,7 +12,8 @@ use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::organizations::text;
 use crate::http::response::{ok, paginated};
-use crate::http::state::{event, AppState, Caller};
+use crate::http::state::{AppState, Caller};
+use crate::services::invitations;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -29,7 +29,6 @@ pub(crate) async fn send(
     granted: Granted,
     Json(body): Json<SendInvitation>,
 ) -> Result<Response, ApiError> {
-    let org_id = granted.org.id.clone();
     let email = text("email", &body.email, 320)?;
     if !email.contains('@') || email.starts_with('@') || email.ends_with('@') {
         return Err(ApiError::invalid_field(
@@ -42,21 +41,14 @@ pub(crate) async fn send(
         "admin" => MembershipRole::Admin,
         _ => return Err(ApiError::invalid_field("role", "must be admin or member")),
     };
-    let audit = |invitation_id: &str| {
-        vec![event(
-            &caller,
-            "invitation.send",
-            &org_id,
-            "invitation",
-            invitation_id,
-            json!({"role": role}),
-        )]
-    };
-    let invitation = state
-        .store
-        .create_invitation(&org_id, &email, role, &caller.user_id, Utc::now(), &audit)
-        .await?;
-
+    let invitation = invitations::send(
+        &state.store,
+        &caller,
+        &granted.org,
+        (&email, role),
+        Utc::now(),
+    )
+    .await?;
     Ok(ok(StatusCode::CREATED, invitation))
 }
 
@@ -67,16 +59,15 @@ pub(crate) async fn list(
     Query(params): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    let org_id = granted.org.id.clone();
-    let (items, total) = state
-        .store
-        .invitations(
-            &org_id,
-            page.limit,
-            page.offset,
-            page.sort_order == SortOrder::Asc,
-        )
-        .await?;
+    let ascending = page.sort_order == SortOrder::Asc;
+    let (items, total) = invitations::list(
+        &state.store,
+        &granted.org,
+        page.limit,
+        page.offset,
+        ascending,
+    )
+    .await?;
     Ok(paginated("invitations", items, total, &page))
 }
 
@@ -87,18 +78,7 @@ pub(crate) async fn revoke(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let org_id = granted.org.id.clone();
-    let audit = [event(
-        &caller,
-        "invitation.revoke",
-        &org_id,
-        "invitation",
-        &id,
-        json!({}),
-    )];
-    state.store.revoke_invitation(&org_id, &id, &audit).await?;
-
-    let invitation = state.store.invitation(&org_id, &id).await?;
+    let invitation = invitations::revoke(&state.store, &caller, &granted.org, &id).await?;
     Ok(ok(StatusCode::OK, invitation))
 }
 
@@ -109,20 +89,7 @@ pub(crate) async fn resend(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let org_id = granted.org.id.clone();
-    let audit = [event(
-        &caller,
-        "invitation.resend",
-        &org_id,
-        "invitation",
-        &id,
-        json!({}),
-    )];
-    state
-        .store
-        .resend_invitation(&org_id, &id, Utc::now(), &audit)
-        .await?;
-
-    let invitation = state.store.invitation(&org_id, &id).await?;
+    let invitation =
+        invitations::resend(&state.store, &caller, &granted.org, &id, Utc::now()).await?;
     Ok(ok(StatusCode::OK, invitation))
 }

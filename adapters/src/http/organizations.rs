@@ -1,20 +1,20 @@
 //! `/organization`: organizations and teams, tier, export, ownership transfer.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::Utc;
 use entitlements::Tier;
 use serde::Deserialize;
 use serde_json::json;
-use tenancy::{builtin_roles, check_bootstrap, check_team_parent, is_reserved_name};
+use tenancy::is_reserved_name;
 
 use crate::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::{gate, Granted, Named};
 use crate::http::response::{ok, paginated};
-use crate::http::state::{event, event_on, AppState, Caller};
-use crate::storage::NewOrganization;
+use crate::http::state::{AppState, Caller};
+use crate::services::organizations::{self, Creation};
 
 pub(crate) fn text(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
     let value = value.trim();
@@ -82,76 +82,43 @@ pub(crate) async fn create(
         .as_deref()
         .map(|d| text("displayName", d, 200))
         .transpose()?;
-    let now = Utc::now();
-    let new = if is_reserved_name(&name) {
-        if body.parent_org_id.is_some() {
-            return Err(ApiError::invalid_field(
-                "parentOrgId",
-                "the system organization cannot be a team",
-            ));
-        }
-        let email = caller.email.as_deref().unwrap_or_default();
-        check_bootstrap(
-            &state.config.bootstrap,
-            email,
-            state.store.system_exists().await?,
-        )?;
-        NewOrganization {
-            name: tenancy::SYSTEM_ORG_NAME.to_owned(),
-            display_name,
-            parent_org_id: None,
-            tier: Tier::Enterprise,
-            is_system: true,
-            owner_id: caller.user_id.clone(),
-            builtin_roles: builtin_roles(true),
-        }
-    } else if let Some(parent_id) = &body.parent_org_id {
-        // A team needs `org:settings` in its parent: a check on the body's
-        // organization, beside the route's own (any authenticated user).
-        let parent = gate(
-            &state,
-            &caller,
-            parent_id,
-            Named::Path,
-            tenancy::Access::Permission(tenancy::Permission::OrgSettings).requirement(true, false),
-            "POST /api/organization",
-        )
-        .await?;
-        check_team_parent(&parent.org.organization())?;
-        NewOrganization {
-            name,
-            display_name,
-            parent_org_id: Some(parent.org.id.clone()),
-            tier: parent.org.tier,
-            is_system: false,
-            owner_id: caller.user_id.clone(),
-            builtin_roles: builtin_roles(false),
-        }
-    } else {
-        NewOrganization {
-            name,
-            display_name,
-            parent_org_id: None,
-            tier: Tier::Developer,
-            is_system: false,
-            owner_id: caller.user_id.clone(),
-            builtin_roles: builtin_roles(false),
-        }
+    if is_reserved_name(&name) && body.parent_org_id.is_some() {
+        return Err(ApiError::invalid_field(
+            "parentOrgId",
+            "the system organization cannot be a team",
+        ));
+    }
+    // A team needs `org:settings` in its parent: a check on the body's organization,
+    // beside the route's own (any authenticated user).
+    let parent = match &body.parent_org_id {
+        Some(parent_id) => Some(
+            gate(
+                &state,
+                &caller,
+                parent_id,
+                Named::Path,
+                tenancy::Access::Permission(tenancy::Permission::OrgSettings)
+                    .requirement(true, false),
+                "POST /api/organization",
+            )
+            .await?
+            .org,
+        ),
+        None => None,
     };
-    let details =
-        json!({"name": new.name, "parentOrgId": new.parent_org_id, "system": new.is_system});
-    let audit = |org_id: &str| {
-        vec![event(
-            &caller,
-            "org.create",
-            org_id,
-            "organization",
-            org_id,
-            details.clone(),
-        )]
+    let creation = Creation {
+        name,
+        display_name,
+        parent,
     };
-    let org = state.store.create_organization(new, now, &audit).await?;
-
+    let org = organizations::create(
+        &state.store,
+        &caller,
+        &state.config.bootstrap,
+        creation,
+        Utc::now(),
+    )
+    .await?;
     Ok(ok(StatusCode::CREATED, org))
 }
 
@@ -165,7 +132,6 @@ pub(crate) async fn update(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
-    Path(id): Path<String>,
     Json(body): Json<UpdateOrganization>,
 ) -> Result<Response, ApiError> {
     let name = body
@@ -173,45 +139,19 @@ pub(crate) async fn update(
         .as_deref()
         .map(|n| text("name", n, 100))
         .transpose()?;
-    // `system` names the system organization, and only it.
-    if name
-        .as_deref()
-        .is_some_and(|n| is_reserved_name(n) != granted.org.is_system)
-    {
-        return Err(ApiError::invalid_field(
-            "name",
-            "`system` is reserved for the system organization",
-        ));
-    }
     let display_name = body
         .display_name
         .as_deref()
         .map(|d| text("displayName", d, 200))
         .transpose()?;
-    let audit = [event(
+    let org = organizations::update(
+        &state.store,
         &caller,
-        "org.update",
-        &id,
-        "organization",
-        &id,
-        json!({"name": name, "displayName": display_name}),
-    )];
-    state
-        .store
-        .update_organization(
-            &id,
-            name.as_deref(),
-            display_name.as_deref(),
-            Utc::now(),
-            &audit,
-        )
-        .await?;
-
-    let org = state
-        .store
-        .organization(&id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("organization"))?;
+        &granted.org,
+        (name.as_deref(), display_name.as_deref()),
+        Utc::now(),
+    )
+    .await?;
     Ok(ok(StatusCode::OK, org))
 }
 
@@ -220,35 +160,12 @@ pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
-    Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    if granted.org.is_system {
-        return Err(ApiError::conflict(
-            "the system organization cannot be deleted",
-        ));
-    }
-    let (teams, _) = state.store.teams(&id, u32::MAX, 0, true).await?;
-    let audit = [event_on(
-        &caller,
-        "admin.org.delete",
-        (&id, Some(&id)),
-        ("organization", &id),
-        json!({}),
-    )];
-    state
-        .store
-        .delete_organization(&id, Utc::now(), &audit)
-        .await?;
-    // Cached rule sets carry the organization: a deleted one must not validate on.
-    let mut gone: Vec<String> = teams.into_iter().map(|t| t.id).collect();
-    gone.push(id.clone());
-    crate::compliance::forget(
-        &state.store,
-        &state.rule_cache,
-        crate::compliance::Stale::Orgs(gone),
-    )
-    .await;
-    Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
+    organizations::delete(&state, &caller, &granted.org, Utc::now()).await?;
+    Ok(ok(
+        StatusCode::OK,
+        json!({"id": granted.org.id, "deleted": true}),
+    ))
 }
 
 /// `PATCH /organization/:id/tier` (super-admin, step-up).
@@ -256,26 +173,13 @@ pub(crate) async fn change_tier(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
-    Path(id): Path<String>,
     Json(body): Json<ChangeTier>,
 ) -> Result<Response, ApiError> {
     let tier = Tier::parse(&body.tier).ok_or_else(|| {
         ApiError::invalid_field("tier", "must be developer, pro, team or enterprise")
     })?;
-    let audit = [event_on(
-        &caller,
-        "admin.org.tier.update",
-        (&id, Some(&id)),
-        ("organization", &id),
-        json!({"from": granted.org.tier, "to": tier}),
-    )];
-    state.store.set_tier(&id, tier, Utc::now(), &audit).await?;
-
-    let org = state
-        .store
-        .organization(&id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("organization"))?;
+    let org =
+        organizations::change_tier(&state.store, &caller, &granted.org, tier, Utc::now()).await?;
     Ok(ok(StatusCode::OK, org))
 }
 
@@ -284,25 +188,9 @@ pub(crate) async fn export(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
-    Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let (members, _) = state.store.members(&id, u32::MAX, 0, true).await?;
-    let (teams, _) = state.store.teams(&id, u32::MAX, 0, true).await?;
-    let (invitations, _) = state.store.invitations(&id, u32::MAX, 0, true).await?;
-    let audit = [event_on(
-        &caller,
-        "admin.org.export",
-        (&id, Some(&id)),
-        ("organization", &id),
-        json!({}),
-    )];
-    let roles = state.store.roles(&id).await?;
-    state.store.record_events(&audit).await?;
-
-    Ok(ok(
-        StatusCode::OK,
-        json!({"organization": granted.org, "members": members, "teams": teams, "roles": roles, "invitations": invitations}),
-    ))
+    let export = organizations::export(&state.store, &caller, &granted.org).await?;
+    Ok(ok(StatusCode::OK, export))
 }
 
 /// `GET /me/organizations`: the organizations the caller belongs to, with the
@@ -313,16 +201,9 @@ pub(crate) async fn mine(
     Query(params): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    let (items, total) = state
-        .store
-        .organizations_of(&caller.user_id, page.limit, page.offset)
-        .await?;
-    Ok(crate::http::response::paginated(
-        "organizations",
-        items,
-        total,
-        &page,
-    ))
+    let (items, total) =
+        organizations::mine(&state.store, &caller.user_id, page.limit, page.offset).await?;
+    Ok(paginated("organizations", items, total, &page))
 }
 
 /// `PATCH /organization/:id/transfer-owner` (`org:settings`, step-up).
@@ -330,75 +211,37 @@ pub(crate) async fn transfer_owner(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
-    Path(id): Path<String>,
     Json(body): Json<TransferOwner>,
 ) -> Result<Response, ApiError> {
     let to = text("userId", &body.user_id, 200)?;
-    let target = state
-        .store
-        .membership(&id, &to)
-        .await?
-        .map(|m| m.membership());
-    let mut actor = caller.principal();
-    actor.super_admin = granted.super_admin;
     let window = chrono::Duration::from_std(state.config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
-    let plan = tenancy::plan_transfer(
-        &actor,
-        &granted.org.owner_id,
-        target.as_ref(),
-        Utc::now(),
-        window,
+    let org = organizations::transfer_owner(
+        &state.store,
+        (&caller, granted.super_admin),
+        &granted.org,
+        &to,
+        (Utc::now(), window),
     )
-    .map_err(|e| match e {
-        tenancy::TenancyError::NewOwnerNotMember => {
-            ApiError::invalid_field("userId", e.to_string())
-        }
-        other => ApiError::from(other),
-    })?;
-    let grant = crate::http::members::builtin(&state, &id, plan.grant).await?;
-    let revoke = match plan.revoke {
-        Some(name) => Some(crate::http::members::builtin(&state, &id, name).await?.id),
-        None => None,
-    };
-    let audit = [event(
-        &caller,
-        "org.ownership.transfer",
-        &id,
-        "organization",
-        &id,
-        json!({"from": plan.from, "to": plan.to}),
-    )];
-    state
-        .store
-        .transfer_owner(
-            &id,
-            (&plan.from, &plan.to),
-            (&grant.id, revoke.as_deref()),
-            Utc::now(),
-            &audit,
-        )
-        .await?;
-
-    let org = state
-        .store
-        .organization(&id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("organization"))?;
+    .await?;
     Ok(ok(StatusCode::OK, org))
 }
 
 /// `GET /organization/:id/teams` (member): the teams nested under it.
 pub(crate) async fn teams(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    granted: Granted,
     Query(params): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let ascending = page.sort_order == crate::http::extract::SortOrder::Asc;
-    let (teams, total) = state
-        .store
-        .teams(&id, page.limit, page.offset, ascending)
-        .await?;
-    Ok(paginated("teams", teams, total, &page))
+    let (items, total) = organizations::teams(
+        &state.store,
+        &granted.org,
+        page.limit,
+        page.offset,
+        ascending,
+    )
+    .await?;
+    Ok(paginated("teams", items, total, &page))
 }

@@ -8,8 +8,12 @@
 //!
 //! [`Store`]: crate::storage::Store
 
+pub mod catalog;
 pub mod checks;
 pub mod exemptions;
+pub mod invitations;
+pub mod members;
+pub mod organizations;
 pub mod policies;
 pub mod rules;
 pub mod templates;
@@ -53,6 +57,12 @@ pub enum ServiceError {
     /// The check could not be made in time, or at all: fail closed.
     #[error("the compliance rules could not be loaded in time")]
     Unavailable,
+    /// tenancy refused (an escalation, a built-in Role, the last super-admin...).
+    #[error(transparent)]
+    Tenancy(#[from] tenancy::TenancyError),
+    /// Stored data breaks an invariant the server keeps (a built-in Role missing).
+    #[error("{0}")]
+    Broken(String),
     /// Storage failed.
     #[error(transparent)]
     Store(#[from] StoreError),

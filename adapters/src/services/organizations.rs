@@ -1,0 +1,290 @@
+//! Organizations and teams: creation (root, team, or the system organization by a
+//! bootstrap identifier), renaming, deletion, tier, export, ownership transfer.
+//! tenancy decides (bootstrap, team nesting, the transfer's plan); every change is
+//! audited in the same transaction.
+
+use chrono::{DateTime, Duration, Utc};
+use entitlements::Tier;
+use serde::Serialize;
+use serde_json::json;
+use tenancy::{builtin_roles, check_bootstrap, check_team_parent, is_reserved_name, BootstrapList};
+
+use super::members::builtin;
+use super::{ServiceError, ServiceResult};
+use crate::http::state::{event, event_on, AppState, Caller};
+use crate::storage::{
+    InvitationRecord, MemberRecord, MyOrganization, NewOrganization, OrgRecord, RoleRecord, Store,
+};
+
+/// A new organization as the request names it (checked text).
+#[derive(Debug, Clone)]
+pub struct Creation {
+    /// Its name; `system` asks for the system organization.
+    pub name: String,
+    /// Its display name.
+    pub display_name: Option<String>,
+    /// The parent, for a team, already authorized (`org:settings` there).
+    pub parent: Option<OrgRecord>,
+}
+
+/// Creates a root organization (the caller owns it), a team under `parent`, or the
+/// system organization (bootstrap identifiers only, once).
+pub async fn create(
+    store: &Store,
+    caller: &Caller,
+    bootstrap: &BootstrapList,
+    creation: Creation,
+    now: DateTime<Utc>,
+) -> ServiceResult<OrgRecord> {
+    let Creation {
+        name,
+        display_name,
+        parent,
+    } = creation;
+    let owner_id = caller.user_id.clone();
+    let new = if is_reserved_name(&name) {
+        if parent.is_some() {
+            return Err(ServiceError::invalid(
+                "parentOrgId",
+                "the system organization cannot be a team",
+            ));
+        }
+        let email = caller.email.as_deref().unwrap_or_default();
+        check_bootstrap(bootstrap, email, store.system_exists().await?)?;
+        NewOrganization {
+            name: tenancy::SYSTEM_ORG_NAME.to_owned(),
+            display_name,
+            parent_org_id: None,
+            tier: Tier::Enterprise,
+            is_system: true,
+            owner_id,
+            builtin_roles: builtin_roles(true),
+        }
+    } else if let Some(parent) = parent {
+        check_team_parent(&parent.organization())?;
+        NewOrganization {
+            name,
+            display_name,
+            parent_org_id: Some(parent.id.clone()),
+            tier: parent.tier,
+            is_system: false,
+            owner_id,
+            builtin_roles: builtin_roles(false),
+        }
+    } else {
+        NewOrganization {
+            name,
+            display_name,
+            parent_org_id: None,
+            tier: Tier::Developer,
+            is_system: false,
+            owner_id,
+            builtin_roles: builtin_roles(false),
+        }
+    };
+    let details =
+        json!({"name": new.name, "parentOrgId": new.parent_org_id, "system": new.is_system});
+    let audit = |org_id: &str| {
+        vec![event(
+            caller,
+            "org.create",
+            org_id,
+            "organization",
+            org_id,
+            details.clone(),
+        )]
+    };
+    Ok(store.create_organization(new, now, &audit).await?)
+}
+
+async fn reread(store: &Store, id: &str) -> ServiceResult<OrgRecord> {
+    store
+        .organization(id)
+        .await?
+        .ok_or(ServiceError::NotFound("organization"))
+}
+
+/// Renames an organization; `system` names the system organization and only it.
+pub async fn update(
+    store: &Store,
+    caller: &Caller,
+    org: &OrgRecord,
+    (name, display_name): (Option<&str>, Option<&str>),
+    now: DateTime<Utc>,
+) -> ServiceResult<OrgRecord> {
+    if name.is_some_and(|n| is_reserved_name(n) != org.is_system) {
+        return Err(ServiceError::invalid(
+            "name",
+            "`system` is reserved for the system organization",
+        ));
+    }
+    let audit = [event(
+        caller,
+        "org.update",
+        &org.id,
+        "organization",
+        &org.id,
+        json!({"name": name, "displayName": display_name}),
+    )];
+    store
+        .update_organization(&org.id, name, display_name, now, &audit)
+        .await?;
+    reread(store, &org.id).await
+}
+
+/// Soft-deletes an organization and its teams (never the system organization); the
+/// rule caches of every replica forget them.
+pub async fn delete(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    if org.is_system {
+        return Err(ServiceError::Conflict(
+            "the system organization cannot be deleted".to_owned(),
+        ));
+    }
+    let store = &state.store;
+    let (teams, _) = store.teams(&org.id, u32::MAX, 0, true).await?;
+    let audit = [event_on(
+        caller,
+        "admin.org.delete",
+        (&org.id, Some(&org.id)),
+        ("organization", &org.id),
+        json!({}),
+    )];
+    store.delete_organization(&org.id, now, &audit).await?;
+    // Cached rule sets carry the organization: a deleted one must not validate on.
+    let mut gone: Vec<String> = teams.into_iter().map(|t| t.id).collect();
+    gone.push(org.id.clone());
+    crate::compliance::forget(
+        store,
+        &state.rule_cache,
+        crate::compliance::Stale::Orgs(gone),
+    )
+    .await;
+    Ok(())
+}
+
+/// Moves an organization to another tier.
+pub async fn change_tier(
+    store: &Store,
+    caller: &Caller,
+    org: &OrgRecord,
+    tier: Tier,
+    now: DateTime<Utc>,
+) -> ServiceResult<OrgRecord> {
+    let audit = [event_on(
+        caller,
+        "admin.org.tier.update",
+        (&org.id, Some(&org.id)),
+        ("organization", &org.id),
+        json!({"from": org.tier, "to": tier}),
+    )];
+    store.set_tier(&org.id, tier, now, &audit).await?;
+    reread(store, &org.id).await
+}
+
+/// Everything the organization holds about people and access.
+#[derive(Debug, Clone, Serialize)]
+pub struct Export {
+    /// The organization.
+    pub organization: OrgRecord,
+    /// Its members.
+    pub members: Vec<MemberRecord>,
+    /// Its teams.
+    pub teams: Vec<OrgRecord>,
+    /// Its Roles.
+    pub roles: Vec<RoleRecord>,
+    /// Its invitations.
+    pub invitations: Vec<InvitationRecord>,
+}
+
+/// The organization's export, audited `admin.org.export`.
+pub async fn export(store: &Store, caller: &Caller, org: &OrgRecord) -> ServiceResult<Export> {
+    let (members, _) = store.members(&org.id, u32::MAX, 0, true).await?;
+    let (teams, _) = store.teams(&org.id, u32::MAX, 0, true).await?;
+    let (invitations, _) = store.invitations(&org.id, u32::MAX, 0, true).await?;
+    let roles = store.roles(&org.id).await?;
+    let audit = [event_on(
+        caller,
+        "admin.org.export",
+        (&org.id, Some(&org.id)),
+        ("organization", &org.id),
+        json!({}),
+    )];
+    store.record_events(&audit).await?;
+    Ok(Export {
+        organization: org.clone(),
+        members,
+        teams,
+        roles,
+        invitations,
+    })
+}
+
+/// A page of the organizations `user_id` belongs to: (organizations, total).
+pub async fn mine(
+    store: &Store,
+    user_id: &str,
+    limit: u32,
+    offset: u64,
+) -> ServiceResult<(Vec<MyOrganization>, u64)> {
+    Ok(store.organizations_of(user_id, limit, offset).await?)
+}
+
+/// A page of the organization's teams: (teams, total).
+pub async fn teams(
+    store: &Store,
+    org: &OrgRecord,
+    limit: u32,
+    offset: u64,
+    ascending: bool,
+) -> ServiceResult<(Vec<OrgRecord>, u64)> {
+    Ok(store.teams(&org.id, limit, offset, ascending).await?)
+}
+
+/// Hands the ownership to `to`, an active member, as tenancy plans it (the owner
+/// or a super-admin, with a fresh step-up); the Owner Role moves with it.
+pub async fn transfer_owner(
+    store: &Store,
+    (caller, super_admin): (&Caller, bool),
+    org: &OrgRecord,
+    to: &str,
+    (now, step_up_window): (DateTime<Utc>, Duration),
+) -> ServiceResult<OrgRecord> {
+    let target = store.membership(&org.id, to).await?.map(|m| m.membership());
+    let mut actor = caller.principal();
+    actor.super_admin = super_admin;
+    let plan = tenancy::plan_transfer(&actor, &org.owner_id, target.as_ref(), now, step_up_window)
+        .map_err(|e| match e {
+            tenancy::TenancyError::NewOwnerNotMember => {
+                ServiceError::invalid("userId", e.to_string())
+            }
+            other => other.into(),
+        })?;
+    let grant = builtin(store, &org.id, plan.grant).await?;
+    let revoke = match plan.revoke {
+        Some(name) => Some(builtin(store, &org.id, name).await?.id),
+        None => None,
+    };
+    let audit = [event(
+        caller,
+        "org.ownership.transfer",
+        &org.id,
+        "organization",
+        &org.id,
+        json!({"from": plan.from, "to": plan.to}),
+    )];
+    store
+        .transfer_owner(
+            &org.id,
+            (&plan.from, &plan.to),
+            (&grant.id, revoke.as_deref()),
+            now,
+            &audit,
+        )
+        .await?;
+    reread(store, &org.id).await
+}
