@@ -97,7 +97,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         started.elapsed().as_secs_f64()
     );
     let started = Instant::now();
-    let verdict = adapters::http::audit::verify_chain(&store, &chain, None)
+    let verdict = adapters::services::audit::verify_chain(&store, &chain, None)
         .await
         .map_err(|e| e.to_string())?;
     println!(

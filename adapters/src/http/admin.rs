@@ -16,19 +16,12 @@ use serde_json::json;
 
 use crate::error::ApiError;
 use crate::http::response::ok;
-use crate::http::state::{event, AppState, Caller};
-
-/// The caller, whom the route's guard admitted as a super-admin.
-fn super_admin(caller: &Caller) -> tenancy::Principal {
-    tenancy::Principal {
-        super_admin: true,
-        ..caller.principal()
-    }
-}
+use crate::http::state::{AppState, Caller};
+use crate::services::admin;
 
 /// `GET /admin/super-admins`.
 pub(crate) async fn list(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let ids = state.store.super_admins().await?;
+    let ids = admin::list(&state.store).await?;
     Ok(ok(StatusCode::OK, json!({"superAdmins": ids})))
 }
 
@@ -38,33 +31,9 @@ async fn change(
     user_id: &str,
     grant: bool,
 ) -> Result<Response, ApiError> {
-    let actor = super_admin(caller);
-    let count = state.store.super_admins().await?.len();
     let window = chrono::Duration::from_std(state.config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
-    tenancy::check_super_admin_change(&actor, grant, count, Utc::now(), window)?;
-    let system = state
-        .store
-        .system_organization()
-        .await?
-        .ok_or_else(|| ApiError::forbidden("there is no system organization"))?;
-    let action = if grant {
-        "admin.superadmin.grant"
-    } else {
-        "admin.superadmin.revoke"
-    };
-    let audit = [event(
-        caller,
-        action,
-        &system.id,
-        "user",
-        user_id,
-        json!({}),
-    )];
-    state
-        .store
-        .set_super_admin(user_id, grant, Utc::now(), &audit)
-        .await?;
+    admin::change(&state.store, caller, user_id, grant, (Utc::now(), window)).await?;
     Ok(ok(
         StatusCode::OK,
         json!({"userId": user_id, "superAdmin": grant}),

@@ -12,10 +12,8 @@ use crate::http::extract::{PageParams, Query, RawBody, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{ok, paginated, paginated_with};
 use crate::http::state::{AppState, ServiceCaller};
+use crate::services::audit;
 use crate::storage::AuditFilter;
-
-/// Rows read per batch while verifying: memory stays bounded by this, not the chain.
-pub const VERIFY_BATCH: u32 = 1_000;
 
 /// The body of `POST /audit/events`.
 #[derive(Debug, Deserialize)]
@@ -61,10 +59,6 @@ pub(crate) async fn ingest(
             )
         })?
         .to_owned();
-    audit_chain::check_remote_action(&body.action).map_err(|e| match e {
-        audit_chain::ActionError::PlatformAuthority(_) => ApiError::forbidden(e.to_string()),
-        other => ApiError::invalid_field("action", other.to_string()),
-    })?;
     if body.service.as_deref().is_some_and(|s| s != caller.service) {
         return Err(ApiError::invalid_field(
             "service",
@@ -95,7 +89,7 @@ pub(crate) async fn ingest(
         service: Some(caller.service),
         idempotency_key: Some(key),
     };
-    let (row, new) = state.store.append_audit(event, now).await?;
+    let (row, new) = audit::ingest(&state.store, event, now).await?;
     Ok(ok(
         if new {
             StatusCode::CREATED
@@ -158,15 +152,9 @@ pub(crate) async fn query(
         from: instant("from", q.from.as_deref())?,
         to: instant("to", q.to.as_deref())?,
     };
-    let (events, total) = state
-        .store
-        .audit_events(
-            &filter,
-            page.limit,
-            page.offset,
-            page.sort_order == SortOrder::Asc,
-        )
-        .await?;
+    let ascending = page.sort_order == SortOrder::Asc;
+    let (events, total) =
+        audit::query(&state.store, &filter, (page.limit, page.offset, ascending)).await?;
     Ok(paginated("events", events, total, &page))
 }
 
@@ -191,38 +179,8 @@ pub(crate) async fn verify(
         .checkpoints
         .as_ref()
         .map(|c| c.signer.verifier());
-    let verification = verify_chain(&state.store, &chain, verifier.as_ref()).await?;
+    let verification = audit::verify_chain(&state.store, &chain, verifier.as_ref()).await?;
     Ok(ok(StatusCode::OK, verification))
-}
-
-/// What `GET /audit/verify` answers: the chain's own verdict and, when checkpoints are
-/// signed, the verdict of the chain against them; `ok` only when both hold.
-#[derive(Debug, Clone)]
-pub struct ChainReport {
-    /// The chain links and every row re-hashes, and it agrees with its checkpoints.
-    pub ok: bool,
-    /// The hash chain alone.
-    pub chain: audit_chain::Verification,
-    /// The chain against its signed checkpoints (absent when checkpoints are off).
-    pub checkpoints: Option<audit_chain::CheckpointVerdict>,
-}
-
-impl serde::Serialize for ChainReport {
-    /// The chain's fields (`brokenAt`, `count`, ...), with `ok` for both verdicts and
-    /// `checkpoints` beside them.
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut value = serde_json::to_value(&self.chain).map_err(serde::ser::Error::custom)?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert("ok".to_owned(), self.ok.into());
-            if let Some(checkpoints) = &self.checkpoints {
-                object.insert(
-                    "checkpoints".to_owned(),
-                    serde_json::to_value(checkpoints).map_err(serde::ser::Error::custom)?,
-                );
-            }
-        }
-        value.serialize(serializer)
-    }
 }
 
 /// The query of `GET /audit/checkpoints`.
@@ -244,22 +202,8 @@ pub(crate) async fn checkpoints(
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
-    let org_id = granted.org.id.clone();
-    let (items, total) = state
-        .store
-        .checkpoints(&org_id, page.limit, page.offset)
-        .await?;
-    // Newest first: the first page already starts with the latest.
-    let latest = match (page.offset, items.first()) {
-        (0, first) => first.cloned(),
-        _ => state
-            .store
-            .checkpoints(&org_id, 1, 0)
-            .await?
-            .0
-            .into_iter()
-            .next(),
-    };
+    let (items, total, latest) =
+        audit::checkpoints(&state.store, &granted.org.id, page.limit, page.offset).await?;
     let latest = serde_json::to_value(latest).unwrap_or(Value::Null);
     Ok(paginated_with(
         "checkpoints",
@@ -287,51 +231,4 @@ pub(crate) async fn checkpoint_key(State(state): State<AppState>) -> Result<Resp
         format!("{}\n", settings.signer.verifier_key()),
     )
         .into_response())
-}
-
-/// Streams a stored chain through the verifier in batches.
-pub async fn verify_chain(
-    store: &crate::storage::Store,
-    chain: &str,
-    checkpoints: Option<&audit_chain::NoteVerifier>,
-) -> Result<ChainReport, ApiError> {
-    let mut check = match checkpoints {
-        Some(key) => {
-            let notes = store.checkpoint_notes(chain).await?;
-            Some(audit_chain::CheckpointCheck::new(
-                chain,
-                notes.iter().map(String::as_str),
-                key,
-            ))
-        }
-        None => None,
-    };
-    let mut verifier = audit_chain::ChainVerifier::new();
-    let mut after = 0;
-    loop {
-        let batch = store.chain_batch(chain, after, VERIFY_BATCH).await?;
-        let Some(last) = batch.last() else { break };
-        after = last.seq;
-        let full = batch.len() == VERIFY_BATCH as usize;
-        let mut intact = true;
-        for row in &batch {
-            if let Some(check) = &mut check {
-                check.push(row);
-            }
-            if !verifier.push(row) {
-                intact = false;
-                break;
-            }
-        }
-        if !intact || !full {
-            break;
-        }
-    }
-    let chain = verifier.finish();
-    let checkpoints = check.map(audit_chain::CheckpointCheck::finish);
-    Ok(ChainReport {
-        ok: chain.ok && checkpoints.as_ref().is_none_or(|c| c.ok),
-        chain,
-        checkpoints,
-    })
 }

@@ -9,6 +9,7 @@ use crate::http::extract::{PageParams, Query};
 use crate::http::gate::Granted;
 use crate::http::response::paginated;
 use crate::http::state::AppState;
+use crate::services::checks;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -47,16 +48,11 @@ pub(crate) async fn checks(
             "must be plugin or pipeline",
         ));
     }
-    let (items, total) = state
-        .store
-        .checks(
-            &granted.org.id,
-            q.target.as_deref(),
-            q.result.as_deref(),
-            q.entity_id.as_deref(),
-            page.limit,
-            page.offset,
-        )
-        .await?;
+    let filter = checks::LogFilter {
+        target: q.target.as_deref(),
+        result: q.result.as_deref(),
+        entity_id: q.entity_id.as_deref(),
+    };
+    let (items, total) = checks::log(&state, &granted.org, filter, page.limit, page.offset).await?;
     Ok(paginated("entries", items, total, &page))
 }

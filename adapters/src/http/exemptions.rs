@@ -68,9 +68,8 @@ pub(crate) async fn request(
         reason: text("reason", &body.reason, 2000)?,
         expires_at: body.expires_at,
     };
-    let ids = exemptions::request(&state.store, &caller, &granted.org, request, Utc::now()).await?;
-    let id = ids.into_iter().next().unwrap_or_default();
-    let stored = state.store.exemption(&granted.org.id, &id).await?;
+    let stored =
+        exemptions::request_one(&state.store, &caller, &granted.org, request, Utc::now()).await?;
     Ok(ok(StatusCode::CREATED, stored))
 }
 
@@ -133,17 +132,13 @@ pub(crate) async fn list_exemptions(
             ));
         }
     }
-    let (items, total) = state
-        .store
-        .exemptions(
-            &granted.org.id,
-            q.status.as_deref(),
-            q.rule_id.as_deref(),
-            q.entity_id.as_deref(),
-            page.limit,
-            page.offset,
-        )
-        .await?;
+    let filter = exemptions::Filter {
+        status: q.status.as_deref(),
+        rule_id: q.rule_id.as_deref(),
+        entity_id: q.entity_id.as_deref(),
+    };
+    let (items, total) =
+        exemptions::list(&state.store, &granted.org, filter, page.limit, page.offset).await?;
     Ok(paginated("exemptions", items, total, &page))
 }
 

@@ -3,11 +3,12 @@
 
 use chrono::Utc;
 use serde_json::json;
-use tenancy::{authorize, OrgAccess, Reason, Requirement, Role};
+use tenancy::{authorize, OrgAccess, Reason, Requirement};
 
 use crate::audit::Action;
 use crate::error::ApiError;
 use crate::http::state::{AppState, Caller};
+use crate::services::access;
 use crate::storage::OrgRecord;
 
 /// How the organization was named: by a path id (a foreign one answers 404) or by
@@ -50,42 +51,18 @@ pub async fn gate(
     requirement: Requirement,
     action: &str,
 ) -> Result<Granted, ApiError> {
-    let store = &state.store;
-    let snapshot = store.access_snapshot(org_id, &caller.user_id).await?;
-    let membership = snapshot.as_ref().and_then(|s| s.membership.clone());
-    // Roles matter only when a permission is asked for (membership-only routes, the
-    // most frequent reads, skip the query).
+    // Roles matter only when a permission is asked for.
     let needs_roles = requirement.permission.is_some();
-    let roles: Vec<Role> = match &membership {
-        Some(m) if m.active && needs_roles => store.roles_of(org_id, &caller.user_id).await?,
-        _ => Vec::new(),
-    };
-    let (parent_membership, parent_roles) =
-        match snapshot.as_ref().and_then(|s| s.org.parent_org_id.clone()) {
-            Some(parent) if membership.is_none() => {
-                let m = store
-                    .membership(&parent, &caller.user_id)
-                    .await?
-                    .map(|m| m.membership());
-                let r = match &m {
-                    Some(m) if m.active && needs_roles => {
-                        store.roles_of(&parent, &caller.user_id).await?
-                    }
-                    _ => Vec::new(),
-                };
-                (m, r)
-            }
-            _ => (None, Vec::new()),
-        };
-    let organization = snapshot.as_ref().map(|s| s.org.organization());
+    let facts = access::facts(&state.store, org_id, &caller.user_id, needs_roles).await?;
+    let organization = facts.org.as_ref().map(OrgRecord::organization);
     let mut principal = caller.principal();
-    principal.super_admin |= snapshot.as_ref().is_some_and(|s| s.super_admin);
+    principal.super_admin |= facts.super_admin;
     let access = OrgAccess {
         organization: organization.as_ref(),
-        membership: membership.as_ref(),
-        roles: &roles,
-        parent_membership: parent_membership.as_ref(),
-        parent_roles: &parent_roles,
+        membership: facts.membership.as_ref(),
+        roles: &facts.roles,
+        parent_membership: facts.parent_membership.as_ref(),
+        parent_roles: &facts.parent_roles,
     };
     let decision = authorize(
         &principal,
@@ -97,12 +74,12 @@ pub async fn gate(
     );
     if decision.allowed {
         let permissions = match decision.standing {
-            Some(tenancy::Standing::Manager) => tenancy::union_of(&parent_roles),
+            Some(tenancy::Standing::Manager) => tenancy::union_of(&facts.parent_roles),
             Some(tenancy::Standing::SuperAdmin) => tenancy::Permission::ALL.into_iter().collect(),
-            _ => tenancy::union_of(&roles),
+            _ => tenancy::union_of(&facts.roles),
         };
-        let org = snapshot
-            .map(|s| s.org)
+        let org = facts
+            .org
             .ok_or_else(|| ApiError::not_found("organization"))?;
         return Ok(Granted {
             org,
@@ -111,7 +88,7 @@ pub async fn gate(
         });
     }
     if decision.audit_as_denied {
-        if snapshot.is_some() {
+        if facts.org.is_some() {
             // Chained under the organization it targeted, folded per actor,
             // organization and minute: a flood of denials writes one event a minute.
             let event = Action {
@@ -126,7 +103,7 @@ pub async fn gate(
                 ..Action::default()
             }
             .into_event();
-            state.store.fold_denial(&event, Utc::now()).await?;
+            access::record_denial(&state.store, &event, Utc::now()).await?;
         } else {
             // An organization that does not exist gets no chain: counted only.
             state.metrics.denied_unknown_organization();

@@ -183,7 +183,7 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
         }
         Access::SuperAdmin { step_up } => {
             let caller = Caller::from_request_parts(parts, state).await?;
-            if !state.store.is_super_admin(&caller.user_id).await? {
+            if !crate::services::access::is_super_admin(&state.store, &caller.user_id).await? {
                 return Err(ApiError::forbidden("only a super-admin may do this"));
             }
             let window = chrono::Duration::from_std(state.config.http.step_up_window)

@@ -83,16 +83,14 @@ pub(crate) async fn list(
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     let filter = q.filter()?;
-    let (rules, total) = state
-        .store
-        .rules(
-            Some(&granted.org.id),
-            &filter,
-            page.limit,
-            page.offset,
-            page.sort_order == SortOrder::Asc,
-        )
-        .await?;
+    let ascending = page.sort_order == SortOrder::Asc;
+    let (rules, total) = rules::list(
+        &state,
+        &granted.org,
+        &filter,
+        (page.limit, page.offset, ascending),
+    )
+    .await?;
     Ok(paginated("rules", rules, total, &page))
 }
 

@@ -119,10 +119,13 @@ impl FromRequestParts<AppState> for Caller {
         }
         let now = Utc::now();
         if state.first_sight(&claims.sub) {
-            state
-                .store
-                .ensure_user(&claims.sub, claims.email.as_deref(), now)
-                .await?;
+            crate::services::access::first_sight(
+                &state.store,
+                &claims.sub,
+                claims.email.as_deref(),
+                now,
+            )
+            .await?;
         }
         let stepped_up_at = match header(parts, "x-step-up-token") {
             None => None,

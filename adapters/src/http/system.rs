@@ -8,6 +8,7 @@ use serde_json::json;
 use crate::error::ApiError;
 use crate::http::response::ok;
 use crate::http::state::AppState;
+use crate::services::operations;
 
 /// `GET /health`: the process is up.
 pub(crate) async fn health() -> Response {
@@ -16,7 +17,7 @@ pub(crate) async fn health() -> Response {
 
 /// `GET /ready`: the database answers.
 pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, ApiError> {
-    state.store.ping().await?;
+    operations::ready(&state.store).await?;
     Ok(ok(StatusCode::OK, json!({"status": "ready"})))
 }
 
@@ -24,7 +25,7 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, Api
 pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
     // The outbox: how many of the server's own audit events wait to be chained, and
     // how old the oldest is (absent when the database does not answer).
-    let outbox = match state.store.outbox_depth().await {
+    let outbox = match operations::outbox(&state.store).await {
         Ok(depth) => {
             let age = depth.oldest.map_or(0.0, |oldest| {
                 (chrono::Utc::now() - oldest).num_milliseconds().max(0) as f64 / 1000.0

@@ -35,19 +35,16 @@ fn target(name: &str) -> Result<Target, ApiError> {
 }
 
 /// The organization of a service's validation (a user's was found by the guard),
-/// within the budget: storage that fails or does not answer in time is "compliance
-/// unavailable".
+/// within the budget.
 async fn service_organization(
     state: &AppState,
     org_id: Option<&str>,
     deadline: tokio::time::Instant,
 ) -> Result<OrgRecord, ApiError> {
     let org_id = org_id.ok_or_else(ApiError::tenant_forbidden)?;
-    match tokio::time::timeout_at(deadline, state.store.organization(org_id)).await {
-        Ok(Ok(Some(org))) => Ok(org),
-        Ok(Ok(None)) => Err(ApiError::tenant_forbidden()),
-        Ok(Err(_)) | Err(_) => Err(ServiceError::Unavailable.into()),
-    }
+    checks::service_organization(state, org_id, deadline)
+        .await?
+        .ok_or_else(ApiError::tenant_forbidden)
 }
 
 async fn validate(

@@ -176,3 +176,49 @@ pub async fn within<T>(
         Err(_) => Err(ServiceError::Unavailable),
     }
 }
+
+/// What the check log is narrowed to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogFilter<'a> {
+    /// `plugin` or `pipeline`.
+    pub target: Option<&'a str>,
+    /// `pass`, `warn` or `block`.
+    pub result: Option<&'a str>,
+    /// One entity.
+    pub entity_id: Option<&'a str>,
+}
+
+/// A page of the organization's check log: (entries, total).
+pub async fn log(
+    state: &AppState,
+    org: &OrgRecord,
+    filter: LogFilter<'_>,
+    limit: u32,
+    offset: u64,
+) -> ServiceResult<(Vec<crate::storage::CheckRecord>, u64)> {
+    Ok(state
+        .store
+        .checks(
+            &org.id,
+            filter.target,
+            filter.result,
+            filter.entity_id,
+            limit,
+            offset,
+        )
+        .await?)
+}
+
+/// The organization a service validates in, found by `deadline`: a missing one is
+/// not the service's to see (`TENANT_FORBIDDEN`), storage that fails or does not
+/// answer in time is "compliance unavailable" (fail closed).
+pub async fn service_organization(
+    state: &AppState,
+    org_id: &str,
+    deadline: Instant,
+) -> Result<Option<OrgRecord>, ServiceError> {
+    match tokio::time::timeout_at(deadline, state.store.organization(org_id)).await {
+        Ok(Ok(org)) => Ok(org),
+        Ok(Err(_)) | Err(_) => Err(ServiceError::Unavailable),
+    }
+}

@@ -132,3 +132,49 @@ pub async fn decide(
         .await?
         .ok_or(ServiceError::NotFound("exemption"))
 }
+
+/// Records one request (see [`request`]) and answers it as stored.
+pub async fn request_one(
+    store: &Store,
+    caller: &Caller,
+    org: &OrgRecord,
+    request: Request,
+    now: DateTime<Utc>,
+) -> ServiceResult<Option<ExemptionRecord>> {
+    let ids = self::request(store, caller, org, request, now).await?;
+    match ids.first() {
+        Some(id) => Ok(store.exemption(&org.id, id).await?),
+        None => Ok(None),
+    }
+}
+
+/// What a list of exemptions is narrowed to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    /// One status.
+    pub status: Option<&'a str>,
+    /// One rule.
+    pub rule_id: Option<&'a str>,
+    /// One entity.
+    pub entity_id: Option<&'a str>,
+}
+
+/// A page of the organization's exemptions: (exemptions, total).
+pub async fn list(
+    store: &Store,
+    org: &OrgRecord,
+    filter: Filter<'_>,
+    limit: u32,
+    offset: u64,
+) -> ServiceResult<(Vec<ExemptionRecord>, u64)> {
+    Ok(store
+        .exemptions(
+            &org.id,
+            filter.status,
+            filter.rule_id,
+            filter.entity_id,
+            limit,
+            offset,
+        )
+        .await?)
+}

@@ -8,13 +8,18 @@
 //!
 //! [`Store`]: crate::storage::Store
 
+pub mod access;
+pub mod admin;
+pub mod audit;
 pub mod catalog;
 pub mod checks;
 pub mod exemptions;
 pub mod invitations;
 pub mod members;
+pub mod operations;
 pub mod organizations;
 pub mod policies;
+pub mod preferences;
 pub mod rules;
 pub mod templates;
 

@@ -210,3 +210,16 @@ pub async fn invalidate(state: &AppState, org: &OrgRecord, published: bool) -> S
     forget(&state.store, &state.rule_cache, Stale::Orgs(ids)).await;
     Ok(())
 }
+
+/// A page of the organization's rules, filtered: (rules, total).
+pub async fn list(
+    state: &AppState,
+    org: &OrgRecord,
+    filter: &crate::storage::RuleFilter,
+    (limit, offset, ascending): (u32, u64, bool),
+) -> ServiceResult<(Vec<StoredRule>, u64)> {
+    Ok(state
+        .store
+        .rules(Some(&org.id), filter, limit, offset, ascending)
+        .await?)
+}

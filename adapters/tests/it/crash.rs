@@ -89,6 +89,19 @@ pub async fn wait_healthy(client: &reqwest::Client, base: &str) {
 
 /// Adds, promotes and removes members until a request cannot reach the server.
 /// Returns the (action, user) of every mutation that was acknowledged with a 2xx.
+/// Lets the loop run 1.5 s and at least a dozen acknowledged mutations (a loaded
+/// machine is slow, not wrong), then resets the count for the next phase.
+async fn busy_for_a_while(progress: &std::sync::atomic::AtomicUsize) {
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for _ in 0..120 {
+        if progress.load(Ordering::Relaxed) > 12 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    progress.store(0, Ordering::Relaxed);
+}
+
 async fn mutate_until_gone(
     client: reqwest::Client,
     base: String,
@@ -96,6 +109,7 @@ async fn mutate_until_gone(
     token: String,
     prefix: &'static str,
     stop: Arc<AtomicBool>,
+    progress: Arc<std::sync::atomic::AtomicUsize>,
 ) -> Vec<(&'static str, String)> {
     let mut acked = Vec::new();
     for i in 0.. {
@@ -123,7 +137,8 @@ async fn mutate_until_gone(
         for (action, request) in steps {
             match request.bearer_auth(&token).send().await {
                 Ok(response) if response.status().is_success() => {
-                    acked.push((action, user.clone()))
+                    acked.push((action, user.clone()));
+                    progress.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(response) => panic!("{action} {user}: {}", response.status()),
                 // The server is gone: the loop is over.
@@ -154,6 +169,7 @@ async fn no_acknowledged_mutation_loses_its_event_on_a_crash_or_a_stop() {
 
     // 1. SIGKILL in the middle of the loop.
     let stop = Arc::new(AtomicBool::new(false));
+    let progress = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let looping = tokio::spawn(mutate_until_gone(
         client.clone(),
         base.clone(),
@@ -161,8 +177,9 @@ async fn no_acknowledged_mutation_loses_its_event_on_a_crash_or_a_stop() {
         token.clone(),
         "killed",
         stop.clone(),
+        progress.clone(),
     ));
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    busy_for_a_while(&progress).await;
     server.kill().unwrap();
     server.wait().unwrap();
     let killed_phase = looping.await.unwrap();
@@ -179,8 +196,9 @@ async fn no_acknowledged_mutation_loses_its_event_on_a_crash_or_a_stop() {
         token.clone(),
         "stopped",
         stop.clone(),
+        progress.clone(),
     ));
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    busy_for_a_while(&progress).await;
     terminate(&server);
     let exit = server.wait().unwrap();
     assert!(exit.success(), "the server did not stop cleanly: {exit}");

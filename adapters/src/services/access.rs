@@ -1,0 +1,91 @@
+//! What the gate needs to decide (tenancy decides): the organization, the caller's
+//! membership and Roles there or in its parent, the stored super-admin flag; and the
+//! record of a denial. Loaded in as few queries as the requirement allows.
+
+use chrono::{DateTime, Utc};
+use tenancy::{Membership, Role};
+
+use super::ServiceResult;
+use crate::storage::{OrgRecord, Store};
+
+/// The facts of one caller towards one organization.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// The organization, if it exists.
+    pub org: Option<OrgRecord>,
+    /// The caller holds the stored super-admin flag.
+    pub super_admin: bool,
+    /// The caller's membership of it.
+    pub membership: Option<Membership>,
+    /// The caller's Roles there (loaded only when a permission is asked for).
+    pub roles: Vec<Role>,
+    /// The caller's membership of its parent, when not a member of it.
+    pub parent_membership: Option<Membership>,
+    /// The caller's Roles in the parent (only when a permission is asked for).
+    pub parent_roles: Vec<Role>,
+}
+
+/// Loads the facts; Roles only when `needs_roles` (membership-only routes, the most
+/// frequent reads, skip the query).
+pub async fn facts(
+    store: &Store,
+    org_id: &str,
+    user_id: &str,
+    needs_roles: bool,
+) -> ServiceResult<Facts> {
+    let Some(snapshot) = store.access_snapshot(org_id, user_id).await? else {
+        return Ok(Facts::default());
+    };
+    let membership = snapshot.membership.clone();
+    let roles = match &membership {
+        Some(m) if m.active && needs_roles => store.roles_of(org_id, user_id).await?,
+        _ => Vec::new(),
+    };
+    let (parent_membership, parent_roles) = match &snapshot.org.parent_org_id {
+        Some(parent) if membership.is_none() => {
+            let m = store
+                .membership(parent, user_id)
+                .await?
+                .map(|m| m.membership());
+            let r = match &m {
+                Some(m) if m.active && needs_roles => store.roles_of(parent, user_id).await?,
+                _ => Vec::new(),
+            };
+            (m, r)
+        }
+        _ => (None, Vec::new()),
+    };
+    Ok(Facts {
+        super_admin: snapshot.super_admin,
+        org: Some(snapshot.org),
+        membership,
+        roles,
+        parent_membership,
+        parent_roles,
+    })
+}
+
+/// Whether the user holds the stored super-admin flag.
+pub async fn is_super_admin(store: &Store, user_id: &str) -> ServiceResult<bool> {
+    Ok(store.is_super_admin(user_id).await?)
+}
+
+/// Records a denied state-changing request, folded per actor, organization and
+/// minute (a flood of denials writes one event a minute).
+pub async fn record_denial(
+    store: &Store,
+    event: &audit_chain::AuditEvent,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    Ok(store.fold_denial(event, now).await?)
+}
+
+/// Makes sure a user seen in a token exists (first sight in this process).
+pub async fn first_sight(
+    store: &Store,
+    user_id: &str,
+    email: Option<&str>,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    Ok(store.ensure_user(user_id, email, now).await?)
+}

@@ -1,0 +1,49 @@
+//! Platform administration: who is a super-admin. tenancy decides whether a change
+//! may be made (a super-admin with a fresh step-up; never the last one); the change
+//! is audited in the system organization's chain, in the same transaction.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+
+use super::{ServiceError, ServiceResult};
+use crate::http::state::{event, Caller};
+use crate::storage::Store;
+
+/// The super-admins' user ids.
+pub async fn list(store: &Store) -> ServiceResult<Vec<String>> {
+    Ok(store.super_admins().await?)
+}
+
+/// Grants (or revokes) `user_id` the super-admin flag; `caller` is a super-admin.
+pub async fn change(
+    store: &Store,
+    caller: &Caller,
+    user_id: &str,
+    grant: bool,
+    (now, step_up_window): (DateTime<Utc>, Duration),
+) -> ServiceResult<()> {
+    let actor = tenancy::Principal {
+        super_admin: true,
+        ..caller.principal()
+    };
+    let count = store.super_admins().await?.len();
+    tenancy::check_super_admin_change(&actor, grant, count, now, step_up_window)?;
+    let system = store
+        .system_organization()
+        .await?
+        .ok_or(ServiceError::Forbidden("there is no system organization"))?;
+    let action = if grant {
+        "admin.superadmin.grant"
+    } else {
+        "admin.superadmin.revoke"
+    };
+    let audit = [event(
+        caller,
+        action,
+        &system.id,
+        "user",
+        user_id,
+        json!({}),
+    )];
+    Ok(store.set_super_admin(user_id, grant, now, &audit).await?)
+}

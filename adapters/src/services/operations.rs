@@ -1,0 +1,15 @@
+//! What the operational endpoints report: whether the database answers, and how
+//! far the audit outbox is behind.
+
+use super::ServiceResult;
+use crate::storage::{OutboxDepth, Store};
+
+/// The database answers.
+pub async fn ready(store: &Store) -> ServiceResult<()> {
+    Ok(store.ping().await?)
+}
+
+/// How many of the server's own audit events wait to be chained, and since when.
+pub async fn outbox(store: &Store) -> ServiceResult<OutboxDepth> {
+    Ok(store.outbox_depth().await?)
+}

@@ -1,0 +1,88 @@
+//! An organization's notification preference: read (column defaults when unset),
+//! and changed by its admins or owner only. The webhook secret is never answered.
+
+use chrono::{DateTime, Utc};
+use tenancy::MembershipRole;
+
+use super::{ServiceError, ServiceResult};
+use crate::http::state::Caller;
+use crate::storage::{NotificationPreference, OrgRecord, Store};
+
+/// A change, as the request gives it: a field left out keeps its value.
+#[derive(Debug, Clone, Default)]
+pub struct Change {
+    /// Send e-mail.
+    pub email_enabled: Option<bool>,
+    /// The users e-mailed (empty: every admin and the owner).
+    pub target_users: Option<Vec<String>>,
+    /// The webhook's URL (empty clears it).
+    pub webhook_url: Option<String>,
+    /// The webhook's secret (empty clears it; left out keeps it).
+    pub webhook_secret: Option<String>,
+    /// `immediate`, `daily` or `weekly`.
+    pub digest_mode: Option<String>,
+    /// Notify warnings too.
+    pub notify_warnings: Option<bool>,
+}
+
+/// The organization's preference.
+pub async fn get(store: &Store, org: &OrgRecord) -> ServiceResult<NotificationPreference> {
+    Ok(store.notification_preference(&org.id).await?)
+}
+
+/// Applies `change`, when the caller is an active admin or the owner (or a
+/// super-admin), and answers the preference saved.
+pub async fn save(
+    store: &Store,
+    (caller, super_admin): (&Caller, bool),
+    org: &OrgRecord,
+    change: Change,
+    now: DateTime<Utc>,
+) -> ServiceResult<NotificationPreference> {
+    let role = store
+        .membership(&org.id, &caller.user_id)
+        .await?
+        .filter(|m| m.active)
+        .map(|m| m.role);
+    if !(super_admin || matches!(role, Some(MembershipRole::Owner | MembershipRole::Admin))) {
+        return Err(ServiceError::Forbidden(
+            "only the organization's admins or owner may change notification preferences",
+        ));
+    }
+    let mut preference = store.notification_preference(&org.id).await?;
+    if let Some(mode) = change.digest_mode {
+        if !["immediate", "daily", "weekly"].contains(&mode.as_str()) {
+            return Err(ServiceError::invalid(
+                "digestMode",
+                "must be immediate, daily or weekly",
+            ));
+        }
+        preference.digest_mode = mode;
+    }
+    if let Some(url) = change.webhook_url {
+        if !(url.is_empty() || url.starts_with("https://") || url.starts_with("http://")) {
+            return Err(ServiceError::invalid(
+                "webhookUrl",
+                "must be an http(s) URL",
+            ));
+        }
+        preference.webhook_url = Some(url).filter(|u| !u.is_empty());
+    }
+    if let Some(secret) = change.webhook_secret {
+        preference.webhook_secret = Some(secret).filter(|s| !s.is_empty());
+    }
+    preference.has_webhook_secret = preference.webhook_secret.is_some();
+    if let Some(enabled) = change.email_enabled {
+        preference.email_enabled = enabled;
+    }
+    if let Some(users) = change.target_users {
+        preference.target_users = Some(users).filter(|u| !u.is_empty());
+    }
+    if let Some(warnings) = change.notify_warnings {
+        preference.notify_warnings = warnings;
+    }
+    store
+        .save_notification_preference(&org.id, &preference, now, &[])
+        .await?;
+    Ok(preference)
+}
