@@ -34,6 +34,8 @@ pub struct Route {
     body: Option<(Value, bool)>,
     query: Vec<Value>,
     ok: (u16, Value),
+    /// The success answer's media type.
+    media: &'static str,
     handler: MethodRouter<AppState>,
 }
 
@@ -58,6 +60,7 @@ macro_rules! verb {
                 body: None,
                 query: Vec::new(),
                 ok: (200, envelope(any())),
+                media: "application/json",
                 handler: $routing(handler),
             }
         }
@@ -94,6 +97,13 @@ impl Route {
 
     fn ok(mut self, status: u16, schema: Value) -> Self {
         self.ok = (status, schema);
+        self
+    }
+
+    /// A success answered as plain text.
+    fn text(mut self) -> Self {
+        self.ok = (200, json!({"type": "string"}));
+        self.media = "text/plain";
         self
     }
 
@@ -187,8 +197,8 @@ pub fn routes() -> Vec<Route> {
             .doc("The database answers")
             .ok(200, envelope(object(&[("status", string())], &["status"]))),
         get("/metrics", "metrics", Access::Public, system::metrics)
-            .doc("Prometheus metrics (text/plain)")
-            .ok(200, json!({"type": "string"})),
+            .doc("Prometheus metrics")
+            .text(),
         get("/openapi.json", "openapi", Access::Public, system::openapi)
             .doc("This document")
             .ok(200, json!({"type": "object"})),
@@ -409,8 +419,8 @@ pub fn routes() -> Vec<Route> {
             .query(listing(vec![parameter("orgId", "query", true, text(200))]))
             .ok(200, page_with("checkpoints", reference("Checkpoint"), &[("latest", nullable(reference("Checkpoint")))])),
         get("/api/audit/checkpoints/key", "checkpointKey", Access::Public, audit::checkpoint_key)
-            .doc("The checkpoints' verifier key (404 when checkpoints are off)")
-            .ok(200, envelope(json!({"type": "object"}))),
+            .doc("The checkpoints' verifier key, in the signed-note form `<name>+<key id>+<base64 key>` (404 when checkpoints are off)")
+            .text(),
         // Rules.
         get("/api/compliance/rules", "listRules", compliance(ComplianceRead), rules::list)
             .doc("The organization's rules")
@@ -652,11 +662,7 @@ pub fn document() -> Value {
         }
         parameters.extend(route.query.iter().cloned());
         let (status, schema) = &route.ok;
-        let content_type = if route.path == "/metrics" {
-            "text/plain"
-        } else {
-            "application/json"
-        };
+        let content_type = route.media;
         let security = if route.access.authenticated() {
             json!([{"bearer": []}])
         } else {
