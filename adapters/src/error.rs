@@ -245,6 +245,28 @@ impl From<crate::services::ServiceError> for ApiError {
             E::Exemption(refusal @ ExemptionRefusal::Transition { .. }) => {
                 ApiError::conflict(refusal.to_string())
             }
+            E::Blocked(evaluation) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "COMPLIANCE_VIOLATION",
+                "the organization's compliance rules block it",
+            )
+            .with_details(
+                json!({"violations": evaluation.violations, "exempted": evaluation.exempted}),
+            ),
+            E::Quota { dimension, refusal } => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "QUOTA_EXCEEDED",
+                format!(
+                    "the {dimension} quota is exhausted: {} used of {}",
+                    refusal.used, refusal.limit
+                ),
+            )
+            .with_details(json!({
+                "dimension": dimension,
+                "limit": refusal.limit,
+                "used": refusal.used,
+                "requested": refusal.requested,
+            })),
             E::Tenancy(refusal) => refusal.into(),
             E::Broken(why) => ApiError::internal(why),
             E::Store(store) => store.into(),

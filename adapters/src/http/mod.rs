@@ -13,6 +13,7 @@ mod invitations;
 pub mod listener;
 mod members;
 mod organizations;
+mod pipelines;
 mod policies;
 mod preferences;
 pub mod response;

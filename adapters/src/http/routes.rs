@@ -16,8 +16,8 @@ use crate::http::guard::{enforce, Access, Guard, OrgFrom};
 use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
-    admin, audit, catalog, check_log, exemptions, invitations, members, organizations, policies,
-    preferences, rules, system, templates, validate,
+    admin, audit, catalog, check_log, exemptions, invitations, members, organizations, pipelines,
+    policies, preferences, rules, system, templates, validate,
 };
 
 /// One route.
@@ -180,6 +180,95 @@ fn role_body(required: &[&str]) -> Value {
     body(
         &[("name", text(100)), ("permissions", array(string()))],
         required,
+    )
+}
+
+fn org_member() -> Access {
+    Access::Org {
+        from: OrgFrom::Header,
+        need: Member,
+        step_up: false,
+    }
+}
+
+fn pipeline_filters(paged: bool) -> Vec<Value> {
+    let filters = vec![
+        query("project", string()),
+        query("organization", string()),
+        query("pipelineName", string()),
+        query("accessModifier", one_of(&["public", "private"])),
+    ];
+    if paged {
+        let mut all = filters;
+        all.extend(paging(&crate::http::pipelines::SORTABLE));
+        all
+    } else {
+        filters
+    }
+}
+
+fn plugin_ref_schema() -> Value {
+    body(
+        &[("name", text(200)), ("version", text(100))],
+        &["name", "version"],
+    )
+}
+
+fn pipeline_body() -> Value {
+    let step = object(
+        &[
+            ("name", text(200)),
+            ("plugin", plugin_ref_schema()),
+            (
+                "env",
+                json!({"type": "object", "additionalProperties": {"type": "string"}}),
+            ),
+        ],
+        &["name", "plugin"],
+    );
+    let stage = object(
+        &[("stageName", text(200)), ("steps", array(step))],
+        &["stageName", "steps"],
+    );
+    let synth = object(
+        &[
+            (
+                "source",
+                object(
+                    &[("type", string()), ("options", json!({"type": "object"}))],
+                    &[],
+                ),
+            ),
+            ("plugin", plugin_ref_schema()),
+        ],
+        &[],
+    );
+    body(
+        &[
+            ("project", text(200)),
+            ("organization", text(200)),
+            ("pipelineName", text(200)),
+            ("accessModifier", one_of(&["public", "private"])),
+            (
+                "props",
+                object(
+                    &[
+                        ("project", string()),
+                        ("organization", string()),
+                        ("synth", synth),
+                        ("stages", array(stage)),
+                    ],
+                    &[],
+                ),
+            ),
+        ],
+        &[
+            "project",
+            "organization",
+            "pipelineName",
+            "accessModifier",
+            "props",
+        ],
     )
 }
 
@@ -602,6 +691,41 @@ pub fn routes() -> Vec<Route> {
                 &[],
             ))
             .ok(200, envelope(reference("NotificationPreference"))),
+        // Pipelines.
+        get("/api/pipelines", "listPipelines", org_member(), pipelines::list)
+            .doc("The organization's pipelines")
+            .query(pipeline_filters(true))
+            .ok(200, page("pipelines", reference("Pipeline"))),
+        get("/api/pipelines/find", "findPipeline", org_member(), pipelines::find)
+            .doc("The newest pipeline matching the filters (at least one of project, organization, pipelineName)")
+            .query(pipeline_filters(false))
+            .ok(200, envelope(reference("Pipeline"))),
+        get("/api/pipelines/registry", "pipelineRegistry", org_member(), pipelines::registry)
+            .doc("The organization's registry: cloud pipeline resource names mapped to pipelines, newest first")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("registry", reference("RegistryEntry"))),
+        post("/api/pipelines/registry", "registerPipeline", compliance(PipelinesWrite), pipelines::register)
+            .doc("Map a cloud pipeline resource name to a pipeline of the organization (upsert; the deploy hook)")
+            .body(body(&[("arn", text(2048)), ("pipelineId", text(200))], &["arn", "pipelineId"]))
+            .ok(200, envelope(reference("RegistryEntry"))),
+        delete("/api/pipelines/registry", "deregisterPipeline", compliance(PipelinesWrite), pipelines::deregister)
+            .doc("Remove a registry entry")
+            .query(vec![parameter("arn", "query", true, text(2048))])
+            .ok(200, done("arn", "deleted")),
+        get("/api/pipelines/{id}", "getPipeline", org_member(), pipelines::get)
+            .doc("One pipeline")
+            .ok(200, envelope(reference("Pipeline"))),
+        post("/api/pipelines", "createPipeline", compliance(PipelinesWrite), pipelines::create)
+            .doc("Create a pipeline: checked by the organization's compliance rules (403 COMPLIANCE_VIOLATION with details.violations on a block, 503 COMPLIANCE_UNAVAILABLE when the check cannot be made in 5 s; nothing stored either way) and its pipelines quota (429 QUOTA_EXCEEDED)")
+            .body(pipeline_body())
+            .ok(201, envelope(reference("Pipeline"))),
+        put("/api/pipelines/{id}", "updatePipeline", compliance(PipelinesWrite), pipelines::update)
+            .doc("Replace a pipeline, checked by the compliance rules like a create")
+            .body(pipeline_body())
+            .ok(200, envelope(reference("Pipeline"))),
+        delete("/api/pipelines/{id}", "deletePipeline", compliance(PipelinesWrite), pipelines::delete)
+            .doc("Delete a pipeline (frees its quota)")
+            .ok(200, done("id", "deleted")),
         // Validation.
         post("/api/compliance/validate/{target}", "validate", Access::UserOrService(ComplianceRead), validate::live)
             .doc("Check an entity's attributes against the organization's effective rules; recorded in the check log")

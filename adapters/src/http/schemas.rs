@@ -451,7 +451,53 @@ pub(crate) fn components() -> Value {
         ],
         &["success", "statusCode", "code", "message"],
     );
+    let pipeline = object(
+        &[
+            ("id", string()),
+            ("orgId", string()),
+            ("project", string()),
+            ("organization", string()),
+            ("pipelineName", string()),
+            ("accessModifier", one_of(&["public", "private"])),
+            ("props", json!({"type": "object"})),
+            (
+                "compliance",
+                object(
+                    &[
+                        ("result", one_of(&["pass", "warn", "block"])),
+                        ("violations", array(reference("Violation"))),
+                    ],
+                    &["result", "violations"],
+                ),
+            ),
+            ("createdBy", string()),
+            ("createdAt", instant()),
+            ("updatedAt", instant()),
+        ],
+        &[
+            "id",
+            "orgId",
+            "project",
+            "pipelineName",
+            "accessModifier",
+            "props",
+            "compliance",
+            "createdAt",
+        ],
+    );
+    let registry_entry = object(
+        &[
+            ("arn", string()),
+            ("pipelineId", string()),
+            ("orgId", string()),
+            ("createdAt", instant()),
+            ("updatedAt", instant()),
+        ],
+        &["arn", "pipelineId", "orgId", "createdAt", "updatedAt"],
+    );
     json!({
+        "Pipeline": pipeline,
+        "RegistryEntry": registry_entry,
         "Organization": org,
         "Member": member,
         "Role": role,

@@ -18,6 +18,7 @@ pub mod invitations;
 pub mod members;
 pub mod operations;
 pub mod organizations;
+pub mod pipelines;
 pub mod policies;
 pub mod preferences;
 pub mod rules;
@@ -62,6 +63,17 @@ pub enum ServiceError {
     /// The check could not be made in time, or at all: fail closed.
     #[error("the compliance rules could not be loaded in time")]
     Unavailable,
+    /// The organization's rules block the entity (an error or critical violation).
+    #[error("the compliance rules block it")]
+    Blocked(Box<compliance_core::Evaluation>),
+    /// The organization's pool has no room for it.
+    #[error("quota exceeded: {dimension}")]
+    Quota {
+        /// `plugins` or `pipelines`.
+        dimension: &'static str,
+        /// The limit, the usage and what was asked.
+        refusal: crate::storage::QuotaRefusal,
+    },
     /// tenancy refused (an escalation, a built-in Role, the last super-admin...).
     #[error(transparent)]
     Tenancy(#[from] tenancy::TenancyError),

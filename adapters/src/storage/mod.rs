@@ -12,6 +12,8 @@ mod decode;
 mod governance;
 mod orgs;
 mod outbox;
+mod pipelines;
+mod quota;
 mod rules;
 
 use std::str::FromStr;
@@ -31,6 +33,8 @@ pub use governance::{
 };
 pub use orgs::{NewOrganization, OrgRecord};
 pub use outbox::{OutboxDepth, Pending};
+pub use pipelines::{PipelineFields, PipelineFilter, PipelineRecord, RegistryEntry};
+pub use quota::{Charge, QuotaRefusal};
 pub use rules::{RuleChange, RuleFilter, StoredRule};
 
 /// What went wrong in storage, in terms the API can answer.

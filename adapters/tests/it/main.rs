@@ -27,6 +27,7 @@ mod hostile;
 mod integrity;
 mod organizations;
 mod permissions;
+mod pipelines;
 mod replicas;
 
 use std::sync::Arc;

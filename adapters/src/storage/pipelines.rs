@@ -1,0 +1,373 @@
+//! Pipelines and the pipeline registry. A create or delete charges or frees the
+//! organization's pipelines quota, enqueues the entity's re-evaluation and writes its
+//! audit events, all in the transaction of the change.
+
+use audit_chain::AuditEvent;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::decode::Decoder;
+use super::quota::{Charge, QuotaRefusal};
+use super::{stamp, Store, StoreError, StoreResult};
+
+/// A stored pipeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PipelineRecord {
+    /// Its id.
+    pub id: String,
+    /// The organization that owns it.
+    pub org_id: String,
+    /// The project name.
+    pub project: String,
+    /// The organization name as the body gave it.
+    pub organization: String,
+    /// The pipeline's name (unique per organization and project).
+    pub pipeline_name: String,
+    /// `public` or `private`.
+    pub access_modifier: String,
+    /// The pipeline properties.
+    pub props: Value,
+    /// The last compliance result: `{result, violations}`.
+    pub compliance: Value,
+    /// Who created it.
+    pub created_by: String,
+    /// When.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The fields of a pipeline as a create or update gives them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipelineFields<'a> {
+    /// The project name.
+    pub project: &'a str,
+    /// The organization name.
+    pub organization: &'a str,
+    /// The pipeline's name.
+    pub pipeline_name: &'a str,
+    /// `public` or `private`.
+    pub access_modifier: &'a str,
+    /// The properties.
+    pub props: &'a Value,
+    /// The compliance result to keep with it.
+    pub compliance: &'a Value,
+}
+
+/// What a list of pipelines is narrowed to.
+#[derive(Debug, Clone, Default)]
+pub struct PipelineFilter {
+    /// One project.
+    pub project: Option<String>,
+    /// One organization name.
+    pub organization: Option<String>,
+    /// One pipeline name.
+    pub pipeline_name: Option<String>,
+    /// `public` or `private`.
+    pub access_modifier: Option<String>,
+}
+
+/// One registry entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistryEntry {
+    /// The cloud pipeline resource name.
+    pub arn: String,
+    /// The pipeline it maps to.
+    pub pipeline_id: String,
+    /// The organization.
+    pub org_id: String,
+    /// First registered.
+    pub created_at: DateTime<Utc>,
+    /// Last registered.
+    pub updated_at: DateTime<Utc>,
+}
+
+fn pipeline_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PipelineRecord> {
+    let d = Decoder::new(row, "pipelines", &["id"]);
+    Ok(PipelineRecord {
+        id: d.get("id")?,
+        org_id: d.get("org_id")?,
+        project: d.get("project")?,
+        organization: d.get("organization")?,
+        pipeline_name: d.get("pipeline_name")?,
+        access_modifier: d.get("access_modifier")?,
+        props: d.json("props")?,
+        compliance: d.json("compliance")?,
+        created_by: d.get("created_by")?,
+        created_at: d.stamp("created_at")?,
+        updated_at: d.stamp("updated_at")?,
+    })
+}
+
+fn entry_from_row(row: &sqlx::any::AnyRow) -> StoreResult<RegistryEntry> {
+    let d = Decoder::new(row, "pipeline_registry", &["org_id", "arn"]);
+    Ok(RegistryEntry {
+        arn: d.get("arn")?,
+        pipeline_id: d.get("pipeline_id")?,
+        org_id: d.get("org_id")?,
+        created_at: d.stamp("created_at")?,
+        updated_at: d.stamp("updated_at")?,
+    })
+}
+
+fn duplicate<'a>(fields: &'a PipelineFields<'_>) -> impl Fn(sqlx::Error) -> StoreError + 'a {
+    move |e| match StoreError::from(e) {
+        StoreError::Conflict(_) => StoreError::Conflict(format!(
+            "a pipeline named `{}` already exists in project `{}`",
+            fields.pipeline_name, fields.project
+        )),
+        other => other,
+    }
+}
+
+impl Store {
+    /// Stores a new pipeline, charging `charge` (refused with the usage when the
+    /// pool is full), enqueuing its re-evaluation and its audit events, all at once.
+    pub async fn create_pipeline(
+        &self,
+        (id, org_id, created_by): (&str, &str, &str),
+        fields: &PipelineFields<'_>,
+        charge: &Charge<'_>,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<Result<PipelineRecord, QuotaRefusal>> {
+        let mut tx = self.pool().begin().await?;
+        if let Err(refusal) = self.charge(&mut tx, charge).await? {
+            return Ok(Err(refusal));
+        }
+        sqlx::query(&self.sql(
+            "INSERT INTO pipelines (id, org_id, project, organization, pipeline_name, access_modifier, props, compliance, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)",
+        ))
+        .bind(id)
+        .bind(org_id)
+        .bind(fields.project)
+        .bind(fields.organization)
+        .bind(fields.pipeline_name)
+        .bind(fields.access_modifier)
+        .bind(fields.props.to_string())
+        .bind(fields.compliance.to_string())
+        .bind(created_by)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(duplicate(fields))?;
+        self.enqueue_reevaluation(&mut tx, org_id, "pipeline", id, "pipeline.create", now)
+            .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        self.pipeline(org_id, id)
+            .await?
+            .map(Ok)
+            .ok_or_else(|| StoreError::Other("the new pipeline vanished".to_owned()))
+    }
+
+    /// Replaces a pipeline's fields; `NotFound` when it is not the organization's.
+    pub async fn update_pipeline(
+        &self,
+        (org_id, id): (&str, &str),
+        fields: &PipelineFields<'_>,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<PipelineRecord> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql(
+            "UPDATE pipelines SET project = $3, organization = $4, pipeline_name = $5, access_modifier = $6, props = $7, compliance = $8, updated_at = $9 WHERE org_id = $1 AND id = $2",
+        ))
+        .bind(org_id)
+        .bind(id)
+        .bind(fields.project)
+        .bind(fields.organization)
+        .bind(fields.pipeline_name)
+        .bind(fields.access_modifier)
+        .bind(fields.props.to_string())
+        .bind(fields.compliance.to_string())
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(duplicate(fields))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("pipeline".to_owned()));
+        }
+        self.enqueue_reevaluation(&mut tx, org_id, "pipeline", id, "pipeline.update", now)
+            .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        self.pipeline(org_id, id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound("pipeline".to_owned()))
+    }
+
+    /// Deletes a pipeline and its registry entries, freeing its quota.
+    pub async fn delete_pipeline(
+        &self,
+        (org_id, id): (&str, &str),
+        release: &Charge<'_>,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql("DELETE FROM pipelines WHERE org_id = $1 AND id = $2"))
+            .bind(org_id)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("pipeline".to_owned()));
+        }
+        sqlx::query(
+            &self.sql("DELETE FROM pipeline_registry WHERE org_id = $1 AND pipeline_id = $2"),
+        )
+        .bind(org_id)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        self.release(&mut tx, release).await?;
+        self.enqueue_reevaluation(&mut tx, org_id, "pipeline", id, "pipeline.delete", now)
+            .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// One pipeline of an organization.
+    pub async fn pipeline(&self, org_id: &str, id: &str) -> StoreResult<Option<PipelineRecord>> {
+        let row = sqlx::query(&self.sql("SELECT * FROM pipelines WHERE org_id = $1 AND id = $2"))
+            .bind(org_id)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(pipeline_from_row).transpose()
+    }
+
+    /// A page of an organization's pipelines: (pipelines, total). `order_by` is a
+    /// column the caller chose from a fixed list.
+    pub async fn pipelines(
+        &self,
+        org_id: &str,
+        filter: &PipelineFilter,
+        (order_by, ascending): (&str, bool),
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<PipelineRecord>, u64)> {
+        let column = match order_by {
+            "pipelineName" => "pipeline_name",
+            "project" => "project",
+            "updatedAt" => "updated_at",
+            _ => "created_at",
+        };
+        let direction = if ascending { "ASC" } else { "DESC" };
+        let order = format!("{column} {direction}, id {direction}");
+        let condition = "org_id = $1 AND ($2 IS NULL OR project = $2) AND ($3 IS NULL OR organization = $3) AND ($4 IS NULL OR pipeline_name = $4) AND ($5 IS NULL OR access_modifier = $5)";
+        let binds = [
+            Some(org_id.to_owned()),
+            filter.project.clone(),
+            filter.organization.clone(),
+            filter.pipeline_name.clone(),
+            filter.access_modifier.clone(),
+        ];
+        let (rows, total) = self
+            .page(("*", "pipelines", condition, &order), &binds, limit, offset)
+            .await?;
+        let items = rows
+            .iter()
+            .map(pipeline_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((items, total))
+    }
+
+    /// How many of the organization's pipelines reference each plugin name (in the
+    /// synth step or any stage's steps).
+    pub async fn pipeline_props(&self, org_id: &str) -> StoreResult<Vec<Value>> {
+        let rows = sqlx::query(&self.sql("SELECT id, props FROM pipelines WHERE org_id = $1"))
+            .bind(org_id)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| Decoder::new(row, "pipelines", &["id"]).json("props"))
+            .collect()
+    }
+
+    /// The organization's registry entries, newest first: (entries, total).
+    pub async fn registry(
+        &self,
+        org_id: &str,
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<RegistryEntry>, u64)> {
+        let (rows, total) = self
+            .page(
+                (
+                    "*",
+                    "pipeline_registry",
+                    "org_id = $1",
+                    "created_at DESC, arn DESC",
+                ),
+                &[Some(org_id.to_owned())],
+                limit,
+                offset,
+            )
+            .await?;
+        let items = rows
+            .iter()
+            .map(entry_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((items, total))
+    }
+
+    /// Maps `arn` to a pipeline of the organization (insert or replace).
+    pub async fn register_pipeline(
+        &self,
+        org_id: &str,
+        (arn, pipeline_id): (&str, &str),
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<RegistryEntry> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO pipeline_registry (org_id, arn, pipeline_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) \
+             ON CONFLICT (org_id, arn) DO UPDATE SET pipeline_id = $3, updated_at = $4",
+        ))
+        .bind(org_id)
+        .bind(arn)
+        .bind(pipeline_id)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        self.enqueue(&mut tx, audit).await?;
+        let row = sqlx::query(
+            &self.sql("SELECT * FROM pipeline_registry WHERE org_id = $1 AND arn = $2"),
+        )
+        .bind(org_id)
+        .bind(arn)
+        .fetch_one(&mut *tx)
+        .await?;
+        let entry = entry_from_row(&row)?;
+        tx.commit().await?;
+        Ok(entry)
+    }
+
+    /// Removes a registry entry; `NotFound` when the organization has none for `arn`.
+    pub async fn deregister_pipeline(
+        &self,
+        org_id: &str,
+        arn: &str,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        let done =
+            sqlx::query(&self.sql("DELETE FROM pipeline_registry WHERE org_id = $1 AND arn = $2"))
+                .bind(org_id)
+                .bind(arn)
+                .execute(&mut *tx)
+                .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("registry entry".to_owned()));
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,603 @@
+//! Document 2's pipeline service: the inventory, compliance and quota at the door, the
+//! registry, tenant isolation.
+
+use super::*;
+
+fn pipeline(name: &str) -> Value {
+    json!({
+        "project": "web",
+        "organization": "acme",
+        "pipelineName": name,
+        "accessModifier": "private",
+        "props": {
+            "project": "web",
+            "organization": "acme",
+            "synth": {
+                "source": {"type": "github", "options": {"repo": "acme/web", "branch": "main"}},
+                "plugin": {"name": "cdk-synth", "version": "1.2.0"}
+            },
+            "stages": [{
+                "stageName": "build",
+                "steps": [{"name": "lint", "plugin": {"name": "eslint", "version": "8.1.0"}, "env": {"CI": "1"}}]
+            }]
+        }
+    })
+}
+
+async fn create(app: &TestApp, token: &str, org: &str, body: Value) -> (StatusCode, Value) {
+    app.call("POST", "/api/pipelines", token, Some(org), Some(body))
+        .await
+}
+
+async fn the_life_of_a_pipeline(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = create(app, &alice, &org, pipeline("deploy-web")).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let created = &body["data"];
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["pipelineName"], "deploy-web");
+    assert_eq!(created["orgId"], org.as_str());
+    assert_eq!(created["createdBy"], "alice");
+    assert_eq!(created["compliance"]["result"], "pass");
+    assert_eq!(
+        created["props"]["stages"][0]["steps"][0]["plugin"]["name"],
+        "eslint"
+    );
+
+    let mut second = pipeline("nightly");
+    second["accessModifier"] = json!("public");
+    second["project"] = json!("api");
+    let (status, _) = create(app, &alice, &org, second).await;
+    assert_eq!(status, StatusCode::CREATED);
+
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!((status, &body["data"]["id"]), (StatusCode::OK, &json!(id)));
+
+    // List: key, pagination, filters, sort.
+    let (status, body) = app
+        .call("GET", "/api/pipelines", &alice, Some(&org), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["pipelines"].as_array().unwrap().len(), 2);
+    assert_eq!(body["pagination"]["total"], 2);
+    let (_, body) = app
+        .call(
+            "GET",
+            "/api/pipelines?accessModifier=public",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(body["pipelines"][0]["pipelineName"], "nightly");
+    assert_eq!(body["pagination"]["total"], 1);
+    let (_, body) = app
+        .call(
+            "GET",
+            "/api/pipelines?sortBy=pipelineName&sortOrder=asc&limit=1",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(body["pipelines"][0]["pipelineName"], "deploy-web");
+    assert_eq!(body["pagination"]["hasMore"], true);
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/pipelines?sortBy=props",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/pipelines?accessModifier=secret",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+
+    // Find: one by query.
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/pipelines/find?project=web&organization=acme",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!((status, &body["data"]["id"]), (StatusCode::OK, &json!(id)));
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/pipelines/find?project=nowhere",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    let (status, body) = app
+        .call("GET", "/api/pipelines/find", &alice, Some(&org), None)
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+
+    // Update, then a duplicate name.
+    let mut changed = pipeline("deploy-web");
+    changed["accessModifier"] = json!("public");
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            Some(changed),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["accessModifier"], "public");
+    let (status, body) = create(app, &alice, &org, pipeline("deploy-web")).await;
+    assert_eq!(code(status, &body), "CONFLICT");
+
+    // Delete.
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    let (status, body) = app
+        .call(
+            "DELETE",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+
+    // Audited, and each mutation queued the entity's re-evaluation.
+    for action in ["pipeline.create", "pipeline.update", "pipeline.delete"] {
+        let events = app.audited(action).await;
+        assert!(
+            events
+                .iter()
+                .any(|e| e.target_id.as_deref() == Some(id.as_str())),
+            "{action}"
+        );
+    }
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 4);
+}
+
+async fn bad_bodies_change_nothing(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let mut cases = Vec::new();
+    let mut unknown_visibility = pipeline("p");
+    unknown_visibility["accessModifier"] = json!("internal");
+    cases.push((unknown_visibility, "accessModifier"));
+    let mut no_plugin = pipeline("p");
+    no_plugin["props"]["stages"][0]["steps"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("plugin");
+    cases.push((no_plugin, "props"));
+    let mut no_version = pipeline("p");
+    no_version["props"]["stages"][0]["steps"][0]["plugin"] = json!({"name": "eslint"});
+    cases.push((no_version, "props"));
+    let mut bad_env = pipeline("p");
+    bad_env["props"]["stages"][0]["steps"][0]["env"] = json!({"CI": 1});
+    cases.push((bad_env, "props"));
+    let mut not_object = pipeline("p");
+    not_object["props"] = json!([1, 2]);
+    cases.push((not_object, "props"));
+    let mut empty_name = pipeline("p");
+    empty_name["pipelineName"] = json!("  ");
+    cases.push((empty_name, "pipelineName"));
+    for (body, field) in cases {
+        let (status, answer) = create(app, &alice, &org, body).await;
+        assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
+        assert_eq!(answer["details"]["field"], field, "{answer}");
+    }
+    let mut unknown_field = pipeline("p");
+    unknown_field["owner"] = json!("mallory");
+    let (status, answer) = create(app, &alice, &org, unknown_field).await;
+    assert_eq!(code(status, &answer), "VALIDATION_ERROR");
+    let (_, body) = app
+        .call("GET", "/api/pipelines", &alice, Some(&org), None)
+        .await;
+    assert_eq!(body["pagination"]["total"], 0);
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
+}
+
+async fn compliance_at_the_door(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let rule = |name: &str, severity: &str, field: &str, operator: &str, value: Value| {
+        json!({"name": name, "target": "pipeline", "severity": severity,
+               "field": field, "operator": operator, "value": value})
+    };
+    for body in [
+        rule(
+            "Private only",
+            "error",
+            "accessModifier",
+            "eq",
+            json!("private"),
+        ),
+        rule(
+            "Named by convention",
+            "warning",
+            "pipelineName",
+            "regex",
+            json!("^[a-z]+-[a-z]+$"),
+        ),
+    ] {
+        let (status, answer) = app
+            .call(
+                "POST",
+                "/api/compliance/rules",
+                &alice,
+                Some(&org),
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    // A block: 403 with the violations, nothing stored.
+    let mut public = pipeline("deploy-web");
+    public["accessModifier"] = json!("public");
+    let (status, body) = create(app, &alice, &org, public).await;
+    assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION", "{body}");
+    let violation = &body["details"]["violations"][0];
+    assert_eq!(violation["ruleName"], "Private only");
+    assert_eq!(violation["severity"], "error");
+    assert_eq!(violation["field"], "accessModifier");
+    let (_, listed) = app
+        .call("GET", "/api/pipelines", &alice, Some(&org), None)
+        .await;
+    assert_eq!(listed["pagination"]["total"], 0);
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
+    assert!(app.audited("pipeline.create").await.is_empty());
+
+    // A warning: stored, and returned with the pipeline.
+    let (status, body) = create(app, &alice, &org, pipeline("nightly")).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["data"]["compliance"]["result"], "warn");
+    assert_eq!(
+        body["data"]["compliance"]["violations"][0]["ruleName"],
+        "Named by convention"
+    );
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let (_, body) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"]["compliance"]["result"], "warn");
+
+    // An update that would break a blocking rule is refused too, and changes nothing.
+    let mut public = pipeline("nightly");
+    public["accessModifier"] = json!("public");
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            Some(public),
+        )
+        .await;
+    assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION");
+    let (_, body) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"]["accessModifier"], "private");
+
+    // The checks went through the check log like a validation.
+    let (_, log) = app
+        .call(
+            "GET",
+            "/api/compliance/audit?target=pipeline",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    let results: Vec<_> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["result"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(results.iter().filter(|r| *r == "block").count(), 2, "{log}");
+    assert_eq!(results.iter().filter(|r| *r == "warn").count(), 1, "{log}");
+}
+
+async fn the_pool_of_a_root_and_its_team_is_capped(app: &TestApp) {
+    // Developer tier: 5 pipelines, shared by the root and its teams.
+    let root = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "acme-web", "parentOrgId": root})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let team = body["data"]["id"].as_str().unwrap().to_owned();
+    let mut ids = Vec::new();
+    for (i, org) in [&root, &root, &root, &team, &team].into_iter().enumerate() {
+        let (status, body) = create(app, &alice, org, pipeline(&format!("p{i}"))).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        ids.push((org.clone(), body["data"]["id"].as_str().unwrap().to_owned()));
+    }
+    for org in [&root, &team] {
+        let (status, body) = create(app, &alice, org, pipeline("one-too-many")).await;
+        assert_eq!(code(status, &body), "QUOTA_EXCEEDED", "{body}");
+        assert_eq!(body["details"]["limit"], 5);
+        assert_eq!(body["details"]["used"], 5);
+        assert_eq!(body["details"]["requested"], 1);
+        assert_eq!(body["details"]["dimension"], "pipelines");
+    }
+    assert_eq!(app.store.pool_usage(&root, "pipelines").await.unwrap(), 5);
+    assert_eq!(app.store.usage(&team, "pipelines").await.unwrap(), 2);
+    // Nothing of the refused creates was stored.
+    let (_, body) = app
+        .call("GET", "/api/pipelines", &alice, Some(&team), None)
+        .await;
+    assert_eq!(body["pagination"]["total"], 2);
+    // Deleting frees: the team's delete makes room for the root.
+    let (org, id) = &ids[4];
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = create(app, &alice, &root, pipeline("fits-again")).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(app.store.pool_usage(&root, "pipelines").await.unwrap(), 5);
+    assert_eq!(app.store.usage(&team, "pipelines").await.unwrap(), 1);
+}
+
+async fn concurrent_creates_never_pass_the_cap(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    // Twelve creates in flight at once against a cap of five.
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..12 {
+        let router = app.router.clone();
+        let request = Request::post("/api/pipelines")
+            .header("authorization", format!("Bearer {alice}"))
+            .header("x-org-id", org.as_str())
+            .header("content-type", "application/json")
+            .body(Body::from(pipeline(&format!("race-{i}")).to_string()))
+            .unwrap();
+        set.spawn(async move {
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        });
+    }
+    let answers = set.join_all().await;
+    let created = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::CREATED)
+        .count();
+    let refused = answers
+        .iter()
+        .filter(|(status, body)| {
+            *status == StatusCode::TOO_MANY_REQUESTS && body["code"] == "QUOTA_EXCEEDED"
+        })
+        .count();
+    assert_eq!((created, refused), (5, 7), "{answers:?}");
+    assert_eq!(app.store.pool_usage(&org, "pipelines").await.unwrap(), 5);
+    let (_, body) = app
+        .call("GET", "/api/pipelines", &alice, Some(&org), None)
+        .await;
+    assert_eq!(body["pagination"]["total"], 5);
+}
+
+async fn the_registry(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let other = app.org("bob", "globex").await;
+    let alice = app.token("alice", "alice@example.com");
+    let bob = app.token("bob", "bob@example.com");
+    let (_, body) = create(app, &alice, &org, pipeline("deploy-web")).await;
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let (_, body) = create(app, &alice, &org, pipeline("nightly")).await;
+    let second = body["data"]["id"].as_str().unwrap().to_owned();
+    let arn = "arn:aws:codepipeline:eu-west-1:123456789012:deploy-web";
+    let register = |pipeline_id: &str| json!({"arn": arn, "pipelineId": pipeline_id});
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines/registry",
+            &alice,
+            Some(&org),
+            Some(register(&id)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["pipelineId"], id.as_str());
+    // An upsert: the same ARN, another pipeline.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines/registry",
+            &alice,
+            Some(&org),
+            Some(register(&second)),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["data"]["pipelineId"]),
+        (StatusCode::OK, &json!(second))
+    );
+    let (status, body) = app
+        .call("GET", "/api/pipelines/registry", &alice, Some(&org), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["registry"].as_array().unwrap().len(), 1);
+    assert_eq!(body["registry"][0]["arn"], arn);
+    // Tenant-guarded: bob cannot point his registry at alice's pipeline.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines/registry",
+            &bob,
+            Some(&other),
+            Some(register(&id)),
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    let (_, body) = app
+        .call("GET", "/api/pipelines/registry", &bob, Some(&other), None)
+        .await;
+    assert_eq!(body["pagination"]["total"], 0);
+    // Deregister.
+    let path = format!("/api/pipelines/registry?arn={}", arn.replace(':', "%3A"));
+    let (status, _) = app.call("DELETE", &path, &alice, Some(&org), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = app.call("DELETE", &path, &alice, Some(&org), None).await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    assert_eq!(app.audited("pipeline.registry.register").await.len(), 2);
+    assert_eq!(app.audited("pipeline.registry.deregister").await.len(), 1);
+}
+
+async fn another_organization_cannot_reach_pipelines(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let other = app.org("bob", "globex").await;
+    let alice = app.token("alice", "alice@example.com");
+    let bob = app.token("bob", "bob@example.com");
+    let (_, body) = create(app, &alice, &org, pipeline("deploy-web")).await;
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    // Bob, in his own organization, finds nothing of alice's.
+    for (method, path, body) in [
+        ("GET", format!("/api/pipelines/{id}"), None),
+        ("PUT", format!("/api/pipelines/{id}"), Some(pipeline("x"))),
+        ("DELETE", format!("/api/pipelines/{id}"), None),
+    ] {
+        let (status, answer) = app.call(method, &path, &bob, Some(&other), body).await;
+        assert_eq!(code(status, &answer), "NOT_FOUND", "{method} {path}");
+    }
+    // Naming alice's organization is refused outright.
+    for (method, path) in [
+        ("GET", "/api/pipelines".to_owned()),
+        ("GET", format!("/api/pipelines/{id}")),
+        ("DELETE", format!("/api/pipelines/{id}")),
+        ("GET", "/api/pipelines/registry".to_owned()),
+    ] {
+        let (status, answer) = app.call(method, &path, &bob, Some(&org), None).await;
+        assert_eq!(code(status, &answer), "TENANT_FORBIDDEN", "{method} {path}");
+    }
+    let (status, answer) = create(app, &bob, &org, pipeline("intruder")).await;
+    assert_eq!(code(status, &answer), "TENANT_FORBIDDEN");
+    // A member without pipelines:write reads but does not write.
+    let (status, _) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{org}/members"),
+            &alice,
+            None,
+            Some(json!({"userId": "carol"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, roles) = app
+        .call(
+            "GET",
+            &format!("/api/organization/{org}/roles"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    let member_role = roles["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "Member")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/organization/{org}/roles/{member_role}/members/carol"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let carol = app.token("carol", "carol@example.com");
+    let (status, _) = app
+        .call("GET", "/api/pipelines", &carol, Some(&org), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, answer) = create(app, &carol, &org, pipeline("by-carol")).await;
+    assert_eq!(code(status, &answer), "FORBIDDEN");
+    assert_eq!(answer["details"]["missing"], "pipelines:write");
+}
+
+on_both_backends!(
+    the_life_of_a_pipeline,
+    bad_bodies_change_nothing,
+    compliance_at_the_door,
+    the_pool_of_a_root_and_its_team_is_capped,
+    concurrent_creates_never_pass_the_cap,
+    the_registry,
+    another_organization_cannot_reach_pipelines,
+);
