@@ -6,6 +6,8 @@
 //! only what other services embed, [`emitter::AuditClient`] and
 //! [`client::ComplianceClient`], without axum or sqlx.
 
+#[cfg(feature = "server")]
+pub mod archive;
 pub mod audit;
 #[cfg(feature = "server")]
 pub mod auth;

@@ -14,6 +14,7 @@ pub mod listener;
 mod members;
 mod organizations;
 mod pipelines;
+mod plugins;
 mod policies;
 mod preferences;
 pub mod response;

@@ -17,7 +17,7 @@ use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
     admin, audit, catalog, check_log, exemptions, invitations, members, organizations, pipelines,
-    policies, preferences, rules, system, templates, validate,
+    plugins, policies, preferences, rules, system, templates, validate,
 };
 
 /// One route.
@@ -36,6 +36,10 @@ pub struct Route {
     ok: (u16, Value),
     /// The success answer's media type.
     media: &'static str,
+    /// The request body's media type.
+    body_media: &'static str,
+    /// A body limit of its own, above the server's.
+    body_limit: Option<usize>,
     handler: MethodRouter<AppState>,
 }
 
@@ -61,6 +65,8 @@ macro_rules! verb {
                 query: Vec::new(),
                 ok: (200, envelope(any())),
                 media: "application/json",
+                body_media: "application/json",
+                body_limit: None,
                 handler: $routing(handler),
             }
         }
@@ -97,6 +103,14 @@ impl Route {
 
     fn ok(mut self, status: u16, schema: Value) -> Self {
         self.ok = (status, schema);
+        self
+    }
+
+    /// A `multipart/form-data` body of at most `limit` bytes.
+    fn multipart(mut self, schema: Value, limit: usize) -> Self {
+        self.body = Some((schema, true));
+        self.body_media = "multipart/form-data";
+        self.body_limit = Some(limit);
         self
     }
 
@@ -205,6 +219,21 @@ fn pipeline_filters(paged: bool) -> Vec<Value> {
     } else {
         filters
     }
+}
+
+fn plugin_filters(paged: bool) -> Vec<Value> {
+    let mut filters = vec![
+        query("name", string()),
+        query("version", string()),
+        query("accessModifier", one_of(&["public", "private"])),
+        query("isActive", boolean()),
+        query("isDefault", boolean()),
+        query("pluginType", string()),
+    ];
+    if paged {
+        filters.extend(paging(&crate::http::plugins::SORTABLE));
+    }
+    filters
 }
 
 fn plugin_ref_schema() -> Value {
@@ -726,6 +755,98 @@ pub fn routes() -> Vec<Route> {
         delete("/api/pipelines/{id}", "deletePipeline", compliance(PipelinesWrite), pipelines::delete)
             .doc("Delete a pipeline (frees its quota)")
             .ok(200, done("id", "deleted")),
+        // Plugins.
+        get("/api/plugins", "listPlugins", org_member(), plugins::list)
+            .doc("The organization's plugins")
+            .query(plugin_filters(true))
+            .ok(200, page("plugins", reference("Plugin"))),
+        get("/api/plugins/find", "findPlugin", org_member(), plugins::find)
+            .doc("The newest plugin of a name (and version)")
+            .query(plugin_filters(false))
+            .ok(200, envelope(reference("Plugin"))),
+        post("/api/plugins/lookup", "lookupPlugin", org_member(), plugins::lookup)
+            .doc("The newest plugin matching a filter body (at least one field)")
+            .body(body(
+                &[
+                    ("name", json!({"type": "string", "maxLength": 200})),
+                    ("version", json!({"type": "string", "maxLength": 200})),
+                    ("accessModifier", one_of(&["public", "private"])),
+                    ("isActive", boolean()),
+                    ("isDefault", boolean()),
+                    ("pluginType", json!({"type": "string", "maxLength": 200})),
+                ],
+                &[],
+            ))
+            .ok(200, envelope(reference("Plugin"))),
+        get("/api/plugins/plugin-usage", "pluginUsage", org_member(), plugins::usage)
+            .doc("Per plugin name, how many of the organization's pipelines reference it")
+            .ok(200, envelope(array(object(
+                &[("name", string()), ("pipelines", integer())],
+                &["name", "pipelines"],
+            )))),
+        post("/api/plugins", "uploadPlugin", compliance(PluginsWrite), plugins::upload)
+            .doc("Upload a plugin: a ZIP with plugin.json (or plugin.yaml) at its root and optionally a Dockerfile; refused with the reason (400) for path traversal, links, more than 1,000 entries, more than 50 MB unpacked, a bomb-like ratio, a missing or invalid manifest. Checked by the compliance rules (403, 503) and the plugins quota (429) like a pipeline; a build job is queued")
+            .multipart(
+                object(
+                    &[
+                        ("plugin", json!({"type": "string", "contentMediaType": "application/zip"})),
+                        ("accessModifier", one_of(&["public", "private"])),
+                    ],
+                    &["plugin"],
+                ),
+                plugins::MAX_UPLOAD_BYTES,
+            )
+            .ok(201, envelope(reference("Plugin"))),
+        post("/api/plugins/deploy-generated", "deployGeneratedPlugin", compliance(PluginsWrite), plugins::deploy_generated)
+            .doc("Deploy a generated plugin: packed with its Dockerfile, judged, charged and queued for a build like an upload")
+            .body(body(
+                &[
+                    ("name", text(100)),
+                    ("version", text(64)),
+                    ("commands", array(string())),
+                    ("installCommands", array(string())),
+                    ("dockerfile", text(262_144)),
+                ],
+                &["name", "version", "commands", "installCommands", "dockerfile"],
+            ))
+            .ok(201, envelope(reference("Plugin"))),
+        put("/api/plugins/bulk/update", "bulkUpdatePlugins", compliance(PluginsWrite), plugins::bulk_update)
+            .doc("Change several plugins, all or nothing; only description, computeType, isDefault, isActive and accessModifier may change (any other field is 400)")
+            .body(body(
+                &[(
+                    "plugins",
+                    json!({"type": "array", "minItems": 1, "maxItems": plugins::BULK_LIMIT, "items": body(
+                        &[
+                            ("id", text(200)),
+                            ("description", nullable(string())),
+                            ("computeType", nullable(string())),
+                            ("isDefault", nullable(boolean())),
+                            ("isActive", nullable(boolean())),
+                            ("accessModifier", nullable(one_of(&["public", "private"]))),
+                        ],
+                        &["id"],
+                    )}),
+                )],
+                &["plugins"],
+            ))
+            .ok(200, envelope(object(&[("plugins", array(reference("Plugin")))], &["plugins"]))),
+        get("/api/plugins/{id}", "getPlugin", org_member(), plugins::get)
+            .doc("One plugin")
+            .ok(200, envelope(reference("Plugin"))),
+        put("/api/plugins/{id}", "updatePlugin", compliance(PluginsWrite), plugins::update)
+            .doc("Change a plugin's description, computeType or isDefault (any other field is 400)")
+            .body(body(
+                &[
+                    ("description", nullable(string())),
+                    ("computeType", nullable(string())),
+                    ("isDefault", nullable(boolean())),
+                ],
+                &[],
+            ))
+            .ok(200, envelope(nullable(reference("Plugin")))),
+        delete("/api/plugins/{id}", "deletePlugin", compliance(PluginsWrite), plugins::delete)
+            .doc("Delete a plugin (frees its quota)")
+            .ok(200, done("id", "deleted")),
         // Validation.
         post("/api/compliance/validate/{target}", "validate", Access::UserOrService(ComplianceRead), validate::live)
             .doc("Check an entity's attributes against the organization's effective rules; recorded in the check log")
@@ -748,9 +869,11 @@ pub(crate) fn router(state: &AppState) -> axum::Router<AppState> {
             action: route.action(),
             changes_state: route.method != "GET",
         };
-        let handler = route
-            .handler
-            .route_layer(middleware::from_fn_with_state(guard, enforce));
+        let mut handler = route.handler;
+        if let Some(limit) = route.body_limit {
+            handler = handler.layer(axum::extract::DefaultBodyLimit::max(limit));
+        }
+        let handler = handler.route_layer(middleware::from_fn_with_state(guard, enforce));
         let merged = match paths.remove(route.path) {
             Some(existing) => existing.merge(handler),
             None => handler,
@@ -807,7 +930,7 @@ pub fn document() -> Value {
         if let Some((body, required)) = &route.body {
             operation.insert(
                 "requestBody".into(),
-                json!({"required": required, "content": {"application/json": {"schema": body}}}),
+                json!({"required": required, "content": {route.body_media: {"schema": body}}}),
             );
         }
         operation.insert(

@@ -495,7 +495,54 @@ pub(crate) fn components() -> Value {
         ],
         &["arn", "pipelineId", "orgId", "createdAt", "updatedAt"],
     );
+    let plugin = object(
+        &[
+            ("id", string()),
+            ("orgId", string()),
+            ("name", string()),
+            ("version", string()),
+            ("description", nullable(string())),
+            ("accessModifier", one_of(&["public", "private"])),
+            ("computeType", nullable(string())),
+            ("isDefault", boolean()),
+            ("isActive", boolean()),
+            ("pluginType", nullable(string())),
+            ("commands", array(string())),
+            ("installCommands", array(string())),
+            ("dockerfile", nullable(string())),
+            (
+                "compliance",
+                object(
+                    &[
+                        ("result", one_of(&["pass", "warn", "block"])),
+                        ("violations", array(reference("Violation"))),
+                    ],
+                    &["result", "violations"],
+                ),
+            ),
+            (
+                "buildStatus",
+                one_of(&["queued", "running", "completed", "failed", "timed_out"]),
+            ),
+            ("createdBy", string()),
+            ("createdAt", instant()),
+            ("updatedAt", instant()),
+        ],
+        &[
+            "id",
+            "orgId",
+            "name",
+            "version",
+            "accessModifier",
+            "isDefault",
+            "isActive",
+            "compliance",
+            "buildStatus",
+            "createdAt",
+        ],
+    );
     json!({
+        "Plugin": plugin,
         "Pipeline": pipeline,
         "RegistryEntry": registry_entry,
         "Organization": org,

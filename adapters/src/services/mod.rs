@@ -19,6 +19,7 @@ pub mod members;
 pub mod operations;
 pub mod organizations;
 pub mod pipelines;
+pub mod plugins;
 pub mod policies;
 pub mod preferences;
 pub mod rules;

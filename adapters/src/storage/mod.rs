@@ -13,6 +13,7 @@ mod governance;
 mod orgs;
 mod outbox;
 mod pipelines;
+mod plugins;
 mod quota;
 mod rules;
 
@@ -34,6 +35,7 @@ pub use governance::{
 pub use orgs::{NewOrganization, OrgRecord};
 pub use outbox::{OutboxDepth, Pending};
 pub use pipelines::{PipelineFields, PipelineFilter, PipelineRecord, RegistryEntry};
+pub use plugins::{NewPlugin, PluginChange, PluginFilter, PluginRecord};
 pub use quota::{Charge, QuotaRefusal};
 pub use rules::{RuleChange, RuleFilter, StoredRule};
 

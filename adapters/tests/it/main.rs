@@ -28,6 +28,7 @@ mod integrity;
 mod organizations;
 mod permissions;
 mod pipelines;
+mod plugins;
 mod replicas;
 
 use std::sync::Arc;

@@ -1,0 +1,398 @@
+//! `/plugins`: the organization's plugins (uploads, generated deploys, reads, the
+//! update whitelist, usage by pipelines).
+
+use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::archive::Manifest;
+use crate::error::ApiError;
+use crate::http::extract::{Json, PageParams, Query, SortOrder};
+use crate::http::gate::Granted;
+use crate::http::response::{ok, paginated};
+use crate::http::state::{AppState, Caller};
+use crate::services::plugins;
+use crate::storage::{PluginChange, PluginFilter};
+
+/// The fields a plugin list sorts by.
+pub(crate) const SORTABLE: [&str; 4] = ["createdAt", "updatedAt", "name", "version"];
+
+/// The largest upload (the whole multipart body).
+pub const MAX_UPLOAD_BYTES: usize = 20 * 1024 * 1024;
+
+/// The filters of the plugin list and find.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PluginQuery {
+    name: Option<String>,
+    version: Option<String>,
+    access_modifier: Option<String>,
+    is_active: Option<bool>,
+    is_default: Option<bool>,
+    plugin_type: Option<String>,
+    #[serde(flatten)]
+    page: PageParams,
+}
+
+/// A lookup's filter (POST, so that long values fit).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Lookup {
+    name: Option<String>,
+    version: Option<String>,
+    access_modifier: Option<String>,
+    is_active: Option<bool>,
+    is_default: Option<bool>,
+    plugin_type: Option<String>,
+}
+
+fn filter(lookup: Lookup) -> Result<PluginFilter, ApiError> {
+    if let Some(access) = &lookup.access_modifier {
+        plugins::access_modifier(access)?;
+    }
+    for (field, value) in [
+        ("name", &lookup.name),
+        ("version", &lookup.version),
+        ("pluginType", &lookup.plugin_type),
+    ] {
+        if value.as_ref().is_some_and(|v| v.len() > 200) {
+            return Err(ApiError::invalid_field(
+                field,
+                "must be at most 200 characters",
+            ));
+        }
+    }
+    let given = |v: Option<String>| v.filter(|s| !s.is_empty());
+    Ok(PluginFilter {
+        name: given(lookup.name),
+        version: given(lookup.version),
+        access_modifier: given(lookup.access_modifier),
+        is_active: lookup.is_active,
+        is_default: lookup.is_default,
+        plugin_type: given(lookup.plugin_type),
+    })
+}
+
+impl PluginQuery {
+    fn split(self) -> (Lookup, PageParams) {
+        (
+            Lookup {
+                name: self.name,
+                version: self.version,
+                access_modifier: self.access_modifier,
+                is_active: self.is_active,
+                is_default: self.is_default,
+                plugin_type: self.plugin_type,
+            },
+            self.page,
+        )
+    }
+}
+
+/// `GET /plugins`.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    granted: Granted,
+    Query(q): Query<PluginQuery>,
+) -> Result<Response, ApiError> {
+    let (lookup, page) = q.split();
+    let page = page.check(state.config.http.max_page_limit, &SORTABLE)?;
+    let filter = filter(lookup)?;
+    let order = (page.sort_by.as_str(), page.sort_order == SortOrder::Asc);
+    let (items, total) = plugins::list(
+        &state,
+        &granted.org,
+        &filter,
+        order,
+        (page.limit, page.offset),
+    )
+    .await?;
+    Ok(paginated("plugins", items, total, &page))
+}
+
+/// `GET /plugins/find?name=&version=`: the newest plugin of that name (and version).
+pub(crate) async fn find(
+    State(state): State<AppState>,
+    granted: Granted,
+    Query(q): Query<PluginQuery>,
+) -> Result<Response, ApiError> {
+    let (lookup, _) = q.split();
+    let filter = filter(lookup)?;
+    if filter.name.is_none() {
+        return Err(ApiError::invalid_field("name", "is required"));
+    }
+    let plugin = plugins::find(&state, &granted.org, &filter).await?;
+    Ok(ok(StatusCode::OK, plugin))
+}
+
+/// `POST /plugins/lookup`: the newest plugin matching a filter body (one field at
+/// least).
+pub(crate) async fn lookup(
+    State(state): State<AppState>,
+    granted: Granted,
+    Json(body): Json<Lookup>,
+) -> Result<Response, ApiError> {
+    let filter = filter(body)?;
+    let empty = filter.name.is_none()
+        && filter.version.is_none()
+        && filter.access_modifier.is_none()
+        && filter.is_active.is_none()
+        && filter.is_default.is_none()
+        && filter.plugin_type.is_none();
+    if empty {
+        return Err(ApiError::validation("the filter names no field"));
+    }
+    let plugin = plugins::find(&state, &granted.org, &filter).await?;
+    Ok(ok(StatusCode::OK, plugin))
+}
+
+/// `GET /plugins/:id`.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    granted: Granted,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let plugin = plugins::get(&state, &granted.org, &id).await?;
+    Ok(ok(StatusCode::OK, plugin))
+}
+
+fn multipart_error(error: &MultipartError) -> ApiError {
+    if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::payload_too_large()
+    } else {
+        ApiError::validation(format!(
+            "the multipart body cannot be read: {}",
+            error.body_text()
+        ))
+    }
+}
+
+/// `POST /plugins` (`plugins:write`): `multipart/form-data` with a file part `plugin`
+/// (a ZIP) and a text part `accessModifier`; compliance and quota at the door.
+pub(crate) async fn upload(
+    State(state): State<AppState>,
+    caller: Caller,
+    granted: Granted,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<Response, ApiError> {
+    let mut multipart = multipart.map_err(|e| {
+        ApiError::validation(format!(
+            "expected multipart/form-data with parts `plugin` and `accessModifier`: {}",
+            e.body_text()
+        ))
+    })?;
+    let mut archive = None;
+    let mut access = None;
+    while let Some(field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| multipart_error(&e))?
+    {
+        match field.name() {
+            Some("plugin") => {
+                archive = Some(field.bytes().await.map_err(|e| multipart_error(&e))?);
+            }
+            Some("accessModifier") => {
+                access = Some(field.text().await.map_err(|e| multipart_error(&e))?);
+            }
+            other => {
+                return Err(ApiError::validation(format!(
+                    "unexpected part `{}`; the parts are `plugin` and `accessModifier`",
+                    other.unwrap_or_default()
+                )))
+            }
+        }
+    }
+    let archive = archive
+        .ok_or_else(|| ApiError::invalid_field("plugin", "the ZIP file part is required"))?;
+    let access = access.unwrap_or_else(|| "private".to_owned());
+    let plugin = plugins::upload(
+        &state,
+        &caller,
+        &granted.org,
+        archive.to_vec(),
+        access.trim(),
+        Utc::now(),
+    )
+    .await?;
+    Ok(ok(StatusCode::CREATED, plugin))
+}
+
+/// The body of `POST /plugins/deploy-generated`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Generated {
+    name: String,
+    version: String,
+    commands: Vec<String>,
+    install_commands: Vec<String>,
+    dockerfile: String,
+}
+
+/// `POST /plugins/deploy-generated` (`plugins:write`): a generated plugin, built and
+/// deployed like an upload.
+pub(crate) async fn deploy_generated(
+    State(state): State<AppState>,
+    caller: Caller,
+    granted: Granted,
+    Json(body): Json<Generated>,
+) -> Result<Response, ApiError> {
+    let manifest = Manifest {
+        name: body.name,
+        version: body.version,
+        description: None,
+        plugin_type: None,
+        compute_type: None,
+        commands: body.commands,
+        install_commands: body.install_commands,
+    };
+    let plugin = plugins::deploy_generated(
+        &state,
+        &caller,
+        &granted.org,
+        manifest,
+        &body.dockerfile,
+        Utc::now(),
+    )
+    .await?;
+    Ok(ok(StatusCode::CREATED, plugin))
+}
+
+/// The fields `PUT /plugins/:id` may change.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Update {
+    description: Option<String>,
+    compute_type: Option<String>,
+    is_default: Option<bool>,
+}
+
+fn bounded(field: &str, value: &Option<String>, max: usize) -> Result<(), ApiError> {
+    match value {
+        Some(v) if v.chars().count() > max || v.chars().any(|c| c.is_control() && c != '\n') => {
+            Err(ApiError::invalid_field(
+                field,
+                format!("must be at most {max} characters, without control characters"),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `PUT /plugins/:id` (`plugins:write`): description, computeType, isDefault only.
+pub(crate) async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    granted: Granted,
+    Path(id): Path<String>,
+    Json(body): Json<Update>,
+) -> Result<Response, ApiError> {
+    bounded("description", &body.description, 2000)?;
+    bounded("computeType", &body.compute_type, 100)?;
+    let change = PluginChange {
+        description: body.description,
+        compute_type: body.compute_type,
+        is_default: body.is_default,
+        ..PluginChange::default()
+    };
+    let updated = plugins::update(
+        &state,
+        &caller,
+        &granted.org,
+        vec![(id, change)],
+        ("plugin.update", Utc::now()),
+    )
+    .await?;
+    Ok(ok(StatusCode::OK, updated.into_iter().next()))
+}
+
+/// One plugin's change in a bulk update: the whitelist of mutable fields.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct BulkItem {
+    id: String,
+    description: Option<String>,
+    compute_type: Option<String>,
+    is_default: Option<bool>,
+    is_active: Option<bool>,
+    access_modifier: Option<String>,
+}
+
+/// The body of `PUT /plugins/bulk/update`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Bulk {
+    plugins: Vec<BulkItem>,
+}
+
+/// How many plugins one bulk update changes at most.
+pub const BULK_LIMIT: usize = 100;
+
+/// `PUT /plugins/bulk/update` (`plugins:write`): several plugins, all or nothing; a
+/// field outside the whitelist is 400 and nothing changes.
+pub(crate) async fn bulk_update(
+    State(state): State<AppState>,
+    caller: Caller,
+    granted: Granted,
+    Json(body): Json<Bulk>,
+) -> Result<Response, ApiError> {
+    if body.plugins.is_empty() || body.plugins.len() > BULK_LIMIT {
+        return Err(ApiError::invalid_field(
+            "plugins",
+            format!("must list 1 to {BULK_LIMIT} plugins"),
+        ));
+    }
+    let mut changes = Vec::with_capacity(body.plugins.len());
+    for item in body.plugins {
+        bounded("description", &item.description, 2000)?;
+        bounded("computeType", &item.compute_type, 100)?;
+        changes.push((
+            item.id,
+            PluginChange {
+                description: item.description,
+                compute_type: item.compute_type,
+                is_default: item.is_default,
+                is_active: item.is_active,
+                access_modifier: item.access_modifier,
+            },
+        ));
+    }
+    let updated = plugins::update(
+        &state,
+        &caller,
+        &granted.org,
+        changes,
+        ("plugin.bulk.update", Utc::now()),
+    )
+    .await?;
+    Ok(ok(StatusCode::OK, json!({"plugins": updated})))
+}
+
+/// `DELETE /plugins/:id` (`plugins:write`): frees its quota.
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    granted: Granted,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    plugins::delete(&state, &caller, &granted.org, &id, Utc::now()).await?;
+    Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
+}
+
+/// `GET /plugins/plugin-usage`: per plugin name, how many of the organization's
+/// pipelines reference it.
+pub(crate) async fn usage(
+    State(state): State<AppState>,
+    granted: Granted,
+) -> Result<Response, ApiError> {
+    let counts = plugins::usage(&state, &granted.org).await?;
+    let items: Vec<_> = counts
+        .into_iter()
+        .map(|(name, pipelines)| json!({"name": name, "pipelines": pipelines}))
+        .collect();
+    Ok(ok(StatusCode::OK, items))
+}

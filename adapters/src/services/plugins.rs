@@ -1,0 +1,330 @@
+//! Plugins (document 2's Plugin service): uploads and generated deploys checked at the
+//! door like pipelines (compliance through [`checks::check_entity`], the plugins
+//! quota of the root's pool), each stored with its archive and a build job; reads,
+//! updates of a whitelist of fields, deletes, and per-name usage by pipelines.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use compliance_core::Target;
+use entitlements::Dimension;
+use serde_json::{json, Value};
+
+use super::checks::{self, Recording};
+use super::pipelines::pool;
+use super::{ServiceError, ServiceResult};
+use crate::archive::{self, Manifest};
+use crate::http::state::{event, AppState, Caller};
+use crate::storage::{
+    new_id, Charge, NewPlugin, OrgRecord, PluginChange, PluginFilter, PluginRecord,
+};
+
+/// The document a plugin is judged on: its manifest's fields, its visibility and its
+/// Dockerfile.
+fn attributes(manifest: &Manifest, access_modifier: &str, dockerfile: Option<&str>) -> Value {
+    json!({
+        "name": manifest.name,
+        "version": manifest.version,
+        "description": manifest.description,
+        "pluginType": manifest.plugin_type,
+        "computeType": manifest.compute_type,
+        "commands": manifest.commands,
+        "installCommands": manifest.install_commands,
+        "accessModifier": access_modifier,
+        "dockerfile": dockerfile,
+    })
+}
+
+/// `public` or `private`.
+pub fn access_modifier(value: &str) -> ServiceResult<()> {
+    if ["public", "private"].contains(&value) {
+        Ok(())
+    } else {
+        Err(ServiceError::invalid(
+            "accessModifier",
+            "must be public or private",
+        ))
+    }
+}
+
+/// The image a plugin's build makes: `<organization>/<name>:<version>`, lowercase.
+fn image(org: &OrgRecord, manifest: &Manifest) -> String {
+    format!(
+        "{}/{}:{}",
+        org.id,
+        manifest.name.to_lowercase(),
+        manifest.version
+    )
+}
+
+/// Judges, charges and stores a plugin made from `manifest` and `archive`.
+async fn admit(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    (manifest, dockerfile, archive): (&Manifest, Option<&str>, &[u8]),
+    (access, action): (&str, &'static str),
+    now: DateTime<Utc>,
+) -> ServiceResult<PluginRecord> {
+    let id = new_id();
+    let deadline = tokio::time::Instant::now() + crate::http::validate::BUDGET;
+    let document = attributes(manifest, access, dockerfile);
+    let entity = id.clone();
+    let evaluation = checks::check_entity(
+        state,
+        org,
+        Target::Plugin,
+        None,
+        deadline,
+        move || Ok((document, Some(entity))),
+        Recording::Live,
+    )
+    .await?;
+    if evaluation.blocked {
+        return Err(ServiceError::Blocked(Box::new(evaluation)));
+    }
+    let compliance =
+        json!({"result": checks::outcome(&evaluation), "violations": evaluation.violations});
+    let (root, limit) = pool(state, org, Dimension::Plugins).await?;
+    let charge = Charge {
+        org_id: &org.id,
+        root_id: &root.id,
+        dimension: "plugins",
+        limit,
+        amount: 1,
+    };
+    let image = image(org, manifest);
+    let audit = [event(
+        caller,
+        action,
+        &org.id,
+        "plugin",
+        &id,
+        json!({"name": manifest.name, "version": manifest.version}),
+    )];
+    let plugin = NewPlugin {
+        id: &id,
+        org_id: &org.id,
+        manifest,
+        dockerfile,
+        access_modifier: access,
+        compliance: &compliance,
+        archive,
+        image: &image,
+        created_by: &caller.user_id,
+    };
+    state
+        .store
+        .create_plugin(&plugin, &charge, now, &audit)
+        .await?
+        .map_err(|refusal| ServiceError::Quota {
+            dimension: "plugins",
+            refusal,
+        })
+}
+
+/// An uploaded archive: inspected (on the CPU pool: it is hostile input), judged,
+/// charged, stored with a build job.
+pub async fn upload(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    archive: Vec<u8>,
+    access: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<PluginRecord> {
+    access_modifier(access)?;
+    let (archive, inspected) = state
+        .cpu
+        .run(move || {
+            let inspected = archive::inspect(&archive);
+            (archive, inspected)
+        })
+        .await
+        .map_err(|_| ServiceError::Unavailable)?;
+    let inspected = inspected.map_err(|e| ServiceError::invalid("plugin", e.to_string()))?;
+    admit(
+        state,
+        caller,
+        org,
+        (
+            &inspected.manifest,
+            inspected.dockerfile.as_deref(),
+            &archive,
+        ),
+        (access, "plugin.upload"),
+        now,
+    )
+    .await
+}
+
+/// A generated plugin: its manifest and Dockerfile packed into an archive, then
+/// admitted like an upload (private).
+pub async fn deploy_generated(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    manifest: Manifest,
+    dockerfile: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<PluginRecord> {
+    manifest
+        .check()
+        .map_err(|e| ServiceError::invalid("body", e.to_string()))?;
+    if dockerfile.trim().is_empty() || dockerfile.len() as u64 > archive::MAX_DESCRIPTOR_BYTES {
+        return Err(ServiceError::invalid(
+            "dockerfile",
+            format!("must be 1 to {} bytes", archive::MAX_DESCRIPTOR_BYTES),
+        ));
+    }
+    let packed = archive::pack(&manifest, Some(dockerfile))
+        .map_err(|e| ServiceError::Broken(e.to_string()))?;
+    admit(
+        state,
+        caller,
+        org,
+        (&manifest, Some(dockerfile), &packed),
+        ("private", "plugin.deploy"),
+        now,
+    )
+    .await
+}
+
+/// One plugin of the organization.
+pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<PluginRecord> {
+    state
+        .store
+        .plugin(&org.id, id)
+        .await?
+        .ok_or(ServiceError::NotFound("plugin"))
+}
+
+/// A page of the organization's plugins: (plugins, total).
+pub async fn list(
+    state: &AppState,
+    org: &OrgRecord,
+    filter: &PluginFilter,
+    order: (&str, bool),
+    (limit, offset): (u32, u64),
+) -> ServiceResult<(Vec<PluginRecord>, u64)> {
+    Ok(state
+        .store
+        .plugins(&org.id, filter, order, limit, offset)
+        .await?)
+}
+
+/// The newest plugin matching the filter.
+pub async fn find(
+    state: &AppState,
+    org: &OrgRecord,
+    filter: &PluginFilter,
+) -> ServiceResult<PluginRecord> {
+    let (found, _) = state
+        .store
+        .plugins(&org.id, filter, ("createdAt", false), 1, 0)
+        .await?;
+    found
+        .into_iter()
+        .next()
+        .ok_or(ServiceError::NotFound("plugin"))
+}
+
+/// Changes plugins of the organization, all or nothing; `action` names the audit
+/// action (`plugin.update` for one, `plugin.bulk.update` for many).
+pub async fn update(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    changes: Vec<(String, PluginChange)>,
+    (action, now): (&'static str, DateTime<Utc>),
+) -> ServiceResult<Vec<PluginRecord>> {
+    for (_, change) in &changes {
+        if let Some(access) = &change.access_modifier {
+            access_modifier(access)?;
+        }
+    }
+    let ids: Vec<&str> = changes.iter().map(|(id, _)| id.as_str()).collect();
+    let audit = [event(
+        caller,
+        action,
+        &org.id,
+        "plugin",
+        ids.first().copied().unwrap_or_default(),
+        json!({"ids": ids}),
+    )];
+    Ok(state
+        .store
+        .update_plugins(&org.id, &changes, now, &audit)
+        .await?)
+}
+
+/// Deletes a plugin, freeing its quota.
+pub async fn delete(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let plugin = get(state, org, id).await?;
+    let (root, _) = pool(state, org, Dimension::Plugins).await?;
+    let release = Charge {
+        org_id: &org.id,
+        root_id: &root.id,
+        dimension: "plugins",
+        limit: None,
+        amount: 1,
+    };
+    let audit = [event(
+        caller,
+        "plugin.delete",
+        &org.id,
+        "plugin",
+        id,
+        json!({"name": plugin.name, "version": plugin.version}),
+    )];
+    Ok(state
+        .store
+        .delete_plugin((&org.id, id), &release, now, &audit)
+        .await?)
+}
+
+/// The plugin names referenced by a pipeline's properties (the synth plugin and every
+/// step's), each once.
+fn referenced(props: &Value) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut add = |plugin: Option<&Value>| {
+        if let Some(name) = plugin.and_then(|p| p.get("name")).and_then(Value::as_str) {
+            names.insert(name.to_owned());
+        }
+    };
+    add(props.pointer("/synth/plugin"));
+    for stage in props
+        .get("stages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        for step in stage
+            .get("steps")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            add(step.get("plugin"));
+        }
+    }
+    names
+}
+
+/// Per plugin name, how many of the organization's pipelines reference it.
+pub async fn usage(state: &AppState, org: &OrgRecord) -> ServiceResult<BTreeMap<String, u64>> {
+    let all = state.store.pipeline_props(&org.id).await?;
+    let mut counts = BTreeMap::new();
+    for props in &all {
+        for name in referenced(props) {
+            *counts.entry(name).or_insert(0) += 1;
+        }
+    }
+    Ok(counts)
+}

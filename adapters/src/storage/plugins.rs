@@ -1,0 +1,350 @@
+//! Plugins and their archives. An upload or deploy charges the organization's plugins
+//! quota, stores the plugin, its archive and its build job, enqueues its
+//! re-evaluation and writes its audit events, all in one transaction.
+
+use audit_chain::AuditEvent;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::Row;
+
+use super::decode::Decoder;
+use super::quota::{Charge, QuotaRefusal};
+use super::{stamp, Store, StoreError, StoreResult};
+
+/// A stored plugin.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginRecord {
+    /// Its id.
+    pub id: String,
+    /// The organization that owns it.
+    pub org_id: String,
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// What it does.
+    pub description: Option<String>,
+    /// `public` or `private`.
+    pub access_modifier: String,
+    /// The build compute size.
+    pub compute_type: Option<String>,
+    /// A default plugin.
+    pub is_default: bool,
+    /// Active.
+    pub is_active: bool,
+    /// The kind of step it implements.
+    pub plugin_type: Option<String>,
+    /// Build commands.
+    pub commands: Vec<String>,
+    /// Install commands.
+    pub install_commands: Vec<String>,
+    /// The image build definition, when it has one.
+    pub dockerfile: Option<String>,
+    /// The last compliance result: `{result, violations}`.
+    pub compliance: Value,
+    /// Where its image build stands: queued, running, completed, failed, timed_out.
+    pub build_status: String,
+    /// Who uploaded it.
+    pub created_by: String,
+    /// When.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A new plugin, as an upload or a deploy makes it.
+#[derive(Debug, Clone)]
+pub struct NewPlugin<'a> {
+    /// Its id (made by the caller, who judged it under that id).
+    pub id: &'a str,
+    /// The organization.
+    pub org_id: &'a str,
+    /// From the manifest.
+    pub manifest: &'a crate::archive::Manifest,
+    /// The Dockerfile.
+    pub dockerfile: Option<&'a str>,
+    /// `public` or `private`.
+    pub access_modifier: &'a str,
+    /// The compliance result to keep with it.
+    pub compliance: &'a Value,
+    /// The archive.
+    pub archive: &'a [u8],
+    /// The image its build makes.
+    pub image: &'a str,
+    /// Who.
+    pub created_by: &'a str,
+}
+
+/// What a list of plugins is narrowed to.
+#[derive(Debug, Clone, Default)]
+pub struct PluginFilter {
+    /// One name.
+    pub name: Option<String>,
+    /// One version.
+    pub version: Option<String>,
+    /// `public` or `private`.
+    pub access_modifier: Option<String>,
+    /// Active or not.
+    pub is_active: Option<bool>,
+    /// Default or not.
+    pub is_default: Option<bool>,
+    /// One plugin type.
+    pub plugin_type: Option<String>,
+}
+
+/// The fields an update may change (each left out stays).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginChange {
+    /// What it does.
+    pub description: Option<String>,
+    /// The build compute size.
+    pub compute_type: Option<String>,
+    /// A default plugin.
+    pub is_default: Option<bool>,
+    /// Active.
+    pub is_active: Option<bool>,
+    /// `public` or `private`.
+    pub access_modifier: Option<String>,
+}
+
+fn plugin_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PluginRecord> {
+    let d = Decoder::new(row, "plugins", &["id"]);
+    Ok(PluginRecord {
+        id: d.get("id")?,
+        org_id: d.get("org_id")?,
+        name: d.get("name")?,
+        version: d.get("version")?,
+        description: d.get("description")?,
+        access_modifier: d.get("access_modifier")?,
+        compute_type: d.get("compute_type")?,
+        is_default: d.flag("is_default")?,
+        is_active: d.flag("is_active")?,
+        plugin_type: d.get("plugin_type")?,
+        commands: d.json("commands")?,
+        install_commands: d.json("install_commands")?,
+        dockerfile: d.get("dockerfile")?,
+        compliance: d.json("compliance")?,
+        build_status: d.get("build_status")?,
+        created_by: d.get("created_by")?,
+        created_at: d.stamp("created_at")?,
+        updated_at: d.stamp("updated_at")?,
+    })
+}
+
+fn flag(value: Option<bool>) -> Option<String> {
+    value.map(|v| if v { "1" } else { "0" }.to_owned())
+}
+
+impl Store {
+    /// Stores a new plugin with its archive and build job, charging `charge`.
+    pub async fn create_plugin(
+        &self,
+        plugin: &NewPlugin<'_>,
+        charge: &Charge<'_>,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<Result<PluginRecord, QuotaRefusal>> {
+        let manifest = plugin.manifest;
+        let mut tx = self.pool().begin().await?;
+        if let Err(refusal) = self.charge(&mut tx, charge).await? {
+            return Ok(Err(refusal));
+        }
+        sqlx::query(&self.sql(
+            "INSERT INTO plugins (id, org_id, name, version, description, access_modifier, compute_type, is_default, is_active, plugin_type, commands, install_commands, dockerfile, compliance, build_status, created_by, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 1, $8, $9, $10, $11, $12, 'queued', $13, $14, $14)",
+        ))
+        .bind(plugin.id)
+        .bind(plugin.org_id)
+        .bind(&manifest.name)
+        .bind(&manifest.version)
+        .bind(manifest.description.as_deref())
+        .bind(plugin.access_modifier)
+        .bind(manifest.compute_type.as_deref())
+        .bind(manifest.plugin_type.as_deref())
+        .bind(serde_json::to_string(&manifest.commands).unwrap_or_default())
+        .bind(serde_json::to_string(&manifest.install_commands).unwrap_or_default())
+        .bind(plugin.dockerfile)
+        .bind(plugin.compliance.to_string())
+        .bind(plugin.created_by)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => StoreError::Conflict(format!(
+                "the plugin `{}` version `{}` already exists",
+                manifest.name, manifest.version
+            )),
+            other => other,
+        })?;
+        sqlx::query(&self.sql("INSERT INTO plugin_archives (plugin_id, bytes) VALUES ($1, $2)"))
+            .bind(plugin.id)
+            .bind(plugin.archive.to_vec())
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO plugin_builds (id, org_id, plugin_id, image, queue, status, attempts, run_after, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, 'tier', 'queued', 0, $5, $5, $5)",
+        ))
+        .bind(super::new_id())
+        .bind(plugin.org_id)
+        .bind(plugin.id)
+        .bind(plugin.image)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        self.enqueue_reevaluation(
+            &mut tx,
+            plugin.org_id,
+            "plugin",
+            plugin.id,
+            "plugin.create",
+            now,
+        )
+        .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        self.plugin(plugin.org_id, plugin.id)
+            .await?
+            .map(Ok)
+            .ok_or_else(|| StoreError::Other("the new plugin vanished".to_owned()))
+    }
+
+    /// One plugin of an organization.
+    pub async fn plugin(&self, org_id: &str, id: &str) -> StoreResult<Option<PluginRecord>> {
+        let row = sqlx::query(&self.sql("SELECT * FROM plugins WHERE org_id = $1 AND id = $2"))
+            .bind(org_id)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(plugin_from_row).transpose()
+    }
+
+    /// A plugin's archive.
+    pub async fn plugin_archive(&self, plugin_id: &str) -> StoreResult<Option<Vec<u8>>> {
+        let row = sqlx::query(&self.sql("SELECT bytes FROM plugin_archives WHERE plugin_id = $1"))
+            .bind(plugin_id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|row| row.try_get::<Vec<u8>, _>("bytes"))
+            .transpose()
+            .map_err(StoreError::from)
+    }
+
+    /// A page of an organization's plugins: (plugins, total).
+    pub async fn plugins(
+        &self,
+        org_id: &str,
+        filter: &PluginFilter,
+        (order_by, ascending): (&str, bool),
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<PluginRecord>, u64)> {
+        let column = match order_by {
+            "name" => "name",
+            "version" => "version",
+            "updatedAt" => "updated_at",
+            _ => "created_at",
+        };
+        let direction = if ascending { "ASC" } else { "DESC" };
+        let order = format!("{column} {direction}, id {direction}");
+        let condition = "org_id = $1 AND ($2 IS NULL OR name = $2) AND ($3 IS NULL OR version = $3) AND ($4 IS NULL OR access_modifier = $4) \
+             AND ($5 IS NULL OR is_active = CAST($5 AS INTEGER)) AND ($6 IS NULL OR is_default = CAST($6 AS INTEGER)) AND ($7 IS NULL OR plugin_type = $7)";
+        let binds = [
+            Some(org_id.to_owned()),
+            filter.name.clone(),
+            filter.version.clone(),
+            filter.access_modifier.clone(),
+            flag(filter.is_active),
+            flag(filter.is_default),
+            filter.plugin_type.clone(),
+        ];
+        let (rows, total) = self
+            .page(("*", "plugins", condition, &order), &binds, limit, offset)
+            .await?;
+        let items = rows
+            .iter()
+            .map(plugin_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((items, total))
+    }
+
+    /// Applies changes to several plugins of the organization, all or nothing
+    /// (`NotFound` naming the first id that is not the organization's).
+    pub async fn update_plugins(
+        &self,
+        org_id: &str,
+        changes: &[(String, PluginChange)],
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<Vec<PluginRecord>> {
+        let mut tx = self.pool().begin().await?;
+        for (id, change) in changes {
+            let done = sqlx::query(&self.sql(
+                "UPDATE plugins SET description = COALESCE($3, description), compute_type = COALESCE($4, compute_type), \
+                 is_default = COALESCE(CAST($5 AS INTEGER), is_default), is_active = COALESCE(CAST($6 AS INTEGER), is_active), \
+                 access_modifier = COALESCE($7, access_modifier), updated_at = $8 WHERE org_id = $1 AND id = $2",
+            ))
+            .bind(org_id)
+            .bind(id)
+            .bind(change.description.as_deref())
+            .bind(change.compute_type.as_deref())
+            .bind(flag(change.is_default))
+            .bind(flag(change.is_active))
+            .bind(change.access_modifier.as_deref())
+            .bind(stamp(now))
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(format!("plugin `{id}`")));
+            }
+            self.enqueue_reevaluation(&mut tx, org_id, "plugin", id, "plugin.update", now)
+                .await?;
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        let mut out = Vec::with_capacity(changes.len());
+        for (id, _) in changes {
+            if let Some(plugin) = self.plugin(org_id, id).await? {
+                out.push(plugin);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes a plugin, its archive and its pending builds, freeing its quota.
+    pub async fn delete_plugin(
+        &self,
+        (org_id, id): (&str, &str),
+        release: &Charge<'_>,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql("DELETE FROM plugins WHERE org_id = $1 AND id = $2"))
+            .bind(org_id)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("plugin".to_owned()));
+        }
+        sqlx::query(&self.sql("DELETE FROM plugin_archives WHERE plugin_id = $1"))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(&self.sql(
+            "DELETE FROM plugin_builds WHERE plugin_id = $1 AND status IN ('queued', 'running')",
+        ))
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        self.release(&mut tx, release).await?;
+        self.enqueue_reevaluation(&mut tx, org_id, "plugin", id, "plugin.delete", now)
+            .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

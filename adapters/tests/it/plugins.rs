@@ -1,0 +1,552 @@
+//! Document 2's plugin service: uploads (hostile archives refused), generated
+//! deploys, compliance and quota at the door, the update whitelist, usage, tenant
+//! isolation.
+
+use std::io::Write;
+
+use super::*;
+
+/// A ZIP of `(name, bytes)` entries.
+pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    {
+        let mut writer = zip::ZipWriter::new(&mut out);
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        for (name, bytes) in entries {
+            writer.start_file(*name, options).unwrap();
+            writer.write_all(bytes).unwrap();
+        }
+        writer.finish().unwrap();
+    }
+    out.into_inner()
+}
+
+pub fn manifest(name: &str, version: &str) -> Vec<u8> {
+    json!({
+        "name": name,
+        "version": version,
+        "description": "lints the code",
+        "pluginType": "Quality",
+        "computeType": "small",
+        "commands": ["npm run lint"],
+        "installCommands": ["npm ci"]
+    })
+    .to_string()
+    .into_bytes()
+}
+
+pub fn plugin_zip(name: &str, version: &str) -> Vec<u8> {
+    zip_of(&[
+        ("plugin.json", &manifest(name, version)),
+        ("Dockerfile", b"FROM node:20\nRUN npm ci\n"),
+        ("src/index.js", b"console.log('lint')\n"),
+    ])
+}
+
+/// `POST /api/plugins` as `multipart/form-data`.
+pub async fn upload(
+    app: &TestApp,
+    token: &str,
+    org: &str,
+    archive: &[u8],
+    access: Option<&str>,
+) -> (StatusCode, Value) {
+    let boundary = "compliance-test-boundary";
+    let mut body = Vec::new();
+    body.extend_from_slice(
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"plugin\"; filename=\"plugin.zip\"\r\nContent-Type: application/zip\r\n\r\n").as_bytes(),
+    );
+    body.extend_from_slice(archive);
+    body.extend_from_slice(b"\r\n");
+    if let Some(access) = access {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"accessModifier\"\r\n\r\n{access}\r\n").as_bytes(),
+        );
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    let request = Request::post("/api/plugins")
+        .header("authorization", format!("Bearer {token}"))
+        .header("x-org-id", org)
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(Body::from(body))
+        .unwrap();
+    app.send(request).await
+}
+
+async fn the_life_of_a_plugin(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = upload(
+        app,
+        &alice,
+        &org,
+        &plugin_zip("eslint", "8.1.0"),
+        Some("public"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let plugin = &body["data"];
+    let id = plugin["id"].as_str().unwrap().to_owned();
+    assert_eq!(plugin["name"], "eslint");
+    assert_eq!(plugin["version"], "8.1.0");
+    assert_eq!(plugin["accessModifier"], "public");
+    assert_eq!(plugin["pluginType"], "Quality");
+    assert_eq!(plugin["commands"], json!(["npm run lint"]));
+    assert_eq!(plugin["dockerfile"], "FROM node:20\nRUN npm ci\n");
+    assert_eq!(plugin["buildStatus"], "queued");
+    assert_eq!(plugin["compliance"]["result"], "pass");
+    // The same name and version again: 409.
+    let (status, body) = upload(app, &alice, &org, &plugin_zip("eslint", "8.1.0"), None).await;
+    assert_eq!(code(status, &body), "CONFLICT");
+    let (status, body) = upload(app, &alice, &org, &plugin_zip("eslint", "9.0.0"), None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["data"]["accessModifier"], "private");
+
+    // A generated plugin.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/plugins/deploy-generated",
+            &alice,
+            Some(&org),
+            Some(
+                json!({"name": "trivy", "version": "0.50.0", "commands": ["trivy fs ."],
+                        "installCommands": [], "dockerfile": "FROM aquasec/trivy\n"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["data"]["dockerfile"], "FROM aquasec/trivy\n");
+
+    // Reads.
+    let (_, body) = app
+        .call("GET", "/api/plugins", &alice, Some(&org), None)
+        .await;
+    assert_eq!(body["pagination"]["total"], 3);
+    let (_, body) = app
+        .call(
+            "GET",
+            "/api/plugins?name=eslint&sortBy=version&sortOrder=asc",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(body["plugins"][0]["version"], "8.1.0");
+    assert_eq!(body["pagination"]["total"], 2);
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/plugins/find?name=eslint&version=9.0.0",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, &body["data"]["version"]),
+        (StatusCode::OK, &json!("9.0.0"))
+    );
+    let (status, body) = app
+        .call("GET", "/api/plugins/find", &alice, Some(&org), None)
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/plugins/lookup",
+            &alice,
+            Some(&org),
+            Some(json!({"name": "trivy"})),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["data"]["name"]),
+        (StatusCode::OK, &json!("trivy"))
+    );
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/plugins/lookup",
+            &alice,
+            Some(&org),
+            Some(json!({"owner": "x"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/plugins/lookup",
+            &alice,
+            Some(&org),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+
+    // Update: the three fields, nothing else.
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/plugins/{id}"),
+            &alice,
+            Some(&org),
+            Some(json!({"description": "the linter", "computeType": "large", "isDefault": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["description"], "the linter");
+    assert_eq!(body["data"]["isDefault"], true);
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/plugins/{id}"),
+            &alice,
+            Some(&org),
+            Some(json!({"name": "renamed"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+
+    // Bulk update: all or nothing, whitelist only.
+    let (_, listed) = app
+        .call("GET", "/api/plugins", &alice, Some(&org), None)
+        .await;
+    let ids: Vec<String> = listed["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap().to_owned())
+        .collect();
+    let (status, body) = app
+        .call(
+            "PUT",
+            "/api/plugins/bulk/update",
+            &alice,
+            Some(&org),
+            Some(json!({"plugins": [{"id": ids[0], "isActive": false}, {"id": ids[1], "version": "6.6.6"}]})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = app
+        .call(
+            "PUT",
+            "/api/plugins/bulk/update",
+            &alice,
+            Some(&org),
+            Some(json!({"plugins": [{"id": ids[0], "isActive": false}, {"id": "nope", "isActive": false}]})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    let (_, body) = app
+        .call(
+            "GET",
+            "/api/plugins?isActive=false",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(body["pagination"]["total"], 0, "nothing changed");
+    let (status, body) = app
+        .call(
+            "PUT",
+            "/api/plugins/bulk/update",
+            &alice,
+            Some(&org),
+            Some(json!({"plugins": [{"id": ids[0], "isActive": false}, {"id": ids[1], "accessModifier": "public"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["plugins"].as_array().unwrap().len(), 2);
+    let (_, body) = app
+        .call(
+            "GET",
+            "/api/plugins?isActive=false",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(body["pagination"]["total"], 1);
+
+    // Usage by pipelines.
+    let pipeline = json!({"project": "web", "organization": "acme", "pipelineName": "ci",
+        "accessModifier": "private", "props": {"synth": {"plugin": {"name": "cdk", "version": "1"}},
+        "stages": [{"stageName": "check", "steps": [
+            {"name": "lint", "plugin": {"name": "eslint", "version": "8.1.0"}},
+            {"name": "lint-again", "plugin": {"name": "eslint", "version": "9.0.0"}}]}]}});
+    let (status, _) = app
+        .call("POST", "/api/pipelines", &alice, Some(&org), Some(pipeline))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, body) = app
+        .call("GET", "/api/plugins/plugin-usage", &alice, Some(&org), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body["data"],
+        json!([{"name": "cdk", "pipelines": 1}, {"name": "eslint", "pipelines": 1}])
+    );
+
+    // Delete.
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/plugins/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/plugins/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    for action in [
+        "plugin.upload",
+        "plugin.deploy",
+        "plugin.update",
+        "plugin.bulk.update",
+        "plugin.delete",
+    ] {
+        assert!(!app.audited(action).await.is_empty(), "{action}");
+    }
+}
+
+async fn hostile_archives_are_refused_with_the_reason(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let good = manifest("eslint", "1.0.0");
+    let many: Vec<(String, Vec<u8>)> = (0..1001)
+        .map(|i| (format!("f{i}.txt"), b"x".to_vec()))
+        .collect();
+    let many: Vec<(&str, &[u8])> = many
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let zeros = vec![0u8; 10 * 1024 * 1024];
+    let huge = vec![0u8; 51 * 1024 * 1024];
+    let mut link = std::io::Cursor::new(Vec::new());
+    {
+        let mut writer = zip::ZipWriter::new(&mut link);
+        let options = zip::write::SimpleFileOptions::default();
+        writer.start_file("plugin.json", options).unwrap();
+        writer.write_all(&good).unwrap();
+        writer
+            .add_symlink("passwd", "/etc/passwd", options)
+            .unwrap();
+        writer.finish().unwrap();
+    }
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "traversal",
+            zip_of(&[("plugin.json", &good), ("../evil.sh", b"rm -rf /")]),
+            "outside the archive",
+        ),
+        (
+            "absolute",
+            zip_of(&[("plugin.json", &good), ("/etc/cron.d/x", b"x")]),
+            "outside the archive",
+        ),
+        ("link", link.into_inner(), "link"),
+        (
+            "too many entries",
+            zip_of(&[vec![("plugin.json", good.as_slice())], many].concat()),
+            "entries",
+        ),
+        (
+            "a bomb",
+            zip_of(&[("plugin.json", &good), ("zeros.bin", &zeros)]),
+            "bomb",
+        ),
+        (
+            "too large",
+            zip_of(&[("plugin.json", &good), ("zeros.bin", &huge)]),
+            "more than",
+        ),
+        (
+            "no manifest",
+            zip_of(&[("README.md", b"hello")]),
+            "plugin.json",
+        ),
+        (
+            "a manifest in a folder",
+            zip_of(&[("sub/plugin.json", &good)]),
+            "plugin.json",
+        ),
+        (
+            "a bad name",
+            zip_of(&[("plugin.json", &manifest("../x", "1.0.0"))]),
+            "name",
+        ),
+        (
+            "an unknown field",
+            zip_of(&[("plugin.json", br#"{"name":"a","version":"1","owner":"x"}"#)]),
+            "owner",
+        ),
+        (
+            "not JSON",
+            zip_of(&[("plugin.json", b"{")]),
+            "invalid manifest",
+        ),
+        (
+            "not a ZIP",
+            b"PK\x03\x04 this is not a zip".to_vec(),
+            "not a ZIP",
+        ),
+    ];
+    for (what, archive, reason) in cases {
+        let (status, body) = upload(app, &alice, &org, &archive, None).await;
+        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{what}: {body}");
+        assert_eq!(body["details"]["field"], "plugin", "{what}");
+        assert!(
+            body["message"].as_str().unwrap().contains(reason),
+            "{what}: {body}"
+        );
+    }
+    // A YAML manifest is as good as JSON.
+    let yaml = b"name: yamlint\nversion: 1.0.0\ncommands: [yamllint .]\n";
+    let (status, body) = upload(app, &alice, &org, &zip_of(&[("plugin.yaml", yaml)]), None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // Not multipart, no file part, a stray part, a bad visibility.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/plugins",
+            &alice,
+            Some(&org),
+            Some(json!({"plugin": "x"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = upload(app, &alice, &org, &plugin_zip("a", "1"), Some("internal")).await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    assert_eq!(body["details"]["field"], "accessModifier");
+    let (_, body) = app
+        .call("GET", "/api/plugins", &alice, Some(&org), None)
+        .await;
+    assert_eq!(
+        body["pagination"]["total"], 1,
+        "only the YAML one was stored"
+    );
+}
+
+async fn compliance_and_quota_at_the_door(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &alice,
+            Some(&org),
+            Some(
+                json!({"name": "No latest", "target": "plugin", "severity": "critical",
+                        "field": "dockerfile", "operator": "notContains", "value": ":latest"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let bad = zip_of(&[
+        ("plugin.json", &manifest("risky", "1.0.0")),
+        ("Dockerfile", b"FROM node:latest\n"),
+    ]);
+    let (status, body) = upload(app, &alice, &org, &bad, None).await;
+    assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION", "{body}");
+    assert_eq!(body["details"]["violations"][0]["ruleName"], "No latest");
+    assert_eq!(body["details"]["violations"][0]["severity"], "critical");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/plugins/deploy-generated",
+            &alice,
+            Some(&org),
+            Some(
+                json!({"name": "gen", "version": "1", "commands": [], "installCommands": [],
+                        "dockerfile": "FROM alpine:latest\n"}),
+            ),
+        )
+        .await;
+    assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION");
+    let (_, body) = app
+        .call("GET", "/api/plugins", &alice, Some(&org), None)
+        .await;
+    assert_eq!(body["pagination"]["total"], 0, "nothing stored");
+
+    // Developer tier: 25 plugins.
+    for i in 0..25 {
+        let (status, body) = upload(
+            app,
+            &alice,
+            &org,
+            &plugin_zip("p", &format!("1.0.{i}")),
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (status, body) = upload(app, &alice, &org, &plugin_zip("p", "2.0.0"), None).await;
+    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    assert_eq!(body["details"]["limit"], 25);
+    assert_eq!(body["details"]["dimension"], "plugins");
+    let (_, body) = app
+        .call("GET", "/api/plugins", &alice, Some(&org), None)
+        .await;
+    assert_eq!(body["pagination"]["total"], 25);
+}
+
+async fn another_organization_cannot_reach_plugins(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let other = app.org("bob", "globex").await;
+    let alice = app.token("alice", "alice@example.com");
+    let bob = app.token("bob", "bob@example.com");
+    let (_, body) = upload(app, &alice, &org, &plugin_zip("eslint", "1.0.0"), None).await;
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    for (method, path, body) in [
+        ("GET", format!("/api/plugins/{id}"), None),
+        (
+            "PUT",
+            format!("/api/plugins/{id}"),
+            Some(json!({"description": "mine"})),
+        ),
+        ("DELETE", format!("/api/plugins/{id}"), None),
+        (
+            "PUT",
+            "/api/plugins/bulk/update".to_owned(),
+            Some(json!({"plugins": [{"id": id, "isActive": false}]})),
+        ),
+    ] {
+        let (status, answer) = app.call(method, &path, &bob, Some(&other), body).await;
+        assert_eq!(code(status, &answer), "NOT_FOUND", "{method} {path}");
+    }
+    let (_, body) = app
+        .call("GET", "/api/plugins?name=eslint", &bob, Some(&other), None)
+        .await;
+    assert_eq!(body["pagination"]["total"], 0);
+    let (status, body) = upload(app, &bob, &org, &plugin_zip("intruder", "1"), None).await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    let (status, body) = app
+        .call("GET", "/api/plugins", &bob, Some(&org), None)
+        .await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+}
+
+on_both_backends!(
+    the_life_of_a_plugin,
+    hostile_archives_are_refused_with_the_reason,
+    compliance_and_quota_at_the_door,
+    another_organization_cannot_reach_plugins,
+);
