@@ -473,6 +473,12 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
             )
         });
     }
+    {
+        let (store, settings) = (store.clone(), config.builds.clone());
+        workers.spawn("plugin-builds", move |shutdown| {
+            adapters::workers::builds::run(store, settings, shutdown)
+        });
+    }
     // Without AUDIT_CHECKPOINT_KEY the configuration's warnings say checkpoints are off.
     if let Some(settings) = config.checkpoints.clone() {
         tracing::info!(key = %settings.signer.verifier_key(), "signing audit checkpoints");

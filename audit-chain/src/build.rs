@@ -69,7 +69,20 @@ impl BuildOutcome {
         }
     }
 
-    /// Where the build is.
+    /// A build resumed where a stored job stands (`TierQueue` or `DeadLetterQueue`
+    /// for a job still waiting; a finished one records nothing more).
+    ///
+    /// ```
+    /// use audit_chain::{Attempt, BuildOutcome, BuildState};
+    /// let mut outcome = BuildOutcome::resume(BuildState::DeadLetterQueue);
+    /// assert_eq!(outcome.record(Attempt::Succeeded), Ok(Some("plugin.build.completed")));
+    /// assert!(BuildOutcome::resume(BuildState::Failed).record(Attempt::Succeeded).is_err());
+    /// ```
+    pub fn resume(state: BuildState) -> Self {
+        BuildOutcome { state }
+    }
+
+    /// Where the build stands.
     pub fn state(&self) -> BuildState {
         self.state
     }

@@ -15,7 +15,7 @@ use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{ok, paginated};
 use crate::http::state::{AppState, Caller};
-use crate::services::plugins;
+use crate::services::{builds, plugins};
 use crate::storage::{PluginChange, PluginFilter};
 
 /// The fields a plugin list sorts by.
@@ -304,7 +304,7 @@ pub(crate) async fn update(
         &caller,
         &granted.org,
         vec![(id, change)],
-        ("plugin.update", Utc::now()),
+        ("plugin.bulk.update", Utc::now()),
     )
     .await?;
     Ok(ok(StatusCode::OK, updated.into_iter().next()))
@@ -395,4 +395,79 @@ pub(crate) async fn usage(
         .map(|(name, pipelines)| json!({"name": name, "pipelines": pipelines}))
         .collect();
     Ok(ok(StatusCode::OK, items))
+}
+
+/// `GET /plugins/queue/status` (admin): job counts by queue and status, of the
+/// organization (of all, for a super-admin).
+pub(crate) async fn queue_status(
+    State(state): State<AppState>,
+    granted: Granted,
+) -> Result<Response, ApiError> {
+    let counts = builds::status(&state.store, &granted.org, granted.super_admin).await?;
+    let items: Vec<_> = counts
+        .into_iter()
+        .map(|(queue, status, count)| json!({"queue": queue, "status": status, "count": count}))
+        .collect();
+    Ok(ok(StatusCode::OK, json!({"counts": items})))
+}
+
+async fn jobs(
+    state: AppState,
+    granted: Granted,
+    params: PageParams,
+    dead_letters: bool,
+) -> Result<Response, ApiError> {
+    let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
+    let (items, total) = builds::jobs(
+        &state.store,
+        (&granted.org, granted.super_admin),
+        dead_letters,
+        page.limit,
+        page.offset,
+    )
+    .await?;
+    Ok(paginated("jobs", items, total, &page))
+}
+
+/// `GET /plugins/queue/failed` (admin): builds that ended failed or timed out.
+pub(crate) async fn failed(
+    State(state): State<AppState>,
+    granted: Granted,
+    Query(params): Query<PageParams>,
+) -> Result<Response, ApiError> {
+    jobs(state, granted, params, false).await
+}
+
+/// `GET /plugins/queue/dlq` (admin): the dead letter queue.
+pub(crate) async fn dead_letters(
+    State(state): State<AppState>,
+    granted: Granted,
+    Query(params): Query<PageParams>,
+) -> Result<Response, ApiError> {
+    jobs(state, granted, params, true).await
+}
+
+/// `POST /plugins/queue/dlq/:jobId/replay` (admin, tenant-checked).
+pub(crate) async fn replay(
+    State(state): State<AppState>,
+    granted: Granted,
+    Path(job_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let job = builds::replay(
+        &state.store,
+        (&granted.org, granted.super_admin),
+        &job_id,
+        Utc::now(),
+    )
+    .await?;
+    Ok(ok(StatusCode::OK, job))
+}
+
+/// `DELETE /plugins/queue/dlq` (super-admin): purge every dead letter.
+pub(crate) async fn purge(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Response, ApiError> {
+    let purged = builds::purge(&state.store, &caller, Utc::now()).await?;
+    Ok(ok(StatusCode::OK, json!({"purged": purged})))
 }

@@ -830,6 +830,26 @@ pub fn routes() -> Vec<Route> {
                 &["plugins"],
             ))
             .ok(200, envelope(object(&[("plugins", array(reference("Plugin")))], &["plugins"]))),
+        get("/api/plugins/queue/status", "buildQueueStatus", compliance(OrgSettings), plugins::queue_status)
+            .doc("Build job counts by queue and status (admins: the org:settings permission); a super-admin sees every organization's")
+            .ok(200, envelope(object(&[("counts", array(object(
+                &[("queue", one_of(&["tier", "dlq"])), ("status", string()), ("count", integer())],
+                &["queue", "status", "count"],
+            )))], &["counts"]))),
+        get("/api/plugins/queue/failed", "failedBuilds", compliance(OrgSettings), plugins::failed)
+            .doc("Builds that ended failed or timed out (the organization's; every organization's for a super-admin)")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("jobs", reference("BuildJob"))),
+        get("/api/plugins/queue/dlq", "deadLetters", compliance(OrgSettings), plugins::dead_letters)
+            .doc("The dead letter queue (the organization's; every organization's for a super-admin)")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("jobs", reference("BuildJob"))),
+        post("/api/plugins/queue/dlq/{jobId}/replay", "replayDeadLetter", compliance(OrgSettings), plugins::replay)
+            .doc("Replay a dead letter of the organization: it is marked replayed and a new build of the plugin starts in the dead letter queue with fresh attempts")
+            .ok(200, envelope(reference("BuildJob"))),
+        delete("/api/plugins/queue/dlq", "purgeDeadLetters", Access::SuperAdmin { step_up: false }, plugins::purge)
+            .doc("Purge every dead letter (audited plugin.dlq.purge)")
+            .ok(200, envelope(object(&[("purged", integer())], &["purged"]))),
         get("/api/plugins/{id}", "getPlugin", org_member(), plugins::get)
             .doc("One plugin")
             .ok(200, envelope(reference("Plugin"))),

@@ -541,7 +541,50 @@ pub(crate) fn components() -> Value {
             "createdAt",
         ],
     );
+    let build_job = object(
+        &[
+            ("id", string()),
+            ("orgId", string()),
+            ("pluginId", string()),
+            ("image", string()),
+            ("queue", one_of(&["tier", "dlq"])),
+            (
+                "status",
+                one_of(&[
+                    "queued",
+                    "running",
+                    "completed",
+                    "failed",
+                    "timed_out",
+                    "replayed",
+                    "purged",
+                ]),
+            ),
+            ("attempts", integer()),
+            ("lastError", nullable(string())),
+            (
+                "lastOutcome",
+                nullable(one_of(&["succeeded", "failed", "timed_out"])),
+            ),
+            ("runAfter", instant()),
+            ("leaseUntil", nullable(instant())),
+            ("createdAt", instant()),
+            ("updatedAt", instant()),
+        ],
+        &[
+            "id",
+            "orgId",
+            "pluginId",
+            "image",
+            "queue",
+            "status",
+            "attempts",
+            "runAfter",
+            "createdAt",
+        ],
+    );
     json!({
+        "BuildJob": build_job,
         "Plugin": plugin,
         "Pipeline": pipeline,
         "RegistryEntry": registry_entry,

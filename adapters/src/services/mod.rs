@@ -11,6 +11,7 @@
 pub mod access;
 pub mod admin;
 pub mod audit;
+pub mod builds;
 pub mod catalog;
 pub mod checks;
 pub mod exemptions;

@@ -7,6 +7,7 @@
 
 mod access;
 mod audit;
+mod builds;
 mod checkpoints;
 mod decode;
 mod governance;
@@ -28,6 +29,7 @@ pub use access::{
     AccessSnapshot, InvitationRecord, InvitationStatus, MemberRecord, MyOrganization, RoleRecord,
 };
 pub use audit::AuditFilter;
+pub use builds::{BuildJob, NextStep};
 pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
 pub use governance::{
     CheckRecord, ExemptionRecord, NewExemption, NotificationPreference, PolicyRecord,

@@ -7,9 +7,12 @@
 //! - `cache_sync`: on PostgreSQL, drops the rule sets another replica's change made
 //!   stale (every replica runs it; no lease).
 //! - `checkpoints`: signs checkpoints of the audit chains (lease `audit-checkpoints`).
+//! - `builds`: runs plugin image builds from the build queue (every replica; each
+//!   claim is exclusive).
 //! - `retention`: prunes audit rows and check-log entries past retention (lease
 //!   `retention`).
 
+pub mod builds;
 pub mod cache_sync;
 pub mod checkpoints;
 pub mod relay;

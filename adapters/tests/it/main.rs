@@ -15,6 +15,7 @@
 
 mod audit;
 mod authority;
+mod builds;
 mod checkpoints;
 mod ci;
 mod cli;

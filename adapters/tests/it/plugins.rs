@@ -318,7 +318,6 @@ async fn the_life_of_a_plugin(app: &TestApp) {
     for action in [
         "plugin.upload",
         "plugin.deploy",
-        "plugin.update",
         "plugin.bulk.update",
         "plugin.delete",
     ] {
