@@ -100,6 +100,11 @@ pub struct ComplianceSettings {
 pub struct ServiceHosts {
     /// `COMPLIANCE_SERVICE_HOST` (compliance).
     pub compliance: String,
+    /// Where the inventory's compliance checks go: `http://<COMPLIANCE_SERVICE_HOST>:
+    /// <COMPLIANCE_SERVICE_PORT>` when `COMPLIANCE_SERVICE_HOST` is set, through
+    /// `ComplianceClient` with a service token signed by `JWT_SECRET`; `None` (unset)
+    /// checks in process.
+    pub remote_compliance: Option<String>,
     /// `QUEUE_HOST` (redis) and `QUEUE_PORT` (6379).
     pub queue: (String, u16),
     /// `MESSAGE_SERVICE_HOST` (message).
@@ -433,8 +438,11 @@ impl Config {
                 }
             }
         };
+        let remote_compliance = optional(&r, "COMPLIANCE_SERVICE_HOST")
+            .map(|host| format!("http://{host}:{}", http.port));
         let hosts = ServiceHosts {
             compliance: r.string("COMPLIANCE_SERVICE_HOST", "compliance"),
+            remote_compliance,
             queue: (
                 r.string("QUEUE_HOST", "redis"),
                 r.parse("QUEUE_PORT", 6379, "a port number"),

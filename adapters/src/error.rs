@@ -253,6 +253,12 @@ impl From<crate::services::ServiceError> for ApiError {
             .with_details(
                 json!({"violations": evaluation.violations, "exempted": evaluation.exempted}),
             ),
+            E::Violations(details) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "COMPLIANCE_VIOLATION",
+                "the organization's compliance rules block it",
+            )
+            .with_details(details),
             E::Quota { dimension, refusal } => ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "QUOTA_EXCEEDED",

@@ -222,3 +222,88 @@ pub async fn service_organization(
         Ok(Err(_)) | Err(_) => Err(ServiceError::Unavailable),
     }
 }
+
+/// Checks a new or changed entity of `org` at the door of the inventory, before it is
+/// stored: in process through [`check_entity`] (recorded like a validation), or,
+/// when `COMPLIANCE_SERVICE_HOST` names another server, through `ComplianceClient`
+/// there. Either way within the 5-second budget and failing closed. A block is
+/// [`ServiceError::Blocked`] (or [`ServiceError::Violations`] from a remote);
+/// otherwise answers the result to keep with the entity: `{result, violations}`.
+pub async fn at_the_door(
+    state: &AppState,
+    org: &OrgRecord,
+    target: Target,
+    entity_id: &str,
+    document: Value,
+) -> ServiceResult<Value> {
+    if let Some(base) = &state.config.hosts.remote_compliance {
+        return remotely(state, base, org, target, entity_id, &document).await;
+    }
+    let deadline = Instant::now() + crate::http::validate::BUDGET;
+    let entity = entity_id.to_owned();
+    let evaluation = check_entity(
+        state,
+        org,
+        target,
+        None,
+        deadline,
+        move || Ok((document, Some(entity))),
+        Recording::Live,
+    )
+    .await?;
+    if evaluation.blocked {
+        return Err(ServiceError::Blocked(Box::new(evaluation)));
+    }
+    Ok(serde_json::json!({"result": outcome(&evaluation), "violations": evaluation.violations}))
+}
+
+/// The check made by another `compliance serve`, with a short-lived service token.
+async fn remotely(
+    state: &AppState,
+    base: &str,
+    org: &OrgRecord,
+    target: Target,
+    entity_id: &str,
+    document: &Value,
+) -> ServiceResult<Value> {
+    use crate::client::{ComplianceClient, Entity};
+    let mut claims = crate::auth::Claims::user(
+        "inventory",
+        None,
+        Utc::now(),
+        std::time::Duration::from_secs(300),
+    );
+    claims.service = Some("inventory".to_owned());
+    let token = state.keys.sign(&claims).map_err(|e| {
+        tracing::warn!(error = %e.message, "no service token for the remote compliance check");
+        ServiceError::Unavailable
+    })?;
+    let entity = match target {
+        Target::Plugin => Entity::Plugin,
+        Target::Pipeline => Entity::Pipeline,
+    };
+    let client = ComplianceClient::new(base, &token);
+    match client
+        .validate(&org.id, entity, document, Some(entity_id))
+        .await
+    {
+        Ok(passed) => {
+            let result = if passed.warnings.is_empty() {
+                "pass"
+            } else {
+                "warn"
+            };
+            Ok(serde_json::json!({"result": result, "violations": passed.warnings}))
+        }
+        Err(refusal) if refusal.code == "COMPLIANCE_VIOLATION" => Err(ServiceError::Violations(
+            refusal.details.unwrap_or(Value::Null),
+        )),
+        Err(refusal) if refusal.status < 500 && refusal.status != 401 && refusal.status != 403 => {
+            Err(ServiceError::Malformed(refusal.message))
+        }
+        Err(refusal) => {
+            tracing::warn!(status = refusal.status, message = %refusal.message, "the remote compliance check failed: failing closed");
+            Err(ServiceError::Unavailable)
+        }
+    }
+}

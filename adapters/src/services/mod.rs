@@ -68,6 +68,10 @@ pub enum ServiceError {
     /// The organization's rules block the entity (an error or critical violation).
     #[error("the compliance rules block it")]
     Blocked(Box<compliance_core::Evaluation>),
+    /// Another server's compliance check blocks the entity: its details
+    /// (`violations`), as it answered them.
+    #[error("the compliance rules block it")]
+    Violations(serde_json::Value),
     /// The organization's pool has no room for it.
     #[error("quota exceeded: {dimension}")]
     Quota {

@@ -11,7 +11,7 @@ use compliance_core::Target;
 use entitlements::{Account, Dimension, Limit};
 use serde_json::{json, Value};
 
-use super::checks::{self, Recording};
+use super::checks;
 use super::{ServiceError, ServiceResult};
 use crate::http::state::{event, AppState, Caller};
 use crate::storage::{
@@ -160,32 +160,6 @@ fn attributes(input: &PipelineInput) -> Value {
     })
 }
 
-/// Checks the pipeline at the door; a block refuses it.
-async fn judged(
-    state: &AppState,
-    org: &OrgRecord,
-    entity_id: &str,
-    input: &PipelineInput,
-) -> ServiceResult<Value> {
-    let deadline = tokio::time::Instant::now() + crate::http::validate::BUDGET;
-    let document = attributes(input);
-    let entity = entity_id.to_owned();
-    let evaluation = checks::check_entity(
-        state,
-        org,
-        Target::Pipeline,
-        None,
-        deadline,
-        move || Ok((document, Some(entity))),
-        Recording::Live,
-    )
-    .await?;
-    if evaluation.blocked {
-        return Err(ServiceError::Blocked(Box::new(evaluation)));
-    }
-    Ok(json!({"result": checks::outcome(&evaluation), "violations": evaluation.violations}))
-}
-
 /// The root whose pool an organization draws from, and the pool's limit of
 /// `dimension` (tier caps from entitlements; unlimited for the system organization).
 pub async fn pool(
@@ -223,7 +197,8 @@ pub async fn create(
 ) -> ServiceResult<PipelineRecord> {
     validate(&input)?;
     let id = new_id();
-    let compliance = judged(state, org, &id, &input).await?;
+    let compliance =
+        checks::at_the_door(state, org, Target::Pipeline, &id, attributes(&input)).await?;
     let (root, limit) = pool(state, org, Dimension::Pipelines).await?;
     let charge = Charge {
         org_id: &org.id,
@@ -275,7 +250,8 @@ pub async fn update(
 ) -> ServiceResult<PipelineRecord> {
     validate(&input)?;
     get(state, org, id).await?;
-    let compliance = judged(state, org, id, &input).await?;
+    let compliance =
+        checks::at_the_door(state, org, Target::Pipeline, id, attributes(&input)).await?;
     let audit = [event(
         caller,
         "pipeline.update",

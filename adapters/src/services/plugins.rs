@@ -10,7 +10,7 @@ use compliance_core::Target;
 use entitlements::Dimension;
 use serde_json::{json, Value};
 
-use super::checks::{self, Recording};
+use super::checks;
 use super::pipelines::pool;
 use super::{ServiceError, ServiceResult};
 use crate::archive::{self, Manifest};
@@ -67,24 +67,8 @@ async fn admit(
     now: DateTime<Utc>,
 ) -> ServiceResult<PluginRecord> {
     let id = new_id();
-    let deadline = tokio::time::Instant::now() + crate::http::validate::BUDGET;
     let document = attributes(manifest, access, dockerfile);
-    let entity = id.clone();
-    let evaluation = checks::check_entity(
-        state,
-        org,
-        Target::Plugin,
-        None,
-        deadline,
-        move || Ok((document, Some(entity))),
-        Recording::Live,
-    )
-    .await?;
-    if evaluation.blocked {
-        return Err(ServiceError::Blocked(Box::new(evaluation)));
-    }
-    let compliance =
-        json!({"result": checks::outcome(&evaluation), "violations": evaluation.violations});
+    let compliance = checks::at_the_door(state, org, Target::Plugin, &id, document).await?;
     let (root, limit) = pool(state, org, Dimension::Plugins).await?;
     let charge = Charge {
         org_id: &org.id,

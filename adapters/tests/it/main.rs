@@ -80,13 +80,25 @@ pub fn test_config(extra: &[(&str, &str)]) -> Config {
 
 impl TestApp {
     async fn with_store(store: Store, cleanup: Option<(String, String)>) -> TestApp {
+        TestApp::configured(store, cleanup, &[]).await
+    }
+
+    /// Another server on the same database, with more configuration (it drains no
+    /// database of its own when it finishes).
+    pub async fn beside(&self, extra: &[(&str, &str)]) -> TestApp {
+        TestApp::configured(self.store.clone(), None, extra).await
+    }
+
+    async fn configured(
+        store: Store,
+        cleanup: Option<(String, String)>,
+        extra: &[(&str, &str)],
+    ) -> TestApp {
         store.migrate().await.unwrap();
         let counters = Arc::new(adapters::audit::AuditCounters::default());
-        let state = AppState::new(
-            test_config(&[("COMPLIANCE_BODY_LIMIT_BYTES", "65536")]),
-            store.clone(),
-            counters,
-        );
+        let mut vars = vec![("COMPLIANCE_BODY_LIMIT_BYTES", "65536")];
+        vars.extend_from_slice(extra);
+        let state = AppState::new(test_config(&vars), store.clone(), counters);
         // The real relay worker, as `serve` runs it.
         let mut workers = adapters::workers::Workers::new();
         {
@@ -120,6 +132,13 @@ impl TestApp {
     }
 
     /// Stops the workers and drops a PostgreSQL test database.
+    /// Stops a server made [`TestApp::beside`] another (the database stays open).
+    pub async fn stop(mut self) {
+        if let Some(workers) = self.workers.take() {
+            workers.drain(std::time::Duration::from_secs(5)).await;
+        }
+    }
+
     pub async fn finish(mut self) {
         if let Some(workers) = self.workers.take() {
             workers.drain(std::time::Duration::from_secs(5)).await;

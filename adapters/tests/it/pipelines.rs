@@ -592,7 +592,109 @@ async fn another_organization_cannot_reach_pipelines(app: &TestApp) {
     assert_eq!(answer["details"]["missing"], "pipelines:write");
 }
 
+/// A remote check (`COMPLIANCE_SERVICE_HOST`): a real server that blocks, one that
+/// is down, one that answers after 6 seconds; the last two fail closed with 503.
+async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, _) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &alice,
+            Some(&org),
+            Some(
+                json!({"name": "Private only", "target": "pipeline", "severity": "critical",
+                        "field": "accessModifier", "operator": "eq", "value": "private"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    // The remote: this server's router on loopback.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let remote_port = listener.local_addr().unwrap().port().to_string();
+    let router = app.router.clone();
+    let remote = tokio::spawn(async move { axum::serve(listener, router).await });
+    let door = app
+        .beside(&[
+            ("COMPLIANCE_SERVICE_HOST", "127.0.0.1"),
+            ("COMPLIANCE_SERVICE_PORT", &remote_port),
+        ])
+        .await;
+    let mut public = pipeline("deploy-web");
+    public["accessModifier"] = json!("public");
+    let (status, body) = create(&door, &alice, &org, public.clone()).await;
+    assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION", "{body}");
+    assert_eq!(body["details"]["violations"][0]["ruleName"], "Private only");
+    let (status, body) = create(&door, &alice, &org, pipeline("private-one")).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["data"]["compliance"]["result"], "pass");
+    // The remote recorded both checks in its check log.
+    let (_, log) = app
+        .call(
+            "GET",
+            "/api/compliance/audit?target=pipeline",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(log["pagination"]["total"], 2, "{log}");
+    door.stop().await;
+    remote.abort();
+
+    // Down: nothing listens there.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let down_port = closed.local_addr().unwrap().port().to_string();
+    drop(closed);
+    let door = app
+        .beside(&[
+            ("COMPLIANCE_SERVICE_HOST", "127.0.0.1"),
+            ("COMPLIANCE_SERVICE_PORT", &down_port),
+        ])
+        .await;
+    let (status, body) = create(&door, &alice, &org, pipeline("while-down")).await;
+    assert_eq!(code(status, &body), "COMPLIANCE_UNAVAILABLE", "{body}");
+    door.stop().await;
+
+    // Slow: accepts, then answers a pass after 6 seconds, past the 5-second budget.
+    let slow = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let slow_port = slow.local_addr().unwrap().port().to_string();
+    let server = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut socket, _)) = slow.accept().await {
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                let _ = socket.read(&mut buffer).await;
+                tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+                let body = r#"{"success":true,"statusCode":200,"data":{"blocked":false,"violations":[],"exempted":[]}}"#;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    let door = app
+        .beside(&[
+            ("COMPLIANCE_SERVICE_HOST", "127.0.0.1"),
+            ("COMPLIANCE_SERVICE_PORT", &slow_port),
+        ])
+        .await;
+    let (status, body) = create(&door, &alice, &org, pipeline("while-slow")).await;
+    assert_eq!(code(status, &body), "COMPLIANCE_UNAVAILABLE", "{body}");
+    door.stop().await;
+    server.abort();
+    // Nothing was stored by the refused creates.
+    let (_, body) = app
+        .call("GET", "/api/pipelines", &alice, Some(&org), None)
+        .await;
+    assert_eq!(body["pagination"]["total"], 1);
+}
+
 on_both_backends!(
+    a_remote_check_blocks_or_fails_closed,
     the_life_of_a_pipeline,
     bad_bodies_change_nothing,
     compliance_at_the_door,
