@@ -48,6 +48,17 @@ impl LimitArgs {
     }
 }
 
+/// Where the platform is, and the token to call it with.
+#[derive(clap::Args)]
+struct PlatformArgs {
+    /// The platform's base URL.
+    #[arg(long, env = "PLATFORM_URL", default_value = "http://localhost:3000")]
+    url: String,
+    /// The bearer token.
+    #[arg(long, env = "PLATFORM_TOKEN", hide_env_values = true)]
+    token: String,
+}
+
 #[derive(Subcommand)]
 enum Verb {
     /// Run the HTTP server (COMPLIANCE_SERVICE_PORT, default 3000; DATABASE_URL, default a SQLite file here).
@@ -122,6 +133,47 @@ enum Verb {
         /// The system organization's id.
         #[arg(long, env = "SYSTEM_ORG_ID")]
         org: String,
+    },
+    /// Upload a plugin (a ZIP with plugin.json or plugin.yaml at its root) to the
+    /// platform at PLATFORM_URL with the token of PLATFORM_TOKEN. Exit 1 with the
+    /// error (for example 403 COMPLIANCE_VIOLATION or 503 COMPLIANCE_UNAVAILABLE) when
+    /// refused, 2 when the file cannot be used. (`deploy` needs a cloud provider and
+    /// is not offered here.)
+    UploadPlugin {
+        /// The ZIP.
+        #[arg(long)]
+        file: String,
+        /// The organization's id (sent as x-org-id).
+        #[arg(long)]
+        organization: String,
+        /// The plugin's name (the manifest must say the same).
+        #[arg(long)]
+        name: String,
+        /// The plugin's version (the manifest must say the same).
+        #[arg(long)]
+        version: String,
+        /// public or private.
+        #[arg(long, default_value = "private")]
+        access: String,
+        #[command(flatten)]
+        platform: PlatformArgs,
+    },
+    /// Create a pipeline on the platform at PLATFORM_URL with the token of
+    /// PLATFORM_TOKEN, from a JSON or YAML file holding the create body
+    /// (pipelineName, accessModifier, props). Exit codes as for upload-plugin.
+    CreatePipeline {
+        /// The pipeline file.
+        #[arg(long)]
+        file: String,
+        /// The project (sets the body's `project`).
+        #[arg(long)]
+        project: String,
+        /// The organization's id (sent as x-org-id; the body's `organization` when
+        /// the file names none).
+        #[arg(long)]
+        organization: String,
+        #[command(flatten)]
+        platform: PlatformArgs,
     },
     /// Make a signing key for audit checkpoints: the private key (for
     /// AUDIT_CHECKPOINT_KEY) on standard output, its verifier key on standard error.
@@ -386,6 +438,46 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Verb::UploadPlugin {
+            file,
+            organization,
+            name,
+            version,
+            access,
+            platform,
+        } => runtime()?.block_on(async {
+            let platform = cli::platform::Platform {
+                url: platform.url,
+                token: platform.token,
+            };
+            let plugin = cli::platform::upload_plugin(
+                &platform,
+                (&file, &organization),
+                (&name, &version),
+                &access,
+            )
+            .await
+            .map_err(|f| fail(f.message, u8::try_from(f.code).unwrap_or(1)))?;
+            print_out(&serde_json::to_string_pretty(&plugin).unwrap_or_default())?;
+            Ok(ExitCode::SUCCESS)
+        }),
+        Verb::CreatePipeline {
+            file,
+            project,
+            organization,
+            platform,
+        } => runtime()?.block_on(async {
+            let platform = cli::platform::Platform {
+                url: platform.url,
+                token: platform.token,
+            };
+            let pipeline =
+                cli::platform::create_pipeline(&platform, &file, (&project, &organization))
+                    .await
+                    .map_err(|f| fail(f.message, u8::try_from(f.code).unwrap_or(1)))?;
+            print_out(&serde_json::to_string_pretty(&pipeline).unwrap_or_default())?;
+            Ok(ExitCode::SUCCESS)
+        }),
         Verb::LoadContent { url, token, org } => runtime()?.block_on(async {
             let loaded = cli::load_content(&url, &token, &org)
                 .await

@@ -3,6 +3,7 @@
 pub mod eval;
 pub mod format;
 pub mod locate;
+pub mod platform;
 pub mod source;
 pub mod suite;
 

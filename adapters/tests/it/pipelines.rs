@@ -703,3 +703,147 @@ on_both_backends!(
     the_registry,
     another_organization_cannot_reach_pipelines,
 );
+
+/// The command line of document 2: `upload-plugin` and `create-pipeline` against a
+/// server on loopback, with PLATFORM_URL and PLATFORM_TOKEN.
+mod command_line {
+    use super::super::plugins::plugin_zip;
+    use super::*;
+
+    async fn run(args: &[&str], url: &str, token: &str) -> (i32, String, String) {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compliance"))
+            .args(args)
+            .env("PLATFORM_URL", url)
+            .env("PLATFORM_TOKEN", token)
+            .output()
+            .await
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    async fn serve(router: axum::Router) -> (String, tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        (url, task)
+    }
+
+    async fn upload_plugin_and_create_pipeline(app: &TestApp) {
+        let org = app.org("alice", "acme").await;
+        let alice = app.token("alice", "alice@example.com");
+        let (status, _) = app
+            .call(
+                "POST",
+                "/api/compliance/rules",
+                &alice,
+                Some(&org),
+                Some(
+                    json!({"name": "Private only", "target": "pipeline", "severity": "error",
+                            "field": "accessModifier", "operator": "eq", "value": "private"}),
+                ),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED);
+        let (url, server) = serve(app.router.clone()).await;
+        let dir = std::env::temp_dir().join(format!("compliance-cli-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let zip = dir.join("eslint.zip");
+        std::fs::write(&zip, plugin_zip("eslint", "8.1.0")).unwrap();
+        let zip = zip.display().to_string();
+
+        let upload = |name: &'static str, version: &'static str| {
+            vec![
+                "upload-plugin",
+                "--file",
+                zip.as_str(),
+                "--organization",
+                org.as_str(),
+                "--name",
+                name,
+                "--version",
+                version,
+            ]
+        };
+        let (code, out, err) = run(&upload("eslint", "8.1.0"), &url, &alice).await;
+        assert_eq!(code, 0, "{err}");
+        let plugin: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(plugin["name"], "eslint");
+        assert_eq!(plugin["buildStatus"], "queued");
+        let (code, _, err) = run(&upload("eslint", "8.1.0"), &url, &alice).await;
+        assert_eq!(code, 1);
+        assert!(err.contains("409 CONFLICT"), "{err}");
+        let (code, _, err) = run(&upload("prettier", "8.1.0"), &url, &alice).await;
+        assert_eq!(code, 2, "a manifest that names another plugin");
+        assert!(err.contains("eslint"), "{err}");
+
+        let body = |access: &str| {
+            format!(
+                "pipelineName: deploy-{access}\naccessModifier: {access}\nprops:\n  stages:\n    - stageName: build\n      steps:\n        - name: lint\n          plugin: {{name: eslint, version: 8.1.0}}\n"
+            )
+        };
+        let private = dir.join("private.yaml");
+        std::fs::write(&private, body("private")).unwrap();
+        let public = dir.join("public.yaml");
+        std::fs::write(&public, body("public")).unwrap();
+        let create = |file: &std::path::Path| {
+            vec![
+                "create-pipeline".to_owned(),
+                "--file".to_owned(),
+                file.display().to_string(),
+                "--project".to_owned(),
+                "web".to_owned(),
+                "--organization".to_owned(),
+                org.clone(),
+            ]
+        };
+        let args = create(&private);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = run(&args, &url, &alice).await;
+        assert_eq!(code, 0, "{err}");
+        let pipeline: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(pipeline["project"], "web");
+        assert_eq!(pipeline["organization"], org.as_str());
+        let args = create(&public);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = run(&args, &url, &alice).await;
+        assert_eq!(code, 1);
+        assert!(err.contains("403 COMPLIANCE_VIOLATION"), "{err}");
+        assert!(
+            err.contains("Private only (error, accessModifier)"),
+            "{err}"
+        );
+
+        // A server whose compliance check is unreachable: 503, exit 1.
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let down = closed.local_addr().unwrap().port().to_string();
+        drop(closed);
+        let door = app
+            .beside(&[
+                ("COMPLIANCE_SERVICE_HOST", "127.0.0.1"),
+                ("COMPLIANCE_SERVICE_PORT", &down),
+            ])
+            .await;
+        let (door_url, door_server) = serve(door.router.clone()).await;
+        let args = create(&private);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = run(&args, &door_url, &alice).await;
+        assert_eq!(code, 1);
+        assert!(err.contains("503 COMPLIANCE_UNAVAILABLE"), "{err}");
+        door_server.abort();
+        door.stop().await;
+        server.abort();
+        // Nothing listens at all: exit 1, naming the address.
+        let (code, _, err) = run(&args, &door_url, &alice).await;
+        assert_eq!(code, 1);
+        assert!(err.contains(&door_url), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    on_both_backends!(upload_plugin_and_create_pipeline);
+}
