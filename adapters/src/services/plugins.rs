@@ -213,8 +213,8 @@ pub async fn find(
         .ok_or(ServiceError::NotFound("plugin"))
 }
 
-/// Changes plugins of the organization, all or nothing; `action` names the audit
-/// action (`plugin.update` for one, `plugin.bulk.update` for many).
+/// Changes plugins of the organization, all or nothing, audited as `action`
+/// (`plugin.bulk.update`, which document 3 also uses for a single plugin).
 pub async fn update(
     state: &AppState,
     caller: &Caller,
