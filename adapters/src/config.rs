@@ -157,6 +157,8 @@ pub struct Config {
     pub hosts: ServiceHosts,
     /// Plugin image builds.
     pub builds: BuildSettings,
+    /// The re-evaluation worker.
+    pub reevaluation: ReevaluationSettings,
     /// `PLATFORM_IDENTIFIER` and `PLATFORM_PASSWORD`, for provisioning scripts.
     pub platform_credentials: Option<(String, String)>,
     /// Things worth a warning at start (development secret, clamped values).
@@ -184,6 +186,18 @@ pub struct BuildSettings {
     /// failed attempt in the same queue.
     pub retry_delay: Duration,
     /// `PLUGIN_BUILD_POLL_MS` (1000): how often the worker looks for a due job.
+    pub poll: Duration,
+}
+
+/// The re-evaluation worker (`REEVALUATION_*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReevaluationSettings {
+    /// `REEVALUATION_MAX_ATTEMPTS` (5): attempts of an entity's events before they are
+    /// dead (kept with their last error).
+    pub max_attempts: u32,
+    /// `REEVALUATION_RETRY_SECONDS` (2): the wait before a retry, doubled per attempt.
+    pub retry_delay: Duration,
+    /// `REEVALUATION_POLL_MS` (500): how often the worker looks for due events.
     pub poll: Duration,
 }
 
@@ -499,6 +513,19 @@ impl Config {
                     .max(10),
             ),
         };
+        let reevaluation = ReevaluationSettings {
+            max_attempts: r
+                .parse("REEVALUATION_MAX_ATTEMPTS", 5u32, "a number of attempts")
+                .max(1),
+            retry_delay: Duration::from_secs(r.parse(
+                "REEVALUATION_RETRY_SECONDS",
+                2,
+                "a number of seconds",
+            )),
+            poll: Duration::from_millis(
+                r.parse("REEVALUATION_POLL_MS", 500, "milliseconds").max(10),
+            ),
+        };
         if !r.errors.is_empty() {
             return Err(r.errors);
         }
@@ -523,6 +550,7 @@ impl Config {
             catalog,
             hosts,
             builds,
+            reevaluation,
             platform_credentials,
             warnings,
         })

@@ -587,6 +587,12 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
             adapters::workers::cache_sync::run(database_url, cache, shutdown)
         });
     }
+    {
+        let (state, settings) = (state.clone(), state.config.reevaluation.clone());
+        workers.spawn("reevaluation", move |shutdown| {
+            adapters::workers::reevaluation::run(state, settings, shutdown)
+        });
+    }
     state.keys.prefetch().await;
     let app = router(state);
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))

@@ -21,6 +21,8 @@ struct Series {
 pub struct Metrics {
     requests: Mutex<BTreeMap<(String, String, u16), Series>>,
     denied_unknown: std::sync::atomic::AtomicU64,
+    /// Re-evaluation events processed, retried and dead (this process).
+    reevaluation: [std::sync::atomic::AtomicU64; 3],
 }
 
 impl Metrics {
@@ -48,9 +50,50 @@ impl Metrics {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Re-evaluation events done.
+    pub fn reevaluated(&self, events: u64) {
+        self.reevaluation[0].fetch_add(events, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A re-evaluation that failed: retried, or dead.
+    pub fn reevaluation_failed(&self, dead: bool) {
+        let counter = if dead {
+            &self.reevaluation[2]
+        } else {
+            &self.reevaluation[1]
+        };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        for (i, (name, help)) in [
+            (
+                "reevaluation_processed_total",
+                "Re-evaluation events processed.",
+            ),
+            (
+                "reevaluation_retried_total",
+                "Re-evaluations that failed and will be retried.",
+            ),
+            (
+                "reevaluation_dead_total",
+                "Re-evaluations that failed for the last time.",
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let value = self
+                .reevaluation
+                .get(i)
+                .map_or(0, |c| c.load(std::sync::atomic::Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
+        }
         out.push_str("# HELP authz_denied_unknown_organization_total Denied requests naming an organization that does not exist.\n");
         out.push_str("# TYPE authz_denied_unknown_organization_total counter\n");
         let _ = writeln!(

@@ -38,10 +38,25 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
         }
         Err(_) => String::new(),
     };
+    // The re-evaluation queue: waiting and dead events, and the oldest waiting one.
+    let queue = match operations::reevaluation(&state.store).await {
+        Ok(depth) => {
+            let age = depth.oldest.map_or(0.0, |oldest| {
+                (chrono::Utc::now() - oldest).num_milliseconds().max(0) as f64 / 1000.0
+            });
+            format!(
+                "# HELP reevaluation_queue_depth Re-evaluation events waiting.\n# TYPE reevaluation_queue_depth gauge\nreevaluation_queue_depth {}\n\
+                 # HELP reevaluation_queue_dead Re-evaluation events dead (attempts exhausted).\n# TYPE reevaluation_queue_dead gauge\nreevaluation_queue_dead {}\n\
+                 # HELP reevaluation_queue_oldest_age_seconds Age of the oldest waiting event.\n# TYPE reevaluation_queue_oldest_age_seconds gauge\nreevaluation_queue_oldest_age_seconds {age}\n",
+                depth.waiting, depth.dead
+            )
+        }
+        Err(_) => String::new(),
+    };
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         format!(
-            "{}{}{outbox}",
+            "{}{}{outbox}{queue}",
             state.metrics.render(),
             state.audit_counters.render()
         ),

@@ -23,6 +23,7 @@ pub mod pipelines;
 pub mod plugins;
 pub mod policies;
 pub mod preferences;
+pub mod reevaluation;
 pub mod rules;
 pub mod templates;
 

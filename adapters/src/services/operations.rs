@@ -2,7 +2,7 @@
 //! far the audit outbox is behind.
 
 use super::ServiceResult;
-use crate::storage::{OutboxDepth, Store};
+use crate::storage::{OutboxDepth, QueueDepth, Store};
 
 /// The database answers.
 pub async fn ready(store: &Store) -> ServiceResult<()> {
@@ -12,4 +12,9 @@ pub async fn ready(store: &Store) -> ServiceResult<()> {
 /// How many of the server's own audit events wait to be chained, and since when.
 pub async fn outbox(store: &Store) -> ServiceResult<OutboxDepth> {
     Ok(store.outbox_depth().await?)
+}
+
+/// How many re-evaluation events wait, how many are dead, and since when.
+pub async fn reevaluation(store: &Store) -> ServiceResult<QueueDepth> {
+    Ok(store.reevaluation_depth().await?)
 }

@@ -149,6 +149,17 @@ pub fn validate(input: &PipelineInput) -> ServiceResult<()> {
     Ok(())
 }
 
+/// The document a stored pipeline is judged on (as its create body was).
+pub fn document(pipeline: &PipelineRecord) -> Value {
+    json!({
+        "project": pipeline.project,
+        "organization": pipeline.organization,
+        "pipelineName": pipeline.pipeline_name,
+        "accessModifier": pipeline.access_modifier,
+        "props": pipeline.props,
+    })
+}
+
 /// The document a pipeline is judged on: its create body.
 fn attributes(input: &PipelineInput) -> Value {
     json!({

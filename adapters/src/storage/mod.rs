@@ -16,6 +16,7 @@ mod outbox;
 mod pipelines;
 mod plugins;
 mod quota;
+mod reevaluation;
 mod rules;
 
 use std::str::FromStr;
@@ -39,6 +40,7 @@ pub use outbox::{OutboxDepth, Pending};
 pub use pipelines::{PipelineFields, PipelineFilter, PipelineRecord, RegistryEntry};
 pub use plugins::{NewPlugin, PluginChange, PluginFilter, PluginRecord};
 pub use quota::{Charge, QuotaRefusal};
+pub use reevaluation::{ClaimedEntity, QueueDepth};
 pub use rules::{RuleChange, RuleFilter, StoredRule};
 
 /// What went wrong in storage, in terms the API can answer.

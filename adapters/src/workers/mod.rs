@@ -9,12 +9,15 @@
 //! - `checkpoints`: signs checkpoints of the audit chains (lease `audit-checkpoints`).
 //! - `builds`: runs plugin image builds from the build queue (every replica; each
 //!   claim is exclusive).
+//! - `reevaluation`: judges again the entities the re-evaluation queue names (every
+//!   replica; each claim is exclusive).
 //! - `retention`: prunes audit rows and check-log entries past retention (lease
 //!   `retention`).
 
 pub mod builds;
 pub mod cache_sync;
 pub mod checkpoints;
+pub mod reevaluation;
 pub mod relay;
 pub mod retention;
 

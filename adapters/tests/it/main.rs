@@ -30,6 +30,7 @@ mod organizations;
 mod permissions;
 mod pipelines;
 mod plugins;
+mod reevaluation;
 mod replicas;
 
 use std::sync::Arc;

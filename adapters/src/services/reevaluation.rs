@@ -1,0 +1,56 @@
+//! Judging an entity again (after a mutation): under the event's own tenant scope
+//! (the organization comes from the event, never from the worker), with the same
+//! check as the door and validation (`check_entity`, recorded), keeping the result
+//! with the entity. An entity or organization that is gone has nothing to judge.
+
+use compliance_core::Target;
+use serde_json::json;
+
+use super::checks::{self, Recording};
+use super::{pipelines, plugins, ServiceError, ServiceResult};
+use crate::http::state::AppState;
+use crate::storage::ClaimedEntity;
+
+/// Re-evaluates the claimed entity once, whatever number of events it had.
+pub async fn process(state: &AppState, claimed: &ClaimedEntity) -> ServiceResult<()> {
+    let Some(org) = state.store.organization(&claimed.org_id).await? else {
+        return Ok(());
+    };
+    let target: Target = claimed.target.parse().map_err(|_| {
+        ServiceError::Broken(format!("a queued event of target `{}`", claimed.target))
+    })?;
+    let document = match target {
+        Target::Pipeline => state
+            .store
+            .pipeline(&org.id, &claimed.entity_id)
+            .await?
+            .map(|p| pipelines::document(&p)),
+        Target::Plugin => state
+            .store
+            .plugin(&org.id, &claimed.entity_id)
+            .await?
+            .map(|p| plugins::document(&p)),
+    };
+    let Some(document) = document else {
+        return Ok(());
+    };
+    let deadline = tokio::time::Instant::now() + crate::http::validate::BUDGET;
+    let entity = claimed.entity_id.clone();
+    let evaluation = checks::check_entity(
+        state,
+        &org,
+        target,
+        None,
+        deadline,
+        move || Ok((document, Some(entity))),
+        Recording::Live,
+    )
+    .await?;
+    let compliance =
+        json!({"result": checks::outcome(&evaluation), "violations": evaluation.violations});
+    state
+        .store
+        .set_compliance((&org.id, target.as_str(), &claimed.entity_id), &compliance)
+        .await?;
+    Ok(())
+}

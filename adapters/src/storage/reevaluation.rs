@@ -1,0 +1,197 @@
+//! The re-evaluation queue's consumer side: an entity's events claimed together (so
+//! a burst of edits is evaluated once), `FOR UPDATE SKIP LOCKED` on PostgreSQL, each
+//! claim fenced by its lease; done events deleted, failed ones retried later or dead
+//! with their last error.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::Row;
+
+use super::{stamp, Dialect, Store, StoreError, StoreResult};
+
+/// An entity's pending events, claimed together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedEntity {
+    /// The organization the events belong to (the tenant scope of their processing).
+    pub org_id: String,
+    /// `plugin` or `pipeline`.
+    pub target: String,
+    /// The entity.
+    pub entity_id: String,
+    /// The events claimed.
+    pub ids: Vec<i64>,
+    /// The most attempts any of them has had.
+    pub attempts: u32,
+    /// The claim's lease.
+    pub lease_until: DateTime<Utc>,
+}
+
+/// The queue's state, for `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueDepth {
+    /// Events waiting (pending or being processed).
+    pub waiting: u64,
+    /// Dead events.
+    pub dead: u64,
+    /// When the oldest waiting event was queued.
+    pub oldest: Option<DateTime<Utc>>,
+}
+
+fn placeholders(from: usize, n: usize) -> String {
+    (from..from + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Store {
+    /// Claims the oldest due entity's events (pending, or processing under an
+    /// expired lease) until `lease_until`.
+    pub async fn claim_reevaluation(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StoreResult<Option<ClaimedEntity>> {
+        let lock = match self.dialect() {
+            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+            Dialect::Sqlite => "",
+        };
+        let due = "((status = 'pending' AND run_after <= $1) OR (status = 'processing' AND lease_until < $1))";
+        // One statement, a write from the start: SQLite takes its write lock at once
+        // (waiting its busy timeout) instead of failing to upgrade a read.
+        let claimed = sqlx::query(&self.sql(&format!(
+            "UPDATE reevaluation_queue SET status = 'processing', lease_until = $2 \
+             WHERE {due} AND (org_id, target, entity_id) = (\
+             SELECT org_id, target, entity_id FROM reevaluation_queue WHERE {due} ORDER BY id LIMIT 1{lock}) \
+             RETURNING id, attempts, org_id, target, entity_id"
+        )))
+        .bind(stamp(now))
+        .bind(stamp(lease_until))
+        .fetch_all(self.pool())
+        .await?;
+        let Some(first) = claimed.first() else {
+            return Ok(None);
+        };
+        let org_id: String = first.try_get("org_id")?;
+        let target: String = first.try_get("target")?;
+        let entity_id: String = first.try_get("entity_id")?;
+        let mut ids = Vec::with_capacity(claimed.len());
+        let mut attempts = 0u32;
+        for row in &claimed {
+            ids.push(row.try_get::<i64, _>("id")?);
+            let n = row.try_get::<i64, _>("attempts")?;
+            attempts = attempts.max(u32::try_from(n).unwrap_or(u32::MAX));
+        }
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(ClaimedEntity {
+            org_id,
+            target,
+            entity_id,
+            ids,
+            attempts,
+            lease_until,
+        }))
+    }
+
+    /// Removes the claimed events once processed (if the claim still holds).
+    pub async fn finish_reevaluation(&self, claimed: &ClaimedEntity) -> StoreResult<()> {
+        let sql = format!(
+            "DELETE FROM reevaluation_queue WHERE lease_until = $1 AND id IN ({})",
+            placeholders(2, claimed.ids.len())
+        );
+        let sql = self.sql(&sql);
+        let mut query = sqlx::query(&sql).bind(stamp(claimed.lease_until));
+        for id in &claimed.ids {
+            query = query.bind(*id);
+        }
+        query.execute(self.pool()).await?;
+        Ok(())
+    }
+
+    /// Puts the claimed events back to be retried at `run_after`, or dead once they
+    /// have had `max_attempts`; keeps `error`.
+    pub async fn retry_reevaluation(
+        &self,
+        claimed: &ClaimedEntity,
+        run_after: DateTime<Utc>,
+        max_attempts: u32,
+        error: &str,
+    ) -> StoreResult<()> {
+        let sql = format!(
+            "UPDATE reevaluation_queue SET attempts = attempts + 1, \
+             status = CASE WHEN attempts + 1 >= $1 THEN 'dead' ELSE 'pending' END, \
+             run_after = $2, last_error = $3, lease_until = NULL WHERE lease_until = $4 AND id IN ({})",
+            placeholders(5, claimed.ids.len())
+        );
+        let sql = self.sql(&sql);
+        let mut query = sqlx::query(&sql)
+            .bind(i64::from(max_attempts))
+            .bind(stamp(run_after))
+            .bind(error)
+            .bind(stamp(claimed.lease_until));
+        for id in &claimed.ids {
+            query = query.bind(*id);
+        }
+        query.execute(self.pool()).await?;
+        Ok(())
+    }
+
+    /// The queue's depth, dead events and oldest waiting event.
+    pub async fn reevaluation_depth(&self) -> StoreResult<QueueDepth> {
+        let row = sqlx::query(
+            "SELECT SUM(CASE WHEN status = 'dead' THEN 0 ELSE 1 END) AS waiting, \
+             SUM(CASE WHEN status = 'dead' THEN 1 ELSE 0 END) AS dead, \
+             MIN(CASE WHEN status = 'dead' THEN NULL ELSE created_at END) AS oldest FROM reevaluation_queue",
+        )
+        .fetch_one(self.pool())
+        .await?;
+        let count = |name: &str| -> StoreResult<u64> {
+            Ok(row
+                .try_get::<Option<i64>, _>(name)?
+                .unwrap_or(0)
+                .unsigned_abs())
+        };
+        let oldest = row
+            .try_get::<Option<String>, _>("oldest")?
+            .map(|text| {
+                DateTime::parse_from_rfc3339(&text)
+                    .map(|t| t.with_timezone(&Utc))
+                    .map_err(|e| StoreError::Corrupt(format!("reevaluation_queue.created_at: {e}")))
+            })
+            .transpose()?;
+        Ok(QueueDepth {
+            waiting: count("waiting")?,
+            dead: count("dead")?,
+            oldest,
+        })
+    }
+
+    /// Keeps a re-evaluated entity's compliance result (`pipeline` or `plugin`); the
+    /// entity's own `updatedAt` stays (a judgement is not an edit).
+    pub async fn set_compliance(
+        &self,
+        (org_id, target, id): (&str, &str, &str),
+        compliance: &Value,
+    ) -> StoreResult<()> {
+        let table = match target {
+            "pipeline" => "pipelines",
+            "plugin" => "plugins",
+            other => {
+                return Err(StoreError::Invalid(format!(
+                    "no entities of target `{other}`"
+                )))
+            }
+        };
+        sqlx::query(&self.sql(&format!(
+            "UPDATE {table} SET compliance = $3 WHERE org_id = $1 AND id = $2"
+        )))
+        .bind(org_id)
+        .bind(id)
+        .bind(compliance.to_string())
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,188 @@
+//! The re-evaluation worker: a mutation's events judged again under their own
+//! tenant, a burst coalesced, a failure retried and then dead with its error.
+
+use std::time::Duration;
+
+use adapters::config::ReevaluationSettings;
+
+use super::*;
+
+fn settings() -> ReevaluationSettings {
+    ReevaluationSettings {
+        max_attempts: 2,
+        retry_delay: Duration::ZERO,
+        poll: Duration::from_millis(10),
+    }
+}
+
+fn state_of(app: &TestApp) -> AppState {
+    AppState::new(
+        test_config(&[]),
+        app.store.clone(),
+        Arc::new(adapters::audit::AuditCounters::default()),
+    )
+}
+
+/// Runs the worker's steps until the queue has nothing due; how many claims it made.
+async fn drain(state: &AppState) -> usize {
+    let mut claims = 0;
+    while adapters::workers::reevaluation::step(state, &settings())
+        .await
+        .unwrap()
+    {
+        claims += 1;
+    }
+    claims
+}
+
+fn pipeline(name: &str) -> Value {
+    json!({"project": "web", "organization": "acme", "pipelineName": name,
+           "accessModifier": "private", "props": {}})
+}
+
+async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            &alice,
+            Some(&org),
+            Some(pipeline("ci")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    // A burst of 30 edits: 31 events for one pipeline.
+    for i in 0..30 {
+        let mut body = pipeline("ci");
+        body["props"] = json!({"revision": i});
+        let (status, _) = app
+            .call(
+                "PUT",
+                &format!("/api/pipelines/{id}"),
+                &alice,
+                Some(&org),
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 31);
+    // A rule arrives after the edits; the stored result is stale until re-evaluated.
+    let (status, _) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &alice,
+            Some(&org),
+            Some(
+                json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
+                        "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, before) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/audit?entityId={id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    let state = state_of(app);
+    let claims = drain(&state).await;
+    assert_eq!(claims, 1, "31 events of one entity, judged once");
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
+    let (_, body) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"]["compliance"]["result"], "warn", "{body}");
+    assert_eq!(
+        body["data"]["compliance"]["violations"][0]["ruleName"],
+        "Named by convention"
+    );
+    let (_, after) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/audit?entityId={id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(
+        after["pagination"]["total"].as_u64().unwrap(),
+        before["pagination"]["total"].as_u64().unwrap() + 1,
+        "one check recorded for the burst"
+    );
+    // A deleted entity's events are dropped without a judgement.
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(drain(&state).await, 1);
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
+}
+
+async fn a_failing_judgement_is_retried_then_dead(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, _) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            &alice,
+            Some(&org),
+            Some(pipeline("ci")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &alice,
+            Some(&org),
+            Some(
+                json!({"name": "r", "target": "pipeline", "severity": "warning",
+                        "field": "pipelineName", "operator": "eq", "value": "ci"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // A stored rule that no longer reads: the judgement fails closed.
+    app.sql("UPDATE rules SET body = '{' ").await;
+    let state = state_of(app);
+    assert_eq!(drain(&state).await, 2, "one attempt, then its retry");
+    let depth = app.store.reevaluation_depth().await.unwrap();
+    assert_eq!((depth.waiting, depth.dead), (0, 1));
+    let text = state.metrics.render();
+    assert!(text.contains("reevaluation_retried_total 1"), "{text}");
+    assert!(text.contains("reevaluation_dead_total 1"), "{text}");
+    let request = Request::get("/metrics").body(Body::empty()).unwrap();
+    let (_, body) = app.send(request).await;
+    let text = body.as_str().unwrap();
+    assert!(text.contains("reevaluation_queue_dead 1"), "{text}");
+    assert!(text.contains("reevaluation_queue_depth 0"), "{text}");
+}
+
+on_both_backends!(
+    mutations_are_judged_again_once_per_burst,
+    a_failing_judgement_is_retried_then_dead,
+);
