@@ -171,6 +171,36 @@ impl Store {
         Ok(())
     }
 
+    /// Queues every entity a rule change can affect, in the change's transaction: the
+    /// entities of the rule's target in the rule's organization, its teams, and the
+    /// organizations subscribed to it (a published rule).
+    pub(crate) async fn enqueue_rule_change(
+        &self,
+        conn: &mut AnyConnection,
+        (org_id, rule_id, target): (&str, &str, &str),
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let table = match target {
+            "pipeline" => "pipelines",
+            _ => "plugins",
+        };
+        sqlx::query(&self.sql(&format!(
+            "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
+             SELECT org_id, $3, id, $4, $5 FROM {table} WHERE org_id = $1 \
+             OR org_id IN (SELECT id FROM organizations WHERE parent_org_id = $1) \
+             OR org_id IN (SELECT org_id FROM subscriptions WHERE rule_id = $2)"
+        )))
+        .bind(org_id)
+        .bind(rule_id)
+        .bind(target)
+        .bind(reason)
+        .bind(stamp(now))
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+
     /// How many re-evaluation events wait for the organization.
     pub async fn pending_reevaluations(&self, org_id: &str) -> StoreResult<u64> {
         let n: i64 = sqlx::query(

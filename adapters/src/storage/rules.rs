@@ -143,6 +143,13 @@ impl Store {
         })?;
         self.record_version(tx, rule, &serde_json::json!({"action": "create"}), by, now)
             .await?;
+        self.enqueue_rule_change(
+            tx,
+            (org_id, &rule.id, rule.target.as_str()),
+            "rule.create",
+            now,
+        )
+        .await?;
         self.enqueue(tx, audit).await?;
         Ok(())
     }
@@ -205,6 +212,13 @@ impl Store {
         })?;
         found(done.rows_affected(), "rule")?;
         self.record_version(&mut tx, rule, change, by, now).await?;
+        self.enqueue_rule_change(
+            &mut tx,
+            (org_id, &rule.id, rule.target.as_str()),
+            "rule.update",
+            now,
+        )
+        .await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         self.rule(org_id, &rule.id, false)
@@ -237,6 +251,13 @@ impl Store {
             rule,
             &serde_json::json!({"action": "delete"}),
             by,
+            now,
+        )
+        .await?;
+        self.enqueue_rule_change(
+            &mut tx,
+            (org_id, &rule.id, rule.target.as_str()),
+            "rule.delete",
             now,
         )
         .await?;

@@ -70,8 +70,9 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
         assert_eq!(status, StatusCode::OK);
     }
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 31);
-    // A rule arrives after the edits; the stored result is stale until re-evaluated.
-    let (status, _) = app
+    // A rule arrives after the edits (queued in its transaction for the entities it
+    // can affect); the stored result is stale until re-evaluated.
+    let (status, rule) = app
         .call(
             "POST",
             "/api/compliance/rules",
@@ -84,6 +85,7 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
         )
         .await;
     assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 32);
     let (_, before) = app
         .call(
             "GET",
@@ -125,6 +127,31 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
         before["pagination"]["total"].as_u64().unwrap() + 1,
         "one check recorded for the burst"
     );
+    // Deleting the rule queues the pipeline again: it passes once more.
+    let rule_id = rule["data"]["id"].as_str().unwrap();
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/compliance/rules/{rule_id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 1);
+    let state = state_of(app);
+    assert_eq!(drain(&state).await, 1);
+    let (_, body) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"]["compliance"]["result"], "pass", "{body}");
     // A deleted entity's events are dropped without a judgement.
     let (status, _) = app
         .call(
@@ -171,14 +198,15 @@ async fn a_failing_judgement_is_retried_then_dead(app: &TestApp) {
     let state = state_of(app);
     assert_eq!(drain(&state).await, 2, "one attempt, then its retry");
     let depth = app.store.reevaluation_depth().await.unwrap();
-    assert_eq!((depth.waiting, depth.dead), (0, 1));
+    // The create's event and the rule's, claimed together, dead together.
+    assert_eq!((depth.waiting, depth.dead), (0, 2));
     let text = state.metrics.render();
     assert!(text.contains("reevaluation_retried_total 1"), "{text}");
     assert!(text.contains("reevaluation_dead_total 1"), "{text}");
     let request = Request::get("/metrics").body(Body::empty()).unwrap();
     let (_, body) = app.send(request).await;
     let text = body.as_str().unwrap();
-    assert!(text.contains("reevaluation_queue_dead 1"), "{text}");
+    assert!(text.contains("reevaluation_queue_dead 2"), "{text}");
     assert!(text.contains("reevaluation_queue_depth 0"), "{text}");
 }
 
