@@ -156,7 +156,7 @@ pub(crate) struct Guard {
     pub(crate) state: AppState,
     pub(crate) access: Access,
     /// `METHOD /path`: what an `authz.denied` event names.
-    pub(crate) action: &'static str,
+    pub(crate) action: std::sync::Arc<str>,
     pub(crate) changes_state: bool,
 }
 
@@ -209,7 +209,7 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
                 OrgFrom::Query(name) => (query_value(parts, name)?, Named::Header),
             };
             let requirement = need.requirement(guard.changes_state, step_up);
-            let granted = gate(state, &caller, &org_id, named, requirement, guard.action).await?;
+            let granted = gate(state, &caller, &org_id, named, requirement, &guard.action).await?;
             parts.extensions.insert(caller);
             parts.extensions.insert(granted);
         }
@@ -217,7 +217,7 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
             // One budget for the whole check, from here: the gate, the rules, the
             // evaluation and the exemptions. Storage that fails under the gate, or
             // does not answer in time, is "compliance unavailable" (fail closed).
-            let deadline = tokio::time::Instant::now() + crate::http::validate::BUDGET;
+            let deadline = tokio::time::Instant::now() + crate::services::checks::BUDGET;
             let caller = AnyCaller::from_request_parts(parts, state).await?;
             let org = match &caller {
                 AnyCaller::User(user) => {
@@ -230,7 +230,7 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
                         &org_id,
                         Named::Header,
                         requirement,
-                        guard.action,
+                        &guard.action,
                     );
                     match tokio::time::timeout_at(deadline, gated).await {
                         Ok(Ok(granted)) => Some(granted.org),

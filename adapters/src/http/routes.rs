@@ -122,9 +122,8 @@ impl Route {
     }
 
     /// `METHOD /path`, as an `authz.denied` event names it.
-    fn action(&self) -> &'static str {
-        // One small string per route, made once when the router is built.
-        Box::leak(format!("{} {}", self.method, self.path).into_boxed_str())
+    fn action(&self) -> std::sync::Arc<str> {
+        format!("{} {}", self.method, self.path).into()
     }
 }
 

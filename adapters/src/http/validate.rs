@@ -1,7 +1,5 @@
 //! `/compliance/validate/{plugin|pipeline}` and their `/dry-run` forms.
 
-use std::time::Duration;
-
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -17,10 +15,6 @@ use crate::http::state::{AnyCaller, AppState};
 use crate::services::checks::{self, Recording};
 use crate::services::ServiceError;
 use crate::storage::OrgRecord;
-
-/// The validation budget: past it the answer is 503 COMPLIANCE_UNAVAILABLE (the check
-/// itself is `services::checks::check_entity`).
-pub const BUDGET: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -34,7 +34,7 @@ pub async fn process(state: &AppState, claimed: &ClaimedEntity) -> ServiceResult
     let Some(document) = document else {
         return Ok(());
     };
-    let deadline = tokio::time::Instant::now() + crate::http::validate::BUDGET;
+    let deadline = tokio::time::Instant::now() + crate::services::checks::BUDGET;
     let entity = claimed.entity_id.clone();
     let evaluation = checks::check_entity(
         state,

@@ -1,12 +1,11 @@
 //! Usage of counted resources (plugins, pipelines): each organization's own count and
 //! its root's pool, which a team's usage draws from (SEMANTICS 3). A charge is one
 //! conditional statement on the pool, never read, compare, then write; it runs in the
-//! transaction of the create it pays for. Also the re-evaluation queue's enqueue.
+//! transaction of the create it pays for.
 
-use chrono::{DateTime, Utc};
 use sqlx::{AnyConnection, Row};
 
-use super::{stamp, Store, StoreResult};
+use super::{Store, StoreResult};
 
 /// One charge (or release) of `amount` of `dimension` to `org_id` and its root's pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,70 +145,5 @@ impl Store {
             Some(row) => row.try_get::<i64, _>("used")?.unsigned_abs(),
             None => 0,
         })
-    }
-
-    /// Queues an entity for re-evaluation, in the caller's transaction.
-    pub(crate) async fn enqueue_reevaluation(
-        &self,
-        conn: &mut AnyConnection,
-        org_id: &str,
-        target: &str,
-        entity_id: &str,
-        reason: &str,
-        now: DateTime<Utc>,
-    ) -> StoreResult<()> {
-        sqlx::query(&self.sql(
-            "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) VALUES ($1, $2, $3, $4, $5)",
-        ))
-        .bind(org_id)
-        .bind(target)
-        .bind(entity_id)
-        .bind(reason)
-        .bind(stamp(now))
-        .execute(&mut *conn)
-        .await?;
-        Ok(())
-    }
-
-    /// Queues every entity a rule change can affect, in the change's transaction: the
-    /// entities of the rule's target in the rule's organization, its teams, and the
-    /// organizations subscribed to it (a published rule).
-    pub(crate) async fn enqueue_rule_change(
-        &self,
-        conn: &mut AnyConnection,
-        (org_id, rule_id, target): (&str, &str, &str),
-        reason: &str,
-        now: DateTime<Utc>,
-    ) -> StoreResult<()> {
-        let table = match target {
-            "pipeline" => "pipelines",
-            _ => "plugins",
-        };
-        sqlx::query(&self.sql(&format!(
-            "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
-             SELECT org_id, $3, id, $4, $5 FROM {table} WHERE org_id = $1 \
-             OR org_id IN (SELECT id FROM organizations WHERE parent_org_id = $1) \
-             OR org_id IN (SELECT org_id FROM subscriptions WHERE rule_id = $2)"
-        )))
-        .bind(org_id)
-        .bind(rule_id)
-        .bind(target)
-        .bind(reason)
-        .bind(stamp(now))
-        .execute(&mut *conn)
-        .await?;
-        Ok(())
-    }
-
-    /// How many re-evaluation events wait for the organization.
-    pub async fn pending_reevaluations(&self, org_id: &str) -> StoreResult<u64> {
-        let n: i64 = sqlx::query(
-            &self.sql("SELECT COUNT(*) AS n FROM reevaluation_queue WHERE org_id = $1"),
-        )
-        .bind(org_id)
-        .fetch_one(self.pool())
-        .await?
-        .try_get("n")?;
-        Ok(n.unsigned_abs())
     }
 }

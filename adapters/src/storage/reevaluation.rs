@@ -1,11 +1,12 @@
-//! The re-evaluation queue's consumer side: an entity's events claimed together (so
+//! The re-evaluation queue: events written in the transaction of a change (an
+//! inventory mutation, a rule change); on the consumer side, an entity's events claimed together (so
 //! a burst of edits is evaluated once), `FOR UPDATE SKIP LOCKED` on PostgreSQL, each
 //! claim fenced by its lease; done events deleted, failed ones retried later or dead
 //! with their last error.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 
 use super::{stamp, Dialect, Store, StoreError, StoreResult};
 
@@ -45,6 +46,71 @@ fn placeholders(from: usize, n: usize) -> String {
 }
 
 impl Store {
+    /// Queues an entity for re-evaluation, in the caller's transaction.
+    pub(crate) async fn enqueue_reevaluation(
+        &self,
+        conn: &mut AnyConnection,
+        org_id: &str,
+        target: &str,
+        entity_id: &str,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(&self.sql(
+            "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) VALUES ($1, $2, $3, $4, $5)",
+        ))
+        .bind(org_id)
+        .bind(target)
+        .bind(entity_id)
+        .bind(reason)
+        .bind(stamp(now))
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Queues every entity a rule change can affect, in the change's transaction: the
+    /// entities of the rule's target in the rule's organization, its teams, and the
+    /// organizations subscribed to it (a published rule).
+    pub(crate) async fn enqueue_rule_change(
+        &self,
+        conn: &mut AnyConnection,
+        (org_id, rule_id, target): (&str, &str, &str),
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let table = match target {
+            "pipeline" => "pipelines",
+            _ => "plugins",
+        };
+        sqlx::query(&self.sql(&format!(
+            "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
+             SELECT org_id, $3, id, $4, $5 FROM {table} WHERE org_id = $1 \
+             OR org_id IN (SELECT id FROM organizations WHERE parent_org_id = $1) \
+             OR org_id IN (SELECT org_id FROM subscriptions WHERE rule_id = $2)"
+        )))
+        .bind(org_id)
+        .bind(rule_id)
+        .bind(target)
+        .bind(reason)
+        .bind(stamp(now))
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+
+    /// How many re-evaluation events wait for the organization.
+    pub async fn pending_reevaluations(&self, org_id: &str) -> StoreResult<u64> {
+        let n: i64 = sqlx::query(
+            &self.sql("SELECT COUNT(*) AS n FROM reevaluation_queue WHERE org_id = $1"),
+        )
+        .bind(org_id)
+        .fetch_one(self.pool())
+        .await?
+        .try_get("n")?;
+        Ok(n.unsigned_abs())
+    }
+
     /// Claims the oldest due entity's events (pending, or processing under an
     /// expired lease) until `lease_until`.
     pub async fn claim_reevaluation(
