@@ -189,7 +189,19 @@ async fn the_life_of_a_pipeline(app: &TestApp) {
 
     // Audited, and each mutation queued the entity's re-evaluation.
     for action in ["pipeline.create", "pipeline.update", "pipeline.delete"] {
-        let events = app.audited(action).await;
+        // The relay chains on its own schedule: look again for a while (it failed
+        // once in a loaded run on PostgreSQL with a single look).
+        let mut events = app.audited(action).await;
+        for _ in 0..100 {
+            if events
+                .iter()
+                .any(|e| e.target_id.as_deref() == Some(id.as_str()))
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            events = app.audited(action).await;
+        }
         assert!(
             events
                 .iter()
