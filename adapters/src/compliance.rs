@@ -130,6 +130,13 @@ pub trait Notifier: Send + Sync + std::fmt::Debug {
         entity_id: Option<&str>,
         evaluation: &Evaluation,
     );
+
+    /// A scan that ended with blocked entities: once per scan, with its summary.
+    fn scan_found_blocked(&self, scan: &crate::storage::ScanRecord) {
+        tracing::info!(target: "notification", org_id = %scan.org_id, scan = %scan.id,
+            scanned = scan.counts.scanned, blocked = scan.counts.blocked, warned = scan.counts.warned,
+            "compliance scan notification");
+    }
 }
 
 /// The notifier used until delivery exists: one log line per notification.

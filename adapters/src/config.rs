@@ -89,6 +89,11 @@ pub struct ComplianceSettings {
     pub scan_scheduler_interval: Duration,
     /// `SCAN_LOCK_TTL_MS` (300000).
     pub scan_lock_ttl: Duration,
+    /// `COMPLIANCE_SCAN_LEASE_MS` (30000): how long a scan's sweeper holds it without
+    /// a flush; past it another replica resumes the scan.
+    pub scan_lease: Duration,
+    /// `COMPLIANCE_SCAN_POLL_MS` (1000): how often an idle sweeper looks for scans.
+    pub scan_poll: Duration,
     /// `DIGEST_SCHEDULER_INTERVAL_MS` (3600000).
     pub digest_scheduler_interval: Duration,
     /// `DIGEST_LOCK_TTL_MS` (300000).
@@ -395,6 +400,8 @@ impl Config {
             system_org_scans_enabled: r.flag("SYSTEM_ORG_SCANS_ENABLED"),
             scan_scheduler_interval: r.millis("SCAN_SCHEDULER_INTERVAL_MS", 60_000),
             scan_lock_ttl: r.millis("SCAN_LOCK_TTL_MS", 300_000),
+            scan_lease: r.millis("COMPLIANCE_SCAN_LEASE_MS", 30_000),
+            scan_poll: r.millis("COMPLIANCE_SCAN_POLL_MS", 1_000),
             digest_scheduler_interval: r.millis("DIGEST_SCHEDULER_INTERVAL_MS", 3_600_000),
             digest_lock_ttl: r.millis("DIGEST_LOCK_TTL_MS", 300_000),
         };

@@ -229,6 +229,14 @@ impl From<crate::services::ServiceError> for ApiError {
             )
             .with_details(json!({"limit": limit.limit, "max": limit.max, "actual": limit.actual})),
             E::Malformed(why) => ApiError::validation(why),
+            E::Cron(error) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "INVALID_CRON", error.to_string())
+                    .with_details(json!({
+                        "field": "cronExpression",
+                        "cronField": error.field.map(|f| f.name()),
+                        "problem": error.message,
+                    }))
+            }
             E::Unavailable => {
                 tracing::warn!("a compliance check could not be made: failing closed");
                 ApiError::new(

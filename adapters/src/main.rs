@@ -593,6 +593,18 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
             adapters::workers::reevaluation::run(state, settings, shutdown)
         });
     }
+    {
+        let (state, holder) = (state.clone(), holder.clone());
+        workers.spawn("scans", move |shutdown| {
+            adapters::workers::scans::run(state, holder, shutdown)
+        });
+    }
+    {
+        let (state, holder) = (state.clone(), holder.clone());
+        workers.spawn("scan-scheduler", move |shutdown| {
+            adapters::workers::schedules::run(state, holder, shutdown)
+        });
+    }
     state.keys.prefetch().await;
     let app = router(state);
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))

@@ -21,8 +21,9 @@ struct Series {
 pub struct Metrics {
     requests: Mutex<BTreeMap<(String, String, u16), Series>>,
     denied_unknown: std::sync::atomic::AtomicU64,
-    /// Re-evaluation events processed, retried and dead (this process).
-    reevaluation: [std::sync::atomic::AtomicU64; 3],
+    /// Re-evaluation events processed, retried and dead, scans started and entities
+    /// scanned (this process).
+    reevaluation: [std::sync::atomic::AtomicU64; 5],
 }
 
 impl Metrics {
@@ -65,6 +66,16 @@ impl Metrics {
         counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// A scan started (requested, or by a schedule).
+    pub fn scan_started(&self) {
+        self.reevaluation[3].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Entities judged by scans.
+    pub fn scanned(&self, entities: u64) {
+        self.reevaluation[4].fetch_add(entities, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -80,6 +91,11 @@ impl Metrics {
             (
                 "reevaluation_dead_total",
                 "Re-evaluations that failed for the last time.",
+            ),
+            ("scans_started_total", "Scans started by this process."),
+            (
+                "scan_entities_total",
+                "Entities judged by the scans this process swept.",
             ),
         ]
         .into_iter()

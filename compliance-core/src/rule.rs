@@ -58,6 +58,17 @@ impl Severity {
     pub fn blocks(self) -> bool {
         !matches!(self, Severity::Warning)
     }
+
+    /// The result and severity a Kubernetes `PolicyReport` (wgpolicyk8s.io) gives a
+    /// violation of this severity: a blocking one fails (`critical`, `high`), a
+    /// warning warns (`medium`).
+    pub fn policy_report(self) -> (&'static str, &'static str) {
+        match self {
+            Severity::Warning => ("warn", "medium"),
+            Severity::Error => ("fail", "high"),
+            Severity::Critical => ("fail", "critical"),
+        }
+    }
 }
 
 /// Who sees a rule: the owning organization only, or the published catalog.

@@ -21,6 +21,7 @@ pub mod response;
 pub mod router;
 pub mod routes;
 mod rules;
+mod scans;
 mod schemas;
 pub mod state;
 pub mod system;

@@ -237,6 +237,216 @@ pub(crate) fn evaluation() -> Value {
 }
 
 /// The named schemas every route refers to.
+/// The compliance result kept with an entity: set at the door, by the re-evaluation
+/// worker, or by a scan (then with its id); `error` when it could not be judged.
+fn entity_compliance() -> Value {
+    object(
+        &[
+            ("result", one_of(&["pass", "warn", "block", "error"])),
+            ("violations", array(reference("Violation"))),
+            ("scanId", string()),
+        ],
+        &["result", "violations"],
+    )
+}
+
+fn counts(names: &[&str]) -> Value {
+    let properties: Vec<(&str, Value)> = names
+        .iter()
+        .map(|n| (*n, json!({"type": "integer", "minimum": 0})))
+        .collect();
+    object(&properties, names)
+}
+
+/// Scans, their results, schedules, the posture and the policy report.
+fn scan_components() -> Value {
+    let target = one_of(&["plugin", "pipeline", "all"]);
+    let filter = object(
+        &[
+            ("orgId", string()),
+            ("name", string()),
+            ("accessModifier", string()),
+            ("project", string()),
+        ],
+        &["orgId"],
+    );
+    let scan = object(
+        &[
+            ("id", string()),
+            ("orgId", string()),
+            ("target", target.clone()),
+            ("filter", filter),
+            (
+                "status",
+                one_of(&["running", "completed", "cancelled", "failed"]),
+            ),
+            ("origin", one_of(&["manual", "schedule"])),
+            ("scheduleId", nullable(string())),
+            ("requestedBy", string()),
+            (
+                "counts",
+                counts(&["total", "scanned", "passed", "warned", "blocked", "errors"]),
+            ),
+            ("ruleSetFingerprint", nullable(string())),
+            ("error", nullable(string())),
+            ("startedAt", instant()),
+            ("endedAt", nullable(instant())),
+            ("updatedAt", instant()),
+        ],
+        &[
+            "id",
+            "orgId",
+            "target",
+            "filter",
+            "status",
+            "origin",
+            "counts",
+            "startedAt",
+            "updatedAt",
+        ],
+    );
+    let result = object(
+        &[
+            ("scanId", string()),
+            ("target", one_of(&["plugin", "pipeline"])),
+            ("entityId", string()),
+            ("entityName", string()),
+            ("result", one_of(&["pass", "warn", "block", "error"])),
+            ("violations", array(reference("Violation"))),
+            ("error", nullable(string())),
+            ("scannedAt", instant()),
+        ],
+        &[
+            "scanId",
+            "target",
+            "entityId",
+            "entityName",
+            "result",
+            "violations",
+            "scannedAt",
+        ],
+    );
+    let schedule = object(
+        &[
+            ("id", string()),
+            ("orgId", string()),
+            ("target", target),
+            ("cronExpression", string()),
+            ("isActive", boolean()),
+            ("nextRunAt", nullable(instant())),
+            ("lastRunAt", nullable(instant())),
+            ("lastScanId", nullable(string())),
+            ("createdBy", string()),
+            ("createdAt", instant()),
+            ("updatedAt", instant()),
+        ],
+        &[
+            "id",
+            "orgId",
+            "target",
+            "cronExpression",
+            "isActive",
+            "createdAt",
+            "updatedAt",
+        ],
+    );
+    let status = counts(&["total", "pass", "warn", "block", "error"]);
+    let failing = object(
+        &[
+            ("ruleId", string()),
+            ("ruleName", string()),
+            ("severity", string()),
+            ("target", one_of(&["plugin", "pipeline"])),
+            ("violations", integer()),
+        ],
+        &["ruleId", "ruleName", "severity", "target", "violations"],
+    );
+    let posture = object(
+        &[
+            ("orgId", string()),
+            ("entities", status.clone()),
+            (
+                "byTarget",
+                object(&[("plugin", status.clone()), ("pipeline", status)], &[]),
+            ),
+            ("topFailingRules", array(failing)),
+            ("generatedAt", instant()),
+        ],
+        &[
+            "orgId",
+            "entities",
+            "byTarget",
+            "topFailingRules",
+            "generatedAt",
+        ],
+    );
+    let resource = object(
+        &[
+            ("apiVersion", string()),
+            ("kind", string()),
+            ("name", string()),
+            ("uid", string()),
+        ],
+        &["kind", "name", "uid"],
+    );
+    let report_result = object(
+        &[
+            ("source", string()),
+            ("policy", string()),
+            ("rule", string()),
+            ("result", one_of(&["pass", "fail", "warn", "error", "skip"])),
+            (
+                "severity",
+                one_of(&["critical", "high", "medium", "low", "info"]),
+            ),
+            ("message", string()),
+            ("scored", boolean()),
+            (
+                "properties",
+                object(&[("ruleId", string()), ("field", string())], &[]),
+            ),
+            ("resources", array(resource)),
+            (
+                "timestamp",
+                object(
+                    &[("seconds", integer()), ("nanos", integer())],
+                    &["seconds", "nanos"],
+                ),
+            ),
+        ],
+        &["policy", "rule", "result", "resources"],
+    );
+    let metadata = object(
+        &[
+            ("name", string()),
+            ("namespace", string()),
+            ("creationTimestamp", instant()),
+        ],
+        &["name"],
+    );
+    let report = object(
+        &[
+            ("apiVersion", one_of(&["wgpolicyk8s.io/v1alpha2"])),
+            ("kind", one_of(&["PolicyReport"])),
+            ("metadata", metadata),
+            (
+                "summary",
+                counts(&["pass", "fail", "warn", "error", "skip"]),
+            ),
+            ("results", array(report_result)),
+            ("pagination", counts(&["total", "limit", "offset"])),
+        ],
+        &["apiVersion", "kind", "metadata", "summary", "results"],
+    );
+    json!({
+        "Scan": scan,
+        "ScanResult": result,
+        "ScanSchedule": schedule,
+        "Posture": posture,
+        "PolicyReport": report,
+    })
+}
+
 pub(crate) fn components() -> Value {
     let org = object(
         &[
@@ -460,16 +670,7 @@ pub(crate) fn components() -> Value {
             ("pipelineName", string()),
             ("accessModifier", one_of(&["public", "private"])),
             ("props", json!({"type": "object"})),
-            (
-                "compliance",
-                object(
-                    &[
-                        ("result", one_of(&["pass", "warn", "block"])),
-                        ("violations", array(reference("Violation"))),
-                    ],
-                    &["result", "violations"],
-                ),
-            ),
+            ("compliance", entity_compliance()),
             ("createdBy", string()),
             ("createdAt", instant()),
             ("updatedAt", instant()),
@@ -510,16 +711,7 @@ pub(crate) fn components() -> Value {
             ("commands", array(string())),
             ("installCommands", array(string())),
             ("dockerfile", nullable(string())),
-            (
-                "compliance",
-                object(
-                    &[
-                        ("result", one_of(&["pass", "warn", "block"])),
-                        ("violations", array(reference("Violation"))),
-                    ],
-                    &["result", "violations"],
-                ),
-            ),
+            ("compliance", entity_compliance()),
             (
                 "buildStatus",
                 one_of(&["queued", "running", "completed", "failed", "timed_out"]),
@@ -583,7 +775,7 @@ pub(crate) fn components() -> Value {
             "createdAt",
         ],
     );
-    json!({
+    let mut schemas = json!({
         "BuildJob": build_job,
         "Plugin": plugin,
         "Pipeline": pipeline,
@@ -603,5 +795,9 @@ pub(crate) fn components() -> Value {
         "NotificationPreference": preference,
         "Pagination": pagination,
         "Error": error,
-    })
+    });
+    if let (Some(all), Value::Object(more)) = (schemas.as_object_mut(), scan_components()) {
+        all.extend(more);
+    }
+    schemas
 }

@@ -22,9 +22,12 @@ pub mod organizations;
 pub mod pipelines;
 pub mod plugins;
 pub mod policies;
+pub mod posture;
 pub mod preferences;
 pub mod reevaluation;
 pub mod rules;
+pub mod scans;
+pub mod schedules;
 pub mod templates;
 
 use compliance_core::ExemptionRefusal;
@@ -57,6 +60,9 @@ pub enum ServiceError {
     /// An exemption cannot take the action asked (compliance-core decided).
     #[error(transparent)]
     Exemption(#[from] ExemptionRefusal),
+    /// A cron expression that does not parse (names the field at fault).
+    #[error(transparent)]
+    Cron(#[from] compliance_core::CronError),
     /// A document over an attribute limit.
     #[error(transparent)]
     Limit(compliance_core::LimitExceeded),

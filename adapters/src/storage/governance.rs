@@ -161,7 +161,7 @@ fn status_of(text: &str) -> Option<ExemptionStatus> {
     }
 }
 
-fn exemption_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ExemptionRecord> {
+pub(super) fn exemption_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ExemptionRecord> {
     let d = Decoder::new(row, "exemptions", &["id"]);
     Ok(ExemptionRecord {
         id: d.get("id")?,

@@ -15,9 +15,12 @@ mod orgs;
 mod outbox;
 mod pipelines;
 mod plugins;
+mod posture;
 mod quota;
 mod reevaluation;
 mod rules;
+mod scans;
+mod schedules;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -39,9 +42,14 @@ pub use orgs::{NewOrganization, OrgRecord};
 pub use outbox::{OutboxDepth, Pending};
 pub use pipelines::{PipelineFields, PipelineFilter, PipelineRecord, RegistryEntry};
 pub use plugins::{NewPlugin, PluginChange, PluginFilter, PluginRecord};
+pub use posture::{FailingRule, StatusCounts};
 pub use quota::{Charge, QuotaRefusal};
 pub use reevaluation::{ClaimedEntity, QueueDepth};
 pub use rules::{RuleChange, RuleFilter, StoredRule};
+pub use scans::{
+    phases, EntityFilter, Flush, NewScan, ScanCounts, ScanRecord, ScanResult, SweepState,
+};
+pub use schedules::{ScheduleFields, ScheduleRecord};
 
 /// What went wrong in storage, in terms the API can answer.
 #[derive(Debug, thiserror::Error)]

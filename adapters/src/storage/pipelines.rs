@@ -85,7 +85,7 @@ pub struct RegistryEntry {
     pub updated_at: DateTime<Utc>,
 }
 
-fn pipeline_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PipelineRecord> {
+pub(super) fn pipeline_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PipelineRecord> {
     let d = Decoder::new(row, "pipelines", &["id"]);
     Ok(PipelineRecord {
         id: d.get("id")?,

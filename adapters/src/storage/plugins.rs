@@ -109,7 +109,7 @@ pub struct PluginChange {
     pub access_modifier: Option<String>,
 }
 
-fn plugin_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PluginRecord> {
+pub(super) fn plugin_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PluginRecord> {
     let d = Decoder::new(row, "plugins", &["id"]);
     Ok(PluginRecord {
         id: d.get("id")?,

@@ -11,6 +11,9 @@
 //!   claim is exclusive).
 //! - `reevaluation`: judges again the entities the re-evaluation queue names (every
 //!   replica; each claim is exclusive).
+//! - `scans`: sweeps requested and scheduled scans (every replica; each claim is
+//!   exclusive, fenced, and resumed elsewhere when its lease expires).
+//! - `schedules`: starts the scans of due schedules (lease `scan-scheduler`).
 //! - `retention`: prunes audit rows and check-log entries past retention (lease
 //!   `retention`).
 
@@ -20,6 +23,8 @@ pub mod checkpoints;
 pub mod reevaluation;
 pub mod relay;
 pub mod retention;
+pub mod scans;
+pub mod schedules;
 
 use std::future::Future;
 use std::time::Duration;

@@ -1,0 +1,582 @@
+//! Scans (document 1, items 5 and 11): a sweep of an organization's inventory with its
+//! effective rules, the same engine as validation (the compiled `RuleSet`, the
+//! attribute limits, the entity's approved exemptions), on the CPU pool.
+//!
+//! A request only stores the scan (`running`, unclaimed) and answers 202; the `scans`
+//! worker of any replica claims it and sweeps it in pages of
+//! `COMPLIANCE_SCAN_PROGRESS_BATCH_SIZE` entities read by id from the database (memory
+//! does not grow with the inventory), `COMPLIANCE_SCAN_CONCURRENCY` evaluation jobs at
+//! a time. Each page is flushed in one transaction (its results, each entity's new
+//! compliance result, the scan's counts and position), fenced by the claim: a cancelled
+//! scan stops its sweeper at the next page, a sweeper that died is replaced once its
+//! lease expires (the new one resumes after the last page flushed), and a scan taken
+//! over more than [`MAX_TAKEOVERS`] times ends `failed`. A scan that found blocked
+//! entities notifies once, by the sweeper that completed it.
+//!
+//! The system organization's inventory is swept only with
+//! `SYSTEM_ORG_SCANS_ENABLED=true` (then with its own rules); otherwise its scans end
+//! at once with nothing scanned, and its schedules skip their runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use compliance_core::{Attributes, CronSchedule, Evaluation, Exemption, RuleSet, Target, Waivers};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::checks::outcome;
+use super::{pipelines, plugins, ServiceError, ServiceResult};
+use crate::http::state::{event, AppState, Caller};
+use crate::storage::{
+    phases, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, ScanRecord, ScanResult,
+    ScheduleRecord,
+};
+
+/// After this many takeovers (its sweeper's lease expired each time) a scan ends
+/// `failed` instead of being resumed again.
+pub const MAX_TAKEOVERS: u32 = 3;
+
+/// The longest filter value.
+const MAX_FILTER_VALUE: usize = 200;
+
+/// The targets a scan or schedule takes.
+pub const TARGETS: [&str; 3] = ["plugin", "pipeline", "all"];
+
+/// A target as a request gives it.
+pub fn target(field: &'static str, value: &str) -> ServiceResult<&'static str> {
+    TARGETS
+        .iter()
+        .find(|t| **t == value)
+        .copied()
+        .ok_or_else(|| ServiceError::invalid(field, "must be plugin, pipeline or all"))
+}
+
+/// Reads a scan's filter: `orgId` (any value; replaced by the organization's),
+/// `name` (a plugin's or a pipeline's name, exactly), `accessModifier` (`public` or
+/// `private`), `project` (a pipeline's project; plugins have none, so a scan of
+/// plugins with a project filter sweeps no plugin). Anything else is refused.
+pub fn entity_filter(
+    org: &OrgRecord,
+    filter: Option<&Map<String, Value>>,
+) -> ServiceResult<(Value, EntityFilter)> {
+    let mut entities = EntityFilter::default();
+    let mut stored = Map::new();
+    for (key, value) in filter.into_iter().flatten() {
+        let slot = match key.as_str() {
+            "orgId" => continue,
+            "name" => &mut entities.name,
+            "accessModifier" => &mut entities.access_modifier,
+            "project" => &mut entities.project,
+            _ => {
+                return Err(ServiceError::invalid(
+                    "filter",
+                    format!("unknown filter `{key}` (known: orgId, name, accessModifier, project)"),
+                ))
+            }
+        };
+        let text = value
+            .as_str()
+            .filter(|s| {
+                !s.trim().is_empty()
+                    && s.chars().count() <= MAX_FILTER_VALUE
+                    && !s.chars().any(char::is_control)
+            })
+            .ok_or_else(|| {
+                ServiceError::invalid(
+                    "filter",
+                    format!("`{key}` must be a string of 1 to {MAX_FILTER_VALUE} characters"),
+                )
+            })?;
+        if key == "accessModifier" {
+            plugins::access_modifier(text)?;
+        }
+        *slot = Some(text.to_owned());
+        stored.insert(key.clone(), Value::String(text.to_owned()));
+    }
+    stored.insert("orgId".to_owned(), Value::String(org.id.clone()));
+    Ok((Value::Object(stored), entities))
+}
+
+/// The filter a stored scan sweeps with.
+fn stored_filter(scan: &ScanRecord) -> ServiceResult<EntityFilter> {
+    let text = |key: &str| -> ServiceResult<Option<String>> {
+        match scan.filter.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(ServiceError::Broken(format!(
+                "scan `{}` has a filter `{key}` that is not text",
+                scan.id
+            ))),
+        }
+    };
+    Ok(EntityFilter {
+        name: text("name")?,
+        access_modifier: text("accessModifier")?,
+        project: text("project")?,
+    })
+}
+
+/// Whether the organization's inventory is swept (document 1, item 5).
+fn sweepable(state: &AppState, org: &OrgRecord) -> bool {
+    !org.is_system || state.config.compliance.system_org_scans_enabled
+}
+
+/// Starts a scan of `target` over the organization's inventory: stored `running`, to be
+/// swept by a worker (the request never waits for it).
+pub async fn start(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    target_name: &str,
+    filter: Option<&Map<String, Value>>,
+) -> ServiceResult<ScanRecord> {
+    let target = target("target", target_name)?;
+    let (filter, entities) = entity_filter(org, filter)?;
+    let phase = phases(target).first().copied().unwrap_or("plugin");
+    let scan = NewScan {
+        org_id: &org.id,
+        target,
+        filter: &filter,
+        entities: &entities,
+        origin: "manual",
+        schedule_id: None,
+        requested_by: &caller.user_id,
+        phase,
+        now: Utc::now(),
+        empty: !sweepable(state, org),
+    };
+    let scan = state.store.create_scan(&scan).await?;
+    state.metrics.scan_started();
+    Ok(scan)
+}
+
+/// A page of the organization's scans, newest first.
+pub async fn list(
+    state: &AppState,
+    org: &OrgRecord,
+    (target_name, status): (Option<&str>, Option<&str>),
+    limit: u32,
+    offset: u64,
+) -> ServiceResult<(Vec<ScanRecord>, u64)> {
+    if let Some(t) = target_name {
+        target("target", t)?;
+    }
+    if let Some(s) = status {
+        if !["running", "completed", "cancelled", "failed"].contains(&s) {
+            return Err(ServiceError::invalid(
+                "status",
+                "must be running, completed, cancelled or failed",
+            ));
+        }
+    }
+    Ok(state
+        .store
+        .scans(&org.id, (target_name, status), limit, offset)
+        .await?)
+}
+
+/// One scan of the organization.
+pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<ScanRecord> {
+    state
+        .store
+        .scan(&org.id, id)
+        .await?
+        .ok_or(ServiceError::NotFound("scan"))
+}
+
+/// A page of one scan's results, narrowed to one result.
+pub async fn results(
+    state: &AppState,
+    org: &OrgRecord,
+    id: &str,
+    result: Option<&str>,
+    limit: u32,
+    offset: u64,
+) -> ServiceResult<(Vec<ScanResult>, u64)> {
+    if let Some(r) = result {
+        if !["pass", "warn", "block", "error"].contains(&r) {
+            return Err(ServiceError::invalid(
+                "result",
+                "must be pass, warn, block or error",
+            ));
+        }
+    }
+    get(state, org, id).await?;
+    Ok(state
+        .store
+        .scan_results((&org.id, id), result, limit, offset)
+        .await?)
+}
+
+/// Cancels a running scan (its sweeper stops at its next page); audited
+/// `compliance.scan.cancel`. A scan that ended is a conflict.
+pub async fn cancel(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+) -> ServiceResult<ScanRecord> {
+    let audit = [event(
+        caller,
+        "compliance.scan.cancel",
+        &org.id,
+        "scan",
+        id,
+        json!({}),
+    )];
+    let scan = state
+        .store
+        .cancel_scan(&org.id, id, Utc::now(), &audit)
+        .await
+        .map_err(|e| match e {
+            crate::storage::StoreError::NotFound(_) => ServiceError::NotFound("scan"),
+            other => other.into(),
+        })?;
+    Ok(scan)
+}
+
+/// How a sweep is run.
+#[derive(Debug, Clone, Copy)]
+pub struct SweepSettings {
+    /// Evaluation jobs at a time.
+    pub concurrency: usize,
+    /// Entities per page (and per flush).
+    pub batch: usize,
+    /// How long a claim holds without a flush.
+    pub lease: Duration,
+}
+
+/// How a sweep ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Swept {
+    /// Every entity judged; the scan is `completed`.
+    Completed,
+    /// The scan was cancelled, another sweeper took it over, or the server is
+    /// stopping (the claim given back): stopped.
+    Stopped,
+    /// It could not go on; the scan is `failed`.
+    Failed,
+}
+
+/// The fingerprint of the rules a set applies to `target`: SHA-256 of their JSON, in
+/// evaluation order (any change of a rule bumps its version, so changes it).
+pub fn fingerprint(set: &RuleSet, target: Target) -> String {
+    let mut hash = Sha256::new();
+    for rule in set.rules(target) {
+        if let Ok(bytes) = serde_json::to_vec(rule) {
+            hash.update(&bytes);
+        }
+        hash.update(b"\n");
+    }
+    hex::encode(hash.finalize())
+}
+
+/// An entity to judge: its id, its name, its document.
+type Entity = (String, String, Value);
+
+/// Sweeps a claimed scan to its end (or until it is stopped).
+pub async fn sweep(
+    state: &AppState,
+    scan: &ScanRecord,
+    settings: SweepSettings,
+    stopping: &(dyn Fn() -> bool + Sync),
+) -> ServiceResult<Swept> {
+    let token = scan.sweep.token;
+    if scan.sweep.takeovers > MAX_TAKEOVERS {
+        let why = format!(
+            "its sweeper stopped {} times before it ended",
+            scan.sweep.takeovers
+        );
+        end(state, scan, token, Some(&why)).await?;
+        return Ok(Swept::Failed);
+    }
+    let Some(org) = state.store.organization(&scan.org_id).await? else {
+        end(
+            state,
+            scan,
+            token,
+            Some("the organization no longer exists"),
+        )
+        .await?;
+        return Ok(Swept::Failed);
+    };
+    let filter = stored_filter(scan)?;
+    let all = phases(&scan.target);
+    let first = all.iter().position(|p| *p == scan.sweep.phase).unwrap_or(0);
+    let batch = u32::try_from(settings.batch.max(1)).unwrap_or(u32::MAX);
+    for (i, phase) in all.iter().enumerate().skip(first) {
+        let target: Target = phase
+            .parse()
+            .map_err(|_| ServiceError::Broken(format!("scan phase `{phase}`")))?;
+        let mut after = if i == first {
+            scan.sweep.after_id.clone()
+        } else {
+            String::new()
+        };
+        // The system organization's set (swept only with SYSTEM_ORG_SCANS_ENABLED) is
+        // what validation gives it: no rules.
+        let set = crate::compliance::rule_set(
+            &state.store,
+            &state.rule_cache,
+            &state.config,
+            &org,
+            target,
+        )
+        .await?;
+        let print = fingerprint(&set, target);
+        loop {
+            if stopping() {
+                state.store.release_scan(&scan.id, token).await?;
+                return Ok(Swept::Stopped);
+            }
+            let page = page(state, scan, (target, &filter), &after, batch).await?;
+            let Some(last) = page.last().map(|(id, _, _)| id.clone()) else {
+                break;
+            };
+            let ids: Vec<&str> = page.iter().map(|(id, _, _)| id.as_str()).collect();
+            let exemptions = state.store.approved_exemptions_of(&org.id, &ids).await?;
+            let results = judge(state, scan, target, &set, page, exemptions, settings).await?;
+            let mut counts = ScanCounts::default();
+            for r in &results {
+                counts.add(&r.result);
+            }
+            let flush = Flush {
+                org_id: &org.id,
+                phase,
+                after_id: &last,
+                counts,
+                fingerprint: &print,
+                lease_until: lease_until(settings.lease),
+                results: &results,
+            };
+            if !state.store.flush_scan(&scan.id, token, &flush).await? {
+                return Ok(Swept::Stopped);
+            }
+            state.metrics.scanned(counts.scanned);
+            after = last;
+        }
+    }
+    if !state
+        .store
+        .end_scan(&scan.id, Some(token), None, Utc::now())
+        .await?
+    {
+        return Ok(Swept::Stopped);
+    }
+    if let Some(done) = state.store.scan(&scan.org_id, &scan.id).await? {
+        if done.counts.blocked > 0 {
+            state.notifier.scan_found_blocked(&done);
+        }
+    }
+    Ok(Swept::Completed)
+}
+
+/// Ends a scan `failed` with `why` (if the claim still holds).
+pub async fn end(
+    state: &AppState,
+    scan: &ScanRecord,
+    token: i64,
+    why: Option<&str>,
+) -> ServiceResult<bool> {
+    Ok(state
+        .store
+        .end_scan(&scan.id, Some(token), why, Utc::now())
+        .await?)
+}
+
+fn lease_until(lease: Duration) -> DateTime<Utc> {
+    Utc::now() + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(30))
+}
+
+/// The next page of the sweep: entities with their names and documents.
+async fn page(
+    state: &AppState,
+    scan: &ScanRecord,
+    (target, filter): (Target, &crate::storage::EntityFilter),
+    after: &str,
+    batch: u32,
+) -> ServiceResult<Vec<Entity>> {
+    Ok(match target {
+        Target::Pipeline => state
+            .store
+            .sweep_pipelines(scan, filter, after, batch)
+            .await?
+            .into_iter()
+            .map(|p| {
+                let document = pipelines::document(&p);
+                (p.id, p.pipeline_name, document)
+            })
+            .collect(),
+        Target::Plugin => state
+            .store
+            .sweep_plugins(scan, filter, after, batch)
+            .await?
+            .into_iter()
+            .map(|p| {
+                let document = plugins::document(&p);
+                (p.id, format!("{}@{}", p.name, p.version), document)
+            })
+            .collect(),
+    })
+}
+
+/// Judges a page on the CPU pool, `settings.concurrency` jobs at a time; the results
+/// in the page's order.
+async fn judge(
+    state: &AppState,
+    scan: &ScanRecord,
+    target: Target,
+    set: &Arc<RuleSet>,
+    page: Vec<Entity>,
+    exemptions: Vec<Exemption>,
+    settings: SweepSettings,
+) -> ServiceResult<Vec<ScanResult>> {
+    let jobs = settings.concurrency.max(1);
+    let per_job = page.len().div_ceil(jobs).max(1);
+    let exemptions = Arc::new(exemptions);
+    let mut chunks: Vec<Vec<Entity>> = Vec::with_capacity(jobs);
+    let mut rest = page.into_iter().peekable();
+    while rest.peek().is_some() {
+        chunks.push(rest.by_ref().take(per_job).collect());
+    }
+    let mut running = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        let state = state.clone();
+        let set = Arc::clone(set);
+        let exemptions = Arc::clone(&exemptions);
+        let scan_id = scan.id.clone();
+        running.push(tokio::spawn(async move {
+            let limits = state.config.attribute_limits();
+            loop {
+                let (chunk, set, exemptions, scan_id) = (
+                    chunk.clone(),
+                    set.clone(),
+                    exemptions.clone(),
+                    scan_id.clone(),
+                );
+                let job = state.cpu.run(move || {
+                    let now = Utc::now();
+                    chunk
+                        .into_iter()
+                        .map(|(id, name, document)| {
+                            let judged = Attributes::new(&document, &limits).map(|attributes| {
+                                let mut evaluation =
+                                    set.evaluate(target, &attributes, &Waivers::none());
+                                evaluation.waive(&Waivers::for_entity(&exemptions, &id, now));
+                                evaluation
+                            });
+                            result(&scan_id, target, (id, name), judged, now)
+                        })
+                        .collect::<Vec<_>>()
+                });
+                match job.await {
+                    Ok(results) => return Ok(results),
+                    // The pool is full of requests' work: the sweep waits its turn.
+                    Err(crate::cpu::PoolError::Busy) => {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    Err(crate::cpu::PoolError::Failed) => return Err(ServiceError::Unavailable),
+                }
+            }
+        }));
+    }
+    let mut results = Vec::new();
+    for job in running {
+        let done = job
+            .await
+            .map_err(|e| ServiceError::Broken(format!("a scan job stopped: {e}")))??;
+        results.extend(done);
+    }
+    Ok(results)
+}
+
+/// One entity's result.
+fn result(
+    scan_id: &str,
+    target: Target,
+    (entity_id, entity_name): (String, String),
+    judged: Result<Evaluation, compliance_core::Error>,
+    now: DateTime<Utc>,
+) -> ScanResult {
+    let (result, violations, error) = match judged {
+        Ok(evaluation) => (
+            outcome(&evaluation).to_owned(),
+            serde_json::to_value(&evaluation.violations).unwrap_or(Value::Null),
+            None,
+        ),
+        Err(e) => ("error".to_owned(), json!([]), Some(e.to_string())),
+    };
+    ScanResult {
+        scan_id: scan_id.to_owned(),
+        target: target.as_str().to_owned(),
+        entity_id,
+        entity_name,
+        result,
+        violations,
+        error,
+        scanned_at: now,
+    }
+}
+
+/// A cron expression as a request gives it: parsed (400 `INVALID_CRON` naming the
+/// field at fault).
+pub fn cron(expression: &str) -> ServiceResult<CronSchedule> {
+    Ok(CronSchedule::parse(expression)?)
+}
+
+/// Starts the scans of the schedules due at `now` (each run once whatever the number of
+/// schedulers); how many started.
+pub async fn run_due_schedules(state: &AppState, now: DateTime<Utc>) -> ServiceResult<usize> {
+    let mut started = 0;
+    for schedule in state.store.due_schedules(now, 100).await? {
+        if run_schedule(state, &schedule, now).await? {
+            started += 1;
+        }
+    }
+    Ok(started)
+}
+
+async fn run_schedule(
+    state: &AppState,
+    schedule: &ScheduleRecord,
+    now: DateTime<Utc>,
+) -> ServiceResult<bool> {
+    // A stored expression that no longer parses stops its schedule (fails closed:
+    // it never runs at a guessed time).
+    let next = match CronSchedule::parse(&schedule.cron_expression) {
+        Ok(cron) => cron.next_after(now),
+        Err(error) => {
+            tracing::error!(schedule = %schedule.id, %error, "a stored scan schedule does not parse: it stops");
+            None
+        }
+    };
+    let org = state.store.organization(&schedule.org_id).await?;
+    let run = org.as_ref().filter(|org| sweepable(state, org));
+    let filter = json!({"orgId": schedule.org_id});
+    let entities = EntityFilter::default();
+    let scan = run.map(|org| NewScan {
+        org_id: &org.id,
+        target: schedule.target.as_str(),
+        filter: &filter,
+        entities: &entities,
+        origin: "schedule",
+        schedule_id: Some(&schedule.id),
+        requested_by: &schedule.created_by,
+        phase: phases(&schedule.target)
+            .first()
+            .copied()
+            .unwrap_or("plugin"),
+        now,
+        empty: false,
+    });
+    let started = state
+        .store
+        .run_schedule(schedule, next, scan.as_ref(), now)
+        .await?;
+    if started && scan.is_some() {
+        state.metrics.scan_started();
+        tracing::info!(schedule = %schedule.id, org = %schedule.org_id, "scheduled scan started");
+    }
+    Ok(started && scan.is_some())
+}

@@ -1,0 +1,133 @@
+//! The posture of an organization's inventory, read from the results kept with each
+//! entity (no evaluation): how many entities stand at each result, and which rules
+//! fail most. SQL only; the JSON functions differ per backend.
+
+use sqlx::Row;
+
+use super::{Dialect, Store, StoreError, StoreResult};
+
+/// How many of a target's entities stand at each result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusCounts {
+    /// Entities.
+    pub total: u64,
+    /// Passing.
+    pub pass: u64,
+    /// Passing with warnings.
+    pub warn: u64,
+    /// Blocked (would be refused now).
+    pub block: u64,
+    /// Could not be judged.
+    pub error: u64,
+}
+
+/// A rule and how many entities fail it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailingRule {
+    /// The rule.
+    pub rule_id: String,
+    /// Its name.
+    pub rule_name: String,
+    /// Its severity.
+    pub severity: String,
+    /// `plugin` or `pipeline`.
+    pub target: String,
+    /// Violations of it (one per failing entity and predicate).
+    pub violations: u64,
+}
+
+fn table(target: &str) -> StoreResult<&'static str> {
+    match target {
+        "pipeline" => Ok("pipelines"),
+        "plugin" => Ok("plugins"),
+        other => Err(StoreError::Invalid(format!(
+            "no entities of target `{other}`"
+        ))),
+    }
+}
+
+fn count(row: &sqlx::any::AnyRow, column: &str) -> StoreResult<u64> {
+    Ok(row.try_get::<i64, _>(column)?.unsigned_abs())
+}
+
+impl Store {
+    /// The organization's entities of `target` by current result.
+    pub async fn status_counts(&self, org_id: &str, target: &str) -> StoreResult<StatusCounts> {
+        let result = match self.dialect() {
+            Dialect::Postgres => "CAST(compliance AS jsonb)->>'result'",
+            Dialect::Sqlite => "json_extract(compliance, '$.result')",
+        };
+        let rows = sqlx::query(&self.sql(&format!(
+            "SELECT {result} AS result, COUNT(*) AS n FROM {} WHERE org_id = $1 GROUP BY 1",
+            table(target)?
+        )))
+        .bind(org_id)
+        .fetch_all(self.pool())
+        .await?;
+        let mut counts = StatusCounts::default();
+        for row in &rows {
+            let n = count(row, "n")?;
+            counts.total += n;
+            match row.try_get::<Option<String>, _>("result")?.as_deref() {
+                Some("pass") => counts.pass += n,
+                Some("warn") => counts.warn += n,
+                Some("block") => counts.block += n,
+                _ => counts.error += n,
+            }
+        }
+        Ok(counts)
+    }
+
+    /// The `limit` rules with the most violations among the organization's entities of
+    /// `target`.
+    pub async fn failing_rules(
+        &self,
+        org_id: &str,
+        target: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<FailingRule>> {
+        let table = table(target)?;
+        let (from, field) = match self.dialect() {
+            Dialect::Postgres => (
+                format!("{table}, jsonb_array_elements(CAST({table}.compliance AS jsonb)->'violations') AS v"),
+                "v.value->>'{}'",
+            ),
+            Dialect::Sqlite => (
+                format!("{table}, json_each({table}.compliance, '$.violations') AS v"),
+                "json_extract(v.value, '$.{}')",
+            ),
+        };
+        let field = |name: &str| field.replace("{}", name);
+        let sql = self.sql(&format!(
+            "SELECT {} AS rule_id, {} AS rule_name, {} AS severity, COUNT(*) AS n FROM {from} \
+             WHERE {table}.org_id = $1 GROUP BY 1, 2, 3 ORDER BY n DESC, rule_name ASC LIMIT $2",
+            field("ruleId"),
+            field("ruleName"),
+            field("severity"),
+        ));
+        let rows = sqlx::query(&sql)
+            .bind(org_id)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(FailingRule {
+                    rule_id: row
+                        .try_get::<Option<String>, _>("rule_id")?
+                        .unwrap_or_default(),
+                    rule_name: row
+                        .try_get::<Option<String>, _>("rule_name")?
+                        .unwrap_or_default(),
+                    severity: row
+                        .try_get::<Option<String>, _>("severity")?
+                        .unwrap_or_default(),
+                    target: target.to_owned(),
+                    violations: count(row, "n")?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,692 @@
+//! Scans and their results: SQL only. A scan row carries its counts and where its
+//! sweep stands (phase, the last entity id flushed), and who sweeps it: a claim is a
+//! conditional UPDATE that bumps the fencing `token`; every flush and the end are
+//! fenced by that token and by `status = 'running'`, so a cancelled scan, or one taken
+//! over after its lease expired, stops its old sweeper at its next flush.
+
+use audit_chain::AuditEvent;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::{AnyConnection, Row};
+
+use super::decode::Decoder;
+use super::pipelines::pipeline_from_row;
+use super::plugins::plugin_from_row;
+use super::{new_id, stamp, PipelineRecord, PluginRecord, Store, StoreError, StoreResult};
+
+/// A scan, as stored and answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScanRecord {
+    /// Its id.
+    pub id: String,
+    /// The organization whose inventory it sweeps.
+    pub org_id: String,
+    /// `plugin`, `pipeline` or `all`.
+    pub target: String,
+    /// What narrows the sweep (`orgId` always the organization's).
+    pub filter: Value,
+    /// `running`, `completed`, `cancelled` or `failed`.
+    pub status: String,
+    /// `manual` (requested) or `schedule`.
+    pub origin: String,
+    /// The schedule that started it.
+    pub schedule_id: Option<String>,
+    /// Who requested it (the schedule's creator for a scheduled scan).
+    pub requested_by: String,
+    /// The counts.
+    pub counts: ScanCounts,
+    /// SHA-256 of the rules the sweep used (the last phase's), once it has begun.
+    pub rule_set_fingerprint: Option<String>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// When it ended.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Last progress.
+    pub updated_at: DateTime<Utc>,
+    /// Where the sweep stands (not answered).
+    #[serde(skip)]
+    pub sweep: SweepState,
+}
+
+/// A scan's counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScanCounts {
+    /// Entities matching when it started (reconciled to `scanned` at the end, for
+    /// entities deleted meanwhile).
+    pub total: u64,
+    /// Entities judged so far.
+    pub scanned: u64,
+    /// ... that passed.
+    pub passed: u64,
+    /// ... that passed with warnings.
+    pub warned: u64,
+    /// ... that would be blocked.
+    pub blocked: u64,
+    /// ... that could not be judged (attributes over the limits).
+    pub errors: u64,
+}
+
+impl ScanCounts {
+    /// Counts one result (`pass`, `warn`, `block`, anything else an error).
+    pub fn add(&mut self, result: &str) {
+        self.scanned += 1;
+        match result {
+            "pass" => self.passed += 1,
+            "warn" => self.warned += 1,
+            "block" => self.blocked += 1,
+            _ => self.errors += 1,
+        }
+    }
+}
+
+/// Where a sweep stands, and the claim on it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepState {
+    /// The target being swept (`plugin` or `pipeline`).
+    pub phase: String,
+    /// The last entity id flushed in that phase (`""` at its start).
+    pub after_id: String,
+    /// The fencing token of the current claim.
+    pub token: i64,
+    /// How many times the scan was taken over after its sweeper's lease expired.
+    pub takeovers: u32,
+}
+
+/// What narrows a sweep.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EntityFilter {
+    /// A plugin's name or a pipeline's name, exactly.
+    pub name: Option<String>,
+    /// `public` or `private`.
+    pub access_modifier: Option<String>,
+    /// A pipeline's project (pipelines only).
+    pub project: Option<String>,
+}
+
+/// A scan to start.
+#[derive(Debug, Clone)]
+pub struct NewScan<'a> {
+    /// The organization.
+    pub org_id: &'a str,
+    /// `plugin`, `pipeline` or `all`.
+    pub target: &'a str,
+    /// The stored filter.
+    pub filter: &'a Value,
+    /// The same, as columns.
+    pub entities: &'a EntityFilter,
+    /// `manual` or `schedule`.
+    pub origin: &'a str,
+    /// The schedule.
+    pub schedule_id: Option<&'a str>,
+    /// Who.
+    pub requested_by: &'a str,
+    /// The first phase (`plugin` or `pipeline`).
+    pub phase: &'a str,
+    /// When; entities created later are not swept.
+    pub now: DateTime<Utc>,
+    /// When true the scan has nothing to sweep (the system organization) and is
+    /// stored completed.
+    pub empty: bool,
+}
+
+/// One entity's result in a scan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScanResult {
+    /// The scan.
+    pub scan_id: String,
+    /// `plugin` or `pipeline`.
+    pub target: String,
+    /// The entity.
+    pub entity_id: String,
+    /// Its name (a plugin's `name@version`, a pipeline's name).
+    pub entity_name: String,
+    /// `pass`, `warn`, `block` or `error`.
+    pub result: String,
+    /// The bounded violations.
+    pub violations: Value,
+    /// Why it could not be judged.
+    pub error: Option<String>,
+    /// When.
+    pub scanned_at: DateTime<Utc>,
+}
+
+/// A flush: the results of a batch and where the sweep stands after it.
+#[derive(Debug, Clone)]
+pub struct Flush<'a> {
+    /// The scan's organization.
+    pub org_id: &'a str,
+    /// The phase the batch belongs to.
+    pub phase: &'a str,
+    /// The last entity id of the batch.
+    pub after_id: &'a str,
+    /// The batch's counts (added to the scan's).
+    pub counts: ScanCounts,
+    /// The rule set's fingerprint.
+    pub fingerprint: &'a str,
+    /// The claim's new lease.
+    pub lease_until: DateTime<Utc>,
+    /// The results.
+    pub results: &'a [ScanResult],
+}
+
+fn scan_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ScanRecord> {
+    let d = Decoder::new(row, "scans", &["id"]);
+    let count = |column: &str| -> StoreResult<u64> {
+        let n: i64 = d.get(column)?;
+        u64::try_from(n).map_err(|_| d.reject(column, format_args!("`{n}` is negative")))
+    };
+    Ok(ScanRecord {
+        id: d.get("id")?,
+        org_id: d.get("org_id")?,
+        target: d.named("target", |t| {
+            ["plugin", "pipeline", "all"]
+                .contains(&t)
+                .then(|| t.to_owned())
+        })?,
+        filter: d.json("filter")?,
+        status: d.named("status", |s| {
+            ["running", "completed", "cancelled", "failed"]
+                .contains(&s)
+                .then(|| s.to_owned())
+        })?,
+        origin: d.get("origin")?,
+        schedule_id: d.get("schedule_id")?,
+        requested_by: d.get("requested_by")?,
+        counts: ScanCounts {
+            total: count("total")?,
+            scanned: count("scanned")?,
+            passed: count("passed")?,
+            warned: count("warned")?,
+            blocked: count("blocked")?,
+            errors: count("errors")?,
+        },
+        rule_set_fingerprint: d.get("fingerprint")?,
+        error: d.get("error")?,
+        started_at: d.stamp("started_at")?,
+        ended_at: d.opt_stamp("ended_at")?,
+        updated_at: d.stamp("updated_at")?,
+        sweep: SweepState {
+            phase: d.get("phase")?,
+            after_id: d.get("after_id")?,
+            token: d.get("token")?,
+            takeovers: d.u32("takeovers")?,
+        },
+    })
+}
+
+fn result_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ScanResult> {
+    let d = Decoder::new(row, "scan_results", &["scan_id", "entity_id"]);
+    Ok(ScanResult {
+        scan_id: d.get("scan_id")?,
+        target: d.get("target")?,
+        entity_id: d.get("entity_id")?,
+        entity_name: d.get("entity_name")?,
+        result: d.get("result")?,
+        violations: d.json("violations")?,
+        error: d.get("error")?,
+        scanned_at: d.stamp("scanned_at")?,
+    })
+}
+
+/// The table of a target's entities.
+fn table(target: &str) -> StoreResult<&'static str> {
+    match target {
+        "pipeline" => Ok("pipelines"),
+        "plugin" => Ok("plugins"),
+        other => Err(StoreError::Invalid(format!(
+            "no entities of target `{other}`"
+        ))),
+    }
+}
+
+/// The condition narrowing `target`'s entities of `$1` created at or before `$2`,
+/// with the filter's values from `$3` on; and those values.
+fn matching(target: &str, filter: &EntityFilter) -> (String, Vec<String>) {
+    let mut condition = String::from("org_id = $1 AND created_at <= $2");
+    let mut binds = Vec::new();
+    let name_column = if target == "pipeline" {
+        "pipeline_name"
+    } else {
+        "name"
+    };
+    let narrow = [
+        (name_column, filter.name.as_ref()),
+        ("access_modifier", filter.access_modifier.as_ref()),
+        (
+            "project",
+            filter.project.as_ref().filter(|_| target == "pipeline"),
+        ),
+    ];
+    for (column, value) in narrow {
+        if let Some(value) = value {
+            binds.push(value.clone());
+            condition.push_str(&format!(" AND {column} = ${}", binds.len() + 2));
+        }
+    }
+    (condition, binds)
+}
+
+/// The phases of a target: `all` sweeps plugins, then pipelines.
+pub fn phases(target: &str) -> &'static [&'static str] {
+    match target {
+        "plugin" => &["plugin"],
+        "pipeline" => &["pipeline"],
+        _ => &["plugin", "pipeline"],
+    }
+}
+
+impl Store {
+    /// Starts a scan: counts the entities it will sweep and stores it `running`
+    /// (unclaimed), in the caller's transaction.
+    pub(crate) async fn insert_scan(
+        &self,
+        conn: &mut AnyConnection,
+        scan: &NewScan<'_>,
+    ) -> StoreResult<String> {
+        let id = new_id();
+        let mut total: i64 = 0;
+        if !scan.empty {
+            for phase in phases(scan.target) {
+                let (condition, binds) = matching(phase, scan.entities);
+                let sql = self.sql(&format!(
+                    "SELECT COUNT(*) AS n FROM {} WHERE {condition}",
+                    table(phase)?
+                ));
+                let mut query = sqlx::query(&sql).bind(scan.org_id).bind(stamp(scan.now));
+                for value in &binds {
+                    query = query.bind(value.clone());
+                }
+                total += query.fetch_one(&mut *conn).await?.try_get::<i64, _>("n")?;
+            }
+        }
+        let (status, ended_at) = if scan.empty {
+            ("completed", Some(stamp(scan.now)))
+        } else {
+            ("running", None)
+        };
+        sqlx::query(&self.sql(
+            "INSERT INTO scans (id, org_id, target, filter, status, origin, schedule_id, requested_by, \
+             total, scanned, passed, warned, blocked, errors, fingerprint, phase, after_id, holder, \
+             lease_until, token, takeovers, error, started_at, ended_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, 0, 0, 0, 0, NULL, $10, '', NULL, NULL, 0, 0, NULL, $11, $12, $11)",
+        ))
+        .bind(&id)
+        .bind(scan.org_id)
+        .bind(scan.target)
+        .bind(scan.filter.to_string())
+        .bind(status)
+        .bind(scan.origin)
+        .bind(scan.schedule_id)
+        .bind(scan.requested_by)
+        .bind(total)
+        .bind(scan.phase)
+        .bind(stamp(scan.now))
+        .bind(ended_at)
+        .execute(&mut *conn)
+        .await?;
+        Ok(id)
+    }
+
+    /// Starts a requested scan.
+    pub async fn create_scan(&self, scan: &NewScan<'_>) -> StoreResult<ScanRecord> {
+        let mut tx = self.pool().begin().await?;
+        let id = self.insert_scan(&mut tx, scan).await?;
+        tx.commit().await?;
+        self.scan(scan.org_id, &id)
+            .await?
+            .ok_or_else(|| StoreError::Other("the new scan vanished".to_owned()))
+    }
+
+    /// One scan of the organization.
+    pub async fn scan(&self, org_id: &str, id: &str) -> StoreResult<Option<ScanRecord>> {
+        let row = sqlx::query(&self.sql("SELECT * FROM scans WHERE org_id = $1 AND id = $2"))
+            .bind(org_id)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(scan_from_row).transpose()
+    }
+
+    /// A page of the organization's scans, newest first: (scans, total).
+    pub async fn scans(
+        &self,
+        org_id: &str,
+        (target, status): (Option<&str>, Option<&str>),
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<ScanRecord>, u64)> {
+        let (rows, total) = self
+            .page(
+                (
+                    "*",
+                    "scans",
+                    "org_id = $1 AND ($2 IS NULL OR target = $2) AND ($3 IS NULL OR status = $3)",
+                    "started_at DESC, id DESC",
+                ),
+                &[
+                    Some(org_id.to_owned()),
+                    target.map(str::to_owned),
+                    status.map(str::to_owned),
+                ],
+                limit,
+                offset,
+            )
+            .await?;
+        let scans = rows
+            .iter()
+            .map(scan_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((scans, total))
+    }
+
+    /// A page of one scan's results, in the order they were judged: (results, total).
+    pub async fn scan_results(
+        &self,
+        (org_id, scan_id): (&str, &str),
+        result: Option<&str>,
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<ScanResult>, u64)> {
+        let (rows, total) = self
+            .page(
+                (
+                    "*",
+                    "scan_results",
+                    "org_id = $1 AND scan_id = $2 AND ($3 IS NULL OR result = $3)",
+                    "target DESC, entity_id ASC",
+                ),
+                &[
+                    Some(org_id.to_owned()),
+                    Some(scan_id.to_owned()),
+                    result.map(str::to_owned),
+                ],
+                limit,
+                offset,
+            )
+            .await?;
+        let results = rows
+            .iter()
+            .map(result_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((results, total))
+    }
+
+    /// Ends a running scan `cancelled`, with its audit events; a scan that is not
+    /// running is a conflict, one that does not exist (in this organization) not found.
+    pub async fn cancel_scan(
+        &self,
+        org_id: &str,
+        id: &str,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<ScanRecord> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql(
+            "UPDATE scans SET status = 'cancelled', ended_at = $3, updated_at = $3, holder = NULL, lease_until = NULL \
+             WHERE org_id = $1 AND id = $2 AND status = 'running'",
+        ))
+        .bind(org_id)
+        .bind(id)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            drop(tx);
+            return match self.scan(org_id, id).await? {
+                None => Err(StoreError::NotFound(format!("scan `{id}`"))),
+                Some(scan) => Err(StoreError::Conflict(format!(
+                    "scan `{id}` is {}, not running",
+                    scan.status
+                ))),
+            };
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        self.scan(org_id, id)
+            .await?
+            .ok_or_else(|| StoreError::Other("the cancelled scan vanished".to_owned()))
+    }
+
+    /// Claims the oldest running scan that nobody sweeps (never claimed, or its
+    /// sweeper's lease expired) for `holder` until `lease_until`, bumping its token;
+    /// a scan taken over counts one more takeover.
+    pub async fn claim_scan(
+        &self,
+        holder: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StoreResult<Option<ScanRecord>> {
+        let free = "status = 'running' AND (lease_until IS NULL OR lease_until < $1)";
+        let row = sqlx::query(&self.sql(&format!(
+            "UPDATE scans SET holder = $2, lease_until = $3, token = token + 1, \
+             takeovers = takeovers + CASE WHEN lease_until IS NULL THEN 0 ELSE 1 END \
+             WHERE {free} AND id = (SELECT id FROM scans WHERE {free} ORDER BY started_at, id LIMIT 1) \
+             RETURNING *"
+        )))
+        .bind(stamp(now))
+        .bind(holder)
+        .bind(stamp(lease_until))
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(scan_from_row).transpose()
+    }
+
+    /// The next `limit` pipelines of the scan's sweep after `after_id`, by id.
+    pub async fn sweep_pipelines(
+        &self,
+        scan: &ScanRecord,
+        filter: &EntityFilter,
+        after_id: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<PipelineRecord>> {
+        let rows = self
+            .sweep_rows(scan, ("pipeline", filter), after_id, limit)
+            .await?;
+        rows.iter().map(pipeline_from_row).collect()
+    }
+
+    /// The next `limit` plugins of the scan's sweep after `after_id`, by id.
+    pub async fn sweep_plugins(
+        &self,
+        scan: &ScanRecord,
+        filter: &EntityFilter,
+        after_id: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<PluginRecord>> {
+        let rows = self
+            .sweep_rows(scan, ("plugin", filter), after_id, limit)
+            .await?;
+        rows.iter().map(plugin_from_row).collect()
+    }
+
+    async fn sweep_rows(
+        &self,
+        scan: &ScanRecord,
+        (target, filter): (&str, &EntityFilter),
+        after_id: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<sqlx::any::AnyRow>> {
+        let (condition, binds) = matching(target, filter);
+        let n = binds.len() + 2;
+        let sql = self.sql(&format!(
+            "SELECT * FROM {} WHERE {condition} AND id > ${} ORDER BY id LIMIT ${}",
+            table(target)?,
+            n + 1,
+            n + 2
+        ));
+        let mut query = sqlx::query(&sql)
+            .bind(scan.org_id.clone())
+            .bind(stamp(scan.started_at));
+        for value in binds {
+            query = query.bind(value);
+        }
+        Ok(query
+            .bind(after_id.to_owned())
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// The approved exemptions of any of `entity_ids` in the organization.
+    pub async fn approved_exemptions_of(
+        &self,
+        org_id: &str,
+        entity_ids: &[&str],
+    ) -> StoreResult<Vec<compliance_core::Exemption>> {
+        if entity_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = (2..entity_ids.len() + 2)
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = self.sql(&format!(
+            "SELECT * FROM exemptions WHERE org_id = $1 AND status = 'approved' AND entity_id IN ({list})"
+        ));
+        let mut query = sqlx::query(&sql).bind(org_id.to_owned());
+        for id in entity_ids {
+            query = query.bind(id.to_string());
+        }
+        let rows = query.fetch_all(self.pool()).await?;
+        rows.iter()
+            .map(|r| super::governance::exemption_from_row(r).map(|e| e.exemption()))
+            .collect()
+    }
+
+    /// Writes a batch's results, keeps each entity's new compliance result, and moves
+    /// the scan's counts and position, all at once, if the claim `token` still holds
+    /// and the scan still runs; whether it did (false: cancelled, or taken over).
+    pub async fn flush_scan(
+        &self,
+        scan_id: &str,
+        token: i64,
+        flush: &Flush<'_>,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool().begin().await?;
+        let c = flush.counts;
+        let number = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let moved = sqlx::query(&self.sql(
+            "UPDATE scans SET scanned = scanned + $3, passed = passed + $4, warned = warned + $5, \
+             blocked = blocked + $6, errors = errors + $7, phase = $8, after_id = $9, fingerprint = $10, \
+             lease_until = $11, updated_at = $12 WHERE id = $1 AND token = $2 AND status = 'running'",
+        ))
+        .bind(scan_id)
+        .bind(token)
+        .bind(number(c.scanned))
+        .bind(number(c.passed))
+        .bind(number(c.warned))
+        .bind(number(c.blocked))
+        .bind(number(c.errors))
+        .bind(flush.phase)
+        .bind(flush.after_id)
+        .bind(flush.fingerprint)
+        .bind(stamp(flush.lease_until))
+        .bind(stamp(Utc::now()))
+        .execute(&mut *tx)
+        .await?;
+        if moved.rows_affected() == 0 {
+            return Ok(false);
+        }
+        if !flush.results.is_empty() {
+            let rows = (0..flush.results.len())
+                .map(|i| {
+                    let b = i * 9;
+                    format!(
+                        "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                        b + 1,
+                        b + 2,
+                        b + 3,
+                        b + 4,
+                        b + 5,
+                        b + 6,
+                        b + 7,
+                        b + 8,
+                        b + 9
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = self.sql(&format!(
+                "INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, result, violations, error, scanned_at) VALUES {rows}"
+            ));
+            let org_id = flush.org_id;
+            let mut insert = sqlx::query(&sql);
+            for r in flush.results {
+                insert = insert
+                    .bind(r.scan_id.clone())
+                    .bind(org_id)
+                    .bind(r.target.clone())
+                    .bind(r.entity_id.clone())
+                    .bind(r.entity_name.clone())
+                    .bind(r.result.clone())
+                    .bind(r.violations.to_string())
+                    .bind(r.error.clone())
+                    .bind(stamp(r.scanned_at));
+            }
+            insert.execute(&mut *tx).await?;
+            for r in flush.results {
+                let compliance = serde_json::json!({
+                    "result": r.result, "violations": r.violations, "scanId": r.scan_id,
+                });
+                sqlx::query(&self.sql(&format!(
+                    "UPDATE {} SET compliance = $3 WHERE org_id = $1 AND id = $2",
+                    table(&r.target)?
+                )))
+                .bind(org_id)
+                .bind(r.entity_id.clone())
+                .bind(compliance.to_string())
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Gives a claim back (a graceful stop): the next sweeper resumes the scan at once,
+    /// without counting a takeover.
+    pub async fn release_scan(&self, scan_id: &str, token: i64) -> StoreResult<()> {
+        sqlx::query(&self.sql(
+            "UPDATE scans SET holder = NULL, lease_until = NULL WHERE id = $1 AND token = $2 AND status = 'running'",
+        ))
+        .bind(scan_id)
+        .bind(token)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Ends a scan `completed` (its total reconciled to what was scanned) or
+    /// `failed` with `error`, if the claim `token` still holds and it still runs;
+    /// whether it did.
+    pub async fn end_scan(
+        &self,
+        scan_id: &str,
+        token: Option<i64>,
+        error: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let (status, total) = match error {
+            None => ("completed", "scanned"),
+            Some(_) => ("failed", "total"),
+        };
+        let done = sqlx::query(&self.sql(&format!(
+            "UPDATE scans SET status = $3, error = $4, total = {total}, ended_at = $5, updated_at = $5, \
+             holder = NULL, lease_until = NULL WHERE id = $1 AND ($2 IS NULL OR token = $2) AND status = 'running'"
+        )))
+        .bind(scan_id)
+        .bind(token)
+        .bind(status)
+        .bind(error)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}
