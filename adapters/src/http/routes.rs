@@ -746,7 +746,7 @@ pub fn routes() -> Vec<Route> {
                     query("target", one_of(&["plugin", "pipeline", "all"])),
                     query("status", one_of(&["running", "completed", "cancelled", "failed"])),
                 ];
-                q.extend(paging(&["startedAt"]));
+                q.extend(paging(&["createdAt"]));
                 q
             })
             .ok(200, page("scans", reference("Scan"))),
@@ -757,7 +757,7 @@ pub fn routes() -> Vec<Route> {
             .doc("The results of one scan, one per entity judged, narrowed to one result")
             .query({
                 let mut q = vec![query("result", one_of(&["pass", "warn", "block", "error"]))];
-                q.extend(paging(&["entityId"]));
+                q.extend(paging(&["createdAt"]));
                 q
             })
             .ok(200, page("results", reference("ScanResult"))),
@@ -782,7 +782,9 @@ pub fn routes() -> Vec<Route> {
                     &[("target", one_of(&["plugin", "pipeline", "all"])), ("cronExpression", text(200))],
                     &[],
                 );
-                b["minProperties"] = json!(1);
+                if let Some(o) = b.as_object_mut() {
+                    o.insert("minProperties".to_owned(), json!(1));
+                }
                 b
             })
             .ok(200, envelope(reference("ScanSchedule"))),

@@ -64,7 +64,7 @@ pub(crate) async fn list(
 ) -> Result<Response, ApiError> {
     let page = q
         .page
-        .check(state.config.http.max_page_limit, &["startedAt"])?;
+        .check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) = scans::list(
         &state,
         &granted.org,
@@ -95,7 +95,7 @@ pub(crate) async fn results(
 ) -> Result<Response, ApiError> {
     let page = q
         .page
-        .check(state.config.http.max_page_limit, &["entityId"])?;
+        .check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) = scans::results(
         &state,
         &granted.org,

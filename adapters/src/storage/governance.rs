@@ -314,6 +314,8 @@ impl Store {
                 &format!("subscription to `{rule_id}`"),
             )?;
         }
+        self.enqueue_subscription_change(&mut tx, org_id, rule_ids, now)
+            .await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
@@ -337,6 +339,8 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         found(done.rows_affected(), "subscription")?;
+        self.enqueue_subscription_change(&mut tx, org_id, &[rule_id.to_owned()], now)
+            .await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
@@ -357,6 +361,8 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         found(done.rows_affected(), "subscription")?;
+        self.enqueue_subscription_change(&mut tx, org_id, &[rule_id.to_owned()], Utc::now())
+            .await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())

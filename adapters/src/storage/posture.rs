@@ -1,6 +1,7 @@
 //! The posture of an organization's inventory, read from the results kept with each
 //! entity (no evaluation): how many entities stand at each result, and which rules
-//! fail most. SQL only; the JSON functions differ per backend.
+//! fail most. SQL only; the JSON functions differ per backend (no `$` in a JSON path:
+//! the SQLite dialect rewrites `$` placeholders).
 
 use sqlx::Row;
 
@@ -57,7 +58,7 @@ impl Store {
     pub async fn status_counts(&self, org_id: &str, target: &str) -> StoreResult<StatusCounts> {
         let result = match self.dialect() {
             Dialect::Postgres => "CAST(compliance AS jsonb)->>'result'",
-            Dialect::Sqlite => "json_extract(compliance, '$.result')",
+            Dialect::Sqlite => "compliance ->> 'result'",
         };
         let rows = sqlx::query(&self.sql(&format!(
             "SELECT {result} AS result, COUNT(*) AS n FROM {} WHERE org_id = $1 GROUP BY 1",
@@ -95,8 +96,8 @@ impl Store {
                 "v.value->>'{}'",
             ),
             Dialect::Sqlite => (
-                format!("{table}, json_each({table}.compliance, '$.violations') AS v"),
-                "json_extract(v.value, '$.{}')",
+                format!("{table}, json_each({table}.compliance -> 'violations') AS v"),
+                "v.value ->> '{}'",
             ),
         };
         let field = |name: &str| field.replace("{}", name);

@@ -99,6 +99,38 @@ impl Store {
         Ok(())
     }
 
+    /// Queues the organization's entities of the targets of `rule_ids` after a change of
+    /// its subscriptions to them (activated, deactivated, pinned, unsubscribed), in the
+    /// change's transaction.
+    pub(crate) async fn enqueue_subscription_change(
+        &self,
+        conn: &mut AnyConnection,
+        org_id: &str,
+        rule_ids: &[String],
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        if rule_ids.is_empty() {
+            return Ok(());
+        }
+        for (target, table) in [("pipeline", "pipelines"), ("plugin", "plugins")] {
+            let sql = self.sql(&format!(
+                "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
+                 SELECT org_id, $2, id, 'subscription.change', $3 FROM {table} WHERE org_id = $1 \
+                 AND EXISTS (SELECT 1 FROM rules WHERE target = $2 AND id IN ({}))",
+                placeholders(4, rule_ids.len())
+            ));
+            let mut query = sqlx::query(&sql)
+                .bind(org_id.to_owned())
+                .bind(target)
+                .bind(stamp(now));
+            for id in rule_ids {
+                query = query.bind(id.clone());
+            }
+            query.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
     /// How many re-evaluation events wait for the organization.
     pub async fn pending_reevaluations(&self, org_id: &str) -> StoreResult<u64> {
         let n: i64 = sqlx::query(

@@ -290,21 +290,6 @@ impl Store {
         scan: &NewScan<'_>,
     ) -> StoreResult<String> {
         let id = new_id();
-        let mut total: i64 = 0;
-        if !scan.empty {
-            for phase in phases(scan.target) {
-                let (condition, binds) = matching(phase, scan.entities);
-                let sql = self.sql(&format!(
-                    "SELECT COUNT(*) AS n FROM {} WHERE {condition}",
-                    table(phase)?
-                ));
-                let mut query = sqlx::query(&sql).bind(scan.org_id).bind(stamp(scan.now));
-                for value in &binds {
-                    query = query.bind(value.clone());
-                }
-                total += query.fetch_one(&mut *conn).await?.try_get::<i64, _>("n")?;
-            }
-        }
         let (status, ended_at) = if scan.empty {
             ("completed", Some(stamp(scan.now)))
         } else {
@@ -324,12 +309,34 @@ impl Store {
         .bind(scan.origin)
         .bind(scan.schedule_id)
         .bind(scan.requested_by)
-        .bind(total)
+        .bind(0_i64)
         .bind(scan.phase)
         .bind(stamp(scan.now))
         .bind(ended_at)
         .execute(&mut *conn)
         .await?;
+        // The write first: on SQLite the transaction takes the write lock at once
+        // (waiting its busy timeout) instead of failing to upgrade a read.
+        let mut total: i64 = 0;
+        if !scan.empty {
+            for phase in phases(scan.target) {
+                let (condition, binds) = matching(phase, scan.entities);
+                let sql = self.sql(&format!(
+                    "SELECT COUNT(*) AS n FROM {} WHERE {condition}",
+                    table(phase)?
+                ));
+                let mut query = sqlx::query(&sql).bind(scan.org_id).bind(stamp(scan.now));
+                for value in &binds {
+                    query = query.bind(value.clone());
+                }
+                total += query.fetch_one(&mut *conn).await?.try_get::<i64, _>("n")?;
+            }
+        }
+        sqlx::query(&self.sql("UPDATE scans SET total = $2 WHERE id = $1"))
+            .bind(&id)
+            .bind(total)
+            .execute(&mut *conn)
+            .await?;
         Ok(id)
     }
 

@@ -32,6 +32,7 @@ mod pipelines;
 mod plugins;
 mod reevaluation;
 mod replicas;
+mod scans;
 
 use std::sync::Arc;
 

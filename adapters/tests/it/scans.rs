@@ -1,0 +1,922 @@
+//! Scans, scan schedules and the posture: a sweep over a seeded inventory with known
+//! failures (counts exact), cancel mid-scan, a dead sweeper's scan resumed or failed,
+//! schedules validated and run once, the system organization skipped, tenants apart.
+
+use std::time::Duration;
+
+use adapters::services::scans::{self, SweepSettings, Swept};
+use chrono::Utc;
+
+use super::*;
+
+fn state_of(app: &TestApp, extra: &[(&str, &str)]) -> AppState {
+    AppState::new(
+        test_config(extra),
+        app.store.clone(),
+        Arc::new(adapters::audit::AuditCounters::default()),
+    )
+}
+
+const SETTINGS: SweepSettings = SweepSettings {
+    concurrency: 2,
+    batch: 3,
+    lease: Duration::from_secs(30),
+};
+
+/// Claims and sweeps every running scan to its end, as the workers would.
+async fn sweep_all(state: &AppState) -> Vec<Swept> {
+    let mut ends = Vec::new();
+    let never = || false;
+    while let Some(scan) = claim(state, Duration::from_secs(30)).await {
+        ends.push(scans::sweep(state, &scan, SETTINGS, &never).await.unwrap());
+    }
+    ends
+}
+
+async fn claim(state: &AppState, lease: Duration) -> Option<adapters::storage::ScanRecord> {
+    let now = Utc::now();
+    state
+        .store
+        .claim_scan(
+            "test-sweeper",
+            now,
+            now + chrono::Duration::from_std(lease).unwrap(),
+        )
+        .await
+        .unwrap()
+}
+
+fn pipeline(name: &str, access: &str) -> Value {
+    json!({"project": "web", "organization": "acme", "pipelineName": name,
+           "accessModifier": access, "props": {}})
+}
+
+/// Ten pipelines (4 public, 6 private; 3 of the private ones named `a-b`), then two
+/// rules: public ones block, names not `a-b` warn. Returns the pipelines' ids.
+async fn seed(app: &TestApp, token: &str, org: &str) -> Vec<String> {
+    // Pro: room for more than the Developer tier's five pipelines.
+    app.sql(&format!(
+        "UPDATE organizations SET tier = 'pro' WHERE id = '{org}'"
+    ))
+    .await;
+    let mut ids = Vec::new();
+    let names = [
+        ("pub-one", "public"),
+        ("pubtwo", "public"),
+        ("pubthree", "public"),
+        ("pub-four", "public"),
+        ("web-app", "private"),
+        ("api-core", "private"),
+        ("db-tools", "private"),
+        ("legacy1", "private"),
+        ("Legacy2", "private"),
+        ("legacy_3", "private"),
+    ];
+    for (name, access) in names {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/pipelines",
+                token,
+                Some(org),
+                Some(pipeline(name, access)),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        ids.push(body["data"]["id"].as_str().unwrap().to_owned());
+    }
+    for rule in [
+        json!({"name": "Private only", "target": "pipeline", "severity": "error",
+               "field": "accessModifier", "operator": "eq", "value": "private"}),
+        json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
+               "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"}),
+    ] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/compliance/rules",
+                token,
+                Some(org),
+                Some(rule),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    ids
+}
+
+async fn start(app: &TestApp, token: &str, org: &str, body: Value) -> Value {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scans",
+            token,
+            Some(org),
+            Some(body),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    body["data"].clone()
+}
+
+async fn scan(app: &TestApp, token: &str, org: &str, id: &str) -> Value {
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/scans/{id}"),
+            token,
+            Some(org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["data"].clone()
+}
+
+async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let ids = seed(app, &alice, &org).await;
+    let started = start(app, &alice, &org, json!({"target": "pipeline"})).await;
+    assert_eq!(started["status"], "running");
+    assert_eq!(started["origin"], "manual");
+    assert_eq!(started["counts"]["total"], 10);
+    assert_eq!(started["counts"]["scanned"], 0);
+    assert_eq!(started["filter"], json!({"orgId": org}));
+    let id = started["id"].as_str().unwrap().to_owned();
+
+    let state = state_of(app, &[]);
+    assert_eq!(sweep_all(&state).await, [Swept::Completed]);
+    let done = scan(app, &alice, &org, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["counts"],
+        json!({"total": 10, "scanned": 10, "passed": 3, "warned": 3, "blocked": 4, "errors": 0}),
+        "public: 4 blocked; private: web-app, api-core, db-tools pass, 3 warn: {done}"
+    );
+    assert!(done["endedAt"].is_string());
+    let print = done["ruleSetFingerprint"].as_str().unwrap();
+    assert_eq!(print.len(), 64);
+    assert!(print.chars().all(|c| c.is_ascii_hexdigit()));
+
+    // The results, paginated and narrowed.
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/scans/{id}/results?result=block&limit=2"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["pagination"]["total"], 4);
+    assert_eq!(body["results"].as_array().unwrap().len(), 2);
+    let first = &body["results"][0];
+    assert_eq!(first["result"], "block");
+    assert!(first["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v["ruleName"] == "Private only" && v["severity"] == "error"));
+    let (_, all) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/scans/{id}/results?limit=100"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(all["pagination"]["total"], 10);
+    let judged: std::collections::BTreeSet<&str> = all["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["entityId"].as_str().unwrap())
+        .collect();
+    assert_eq!(judged.len(), 10, "each entity once");
+    for id in &ids {
+        assert!(judged.contains(id.as_str()));
+    }
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/scans/{id}/results?result=maybe"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, code(status, &body).as_str()),
+        (StatusCode::BAD_REQUEST, "VALIDATION_ERROR")
+    );
+
+    // Each entity keeps its new result.
+    let (_, got) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{}", ids[0]),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(got["data"]["compliance"]["result"], "block", "{got}");
+    assert_eq!(got["data"]["compliance"]["scanId"], id.as_str());
+
+    // The posture, from the stored results.
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/compliance/posture?target=pipeline",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let posture = &body["data"];
+    assert_eq!(
+        posture["entities"],
+        json!({"total": 10, "pass": 3, "warn": 3, "block": 4, "error": 0})
+    );
+    let top = posture["topFailingRules"].as_array().unwrap();
+    assert_eq!(top.len(), 2, "{posture}");
+    // Named by convention: pubtwo, pubthree, legacy1, Legacy2, legacy_3 fail (5);
+    // Private only: the 4 public ones.
+    assert_eq!(
+        (top[0]["ruleName"].as_str(), top[0]["violations"].as_u64()),
+        (Some("Named by convention"), Some(5))
+    );
+    assert_eq!(
+        (top[1]["ruleName"].as_str(), top[1]["violations"].as_u64()),
+        (Some("Private only"), Some(4))
+    );
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/compliance/posture?top=0",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+
+    // The same as a PolicyReport.
+    let (status, report) = app
+        .call(
+            "GET",
+            "/api/compliance/posture/policy-report?target=pipeline&limit=100",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert_eq!(report["apiVersion"], "wgpolicyk8s.io/v1alpha2");
+    assert_eq!(report["kind"], "PolicyReport");
+    assert_eq!(
+        report["summary"],
+        json!({"pass": 3, "fail": 4, "warn": 5, "error": 0, "skip": 0})
+    );
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.iter().filter(|r| r["result"] == "fail").count(), 4);
+    let fail = results.iter().find(|r| r["result"] == "fail").unwrap();
+    assert_eq!(fail["rule"], "Private only");
+    assert_eq!(fail["severity"], "high");
+    assert_eq!(fail["resources"][0]["kind"], "Pipeline");
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/compliance/posture/policy-report",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+
+    // A finished scan cannot be cancelled.
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/compliance/scans/{id}/cancel"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, code(status, &body).as_str()),
+        (StatusCode::CONFLICT, "CONFLICT"),
+        "{body}"
+    );
+
+    // Tenants apart: another organization sees none of it.
+    let bob_org = app.org("bob", "bobco").await;
+    let bob = app.token("bob", "bob@example.com");
+    let (status, _) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/scans/{id}"),
+            &bob,
+            Some(&bob_org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/scans/{id}/results"),
+            &bob,
+            Some(&bob_org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .call(
+            "POST",
+            &format!("/api/compliance/scans/{id}/cancel"),
+            &bob,
+            Some(&bob_org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, list) = app
+        .call("GET", "/api/compliance/scans", &bob, Some(&bob_org), None)
+        .await;
+    assert_eq!(list["pagination"]["total"], 0);
+    let (_, posture) = app
+        .call("GET", "/api/compliance/posture", &bob, Some(&bob_org), None)
+        .await;
+    assert_eq!(posture["data"]["entities"]["total"], 0);
+    let (_, list) = app
+        .call(
+            "GET",
+            "/api/compliance/scans?status=completed&target=pipeline",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(list["pagination"]["total"], 1);
+    assert_eq!(list["scans"][0]["id"], id.as_str());
+}
+
+async fn filters_narrow_the_sweep_and_the_caller_cannot_name_another_tenant(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    seed(app, &alice, &org).await;
+    let other = app.org("bob", "bobco").await;
+    let started = start(
+        app,
+        &alice,
+        &org,
+        json!({"target": "pipeline", "filter": {"orgId": other, "accessModifier": "public"}}),
+    )
+    .await;
+    assert_eq!(
+        started["filter"]["orgId"],
+        org.as_str(),
+        "the server's organization"
+    );
+    assert_eq!(started["counts"]["total"], 4);
+    let by_name = start(
+        app,
+        &alice,
+        &org,
+        json!({"target": "all", "filter": {"name": "web-app"}}),
+    )
+    .await;
+    assert_eq!(by_name["counts"]["total"], 1);
+    let state = state_of(app, &[]);
+    assert_eq!(sweep_all(&state).await.len(), 2);
+    let done = scan(app, &alice, &org, started["id"].as_str().unwrap()).await;
+    assert_eq!(done["counts"]["blocked"], 4);
+    assert_eq!(done["counts"]["scanned"], 4);
+    let done = scan(app, &alice, &org, by_name["id"].as_str().unwrap()).await;
+    assert_eq!(done["counts"]["passed"], 1, "{done}");
+    for (body, field) in [
+        (json!({"target": "everything"}), "target"),
+        (
+            json!({"target": "pipeline", "filter": {"owner": "x"}}),
+            "filter",
+        ),
+        (
+            json!({"target": "pipeline", "filter": {"name": 7}}),
+            "filter",
+        ),
+        (
+            json!({"target": "pipeline", "filter": {"accessModifier": "secret"}}),
+            "accessModifier",
+        ),
+    ] {
+        let (status, response) = app
+            .call(
+                "POST",
+                "/api/compliance/scans",
+                &alice,
+                Some(&org),
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body} -> {response}");
+        assert_eq!(response["details"]["field"], field, "{response}");
+    }
+    let (status, _) = app
+        .call(
+            "POST",
+            "/api/compliance/scans",
+            &alice,
+            Some(&org),
+            Some(json!({"filter": {}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // Nothing was stored by the refusals.
+    let (_, list) = app
+        .call("GET", "/api/compliance/scans", &alice, Some(&org), None)
+        .await;
+    assert_eq!(list["pagination"]["total"], 2);
+}
+
+async fn a_cancelled_scan_stops_within_one_batch(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    seed(app, &alice, &org).await;
+    let id = start(app, &alice, &org, json!({"target": "pipeline"})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let state = state_of(app, &[]);
+    // The sweeper judges one batch, then the scan is cancelled under it.
+    let claimed = claim(&state, Duration::from_secs(30)).await.unwrap();
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let after_one = || calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 1;
+    assert_eq!(
+        scans::sweep(&state, &claimed, SETTINGS, &after_one)
+            .await
+            .unwrap(),
+        Swept::Stopped
+    );
+    let midway = scan(app, &alice, &org, &id).await;
+    assert_eq!(midway["status"], "running");
+    assert_eq!(midway["counts"]["scanned"], 3, "one batch: {midway}");
+    let claimed = claim(&state, Duration::from_secs(30)).await.unwrap();
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/compliance/scans/{id}/cancel"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["status"], "cancelled");
+    let never = || false;
+    assert_eq!(
+        scans::sweep(&state, &claimed, SETTINGS, &never)
+            .await
+            .unwrap(),
+        Swept::Stopped,
+        "its next flush finds it cancelled"
+    );
+    let ended = scan(app, &alice, &org, &id).await;
+    assert_eq!(ended["status"], "cancelled");
+    assert_eq!(
+        ended["counts"]["scanned"], 3,
+        "nothing flushed after the cancel"
+    );
+    assert!(ended["endedAt"].is_string());
+    assert!(claim(&state, Duration::from_secs(30)).await.is_none());
+    let (status, _) = app
+        .call(
+            "POST",
+            &format!("/api/compliance/scans/{id}/cancel"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, _) = app
+        .call(
+            "POST",
+            "/api/compliance/scans/nope/cancel",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    app.relay().await;
+    let events = app.audited("compliance.scan.cancel").await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].target_id, Some(id));
+}
+
+async fn a_dead_sweepers_scan_is_resumed_or_failed_never_stuck(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    seed(app, &alice, &org).await;
+    let id = start(app, &alice, &org, json!({"target": "pipeline"})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let state = state_of(app, &[]);
+    // A sweeper flushes one batch and dies (its lease runs out, nothing given back).
+    let claimed = claim(&state, Duration::from_secs(30)).await.unwrap();
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let after_one = || calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 1;
+    scans::sweep(&state, &claimed, SETTINGS, &after_one)
+        .await
+        .unwrap();
+    app.sql(&format!(
+        "UPDATE scans SET holder = 'dead', lease_until = '2000-01-01T00:00:00.000000Z' WHERE id = '{id}'"
+    ))
+    .await;
+    // While a live sweeper holds a scan, nobody else claims it.
+    let held = claim(&state, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(held.sweep.takeovers, 1);
+    assert!(claim(&state, Duration::from_secs(30)).await.is_none());
+    let never = || false;
+    assert_eq!(
+        scans::sweep(&state, &held, SETTINGS, &never).await.unwrap(),
+        Swept::Completed
+    );
+    let done = scan(app, &alice, &org, &id).await;
+    assert_eq!(
+        done["counts"],
+        json!({"total": 10, "scanned": 10, "passed": 3, "warned": 3, "blocked": 4, "errors": 0}),
+        "resumed after its last flush, nothing judged twice"
+    );
+    // A scan whose sweepers keep dying ends failed.
+    let id = start(app, &alice, &org, json!({"target": "pipeline"})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.sql(&format!(
+        "UPDATE scans SET holder = 'dead', takeovers = 3, lease_until = '2000-01-01T00:00:00.000000Z' WHERE id = '{id}'"
+    ))
+    .await;
+    assert_eq!(sweep_all(&state).await, [Swept::Failed]);
+    let failed = scan(app, &alice, &org, &id).await;
+    assert_eq!(failed["status"], "failed");
+    assert!(
+        failed["error"].as_str().unwrap().contains("4 times"),
+        "{failed}"
+    );
+}
+
+async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    seed(app, &alice, &org).await;
+    for (cron, field) in [
+        ("0 25 * * *", Some("hour")),
+        ("61 * * * *", Some("minute")),
+        ("* * 0 * *", Some("dayOfMonth")),
+        ("* * * 13 *", Some("month")),
+        ("* * * * MON-FUNDAY", Some("dayOfWeek")),
+        ("* * *", None),
+        ("", None),
+    ] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/compliance/scan-schedules",
+                &alice,
+                Some(&org),
+                Some(json!({"target": "pipeline", "cronExpression": cron})),
+            )
+            .await;
+        assert_eq!(
+            (status, code(status, &body).as_str()),
+            (StatusCode::BAD_REQUEST, "INVALID_CRON"),
+            "{cron}: {body}"
+        );
+        assert_eq!(body["details"]["field"], "cronExpression");
+        assert_eq!(
+            body["details"]["cronField"].as_str(),
+            field,
+            "{cron}: {body}"
+        );
+    }
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scan-schedules",
+            &alice,
+            Some(&org),
+            Some(json!({"target": "anything", "cronExpression": "0 3 * * *"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scan-schedules",
+            &alice,
+            Some(&org),
+            Some(json!({"target": "pipeline", "cronExpression": "0  3 * * *"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let schedule = body["data"].clone();
+    let id = schedule["id"].as_str().unwrap().to_owned();
+    assert_eq!(schedule["isActive"], true);
+    assert_eq!(schedule["cronExpression"], "0 3 * * *");
+    let next: chrono::DateTime<Utc> = schedule["nextRunAt"].as_str().unwrap().parse().unwrap();
+    assert!(next > Utc::now() && next - Utc::now() <= chrono::Duration::days(1));
+    assert_eq!(next.format("%H:%M").to_string(), "03:00");
+
+    // An update with an invalid expression changes nothing.
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/compliance/scan-schedules/{id}"),
+            &alice,
+            Some(&org),
+            Some(json!({"cronExpression": "0 0 32 * *"})),
+        )
+        .await;
+    assert_eq!(
+        (status, code(status, &body).as_str()),
+        (StatusCode::BAD_REQUEST, "INVALID_CRON")
+    );
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/compliance/scan-schedules/{id}"),
+            &alice,
+            Some(&org),
+            Some(json!({"target": "all", "cronExpression": "*/15 * * * *"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["target"], "all");
+    assert_eq!(body["data"]["cronExpression"], "*/15 * * * *");
+
+    // Due now: the scheduler starts its scan once, however often it runs.
+    app.sql(&format!(
+        "UPDATE scan_schedules SET next_run_at = '2000-01-01T00:00:00.000000Z' WHERE id = '{id}'"
+    ))
+    .await;
+    let state = state_of(app, &[]);
+    assert_eq!(
+        scans::run_due_schedules(&state, Utc::now()).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        scans::run_due_schedules(&state, Utc::now()).await.unwrap(),
+        0
+    );
+    let (_, list) = app
+        .call("GET", "/api/compliance/scans", &alice, Some(&org), None)
+        .await;
+    assert_eq!(list["pagination"]["total"], 1);
+    let started = &list["scans"][0];
+    assert_eq!(started["origin"], "schedule");
+    assert_eq!(started["scheduleId"], id.as_str());
+    assert_eq!(started["target"], "all");
+    assert_eq!(started["requestedBy"], "alice");
+    let (_, got) = app
+        .call(
+            "GET",
+            "/api/compliance/scan-schedules",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    let listed = &got["schedules"][0];
+    assert_eq!(listed["lastScanId"], started["id"]);
+    let next: chrono::DateTime<Utc> = listed["nextRunAt"].as_str().unwrap().parse().unwrap();
+    assert!(next > Utc::now() && next - Utc::now() <= chrono::Duration::minutes(15));
+    assert_eq!(sweep_all(&state).await, [Swept::Completed]);
+
+    // Toggle, then delete: inactive schedules never run.
+    let (status, body) = app
+        .call(
+            "PATCH",
+            &format!("/api/compliance/scan-schedules/{id}/active"),
+            &alice,
+            Some(&org),
+            Some(json!({"isActive": false})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["isActive"], false);
+    assert!(body["data"]["nextRunAt"].is_null());
+    let (status, body) = app
+        .call(
+            "PATCH",
+            &format!("/api/compliance/scan-schedules/{id}/active"),
+            &alice,
+            Some(&org),
+            Some(json!({"isActive": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body["data"]["nextRunAt"].is_string());
+    let (status, body) = app
+        .call(
+            "DELETE",
+            &format!("/api/compliance/scan-schedules/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["isActive"], false);
+    app.sql(&format!(
+        "UPDATE scan_schedules SET next_run_at = '2000-01-01T00:00:00.000000Z' WHERE id = '{id}'"
+    ))
+    .await;
+    assert_eq!(
+        scans::run_due_schedules(&state, Utc::now()).await.unwrap(),
+        0
+    );
+    let (_, got) = app
+        .call(
+            "GET",
+            "/api/compliance/scan-schedules",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(got["pagination"]["total"], 1, "deactivated, not removed");
+
+    // Another tenant cannot touch it.
+    let bob_org = app.org("bob", "bobco").await;
+    let bob = app.token("bob", "bob@example.com");
+    let (status, _) = app
+        .call(
+            "PATCH",
+            &format!("/api/compliance/scan-schedules/{id}/active"),
+            &bob,
+            Some(&bob_org),
+            Some(json!({"isActive": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/compliance/scan-schedules/{id}"),
+            &bob,
+            Some(&bob_org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    app.relay().await;
+    assert_eq!(
+        app.audited("compliance.scan-schedule.create").await.len(),
+        1
+    );
+    assert_eq!(
+        app.audited("compliance.scan-schedule.update").await.len(),
+        3
+    );
+    assert_eq!(
+        app.audited("compliance.scan-schedule.delete").await.len(),
+        1
+    );
+}
+
+async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
+    let (system, root) = app.system().await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            &root,
+            Some(&system),
+            Some(pipeline("shared", "public")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // Skipped: the scan ends at once with nothing scanned.
+    let skipped = start(app, &root, &system, json!({"target": "all"})).await;
+    assert_eq!(skipped["status"], "completed");
+    assert_eq!(skipped["counts"]["total"], 0);
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scan-schedules",
+            &root,
+            Some(&system),
+            Some(json!({"target": "all", "cronExpression": "* * * * *"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let schedule = body["data"]["id"].as_str().unwrap().to_owned();
+    app.sql(&format!(
+        "UPDATE scan_schedules SET next_run_at = '2000-01-01T00:00:00.000000Z' WHERE id = '{schedule}'"
+    ))
+    .await;
+    let state = state_of(app, &[]);
+    assert_eq!(
+        scans::run_due_schedules(&state, Utc::now()).await.unwrap(),
+        0,
+        "the run is skipped"
+    );
+    let (_, list) = app
+        .call("GET", "/api/compliance/scans", &root, Some(&system), None)
+        .await;
+    assert_eq!(
+        list["pagination"]["total"], 1,
+        "only the requested, empty one"
+    );
+    // Enabled: swept (the system organization's entities pass: no rules apply).
+    let enabled = state_of(app, &[("SYSTEM_ORG_SCANS_ENABLED", "true")]);
+    app.sql(&format!(
+        "UPDATE scan_schedules SET next_run_at = '2000-01-01T00:00:00.000000Z' WHERE id = '{schedule}'"
+    ))
+    .await;
+    assert_eq!(
+        scans::run_due_schedules(&enabled, Utc::now())
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(sweep_all(&enabled).await, [Swept::Completed]);
+    let (_, list) = app
+        .call(
+            "GET",
+            "/api/compliance/scans?status=completed",
+            &root,
+            Some(&system),
+            None,
+        )
+        .await;
+    let scheduled = list["scans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["origin"] == "schedule")
+        .unwrap();
+    assert_eq!(scheduled["counts"]["scanned"], 1);
+    assert_eq!(scheduled["counts"]["passed"], 1);
+}
+
+async fn a_viewer_reads_scans_but_cannot_start_them(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{org}/members"),
+            &alice,
+            None,
+            Some(json!({"userId": "victor", "role": "member"})),
+        )
+        .await;
+    assert!(status.is_success(), "{body}");
+    let victor = app.token("victor", "victor@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scans",
+            &victor,
+            Some(&org),
+            Some(json!({"target": "all"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scan-schedules",
+            &victor,
+            Some(&org),
+            Some(json!({"target": "all", "cronExpression": "0 * * * *"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (status, body) = app
+        .call("GET", "/api/compliance/scans", &victor, Some(&org), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "a member reads compliance: {body}");
+}
+
+on_both_backends!(
+    a_scan_judges_the_inventory_with_exact_counts,
+    filters_narrow_the_sweep_and_the_caller_cannot_name_another_tenant,
+    a_cancelled_scan_stops_within_one_batch,
+    a_dead_sweepers_scan_is_resumed_or_failed_never_stuck,
+    schedules_are_validated_and_each_due_run_starts_once,
+    the_system_organization_is_skipped_unless_enabled,
+    a_viewer_reads_scans_but_cannot_start_them,
+);
