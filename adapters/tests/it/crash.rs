@@ -17,23 +17,51 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-pub fn start(url: &str, port: u16) -> Child {
+pub fn start(url: &str, port: u16) -> Running {
     start_with(url, port, &[])
 }
 
+/// A server process that is killed when dropped: a test that fails half-way leaves no
+/// server behind holding database connections.
+pub struct Running(Child);
+
+impl std::ops::Deref for Running {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// A server on `port` over the database `url`, with more variables.
-pub fn start_with(url: &str, port: u16, vars: &[(&str, &str)]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_compliance"))
-        .arg("serve")
-        .envs(vars.iter().copied())
-        .env("DATABASE_URL", url)
-        .env("JWT_SECRET", SECRET)
-        .env("COMPLIANCE_SERVICE_PORT", port.to_string())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+pub fn start_with(url: &str, port: u16, vars: &[(&str, &str)]) -> Running {
+    Running(
+        Command::new(env!("CARGO_BIN_EXE_compliance"))
+            .arg("serve")
+            .envs(vars.iter().copied())
+            .env("DATABASE_URL", url)
+            .env("JWT_SECRET", SECRET)
+            .env("COMPLIANCE_SERVICE_PORT", port.to_string())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 /// Sends SIGTERM (a graceful stop) to a server process.

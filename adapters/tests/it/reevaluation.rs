@@ -210,7 +210,98 @@ async fn a_failing_judgement_is_retried_then_dead(app: &TestApp) {
     assert!(text.contains("reevaluation_queue_depth 0"), "{text}");
 }
 
+async fn a_subscription_change_judges_the_organizations_entities_again(app: &TestApp) {
+    let (system, root) = app.system().await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &root,
+            Some(&system),
+            Some(
+                json!({"name": "Private only", "target": "pipeline", "severity": "warning",
+                        "field": "accessModifier", "operator": "eq", "value": "private",
+                        "scope": "published"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let rule_id = body["data"]["id"].as_str().unwrap().to_owned();
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let mut id = String::new();
+    for name in ["one", "two"] {
+        let mut body = pipeline(name);
+        body["accessModifier"] = json!("public");
+        let (status, created) = app
+            .call("POST", "/api/pipelines", &alice, Some(&org), Some(body))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        id = created["data"]["id"].as_str().unwrap().to_owned();
+    }
+    let state = state_of(app);
+    drain(&state).await;
+    // Subscribing (inactive) changes nothing; activating queues both pipelines.
+    let (status, _) = app
+        .call(
+            "POST",
+            "/api/compliance/subscriptions",
+            &alice,
+            Some(&org),
+            Some(json!({"ruleId": rule_id})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
+    let (status, _) = app
+        .call(
+            "PATCH",
+            &format!("/api/compliance/subscriptions/{rule_id}"),
+            &alice,
+            Some(&org),
+            Some(json!({"isActive": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 2);
+    assert_eq!(drain(&state).await, 2);
+    let (_, got) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(got["data"]["compliance"]["result"], "warn", "{got}");
+    // Unsubscribing queues them again: the result no longer names the rule.
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/compliance/subscriptions/{rule_id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 2);
+    drain(&state).await;
+    let (_, got) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(got["data"]["compliance"]["result"], "pass", "{got}");
+}
+
 on_both_backends!(
+    a_subscription_change_judges_the_organizations_entities_again,
     mutations_are_judged_again_once_per_burst,
     a_failing_judgement_is_retried_then_dead,
 );

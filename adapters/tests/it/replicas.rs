@@ -171,7 +171,7 @@ async fn two_replicas_build_each_plugin_exactly_once() {
     // One terminal outcome each, once the replicas' relays have chained them.
     let store = Store::connect(&url).await.unwrap();
     let mut completed = Vec::new();
-    for _ in 0..500 {
+    for _ in 0..1500 {
         let filter = adapters::storage::AuditFilter {
             action: Some("plugin.build.completed".to_owned()),
             ..Default::default()
@@ -189,7 +189,14 @@ async fn two_replicas_build_each_plugin_exactly_once() {
     targets.sort();
     let mut expected = ids.clone();
     expected.sort();
-    assert_eq!(targets, expected);
+    let depth = store.outbox_depth().await.unwrap();
+    assert_eq!(
+        targets,
+        expected,
+        "{} completion events chained, {} events still in the outbox",
+        completed.len(),
+        depth.rows
+    );
     store.close().await;
     for server in &servers {
         super::crash::terminate(server);
@@ -199,4 +206,242 @@ async fn two_replicas_build_each_plugin_exactly_once() {
     }
     drop_postgres(&admin_url, &name).await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `statement` on the test database.
+async fn execute(store: &Store, statement: &str) {
+    sqlx::query(statement)
+        .execute(adapters::storage::pool_for_tests(store))
+        .await
+        .unwrap();
+}
+
+/// A number from the test database.
+async fn number(store: &Store, query: &str) -> i64 {
+    use sqlx::Row;
+    sqlx::query(query)
+        .fetch_one(adapters::storage::pool_for_tests(store))
+        .await
+        .unwrap()
+        .try_get::<i64, _>(0)
+        .unwrap()
+}
+
+/// Twenty schedules due at once, two schedulers whose lease lapses at every tick (so
+/// they overlap): each due run starts exactly one scan.
+#[tokio::test]
+async fn two_replicas_start_each_due_schedule_exactly_once() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let ports = [free_port(), free_port()];
+    let client = reqwest::Client::new();
+    let mut servers = Vec::new();
+    for port in ports {
+        servers.push(start_with(
+            &url,
+            port,
+            &[
+                ("SCAN_SCHEDULER_INTERVAL_MS", "20"),
+                ("SCAN_LOCK_TTL_MS", "1"),
+                ("COMPLIANCE_SCAN_POLL_MS", "50"),
+            ],
+        ));
+        wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
+    }
+    let bases = ports.map(|port| format!("http://127.0.0.1:{port}"));
+    let token = user_token("alice");
+    let org = create_org(&client, &bases[0], &token, "scheduled").await;
+    let mut schedules = Vec::new();
+    for i in 0..20 {
+        let answer: Value = client
+            .post(format!("{}/api/compliance/scan-schedules", bases[i % 2]))
+            .bearer_auth(&token)
+            .header("x-org-id", &org)
+            .json(&json!({"target": "all", "cronExpression": "0 0 1 1 *"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        schedules.push(answer["data"]["id"].as_str().expect("created").to_owned());
+    }
+    let store = Store::connect(&url).await.unwrap();
+    execute(
+        &store,
+        "UPDATE scan_schedules SET next_run_at = '2000-01-01T00:00:00.000000Z'",
+    )
+    .await;
+    let started = Instant::now();
+    while number(
+        &store,
+        "SELECT COUNT(*) FROM scan_schedules WHERE last_scan_id IS NULL",
+    )
+    .await
+        > 0
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "schedules stalled"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Both schedulers keep ticking for a while: nothing more starts.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(number(&store, "SELECT COUNT(*) FROM scans").await, 20);
+    assert_eq!(
+        number(&store, "SELECT COUNT(DISTINCT schedule_id) FROM scans").await,
+        20
+    );
+    // And the sweepers end every scan.
+    while number(
+        &store,
+        "SELECT COUNT(*) FROM scans WHERE status <> 'completed'",
+    )
+    .await
+        > 0
+    {
+        assert!(started.elapsed() < Duration::from_secs(60), "scans stalled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let next = number(
+        &store,
+        "SELECT COUNT(*) FROM scan_schedules WHERE next_run_at > '2026-01-01'",
+    )
+    .await;
+    assert_eq!(next, 20, "each moved to its next run");
+    store.close().await;
+    for server in &servers {
+        super::crash::terminate(server);
+    }
+    for mut server in servers {
+        let _ = server.wait();
+    }
+    drop_postgres(&admin_url, &name).await;
+}
+
+/// A replica killed in the middle of a sweep: another replica resumes the scan once
+/// its lease lapses, and the counts come out exact (nothing judged twice or missed).
+#[tokio::test]
+async fn a_killed_sweepers_scan_is_finished_by_another_replica() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let client = reqwest::Client::new();
+    let vars = [
+        ("COMPLIANCE_SCAN_LEASE_MS", "1000"),
+        ("COMPLIANCE_SCAN_PROGRESS_BATCH_SIZE", "1"),
+        ("COMPLIANCE_SCAN_CONCURRENCY", "1"),
+        ("COMPLIANCE_SCAN_POLL_MS", "50"),
+    ];
+    let first = free_port();
+    let mut a = start_with(&url, first, &vars);
+    let base_a = format!("http://127.0.0.1:{first}");
+    wait_healthy(&client, &base_a).await;
+    let token = user_token("alice");
+    let org = create_org(&client, &base_a, &token, "swept").await;
+    let store = Store::connect(&url).await.unwrap();
+    // 2,000 pipelines, every other one public.
+    execute(
+        &store,
+        &format!(
+            "INSERT INTO pipelines (id, org_id, project, organization, pipeline_name, access_modifier, \
+             props, compliance, created_by, created_at, updated_at) \
+             SELECT 'p' || lpad(i::text, 5, '0'), '{org}', 'web', 'acme', 'pipe' || i, \
+             CASE WHEN i % 2 = 0 THEN 'public' ELSE 'private' END, '{{}}', \
+             '{{\"result\":\"pass\",\"violations\":[]}}', 'alice', \
+             '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z' \
+             FROM generate_series(1, 2000) AS i"
+        ),
+    )
+    .await;
+    let rule = client
+        .post(format!("{base_a}/api/compliance/rules"))
+        .bearer_auth(&token)
+        .header("x-org-id", &org)
+        .json(
+            &json!({"name": "Private only", "target": "pipeline", "severity": "error",
+                      "field": "accessModifier", "operator": "eq", "value": "private"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rule.status(), StatusCode::CREATED);
+    let scan: Value = client
+        .post(format!("{base_a}/api/compliance/scans"))
+        .bearer_auth(&token)
+        .header("x-org-id", &org)
+        .json(&json!({"target": "pipeline"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = scan["data"]["id"].as_str().expect("started").to_owned();
+    assert_eq!(scan["data"]["counts"]["total"], 2000);
+    let scanned = format!("SELECT scanned FROM scans WHERE id = '{id}'");
+    let started = Instant::now();
+    while number(&store, &scanned).await < 20 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the sweep did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // SIGKILL: no graceful stop, the claim is left to lapse.
+    a.kill().unwrap();
+    let _ = a.wait();
+    let at_kill = number(&store, &scanned).await;
+    assert!(at_kill < 2000, "killed mid-sweep ({at_kill} scanned)");
+    let second = free_port();
+    let mut b = start_with(&url, second, &vars);
+    let base_b = format!("http://127.0.0.1:{second}");
+    wait_healthy(&client, &base_b).await;
+    let status = format!("SELECT COUNT(*) FROM scans WHERE id = '{id}' AND status = 'completed'");
+    while number(&store, &status).await == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the scan stayed stuck"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let done: Value = client
+        .get(format!("{base_b}/api/compliance/scans/{id}"))
+        .bearer_auth(&token)
+        .header("x-org-id", &org)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        done["data"]["counts"],
+        json!({"total": 2000, "scanned": 2000, "passed": 1000, "warned": 0, "blocked": 1000, "errors": 0}),
+        "{done}"
+    );
+    assert_eq!(
+        number(
+            &store,
+            &format!("SELECT COUNT(DISTINCT entity_id) FROM scan_results WHERE scan_id = '{id}'")
+        )
+        .await,
+        2000
+    );
+    // Taken over once at least (again if the new sweeper's own one-second lease
+    // lapsed on a loaded machine).
+    assert!(
+        number(
+            &store,
+            &format!("SELECT takeovers::bigint FROM scans WHERE id = '{id}'")
+        )
+        .await
+            >= 1
+    );
+    store.close().await;
+    super::crash::terminate(&b);
+    let _ = b.wait();
+    drop_postgres(&admin_url, &name).await;
 }
