@@ -186,6 +186,15 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<StoredRule> {
+        // The target it had: a rule moved to another target re-judges both. Read
+        // before the write (SQLite takes its write lock with the first write); a
+        // concurrent update queues its own targets.
+        let before: Option<String> =
+            sqlx::query_scalar(&self.sql("SELECT target FROM rules WHERE org_id = $1 AND id = $2"))
+                .bind(org_id)
+                .bind(&rule.id)
+                .fetch_optional(self.pool())
+                .await?;
         let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
             "UPDATE rules SET name = $3, target = $4, severity = $5, scope = $6, is_template = $7, propagate_to_children = $8,
@@ -219,6 +228,10 @@ impl Store {
             now,
         )
         .await?;
+        if let Some(old) = before.filter(|t| t != rule.target.as_str()) {
+            self.enqueue_rule_change(&mut tx, (org_id, &rule.id, &old), "rule.update", now)
+                .await?;
+        }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         self.rule(org_id, &rule.id, false)

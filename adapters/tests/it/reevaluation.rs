@@ -239,8 +239,7 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
         assert_eq!(status, StatusCode::CREATED, "{created}");
         id = created["data"]["id"].as_str().unwrap().to_owned();
     }
-    let state = state_of(app);
-    drain(&state).await;
+    drain(&state_of(app)).await;
     // Subscribing (inactive) changes nothing; activating queues both pipelines.
     let (status, _) = app
         .call(
@@ -264,7 +263,8 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 2);
-    assert_eq!(drain(&state).await, 2);
+    // A fresh state: each process's rule cache is its own.
+    assert_eq!(drain(&state_of(app)).await, 2);
     let (_, got) = app
         .call(
             "GET",
@@ -287,7 +287,78 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 2);
-    drain(&state).await;
+    drain(&state_of(app)).await;
+    let (_, got) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(got["data"]["compliance"]["result"], "pass", "{got}");
+}
+
+async fn a_rule_moved_to_another_target_judges_its_old_target_again(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, created) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            &alice,
+            Some(&org),
+            Some(pipeline("ci")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["data"]["id"].as_str().unwrap().to_owned();
+    let rule = json!({"name": "r", "target": "pipeline", "severity": "warning",
+                      "field": "pipelineName", "operator": "eq", "value": "cd"});
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &alice,
+            Some(&org),
+            Some(rule.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let rule_id = body["data"]["id"].as_str().unwrap().to_owned();
+    // Each drain on a fresh state: a state's rule cache is its process's, which the
+    // change made through the router's state does not reach here.
+    drain(&state_of(app)).await;
+    let (_, got) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(got["data"]["compliance"]["result"], "warn");
+    let mut moved = rule;
+    moved["target"] = json!("plugin");
+    moved["field"] = json!("name");
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/compliance/rules/{rule_id}"),
+            &alice,
+            Some(&org),
+            Some(moved),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        app.store.pending_reevaluations(&org).await.unwrap(),
+        1,
+        "the pipeline, judged by the rule before"
+    );
+    drain(&state_of(app)).await;
     let (_, got) = app
         .call(
             "GET",
@@ -301,6 +372,7 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
 }
 
 on_both_backends!(
+    a_rule_moved_to_another_target_judges_its_old_target_again,
     a_subscription_change_judges_the_organizations_entities_again,
     mutations_are_judged_again_once_per_burst,
     a_failing_judgement_is_retried_then_dead,
