@@ -280,7 +280,7 @@ fn scan_components() -> Value {
                 "status",
                 one_of(&["running", "completed", "cancelled", "failed"]),
             ),
-            ("origin", one_of(&["manual", "schedule"])),
+            ("origin", one_of(&["manual", "schedule", "rule-change"])),
             ("scheduleId", nullable(string())),
             ("requestedBy", string()),
             (

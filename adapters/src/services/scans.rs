@@ -151,6 +151,35 @@ pub async fn start(
     Ok(scan)
 }
 
+/// The actor of the scans a rule or subscription change starts.
+pub const CHANGE_ACTOR: &str = "system:reevaluation";
+
+/// Starts the scan a rule or subscription change calls for (origin `rule-change`):
+/// the organization's entities of `target`, superseding a running scan of an earlier
+/// change. Nothing for an organization whose inventory is not swept.
+pub async fn after_change(state: &AppState, org: &OrgRecord, target: Target) -> ServiceResult<()> {
+    if !sweepable(state, org) {
+        return Ok(());
+    }
+    let filter = json!({"orgId": org.id});
+    let entities = EntityFilter::default();
+    let scan = NewScan {
+        org_id: &org.id,
+        target: target.as_str(),
+        filter: &filter,
+        entities: &entities,
+        origin: "rule-change",
+        schedule_id: None,
+        requested_by: CHANGE_ACTOR,
+        phase: target.as_str(),
+        now: Utc::now(),
+        empty: false,
+    };
+    state.store.supersede_scan(&scan).await?;
+    state.metrics.scan_started();
+    Ok(())
+}
+
 /// A page of the organization's scans, newest first.
 pub async fn list(
     state: &AppState,

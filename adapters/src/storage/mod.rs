@@ -44,7 +44,7 @@ pub use pipelines::{PipelineFields, PipelineFilter, PipelineRecord, RegistryEntr
 pub use plugins::{NewPlugin, PluginChange, PluginFilter, PluginRecord};
 pub use posture::{FailingRule, StatusCounts};
 pub use quota::{Charge, QuotaRefusal};
-pub use reevaluation::{ClaimedEntity, QueueDepth};
+pub use reevaluation::{ClaimedEntity, QueueDepth, EVERYTHING};
 pub use rules::{RuleChange, RuleFilter, StoredRule};
 pub use scans::{
     phases, EntityFilter, Flush, NewScan, ScanCounts, ScanRecord, ScanResult, SweepState,

@@ -10,6 +10,10 @@ use sqlx::{AnyConnection, Row};
 
 use super::{stamp, Dialect, Store, StoreError, StoreResult};
 
+/// The entity of an event that stands for all the organization's entities of its
+/// target (a rule or subscription change): the worker starts a scan for it.
+pub const EVERYTHING: &str = "*";
+
 /// An entity's pending events, claimed together.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimedEntity {
@@ -69,9 +73,12 @@ impl Store {
         Ok(())
     }
 
-    /// Queues every entity a rule change can affect, in the change's transaction: the
-    /// entities of the rule's target in the rule's organization, its teams, and the
-    /// organizations subscribed to it (a published rule).
+    /// Queues a rule change, in the change's transaction: one event per organization
+    /// it can affect (the rule's own, its teams, the organizations subscribed to it,
+    /// for a published rule) for the rule's target, with the entity [`EVERYTHING`]. The
+    /// worker turns each into a scan of that organization's entities of the target:
+    /// the queue grows with the organizations a change reaches, never with their
+    /// entities.
     pub(crate) async fn enqueue_rule_change(
         &self,
         conn: &mut AnyConnection,
@@ -79,16 +86,11 @@ impl Store {
         reason: &str,
         now: DateTime<Utc>,
     ) -> StoreResult<()> {
-        let table = match target {
-            "pipeline" => "pipelines",
-            _ => "plugins",
-        };
-        sqlx::query(&self.sql(&format!(
+        sqlx::query(&self.sql(
             "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
-             SELECT org_id, $3, id, $4, $5 FROM {table} WHERE org_id = $1 \
-             OR org_id IN (SELECT id FROM organizations WHERE parent_org_id = $1) \
-             OR org_id IN (SELECT org_id FROM subscriptions WHERE rule_id = $2)"
-        )))
+             SELECT id, $3, '*', $4, $5 FROM organizations WHERE id = $1 OR parent_org_id = $1 \
+             OR id IN (SELECT org_id FROM subscriptions WHERE rule_id = $2)",
+        ))
         .bind(org_id)
         .bind(rule_id)
         .bind(target)
@@ -99,9 +101,9 @@ impl Store {
         Ok(())
     }
 
-    /// Queues the organization's entities of the targets of `rule_ids` after a change of
-    /// its subscriptions to them (activated, deactivated, pinned, unsubscribed), in the
-    /// change's transaction.
+    /// Queues a change of the organization's subscriptions to `rule_ids` (activated,
+    /// deactivated, pinned, unsubscribed), in the change's transaction: one event per
+    /// target of those rules, for all the organization's entities ([`EVERYTHING`]).
     pub(crate) async fn enqueue_subscription_change(
         &self,
         conn: &mut AnyConnection,
@@ -112,22 +114,16 @@ impl Store {
         if rule_ids.is_empty() {
             return Ok(());
         }
-        for (target, table) in [("pipeline", "pipelines"), ("plugin", "plugins")] {
-            let sql = self.sql(&format!(
-                "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
-                 SELECT org_id, $2, id, 'subscription.change', $3 FROM {table} WHERE org_id = $1 \
-                 AND EXISTS (SELECT 1 FROM rules WHERE target = $2 AND id IN ({}))",
-                placeholders(4, rule_ids.len())
-            ));
-            let mut query = sqlx::query(&sql)
-                .bind(org_id.to_owned())
-                .bind(target)
-                .bind(stamp(now));
-            for id in rule_ids {
-                query = query.bind(id.clone());
-            }
-            query.execute(&mut *conn).await?;
+        let sql = self.sql(&format!(
+            "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
+             SELECT DISTINCT $1, target, '*', 'subscription.change', $2 FROM rules WHERE id IN ({})",
+            placeholders(3, rule_ids.len())
+        ));
+        let mut query = sqlx::query(&sql).bind(org_id.to_owned()).bind(stamp(now));
+        for id in rule_ids {
+            query = query.bind(id.clone());
         }
+        query.execute(&mut *conn).await?;
         Ok(())
     }
 

@@ -29,7 +29,8 @@ pub struct ScanRecord {
     pub filter: Value,
     /// `running`, `completed`, `cancelled` or `failed`.
     pub status: String,
-    /// `manual` (requested) or `schedule`.
+    /// `manual` (requested), `schedule`, or `rule-change` (a rule or subscription
+    /// change queued it).
     pub origin: String,
     /// The schedule that started it.
     pub schedule_id: Option<String>,
@@ -348,6 +349,28 @@ impl Store {
         self.scan(scan.org_id, &id)
             .await?
             .ok_or_else(|| StoreError::Other("the new scan vanished".to_owned()))
+    }
+
+    /// Starts a scan for a rule or subscription change, ending (`cancelled`, with the
+    /// reason) the organization's running scans of an earlier change of the same
+    /// target: their sweepers stop at their next page, and no result judged by the
+    /// older rules lands after the new scan's.
+    pub async fn supersede_scan(&self, scan: &NewScan<'_>) -> StoreResult<String> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql(
+            "UPDATE scans SET status = 'cancelled', error = 'superseded by a later change', \
+             ended_at = $3, updated_at = $3, holder = NULL, lease_until = NULL \
+             WHERE org_id = $1 AND target = $2 AND origin = $4 AND status = 'running'",
+        ))
+        .bind(scan.org_id)
+        .bind(scan.target)
+        .bind(stamp(scan.now))
+        .bind(scan.origin)
+        .execute(&mut *tx)
+        .await?;
+        let id = self.insert_scan(&mut tx, scan).await?;
+        tx.commit().await?;
+        Ok(id)
     }
 
     /// One scan of the organization.

@@ -1,5 +1,6 @@
 //! The re-evaluation worker: a mutation's events judged again under their own
-//! tenant, a burst coalesced, a failure retried and then dead with its error.
+//! tenant, a burst coalesced, a failure retried and then dead with its error; a rule
+//! or subscription change queued once per organization and target, as a scan.
 
 use std::time::Duration;
 
@@ -32,6 +33,15 @@ async fn drain(state: &AppState) -> usize {
     {
         claims += 1;
     }
+    claims
+}
+
+/// Drains the queue and sweeps the scans it started, on a fresh state (each process's
+/// rule cache is its own; the changes went through the router's).
+async fn settle(app: &TestApp) -> usize {
+    let state = state_of(app);
+    let claims = drain(&state).await;
+    super::scans::sweep_all(&state).await;
     claims
 }
 
@@ -97,7 +107,17 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
         .await;
     let state = state_of(app);
     let claims = drain(&state).await;
-    assert_eq!(claims, 1, "31 events of one entity, judged once");
+    assert_eq!(
+        claims, 2,
+        "31 events of one entity judged once; the rule's one event starts a scan"
+    );
+    let (_, scans) = app
+        .call("GET", "/api/compliance/scans", &alice, Some(&org), None)
+        .await;
+    assert_eq!(scans["pagination"]["total"], 1, "{scans}");
+    assert_eq!(scans["scans"][0]["origin"], "rule-change");
+    assert_eq!(scans["scans"][0]["requestedBy"], "system:reevaluation");
+    assert_eq!(scans["scans"][0]["counts"]["total"], 1);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
     let (_, body) = app
         .call(
@@ -142,6 +162,7 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 1);
     let state = state_of(app);
     assert_eq!(drain(&state).await, 1);
+    super::scans::sweep_all(&state).await;
     let (_, body) = app
         .call(
             "GET",
@@ -196,17 +217,20 @@ async fn a_failing_judgement_is_retried_then_dead(app: &TestApp) {
     // A stored rule that no longer reads: the judgement fails closed.
     app.sql("UPDATE rules SET body = '{' ").await;
     let state = state_of(app);
-    assert_eq!(drain(&state).await, 2, "one attempt, then its retry");
+    assert_eq!(
+        drain(&state).await,
+        3,
+        "the pipeline's attempt and its retry; the rule's event (a scan started)"
+    );
     let depth = app.store.reevaluation_depth().await.unwrap();
-    // The create's event and the rule's, claimed together, dead together.
-    assert_eq!((depth.waiting, depth.dead), (0, 2));
+    assert_eq!((depth.waiting, depth.dead), (0, 1));
     let text = state.metrics.render();
     assert!(text.contains("reevaluation_retried_total 1"), "{text}");
     assert!(text.contains("reevaluation_dead_total 1"), "{text}");
     let request = Request::get("/metrics").body(Body::empty()).unwrap();
     let (_, body) = app.send(request).await;
     let text = body.as_str().unwrap();
-    assert!(text.contains("reevaluation_queue_dead 2"), "{text}");
+    assert!(text.contains("reevaluation_queue_dead 1"), "{text}");
     assert!(text.contains("reevaluation_queue_depth 0"), "{text}");
 }
 
@@ -240,7 +264,8 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
         id = created["data"]["id"].as_str().unwrap().to_owned();
     }
     drain(&state_of(app)).await;
-    // Subscribing (inactive) changes nothing; activating queues both pipelines.
+    // Subscribing (inactive) changes nothing; activating queues the organization's
+    // pipelines, as one event.
     let (status, _) = app
         .call(
             "POST",
@@ -262,9 +287,8 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
         )
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 2);
-    // A fresh state: each process's rule cache is its own.
-    assert_eq!(drain(&state_of(app)).await, 2);
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 1);
+    assert_eq!(settle(app).await, 1);
     let (_, got) = app
         .call(
             "GET",
@@ -286,8 +310,8 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
         )
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 2);
-    drain(&state_of(app)).await;
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 1);
+    settle(app).await;
     let (_, got) = app
         .call(
             "GET",
@@ -355,10 +379,10 @@ async fn a_rule_moved_to_another_target_judges_its_old_target_again(app: &TestAp
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
         app.store.pending_reevaluations(&org).await.unwrap(),
-        1,
-        "the pipeline, judged by the rule before"
+        2,
+        "the pipelines, judged by the rule before, and the plugins"
     );
-    drain(&state_of(app)).await;
+    assert_eq!(settle(app).await, 2);
     let (_, got) = app
         .call(
             "GET",

@@ -46,7 +46,7 @@ const SETTINGS: SweepSettings = SweepSettings {
 };
 
 /// Claims and sweeps every running scan to its end, as the workers would.
-async fn sweep_all(state: &AppState) -> Vec<Swept> {
+pub async fn sweep_all(state: &AppState) -> Vec<Swept> {
     let mut ends = Vec::new();
     let never = || false;
     while let Some(scan) = claim(state, Duration::from_secs(30)).await {

@@ -1,0 +1,346 @@
+//! Outbound notifications, the parts that decide and compute without I/O: the
+//! channels, the digest windows, the retry schedule, the webhook signatures (both
+//! header forms), which addresses a webhook may reach, and the sealing of stored
+//! secrets. The workflow is `services::notifications`; delivery is
+//! `workers::delivery`.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use chrono::{DateTime, Datelike, Duration as Span, NaiveTime, TimeZone, Utc};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+/// Where a notification goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Channel {
+    /// The organization's message inbox.
+    Inbox,
+    /// E-mail through `SMTP_URL`.
+    Email,
+    /// A POST to the preference's `webhookUrl`.
+    Webhook,
+}
+
+impl Channel {
+    /// Every channel.
+    pub const ALL: [Channel; 3] = [Channel::Inbox, Channel::Email, Channel::Webhook];
+
+    /// The stored and answered name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Inbox => "inbox",
+            Channel::Email => "email",
+            Channel::Webhook => "webhook",
+        }
+    }
+
+    /// Reads a stored name.
+    pub fn parse(name: &str) -> Option<Channel> {
+        Channel::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+}
+
+/// A digest window: the key stored with the deliveries it holds, and when it ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    /// `daily:2026-11-23` or `weekly:2026-W48`.
+    pub key: String,
+    /// The first instant after the window (UTC).
+    pub ends: DateTime<Utc>,
+}
+
+/// The window `at` falls in for a digest mode: `daily` windows run from 00:00 UTC to
+/// the next 00:00 UTC; `weekly` windows from Monday 00:00 UTC to the next Monday (ISO
+/// weeks). `immediate` (or anything else) holds nothing.
+pub fn window(mode: &str, at: DateTime<Utc>) -> Option<Window> {
+    let day = at.date_naive();
+    match mode {
+        "daily" => {
+            let start = day.and_time(NaiveTime::MIN);
+            Some(Window {
+                key: format!("daily:{}", day.format("%Y-%m-%d")),
+                ends: Utc.from_utc_datetime(&start) + Span::days(1),
+            })
+        }
+        "weekly" => {
+            let week = day.iso_week();
+            let monday = day - Span::days(i64::from(day.weekday().num_days_from_monday()));
+            Some(Window {
+                key: format!("weekly:{}-W{:02}", week.year(), week.week()),
+                ends: Utc.from_utc_datetime(&monday.and_time(NaiveTime::MIN)) + Span::days(7),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// When a stored window key ends; `None` for a key that does not read.
+pub fn window_end(key: &str) -> Option<DateTime<Utc>> {
+    if let Some(day) = key.strip_prefix("daily:") {
+        let day = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
+        return Some(Utc.from_utc_datetime(&day.and_time(NaiveTime::MIN)) + Span::days(1));
+    }
+    let week = key.strip_prefix("weekly:")?;
+    let (year, number) = week.split_once("-W")?;
+    let monday = chrono::NaiveDate::from_isoywd_opt(
+        year.parse().ok()?,
+        number.parse().ok()?,
+        chrono::Weekday::Mon,
+    )?;
+    Some(Utc.from_utc_datetime(&monday.and_time(NaiveTime::MIN)) + Span::days(7))
+}
+
+/// The waits between attempts, as multiples of the base (`NOTIFY_RETRY_SECONDS`, 30):
+/// with the base at 30 s, 30 s, 2 min, 10 min, 30 min, 1 h, 3 h, 6 h and 12 h, about
+/// 23 hours in all. After the last, the delivery has failed.
+const BACKOFF: [u32; 8] = [1, 4, 20, 60, 120, 360, 720, 1440];
+
+/// How many attempts a delivery gets.
+pub const MAX_ATTEMPTS: u32 = BACKOFF.len() as u32 + 1;
+
+/// The wait before attempt `attempts + 1`, after `attempts` failed ones; `None` once
+/// they are exhausted.
+pub fn retry_after(attempts: u32, base: Duration) -> Option<Duration> {
+    let index = usize::try_from(attempts.checked_sub(1)?).ok()?;
+    BACKOFF
+        .get(index)
+        .map(|factor| base.saturating_mul(*factor))
+}
+
+type HmacSha256 = Hmac<Sha256>;
+
+fn mac(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+    // HMAC takes keys of any length.
+    let Ok(mut mac) = HmacSha256::new_from_slice(key) else {
+        return Vec::new();
+    };
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// Document 1's header: `X-SVC-Signature: sha256=<lowercase hex HMAC-SHA256 of the raw
+/// body>`, keyed by the secret's bytes.
+pub fn svc_signature(secret: &str, body: &[u8]) -> String {
+    format!("sha256={}", hex::encode(mac(secret.as_bytes(), &[body])))
+}
+
+/// The Standard Webhooks signature: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`.
+/// A secret written `whsec_<base64>` is keyed by the decoded bytes, as the
+/// specification's libraries expect; any other secret by its own bytes.
+pub fn standard_signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> String {
+    let key = secret
+        .strip_prefix("whsec_")
+        .and_then(|b| BASE64.decode(b).ok())
+        .unwrap_or_else(|| secret.as_bytes().to_vec());
+    let stamp = timestamp.to_string();
+    let signature = mac(
+        &key,
+        &[id.as_bytes(), b".", stamp.as_bytes(), b".", body],
+    );
+    format!("v1,{}", BASE64.encode(signature))
+}
+
+/// Whether a webhook may be sent to `ip`: not loopback, private, link-local,
+/// multicast, broadcast, unspecified, shared (100.64/10), documentation, benchmark or
+/// reserved space, nor an IPv6 unique-local or IPv4-mapped form of any of these.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_multicast()
+                || v4.is_broadcast()
+                || v4.is_unspecified()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 192 && b == 0 && c == 0)
+                || (a == 198 && (b == 18 || b == 19))
+                || a >= 240)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let first = v6.segments().first().copied().unwrap_or(0);
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || first == 0x2001 && v6.segments().get(1).copied() == Some(0xdb8)
+                || first == 0x0064 && v6.segments().get(1).copied() == Some(0xff9b))
+        }
+    }
+}
+
+/// Why a stored secret could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a stored secret cannot be opened: {0}")]
+pub struct SealError(pub &'static str);
+
+/// The prefix of a sealed secret.
+const SEALED: &str = "enc:v1:";
+
+/// Seals secrets at rest with AES-256-GCM under `SECRETS_ENCRYPTION_KEY` (32 bytes,
+/// base64 or hex): `enc:v1:<base64 of nonce || ciphertext>`.
+#[derive(Clone)]
+pub struct SecretBox {
+    cipher: aes_gcm::Aes256Gcm,
+}
+
+impl std::fmt::Debug for SecretBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretBox(..)")
+    }
+}
+
+impl SecretBox {
+    /// Reads a key: 32 bytes as base64 or as 64 hex digits.
+    pub fn from_key(text: &str) -> Result<SecretBox, SealError> {
+        use aes_gcm::KeyInit;
+        let text = text.trim();
+        let bytes = hex::decode(text)
+            .ok()
+            .filter(|b| b.len() == 32)
+            .or_else(|| BASE64.decode(text).ok().filter(|b| b.len() == 32))
+            .ok_or(SealError("the key must be 32 bytes, as base64 or hex"))?;
+        let cipher = aes_gcm::Aes256Gcm::new_from_slice(&bytes)
+            .map_err(|_| SealError("the key must be 32 bytes"))?;
+        Ok(SecretBox { cipher })
+    }
+
+    /// Seals `secret` with a fresh random nonce.
+    pub fn seal(&self, secret: &str) -> Result<String, SealError> {
+        use aes_gcm::aead::{Aead, AeadCore, OsRng};
+        let nonce = aes_gcm::Aes256Gcm::generate_nonce(&mut OsRng);
+        let sealed = self
+            .cipher
+            .encrypt(&nonce, secret.as_bytes())
+            .map_err(|_| SealError("encryption failed"))?;
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        Ok(format!("{SEALED}{}", BASE64.encode(out)))
+    }
+
+    /// Opens a sealed secret; text stored before a key was set is answered as is.
+    pub fn open(&self, stored: &str) -> Result<String, SealError> {
+        use aes_gcm::aead::Aead;
+        let Some(body) = stored.strip_prefix(SEALED) else {
+            return Ok(stored.to_owned());
+        };
+        let bytes = BASE64
+            .decode(body)
+            .map_err(|_| SealError("not base64"))?;
+        let (nonce, sealed) = bytes
+            .split_at_checked(12)
+            .ok_or(SealError("too short"))?;
+        let plain = self
+            .cipher
+            .decrypt(aes_gcm::Nonce::from_slice(nonce), sealed)
+            .map_err(|_| SealError("wrong key, or altered"))?;
+        String::from_utf8(plain).map_err(|_| SealError("not UTF-8"))
+    }
+
+    /// Whether a stored value is sealed.
+    pub fn is_sealed(stored: &str) -> bool {
+        stored.starts_with(SEALED)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap_or_default()
+    }
+
+    #[test]
+    fn windows_are_utc_days_and_iso_weeks() {
+        let daily = window("daily", at("2026-11-23T23:59:59Z")).unwrap_or_else(|| unreachable!());
+        assert_eq!(daily.key, "daily:2026-11-23");
+        assert_eq!(daily.ends, at("2026-11-24T00:00:00Z"));
+        assert_eq!(window_end(&daily.key), Some(daily.ends));
+        // 2026-11-23 is a Monday (ISO week 48); Sunday the 29th is still in it.
+        let weekly = window("weekly", at("2026-11-29T12:00:00Z")).unwrap_or_else(|| unreachable!());
+        assert_eq!(weekly.key, "weekly:2026-W48");
+        assert_eq!(weekly.ends, at("2026-11-30T00:00:00Z"));
+        assert_eq!(window_end(&weekly.key), Some(weekly.ends));
+        // ISO week 1 of 2027 starts on Monday 2027-01-04; 2027-01-01 is in 2026-W53.
+        let new_year = window("weekly", at("2027-01-01T08:00:00Z")).unwrap_or_else(|| unreachable!());
+        assert_eq!(new_year.key, "weekly:2026-W53");
+        assert_eq!(new_year.ends, at("2027-01-04T00:00:00Z"));
+        assert_eq!(window("immediate", at("2026-11-23T00:00:00Z")), None);
+        assert_eq!(window_end("hourly:2026"), None);
+    }
+
+    #[test]
+    fn retries_last_about_a_day() {
+        let base = Duration::from_secs(30);
+        assert_eq!(retry_after(0, base), None);
+        assert_eq!(retry_after(1, base), Some(Duration::from_secs(30)));
+        assert_eq!(retry_after(2, base), Some(Duration::from_secs(120)));
+        let total: u64 = (1..MAX_ATTEMPTS)
+            .filter_map(|n| retry_after(n, base))
+            .map(|d| d.as_secs())
+            .sum();
+        assert!((20 * 3600..26 * 3600).contains(&total), "{total}");
+        assert_eq!(retry_after(MAX_ATTEMPTS, base), None);
+    }
+
+    #[test]
+    fn signatures_match_their_specifications() {
+        // HMAC-SHA256("key", "The quick brown fox jumps over the lazy dog") (RFC 4231 style
+        // well-known vector).
+        assert_eq!(
+            svc_signature("key", b"The quick brown fox jumps over the lazy dog"),
+            "sha256=f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8"
+        );
+        // The Standard Webhooks reference example.
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let body = br#"{"test": 2432232314}"#;
+        assert_eq!(
+            standard_signature(secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body),
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+    }
+
+    #[test]
+    fn only_public_addresses_are_reachable() {
+        for private in [
+            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
+            "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "fc00::1",
+            "fe80::1", "::ffff:127.0.0.1", "::", "198.18.0.1", "240.0.0.1",
+        ] {
+            let ip: IpAddr = private.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
+            assert!(!is_public(ip), "{private}");
+        }
+        for public in ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"] {
+            let ip: IpAddr = public.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
+            assert!(is_public(ip), "{public}");
+        }
+    }
+
+    #[test]
+    fn sealed_secrets_open_only_with_their_key() {
+        let key = BASE64.encode([7u8; 32]);
+        let sealing = SecretBox::from_key(&key).unwrap_or_else(|_| unreachable!());
+        let sealed = sealing.seal("s3cret").unwrap_or_default();
+        assert!(SecretBox::is_sealed(&sealed));
+        assert!(!sealed.contains("s3cret"));
+        assert_ne!(sealed, sealing.seal("s3cret").unwrap_or_default(), "fresh nonce");
+        assert_eq!(sealing.open(&sealed), Ok("s3cret".to_owned()));
+        let other = SecretBox::from_key(&hex::encode([8u8; 32])).unwrap_or_else(|_| unreachable!());
+        assert!(other.open(&sealed).is_err());
+        assert_eq!(sealing.open("plain"), Ok("plain".to_owned()));
+        assert!(SecretBox::from_key("short").is_err());
+    }
+}
