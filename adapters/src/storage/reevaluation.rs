@@ -75,7 +75,8 @@ impl Store {
 
     /// Queues a rule change, in the change's transaction: one event per organization
     /// it can affect (the rule's own, its teams, the organizations subscribed to it,
-    /// for a published rule) for the rule's target, with the entity [`EVERYTHING`]. The
+    /// for a published rule) that has entities of the rule's target, with the entity
+    /// [`EVERYTHING`]. The
     /// worker turns each into a scan of that organization's entities of the target:
     /// the queue grows with the organizations a change reaches, never with their
     /// entities.
@@ -86,11 +87,16 @@ impl Store {
         reason: &str,
         now: DateTime<Utc>,
     ) -> StoreResult<()> {
-        sqlx::query(&self.sql(
+        let table = match target {
+            "pipeline" => "pipelines",
+            _ => "plugins",
+        };
+        sqlx::query(&self.sql(&format!(
             "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
-             SELECT id, $3, '*', $4, $5 FROM organizations WHERE id = $1 OR parent_org_id = $1 \
-             OR id IN (SELECT org_id FROM subscriptions WHERE rule_id = $2)",
-        ))
+             SELECT id, $3, '*', $4, $5 FROM organizations o WHERE (id = $1 OR parent_org_id = $1 \
+             OR id IN (SELECT org_id FROM subscriptions WHERE rule_id = $2)) \
+             AND EXISTS (SELECT 1 FROM {table} t WHERE t.org_id = o.id)"
+        )))
         .bind(org_id)
         .bind(rule_id)
         .bind(target)
@@ -103,7 +109,7 @@ impl Store {
 
     /// Queues a change of the organization's subscriptions to `rule_ids` (activated,
     /// deactivated, pinned, unsubscribed), in the change's transaction: one event per
-    /// target of those rules, for all the organization's entities ([`EVERYTHING`]).
+    /// target of those rules it has entities of ([`EVERYTHING`]).
     pub(crate) async fn enqueue_subscription_change(
         &self,
         conn: &mut AnyConnection,
@@ -116,7 +122,9 @@ impl Store {
         }
         let sql = self.sql(&format!(
             "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
-             SELECT DISTINCT $1, target, '*', 'subscription.change', $2 FROM rules WHERE id IN ({})",
+             SELECT DISTINCT $1, target, '*', 'subscription.change', $2 FROM rules r WHERE id IN ({}) \
+             AND ((r.target = 'pipeline' AND EXISTS (SELECT 1 FROM pipelines WHERE org_id = $1)) \
+             OR (r.target = 'plugin' AND EXISTS (SELECT 1 FROM plugins WHERE org_id = $1)))",
             placeholders(3, rule_ids.len())
         ));
         let mut query = sqlx::query(&sql).bind(org_id.to_owned()).bind(stamp(now));
