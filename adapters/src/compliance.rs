@@ -1,13 +1,13 @@
 //! The compliance service: effective rule sets (compiled, cached per organization and
-//! target), and the hand-off of results to notifications.
+//! target).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use compliance_core::{
-    effective_rules, CompileOptions, Dependencies, Evaluation, OrganizationKind, RegexLimits,
-    RuleSet, RuleSources, Target,
+    effective_rules, CompileOptions, Dependencies, OrganizationKind, RegexLimits, RuleSet,
+    RuleSources, Target,
 };
 
 use crate::config::Config;
@@ -116,43 +116,6 @@ pub async fn forget(store: &Store, cache: &RuleCache, stale: Stale) {
     cache.forget(&stale);
     if let Err(error) = store.notify(CACHE_CHANNEL, &stale.payload()).await {
         tracing::warn!(%error, "other replicas were not told of a rule change; their caches expire with the TTL");
-    }
-}
-
-/// How a result leaves for notifications (inbox, e-mail, webhook). Delivery is a later
-/// issue; today the hand-off is logged.
-pub trait Notifier: Send + Sync + std::fmt::Debug {
-    /// A blocked result, or a warning the organization asked to hear about.
-    fn notify(
-        &self,
-        org_id: &str,
-        target: Target,
-        entity_id: Option<&str>,
-        evaluation: &Evaluation,
-    );
-
-    /// A scan that ended with blocked entities: once per scan, with its summary.
-    fn scan_found_blocked(&self, scan: &crate::storage::ScanRecord) {
-        tracing::info!(target: "notification", org_id = %scan.org_id, scan = %scan.id,
-            scanned = scan.counts.scanned, blocked = scan.counts.blocked, warned = scan.counts.warned,
-            "compliance scan notification");
-    }
-}
-
-/// The notifier used until delivery exists: one log line per notification.
-#[derive(Debug, Default)]
-pub struct LogNotifier;
-
-impl Notifier for LogNotifier {
-    fn notify(
-        &self,
-        org_id: &str,
-        target: Target,
-        entity_id: Option<&str>,
-        evaluation: &Evaluation,
-    ) {
-        tracing::info!(target: "notification", %org_id, target = target.as_str(), entity = ?entity_id,
-            blocked = evaluation.blocked, violations = evaluation.violations.len(), "compliance notification");
     }
 }
 

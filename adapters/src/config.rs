@@ -164,6 +164,8 @@ pub struct Config {
     pub builds: BuildSettings,
     /// The re-evaluation worker.
     pub reevaluation: ReevaluationSettings,
+    /// Notification delivery.
+    pub notifications: NotificationSettings,
     /// `PLATFORM_IDENTIFIER` and `PLATFORM_PASSWORD`, for provisioning scripts.
     pub platform_credentials: Option<(String, String)>,
     /// Things worth a warning at start (development secret, clamped values).
@@ -203,6 +205,30 @@ pub struct ReevaluationSettings {
     /// `REEVALUATION_RETRY_SECONDS` (2): the wait before a retry, doubled per attempt.
     pub retry_delay: Duration,
     /// `REEVALUATION_POLL_MS` (500): how often the worker looks for due events.
+    pub poll: Duration,
+}
+
+/// Notification delivery (document 1, Events items 2 and 3).
+#[derive(Debug, Clone)]
+pub struct NotificationSettings {
+    /// `SMTP_URL` (`smtp://host:25`, `smtps://user:pass@host:465`, or
+    /// `smtp://host:587?tls=required`): the relay e-mail is handed to; without it,
+    /// e-mail attempts are logged as skipped.
+    pub smtp_url: Option<String>,
+    /// `SMTP_FROM` (`compliance@localhost`): the sender.
+    pub smtp_from: String,
+    /// `WEBHOOK_ALLOW_PRIVATE` (false): let webhooks reach loopback, private and other
+    /// non-public addresses (tests, private deployments).
+    pub allow_private: bool,
+    /// `SECRETS_ENCRYPTION_KEY` (32 bytes, base64 or hex): webhook secrets are sealed
+    /// with it at rest.
+    pub secrets: Option<crate::notify::SecretBox>,
+    /// `NOTIFY_RETRY_SECONDS` (30): the first wait before a retry; later waits are
+    /// multiples of it, about a day in all.
+    pub retry_base: Duration,
+    /// `NOTIFY_MAX_ATTEMPTS` (9, at most 9): attempts of a delivery.
+    pub max_attempts: u32,
+    /// `NOTIFY_POLL_MS` (500): how often an idle delivery worker looks for work.
     pub poll: Duration,
 }
 
@@ -533,6 +559,38 @@ impl Config {
                 r.parse("REEVALUATION_POLL_MS", 500, "milliseconds").max(10),
             ),
         };
+        let secrets = match r.raw("SECRETS_ENCRYPTION_KEY").filter(|v| !v.is_empty()) {
+            None => None,
+            Some(key) => match crate::notify::SecretBox::from_key(key) {
+                Ok(sealing) => Some(sealing),
+                Err(e) => {
+                    r.fail("SECRETS_ENCRYPTION_KEY", e.0.to_owned());
+                    None
+                }
+            },
+        };
+        let notifications = NotificationSettings {
+            smtp_url: r
+                .raw("SMTP_URL")
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned),
+            smtp_from: r.string("SMTP_FROM", "compliance@localhost"),
+            allow_private: r.flag("WEBHOOK_ALLOW_PRIVATE"),
+            secrets,
+            retry_base: Duration::from_secs(r.parse(
+                "NOTIFY_RETRY_SECONDS",
+                30,
+                "a number of seconds",
+            )),
+            max_attempts: r
+                .parse(
+                    "NOTIFY_MAX_ATTEMPTS",
+                    crate::notify::MAX_ATTEMPTS,
+                    "a number of attempts",
+                )
+                .clamp(1, crate::notify::MAX_ATTEMPTS),
+            poll: Duration::from_millis(r.parse("NOTIFY_POLL_MS", 500, "milliseconds").max(10)),
+        };
         if !r.errors.is_empty() {
             return Err(r.errors);
         }
@@ -558,6 +616,7 @@ impl Config {
             hosts,
             builds,
             reevaluation,
+            notifications,
             platform_credentials,
             warnings,
         })

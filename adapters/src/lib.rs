@@ -25,6 +25,7 @@ pub mod error;
 #[cfg(feature = "server")]
 pub mod http;
 pub mod metrics;
+pub mod notify;
 #[cfg(feature = "server")]
 pub mod services;
 #[cfg(feature = "server")]

@@ -605,6 +605,18 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
             adapters::workers::schedules::run(state, holder, shutdown)
         });
     }
+    {
+        let state = state.clone();
+        workers.spawn("notification-delivery", move |shutdown| {
+            adapters::workers::delivery::run(state, shutdown)
+        });
+    }
+    {
+        let (state, holder) = (state.clone(), holder.clone());
+        workers.spawn("notification-digests", move |shutdown| {
+            adapters::workers::digests::run(state, holder, shutdown)
+        });
+    }
     state.keys.prefetch().await;
     let app = router(state);
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))

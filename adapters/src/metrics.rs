@@ -24,6 +24,9 @@ pub struct Metrics {
     /// Re-evaluation events processed, retried and dead, scans started and entities
     /// scanned (this process).
     reevaluation: [std::sync::atomic::AtomicU64; 5],
+    /// Notification attempts sent, failed, retried, and notifications held (this
+    /// process).
+    notifications: [std::sync::atomic::AtomicU64; 4],
 }
 
 impl Metrics {
@@ -66,6 +69,20 @@ impl Metrics {
         counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// A notification attempt recorded with the log's `status`.
+    pub fn notification(&self, status: &str) {
+        let index = match status {
+            "sent" => 0,
+            "failed" | "disabled" => 1,
+            "retrying" => 2,
+            "held" => 3,
+            _ => return,
+        };
+        if let Some(counter) = self.notifications.get(index) {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// A scan started (requested, or by a schedule).
     pub fn scan_started(&self) {
         self.reevaluation[3].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -103,6 +120,36 @@ impl Metrics {
         {
             let value = self
                 .reevaluation
+                .get(i)
+                .map_or(0, |c| c.load(std::sync::atomic::Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
+        }
+        for (i, (name, help)) in [
+            (
+                "notifications_sent_total",
+                "Notification attempts delivered.",
+            ),
+            (
+                "notifications_failed_total",
+                "Notification deliveries that failed for good (or were turned off by a 410).",
+            ),
+            (
+                "notifications_retried_total",
+                "Notification attempts that failed and will be retried.",
+            ),
+            (
+                "notifications_held_total",
+                "Notification deliveries held for a digest.",
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let value = self
+                .notifications
                 .get(i)
                 .map_or(0, |c| c.load(std::sync::atomic::Ordering::Relaxed));
             let _ = writeln!(

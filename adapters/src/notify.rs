@@ -138,10 +138,7 @@ pub fn standard_signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -
         .and_then(|b| BASE64.decode(b).ok())
         .unwrap_or_else(|| secret.as_bytes().to_vec());
     let stamp = timestamp.to_string();
-    let signature = mac(
-        &key,
-        &[id.as_bytes(), b".", stamp.as_bytes(), b".", body],
-    );
+    let signature = mac(&key, &[id.as_bytes(), b".", stamp.as_bytes(), b".", body]);
     format!("v1,{}", BASE64.encode(signature))
 }
 
@@ -236,12 +233,8 @@ impl SecretBox {
         let Some(body) = stored.strip_prefix(SEALED) else {
             return Ok(stored.to_owned());
         };
-        let bytes = BASE64
-            .decode(body)
-            .map_err(|_| SealError("not base64"))?;
-        let (nonce, sealed) = bytes
-            .split_at_checked(12)
-            .ok_or(SealError("too short"))?;
+        let bytes = BASE64.decode(body).map_err(|_| SealError("not base64"))?;
+        let (nonce, sealed) = bytes.split_at_checked(12).ok_or(SealError("too short"))?;
         let plain = self
             .cipher
             .decrypt(aes_gcm::Nonce::from_slice(nonce), sealed)
@@ -275,7 +268,8 @@ mod tests {
         assert_eq!(weekly.ends, at("2026-11-30T00:00:00Z"));
         assert_eq!(window_end(&weekly.key), Some(weekly.ends));
         // ISO week 1 of 2027 starts on Monday 2027-01-04; 2027-01-01 is in 2026-W53.
-        let new_year = window("weekly", at("2027-01-01T08:00:00Z")).unwrap_or_else(|| unreachable!());
+        let new_year =
+            window("weekly", at("2027-01-01T08:00:00Z")).unwrap_or_else(|| unreachable!());
         assert_eq!(new_year.key, "weekly:2026-W53");
         assert_eq!(new_year.ends, at("2027-01-04T00:00:00Z"));
         assert_eq!(window("immediate", at("2026-11-23T00:00:00Z")), None);
@@ -316,9 +310,22 @@ mod tests {
     #[test]
     fn only_public_addresses_are_reachable() {
         for private in [
-            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
-            "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "fc00::1",
-            "fe80::1", "::ffff:127.0.0.1", "::", "198.18.0.1", "240.0.0.1",
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "224.0.0.1",
+            "255.255.255.255",
+            "::1",
+            "fc00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::",
+            "198.18.0.1",
+            "240.0.0.1",
         ] {
             let ip: IpAddr = private.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
             assert!(!is_public(ip), "{private}");
@@ -336,7 +343,11 @@ mod tests {
         let sealed = sealing.seal("s3cret").unwrap_or_default();
         assert!(SecretBox::is_sealed(&sealed));
         assert!(!sealed.contains("s3cret"));
-        assert_ne!(sealed, sealing.seal("s3cret").unwrap_or_default(), "fresh nonce");
+        assert_ne!(
+            sealed,
+            sealing.seal("s3cret").unwrap_or_default(),
+            "fresh nonce"
+        );
         assert_eq!(sealing.open(&sealed), Ok("s3cret".to_owned()));
         let other = SecretBox::from_key(&hex::encode([8u8; 32])).unwrap_or_else(|_| unreachable!());
         assert!(other.open(&sealed).is_err());

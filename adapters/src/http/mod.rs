@@ -12,6 +12,7 @@ mod guard;
 mod invitations;
 pub mod listener;
 mod members;
+mod messages;
 mod organizations;
 mod pipelines;
 mod plugins;

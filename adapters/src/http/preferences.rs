@@ -50,7 +50,7 @@ pub(crate) async fn save_preferences(
         notify_warnings: body.notify_warnings,
     };
     let preference = preferences::save(
-        &state.store,
+        &state,
         (&caller, granted.super_admin),
         &granted.org,
         change,

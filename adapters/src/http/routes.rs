@@ -16,8 +16,8 @@ use crate::http::guard::{enforce, Access, Guard, OrgFrom};
 use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
-    admin, audit, catalog, check_log, exemptions, invitations, members, organizations, pipelines,
-    plugins, policies, preferences, rules, scans, system, templates, validate,
+    admin, audit, catalog, check_log, exemptions, invitations, members, messages, organizations,
+    pipelines, plugins, policies, preferences, rules, scans, system, templates, validate,
 };
 
 /// One route.
@@ -719,6 +719,36 @@ pub fn routes() -> Vec<Route> {
                 &[],
             ))
             .ok(200, envelope(reference("NotificationPreference"))),
+        // Notifications: the log and the inbox.
+        get("/api/compliance/notifications", "notificationLog", compliance(ComplianceRead), messages::log)
+            .doc("Every notification delivery attempt (channel, notification id, status, attempt, response status or error), newest first")
+            .query({
+                let mut q = vec![
+                    query("channel", one_of(&["inbox", "email", "webhook"])),
+                    query("status", one_of(&["sent", "failed", "retrying", "skipped", "disabled", "held", "digested"])),
+                ];
+                q.extend(paging(&["createdAt"]));
+                q
+            })
+            .ok(200, page("attempts", reference("NotificationAttempt"))),
+        get("/api/messages", "inbox", org_member(), messages::inbox)
+            .doc("The organization's inbox: notifications and announcements, newest first")
+            .query({
+                let mut q = vec![query("unread", json!({"type": "string", "enum": ["true", "false"]}))];
+                q.extend(paging(&["createdAt"]));
+                q
+            })
+            .ok(200, page("messages", reference("Message"))),
+        post("/api/messages/announcements", "announce", compliance(OrgSettings), messages::announce)
+            .doc("Post an announcement to the organization's inbox (admins and owner)")
+            .body(body(&[("title", text(200)), ("body", text(10_000))], &["title", "body"]))
+            .ok(201, envelope(reference("Message"))),
+        patch("/api/messages/{id}/read", "markMessageRead", org_member(), messages::mark_read)
+            .doc("Mark a message read")
+            .ok(200, envelope(reference("Message"))),
+        delete("/api/messages/{id}", "deleteMessage", compliance(OrgSettings), messages::delete)
+            .doc("Delete a message (admins and owner)")
+            .ok(200, done("id", "deleted")),
         // Scans, schedules and posture.
         post("/api/compliance/scans", "startScan", compliance(ComplianceWrite), scans::start)
             .doc("Start a scan of the organization's inventory; answers 202 at once, a worker sweeps it. filter.orgId is replaced by the organization's; name, accessModifier and project narrow the sweep")

@@ -438,7 +438,49 @@ fn scan_components() -> Value {
         ],
         &["apiVersion", "kind", "metadata", "summary", "results"],
     );
+    let attempt = object(
+        &[
+            ("id", string()),
+            ("notificationId", string()),
+            ("channel", one_of(&["inbox", "email", "webhook"])),
+            (
+                "status",
+                one_of(&[
+                    "sent", "failed", "retrying", "skipped", "disabled", "held", "digested",
+                ]),
+            ),
+            ("attempt", integer()),
+            ("responseStatus", nullable(integer())),
+            ("error", nullable(string())),
+            ("at", instant()),
+        ],
+        &["id", "notificationId", "channel", "status", "attempt", "at"],
+    );
+    let message = object(
+        &[
+            ("id", string()),
+            ("orgId", string()),
+            ("kind", one_of(&["notification", "digest", "announcement"])),
+            ("title", string()),
+            ("body", string()),
+            ("notificationId", nullable(string())),
+            ("createdBy", string()),
+            ("readAt", nullable(instant())),
+            ("createdAt", instant()),
+        ],
+        &[
+            "id",
+            "orgId",
+            "kind",
+            "title",
+            "body",
+            "createdBy",
+            "createdAt",
+        ],
+    );
     json!({
+        "NotificationAttempt": attempt,
+        "Message": message,
         "Scan": scan,
         "ScanResult": result,
         "ScanSchedule": schedule,
@@ -628,6 +670,7 @@ pub(crate) fn components() -> Value {
             ("hasWebhookSecret", boolean()),
             ("digestMode", one_of(&["immediate", "daily", "weekly"])),
             ("notifyWarnings", boolean()),
+            ("webhookDisabledAt", nullable(instant())),
         ],
         &[
             "emailEnabled",

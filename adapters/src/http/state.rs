@@ -10,7 +10,7 @@ use chrono::{DateTime, TimeZone, Utc};
 
 use crate::audit::AuditCounters;
 use crate::auth::{bearer, TokenKeys};
-use crate::compliance::{LogNotifier, Notifier, RuleCache};
+use crate::compliance::RuleCache;
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -31,8 +31,6 @@ pub struct AppState {
     pub audit_counters: Arc<AuditCounters>,
     /// Compiled effective rule sets.
     pub rule_cache: Arc<RuleCache>,
-    /// Where compliance results go for notification.
-    pub notifier: Arc<dyn Notifier>,
     /// The threads that parse and evaluate attribute documents, off the runtime.
     pub cpu: Arc<CpuPool>,
     /// Users already recorded by this process, so that first sight writes once.
@@ -51,7 +49,6 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             audit_counters,
             rule_cache: Arc::new(RuleCache::default()),
-            notifier: Arc::new(LogNotifier),
             cpu: Arc::new(CpuPool::per_core()),
             seen: Arc::new(Mutex::new(HashSet::new())),
         }

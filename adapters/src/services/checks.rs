@@ -120,7 +120,8 @@ where
 }
 
 /// The check log's row, the entity's snapshot (for the impact preview), and the
-/// notification when the result blocks, or warns and the organization asked to hear.
+/// notification when the result blocks, or warns and the organization asked to hear,
+/// in one transaction.
 async fn record(
     state: &AppState,
     org: &OrgRecord,
@@ -131,34 +132,31 @@ async fn record(
 ) -> ServiceResult<()> {
     let now = Utc::now();
     let violations = serde_json::to_value(&evaluation.violations).unwrap_or(Value::Null);
+    // The notification is decided now and written with the check, in one transaction.
+    let needs = evaluation.blocked || !evaluation.violations.is_empty();
+    let notification = if needs {
+        let preference = state.store.notification_preference(&org.id).await?;
+        super::notifications::for_check(&preference, (&org.id, target, entity_id), evaluation, now)
+    } else {
+        None
+    };
     state
         .store
-        .record_check(
-            &org.id,
-            target.as_str(),
-            entity_id,
+        .record_live_check(
+            (&org.id, target.as_str(), entity_id),
             outcome(evaluation),
             &violations,
+            document,
+            notification.as_ref(),
             now,
         )
         .await?;
-    if let Some(entity) = entity_id {
-        state
-            .store
-            .save_snapshot(&org.id, target.as_str(), entity, document, now)
-            .await?;
-    }
-    let notify = evaluation.blocked
-        || (!evaluation.violations.is_empty()
-            && state
-                .store
-                .notification_preference(&org.id)
-                .await?
-                .notify_warnings);
-    if notify {
-        state
-            .notifier
-            .notify(&org.id, target, entity_id, evaluation);
+    if let Some(n) = &notification {
+        for (_, window) in &n.channels {
+            if window.is_some() {
+                state.metrics.notification("held");
+            }
+        }
     }
     Ok(())
 }

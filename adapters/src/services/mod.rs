@@ -17,6 +17,7 @@ pub mod checks;
 pub mod exemptions;
 pub mod invitations;
 pub mod members;
+pub mod notifications;
 pub mod operations;
 pub mod organizations;
 pub mod pipelines;

@@ -1,5 +1,8 @@
 //! An organization's notification preference: read (column defaults when unset),
-//! and changed by its admins or owner only. The webhook secret is never answered.
+//! and changed by its admins or owner only. The webhook secret is never answered, and
+//! is sealed at rest when `SECRETS_ENCRYPTION_KEY` is set. A webhook URL must resolve
+//! to public addresses only (unless `WEBHOOK_ALLOW_PRIVATE`); saving it again turns
+//! on a webhook a 410 turned off.
 
 use chrono::{DateTime, Utc};
 use tenancy::MembershipRole;
@@ -33,12 +36,13 @@ pub async fn get(store: &Store, org: &OrgRecord) -> ServiceResult<NotificationPr
 /// Applies `change`, when the caller is an active admin or the owner (or a
 /// super-admin), and answers the preference saved.
 pub async fn save(
-    store: &Store,
+    state: &crate::http::state::AppState,
     (caller, super_admin): (&Caller, bool),
     org: &OrgRecord,
     change: Change,
     now: DateTime<Utc>,
 ) -> ServiceResult<NotificationPreference> {
+    let store = &state.store;
     let role = store
         .membership(&org.id, &caller.user_id)
         .await?
@@ -66,10 +70,17 @@ pub async fn save(
                 "must be an http(s) URL",
             ));
         }
+        if !url.is_empty() {
+            super::notifications::check_webhook_url(state, &url).await?;
+        }
         preference.webhook_url = Some(url).filter(|u| !u.is_empty());
+        preference.webhook_disabled_at = None;
     }
     if let Some(secret) = change.webhook_secret {
-        preference.webhook_secret = Some(secret).filter(|s| !s.is_empty());
+        preference.webhook_secret = match secret.as_str() {
+            "" => None,
+            plain => Some(super::notifications::seal_secret(state, plain)?),
+        };
     }
     preference.has_webhook_secret = preference.webhook_secret.is_some();
     if let Some(enabled) = change.email_enabled {

@@ -11,7 +11,7 @@
 //! scan stops its sweeper at the next page, a sweeper that died is replaced once its
 //! lease expires (the new one resumes after the last page flushed), and a scan taken
 //! over more than [`MAX_TAKEOVERS`] times ends `failed`. A scan that found blocked
-//! entities notifies once, by the sweeper that completed it.
+//! entities notifies once: the notification is written with its completion.
 //!
 //! The system organization's inventory is swept only with
 //! `SYSTEM_ORG_SCANS_ENABLED=true` (then with its own rules); otherwise its scans end
@@ -386,17 +386,18 @@ pub async fn sweep(
             after = last;
         }
     }
-    if !state
+    let preference = state.store.notification_preference(&scan.org_id).await?;
+    let now = Utc::now();
+    let notify = |done: &ScanRecord| {
+        (done.counts.blocked > 0).then(|| super::notifications::for_scan(&preference, done, now))
+    };
+    if state
         .store
-        .end_scan(&scan.id, Some(token), None, Utc::now())
+        .complete_scan(&scan.id, token, now, &notify)
         .await?
+        .is_none()
     {
         return Ok(Swept::Stopped);
-    }
-    if let Some(done) = state.store.scan(&scan.org_id, &scan.id).await? {
-        if done.counts.blocked > 0 {
-            state.notifier.scan_found_blocked(&done);
-        }
     }
     Ok(Swept::Completed)
 }

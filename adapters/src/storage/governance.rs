@@ -122,9 +122,11 @@ pub struct NotificationPreference {
     pub digest_mode: String,
     /// Whether warnings notify too (blocks always do).
     pub notify_warnings: bool,
-    /// Never returned: the stored secret.
+    /// Never returned: the stored secret (sealed when `SECRETS_ENCRYPTION_KEY` is set).
     #[serde(skip)]
     pub webhook_secret: Option<String>,
+    /// When the webhook answered 410 Gone: off until its URL is saved again.
+    pub webhook_disabled_at: Option<DateTime<Utc>>,
 }
 
 impl Default for NotificationPreference {
@@ -138,6 +140,7 @@ impl Default for NotificationPreference {
             digest_mode: "immediate".to_owned(),
             notify_warnings: false,
             webhook_secret: None,
+            webhook_disabled_at: None,
         }
     }
 }
@@ -652,16 +655,20 @@ impl Store {
         Ok(())
     }
 
-    /// Writes one entry of the check log.
-    pub async fn record_check(
+    /// Records a live check in one transaction: its check-log row, the entity's
+    /// snapshot (for the impact preview), and the notification it calls for, if any
+    /// (so a crash never loses one, and a rolled-back check never sends one).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn record_live_check(
         &self,
-        org_id: &str,
-        target: &str,
-        entity_id: Option<&str>,
+        (org_id, target, entity_id): (&str, &str, Option<&str>),
         result: &str,
         violations: &Value,
+        document: &Value,
+        notification: Option<&super::NewNotification>,
         now: DateTime<Utc>,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Option<String>> {
+        let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql(
             "INSERT INTO compliance_checks (id, org_id, target, entity_id, result, violations, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         ))
@@ -672,9 +679,27 @@ impl Store {
         .bind(result)
         .bind(violations.to_string())
         .bind(stamp(now))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        Ok(())
+        if let Some(entity_id) = entity_id {
+            sqlx::query(&self.sql(
+                "INSERT INTO entity_snapshots (org_id, target, entity_id, attributes, updated_at) VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (org_id, target, entity_id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at",
+            ))
+            .bind(org_id)
+            .bind(target)
+            .bind(entity_id)
+            .bind(document.to_string())
+            .bind(stamp(now))
+            .execute(&mut *tx)
+            .await?;
+        }
+        let id = match notification {
+            Some(n) => Some(self.insert_notification(&mut tx, org_id, n, now).await?),
+            None => None,
+        };
+        tx.commit().await?;
+        Ok(id)
     }
 
     /// A page of the check log, filtered by target, result and entity.
@@ -752,6 +777,7 @@ impl Store {
             digest_mode: d.get("digest_mode")?,
             notify_warnings: d.flag("notify_warnings")?,
             webhook_secret: secret,
+            webhook_disabled_at: d.opt_stamp("webhook_disabled_at")?,
         })
     }
 
@@ -765,11 +791,12 @@ impl Store {
     ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql(
-            "INSERT INTO notification_preferences (org_id, email_enabled, target_users, webhook_url, webhook_secret, digest_mode, notify_warnings, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            "INSERT INTO notification_preferences (org_id, email_enabled, target_users, webhook_url, webhook_secret, digest_mode, notify_warnings, updated_at, webhook_disabled_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
              ON CONFLICT (org_id) DO UPDATE SET email_enabled = excluded.email_enabled, target_users = excluded.target_users,
                webhook_url = excluded.webhook_url, webhook_secret = excluded.webhook_secret, digest_mode = excluded.digest_mode,
-               notify_warnings = excluded.notify_warnings, updated_at = excluded.updated_at",
+               notify_warnings = excluded.notify_warnings, updated_at = excluded.updated_at,
+               webhook_disabled_at = excluded.webhook_disabled_at",
         ))
         .bind(org_id)
         .bind(i64::from(p.email_enabled))
@@ -779,6 +806,7 @@ impl Store {
         .bind(&p.digest_mode)
         .bind(i64::from(p.notify_warnings))
         .bind(stamp(now))
+        .bind(p.webhook_disabled_at.map(stamp))
         .execute(&mut *tx)
         .await?;
         self.enqueue(&mut tx, audit).await?;
@@ -788,29 +816,6 @@ impl Store {
 }
 
 impl Store {
-    /// Keeps the attributes an entity was last validated with.
-    pub async fn save_snapshot(
-        &self,
-        org_id: &str,
-        target: &str,
-        entity_id: &str,
-        attributes: &Value,
-        now: DateTime<Utc>,
-    ) -> StoreResult<()> {
-        sqlx::query(&self.sql(
-            "INSERT INTO entity_snapshots (org_id, target, entity_id, attributes, updated_at) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (org_id, target, entity_id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at",
-        ))
-        .bind(org_id)
-        .bind(target)
-        .bind(entity_id)
-        .bind(attributes.to_string())
-        .bind(stamp(now))
-        .execute(self.pool())
-        .await?;
-        Ok(())
-    }
-
     /// The stored snapshots of an organization's entities of one target (at most `limit`).
     pub async fn snapshots(
         &self,

@@ -11,6 +11,7 @@ mod builds;
 mod checkpoints;
 mod decode;
 mod governance;
+mod notifications;
 mod orgs;
 mod outbox;
 mod pipelines;
@@ -37,6 +38,10 @@ pub use builds::{BuildJob, NextStep};
 pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
 pub use governance::{
     CheckRecord, ExemptionRecord, NewExemption, NotificationPreference, PolicyRecord,
+};
+pub use notifications::{
+    Attempt, ClaimedDelivery, DigestMaker, HeldItem, HeldWindow, LogEntry, MessageRecord,
+    NewNotification,
 };
 pub use orgs::{NewOrganization, OrgRecord};
 pub use outbox::{OutboxDepth, Pending};

@@ -692,6 +692,39 @@ impl Store {
         Ok(())
     }
 
+    /// Ends a scan `completed` (its total reconciled to what was scanned), if the claim
+    /// `token` still holds and it still runs, with the notification `notify` makes of
+    /// the ended scan, in one transaction: whatever the number of sweepers, a scan
+    /// notifies once. Answers the ended scan (`None`: stopped or taken over).
+    pub async fn complete_scan(
+        &self,
+        scan_id: &str,
+        token: i64,
+        now: DateTime<Utc>,
+        notify: &(dyn Fn(&ScanRecord) -> Option<super::NewNotification> + Sync),
+    ) -> StoreResult<Option<ScanRecord>> {
+        let mut tx = self.pool().begin().await?;
+        let row = sqlx::query(&self.sql(
+            "UPDATE scans SET status = 'completed', total = scanned, ended_at = $3, updated_at = $3, \
+             holder = NULL, lease_until = NULL WHERE id = $1 AND token = $2 AND status = 'running' RETURNING *",
+        ))
+        .bind(scan_id)
+        .bind(token)
+        .bind(stamp(now))
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let scan = scan_from_row(&row)?;
+        if let Some(notification) = notify(&scan) {
+            self.insert_notification(&mut tx, &scan.org_id, &notification, now)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(Some(scan))
+    }
+
     /// Ends a scan `completed` (its total reconciled to what was scanned) or
     /// `failed` with `error`, if the claim `token` still holds and it still runs;
     /// whether it did.

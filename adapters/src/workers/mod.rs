@@ -14,12 +14,18 @@
 //! - `scans`: sweeps requested and scheduled scans (every replica; each claim is
 //!   exclusive, fenced, and resumed elsewhere when its lease expires).
 //! - `schedules`: starts the scans of due schedules (lease `scan-scheduler`).
+//! - `delivery`: sends notifications (inbox, e-mail, webhook) and records each
+//!   attempt (every replica; each claim is exclusive).
+//! - `digests`: turns ended windows of held notifications into digests (lease
+//!   `notification-digests`).
 //! - `retention`: prunes audit rows and check-log entries past retention (lease
 //!   `retention`).
 
 pub mod builds;
 pub mod cache_sync;
 pub mod checkpoints;
+pub mod delivery;
+pub mod digests;
 pub mod reevaluation;
 pub mod relay;
 pub mod retention;

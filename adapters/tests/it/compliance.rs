@@ -1120,7 +1120,7 @@ async fn notification_preferences(app: &TestApp) {
         )
         .await;
     assert_eq!(code(status, &body), "FORBIDDEN");
-    let (status, body) = app.call("PUT", path, &alice, Some(&acme), Some(json!({"webhookUrl": "https://hooks.example.com/x", "webhookSecret": "s3cret", "digestMode": "daily"}))).await;
+    let (status, body) = app.call("PUT", path, &alice, Some(&acme), Some(json!({"webhookUrl": "https://93.184.216.34/x", "webhookSecret": "s3cret", "digestMode": "daily"}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
         (

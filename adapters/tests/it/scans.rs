@@ -17,28 +17,6 @@ fn state_of(app: &TestApp, extra: &[(&str, &str)]) -> AppState {
     )
 }
 
-/// Records the scan notifications it is handed.
-#[derive(Debug, Default)]
-struct Recorder(std::sync::Mutex<Vec<(String, u64)>>);
-
-impl adapters::compliance::Notifier for Recorder {
-    fn notify(
-        &self,
-        _: &str,
-        _: compliance_core::Target,
-        _: Option<&str>,
-        _: &compliance_core::Evaluation,
-    ) {
-    }
-
-    fn scan_found_blocked(&self, scan: &adapters::storage::ScanRecord) {
-        self.0
-            .lock()
-            .unwrap()
-            .push((scan.id.clone(), scan.counts.blocked));
-    }
-}
-
 const SETTINGS: SweepSettings = SweepSettings {
     concurrency: 2,
     batch: 3,
@@ -167,15 +145,25 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
     assert_eq!(started["filter"], json!({"orgId": org}));
     let id = started["id"].as_str().unwrap().to_owned();
 
-    let mut state = state_of(app, &[]);
-    let recorder = Arc::new(Recorder::default());
-    state.notifier = recorder.clone();
+    let state = state_of(app, &[]);
     assert_eq!(sweep_all(&state).await, [Swept::Completed]);
+    // One notification, with the summary, delivered to the inbox.
+    while adapters::workers::delivery::step(&state).await.unwrap() {}
+    let (_, inbox) = app
+        .call("GET", "/api/messages", &alice, Some(&org), None)
+        .await;
+    let scan_messages: Vec<&Value> = inbox["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["title"].as_str().unwrap_or("").contains("scan"))
+        .collect();
+    assert_eq!(scan_messages.len(), 1, "{inbox}");
     assert_eq!(
-        *recorder.0.lock().unwrap(),
-        [(id.clone(), 4)],
-        "one notification, with the summary"
+        scan_messages[0]["title"],
+        "A compliance scan found 4 blocked pipeline(s)"
     );
+    assert!(scan_messages[0]["body"].as_str().unwrap().contains(&id));
     let done = scan(app, &alice, &org, &id).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(

@@ -1,0 +1,669 @@
+//! Notifications, their deliveries, digests, the notification log and the inbox: SQL
+//! only. A notification and its deliveries are written in the transaction of what
+//! caused them; the delivery worker claims one due delivery at a time (`FOR UPDATE
+//! SKIP LOCKED` on PostgreSQL), fenced by its lease, and records each attempt with
+//! the delivery's next state in one transaction.
+
+use audit_chain::AuditEvent;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::{AnyConnection, Row};
+
+use super::decode::Decoder;
+use super::{new_id, stamp, Dialect, Store, StoreError, StoreResult};
+
+/// A notification to write, with the channels it goes to.
+#[derive(Debug, Clone)]
+pub struct NewNotification {
+    /// `check.block`, `check.warn`, `scan.block`, `announcement` or `digest`.
+    pub kind: String,
+    /// What it says (bounded by its maker).
+    pub payload: Value,
+    /// Each channel, and the digest window that holds it (`None`: sent at once).
+    pub channels: Vec<(String, Option<String>)>,
+}
+
+/// A delivery claimed by the worker, with its notification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedDelivery {
+    /// The delivery.
+    pub id: String,
+    /// Its notification (the stable id receivers see).
+    pub notification_id: String,
+    /// The organization.
+    pub org_id: String,
+    /// `inbox`, `email` or `webhook`.
+    pub channel: String,
+    /// Attempts before this one.
+    pub attempts: u32,
+    /// The claim.
+    pub lease_until: DateTime<Utc>,
+    /// The notification's kind.
+    pub kind: String,
+    /// The notification's payload.
+    pub payload: Value,
+    /// When the notification was made.
+    pub created_at: DateTime<Utc>,
+}
+
+/// How an attempt ended, and what the delivery becomes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt<'a> {
+    /// The log's status: `sent`, `failed`, `retrying`, `skipped`, `disabled`.
+    pub status: &'a str,
+    /// The delivery's new status: `sent`, `failed`, `pending`, `skipped`, `disabled`.
+    pub delivery_status: &'a str,
+    /// The receiver's HTTP status, when there was one.
+    pub response_status: Option<u16>,
+    /// What went wrong.
+    pub error: Option<&'a str>,
+    /// When a retry is due.
+    pub run_after: DateTime<Utc>,
+}
+
+/// One row of the notification log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogEntry {
+    /// Its id.
+    pub id: String,
+    /// The notification.
+    pub notification_id: String,
+    /// `inbox`, `email` or `webhook`.
+    pub channel: String,
+    /// `sent`, `failed`, `retrying`, `skipped`, `disabled`, `held`, `digested`.
+    pub status: String,
+    /// The attempt's number (0 for held and digested).
+    pub attempt: u32,
+    /// The receiver's HTTP status.
+    pub response_status: Option<u16>,
+    /// What went wrong, or why it was skipped.
+    pub error: Option<String>,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// A message of the organization's inbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageRecord {
+    /// Its id.
+    pub id: String,
+    /// The organization.
+    pub org_id: String,
+    /// `notification`, `digest` or `announcement`.
+    pub kind: String,
+    /// One line.
+    pub title: String,
+    /// The text.
+    pub body: String,
+    /// The notification it delivers, if any.
+    pub notification_id: Option<String>,
+    /// Who posted it (`system` for notifications).
+    pub created_by: String,
+    /// When it was marked read.
+    pub read_at: Option<DateTime<Utc>>,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A held notification as a digest lists it: its kind, payload and time.
+pub type HeldItem = (String, Value, DateTime<Utc>);
+
+/// Makes a digest from the held notifications listed and how many there were.
+pub type DigestMaker = dyn Fn(&[HeldItem], u64) -> NewNotification + Sync;
+
+/// A window of held deliveries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldWindow {
+    /// The organization.
+    pub org_id: String,
+    /// `email` or `webhook`.
+    pub channel: String,
+    /// The window's key.
+    pub window: String,
+}
+
+fn message_from_row(row: &sqlx::any::AnyRow) -> StoreResult<MessageRecord> {
+    let d = Decoder::new(row, "messages", &["id"]);
+    Ok(MessageRecord {
+        id: d.get("id")?,
+        org_id: d.get("org_id")?,
+        kind: d.get("kind")?,
+        title: d.get("title")?,
+        body: d.get("body")?,
+        notification_id: d.get("notification_id")?,
+        created_by: d.get("created_by")?,
+        read_at: d.opt_stamp("read_at")?,
+        created_at: d.stamp("created_at")?,
+    })
+}
+
+fn log_from_row(row: &sqlx::any::AnyRow) -> StoreResult<LogEntry> {
+    let d = Decoder::new(row, "notification_log", &["id"]);
+    let response: Option<i64> = d.get("response_status")?;
+    Ok(LogEntry {
+        id: d.get("id")?,
+        notification_id: d.get("notification_id")?,
+        channel: d.get("channel")?,
+        status: d.get("status")?,
+        attempt: d.u32("attempt")?,
+        response_status: response
+            .map(|n| u16::try_from(n).map_err(|_| d.reject("response_status", "out of range")))
+            .transpose()?,
+        error: d.get("error")?,
+        at: d.stamp("at")?,
+    })
+}
+
+impl Store {
+    /// Writes a notification and its deliveries in the caller's transaction; a held
+    /// delivery is logged `held`. Answers the notification's id.
+    pub(crate) async fn insert_notification(
+        &self,
+        conn: &mut AnyConnection,
+        org_id: &str,
+        notification: &NewNotification,
+        now: DateTime<Utc>,
+    ) -> StoreResult<String> {
+        let id = new_id();
+        sqlx::query(&self.sql(
+            "INSERT INTO notifications (id, org_id, kind, payload, created_at) VALUES ($1, $2, $3, $4, $5)",
+        ))
+        .bind(&id)
+        .bind(org_id)
+        .bind(&notification.kind)
+        .bind(notification.payload.to_string())
+        .bind(stamp(now))
+        .execute(&mut *conn)
+        .await?;
+        for (channel, window) in &notification.channels {
+            let delivery = new_id();
+            let status = if window.is_some() { "held" } else { "pending" };
+            sqlx::query(&self.sql(
+                "INSERT INTO deliveries (id, notification_id, org_id, channel, status, attempts, run_after, \
+                 lease_until, digest_window, digest_id, last_error, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, 0, $6, NULL, $7, NULL, NULL, $6, $6)",
+            ))
+            .bind(&delivery)
+            .bind(&id)
+            .bind(org_id)
+            .bind(channel)
+            .bind(status)
+            .bind(stamp(now))
+            .bind(window.clone())
+            .execute(&mut *conn)
+            .await?;
+            if window.is_some() {
+                self.log_attempt(
+                    conn,
+                    (org_id, &id, &delivery, channel),
+                    ("held", 0),
+                    (None, window.as_deref()),
+                    now,
+                )
+                .await?;
+            }
+        }
+        Ok(id)
+    }
+
+    async fn log_attempt(
+        &self,
+        conn: &mut AnyConnection,
+        (org_id, notification_id, delivery_id, channel): (&str, &str, &str, &str),
+        (status, attempt): (&str, u32),
+        (response_status, error): (Option<u16>, Option<&str>),
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(&self.sql(
+            "INSERT INTO notification_log (id, org_id, notification_id, delivery_id, channel, status, attempt, \
+             response_status, error, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        ))
+        .bind(new_id())
+        .bind(org_id)
+        .bind(notification_id)
+        .bind(delivery_id)
+        .bind(channel)
+        .bind(status)
+        .bind(i64::from(attempt))
+        .bind(response_status.map(i64::from))
+        .bind(error)
+        .bind(stamp(now))
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Writes a notification on its own (an announcement, a scan's summary).
+    pub async fn notify_now(
+        &self,
+        org_id: &str,
+        notification: &NewNotification,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<String> {
+        let mut tx = self.pool().begin().await?;
+        let id = self
+            .insert_notification(&mut tx, org_id, notification, now)
+            .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Claims the oldest due delivery (pending, or claimed under an expired lease)
+    /// until `lease_until`.
+    pub async fn claim_delivery(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StoreResult<Option<ClaimedDelivery>> {
+        let lock = match self.dialect() {
+            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+            Dialect::Sqlite => "",
+        };
+        let due =
+            "status = 'pending' AND run_after <= $1 AND (lease_until IS NULL OR lease_until < $1)";
+        let claimed = sqlx::query(&self.sql(&format!(
+            "UPDATE deliveries SET lease_until = $2 WHERE id = (\
+             SELECT id FROM deliveries WHERE {due} ORDER BY run_after, id LIMIT 1{lock}) AND {due} \
+             RETURNING id, notification_id, org_id, channel, attempts"
+        )))
+        .bind(stamp(now))
+        .bind(stamp(lease_until))
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(row) = claimed else {
+            return Ok(None);
+        };
+        let d = Decoder::new(&row, "deliveries", &["id"]);
+        let notification_id: String = d.get("notification_id")?;
+        let note = sqlx::query(&self.sql("SELECT * FROM notifications WHERE id = $1"))
+            .bind(&notification_id)
+            .fetch_one(self.pool())
+            .await?;
+        let n = Decoder::new(&note, "notifications", &["id"]);
+        Ok(Some(ClaimedDelivery {
+            id: d.get("id")?,
+            notification_id,
+            org_id: d.get("org_id")?,
+            channel: d.get("channel")?,
+            attempts: d.u32("attempts")?,
+            lease_until,
+            kind: n.get("kind")?,
+            payload: n.json("payload")?,
+            created_at: n.stamp("created_at")?,
+        }))
+    }
+
+    /// Records an attempt and the delivery's next state, if the claim still holds;
+    /// whether it did.
+    pub async fn finish_delivery(
+        &self,
+        claimed: &ClaimedDelivery,
+        attempt: &Attempt<'_>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql(
+            "UPDATE deliveries SET status = $3, attempts = attempts + 1, run_after = $4, lease_until = NULL, \
+             last_error = $5, updated_at = $6 WHERE id = $1 AND lease_until = $2",
+        ))
+        .bind(&claimed.id)
+        .bind(stamp(claimed.lease_until))
+        .bind(attempt.delivery_status)
+        .bind(stamp(attempt.run_after))
+        .bind(attempt.error)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        self.log_attempt(
+            &mut tx,
+            (
+                &claimed.org_id,
+                &claimed.notification_id,
+                &claimed.id,
+                &claimed.channel,
+            ),
+            (attempt.status, claimed.attempts + 1),
+            (attempt.response_status, attempt.error),
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Posts a notification to the inbox (once per notification, whatever the retries).
+    pub async fn post_message(
+        &self,
+        org_id: &str,
+        (kind, title, body): (&str, &str, &str),
+        notification_id: Option<&str>,
+        created_by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(&self.sql(
+            "INSERT INTO messages (id, org_id, kind, title, body, notification_id, created_by, read_at, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8) ON CONFLICT (notification_id) DO NOTHING",
+        ))
+        .bind(new_id())
+        .bind(org_id)
+        .bind(kind)
+        .bind(title)
+        .bind(body)
+        .bind(notification_id)
+        .bind(created_by)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Posts an announcement to the inbox with its audit events; answers it.
+    pub async fn announce(
+        &self,
+        org_id: &str,
+        (title, body): (&str, &str),
+        created_by: &str,
+        now: DateTime<Utc>,
+        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
+    ) -> StoreResult<MessageRecord> {
+        let id = new_id();
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO messages (id, org_id, kind, title, body, notification_id, created_by, read_at, created_at) \
+             VALUES ($1, $2, 'announcement', $3, $4, NULL, $5, NULL, $6)",
+        ))
+        .bind(&id)
+        .bind(org_id)
+        .bind(title)
+        .bind(body)
+        .bind(created_by)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        self.enqueue(&mut tx, &audit(&id)).await?;
+        tx.commit().await?;
+        self.message(org_id, &id)
+            .await?
+            .ok_or_else(|| StoreError::Other("the new message vanished".to_owned()))
+    }
+
+    /// One message of the organization.
+    pub async fn message(&self, org_id: &str, id: &str) -> StoreResult<Option<MessageRecord>> {
+        let row = sqlx::query(&self.sql("SELECT * FROM messages WHERE org_id = $1 AND id = $2"))
+            .bind(org_id)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(message_from_row).transpose()
+    }
+
+    /// A page of the organization's inbox, newest first: (messages, total).
+    pub async fn messages(
+        &self,
+        org_id: &str,
+        unread: Option<bool>,
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<MessageRecord>, u64)> {
+        let condition = match unread {
+            None => "org_id = $1",
+            Some(true) => "org_id = $1 AND read_at IS NULL",
+            Some(false) => "org_id = $1 AND read_at IS NOT NULL",
+        };
+        let (rows, total) = self
+            .page(
+                ("*", "messages", condition, "created_at DESC, id DESC"),
+                &[Some(org_id.to_owned())],
+                limit,
+                offset,
+            )
+            .await?;
+        let items = rows
+            .iter()
+            .map(message_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((items, total))
+    }
+
+    /// Marks a message read (the first time only); not found when it is not the
+    /// organization's.
+    pub async fn mark_read(
+        &self,
+        org_id: &str,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<MessageRecord> {
+        sqlx::query(&self.sql(
+            "UPDATE messages SET read_at = COALESCE(read_at, $3) WHERE org_id = $1 AND id = $2",
+        ))
+        .bind(org_id)
+        .bind(id)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        self.message(org_id, id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("message `{id}`")))
+    }
+
+    /// Deletes a message with its audit events.
+    pub async fn delete_message(
+        &self,
+        org_id: &str,
+        id: &str,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql("DELETE FROM messages WHERE org_id = $1 AND id = $2"))
+            .bind(org_id)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("message `{id}`")));
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A page of the organization's notification log, newest first.
+    pub async fn notification_log(
+        &self,
+        org_id: &str,
+        (channel, status): (Option<&str>, Option<&str>),
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<LogEntry>, u64)> {
+        let (rows, total) = self
+            .page(
+                (
+                    "*",
+                    "notification_log",
+                    "org_id = $1 AND ($2 IS NULL OR channel = $2) AND ($3 IS NULL OR status = $3)",
+                    "at DESC, id DESC",
+                ),
+                &[
+                    Some(org_id.to_owned()),
+                    channel.map(str::to_owned),
+                    status.map(str::to_owned),
+                ],
+                limit,
+                offset,
+            )
+            .await?;
+        let items = rows
+            .iter()
+            .map(log_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((items, total))
+    }
+
+    /// The windows that hold deliveries.
+    pub async fn held_windows(&self) -> StoreResult<Vec<HeldWindow>> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT org_id, channel, digest_window FROM deliveries WHERE status = 'held' ORDER BY org_id, channel, digest_window",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let d = Decoder::new(row, "deliveries", &[]);
+                Ok(HeldWindow {
+                    org_id: d.get("org_id")?,
+                    channel: d.get("channel")?,
+                    window: d.get("digest_window")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Makes the digest of a window, once: claims the window (one row per
+    /// organization, channel and window), writes the digest's notification and its
+    /// delivery, and marks the held deliveries `digested`, in one transaction. `make`
+    /// builds the digest from the held notifications (at most `limit` of them, and
+    /// how many there were). False when the window was already digested.
+    pub async fn make_digest(
+        &self,
+        window: &HeldWindow,
+        limit: u32,
+        make: &DigestMaker,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool().begin().await?;
+        let placeholder = new_id();
+        let claimed = sqlx::query(&self.sql(
+            "INSERT INTO digests (org_id, channel, digest_window, notification_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (org_id, channel, digest_window) DO NOTHING",
+        ))
+        .bind(&window.org_id)
+        .bind(&window.channel)
+        .bind(&window.window)
+        .bind(&placeholder)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        if claimed.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let held =
+            "d.org_id = $1 AND d.channel = $2 AND d.digest_window = $3 AND d.status = 'held'";
+        let count: i64 = sqlx::query(&self.sql(&format!(
+            "SELECT COUNT(*) AS n FROM deliveries d WHERE {held}"
+        )))
+        .bind(&window.org_id)
+        .bind(&window.channel)
+        .bind(&window.window)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("n")?;
+        let rows = sqlx::query(&self.sql(&format!(
+            "SELECT n.kind, n.payload, n.created_at FROM deliveries d JOIN notifications n ON n.id = d.notification_id \
+             WHERE {held} ORDER BY n.created_at, n.id LIMIT $4"
+        )))
+        .bind(&window.org_id)
+        .bind(&window.channel)
+        .bind(&window.window)
+        .bind(i64::from(limit))
+        .fetch_all(&mut *tx)
+        .await?;
+        let items = rows
+            .iter()
+            .map(|row| {
+                let d = Decoder::new(row, "notifications", &[]);
+                Ok((d.get("kind")?, d.json("payload")?, d.stamp("created_at")?))
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let digest = make(&items, count.unsigned_abs());
+        let id = self
+            .insert_notification(&mut tx, &window.org_id, &digest, now)
+            .await?;
+        sqlx::query(&self.sql(
+            "UPDATE digests SET notification_id = $4 WHERE org_id = $1 AND channel = $2 AND digest_window = $3",
+        ))
+        .bind(&window.org_id)
+        .bind(&window.channel)
+        .bind(&window.window)
+        .bind(&id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&self.sql(&format!(
+            "UPDATE deliveries SET status = 'digested', digest_id = $4, updated_at = $5 WHERE id IN (\
+             SELECT d.id FROM deliveries d WHERE {held})"
+        )))
+        .bind(&window.org_id)
+        .bind(&window.channel)
+        .bind(&window.window)
+        .bind(&id)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Turns a webhook off after a 410 Gone, until its URL is saved again.
+    pub async fn disable_webhook(&self, org_id: &str, now: DateTime<Utc>) -> StoreResult<()> {
+        sqlx::query(
+            &self.sql(
+                "UPDATE notification_preferences SET webhook_disabled_at = $2 WHERE org_id = $1",
+            ),
+        )
+        .bind(org_id)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// The e-mail addresses of the organization's active admins and owner.
+    pub async fn admin_emails(&self, org_id: &str) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query(&self.sql(
+            "SELECT DISTINCT u.email FROM memberships m JOIN users u ON u.id = m.user_id \
+             WHERE m.org_id = $1 AND m.active = 1 AND m.role IN ('owner', 'admin') \
+             AND u.email IS NOT NULL ORDER BY u.email",
+        ))
+        .bind(org_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| r.try_get::<String, _>("email").map_err(StoreError::from))
+            .collect()
+    }
+
+    /// The e-mail addresses of the named members of the organization.
+    pub async fn member_emails(
+        &self,
+        org_id: &str,
+        user_ids: &[String],
+    ) -> StoreResult<Vec<String>> {
+        if user_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = (2..user_ids.len() + 2)
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = self.sql(&format!(
+            "SELECT DISTINCT u.email FROM memberships m JOIN users u ON u.id = m.user_id \
+             WHERE m.org_id = $1 AND m.active = 1 AND u.email IS NOT NULL \
+             AND m.user_id IN ({list}) ORDER BY u.email"
+        ));
+        let mut query = sqlx::query(&sql).bind(org_id.to_owned());
+        for id in user_ids {
+            query = query.bind(id.clone());
+        }
+        let rows = query.fetch_all(self.pool()).await?;
+        rows.iter()
+            .map(|r| r.try_get::<String, _>("email").map_err(StoreError::from))
+            .collect()
+    }
+}
