@@ -499,7 +499,8 @@ pub async fn send_digests(state: &AppState, now: DateTime<Utc>) -> ServiceResult
         if ends + chrono::Duration::minutes(1) > now {
             continue;
         }
-        if digest(state, &window, now).await? {
+        // Decided at `now`; written at the real time, when it is due for delivery.
+        if digest(state, &window, Utc::now()).await? {
             made += 1;
         }
     }

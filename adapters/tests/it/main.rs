@@ -26,6 +26,7 @@ mod conventions;
 mod crash;
 mod hostile;
 mod integrity;
+mod notifications;
 mod organizations;
 mod permissions;
 mod pipelines;
