@@ -445,3 +445,194 @@ async fn a_killed_sweepers_scan_is_finished_by_another_replica() {
     let _ = b.wait();
     drop_postgres(&admin_url, &name).await;
 }
+
+/// A server killed between a blocked check and its delivery: the notification is in
+/// the database, and the next server delivers it.
+#[tokio::test]
+async fn a_notification_survives_a_kill_before_its_delivery() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let seen = std::sync::Arc::new(super::notifications::Seen::default());
+    let hook = super::notifications::webhook_receiver(seen.clone()).await;
+    let client = reqwest::Client::new();
+    // The first server's delivery worker sleeps for ten minutes after its first look.
+    let port = free_port();
+    let mut first = start_with(
+        &url,
+        port,
+        &[
+            ("WEBHOOK_ALLOW_PRIVATE", "true"),
+            ("NOTIFY_POLL_MS", "600000"),
+        ],
+    );
+    let base = format!("http://127.0.0.1:{port}");
+    wait_healthy(&client, &base).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let token = user_token("alice");
+    let org = create_org(&client, &base, &token, "noisy").await;
+    let send = |method: reqwest::Method, path: &str, body: Value| {
+        client
+            .request(method, format!("{base}{path}"))
+            .bearer_auth(&token)
+            .header("x-org-id", &org)
+            .json(&body)
+            .send()
+    };
+    let rule = send(
+        reqwest::Method::POST,
+        "/api/compliance/rules",
+        json!({"name": "Private only", "target": "pipeline", "severity": "error",
+               "field": "accessModifier", "operator": "eq", "value": "private"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rule.status(), StatusCode::CREATED);
+    let saved = send(
+        reqwest::Method::PUT,
+        "/api/compliance/notification-preferences",
+        json!({"webhookUrl": hook, "webhookSecret": "s3cret"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(saved.status(), StatusCode::OK);
+    let blocked = send(
+        reqwest::Method::POST,
+        "/api/pipelines",
+        json!({"project": "web", "organization": "acme", "pipelineName": "deploy",
+               "accessModifier": "public", "props": {}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(blocked.status(), StatusCode::FORBIDDEN);
+    first.kill().unwrap();
+    let _ = first.wait();
+    assert!(
+        seen.requests.lock().unwrap().is_empty(),
+        "not delivered before the kill"
+    );
+    let port = free_port();
+    let second = start_with(
+        &url,
+        port,
+        &[("WEBHOOK_ALLOW_PRIVATE", "true"), ("NOTIFY_POLL_MS", "50")],
+    );
+    wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
+    let started = Instant::now();
+    while seen.requests.lock().unwrap().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let requests = seen.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    super::notifications::verify(&requests[0].0, &requests[0].1, "s3cret");
+    let sent: Value = serde_json::from_slice(&requests[0].1).unwrap();
+    assert_eq!(sent["type"], "check.block");
+    super::crash::terminate(&second);
+    drop(second);
+    drop_postgres(&admin_url, &name).await;
+}
+
+/// Two servers whose digest schedulers overlap (their lease lapses at every tick): a
+/// window of held notifications becomes exactly one digest.
+#[tokio::test]
+async fn two_replicas_send_one_daily_digest() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let seen = std::sync::Arc::new(super::notifications::Seen::default());
+    let hook = super::notifications::webhook_receiver(seen.clone()).await;
+    let client = reqwest::Client::new();
+    let vars = [
+        ("WEBHOOK_ALLOW_PRIVATE", "true"),
+        ("NOTIFY_POLL_MS", "20"),
+        ("DIGEST_SCHEDULER_INTERVAL_MS", "20"),
+        ("DIGEST_LOCK_TTL_MS", "1"),
+    ];
+    let ports = [free_port(), free_port()];
+    let mut servers = Vec::new();
+    for port in ports {
+        servers.push(start_with(&url, port, &vars));
+        wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
+    }
+    let bases = ports.map(|port| format!("http://127.0.0.1:{port}"));
+    let token = user_token("alice");
+    let org = create_org(&client, &bases[0], &token, "digested").await;
+    let send = |base: &str, method: reqwest::Method, path: &str, body: Value| {
+        client
+            .request(method, format!("{base}{path}"))
+            .bearer_auth(&token)
+            .header("x-org-id", &org)
+            .json(&body)
+            .send()
+    };
+    let rule = send(
+        &bases[0],
+        reqwest::Method::POST,
+        "/api/compliance/rules",
+        json!({"name": "Private only", "target": "pipeline", "severity": "error",
+               "field": "accessModifier", "operator": "eq", "value": "private"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rule.status(), StatusCode::CREATED);
+    let saved = send(
+        &bases[1],
+        reqwest::Method::PUT,
+        "/api/compliance/notification-preferences",
+        json!({"webhookUrl": hook, "digestMode": "daily"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(saved.status(), StatusCode::OK);
+    for i in 0..4 {
+        let blocked = send(
+            &bases[i % 2],
+            reqwest::Method::POST,
+            "/api/pipelines",
+            json!({"project": "web", "organization": "acme", "pipelineName": format!("p{i}"),
+                   "accessModifier": "public", "props": {}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(blocked.status(), StatusCode::FORBIDDEN);
+    }
+    let store = Store::connect(&url).await.unwrap();
+    assert_eq!(
+        number(
+            &store,
+            "SELECT COUNT(*) FROM deliveries WHERE status = 'held'"
+        )
+        .await,
+        4
+    );
+    // The window ends (moved to a day long past).
+    execute(
+        &store,
+        "UPDATE deliveries SET digest_window = 'daily:2000-01-01' WHERE status = 'held'",
+    )
+    .await;
+    let started = Instant::now();
+    while seen.requests.lock().unwrap().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(30), "no digest");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let requests = seen.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1, "one digest");
+    let digest: Value = serde_json::from_slice(&requests[0].1).unwrap();
+    assert_eq!(digest["type"], "digest");
+    assert_eq!(digest["data"]["count"], 4);
+    assert_eq!(digest["data"]["window"], "daily:2000-01-01");
+    assert_eq!(number(&store, "SELECT COUNT(*) FROM digests").await, 1);
+    store.close().await;
+    for server in &servers {
+        super::crash::terminate(server);
+    }
+    drop(servers);
+    drop_postgres(&admin_url, &name).await;
+}
