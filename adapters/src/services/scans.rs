@@ -37,6 +37,10 @@ use crate::storage::{
 /// `failed` instead of being resumed again.
 pub const MAX_TAKEOVERS: u32 = 3;
 
+/// The most entities a page (and a flush) holds, whatever
+/// `COMPLIANCE_SCAN_PROGRESS_BATCH_SIZE` says.
+pub const MAX_PAGE: usize = 1000;
+
 /// The longest filter value.
 const MAX_FILTER_VALUE: usize = 200;
 
@@ -333,7 +337,9 @@ pub async fn sweep(
     let filter = stored_filter(scan)?;
     let all = phases(&scan.target);
     let first = all.iter().position(|p| *p == scan.sweep.phase).unwrap_or(0);
-    let batch = u32::try_from(settings.batch.max(1)).unwrap_or(u32::MAX);
+    // A page is one flush; its statements bind 9 values per entity, so a page stays
+    // under both backends' bind limits.
+    let batch = u32::try_from(settings.batch.clamp(1, MAX_PAGE)).unwrap_or(1);
     for (i, phase) in all.iter().enumerate().skip(first) {
         let target: Target = phase
             .parse()

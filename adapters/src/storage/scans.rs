@@ -660,19 +660,33 @@ impl Store {
                     .bind(stamp(r.scanned_at));
             }
             insert.execute(&mut *tx).await?;
-            for r in flush.results {
-                let compliance = serde_json::json!({
-                    "result": r.result, "violations": r.violations, "scanId": r.scan_id,
-                });
-                sqlx::query(&self.sql(&format!(
-                    "UPDATE {} SET compliance = $3 WHERE org_id = $1 AND id = $2",
-                    table(&r.target)?
-                )))
-                .bind(org_id)
-                .bind(r.entity_id.clone())
-                .bind(compliance.to_string())
-                .execute(&mut *tx)
-                .await?;
+            // Each entity keeps its new result: one statement per target for the
+            // batch (`VALUES` columns are column1, column2 on both backends).
+            for target in ["plugin", "pipeline"] {
+                let rows: Vec<&ScanResult> =
+                    flush.results.iter().filter(|r| r.target == target).collect();
+                if rows.is_empty() {
+                    continue;
+                }
+                let values = (0..rows.len())
+                    .map(|i| format!("(${}, ${})", i * 2 + 2, i * 2 + 3))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let table = table(target)?;
+                let sql = self.sql(&format!(
+                    "UPDATE {table} SET compliance = v.column2 FROM (VALUES {values}) AS v \
+                     WHERE {table}.org_id = $1 AND {table}.id = v.column1"
+                ));
+                let mut update = sqlx::query(&sql).bind(org_id);
+                for r in rows {
+                    let compliance = serde_json::json!({
+                        "result": r.result, "violations": r.violations, "scanId": r.scan_id,
+                    });
+                    update = update
+                        .bind(r.entity_id.clone())
+                        .bind(compliance.to_string());
+                }
+                update.execute(&mut *tx).await?;
             }
         }
         tx.commit().await?;

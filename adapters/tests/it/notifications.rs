@@ -39,7 +39,11 @@ pub async fn webhook_receiver(seen: Arc<Seen>) -> String {
                     } else {
                         answers.remove(0)
                     };
-                    StatusCode::from_u16(status).unwrap()
+                    // A redirect names the receiver itself: followed, it would show.
+                    (
+                        StatusCode::from_u16(status).unwrap(),
+                        [("location", "/hook")],
+                    )
                 },
             ),
         )
@@ -306,7 +310,7 @@ async fn a_block_reaches_every_channel_once_with_both_signatures(base: &TestApp)
 
 async fn a_failing_receiver_is_retried_and_sees_one_id(base: &TestApp) {
     let seen = Arc::new(Seen::default());
-    *seen.answers.lock().unwrap() = vec![500, 503];
+    *seen.answers.lock().unwrap() = vec![307, 500, 503];
     let hook = webhook_receiver(seen.clone()).await;
     let vars = [
         ("WEBHOOK_ALLOW_PRIVATE", "true"),
@@ -326,11 +330,11 @@ async fn a_failing_receiver_is_retried_and_sees_one_id(base: &TestApp) {
     let state = state_of(app, &vars);
     assert_eq!(
         deliver(&state).await,
-        4,
-        "the inbox; the webhook three times"
+        5,
+        "the inbox; the webhook four times"
     );
     let requests = seen.requests.lock().unwrap().clone();
-    assert_eq!(requests.len(), 3);
+    assert_eq!(requests.len(), 4, "a redirect is an answer: not followed");
     let ids: std::collections::BTreeSet<&str> = requests
         .iter()
         .map(|(h, _)| h["webhook-id"].to_str().unwrap())
@@ -353,13 +357,14 @@ async fn a_failing_receiver_is_retried_and_sees_one_id(base: &TestApp) {
     assert_eq!(
         statuses,
         [
-            (1, "retrying", Some(500)),
-            (2, "retrying", Some(503)),
-            (3, "sent", Some(200))
+            (1, "retrying", Some(307)),
+            (2, "retrying", Some(500)),
+            (3, "retrying", Some(503)),
+            (4, "sent", Some(200))
         ]
     );
     let text = state.metrics.render();
-    assert!(text.contains("notifications_retried_total 2"), "{text}");
+    assert!(text.contains("notifications_retried_total 3"), "{text}");
     // 410 Gone turns the webhook off until its URL is saved again.
     *seen.answers.lock().unwrap() = vec![410];
     block(app, &alice, &org).await;
@@ -384,13 +389,13 @@ async fn a_failing_receiver_is_retried_and_sees_one_id(base: &TestApp) {
     deliver(&state).await;
     assert_eq!(
         seen.requests.lock().unwrap().len(),
-        4,
+        5,
         "off: not sent again"
     );
     prefer(app, &alice, &org, json!({"webhookUrl": hook})).await;
     block(app, &alice, &org).await;
     deliver(&state).await;
-    assert_eq!(seen.requests.lock().unwrap().len(), 5, "saved again: on");
+    assert_eq!(seen.requests.lock().unwrap().len(), 6, "saved again: on");
     side.stop().await;
 }
 
