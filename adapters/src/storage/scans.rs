@@ -663,8 +663,11 @@ impl Store {
             // Each entity keeps its new result: one statement per target for the
             // batch (`VALUES` columns are column1, column2 on both backends).
             for target in ["plugin", "pipeline"] {
-                let rows: Vec<&ScanResult> =
-                    flush.results.iter().filter(|r| r.target == target).collect();
+                let rows: Vec<&ScanResult> = flush
+                    .results
+                    .iter()
+                    .filter(|r| r.target == target)
+                    .collect();
                 if rows.is_empty() {
                     continue;
                 }
