@@ -610,6 +610,30 @@ impl Store {
         Ok(true)
     }
 
+    /// Prunes the history older than `cutoff` (the check log's retention): ended scans
+    /// and their results, ended deliveries and the notifications left without any,
+    /// the notification log, digests of past windows and read messages. Running scans,
+    /// pending and held deliveries and unread messages stay. Answers the rows deleted.
+    pub async fn prune_history(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
+        let mut deleted = 0;
+        for statement in [
+            "DELETE FROM scan_results WHERE scan_id IN (SELECT id FROM scans WHERE status <> 'running' AND ended_at < $1)",
+            "DELETE FROM scans WHERE status <> 'running' AND ended_at < $1",
+            "DELETE FROM deliveries WHERE status IN ('sent', 'failed', 'skipped', 'digested', 'disabled') AND updated_at < $1",
+            "DELETE FROM notifications WHERE created_at < $1 AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = notifications.id)",
+            "DELETE FROM notification_log WHERE at < $1",
+            "DELETE FROM digests WHERE created_at < $1",
+            "DELETE FROM messages WHERE read_at IS NOT NULL AND created_at < $1",
+        ] {
+            let done = sqlx::query(&self.sql(statement))
+                .bind(stamp(cutoff))
+                .execute(self.pool())
+                .await?;
+            deleted += done.rows_affected();
+        }
+        Ok(deleted)
+    }
+
     /// Turns a webhook off after a 410 Gone, until its URL is saved again.
     pub async fn disable_webhook(&self, org_id: &str, now: DateTime<Utc>) -> StoreResult<()> {
         sqlx::query(

@@ -1,6 +1,7 @@
 //! Retention: audit rows older than `AUDIT_RETENTION_DAYS` are pruned daily, as a
-//! prefix of each chain (verification tolerates that), by the replica that holds the
-//! `retention` lease.
+//! prefix of each chain (verification tolerates that), and the check log, ended scans
+//! and the notification history older than `COMPLIANCE_AUDIT_RETENTION_DAYS`, by the
+//! replica that holds the `retention` lease.
 
 use std::time::Duration;
 
@@ -10,7 +11,8 @@ use super::Shutdown;
 use crate::storage::Store;
 
 /// Prunes now, then once a day until shutdown: audit rows past `retention_days`, and
-/// compliance check-log entries past `check_retention_days`.
+/// compliance check-log entries, ended scans and their results and the notification
+/// history ([`Store::prune_history`]) past `check_retention_days`.
 pub async fn prune_daily(
     store: Store,
     holder: String,
@@ -46,6 +48,11 @@ pub async fn prune_daily(
             Ok(0) => {}
             Ok(rows) => tracing::info!(rows, %cutoff, "pruned compliance check log"),
             Err(error) => tracing::warn!(%error, "check log pruning failed"),
+        }
+        match store.prune_history(cutoff).await {
+            Ok(0) => {}
+            Ok(rows) => tracing::info!(rows, %cutoff, "pruned scans and notification history"),
+            Err(error) => tracing::warn!(%error, "scan and notification pruning failed"),
         }
     }
 }

@@ -683,7 +683,74 @@ async fn the_inbox_takes_announcements_from_admins(app: &TestApp) {
     }
 }
 
+async fn history_past_retention_is_pruned_and_nothing_else(app: &TestApp) {
+    let (org, alice) = blocking_org(app).await;
+    // A notification delivered to the inbox, read; another one whose delivery waits.
+    block(app, &alice, &org).await;
+    let state = state_of(app, &[]);
+    assert_eq!(deliver(&state).await, 1);
+    let (_, inbox) = app
+        .call("GET", "/api/messages", &alice, Some(&org), None)
+        .await;
+    let read = inbox["messages"][0]["id"].as_str().unwrap().to_owned();
+    let (status, _) = app
+        .call(
+            "PATCH",
+            &format!("/api/messages/{read}/read"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    block(app, &alice, &org).await;
+    // A finished scan with its (empty) results, and a running one.
+    for _ in 0..2 {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/compliance/scans",
+                &alice,
+                Some(&org),
+                Some(json!({"target": "all"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    }
+    app.sql("UPDATE scans SET status = 'completed', ended_at = '2000-01-01T00:00:00.000000Z' WHERE id IN (SELECT id FROM scans ORDER BY started_at LIMIT 1)").await;
+    // Everything ages past retention.
+    for statement in [
+        "UPDATE deliveries SET updated_at = '2000-01-01T00:00:00.000000Z', created_at = '2000-01-01T00:00:00.000000Z'",
+        "UPDATE notifications SET created_at = '2000-01-01T00:00:00.000000Z'",
+        "UPDATE notification_log SET at = '2000-01-01T00:00:00.000000Z'",
+        "UPDATE messages SET created_at = '2000-01-01T00:00:00.000000Z'",
+    ] {
+        app.sql(statement).await;
+    }
+    let cutoff = Utc::now() - chrono::Duration::days(180);
+    let pruned = app.store.prune_history(cutoff).await.unwrap();
+    assert!(pruned >= 4, "{pruned}");
+    let count = |table: &'static str| async move {
+        sqlx::query_scalar::<_, i64>(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(adapters::storage::pool_for_tests(&app.store))
+            .await
+            .unwrap()
+    };
+    assert_eq!(count("scans").await, 1, "the running scan stays");
+    assert_eq!(count("deliveries").await, 1, "the pending delivery stays");
+    assert_eq!(count("notifications").await, 1, "with its notification");
+    assert_eq!(count("notification_log").await, 0);
+    assert_eq!(count("messages").await, 0, "the read message is gone");
+    // What waited is still delivered.
+    assert_eq!(deliver(&state).await, 1);
+    let (_, inbox) = app
+        .call("GET", "/api/messages", &alice, Some(&org), None)
+        .await;
+    assert_eq!(inbox["pagination"]["total"], 1);
+}
+
 on_both_backends!(
+    history_past_retention_is_pruned_and_nothing_else,
     a_block_reaches_every_channel_once_with_both_signatures,
     a_failing_receiver_is_retried_and_sees_one_id,
     webhooks_never_reach_private_addresses,
