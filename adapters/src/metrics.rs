@@ -23,7 +23,7 @@ pub struct Metrics {
     denied_unknown: std::sync::atomic::AtomicU64,
     /// Re-evaluation events processed, retried and dead, scans started and entities
     /// scanned (this process).
-    reevaluation: [std::sync::atomic::AtomicU64; 5],
+    counters: [std::sync::atomic::AtomicU64; 5],
     /// Notification attempts sent, failed, retried, and notifications held (this
     /// process).
     notifications: [std::sync::atomic::AtomicU64; 4],
@@ -56,15 +56,15 @@ impl Metrics {
 
     /// Re-evaluation events done.
     pub fn reevaluated(&self, events: u64) {
-        self.reevaluation[0].fetch_add(events, std::sync::atomic::Ordering::Relaxed);
+        self.counters[0].fetch_add(events, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A re-evaluation that failed: retried, or dead.
     pub fn reevaluation_failed(&self, dead: bool) {
         let counter = if dead {
-            &self.reevaluation[2]
+            &self.counters[2]
         } else {
-            &self.reevaluation[1]
+            &self.counters[1]
         };
         counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
@@ -85,12 +85,12 @@ impl Metrics {
 
     /// A scan started (requested, or by a schedule).
     pub fn scan_started(&self) {
-        self.reevaluation[3].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.counters[3].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Entities judged by scans.
     pub fn scanned(&self, entities: u64) {
-        self.reevaluation[4].fetch_add(entities, std::sync::atomic::Ordering::Relaxed);
+        self.counters[4].fetch_add(entities, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The Prometheus text exposition.
@@ -119,7 +119,7 @@ impl Metrics {
         .enumerate()
         {
             let value = self
-                .reevaluation
+                .counters
                 .get(i)
                 .map_or(0, |c| c.load(std::sync::atomic::Ordering::Relaxed));
             let _ = writeln!(

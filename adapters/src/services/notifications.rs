@@ -38,17 +38,13 @@ pub const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
 /// The actor of inbox messages the server posts.
 pub const SYSTEM: &str = "system";
 
-/// The channels a notification of `kind` goes to under `preference`, each with the
-/// digest window that holds it.
+/// The channels a notification goes to under `preference`, each with the digest
+/// window that holds it. (Announcements go to the inbox alone, written directly.)
 pub fn channels(
     preference: &NotificationPreference,
-    kind: &str,
     now: DateTime<Utc>,
 ) -> Vec<(String, Option<String>)> {
     let mut out = vec![(Channel::Inbox.as_str().to_owned(), None)];
-    if kind == "announcement" {
-        return out;
-    }
     let held = notify::window(&preference.digest_mode, now).map(|w| w.key);
     if preference.email_enabled {
         out.push((Channel::Email.as_str().to_owned(), held.clone()));
@@ -93,7 +89,7 @@ pub fn for_check(
             "violationCount": evaluation.violations.len(),
             "violations": violations,
         }),
-        channels: channels(preference, kind, now),
+        channels: channels(preference, now),
     })
 }
 
@@ -112,7 +108,7 @@ pub fn for_scan(
             "origin": scan.origin,
             "counts": scan.counts,
         }),
-        channels: channels(preference, "scan.block", now),
+        channels: channels(preference, now),
     }
 }
 

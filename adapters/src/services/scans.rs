@@ -321,17 +321,11 @@ pub async fn sweep(
             "its sweeper stopped {} times before it ended",
             scan.sweep.takeovers
         );
-        end(state, scan, token, Some(&why)).await?;
+        fail(state, scan, &why).await?;
         return Ok(Swept::Failed);
     }
     let Some(org) = state.store.organization(&scan.org_id).await? else {
-        end(
-            state,
-            scan,
-            token,
-            Some("the organization no longer exists"),
-        )
-        .await?;
+        fail(state, scan, "the organization no longer exists").await?;
         return Ok(Swept::Failed);
     };
     let filter = stored_filter(scan)?;
@@ -409,15 +403,10 @@ pub async fn sweep(
 }
 
 /// Ends a scan `failed` with `why` (if the claim still holds).
-pub async fn end(
-    state: &AppState,
-    scan: &ScanRecord,
-    token: i64,
-    why: Option<&str>,
-) -> ServiceResult<bool> {
+async fn fail(state: &AppState, scan: &ScanRecord, why: &str) -> ServiceResult<bool> {
     Ok(state
         .store
-        .end_scan(&scan.id, Some(token), why, Utc::now())
+        .fail_scan(&scan.id, scan.sweep.token, why, Utc::now())
         .await?)
 }
 

@@ -266,6 +266,25 @@ pub(crate) fn stamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
+/// The table of a target's entities (`pipeline` or `plugin`).
+pub(crate) fn entity_table(target: &str) -> StoreResult<&'static str> {
+    match target {
+        "pipeline" => Ok("pipelines"),
+        "plugin" => Ok("plugins"),
+        other => Err(StoreError::Invalid(format!(
+            "no entities of target `{other}`"
+        ))),
+    }
+}
+
+/// `$from, $from+1, ...`: `n` placeholders for an `IN (...)` or `VALUES` list.
+pub(crate) fn placeholders(from: usize, n: usize) -> String {
+    (from..from + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A new random identifier.
 pub fn new_id() -> String {
     crate::new_id()

@@ -11,7 +11,7 @@ use serde_json::Value;
 use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
-use super::{new_id, stamp, Dialect, Store, StoreError, StoreResult};
+use super::{new_id, placeholders, stamp, Dialect, Store, StoreError, StoreResult};
 
 /// A notification to write, with the channels it goes to.
 #[derive(Debug, Clone)]
@@ -234,23 +234,6 @@ impl Store {
         .execute(&mut *conn)
         .await?;
         Ok(())
-    }
-
-    /// Writes a notification on its own (an announcement, a scan's summary).
-    pub async fn notify_now(
-        &self,
-        org_id: &str,
-        notification: &NewNotification,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<String> {
-        let mut tx = self.pool().begin().await?;
-        let id = self
-            .insert_notification(&mut tx, org_id, notification, now)
-            .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        Ok(id)
     }
 
     /// Claims the oldest due delivery (pending, or claimed under an expired lease)
@@ -672,14 +655,11 @@ impl Store {
         if user_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let list = (2..user_ids.len() + 2)
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
         let sql = self.sql(&format!(
             "SELECT DISTINCT u.email FROM memberships m JOIN users u ON u.id = m.user_id \
              WHERE m.org_id = $1 AND m.active = 1 AND u.email IS NOT NULL \
-             AND m.user_id IN ({list}) ORDER BY u.email"
+             AND m.user_id IN ({}) ORDER BY u.email",
+            placeholders(2, user_ids.len())
         ));
         let mut query = sqlx::query(&sql).bind(org_id.to_owned());
         for id in user_ids {

@@ -5,7 +5,7 @@
 
 use sqlx::Row;
 
-use super::{Dialect, Store, StoreError, StoreResult};
+use super::{entity_table, Dialect, Store, StoreResult};
 
 /// How many of a target's entities stand at each result.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -39,16 +39,6 @@ pub struct FailingRule {
     pub violations: u64,
 }
 
-fn table(target: &str) -> StoreResult<&'static str> {
-    match target {
-        "pipeline" => Ok("pipelines"),
-        "plugin" => Ok("plugins"),
-        other => Err(StoreError::Invalid(format!(
-            "no entities of target `{other}`"
-        ))),
-    }
-}
-
 fn count(row: &sqlx::any::AnyRow, column: &str) -> StoreResult<u64> {
     Ok(row.try_get::<i64, _>(column)?.unsigned_abs())
 }
@@ -62,7 +52,7 @@ impl Store {
         };
         let rows = sqlx::query(&self.sql(&format!(
             "SELECT {result} AS result, COUNT(*) AS n FROM {} WHERE org_id = $1 GROUP BY 1",
-            table(target)?
+            entity_table(target)?
         )))
         .bind(org_id)
         .fetch_all(self.pool())
@@ -89,7 +79,7 @@ impl Store {
         target: &str,
         limit: u32,
     ) -> StoreResult<Vec<FailingRule>> {
-        let table = table(target)?;
+        let table = entity_table(target)?;
         let (from, field) = match self.dialect() {
             Dialect::Postgres => (
                 format!("{table}, jsonb_array_elements(CAST({table}.compliance AS jsonb)->'violations') AS v"),

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{AnyConnection, Row};
 
-use super::{stamp, Dialect, Store, StoreError, StoreResult};
+use super::{entity_table, placeholders, stamp, Dialect, Store, StoreError, StoreResult};
 
 /// The entity of an event that stands for all the organization's entities of its
 /// target (a rule or subscription change): the worker starts a scan for it.
@@ -40,13 +40,6 @@ pub struct QueueDepth {
     pub dead: u64,
     /// When the oldest waiting event was queued.
     pub oldest: Option<DateTime<Utc>>,
-}
-
-fn placeholders(from: usize, n: usize) -> String {
-    (from..from + n)
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 impl Store {
@@ -87,10 +80,7 @@ impl Store {
         reason: &str,
         now: DateTime<Utc>,
     ) -> StoreResult<()> {
-        let table = match target {
-            "pipeline" => "pipelines",
-            _ => "plugins",
-        };
+        let table = entity_table(target)?;
         sqlx::query(&self.sql(&format!(
             "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
              SELECT id, $3, '*', $4, $5 FROM organizations o WHERE (id = $1 OR parent_org_id = $1 \
@@ -277,15 +267,7 @@ impl Store {
         (org_id, target, id): (&str, &str, &str),
         compliance: &Value,
     ) -> StoreResult<()> {
-        let table = match target {
-            "pipeline" => "pipelines",
-            "plugin" => "plugins",
-            other => {
-                return Err(StoreError::Invalid(format!(
-                    "no entities of target `{other}`"
-                )))
-            }
-        };
+        let table = entity_table(target)?;
         sqlx::query(&self.sql(&format!(
             "UPDATE {table} SET compliance = $3 WHERE org_id = $1 AND id = $2"
         )))

@@ -13,7 +13,10 @@ use sqlx::{AnyConnection, Row};
 use super::decode::Decoder;
 use super::pipelines::pipeline_from_row;
 use super::plugins::plugin_from_row;
-use super::{new_id, stamp, PipelineRecord, PluginRecord, Store, StoreError, StoreResult};
+use super::{
+    entity_table, new_id, placeholders, stamp, PipelineRecord, PluginRecord, Store, StoreError,
+    StoreResult,
+};
 
 /// A scan, as stored and answered.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -235,17 +238,6 @@ fn result_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ScanResult> {
     })
 }
 
-/// The table of a target's entities.
-fn table(target: &str) -> StoreResult<&'static str> {
-    match target {
-        "pipeline" => Ok("pipelines"),
-        "plugin" => Ok("plugins"),
-        other => Err(StoreError::Invalid(format!(
-            "no entities of target `{other}`"
-        ))),
-    }
-}
-
 /// The condition narrowing `target`'s entities of `$1` created at or before `$2`,
 /// with the filter's values from `$3` on; and those values.
 fn matching(target: &str, filter: &EntityFilter) -> (String, Vec<String>) {
@@ -269,6 +261,10 @@ fn matching(target: &str, filter: &EntityFilter) -> (String, Vec<String>) {
             binds.push(value.clone());
             condition.push_str(&format!(" AND {column} = ${}", binds.len() + 2));
         }
+    }
+    // Plugins belong to no project: a project filter leaves none of them.
+    if target != "pipeline" && filter.project.is_some() {
+        condition.push_str(" AND 1 = 0");
     }
     (condition, binds)
 }
@@ -324,7 +320,7 @@ impl Store {
                 let (condition, binds) = matching(phase, scan.entities);
                 let sql = self.sql(&format!(
                     "SELECT COUNT(*) AS n FROM {} WHERE {condition}",
-                    table(phase)?
+                    entity_table(phase)?
                 ));
                 let mut query = sqlx::query(&sql).bind(scan.org_id).bind(stamp(scan.now));
                 for value in &binds {
@@ -546,7 +542,7 @@ impl Store {
         let n = binds.len() + 2;
         let sql = self.sql(&format!(
             "SELECT * FROM {} WHERE {condition} AND id > ${} ORDER BY id LIMIT ${}",
-            table(target)?,
+            entity_table(target)?,
             n + 1,
             n + 2
         ));
@@ -572,12 +568,9 @@ impl Store {
         if entity_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let list = (2..entity_ids.len() + 2)
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
         let sql = self.sql(&format!(
-            "SELECT * FROM exemptions WHERE org_id = $1 AND status = 'approved' AND entity_id IN ({list})"
+            "SELECT * FROM exemptions WHERE org_id = $1 AND status = 'approved' AND entity_id IN ({})",
+            placeholders(2, entity_ids.len())
         ));
         let mut query = sqlx::query(&sql).bind(org_id.to_owned());
         for id in entity_ids {
@@ -675,7 +668,7 @@ impl Store {
                     .map(|i| format!("(${}, ${})", i * 2 + 2, i * 2 + 3))
                     .collect::<Vec<_>>()
                     .join(", ");
-                let table = table(target)?;
+                let table = entity_table(target)?;
                 let sql = self.sql(&format!(
                     "UPDATE {table} SET compliance = v.column2 FROM (VALUES {values}) AS v \
                      WHERE {table}.org_id = $1 AND {table}.id = v.column1"
@@ -742,27 +735,21 @@ impl Store {
         Ok(Some(scan))
     }
 
-    /// Ends a scan `completed` (its total reconciled to what was scanned) or
-    /// `failed` with `error`, if the claim `token` still holds and it still runs;
-    /// whether it did.
-    pub async fn end_scan(
+    /// Ends a scan `failed` with `error`, if the claim `token` still holds and it
+    /// still runs; whether it did.
+    pub async fn fail_scan(
         &self,
         scan_id: &str,
-        token: Option<i64>,
-        error: Option<&str>,
+        token: i64,
+        error: &str,
         now: DateTime<Utc>,
     ) -> StoreResult<bool> {
-        let (status, total) = match error {
-            None => ("completed", "scanned"),
-            Some(_) => ("failed", "total"),
-        };
-        let done = sqlx::query(&self.sql(&format!(
-            "UPDATE scans SET status = $3, error = $4, total = {total}, ended_at = $5, updated_at = $5, \
-             holder = NULL, lease_until = NULL WHERE id = $1 AND ($2 IS NULL OR token = $2) AND status = 'running'"
-        )))
+        let done = sqlx::query(&self.sql(
+            "UPDATE scans SET status = 'failed', error = $3, ended_at = $4, updated_at = $4, \
+             holder = NULL, lease_until = NULL WHERE id = $1 AND token = $2 AND status = 'running'",
+        ))
         .bind(scan_id)
         .bind(token)
-        .bind(status)
         .bind(error)
         .bind(stamp(now))
         .execute(self.pool())

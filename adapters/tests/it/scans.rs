@@ -412,8 +412,29 @@ async fn filters_narrow_the_sweep_and_the_caller_cannot_name_another_tenant(app:
     )
     .await;
     assert_eq!(by_name["counts"]["total"], 1);
+    // Plugins belong to no project: a project filter sweeps the project's pipelines
+    // and no plugin.
+    let (status, body) = super::plugins::upload(
+        app,
+        &alice,
+        &org,
+        &super::plugins::plugin_zip("lint", "1.0.0"),
+        Some("private"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let by_project = start(
+        app,
+        &alice,
+        &org,
+        json!({"target": "all", "filter": {"project": "web"}}),
+    )
+    .await;
+    assert_eq!(by_project["counts"]["total"], 10, "{by_project}");
+    let plugins = start(app, &alice, &org, json!({"target": "plugin"})).await;
+    assert_eq!(plugins["counts"]["total"], 1);
     let state = state_of(app, &[]);
-    assert_eq!(sweep_all(&state).await.len(), 2);
+    assert_eq!(sweep_all(&state).await.len(), 4);
     let done = scan(app, &alice, &org, started["id"].as_str().unwrap()).await;
     assert_eq!(done["counts"]["blocked"], 4);
     assert_eq!(done["counts"]["scanned"], 4);
@@ -460,7 +481,7 @@ async fn filters_narrow_the_sweep_and_the_caller_cannot_name_another_tenant(app:
     let (_, list) = app
         .call("GET", "/api/compliance/scans", &alice, Some(&org), None)
         .await;
-    assert_eq!(list["pagination"]["total"], 2);
+    assert_eq!(list["pagination"]["total"], 4);
 }
 
 async fn a_cancelled_scan_stops_within_one_batch(app: &TestApp) {
