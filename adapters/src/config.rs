@@ -158,6 +158,8 @@ pub struct Config {
     pub checkpoints: Option<CheckpointSettings>,
     /// Tiers and bundles after `QUOTA_TIER_*`, `BILLING_PLAN_*`, `BILLING_BUNDLE*`.
     pub catalog: Catalog,
+    /// Billing: the provider, the portal, the billing service's name.
+    pub billing: BillingSettings,
     /// Other services.
     pub hosts: ServiceHosts,
     /// Plugin image builds.
@@ -230,6 +232,20 @@ pub struct NotificationSettings {
     pub max_attempts: u32,
     /// `NOTIFY_POLL_MS` (500): how often an idle delivery worker looks for work.
     pub poll: Duration,
+}
+
+/// Billing settings (document 3, "Add-on bundles").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BillingSettings {
+    /// `BILLING_PROVIDER`: `direct` (default, self-service) or `marketplace` (bundles
+    /// are not bought here; a system admin sets entitlements).
+    pub provider: entitlements::BillingProvider,
+    /// `BILLING_PORTAL_URL`: the portal's address, with `{orgId}` and
+    /// `{subscriptionId}` filled in; unset, `POST /api/portal` answers 501.
+    pub portal_url: Option<String>,
+    /// `BILLING_SERVICE_NAME` (`billing`): the service claim of the billing
+    /// service's tokens, which may set seat limits.
+    pub service_name: String,
 }
 
 struct Reader<'a> {
@@ -523,6 +539,38 @@ impl Config {
                 Catalog::default()
             }
         };
+        let provider = match r
+            .string("BILLING_PROVIDER", "direct")
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "direct" | "stripe" => entitlements::BillingProvider::Direct,
+            "marketplace" | "aws-marketplace" | "aws_marketplace" => {
+                entitlements::BillingProvider::Marketplace
+            }
+            other => {
+                r.fail(
+                    "BILLING_PROVIDER",
+                    format!("`{other}` is not `direct` or `marketplace`"),
+                );
+                entitlements::BillingProvider::Direct
+            }
+        };
+        let portal_url = optional(&r, "BILLING_PORTAL_URL");
+        if let Some(url) = &portal_url {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                r.fail(
+                    "BILLING_PORTAL_URL",
+                    "must be an http(s) address (with `{orgId}` where the organization goes)"
+                        .to_owned(),
+                );
+            }
+        }
+        let billing = BillingSettings {
+            provider,
+            portal_url,
+            service_name: r.string("BILLING_SERVICE_NAME", "billing"),
+        };
         let builds = BuildSettings {
             command: optional(&r, "PLUGIN_BUILD_COMMAND"),
             timeout: Duration::from_secs(r.parse(
@@ -613,6 +661,7 @@ impl Config {
             audit_retention_days,
             checkpoints,
             catalog,
+            billing,
             hosts,
             builds,
             reevaluation,

@@ -281,6 +281,31 @@ impl From<crate::services::ServiceError> for ApiError {
                 "used": refusal.used,
                 "requested": refusal.requested,
             })),
+            E::Purchase(refusal) => {
+                use entitlements::PurchaseError as P;
+                let (status, code) = match &refusal {
+                    P::BundlesDisabled => (StatusCode::FORBIDDEN, "BUNDLES_DISABLED"),
+                    P::MarketplaceManaged => (StatusCode::FORBIDDEN, "MARKETPLACE_MANAGED"),
+                    P::NotEligible { .. } => (StatusCode::FORBIDDEN, "BUNDLE_NOT_ELIGIBLE"),
+                    P::NotStackable(_) => (StatusCode::BAD_REQUEST, "BUNDLE_NOT_STACKABLE"),
+                    P::UnknownBundle(_) | P::InvalidQuantity(_) => {
+                        (StatusCode::BAD_REQUEST, "VALIDATION_ERROR")
+                    }
+                    P::NotHeld(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+                };
+                let details = match &refusal {
+                    P::NotEligible { bundle, tier } => json!({"bundleId": bundle, "tier": tier}),
+                    P::NotStackable(bundle) | P::UnknownBundle(bundle) | P::NotHeld(bundle) => {
+                        json!({"bundleId": bundle})
+                    }
+                    P::InvalidQuantity(quantity) => {
+                        json!({"field": "quantity", "quantity": quantity})
+                    }
+                    P::BundlesDisabled | P::MarketplaceManaged => json!({}),
+                };
+                ApiError::new(status, code, refusal.to_string()).with_details(details)
+            }
+            E::NotConfigured(code, why) => ApiError::new(StatusCode::NOT_IMPLEMENTED, code, why),
             E::Tenancy(refusal) => refusal.into(),
             E::Broken(why) => ApiError::internal(why),
             E::Store(store) => store.into(),

@@ -617,6 +617,12 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
             adapters::workers::digests::run(state, holder, shutdown)
         });
     }
+    {
+        let (state, holder) = (state.clone(), holder.clone());
+        workers.spawn("quota-periods", move |shutdown| {
+            adapters::workers::quotas::run(state, holder, shutdown)
+        });
+    }
     state.keys.prefetch().await;
     let app = router(state);
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))

@@ -88,6 +88,9 @@ pub struct LimitBreakdown {
     pub base: Limit,
     /// Each bundle's contribution.
     pub contributions: Vec<Contribution>,
+    /// A system admin's override, which is the total when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overridden: Option<Limit>,
 }
 
 /// What an account may use.
@@ -113,6 +116,40 @@ impl Entitlement {
             .iter()
             .find(|l| l.dimension == dimension)
             .map_or(Limit::Unlimited, |l| l.total)
+    }
+}
+
+impl Entitlement {
+    /// The entitlement with a system admin's limits and granted features on top: an
+    /// overridden limit is the override (lower or higher than the derived one), a
+    /// granted feature is held as if bought.
+    ///
+    /// ```
+    /// use entitlements::*;
+    /// let e = effective(&Catalog::default(), &Account::on(Tier::Developer))
+    ///     .adjusted([(Dimension::Pipelines, Limit::Finite(7))], [Feature::Sso]);
+    /// assert_eq!(e.limit(Dimension::Pipelines), Limit::Finite(7));
+    /// assert!(e.purchased_features.contains(&Feature::Sso));
+    /// ```
+    pub fn adjusted(
+        mut self,
+        overrides: impl IntoIterator<Item = (Dimension, Limit)>,
+        granted: impl IntoIterator<Item = Feature>,
+    ) -> Entitlement {
+        for (dimension, limit) in overrides {
+            if let Some(breakdown) = self.limits.iter_mut().find(|l| l.dimension == dimension) {
+                breakdown.total = limit;
+                breakdown.overridden = Some(limit);
+            }
+        }
+        for feature in granted {
+            self.features.insert(feature);
+            self.purchased_features.insert(feature);
+            if feature == Feature::Sso {
+                self.idp_configurations = SSO_IDP_CONFIGURATIONS;
+            }
+        }
+        self
     }
 }
 
@@ -186,6 +223,7 @@ pub fn effective(catalog: &Catalog, account: &Account) -> Entitlement {
                     total: Limit::Unlimited,
                     base: Limit::Unlimited,
                     contributions: Vec::new(),
+                    overridden: None,
                 })
                 .collect(),
             features: Feature::ALL.into_iter().collect(),
@@ -203,6 +241,7 @@ pub fn effective(catalog: &Catalog, account: &Account) -> Entitlement {
                 total: base,
                 base,
                 contributions: Vec::new(),
+                overridden: None,
             }
         })
         .collect();

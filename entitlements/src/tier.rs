@@ -122,6 +122,28 @@ impl Dimension {
         self.info().0
     }
 
+    /// The name on the wire and in storage, for example `apiCalls`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dimension::Plugins => "plugins",
+            Dimension::Pipelines => "pipelines",
+            Dimension::Seats => "seats",
+            Dimension::ApiCalls => "apiCalls",
+            Dimension::AiCalls => "aiCalls",
+            Dimension::Storage => "storage",
+        }
+    }
+
+    /// Parses a wire name (`apiCalls`), exactly.
+    pub fn from_name(name: &str) -> Option<Dimension> {
+        Dimension::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// Whether usage counts per calendar month (UTC) and starts again at zero.
+    pub fn is_monthly(self) -> bool {
+        matches!(self, Dimension::ApiCalls | Dimension::AiCalls)
+    }
+
     /// Whether the quota service tracks this dimension (seats go to the platform).
     pub fn is_quota_type(self) -> bool {
         self.info().1

@@ -57,6 +57,8 @@ pub(crate) enum Access {
     /// A user holding the permission in the `x-org-id` organization, or a service
     /// token acting in it.
     UserOrService(Permission),
+    /// A super-admin, or the billing service's token (`BILLING_SERVICE_NAME`).
+    SuperAdminOrBilling,
 }
 
 impl Access {
@@ -146,6 +148,9 @@ impl Access {
             Access::UserOrService(p) => format!(
                 "Requires the `{p}` permission in the `x-org-id` organization, or a service token acting in it."
             ),
+            Access::SuperAdminOrBilling => {
+                "A super-admin, or the billing service's token (BILLING_SERVICE_NAME).".to_owned()
+            }
         }
     }
 }
@@ -210,9 +215,28 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
             };
             let requirement = need.requirement(guard.changes_state, step_up);
             let granted = gate(state, &caller, &org_id, named, requirement, &guard.action).await?;
+            crate::services::quotas::count_api_call(state, &granted.org).await?;
             parts.extensions.insert(caller);
             parts.extensions.insert(granted);
         }
+        Access::SuperAdminOrBilling => match AnyCaller::from_request_parts(parts, state).await? {
+            AnyCaller::User(caller) => {
+                if !crate::services::access::is_super_admin(&state.store, &caller.user_id).await? {
+                    return Err(ApiError::forbidden(
+                        "only a super-admin or the billing service may do this",
+                    ));
+                }
+                parts.extensions.insert(caller);
+            }
+            AnyCaller::Service { service, .. } => {
+                if service != state.config.billing.service_name {
+                    return Err(ApiError::forbidden(
+                        "only a super-admin or the billing service may do this",
+                    ));
+                }
+                parts.extensions.insert(ServiceCaller { service });
+            }
+        },
         Access::UserOrService(permission) => {
             // One budget for the whole check, from here: the gate, the rules, the
             // evaluation and the exemptions. Storage that fails under the gate, or
@@ -232,7 +256,12 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
                         requirement,
                         &guard.action,
                     );
-                    match tokio::time::timeout_at(deadline, gated).await {
+                    let counted = async {
+                        let granted = gated.await?;
+                        crate::services::quotas::count_api_call(state, &granted.org).await?;
+                        Ok::<_, ApiError>(granted)
+                    };
+                    match tokio::time::timeout_at(deadline, counted).await {
                         Ok(Ok(granted)) => Some(granted.org),
                         Ok(Err(e)) if e.status.is_server_error() => {
                             return Err(ServiceError::Unavailable.into())

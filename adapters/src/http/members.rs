@@ -114,7 +114,7 @@ pub(crate) async fn add(
     let user_id = text("userId", &body.user_id, 200)?;
     let role = member_role(body.role.as_deref())?;
     let member = members::add(
-        &state.store,
+        &state,
         (&caller, author(&granted)),
         &granted.org,
         (&user_id, body.email.as_deref()),
@@ -142,7 +142,7 @@ pub(crate) async fn bulk_add(
         ));
     }
     members::add_to_teams(
-        &state.store,
+        &state,
         (&caller, author(&granted)),
         &granted.org,
         &user_id,
@@ -198,7 +198,7 @@ pub(crate) async fn activate(
     granted: Granted,
     Path((_, user_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let member = members::set_active(&state.store, &caller, &granted.org, &user_id, true).await?;
+    let member = members::set_active(&state, &caller, &granted.org, &user_id, true).await?;
     Ok(ok(StatusCode::OK, member))
 }
 
@@ -209,7 +209,7 @@ pub(crate) async fn deactivate(
     granted: Granted,
     Path((_, user_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let member = members::set_active(&state.store, &caller, &granted.org, &user_id, false).await?;
+    let member = members::set_active(&state, &caller, &granted.org, &user_id, false).await?;
     Ok(ok(StatusCode::OK, member))
 }
 

@@ -3,6 +3,7 @@
 
 mod admin;
 pub mod audit;
+mod billing;
 mod catalog;
 mod check_log;
 mod exemptions;
@@ -18,6 +19,7 @@ mod pipelines;
 mod plugins;
 mod policies;
 mod preferences;
+mod quotas;
 pub mod response;
 pub mod router;
 pub mod routes;

@@ -178,8 +178,7 @@ pub(crate) async fn change_tier(
     let tier = Tier::parse(&body.tier).ok_or_else(|| {
         ApiError::invalid_field("tier", "must be developer, pro, team or enterprise")
     })?;
-    let org =
-        organizations::change_tier(&state.store, &caller, &granted.org, tier, Utc::now()).await?;
+    let org = organizations::change_tier(&state, &caller, &granted.org, tier, Utc::now()).await?;
     Ok(ok(StatusCode::OK, org))
 }
 

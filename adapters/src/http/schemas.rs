@@ -489,6 +489,162 @@ fn scan_components() -> Value {
     })
 }
 
+/// Quotas, bundles and subscriptions.
+fn billing_components() -> Value {
+    let tier = one_of(&["developer", "pro", "team", "enterprise"]);
+    let limit = json!({"type": "integer", "minimum": -1, "description": "-1 is unlimited"});
+    let dimension = one_of(&[
+        "plugins",
+        "pipelines",
+        "seats",
+        "apiCalls",
+        "aiCalls",
+        "storage",
+    ]);
+    let feature = one_of(&[
+        "ai_pipeline_generation",
+        "ai_plugin_generation",
+        "bulk_operations",
+        "audit_log",
+        "custom_integrations",
+        "priority_support",
+        "sso",
+    ]);
+    let bundle_id = one_of(&[
+        "SEAT_PACK",
+        "PIPELINE_PACK",
+        "PLUGIN_PACK",
+        "API_PACK",
+        "AI_PACK",
+        "STORAGE_PACK",
+        "AUDIT_LOG",
+        "SSO",
+    ]);
+    let status = object(
+        &[
+            (
+                "type",
+                one_of(&["plugins", "pipelines", "apiCalls", "aiCalls", "storage"]),
+            ),
+            ("limit", limit.clone()),
+            ("used", integer()),
+            ("ownUsed", integer()),
+            ("remaining", limit.clone()),
+            ("percent", nullable(json!({"type": "number"}))),
+            ("resetAt", instant()),
+        ],
+        &["type", "limit", "used", "ownUsed", "remaining", "percent"],
+    );
+    let quotas = object(
+        &[
+            ("orgId", string()),
+            ("rootOrgId", string()),
+            ("tier", tier.clone()),
+            (
+                "quotas",
+                json!({"type": "object", "additionalProperties": reference("QuotaStatus")}),
+            ),
+        ],
+        &["orgId", "rootOrgId", "tier", "quotas"],
+    );
+    let grant = json!({
+        "type": "object",
+        "properties": {
+            "kind": one_of(&["limit", "feature"]),
+            "dimension": dimension.clone(),
+            "amount": integer(),
+            "feature": feature.clone(),
+        },
+        "required": ["kind"],
+    });
+    let offer = object(
+        &[
+            ("id", bundle_id.clone()),
+            ("grant", grant),
+            ("monthlyCents", integer()),
+            ("annualCents", integer()),
+            ("monthlyUsd", json!({"type": "number"})),
+            ("annualUsd", json!({"type": "number"})),
+            ("stackable", boolean()),
+            ("eligibleTiers", array(tier.clone())),
+        ],
+        &[
+            "id",
+            "grant",
+            "monthlyCents",
+            "annualCents",
+            "stackable",
+            "eligibleTiers",
+        ],
+    );
+    let breakdown = object(
+        &[
+            ("dimension", dimension),
+            ("total", limit.clone()),
+            ("base", limit.clone()),
+            (
+                "contributions",
+                array(object(
+                    &[
+                        ("bundle", bundle_id.clone()),
+                        ("quantity", integer()),
+                        ("amount", integer()),
+                    ],
+                    &["bundle", "quantity", "amount"],
+                )),
+            ),
+            ("overridden", limit),
+        ],
+        &["dimension", "total", "base", "contributions"],
+    );
+    let subscription = object(
+        &[
+            ("id", string()),
+            ("orgId", string()),
+            ("tier", tier.clone()),
+            ("status", string()),
+            ("billingProvider", one_of(&["direct", "marketplace"])),
+            (
+                "addons",
+                array(object(
+                    &[("bundle", bundle_id), ("quantity", integer())],
+                    &["bundle", "quantity"],
+                )),
+            ),
+            ("version", integer()),
+            (
+                "entitlement",
+                object(
+                    &[
+                        ("tier", tier),
+                        ("limits", array(breakdown)),
+                        ("features", array(feature.clone())),
+                        ("purchasedFeatures", array(feature)),
+                        ("idpConfigurations", integer()),
+                    ],
+                    &["tier", "limits", "features", "purchasedFeatures"],
+                ),
+            ),
+        ],
+        &[
+            "id",
+            "orgId",
+            "tier",
+            "status",
+            "billingProvider",
+            "addons",
+            "version",
+            "entitlement",
+        ],
+    );
+    json!({
+        "QuotaStatus": status,
+        "OrgQuotas": quotas,
+        "BundleOffer": offer,
+        "Subscription": subscription,
+    })
+}
+
 pub(crate) fn components() -> Value {
     let org = object(
         &[
@@ -839,8 +995,10 @@ pub(crate) fn components() -> Value {
         "Pagination": pagination,
         "Error": error,
     });
-    if let (Some(all), Value::Object(more)) = (schemas.as_object_mut(), scan_components()) {
-        all.extend(more);
+    for more in [scan_components(), billing_components()] {
+        if let (Some(all), Value::Object(more)) = (schemas.as_object_mut(), more) {
+            all.extend(more);
+        }
     }
     schemas
 }

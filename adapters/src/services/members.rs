@@ -13,7 +13,7 @@ use tenancy::{
 };
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, Caller};
+use crate::http::state::{event, AppState, Caller};
 use crate::storage::{MemberRecord, OrgRecord, RoleRecord, Store};
 
 /// The built-in Role `name` of an organization (every organization has them).
@@ -39,15 +39,17 @@ pub async fn list(
 /// Adds `user_id` with `role`, granting the Role it implies (never one the author
 /// could not hand out).
 pub async fn add(
-    store: &Store,
+    state: &AppState,
     (caller, author): (&Caller, Author<'_>),
     org: &OrgRecord,
     (user_id, email): (&str, Option<&str>),
     role: MembershipRole,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<MemberRecord>> {
+    let store = &state.store;
     let implied = builtin(store, &org.id, implied_role(role)).await?;
     guard_role_assignment(author, &implied.role())?;
+    let root = seats_of(state, org).await?;
     store.ensure_user(user_id, email, now).await?;
     let audit = [event(
         caller,
@@ -58,14 +60,21 @@ pub async fn add(
         json!({"role": role}),
     )];
     store
-        .add_members(user_id, role, &[(org.id.clone(), implied.id)], now, &audit)
-        .await?;
+        .add_members(
+            user_id,
+            role,
+            &[(org.id.clone(), implied.id)],
+            (&root.id, now),
+            &audit,
+        )
+        .await?
+        .map_err(seats_refused)?;
     Ok(store.membership(&org.id, user_id).await?)
 }
 
 /// Adds `user_id` to several teams of the organization, all or nothing.
 pub async fn add_to_teams(
-    store: &Store,
+    state: &AppState,
     (caller, author): (&Caller, Author<'_>),
     org: &OrgRecord,
     user_id: &str,
@@ -73,6 +82,8 @@ pub async fn add_to_teams(
     role: MembershipRole,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
+    let store = &state.store;
+    let root = seats_of(state, org).await?;
     let mut grants = Vec::with_capacity(team_ids.len());
     for team_id in team_ids {
         let team = store.organization(team_id).await?;
@@ -100,9 +111,10 @@ pub async fn add_to_teams(
             )
         })
         .collect();
-    Ok(store
-        .add_members(user_id, role, &grants, now, &audit)
-        .await?)
+    store
+        .add_members(user_id, role, &grants, (&root.id, now), &audit)
+        .await?
+        .map_err(seats_refused)
 }
 
 /// Removes a member (never the owner).
@@ -165,7 +177,7 @@ pub async fn change_role(
 
 /// Activates or deactivates a member (the owner is never deactivated).
 pub async fn set_active(
-    store: &Store,
+    state: &AppState,
     caller: &Caller,
     org: &OrgRecord,
     user_id: &str,
@@ -181,11 +193,28 @@ pub async fn set_active(
     } else {
         "org.member.deactivate"
     };
+    let store = &state.store;
+    let root = seats_of(state, org).await?;
     let audit = [event(caller, action, &org.id, "user", user_id, json!({}))];
     store
-        .set_member_active(&org.id, user_id, active, &audit)
-        .await?;
+        .set_member_active(&org.id, user_id, (active, &root.id), &audit)
+        .await?
+        .map_err(seats_refused)?;
     Ok(store.membership(&org.id, user_id).await?)
+}
+
+/// The account root whose seats a membership of `org` takes, synchronized.
+async fn seats_of(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgRecord> {
+    let root = super::entitlement::root_of(state, org).await?;
+    super::entitlement::ensure_synced(state, &root).await?;
+    Ok(root)
+}
+
+fn seats_refused(refusal: crate::storage::QuotaRefusal) -> ServiceError {
+    ServiceError::Quota {
+        dimension: "seats",
+        refusal,
+    }
 }
 
 /// A page of the organization's Roles with their members: (roles, total).

@@ -11,9 +11,11 @@
 pub mod access;
 pub mod admin;
 pub mod audit;
+pub mod billing;
 pub mod builds;
 pub mod catalog;
 pub mod checks;
+pub mod entitlement;
 pub mod exemptions;
 pub mod invitations;
 pub mod members;
@@ -25,6 +27,7 @@ pub mod plugins;
 pub mod policies;
 pub mod posture;
 pub mod preferences;
+pub mod quotas;
 pub mod reevaluation;
 pub mod rules;
 pub mod scans;
@@ -88,6 +91,12 @@ pub enum ServiceError {
         /// The limit, the usage and what was asked.
         refusal: crate::storage::QuotaRefusal,
     },
+    /// A bundle change the entitlements crate refused.
+    #[error(transparent)]
+    Purchase(#[from] entitlements::PurchaseError),
+    /// A feature the operator has not configured (the billing portal).
+    #[error("{1}")]
+    NotConfigured(&'static str, String),
     /// tenancy refused (an escalation, a built-in Role, the last super-admin...).
     #[error(transparent)]
     Tenancy(#[from] tenancy::TenancyError),

@@ -167,23 +167,17 @@ pub async fn delete(
     Ok(())
 }
 
-/// Moves an organization to another tier.
+/// Moves an account root (and its teams) to another tier, deriving its limits
+/// again in the same transaction.
 pub async fn change_tier(
-    store: &Store,
+    state: &AppState,
     caller: &Caller,
     org: &OrgRecord,
     tier: Tier,
     now: DateTime<Utc>,
 ) -> ServiceResult<OrgRecord> {
-    let audit = [event_on(
-        caller,
-        "admin.org.tier.update",
-        (&org.id, Some(&org.id)),
-        ("organization", &org.id),
-        json!({"from": org.tier, "to": tier}),
-    )];
-    store.set_tier(&org.id, tier, now, &audit).await?;
-    reread(store, &org.id).await
+    super::billing::change_tier(state, caller, org, tier, now).await?;
+    reread(&state.store, &org.id).await
 }
 
 /// Everything the organization holds about people and access.

@@ -8,7 +8,6 @@
 
 use chrono::{DateTime, Utc};
 use compliance_core::Target;
-use entitlements::{Account, Dimension, Limit};
 use serde_json::{json, Value};
 
 use super::checks;
@@ -171,30 +170,12 @@ fn attributes(input: &PipelineInput) -> Value {
     })
 }
 
-/// The root whose pool an organization draws from, and the pool's limit of
-/// `dimension` (tier caps from entitlements; unlimited for the system organization).
-pub async fn pool(
-    state: &AppState,
-    org: &OrgRecord,
-    dimension: Dimension,
-) -> ServiceResult<(OrgRecord, Option<u64>)> {
-    let root = match &org.parent_org_id {
-        Some(parent) => state
-            .store
-            .organization(parent)
-            .await?
-            .ok_or_else(|| ServiceError::Broken(format!("team {} lost its root", org.id)))?,
-        None => org.clone(),
-    };
-    let account = Account {
-        is_system: root.is_system,
-        ..Account::on(root.tier)
-    };
-    let limit = match entitlements::effective(&state.config.catalog, &account).limit(dimension) {
-        Limit::Finite(n) => Some(n),
-        Limit::Unlimited => None,
-    };
-    Ok((root, limit))
+/// The root whose pool an organization draws from, its entitlement synchronized
+/// (so that the charge's statement finds the limit in the pool row).
+pub async fn pool(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgRecord> {
+    let root = super::entitlement::root_of(state, org).await?;
+    super::entitlement::ensure_synced(state, &root).await?;
+    Ok(root)
 }
 
 /// Creates a pipeline: validated, judged, then stored with its quota charge, its
@@ -210,12 +191,12 @@ pub async fn create(
     let id = new_id();
     let compliance =
         checks::at_the_door(state, org, Target::Pipeline, &id, attributes(&input)).await?;
-    let (root, limit) = pool(state, org, Dimension::Pipelines).await?;
+    let root = pool(state, org).await?;
     let charge = Charge {
         org_id: &org.id,
         root_id: &root.id,
         dimension: "pipelines",
-        limit,
+        period: "",
         amount: 1,
     };
     let audit = [event(
@@ -294,12 +275,12 @@ pub async fn delete(
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     let pipeline = get(state, org, id).await?;
-    let (root, _) = pool(state, org, Dimension::Pipelines).await?;
+    let root = super::entitlement::root_of(state, org).await?;
     let release = Charge {
         org_id: &org.id,
         root_id: &root.id,
         dimension: "pipelines",
-        limit: None,
+        period: "",
         amount: 1,
     };
     let audit = [event(

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use compliance_core::Target;
-use entitlements::Dimension;
 use serde_json::{json, Value};
 
 use super::checks;
@@ -84,12 +83,12 @@ async fn admit(
     let id = new_id();
     let document = attributes(manifest, access, dockerfile);
     let compliance = checks::at_the_door(state, org, Target::Plugin, &id, document).await?;
-    let (root, limit) = pool(state, org, Dimension::Plugins).await?;
+    let root = pool(state, org).await?;
     let charge = Charge {
         org_id: &org.id,
         root_id: &root.id,
         dimension: "plugins",
-        limit,
+        period: "",
         amount: 1,
     };
     let image = image(org, manifest);
@@ -266,12 +265,12 @@ pub async fn delete(
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     let plugin = get(state, org, id).await?;
-    let (root, _) = pool(state, org, Dimension::Plugins).await?;
+    let root = super::entitlement::root_of(state, org).await?;
     let release = Charge {
         org_id: &org.id,
         root_id: &root.id,
         dimension: "plugins",
-        limit: None,
+        period: "",
         amount: 1,
     };
     let audit = [event(

@@ -5,11 +5,12 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 use tenancy::{MembershipRole, Permission, Role};
 
 use super::decode::Decoder;
 use super::orgs::{found, membership_role, membership_role_name, permissions_json};
+use super::quota::QuotaRefusal;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// A member of an organization.
@@ -214,10 +215,11 @@ impl Store {
         user_id: &str,
         role: MembershipRole,
         grants: &[(String, String)],
-        now: DateTime<Utc>,
+        (seats_of, now): (&str, DateTime<Utc>),
         audit: &[AuditEvent],
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Result<(), QuotaRefusal>> {
         let mut tx = self.pool().begin().await?;
+        self.lock_seats(&mut tx, seats_of).await?;
         for (org_id, role_id) in grants {
             sqlx::query(&self.sql(
                 "INSERT INTO memberships (org_id, user_id, role, active, created_at) VALUES ($1, $2, $3, 1, $4)",
@@ -241,9 +243,53 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
+        if let Err(refusal) = self.check_seats(&mut tx, seats_of).await? {
+            return Ok(Err(refusal));
+        }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        Ok(Ok(()))
+    }
+
+    /// Takes the account root's row lock, so that seat checks of one account run one
+    /// after the other (PostgreSQL; SQLite has one writer anyway).
+    async fn lock_seats(&self, conn: &mut AnyConnection, root_id: &str) -> StoreResult<()> {
+        sqlx::query(&self.sql("UPDATE organizations SET seat_limit = seat_limit WHERE id = $1"))
+            .bind(root_id)
+            .execute(&mut *conn)
+            .await?;
         Ok(())
+    }
+
+    /// Whether the account's distinct active members fit its seat limit, as the
+    /// transaction sees them (after its own changes).
+    async fn check_seats(
+        &self,
+        conn: &mut AnyConnection,
+        root_id: &str,
+    ) -> StoreResult<Result<(), QuotaRefusal>> {
+        let row = sqlx::query(&self.sql(
+            "SELECT o.seat_limit, (SELECT COUNT(DISTINCT m.user_id) FROM memberships m JOIN organizations t ON t.id = m.org_id
+                WHERE (t.id = $1 OR t.parent_org_id = $1) AND t.deleted_at IS NULL AND m.active = 1) AS used
+             FROM organizations o WHERE o.id = $1",
+        ))
+        .bind(root_id)
+        .fetch_one(&mut *conn)
+        .await?;
+        let d = Decoder::new(&row, "organizations", &[]);
+        let limit: Option<i64> = d.get("seat_limit")?;
+        let used: i64 = d.get("used")?;
+        match limit {
+            None => Err(StoreError::Other(format!(
+                "the seat limit of {root_id} is not synchronized"
+            ))),
+            Some(limit) if limit >= 0 && used > limit => Ok(Err(QuotaRefusal {
+                limit: limit.unsigned_abs(),
+                used: used.unsigned_abs().saturating_sub(1),
+                requested: 1,
+            })),
+            Some(_) => Ok(Ok(())),
+        }
     }
 
     /// Removes a member and their Roles in the organization.
@@ -319,10 +365,11 @@ impl Store {
         &self,
         org_id: &str,
         user_id: &str,
-        active: bool,
+        (active, seats_of): (bool, &str),
         audit: &[AuditEvent],
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Result<(), QuotaRefusal>> {
         let mut tx = self.pool().begin().await?;
+        self.lock_seats(&mut tx, seats_of).await?;
         let done = sqlx::query(
             &self.sql("UPDATE memberships SET active = $3 WHERE org_id = $1 AND user_id = $2"),
         )
@@ -332,9 +379,14 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         found(done.rows_affected(), "member")?;
+        if active {
+            if let Err(refusal) = self.check_seats(&mut tx, seats_of).await? {
+                return Ok(Err(refusal));
+            }
+        }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// The Roles a user holds in an organization.

@@ -7,6 +7,7 @@
 
 mod access;
 mod audit;
+mod billing;
 mod builds;
 mod checkpoints;
 mod decode;
@@ -34,6 +35,7 @@ pub use access::{
     AccessSnapshot, InvitationRecord, InvitationStatus, MemberRecord, MyOrganization, RoleRecord,
 };
 pub use audit::AuditFilter;
+pub use billing::SubscriptionRecord;
 pub use builds::{BuildJob, NextStep};
 pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
 pub use governance::{
@@ -48,7 +50,7 @@ pub use outbox::{OutboxDepth, Pending};
 pub use pipelines::{PipelineFields, PipelineFilter, PipelineRecord, RegistryEntry};
 pub use plugins::{NewPlugin, PluginChange, PluginFilter, PluginRecord};
 pub use posture::{FailingRule, StatusCounts};
-pub use quota::{Charge, QuotaRefusal};
+pub use quota::{Charge, Charged, EntitlementWrite, LimitSync, QuotaRefusal, UsageRow};
 pub use reevaluation::{ClaimedEntity, QueueDepth, EVERYTHING};
 pub use rules::{RuleChange, RuleFilter, StoredRule};
 pub use scans::{

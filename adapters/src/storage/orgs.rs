@@ -67,7 +67,7 @@ pub struct NewOrganization {
     pub builtin_roles: Vec<(&'static str, BTreeSet<Permission>)>,
 }
 
-fn tier_name(tier: Tier) -> &'static str {
+pub(super) fn tier_name(tier: Tier) -> &'static str {
     match tier {
         Tier::Developer => "developer",
         Tier::Pro => "pro",
@@ -244,29 +244,6 @@ impl Store {
             "UPDATE organizations SET deleted_at = $2 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at IS NULL",
         ))
         .bind(id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        found(done.rows_affected(), "organization")?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Changes an organization's tier.
-    pub async fn set_tier(
-        &self,
-        id: &str,
-        tier: Tier,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE organizations SET tier = $2, updated_at = $3 WHERE id = $1 AND deleted_at IS NULL",
-        ))
-        .bind(id)
-        .bind(tier_name(tier))
         .bind(stamp(now))
         .execute(&mut *tx)
         .await?;

@@ -18,6 +18,8 @@
 //!   attempt (every replica; each claim is exclusive).
 //! - `digests`: turns ended windows of held notifications into digests (lease
 //!   `notification-digests`).
+//! - `quotas`: derives every account's limits again after start, and starts each
+//!   month's period of the monthly quota types (lease `quota-periods`).
 //! - `retention`: prunes audit rows and check-log entries past retention (lease
 //!   `retention`).
 
@@ -26,6 +28,7 @@ pub mod cache_sync;
 pub mod checkpoints;
 pub mod delivery;
 pub mod digests;
+pub mod quotas;
 pub mod reevaluation;
 pub mod relay;
 pub mod retention;

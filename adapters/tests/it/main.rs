@@ -76,6 +76,9 @@ pub fn test_config(extra: &[(&str, &str)]) -> Config {
             "BOOTSTRAP_SUPERADMIN_EMAILS".to_owned(),
             ROOT_EMAIL.to_owned(),
         ),
+        // Most tests add members to Developer organizations (one seat in document
+        // 2); the billing tests count seats on Pro and Team.
+        ("QUOTA_TIER_DEVELOPER_SEATS".to_owned(), "-1".to_owned()),
     ];
     vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Config::from_vars(vars).unwrap()

@@ -1,0 +1,238 @@
+//! An account's effective entitlement, in one place: the root's tier, its billing
+//! subscription's add-ons, a system admin's overrides and granted features, computed
+//! by the entitlements crate; and every change of them committed with its
+//! synchronization (limits to the pool rows, seats and features to the organization)
+//! in one transaction, conditional on the subscription's version.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use entitlements::{
+    Account, AppliedBundle, BundleId, Dimension, Entitlement, Feature, Limit, Tier,
+};
+
+use super::{ServiceError, ServiceResult};
+use crate::http::state::AppState;
+use crate::storage::{new_id, EntitlementWrite, LimitSync, OrgRecord, SubscriptionRecord};
+
+/// How many times a change is computed again when another one committed meanwhile.
+const ATTEMPTS: usize = 8;
+
+/// An account as stored: its root, subscription, overrides and granted features.
+#[derive(Debug, Clone)]
+pub struct Current {
+    /// The account root.
+    pub root: OrgRecord,
+    /// Its billing subscription.
+    pub subscription: SubscriptionRecord,
+    /// Tier, bundles, provider, as the entitlements crate sees them.
+    pub account: Account,
+    /// A system admin's limits.
+    pub overrides: BTreeMap<Dimension, Limit>,
+    /// Features granted beside the add-ons.
+    pub granted: BTreeSet<Feature>,
+}
+
+/// What a change does to an account (all `None`/empty: a plain synchronization).
+#[derive(Debug, Clone, Default)]
+pub struct Change {
+    /// The bundles after the change.
+    pub bundles: Option<Vec<AppliedBundle>>,
+    /// The new tier.
+    pub tier: Option<Tier>,
+    /// Overrides to set (`Some`) or clear (`None`).
+    pub overrides: Vec<(Dimension, Option<Limit>)>,
+    /// The granted features after the change.
+    pub granted: Option<BTreeSet<Feature>>,
+    /// The billing service's version of a seat-limit update.
+    pub seat_version: Option<u64>,
+}
+
+/// The account root of `org` (itself, or a team's parent).
+pub async fn root_of(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgRecord> {
+    match &org.parent_org_id {
+        Some(parent) => state
+            .store
+            .organization(parent)
+            .await?
+            .ok_or_else(|| ServiceError::Broken(format!("team {} lost its root", org.id))),
+        None => Ok(org.clone()),
+    }
+}
+
+/// The stored account of `root`; a value that does not decode fails closed.
+pub async fn current(state: &AppState, root: &OrgRecord) -> ServiceResult<Current> {
+    let subscription = state
+        .store
+        .subscription_of(&root.id, &new_id(), Utc::now())
+        .await?;
+    let bundles = subscription
+        .addons
+        .iter()
+        .map(|(id, quantity)| {
+            let bundle = BundleId::parse(id)
+                .ok_or_else(|| ServiceError::Broken(format!("stored add-on `{id}` is unknown")))?;
+            let quantity = u32::try_from(*quantity).map_err(|_| {
+                ServiceError::Broken(format!("stored add-on `{id}` has quantity {quantity}"))
+            })?;
+            Ok(AppliedBundle { bundle, quantity })
+        })
+        .collect::<ServiceResult<Vec<_>>>()?;
+    let overrides = state
+        .store
+        .quota_overrides(&root.id)
+        .await?
+        .into_iter()
+        .map(|(name, value)| {
+            let dimension = Dimension::from_name(&name)
+                .ok_or_else(|| ServiceError::Broken(format!("stored override `{name}`")))?;
+            let limit = Limit::from_wire(value).ok_or_else(|| {
+                ServiceError::Broken(format!("stored override of {name} is {value}"))
+            })?;
+            Ok((dimension, limit))
+        })
+        .collect::<ServiceResult<BTreeMap<_, _>>>()?;
+    let granted: BTreeSet<Feature> = serde_json::from_str(&subscription.granted_features)
+        .map_err(|e| ServiceError::Broken(format!("stored granted features: {e}")))?;
+    let account = Account {
+        tier: root.tier,
+        is_system: root.is_system,
+        billing: state.config.billing.provider,
+        bundles,
+    };
+    Ok(Current {
+        root: root.clone(),
+        subscription,
+        account,
+        overrides,
+        granted,
+    })
+}
+
+/// The effective entitlement: the crate's, then the overrides and granted features
+/// (the system organization keeps no caps whatever is stored).
+pub fn entitlement(state: &AppState, current: &Current) -> Entitlement {
+    let derived = entitlements::effective(&state.config.catalog, &current.account);
+    if current.account.is_system {
+        return derived;
+    }
+    derived.adjusted(
+        current.overrides.iter().map(|(d, l)| (*d, *l)),
+        current.granted.iter().copied(),
+    )
+}
+
+fn sync_of(root_id: &str, entitlement: &Entitlement) -> ServiceResult<LimitSync> {
+    let features: Vec<Feature> = entitlement.purchased_features.iter().copied().collect();
+    Ok(LimitSync {
+        root_id: root_id.to_owned(),
+        limits: entitlement
+            .limits
+            .iter()
+            .filter(|l| l.dimension.is_quota_type())
+            .map(|l| (l.dimension.name(), l.total.to_wire()))
+            .collect(),
+        seats: entitlement.limit(Dimension::Seats).to_wire(),
+        features: serde_json::to_string(&features)
+            .map_err(|e| ServiceError::Broken(format!("features do not serialize: {e}")))?,
+    })
+}
+
+/// Commits a change of `root`'s account with its synchronization. `plan` sees the
+/// account as stored and answers the change and its audit events (or a refusal);
+/// when another change commits meanwhile, it runs again on the new state. Returns the
+/// account and entitlement after the change.
+pub async fn commit<F>(
+    state: &AppState,
+    root: &OrgRecord,
+    now: DateTime<Utc>,
+    plan: F,
+) -> ServiceResult<(Current, Entitlement)>
+where
+    F: Fn(&Current) -> ServiceResult<(Change, Vec<audit_chain::AuditEvent>)>,
+{
+    for _ in 0..ATTEMPTS {
+        let before = current(state, root).await?;
+        let (change, audit) = plan(&before)?;
+        let mut after = before.clone();
+        if let Some(bundles) = &change.bundles {
+            after.account.bundles = bundles.clone();
+        }
+        if let Some(tier) = change.tier {
+            after.account.tier = tier;
+            after.root.tier = tier;
+        }
+        for (dimension, limit) in &change.overrides {
+            match limit {
+                Some(limit) => after.overrides.insert(*dimension, *limit),
+                None => after.overrides.remove(dimension),
+            };
+        }
+        if let Some(granted) = &change.granted {
+            after.granted = granted.clone();
+        }
+        let entitlement = entitlement(state, &after);
+        let granted_json = match &change.granted {
+            Some(granted) => Some(
+                serde_json::to_string(granted)
+                    .map_err(|e| ServiceError::Broken(format!("features do not serialize: {e}")))?,
+            ),
+            None => None,
+        };
+        let write = EntitlementWrite {
+            subscription: (&before.subscription.id, before.subscription.version),
+            addons: change.bundles.as_ref().map(|bundles| {
+                bundles
+                    .iter()
+                    .map(|b| (b.bundle.as_str().to_owned(), i64::from(b.quantity)))
+                    .collect()
+            }),
+            tier: change.tier,
+            overrides: change
+                .overrides
+                .iter()
+                .map(|(d, l)| (d.name(), l.map(Limit::to_wire)))
+                .collect(),
+            granted_features: granted_json,
+            seat_version: change
+                .seat_version
+                .map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
+            sync: sync_of(&root.id, &entitlement)?,
+        };
+        if state.store.commit_entitlement(&write, now, &audit).await? {
+            after.subscription.version += 1;
+            return Ok((after, entitlement));
+        }
+        if change.seat_version.is_some()
+            && state.store.seat_version(&root.id).await? >= change.seat_version
+        {
+            return Err(ServiceError::Conflict(
+                "a newer seat-limit update is already applied".to_owned(),
+            ));
+        }
+    }
+    Err(ServiceError::Conflict(
+        "the subscription kept changing; try again".to_owned(),
+    ))
+}
+
+/// Synchronizes `root`'s entitlement when it never was (its pool rows or seat limit
+/// have no value yet): before a charge or a seat check.
+pub async fn ensure_synced(state: &AppState, root: &OrgRecord) -> ServiceResult<()> {
+    let names: Vec<&str> = Dimension::ALL
+        .iter()
+        .filter(|d| d.is_quota_type())
+        .map(|d| d.name())
+        .collect();
+    if state.store.entitlement_synced(&root.id, &names).await? {
+        return Ok(());
+    }
+    resync(state, root, Utc::now()).await
+}
+
+/// Derives and writes `root`'s limits again (after a configuration change: the
+/// entitlement worker does it for every root at start).
+pub async fn resync(state: &AppState, root: &OrgRecord, now: DateTime<Utc>) -> ServiceResult<()> {
+    commit(state, root, now, |_| Ok((Change::default(), Vec::new()))).await?;
+    Ok(())
+}

@@ -1,0 +1,421 @@
+//! The quota service (document 2): each organization's usage against its account's
+//! limits, increments by other services, API calls counted per request, resets and
+//! a system admin's overrides. Every check-and-increment is one conditional UPDATE
+//! on the root's pool row (storage), which holds the synchronized limit.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Datelike, TimeZone, Utc};
+use entitlements::{Dimension, Limit, Tier, MAX_INCREMENT};
+use serde::Serialize;
+use serde_json::json;
+
+use super::entitlement::{self, Change};
+use super::{ServiceError, ServiceResult};
+use crate::http::state::{event_on, AppState, Caller};
+use crate::storage::{Charge, Charged, OrgRecord, UsageRow};
+
+/// The quota types the service reports, in order.
+pub fn quota_types() -> impl Iterator<Item = Dimension> {
+    Dimension::ALL.into_iter().filter(|d| d.is_quota_type())
+}
+
+/// The first day of `now`'s month: the period monthly types count in.
+pub fn period_of(now: DateTime<Utc>) -> String {
+    format!("{:04}-{:02}-01", now.year(), now.month())
+}
+
+/// When the period of `now` ends: the start of the next month, UTC.
+pub fn reset_at(now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let (year, month) = if now.month() == 12 {
+        (now.year() + 1, 1)
+    } else {
+        (now.year(), now.month() + 1)
+    };
+    Utc.with_ymd_and_hms(year, month, 1, 0, 0, 0).single()
+}
+
+/// One quota type of one organization.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct QuotaStatus {
+    /// The quota type.
+    #[serde(rename = "type")]
+    pub dimension: Dimension,
+    /// The account's limit (-1 unlimited).
+    pub limit: i64,
+    /// Used by the whole account (the root and its teams): what the limit bounds.
+    pub used: u64,
+    /// Used by this organization itself.
+    pub own_used: u64,
+    /// What is left (-1 unlimited).
+    pub remaining: i64,
+    /// `used` as a percentage of the limit (`null` unlimited; a zero limit is 100).
+    pub percent: Option<f64>,
+    /// When a monthly type starts again from zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reset_at: Option<DateTime<Utc>>,
+}
+
+/// One organization's quotas.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OrgQuotas {
+    /// The organization.
+    pub org_id: String,
+    /// The account root whose pool it draws from.
+    pub root_org_id: String,
+    /// The account's tier.
+    pub tier: Tier,
+    /// One entry per quota type, by its name.
+    pub quotas: BTreeMap<&'static str, QuotaStatus>,
+}
+
+fn status(
+    dimension: Dimension,
+    (pool, own): (&[UsageRow], &[UsageRow]),
+    now: DateTime<Utc>,
+) -> ServiceResult<QuotaStatus> {
+    let name = dimension.name();
+    let row = pool.iter().find(|r| r.dimension == name);
+    let wire = row
+        .and_then(|r| r.limit)
+        .ok_or_else(|| ServiceError::Broken(format!("the {name} limit is not synchronized")))?;
+    let limit = Limit::from_wire(wire)
+        .ok_or_else(|| ServiceError::Broken(format!("stored {name} limit {wire}")))?;
+    let used = row.map_or(0, |r| r.used);
+    let own_used = own
+        .iter()
+        .find(|r| r.dimension == name)
+        .map_or(0, |r| r.used);
+    let usage = entitlements::Usage {
+        dimension,
+        used,
+        limit,
+    };
+    Ok(QuotaStatus {
+        dimension,
+        limit: wire,
+        used,
+        own_used,
+        remaining: match limit {
+            Limit::Unlimited => -1,
+            Limit::Finite(n) => i64::try_from(n.saturating_sub(used)).unwrap_or(i64::MAX),
+        },
+        percent: usage.percent_used().map(|p| (p * 100.0).round() / 100.0),
+        reset_at: if dimension.is_monthly() {
+            reset_at(now)
+        } else {
+            None
+        },
+    })
+}
+
+/// The quotas of `org`.
+pub async fn of(state: &AppState, org: &OrgRecord, now: DateTime<Utc>) -> ServiceResult<OrgQuotas> {
+    let root = entitlement::root_of(state, org).await?;
+    entitlement::ensure_synced(state, &root).await?;
+    let period = period_of(now);
+    let pool = state.store.pool_rows(&root.id, &period).await?;
+    let own = state.store.own_rows(&org.id, &period).await?;
+    let quotas = quota_types()
+        .map(|d| Ok((d.name(), status(d, (&pool, &own), now)?)))
+        .collect::<ServiceResult<BTreeMap<_, _>>>()?;
+    Ok(OrgQuotas {
+        org_id: org.id.clone(),
+        root_org_id: root.id,
+        tier: root.tier,
+        quotas,
+    })
+}
+
+/// One quota type of `org` (`type` as on the wire; another name is 400).
+pub async fn one(
+    state: &AppState,
+    org: &OrgRecord,
+    name: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<QuotaStatus> {
+    let dimension = parse_type(name)?;
+    let mut all = of(state, org, now).await?;
+    all.quotas
+        .remove(dimension.name())
+        .ok_or(ServiceError::NotFound("quota type"))
+}
+
+fn parse_type(name: &str) -> ServiceResult<Dimension> {
+    Dimension::from_name(name)
+        .filter(|d| d.is_quota_type())
+        .ok_or_else(|| {
+            let names: Vec<&str> = quota_types().map(Dimension::name).collect();
+            ServiceError::invalid(
+                "type",
+                format!("`{name}` is not one of {}", names.join(", ")),
+            )
+        })
+}
+
+async fn organization(state: &AppState, id: &str) -> ServiceResult<OrgRecord> {
+    state
+        .store
+        .organization(id)
+        .await?
+        .ok_or(ServiceError::NotFound("organization"))
+}
+
+/// A page of every organization's quotas: (records, total).
+pub async fn all(
+    state: &AppState,
+    (limit, offset): (u32, u64),
+    now: DateTime<Utc>,
+) -> ServiceResult<(Vec<OrgQuotas>, u64)> {
+    let (ids, total) = state.store.organization_ids(false, limit, offset).await?;
+    let mut records = Vec::with_capacity(ids.len());
+    for id in ids {
+        records.push(of(state, &organization(state, &id).await?, now).await?);
+    }
+    Ok((records, total))
+}
+
+/// A page of the account roots at or above `threshold` percent on any quota type:
+/// (records, total). The pool rows hold the limits, so the database selects them.
+pub async fn at_risk(
+    state: &AppState,
+    threshold: f64,
+    (limit, offset): (u32, u64),
+    now: DateTime<Utc>,
+) -> ServiceResult<(Vec<OrgQuotas>, u64)> {
+    if !(0.0..=1_000_000.0).contains(&threshold) {
+        return Err(ServiceError::invalid(
+            "threshold",
+            "must be a percentage between 0 and 1000000",
+        ));
+    }
+    let (ids, total) = state
+        .store
+        .roots_at_risk(threshold, &period_of(now), limit, offset)
+        .await?;
+    let mut records = Vec::with_capacity(ids.len());
+    for id in ids {
+        records.push(of(state, &organization(state, &id).await?, now).await?);
+    }
+    Ok((records, total))
+}
+
+/// Charges `amount` of `dimension` to `org` and its root's pool in one statement,
+/// synchronizing the account first if it never was; over the limit, nothing counts.
+async fn charge(
+    state: &AppState,
+    (org, root): (&OrgRecord, &OrgRecord),
+    (dimension, amount): (Dimension, u64),
+    idempotency: Option<(&str, &str)>,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let period = if dimension.is_monthly() {
+        period_of(now)
+    } else {
+        String::new()
+    };
+    let charge = Charge {
+        org_id: &org.id,
+        root_id: &root.id,
+        dimension: dimension.name(),
+        period: &period,
+        amount,
+    };
+    for _ in 0..2 {
+        match state.store.charge_now(&charge, idempotency, &[]).await? {
+            Charged::Done => return Ok(()),
+            Charged::Refused(refusal) => {
+                return Err(ServiceError::Quota {
+                    dimension: dimension.name(),
+                    refusal,
+                })
+            }
+            Charged::Unsynced => entitlement::resync(state, root, now).await?,
+        }
+    }
+    Err(ServiceError::Broken(format!(
+        "the {} limit of {} does not synchronize",
+        dimension.name(),
+        root.id
+    )))
+}
+
+/// Counts one authenticated API request of `org` (429 when apiCalls is exhausted).
+pub async fn count_api_call(state: &AppState, org: &OrgRecord) -> ServiceResult<()> {
+    let now = Utc::now();
+    let root = entitlement::root_of(state, org).await?;
+    charge(state, (org, &root), (Dimension::ApiCalls, 1), None, now).await
+}
+
+/// What an increment asks.
+#[derive(Debug, Clone)]
+pub struct Increment {
+    /// The quota type's wire name.
+    pub dimension: String,
+    /// How much (1 to 1000).
+    pub amount: u64,
+    /// The `Idempotency-Key`.
+    pub key: Option<String>,
+}
+
+/// A service's increment of `org_id`'s usage; with a key, a retry counts once (the
+/// same key for another increment is 409).
+pub async fn increment(
+    state: &AppState,
+    service: &str,
+    org_id: &str,
+    ask: Increment,
+    now: DateTime<Utc>,
+) -> ServiceResult<QuotaStatus> {
+    let dimension = parse_type(&ask.dimension)?;
+    if matches!(dimension, Dimension::Plugins | Dimension::Pipelines) {
+        return Err(ServiceError::invalid(
+            "type",
+            format!(
+                "{} are counted from the inventory, in the transaction of each create and delete",
+                dimension.name()
+            ),
+        ));
+    }
+    if ask.amount == 0 || ask.amount > MAX_INCREMENT {
+        return Err(ServiceError::invalid(
+            "amount",
+            format!("must be between 1 and {MAX_INCREMENT}"),
+        ));
+    }
+    if let Some(key) = ask.key.as_deref() {
+        if key.is_empty() || key.len() > 255 {
+            return Err(ServiceError::invalid(
+                "Idempotency-Key",
+                "must be 1 to 255 characters",
+            ));
+        }
+    }
+    let org = organization(state, org_id).await?;
+    let root = entitlement::root_of(state, &org).await?;
+    if let Some(key) = ask.key.as_deref() {
+        if let Some(earlier) = state.store.increment_by_key(service, key).await? {
+            if earlier != (org.id.clone(), dimension.name().to_owned(), ask.amount) {
+                return Err(ServiceError::Conflict(
+                    "this Idempotency-Key was used for another increment".to_owned(),
+                ));
+            }
+            return one(state, &org, dimension.name(), now).await;
+        }
+    }
+    let idempotency = ask.key.as_deref().map(|key| (service, key));
+    charge(
+        state,
+        (&org, &root),
+        (dimension, ask.amount),
+        idempotency,
+        now,
+    )
+    .await?;
+    one(state, &org, dimension.name(), now).await
+}
+
+/// Sets `org`'s monthly usage (or one type's) back to zero: a root's whole account,
+/// or a team's own share.
+pub async fn reset(
+    state: &AppState,
+    caller: &Caller,
+    org_id: &str,
+    only: Option<&str>,
+    now: DateTime<Utc>,
+) -> ServiceResult<OrgQuotas> {
+    let org = organization(state, org_id).await?;
+    let types: Vec<Dimension> = match only {
+        Some(name) => {
+            let dimension = parse_type(name)?;
+            if !dimension.is_monthly() && dimension != Dimension::Storage {
+                return Err(ServiceError::invalid(
+                    "type",
+                    format!(
+                        "{} are counted from the inventory and cannot be reset",
+                        dimension.name()
+                    ),
+                ));
+            }
+            vec![dimension]
+        }
+        None => quota_types().filter(|d| d.is_monthly()).collect(),
+    };
+    let root = entitlement::root_of(state, &org).await?;
+    let names: Vec<&str> = types.iter().map(|d| d.name()).collect();
+    let audit = [event_on(
+        caller,
+        "quota.reset",
+        (&org.id, Some(&org.id)),
+        ("quota", &org.id),
+        json!({"types": names}),
+    )];
+    state
+        .store
+        .reset_usage((&org.id, &root.id), &names, &audit)
+        .await?;
+    of(state, &org, now).await
+}
+
+/// A system admin's update: the account's tier and limit overrides (-1 unlimited,
+/// `None` back to the entitlement's). Applies to account roots; a team draws from
+/// its root's.
+pub async fn update(
+    state: &AppState,
+    caller: &Caller,
+    org_id: &str,
+    (tier, limits): (Option<Tier>, Vec<(Dimension, Option<Limit>)>),
+    now: DateTime<Utc>,
+) -> ServiceResult<OrgQuotas> {
+    let org = organization(state, org_id).await?;
+    if org.parent_org_id.is_some() {
+        return Err(ServiceError::invalid(
+            "orgId",
+            "a team draws from its account root's pool: update the root",
+        ));
+    }
+    if org.is_system {
+        return Err(ServiceError::invalid(
+            "orgId",
+            "the system organization has no caps to change",
+        ));
+    }
+    entitlement::commit(state, &org, now, |current| {
+        let mut audit = Vec::new();
+        if let Some(tier) = tier {
+            audit.push(event_on(
+                caller,
+                "billing.tier.override",
+                (&org.id, Some(&org.id)),
+                ("subscription", &current.subscription.id),
+                json!({"from": current.account.tier, "tier": tier}),
+            ));
+        }
+        if !limits.is_empty() {
+            let details: BTreeMap<&str, Option<i64>> = limits
+                .iter()
+                .map(|(d, l)| (d.name(), l.map(Limit::to_wire)))
+                .collect();
+            audit.push(event_on(
+                caller,
+                "admin.org.quota.override",
+                (&org.id, Some(&org.id)),
+                ("organization", &org.id),
+                json!({"limits": details}),
+            ));
+        }
+        Ok((
+            Change {
+                tier,
+                overrides: limits.clone(),
+                ..Change::default()
+            },
+            audit,
+        ))
+    })
+    .await?;
+    let org = organization(state, org_id).await?;
+    of(state, &org, now).await
+}

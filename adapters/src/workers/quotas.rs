@@ -1,0 +1,86 @@
+//! The quota worker, under the `quota-periods` lease: once after start it derives
+//! every account root's limits again (so a changed `QUOTA_TIER_*` or bundle variable
+//! reaches the pool rows), and every minute it starts the new month for the monthly
+//! types (apiCalls, aiCalls): their usage goes back to zero at the start of each
+//! calendar month, UTC. Charges already count a new month from zero in their own
+//! statement; the worker makes the reset visible for organizations that are idle.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use entitlements::Dimension;
+
+use super::Shutdown;
+use crate::http::state::AppState;
+
+/// The lease the worker takes.
+pub const LEASE: &str = "quota-periods";
+
+const INTERVAL: Duration = Duration::from_secs(60);
+const TTL: Duration = Duration::from_secs(300);
+const PAGE: u32 = 200;
+
+/// Runs until the server stops.
+pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
+    let mut derived = false;
+    loop {
+        match state
+            .store
+            .take_lease(LEASE, &holder, TTL, Utc::now())
+            .await
+        {
+            Ok(Some(_)) => {
+                if !derived {
+                    match derive_all(&state, &mut shutdown).await {
+                        Ok(n) => {
+                            derived = true;
+                            tracing::info!(roots = n, "account limits derived again");
+                        }
+                        Err(error) => tracing::warn!(%error, "deriving account limits failed"),
+                    }
+                }
+                let monthly: Vec<&str> = Dimension::ALL
+                    .iter()
+                    .filter(|d| d.is_monthly())
+                    .map(|d| d.name())
+                    .collect();
+                let period = crate::services::quotas::period_of(Utc::now());
+                match state.store.start_period(&monthly, &period).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(rows = n, %period, "monthly quotas reset"),
+                    Err(error) => tracing::warn!(%error, "monthly quota reset failed"),
+                }
+            }
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%error, "quota worker: cannot take the lease"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(INTERVAL) => {}
+            _ = shutdown.wait() => break,
+        }
+    }
+    let _ = state.store.release_lease(LEASE, &holder).await;
+}
+
+/// Derives every account root's limits again, a page at a time.
+async fn derive_all(
+    state: &AppState,
+    shutdown: &mut Shutdown,
+) -> Result<u64, crate::services::ServiceError> {
+    let mut offset = 0;
+    loop {
+        let (ids, _) = state.store.organization_ids(true, PAGE, offset).await?;
+        if ids.is_empty() {
+            return Ok(offset);
+        }
+        for id in &ids {
+            if shutdown.is_set() {
+                return Ok(offset);
+            }
+            if let Some(root) = state.store.organization(id).await? {
+                crate::services::entitlement::resync(state, &root, Utc::now()).await?;
+            }
+        }
+        offset += ids.len() as u64;
+    }
+}
