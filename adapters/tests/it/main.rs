@@ -15,6 +15,7 @@
 
 mod audit;
 mod authority;
+mod billing;
 mod builds;
 mod checkpoints;
 mod ci;

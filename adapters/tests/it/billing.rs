@@ -1,0 +1,808 @@
+//! Quotas and billing (document 2 "Quota service", document 3 "Add-on bundles",
+//! SEMANTICS 3): the documents' numbers through the API, preview equal to purchase,
+//! refusals with their statuses and codes, seats enforced on member add, exact
+//! pooled increments under concurrency, idempotent increments, at-risk, resets,
+//! API calls counted, tenant isolation.
+
+use super::*;
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+
+async fn team_of(app: &TestApp, token: &str, root: &str, name: &str) -> String {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            token,
+            Some(root),
+            Some(json!({"name": name, "parentOrgId": root})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["data"]["id"].as_str().unwrap().to_owned()
+}
+
+fn limit_of(subscription: &Value, dimension: &str) -> i64 {
+    subscription["entitlement"]["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["dimension"] == dimension)
+        .unwrap()["total"]
+        .as_i64()
+        .unwrap()
+}
+
+async fn subscription(app: &TestApp, token: &str, org: &str) -> Value {
+    let (status, body) = app
+        .call("GET", "/api/subscriptions/current", token, Some(org), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["data"].clone()
+}
+
+async fn set_tier(app: &TestApp, org: &str, tier: &str) {
+    let root = app.super_token().await;
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/quotas/{org}"),
+            &root,
+            None,
+            Some(json!({"tier": tier})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["tier"], tier, "{body}");
+}
+
+async fn the_documents_numbers_through_the_api(app: &TestApp) {
+    let billing = app
+        .beside(&[
+            ("BILLING_BUNDLES_ENABLED", "true"),
+            ("QUOTA_TIER_DEVELOPER_SEATS", "-1"),
+            ("QUOTA_TIER_TEAM_PIPELINES", "300"),
+        ])
+        .await;
+    let acme = billing.org("alice", "acme").await;
+    let alice = billing.token("alice", "alice@example.com");
+    set_tier(&billing, &acme, "pro").await;
+    assert_eq!(billing.audited("billing.tier.override").await.len(), 1);
+
+    // The bundles offered to Pro, with prices in cents and dollars.
+    let (status, body) = billing
+        .call("GET", "/api/bundles", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["enabled"], true);
+    let offers = body["data"]["bundles"].as_array().unwrap();
+    assert_eq!(offers.len(), 8, "Pro may buy every bundle: {body}");
+    let seat = offers.iter().find(|o| o["id"] == "SEAT_PACK").unwrap();
+    assert_eq!(seat["monthlyCents"], 2500);
+    assert_eq!(seat["annualCents"], 25000);
+    assert_eq!(seat["monthlyUsd"], 25.0);
+    assert_eq!(seat["stackable"], true);
+    let sso = offers.iter().find(|o| o["id"] == "SSO").unwrap();
+    assert_eq!(sso["stackable"], false);
+
+    // Pro + 2 seat packs = 11 seats; the preview is what the purchase commits.
+    let sub = subscription(&billing, &alice, &acme).await;
+    let id = sub["id"].as_str().unwrap().to_owned();
+    assert_eq!(limit_of(&sub, "seats"), 1);
+    let two_packs = json!({"bundleId": "SEAT_PACK", "quantity": 2});
+    let (status, preview) = billing
+        .call(
+            "POST",
+            &format!("/api/subscriptions/{id}/addons/preview"),
+            &alice,
+            Some(&acme),
+            Some(two_packs.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{preview}");
+    assert_eq!(limit_of(&preview["data"], "seats"), 11);
+    let seats = preview["data"]["entitlement"]["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["dimension"] == "seats")
+        .unwrap()
+        .clone();
+    assert_eq!(seats["base"], 1);
+    assert_eq!(seats["contributions"][0]["amount"], 10);
+    assert_eq!(
+        limit_of(&subscription(&billing, &alice, &acme).await, "seats"),
+        1,
+        "a preview commits nothing"
+    );
+    let (status, bought) = billing
+        .call(
+            "POST",
+            &format!("/api/subscriptions/{id}/addons"),
+            &alice,
+            Some(&acme),
+            Some(two_packs),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{bought}");
+    assert_eq!(
+        bought["data"]["entitlement"],
+        preview["data"]["entitlement"]
+    );
+    assert_eq!(
+        subscription(&billing, &alice, &acme).await["entitlement"],
+        preview["data"]["entitlement"]
+    );
+    let added = billing.audited("billing.addon.add").await;
+    assert_eq!(added.len(), 1);
+    assert_eq!(added[0].details["bundleId"], "SEAT_PACK");
+    assert_eq!(added[0].details["quantity"], 2);
+
+    // The seats are enforced: the owner and ten members fit, the twelfth does not.
+    for i in 0..10 {
+        let (status, body) = billing
+            .call(
+                "POST",
+                &format!("/api/organization/{acme}/members"),
+                &alice,
+                None,
+                Some(json!({"userId": format!("member-{i}"), "role": "member"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "member {i}: {body}");
+    }
+    let (status, body) = billing
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/members"),
+            &alice,
+            None,
+            Some(json!({"userId": "one-too-many", "role": "member"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(body["details"]["limit"], 11, "{body}");
+    assert_eq!(body["details"]["dimension"], "seats", "{body}");
+    let (_, members) = billing
+        .call(
+            "GET",
+            &format!("/api/organization/{acme}/members?limit=100"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        members["pagination"]["total"], 11,
+        "the refused member is not stored: {members}"
+    );
+
+    // A tier base of -1 stays -1 whatever is bought.
+    assert_eq!(limit_of(&bought["data"], "apiCalls"), -1);
+    let (status, body) = billing
+        .call(
+            "POST",
+            &format!("/api/subscriptions/{id}/addons"),
+            &alice,
+            Some(&acme),
+            Some(json!({"bundleId": "API_PACK", "quantity": 3})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(limit_of(&body["data"], "apiCalls"), -1);
+
+    // SSO is not stackable; the audit log is Pro's only.
+    let (status, body) = billing
+        .call(
+            "POST",
+            &format!("/api/subscriptions/{id}/addons/preview"),
+            &alice,
+            Some(&acme),
+            Some(json!({"bundleId": "SSO", "quantity": 2})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "BUNDLE_NOT_STACKABLE");
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let bob = billing.token("bob", "bob@example.com");
+    let globex = billing.org("bob", "globex").await;
+    let globex_sub = subscription(&billing, &bob, &globex).await;
+    let globex_id = globex_sub["id"].as_str().unwrap();
+    let (status, body) = billing
+        .call(
+            "POST",
+            &format!("/api/subscriptions/{globex_id}/addons"),
+            &bob,
+            Some(&globex),
+            Some(json!({"bundleId": "AUDIT_LOG"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "BUNDLE_NOT_ELIGIBLE");
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (_, offered) = billing
+        .call("GET", "/api/bundles", &bob, Some(&globex), None)
+        .await;
+    assert!(
+        !offered["data"]["bundles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["id"] == "AUDIT_LOG" || o["id"] == "SSO"),
+        "Developer is not offered AUDIT_LOG or SSO: {offered}"
+    );
+    // Another account's subscription is not found, whatever the body.
+    let (status, body) = billing
+        .call(
+            "POST",
+            &format!("/api/subscriptions/{id}/addons"),
+            &bob,
+            Some(&globex),
+            Some(json!({"bundleId": "SEAT_PACK"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    let (status, _) = billing
+        .call("GET", &format!("/api/quotas/{acme}"), &bob, None, None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // A member without billing:manage cannot buy.
+    let member = billing.token("member-0", "m0@example.com");
+    let (status, _) = billing
+        .call(
+            "POST",
+            &format!("/api/subscriptions/{id}/addons"),
+            &member,
+            Some(&acme),
+            Some(json!({"bundleId": "SEAT_PACK", "quantity": 9})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // Removing an add-on synchronizes too; removing it again is 404.
+    let (status, body) = billing
+        .call(
+            "DELETE",
+            &format!("/api/subscriptions/{id}/addons/SEAT_PACK"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(limit_of(&body["data"], "seats"), 1);
+    let (status, body) = billing
+        .call(
+            "DELETE",
+            &format!("/api/subscriptions/{id}/addons/SEAT_PACK"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    assert_eq!(billing.audited("billing.addon.remove").await.len(), 1);
+
+    // The environment override reaches the pool: Team's pipelines are 300 here, and
+    // a tier change (PATCH, with step-up) derives the limits again.
+    let root = billing.super_token().await;
+    let (status, body) = billing
+        .stepped(
+            "PATCH",
+            &format!("/api/organization/{acme}/tier"),
+            &root,
+            Some(billing.step_up("root", 10)),
+            Some(json!({"tier": "team"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, quotas) = billing
+        .call("GET", "/api/quotas", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(quotas["data"]["tier"], "team", "{quotas}");
+    assert_eq!(
+        quotas["data"]["quotas"]["pipelines"]["limit"], 300,
+        "{quotas}"
+    );
+    assert_eq!(
+        quotas["data"]["quotas"]["plugins"]["limit"], 100,
+        "{quotas}"
+    );
+    assert!(!billing.audited("admin.org.tier.update").await.is_empty());
+    billing.stop().await;
+}
+
+async fn refusals_of_billing(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let id = subscription(app, &alice, &acme).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Bundles are hidden and refused unless the operator enables them.
+    let (status, body) = app
+        .call("GET", "/api/bundles", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["data"], json!({"enabled": false, "bundles": []}));
+    let buy = json!({"bundleId": "SEAT_PACK"});
+    let path = format!("/api/subscriptions/{id}/addons");
+    let (status, body) = app
+        .call("POST", &path, &alice, Some(&acme), Some(buy.clone()))
+        .await;
+    assert_eq!(code(status, &body), "BUNDLES_DISABLED");
+    // Marketplace billing refuses self-service; the billing service sets seats.
+    let market = app
+        .beside(&[
+            ("BILLING_BUNDLES_ENABLED", "true"),
+            ("BILLING_PROVIDER", "marketplace"),
+            (
+                "BILLING_PORTAL_URL",
+                "https://billing.example/portal?org={orgId}",
+            ),
+        ])
+        .await;
+    let (status, body) = market
+        .call("POST", &path, &alice, Some(&acme), Some(buy.clone()))
+        .await;
+    assert_eq!(code(status, &body), "MARKETPLACE_MANAGED");
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let direct = app.beside(&[("BILLING_BUNDLES_ENABLED", "true")]).await;
+    for bad in [
+        json!({"bundleId": "GOLD_PACK"}),
+        json!({"bundleId": "SEAT_PACK", "quantity": 0}),
+        json!({"bundleId": "SEAT_PACK", "quantity": -3}),
+        json!({"bundleId": "SEAT_PACK", "quantity": 10001}),
+        json!({"bundleId": "SEAT_PACK", "quantity": "two"}),
+        json!({"quantity": 1}),
+    ] {
+        let (status, body) = direct
+            .call("POST", &path, &alice, Some(&acme), Some(bad.clone()))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{bad}");
+    }
+    assert_eq!(
+        subscription(&direct, &alice, &acme).await["addons"],
+        json!([]),
+        "nothing refused was stored"
+    );
+    direct.stop().await;
+    let seat_path = format!("/api/organization/{acme}/seat-limit");
+    let (status, body) = market
+        .call(
+            "PUT",
+            &seat_path,
+            &market.service_token("billing"),
+            None,
+            Some(json!({"seats": 30, "features": ["sso"], "version": 2})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(limit_of(&body["data"], "seats"), 30);
+    assert!(body["data"]["entitlement"]["purchasedFeatures"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("sso")));
+    let (status, body) = market
+        .call(
+            "PUT",
+            &seat_path,
+            &market.service_token("billing"),
+            None,
+            Some(json!({"seats": 5, "version": 1})),
+        )
+        .await;
+    assert_eq!(
+        code(status, &body),
+        "CONFLICT",
+        "an older version is ignored"
+    );
+    for token in [market.service_token("pipeline"), alice.clone()] {
+        let (status, _) = market
+            .call("PUT", &seat_path, &token, None, Some(json!({"seats": 99})))
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+    }
+    let events = market.audited("admin.org.seatLimit.update").await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].affected_org_id.as_deref(), Some(acme.as_str()));
+    // The portal: configured here, a clear 501 where it is not.
+    let (status, body) = market
+        .call("POST", "/api/portal", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["data"]["url"],
+        format!("https://billing.example/portal?org={acme}")
+    );
+    let (status, body) = app
+        .call("POST", "/api/portal", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(code(status, &body), "BILLING_PORTAL_NOT_CONFIGURED");
+    assert_eq!(status, StatusCode::NOT_IMPLEMENTED);
+    market.stop().await;
+}
+
+async fn increment(
+    app: &TestApp,
+    token: &str,
+    org: &str,
+    body: Value,
+    key: Option<&str>,
+) -> (StatusCode, Value) {
+    let mut request = Request::builder()
+        .method("POST")
+        .uri(format!("/api/quotas/{org}/increment"))
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json");
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    app.send(request.body(Body::from(body.to_string())).unwrap())
+        .await
+}
+
+async fn override_limits(app: &TestApp, org: &str, limits: Value) -> Value {
+    let root = app.super_token().await;
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/quotas/{org}"),
+            &root,
+            None,
+            Some(json!({"limits": limits})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["data"].clone()
+}
+
+async fn pooled_increments_count_exactly(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let team = team_of(app, &alice, &acme, "platform").await;
+    let record = override_limits(app, &acme, json!({"aiCalls": 100})).await;
+    assert_eq!(record["quotas"]["aiCalls"]["limit"], 100);
+    let service = app.service_token("generator");
+    // 32 concurrent increments of 5 against 100 left, from the root and its team.
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let org = if i % 2 == 0 {
+            acme.clone()
+        } else {
+            team.clone()
+        };
+        let request = Request::builder()
+            .method("POST")
+            .uri(format!("/api/quotas/{org}/increment"))
+            .header("authorization", format!("Bearer {service}"))
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"type": "aiCalls", "amount": 5}).to_string(),
+            ))
+            .unwrap();
+        let router = app.router.clone();
+        tasks.push(tokio::spawn(async move {
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (
+                org,
+                status,
+                serde_json::from_slice::<Value>(&bytes).unwrap(),
+            )
+        }));
+    }
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.unwrap());
+    }
+    let mut counted = 0;
+    let mut on_team = 0;
+    for (org, status, body) in &results {
+        match *status {
+            StatusCode::OK => {
+                counted += 5;
+                if *org == team {
+                    on_team += 5;
+                }
+            }
+            StatusCode::TOO_MANY_REQUESTS => {
+                assert_eq!(code(*status, body), "QUOTA_EXCEEDED");
+                assert_eq!(body["details"]["limit"], 100, "{body}");
+                assert_eq!(body["details"]["requested"], 5, "{body}");
+            }
+            other => panic!("unexpected {other}: {body}"),
+        }
+    }
+    assert_eq!(counted, 100, "exactly the 100 left were counted");
+    let (_, root_view) = app
+        .call(
+            "GET",
+            &format!("/api/quotas/{acme}/aiCalls"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(root_view["data"]["used"], 100, "{root_view}");
+    assert_eq!(root_view["data"]["remaining"], 0);
+    assert_eq!(root_view["data"]["percent"], 100.0);
+    assert!(root_view["data"]["resetAt"].as_str().is_some());
+    let (_, team_view) = app
+        .call(
+            "GET",
+            &format!("/api/quotas/{team}/aiCalls"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        team_view["data"]["used"], 100,
+        "the team sees its account's pool"
+    );
+    assert_eq!(team_view["data"]["ownUsed"], on_team, "{team_view}");
+
+    // Hostile increments: out of range, the inventory's types, a user's token.
+    for (bad, why) in [
+        (json!({"type": "aiCalls", "amount": 1001}), "over 1000"),
+        (json!({"type": "aiCalls", "amount": 0}), "zero"),
+        (json!({"type": "aiCalls", "amount": -5}), "negative"),
+        (json!({"type": "pipelines", "amount": 1}), "inventory type"),
+        (json!({"type": "gold", "amount": 1}), "unknown type"),
+        (json!({"type": "aiCalls"}), "no amount"),
+    ] {
+        let (status, body) = increment(app, &service, &acme, bad, None).await;
+        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{why}: {body}");
+    }
+    let (status, _) = increment(
+        app,
+        &alice,
+        &acme,
+        json!({"type": "aiCalls", "amount": 1}),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "users cannot increment");
+    let (status, _) = increment(
+        app,
+        &service,
+        "no-such-org",
+        json!({"type": "aiCalls", "amount": 1}),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // An Idempotency-Key counts a retry once; reused for another increment, 409.
+    override_limits(app, &acme, json!({"aiCalls": 200})).await;
+    for _ in 0..3 {
+        let (status, body) = increment(
+            app,
+            &service,
+            &team,
+            json!({"type": "aiCalls", "amount": 3}),
+            Some("gen-42"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["data"]["used"], 103, "{body}");
+    }
+    let (status, body) = increment(
+        app,
+        &service,
+        &team,
+        json!({"type": "aiCalls", "amount": 4}),
+        Some("gen-42"),
+    )
+    .await;
+    assert_eq!(code(status, &body), "CONFLICT");
+
+    // At risk: 103 of 200 is 51.5 %.
+    let root = app.super_token().await;
+    let (status, body) = app
+        .call("GET", "/api/quotas/at-risk?threshold=50", &root, None, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let ids: Vec<&str> = body["quotas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["orgId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [acme.as_str()], "{body}");
+    let (_, body) = app
+        .call("GET", "/api/quotas/at-risk?threshold=60", &root, None, None)
+        .await;
+    assert_eq!(body["pagination"]["total"], 0, "{body}");
+    for bad in ["abc", "-1", "NaN"] {
+        let (status, body) = app
+            .call(
+                "GET",
+                &format!("/api/quotas/at-risk?threshold={bad}"),
+                &root,
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{bad}");
+    }
+    let (status, _) = app
+        .call("GET", "/api/quotas/at-risk", &alice, None, None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, body) = app
+        .call("GET", "/api/quotas/all?limit=100", &root, None, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["pagination"]["total"].as_u64().unwrap() >= 3, "{body}");
+
+    // A reset puts the monthly usage back to zero (audited); only an admin may.
+    let (status, _) = app
+        .call(
+            "POST",
+            &format!("/api/quotas/{acme}/reset"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/quotas/{acme}/reset"),
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["quotas"]["aiCalls"]["used"], 0, "{body}");
+    assert_eq!(app.audited("quota.reset").await.len(), 1);
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/quotas/{acme}/reset"),
+            &root,
+            None,
+            Some(json!({"type": "pipelines"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+
+    // A stored period that has passed counts as zero: the new month starts afresh.
+    increment(
+        app,
+        &service,
+        &acme,
+        json!({"type": "aiCalls", "amount": 7}),
+        None,
+    )
+    .await;
+    app.sql("UPDATE quota_pool SET period_start = '2000-01-01' WHERE dimension = 'aiCalls'")
+        .await;
+    let (_, view) = app
+        .call(
+            "GET",
+            &format!("/api/quotas/{acme}/aiCalls"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(view["data"]["used"], 0, "{view}");
+    let (status, body) = increment(
+        app,
+        &service,
+        &acme,
+        json!({"type": "aiCalls", "amount": 200}),
+        None,
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "a new month has the whole limit: {body}"
+    );
+    assert_eq!(body["data"]["used"], 200);
+}
+
+async fn api_calls_are_counted_and_capped(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let used = |body: &Value| body["data"]["quotas"]["apiCalls"]["used"].as_u64().unwrap();
+    let (_, first) = app
+        .call("GET", "/api/quotas", &alice, Some(&acme), None)
+        .await;
+    let (_, second) = app
+        .call("GET", "/api/quotas", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(used(&second), used(&first) + 1, "each request counts");
+    assert_eq!(first["data"]["quotas"]["apiCalls"]["limit"], -1);
+    // Capped just above what is used: two more requests, then 429 and nothing counted.
+    let now = used(&second) + 1;
+    override_limits(app, &acme, json!({"apiCalls": now + 2})).await;
+    for _ in 0..2 {
+        let (status, body) = app
+            .call("GET", "/api/pipelines", &alice, Some(&acme), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (status, body) = app
+        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    assert_eq!(body["details"]["dimension"], "apiCalls");
+    // Another tenant is not affected.
+    let globex = app.org("bob", "globex").await;
+    let bob = app.token("bob", "bob@example.com");
+    let (status, _) = app
+        .call("GET", "/api/pipelines", &bob, Some(&globex), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // Limits on a team or unknown types are refused.
+    let root = app.super_token().await;
+    let team = team_of(app, &bob, &globex, "ops").await;
+    for (org, body) in [
+        (team.as_str(), json!({"limits": {"plugins": 3}})),
+        (globex.as_str(), json!({"limits": {"gold": 3}})),
+        (globex.as_str(), json!({"limits": {"plugins": -2}})),
+        (globex.as_str(), json!({"limits": {"plugins": "many"}})),
+        (globex.as_str(), json!({"tier": "platinum"})),
+        (globex.as_str(), json!({})),
+    ] {
+        let (status, reply) = app
+            .call(
+                "PUT",
+                &format!("/api/quotas/{org}"),
+                &root,
+                None,
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(code(status, &reply), "VALIDATION_ERROR", "{body}: {reply}");
+    }
+    // A pipelines override is enforced at create; null gives the tier's back.
+    override_limits(app, &globex, json!({"pipelines": 1})).await;
+    let pipeline = |name: &str| {
+        json!({"project": "web", "organization": "globex", "pipelineName": name,
+               "accessModifier": "private", "props": {}})
+    };
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            &bob,
+            Some(&globex),
+            Some(pipeline("a")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            &bob,
+            Some(&team),
+            Some(pipeline("b")),
+        )
+        .await;
+    assert_eq!(
+        code(status, &body),
+        "QUOTA_EXCEEDED",
+        "the team draws from the pool"
+    );
+    let record = override_limits(app, &globex, json!({"pipelines": null})).await;
+    assert_eq!(record["quotas"]["pipelines"]["limit"], 5, "{record}");
+    assert_eq!(record["quotas"]["pipelines"]["used"], 1, "{record}");
+    assert_eq!(app.audited("admin.org.quota.override").await.len(), 3);
+}
+
+on_both_backends!(
+    the_documents_numbers_through_the_api,
+    refusals_of_billing,
+    pooled_increments_count_exactly,
+    api_calls_are_counted_and_capped,
+);
