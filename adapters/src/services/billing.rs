@@ -64,7 +64,7 @@ pub async fn offers(state: &AppState, org: &OrgRecord) -> ServiceResult<(bool, V
             monthly_usd: dollars(b.monthly_cents),
             annual_usd: dollars(b.annual_cents),
             stackable: b.stackable,
-            eligible_tiers: b.eligible_tiers.iter().copied().collect(),
+            eligible_tiers: b.eligible_tiers.clone(),
         })
         .collect();
     Ok((true, offers))

@@ -152,68 +152,84 @@ where
     F: Fn(&Current) -> ServiceResult<(Change, Vec<audit_chain::AuditEvent>)>,
 {
     for _ in 0..ATTEMPTS {
-        let before = current(state, root).await?;
-        let (change, audit) = plan(&before)?;
-        let mut after = before.clone();
-        if let Some(bundles) = &change.bundles {
-            after.account.bundles = bundles.clone();
-        }
-        if let Some(tier) = change.tier {
-            after.account.tier = tier;
-            after.root.tier = tier;
-        }
-        for (dimension, limit) in &change.overrides {
-            match limit {
-                Some(limit) => after.overrides.insert(*dimension, *limit),
-                None => after.overrides.remove(dimension),
-            };
-        }
-        if let Some(granted) = &change.granted {
-            after.granted = granted.clone();
-        }
-        let entitlement = entitlement(state, &after);
-        let granted_json = match &change.granted {
-            Some(granted) => Some(
-                serde_json::to_string(granted)
-                    .map_err(|e| ServiceError::Broken(format!("features do not serialize: {e}")))?,
-            ),
-            None => None,
-        };
-        let write = EntitlementWrite {
-            subscription: (&before.subscription.id, before.subscription.version),
-            addons: change.bundles.as_ref().map(|bundles| {
-                bundles
-                    .iter()
-                    .map(|b| (b.bundle.as_str().to_owned(), i64::from(b.quantity)))
-                    .collect()
-            }),
-            tier: change.tier,
-            overrides: change
-                .overrides
-                .iter()
-                .map(|(d, l)| (d.name(), l.map(Limit::to_wire)))
-                .collect(),
-            granted_features: granted_json,
-            seat_version: change
-                .seat_version
-                .map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
-            sync: sync_of(&root.id, &entitlement)?,
-        };
-        if state.store.commit_entitlement(&write, now, &audit).await? {
-            after.subscription.version += 1;
-            return Ok((after, entitlement));
-        }
-        if change.seat_version.is_some()
-            && state.store.seat_version(&root.id).await? >= change.seat_version
-        {
-            return Err(ServiceError::Conflict(
-                "a newer seat-limit update is already applied".to_owned(),
-            ));
+        if let Some(done) = attempt(state, root, now, &plan).await? {
+            return Ok(done);
         }
     }
     Err(ServiceError::Conflict(
         "the subscription kept changing; try again".to_owned(),
     ))
+}
+
+/// One try of [`commit`]: `None` when another change committed first.
+async fn attempt<F>(
+    state: &AppState,
+    root: &OrgRecord,
+    now: DateTime<Utc>,
+    plan: &F,
+) -> ServiceResult<Option<(Current, Entitlement)>>
+where
+    F: Fn(&Current) -> ServiceResult<(Change, Vec<audit_chain::AuditEvent>)>,
+{
+    let before = current(state, root).await?;
+    let (change, audit) = plan(&before)?;
+    let mut after = before.clone();
+    if let Some(bundles) = &change.bundles {
+        after.account.bundles = bundles.clone();
+    }
+    if let Some(tier) = change.tier {
+        after.account.tier = tier;
+        after.root.tier = tier;
+    }
+    for (dimension, limit) in &change.overrides {
+        match limit {
+            Some(limit) => after.overrides.insert(*dimension, *limit),
+            None => after.overrides.remove(dimension),
+        };
+    }
+    if let Some(granted) = &change.granted {
+        after.granted = granted.clone();
+    }
+    let entitlement = entitlement(state, &after);
+    let granted_json = match &change.granted {
+        Some(granted) => Some(
+            serde_json::to_string(granted)
+                .map_err(|e| ServiceError::Broken(format!("features do not serialize: {e}")))?,
+        ),
+        None => None,
+    };
+    let write = EntitlementWrite {
+        subscription: (&before.subscription.id, before.subscription.version),
+        addons: change.bundles.as_ref().map(|bundles| {
+            bundles
+                .iter()
+                .map(|b| (b.bundle.as_str().to_owned(), i64::from(b.quantity)))
+                .collect()
+        }),
+        tier: change.tier,
+        overrides: change
+            .overrides
+            .iter()
+            .map(|(d, l)| (d.name(), l.map(Limit::to_wire)))
+            .collect(),
+        granted_features: granted_json,
+        seat_version: change
+            .seat_version
+            .map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
+        sync: sync_of(&root.id, &entitlement)?,
+    };
+    if state.store.commit_entitlement(&write, now, &audit).await? {
+        after.subscription.version += 1;
+        return Ok(Some((after, entitlement)));
+    }
+    if change.seat_version.is_some()
+        && state.store.seat_version(&root.id).await? >= change.seat_version
+    {
+        return Err(ServiceError::Conflict(
+            "a newer seat-limit update is already applied".to_owned(),
+        ));
+    }
+    Ok(None)
 }
 
 /// Synchronizes `root`'s entitlement when it never was (its pool rows or seat limit
@@ -224,10 +240,20 @@ pub async fn ensure_synced(state: &AppState, root: &OrgRecord) -> ServiceResult<
         .filter(|d| d.is_quota_type())
         .map(|d| d.name())
         .collect();
-    if state.store.entitlement_synced(&root.id, &names).await? {
-        return Ok(());
+    // Many first requests of one account may race here: whichever commits first
+    // synchronizes it for all.
+    for _ in 0..ATTEMPTS {
+        if state.store.entitlement_synced(&root.id, &names).await? {
+            return Ok(());
+        }
+        let plain = |_: &Current| Ok((Change::default(), Vec::new()));
+        if attempt(state, root, Utc::now(), &plain).await?.is_some() {
+            return Ok(());
+        }
     }
-    resync(state, root, Utc::now()).await
+    Err(ServiceError::Conflict(
+        "the account's limits kept changing; try again".to_owned(),
+    ))
 }
 
 /// Derives and writes `root`'s limits again (after a configuration change: the

@@ -232,7 +232,7 @@ async fn charge(
                     refusal,
                 })
             }
-            Charged::Unsynced => entitlement::resync(state, root, now).await?,
+            Charged::Unsynced => entitlement::ensure_synced(state, root).await?,
         }
     }
     Err(ServiceError::Broken(format!(

@@ -114,18 +114,25 @@ impl Store {
         charge: &Charge<'_>,
     ) -> StoreResult<Charged> {
         let used = used_in(4);
-        let done = sqlx::query(&self.sql(&format!(
-            "UPDATE quota_pool SET used = {used} + $3, period_start = $4
-             WHERE root_id = $1 AND dimension = $2 AND limit_value IS NOT NULL
-               AND (limit_value < 0 OR {used} + $3 <= limit_value)"
-        )))
-        .bind(charge.root_id)
-        .bind(charge.dimension)
-        .bind(wire(charge.amount))
-        .bind(charge.period)
-        .execute(&mut *conn)
-        .await?;
-        if done.rows_affected() == 0 {
+        // A row another transaction is writing may be invisible to the UPDATE and
+        // visible to the read after it: a row whose limit allows the charge is
+        // tried again rather than refused.
+        let mut attempts = 0;
+        loop {
+            let done = sqlx::query(&self.sql(&format!(
+                "UPDATE quota_pool SET used = {used} + $3, period_start = $4
+                 WHERE root_id = $1 AND dimension = $2 AND limit_value IS NOT NULL
+                   AND (limit_value < 0 OR {used} + $3 <= limit_value)"
+            )))
+            .bind(charge.root_id)
+            .bind(charge.dimension)
+            .bind(wire(charge.amount))
+            .bind(charge.period)
+            .execute(&mut *conn)
+            .await?;
+            if done.rows_affected() > 0 {
+                break;
+            }
             let row = sqlx::query(&self.sql(&format!(
                 "SELECT {} AS used, limit_value FROM quota_pool WHERE root_id = $1 AND dimension = $2",
                 used_in(3)
@@ -141,14 +148,23 @@ impl Store {
             let d = Decoder::new(&row, "quota_pool", &[]);
             let limit: Option<i64> = d.get("limit_value")?;
             let used: i64 = d.get("used")?;
-            return Ok(match limit {
-                None => Charged::Unsynced,
-                Some(limit) => Charged::Refused(QuotaRefusal {
+            let Some(limit) = limit else {
+                return Ok(Charged::Unsynced);
+            };
+            if limit >= 0 && used.saturating_add(wire(charge.amount)) > limit {
+                return Ok(Charged::Refused(QuotaRefusal {
                     limit: limit.unsigned_abs(),
                     used: used.unsigned_abs(),
                     requested: charge.amount,
-                }),
-            });
+                }));
+            }
+            attempts += 1;
+            if attempts >= 3 {
+                return Err(StoreError::Unavailable(format!(
+                    "the {} pool of {} is contended",
+                    charge.dimension, charge.root_id
+                )));
+            }
         }
         // The organization's own row (a root's too: the pool adds its teams').
         sqlx::query(&self.sql(

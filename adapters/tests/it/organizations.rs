@@ -346,12 +346,12 @@ async fn step_up_guards_delete_tier_and_transfer(app: &TestApp) {
             &tier,
             &root,
             Some(app.step_up("root", 10)),
-            Some(json!({"tier": "pro"})),
+            Some(json!({"tier": "team"})),
         )
         .await;
     assert_eq!(
         (status, body["data"]["tier"].as_str()),
-        (StatusCode::OK, Some("pro")),
+        (StatusCode::OK, Some("team")),
         "{body}"
     );
     let (status, body) = app
