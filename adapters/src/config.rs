@@ -241,7 +241,7 @@ pub struct BillingSettings {
     /// are not bought here; a system admin sets entitlements).
     pub provider: entitlements::BillingProvider,
     /// `BILLING_PORTAL_URL`: the portal's address, with `{orgId}` and
-    /// `{subscriptionId}` filled in; unset, `POST /api/portal` answers 501.
+    /// `{subscriptionId}` filled in; unset, `POST /api/portal` answers 404.
     pub portal_url: Option<String>,
     /// `BILLING_SERVICE_NAME` (`billing`): the service claim of the billing
     /// service's tokens, which may set seat limits.

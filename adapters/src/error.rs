@@ -305,7 +305,7 @@ impl From<crate::services::ServiceError> for ApiError {
                 };
                 ApiError::new(status, code, refusal.to_string()).with_details(details)
             }
-            E::NotConfigured(code, why) => ApiError::new(StatusCode::NOT_IMPLEMENTED, code, why),
+            E::NotConfigured(code, why) => ApiError::new(StatusCode::NOT_FOUND, code, why),
             E::Tenancy(refusal) => refusal.into(),
             E::Broken(why) => ApiError::internal(why),
             E::Store(store) => store.into(),

@@ -840,7 +840,7 @@ pub fn routes() -> Vec<Route> {
             .doc("Remove an add-on (audit billing.addon.remove; 404 when not held), synchronized like an add")
             .ok(200, envelope(reference("Subscription"))),
         post("/api/portal", "billingPortal", compliance(BillingManage), billing::portal)
-            .doc("The billing portal's address for the account, from BILLING_PORTAL_URL; 501 BILLING_PORTAL_NOT_CONFIGURED when none is set")
+            .doc("The billing portal's address for the account, from BILLING_PORTAL_URL; 404 BILLING_PORTAL_NOT_CONFIGURED when none is set")
             .ok(200, envelope(object(&[("url", string())], &["url"]))),
         put("/api/organization/{id}/seat-limit", "setSeatLimit", Access::SuperAdminOrBilling, billing::seat_limit)
             .doc("Set an account root's seat limit (-1 unlimited) and purchased features (audit admin.org.seatLimit.update); a `version` older than the last applied is 409. Adding or activating a member beyond the seats answers 429 QUOTA_EXCEEDED")

@@ -94,7 +94,8 @@ pub enum ServiceError {
     /// A bundle change the entitlements crate refused.
     #[error(transparent)]
     Purchase(#[from] entitlements::PurchaseError),
-    /// A feature the operator has not configured (the billing portal).
+    /// A feature the operator has not configured (the billing portal): 404 with
+    /// its code, since there is nothing to reach.
     #[error("{1}")]
     NotConfigured(&'static str, String),
     /// tenancy refused (an escalation, a built-in Role, the last super-admin...).

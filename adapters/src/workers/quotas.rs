@@ -31,7 +31,7 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
         {
             Ok(Some(_)) => {
                 if !derived {
-                    match derive_all(&state, &mut shutdown).await {
+                    match derive_all(&state, Some(&shutdown)).await {
                         Ok(n) => {
                             derived = true;
                             tracing::info!(roots = n, "account limits derived again");
@@ -39,15 +39,9 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
                         Err(error) => tracing::warn!(%error, "deriving account limits failed"),
                     }
                 }
-                let monthly: Vec<&str> = Dimension::ALL
-                    .iter()
-                    .filter(|d| d.is_monthly())
-                    .map(|d| d.name())
-                    .collect();
-                let period = crate::services::quotas::period_of(Utc::now());
-                match state.store.start_period(&monthly, &period).await {
+                match start_month(&state).await {
                     Ok(0) => {}
-                    Ok(n) => tracing::info!(rows = n, %period, "monthly quotas reset"),
+                    Ok(n) => tracing::info!(rows = n, "monthly quotas reset"),
                     Err(error) => tracing::warn!(%error, "monthly quota reset failed"),
                 }
             }
@@ -62,10 +56,11 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
     let _ = state.store.release_lease(LEASE, &holder).await;
 }
 
-/// Derives every account root's limits again, a page at a time.
-async fn derive_all(
+/// Derives every account root's limits again, a page at a time (stopping early when
+/// the server stops); how many roots it went through.
+pub async fn derive_all(
     state: &AppState,
-    shutdown: &mut Shutdown,
+    shutdown: Option<&Shutdown>,
 ) -> Result<u64, crate::services::ServiceError> {
     let mut offset = 0;
     loop {
@@ -74,7 +69,7 @@ async fn derive_all(
             return Ok(offset);
         }
         for id in &ids {
-            if shutdown.is_set() {
+            if shutdown.is_some_and(Shutdown::is_set) {
                 return Ok(offset);
             }
             if let Some(root) = state.store.organization(id).await? {
@@ -83,4 +78,16 @@ async fn derive_all(
         }
         offset += ids.len() as u64;
     }
+}
+
+/// Starts the current month for the monthly types wherever an earlier one is
+/// stored; how many rows went back to zero.
+pub async fn start_month(state: &AppState) -> Result<u64, crate::storage::StoreError> {
+    let monthly: Vec<&str> = Dimension::ALL
+        .iter()
+        .filter(|d| d.is_monthly())
+        .map(|d| d.name())
+        .collect();
+    let period = crate::services::quotas::period_of(Utc::now());
+    state.store.start_period(&monthly, &period).await
 }

@@ -406,7 +406,7 @@ async fn refusals_of_billing(app: &TestApp) {
     let events = market.audited("admin.org.seatLimit.update").await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].affected_org_id.as_deref(), Some(acme.as_str()));
-    // The portal: configured here, a clear 501 where it is not.
+    // The portal: configured here, a clear 404 where it is not.
     let (status, body) = market
         .call("POST", "/api/portal", &alice, Some(&acme), None)
         .await;
@@ -419,7 +419,7 @@ async fn refusals_of_billing(app: &TestApp) {
         .call("POST", "/api/portal", &alice, Some(&acme), None)
         .await;
     assert_eq!(code(status, &body), "BILLING_PORTAL_NOT_CONFIGURED");
-    assert_eq!(status, StatusCode::NOT_IMPLEMENTED);
+    assert_eq!(status, StatusCode::NOT_FOUND);
     market.stop().await;
 }
 
@@ -800,7 +800,92 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
     assert_eq!(app.audited("admin.org.quota.override").await.len(), 3);
 }
 
+/// The worker's two jobs: limits derived again from a changed configuration (a
+/// restart with another `QUOTA_TIER_*`), and a new month started for the monthly
+/// types.
+async fn the_worker_follows_configuration_and_months(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (_, before) = app
+        .call("GET", "/api/quotas", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(before["data"]["quotas"]["pipelines"]["limit"], 5);
+    let changed = AppState::new(
+        test_config(&[("QUOTA_TIER_DEVELOPER_PIPELINES", "7")]),
+        app.store.clone(),
+        Arc::new(adapters::audit::AuditCounters::default()),
+    );
+    let roots = adapters::workers::quotas::derive_all(&changed, None)
+        .await
+        .unwrap();
+    assert!(roots >= 1);
+    let (_, after) = app
+        .call("GET", "/api/quotas", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(after["data"]["quotas"]["pipelines"]["limit"], 7, "{after}");
+    // Last month's usage goes back to zero; this month's stays.
+    let service = app.service_token("generator");
+    let (status, _) = increment(
+        app,
+        &service,
+        &acme,
+        json!({"type": "aiCalls", "amount": 9}),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        adapters::workers::quotas::start_month(&changed)
+            .await
+            .unwrap(),
+        0
+    );
+    app.sql("UPDATE quota_pool SET period_start = '2000-01-01' WHERE dimension = 'aiCalls'")
+        .await;
+    app.sql("UPDATE quota_usage SET period_start = '2000-01-01' WHERE dimension = 'aiCalls'")
+        .await;
+    assert_eq!(
+        adapters::workers::quotas::start_month(&changed)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(app.store.pool_usage(&acme, "aiCalls").await.unwrap(), 0);
+    assert_eq!(app.store.usage(&acme, "aiCalls").await.unwrap(), 0);
+    // Another tenant's x-org-id is refused; its quotas by path are not found.
+    let globex = app.org("bob", "globex").await;
+    let (status, body) = app
+        .call("GET", "/api/quotas", &alice, Some(&globex), None)
+        .await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    let (status, _) = app
+        .call(
+            "GET",
+            &format!("/api/quotas/{globex}/plugins"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/quotas/{acme}/seats"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        code(status, &body),
+        "VALIDATION_ERROR",
+        "seats are not a quota type"
+    );
+}
+
 on_both_backends!(
+    the_worker_follows_configuration_and_months,
     the_documents_numbers_through_the_api,
     refusals_of_billing,
     pooled_increments_count_exactly,

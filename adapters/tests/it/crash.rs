@@ -52,13 +52,13 @@ pub fn start_with(url: &str, port: u16, vars: &[(&str, &str)]) -> Running {
     Running(
         Command::new(env!("CARGO_BIN_EXE_compliance"))
             .arg("serve")
+            // As in the in-process tests: members join Developer organizations.
+            .env("QUOTA_TIER_DEVELOPER_SEATS", "-1")
             .envs(vars.iter().copied())
             .env("DATABASE_URL", url)
             .env("JWT_SECRET", SECRET)
             .env("COMPLIANCE_SERVICE_PORT", port.to_string())
             .env("RUST_LOG", "warn")
-            // As in the in-process tests: members join Developer organizations.
-            .env("QUOTA_TIER_DEVELOPER_SEATS", "-1")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

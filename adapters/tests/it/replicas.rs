@@ -636,3 +636,184 @@ async fn two_replicas_send_one_daily_digest() {
     drop(servers);
     drop_postgres(&admin_url, &name).await;
 }
+
+/// A service's token for the servers these tests start.
+fn service_token(service: &str) -> String {
+    let mut claims = Claims::user(service, None, Utc::now(), Duration::from_secs(3600));
+    claims.service = Some(service.to_owned());
+    TokenKeys::hs256(SECRET).sign(&claims).unwrap()
+}
+
+/// Two servers on one database count one account's pool exactly: 64 concurrent
+/// increments of 10 against a limit of 500, spread over both servers, a root and its
+/// team, count 500 and refuse the rest; 12 concurrent member adds against 3 free
+/// seats add exactly 3.
+#[tokio::test]
+async fn two_replicas_count_one_pool_exactly() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let ports = [free_port(), free_port()];
+    let client = reqwest::Client::new();
+    let mut servers = Vec::new();
+    for port in ports {
+        servers.push(start_with(
+            &url,
+            port,
+            &[
+                ("BOOTSTRAP_SUPERADMIN_EMAILS", "root@example.com"),
+                ("QUOTA_TIER_DEVELOPER_SEATS", "1"),
+            ],
+        ));
+        wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
+    }
+    let bases = ports.map(|port| format!("http://127.0.0.1:{port}"));
+    let root = user_token("root");
+    create_org(&client, &bases[0], &root, "system").await;
+    let alice = user_token("alice");
+    let acme = create_org(&client, &bases[0], &alice, "acme").await;
+    let team: Value = client
+        .post(format!("{}/api/organization", bases[1]))
+        .bearer_auth(&alice)
+        .header("x-org-id", &acme)
+        .json(&json!({"name": "platform", "parentOrgId": acme}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let team = team["data"]["id"].as_str().unwrap().to_owned();
+    let reply = client
+        .put(format!("{}/api/quotas/{acme}", bases[1]))
+        .bearer_auth(&root)
+        .json(&json!({"limits": {"aiCalls": 500}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+
+    let service = service_token("generator");
+    let mut calls = Vec::new();
+    for i in 0..64 {
+        let base = bases[i % 2].clone();
+        let org = if i % 4 < 2 {
+            acme.clone()
+        } else {
+            team.clone()
+        };
+        let (client, service) = (client.clone(), service.clone());
+        calls.push(tokio::spawn(async move {
+            client
+                .post(format!("{base}/api/quotas/{org}/increment"))
+                .bearer_auth(&service)
+                .json(&json!({"type": "aiCalls", "amount": 10}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for call in calls {
+        statuses.push(call.await.unwrap());
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        50,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 429).count(),
+        14,
+        "{statuses:?}"
+    );
+    let store = Store::connect(&url).await.unwrap();
+    assert_eq!(
+        number(
+            &store,
+            &format!(
+                "SELECT used FROM quota_pool WHERE root_id = '{acme}' AND dimension = 'aiCalls'"
+            )
+        )
+        .await,
+        500
+    );
+    let own = number(
+        &store,
+        &format!(
+            "SELECT COALESCE(SUM(used), 0)::BIGINT FROM quota_usage WHERE dimension = 'aiCalls' AND org_id IN ('{acme}', '{team}')"
+        ),
+    )
+    .await;
+    assert_eq!(
+        own, 500,
+        "the root's and the team's own rows add up to the pool"
+    );
+
+    // Seats: 4 for the account, the owner holds one; 12 adds race for the other 3.
+    let reply = client
+        .put(format!("{}/api/organization/{acme}/seat-limit", bases[0]))
+        .bearer_auth(&root)
+        .json(&json!({"seats": 4}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    let mut adds = Vec::new();
+    for i in 0..12 {
+        let base = bases[i % 2].clone();
+        // Half to the root, half to the team: one account, one seat count.
+        let org = if i % 4 < 2 {
+            acme.clone()
+        } else {
+            team.clone()
+        };
+        let (client, alice) = (client.clone(), alice.clone());
+        adds.push(tokio::spawn(async move {
+            client
+                .post(format!("{base}/api/organization/{org}/members"))
+                .bearer_auth(&alice)
+                .json(&json!({"userId": format!("user-{i}")}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for add in adds {
+        statuses.push(add.await.unwrap());
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        3,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 429).count(),
+        9,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        number(
+            &store,
+            &format!(
+                "SELECT COUNT(DISTINCT m.user_id) FROM memberships m JOIN organizations o ON o.id = m.org_id
+                 WHERE (o.id = '{acme}' OR o.parent_org_id = '{acme}') AND m.active = 1"
+            )
+        )
+        .await,
+        4
+    );
+    store.close().await;
+    for server in &servers {
+        super::crash::terminate(server);
+    }
+    for mut server in servers {
+        let _ = server.wait();
+    }
+    drop_postgres(&admin_url, &name).await;
+}
