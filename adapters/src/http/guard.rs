@@ -215,7 +215,11 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
             };
             let requirement = need.requirement(guard.changes_state, step_up);
             let granted = gate(state, &caller, &org_id, named, requirement, &guard.action).await?;
-            crate::services::quotas::count_api_call(state, &granted.org).await?;
+            // The organization's own requests count; a super-admin's do not (they
+            // are not its usage, and must reach an organization that has none left).
+            if !granted.super_admin {
+                crate::services::quotas::count_api_call(state, &granted.org).await?;
+            }
             parts.extensions.insert(caller);
             parts.extensions.insert(granted);
         }
@@ -258,7 +262,9 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
                     );
                     let counted = async {
                         let granted = gated.await?;
-                        crate::services::quotas::count_api_call(state, &granted.org).await?;
+                        if !granted.super_admin {
+                            crate::services::quotas::count_api_call(state, &granted.org).await?;
+                        }
                         Ok::<_, ApiError>(granted)
                     };
                     match tokio::time::timeout_at(deadline, counted).await {

@@ -93,3 +93,13 @@ pub(crate) async fn resend(
         invitations::resend(&state.store, &caller, &granted.org, &id, Utc::now()).await?;
     Ok(ok(StatusCode::OK, invitation))
 }
+
+/// `POST /invitation/:id/accept`: the invitee (the token's e-mail) joins.
+pub(crate) async fn accept(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let member = invitations::accept(&state, &caller, &id, Utc::now()).await?;
+    Ok(ok(StatusCode::CREATED, member))
+}

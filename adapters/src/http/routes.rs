@@ -480,6 +480,9 @@ pub fn routes() -> Vec<Route> {
         post("/api/invitation/{id}/resend", "resendInvitation", compliance(InvitationsManage), invitations::resend)
             .doc("Send an invitation again")
             .ok(200, envelope(reference("Invitation"))),
+        post("/api/invitation/{id}/accept", "acceptInvitation", Access::User, invitations::accept)
+            .doc("Accept an invitation as its invitee (the token's e-mail; anyone else's is 404): the caller joins with the invited role, within the account's seats (429 QUOTA_EXCEEDED beyond them); 409 once it is no longer pending (audit invitation.accept)")
+            .ok(201, envelope(reference("Member"))),
         // Platform administration.
         get("/api/admin/super-admins", "listSuperAdmins", Access::SuperAdmin { step_up: false }, admin::list)
             .doc("The super-admins")

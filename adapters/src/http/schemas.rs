@@ -687,7 +687,7 @@ pub(crate) fn components() -> Value {
             ("orgId", string()),
             ("email", string()),
             ("role", membership_role()),
-            ("status", one_of(&["pending", "revoked"])),
+            ("status", one_of(&["pending", "revoked", "accepted"])),
             ("invitedBy", string()),
             ("sentCount", integer()),
             ("createdAt", instant()),

@@ -5,9 +5,9 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use tenancy::MembershipRole;
 
-use super::ServiceResult;
-use crate::http::state::{event, Caller};
-use crate::storage::{InvitationRecord, OrgRecord, Store};
+use super::{ServiceError, ServiceResult};
+use crate::http::state::{event, AppState, Caller};
+use crate::storage::{InvitationRecord, InvitationStatus, MemberRecord, OrgRecord, Store};
 
 /// Invites `email` with `role`.
 pub async fn send(
@@ -80,4 +80,59 @@ pub async fn resend(
     )];
     store.resend_invitation(&org.id, id, now, &audit).await?;
     Ok(store.invitation(&org.id, id).await?)
+}
+
+/// The invitee accepts: the caller whose token carries the invited e-mail joins the
+/// organization with the invited role, within the account's seats (429 beyond
+/// them). An invitation of someone else is not found, whatever its id.
+pub async fn accept(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<Option<MemberRecord>> {
+    let store = &state.store;
+    let invitation = store
+        .invitation_by_id(id)
+        .await?
+        .filter(|i| {
+            caller
+                .email
+                .as_deref()
+                .is_some_and(|email| email.eq_ignore_ascii_case(&i.email))
+        })
+        .ok_or(ServiceError::NotFound("invitation"))?;
+    if invitation.status != InvitationStatus::Pending {
+        return Err(ServiceError::Conflict(
+            "the invitation is no longer pending".to_owned(),
+        ));
+    }
+    let org = store
+        .organization(&invitation.org_id)
+        .await?
+        .ok_or(ServiceError::NotFound("invitation"))?;
+    let implied =
+        super::members::builtin(store, &org.id, tenancy::implied_role(invitation.role)).await?;
+    let root = super::members::seats_of(state, &org).await?;
+    store
+        .ensure_user(&caller.user_id, caller.email.as_deref(), now)
+        .await?;
+    let audit = [event(
+        caller,
+        "invitation.accept",
+        &org.id,
+        "invitation",
+        id,
+        json!({"role": invitation.role}),
+    )];
+    store
+        .accept_invitation(
+            (id, &org.id, &implied.id),
+            (&caller.user_id, invitation.role),
+            (&root.id, now),
+            &audit,
+        )
+        .await?
+        .map_err(super::members::seats_refused)?;
+    Ok(store.membership(&org.id, &caller.user_id).await?)
 }

@@ -204,13 +204,13 @@ pub async fn set_active(
 }
 
 /// The account root whose seats a membership of `org` takes, synchronized.
-async fn seats_of(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgRecord> {
+pub(crate) async fn seats_of(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgRecord> {
     let root = super::entitlement::root_of(state, org).await?;
     super::entitlement::ensure_synced(state, &root).await?;
     Ok(root)
 }
 
-fn seats_refused(refusal: crate::storage::QuotaRefusal) -> ServiceError {
+pub(crate) fn seats_refused(refusal: crate::storage::QuotaRefusal) -> ServiceError {
     ServiceError::Quota {
         dimension: "seats",
         refusal,

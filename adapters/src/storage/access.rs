@@ -79,6 +79,8 @@ pub enum InvitationStatus {
     Pending,
     /// Revoked by the organization.
     Revoked,
+    /// Accepted by the invitee, who became a member.
+    Accepted,
 }
 
 /// An invitation to join an organization.
@@ -149,6 +151,7 @@ fn invitation_from_row(row: &sqlx::any::AnyRow) -> StoreResult<InvitationRecord>
         status: d.named("status", |s| match s {
             "pending" => Some(InvitationStatus::Pending),
             "revoked" => Some(InvitationStatus::Revoked),
+            "accepted" => Some(InvitationStatus::Accepted),
             _ => None,
         })?,
         invited_by: d.get("invited_by")?,
@@ -220,6 +223,25 @@ impl Store {
     ) -> StoreResult<Result<(), QuotaRefusal>> {
         let mut tx = self.pool().begin().await?;
         self.lock_seats(&mut tx, seats_of).await?;
+        self.insert_memberships(&mut tx, user_id, role, grants, now)
+            .await?;
+        if let Err(refusal) = self.check_seats(&mut tx, seats_of).await? {
+            return Ok(Err(refusal));
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(Ok(()))
+    }
+
+    /// Inserts `user_id`'s memberships and the Roles they imply.
+    async fn insert_memberships(
+        &self,
+        tx: &mut AnyConnection,
+        user_id: &str,
+        role: MembershipRole,
+        grants: &[(String, String)],
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
         for (org_id, role_id) in grants {
             sqlx::query(&self.sql(
                 "INSERT INTO memberships (org_id, user_id, role, active, created_at) VALUES ($1, $2, $3, 1, $4)",
@@ -243,12 +265,47 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
+        Ok(())
+    }
+
+    /// Accepts a pending invitation: `user_id` joins with the invited role (its
+    /// implied Role `role_id`), within the account's seats, in one transaction.
+    /// `Ok(Err)` when no seat is left; 404 when the invitation is no longer pending.
+    pub async fn accept_invitation(
+        &self,
+        (invitation_id, org_id, role_id): (&str, &str, &str),
+        (user_id, role): (&str, MembershipRole),
+        (seats_of, now): (&str, DateTime<Utc>),
+        audit: &[AuditEvent],
+    ) -> StoreResult<Result<(), QuotaRefusal>> {
+        let mut tx = self.pool().begin().await?;
+        self.lock_seats(&mut tx, seats_of).await?;
+        let done = sqlx::query(&self.sql(
+            "UPDATE invitations SET status = 'accepted' WHERE org_id = $1 AND id = $2 AND status = 'pending'",
+        ))
+        .bind(org_id)
+        .bind(invitation_id)
+        .execute(&mut *tx)
+        .await?;
+        found(done.rows_affected(), "pending invitation")?;
+        let grants = [(org_id.to_owned(), role_id.to_owned())];
+        self.insert_memberships(&mut tx, user_id, role, &grants, now)
+            .await?;
         if let Err(refusal) = self.check_seats(&mut tx, seats_of).await? {
             return Ok(Err(refusal));
         }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(Ok(()))
+    }
+
+    /// An invitation by its id alone (its invitee is not a member yet).
+    pub async fn invitation_by_id(&self, id: &str) -> StoreResult<Option<InvitationRecord>> {
+        let row = sqlx::query(&self.sql("SELECT * FROM invitations WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(invitation_from_row).transpose()
     }
 
     /// Takes the account root's row lock, so that seat checks of one account run one

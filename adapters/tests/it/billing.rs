@@ -638,6 +638,23 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body["pagination"]["total"].as_u64().unwrap() >= 3, "{body}");
 
+    // A team's reset gives its share back to the pool.
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/quotas/{team}/reset"),
+            &root,
+            None,
+            Some(json!({"type": "aiCalls"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["quotas"]["aiCalls"]["ownUsed"], 0, "{body}");
+    assert_eq!(
+        body["data"]["quotas"]["aiCalls"]["used"],
+        103 - (on_team + 3),
+        "{body}"
+    );
     // A reset puts the monthly usage back to zero (audited); only an admin may.
     let (status, _) = app
         .call(
@@ -660,7 +677,7 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["quotas"]["aiCalls"]["used"], 0, "{body}");
-    assert_eq!(app.audited("quota.reset").await.len(), 1);
+    assert_eq!(app.audited("quota.reset").await.len(), 2);
     let (status, body) = app
         .call(
             "POST",
@@ -721,8 +738,9 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
         .await;
     assert_eq!(used(&second), used(&first) + 1, "each request counts");
     assert_eq!(first["data"]["quotas"]["apiCalls"]["limit"], -1);
-    // Capped just above what is used: two more requests, then 429 and nothing counted.
-    let now = used(&second) + 1;
+    // Capped just above what is used: two more requests, then 429 and nothing counted
+    // (the super-admin's override is not the organization's request).
+    let now = used(&second);
     override_limits(app, &acme, json!({"apiCalls": now + 2})).await;
     for _ in 0..2 {
         let (status, body) = app
@@ -735,6 +753,13 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
         .await;
     assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
     assert_eq!(body["details"]["dimension"], "apiCalls");
+    // A super-admin's requests are not the organization's: the limit can be lifted.
+    let record = override_limits(app, &acme, json!({"apiCalls": null})).await;
+    assert_eq!(record["quotas"]["apiCalls"]["limit"], -1);
+    let (status, _) = app
+        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
     // Another tenant is not affected.
     let globex = app.org("bob", "globex").await;
     let bob = app.token("bob", "bob@example.com");
@@ -797,7 +822,7 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
     let record = override_limits(app, &globex, json!({"pipelines": null})).await;
     assert_eq!(record["quotas"]["pipelines"]["limit"], 5, "{record}");
     assert_eq!(record["quotas"]["pipelines"]["used"], 1, "{record}");
-    assert_eq!(app.audited("admin.org.quota.override").await.len(), 3);
+    assert_eq!(app.audited("admin.org.quota.override").await.len(), 4);
 }
 
 /// The worker's two jobs: limits derived again from a changed configuration (a
@@ -884,7 +909,102 @@ async fn the_worker_follows_configuration_and_months(app: &TestApp) {
     );
 }
 
+/// An invitation is accepted by its invitee only, within the account's seats.
+async fn invitations_are_accepted_within_the_seats(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    set_tier(app, &acme, "pro").await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/invitation/send",
+            &alice,
+            Some(&acme),
+            Some(json!({"email": "Carol@Example.com", "role": "admin"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let accept = format!("/api/invitation/{id}/accept");
+    let carol = app.token("carol", "carol@example.com");
+    // Pro has one seat, the owner's.
+    let (status, body) = app.call("POST", &accept, &carol, None, None).await;
+    assert_eq!(code(status, &body), "QUOTA_EXCEEDED", "{body}");
+    assert_eq!(body["details"]["dimension"], "seats");
+    // Someone else cannot take it; an unknown id is the same 404.
+    let dave = app.token("dave", "dave@example.com");
+    let (status, body) = app.call("POST", &accept, &dave, None, None).await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    let (status, _) = app
+        .call("POST", "/api/invitation/nope/accept", &carol, None, None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // A seat more, and carol joins with the invited role, once.
+    let root = app.super_token().await;
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/organization/{acme}/seat-limit"),
+            &root,
+            None,
+            Some(json!({"seats": 2})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = app.call("POST", &accept, &carol, None, None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["data"]["userId"], "carol");
+    assert_eq!(body["data"]["role"], "admin");
+    let (status, body) = app.call("POST", &accept, &carol, None, None).await;
+    assert_eq!(code(status, &body), "CONFLICT");
+    let events = app.audited("invitation.accept").await;
+    assert_eq!(events.len(), 1);
+    // The new admin acts in the organization; a third member has no seat.
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/members"),
+            &carol,
+            None,
+            Some(json!({"userId": "erin"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    // A deactivated member frees a seat; activating beyond the seats is refused.
+    let (status, body) = app
+        .call(
+            "PATCH",
+            &format!("/api/organization/{acme}/members/carol/deactivate"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/members"),
+            &alice,
+            None,
+            Some(json!({"userId": "erin"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = app
+        .call(
+            "PATCH",
+            &format!("/api/organization/{acme}/members/carol/activate"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+}
+
 on_both_backends!(
+    invitations_are_accepted_within_the_seats,
     the_worker_follows_configuration_and_months,
     the_documents_numbers_through_the_api,
     refusals_of_billing,
