@@ -47,8 +47,9 @@ pub(crate) struct IncrementBody {
     amount: i64,
 }
 
-/// `GET /quotas`: the `x-org-id` organization's quotas.
-pub(crate) async fn mine(
+/// `GET /quotas` (the `x-org-id` organization) and `GET /quotas/:orgId` (its own, a
+/// managed team, or a system admin): the organization's quotas.
+pub(crate) async fn of(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Response, ApiError> {
@@ -91,17 +92,6 @@ pub(crate) async fn at_risk(
     let (items, total) =
         quotas::at_risk(&state, threshold, (page.limit, page.offset), Utc::now()).await?;
     Ok(paginated("quotas", items, total, &page))
-}
-
-/// `GET /quotas/:orgId` (own, a managed team, or a system admin).
-pub(crate) async fn one_org(
-    State(state): State<AppState>,
-    granted: Granted,
-) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::OK,
-        quotas::of(&state, &granted.org, Utc::now()).await?,
-    ))
 }
 
 /// `GET /quotas/:orgId/:type`.

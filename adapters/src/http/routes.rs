@@ -197,6 +197,19 @@ fn role_body(required: &[&str]) -> Value {
     )
 }
 
+fn addon_body() -> Value {
+    body(
+        &[
+            ("bundleId", text(40)),
+            (
+                "quantity",
+                json!({"type": "integer", "minimum": 1, "maximum": 10000}),
+            ),
+        ],
+        &["bundleId"],
+    )
+}
+
 fn org_member() -> Access {
     Access::Org {
         from: OrgFrom::Header,
@@ -754,7 +767,7 @@ pub fn routes() -> Vec<Route> {
             .doc("Delete a message (admins and owner)")
             .ok(200, done("id", "deleted")),
         // Quotas (document 2, "Quota service").
-        get("/api/quotas", "myQuotas", org_member(), quotas::mine)
+        get("/api/quotas", "myQuotas", org_member(), quotas::of)
             .doc("The `x-org-id` organization's quotas: plugins, pipelines, apiCalls, aiCalls and storage, each with the account's limit (-1 unlimited), what the account (root and teams) used, what this organization used, what remains, the percentage, and for monthly types when they start again")
             .ok(200, envelope(reference("OrgQuotas"))),
         get("/api/quotas/all", "allQuotas", Access::SuperAdmin { step_up: false }, quotas::all)
@@ -769,7 +782,7 @@ pub fn routes() -> Vec<Route> {
                 q
             })
             .ok(200, page("quotas", reference("OrgQuotas"))),
-        get("/api/quotas/{id}", "orgQuotas", org_path(OwnManagedOrSuperAdmin), quotas::one_org)
+        get("/api/quotas/{id}", "orgQuotas", org_path(OwnManagedOrSuperAdmin), quotas::of)
             .doc("One organization's quotas")
             .ok(200, envelope(reference("OrgQuotas"))),
         get("/api/quotas/{id}/{type}", "orgQuota", org_path(OwnManagedOrSuperAdmin), quotas::one_type)
@@ -821,23 +834,11 @@ pub fn routes() -> Vec<Route> {
             .ok(200, envelope(reference("Subscription"))),
         post("/api/subscriptions/{id}/addons/preview", "previewAddon", compliance(BillingManage), billing::preview)
             .doc("The subscription and entitlement an add-on change would give, committing nothing; the same function as the purchase. Refusals: 403 BUNDLES_DISABLED, 403 MARKETPLACE_MANAGED, 403 BUNDLE_NOT_ELIGIBLE (the tier may not buy it), 400 BUNDLE_NOT_STACKABLE, 400 VALIDATION_ERROR (quantity 1 to 10000)")
-            .body(body(
-                &[
-                    ("bundleId", text(40)),
-                    ("quantity", json!({"type": "integer", "minimum": 1, "maximum": 10000})),
-                ],
-                &["bundleId"],
-            ))
+            .body(addon_body())
             .ok(200, envelope(reference("Subscription"))),
         post("/api/subscriptions/{id}/addons", "addAddon", compliance(BillingManage), billing::add)
             .doc("Add an add-on or set its quantity (audit billing.addon.add); the limits, seats and features are synchronized in the same transaction. Refusals as the preview's")
-            .body(body(
-                &[
-                    ("bundleId", text(40)),
-                    ("quantity", json!({"type": "integer", "minimum": 1, "maximum": 10000})),
-                ],
-                &["bundleId"],
-            ))
+            .body(addon_body())
             .ok(200, envelope(reference("Subscription"))),
         delete("/api/subscriptions/{id}/addons/{bundleId}", "removeAddon", compliance(BillingManage), billing::remove)
             .doc("Remove an add-on (audit billing.addon.remove; 404 when not held), synchronized like an add")

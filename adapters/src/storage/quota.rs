@@ -106,13 +106,29 @@ fn used_in(n: u8) -> String {
 }
 
 impl Store {
-    /// Charges the pool and the organization, or answers the refusal (changing
-    /// nothing) when the pool's limit would be passed.
+    /// Charges the organization and the pool, or answers the refusal when the pool's
+    /// limit would be passed; the caller then drops its transaction, which rolls back
+    /// the organization's row too.
     pub(crate) async fn try_charge(
         &self,
         conn: &mut AnyConnection,
         charge: &Charge<'_>,
     ) -> StoreResult<Charged> {
+        // The organization's own row first (a root's too: the pool adds its teams'),
+        // so that the pool row, which every charge of the account waits for, is held
+        // from its UPDATE to the commit only. A refusal rolls both back.
+        sqlx::query(&self.sql(
+            "INSERT INTO quota_usage (org_id, dimension, used, period_start) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (org_id, dimension) DO UPDATE SET
+               used = CASE WHEN COALESCE(quota_usage.period_start, '') = $4 THEN quota_usage.used ELSE 0 END + $3,
+               period_start = $4",
+        ))
+        .bind(charge.org_id)
+        .bind(charge.dimension)
+        .bind(wire(charge.amount))
+        .bind(charge.period)
+        .execute(&mut *conn)
+        .await?;
         let used = used_in(4);
         // A row another transaction is writing may be invisible to the UPDATE and
         // visible to the read after it: a row whose limit allows the charge is
@@ -166,19 +182,6 @@ impl Store {
                 )));
             }
         }
-        // The organization's own row (a root's too: the pool adds its teams').
-        sqlx::query(&self.sql(
-            "INSERT INTO quota_usage (org_id, dimension, used, period_start) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (org_id, dimension) DO UPDATE SET
-               used = CASE WHEN COALESCE(quota_usage.period_start, '') = $4 THEN quota_usage.used ELSE 0 END + $3,
-               period_start = $4",
-        ))
-        .bind(charge.org_id)
-        .bind(charge.dimension)
-        .bind(wire(charge.amount))
-        .bind(charge.period)
-        .execute(&mut *conn)
-        .await?;
         Ok(Charged::Done)
     }
 
