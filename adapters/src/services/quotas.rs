@@ -15,6 +15,10 @@ use super::{ServiceError, ServiceResult};
 use crate::http::state::{event_on, AppState, Caller};
 use crate::storage::{Charge, Charged, OrgRecord, UsageRow};
 
+/// How long an increment's `Idempotency-Key` is remembered (a retry after that
+/// counts again); the retention worker forgets older ones.
+pub const INCREMENT_KEY_RETENTION: chrono::Duration = chrono::Duration::days(7);
+
 /// The quota types the service reports, in order.
 pub fn quota_types() -> impl Iterator<Item = Dimension> {
     Dimension::ALL.into_iter().filter(|d| d.is_quota_type())

@@ -675,4 +675,16 @@ impl Store {
             .collect::<StoreResult<Vec<String>>>()?;
         Ok((ids, total))
     }
+
+    /// Forgets increments' idempotency keys older than `cutoff`.
+    pub async fn prune_increment_keys(
+        &self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<u64> {
+        let done = sqlx::query(&self.sql("DELETE FROM quota_increments WHERE created_at < $1"))
+            .bind(stamp(cutoff))
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
 }

@@ -12,7 +12,8 @@ use crate::storage::Store;
 
 /// Prunes now, then once a day until shutdown: audit rows past `retention_days`, and
 /// compliance check-log entries, ended scans and their results and the notification
-/// history ([`Store::prune_history`]) past `check_retention_days`.
+/// history ([`Store::prune_history`]) past `check_retention_days`; increments'
+/// idempotency keys past `services::quotas::INCREMENT_KEY_RETENTION`.
 pub async fn prune_daily(
     store: Store,
     holder: String,
@@ -53,6 +54,12 @@ pub async fn prune_daily(
             Ok(0) => {}
             Ok(rows) => tracing::info!(rows, %cutoff, "pruned scans and notification history"),
             Err(error) => tracing::warn!(%error, "scan and notification pruning failed"),
+        }
+        let cutoff = Utc::now() - crate::services::quotas::INCREMENT_KEY_RETENTION;
+        match store.prune_increment_keys(cutoff).await {
+            Ok(0) => {}
+            Ok(rows) => tracing::info!(rows, %cutoff, "forgot old increment keys"),
+            Err(error) => tracing::warn!(%error, "increment key pruning failed"),
         }
     }
 }

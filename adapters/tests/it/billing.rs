@@ -598,6 +598,21 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
     )
     .await;
     assert_eq!(code(status, &body), "CONFLICT");
+    // Keys are remembered for a week: the retention worker forgets older ones.
+    assert_eq!(
+        app.store
+            .prune_increment_keys(Utc::now() - adapters::services::quotas::INCREMENT_KEY_RETENTION)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        app.store
+            .prune_increment_keys(Utc::now() + chrono::Duration::seconds(1))
+            .await
+            .unwrap(),
+        1
+    );
 
     // At risk: 103 of 200 is 51.5 %.
     let root = app.super_token().await;
