@@ -19,6 +19,7 @@ mod bundle;
 mod catalog;
 mod entitlement;
 mod limit;
+mod period;
 mod sync;
 mod tier;
 mod usage;
@@ -30,6 +31,7 @@ pub use entitlement::{
     Entitlement, LimitBreakdown, PurchaseError, MAX_QUANTITY,
 };
 pub use limit::Limit;
+pub use period::Period;
 pub use sync::{is_newer, QuotaSync, SeatLimitSync};
 pub use tier::{Dimension, Feature, Tier, TierPlan};
 pub use usage::{

@@ -144,6 +144,12 @@ impl Dimension {
         matches!(self, Dimension::ApiCalls | Dimension::AiCalls)
     }
 
+    /// Whether usage is counted from the inventory (in the transaction of each create
+    /// and delete), so that no increment or reset may change it.
+    pub fn is_inventory(self) -> bool {
+        matches!(self, Dimension::Plugins | Dimension::Pipelines)
+    }
+
     /// Whether the quota service tracks this dimension (seats go to the platform).
     pub fn is_quota_type(self) -> bool {
         self.info().1

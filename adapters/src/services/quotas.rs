@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Datelike, TimeZone, Utc};
-use entitlements::{Dimension, Limit, Tier, MAX_INCREMENT};
+use chrono::{DateTime, Utc};
+use entitlements::{Dimension, Limit, Period, Tier, MAX_INCREMENT};
 use serde::Serialize;
 use serde_json::json;
 
@@ -24,19 +24,9 @@ pub fn quota_types() -> impl Iterator<Item = Dimension> {
     Dimension::ALL.into_iter().filter(|d| d.is_quota_type())
 }
 
-/// The first day of `now`'s month: the period monthly types count in.
+/// The key of the period monthly types count in at `now`.
 pub fn period_of(now: DateTime<Utc>) -> String {
-    format!("{:04}-{:02}-01", now.year(), now.month())
-}
-
-/// When the period of `now` ends: the start of the next month, UTC.
-pub fn reset_at(now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    let (year, month) = if now.month() == 12 {
-        (now.year() + 1, 1)
-    } else {
-        (now.year(), now.month() + 1)
-    };
-    Utc.with_ymd_and_hms(year, month, 1, 0, 0, 0).single()
+    Period::containing(now).key()
 }
 
 /// One quota type of one organization.
@@ -108,7 +98,7 @@ fn status(
         },
         percent: usage.percent_used().map(|p| (p * 100.0).round() / 100.0),
         reset_at: if dimension.is_monthly() {
-            reset_at(now)
+            Period::containing(now).ends_at()
         } else {
             None
         },
@@ -274,7 +264,7 @@ pub async fn increment(
     now: DateTime<Utc>,
 ) -> ServiceResult<QuotaStatus> {
     let dimension = parse_type(&ask.dimension)?;
-    if matches!(dimension, Dimension::Plugins | Dimension::Pipelines) {
+    if dimension.is_inventory() {
         return Err(ServiceError::invalid(
             "type",
             format!(
@@ -334,7 +324,7 @@ pub async fn reset(
     let types: Vec<Dimension> = match only {
         Some(name) => {
             let dimension = parse_type(name)?;
-            if !dimension.is_monthly() && dimension != Dimension::Storage {
+            if dimension.is_inventory() {
                 return Err(ServiceError::invalid(
                     "type",
                     format!(
