@@ -99,6 +99,13 @@ fn wire(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// The `id` column of organization rows.
+fn ids_of(rows: &[sqlx::any::AnyRow]) -> StoreResult<Vec<String>> {
+    rows.iter()
+        .map(|row| Decoder::new(row, "organizations", &["id"]).get("id"))
+        .collect()
+}
+
 /// `used` as counted in the period bound at `$n`: zero when the stored period is
 /// another.
 fn used_in(n: u8) -> String {
@@ -618,23 +625,7 @@ impl Store {
                 offset,
             )
             .await?;
-        let ids = rows
-            .iter()
-            .map(|row| Decoder::new(row, "organizations", &[]).get("id"))
-            .collect::<StoreResult<Vec<String>>>()?;
-        Ok((ids, total))
-    }
-
-    /// Distinct active members of a root and its teams.
-    pub async fn seats_used(&self, root_id: &str) -> StoreResult<u64> {
-        let row = sqlx::query(&self.sql(
-            "SELECT COUNT(DISTINCT m.user_id) AS n FROM memberships m JOIN organizations o ON o.id = m.org_id
-             WHERE (o.id = $1 OR o.parent_org_id = $1) AND o.deleted_at IS NULL AND m.active = 1",
-        ))
-        .bind(root_id)
-        .fetch_one(self.pool())
-        .await?;
-        Ok(row.try_get::<i64, _>("n")?.unsigned_abs())
+        Ok((ids_of(&rows)?, total))
     }
 
     /// The billing service's last seat-limit version applied to a root.
@@ -669,11 +660,7 @@ impl Store {
                 offset,
             )
             .await?;
-        let ids = rows
-            .iter()
-            .map(|row| Decoder::new(row, "organizations", &[]).get("id"))
-            .collect::<StoreResult<Vec<String>>>()?;
-        Ok((ids, total))
+        Ok((ids_of(&rows)?, total))
     }
 
     /// Forgets increments' idempotency keys older than `cutoff`.
