@@ -47,18 +47,12 @@ pub(crate) async fn ingest(
         std::str::from_utf8(&body).map_err(|_| ApiError::validation("the body is not UTF-8"))?;
     let body: IngestEvent = serde_json::from_str(&audit_chain::quote_unsafe_integers(text))
         .map_err(|e| ApiError::validation(format!("invalid body: {e}")))?;
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|k| !k.is_empty() && k.len() <= 200)
-        .ok_or_else(|| {
-            ApiError::invalid_field(
-                "Idempotency-Key",
-                "the header is required (1 to 200 characters)",
-            )
-        })?
-        .to_owned();
+    let key = crate::http::extract::idempotency_key(&headers)?.ok_or_else(|| {
+        ApiError::invalid_field(
+            "Idempotency-Key",
+            "the header is required (1 to 200 characters)",
+        )
+    })?;
     if body.service.as_deref().is_some_and(|s| s != caller.service) {
         return Err(ApiError::invalid_field(
             "service",

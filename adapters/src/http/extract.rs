@@ -42,6 +42,21 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
     ApiError::validation(message)
 }
 
+/// The `Idempotency-Key` header, when sent: 1 to 200 visible characters, trimmed
+/// (anything else is 400 naming the header).
+pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && k.len() <= 200)
+        .map(|k| Some(k.to_owned()))
+        .ok_or_else(|| ApiError::invalid_field("Idempotency-Key", "must be 1 to 200 characters"))
+}
+
 /// The raw bytes of a body; one over the limit is 413 `PAYLOAD_TOO_LARGE` in the
 /// envelope (axum's own `Bytes` answers plain text).
 #[derive(Debug, Clone, Default)]

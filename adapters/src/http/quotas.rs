@@ -186,15 +186,7 @@ pub(crate) async fn increment(
     headers: HeaderMap,
     Json(body): Json<IncrementBody>,
 ) -> Result<Response, ApiError> {
-    let key = match headers.get("idempotency-key") {
-        None => None,
-        Some(value) => Some(
-            value
-                .to_str()
-                .map_err(|_| ApiError::invalid_field("Idempotency-Key", "must be visible ASCII"))?
-                .to_owned(),
-        ),
-    };
+    let key = crate::http::extract::idempotency_key(&headers)?;
     let amount = u64::try_from(body.amount)
         .map_err(|_| ApiError::invalid_field("amount", "must be between 1 and 1000"))?;
     let status = quotas::increment(

@@ -813,7 +813,8 @@ pub fn routes() -> Vec<Route> {
             .optional_body(body(&[("type", one_of(&["apiCalls", "aiCalls", "storage"]))], &[]))
             .ok(200, envelope(reference("OrgQuotas"))),
         post("/api/quotas/{id}/increment", "incrementQuota", Access::Service, quotas::increment)
-            .doc("Add 1 to 1000 of apiCalls, aiCalls or storage to the organization and its account's pool in one atomic statement; over the limit 429 QUOTA_EXCEEDED with limit, used and requested, and nothing counted. An Idempotency-Key header makes a retry count once (the key reused for another increment is 409)")
+            .doc("Add 1 to 1000 of apiCalls, aiCalls or storage to the organization and its account's pool in one atomic statement; over the limit 429 QUOTA_EXCEEDED with limit, used and requested, and nothing counted. An Idempotency-Key header makes a retry count once (the key reused for another increment is 409); keys are remembered 7 days")
+            .query(vec![parameter("Idempotency-Key", "header", false, text(200))])
             .body(body(
                 &[
                     ("type", one_of(&["apiCalls", "aiCalls", "storage"])),

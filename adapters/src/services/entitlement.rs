@@ -48,6 +48,12 @@ pub struct Change {
     pub seat_version: Option<u64>,
 }
 
+/// The id of the account root `org` draws from, without a read (teams nest one
+/// level under their root).
+pub fn root_id(org: &OrgRecord) -> &str {
+    org.parent_org_id.as_deref().unwrap_or(&org.id)
+}
+
 /// The account root of `org` (itself, or a team's parent).
 pub async fn root_of(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgRecord> {
     match &org.parent_org_id {
@@ -256,9 +262,15 @@ pub async fn ensure_synced(state: &AppState, root: &OrgRecord) -> ServiceResult<
     ))
 }
 
-/// Derives and writes `root`'s limits again (after a configuration change: the
-/// entitlement worker does it for every root at start).
+/// Derives `root`'s limits again and writes them when they differ from the stored
+/// ones (after a configuration change: the quota worker does it for every root
+/// after a start, and writes nothing for an account whose limits stand).
 pub async fn resync(state: &AppState, root: &OrgRecord, now: DateTime<Utc>) -> ServiceResult<()> {
+    let stored = current(state, root).await?;
+    let wanted = sync_of(&root.id, &entitlement(state, &stored))?;
+    if state.store.is_synced_to(&wanted).await? {
+        return Ok(());
+    }
     commit(state, root, now, |_| Ok((Change::default(), Vec::new()))).await?;
     Ok(())
 }

@@ -265,10 +265,9 @@ pub async fn delete(
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     let plugin = get(state, org, id).await?;
-    let root = super::entitlement::root_of(state, org).await?;
     let release = Charge {
         org_id: &org.id,
-        root_id: &root.id,
+        root_id: super::entitlement::root_id(org),
         dimension: "plugins",
         period: "",
         amount: 1,

@@ -109,6 +109,15 @@ fn status(
 pub async fn of(state: &AppState, org: &OrgRecord, now: DateTime<Utc>) -> ServiceResult<OrgQuotas> {
     let root = entitlement::root_of(state, org).await?;
     entitlement::ensure_synced(state, &root).await?;
+    of_account(state, (org, &root), now).await
+}
+
+/// The quotas of `org` in `root`'s account, whose limits are synchronized.
+async fn of_account(
+    state: &AppState,
+    (org, root): (&OrgRecord, &OrgRecord),
+    now: DateTime<Utc>,
+) -> ServiceResult<OrgQuotas> {
     let period = period_of(now);
     let pool = state.store.pool_rows(&root.id, &period).await?;
     let own = state.store.own_rows(&org.id, &period).await?;
@@ -117,7 +126,7 @@ pub async fn of(state: &AppState, org: &OrgRecord, now: DateTime<Utc>) -> Servic
         .collect::<ServiceResult<BTreeMap<_, _>>>()?;
     Ok(OrgQuotas {
         org_id: org.id.clone(),
-        root_org_id: root.id,
+        root_org_id: root.id.clone(),
         tier: root.tier,
         quotas,
     })
@@ -131,8 +140,12 @@ pub async fn one(
     now: DateTime<Utc>,
 ) -> ServiceResult<QuotaStatus> {
     let dimension = parse_type(name)?;
-    let mut all = of(state, org, now).await?;
-    all.quotas
+    pick(of(state, org, now).await?, dimension)
+}
+
+fn pick(mut quotas: OrgQuotas, dimension: Dimension) -> ServiceResult<QuotaStatus> {
+    quotas
+        .quotas
         .remove(dimension.name())
         .ok_or(ServiceError::NotFound("quota type"))
 }
@@ -163,10 +176,10 @@ pub async fn all(
     (limit, offset): (u32, u64),
     now: DateTime<Utc>,
 ) -> ServiceResult<(Vec<OrgQuotas>, u64)> {
-    let (ids, total) = state.store.organization_ids(false, limit, offset).await?;
-    let mut records = Vec::with_capacity(ids.len());
-    for id in ids {
-        records.push(of(state, &organization(state, &id).await?, now).await?);
+    let (orgs, total) = state.store.organizations_page(false, limit, offset).await?;
+    let mut records = Vec::with_capacity(orgs.len());
+    for org in &orgs {
+        records.push(of(state, org, now).await?);
     }
     Ok((records, total))
 }
@@ -185,13 +198,13 @@ pub async fn at_risk(
             "must be a percentage between 0 and 1000000",
         ));
     }
-    let (ids, total) = state
+    let (roots, total) = state
         .store
         .roots_at_risk(threshold, &period_of(now), limit, offset)
         .await?;
-    let mut records = Vec::with_capacity(ids.len());
-    for id in ids {
-        records.push(of(state, &organization(state, &id).await?, now).await?);
+    let mut records = Vec::with_capacity(roots.len());
+    for root in &roots {
+        records.push(of_account(state, (root, root), now).await?);
     }
     Ok((records, total))
 }
@@ -200,7 +213,7 @@ pub async fn at_risk(
 /// synchronizing the account first if it never was; over the limit, nothing counts.
 async fn charge(
     state: &AppState,
-    (org, root): (&OrgRecord, &OrgRecord),
+    org: &OrgRecord,
     (dimension, amount): (Dimension, u64),
     idempotency: Option<(&str, &str)>,
     now: DateTime<Utc>,
@@ -212,7 +225,7 @@ async fn charge(
     };
     let charge = Charge {
         org_id: &org.id,
-        root_id: &root.id,
+        root_id: entitlement::root_id(org),
         dimension: dimension.name(),
         period: &period,
         amount,
@@ -226,21 +239,23 @@ async fn charge(
                     refusal,
                 })
             }
-            Charged::Unsynced => entitlement::ensure_synced(state, root).await?,
+            Charged::Unsynced => {
+                let root = entitlement::root_of(state, org).await?;
+                entitlement::ensure_synced(state, &root).await?;
+            }
         }
     }
     Err(ServiceError::Broken(format!(
         "the {} limit of {} does not synchronize",
         dimension.name(),
-        root.id
+        entitlement::root_id(org)
     )))
 }
 
-/// Counts one authenticated API request of `org` (429 when apiCalls is exhausted).
+/// Counts one authenticated API request of `org` (429 when apiCalls is exhausted):
+/// one transaction, no read before it.
 pub async fn count_api_call(state: &AppState, org: &OrgRecord) -> ServiceResult<()> {
-    let now = Utc::now();
-    let root = entitlement::root_of(state, org).await?;
-    charge(state, (org, &root), (Dimension::ApiCalls, 1), None, now).await
+    charge(state, org, (Dimension::ApiCalls, 1), None, Utc::now()).await
 }
 
 /// What an increment asks.
@@ -279,16 +294,7 @@ pub async fn increment(
             format!("must be between 1 and {MAX_INCREMENT}"),
         ));
     }
-    if let Some(key) = ask.key.as_deref() {
-        if key.is_empty() || key.len() > 255 {
-            return Err(ServiceError::invalid(
-                "Idempotency-Key",
-                "must be 1 to 255 characters",
-            ));
-        }
-    }
     let org = organization(state, org_id).await?;
-    let root = entitlement::root_of(state, &org).await?;
     if let Some(key) = ask.key.as_deref() {
         if let Some(earlier) = state.store.increment_by_key(service, key).await? {
             if earlier != (org.id.clone(), dimension.name().to_owned(), ask.amount) {
@@ -300,15 +306,10 @@ pub async fn increment(
         }
     }
     let idempotency = ask.key.as_deref().map(|key| (service, key));
-    charge(
-        state,
-        (&org, &root),
-        (dimension, ask.amount),
-        idempotency,
-        now,
-    )
-    .await?;
-    one(state, &org, dimension.name(), now).await
+    charge(state, &org, (dimension, ask.amount), idempotency, now).await?;
+    // The charge found the account synchronized (or synchronized it).
+    let root = entitlement::root_of(state, &org).await?;
+    pick(of_account(state, (&org, &root), now).await?, dimension)
 }
 
 /// Sets `org`'s monthly usage (or one type's) back to zero: a root's whole account,

@@ -76,7 +76,7 @@ pub(super) fn tier_name(tier: Tier) -> &'static str {
     }
 }
 
-const ORG_COLUMNS: &str =
+pub(super) const ORG_COLUMNS: &str =
     "id, name, display_name, parent_org_id, tier, is_system, owner_id, created_at, updated_at";
 
 pub(super) fn org_from_row(row: &sqlx::any::AnyRow) -> StoreResult<OrgRecord> {

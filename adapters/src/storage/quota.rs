@@ -10,7 +10,8 @@ use sqlx::{AnyConnection, Row};
 use super::decode::Decoder;
 use audit_chain::AuditEvent;
 
-use super::{stamp, Store, StoreError, StoreResult};
+use super::orgs::{org_from_row, ORG_COLUMNS};
+use super::{stamp, OrgRecord, Store, StoreError, StoreResult};
 
 /// One charge (or release) of `amount` of `dimension` to `org_id` and its root's pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,13 +98,6 @@ pub struct EntitlementWrite<'a> {
 
 fn wire(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// The `id` column of organization rows.
-fn ids_of(rows: &[sqlx::any::AnyRow]) -> StoreResult<Vec<String>> {
-    rows.iter()
-        .map(|row| Decoder::new(row, "organizations", &["id"]).get("id"))
-        .collect()
 }
 
 /// `used` as counted in the period bound at `$n`: zero when the stored period is
@@ -598,34 +592,57 @@ impl Store {
     }
 
     /// Account roots whose pool is at or above `threshold` percent of a finite limit
-    /// on any type, in `period`: (a page of ids, how many).
+    /// on any type, in `period` (a zero limit counts as full, as
+    /// `entitlements::Usage::percent_used` says): (a page of them, how many).
     pub async fn roots_at_risk(
         &self,
         threshold: f64,
         period: &str,
         limit: u32,
         offset: u64,
-    ) -> StoreResult<(Vec<String>, u64)> {
-        let from = "organizations o";
-        let condition = "o.deleted_at IS NULL AND o.parent_org_id IS NULL AND EXISTS (
-            SELECT 1 FROM quota_pool p WHERE p.root_id = o.id AND p.limit_value >= 0
-              AND (CASE WHEN COALESCE(p.period_start, '') IN ('', $1) THEN p.used ELSE 0 END) * 100.0
-                  >= CAST($2 AS DOUBLE PRECISION) * p.limit_value)";
-        let condition = match self.dialect() {
-            super::Dialect::Postgres => condition.to_owned(),
-            super::Dialect::Sqlite => {
-                condition.replace("CAST($2 AS DOUBLE PRECISION)", "CAST($2 AS REAL)")
-            }
+    ) -> StoreResult<(Vec<OrgRecord>, u64)> {
+        let real = match self.dialect() {
+            super::Dialect::Postgres => "DOUBLE PRECISION",
+            super::Dialect::Sqlite => "REAL",
         };
-        let (rows, total) = self
-            .page(
-                ("o.id", from, &condition, "o.created_at, o.id"),
-                &[Some(period.to_owned()), Some(threshold.to_string())],
-                limit,
-                offset,
-            )
-            .await?;
-        Ok((ids_of(&rows)?, total))
+        let condition = format!(
+            "deleted_at IS NULL AND parent_org_id IS NULL AND EXISTS (
+               SELECT 1 FROM quota_pool p WHERE p.root_id = organizations.id AND p.limit_value >= 0
+                 AND (CASE WHEN COALESCE(p.period_start, '') IN ('', $1) THEN p.used ELSE 0 END) * 100.0
+                     >= CAST($2 AS {real}) * p.limit_value)"
+        );
+        self.organizations_where(
+            &condition,
+            &[Some(period.to_owned()), Some(threshold.to_string())],
+            limit,
+            offset,
+        )
+        .await
+    }
+
+    /// Whether the root's stored limits, seats and features are those of `sync`
+    /// already (then synchronizing again would change nothing).
+    pub async fn is_synced_to(&self, sync: &LimitSync) -> StoreResult<bool> {
+        let Some(row) = sqlx::query(
+            &self.sql("SELECT seat_limit, seat_features FROM organizations WHERE id = $1"),
+        )
+        .bind(&sync.root_id)
+        .fetch_optional(self.pool())
+        .await?
+        else {
+            return Ok(false);
+        };
+        let d = Decoder::new(&row, "organizations", &[]);
+        let seats: Option<i64> = d.get("seat_limit")?;
+        let features: Option<String> = d.get("seat_features")?;
+        if seats != Some(sync.seats) || features.as_deref() != Some(sync.features.as_str()) {
+            return Ok(false);
+        }
+        let pool = self.pool_rows(&sync.root_id, "").await?;
+        Ok(sync.limits.iter().all(|(dimension, limit)| {
+            pool.iter()
+                .any(|r| r.dimension == *dimension && r.limit == Some(*limit))
+        }))
     }
 
     /// The billing service's last seat-limit version applied to a root.
@@ -639,28 +656,40 @@ impl Store {
         Ok(version.map(i64::unsigned_abs))
     }
 
-    /// A page of live organizations' ids (roots only when `roots`), oldest first,
-    /// and how many there are.
-    pub async fn organization_ids(
+    /// A page of live organizations (roots only when `roots`), oldest first, and how
+    /// many there are.
+    pub async fn organizations_page(
         &self,
         roots: bool,
         limit: u32,
         offset: u64,
-    ) -> StoreResult<(Vec<String>, u64)> {
+    ) -> StoreResult<(Vec<OrgRecord>, u64)> {
         let condition = if roots {
             "deleted_at IS NULL AND parent_org_id IS NULL"
         } else {
             "deleted_at IS NULL"
         };
+        self.organizations_where(condition, &[], limit, offset)
+            .await
+    }
+
+    async fn organizations_where(
+        &self,
+        condition: &str,
+        binds: &[Option<String>],
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<OrgRecord>, u64)> {
         let (rows, total) = self
             .page(
-                ("id", "organizations", condition, "created_at, id"),
-                &[],
+                (ORG_COLUMNS, "organizations", condition, "created_at, id"),
+                binds,
                 limit,
                 offset,
             )
             .await?;
-        Ok((ids_of(&rows)?, total))
+        let records = rows.iter().map(org_from_row).collect::<StoreResult<_>>()?;
+        Ok((records, total))
     }
 
     /// Forgets increments' idempotency keys older than `cutoff`.

@@ -1,8 +1,8 @@
 //! The quota worker, under the `quota-periods` lease: once after start it derives
-//! every account root's limits again (so a changed `QUOTA_TIER_*` or bundle variable
-//! reaches the pool rows), and every minute it starts the new month for the monthly
-//! types (apiCalls, aiCalls): their usage goes back to zero at the start of each
-//! calendar month, UTC. Charges already count a new month from zero in their own
+//! every account root's limits again and writes those that changed (so a changed
+//! `QUOTA_TIER_*` or bundle variable reaches the pool rows), and every minute it
+//! starts the new month for the monthly types (apiCalls, aiCalls): their usage goes
+//! back to zero at the start of each calendar month, UTC. Charges already count a new month from zero in their own
 //! statement; the worker makes the reset visible for organizations that are idle.
 
 use std::time::Duration;
@@ -64,19 +64,17 @@ pub async fn derive_all(
 ) -> Result<u64, crate::services::ServiceError> {
     let mut offset = 0;
     loop {
-        let (ids, _) = state.store.organization_ids(true, PAGE, offset).await?;
-        if ids.is_empty() {
+        let (roots, _) = state.store.organizations_page(true, PAGE, offset).await?;
+        if roots.is_empty() {
             return Ok(offset);
         }
-        for id in &ids {
+        for root in &roots {
             if shutdown.is_some_and(Shutdown::is_set) {
                 return Ok(offset);
             }
-            if let Some(root) = state.store.organization(id).await? {
-                crate::services::entitlement::resync(state, &root, Utc::now()).await?;
-            }
+            crate::services::entitlement::resync(state, root, Utc::now()).await?;
         }
-        offset += ids.len() as u64;
+        offset += roots.len() as u64;
     }
 }
 

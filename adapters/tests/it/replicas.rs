@@ -12,21 +12,10 @@ async fn a_rule_changed_on_one_replica_is_enforced_by_the_other_at_once() {
     let Some((url, admin_url, name)) = fresh_postgres().await else {
         return;
     };
-    let ports = [free_port(), free_port()];
     let client = reqwest::Client::new();
-    let mut servers = Vec::new();
-    for port in ports {
-        servers.push(start_with(
-            &url,
-            port,
-            &[("CACHE_TTL_COMPLIANCE_RULES", "600")],
-        ));
-        wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
-    }
-    let (a, b) = (
-        format!("http://127.0.0.1:{}", ports[0]),
-        format!("http://127.0.0.1:{}", ports[1]),
-    );
+    let (servers, bases) =
+        two_servers(&client, &url, &[("CACHE_TTL_COMPLIANCE_RULES", "600")]).await;
+    let [a, b] = bases;
     let token = user_token("alice");
     let org = create_org(&client, &a, &token, "replicated").await;
     let blocked = |base: String| {
@@ -72,12 +61,7 @@ async fn a_rule_changed_on_one_replica_is_enforced_by_the_other_at_once() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    for server in &servers {
-        super::crash::terminate(server);
-    }
-    for mut server in servers {
-        let _ = server.wait();
-    }
+    stop(servers);
     drop_postgres(&admin_url, &name).await;
     let after = enforced_after.expect("replica B still served the old rule set after a second");
     eprintln!("replica B enforced the new rule after {after:?}");
@@ -96,22 +80,17 @@ async fn two_replicas_build_each_plugin_exactly_once() {
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("builds.log");
     let command = format!("echo \"$PLUGIN_NAME\" >> {} && sleep 0.05", log.display());
-    let ports = [free_port(), free_port()];
     let client = reqwest::Client::new();
-    let mut servers = Vec::new();
-    for port in ports {
-        servers.push(start_with(
-            &url,
-            port,
-            &[
-                ("PLUGIN_BUILD_COMMAND", command.as_str()),
-                ("PLUGIN_BUILD_POLL_MS", "10"),
-                ("QUOTA_TIER_DEVELOPER_PLUGINS", "-1"),
-            ],
-        ));
-        wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
-    }
-    let bases = ports.map(|port| format!("http://127.0.0.1:{port}"));
+    let (servers, bases) = two_servers(
+        &client,
+        &url,
+        &[
+            ("PLUGIN_BUILD_COMMAND", command.as_str()),
+            ("PLUGIN_BUILD_POLL_MS", "10"),
+            ("QUOTA_TIER_DEVELOPER_PLUGINS", "-1"),
+        ],
+    )
+    .await;
     let token = user_token("alice");
     let org = create_org(&client, &bases[0], &token, "builders").await;
     let mut ids = Vec::new();
@@ -198,14 +177,38 @@ async fn two_replicas_build_each_plugin_exactly_once() {
         depth.rows
     );
     store.close().await;
+    stop(servers);
+    drop_postgres(&admin_url, &name).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two servers on the database `url` with `vars`, once both answer: (the servers,
+/// their base URLs).
+async fn two_servers(
+    client: &reqwest::Client,
+    url: &str,
+    vars: &[(&str, &str)],
+) -> (Vec<super::crash::Running>, [String; 2]) {
+    let ports = [free_port(), free_port()];
+    let mut servers = Vec::new();
+    for port in ports {
+        servers.push(start_with(url, port, vars));
+        wait_healthy(client, &format!("http://127.0.0.1:{port}")).await;
+    }
+    (
+        servers,
+        ports.map(|port| format!("http://127.0.0.1:{port}")),
+    )
+}
+
+/// Stops servers with SIGTERM and waits for each.
+fn stop(servers: Vec<super::crash::Running>) {
     for server in &servers {
         super::crash::terminate(server);
     }
     for mut server in servers {
         let _ = server.wait();
     }
-    drop_postgres(&admin_url, &name).await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Runs `statement` on the test database.
@@ -234,22 +237,17 @@ async fn two_replicas_start_each_due_schedule_exactly_once() {
     let Some((url, admin_url, name)) = fresh_postgres().await else {
         return;
     };
-    let ports = [free_port(), free_port()];
     let client = reqwest::Client::new();
-    let mut servers = Vec::new();
-    for port in ports {
-        servers.push(start_with(
-            &url,
-            port,
-            &[
-                ("SCAN_SCHEDULER_INTERVAL_MS", "20"),
-                ("SCAN_LOCK_TTL_MS", "1"),
-                ("COMPLIANCE_SCAN_POLL_MS", "50"),
-            ],
-        ));
-        wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
-    }
-    let bases = ports.map(|port| format!("http://127.0.0.1:{port}"));
+    let (servers, bases) = two_servers(
+        &client,
+        &url,
+        &[
+            ("SCAN_SCHEDULER_INTERVAL_MS", "20"),
+            ("SCAN_LOCK_TTL_MS", "1"),
+            ("COMPLIANCE_SCAN_POLL_MS", "50"),
+        ],
+    )
+    .await;
     let token = user_token("alice");
     let org = create_org(&client, &bases[0], &token, "scheduled").await;
     let mut schedules = Vec::new();
@@ -312,12 +310,7 @@ async fn two_replicas_start_each_due_schedule_exactly_once() {
     .await;
     assert_eq!(next, 20, "each moved to its next run");
     store.close().await;
-    for server in &servers {
-        super::crash::terminate(server);
-    }
-    for mut server in servers {
-        let _ = server.wait();
-    }
+    stop(servers);
     drop_postgres(&admin_url, &name).await;
 }
 
@@ -553,13 +546,7 @@ async fn two_replicas_send_one_daily_digest() {
         ("DIGEST_SCHEDULER_INTERVAL_MS", "20"),
         ("DIGEST_LOCK_TTL_MS", "1"),
     ];
-    let ports = [free_port(), free_port()];
-    let mut servers = Vec::new();
-    for port in ports {
-        servers.push(start_with(&url, port, &vars));
-        wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
-    }
-    let bases = ports.map(|port| format!("http://127.0.0.1:{port}"));
+    let (servers, bases) = two_servers(&client, &url, &vars).await;
     let token = user_token("alice");
     let org = create_org(&client, &bases[0], &token, "digested").await;
     let send = |base: &str, method: reqwest::Method, path: &str, body: Value| {
@@ -630,10 +617,7 @@ async fn two_replicas_send_one_daily_digest() {
     assert_eq!(digest["data"]["window"], "daily:2000-01-01");
     assert_eq!(number(&store, "SELECT COUNT(*) FROM digests").await, 1);
     store.close().await;
-    for server in &servers {
-        super::crash::terminate(server);
-    }
-    drop(servers);
+    stop(servers);
     drop_postgres(&admin_url, &name).await;
 }
 
@@ -653,21 +637,16 @@ async fn two_replicas_count_one_pool_exactly() {
     let Some((url, admin_url, name)) = fresh_postgres().await else {
         return;
     };
-    let ports = [free_port(), free_port()];
     let client = reqwest::Client::new();
-    let mut servers = Vec::new();
-    for port in ports {
-        servers.push(start_with(
-            &url,
-            port,
-            &[
-                ("BOOTSTRAP_SUPERADMIN_EMAILS", "root@example.com"),
-                ("QUOTA_TIER_DEVELOPER_SEATS", "1"),
-            ],
-        ));
-        wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
-    }
-    let bases = ports.map(|port| format!("http://127.0.0.1:{port}"));
+    let (servers, bases) = two_servers(
+        &client,
+        &url,
+        &[
+            ("BOOTSTRAP_SUPERADMIN_EMAILS", "root@example.com"),
+            ("QUOTA_TIER_DEVELOPER_SEATS", "1"),
+        ],
+    )
+    .await;
     let root = user_token("root");
     create_org(&client, &bases[0], &root, "system").await;
     let alice = user_token("alice");
@@ -809,11 +788,6 @@ async fn two_replicas_count_one_pool_exactly() {
         4
     );
     store.close().await;
-    for server in &servers {
-        super::crash::terminate(server);
-    }
-    for mut server in servers {
-        let _ = server.wait();
-    }
+    stop(servers);
     drop_postgres(&admin_url, &name).await;
 }
