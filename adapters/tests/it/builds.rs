@@ -20,7 +20,7 @@ fn builder(dir: &std::path::Path) -> String {
     std::fs::write(
         &script,
         r#"state="$1/$PLUGIN_NAME"
-n=$(cat "$state" 2>/dev/null || echo 0); n=$((n+1)); echo "$n" > "$state"
+n=$(cat "$state" 2>/dev/null || echo 0); n=$((n+1)); echo "$n" > "$state.tmp" && mv "$state.tmp" "$state"
 test -f plugin.json && test "$PLUGIN_DIR" = "$(pwd)" || { echo "not unpacked here" >&2; exit 3; }
 case "$PLUGIN_NAME" in
   ok*) exit 0 ;;
