@@ -200,7 +200,7 @@ fn role_body(required: &[&str]) -> Value {
 fn addon_body() -> Value {
     body(
         &[
-            ("bundleId", text(40)),
+            ("bundleId", bundle_id()),
             (
                 "quantity",
                 json!({"type": "integer", "minimum": 1, "maximum": 10000}),
@@ -1145,10 +1145,11 @@ pub fn document() -> Value {
             .split('/')
             .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
             .map(|name| {
-                let schema = if name == "target" {
-                    target()
-                } else {
-                    text(200)
+                let schema = match name {
+                    "target" => target(),
+                    "type" => quota_type(),
+                    "bundleId" => bundle_id(),
+                    _ => text(200),
                 };
                 parameter(name, "path", true, schema)
             })

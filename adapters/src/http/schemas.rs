@@ -489,6 +489,25 @@ fn scan_components() -> Value {
     })
 }
 
+/// A bundle id, as the catalog spells it (the API accepts any case).
+pub(crate) fn bundle_id() -> Value {
+    let ids: Vec<&str> = entitlements::BundleId::ALL
+        .iter()
+        .map(|b| b.as_str())
+        .collect();
+    one_of(&ids)
+}
+
+/// A type the quota service tracks (seats go to the platform).
+pub(crate) fn quota_type() -> Value {
+    let names: Vec<&str> = entitlements::Dimension::ALL
+        .into_iter()
+        .filter(|d| d.is_quota_type())
+        .map(|d| d.name())
+        .collect();
+    one_of(&names)
+}
+
 /// Quotas, bundles and subscriptions.
 fn billing_components() -> Value {
     let tier = one_of(&["developer", "pro", "team", "enterprise"]);
@@ -510,22 +529,10 @@ fn billing_components() -> Value {
         "priority_support",
         "sso",
     ]);
-    let bundle_id = one_of(&[
-        "SEAT_PACK",
-        "PIPELINE_PACK",
-        "PLUGIN_PACK",
-        "API_PACK",
-        "AI_PACK",
-        "STORAGE_PACK",
-        "AUDIT_LOG",
-        "SSO",
-    ]);
+    let bundle_id = bundle_id();
     let status = object(
         &[
-            (
-                "type",
-                one_of(&["plugins", "pipelines", "apiCalls", "aiCalls", "storage"]),
-            ),
+            ("type", quota_type()),
             ("limit", limit.clone()),
             ("used", integer()),
             ("ownUsed", integer()),
