@@ -382,7 +382,7 @@ pub fn routes() -> Vec<Route> {
             .ok(200, done("id", "deleted")),
         patch("/api/organization/{id}/tier", "changeTier", org_path(tenancy::Access::SuperAdmin).stepped_up(), organizations::change_tier)
             .doc("Change an organization's tier")
-            .body(body(&[("tier", one_of(&["developer", "pro", "team", "enterprise"]))], &["tier"]))
+            .body(body(&[("tier", tier())], &["tier"]))
             .ok(200, envelope(reference("Organization"))),
         get("/api/organization/{id}/export", "exportOrganization", org_path(Needs(OrgSettings)), organizations::export)
             .doc("Everything the organization holds about its members, teams, roles and invitations")
@@ -792,7 +792,7 @@ pub fn routes() -> Vec<Route> {
             .doc("Set an account root's tier (audit billing.tier.override) and limit overrides (-1 unlimited, null back to the entitlement's; audit admin.org.quota.override); the limits are derived again in the same transaction")
             .body(body(
                 &[
-                    ("tier", one_of(&["developer", "pro", "team", "enterprise"])),
+                    ("tier", tier()),
                     ("limits", json!({
                         "type": "object",
                         "properties": {
@@ -810,14 +810,14 @@ pub fn routes() -> Vec<Route> {
             .ok(200, envelope(reference("OrgQuotas"))),
         post("/api/quotas/{id}/reset", "resetQuotas", org_path(tenancy::Access::SuperAdmin), quotas::reset)
             .doc("Set the monthly usage counters (apiCalls, aiCalls; or the one `type`, storage included) back to zero: a root's whole account, or a team's share (audit quota.reset)")
-            .optional_body(body(&[("type", one_of(&["apiCalls", "aiCalls", "storage"]))], &[]))
+            .optional_body(body(&[("type", counted_type())], &[]))
             .ok(200, envelope(reference("OrgQuotas"))),
         post("/api/quotas/{id}/increment", "incrementQuota", Access::Service, quotas::increment)
             .doc("Add 1 to 1000 of apiCalls, aiCalls or storage to the organization and its account's pool in one atomic statement; over the limit 429 QUOTA_EXCEEDED with limit, used and requested, and nothing counted. An Idempotency-Key header makes a retry count once (the key reused for another increment is 409); keys are remembered 7 days")
             .query(vec![parameter("Idempotency-Key", "header", false, text(200))])
             .body(body(
                 &[
-                    ("type", one_of(&["apiCalls", "aiCalls", "storage"])),
+                    ("type", counted_type()),
                     ("amount", json!({"type": "integer", "minimum": 1, "maximum": 1000})),
                 ],
                 &["type", "amount"],
@@ -852,7 +852,7 @@ pub fn routes() -> Vec<Route> {
             .body(body(
                 &[
                     ("seats", json!({"type": "integer", "minimum": -1})),
-                    ("features", array(one_of(&["audit_log", "sso", "ai_pipeline_generation", "ai_plugin_generation", "bulk_operations", "custom_integrations", "priority_support"]))),
+                    ("features", array(feature())),
                     ("version", json!({"type": "integer", "minimum": 0})),
                 ],
                 &["seats"],

@@ -489,46 +489,59 @@ fn scan_components() -> Value {
     })
 }
 
+/// The wire names of `values` (their serde spelling), as an enum.
+fn spelled<T: serde::Serialize>(values: &[T]) -> Value {
+    let names: Vec<Value> = values
+        .iter()
+        .filter_map(|v| serde_json::to_value(v).ok())
+        .collect();
+    json!({"type": "string", "enum": names})
+}
+
+/// A tier, as the API spells it.
+pub(crate) fn tier() -> Value {
+    spelled(&entitlements::Tier::ALL)
+}
+
+/// A feature a tier or a bundle unlocks.
+pub(crate) fn feature() -> Value {
+    spelled(&entitlements::Feature::ALL)
+}
+
 /// A bundle id, as the catalog spells it (the API accepts any case).
 pub(crate) fn bundle_id() -> Value {
-    let ids: Vec<&str> = entitlements::BundleId::ALL
-        .iter()
-        .map(|b| b.as_str())
-        .collect();
-    one_of(&ids)
+    spelled(&entitlements::BundleId::ALL)
+}
+
+/// Every dimension that carries a limit.
+fn dimension() -> Value {
+    spelled(&entitlements::Dimension::ALL)
 }
 
 /// A type the quota service tracks (seats go to the platform).
 pub(crate) fn quota_type() -> Value {
-    let names: Vec<&str> = entitlements::Dimension::ALL
+    let tracked: Vec<_> = entitlements::Dimension::ALL
         .into_iter()
         .filter(|d| d.is_quota_type())
-        .map(|d| d.name())
         .collect();
-    one_of(&names)
+    spelled(&tracked)
+}
+
+/// A type whose usage services count by increments (not from the inventory).
+pub(crate) fn counted_type() -> Value {
+    let counted: Vec<_> = entitlements::Dimension::ALL
+        .into_iter()
+        .filter(|d| d.is_quota_type() && !d.is_inventory())
+        .collect();
+    spelled(&counted)
 }
 
 /// Quotas, bundles and subscriptions.
 fn billing_components() -> Value {
-    let tier = one_of(&["developer", "pro", "team", "enterprise"]);
+    let tier = tier();
     let limit = json!({"type": "integer", "minimum": -1, "description": "-1 is unlimited"});
-    let dimension = one_of(&[
-        "plugins",
-        "pipelines",
-        "seats",
-        "apiCalls",
-        "aiCalls",
-        "storage",
-    ]);
-    let feature = one_of(&[
-        "ai_pipeline_generation",
-        "ai_plugin_generation",
-        "bulk_operations",
-        "audit_log",
-        "custom_integrations",
-        "priority_support",
-        "sso",
-    ]);
+    let dimension = dimension();
+    let feature = feature();
     let bundle_id = bundle_id();
     let status = object(
         &[
@@ -659,7 +672,7 @@ pub(crate) fn components() -> Value {
             ("name", string()),
             ("displayName", nullable(string())),
             ("parentOrgId", nullable(string())),
-            ("tier", one_of(&["developer", "pro", "team", "enterprise"])),
+            ("tier", tier()),
             ("isSystem", boolean()),
             ("ownerId", string()),
             ("createdAt", instant()),

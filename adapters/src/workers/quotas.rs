@@ -2,8 +2,9 @@
 //! every account root's limits again and writes those that changed (so a changed
 //! `QUOTA_TIER_*` or bundle variable reaches the pool rows), and every minute it
 //! starts the new month for the monthly types (apiCalls, aiCalls): their usage goes
-//! back to zero at the start of each calendar month, UTC. Charges already count a new month from zero in their own
-//! statement; the worker makes the reset visible for organizations that are idle.
+//! back to zero at the start of each calendar month, UTC. Charges already count a new
+//! month from zero in their own statement; the worker makes the reset visible for
+//! organizations that are idle.
 
 use std::time::Duration;
 
