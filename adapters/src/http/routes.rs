@@ -1415,4 +1415,40 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn billing_parameters_are_the_catalogs_enums() {
+        let document = document();
+        let path_enum = |path: &str, method: &str, name: &str| -> Vec<String> {
+            document["paths"][path][method]["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["name"] == name && p["in"] == "path")
+                .flat_map(|p| p["schema"]["enum"].as_array().cloned().unwrap_or_default())
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        };
+        // The quota service's types (seats go to the platform, not here).
+        assert_eq!(
+            path_enum("/api/quotas/{id}/{type}", "get", "type"),
+            ["plugins", "pipelines", "apiCalls", "aiCalls", "storage"]
+        );
+        let bundles = path_enum(
+            "/api/subscriptions/{id}/addons/{bundleId}",
+            "delete",
+            "bundleId",
+        );
+        assert_eq!(bundles.len(), 8);
+        assert!(bundles
+            .iter()
+            .all(|b| entitlements::BundleId::parse(b).is_some()));
+        assert!(bundles.contains(&"SEAT_PACK".to_owned()));
+        let increment = &document["paths"]["/api/quotas/{id}/increment"]["post"]["requestBody"]
+            ["content"]["application/json"]["schema"]["properties"]["type"]["enum"];
+        assert_eq!(increment, &json!(["apiCalls", "aiCalls", "storage"]));
+        let addon = &document["paths"]["/api/subscriptions/{id}/addons"]["post"]["requestBody"]
+            ["content"]["application/json"]["schema"]["properties"]["bundleId"]["enum"];
+        assert_eq!(addon.as_array().map(Vec::len), Some(8));
+    }
 }
