@@ -7,6 +7,14 @@
 //! caller made (the build worker's temporary directory), enforcing the same limits
 //! on what it actually reads.
 //!
+//! What is judged is what is built. [`inspect`] decompresses every entry (stopping as
+//! soon as the total passes [`MAX_UNPACKED_BYTES`]), so an entry whose real size is not
+//! the size its header declares, or whose CRC-32 does not match, is refused at upload
+//! rather than by the build. And the one build definition a plugin carries is the
+//! `Dockerfile` at its root, the file the rules judge: an archive that carries any
+//! other (`Containerfile`, `dockerfile`, `Dockerfile.dev`, `x.containerfile`, at any
+//! depth) is refused, so no builder can pick a file the rules did not see.
+//!
 //! The manifest (JSON or YAML):
 //!
 //! | field | type | |
@@ -66,6 +74,31 @@ pub enum ArchiveError {
     /// An entry that could not be read.
     #[error("the entry `{0}` cannot be read")]
     Unreadable(String),
+    /// An entry whose data is not what its header says: another size, or a CRC-32
+    /// that does not match.
+    #[error("the entry `{0}` is corrupt: {1}")]
+    Corrupt(String, String),
+    /// A build definition other than the root `Dockerfile`.
+    #[error("the entry `{0}` is a build definition; the only one a plugin may carry is `Dockerfile` at the archive's root")]
+    ExtraBuildDefinition(String),
+    /// A NUL character in a field that is kept as text.
+    #[error("{0}: must not contain a NUL character")]
+    Nul(String),
+}
+
+/// Whether an entry's file name names a build definition (Dockerfile or
+/// Containerfile, in any case, with or without a suffix or a prefix).
+pub fn is_build_definition(entry_name: &str) -> bool {
+    let base = entry_name
+        .rsplit('/')
+        .next()
+        .unwrap_or(entry_name)
+        .to_ascii_lowercase();
+    ["dockerfile", "containerfile"].iter().any(|kind| {
+        base == *kind
+            || base.starts_with(&format!("{kind}."))
+            || base.ends_with(&format!(".{kind}"))
+    })
 }
 
 /// A plugin's manifest.
@@ -134,6 +167,9 @@ fn bounded(field: &str, value: Option<&str>, max: usize) -> Result<(), ArchiveEr
 }
 
 fn commands(field: &str, list: &[String]) -> Result<(), ArchiveError> {
+    if list.iter().any(|c| c.contains('\0')) {
+        return Err(ArchiveError::Nul(field.to_owned()));
+    }
     if list.len() > 100
         || list
             .iter()
@@ -228,9 +264,52 @@ fn read_limited(entry: impl Read, name: &str, max: u64) -> Result<Vec<u8>, Archi
     Ok(out)
 }
 
+/// Decompresses every entry once, to nowhere, and holds it to its header: its real
+/// size is the declared one, its CRC-32 matches, the total stays within
+/// [`MAX_UNPACKED_BYTES`] (reading stops at the limit), the ratio within
+/// [`MAX_RATIO`]; and no build definition but the root `Dockerfile` is carried.
+fn verify_entries(archive: &mut zip::ZipArchive<Cursor<&[u8]>>) -> Result<(), ArchiveError> {
+    let mut budget = MAX_UNPACKED_BYTES;
+    let mut packed: u64 = 0;
+    for i in 0..archive.len() {
+        let entry = archive
+            .by_index(i)
+            .map_err(|e| ArchiveError::NotZip(e.to_string()))?;
+        let name = entry.name().to_owned();
+        if entry.is_dir() {
+            continue;
+        }
+        if is_build_definition(&name) && name != "Dockerfile" {
+            return Err(ArchiveError::ExtraBuildDefinition(name));
+        }
+        let declared = entry.size();
+        packed = packed.saturating_add(entry.compressed_size());
+        let mut limited = entry.take(budget.saturating_add(1));
+        let real = std::io::copy(&mut limited, &mut std::io::sink())
+            .map_err(|e| ArchiveError::Corrupt(name.clone(), e.to_string()))?;
+        if real > budget {
+            return Err(ArchiveError::TooLarge);
+        }
+        if real != declared {
+            return Err(ArchiveError::Corrupt(
+                name,
+                format!("it declares {declared} bytes and holds {real}"),
+            ));
+        }
+        budget -= real;
+    }
+    let unpacked = MAX_UNPACKED_BYTES - budget;
+    let ratio = unpacked / packed.max(1);
+    if unpacked > 1024 * 1024 && ratio > MAX_RATIO {
+        return Err(ArchiveError::Bomb(ratio));
+    }
+    Ok(())
+}
+
 /// Checks an uploaded archive and reads its manifest and Dockerfile, in memory.
 pub fn inspect(bytes: &[u8]) -> Result<Inspected, ArchiveError> {
     let mut archive = checked(bytes)?;
+    verify_entries(&mut archive)?;
     let (name, yaml) = if archive.index_for_name("plugin.json").is_some() {
         ("plugin.json", false)
     } else if archive.index_for_name("plugin.yaml").is_some() {
@@ -253,6 +332,9 @@ pub fn inspect(bytes: &[u8]) -> Result<Inspected, ArchiveError> {
         ),
         Err(_) => None,
     };
+    if dockerfile.as_deref().is_some_and(|d| d.contains('\0')) {
+        return Err(ArchiveError::Nul("Dockerfile".to_owned()));
+    }
     Ok(Inspected {
         manifest,
         dockerfile,

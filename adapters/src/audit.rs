@@ -33,15 +33,35 @@ impl AuditCounters {
     pub fn render(&self) -> String {
         use audit_chain::metrics::*;
         let mut out = String::new();
-        for (name, value) in [
-            (AUDIT_EMITTED_TOTAL, &self.emitted),
-            (AUDIT_DROPPED_TOTAL, &self.dropped),
-            (AUDIT_SPOOL_ENQUEUED_TOTAL, &self.spool_enqueued),
-            (AUDIT_SPOOL_DROPPED_TOTAL, &self.spool_dropped),
-            (AUDIT_SPOOL_REDELIVERED_TOTAL, &self.spool_redelivered),
+        for (name, help, value) in [
+            (
+                AUDIT_EMITTED_TOTAL,
+                "Audit events handed over for delivery.",
+                &self.emitted,
+            ),
+            (
+                AUDIT_DROPPED_TOTAL,
+                "Audit events lost: refused for good, or not stored.",
+                &self.dropped,
+            ),
+            (
+                AUDIT_SPOOL_ENQUEUED_TOTAL,
+                "Audit events written to the durable spool after a failed delivery.",
+                &self.spool_enqueued,
+            ),
+            (
+                AUDIT_SPOOL_DROPPED_TOTAL,
+                "Audit events dropped because the spool was full.",
+                &self.spool_dropped,
+            ),
+            (
+                AUDIT_SPOOL_REDELIVERED_TOTAL,
+                "Spooled audit events delivered later.",
+                &self.spool_redelivered,
+            ),
         ] {
             out.push_str(&format!(
-                "# TYPE {name} counter\n{name} {}\n",
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}\n",
                 value.load(Ordering::Relaxed)
             ));
         }

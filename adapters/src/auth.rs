@@ -44,8 +44,17 @@ pub struct Claims {
     /// The user's e-mail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,
-    /// Expiry, seconds since the epoch (required).
+    /// Expiry, seconds since the epoch (required; a number, nothing else).
     pub exp: i64,
+    /// Not before, seconds since the epoch. Absent, or a number: a string, an object
+    /// or `null` makes the token malformed (CVE-2026-25537 took such a claim for
+    /// absent; the library checks it too since 10.3, this is the second lock).
+    #[serde(
+        default,
+        deserialize_with = "number_when_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub nbf: Option<i64>,
     /// Issued at, seconds since the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iat: Option<i64>,
@@ -66,10 +75,19 @@ impl Claims {
             email: email.map(str::to_owned),
             exp: iat.saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX)),
             iat: Some(iat),
+            nbf: None,
             service: None,
             step_up: false,
         }
     }
+}
+
+/// A claim that may be absent but, when present, is an integer (never `null`).
+fn number_when_present<'de, D>(deserializer: D) -> Result<Option<i64>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    i64::deserialize(deserializer).map(Some)
 }
 
 /// The keys tokens are signed and verified with.
@@ -329,6 +347,7 @@ mod tests {
             email: None,
             exp,
             iat,
+            nbf: None,
             service: None,
             step_up: false,
         }

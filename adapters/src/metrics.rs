@@ -9,6 +9,19 @@ const BUCKETS: [f64; 10] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0,
 ];
 
+/// The methods a series is labelled with; any other is counted as `other`.
+const METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE",
+];
+
+/// A request's method as a label: a standard method, or `other`.
+fn method_label(method: &str) -> &'static str {
+    METHODS
+        .into_iter()
+        .find(|known| *known == method)
+        .unwrap_or("other")
+}
+
 #[derive(Debug, Default, Clone)]
 struct Series {
     count: u64,
@@ -19,7 +32,7 @@ struct Series {
 /// The server's metrics.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    requests: Mutex<BTreeMap<(String, String, u16), Series>>,
+    requests: Mutex<BTreeMap<(&'static str, String, u16), Series>>,
     denied_unknown: std::sync::atomic::AtomicU64,
     /// Re-evaluation events processed, retried and dead, scans started and entities
     /// scanned (this process).
@@ -30,12 +43,14 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Records one request.
+    /// Records one request. The labels take no value from the client beyond a fixed
+    /// set: the method is one of the standard ones or `other`, the route is a
+    /// declared route's template or `unmatched` (the router's), the status a number.
     pub fn observe(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
         let seconds = elapsed.as_secs_f64();
         if let Ok(mut requests) = self.requests.lock() {
             let series = requests
-                .entry((method.to_owned(), route.to_owned(), status))
+                .entry((method_label(method), route.to_owned(), status))
                 .or_default();
             series.count += 1;
             series.sum += seconds;

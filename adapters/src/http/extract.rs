@@ -22,11 +22,38 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
+        if !json_content_type(req.headers()) {
+            return Err(ApiError::validation(
+                "expected a JSON body (Content-Type: application/json)",
+            ));
+        }
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
+        match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(value)) => Ok(Json(value)),
             Err(rejection) => Err(json_rejection(rejection)),
         }
     }
+}
+
+/// Whether the request says its body is JSON (`application/json`, or `+json`), as
+/// axum's own extractor decides.
+fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let Some((kind, subtype)) = essence.split_once('/') else {
+        return false;
+    };
+    kind == "application" && (subtype == "json" || subtype.ends_with("+json"))
 }
 
 fn json_rejection(rejection: JsonRejection) -> ApiError {
@@ -58,7 +85,8 @@ pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>
 }
 
 /// The raw bytes of a body; one over the limit is 413 `PAYLOAD_TOO_LARGE` in the
-/// envelope (axum's own `Bytes` answers plain text).
+/// envelope (axum's own `Bytes` answers plain text), one that holds a NUL (raw, or
+/// as a JSON escape in a string or key) 400 `VALIDATION_ERROR`.
 #[derive(Debug, Clone, Default)]
 pub struct RawBody(pub Bytes);
 
@@ -70,6 +98,9 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         match Bytes::from_request(req, state).await {
+            Ok(bytes) if crate::http::text::json_holds_nul(&bytes) => Err(ApiError::validation(
+                "the body holds a NUL character, which no field may contain",
+            )),
             Ok(bytes) => Ok(RawBody(bytes)),
             Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 Err(ApiError::payload_too_large())

@@ -29,6 +29,7 @@ mod schemas;
 pub mod state;
 pub mod system;
 mod templates;
+pub mod text;
 pub(crate) mod validate;
 
 pub use router::router;

@@ -19,6 +19,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn(refuse_nul_in_uri))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
 }
@@ -33,6 +34,20 @@ async fn method_not_allowed() -> ApiError {
         "METHOD_NOT_ALLOWED",
         "method not allowed on this route",
     )
+}
+
+/// A NUL (`%00`) in the path or the query is refused at the edge, before any handler
+/// or store sees it (PostgreSQL refuses NUL in text; SQLite would keep it): in the
+/// path it names nothing (404), in the query it is a bad parameter (400).
+async fn refuse_nul_in_uri(request: Request, next: Next) -> Response {
+    let uri = request.uri();
+    if crate::http::text::encodes_nul(uri.path()) {
+        return ApiError::not_found("resource").into_response();
+    }
+    if uri.query().is_some_and(crate::http::text::encodes_nul) {
+        return ApiError::validation("a query parameter holds a NUL character").into_response();
+    }
+    next.run(request).await
 }
 
 /// Request id (taken from `x-request-id` or made), a span for structured logs, the

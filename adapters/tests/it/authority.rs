@@ -415,6 +415,42 @@ async fn identity_provider_tokens_are_verified_against_its_key_set() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let (status, body) = call(signed("ec-c", Algorithm::ES256, claims("idp-user-2"))).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
+    // CVE-2026-25537: an `exp` or `nbf` of the wrong JSON type is not taken for
+    // absent. A string, an object or null in either claim is refused, whatever the
+    // algorithm; a numeric `nbf` in the past is accepted, one in the future is not.
+    let sign = |algorithm: Algorithm, claims: Value| match algorithm {
+        Algorithm::HS256 => raw_token(claims),
+        Algorithm::ES256 => signed("ec-c", algorithm, claims),
+        _ => signed("rsa-a", algorithm, claims),
+    };
+    for algorithm in [Algorithm::HS256, Algorithm::RS256, Algorithm::ES256] {
+        for claim in ["exp", "nbf"] {
+            for wrong in [json!("9999999999"), json!({"at": now + 600}), Value::Null] {
+                let mut forged = claims("typed");
+                forged[claim] = wrong.clone();
+                let (status, body) = call(sign(algorithm, forged)).await;
+                assert_eq!(
+                    (status, code(status, &body).as_str()),
+                    (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
+                    "{algorithm:?} with {claim} = {wrong}: {body}"
+                );
+            }
+        }
+        let mut past = claims("typed-past");
+        past["nbf"] = json!(now - 60);
+        assert_eq!(
+            call(sign(algorithm, past)).await.0,
+            StatusCode::CREATED,
+            "{algorithm:?}"
+        );
+        let mut future = claims("typed-future");
+        future["nbf"] = json!(now + 300);
+        assert_eq!(
+            call(sign(algorithm, future)).await.0,
+            StatusCode::UNAUTHORIZED,
+            "{algorithm:?}"
+        );
+    }
     // The HS256 development path stays.
     let (status, _) = call(raw_token(json!({"sub": "dev", "exp": now + 600, "iat": now, "iss": "https://idp.example.com/", "aud": "compliance"}))).await;
     assert_eq!(status, StatusCode::CREATED);

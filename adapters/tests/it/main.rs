@@ -25,6 +25,7 @@ mod compliance;
 mod config;
 mod conventions;
 mod crash;
+mod hardening;
 mod hostile;
 mod integrity;
 mod notifications;
