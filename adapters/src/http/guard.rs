@@ -29,6 +29,10 @@ pub(crate) enum OrgFrom {
     Path,
     /// A required query parameter (a foreign one is 403 `TENANT_FORBIDDEN`).
     Query(&'static str),
+    /// The account root of the `x-org-id` organization: what an account pays for is
+    /// the root's, so a team's members and admins are judged in the root (a team
+    /// admin who is not the root's owner or admin is 403 `FORBIDDEN`).
+    AccountRoot,
 }
 
 /// Who may call a route.
@@ -53,6 +57,10 @@ pub(crate) enum Access {
         need: tenancy::Access,
         /// Needs a fresh `X-Step-Up-Token`.
         step_up: bool,
+        /// Whether the request counts as one of the organization's API calls. The
+        /// routes a customer needs to see and fix an exhausted quota (its quotas,
+        /// subscription, bundles, add-ons and portal) do not.
+        counted: bool,
     },
     /// A user holding the permission in the `x-org-id` organization, or a service
     /// token acting in it.
@@ -68,6 +76,37 @@ impl Access {
             from: OrgFrom::Header,
             need: tenancy::Access::Permission(permission),
             step_up: false,
+            counted: true,
+        }
+    }
+
+    /// `need` in the `x-org-id` organization's account root, not counted as an API
+    /// call (billing: what the account pays for).
+    pub(crate) const fn account_root(need: tenancy::Access) -> Access {
+        Access::Org {
+            from: OrgFrom::AccountRoot,
+            need,
+            step_up: false,
+            counted: false,
+        }
+    }
+
+    /// The same access, not counted as an API call (a route that must stay open to
+    /// an organization that has none left).
+    pub(crate) const fn uncounted(self) -> Access {
+        match self {
+            Access::Org {
+                from,
+                need,
+                step_up,
+                ..
+            } => Access::Org {
+                from,
+                need,
+                step_up,
+                counted: false,
+            },
+            other => other,
         }
     }
 
@@ -77,16 +116,23 @@ impl Access {
             from: OrgFrom::Path,
             need,
             step_up: false,
+            counted: true,
         }
     }
 
     /// The same access, with a fresh step-up required.
     pub(crate) const fn stepped_up(self) -> Access {
         match self {
-            Access::Org { from, need, .. } => Access::Org {
+            Access::Org {
+                from,
+                need,
+                counted,
+                ..
+            } => Access::Org {
                 from,
                 need,
                 step_up: true,
+                counted,
             },
             Access::SuperAdmin { .. } => Access::SuperAdmin { step_up: true },
             other => other,
@@ -104,7 +150,7 @@ impl Access {
             self,
             Access::UserOrService(_)
                 | Access::Org {
-                    from: OrgFrom::Header,
+                    from: OrgFrom::Header | OrgFrom::AccountRoot,
                     ..
                 }
         )
@@ -137,13 +183,26 @@ impl Access {
                 from,
                 need: n,
                 step_up,
+                counted,
             } => {
                 let place = match from {
                     OrgFrom::Header => "the `x-org-id` organization".to_owned(),
+                    OrgFrom::AccountRoot => {
+                        "the account root of the `x-org-id` organization (a team's admins act on its account only as admins of the root)".to_owned()
+                    }
                     OrgFrom::Path => "the organization `{id}`".to_owned(),
                     OrgFrom::Query(name) => format!("the organization `{name}`"),
                 };
-                format!("Requires {} in {place}{}.", need(n), step(step_up))
+                let uncounted = if counted {
+                    ""
+                } else {
+                    " Not counted as an API call, so an organization that has none left can still see and fix it."
+                };
+                format!(
+                    "Requires {} in {place}{}.{uncounted}",
+                    need(n),
+                    step(step_up)
+                )
             }
             Access::UserOrService(p) => format!(
                 "Requires the `{p}` permission in the `x-org-id` organization, or a service token acting in it."
@@ -203,10 +262,11 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
             from,
             need,
             step_up,
+            counted,
         } => {
             let caller = Caller::from_request_parts(parts, state).await?;
             let (org_id, named) = match from {
-                OrgFrom::Header => (
+                OrgFrom::Header | OrgFrom::AccountRoot => (
                     crate::http::gate::tenant_header(&caller)?.to_owned(),
                     Named::Header,
                 ),
@@ -214,10 +274,26 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
                 OrgFrom::Query(name) => (query_value(parts, name)?, Named::Header),
             };
             let requirement = need.requirement(guard.changes_state, step_up);
-            let granted = gate(state, &caller, &org_id, named, requirement, &guard.action).await?;
+            let mut granted =
+                gate(state, &caller, &org_id, named, requirement, &guard.action).await?;
+            if from == OrgFrom::AccountRoot {
+                if let Some(root) = granted.org.parent_org_id.clone() {
+                    granted = gate(state, &caller, &root, named, requirement, &guard.action)
+                        .await
+                        .map_err(|refused| {
+                            if refused.code == "TENANT_FORBIDDEN" || refused.code == "FORBIDDEN" {
+                                ApiError::forbidden(
+                                    "what an account pays for is changed by its root organization's owner and admins; a team's admins cannot",
+                                )
+                            } else {
+                                refused
+                            }
+                        })?;
+                }
+            }
             // The organization's own requests count; a super-admin's do not (they
             // are not its usage, and must reach an organization that has none left).
-            if !granted.super_admin {
+            if counted && !granted.super_admin {
                 crate::services::quotas::count_api_call(state, &granted.org).await?;
             }
             parts.extensions.insert(caller);

@@ -215,6 +215,7 @@ fn org_member() -> Access {
         from: OrgFrom::Header,
         need: Member,
         step_up: false,
+        counted: true,
     }
 }
 
@@ -349,11 +350,7 @@ pub fn routes() -> Vec<Route> {
                 ],
                 &["id", "name", "role", "active", "roles"],
             ))),
-        get("/api/organization", "activeOrganization", Access::Org {
-            from: OrgFrom::Header,
-            need: Member,
-            step_up: false,
-        }, organizations::active)
+        get("/api/organization", "activeOrganization", org_member(), organizations::active)
             .doc("The `x-org-id` organization")
             .ok(200, envelope(reference("Organization"))),
         post("/api/organization", "createOrganization", Access::User, organizations::create)
@@ -548,6 +545,7 @@ pub fn routes() -> Vec<Route> {
             from: InQuery("orgId"),
             need: Needs(AuditRead),
             step_up: false,
+            counted: true,
         }, audit::checkpoints)
             .doc("The chain's signed checkpoints, newest first, and the latest")
             .query(listing(vec![parameter("orgId", "query", true, text(200))]))
@@ -767,7 +765,7 @@ pub fn routes() -> Vec<Route> {
             .doc("Delete a message (admins and owner)")
             .ok(200, done("id", "deleted")),
         // Quotas (document 2, "Quota service").
-        get("/api/quotas", "myQuotas", org_member(), quotas::of)
+        get("/api/quotas", "myQuotas", org_member().uncounted(), quotas::of)
             .doc("The `x-org-id` organization's quotas: plugins, pipelines, apiCalls, aiCalls and storage, each with the account's limit (-1 unlimited), what the account (root and teams) used, what this organization used, what remains, the percentage, and for monthly types when they start again")
             .ok(200, envelope(reference("OrgQuotas"))),
         get("/api/quotas/all", "allQuotas", Access::SuperAdmin { step_up: false }, quotas::all)
@@ -782,10 +780,10 @@ pub fn routes() -> Vec<Route> {
                 q
             })
             .ok(200, page("quotas", reference("OrgQuotas"))),
-        get("/api/quotas/{id}", "orgQuotas", org_path(OwnManagedOrSuperAdmin), quotas::of)
+        get("/api/quotas/{id}", "orgQuotas", org_path(OwnManagedOrSuperAdmin).uncounted(), quotas::of)
             .doc("One organization's quotas")
             .ok(200, envelope(reference("OrgQuotas"))),
-        get("/api/quotas/{id}/{type}", "orgQuota", org_path(OwnManagedOrSuperAdmin), quotas::one_type)
+        get("/api/quotas/{id}/{type}", "orgQuota", org_path(OwnManagedOrSuperAdmin).uncounted(), quotas::one_type)
             .doc("One quota type of one organization (plugins, pipelines, apiCalls, aiCalls, storage)")
             .ok(200, envelope(reference("QuotaStatus"))),
         put("/api/quotas/{id}", "updateQuotas", org_path(tenancy::Access::SuperAdmin), quotas::update)
@@ -824,27 +822,27 @@ pub fn routes() -> Vec<Route> {
             ))
             .ok(200, envelope(reference("QuotaStatus"))),
         // Billing (document 3, "Add-on bundles").
-        get("/api/bundles", "listBundles", org_member(), billing::bundles)
+        get("/api/bundles", "listBundles", org_member().uncounted(), billing::bundles)
             .doc("The add-on bundles offered to the account's tier, with prices in cents and dollars, grants and stackability; none (enabled false) unless BILLING_BUNDLES_ENABLED=true and billing is direct")
             .ok(200, envelope(object(
                 &[("enabled", boolean()), ("bundles", array(reference("BundleOffer")))],
                 &["enabled", "bundles"],
             ))),
-        get("/api/subscriptions/current", "currentSubscription", org_member(), billing::current)
+        get("/api/subscriptions/current", "currentSubscription", org_member().uncounted(), billing::current)
             .doc("The account's billing subscription: tier, add-ons with quantities, status, and the effective entitlement with each limit's base and bundle contributions")
             .ok(200, envelope(reference("Subscription"))),
-        post("/api/subscriptions/{id}/addons/preview", "previewAddon", compliance(BillingManage), billing::preview)
+        post("/api/subscriptions/{id}/addons/preview", "previewAddon", Access::account_root(Needs(BillingManage)), billing::preview)
             .doc("The subscription and entitlement an add-on change would give, committing nothing; the same function as the purchase. Refusals: 403 BUNDLES_DISABLED, 403 MARKETPLACE_MANAGED, 403 BUNDLE_NOT_ELIGIBLE (the tier may not buy it), 400 BUNDLE_NOT_STACKABLE, 400 VALIDATION_ERROR (quantity 1 to 10000)")
             .body(addon_body())
             .ok(200, envelope(reference("Subscription"))),
-        post("/api/subscriptions/{id}/addons", "addAddon", compliance(BillingManage), billing::add)
+        post("/api/subscriptions/{id}/addons", "addAddon", Access::account_root(Needs(BillingManage)), billing::add)
             .doc("Add an add-on or set its quantity (audit billing.addon.add); the limits, seats and features are synchronized in the same transaction. Refusals as the preview's")
             .body(addon_body())
             .ok(200, envelope(reference("Subscription"))),
-        delete("/api/subscriptions/{id}/addons/{bundleId}", "removeAddon", compliance(BillingManage), billing::remove)
+        delete("/api/subscriptions/{id}/addons/{bundleId}", "removeAddon", Access::account_root(Needs(BillingManage)), billing::remove)
             .doc("Remove an add-on (audit billing.addon.remove; 404 when not held), synchronized like an add")
             .ok(200, envelope(reference("Subscription"))),
-        post("/api/portal", "billingPortal", compliance(BillingManage), billing::portal)
+        post("/api/portal", "billingPortal", Access::account_root(Needs(BillingManage)), billing::portal)
             .doc("The billing portal's address for the account, from BILLING_PORTAL_URL; 404 BILLING_PORTAL_NOT_CONFIGURED when none is set")
             .ok(200, envelope(object(&[("url", string())], &["url"]))),
         put("/api/organization/{id}/seat-limit", "setSeatLimit", Access::SuperAdminOrBilling, billing::seat_limit)
@@ -1237,11 +1235,13 @@ mod tests {
             from: OrgFrom::Path,
             need,
             step_up,
+            counted: true,
         };
         let header = |need| Access::Org {
             from: OrgFrom::Header,
             need,
             step_up: false,
+            counted: true,
         };
         let rows = [
             ("GET", "/api/organization", header(Column::Member)),

@@ -8,7 +8,7 @@ use super::*;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-async fn team_of(app: &TestApp, token: &str, root: &str, name: &str) -> String {
+pub async fn team_of(app: &TestApp, token: &str, root: &str, name: &str) -> String {
     let (status, body) = app
         .call(
             "POST",
@@ -33,7 +33,7 @@ fn limit_of(subscription: &Value, dimension: &str) -> i64 {
         .unwrap()
 }
 
-async fn subscription(app: &TestApp, token: &str, org: &str) -> Value {
+pub async fn subscription(app: &TestApp, token: &str, org: &str) -> Value {
     let (status, body) = app
         .call("GET", "/api/subscriptions/current", token, Some(org), None)
         .await;
@@ -41,7 +41,7 @@ async fn subscription(app: &TestApp, token: &str, org: &str) -> Value {
     body["data"].clone()
 }
 
-async fn set_tier(app: &TestApp, org: &str, tier: &str) {
+pub async fn set_tier(app: &TestApp, org: &str, tier: &str) {
     let root = app.super_token().await;
     let (status, body) = app
         .call(
@@ -442,7 +442,7 @@ async fn increment(
         .await
 }
 
-async fn override_limits(app: &TestApp, org: &str, limits: Value) -> Value {
+pub async fn override_limits(app: &TestApp, org: &str, limits: Value) -> Value {
     let root = app.super_token().await;
     let (status, body) = app
         .call(
@@ -748,10 +748,18 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
     let (_, first) = app
         .call("GET", "/api/quotas", &alice, Some(&acme), None)
         .await;
+    let (status, _) = app
+        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
     let (_, second) = app
         .call("GET", "/api/quotas", &alice, Some(&acme), None)
         .await;
-    assert_eq!(used(&second), used(&first) + 1, "each request counts");
+    assert_eq!(
+        used(&second),
+        used(&first) + 1,
+        "each request counts (reading the quotas does not)"
+    );
     assert_eq!(first["data"]["quotas"]["apiCalls"]["limit"], -1);
     // Capped just above what is used: two more requests, then 429 and nothing counted
     // (the super-admin's override is not the organization's request).
@@ -873,6 +881,12 @@ async fn the_worker_follows_configuration_and_months(app: &TestApp) {
         None,
     )
     .await;
+    assert_eq!(status, StatusCode::OK);
+    // A counted request: this month's apiCalls rows exist (reading the quotas is
+    // not counted).
+    let (status, _) = app
+        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
+        .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         adapters::workers::quotas::start_month(&changed)

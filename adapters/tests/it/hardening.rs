@@ -1,6 +1,7 @@
 //! The second wave tried by a hostile tester (issue 29): each test reproduces an
 //! attack first, then checks the refusal in the envelope and that nothing changed.
 
+use super::billing::{override_limits, set_tier, subscription, team_of};
 use super::plugins::{manifest, upload, zip_of};
 use super::*;
 
@@ -266,8 +267,199 @@ fn declare_size(mut zip: Vec<u8>, entry: &str, size: u32) -> Vec<u8> {
     zip
 }
 
+/// What an account pays for is changed by its root's owner and admins only: an
+/// admin of a team (whom the root answers 404) cannot preview, buy, remove or open
+/// the portal through `x-org-id: <team>`; a root admin still can, through the team.
+async fn a_team_admin_cannot_buy_for_the_root(app: &TestApp) {
+    let billing = app
+        .beside(&[
+            ("BILLING_BUNDLES_ENABLED", "true"),
+            ("QUOTA_TIER_PRO_SEATS", "-1"),
+            (
+                "BILLING_PORTAL_URL",
+                "https://billing.example/portal?org={orgId}",
+            ),
+        ])
+        .await;
+    let acme = billing.org("alice", "acme").await;
+    let alice = billing.token("alice", "alice@example.com");
+    set_tier(&billing, &acme, "pro").await;
+    let team = team_of(&billing, &alice, &acme, "ops").await;
+    // mallory is an admin of the team only; carol an admin of the root.
+    for (org, user) in [(&team, "mallory"), (&acme, "carol")] {
+        let (status, body) = billing
+            .call(
+                "POST",
+                &format!("/api/organization/{org}/members"),
+                &alice,
+                None,
+                Some(json!({"userId": user, "role": "admin"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let mallory = billing.token("mallory", "mallory@example.com");
+    let carol = billing.token("carol", "carol@example.com");
+    let (status, _) = billing
+        .call(
+            "GET",
+            &format!("/api/organization/{acme}"),
+            &mallory,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "the root is not mallory's");
+    let bought = |token: &str| {
+        let token = token.to_owned();
+        let billing = &billing;
+        let acme = acme.clone();
+        async move {
+            let sub = subscription(billing, &token, &acme).await;
+            (
+                sub["id"].as_str().unwrap().to_owned(),
+                sub["addons"].clone(),
+            )
+        }
+    };
+    let (id, before) = bought(&alice).await;
+    let pack = json!({"bundleId": "SEAT_PACK", "quantity": 1});
+    let attempts: Vec<(&str, String, Option<Value>)> = vec![
+        (
+            "POST",
+            format!("/api/subscriptions/{id}/addons/preview"),
+            Some(pack.clone()),
+        ),
+        (
+            "POST",
+            format!("/api/subscriptions/{id}/addons"),
+            Some(pack.clone()),
+        ),
+        (
+            "DELETE",
+            format!("/api/subscriptions/{id}/addons/SEAT_PACK"),
+            None,
+        ),
+        ("POST", "/api/portal".to_owned(), None),
+    ];
+    for (method, path, body) in &attempts {
+        let (status, answer) = billing
+            .call(method, path, &mallory, Some(&team), body.clone())
+            .await;
+        assert_eq!(
+            code(status, &answer),
+            "FORBIDDEN",
+            "{method} {path}: {answer}"
+        );
+    }
+    assert_eq!(bought(&alice).await.1, before, "nothing was bought");
+    // The team's members still read their account (subscription, bundles, quotas).
+    for path in ["/api/subscriptions/current", "/api/bundles", "/api/quotas"] {
+        let (status, answer) = billing.call("GET", path, &mallory, Some(&team), None).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {answer}");
+    }
+    // A root admin acts on the account, through the root or through a team.
+    let (status, answer) = billing
+        .call(
+            "POST",
+            &attempts[1].1,
+            &carol,
+            Some(&team),
+            Some(pack.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = billing
+        .call("DELETE", &attempts[2].1, &carol, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = billing
+        .call("POST", "/api/portal", &carol, Some(&team), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert!(
+        answer["data"]["url"].as_str().unwrap().ends_with(&acme),
+        "{answer}"
+    );
+    billing.stop().await;
+}
+
+/// With its API calls used up, an organization can still read its quotas, its
+/// subscription and the bundles, preview and buy an API pack and open the portal:
+/// those routes are open and not counted; everything else is 429.
+async fn out_of_api_calls_is_not_out_of_remedy(app: &TestApp) {
+    let billing = app
+        .beside(&[
+            ("BILLING_BUNDLES_ENABLED", "true"),
+            (
+                "BILLING_PORTAL_URL",
+                "https://billing.example/portal?org={orgId}",
+            ),
+        ])
+        .await;
+    let acme = billing.org("alice", "acme").await;
+    let alice = billing.token("alice", "alice@example.com");
+    set_tier(&billing, &acme, "pro").await;
+    let id = subscription(&billing, &alice, &acme).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, quotas) = billing
+        .call("GET", "/api/quotas", &alice, Some(&acme), None)
+        .await;
+    let used = quotas["data"]["quotas"]["apiCalls"]["used"]
+        .as_i64()
+        .unwrap();
+    override_limits(&billing, &acme, json!({"apiCalls": used})).await;
+    let (status, body) = billing
+        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    let pack = json!({"bundleId": "API_PACK", "quantity": 1});
+    for (method, path, body) in [
+        ("GET", "/api/quotas".to_owned(), None),
+        ("GET", format!("/api/quotas/{acme}/apiCalls"), None),
+        ("GET", format!("/api/quotas/{acme}"), None),
+        ("GET", "/api/subscriptions/current".to_owned(), None),
+        ("GET", "/api/bundles".to_owned(), None),
+        (
+            "POST",
+            format!("/api/subscriptions/{id}/addons/preview"),
+            Some(pack.clone()),
+        ),
+        ("POST", "/api/portal".to_owned(), None),
+    ] {
+        let (status, answer) = billing.call(method, &path, &alice, Some(&acme), body).await;
+        assert_eq!(status, StatusCode::OK, "{method} {path}: {answer}");
+    }
+    let (_, quotas) = billing
+        .call("GET", "/api/quotas", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(
+        quotas["data"]["quotas"]["apiCalls"]["used"]
+            .as_i64()
+            .unwrap(),
+        used,
+        "none of those was counted: {quotas}"
+    );
+    // Buying the pack lifts the limit: ordinary requests pass again.
+    let (status, answer) = billing
+        .call(
+            "POST",
+            &format!("/api/subscriptions/{id}/addons"),
+            &alice,
+            Some(&acme),
+            Some(pack),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    billing.stop().await;
+}
+
 on_both_backends!(
     made_up_methods_do_not_grow_the_metrics,
     nul_bytes_are_refused_at_the_edge_on_every_route,
     archives_are_judged_by_what_they_hold,
+    a_team_admin_cannot_buy_for_the_root,
+    out_of_api_calls_is_not_out_of_remedy,
 );
