@@ -7,6 +7,7 @@
 //! fresh). Semantics follow `SEMANTICS.md` section 4.
 
 mod authority;
+mod authorship;
 mod bootstrap;
 mod endpoints;
 mod error;
@@ -16,6 +17,7 @@ mod permission;
 mod role;
 
 pub use authority::{check_super_admin_change, implied_role, plan_transfer, OwnershipTransfer};
+pub use authorship::{may_change, Authored};
 pub use bootstrap::{check_bootstrap, BootstrapList};
 pub use endpoints::Access;
 pub use error::TenancyError;

@@ -117,7 +117,15 @@ pub(crate) async fn update(
     Path(id): Path<String>,
     Json(body): Json<PipelineInput>,
 ) -> Result<Response, ApiError> {
-    let pipeline = pipelines::update(&state, &caller, &granted.org, &id, body, Utc::now()).await?;
+    let pipeline = pipelines::update(
+        &state,
+        &caller,
+        (&granted.org, &granted.permissions),
+        &id,
+        body,
+        Utc::now(),
+    )
+    .await?;
     Ok(ok(StatusCode::OK, pipeline))
 }
 
@@ -128,7 +136,14 @@ pub(crate) async fn delete(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    pipelines::delete(&state, &caller, &granted.org, &id, Utc::now()).await?;
+    pipelines::delete(
+        &state,
+        &caller,
+        (&granted.org, &granted.permissions),
+        &id,
+        Utc::now(),
+    )
+    .await?;
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }
 

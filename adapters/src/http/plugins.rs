@@ -302,7 +302,7 @@ pub(crate) async fn update(
     let updated = plugins::update(
         &state,
         &caller,
-        &granted.org,
+        (&granted.org, &granted.permissions),
         vec![(id, change)],
         ("plugin.bulk.update", Utc::now()),
     )
@@ -364,7 +364,7 @@ pub(crate) async fn bulk_update(
     let updated = plugins::update(
         &state,
         &caller,
-        &granted.org,
+        (&granted.org, &granted.permissions),
         changes,
         ("plugin.bulk.update", Utc::now()),
     )
@@ -379,7 +379,14 @@ pub(crate) async fn delete(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    plugins::delete(&state, &caller, &granted.org, &id, Utc::now()).await?;
+    plugins::delete(
+        &state,
+        &caller,
+        (&granted.org, &granted.permissions),
+        &id,
+        Utc::now(),
+    )
+    .await?;
     Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
 }
 

@@ -6,9 +6,12 @@
 //! time is [`ServiceError::Unavailable`] and nothing is stored. A create charges the
 //! pipelines quota of the organization's root pool in the transaction of the insert.
 
+use std::collections::BTreeSet;
+
 use chrono::{DateTime, Utc};
 use compliance_core::Target;
 use serde_json::{json, Value};
+use tenancy::{Authored, Permission};
 
 use super::checks;
 use super::{ServiceError, ServiceResult};
@@ -231,17 +234,20 @@ pub async fn create(
         })
 }
 
-/// Replaces a pipeline: validated and judged again like a create.
+/// Replaces a pipeline: validated and judged again like a create. A caller changes
+/// the pipelines they created, or anyone's with `pipelines:publish`
+/// ([`tenancy::may_change`]).
 pub async fn update(
     state: &AppState,
     caller: &Caller,
-    org: &OrgRecord,
+    (org, permissions): (&OrgRecord, &BTreeSet<Permission>),
     id: &str,
     input: PipelineInput,
     now: DateTime<Utc>,
 ) -> ServiceResult<PipelineRecord> {
     validate(&input)?;
-    get(state, org, id).await?;
+    let pipeline = get(state, org, id).await?;
+    may_change(caller, &pipeline.created_by, permissions)?;
     let compliance =
         checks::at_the_door(state, org, Target::Pipeline, id, attributes(&input)).await?;
     let audit = [event(
@@ -266,15 +272,17 @@ pub async fn update(
         .await?)
 }
 
-/// Deletes a pipeline, freeing its quota.
+/// Deletes a pipeline, freeing its quota (the creator's, or anyone's with
+/// `pipelines:publish`).
 pub async fn delete(
     state: &AppState,
     caller: &Caller,
-    org: &OrgRecord,
+    (org, permissions): (&OrgRecord, &BTreeSet<Permission>),
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     let pipeline = get(state, org, id).await?;
+    may_change(caller, &pipeline.created_by, permissions)?;
     let release = Charge {
         org_id: &org.id,
         root_id: super::entitlement::root_id(org),
@@ -294,6 +302,21 @@ pub async fn delete(
         .store
         .delete_pipeline((&org.id, id), &release, now, &audit)
         .await?)
+}
+
+/// 403 unless the caller created the pipeline or may change anyone's.
+fn may_change(
+    caller: &Caller,
+    author: &str,
+    permissions: &BTreeSet<Permission>,
+) -> ServiceResult<()> {
+    if tenancy::may_change(&caller.user_id, author, permissions, Authored::Pipeline) {
+        Ok(())
+    } else {
+        Err(ServiceError::Forbidden(
+            "a member changes only the pipelines they created; changing anyone's takes `pipelines:publish`",
+        ))
+    }
 }
 
 /// One pipeline of the organization.

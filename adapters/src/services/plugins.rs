@@ -3,11 +3,12 @@
 //! quota of the root's pool), each stored with its archive and a build job; reads,
 //! updates of a whitelist of fields, deletes, and per-name usage by pipelines.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use compliance_core::Target;
 use serde_json::{json, Value};
+use tenancy::{Authored, Permission};
 
 use super::checks;
 use super::pipelines::pool;
@@ -188,6 +189,21 @@ pub async fn deploy_generated(
     .await
 }
 
+/// 403 unless the caller created the plugin or may change anyone's.
+fn may_change(
+    caller: &Caller,
+    author: &str,
+    permissions: &BTreeSet<Permission>,
+) -> ServiceResult<()> {
+    if tenancy::may_change(&caller.user_id, author, permissions, Authored::Plugin) {
+        Ok(())
+    } else {
+        Err(ServiceError::Forbidden(
+            "a member changes only the plugins they created; changing anyone's takes `plugins:publish`",
+        ))
+    }
+}
+
 /// One plugin of the organization.
 pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<PluginRecord> {
     state
@@ -229,16 +245,25 @@ pub async fn find(
 
 /// Changes plugins of the organization, all or nothing, audited as `action`
 /// (`plugin.bulk.update`, which document 3 also uses for a single plugin).
+///
+/// A caller changes the plugins they created, or anyone's with `plugins:publish`
+/// ([`tenancy::may_change`]); one plugin that is not theirs refuses the whole change.
 pub async fn update(
     state: &AppState,
     caller: &Caller,
-    org: &OrgRecord,
+    (org, permissions): (&OrgRecord, &BTreeSet<Permission>),
     changes: Vec<(String, PluginChange)>,
     (action, now): (&'static str, DateTime<Utc>),
 ) -> ServiceResult<Vec<PluginRecord>> {
     for (_, change) in &changes {
         if let Some(access) = &change.access_modifier {
             access_modifier(access)?;
+        }
+    }
+    if !permissions.contains(&Authored::Plugin.anyones()) {
+        for (id, _) in &changes {
+            let plugin = get(state, org, id).await?;
+            may_change(caller, &plugin.created_by, permissions)?;
         }
     }
     let ids: Vec<&str> = changes.iter().map(|(id, _)| id.as_str()).collect();
@@ -256,15 +281,17 @@ pub async fn update(
         .await?)
 }
 
-/// Deletes a plugin, freeing its quota.
+/// Deletes a plugin, freeing its quota (the creator's, or anyone's with
+/// `plugins:publish`).
 pub async fn delete(
     state: &AppState,
     caller: &Caller,
-    org: &OrgRecord,
+    (org, permissions): (&OrgRecord, &BTreeSet<Permission>),
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     let plugin = get(state, org, id).await?;
+    may_change(caller, &plugin.created_by, permissions)?;
     let release = Charge {
         org_id: &org.id,
         root_id: super::entitlement::root_id(org),

@@ -2,7 +2,7 @@
 //! attack first, then checks the refusal in the envelope and that nothing changed.
 
 use super::billing::{override_limits, set_tier, subscription, team_of};
-use super::plugins::{manifest, upload, zip_of};
+use super::plugins::{manifest, plugin_zip, upload, zip_of};
 use super::*;
 
 fn get(path: &str) -> Request<Body> {
@@ -456,10 +456,200 @@ async fn out_of_api_calls_is_not_out_of_remedy(app: &TestApp) {
     billing.stop().await;
 }
 
+/// A Member changes only what they created; Admin and Owner change anyone's, and so
+/// does a custom Role holding the kind's `publish` permission.
+async fn a_member_changes_only_their_own(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    for (user, role) in [("bob", "member"), ("carol", "admin"), ("dave", "member")] {
+        let (status, body) = app
+            .call(
+                "POST",
+                &format!("/api/organization/{acme}/members"),
+                &alice,
+                None,
+                Some(json!({"userId": user, "role": role})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let bob = app.token("bob", "bob@example.com");
+    let carol = app.token("carol", "carol@example.com");
+    let dave = app.token("dave", "dave@example.com");
+    let pipeline = |name: &str| {
+        json!({"project": "web", "organization": "acme", "pipelineName": name,
+               "accessModifier": "private", "props": {}})
+    };
+    let create = |token: String, name: &'static str| {
+        let body = pipeline(name);
+        let acme = acme.clone();
+        async move {
+            let (status, created) = app
+                .call("POST", "/api/pipelines", &token, Some(&acme), Some(body))
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{created}");
+            created["data"]["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let admins = create(alice.clone(), "admins").await;
+    let bobs = create(bob.clone(), "bobs").await;
+    let plugin_of = |token: String, name: &'static str| {
+        let acme = acme.clone();
+        async move {
+            let (status, body) = upload(app, &token, &acme, &plugin_zip(name, "1.0.0"), None).await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+            body["data"]["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let admins_plugin = plugin_of(alice.clone(), "admins-lint").await;
+    let bobs_plugin = plugin_of(bob.clone(), "bobs-lint").await;
+
+    // bob, a Member, cannot update, delete or deactivate alice's.
+    let refused: Vec<(&str, String, Option<Value>)> = vec![
+        (
+            "PUT",
+            format!("/api/pipelines/{admins}"),
+            Some(pipeline("taken")),
+        ),
+        ("DELETE", format!("/api/pipelines/{admins}"), None),
+        (
+            "PUT",
+            format!("/api/plugins/{admins_plugin}"),
+            Some(json!({"description": "mine now"})),
+        ),
+        ("DELETE", format!("/api/plugins/{admins_plugin}"), None),
+        (
+            "PUT",
+            "/api/plugins/bulk/update".to_owned(),
+            Some(json!({"plugins": [{"id": bobs_plugin, "isActive": false},
+                                    {"id": admins_plugin, "isActive": false}]})),
+        ),
+    ];
+    for (method, path, body) in &refused {
+        let (status, answer) = app
+            .call(method, path, &bob, Some(&acme), body.clone())
+            .await;
+        assert_eq!(
+            code(status, &answer),
+            "FORBIDDEN",
+            "{method} {path}: {answer}"
+        );
+    }
+    // Nothing changed, not even bob's own plugin in the refused bulk change.
+    let (_, p) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{admins}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(p["data"]["pipelineName"], "admins", "{p}");
+    for id in [&admins_plugin, &bobs_plugin] {
+        let (_, p) = app
+            .call(
+                "GET",
+                &format!("/api/plugins/{id}"),
+                &alice,
+                Some(&acme),
+                None,
+            )
+            .await;
+        assert_eq!(p["data"]["isActive"], true, "{p}");
+    }
+    // bob changes his own.
+    let (status, answer) = app
+        .call(
+            "PUT",
+            &format!("/api/pipelines/{bobs}"),
+            &bob,
+            Some(&acme),
+            Some(pipeline("bobs-2")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = app
+        .call(
+            "PUT",
+            "/api/plugins/bulk/update",
+            &bob,
+            Some(&acme),
+            Some(json!({"plugins": [{"id": bobs_plugin, "isActive": false}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // carol, an Admin, changes anyone's.
+    let (status, answer) = app
+        .call(
+            "PUT",
+            &format!("/api/plugins/{bobs_plugin}"),
+            &carol,
+            Some(&acme),
+            Some(json!({"description": "by carol"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // dave holds a custom Role with `pipelines:publish`: anyone's pipelines, not plugins.
+    let (status, role) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/roles"),
+            &alice,
+            None,
+            Some(json!({"name": "Pipeline Keepers", "permissions": ["pipelines:write", "pipelines:publish"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{role}");
+    let role_id = role["data"]["id"].as_str().unwrap();
+    let (status, answer) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/roles/{role_id}/members"),
+            &alice,
+            None,
+            Some(json!({"userId": "dave"})),
+        )
+        .await;
+    assert!(status.is_success(), "{answer}");
+    let (status, answer) = app
+        .call(
+            "DELETE",
+            &format!("/api/pipelines/{bobs}"),
+            &dave,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = app
+        .call(
+            "DELETE",
+            &format!("/api/plugins/{admins_plugin}"),
+            &dave,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &answer), "FORBIDDEN", "{answer}");
+    // The Owner too.
+    let (status, answer) = app
+        .call(
+            "DELETE",
+            &format!("/api/plugins/{bobs_plugin}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}
+
 on_both_backends!(
     made_up_methods_do_not_grow_the_metrics,
     nul_bytes_are_refused_at_the_edge_on_every_route,
     archives_are_judged_by_what_they_hold,
     a_team_admin_cannot_buy_for_the_root,
     out_of_api_calls_is_not_out_of_remedy,
+    a_member_changes_only_their_own,
 );
