@@ -222,6 +222,11 @@ pub struct NotificationSettings {
     /// `WEBHOOK_ALLOW_PRIVATE` (false): let webhooks reach loopback, private and other
     /// non-public addresses (tests, private deployments).
     pub allow_private: bool,
+    /// `WEBHOOK_PROXY_URL` (unset): the one proxy webhook deliveries go through.
+    /// Unset, deliveries ignore `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY` and
+    /// connect straight to the address that was checked; set, the proxy decides
+    /// where a delivery connects, and the server says so at start.
+    pub webhook_proxy: Option<String>,
     /// `SECRETS_ENCRYPTION_KEY` (32 bytes, base64 or hex): webhook secrets are sealed
     /// with it at rest.
     pub secrets: Option<crate::notify::SecretBox>,
@@ -624,6 +629,14 @@ impl Config {
                 .map(str::to_owned),
             smtp_from: r.string("SMTP_FROM", "compliance@localhost"),
             allow_private: r.flag("WEBHOOK_ALLOW_PRIVATE"),
+            webhook_proxy: match r.raw("WEBHOOK_PROXY_URL").filter(|v| !v.is_empty()) {
+                Some(url) if reqwest::Proxy::all(url).is_ok() => Some(url.to_owned()),
+                Some(url) => {
+                    r.fail("WEBHOOK_PROXY_URL", format!("`{url}` is not a proxy URL"));
+                    None
+                }
+                None => None,
+            },
             secrets,
             retry_base: Duration::from_secs(r.parse(
                 "NOTIFY_RETRY_SECONDS",

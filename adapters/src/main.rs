@@ -533,6 +533,13 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
+    match &config.notifications.webhook_proxy {
+        Some(proxy) => tracing::warn!(
+            proxy = %proxy,
+            "webhook deliveries go through WEBHOOK_PROXY_URL: the proxy, not the address check, decides where they connect"
+        ),
+        None => tracing::info!("webhook deliveries ignore HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (set WEBHOOK_PROXY_URL to use a proxy)"),
+    }
     if config.database_is_default {
         tracing::warn!("DATABASE_URL is unset: using the embedded SQLite file compliance.db in the working directory");
     }

@@ -142,40 +142,76 @@ pub fn standard_signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -
     format!("v1,{}", BASE64.encode(signature))
 }
 
-/// Whether a webhook may be sent to `ip`: not loopback, private, link-local,
-/// multicast, broadcast, unspecified, shared (100.64/10), documentation, benchmark or
-/// reserved space, nor an IPv6 unique-local or IPv4-mapped form of any of these.
+/// Whether a webhook may be sent to `ip`: only a globally routable address. Every
+/// special-purpose block of the IANA registries that is not globally reachable is
+/// refused, and an address that embeds an IPv4 one (IPv4-mapped `::ffff:0:0/96`,
+/// NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) is judged by the address it embeds.
+///
+/// IPv4 refused: 0/8, 10/8, 100.64/10, 127/8, 169.254/16, 172.16/12, 192.0.0/24,
+/// 192.0.2/24, 192.88.99/24 (the retired 6to4 relay), 192.168/16, 198.18/15,
+/// 198.51.100/24, 203.0.113/24, 224/4 and 240/4 (broadcast included).
+///
+/// IPv6: only global unicast (`2000::/3`) passes, which leaves out loopback,
+/// unspecified, the IPv4-compatible `::/96` (`[::127.0.0.1]`), discard-only
+/// `100::/64`, unique-local `fc00::/7`, link-local `fe80::/10`, the retired
+/// site-local `fec0::/10`, multicast and the local-use NAT64 `64:ff9b:1::/48`; within
+/// it, the IETF protocol block `2001::/23` (Teredo, benchmarking, ORCHID),
+/// documentation `2001:db8::/32` and `3fff::/20`, and SRv6 `5f00::/16` are refused.
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, c, _] = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_multicast()
-                || v4.is_broadcast()
-                || v4.is_unspecified()
-                || v4.is_documentation()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b))
-                || (a == 192 && b == 0 && c == 0)
-                || (a == 198 && (b == 18 || b == 19))
-                || a >= 240)
-        }
+        IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => {
             if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
+                return is_public_v4(v4);
             }
-            let first = v6.segments().first().copied().unwrap_or(0);
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || first == 0x2001 && v6.segments().get(1).copied() == Some(0xdb8)
-                || first == 0x0064 && v6.segments().get(1).copied() == Some(0xff9b))
+            let bits = u128::from(v6);
+            let in_block = |prefix: u128, len: u32| {
+                let mask = u128::MAX.checked_shl(128 - len).unwrap_or(0);
+                bits & mask == prefix & mask
+            };
+            // NAT64 (well-known prefix): the IPv4 address in its last 32 bits.
+            if in_block(0x0064_ff9b << 96, 96) {
+                return is_public_v4(std::net::Ipv4Addr::from(bits as u32));
+            }
+            if !in_block(0x2000 << 112, 3) {
+                return false;
+            }
+            // 6to4: the IPv4 address in bits 16 to 48.
+            if in_block(0x2002 << 112, 16) {
+                return is_public_v4(std::net::Ipv4Addr::from((bits >> 80) as u32));
+            }
+            !(in_block(0x2001 << 112, 23)
+                || in_block(0x2001_0db8 << 96, 32)
+                || in_block(0x3fff << 112, 20)
+                || in_block(0x5f00 << 112, 16))
         }
     }
+}
+
+fn is_public_v4(v4: std::net::Ipv4Addr) -> bool {
+    let bits = u32::from(v4);
+    let in_block = |prefix: u32, len: u32| {
+        let mask = u32::MAX.checked_shl(32 - len).unwrap_or(0);
+        bits & mask == prefix & mask
+    };
+    const REFUSED: [(u32, u32); 15] = [
+        (0x0000_0000, 8),  // "this network"
+        (0x0a00_0000, 8),  // private
+        (0x6440_0000, 10), // shared (carrier-grade NAT)
+        (0x7f00_0000, 8),  // loopback
+        (0xa9fe_0000, 16), // link-local
+        (0xac10_0000, 12), // private
+        (0xc000_0000, 24), // IETF protocol assignments
+        (0xc000_0200, 24), // documentation (TEST-NET-1)
+        (0xc058_6300, 24), // 6to4 relay anycast (retired)
+        (0xc0a8_0000, 16), // private
+        (0xc612_0000, 15), // benchmarking
+        (0xc633_6400, 24), // documentation (TEST-NET-2)
+        (0xcb00_7100, 24), // documentation (TEST-NET-3)
+        (0xe000_0000, 4),  // multicast
+        (0xf000_0000, 4),  // reserved, and broadcast
+    ];
+    !REFUSED.iter().any(|(prefix, len)| in_block(*prefix, *len))
 }
 
 /// Why a stored secret could not be opened.
@@ -326,11 +362,42 @@ mod tests {
             "::",
             "198.18.0.1",
             "240.0.0.1",
+            // The forms a hostile tester found accepted.
+            "::127.0.0.1",
+            "fec0::1",
+            "192.88.99.1",
+            "2002:7f00:1::",
+            // Embedded forms of private addresses, and the other special blocks.
+            "64:ff9b::a00:1",
+            "64:ff9b:1::1",
+            "2002:c0a8:101::1",
+            "2001::1",
+            "2001:db8::1",
+            "3fff::1",
+            "100::1",
+            "5f00::1",
+            "ff02::1",
+            "192.0.0.9",
+            "192.0.2.1",
+            "198.51.100.1",
+            "203.0.113.1",
+            "10.1.2.3",
         ] {
             let ip: IpAddr = private.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
             assert!(!is_public(ip), "{private}");
         }
-        for public in ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"] {
+        for public in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "2606:4700:4700::1111",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+            "2a00:1450:4001::1",
+            "192.88.100.1",
+            "100.128.0.1",
+            "172.32.0.1",
+        ] {
             let ip: IpAddr = public.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
             assert!(is_public(ip), "{public}");
         }

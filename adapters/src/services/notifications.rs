@@ -378,10 +378,20 @@ async fn webhook(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<O
     let timestamp = Utc::now().timestamp();
     // The connection goes to the address that was checked: no second lookup.
     let host = parsed.host_str().unwrap_or_default().to_owned();
-    let client = reqwest::Client::builder()
+    // The proxy variables of the environment are ignored: with one, the proxy would
+    // decide where the delivery connects, not the address check. Only a proxy
+    // configured for webhooks (`WEBHOOK_PROXY_URL`, announced at start) is used.
+    let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(WEBHOOK_TIMEOUT)
         .resolve(&host, address)
+        .no_proxy();
+    if let Some(proxy) = &state.config.notifications.webhook_proxy {
+        let proxy = reqwest::Proxy::all(proxy)
+            .map_err(|e| ServiceError::Broken(format!("WEBHOOK_PROXY_URL: {e}")))?;
+        builder = builder.proxy(proxy);
+    }
+    let client = builder
         .build()
         .map_err(|e| ServiceError::Broken(format!("the webhook client: {e}")))?;
     let mut request = client

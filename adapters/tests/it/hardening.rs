@@ -645,6 +645,121 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
     assert_eq!(status, StatusCode::OK, "{answer}");
 }
 
+/// A proxy that counts the connections it is offered and answers 502.
+async fn counting_proxy() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = socket
+                .write_all(
+                    b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await;
+        }
+    });
+    (url, seen)
+}
+
+/// A real server process whose environment names a proxy: webhook deliveries go
+/// straight to the address that was checked, never through the proxy; with
+/// `WEBHOOK_PROXY_URL`, through that one.
+#[tokio::test]
+async fn webhook_delivery_ignores_the_environments_proxy() {
+    use super::crash::{create_org, free_port, start_with, user_token, wait_healthy};
+    use super::notifications::{webhook_receiver, Seen};
+    let (proxy, offered) = counting_proxy().await;
+    for explicit in [false, true] {
+        let seen = Arc::new(Seen::default());
+        let hook = webhook_receiver(seen.clone()).await;
+        let path =
+            std::env::temp_dir().join(format!("compliance-proxy-{}.db", uuid::Uuid::new_v4()));
+        let port = free_port();
+        let mut vars = vec![
+            ("HTTP_PROXY", proxy.as_str()),
+            ("HTTPS_PROXY", proxy.as_str()),
+            ("ALL_PROXY", proxy.as_str()),
+            ("http_proxy", proxy.as_str()),
+            ("WEBHOOK_ALLOW_PRIVATE", "true"),
+            ("NOTIFY_POLL_MS", "50"),
+        ];
+        if explicit {
+            vars.push(("WEBHOOK_PROXY_URL", proxy.as_str()));
+        }
+        let _server = start_with(&format!("sqlite://{}", path.display()), port, &vars);
+        let base = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        wait_healthy(&client, &base).await;
+        let alice = user_token("alice");
+        let org = create_org(&client, &base, &alice, "acme").await;
+        let send = |method: reqwest::Method, path: &str, body: Value| {
+            client
+                .request(method, format!("{base}{path}"))
+                .bearer_auth(&alice)
+                .header("x-org-id", &org)
+                .json(&body)
+                .send()
+        };
+        let rule = json!({"name": "Private only", "target": "pipeline", "severity": "error",
+                          "field": "accessModifier", "operator": "eq", "value": "private"});
+        assert_eq!(
+            send(reqwest::Method::POST, "/api/compliance/rules", rule)
+                .await
+                .unwrap()
+                .status(),
+            201
+        );
+        let preference = json!({"webhookUrl": hook});
+        assert_eq!(
+            send(
+                reqwest::Method::PUT,
+                "/api/compliance/notification-preferences",
+                preference
+            )
+            .await
+            .unwrap()
+            .status(),
+            200
+        );
+        let pipeline = json!({"project": "web", "organization": "acme", "pipelineName": "deploy",
+                              "accessModifier": "public", "props": {}});
+        assert_eq!(
+            send(reqwest::Method::POST, "/api/pipelines", pipeline)
+                .await
+                .unwrap()
+                .status(),
+            403
+        );
+        let before = offered.load(std::sync::atomic::Ordering::SeqCst);
+        for _ in 0..200 {
+            let delivered = !seen.requests.lock().unwrap().is_empty();
+            let proxied = offered.load(std::sync::atomic::Ordering::SeqCst) > before;
+            if delivered || proxied {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        if explicit {
+            assert!(
+                offered.load(std::sync::atomic::Ordering::SeqCst) > 0,
+                "WEBHOOK_PROXY_URL is used"
+            );
+            assert!(seen.requests.lock().unwrap().is_empty());
+        } else {
+            assert_eq!(seen.requests.lock().unwrap().len(), 1, "delivered directly");
+            assert_eq!(
+                offered.load(std::sync::atomic::Ordering::SeqCst),
+                0,
+                "the environment's proxy was used"
+            );
+        }
+    }
+}
+
 on_both_backends!(
     made_up_methods_do_not_grow_the_metrics,
     nul_bytes_are_refused_at_the_edge_on_every_route,

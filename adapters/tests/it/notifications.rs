@@ -408,6 +408,13 @@ async fn webhooks_never_reach_private_addresses(app: &TestApp) {
         "http://169.254.169.254/latest/meta-data",
         "http://[::1]:9/x",
         "http://100.64.0.1/x",
+        // The forms a hostile tester found accepted: IPv4-compatible loopback,
+        // site-local, the 6to4 relay, and 6to4 of loopback.
+        "http://[::127.0.0.1]/x",
+        "http://[fec0::1]/x",
+        "http://192.88.99.1/x",
+        "http://[2002:7f00:1::]/x",
+        "http://[64:ff9b::a9fe:a9fe]/x",
         "ftp://93.184.216.34/x",
         "not a url",
     ] {
