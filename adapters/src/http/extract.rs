@@ -69,6 +69,28 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
     ApiError::validation(message)
 }
 
+/// A body field that may be left out, set, or set to `null`: `None` when left out,
+/// `Some(None)` for `null`, `Some(Some(value))` for a value (with
+/// `#[serde(default, deserialize_with = "nullable")]`). A `null` is never ignored.
+pub fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// A body field that may be left out but, when sent, is a value: `null` is refused
+/// (400) rather than taken for "left out" (with
+/// `#[serde(default, deserialize_with = "not_null")]`).
+pub fn not_null<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
 /// The `Idempotency-Key` header, when sent: 1 to 200 visible characters, trimmed
 /// (anything else is 400 naming the header).
 pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, ApiError> {

@@ -7,7 +7,7 @@ use chrono::Utc;
 use serde::Deserialize;
 
 use crate::error::ApiError;
-use crate::http::extract::Json;
+use crate::http::extract::{not_null, nullable, Json};
 use crate::http::gate::Granted;
 use crate::http::response::ok;
 use crate::http::state::{AppState, Caller};
@@ -16,11 +16,20 @@ use crate::services::preferences;
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct PreferenceBody {
+    #[serde(default, deserialize_with = "not_null")]
     email_enabled: Option<bool>,
-    target_users: Option<Vec<String>>,
-    webhook_url: Option<String>,
-    webhook_secret: Option<String>,
+    /// `null` or `[]`: every admin and the owner.
+    #[serde(default, deserialize_with = "nullable")]
+    target_users: Option<Option<Vec<String>>>,
+    /// `null` or `""` clears it.
+    #[serde(default, deserialize_with = "nullable")]
+    webhook_url: Option<Option<String>>,
+    /// `null` or `""` clears it; left out keeps it.
+    #[serde(default, deserialize_with = "nullable")]
+    webhook_secret: Option<Option<String>>,
+    #[serde(default, deserialize_with = "not_null")]
     digest_mode: Option<String>,
+    #[serde(default, deserialize_with = "not_null")]
     notify_warnings: Option<bool>,
 }
 
@@ -33,8 +42,9 @@ pub(crate) async fn preferences(
     Ok(ok(StatusCode::OK, preference))
 }
 
-/// `PUT /compliance/notification-preferences`: organization admin or owner only. An
-/// omitted `webhookSecret` keeps the stored one; an empty string clears it.
+/// `PUT /compliance/notification-preferences`: organization admin or owner only. A
+/// field left out keeps its value; `null` (or an empty value) clears `webhookUrl`,
+/// `webhookSecret` and `targetUsers`; `null` for any other field is 400.
 pub(crate) async fn save_preferences(
     State(state): State<AppState>,
     caller: Caller,
@@ -43,9 +53,9 @@ pub(crate) async fn save_preferences(
 ) -> Result<Response, ApiError> {
     let change = preferences::Change {
         email_enabled: body.email_enabled,
-        target_users: body.target_users,
-        webhook_url: body.webhook_url,
-        webhook_secret: body.webhook_secret,
+        target_users: body.target_users.map(Option::unwrap_or_default),
+        webhook_url: body.webhook_url.map(Option::unwrap_or_default),
+        webhook_secret: body.webhook_secret.map(Option::unwrap_or_default),
         digest_mode: body.digest_mode,
         notify_warnings: body.notify_warnings,
     };

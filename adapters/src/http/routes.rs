@@ -721,11 +721,11 @@ pub fn routes() -> Vec<Route> {
             .doc("The organization's notification preference (the secret is never returned)")
             .ok(200, envelope(reference("NotificationPreference"))),
         put("/api/compliance/notification-preferences", "saveNotificationPreferences", compliance(ComplianceRead), preferences::save_preferences)
-            .doc("Change the notification preference (the organization's admins or owner); an omitted webhookSecret keeps the stored one, an empty one clears it")
+            .doc("Change the notification preference (the organization's admins or owner): a field left out keeps its value; null or an empty value clears webhookUrl, webhookSecret and targetUsers (then every admin and the owner are e-mailed); null for another field is 400; targetUsers are e-mail addresses (CR, LF, spaces refused)")
             .body(body(
                 &[
                     ("emailEnabled", boolean()),
-                    ("targetUsers", nullable(array(string()))),
+                    ("targetUsers", nullable(json!({"type": "array", "maxItems": crate::services::preferences::MAX_TARGET_USERS, "items": {"type": "string", "format": "email", "maxLength": 254}}))),
                     ("webhookUrl", nullable(string())),
                     ("webhookSecret", nullable(string())),
                     ("digestMode", one_of(&["immediate", "daily", "weekly"])),

@@ -28,6 +28,31 @@ pub struct Change {
     pub notify_warnings: Option<bool>,
 }
 
+/// At most this many users are e-mailed by name.
+pub const MAX_TARGET_USERS: usize = 100;
+
+/// Each target user is an e-mail address (RFC 5321, as the mail relay takes it): no
+/// spaces, control characters (CR, LF) or display names; at most
+/// [`MAX_TARGET_USERS`] of them.
+fn check_target_users(users: &[String]) -> ServiceResult<()> {
+    if users.len() > MAX_TARGET_USERS {
+        return Err(ServiceError::invalid(
+            "targetUsers",
+            format!("at most {MAX_TARGET_USERS} addresses"),
+        ));
+    }
+    for user in users {
+        let plain = user.len() <= 254 && !user.chars().any(|c| c.is_control() || c.is_whitespace());
+        if !plain || user.parse::<lettre::Address>().is_err() {
+            return Err(ServiceError::invalid(
+                "targetUsers",
+                format!("`{}` is not an e-mail address", user.escape_debug()),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The organization's preference.
 pub async fn get(store: &Store, org: &OrgRecord) -> ServiceResult<NotificationPreference> {
     Ok(store.notification_preference(&org.id).await?)
@@ -87,6 +112,7 @@ pub async fn save(
         preference.email_enabled = enabled;
     }
     if let Some(users) = change.target_users {
+        check_target_users(&users)?;
         preference.target_users = Some(users).filter(|u| !u.is_empty());
     }
     if let Some(warnings) = change.notify_warnings {

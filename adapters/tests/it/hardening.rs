@@ -760,6 +760,86 @@ async fn webhook_delivery_ignores_the_environments_proxy() {
     }
 }
 
+/// `null` for a nullable preference clears it; `null` elsewhere is 400; a target user
+/// is an e-mail address (CR/LF refused); nothing is silently ignored.
+async fn preferences_clear_or_refuse_never_ignore(app: &TestApp) {
+    let lenient = app.beside(&[("WEBHOOK_ALLOW_PRIVATE", "true")]).await;
+    let org = lenient.org("alice", "prefs").await;
+    let alice = lenient.token("alice", "alice@example.com");
+    let save = |body: Value| {
+        let lenient = &lenient;
+        let alice = alice.clone();
+        let org = org.clone();
+        async move {
+            lenient
+                .call(
+                    "PUT",
+                    "/api/compliance/notification-preferences",
+                    &alice,
+                    Some(&org),
+                    Some(body),
+                )
+                .await
+        }
+    };
+    let (status, body) = save(json!({"webhookUrl": "http://127.0.0.1:9/hook",
+                                      "webhookSecret": "s3cret",
+                                      "targetUsers": ["ops@example.com", "sec@example.com"]}))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["data"]["targetUsers"],
+        json!(["ops@example.com", "sec@example.com"])
+    );
+    // null clears.
+    let (status, body) =
+        save(json!({"webhookUrl": null, "targetUsers": null, "webhookSecret": null})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["data"]["webhookUrl"].is_null(), "{body}");
+    assert!(body["data"]["targetUsers"].is_null(), "{body}");
+    assert_eq!(body["data"]["hasWebhookSecret"], false, "{body}");
+    // null where no value can be cleared, and addresses that are not addresses: 400,
+    // and nothing changes.
+    let (_, before) = save(json!({"targetUsers": ["ops@example.com"], "emailEnabled": true})).await;
+    for (field, bad) in [
+        ("emailEnabled", json!({"emailEnabled": null})),
+        ("digestMode", json!({"digestMode": null})),
+        ("notifyWarnings", json!({"notifyWarnings": null})),
+        (
+            "targetUsers",
+            json!({"targetUsers": ["ops@example.com\r\nBcc: all@example.com"]}),
+        ),
+        ("targetUsers", json!({"targetUsers": ["ops@example.com\n"]})),
+        ("targetUsers", json!({"targetUsers": ["not an address"]})),
+        (
+            "targetUsers",
+            json!({"targetUsers": ["Ops <ops@example.com>"]}),
+        ),
+        ("targetUsers", json!({"targetUsers": [""]})),
+    ] {
+        let (status, answer) = save(bad.clone()).await;
+        assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{bad}: {answer}");
+        assert!(
+            answer["message"].as_str().unwrap().contains(field),
+            "{bad}: {answer}"
+        );
+    }
+    let (_, after) = lenient
+        .call(
+            "GET",
+            "/api/compliance/notification-preferences",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(
+        after["data"], before["data"],
+        "a refused change changed nothing"
+    );
+    lenient.stop().await;
+}
+
 on_both_backends!(
     made_up_methods_do_not_grow_the_metrics,
     nul_bytes_are_refused_at_the_edge_on_every_route,
@@ -767,4 +847,5 @@ on_both_backends!(
     a_team_admin_cannot_buy_for_the_root,
     out_of_api_calls_is_not_out_of_remedy,
     a_member_changes_only_their_own,
+    preferences_clear_or_refuse_never_ignore,
 );
