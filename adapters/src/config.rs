@@ -85,6 +85,10 @@ pub struct ComplianceSettings {
     pub audit_retention_days: u32,
     /// `SYSTEM_ORG_SCANS_ENABLED` (false).
     pub system_org_scans_enabled: bool,
+    /// `COMPLIANCE_MAX_SCHEDULES_PER_ORG` (50): the active scan schedules one
+    /// organization may hold; one more (a create, or a schedule turned on again) is
+    /// 409 `CONFLICT`.
+    pub max_schedules_per_org: u32,
     /// `SCAN_SCHEDULER_INTERVAL_MS` (60000).
     pub scan_scheduler_interval: Duration,
     /// `SCAN_LOCK_TTL_MS` (300000).
@@ -445,6 +449,13 @@ impl Config {
                 .try_into()
                 .unwrap_or(u32::MAX),
             system_org_scans_enabled: r.flag("SYSTEM_ORG_SCANS_ENABLED"),
+            max_schedules_per_org: r
+                .parse(
+                    "COMPLIANCE_MAX_SCHEDULES_PER_ORG",
+                    50,
+                    "a number of schedules",
+                )
+                .max(1),
             scan_scheduler_interval: r.millis("SCAN_SCHEDULER_INTERVAL_MS", 60_000),
             scan_lock_ttl: r.millis("SCAN_LOCK_TTL_MS", 300_000),
             scan_lease: r.millis("COMPLIANCE_SCAN_LEASE_MS", 30_000),

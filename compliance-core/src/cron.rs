@@ -90,6 +90,15 @@ pub struct CronError {
 /// assert!(err.to_string().contains("5 fields"));
 /// let err = CronSchedule::parse("0 25 * * *").unwrap_err();
 /// assert!(err.to_string().contains("hour"));
+///
+/// // Days that never fall in the months named: refused, never saved to sleep.
+/// for never in ["0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *"] {
+///     let err = CronSchedule::parse(never).unwrap_err();
+///     assert!(err.to_string().contains("dayOfMonth"), "{err}");
+/// }
+/// // Leap days and a weekday alternative are possible.
+/// assert!(CronSchedule::parse("0 0 29 2 *").is_ok());
+/// assert!(CronSchedule::parse("0 0 30 2 1").is_ok());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CronSchedule {
@@ -100,6 +109,15 @@ pub struct CronSchedule {
     days_of_week: u64,
     day_of_month_restricted: bool,
     day_of_week_restricted: bool,
+}
+
+/// The most days month `m` (1 to 12) ever has (February: 29, in leap years).
+fn longest_month(m: u32) -> u32 {
+    match m {
+        2 => 29,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
 }
 
 /// How far ahead `next_after` looks before concluding a schedule never fires
@@ -132,14 +150,32 @@ impl CronSchedule {
         if days_of_week & (1 << 7) != 0 {
             days_of_week = (days_of_week & !(1 << 7)) | 1;
         }
+        let day_of_month_restricted = !dom.starts_with('*');
+        let day_of_week_restricted = !dow.starts_with('*');
+        // With the day of the week unrestricted, the days of the month alone decide:
+        // a schedule whose days never fall in its months (`0 0 30 2 *`, `0 0 31 4 *`)
+        // would be saved and never run. (Restricted too, the weekdays always fire.)
+        if day_of_month_restricted && !day_of_week_restricted {
+            let possible = (1..=12u32)
+                .filter(|m| bit(months, *m))
+                .any(|m| (1..=longest_month(m)).any(|d| bit(days_of_month, d)));
+            if !possible {
+                return Err(CronError {
+                    field: Some(CronField::DayOfMonth),
+                    message: format!(
+                        "`{dom}` never falls in the months `{month}` names, so the schedule would never run"
+                    ),
+                });
+            }
+        }
         Ok(CronSchedule {
             minutes,
             hours,
             days_of_month,
             months,
             days_of_week,
-            day_of_month_restricted: !dom.starts_with('*'),
-            day_of_week_restricted: !dow.starts_with('*'),
+            day_of_month_restricted,
+            day_of_week_restricted,
         })
     }
 

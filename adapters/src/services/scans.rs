@@ -30,7 +30,7 @@ use super::{pipelines, plugins, ServiceError, ServiceResult};
 use crate::http::state::{event, AppState, Caller};
 use crate::storage::{
     phases, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, ScanRecord, ScanResult,
-    ScheduleRecord,
+    ScheduleRecord, StoreError,
 };
 
 /// After this many takeovers (its sweeper's lease expired each time) a scan ends
@@ -150,7 +150,14 @@ pub async fn start(
         now: Utc::now(),
         empty: !sweepable(state, org),
     };
-    let scan = state.store.create_scan(&scan).await?;
+    let scan = match state.store.create_scan(&scan).await {
+        Err(StoreError::Conflict(_)) => {
+            return Err(ServiceError::Conflict(format!(
+                "a scan of {target} is already running in this organization; cancel it or wait for it to end"
+            )))
+        }
+        other => other?,
+    };
     state.metrics.scan_started();
     Ok(scan)
 }

@@ -27,6 +27,15 @@ fn expression(value: &str) -> ServiceResult<(String, Option<DateTime<Utc>>)> {
     Ok((normalized, schedule.next_after(Utc::now())))
 }
 
+/// 409: the organization holds as many active schedules as
+/// `COMPLIANCE_MAX_SCHEDULES_PER_ORG` allows.
+fn at_the_cap(state: &AppState) -> ServiceError {
+    ServiceError::Conflict(format!(
+        "the organization already has {} active scan schedules, the most COMPLIANCE_MAX_SCHEDULES_PER_ORG allows; deactivate one first",
+        state.config.compliance.max_schedules_per_org
+    ))
+}
+
 /// A new active schedule.
 pub async fn create(
     state: &AppState,
@@ -54,10 +63,17 @@ pub async fn create(
             json!({"target": target, "cronExpression": cron_expression}),
         )]
     };
-    Ok(state
+    state
         .store
-        .create_schedule(&org.id, fields, &caller.user_id, now, &audit)
-        .await?)
+        .create_schedule(
+            &org.id,
+            (fields, state.config.compliance.max_schedules_per_org),
+            &caller.user_id,
+            now,
+            &audit,
+        )
+        .await?
+        .ok_or_else(|| at_the_cap(state))
 }
 
 /// A page of the organization's schedules.
@@ -128,10 +144,17 @@ pub async fn change(
         id,
         details,
     )];
-    Ok(state
+    state
         .store
-        .update_schedule(&org.id, id, fields, Utc::now(), &audit)
-        .await?)
+        .update_schedule(
+            &org.id,
+            id,
+            (fields, state.config.compliance.max_schedules_per_org),
+            Utc::now(),
+            &audit,
+        )
+        .await?
+        .ok_or_else(|| at_the_cap(state))
 }
 
 /// Deactivates a schedule (`DELETE`); audited `compliance.scan-schedule.delete`.
@@ -156,8 +179,15 @@ pub async fn deactivate(
         id,
         json!({"isActive": false}),
     )];
-    Ok(state
+    state
         .store
-        .update_schedule(&org.id, id, fields, Utc::now(), &audit)
-        .await?)
+        .update_schedule(
+            &org.id,
+            id,
+            (fields, state.config.compliance.max_schedules_per_org),
+            Utc::now(),
+            &audit,
+        )
+        .await?
+        .ok_or_else(|| at_the_cap(state))
 }

@@ -8,6 +8,8 @@ use serde::Serialize;
 
 use super::decode::Decoder;
 use super::scans::NewScan;
+use sqlx::AnyConnection;
+
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// A scan schedule, as stored and answered.
@@ -77,17 +79,19 @@ impl Store {
     pub async fn create_schedule(
         &self,
         org_id: &str,
-        fields: ScheduleFields<'_>,
+        (fields, max_active): (ScheduleFields<'_>, u32),
         created_by: &str,
         now: DateTime<Utc>,
         audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
-    ) -> StoreResult<ScheduleRecord> {
+    ) -> StoreResult<Option<ScheduleRecord>> {
         let id = new_id();
         let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
+        self.hold_organization(&mut tx, org_id).await?;
+        let done = sqlx::query(&self.sql(
             "INSERT INTO scan_schedules (id, org_id, target, cron_expression, is_active, next_run_at, \
              last_run_at, last_scan_id, created_by, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL, $7, $8, $8)",
+             SELECT $1, $2, $3, $4, $5, $6, NULL, NULL, $7, $8, $8 \
+             WHERE $5 = 0 OR (SELECT COUNT(*) FROM scan_schedules WHERE org_id = $2 AND is_active = 1) < $9",
         ))
         .bind(&id)
         .bind(org_id)
@@ -97,13 +101,29 @@ impl Store {
         .bind(fields.next_run_at.map(stamp))
         .bind(created_by)
         .bind(stamp(now))
+        .bind(i64::from(max_active))
         .execute(&mut *tx)
         .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
         self.enqueue(&mut tx, &audit(&id)).await?;
         tx.commit().await?;
         self.schedule(org_id, &id)
             .await?
+            .map(Some)
             .ok_or_else(|| StoreError::Other("the new schedule vanished".to_owned()))
+    }
+
+    /// Takes the organization's row lock for the rest of the transaction (PostgreSQL;
+    /// SQLite's write lock is already the database's), so that a count compared with
+    /// a cap in it sees every concurrent insert of the organization, committed.
+    async fn hold_organization(&self, conn: &mut AnyConnection, org_id: &str) -> StoreResult<()> {
+        sqlx::query(&self.sql("UPDATE organizations SET updated_at = updated_at WHERE id = $1"))
+            .bind(org_id)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
     }
 
     /// One schedule of the organization.
@@ -150,14 +170,17 @@ impl Store {
         &self,
         org_id: &str,
         id: &str,
-        fields: ScheduleFields<'_>,
+        (fields, max_active): (ScheduleFields<'_>, u32),
         now: DateTime<Utc>,
         audit: &[AuditEvent],
-    ) -> StoreResult<ScheduleRecord> {
+    ) -> StoreResult<Option<ScheduleRecord>> {
         let mut tx = self.pool().begin().await?;
+        self.hold_organization(&mut tx, org_id).await?;
         let done = sqlx::query(&self.sql(
             "UPDATE scan_schedules SET target = $3, cron_expression = $4, is_active = $5, \
-             next_run_at = $6, updated_at = $7 WHERE org_id = $1 AND id = $2",
+             next_run_at = $6, updated_at = $7 WHERE org_id = $1 AND id = $2 \
+             AND ($5 = 0 OR is_active = 1 OR \
+                  (SELECT COUNT(*) FROM scan_schedules s WHERE s.org_id = $1 AND s.is_active = 1) < $8)",
         ))
         .bind(org_id)
         .bind(id)
@@ -166,15 +189,21 @@ impl Store {
         .bind(i64::from(fields.is_active))
         .bind(fields.next_run_at.map(stamp))
         .bind(stamp(now))
+        .bind(i64::from(max_active))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("scan schedule `{id}`")));
+            drop(tx);
+            return match self.schedule(org_id, id).await? {
+                Some(_) => Ok(None),
+                None => Err(StoreError::NotFound(format!("scan schedule `{id}`"))),
+            };
         }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         self.schedule(org_id, id)
             .await?
+            .map(Some)
             .ok_or_else(|| StoreError::Other("the schedule vanished".to_owned()))
     }
 

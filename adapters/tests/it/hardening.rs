@@ -4,6 +4,8 @@
 use super::billing::{override_limits, set_tier, subscription, team_of};
 use super::plugins::{manifest, plugin_zip, upload, zip_of};
 use super::*;
+use http_body_util::BodyExt;
+use tower::ServiceExt;
 
 fn get(path: &str) -> Request<Body> {
     Request::get(path).body(Body::empty()).unwrap()
@@ -840,6 +842,194 @@ async fn preferences_clear_or_refuse_never_ignore(app: &TestApp) {
     lenient.stop().await;
 }
 
+/// Schedules that could never run are refused with `INVALID_CRON`, on create and on
+/// change; nothing is saved.
+async fn schedules_that_can_never_run_are_refused(app: &TestApp) {
+    let org = app.org("alice", "cron").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scan-schedules",
+            &alice,
+            Some(&org),
+            Some(json!({"target": "pipeline", "cronExpression": "0 3 * * *"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    for never in ["0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *"] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/compliance/scan-schedules",
+                &alice,
+                Some(&org),
+                Some(json!({"target": "pipeline", "cronExpression": never})),
+            )
+            .await;
+        assert_eq!(code(status, &body), "INVALID_CRON", "{never}: {body}");
+        assert!(
+            body["message"].as_str().unwrap().contains("dayOfMonth"),
+            "{body}"
+        );
+        let (status, body) = app
+            .call(
+                "PUT",
+                &format!("/api/compliance/scan-schedules/{id}"),
+                &alice,
+                Some(&org),
+                Some(json!({"cronExpression": never})),
+            )
+            .await;
+        assert_eq!(code(status, &body), "INVALID_CRON", "{never}: {body}");
+    }
+    let (_, listed) = app
+        .call(
+            "GET",
+            "/api/compliance/scan-schedules",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(listed["pagination"]["total"], 1, "{listed}");
+    let schedules = listed["schedules"].as_array().unwrap();
+    assert_eq!(schedules[0]["cronExpression"], "0 3 * * *", "{listed}");
+    // A leap day is possible.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scan-schedules",
+            &alice,
+            Some(&org),
+            Some(json!({"target": "pipeline", "cronExpression": "0 0 29 2 *"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert!(body["data"]["nextRunAt"].is_string(), "{body}");
+}
+
+/// A second scan of the same target while one runs is 409; schedules per
+/// organization stop at `COMPLIANCE_MAX_SCHEDULES_PER_ORG` (creating, or turning one
+/// on again), also under concurrent creates.
+async fn work_per_organization_is_bounded(app: &TestApp) {
+    let capped = app
+        .beside(&[("COMPLIANCE_MAX_SCHEDULES_PER_ORG", "3")])
+        .await;
+    let org = capped.org("alice", "bounded").await;
+    let alice = capped.token("alice", "alice@example.com");
+    let scan = |target: &'static str| {
+        let capped = &capped;
+        let alice = alice.clone();
+        let org = org.clone();
+        async move {
+            capped
+                .call(
+                    "POST",
+                    "/api/compliance/scans",
+                    &alice,
+                    Some(&org),
+                    Some(json!({"target": target})),
+                )
+                .await
+        }
+    };
+    let (status, first) = scan("pipeline").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{first}");
+    for _ in 0..3 {
+        let (status, body) = scan("pipeline").await;
+        assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    }
+    let (status, body) = scan("plugin").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "another target: {body}");
+    let (_, listed) = capped
+        .call("GET", "/api/compliance/scans", &alice, Some(&org), None)
+        .await;
+    assert_eq!(listed["pagination"]["total"], 2, "{listed}");
+    // Once the first ends (cancelled here), the target can be scanned again.
+    let first_id = first["data"]["id"].as_str().unwrap();
+    let (status, body) = capped
+        .call(
+            "POST",
+            &format!("/api/compliance/scans/{first_id}/cancel"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = scan("pipeline").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+
+    // Six concurrent creates against a cap of three: three land.
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..6 {
+        let router = capped.router.clone();
+        let request = Request::post("/api/compliance/scan-schedules")
+            .header("authorization", format!("Bearer {alice}"))
+            .header("x-org-id", org.as_str())
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"target": "pipeline", "cronExpression": format!("{i} 3 * * *")}).to_string(),
+            ))
+            .unwrap();
+        set.spawn(async move {
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        });
+    }
+    let answers = set.join_all().await;
+    let created: Vec<&Value> = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::CREATED)
+        .map(|(_, body)| body)
+        .collect();
+    assert_eq!(created.len(), 3, "{answers:?}");
+    for (status, body) in answers.iter().filter(|(s, _)| *s != StatusCode::CREATED) {
+        assert_eq!(code(*status, body), "CONFLICT", "{body}");
+        assert!(body["message"]
+            .as_str()
+            .unwrap()
+            .contains("COMPLIANCE_MAX_SCHEDULES_PER_ORG"));
+    }
+    // Deactivating one makes room; turning it on again while full is refused.
+    let one = created[0]["data"]["id"].as_str().unwrap();
+    let (status, body) = capped
+        .call(
+            "DELETE",
+            &format!("/api/compliance/scan-schedules/{one}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = capped
+        .call(
+            "POST",
+            "/api/compliance/scan-schedules",
+            &alice,
+            Some(&org),
+            Some(json!({"target": "plugin", "cronExpression": "0 4 * * *"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = capped
+        .call(
+            "PATCH",
+            &format!("/api/compliance/scan-schedules/{one}/active"),
+            &alice,
+            Some(&org),
+            Some(json!({"isActive": true})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    capped.stop().await;
+}
+
 on_both_backends!(
     made_up_methods_do_not_grow_the_metrics,
     nul_bytes_are_refused_at_the_edge_on_every_route,
@@ -848,4 +1038,6 @@ on_both_backends!(
     out_of_api_calls_is_not_out_of_remedy,
     a_member_changes_only_their_own,
     preferences_clear_or_refuse_never_ignore,
+    schedules_that_can_never_run_are_refused,
+    work_per_organization_is_bounded,
 );

@@ -711,8 +711,9 @@ async fn history_past_retention_is_pruned_and_nothing_else(app: &TestApp) {
         .await;
     assert_eq!(status, StatusCode::OK);
     block(app, &alice, &org).await;
-    // A finished scan with its (empty) results, and a running one.
-    for _ in 0..2 {
+    // A finished scan with its (empty) results, and a running one (one running scan
+    // per target: the first ends before the second starts).
+    for first in [true, false] {
         let (status, body) = app
             .call(
                 "POST",
@@ -723,8 +724,13 @@ async fn history_past_retention_is_pruned_and_nothing_else(app: &TestApp) {
             )
             .await;
         assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        if first {
+            app.sql(
+                "UPDATE scans SET status = 'completed', ended_at = '2000-01-01T00:00:00.000000Z'",
+            )
+            .await;
+        }
     }
-    app.sql("UPDATE scans SET status = 'completed', ended_at = '2000-01-01T00:00:00.000000Z' WHERE id IN (SELECT id FROM scans ORDER BY started_at LIMIT 1)").await;
     // Everything ages past retention.
     for statement in [
         "UPDATE deliveries SET updated_at = '2000-01-01T00:00:00.000000Z', created_at = '2000-01-01T00:00:00.000000Z'",

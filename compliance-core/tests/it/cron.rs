@@ -41,13 +41,28 @@ fn next_fire_times() {
 }
 
 #[test]
-fn a_schedule_that_never_fires_has_no_next_time() {
+fn a_schedule_that_could_never_fire_is_refused_and_a_leap_day_is_not() {
+    for never in [
+        "0 0 30 2 *",
+        "0 0 31 4 *",
+        "0 0 31 2,4,6,9,11 *",
+        "0 0 30,31 FEB *",
+    ] {
+        let err = CronSchedule::parse(never).unwrap_err();
+        assert_eq!(err.field, Some(CronField::DayOfMonth), "{never}: {err}");
+    }
+    // February 29 comes in leap years: within the search horizon.
     assert_eq!(
-        CronSchedule::parse("0 0 30 2 *")
+        CronSchedule::parse("0 0 29 2 *")
             .unwrap()
             .next_after(at(2026, 1, 1, 0, 0)),
-        None
+        Some(at(2028, 2, 29, 0, 0))
     );
+    // A restricted weekday fires whatever the days of the month say.
+    assert!(CronSchedule::parse("0 0 31 2 MON")
+        .unwrap()
+        .next_after(at(2026, 1, 1, 0, 0))
+        .is_some());
 }
 
 #[test]
