@@ -222,7 +222,7 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<Result<(), QuotaRefusal>> {
         let mut tx = self.pool().begin().await?;
-        self.lock_seats(&mut tx, seats_of).await?;
+        self.lock_organization(&mut tx, seats_of).await?;
         self.insert_memberships(&mut tx, user_id, role, grants, now)
             .await?;
         if let Err(refusal) = self.check_seats(&mut tx, seats_of).await? {
@@ -279,7 +279,7 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<Result<(), QuotaRefusal>> {
         let mut tx = self.pool().begin().await?;
-        self.lock_seats(&mut tx, seats_of).await?;
+        self.lock_organization(&mut tx, seats_of).await?;
         let done = sqlx::query(&self.sql(
             "UPDATE invitations SET status = 'accepted' WHERE org_id = $1 AND id = $2 AND status = 'pending'",
         ))
@@ -287,7 +287,13 @@ impl Store {
         .bind(invitation_id)
         .execute(&mut *tx)
         .await?;
-        found(done.rows_affected(), "pending invitation")?;
+        if done.rows_affected() == 0 {
+            // Another acceptance (or a revocation) committed first: the same answer
+            // as a retry after it.
+            return Err(StoreError::Conflict(
+                "the invitation is no longer pending".to_owned(),
+            ));
+        }
         let grants = [(org_id.to_owned(), role_id.to_owned())];
         self.insert_memberships(&mut tx, user_id, role, &grants, now)
             .await?;
@@ -308,11 +314,17 @@ impl Store {
         row.as_ref().map(invitation_from_row).transpose()
     }
 
-    /// Takes the account root's row lock, so that seat checks of one account run one
-    /// after the other (PostgreSQL; SQLite has one writer anyway).
-    async fn lock_seats(&self, conn: &mut AnyConnection, root_id: &str) -> StoreResult<()> {
+    /// Takes an organization's row lock for the rest of the transaction, so that the
+    /// checks of one organization that compare a count with a cap (seats of an
+    /// account root, active schedules) run one after the other (PostgreSQL; SQLite
+    /// has one writer anyway).
+    pub(crate) async fn lock_organization(
+        &self,
+        conn: &mut AnyConnection,
+        org_id: &str,
+    ) -> StoreResult<()> {
         sqlx::query(&self.sql("UPDATE organizations SET seat_limit = seat_limit WHERE id = $1"))
-            .bind(root_id)
+            .bind(org_id)
             .execute(&mut *conn)
             .await?;
         Ok(())
@@ -426,7 +438,7 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<Result<(), QuotaRefusal>> {
         let mut tx = self.pool().begin().await?;
-        self.lock_seats(&mut tx, seats_of).await?;
+        self.lock_organization(&mut tx, seats_of).await?;
         let done = sqlx::query(
             &self.sql("UPDATE memberships SET active = $3 WHERE org_id = $1 AND user_id = $2"),
         )

@@ -8,8 +8,6 @@ use serde::Serialize;
 
 use super::decode::Decoder;
 use super::scans::NewScan;
-use sqlx::AnyConnection;
-
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// A scan schedule, as stored and answered.
@@ -86,7 +84,7 @@ impl Store {
     ) -> StoreResult<Option<ScheduleRecord>> {
         let id = new_id();
         let mut tx = self.pool().begin().await?;
-        self.hold_organization(&mut tx, org_id).await?;
+        self.lock_organization(&mut tx, org_id).await?;
         let done = sqlx::query(&self.sql(
             "INSERT INTO scan_schedules (id, org_id, target, cron_expression, is_active, next_run_at, \
              last_run_at, last_scan_id, created_by, created_at, updated_at) \
@@ -113,17 +111,6 @@ impl Store {
             .await?
             .map(Some)
             .ok_or_else(|| StoreError::Other("the new schedule vanished".to_owned()))
-    }
-
-    /// Takes the organization's row lock for the rest of the transaction (PostgreSQL;
-    /// SQLite's write lock is already the database's), so that a count compared with
-    /// a cap in it sees every concurrent insert of the organization, committed.
-    async fn hold_organization(&self, conn: &mut AnyConnection, org_id: &str) -> StoreResult<()> {
-        sqlx::query(&self.sql("UPDATE organizations SET updated_at = updated_at WHERE id = $1"))
-            .bind(org_id)
-            .execute(&mut *conn)
-            .await?;
-        Ok(())
     }
 
     /// One schedule of the organization.
@@ -175,7 +162,7 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<Option<ScheduleRecord>> {
         let mut tx = self.pool().begin().await?;
-        self.hold_organization(&mut tx, org_id).await?;
+        self.lock_organization(&mut tx, org_id).await?;
         let done = sqlx::query(&self.sql(
             "UPDATE scan_schedules SET target = $3, cron_expression = $4, is_active = $5, \
              next_run_at = $6, updated_at = $7 WHERE org_id = $1 AND id = $2 \

@@ -1030,6 +1030,59 @@ async fn work_per_organization_is_bounded(app: &TestApp) {
     capped.stop().await;
 }
 
+/// One invitation accepted six times at once: one 201, five 409 (as a retry after
+/// it gets), one membership, one audit event.
+async fn racing_acceptances_lose_with_409(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/invitation/send",
+            &alice,
+            Some(&acme),
+            Some(json!({"email": "carol@example.com", "role": "member"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let carol = app.token("carol", "carol@example.com");
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..6 {
+        let router = app.router.clone();
+        let request = Request::post(format!("/api/invitation/{id}/accept"))
+            .header("authorization", format!("Bearer {carol}"))
+            .body(Body::empty())
+            .unwrap();
+        set.spawn(async move {
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        });
+    }
+    let answers = set.join_all().await;
+    let won = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::CREATED)
+        .count();
+    assert_eq!(won, 1, "{answers:?}");
+    for (status, body) in answers.iter().filter(|(s, _)| *s != StatusCode::CREATED) {
+        assert_eq!(code(*status, body), "CONFLICT", "{answers:?}");
+    }
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/invitation/{id}/accept"),
+            &carol,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "CONFLICT", "a retry: {body}");
+    assert_eq!(app.audited("invitation.accept").await.len(), 1);
+}
+
 on_both_backends!(
     made_up_methods_do_not_grow_the_metrics,
     nul_bytes_are_refused_at_the_edge_on_every_route,
@@ -1040,4 +1093,5 @@ on_both_backends!(
     preferences_clear_or_refuse_never_ignore,
     schedules_that_can_never_run_are_refused,
     work_per_organization_is_bounded,
+    racing_acceptances_lose_with_409,
 );
