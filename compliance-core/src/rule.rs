@@ -59,14 +59,22 @@ impl Severity {
         !matches!(self, Severity::Warning)
     }
 
-    /// The result and severity a Kubernetes `PolicyReport` (wgpolicyk8s.io) gives a
-    /// violation of this severity: a blocking one fails (`critical`, `high`), a
-    /// warning warns (`medium`).
+    /// The result and severity a Kubernetes `PolicyReport` (wgpolicyk8s.io
+    /// v1alpha2) gives a violation of this severity: a blocking one fails (`high`), a
+    /// warning warns (`medium`). The CRD's severity enum is `high`, `medium`, `low`
+    /// (later copies add `critical` and `info`, which the first refuses), so
+    /// `critical` reports as `high`; the report keeps the rule's own severity in the
+    /// result's properties.
+    ///
+    /// ```
+    /// use compliance_core::Severity;
+    /// assert_eq!(Severity::Critical.policy_report(), ("fail", "high"));
+    /// assert_eq!(Severity::Warning.policy_report(), ("warn", "medium"));
+    /// ```
     pub fn policy_report(self) -> (&'static str, &'static str) {
         match self {
             Severity::Warning => ("warn", "medium"),
-            Severity::Error => ("fail", "high"),
-            Severity::Critical => ("fail", "critical"),
+            Severity::Error | Severity::Critical => ("fail", "high"),
         }
     }
 }

@@ -395,15 +395,19 @@ fn scan_components() -> Value {
             ("policy", string()),
             ("rule", string()),
             ("result", one_of(&["pass", "fail", "warn", "error", "skip"])),
-            (
-                "severity",
-                one_of(&["critical", "high", "medium", "low", "info"]),
-            ),
+            ("severity", one_of(&["high", "medium", "low"])),
             ("message", string()),
             ("scored", boolean()),
             (
                 "properties",
-                object(&[("ruleId", string()), ("field", string())], &[]),
+                object(
+                    &[
+                        ("ruleId", string()),
+                        ("field", string()),
+                        ("severity", string()),
+                    ],
+                    &[],
+                ),
             ),
             ("resources", array(resource)),
             (
@@ -421,6 +425,10 @@ fn scan_components() -> Value {
             ("name", string()),
             ("namespace", string()),
             ("creationTimestamp", instant()),
+            (
+                "annotations",
+                json!({"type": "object", "additionalProperties": {"type": "string"}}),
+            ),
         ],
         &["name"],
     );
@@ -434,7 +442,6 @@ fn scan_components() -> Value {
                 counts(&["pass", "fail", "warn", "error", "skip"]),
             ),
             ("results", array(report_result)),
-            ("pagination", counts(&["total", "limit", "offset"])),
         ],
         &["apiVersion", "kind", "metadata", "summary", "results"],
     );

@@ -105,6 +105,107 @@ async fn seed(app: &TestApp, token: &str, org: &str) -> Vec<String> {
     ids
 }
 
+/// The `PolicyReport` schema of the wgpolicyk8s.io v1alpha2 CRD (the
+/// wg-policy-prototypes copy), as a strict validation applies it: no field the CRD
+/// does not declare, at any level, and each declared one of its type and enum.
+fn wgpolicyk8s_v1alpha2(report: &Value) {
+    let only = |value: &Value, allowed: &[&str], at: &str| {
+        for key in value
+            .as_object()
+            .unwrap_or_else(|| panic!("{at} is not an object"))
+            .keys()
+        {
+            assert!(
+                allowed.contains(&key.as_str()),
+                "{at}.{key} is not in the CRD"
+            );
+        }
+    };
+    let strings = |value: &Value, at: &str| {
+        for (key, v) in value.as_object().unwrap() {
+            assert!(v.is_string(), "{at}.{key} must be a string");
+        }
+    };
+    only(
+        report,
+        &[
+            "apiVersion",
+            "kind",
+            "metadata",
+            "results",
+            "scope",
+            "scopeSelector",
+            "summary",
+        ],
+        "report",
+    );
+    if let Some(annotations) = report["metadata"].get("annotations") {
+        strings(annotations, "metadata.annotations");
+    }
+    only(
+        &report["summary"],
+        &["pass", "fail", "warn", "error", "skip"],
+        "summary",
+    );
+    for count in report["summary"].as_object().unwrap().values() {
+        assert!(count.is_u64(), "summary counts are integers");
+    }
+    let reference = [
+        "apiVersion",
+        "fieldPath",
+        "kind",
+        "name",
+        "namespace",
+        "resourceVersion",
+        "uid",
+    ];
+    for result in report["results"].as_array().unwrap() {
+        only(
+            result,
+            &[
+                "category",
+                "message",
+                "policy",
+                "properties",
+                "resourceSelector",
+                "resources",
+                "result",
+                "rule",
+                "scored",
+                "severity",
+                "source",
+                "timestamp",
+            ],
+            "results[]",
+        );
+        assert!(result["policy"].is_string(), "policy is required");
+        for text in ["category", "message", "rule", "source"] {
+            assert!(result.get(text).is_none_or(Value::is_string), "{text}");
+        }
+        assert!(
+            ["pass", "fail", "warn", "error", "skip"].contains(&result["result"].as_str().unwrap())
+        );
+        if let Some(severity) = result.get("severity") {
+            assert!(
+                ["high", "low", "medium"].contains(&severity.as_str().unwrap()),
+                "severity {severity} is not in the CRD's enum"
+            );
+        }
+        assert!(result.get("scored").is_none_or(Value::is_boolean));
+        if let Some(properties) = result.get("properties") {
+            strings(properties, "results[].properties");
+        }
+        for resource in result["resources"].as_array().into_iter().flatten() {
+            only(resource, &reference, "results[].resources[]");
+            strings(resource, "results[].resources[]");
+        }
+        if let Some(timestamp) = result.get("timestamp") {
+            only(timestamp, &["seconds", "nanos"], "results[].timestamp");
+            assert!(timestamp["seconds"].is_i64() && timestamp["nanos"].is_i64());
+        }
+    }
+}
+
 async fn start(app: &TestApp, token: &str, org: &str, body: Value) -> Value {
     let (status, body) = app
         .call(
@@ -299,6 +400,12 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         report["summary"],
         json!({"pass": 3, "fail": 4, "warn": 5, "error": 0, "skip": 0})
     );
+    wgpolicyk8s_v1alpha2(&report);
+    // The page is in the annotations (strings), where the CRD allows it.
+    let annotations = &report["metadata"]["annotations"];
+    assert_eq!(annotations["compliance/page-total"], "10", "{report}");
+    assert_eq!(annotations["compliance/page-limit"], "100");
+    assert_eq!(annotations["compliance/page-offset"], "0");
     let results = report["results"].as_array().unwrap();
     assert_eq!(results.iter().filter(|r| r["result"] == "fail").count(), 4);
     let fail = results.iter().find(|r| r["result"] == "fail").unwrap();
