@@ -1083,6 +1083,55 @@ async fn racing_acceptances_lose_with_409(app: &TestApp) {
     assert_eq!(app.audited("invitation.accept").await.len(), 1);
 }
 
+/// An event the server refuses (a NUL in it: 400 on both backends) is counted
+/// dropped by the audit client and does not hold back the spool behind it.
+async fn a_refused_event_does_not_hold_back_the_spool(app: &TestApp) {
+    use adapters::emitter::{AuditClient, Delivery, OutgoingEvent};
+    let port = super::crash::free_port();
+    let spool = std::env::temp_dir().join(format!("spool-{}", uuid::Uuid::new_v4()));
+    let client = AuditClient::new(
+        &format!("http://127.0.0.1:{port}"),
+        &app.service_token("pipeline"),
+        &spool,
+        10,
+    )
+    .unwrap();
+    // Redelivered in the order of their keys: the poisoned one first.
+    let mut poisoned = OutgoingEvent::new("pipeline.create", "user-9", "org-nul");
+    poisoned.idempotency_key = "0-poisoned".to_owned();
+    poisoned.target_id = Some("pipe\u{0}line".to_owned());
+    let mut good = OutgoingEvent::new("pipeline.create", "user-9", "org-nul");
+    good.idempotency_key = "1-good".to_owned();
+    good.target_id = Some("pipeline-1".to_owned());
+    for event in [&poisoned, &good] {
+        assert_eq!(
+            client.deliver_or_spool(event.clone()).await,
+            Delivery::Retry
+        );
+    }
+    assert_eq!(client.spooled(), 2);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let router = app.router.clone();
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    assert_eq!(
+        client.redeliver().await,
+        1,
+        "the good event is not held back"
+    );
+    assert_eq!(client.spooled(), 0);
+    let dropped = client
+        .counters()
+        .dropped
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(dropped, 1, "the refused one is counted dropped");
+    let rows = app.store.chain_batch("org-nul", 0, 100).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    server.abort();
+    let _ = std::fs::remove_dir_all(spool);
+}
+
 on_both_backends!(
     made_up_methods_do_not_grow_the_metrics,
     nul_bytes_are_refused_at_the_edge_on_every_route,
@@ -1094,4 +1143,5 @@ on_both_backends!(
     schedules_that_can_never_run_are_refused,
     work_per_organization_is_bounded,
     racing_acceptances_lose_with_409,
+    a_refused_event_does_not_hold_back_the_spool,
 );
