@@ -6,7 +6,7 @@
 //! only what other services embed, [`emitter::AuditClient`] and
 //! [`client::ComplianceClient`], without axum or sqlx.
 
-#[cfg(feature = "server")]
+#[cfg(any(feature = "server", feature = "archive"))]
 pub mod archive;
 pub mod audit;
 #[cfg(feature = "server")]
