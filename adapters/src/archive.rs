@@ -225,7 +225,11 @@ fn checked(bytes: &[u8]) -> Result<zip::ZipArchive<Cursor<&[u8]>>, ArchiveError>
             .by_index_raw(i)
             .map_err(|e| ArchiveError::NotZip(e.to_string()))?;
         let name = entry.name().to_owned();
-        let safe = entry.enclosed_name().is_some()
+        // A name must end in a file or folder name: an empty one (or `.`) names the
+        // unpacking directory itself, which no entry may be.
+        let safe = entry
+            .enclosed_name()
+            .is_some_and(|path| path.file_name().is_some())
             && !name.starts_with('/')
             && !name.contains('\\')
             && !name.split('/').any(|part| part == "..");
@@ -395,4 +399,41 @@ pub fn pack(manifest: &Manifest, dockerfile: Option<&str>) -> Result<Vec<u8>, Ar
         writer.finish().map_err(fail)?;
     }
     Ok(out.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut out = Cursor::new(Vec::new());
+        {
+            let mut writer = zip::ZipWriter::new(&mut out);
+            let options = zip::write::SimpleFileOptions::default();
+            for (name, bytes) in entries {
+                assert!(writer.start_file(*name, options).is_ok());
+                assert!(writer.write_all(bytes).is_ok());
+            }
+            assert!(writer.finish().is_ok());
+        }
+        out.into_inner()
+    }
+
+    /// Found by the `plugin_archive` fuzz target: an entry without a name was
+    /// inspected and then could not be unpacked. Whatever `inspect` accepts unpacks.
+    #[test]
+    fn an_entry_that_names_the_directory_itself_is_refused() {
+        let manifest = br#"{"name":"a","version":"1"}"#;
+        for name in ["", ".", "./"] {
+            let archive = zip_of(&[("plugin.json", manifest), (name, b"x")]);
+            assert!(
+                matches!(inspect(&archive), Err(ArchiveError::Traversal(_))),
+                "{name:?}"
+            );
+        }
+        let archive = zip_of(&[("plugin.json", manifest), ("src/", b""), ("src/a", b"x")]);
+        assert!(inspect(&archive).is_ok());
+    }
 }

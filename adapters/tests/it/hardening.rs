@@ -355,6 +355,48 @@ async fn a_team_admin_cannot_buy_for_the_root(app: &TestApp) {
         );
     }
     assert_eq!(bought(&alice).await.1, before, "nothing was bought");
+    // Every other route that names an organization by id refuses the root to a team's
+    // admin: it is not theirs (404), or not theirs to change (403).
+    let others: Vec<(&str, String, Option<Value>)> = vec![
+        ("GET", format!("/api/quotas/{acme}"), None),
+        ("GET", format!("/api/quotas/{acme}/apiCalls"), None),
+        (
+            "PUT",
+            format!("/api/quotas/{acme}"),
+            Some(json!({"tier": "enterprise"})),
+        ),
+        ("POST", format!("/api/quotas/{acme}/reset"), None),
+        (
+            "PUT",
+            format!("/api/organization/{acme}/seat-limit"),
+            Some(json!({"seats": 99})),
+        ),
+        (
+            "PUT",
+            format!("/api/organization/{acme}"),
+            Some(json!({"displayName": "mine"})),
+        ),
+        (
+            "POST",
+            format!("/api/organization/{acme}/members"),
+            Some(json!({"userId": "eve"})),
+        ),
+        (
+            "POST",
+            format!("/api/organization/{acme}/roles"),
+            Some(json!({"name": "R", "permissions": ["billing:manage"]})),
+        ),
+    ];
+    for (method, path, body) in &others {
+        let (status, answer) = billing
+            .call(method, path, &mallory, Some(&team), body.clone())
+            .await;
+        assert!(
+            matches!(status, StatusCode::NOT_FOUND | StatusCode::FORBIDDEN),
+            "{method} {path}: {status} {answer}"
+        );
+        code(status, &answer);
+    }
     // The team's members still read their account (subscription, bundles, quotas).
     for path in ["/api/subscriptions/current", "/api/bundles", "/api/quotas"] {
         let (status, answer) = billing.call("GET", path, &mallory, Some(&team), None).await;
