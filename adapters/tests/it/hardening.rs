@@ -2,10 +2,8 @@
 //! attack first, then checks the refusal in the envelope and that nothing changed.
 
 use super::billing::{override_limits, set_tier, subscription, team_of};
-use super::plugins::{manifest, plugin_zip, upload, zip_of};
+use super::plugins::{manifest, plugin_zip, upload, zip_of, zip_with};
 use super::*;
-use http_body_util::BodyExt;
-use tower::ServiceExt;
 
 fn get(path: &str) -> Request<Body> {
     Request::get(path).body(Body::empty()).unwrap()
@@ -224,19 +222,7 @@ async fn archives_are_judged_by_what_they_hold(app: &TestApp) {
 
 /// A ZIP whose entries are stored (not compressed).
 fn stored_zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    use std::io::Write;
-    let mut out = std::io::Cursor::new(Vec::new());
-    {
-        let mut writer = zip::ZipWriter::new(&mut out);
-        let options = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Stored);
-        for (name, bytes) in entries {
-            writer.start_file(*name, options).unwrap();
-            writer.write_all(bytes).unwrap();
-        }
-        writer.finish().unwrap();
-    }
-    out.into_inner()
+    zip_with(zip::CompressionMethod::Stored, entries)
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -1005,25 +991,18 @@ async fn work_per_organization_is_bounded(app: &TestApp) {
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
 
     // Six concurrent creates against a cap of three: three land.
-    let mut set = tokio::task::JoinSet::new();
-    for i in 0..6 {
-        let router = capped.router.clone();
-        let request = Request::post("/api/compliance/scan-schedules")
-            .header("authorization", format!("Bearer {alice}"))
-            .header("x-org-id", org.as_str())
-            .header("content-type", "application/json")
-            .body(Body::from(
-                json!({"target": "pipeline", "cronExpression": format!("{i} 3 * * *")}).to_string(),
-            ))
-            .unwrap();
-        set.spawn(async move {
-            let response = router.oneshot(request).await.unwrap();
-            let status = response.status();
-            let bytes = response.into_body().collect().await.unwrap().to_bytes();
-            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
-        });
-    }
-    let answers = set.join_all().await;
+    let requests = (0..6)
+        .map(|i| {
+            TestApp::request_of(
+                "POST",
+                "/api/compliance/scan-schedules",
+                &alice,
+                Some(&org),
+                Some(json!({"target": "pipeline", "cronExpression": format!("{i} 3 * * *")})),
+            )
+        })
+        .collect();
+    let answers = capped.concurrently(requests).await;
     let created: Vec<&Value> = answers
         .iter()
         .filter(|(status, _)| *status == StatusCode::CREATED)
@@ -1089,21 +1068,11 @@ async fn racing_acceptances_lose_with_409(app: &TestApp) {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let id = body["data"]["id"].as_str().unwrap().to_owned();
     let carol = app.token("carol", "carol@example.com");
-    let mut set = tokio::task::JoinSet::new();
-    for _ in 0..6 {
-        let router = app.router.clone();
-        let request = Request::post(format!("/api/invitation/{id}/accept"))
-            .header("authorization", format!("Bearer {carol}"))
-            .body(Body::empty())
-            .unwrap();
-        set.spawn(async move {
-            let response = router.oneshot(request).await.unwrap();
-            let status = response.status();
-            let bytes = response.into_body().collect().await.unwrap().to_bytes();
-            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
-        });
-    }
-    let answers = set.join_all().await;
+    let accept = format!("/api/invitation/{id}/accept");
+    let requests = (0..6)
+        .map(|_| TestApp::request_of("POST", &accept, &carol, None, None))
+        .collect();
+    let answers = app.concurrently(requests).await;
     let won = answers
         .iter()
         .filter(|(status, _)| *status == StatusCode::CREATED)

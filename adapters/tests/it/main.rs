@@ -188,6 +188,51 @@ impl TestApp {
         (status, body)
     }
 
+    /// Sends every request at once (each on a task of its own); the answers in the
+    /// order of the requests.
+    pub async fn concurrently(&self, requests: Vec<Request<Body>>) -> Vec<(StatusCode, Value)> {
+        let mut set = tokio::task::JoinSet::new();
+        for (i, request) in requests.into_iter().enumerate() {
+            let router = self.router.clone();
+            set.spawn(async move {
+                let response = router.oneshot(request).await.unwrap();
+                let status = response.status();
+                let bytes = response.into_body().collect().await.unwrap().to_bytes();
+                (i, status, serde_json::from_slice::<Value>(&bytes).unwrap())
+            });
+        }
+        let mut answers = set.join_all().await;
+        answers.sort_by_key(|(i, _, _)| *i);
+        answers
+            .into_iter()
+            .map(|(_, status, body)| (status, body))
+            .collect()
+    }
+
+    /// A JSON request as `call` sends it, built for [`TestApp::concurrently`].
+    pub fn request_of(
+        method: &str,
+        path: &str,
+        token: &str,
+        org: Option<&str>,
+        body: Option<Value>,
+    ) -> Request<Body> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"));
+        if let Some(org) = org {
+            request = request.header("x-org-id", org);
+        }
+        match body {
+            Some(body) => request
+                .header("content-type", "application/json")
+                .body(Body::from(body.to_string())),
+            None => request.body(Body::empty()),
+        }
+        .unwrap()
+    }
+
     /// A request with a token, an optional step-up token and an optional JSON body.
     pub async fn stepped(
         &self,

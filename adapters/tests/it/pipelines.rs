@@ -425,23 +425,18 @@ async fn concurrent_creates_never_pass_the_cap(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     // Twelve creates in flight at once against a cap of five.
-    let mut set = tokio::task::JoinSet::new();
-    for i in 0..12 {
-        let router = app.router.clone();
-        let request = Request::post("/api/pipelines")
-            .header("authorization", format!("Bearer {alice}"))
-            .header("x-org-id", org.as_str())
-            .header("content-type", "application/json")
-            .body(Body::from(pipeline(&format!("race-{i}")).to_string()))
-            .unwrap();
-        set.spawn(async move {
-            let response = router.oneshot(request).await.unwrap();
-            let status = response.status();
-            let bytes = response.into_body().collect().await.unwrap().to_bytes();
-            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
-        });
-    }
-    let answers = set.join_all().await;
+    let requests = (0..12)
+        .map(|i| {
+            TestApp::request_of(
+                "POST",
+                "/api/pipelines",
+                &alice,
+                Some(&org),
+                Some(pipeline(&format!("race-{i}"))),
+            )
+        })
+        .collect();
+    let answers = app.concurrently(requests).await;
     let created = answers
         .iter()
         .filter(|(status, _)| *status == StatusCode::CREATED)

@@ -6,13 +6,17 @@ use std::io::Write;
 
 use super::*;
 
-/// A ZIP of `(name, bytes)` entries.
+/// A ZIP of `(name, bytes)` entries, deflated.
 pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    zip_with(zip::CompressionMethod::Deflated, entries)
+}
+
+/// A ZIP of `(name, bytes)` entries, compressed with `method`.
+pub fn zip_with(method: zip::CompressionMethod, entries: &[(&str, &[u8])]) -> Vec<u8> {
     let mut out = std::io::Cursor::new(Vec::new());
     {
         let mut writer = zip::ZipWriter::new(&mut out);
-        let options = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Deflated);
+        let options = zip::write::SimpleFileOptions::default().compression_method(method);
         for (name, bytes) in entries {
             writer.start_file(*name, options).unwrap();
             writer.write_all(bytes).unwrap();
