@@ -281,6 +281,12 @@ fn verify_entries(archive: &mut zip::ZipArchive<Cursor<&[u8]>>) -> Result<(), Ar
             .map_err(|e| ArchiveError::NotZip(e.to_string()))?;
         let name = entry.name().to_owned();
         if entry.is_dir() {
+            if entry.size() > 0 {
+                return Err(ArchiveError::Corrupt(
+                    name,
+                    "a folder entry that holds data".to_owned(),
+                ));
+            }
             continue;
         }
         if is_build_definition(&name) && name != "Dockerfile" {
@@ -355,9 +361,14 @@ pub fn unpack(bytes: &[u8], dir: &Path) -> Result<(), ArchiveError> {
             .by_index(i)
             .map_err(|e| ArchiveError::NotZip(e.to_string()))?;
         let name = entry.name().to_owned();
-        let relative = entry
+        // Only the names of the path, in order: `a//./b/` is `a/b` (a `.` left in
+        // would make `create_dir_all` fail on a folder that does not exist yet).
+        let relative: std::path::PathBuf = entry
             .enclosed_name()
-            .ok_or_else(|| ArchiveError::Traversal(name.clone()))?;
+            .ok_or_else(|| ArchiveError::Traversal(name.clone()))?
+            .components()
+            .filter(|part| matches!(part, std::path::Component::Normal(_)))
+            .collect();
         let target = dir.join(relative);
         if entry.is_dir() {
             std::fs::create_dir_all(&target).map_err(|_| ArchiveError::Unreadable(name))?;
@@ -435,5 +446,22 @@ mod tests {
         }
         let archive = zip_of(&[("plugin.json", manifest), ("src/", b""), ("src/a", b"x")]);
         assert!(inspect(&archive).is_ok());
+    }
+
+    /// Found by the fuzz target too: a folder named `Con//./` unpacks (as `Con`), and
+    /// a folder entry that carries data is refused at inspect.
+    #[test]
+    fn folder_names_are_normalized_and_folders_hold_no_data() {
+        let manifest = br#"{"name":"a","version":"1"}"#;
+        let folder = zip_of(&[("plugin.json", manifest), ("Con//./", b"")]);
+        assert!(inspect(&folder).is_ok());
+        let dir = std::env::temp_dir().join(format!("archive-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(std::fs::create_dir_all(&dir).is_ok());
+        assert_eq!(unpack(&folder, &dir), Ok(()));
+        assert!(dir.join("Con").is_dir());
+        let _ = std::fs::remove_dir_all(&dir);
+        let loaded = zip_of(&[("plugin.json", manifest), ("Con//./", b"payload")]);
+        assert!(matches!(inspect(&loaded), Err(ArchiveError::Corrupt(..))));
     }
 }
