@@ -221,6 +221,12 @@ impl From<crate::services::ServiceError> for ApiError {
             E::NotFound(what) => ApiError::not_found(what),
             E::Conflict(why) => ApiError::conflict(why),
             E::Forbidden(why) => ApiError::forbidden(why),
+            error @ E::FeatureNotAvailable { feature, tier } => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "FEATURE_NOT_AVAILABLE",
+                error.to_string(),
+            )
+            .with_details(json!({"feature": feature.name(), "tier": tier.name()})),
             E::Rules(error) => ApiError::rules(error),
             E::Limit(limit) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

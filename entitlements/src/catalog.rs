@@ -41,6 +41,10 @@ pub struct Catalog {
     pub bundles: Vec<Bundle>,
     /// Whether bundles are offered at all.
     pub bundles_enabled: bool,
+    /// Features every tier has (`FEATURES_FOR_ALL_TIERS`, a comma-separated list of
+    /// feature names), so that a deployment can keep what it offered before features
+    /// were gated.
+    pub features_for_all: std::collections::BTreeSet<crate::Feature>,
 }
 
 impl Default for Catalog {
@@ -49,15 +53,17 @@ impl Default for Catalog {
             tiers: Tier::ALL.map(TierPlan::standard),
             bundles: BundleId::ALL.into_iter().map(Bundle::standard).collect(),
             bundles_enabled: false,
+            features_for_all: std::collections::BTreeSet::new(),
         }
     }
 }
 
-const PREFIXES: [&str; 4] = [
+const PREFIXES: [&str; 5] = [
     "QUOTA_TIER_",
     "BILLING_PLAN_",
     "BILLING_BUNDLE_",
     "BILLING_BUNDLES_ENABLED",
+    "FEATURES_FOR_ALL_TIERS",
 ];
 
 impl Catalog {
@@ -115,6 +121,19 @@ impl Catalog {
     ) -> Result<(), String> {
         if key == "BILLING_BUNDLES_ENABLED" {
             self.bundles_enabled = parse_bool(value)?;
+            return Ok(());
+        }
+        if key == "FEATURES_FOR_ALL_TIERS" {
+            for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                let feature = crate::Feature::parse(name).ok_or_else(|| {
+                    let names: Vec<&str> = crate::Feature::ALL.iter().map(|f| f.name()).collect();
+                    format!(
+                        "`{name}` is not a feature; the features are {}",
+                        names.join(", ")
+                    )
+                })?;
+                self.features_for_all.insert(feature);
+            }
             return Ok(());
         }
         if let Some(rest) = key.strip_prefix("QUOTA_TIER_") {

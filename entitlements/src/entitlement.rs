@@ -246,8 +246,14 @@ pub fn effective(catalog: &Catalog, account: &Account) -> Entitlement {
         })
         .collect();
     let mut features: BTreeSet<Feature> = plan.features.iter().copied().collect();
+    features.extend(catalog.features_for_all.iter().copied());
     let mut purchased_features = BTreeSet::new();
-    let mut idp_configurations = 0;
+    // Enterprise includes SSO, with the bundle's number of configurations.
+    let mut idp_configurations = if features.contains(&Feature::Sso) {
+        SSO_IDP_CONFIGURATIONS
+    } else {
+        0
+    };
     for held in &account.bundles {
         let Some(bundle) = catalog.bundle(held.bundle) else {
             continue;

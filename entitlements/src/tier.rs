@@ -32,6 +32,22 @@ impl Tier {
         }
     }
 
+    /// The name as the API spells it: `developer`, `pro`, `team`, `enterprise`.
+    ///
+    /// ```
+    /// use entitlements::Tier;
+    /// assert_eq!(Tier::Enterprise.name(), "enterprise");
+    /// assert_eq!(Tier::parse(Tier::Pro.name()), Some(Tier::Pro));
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Developer => "developer",
+            Tier::Pro => "pro",
+            Tier::Team => "team",
+            Tier::Enterprise => "enterprise",
+        }
+    }
+
     /// Parses a tier name in any case.
     pub fn parse(name: &str) -> Option<Tier> {
         Tier::ALL
@@ -61,6 +77,32 @@ pub enum Feature {
 }
 
 impl Feature {
+    /// The feature's name as the API spells it (`audit_log`, `sso`, ...).
+    ///
+    /// ```
+    /// use entitlements::Feature;
+    /// for feature in Feature::ALL {
+    ///     assert_eq!(Feature::parse(feature.name()), Some(feature));
+    /// }
+    /// assert_eq!(Feature::BulkOperations.name(), "bulk_operations");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            Feature::AiPipelineGeneration => "ai_pipeline_generation",
+            Feature::AiPluginGeneration => "ai_plugin_generation",
+            Feature::BulkOperations => "bulk_operations",
+            Feature::AuditLog => "audit_log",
+            Feature::CustomIntegrations => "custom_integrations",
+            Feature::PrioritySupport => "priority_support",
+            Feature::Sso => "sso",
+        }
+    }
+
+    /// The feature a name spells, if any.
+    pub fn parse(name: &str) -> Option<Feature> {
+        Feature::ALL.into_iter().find(|f| f.name() == name)
+    }
+
     /// Every feature (the system organization has them all).
     pub const ALL: [Feature; 7] = [
         Feature::AiPipelineGeneration,
@@ -218,6 +260,7 @@ impl TierPlan {
                         AuditLog,
                         CustomIntegrations,
                         PrioritySupport,
+                        Sso,
                     ],
                     250,
                     200,

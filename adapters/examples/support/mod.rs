@@ -25,8 +25,13 @@ pub struct Demo {
 /// Starts the server, or says why it cannot.
 pub async fn start() -> Result<Demo, String> {
     let path = std::env::temp_dir().join(format!("client-example-{}.db", uuid::Uuid::new_v4()));
-    let config = Config::from_vars(vec![("JWT_SECRET".to_owned(), DEV_JWT_SECRET.to_owned())])
-        .map_err(|e| format!("{e:?}"))?;
+    // The demo's organizations are on the Developer tier; reading the audit log is a
+    // Team feature, opened to every tier here as an operator would with the variable.
+    let config = Config::from_vars(vec![
+        ("JWT_SECRET".to_owned(), DEV_JWT_SECRET.to_owned()),
+        ("FEATURES_FOR_ALL_TIERS".to_owned(), "audit_log".to_owned()),
+    ])
+    .map_err(|e| format!("{e:?}"))?;
     let store = Store::connect(&format!("sqlite://{}", path.display()))
         .await
         .map_err(|e| e.to_string())?;

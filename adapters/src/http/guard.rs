@@ -222,6 +222,8 @@ pub(crate) struct Guard {
     /// `METHOD /path`: what an `authz.denied` event names.
     pub(crate) action: std::sync::Arc<str>,
     pub(crate) changes_state: bool,
+    /// The feature of the account the route needs (super-admins are never gated).
+    pub(crate) feature: Option<entitlements::Feature>,
 }
 
 /// The layer: admits the request or answers the refusal in the error envelope.
@@ -290,6 +292,9 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
                             }
                         })?;
                 }
+            }
+            if let (Some(feature), false) = (guard.feature, granted.super_admin) {
+                crate::services::entitlement::require_feature(state, &granted.org, feature).await?;
             }
             // The organization's own requests count; a super-admin's do not (they
             // are not its usage, and must reach an organization that has none left).

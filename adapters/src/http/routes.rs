@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use axum::handler::Handler;
 use axum::middleware;
 use axum::routing::{self, MethodRouter};
+use entitlements::Feature;
 use serde_json::{json, Map, Value};
 use tenancy::Access::{Member, OwnManagedOrSuperAdmin, Permission as Needs};
 use tenancy::Permission::*;
@@ -41,6 +42,8 @@ pub struct Route {
     body_media: &'static str,
     /// A body limit of its own, above the server's.
     body_limit: Option<usize>,
+    /// The feature of the account's tier (or bundles) the route needs.
+    pub(crate) feature: Option<entitlements::Feature>,
     handler: MethodRouter<AppState>,
 }
 
@@ -68,6 +71,7 @@ macro_rules! verb {
                 media: "application/json",
                 body_media: "application/json",
                 body_limit: None,
+                feature: None,
                 handler: $routing(handler),
             }
         }
@@ -83,6 +87,13 @@ verb!(delete, "DELETE", routing::delete);
 impl Route {
     fn doc(mut self, summary: &'static str) -> Self {
         self.summary = summary;
+        self
+    }
+
+    /// The route needs `feature` in the caller's account (403
+    /// `FEATURE_NOT_AVAILABLE` otherwise), as it needs its permission.
+    fn feature(mut self, feature: entitlements::Feature) -> Self {
+        self.feature = Some(feature);
         self
     }
 
@@ -419,6 +430,7 @@ pub fn routes() -> Vec<Route> {
             .ok(201, envelope(reference("Member"))),
         post("/api/organization/{id}/members/bulk-add", "bulkAddMember", org_path(Needs(MembersManage)), members::bulk_add)
             .doc("Add a user to several teams of the organization")
+            .feature(Feature::BulkOperations)
             .body(body(
                 &[
                     ("userId", text(200)),
@@ -526,6 +538,7 @@ pub fn routes() -> Vec<Route> {
             .ok(201, envelope(reference("AuditEvent"))),
         get("/api/audit", "queryAudit", compliance(AuditRead), audit::query)
             .doc("The organization's audit events (a super-admin may name any `orgId`)")
+            .feature(Feature::AuditLog)
             .query(listing(vec![
                 query("orgId", string()),
                 query("action", string()),
@@ -548,6 +561,7 @@ pub fn routes() -> Vec<Route> {
             counted: true,
         }, audit::checkpoints)
             .doc("The chain's signed checkpoints, newest first, and the latest")
+            .feature(Feature::AuditLog)
             .query(listing(vec![parameter("orgId", "query", true, text(200))]))
             .ok(200, page_with("checkpoints", reference("Checkpoint"), &[("latest", nullable(reference("Checkpoint")))])),
         get("/api/audit/checkpoints/key", "checkpointKey", Access::Public, audit::checkpoint_key)
@@ -1039,6 +1053,7 @@ pub fn routes() -> Vec<Route> {
             .ok(201, envelope(reference("Plugin"))),
         put("/api/plugins/bulk/update", "bulkUpdatePlugins", compliance(PluginsWrite), plugins::bulk_update)
             .doc("Change several plugins, all or nothing; only description, computeType, isDefault, isActive and accessModifier may change (any other field is 400)")
+            .feature(Feature::BulkOperations)
             .body(body(
                 &[(
                     "plugins",
@@ -1115,6 +1130,7 @@ pub(crate) fn router(state: &AppState) -> axum::Router<AppState> {
             access: route.access,
             action: route.action(),
             changes_state: route.method != "GET",
+            feature: route.feature,
         };
         let mut handler = route.handler;
         if let Some(limit) = route.body_limit {
@@ -1166,13 +1182,22 @@ pub fn document() -> Value {
         let mut operation = Map::new();
         operation.insert("operationId".into(), json!(route.operation));
         operation.insert("summary".into(), json!(route.summary));
+        let feature = route.feature.map_or_else(String::new, |f| {
+            format!(
+                " Needs the `{}` feature in the account (its tier, a bundle or a grant; a super-admin and the system organization have every feature), else 403 FEATURE_NOT_AVAILABLE.",
+                f.name()
+            )
+        });
         operation.insert(
             "description".into(),
             json!(format!(
-                "{} Errors answer in the envelope {{success: false, statusCode, code, message, details?}}.",
+                "{}{feature} Errors answer in the envelope {{success: false, statusCode, code, message, details?}}.",
                 route.access.describe()
             )),
         );
+        if let Some(feature) = route.feature {
+            operation.insert("x-feature".into(), json!(feature.name()));
+        }
         operation.insert("security".into(), security);
         operation.insert("parameters".into(), Value::Array(parameters));
         if let Some((body, required)) = &route.body {

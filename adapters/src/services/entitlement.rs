@@ -115,6 +115,27 @@ pub async fn current(state: &AppState, root: &OrgRecord) -> ServiceResult<Curren
     })
 }
 
+/// Whether the account of `org` has `feature` (its tier, bundles, a super-admin's
+/// grants, `FEATURES_FOR_ALL_TIERS`; the system organization has every feature):
+/// read from the stored account at each call, so a downgrade takes it away at once
+/// on every replica.
+pub async fn require_feature(
+    state: &AppState,
+    org: &OrgRecord,
+    feature: Feature,
+) -> ServiceResult<()> {
+    let root = root_of(state, org).await?;
+    let current = current(state, &root).await?;
+    if entitlement(state, &current).features.contains(&feature) {
+        Ok(())
+    } else {
+        Err(ServiceError::FeatureNotAvailable {
+            feature,
+            tier: current.account.tier,
+        })
+    }
+}
+
 /// The effective entitlement: the crate's, then the overrides and granted features
 /// (the system organization keeps no caps whatever is stored).
 pub fn entitlement(state: &AppState, current: &Current) -> Entitlement {

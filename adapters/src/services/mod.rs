@@ -91,6 +91,15 @@ pub enum ServiceError {
         /// The limit, the usage and what was asked.
         refusal: crate::storage::QuotaRefusal,
     },
+    /// The account's tier (with its bundles and grants) does not include a feature
+    /// the operation needs.
+    #[error("the `{}` feature is not in the {} tier (nor in the account's bundles)", .feature.name(), .tier.name())]
+    FeatureNotAvailable {
+        /// The feature.
+        feature: entitlements::Feature,
+        /// The account's tier.
+        tier: entitlements::Tier,
+    },
     /// A bundle change the entitlements crate refused.
     #[error(transparent)]
     Purchase(#[from] entitlements::PurchaseError),

@@ -25,6 +25,7 @@ mod compliance;
 mod config;
 mod conventions;
 mod crash;
+mod features;
 mod hardening;
 mod hostile;
 mod integrity;
@@ -81,6 +82,13 @@ pub fn test_config(extra: &[(&str, &str)]) -> Config {
         // Most tests add members to Developer organizations (one seat in document
         // 2); the billing tests count seats on Pro and Team.
         ("QUOTA_TIER_DEVELOPER_SEATS".to_owned(), "-1".to_owned()),
+        // Most tests read the audit log and run bulk updates on Developer
+        // organizations, as a deployment that keeps its earlier behaviour does; the
+        // feature gates are tested with the variable empty (`features.rs`).
+        (
+            "FEATURES_FOR_ALL_TIERS".to_owned(),
+            "audit_log,bulk_operations".to_owned(),
+        ),
     ];
     vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Config::from_vars(vars).unwrap()

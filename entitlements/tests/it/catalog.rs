@@ -50,6 +50,7 @@ fn tiers_match_document_2() {
                 AuditLog,
                 CustomIntegrations,
                 PrioritySupport,
+                Sso,
             ],
         ),
     ];
@@ -71,9 +72,10 @@ fn tiers_match_document_2() {
         let mut want = features;
         want.sort();
         assert_eq!(got, want, "{tier:?}");
-        assert!(
-            !plan.features.contains(&Sso),
-            "sso comes only from its bundle"
+        assert_eq!(
+            plan.features.contains(&Sso),
+            tier == Tier::Enterprise,
+            "sso: the bundle (Pro, Team) or Enterprise"
         );
     }
 }

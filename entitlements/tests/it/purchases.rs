@@ -64,10 +64,28 @@ fn feature_bundles_union_with_the_tier() {
         [Feature::AuditLog, Feature::Sso]
     );
     assert_eq!(e.idp_configurations, 5);
-    assert_eq!(
-        effective(&Catalog::default(), &Account::on(Tier::Enterprise)).idp_configurations,
-        0
-    );
+    // Enterprise includes SSO and its five configurations; Team has neither.
+    let enterprise = effective(&Catalog::default(), &Account::on(Tier::Enterprise));
+    assert!(enterprise.features.contains(&Feature::Sso));
+    assert_eq!(enterprise.idp_configurations, 5);
+    let team = effective(&Catalog::default(), &Account::on(Tier::Team));
+    assert!(!team.features.contains(&Feature::Sso));
+    assert_eq!(team.idp_configurations, 0);
+}
+
+#[test]
+fn features_for_all_tiers_open_a_feature_to_developer() {
+    let catalog =
+        Catalog::from_overrides([("FEATURES_FOR_ALL_TIERS", "bulk_operations, audit_log")])
+            .unwrap();
+    let e = effective(&catalog, &Account::on(Tier::Developer));
+    assert!(e.features.contains(&Feature::BulkOperations));
+    assert!(e.features.contains(&Feature::AuditLog));
+    assert!(!e.features.contains(&Feature::AiPipelineGeneration));
+    let errors =
+        Catalog::from_overrides([("FEATURES_FOR_ALL_TIERS", "bulk_operations,gold")]).unwrap_err();
+    assert_eq!(errors[0].variable, "FEATURES_FOR_ALL_TIERS");
+    assert!(errors[0].message.contains("gold"));
 }
 
 #[test]

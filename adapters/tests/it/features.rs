@@ -1,0 +1,251 @@
+//! What a tier includes, enforced (document 2's tier table, document 3's bundles):
+//! a route declares the feature it needs; the account's tier, bundles and grants
+//! decide, read at each request, so a downgrade takes it away at once.
+
+use super::billing::{set_tier, team_of};
+use super::plugins::{plugin_zip, upload};
+use super::*;
+
+/// A server whose tiers include only what document 2's table gives them.
+async fn gated(app: &TestApp) -> TestApp {
+    app.beside(&[
+        ("FEATURES_FOR_ALL_TIERS", ""),
+        ("BILLING_BUNDLES_ENABLED", "true"),
+    ])
+    .await
+}
+
+fn refused(status: StatusCode, body: &Value, feature: &str, tier: &str) {
+    assert_eq!(code(status, body), "FEATURE_NOT_AVAILABLE", "{body}");
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        body["details"],
+        json!({"feature": feature, "tier": tier}),
+        "{body}"
+    );
+}
+
+async fn each_gate_follows_the_tier_its_bundles_and_a_downgrade(app: &TestApp) {
+    let gated = gated(app).await;
+    let acme = gated.org("alice", "acme").await;
+    let alice = gated.token("alice", "alice@example.com");
+    let (status, body) = upload(&gated, &alice, &acme, &plugin_zip("lint", "1.0.0"), None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let plugin = body["data"]["id"].as_str().unwrap().to_owned();
+    let deactivate = json!({"plugins": [{"id": plugin, "isActive": false}]});
+    let bulk = || {
+        gated.call(
+            "PUT",
+            "/api/plugins/bulk/update",
+            &alice,
+            Some(&acme),
+            Some(deactivate.clone()),
+        )
+    };
+    let audit = format!("/api/audit?orgId={acme}");
+    let checkpoints = format!("/api/audit/checkpoints?orgId={acme}");
+
+    // Developer: no bulk operations, no audit log; nothing changes.
+    let (status, body) = bulk().await;
+    refused(status, &body, "bulk_operations", "developer");
+    let (_, one) = gated
+        .call(
+            "GET",
+            &format!("/api/plugins/{plugin}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(one["data"]["isActive"], true, "refused, nothing changed");
+    for path in [&audit, &checkpoints] {
+        let (status, body) = gated.call("GET", path, &alice, Some(&acme), None).await;
+        refused(status, &body, "audit_log", "developer");
+    }
+    // A team of the account is judged by the account's tier.
+    let team = team_of(&gated, &alice, &acme, "ops").await;
+    let (status, body) = gated
+        .call(
+            "GET",
+            &format!("/api/audit?orgId={team}"),
+            &alice,
+            Some(&team),
+            None,
+        )
+        .await;
+    refused(status, &body, "audit_log", "developer");
+
+    // Pro: bulk operations; the audit log only with its bundle.
+    set_tier(&gated, &acme, "pro").await;
+    let (status, body) = bulk().await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = gated.call("GET", &audit, &alice, Some(&acme), None).await;
+    refused(status, &body, "audit_log", "pro");
+    let (_, sub) = gated
+        .call(
+            "GET",
+            "/api/subscriptions/current",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    let sub_id = sub["data"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = gated
+        .call(
+            "POST",
+            &format!("/api/subscriptions/{sub_id}/addons"),
+            &alice,
+            Some(&acme),
+            Some(json!({"bundleId": "AUDIT_LOG"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for path in [&audit, &checkpoints] {
+        let (status, body) = gated.call("GET", path, &alice, Some(&acme), None).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+    }
+    let (status, body) = gated
+        .call(
+            "DELETE",
+            &format!("/api/subscriptions/{sub_id}/addons/AUDIT_LOG"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = gated.call("GET", &audit, &alice, Some(&acme), None).await;
+    refused(status, &body, "audit_log", "pro");
+
+    // Team: the audit log without a bundle.
+    set_tier(&gated, &acme, "team").await;
+    let (status, body) = gated.call("GET", &audit, &alice, Some(&acme), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Downgraded: both taken away at once; the data they made stays.
+    set_tier(&gated, &acme, "developer").await;
+    let (status, body) = gated.call("GET", &audit, &alice, Some(&acme), None).await;
+    refused(status, &body, "audit_log", "developer");
+    let (status, body) = bulk().await;
+    refused(status, &body, "bulk_operations", "developer");
+    let (_, one) = gated
+        .call(
+            "GET",
+            &format!("/api/plugins/{plugin}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(
+        one["data"]["isActive"], false,
+        "what the bulk update did stays"
+    );
+
+    // A super-admin is never gated; the chain kept being written and verifies.
+    let root = gated.super_token().await;
+    let (status, body) = gated.call("GET", &audit, &root, Some(&acme), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["pagination"]["total"].as_u64().unwrap() > 0, "{body}");
+    let (status, body) = gated
+        .call(
+            "GET",
+            &format!("/api/audit/verify?orgId={acme}"),
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["ok"], true);
+    gated.stop().await;
+}
+
+async fn the_system_organization_and_the_operator_variable_open_features(app: &TestApp) {
+    let gated = gated(app).await;
+    // A member of the system organization (not a super-admin) has every feature there.
+    let (system, root) = gated.system().await;
+    let (status, body) = gated
+        .call(
+            "POST",
+            &format!("/api/organization/{system}/members"),
+            &root,
+            None,
+            Some(json!({"userId": "sam", "role": "admin"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let sam = gated.token("sam", "sam@example.com");
+    let (status, body) = gated
+        .call(
+            "GET",
+            &format!("/api/audit?orgId={system}"),
+            &sam,
+            Some(&system),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    gated.stop().await;
+
+    // FEATURES_FOR_ALL_TIERS opens a feature to every tier; an unknown name stops the
+    // start with the variable named.
+    let open = app.beside(&[("FEATURES_FOR_ALL_TIERS", "audit_log")]).await;
+    let acme = open.org("alice", "acme").await;
+    let alice = open.token("alice", "alice@example.com");
+    let (status, body) = open
+        .call(
+            "GET",
+            &format!("/api/audit?orgId={acme}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    open.stop().await;
+    let errors = adapters::config::Config::from_vars(vec![
+        ("JWT_SECRET".to_owned(), SECRET.to_owned()),
+        (
+            "FEATURES_FOR_ALL_TIERS".to_owned(),
+            "audit_log,gold".to_owned(),
+        ),
+    ])
+    .unwrap_err();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.variable == "FEATURES_FOR_ALL_TIERS"),
+        "{errors:?}"
+    );
+}
+
+/// Each gated operation says so in `/openapi.json`.
+async fn the_openapi_document_lists_each_operations_feature(app: &TestApp) {
+    let (status, doc) = app
+        .send(Request::get("/openapi.json").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    for (path, method, feature) in [
+        ("/api/plugins/bulk/update", "put", "bulk_operations"),
+        (
+            "/api/organization/{id}/members/bulk-add",
+            "post",
+            "bulk_operations",
+        ),
+        ("/api/audit", "get", "audit_log"),
+        ("/api/audit/checkpoints", "get", "audit_log"),
+    ] {
+        assert_eq!(doc["paths"][path][method]["x-feature"], feature, "{path}");
+    }
+    // The compliance service's own bulk routes (document 1) are every tier's.
+    assert!(doc["paths"]["/api/compliance/subscriptions/bulk"]["post"]["x-feature"].is_null());
+    assert!(doc["paths"]["/api/audit/verify"]["get"]["x-feature"].is_null());
+}
+
+on_both_backends!(
+    each_gate_follows_the_tier_its_bundles_and_a_downgrade,
+    the_system_organization_and_the_operator_variable_open_features,
+    the_openapi_document_lists_each_operations_feature,
+);
