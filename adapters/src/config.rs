@@ -158,6 +158,10 @@ pub struct Config {
     pub compliance: ComplianceSettings,
     /// `AUDIT_RETENTION_DAYS` (90).
     pub audit_retention_days: u32,
+    /// `ORG_RESTORE_DAYS` (30): how long a deleted organization can be restored;
+    /// after it, the retention worker purges its data (its audit chain stays, for
+    /// `AUDIT_RETENTION_DAYS`).
+    pub org_restore_days: u32,
     /// Signed checkpoints; `None` when `AUDIT_CHECKPOINT_KEY` is unset (they are off).
     pub checkpoints: Option<CheckpointSettings>,
     /// Tiers and bundles after `QUOTA_TIER_*`, `BILLING_PLAN_*`, `BILLING_BUNDLE*`.
@@ -473,6 +477,10 @@ impl Config {
             .positive("AUDIT_RETENTION_DAYS", 90)
             .try_into()
             .unwrap_or(u32::MAX);
+        let org_restore_days = r
+            .positive("ORG_RESTORE_DAYS", 30)
+            .try_into()
+            .unwrap_or(u32::MAX);
         let checkpoints = match r.raw("AUDIT_CHECKPOINT_KEY").filter(|v| !v.is_empty()) {
             None => {
                 warnings.push(
@@ -683,6 +691,7 @@ impl Config {
             http,
             compliance,
             audit_retention_days,
+            org_restore_days,
             checkpoints,
             catalog,
             billing,

@@ -221,6 +221,7 @@ impl From<crate::services::ServiceError> for ApiError {
             E::NotFound(what) => ApiError::not_found(what),
             E::Conflict(why) => ApiError::conflict(why),
             E::Forbidden(why) => ApiError::forbidden(why),
+            E::Gone(why) => ApiError::new(StatusCode::GONE, "GONE", why),
             error @ E::FeatureNotAvailable { feature, tier } => ApiError::new(
                 StatusCode::FORBIDDEN,
                 "FEATURE_NOT_AVAILABLE",

@@ -562,12 +562,12 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         let (store, holder) = (store.clone(), holder.clone());
         let retention_days = config.audit_retention_days;
         let check_retention_days = config.compliance.audit_retention_days;
+        let restore_days = config.org_restore_days;
         workers.spawn("retention", move |shutdown| {
             retention::prune_daily(
                 store,
                 holder,
-                retention_days,
-                check_retention_days,
+                (retention_days, check_retention_days, restore_days),
                 shutdown,
             )
         });

@@ -1,6 +1,6 @@
 //! `/organization`: organizations and teams, tier, export, ownership transfer.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::Utc;
@@ -159,13 +159,21 @@ pub(crate) async fn update(
 pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
-    granted: Granted,
+    Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    organizations::delete(&state, &caller, &granted.org, Utc::now()).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"id": granted.org.id, "deleted": true}),
-    ))
+    organizations::delete(&state, &caller, &id, Utc::now()).await?;
+    Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
+}
+
+/// `POST /organization/:id/restore` (super-admin, step-up): a soft-deleted
+/// organization back, within `ORG_RESTORE_DAYS`.
+pub(crate) async fn restore(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let org = organizations::restore(&state, &caller, &id, Utc::now()).await?;
+    Ok(ok(StatusCode::OK, org))
 }
 
 /// `PATCH /organization/:id/tier` (super-admin, step-up).

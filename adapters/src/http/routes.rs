@@ -385,9 +385,12 @@ pub fn routes() -> Vec<Route> {
                 &[],
             ))
             .ok(200, envelope(reference("Organization"))),
-        delete("/api/organization/{id}", "deleteOrganization", org_path(tenancy::Access::SuperAdmin).stepped_up(), organizations::delete)
-            .doc("Delete an organization")
+        delete("/api/organization/{id}", "deleteOrganization", Access::SuperAdmin { step_up: true }, organizations::delete)
+            .doc("Soft-delete an organization and its teams (audit org.soft_delete, in its chain and the system organization's): its members can no longer act in it, it leaves every listing, its running scans end and its schedules stop, a team's usage leaves its root's pool; its data is kept for ORG_RESTORE_DAYS (30), then purged but for its audit chain. Deleted already: 409")
             .ok(200, done("id", "deleted")),
+        post("/api/organization/{id}/restore", "restoreOrganization", Access::SuperAdmin { step_up: true }, organizations::restore)
+            .doc("Restore a soft-deleted organization and the teams deleted with it, exactly as they were (audit org.restore): within ORG_RESTORE_DAYS of the delete, else 410 GONE; not deleted, restored meanwhile, a team whose root is deleted, or a name another organization took meanwhile: 409")
+            .ok(200, envelope(reference("Organization"))),
         patch("/api/organization/{id}/tier", "changeTier", org_path(tenancy::Access::SuperAdmin).stepped_up(), organizations::change_tier)
             .doc("Change an organization's tier")
             .body(body(&[("tier", tier())], &["tier"]))
@@ -1284,7 +1287,9 @@ mod tests {
             (
                 "DELETE",
                 "/api/organization/{id}",
-                org(Column::SuperAdmin, true),
+                // A super-admin with step-up; the organization is looked up by
+                // the service, deleted ones included (a second delete is 409).
+                Access::SuperAdmin { step_up: true },
             ),
             (
                 "PATCH",

@@ -55,6 +55,9 @@ pub enum ServiceError {
     /// The request contradicts what is stored (a name taken, a state moved on).
     #[error("{0}")]
     Conflict(String),
+    /// What was asked for existed, and is gone for good (410).
+    #[error("{0}")]
+    Gone(String),
     /// The caller may not do this here (beyond the permission the gate checked).
     #[error("{0}")]
     Forbidden(&'static str),

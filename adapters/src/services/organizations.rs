@@ -14,6 +14,7 @@ use super::{ServiceError, ServiceResult};
 use crate::http::state::{event, event_on, AppState, Caller};
 use crate::storage::{
     InvitationRecord, MemberRecord, MyOrganization, NewOrganization, OrgRecord, RoleRecord, Store,
+    StoreError, SAME_NAME,
 };
 
 /// A new organization as the request names it (checked text).
@@ -137,9 +138,16 @@ pub async fn update(
 pub async fn delete(
     state: &AppState,
     caller: &Caller,
-    org: &OrgRecord,
+    id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
+    let Some(org) = state.store.organization(id).await? else {
+        return Err(match state.store.deleted_organization(id).await? {
+            Some(_) => ServiceError::Conflict("the organization is already deleted".to_owned()),
+            None => ServiceError::NotFound("organization"),
+        });
+    };
+    let org = &org;
     if org.is_system {
         return Err(ServiceError::Conflict(
             "the system organization cannot be deleted".to_owned(),
@@ -147,13 +155,7 @@ pub async fn delete(
     }
     let store = &state.store;
     let (teams, _) = store.teams(&org.id, u32::MAX, 0, true).await?;
-    let audit = [event_on(
-        caller,
-        "admin.org.delete",
-        (&org.id, Some(&org.id)),
-        ("organization", &org.id),
-        json!({}),
-    )];
+    let audit = lifecycle_events(state, caller, "org.soft_delete", org, json!({})).await?;
     store.delete_organization(&org.id, now, &audit).await?;
     // Cached rule sets carry the organization: a deleted one must not validate on.
     let mut gone: Vec<String> = teams.into_iter().map(|t| t.id).collect();
@@ -165,6 +167,97 @@ pub async fn delete(
     )
     .await;
     Ok(())
+}
+
+/// The audit events of a delete or restore: one in the organization's chain, one in
+/// the system organization's.
+async fn lifecycle_events(
+    state: &AppState,
+    caller: &Caller,
+    action: &str,
+    org: &OrgRecord,
+    details: serde_json::Value,
+) -> ServiceResult<Vec<audit_chain::AuditEvent>> {
+    let mut events = vec![event_on(
+        caller,
+        action,
+        (&org.id, Some(&org.id)),
+        ("organization", &org.id),
+        details.clone(),
+    )];
+    if let Some(system) = state.store.system_organization().await? {
+        events.push(event_on(
+            caller,
+            action,
+            (&system.id, None),
+            ("organization", &org.id),
+            details,
+        ));
+    }
+    Ok(events)
+}
+
+/// Restores a soft-deleted organization (and the teams deleted with it) to exactly
+/// the state it left, within `ORG_RESTORE_DAYS` of its delete (410 after, when its
+/// data is purged or about to be). A team whose root is deleted cannot come back
+/// alone (409); a name another organization took meanwhile is 409 naming it.
+pub async fn restore(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<OrgRecord> {
+    let store = &state.store;
+    let Some(deleted) = store.deleted_organization(id).await? else {
+        if store.organization(id).await?.is_some() {
+            return Err(ServiceError::Conflict(
+                "the organization is not deleted".to_owned(),
+            ));
+        }
+        // Purged: its audit chain remembers it.
+        if !store.chain_batch(id, 0, 1).await?.is_empty() {
+            return Err(ServiceError::Gone(format!(
+                "the organization was purged after ORG_RESTORE_DAYS ({} days)",
+                state.config.org_restore_days
+            )));
+        }
+        return Err(ServiceError::NotFound("deleted organization"));
+    };
+    let window = chrono::Duration::days(i64::from(state.config.org_restore_days));
+    if now - deleted.deleted_at > window {
+        return Err(ServiceError::Gone(format!(
+            "the organization was deleted more than {} days ago (ORG_RESTORE_DAYS); its data is purged",
+            state.config.org_restore_days
+        )));
+    }
+    if let Some(root) = &deleted.org.parent_org_id {
+        if store.organization(root).await?.is_none() {
+            return Err(ServiceError::Conflict(
+                "the team's root organization is deleted: restore the root".to_owned(),
+            ));
+        }
+    }
+    let audit = lifecycle_events(
+        state,
+        caller,
+        "org.restore",
+        &deleted.org,
+        json!({"deletedAt": deleted.deleted_at}),
+    )
+    .await?;
+    match store.restore_organization(&deleted, &audit).await {
+        Err(StoreError::Conflict(why)) if why == SAME_NAME => {
+            return Err(ServiceError::Conflict(format!(
+                "another organization took the name `{}` meanwhile: rename it first",
+                deleted.org.name
+            )))
+        }
+        other => other?,
+    }
+    store
+        .organization(id)
+        .await?
+        .ok_or(ServiceError::NotFound("organization"))
 }
 
 /// Moves an account root (and its teams) to another tier, deriving its limits

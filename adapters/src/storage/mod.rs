@@ -12,6 +12,7 @@ mod builds;
 mod checkpoints;
 mod decode;
 mod governance;
+mod lifecycle;
 mod notifications;
 mod orgs;
 mod outbox;
@@ -41,6 +42,7 @@ pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
 pub use governance::{
     CheckRecord, ExemptionRecord, NewExemption, NotificationPreference, PolicyRecord,
 };
+pub use lifecycle::DeletedOrg;
 pub use notifications::{
     Attempt, ClaimedDelivery, DigestMaker, HeldItem, HeldWindow, LogEntry, MessageRecord,
     NewNotification,
@@ -81,11 +83,14 @@ pub enum StoreError {
     Other(String),
 }
 
+/// The conflict a uniqueness rule answers.
+pub const SAME_NAME: &str = "a record with the same name already exists";
+
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
         match &error {
             sqlx::Error::Database(db) if db.is_unique_violation() => {
-                StoreError::Conflict("a record with the same name already exists".to_owned())
+                StoreError::Conflict(SAME_NAME.to_owned())
             }
             // The server went away under the connection: a restart (57P01..57P03), a
             // connection failure (class 08), or no slot for a new one (53300).

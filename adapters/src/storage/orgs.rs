@@ -232,27 +232,6 @@ impl Store {
         Ok(())
     }
 
-    /// Soft-deletes an organization and its teams.
-    pub async fn delete_organization(
-        &self,
-        id: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE organizations SET deleted_at = $2 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at IS NULL",
-        ))
-        .bind(id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        found(done.rows_affected(), "organization")?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
     /// Makes `to` the Owner with the Admin Role (`grant`), giving up the Role its
     /// old membership implied (`revoke`); the previous Owner stays an Admin member
     /// with the Admin Role. One transaction.

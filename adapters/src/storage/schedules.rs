@@ -202,7 +202,9 @@ impl Store {
     ) -> StoreResult<Vec<ScheduleRecord>> {
         let rows = sqlx::query(&self.sql(
             "SELECT * FROM scan_schedules WHERE is_active = 1 AND next_run_at IS NOT NULL \
-             AND next_run_at <= $1 ORDER BY next_run_at, id LIMIT $2",
+             AND next_run_at <= $1 \
+             AND org_id NOT IN (SELECT id FROM organizations WHERE deleted_at IS NOT NULL) \
+             ORDER BY next_run_at, id LIMIT $2",
         ))
         .bind(stamp(now))
         .bind(i64::from(limit))

@@ -1,7 +1,8 @@
 //! Retention: audit rows older than `AUDIT_RETENTION_DAYS` are pruned daily, as a
-//! prefix of each chain (verification tolerates that), and the check log, ended scans
-//! and the notification history older than `COMPLIANCE_AUDIT_RETENTION_DAYS`, by the
-//! replica that holds the `retention` lease.
+//! prefix of each chain (verification tolerates that), the check log, ended scans
+//! and the notification history older than `COMPLIANCE_AUDIT_RETENTION_DAYS`, and
+//! the data of organizations deleted more than `ORG_RESTORE_DAYS` ago (their audit
+//! chains stay), by the replica that holds the `retention` lease.
 
 use std::time::Duration;
 
@@ -17,8 +18,7 @@ use crate::storage::Store;
 pub async fn prune_daily(
     store: Store,
     holder: String,
-    retention_days: u32,
-    check_retention_days: u32,
+    (retention_days, check_retention_days, restore_days): (u32, u32, u32),
     mut shutdown: Shutdown,
 ) {
     let mut every = tokio::time::interval(Duration::from_secs(24 * 3600));
@@ -55,6 +55,11 @@ pub async fn prune_daily(
             Ok(rows) => tracing::info!(rows, %cutoff, "pruned scans and notification history"),
             Err(error) => tracing::warn!(%error, "scan and notification pruning failed"),
         }
+        match purge_deleted(&store, Utc::now(), restore_days).await {
+            Ok(0) => {}
+            Ok(orgs) => tracing::info!(orgs, "purged organizations past their restore window"),
+            Err(error) => tracing::warn!(%error, "purging deleted organizations failed"),
+        }
         let cutoff = Utc::now() - crate::services::quotas::INCREMENT_KEY_RETENTION;
         match store.prune_increment_keys(cutoff).await {
             Ok(0) => {}
@@ -62,4 +67,16 @@ pub async fn prune_daily(
             Err(error) => tracing::warn!(%error, "increment key pruning failed"),
         }
     }
+}
+
+/// Purges the organizations deleted more than `restore_days` before `now` (their
+/// data, not their audit chains); how many.
+pub async fn purge_deleted(
+    store: &Store,
+    now: chrono::DateTime<Utc>,
+    restore_days: u32,
+) -> Result<u64, crate::storage::StoreError> {
+    store
+        .purge_deleted_organizations(now - chrono::Duration::days(i64::from(restore_days)))
+        .await
 }

@@ -145,6 +145,7 @@ async fn each_gate_follows_the_tier_its_bundles_and_a_downgrade(app: &TestApp) {
 
     // A super-admin is never gated; the chain kept being written and verifies.
     let root = gated.super_token().await;
+    gated.relay().await;
     let (status, body) = gated.call("GET", &audit, &root, Some(&acme), None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body["pagination"]["total"].as_u64().unwrap() > 0, "{body}");

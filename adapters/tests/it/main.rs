@@ -29,6 +29,7 @@ mod features;
 mod hardening;
 mod hostile;
 mod integrity;
+mod lifecycle;
 mod notifications;
 mod organizations;
 mod permissions;

@@ -1,0 +1,217 @@
+//! An organization's life after delete: soft delete (with its teams), restore to
+//! exactly the state it left, and the purge of what is past the restore window. The
+//! audit chain is never purged here (its own retention prunes it).
+
+use audit_chain::AuditEvent;
+use chrono::{DateTime, Utc};
+use sqlx::AnyConnection;
+
+use super::decode::Decoder;
+use super::orgs::{org_from_row, ORG_COLUMNS};
+use super::{stamp, OrgRecord, Store, StoreError, StoreResult};
+
+/// A soft-deleted organization, and when it was deleted.
+#[derive(Debug, Clone)]
+pub struct DeletedOrg {
+    /// The organization as it was.
+    pub org: OrgRecord,
+    /// When it was deleted (its teams deleted with it carry the same instant).
+    pub deleted_at: DateTime<Utc>,
+}
+
+/// The tables that hold an organization's data, children before parents; the
+/// audit chain's tables are not among them.
+const ORG_TABLES: [&str; 30] = [
+    "role_members",
+    "memberships",
+    "roles",
+    "invitations",
+    "subscriptions",
+    "policies",
+    "exemptions",
+    "compliance_checks",
+    "notification_preferences",
+    "entity_snapshots",
+    "denial_folds",
+    "pipeline_registry",
+    "pipelines",
+    "quota_usage",
+    "reevaluation_queue",
+    "plugin_builds",
+    "plugins",
+    "scan_results",
+    "scans",
+    "scan_schedules",
+    "deliveries",
+    "notification_log",
+    "notifications",
+    "digests",
+    "messages",
+    "quota_overrides",
+    "quota_increments",
+    "billing_subscriptions",
+    "rules",
+    "organizations",
+];
+
+impl Store {
+    /// Soft-deletes an organization and its teams (one instant for all), in one
+    /// transaction: a team's usage leaves its root's pool, running scans end
+    /// (`cancelled`), and `audit` is written. Already deleted (a race lost): 409.
+    pub async fn delete_organization(
+        &self,
+        id: &str,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql(
+            "UPDATE organizations SET deleted_at = $2 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at IS NULL",
+        ))
+        .bind(id)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict(
+                "the organization is already deleted".to_owned(),
+            ));
+        }
+        self.move_team_usage(&mut tx, id, "-").await?;
+        sqlx::query(&self.sql(
+            "UPDATE scans SET status = 'cancelled', error = 'the organization was deleted', \
+             ended_at = $2, updated_at = $2, holder = NULL, lease_until = NULL \
+             WHERE status = 'running' AND org_id IN (SELECT id FROM organizations WHERE id = $1 OR parent_org_id = $1)",
+        ))
+        .bind(id)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A soft-deleted organization (not yet purged).
+    pub async fn deleted_organization(&self, id: &str) -> StoreResult<Option<DeletedOrg>> {
+        let row = sqlx::query(&self.sql(&format!(
+            "SELECT {ORG_COLUMNS}, deleted_at FROM organizations WHERE id = $1 AND deleted_at IS NOT NULL"
+        )))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref()
+            .map(|row| {
+                Ok(DeletedOrg {
+                    org: org_from_row(row)?,
+                    deleted_at: Decoder::new(row, "organizations", &["id"]).stamp("deleted_at")?,
+                })
+            })
+            .transpose()
+    }
+
+    /// Restores an organization and the teams deleted with it (the same instant), as
+    /// they were (nothing else of their rows changes), in one transaction: a team's
+    /// usage comes back to its root's pool, and `audit` is written. Restored
+    /// meanwhile (a race lost): 409; a name another organization took meanwhile: the
+    /// uniqueness conflict.
+    pub async fn restore_organization(
+        &self,
+        deleted: &DeletedOrg,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let id = deleted.org.id.as_str();
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql(
+            "UPDATE organizations SET deleted_at = NULL \
+             WHERE (id = $1 OR parent_org_id = $1) AND deleted_at = $2",
+        ))
+        .bind(id)
+        .bind(stamp(deleted.deleted_at))
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict(
+                "the organization is not deleted any more".to_owned(),
+            ));
+        }
+        self.move_team_usage(&mut tx, id, "+").await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Takes a team's usage out of its root's pool (`-`) or puts it back (`+`), for
+    /// the period each pool row counts; nothing for a root.
+    async fn move_team_usage(
+        &self,
+        conn: &mut AnyConnection,
+        team_id: &str,
+        sign: &str,
+    ) -> StoreResult<()> {
+        sqlx::query(&self.sql(&format!(
+            "UPDATE quota_pool SET used = used {sign} COALESCE((SELECT u.used FROM quota_usage u \
+               WHERE u.org_id = $1 AND u.dimension = quota_pool.dimension \
+                 AND COALESCE(u.period_start, '') = COALESCE(quota_pool.period_start, '')), 0) \
+             WHERE root_id = (SELECT parent_org_id FROM organizations WHERE id = $1)"
+        )))
+        .bind(team_id)
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Purges every organization deleted before `cutoff` (a root's teams with it):
+    /// all its data but its audit chain, one organization per transaction. Returns
+    /// how many organizations were purged.
+    pub async fn purge_deleted_organizations(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
+        let rows = sqlx::query(&self.sql(
+            "SELECT id FROM organizations WHERE deleted_at IS NOT NULL AND deleted_at < $1 \
+             ORDER BY parent_org_id IS NULL, id",
+        ))
+        .bind(stamp(cutoff))
+        .fetch_all(self.pool())
+        .await?;
+        let mut purged = 0;
+        for row in &rows {
+            let id: String = Decoder::new(row, "organizations", &["id"]).get("id")?;
+            let mut tx = self.pool().begin().await?;
+            sqlx::query(&self.sql(
+                "DELETE FROM rule_versions WHERE rule_id IN (SELECT id FROM rules WHERE org_id = $1)",
+            ))
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(&self.sql(
+                "DELETE FROM plugin_archives WHERE plugin_id IN (SELECT id FROM plugins WHERE org_id = $1)",
+            ))
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(&self.sql(
+                "DELETE FROM billing_addons WHERE subscription_id IN (SELECT id FROM billing_subscriptions WHERE org_id = $1)",
+            ))
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(&self.sql("DELETE FROM quota_pool WHERE root_id = $1"))
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
+            for table in ORG_TABLES {
+                let column = if table == "organizations" {
+                    "id"
+                } else {
+                    "org_id"
+                };
+                sqlx::query(&self.sql(&format!("DELETE FROM {table} WHERE {column} = $1")))
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            purged += 1;
+        }
+        Ok(purged)
+    }
+}

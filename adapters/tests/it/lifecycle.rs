@@ -1,0 +1,374 @@
+//! An organization's life after delete: soft delete (its teams with it), everything
+//! refused while deleted, restore to exactly the state it left, the restore window,
+//! the purge after it (the clock passed in), the audit chain kept and verifiable.
+
+use super::billing::team_of;
+use super::*;
+
+fn pipeline(name: &str) -> Value {
+    json!({"project": "web", "organization": "acme", "pipelineName": name,
+           "accessModifier": "private", "props": {}})
+}
+
+/// What an organization holds, as its owner and a super-admin read it.
+async fn snapshot(app: &TestApp, owner: &str, root: &str, org: &str) -> Value {
+    let mut seen = serde_json::Map::new();
+    for (name, path, token, header) in [
+        (
+            "members",
+            format!("/api/organization/{org}/members"),
+            root,
+            None,
+        ),
+        (
+            "roles",
+            format!("/api/organization/{org}/roles"),
+            root,
+            None,
+        ),
+        (
+            "teams",
+            format!("/api/organization/{org}/teams"),
+            root,
+            None,
+        ),
+        (
+            "rules",
+            "/api/compliance/rules".to_owned(),
+            owner,
+            Some(org),
+        ),
+        ("pipelines", "/api/pipelines".to_owned(), owner, Some(org)),
+        (
+            "schedules",
+            "/api/compliance/scan-schedules".to_owned(),
+            owner,
+            Some(org),
+        ),
+    ] {
+        let (status, body) = app.call("GET", &path, token, header, None).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {body}");
+        seen.insert(name.to_owned(), body);
+    }
+    let (_, quotas) = app.call("GET", "/api/quotas", owner, Some(org), None).await;
+    for dimension in ["pipelines", "plugins"] {
+        seen.insert(
+            format!("quota-{dimension}"),
+            quotas["data"]["quotas"][dimension].clone(),
+        );
+    }
+    Value::Object(seen)
+}
+
+async fn used_pipelines(app: &TestApp, owner: &str, org: &str) -> u64 {
+    let (_, quotas) = app.call("GET", "/api/quotas", owner, Some(org), None).await;
+    quotas["data"]["quotas"]["pipelines"]["used"]
+        .as_u64()
+        .unwrap()
+}
+
+async fn delete_refuses_everything_and_restore_brings_it_all_back(app: &TestApp) {
+    let root = app.super_token().await;
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let bob = app.token("bob", "bob@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/members"),
+            &alice,
+            None,
+            Some(json!({"userId": "bob", "role": "member"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/roles"),
+            &alice,
+            None,
+            Some(json!({"name": "Readers", "permissions": ["reports:read"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.rule(
+        &alice,
+        &acme,
+        json!({"name": "Private only", "target": "pipeline", "severity": "warning",
+               "field": "accessModifier", "operator": "eq", "value": "private"}),
+    )
+    .await;
+    let team = team_of(app, &alice, &acme, "ops").await;
+    for (org, name) in [(&acme, "web"), (&team, "ops-web")] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/pipelines",
+                &alice,
+                Some(org),
+                Some(pipeline(name)),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scan-schedules",
+            &alice,
+            Some(&acme),
+            Some(json!({"target": "pipeline", "cronExpression": "0 3 * * *"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(used_pipelines(app, &alice, &acme).await, 2, "root and team");
+    // bob has been seen (his e-mail is recorded once his token is).
+    let (status, _) = app
+        .call("GET", "/api/pipelines", &bob, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // A team alone: its usage leaves the root's pool, and comes back with it.
+    let stepped = |path: String, method: &'static str| {
+        let root = root.clone();
+        async move {
+            app.stepped(method, &path, &root, Some(app.step_up("root", 5)), None)
+                .await
+        }
+    };
+    let (status, body) = stepped(format!("/api/organization/{team}"), "DELETE").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(used_pipelines(app, &alice, &acme).await, 1);
+    let (status, body) = stepped(format!("/api/organization/{team}/restore"), "POST").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(used_pipelines(app, &alice, &acme).await, 2);
+
+    let before = snapshot(app, &alice, &root, &acme).await;
+
+    // Delete: without step-up refused; twice at once, one 200 and one 409.
+    let (status, body) = app
+        .stepped(
+            "DELETE",
+            &format!("/api/organization/{acme}"),
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
+    let step = app.step_up("root", 5);
+    let requests = (0..2)
+        .map(|_| {
+            let mut request = TestApp::request_of(
+                "DELETE",
+                &format!("/api/organization/{acme}"),
+                &root,
+                None,
+                None,
+            );
+            request
+                .headers_mut()
+                .insert("x-step-up-token", step.parse().unwrap());
+            request
+        })
+        .collect();
+    let answers = app.concurrently(requests).await;
+    let statuses: Vec<u16> = answers.iter().map(|(s, _)| s.as_u16()).collect();
+    assert!(
+        statuses.contains(&200) && statuses.contains(&409),
+        "{answers:?}"
+    );
+    assert_eq!(
+        app.audited("org.soft_delete").await.len(),
+        2 + 2,
+        "team, then root: each in two chains"
+    );
+
+    // Its members cannot act in it or its team; it leaves every listing; no schedule
+    // of it is due.
+    for (token, org) in [(&alice, &acme), (&bob, &acme), (&alice, &team)] {
+        let (status, body) = app
+            .call("GET", "/api/pipelines", token, Some(org), None)
+            .await;
+        assert!(
+            matches!(status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND),
+            "{status} {body}"
+        );
+    }
+    let (_, mine) = app
+        .call("GET", "/api/me/organizations", &alice, None, None)
+        .await;
+    assert!(!mine.to_string().contains(&acme), "{mine}");
+    let far = Utc::now() + chrono::Duration::days(2);
+    assert!(app
+        .store
+        .due_schedules(far, 100)
+        .await
+        .unwrap()
+        .iter()
+        .all(|s| s.org_id != acme));
+
+    // Restoring needs step-up; a name taken meanwhile is 409 naming it.
+    let (status, body) = app
+        .stepped(
+            "POST",
+            &format!("/api/organization/{acme}/restore"),
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
+    let taken = app.org("dave", "acme").await;
+    let (status, body) = stepped(format!("/api/organization/{acme}/restore"), "POST").await;
+    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("`acme`"),
+        "{body}"
+    );
+    let (status, body) = stepped(format!("/api/organization/{taken}"), "DELETE").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Twice at once: one restores, the other is 409.
+    let step = app.step_up("root", 5);
+    let requests = (0..2)
+        .map(|_| {
+            let mut request = TestApp::request_of(
+                "POST",
+                &format!("/api/organization/{acme}/restore"),
+                &root,
+                None,
+                None,
+            );
+            request
+                .headers_mut()
+                .insert("x-step-up-token", step.parse().unwrap());
+            request
+        })
+        .collect();
+    let answers = app.concurrently(requests).await;
+    let statuses: Vec<u16> = answers.iter().map(|(s, _)| s.as_u16()).collect();
+    assert!(
+        statuses.contains(&200) && statuses.contains(&409),
+        "{answers:?}"
+    );
+    let restored = answers.iter().find(|(s, _)| *s == StatusCode::OK).unwrap();
+    assert_eq!(restored.1["data"]["id"], acme.as_str());
+    assert_eq!(app.audited("org.restore").await.len(), 2 + 2);
+
+    // Everything is back, exactly: members, Roles, rules, inventory, schedules, quotas.
+    assert_eq!(snapshot(app, &alice, &root, &acme).await, before);
+    let (status, _) = app
+        .call("GET", "/api/pipelines", &bob, Some(&team), None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "bob was never in the team");
+    let (status, _) = app
+        .call("GET", "/api/pipelines", &alice, Some(&team), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "the team came back with its root");
+    // A team cannot come back without its root.
+    let (status, _) = stepped(format!("/api/organization/{acme}"), "DELETE").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = stepped(format!("/api/organization/{team}/restore"), "POST").await;
+    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+}
+
+async fn past_the_window_it_is_gone_and_its_chain_stays(app: &TestApp) {
+    let root = app.super_token().await;
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            &alice,
+            Some(&acme),
+            Some(pipeline("web")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let step = || Some(app.step_up("root", 5));
+    let (status, _) = app
+        .stepped(
+            "DELETE",
+            &format!("/api/organization/{acme}"),
+            &root,
+            step(),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // Within the window nothing is purged.
+    let purged = adapters::workers::retention::purge_deleted(
+        &app.store,
+        Utc::now() + chrono::Duration::days(29),
+        30,
+    )
+    .await
+    .unwrap();
+    assert_eq!(purged, 0);
+    // Past ORG_RESTORE_DAYS a restore is 410, before the purge and after it.
+    app.sql(&format!(
+        "UPDATE organizations SET deleted_at = '2000-01-01T00:00:00.000000Z' WHERE id = '{acme}'"
+    ))
+    .await;
+    let restore = format!("/api/organization/{acme}/restore");
+    let (status, body) = app.stepped("POST", &restore, &root, step(), None).await;
+    assert_eq!(code(status, &body), "GONE", "{body}");
+    assert_eq!(status, StatusCode::GONE);
+    app.relay().await;
+    let purged = adapters::workers::retention::purge_deleted(&app.store, Utc::now(), 30)
+        .await
+        .unwrap();
+    assert_eq!(purged, 1);
+    let (status, body) = app.stepped("POST", &restore, &root, step(), None).await;
+    assert_eq!(code(status, &body), "GONE", "{body}");
+    // Its data is gone, its chain is not, and it verifies.
+    for (table, column) in [
+        ("organizations", "id"),
+        ("pipelines", "org_id"),
+        ("memberships", "org_id"),
+        ("roles", "org_id"),
+        ("quota_usage", "org_id"),
+        ("quota_pool", "root_id"),
+        ("billing_subscriptions", "org_id"),
+    ] {
+        let row = sqlx::query(&format!(
+            "SELECT COUNT(*) AS n FROM {table} WHERE {column} = '{acme}'"
+        ))
+        .fetch_one(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .unwrap();
+        let n: i64 = sqlx::Row::try_get(&row, "n").unwrap();
+        assert_eq!(n, 0, "{table} still holds the organization's rows");
+    }
+    assert!(app.store.chain_batch(&acme, 0, 10).await.unwrap().len() >= 2);
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/audit/verify?orgId={acme}"),
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["ok"], true, "{body}");
+    // An id that never existed is 404.
+    let (status, body) = app
+        .stepped(
+            "POST",
+            "/api/organization/never/restore",
+            &root,
+            step(),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND", "{body}");
+}
+
+on_both_backends!(
+    delete_refuses_everything_and_restore_brings_it_all_back,
+    past_the_window_it_is_gone_and_its_chain_stays,
+);
