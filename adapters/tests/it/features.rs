@@ -123,10 +123,17 @@ async fn each_gate_follows_the_tier_its_bundles_and_a_downgrade(app: &TestApp) {
     let (status, body) = gated.call("GET", &audit, &alice, Some(&acme), None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
-    // Downgraded: both taken away at once; the data they made stays.
+    // Downgraded: both taken away at once, on every server of the database; the
+    // data they made stays.
+    let other = app.beside(&[("FEATURES_FOR_ALL_TIERS", "")]).await;
+    let (status, body) = other.call("GET", &audit, &alice, Some(&acme), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     set_tier(&gated, &acme, "developer").await;
-    let (status, body) = gated.call("GET", &audit, &alice, Some(&acme), None).await;
-    refused(status, &body, "audit_log", "developer");
+    for server in [&gated, &other] {
+        let (status, body) = server.call("GET", &audit, &alice, Some(&acme), None).await;
+        refused(status, &body, "audit_log", "developer");
+    }
+    other.stop().await;
     let (status, body) = bulk().await;
     refused(status, &body, "bulk_operations", "developer");
     let (_, one) = gated
