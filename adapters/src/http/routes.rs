@@ -1481,4 +1481,23 @@ mod tests {
             ["content"]["application/json"]["schema"]["properties"]["bundleId"]["enum"];
         assert_eq!(addon.as_array().map(Vec::len), Some(8));
     }
+
+    /// A feature is checked where an organization is granted: a route that declares
+    /// one on another kind of access would be open to every tier, so none does.
+    #[test]
+    fn a_route_that_needs_a_feature_names_its_organization() {
+        let gated: Vec<_> = routes()
+            .into_iter()
+            .filter(|r| r.feature.is_some())
+            .collect();
+        assert!(gated.len() >= 4);
+        for route in gated {
+            assert!(
+                matches!(route.access, Access::Org { .. }),
+                "{} {} needs a feature but names no organization",
+                route.method,
+                route.path
+            );
+        }
+    }
 }
