@@ -60,6 +60,27 @@ async fn snapshot(app: &TestApp, owner: &str, root: &str, org: &str) -> Value {
     Value::Object(seen)
 }
 
+/// The same step-up request twice at once, by the super-admin: one 200, one 409.
+async fn one_wins(app: &TestApp, method: &str, path: &str, root: &str) -> Vec<(StatusCode, Value)> {
+    let step = app.step_up("root", 5);
+    let requests = (0..2)
+        .map(|_| {
+            let mut request = TestApp::request_of(method, path, root, None, None);
+            request
+                .headers_mut()
+                .insert("x-step-up-token", step.parse().unwrap());
+            request
+        })
+        .collect();
+    let answers = app.concurrently(requests).await;
+    let statuses: Vec<u16> = answers.iter().map(|(s, _)| s.as_u16()).collect();
+    assert!(
+        statuses.contains(&200) && statuses.contains(&409),
+        "{method} {path}: {answers:?}"
+    );
+    answers
+}
+
 async fn used_pipelines(app: &TestApp, owner: &str, org: &str) -> u64 {
     let (_, quotas) = app.call("GET", "/api/quotas", owner, Some(org), None).await;
     quotas["data"]["quotas"]["pipelines"]["used"]
@@ -157,28 +178,7 @@ async fn delete_refuses_everything_and_restore_brings_it_all_back(app: &TestApp)
         )
         .await;
     assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
-    let step = app.step_up("root", 5);
-    let requests = (0..2)
-        .map(|_| {
-            let mut request = TestApp::request_of(
-                "DELETE",
-                &format!("/api/organization/{acme}"),
-                &root,
-                None,
-                None,
-            );
-            request
-                .headers_mut()
-                .insert("x-step-up-token", step.parse().unwrap());
-            request
-        })
-        .collect();
-    let answers = app.concurrently(requests).await;
-    let statuses: Vec<u16> = answers.iter().map(|(s, _)| s.as_u16()).collect();
-    assert!(
-        statuses.contains(&200) && statuses.contains(&409),
-        "{answers:?}"
-    );
+    one_wins(app, "DELETE", &format!("/api/organization/{acme}"), &root).await;
     assert_eq!(
         app.audited("org.soft_delete").await.len(),
         2 + 2,
@@ -231,28 +231,13 @@ async fn delete_refuses_everything_and_restore_brings_it_all_back(app: &TestApp)
     assert_eq!(status, StatusCode::OK, "{body}");
 
     // Twice at once: one restores, the other is 409.
-    let step = app.step_up("root", 5);
-    let requests = (0..2)
-        .map(|_| {
-            let mut request = TestApp::request_of(
-                "POST",
-                &format!("/api/organization/{acme}/restore"),
-                &root,
-                None,
-                None,
-            );
-            request
-                .headers_mut()
-                .insert("x-step-up-token", step.parse().unwrap());
-            request
-        })
-        .collect();
-    let answers = app.concurrently(requests).await;
-    let statuses: Vec<u16> = answers.iter().map(|(s, _)| s.as_u16()).collect();
-    assert!(
-        statuses.contains(&200) && statuses.contains(&409),
-        "{answers:?}"
-    );
+    let answers = one_wins(
+        app,
+        "POST",
+        &format!("/api/organization/{acme}/restore"),
+        &root,
+    )
+    .await;
     let restored = answers.iter().find(|(s, _)| *s == StatusCode::OK).unwrap();
     assert_eq!(restored.1["data"]["id"], acme.as_str());
     assert_eq!(app.audited("org.restore").await.len(), 2 + 2);
