@@ -248,10 +248,7 @@ fn checked(bytes: &[u8]) -> Result<zip::ZipArchive<Cursor<&[u8]>>, ArchiveError>
     if unpacked > MAX_UNPACKED_BYTES {
         return Err(ArchiveError::TooLarge);
     }
-    let ratio = unpacked / packed.max(1);
-    if unpacked > 1024 * 1024 && ratio > MAX_RATIO {
-        return Err(ArchiveError::Bomb(ratio));
-    }
+    within_ratio(unpacked, packed)?;
     Ok(archive)
 }
 
@@ -309,6 +306,13 @@ fn verify_entries(archive: &mut zip::ZipArchive<Cursor<&[u8]>>) -> Result<(), Ar
         budget -= real;
     }
     let unpacked = MAX_UNPACKED_BYTES - budget;
+    within_ratio(unpacked, packed)
+}
+
+/// An archive of more than a mebibyte unpacked whose unpacked-to-packed ratio passes
+/// [`MAX_RATIO`] looks like a bomb (judged on the declared sizes, then on the real
+/// ones).
+fn within_ratio(unpacked: u64, packed: u64) -> Result<(), ArchiveError> {
     let ratio = unpacked / packed.max(1);
     if unpacked > 1024 * 1024 && ratio > MAX_RATIO {
         return Err(ArchiveError::Bomb(ratio));

@@ -12,6 +12,7 @@ mod bootstrap;
 mod endpoints;
 mod error;
 mod gate;
+mod lifecycle;
 mod org;
 mod permission;
 mod role;
@@ -25,6 +26,7 @@ pub use gate::{
     authorize, step_up_status, Decision, NotYourOrganization, OrgAccess, Principal, Reason,
     Requirement, Standing, StepUp, DEFAULT_STEP_UP_WINDOW,
 };
+pub use lifecycle::RestoreWindow;
 pub use org::{
     check_team_parent, is_reserved_name, Membership, MembershipRole, Organization, SYSTEM_ORG_NAME,
 };

@@ -223,8 +223,8 @@ pub async fn restore(
         }
         return Err(ServiceError::NotFound("deleted organization"));
     };
-    let window = chrono::Duration::days(i64::from(state.config.org_restore_days));
-    if now - deleted.deleted_at > window {
+    if !tenancy::RestoreWindow::days(state.config.org_restore_days).is_open(deleted.deleted_at, now)
+    {
         return Err(ServiceError::Gone(format!(
             "the organization was deleted more than {} days ago (ORG_RESTORE_DAYS); its data is purged",
             state.config.org_restore_days

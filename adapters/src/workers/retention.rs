@@ -76,7 +76,6 @@ pub async fn purge_deleted(
     now: chrono::DateTime<Utc>,
     restore_days: u32,
 ) -> Result<u64, crate::storage::StoreError> {
-    store
-        .purge_deleted_organizations(now - chrono::Duration::days(i64::from(restore_days)))
-        .await
+    let cutoff = tenancy::RestoreWindow::days(restore_days).purge_before(now);
+    store.purge_deleted_organizations(cutoff).await
 }

@@ -42,22 +42,20 @@ async fn each_gate_follows_the_tier_its_bundles_and_a_downgrade(app: &TestApp) {
             Some(deactivate.clone()),
         )
     };
+    let plugin_path = format!("/api/plugins/{plugin}");
+    let active = || async {
+        let (_, one) = gated
+            .call("GET", &plugin_path, &alice, Some(&acme), None)
+            .await;
+        one["data"]["isActive"].clone()
+    };
     let audit = format!("/api/audit?orgId={acme}");
     let checkpoints = format!("/api/audit/checkpoints?orgId={acme}");
 
     // Developer: no bulk operations, no audit log; nothing changes.
     let (status, body) = bulk().await;
     refused(status, &body, "bulk_operations", "developer");
-    let (_, one) = gated
-        .call(
-            "GET",
-            &format!("/api/plugins/{plugin}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(one["data"]["isActive"], true, "refused, nothing changed");
+    assert_eq!(active().await, true, "refused, nothing changed");
     for path in [&audit, &checkpoints] {
         let (status, body) = gated.call("GET", path, &alice, Some(&acme), None).await;
         refused(status, &body, "audit_log", "developer");
@@ -136,19 +134,7 @@ async fn each_gate_follows_the_tier_its_bundles_and_a_downgrade(app: &TestApp) {
     other.stop().await;
     let (status, body) = bulk().await;
     refused(status, &body, "bulk_operations", "developer");
-    let (_, one) = gated
-        .call(
-            "GET",
-            &format!("/api/plugins/{plugin}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(
-        one["data"]["isActive"], false,
-        "what the bulk update did stays"
-    );
+    assert_eq!(active().await, false, "what the bulk update did stays");
 
     // A super-admin is never gated; the chain kept being written and verifies.
     let root = gated.super_token().await;
