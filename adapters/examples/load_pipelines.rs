@@ -68,7 +68,7 @@ async fn main() -> Result<(), String> {
             Utc::now(),
             Duration::from_secs(3600),
         ))
-        .map_err(|e| e.message)?;
+        .map_err(|e| e.to_string())?;
     let http = reqwest::Client::new();
     let post = |path: &str, org: Option<&str>, body: Value| {
         let mut request = http

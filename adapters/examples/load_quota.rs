@@ -73,10 +73,10 @@ async fn main() -> Result<(), String> {
             Utc::now(),
             Duration::from_secs(3600),
         ))
-        .map_err(|e| e.message)?;
+        .map_err(|e| e.to_string())?;
     let mut claims = Claims::user("generator", None, Utc::now(), Duration::from_secs(3600));
     claims.service = Some("generator".to_owned());
-    let service = keys.sign(&claims).map_err(|e| e.message)?;
+    let service = keys.sign(&claims).map_err(|e| e.to_string())?;
     let http = reqwest::Client::new();
     let create = |body: Value, org: Option<String>| {
         let mut request = http

@@ -111,7 +111,7 @@ async fn main() -> Result<(), String> {
             Utc::now(),
             Duration::from_secs(7200),
         ))
-        .map_err(|e| e.message)?;
+        .map_err(|e| e.to_string())?;
     let call = |method: reqwest::Method, path: String, org: Option<String>, body: Option<Value>| {
         let mut request = http
             .request(method, format!("{base}{path}"))

@@ -28,7 +28,17 @@ use jsonwebtoken::{
 use serde::{Deserialize, Serialize};
 
 use crate::config::JwtConfig;
-use crate::error::ApiError;
+
+/// Why a token was not accepted, or could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// The token (or its header) is not acceptable: 401 on the wire.
+    #[error("{0}")]
+    Rejected(&'static str),
+    /// A token could not be signed.
+    #[error("the token could not be signed: {0}")]
+    Signing(String),
+}
 
 /// The longest an access token may live.
 pub const MAX_LIFETIME_SECONDS: i64 = 24 * 3600;
@@ -147,25 +157,26 @@ impl TokenKeys {
     }
 
     /// Signs claims with HS256.
-    pub fn sign(&self, claims: &Claims) -> Result<String, ApiError> {
-        encode(&Header::new(Algorithm::HS256), claims, &self.encoding).map_err(ApiError::internal)
+    pub fn sign(&self, claims: &Claims) -> Result<String, AuthError> {
+        encode(&Header::new(Algorithm::HS256), claims, &self.encoding)
+            .map_err(|e| AuthError::Signing(e.to_string()))
     }
 
     /// Verifies a token: key, signature, algorithm, `exp`, `nbf`, `sub`, lifetime,
     /// issuer and audience.
-    pub async fn verify(&self, token: &str) -> Result<Claims, ApiError> {
+    pub async fn verify(&self, token: &str) -> Result<Claims, AuthError> {
         let header =
-            decode_header(token).map_err(|_| ApiError::unauthorized("the token is malformed"))?;
+            decode_header(token).map_err(|_| AuthError::Rejected("the token is malformed"))?;
         let (key, algorithm) = if header.alg == Algorithm::HS256 {
             (self.decoding.clone(), Algorithm::HS256)
         } else {
             let jwks = self
                 .jwks
                 .as_ref()
-                .ok_or_else(|| ApiError::unauthorized("the token's algorithm is not accepted"))?;
+                .ok_or(AuthError::Rejected("the token's algorithm is not accepted"))?;
             let (key, algorithm) = jwks.key(header.kid.as_deref()).await?;
             if header.alg != algorithm {
-                return Err(ApiError::unauthorized(
+                return Err(AuthError::Rejected(
                     "the token's algorithm does not match its key",
                 ));
             }
@@ -196,7 +207,7 @@ impl TokenKeys {
                     ErrorKind::MissingRequiredClaim(_) => "the token lacks a required claim",
                     _ => "the token is malformed",
                 };
-                ApiError::unauthorized(why)
+                AuthError::Rejected(why)
             })?;
         check_claims(&claims, Utc::now().timestamp())?;
         Ok(claims)
@@ -204,15 +215,13 @@ impl TokenKeys {
 }
 
 /// The checks beyond the signature: a subject, and a lifetime of at most 24 hours.
-fn check_claims(claims: &Claims, now: i64) -> Result<(), ApiError> {
+fn check_claims(claims: &Claims, now: i64) -> Result<(), AuthError> {
     if claims.sub.trim().is_empty() {
-        return Err(ApiError::unauthorized("the token's subject is empty"));
+        return Err(AuthError::Rejected("the token's subject is empty"));
     }
     let start = claims.iat.unwrap_or(now);
     if claims.exp.saturating_sub(start) > MAX_LIFETIME_SECONDS + LEEWAY as i64 {
-        return Err(ApiError::unauthorized(
-            "the token lives longer than 24 hours",
-        ));
+        return Err(AuthError::Rejected("the token lives longer than 24 hours"));
     }
     Ok(())
 }
@@ -242,7 +251,7 @@ impl KeySet {
 
     /// The key `kid` names (or the only key, for a token without `kid`); an unknown
     /// one makes the set be fetched again, unless it was fetched too recently.
-    async fn key(&self, kid: Option<&str>) -> Result<(DecodingKey, Algorithm), ApiError> {
+    async fn key(&self, kid: Option<&str>) -> Result<(DecodingKey, Algorithm), AuthError> {
         if let Some(found) = self.lookup(kid).await {
             return Ok(found);
         }
@@ -259,7 +268,7 @@ impl KeySet {
         }
         self.lookup(kid)
             .await
-            .ok_or_else(|| ApiError::unauthorized("the token's key is not known"))
+            .ok_or(AuthError::Rejected("the token's key is not known"))
     }
 
     async fn lookup(&self, kid: Option<&str>) -> Option<(DecodingKey, Algorithm)> {
@@ -323,14 +332,13 @@ fn algorithm_of(jwk: &Jwk) -> Option<Algorithm> {
 }
 
 /// Takes the token out of an `Authorization: Bearer <token>` header value.
-pub fn bearer(header: Option<&str>) -> Result<&str, ApiError> {
-    let value =
-        header.ok_or_else(|| ApiError::unauthorized("the Authorization header is missing"))?;
-    let (scheme, token) = value
-        .split_once(' ')
-        .ok_or_else(|| ApiError::unauthorized("expected `Authorization: Bearer <token>`"))?;
+pub fn bearer(header: Option<&str>) -> Result<&str, AuthError> {
+    let value = header.ok_or(AuthError::Rejected("the Authorization header is missing"))?;
+    let (scheme, token) = value.split_once(' ').ok_or(AuthError::Rejected(
+        "expected `Authorization: Bearer <token>`",
+    ))?;
     if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
-        return Err(ApiError::unauthorized(
+        return Err(AuthError::Rejected(
             "expected `Authorization: Bearer <token>`",
         ));
     }

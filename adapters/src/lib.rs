@@ -21,8 +21,6 @@ pub mod config;
 pub mod cpu;
 pub mod emitter;
 #[cfg(feature = "server")]
-pub mod error;
-#[cfg(feature = "server")]
 pub mod http;
 pub mod metrics;
 pub mod notify;

@@ -57,7 +57,7 @@ pub fn token(
     claims.step_up = step_up;
     TokenKeys::hs256(&config.jwt.secret)
         .sign(&claims)
-        .map_err(|e| bad_input(e.message))
+        .map_err(|e| bad_input(e.to_string()))
 }
 
 /// `compliance entitlements`: effective limits for a tier and bundles `ID[:QTY]`.

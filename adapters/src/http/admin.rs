@@ -14,7 +14,7 @@ use axum::response::Response;
 use chrono::Utc;
 use serde_json::json;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::response::ok;
 use crate::http::state::{AppState, Caller};
 use crate::services::admin;

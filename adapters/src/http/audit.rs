@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::extract::{PageParams, Query, RawBody, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{ok, paginated, paginated_with};

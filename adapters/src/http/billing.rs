@@ -12,7 +12,7 @@ use entitlements::{BundleChange, BundleId, Feature, Limit};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::extract::Json;
 use crate::http::gate::Granted;
 use crate::http::response::ok;

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::response::Response;
 use serde::Deserialize;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::extract::{PageParams, Query};
 use crate::http::gate::Granted;
 use crate::http::response::paginated;

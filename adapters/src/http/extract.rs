@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// A JSON body; a malformed one is 400 `VALIDATION_ERROR`, an oversized one 413.
 #[derive(Debug, Clone, Copy, Default)]

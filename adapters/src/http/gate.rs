@@ -6,7 +6,7 @@ use serde_json::json;
 use tenancy::{authorize, OrgAccess, Reason, Requirement};
 
 use crate::audit::Action;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::state::{AppState, Caller};
 use crate::services::access;
 use crate::storage::OrgRecord;

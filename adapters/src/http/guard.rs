@@ -14,7 +14,7 @@ use chrono::Utc;
 use serde_json::json;
 use tenancy::{Permission, StepUp};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::gate::{gate, Granted, Named};
 use crate::http::state::{AnyCaller, AppState, Caller, ServiceCaller};
 use crate::services::ServiceError;

@@ -7,7 +7,7 @@ use chrono::Utc;
 use serde::Deserialize;
 use tenancy::MembershipRole;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::organizations::text;

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tenancy::{Author, MembershipRole, Permission};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::organizations::text;

@@ -7,7 +7,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::Granted;
 use crate::http::response::{ok, paginated};

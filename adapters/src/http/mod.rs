@@ -6,6 +6,7 @@ pub mod audit;
 mod billing;
 mod catalog;
 mod check_log;
+pub mod error;
 mod exemptions;
 pub mod extract;
 mod gate;

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tenancy::is_reserved_name;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::{gate, Granted, Named};
 use crate::http::response::{ok, paginated};

@@ -6,7 +6,7 @@ use axum::response::Response;
 use chrono::Utc;
 use serde::Deserialize;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::extract::{not_null, nullable, Json};
 use crate::http::gate::Granted;
 use crate::http::response::ok;

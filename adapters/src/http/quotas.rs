@@ -10,7 +10,7 @@ use entitlements::{Dimension, Limit, Tier};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, RawBody};
 use crate::http::gate::Granted;
 use crate::http::response::{ok, paginated};

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tracing::Instrument;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
 /// The whole application: the route table's routes, and the layers around them.

@@ -1251,6 +1251,37 @@ mod tests {
     use super::*;
     use tenancy::Access as Column;
 
+    /// The reviewed copy of `/openapi.json`: a change of the API shows up in review as
+    /// a change of this file.
+    const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json");
+
+    #[test]
+    fn the_document_matches_its_reviewed_snapshot() {
+        let mut now = serde_json::to_string_pretty(&document()).unwrap_or_default();
+        now.push('\n');
+        if std::env::var_os("ACCEPT_OPENAPI").is_some() {
+            assert!(
+                std::fs::write(SNAPSHOT, &now).is_ok(),
+                "cannot write {SNAPSHOT}"
+            );
+            return;
+        }
+        let reviewed = std::fs::read_to_string(SNAPSHOT).unwrap_or_default();
+        if reviewed != now {
+            let line = reviewed
+                .lines()
+                .zip(now.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or_else(|| reviewed.lines().count().min(now.lines().count()));
+            panic!(
+                "/openapi.json differs from {SNAPSHOT} from line {} on. If the change is \
+                 meant, accept it with `ACCEPT_OPENAPI=1 cargo test -p adapters --lib \
+                 the_document_matches_its_reviewed_snapshot` and review the diff.",
+                line + 1
+            );
+        }
+    }
+
     /// Document 2's Permission column for `/organization` and `/invitation`, against
     /// the table. Two rows differ by design: `GET /organization` names the
     /// organization by `x-org-id`, so membership of it is checked; `POST

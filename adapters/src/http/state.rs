@@ -1,91 +1,13 @@
-//! The application state and the authenticated caller.
-
-use crate::cpu::CpuPool;
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+//! The caller, taken from a request: the HTTP floor's side of
+//! [`crate::services::context`], where the application state and the caller types live.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{TimeZone, Utc};
 
-use crate::audit::AuditCounters;
-use crate::auth::{bearer, TokenKeys};
-use crate::compliance::RuleCache;
-use crate::config::Config;
-use crate::error::ApiError;
-use crate::metrics::Metrics;
-use crate::storage::Store;
-
-/// Everything a handler may use.
-#[derive(Debug, Clone)]
-pub struct AppState {
-    /// Configuration, read once at start.
-    pub config: Arc<Config>,
-    /// The database.
-    pub store: Store,
-    /// Token keys.
-    pub keys: Arc<TokenKeys>,
-    /// Request metrics.
-    pub metrics: Arc<Metrics>,
-    /// The audit counters shown on `/metrics`.
-    pub audit_counters: Arc<AuditCounters>,
-    /// Compiled effective rule sets.
-    pub rule_cache: Arc<RuleCache>,
-    /// The threads that parse and evaluate attribute documents, off the runtime.
-    pub cpu: Arc<CpuPool>,
-    /// Users already recorded by this process, so that first sight writes once.
-    seen: Arc<Mutex<HashSet<String>>>,
-}
-
-impl AppState {
-    /// The state for a configuration and a store; `audit_counters` are the emitter's
-    /// counters shown on `/metrics`.
-    pub fn new(config: Config, store: Store, audit_counters: Arc<AuditCounters>) -> Self {
-        let keys = TokenKeys::from_config(&config.jwt);
-        AppState {
-            config: Arc::new(config),
-            store,
-            keys: Arc::new(keys),
-            metrics: Arc::new(Metrics::default()),
-            audit_counters,
-            rule_cache: Arc::new(RuleCache::default()),
-            cpu: Arc::new(CpuPool::per_core()),
-            seen: Arc::new(Mutex::new(HashSet::new())),
-        }
-    }
-
-    fn first_sight(&self, user_id: &str) -> bool {
-        self.seen
-            .lock()
-            .map(|mut seen| seen.insert(user_id.to_owned()))
-            .unwrap_or(true)
-    }
-}
-
-/// An authenticated user (not a service).
-#[derive(Debug, Clone)]
-pub struct Caller {
-    /// The token subject.
-    pub user_id: String,
-    /// The token's e-mail.
-    pub email: Option<String>,
-    /// When the user last passed step-up, from a valid `X-Step-Up-Token`.
-    pub stepped_up_at: Option<DateTime<Utc>>,
-    /// The `x-org-id` header.
-    pub org_header: Option<String>,
-}
-
-impl Caller {
-    /// The tenancy crate's view of the caller.
-    pub fn principal(&self) -> tenancy::Principal {
-        tenancy::Principal {
-            user_id: self.user_id.clone(),
-            // Super-admin is the stored flag only; the gate (or the route) reads it.
-            super_admin: false,
-            stepped_up_at: self.stepped_up_at,
-        }
-    }
-}
+use crate::auth::bearer;
+use crate::http::error::ApiError;
+pub use crate::services::context::{event, event_on, AnyCaller, AppState, Caller, ServiceCaller};
 
 fn header<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
     parts.headers.get(name).and_then(|v| v.to_str().ok())
@@ -147,13 +69,6 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
-/// An authenticated service (a token with a `service` claim).
-#[derive(Debug, Clone)]
-pub struct ServiceCaller {
-    /// The calling service's name.
-    pub service: String,
-}
-
 impl FromRequestParts<AppState> for ServiceCaller {
     type Rejection = ApiError;
 
@@ -174,20 +89,6 @@ impl FromRequestParts<AppState> for ServiceCaller {
             _ => Err(ApiError::forbidden("this endpoint takes a service token")),
         }
     }
-}
-
-/// A user or a service: the validation endpoints take either.
-#[derive(Debug, Clone)]
-pub enum AnyCaller {
-    /// A user.
-    User(Caller),
-    /// A service, acting in the `x-org-id` organization.
-    Service {
-        /// The service's name.
-        service: String,
-        /// The `x-org-id` header.
-        org_header: Option<String>,
-    },
 }
 
 impl FromRequestParts<AppState> for AnyCaller {
@@ -215,48 +116,4 @@ impl FromRequestParts<AppState> for AnyCaller {
                 .map(AnyCaller::User),
         }
     }
-}
-
-/// The audit event of an action `caller` is about to complete: the one place the
-/// handlers turn a caller and what they do into an audit event. Handlers hand it to
-/// the storage call that makes the change, which writes it to the outbox in the same
-/// transaction.
-pub(crate) fn event(
-    caller: &Caller,
-    action: &str,
-    org_id: &str,
-    target_type: &str,
-    target_id: &str,
-    details: serde_json::Value,
-) -> audit_chain::AuditEvent {
-    event_on(
-        caller,
-        action,
-        (org_id, None),
-        (target_type, target_id),
-        details,
-    )
-}
-
-/// [`event`] for an action on another organization (admin.* actions): the event is
-/// chained under `affected`, so that organization's admins see it.
-pub(crate) fn event_on(
-    caller: &Caller,
-    action: &str,
-    (org_id, affected): (&str, Option<&str>),
-    (target_type, target_id): (&str, &str),
-    details: serde_json::Value,
-) -> audit_chain::AuditEvent {
-    crate::audit::Action {
-        action,
-        actor_id: &caller.user_id,
-        actor_email: caller.email.as_deref(),
-        org_id,
-        affected_org_id: affected,
-        target_type,
-        target_id,
-        details,
-        outcome: "success",
-    }
-    .into_event()
 }

@@ -5,7 +5,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::response::ok;
 use crate::http::state::AppState;
 use crate::services::operations;

@@ -8,7 +8,7 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::extract::Json;
 use crate::http::gate::Granted;
 use crate::http::response::ok;

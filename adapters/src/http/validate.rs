@@ -7,7 +7,7 @@ use compliance_core::{json_text_depth, AttributeLimits, Target};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::extract::RawBody;
 use crate::http::guard::Admitted;
 use crate::http::response::ok;

@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, Caller};
+use crate::services::context::{event, Caller};
 use crate::storage::Store;
 
 /// The super-admins' user ids.

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::entitlement::{self, Change, Current};
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event_on, AppState, Caller};
+use crate::services::context::{event_on, AppState, Caller};
 use crate::storage::OrgRecord;
 
 /// A bundle as offered.

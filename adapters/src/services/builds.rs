@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, Caller};
+use crate::services::context::{event, Caller};
 use crate::storage::{BuildJob, OrgRecord, Store};
 
 fn scope(org: &OrgRecord, super_admin: bool) -> Option<&str> {

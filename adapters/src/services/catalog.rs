@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::rules::{check as check_rule, invalidate};
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, AppState, Caller};
+use crate::services::context::{event, AppState, Caller};
 use crate::storage::{new_id, OrgRecord, RuleFilter, StoredRule};
 
 /// How many validated entities an impact preview evaluates at most.
@@ -258,7 +258,10 @@ pub async fn pin(
 
 /// Unsubscribes.
 pub async fn unsubscribe(state: &AppState, org: &OrgRecord, rule_id: &str) -> ServiceResult<()> {
-    state.store.unsubscribe(&org.id, rule_id, &[]).await?;
+    state
+        .store
+        .unsubscribe(&org.id, rule_id, &[], Utc::now())
+        .await?;
     invalidate(state, org, false).await
 }
 

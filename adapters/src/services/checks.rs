@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::AppState;
+use crate::services::context::AppState;
 use crate::storage::{OrgRecord, StoreError};
 
 /// The budget of one check: past it the answer is 503 COMPLIANCE_UNAVAILABLE.
@@ -276,7 +276,7 @@ async fn remotely(
     );
     claims.service = Some("inventory".to_owned());
     let token = state.keys.sign(&claims).map_err(|e| {
-        tracing::warn!(error = %e.message, "no service token for the remote compliance check");
+        tracing::warn!(error = %e, "no service token for the remote compliance check");
         ServiceError::Unavailable
     })?;
     let entity = match target {

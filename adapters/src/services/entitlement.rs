@@ -12,7 +12,7 @@ use entitlements::{
 };
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::AppState;
+use crate::services::context::AppState;
 use crate::storage::{new_id, EntitlementWrite, LimitSync, OrgRecord, SubscriptionRecord};
 
 /// How many times a change is computed again when another one committed meanwhile.

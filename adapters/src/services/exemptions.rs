@@ -7,7 +7,7 @@ use compliance_core::ExemptionAction;
 use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, Caller};
+use crate::services::context::{event, Caller};
 use crate::storage::{ExemptionRecord, NewExemption, OrgRecord, Store};
 
 /// What a request for exemptions says (one rule, one or more entities).

@@ -6,7 +6,7 @@ use serde_json::json;
 use tenancy::MembershipRole;
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, AppState, Caller};
+use crate::services::context::{event, AppState, Caller};
 use crate::storage::{InvitationRecord, InvitationStatus, MemberRecord, OrgRecord, Store};
 
 /// Invites `email` with `role`.

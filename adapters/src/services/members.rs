@@ -13,7 +13,7 @@ use tenancy::{
 };
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, AppState, Caller};
+use crate::services::context::{event, AppState, Caller};
 use crate::storage::{MemberRecord, OrgRecord, RoleRecord, Store};
 
 /// The built-in Role `name` of an organization (every organization has them).

@@ -15,6 +15,7 @@ pub mod billing;
 pub mod builds;
 pub mod catalog;
 pub mod checks;
+pub mod context;
 pub mod entitlement;
 pub mod exemptions;
 pub mod invitations;

@@ -22,8 +22,8 @@ use compliance_core::{Evaluation, Target};
 use serde_json::{json, Value};
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, AppState, Caller};
 use crate::notify::{self, Channel};
+use crate::services::context::{event, AppState, Caller};
 use crate::storage::{
     Attempt, ClaimedDelivery, HeldWindow, LogEntry, MessageRecord, NewNotification,
     NotificationPreference, OrgRecord, ScanRecord,

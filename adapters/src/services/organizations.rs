@@ -11,7 +11,7 @@ use tenancy::{builtin_roles, check_bootstrap, check_team_parent, is_reserved_nam
 
 use super::members::builtin;
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, event_on, AppState, Caller};
+use crate::services::context::{event, event_on, AppState, Caller};
 use crate::storage::{
     InvitationRecord, MemberRecord, MyOrganization, NewOrganization, OrgRecord, RoleRecord, Store,
     StoreError, SAME_NAME,

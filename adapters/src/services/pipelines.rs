@@ -15,7 +15,7 @@ use tenancy::{Authored, Permission};
 
 use super::checks;
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, AppState, Caller};
+use crate::services::context::{event, AppState, Caller};
 use crate::storage::{
     new_id, Charge, OrgRecord, PipelineFields, PipelineFilter, PipelineRecord, RegistryEntry,
 };

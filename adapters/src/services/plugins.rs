@@ -14,7 +14,7 @@ use super::checks;
 use super::pipelines::pool;
 use super::{ServiceError, ServiceResult};
 use crate::archive::{self, Manifest};
-use crate::http::state::{event, AppState, Caller};
+use crate::services::context::{event, AppState, Caller};
 use crate::storage::{
     new_id, Charge, NewPlugin, OrgRecord, PluginChange, PluginFilter, PluginRecord,
 };

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, Caller};
+use crate::services::context::{event, Caller};
 use crate::storage::{OrgRecord, PolicyRecord, Store};
 
 /// What a policy is made of, as a request gives it.

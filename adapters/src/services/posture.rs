@@ -8,7 +8,7 @@ use compliance_core::{Severity, Target};
 use serde_json::{json, Value};
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::AppState;
+use crate::services::context::AppState;
 use crate::storage::{FailingRule, OrgRecord, PipelineFilter, PluginFilter, StatusCounts};
 
 /// The most rules a posture lists.

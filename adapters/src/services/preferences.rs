@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use tenancy::MembershipRole;
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::Caller;
+use crate::services::context::Caller;
 use crate::storage::{NotificationPreference, OrgRecord, Store};
 
 /// A change, as the request gives it: a field left out keeps its value.
@@ -61,7 +61,7 @@ pub async fn get(store: &Store, org: &OrgRecord) -> ServiceResult<NotificationPr
 /// Applies `change`, when the caller is an active admin or the owner (or a
 /// super-admin), and answers the preference saved.
 pub async fn save(
-    state: &crate::http::state::AppState,
+    state: &crate::services::context::AppState,
     (caller, super_admin): (&Caller, bool),
     org: &OrgRecord,
     change: Change,

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::entitlement::{self, Change};
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event_on, AppState, Caller};
+use crate::services::context::{event_on, AppState, Caller};
 use crate::storage::{Charge, Charged, OrgRecord, UsageRow};
 
 /// How long an increment's `Idempotency-Key` is remembered (a retry after that
@@ -231,7 +231,11 @@ async fn charge(
         amount,
     };
     for _ in 0..2 {
-        match state.store.charge_now(&charge, idempotency, &[]).await? {
+        match state
+            .store
+            .charge_now(&charge, idempotency, &[], now)
+            .await?
+        {
             Charged::Done => return Ok(()),
             Charged::Refused(refusal) => {
                 return Err(ServiceError::Quota {

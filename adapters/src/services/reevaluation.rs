@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::checks::{self, Recording};
 use super::{pipelines, plugins, ServiceError, ServiceResult};
-use crate::http::state::AppState;
+use crate::services::context::AppState;
 use crate::storage::{ClaimedEntity, EVERYTHING};
 
 /// Re-evaluates the claimed entity once, whatever number of events it had; for a

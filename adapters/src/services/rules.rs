@@ -6,7 +6,7 @@ use compliance_core::{Dependencies, RegexLimits, Rule, RuleSet, Scope};
 use serde_json::{json, Value};
 
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, AppState, Caller};
+use crate::services::context::{event, AppState, Caller};
 use crate::storage::{new_id, OrgRecord, RuleChange, StoredRule};
 
 /// A new rule of `org` (a new id, version 1), checked, stored with its first version

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 
 use super::checks::outcome;
 use super::{pipelines, plugins, ServiceError, ServiceResult};
-use crate::http::state::{event, AppState, Caller};
+use crate::services::context::{event, AppState, Caller};
 use crate::storage::{
     phases, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, ScanRecord, ScanResult,
     ScheduleRecord, StoreError,
@@ -384,6 +384,7 @@ pub async fn sweep(
                 counts,
                 fingerprint: &print,
                 lease_until: lease_until(settings.lease),
+                at: Utc::now(),
                 results: &results,
             };
             if !state.store.flush_scan(&scan.id, token, &flush).await? {

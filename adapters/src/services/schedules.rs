@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::scans::{cron, target};
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, AppState, Caller};
+use crate::services::context::{event, AppState, Caller};
 use crate::storage::{OrgRecord, ScheduleFields, ScheduleRecord};
 
 /// The longest cron expression taken.

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::rules::{check, invalidate, store_new};
 use super::{ServiceError, ServiceResult};
-use crate::http::state::{event, AppState, Caller};
+use crate::services::context::{event, AppState, Caller};
 use crate::storage::{new_id, OrgRecord, PolicyRecord, RuleFilter, StoredRule};
 
 /// The catalog of templates: (rules, policies); empty before a system organization

@@ -355,6 +355,7 @@ impl Store {
         org_id: &str,
         rule_id: &str,
         audit: &[AuditEvent],
+        now: DateTime<Utc>,
     ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
         let done =
@@ -364,7 +365,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         found(done.rows_affected(), "subscription")?;
-        self.enqueue_subscription_change(&mut tx, org_id, &[rule_id.to_owned()], Utc::now())
+        self.enqueue_subscription_change(&mut tx, org_id, &[rule_id.to_owned()], now)
             .await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;

@@ -246,7 +246,7 @@ impl Store {
     pub(crate) fn sql(&self, text: &str) -> String {
         match self.dialect {
             Dialect::Postgres => text.to_owned(),
-            Dialect::Sqlite => text.replace('$', "?"),
+            Dialect::Sqlite => sqlite_placeholders(text),
         }
     }
 
@@ -266,6 +266,35 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// `$n` placeholders as SQLite's `?n`; a `$` inside a quoted literal or identifier
+/// (`'...'`, `"..."`, quotes doubled inside) or not followed by a digit is left alone.
+fn sqlite_placeholders(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(open) => {
+                // A doubled quote inside a literal is the quote itself: it closes
+                // and reopens, which this toggling reads the same way.
+                if c == open {
+                    quote = None;
+                }
+                out.push(c);
+            }
+            None => match c {
+                '\'' | '"' => {
+                    quote = Some(c);
+                    out.push(c);
+                }
+                '$' if chars.peek().is_some_and(char::is_ascii_digit) => out.push('?'),
+                _ => out.push(c),
+            },
+        }
+    }
+    out
 }
 
 /// A timestamp as stored: RFC 3339, UTC, microseconds.
@@ -339,5 +368,27 @@ impl Store {
         }
         let total = count.fetch_one(&self.pool).await?.try_get::<i64, _>("n")?;
         Ok((rows, total.unsigned_abs()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sqlite_placeholders;
+
+    #[test]
+    fn placeholders_are_rewritten_outside_literals_only() {
+        assert_eq!(
+            sqlite_placeholders("SELECT a FROM t WHERE b = $1 AND c = $12"),
+            "SELECT a FROM t WHERE b = ?1 AND c = ?12"
+        );
+        assert_eq!(
+            sqlite_placeholders("SELECT '$1', 'it''s $2', \"col$3\" FROM t WHERE x = $4"),
+            "SELECT '$1', 'it''s $2', \"col$3\" FROM t WHERE x = ?4"
+        );
+        assert_eq!(
+            sqlite_placeholders("SELECT json_extract(doc, '$.name') FROM t WHERE id = $1"),
+            "SELECT json_extract(doc, '$.name') FROM t WHERE id = ?1"
+        );
+        assert_eq!(sqlite_placeholders("SELECT $ FROM t"), "SELECT $ FROM t");
     }
 }

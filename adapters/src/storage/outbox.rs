@@ -40,7 +40,7 @@ impl Store {
             })?;
             sqlx::query(&self.sql("INSERT INTO audit_outbox (event, created_at) VALUES ($1, $2)"))
                 .bind(text)
-                .bind(stamp(Utc::now()))
+                .bind(stamp(event.occurred_at))
                 .execute(&mut *conn)
                 .await?;
         }

@@ -231,6 +231,7 @@ impl Store {
         charge: &Charge<'_>,
         idempotency: Option<(&str, &str)>,
         audit: &[AuditEvent],
+        now: chrono::DateTime<chrono::Utc>,
     ) -> StoreResult<Charged> {
         let mut tx = self.pool().begin().await?;
         if let Some((service, key)) = idempotency {
@@ -243,7 +244,7 @@ impl Store {
             .bind(charge.org_id)
             .bind(charge.dimension)
             .bind(wire(charge.amount))
-            .bind(stamp(chrono::Utc::now()))
+            .bind(stamp(now))
             .execute(&mut *tx)
             .await?;
             if fresh.rows_affected() == 0 {

@@ -175,6 +175,8 @@ pub struct Flush<'a> {
     pub fingerprint: &'a str,
     /// The claim's new lease.
     pub lease_until: DateTime<Utc>,
+    /// The instant of the flush.
+    pub at: DateTime<Utc>,
     /// The results.
     pub results: &'a [ScanResult],
 }
@@ -610,7 +612,7 @@ impl Store {
         .bind(flush.after_id)
         .bind(flush.fingerprint)
         .bind(stamp(flush.lease_until))
-        .bind(stamp(Utc::now()))
+        .bind(stamp(flush.at))
         .execute(&mut *tx)
         .await?;
         if moved.rows_affected() == 0 {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::Utc;
 
 use super::Shutdown;
-use crate::http::state::AppState;
+use crate::services::context::AppState;
 use crate::services::notifications;
 
 /// How long a claim holds (an attempt takes at most the 10-second webhook timeout,

@@ -7,7 +7,7 @@
 use chrono::Utc;
 
 use super::Shutdown;
-use crate::http::state::AppState;
+use crate::services::context::AppState;
 
 /// The lease the scheduler takes.
 pub const LEASE: &str = "notification-digests";

@@ -12,7 +12,7 @@ use chrono::Utc;
 use entitlements::Dimension;
 
 use super::Shutdown;
-use crate::http::state::AppState;
+use crate::services::context::AppState;
 
 /// The lease the worker takes.
 pub const LEASE: &str = "quota-periods";

@@ -10,7 +10,7 @@ use chrono::Utc;
 
 use super::Shutdown;
 use crate::config::ReevaluationSettings;
-use crate::http::state::AppState;
+use crate::services::context::AppState;
 
 /// Runs until the server stops.
 pub async fn run(state: AppState, settings: ReevaluationSettings, mut shutdown: Shutdown) {

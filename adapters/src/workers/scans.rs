@@ -6,7 +6,7 @@
 use chrono::Utc;
 
 use super::Shutdown;
-use crate::http::state::AppState;
+use crate::services::context::AppState;
 use crate::services::scans::{self, SweepSettings};
 
 /// Runs until the server stops.

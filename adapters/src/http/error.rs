@@ -18,6 +18,15 @@ pub struct ApiError {
     pub details: Option<Value>,
 }
 
+impl From<crate::auth::AuthError> for ApiError {
+    fn from(error: crate::auth::AuthError) -> Self {
+        match error {
+            crate::auth::AuthError::Rejected(why) => ApiError::unauthorized(why),
+            signing @ crate::auth::AuthError::Signing(_) => ApiError::internal(signing),
+        }
+    }
+}
+
 impl ApiError {
     /// An error with no details.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {

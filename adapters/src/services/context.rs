@@ -1,0 +1,156 @@
+//! The application context and the caller: what a service function is given.
+//!
+//! The HTTP floor builds a [`Caller`] (or a [`ServiceCaller`], an [`AnyCaller`]) from a
+//! request (`http/state.rs`); workers and the CLI hold an [`AppState`] of their own.
+//! Nothing here knows HTTP.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+
+use crate::audit::AuditCounters;
+use crate::auth::TokenKeys;
+use crate::compliance::RuleCache;
+use crate::config::Config;
+use crate::cpu::CpuPool;
+use crate::metrics::Metrics;
+use crate::storage::Store;
+
+/// Everything a handler may use.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// Configuration, read once at start.
+    pub config: Arc<Config>,
+    /// The database.
+    pub store: Store,
+    /// Token keys.
+    pub keys: Arc<TokenKeys>,
+    /// Request metrics.
+    pub metrics: Arc<Metrics>,
+    /// The audit counters shown on `/metrics`.
+    pub audit_counters: Arc<AuditCounters>,
+    /// Compiled effective rule sets.
+    pub rule_cache: Arc<RuleCache>,
+    /// The threads that parse and evaluate attribute documents, off the runtime.
+    pub cpu: Arc<CpuPool>,
+    /// Users already recorded by this process, so that first sight writes once.
+    seen: Arc<Mutex<HashSet<String>>>,
+}
+
+impl AppState {
+    /// The state for a configuration and a store; `audit_counters` are the emitter's
+    /// counters shown on `/metrics`.
+    pub fn new(config: Config, store: Store, audit_counters: Arc<AuditCounters>) -> Self {
+        let keys = TokenKeys::from_config(&config.jwt);
+        AppState {
+            config: Arc::new(config),
+            store,
+            keys: Arc::new(keys),
+            metrics: Arc::new(Metrics::default()),
+            audit_counters,
+            rule_cache: Arc::new(RuleCache::default()),
+            cpu: Arc::new(CpuPool::per_core()),
+            seen: Arc::new(Mutex::new(HashSet::new())),
+        }
+    }
+
+    /// Whether this process sees the user for the first time (so that first sight
+    /// writes once).
+    pub(crate) fn first_sight(&self, user_id: &str) -> bool {
+        self.seen
+            .lock()
+            .map(|mut seen| seen.insert(user_id.to_owned()))
+            .unwrap_or(true)
+    }
+}
+
+/// An authenticated user (not a service).
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The token subject.
+    pub user_id: String,
+    /// The token's e-mail.
+    pub email: Option<String>,
+    /// When the user last passed step-up, from a valid `X-Step-Up-Token`.
+    pub stepped_up_at: Option<DateTime<Utc>>,
+    /// The `x-org-id` header.
+    pub org_header: Option<String>,
+}
+
+impl Caller {
+    /// The tenancy crate's view of the caller.
+    pub fn principal(&self) -> tenancy::Principal {
+        tenancy::Principal {
+            user_id: self.user_id.clone(),
+            // Super-admin is the stored flag only; the gate (or the route) reads it.
+            super_admin: false,
+            stepped_up_at: self.stepped_up_at,
+        }
+    }
+}
+
+/// An authenticated service (a token with a `service` claim).
+#[derive(Debug, Clone)]
+pub struct ServiceCaller {
+    /// The calling service's name.
+    pub service: String,
+}
+
+/// A user or a service: the validation endpoints take either.
+#[derive(Debug, Clone)]
+pub enum AnyCaller {
+    /// A user.
+    User(Caller),
+    /// A service, acting in the `x-org-id` organization.
+    Service {
+        /// The service's name.
+        service: String,
+        /// The `x-org-id` header.
+        org_header: Option<String>,
+    },
+}
+
+/// The audit event of an action `caller` is about to complete: the one place the
+/// services turn a caller and what they do into an audit event. Services hand it to
+/// the storage call that makes the change, which writes it to the outbox in the same
+/// transaction.
+pub fn event(
+    caller: &Caller,
+    action: &str,
+    org_id: &str,
+    target_type: &str,
+    target_id: &str,
+    details: serde_json::Value,
+) -> audit_chain::AuditEvent {
+    event_on(
+        caller,
+        action,
+        (org_id, None),
+        (target_type, target_id),
+        details,
+    )
+}
+
+/// [`event`] for an action on another organization (admin.* actions): the event is
+/// chained under `affected`, so that organization's admins see it.
+pub fn event_on(
+    caller: &Caller,
+    action: &str,
+    (org_id, affected): (&str, Option<&str>),
+    (target_type, target_id): (&str, &str),
+    details: serde_json::Value,
+) -> audit_chain::AuditEvent {
+    crate::audit::Action {
+        action,
+        actor_id: &caller.user_id,
+        actor_email: caller.email.as_deref(),
+        org_id,
+        affected_org_id: affected,
+        target_type,
+        target_id,
+        details,
+        outcome: "success",
+    }
+    .into_event()
+}
