@@ -36,6 +36,7 @@ mod effective;
 mod error;
 mod evaluate;
 mod exemption;
+mod judge;
 mod limits;
 mod operator;
 mod path;
@@ -52,6 +53,7 @@ pub use effective::{effective_rules, OrganizationKind, RuleSources, Subscription
 pub use error::{Error, Problem};
 pub use evaluate::{Evaluation, Verdict};
 pub use exemption::{Exemption, ExemptionAction, ExemptionRefusal, ExemptionStatus, Waivers};
+pub use judge::{judge, Compliance, Outcome};
 pub use limits::{
     json_text_depth, shape, AttributeLimits, Attributes, DocumentShape, LimitExceeded, LimitKind,
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_KEYS,

@@ -2,8 +2,8 @@
 //! the server's limits, into a [`Report`] that the formats render.
 
 use compliance_core::{
-    json_text_depth, AttributeLimits, Attributes, CompileOptions, Evaluation, RegexLimits, Rule,
-    RuleSet, Target, Violation, Waivers,
+    json_text_depth, AttributeLimits, CompileOptions, Evaluation, RegexLimits, Rule, RuleSet,
+    Target, Violation, Waivers,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -208,7 +208,12 @@ fn evaluate(
         }
     }
     let document: Value = source.parse()?;
-    let attributes = Attributes::new(&document, &attribute_limits)
-        .map_err(|e| bad_input(format!("{}: {e}", source.name)))?;
-    Ok(set.evaluate(target, &attributes, &Waivers::none()))
+    compliance_core::judge(
+        Some(set),
+        target,
+        &document,
+        &attribute_limits,
+        &Waivers::none(),
+    )
+    .map_err(|e| bad_input(format!("{}: {e}", source.name)))
 }

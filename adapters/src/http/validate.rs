@@ -75,7 +75,7 @@ async fn validate(
         }
     };
     let limits = state.config.attribute_limits();
-    let evaluation = checks::check_entity(
+    let checks::Checked { evaluation, .. } = checks::check_entity(
         &state,
         &org,
         target,

@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use compliance_core::{
-    AttributeLimits, Attributes, Dependencies, Evaluation, Rule, RuleSet, Scope, Target, Waivers,
+    AttributeLimits, Dependencies, Evaluation, Rule, RuleSet, Scope, Target, Waivers,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -299,10 +299,15 @@ pub async fn impact(state: &AppState, org: &OrgRecord, rule: Rule) -> ServiceRes
             let mut failing = 0;
             let mut samples = Vec::new();
             for (entity, attributes) in &snapshots {
-                let Ok(attributes) = Attributes::new(attributes, &limits) else {
+                let Ok(result) = compliance_core::judge(
+                    Some(&set),
+                    target,
+                    attributes,
+                    &limits,
+                    &Waivers::none(),
+                ) else {
                     continue;
                 };
-                let result = set.evaluate(target, &attributes, &Waivers::none());
                 if let Some(violation) = result.violations.into_iter().next() {
                     failing += 1;
                     if samples.len() < IMPACT_SAMPLES {
@@ -332,11 +337,13 @@ pub async fn preview(state: &AppState, rule: Rule, attributes: Value) -> Service
     state
         .cpu
         .run(move || {
-            let attributes = Attributes::new(&attributes, &limits).map_err(|e| match e {
-                compliance_core::Error::AttributeLimitExceeded(limit) => ServiceError::Limit(limit),
-                other => ServiceError::invalid("attributes", other.to_string()),
-            })?;
-            Ok(set.evaluate(target, &attributes, &Waivers::none()))
+            compliance_core::judge(Some(&set), target, &attributes, &limits, &Waivers::none())
+                .map_err(|e| match e {
+                    compliance_core::Error::AttributeLimitExceeded(limit) => {
+                        ServiceError::Limit(limit)
+                    }
+                    other => ServiceError::invalid("attributes", other.to_string()),
+                })
         })
         .await
         .map_err(|_| ServiceError::Unavailable)?

@@ -10,7 +10,9 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use compliance_core::{Attributes, Error as CoreError, Evaluation, RuleSet, Target, Waivers};
+use compliance_core::{
+    Compliance, Error as CoreError, Evaluation, Outcome, RuleSet, Target, Waivers,
+};
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -28,17 +30,19 @@ pub enum Recording {
     DryRun,
     /// Written to the check log (and the snapshot), and notified when it must be.
     Live,
+    /// At the inventory's door: the check log and the notification, which are the
+    /// compliance service's and stay; the entity's snapshot is the inventory's, written
+    /// by the create or update in its own transaction (none when that is refused).
+    Door,
 }
 
-/// The check log's word for an evaluation: `block`, `warn` or `pass`.
-pub fn outcome(evaluation: &Evaluation) -> &'static str {
-    if evaluation.blocked {
-        "block"
-    } else if evaluation.violations.is_empty() {
-        "pass"
-    } else {
-        "warn"
-    }
+/// A check's evaluation and the document it judged.
+#[derive(Debug)]
+pub struct Checked {
+    /// The result.
+    pub evaluation: Evaluation,
+    /// The document judged.
+    pub document: Value,
 }
 
 /// The document to check, made on the CPU pool: its attributes and the entity's id.
@@ -57,7 +61,7 @@ pub async fn check_entity<P>(
     deadline: Instant,
     prepare: P,
     recording: Recording,
-) -> ServiceResult<Evaluation>
+) -> ServiceResult<Checked>
 where
     P: FnOnce() -> ServiceResult<Prepared> + Send + 'static,
 {
@@ -82,18 +86,16 @@ where
     let limits = state.config.attribute_limits();
     let job = state.cpu.run(move || {
         let (document, entity_id) = prepare()?;
-        // The limits hold for every document, evaluated or not.
-        let attributes = Attributes::new(&document, &limits).map_err(|e| match e {
-            CoreError::AttributeLimitExceeded(limit) => ServiceError::Limit(limit),
-            CoreError::AttributesNotObject => {
-                ServiceError::invalid("attributes", "must be a JSON object")
-            }
-            other => ServiceError::Malformed(other.to_string()),
-        })?;
-        let evaluation = match &set {
-            None => Evaluation::pass(),
-            Some(set) => set.evaluate(target, &attributes, &Waivers::none()),
-        };
+        // The entity's exemptions are known once the document is: applied after.
+        let evaluation =
+            compliance_core::judge(set.as_deref(), target, &document, &limits, &Waivers::none())
+                .map_err(|e| match e {
+                    CoreError::AttributeLimitExceeded(limit) => ServiceError::Limit(limit),
+                    CoreError::AttributesNotObject => {
+                        ServiceError::invalid("attributes", "must be a JSON object")
+                    }
+                    other => ServiceError::Malformed(other.to_string()),
+                })?;
         Ok::<_, ServiceError>((document, entity_id, evaluation))
     });
     let (document, entity_id, mut evaluation) = match tokio::time::timeout_at(deadline, job).await {
@@ -105,18 +107,26 @@ where
         let exemptions = within(deadline, state.store.approved_exemptions(&org.id, entity)).await?;
         evaluation.waive(&Waivers::for_entity(&exemptions, entity, Utc::now()));
     }
-    if recording == Recording::Live {
+    let snapshot = match recording {
+        Recording::DryRun => None,
+        Recording::Live => Some(Some(&document)),
+        Recording::Door => Some(None),
+    };
+    if let Some(snapshot) = snapshot {
         record(
             state,
             org,
             target,
             entity_id.as_deref(),
-            &document,
+            snapshot,
             &evaluation,
         )
         .await?;
     }
-    Ok(evaluation)
+    Ok(Checked {
+        evaluation,
+        document,
+    })
 }
 
 /// The check log's row, the entity's snapshot (for the impact preview), and the
@@ -127,7 +137,7 @@ async fn record(
     org: &OrgRecord,
     target: Target,
     entity_id: Option<&str>,
-    document: &Value,
+    snapshot: Option<&Value>,
     evaluation: &Evaluation,
 ) -> ServiceResult<()> {
     let now = Utc::now();
@@ -144,9 +154,9 @@ async fn record(
         .store
         .record_live_check(
             (&org.id, target.as_str(), entity_id),
-            outcome(evaluation),
+            evaluation.outcome().as_str(),
             &violations,
-            document,
+            snapshot,
             notification.as_ref(),
             now,
         )
@@ -224,38 +234,57 @@ pub async fn service_organization(
     }
 }
 
+/// What an entity admitted at the door keeps, written with it in one transaction.
+#[derive(Debug, Clone)]
+pub struct Admitted {
+    /// Its compliance.
+    pub compliance: Compliance,
+    /// The snapshot of its attributes for the impact preview, when this server judged
+    /// it (a remote compliance service keeps its own).
+    pub snapshot: Option<Value>,
+}
+
 /// Checks a new or changed entity of `org` at the door of the inventory, before it is
 /// stored: in process through [`check_entity`] (recorded like a validation), or,
 /// when `COMPLIANCE_SERVICE_HOST` names another server, through `ComplianceClient`
 /// there. Either way within the 5-second budget and failing closed. A block is
 /// [`ServiceError::Blocked`] (or [`ServiceError::Violations`] from a remote);
-/// otherwise answers the result to keep with the entity: `{result, violations}`.
+/// otherwise answers what the inventory keeps with the entity ([`Admitted`]).
 pub async fn at_the_door(
     state: &AppState,
     org: &OrgRecord,
     target: Target,
     entity_id: &str,
     document: Value,
-) -> ServiceResult<Value> {
+) -> ServiceResult<Admitted> {
     if let Some(base) = &state.config.hosts.remote_compliance {
-        return remotely(state, base, org, target, entity_id, &document).await;
+        return Ok(Admitted {
+            compliance: remotely(state, base, org, target, entity_id, &document).await?,
+            snapshot: None,
+        });
     }
     let deadline = Instant::now() + BUDGET;
     let entity = entity_id.to_owned();
-    let evaluation = check_entity(
+    let Checked {
+        evaluation,
+        document,
+    } = check_entity(
         state,
         org,
         target,
         None,
         deadline,
         move || Ok((document, Some(entity))),
-        Recording::Live,
+        Recording::Door,
     )
     .await?;
     if evaluation.blocked {
         return Err(ServiceError::Blocked(Box::new(evaluation)));
     }
-    Ok(serde_json::json!({"result": outcome(&evaluation), "violations": evaluation.violations}))
+    Ok(Admitted {
+        compliance: evaluation.compliance(),
+        snapshot: Some(document),
+    })
 }
 
 /// The check made by another `compliance serve`, with a short-lived service token.
@@ -266,7 +295,7 @@ async fn remotely(
     target: Target,
     entity_id: &str,
     document: &Value,
-) -> ServiceResult<Value> {
+) -> ServiceResult<Compliance> {
     use crate::client::{ComplianceClient, Entity};
     let mut claims = crate::auth::Claims::user(
         "inventory",
@@ -289,12 +318,21 @@ async fn remotely(
         .await
     {
         Ok(passed) => {
-            let result = if passed.warnings.is_empty() {
-                "pass"
+            let violations = passed
+                .warnings
+                .into_iter()
+                .map(serde_json::from_value)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "the remote compliance check answered violations that do not read: failing closed");
+                    ServiceError::Unavailable
+                })?;
+            let result = if violations.is_empty() {
+                Outcome::Pass
             } else {
-                "warn"
+                Outcome::Warn
             };
-            Ok(serde_json::json!({"result": result, "violations": passed.warnings}))
+            Ok(Compliance { result, violations })
         }
         Err(refusal) if refusal.code == "COMPLIANCE_VIOLATION" => Err(ServiceError::Violations(
             refusal.details.unwrap_or(Value::Null),

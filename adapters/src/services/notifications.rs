@@ -85,7 +85,7 @@ pub fn for_check(
             "orgId": org_id,
             "target": target.as_str(),
             "entityId": entity_id,
-            "result": if evaluation.blocked { "block" } else { "warn" },
+            "result": evaluation.outcome(),
             "violationCount": evaluation.violations.len(),
             "violations": violations,
         }),

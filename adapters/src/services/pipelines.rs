@@ -192,7 +192,7 @@ pub async fn create(
 ) -> ServiceResult<PipelineRecord> {
     validate(&input)?;
     let id = new_id();
-    let compliance =
+    let admitted =
         checks::at_the_door(state, org, Target::Pipeline, &id, attributes(&input)).await?;
     let root = pool(state, org).await?;
     let charge = Charge {
@@ -216,7 +216,8 @@ pub async fn create(
         pipeline_name: &input.pipeline_name,
         access_modifier: &input.access_modifier,
         props: &input.props,
-        compliance: &compliance,
+        compliance: &admitted.compliance,
+        snapshot: admitted.snapshot.as_ref(),
     };
     state
         .store
@@ -248,7 +249,7 @@ pub async fn update(
     validate(&input)?;
     let pipeline = get(state, org, id).await?;
     may_change(caller, &pipeline.created_by, permissions)?;
-    let compliance =
+    let admitted =
         checks::at_the_door(state, org, Target::Pipeline, id, attributes(&input)).await?;
     let audit = [event(
         caller,
@@ -264,7 +265,8 @@ pub async fn update(
         pipeline_name: &input.pipeline_name,
         access_modifier: &input.access_modifier,
         props: &input.props,
-        compliance: &compliance,
+        compliance: &admitted.compliance,
+        snapshot: admitted.snapshot.as_ref(),
     };
     Ok(state
         .store

@@ -83,7 +83,7 @@ async fn admit(
 ) -> ServiceResult<PluginRecord> {
     let id = new_id();
     let document = attributes(manifest, access, dockerfile);
-    let compliance = checks::at_the_door(state, org, Target::Plugin, &id, document).await?;
+    let admitted = checks::at_the_door(state, org, Target::Plugin, &id, document).await?;
     let root = pool(state, org).await?;
     let charge = Charge {
         org_id: &org.id,
@@ -107,7 +107,8 @@ async fn admit(
         manifest,
         dockerfile,
         access_modifier: access,
-        compliance: &compliance,
+        compliance: &admitted.compliance,
+        snapshot: admitted.snapshot.as_ref(),
         archive,
         image: &image,
         created_by: &caller.user_id,

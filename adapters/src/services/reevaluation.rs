@@ -5,7 +5,6 @@
 //! rule or subscription change becomes a scan.
 
 use compliance_core::Target;
-use serde_json::json;
 
 use super::checks::{self, Recording};
 use super::{pipelines, plugins, ServiceError, ServiceResult};
@@ -43,7 +42,7 @@ pub async fn process(state: &AppState, claimed: &ClaimedEntity) -> ServiceResult
     };
     let deadline = tokio::time::Instant::now() + crate::services::checks::BUDGET;
     let entity = claimed.entity_id.clone();
-    let evaluation = checks::check_entity(
+    let checks::Checked { evaluation, .. } = checks::check_entity(
         state,
         &org,
         target,
@@ -53,11 +52,12 @@ pub async fn process(state: &AppState, claimed: &ClaimedEntity) -> ServiceResult
         Recording::Live,
     )
     .await?;
-    let compliance =
-        json!({"result": checks::outcome(&evaluation), "violations": evaluation.violations});
     state
         .store
-        .set_compliance((&org.id, target.as_str(), &claimed.entity_id), &compliance)
+        .set_compliance(
+            (&org.id, target.as_str(), &claimed.entity_id),
+            &evaluation.compliance(),
+        )
         .await?;
     Ok(())
 }

@@ -21,11 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use compliance_core::{Attributes, CronSchedule, Evaluation, Exemption, RuleSet, Target, Waivers};
+use compliance_core::{CronSchedule, Evaluation, Exemption, RuleSet, Target, Waivers};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::checks::outcome;
 use super::{pipelines, plugins, ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
 use crate::storage::{
@@ -493,12 +492,13 @@ async fn judge(
                     chunk
                         .into_iter()
                         .map(|(id, name, document)| {
-                            let judged = Attributes::new(&document, &limits).map(|attributes| {
-                                let mut evaluation =
-                                    set.evaluate(target, &attributes, &Waivers::none());
-                                evaluation.waive(&Waivers::for_entity(&exemptions, &id, now));
-                                evaluation
-                            });
+                            let judged = compliance_core::judge(
+                                Some(&set),
+                                target,
+                                &document,
+                                &limits,
+                                &Waivers::for_entity(&exemptions, &id, now),
+                            );
                             result(&scan_id, target, (id, name), judged, now)
                         })
                         .collect::<Vec<_>>()
@@ -534,7 +534,7 @@ fn result(
 ) -> ScanResult {
     let (result, violations, error) = match judged {
         Ok(evaluation) => (
-            outcome(&evaluation).to_owned(),
+            evaluation.outcome().as_str().to_owned(),
             serde_json::to_value(&evaluation.violations).unwrap_or(Value::Null),
             None,
         ),

@@ -352,12 +352,12 @@ impl Store {
             None => Err(StoreError::Other(format!(
                 "the seat limit of {root_id} is not synchronized"
             ))),
-            Some(limit) if limit >= 0 && used > limit => Ok(Err(QuotaRefusal {
-                limit: limit.unsigned_abs(),
-                used: used.unsigned_abs().saturating_sub(1),
-                requested: 1,
-            })),
-            Some(_) => Ok(Ok(())),
+            // The count includes the member this transaction adds: entitlements
+            // decides whether the seats take one more over the others.
+            Some(limit) => match super::quota::refusal(used.saturating_sub(1), limit, 1) {
+                Some(refusal) => Ok(Err(refusal)),
+                None => Ok(Ok(())),
+            },
         }
     }
 

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use compliance_core::{Exemption, ExemptionStatus, Subscription};
 use serde::Serialize;
 use serde_json::Value;
+use sqlx::AnyConnection;
 
 use super::decode::Decoder;
 use super::orgs::found;
@@ -665,7 +666,7 @@ impl Store {
         (org_id, target, entity_id): (&str, &str, Option<&str>),
         result: &str,
         violations: &Value,
-        document: &Value,
+        snapshot: Option<&Value>,
         notification: Option<&super::NewNotification>,
         now: DateTime<Utc>,
     ) -> StoreResult<Option<String>> {
@@ -682,18 +683,9 @@ impl Store {
         .bind(stamp(now))
         .execute(&mut *tx)
         .await?;
-        if let Some(entity_id) = entity_id {
-            sqlx::query(&self.sql(
-                "INSERT INTO entity_snapshots (org_id, target, entity_id, attributes, updated_at) VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (org_id, target, entity_id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at",
-            ))
-            .bind(org_id)
-            .bind(target)
-            .bind(entity_id)
-            .bind(document.to_string())
-            .bind(stamp(now))
-            .execute(&mut *tx)
-            .await?;
+        if let (Some(entity_id), Some(snapshot)) = (entity_id, snapshot) {
+            self.put_snapshot(&mut tx, (org_id, target, entity_id), snapshot, now)
+                .await?;
         }
         let id = match notification {
             Some(n) => Some(self.insert_notification(&mut tx, org_id, n, now).await?),
@@ -701,6 +693,29 @@ impl Store {
         };
         tx.commit().await?;
         Ok(id)
+    }
+
+    /// Keeps the attributes an entity was last judged on (for the impact preview),
+    /// inside the caller's transaction.
+    pub(crate) async fn put_snapshot(
+        &self,
+        conn: &mut AnyConnection,
+        (org_id, target, entity_id): (&str, &str, &str),
+        attributes: &Value,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(&self.sql(
+            "INSERT INTO entity_snapshots (org_id, target, entity_id, attributes, updated_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (org_id, target, entity_id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at",
+        ))
+        .bind(org_id)
+        .bind(target)
+        .bind(entity_id)
+        .bind(attributes.to_string())
+        .bind(stamp(now))
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
     }
 
     /// A page of the check log, filtered by target, result and entity.

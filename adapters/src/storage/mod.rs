@@ -297,6 +297,12 @@ fn sqlite_placeholders(text: &str) -> String {
     out
 }
 
+/// An entity's compliance as stored: its JSON text.
+pub(crate) fn compliance_text(compliance: &compliance_core::Compliance) -> StoreResult<String> {
+    serde_json::to_string(compliance)
+        .map_err(|e| StoreError::Invalid(format!("a compliance result does not serialize: {e}")))
+}
+
 /// A timestamp as stored: RFC 3339, UTC, microseconds.
 pub(crate) fn stamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)

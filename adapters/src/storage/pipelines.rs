@@ -6,10 +6,11 @@ use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
+use sqlx::AnyConnection;
 
 use super::decode::Decoder;
 use super::quota::{Charge, QuotaRefusal};
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{compliance_text, stamp, Store, StoreError, StoreResult};
 
 /// A stored pipeline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -53,7 +54,10 @@ pub struct PipelineFields<'a> {
     /// The properties.
     pub props: &'a Value,
     /// The compliance result to keep with it.
-    pub compliance: &'a Value,
+    pub compliance: &'a compliance_core::Compliance,
+    /// The attributes it was judged on, kept for the impact preview (when this server
+    /// judged it).
+    pub snapshot: Option<&'a Value>,
 }
 
 /// What a list of pipelines is narrowed to.
@@ -148,20 +152,37 @@ impl Store {
         .bind(fields.pipeline_name)
         .bind(fields.access_modifier)
         .bind(fields.props.to_string())
-        .bind(fields.compliance.to_string())
+        .bind(compliance_text(fields.compliance)?)
         .bind(created_by)
         .bind(stamp(now))
         .execute(&mut *tx)
         .await
         .map_err(duplicate(fields))?;
+        if let Some(snapshot) = fields.snapshot {
+            self.put_snapshot(&mut tx, (org_id, "pipeline", id), snapshot, now)
+                .await?;
+        }
         self.enqueue_reevaluation(&mut tx, org_id, "pipeline", id, "pipeline.create", now)
             .await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
-        self.pipeline(org_id, id)
-            .await?
-            .map(Ok)
-            .ok_or_else(|| StoreError::Other("the new pipeline vanished".to_owned()))
+        // What was inserted, at the precision it is stored with.
+        let at = chrono::SubsecRound::trunc_subsecs(now, 6);
+        Ok(Ok(PipelineRecord {
+            id: id.to_owned(),
+            org_id: org_id.to_owned(),
+            project: fields.project.to_owned(),
+            organization: fields.organization.to_owned(),
+            pipeline_name: fields.pipeline_name.to_owned(),
+            access_modifier: fields.access_modifier.to_owned(),
+            props: fields.props.clone(),
+            compliance: serde_json::to_value(fields.compliance).map_err(|e| {
+                StoreError::Invalid(format!("a compliance result does not serialize: {e}"))
+            })?,
+            created_by: created_by.to_owned(),
+            created_at: at,
+            updated_at: at,
+        }))
     }
 
     /// Replaces a pipeline's fields; `NotFound` when it is not the organization's.
@@ -183,7 +204,7 @@ impl Store {
         .bind(fields.pipeline_name)
         .bind(fields.access_modifier)
         .bind(fields.props.to_string())
-        .bind(fields.compliance.to_string())
+        .bind(compliance_text(fields.compliance)?)
         .bind(stamp(now))
         .execute(&mut *tx)
         .await
@@ -191,13 +212,16 @@ impl Store {
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("pipeline".to_owned()));
         }
+        if let Some(snapshot) = fields.snapshot {
+            self.put_snapshot(&mut tx, (org_id, "pipeline", id), snapshot, now)
+                .await?;
+        }
         self.enqueue_reevaluation(&mut tx, org_id, "pipeline", id, "pipeline.update", now)
             .await?;
         self.enqueue(&mut tx, audit).await?;
+        let changed = self.pipeline_in(&mut tx, org_id, id).await?;
         tx.commit().await?;
-        self.pipeline(org_id, id)
-            .await?
-            .ok_or_else(|| StoreError::NotFound("pipeline".to_owned()))
+        changed.ok_or_else(|| StoreError::NotFound("pipeline".to_owned()))
     }
 
     /// Deletes a pipeline and its registry entries, freeing its quota.
@@ -234,10 +258,21 @@ impl Store {
 
     /// One pipeline of an organization.
     pub async fn pipeline(&self, org_id: &str, id: &str) -> StoreResult<Option<PipelineRecord>> {
+        let mut conn = self.pool().acquire().await?;
+        self.pipeline_in(&mut conn, org_id, id).await
+    }
+
+    /// [`Store::pipeline`] on a connection (inside a transaction: what it wrote).
+    async fn pipeline_in(
+        &self,
+        conn: &mut AnyConnection,
+        org_id: &str,
+        id: &str,
+    ) -> StoreResult<Option<PipelineRecord>> {
         let row = sqlx::query(&self.sql("SELECT * FROM pipelines WHERE org_id = $1 AND id = $2"))
             .bind(org_id)
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *conn)
             .await?;
         row.as_ref().map(pipeline_from_row).transpose()
     }

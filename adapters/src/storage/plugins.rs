@@ -6,11 +6,11 @@ use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
 use super::quota::{Charge, QuotaRefusal};
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{compliance_text, stamp, Store, StoreError, StoreResult};
 
 /// A stored plugin.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -68,7 +68,10 @@ pub struct NewPlugin<'a> {
     /// `public` or `private`.
     pub access_modifier: &'a str,
     /// The compliance result to keep with it.
-    pub compliance: &'a Value,
+    pub compliance: &'a compliance_core::Compliance,
+    /// The attributes it was judged on, kept for the impact preview (when this server
+    /// judged it).
+    pub snapshot: Option<&'a Value>,
     /// The archive.
     pub archive: &'a [u8],
     /// The image its build makes.
@@ -166,7 +169,7 @@ impl Store {
         .bind(serde_json::to_string(&manifest.commands).unwrap_or_default())
         .bind(serde_json::to_string(&manifest.install_commands).unwrap_or_default())
         .bind(plugin.dockerfile)
-        .bind(plugin.compliance.to_string())
+        .bind(compliance_text(plugin.compliance)?)
         .bind(plugin.created_by)
         .bind(stamp(now))
         .execute(&mut *tx)
@@ -203,20 +206,35 @@ impl Store {
             now,
         )
         .await?;
+        if let Some(snapshot) = plugin.snapshot {
+            self.put_snapshot(&mut tx, (plugin.org_id, "plugin", plugin.id), snapshot, now)
+                .await?;
+        }
         self.enqueue(&mut tx, audit).await?;
+        let created = self.plugin_in(&mut tx, plugin.org_id, plugin.id).await?;
         tx.commit().await?;
-        self.plugin(plugin.org_id, plugin.id)
-            .await?
+        created
             .map(Ok)
             .ok_or_else(|| StoreError::Other("the new plugin vanished".to_owned()))
     }
 
     /// One plugin of an organization.
     pub async fn plugin(&self, org_id: &str, id: &str) -> StoreResult<Option<PluginRecord>> {
+        let mut conn = self.pool().acquire().await?;
+        self.plugin_in(&mut conn, org_id, id).await
+    }
+
+    /// [`Store::plugin`] on a connection (inside a transaction: what it wrote).
+    async fn plugin_in(
+        &self,
+        conn: &mut AnyConnection,
+        org_id: &str,
+        id: &str,
+    ) -> StoreResult<Option<PluginRecord>> {
         let row = sqlx::query(&self.sql("SELECT * FROM plugins WHERE org_id = $1 AND id = $2"))
             .bind(org_id)
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *conn)
             .await?;
         row.as_ref().map(plugin_from_row).transpose()
     }

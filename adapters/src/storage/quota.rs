@@ -29,6 +29,24 @@ pub struct Charge<'a> {
     pub amount: u64,
 }
 
+/// What `entitlements` says of adding `amount` to `used` under the wire limit
+/// `limit` (-1 unlimited): `None` when it fits.
+pub(crate) fn refusal(used: i64, limit: i64, amount: u64) -> Option<QuotaRefusal> {
+    let used = used.unsigned_abs();
+    match entitlements::Limit::from_wire(limit)? {
+        entitlements::Limit::Finite(n)
+            if !entitlements::Limit::Finite(n).allows(used.saturating_add(amount)) =>
+        {
+            Some(QuotaRefusal {
+                limit: n,
+                used,
+                requested: amount,
+            })
+        }
+        _ => None,
+    }
+}
+
 /// A charge the pool could not take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuotaRefusal {
@@ -168,12 +186,9 @@ impl Store {
             let Some(limit) = limit else {
                 return Ok(Charged::Unsynced);
             };
-            if limit >= 0 && used.saturating_add(wire(charge.amount)) > limit {
-                return Ok(Charged::Refused(QuotaRefusal {
-                    limit: limit.unsigned_abs(),
-                    used: used.unsigned_abs(),
-                    requested: charge.amount,
-                }));
+            // entitlements decides whether the pool takes the charge.
+            if let Some(refusal) = refusal(used, limit, charge.amount) {
+                return Ok(Charged::Refused(refusal));
             }
             attempts += 1;
             if attempts >= 3 {

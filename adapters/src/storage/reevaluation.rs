@@ -5,10 +5,11 @@
 //! with their last error.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use sqlx::{AnyConnection, Row};
 
-use super::{entity_table, placeholders, stamp, Dialect, Store, StoreError, StoreResult};
+use super::{
+    compliance_text, entity_table, placeholders, stamp, Dialect, Store, StoreError, StoreResult,
+};
 
 /// The entity of an event that stands for all the organization's entities of its
 /// target (a rule or subscription change): the worker starts a scan for it.
@@ -265,7 +266,7 @@ impl Store {
     pub async fn set_compliance(
         &self,
         (org_id, target, id): (&str, &str, &str),
-        compliance: &Value,
+        compliance: &compliance_core::Compliance,
     ) -> StoreResult<()> {
         let table = entity_table(target)?;
         sqlx::query(&self.sql(&format!(
@@ -273,7 +274,7 @@ impl Store {
         )))
         .bind(org_id)
         .bind(id)
-        .bind(compliance.to_string())
+        .bind(compliance_text(compliance)?)
         .execute(self.pool())
         .await?;
         Ok(())

@@ -403,6 +403,25 @@ async fn the_pool_of_a_root_and_its_team_is_capped(app: &TestApp) {
         .call("GET", "/api/pipelines", &alice, Some(&team), None)
         .await;
     assert_eq!(body["pagination"]["total"], 2);
+    // The refused creates were checked: their check log rows are the compliance
+    // service's and stay; the entity's snapshot, its re-evaluation and its audit event
+    // went with the refusal.
+    for (org, created) in [(&root, 3), (&team, 2)] {
+        let (_, checked) = app
+            .store
+            .checks(org, Some("pipeline"), None, None, 100, 0)
+            .await
+            .unwrap();
+        assert_eq!(checked, created + 1, "{org}");
+        let snapshots = app.store.snapshots(org, "pipeline", 100).await.unwrap();
+        assert_eq!(snapshots.len() as u64, created, "{org}");
+        assert!(snapshots
+            .iter()
+            .all(|(entity, _)| ids.iter().any(|(_, id)| id == entity)));
+        assert_eq!(app.store.pending_reevaluations(org).await.unwrap(), created);
+    }
+    app.relay().await;
+    assert_eq!(app.audited("pipeline.create").await.len(), 5);
     // Deleting frees: the team's delete makes room for the root.
     let (org, id) = &ids[4];
     let (status, _) = app
@@ -415,6 +434,16 @@ async fn the_pool_of_a_root_and_its_team_is_capped(app: &TestApp) {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
+    // A name taken (409) after the check and the charge leaves no snapshot, charge or
+    // event either.
+    let kept = app.store.snapshots(&team, "pipeline", 100).await.unwrap();
+    let (status, body) = create(app, &alice, &team, pipeline("p3")).await;
+    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    assert_eq!(
+        app.store.snapshots(&team, "pipeline", 100).await.unwrap(),
+        kept
+    );
+    assert_eq!(app.store.pool_usage(&root, "pipelines").await.unwrap(), 4);
     let (status, body) = create(app, &alice, &root, pipeline("fits-again")).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(app.store.pool_usage(&root, "pipelines").await.unwrap(), 5);
