@@ -22,6 +22,8 @@ pub mod cpu;
 pub mod emitter;
 #[cfg(feature = "server")]
 pub mod http;
+#[cfg(feature = "server")]
+pub mod inventory;
 pub mod metrics;
 pub mod notify;
 #[cfg(feature = "server")]

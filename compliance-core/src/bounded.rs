@@ -41,6 +41,7 @@ pub const MAX_MESSAGE_VALUE_BYTES: usize = 120;
 /// let cut: Cut = serde_json::from_str(r#"{"at": "/2", "bytes": 999000}"#).unwrap();
 /// assert_eq!(cut.bytes, Some(999000));
 /// ```
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Cut {

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::{AttributeLimits, Attributes, Error, Evaluation, RuleSet, Target, Violation, Waivers};
 
 /// What a judgement decides for an entity.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
@@ -66,6 +67,7 @@ impl std::fmt::Display for Outcome {
 }
 
 /// An entity's compliance as it is kept with the entity: `{result, violations}`.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Compliance {
     /// The outcome.

@@ -13,6 +13,7 @@ pub const DEFAULT_MAX_REGEX_LENGTH: usize = 100;
 pub const DEFAULT_REGEX_SIZE_LIMIT: usize = 256 * 1024;
 
 /// One of the 18 operators of document 1.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Operator {

@@ -9,6 +9,7 @@ use crate::operator::Operator;
 pub const PRIORITY_RANGE: std::ops::RangeInclusive<i64> = 0..=10_000;
 
 /// The kind of entity a rule applies to.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Target {
@@ -42,6 +43,7 @@ impl std::str::FromStr for Target {
 }
 
 /// How bad a violation is. `warning` never blocks; `error` and `critical` block.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -80,6 +82,7 @@ impl Severity {
 }
 
 /// Who sees a rule: the owning organization only, or the published catalog.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
@@ -91,6 +94,7 @@ pub enum Scope {
 }
 
 /// Whether all predicates of a rule must hold, or at least one.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ConditionMode {

@@ -251,6 +251,63 @@ impl fmt::Display for Violation {
     }
 }
 
+/// The wire form's schema, for servers that document their API (feature `schema`).
+#[cfg(feature = "schema")]
+mod schema {
+    use serde::Serialize;
+    use serde_json::Value;
+
+    use crate::{Cut, Operator, Severity};
+
+    /// A rule an entity failed, as the API answers it.
+    #[derive(Serialize, utoipa::ToSchema)]
+    #[serde(rename_all = "camelCase")]
+    #[schema(as = Violation)]
+    pub(super) struct Wire {
+        /// The rule's id.
+        rule_id: String,
+        /// The rule's name.
+        rule_name: String,
+        severity: Severity,
+        /// The rule's field expression.
+        field: String,
+        operator: Operator,
+        /// The rule's value.
+        value: Value,
+        /// What the check found there (left out when the field is missing), bounded.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        actual: Option<Value>,
+        /// Where `actual` was cut (left out when nothing was).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        truncated: Option<Vec<Cut>>,
+        /// One line for a human.
+        message: String,
+    }
+}
+
+#[cfg(feature = "schema")]
+impl utoipa::PartialSchema for Violation {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <schema::Wire as utoipa::PartialSchema>::schema()
+    }
+}
+
+#[cfg(feature = "schema")]
+impl utoipa::ToSchema for Violation {
+    fn name() -> std::borrow::Cow<'static, str> {
+        <schema::Wire as utoipa::ToSchema>::name()
+    }
+
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        <schema::Wire as utoipa::ToSchema>::schemas(schemas)
+    }
+}
+
 /// The wire form, read field by field.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

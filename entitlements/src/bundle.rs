@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::tier::{Dimension, Feature, Tier};
 
 /// A bundle's identifier.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum BundleId {

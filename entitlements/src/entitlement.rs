@@ -15,6 +15,7 @@ use crate::tier::{Dimension, Feature, Tier};
 pub const MAX_QUANTITY: u32 = 10_000;
 
 /// Who bills the account.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BillingProvider {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::limit::Limit;
 
 /// A subscription tier.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
@@ -57,6 +58,7 @@ impl Tier {
 }
 
 /// A feature a tier or a bundle unlocks.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Feature {
@@ -119,6 +121,7 @@ impl Feature {
 ///
 /// Billing tracks nine quota types; the documents name five of them. Adding one is
 /// a variant here and its row in [`Dimension::ALL`] and `info`.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Dimension {

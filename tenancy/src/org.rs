@@ -56,6 +56,7 @@ pub fn check_team_parent(parent: &Organization) -> Result<(), TenancyError> {
 }
 
 /// A user's role in an organization's membership (document 2).
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MembershipRole {

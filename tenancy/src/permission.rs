@@ -132,6 +132,20 @@ impl std::str::FromStr for Permission {
     }
 }
 
+/// The schema of a permission: one of the catalog's `resource:action` strings.
+#[cfg(feature = "schema")]
+impl utoipa::PartialSchema for Permission {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(Permission::ALL.map(Permission::as_str)))
+            .into()
+    }
+}
+
+#[cfg(feature = "schema")]
+impl utoipa::ToSchema for Permission {}
+
 impl Serialize for Permission {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.as_str())

@@ -1,7 +1,7 @@
 //! Extractors whose rejections answer in the error envelope (never axum's plain text).
 
 use axum::body::Bytes;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
@@ -10,7 +10,9 @@ use serde::Deserialize;
 
 use crate::http::error::ApiError;
 
-/// A JSON body; a malformed one is 400 `VALIDATION_ERROR`, an oversized one 413.
+/// A JSON body, deserialized into its type (which parses the domain's values); a
+/// malformed one is 400 `VALIDATION_ERROR` naming the field at fault (`details.field`,
+/// the top-level field; `details.path`, where inside it), an oversized one 413.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Json<T>(pub T);
 
@@ -28,11 +30,29 @@ where
             ));
         }
         let RawBody(bytes) = RawBody::from_request(req, state).await?;
-        match axum::Json::<T>::from_bytes(&bytes) {
-            Ok(axum::Json(value)) => Ok(Json(value)),
-            Err(rejection) => Err(json_rejection(rejection)),
-        }
+        body_of(&bytes).map(Json)
     }
+}
+
+/// Deserializes a JSON body, the error naming where it went wrong.
+pub(crate) fn body_of<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut reader = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut reader).map_err(|error| {
+        let path = error.path().to_string();
+        (path, error.into_inner())
+    });
+    let value =
+        value.and_then(|value: T| reader.end().map(|()| value).map_err(|e| (String::new(), e)));
+    value.map_err(|(path, inner)| {
+        let root = path.is_empty() || path == ".";
+        if root || inner.classify() != serde_json::error::Category::Data {
+            return ApiError::validation(format!("the JSON body is not acceptable: {inner}"));
+        }
+        let field = path.split(['.', '[']).next().unwrap_or_default().to_owned();
+        ApiError::validation(format!("{path}: {inner}")).with_details(
+            serde_json::json!({"field": field, "path": path, "problem": inner.to_string()}),
+        )
+    })
 }
 
 /// Whether the request says its body is JSON (`application/json`, or `+json`), as
@@ -54,19 +74,6 @@ fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
         return false;
     };
     kind == "application" && (subtype == "json" || subtype.ends_with("+json"))
-}
-
-fn json_rejection(rejection: JsonRejection) -> ApiError {
-    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return ApiError::payload_too_large();
-    }
-    let message = match &rejection {
-        JsonRejection::MissingJsonContentType(_) => {
-            "expected a JSON body (Content-Type: application/json)".to_owned()
-        }
-        other => other.body_text(),
-    };
-    ApiError::validation(message)
 }
 
 /// A body field that may be left out, set, or set to `null`: `None` when left out,

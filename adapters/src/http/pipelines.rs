@@ -3,17 +3,109 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use chrono::Utc;
-use serde::Deserialize;
-use serde_json::json;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
-use crate::http::response::{ok, paginated};
+use crate::http::response::{ok, Answer, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::services::pipelines::{self, PipelineInput};
-use crate::storage::PipelineFilter;
+use crate::inventory::{AccessModifier, Arn, EntityCompliance, Name};
+use crate::services::pipelines::{self, PipelineInput, PipelineProps};
+use crate::storage::{PipelineFilter, PipelineRecord, RegistryEntry};
+
+/// A pipeline create or update body (document 2's Pipeline create body).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct PipelineBody {
+    project: Name,
+    organization: Name,
+    pipeline_name: Name,
+    access_modifier: AccessModifier,
+    props: PipelineProps,
+}
+
+impl From<PipelineBody> for PipelineInput {
+    fn from(body: PipelineBody) -> Self {
+        PipelineInput {
+            project: body.project,
+            organization: body.organization,
+            pipeline_name: body.pipeline_name,
+            access_modifier: body.access_modifier,
+            props: body.props,
+        }
+    }
+}
+
+/// A pipeline as the API answers it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Pipeline {
+    id: String,
+    org_id: String,
+    project: String,
+    organization: String,
+    pipeline_name: String,
+    access_modifier: AccessModifier,
+    /// The pipeline's properties, as stored.
+    #[schema(value_type = Object)]
+    props: Value,
+    compliance: EntityCompliance,
+    created_by: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<PipelineRecord> for Pipeline {
+    fn from(p: PipelineRecord) -> Self {
+        Pipeline {
+            id: p.id,
+            org_id: p.org_id,
+            project: p.project,
+            organization: p.organization,
+            pipeline_name: p.pipeline_name,
+            access_modifier: p.access_modifier,
+            props: p.props,
+            compliance: p.compliance,
+            created_by: p.created_by,
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+        }
+    }
+}
+
+/// A registry entry: a cloud pipeline resource name mapped to a pipeline.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Registration {
+    arn: String,
+    pipeline_id: String,
+    org_id: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<RegistryEntry> for Registration {
+    fn from(e: RegistryEntry) -> Self {
+        Registration {
+            arn: e.arn,
+            pipeline_id: e.pipeline_id,
+            org_id: e.org_id,
+            created_at: e.created_at,
+            updated_at: e.updated_at,
+        }
+    }
+}
+
+/// A registry entry as the deploy hook posts it.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct RegistrationBody {
+    arn: Arn,
+    pipeline_id: Name,
+}
 
 /// The fields a pipeline list sorts by.
 pub(crate) const SORTABLE: [&str; 4] = ["createdAt", "updatedAt", "pipelineName", "project"];
@@ -35,7 +127,7 @@ impl PipelineQuery {
         if self
             .access_modifier
             .as_deref()
-            .is_some_and(|a| !["public", "private"].contains(&a))
+            .is_some_and(|a| AccessModifier::parse(a).is_none())
         {
             return Err(ApiError::invalid_field(
                 "accessModifier",
@@ -57,7 +149,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<PipelineQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Pipeline>, ApiError> {
     let page = q.page.check(state.config.http.max_page_limit, &SORTABLE)?;
     let filter = q.filter()?;
     let order = (page.sort_by.as_str(), page.sort_order == SortOrder::Asc);
@@ -69,7 +161,8 @@ pub(crate) async fn list(
         (page.limit, page.offset),
     )
     .await?;
-    Ok(paginated("pipelines", items, total, &page))
+    let items = items.into_iter().map(Pipeline::from).collect();
+    Ok(Paged::new("pipelines", items, total, page))
 }
 
 /// `GET /pipelines/find`: the newest pipeline matching the filters (at least one).
@@ -77,7 +170,7 @@ pub(crate) async fn find(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<PipelineQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Pipeline>, ApiError> {
     let filter = q.filter()?;
     if filter.project.is_none() && filter.organization.is_none() && filter.pipeline_name.is_none() {
         return Err(ApiError::validation(
@@ -85,7 +178,7 @@ pub(crate) async fn find(
         ));
     }
     let pipeline = pipelines::find(&state, &granted.org, &filter).await?;
-    Ok(ok(StatusCode::OK, pipeline))
+    Ok(Answer::ok(pipeline.into()))
 }
 
 /// `GET /pipelines/:id`.
@@ -93,9 +186,9 @@ pub(crate) async fn get(
     State(state): State<AppState>,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Pipeline>, ApiError> {
     let pipeline = pipelines::get(&state, &granted.org, &id).await?;
-    Ok(ok(StatusCode::OK, pipeline))
+    Ok(Answer::ok(pipeline.into()))
 }
 
 /// `POST /pipelines` (`pipelines:write`): compliance and quota at the door.
@@ -103,10 +196,11 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
-    Json(body): Json<PipelineInput>,
-) -> Result<Response, ApiError> {
-    let pipeline = pipelines::create(&state, &caller, &granted.org, body, Utc::now()).await?;
-    Ok(ok(StatusCode::CREATED, pipeline))
+    Json(body): Json<PipelineBody>,
+) -> Result<Answer<Pipeline>, ApiError> {
+    let pipeline =
+        pipelines::create(&state, &caller, &granted.org, body.into(), Utc::now()).await?;
+    Ok(Answer::created(pipeline.into()))
 }
 
 /// `PUT /pipelines/:id` (`pipelines:write`): judged again like a create.
@@ -115,18 +209,18 @@ pub(crate) async fn update(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-    Json(body): Json<PipelineInput>,
-) -> Result<Response, ApiError> {
+    Json(body): Json<PipelineBody>,
+) -> Result<Answer<Pipeline>, ApiError> {
     let pipeline = pipelines::update(
         &state,
         &caller,
         (&granted.org, &granted.permissions),
         &id,
-        body,
+        body.into(),
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::OK, pipeline))
+    Ok(Answer::ok(pipeline.into()))
 }
 
 /// `DELETE /pipelines/:id` (`pipelines:write`): frees its quota.
@@ -152,18 +246,11 @@ pub(crate) async fn registry(
     State(state): State<AppState>,
     granted: Granted,
     Query(params): Query<PageParams>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Registration>, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) = pipelines::registry(&state, &granted.org, page.limit, page.offset).await?;
-    Ok(paginated("registry", items, total, &page))
-}
-
-/// A registry entry as the deploy hook posts it.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct Registration {
-    arn: String,
-    pipeline_id: String,
+    let items = items.into_iter().map(Registration::from).collect();
+    Ok(Paged::new("registry", items, total, page))
 }
 
 fn arn(value: &str) -> Result<&str, ApiError> {
@@ -182,17 +269,17 @@ pub(crate) async fn register(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
-    Json(body): Json<Registration>,
-) -> Result<Response, ApiError> {
+    Json(body): Json<RegistrationBody>,
+) -> Result<Answer<Registration>, ApiError> {
     let entry = pipelines::register(
         &state,
         &caller,
         &granted.org,
-        (arn(&body.arn)?, &body.pipeline_id),
+        (body.arn.as_str(), body.pipeline_id.as_str()),
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::OK, entry))
+    Ok(Answer::ok(entry.into()))
 }
 
 /// The query of `DELETE /pipelines/registry`.

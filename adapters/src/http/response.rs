@@ -50,3 +50,64 @@ pub fn paginated_with<T: Serialize>(
     }
     (StatusCode::OK, axum::Json(body)).into_response()
 }
+
+/// A typed success: `{success: true, statusCode, data}` around a `T`, whose schema
+/// the route table documents from the same type ([`Route::answers`]).
+///
+/// [`Route::answers`]: crate::http::routes::Route
+#[derive(Debug)]
+pub struct Answer<T> {
+    status: StatusCode,
+    data: T,
+}
+
+impl<T> Answer<T> {
+    /// 200.
+    pub fn ok(data: T) -> Self {
+        Answer {
+            status: StatusCode::OK,
+            data,
+        }
+    }
+
+    /// 201.
+    pub fn created(data: T) -> Self {
+        Answer {
+            status: StatusCode::CREATED,
+            data,
+        }
+    }
+}
+
+impl<T: Serialize> IntoResponse for Answer<T> {
+    fn into_response(self) -> Response {
+        ok(self.status, self.data)
+    }
+}
+
+/// A typed page: the paginated envelope with its `T`s under `key`.
+#[derive(Debug)]
+pub struct Paged<T> {
+    key: &'static str,
+    items: Vec<T>,
+    total: u64,
+    page: Page,
+}
+
+impl<T> Paged<T> {
+    /// `items`, one page of `total`, under `key`.
+    pub fn new(key: &'static str, items: Vec<T>, total: u64, page: Page) -> Self {
+        Paged {
+            key,
+            items,
+            total,
+            page,
+        }
+    }
+}
+
+impl<T: Serialize> IntoResponse for Paged<T> {
+    fn into_response(self) -> Response {
+        paginated(self.key, self.items, self.total, &self.page)
+    }
+}

@@ -14,6 +14,7 @@ use tenancy::Access::{Member, OwnManagedOrSuperAdmin, Permission as Needs};
 use tenancy::Permission::*;
 
 use crate::http::guard::{enforce, Access, Guard, OrgFrom};
+use crate::http::openapi::{schema_of, Components};
 use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
@@ -44,6 +45,8 @@ pub struct Route {
     body_limit: Option<usize>,
     /// The feature of the account's tier (or bundles) the route needs.
     pub(crate) feature: Option<entitlements::Feature>,
+    /// The named schemas the route's typed body and answer refer to.
+    components: Components,
     handler: MethodRouter<AppState>,
 }
 
@@ -72,6 +75,7 @@ macro_rules! verb {
                 body_media: "application/json",
                 body_limit: None,
                 feature: None,
+                components: Components::new(),
                 handler: $routing(handler),
             }
         }
@@ -94,6 +98,31 @@ impl Route {
     /// `FEATURE_NOT_AVAILABLE` otherwise), as it needs its permission.
     fn feature(mut self, feature: entitlements::Feature) -> Self {
         self.feature = Some(feature);
+        self
+    }
+
+    /// The request body is a `T` (its schema derived from the type).
+    fn body_of<T: utoipa::ToSchema>(mut self) -> Self {
+        let schema = schema_of::<T>(&mut self.components);
+        self.body = Some((schema, true));
+        self
+    }
+
+    /// The success answer is a `T` in the envelope ([`Answer`]), with `status`.
+    ///
+    /// [`Answer`]: crate::http::response::Answer
+    fn answers<T: utoipa::ToSchema>(mut self, status: u16) -> Self {
+        let schema = schema_of::<T>(&mut self.components);
+        self.ok = (status, envelope(schema));
+        self
+    }
+
+    /// The success answer is a page of `T`s under `key` ([`Paged`]).
+    ///
+    /// [`Paged`]: crate::http::response::Paged
+    fn pages<T: utoipa::ToSchema>(mut self, key: &str) -> Self {
+        let schema = schema_of::<T>(&mut self.components);
+        self.ok = (200, page(key, schema));
         self
     }
 
@@ -259,71 +288,6 @@ fn plugin_filters(paged: bool) -> Vec<Value> {
         filters.extend(paging(&crate::http::plugins::SORTABLE));
     }
     filters
-}
-
-fn plugin_ref_schema() -> Value {
-    body(
-        &[("name", text(200)), ("version", text(100))],
-        &["name", "version"],
-    )
-}
-
-fn pipeline_body() -> Value {
-    let step = object(
-        &[
-            ("name", text(200)),
-            ("plugin", plugin_ref_schema()),
-            (
-                "env",
-                json!({"type": "object", "additionalProperties": {"type": "string"}}),
-            ),
-        ],
-        &["name", "plugin"],
-    );
-    let stage = object(
-        &[("stageName", text(200)), ("steps", array(step))],
-        &["stageName", "steps"],
-    );
-    let synth = object(
-        &[
-            (
-                "source",
-                object(
-                    &[("type", string()), ("options", json!({"type": "object"}))],
-                    &[],
-                ),
-            ),
-            ("plugin", plugin_ref_schema()),
-        ],
-        &[],
-    );
-    body(
-        &[
-            ("project", text(200)),
-            ("organization", text(200)),
-            ("pipelineName", text(200)),
-            ("accessModifier", one_of(&["public", "private"])),
-            (
-                "props",
-                object(
-                    &[
-                        ("project", string()),
-                        ("organization", string()),
-                        ("synth", synth),
-                        ("stages", array(stage)),
-                    ],
-                    &[],
-                ),
-            ),
-        ],
-        &[
-            "project",
-            "organization",
-            "pipelineName",
-            "accessModifier",
-            "props",
-        ],
-    )
 }
 
 /// Every route of the server.
@@ -968,34 +932,34 @@ pub fn routes() -> Vec<Route> {
         get("/api/pipelines", "listPipelines", org_member(), pipelines::list)
             .doc("The organization's pipelines")
             .query(pipeline_filters(true))
-            .ok(200, page("pipelines", reference("Pipeline"))),
+            .pages::<pipelines::Pipeline>("pipelines"),
         get("/api/pipelines/find", "findPipeline", org_member(), pipelines::find)
             .doc("The newest pipeline matching the filters (at least one of project, organization, pipelineName)")
             .query(pipeline_filters(false))
-            .ok(200, envelope(reference("Pipeline"))),
+            .answers::<pipelines::Pipeline>(200),
         get("/api/pipelines/registry", "pipelineRegistry", org_member(), pipelines::registry)
             .doc("The organization's registry: cloud pipeline resource names mapped to pipelines, newest first")
             .query(paging(&["createdAt"]))
-            .ok(200, page("registry", reference("RegistryEntry"))),
+            .pages::<pipelines::Registration>("registry"),
         post("/api/pipelines/registry", "registerPipeline", compliance(PipelinesWrite), pipelines::register)
             .doc("Map a cloud pipeline resource name to a pipeline of the organization (upsert; the deploy hook)")
-            .body(body(&[("arn", text(2048)), ("pipelineId", text(200))], &["arn", "pipelineId"]))
-            .ok(200, envelope(reference("RegistryEntry"))),
+            .body_of::<pipelines::RegistrationBody>()
+            .answers::<pipelines::Registration>(200),
         delete("/api/pipelines/registry", "deregisterPipeline", compliance(PipelinesWrite), pipelines::deregister)
             .doc("Remove a registry entry")
             .query(vec![parameter("arn", "query", true, text(2048))])
             .ok(200, done("arn", "deleted")),
         get("/api/pipelines/{id}", "getPipeline", org_member(), pipelines::get)
             .doc("One pipeline")
-            .ok(200, envelope(reference("Pipeline"))),
+            .answers::<pipelines::Pipeline>(200),
         post("/api/pipelines", "createPipeline", compliance(PipelinesWrite), pipelines::create)
             .doc("Create a pipeline: checked by the organization's compliance rules (403 COMPLIANCE_VIOLATION with details.violations on a block, 503 COMPLIANCE_UNAVAILABLE when the check cannot be made in 5 s; nothing stored either way) and its pipelines quota (429 QUOTA_EXCEEDED)")
-            .body(pipeline_body())
-            .ok(201, envelope(reference("Pipeline"))),
+            .body_of::<pipelines::PipelineBody>()
+            .answers::<pipelines::Pipeline>(201),
         put("/api/pipelines/{id}", "updatePipeline", compliance(PipelinesWrite), pipelines::update)
             .doc("Replace a pipeline, checked by the compliance rules like a create")
-            .body(pipeline_body())
-            .ok(200, envelope(reference("Pipeline"))),
+            .body_of::<pipelines::PipelineBody>()
+            .answers::<pipelines::Pipeline>(200),
         delete("/api/pipelines/{id}", "deletePipeline", compliance(PipelinesWrite), pipelines::delete)
             .doc("Delete a pipeline (frees its quota)")
             .ok(200, done("id", "deleted")),
@@ -1156,7 +1120,14 @@ pub(crate) fn router(state: &AppState) -> axum::Router<AppState> {
 /// The OpenAPI 3.1 document of the table.
 pub fn document() -> Value {
     let mut paths: Map<String, Value> = Map::new();
+    let mut schemas = match components() {
+        Value::Object(hand) => hand,
+        _ => Map::new(),
+    };
     for route in routes() {
+        for (name, schema) in &route.components {
+            schemas.insert(name.clone(), schema.clone());
+        }
         let mut parameters: Vec<Value> = route
             .path
             .split('/')
@@ -1238,7 +1209,7 @@ pub fn document() -> Value {
         },
         "paths": paths,
         "components": {
-            "schemas": components(),
+            "schemas": schemas,
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
             },
@@ -1254,6 +1225,24 @@ mod tests {
     /// The reviewed copy of `/openapi.json`: a change of the API shows up in review as
     /// a change of this file.
     const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json");
+
+    /// A component name means one schema: the typed ones agree wherever routes use
+    /// them, and none is also written by hand.
+    #[test]
+    fn each_component_is_defined_once() {
+        let hand = components();
+        let mut typed: BTreeMap<String, Value> = BTreeMap::new();
+        for route in routes() {
+            for (name, schema) in route.components {
+                assert!(
+                    hand.get(&name).is_none(),
+                    "{name} is typed and written by hand"
+                );
+                let first = typed.entry(name.clone()).or_insert_with(|| schema.clone());
+                assert_eq!(*first, schema, "two types are named {name}");
+            }
+        }
+    }
 
     #[test]
     fn the_document_matches_its_reviewed_snapshot() {

@@ -746,20 +746,6 @@ pub(crate) fn components() -> Value {
         ],
         &["field", "operator"],
     );
-    let violation = object(
-        &[
-            ("ruleId", string()),
-            ("ruleName", string()),
-            ("severity", one_of(&["warning", "error", "critical"])),
-            ("field", string()),
-            ("operator", operator()),
-            ("value", any()),
-            ("actual", any()),
-            ("truncated", boolean()),
-            ("message", string()),
-        ],
-        &["ruleId", "ruleName", "severity", "field", "message"],
-    );
     let exemption = object(
         &[
             ("id", string()),
@@ -887,41 +873,6 @@ pub(crate) fn components() -> Value {
         ],
         &["success", "statusCode", "code", "message"],
     );
-    let pipeline = object(
-        &[
-            ("id", string()),
-            ("orgId", string()),
-            ("project", string()),
-            ("organization", string()),
-            ("pipelineName", string()),
-            ("accessModifier", one_of(&["public", "private"])),
-            ("props", json!({"type": "object"})),
-            ("compliance", entity_compliance()),
-            ("createdBy", string()),
-            ("createdAt", instant()),
-            ("updatedAt", instant()),
-        ],
-        &[
-            "id",
-            "orgId",
-            "project",
-            "pipelineName",
-            "accessModifier",
-            "props",
-            "compliance",
-            "createdAt",
-        ],
-    );
-    let registry_entry = object(
-        &[
-            ("arn", string()),
-            ("pipelineId", string()),
-            ("orgId", string()),
-            ("createdAt", instant()),
-            ("updatedAt", instant()),
-        ],
-        &["arn", "pipelineId", "orgId", "createdAt", "updatedAt"],
-    );
     let plugin = object(
         &[
             ("id", string()),
@@ -1004,15 +955,12 @@ pub(crate) fn components() -> Value {
     let mut schemas = json!({
         "BuildJob": build_job,
         "Plugin": plugin,
-        "Pipeline": pipeline,
-        "RegistryEntry": registry_entry,
         "Organization": org,
         "Member": member,
         "Role": role,
         "Invitation": invitation,
         "Rule": rule,
         "Condition": condition,
-        "Violation": violation,
         "Exemption": exemption,
         "Policy": policy,
         "CheckLogEntry": check,

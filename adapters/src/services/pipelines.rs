@@ -6,149 +6,106 @@
 //! time is [`ServiceError::Unavailable`] and nothing is stored. A create charges the
 //! pipelines quota of the organization's root pool in the transaction of the insert.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use compliance_core::Target;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tenancy::{Authored, Permission};
 
 use super::checks;
 use super::{ServiceError, ServiceResult};
+use crate::inventory::{AccessModifier, Name};
 use crate::services::context::{event, AppState, Caller};
 use crate::storage::{
     new_id, Charge, OrgRecord, PipelineFields, PipelineFilter, PipelineRecord, RegistryEntry,
 };
 
-/// A pipeline as a create or update gives it (document 2's Pipeline create body).
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+/// A pipeline as a create or update gives it (document 2's Pipeline create body),
+/// every value parsed.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PipelineInput {
     /// The project name.
-    pub project: String,
+    pub project: Name,
     /// The organization name.
-    pub organization: String,
+    pub organization: Name,
     /// The pipeline's name.
-    pub pipeline_name: String,
-    /// `public` or `private`.
-    pub access_modifier: String,
-    /// The pipeline properties: `synth` and `stages`.
-    pub props: Value,
+    pub pipeline_name: Name,
+    /// Who may see it.
+    pub access_modifier: AccessModifier,
+    /// Its properties.
+    pub props: PipelineProps,
 }
 
-/// The longest name, project or organization a pipeline takes.
-pub const MAX_NAME: usize = 200;
-
-fn text(field: &'static str, value: &str) -> ServiceResult<()> {
-    let trimmed = value.trim();
-    if trimmed.is_empty() || value.chars().count() > MAX_NAME || value.chars().any(char::is_control)
-    {
-        return Err(ServiceError::invalid(
-            field,
-            format!("must be 1 to {MAX_NAME} characters, without control characters"),
-        ));
-    }
-    Ok(())
+/// A pipeline's properties: `synth` and `stages` (each step names a plugin with a
+/// version; env values are strings), and whatever else the client keeps there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PipelineProps {
+    /// How the pipeline is synthesized.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synth: Option<Synth>,
+    /// The stages, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Vec<Stage>>,
+    /// Other properties, kept as given.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
 }
 
-/// A plugin reference `{name, version}` at `at`.
-fn plugin_ref(at: &str, value: Option<&Value>) -> ServiceResult<()> {
-    let named = |key: &str| {
-        value
-            .and_then(|p| p.get(key))
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.trim().is_empty())
-    };
-    if value.is_some_and(Value::is_object) && named("name") && named("version") {
-        Ok(())
-    } else {
-        Err(ServiceError::invalid(
-            "props",
-            format!("{at}: a plugin {{name, version}} is required"),
-        ))
-    }
+/// The synth step: its source and the plugin that synthesizes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Synth {
+    /// The plugin that synthesizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<PluginRef>,
+    /// Other properties (the source, say), kept as given.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
 }
 
-/// Checks a create or update body: the names, the visibility, and the shape of the
-/// properties (every step names a plugin with a version; env values are strings).
-pub fn validate(input: &PipelineInput) -> ServiceResult<()> {
-    text("project", &input.project)?;
-    text("organization", &input.organization)?;
-    text("pipelineName", &input.pipeline_name)?;
-    if !["public", "private"].contains(&input.access_modifier.as_str()) {
-        return Err(ServiceError::invalid(
-            "accessModifier",
-            "must be public or private",
-        ));
-    }
-    let Some(props) = input.props.as_object() else {
-        return Err(ServiceError::invalid("props", "must be an object"));
-    };
-    if let Some(synth) = props.get("synth") {
-        if !synth.is_object() {
-            return Err(ServiceError::invalid(
-                "props",
-                "props.synth: must be an object",
-            ));
-        }
-        if let Some(plugin) = synth.get("plugin") {
-            plugin_ref("props.synth.plugin", Some(plugin))?;
-        }
-    }
-    let stages = match props.get("stages") {
-        None => return Ok(()),
-        Some(Value::Array(stages)) => stages,
-        Some(_) => {
-            return Err(ServiceError::invalid(
-                "props",
-                "props.stages: must be an array",
-            ))
-        }
-    };
-    for (i, stage) in stages.iter().enumerate() {
-        let at = format!("props.stages[{i}]");
-        let named = stage
-            .get("stageName")
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.trim().is_empty());
-        if !named {
-            return Err(ServiceError::invalid(
-                "props",
-                format!("{at}.stageName: is required"),
-            ));
-        }
-        let Some(steps) = stage.get("steps").and_then(Value::as_array) else {
-            return Err(ServiceError::invalid(
-                "props",
-                format!("{at}.steps: must be an array"),
-            ));
-        };
-        for (j, step) in steps.iter().enumerate() {
-            let at = format!("{at}.steps[{j}]");
-            if step
-                .get("name")
-                .and_then(Value::as_str)
-                .is_none_or(|s| s.trim().is_empty())
-            {
-                return Err(ServiceError::invalid(
-                    "props",
-                    format!("{at}.name: is required"),
-                ));
-            }
-            plugin_ref(&format!("{at}.plugin"), step.get("plugin"))?;
-            match step.get("env") {
-                None => {}
-                Some(Value::Object(env)) if env.values().all(Value::is_string) => {}
-                Some(_) => {
-                    return Err(ServiceError::invalid(
-                        "props",
-                        format!("{at}.env: must map names to strings"),
-                    ))
-                }
-            }
-        }
-    }
-    Ok(())
+/// A stage: a name and its steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage {
+    /// The stage's name.
+    pub stage_name: Name,
+    /// Its steps, in order.
+    pub steps: Vec<Step>,
+    /// Other properties, kept as given.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// A step: a name, the plugin it runs, its environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    /// The step's name.
+    pub name: Name,
+    /// The plugin it runs.
+    pub plugin: PluginRef,
+    /// Its environment: names to strings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Other properties, kept as given.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// A plugin by name and version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginRef {
+    /// The plugin's name.
+    pub name: Name,
+    /// Its version.
+    pub version: Name,
+    /// Other properties, kept as given.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
 }
 
 /// The document a stored pipeline is judged on (as its create body was).
@@ -162,15 +119,19 @@ pub fn document(pipeline: &PipelineRecord) -> Value {
     })
 }
 
-/// The document a pipeline is judged on: its create body.
-fn attributes(input: &PipelineInput) -> Value {
-    json!({
+/// The document a pipeline is judged on: its create body; and its properties as
+/// stored.
+fn attributes(input: &PipelineInput) -> ServiceResult<(Value, Value)> {
+    let props = serde_json::to_value(&input.props)
+        .map_err(|e| ServiceError::Broken(format!("pipeline properties do not serialize: {e}")))?;
+    let document = json!({
         "project": input.project,
         "organization": input.organization,
         "pipelineName": input.pipeline_name,
         "accessModifier": input.access_modifier,
-        "props": input.props,
-    })
+        "props": props,
+    });
+    Ok((document, props))
 }
 
 /// The root whose pool an organization draws from, its entitlement synchronized
@@ -190,10 +151,9 @@ pub async fn create(
     input: PipelineInput,
     now: DateTime<Utc>,
 ) -> ServiceResult<PipelineRecord> {
-    validate(&input)?;
     let id = new_id();
-    let admitted =
-        checks::at_the_door(state, org, Target::Pipeline, &id, attributes(&input)).await?;
+    let (document, props) = attributes(&input)?;
+    let admitted = checks::at_the_door(state, org, Target::Pipeline, &id, document).await?;
     let root = pool(state, org).await?;
     let charge = Charge {
         org_id: &org.id,
@@ -211,11 +171,11 @@ pub async fn create(
         json!({"pipelineName": input.pipeline_name, "project": input.project}),
     )];
     let fields = PipelineFields {
-        project: &input.project,
-        organization: &input.organization,
-        pipeline_name: &input.pipeline_name,
-        access_modifier: &input.access_modifier,
-        props: &input.props,
+        project: input.project.as_str(),
+        organization: input.organization.as_str(),
+        pipeline_name: input.pipeline_name.as_str(),
+        access_modifier: input.access_modifier,
+        props: &props,
         compliance: &admitted.compliance,
         snapshot: admitted.snapshot.as_ref(),
     };
@@ -246,11 +206,10 @@ pub async fn update(
     input: PipelineInput,
     now: DateTime<Utc>,
 ) -> ServiceResult<PipelineRecord> {
-    validate(&input)?;
     let pipeline = get(state, org, id).await?;
     may_change(caller, &pipeline.created_by, permissions)?;
-    let admitted =
-        checks::at_the_door(state, org, Target::Pipeline, id, attributes(&input)).await?;
+    let (document, props) = attributes(&input)?;
+    let admitted = checks::at_the_door(state, org, Target::Pipeline, id, document).await?;
     let audit = [event(
         caller,
         "pipeline.update",
@@ -260,11 +219,11 @@ pub async fn update(
         json!({"pipelineName": input.pipeline_name, "project": input.project}),
     )];
     let fields = PipelineFields {
-        project: &input.project,
-        organization: &input.organization,
-        pipeline_name: &input.pipeline_name,
-        access_modifier: &input.access_modifier,
-        props: &input.props,
+        project: input.project.as_str(),
+        organization: input.organization.as_str(),
+        pipeline_name: input.pipeline_name.as_str(),
+        access_modifier: input.access_modifier,
+        props: &props,
         compliance: &admitted.compliance,
         snapshot: admitted.snapshot.as_ref(),
     };

@@ -8,6 +8,7 @@ use compliance_core::{Severity, Target};
 use serde_json::{json, Value};
 
 use super::{ServiceError, ServiceResult};
+use crate::inventory::{EntityCompliance, EntityResult};
 use crate::services::context::AppState;
 use crate::storage::{FailingRule, OrgRecord, PipelineFilter, PluginFilter, StatusCounts};
 
@@ -65,7 +66,7 @@ pub async fn posture(
 fn entity_results(
     target: Target,
     (id, name): (&str, &str),
-    compliance: &Value,
+    compliance: &EntityCompliance,
     timestamp: i64,
 ) -> Vec<Value> {
     let policy = format!("compliance-{}", target.as_str());
@@ -86,45 +87,31 @@ fn entity_results(
             "timestamp": {"seconds": timestamp, "nanos": 0},
         })
     };
-    let violations = compliance
-        .get("violations")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    match compliance.get("result").and_then(Value::as_str) {
-        Some("pass") if violations.is_empty() => {
+    match compliance.result {
+        EntityResult::Pass if compliance.violations.is_empty() => {
             vec![base("all", "pass", "every rule passed".to_owned())]
         }
-        Some("pass" | "warn" | "block") => violations
+        EntityResult::Pass | EntityResult::Warn | EntityResult::Block => compliance
+            .violations
             .iter()
             .map(|v| {
-                let severity = v
-                    .get("severity")
-                    .cloned()
-                    .and_then(|s| serde_json::from_value::<Severity>(s).ok());
-                let (result, level) = severity.map_or(("error", "low"), Severity::policy_report);
-                let rule = v.get("ruleName").and_then(Value::as_str).unwrap_or("");
-                let message = v
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                let mut item = base(rule, result, message);
+                let (result, level) = v.severity().policy_report();
+                let mut item = base(v.rule_name(), result, v.message());
                 if let Some(object) = item.as_object_mut() {
                     object.insert("severity".to_owned(), json!(level));
                     object.insert(
                         "properties".to_owned(),
                         json!({
-                            "ruleId": v.get("ruleId").and_then(Value::as_str).unwrap_or(""),
-                            "field": v.get("field").and_then(Value::as_str).unwrap_or(""),
-                            "severity": v.get("severity").and_then(Value::as_str).unwrap_or(""),
+                            "ruleId": v.rule_id(),
+                            "field": v.field(),
+                            "severity": v.severity(),
                         }),
                     );
                 }
                 item
             })
             .collect(),
-        _ => vec![base(
+        EntityResult::Error => vec![base(
             "all",
             "error",
             "the entity could not be judged".to_owned(),

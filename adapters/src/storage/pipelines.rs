@@ -11,6 +11,7 @@ use sqlx::AnyConnection;
 use super::decode::Decoder;
 use super::quota::{Charge, QuotaRefusal};
 use super::{compliance_text, stamp, Store, StoreError, StoreResult};
+use crate::inventory::{AccessModifier, EntityCompliance};
 
 /// A stored pipeline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -26,12 +27,12 @@ pub struct PipelineRecord {
     pub organization: String,
     /// The pipeline's name (unique per organization and project).
     pub pipeline_name: String,
-    /// `public` or `private`.
-    pub access_modifier: String,
+    /// Who may see it.
+    pub access_modifier: AccessModifier,
     /// The pipeline properties.
     pub props: Value,
-    /// The last compliance result: `{result, violations}`.
-    pub compliance: Value,
+    /// The last compliance result.
+    pub compliance: EntityCompliance,
     /// Who created it.
     pub created_by: String,
     /// When.
@@ -49,8 +50,8 @@ pub struct PipelineFields<'a> {
     pub organization: &'a str,
     /// The pipeline's name.
     pub pipeline_name: &'a str,
-    /// `public` or `private`.
-    pub access_modifier: &'a str,
+    /// Who may see it.
+    pub access_modifier: AccessModifier,
     /// The properties.
     pub props: &'a Value,
     /// The compliance result to keep with it.
@@ -97,7 +98,7 @@ pub(super) fn pipeline_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Pipeline
         project: d.get("project")?,
         organization: d.get("organization")?,
         pipeline_name: d.get("pipeline_name")?,
-        access_modifier: d.get("access_modifier")?,
+        access_modifier: d.named("access_modifier", AccessModifier::parse)?,
         props: d.json("props")?,
         compliance: d.json("compliance")?,
         created_by: d.get("created_by")?,
@@ -150,7 +151,7 @@ impl Store {
         .bind(fields.project)
         .bind(fields.organization)
         .bind(fields.pipeline_name)
-        .bind(fields.access_modifier)
+        .bind(fields.access_modifier.as_str())
         .bind(fields.props.to_string())
         .bind(compliance_text(fields.compliance)?)
         .bind(created_by)
@@ -174,11 +175,9 @@ impl Store {
             project: fields.project.to_owned(),
             organization: fields.organization.to_owned(),
             pipeline_name: fields.pipeline_name.to_owned(),
-            access_modifier: fields.access_modifier.to_owned(),
+            access_modifier: fields.access_modifier,
             props: fields.props.clone(),
-            compliance: serde_json::to_value(fields.compliance).map_err(|e| {
-                StoreError::Invalid(format!("a compliance result does not serialize: {e}"))
-            })?,
+            compliance: EntityCompliance::from(fields.compliance.clone()),
             created_by: created_by.to_owned(),
             created_at: at,
             updated_at: at,
@@ -202,7 +201,7 @@ impl Store {
         .bind(fields.project)
         .bind(fields.organization)
         .bind(fields.pipeline_name)
-        .bind(fields.access_modifier)
+        .bind(fields.access_modifier.as_str())
         .bind(fields.props.to_string())
         .bind(compliance_text(fields.compliance)?)
         .bind(stamp(now))

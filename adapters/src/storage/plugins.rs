@@ -42,8 +42,8 @@ pub struct PluginRecord {
     pub install_commands: Vec<String>,
     /// The image build definition, when it has one.
     pub dockerfile: Option<String>,
-    /// The last compliance result: `{result, violations}`.
-    pub compliance: Value,
+    /// The last compliance result.
+    pub compliance: crate::inventory::EntityCompliance,
     /// Where its image build stands: queued, running, completed, failed, timed_out.
     pub build_status: String,
     /// Who uploaded it.
