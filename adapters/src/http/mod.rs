@@ -15,7 +15,7 @@ mod invitations;
 pub mod listener;
 mod members;
 mod messages;
-mod openapi;
+pub mod openapi;
 mod organizations;
 mod pipelines;
 mod plugins;

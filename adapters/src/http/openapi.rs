@@ -4,7 +4,10 @@
 //! (targets, severities, operators, tiers, permissions...) carry their schemas in
 //! their own crates (feature `schema`), so no list of values is spelled twice.
 
-use serde_json::Value;
+use serde_json::{json, Map, Value};
+
+use super::routes::routes;
+use super::schemas::*;
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::RefOr;
 
@@ -28,6 +31,106 @@ pub(crate) fn schema_of<T: utoipa::ToSchema>(components: &mut Components) -> Val
     let name = T::name().into_owned();
     components.push((name.clone(), json(T::schema())));
     super::schemas::reference(&name)
+}
+
+/// The OpenAPI 3.1 document of the table.
+pub fn document() -> Value {
+    let mut paths: Map<String, Value> = Map::new();
+    let mut schemas = match components() {
+        Value::Object(hand) => hand,
+        _ => Map::new(),
+    };
+    for route in routes() {
+        for (name, schema) in &route.components {
+            schemas.insert(name.clone(), schema.clone());
+        }
+        let mut parameters: Vec<Value> = route
+            .path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .map(|name| {
+                let schema = match name {
+                    "target" => target(),
+                    "type" => quota_type(),
+                    "bundleId" => bundle_id(),
+                    _ => text(200),
+                };
+                parameter(name, "path", true, schema)
+            })
+            .collect();
+        if route.access.needs_org_header() {
+            parameters.push(parameter("x-org-id", "header", true, text(200)));
+        }
+        parameters.extend(route.query.iter().cloned());
+        let (status, schema) = &route.ok;
+        let content_type = route.media;
+        let security = if route.access.authenticated() {
+            json!([{"bearer": []}])
+        } else {
+            json!([])
+        };
+        let mut operation = Map::new();
+        operation.insert("operationId".into(), json!(route.operation));
+        operation.insert("summary".into(), json!(route.summary));
+        let feature = route.feature.map_or_else(String::new, |f| {
+            format!(
+                " Needs the `{}` feature in the account (its tier, a bundle or a grant; a super-admin and the system organization have every feature), else 403 FEATURE_NOT_AVAILABLE.",
+                f.name()
+            )
+        });
+        operation.insert(
+            "description".into(),
+            json!(format!(
+                "{}{feature} Errors answer in the envelope {{success: false, statusCode, code, message, details?}}.",
+                route.access.describe()
+            )),
+        );
+        if let Some(feature) = route.feature {
+            operation.insert("x-feature".into(), json!(feature.name()));
+        }
+        operation.insert("security".into(), security);
+        operation.insert("parameters".into(), Value::Array(parameters));
+        if let Some((body, required)) = &route.body {
+            operation.insert(
+                "requestBody".into(),
+                json!({"required": required, "content": {route.body_media: {"schema": body}}}),
+            );
+        }
+        operation.insert(
+            "responses".into(),
+            json!({
+                status.to_string(): {
+                    "description": "Success",
+                    "content": {content_type: {"schema": schema}},
+                },
+                "default": {
+                    "description": "An error, in the envelope",
+                    "content": {"application/json": {"schema": reference("Error")}},
+                },
+            }),
+        );
+        if let Value::Object(methods) = paths
+            .entry(route.path.to_owned())
+            .or_insert_with(|| json!({}))
+        {
+            methods.insert(route.method.to_lowercase(), Value::Object(operation));
+        }
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "compliance",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The governance core of a multi-tenant CI/CD platform: the reference server.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+            },
+        },
+    })
 }
 
 #[cfg(test)]

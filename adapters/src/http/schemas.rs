@@ -977,3 +977,9 @@ pub(crate) fn components() -> Value {
     }
     schemas
 }
+
+/// A target: `plugin` or `pipeline` (compliance-core's [`compliance_core::Target`]).
+pub(crate) fn target() -> Value {
+    serde_json::to_value(<compliance_core::Target as utoipa::PartialSchema>::schema())
+        .unwrap_or_default()
+}

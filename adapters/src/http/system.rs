@@ -69,7 +69,7 @@ pub(crate) async fn openapi() -> Response {
     // The document depends only on the code: built once, served as bytes after.
     static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     let body = DOCUMENT.get_or_init(|| {
-        serde_json::to_string(&crate::http::routes::document()).unwrap_or_default()
+        serde_json::to_string(&crate::http::openapi::document()).unwrap_or_default()
     });
     ([(header::CONTENT_TYPE, "application/json")], body.as_str()).into_response()
 }

@@ -1,0 +1,39 @@
+//! The routes of one area: Notifications: the log and the inbox.
+
+use super::*;
+
+/// The area's routes.
+pub(super) fn routes() -> Vec<Route> {
+    vec![
+        // Notifications: the log and the inbox.
+        get("/api/compliance/notifications", "notificationLog", compliance(ComplianceRead), messages::log)
+            .doc("Every notification delivery attempt (channel, notification id, status, attempt, response status or error), newest first")
+            .query({
+                let mut q = vec![
+                    query("channel", one_of(&["inbox", "email", "webhook"])),
+                    query("status", one_of(&["sent", "failed", "retrying", "skipped", "disabled", "held", "digested"])),
+                ];
+                q.extend(paging(&["createdAt"]));
+                q
+            })
+            .ok(200, page("attempts", reference("NotificationAttempt"))),
+        get("/api/messages", "inbox", org_member(), messages::inbox)
+            .doc("The organization's inbox: notifications and announcements, newest first")
+            .query({
+                let mut q = vec![query("unread", json!({"type": "string", "enum": ["true", "false"]}))];
+                q.extend(paging(&["createdAt"]));
+                q
+            })
+            .ok(200, page("messages", reference("Message"))),
+        post("/api/messages/announcements", "announce", compliance(OrgSettings), messages::announce)
+            .doc("Post an announcement to the organization's inbox (admins and owner)")
+            .body(body(&[("title", text(200)), ("body", text(10_000))], &["title", "body"]))
+            .ok(201, envelope(reference("Message"))),
+        patch("/api/messages/{id}/read", "markMessageRead", org_member(), messages::mark_read)
+            .doc("Mark a message read")
+            .ok(200, envelope(reference("Message"))),
+        delete("/api/messages/{id}", "deleteMessage", compliance(OrgSettings), messages::delete)
+            .doc("Delete a message (admins and owner)")
+            .ok(200, done("id", "deleted")),
+    ]
+}

@@ -1,0 +1,157 @@
+//! The routes of one area: Pipelines and plugins.
+
+use super::*;
+
+/// The area's routes.
+pub(super) fn routes() -> Vec<Route> {
+    vec![
+        // Pipelines.
+        get("/api/pipelines", "listPipelines", org_member(), pipelines::list)
+            .doc("The organization's pipelines")
+            .query(pipeline_filters(true))
+            .pages::<pipelines::Pipeline>("pipelines"),
+        get("/api/pipelines/find", "findPipeline", org_member(), pipelines::find)
+            .doc("The newest pipeline matching the filters (at least one of project, organization, pipelineName)")
+            .query(pipeline_filters(false))
+            .answers::<pipelines::Pipeline>(200),
+        get("/api/pipelines/registry", "pipelineRegistry", org_member(), pipelines::registry)
+            .doc("The organization's registry: cloud pipeline resource names mapped to pipelines, newest first")
+            .query(paging(&["createdAt"]))
+            .pages::<pipelines::Registration>("registry"),
+        post("/api/pipelines/registry", "registerPipeline", compliance(PipelinesWrite), pipelines::register)
+            .doc("Map a cloud pipeline resource name to a pipeline of the organization (upsert; the deploy hook)")
+            .body_of::<pipelines::RegistrationBody>()
+            .answers::<pipelines::Registration>(200),
+        delete("/api/pipelines/registry", "deregisterPipeline", compliance(PipelinesWrite), pipelines::deregister)
+            .doc("Remove a registry entry")
+            .query(vec![parameter("arn", "query", true, text(2048))])
+            .ok(200, done("arn", "deleted")),
+        get("/api/pipelines/{id}", "getPipeline", org_member(), pipelines::get)
+            .doc("One pipeline")
+            .answers::<pipelines::Pipeline>(200),
+        post("/api/pipelines", "createPipeline", compliance(PipelinesWrite), pipelines::create)
+            .doc("Create a pipeline: checked by the organization's compliance rules (403 COMPLIANCE_VIOLATION with details.violations on a block, 503 COMPLIANCE_UNAVAILABLE when the check cannot be made in 5 s; nothing stored either way) and its pipelines quota (429 QUOTA_EXCEEDED)")
+            .body_of::<pipelines::PipelineBody>()
+            .answers::<pipelines::Pipeline>(201),
+        put("/api/pipelines/{id}", "updatePipeline", compliance(PipelinesWrite), pipelines::update)
+            .doc("Replace a pipeline, checked by the compliance rules like a create")
+            .body_of::<pipelines::PipelineBody>()
+            .answers::<pipelines::Pipeline>(200),
+        delete("/api/pipelines/{id}", "deletePipeline", compliance(PipelinesWrite), pipelines::delete)
+            .doc("Delete a pipeline (frees its quota)")
+            .ok(200, done("id", "deleted")),
+        // Plugins.
+        get("/api/plugins", "listPlugins", org_member(), plugins::list)
+            .doc("The organization's plugins")
+            .query(plugin_filters(true))
+            .ok(200, page("plugins", reference("Plugin"))),
+        get("/api/plugins/find", "findPlugin", org_member(), plugins::find)
+            .doc("The newest plugin of a name (and version)")
+            .query(plugin_filters(false))
+            .ok(200, envelope(reference("Plugin"))),
+        post("/api/plugins/lookup", "lookupPlugin", org_member(), plugins::lookup)
+            .doc("The newest plugin matching a filter body (at least one field)")
+            .body(body(
+                &[
+                    ("name", json!({"type": "string", "maxLength": 200})),
+                    ("version", json!({"type": "string", "maxLength": 200})),
+                    ("accessModifier", one_of(&["public", "private"])),
+                    ("isActive", boolean()),
+                    ("isDefault", boolean()),
+                    ("pluginType", json!({"type": "string", "maxLength": 200})),
+                ],
+                &[],
+            ))
+            .ok(200, envelope(reference("Plugin"))),
+        get("/api/plugins/plugin-usage", "pluginUsage", org_member(), plugins::usage)
+            .doc("Per plugin name, how many of the organization's pipelines reference it")
+            .ok(200, envelope(array(object(
+                &[("name", string()), ("pipelines", integer())],
+                &["name", "pipelines"],
+            )))),
+        post("/api/plugins", "uploadPlugin", compliance(PluginsWrite), plugins::upload)
+            .doc("Upload a plugin: a ZIP with plugin.json (or plugin.yaml) at its root and optionally a Dockerfile; refused with the reason (400) for path traversal, links, more than 1,000 entries, more than 50 MB unpacked, a bomb-like ratio, a missing or invalid manifest. Checked by the compliance rules (403, 503) and the plugins quota (429) like a pipeline; a build job is queued")
+            .multipart(
+                object(
+                    &[
+                        ("plugin", json!({"type": "string", "contentMediaType": "application/zip"})),
+                        ("accessModifier", one_of(&["public", "private"])),
+                    ],
+                    &["plugin"],
+                ),
+                plugins::MAX_UPLOAD_BYTES,
+            )
+            .ok(201, envelope(reference("Plugin"))),
+        post("/api/plugins/deploy-generated", "deployGeneratedPlugin", compliance(PluginsWrite), plugins::deploy_generated)
+            .doc("Deploy a generated plugin: packed with its Dockerfile, judged, charged and queued for a build like an upload")
+            .body(body(
+                &[
+                    ("name", text(100)),
+                    ("version", text(64)),
+                    ("commands", array(string())),
+                    ("installCommands", array(string())),
+                    ("dockerfile", text(262_144)),
+                ],
+                &["name", "version", "commands", "installCommands", "dockerfile"],
+            ))
+            .ok(201, envelope(reference("Plugin"))),
+        put("/api/plugins/bulk/update", "bulkUpdatePlugins", compliance(PluginsWrite), plugins::bulk_update)
+            .doc("Change several plugins, all or nothing; only description, computeType, isDefault, isActive and accessModifier may change (any other field is 400)")
+            .feature(Feature::BulkOperations)
+            .body(body(
+                &[(
+                    "plugins",
+                    json!({"type": "array", "minItems": 1, "maxItems": plugins::BULK_LIMIT, "items": body(
+                        &[
+                            ("id", text(200)),
+                            ("description", nullable(string())),
+                            ("computeType", nullable(string())),
+                            ("isDefault", nullable(boolean())),
+                            ("isActive", nullable(boolean())),
+                            ("accessModifier", nullable(one_of(&["public", "private"]))),
+                        ],
+                        &["id"],
+                    )}),
+                )],
+                &["plugins"],
+            ))
+            .ok(200, envelope(object(&[("plugins", array(reference("Plugin")))], &["plugins"]))),
+        get("/api/plugins/queue/status", "buildQueueStatus", compliance(OrgSettings), plugins::queue_status)
+            .doc("Build job counts by queue and status (admins: the org:settings permission); a super-admin sees every organization's")
+            .ok(200, envelope(object(&[("counts", array(object(
+                &[("queue", one_of(&["tier", "dlq"])), ("status", string()), ("count", integer())],
+                &["queue", "status", "count"],
+            )))], &["counts"]))),
+        get("/api/plugins/queue/failed", "failedBuilds", compliance(OrgSettings), plugins::failed)
+            .doc("Builds that ended failed or timed out (the organization's; every organization's for a super-admin)")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("jobs", reference("BuildJob"))),
+        get("/api/plugins/queue/dlq", "deadLetters", compliance(OrgSettings), plugins::dead_letters)
+            .doc("The dead letter queue (the organization's; every organization's for a super-admin)")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("jobs", reference("BuildJob"))),
+        post("/api/plugins/queue/dlq/{jobId}/replay", "replayDeadLetter", compliance(OrgSettings), plugins::replay)
+            .doc("Replay a dead letter of the organization: it is marked replayed and a new build of the plugin starts in the dead letter queue with fresh attempts")
+            .ok(200, envelope(reference("BuildJob"))),
+        delete("/api/plugins/queue/dlq", "purgeDeadLetters", Access::SuperAdmin { step_up: false }, plugins::purge)
+            .doc("Purge every dead letter (audited plugin.dlq.purge)")
+            .ok(200, envelope(object(&[("purged", integer())], &["purged"]))),
+        get("/api/plugins/{id}", "getPlugin", org_member(), plugins::get)
+            .doc("One plugin")
+            .ok(200, envelope(reference("Plugin"))),
+        put("/api/plugins/{id}", "updatePlugin", compliance(PluginsWrite), plugins::update)
+            .doc("Change a plugin's description, computeType or isDefault (any other field is 400)")
+            .body(body(
+                &[
+                    ("description", nullable(string())),
+                    ("computeType", nullable(string())),
+                    ("isDefault", nullable(boolean())),
+                ],
+                &[],
+            ))
+            .ok(200, envelope(nullable(reference("Plugin")))),
+        delete("/api/plugins/{id}", "deletePlugin", compliance(PluginsWrite), plugins::delete)
+            .doc("Delete a plugin (frees its quota)")
+            .ok(200, done("id", "deleted")),
+    ]
+}

@@ -1,0 +1,357 @@
+//! The route table: every route declared once, with its method, path, handler, who
+//! may call it and its documentation, one file per area. The router
+//! ([`crate::http::router`]), the gate (a [`guard`](crate::http::guard) layer per
+//! route) and `/openapi.json` ([`crate::http::openapi::document`]) are all derived
+//! from [`routes`]; nothing else names a path.
+
+use std::collections::BTreeMap;
+
+use axum::handler::Handler;
+use axum::middleware;
+use axum::routing::{self, MethodRouter};
+use entitlements::Feature;
+use serde_json::{json, Value};
+use tenancy::Access::{Member, OwnManagedOrSuperAdmin, Permission as Needs};
+use tenancy::Permission::*;
+use OrgFrom::Query as InQuery;
+
+use crate::http::guard::{enforce, Access, Guard, OrgFrom};
+use crate::http::openapi::{schema_of, Components};
+use crate::http::schemas::*;
+use crate::http::state::AppState;
+use crate::http::{
+    admin, audit, billing, catalog, check_log, exemptions, invitations, members, messages,
+    organizations, pipelines, plugins, policies, preferences, quotas, rules, scans, system,
+    templates, validate,
+};
+
+mod accounts;
+mod governance;
+mod inbox;
+mod inventory;
+mod operational;
+mod orgs;
+mod sweeps;
+#[cfg(test)]
+mod tests;
+mod trail;
+
+/// One route.
+pub struct Route {
+    /// `GET`, `POST`, ...
+    pub method: &'static str,
+    /// The full path, with `{name}` parameters.
+    pub path: &'static str,
+    /// The OpenAPI operationId.
+    pub operation: &'static str,
+    pub(crate) access: Access,
+    pub(crate) summary: &'static str,
+    /// The request body's schema, and whether a body is required.
+    pub(crate) body: Option<(Value, bool)>,
+    pub(crate) query: Vec<Value>,
+    pub(crate) ok: (u16, Value),
+    /// The success answer's media type.
+    pub(crate) media: &'static str,
+    /// The request body's media type.
+    pub(crate) body_media: &'static str,
+    /// A body limit of its own, above the server's.
+    pub(crate) body_limit: Option<usize>,
+    /// The feature of the account's tier (or bundles) the route needs.
+    pub(crate) feature: Option<entitlements::Feature>,
+    /// The named schemas the route's typed body and answer refer to.
+    pub(crate) components: Components,
+    handler: MethodRouter<AppState>,
+}
+
+macro_rules! verb {
+    ($name:ident, $method:literal, $routing:path) => {
+        fn $name<H, T>(
+            path: &'static str,
+            operation: &'static str,
+            access: Access,
+            handler: H,
+        ) -> Route
+        where
+            H: Handler<T, AppState>,
+            T: 'static,
+        {
+            Route {
+                method: $method,
+                path,
+                operation,
+                access,
+                summary: "",
+                body: None,
+                query: Vec::new(),
+                ok: (200, envelope(any())),
+                media: "application/json",
+                body_media: "application/json",
+                body_limit: None,
+                feature: None,
+                components: Components::new(),
+                handler: $routing(handler),
+            }
+        }
+    };
+}
+
+verb!(get, "GET", routing::get);
+verb!(post, "POST", routing::post);
+verb!(put, "PUT", routing::put);
+verb!(patch, "PATCH", routing::patch);
+verb!(delete, "DELETE", routing::delete);
+
+impl Route {
+    fn doc(mut self, summary: &'static str) -> Self {
+        self.summary = summary;
+        self
+    }
+
+    /// The route needs `feature` in the caller's account (403
+    /// `FEATURE_NOT_AVAILABLE` otherwise), as it needs its permission.
+    fn feature(mut self, feature: entitlements::Feature) -> Self {
+        self.feature = Some(feature);
+        self
+    }
+
+    /// The request body is a `T` (its schema derived from the type).
+    fn body_of<T: utoipa::ToSchema>(mut self) -> Self {
+        let schema = schema_of::<T>(&mut self.components);
+        self.body = Some((schema, true));
+        self
+    }
+
+    /// The success answer is a `T` in the envelope ([`Answer`]), with `status`.
+    ///
+    /// [`Answer`]: crate::http::response::Answer
+    fn answers<T: utoipa::ToSchema>(mut self, status: u16) -> Self {
+        let schema = schema_of::<T>(&mut self.components);
+        self.ok = (status, envelope(schema));
+        self
+    }
+
+    /// The success answer is a page of `T`s under `key` ([`Paged`]).
+    ///
+    /// [`Paged`]: crate::http::response::Paged
+    fn pages<T: utoipa::ToSchema>(mut self, key: &str) -> Self {
+        let schema = schema_of::<T>(&mut self.components);
+        self.ok = (200, page(key, schema));
+        self
+    }
+
+    fn body(mut self, schema: Value) -> Self {
+        self.body = Some((schema, true));
+        self
+    }
+
+    /// A body that may be left out.
+    fn optional_body(mut self, schema: Value) -> Self {
+        self.body = Some((schema, false));
+        self
+    }
+
+    fn query(mut self, parameters: Vec<Value>) -> Self {
+        self.query = parameters;
+        self
+    }
+
+    fn ok(mut self, status: u16, schema: Value) -> Self {
+        self.ok = (status, schema);
+        self
+    }
+
+    /// A `multipart/form-data` body of at most `limit` bytes.
+    fn multipart(mut self, schema: Value, limit: usize) -> Self {
+        self.body = Some((schema, true));
+        self.body_media = "multipart/form-data";
+        self.body_limit = Some(limit);
+        self
+    }
+
+    /// A success answered as plain text.
+    fn text(mut self) -> Self {
+        self.ok = (200, json!({"type": "string"}));
+        self.media = "text/plain";
+        self
+    }
+
+    /// `METHOD /path`, as an `authz.denied` event names it.
+    fn action(&self) -> std::sync::Arc<str> {
+        format!("{} {}", self.method, self.path).into()
+    }
+}
+
+fn rule_page() -> Value {
+    page("rules", reference("Rule"))
+}
+
+fn rule_filters() -> Vec<Value> {
+    listing(vec![
+        query("target", target()),
+        query("severity", one_of(&["warning", "error", "critical"])),
+        query("scope", one_of(&["org", "published"])),
+        query("tag", string()),
+        query("name", string()),
+        query("includeDeleted", boolean()),
+    ])
+}
+
+fn rule_ref() -> Value {
+    body(&[("ruleId", text(200)), ("name", text(200))], &["ruleId"])
+}
+
+fn clone_body() -> Value {
+    body(&[("name", text(200))], &[])
+}
+
+fn validation_body() -> Value {
+    body(
+        &[
+            ("attributes", json!({"type": "object"})),
+            ("entityId", text(200)),
+        ],
+        &["attributes"],
+    )
+}
+
+fn exemption_fields(entities: (&'static str, Value)) -> Value {
+    let key = entities.0;
+    body(
+        &[
+            ("ruleId", text(200)),
+            entities,
+            ("reason", text(2000)),
+            ("expiresAt", nullable(instant())),
+        ],
+        &["ruleId", key, "reason"],
+    )
+}
+
+fn policy_body() -> Value {
+    body(
+        &[
+            ("name", text(200)),
+            ("description", nullable(string())),
+            ("ruleIds", array(string())),
+            ("isTemplate", boolean()),
+        ],
+        &[],
+    )
+}
+
+fn role_body(required: &[&str]) -> Value {
+    body(
+        &[("name", text(100)), ("permissions", array(string()))],
+        required,
+    )
+}
+
+fn addon_body() -> Value {
+    body(
+        &[
+            ("bundleId", bundle_id()),
+            (
+                "quantity",
+                json!({"type": "integer", "minimum": 1, "maximum": 10000}),
+            ),
+        ],
+        &["bundleId"],
+    )
+}
+
+fn org_member() -> Access {
+    Access::Org {
+        from: OrgFrom::Header,
+        need: Member,
+        step_up: false,
+        counted: true,
+    }
+}
+
+fn pipeline_filters(paged: bool) -> Vec<Value> {
+    let filters = vec![
+        query("project", string()),
+        query("organization", string()),
+        query("pipelineName", string()),
+        query("accessModifier", one_of(&["public", "private"])),
+    ];
+    if paged {
+        let mut all = filters;
+        all.extend(paging(&crate::http::pipelines::SORTABLE));
+        all
+    } else {
+        filters
+    }
+}
+
+fn plugin_filters(paged: bool) -> Vec<Value> {
+    let mut filters = vec![
+        query("name", string()),
+        query("version", string()),
+        query("accessModifier", one_of(&["public", "private"])),
+        query("isActive", boolean()),
+        query("isDefault", boolean()),
+        query("pluginType", string()),
+    ];
+    if paged {
+        filters.extend(paging(&crate::http::plugins::SORTABLE));
+    }
+    filters
+}
+
+/// Every route of the server.
+/// Every route of the server.
+pub fn routes() -> Vec<Route> {
+    [
+        operational::routes(),
+        orgs::routes(),
+        trail::routes(),
+        governance::routes(),
+        inbox::routes(),
+        accounts::routes(),
+        sweeps::routes(),
+        inventory::routes(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// A route of the `x-org-id` organization that needs `permission`.
+const fn compliance(permission: tenancy::Permission) -> Access {
+    Access::header(permission)
+}
+
+/// A route of the organization in the path that needs `need`.
+const fn org_path(need: tenancy::Access) -> Access {
+    Access::path(need)
+}
+
+/// The axum router of the table: one guard layer per route, stating its access.
+pub(crate) fn router(state: &AppState) -> axum::Router<AppState> {
+    let mut paths: BTreeMap<&'static str, MethodRouter<AppState>> = BTreeMap::new();
+    for route in routes() {
+        let guard = Guard {
+            state: state.clone(),
+            access: route.access,
+            action: route.action(),
+            changes_state: route.method != "GET",
+            feature: route.feature,
+        };
+        let mut handler = route.handler;
+        if let Some(limit) = route.body_limit {
+            handler = handler.layer(axum::extract::DefaultBodyLimit::max(limit));
+        }
+        let handler = handler.route_layer(middleware::from_fn_with_state(guard, enforce));
+        let merged = match paths.remove(route.path) {
+            Some(existing) => existing.merge(handler),
+            None => handler,
+        };
+        paths.insert(route.path, merged);
+    }
+    paths
+        .into_iter()
+        .fold(axum::Router::new(), |router, (path, methods)| {
+            router.route(path, methods)
+        })
+}

@@ -1,0 +1,182 @@
+//! The routes of one area: Organizations, members and Roles, invitations, platform administration.
+
+use super::*;
+
+/// The area's routes.
+pub(super) fn routes() -> Vec<Route> {
+    vec![
+        // Organizations.
+        get("/api/me/organizations", "myOrganizations", Access::User, organizations::mine)
+            .doc("The organizations the caller belongs to, with their roles")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("organizations", object(
+                &[
+                    ("id", string()),
+                    ("name", string()),
+                    ("parentOrgId", nullable(string())),
+                    ("isSystem", boolean()),
+                    ("role", one_of(&["owner", "admin", "member"])),
+                    ("active", boolean()),
+                    ("roles", array(string())),
+                ],
+                &["id", "name", "role", "active", "roles"],
+            ))),
+        get("/api/organization", "activeOrganization", org_member(), organizations::active)
+            .doc("The `x-org-id` organization")
+            .ok(200, envelope(reference("Organization"))),
+        post("/api/organization", "createOrganization", Access::User, organizations::create)
+            .doc("Create an organization, or a team under `parentOrgId` (the `org:settings` permission there)")
+            .body(body(
+                &[
+                    ("name", text(100)),
+                    ("displayName", nullable(text(200))),
+                    ("parentOrgId", nullable(string())),
+                ],
+                &["name"],
+            ))
+            .ok(201, envelope(reference("Organization"))),
+        get("/api/organization/{id}", "getOrganization", org_path(OwnManagedOrSuperAdmin), organizations::get)
+            .doc("One organization")
+            .ok(200, envelope(reference("Organization"))),
+        put("/api/organization/{id}", "updateOrganization", org_path(tenancy::Access::SuperAdmin), organizations::update)
+            .doc("Rename an organization")
+            .body(body(
+                &[("name", text(100)), ("displayName", nullable(text(200)))],
+                &[],
+            ))
+            .ok(200, envelope(reference("Organization"))),
+        delete("/api/organization/{id}", "deleteOrganization", Access::SuperAdmin { step_up: true }, organizations::delete)
+            .doc("Soft-delete an organization and its teams (audit org.soft_delete, in its chain and the system organization's): its members can no longer act in it, it leaves every listing, its running scans end and its schedules stop, a team's usage leaves its root's pool; its data is kept for ORG_RESTORE_DAYS (30), then purged but for its audit chain. Deleted already: 409")
+            .ok(200, done("id", "deleted")),
+        post("/api/organization/{id}/restore", "restoreOrganization", Access::SuperAdmin { step_up: true }, organizations::restore)
+            .doc("Restore a soft-deleted organization and the teams deleted with it, exactly as they were (audit org.restore): within ORG_RESTORE_DAYS of the delete, else 410 GONE; not deleted, restored meanwhile, a team whose root is deleted, or a name another organization took meanwhile: 409")
+            .ok(200, envelope(reference("Organization"))),
+        patch("/api/organization/{id}/tier", "changeTier", org_path(tenancy::Access::SuperAdmin).stepped_up(), organizations::change_tier)
+            .doc("Change an organization's tier")
+            .body(body(&[("tier", tier())], &["tier"]))
+            .ok(200, envelope(reference("Organization"))),
+        get("/api/organization/{id}/export", "exportOrganization", org_path(Needs(OrgSettings)), organizations::export)
+            .doc("Everything the organization holds about its members, teams, roles and invitations")
+            .ok(200, envelope(object(
+                &[
+                    ("organization", reference("Organization")),
+                    ("members", array(reference("Member"))),
+                    ("teams", array(reference("Organization"))),
+                    ("roles", array(reference("Role"))),
+                    ("invitations", array(reference("Invitation"))),
+                ],
+                &["organization", "members", "teams", "roles", "invitations"],
+            ))),
+        patch("/api/organization/{id}/transfer-owner", "transferOwner", org_path(Needs(OrgSettings)).stepped_up(), organizations::transfer_owner)
+            .doc("Hand the ownership to another active member")
+            .body(body(&[("userId", text(200))], &["userId"]))
+            .ok(200, envelope(reference("Organization"))),
+        get("/api/organization/{id}/teams", "listTeams", org_path(Member), organizations::teams)
+            .doc("The organization's teams")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("teams", reference("Organization"))),
+        // Members and roles.
+        get("/api/organization/{id}/members", "listMembers", org_path(Member), members::list)
+            .doc("The organization's members")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("members", reference("Member"))),
+        post("/api/organization/{id}/members", "addMember", org_path(Needs(MembersManage)), members::add)
+            .doc("Add a member")
+            .body(body(
+                &[
+                    ("userId", text(200)),
+                    ("email", nullable(string())),
+                    ("role", nullable(one_of(&["admin", "member"]))),
+                ],
+                &["userId"],
+            ))
+            .ok(201, envelope(reference("Member"))),
+        post("/api/organization/{id}/members/bulk-add", "bulkAddMember", org_path(Needs(MembersManage)), members::bulk_add)
+            .doc("Add a user to several teams of the organization")
+            .feature(Feature::BulkOperations)
+            .body(body(
+                &[
+                    ("userId", text(200)),
+                    ("teamIds", json!({"type": "array", "items": string(), "minItems": 1, "maxItems": 100})),
+                    ("role", nullable(one_of(&["admin", "member"]))),
+                ],
+                &["userId", "teamIds"],
+            ))
+            .ok(201, envelope(object(
+                &[("userId", string()), ("teamIds", array(string()))],
+                &["userId", "teamIds"],
+            ))),
+        patch("/api/organization/{id}/members/{userId}", "changeMemberRole", org_path(Needs(MembersManage)), members::change_role)
+            .doc("Change a member's role")
+            .body(body(&[("role", one_of(&["admin", "member"]))], &["role"]))
+            .ok(200, envelope(reference("Member"))),
+        delete("/api/organization/{id}/members/{userId}", "removeMember", org_path(Needs(MembersManage)), members::remove)
+            .doc("Remove a member")
+            .ok(200, done("userId", "removed")),
+        patch("/api/organization/{id}/members/{userId}/activate", "activateMember", org_path(Needs(MembersManage)), members::activate)
+            .doc("Activate a member")
+            .ok(200, envelope(reference("Member"))),
+        patch("/api/organization/{id}/members/{userId}/deactivate", "deactivateMember", org_path(Needs(MembersManage)), members::deactivate)
+            .doc("Deactivate a member")
+            .ok(200, envelope(reference("Member"))),
+        get("/api/organization/{id}/roles", "listRoles", org_path(Member), members::roles)
+            .doc("The organization's Roles")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("roles", reference("Role"))),
+        post("/api/organization/{id}/roles", "createRole", org_path(Needs(RolesManage)), members::create_role)
+            .doc("Define a custom Role")
+            .body(role_body(&["name", "permissions"]))
+            .ok(201, envelope(reference("Role"))),
+        put("/api/organization/{id}/roles/{roleId}", "updateRole", org_path(Needs(RolesManage)), members::update_role)
+            .doc("Change a custom Role")
+            .body(role_body(&[]))
+            .ok(200, envelope(reference("Role"))),
+        delete("/api/organization/{id}/roles/{roleId}", "deleteRole", org_path(Needs(RolesManage)), members::delete_role)
+            .doc("Delete a custom Role")
+            .ok(200, done("id", "deleted")),
+        post("/api/organization/{id}/roles/{roleId}/members", "addRoleMember", org_path(Needs(RolesManage)), members::add_role_member)
+            .doc("Give a member a Role")
+            .body(body(&[("userId", text(200))], &["userId"]))
+            .ok(201, envelope(reference("Role"))),
+        delete("/api/organization/{id}/roles/{roleId}/members/{userId}", "removeRoleMember", org_path(Needs(RolesManage)), members::remove_role_member)
+            .doc("Take a Role from a member")
+            .ok(200, envelope(object(
+                &[("roleId", string()), ("userId", string()), ("removed", boolean())],
+                &["roleId", "userId", "removed"],
+            ))),
+        // Invitations.
+        post("/api/invitation/send", "sendInvitation", compliance(InvitationsManage), invitations::send)
+            .doc("Invite someone by e-mail")
+            .body(body(
+                &[
+                    ("email", json!({"type": "string", "maxLength": 320, "pattern": "^[^@\\s]+@[^@\\s]+$"})),
+                    ("role", nullable(one_of(&["admin", "member"]))),
+                ],
+                &["email"],
+            ))
+            .ok(201, envelope(reference("Invitation"))),
+        get("/api/invitation", "listInvitations", compliance(InvitationsManage), invitations::list)
+            .doc("The organization's invitations")
+            .query(paging(&["createdAt"]))
+            .ok(200, page("invitations", reference("Invitation"))),
+        delete("/api/invitation/{id}", "revokeInvitation", compliance(InvitationsManage), invitations::revoke)
+            .doc("Revoke an invitation")
+            .ok(200, envelope(reference("Invitation"))),
+        post("/api/invitation/{id}/resend", "resendInvitation", compliance(InvitationsManage), invitations::resend)
+            .doc("Send an invitation again")
+            .ok(200, envelope(reference("Invitation"))),
+        post("/api/invitation/{id}/accept", "acceptInvitation", Access::User, invitations::accept)
+            .doc("Accept an invitation as its invitee (the token's e-mail; anyone else's is 404): the caller joins with the invited role, within the account's seats (429 QUOTA_EXCEEDED beyond them); 409 once it is no longer pending (audit invitation.accept)")
+            .ok(201, envelope(reference("Member"))),
+        // Platform administration.
+        get("/api/admin/super-admins", "listSuperAdmins", Access::SuperAdmin { step_up: false }, admin::list)
+            .doc("The super-admins")
+            .ok(200, envelope(object(&[("superAdmins", array(string()))], &["superAdmins"]))),
+        put("/api/admin/super-admins/{userId}", "grantSuperAdmin", Access::SuperAdmin { step_up: true }, admin::grant)
+            .doc("Make a user a super-admin")
+            .ok(200, envelope(object(&[("userId", string()), ("superAdmin", boolean())], &["userId", "superAdmin"]))),
+        delete("/api/admin/super-admins/{userId}", "revokeSuperAdmin", Access::SuperAdmin { step_up: true }, admin::revoke)
+            .doc("Revoke a super-admin (never the last one)")
+            .ok(200, envelope(object(&[("userId", string()), ("superAdmin", boolean())], &["userId", "superAdmin"]))),
+    ]
+}

@@ -1,0 +1,61 @@
+//! The routes of one area: The audit trail.
+
+use super::*;
+
+/// The area's routes.
+pub(super) fn routes() -> Vec<Route> {
+    vec![
+        // The audit trail.
+        post("/api/audit/events", "ingestAuditEvent", Access::Service, audit::ingest)
+            .doc("Append another service's event to the organization's chain; `Idempotency-Key` header required (a redelivery answers 200 with the first row)")
+            .body(body(
+                &[
+                    ("action", text(100)),
+                    ("actorId", text(200)),
+                    ("actorEmail", nullable(string())),
+                    ("orgId", text(200)),
+                    ("affectedOrgId", nullable(string())),
+                    ("targetType", nullable(string())),
+                    ("targetId", nullable(string())),
+                    ("details", any()),
+                    ("outcome", nullable(one_of(&["success", "failure"]))),
+                    ("occurredAt", nullable(instant())),
+                    ("service", nullable(string())),
+                ],
+                &["action", "actorId", "orgId"],
+            ))
+            .query(vec![parameter("Idempotency-Key", "header", true, text(200))])
+            .ok(201, envelope(reference("AuditEvent"))),
+        get("/api/audit", "queryAudit", compliance(AuditRead), audit::query)
+            .doc("The organization's audit events (a super-admin may name any `orgId`)")
+            .feature(Feature::AuditLog)
+            .query(listing(vec![
+                query("orgId", string()),
+                query("action", string()),
+                query("actorId", string()),
+                query("targetType", string()),
+                query("targetId", string()),
+                query("outcome", string()),
+                query("from", instant()),
+                query("to", instant()),
+            ]))
+            .ok(200, page("events", reference("AuditEvent"))),
+        get("/api/audit/verify", "verifyAudit", Access::SuperAdmin { step_up: false }, audit::verify)
+            .doc("Verify one chain, and its signed checkpoints when they are on")
+            .query(vec![parameter("orgId", "query", true, text(200))])
+            .ok(200, envelope(object(&[("ok", boolean()), ("count", integer())], &["ok"]))),
+        get("/api/audit/checkpoints", "listCheckpoints", Access::Org {
+            from: InQuery("orgId"),
+            need: Needs(AuditRead),
+            step_up: false,
+            counted: true,
+        }, audit::checkpoints)
+            .doc("The chain's signed checkpoints, newest first, and the latest")
+            .feature(Feature::AuditLog)
+            .query(listing(vec![parameter("orgId", "query", true, text(200))]))
+            .ok(200, page_with("checkpoints", reference("Checkpoint"), &[("latest", nullable(reference("Checkpoint")))])),
+        get("/api/audit/checkpoints/key", "checkpointKey", Access::Public, audit::checkpoint_key)
+            .doc("The checkpoints' verifier key, in the signed-note form `<name>+<key id>+<base64 key>` (404 when checkpoints are off)")
+            .text(),
+    ]
+}
