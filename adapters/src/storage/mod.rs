@@ -10,20 +10,27 @@ mod audit;
 mod billing;
 mod builds;
 mod checkpoints;
+mod checks;
 mod decode;
-mod governance;
+mod exemptions;
+mod invitations;
 mod lifecycle;
+mod members;
 mod notifications;
 mod orgs;
 mod outbox;
 mod pipelines;
 mod plugins;
+mod policies;
 mod posture;
+mod preferences;
 mod quota;
 mod reevaluation;
+mod roles;
 mod rules;
 mod scans;
 mod schedules;
+mod subscriptions;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -32,17 +39,16 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 
-pub use access::{
-    AccessSnapshot, InvitationRecord, InvitationStatus, MemberRecord, MyOrganization, RoleRecord,
-};
+pub use access::{AccessSnapshot, MyOrganization};
 pub use audit::AuditFilter;
 pub use billing::SubscriptionRecord;
 pub use builds::{BuildJob, NextStep};
 pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
-pub use governance::{
-    CheckRecord, ExemptionRecord, NewExemption, NotificationPreference, PolicyRecord,
-};
+pub use checks::CheckRecord;
+pub use exemptions::{ExemptionRecord, NewExemption};
+pub use invitations::{InvitationRecord, InvitationStatus};
 pub use lifecycle::DeletedOrg;
+pub use members::MemberRecord;
 pub use notifications::{
     Attempt, ClaimedDelivery, DigestMaker, HeldItem, HeldWindow, LogEntry, MessageRecord,
     NewNotification,
@@ -51,9 +57,12 @@ pub use orgs::{NewOrganization, OrgRecord};
 pub use outbox::{OutboxDepth, Pending};
 pub use pipelines::{PipelineFields, PipelineFilter, PipelineRecord, RegistryEntry};
 pub use plugins::{NewPlugin, PluginChange, PluginFilter, PluginRecord};
+pub use policies::PolicyRecord;
 pub use posture::{FailingRule, StatusCounts};
+pub use preferences::NotificationPreference;
 pub use quota::{Charge, Charged, EntitlementWrite, LimitSync, QuotaRefusal, UsageRow};
 pub use reevaluation::{ClaimedEntity, QueueDepth, EVERYTHING};
+pub use roles::RoleRecord;
 pub use rules::{RuleChange, RuleFilter, StoredRule};
 pub use scans::{
     phases, EntityFilter, Flush, NewScan, ScanCounts, ScanRecord, ScanResult, SweepState,

@@ -580,7 +580,7 @@ impl Store {
         }
         let rows = query.fetch_all(self.pool()).await?;
         rows.iter()
-            .map(|r| super::governance::exemption_from_row(r).map(|e| e.exemption()))
+            .map(|r| super::exemptions::exemption_from_row(r).map(|e| e.exemption()))
             .collect()
     }
 

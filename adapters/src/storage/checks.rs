@@ -1,0 +1,168 @@
+//! The check log and the snapshots of what entities were last judged on.
+//! always scoped by organization.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::AnyConnection;
+
+use super::decode::Decoder;
+use super::{new_id, stamp, Store, StoreResult};
+
+/// One entry of the compliance check log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckRecord {
+    /// Its id.
+    pub id: String,
+    /// The organization.
+    pub org_id: String,
+    /// plugin or pipeline.
+    pub target: String,
+    /// The entity checked, when named.
+    pub entity_id: Option<String>,
+    /// pass, warn or block.
+    pub result: String,
+    /// The violations found.
+    pub violations: Value,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}
+
+impl Store {
+    /// Records a live check in one transaction: its check-log row, the entity's
+    /// snapshot (for the impact preview), and the notification it calls for, if any
+    /// (so a crash never loses one, and a rolled-back check never sends one).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn record_live_check(
+        &self,
+        (org_id, target, entity_id): (&str, &str, Option<&str>),
+        result: &str,
+        violations: &Value,
+        snapshot: Option<&Value>,
+        notification: Option<&super::NewNotification>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<String>> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO compliance_checks (id, org_id, target, entity_id, result, violations, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        ))
+        .bind(new_id())
+        .bind(org_id)
+        .bind(target)
+        .bind(entity_id)
+        .bind(result)
+        .bind(violations.to_string())
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        if let (Some(entity_id), Some(snapshot)) = (entity_id, snapshot) {
+            self.put_snapshot(&mut tx, (org_id, target, entity_id), snapshot, now)
+                .await?;
+        }
+        let id = match notification {
+            Some(n) => Some(self.insert_notification(&mut tx, org_id, n, now).await?),
+            None => None,
+        };
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Keeps the attributes an entity was last judged on (for the impact preview),
+    /// inside the caller's transaction.
+    pub(crate) async fn put_snapshot(
+        &self,
+        conn: &mut AnyConnection,
+        (org_id, target, entity_id): (&str, &str, &str),
+        attributes: &Value,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(&self.sql(
+            "INSERT INTO entity_snapshots (org_id, target, entity_id, attributes, updated_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (org_id, target, entity_id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at",
+        ))
+        .bind(org_id)
+        .bind(target)
+        .bind(entity_id)
+        .bind(attributes.to_string())
+        .bind(stamp(now))
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+
+    /// A page of the check log, filtered by target, result and entity.
+    pub async fn checks(
+        &self,
+        org_id: &str,
+        target: Option<&str>,
+        result: Option<&str>,
+        entity_id: Option<&str>,
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<CheckRecord>, u64)> {
+        let condition = "org_id = $1 AND ($2 IS NULL OR target = $2) AND ($3 IS NULL OR result = $3) AND ($4 IS NULL OR entity_id = $4)";
+        let binds = [Some(org_id), target, result, entity_id].map(|b| b.map(str::to_owned));
+        let (rows, total) = self
+            .page(
+                (
+                    "*",
+                    "compliance_checks",
+                    condition,
+                    "created_at DESC, id DESC",
+                ),
+                &binds,
+                limit,
+                offset,
+            )
+            .await?;
+        let items = rows
+            .iter()
+            .map(|row| {
+                let d = Decoder::new(row, "compliance_checks", &["id"]);
+                Ok(CheckRecord {
+                    id: d.get("id")?,
+                    org_id: d.get("org_id")?,
+                    target: d.get("target")?,
+                    entity_id: d.get("entity_id")?,
+                    result: d.get("result")?,
+                    violations: d.json("violations")?,
+                    created_at: d.stamp("created_at")?,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((items, total))
+    }
+
+    /// Deletes check-log entries older than `cutoff`.
+    pub async fn prune_checks(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
+        let done = sqlx::query(&self.sql("DELETE FROM compliance_checks WHERE created_at < $1"))
+            .bind(stamp(cutoff))
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// The stored snapshots of an organization's entities of one target (at most `limit`).
+    pub async fn snapshots(
+        &self,
+        org_id: &str,
+        target: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<(String, Value)>> {
+        let rows = sqlx::query(&self.sql(
+            "SELECT entity_id, attributes FROM entity_snapshots WHERE org_id = $1 AND target = $2 ORDER BY entity_id LIMIT $3",
+        ))
+        .bind(org_id)
+        .bind(target)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let d = Decoder::new(row, "entity_snapshots", &["entity_id"]);
+                Ok((d.get("entity_id")?, d.json("attributes")?))
+            })
+            .collect()
+    }
+}

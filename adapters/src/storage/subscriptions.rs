@@ -1,0 +1,188 @@
+//! An organization's subscriptions to published rules.
+//! always scoped by organization.
+
+use audit_chain::AuditEvent;
+use chrono::{DateTime, Utc};
+use compliance_core::Subscription;
+
+use super::decode::Decoder;
+use super::orgs::found;
+use super::{stamp, Store, StoreError, StoreResult};
+
+fn subscription_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Subscription> {
+    let d = Decoder::new(row, "subscriptions", &["rule_id"]);
+    Ok(Subscription {
+        rule_id: d.get("rule_id")?,
+        active: d.flag("active")?,
+        pinned_version: d.opt_u32("pinned_version")?,
+    })
+}
+
+impl Store {
+    /// An organization's subscriptions.
+    pub async fn subscriptions(&self, org_id: &str) -> StoreResult<Vec<Subscription>> {
+        let rows = sqlx::query(&self.sql("SELECT rule_id, active, pinned_version FROM subscriptions WHERE org_id = $1 ORDER BY created_at, rule_id"))
+            .bind(org_id)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(subscription_from_row).collect()
+    }
+
+    /// A page of an organization's subscriptions (oldest first) and how many there are.
+    pub async fn subscriptions_page(
+        &self,
+        org_id: &str,
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<Subscription>, u64)> {
+        let (rows, total) = self
+            .page(
+                (
+                    "rule_id, active, pinned_version",
+                    "subscriptions",
+                    "org_id = $1",
+                    "created_at, rule_id",
+                ),
+                &[Some(org_id.to_owned())],
+                limit,
+                offset,
+            )
+            .await?;
+        let items = rows
+            .iter()
+            .map(subscription_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((items, total))
+    }
+
+    /// Subscribes (inactive); a second subscription to the same rule is a conflict.
+    pub async fn subscribe(
+        &self,
+        org_id: &str,
+        rule_id: &str,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)",
+        ))
+        .bind(org_id)
+        .bind(rule_id)
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => StoreError::Conflict("already subscribed to that rule".to_owned()),
+            other => other,
+        })?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Subscribes (inactive) to each rule not yet subscribed; returns how many were new.
+    pub async fn subscribe_missing(
+        &self,
+        org_id: &str,
+        rule_ids: &[String],
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<u64> {
+        let mut tx = self.pool().begin().await?;
+        let mut added = 0;
+        for rule_id in rule_ids {
+            let done = sqlx::query(&self.sql(
+                "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)
+                 ON CONFLICT (org_id, rule_id) DO NOTHING",
+            ))
+            .bind(org_id)
+            .bind(rule_id)
+            .bind(stamp(now))
+            .execute(&mut *tx)
+            .await?;
+            added += done.rows_affected();
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(added)
+    }
+
+    /// Activates or deactivates subscriptions; every rule must be subscribed.
+    pub async fn set_subscriptions_active(
+        &self,
+        org_id: &str,
+        rule_ids: &[String],
+        active: bool,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        for rule_id in rule_ids {
+            let done = sqlx::query(&self.sql("UPDATE subscriptions SET active = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
+                .bind(org_id)
+                .bind(rule_id)
+                .bind(i64::from(active))
+                .bind(stamp(now))
+                .execute(&mut *tx)
+                .await?;
+            found(
+                done.rows_affected(),
+                &format!("subscription to `{rule_id}`"),
+            )?;
+        }
+        self.enqueue_subscription_change(&mut tx, org_id, rule_ids, now)
+            .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Pins a subscription to a version, or unpins it (`None`).
+    pub async fn pin_subscription(
+        &self,
+        org_id: &str,
+        rule_id: &str,
+        version: Option<u32>,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql("UPDATE subscriptions SET pinned_version = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
+            .bind(org_id)
+            .bind(rule_id)
+            .bind(version.map(i64::from))
+            .bind(stamp(now))
+            .execute(&mut *tx)
+            .await?;
+        found(done.rows_affected(), "subscription")?;
+        self.enqueue_subscription_change(&mut tx, org_id, &[rule_id.to_owned()], now)
+            .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Removes a subscription.
+    pub async fn unsubscribe(
+        &self,
+        org_id: &str,
+        rule_id: &str,
+        audit: &[AuditEvent],
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        let done =
+            sqlx::query(&self.sql("DELETE FROM subscriptions WHERE org_id = $1 AND rule_id = $2"))
+                .bind(org_id)
+                .bind(rule_id)
+                .execute(&mut *tx)
+                .await?;
+        found(done.rows_affected(), "subscription")?;
+        self.enqueue_subscription_change(&mut tx, org_id, &[rule_id.to_owned()], now)
+            .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
