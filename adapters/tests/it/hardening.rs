@@ -2,6 +2,7 @@
 //! attack first, then checks the refusal in the envelope and that nothing changed.
 
 use super::billing::{override_limits, set_tier, subscription, team_of};
+use super::fixtures;
 use super::plugins::{manifest, plugin_zip, upload, zip_of, zip_with};
 use super::*;
 
@@ -506,12 +507,8 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
     let bob = app.token("bob", "bob@example.com");
     let carol = app.token("carol", "carol@example.com");
     let dave = app.token("dave", "dave@example.com");
-    let pipeline = |name: &str| {
-        json!({"project": "web", "organization": "acme", "pipelineName": name,
-               "accessModifier": "private", "props": {}})
-    };
     let create = |token: String, name: &'static str| {
-        let body = pipeline(name);
+        let body = fixtures::pipeline(name);
         let acme = acme.clone();
         async move {
             let (status, created) = app
@@ -539,7 +536,7 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
         (
             "PUT",
             format!("/api/pipelines/{admins}"),
-            Some(pipeline("taken")),
+            Some(fixtures::pipeline("taken")),
         ),
         ("DELETE", format!("/api/pipelines/{admins}"), None),
         (
@@ -595,7 +592,7 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
             &format!("/api/pipelines/{bobs}"),
             &bob,
             Some(&acme),
-            Some(pipeline("bobs-2")),
+            Some(fixtures::pipeline("bobs-2")),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
@@ -755,8 +752,7 @@ async fn webhook_delivery_ignores_the_environments_proxy() {
             .status(),
             200
         );
-        let pipeline = json!({"project": "web", "organization": "acme", "pipelineName": "deploy",
-                              "accessModifier": "public", "props": {}});
+        let pipeline = fixtures::pipeline_as("deploy", "public");
         assert_eq!(
             send(reqwest::Method::POST, "/api/pipelines", pipeline)
                 .await

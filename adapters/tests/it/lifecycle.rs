@@ -3,12 +3,8 @@
 //! the purge after it (the clock passed in), the audit chain kept and verifiable.
 
 use super::billing::team_of;
+use super::fixtures::pipeline;
 use super::*;
-
-fn pipeline(name: &str) -> Value {
-    json!({"project": "web", "organization": "acme", "pipelineName": name,
-           "accessModifier": "private", "props": {}})
-}
 
 /// What an organization holds, as its owner and a super-admin read it.
 async fn snapshot(app: &TestApp, owner: &str, root: &str, org: &str) -> Value {

@@ -26,6 +26,7 @@ mod config;
 mod conventions;
 mod crash;
 mod features;
+mod fixtures;
 mod hardening;
 mod hostile;
 mod integrity;
@@ -273,7 +274,9 @@ impl TestApp {
         body: Option<Value>,
     ) -> (StatusCode, Value) {
         let header = org.map(|org| ("x-org-id", org.to_owned()));
-        self.request(method, path, token, header, body).await
+        let (status, answer) = self.request(method, path, token, header, body).await;
+        conformance::check(method, path, status.as_u16(), &answer);
+        (status, answer)
     }
 
     /// A request with a token, one more header and an optional JSON body.
@@ -427,4 +430,128 @@ macro_rules! on_both_backends {
             )*
         }
     };
+}
+
+/// Every answer the tests read through [`TestApp::call`] is checked against the
+/// schema `/openapi.json` gives it: a success against the route's answer, an error
+/// against the envelope. The validators are built once per route.
+mod conformance {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+
+    use serde_json::{json, Value};
+
+    type Validators = HashMap<(String, String), (String, jsonschema::Validator)>;
+
+    fn validators() -> &'static (Validators, jsonschema::Validator) {
+        static ALL: OnceLock<(Validators, jsonschema::Validator)> = OnceLock::new();
+        ALL.get_or_init(|| {
+            let document = adapters::http::openapi::document();
+            let components = document["components"].clone();
+            let compile = |schema: &Value| {
+                jsonschema::validator_for(&json!({"components": components, "allOf": [schema]}))
+                    .unwrap()
+            };
+            let mut all = Validators::new();
+            for (path, methods) in document["paths"].as_object().unwrap() {
+                for (method, operation) in methods.as_object().unwrap() {
+                    let Some((status, answer)) = operation["responses"]
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .find(|(status, _)| status.as_str() != "default")
+                    else {
+                        continue;
+                    };
+                    let Some(schema) = answer["content"]["application/json"].get("schema") else {
+                        continue;
+                    };
+                    all.insert(
+                        (method.to_uppercase(), path.clone()),
+                        (status.clone(), compile(schema)),
+                    );
+                }
+            }
+            let error = compile(&json!({"$ref": "#/components/schemas/Error"}));
+            (all, error)
+        })
+    }
+
+    /// The route template a concrete path matches.
+    fn template<'a>(validators: &'a Validators, method: &str, path: &str) -> Option<&'a str> {
+        let path = path.split('?').next().unwrap_or(path);
+        let segments: Vec<&str> = path.split('/').collect();
+        let mut matches: Vec<&str> = validators
+            .keys()
+            .filter(|(m, _)| m == method)
+            .map(|(_, t)| t.as_str())
+            .filter(|t| {
+                let parts: Vec<&str> = t.split('/').collect();
+                parts.len() == segments.len()
+                    && parts
+                        .iter()
+                        .zip(&segments)
+                        .all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
+            })
+            .collect();
+        // The most literal template wins (`/pipelines/find` over `/pipelines/{id}`).
+        matches.sort_by_key(|t| t.matches('{').count());
+        matches.first().copied()
+    }
+
+    /// Panics when `body`, answered with `status` to `method path`, is not what the
+    /// document says.
+    pub fn check(method: &str, path: &str, status: u16, body: &Value) {
+        let (all, error) = validators();
+        if status >= 400 {
+            if let Some(problem) = error.iter_errors(body).next() {
+                panic!(
+                    "{method} {path} answered {status}, not the error envelope: {problem}\n{body}"
+                );
+            }
+            return;
+        }
+        let Some(template) = template(all, method, path) else {
+            return;
+        };
+        let (documented, validator) = &all[&(method.to_owned(), template.to_owned())];
+        if body.is_null() {
+            return;
+        }
+        assert_eq!(
+            documented,
+            &status.to_string(),
+            "{method} {path} answered {status}, the document says {documented}"
+        );
+        if let Some(problem) = validator.iter_errors(body).next() {
+            panic!(
+                "{method} {path} ({template}) answered what its schema does not allow: {problem} at {}\n{body}",
+                problem.instance_path
+            );
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "does not allow")]
+    fn an_answer_off_its_schema_is_caught() {
+        let pipeline = json!({"id": "p", "orgId": "o", "project": "web", "organization": "acme",
+            "pipelineName": "deploy", "accessModifier": "private", "props": {},
+            "compliance": {"result": "pass", "violations": []}, "createdBy": "alice",
+            "createdAt": "2026-11-26T00:00:00Z", "updatedAt": "2026-11-26T00:00:00Z"});
+        let mut answer = json!({"success": true, "statusCode": 200, "data": pipeline});
+        check("GET", "/api/pipelines/p", 200, &answer);
+        answer["data"]["accessModifier"] = json!("internal");
+        check("GET", "/api/pipelines/p", 200, &answer);
+    }
+
+    #[test]
+    #[should_panic(expected = "not the error envelope")]
+    fn an_error_off_the_envelope_is_caught() {
+        check(
+            "GET",
+            "/api/pipelines/p",
+            404,
+            &json!({"error": "not found"}),
+        );
+    }
 }

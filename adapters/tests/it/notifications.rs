@@ -13,6 +13,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+use super::fixtures;
 use super::*;
 
 /// What a webhook receiver saw: headers and raw body of each request.
@@ -181,10 +182,7 @@ async fn block(app: &TestApp, token: &str, org: &str) {
             "/api/pipelines",
             token,
             Some(org),
-            Some(
-                json!({"project": "web", "organization": "acme", "pipelineName": "deploy",
-                          "accessModifier": "public", "props": {}}),
-            ),
+            Some(fixtures::pipeline_as("deploy", "public")),
         )
         .await;
     assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION", "{body}");

@@ -1,28 +1,8 @@
 //! Document 2's pipeline service: the inventory, compliance and quota at the door, the
 //! registry, tenant isolation.
 
+use super::fixtures::staged_pipeline;
 use super::*;
-
-fn pipeline(name: &str) -> Value {
-    json!({
-        "project": "web",
-        "organization": "acme",
-        "pipelineName": name,
-        "accessModifier": "private",
-        "props": {
-            "project": "web",
-            "organization": "acme",
-            "synth": {
-                "source": {"type": "github", "options": {"repo": "acme/web", "branch": "main"}},
-                "plugin": {"name": "cdk-synth", "version": "1.2.0"}
-            },
-            "stages": [{
-                "stageName": "build",
-                "steps": [{"name": "lint", "plugin": {"name": "eslint", "version": "8.1.0"}, "env": {"CI": "1"}}]
-            }]
-        }
-    })
-}
 
 async fn create(app: &TestApp, token: &str, org: &str, body: Value) -> (StatusCode, Value) {
     app.call("POST", "/api/pipelines", token, Some(org), Some(body))
@@ -32,7 +12,7 @@ async fn create(app: &TestApp, token: &str, org: &str, body: Value) -> (StatusCo
 async fn the_life_of_a_pipeline(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = create(app, &alice, &org, pipeline("deploy-web")).await;
+    let (status, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let created = &body["data"];
     let id = created["id"].as_str().unwrap().to_owned();
@@ -45,7 +25,7 @@ async fn the_life_of_a_pipeline(app: &TestApp) {
         "eslint"
     );
 
-    let mut second = pipeline("nightly");
+    let mut second = staged_pipeline("nightly");
     second["accessModifier"] = json!("public");
     second["project"] = json!("api");
     let (status, _) = create(app, &alice, &org, second).await;
@@ -139,7 +119,7 @@ async fn the_life_of_a_pipeline(app: &TestApp) {
     assert_eq!(code(status, &body), "VALIDATION_ERROR");
 
     // Update, then a duplicate name.
-    let mut changed = pipeline("deploy-web");
+    let mut changed = staged_pipeline("deploy-web");
     changed["accessModifier"] = json!("public");
     let (status, body) = app
         .call(
@@ -152,7 +132,7 @@ async fn the_life_of_a_pipeline(app: &TestApp) {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["accessModifier"], "public");
-    let (status, body) = create(app, &alice, &org, pipeline("deploy-web")).await;
+    let (status, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
     assert_eq!(code(status, &body), "CONFLICT");
 
     // Delete.
@@ -216,25 +196,25 @@ async fn bad_bodies_change_nothing(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     let mut cases = Vec::new();
-    let mut unknown_visibility = pipeline("p");
+    let mut unknown_visibility = staged_pipeline("p");
     unknown_visibility["accessModifier"] = json!("internal");
     cases.push((unknown_visibility, "accessModifier"));
-    let mut no_plugin = pipeline("p");
+    let mut no_plugin = staged_pipeline("p");
     no_plugin["props"]["stages"][0]["steps"][0]
         .as_object_mut()
         .unwrap()
         .remove("plugin");
     cases.push((no_plugin, "props"));
-    let mut no_version = pipeline("p");
+    let mut no_version = staged_pipeline("p");
     no_version["props"]["stages"][0]["steps"][0]["plugin"] = json!({"name": "eslint"});
     cases.push((no_version, "props"));
-    let mut bad_env = pipeline("p");
+    let mut bad_env = staged_pipeline("p");
     bad_env["props"]["stages"][0]["steps"][0]["env"] = json!({"CI": 1});
     cases.push((bad_env, "props"));
-    let mut not_object = pipeline("p");
+    let mut not_object = staged_pipeline("p");
     not_object["props"] = json!([1, 2]);
     cases.push((not_object, "props"));
-    let mut empty_name = pipeline("p");
+    let mut empty_name = staged_pipeline("p");
     empty_name["pipelineName"] = json!("  ");
     cases.push((empty_name, "pipelineName"));
     for (body, field) in cases {
@@ -242,7 +222,7 @@ async fn bad_bodies_change_nothing(app: &TestApp) {
         assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
         assert_eq!(answer["details"]["field"], field, "{answer}");
     }
-    let mut unknown_field = pipeline("p");
+    let mut unknown_field = staged_pipeline("p");
     unknown_field["owner"] = json!("mallory");
     let (status, answer) = create(app, &alice, &org, unknown_field).await;
     assert_eq!(code(status, &answer), "VALIDATION_ERROR");
@@ -288,7 +268,7 @@ async fn compliance_at_the_door(app: &TestApp) {
         assert_eq!(status, StatusCode::CREATED, "{answer}");
     }
     // A block: 403 with the violations, nothing stored.
-    let mut public = pipeline("deploy-web");
+    let mut public = staged_pipeline("deploy-web");
     public["accessModifier"] = json!("public");
     let (status, body) = create(app, &alice, &org, public).await;
     assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION", "{body}");
@@ -304,7 +284,7 @@ async fn compliance_at_the_door(app: &TestApp) {
     assert!(app.audited("pipeline.create").await.is_empty());
 
     // A warning: stored, and returned with the pipeline.
-    let (status, body) = create(app, &alice, &org, pipeline("nightly")).await;
+    let (status, body) = create(app, &alice, &org, staged_pipeline("nightly")).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["data"]["compliance"]["result"], "warn");
     assert_eq!(
@@ -324,7 +304,7 @@ async fn compliance_at_the_door(app: &TestApp) {
     assert_eq!(body["data"]["compliance"]["result"], "warn");
 
     // An update that would break a blocking rule is refused too, and changes nothing.
-    let mut public = pipeline("nightly");
+    let mut public = staged_pipeline("nightly");
     public["accessModifier"] = json!("public");
     let (status, body) = app
         .call(
@@ -384,12 +364,12 @@ async fn the_pool_of_a_root_and_its_team_is_capped(app: &TestApp) {
     let team = body["data"]["id"].as_str().unwrap().to_owned();
     let mut ids = Vec::new();
     for (i, org) in [&root, &root, &root, &team, &team].into_iter().enumerate() {
-        let (status, body) = create(app, &alice, org, pipeline(&format!("p{i}"))).await;
+        let (status, body) = create(app, &alice, org, staged_pipeline(&format!("p{i}"))).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         ids.push((org.clone(), body["data"]["id"].as_str().unwrap().to_owned()));
     }
     for org in [&root, &team] {
-        let (status, body) = create(app, &alice, org, pipeline("one-too-many")).await;
+        let (status, body) = create(app, &alice, org, staged_pipeline("one-too-many")).await;
         assert_eq!(code(status, &body), "QUOTA_EXCEEDED", "{body}");
         assert_eq!(body["details"]["limit"], 5);
         assert_eq!(body["details"]["used"], 5);
@@ -437,14 +417,14 @@ async fn the_pool_of_a_root_and_its_team_is_capped(app: &TestApp) {
     // A name taken (409) after the check and the charge leaves no snapshot, charge or
     // event either.
     let kept = app.store.snapshots(&team, "pipeline", 100).await.unwrap();
-    let (status, body) = create(app, &alice, &team, pipeline("p3")).await;
+    let (status, body) = create(app, &alice, &team, staged_pipeline("p3")).await;
     assert_eq!(code(status, &body), "CONFLICT", "{body}");
     assert_eq!(
         app.store.snapshots(&team, "pipeline", 100).await.unwrap(),
         kept
     );
     assert_eq!(app.store.pool_usage(&root, "pipelines").await.unwrap(), 4);
-    let (status, body) = create(app, &alice, &root, pipeline("fits-again")).await;
+    let (status, body) = create(app, &alice, &root, staged_pipeline("fits-again")).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(app.store.pool_usage(&root, "pipelines").await.unwrap(), 5);
     assert_eq!(app.store.usage(&team, "pipelines").await.unwrap(), 1);
@@ -461,7 +441,7 @@ async fn concurrent_creates_never_pass_the_cap(app: &TestApp) {
                 "/api/pipelines",
                 &alice,
                 Some(&org),
-                Some(pipeline(&format!("race-{i}"))),
+                Some(staged_pipeline(&format!("race-{i}"))),
             )
         })
         .collect();
@@ -489,9 +469,9 @@ async fn the_registry(app: &TestApp) {
     let other = app.org("bob", "globex").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
-    let (_, body) = create(app, &alice, &org, pipeline("deploy-web")).await;
+    let (_, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
     let id = body["data"]["id"].as_str().unwrap().to_owned();
-    let (_, body) = create(app, &alice, &org, pipeline("nightly")).await;
+    let (_, body) = create(app, &alice, &org, staged_pipeline("nightly")).await;
     let second = body["data"]["id"].as_str().unwrap().to_owned();
     let arn = "arn:aws:codepipeline:eu-west-1:123456789012:deploy-web";
     let register = |pipeline_id: &str| json!({"arn": arn, "pipelineId": pipeline_id});
@@ -556,12 +536,16 @@ async fn another_organization_cannot_reach_pipelines(app: &TestApp) {
     let other = app.org("bob", "globex").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
-    let (_, body) = create(app, &alice, &org, pipeline("deploy-web")).await;
+    let (_, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
     let id = body["data"]["id"].as_str().unwrap().to_owned();
     // Bob, in his own organization, finds nothing of alice's.
     for (method, path, body) in [
         ("GET", format!("/api/pipelines/{id}"), None),
-        ("PUT", format!("/api/pipelines/{id}"), Some(pipeline("x"))),
+        (
+            "PUT",
+            format!("/api/pipelines/{id}"),
+            Some(staged_pipeline("x")),
+        ),
         ("DELETE", format!("/api/pipelines/{id}"), None),
     ] {
         let (status, answer) = app.call(method, &path, &bob, Some(&other), body).await;
@@ -577,7 +561,7 @@ async fn another_organization_cannot_reach_pipelines(app: &TestApp) {
         let (status, answer) = app.call(method, &path, &bob, Some(&org), None).await;
         assert_eq!(code(status, &answer), "TENANT_FORBIDDEN", "{method} {path}");
     }
-    let (status, answer) = create(app, &bob, &org, pipeline("intruder")).await;
+    let (status, answer) = create(app, &bob, &org, staged_pipeline("intruder")).await;
     assert_eq!(code(status, &answer), "TENANT_FORBIDDEN");
     // A member without pipelines:write reads but does not write.
     let (status, _) = app
@@ -623,7 +607,7 @@ async fn another_organization_cannot_reach_pipelines(app: &TestApp) {
         .call("GET", "/api/pipelines", &carol, Some(&org), None)
         .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, answer) = create(app, &carol, &org, pipeline("by-carol")).await;
+    let (status, answer) = create(app, &carol, &org, staged_pipeline("by-carol")).await;
     assert_eq!(code(status, &answer), "FORBIDDEN");
     assert_eq!(answer["details"]["missing"], "pipelines:write");
 }
@@ -657,12 +641,12 @@ async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
             ("COMPLIANCE_SERVICE_PORT", &remote_port),
         ])
         .await;
-    let mut public = pipeline("deploy-web");
+    let mut public = staged_pipeline("deploy-web");
     public["accessModifier"] = json!("public");
     let (status, body) = create(&door, &alice, &org, public.clone()).await;
     assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION", "{body}");
     assert_eq!(body["details"]["violations"][0]["ruleName"], "Private only");
-    let (status, body) = create(&door, &alice, &org, pipeline("private-one")).await;
+    let (status, body) = create(&door, &alice, &org, staged_pipeline("private-one")).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["data"]["compliance"]["result"], "pass");
     // The remote recorded both checks in its check log.
@@ -689,7 +673,7 @@ async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
             ("COMPLIANCE_SERVICE_PORT", &down_port),
         ])
         .await;
-    let (status, body) = create(&door, &alice, &org, pipeline("while-down")).await;
+    let (status, body) = create(&door, &alice, &org, staged_pipeline("while-down")).await;
     assert_eq!(code(status, &body), "COMPLIANCE_UNAVAILABLE", "{body}");
     door.stop().await;
 
@@ -718,7 +702,7 @@ async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
             ("COMPLIANCE_SERVICE_PORT", &slow_port),
         ])
         .await;
-    let (status, body) = create(&door, &alice, &org, pipeline("while-slow")).await;
+    let (status, body) = create(&door, &alice, &org, staged_pipeline("while-slow")).await;
     assert_eq!(code(status, &body), "COMPLIANCE_UNAVAILABLE", "{body}");
     door.stop().await;
     server.abort();

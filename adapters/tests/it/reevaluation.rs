@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use adapters::config::ReevaluationSettings;
 
+use super::fixtures::pipeline;
 use super::*;
 
 fn settings() -> ReevaluationSettings {
@@ -43,11 +44,6 @@ async fn settle(app: &TestApp) -> usize {
     let claims = drain(&state).await;
     super::scans::sweep_all(&state).await;
     claims
-}
-
-fn pipeline(name: &str) -> Value {
-    json!({"project": "web", "organization": "acme", "pipelineName": name,
-           "accessModifier": "private", "props": {}})
 }
 
 async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {

@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::crash::{create_org, free_port, start_with, user_token, wait_healthy};
+use super::fixtures;
 use super::*;
 
 /// A rule changed through one replica is enforced by the other within a second,
@@ -492,8 +493,7 @@ async fn a_notification_survives_a_kill_before_its_delivery() {
     let blocked = send(
         reqwest::Method::POST,
         "/api/pipelines",
-        json!({"project": "web", "organization": "acme", "pipelineName": "deploy",
-               "accessModifier": "public", "props": {}}),
+        fixtures::pipeline_as("deploy", "public"),
     )
     .await
     .unwrap();
@@ -581,8 +581,7 @@ async fn two_replicas_send_one_daily_digest() {
             &bases[i % 2],
             reqwest::Method::POST,
             "/api/pipelines",
-            json!({"project": "web", "organization": "acme", "pipelineName": format!("p{i}"),
-                   "accessModifier": "public", "props": {}}),
+            fixtures::pipeline_as(&format!("p{i}"), "public"),
         )
         .await
         .unwrap();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use adapters::services::scans::{self, SweepSettings, Swept};
 use chrono::Utc;
 
+use super::fixtures::pipeline_as;
 use super::*;
 
 fn state_of(app: &TestApp, extra: &[(&str, &str)]) -> AppState {
@@ -46,11 +47,6 @@ async fn claim(state: &AppState, lease: Duration) -> Option<adapters::storage::S
         .unwrap()
 }
 
-fn pipeline(name: &str, access: &str) -> Value {
-    json!({"project": "web", "organization": "acme", "pipelineName": name,
-           "accessModifier": access, "props": {}})
-}
-
 /// Ten pipelines (4 public, 6 private; 3 of the private ones named `a-b`), then two
 /// rules: public ones block, names not `a-b` warn. Returns the pipelines' ids.
 async fn seed(app: &TestApp, token: &str, org: &str) -> Vec<String> {
@@ -79,7 +75,7 @@ async fn seed(app: &TestApp, token: &str, org: &str) -> Vec<String> {
                 "/api/pipelines",
                 token,
                 Some(org),
-                Some(pipeline(name, access)),
+                Some(pipeline_as(name, access)),
             )
             .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -950,7 +946,7 @@ async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
             "/api/pipelines",
             &root,
             Some(&system),
-            Some(pipeline("shared", "public")),
+            Some(pipeline_as("shared", "public")),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
