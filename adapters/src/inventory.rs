@@ -115,6 +115,49 @@ bounded_text!(
     2048
 );
 
+/// Where a plugin's image build stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BuildStatus {
+    /// Waiting in its queue.
+    Queued,
+    /// Being built.
+    Running,
+    /// Built.
+    Completed,
+    /// Failed with no retry left.
+    Failed,
+    /// Timed out with no retry left.
+    TimedOut,
+}
+
+impl BuildStatus {
+    /// Every status.
+    pub const ALL: [BuildStatus; 5] = [
+        BuildStatus::Queued,
+        BuildStatus::Running,
+        BuildStatus::Completed,
+        BuildStatus::Failed,
+        BuildStatus::TimedOut,
+    ];
+
+    /// The stored and wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuildStatus::Queued => "queued",
+            BuildStatus::Running => "running",
+            BuildStatus::Completed => "completed",
+            BuildStatus::Failed => "failed",
+            BuildStatus::TimedOut => "timed_out",
+        }
+    }
+
+    /// Parses the stored name.
+    pub fn parse(text: &str) -> Option<BuildStatus> {
+        BuildStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
 /// The result kept with an entity: set at the door or by re-evaluation
 /// (`pass`, `warn`, `block`), or by a scan, which may also find it could not be judged
 /// (`error`).

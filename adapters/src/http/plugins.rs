@@ -5,18 +5,74 @@ use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use chrono::Utc;
-use serde::Deserialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::archive::Manifest;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
-use crate::http::response::{ok, paginated};
+use crate::http::response::{ok, paginated, Answer, Paged};
 use crate::http::state::{AppState, Caller};
+use crate::inventory::{AccessModifier, BuildStatus, EntityCompliance};
 use crate::services::{builds, plugins};
-use crate::storage::{PluginChange, PluginFilter};
+use crate::storage::{PluginChange, PluginFilter, PluginRecord};
+
+/// A plugin as the API answers it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Plugin {
+    id: String,
+    org_id: String,
+    name: String,
+    version: String,
+    description: Option<String>,
+    access_modifier: AccessModifier,
+    compute_type: Option<String>,
+    is_default: bool,
+    is_active: bool,
+    plugin_type: Option<String>,
+    commands: Vec<String>,
+    install_commands: Vec<String>,
+    dockerfile: Option<String>,
+    compliance: EntityCompliance,
+    build_status: BuildStatus,
+    created_by: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<PluginRecord> for Plugin {
+    fn from(p: PluginRecord) -> Self {
+        Plugin {
+            id: p.id,
+            org_id: p.org_id,
+            name: p.name,
+            version: p.version,
+            description: p.description,
+            access_modifier: p.access_modifier,
+            compute_type: p.compute_type,
+            is_default: p.is_default,
+            is_active: p.is_active,
+            plugin_type: p.plugin_type,
+            commands: p.commands,
+            install_commands: p.install_commands,
+            dockerfile: p.dockerfile,
+            compliance: p.compliance,
+            build_status: p.build_status,
+            created_by: p.created_by,
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+        }
+    }
+}
+
+/// The plugins a bulk update changed.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Changed {
+    plugins: Vec<Plugin>,
+}
 
 /// The fields a plugin list sorts by.
 pub(crate) const SORTABLE: [&str; 4] = ["createdAt", "updatedAt", "name", "version"];
@@ -39,14 +95,18 @@ pub(crate) struct PluginQuery {
 }
 
 /// A lookup's filter (POST, so that long values fit).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Lookup {
+    #[schema(max_length = 200)]
     name: Option<String>,
+    #[schema(max_length = 200)]
     version: Option<String>,
+    #[schema(value_type = Option<AccessModifier>)]
     access_modifier: Option<String>,
     is_active: Option<bool>,
     is_default: Option<bool>,
+    #[schema(max_length = 200)]
     plugin_type: Option<String>,
 }
 
@@ -98,7 +158,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<PluginQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Plugin>, ApiError> {
     let (lookup, page) = q.split();
     let page = page.check(state.config.http.max_page_limit, &SORTABLE)?;
     let filter = filter(lookup)?;
@@ -111,7 +171,8 @@ pub(crate) async fn list(
         (page.limit, page.offset),
     )
     .await?;
-    Ok(paginated("plugins", items, total, &page))
+    let items = items.into_iter().map(Plugin::from).collect();
+    Ok(Paged::new("plugins", items, total, page))
 }
 
 /// `GET /plugins/find?name=&version=`: the newest plugin of that name (and version).
@@ -119,14 +180,14 @@ pub(crate) async fn find(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<PluginQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Plugin>, ApiError> {
     let (lookup, _) = q.split();
     let filter = filter(lookup)?;
     if filter.name.is_none() {
         return Err(ApiError::invalid_field("name", "is required"));
     }
     let plugin = plugins::find(&state, &granted.org, &filter).await?;
-    Ok(ok(StatusCode::OK, plugin))
+    Ok(Answer::ok(plugin.into()))
 }
 
 /// `POST /plugins/lookup`: the newest plugin matching a filter body (one field at
@@ -135,7 +196,7 @@ pub(crate) async fn lookup(
     State(state): State<AppState>,
     granted: Granted,
     Json(body): Json<Lookup>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Plugin>, ApiError> {
     let filter = filter(body)?;
     let empty = filter.name.is_none()
         && filter.version.is_none()
@@ -147,7 +208,7 @@ pub(crate) async fn lookup(
         return Err(ApiError::validation("the filter names no field"));
     }
     let plugin = plugins::find(&state, &granted.org, &filter).await?;
-    Ok(ok(StatusCode::OK, plugin))
+    Ok(Answer::ok(plugin.into()))
 }
 
 /// `GET /plugins/:id`.
@@ -155,9 +216,9 @@ pub(crate) async fn get(
     State(state): State<AppState>,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Plugin>, ApiError> {
     let plugin = plugins::get(&state, &granted.org, &id).await?;
-    Ok(ok(StatusCode::OK, plugin))
+    Ok(Answer::ok(plugin.into()))
 }
 
 fn multipart_error(error: &MultipartError) -> ApiError {
@@ -178,7 +239,7 @@ pub(crate) async fn upload(
     caller: Caller,
     granted: Granted,
     multipart: Result<Multipart, MultipartRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Plugin>, ApiError> {
     let mut multipart = multipart.map_err(|e| {
         ApiError::validation(format!(
             "expected multipart/form-data with parts `plugin` and `accessModifier`: {}",
@@ -219,17 +280,20 @@ pub(crate) async fn upload(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::CREATED, plugin))
+    Ok(Answer::created(plugin.into()))
 }
 
 /// The body of `POST /plugins/deploy-generated`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Generated {
+    #[schema(min_length = 1, max_length = 100)]
     name: String,
+    #[schema(min_length = 1, max_length = 64)]
     version: String,
     commands: Vec<String>,
     install_commands: Vec<String>,
+    #[schema(min_length = 1, max_length = 262_144)]
     dockerfile: String,
 }
 
@@ -240,7 +304,7 @@ pub(crate) async fn deploy_generated(
     caller: Caller,
     granted: Granted,
     Json(body): Json<Generated>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Plugin>, ApiError> {
     let manifest = Manifest {
         name: body.name,
         version: body.version,
@@ -259,11 +323,11 @@ pub(crate) async fn deploy_generated(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::CREATED, plugin))
+    Ok(Answer::created(plugin.into()))
 }
 
 /// The fields `PUT /plugins/:id` may change.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Update {
     description: Option<String>,
@@ -290,7 +354,7 @@ pub(crate) async fn update(
     granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<Update>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Plugin>, ApiError> {
     bounded("description", &body.description, 2000)?;
     bounded("computeType", &body.compute_type, 100)?;
     let change = PluginChange {
@@ -307,25 +371,32 @@ pub(crate) async fn update(
         ("plugin.bulk.update", Utc::now()),
     )
     .await?;
-    Ok(ok(StatusCode::OK, updated.into_iter().next()))
+    updated
+        .into_iter()
+        .next()
+        .map(|plugin| Answer::ok(plugin.into()))
+        .ok_or_else(|| ApiError::not_found("plugin"))
 }
 
 /// One plugin's change in a bulk update: the whitelist of mutable fields.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct BulkItem {
+    #[schema(min_length = 1, max_length = 200)]
     id: String,
     description: Option<String>,
     compute_type: Option<String>,
     is_default: Option<bool>,
     is_active: Option<bool>,
+    #[schema(value_type = Option<AccessModifier>)]
     access_modifier: Option<String>,
 }
 
 /// The body of `PUT /plugins/bulk/update`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Bulk {
+    #[schema(min_items = 1, max_items = 100)]
     plugins: Vec<BulkItem>,
 }
 
@@ -339,7 +410,7 @@ pub(crate) async fn bulk_update(
     caller: Caller,
     granted: Granted,
     Json(body): Json<Bulk>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Changed>, ApiError> {
     if body.plugins.is_empty() || body.plugins.len() > BULK_LIMIT {
         return Err(ApiError::invalid_field(
             "plugins",
@@ -369,7 +440,9 @@ pub(crate) async fn bulk_update(
         ("plugin.bulk.update", Utc::now()),
     )
     .await?;
-    Ok(ok(StatusCode::OK, json!({"plugins": updated})))
+    Ok(Answer::ok(Changed {
+        plugins: updated.into_iter().map(Plugin::from).collect(),
+    }))
 }
 
 /// `DELETE /plugins/:id` (`plugins:write`): frees its quota.

@@ -236,20 +236,7 @@ pub(crate) fn evaluation() -> Value {
     )
 }
 
-/// The named schemas every route refers to.
-/// The compliance result kept with an entity: set at the door, by the re-evaluation
-/// worker, or by a scan (then with its id); `error` when it could not be judged.
-fn entity_compliance() -> Value {
-    object(
-        &[
-            ("result", one_of(&["pass", "warn", "block", "error"])),
-            ("violations", array(reference("Violation"))),
-            ("scanId", string()),
-        ],
-        &["result", "violations"],
-    )
-}
-
+/// An object of non-negative integer counts, every one required.
 fn counts(names: &[&str]) -> Value {
     let properties: Vec<(&str, Value)> = names
         .iter()
@@ -873,43 +860,6 @@ pub(crate) fn components() -> Value {
         ],
         &["success", "statusCode", "code", "message"],
     );
-    let plugin = object(
-        &[
-            ("id", string()),
-            ("orgId", string()),
-            ("name", string()),
-            ("version", string()),
-            ("description", nullable(string())),
-            ("accessModifier", one_of(&["public", "private"])),
-            ("computeType", nullable(string())),
-            ("isDefault", boolean()),
-            ("isActive", boolean()),
-            ("pluginType", nullable(string())),
-            ("commands", array(string())),
-            ("installCommands", array(string())),
-            ("dockerfile", nullable(string())),
-            ("compliance", entity_compliance()),
-            (
-                "buildStatus",
-                one_of(&["queued", "running", "completed", "failed", "timed_out"]),
-            ),
-            ("createdBy", string()),
-            ("createdAt", instant()),
-            ("updatedAt", instant()),
-        ],
-        &[
-            "id",
-            "orgId",
-            "name",
-            "version",
-            "accessModifier",
-            "isDefault",
-            "isActive",
-            "compliance",
-            "buildStatus",
-            "createdAt",
-        ],
-    );
     let build_job = object(
         &[
             ("id", string()),
@@ -954,7 +904,6 @@ pub(crate) fn components() -> Value {
     );
     let mut schemas = json!({
         "BuildJob": build_job,
-        "Plugin": plugin,
         "Organization": org,
         "Member": member,
         "Role": role,

@@ -26,8 +26,8 @@ pub struct PluginRecord {
     pub version: String,
     /// What it does.
     pub description: Option<String>,
-    /// `public` or `private`.
-    pub access_modifier: String,
+    /// Who may see it.
+    pub access_modifier: crate::inventory::AccessModifier,
     /// The build compute size.
     pub compute_type: Option<String>,
     /// A default plugin.
@@ -44,8 +44,8 @@ pub struct PluginRecord {
     pub dockerfile: Option<String>,
     /// The last compliance result.
     pub compliance: crate::inventory::EntityCompliance,
-    /// Where its image build stands: queued, running, completed, failed, timed_out.
-    pub build_status: String,
+    /// Where its image build stands.
+    pub build_status: crate::inventory::BuildStatus,
     /// Who uploaded it.
     pub created_by: String,
     /// When.
@@ -120,7 +120,7 @@ pub(super) fn plugin_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PluginReco
         name: d.get("name")?,
         version: d.get("version")?,
         description: d.get("description")?,
-        access_modifier: d.get("access_modifier")?,
+        access_modifier: d.named("access_modifier", crate::inventory::AccessModifier::parse)?,
         compute_type: d.get("compute_type")?,
         is_default: d.flag("is_default")?,
         is_active: d.flag("is_active")?,
@@ -129,7 +129,7 @@ pub(super) fn plugin_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PluginReco
         install_commands: d.json("install_commands")?,
         dockerfile: d.get("dockerfile")?,
         compliance: d.json("compliance")?,
-        build_status: d.get("build_status")?,
+        build_status: d.named("build_status", crate::inventory::BuildStatus::parse)?,
         created_by: d.get("created_by")?,
         created_at: d.stamp("created_at")?,
         updated_at: d.stamp("updated_at")?,

@@ -44,25 +44,15 @@ pub(super) fn routes() -> Vec<Route> {
         get("/api/plugins", "listPlugins", org_member(), plugins::list)
             .doc("The organization's plugins")
             .query(plugin_filters(true))
-            .ok(200, page("plugins", reference("Plugin"))),
+            .pages::<plugins::Plugin>("plugins"),
         get("/api/plugins/find", "findPlugin", org_member(), plugins::find)
             .doc("The newest plugin of a name (and version)")
             .query(plugin_filters(false))
-            .ok(200, envelope(reference("Plugin"))),
+            .answers::<plugins::Plugin>(200),
         post("/api/plugins/lookup", "lookupPlugin", org_member(), plugins::lookup)
             .doc("The newest plugin matching a filter body (at least one field)")
-            .body(body(
-                &[
-                    ("name", json!({"type": "string", "maxLength": 200})),
-                    ("version", json!({"type": "string", "maxLength": 200})),
-                    ("accessModifier", one_of(&["public", "private"])),
-                    ("isActive", boolean()),
-                    ("isDefault", boolean()),
-                    ("pluginType", json!({"type": "string", "maxLength": 200})),
-                ],
-                &[],
-            ))
-            .ok(200, envelope(reference("Plugin"))),
+            .body_of::<plugins::Lookup>()
+            .answers::<plugins::Plugin>(200),
         get("/api/plugins/plugin-usage", "pluginUsage", org_member(), plugins::usage)
             .doc("Per plugin name, how many of the organization's pipelines reference it")
             .ok(200, envelope(array(object(
@@ -81,41 +71,16 @@ pub(super) fn routes() -> Vec<Route> {
                 ),
                 plugins::MAX_UPLOAD_BYTES,
             )
-            .ok(201, envelope(reference("Plugin"))),
+            .answers::<plugins::Plugin>(201),
         post("/api/plugins/deploy-generated", "deployGeneratedPlugin", compliance(PluginsWrite), plugins::deploy_generated)
             .doc("Deploy a generated plugin: packed with its Dockerfile, judged, charged and queued for a build like an upload")
-            .body(body(
-                &[
-                    ("name", text(100)),
-                    ("version", text(64)),
-                    ("commands", array(string())),
-                    ("installCommands", array(string())),
-                    ("dockerfile", text(262_144)),
-                ],
-                &["name", "version", "commands", "installCommands", "dockerfile"],
-            ))
-            .ok(201, envelope(reference("Plugin"))),
+            .body_of::<plugins::Generated>()
+            .answers::<plugins::Plugin>(201),
         put("/api/plugins/bulk/update", "bulkUpdatePlugins", compliance(PluginsWrite), plugins::bulk_update)
             .doc("Change several plugins, all or nothing; only description, computeType, isDefault, isActive and accessModifier may change (any other field is 400)")
             .feature(Feature::BulkOperations)
-            .body(body(
-                &[(
-                    "plugins",
-                    json!({"type": "array", "minItems": 1, "maxItems": plugins::BULK_LIMIT, "items": body(
-                        &[
-                            ("id", text(200)),
-                            ("description", nullable(string())),
-                            ("computeType", nullable(string())),
-                            ("isDefault", nullable(boolean())),
-                            ("isActive", nullable(boolean())),
-                            ("accessModifier", nullable(one_of(&["public", "private"]))),
-                        ],
-                        &["id"],
-                    )}),
-                )],
-                &["plugins"],
-            ))
-            .ok(200, envelope(object(&[("plugins", array(reference("Plugin")))], &["plugins"]))),
+            .body_of::<plugins::Bulk>()
+            .answers::<plugins::Changed>(200),
         get("/api/plugins/queue/status", "buildQueueStatus", compliance(OrgSettings), plugins::queue_status)
             .doc("Build job counts by queue and status (admins: the org:settings permission); a super-admin sees every organization's")
             .ok(200, envelope(object(&[("counts", array(object(
@@ -138,18 +103,11 @@ pub(super) fn routes() -> Vec<Route> {
             .ok(200, envelope(object(&[("purged", integer())], &["purged"]))),
         get("/api/plugins/{id}", "getPlugin", org_member(), plugins::get)
             .doc("One plugin")
-            .ok(200, envelope(reference("Plugin"))),
+            .answers::<plugins::Plugin>(200),
         put("/api/plugins/{id}", "updatePlugin", compliance(PluginsWrite), plugins::update)
             .doc("Change a plugin's description, computeType or isDefault (any other field is 400)")
-            .body(body(
-                &[
-                    ("description", nullable(string())),
-                    ("computeType", nullable(string())),
-                    ("isDefault", nullable(boolean())),
-                ],
-                &[],
-            ))
-            .ok(200, envelope(nullable(reference("Plugin")))),
+            .body_of::<plugins::Update>()
+            .answers::<plugins::Plugin>(200),
         delete("/api/plugins/{id}", "deletePlugin", compliance(PluginsWrite), plugins::delete)
             .doc("Delete a plugin (frees its quota)")
             .ok(200, done("id", "deleted")),
