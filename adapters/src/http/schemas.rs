@@ -659,6 +659,7 @@ fn billing_components() -> Value {
     })
 }
 
+/// The named schemas written by hand (the ones not derived from a type yet).
 pub(crate) fn components() -> Value {
     let org = object(
         &[

@@ -12,10 +12,12 @@ mod builds;
 mod checkpoints;
 mod checks;
 mod decode;
+mod entitlement;
 mod exemptions;
 mod invitations;
 mod lifecycle;
 mod members;
+mod messages;
 mod notifications;
 mod orgs;
 mod outbox;
@@ -31,6 +33,7 @@ mod rules;
 mod scans;
 mod schedules;
 mod subscriptions;
+mod sweeps;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -45,13 +48,14 @@ pub use billing::SubscriptionRecord;
 pub use builds::{BuildJob, NextStep};
 pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
 pub use checks::CheckRecord;
+pub use entitlement::{EntitlementWrite, LimitSync};
 pub use exemptions::{ExemptionRecord, NewExemption};
 pub use invitations::{InvitationRecord, InvitationStatus};
 pub use lifecycle::DeletedOrg;
 pub use members::MemberRecord;
+pub use messages::MessageRecord;
 pub use notifications::{
-    Attempt, ClaimedDelivery, DigestMaker, HeldItem, HeldWindow, LogEntry, MessageRecord,
-    NewNotification,
+    Attempt, ClaimedDelivery, DigestMaker, HeldItem, HeldWindow, LogEntry, NewNotification,
 };
 pub use orgs::{NewOrganization, OrgRecord};
 pub use outbox::{OutboxDepth, Pending};
@@ -60,14 +64,13 @@ pub use plugins::{NewPlugin, PluginChange, PluginFilter, PluginRecord};
 pub use policies::PolicyRecord;
 pub use posture::{FailingRule, StatusCounts};
 pub use preferences::NotificationPreference;
-pub use quota::{Charge, Charged, EntitlementWrite, LimitSync, QuotaRefusal, UsageRow};
+pub use quota::{Charge, Charged, QuotaRefusal, UsageRow};
 pub use reevaluation::{ClaimedEntity, QueueDepth, EVERYTHING};
 pub use roles::RoleRecord;
 pub use rules::{RuleChange, RuleFilter, StoredRule};
-pub use scans::{
-    phases, EntityFilter, Flush, NewScan, ScanCounts, ScanRecord, ScanResult, SweepState,
-};
+pub use scans::{phases, EntityFilter, NewScan, ScanCounts, ScanRecord, ScanResult};
 pub use schedules::{ScheduleFields, ScheduleRecord};
+pub use sweeps::{Flush, SweepState};
 
 /// What went wrong in storage, in terms the API can answer.
 #[derive(Debug, thiserror::Error)]

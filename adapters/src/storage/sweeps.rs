@@ -1,0 +1,326 @@
+//! A scan's sweep: claimed under a lease (a conditional UPDATE that bumps the fencing
+//! `token`), the inventory read a page at a time, results and progress flushed, the
+//! end recorded; every flush and the end are fenced by that token and by
+//! `status = 'running'`, so a cancelled scan, or one taken over after its lease
+//! expired, stops its old sweeper at its next flush.
+
+use chrono::{DateTime, Utc};
+
+use super::pipelines::pipeline_from_row;
+use super::plugins::plugin_from_row;
+use super::scans::*;
+use super::{entity_table, placeholders, stamp, PipelineRecord, PluginRecord, Store, StoreResult};
+
+/// Where a sweep stands, and the claim on it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepState {
+    /// The target being swept (`plugin` or `pipeline`).
+    pub phase: String,
+    /// The last entity id flushed in that phase (`""` at its start).
+    pub after_id: String,
+    /// The fencing token of the current claim.
+    pub token: i64,
+    /// How many times the scan was taken over after its sweeper's lease expired.
+    pub takeovers: u32,
+}
+
+/// A flush: the results of a batch and where the sweep stands after it.
+#[derive(Debug, Clone)]
+pub struct Flush<'a> {
+    /// The scan's organization.
+    pub org_id: &'a str,
+    /// The phase the batch belongs to.
+    pub phase: &'a str,
+    /// The last entity id of the batch.
+    pub after_id: &'a str,
+    /// The batch's counts (added to the scan's).
+    pub counts: ScanCounts,
+    /// The rule set's fingerprint.
+    pub fingerprint: &'a str,
+    /// The claim's new lease.
+    pub lease_until: DateTime<Utc>,
+    /// The instant of the flush.
+    pub at: DateTime<Utc>,
+    /// The results.
+    pub results: &'a [ScanResult],
+}
+
+impl Store {
+    /// Claims the oldest running scan that nobody sweeps (never claimed, or its
+    /// sweeper's lease expired) for `holder` until `lease_until`, bumping its token;
+    /// a scan taken over counts one more takeover.
+    pub async fn claim_scan(
+        &self,
+        holder: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StoreResult<Option<ScanRecord>> {
+        let free = "status = 'running' AND (lease_until IS NULL OR lease_until < $1)";
+        let row = sqlx::query(&self.sql(&format!(
+            "UPDATE scans SET holder = $2, lease_until = $3, token = token + 1, \
+             takeovers = takeovers + CASE WHEN lease_until IS NULL THEN 0 ELSE 1 END \
+             WHERE {free} AND id = (SELECT id FROM scans WHERE {free} ORDER BY started_at, id LIMIT 1) \
+             RETURNING *"
+        )))
+        .bind(stamp(now))
+        .bind(holder)
+        .bind(stamp(lease_until))
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(scan_from_row).transpose()
+    }
+
+    /// The next `limit` pipelines of the scan's sweep after `after_id`, by id.
+    pub async fn sweep_pipelines(
+        &self,
+        scan: &ScanRecord,
+        filter: &EntityFilter,
+        after_id: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<PipelineRecord>> {
+        let rows = self
+            .sweep_rows(scan, ("pipeline", filter), after_id, limit)
+            .await?;
+        rows.iter().map(pipeline_from_row).collect()
+    }
+
+    /// The next `limit` plugins of the scan's sweep after `after_id`, by id.
+    pub async fn sweep_plugins(
+        &self,
+        scan: &ScanRecord,
+        filter: &EntityFilter,
+        after_id: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<PluginRecord>> {
+        let rows = self
+            .sweep_rows(scan, ("plugin", filter), after_id, limit)
+            .await?;
+        rows.iter().map(plugin_from_row).collect()
+    }
+
+    async fn sweep_rows(
+        &self,
+        scan: &ScanRecord,
+        (target, filter): (&str, &EntityFilter),
+        after_id: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<sqlx::any::AnyRow>> {
+        let (condition, binds) = matching(target, filter);
+        let n = binds.len() + 2;
+        let sql = self.sql(&format!(
+            "SELECT * FROM {} WHERE {condition} AND id > ${} ORDER BY id LIMIT ${}",
+            entity_table(target)?,
+            n + 1,
+            n + 2
+        ));
+        let mut query = sqlx::query(&sql)
+            .bind(scan.org_id.clone())
+            .bind(stamp(scan.started_at));
+        for value in binds {
+            query = query.bind(value);
+        }
+        Ok(query
+            .bind(after_id.to_owned())
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// The approved exemptions of any of `entity_ids` in the organization.
+    pub async fn approved_exemptions_of(
+        &self,
+        org_id: &str,
+        entity_ids: &[&str],
+    ) -> StoreResult<Vec<compliance_core::Exemption>> {
+        if entity_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = self.sql(&format!(
+            "SELECT * FROM exemptions WHERE org_id = $1 AND status = 'approved' AND entity_id IN ({})",
+            placeholders(2, entity_ids.len())
+        ));
+        let mut query = sqlx::query(&sql).bind(org_id.to_owned());
+        for id in entity_ids {
+            query = query.bind(id.to_string());
+        }
+        let rows = query.fetch_all(self.pool()).await?;
+        rows.iter()
+            .map(|r| super::exemptions::exemption_from_row(r).map(|e| e.exemption()))
+            .collect()
+    }
+
+    /// Writes a batch's results, keeps each entity's new compliance result, and moves
+    /// the scan's counts and position, all at once, if the claim `token` still holds
+    /// and the scan still runs; whether it did (false: cancelled, or taken over).
+    pub async fn flush_scan(
+        &self,
+        scan_id: &str,
+        token: i64,
+        flush: &Flush<'_>,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool().begin().await?;
+        let c = flush.counts;
+        let number = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let moved = sqlx::query(&self.sql(
+            "UPDATE scans SET scanned = scanned + $3, passed = passed + $4, warned = warned + $5, \
+             blocked = blocked + $6, errors = errors + $7, phase = $8, after_id = $9, fingerprint = $10, \
+             lease_until = $11, updated_at = $12 WHERE id = $1 AND token = $2 AND status = 'running'",
+        ))
+        .bind(scan_id)
+        .bind(token)
+        .bind(number(c.scanned))
+        .bind(number(c.passed))
+        .bind(number(c.warned))
+        .bind(number(c.blocked))
+        .bind(number(c.errors))
+        .bind(flush.phase)
+        .bind(flush.after_id)
+        .bind(flush.fingerprint)
+        .bind(stamp(flush.lease_until))
+        .bind(stamp(flush.at))
+        .execute(&mut *tx)
+        .await?;
+        if moved.rows_affected() == 0 {
+            return Ok(false);
+        }
+        if !flush.results.is_empty() {
+            let rows = (0..flush.results.len())
+                .map(|i| {
+                    let b = i * 9;
+                    format!(
+                        "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                        b + 1,
+                        b + 2,
+                        b + 3,
+                        b + 4,
+                        b + 5,
+                        b + 6,
+                        b + 7,
+                        b + 8,
+                        b + 9
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = self.sql(&format!(
+                "INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, result, violations, error, scanned_at) VALUES {rows}"
+            ));
+            let org_id = flush.org_id;
+            let mut insert = sqlx::query(&sql);
+            for r in flush.results {
+                insert = insert
+                    .bind(r.scan_id.clone())
+                    .bind(org_id)
+                    .bind(r.target.clone())
+                    .bind(r.entity_id.clone())
+                    .bind(r.entity_name.clone())
+                    .bind(r.result.clone())
+                    .bind(r.violations.to_string())
+                    .bind(r.error.clone())
+                    .bind(stamp(r.scanned_at));
+            }
+            insert.execute(&mut *tx).await?;
+            // Each entity keeps its new result: one statement per target for the
+            // batch (`VALUES` columns are column1, column2 on both backends).
+            for target in ["plugin", "pipeline"] {
+                let rows: Vec<&ScanResult> = flush
+                    .results
+                    .iter()
+                    .filter(|r| r.target == target)
+                    .collect();
+                if rows.is_empty() {
+                    continue;
+                }
+                let values = (0..rows.len())
+                    .map(|i| format!("(${}, ${})", i * 2 + 2, i * 2 + 3))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let table = entity_table(target)?;
+                let sql = self.sql(&format!(
+                    "UPDATE {table} SET compliance = v.column2 FROM (VALUES {values}) AS v \
+                     WHERE {table}.org_id = $1 AND {table}.id = v.column1"
+                ));
+                let mut update = sqlx::query(&sql).bind(org_id);
+                for r in rows {
+                    let compliance = serde_json::json!({
+                        "result": r.result, "violations": r.violations, "scanId": r.scan_id,
+                    });
+                    update = update
+                        .bind(r.entity_id.clone())
+                        .bind(compliance.to_string());
+                }
+                update.execute(&mut *tx).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Gives a claim back (a graceful stop): the next sweeper resumes the scan at once,
+    /// without counting a takeover.
+    pub async fn release_scan(&self, scan_id: &str, token: i64) -> StoreResult<()> {
+        sqlx::query(&self.sql(
+            "UPDATE scans SET holder = NULL, lease_until = NULL WHERE id = $1 AND token = $2 AND status = 'running'",
+        ))
+        .bind(scan_id)
+        .bind(token)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Ends a scan `completed` (its total reconciled to what was scanned), if the claim
+    /// `token` still holds and it still runs, with the notification `notify` makes of
+    /// the ended scan, in one transaction: whatever the number of sweepers, a scan
+    /// notifies once. Answers the ended scan (`None`: stopped or taken over).
+    pub async fn complete_scan(
+        &self,
+        scan_id: &str,
+        token: i64,
+        now: DateTime<Utc>,
+        notify: &(dyn Fn(&ScanRecord) -> Option<super::NewNotification> + Sync),
+    ) -> StoreResult<Option<ScanRecord>> {
+        let mut tx = self.pool().begin().await?;
+        let row = sqlx::query(&self.sql(
+            "UPDATE scans SET status = 'completed', total = scanned, ended_at = $3, updated_at = $3, \
+             holder = NULL, lease_until = NULL WHERE id = $1 AND token = $2 AND status = 'running' RETURNING *",
+        ))
+        .bind(scan_id)
+        .bind(token)
+        .bind(stamp(now))
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let scan = scan_from_row(&row)?;
+        if let Some(notification) = notify(&scan) {
+            self.insert_notification(&mut tx, &scan.org_id, &notification, now)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(Some(scan))
+    }
+
+    /// Ends a scan `failed` with `error`, if the claim `token` still holds and it
+    /// still runs; whether it did.
+    pub async fn fail_scan(
+        &self,
+        scan_id: &str,
+        token: i64,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(&self.sql(
+            "UPDATE scans SET status = 'failed', error = $3, ended_at = $4, updated_at = $4, \
+             holder = NULL, lease_until = NULL WHERE id = $1 AND token = $2 AND status = 'running'",
+        ))
+        .bind(scan_id)
+        .bind(token)
+        .bind(error)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}
