@@ -16,6 +16,7 @@ pub mod builds;
 pub mod catalog;
 pub mod checks;
 pub mod context;
+pub mod delivery;
 pub mod entitlement;
 pub mod exemptions;
 pub mod invitations;

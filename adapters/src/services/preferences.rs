@@ -96,7 +96,7 @@ pub async fn save(
             ));
         }
         if !url.is_empty() {
-            super::notifications::check_webhook_url(state, &url).await?;
+            super::delivery::check_webhook_url(state, &url).await?;
         }
         preference.webhook_url = Some(url).filter(|u| !u.is_empty());
         preference.webhook_disabled_at = None;
@@ -104,7 +104,7 @@ pub async fn save(
     if let Some(secret) = change.webhook_secret {
         preference.webhook_secret = match secret.as_str() {
             "" => None,
-            plain => Some(super::notifications::seal_secret(state, plain)?),
+            plain => Some(super::delivery::seal_secret(state, plain)?),
         };
     }
     preference.has_webhook_secret = preference.webhook_secret.is_some();

@@ -10,7 +10,6 @@ use chrono::Utc;
 
 use super::Shutdown;
 use crate::services::context::AppState;
-use crate::services::notifications;
 
 /// How long a claim holds (an attempt takes at most the 10-second webhook timeout,
 /// or the SMTP timeout).
@@ -42,8 +41,8 @@ pub async fn step(state: &AppState) -> Result<bool, crate::services::ServiceErro
     let Some(claimed) = state.store.claim_delivery(now, until).await? else {
         return Ok(false);
     };
-    let outcome = notifications::attempt(state, &claimed).await?;
-    if !notifications::record(state, &claimed, &outcome).await? {
+    let outcome = crate::services::delivery::attempt(state, &claimed).await?;
+    if !crate::services::delivery::record(state, &claimed, &outcome).await? {
         tracing::warn!(delivery = %claimed.id, "a delivery's claim lapsed before its attempt was recorded");
     }
     Ok(true)

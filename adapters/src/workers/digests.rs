@@ -23,7 +23,7 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
             .await
         {
             Ok(Some(_)) => {
-                match crate::services::notifications::send_digests(&state, Utc::now()).await {
+                match crate::services::delivery::send_digests(&state, Utc::now()).await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(digests = n, "notification digests made"),
                     Err(error) => tracing::warn!(%error, "digest round failed"),

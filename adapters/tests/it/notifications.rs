@@ -499,7 +499,7 @@ async fn a_daily_digest_is_made_once_per_window(base: &TestApp) {
     assert_eq!(attempts(app, &alice, &org, "&status=held").await.len(), 3);
     let now = Utc::now();
     assert_eq!(
-        adapters::services::notifications::send_digests(&state, now)
+        adapters::services::delivery::send_digests(&state, now)
             .await
             .unwrap(),
         0,
@@ -507,13 +507,13 @@ async fn a_daily_digest_is_made_once_per_window(base: &TestApp) {
     );
     let later = now + chrono::Duration::days(1) + chrono::Duration::minutes(5);
     assert_eq!(
-        adapters::services::notifications::send_digests(&state, later)
+        adapters::services::delivery::send_digests(&state, later)
             .await
             .unwrap(),
         1
     );
     assert_eq!(
-        adapters::services::notifications::send_digests(&state, later)
+        adapters::services::delivery::send_digests(&state, later)
             .await
             .unwrap(),
         0,
