@@ -1,5 +1,6 @@
 //! The offline verbs: `token`, `eval`, `test`, `entitlements`, `audit verify`.
 
+pub mod args;
 pub mod eval;
 pub mod format;
 pub mod locate;
