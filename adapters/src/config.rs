@@ -1,6 +1,9 @@
 //! The server's configuration: every variable the documents name, read once at start
 //! into one typed value with the documents' defaults. A bad value stops the start
 //! with a message that names the variable.
+//!
+//! One file on purpose (over 600 lines): every variable is read here and nowhere
+//! else, so the list can be held against the documents' in one read.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;

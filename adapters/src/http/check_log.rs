@@ -1,15 +1,45 @@
 //! `/compliance/audit`: the check log, every validation recorded.
 
 use axum::extract::State;
-use axum::response::Response;
-use serde::Deserialize;
+use chrono::{DateTime, Utc};
+use compliance_core::{Outcome, Target, Violation};
+use serde::{Deserialize, Serialize};
 
 use crate::http::error::ApiError;
 use crate::http::extract::{PageParams, Query};
 use crate::http::gate::Granted;
-use crate::http::response::paginated;
+use crate::http::response::Paged;
 use crate::http::state::AppState;
 use crate::services::checks;
+use crate::storage::CheckRecord;
+
+/// One entry of the check log.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CheckEntry {
+    id: String,
+    org_id: String,
+    target: Target,
+    /// The entity checked, when the check named one.
+    entity_id: Option<String>,
+    result: Outcome,
+    violations: Vec<Violation>,
+    created_at: DateTime<Utc>,
+}
+
+impl From<CheckRecord> for CheckEntry {
+    fn from(c: CheckRecord) -> Self {
+        CheckEntry {
+            id: c.id,
+            org_id: c.org_id,
+            target: c.target,
+            entity_id: c.entity_id,
+            result: c.result,
+            violations: c.violations,
+            created_at: c.created_at,
+        }
+    }
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -26,13 +56,13 @@ pub(crate) async fn checks(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<CheckQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<CheckEntry>, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     if q.result
         .as_deref()
-        .is_some_and(|r| !["pass", "warn", "block"].contains(&r))
+        .is_some_and(|r| r.parse::<Outcome>().is_err())
     {
         return Err(ApiError::invalid_field(
             "result",
@@ -41,7 +71,7 @@ pub(crate) async fn checks(
     }
     if q.target
         .as_deref()
-        .is_some_and(|t| !["plugin", "pipeline"].contains(&t))
+        .is_some_and(|t| t.parse::<Target>().is_err())
     {
         return Err(ApiError::invalid_field(
             "target",
@@ -54,5 +84,6 @@ pub(crate) async fn checks(
         entity_id: q.entity_id.as_deref(),
     };
     let (items, total) = checks::log(&state, &granted.org, filter, page.limit, page.offset).await?;
-    Ok(paginated("entries", items, total, &page))
+    let items = items.into_iter().map(CheckEntry::from).collect();
+    Ok(Paged::new("entries", items, total, page))
 }

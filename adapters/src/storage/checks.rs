@@ -17,14 +17,14 @@ pub struct CheckRecord {
     pub id: String,
     /// The organization.
     pub org_id: String,
-    /// plugin or pipeline.
-    pub target: String,
+    /// What was checked.
+    pub target: compliance_core::Target,
     /// The entity checked, when named.
     pub entity_id: Option<String>,
-    /// pass, warn or block.
-    pub result: String,
+    /// The outcome.
+    pub result: compliance_core::Outcome,
     /// The violations found.
-    pub violations: Value,
+    pub violations: Vec<compliance_core::Violation>,
     /// When.
     pub created_at: DateTime<Utc>,
 }
@@ -123,9 +123,9 @@ impl Store {
                 Ok(CheckRecord {
                     id: d.get("id")?,
                     org_id: d.get("org_id")?,
-                    target: d.get("target")?,
+                    target: d.named("target", |t| t.parse().ok())?,
                     entity_id: d.get("entity_id")?,
-                    result: d.get("result")?,
+                    result: d.named("result", |r| r.parse().ok())?,
                     violations: d.json("violations")?,
                     created_at: d.stamp("created_at")?,
                 })

@@ -165,10 +165,10 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("The organization's validation log")
             .query(listing(vec![
                 query("target", target()),
-                query("result", one_of(&["pass", "warn", "block"])),
+                query("result", schema_value::<compliance_core::Outcome>()),
                 query("entityId", string()),
             ]))
-            .ok(200, page("entries", reference("CheckLogEntry"))),
+            .pages::<check_log::CheckEntry>("entries"),
         get("/api/compliance/notification-preferences", "notificationPreferences", compliance(ComplianceRead), preferences::preferences)
             .doc("The organization's notification preference (the secret is never returned)")
             .ok(200, envelope(reference("NotificationPreference"))),
