@@ -1,26 +1,38 @@
 //! `/compliance/validate/{plugin|pipeline}` and their `/dry-run` forms.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
-use compliance_core::{json_text_depth, AttributeLimits, Target};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use compliance_core::{json_text_depth, AttributeLimits, Target, Violation};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::http::error::ApiError;
 use crate::http::extract::RawBody;
 use crate::http::guard::Admitted;
-use crate::http::response::ok;
+use crate::http::response::Answer;
 use crate::http::state::{AnyCaller, AppState};
 use crate::services::checks::{self, Recording};
 use crate::services::ServiceError;
 use crate::storage::OrgRecord;
 
-#[derive(Debug, Deserialize)]
+/// A validation: the attributes of an entity, and its id when it has one (its
+/// exemptions then apply, and its snapshot is kept).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct ValidateBody {
+pub(crate) struct ValidateBody {
+    /// The entity's attributes.
+    #[schema(value_type = Object)]
     attributes: Value,
+    #[schema(max_length = 200)]
     entity_id: Option<String>,
+}
+
+/// What a validation found: whether it blocks, the violations left, the ones an
+/// approved exemption waived.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Verdict {
+    blocked: bool,
+    violations: Vec<Violation>,
+    exempted: Vec<Violation>,
 }
 
 fn target(name: &str) -> Result<Target, ApiError> {
@@ -47,7 +59,7 @@ async fn validate(
     target_name: String,
     RawBody(body): RawBody,
     recording: Recording,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Verdict>, ApiError> {
     let target = target(&target_name)?;
     let deadline = admitted.deadline;
     let (org, set) = match (admitted.org, &admitted.caller) {
@@ -85,10 +97,11 @@ async fn validate(
         recording,
     )
     .await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"blocked": evaluation.blocked, "violations": evaluation.violations, "exempted": evaluation.exempted}),
-    ))
+    Ok(Answer::ok(Verdict {
+        blocked: evaluation.blocked,
+        violations: evaluation.violations,
+        exempted: evaluation.exempted,
+    }))
 }
 
 /// The body, its depth measured on the text and parsed: its attributes and entity id.
@@ -117,7 +130,7 @@ pub(crate) async fn live(
     admitted: Admitted,
     Path(target): Path<String>,
     body: RawBody,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Verdict>, ApiError> {
     validate(state, admitted, target, body, Recording::Live).await
 }
 
@@ -127,6 +140,6 @@ pub(crate) async fn dry_run(
     admitted: Admitted,
     Path(target): Path<String>,
     body: RawBody,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Verdict>, ApiError> {
     validate(state, admitted, target, body, Recording::DryRun).await
 }

@@ -189,11 +189,11 @@ pub(super) fn routes() -> Vec<Route> {
         // Validation.
         post("/api/compliance/validate/{target}", "validate", Access::UserOrService(ComplianceRead), validate::live)
             .doc("Check an entity's attributes against the organization's effective rules; recorded in the check log")
-            .body(validation_body())
-            .ok(200, envelope(evaluation())),
+            .body_of::<validate::ValidateBody>()
+            .answers::<validate::Verdict>(200),
         post("/api/compliance/validate/{target}/dry-run", "validateDryRun", Access::UserOrService(ComplianceRead), validate::dry_run)
             .doc("The same check, recording nothing")
-            .body(validation_body())
-            .ok(200, envelope(evaluation())),
+            .body_of::<validate::ValidateBody>()
+            .answers::<validate::Verdict>(200),
     ]
 }

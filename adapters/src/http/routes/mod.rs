@@ -204,16 +204,6 @@ fn clone_body() -> Value {
     body(&[("name", text(200))], &[])
 }
 
-fn validation_body() -> Value {
-    body(
-        &[
-            ("attributes", json!({"type": "object"})),
-            ("entityId", text(200)),
-        ],
-        &["attributes"],
-    )
-}
-
 fn exemption_fields(entities: (&'static str, Value)) -> Value {
     let key = entities.0;
     body(
