@@ -12,9 +12,42 @@ use tenancy::is_reserved_name;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::{gate, Granted, Named};
-use crate::http::response::{ok, paginated};
+use crate::http::response::{ok, paginated, Answer, Paged};
 use crate::http::state::{AppState, Caller};
 use crate::services::organizations::{self, Creation};
+use crate::storage::OrgRecord;
+
+/// An organization (a root or a team) as the API answers it.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Organization {
+    id: String,
+    name: String,
+    display_name: Option<String>,
+    /// The root of a team; none for a root.
+    parent_org_id: Option<String>,
+    tier: Tier,
+    is_system: bool,
+    owner_id: String,
+    created_at: chrono::DateTime<Utc>,
+    updated_at: chrono::DateTime<Utc>,
+}
+
+impl From<OrgRecord> for Organization {
+    fn from(o: OrgRecord) -> Self {
+        Organization {
+            id: o.id,
+            name: o.name,
+            display_name: o.display_name,
+            parent_org_id: o.parent_org_id,
+            tier: o.tier,
+            is_system: o.is_system,
+            owner_id: o.owner_id,
+            created_at: o.created_at,
+            updated_at: o.updated_at,
+        }
+    }
+}
 
 pub(crate) fn text(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
     let value = value.trim();
@@ -64,8 +97,8 @@ pub(crate) struct TransferOwner {
 }
 
 /// `GET /organization`: the caller's active organization (`x-org-id`).
-pub(crate) async fn active(granted: Granted) -> Result<Response, ApiError> {
-    Ok(ok(StatusCode::OK, granted.org))
+pub(crate) async fn active(granted: Granted) -> Result<Answer<Organization>, ApiError> {
+    Ok(Answer::ok(granted.org.into()))
 }
 
 /// `POST /organization`: a root organization (any authenticated user, who becomes
@@ -75,7 +108,7 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
     Json(body): Json<CreateOrganization>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Organization>, ApiError> {
     let name = text("name", &body.name, 100)?;
     let display_name = body
         .display_name
@@ -119,12 +152,12 @@ pub(crate) async fn create(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::CREATED, org))
+    Ok(Answer::created(org.into()))
 }
 
 /// `GET /organization/:id`: own organization, managed team, or super-admin.
-pub(crate) async fn get(granted: Granted) -> Result<Response, ApiError> {
-    Ok(ok(StatusCode::OK, granted.org))
+pub(crate) async fn get(granted: Granted) -> Result<Answer<Organization>, ApiError> {
+    Ok(Answer::ok(granted.org.into()))
 }
 
 /// `PUT /organization/:id` (super-admin).
@@ -133,7 +166,7 @@ pub(crate) async fn update(
     caller: Caller,
     granted: Granted,
     Json(body): Json<UpdateOrganization>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Organization>, ApiError> {
     let name = body
         .name
         .as_deref()
@@ -152,7 +185,7 @@ pub(crate) async fn update(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::OK, org))
+    Ok(Answer::ok(org.into()))
 }
 
 /// `DELETE /organization/:id` (super-admin, step-up): soft delete, teams included.
@@ -171,9 +204,9 @@ pub(crate) async fn restore(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Organization>, ApiError> {
     let org = organizations::restore(&state, &caller, &id, Utc::now()).await?;
-    Ok(ok(StatusCode::OK, org))
+    Ok(Answer::ok(org.into()))
 }
 
 /// `PATCH /organization/:id/tier` (super-admin, step-up).
@@ -182,12 +215,12 @@ pub(crate) async fn change_tier(
     caller: Caller,
     granted: Granted,
     Json(body): Json<ChangeTier>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Organization>, ApiError> {
     let tier = Tier::parse(&body.tier).ok_or_else(|| {
         ApiError::invalid_field("tier", "must be developer, pro, team or enterprise")
     })?;
     let org = organizations::change_tier(&state, &caller, &granted.org, tier, Utc::now()).await?;
-    Ok(ok(StatusCode::OK, org))
+    Ok(Answer::ok(org.into()))
 }
 
 /// `GET /organization/:id/export` (`org:settings`): the organization's data.
@@ -219,7 +252,7 @@ pub(crate) async fn transfer_owner(
     caller: Caller,
     granted: Granted,
     Json(body): Json<TransferOwner>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Organization>, ApiError> {
     let to = text("userId", &body.user_id, 200)?;
     let window = chrono::Duration::from_std(state.config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
@@ -231,7 +264,7 @@ pub(crate) async fn transfer_owner(
         (Utc::now(), window),
     )
     .await?;
-    Ok(ok(StatusCode::OK, org))
+    Ok(Answer::ok(org.into()))
 }
 
 /// `GET /organization/:id/teams` (member): the teams nested under it.
@@ -239,7 +272,7 @@ pub(crate) async fn teams(
     State(state): State<AppState>,
     granted: Granted,
     Query(params): Query<PageParams>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Organization>, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let ascending = page.sort_order == crate::http::extract::SortOrder::Asc;
     let (items, total) = organizations::teams(
@@ -250,5 +283,6 @@ pub(crate) async fn teams(
         ascending,
     )
     .await?;
-    Ok(paginated("teams", items, total, &page))
+    let items = items.into_iter().map(Organization::from).collect();
+    Ok(Paged::new("teams", items, total, page))
 }

@@ -663,20 +663,6 @@ fn billing_components() -> Value {
 
 /// The named schemas written by hand (the ones not derived from a type yet).
 pub(crate) fn components() -> Value {
-    let org = object(
-        &[
-            ("id", string()),
-            ("name", string()),
-            ("displayName", nullable(string())),
-            ("parentOrgId", nullable(string())),
-            ("tier", tier()),
-            ("isSystem", boolean()),
-            ("ownerId", string()),
-            ("createdAt", instant()),
-            ("updatedAt", instant()),
-        ],
-        &["id", "name", "tier", "isSystem", "ownerId", "createdAt"],
-    );
     let member = object(
         &[
             ("orgId", string()),
@@ -895,7 +881,6 @@ pub(crate) fn components() -> Value {
     );
     let mut schemas = json!({
         "BuildJob": build_job,
-        "Organization": org,
         "Member": member,
         "Role": role,
         "Invitation": invitation,

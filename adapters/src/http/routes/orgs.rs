@@ -23,7 +23,7 @@ pub(super) fn routes() -> Vec<Route> {
             ))),
         get("/api/organization", "activeOrganization", org_member(), organizations::active)
             .doc("The `x-org-id` organization")
-            .ok(200, envelope(reference("Organization"))),
+            .answers::<organizations::Organization>(200),
         post("/api/organization", "createOrganization", Access::User, organizations::create)
             .doc("Create an organization, or a team under `parentOrgId` (the `org:settings` permission there)")
             .body(body(
@@ -34,27 +34,27 @@ pub(super) fn routes() -> Vec<Route> {
                 ],
                 &["name"],
             ))
-            .ok(201, envelope(reference("Organization"))),
+            .answers::<organizations::Organization>(201),
         get("/api/organization/{id}", "getOrganization", org_path(OwnManagedOrSuperAdmin), organizations::get)
             .doc("One organization")
-            .ok(200, envelope(reference("Organization"))),
+            .answers::<organizations::Organization>(200),
         put("/api/organization/{id}", "updateOrganization", org_path(tenancy::Access::SuperAdmin), organizations::update)
             .doc("Rename an organization")
             .body(body(
                 &[("name", text(100)), ("displayName", nullable(text(200)))],
                 &[],
             ))
-            .ok(200, envelope(reference("Organization"))),
+            .answers::<organizations::Organization>(200),
         delete("/api/organization/{id}", "deleteOrganization", Access::SuperAdmin { step_up: true }, organizations::delete)
             .doc("Soft-delete an organization and its teams (audit org.soft_delete, in its chain and the system organization's): its members can no longer act in it, it leaves every listing, its running scans end and its schedules stop, a team's usage leaves its root's pool; its data is kept for ORG_RESTORE_DAYS (30), then purged but for its audit chain. Deleted already: 409")
             .ok(200, done("id", "deleted")),
         post("/api/organization/{id}/restore", "restoreOrganization", Access::SuperAdmin { step_up: true }, organizations::restore)
             .doc("Restore a soft-deleted organization and the teams deleted with it, exactly as they were (audit org.restore): within ORG_RESTORE_DAYS of the delete, else 410 GONE; not deleted, restored meanwhile, a team whose root is deleted, or a name another organization took meanwhile: 409")
-            .ok(200, envelope(reference("Organization"))),
+            .answers::<organizations::Organization>(200),
         patch("/api/organization/{id}/tier", "changeTier", org_path(tenancy::Access::SuperAdmin).stepped_up(), organizations::change_tier)
             .doc("Change an organization's tier")
             .body(body(&[("tier", tier())], &["tier"]))
-            .ok(200, envelope(reference("Organization"))),
+            .answers::<organizations::Organization>(200),
         get("/api/organization/{id}/export", "exportOrganization", org_path(Needs(OrgSettings)), organizations::export)
             .doc("Everything the organization holds about its members, teams, roles and invitations")
             .ok(200, envelope(object(
@@ -70,11 +70,11 @@ pub(super) fn routes() -> Vec<Route> {
         patch("/api/organization/{id}/transfer-owner", "transferOwner", org_path(Needs(OrgSettings)).stepped_up(), organizations::transfer_owner)
             .doc("Hand the ownership to another active member")
             .body(body(&[("userId", text(200))], &["userId"]))
-            .ok(200, envelope(reference("Organization"))),
+            .answers::<organizations::Organization>(200),
         get("/api/organization/{id}/teams", "listTeams", org_path(Member), organizations::teams)
             .doc("The organization's teams")
             .query(paging(&["createdAt"]))
-            .ok(200, page("teams", reference("Organization"))),
+            .pages::<organizations::Organization>("teams"),
         // Members and roles.
         get("/api/organization/{id}/members", "listMembers", org_path(Member), members::list)
             .doc("The organization's members")
