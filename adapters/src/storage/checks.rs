@@ -1,5 +1,4 @@
 //! The check log and the snapshots of what entities were last judged on.
-//! always scoped by organization.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

@@ -1,5 +1,4 @@
 //! Exemptions: requested, reviewed, revoked; the approved ones a check applies.
-//! always scoped by organization.
 
 use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};

@@ -1,5 +1,4 @@
-//! Policies: named sets of rules, and templates.
-//! always scoped by organization.
+//! Policies: named sets of rules, and templates, always scoped by organization.
 
 use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};

@@ -1,5 +1,4 @@
-//! An organization's notification preferences.
-//! always scoped by organization.
+//! An organization's notification preferences, always scoped by organization.
 
 use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};

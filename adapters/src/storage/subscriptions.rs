@@ -1,5 +1,4 @@
-//! An organization's subscriptions to published rules.
-//! always scoped by organization.
+//! An organization's subscriptions to published rules, always scoped by organization.
 
 use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
