@@ -14,7 +14,59 @@ use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::organizations::text;
-use crate::http::response::{ok, paginated};
+use crate::http::response::{ok, Answer, Paged};
+use crate::storage::{MemberRecord, RoleRecord};
+
+/// A member of an organization as the API answers it.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Member {
+    org_id: String,
+    user_id: String,
+    /// Their e-mail, when known.
+    email: Option<String>,
+    role: MembershipRole,
+    active: bool,
+    created_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<MemberRecord> for Member {
+    fn from(m: MemberRecord) -> Self {
+        Member {
+            org_id: m.org_id,
+            user_id: m.user_id,
+            email: m.email,
+            role: m.role,
+            active: m.active,
+            created_at: m.created_at,
+        }
+    }
+}
+
+/// A Role of an organization as the API answers it.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Role {
+    id: String,
+    name: String,
+    permissions: BTreeSet<Permission>,
+    /// Seeded by the platform.
+    built_in: bool,
+    /// The users holding it.
+    members: Vec<String>,
+}
+
+impl From<RoleRecord> for Role {
+    fn from(r: RoleRecord) -> Self {
+        Role {
+            id: r.id,
+            name: r.name,
+            permissions: r.permissions,
+            built_in: r.built_in,
+            members: r.members,
+        }
+    }
+}
 use crate::http::state::{AppState, Caller};
 use crate::services::members;
 
@@ -90,7 +142,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     granted: Granted,
     Query(params): Query<PageParams>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Member>, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let ascending = page.sort_order == SortOrder::Asc;
     let (items, total) = members::list(
@@ -101,7 +153,8 @@ pub(crate) async fn list(
         ascending,
     )
     .await?;
-    Ok(paginated("members", items, total, &page))
+    let items = items.into_iter().map(Member::from).collect();
+    Ok(Paged::new("members", items, total, page))
 }
 
 /// `POST /organization/:id/members` (`members:manage`).
@@ -110,7 +163,7 @@ pub(crate) async fn add(
     caller: Caller,
     granted: Granted,
     Json(body): Json<AddMember>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Member>, ApiError> {
     let user_id = text("userId", &body.user_id, 200)?;
     let role = member_role(body.role.as_deref())?;
     let member = members::add(
@@ -122,7 +175,11 @@ pub(crate) async fn add(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::CREATED, member))
+    Ok(Answer::created(
+        member
+            .map(Member::from)
+            .ok_or_else(|| ApiError::not_found("member"))?,
+    ))
 }
 
 /// `POST /organization/:id/members/bulk-add` (`members:manage`): one user into
@@ -178,7 +235,7 @@ pub(crate) async fn change_role(
     granted: Granted,
     Path((_, user_id)): Path<(String, String)>,
     Json(body): Json<ChangeMemberRole>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Member>, ApiError> {
     let role = member_role(Some(&body.role))?;
     let member = members::change_role(
         &state.store,
@@ -188,7 +245,11 @@ pub(crate) async fn change_role(
         role,
     )
     .await?;
-    Ok(ok(StatusCode::OK, member))
+    Ok(Answer::ok(
+        member
+            .map(Member::from)
+            .ok_or_else(|| ApiError::not_found("member"))?,
+    ))
 }
 
 /// `PATCH /organization/:id/members/:userId/activate` (`members:manage`).
@@ -197,9 +258,13 @@ pub(crate) async fn activate(
     caller: Caller,
     granted: Granted,
     Path((_, user_id)): Path<(String, String)>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Member>, ApiError> {
     let member = members::set_active(&state, &caller, &granted.org, &user_id, true).await?;
-    Ok(ok(StatusCode::OK, member))
+    Ok(Answer::ok(
+        member
+            .map(Member::from)
+            .ok_or_else(|| ApiError::not_found("member"))?,
+    ))
 }
 
 /// `PATCH /organization/:id/members/:userId/deactivate` (`members:manage`).
@@ -208,9 +273,13 @@ pub(crate) async fn deactivate(
     caller: Caller,
     granted: Granted,
     Path((_, user_id)): Path<(String, String)>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Member>, ApiError> {
     let member = members::set_active(&state, &caller, &granted.org, &user_id, false).await?;
-    Ok(ok(StatusCode::OK, member))
+    Ok(Answer::ok(
+        member
+            .map(Member::from)
+            .ok_or_else(|| ApiError::not_found("member"))?,
+    ))
 }
 
 /// `GET /organization/:id/roles` (member): Roles with their members.
@@ -218,7 +287,7 @@ pub(crate) async fn roles(
     State(state): State<AppState>,
     granted: Granted,
     Query(params): Query<PageParams>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Role>, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let ascending = page.sort_order == SortOrder::Asc;
     let (items, total) = members::roles(
@@ -229,7 +298,8 @@ pub(crate) async fn roles(
         ascending,
     )
     .await?;
-    Ok(paginated("roles", items, total, &page))
+    let items = items.into_iter().map(Role::from).collect();
+    Ok(Paged::new("roles", items, total, page))
 }
 
 /// `POST /organization/:id/roles` (`roles:manage`, escalation guard).
@@ -238,7 +308,7 @@ pub(crate) async fn create_role(
     caller: Caller,
     granted: Granted,
     Json(body): Json<CreateRole>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Role>, ApiError> {
     let name = text("name", &body.name, 100)?;
     let permissions = permissions("permissions", &body.permissions)?;
     let role = members::create_role(
@@ -250,7 +320,10 @@ pub(crate) async fn create_role(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::CREATED, role))
+    Ok(Answer::created(
+        role.map(Role::from)
+            .ok_or_else(|| ApiError::not_found("role"))?,
+    ))
 }
 
 /// `PUT /organization/:id/roles/:roleId` (`roles:manage`, escalation guard).
@@ -260,7 +333,7 @@ pub(crate) async fn update_role(
     granted: Granted,
     Path((_, role_id)): Path<(String, String)>,
     Json(body): Json<UpdateRole>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Role>, ApiError> {
     let name = body
         .name
         .as_deref()
@@ -279,7 +352,10 @@ pub(crate) async fn update_role(
         (name.as_deref(), permissions.as_ref()),
     )
     .await?;
-    Ok(ok(StatusCode::OK, role))
+    Ok(Answer::ok(
+        role.map(Role::from)
+            .ok_or_else(|| ApiError::not_found("role"))?,
+    ))
 }
 
 /// `DELETE /organization/:id/roles/:roleId` (`roles:manage`).
@@ -300,7 +376,7 @@ pub(crate) async fn add_role_member(
     granted: Granted,
     Path((_, role_id)): Path<(String, String)>,
     Json(body): Json<RoleMember>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Role>, ApiError> {
     let user_id = text("userId", &body.user_id, 200)?;
     let role = members::add_role_member(
         &state.store,
@@ -310,7 +386,10 @@ pub(crate) async fn add_role_member(
         &user_id,
     )
     .await?;
-    Ok(ok(StatusCode::CREATED, role))
+    Ok(Answer::created(
+        role.map(Role::from)
+            .ok_or_else(|| ApiError::not_found("role"))?,
+    ))
 }
 
 /// `DELETE /organization/:id/roles/:roleId/members/:userId` (`roles:manage`; not guarded).

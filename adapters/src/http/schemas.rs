@@ -166,16 +166,7 @@ pub(crate) fn listing(mut before: Vec<Value>) -> Vec<Value> {
 }
 
 fn membership_role() -> Value {
-    one_of(&["owner", "admin", "member"])
-}
-
-fn permission() -> Value {
-    one_of(
-        &tenancy::Permission::ALL
-            .iter()
-            .map(|p| p.as_str())
-            .collect::<Vec<_>>(),
-    )
+    schema_value::<tenancy::MembershipRole>()
 }
 
 fn operator() -> Value {
@@ -663,27 +654,6 @@ fn billing_components() -> Value {
 
 /// The named schemas written by hand (the ones not derived from a type yet).
 pub(crate) fn components() -> Value {
-    let member = object(
-        &[
-            ("orgId", string()),
-            ("userId", string()),
-            ("email", nullable(string())),
-            ("role", membership_role()),
-            ("active", boolean()),
-            ("createdAt", instant()),
-        ],
-        &["orgId", "userId", "role", "active", "createdAt"],
-    );
-    let role = object(
-        &[
-            ("id", string()),
-            ("name", string()),
-            ("permissions", array(permission())),
-            ("builtIn", boolean()),
-            ("members", array(string())),
-        ],
-        &["id", "name", "permissions", "builtIn"],
-    );
     let invitation = object(
         &[
             ("id", string()),
@@ -881,8 +851,6 @@ pub(crate) fn components() -> Value {
     );
     let mut schemas = json!({
         "BuildJob": build_job,
-        "Member": member,
-        "Role": role,
         "Invitation": invitation,
         "Rule": rule,
         "Condition": condition,

@@ -79,7 +79,7 @@ pub(super) fn routes() -> Vec<Route> {
         get("/api/organization/{id}/members", "listMembers", org_path(Member), members::list)
             .doc("The organization's members")
             .query(paging(&["createdAt"]))
-            .ok(200, page("members", reference("Member"))),
+            .pages::<members::Member>("members"),
         post("/api/organization/{id}/members", "addMember", org_path(Needs(MembersManage)), members::add)
             .doc("Add a member")
             .body(body(
@@ -90,7 +90,7 @@ pub(super) fn routes() -> Vec<Route> {
                 ],
                 &["userId"],
             ))
-            .ok(201, envelope(reference("Member"))),
+            .answers::<members::Member>(201),
         post("/api/organization/{id}/members/bulk-add", "bulkAddMember", org_path(Needs(MembersManage)), members::bulk_add)
             .doc("Add a user to several teams of the organization")
             .feature(Feature::BulkOperations)
@@ -109,35 +109,35 @@ pub(super) fn routes() -> Vec<Route> {
         patch("/api/organization/{id}/members/{userId}", "changeMemberRole", org_path(Needs(MembersManage)), members::change_role)
             .doc("Change a member's role")
             .body(body(&[("role", one_of(&["admin", "member"]))], &["role"]))
-            .ok(200, envelope(reference("Member"))),
+            .answers::<members::Member>(200),
         delete("/api/organization/{id}/members/{userId}", "removeMember", org_path(Needs(MembersManage)), members::remove)
             .doc("Remove a member")
             .ok(200, done("userId", "removed")),
         patch("/api/organization/{id}/members/{userId}/activate", "activateMember", org_path(Needs(MembersManage)), members::activate)
             .doc("Activate a member")
-            .ok(200, envelope(reference("Member"))),
+            .answers::<members::Member>(200),
         patch("/api/organization/{id}/members/{userId}/deactivate", "deactivateMember", org_path(Needs(MembersManage)), members::deactivate)
             .doc("Deactivate a member")
-            .ok(200, envelope(reference("Member"))),
+            .answers::<members::Member>(200),
         get("/api/organization/{id}/roles", "listRoles", org_path(Member), members::roles)
             .doc("The organization's Roles")
             .query(paging(&["createdAt"]))
-            .ok(200, page("roles", reference("Role"))),
+            .pages::<members::Role>("roles"),
         post("/api/organization/{id}/roles", "createRole", org_path(Needs(RolesManage)), members::create_role)
             .doc("Define a custom Role")
             .body(role_body(&["name", "permissions"]))
-            .ok(201, envelope(reference("Role"))),
+            .answers::<members::Role>(201),
         put("/api/organization/{id}/roles/{roleId}", "updateRole", org_path(Needs(RolesManage)), members::update_role)
             .doc("Change a custom Role")
             .body(role_body(&[]))
-            .ok(200, envelope(reference("Role"))),
+            .answers::<members::Role>(200),
         delete("/api/organization/{id}/roles/{roleId}", "deleteRole", org_path(Needs(RolesManage)), members::delete_role)
             .doc("Delete a custom Role")
             .ok(200, done("id", "deleted")),
         post("/api/organization/{id}/roles/{roleId}/members", "addRoleMember", org_path(Needs(RolesManage)), members::add_role_member)
             .doc("Give a member a Role")
             .body(body(&[("userId", text(200))], &["userId"]))
-            .ok(201, envelope(reference("Role"))),
+            .answers::<members::Role>(201),
         delete("/api/organization/{id}/roles/{roleId}/members/{userId}", "removeRoleMember", org_path(Needs(RolesManage)), members::remove_role_member)
             .doc("Take a Role from a member")
             .ok(200, envelope(object(
