@@ -10,8 +10,7 @@ use crate::http::extract::{PageParams, Query};
 use crate::http::gate::Granted;
 use crate::http::response::Paged;
 use crate::http::state::AppState;
-use crate::services::checks;
-use crate::storage::CheckRecord;
+use crate::services::checks::{self, CheckRecord};
 
 /// One entry of the check log.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

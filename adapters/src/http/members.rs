@@ -15,7 +15,6 @@ use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::organizations::text;
 use crate::http::response::{ok, Answer, Paged};
-use crate::storage::{MemberRecord, RoleRecord};
 
 /// A member of an organization as the API answers it.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
@@ -68,7 +67,7 @@ impl From<RoleRecord> for Role {
     }
 }
 use crate::http::state::{AppState, Caller};
-use crate::services::members;
+use crate::services::members::{self, MemberRecord, RoleRecord};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -14,8 +14,7 @@ use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::{gate, Granted, Named};
 use crate::http::response::{ok, paginated, Answer, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::services::organizations::{self, Creation};
-use crate::storage::OrgRecord;
+use crate::services::organizations::{self, Creation, OrgRecord};
 
 /// An organization (a root or a team) as the API answers it.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]

@@ -13,8 +13,9 @@ use crate::http::gate::Granted;
 use crate::http::response::{ok, Answer, Paged};
 use crate::http::state::{AppState, Caller};
 use crate::inventory::{AccessModifier, Arn, EntityCompliance, Name};
-use crate::services::pipelines::{self, PipelineInput, PipelineProps};
-use crate::storage::{PipelineFilter, PipelineRecord, RegistryEntry};
+use crate::services::pipelines::{
+    self, PipelineFilter, PipelineInput, PipelineProps, PipelineRecord, RegistryEntry,
+};
 
 /// A pipeline create or update body (document 2's Pipeline create body).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

@@ -16,8 +16,8 @@ use crate::http::gate::Granted;
 use crate::http::response::{ok, paginated, Answer, Paged};
 use crate::http::state::{AppState, Caller};
 use crate::inventory::{AccessModifier, BuildStatus, EntityCompliance};
-use crate::services::{builds, plugins};
-use crate::storage::{PluginChange, PluginFilter, PluginRecord};
+use crate::services::builds;
+use crate::services::plugins::{self, PluginChange, PluginFilter, PluginRecord};
 
 /// A plugin as the API answers it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -18,6 +18,8 @@ use tokio::time::Instant;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::AppState;
+/// An entry of the check log, as [`log`] answers it.
+pub use crate::storage::CheckRecord;
 use crate::storage::{OrgRecord, StoreError};
 
 /// The budget of one check: past it the answer is 503 COMPLIANCE_UNAVAILABLE.

@@ -14,7 +14,9 @@ use tenancy::{
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{MemberRecord, OrgRecord, RoleRecord, Store};
+/// What the member and Role workflows answer.
+pub use crate::storage::{MemberRecord, RoleRecord};
+use crate::storage::{OrgRecord, Store};
 
 /// The built-in Role `name` of an organization (every organization has them).
 pub async fn builtin(store: &Store, org_id: &str, name: &str) -> ServiceResult<RoleRecord> {

@@ -12,9 +12,11 @@ use tenancy::{builtin_roles, check_bootstrap, check_team_parent, is_reserved_nam
 use super::members::builtin;
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, event_on, AppState, Caller};
+/// An organization, as the workflows answer it.
+pub use crate::storage::OrgRecord;
 use crate::storage::{
-    InvitationRecord, MemberRecord, MyOrganization, NewOrganization, OrgRecord, RoleRecord, Store,
-    StoreError, SAME_NAME,
+    InvitationRecord, MemberRecord, MyOrganization, NewOrganization, RoleRecord, Store, StoreError,
+    SAME_NAME,
 };
 
 /// A new organization as the request names it (checked text).

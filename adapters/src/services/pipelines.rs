@@ -18,9 +18,9 @@ use super::checks;
 use super::{ServiceError, ServiceResult};
 use crate::inventory::{AccessModifier, Name};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{
-    new_id, Charge, OrgRecord, PipelineFields, PipelineFilter, PipelineRecord, RegistryEntry,
-};
+use crate::storage::{new_id, Charge, OrgRecord, PipelineFields};
+/// What the pipeline workflows take and answer.
+pub use crate::storage::{PipelineFilter, PipelineRecord, RegistryEntry};
 
 /// A pipeline as a create or update gives it (document 2's Pipeline create body),
 /// every value parsed.

@@ -15,9 +15,9 @@ use super::pipelines::pool;
 use super::{ServiceError, ServiceResult};
 use crate::archive::{self, Manifest};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{
-    new_id, Charge, NewPlugin, OrgRecord, PluginChange, PluginFilter, PluginRecord,
-};
+use crate::storage::{new_id, Charge, NewPlugin, OrgRecord};
+/// What the plugin workflows take and answer.
+pub use crate::storage::{PluginChange, PluginFilter, PluginRecord};
 
 /// The document a plugin is judged on: its manifest's fields, its visibility and its
 /// Dockerfile.
