@@ -14,7 +14,8 @@ use utoipa::openapi::RefOr;
 /// The named schemas a type needs, as `(name, schema)` pairs.
 pub(crate) type Components = Vec<(String, Value)>;
 
-fn json(schema: RefOr<Schema>) -> Value {
+/// A utoipa schema as the document's JSON.
+pub(crate) fn json(schema: RefOr<Schema>) -> Value {
     serde_json::to_value(schema).unwrap_or(Value::Null)
 }
 

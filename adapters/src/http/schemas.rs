@@ -872,7 +872,7 @@ pub(crate) fn components() -> Value {
 
 /// The inline schema of a domain type (a query parameter's, say).
 pub(crate) fn schema_value<T: utoipa::PartialSchema>() -> Value {
-    serde_json::to_value(T::schema()).unwrap_or_default()
+    super::openapi::json(T::schema())
 }
 
 /// A target: `plugin` or `pipeline` (compliance-core's [`compliance_core::Target`]).

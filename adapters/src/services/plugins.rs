@@ -52,14 +52,9 @@ pub fn document(plugin: &PluginRecord) -> Value {
 
 /// `public` or `private`.
 pub fn access_modifier(value: &str) -> ServiceResult<()> {
-    if ["public", "private"].contains(&value) {
-        Ok(())
-    } else {
-        Err(ServiceError::invalid(
-            "accessModifier",
-            "must be public or private",
-        ))
-    }
+    crate::inventory::AccessModifier::parse(value)
+        .map(|_| ())
+        .ok_or_else(|| ServiceError::invalid("accessModifier", "must be public or private"))
 }
 
 /// The image a plugin's build makes: `<organization>/<name>:<version>`, lowercase.

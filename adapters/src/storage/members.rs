@@ -150,14 +150,8 @@ impl Store {
                 StoreError::Conflict(_) => StoreError::Conflict(format!("`{user_id}` is already a member")),
                 other => other,
             })?;
-            sqlx::query(&self.sql(
-                "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-            ))
-            .bind(role_id)
-            .bind(org_id)
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
+            self.grant_role(&mut *tx, (org_id, role_id, user_id))
+                .await?;
         }
         Ok(())
     }
@@ -264,14 +258,8 @@ impl Store {
         .bind(drop_role_id)
         .execute(&mut *tx)
         .await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-        ))
-        .bind(grant_role_id)
-        .bind(org_id)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
+        self.grant_role(&mut tx, (org_id, grant_role_id, user_id))
+            .await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())

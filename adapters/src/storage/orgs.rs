@@ -277,14 +277,7 @@ impl Store {
             .await?;
         }
         for user in [to, from] {
-            sqlx::query(&self.sql(
-                "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-            ))
-            .bind(grant)
-            .bind(id)
-            .bind(user)
-            .execute(&mut *tx)
-            .await?;
+            self.grant_role(&mut tx, (id, grant, user)).await?;
         }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;

@@ -244,14 +244,7 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
         let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-        ))
-        .bind(role_id)
-        .bind(org_id)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
+        self.grant_role(&mut tx, (org_id, role_id, user_id)).await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
@@ -278,6 +271,24 @@ impl Store {
         found(done.rows_affected(), "role member")?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        Ok(())
+    }
+
+    /// Gives `user_id` the Role `role_id` of `org_id` inside the caller's transaction
+    /// (held already: nothing changes).
+    pub(super) async fn grant_role(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        (org_id, role_id, user_id): (&str, &str, &str),
+    ) -> StoreResult<()> {
+        sqlx::query(&self.sql(
+            "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        ))
+        .bind(role_id)
+        .bind(org_id)
+        .bind(user_id)
+        .execute(&mut *conn)
+        .await?;
         Ok(())
     }
 }
