@@ -67,6 +67,7 @@ impl<'a> Copies<'a> {
 }
 
 /// The outcome of evaluating one entity.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Evaluation {

@@ -106,6 +106,7 @@ pub enum ConditionMode {
 }
 
 /// One extra predicate of a multi-field rule.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
@@ -127,6 +128,7 @@ pub struct Condition {
 /// `id` may be left empty when rules come from a file: the rule's name then serves
 /// as its id. `priority` is kept as a wide integer so that an out-of-range value is
 /// reported as a problem of the `priority` field rather than as a parse failure.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Rule {
@@ -134,6 +136,7 @@ pub struct Rule {
     #[serde(default)]
     pub id: String,
     /// Unique within the organization.
+    #[cfg_attr(feature = "schema", schema(max_length = 200))]
     pub name: String,
     /// The kind of entity the rule applies to.
     pub target: Target,
@@ -154,9 +157,11 @@ pub struct Rule {
     pub scope: Scope,
     /// Categorization labels.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(max_items = 50))]
     pub tags: Vec<String>,
     /// Further predicates.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(max_items = 50))]
     pub conditions: Vec<Condition>,
     /// How the rule's predicates combine.
     #[serde(default)]

@@ -1,51 +1,162 @@
 //! The published catalog and subscriptions (document 1's thirteen endpoints).
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use chrono::Utc;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use compliance_core::{Evaluation, Rule, Target};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, Query, SortOrder};
+use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
-use crate::http::response::{ok, paginated};
-use crate::http::rules::{parse_rule, RuleQuery};
+use crate::http::response::{Answer, Paged};
+use crate::http::rules::{OrgRule, RuleQuery};
 use crate::http::state::{AppState, Caller};
-use crate::services::catalog;
+use crate::services::catalog::{self, CatalogEntry, Impact, SubscriptionView};
 
-#[derive(Debug, Deserialize)]
+/// A published rule and a name for the organization's copy of it.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct RuleRef {
+    #[schema(max_length = 200)]
     rule_id: String,
+    /// The copy's name (clone only; default the published rule's).
+    #[schema(max_length = 200)]
     name: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// Whether a subscription is enforced.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Activation {
     is_active: bool,
 }
 
-#[derive(Debug, Deserialize)]
+/// Several subscriptions activated or deactivated, all or nothing.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct BulkActivation {
+    #[schema(min_items = 1, max_items = 500)]
     rule_ids: Vec<String>,
     is_active: bool,
 }
 
-#[derive(Debug, Deserialize)]
+/// A rule to try on attributes.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Preview {
-    rule: Value,
+    rule: Rule,
+    /// The entity's attributes.
+    #[schema(value_type = Object)]
     attributes: Value,
 }
 
-#[derive(Debug, Deserialize)]
+/// A rule to try on the organization's validated entities.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ImpactPreview {
-    rule: Value,
+    rule: Rule,
+}
+
+/// A published rule, with whether the organization subscribes to it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CatalogRule {
+    #[serde(flatten)]
+    rule: OrgRule,
+    subscribed: bool,
+}
+
+/// A subscription, with the rule as it applies (its pinned version, or the latest).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RuleSubscription {
+    rule_id: String,
+    is_active: bool,
+    pinned_version: Option<u32>,
+    /// The latest published version (none once the rule is withdrawn).
+    latest_version: Option<u32>,
+    /// The rule at the version that applies.
+    rule: Option<Rule>,
+}
+
+impl From<SubscriptionView> for RuleSubscription {
+    fn from(s: SubscriptionView) -> Self {
+        RuleSubscription {
+            rule_id: s.rule_id,
+            is_active: s.is_active,
+            pinned_version: s.pinned_version,
+            latest_version: s.latest_version,
+            rule: s.rule,
+        }
+    }
+}
+
+/// A subscription's state after a change.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Subscribed {
+    rule_id: String,
+    is_active: bool,
+    pinned_version: Option<u32>,
+}
+
+/// A subscription activated or deactivated.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Activated {
+    rule_id: String,
+    is_active: bool,
+}
+
+/// A subscription's pin.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Pin {
+    rule_id: String,
+    /// None: the subscription follows the latest version.
+    pinned_version: Option<u32>,
+}
+
+/// `{ruleId, unsubscribed: true}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Unsubscribed {
+    rule_id: String,
+    unsubscribed: bool,
+}
+
+/// What auto-subscribe did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct AutoSubscribed {
+    /// Subscriptions added.
+    subscribed: u64,
+    /// Rules in the catalog.
+    published: u64,
+}
+
+/// Which validated entities a rule would fail.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct RuleImpact {
+    target: Target,
+    evaluated: u64,
+    failing: u64,
+    /// The first failures: `{entityId, violation}`.
+    samples: Vec<Value>,
+    /// Where the entities come from.
+    source: String,
+}
+
+impl From<Impact> for RuleImpact {
+    fn from(i: Impact) -> Self {
+        RuleImpact {
+            target: i.target,
+            evaluated: i.evaluated as u64,
+            failing: i.failing as u64,
+            samples: i.samples,
+            source: i.source.to_owned(),
+        }
+    }
 }
 
 /// `GET /compliance/published-rules`: the catalog, each entry with `subscribed`.
@@ -53,7 +164,7 @@ pub(crate) async fn catalog(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<RuleQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<CatalogRule>, ApiError> {
     let page = q
         .page()
         .check(state.config.http.max_page_limit, &["createdAt"])?;
@@ -66,19 +177,27 @@ pub(crate) async fn catalog(
         (page.limit, page.offset, ascending),
     )
     .await?;
-    Ok(paginated("rules", items, total, &page))
+    let items = items
+        .into_iter()
+        .map(|CatalogEntry { rule, subscribed }| CatalogRule {
+            rule: rule.into(),
+            subscribed,
+        })
+        .collect();
+    Ok(Paged::new("rules", items, total, page))
 }
 
 /// `GET /compliance/subscriptions`: with each rule's details (at its pinned version).
 pub(crate) async fn list(
     State(state): State<AppState>,
     granted: Granted,
-    Query(params): Query<crate::http::extract::PageParams>,
-) -> Result<Response, ApiError> {
+    Query(params): Query<PageParams>,
+) -> Result<Paged<RuleSubscription>, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) =
         catalog::subscriptions(&state, &granted.org, page.limit, page.offset).await?;
-    Ok(paginated("subscriptions", items, total, &page))
+    let items = items.into_iter().map(RuleSubscription::from).collect();
+    Ok(Paged::new("subscriptions", items, total, page))
 }
 
 /// `POST /compliance/subscriptions`: subscribe, inactive.
@@ -86,12 +205,13 @@ pub(crate) async fn subscribe(
     State(state): State<AppState>,
     granted: Granted,
     Json(body): Json<RuleRef>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Subscribed>, ApiError> {
     catalog::subscribe(&state, &granted.org, &body.rule_id, Utc::now()).await?;
-    Ok(ok(
-        StatusCode::CREATED,
-        json!({"ruleId": body.rule_id, "isActive": false, "pinnedVersion": null}),
-    ))
+    Ok(Answer::created(Subscribed {
+        rule_id: body.rule_id,
+        is_active: false,
+        pinned_version: None,
+    }))
 }
 
 /// `POST /compliance/subscriptions/clone`: an editable org rule made from a published one.
@@ -100,7 +220,7 @@ pub(crate) async fn clone(
     caller: Caller,
     granted: Granted,
     Json(body): Json<RuleRef>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<OrgRule>, ApiError> {
     let stored = catalog::clone(
         &state,
         &caller,
@@ -109,19 +229,19 @@ pub(crate) async fn clone(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::CREATED, stored))
+    Ok(Answer::created(stored.into()))
 }
 
 /// `POST /compliance/subscriptions/auto-subscribe`: every published rule, inactive.
 pub(crate) async fn auto_subscribe(
     State(state): State<AppState>,
     granted: Granted,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<AutoSubscribed>, ApiError> {
     let (added, published) = catalog::auto_subscribe(&state, &granted.org, Utc::now()).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"subscribed": added, "published": published}),
-    ))
+    Ok(Answer::ok(AutoSubscribed {
+        subscribed: added,
+        published: published as u64,
+    }))
 }
 
 /// `PATCH /compliance/subscriptions/:ruleId`: activate or deactivate.
@@ -131,7 +251,7 @@ pub(crate) async fn set_active(
     granted: Granted,
     Path(rule_id): Path<String>,
     Json(body): Json<Activation>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Activated>, ApiError> {
     let ids = std::slice::from_ref(&rule_id);
     catalog::activate(
         &state,
@@ -141,10 +261,10 @@ pub(crate) async fn set_active(
         Utc::now(),
     )
     .await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"ruleId": rule_id, "isActive": body.is_active}),
-    ))
+    Ok(Answer::ok(Activated {
+        rule_id,
+        is_active: body.is_active,
+    }))
 }
 
 /// `POST /compliance/subscriptions/bulk`: activate or deactivate many, all or nothing.
@@ -153,13 +273,10 @@ pub(crate) async fn bulk(
     caller: Caller,
     granted: Granted,
     Json(body): Json<BulkActivation>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<BulkActivation>, ApiError> {
     let change = (body.rule_ids.as_slice(), body.is_active);
     catalog::activate(&state, &caller, &granted.org, change, Utc::now()).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"ruleIds": body.rule_ids, "isActive": body.is_active}),
-    ))
+    Ok(Answer::ok(body))
 }
 
 /// `GET /compliance/subscriptions/enforced`: own rules, active subscriptions and rules
@@ -167,9 +284,8 @@ pub(crate) async fn bulk(
 pub(crate) async fn enforced(
     State(state): State<AppState>,
     granted: Granted,
-) -> Result<Response, ApiError> {
-    let rules = crate::compliance::effective(&state.store, &granted.org).await?;
-    Ok(ok(StatusCode::OK, rules))
+) -> Result<Answer<Vec<Rule>>, ApiError> {
+    Ok(Answer::ok(catalog::enforced(&state, &granted.org).await?))
 }
 
 /// `POST /compliance/subscriptions/preview/impact`: how many of the organization's
@@ -180,23 +296,18 @@ pub(crate) async fn impact(
     State(state): State<AppState>,
     granted: Granted,
     Json(body): Json<ImpactPreview>,
-) -> Result<Response, ApiError> {
-    let rule = parse_rule(body.rule)?;
-    let impact = catalog::impact(&state, &granted.org, rule).await?;
-    Ok(ok(StatusCode::OK, impact))
+) -> Result<Answer<RuleImpact>, ApiError> {
+    let impact = catalog::impact(&state, &granted.org, body.rule).await?;
+    Ok(Answer::ok(impact.into()))
 }
 
 /// `POST /compliance/subscriptions/preview`: one rule against caller-supplied attributes.
 pub(crate) async fn preview(
     State(state): State<AppState>,
     Json(body): Json<Preview>,
-) -> Result<Response, ApiError> {
-    let rule = parse_rule(body.rule)?;
-    let result = catalog::preview(&state, rule, body.attributes).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"blocked": result.blocked, "violations": result.violations, "exempted": result.exempted}),
-    ))
+) -> Result<Answer<Evaluation>, ApiError> {
+    let result = catalog::preview(&state, body.rule, body.attributes).await?;
+    Ok(Answer::ok(result))
 }
 
 /// `POST /compliance/subscriptions/:ruleId/pin`: pin to the rule's current version.
@@ -204,12 +315,12 @@ pub(crate) async fn pin(
     State(state): State<AppState>,
     granted: Granted,
     Path(rule_id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Pin>, ApiError> {
     let version = catalog::pin(&state, &granted.org, &rule_id, true, Utc::now()).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"ruleId": rule_id, "pinnedVersion": version}),
-    ))
+    Ok(Answer::ok(Pin {
+        rule_id,
+        pinned_version: version,
+    }))
 }
 
 /// `DELETE /compliance/subscriptions/:ruleId/pin`: follow the latest version again.
@@ -217,12 +328,12 @@ pub(crate) async fn unpin(
     State(state): State<AppState>,
     granted: Granted,
     Path(rule_id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Pin>, ApiError> {
     catalog::pin(&state, &granted.org, &rule_id, false, Utc::now()).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"ruleId": rule_id, "pinnedVersion": null}),
-    ))
+    Ok(Answer::ok(Pin {
+        rule_id,
+        pinned_version: None,
+    }))
 }
 
 /// `DELETE /compliance/subscriptions/:ruleId`: unsubscribe.
@@ -230,10 +341,10 @@ pub(crate) async fn unsubscribe(
     State(state): State<AppState>,
     granted: Granted,
     Path(rule_id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Unsubscribed>, ApiError> {
     catalog::unsubscribe(&state, &granted.org, &rule_id).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"ruleId": rule_id, "unsubscribed": true}),
-    ))
+    Ok(Answer::ok(Unsubscribed {
+        rule_id,
+        unsubscribed: true,
+    }))
 }

@@ -3,45 +3,106 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::Response;
 use chrono::{DateTime, Utc};
-use compliance_core::ExemptionAction;
-use serde::Deserialize;
+use compliance_core::{ExemptionAction, ExemptionStatus};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::Granted;
 use crate::http::organizations::text;
-use crate::http::response::{ok, paginated};
+use crate::http::response::{Answer, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::services::exemptions;
+use crate::services::exemptions::{self, ExemptionRecord};
 
 /// The most exemptions one bulk request may ask for.
 pub const BULK_LIMIT: usize = 500;
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct ExemptionRequest {
+/// An exemption as the API answers it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Exemption {
+    id: String,
+    org_id: String,
     rule_id: String,
     entity_id: String,
     reason: String,
+    status: ExemptionStatus,
+    requested_by: String,
+    reviewed_by: Option<String>,
+    review_note: Option<String>,
+    /// When it stops waiving; none: until revoked.
     expires_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Deserialize)]
+impl From<ExemptionRecord> for Exemption {
+    fn from(e: ExemptionRecord) -> Self {
+        Exemption {
+            id: e.id,
+            org_id: e.org_id,
+            rule_id: e.rule_id,
+            entity_id: e.entity_id,
+            reason: e.reason,
+            status: e.status,
+            requested_by: e.requested_by,
+            reviewed_by: e.reviewed_by,
+            review_note: e.review_note,
+            expires_at: e.expires_at,
+            created_at: e.created_at,
+        }
+    }
+}
+
+/// A request to waive one rule for one entity.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct BulkExemptionRequest {
+pub(crate) struct ExemptionRequest {
+    #[schema(max_length = 200)]
     rule_id: String,
-    entity_ids: Vec<String>,
+    #[schema(min_length = 1, max_length = 200)]
+    entity_id: String,
+    #[schema(min_length = 1, max_length = 2000)]
     reason: String,
     expires_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A request to waive one rule for up to 500 entities.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct BulkExemptionRequest {
+    #[schema(max_length = 200)]
+    rule_id: String,
+    #[schema(min_items = 1, max_items = 500)]
+    entity_ids: Vec<String>,
+    #[schema(min_length = 1, max_length = 2000)]
+    reason: String,
+    expires_at: Option<DateTime<Utc>>,
+}
+
+/// What a bulk request created.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ExemptionIds {
+    ids: Vec<String>,
+    count: u64,
+}
+
+/// A reviewer's decision (`approved` and `rejected` are accepted too).
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Decision {
+    #[serde(alias = "approved")]
+    Approve,
+    #[serde(alias = "rejected")]
+    Reject,
+}
+
+/// A review of a requested exemption.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Review {
-    decision: String,
+    decision: Decision,
     note: Option<String>,
 }
 
@@ -61,7 +122,7 @@ pub(crate) async fn request(
     caller: Caller,
     granted: Granted,
     Json(body): Json<ExemptionRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Exemption>, ApiError> {
     let request = exemptions::Request {
         rule_id: body.rule_id,
         entity_ids: vec![text("entityId", &body.entity_id, 200)?],
@@ -70,7 +131,7 @@ pub(crate) async fn request(
     };
     let stored =
         exemptions::request_one(&state.store, &caller, &granted.org, request, Utc::now()).await?;
-    Ok(ok(StatusCode::CREATED, stored))
+    Ok(Answer::created(stored.into()))
 }
 
 /// `POST /compliance/exemptions/bulk`: one rule, many entities, at most 500, all or nothing.
@@ -79,7 +140,7 @@ pub(crate) async fn request_bulk(
     caller: Caller,
     granted: Granted,
     Json(body): Json<BulkExemptionRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<ExemptionIds>, ApiError> {
     if body.entity_ids.len() > BULK_LIMIT {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -109,10 +170,8 @@ pub(crate) async fn request_bulk(
         expires_at: body.expires_at,
     };
     let ids = exemptions::request(&state.store, &caller, &granted.org, request, Utc::now()).await?;
-    Ok(ok(
-        StatusCode::CREATED,
-        json!({"ids": ids, "count": ids.len()}),
-    ))
+    let count = ids.len() as u64;
+    Ok(Answer::created(ExemptionIds { ids, count }))
 }
 
 /// `GET /compliance/exemptions`: filtered by status, rule and entity.
@@ -120,7 +179,7 @@ pub(crate) async fn list_exemptions(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<ExemptionQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Exemption>, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
@@ -139,7 +198,8 @@ pub(crate) async fn list_exemptions(
     };
     let (items, total) =
         exemptions::list(&state.store, &granted.org, filter, page.limit, page.offset).await?;
-    Ok(paginated("exemptions", items, total, &page))
+    let items = items.into_iter().map(Exemption::from).collect();
+    Ok(Paged::new("exemptions", items, total, page))
 }
 
 /// `PUT /compliance/exemptions/:id/review` (`compliance:review`): approve or reject;
@@ -150,16 +210,10 @@ pub(crate) async fn review(
     granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<Review>,
-) -> Result<Response, ApiError> {
-    let action = match body.decision.as_str() {
-        "approve" | "approved" => ExemptionAction::Approve,
-        "reject" | "rejected" => ExemptionAction::Reject,
-        _ => {
-            return Err(ApiError::invalid_field(
-                "decision",
-                "must be approve or reject",
-            ))
-        }
+) -> Result<Answer<Exemption>, ApiError> {
+    let action = match body.decision {
+        Decision::Approve => ExemptionAction::Approve,
+        Decision::Reject => ExemptionAction::Reject,
     };
     let decided = exemptions::decide(
         &state.store,
@@ -171,7 +225,7 @@ pub(crate) async fn review(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::OK, decided))
+    Ok(Answer::ok(decided.into()))
 }
 
 /// `DELETE /compliance/exemptions/:id`: revoke.
@@ -180,7 +234,7 @@ pub(crate) async fn revoke(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Exemption>, ApiError> {
     let decided = exemptions::decide(
         &state.store,
         &caller,
@@ -191,5 +245,5 @@ pub(crate) async fn revoke(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::OK, decided))
+    Ok(Answer::ok(decided.into()))
 }

@@ -45,7 +45,13 @@ pub(crate) fn body_of<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> 
         value.and_then(|value: T| reader.end().map(|()| value).map_err(|e| (String::new(), e)));
     value.map_err(|(path, inner)| {
         let root = path.is_empty() || path == ".";
-        if root || inner.classify() != serde_json::error::Category::Data {
+        // A value of the wrong kind (`null` for an enum is a syntax error to serde_json)
+        // names its field; a body cut short or unreadable does not.
+        let placed = matches!(
+            inner.classify(),
+            serde_json::error::Category::Data | serde_json::error::Category::Syntax
+        );
+        if root || !placed {
             return ApiError::validation(format!("the JSON body is not acceptable: {inner}"));
         }
         let field = path.split(['.', '[']).next().unwrap_or_default().to_owned();

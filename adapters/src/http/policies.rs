@@ -1,26 +1,55 @@
 //! `/compliance/policies`: named groups of an organization's rules.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
-use chrono::Utc;
-use serde::Deserialize;
-use serde_json::json;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::Granted;
 use crate::http::organizations::text;
-use crate::http::response::{ok, paginated};
+use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::services::policies;
+use crate::services::policies::{self, PolicyRecord};
 
-#[derive(Debug, Deserialize)]
+/// A policy as the API answers it: a named set of the organization's rules.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Policy {
+    id: String,
+    org_id: String,
+    name: String,
+    description: Option<String>,
+    rule_ids: Vec<String>,
+    is_template: bool,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<PolicyRecord> for Policy {
+    fn from(p: PolicyRecord) -> Self {
+        Policy {
+            id: p.id,
+            org_id: p.org_id,
+            name: p.name,
+            description: p.description,
+            rule_ids: p.rule_ids,
+            is_template: p.is_template,
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+        }
+    }
+}
+
+/// A policy's fields: a create needs `name`; an update changes what it names.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct PolicyBody {
+    #[schema(max_length = 200)]
     name: Option<String>,
     description: Option<String>,
     rule_ids: Option<Vec<String>>,
+    /// A template of the system organization (create only).
     is_template: Option<bool>,
 }
 
@@ -38,7 +67,7 @@ pub(crate) async fn create_policy(
     caller: Caller,
     granted: Granted,
     Json(body): Json<PolicyBody>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Policy>, ApiError> {
     let name = text("name", body.name.as_deref().unwrap_or_default(), 200)?;
     let fields = policies::Fields {
         name: Some(&name),
@@ -54,7 +83,7 @@ pub(crate) async fn create_policy(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::CREATED, policy))
+    Ok(Answer::created(policy.into()))
 }
 
 /// `GET /compliance/policies`.
@@ -62,7 +91,7 @@ pub(crate) async fn list_policies(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<PolicyQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Policy>, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
@@ -74,7 +103,8 @@ pub(crate) async fn list_policies(
         page.offset,
     )
     .await?;
-    Ok(paginated("policies", items, total, &page))
+    let items = items.into_iter().map(Policy::from).collect();
+    Ok(Paged::new("policies", items, total, page))
 }
 
 /// `GET /compliance/policies/:id`.
@@ -82,9 +112,9 @@ pub(crate) async fn get_policy(
     State(state): State<AppState>,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Policy>, ApiError> {
     let policy = policies::get(&state.store, &granted.org, &id).await?;
-    Ok(ok(StatusCode::OK, policy))
+    Ok(Answer::ok(policy.into()))
 }
 
 /// `PUT /compliance/policies/:id`.
@@ -94,7 +124,7 @@ pub(crate) async fn update_policy(
     granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<PolicyBody>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Policy>, ApiError> {
     let name = body
         .name
         .as_deref()
@@ -107,7 +137,7 @@ pub(crate) async fn update_policy(
     };
     let policy =
         policies::update(&state.store, &caller, &granted.org, &id, fields, Utc::now()).await?;
-    Ok(ok(StatusCode::OK, policy))
+    Ok(Answer::ok(policy.into()))
 }
 
 /// `DELETE /compliance/policies/:id`.
@@ -116,7 +146,7 @@ pub(crate) async fn delete_policy(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Deleted>, ApiError> {
     policies::delete(&state.store, &caller, &granted.org, &id).await?;
-    Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
+    Ok(Answer::ok(Deleted::new(id)))
 }

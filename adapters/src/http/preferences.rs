@@ -1,35 +1,74 @@
 //! `/compliance/notification-preferences`: how an organization is told of blocks.
 
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::Response;
-use chrono::Utc;
-use serde::Deserialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
 use crate::http::error::ApiError;
 use crate::http::extract::{not_null, nullable, Json};
 use crate::http::gate::Granted;
-use crate::http::response::ok;
+use crate::http::response::Answer;
 use crate::http::state::{AppState, Caller};
-use crate::services::preferences;
+use crate::services::preferences::{self, DigestMode, NotificationPreference, MAX_TARGET_USERS};
 
-#[derive(Debug, Deserialize)]
+/// An organization's notification preference as the API answers it (the webhook
+/// secret is never returned).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Preference {
+    email_enabled: bool,
+    /// Recipients; every admin and the owner when none.
+    target_users: Option<Vec<String>>,
+    webhook_url: Option<String>,
+    has_webhook_secret: bool,
+    #[schema(value_type = DigestMode)]
+    digest_mode: String,
+    notify_warnings: bool,
+    /// When the webhook answered 410 Gone: off until its URL is saved again.
+    webhook_disabled_at: Option<DateTime<Utc>>,
+}
+
+impl From<NotificationPreference> for Preference {
+    fn from(p: NotificationPreference) -> Self {
+        Preference {
+            email_enabled: p.email_enabled,
+            target_users: p.target_users,
+            webhook_url: p.webhook_url,
+            has_webhook_secret: p.has_webhook_secret,
+            digest_mode: p.digest_mode,
+            notify_warnings: p.notify_warnings,
+            webhook_disabled_at: p.webhook_disabled_at,
+        }
+    }
+}
+
+// The schema's `maxItems` of `targetUsers` is the service's bound.
+const _: () = assert!(MAX_TARGET_USERS == 100);
+
+/// A change of the preference: a field left out keeps its value.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct PreferenceBody {
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(value_type = bool)]
     email_enabled: Option<bool>,
-    /// `null` or `[]`: every admin and the owner.
+    /// E-mail addresses; `null` or `[]`: every admin and the owner.
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<Vec<String>>, max_items = 100)]
     target_users: Option<Option<Vec<String>>>,
     /// `null` or `""` clears it.
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
     webhook_url: Option<Option<String>>,
     /// `null` or `""` clears it; left out keeps it.
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
     webhook_secret: Option<Option<String>>,
     #[serde(default, deserialize_with = "not_null")]
-    digest_mode: Option<String>,
+    #[schema(value_type = DigestMode)]
+    digest_mode: Option<DigestMode>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(value_type = bool)]
     notify_warnings: Option<bool>,
 }
 
@@ -37,9 +76,9 @@ pub(crate) struct PreferenceBody {
 pub(crate) async fn preferences(
     State(state): State<AppState>,
     granted: Granted,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Preference>, ApiError> {
     let preference = preferences::get(&state.store, &granted.org).await?;
-    Ok(ok(StatusCode::OK, preference))
+    Ok(Answer::ok(preference.into()))
 }
 
 /// `PUT /compliance/notification-preferences`: organization admin or owner only. A
@@ -50,7 +89,7 @@ pub(crate) async fn save_preferences(
     caller: Caller,
     granted: Granted,
     Json(body): Json<PreferenceBody>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Preference>, ApiError> {
     let change = preferences::Change {
         email_enabled: body.email_enabled,
         target_users: body.target_users.map(Option::unwrap_or_default),
@@ -67,5 +106,5 @@ pub(crate) async fn save_preferences(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::OK, preference))
+    Ok(Answer::ok(preference.into()))
 }

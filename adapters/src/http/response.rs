@@ -111,3 +111,20 @@ impl<T: Serialize> IntoResponse for Paged<T> {
         paginated(self.key, self.items, self.total, &self.page)
     }
 }
+
+/// `{id, deleted: true}`: what a delete answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Deleted {
+    id: String,
+    deleted: bool,
+}
+
+impl Deleted {
+    /// `id` is deleted.
+    pub fn new(id: impl Into<String>) -> Self {
+        Deleted {
+            id: id.into(),
+            deleted: true,
+        }
+    }
+}

@@ -1,30 +1,67 @@
 //! `/compliance/rules`: an organization's rules, validated by compliance-core.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use compliance_core::Rule;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
-use crate::http::response::{ok, paginated};
+use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::services::rules;
-use crate::storage::RuleFilter;
+use crate::services::rules::{self, RuleChange, RuleFilter, StoredRule};
 
-/// Parses a rule body in the API's form; the server owns `id` and `version`.
-pub(crate) fn parse_rule(body: Value) -> Result<Rule, ApiError> {
-    if !body.is_object() {
-        return Err(ApiError::validation("the rule must be a JSON object"));
+/// A rule as the API answers it: the rule, its organization and its timestamps.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OrgRule {
+    #[serde(flatten)]
+    rule: Rule,
+    org_id: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    /// Set on a soft-deleted rule (listed with `includeDeleted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deleted_at: Option<DateTime<Utc>>,
+}
+
+impl From<StoredRule> for OrgRule {
+    fn from(r: StoredRule) -> Self {
+        OrgRule {
+            rule: r.rule,
+            org_id: r.org_id,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            deleted_at: r.deleted_at,
+        }
     }
-    serde_json::from_value::<Rule>(body).map_err(|e| {
-        ApiError::validation(format!("invalid rule: {e}"))
-            .with_details(json!({"problems": [{"field": "body", "message": e.to_string()}]}))
-    })
+}
+
+/// One version of a rule's history.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RuleVersion {
+    version: u32,
+    /// `create`, `update` or `delete`, and the fields that changed.
+    change: Value,
+    changed_by: String,
+    changed_at: DateTime<Utc>,
+    /// The rule as it was after the change.
+    rule: Value,
+}
+
+impl From<RuleChange> for RuleVersion {
+    fn from(c: RuleChange) -> Self {
+        RuleVersion {
+            version: c.version,
+            change: c.change,
+            changed_by: c.changed_by,
+            changed_at: c.changed_at,
+            rule: c.rule,
+        }
+    }
 }
 
 /// Query filters of the rule lists.
@@ -78,7 +115,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<RuleQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<OrgRule>, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
@@ -91,7 +128,8 @@ pub(crate) async fn list(
         (page.limit, page.offset, ascending),
     )
     .await?;
-    Ok(paginated("rules", rules, total, &page))
+    let rules = rules.into_iter().map(OrgRule::from).collect();
+    Ok(Paged::new("rules", rules, total, page))
 }
 
 /// `GET /compliance/rules/:id`.
@@ -99,9 +137,9 @@ pub(crate) async fn get(
     State(state): State<AppState>,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<OrgRule>, ApiError> {
     let rule = rules::get(&state, &granted.org, &id, true).await?;
-    Ok(ok(StatusCode::OK, rule))
+    Ok(Answer::ok(rule.into()))
 }
 
 /// `GET /compliance/rules/:id/history`: every version, oldest first.
@@ -109,9 +147,11 @@ pub(crate) async fn history(
     State(state): State<AppState>,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Vec<RuleVersion>>, ApiError> {
     let history = rules::history(&state, &granted.org, &id).await?;
-    Ok(ok(StatusCode::OK, history))
+    Ok(Answer::ok(
+        history.into_iter().map(RuleVersion::from).collect(),
+    ))
 }
 
 /// `POST /compliance/rules`: scope defaults to org.
@@ -119,11 +159,10 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
-    Json(body): Json<Value>,
-) -> Result<Response, ApiError> {
-    let rule = parse_rule(body)?;
+    Json(rule): Json<Rule>,
+) -> Result<Answer<OrgRule>, ApiError> {
     let stored = rules::create(&state, &caller, &granted.org, rule, Utc::now()).await?;
-    Ok(ok(StatusCode::CREATED, stored))
+    Ok(Answer::created(stored.into()))
 }
 
 /// `PUT /compliance/rules/:id`: replaces the rule's fields; its version goes up by one.
@@ -132,11 +171,10 @@ pub(crate) async fn update(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-    Json(body): Json<Value>,
-) -> Result<Response, ApiError> {
-    let rule = parse_rule(body)?;
+    Json(rule): Json<Rule>,
+) -> Result<Answer<OrgRule>, ApiError> {
     let stored = rules::update(&state, &caller, &granted.org, &id, rule, Utc::now()).await?;
-    Ok(ok(StatusCode::OK, stored))
+    Ok(Answer::ok(stored.into()))
 }
 
 /// `DELETE /compliance/rules/:id`: a soft delete; the rule is no longer evaluated.
@@ -145,7 +183,7 @@ pub(crate) async fn delete(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Deleted>, ApiError> {
     rules::delete(&state, &caller, &granted.org, &id, Utc::now()).await?;
-    Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
+    Ok(Answer::ok(Deleted::new(id)))
 }

@@ -51,29 +51,6 @@ pub(crate) fn array(items: Value) -> Value {
     json!({"type": "array", "items": items})
 }
 
-/// An array of at most `max` items.
-pub(crate) fn bounded_array(items: Value, max: usize) -> Value {
-    json!({"type": "array", "items": items, "maxItems": max})
-}
-
-/// The schema without its length and size limits (for answers).
-pub(crate) fn loosen(mut schema: Value) -> Value {
-    fn strip(value: &mut Value) {
-        match value {
-            Value::Object(map) => {
-                for key in ["minLength", "maxLength", "minItems", "maxItems", "pattern"] {
-                    map.remove(key);
-                }
-                map.values_mut().for_each(strip);
-            }
-            Value::Array(items) => items.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    strip(&mut schema);
-    schema
-}
-
 /// A reference to a component.
 pub(crate) fn reference(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
@@ -167,66 +144,6 @@ pub(crate) fn listing(mut before: Vec<Value>) -> Vec<Value> {
 
 fn membership_role() -> Value {
     schema_value::<tenancy::MembershipRole>()
-}
-
-fn operator() -> Value {
-    one_of(&[
-        "eq",
-        "neq",
-        "gt",
-        "gte",
-        "lt",
-        "lte",
-        "contains",
-        "notContains",
-        "in",
-        "notIn",
-        "regex",
-        "exists",
-        "notExists",
-        "notEmpty",
-        "countGt",
-        "countLt",
-        "lengthGt",
-        "lengthLt",
-    ])
-}
-
-/// A rule as the API takes it (the server owns `id` and `version`).
-pub(crate) fn rule_body() -> Value {
-    object(
-        &[
-            ("name", text(compliance_core::MAX_NAME_LENGTH as u32)),
-            ("target", one_of(&["plugin", "pipeline"])),
-            ("severity", one_of(&["warning", "error", "critical"])),
-            ("field", json!({"type": "string", "minLength": 1})),
-            ("operator", operator()),
-            ("value", any()),
-            ("priority", integer()),
-            ("scope", one_of(&["org", "published"])),
-            ("tags", bounded_array(string(), compliance_core::MAX_TAGS)),
-            (
-                "conditions",
-                bounded_array(reference("Condition"), compliance_core::MAX_CONDITIONS),
-            ),
-            ("conditionMode", one_of(&["all", "any"])),
-            ("isTemplate", boolean()),
-            ("propagateToChildren", boolean()),
-        ],
-        &["name", "target", "severity", "field", "operator"],
-    )
-}
-
-/// The violations of one evaluation.
-pub(crate) fn evaluation() -> Value {
-    object(
-        &[
-            ("blocked", boolean()),
-            ("violations", array(reference("Violation"))),
-            ("exempted", array(reference("Violation"))),
-        ],
-        &["blocked", "violations", "exempted"],
-    )
 }
 
 /// An object of non-negative integer counts, every one required.
@@ -668,62 +585,6 @@ pub(crate) fn components() -> Value {
         ],
         &["id", "orgId", "email", "role", "status", "createdAt"],
     );
-    // What the server answers carries no request limits: a stored rule is as it was
-    // accepted.
-    let mut rule = loosen(rule_body());
-    if let Some(properties) = rule.get_mut("properties").and_then(Value::as_object_mut) {
-        for (key, schema) in [
-            ("id", string()),
-            ("version", integer()),
-            ("orgId", string()),
-            ("createdAt", instant()),
-            ("updatedAt", instant()),
-            ("deletedAt", instant()),
-        ] {
-            properties.insert(key.to_owned(), schema);
-        }
-    }
-    let condition = object(
-        &[
-            ("field", string()),
-            ("operator", operator()),
-            ("value", any()),
-            ("dependsOnRule", string()),
-        ],
-        &["field", "operator"],
-    );
-    let exemption = object(
-        &[
-            ("id", string()),
-            ("orgId", string()),
-            ("ruleId", string()),
-            ("entityId", string()),
-            ("reason", string()),
-            (
-                "status",
-                one_of(&["requested", "approved", "rejected", "revoked"]),
-            ),
-            ("requestedBy", string()),
-            ("reviewedBy", nullable(string())),
-            ("reviewNote", nullable(string())),
-            ("expiresAt", nullable(instant())),
-            ("createdAt", instant()),
-        ],
-        &["id", "orgId", "ruleId", "entityId", "status", "createdAt"],
-    );
-    let policy = object(
-        &[
-            ("id", string()),
-            ("orgId", string()),
-            ("name", string()),
-            ("description", nullable(string())),
-            ("ruleIds", array(string())),
-            ("isTemplate", boolean()),
-            ("createdAt", instant()),
-            ("updatedAt", instant()),
-        ],
-        &["id", "orgId", "name", "ruleIds", "isTemplate", "createdAt"],
-    );
     let audit_event = object(
         &[
             ("id", string()),
@@ -764,23 +625,6 @@ pub(crate) fn components() -> Value {
             ("note", string()),
         ],
         &["chainKey", "seq", "hash", "signedAt", "note"],
-    );
-    let preference = object(
-        &[
-            ("emailEnabled", boolean()),
-            ("targetUsers", nullable(array(string()))),
-            ("webhookUrl", nullable(string())),
-            ("hasWebhookSecret", boolean()),
-            ("digestMode", one_of(&["immediate", "daily", "weekly"])),
-            ("notifyWarnings", boolean()),
-            ("webhookDisabledAt", nullable(instant())),
-        ],
-        &[
-            "emailEnabled",
-            "hasWebhookSecret",
-            "digestMode",
-            "notifyWarnings",
-        ],
     );
     let pagination = object(
         &[
@@ -852,13 +696,8 @@ pub(crate) fn components() -> Value {
     let mut schemas = json!({
         "BuildJob": build_job,
         "Invitation": invitation,
-        "Rule": rule,
-        "Condition": condition,
-        "Exemption": exemption,
-        "Policy": policy,
         "AuditEvent": audit_event,
         "Checkpoint": checkpoint,
-        "NotificationPreference": preference,
         "Pagination": pagination,
         "Error": error,
     });

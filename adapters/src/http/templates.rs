@@ -2,38 +2,51 @@
 //! applied or cloned into an organization (the workflow is `services::templates`).
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use chrono::Utc;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use crate::http::error::ApiError;
 use crate::http::extract::Json;
 use crate::http::gate::Granted;
-use crate::http::response::ok;
+use crate::http::policies::Policy;
+use crate::http::response::Answer;
+use crate::http::rules::OrgRule;
 use crate::http::state::{AppState, Caller};
 use crate::services::templates;
 
-/// `GET /compliance/templates`: the system organization's template rules and policies.
-pub(crate) async fn templates(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let (rules, policies) = templates::catalog(&state).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"rules": rules, "policies": policies}),
-    ))
+/// The system organization's template rules and policies.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Templates {
+    rules: Vec<OrgRule>,
+    policies: Vec<Policy>,
 }
 
-#[derive(Debug, Deserialize)]
+/// `GET /compliance/templates`: the system organization's template rules and policies.
+pub(crate) async fn templates(
+    State(state): State<AppState>,
+) -> Result<Answer<Templates>, ApiError> {
+    let (rules, policies) = templates::catalog(&state).await?;
+    Ok(Answer::ok(Templates {
+        rules: rules.into_iter().map(OrgRule::from).collect(),
+        policies: policies.into_iter().map(Policy::from).collect(),
+    }))
+}
+
+/// A template rule to instantiate, and its name in the organization.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ApplyTemplate {
+    #[schema(max_length = 200)]
     template_id: String,
+    #[schema(max_length = 200)]
     name: Option<String>,
 }
 
-#[derive(Debug, Deserialize, Default)]
+/// The copy's name (an empty body keeps the template's).
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CloneBody {
+    #[schema(max_length = 200)]
     name: Option<String>,
 }
 
@@ -53,7 +66,7 @@ pub(crate) async fn apply(
     caller: Caller,
     granted: Granted,
     Json(body): Json<ApplyTemplate>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<OrgRule>, ApiError> {
     let stored = templates::apply(
         &state,
         &caller,
@@ -63,7 +76,7 @@ pub(crate) async fn apply(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::CREATED, stored))
+    Ok(Answer::created(stored.into()))
 }
 
 /// `POST /compliance/templates/rules/:id/clone`: an editable copy of a template rule.
@@ -73,10 +86,10 @@ pub(crate) async fn clone_rule(
     granted: Granted,
     Path(id): Path<String>,
     crate::http::extract::RawBody(body): crate::http::extract::RawBody,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<OrgRule>, ApiError> {
     let name = clone_name(&body)?;
     let stored = templates::apply(&state, &caller, &granted.org, &id, name, Utc::now()).await?;
-    Ok(ok(StatusCode::CREATED, stored))
+    Ok(Answer::created(stored.into()))
 }
 
 /// `POST /compliance/templates/policies/:id/clone`: a template policy copied with the
@@ -87,9 +100,9 @@ pub(crate) async fn clone_policy(
     granted: Granted,
     Path(id): Path<String>,
     crate::http::extract::RawBody(body): crate::http::extract::RawBody,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Policy>, ApiError> {
     let name = clone_name(&body)?;
     let policy =
         templates::clone_policy(&state, &caller, &granted.org, &id, name, Utc::now()).await?;
-    Ok(ok(StatusCode::CREATED, policy))
+    Ok(Answer::created(policy.into()))
 }

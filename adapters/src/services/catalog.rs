@@ -62,6 +62,12 @@ pub struct Impact {
     pub source: &'static str,
 }
 
+/// The rules enforced on `org`: its own, its active subscriptions and the rules
+/// propagated from its parent.
+pub async fn enforced(state: &AppState, org: &OrgRecord) -> ServiceResult<Vec<Rule>> {
+    Ok(crate::compliance::effective(&state.store, org).await?)
+}
+
 async fn published(state: &AppState, rule_id: &str) -> ServiceResult<Rule> {
     state
         .store

@@ -8,7 +8,8 @@ use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, Caller};
-use crate::storage::{ExemptionRecord, NewExemption, OrgRecord, Store};
+pub use crate::storage::ExemptionRecord;
+use crate::storage::{NewExemption, OrgRecord, Store};
 
 /// What a request for exemptions says (one rule, one or more entities).
 #[derive(Debug, Clone)]
@@ -140,12 +141,15 @@ pub async fn request_one(
     org: &OrgRecord,
     request: Request,
     now: DateTime<Utc>,
-) -> ServiceResult<Option<ExemptionRecord>> {
+) -> ServiceResult<ExemptionRecord> {
     let ids = self::request(store, caller, org, request, now).await?;
-    match ids.first() {
-        Some(id) => Ok(store.exemption(&org.id, id).await?),
-        None => Ok(None),
-    }
+    let Some(id) = ids.first() else {
+        return Err(ServiceError::NotFound("exemption"));
+    };
+    store
+        .exemption(&org.id, id)
+        .await?
+        .ok_or(ServiceError::NotFound("exemption"))
 }
 
 /// What a list of exemptions is narrowed to.

@@ -6,7 +6,8 @@ use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, Caller};
-use crate::storage::{OrgRecord, PolicyRecord, Store};
+pub use crate::storage::PolicyRecord;
+use crate::storage::{OrgRecord, Store};
 
 /// What a policy is made of, as a request gives it.
 #[derive(Debug, Clone, Default)]

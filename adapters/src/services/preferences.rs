@@ -9,7 +9,33 @@ use tenancy::MembershipRole;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::Caller;
-use crate::storage::{NotificationPreference, OrgRecord, Store};
+pub use crate::storage::NotificationPreference;
+use crate::storage::{OrgRecord, Store};
+
+/// When notifications go out: at once, or gathered into a daily or weekly digest.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum DigestMode {
+    /// One notification per block.
+    Immediate,
+    /// One digest a day.
+    Daily,
+    /// One digest a week.
+    Weekly,
+}
+
+impl DigestMode {
+    /// Its stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DigestMode::Immediate => "immediate",
+            DigestMode::Daily => "daily",
+            DigestMode::Weekly => "weekly",
+        }
+    }
+}
 
 /// A change, as the request gives it: a field left out keeps its value.
 #[derive(Debug, Clone, Default)]
@@ -23,7 +49,7 @@ pub struct Change {
     /// The webhook's secret (empty clears it; left out keeps it).
     pub webhook_secret: Option<String>,
     /// `immediate`, `daily` or `weekly`.
-    pub digest_mode: Option<String>,
+    pub digest_mode: Option<DigestMode>,
     /// Notify warnings too.
     pub notify_warnings: Option<bool>,
 }
@@ -80,13 +106,7 @@ pub async fn save(
     }
     let mut preference = store.notification_preference(&org.id).await?;
     if let Some(mode) = change.digest_mode {
-        if !["immediate", "daily", "weekly"].contains(&mode.as_str()) {
-            return Err(ServiceError::invalid(
-                "digestMode",
-                "must be immediate, daily or weekly",
-            ));
-        }
-        preference.digest_mode = mode;
+        preference.digest_mode = mode.as_str().to_owned();
     }
     if let Some(url) = change.webhook_url {
         if !(url.is_empty() || url.starts_with("https://") || url.starts_with("http://")) {

@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{new_id, OrgRecord, RuleChange, StoredRule};
+use crate::storage::{new_id, OrgRecord};
+pub use crate::storage::{RuleChange, RuleFilter, StoredRule};
 
 /// A new rule of `org` (a new id, version 1), checked, stored with its first version
 /// and audited; the caches it affects are dropped on every replica.

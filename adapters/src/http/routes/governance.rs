@@ -9,96 +9,72 @@ pub(super) fn routes() -> Vec<Route> {
         get("/api/compliance/rules", "listRules", compliance(ComplianceRead), rules::list)
             .doc("The organization's rules")
             .query(rule_filters())
-            .ok(200, rule_page()),
+            .pages::<rules::OrgRule>("rules"),
         post("/api/compliance/rules", "createRule", compliance(ComplianceWrite), rules::create)
             .doc("Create a rule (validated: operator, value, regex, conditions)")
-            .body(rule_body())
-            .ok(201, envelope(reference("Rule"))),
+            .body_of::<compliance_core::Rule>()
+            .answers::<rules::OrgRule>(201),
         get("/api/compliance/rules/{id}", "getRule", compliance(ComplianceRead), rules::get)
             .doc("One rule")
-            .ok(200, envelope(reference("Rule"))),
+            .answers::<rules::OrgRule>(200),
         put("/api/compliance/rules/{id}", "updateRule", compliance(ComplianceWrite), rules::update)
             .doc("Replace a rule (a new version)")
-            .body(rule_body())
-            .ok(200, envelope(reference("Rule"))),
+            .body_of::<compliance_core::Rule>()
+            .answers::<rules::OrgRule>(200),
         delete("/api/compliance/rules/{id}", "deleteRule", compliance(ComplianceWrite), rules::delete)
             .doc("Delete a rule")
-            .ok(200, done("id", "deleted")),
+            .answers::<Deleted>(200),
         get("/api/compliance/rules/{id}/history", "ruleHistory", compliance(ComplianceRead), rules::history)
             .doc("A rule's versions")
-            .ok(200, envelope(array(object(
-                &[
-                    ("version", integer()),
-                    ("change", any()),
-                    ("changedBy", string()),
-                    ("changedAt", instant()),
-                    ("rule", any()),
-                ],
-                &["version", "changedBy", "changedAt"],
-            )))),
+            .answers_list::<rules::RuleVersion>(200),
         // The published catalog and subscriptions.
         get("/api/compliance/published-rules", "publishedRules", compliance(ComplianceRead), catalog::catalog)
             .doc("The published catalog")
             .query(rule_filters())
-            .ok(200, rule_page()),
+            .pages::<catalog::CatalogRule>("rules"),
         get("/api/compliance/subscriptions", "listSubscriptions", compliance(ComplianceRead), catalog::list)
             .doc("The organization's subscriptions")
             .query(paging(&["createdAt"]))
-            .ok(200, page("subscriptions", object(
-                &[("ruleId", string()), ("isActive", boolean()), ("pinnedVersion", nullable(integer()))],
-                &["ruleId", "isActive"],
-            ))),
+            .pages::<catalog::RuleSubscription>("subscriptions"),
         post("/api/compliance/subscriptions", "subscribe", compliance(ComplianceWrite), catalog::subscribe)
             .doc("Subscribe to a published rule (inactive until activated)")
-            .body(rule_ref())
-            .ok(201, envelope(object(
-                &[("ruleId", string()), ("isActive", boolean()), ("pinnedVersion", nullable(integer()))],
-                &["ruleId", "isActive"],
-            ))),
+            .body_of::<catalog::RuleRef>()
+            .answers::<catalog::Subscribed>(201),
         post("/api/compliance/subscriptions/clone", "cloneSubscription", compliance(ComplianceWrite), catalog::clone)
             .doc("Copy a published rule into the organization's own rules")
-            .body(rule_ref())
-            .ok(201, envelope(reference("Rule"))),
+            .body_of::<catalog::RuleRef>()
+            .answers::<rules::OrgRule>(201),
         post("/api/compliance/subscriptions/auto-subscribe", "autoSubscribe", compliance(ComplianceWrite), catalog::auto_subscribe)
             .doc("Subscribe to every published rule")
-            .ok(200, envelope(object(&[("subscribed", integer()), ("published", integer())], &["subscribed", "published"]))),
+            .answers::<catalog::AutoSubscribed>(200),
         post("/api/compliance/subscriptions/bulk", "bulkActivate", compliance(ComplianceWrite), catalog::bulk)
             .doc("Activate or deactivate several subscriptions")
-            .body(body(
-                &[
-                    ("ruleIds", json!({"type": "array", "items": string(), "minItems": 1, "maxItems": 500})),
-                    ("isActive", boolean()),
-                ],
-                &["ruleIds", "isActive"],
-            ))
-            .ok(200, envelope(object(&[("ruleIds", array(string())), ("isActive", boolean())], &["ruleIds", "isActive"]))),
+            .body_of::<catalog::BulkActivation>()
+            .answers::<catalog::BulkActivation>(200),
         get("/api/compliance/subscriptions/enforced", "enforcedRules", compliance(ComplianceRead), catalog::enforced)
             .doc("The effective rule set: own rules and active subscriptions")
-            .ok(200, envelope(array(reference("Rule")))),
+            .answers_list::<compliance_core::Rule>(200),
         post("/api/compliance/subscriptions/preview/impact", "previewImpact", compliance(ComplianceRead), catalog::impact)
             .doc("Which validated entities a rule would fail")
-            .body(body(&[("rule", rule_body())], &["rule"]))
-            .ok(200, envelope(object(
-                &[("target", target()), ("evaluated", integer()), ("failing", integer()), ("samples", array(any()))],
-                &["target", "evaluated", "failing", "samples"],
-            ))),
+            .body_of::<catalog::ImpactPreview>()
+            .answers::<catalog::RuleImpact>(200),
         post("/api/compliance/subscriptions/preview", "previewRule", compliance(ComplianceRead), catalog::preview)
             .doc("Evaluate a rule on attributes without saving anything")
-            .body(body(&[("rule", rule_body()), ("attributes", json!({"type": "object"}))], &["rule", "attributes"]))
-            .ok(200, envelope(evaluation())),
+            .body_of::<catalog::Preview>()
+            .answers::<compliance_core::Evaluation>(200),
         patch("/api/compliance/subscriptions/{ruleId}", "setSubscriptionActive", compliance(ComplianceWrite), catalog::set_active)
             .doc("Activate or deactivate a subscription")
-            .body(body(&[("isActive", boolean())], &["isActive"]))
-            .ok(200, envelope(object(&[("ruleId", string()), ("isActive", boolean())], &["ruleId", "isActive"]))),
+            .body_of::<catalog::Activation>()
+            .answers::<catalog::Activated>(200),
         delete("/api/compliance/subscriptions/{ruleId}", "unsubscribe", compliance(ComplianceWrite), catalog::unsubscribe)
             .doc("Unsubscribe")
-            .ok(200, done("ruleId", "unsubscribed")),
+            .answers::<catalog::Unsubscribed>(200),
         post("/api/compliance/subscriptions/{ruleId}/pin", "pinSubscription", compliance(ComplianceWrite), catalog::pin)
             .doc("Pin the subscription to the rule's current version")
-            .ok(200, envelope(object(&[("ruleId", string()), ("pinnedVersion", nullable(integer()))], &["ruleId"]))),
+            .answers::<catalog::Pin>(200),
         delete("/api/compliance/subscriptions/{ruleId}/pin", "unpinSubscription", compliance(ComplianceWrite), catalog::unpin)
             .doc("Follow the rule's latest version again")
-            .ok(200, envelope(object(&[("ruleId", string()), ("pinnedVersion", nullable(integer()))], &["ruleId"]))),
+            .answers::<catalog::Pin>(200),
         // Exemptions.
         get("/api/compliance/exemptions", "listExemptions", compliance(ComplianceRead), exemptions::list_exemptions)
             .doc("The organization's exemptions")
@@ -107,59 +83,56 @@ pub(super) fn routes() -> Vec<Route> {
                 query("ruleId", string()),
                 query("entityId", string()),
             ]))
-            .ok(200, page("exemptions", reference("Exemption"))),
+            .pages::<exemptions::Exemption>("exemptions"),
         post("/api/compliance/exemptions", "requestExemption", compliance(ComplianceWrite), exemptions::request)
             .doc("Ask for an exemption of one entity from one rule")
-            .body(exemption_fields(("entityId", text(200))))
-            .ok(201, envelope(reference("Exemption"))),
+            .body_of::<exemptions::ExemptionRequest>()
+            .answers::<exemptions::Exemption>(201),
         post("/api/compliance/exemptions/bulk", "requestExemptions", compliance(ComplianceWrite), exemptions::request_bulk)
             .doc("Ask for exemptions of up to 500 entities from one rule")
-            .body(exemption_fields(("entityIds", json!({"type": "array", "items": text(200), "minItems": 1, "maxItems": 500}))))
-            .ok(201, envelope(object(&[("ids", array(string())), ("count", integer())], &["ids", "count"]))),
+            .body_of::<exemptions::BulkExemptionRequest>()
+            .answers::<exemptions::ExemptionIds>(201),
         put("/api/compliance/exemptions/{id}/review", "reviewExemption", compliance(ComplianceReview), exemptions::review)
             .doc("Approve or reject an exemption (never one's own)")
-            .body(body(&[("decision", one_of(&["approve", "reject"])), ("note", nullable(string()))], &["decision"]))
-            .ok(200, envelope(reference("Exemption"))),
+            .body_of::<exemptions::Review>()
+            .answers::<exemptions::Exemption>(200),
         delete("/api/compliance/exemptions/{id}", "revokeExemption", compliance(ComplianceWrite), exemptions::revoke)
             .doc("Revoke an exemption")
-            .ok(200, envelope(reference("Exemption"))),
+            .answers::<exemptions::Exemption>(200),
         // Policies and templates.
         get("/api/compliance/policies", "listPolicies", compliance(ComplianceRead), policies::list_policies)
             .doc("The organization's policies")
             .query(listing(vec![query("name", string())]))
-            .ok(200, page("policies", reference("Policy"))),
+            .pages::<policies::Policy>("policies"),
         post("/api/compliance/policies", "createPolicy", compliance(ComplianceWrite), policies::create_policy)
             .doc("Create a policy (a named set of rules)")
-            .body(policy_body())
-            .ok(201, envelope(reference("Policy"))),
+            .body_of::<policies::PolicyBody>()
+            .answers::<policies::Policy>(201),
         get("/api/compliance/policies/{id}", "getPolicy", compliance(ComplianceRead), policies::get_policy)
             .doc("One policy")
-            .ok(200, envelope(reference("Policy"))),
+            .answers::<policies::Policy>(200),
         put("/api/compliance/policies/{id}", "updatePolicy", compliance(ComplianceWrite), policies::update_policy)
             .doc("Change a policy")
-            .body(policy_body())
-            .ok(200, envelope(reference("Policy"))),
+            .body_of::<policies::PolicyBody>()
+            .answers::<policies::Policy>(200),
         delete("/api/compliance/policies/{id}", "deletePolicy", compliance(ComplianceWrite), policies::delete_policy)
             .doc("Delete a policy")
-            .ok(200, done("id", "deleted")),
+            .answers::<Deleted>(200),
         get("/api/compliance/templates", "listTemplates", compliance(ComplianceRead), templates::templates)
             .doc("Template rules and policies")
-            .ok(200, envelope(object(
-                &[("rules", array(reference("Rule"))), ("policies", array(reference("Policy")))],
-                &["rules", "policies"],
-            ))),
+            .answers::<templates::Templates>(200),
         post("/api/compliance/templates/apply", "applyTemplate", compliance(ComplianceWrite), templates::apply)
             .doc("Instantiate a template rule in the organization")
-            .body(body(&[("templateId", text(200)), ("name", text(200))], &["templateId"]))
-            .ok(201, envelope(reference("Rule"))),
+            .body_of::<templates::ApplyTemplate>()
+            .answers::<rules::OrgRule>(201),
         post("/api/compliance/templates/rules/{id}/clone", "cloneTemplateRule", compliance(ComplianceWrite), templates::clone_rule)
             .doc("Copy a template rule (an optional body renames it)")
-            .optional_body(clone_body())
-            .ok(201, envelope(reference("Rule"))),
+            .optional_body_of::<templates::CloneBody>()
+            .answers::<rules::OrgRule>(201),
         post("/api/compliance/templates/policies/{id}/clone", "cloneTemplatePolicy", compliance(ComplianceWrite), templates::clone_policy)
             .doc("Copy a template policy and its rules, all or nothing")
-            .optional_body(clone_body())
-            .ok(201, envelope(reference("Policy"))),
+            .optional_body_of::<templates::CloneBody>()
+            .answers::<policies::Policy>(201),
         // The check log and notification preferences.
         get("/api/compliance/audit", "checkLog", compliance(ComplianceRead), check_log::checks)
             .doc("The organization's validation log")
@@ -171,21 +144,11 @@ pub(super) fn routes() -> Vec<Route> {
             .pages::<check_log::CheckEntry>("entries"),
         get("/api/compliance/notification-preferences", "notificationPreferences", compliance(ComplianceRead), preferences::preferences)
             .doc("The organization's notification preference (the secret is never returned)")
-            .ok(200, envelope(reference("NotificationPreference"))),
+            .answers::<preferences::Preference>(200),
         put("/api/compliance/notification-preferences", "saveNotificationPreferences", compliance(ComplianceRead), preferences::save_preferences)
             .doc("Change the notification preference (the organization's admins or owner): a field left out keeps its value; null or an empty value clears webhookUrl, webhookSecret and targetUsers (then every admin and the owner are e-mailed); null for another field is 400; targetUsers are e-mail addresses (CR, LF, spaces refused)")
-            .body(body(
-                &[
-                    ("emailEnabled", boolean()),
-                    ("targetUsers", nullable(json!({"type": "array", "maxItems": crate::services::preferences::MAX_TARGET_USERS, "items": {"type": "string", "format": "email", "maxLength": 254}}))),
-                    ("webhookUrl", nullable(string())),
-                    ("webhookSecret", nullable(string())),
-                    ("digestMode", one_of(&["immediate", "daily", "weekly"])),
-                    ("notifyWarnings", boolean()),
-                ],
-                &[],
-            ))
-            .ok(200, envelope(reference("NotificationPreference"))),
+            .body_of::<preferences::PreferenceBody>()
+            .answers::<preferences::Preference>(200),
         // Validation.
         post("/api/compliance/validate/{target}", "validate", Access::UserOrService(ComplianceRead), validate::live)
             .doc("Check an entity's attributes against the organization's effective rules; recorded in the check log")

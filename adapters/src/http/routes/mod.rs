@@ -17,6 +17,7 @@ use OrgFrom::Query as InQuery;
 
 use crate::http::guard::{enforce, Access, Guard, OrgFrom};
 use crate::http::openapi::{schema_of, Components};
+use crate::http::response::Deleted;
 use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
@@ -130,12 +131,28 @@ impl Route {
         self
     }
 
+    /// The success answer is a list of `T`s in the envelope (an [`Answer`] of a `Vec`).
+    ///
+    /// [`Answer`]: crate::http::response::Answer
+    fn answers_list<T: utoipa::ToSchema>(mut self, status: u16) -> Self {
+        let schema = schema_of::<T>(&mut self.components);
+        self.ok = (status, envelope(array(schema)));
+        self
+    }
+
     /// The success answer is a page of `T`s under `key` ([`Paged`]).
     ///
     /// [`Paged`]: crate::http::response::Paged
     fn pages<T: utoipa::ToSchema>(mut self, key: &str) -> Self {
         let schema = schema_of::<T>(&mut self.components);
         self.ok = (200, page(key, schema));
+        self
+    }
+
+    /// A body that may be left out, a `T` when given.
+    fn optional_body_of<T: utoipa::ToSchema>(mut self) -> Self {
+        let schema = schema_of::<T>(&mut self.components);
+        self.body = Some((schema, false));
         self
     }
 
@@ -181,10 +198,6 @@ impl Route {
     }
 }
 
-fn rule_page() -> Value {
-    page("rules", reference("Rule"))
-}
-
 fn rule_filters() -> Vec<Value> {
     listing(vec![
         query("target", target()),
@@ -194,39 +207,6 @@ fn rule_filters() -> Vec<Value> {
         query("name", string()),
         query("includeDeleted", boolean()),
     ])
-}
-
-fn rule_ref() -> Value {
-    body(&[("ruleId", text(200)), ("name", text(200))], &["ruleId"])
-}
-
-fn clone_body() -> Value {
-    body(&[("name", text(200))], &[])
-}
-
-fn exemption_fields(entities: (&'static str, Value)) -> Value {
-    let key = entities.0;
-    body(
-        &[
-            ("ruleId", text(200)),
-            entities,
-            ("reason", text(2000)),
-            ("expiresAt", nullable(instant())),
-        ],
-        &["ruleId", key, "reason"],
-    )
-}
-
-fn policy_body() -> Value {
-    body(
-        &[
-            ("name", text(200)),
-            ("description", nullable(string())),
-            ("ruleIds", array(string())),
-            ("isTemplate", boolean()),
-        ],
-        &[],
-    )
 }
 
 fn role_body(required: &[&str]) -> Value {
