@@ -9,20 +9,33 @@
 //!   `admin.superadmin.revoke`; the last super-admin cannot be revoked.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use chrono::Utc;
-use serde_json::json;
+use serde::Serialize;
 
 use crate::http::error::ApiError;
-use crate::http::response::ok;
+use crate::http::response::Answer;
 use crate::http::state::{AppState, Caller};
 use crate::services::admin;
 
+/// The super-admins, by user id.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SuperAdmins {
+    super_admins: Vec<String>,
+}
+
+/// Whether a user is a super-admin now.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SuperAdmin {
+    user_id: String,
+    super_admin: bool,
+}
+
 /// `GET /admin/super-admins`.
-pub(crate) async fn list(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let ids = admin::list(&state.store).await?;
-    Ok(ok(StatusCode::OK, json!({"superAdmins": ids})))
+pub(crate) async fn list(State(state): State<AppState>) -> Result<Answer<SuperAdmins>, ApiError> {
+    let super_admins = admin::list(&state.store).await?;
+    Ok(Answer::ok(SuperAdmins { super_admins }))
 }
 
 async fn change(
@@ -30,14 +43,14 @@ async fn change(
     caller: &Caller,
     user_id: &str,
     grant: bool,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<SuperAdmin>, ApiError> {
     let window = chrono::Duration::from_std(state.config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
     admin::change(&state.store, caller, user_id, grant, (Utc::now(), window)).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"userId": user_id, "superAdmin": grant}),
-    ))
+    Ok(Answer::ok(SuperAdmin {
+        user_id: user_id.to_owned(),
+        super_admin: grant,
+    }))
 }
 
 /// `PUT /admin/super-admins/{userId}`.
@@ -45,7 +58,7 @@ pub(crate) async fn grant(
     State(state): State<AppState>,
     caller: Caller,
     Path(user_id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<SuperAdmin>, ApiError> {
     change(&state, &caller, &user_id, true).await
 }
 
@@ -54,6 +67,6 @@ pub(crate) async fn revoke(
     State(state): State<AppState>,
     caller: Caller,
     Path(user_id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<SuperAdmin>, ApiError> {
     change(&state, &caller, &user_id, false).await
 }

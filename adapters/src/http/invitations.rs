@@ -1,25 +1,58 @@
 //! `/invitation`: invitations of the `x-org-id` organization.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
-use chrono::Utc;
-use serde::Deserialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use tenancy::MembershipRole;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
+use crate::http::members::{AssignableRole, Member};
 use crate::http::organizations::text;
-use crate::http::response::{ok, paginated};
+use crate::http::response::{Answer, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::services::invitations;
+use crate::services::invitations::{self, InvitationRecord, InvitationStatus};
 
-#[derive(Debug, Deserialize)]
+/// An invitation as the API answers it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Invitation {
+    id: String,
+    org_id: String,
+    email: String,
+    role: MembershipRole,
+    status: InvitationStatus,
+    invited_by: String,
+    sent_count: i64,
+    created_at: DateTime<Utc>,
+    last_sent_at: DateTime<Utc>,
+}
+
+impl From<InvitationRecord> for Invitation {
+    fn from(i: InvitationRecord) -> Self {
+        Invitation {
+            id: i.id,
+            org_id: i.org_id,
+            email: i.email,
+            role: i.role,
+            status: i.status,
+            invited_by: i.invited_by,
+            sent_count: i.sent_count,
+            created_at: i.created_at,
+            last_sent_at: i.last_sent_at,
+        }
+    }
+}
+
+/// Someone to invite by e-mail.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct SendInvitation {
+    #[schema(max_length = 320, pattern = "^[^@\\s]+@[^@\\s]+$")]
     email: String,
-    role: Option<String>,
+    /// Member when left out.
+    role: Option<AssignableRole>,
 }
 
 /// `POST /invitation/send` (`invitations:manage`).
@@ -28,7 +61,7 @@ pub(crate) async fn send(
     caller: Caller,
     granted: Granted,
     Json(body): Json<SendInvitation>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Invitation>, ApiError> {
     let email = text("email", &body.email, 320)?;
     if !email.contains('@') || email.starts_with('@') || email.ends_with('@') {
         return Err(ApiError::invalid_field(
@@ -36,11 +69,9 @@ pub(crate) async fn send(
             "must be an e-mail address",
         ));
     }
-    let role = match body.role.as_deref().unwrap_or("member") {
-        "member" => MembershipRole::Member,
-        "admin" => MembershipRole::Admin,
-        _ => return Err(ApiError::invalid_field("role", "must be admin or member")),
-    };
+    let role = body
+        .role
+        .map_or(MembershipRole::Member, MembershipRole::from);
     let invitation = invitations::send(
         &state.store,
         &caller,
@@ -49,7 +80,7 @@ pub(crate) async fn send(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::CREATED, invitation))
+    Ok(Answer::created(invitation.into()))
 }
 
 /// `GET /invitation` (`invitations:manage`).
@@ -57,7 +88,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     granted: Granted,
     Query(params): Query<PageParams>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Invitation>, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let ascending = page.sort_order == SortOrder::Asc;
     let (items, total) = invitations::list(
@@ -68,7 +99,8 @@ pub(crate) async fn list(
         ascending,
     )
     .await?;
-    Ok(paginated("invitations", items, total, &page))
+    let items = items.into_iter().map(Invitation::from).collect();
+    Ok(Paged::new("invitations", items, total, page))
 }
 
 /// `DELETE /invitation/:id` (`invitations:manage`): revoke.
@@ -77,9 +109,10 @@ pub(crate) async fn revoke(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Invitation>, ApiError> {
     let invitation = invitations::revoke(&state.store, &caller, &granted.org, &id).await?;
-    Ok(ok(StatusCode::OK, invitation))
+    let invitation = invitation.ok_or_else(|| ApiError::not_found("invitation"))?;
+    Ok(Answer::ok(invitation.into()))
 }
 
 /// `POST /invitation/:id/resend` (`invitations:manage`).
@@ -88,10 +121,11 @@ pub(crate) async fn resend(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Invitation>, ApiError> {
     let invitation =
         invitations::resend(&state.store, &caller, &granted.org, &id, Utc::now()).await?;
-    Ok(ok(StatusCode::OK, invitation))
+    let invitation = invitation.ok_or_else(|| ApiError::not_found("invitation"))?;
+    Ok(Answer::ok(invitation.into()))
 }
 
 /// `POST /invitation/:id/accept`: the invitee (the token's e-mail) joins.
@@ -99,7 +133,8 @@ pub(crate) async fn accept(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Member>, ApiError> {
     let member = invitations::accept(&state, &caller, &id, Utc::now()).await?;
-    Ok(ok(StatusCode::CREATED, member))
+    let member = member.ok_or_else(|| ApiError::not_found("member"))?;
+    Ok(Answer::created(member.into()))
 }

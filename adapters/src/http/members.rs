@@ -3,18 +3,15 @@
 use std::collections::BTreeSet;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use chrono::Utc;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use tenancy::{Author, MembershipRole, Permission};
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::organizations::text;
-use crate::http::response::{ok, Answer, Paged};
+use crate::http::response::{Answer, Deleted, Paged};
 
 /// A member of an organization as the API answers it.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
@@ -69,55 +66,109 @@ impl From<RoleRecord> for Role {
 use crate::http::state::{AppState, Caller};
 use crate::services::members::{self, MemberRecord, RoleRecord};
 
-#[derive(Debug, Deserialize)]
+/// The membership roles a member may be given (ownership moves only by transfer).
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum AssignableRole {
+    Admin,
+    Member,
+}
+
+impl From<AssignableRole> for MembershipRole {
+    fn from(role: AssignableRole) -> Self {
+        match role {
+            AssignableRole::Admin => MembershipRole::Admin,
+            AssignableRole::Member => MembershipRole::Member,
+        }
+    }
+}
+
+/// `role`, member when left out.
+fn member_role(role: Option<AssignableRole>) -> MembershipRole {
+    role.map_or(MembershipRole::Member, MembershipRole::from)
+}
+
+/// A user to add to the organization.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct AddMember {
+    #[schema(min_length = 1, max_length = 200)]
     user_id: String,
     email: Option<String>,
-    role: Option<String>,
+    /// Member when left out.
+    role: Option<AssignableRole>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A member's new membership role.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ChangeMemberRole {
-    role: String,
+    role: AssignableRole,
 }
 
-#[derive(Debug, Deserialize)]
+/// One user into several teams of the organization.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct BulkAdd {
+    #[schema(min_length = 1, max_length = 200)]
     user_id: String,
+    #[schema(min_items = 1, max_items = 100)]
     team_ids: Vec<String>,
-    role: Option<String>,
+    /// Member when left out.
+    role: Option<AssignableRole>,
 }
 
-#[derive(Debug, Deserialize)]
+/// Whom a bulk add added, and where.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BulkAdded {
+    user_id: String,
+    team_ids: Vec<String>,
+}
+
+/// A custom Role.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CreateRole {
+    #[schema(min_length = 1, max_length = 100)]
     name: String,
+    #[schema(value_type = Vec<Permission>)]
     permissions: Vec<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A custom Role's change: what it names changes.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct UpdateRole {
+    #[schema(min_length = 1, max_length = 100)]
     name: Option<String>,
+    #[schema(value_type = Option<Vec<Permission>>)]
     permissions: Option<Vec<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A member to give a Role.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct RoleMember {
+    #[schema(min_length = 1, max_length = 200)]
     user_id: String,
 }
 
-/// `admin` or `member` (ownership moves only by transfer).
-fn member_role(role: Option<&str>) -> Result<MembershipRole, ApiError> {
-    match role.unwrap_or("member") {
-        "member" => Ok(MembershipRole::Member),
-        "admin" => Ok(MembershipRole::Admin),
-        _ => Err(ApiError::invalid_field("role", "must be admin or member")),
-    }
+/// `{userId, removed: true}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MemberRemoved {
+    user_id: String,
+    removed: bool,
+}
+
+/// `{roleId, userId, removed: true}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RoleMemberRemoved {
+    role_id: String,
+    user_id: String,
+    removed: bool,
 }
 
 fn permissions(field: &str, names: &[String]) -> Result<BTreeSet<Permission>, ApiError> {
@@ -164,7 +215,7 @@ pub(crate) async fn add(
     Json(body): Json<AddMember>,
 ) -> Result<Answer<Member>, ApiError> {
     let user_id = text("userId", &body.user_id, 200)?;
-    let role = member_role(body.role.as_deref())?;
+    let role = member_role(body.role);
     let member = members::add(
         &state,
         (&caller, author(&granted)),
@@ -188,9 +239,9 @@ pub(crate) async fn bulk_add(
     caller: Caller,
     granted: Granted,
     Json(body): Json<BulkAdd>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<BulkAdded>, ApiError> {
     let user_id = text("userId", &body.user_id, 200)?;
-    let role = member_role(body.role.as_deref())?;
+    let role = member_role(body.role);
     if body.team_ids.is_empty() || body.team_ids.len() > 100 {
         return Err(ApiError::invalid_field(
             "teamIds",
@@ -207,10 +258,10 @@ pub(crate) async fn bulk_add(
         Utc::now(),
     )
     .await?;
-    Ok(ok(
-        StatusCode::CREATED,
-        json!({"userId": user_id, "teamIds": body.team_ids}),
-    ))
+    Ok(Answer::created(BulkAdded {
+        user_id,
+        team_ids: body.team_ids,
+    }))
 }
 
 /// `DELETE /organization/:id/members/:userId` (`members:manage`).
@@ -219,12 +270,12 @@ pub(crate) async fn remove(
     caller: Caller,
     granted: Granted,
     Path((_, user_id)): Path<(String, String)>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<MemberRemoved>, ApiError> {
     members::remove(&state.store, &caller, &granted.org, &user_id).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"userId": user_id, "removed": true}),
-    ))
+    Ok(Answer::ok(MemberRemoved {
+        user_id,
+        removed: true,
+    }))
 }
 
 /// `PATCH /organization/:id/members/:userId` (`members:manage`): admin or member.
@@ -235,7 +286,7 @@ pub(crate) async fn change_role(
     Path((_, user_id)): Path<(String, String)>,
     Json(body): Json<ChangeMemberRole>,
 ) -> Result<Answer<Member>, ApiError> {
-    let role = member_role(Some(&body.role))?;
+    let role = MembershipRole::from(body.role);
     let member = members::change_role(
         &state.store,
         (&caller, author(&granted)),
@@ -363,9 +414,9 @@ pub(crate) async fn delete_role(
     caller: Caller,
     granted: Granted,
     Path((_, role_id)): Path<(String, String)>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Deleted>, ApiError> {
     members::delete_role(&state.store, &caller, &granted.org, &role_id).await?;
-    Ok(ok(StatusCode::OK, json!({"id": role_id, "deleted": true})))
+    Ok(Answer::ok(Deleted::new(role_id)))
 }
 
 /// `POST /organization/:id/roles/:roleId/members` (`roles:manage`, escalation guard).
@@ -397,10 +448,11 @@ pub(crate) async fn remove_role_member(
     caller: Caller,
     granted: Granted,
     Path((_, role_id, user_id)): Path<(String, String, String)>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<RoleMemberRemoved>, ApiError> {
     members::remove_role_member(&state.store, &caller, &granted.org, &role_id, &user_id).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"roleId": role_id, "userId": user_id, "removed": true}),
-    ))
+    Ok(Answer::ok(RoleMemberRemoved {
+        role_id,
+        user_id,
+        removed: true,
+    }))
 }

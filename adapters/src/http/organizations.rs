@@ -1,20 +1,19 @@
 //! `/organization`: organizations and teams, tier, export, ownership transfer.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use chrono::Utc;
 use entitlements::Tier;
-use serde::Deserialize;
-use serde_json::json;
-use tenancy::is_reserved_name;
+use serde::{Deserialize, Serialize};
+use tenancy::{is_reserved_name, MembershipRole};
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::{gate, Granted, Named};
-use crate::http::response::{ok, paginated, Answer, Paged};
+use crate::http::invitations::Invitation;
+use crate::http::members::{Member, Role};
+use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::services::organizations::{self, Creation, OrgRecord};
+use crate::services::organizations::{self, Creation, Export, Membership, OrgRecord};
 
 /// An organization (a root or a team) as the API answers it.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
@@ -68,31 +67,90 @@ pub(crate) fn text(field: &str, value: &str, max: usize) -> Result<String, ApiEr
     Ok(value.to_owned())
 }
 
-#[derive(Debug, Deserialize)]
+/// A new organization, or a team under `parentOrgId`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CreateOrganization {
+    #[schema(min_length = 1, max_length = 100)]
     name: String,
+    #[schema(min_length = 1, max_length = 200)]
     display_name: Option<String>,
     parent_org_id: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// An organization's new names: what the body names changes.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct UpdateOrganization {
+    #[schema(min_length = 1, max_length = 100)]
     name: Option<String>,
+    #[schema(min_length = 1, max_length = 200)]
     display_name: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// An organization's new tier.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ChangeTier {
-    tier: String,
+    tier: Tier,
 }
 
-#[derive(Debug, Deserialize)]
+/// The member who becomes the owner.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct TransferOwner {
+    #[schema(min_length = 1, max_length = 200)]
     user_id: String,
+}
+
+/// An organization the caller belongs to, with the membership and Roles there.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MyOrganization {
+    id: String,
+    name: String,
+    parent_org_id: Option<String>,
+    is_system: bool,
+    role: MembershipRole,
+    active: bool,
+    /// The Roles held there, by name.
+    roles: Vec<String>,
+}
+
+impl From<Membership> for MyOrganization {
+    fn from(m: Membership) -> Self {
+        MyOrganization {
+            id: m.id,
+            name: m.name,
+            parent_org_id: m.parent_org_id,
+            is_system: m.is_system,
+            role: m.role,
+            active: m.active,
+            roles: m.roles,
+        }
+    }
+}
+
+/// Everything the organization holds about its members, teams, Roles and invitations.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct OrganizationExport {
+    organization: Organization,
+    members: Vec<Member>,
+    teams: Vec<Organization>,
+    roles: Vec<Role>,
+    invitations: Vec<Invitation>,
+}
+
+impl From<Export> for OrganizationExport {
+    fn from(e: Export) -> Self {
+        OrganizationExport {
+            organization: e.organization.into(),
+            members: e.members.into_iter().map(Member::from).collect(),
+            teams: e.teams.into_iter().map(Organization::from).collect(),
+            roles: e.roles.into_iter().map(Role::from).collect(),
+            invitations: e.invitations.into_iter().map(Invitation::from).collect(),
+        }
+    }
 }
 
 /// `GET /organization`: the caller's active organization (`x-org-id`).
@@ -192,9 +250,9 @@ pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Deleted>, ApiError> {
     organizations::delete(&state, &caller, &id, Utc::now()).await?;
-    Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
+    Ok(Answer::ok(Deleted::new(id)))
 }
 
 /// `POST /organization/:id/restore` (super-admin, step-up): a soft-deleted
@@ -215,10 +273,8 @@ pub(crate) async fn change_tier(
     granted: Granted,
     Json(body): Json<ChangeTier>,
 ) -> Result<Answer<Organization>, ApiError> {
-    let tier = Tier::parse(&body.tier).ok_or_else(|| {
-        ApiError::invalid_field("tier", "must be developer, pro, team or enterprise")
-    })?;
-    let org = organizations::change_tier(&state, &caller, &granted.org, tier, Utc::now()).await?;
+    let org =
+        organizations::change_tier(&state, &caller, &granted.org, body.tier, Utc::now()).await?;
     Ok(Answer::ok(org.into()))
 }
 
@@ -227,9 +283,9 @@ pub(crate) async fn export(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<OrganizationExport>, ApiError> {
     let export = organizations::export(&state.store, &caller, &granted.org).await?;
-    Ok(ok(StatusCode::OK, export))
+    Ok(Answer::ok(export.into()))
 }
 
 /// `GET /me/organizations`: the organizations the caller belongs to, with the
@@ -238,11 +294,12 @@ pub(crate) async fn mine(
     State(state): State<AppState>,
     caller: Caller,
     Query(params): Query<PageParams>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<MyOrganization>, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) =
         organizations::mine(&state.store, &caller.user_id, page.limit, page.offset).await?;
-    Ok(paginated("organizations", items, total, &page))
+    let items = items.into_iter().map(MyOrganization::from).collect();
+    Ok(Paged::new("organizations", items, total, page))
 }
 
 /// `PATCH /organization/:id/transfer-owner` (`org:settings`, step-up).

@@ -142,10 +142,6 @@ pub(crate) fn listing(mut before: Vec<Value>) -> Vec<Value> {
     before
 }
 
-fn membership_role() -> Value {
-    schema_value::<tenancy::MembershipRole>()
-}
-
 /// An object of non-negative integer counts, every one required.
 fn counts(names: &[&str]) -> Value {
     let properties: Vec<(&str, Value)> = names
@@ -571,20 +567,6 @@ fn billing_components() -> Value {
 
 /// The named schemas written by hand (the ones not derived from a type yet).
 pub(crate) fn components() -> Value {
-    let invitation = object(
-        &[
-            ("id", string()),
-            ("orgId", string()),
-            ("email", string()),
-            ("role", membership_role()),
-            ("status", one_of(&["pending", "revoked", "accepted"])),
-            ("invitedBy", string()),
-            ("sentCount", integer()),
-            ("createdAt", instant()),
-            ("lastSentAt", instant()),
-        ],
-        &["id", "orgId", "email", "role", "status", "createdAt"],
-    );
     let audit_event = object(
         &[
             ("id", string()),
@@ -695,7 +677,6 @@ pub(crate) fn components() -> Value {
     );
     let mut schemas = json!({
         "BuildJob": build_job,
-        "Invitation": invitation,
         "AuditEvent": audit_event,
         "Checkpoint": checkpoint,
         "Pagination": pagination,

@@ -7,7 +7,8 @@ use tenancy::MembershipRole;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{InvitationRecord, InvitationStatus, MemberRecord, OrgRecord, Store};
+pub use crate::storage::{InvitationRecord, InvitationStatus};
+use crate::storage::{MemberRecord, OrgRecord, Store};
 
 /// Invites `email` with `role`.
 pub async fn send(

@@ -12,12 +12,11 @@ use tenancy::{builtin_roles, check_bootstrap, check_team_parent, is_reserved_nam
 use super::members::builtin;
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, event_on, AppState, Caller};
-/// An organization, as the workflows answer it.
-pub use crate::storage::OrgRecord;
 use crate::storage::{
-    InvitationRecord, MemberRecord, MyOrganization, NewOrganization, RoleRecord, Store, StoreError,
-    SAME_NAME,
+    InvitationRecord, MemberRecord, NewOrganization, RoleRecord, Store, StoreError, SAME_NAME,
 };
+/// An organization, as the workflows answer it.
+pub use crate::storage::{MyOrganization as Membership, OrgRecord};
 
 /// A new organization as the request names it (checked text).
 #[derive(Debug, Clone)]
@@ -319,7 +318,7 @@ pub async fn mine(
     user_id: &str,
     limit: u32,
     offset: u64,
-) -> ServiceResult<(Vec<MyOrganization>, u64)> {
+) -> ServiceResult<(Vec<Membership>, u64)> {
     Ok(store.organizations_of(user_id, limit, offset).await?)
 }
 

@@ -12,8 +12,8 @@ use super::orgs::{found, membership_role, membership_role_name};
 use super::quota::QuotaRefusal;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
-/// Where an invitation stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Where an invitation stands (its schema documents the answers that carry it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum InvitationStatus {
     /// Sent, not yet answered.

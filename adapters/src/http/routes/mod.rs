@@ -209,13 +209,6 @@ fn rule_filters() -> Vec<Value> {
     ])
 }
 
-fn role_body(required: &[&str]) -> Value {
-    body(
-        &[("name", text(100)), ("permissions", array(string()))],
-        required,
-    )
-}
-
 fn addon_body() -> Value {
     body(
         &[

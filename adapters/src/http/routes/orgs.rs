@@ -9,67 +9,37 @@ pub(super) fn routes() -> Vec<Route> {
         get("/api/me/organizations", "myOrganizations", Access::User, organizations::mine)
             .doc("The organizations the caller belongs to, with their roles")
             .query(paging(&["createdAt"]))
-            .ok(200, page("organizations", object(
-                &[
-                    ("id", string()),
-                    ("name", string()),
-                    ("parentOrgId", nullable(string())),
-                    ("isSystem", boolean()),
-                    ("role", one_of(&["owner", "admin", "member"])),
-                    ("active", boolean()),
-                    ("roles", array(string())),
-                ],
-                &["id", "name", "role", "active", "roles"],
-            ))),
+            .pages::<organizations::MyOrganization>("organizations"),
         get("/api/organization", "activeOrganization", org_member(), organizations::active)
             .doc("The `x-org-id` organization")
             .answers::<organizations::Organization>(200),
         post("/api/organization", "createOrganization", Access::User, organizations::create)
             .doc("Create an organization, or a team under `parentOrgId` (the `org:settings` permission there)")
-            .body(body(
-                &[
-                    ("name", text(100)),
-                    ("displayName", nullable(text(200))),
-                    ("parentOrgId", nullable(string())),
-                ],
-                &["name"],
-            ))
+            .body_of::<organizations::CreateOrganization>()
             .answers::<organizations::Organization>(201),
         get("/api/organization/{id}", "getOrganization", org_path(OwnManagedOrSuperAdmin), organizations::get)
             .doc("One organization")
             .answers::<organizations::Organization>(200),
         put("/api/organization/{id}", "updateOrganization", org_path(tenancy::Access::SuperAdmin), organizations::update)
             .doc("Rename an organization")
-            .body(body(
-                &[("name", text(100)), ("displayName", nullable(text(200)))],
-                &[],
-            ))
+            .body_of::<organizations::UpdateOrganization>()
             .answers::<organizations::Organization>(200),
         delete("/api/organization/{id}", "deleteOrganization", Access::SuperAdmin { step_up: true }, organizations::delete)
             .doc("Soft-delete an organization and its teams (audit org.soft_delete, in its chain and the system organization's): its members can no longer act in it, it leaves every listing, its running scans end and its schedules stop, a team's usage leaves its root's pool; its data is kept for ORG_RESTORE_DAYS (30), then purged but for its audit chain. Deleted already: 409")
-            .ok(200, done("id", "deleted")),
+            .answers::<Deleted>(200),
         post("/api/organization/{id}/restore", "restoreOrganization", Access::SuperAdmin { step_up: true }, organizations::restore)
             .doc("Restore a soft-deleted organization and the teams deleted with it, exactly as they were (audit org.restore): within ORG_RESTORE_DAYS of the delete, else 410 GONE; not deleted, restored meanwhile, a team whose root is deleted, or a name another organization took meanwhile: 409")
             .answers::<organizations::Organization>(200),
         patch("/api/organization/{id}/tier", "changeTier", org_path(tenancy::Access::SuperAdmin).stepped_up(), organizations::change_tier)
             .doc("Change an organization's tier")
-            .body(body(&[("tier", tier())], &["tier"]))
+            .body_of::<organizations::ChangeTier>()
             .answers::<organizations::Organization>(200),
         get("/api/organization/{id}/export", "exportOrganization", org_path(Needs(OrgSettings)), organizations::export)
             .doc("Everything the organization holds about its members, teams, roles and invitations")
-            .ok(200, envelope(object(
-                &[
-                    ("organization", reference("Organization")),
-                    ("members", array(reference("Member"))),
-                    ("teams", array(reference("Organization"))),
-                    ("roles", array(reference("Role"))),
-                    ("invitations", array(reference("Invitation"))),
-                ],
-                &["organization", "members", "teams", "roles", "invitations"],
-            ))),
+            .answers::<organizations::OrganizationExport>(200),
         patch("/api/organization/{id}/transfer-owner", "transferOwner", org_path(Needs(OrgSettings)).stepped_up(), organizations::transfer_owner)
             .doc("Hand the ownership to another active member")
-            .body(body(&[("userId", text(200))], &["userId"]))
+            .body_of::<organizations::TransferOwner>()
             .answers::<organizations::Organization>(200),
         get("/api/organization/{id}/teams", "listTeams", org_path(Member), organizations::teams)
             .doc("The organization's teams")
@@ -82,37 +52,20 @@ pub(super) fn routes() -> Vec<Route> {
             .pages::<members::Member>("members"),
         post("/api/organization/{id}/members", "addMember", org_path(Needs(MembersManage)), members::add)
             .doc("Add a member")
-            .body(body(
-                &[
-                    ("userId", text(200)),
-                    ("email", nullable(string())),
-                    ("role", nullable(one_of(&["admin", "member"]))),
-                ],
-                &["userId"],
-            ))
+            .body_of::<members::AddMember>()
             .answers::<members::Member>(201),
         post("/api/organization/{id}/members/bulk-add", "bulkAddMember", org_path(Needs(MembersManage)), members::bulk_add)
             .doc("Add a user to several teams of the organization")
             .feature(Feature::BulkOperations)
-            .body(body(
-                &[
-                    ("userId", text(200)),
-                    ("teamIds", json!({"type": "array", "items": string(), "minItems": 1, "maxItems": 100})),
-                    ("role", nullable(one_of(&["admin", "member"]))),
-                ],
-                &["userId", "teamIds"],
-            ))
-            .ok(201, envelope(object(
-                &[("userId", string()), ("teamIds", array(string()))],
-                &["userId", "teamIds"],
-            ))),
+            .body_of::<members::BulkAdd>()
+            .answers::<members::BulkAdded>(201),
         patch("/api/organization/{id}/members/{userId}", "changeMemberRole", org_path(Needs(MembersManage)), members::change_role)
             .doc("Change a member's role")
-            .body(body(&[("role", one_of(&["admin", "member"]))], &["role"]))
+            .body_of::<members::ChangeMemberRole>()
             .answers::<members::Member>(200),
         delete("/api/organization/{id}/members/{userId}", "removeMember", org_path(Needs(MembersManage)), members::remove)
             .doc("Remove a member")
-            .ok(200, done("userId", "removed")),
+            .answers::<members::MemberRemoved>(200),
         patch("/api/organization/{id}/members/{userId}/activate", "activateMember", org_path(Needs(MembersManage)), members::activate)
             .doc("Activate a member")
             .answers::<members::Member>(200),
@@ -125,58 +78,49 @@ pub(super) fn routes() -> Vec<Route> {
             .pages::<members::Role>("roles"),
         post("/api/organization/{id}/roles", "createRole", org_path(Needs(RolesManage)), members::create_role)
             .doc("Define a custom Role")
-            .body(role_body(&["name", "permissions"]))
+            .body_of::<members::CreateRole>()
             .answers::<members::Role>(201),
         put("/api/organization/{id}/roles/{roleId}", "updateRole", org_path(Needs(RolesManage)), members::update_role)
             .doc("Change a custom Role")
-            .body(role_body(&[]))
+            .body_of::<members::UpdateRole>()
             .answers::<members::Role>(200),
         delete("/api/organization/{id}/roles/{roleId}", "deleteRole", org_path(Needs(RolesManage)), members::delete_role)
             .doc("Delete a custom Role")
-            .ok(200, done("id", "deleted")),
+            .answers::<Deleted>(200),
         post("/api/organization/{id}/roles/{roleId}/members", "addRoleMember", org_path(Needs(RolesManage)), members::add_role_member)
             .doc("Give a member a Role")
-            .body(body(&[("userId", text(200))], &["userId"]))
+            .body_of::<members::RoleMember>()
             .answers::<members::Role>(201),
         delete("/api/organization/{id}/roles/{roleId}/members/{userId}", "removeRoleMember", org_path(Needs(RolesManage)), members::remove_role_member)
             .doc("Take a Role from a member")
-            .ok(200, envelope(object(
-                &[("roleId", string()), ("userId", string()), ("removed", boolean())],
-                &["roleId", "userId", "removed"],
-            ))),
+            .answers::<members::RoleMemberRemoved>(200),
         // Invitations.
         post("/api/invitation/send", "sendInvitation", compliance(InvitationsManage), invitations::send)
             .doc("Invite someone by e-mail")
-            .body(body(
-                &[
-                    ("email", json!({"type": "string", "maxLength": 320, "pattern": "^[^@\\s]+@[^@\\s]+$"})),
-                    ("role", nullable(one_of(&["admin", "member"]))),
-                ],
-                &["email"],
-            ))
-            .ok(201, envelope(reference("Invitation"))),
+            .body_of::<invitations::SendInvitation>()
+            .answers::<invitations::Invitation>(201),
         get("/api/invitation", "listInvitations", compliance(InvitationsManage), invitations::list)
             .doc("The organization's invitations")
             .query(paging(&["createdAt"]))
-            .ok(200, page("invitations", reference("Invitation"))),
+            .pages::<invitations::Invitation>("invitations"),
         delete("/api/invitation/{id}", "revokeInvitation", compliance(InvitationsManage), invitations::revoke)
             .doc("Revoke an invitation")
-            .ok(200, envelope(reference("Invitation"))),
+            .answers::<invitations::Invitation>(200),
         post("/api/invitation/{id}/resend", "resendInvitation", compliance(InvitationsManage), invitations::resend)
             .doc("Send an invitation again")
-            .ok(200, envelope(reference("Invitation"))),
+            .answers::<invitations::Invitation>(200),
         post("/api/invitation/{id}/accept", "acceptInvitation", Access::User, invitations::accept)
             .doc("Accept an invitation as its invitee (the token's e-mail; anyone else's is 404): the caller joins with the invited role, within the account's seats (429 QUOTA_EXCEEDED beyond them); 409 once it is no longer pending (audit invitation.accept)")
-            .ok(201, envelope(reference("Member"))),
+            .answers::<members::Member>(201),
         // Platform administration.
         get("/api/admin/super-admins", "listSuperAdmins", Access::SuperAdmin { step_up: false }, admin::list)
             .doc("The super-admins")
-            .ok(200, envelope(object(&[("superAdmins", array(string()))], &["superAdmins"]))),
+            .answers::<admin::SuperAdmins>(200),
         put("/api/admin/super-admins/{userId}", "grantSuperAdmin", Access::SuperAdmin { step_up: true }, admin::grant)
             .doc("Make a user a super-admin")
-            .ok(200, envelope(object(&[("userId", string()), ("superAdmin", boolean())], &["userId", "superAdmin"]))),
+            .answers::<admin::SuperAdmin>(200),
         delete("/api/admin/super-admins/{userId}", "revokeSuperAdmin", Access::SuperAdmin { step_up: true }, admin::revoke)
             .doc("Revoke a super-admin (never the last one)")
-            .ok(200, envelope(object(&[("userId", string()), ("superAdmin", boolean())], &["userId", "superAdmin"]))),
+            .answers::<admin::SuperAdmin>(200),
     ]
 }
