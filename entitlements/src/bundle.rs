@@ -69,6 +69,7 @@ impl std::fmt::Display for BundleId {
 }
 
 /// What one unit of a bundle grants.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum Grant {

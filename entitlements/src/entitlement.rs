@@ -27,6 +27,7 @@ pub enum BillingProvider {
 }
 
 /// Units of a bundle an account holds.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AppliedBundle {
@@ -66,6 +67,7 @@ impl Account {
 }
 
 /// One bundle's share of a limit.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Contribution {
@@ -78,6 +80,7 @@ pub struct Contribution {
 }
 
 /// A limit and where it comes from.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LimitBreakdown {

@@ -46,6 +46,21 @@ impl Limit {
     }
 }
 
+/// The schema of a limit's wire form: an integer, -1 for unlimited.
+#[cfg(feature = "schema")]
+impl utoipa::PartialSchema for Limit {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::Integer)
+            .minimum(Some(-1))
+            .description(Some("-1 is unlimited"))
+            .into()
+    }
+}
+
+#[cfg(feature = "schema")]
+impl utoipa::ToSchema for Limit {}
+
 impl Serialize for Limit {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_i64(self.to_wire())

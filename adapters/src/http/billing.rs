@@ -4,34 +4,140 @@
 use std::collections::BTreeSet;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use axum::Extension;
 use chrono::Utc;
-use entitlements::{BundleChange, BundleId, Feature, Limit};
-use serde::Deserialize;
+use entitlements::{
+    AppliedBundle, BillingProvider, BundleChange, BundleId, Feature, Grant, Limit, LimitBreakdown,
+    Tier,
+};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::http::error::ApiError;
 use crate::http::extract::Json;
 use crate::http::gate::Granted;
-use crate::http::response::ok;
+use crate::http::response::Answer;
 use crate::http::state::{AppState, Caller, ServiceCaller};
-use crate::services::billing::{self, SeatActor, SeatLimit};
+use crate::services::billing::{self, Offer, SeatActor, SeatLimit, SubscriptionView};
 
-#[derive(Debug, Deserialize)]
+/// An add-on and how many units of it (1 when left out).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct AddonBody {
+    /// A bundle id, in any case.
+    #[schema(value_type = BundleId)]
     bundle_id: String,
+    #[schema(minimum = 1, maximum = 10000)]
     quantity: Option<i64>,
 }
 
-#[derive(Debug, Deserialize)]
+/// An account root's seat limit and purchased features.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct SeatLimitBody {
+    /// -1 unlimited.
+    #[schema(minimum = -1)]
     seats: i64,
+    #[schema(value_type = Option<Vec<Feature>>)]
     features: Option<Vec<String>>,
+    /// The sender's version of the change; one older than the last applied is 409.
+    #[schema(minimum = 0)]
     version: Option<i64>,
+}
+
+/// A bundle as offered to the account's tier.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BundleOffer {
+    id: BundleId,
+    /// What one unit grants.
+    grant: Grant,
+    monthly_cents: u64,
+    annual_cents: u64,
+    monthly_usd: f64,
+    annual_usd: f64,
+    /// Whether more than one unit may be held.
+    stackable: bool,
+    eligible_tiers: Vec<Tier>,
+}
+
+impl From<Offer> for BundleOffer {
+    fn from(o: Offer) -> Self {
+        BundleOffer {
+            id: o.id,
+            grant: o.grant,
+            monthly_cents: o.monthly_cents,
+            annual_cents: o.annual_cents,
+            monthly_usd: o.monthly_usd,
+            annual_usd: o.annual_usd,
+            stackable: o.stackable,
+            eligible_tiers: o.eligible_tiers,
+        }
+    }
+}
+
+/// The bundles offered, none unless the operator enabled them and billing is direct.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Bundles {
+    enabled: bool,
+    bundles: Vec<BundleOffer>,
+}
+
+/// The effective entitlement: each limit with its base and bundle contributions.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Entitlement {
+    tier: Tier,
+    limits: Vec<LimitBreakdown>,
+    features: BTreeSet<Feature>,
+    /// Features bought or granted (synchronized to the platform).
+    purchased_features: BTreeSet<Feature>,
+    idp_configurations: u32,
+}
+
+/// An account's billing subscription and the entitlement it gives.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Subscription {
+    /// The `{id}` of the add-on endpoints.
+    id: String,
+    /// The account root.
+    org_id: String,
+    tier: Tier,
+    status: String,
+    billing_provider: BillingProvider,
+    addons: Vec<AppliedBundle>,
+    /// Raised by every change.
+    version: i64,
+    entitlement: Entitlement,
+}
+
+impl From<SubscriptionView> for Subscription {
+    fn from(v: SubscriptionView) -> Self {
+        let e = v.entitlement;
+        Subscription {
+            id: v.id,
+            org_id: v.org_id,
+            tier: v.tier,
+            status: v.status,
+            billing_provider: v.billing_provider,
+            addons: v.addons,
+            version: v.version,
+            entitlement: Entitlement {
+                tier: e.tier,
+                limits: e.limits,
+                features: e.features,
+                purchased_features: e.purchased_features,
+                idp_configurations: e.idp_configurations,
+            },
+        }
+    }
+}
+
+/// The billing portal's address.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Portal {
+    url: String,
 }
 
 fn bundle(id: &str) -> Result<BundleId, ApiError> {
@@ -62,23 +168,21 @@ fn set_change(body: &AddonBody) -> Result<BundleChange, ApiError> {
 pub(crate) async fn bundles(
     State(state): State<AppState>,
     granted: Granted,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Bundles>, ApiError> {
     let (enabled, offers) = billing::offers(&state, &granted.org).await?;
-    Ok(ok(
-        StatusCode::OK,
-        json!({"enabled": enabled, "bundles": offers}),
-    ))
+    Ok(Answer::ok(Bundles {
+        enabled,
+        bundles: offers.into_iter().map(BundleOffer::from).collect(),
+    }))
 }
 
 /// `GET /subscriptions/current`: the account's subscription.
 pub(crate) async fn current(
     State(state): State<AppState>,
     granted: Granted,
-) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::OK,
-        billing::subscription(&state, &granted.org).await?,
-    ))
+) -> Result<Answer<Subscription>, ApiError> {
+    let view = billing::subscription(&state, &granted.org).await?;
+    Ok(Answer::ok(view.into()))
 }
 
 /// `POST /subscriptions/:id/addons/preview`: the subscription after the change,
@@ -88,12 +192,10 @@ pub(crate) async fn preview(
     granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<AddonBody>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Subscription>, ApiError> {
     let change = set_change(&body)?;
-    Ok(ok(
-        StatusCode::OK,
-        billing::preview(&state, &granted.org, &id, change).await?,
-    ))
+    let view = billing::preview(&state, &granted.org, &id, change).await?;
+    Ok(Answer::ok(view.into()))
 }
 
 /// `POST /subscriptions/:id/addons`: add an add-on or set its quantity.
@@ -103,10 +205,10 @@ pub(crate) async fn add(
     granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<AddonBody>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Subscription>, ApiError> {
     let change = set_change(&body)?;
     let view = billing::change(&state, &caller, &granted.org, &id, change, Utc::now()).await?;
-    Ok(ok(StatusCode::OK, view))
+    Ok(Answer::ok(view.into()))
 }
 
 /// `DELETE /subscriptions/:id/addons/:bundleId`.
@@ -115,21 +217,21 @@ pub(crate) async fn remove(
     caller: Caller,
     granted: Granted,
     Path((id, bundle_id)): Path<(String, String)>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Subscription>, ApiError> {
     let change = BundleChange::Remove {
         bundle: bundle(&bundle_id)?,
     };
     let view = billing::change(&state, &caller, &granted.org, &id, change, Utc::now()).await?;
-    Ok(ok(StatusCode::OK, view))
+    Ok(Answer::ok(view.into()))
 }
 
 /// `POST /portal`: the billing portal's address for the account.
 pub(crate) async fn portal(
     State(state): State<AppState>,
     granted: Granted,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Portal>, ApiError> {
     let url = billing::portal(&state, &granted.org).await?;
-    Ok(ok(StatusCode::OK, json!({"url": url})))
+    Ok(Answer::ok(Portal { url }))
 }
 
 /// `PUT /organization/:id/seat-limit` (a super-admin or the billing service).
@@ -139,7 +241,7 @@ pub(crate) async fn seat_limit(
     service: Option<Extension<ServiceCaller>>,
     Path(org_id): Path<String>,
     Json(body): Json<SeatLimitBody>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Subscription>, ApiError> {
     let seats = Limit::from_wire(body.seats).ok_or_else(|| {
         ApiError::invalid_field("seats", "must be -1 (unlimited) or a non-negative integer")
     })?;
@@ -182,5 +284,5 @@ pub(crate) async fn seat_limit(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::OK, view))
+    Ok(Answer::ok(view.into()))
 }

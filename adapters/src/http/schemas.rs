@@ -398,24 +398,9 @@ fn spelled<T: serde::Serialize>(values: &[T]) -> Value {
     json!({"type": "string", "enum": names})
 }
 
-/// A tier, as the API spells it.
-pub(crate) fn tier() -> Value {
-    spelled(&entitlements::Tier::ALL)
-}
-
-/// A feature a tier or a bundle unlocks.
-pub(crate) fn feature() -> Value {
-    spelled(&entitlements::Feature::ALL)
-}
-
 /// A bundle id, as the catalog spells it (the API accepts any case).
 pub(crate) fn bundle_id() -> Value {
     spelled(&entitlements::BundleId::ALL)
-}
-
-/// Every dimension that carries a limit.
-fn dimension() -> Value {
-    spelled(&entitlements::Dimension::ALL)
 }
 
 /// A type the quota service tracks (seats go to the platform).
@@ -425,144 +410,6 @@ pub(crate) fn quota_type() -> Value {
         .filter(|d| d.is_quota_type())
         .collect();
     spelled(&tracked)
-}
-
-/// A type whose usage services count by increments (not from the inventory).
-pub(crate) fn counted_type() -> Value {
-    let counted: Vec<_> = entitlements::Dimension::ALL
-        .into_iter()
-        .filter(|d| d.is_quota_type() && !d.is_inventory())
-        .collect();
-    spelled(&counted)
-}
-
-/// Quotas, bundles and subscriptions.
-fn billing_components() -> Value {
-    let tier = tier();
-    let limit = json!({"type": "integer", "minimum": -1, "description": "-1 is unlimited"});
-    let dimension = dimension();
-    let feature = feature();
-    let bundle_id = bundle_id();
-    let status = object(
-        &[
-            ("type", quota_type()),
-            ("limit", limit.clone()),
-            ("used", integer()),
-            ("ownUsed", integer()),
-            ("remaining", limit.clone()),
-            ("percent", nullable(json!({"type": "number"}))),
-            ("resetAt", instant()),
-        ],
-        &["type", "limit", "used", "ownUsed", "remaining", "percent"],
-    );
-    let quotas = object(
-        &[
-            ("orgId", string()),
-            ("rootOrgId", string()),
-            ("tier", tier.clone()),
-            (
-                "quotas",
-                json!({"type": "object", "additionalProperties": reference("QuotaStatus")}),
-            ),
-        ],
-        &["orgId", "rootOrgId", "tier", "quotas"],
-    );
-    let grant = json!({
-        "type": "object",
-        "properties": {
-            "kind": one_of(&["limit", "feature"]),
-            "dimension": dimension.clone(),
-            "amount": integer(),
-            "feature": feature.clone(),
-        },
-        "required": ["kind"],
-    });
-    let offer = object(
-        &[
-            ("id", bundle_id.clone()),
-            ("grant", grant),
-            ("monthlyCents", integer()),
-            ("annualCents", integer()),
-            ("monthlyUsd", json!({"type": "number"})),
-            ("annualUsd", json!({"type": "number"})),
-            ("stackable", boolean()),
-            ("eligibleTiers", array(tier.clone())),
-        ],
-        &[
-            "id",
-            "grant",
-            "monthlyCents",
-            "annualCents",
-            "stackable",
-            "eligibleTiers",
-        ],
-    );
-    let breakdown = object(
-        &[
-            ("dimension", dimension),
-            ("total", limit.clone()),
-            ("base", limit.clone()),
-            (
-                "contributions",
-                array(object(
-                    &[
-                        ("bundle", bundle_id.clone()),
-                        ("quantity", integer()),
-                        ("amount", integer()),
-                    ],
-                    &["bundle", "quantity", "amount"],
-                )),
-            ),
-            ("overridden", limit),
-        ],
-        &["dimension", "total", "base", "contributions"],
-    );
-    let subscription = object(
-        &[
-            ("id", string()),
-            ("orgId", string()),
-            ("tier", tier.clone()),
-            ("status", string()),
-            ("billingProvider", one_of(&["direct", "marketplace"])),
-            (
-                "addons",
-                array(object(
-                    &[("bundle", bundle_id), ("quantity", integer())],
-                    &["bundle", "quantity"],
-                )),
-            ),
-            ("version", integer()),
-            (
-                "entitlement",
-                object(
-                    &[
-                        ("tier", tier),
-                        ("limits", array(breakdown)),
-                        ("features", array(feature.clone())),
-                        ("purchasedFeatures", array(feature)),
-                        ("idpConfigurations", integer()),
-                    ],
-                    &["tier", "limits", "features", "purchasedFeatures"],
-                ),
-            ),
-        ],
-        &[
-            "id",
-            "orgId",
-            "tier",
-            "status",
-            "billingProvider",
-            "addons",
-            "version",
-            "entitlement",
-        ],
-    );
-    json!({
-        "QuotaStatus": status,
-        "OrgQuotas": quotas,
-        "BundleOffer": offer,
-        "Subscription": subscription,
-    })
 }
 
 /// The named schemas written by hand (the ones not derived from a type yet).
@@ -682,7 +529,7 @@ pub(crate) fn components() -> Value {
         "Pagination": pagination,
         "Error": error,
     });
-    for more in [scan_components(), billing_components()] {
+    for more in [scan_components()] {
         if let (Some(all), Value::Object(more)) = (schemas.as_object_mut(), more) {
             all.extend(more);
         }

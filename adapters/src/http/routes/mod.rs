@@ -161,12 +161,6 @@ impl Route {
         self
     }
 
-    /// A body that may be left out.
-    fn optional_body(mut self, schema: Value) -> Self {
-        self.body = Some((schema, false));
-        self
-    }
-
     fn query(mut self, parameters: Vec<Value>) -> Self {
         self.query = parameters;
         self
@@ -207,19 +201,6 @@ fn rule_filters() -> Vec<Value> {
         query("name", string()),
         query("includeDeleted", boolean()),
     ])
-}
-
-fn addon_body() -> Value {
-    body(
-        &[
-            ("bundleId", bundle_id()),
-            (
-                "quantity",
-                json!({"type": "integer", "minimum": 1, "maximum": 10000}),
-            ),
-        ],
-        &["bundleId"],
-    )
 }
 
 fn org_member() -> Access {

@@ -276,12 +276,46 @@ fn billing_parameters_are_the_catalogs_enums() {
         .iter()
         .all(|b| entitlements::BundleId::parse(b).is_some()));
     assert!(bundles.contains(&"SEAT_PACK".to_owned()));
-    let increment = &document["paths"]["/api/quotas/{id}/increment"]["post"]["requestBody"]
-        ["content"]["application/json"]["schema"]["properties"]["type"]["enum"];
-    assert_eq!(increment, &json!(["apiCalls", "aiCalls", "storage"]));
-    let addon = &document["paths"]["/api/subscriptions/{id}/addons"]["post"]["requestBody"]
-        ["content"]["application/json"]["schema"]["properties"]["bundleId"]["enum"];
-    assert_eq!(addon.as_array().map(Vec::len), Some(8));
+    let body_field = |path: &str, field: &str| -> Value {
+        let operations = &document["paths"][path];
+        let operation = if operations["post"].is_object() {
+            &operations["post"]
+        } else {
+            &operations["put"]
+        };
+        let body = resolve(
+            &document,
+            &operation["requestBody"]["content"]["application/json"]["schema"],
+        );
+        resolve(&document, &body["properties"][field])
+    };
+    let increment = body_field("/api/quotas/{id}/increment", "type");
+    assert_eq!(increment["enum"], json!(["apiCalls", "aiCalls", "storage"]));
+    let addon = body_field("/api/subscriptions/{id}/addons", "bundleId");
+    assert_eq!(addon["enum"].as_array().map(Vec::len), Some(8));
+    // The limit overrides name exactly the quota types.
+    let limits = body_field("/api/quotas/{id}", "limits");
+    let limits = resolve(&document, &limits["oneOf"][1]);
+    let mut named: Vec<&String> = limits["properties"]
+        .as_object()
+        .map(|p| p.keys().collect())
+        .unwrap_or_default();
+    named.sort();
+    assert_eq!(
+        named,
+        ["aiCalls", "apiCalls", "pipelines", "plugins", "storage"]
+    );
+}
+
+/// A schema, or the component its `$ref` names.
+fn resolve(document: &Value, schema: &Value) -> Value {
+    match schema["$ref"].as_str() {
+        Some(reference) => {
+            let name = reference.trim_start_matches("#/components/schemas/");
+            document["components"]["schemas"][name].clone()
+        }
+        None => schema.clone(),
+    }
 }
 
 /// A feature is checked where an organization is granted: a route that declares
