@@ -56,6 +56,15 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// The wire name: `warning`, `error` or `critical`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+            Severity::Critical => "critical",
+        }
+    }
+
     /// Whether a violation of this severity blocks the operation.
     pub fn blocks(self) -> bool {
         !matches!(self, Severity::Warning)
@@ -77,6 +86,20 @@ impl Severity {
         match self {
             Severity::Warning => ("warn", "medium"),
             Severity::Error | Severity::Critical => ("fail", "high"),
+        }
+    }
+}
+
+impl std::str::FromStr for Severity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "warning" => Ok(Severity::Warning),
+            "error" => Ok(Severity::Error),
+            "critical" => Ok(Severity::Critical),
+            other => Err(format!(
+                "unknown severity `{other}`: expected warning, error or critical"
+            )),
         }
     }
 }

@@ -70,6 +70,14 @@ impl<T> Answer<T> {
         }
     }
 
+    /// 202: accepted, done later.
+    pub fn accepted(data: T) -> Self {
+        Answer {
+            status: StatusCode::ACCEPTED,
+            data,
+        }
+    }
+
     /// 201.
     pub fn created(data: T) -> Self {
         Answer {

@@ -1,31 +1,312 @@
 //! `/compliance/scans`, `/compliance/scan-schedules` and `/compliance/posture`.
 
+use std::collections::BTreeMap;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use chrono::{DateTime, Utc};
+use compliance_core::{Severity, Target};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::Granted;
-use crate::http::response::{ok, paginated};
+use crate::http::response::{Answer, Paged};
 use crate::http::state::{AppState, Caller};
+use crate::inventory::{AccessModifier, EntityResult};
+use crate::policy_report::PolicyReport;
+use crate::services::posture::{FailingRule, Posture, StatusCounts};
+use crate::services::scans::{ScanRecord, ScanResult, ScheduleRecord};
 use crate::services::schedules::Change;
 use crate::services::{posture, scans, schedules};
 
-#[derive(Debug, Deserialize)]
+/// What a scan sweeps.
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ScanTarget {
+    Plugin,
+    Pipeline,
+    All,
+}
+
+impl ScanTarget {
+    fn as_str(self) -> &'static str {
+        match self {
+            ScanTarget::Plugin => "plugin",
+            ScanTarget::Pipeline => "pipeline",
+            ScanTarget::All => "all",
+        }
+    }
+}
+
+/// Where a scan stands.
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ScanStatus {
+    Running,
+    Completed,
+    Cancelled,
+    Failed,
+}
+
+impl ScanStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            ScanStatus::Running => "running",
+            ScanStatus::Completed => "completed",
+            ScanStatus::Cancelled => "cancelled",
+            ScanStatus::Failed => "failed",
+        }
+    }
+}
+
+/// What narrows a sweep; `orgId` is always the organization's.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)]
+pub(crate) struct ScanFilter {
+    /// Replaced by the organization's.
+    org_id: Option<String>,
+    #[schema(max_length = 200)]
+    name: Option<String>,
+    access_modifier: Option<AccessModifier>,
+    #[schema(max_length = 200)]
+    project: Option<String>,
+}
+
+/// A scan to start.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ScanBody {
-    target: String,
+    target: ScanTarget,
+    /// Read by the scan service, which names the field at fault.
+    #[schema(value_type = Option<ScanFilter>)]
     filter: Option<Map<String, Value>>,
+}
+
+/// A scan's counts.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ScanCounts {
+    /// Entities matching when it started (reconciled to `scanned` at the end).
+    total: u64,
+    scanned: u64,
+    passed: u64,
+    warned: u64,
+    blocked: u64,
+    /// Entities that could not be judged.
+    errors: u64,
+}
+
+/// A scan as the API answers it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Scan {
+    id: String,
+    org_id: String,
+    #[schema(value_type = ScanTarget)]
+    target: String,
+    /// What narrows the sweep.
+    #[schema(value_type = Object)]
+    filter: Value,
+    #[schema(value_type = ScanStatus)]
+    status: String,
+    /// `manual`, `schedule` or `rule-change`.
+    origin: String,
+    schedule_id: Option<String>,
+    requested_by: String,
+    counts: ScanCounts,
+    /// SHA-256 of the rules the sweep used, once it has begun.
+    rule_set_fingerprint: Option<String>,
+    error: Option<String>,
+    started_at: DateTime<Utc>,
+    ended_at: Option<DateTime<Utc>>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<ScanRecord> for Scan {
+    fn from(r: ScanRecord) -> Self {
+        let c = r.counts;
+        Scan {
+            id: r.id,
+            org_id: r.org_id,
+            target: r.target,
+            filter: r.filter,
+            status: r.status,
+            origin: r.origin,
+            schedule_id: r.schedule_id,
+            requested_by: r.requested_by,
+            counts: ScanCounts {
+                total: c.total,
+                scanned: c.scanned,
+                passed: c.passed,
+                warned: c.warned,
+                blocked: c.blocked,
+                errors: c.errors,
+            },
+            rule_set_fingerprint: r.rule_set_fingerprint,
+            error: r.error,
+            started_at: r.started_at,
+            ended_at: r.ended_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// One entity's result in a scan.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ScanEntityResult {
+    scan_id: String,
+    #[schema(value_type = Target)]
+    target: String,
+    entity_id: String,
+    /// A plugin's `name@version`, a pipeline's name.
+    entity_name: String,
+    #[schema(value_type = EntityResult)]
+    result: String,
+    /// The bounded violations.
+    #[schema(value_type = Vec<compliance_core::Violation>)]
+    violations: Value,
+    /// Why it could not be judged.
+    error: Option<String>,
+    scanned_at: DateTime<Utc>,
+}
+
+impl From<ScanResult> for ScanEntityResult {
+    fn from(r: ScanResult) -> Self {
+        ScanEntityResult {
+            scan_id: r.scan_id,
+            target: r.target,
+            entity_id: r.entity_id,
+            entity_name: r.entity_name,
+            result: r.result,
+            violations: r.violations,
+            error: r.error,
+            scanned_at: r.scanned_at,
+        }
+    }
+}
+
+/// A recurring scan.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ScanSchedule {
+    id: String,
+    org_id: String,
+    #[schema(value_type = ScanTarget)]
+    target: String,
+    /// Five fields: minute hour dayOfMonth month dayOfWeek (UTC).
+    cron_expression: String,
+    is_active: bool,
+    /// None while inactive, or when the expression never fires.
+    next_run_at: Option<DateTime<Utc>>,
+    last_run_at: Option<DateTime<Utc>>,
+    last_scan_id: Option<String>,
+    created_by: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<ScheduleRecord> for ScanSchedule {
+    fn from(r: ScheduleRecord) -> Self {
+        ScanSchedule {
+            id: r.id,
+            org_id: r.org_id,
+            target: r.target,
+            cron_expression: r.cron_expression,
+            is_active: r.is_active,
+            next_run_at: r.next_run_at,
+            last_run_at: r.last_run_at,
+            last_scan_id: r.last_scan_id,
+            created_by: r.created_by,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// Entities by current result.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ResultCounts {
+    total: u64,
+    pass: u64,
+    warn: u64,
+    block: u64,
+    error: u64,
+}
+
+impl From<StatusCounts> for ResultCounts {
+    fn from(c: StatusCounts) -> Self {
+        ResultCounts {
+            total: c.total,
+            pass: c.pass,
+            warn: c.warn,
+            block: c.block,
+            error: c.error,
+        }
+    }
+}
+
+/// A rule and how many violations of it the entities carry.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FailingRuleCount {
+    rule_id: String,
+    rule_name: String,
+    #[schema(value_type = Severity)]
+    severity: String,
+    #[schema(value_type = Target)]
+    target: String,
+    violations: u64,
+}
+
+impl From<FailingRule> for FailingRuleCount {
+    fn from(r: FailingRule) -> Self {
+        FailingRuleCount {
+            rule_id: r.rule_id,
+            rule_name: r.rule_name,
+            severity: r.severity,
+            target: r.target,
+            violations: r.violations,
+        }
+    }
+}
+
+/// The organization's entities by current result and the rules failing most.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CompliancePosture {
+    org_id: String,
+    entities: ResultCounts,
+    /// The same per target (`plugin`, `pipeline`).
+    by_target: BTreeMap<String, ResultCounts>,
+    top_failing_rules: Vec<FailingRuleCount>,
+    generated_at: DateTime<Utc>,
+}
+
+impl From<Posture> for CompliancePosture {
+    fn from(p: Posture) -> Self {
+        CompliancePosture {
+            org_id: p.org_id,
+            entities: p.entities.into(),
+            by_target: p
+                .by_target
+                .into_iter()
+                .map(|(t, c)| (t.as_str().to_owned(), c.into()))
+                .collect(),
+            top_failing_rules: p.top_failing_rules.into_iter().map(Into::into).collect(),
+            generated_at: p.generated_at,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ScanQuery {
-    target: Option<String>,
-    status: Option<String>,
+    target: Option<ScanTarget>,
+    status: Option<ScanStatus>,
     #[serde(flatten)]
     page: PageParams,
 }
@@ -44,16 +325,16 @@ pub(crate) async fn start(
     caller: Caller,
     granted: Granted,
     Json(body): Json<ScanBody>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Scan>, ApiError> {
     let scan = scans::start(
         &state,
         &caller,
         &granted.org,
-        &body.target,
+        body.target.as_str(),
         body.filter.as_ref(),
     )
     .await?;
-    Ok(ok(StatusCode::ACCEPTED, scan))
+    Ok(Answer::accepted(scan.into()))
 }
 
 /// `GET /compliance/scans`.
@@ -61,19 +342,23 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<ScanQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Scan>, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) = scans::list(
         &state,
         &granted.org,
-        (q.target.as_deref(), q.status.as_deref()),
+        (
+            q.target.map(ScanTarget::as_str),
+            q.status.map(ScanStatus::as_str),
+        ),
         page.limit,
         page.offset,
     )
     .await?;
-    Ok(paginated("scans", items, total, &page))
+    let items = items.into_iter().map(Scan::from).collect();
+    Ok(Paged::new("scans", items, total, page))
 }
 
 /// `GET /compliance/scans/:id`.
@@ -81,9 +366,9 @@ pub(crate) async fn get(
     State(state): State<AppState>,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Scan>, ApiError> {
     let scan = scans::get(&state, &granted.org, &id).await?;
-    Ok(ok(StatusCode::OK, scan))
+    Ok(Answer::ok(scan.into()))
 }
 
 /// `GET /compliance/scans/:id/results`.
@@ -92,7 +377,7 @@ pub(crate) async fn results(
     granted: Granted,
     Path(id): Path<String>,
     Query(q): Query<ResultQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<ScanEntityResult>, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
@@ -105,7 +390,8 @@ pub(crate) async fn results(
         page.offset,
     )
     .await?;
-    Ok(paginated("results", items, total, &page))
+    let items = items.into_iter().map(ScanEntityResult::from).collect();
+    Ok(Paged::new("results", items, total, page))
 }
 
 /// `POST /compliance/scans/:id/cancel`.
@@ -114,26 +400,33 @@ pub(crate) async fn cancel(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Scan>, ApiError> {
     let scan = scans::cancel(&state, &caller, &granted.org, &id).await?;
-    Ok(ok(StatusCode::OK, scan))
+    Ok(Answer::ok(scan.into()))
 }
 
-#[derive(Debug, Deserialize)]
+/// A recurring scan to create.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ScheduleBody {
-    target: String,
+    target: ScanTarget,
+    /// Five cron fields: minute hour dayOfMonth month dayOfWeek (UTC).
+    #[schema(max_length = 200)]
     cron_expression: String,
 }
 
-#[derive(Debug, Deserialize)]
+/// A schedule's new target and/or cron expression (at least one).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(min_properties = 1)]
 pub(crate) struct ScheduleChange {
-    target: Option<String>,
+    target: Option<ScanTarget>,
+    #[schema(max_length = 200)]
     cron_expression: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// Whether a schedule runs.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ActiveBody {
     is_active: bool,
@@ -151,12 +444,13 @@ pub(crate) async fn schedules(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<ScheduleQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<ScanSchedule>, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) = schedules::list(&state, &granted.org, page.limit, page.offset).await?;
-    Ok(paginated("schedules", items, total, &page))
+    let items = items.into_iter().map(ScanSchedule::from).collect();
+    Ok(Paged::new("schedules", items, total, page))
 }
 
 /// `POST /compliance/scan-schedules`.
@@ -165,16 +459,16 @@ pub(crate) async fn create_schedule(
     caller: Caller,
     granted: Granted,
     Json(body): Json<ScheduleBody>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<ScanSchedule>, ApiError> {
     let schedule = schedules::create(
         &state,
         &caller,
         &granted.org,
-        &body.target,
+        body.target.as_str(),
         &body.cron_expression,
     )
     .await?;
-    Ok(ok(StatusCode::CREATED, schedule))
+    Ok(Answer::created(schedule.into()))
 }
 
 /// `PUT /compliance/scan-schedules/:id`.
@@ -184,14 +478,14 @@ pub(crate) async fn update_schedule(
     granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<ScheduleChange>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<ScanSchedule>, ApiError> {
     let change = Change {
-        target: body.target.as_deref(),
+        target: body.target.map(ScanTarget::as_str),
         cron_expression: body.cron_expression.as_deref(),
         is_active: None,
     };
     let schedule = schedules::change(&state, &caller, &granted.org, &id, change).await?;
-    Ok(ok(StatusCode::OK, schedule))
+    Ok(Answer::ok(schedule.into()))
 }
 
 /// `PATCH /compliance/scan-schedules/:id/active`.
@@ -201,13 +495,13 @@ pub(crate) async fn toggle_schedule(
     granted: Granted,
     Path(id): Path<String>,
     Json(body): Json<ActiveBody>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<ScanSchedule>, ApiError> {
     let change = Change {
         is_active: Some(body.is_active),
         ..Change::default()
     };
     let schedule = schedules::change(&state, &caller, &granted.org, &id, change).await?;
-    Ok(ok(StatusCode::OK, schedule))
+    Ok(Answer::ok(schedule.into()))
 }
 
 /// `DELETE /compliance/scan-schedules/:id`: deactivates.
@@ -216,9 +510,9 @@ pub(crate) async fn delete_schedule(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<ScanSchedule>, ApiError> {
     let schedule = schedules::deactivate(&state, &caller, &granted.org, &id).await?;
-    Ok(ok(StatusCode::OK, schedule))
+    Ok(Answer::ok(schedule.into()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -233,7 +527,7 @@ pub(crate) async fn posture(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<PostureQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<CompliancePosture>, ApiError> {
     let top = match q.top.as_deref() {
         None => 10,
         Some(text) => text
@@ -251,7 +545,7 @@ pub(crate) async fn posture(
             })?,
     };
     let answer = posture::posture(&state, &granted.org, q.target.as_deref(), top).await?;
-    Ok(ok(StatusCode::OK, answer))
+    Ok(Answer::ok(answer.into()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -276,7 +570,7 @@ pub(crate) async fn policy_report(
         .target
         .as_deref()
         .ok_or_else(|| ApiError::invalid_field("target", "is required: plugin or pipeline"))?;
-    let report =
+    let report: PolicyReport =
         posture::policy_report(&state, &granted.org, target, page.limit, page.offset).await?;
     Ok((StatusCode::OK, axum::Json(report)).into_response())
 }

@@ -142,202 +142,8 @@ pub(crate) fn listing(mut before: Vec<Value>) -> Vec<Value> {
     before
 }
 
-/// An object of non-negative integer counts, every one required.
-fn counts(names: &[&str]) -> Value {
-    let properties: Vec<(&str, Value)> = names
-        .iter()
-        .map(|n| (*n, json!({"type": "integer", "minimum": 0})))
-        .collect();
-    object(&properties, names)
-}
-
-/// Scans, their results, schedules, the posture and the policy report.
-fn scan_components() -> Value {
-    let target = one_of(&["plugin", "pipeline", "all"]);
-    let filter = object(
-        &[
-            ("orgId", string()),
-            ("name", string()),
-            ("accessModifier", string()),
-            ("project", string()),
-        ],
-        &["orgId"],
-    );
-    let scan = object(
-        &[
-            ("id", string()),
-            ("orgId", string()),
-            ("target", target.clone()),
-            ("filter", filter),
-            (
-                "status",
-                one_of(&["running", "completed", "cancelled", "failed"]),
-            ),
-            ("origin", one_of(&["manual", "schedule", "rule-change"])),
-            ("scheduleId", nullable(string())),
-            ("requestedBy", string()),
-            (
-                "counts",
-                counts(&["total", "scanned", "passed", "warned", "blocked", "errors"]),
-            ),
-            ("ruleSetFingerprint", nullable(string())),
-            ("error", nullable(string())),
-            ("startedAt", instant()),
-            ("endedAt", nullable(instant())),
-            ("updatedAt", instant()),
-        ],
-        &[
-            "id",
-            "orgId",
-            "target",
-            "filter",
-            "status",
-            "origin",
-            "counts",
-            "startedAt",
-            "updatedAt",
-        ],
-    );
-    let result = object(
-        &[
-            ("scanId", string()),
-            ("target", one_of(&["plugin", "pipeline"])),
-            ("entityId", string()),
-            ("entityName", string()),
-            ("result", one_of(&["pass", "warn", "block", "error"])),
-            ("violations", array(reference("Violation"))),
-            ("error", nullable(string())),
-            ("scannedAt", instant()),
-        ],
-        &[
-            "scanId",
-            "target",
-            "entityId",
-            "entityName",
-            "result",
-            "violations",
-            "scannedAt",
-        ],
-    );
-    let schedule = object(
-        &[
-            ("id", string()),
-            ("orgId", string()),
-            ("target", target),
-            ("cronExpression", string()),
-            ("isActive", boolean()),
-            ("nextRunAt", nullable(instant())),
-            ("lastRunAt", nullable(instant())),
-            ("lastScanId", nullable(string())),
-            ("createdBy", string()),
-            ("createdAt", instant()),
-            ("updatedAt", instant()),
-        ],
-        &[
-            "id",
-            "orgId",
-            "target",
-            "cronExpression",
-            "isActive",
-            "createdAt",
-            "updatedAt",
-        ],
-    );
-    let status = counts(&["total", "pass", "warn", "block", "error"]);
-    let failing = object(
-        &[
-            ("ruleId", string()),
-            ("ruleName", string()),
-            ("severity", string()),
-            ("target", one_of(&["plugin", "pipeline"])),
-            ("violations", integer()),
-        ],
-        &["ruleId", "ruleName", "severity", "target", "violations"],
-    );
-    let posture = object(
-        &[
-            ("orgId", string()),
-            ("entities", status.clone()),
-            (
-                "byTarget",
-                object(&[("plugin", status.clone()), ("pipeline", status)], &[]),
-            ),
-            ("topFailingRules", array(failing)),
-            ("generatedAt", instant()),
-        ],
-        &[
-            "orgId",
-            "entities",
-            "byTarget",
-            "topFailingRules",
-            "generatedAt",
-        ],
-    );
-    let resource = object(
-        &[
-            ("apiVersion", string()),
-            ("kind", string()),
-            ("name", string()),
-            ("uid", string()),
-        ],
-        &["kind", "name", "uid"],
-    );
-    let report_result = object(
-        &[
-            ("source", string()),
-            ("policy", string()),
-            ("rule", string()),
-            ("result", one_of(&["pass", "fail", "warn", "error", "skip"])),
-            ("severity", one_of(&["high", "medium", "low"])),
-            ("message", string()),
-            ("scored", boolean()),
-            (
-                "properties",
-                object(
-                    &[
-                        ("ruleId", string()),
-                        ("field", string()),
-                        ("severity", string()),
-                    ],
-                    &[],
-                ),
-            ),
-            ("resources", array(resource)),
-            (
-                "timestamp",
-                object(
-                    &[("seconds", integer()), ("nanos", integer())],
-                    &["seconds", "nanos"],
-                ),
-            ),
-        ],
-        &["policy", "rule", "result", "resources"],
-    );
-    let metadata = object(
-        &[
-            ("name", string()),
-            ("namespace", string()),
-            ("creationTimestamp", instant()),
-            (
-                "annotations",
-                json!({"type": "object", "additionalProperties": {"type": "string"}}),
-            ),
-        ],
-        &["name"],
-    );
-    let report = object(
-        &[
-            ("apiVersion", one_of(&["wgpolicyk8s.io/v1alpha2"])),
-            ("kind", one_of(&["PolicyReport"])),
-            ("metadata", metadata),
-            (
-                "summary",
-                counts(&["pass", "fail", "warn", "error", "skip"]),
-            ),
-            ("results", array(report_result)),
-        ],
-        &["apiVersion", "kind", "metadata", "summary", "results"],
-    );
+/// Notification attempts and inbox messages.
+fn inbox_components() -> Value {
     let attempt = object(
         &[
             ("id", string()),
@@ -381,11 +187,6 @@ fn scan_components() -> Value {
     json!({
         "NotificationAttempt": attempt,
         "Message": message,
-        "Scan": scan,
-        "ScanResult": result,
-        "ScanSchedule": schedule,
-        "Posture": posture,
-        "PolicyReport": report,
     })
 }
 
@@ -529,7 +330,7 @@ pub(crate) fn components() -> Value {
         "Pagination": pagination,
         "Error": error,
     });
-    for more in [scan_components()] {
+    for more in [inbox_components()] {
         if let (Some(all), Value::Object(more)) = (schemas.as_object_mut(), more) {
             all.extend(more);
         }

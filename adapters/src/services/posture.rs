@@ -3,14 +3,35 @@
 //! at read time. Also as a Kubernetes `PolicyReport` (wgpolicyk8s.io/v1alpha2), so
 //! that report tooling made for Kyverno and its peers reads it.
 
-use chrono::Utc;
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
 use compliance_core::{Severity, Target};
-use serde_json::{json, Value};
 
 use super::{ServiceError, ServiceResult};
 use crate::inventory::{EntityCompliance, EntityResult};
+use crate::policy_report::{
+    PolicyReport, ReportApiVersion, ReportKind, ReportMetadata, ReportOutcome, ReportResource,
+    ReportResult, ReportSummary, ReportTimestamp,
+};
 use crate::services::context::AppState;
-use crate::storage::{FailingRule, OrgRecord, PipelineFilter, PluginFilter, StatusCounts};
+pub use crate::storage::{FailingRule, StatusCounts};
+use crate::storage::{OrgRecord, PipelineFilter, PluginFilter};
+
+/// An organization's posture.
+#[derive(Debug, Clone)]
+pub struct Posture {
+    /// The organization.
+    pub org_id: String,
+    /// Its entities by current result.
+    pub entities: StatusCounts,
+    /// The same per target.
+    pub by_target: BTreeMap<Target, StatusCounts>,
+    /// The rules failing most.
+    pub top_failing_rules: Vec<FailingRule>,
+    /// When it was read.
+    pub generated_at: DateTime<Utc>,
+}
 
 /// The most rules a posture lists.
 pub const MAX_TOP_RULES: u32 = 100;
@@ -32,10 +53,10 @@ pub async fn posture(
     org: &OrgRecord,
     target: Option<&str>,
     top: u32,
-) -> ServiceResult<Value> {
+) -> ServiceResult<Posture> {
     let top = top.clamp(1, MAX_TOP_RULES);
     let mut all = StatusCounts::default();
-    let mut by_target = serde_json::Map::new();
+    let mut by_target = BTreeMap::new();
     let mut failing: Vec<FailingRule> = Vec::new();
     for t in targets(target)? {
         let counts = state.store.status_counts(&org.id, t.as_str()).await?;
@@ -44,7 +65,7 @@ pub async fn posture(
         all.warn += counts.warn;
         all.block += counts.block;
         all.error += counts.error;
-        by_target.insert(t.as_str().to_owned(), json!(counts));
+        by_target.insert(t, counts.clone());
         failing.extend(state.store.failing_rules(&org.id, t.as_str(), top).await?);
     }
     failing.sort_by(|a, b| {
@@ -53,13 +74,13 @@ pub async fn posture(
             .then_with(|| a.rule_name.cmp(&b.rule_name))
     });
     failing.truncate(usize::try_from(top).unwrap_or(usize::MAX));
-    Ok(json!({
-        "orgId": org.id,
-        "entities": all,
-        "byTarget": by_target,
-        "topFailingRules": failing,
-        "generatedAt": Utc::now(),
-    }))
+    Ok(Posture {
+        org_id: org.id.clone(),
+        entities: all,
+        by_target,
+        top_failing_rules: failing,
+        generated_at: Utc::now(),
+    })
 }
 
 /// One entity's stored result, as report results.
@@ -68,52 +89,58 @@ fn entity_results(
     (id, name): (&str, &str),
     compliance: &EntityCompliance,
     timestamp: i64,
-) -> Vec<Value> {
+) -> Vec<ReportResult> {
     let policy = format!("compliance-{}", target.as_str());
     let kind = match target {
         Target::Plugin => "Plugin",
         Target::Pipeline => "Pipeline",
     };
-    let resource = json!([{"apiVersion": "compliance/v1", "kind": kind, "name": name, "uid": id}]);
-    let base = |rule: &str, result: &str, message: String| {
-        json!({
-            "source": "compliance",
-            "policy": policy,
-            "rule": rule,
-            "result": result,
-            "message": message,
-            "scored": true,
-            "resources": resource,
-            "timestamp": {"seconds": timestamp, "nanos": 0},
-        })
+    let base = |rule: &str, result: ReportOutcome, message: String| ReportResult {
+        source: "compliance",
+        policy: policy.clone(),
+        rule: rule.to_owned(),
+        result,
+        severity: None,
+        message,
+        scored: true,
+        properties: None,
+        resources: vec![ReportResource {
+            api_version: "compliance/v1",
+            kind,
+            name: name.to_owned(),
+            uid: id.to_owned(),
+        }],
+        timestamp: ReportTimestamp {
+            seconds: timestamp,
+            nanos: 0,
+        },
     };
     match compliance.result {
         EntityResult::Pass if compliance.violations.is_empty() => {
-            vec![base("all", "pass", "every rule passed".to_owned())]
+            vec![base(
+                "all",
+                ReportOutcome::Pass,
+                "every rule passed".to_owned(),
+            )]
         }
         EntityResult::Pass | EntityResult::Warn | EntityResult::Block => compliance
             .violations
             .iter()
             .map(|v| {
-                let (result, level) = v.severity().policy_report();
+                let (result, level) = ReportOutcome::of(v.severity());
                 let mut item = base(v.rule_name(), result, v.message());
-                if let Some(object) = item.as_object_mut() {
-                    object.insert("severity".to_owned(), json!(level));
-                    object.insert(
-                        "properties".to_owned(),
-                        json!({
-                            "ruleId": v.rule_id(),
-                            "field": v.field(),
-                            "severity": v.severity(),
-                        }),
-                    );
-                }
+                item.severity = Some(level);
+                item.properties = Some(BTreeMap::from([
+                    ("ruleId".to_owned(), v.rule_id().to_owned()),
+                    ("field".to_owned(), v.field().to_owned()),
+                    ("severity".to_owned(), v.severity().as_str().to_owned()),
+                ]));
                 item
             })
             .collect(),
         EntityResult::Error => vec![base(
             "all",
-            "error",
+            ReportOutcome::Error,
             "the entity could not be judged".to_owned(),
         )],
     }
@@ -135,7 +162,7 @@ pub async fn policy_report(
     target: &str,
     limit: u32,
     offset: u64,
-) -> ServiceResult<Value> {
+) -> ServiceResult<PolicyReport> {
     let t = targets(Some(target))?
         .first()
         .copied()
@@ -147,7 +174,7 @@ pub async fn policy_report(
         .failing_rules(&org.id, t.as_str(), u32::MAX)
         .await?
     {
-        match serde_json::from_value::<Severity>(json!(rule.severity)) {
+        match rule.severity.parse::<Severity>() {
             Ok(s) if s.blocks() => fail += rule.violations,
             Ok(_) => warn += rule.violations,
             Err(_) => {}
@@ -200,28 +227,28 @@ pub async fn policy_report(
             total
         }
     };
-    Ok(json!({
-        "apiVersion": "wgpolicyk8s.io/v1alpha2",
-        "kind": "PolicyReport",
-        "metadata": {
-            "name": format!("compliance-{}-{}", org.id, t.as_str()),
-            "namespace": org.id,
-            "creationTimestamp": now,
+    Ok(PolicyReport {
+        api_version: ReportApiVersion::V1alpha2,
+        kind: ReportKind::PolicyReport,
+        metadata: ReportMetadata {
+            name: format!("compliance-{}-{}", org.id, t.as_str()),
+            namespace: org.id.clone(),
+            creation_timestamp: now,
             // The page, where the CRD allows it (annotations are strings); a strict
             // validation refuses any top-level field the CRD does not declare.
-            "annotations": {
-                PAGE_TOTAL: total.to_string(),
-                PAGE_LIMIT: limit.to_string(),
-                PAGE_OFFSET: offset.to_string(),
-            },
+            annotations: BTreeMap::from([
+                (PAGE_TOTAL.to_owned(), total.to_string()),
+                (PAGE_LIMIT.to_owned(), limit.to_string()),
+                (PAGE_OFFSET.to_owned(), offset.to_string()),
+            ]),
         },
-        "summary": {
-            "pass": counts.pass,
-            "fail": fail,
-            "warn": warn,
-            "error": counts.error,
-            "skip": 0,
+        summary: ReportSummary {
+            pass: counts.pass,
+            fail,
+            warn,
+            error: counts.error,
+            skip: 0,
         },
-        "results": results,
-    }))
+        results,
+    })
 }

@@ -27,10 +27,8 @@ use sha2::{Digest, Sha256};
 
 use super::{pipelines, plugins, ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{
-    phases, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, ScanRecord, ScanResult,
-    ScheduleRecord, StoreError,
-};
+use crate::storage::{phases, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, StoreError};
+pub use crate::storage::{ScanRecord, ScanResult, ScheduleRecord};
 
 /// After this many takeovers (its sweeper's lease expired each time) a scan ends
 /// `failed` instead of being resumed again.

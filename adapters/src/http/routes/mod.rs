@@ -140,6 +140,14 @@ impl Route {
         self
     }
 
+    /// The success answer is a `T` as is, with no envelope (a format other tools
+    /// read, such as a `PolicyReport`).
+    fn bare<T: utoipa::ToSchema>(mut self) -> Self {
+        let schema = schema_of::<T>(&mut self.components);
+        self.ok = (200, schema);
+        self
+    }
+
     /// The success answer is a page of `T`s under `key` ([`Paged`]).
     ///
     /// [`Paged`]: crate::http::response::Paged
