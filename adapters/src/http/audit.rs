@@ -1,27 +1,160 @@
 //! `/audit`: ingest from services, the query for admins, and chain verification.
 
+use audit_chain::SealedEvent;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{PageParams, Query, RawBody, SortOrder};
 use crate::http::gate::Granted;
-use crate::http::response::{ok, paginated, paginated_with};
+use crate::http::response::{Answer, Paged};
 use crate::http::state::{AppState, ServiceCaller};
-use crate::services::audit;
-use crate::storage::AuditFilter;
+use crate::services::audit::{self, AuditFilter, ChainReport, CheckpointRecord};
 
-/// The body of `POST /audit/events`.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct IngestEvent {
+/// A sealed audit event as the API answers it: the event after redaction, with its
+/// place in its chain.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AuditEvent {
+    id: String,
+    /// 1, 2, 3... within the chain.
+    seq: u64,
+    /// `affectedOrgId` if set, else `orgId`.
+    chain_key: String,
     action: String,
     actor_id: String,
     actor_email: Option<String>,
+    org_id: String,
+    affected_org_id: Option<String>,
+    target_type: Option<String>,
+    target_id: Option<String>,
+    /// Context, redacted.
+    details: Value,
+    outcome: Option<String>,
+    occurred_at: DateTime<Utc>,
+    /// Ingest time; never decreases along a chain.
+    created_at: DateTime<Utc>,
+    service: Option<String>,
+    idempotency_key: Option<String>,
+    /// The version of the redaction rules applied.
+    redaction_version: u32,
+    /// 64 zeros for the first row of a chain.
+    prev_hash: String,
+    /// Lowercase hex SHA-256 of `prevHash` followed by the canonical JSON.
+    hash: String,
+}
+
+impl From<SealedEvent> for AuditEvent {
+    fn from(e: SealedEvent) -> Self {
+        AuditEvent {
+            id: e.id,
+            seq: e.seq,
+            chain_key: e.chain_key,
+            action: e.action,
+            actor_id: e.actor_id,
+            actor_email: e.actor_email,
+            org_id: e.org_id,
+            affected_org_id: e.affected_org_id,
+            target_type: e.target_type,
+            target_id: e.target_id,
+            details: e.details,
+            outcome: e.outcome,
+            occurred_at: e.occurred_at,
+            created_at: e.created_at,
+            service: e.service,
+            idempotency_key: e.idempotency_key,
+            redaction_version: e.redaction_version,
+            prev_hash: e.prev_hash,
+            hash: e.hash,
+        }
+    }
+}
+
+/// A signed checkpoint of a chain.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Checkpoint {
+    chain_key: String,
+    /// The chain's last seq when signed.
+    seq: u64,
+    /// Its head hash then.
+    hash: String,
+    signed_at: DateTime<Utc>,
+    /// The signed note (C2SP signed-note, Ed25519).
+    note: String,
+}
+
+impl From<CheckpointRecord> for Checkpoint {
+    fn from(c: CheckpointRecord) -> Self {
+        Checkpoint {
+            chain_key: c.chain_key,
+            seq: c.seq,
+            hash: c.hash,
+            signed_at: c.signed_at,
+            note: c.note,
+        }
+    }
+}
+
+/// A chain's verification: `ok` only when the chain and its checkpoints hold.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ChainVerdict {
+    ok: bool,
+    /// The first row that fails.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    broken_at: Option<AuditEvent>,
+    /// Why it fails (`{kind}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<Value>,
+    /// Rows checked (up to and including the broken one).
+    count: u64,
+    /// The first surviving row's seq.
+    first_seq: Option<u64>,
+    /// The last row checked.
+    last_seq: Option<u64>,
+    /// The hash of the last intact row.
+    head_hash: Option<String>,
+    /// The chain against its signed checkpoints, when they are on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checkpoints: Option<Value>,
+}
+
+impl From<ChainReport> for ChainVerdict {
+    fn from(r: ChainReport) -> Self {
+        let chain = r.chain;
+        ChainVerdict {
+            ok: r.ok,
+            broken_at: chain.broken_at.map(AuditEvent::from),
+            reason: chain
+                .reason
+                .and_then(|reason| serde_json::to_value(reason).ok()),
+            count: chain.count,
+            first_seq: chain.first_seq,
+            last_seq: chain.last_seq,
+            head_hash: chain.head_hash,
+            checkpoints: r
+                .checkpoints
+                .and_then(|verdict| serde_json::to_value(verdict).ok()),
+        }
+    }
+}
+
+/// Another service's event for the organization's chain.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct IngestEvent {
+    /// On the remote allow-list.
+    #[schema(max_length = 100)]
+    action: String,
+    #[schema(min_length = 1, max_length = 200)]
+    actor_id: String,
+    actor_email: Option<String>,
+    #[schema(min_length = 1, max_length = 200)]
     org_id: String,
     affected_org_id: Option<String>,
     target_type: Option<String>,
@@ -41,7 +174,7 @@ pub(crate) async fn ingest(
     caller: ServiceCaller,
     headers: HeaderMap,
     RawBody(body): RawBody,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<AuditEvent>, ApiError> {
     // Integers beyond ±2^53 become strings before a parser can make floats of them.
     let text =
         std::str::from_utf8(&body).map_err(|_| ApiError::validation("the body is not UTF-8"))?;
@@ -84,14 +217,11 @@ pub(crate) async fn ingest(
         idempotency_key: Some(key),
     };
     let (row, new) = audit::ingest(&state.store, event, now).await?;
-    Ok(ok(
-        if new {
-            StatusCode::CREATED
-        } else {
-            StatusCode::OK
-        },
-        row,
-    ))
+    Ok(if new {
+        Answer::created(row.into())
+    } else {
+        Answer::ok(row.into())
+    })
 }
 
 /// Filters of `GET /audit`.
@@ -127,7 +257,7 @@ pub(crate) async fn query(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<AuditQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<AuditEvent>, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
@@ -149,7 +279,8 @@ pub(crate) async fn query(
     let ascending = page.sort_order == SortOrder::Asc;
     let (events, total) =
         audit::query(&state.store, &filter, (page.limit, page.offset, ascending)).await?;
-    Ok(paginated("events", events, total, &page))
+    let events = events.into_iter().map(AuditEvent::from).collect();
+    Ok(Paged::new("events", events, total, page))
 }
 
 /// The query of `GET /audit/verify`.
@@ -163,7 +294,7 @@ pub(crate) struct VerifyQuery {
 pub(crate) async fn verify(
     State(state): State<AppState>,
     Query(q): Query<VerifyQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<ChainVerdict>, ApiError> {
     let chain = q
         .org_id
         .filter(|o| !o.trim().is_empty())
@@ -174,7 +305,7 @@ pub(crate) async fn verify(
         .as_ref()
         .map(|c| c.signer.verifier());
     let verification = audit::verify_chain(&state.store, &chain, verifier.as_ref()).await?;
-    Ok(ok(StatusCode::OK, verification))
+    Ok(Answer::ok(verification.into()))
 }
 
 /// The query of `GET /audit/checkpoints`.
@@ -191,21 +322,16 @@ pub(crate) async fn checkpoints(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<CheckpointQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Checkpoint>, ApiError> {
     // Newest first: checkpoints are signed in seq order, so createdAt and seq agree.
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total, latest) =
         audit::checkpoints(&state.store, &granted.org.id, page.limit, page.offset).await?;
-    let latest = serde_json::to_value(latest).unwrap_or(Value::Null);
-    Ok(paginated_with(
-        "checkpoints",
-        items,
-        total,
-        &page,
-        vec![("latest", latest)],
-    ))
+    let items = items.into_iter().map(Checkpoint::from).collect();
+    let latest = latest.map(Checkpoint::from);
+    Ok(Paged::new("checkpoints", items, total, page).beside("latest", latest))
 }
 
 /// `GET /audit/checkpoints/key`: the verifier key of the checkpoints, in the

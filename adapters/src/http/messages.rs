@@ -2,17 +2,111 @@
 //! `/compliance/notifications`: the notification log.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
-use serde::Deserialize;
-use serde_json::json;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::gate::Granted;
-use crate::http::response::{ok, paginated};
+use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::services::notifications;
+use crate::notify::Channel;
+use crate::services::notifications::{self, LogEntry, MessageRecord};
+
+/// A message of the organization's inbox.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Message {
+    id: String,
+    org_id: String,
+    /// `notification`, `digest` or `announcement`.
+    kind: String,
+    title: String,
+    body: String,
+    /// The notification it delivers, if any.
+    notification_id: Option<String>,
+    /// Who posted it (`system` for notifications).
+    created_by: String,
+    read_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+}
+
+impl From<MessageRecord> for Message {
+    fn from(m: MessageRecord) -> Self {
+        Message {
+            id: m.id,
+            org_id: m.org_id,
+            kind: m.kind,
+            title: m.title,
+            body: m.body,
+            notification_id: m.notification_id,
+            created_by: m.created_by,
+            read_at: m.read_at,
+            created_at: m.created_at,
+        }
+    }
+}
+
+/// What became of one delivery attempt.
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum DeliveryStatus {
+    Sent,
+    Failed,
+    Retrying,
+    Skipped,
+    Disabled,
+    Held,
+    Digested,
+}
+
+impl DeliveryStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Sent => "sent",
+            DeliveryStatus::Failed => "failed",
+            DeliveryStatus::Retrying => "retrying",
+            DeliveryStatus::Skipped => "skipped",
+            DeliveryStatus::Disabled => "disabled",
+            DeliveryStatus::Held => "held",
+            DeliveryStatus::Digested => "digested",
+        }
+    }
+}
+
+/// One notification delivery attempt.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NotificationAttempt {
+    id: String,
+    notification_id: String,
+    #[schema(value_type = Channel)]
+    channel: String,
+    #[schema(value_type = DeliveryStatus)]
+    status: String,
+    /// The attempt's number (0 for held and digested).
+    attempt: u32,
+    /// The receiver's HTTP status.
+    response_status: Option<u16>,
+    /// What went wrong, or why it was skipped.
+    error: Option<String>,
+    at: DateTime<Utc>,
+}
+
+impl From<LogEntry> for NotificationAttempt {
+    fn from(e: LogEntry) -> Self {
+        NotificationAttempt {
+            id: e.id,
+            notification_id: e.notification_id,
+            channel: e.channel,
+            status: e.status,
+            attempt: e.attempt,
+            response_status: e.response_status,
+            error: e.error,
+            at: e.at,
+        }
+    }
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -27,7 +121,7 @@ pub(crate) async fn inbox(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<InboxQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<Message>, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
@@ -39,7 +133,8 @@ pub(crate) async fn inbox(
     };
     let (items, total) =
         notifications::inbox(&state, &granted.org, unread, page.limit, page.offset).await?;
-    Ok(paginated("messages", items, total, &page))
+    let items = items.into_iter().map(Message::from).collect();
+    Ok(Paged::new("messages", items, total, page))
 }
 
 /// `PATCH /messages/:id/read`.
@@ -47,9 +142,9 @@ pub(crate) async fn mark_read(
     State(state): State<AppState>,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Message>, ApiError> {
     let message = notifications::mark_read(&state, &granted.org, &id).await?;
-    Ok(ok(StatusCode::OK, message))
+    Ok(Answer::ok(message.into()))
 }
 
 /// `DELETE /messages/:id`.
@@ -58,15 +153,18 @@ pub(crate) async fn delete(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Deleted>, ApiError> {
     notifications::delete(&state, &caller, &granted.org, &id).await?;
-    Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
+    Ok(Answer::ok(Deleted::new(id)))
 }
 
-#[derive(Debug, Deserialize)]
+/// An announcement for the organization's inbox.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct AnnouncementBody {
+    #[schema(min_length = 1, max_length = 200)]
     title: String,
+    #[schema(min_length = 1, max_length = 10000)]
     body: String,
 }
 
@@ -76,17 +174,17 @@ pub(crate) async fn announce(
     caller: Caller,
     granted: Granted,
     Json(body): Json<AnnouncementBody>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Message>, ApiError> {
     let message =
         notifications::announce(&state, &caller, &granted.org, (&body.title, &body.body)).await?;
-    Ok(ok(StatusCode::CREATED, message))
+    Ok(Answer::created(message.into()))
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct LogQuery {
-    channel: Option<String>,
-    status: Option<String>,
+    channel: Option<Channel>,
+    status: Option<DeliveryStatus>,
     #[serde(flatten)]
     page: PageParams,
 }
@@ -96,17 +194,21 @@ pub(crate) async fn log(
     State(state): State<AppState>,
     granted: Granted,
     Query(q): Query<LogQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Paged<NotificationAttempt>, ApiError> {
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) = notifications::log(
         &state,
         &granted.org,
-        (q.channel.as_deref(), q.status.as_deref()),
+        (
+            q.channel.map(Channel::as_str),
+            q.status.map(DeliveryStatus::as_str),
+        ),
         page.limit,
         page.offset,
     )
     .await?;
-    Ok(paginated("attempts", items, total, &page))
+    let items = items.into_iter().map(NotificationAttempt::from).collect();
+    Ok(Paged::new("attempts", items, total, page))
 }

@@ -4,6 +4,7 @@
 mod admin;
 pub mod audit;
 mod billing;
+mod builds;
 mod catalog;
 mod check_log;
 pub mod error;

@@ -1,16 +1,14 @@
 //! `/pipelines`: the organization's pipelines and the pipeline registry.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
-use crate::http::response::{ok, Answer, Paged};
+use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
 use crate::inventory::{AccessModifier, Arn, EntityCompliance, Name};
 use crate::services::pipelines::{
@@ -230,7 +228,7 @@ pub(crate) async fn delete(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Deleted>, ApiError> {
     pipelines::delete(
         &state,
         &caller,
@@ -239,7 +237,7 @@ pub(crate) async fn delete(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
+    Ok(Answer::ok(Deleted::new(id)))
 }
 
 /// `GET /pipelines/registry`.
@@ -295,8 +293,18 @@ pub(crate) async fn deregister(
     caller: Caller,
     granted: Granted,
     Query(q): Query<ArnQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Deregistered>, ApiError> {
     let arn = arn(q.arn.as_deref().unwrap_or_default())?;
     pipelines::deregister(&state, &caller, &granted.org, arn).await?;
-    Ok(ok(StatusCode::OK, json!({"arn": arn, "deleted": true})))
+    Ok(Answer::ok(Deregistered {
+        arn: arn.to_string(),
+        deleted: true,
+    }))
+}
+
+/// `{arn, deleted: true}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Deregistered {
+    arn: String,
+    deleted: bool,
 }

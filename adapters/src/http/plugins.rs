@@ -4,19 +4,16 @@
 use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::archive::Manifest;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
-use crate::http::response::{ok, paginated, Answer, Paged};
+use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
 use crate::inventory::{AccessModifier, BuildStatus, EntityCompliance};
-use crate::services::builds;
 use crate::services::plugins::{self, PluginChange, PluginFilter, PluginRecord};
 
 /// A plugin as the API answers it.
@@ -451,7 +448,7 @@ pub(crate) async fn delete(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Deleted>, ApiError> {
     plugins::delete(
         &state,
         &caller,
@@ -460,7 +457,14 @@ pub(crate) async fn delete(
         Utc::now(),
     )
     .await?;
-    Ok(ok(StatusCode::OK, json!({"id": id, "deleted": true})))
+    Ok(Answer::ok(Deleted::new(id)))
+}
+
+/// How many of the organization's pipelines reference a plugin name.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct PluginUsage {
+    name: String,
+    pipelines: u64,
 }
 
 /// `GET /plugins/plugin-usage`: per plugin name, how many of the organization's
@@ -468,86 +472,11 @@ pub(crate) async fn delete(
 pub(crate) async fn usage(
     State(state): State<AppState>,
     granted: Granted,
-) -> Result<Response, ApiError> {
+) -> Result<Answer<Vec<PluginUsage>>, ApiError> {
     let counts = plugins::usage(&state, &granted.org).await?;
-    let items: Vec<_> = counts
+    let items = counts
         .into_iter()
-        .map(|(name, pipelines)| json!({"name": name, "pipelines": pipelines}))
+        .map(|(name, pipelines)| PluginUsage { name, pipelines })
         .collect();
-    Ok(ok(StatusCode::OK, items))
-}
-
-/// `GET /plugins/queue/status` (admin): job counts by queue and status, of the
-/// organization (of all, for a super-admin).
-pub(crate) async fn queue_status(
-    State(state): State<AppState>,
-    granted: Granted,
-) -> Result<Response, ApiError> {
-    let counts = builds::status(&state.store, &granted.org, granted.super_admin).await?;
-    let items: Vec<_> = counts
-        .into_iter()
-        .map(|(queue, status, count)| json!({"queue": queue, "status": status, "count": count}))
-        .collect();
-    Ok(ok(StatusCode::OK, json!({"counts": items})))
-}
-
-async fn jobs(
-    state: AppState,
-    granted: Granted,
-    params: PageParams,
-    dead_letters: bool,
-) -> Result<Response, ApiError> {
-    let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    let (items, total) = builds::jobs(
-        &state.store,
-        (&granted.org, granted.super_admin),
-        dead_letters,
-        page.limit,
-        page.offset,
-    )
-    .await?;
-    Ok(paginated("jobs", items, total, &page))
-}
-
-/// `GET /plugins/queue/failed` (admin): builds that ended failed or timed out.
-pub(crate) async fn failed(
-    State(state): State<AppState>,
-    granted: Granted,
-    Query(params): Query<PageParams>,
-) -> Result<Response, ApiError> {
-    jobs(state, granted, params, false).await
-}
-
-/// `GET /plugins/queue/dlq` (admin): the dead letter queue.
-pub(crate) async fn dead_letters(
-    State(state): State<AppState>,
-    granted: Granted,
-    Query(params): Query<PageParams>,
-) -> Result<Response, ApiError> {
-    jobs(state, granted, params, true).await
-}
-
-/// `POST /plugins/queue/dlq/:jobId/replay` (admin, tenant-checked).
-pub(crate) async fn replay(
-    State(state): State<AppState>,
-    granted: Granted,
-    Path(job_id): Path<String>,
-) -> Result<Response, ApiError> {
-    let job = builds::replay(
-        &state.store,
-        (&granted.org, granted.super_admin),
-        &job_id,
-        Utc::now(),
-    )
-    .await?;
-    Ok(ok(StatusCode::OK, job))
-}
-
-/// `DELETE /plugins/queue/dlq` (super-admin): purge every dead letter.
-pub(crate) async fn purge(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> Result<Response, ApiError> {
-    let purged = builds::purge(&state.store, &caller, Utc::now()).await?;
-    Ok(ok(StatusCode::OK, json!({"purged": purged})))
+    Ok(Answer::ok(items))
 }

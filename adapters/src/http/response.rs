@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::http::extract::Page;
 
 /// `{success: true, statusCode, data}`.
-pub fn ok<T: Serialize>(status: StatusCode, data: T) -> Response {
+fn ok<T: Serialize>(status: StatusCode, data: T) -> Response {
     let data = serde_json::to_value(data).unwrap_or(Value::Null);
     (
         status,
@@ -17,13 +17,9 @@ pub fn ok<T: Serialize>(status: StatusCode, data: T) -> Response {
         .into_response()
 }
 
-/// `{success: true, statusCode: 200, <listKey>: [...], pagination: {total, limit, offset, hasMore}}`.
-pub fn paginated<T: Serialize>(list_key: &str, items: Vec<T>, total: u64, page: &Page) -> Response {
-    paginated_with(list_key, items, total, page, Vec::new())
-}
-
-/// [`paginated`] with more top-level fields beside the list.
-pub fn paginated_with<T: Serialize>(
+/// `{success: true, statusCode: 200, <listKey>: [...], pagination: {total, limit, offset, hasMore}}`,
+/// with more top-level fields beside the list.
+fn paginated_with<T: Serialize>(
     list_key: &str,
     items: Vec<T>,
     total: u64,
@@ -100,6 +96,7 @@ pub struct Paged<T> {
     items: Vec<T>,
     total: u64,
     page: Page,
+    beside: Vec<(&'static str, Value)>,
 }
 
 impl<T> Paged<T> {
@@ -110,13 +107,22 @@ impl<T> Paged<T> {
             items,
             total,
             page,
+            beside: Vec::new(),
         }
+    }
+
+    /// With `value` under `key` beside the list (documented by the route's
+    /// `pages_beside`).
+    pub fn beside(mut self, key: &'static str, value: impl Serialize) -> Self {
+        let value = serde_json::to_value(value).unwrap_or(Value::Null);
+        self.beside.push((key, value));
+        self
     }
 }
 
 impl<T: Serialize> IntoResponse for Paged<T> {
     fn into_response(self) -> Response {
-        paginated(self.key, self.items, self.total, &self.page)
+        paginated_with(self.key, self.items, self.total, &self.page, self.beside)
     }
 }
 

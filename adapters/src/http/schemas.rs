@@ -66,16 +66,6 @@ pub(crate) fn object(properties: &[(&str, Value)], required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
 }
 
-/// A request body: an object with exactly these properties (the server refuses
-/// unknown fields).
-pub(crate) fn body(properties: &[(&str, Value)], required: &[&str]) -> Value {
-    let mut schema = object(properties, required);
-    if let Some(o) = schema.as_object_mut() {
-        o.insert("additionalProperties".to_owned(), Value::Bool(false));
-    }
-    schema
-}
-
 /// The success envelope around `data`.
 pub(crate) fn envelope(data: Value) -> Value {
     object(
@@ -103,14 +93,6 @@ pub(crate) fn page_with(key: &str, item: Value, extra: &[(&str, Value)]) -> Valu
     ];
     properties.extend(extra.iter().cloned());
     object(&properties, &["success", "statusCode", key, "pagination"])
-}
-
-/// `{id, deleted: true}` and the like.
-pub(crate) fn done(id_field: &str, flag: &str) -> Value {
-    envelope(object(
-        &[(id_field, string()), (flag, boolean())],
-        &[id_field, flag],
-    ))
 }
 
 /// A query or header parameter.
@@ -142,54 +124,6 @@ pub(crate) fn listing(mut before: Vec<Value>) -> Vec<Value> {
     before
 }
 
-/// Notification attempts and inbox messages.
-fn inbox_components() -> Value {
-    let attempt = object(
-        &[
-            ("id", string()),
-            ("notificationId", string()),
-            ("channel", one_of(&["inbox", "email", "webhook"])),
-            (
-                "status",
-                one_of(&[
-                    "sent", "failed", "retrying", "skipped", "disabled", "held", "digested",
-                ]),
-            ),
-            ("attempt", integer()),
-            ("responseStatus", nullable(integer())),
-            ("error", nullable(string())),
-            ("at", instant()),
-        ],
-        &["id", "notificationId", "channel", "status", "attempt", "at"],
-    );
-    let message = object(
-        &[
-            ("id", string()),
-            ("orgId", string()),
-            ("kind", one_of(&["notification", "digest", "announcement"])),
-            ("title", string()),
-            ("body", string()),
-            ("notificationId", nullable(string())),
-            ("createdBy", string()),
-            ("readAt", nullable(instant())),
-            ("createdAt", instant()),
-        ],
-        &[
-            "id",
-            "orgId",
-            "kind",
-            "title",
-            "body",
-            "createdBy",
-            "createdAt",
-        ],
-    );
-    json!({
-        "NotificationAttempt": attempt,
-        "Message": message,
-    })
-}
-
 /// The wire names of `values` (their serde spelling), as an enum.
 fn spelled<T: serde::Serialize>(values: &[T]) -> Value {
     let names: Vec<Value> = values
@@ -215,47 +149,6 @@ pub(crate) fn quota_type() -> Value {
 
 /// The named schemas written by hand (the ones not derived from a type yet).
 pub(crate) fn components() -> Value {
-    let audit_event = object(
-        &[
-            ("id", string()),
-            ("seq", integer()),
-            ("chainKey", string()),
-            ("action", string()),
-            ("actorId", string()),
-            ("actorEmail", nullable(string())),
-            ("orgId", string()),
-            ("affectedOrgId", nullable(string())),
-            ("targetType", nullable(string())),
-            ("targetId", nullable(string())),
-            ("details", any()),
-            ("outcome", nullable(string())),
-            ("occurredAt", instant()),
-            ("createdAt", instant()),
-            ("service", nullable(string())),
-            ("prevHash", string()),
-            ("hash", string()),
-        ],
-        &[
-            "id",
-            "seq",
-            "chainKey",
-            "action",
-            "actorId",
-            "orgId",
-            "occurredAt",
-            "hash",
-        ],
-    );
-    let checkpoint = object(
-        &[
-            ("chainKey", string()),
-            ("seq", integer()),
-            ("hash", string()),
-            ("signedAt", instant()),
-            ("note", string()),
-        ],
-        &["chainKey", "seq", "hash", "signedAt", "note"],
-    );
     let pagination = object(
         &[
             ("total", json!({"type": "integer", "minimum": 0})),
@@ -281,60 +174,10 @@ pub(crate) fn components() -> Value {
         ],
         &["success", "statusCode", "code", "message"],
     );
-    let build_job = object(
-        &[
-            ("id", string()),
-            ("orgId", string()),
-            ("pluginId", string()),
-            ("image", string()),
-            ("queue", one_of(&["tier", "dlq"])),
-            (
-                "status",
-                one_of(&[
-                    "queued",
-                    "running",
-                    "completed",
-                    "failed",
-                    "timed_out",
-                    "replayed",
-                    "purged",
-                ]),
-            ),
-            ("attempts", integer()),
-            ("lastError", nullable(string())),
-            (
-                "lastOutcome",
-                nullable(one_of(&["succeeded", "failed", "timed_out"])),
-            ),
-            ("runAfter", instant()),
-            ("leaseUntil", nullable(instant())),
-            ("createdAt", instant()),
-            ("updatedAt", instant()),
-        ],
-        &[
-            "id",
-            "orgId",
-            "pluginId",
-            "image",
-            "queue",
-            "status",
-            "attempts",
-            "runAfter",
-            "createdAt",
-        ],
-    );
-    let mut schemas = json!({
-        "BuildJob": build_job,
-        "AuditEvent": audit_event,
-        "Checkpoint": checkpoint,
+    let schemas = json!({
         "Pagination": pagination,
         "Error": error,
     });
-    for more in [inbox_components()] {
-        if let (Some(all), Value::Object(more)) = (schemas.as_object_mut(), more) {
-            all.extend(more);
-        }
-    }
     schemas
 }
 

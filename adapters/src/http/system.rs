@@ -1,24 +1,30 @@
 //! `/health`, `/ready`, `/metrics` and `/openapi.json`.
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
 
 use crate::http::error::ApiError;
-use crate::http::response::ok;
+use crate::http::response::Answer;
 use crate::http::state::AppState;
 use crate::services::operations;
 
+/// How the server stands: `ok` (up) or `ready` (the database answers).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ServerStatus {
+    status: &'static str,
+}
+
 /// `GET /health`: the process is up.
-pub(crate) async fn health() -> Response {
-    ok(StatusCode::OK, json!({"status": "ok"}))
+pub(crate) async fn health() -> Answer<ServerStatus> {
+    Answer::ok(ServerStatus { status: "ok" })
 }
 
 /// `GET /ready`: the database answers.
-pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, ApiError> {
+pub(crate) async fn ready(State(state): State<AppState>) -> Result<Answer<ServerStatus>, ApiError> {
     operations::ready(&state.store).await?;
-    Ok(ok(StatusCode::OK, json!({"status": "ready"})))
+    Ok(Answer::ok(ServerStatus { status: "ready" }))
 }
 
 /// `GET /metrics`: Prometheus text.

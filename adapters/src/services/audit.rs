@@ -6,7 +6,8 @@ use audit_chain::{AuditEvent, SealedEvent};
 use chrono::{DateTime, Utc};
 
 use super::{ServiceError, ServiceResult};
-use crate::storage::{AuditFilter, CheckpointRecord, Store};
+use crate::storage::Store;
+pub use crate::storage::{AuditFilter, CheckpointRecord};
 
 /// The rows a verification reads at a time.
 pub const VERIFY_BATCH: u32 = 1_000;

@@ -7,7 +7,8 @@ use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, Caller};
-use crate::storage::{BuildJob, OrgRecord, Store};
+pub use crate::storage::BuildJob as BuildJobRecord;
+use crate::storage::{OrgRecord, Store};
 
 fn scope(org: &OrgRecord, super_admin: bool) -> Option<&str> {
     (!super_admin).then_some(org.id.as_str())
@@ -29,7 +30,7 @@ pub async fn jobs(
     dead_letters: bool,
     limit: u32,
     offset: u64,
-) -> ServiceResult<(Vec<BuildJob>, u64)> {
+) -> ServiceResult<(Vec<BuildJobRecord>, u64)> {
     Ok(store
         .builds(scope(org, super_admin), dead_letters, limit, offset)
         .await?)
@@ -42,7 +43,7 @@ pub async fn replay(
     (org, super_admin): (&OrgRecord, bool),
     job_id: &str,
     now: DateTime<Utc>,
-) -> ServiceResult<BuildJob> {
+) -> ServiceResult<BuildJobRecord> {
     store
         .replay_build(scope(org, super_admin), job_id, now, &[])
         .await?

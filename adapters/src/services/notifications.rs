@@ -23,9 +23,8 @@ use serde_json::{json, Value};
 use super::{ServiceError, ServiceResult};
 use crate::notify::{self, Channel};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{
-    LogEntry, MessageRecord, NewNotification, NotificationPreference, OrgRecord, ScanRecord,
-};
+pub use crate::storage::{LogEntry, MessageRecord};
+use crate::storage::{NewNotification, NotificationPreference, OrgRecord, ScanRecord};
 
 /// The most violations a notification carries (its count says how many there were).
 pub const MAX_VIOLATIONS: usize = 20;

@@ -16,7 +16,7 @@ pub(super) fn routes() -> Vec<Route> {
                 q.extend(paging(&["createdAt"]));
                 q
             })
-            .ok(200, page("attempts", reference("NotificationAttempt"))),
+            .pages::<messages::NotificationAttempt>("attempts"),
         get("/api/messages", "inbox", org_member(), messages::inbox)
             .doc("The organization's inbox: notifications and announcements, newest first")
             .query({
@@ -24,16 +24,16 @@ pub(super) fn routes() -> Vec<Route> {
                 q.extend(paging(&["createdAt"]));
                 q
             })
-            .ok(200, page("messages", reference("Message"))),
+            .pages::<messages::Message>("messages"),
         post("/api/messages/announcements", "announce", compliance(OrgSettings), messages::announce)
             .doc("Post an announcement to the organization's inbox (admins and owner)")
-            .body(body(&[("title", text(200)), ("body", text(10_000))], &["title", "body"]))
-            .ok(201, envelope(reference("Message"))),
+            .body_of::<messages::AnnouncementBody>()
+            .answers::<messages::Message>(201),
         patch("/api/messages/{id}/read", "markMessageRead", org_member(), messages::mark_read)
             .doc("Mark a message read")
-            .ok(200, envelope(reference("Message"))),
+            .answers::<messages::Message>(200),
         delete("/api/messages/{id}", "deleteMessage", compliance(OrgSettings), messages::delete)
             .doc("Delete a message (admins and owner)")
-            .ok(200, done("id", "deleted")),
+            .answers::<Deleted>(200),
     ]
 }

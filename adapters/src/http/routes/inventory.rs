@@ -25,7 +25,7 @@ pub(super) fn routes() -> Vec<Route> {
         delete("/api/pipelines/registry", "deregisterPipeline", compliance(PipelinesWrite), pipelines::deregister)
             .doc("Remove a registry entry")
             .query(vec![parameter("arn", "query", true, text(2048))])
-            .ok(200, done("arn", "deleted")),
+            .answers::<pipelines::Deregistered>(200),
         get("/api/pipelines/{id}", "getPipeline", org_member(), pipelines::get)
             .doc("One pipeline")
             .answers::<pipelines::Pipeline>(200),
@@ -39,7 +39,7 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<pipelines::Pipeline>(200),
         delete("/api/pipelines/{id}", "deletePipeline", compliance(PipelinesWrite), pipelines::delete)
             .doc("Delete a pipeline (frees its quota)")
-            .ok(200, done("id", "deleted")),
+            .answers::<Deleted>(200),
         // Plugins.
         get("/api/plugins", "listPlugins", org_member(), plugins::list)
             .doc("The organization's plugins")
@@ -55,10 +55,7 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<plugins::Plugin>(200),
         get("/api/plugins/plugin-usage", "pluginUsage", org_member(), plugins::usage)
             .doc("Per plugin name, how many of the organization's pipelines reference it")
-            .ok(200, envelope(array(object(
-                &[("name", string()), ("pipelines", integer())],
-                &["name", "pipelines"],
-            )))),
+            .answers_list::<plugins::PluginUsage>(200),
         post("/api/plugins", "uploadPlugin", compliance(PluginsWrite), plugins::upload)
             .doc("Upload a plugin: a ZIP with plugin.json (or plugin.yaml) at its root and optionally a Dockerfile; refused with the reason (400) for path traversal, links, more than 1,000 entries, more than 50 MB unpacked, a bomb-like ratio, a missing or invalid manifest. Checked by the compliance rules (403, 503) and the plugins quota (429) like a pipeline; a build job is queued")
             .multipart(
@@ -81,26 +78,23 @@ pub(super) fn routes() -> Vec<Route> {
             .feature(Feature::BulkOperations)
             .body_of::<plugins::Bulk>()
             .answers::<plugins::Changed>(200),
-        get("/api/plugins/queue/status", "buildQueueStatus", compliance(OrgSettings), plugins::queue_status)
+        get("/api/plugins/queue/status", "buildQueueStatus", compliance(OrgSettings), builds::queue_status)
             .doc("Build job counts by queue and status (admins: the org:settings permission); a super-admin sees every organization's")
-            .ok(200, envelope(object(&[("counts", array(object(
-                &[("queue", one_of(&["tier", "dlq"])), ("status", string()), ("count", integer())],
-                &["queue", "status", "count"],
-            )))], &["counts"]))),
-        get("/api/plugins/queue/failed", "failedBuilds", compliance(OrgSettings), plugins::failed)
+            .answers::<builds::QueueStatus>(200),
+        get("/api/plugins/queue/failed", "failedBuilds", compliance(OrgSettings), builds::failed)
             .doc("Builds that ended failed or timed out (the organization's; every organization's for a super-admin)")
             .query(paging(&["createdAt"]))
-            .ok(200, page("jobs", reference("BuildJob"))),
-        get("/api/plugins/queue/dlq", "deadLetters", compliance(OrgSettings), plugins::dead_letters)
+            .pages::<builds::BuildJob>("jobs"),
+        get("/api/plugins/queue/dlq", "deadLetters", compliance(OrgSettings), builds::dead_letters)
             .doc("The dead letter queue (the organization's; every organization's for a super-admin)")
             .query(paging(&["createdAt"]))
-            .ok(200, page("jobs", reference("BuildJob"))),
-        post("/api/plugins/queue/dlq/{jobId}/replay", "replayDeadLetter", compliance(OrgSettings), plugins::replay)
+            .pages::<builds::BuildJob>("jobs"),
+        post("/api/plugins/queue/dlq/{jobId}/replay", "replayDeadLetter", compliance(OrgSettings), builds::replay)
             .doc("Replay a dead letter of the organization: it is marked replayed and a new build of the plugin starts in the dead letter queue with fresh attempts")
-            .ok(200, envelope(reference("BuildJob"))),
-        delete("/api/plugins/queue/dlq", "purgeDeadLetters", Access::SuperAdmin { step_up: false }, plugins::purge)
+            .answers::<builds::BuildJob>(200),
+        delete("/api/plugins/queue/dlq", "purgeDeadLetters", Access::SuperAdmin { step_up: false }, builds::purge)
             .doc("Purge every dead letter (audited plugin.dlq.purge)")
-            .ok(200, envelope(object(&[("purged", integer())], &["purged"]))),
+            .answers::<builds::Purged>(200),
         get("/api/plugins/{id}", "getPlugin", org_member(), plugins::get)
             .doc("One plugin")
             .answers::<plugins::Plugin>(200),
@@ -110,6 +104,6 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<plugins::Plugin>(200),
         delete("/api/plugins/{id}", "deletePlugin", compliance(PluginsWrite), plugins::delete)
             .doc("Delete a plugin (frees its quota)")
-            .ok(200, done("id", "deleted")),
+            .answers::<Deleted>(200),
     ]
 }

@@ -21,7 +21,7 @@ use crate::http::response::Deleted;
 use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
-    admin, audit, billing, catalog, check_log, exemptions, invitations, members, messages,
+    admin, audit, billing, builds, catalog, check_log, exemptions, invitations, members, messages,
     organizations, pipelines, plugins, policies, preferences, quotas, rules, scans, system,
     templates, validate,
 };
@@ -140,6 +140,20 @@ impl Route {
         self
     }
 
+    /// A page of `T`s under `key`, with a `B` (or null) under `beside` ([`Paged::beside`]).
+    ///
+    /// [`Paged::beside`]: crate::http::response::Paged::beside
+    fn pages_beside<T: utoipa::ToSchema, B: utoipa::ToSchema>(
+        mut self,
+        key: &str,
+        beside: &str,
+    ) -> Self {
+        let item = schema_of::<T>(&mut self.components);
+        let other = schema_of::<B>(&mut self.components);
+        self.ok = (200, page_with(key, item, &[(beside, nullable(other))]));
+        self
+    }
+
     /// The success answer is a `T` as is, with no envelope (a format other tools
     /// read, such as a `PolicyReport`).
     fn bare<T: utoipa::ToSchema>(mut self) -> Self {
@@ -164,18 +178,8 @@ impl Route {
         self
     }
 
-    fn body(mut self, schema: Value) -> Self {
-        self.body = Some((schema, true));
-        self
-    }
-
     fn query(mut self, parameters: Vec<Value>) -> Self {
         self.query = parameters;
-        self
-    }
-
-    fn ok(mut self, status: u16, schema: Value) -> Self {
-        self.ok = (status, schema);
         self
     }
 
@@ -184,6 +188,12 @@ impl Route {
         self.body = Some((schema, true));
         self.body_media = "multipart/form-data";
         self.body_limit = Some(limit);
+        self
+    }
+
+    /// A success answered as a JSON document of its own (no envelope).
+    fn json_document(mut self) -> Self {
+        self.ok = (200, json!({"type": "object"}));
         self
     }
 

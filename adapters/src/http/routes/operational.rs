@@ -8,15 +8,15 @@ pub(super) fn routes() -> Vec<Route> {
         // Operational.
         get("/health", "health", Access::Public, system::health)
             .doc("The process is up")
-            .ok(200, envelope(object(&[("status", string())], &["status"]))),
+            .answers::<system::ServerStatus>(200),
         get("/ready", "ready", Access::Public, system::ready)
             .doc("The database answers")
-            .ok(200, envelope(object(&[("status", string())], &["status"]))),
+            .answers::<system::ServerStatus>(200),
         get("/metrics", "metrics", Access::Public, system::metrics)
             .doc("Prometheus metrics")
             .text(),
         get("/openapi.json", "openapi", Access::Public, system::openapi)
             .doc("This document")
-            .ok(200, json!({"type": "object"})),
+            .json_document(),
     ]
 }

@@ -8,24 +8,9 @@ pub(super) fn routes() -> Vec<Route> {
         // The audit trail.
         post("/api/audit/events", "ingestAuditEvent", Access::Service, audit::ingest)
             .doc("Append another service's event to the organization's chain; `Idempotency-Key` header required (a redelivery answers 200 with the first row)")
-            .body(body(
-                &[
-                    ("action", text(100)),
-                    ("actorId", text(200)),
-                    ("actorEmail", nullable(string())),
-                    ("orgId", text(200)),
-                    ("affectedOrgId", nullable(string())),
-                    ("targetType", nullable(string())),
-                    ("targetId", nullable(string())),
-                    ("details", any()),
-                    ("outcome", nullable(one_of(&["success", "failure"]))),
-                    ("occurredAt", nullable(instant())),
-                    ("service", nullable(string())),
-                ],
-                &["action", "actorId", "orgId"],
-            ))
+            .body_of::<audit::IngestEvent>()
             .query(vec![parameter("Idempotency-Key", "header", true, text(200))])
-            .ok(201, envelope(reference("AuditEvent"))),
+            .answers::<audit::AuditEvent>(201),
         get("/api/audit", "queryAudit", compliance(AuditRead), audit::query)
             .doc("The organization's audit events (a super-admin may name any `orgId`)")
             .feature(Feature::AuditLog)
@@ -39,11 +24,11 @@ pub(super) fn routes() -> Vec<Route> {
                 query("from", instant()),
                 query("to", instant()),
             ]))
-            .ok(200, page("events", reference("AuditEvent"))),
+            .pages::<audit::AuditEvent>("events"),
         get("/api/audit/verify", "verifyAudit", Access::SuperAdmin { step_up: false }, audit::verify)
             .doc("Verify one chain, and its signed checkpoints when they are on")
             .query(vec![parameter("orgId", "query", true, text(200))])
-            .ok(200, envelope(object(&[("ok", boolean()), ("count", integer())], &["ok"]))),
+            .answers::<audit::ChainVerdict>(200),
         get("/api/audit/checkpoints", "listCheckpoints", Access::Org {
             from: InQuery("orgId"),
             need: Needs(AuditRead),
@@ -53,7 +38,7 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("The chain's signed checkpoints, newest first, and the latest")
             .feature(Feature::AuditLog)
             .query(listing(vec![parameter("orgId", "query", true, text(200))]))
-            .ok(200, page_with("checkpoints", reference("Checkpoint"), &[("latest", nullable(reference("Checkpoint")))])),
+            .pages_beside::<audit::Checkpoint, audit::Checkpoint>("checkpoints", "latest"),
         get("/api/audit/checkpoints/key", "checkpointKey", Access::Public, audit::checkpoint_key)
             .doc("The checkpoints' verifier key, in the signed-note form `<name>+<key id>+<base64 key>` (404 when checkpoints are off)")
             .text(),
