@@ -52,8 +52,8 @@ pub fn document() -> Value {
             .map(|name| {
                 let schema = match name {
                     "target" => target(),
-                    "type" => quota_type(),
-                    "bundleId" => bundle_id(),
+                    "type" => schema_value::<crate::http::quotas::QuotaType>(),
+                    "bundleId" => schema_value::<entitlements::BundleId>(),
                     _ => text(200),
                 };
                 parameter(name, "path", true, schema)

@@ -77,6 +77,19 @@ pub(crate) const SORTABLE: [&str; 4] = ["createdAt", "updatedAt", "name", "versi
 /// The largest upload (the whole multipart body).
 pub const MAX_UPLOAD_BYTES: usize = 20 * 1024 * 1024;
 
+/// The upload form (`multipart/form-data`), as `/openapi.json` documents it; the
+/// handler reads the parts one by one as they stream in, so nothing builds this.
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub(crate) struct PluginUpload {
+    /// The ZIP archive.
+    #[schema(value_type = String, content_media_type = "application/zip")]
+    plugin: Vec<u8>,
+    /// Private when left out.
+    access_modifier: Option<AccessModifier>,
+}
+
 /// The filters of the plugin list and find.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]

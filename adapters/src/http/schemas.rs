@@ -1,8 +1,8 @@
-//! The JSON Schemas (OpenAPI 3.1 dialect) still written by hand: query parameters,
-//! the error envelope, and the bodies and answers not yet declared as types (which
-//! derive theirs, `http/openapi.rs`). It shrinks as wire shapes become types; until
-//! then it is over 600 lines. Schemathesis checks, in the test suite, that the server
-//! answers what these say.
+//! The envelopes of document 2 around the typed bodies and answers (success, page,
+//! error, pagination) and the schemas of path, query and header parameters. Every
+//! body and answer schema is derived from its type (`http/openapi.rs`); enums come
+//! from the domain types through [`schema_value`]. Schemathesis checks, in the test
+//! suite, that the server answers what the document says.
 
 use serde_json::{json, Map, Value};
 
@@ -122,29 +122,6 @@ pub(crate) fn paging(sortable: &[&str]) -> Vec<Value> {
 pub(crate) fn listing(mut before: Vec<Value>) -> Vec<Value> {
     before.extend(paging(&["createdAt"]));
     before
-}
-
-/// The wire names of `values` (their serde spelling), as an enum.
-fn spelled<T: serde::Serialize>(values: &[T]) -> Value {
-    let names: Vec<Value> = values
-        .iter()
-        .filter_map(|v| serde_json::to_value(v).ok())
-        .collect();
-    json!({"type": "string", "enum": names})
-}
-
-/// A bundle id, as the catalog spells it (the API accepts any case).
-pub(crate) fn bundle_id() -> Value {
-    spelled(&entitlements::BundleId::ALL)
-}
-
-/// A type the quota service tracks (seats go to the platform).
-pub(crate) fn quota_type() -> Value {
-    let tracked: Vec<_> = entitlements::Dimension::ALL
-        .into_iter()
-        .filter(|d| d.is_quota_type())
-        .collect();
-    spelled(&tracked)
 }
 
 /// The named schemas written by hand (the ones not derived from a type yet).

@@ -79,7 +79,7 @@ pub(super) fn routes() -> Vec<Route> {
         get("/api/compliance/exemptions", "listExemptions", compliance(ComplianceRead), exemptions::list_exemptions)
             .doc("The organization's exemptions")
             .query(listing(vec![
-                query("status", one_of(&["requested", "approved", "rejected", "revoked"])),
+                query("status", schema_value::<compliance_core::ExemptionStatus>()),
                 query("ruleId", string()),
                 query("entityId", string()),
             ]))

@@ -10,8 +10,8 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("Every notification delivery attempt (channel, notification id, status, attempt, response status or error), newest first")
             .query({
                 let mut q = vec![
-                    query("channel", one_of(&["inbox", "email", "webhook"])),
-                    query("status", one_of(&["sent", "failed", "retrying", "skipped", "disabled", "held", "digested"])),
+                    query("channel", schema_value::<crate::notify::Channel>()),
+                    query("status", schema_value::<messages::DeliveryStatus>()),
                 ];
                 q.extend(paging(&["createdAt"]));
                 q

@@ -58,16 +58,7 @@ pub(super) fn routes() -> Vec<Route> {
             .answers_list::<plugins::PluginUsage>(200),
         post("/api/plugins", "uploadPlugin", compliance(PluginsWrite), plugins::upload)
             .doc("Upload a plugin: a ZIP with plugin.json (or plugin.yaml) at its root and optionally a Dockerfile; refused with the reason (400) for path traversal, links, more than 1,000 entries, more than 50 MB unpacked, a bomb-like ratio, a missing or invalid manifest. Checked by the compliance rules (403, 503) and the plugins quota (429) like a pipeline; a build job is queued")
-            .multipart(
-                object(
-                    &[
-                        ("plugin", json!({"type": "string", "contentMediaType": "application/zip"})),
-                        ("accessModifier", one_of(&["public", "private"])),
-                    ],
-                    &["plugin"],
-                ),
-                plugins::MAX_UPLOAD_BYTES,
-            )
+            .multipart::<plugins::PluginUpload>(plugins::MAX_UPLOAD_BYTES)
             .answers::<plugins::Plugin>(201),
         post("/api/plugins/deploy-generated", "deployGeneratedPlugin", compliance(PluginsWrite), plugins::deploy_generated)
             .doc("Deploy a generated plugin: packed with its Dockerfile, judged, charged and queued for a build like an upload")

@@ -184,7 +184,8 @@ impl Route {
     }
 
     /// A `multipart/form-data` body of at most `limit` bytes.
-    fn multipart(mut self, schema: Value, limit: usize) -> Self {
+    fn multipart<T: utoipa::ToSchema>(mut self, limit: usize) -> Self {
+        let schema = schema_of::<T>(&mut self.components);
         self.body = Some((schema, true));
         self.body_media = "multipart/form-data";
         self.body_limit = Some(limit);
@@ -213,8 +214,8 @@ impl Route {
 fn rule_filters() -> Vec<Value> {
     listing(vec![
         query("target", target()),
-        query("severity", one_of(&["warning", "error", "critical"])),
-        query("scope", one_of(&["org", "published"])),
+        query("severity", schema_value::<compliance_core::Severity>()),
+        query("scope", schema_value::<compliance_core::Scope>()),
         query("tag", string()),
         query("name", string()),
         query("includeDeleted", boolean()),
@@ -235,7 +236,10 @@ fn pipeline_filters(paged: bool) -> Vec<Value> {
         query("project", string()),
         query("organization", string()),
         query("pipelineName", string()),
-        query("accessModifier", one_of(&["public", "private"])),
+        query(
+            "accessModifier",
+            schema_value::<crate::inventory::AccessModifier>(),
+        ),
     ];
     if paged {
         let mut all = filters;
@@ -250,7 +254,10 @@ fn plugin_filters(paged: bool) -> Vec<Value> {
     let mut filters = vec![
         query("name", string()),
         query("version", string()),
-        query("accessModifier", one_of(&["public", "private"])),
+        query(
+            "accessModifier",
+            schema_value::<crate::inventory::AccessModifier>(),
+        ),
         query("isActive", boolean()),
         query("isDefault", boolean()),
         query("pluginType", string()),

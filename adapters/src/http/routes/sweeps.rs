@@ -14,8 +14,8 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("The organization's scans, newest first")
             .query({
                 let mut q = vec![
-                    query("target", one_of(&["plugin", "pipeline", "all"])),
-                    query("status", one_of(&["running", "completed", "cancelled", "failed"])),
+                    query("target", schema_value::<scans::ScanTarget>()),
+                    query("status", schema_value::<scans::ScanStatus>()),
                 ];
                 q.extend(paging(&["createdAt"]));
                 q
@@ -27,7 +27,7 @@ pub(super) fn routes() -> Vec<Route> {
         get("/api/compliance/scans/{id}/results", "scanResults", compliance(ComplianceRead), scans::results)
             .doc("The results of one scan, one per entity judged, narrowed to one result")
             .query({
-                let mut q = vec![query("result", one_of(&["pass", "warn", "block", "error"]))];
+                let mut q = vec![query("result", schema_value::<crate::inventory::EntityResult>())];
                 q.extend(paging(&["createdAt"]));
                 q
             })
