@@ -35,5 +35,6 @@ pub use period::Period;
 pub use sync::{is_newer, QuotaSync, SeatLimitSync};
 pub use tier::{Dimension, Feature, Tier, TierPlan};
 pub use usage::{
-    at_risk, check_increment, check_pooled_increment, QuotaError, QuotaRecord, Usage, MAX_INCREMENT,
+    at_risk, check_increment, check_pooled_increment, AtRiskTest, QuotaError, QuotaRecord, Usage,
+    MAX_INCREMENT,
 };

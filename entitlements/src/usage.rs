@@ -46,9 +46,8 @@ pub struct QuotaRecord {
 impl QuotaRecord {
     /// Whether any dimension is at or above `threshold_percent`.
     pub fn is_at_risk(&self, threshold_percent: f64) -> bool {
-        self.usage
-            .iter()
-            .any(|u| u.percent_used().is_some_and(|p| p >= threshold_percent))
+        let test = AtRiskTest::at(threshold_percent);
+        self.usage.iter().any(|u| test.holds(u.used, u.limit))
     }
 }
 
@@ -68,6 +67,51 @@ pub fn at_risk(
     records
         .iter()
         .filter(move |r| r.is_at_risk(threshold_percent))
+}
+
+/// The at-risk test of [`QuotaRecord::is_at_risk`] as a comparison a database can
+/// make over stored rows, so that a page of accounts at risk is selected where the
+/// rows are: a finite `limit` of which `used` is used is at risk when
+/// `used * used_factor >= limit_factor * limit`, and a zero limit (full) when
+/// `zero_limit_at_risk`.
+///
+/// ```
+/// use entitlements::*;
+/// let test = AtRiskTest::at(80.0);
+/// assert!(test.holds(20, Limit::Finite(25)));
+/// assert!(!test.holds(19, Limit::Finite(25)));
+/// assert!(test.holds(0, Limit::Finite(0)));
+/// assert!(!AtRiskTest::at(101.0).holds(0, Limit::Finite(0)));
+/// assert!(!test.holds(u64::MAX, Limit::Unlimited));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AtRiskTest {
+    /// What `used` is multiplied by (a percentage's 100).
+    pub used_factor: f64,
+    /// What the limit is multiplied by (the threshold, in percent).
+    pub limit_factor: f64,
+    /// Whether a zero limit, which counts as 100% used, is at risk.
+    pub zero_limit_at_risk: bool,
+}
+
+impl AtRiskTest {
+    /// The test for `threshold_percent`.
+    pub fn at(threshold_percent: f64) -> AtRiskTest {
+        AtRiskTest {
+            used_factor: 100.0,
+            limit_factor: threshold_percent,
+            zero_limit_at_risk: threshold_percent <= 100.0,
+        }
+    }
+
+    /// Whether `used` of `limit` is at risk (an unlimited limit never is).
+    pub fn holds(&self, used: u64, limit: Limit) -> bool {
+        match limit {
+            Limit::Unlimited => false,
+            Limit::Finite(0) => self.zero_limit_at_risk,
+            Limit::Finite(n) => used as f64 * self.used_factor >= self.limit_factor * n as f64,
+        }
+    }
 }
 
 /// Why an increment is refused.
@@ -127,4 +171,33 @@ pub fn check_pooled_increment(
 ) -> Result<(u64, u64), QuotaError> {
     let pool_after = check_increment(pool_used, pool_limit, amount)?;
     Ok((team_used.saturating_add(amount), pool_after))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The linear test agrees with the percentage a quota answers, on every
+    /// threshold and usage of a grid around the edges.
+    #[test]
+    fn the_at_risk_test_is_the_percentage_s() {
+        for threshold in [0.0, 1.0, 50.0, 79.9, 80.0, 80.1, 99.0, 100.0, 100.5, 150.0] {
+            let test = AtRiskTest::at(threshold);
+            for limit in [0u64, 1, 3, 7, 25, 100, 1000] {
+                for used in 0..=limit.saturating_mul(2).max(3) {
+                    let usage = Usage {
+                        dimension: Dimension::Plugins,
+                        used,
+                        limit: Limit::Finite(limit),
+                    };
+                    let expected = usage.percent_used().is_some_and(|p| p >= threshold);
+                    assert_eq!(
+                        test.holds(used, Limit::Finite(limit)),
+                        expected,
+                        "{used}/{limit} at {threshold}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -225,8 +225,9 @@ pub(crate) async fn ingest(
 }
 
 /// Filters of `GET /audit`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct AuditQuery {
     org_id: Option<String>,
     action: Option<String>,
@@ -234,9 +235,12 @@ pub(crate) struct AuditQuery {
     target_type: Option<String>,
     target_id: Option<String>,
     outcome: Option<String>,
+    #[param(value_type = Option<String>, format = DateTime)]
     from: Option<String>,
+    #[param(value_type = Option<String>, format = DateTime)]
     to: Option<String>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 
@@ -284,9 +288,11 @@ pub(crate) async fn query(
 }
 
 /// The query of `GET /audit/verify`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct VerifyQuery {
+    #[param(required = true, min_length = 1, max_length = 200)]
     org_id: Option<String>,
 }
 
@@ -309,10 +315,12 @@ pub(crate) async fn verify(
 }
 
 /// The query of `GET /audit/checkpoints`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct CheckpointQuery {
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 

@@ -40,13 +40,17 @@ impl From<CheckRecord> for CheckEntry {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct CheckQuery {
+    #[param(value_type = Option<compliance_core::Target>, inline)]
     target: Option<String>,
+    #[param(value_type = Option<compliance_core::Outcome>, inline)]
     result: Option<String>,
     entity_id: Option<String>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 

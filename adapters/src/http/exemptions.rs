@@ -106,13 +106,16 @@ pub(crate) struct Review {
     note: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ExemptionQuery {
+    #[param(value_type = Option<ExemptionStatus>, inline)]
     status: Option<String>,
     rule_id: Option<String>,
     entity_id: Option<String>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 

@@ -156,6 +156,17 @@ impl Access {
         )
     }
 
+    /// The query parameter that names the organization, when the route takes it there.
+    pub(crate) fn org_query(self) -> Option<&'static str> {
+        match self {
+            Access::Org {
+                from: OrgFrom::Query(name),
+                ..
+            } => Some(name),
+            _ => None,
+        }
+    }
+
     /// One sentence for the documentation.
     pub(crate) fn describe(self) -> String {
         let need = |need: tenancy::Access| match need {

@@ -108,11 +108,14 @@ impl From<LogEntry> for NotificationAttempt {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct InboxQuery {
+    #[param(value_type = Option<bool>)]
     unread: Option<String>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 
@@ -180,12 +183,16 @@ pub(crate) async fn announce(
     Ok(Answer::created(message.into()))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct LogQuery {
+    #[param(inline)]
     channel: Option<Channel>,
+    #[param(inline)]
     status: Option<DeliveryStatus>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 

@@ -62,6 +62,9 @@ pub fn document() -> Value {
         if route.access.needs_org_header() {
             parameters.push(parameter("x-org-id", "header", true, text(200)));
         }
+        if let Some(name) = route.access.org_query() {
+            parameters.push(parameter(name, "query", true, text(200)));
+        }
         parameters.extend(route.query.iter().cloned());
         let (status, schema) = &route.ok;
         let content_type = route.media;

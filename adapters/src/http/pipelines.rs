@@ -110,14 +110,17 @@ pub(crate) struct RegistrationBody {
 pub(crate) const SORTABLE: [&str; 4] = ["createdAt", "updatedAt", "pipelineName", "project"];
 
 /// The filters of the pipeline list and find.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct PipelineQuery {
     project: Option<String>,
     organization: Option<String>,
     pipeline_name: Option<String>,
+    #[param(value_type = Option<AccessModifier>, inline)]
     access_modifier: Option<String>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 
@@ -282,8 +285,10 @@ pub(crate) async fn register(
 }
 
 /// The query of `DELETE /pipelines/registry`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ArnQuery {
+    #[param(required = true, min_length = 1, max_length = 2048)]
     arn: Option<String>,
 }
 

@@ -91,16 +91,19 @@ pub(crate) struct PluginUpload {
 }
 
 /// The filters of the plugin list and find.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct PluginQuery {
     name: Option<String>,
     version: Option<String>,
+    #[param(value_type = Option<AccessModifier>, inline)]
     access_modifier: Option<String>,
     is_active: Option<bool>,
     is_default: Option<bool>,
     plugin_type: Option<String>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 

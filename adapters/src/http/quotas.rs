@@ -123,11 +123,14 @@ fn page_of(items: Vec<quotas::OrgQuotas>) -> Vec<OrgQuotas> {
     items.into_iter().map(OrgQuotas::from).collect()
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct RiskQuery {
+    #[param(value_type = Option<f64>, minimum = 0)]
     threshold: Option<String>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 

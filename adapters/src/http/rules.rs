@@ -65,16 +65,24 @@ impl From<RuleChange> for RuleVersion {
 }
 
 /// Query filters of the rule lists.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct RuleQuery {
+    #[param(value_type = Option<compliance_core::Target>, inline)]
     target: Option<String>,
+    #[param(value_type = Option<compliance_core::Severity>, inline)]
     severity: Option<String>,
+    #[param(value_type = Option<compliance_core::Scope>, inline)]
     scope: Option<String>,
+    /// A tag the rule carries.
     tag: Option<String>,
+    /// A case-insensitive part of the name.
     name: Option<String>,
+    /// Soft-deleted rules too.
     include_deleted: Option<bool>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 

@@ -302,20 +302,27 @@ impl From<Posture> for CompliancePosture {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ScanQuery {
+    #[param(inline)]
     target: Option<ScanTarget>,
+    #[param(inline)]
     status: Option<ScanStatus>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ResultQuery {
+    #[param(value_type = Option<EntityResult>, inline)]
     result: Option<String>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 
@@ -432,10 +439,12 @@ pub(crate) struct ActiveBody {
     is_active: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ScheduleQuery {
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 
@@ -515,10 +524,13 @@ pub(crate) async fn delete_schedule(
     Ok(Answer::ok(schedule.into()))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct PostureQuery {
+    #[param(value_type = Option<Target>, inline)]
     target: Option<String>,
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     top: Option<String>,
 }
 
@@ -548,11 +560,14 @@ pub(crate) async fn posture(
     Ok(Answer::ok(answer.into()))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ReportQuery {
+    #[param(value_type = Target, required = true, inline)]
     target: Option<String>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageParams,
 }
 

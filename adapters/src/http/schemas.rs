@@ -21,11 +21,6 @@ pub(crate) fn nullable(schema: Value) -> Value {
     json!({"anyOf": [schema, {"type": "null"}]})
 }
 
-/// An RFC 3339 instant.
-pub(crate) fn instant() -> Value {
-    json!({"type": "string", "format": "date-time"})
-}
-
 /// An integer.
 pub(crate) fn integer() -> Value {
     json!({"type": "integer"})
@@ -116,12 +111,6 @@ pub(crate) fn paging(sortable: &[&str]) -> Vec<Value> {
         query("sortBy", one_of(sortable)),
         query("sortOrder", one_of(&["asc", "desc"])),
     ]
-}
-
-/// [`paging`] sorted by creation only, with more parameters before it.
-pub(crate) fn listing(mut before: Vec<Value>) -> Vec<Value> {
-    before.extend(paging(&["createdAt"]));
-    before
 }
 
 /// The named schemas written by hand (the ones not derived from a type yet).

@@ -200,7 +200,12 @@ pub async fn at_risk(
     }
     let (roots, total) = state
         .store
-        .roots_at_risk(threshold, &period_of(now), limit, offset)
+        .roots_at_risk(
+            entitlements::AtRiskTest::at(threshold),
+            &period_of(now),
+            limit,
+            offset,
+        )
         .await?;
     let mut records = Vec::with_capacity(roots.len());
     for root in &roots {

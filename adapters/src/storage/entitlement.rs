@@ -202,12 +202,12 @@ impl Store {
         Ok(())
     }
 
-    /// Account roots whose pool is at or above `threshold` percent of a finite limit
-    /// on any type, in `period` (a zero limit counts as full, as
-    /// `entitlements::Usage::percent_used` says): (a page of them, how many).
+    /// Account roots whose pool, in `period`, passes `test` on any type (entitlements
+    /// decides the comparison; the database makes it over the rows): (a page of
+    /// them, how many).
     pub async fn roots_at_risk(
         &self,
-        threshold: f64,
+        test: entitlements::AtRiskTest,
         period: &str,
         limit: u32,
         offset: u64,
@@ -218,17 +218,20 @@ impl Store {
         };
         let condition = format!(
             "deleted_at IS NULL AND parent_org_id IS NULL AND EXISTS (
-               SELECT 1 FROM quota_pool p WHERE p.root_id = organizations.id AND p.limit_value >= 0
-                 AND (CASE WHEN COALESCE(p.period_start, '') IN ('', $1) THEN p.used ELSE 0 END) * 100.0
-                     >= CAST($2 AS {real}) * p.limit_value)"
+               SELECT 1 FROM quota_pool p WHERE p.root_id = organizations.id AND (
+                 (p.limit_value = 0 AND CAST($4 AS INTEGER) = 1)
+                 OR (p.limit_value > 0
+                   AND (CASE WHEN COALESCE(p.period_start, '') IN ('', $1) THEN p.used ELSE 0 END)
+                       * CAST($2 AS {real}) >= CAST($3 AS {real}) * p.limit_value)))"
         );
-        self.organizations_where(
-            &condition,
-            &[Some(period.to_owned()), Some(threshold.to_string())],
-            limit,
-            offset,
-        )
-        .await
+        let parameters = [
+            Some(period.to_owned()),
+            Some(test.used_factor.to_string()),
+            Some(test.limit_factor.to_string()),
+            Some(i64::from(test.zero_limit_at_risk).to_string()),
+        ];
+        self.organizations_where(&condition, &parameters, limit, offset)
+            .await
     }
 
     /// Whether the root's stored limits, seats and features are those of `sync`

@@ -631,6 +631,21 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
         .call("GET", "/api/quotas/at-risk?threshold=60", &root, None, None)
         .await;
     assert_eq!(body["pagination"]["total"], 0, "{body}");
+    // A zero limit counts as full: at risk up to 100 %, never above.
+    override_limits(app, &acme, json!({"storage": 0})).await;
+    for (threshold, total) in [(100, 1), (101, 0)] {
+        let (_, body) = app
+            .call(
+                "GET",
+                &format!("/api/quotas/at-risk?threshold={threshold}"),
+                &root,
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(body["pagination"]["total"], total, "{threshold}: {body}");
+    }
+    override_limits(app, &acme, json!({"storage": null})).await;
     for bad in ["abc", "-1", "NaN"] {
         let (status, body) = app
             .call(

@@ -11,15 +11,12 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<quotas::OrgQuotas>(200),
         get("/api/quotas/all", "allQuotas", Access::SuperAdmin { step_up: false }, quotas::all)
             .doc("Every organization's quotas, oldest first")
-            .query(paging(&["createdAt"]))
+            .paged(&["createdAt"])
             .pages::<quotas::OrgQuotas>("quotas"),
         get("/api/quotas/at-risk", "quotasAtRisk", Access::SuperAdmin { step_up: false }, quotas::at_risk)
             .doc("Account roots whose usage is at or above `threshold` percent (default 80) of a finite limit on any quota type (a zero limit counts as full)")
-            .query({
-                let mut q = vec![query("threshold", json!({"type": "number", "minimum": 0}))];
-                q.extend(paging(&["createdAt"]));
-                q
-            })
+            .query_of::<quotas::RiskQuery>()
+            .paged(&["createdAt"])
             .pages::<quotas::OrgQuotas>("quotas"),
         get("/api/quotas/{id}", "orgQuotas", org_path(OwnManagedOrSuperAdmin).uncounted(), quotas::of)
             .doc("One organization's quotas")
@@ -37,7 +34,7 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<quotas::OrgQuotas>(200),
         post("/api/quotas/{id}/increment", "incrementQuota", Access::Service, quotas::increment)
             .doc("Add 1 to 1000 of apiCalls, aiCalls or storage to the organization and its account's pool in one atomic statement; over the limit 429 QUOTA_EXCEEDED with limit, used and requested, and nothing counted. An Idempotency-Key header makes a retry count once (the key reused for another increment is 409); keys are remembered 7 days")
-            .query(vec![parameter("Idempotency-Key", "header", false, text(200))])
+            .idempotency_key(false)
             .body_of::<quotas::QuotaIncrement>()
             .answers::<quotas::QuotaStatus>(200),
         // Billing (document 3, "Add-on bundles").

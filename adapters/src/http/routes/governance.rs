@@ -8,7 +8,8 @@ pub(super) fn routes() -> Vec<Route> {
         // Rules.
         get("/api/compliance/rules", "listRules", compliance(ComplianceRead), rules::list)
             .doc("The organization's rules")
-            .query(rule_filters())
+            .query_of::<rules::RuleQuery>()
+            .paged(&["createdAt"])
             .pages::<rules::OrgRule>("rules"),
         post("/api/compliance/rules", "createRule", compliance(ComplianceWrite), rules::create)
             .doc("Create a rule (validated: operator, value, regex, conditions)")
@@ -30,11 +31,12 @@ pub(super) fn routes() -> Vec<Route> {
         // The published catalog and subscriptions.
         get("/api/compliance/published-rules", "publishedRules", compliance(ComplianceRead), catalog::catalog)
             .doc("The published catalog")
-            .query(rule_filters())
+            .query_of::<rules::RuleQuery>()
+            .paged(&["createdAt"])
             .pages::<catalog::CatalogRule>("rules"),
         get("/api/compliance/subscriptions", "listSubscriptions", compliance(ComplianceRead), catalog::list)
             .doc("The organization's subscriptions")
-            .query(paging(&["createdAt"]))
+            .paged(&["createdAt"])
             .pages::<catalog::RuleSubscription>("subscriptions"),
         post("/api/compliance/subscriptions", "subscribe", compliance(ComplianceWrite), catalog::subscribe)
             .doc("Subscribe to a published rule (inactive until activated)")
@@ -78,11 +80,8 @@ pub(super) fn routes() -> Vec<Route> {
         // Exemptions.
         get("/api/compliance/exemptions", "listExemptions", compliance(ComplianceRead), exemptions::list_exemptions)
             .doc("The organization's exemptions")
-            .query(listing(vec![
-                query("status", schema_value::<compliance_core::ExemptionStatus>()),
-                query("ruleId", string()),
-                query("entityId", string()),
-            ]))
+            .query_of::<exemptions::ExemptionQuery>()
+            .paged(&["createdAt"])
             .pages::<exemptions::Exemption>("exemptions"),
         post("/api/compliance/exemptions", "requestExemption", compliance(ComplianceWrite), exemptions::request)
             .doc("Ask for an exemption of one entity from one rule")
@@ -102,7 +101,8 @@ pub(super) fn routes() -> Vec<Route> {
         // Policies and templates.
         get("/api/compliance/policies", "listPolicies", compliance(ComplianceRead), policies::list_policies)
             .doc("The organization's policies")
-            .query(listing(vec![query("name", string())]))
+            .query_of::<policies::PolicyQuery>()
+            .paged(&["createdAt"])
             .pages::<policies::Policy>("policies"),
         post("/api/compliance/policies", "createPolicy", compliance(ComplianceWrite), policies::create_policy)
             .doc("Create a policy (a named set of rules)")
@@ -136,11 +136,8 @@ pub(super) fn routes() -> Vec<Route> {
         // The check log and notification preferences.
         get("/api/compliance/audit", "checkLog", compliance(ComplianceRead), check_log::checks)
             .doc("The organization's validation log")
-            .query(listing(vec![
-                query("target", target()),
-                query("result", schema_value::<compliance_core::Outcome>()),
-                query("entityId", string()),
-            ]))
+            .query_of::<check_log::CheckQuery>()
+            .paged(&["createdAt"])
             .pages::<check_log::CheckEntry>("entries"),
         get("/api/compliance/notification-preferences", "notificationPreferences", compliance(ComplianceRead), preferences::preferences)
             .doc("The organization's notification preference (the secret is never returned)")

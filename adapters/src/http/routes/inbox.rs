@@ -8,22 +8,13 @@ pub(super) fn routes() -> Vec<Route> {
         // Notifications: the log and the inbox.
         get("/api/compliance/notifications", "notificationLog", compliance(ComplianceRead), messages::log)
             .doc("Every notification delivery attempt (channel, notification id, status, attempt, response status or error), newest first")
-            .query({
-                let mut q = vec![
-                    query("channel", schema_value::<crate::notify::Channel>()),
-                    query("status", schema_value::<messages::DeliveryStatus>()),
-                ];
-                q.extend(paging(&["createdAt"]));
-                q
-            })
+            .query_of::<messages::LogQuery>()
+            .paged(&["createdAt"])
             .pages::<messages::NotificationAttempt>("attempts"),
         get("/api/messages", "inbox", org_member(), messages::inbox)
             .doc("The organization's inbox: notifications and announcements, newest first")
-            .query({
-                let mut q = vec![query("unread", json!({"type": "string", "enum": ["true", "false"]}))];
-                q.extend(paging(&["createdAt"]));
-                q
-            })
+            .query_of::<messages::InboxQuery>()
+            .paged(&["createdAt"])
             .pages::<messages::Message>("messages"),
         post("/api/messages/announcements", "announce", compliance(OrgSettings), messages::announce)
             .doc("Post an announcement to the organization's inbox (admins and owner)")

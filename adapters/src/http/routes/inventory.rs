@@ -8,15 +8,16 @@ pub(super) fn routes() -> Vec<Route> {
         // Pipelines.
         get("/api/pipelines", "listPipelines", org_member(), pipelines::list)
             .doc("The organization's pipelines")
-            .query(pipeline_filters(true))
+            .query_of::<pipelines::PipelineQuery>()
+            .paged(&pipelines::SORTABLE)
             .pages::<pipelines::Pipeline>("pipelines"),
         get("/api/pipelines/find", "findPipeline", org_member(), pipelines::find)
             .doc("The newest pipeline matching the filters (at least one of project, organization, pipelineName)")
-            .query(pipeline_filters(false))
+            .query_of::<pipelines::PipelineQuery>()
             .answers::<pipelines::Pipeline>(200),
         get("/api/pipelines/registry", "pipelineRegistry", org_member(), pipelines::registry)
             .doc("The organization's registry: cloud pipeline resource names mapped to pipelines, newest first")
-            .query(paging(&["createdAt"]))
+            .paged(&["createdAt"])
             .pages::<pipelines::Registration>("registry"),
         post("/api/pipelines/registry", "registerPipeline", compliance(PipelinesWrite), pipelines::register)
             .doc("Map a cloud pipeline resource name to a pipeline of the organization (upsert; the deploy hook)")
@@ -24,7 +25,7 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<pipelines::Registration>(200),
         delete("/api/pipelines/registry", "deregisterPipeline", compliance(PipelinesWrite), pipelines::deregister)
             .doc("Remove a registry entry")
-            .query(vec![parameter("arn", "query", true, text(2048))])
+            .query_of::<pipelines::ArnQuery>()
             .answers::<pipelines::Deregistered>(200),
         get("/api/pipelines/{id}", "getPipeline", org_member(), pipelines::get)
             .doc("One pipeline")
@@ -43,11 +44,12 @@ pub(super) fn routes() -> Vec<Route> {
         // Plugins.
         get("/api/plugins", "listPlugins", org_member(), plugins::list)
             .doc("The organization's plugins")
-            .query(plugin_filters(true))
+            .query_of::<plugins::PluginQuery>()
+            .paged(&plugins::SORTABLE)
             .pages::<plugins::Plugin>("plugins"),
         get("/api/plugins/find", "findPlugin", org_member(), plugins::find)
             .doc("The newest plugin of a name (and version)")
-            .query(plugin_filters(false))
+            .query_of::<plugins::PluginQuery>()
             .answers::<plugins::Plugin>(200),
         post("/api/plugins/lookup", "lookupPlugin", org_member(), plugins::lookup)
             .doc("The newest plugin matching a filter body (at least one field)")
@@ -74,11 +76,11 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<builds::QueueStatus>(200),
         get("/api/plugins/queue/failed", "failedBuilds", compliance(OrgSettings), builds::failed)
             .doc("Builds that ended failed or timed out (the organization's; every organization's for a super-admin)")
-            .query(paging(&["createdAt"]))
+            .paged(&["createdAt"])
             .pages::<builds::BuildJob>("jobs"),
         get("/api/plugins/queue/dlq", "deadLetters", compliance(OrgSettings), builds::dead_letters)
             .doc("The dead letter queue (the organization's; every organization's for a super-admin)")
-            .query(paging(&["createdAt"]))
+            .paged(&["createdAt"])
             .pages::<builds::BuildJob>("jobs"),
         post("/api/plugins/queue/dlq/{jobId}/replay", "replayDeadLetter", compliance(OrgSettings), builds::replay)
             .doc("Replay a dead letter of the organization: it is marked replayed and a new build of the plugin starts in the dead letter queue with fresh attempts")

@@ -178,8 +178,30 @@ impl Route {
         self
     }
 
-    fn query(mut self, parameters: Vec<Value>) -> Self {
+    /// The query parameters are the fields of `T` (its `IntoParams`), followed by
+    /// those already declared.
+    fn query_of<T: utoipa::IntoParams>(mut self) -> Self {
+        let mut parameters: Vec<Value> =
+            T::into_params(|| Some(utoipa::openapi::path::ParameterIn::Query))
+                .into_iter()
+                .filter_map(|p| serde_json::to_value(p).ok())
+                .collect();
+        parameters.append(&mut self.query);
         self.query = parameters;
+        self
+    }
+
+    /// The list parameters of document 2 (`limit`, `offset`, `sortBy` among
+    /// `sortable`, `sortOrder`), after the others.
+    fn paged(mut self, sortable: &[&str]) -> Self {
+        self.query.extend(paging(sortable));
+        self
+    }
+
+    /// The `Idempotency-Key` header (1 to 200 characters), `required` or not.
+    fn idempotency_key(mut self, required: bool) -> Self {
+        self.query
+            .push(parameter("Idempotency-Key", "header", required, text(200)));
         self
     }
 
@@ -211,17 +233,6 @@ impl Route {
     }
 }
 
-fn rule_filters() -> Vec<Value> {
-    listing(vec![
-        query("target", target()),
-        query("severity", schema_value::<compliance_core::Severity>()),
-        query("scope", schema_value::<compliance_core::Scope>()),
-        query("tag", string()),
-        query("name", string()),
-        query("includeDeleted", boolean()),
-    ])
-}
-
 fn org_member() -> Access {
     Access::Org {
         from: OrgFrom::Header,
@@ -229,43 +240,6 @@ fn org_member() -> Access {
         step_up: false,
         counted: true,
     }
-}
-
-fn pipeline_filters(paged: bool) -> Vec<Value> {
-    let filters = vec![
-        query("project", string()),
-        query("organization", string()),
-        query("pipelineName", string()),
-        query(
-            "accessModifier",
-            schema_value::<crate::inventory::AccessModifier>(),
-        ),
-    ];
-    if paged {
-        let mut all = filters;
-        all.extend(paging(&crate::http::pipelines::SORTABLE));
-        all
-    } else {
-        filters
-    }
-}
-
-fn plugin_filters(paged: bool) -> Vec<Value> {
-    let mut filters = vec![
-        query("name", string()),
-        query("version", string()),
-        query(
-            "accessModifier",
-            schema_value::<crate::inventory::AccessModifier>(),
-        ),
-        query("isActive", boolean()),
-        query("isDefault", boolean()),
-        query("pluginType", string()),
-    ];
-    if paged {
-        filters.extend(paging(&crate::http::plugins::SORTABLE));
-    }
-    filters
 }
 
 /// Every route of the server.

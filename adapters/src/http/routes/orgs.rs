@@ -8,7 +8,7 @@ pub(super) fn routes() -> Vec<Route> {
         // Organizations.
         get("/api/me/organizations", "myOrganizations", Access::User, organizations::mine)
             .doc("The organizations the caller belongs to, with their roles")
-            .query(paging(&["createdAt"]))
+            .paged(&["createdAt"])
             .pages::<organizations::MyOrganization>("organizations"),
         get("/api/organization", "activeOrganization", org_member(), organizations::active)
             .doc("The `x-org-id` organization")
@@ -43,12 +43,12 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<organizations::Organization>(200),
         get("/api/organization/{id}/teams", "listTeams", org_path(Member), organizations::teams)
             .doc("The organization's teams")
-            .query(paging(&["createdAt"]))
+            .paged(&["createdAt"])
             .pages::<organizations::Organization>("teams"),
         // Members and roles.
         get("/api/organization/{id}/members", "listMembers", org_path(Member), members::list)
             .doc("The organization's members")
-            .query(paging(&["createdAt"]))
+            .paged(&["createdAt"])
             .pages::<members::Member>("members"),
         post("/api/organization/{id}/members", "addMember", org_path(Needs(MembersManage)), members::add)
             .doc("Add a member")
@@ -74,7 +74,7 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<members::Member>(200),
         get("/api/organization/{id}/roles", "listRoles", org_path(Member), members::roles)
             .doc("The organization's Roles")
-            .query(paging(&["createdAt"]))
+            .paged(&["createdAt"])
             .pages::<members::Role>("roles"),
         post("/api/organization/{id}/roles", "createRole", org_path(Needs(RolesManage)), members::create_role)
             .doc("Define a custom Role")
@@ -101,7 +101,7 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<invitations::Invitation>(201),
         get("/api/invitation", "listInvitations", compliance(InvitationsManage), invitations::list)
             .doc("The organization's invitations")
-            .query(paging(&["createdAt"]))
+            .paged(&["createdAt"])
             .pages::<invitations::Invitation>("invitations"),
         delete("/api/invitation/{id}", "revokeInvitation", compliance(InvitationsManage), invitations::revoke)
             .doc("Revoke an invitation")

@@ -12,32 +12,23 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<scans::Scan>(202),
         get("/api/compliance/scans", "listScans", compliance(ComplianceRead), scans::list)
             .doc("The organization's scans, newest first")
-            .query({
-                let mut q = vec![
-                    query("target", schema_value::<scans::ScanTarget>()),
-                    query("status", schema_value::<scans::ScanStatus>()),
-                ];
-                q.extend(paging(&["createdAt"]));
-                q
-            })
+            .query_of::<scans::ScanQuery>()
+            .paged(&["createdAt"])
             .pages::<scans::Scan>("scans"),
         get("/api/compliance/scans/{id}", "getScan", compliance(ComplianceRead), scans::get)
             .doc("One scan, with its counts")
             .answers::<scans::Scan>(200),
         get("/api/compliance/scans/{id}/results", "scanResults", compliance(ComplianceRead), scans::results)
             .doc("The results of one scan, one per entity judged, narrowed to one result")
-            .query({
-                let mut q = vec![query("result", schema_value::<crate::inventory::EntityResult>())];
-                q.extend(paging(&["createdAt"]));
-                q
-            })
+            .query_of::<scans::ResultQuery>()
+            .paged(&["createdAt"])
             .pages::<scans::ScanEntityResult>("results"),
         post("/api/compliance/scans/{id}/cancel", "cancelScan", compliance(ComplianceWrite), scans::cancel)
             .doc("Cancel a running scan (it stops within one batch); 409 when it has ended")
             .answers::<scans::Scan>(200),
         get("/api/compliance/scan-schedules", "listScanSchedules", compliance(ComplianceRead), scans::schedules)
             .doc("The organization's recurring scans")
-            .query(paging(&["createdAt"]))
+            .paged(&["createdAt"])
             .pages::<scans::ScanSchedule>("schedules"),
         post("/api/compliance/scan-schedules", "createScanSchedule", compliance(ComplianceWrite), scans::create_schedule)
             .doc("Schedule a recurring scan: five cron fields (minute hour dayOfMonth month dayOfWeek, UTC); 400 INVALID_CRON names the field")
@@ -56,18 +47,12 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<scans::ScanSchedule>(200),
         get("/api/compliance/posture", "compliancePosture", compliance(ComplianceRead), scans::posture)
             .doc("The organization's entities by current result and the rules failing most, from the stored results")
-            .query(vec![
-                query("target", target()),
-                query("top", json!({"type": "integer", "minimum": 1, "maximum": 100})),
-            ])
+            .query_of::<scans::PostureQuery>()
             .answers::<scans::CompliancePosture>(200),
         get("/api/compliance/posture/policy-report", "policyReport", compliance(ComplianceRead), scans::policy_report)
             .doc("The posture of one target as a Kubernetes PolicyReport (wgpolicyk8s.io/v1alpha2), answered as is (no envelope): the summary over every entity, the results of a page of entities")
-            .query({
-                let mut q = vec![parameter("target", "query", true, target())];
-                q.extend(paging(&["createdAt"]));
-                q
-            })
+            .query_of::<scans::ReportQuery>()
+            .paged(&["createdAt"])
             .bare::<crate::policy_report::PolicyReport>(),
     ]
 }

@@ -9,25 +9,17 @@ pub(super) fn routes() -> Vec<Route> {
         post("/api/audit/events", "ingestAuditEvent", Access::Service, audit::ingest)
             .doc("Append another service's event to the organization's chain; `Idempotency-Key` header required (a redelivery answers 200 with the first row)")
             .body_of::<audit::IngestEvent>()
-            .query(vec![parameter("Idempotency-Key", "header", true, text(200))])
+            .idempotency_key(true)
             .answers::<audit::AuditEvent>(201),
         get("/api/audit", "queryAudit", compliance(AuditRead), audit::query)
             .doc("The organization's audit events (a super-admin may name any `orgId`)")
             .feature(Feature::AuditLog)
-            .query(listing(vec![
-                query("orgId", string()),
-                query("action", string()),
-                query("actorId", string()),
-                query("targetType", string()),
-                query("targetId", string()),
-                query("outcome", string()),
-                query("from", instant()),
-                query("to", instant()),
-            ]))
+            .query_of::<audit::AuditQuery>()
+            .paged(&["createdAt"])
             .pages::<audit::AuditEvent>("events"),
         get("/api/audit/verify", "verifyAudit", Access::SuperAdmin { step_up: false }, audit::verify)
             .doc("Verify one chain, and its signed checkpoints when they are on")
-            .query(vec![parameter("orgId", "query", true, text(200))])
+            .query_of::<audit::VerifyQuery>()
             .answers::<audit::ChainVerdict>(200),
         get("/api/audit/checkpoints", "listCheckpoints", Access::Org {
             from: InQuery("orgId"),
@@ -37,7 +29,7 @@ pub(super) fn routes() -> Vec<Route> {
         }, audit::checkpoints)
             .doc("The chain's signed checkpoints, newest first, and the latest")
             .feature(Feature::AuditLog)
-            .query(listing(vec![parameter("orgId", "query", true, text(200))]))
+            .paged(&["createdAt"])
             .pages_beside::<audit::Checkpoint, audit::Checkpoint>("checkpoints", "latest"),
         get("/api/audit/checkpoints/key", "checkpointKey", Access::Public, audit::checkpoint_key)
             .doc("The checkpoints' verifier key, in the signed-note form `<name>+<key id>+<base64 key>` (404 when checkpoints are off)")
