@@ -1478,7 +1478,99 @@ async fn another_organization_cannot_reach_compliance_data(app: &TestApp) {
     assert_eq!(history["data"].as_array().unwrap().len(), 1);
 }
 
+// Concurrent live checks share the check log's commits: each is answered after its
+// row, its entity's snapshot and its notification are stored, and none is lost or
+// written twice.
+async fn concurrent_live_checks_are_each_recorded(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &alice,
+            Some(&acme),
+            Some(semver("SEMVER")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let checks = 64;
+    let requests = (0..checks)
+        .map(|i| {
+            let version = if i % 2 == 0 { "1.0.0" } else { "latest" };
+            TestApp::request_of(
+                "POST",
+                "/api/compliance/validate/plugin",
+                &alice,
+                Some(&acme),
+                Some(json!({"attributes": {"version": version}, "entityId": format!("e{i}")})),
+            )
+        })
+        .collect();
+    let answers = app.concurrently(requests).await;
+    for (i, (status, body)) in answers.iter().enumerate() {
+        assert_eq!(*status, StatusCode::OK, "{i}: {body}");
+        assert_eq!(body["data"]["blocked"], i % 2 == 1, "{i}: {body}");
+    }
+    let (_, log) = app
+        .call(
+            "GET",
+            "/api/compliance/audit?limit=100",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(log["pagination"]["total"], checks, "{log}");
+    let mut entities: Vec<String> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["entityId"].as_str().unwrap().to_owned())
+        .collect();
+    entities.sort();
+    entities.dedup();
+    assert_eq!(entities.len(), checks, "one row per check");
+    let (_, blocked) = app
+        .call(
+            "GET",
+            "/api/compliance/audit?result=block",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(blocked["pagination"]["total"], checks / 2, "{blocked}");
+    // Every entity's snapshot is kept: the impact preview judges all of them.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/subscriptions/preview/impact",
+            &alice,
+            Some(&acme),
+            Some(json!({"rule": semver("again")})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["evaluated"], checks, "{body}");
+    assert_eq!(body["data"]["failing"], checks / 2, "{body}");
+    // And each block's notification, with its deliveries: one per blocked check.
+    let now = chrono::Utc::now();
+    let mut notified = std::collections::BTreeSet::new();
+    while let Some(delivery) = app
+        .store
+        .claim_delivery(now, now + chrono::Duration::minutes(5))
+        .await
+        .unwrap()
+    {
+        assert_eq!(delivery.org_id, acme);
+        notified.insert(delivery.notification_id);
+    }
+    assert_eq!(notified.len(), checks / 2);
+}
+
 on_both_backends!(
+    concurrent_live_checks_are_each_recorded,
     the_life_of_a_rule,
     a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows,
     parents_propagate_rules_to_their_teams,
