@@ -20,7 +20,7 @@ use super::{ServiceError, ServiceResult};
 use crate::services::context::AppState;
 /// An entry of the check log, as [`log`] answers it.
 pub use crate::storage::CheckRecord;
-use crate::storage::{LiveCheck, OrgRecord, StoreError};
+use crate::storage::{OrgRecord, StoreError};
 
 /// The budget of one check: past it the answer is 503 COMPLIANCE_UNAVAILABLE.
 pub const BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
@@ -152,17 +152,17 @@ async fn record(
     } else {
         None
     };
-    let check = LiveCheck {
-        org_id: org.id.clone(),
-        target: target.as_str(),
-        entity_id: entity_id.map(str::to_owned),
-        result: evaluation.outcome().as_str(),
-        violations,
-        snapshot: snapshot.cloned(),
-        notification: notification.clone(),
-        at: now,
-    };
-    state.check_log.record(&state.store, check).await?;
+    state
+        .store
+        .record_live_check(
+            (&org.id, target.as_str(), entity_id),
+            evaluation.outcome().as_str(),
+            &violations,
+            snapshot,
+            notification.as_ref(),
+            now,
+        )
+        .await?;
     if let Some(n) = &notification {
         for (_, window) in &n.channels {
             if window.is_some() {

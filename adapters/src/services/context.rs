@@ -34,8 +34,6 @@ pub struct AppState {
     pub rule_cache: Arc<RuleCache>,
     /// The threads that parse and evaluate attribute documents, off the runtime.
     pub cpu: Arc<CpuPool>,
-    /// The writer that records live checks in groups.
-    pub check_log: Arc<crate::services::check_log::CheckLog>,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
 }
@@ -53,7 +51,6 @@ impl AppState {
             audit_counters,
             rule_cache: Arc::new(RuleCache::default()),
             cpu: Arc::new(CpuPool::per_core()),
-            check_log: Arc::default(),
             seen: Arc::new(Mutex::new(HashSet::new())),
         }
     }

@@ -14,7 +14,6 @@ pub mod audit;
 pub mod billing;
 pub mod builds;
 pub mod catalog;
-pub mod check_log;
 pub mod checks;
 pub mod context;
 pub mod delivery;

@@ -28,96 +28,43 @@ pub struct CheckRecord {
     pub created_at: DateTime<Utc>,
 }
 
-/// A live check to record: its check-log row, the entity's snapshot (for the impact
-/// preview) and the notification it calls for.
-#[derive(Debug, Clone)]
-pub struct LiveCheck {
-    /// The organization.
-    pub org_id: String,
-    /// `plugin` or `pipeline`.
-    pub target: &'static str,
-    /// The entity, when named.
-    pub entity_id: Option<String>,
-    /// `pass`, `warn` or `block`.
-    pub result: &'static str,
-    /// The violations, as stored.
-    pub violations: Value,
-    /// The attributes judged, kept for the entity when it is named.
-    pub snapshot: Option<Value>,
-    /// The notification, if the result calls for one.
-    pub notification: Option<super::NewNotification>,
-    /// When.
-    pub at: DateTime<Utc>,
-}
-
-/// The most checks one statement records (7 parameters each: under SQLite's 999).
-pub const MAX_CHECKS_PER_STATEMENT: usize = 128;
-
 impl Store {
-    /// Records live checks in one transaction: their check-log rows in one
-    /// statement, the entities' snapshots and the notifications they call for (so a
-    /// crash never loses one, and a rolled-back check never sends one). At most
-    /// [`MAX_CHECKS_PER_STATEMENT`] checks.
-    pub async fn record_live_checks(&self, checks: &[&LiveCheck]) -> StoreResult<()> {
-        if checks.is_empty() {
-            return Ok(());
-        }
-        if checks.len() > MAX_CHECKS_PER_STATEMENT {
-            return Err(super::StoreError::Invalid(format!(
-                "at most {MAX_CHECKS_PER_STATEMENT} checks per statement, got {}",
-                checks.len()
-            )));
-        }
-        let rows: Vec<String> = (0..checks.len())
-            .map(|i| {
-                let n = i * 7;
-                format!(
-                    "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                    n + 1,
-                    n + 2,
-                    n + 3,
-                    n + 4,
-                    n + 5,
-                    n + 6,
-                    n + 7
-                )
-            })
-            .collect();
-        let text = format!(
-            "INSERT INTO compliance_checks (id, org_id, target, entity_id, result, violations, created_at) VALUES {}",
-            rows.join(", ")
-        );
-        let text = self.sql(&text);
-        let mut insert = sqlx::query(&text);
-        for check in checks {
-            insert = insert
-                .bind(new_id())
-                .bind(check.org_id.as_str())
-                .bind(check.target)
-                .bind(check.entity_id.as_deref())
-                .bind(check.result)
-                .bind(check.violations.to_string())
-                .bind(stamp(check.at));
-        }
+    /// Records a live check in one transaction: its check-log row, the entity's
+    /// snapshot (for the impact preview), and the notification it calls for, if any
+    /// (so a crash never loses one, and a rolled-back check never sends one).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn record_live_check(
+        &self,
+        (org_id, target, entity_id): (&str, &str, Option<&str>),
+        result: &str,
+        violations: &Value,
+        snapshot: Option<&Value>,
+        notification: Option<&super::NewNotification>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<String>> {
         let mut tx = self.pool().begin().await?;
-        insert.execute(&mut *tx).await?;
-        for check in checks {
-            if let (Some(entity_id), Some(snapshot)) = (&check.entity_id, &check.snapshot) {
-                self.put_snapshot(
-                    &mut tx,
-                    (&check.org_id, check.target, entity_id),
-                    snapshot,
-                    check.at,
-                )
+        sqlx::query(&self.sql(
+            "INSERT INTO compliance_checks (id, org_id, target, entity_id, result, violations, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        ))
+        .bind(new_id())
+        .bind(org_id)
+        .bind(target)
+        .bind(entity_id)
+        .bind(result)
+        .bind(violations.to_string())
+        .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        if let (Some(entity_id), Some(snapshot)) = (entity_id, snapshot) {
+            self.put_snapshot(&mut tx, (org_id, target, entity_id), snapshot, now)
                 .await?;
-            }
-            if let Some(notification) = &check.notification {
-                self.insert_notification(&mut tx, &check.org_id, notification, check.at)
-                    .await?;
-            }
         }
+        let id = match notification {
+            Some(n) => Some(self.insert_notification(&mut tx, org_id, n, now).await?),
+            None => None,
+        };
         tx.commit().await?;
-        Ok(())
+        Ok(id)
     }
 
     /// Keeps the attributes an entity was last judged on (for the impact preview),

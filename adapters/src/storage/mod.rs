@@ -47,7 +47,7 @@ pub use audit::AuditFilter;
 pub use billing::SubscriptionRecord;
 pub use builds::{BuildJob, NextStep};
 pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
-pub use checks::{CheckRecord, LiveCheck, MAX_CHECKS_PER_STATEMENT};
+pub use checks::CheckRecord;
 pub use entitlement::{EntitlementWrite, LimitSync};
 pub use exemptions::{ExemptionRecord, NewExemption};
 pub use invitations::{InvitationRecord, InvitationStatus};
@@ -73,7 +73,7 @@ pub use schedules::{ScheduleFields, ScheduleRecord};
 pub use sweeps::{Flush, SweepState};
 
 /// What went wrong in storage, in terms the API can answer.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A uniqueness rule was broken.
     #[error("{0}")]

@@ -1478,9 +1478,8 @@ async fn another_organization_cannot_reach_compliance_data(app: &TestApp) {
     assert_eq!(history["data"].as_array().unwrap().len(), 1);
 }
 
-// Concurrent live checks share the check log's commits: each is answered after its
-// row, its entity's snapshot and its notification are stored, and none is lost or
-// written twice.
+// Concurrent live checks: each is answered after its check-log row, its entity's
+// snapshot and its notification are stored, and none is lost or written twice.
 async fn concurrent_live_checks_are_each_recorded(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
