@@ -1,8 +1,9 @@
-//! Load: live validations per second (the guard, a service token, the check of 100
+//! Load, as ratios to the same server's bare `GET /health` measured first in the same
+//! run, against the server on loopback over a real database: `GET /api/organization`
+//! with a user's token (an authenticated read of one organization: the gate and the
+//! account's apiCalls count), and live validations (a service token, the check of 100
 //! active rules of which 30 fail with their severities so that every check blocks and
-//! notifies, the check log's row, the entity's snapshot and the notification), against
-//! the server on loopback over a real database, as a ratio to the same server's bare
-//! `GET /health` measured first in the same run.
+//! notifies, the check log's row, the entity's snapshot and the notification).
 //!
 //! ```sh
 //! DATABASE_URL=postgres://postgres@127.0.0.1:5432/load \
@@ -127,6 +128,27 @@ async fn main() -> Result<(), String> {
         })
         .await?
     };
+    let read = {
+        let (http, base, org, user) = (
+            http.clone(),
+            base.clone(),
+            org.clone(),
+            Arc::new(user.clone()),
+        );
+        measure(total, in_flight, move |_| {
+            let (http, base, org, user) = (http.clone(), base.clone(), org.clone(), user.clone());
+            async move {
+                http.get(format!("{base}/api/organization"))
+                    .bearer_auth(user.as_str())
+                    .header("x-org-id", org.as_str())
+                    .send()
+                    .await
+                    .map(|r| r.status().as_u16())
+                    .unwrap_or(0)
+            }
+        })
+        .await?
+    };
     let validate = measure(total, in_flight, move |i| {
         let (http, base, org, service) = (http.clone(), base.clone(), org.clone(), service.clone());
         async move {
@@ -146,6 +168,13 @@ async fn main() -> Result<(), String> {
     println!(
         "GET /health: {:.0}/s (median {:.1} ms, p99 {:.1} ms)",
         health.rate, health.median_ms, health.p99_ms
+    );
+    println!(
+        "GET /api/organization, a user's token: {:.0}/s (median {:.1} ms, p99 {:.1} ms), ratio to /health {:.3}",
+        read.rate,
+        read.median_ms,
+        read.p99_ms,
+        read.rate / health.rate
     );
     println!(
         "live validation, 100 rules, 30 failing (blocked, notified): {:.0}/s (median {:.1} ms, p99 {:.1} ms), ratio to /health {:.3}",

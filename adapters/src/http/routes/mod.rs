@@ -49,6 +49,8 @@ pub struct Route {
     pub(crate) summary: &'static str,
     /// The request body's schema, and whether a body is required.
     pub(crate) body: Option<(Value, bool)>,
+    /// The query parameters (from the route's query type and `.paged`) and the
+    /// headers it reads (`Idempotency-Key`), as OpenAPI parameters.
     pub(crate) query: Vec<Value>,
     pub(crate) ok: (u16, Value),
     /// The success answer's media type.
