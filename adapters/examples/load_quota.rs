@@ -13,19 +13,15 @@
 //! Arguments: how many increments of 1 (20000), how many in flight (32), the pool's
 //! aiCalls limit (15000). The database is migrated; use a scratch one.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod support;
 
-use adapters::auth::{Claims, TokenKeys};
-use adapters::config::Config;
-use adapters::http::{router, AppState};
+use std::sync::Arc;
+
 use adapters::services::entitlement::{self, Change};
-use adapters::storage::Store;
 use chrono::Utc;
 use entitlements::{Dimension, Limit};
 use serde_json::{json, Value};
-
-const SECRET: &str = "load-secret-0123456789abcdef";
+use support::load::{measure, serve};
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
@@ -33,50 +29,11 @@ async fn main() -> Result<(), String> {
     let total: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let in_flight: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(32);
     let limit: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(15_000);
-    let url = std::env::var("DATABASE_URL").map_err(|_| "set DATABASE_URL".to_owned())?;
-    let config = Config::from_vars(vec![
-        ("JWT_SECRET".to_owned(), SECRET.to_owned()),
-        ("DATABASE_URL".to_owned(), url.clone()),
-    ])
-    .map_err(|e| format!("{e:?}"))?;
-    let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
-    store.migrate().await.map_err(|e| e.to_string())?;
-    let state = AppState::new(
-        config,
-        store.clone(),
-        Arc::new(adapters::audit::AuditCounters::default()),
-    );
-    let app = state.clone();
-    let mut workers = adapters::workers::Workers::new();
-    {
-        let store = store.clone();
-        workers.spawn("audit-relay", move |shutdown| {
-            adapters::workers::relay::run(store, "load".to_owned(), shutdown)
-        });
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| e.to_string())?;
-    let base = format!(
-        "http://{}",
-        listener.local_addr().map_err(|e| e.to_string())?
-    );
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router(state)).await;
-    });
-
-    let keys = TokenKeys::hs256(SECRET);
-    let user = keys
-        .sign(&Claims::user(
-            "load",
-            Some("load@example.com"),
-            Utc::now(),
-            Duration::from_secs(3600),
-        ))
-        .map_err(|e| e.to_string())?;
-    let mut claims = Claims::user("generator", None, Utc::now(), Duration::from_secs(3600));
-    claims.service = Some("generator".to_owned());
-    let service = keys.sign(&claims).map_err(|e| e.to_string())?;
+    let server = serve(&[]).await?;
+    let app = server.state.clone();
+    let base = server.base.clone();
+    let user = server.user_token("load")?;
+    let service = server.service_token("generator")?;
     let http = reqwest::Client::new();
     let create = |body: Value, org: Option<String>| {
         let mut request = http
@@ -129,52 +86,30 @@ async fn main() -> Result<(), String> {
     .await
     .map_err(|e| e.to_string())?;
 
-    let started = Instant::now();
-    let mut latencies = Vec::with_capacity(total);
-    let (mut counted, mut refused) = (0u64, 0u64);
-    let mut next = 0usize;
-    let mut running = tokio::task::JoinSet::new();
-    let (http, service, base) = (Arc::new(http.clone()), Arc::new(service), Arc::new(base));
-    while next < total || !running.is_empty() {
-        while next < total && running.len() < in_flight {
-            let (http, service, base) = (http.clone(), service.clone(), base.clone());
-            let org = if next % 2 == 0 {
-                root_id.clone()
-            } else {
-                team_id.clone()
-            };
-            running.spawn(async move {
-                let at = Instant::now();
-                let status = http
-                    .post(format!("{base}/api/quotas/{org}/increment"))
-                    .bearer_auth(service.as_str())
-                    .json(&json!({"type": "aiCalls", "amount": 1}))
-                    .send()
-                    .await
-                    .map(|r| r.status().as_u16())
-                    .unwrap_or(0);
-                (status, at.elapsed())
-            });
-            next += 1;
+    let shared = Arc::new((http, service, base, root_id.clone(), team_id));
+    let figures = measure(total, in_flight, move |i| {
+        let shared = shared.clone();
+        async move {
+            let (http, service, base, root_id, team_id) = &*shared;
+            let org = if i % 2 == 0 { root_id } else { team_id };
+            http.post(format!("{base}/api/quotas/{org}/increment"))
+                .bearer_auth(service)
+                .json(&json!({"type": "aiCalls", "amount": 1}))
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+                .unwrap_or(0)
         }
-        if let Some(done) = running.join_next().await {
-            let (status, elapsed) = done.map_err(|e| e.to_string())?;
-            match status {
-                200 => counted += 1,
-                429 => refused += 1,
-                other => return Err(format!("an increment answered {other}")),
-            }
-            latencies.push(elapsed);
-        }
+    })
+    .await?;
+    let count = |status: u16| figures.statuses.get(&status).copied().unwrap_or(0);
+    let (counted, refused) = (count(200), count(429));
+    if counted + refused != total as u64 {
+        return Err(format!(
+            "an increment answered neither 200 nor 429: {:?}",
+            figures.statuses
+        ));
     }
-    let seconds = started.elapsed().as_secs_f64();
-    latencies.sort();
-    let at = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
     let pool = app
         .store
         .pool_usage(&root_id, "aiCalls")
@@ -182,15 +117,13 @@ async fn main() -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     println!(
         "{total} increments of 1 on one pool (root and team alternating), {in_flight} in flight, limit {limit}: {:.0} increments/s; latency median {:.1} ms, p99 {:.1} ms; counted {counted}, refused {refused} (429), pool row {pool}",
-        total as f64 / seconds,
-        at(0.5).as_secs_f64() * 1000.0,
-        at(0.99).as_secs_f64() * 1000.0
+        figures.rate, figures.median_ms, figures.p99_ms
     );
     if counted != limit.min(total as u64) || pool != counted {
         return Err(format!(
             "overshoot or loss: counted {counted}, pool {pool}, limit {limit}"
         ));
     }
-    workers.drain(Duration::from_secs(10)).await;
+    server.stop().await;
     Ok(())
 }

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod load;
+
 use std::sync::Arc;
 use std::time::Duration;
 

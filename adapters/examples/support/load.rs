@@ -1,0 +1,161 @@
+//! What the load examples share: the server on loopback over `DATABASE_URL` (migrated,
+//! with the audit relay running, as `serve` runs it), its tokens, and the loop that
+//! keeps a number of requests in flight and reads their rate and latencies.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use adapters::auth::{Claims, TokenKeys};
+use adapters::config::Config;
+use adapters::http::{router, AppState};
+use adapters::storage::Store;
+use adapters::workers::Workers;
+use chrono::Utc;
+
+/// The token secret of the load server.
+const SECRET: &str = "load-secret-0123456789abcdef";
+
+/// A load server on loopback.
+pub struct LoadServer {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// Its state (its store, for the checks after a run).
+    pub state: AppState,
+    keys: TokenKeys,
+    workers: Workers,
+}
+
+/// Starts the server over `DATABASE_URL` with `vars` beside the token secret.
+pub async fn serve(vars: &[(&str, &str)]) -> Result<LoadServer, String> {
+    let url = std::env::var("DATABASE_URL").map_err(|_| "set DATABASE_URL".to_owned())?;
+    let mut all = vec![
+        ("JWT_SECRET".to_owned(), SECRET.to_owned()),
+        ("DATABASE_URL".to_owned(), url.clone()),
+    ];
+    all.extend(vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    let config = Config::from_vars(all).map_err(|e| format!("{e:?}"))?;
+    let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
+    store.migrate().await.map_err(|e| e.to_string())?;
+    let state = AppState::new(
+        config,
+        store.clone(),
+        Arc::new(adapters::audit::AuditCounters::default()),
+    );
+    let mut workers = Workers::new();
+    workers.spawn("audit-relay", move |shutdown| {
+        adapters::workers::relay::run(store, "load".to_owned(), shutdown)
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let base = format!(
+        "http://{}",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    let app = router(state.clone());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(LoadServer {
+        base,
+        state,
+        keys: TokenKeys::hs256(SECRET),
+        workers,
+    })
+}
+
+impl LoadServer {
+    /// A user's token, valid for an hour.
+    pub fn user_token(&self, user: &str) -> Result<String, String> {
+        let email = format!("{user}@example.com");
+        self.keys
+            .sign(&Claims::user(
+                user,
+                Some(&email),
+                Utc::now(),
+                Duration::from_secs(3600),
+            ))
+            .map_err(|e| e.to_string())
+    }
+
+    /// A service's token, valid for an hour.
+    pub fn service_token(&self, service: &str) -> Result<String, String> {
+        let mut claims = Claims::user(service, None, Utc::now(), Duration::from_secs(3600));
+        claims.service = Some(service.to_owned());
+        self.keys.sign(&claims).map_err(|e| e.to_string())
+    }
+
+    /// Lets the workers finish what they hold.
+    pub async fn stop(self) {
+        self.workers.drain(Duration::from_secs(10)).await;
+    }
+}
+
+/// What a run measured.
+pub struct Figures {
+    /// Requests per second.
+    pub rate: f64,
+    /// Median latency, in milliseconds.
+    pub median_ms: f64,
+    /// 99th percentile latency, in milliseconds.
+    pub p99_ms: f64,
+    /// How many requests answered each status.
+    pub statuses: BTreeMap<u16, u64>,
+}
+
+impl Figures {
+    /// Fails unless every request answered `status`.
+    pub fn all(self, status: u16) -> Result<Figures, String> {
+        match self.statuses.keys().find(|s| **s != status) {
+            Some(other) => Err(format!("a request answered {other}, not {status}")),
+            None => Ok(self),
+        }
+    }
+}
+
+/// Sends `total` requests made by `request` (given their number), `in_flight` at a
+/// time; each request answers its status (0 when it got none).
+pub async fn measure<F, R>(total: usize, in_flight: usize, request: F) -> Result<Figures, String>
+where
+    F: Fn(usize) -> R,
+    R: Future<Output = u16> + Send + 'static,
+{
+    let started = Instant::now();
+    let mut latencies = Vec::with_capacity(total);
+    let mut statuses = BTreeMap::new();
+    let mut running = tokio::task::JoinSet::new();
+    let mut next = 0usize;
+    while next < total || !running.is_empty() {
+        while next < total && running.len() < in_flight {
+            let sent = request(next);
+            running.spawn(async move {
+                let at = Instant::now();
+                (sent.await, at.elapsed())
+            });
+            next += 1;
+        }
+        if let Some(done) = running.join_next().await {
+            let (status, elapsed) = done.map_err(|e| e.to_string())?;
+            *statuses.entry(status).or_insert(0) += 1;
+            latencies.push(elapsed);
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    latencies.sort();
+    let at = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+            .as_secs_f64()
+            * 1000.0
+    };
+    Ok(Figures {
+        rate: total as f64 / seconds,
+        median_ms: at(0.5),
+        p99_ms: at(0.99),
+        statuses,
+    })
+}
