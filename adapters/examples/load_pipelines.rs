@@ -38,22 +38,13 @@ async fn main() -> Result<(), String> {
         }
         request.send()
     };
-    let name = format!("load-{}", adapters::new_id());
-    let org: Value = post(
-        "/api/organization",
-        None,
-        json!({"name": name.chars().take(30).collect::<String>()}),
-    )
-    .await
-    .map_err(|e| e.to_string())?
-    .json()
-    .await
-    .map_err(|e| e.to_string())?;
-    let org = org
-        .pointer("/data/id")
-        .and_then(Value::as_str)
-        .ok_or("no organization")?
-        .to_owned();
+    let name: String = format!("load-{}", adapters::new_id())
+        .chars()
+        .take(30)
+        .collect();
+    let org = server
+        .organization(&token, json!({ "name": name }), None)
+        .await?;
     for i in 0..100 {
         let rule = if i % 2 == 0 {
             json!({"name": format!("warn-{i}"), "target": "pipeline", "severity": "warning",

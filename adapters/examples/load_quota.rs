@@ -20,7 +20,7 @@ use std::sync::Arc;
 use adapters::services::entitlement::{self, Change};
 use chrono::Utc;
 use entitlements::{Dimension, Limit};
-use serde_json::{json, Value};
+use serde_json::json;
 use support::load::{measure, serve};
 
 #[tokio::main]
@@ -35,39 +35,20 @@ async fn main() -> Result<(), String> {
     let user = server.user_token("load")?;
     let service = server.service_token("generator")?;
     let http = reqwest::Client::new();
-    let create = |body: Value, org: Option<String>| {
-        let mut request = http
-            .post(format!("{base}/api/organization"))
-            .bearer_auth(&user)
-            .json(&body);
-        if let Some(org) = org {
-            request = request.header("x-org-id", org);
-        }
-        async move {
-            let reply: Value = request
-                .send()
-                .await
-                .map_err(|e| e.to_string())?
-                .json()
-                .await
-                .map_err(|e| e.to_string())?;
-            reply
-                .pointer("/data/id")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or(format!("no organization: {reply}"))
-        }
-    };
     let name: String = format!("load-{}", adapters::new_id())
         .chars()
         .take(30)
         .collect();
-    let root_id = create(json!({"name": name}), None).await?;
-    let team_id = create(
-        json!({"name": "team", "parentOrgId": root_id}),
-        Some(root_id.clone()),
-    )
-    .await?;
+    let root_id = server
+        .organization(&user, json!({ "name": name }), None)
+        .await?;
+    let team_id = server
+        .organization(
+            &user,
+            json!({"name": "team", "parentOrgId": root_id}),
+            Some(&root_id),
+        )
+        .await?;
     let root = app
         .store
         .organization(&root_id)

@@ -17,7 +17,7 @@ mod support;
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use support::load::{measure, serve, Figures};
 
 #[tokio::main]
@@ -30,21 +30,10 @@ async fn main() -> Result<(), String> {
     let user = server.user_token("load")?;
     let service = server.service_token("load")?;
     let http = reqwest::Client::new();
-    let org: Value = http
-        .post(format!("{base}/api/organization"))
-        .bearer_auth(&user)
-        .json(&json!({"name": format!("load-{}", &adapters::new_id()[..8])}))
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
-    let org = org
-        .pointer("/data/id")
-        .and_then(Value::as_str)
-        .ok_or("no organization")?
-        .to_owned();
+    let name = format!("load-{}", &adapters::new_id()[..8]);
+    let org = server
+        .organization(&user, json!({ "name": name }), None)
+        .await?;
     // 100 rules over the plugin's attributes: 30 fail (10 of them with a blocking
     // severity), 70 pass.
     for i in 0..100 {

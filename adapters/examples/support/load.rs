@@ -87,6 +87,35 @@ impl LoadServer {
         self.keys.sign(&claims).map_err(|e| e.to_string())
     }
 
+    /// Creates an organization from `body` with `token` (a team: its root in
+    /// `parent`), and answers its id.
+    pub async fn organization(
+        &self,
+        token: &str,
+        body: serde_json::Value,
+        parent: Option<&str>,
+    ) -> Result<String, String> {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}/api/organization", self.base))
+            .bearer_auth(token)
+            .json(&body);
+        if let Some(parent) = parent {
+            request = request.header("x-org-id", parent);
+        }
+        let reply: serde_json::Value = request
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        reply
+            .pointer("/data/id")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+            .ok_or(format!("no organization: {reply}"))
+    }
+
     /// Lets the workers finish what they hold.
     pub async fn stop(self) {
         self.workers.drain(Duration::from_secs(10)).await;
