@@ -202,7 +202,7 @@ pub(crate) async fn ingest(
     }
     let now = Utc::now();
     let event = audit_chain::AuditEvent {
-        id: crate::storage::new_id(),
+        id: crate::new_id(),
         action: body.action,
         actor_id: body.actor_id,
         actor_email: body.actor_email,

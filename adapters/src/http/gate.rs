@@ -9,7 +9,7 @@ use crate::audit::Action;
 use crate::http::error::ApiError;
 use crate::http::state::{AppState, Caller};
 use crate::services::access;
-use crate::storage::OrgRecord;
+use crate::services::organizations::OrgRecord;
 
 /// How the organization was named: by a path id (a foreign one answers 404) or by
 /// the `x-org-id` header (a foreign one answers 403 `TENANT_FORBIDDEN`).

@@ -60,7 +60,7 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 128)
         .map(str::to_owned)
-        .unwrap_or_else(crate::storage::new_id);
+        .unwrap_or_else(crate::new_id);
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         request.headers_mut().insert("x-request-id", value);
     }

@@ -11,8 +11,8 @@ use crate::http::guard::Admitted;
 use crate::http::response::Answer;
 use crate::http::state::{AnyCaller, AppState};
 use crate::services::checks::{self, Recording};
+use crate::services::organizations::OrgRecord;
 use crate::services::ServiceError;
-use crate::storage::OrgRecord;
 
 /// A validation: the attributes of an entity, and its id when it has one (its
 /// exemptions then apply, and its snapshot is kept).
