@@ -95,20 +95,15 @@ impl LoadServer {
         body: serde_json::Value,
         parent: Option<&str>,
     ) -> Result<String, String> {
-        let mut request = reqwest::Client::new()
-            .post(format!("{}/api/organization", self.base))
-            .bearer_auth(token)
-            .json(&body);
-        if let Some(parent) = parent {
-            request = request.header("x-org-id", parent);
-        }
-        let reply: serde_json::Value = request
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .json()
-            .await
-            .map_err(|e| e.to_string())?;
+        let reply = super::call(
+            &self.base,
+            reqwest::Method::POST,
+            "/api/organization",
+            token,
+            parent,
+            body,
+        )
+        .await?;
         reply
             .pointer("/data/id")
             .and_then(serde_json::Value::as_str)

@@ -109,23 +109,36 @@ impl Demo {
         org: Option<&str>,
         body: Value,
     ) -> Result<Value, String> {
-        let mut request = reqwest::Client::new()
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(token)
-            .json(&body);
-        if let Some(org) = org {
-            request = request.header("x-org-id", org);
-        }
-        let answer: Value = request
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .json()
-            .await
-            .map_err(|e| e.to_string())?;
-        match answer.get("success") {
-            Some(Value::Bool(true)) => Ok(answer),
-            _ => Err(answer.to_string()),
-        }
+        call(&self.base, method, path, token, org, body).await
+    }
+}
+
+/// `method path` on the server at `base` with a token and an optional organization;
+/// the whole answer when it succeeded.
+pub async fn call(
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    token: &str,
+    org: Option<&str>,
+    body: Value,
+) -> Result<Value, String> {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{base}{path}"))
+        .bearer_auth(token)
+        .json(&body);
+    if let Some(org) = org {
+        request = request.header("x-org-id", org);
+    }
+    let answer: Value = request
+        .send()
+        .await
+        .map_err(|e| e.to_string())?
+        .json()
+        .await
+        .map_err(|e| e.to_string())?;
+    match answer.get("success") {
+        Some(Value::Bool(true)) => Ok(answer),
+        _ => Err(answer.to_string()),
     }
 }

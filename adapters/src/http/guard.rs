@@ -17,8 +17,8 @@ use tenancy::{Permission, StepUp};
 use crate::http::error::ApiError;
 use crate::http::gate::{gate, Granted, Named};
 use crate::http::state::{AnyCaller, AppState, Caller, ServiceCaller};
+use crate::services::organizations::OrgRecord;
 use crate::services::ServiceError;
-use crate::storage::OrgRecord;
 
 /// Where an organization-scoped route names its organization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

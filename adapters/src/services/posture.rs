@@ -65,7 +65,7 @@ pub async fn posture(
         all.warn += counts.warn;
         all.block += counts.block;
         all.error += counts.error;
-        by_target.insert(t, counts.clone());
+        by_target.insert(t, counts);
         failing.extend(state.store.failing_rules(&org.id, t.as_str(), top).await?);
     }
     failing.sort_by(|a, b| {

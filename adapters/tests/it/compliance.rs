@@ -1483,16 +1483,7 @@ async fn another_organization_cannot_reach_compliance_data(app: &TestApp) {
 async fn concurrent_live_checks_are_each_recorded(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&acme),
-            Some(semver("SEMVER")),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.rule(&alice, &acme, semver("SEMVER")).await;
     let checks = 64;
     let requests = (0..checks)
         .map(|i| {
