@@ -378,9 +378,15 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     let database_url = config.database_url.clone();
     let state = AppState::new(config, store.clone(), counters);
     if store.dialect() == adapters::storage::Dialect::Postgres {
-        let cache = state.rule_cache.clone();
+        let state = state.clone();
         workers.spawn("cache-sync", move |shutdown| {
-            adapters::workers::cache_sync::run(database_url, cache, shutdown)
+            adapters::workers::cache_sync::run(database_url, state, shutdown)
+        });
+    }
+    {
+        let state = state.clone();
+        workers.spawn("allowances", move |shutdown| {
+            adapters::workers::allowances::run(state, shutdown)
         });
     }
     {

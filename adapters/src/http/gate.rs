@@ -53,7 +53,14 @@ pub async fn gate(
 ) -> Result<Granted, ApiError> {
     // Roles matter only when a permission is asked for.
     let needs_roles = requirement.permission.is_some();
-    let facts = access::facts(&state.store, org_id, &caller.user_id, needs_roles).await?;
+    let facts = access::facts(
+        &state.store,
+        &state.facts,
+        org_id,
+        &caller.user_id,
+        needs_roles,
+    )
+    .await?;
     let organization = facts.org.as_ref().map(OrgRecord::organization);
     let mut principal = caller.principal();
     principal.super_admin |= facts.super_admin;
@@ -80,6 +87,7 @@ pub async fn gate(
         };
         let org = facts
             .org
+            .clone()
             .ok_or_else(|| ApiError::not_found("organization"))?;
         return Ok(Granted {
             org,

@@ -15,6 +15,8 @@ use crate::compliance::RuleCache;
 use crate::config::Config;
 use crate::cpu::CpuPool;
 use crate::metrics::Metrics;
+use crate::services::access::FactsCache;
+use crate::services::allowance::Allowances;
 use crate::storage::Store;
 
 /// Everything a handler may use.
@@ -32,6 +34,10 @@ pub struct AppState {
     pub audit_counters: Arc<AuditCounters>,
     /// Compiled effective rule sets.
     pub rule_cache: Arc<RuleCache>,
+    /// The gate's facts, kept until they change.
+    pub facts: Arc<FactsCache>,
+    /// This replica's blocks of monthly units (API calls).
+    pub allowances: Arc<Allowances>,
     /// The threads that parse and evaluate attribute documents, off the runtime.
     pub cpu: Arc<CpuPool>,
     /// Users already recorded by this process, so that first sight writes once.
@@ -50,6 +56,8 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             audit_counters,
             rule_cache: Arc::new(RuleCache::default()),
+            facts: Arc::new(FactsCache::default()),
+            allowances: Arc::new(Allowances::default()),
             cpu: Arc::new(CpuPool::per_core()),
             seen: Arc::new(Mutex::new(HashSet::new())),
         }

@@ -246,6 +246,9 @@ where
         sync: sync_of(&root.id, &entitlement)?,
     };
     if state.store.commit_entitlement(&write, now, &audit).await? {
+        // The pool counts what was spent under the old limits, not what this
+        // replica holds unspent (the others hear of it).
+        super::allowance::give_back_account(&state.store, &state.allowances, &root.id).await;
         after.subscription.version += 1;
         return Ok(Some((after, entitlement)));
     }

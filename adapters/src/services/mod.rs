@@ -10,6 +10,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod allowance;
 pub mod audit;
 pub mod billing;
 pub mod builds;

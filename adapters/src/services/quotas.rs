@@ -10,6 +10,7 @@ use entitlements::{Dimension, Limit, Period, Tier, MAX_INCREMENT};
 use serde::Serialize;
 use serde_json::json;
 
+use super::allowance;
 use super::entitlement::{self, Change};
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event_on, AppState, Caller};
@@ -119,8 +120,20 @@ async fn of_account(
     now: DateTime<Utc>,
 ) -> ServiceResult<OrgQuotas> {
     let period = period_of(now);
-    let pool = state.store.pool_rows(&root.id, &period).await?;
-    let own = state.store.own_rows(&org.id, &period).await?;
+    let mut pool = state.store.pool_rows(&root.id, &period).await?;
+    let mut own = state.store.own_rows(&org.id, &period).await?;
+    // Units this replica reserved and did not spend are not used yet.
+    for dimension in quota_types().filter(|d| d.is_monthly()) {
+        let (own_unspent, account_unspent) =
+            state
+                .allowances
+                .unspent((&org.id, &root.id), dimension, &period);
+        for (rows, unspent) in [(&mut pool, account_unspent), (&mut own, own_unspent)] {
+            if let Some(row) = rows.iter_mut().find(|r| r.dimension == dimension.name()) {
+                row.used = row.used.saturating_sub(unspent);
+            }
+        }
+    }
     let quotas = quota_types()
         .map(|d| Ok((d.name(), status(d, (&pool, &own), now)?)))
         .collect::<ServiceResult<BTreeMap<_, _>>>()?;
@@ -216,7 +229,7 @@ pub async fn at_risk(
 
 /// Charges `amount` of `dimension` to `org` and its root's pool in one statement,
 /// synchronizing the account first if it never was; over the limit, nothing counts.
-async fn charge(
+pub(crate) async fn charge(
     state: &AppState,
     org: &OrgRecord,
     (dimension, amount): (Dimension, u64),
@@ -262,9 +275,10 @@ async fn charge(
 }
 
 /// Counts one authenticated API request of `org` (429 when apiCalls is exhausted):
-/// one transaction, no read before it.
+/// spent from this replica's block of the account's units, so that most requests
+/// write nothing (`services::allowance`).
 pub async fn count_api_call(state: &AppState, org: &OrgRecord) -> ServiceResult<()> {
-    charge(state, org, (Dimension::ApiCalls, 1), None, Utc::now()).await
+    allowance::spend(state, org, Dimension::ApiCalls, Utc::now()).await
 }
 
 /// What an increment asks.
@@ -360,6 +374,8 @@ pub async fn reset(
         .store
         .reset_usage((&org.id, &root.id), &names, &audit)
         .await?;
+    // The reset counted this replica's unspent units (others hear of it).
+    allowance::forget_account(&state.allowances, &root.id).await;
     of(state, &org, now).await
 }
 

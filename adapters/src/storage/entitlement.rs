@@ -173,7 +173,10 @@ impl Store {
         }
         self.write_limits(&mut tx, &write.sync).await?;
         self.enqueue(&mut tx, audit).await?;
+        self.notify_in(&mut tx, super::QUOTA_CHANNEL, &format!("give-back {root}"))
+            .await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(true)
     }
 

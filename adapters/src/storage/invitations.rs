@@ -103,6 +103,7 @@ impl Store {
         }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(Ok(()))
     }
 

@@ -89,6 +89,7 @@ impl Store {
         .await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 
@@ -138,6 +139,7 @@ impl Store {
         self.move_team_usage(&mut tx, id, "+").await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 
@@ -210,6 +212,7 @@ impl Store {
                     .await?;
             }
             tx.commit().await?;
+            self.facts_changed();
             purged += 1;
         }
         Ok(purged)

@@ -124,6 +124,7 @@ impl Store {
         }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(Ok(()))
     }
 
@@ -225,6 +226,7 @@ impl Store {
         found(done.rows_affected(), "member")?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 
@@ -262,6 +264,7 @@ impl Store {
             .await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 
@@ -291,6 +294,7 @@ impl Store {
         }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(Ok(()))
     }
 }

@@ -36,11 +36,13 @@ mod subscriptions;
 mod sweeps;
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Executor};
+use sqlx::{AnyConnection, AnyPool, Executor};
 
 pub use access::{AccessSnapshot, MyOrganization};
 pub use audit::AuditFilter;
@@ -158,7 +160,20 @@ pub enum Dialect {
 pub struct Store {
     pool: AnyPool,
     dialect: Dialect,
+    /// How many changes of the gate's facts this process has seen (its own writes,
+    /// and other replicas' through [`GATE_CHANNEL`]): a cached fact loaded under an
+    /// older count is not used.
+    facts: Arc<AtomicU64>,
 }
+
+/// The gate's facts changed (organizations, memberships, Roles, the super-admin
+/// flag): on PostgreSQL the triggers of migration 0015 send it inside every such
+/// change's transaction; each replica's cache of facts follows it.
+pub const GATE_CHANNEL: &str = "compliance_gate";
+
+/// An account's limits changed (`give-back <root>`: replicas give back the units
+/// they reserved) or its usage was reset (`forget <root>`: the reset counted them).
+pub const QUOTA_CHANNEL: &str = "compliance_quota";
 
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -198,7 +213,11 @@ impl Store {
             })
             .connect_with(options)
             .await?;
-        Ok(Store { pool, dialect })
+        Ok(Store {
+            pool,
+            dialect,
+            facts: Arc::new(AtomicU64::new(0)),
+        })
     }
 
     /// Connects to a database that must already exist: a SQLite file is opened
@@ -241,6 +260,36 @@ impl Store {
                 .await?;
         }
         Ok(())
+    }
+
+    /// [`Store::notify`] inside a transaction: PostgreSQL delivers it at the commit,
+    /// atomically with the change, and never when the transaction rolls back.
+    pub(crate) async fn notify_in(
+        &self,
+        conn: &mut AnyConnection,
+        channel: &str,
+        payload: &str,
+    ) -> StoreResult<()> {
+        if self.dialect == Dialect::Postgres {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(channel)
+                .bind(payload)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The count of changes of the gate's facts seen so far.
+    pub fn facts_version(&self) -> u64 {
+        self.facts.load(Ordering::Acquire)
+    }
+
+    /// Records a change of the gate's facts: called after the commit of every write
+    /// of organizations, memberships, Roles and the super-admin flag, and when another
+    /// replica's change is heard of.
+    pub fn facts_changed(&self) {
+        self.facts.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Whether the database answers.

@@ -182,6 +182,7 @@ impl Store {
         }
         self.enqueue(&mut tx, &audit(&id)).await?;
         tx.commit().await?;
+        self.facts_changed();
         self.organization(&id)
             .await?
             .ok_or_else(|| StoreError::Other("the new organization vanished".to_owned()))
@@ -229,6 +230,7 @@ impl Store {
         found(done.rows_affected(), "organization")?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 
@@ -281,6 +283,7 @@ impl Store {
         }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 
@@ -393,6 +396,7 @@ impl Store {
         }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 

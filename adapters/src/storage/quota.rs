@@ -205,6 +205,30 @@ impl Store {
         Ok(())
     }
 
+    /// Gives back units a charge reserved and nobody spent, in the period they were
+    /// charged in only: after that period's end (or a reset) they are not counted any
+    /// more. One transaction for the organization's row and the pool's.
+    pub async fn give_back(&self, charge: &Charge<'_>) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        for (table, key, id) in [
+            ("quota_pool", "root_id", charge.root_id),
+            ("quota_usage", "org_id", charge.org_id),
+        ] {
+            sqlx::query(&self.sql(&format!(
+                "UPDATE {table} SET used = CASE WHEN used > $3 THEN used - $3 ELSE 0 END
+                 WHERE {key} = $1 AND dimension = $2 AND COALESCE(period_start, '') = $4"
+            )))
+            .bind(id)
+            .bind(charge.dimension)
+            .bind(wire(charge.amount))
+            .bind(charge.period)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// A charge in a transaction of its own (an increment, an API call).
     pub async fn charge_now(
         &self,
@@ -391,6 +415,8 @@ impl Store {
             }
         }
         self.enqueue(&mut tx, audit).await?;
+        self.notify_in(&mut tx, super::QUOTA_CHANNEL, &format!("forget {root_id}"))
+            .await?;
         tx.commit().await?;
         Ok(())
     }

@@ -174,6 +174,7 @@ impl Store {
         })?;
         self.enqueue(&mut tx, &audit(&id)).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(id)
     }
 
@@ -206,6 +207,7 @@ impl Store {
         found(done.rows_affected(), "role")?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 
@@ -232,6 +234,7 @@ impl Store {
         found(done.rows_affected(), "role")?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 
@@ -247,6 +250,7 @@ impl Store {
         self.grant_role(&mut tx, (org_id, role_id, user_id)).await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 
@@ -271,6 +275,7 @@ impl Store {
         found(done.rows_affected(), "role member")?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 

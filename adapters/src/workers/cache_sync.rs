@@ -1,39 +1,48 @@
-//! Caches that follow changes on every replica: on PostgreSQL each process listens on
-//! [`CACHE_CHANNEL`](crate::compliance::CACHE_CHANNEL) and drops the rule sets another
-//! replica's change made stale. After a lost connection (notifications may have been
-//! missed) it drops everything. The TTL stays as a safety net.
+//! Caches that follow changes on every replica: on PostgreSQL each process listens
+//! on three channels. [`CACHE_CHANNEL`]: it drops the rule sets another replica's
+//! change made stale. [`GATE_CHANNEL`] (sent by triggers inside every change of
+//! organizations, memberships, Roles and the super-admin flag): the gate's cached
+//! facts are not used any more. [`QUOTA_CHANNEL`]: an account's limits changed
+//! (its unspent units go back to the pool) or its usage was reset (they are
+//! forgotten). After a lost connection (notifications may have been missed) it
+//! drops every rule set and fact. The caches' TTLs stay as a safety net.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
 
 use super::Shutdown;
-use crate::compliance::{RuleCache, Stale, CACHE_CHANNEL};
+use crate::compliance::{Stale, CACHE_CHANNEL};
+use crate::services::allowance;
+use crate::services::context::AppState;
+use crate::storage::{GATE_CHANNEL, QUOTA_CHANNEL};
 
 /// The worker, for a PostgreSQL `url`.
-pub async fn run(url: String, cache: Arc<RuleCache>, mut shutdown: Shutdown) {
+pub async fn run(url: String, state: AppState, mut shutdown: Shutdown) {
     loop {
         match PgListener::connect(&url).await {
             Ok(mut listener) => {
-                if let Err(error) = listener.listen(CACHE_CHANNEL).await {
+                if let Err(error) = listener
+                    .listen_all([CACHE_CHANNEL, GATE_CHANNEL, QUOTA_CHANNEL])
+                    .await
+                {
                     tracing::warn!(%error, "cache sync: cannot listen");
                 } else {
                     // Whatever changed while nobody listened is unknown.
-                    cache.invalidate_all();
+                    forget_everything(&state);
                     loop {
                         tokio::select! {
                             _ = shutdown.wait() => return,
                             received = listener.try_recv() => match received {
                                 Ok(Some(notification)) => {
-                                    cache.forget(&Stale::from_payload(notification.payload()));
+                                    heard(&state, notification.channel(), notification.payload());
                                 }
                                 // The connection dropped; the listener reconnects on the
                                 // next call, and what was missed is unknown.
-                                Ok(None) => cache.invalidate_all(),
+                                Ok(None) => forget_everything(&state),
                                 Err(error) => {
                                     tracing::warn!(%error, "cache sync: listener failed");
-                                    cache.invalidate_all();
+                                    forget_everything(&state);
                                     break;
                                 }
                             },
@@ -47,5 +56,24 @@ pub async fn run(url: String, cache: Arc<RuleCache>, mut shutdown: Shutdown) {
             _ = shutdown.wait() => return,
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
+    }
+}
+
+fn forget_everything(state: &AppState) {
+    state.rule_cache.invalidate_all();
+    state.store.facts_changed();
+}
+
+fn heard(state: &AppState, channel: &str, payload: &str) {
+    if channel == GATE_CHANNEL {
+        state.store.facts_changed();
+    } else if channel == QUOTA_CHANNEL {
+        // Giving back writes: off the listener's loop.
+        let (state, payload) = (state.clone(), payload.to_owned());
+        tokio::spawn(async move {
+            allowance::heard(&state.store, &state.allowances, &payload).await;
+        });
+    } else {
+        state.rule_cache.forget(&Stale::from_payload(payload));
     }
 }

@@ -4,8 +4,12 @@
 //!
 //! - `relay`: chains the audit outbox in order and flushes folded denials (lease
 //!   `audit-relay`).
-//! - `cache_sync`: on PostgreSQL, drops the rule sets another replica's change made
-//!   stale (every replica runs it; no lease).
+//! - `cache_sync`: on PostgreSQL, drops the rule sets and gate facts another
+//!   replica's change made stale, and gives back or forgets reserved units when an
+//!   account's limits change or its usage is reset (every replica; no lease).
+//! - `allowances`: gives back the monthly units this replica reserved and did not
+//!   spend, when their organization is idle and when the server stops (every
+//!   replica; no lease).
 //! - `checkpoints`: signs checkpoints of the audit chains (lease `audit-checkpoints`).
 //! - `builds`: runs plugin image builds from the build queue (every replica; each
 //!   claim is exclusive).
@@ -23,6 +27,7 @@
 //! - `retention`: prunes audit rows and check-log entries past retention (lease
 //!   `retention`).
 
+pub mod allowances;
 pub mod builds;
 pub mod cache_sync;
 pub mod checkpoints;

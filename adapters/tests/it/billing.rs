@@ -1047,7 +1047,115 @@ async fn invitations_are_accepted_within_the_seats(app: &TestApp) {
     assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
 }
 
+/// The pool's stored usage of apiCalls for `root`.
+async fn stored_api_calls(app: &TestApp, root: &str) -> i64 {
+    use sqlx::Row;
+    sqlx::query(&format!(
+        "SELECT used FROM quota_pool WHERE root_id = '{root}' AND dimension = 'apiCalls'"
+    ))
+    .fetch_one(adapters::storage::pool_for_tests(&app.store))
+    .await
+    .unwrap()
+    .try_get::<i64, _>(0)
+    .unwrap()
+}
+
+/// Reads do not write: the first request reserves a block of apiCalls, the next
+/// ones spend it in memory (the stored count does not move while the reported one
+/// counts each request), and the rest goes back once the organization is idle.
+async fn api_calls_are_spent_from_a_reserved_block(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let used = |body: &Value| body["data"]["quotas"]["apiCalls"]["used"].as_i64().unwrap();
+    let (status, _) = app
+        .call("GET", "/api/organization", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let reserved = stored_api_calls(app, &acme).await;
+    let (_, before) = app
+        .call("GET", "/api/quotas", &alice, Some(&acme), None)
+        .await;
+    assert!(
+        reserved >= used(&before) + 60,
+        "a block is reserved: stored {reserved}, used {}",
+        used(&before)
+    );
+    for _ in 0..10 {
+        let (status, _) = app
+            .call("GET", "/api/organization", &alice, Some(&acme), None)
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    assert_eq!(
+        stored_api_calls(app, &acme).await,
+        reserved,
+        "ten reads wrote nothing"
+    );
+    let (_, after) = app
+        .call("GET", "/api/quotas", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(used(&after), used(&before) + 10, "each read is counted");
+    assert_eq!(
+        after["data"]["quotas"]["apiCalls"]["ownUsed"],
+        used(&after),
+        "the root's own share is the account's"
+    );
+    // Idle for a second: what was not spent goes back, and the stored count is the
+    // reported one.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while stored_api_calls(app, &acme).await != used(&after) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the unspent units were not given back"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // A limit below the block: the block is what is left, then 429 with the pool's
+    // figures and the one unit asked for; nothing more is stored.
+    override_limits(app, &acme, json!({"apiCalls": used(&after) + 3})).await;
+    for _ in 0..3 {
+        let (status, body) = app
+            .call("GET", "/api/organization", &alice, Some(&acme), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (status, body) = app
+        .call("GET", "/api/organization", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    assert_eq!(body["details"]["requested"], 1, "{body}");
+    assert_eq!(body["details"]["used"], used(&after) + 3, "{body}");
+    assert_eq!(stored_api_calls(app, &acme).await, used(&after) + 3);
+    // A reset forgets the block (the reset counted it) and starts from zero.
+    let root = app.super_token().await;
+    override_limits(app, &acme, json!({"apiCalls": null})).await;
+    let (status, _) = app
+        .call("GET", "/api/organization", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/quotas/{acme}/reset"),
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["quotas"]["apiCalls"]["used"], 0, "{body}");
+    let (status, _) = app
+        .call("GET", "/api/organization", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, quotas) = app
+        .call("GET", "/api/quotas", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(used(&quotas), 1, "{quotas}");
+}
+
 on_both_backends!(
+    api_calls_are_spent_from_a_reserved_block,
     invitations_are_accepted_within_the_seats,
     the_worker_follows_configuration_and_months,
     the_documents_numbers_through_the_api,

@@ -125,6 +125,12 @@ impl TestApp {
                 adapters::workers::relay::run(store, "test".to_owned(), shutdown)
             });
         }
+        {
+            let state = state.clone();
+            workers.spawn("allowances", move |shutdown| {
+                adapters::workers::allowances::run(state, shutdown)
+            });
+        }
         TestApp {
             router: router(state),
             workers: Some(workers),

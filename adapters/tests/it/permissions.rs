@@ -460,7 +460,103 @@ async fn invitations(app: &TestApp) {
     }
 }
 
+/// The gate keeps each caller's facts between requests; a change of them (a role,
+/// a deactivation, a removal) is what the very next request is judged by.
+async fn the_gate_follows_each_change_at_once(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let bob = app.token("bob", "bob@example.com");
+    let members = format!("/api/organization/{acme}/members");
+    let (status, body) = app
+        .call(
+            "POST",
+            &members,
+            &alice,
+            None,
+            Some(json!({"userId": "bob"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let add = |user: &str| {
+        let (members, bob) = (members.clone(), bob.clone());
+        let body = json!({ "userId": user });
+        async move { app.call("POST", &members, &bob, None, Some(body)).await }
+    };
+    // Twice, so that the second is judged by what the first kept.
+    for _ in 0..2 {
+        let (status, body) = add("carol").await;
+        assert_eq!(code(status, &body), "FORBIDDEN", "{body}");
+    }
+    let (status, body) = app
+        .call(
+            "PATCH",
+            &format!("{members}/bob"),
+            &alice,
+            None,
+            Some(json!({"role": "admin"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = add("carol").await;
+    assert_eq!(status, StatusCode::CREATED, "promoted at once: {body}");
+    let (status, body) = app
+        .call(
+            "PATCH",
+            &format!("{members}/bob"),
+            &alice,
+            None,
+            Some(json!({"role": "member"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = add("dave").await;
+    assert_eq!(code(status, &body), "FORBIDDEN", "demoted at once: {body}");
+    for _ in 0..2 {
+        let (status, _) = app
+            .call("GET", "/api/organization", &bob, Some(&acme), None)
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (status, body) = app
+        .call(
+            "PATCH",
+            &format!("{members}/bob/deactivate"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = app
+        .call("GET", "/api/organization", &bob, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "deactivated at once: {body}");
+    let (status, _) = app
+        .call(
+            "PATCH",
+            &format!("{members}/bob/activate"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = app
+        .call("GET", "/api/organization", &bob, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "active again at once");
+    let (status, body) = app
+        .call("DELETE", &format!("{members}/bob"), &alice, None, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = app
+        .call("GET", "/api/organization", &bob, Some(&acme), None)
+        .await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN", "removed at once");
+}
+
 on_both_backends!(
+    the_gate_follows_each_change_at_once,
     member_lifecycle,
     the_escalation_guard_holds_and_changes_nothing,
     invitations

@@ -790,3 +790,123 @@ async fn two_replicas_count_one_pool_exactly() {
     stop(servers);
     drop_postgres(&admin_url, &name).await;
 }
+
+/// Two replicas keep the gate's facts and spend apiCalls from blocks of their own: a
+/// member removed through one is refused by the other within a second although it
+/// had kept their facts; 400 concurrent reads over both against 300 units never pass
+/// the limit and are refused only within the stated bound (63 unspent units per
+/// other replica); once the idle blocks come back, the account gets exactly 300.
+#[tokio::test]
+async fn two_replicas_follow_the_gate_and_spend_api_calls_exactly() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let client = reqwest::Client::new();
+    let (servers, bases) = two_servers(
+        &client,
+        &url,
+        &[("BOOTSTRAP_SUPERADMIN_EMAILS", "root@example.com")],
+    )
+    .await;
+    let [a, b] = bases.clone();
+    let root = user_token("root");
+    create_org(&client, &a, &root, "system").await;
+    let alice = user_token("alice");
+    let acme = create_org(&client, &a, &alice, "acme").await;
+    let status_of = |base: String, token: String| {
+        let (client, acme) = (client.clone(), acme.clone());
+        async move {
+            client
+                .get(format!("{base}/api/organization"))
+                .bearer_auth(&token)
+                .header("x-org-id", &acme)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let added = client
+        .post(format!("{a}/api/organization/{acme}/members"))
+        .bearer_auth(&alice)
+        .json(&json!({"userId": "bob"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), StatusCode::CREATED);
+    let bob = user_token("bob");
+    for _ in 0..2 {
+        assert_eq!(status_of(b.clone(), bob.clone()).await, 200);
+    }
+    let removed = client
+        .delete(format!("{a}/api/organization/{acme}/members/bob"))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(removed.status(), StatusCode::OK);
+    let changed = Instant::now();
+    let mut refused_after = None;
+    while changed.elapsed() < Duration::from_secs(1) {
+        if status_of(b.clone(), bob.clone()).await == 403 {
+            refused_after = Some(changed.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let after = refused_after.expect("replica B still let a removed member in after a second");
+    eprintln!("replica B refused the removed member after {after:?}");
+
+    // Both replicas give back what they hold once idle; then 300 more units.
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let store = Store::connect(&url).await.unwrap();
+    let pool_used =
+        format!("SELECT used FROM quota_pool WHERE root_id = '{acme}' AND dimension = 'apiCalls'");
+    let used = number(&store, &pool_used).await;
+    let limit = used + 300;
+    let reply = client
+        .put(format!("{b}/api/quotas/{acme}"))
+        .bearer_auth(&root)
+        .json(&json!({"limits": {"apiCalls": limit}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    let gate = Arc::new(tokio::sync::Semaphore::new(32));
+    let mut calls = Vec::new();
+    for i in 0..400 {
+        let permit = gate.clone().acquire_owned().await.unwrap();
+        let call = status_of(bases[i % 2].clone(), alice.clone());
+        calls.push(tokio::spawn(async move {
+            let status = call.await;
+            drop(permit);
+            status
+        }));
+    }
+    let mut statuses = Vec::new();
+    for call in calls {
+        statuses.push(call.await.unwrap());
+    }
+    let served = statuses.iter().filter(|s| **s == 200).count();
+    let refused = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!(served + refused, 400, "{statuses:?}");
+    assert!(
+        (300 - 2 * 63..=300).contains(&served),
+        "{served} served against 300 units"
+    );
+    assert!(number(&store, &pool_used).await <= limit);
+    // The other replica's rest comes back when it is idle; one replica then gets it.
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let mut more = 0;
+    while status_of(a.clone(), alice.clone()).await == 200 {
+        more += 1;
+        assert!(more <= 300, "more than the limit");
+    }
+    assert_eq!(served + more, 300, "{served} then {more}");
+    assert_eq!(status_of(b.clone(), alice.clone()).await, 429);
+    assert_eq!(number(&store, &pool_used).await, limit);
+    store.close().await;
+    stop(servers);
+    drop_postgres(&admin_url, &name).await;
+}
