@@ -47,6 +47,12 @@ pub async fn serve(vars: &[(&str, &str)]) -> Result<LoadServer, String> {
     workers.spawn("audit-relay", move |shutdown| {
         adapters::workers::relay::run(store, "load".to_owned(), shutdown)
     });
+    {
+        let state = state.clone();
+        workers.spawn("allowances", move |shutdown| {
+            adapters::workers::allowances::run(state, shutdown)
+        });
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| e.to_string())?;
