@@ -2,6 +2,7 @@
 //! target).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,11 +20,15 @@ type Entry = (Arc<RuleSet>, Instant, Arc<OrgRecord>);
 /// Compiled effective rule sets per (organization, target), with the organization
 /// record they were built for (so that a warm validation by a service reads nothing), for
 /// `CACHE_TTL_COMPLIANCE_RULES`. Every rule or subscription change invalidates the
-/// organizations it can affect. The cache lives in the process: another replica sees
-/// a change when its own entry expires.
+/// organizations it can affect, here after its commit and, on PostgreSQL, on every
+/// replica through the notification its transaction sends (migration 0015's triggers,
+/// on [`CACHE_CHANNEL`]). A set whose load began before an invalidation is not kept.
 #[derive(Debug, Default)]
 pub struct RuleCache {
     entries: Mutex<HashMap<(String, Target), Entry>>,
+    /// How many invalidations happened: a load that saw another count at its start
+    /// may hold rules from before the change.
+    invalidations: AtomicU64,
 }
 
 impl RuleCache {
@@ -41,8 +46,18 @@ impl RuleCache {
             .map(|(set, _, org)| (org.clone(), set.clone()))
     }
 
-    fn put(&self, org: &OrgRecord, target: Target, set: Arc<RuleSet>) {
+    /// The count of invalidations, read before a load.
+    pub fn version(&self) -> u64 {
+        self.invalidations.load(Ordering::Acquire)
+    }
+
+    /// Keeps a set loaded since `version` was read, unless an invalidation happened
+    /// meanwhile (checked under the entries' lock, which invalidations take too).
+    fn put(&self, org: &OrgRecord, target: Target, set: Arc<RuleSet>, version: u64) {
         if let Ok(mut entries) = self.entries.lock() {
+            if self.version() != version {
+                return;
+            }
             entries.insert(
                 (org.id.clone(), target),
                 (set, Instant::now(), Arc::new(org.clone())),
@@ -50,16 +65,25 @@ impl RuleCache {
         }
     }
 
-    /// Forgets an organization's sets and those of its teams (propagated rules).
+    /// Forgets the sets of these organizations and of their teams (which take their
+    /// root's propagated rules).
     pub fn invalidate(&self, org_ids: &[String]) {
         if let Ok(mut entries) = self.entries.lock() {
-            entries.retain(|(org, _), _| !org_ids.contains(org));
+            self.invalidations.fetch_add(1, Ordering::AcqRel);
+            entries.retain(|(org, _), (_, _, record)| {
+                !org_ids.contains(org)
+                    && !record
+                        .parent_org_id
+                        .as_ref()
+                        .is_some_and(|parent| org_ids.contains(parent))
+            });
         }
     }
 
     /// Forgets everything (a published rule changed: any subscriber may be affected).
     pub fn invalidate_all(&self) {
         if let Ok(mut entries) = self.entries.lock() {
+            self.invalidations.fetch_add(1, Ordering::AcqRel);
             entries.clear();
         }
     }
@@ -68,54 +92,32 @@ impl RuleCache {
 /// What a change makes stale in the rule caches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stale {
-    /// The sets of these organizations.
+    /// The sets of these organizations (and of their teams).
     Orgs(Vec<String>),
     /// Every set (a published rule changed: any subscriber may be affected).
     All,
 }
 
-/// The channel on which replicas tell each other what went stale (PostgreSQL).
+/// The channel on which replicas hear what went stale (PostgreSQL); the triggers of
+/// migration 0015 send on it.
 pub const CACHE_CHANNEL: &str = "compliance_rule_cache";
 
 impl Stale {
-    /// The notification payload: `*`, or the organization ids as a JSON array (`*`
-    /// when that would not fit PostgreSQL's 8000-byte payload).
-    pub fn payload(&self) -> String {
-        match self {
-            Stale::All => "*".to_owned(),
-            Stale::Orgs(ids) => {
-                let text = serde_json::to_string(ids).unwrap_or_else(|_| "*".to_owned());
-                if text.len() > 7000 {
-                    "*".to_owned()
-                } else {
-                    text
-                }
-            }
-        }
-    }
-
-    /// Reads a payload; anything unreadable means everything is stale.
+    /// Reads a notification's payload (`*`, or the organization ids as a JSON
+    /// array); anything unreadable means everything is stale.
     pub fn from_payload(payload: &str) -> Stale {
         serde_json::from_str::<Vec<String>>(payload).map_or(Stale::All, Stale::Orgs)
     }
 }
 
 impl RuleCache {
-    /// Forgets what `stale` names.
+    /// Forgets what `stale` names, on this replica: a change's own replica calls it
+    /// after the commit (the others hear of it from the change's transaction).
     pub fn forget(&self, stale: &Stale) {
         match stale {
             Stale::All => self.invalidate_all(),
             Stale::Orgs(ids) => self.invalidate(ids),
         }
-    }
-}
-
-/// Forgets what a change made stale, here and (on PostgreSQL) on every other replica,
-/// which drop it when the notification arrives; the cache's TTL stays as a safety net.
-pub async fn forget(store: &Store, cache: &RuleCache, stale: Stale) {
-    cache.forget(&stale);
-    if let Err(error) = store.notify(CACHE_CHANNEL, &stale.payload()).await {
-        tracing::warn!(%error, "other replicas were not told of a rule change; their caches expire with the TTL");
     }
 }
 
@@ -182,6 +184,7 @@ pub async fn rule_set(
     if let Some((_, set)) = cache.get(&org.id, target, config.compliance.cache_ttl) {
         return Ok(set);
     }
+    let version = cache.version();
     let rules: Vec<_> = effective(store, org)
         .await?
         .into_iter()
@@ -196,6 +199,63 @@ pub async fn rule_set(
             ))
         })?;
     let set = Arc::new(set);
-    cache.put(org, target, set.clone());
+    cache.put(org, target, set.clone(), version);
     Ok(set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn org(id: &str, parent: Option<&str>) -> OrgRecord {
+        OrgRecord {
+            id: id.to_owned(),
+            name: id.to_owned(),
+            display_name: None,
+            parent_org_id: parent.map(str::to_owned),
+            tier: entitlements::Tier::Developer,
+            is_system: false,
+            owner_id: "owner".to_owned(),
+            created_at: chrono::DateTime::UNIX_EPOCH,
+            updated_at: chrono::DateTime::UNIX_EPOCH,
+        }
+    }
+
+    fn empty() -> Arc<RuleSet> {
+        Arc::new(
+            RuleSet::compile(Vec::new(), &CompileOptions::default())
+                .expect("an empty set compiles"),
+        )
+    }
+
+    const TTL: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn a_set_loaded_across_an_invalidation_is_not_kept() {
+        let cache = RuleCache::default();
+        let before = cache.version();
+        cache.invalidate(&["acme".to_owned()]);
+        cache.put(&org("acme", None), Target::Plugin, empty(), before);
+        assert!(cache.get("acme", Target::Plugin, TTL).is_none());
+        cache.put(&org("acme", None), Target::Plugin, empty(), cache.version());
+        assert!(cache.get("acme", Target::Plugin, TTL).is_some());
+    }
+
+    #[test]
+    fn a_root_s_invalidation_takes_its_teams_and_no_other() {
+        let cache = RuleCache::default();
+        for record in [
+            org("acme", None),
+            org("acme-team", Some("acme")),
+            org("globex", None),
+        ] {
+            cache.put(&record, Target::Plugin, empty(), cache.version());
+        }
+        cache.forget(&Stale::from_payload(r#"["acme"]"#));
+        assert!(cache.get("acme", Target::Plugin, TTL).is_none());
+        assert!(cache.get("acme-team", Target::Plugin, TTL).is_none());
+        assert!(cache.get("globex", Target::Plugin, TTL).is_some());
+        cache.forget(&Stale::from_payload("*"));
+        assert!(cache.get("globex", Target::Plugin, TTL).is_none());
+    }
 }

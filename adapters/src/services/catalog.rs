@@ -150,7 +150,8 @@ pub async fn subscribe(
 ) -> ServiceResult<()> {
     published(state, rule_id).await?;
     state.store.subscribe(&org.id, rule_id, now, &[]).await?;
-    invalidate(state, org, false).await
+    invalidate(state, org, false);
+    Ok(())
 }
 
 /// An editable organization rule made from a published one.
@@ -185,7 +186,7 @@ pub async fn clone(
         .store
         .create_rule(&org.id, &rule, &caller.user_id, now, &audit)
         .await?;
-    invalidate(state, org, false).await?;
+    invalidate(state, org, false);
     Ok(stored)
 }
 
@@ -206,7 +207,7 @@ pub async fn auto_subscribe(
         .store
         .subscribe_missing(&org.id, &ids, now, &[])
         .await?;
-    invalidate(state, org, false).await?;
+    invalidate(state, org, false);
     Ok((added, ids.len()))
 }
 
@@ -238,7 +239,8 @@ pub async fn activate(
         .store
         .set_subscriptions_active(&org.id, rule_ids, active, now, &audit)
         .await?;
-    invalidate(state, org, false).await
+    invalidate(state, org, false);
+    Ok(())
 }
 
 /// Pins a subscription to the rule's current version (answered), or unpins it.
@@ -258,7 +260,7 @@ pub async fn pin(
         .store
         .pin_subscription(&org.id, rule_id, version, now, &[])
         .await?;
-    invalidate(state, org, false).await?;
+    invalidate(state, org, false);
     Ok(version)
 }
 
@@ -268,7 +270,8 @@ pub async fn unsubscribe(state: &AppState, org: &OrgRecord, rule_id: &str) -> Se
         .store
         .unsubscribe(&org.id, rule_id, &[], Utc::now())
         .await?;
-    invalidate(state, org, false).await
+    invalidate(state, org, false);
+    Ok(())
 }
 
 /// The rule set of one rule, as a preview evaluates it (no dependencies).

@@ -155,18 +155,13 @@ pub async fn delete(
         ));
     }
     let store = &state.store;
-    let (teams, _) = store.teams(&org.id, u32::MAX, 0, true).await?;
     let audit = lifecycle_events(state, caller, "org.soft_delete", org, json!({})).await?;
     store.delete_organization(&org.id, now, &audit).await?;
-    // Cached rule sets carry the organization: a deleted one must not validate on.
-    let mut gone: Vec<String> = teams.into_iter().map(|t| t.id).collect();
-    gone.push(org.id.clone());
-    crate::compliance::forget(
-        store,
-        &state.rule_cache,
-        crate::compliance::Stale::Orgs(gone),
-    )
-    .await;
+    // Cached rule sets carry the organization (and its teams): a deleted one must not
+    // validate on.
+    state
+        .rule_cache
+        .forget(&crate::compliance::Stale::Orgs(vec![org.id.clone()]));
     Ok(())
 }
 

@@ -49,7 +49,7 @@ pub(crate) async fn store_new(
         .store
         .create_rule(&org.id, rule, &caller.user_id, now, &audit)
         .await?;
-    invalidate(state, org, rule.scope == Scope::Published).await?;
+    invalidate(state, org, rule.scope == Scope::Published);
     Ok(stored)
 }
 
@@ -115,7 +115,7 @@ pub async fn update(
         )
         .await?;
     let published = rule.scope == Scope::Published || existing.rule.scope == Scope::Published;
-    invalidate(state, org, published).await?;
+    invalidate(state, org, published);
     Ok(stored)
 }
 
@@ -142,7 +142,7 @@ pub async fn delete(
         .store
         .delete_rule(&org.id, &rule, &caller.user_id, now, &audit)
         .await?;
-    invalidate(state, org, rule.scope == Scope::Published).await?;
+    invalidate(state, org, rule.scope == Scope::Published);
     Ok(())
 }
 
@@ -196,20 +196,17 @@ pub async fn check(state: &AppState, org: &OrgRecord, rule: &Rule) -> ServiceRes
     Ok(())
 }
 
-/// Forgets the cached sets a change of `org`'s rules can affect: its own and its
-/// teams', or every organization's for a published rule or one of the system
-/// organization's (the other replicas are told through the store).
-pub async fn invalidate(state: &AppState, org: &OrgRecord, published: bool) -> ServiceResult<()> {
-    use crate::compliance::{forget, Stale};
-    if published || org.is_system {
-        forget(&state.store, &state.rule_cache, Stale::All).await;
-        return Ok(());
-    }
-    let (teams, _) = state.store.teams(&org.id, u32::MAX, 0, true).await?;
-    let mut ids: Vec<String> = teams.into_iter().map(|t| t.id).collect();
-    ids.push(org.id.clone());
-    forget(&state.store, &state.rule_cache, Stale::Orgs(ids)).await;
-    Ok(())
+/// Forgets the cached sets a change of `org`'s rules can affect on this replica: its
+/// own and its teams', or every organization's for a published rule or one of the
+/// system organization's (the other replicas hear of it from the change's
+/// transaction).
+pub fn invalidate(state: &AppState, org: &OrgRecord, published: bool) {
+    use crate::compliance::Stale;
+    state.rule_cache.forget(&if published || org.is_system {
+        Stale::All
+    } else {
+        Stale::Orgs(vec![org.id.clone()])
+    });
 }
 
 /// A page of the organization's rules, filtered: (rules, total).

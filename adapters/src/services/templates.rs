@@ -169,7 +169,7 @@ pub async fn clone_policy(
         )
         .await?;
     tx.commit().await?;
-    invalidate(state, org, false).await?;
+    invalidate(state, org, false);
     state
         .store
         .policy(&org.id, &policy_id)

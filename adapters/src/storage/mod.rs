@@ -249,21 +249,10 @@ impl Store {
             .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
     }
 
-    /// Tells every process listening on `channel` (PostgreSQL `NOTIFY`); nothing to do
-    /// on SQLite, whose database one process serves.
-    pub async fn notify(&self, channel: &str, payload: &str) -> StoreResult<()> {
-        if self.dialect == Dialect::Postgres {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(channel)
-                .bind(payload)
-                .execute(&self.pool)
-                .await?;
-        }
-        Ok(())
-    }
-
-    /// [`Store::notify`] inside a transaction: PostgreSQL delivers it at the commit,
-    /// atomically with the change, and never when the transaction rolls back.
+    /// Tells every process listening on `channel` (PostgreSQL `NOTIFY`), inside a
+    /// transaction: PostgreSQL delivers it at the commit, atomically with the change,
+    /// and never when the transaction rolls back. Nothing to do on SQLite, whose
+    /// database one process serves.
     pub(crate) async fn notify_in(
         &self,
         conn: &mut AnyConnection,

@@ -910,3 +910,97 @@ async fn two_replicas_follow_the_gate_and_spend_api_calls_exactly() {
     stop(servers);
     drop_postgres(&admin_url, &name).await;
 }
+
+/// What other replicas hear is sent by the change's own transaction: a rule created
+/// tells its organization's sets are stale, a membership change tells the gate, and
+/// a change that is refused or rolled back tells nothing.
+#[tokio::test]
+async fn changes_are_heard_from_their_own_transaction() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let client = reqwest::Client::new();
+    let (servers, bases) = two_servers(&client, &url, &[]).await;
+    let a = bases[0].clone();
+    let mut listener = sqlx::postgres::PgListener::connect(&url).await.unwrap();
+    listener
+        .listen_all(["compliance_rule_cache", "compliance_gate"])
+        .await
+        .unwrap();
+    let alice = user_token("alice");
+    let acme = create_org(&client, &a, &alice, "acme").await;
+    let mut heard = Vec::new();
+    let next = async |listener: &mut sqlx::postgres::PgListener| {
+        tokio::time::timeout(Duration::from_millis(500), listener.recv())
+            .await
+            .ok()
+            .map(|n| {
+                let n = n.unwrap();
+                (n.channel().to_owned(), n.payload().to_owned())
+            })
+    };
+    while let Some(notice) = next(&mut listener).await {
+        heard.push(notice);
+    }
+    assert!(
+        heard
+            .iter()
+            .any(|(channel, _)| channel == "compliance_gate"),
+        "creating an organization changes the gate's facts: {heard:?}"
+    );
+    let rule = |name: &str, operator: &str| {
+        json!({"name": name, "target": "plugin", "severity": "error",
+               "field": "version", "operator": operator, "value": "latest"})
+    };
+    let created = client
+        .post(format!("{a}/api/compliance/rules"))
+        .bearer_auth(&alice)
+        .header("x-org-id", &acme)
+        .json(&rule("pinned", "neq"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    // (The organization's first counted request also synchronized its limits: the
+    // gate hears of that.)
+    let mut heard = Vec::new();
+    while let Some(notice) = next(&mut listener).await {
+        heard.push(notice);
+    }
+    assert!(
+        heard.contains(&(
+            "compliance_rule_cache".to_owned(),
+            json!([acme]).to_string()
+        )),
+        "{heard:?}"
+    );
+    let refused = client
+        .post(format!("{a}/api/compliance/rules"))
+        .bearer_auth(&alice)
+        .header("x-org-id", &acme)
+        .json(&rule("other", "no-such-operator"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let store = Store::connect(&url).await.unwrap();
+    let mut tx = adapters::storage::pool_for_tests(&store)
+        .begin()
+        .await
+        .unwrap();
+    sqlx::query(&format!(
+        "UPDATE rules SET version = version + 1 WHERE org_id = '{acme}'"
+    ))
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    sqlx::query(&format!("DELETE FROM memberships WHERE org_id = '{acme}'"))
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    assert_eq!(next(&mut listener).await, None, "nothing was changed");
+    store.close().await;
+    stop(servers);
+    drop_postgres(&admin_url, &name).await;
+}
