@@ -3,7 +3,8 @@
 //! with a user's token (an authenticated read of one organization: the gate and the
 //! account's apiCalls count), and live validations (a service token, the check of 100
 //! active rules of which 30 fail with their severities so that every check blocks and
-//! notifies, the check log's row, the entity's snapshot and the notification).
+//! notifies, the check log's row, the entity's snapshot and the notification), with
+//! the same check as a dry run beside them (what recording costs).
 //!
 //! ```sh
 //! DATABASE_URL=postgres://postgres@127.0.0.1:5432/load \
@@ -87,26 +88,45 @@ async fn main() -> Result<(), String> {
         .await?
         .all(200)?
     };
-    let validate = measure(total, in_flight, move |i| {
+    let check = |path: &'static str| {
         let shared = shared.clone();
-        async move {
-            let (http, base, org, _, service) = &*shared;
-            let body = json!({"attributes": {"name": "eslint", "version": "8.1.0"},
-                              "entityId": format!("plugin-{}", i % 500)});
-            let request = http
-                .post(format!("{base}/api/compliance/validate/plugin"))
-                .bearer_auth(service)
-                .header("x-org-id", org)
-                .json(&body);
-            status(request.send().await)
+        move |i: usize| {
+            let shared = shared.clone();
+            async move {
+                let (http, base, org, _, service) = &*shared;
+                let body = json!({"attributes": {"name": "eslint", "version": "8.1.0"},
+                                  "entityId": format!("plugin-{}", i % 500)});
+                let request = http
+                    .post(format!("{base}{path}"))
+                    .bearer_auth(service)
+                    .header("x-org-id", org)
+                    .json(&body);
+                status(request.send().await)
+            }
         }
-    })
+    };
+    let dry_run = measure(
+        total,
+        in_flight,
+        check("/api/compliance/validate/plugin/dry-run"),
+    )
+    .await?
+    .all(200)?;
+    let validate = measure(
+        total,
+        in_flight,
+        check("/api/compliance/validate/plugin"),
+    )
     .await?
     .all(200)?;
     println!("GET /health: {}", line(&health, None));
     println!(
         "GET /api/organization, a user's token: {}",
         line(&read, Some(&health))
+    );
+    println!(
+        "the same check as a dry run (nothing recorded): {}",
+        line(&dry_run, Some(&health))
     );
     println!(
         "live validation, 100 rules, 30 failing (blocked, notified): {}",

@@ -20,7 +20,7 @@ use super::{ServiceError, ServiceResult};
 use crate::services::context::AppState;
 /// An entry of the check log, as [`log`] answers it.
 pub use crate::storage::CheckRecord;
-use crate::storage::{OrgRecord, StoreError};
+use crate::storage::{LiveCheck, OrgRecord, StoreError};
 
 /// The budget of one check: past it the answer is 503 COMPLIANCE_UNAVAILABLE.
 pub const BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
@@ -117,11 +117,10 @@ where
     if let Some(snapshot) = snapshot {
         record(
             state,
-            org,
-            target,
-            entity_id.as_deref(),
+            (org, target, entity_id.as_deref()),
             snapshot,
             &evaluation,
+            deadline,
         )
         .await?;
     }
@@ -133,42 +132,44 @@ where
 
 /// The check log's row, the entity's snapshot (for the impact preview), and the
 /// notification when the result blocks, or warns and the organization asked to hear,
-/// in one transaction.
+/// in one transaction with the other checks being recorded (`services::recorder`),
+/// by the check's deadline.
 async fn record(
     state: &AppState,
-    org: &OrgRecord,
-    target: Target,
-    entity_id: Option<&str>,
+    (org, target, entity_id): (&OrgRecord, Target, Option<&str>),
     snapshot: Option<&Value>,
     evaluation: &Evaluation,
+    deadline: Instant,
 ) -> ServiceResult<()> {
     let now = Utc::now();
-    let violations = serde_json::to_value(&evaluation.violations).unwrap_or(Value::Null);
-    // The notification is decided now and written with the check, in one transaction.
+    // The notification is decided now and written with the check.
     let needs = evaluation.blocked || !evaluation.violations.is_empty();
     let notification = if needs {
-        let preference = state.store.notification_preference(&org.id).await?;
+        let preference = within(deadline, state.store.notification_preference(&org.id)).await?;
         super::notifications::for_check(&preference, (&org.id, target, entity_id), evaluation, now)
     } else {
         None
     };
-    state
-        .store
-        .record_live_check(
-            (&org.id, target.as_str(), entity_id),
-            evaluation.outcome().as_str(),
-            &violations,
-            snapshot,
-            notification.as_ref(),
-            now,
-        )
-        .await?;
-    if let Some(n) = &notification {
-        for (_, window) in &n.channels {
-            if window.is_some() {
-                state.metrics.notification("held");
-            }
-        }
+    let held = notification.as_ref().map_or(0, |n| {
+        n.channels
+            .iter()
+            .filter(|(_, window)| window.is_some())
+            .count()
+    });
+    let check = LiveCheck {
+        org_id: org.id.clone(),
+        target: target.as_str(),
+        entity_id: entity_id.map(str::to_owned),
+        result: evaluation.outcome().as_str(),
+        violations: serde_json::to_string(&evaluation.violations)
+            .map_err(|e| ServiceError::Broken(format!("violations do not serialize: {e}")))?,
+        snapshot: snapshot.map(Value::to_string),
+        notification,
+        at: now,
+    };
+    within(deadline, state.recorder.record(&state.store, check)).await?;
+    for _ in 0..held {
+        state.metrics.notification("held");
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ use crate::cpu::CpuPool;
 use crate::metrics::Metrics;
 use crate::services::access::FactsCache;
 use crate::services::allowance::Allowances;
+use crate::services::recorder::Recorder;
 use crate::storage::Store;
 
 /// Everything a handler may use.
@@ -38,6 +39,8 @@ pub struct AppState {
     pub facts: Arc<FactsCache>,
     /// This replica's blocks of monthly units (API calls).
     pub allowances: Arc<Allowances>,
+    /// Live checks waiting to be recorded together.
+    pub recorder: Arc<Recorder>,
     /// The threads that parse and evaluate attribute documents, off the runtime.
     pub cpu: Arc<CpuPool>,
     /// Users already recorded by this process, so that first sight writes once.
@@ -58,6 +61,7 @@ impl AppState {
             rule_cache: Arc::new(RuleCache::default()),
             facts: Arc::new(FactsCache::default()),
             allowances: Arc::new(Allowances::default()),
+            recorder: Arc::new(Recorder::default()),
             cpu: Arc::new(CpuPool::per_core()),
             seen: Arc::new(Mutex::new(HashSet::new())),
         }

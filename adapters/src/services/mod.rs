@@ -31,6 +31,7 @@ pub mod policies;
 pub mod posture;
 pub mod preferences;
 pub mod quotas;
+pub mod recorder;
 pub mod reevaluation;
 pub mod rules;
 pub mod scans;

@@ -6,7 +6,30 @@ use serde_json::Value;
 use sqlx::AnyConnection;
 
 use super::decode::Decoder;
-use super::{new_id, stamp, Store, StoreResult};
+use super::{new_id, stamp, Cell, Rows, Store, StoreResult};
+
+/// A live check to record: its check-log row, the attributes it judged (kept as the
+/// entity's snapshot) and the notification it calls for.
+#[derive(Debug, Clone)]
+pub struct LiveCheck {
+    /// The organization.
+    pub org_id: String,
+    /// `plugin` or `pipeline`.
+    pub target: &'static str,
+    /// The entity, when named.
+    pub entity_id: Option<String>,
+    /// `pass`, `warn` or `block`.
+    pub result: &'static str,
+    /// The violations, as JSON text.
+    pub violations: String,
+    /// The attributes judged, as JSON text (none at the inventory's door, whose
+    /// create or update keeps them).
+    pub snapshot: Option<String>,
+    /// The notification it calls for.
+    pub notification: Option<super::NewNotification>,
+    /// When.
+    pub at: DateTime<Utc>,
+}
 
 /// One entry of the compliance check log.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,42 +52,70 @@ pub struct CheckRecord {
 }
 
 impl Store {
-    /// Records a live check in one transaction: its check-log row, the entity's
-    /// snapshot (for the impact preview), and the notification it calls for, if any
-    /// (so a crash never loses one, and a rolled-back check never sends one).
-    #[allow(clippy::too_many_arguments)]
-    pub async fn record_live_check(
-        &self,
-        (org_id, target, entity_id): (&str, &str, Option<&str>),
-        result: &str,
-        violations: &Value,
-        snapshot: Option<&Value>,
-        notification: Option<&super::NewNotification>,
-        now: DateTime<Utc>,
-    ) -> StoreResult<Option<String>> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO compliance_checks (id, org_id, target, entity_id, result, violations, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        ))
-        .bind(new_id())
-        .bind(org_id)
-        .bind(target)
-        .bind(entity_id)
-        .bind(result)
-        .bind(violations.to_string())
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        if let (Some(entity_id), Some(snapshot)) = (entity_id, snapshot) {
-            self.put_snapshot(&mut tx, (org_id, target, entity_id), snapshot, now)
-                .await?;
+    /// Records live checks in one transaction: their check-log rows, the entities'
+    /// snapshots (for the impact preview) and the notifications they call for (so a
+    /// crash never loses one, and a rolled-back check never sends one), each table in
+    /// one statement. Of two checks of one entity the later one's snapshot is kept.
+    pub async fn record_live_checks(&self, checks: &[LiveCheck]) -> StoreResult<()> {
+        if checks.is_empty() {
+            return Ok(());
         }
-        let id = match notification {
-            Some(n) => Some(self.insert_notification(&mut tx, org_id, n, now).await?),
-            None => None,
-        };
+        let mut tx = self.pool().begin().await?;
+        let mut rows = Rows::new(7);
+        for check in checks {
+            rows.push([
+                Some(new_id()),
+                Some(check.org_id.clone()),
+                Some(check.target.to_owned()),
+                check.entity_id.clone(),
+                Some(check.result.to_owned()),
+                Some(check.violations.clone()),
+                Some(stamp(check.at)),
+            ].map(Cell::from));
+        }
+        rows.insert(
+            self,
+            &mut tx,
+            "INSERT INTO compliance_checks (id, org_id, target, entity_id, result, violations, created_at)",
+            "",
+        )
+        .await?;
+        // One snapshot per entity: the statement may not touch a row twice.
+        let mut latest: Vec<(&LiveCheck, &str, &str)> = Vec::new();
+        for check in checks.iter().rev() {
+            if let (Some(entity), Some(snapshot)) = (&check.entity_id, &check.snapshot) {
+                let seen = latest.iter().any(|(c, e, _)| {
+                    *e == entity.as_str() && c.org_id == check.org_id && c.target == check.target
+                });
+                if !seen {
+                    latest.push((check, entity, snapshot));
+                }
+            }
+        }
+        let mut rows = Rows::new(5);
+        for (check, entity, snapshot) in latest {
+            rows.push([
+                Some(check.org_id.clone()),
+                Some(check.target.to_owned()),
+                Some(entity.to_owned()),
+                Some(snapshot.to_owned()),
+                Some(stamp(check.at)),
+            ].map(Cell::from));
+        }
+        rows.insert(
+            self,
+            &mut tx,
+            "INSERT INTO entity_snapshots (org_id, target, entity_id, attributes, updated_at)",
+            "ON CONFLICT (org_id, target, entity_id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at",
+        )
+        .await?;
+        let notices: Vec<(&str, &super::NewNotification, DateTime<Utc>)> = checks
+            .iter()
+            .filter_map(|c| c.notification.as_ref().map(|n| (c.org_id.as_str(), n, c.at)))
+            .collect();
+        self.insert_notifications(&mut tx, &notices).await?;
         tx.commit().await?;
-        Ok(id)
+        Ok(())
     }
 
     /// Keeps the attributes an entity was last judged on (for the impact preview),

@@ -49,7 +49,7 @@ pub use audit::AuditFilter;
 pub use billing::SubscriptionRecord;
 pub use builds::{BuildJob, NextStep};
 pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
-pub use checks::CheckRecord;
+pub use checks::{CheckRecord, LiveCheck};
 pub use entitlement::{EntitlementWrite, LimitSync};
 pub use exemptions::{ExemptionRecord, NewExemption};
 pub use invitations::{InvitationRecord, InvitationStatus};
@@ -174,6 +174,106 @@ pub const GATE_CHANNEL: &str = "compliance_gate";
 /// An account's limits changed (`give-back <root>`: replicas give back the units
 /// they reserved) or its usage was reset (`forget <root>`: the reset counted them).
 pub const QUOTA_CHANNEL: &str = "compliance_quota";
+
+/// One value of a multi-row statement, bound with its type.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Cell {
+    /// Text, or NULL.
+    Text(Option<String>),
+    /// An integer, or NULL.
+    Int(Option<i64>),
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Cell {
+        Cell::Text(Some(text))
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Cell {
+        Cell::Text(Some(text.to_owned()))
+    }
+}
+
+impl From<Option<String>> for Cell {
+    fn from(text: Option<String>) -> Cell {
+        Cell::Text(text)
+    }
+}
+
+impl From<i64> for Cell {
+    fn from(n: i64) -> Cell {
+        Cell::Int(Some(n))
+    }
+}
+
+impl From<Option<i64>> for Cell {
+    fn from(n: Option<i64>) -> Cell {
+        Cell::Int(n)
+    }
+}
+
+/// The rows of one multi-row `INSERT`: written in statements of at most
+/// [`Rows::CHUNK`] rows, within both backends' limits on bound parameters.
+#[derive(Debug)]
+pub(crate) struct Rows {
+    width: usize,
+    cells: Vec<Cell>,
+}
+
+impl Rows {
+    /// Rows per statement.
+    const CHUNK: usize = 200;
+
+    /// No rows yet, of `width` columns.
+    pub(crate) fn new(width: usize) -> Rows {
+        Rows {
+            width,
+            cells: Vec::new(),
+        }
+    }
+
+    /// One more row (of the width given).
+    pub(crate) fn push<const N: usize>(&mut self, row: [Cell; N]) {
+        debug_assert_eq!(N, self.width);
+        self.cells.extend(row);
+    }
+
+    /// `head VALUES (...), (...) tail` over the connection, a chunk at a time.
+    pub(crate) async fn insert(
+        self,
+        store: &Store,
+        conn: &mut AnyConnection,
+        head: &str,
+        tail: &str,
+    ) -> StoreResult<()> {
+        if self.width == 0 {
+            return Ok(());
+        }
+        for chunk in self.cells.chunks(self.width * Rows::CHUNK) {
+            let rows = chunk.len() / self.width;
+            let mut values = Vec::with_capacity(rows);
+            for row in 0..rows {
+                let first = row * self.width + 1;
+                let marks: Vec<String> = (first..first + self.width)
+                    .map(|n| format!("${n}"))
+                    .collect();
+                values.push(format!("({})", marks.join(", ")));
+            }
+            let statement = store.sql(&format!("{head} VALUES {} {tail}", values.join(", ")));
+            let mut query = sqlx::query(&statement);
+            for cell in chunk {
+                query = match cell {
+                    Cell::Text(text) => query.bind(text.clone()),
+                    Cell::Int(n) => query.bind(*n),
+                };
+            }
+            query.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+}
 
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
