@@ -112,13 +112,9 @@ async fn main() -> Result<(), String> {
     )
     .await?
     .all(200)?;
-    let validate = measure(
-        total,
-        in_flight,
-        check("/api/compliance/validate/plugin"),
-    )
-    .await?
-    .all(200)?;
+    let validate = measure(total, in_flight, check("/api/compliance/validate/plugin"))
+        .await?
+        .all(200)?;
     println!("GET /health: {}", line(&health, None));
     println!(
         "GET /api/organization, a user's token: {}",

@@ -55,7 +55,7 @@ pub async fn gate(
     let needs_roles = requirement.permission.is_some();
     let facts = access::facts(
         &state.store,
-        &state.facts,
+        &state.kept,
         org_id,
         &caller.user_id,
         needs_roles,

@@ -106,7 +106,11 @@ where
     };
     // Exemptions are per entity: known once the document is, applied after.
     if let (Some(entity), false) = (&entity_id, org.is_system) {
-        let exemptions = within(deadline, state.store.approved_exemptions(&org.id, entity)).await?;
+        let exemptions = within(
+            deadline,
+            super::kept::approved_exemptions(&state.store, &state.kept, &org.id, entity),
+        )
+        .await?;
         evaluation.waive(&Waivers::for_entity(&exemptions, entity, Utc::now()));
     }
     let snapshot = match recording {
@@ -145,7 +149,11 @@ async fn record(
     // The notification is decided now and written with the check.
     let needs = evaluation.blocked || !evaluation.violations.is_empty();
     let notification = if needs {
-        let preference = within(deadline, state.store.notification_preference(&org.id)).await?;
+        let preference = within(
+            deadline,
+            super::kept::preference(&state.store, &state.kept, &org.id),
+        )
+        .await?;
         super::notifications::for_check(&preference, (&org.id, target, entity_id), evaluation, now)
     } else {
         None

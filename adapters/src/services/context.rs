@@ -15,8 +15,8 @@ use crate::compliance::RuleCache;
 use crate::config::Config;
 use crate::cpu::CpuPool;
 use crate::metrics::Metrics;
-use crate::services::access::FactsCache;
 use crate::services::allowance::Allowances;
+use crate::services::kept::KeptFacts;
 use crate::services::recorder::Recorder;
 use crate::storage::Store;
 
@@ -35,8 +35,8 @@ pub struct AppState {
     pub audit_counters: Arc<AuditCounters>,
     /// Compiled effective rule sets.
     pub rule_cache: Arc<RuleCache>,
-    /// The gate's facts, kept until they change.
-    pub facts: Arc<FactsCache>,
+    /// The facts the gate and every check read, kept until they change.
+    pub kept: Arc<KeptFacts>,
     /// This replica's blocks of monthly units (API calls).
     pub allowances: Arc<Allowances>,
     /// Live checks waiting to be recorded together.
@@ -59,7 +59,7 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             audit_counters,
             rule_cache: Arc::new(RuleCache::default()),
-            facts: Arc::new(FactsCache::default()),
+            kept: Arc::new(KeptFacts::default()),
             allowances: Arc::new(Allowances::default()),
             recorder: Arc::new(Recorder::default()),
             cpu: Arc::new(CpuPool::per_core()),

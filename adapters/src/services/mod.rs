@@ -21,6 +21,7 @@ pub mod delivery;
 pub mod entitlement;
 pub mod exemptions;
 pub mod invitations;
+pub mod kept;
 pub mod members;
 pub mod notifications;
 pub mod operations;

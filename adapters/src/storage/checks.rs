@@ -63,15 +63,18 @@ impl Store {
         let mut tx = self.pool().begin().await?;
         let mut rows = Rows::new(7);
         for check in checks {
-            rows.push([
-                Some(new_id()),
-                Some(check.org_id.clone()),
-                Some(check.target.to_owned()),
-                check.entity_id.clone(),
-                Some(check.result.to_owned()),
-                Some(check.violations.clone()),
-                Some(stamp(check.at)),
-            ].map(Cell::from));
+            rows.push(
+                [
+                    Some(new_id()),
+                    Some(check.org_id.clone()),
+                    Some(check.target.to_owned()),
+                    check.entity_id.clone(),
+                    Some(check.result.to_owned()),
+                    Some(check.violations.clone()),
+                    Some(stamp(check.at)),
+                ]
+                .map(Cell::from),
+            );
         }
         rows.insert(
             self,
@@ -94,13 +97,16 @@ impl Store {
         }
         let mut rows = Rows::new(5);
         for (check, entity, snapshot) in latest {
-            rows.push([
-                Some(check.org_id.clone()),
-                Some(check.target.to_owned()),
-                Some(entity.to_owned()),
-                Some(snapshot.to_owned()),
-                Some(stamp(check.at)),
-            ].map(Cell::from));
+            rows.push(
+                [
+                    Some(check.org_id.clone()),
+                    Some(check.target.to_owned()),
+                    Some(entity.to_owned()),
+                    Some(snapshot.to_owned()),
+                    Some(stamp(check.at)),
+                ]
+                .map(Cell::from),
+            );
         }
         rows.insert(
             self,
@@ -111,7 +117,11 @@ impl Store {
         .await?;
         let notices: Vec<(&str, &super::NewNotification, DateTime<Utc>)> = checks
             .iter()
-            .filter_map(|c| c.notification.as_ref().map(|n| (c.org_id.as_str(), n, c.at)))
+            .filter_map(|c| {
+                c.notification
+                    .as_ref()
+                    .map(|n| (c.org_id.as_str(), n, c.at))
+            })
             .collect();
         self.insert_notifications(&mut tx, &notices).await?;
         tx.commit().await?;

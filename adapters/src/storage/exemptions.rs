@@ -129,6 +129,7 @@ impl Store {
         }
         self.enqueue(&mut tx, &audit(&ids)).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(ids)
     }
 
@@ -223,6 +224,7 @@ impl Store {
         }
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 }

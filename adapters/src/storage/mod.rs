@@ -160,16 +160,17 @@ pub enum Dialect {
 pub struct Store {
     pool: AnyPool,
     dialect: Dialect,
-    /// How many changes of the gate's facts this process has seen (its own writes,
-    /// and other replicas' through [`GATE_CHANNEL`]): a cached fact loaded under an
+    /// How many changes of the kept facts this process has seen (its own writes,
+    /// and other replicas' through [`FACTS_CHANNEL`]): a kept fact loaded under an
     /// older count is not used.
     facts: Arc<AtomicU64>,
 }
 
-/// The gate's facts changed (organizations, memberships, Roles, the super-admin
-/// flag): on PostgreSQL the triggers of migration 0015 send it inside every such
-/// change's transaction; each replica's cache of facts follows it.
-pub const GATE_CHANNEL: &str = "compliance_gate";
+/// The kept facts changed (organizations, memberships, Roles, the super-admin flag,
+/// notification preferences, approved exemptions): on PostgreSQL the triggers of
+/// migration 0015 send it inside every such change's transaction; each replica's
+/// kept facts (`services::kept`) follow it.
+pub const FACTS_CHANNEL: &str = "compliance_facts";
 
 /// An account's limits changed (`give-back <root>`: replicas give back the units
 /// they reserved) or its usage was reset (`forget <root>`: the reset counted them).
@@ -369,14 +370,14 @@ impl Store {
         Ok(())
     }
 
-    /// The count of changes of the gate's facts seen so far.
+    /// The count of changes of the kept facts seen so far.
     pub fn facts_version(&self) -> u64 {
         self.facts.load(Ordering::Acquire)
     }
 
-    /// Records a change of the gate's facts: called after the commit of every write
-    /// of organizations, memberships, Roles and the super-admin flag, and when another
-    /// replica's change is heard of.
+    /// Records a change of the kept facts: called after the commit of every write of
+    /// organizations, memberships, Roles, the super-admin flag, notification
+    /// preferences and exemptions, and when another replica's change is heard of.
     pub fn facts_changed(&self) {
         self.facts.fetch_add(1, Ordering::AcqRel);
     }

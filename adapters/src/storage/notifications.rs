@@ -117,7 +117,6 @@ fn log_from_row(row: &sqlx::any::AnyRow) -> StoreResult<LogEntry> {
     })
 }
 
-
 impl Store {
     /// Notifications, their deliveries and the held ones' log entries, each table
     /// in one statement, inside the caller's transaction.
@@ -532,6 +531,7 @@ impl Store {
         .bind(stamp(now))
         .execute(self.pool())
         .await?;
+        self.facts_changed();
         Ok(())
     }
 

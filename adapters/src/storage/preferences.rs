@@ -104,6 +104,7 @@ impl Store {
         .await?;
         self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
+        self.facts_changed();
         Ok(())
     }
 }

@@ -924,7 +924,7 @@ async fn changes_are_heard_from_their_own_transaction() {
     let a = bases[0].clone();
     let mut listener = sqlx::postgres::PgListener::connect(&url).await.unwrap();
     listener
-        .listen_all(["compliance_rule_cache", "compliance_gate"])
+        .listen_all(["compliance_rule_cache", "compliance_facts"])
         .await
         .unwrap();
     let alice = user_token("alice");
@@ -945,7 +945,7 @@ async fn changes_are_heard_from_their_own_transaction() {
     assert!(
         heard
             .iter()
-            .any(|(channel, _)| channel == "compliance_gate"),
+            .any(|(channel, _)| channel == "compliance_facts"),
         "creating an organization changes the gate's facts: {heard:?}"
     );
     let rule = |name: &str, operator: &str| {

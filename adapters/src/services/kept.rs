@@ -1,0 +1,177 @@
+//! Facts kept per replica until they change: what the gate and every check read on
+//! each request (the organization, memberships, Roles, the super-admin flag; the
+//! notification preference; an entity's approved exemptions). Each write of those
+//! facts bumps the store's count of changes after its commit
+//! ([`Store::facts_changed`]), and on PostgreSQL every other replica hears of it from
+//! the change's own transaction (the triggers of migration 0015 notify on
+//! [`crate::storage::FACTS_CHANNEL`]). A kept value loaded under an older count is
+//! never used, so a value whose load began before a change is not served after it.
+//! A TTL stays as a safety net; the number of keys is bounded.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::storage::{NotificationPreference, Store, StoreError};
+
+/// How long a kept value is used at most.
+pub const TTL: Duration = Duration::from_secs(10);
+
+/// How many keys each cache keeps; past it the oldest half goes.
+pub const CAPACITY: usize = 20_000;
+
+#[derive(Debug)]
+struct Entry<V> {
+    value: Arc<V>,
+    /// The store's count of changes when the load started.
+    version: u64,
+    loaded: Instant,
+}
+
+/// Values by key, each with the count of changes it was loaded under.
+#[derive(Debug)]
+pub struct Kept<K, V> {
+    entries: Mutex<HashMap<K, Entry<V>>>,
+}
+
+impl<K, V> Default for Kept<K, V> {
+    fn default() -> Self {
+        Kept {
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone, V> Kept<K, V> {
+    fn get(&self, key: &K, version: u64) -> Option<Arc<V>> {
+        let entries = self.entries.lock().ok()?;
+        let hit = entries.get(key)?;
+        (hit.version == version && hit.loaded.elapsed() < TTL).then(|| hit.value.clone())
+    }
+
+    fn put(&self, key: K, value: Arc<V>, (version, loaded): (u64, Instant)) {
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        if entries.len() >= CAPACITY {
+            entries.retain(|_, e| e.version == version && e.loaded.elapsed() < TTL);
+            if entries.len() >= CAPACITY {
+                let mut ages: Vec<Instant> = entries.values().map(|e| e.loaded).collect();
+                ages.sort_unstable();
+                if let Some(median) = ages.get(ages.len() / 2).copied() {
+                    entries.retain(|_, e| e.loaded > median);
+                }
+            }
+        }
+        entries.insert(
+            key,
+            Entry {
+                value,
+                version,
+                loaded,
+            },
+        );
+    }
+
+    /// The value of `key`: kept, or loaded by `load` and kept when `keep` says so.
+    pub async fn get_or_load<E, F>(
+        &self,
+        store: &Store,
+        key: K,
+        keep: impl FnOnce(&V) -> bool,
+        load: F,
+    ) -> Result<Arc<V>, E>
+    where
+        F: std::future::Future<Output = Result<V, E>>,
+    {
+        // Read before the load: a change committed during it makes the value stale.
+        let version = store.facts_version();
+        if let Some(hit) = self.get(&key, version) {
+            return Ok(hit);
+        }
+        let started = Instant::now();
+        let value = Arc::new(load.await?);
+        if keep(&value) {
+            self.put(key, value.clone(), (version, started));
+        }
+        Ok(value)
+    }
+
+    /// How many keys are kept.
+    pub fn len(&self) -> usize {
+        self.entries.lock().map_or(0, |e| e.len())
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Every kept fact of one replica.
+#[derive(Debug, Default)]
+pub struct KeptFacts {
+    /// The gate's facts per (organization, user, with Roles).
+    pub gate: Kept<(String, String, bool), super::access::Facts>,
+    /// Notification preferences per organization.
+    pub preferences: Kept<String, NotificationPreference>,
+    /// Approved exemptions per (organization, entity).
+    pub exemptions: Kept<(String, String), Vec<compliance_core::Exemption>>,
+}
+
+/// An organization's notification preference, kept.
+pub async fn preference(
+    store: &Store,
+    kept: &KeptFacts,
+    org_id: &str,
+) -> Result<Arc<NotificationPreference>, StoreError> {
+    kept.preferences
+        .get_or_load(
+            store,
+            org_id.to_owned(),
+            |_| true,
+            store.notification_preference(org_id),
+        )
+        .await
+}
+
+/// An entity's approved exemptions (their expiry is checked by the caller), kept.
+pub async fn approved_exemptions(
+    store: &Store,
+    kept: &KeptFacts,
+    org_id: &str,
+    entity_id: &str,
+) -> Result<Arc<Vec<compliance_core::Exemption>>, StoreError> {
+    kept.exemptions
+        .get_or_load(
+            store,
+            (org_id.to_owned(), entity_id.to_owned()),
+            |_| true,
+            store.approved_exemptions(org_id, entity_id),
+        )
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_loaded_before_a_change_is_not_used_after_it() {
+        let kept: Kept<&str, u32> = Kept::default();
+        kept.put("acme", Arc::new(1), (7, Instant::now()));
+        assert_eq!(kept.get(&"acme", 7).as_deref(), Some(&1));
+        assert_eq!(kept.get(&"acme", 8), None);
+    }
+
+    #[test]
+    fn the_keys_are_bounded() {
+        let kept: Kept<usize, ()> = Kept::default();
+        for key in 0..CAPACITY + 10 {
+            kept.put(key, Arc::new(()), (1, Instant::now()));
+        }
+        assert!(kept.len() <= CAPACITY);
+        assert!(kept.get(&(CAPACITY + 9), 1).is_some(), "the newest stay");
+    }
+}
