@@ -3,29 +3,55 @@
 //! checkpoints), and the checkpoints themselves.
 
 use audit_chain::{AuditEvent, SealedEvent};
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 
 use super::{ServiceError, ServiceResult};
-use crate::storage::Store;
+use crate::services::context::AppState;
 pub use crate::storage::{AuditFilter, CheckpointRecord};
+use crate::storage::{Store, StoreError};
 
 /// The rows a verification reads at a time.
 pub const VERIFY_BATCH: u32 = 1_000;
 
-/// Appends another service's event, once per idempotency key: (row, whether new).
-/// The action must be one a remote service may record.
-pub async fn ingest(
-    store: &Store,
-    event: AuditEvent,
-    now: DateTime<Utc>,
-) -> ServiceResult<(SealedEvent, bool)> {
+/// Appends another service's event, once per idempotency key: (row, whether new),
+/// sealed with the other events that arrive with it (`services::grouped`) and
+/// answered after their commit. The action must be one a remote service may record.
+pub async fn ingest(state: &AppState, event: AuditEvent) -> ServiceResult<(SealedEvent, bool)> {
     audit_chain::check_remote_action(&event.action).map_err(|e| match e {
         audit_chain::ActionError::PlatformAuthority(_) => {
             ServiceError::Forbidden("a remote service cannot record a platform authority action")
         }
         other => ServiceError::invalid("action", other.to_string()),
     })?;
-    Ok(store.append_audit(event, now).await?)
+    let store = state.store.clone();
+    let appended = state
+        .appender
+        .submit(event, move |events: Vec<AuditEvent>| {
+            let store = store.clone();
+            async move { append_group(&store, events).await }
+        })
+        .await
+        .ok_or(ServiceError::Unavailable)?;
+    Ok(appended?)
+}
+
+/// Appends events that arrived together (`services::grouped`) in one transaction;
+/// when the group fails as a whole (a key another replica stores at this moment),
+/// one by one, each with its own outcome.
+async fn append_group(
+    store: &Store,
+    events: Vec<AuditEvent>,
+) -> Vec<Result<(SealedEvent, bool), StoreError>> {
+    match store.append_audit_group(events.clone(), Utc::now()).await {
+        Ok(outcomes) => outcomes,
+        Err(_) => {
+            let mut outcomes = Vec::with_capacity(events.len());
+            for event in events {
+                outcomes.push(store.append_audit(event, Utc::now()).await);
+            }
+            outcomes
+        }
+    }
 }
 
 /// A page of events: (events, total).

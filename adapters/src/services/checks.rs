@@ -136,7 +136,7 @@ where
 
 /// The check log's row, the entity's snapshot (for the impact preview), and the
 /// notification when the result blocks, or warns and the organization asked to hear,
-/// in one transaction with the other checks being recorded (`services::recorder`),
+/// in one transaction with the other checks being recorded (`services::grouped`),
 /// by the check's deadline.
 async fn record(
     state: &AppState,
@@ -175,7 +175,28 @@ async fn record(
         notification,
         at: now,
     };
-    within(deadline, state.recorder.record(&state.store, check)).await?;
+    let store = state.store.clone();
+    let recorded = state.recorder.submit(check, move |checks: Vec<LiveCheck>| {
+        let store = store.clone();
+        async move {
+            let outcome = store.record_live_checks(&checks).await;
+            checks
+                .iter()
+                .map(|_| match &outcome {
+                    Ok(()) => Ok(()),
+                    Err(error) => Err(StoreError::Unavailable(error.to_string())),
+                })
+                .collect::<Vec<_>>()
+        }
+    });
+    within(deadline, async {
+        recorded.await.unwrap_or_else(|| {
+            Err(StoreError::Unavailable(
+                "the check recorder stopped".to_owned(),
+            ))
+        })
+    })
+    .await?;
     for _ in 0..held {
         state.metrics.notification("held");
     }

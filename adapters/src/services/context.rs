@@ -16,9 +16,10 @@ use crate::config::Config;
 use crate::cpu::CpuPool;
 use crate::metrics::Metrics;
 use crate::services::allowance::Allowances;
+use crate::services::grouped::Grouped;
 use crate::services::kept::KeptFacts;
-use crate::services::recorder::Recorder;
-use crate::storage::Store;
+use crate::storage::{LiveCheck, Store, StoreResult};
+use audit_chain::{AuditEvent, SealedEvent};
 
 /// Everything a handler may use.
 #[derive(Debug, Clone)]
@@ -40,7 +41,9 @@ pub struct AppState {
     /// This replica's blocks of monthly units (API calls).
     pub allowances: Arc<Allowances>,
     /// Live checks waiting to be recorded together.
-    pub recorder: Arc<Recorder>,
+    pub recorder: Arc<Grouped<LiveCheck, StoreResult<()>>>,
+    /// Other services' audit events waiting to be sealed together.
+    pub appender: Arc<Grouped<AuditEvent, StoreResult<(SealedEvent, bool)>>>,
     /// The threads that parse and evaluate attribute documents, off the runtime.
     pub cpu: Arc<CpuPool>,
     /// Users already recorded by this process, so that first sight writes once.
@@ -61,7 +64,8 @@ impl AppState {
             rule_cache: Arc::new(RuleCache::default()),
             kept: Arc::new(KeptFacts::default()),
             allowances: Arc::new(Allowances::default()),
-            recorder: Arc::new(Recorder::default()),
+            recorder: Arc::new(Grouped::default()),
+            appender: Arc::new(Grouped::default()),
             cpu: Arc::new(CpuPool::per_core()),
             seen: Arc::new(Mutex::new(HashSet::new())),
         }

@@ -4,7 +4,7 @@ use audit_chain::{seal, AuditEvent, ChainHead, SealedEvent, GENESIS_HASH};
 use chrono::{DateTime, Utc};
 
 use super::decode::Decoder;
-use super::{stamp, Dialect, Store, StoreError, StoreResult};
+use super::{stamp, Cell, Dialect, Rows, Store, StoreError, StoreResult};
 
 /// Filters of `GET /audit`.
 #[derive(Debug, Clone, Default)]
@@ -63,6 +63,31 @@ fn key_reused(key: &str) -> StoreError {
     ))
 }
 
+/// A sealed row's values, in the order of [`COLUMNS`].
+fn row_cells(row: &SealedEvent) -> [Cell; 19] {
+    [
+        Cell::from(row.id.as_str()),
+        Cell::from(row.chain_key.as_str()),
+        Cell::from(i64::try_from(row.seq).unwrap_or(i64::MAX)),
+        Cell::from(row.action.as_str()),
+        Cell::from(row.actor_id.as_str()),
+        Cell::from(row.actor_email.clone()),
+        Cell::from(row.org_id.as_str()),
+        Cell::from(row.affected_org_id.clone()),
+        Cell::from(row.target_type.clone()),
+        Cell::from(row.target_id.clone()),
+        Cell::from(row.details.to_string()),
+        Cell::from(row.outcome.clone()),
+        Cell::from(stamp(row.occurred_at)),
+        Cell::from(stamp(row.created_at)),
+        Cell::from(row.service.clone()),
+        Cell::from(row.idempotency_key.clone()),
+        Cell::from(i64::from(row.redaction_version)),
+        Cell::from(row.prev_hash.as_str()),
+        Cell::from(row.hash.as_str()),
+    ]
+}
+
 impl Store {
     /// Appends an event to its chain: under the chain head's lock, returns the stored
     /// row for an `idempotencyKey` seen before (and appends nothing), else seals the
@@ -114,19 +139,7 @@ impl Store {
         event: AuditEvent,
         now: DateTime<Utc>,
     ) -> StoreResult<(SealedEvent, bool)> {
-        let chain_key = event.chain_key().to_owned();
-        // One statement creates the head if missing and locks it: an upsert that
-        // updates takes the row lock on PostgreSQL, and a write takes SQLite's write
-        // lock (waiting its busy timeout). Everything after runs under that lock.
-        let head = sqlx::query(&self.sql(
-            "INSERT INTO audit_chain_heads (chain_key, seq, hash, created_at) VALUES ($1, 0, $2, NULL)
-             ON CONFLICT (chain_key) DO UPDATE SET chain_key = excluded.chain_key
-             RETURNING seq, hash, created_at",
-        ))
-        .bind(&chain_key)
-        .bind(GENESIS_HASH)
-        .fetch_one(&mut *tx)
-        .await?;
+        let head = self.lock_head(tx, event.chain_key()).await?;
         if let Some(key) = &event.idempotency_key {
             // Keys belong to the service that sent them; checked under the head's lock.
             let stored = sqlx::query(&self.sql(&format!(
@@ -147,15 +160,6 @@ impl Store {
                 };
             }
         }
-        let d = Decoder::new(&head, "audit_chain_heads", &[]);
-        let seq: i64 = d.get("seq")?;
-        let head = ChainHead {
-            chain_key: chain_key.clone(),
-            seq: u64::try_from(seq)
-                .map_err(|_| d.reject("seq", format_args!("`{seq}` is negative")))?,
-            hash: d.get("hash")?,
-            created_at: d.opt_stamp("created_at")?,
-        };
         let (row, _) = seal(&head, event, now).map_err(|e| StoreError::Invalid(e.to_string()))?;
         // On PostgreSQL the row and the new head go in one statement; SQLite has no
         // data-modifying CTE, so it takes two.
@@ -192,6 +196,165 @@ impl Store {
                 .await?;
         }
         Ok((row, true))
+    }
+
+    /// Creates the chain's head if missing and locks it, in one statement: an upsert
+    /// that updates takes the row lock on PostgreSQL, and a write takes SQLite's write
+    /// lock (waiting its busy timeout). Everything after runs under that lock.
+    async fn lock_head(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        chain_key: &str,
+    ) -> StoreResult<ChainHead> {
+        let head = sqlx::query(&self.sql(
+            "INSERT INTO audit_chain_heads (chain_key, seq, hash, created_at) VALUES ($1, 0, $2, NULL)
+             ON CONFLICT (chain_key) DO UPDATE SET chain_key = excluded.chain_key
+             RETURNING seq, hash, created_at",
+        ))
+        .bind(chain_key)
+        .bind(GENESIS_HASH)
+        .fetch_one(&mut *tx)
+        .await?;
+        let d = Decoder::new(&head, "audit_chain_heads", &[]);
+        let seq: i64 = d.get("seq")?;
+        Ok(ChainHead {
+            chain_key: chain_key.to_owned(),
+            seq: u64::try_from(seq)
+                .map_err(|_| d.reject("seq", format_args!("`{seq}` is negative")))?,
+            hash: d.get("hash")?,
+            created_at: d.opt_stamp("created_at")?,
+        })
+    }
+
+    /// Appends events that arrived together, in one transaction: the heads of their
+    /// chains locked once each (in the order of their keys, so that two groups never
+    /// wait for each other), the events sealed in their order of arrival, their rows
+    /// written in one statement and each head advanced once. An event's outcome is
+    /// that of [`Store::append_audit`]: a key seen before (stored, or earlier in the
+    /// group) answers the first row for the same event, and is refused for another;
+    /// an event that does not seal is refused alone. Anything else (a key another
+    /// replica stores at this moment) fails the whole group, and nothing of it is
+    /// stored: the caller then appends its events one by one.
+    pub async fn append_audit_group(
+        &self,
+        events: Vec<AuditEvent>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Vec<StoreResult<(SealedEvent, bool)>>> {
+        use std::collections::{BTreeMap, BTreeSet, HashMap};
+        let mut outcomes: Vec<Option<StoreResult<(SealedEvent, bool)>>> =
+            (0..events.len()).map(|_| None).collect();
+        // The keys of the group, per service.
+        let mut keys: BTreeMap<Option<String>, BTreeSet<String>> = BTreeMap::new();
+        for event in &events {
+            if let Some(key) = &event.idempotency_key {
+                keys.entry(event.service.clone())
+                    .or_default()
+                    .insert(key.clone());
+            }
+        }
+        let mut chains: BTreeMap<String, Vec<(usize, AuditEvent)>> = BTreeMap::new();
+        for (i, event) in events.into_iter().enumerate() {
+            chains
+                .entry(event.chain_key().to_owned())
+                .or_default()
+                .push((i, event));
+        }
+        let mut tx = self.pool().begin().await?;
+        let mut rows = Rows::new(19);
+        let mut heads = Vec::new();
+        // Keys to the row stored or sealed first under them: the stored ones are read
+        // under the first head's lock (as a single append reads its key under its
+        // head's), the group's own are added as they are sealed.
+        let mut known: Option<HashMap<(Option<String>, String), SealedEvent>> = None;
+        for (chain_key, arrived) in chains {
+            let mut head = self.lock_head(&mut tx, &chain_key).await?;
+            let known = match &mut known {
+                Some(known) => known,
+                None => known.insert(self.audits_by_keys(&mut tx, &keys).await?),
+            };
+            let before = head.seq;
+            for (i, event) in arrived {
+                let earlier = event
+                    .idempotency_key
+                    .as_ref()
+                    .and_then(|key| known.get(&(event.service.clone(), key.clone())));
+                let outcome = match earlier {
+                    Some(row) if row.records(&event) => Ok((row.clone(), false)),
+                    Some(_) => Err(key_reused(
+                        event.idempotency_key.as_deref().unwrap_or_default(),
+                    )),
+                    None => match seal(&head, event, now) {
+                        Ok((row, next)) => {
+                            head = next;
+                            if let Some(key) = &row.idempotency_key {
+                                known.insert((row.service.clone(), key.clone()), row.clone());
+                            }
+                            rows.push(row_cells(&row));
+                            Ok((row, true))
+                        }
+                        Err(e) => Err(StoreError::Invalid(e.to_string())),
+                    },
+                };
+                if let Some(slot) = outcomes.get_mut(i) {
+                    *slot = Some(outcome);
+                }
+            }
+            if head.seq != before {
+                heads.push(head);
+            }
+        }
+        rows.insert(
+            self,
+            &mut tx,
+            &format!("INSERT INTO audit_events ({COLUMNS})"),
+            "",
+        )
+        .await?;
+        for head in &heads {
+            sqlx::query(&self.sql(
+                "UPDATE audit_chain_heads SET seq = $2, hash = $3, created_at = $4 WHERE chain_key = $1",
+            ))
+            .bind(&head.chain_key)
+            .bind(i64::try_from(head.seq).unwrap_or(i64::MAX))
+            .bind(&head.hash)
+            .bind(head.created_at.map(stamp))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(outcomes
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| Err(StoreError::Other("an event was not appended".to_owned())))
+            })
+            .collect())
+    }
+
+    /// The rows services stored under these keys, inside a transaction: one query
+    /// per service.
+    async fn audits_by_keys(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        keys: &std::collections::BTreeMap<Option<String>, std::collections::BTreeSet<String>>,
+    ) -> StoreResult<std::collections::HashMap<(Option<String>, String), SealedEvent>> {
+        let mut found = std::collections::HashMap::new();
+        for (service, keys) in keys {
+            let statement = self.sql(&format!(
+                "SELECT {COLUMNS} FROM audit_events WHERE service = $1 AND idempotency_key IN ({})",
+                super::placeholders(2, keys.len())
+            ));
+            let mut query = sqlx::query(&statement).bind(service.clone());
+            for key in keys {
+                query = query.bind(key.clone());
+            }
+            for row in query.fetch_all(&mut *tx).await? {
+                let row = event_from_row(&row)?;
+                if let Some(key) = row.idempotency_key.clone() {
+                    found.insert((row.service.clone(), key), row);
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// The row a service stored under an idempotency key.

@@ -188,6 +188,38 @@ async fn a_redelivery_returns_the_stored_row_and_appends_nothing(app: &TestApp) 
         .all(|s| *s == StatusCode::CREATED || *s == StatusCode::OK));
     let rows = app.store.chain_batch("org-i", 0, 100).await.unwrap();
     assert_eq!(rows.len(), 2);
+    // One key for two events, eight deliveries at once (sealed together or not):
+    // one row; the same event again is answered with it, the other event is 409.
+    let mut racers = Vec::new();
+    for i in 0..8 {
+        let router = app.router.clone();
+        let token = token.clone();
+        racers.push(tokio::spawn(async move {
+            let request = Request::post("/api/audit/events")
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .header("idempotency-key", "mixed")
+                .body(Body::from(event("org-i", 3 + i % 2).to_string()))
+                .unwrap();
+            router.oneshot(request).await.unwrap().status()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for racer in racers {
+        statuses.push(racer.await.unwrap());
+    }
+    let count = |status: StatusCode| statuses.iter().filter(|s| **s == status).count();
+    assert_eq!(
+        (
+            count(StatusCode::CREATED),
+            count(StatusCode::OK),
+            count(StatusCode::CONFLICT)
+        ),
+        (1, 3, 4),
+        "{statuses:?}"
+    );
+    let rows = app.store.chain_batch("org-i", 0, 100).await.unwrap();
+    assert_eq!(rows.len(), 3);
     assert_eq!(app.verify("org-i").await["ok"], true);
 }
 
