@@ -19,7 +19,7 @@ mod support;
 use std::sync::Arc;
 
 use serde_json::json;
-use support::load::{measure, serve, Figures};
+use support::load::{measure, serve, status};
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
@@ -115,34 +115,19 @@ async fn main() -> Result<(), String> {
     let validate = measure(total, in_flight, check("/api/compliance/validate/plugin"))
         .await?
         .all(200)?;
-    println!("GET /health: {}", line(&health, None));
+    println!("GET /health: {}", health.line(None));
     println!(
         "GET /api/organization, a user's token: {}",
-        line(&read, Some(&health))
+        read.line(Some(&health))
     );
     println!(
         "the same check as a dry run (nothing recorded): {}",
-        line(&dry_run, Some(&health))
+        dry_run.line(Some(&health))
     );
     println!(
         "live validation, 100 rules, 30 failing (blocked, notified): {}",
-        line(&validate, Some(&health))
+        validate.line(Some(&health))
     );
     server.stop().await;
     Ok(())
-}
-
-fn status(sent: reqwest::Result<reqwest::Response>) -> u16 {
-    sent.map(|r| r.status().as_u16()).unwrap_or(0)
-}
-
-/// `rate/s (median, p99)`, with the ratio to `yardstick`.
-fn line(figures: &Figures, yardstick: Option<&Figures>) -> String {
-    let ratio = yardstick.map_or_else(String::new, |y| {
-        format!(", ratio to /health {:.3}", figures.rate / y.rate)
-    });
-    format!(
-        "{:.0}/s (median {:.1} ms, p99 {:.1} ms){ratio}",
-        figures.rate, figures.median_ms, figures.p99_ms
-    )
 }

@@ -189,3 +189,21 @@ where
         statuses,
     })
 }
+
+/// The status of a sent request (0 when it could not be sent).
+pub fn status(sent: reqwest::Result<reqwest::Response>) -> u16 {
+    sent.map(|r| r.status().as_u16()).unwrap_or(0)
+}
+
+impl Figures {
+    /// `rate/s (median, p99)`, with the ratio to `yardstick`.
+    pub fn line(&self, yardstick: Option<&Figures>) -> String {
+        let ratio = yardstick.map_or_else(String::new, |y| {
+            format!(", ratio to /health {:.3}", self.rate / y.rate)
+        });
+        format!(
+            "{:.0}/s (median {:.1} ms, p99 {:.1} ms){ratio}",
+            self.rate, self.median_ms, self.p99_ms
+        )
+    }
+}

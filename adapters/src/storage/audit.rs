@@ -260,14 +260,17 @@ impl Store {
                 .push((i, event));
         }
         let mut tx = self.pool().begin().await?;
+        let mut locked = self.lock_heads(&mut tx, chains.keys()).await?;
         let mut rows = Rows::new(19);
-        let mut heads = Vec::new();
+        let mut heads = Rows::new(4);
         // Keys to the row stored or sealed first under them: the stored ones are read
         // under the first head's lock (as a single append reads its key under its
         // head's), the group's own are added as they are sealed.
         let mut known: Option<HashMap<(Option<String>, String), SealedEvent>> = None;
         for (chain_key, arrived) in chains {
-            let mut head = self.lock_head(&mut tx, &chain_key).await?;
+            let mut head = locked.remove(&chain_key).ok_or_else(|| {
+                StoreError::Other(format!("the head of {chain_key} was not locked"))
+            })?;
             let known = match &mut known {
                 Some(known) => known,
                 None => known.insert(self.audits_by_keys(&mut tx, &keys).await?),
@@ -300,7 +303,12 @@ impl Store {
                 }
             }
             if head.seq != before {
-                heads.push(head);
+                heads.push([
+                    Cell::from(head.chain_key.as_str()),
+                    Cell::from(i64::try_from(head.seq).unwrap_or(i64::MAX)),
+                    Cell::from(head.hash.as_str()),
+                    Cell::from(head.created_at.map(stamp)),
+                ]);
             }
         }
         rows.insert(
@@ -310,17 +318,14 @@ impl Store {
             "",
         )
         .await?;
-        for head in &heads {
-            sqlx::query(&self.sql(
-                "UPDATE audit_chain_heads SET seq = $2, hash = $3, created_at = $4 WHERE chain_key = $1",
-            ))
-            .bind(&head.chain_key)
-            .bind(i64::try_from(head.seq).unwrap_or(i64::MAX))
-            .bind(&head.hash)
-            .bind(head.created_at.map(stamp))
-            .execute(&mut *tx)
+        heads
+            .insert(
+                self,
+                &mut tx,
+                "INSERT INTO audit_chain_heads (chain_key, seq, hash, created_at)",
+                "ON CONFLICT (chain_key) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at",
+            )
             .await?;
-        }
         tx.commit().await?;
         Ok(outcomes
             .into_iter()
@@ -328,6 +333,42 @@ impl Store {
                 o.unwrap_or_else(|| Err(StoreError::Other("an event was not appended".to_owned())))
             })
             .collect())
+    }
+
+    /// Creates the heads of `chain_keys` if missing and locks them, in one statement
+    /// (in the order of the keys, so that two groups never wait for each other).
+    async fn lock_heads(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        chain_keys: impl Iterator<Item = &String>,
+    ) -> StoreResult<std::collections::HashMap<String, ChainHead>> {
+        let mut wanted = Rows::new(2);
+        for key in chain_keys {
+            wanted.push([Cell::from(key.as_str()), Cell::from(GENESIS_HASH)]);
+        }
+        let rows = wanted
+            .fetch(
+                self,
+                tx,
+                "INSERT INTO audit_chain_heads (chain_key, hash, seq, created_at) SELECT v.column1, v.column2, 0, NULL FROM (",
+                ") AS v WHERE true ORDER BY v.column1 ON CONFLICT (chain_key) DO UPDATE SET chain_key = excluded.chain_key RETURNING chain_key, seq, hash, created_at",
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let d = Decoder::new(row, "audit_chain_heads", &["chain_key"]);
+                let chain_key: String = d.get("chain_key")?;
+                let seq: i64 = d.get("seq")?;
+                let head = ChainHead {
+                    chain_key: chain_key.clone(),
+                    seq: u64::try_from(seq)
+                        .map_err(|_| d.reject("seq", format_args!("`{seq}` is negative")))?,
+                    hash: d.get("hash")?,
+                    created_at: d.opt_stamp("created_at")?,
+                };
+                Ok((chain_key, head))
+            })
+            .collect()
     }
 
     /// The rows services stored under these keys, inside a transaction: one query

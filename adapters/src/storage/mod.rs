@@ -241,6 +241,42 @@ impl Rows {
         self.cells.extend(row);
     }
 
+    /// Each statement `head VALUES (...), (...) tail` with its chunk of cells.
+    fn statements<'a>(
+        &'a self,
+        store: &'a Store,
+        (head, tail): (&'a str, &'a str),
+    ) -> impl Iterator<Item = (String, &'a [Cell])> + 'a {
+        let width = self.width.max(1);
+        self.cells.chunks(width * Rows::CHUNK).map(move |chunk| {
+            let rows = chunk.len() / width;
+            let mut values = Vec::with_capacity(rows);
+            for row in 0..rows {
+                let first = row * width + 1;
+                let marks: Vec<String> = (first..first + width).map(|n| format!("${n}")).collect();
+                values.push(format!("({})", marks.join(", ")));
+            }
+            (
+                store.sql(&format!("{head} VALUES {} {tail}", values.join(", "))),
+                chunk,
+            )
+        })
+    }
+
+    fn bound<'q>(
+        statement: &'q str,
+        cells: &[Cell],
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+        let mut query = sqlx::query(statement);
+        for cell in cells {
+            query = match cell {
+                Cell::Text(text) => query.bind(text.clone()),
+                Cell::Int(n) => query.bind(*n),
+            };
+        }
+        query
+    }
+
     /// `head VALUES (...), (...) tail` over the connection, a chunk at a time.
     pub(crate) async fn insert(
         self,
@@ -249,30 +285,26 @@ impl Rows {
         head: &str,
         tail: &str,
     ) -> StoreResult<()> {
-        if self.width == 0 {
-            return Ok(());
-        }
-        for chunk in self.cells.chunks(self.width * Rows::CHUNK) {
-            let rows = chunk.len() / self.width;
-            let mut values = Vec::with_capacity(rows);
-            for row in 0..rows {
-                let first = row * self.width + 1;
-                let marks: Vec<String> = (first..first + self.width)
-                    .map(|n| format!("${n}"))
-                    .collect();
-                values.push(format!("({})", marks.join(", ")));
-            }
-            let statement = store.sql(&format!("{head} VALUES {} {tail}", values.join(", ")));
-            let mut query = sqlx::query(&statement);
-            for cell in chunk {
-                query = match cell {
-                    Cell::Text(text) => query.bind(text.clone()),
-                    Cell::Int(n) => query.bind(*n),
-                };
-            }
-            query.execute(&mut *conn).await?;
+        for (statement, cells) in self.statements(store, (head, tail)) {
+            Rows::bound(&statement, cells).execute(&mut *conn).await?;
         }
         Ok(())
+    }
+
+    /// The same, answering the rows every statement returns (`tail` holds the
+    /// `RETURNING`).
+    pub(crate) async fn fetch(
+        self,
+        store: &Store,
+        conn: &mut AnyConnection,
+        head: &str,
+        tail: &str,
+    ) -> StoreResult<Vec<sqlx::any::AnyRow>> {
+        let mut rows = Vec::new();
+        for (statement, cells) in self.statements(store, (head, tail)) {
+            rows.extend(Rows::bound(&statement, cells).fetch_all(&mut *conn).await?);
+        }
+        Ok(rows)
     }
 }
 

@@ -442,7 +442,49 @@ async fn the_emitter_spools_while_the_server_is_down_and_delivers_once_when_it_i
     let _ = std::fs::remove_dir_all(spool);
 }
 
+/// Events of several chains arriving together are sealed together, each chain in
+/// its own order; an event refused among them (400) disturbs none of the others.
+async fn events_of_several_chains_sealed_together_stay_apart(app: &TestApp) {
+    let token = app.service_token("plugin");
+    let mut requests = Vec::new();
+    for i in 0..48 {
+        let mut body = event(&format!("org-many-{}", i % 3), i);
+        if i == 47 {
+            // Not a remote service's action name.
+            body["action"] = json!("Not An Action");
+        }
+        requests.push(
+            Request::post("/api/audit/events")
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .header("idempotency-key", format!("many-{i}"))
+                .body(Body::from(body.to_string()))
+                .unwrap(),
+        );
+    }
+    let answers = app.concurrently(requests).await;
+    for (i, (status, body)) in answers.iter().enumerate() {
+        let expected = if i == 47 {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::CREATED
+        };
+        assert_eq!(*status, expected, "{i}: {body}");
+    }
+    for chain in 0..3 {
+        let org = format!("org-many-{chain}");
+        let rows = app.store.chain_batch(&org, 0, 100).await.unwrap();
+        assert_eq!(rows.len(), if chain == 2 { 15 } else { 16 });
+        for (i, row) in rows.iter().enumerate() {
+            assert_eq!(row.seq, i as u64 + 1);
+            assert_eq!(row.chain_key, org);
+        }
+        assert_eq!(app.verify(&org).await["ok"], true);
+    }
+}
+
 on_both_backends!(
+    events_of_several_chains_sealed_together_stay_apart,
     thirty_two_concurrent_writers_never_fork_a_chain,
     tampering_is_reported_at_the_row_and_pruning_a_prefix_is_not,
     a_redelivery_returns_the_stored_row_and_appends_nothing,
