@@ -152,10 +152,16 @@ impl Store {
         let due = "((status = 'pending' AND run_after <= $1) OR (status = 'processing' AND lease_until < $1))";
         // One statement, a write from the start: SQLite takes its write lock at once
         // (waiting its busy timeout) instead of failing to upgrade a read.
+        // An entity another claim is judging (its events processing under a live
+        // lease) is not claimed: a new event of it waits for that claim to end.
+        let busy = "EXISTS (SELECT 1 FROM reevaluation_queue b WHERE b.org_id = q.org_id \
+             AND b.target = q.target AND b.entity_id = q.entity_id \
+             AND b.status = 'processing' AND b.lease_until >= $1)";
         let claimed = sqlx::query(&self.sql(&format!(
             "UPDATE reevaluation_queue SET status = 'processing', lease_until = $2 \
              WHERE {due} AND (org_id, target, entity_id) = (\
-             SELECT org_id, target, entity_id FROM reevaluation_queue WHERE {due} ORDER BY id LIMIT 1{lock}) \
+             SELECT q.org_id, q.target, q.entity_id FROM reevaluation_queue q WHERE {due} AND NOT {busy} \
+             ORDER BY q.id LIMIT 1{lock}) \
              RETURNING id, attempts, org_id, target, entity_id"
         )))
         .bind(stamp(now))

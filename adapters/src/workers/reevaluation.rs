@@ -1,8 +1,9 @@
-//! The re-evaluation worker (every replica; a claim is exclusive): claims an
-//! entity's due events together, judges the entity once, deletes the events, or on
-//! failure retries them after `REEVALUATION_RETRY_SECONDS` doubled per attempt, dead
-//! after `REEVALUATION_MAX_ATTEMPTS` with the last error. The request path never waits
-//! on it.
+//! The re-evaluation worker (every replica, several loops each; a claim is
+//! exclusive): claims an entity's due events together, judges the entity once,
+//! deletes the events, or on failure retries them after `REEVALUATION_RETRY_SECONDS`
+//! doubled per attempt, dead after `REEVALUATION_MAX_ATTEMPTS` with the last error.
+//! An entity being judged is not claimed again until its claim ends. The request
+//! path never waits on it.
 
 use std::time::Duration;
 
@@ -12,8 +13,26 @@ use super::Shutdown;
 use crate::config::ReevaluationSettings;
 use crate::services::context::AppState;
 
-/// Runs until the server stops.
-pub async fn run(state: AppState, settings: ReevaluationSettings, mut shutdown: Shutdown) {
+/// How many entities one replica judges at once: each of these loops claims one
+/// entity at a time (a claim is exclusive across loops and replicas), and the checks
+/// they record at the same moment are written together (`services::grouped`).
+pub const CONCURRENCY: usize = 8;
+
+/// Runs [`CONCURRENCY`] loops until the server stops.
+pub async fn run(state: AppState, settings: ReevaluationSettings, shutdown: Shutdown) {
+    let mut loops = tokio::task::JoinSet::new();
+    for _ in 0..CONCURRENCY {
+        loops.spawn(one_at_a_time(
+            state.clone(),
+            settings.clone(),
+            shutdown.clone(),
+        ));
+    }
+    while loops.join_next().await.is_some() {}
+}
+
+/// One loop: claims, judges and finishes one entity at a time.
+async fn one_at_a_time(state: AppState, settings: ReevaluationSettings, mut shutdown: Shutdown) {
     loop {
         if shutdown.is_set() {
             break;

@@ -391,7 +391,76 @@ async fn a_rule_moved_to_another_target_judges_its_old_target_again(app: &TestAp
     assert_eq!(got["data"]["compliance"]["result"], "pass", "{got}");
 }
 
+/// Two claims never judge one entity at once: while an entity's events are claimed,
+/// an event that arrives for it waits for that claim to end, and other entities are
+/// claimed meanwhile.
+async fn an_entity_being_judged_is_not_claimed_again(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let mut ids = Vec::new();
+    for name in ["ci", "cd"] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/pipelines",
+                &alice,
+                Some(&org),
+                Some(pipeline(name)),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        ids.push(body["data"]["id"].as_str().unwrap().to_owned());
+    }
+    let now = Utc::now();
+    let lease = now + chrono::Duration::seconds(60);
+    let first = app
+        .store
+        .claim_reevaluation(now, lease)
+        .await
+        .unwrap()
+        .expect("the first pipeline's event");
+    assert_eq!(first.entity_id, ids[0]);
+    // A new edit of the claimed pipeline while it is judged.
+    let mut body = pipeline("ci");
+    body["props"] = json!({"revision": 1});
+    let (status, _) = app
+        .call(
+            "PUT",
+            &format!("/api/pipelines/{}", ids[0]),
+            &alice,
+            Some(&org),
+            Some(body),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let second = app
+        .store
+        .claim_reevaluation(Utc::now(), lease)
+        .await
+        .unwrap()
+        .expect("the other pipeline's event");
+    assert_eq!(second.entity_id, ids[1], "not the pipeline being judged");
+    assert!(app
+        .store
+        .claim_reevaluation(Utc::now(), lease)
+        .await
+        .unwrap()
+        .is_none());
+    app.store.finish_reevaluation(&first).await.unwrap();
+    let third = app
+        .store
+        .claim_reevaluation(Utc::now(), lease)
+        .await
+        .unwrap()
+        .expect("the edit, once the claim ended");
+    assert_eq!(
+        (third.entity_id.as_str(), third.ids.len()),
+        (ids[0].as_str(), 1)
+    );
+}
+
 on_both_backends!(
+    an_entity_being_judged_is_not_claimed_again,
     a_rule_moved_to_another_target_judges_its_old_target_again,
     a_subscription_change_judges_the_organizations_entities_again,
     mutations_are_judged_again_once_per_burst,
