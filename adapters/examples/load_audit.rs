@@ -28,18 +28,7 @@ async fn main() -> Result<(), String> {
     let service = server.service_token("load")?;
     let run = adapters::new_id();
     let shared = Arc::new((reqwest::Client::new(), base, service, run));
-    let health = {
-        let shared = shared.clone();
-        measure(total, in_flight, move |_| {
-            let shared = shared.clone();
-            async move {
-                let (http, base, ..) = &*shared;
-                status(http.get(format!("{base}/health")).send().await)
-            }
-        })
-        .await?
-        .all(200)?
-    };
+    let health = server.health(total, in_flight).await?;
     let append = |chains: usize| {
         let shared = shared.clone();
         move |i: usize| {

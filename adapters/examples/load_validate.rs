@@ -60,18 +60,7 @@ async fn main() -> Result<(), String> {
     }
 
     let shared = Arc::new((http, base, org, user, service));
-    let health = {
-        let shared = shared.clone();
-        measure(total, in_flight, move |_| {
-            let shared = shared.clone();
-            async move {
-                let (http, base, ..) = &*shared;
-                status(http.get(format!("{base}/health")).send().await)
-            }
-        })
-        .await?
-        .all(200)?
-    };
+    let health = server.health(total, in_flight).await?;
     let read = {
         let shared = shared.clone();
         measure(total, in_flight, move |_| {

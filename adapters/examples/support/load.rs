@@ -207,3 +207,16 @@ impl Figures {
         )
     }
 }
+
+impl LoadServer {
+    /// The yardstick: bare `GET /health`, `total` requests, `in_flight` at a time.
+    pub async fn health(&self, total: usize, in_flight: usize) -> Result<Figures, String> {
+        let (http, base) = (reqwest::Client::new(), self.base.clone());
+        measure(total, in_flight, move |_| {
+            let (http, base) = (http.clone(), base.clone());
+            async move { status(http.get(format!("{base}/health")).send().await) }
+        })
+        .await?
+        .all(200)
+    }
+}
