@@ -4,7 +4,10 @@
 //! account's apiCalls count), and live validations (a service token, the check of 100
 //! active rules of which 30 fail with their severities so that every check blocks and
 //! notifies, the check log's row, the entity's snapshot and the notification), with
-//! the same check as a dry run beside them (what recording costs).
+//! the same check as a dry run beside them (what recording costs); then live
+//! validations of pipelines with the workloads of `benches/data`: the 100 rules
+//! against the pipeline they all pass, and the 100 mixed rules (30 failing over all
+//! 18 operators) as warnings against the failing pipeline.
 //!
 //! ```sh
 //! DATABASE_URL=postgres://postgres@127.0.0.1:5432/load \
@@ -59,7 +62,7 @@ async fn main() -> Result<(), String> {
         }
     }
 
-    let shared = Arc::new((http, base, org, user, service));
+    let shared = Arc::new((http, base, org, user.clone(), service.clone()));
     let health = server.health(total, in_flight).await?;
     let read = {
         let shared = shared.clone();
@@ -104,6 +107,26 @@ async fn main() -> Result<(), String> {
     let validate = measure(total, in_flight, check("/api/compliance/validate/plugin"))
         .await?
         .all(200)?;
+    // The benchmark workloads of `benches/data` on pipelines, each in an organization
+    // of its own: the 100 rules over every operator against the pipeline they all
+    // pass, and the 100 mixed rules (30 failing over all 18 operators, hostile sizes)
+    // as warnings against the failing pipeline.
+    let passing = pipeline_workload(
+        &server,
+        (&user, &service),
+        (RULES_100, None),
+        PIPELINE,
+        (total, in_flight),
+    )
+    .await?;
+    let warning = pipeline_workload(
+        &server,
+        (&user, &service),
+        (RULES_MIXED_100, Some("warning")),
+        PIPELINE_FAILING,
+        (total, in_flight),
+    )
+    .await?;
     println!("GET /health: {}", health.line(None));
     println!(
         "GET /api/organization, a user's token: {}",
@@ -117,6 +140,78 @@ async fn main() -> Result<(), String> {
         "live validation, 100 rules, 30 failing (blocked, notified): {}",
         validate.line(Some(&health))
     );
+    println!(
+        "live pipeline validation, benches/data rules-100 (all pass): {}",
+        passing.line(Some(&health))
+    );
+    println!(
+        "live pipeline validation, rules-mixed-100, 30 failing as warnings: {}",
+        warning.line(Some(&health))
+    );
     server.stop().await;
     Ok(())
+}
+
+const RULES_100: &str = include_str!("../../benches/data/rules-100.json");
+const RULES_MIXED_100: &str = include_str!("../../benches/data/rules-mixed-100.json");
+const PIPELINE: &str = include_str!("../../benches/data/pipeline.json");
+const PIPELINE_FAILING: &str = include_str!("../../benches/data/pipeline-failing.json");
+
+/// An organization with `rules` (their `id`s left to the server, their severity
+/// replaced when given), then `total` live validations of `document` as a pipeline
+/// with a service token.
+async fn pipeline_workload(
+    server: &support::load::LoadServer,
+    (user, service): (&str, &str),
+    (rules, severity): (&str, Option<&str>),
+    document: &str,
+    (total, in_flight): (usize, usize),
+) -> Result<support::load::Figures, String> {
+    let http = reqwest::Client::new();
+    let base = server.base.clone();
+    let name = format!("load-{}", &adapters::new_id()[..8]);
+    let org = server
+        .organization(user, json!({ "name": name }), None)
+        .await?;
+    let rules: Vec<serde_json::Value> =
+        serde_json::from_str(rules).map_err(|e| format!("benchmark rules: {e}"))?;
+    for mut rule in rules {
+        if let Some(fields) = rule.as_object_mut() {
+            fields.remove("id");
+            if let Some(severity) = severity {
+                fields.insert("severity".to_owned(), json!(severity));
+            }
+        }
+        let sent = http
+            .post(format!("{base}/api/compliance/rules"))
+            .bearer_auth(user)
+            .header("x-org-id", &org)
+            .json(&rule)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if sent.status() != 201 {
+            let why = sent.text().await.unwrap_or_default();
+            return Err(format!("a benchmark rule was refused: {why}"));
+        }
+    }
+    let attributes: serde_json::Value =
+        serde_json::from_str(document).map_err(|e| format!("benchmark document: {e}"))?;
+    let shared = Arc::new((http, base, org, service.to_owned(), attributes));
+    measure(total, in_flight, move |i| {
+        let shared = shared.clone();
+        async move {
+            let (http, base, org, service, attributes) = &*shared;
+            let body =
+                json!({"attributes": attributes, "entityId": format!("pipeline-{}", i % 500)});
+            let request = http
+                .post(format!("{base}/api/compliance/validate/pipeline"))
+                .bearer_auth(service)
+                .header("x-org-id", org)
+                .json(&body);
+            status(request.send().await)
+        }
+    })
+    .await?
+    .all(200)
 }
