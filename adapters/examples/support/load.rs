@@ -14,6 +14,11 @@ use adapters::storage::Store;
 use adapters::workers::Workers;
 use chrono::Utc;
 
+/// The allocator `compliance serve` runs with, so that the in-process server is
+/// measured as deployed.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The token secret of the load server.
 const SECRET: &str = "load-secret-0123456789abcdef";
 
