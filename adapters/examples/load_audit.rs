@@ -20,9 +20,7 @@ use support::load::{measure, serve, status};
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
-    let mut args = std::env::args().skip(1);
-    let total: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(4000);
-    let in_flight: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(32);
+    let (total, in_flight) = support::load::args();
     let server = serve(&[]).await?;
     let base = server.base.clone();
     let service = server.service_token("load")?;

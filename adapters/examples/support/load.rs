@@ -225,3 +225,12 @@ impl LoadServer {
         .all(200)
     }
 }
+
+/// The arguments every load example takes: how many requests of each kind (4000)
+/// and how many in flight (32).
+pub fn args() -> (usize, usize) {
+    let mut args = std::env::args().skip(1);
+    let total = args.next().and_then(|a| a.parse().ok()).unwrap_or(4000);
+    let in_flight = args.next().and_then(|a| a.parse().ok()).unwrap_or(32);
+    (total, in_flight)
+}

@@ -119,16 +119,6 @@ impl Allowances {
         (own, account)
     }
 
-    /// How many blocks are kept.
-    pub fn len(&self) -> usize {
-        self.blocks.lock().map_or(0, |b| b.len())
-    }
-
-    /// Whether none is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Drops the blocks that are idle, empty and held by nobody (the map stays as
     /// large as the organizations active in the last second).
     fn prune(&self) {

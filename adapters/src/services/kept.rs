@@ -99,13 +99,9 @@ impl<K: Hash + Eq + Clone, V> Kept<K, V> {
     }
 
     /// How many keys are kept.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.entries.lock().map_or(0, |e| e.len())
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

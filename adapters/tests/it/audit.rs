@@ -53,6 +53,34 @@ impl TestApp {
     }
 }
 
+/// An ingest request of `body` under `key`.
+fn event_request(token: &str, key: &str, body: &Value) -> Request<Body> {
+    Request::post("/api/audit/events")
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .header("idempotency-key", key)
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+/// The statuses of `bodies` sent at the same moment, each under `key`.
+async fn delivered_at_once(
+    app: &TestApp,
+    token: &str,
+    key: &str,
+    bodies: &[Value],
+) -> Vec<StatusCode> {
+    let requests = bodies
+        .iter()
+        .map(|b| event_request(token, key, b))
+        .collect();
+    app.concurrently(requests)
+        .await
+        .into_iter()
+        .map(|(status, _)| status)
+        .collect()
+}
+
 fn event(org: &str, n: usize) -> Value {
     json!({"action": "plugin.upload", "actorId": "user-1", "orgId": org, "targetType": "plugin",
            "targetId": format!("plugin-{n}"), "details": {"n": n, "awsAccountId": "123456789012"}})
@@ -66,12 +94,8 @@ async fn thirty_two_concurrent_writers_never_fork_a_chain(app: &TestApp) {
         let token = token.clone();
         writers.push(tokio::spawn(async move {
             for i in 0..8 {
-                let request = Request::post("/api/audit/events")
-                    .header("authorization", format!("Bearer {token}"))
-                    .header("content-type", "application/json")
-                    .header("idempotency-key", format!("w{w}-e{i}"))
-                    .body(Body::from(event("org-busy", w * 8 + i).to_string()))
-                    .unwrap();
+                let request =
+                    event_request(&token, &format!("w{w}-e{i}"), &event("org-busy", w * 8 + i));
                 let response = router.clone().oneshot(request).await.unwrap();
                 assert_eq!(response.status(), StatusCode::CREATED);
             }
@@ -157,24 +181,7 @@ async fn a_redelivery_returns_the_stored_row_and_appends_nothing(app: &TestApp) 
         (&first["data"]["seq"], &first["data"]["hash"])
     );
     // Eight deliveries of one key at the same moment: one row.
-    let mut racers = Vec::new();
-    for _ in 0..8 {
-        let router = app.router.clone();
-        let token = token.clone();
-        racers.push(tokio::spawn(async move {
-            let request = Request::post("/api/audit/events")
-                .header("authorization", format!("Bearer {token}"))
-                .header("content-type", "application/json")
-                .header("idempotency-key", "race")
-                .body(Body::from(event("org-i", 2).to_string()))
-                .unwrap();
-            router.oneshot(request).await.unwrap().status()
-        }));
-    }
-    let mut statuses = Vec::new();
-    for racer in racers {
-        statuses.push(racer.await.unwrap());
-    }
+    let statuses = delivered_at_once(app, &token, "race", &vec![event("org-i", 2); 8]).await;
     assert_eq!(
         statuses
             .iter()
@@ -190,24 +197,8 @@ async fn a_redelivery_returns_the_stored_row_and_appends_nothing(app: &TestApp) 
     assert_eq!(rows.len(), 2);
     // One key for two events, eight deliveries at once (sealed together or not):
     // one row; the same event again is answered with it, the other event is 409.
-    let mut racers = Vec::new();
-    for i in 0..8 {
-        let router = app.router.clone();
-        let token = token.clone();
-        racers.push(tokio::spawn(async move {
-            let request = Request::post("/api/audit/events")
-                .header("authorization", format!("Bearer {token}"))
-                .header("content-type", "application/json")
-                .header("idempotency-key", "mixed")
-                .body(Body::from(event("org-i", 3 + i % 2).to_string()))
-                .unwrap();
-            router.oneshot(request).await.unwrap().status()
-        }));
-    }
-    let mut statuses = Vec::new();
-    for racer in racers {
-        statuses.push(racer.await.unwrap());
-    }
+    let bodies: Vec<Value> = (0..8).map(|i| event("org-i", 3 + i % 2)).collect();
+    let statuses = delivered_at_once(app, &token, "mixed", &bodies).await;
     let count = |status: StatusCode| statuses.iter().filter(|s| **s == status).count();
     assert_eq!(
         (
@@ -453,14 +444,7 @@ async fn events_of_several_chains_sealed_together_stay_apart(app: &TestApp) {
             // Not a remote service's action name.
             body["action"] = json!("Not An Action");
         }
-        requests.push(
-            Request::post("/api/audit/events")
-                .header("authorization", format!("Bearer {token}"))
-                .header("content-type", "application/json")
-                .header("idempotency-key", format!("many-{i}"))
-                .body(Body::from(body.to_string()))
-                .unwrap(),
-        );
+        requests.push(event_request(&token, &format!("many-{i}"), &body));
     }
     let answers = app.concurrently(requests).await;
     for (i, (status, body)) in answers.iter().enumerate() {
