@@ -2,28 +2,123 @@
 //! (the organization comes from the event, never from the worker), with the same
 //! check as the door and validation (`check_entity`, recorded), keeping the result
 //! with the entity. An entity or organization that is gone has nothing to judge. A
-//! rule or subscription change becomes a scan.
+//! rule or subscription change becomes a scan. The worker claims entities in batches:
+//! they are judged together (each on the CPU pool, their checks recorded in groups)
+//! and their results kept in one statement per organization and target.
 
-use compliance_core::Target;
+use std::collections::HashMap;
+
+use compliance_core::{Compliance, Target};
 
 use super::checks::{self, Recording};
 use super::{pipelines, plugins, ServiceError, ServiceResult};
 use crate::services::context::AppState;
-use crate::storage::{ClaimedEntity, EVERYTHING};
+use crate::storage::{ClaimedEntity, OrgRecord, EVERYTHING};
 
 /// Re-evaluates the claimed entity once, whatever number of events it had; for a
 /// rule or subscription change ([`EVERYTHING`]), starts a scan of the organization's
 /// entities of the target instead (swept in pages by the scan workers).
 pub async fn process(state: &AppState, claimed: &ClaimedEntity) -> ServiceResult<()> {
-    let Some(org) = state.store.organization(&claimed.org_id).await? else {
-        return Ok(());
-    };
+    process_all(state, std::slice::from_ref(claimed))
+        .await
+        .into_iter()
+        .next()
+        .unwrap_or(Ok(()))
+}
+
+/// Re-evaluates claimed entities (as [`process`]), all at once: what became of each,
+/// in the claim's order.
+pub async fn process_all(state: &AppState, claimed: &[ClaimedEntity]) -> Vec<ServiceResult<()>> {
+    let mut organizations: HashMap<String, Option<OrgRecord>> = HashMap::new();
+    let mut outcomes: Vec<Option<ServiceResult<()>>> = Vec::with_capacity(claimed.len());
+    let mut judging = tokio::task::JoinSet::new();
+    for (i, entity) in claimed.iter().enumerate() {
+        let org = match organizations.get(&entity.org_id) {
+            Some(known) => Ok(known.clone()),
+            None => state
+                .store
+                .organization(&entity.org_id)
+                .await
+                .inspect(|org| {
+                    organizations.insert(entity.org_id.clone(), org.clone());
+                }),
+        };
+        match org {
+            Err(e) => outcomes.push(Some(Err(e.into()))),
+            // An organization that is gone has nothing to judge.
+            Ok(None) => outcomes.push(Some(Ok(()))),
+            Ok(Some(org)) => {
+                outcomes.push(None);
+                let (state, entity) = (state.clone(), entity.clone());
+                judging.spawn(async move { (i, judge(&state, &org, &entity).await) });
+            }
+        }
+    }
+    // The results to keep, per organization and target.
+    let mut keep: HashMap<(String, Target), Vec<(usize, Compliance)>> = HashMap::new();
+    while let Some(done) = judging.join_next().await {
+        let Ok((i, judged)) = done else {
+            continue;
+        };
+        let Some(entity) = claimed.get(i) else {
+            continue;
+        };
+        match judged {
+            Ok(Some((target, compliance))) => keep
+                .entry((entity.org_id.clone(), target))
+                .or_default()
+                .push((i, compliance)),
+            Ok(None) => set(&mut outcomes, i, Ok(())),
+            Err(e) => set(&mut outcomes, i, Err(e)),
+        }
+    }
+    for ((org_id, target), results) in keep {
+        let rows: Vec<(&str, &Compliance)> = results
+            .iter()
+            .filter_map(|(i, c)| claimed.get(*i).map(|e| (e.entity_id.as_str(), c)))
+            .collect();
+        let written = state
+            .store
+            .set_compliances((&org_id, target.as_str()), &rows)
+            .await;
+        for (i, _) in &results {
+            let outcome = match &written {
+                Ok(()) => Ok(()),
+                Err(e) => Err(ServiceError::Broken(format!(
+                    "the compliance results were not kept: {e}"
+                ))),
+            };
+            set(&mut outcomes, *i, outcome);
+        }
+    }
+    // A judgement whose task stopped (it panicked) failed.
+    outcomes
+        .into_iter()
+        .map(|o| {
+            o.unwrap_or_else(|| Err(ServiceError::Broken("a re-evaluation stopped".to_owned())))
+        })
+        .collect()
+}
+
+fn set(outcomes: &mut [Option<ServiceResult<()>>], i: usize, outcome: ServiceResult<()>) {
+    if let Some(slot) = outcomes.get_mut(i) {
+        *slot = Some(outcome);
+    }
+}
+
+/// Judges one claimed entity of `org`: its compliance result to keep (`None`: nothing
+/// to keep: the entity is gone, or the event was a rule change and started a scan).
+async fn judge(
+    state: &AppState,
+    org: &OrgRecord,
+    claimed: &ClaimedEntity,
+) -> ServiceResult<Option<(Target, Compliance)>> {
     let target: Target = claimed.target.parse().map_err(|_| {
         ServiceError::Broken(format!("a queued event of target `{}`", claimed.target))
     })?;
     if claimed.entity_id == EVERYTHING {
-        super::scans::after_change(state, &org, target).await?;
-        return Ok(());
+        super::scans::after_change(state, org, target).await?;
+        return Ok(None);
     }
     let document = match target {
         Target::Pipeline => state
@@ -38,13 +133,13 @@ pub async fn process(state: &AppState, claimed: &ClaimedEntity) -> ServiceResult
             .map(|p| plugins::document(&p)),
     };
     let Some(document) = document else {
-        return Ok(());
+        return Ok(None);
     };
     let deadline = tokio::time::Instant::now() + crate::services::checks::BUDGET;
     let entity = claimed.entity_id.clone();
     let checks::Checked { evaluation, .. } = checks::check_entity(
         state,
-        &org,
+        org,
         target,
         None,
         deadline,
@@ -52,12 +147,5 @@ pub async fn process(state: &AppState, claimed: &ClaimedEntity) -> ServiceResult
         Recording::Live,
     )
     .await?;
-    state
-        .store
-        .set_compliance(
-            (&org.id, target.as_str(), &claimed.entity_id),
-            &evaluation.compliance(),
-        )
-        .await?;
-    Ok(())
+    Ok(Some((target, evaluation.compliance())))
 }

@@ -27,7 +27,9 @@ use sha2::{Digest, Sha256};
 
 use super::{pipelines, plugins, ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{phases, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, StoreError};
+use crate::storage::{
+    phases, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, StoreError, SweptEntity,
+};
 pub use crate::storage::{ScanRecord, ScanResult, ScheduleRecord};
 
 /// After this many takeovers (its sweeper's lease expired each time) a scan ends
@@ -358,37 +360,63 @@ pub async fn sweep(
         )
         .await?;
         let print = fingerprint(&set, target);
+        let sweeping = Sweeping {
+            state,
+            scan,
+            org: &org,
+            target,
+            filter: &filter,
+            set: &set,
+            settings,
+            batch,
+        };
+        // A page is read and judged while the one before it is flushed: the two
+        // overlap, the flushes stay in order (each one fenced by the claim).
+        let mut judged: Option<JudgedPage> = None;
         loop {
-            if stopping() {
+            let flushed = judged.take();
+            let stop = stopping();
+            let next = async {
+                if stop {
+                    return Ok(None);
+                }
+                sweeping.next_page(&after).await
+            };
+            let (kept, next) = match &flushed {
+                Some(page) => {
+                    let flush = Flush {
+                        org_id: &org.id,
+                        phase,
+                        after_id: &page.last,
+                        counts: page.counts,
+                        fingerprint: &print,
+                        lease_until: lease_until(settings.lease),
+                        at: Utc::now(),
+                        results: &page.rows,
+                    };
+                    let (kept, next) =
+                        tokio::join!(state.store.flush_scan(&scan.id, token, &flush), next);
+                    (kept?, next)
+                }
+                None => (true, next.await),
+            };
+            if !kept {
+                return Ok(Swept::Stopped);
+            }
+            if let Some(page) = &flushed {
+                state.metrics.scanned(page.counts.scanned);
+            }
+            if stop {
                 state.store.release_scan(&scan.id, token).await?;
                 return Ok(Swept::Stopped);
             }
-            let page = page(state, scan, (target, &filter), &after, batch).await?;
-            let Some(last) = page.last().map(|(id, _, _)| id.clone()) else {
-                break;
-            };
-            let ids: Vec<&str> = page.iter().map(|(id, _, _)| id.as_str()).collect();
-            let exemptions = state.store.approved_exemptions_of(&org.id, &ids).await?;
-            let results = judge(state, scan, target, &set, page, exemptions, settings).await?;
-            let mut counts = ScanCounts::default();
-            for r in &results {
-                counts.add(&r.result);
+            match next? {
+                None => break,
+                Some(page) => {
+                    after.clone_from(&page.last);
+                    judged = Some(page);
+                }
             }
-            let flush = Flush {
-                org_id: &org.id,
-                phase,
-                after_id: &last,
-                counts,
-                fingerprint: &print,
-                lease_until: lease_until(settings.lease),
-                at: Utc::now(),
-                results: &results,
-            };
-            if !state.store.flush_scan(&scan.id, token, &flush).await? {
-                return Ok(Swept::Stopped);
-            }
-            state.metrics.scanned(counts.scanned);
-            after = last;
         }
     }
     let preference = state.store.notification_preference(&scan.org_id).await?;
@@ -419,133 +447,177 @@ fn lease_until(lease: Duration) -> DateTime<Utc> {
     Utc::now() + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(30))
 }
 
-/// The next page of the sweep: entities with their names and documents.
-async fn page(
-    state: &AppState,
-    scan: &ScanRecord,
-    (target, filter): (Target, &crate::storage::EntityFilter),
-    after: &str,
-    batch: u32,
-) -> ServiceResult<Vec<Entity>> {
-    Ok(match target {
-        Target::Pipeline => state
-            .store
-            .sweep_pipelines(scan, filter, after, batch)
-            .await?
-            .into_iter()
-            .map(|p| {
-                let document = pipelines::document(&p);
-                (p.id, p.pipeline_name, document)
-            })
-            .collect(),
-        Target::Plugin => state
-            .store
-            .sweep_plugins(scan, filter, after, batch)
-            .await?
-            .into_iter()
-            .map(|p| {
-                let document = plugins::document(&p);
-                (p.id, format!("{}@{}", p.name, p.version), document)
-            })
-            .collect(),
-    })
+/// A page judged, waiting for its flush.
+struct JudgedPage {
+    /// Its last entity id (where the sweep stands once it is flushed).
+    last: String,
+    /// Its results, in the page's order.
+    rows: Vec<SweptEntity>,
+    /// Their counts.
+    counts: ScanCounts,
 }
 
-/// Judges a page on the CPU pool, `settings.concurrency` jobs at a time; the results
-/// in the page's order.
-async fn judge(
-    state: &AppState,
-    scan: &ScanRecord,
+/// One phase of a sweep: what every page of it shares.
+struct Sweeping<'a> {
+    state: &'a AppState,
+    scan: &'a ScanRecord,
+    org: &'a OrgRecord,
     target: Target,
-    set: &Arc<RuleSet>,
-    page: Vec<Entity>,
-    exemptions: Vec<Exemption>,
+    filter: &'a EntityFilter,
+    set: &'a Arc<RuleSet>,
     settings: SweepSettings,
-) -> ServiceResult<Vec<ScanResult>> {
-    let jobs = settings.concurrency.max(1);
-    let per_job = page.len().div_ceil(jobs).max(1);
-    let exemptions = Arc::new(exemptions);
-    let mut chunks: Vec<Vec<Entity>> = Vec::with_capacity(jobs);
-    let mut rest = page.into_iter().peekable();
-    while rest.peek().is_some() {
-        chunks.push(rest.by_ref().take(per_job).collect());
-    }
-    let mut running = Vec::with_capacity(chunks.len());
-    for chunk in chunks {
-        let state = state.clone();
-        let set = Arc::clone(set);
-        let exemptions = Arc::clone(&exemptions);
-        let scan_id = scan.id.clone();
-        running.push(tokio::spawn(async move {
-            let limits = state.config.attribute_limits();
-            loop {
-                let (chunk, set, exemptions, scan_id) = (
-                    chunk.clone(),
-                    set.clone(),
-                    exemptions.clone(),
-                    scan_id.clone(),
-                );
-                let job = state.cpu.run(move || {
-                    let now = Utc::now();
-                    chunk
-                        .into_iter()
-                        .map(|(id, name, document)| {
-                            let judged = compliance_core::judge(
-                                Some(&set),
-                                target,
-                                &document,
-                                &limits,
-                                &Waivers::for_entity(&exemptions, &id, now),
-                            );
-                            result(&scan_id, target, (id, name), judged, now)
-                        })
-                        .collect::<Vec<_>>()
-                });
-                match job.await {
-                    Ok(results) => return Ok(results),
-                    // The pool is full of requests' work: the sweep waits its turn.
-                    Err(crate::cpu::PoolError::Busy) => {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    Err(crate::cpu::PoolError::Failed) => return Err(ServiceError::Unavailable),
-                }
-            }
-        }));
-    }
-    let mut results = Vec::new();
-    for job in running {
-        let done = job
-            .await
-            .map_err(|e| ServiceError::Broken(format!("a scan job stopped: {e}")))??;
-        results.extend(done);
-    }
-    Ok(results)
+    batch: u32,
 }
 
-/// One entity's result.
-fn result(
+impl Sweeping<'_> {
+    /// Reads the page after `after` and judges it (`None`: the phase is done).
+    async fn next_page(&self, after: &str) -> ServiceResult<Option<JudgedPage>> {
+        let page = self.page(after).await?;
+        let Some(last) = page.last().map(|(id, _, _)| id.clone()) else {
+            return Ok(None);
+        };
+        let ids: Vec<&str> = page.iter().map(|(id, _, _)| id.as_str()).collect();
+        let exemptions = self
+            .state
+            .store
+            .approved_exemptions_of(&self.org.id, &ids)
+            .await?;
+        let rows = self.judge(page, exemptions).await?;
+        let mut counts = ScanCounts::default();
+        for row in &rows {
+            counts.add(row.result);
+        }
+        Ok(Some(JudgedPage { last, rows, counts }))
+    }
+
+    /// The next page of the sweep: entities with their names and documents.
+    async fn page(&self, after: &str) -> ServiceResult<Vec<Entity>> {
+        let store = &self.state.store;
+        Ok(match self.target {
+            Target::Pipeline => store
+                .sweep_pipelines(self.scan, self.filter, after, self.batch)
+                .await?
+                .into_iter()
+                .map(|p| {
+                    let document = pipelines::document(&p);
+                    (p.id, p.pipeline_name, document)
+                })
+                .collect(),
+            Target::Plugin => store
+                .sweep_plugins(self.scan, self.filter, after, self.batch)
+                .await?
+                .into_iter()
+                .map(|p| {
+                    let document = plugins::document(&p);
+                    (p.id, format!("{}@{}", p.name, p.version), document)
+                })
+                .collect(),
+        })
+    }
+
+    /// Judges a page on the CPU pool, `settings.concurrency` jobs at a time, and
+    /// renders the texts a flush stores there too; the results in the page's order.
+    async fn judge(
+        &self,
+        page: Vec<Entity>,
+        exemptions: Vec<Exemption>,
+    ) -> ServiceResult<Vec<SweptEntity>> {
+        let jobs = self.settings.concurrency.max(1);
+        let per_job = page.len().div_ceil(jobs).max(1);
+        let exemptions = Arc::new(exemptions);
+        let scan_id: Arc<str> = Arc::from(self.scan.id.as_str());
+        let target = self.target;
+        let mut chunks: Vec<Vec<Entity>> = Vec::with_capacity(jobs);
+        let mut rest = page.into_iter().peekable();
+        while rest.peek().is_some() {
+            chunks.push(rest.by_ref().take(per_job).collect());
+        }
+        let mut running = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            let state = self.state.clone();
+            let set = Arc::clone(self.set);
+            let exemptions = Arc::clone(&exemptions);
+            let scan_id = Arc::clone(&scan_id);
+            running.push(tokio::spawn(async move {
+                let limits = state.config.attribute_limits();
+                loop {
+                    let (chunk, set, exemptions, scan_id) = (
+                        chunk.clone(),
+                        set.clone(),
+                        exemptions.clone(),
+                        scan_id.clone(),
+                    );
+                    let job = state.cpu.run(move || {
+                        let now = Utc::now();
+                        chunk
+                            .into_iter()
+                            .map(|(id, name, document)| {
+                                let judged = compliance_core::judge(
+                                    Some(&set),
+                                    target,
+                                    &document,
+                                    &limits,
+                                    &Waivers::for_entity(&exemptions, &id, now),
+                                );
+                                swept(&scan_id, target, (id, name), judged, now)
+                            })
+                            .collect::<Vec<_>>()
+                    });
+                    match job.await {
+                        Ok(results) => return Ok(results),
+                        // The pool is full of requests' work: the sweep waits its turn.
+                        Err(crate::cpu::PoolError::Busy) => {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                        Err(crate::cpu::PoolError::Failed) => {
+                            return Err(ServiceError::Unavailable)
+                        }
+                    }
+                }
+            }));
+        }
+        let mut results = Vec::new();
+        for job in running {
+            let done = job
+                .await
+                .map_err(|e| ServiceError::Broken(format!("a scan job stopped: {e}")))??;
+            results.extend(done);
+        }
+        Ok(results)
+    }
+}
+
+/// One entity's result, with the texts its flush stores: the violations, and the
+/// compliance result the entity keeps (`{"result", "scanId", "violations"}`).
+fn swept(
     scan_id: &str,
     target: Target,
     (entity_id, entity_name): (String, String),
     judged: Result<Evaluation, compliance_core::Error>,
     now: DateTime<Utc>,
-) -> ScanResult {
-    let (result, violations, error) = match judged {
-        Ok(evaluation) => (
-            evaluation.outcome().as_str().to_owned(),
-            serde_json::to_value(&evaluation.violations).unwrap_or(Value::Null),
-            None,
-        ),
-        Err(e) => ("error".to_owned(), json!([]), Some(e.to_string())),
+) -> SweptEntity {
+    let rendered = judged.map_err(|e| e.to_string()).and_then(|evaluation| {
+        serde_json::to_string(&evaluation.violations)
+            .map(|violations| (evaluation.outcome().as_str(), violations))
+            .map_err(|e| format!("its violations do not serialize: {e}"))
+    });
+    let (result, violations, error) = match rendered {
+        Ok((result, violations)) => (result, violations, None),
+        Err(why) => ("error", "[]".to_owned(), Some(why)),
     };
-    ScanResult {
-        scan_id: scan_id.to_owned(),
-        target: target.as_str().to_owned(),
+    let compliance = format!(
+        "{{\"result\":{},\"scanId\":{},\"violations\":{violations}}}",
+        Value::from(result),
+        Value::from(scan_id)
+    );
+    SweptEntity {
+        target: target.as_str(),
         entity_id,
         entity_name,
         result,
         violations,
         error,
+        compliance,
         scanned_at: now,
     }
 }

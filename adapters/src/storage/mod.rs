@@ -72,7 +72,7 @@ pub use roles::RoleRecord;
 pub use rules::{RuleChange, RuleFilter, StoredRule};
 pub use scans::{phases, EntityFilter, NewScan, ScanCounts, ScanRecord, ScanResult};
 pub use schedules::{ScheduleFields, ScheduleRecord};
-pub use sweeps::{Flush, SweepState};
+pub use sweeps::{Flush, SweepState, SweptEntity};
 
 /// What went wrong in storage, in terms the API can answer.
 #[derive(Debug, thiserror::Error)]

@@ -145,64 +145,144 @@ impl Store {
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
     ) -> StoreResult<Option<ClaimedEntity>> {
+        Ok(self
+            .claim_reevaluations(now, lease_until, 1)
+            .await?
+            .into_iter()
+            .next())
+    }
+
+    /// Claims the due events (pending, or processing under an expired lease) of up to
+    /// `limit` entities until `lease_until`, in one statement: the entities of the
+    /// oldest due events (looked for among the oldest `2 × limit`), every due event
+    /// of each, grouped by entity, oldest first. An entity another claim holds (its events processing under a live
+    /// lease) is not claimed; a new event of it waits for that claim to end.
+    pub async fn claim_reevaluations(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<ClaimedEntity>> {
         let lock = match self.dialect() {
             Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
             Dialect::Sqlite => "",
         };
-        let due = "((status = 'pending' AND run_after <= $1) OR (status = 'processing' AND lease_until < $1))";
+        let due = |t: &str| {
+            format!(
+                "(({t}.status = 'pending' AND {t}.run_after <= $1) OR ({t}.status = 'processing' AND {t}.lease_until < $1))"
+            )
+        };
+        let same = |t: &str| {
+            format!(
+                "{t}.org_id = q.org_id AND {t}.target = q.target AND {t}.entity_id = q.entity_id"
+            )
+        };
+        let busy = format!(
+            "EXISTS (SELECT 1 FROM reevaluation_queue b WHERE {} \
+             AND b.status = 'processing' AND b.lease_until >= $1)",
+            same("b")
+        );
+        // Only an entity's oldest due event stands for it: two claims that meet on an
+        // entity lock the same row, so one of them skips the entity instead of both
+        // waiting on each other's rows.
+        let earlier = format!(
+            "EXISTS (SELECT 1 FROM reevaluation_queue e WHERE {} AND e.id < q.id AND {})",
+            same("e"),
+            due("e")
+        );
         // One statement, a write from the start: SQLite takes its write lock at once
-        // (waiting its busy timeout) instead of failing to upgrade a read.
-        // An entity another claim is judging (its events processing under a live
-        // lease) is not claimed: a new event of it waits for that claim to end.
-        let busy = "EXISTS (SELECT 1 FROM reevaluation_queue b WHERE b.org_id = q.org_id \
-             AND b.target = q.target AND b.entity_id = q.entity_id \
-             AND b.status = 'processing' AND b.lease_until >= $1)";
-        let claimed = sqlx::query(&self.sql(&format!(
-            "UPDATE reevaluation_queue SET status = 'processing', lease_until = $2 \
-             WHERE {due} AND (org_id, target, entity_id) = (\
-             SELECT q.org_id, q.target, q.entity_id FROM reevaluation_queue q WHERE {due} AND NOT {busy} \
-             ORDER BY q.id LIMIT 1{lock}) \
-             RETURNING id, attempts, org_id, target, entity_id"
+        // (waiting its busy timeout) instead of failing to upgrade a read. The
+        // conditions are weighed on the oldest due events only (two per entity
+        // wanted), so the statement's cost stays bounded whatever the queue's depth
+        // and whatever plan the statistics of a fast-filled table lead to.
+        let rows = sqlx::query(&self.sql(&format!(
+            "WITH candidates AS MATERIALIZED (\
+             SELECT q.id, q.org_id, q.target, q.entity_id FROM reevaluation_queue q \
+             WHERE {} ORDER BY q.id LIMIT $4{lock}), \
+             chosen AS MATERIALIZED (\
+             SELECT q.org_id, q.target, q.entity_id FROM candidates q \
+             WHERE NOT {busy} AND NOT {earlier} ORDER BY q.id LIMIT $3) \
+             UPDATE reevaluation_queue SET status = 'processing', lease_until = $2 \
+             WHERE {} AND (org_id, target, entity_id) IN (SELECT org_id, target, entity_id FROM chosen) \
+             RETURNING id, attempts, org_id, target, entity_id",
+            due("q"),
+            due("reevaluation_queue"),
         )))
         .bind(stamp(now))
         .bind(stamp(lease_until))
+        .bind(i64::from(limit))
+        .bind(i64::from(limit).saturating_mul(2))
         .fetch_all(self.pool())
         .await?;
-        let Some(first) = claimed.first() else {
-            return Ok(None);
-        };
-        let org_id: String = first.try_get("org_id")?;
-        let target: String = first.try_get("target")?;
-        let entity_id: String = first.try_get("entity_id")?;
-        let mut ids = Vec::with_capacity(claimed.len());
-        let mut attempts = 0u32;
-        for row in &claimed {
-            ids.push(row.try_get::<i64, _>("id")?);
-            let n = row.try_get::<i64, _>("attempts")?;
-            attempts = attempts.max(u32::try_from(n).unwrap_or(u32::MAX));
+        let mut claimed: Vec<ClaimedEntity> = Vec::new();
+        for row in &rows {
+            let org_id: String = row.try_get("org_id")?;
+            let target: String = row.try_get("target")?;
+            let entity_id: String = row.try_get("entity_id")?;
+            let id = row.try_get::<i64, _>("id")?;
+            let attempts = u32::try_from(row.try_get::<i64, _>("attempts")?).unwrap_or(u32::MAX);
+            let known = claimed
+                .iter_mut()
+                .find(|c| c.org_id == org_id && c.target == target && c.entity_id == entity_id);
+            match known {
+                Some(entity) => {
+                    entity.ids.push(id);
+                    entity.attempts = entity.attempts.max(attempts);
+                }
+                None => claimed.push(ClaimedEntity {
+                    org_id,
+                    target,
+                    entity_id,
+                    ids: vec![id],
+                    attempts,
+                    lease_until,
+                }),
+            }
         }
-        if ids.is_empty() {
-            return Ok(None);
+        for entity in &mut claimed {
+            entity.ids.sort_unstable();
         }
-        Ok(Some(ClaimedEntity {
-            org_id,
-            target,
-            entity_id,
-            ids,
-            attempts,
-            lease_until,
-        }))
+        claimed.sort_by_key(|entity| entity.ids.first().copied());
+        Ok(claimed)
     }
 
     /// Removes the claimed events once processed (if the claim still holds).
     pub async fn finish_reevaluation(&self, claimed: &ClaimedEntity) -> StoreResult<()> {
+        self.finish_reevaluations(std::slice::from_ref(claimed))
+            .await
+    }
+
+    /// Removes the events of every claimed entity once processed (each only if its
+    /// claim still holds), in one statement per 500 events.
+    pub async fn finish_reevaluations(&self, claimed: &[ClaimedEntity]) -> StoreResult<()> {
+        let events: Vec<(i64, &DateTime<Utc>)> = claimed
+            .iter()
+            .flat_map(|c| c.ids.iter().map(move |id| (*id, &c.lease_until)))
+            .collect();
+        for chunk in events.chunks(500) {
+            let mut leases: Vec<&DateTime<Utc>> = chunk.iter().map(|(_, l)| *l).collect();
+            leases.dedup();
+            let [lease] = leases.as_slice() else {
+                // Claims of different leases: each one on its own.
+                for (id, lease) in chunk {
+                    self.delete_claimed(&[*id], lease).await?;
+                }
+                continue;
+            };
+            let ids: Vec<i64> = chunk.iter().map(|(id, _)| *id).collect();
+            self.delete_claimed(&ids, lease).await?;
+        }
+        Ok(())
+    }
+
+    async fn delete_claimed(&self, ids: &[i64], lease_until: &DateTime<Utc>) -> StoreResult<()> {
         let sql = format!(
             "DELETE FROM reevaluation_queue WHERE lease_until = $1 AND id IN ({})",
-            placeholders(2, claimed.ids.len())
+            placeholders(2, ids.len())
         );
         let sql = self.sql(&sql);
-        let mut query = sqlx::query(&sql).bind(stamp(claimed.lease_until));
-        for id in &claimed.ids {
+        let mut query = sqlx::query(&sql).bind(stamp(*lease_until));
+        for id in ids {
             query = query.bind(*id);
         }
         query.execute(self.pool()).await?;
@@ -267,22 +347,30 @@ impl Store {
         })
     }
 
-    /// Keeps a re-evaluated entity's compliance result (`pipeline` or `plugin`); the
-    /// entity's own `updatedAt` stays (a judgement is not an edit).
-    pub async fn set_compliance(
+    /// Keeps the compliance results of re-evaluated entities of one organization and
+    /// target, in one statement per 200 entities (as the entity's own `updatedAt` stays: a judgement is not an edit).
+    pub async fn set_compliances(
         &self,
-        (org_id, target, id): (&str, &str, &str),
-        compliance: &compliance_core::Compliance,
+        (org_id, target): (&str, &str),
+        results: &[(&str, &compliance_core::Compliance)],
     ) -> StoreResult<()> {
         let table = entity_table(target)?;
-        sqlx::query(&self.sql(&format!(
-            "UPDATE {table} SET compliance = $3 WHERE org_id = $1 AND id = $2"
-        )))
-        .bind(org_id)
-        .bind(id)
-        .bind(compliance_text(compliance)?)
-        .execute(self.pool())
-        .await?;
+        for chunk in results.chunks(200) {
+            let values = (0..chunk.len())
+                .map(|i| format!("(${}, ${})", i * 2 + 2, i * 2 + 3))
+                .collect::<Vec<_>>()
+                .join(", ");
+            // `VALUES` columns are column1, column2 on both backends.
+            let sql = self.sql(&format!(
+                "UPDATE {table} SET compliance = v.column2 FROM (VALUES {values}) AS v \
+                 WHERE {table}.org_id = $1 AND {table}.id = v.column1"
+            ));
+            let mut update = sqlx::query(&sql).bind(org_id);
+            for (id, compliance) in chunk {
+                update = update.bind(*id).bind(compliance_text(compliance)?);
+            }
+            update.execute(self.pool()).await?;
+        }
         Ok(())
     }
 }

@@ -42,7 +42,29 @@ pub struct Flush<'a> {
     /// The instant of the flush.
     pub at: DateTime<Utc>,
     /// The results.
-    pub results: &'a [ScanResult],
+    pub results: &'a [SweptEntity],
+}
+
+/// One entity's result as a flush writes it: the texts rendered by the service (off
+/// the async runtime), stored as they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweptEntity {
+    /// `plugin` or `pipeline`.
+    pub target: &'static str,
+    /// The entity.
+    pub entity_id: String,
+    /// Its name.
+    pub entity_name: String,
+    /// `pass`, `warn`, `block` or `error`.
+    pub result: &'static str,
+    /// The bounded violations, as JSON text.
+    pub violations: String,
+    /// Why it could not be judged.
+    pub error: Option<String>,
+    /// What the entity keeps as its compliance result, as JSON text.
+    pub compliance: String,
+    /// When.
+    pub scanned_at: DateTime<Utc>,
 }
 
 impl Store {
@@ -209,21 +231,21 @@ impl Store {
             let mut insert = sqlx::query(&sql);
             for r in flush.results {
                 insert = insert
-                    .bind(r.scan_id.clone())
+                    .bind(scan_id)
                     .bind(org_id)
-                    .bind(r.target.clone())
-                    .bind(r.entity_id.clone())
-                    .bind(r.entity_name.clone())
-                    .bind(r.result.clone())
-                    .bind(r.violations.to_string())
-                    .bind(r.error.clone())
+                    .bind(r.target)
+                    .bind(r.entity_id.as_str())
+                    .bind(r.entity_name.as_str())
+                    .bind(r.result)
+                    .bind(r.violations.as_str())
+                    .bind(r.error.as_deref())
                     .bind(stamp(r.scanned_at));
             }
             insert.execute(&mut *tx).await?;
             // Each entity keeps its new result: one statement per target for the
             // batch (`VALUES` columns are column1, column2 on both backends).
             for target in ["plugin", "pipeline"] {
-                let rows: Vec<&ScanResult> = flush
+                let rows: Vec<&SweptEntity> = flush
                     .results
                     .iter()
                     .filter(|r| r.target == target)
@@ -242,12 +264,9 @@ impl Store {
                 ));
                 let mut update = sqlx::query(&sql).bind(org_id);
                 for r in rows {
-                    let compliance = serde_json::json!({
-                        "result": r.result, "violations": r.violations, "scanId": r.scan_id,
-                    });
                     update = update
-                        .bind(r.entity_id.clone())
-                        .bind(compliance.to_string());
+                        .bind(r.entity_id.as_str())
+                        .bind(r.compliance.as_str());
                 }
                 update.execute(&mut *tx).await?;
             }

@@ -25,16 +25,19 @@ fn state_of(app: &TestApp) -> AppState {
     )
 }
 
-/// Runs the worker's steps until the queue has nothing due; how many claims it made.
+/// Runs the worker's steps until the queue has nothing due; how many entities it
+/// claimed (an entity claimed twice counts twice).
 async fn drain(state: &AppState) -> usize {
     let mut claims = 0;
-    while adapters::workers::reevaluation::step(state, &settings())
-        .await
-        .unwrap()
-    {
-        claims += 1;
+    loop {
+        let claimed = adapters::workers::reevaluation::step(state, &settings())
+            .await
+            .unwrap();
+        if claimed == 0 {
+            return claims;
+        }
+        claims += claimed;
     }
-    claims
 }
 
 /// Drains the queue and sweeps the scans it started, on a fresh state (each process's
@@ -459,7 +462,98 @@ async fn an_entity_being_judged_is_not_claimed_again(app: &TestApp) {
     );
 }
 
+/// Queues `events` events for each of `entities` pipelines of `org` (the entities'
+/// events interleaved, as concurrent edits write them).
+async fn queue_events(app: &TestApp, org: &str, entities: usize, events: usize) {
+    for round in 0..events {
+        for entity in 0..entities {
+            app.sql(&format!(
+                "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
+                 VALUES ('{org}', 'pipeline', 'p-{entity:03}', 'edit-{round}', '2026-01-01T00:00:00.000000Z')"
+            ))
+            .await;
+        }
+    }
+}
+
+async fn a_batch_claims_whole_entities_once(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    queue_events(app, &org, 5, 3).await;
+    let lease = Utc::now() + chrono::Duration::seconds(60);
+    let first = app
+        .store
+        .claim_reevaluations(Utc::now(), lease, 3)
+        .await
+        .unwrap();
+    let entities: Vec<(&str, usize)> = first
+        .iter()
+        .map(|c| (c.entity_id.as_str(), c.ids.len()))
+        .collect();
+    assert_eq!(
+        entities,
+        [("p-000", 3), ("p-001", 3), ("p-002", 3)],
+        "the oldest entities, each with every due event"
+    );
+    let second = app
+        .store
+        .claim_reevaluations(Utc::now(), lease, 64)
+        .await
+        .unwrap();
+    let entities: Vec<(&str, usize)> = second
+        .iter()
+        .map(|c| (c.entity_id.as_str(), c.ids.len()))
+        .collect();
+    assert_eq!(
+        entities,
+        [("p-003", 3), ("p-004", 3)],
+        "never a claimed one"
+    );
+    assert!(app
+        .store
+        .claim_reevaluations(Utc::now(), lease, 64)
+        .await
+        .unwrap()
+        .is_empty());
+    app.store.finish_reevaluations(&first).await.unwrap();
+    app.store.finish_reevaluations(&second).await.unwrap();
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
+}
+
+async fn concurrent_batches_never_share_an_entity(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    queue_events(app, &org, 60, 2).await;
+    let lease = Utc::now() + chrono::Duration::seconds(60);
+    let mut claimers = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let store = app.store.clone();
+        claimers.spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let claimed = store
+                    .claim_reevaluations(Utc::now(), lease, 5)
+                    .await
+                    .unwrap();
+                if claimed.is_empty() {
+                    return mine;
+                }
+                mine.extend(claimed);
+            }
+        });
+    }
+    let claims = claimers.join_all().await;
+    let mut seen: Vec<(String, usize)> = claims
+        .into_iter()
+        .flatten()
+        .map(|c| (c.entity_id, c.ids.len()))
+        .collect();
+    seen.sort();
+    let expected: Vec<(String, usize)> = (0..60).map(|e| (format!("p-{e:03}"), 2)).collect();
+    assert_eq!(seen, expected, "each entity claimed once, with both events");
+}
+
 on_both_backends!(
+    a_batch_claims_whole_entities_once,
+    concurrent_batches_never_share_an_entity,
     an_entity_being_judged_is_not_claimed_again,
     a_rule_moved_to_another_target_judges_its_old_target_again,
     a_subscription_change_judges_the_organizations_entities_again,
