@@ -7,12 +7,19 @@
 //!   passes), then against `pipeline-failing.json` (30% fail, over every operator,
 //!   computed fields, wildcards, with hostile sizes among the failing values). The
 //!   ratio of the two is what a failing upload costs over a passing one.
+//! - `yardstick/{100,1000}/compliance_core` and `yardstick/{100,1000}/serde_json_walk`:
+//!   the failing document judged as the server judges it (the attribute limits, then
+//!   the rules), against the same rules checked by the plain walk of
+//!   `benches::walk`, which must find the same failing rules. The ratio of the two
+//!   is the evaluator's cost over a hand-written check.
 
+use benches::walk::Walk;
 use benches::{json_data, pipeline, rules_100, rules_times};
 use compliance_core::{
     AttributeLimits, Attributes, CompileOptions, Evaluation, Rule, RuleSet, Target, Waivers,
 };
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use serde_json::Value;
 
 fn evaluate(c: &mut Criterion) {
     let doc = pipeline();
@@ -68,7 +75,37 @@ fn mixed(c: &mut Criterion) {
             b.iter(|| set.evaluate(Target::Pipeline, black_box(&failing), &Waivers::none()))
         });
         bench_reuse(c, count, &set, &failing);
+        bench_yardstick(c, count, &set, text);
     }
+}
+
+/// compliance-core (limits and rules) against the plain walk, on the failing document.
+fn bench_yardstick(c: &mut Criterion, count: usize, set: &RuleSet, rules: &str) {
+    let document = json_data(include_str!("data/pipeline-failing.json"));
+    let limits = AttributeLimits::default();
+    let Some(walk) = Walk::new(&json_data(rules)) else {
+        return eprintln!("the walk does not read the mixed rules");
+    };
+    let judge = |document: &Value| {
+        Attributes::new(document, &limits)
+            .map(|attrs| set.evaluate(Target::Pipeline, &attrs, &Waivers::none()))
+    };
+    let Ok(judged) = judge(&document) else {
+        return eprintln!("the failing document is over the limits");
+    };
+    let mut ours: Vec<&str> = judged.violations.iter().map(|v| v.rule_id()).collect();
+    let walked = walk.evaluate(&document);
+    let mut theirs: Vec<&str> = walked.iter().map(|v| v.rule_id).collect();
+    ours.sort_unstable();
+    theirs.sort_unstable();
+    assert_eq!(ours, theirs, "the walk and compliance-core disagree");
+    assert_eq!(ours.len(), count * 3 / 10, "30% of the rules fail");
+    c.bench_function(&format!("yardstick/{count}/compliance_core"), |b| {
+        b.iter(|| judge(black_box(&document)).map(|e| e.violations.len()))
+    });
+    c.bench_function(&format!("yardstick/{count}/serde_json_walk"), |b| {
+        b.iter(|| walk.evaluate(black_box(&document)).len())
+    });
 }
 
 /// The same failing evaluation, for an embedder that keeps one result and reuses its
