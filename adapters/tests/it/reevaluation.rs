@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use adapters::config::ReevaluationSettings;
+use adapters::storage::ClaimedEntity;
 
 use super::fixtures::pipeline;
 use super::*;
@@ -476,44 +477,42 @@ async fn queue_events(app: &TestApp, org: &str, entities: usize, events: usize) 
     }
 }
 
+/// One claim of up to `limit` entities: the claim, and each entity with its number
+/// of events.
+async fn claim(app: &TestApp, limit: u32) -> (Vec<ClaimedEntity>, Vec<(String, usize)>) {
+    let lease = Utc::now() + chrono::Duration::seconds(60);
+    let claimed = app
+        .store
+        .claim_reevaluations(Utc::now(), lease, limit)
+        .await
+        .unwrap();
+    let entities = claimed
+        .iter()
+        .map(|c| (c.entity_id.clone(), c.ids.len()))
+        .collect();
+    (claimed, entities)
+}
+
+fn entities(names: &[&str], events: usize) -> Vec<(String, usize)> {
+    names.iter().map(|n| ((*n).to_owned(), events)).collect()
+}
+
 async fn a_batch_claims_whole_entities_once(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     queue_events(app, &org, 5, 3).await;
-    let lease = Utc::now() + chrono::Duration::seconds(60);
-    let first = app
-        .store
-        .claim_reevaluations(Utc::now(), lease, 3)
-        .await
-        .unwrap();
-    let entities: Vec<(&str, usize)> = first
-        .iter()
-        .map(|c| (c.entity_id.as_str(), c.ids.len()))
-        .collect();
+    let (first, claimed) = claim(app, 3).await;
     assert_eq!(
-        entities,
-        [("p-000", 3), ("p-001", 3), ("p-002", 3)],
+        claimed,
+        entities(&["p-000", "p-001", "p-002"], 3),
         "the oldest entities, each with every due event"
     );
-    let second = app
-        .store
-        .claim_reevaluations(Utc::now(), lease, 64)
-        .await
-        .unwrap();
-    let entities: Vec<(&str, usize)> = second
-        .iter()
-        .map(|c| (c.entity_id.as_str(), c.ids.len()))
-        .collect();
+    let (second, claimed) = claim(app, 64).await;
     assert_eq!(
-        entities,
-        [("p-003", 3), ("p-004", 3)],
+        claimed,
+        entities(&["p-003", "p-004"], 3),
         "never a claimed one"
     );
-    assert!(app
-        .store
-        .claim_reevaluations(Utc::now(), lease, 64)
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(claim(app, 64).await.0.is_empty());
     app.store.finish_reevaluations(&first).await.unwrap();
     app.store.finish_reevaluations(&second).await.unwrap();
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
