@@ -205,22 +205,6 @@ impl From<tenancy::TenancyError> for ApiError {
     }
 }
 
-impl From<crate::storage::StoreError> for ApiError {
-    fn from(error: crate::storage::StoreError) -> Self {
-        use crate::storage::StoreError;
-        match error {
-            StoreError::Conflict(what) => ApiError::conflict(what),
-            StoreError::NotFound(what) => ApiError::not_found(&what),
-            StoreError::Invalid(why) => ApiError::validation(why),
-            StoreError::Unavailable(cause) => {
-                tracing::warn!(%cause, "database unavailable");
-                ApiError::unavailable("the database is unavailable")
-            }
-            StoreError::Other(cause) | StoreError::Corrupt(cause) => ApiError::internal(cause),
-        }
-    }
-}
-
 impl From<crate::services::ServiceError> for ApiError {
     fn from(error: crate::services::ServiceError) -> Self {
         use crate::services::ServiceError as E;
@@ -324,7 +308,13 @@ impl From<crate::services::ServiceError> for ApiError {
             E::NotConfigured(code, why) => ApiError::new(StatusCode::NOT_FOUND, code, why),
             E::Tenancy(refusal) => refusal.into(),
             E::Broken(why) => ApiError::internal(why),
-            E::Store(store) => store.into(),
+            E::StoreConflict(what) => ApiError::conflict(what),
+            E::StoreMissing(what) => ApiError::not_found(&what),
+            E::StoreRefused(why) => ApiError::validation(why),
+            E::StoreUnavailable(cause) => {
+                tracing::warn!(%cause, "database unavailable");
+                ApiError::unavailable("the database is unavailable")
+            }
         }
     }
 }

@@ -121,9 +121,32 @@ pub enum ServiceError {
     /// Stored data breaks an invariant the server keeps (a built-in Role missing).
     #[error("{0}")]
     Broken(String),
-    /// Storage failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
+    /// Storage refused the write: what it contradicts (a name taken, a row moved on).
+    #[error("{0}")]
+    StoreConflict(String),
+    /// Storage found no such row.
+    #[error("{0} not found")]
+    StoreMissing(String),
+    /// Storage refused a value.
+    #[error("{0}")]
+    StoreRefused(String),
+    /// The database cannot be reached or answered too late.
+    #[error("the database is unavailable: {0}")]
+    StoreUnavailable(String),
+}
+
+/// What a storage failure means to a caller: the services speak no storage type to
+/// the floor above them. A row that does not decode stays an error (`Broken`).
+impl From<StoreError> for ServiceError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Conflict(what) => ServiceError::StoreConflict(what),
+            StoreError::NotFound(what) => ServiceError::StoreMissing(what),
+            StoreError::Invalid(why) => ServiceError::StoreRefused(why),
+            StoreError::Unavailable(cause) => ServiceError::StoreUnavailable(cause),
+            StoreError::Other(cause) | StoreError::Corrupt(cause) => ServiceError::Broken(cause),
+        }
+    }
 }
 
 impl ServiceError {

@@ -194,14 +194,17 @@ impl Store {
         // (waiting its busy timeout) instead of failing to upgrade a read. The
         // conditions are weighed on the oldest due events only (two per entity
         // wanted), so the statement's cost stays bounded whatever the queue's depth
-        // and whatever plan the statistics of a fast-filled table lead to.
+        // and whatever plan the statistics of a fast-filled table lead to. Only the
+        // chosen events are locked (each its entity's oldest due one): a claim never
+        // holds a row of an entity another claim chose.
         let rows = sqlx::query(&self.sql(&format!(
             "WITH candidates AS MATERIALIZED (\
              SELECT q.id, q.org_id, q.target, q.entity_id FROM reevaluation_queue q \
-             WHERE {} ORDER BY q.id LIMIT $4{lock}), \
+             WHERE {} ORDER BY q.id LIMIT $4), \
              chosen AS MATERIALIZED (\
-             SELECT q.org_id, q.target, q.entity_id FROM candidates q \
-             WHERE NOT {busy} AND NOT {earlier} ORDER BY q.id LIMIT $3) \
+             SELECT r.org_id, r.target, r.entity_id FROM reevaluation_queue r WHERE r.id IN (\
+             SELECT q.id FROM candidates q WHERE NOT {busy} AND NOT {earlier}) \
+             ORDER BY r.id LIMIT $3{lock}) \
              UPDATE reevaluation_queue SET status = 'processing', lease_until = $2 \
              WHERE {} AND (org_id, target, entity_id) IN (SELECT org_id, target, entity_id FROM chosen) \
              RETURNING id, attempts, org_id, target, entity_id",
@@ -220,7 +223,12 @@ impl Store {
             let target: String = row.try_get("target")?;
             let entity_id: String = row.try_get("entity_id")?;
             let id = row.try_get::<i64, _>("id")?;
-            let attempts = u32::try_from(row.try_get::<i64, _>("attempts")?).unwrap_or(u32::MAX);
+            let attempts = row.try_get::<i64, _>("attempts")?;
+            let attempts = u32::try_from(attempts).map_err(|_| {
+                StoreError::Corrupt(format!(
+                    "reevaluation_queue.attempts of event {id}: `{attempts}` is not a count"
+                ))
+            })?;
             let known = claimed
                 .iter_mut()
                 .find(|c| c.org_id == org_id && c.target == target && c.entity_id == entity_id);
