@@ -216,14 +216,20 @@ impl Figures {
 impl LoadServer {
     /// The yardstick: bare `GET /health`, `total` requests, `in_flight` at a time.
     pub async fn health(&self, total: usize, in_flight: usize) -> Result<Figures, String> {
-        let (http, base) = (reqwest::Client::new(), self.base.clone());
-        measure(total, in_flight, move |_| {
-            let (http, base) = (http.clone(), base.clone());
-            async move { status(http.get(format!("{base}/health")).send().await) }
-        })
-        .await?
-        .all(200)
+        health(&self.base, total, in_flight).await
     }
+}
+
+/// The yardstick of any server at `base`: bare `GET /health`, `total` requests,
+/// `in_flight` at a time, every one answering 200.
+pub async fn health(base: &str, total: usize, in_flight: usize) -> Result<Figures, String> {
+    let (http, base) = (reqwest::Client::new(), base.to_owned());
+    measure(total, in_flight, move |_| {
+        let (http, base) = (http.clone(), base.clone());
+        async move { status(http.get(format!("{base}/health")).send().await) }
+    })
+    .await?
+    .all(200)
 }
 
 /// The arguments every load example takes: how many requests of each kind (4000)
