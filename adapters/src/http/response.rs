@@ -7,14 +7,38 @@ use serde_json::{json, Value};
 
 use crate::http::extract::Page;
 
-/// `{success: true, statusCode, data}`.
+/// The success envelope, written straight from `T` (no intermediate JSON value).
+#[derive(Serialize)]
+struct Envelope<T> {
+    data: T,
+    #[serde(rename = "statusCode")]
+    status_code: u16,
+    success: bool,
+}
+
+/// `{success: true, statusCode, data}`; an answer that does not serialize is a 500,
+/// never an empty `data`.
 fn ok<T: Serialize>(status: StatusCode, data: T) -> Response {
-    let data = serde_json::to_value(data).unwrap_or(Value::Null);
-    (
-        status,
-        axum::Json(json!({"success": true, "statusCode": status.as_u16(), "data": data})),
-    )
-        .into_response()
+    let envelope = Envelope {
+        data,
+        status_code: status.as_u16(),
+        success: true,
+    };
+    match serde_json::to_vec(&envelope) {
+        Ok(bytes) => (
+            status,
+            [(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("application/json"),
+            )],
+            bytes,
+        )
+            .into_response(),
+        Err(error) => crate::http::error::ApiError::internal(format!(
+            "the answer does not serialize: {error}"
+        ))
+        .into_response(),
+    }
 }
 
 /// `{success: true, statusCode: 200, <listKey>: [...], pagination: {total, limit, offset, hasMore}}`,
