@@ -86,6 +86,9 @@ where
         ),
     };
     let limits = state.config.attribute_limits();
+    // A live check of an entity keeps the document as its snapshot: written as text
+    // here, on the CPU pool, with the evaluation.
+    let keeps_snapshot = matches!(recording, Recording::Live);
     let job = state.cpu.run(move || {
         let (document, entity_id) = prepare()?;
         // The entity's exemptions are known once the document is: applied after.
@@ -98,12 +101,15 @@ where
                     }
                     other => ServiceError::Malformed(other.to_string()),
                 })?;
-        Ok::<_, ServiceError>((document, entity_id, evaluation))
+        // Only an entity's check keeps a snapshot (the impact preview reads it by entity).
+        let snapshot = (keeps_snapshot && entity_id.is_some()).then(|| document.to_string());
+        Ok::<_, ServiceError>((document, entity_id, evaluation, snapshot))
     });
-    let (document, entity_id, mut evaluation) = match tokio::time::timeout_at(deadline, job).await {
-        Ok(Ok(done)) => done?,
-        Ok(Err(_)) | Err(_) => return Err(ServiceError::Unavailable),
-    };
+    let (document, entity_id, mut evaluation, snapshot) =
+        match tokio::time::timeout_at(deadline, job).await {
+            Ok(Ok(done)) => done?,
+            Ok(Err(_)) | Err(_) => return Err(ServiceError::Unavailable),
+        };
     // Exemptions are per entity: known once the document is, applied after.
     if let (Some(entity), false) = (&entity_id, org.is_system) {
         let exemptions = within(
@@ -113,12 +119,7 @@ where
         .await?;
         evaluation.waive(&Waivers::for_entity(&exemptions, entity, Utc::now()));
     }
-    let snapshot = match recording {
-        Recording::DryRun => None,
-        Recording::Live => Some(Some(&document)),
-        Recording::Door => Some(None),
-    };
-    if let Some(snapshot) = snapshot {
+    if !matches!(recording, Recording::DryRun) {
         record(
             state,
             (org, target, entity_id.as_deref()),
@@ -141,7 +142,7 @@ where
 async fn record(
     state: &AppState,
     (org, target, entity_id): (&OrgRecord, Target, Option<&str>),
-    snapshot: Option<&Value>,
+    snapshot: Option<String>,
     evaluation: &Evaluation,
     deadline: Instant,
 ) -> ServiceResult<()> {
@@ -171,7 +172,7 @@ async fn record(
         result: evaluation.outcome().as_str(),
         violations: serde_json::to_string(&evaluation.violations)
             .map_err(|e| ServiceError::Broken(format!("violations do not serialize: {e}")))?,
-        snapshot: snapshot.map(Value::to_string),
+        snapshot,
         notification,
         at: now,
     };
