@@ -24,7 +24,60 @@ fn ok<T: Serialize>(status: StatusCode, data: T) -> Response {
         status_code: status.as_u16(),
         success: true,
     };
-    match serde_json::to_vec(&envelope) {
+    json_response(status, &envelope)
+}
+
+/// `{success: true, statusCode: 200, <listKey>: [...], pagination: {total, limit, offset, hasMore}}`,
+/// with more top-level fields beside the list, written straight from the items; a
+/// page that does not serialize is a 500, never an empty list.
+fn paginated_with<T: Serialize>(
+    list_key: &str,
+    items: Vec<T>,
+    total: u64,
+    page: &Page,
+    extra: Vec<(&str, Value)>,
+) -> Response {
+    let returned = items.len() as u64;
+    let body = PagedBody {
+        list_key,
+        items: &items,
+        pagination: json!({
+            "total": total,
+            "limit": page.limit,
+            "offset": page.offset,
+            "hasMore": page.offset.saturating_add(returned) < total,
+        }),
+        extra: &extra,
+    };
+    json_response(StatusCode::OK, &body)
+}
+
+/// The paginated envelope's members.
+struct PagedBody<'a, T> {
+    list_key: &'a str,
+    items: &'a [T],
+    pagination: Value,
+    extra: &'a [(&'a str, Value)],
+}
+
+impl<T: Serialize> Serialize for PagedBody<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(4 + self.extra.len()))?;
+        map.serialize_entry("success", &true)?;
+        map.serialize_entry("statusCode", &200)?;
+        map.serialize_entry("pagination", &self.pagination)?;
+        map.serialize_entry(self.list_key, self.items)?;
+        for (key, value) in self.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// `body` as a JSON answer with `status`; a body that does not serialize is a 500.
+fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
+    match serde_json::to_vec(body) {
         Ok(bytes) => (
             status,
             [(
@@ -39,36 +92,6 @@ fn ok<T: Serialize>(status: StatusCode, data: T) -> Response {
         ))
         .into_response(),
     }
-}
-
-/// `{success: true, statusCode: 200, <listKey>: [...], pagination: {total, limit, offset, hasMore}}`,
-/// with more top-level fields beside the list.
-fn paginated_with<T: Serialize>(
-    list_key: &str,
-    items: Vec<T>,
-    total: u64,
-    page: &Page,
-    extra: Vec<(&str, Value)>,
-) -> Response {
-    let items = serde_json::to_value(items).unwrap_or(Value::Array(Vec::new()));
-    let returned = items.as_array().map_or(0, Vec::len) as u64;
-    let mut body = json!({
-        "success": true,
-        "statusCode": 200,
-        "pagination": {
-            "total": total,
-            "limit": page.limit,
-            "offset": page.offset,
-            "hasMore": page.offset.saturating_add(returned) < total,
-        }
-    });
-    if let Some(object) = body.as_object_mut() {
-        object.insert(list_key.to_owned(), items);
-        for (key, value) in extra {
-            object.insert(key.to_owned(), value);
-        }
-    }
-    (StatusCode::OK, axum::Json(body)).into_response()
 }
 
 /// A typed success: `{success: true, statusCode, data}` around a `T`, whose schema
