@@ -138,20 +138,6 @@ impl Store {
         Ok(n.unsigned_abs())
     }
 
-    /// Claims the oldest due entity's events (pending, or processing under an
-    /// expired lease) until `lease_until`.
-    pub async fn claim_reevaluation(
-        &self,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
-    ) -> StoreResult<Option<ClaimedEntity>> {
-        Ok(self
-            .claim_reevaluations(now, lease_until, 1)
-            .await?
-            .into_iter()
-            .next())
-    }
-
     /// Claims the due events (pending, or processing under an expired lease) of up to
     /// `limit` entities until `lease_until`, in one statement: the entities of the
     /// oldest due events (looked for among the oldest `2 × limit`), every due event
@@ -254,31 +240,21 @@ impl Store {
         Ok(claimed)
     }
 
-    /// Removes the claimed events once processed (if the claim still holds).
-    pub async fn finish_reevaluation(&self, claimed: &ClaimedEntity) -> StoreResult<()> {
-        self.finish_reevaluations(std::slice::from_ref(claimed))
-            .await
-    }
-
     /// Removes the events of every claimed entity once processed (each only if its
-    /// claim still holds), in one statement per 500 events.
+    /// claim's lease still holds), in one statement per lease and 500 events.
     pub async fn finish_reevaluations(&self, claimed: &[ClaimedEntity]) -> StoreResult<()> {
-        let events: Vec<(i64, &DateTime<Utc>)> = claimed
-            .iter()
-            .flat_map(|c| c.ids.iter().map(move |id| (*id, &c.lease_until)))
-            .collect();
-        for chunk in events.chunks(500) {
-            let mut leases: Vec<&DateTime<Utc>> = chunk.iter().map(|(_, l)| *l).collect();
-            leases.dedup();
-            let [lease] = leases.as_slice() else {
-                // Claims of different leases: each one on its own.
-                for (id, lease) in chunk {
-                    self.delete_claimed(&[*id], lease).await?;
-                }
-                continue;
-            };
-            let ids: Vec<i64> = chunk.iter().map(|(id, _)| *id).collect();
-            self.delete_claimed(&ids, lease).await?;
+        let mut leases: Vec<DateTime<Utc>> = claimed.iter().map(|c| c.lease_until).collect();
+        leases.sort_unstable();
+        leases.dedup();
+        for lease in &leases {
+            let ids: Vec<i64> = claimed
+                .iter()
+                .filter(|c| c.lease_until == *lease)
+                .flat_map(|c| c.ids.iter().copied())
+                .collect();
+            for chunk in ids.chunks(500) {
+                self.delete_claimed(chunk, lease).await?;
+            }
         }
         Ok(())
     }
@@ -356,14 +332,32 @@ impl Store {
     }
 
     /// Keeps the compliance results of re-evaluated entities of one organization and
-    /// target, in one statement per 200 entities (as the entity's own `updatedAt` stays: a judgement is not an edit).
+    /// target; the entity's own `updatedAt` stays: a judgement is not an edit.
     pub async fn set_compliances(
         &self,
         (org_id, target): (&str, &str),
         results: &[(&str, &compliance_core::Compliance)],
     ) -> StoreResult<()> {
+        let texts = results
+            .iter()
+            .map(|(id, compliance)| Ok((*id, compliance_text(compliance)?)))
+            .collect::<StoreResult<Vec<(&str, String)>>>()?;
+        let rows: Vec<(&str, &str)> = texts.iter().map(|(id, t)| (*id, t.as_str())).collect();
+        let mut conn = self.pool().acquire().await?;
+        self.keep_compliance_in(&mut conn, (org_id, target), &rows)
+            .await
+    }
+
+    /// Sets `compliance` (JSON text) of each `(id, compliance)` entity of the
+    /// organization's `target`, one statement per 200 entities, on `conn`.
+    pub(crate) async fn keep_compliance_in(
+        &self,
+        conn: &mut AnyConnection,
+        (org_id, target): (&str, &str),
+        rows: &[(&str, &str)],
+    ) -> StoreResult<()> {
         let table = entity_table(target)?;
-        for chunk in results.chunks(200) {
+        for chunk in rows.chunks(200) {
             let values = (0..chunk.len())
                 .map(|i| format!("(${}, ${})", i * 2 + 2, i * 2 + 3))
                 .collect::<Vec<_>>()
@@ -375,9 +369,9 @@ impl Store {
             ));
             let mut update = sqlx::query(&sql).bind(org_id);
             for (id, compliance) in chunk {
-                update = update.bind(*id).bind(compliance_text(compliance)?);
+                update = update.bind(*id).bind(*compliance);
             }
-            update.execute(self.pool()).await?;
+            update.execute(&mut *conn).await?;
         }
         Ok(())
     }

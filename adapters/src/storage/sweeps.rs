@@ -242,33 +242,16 @@ impl Store {
                     .bind(stamp(r.scanned_at));
             }
             insert.execute(&mut *tx).await?;
-            // Each entity keeps its new result: one statement per target for the
-            // batch (`VALUES` columns are column1, column2 on both backends).
+            // Each entity keeps its new result.
             for target in ["plugin", "pipeline"] {
-                let rows: Vec<&SweptEntity> = flush
+                let rows: Vec<(&str, &str)> = flush
                     .results
                     .iter()
                     .filter(|r| r.target == target)
+                    .map(|r| (r.entity_id.as_str(), r.compliance.as_str()))
                     .collect();
-                if rows.is_empty() {
-                    continue;
-                }
-                let values = (0..rows.len())
-                    .map(|i| format!("(${}, ${})", i * 2 + 2, i * 2 + 3))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let table = entity_table(target)?;
-                let sql = self.sql(&format!(
-                    "UPDATE {table} SET compliance = v.column2 FROM (VALUES {values}) AS v \
-                     WHERE {table}.org_id = $1 AND {table}.id = v.column1"
-                ));
-                let mut update = sqlx::query(&sql).bind(org_id);
-                for r in rows {
-                    update = update
-                        .bind(r.entity_id.as_str())
-                        .bind(r.compliance.as_str());
-                }
-                update.execute(&mut *tx).await?;
+                self.keep_compliance_in(&mut tx, (org_id, target), &rows)
+                    .await?;
             }
         }
         tx.commit().await?;

@@ -53,17 +53,7 @@ async fn settle(app: &TestApp) -> usize {
 async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &alice,
-            Some(&org),
-            Some(pipeline("ci")),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let id = create_pipeline(app, &alice, &org, pipeline("ci")).await;
     // A burst of 30 edits: 31 events for one pipeline.
     for i in 0..30 {
         let mut body = pipeline("ci");
@@ -191,16 +181,7 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
 async fn a_failing_judgement_is_retried_then_dead(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, _) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &alice,
-            Some(&org),
-            Some(pipeline("ci")),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
+    create_pipeline(app, &alice, &org, pipeline("ci")).await;
     let (status, body) = app
         .call(
             "POST",
@@ -327,17 +308,7 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
 async fn a_rule_moved_to_another_target_judges_its_old_target_again(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, created) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &alice,
-            Some(&org),
-            Some(pipeline("ci")),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    let id = created["data"]["id"].as_str().unwrap().to_owned();
+    let id = create_pipeline(app, &alice, &org, pipeline("ci")).await;
     let rule = json!({"name": "r", "target": "pipeline", "severity": "warning",
                       "field": "pipelineName", "operator": "eq", "value": "cd"});
     let (status, body) = app
@@ -403,27 +374,10 @@ async fn an_entity_being_judged_is_not_claimed_again(app: &TestApp) {
     let alice = app.token("alice", "alice@example.com");
     let mut ids = Vec::new();
     for name in ["ci", "cd"] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/pipelines",
-                &alice,
-                Some(&org),
-                Some(pipeline(name)),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        ids.push(body["data"]["id"].as_str().unwrap().to_owned());
+        ids.push(create_pipeline(app, &alice, &org, pipeline(name)).await);
     }
-    let now = Utc::now();
-    let lease = now + chrono::Duration::seconds(60);
-    let first = app
-        .store
-        .claim_reevaluation(now, lease)
-        .await
-        .unwrap()
-        .expect("the first pipeline's event");
-    assert_eq!(first.entity_id, ids[0]);
+    let (first, claimed) = claim(app, 1).await;
+    assert_eq!(claimed, [(ids[0].clone(), 1)], "the first pipeline's event");
     // A new edit of the claimed pipeline while it is judged.
     let mut body = pipeline("ci");
     body["props"] = json!({"revision": 1});
@@ -437,30 +391,29 @@ async fn an_entity_being_judged_is_not_claimed_again(app: &TestApp) {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
-    let second = app
-        .store
-        .claim_reevaluation(Utc::now(), lease)
-        .await
-        .unwrap()
-        .expect("the other pipeline's event");
-    assert_eq!(second.entity_id, ids[1], "not the pipeline being judged");
-    assert!(app
-        .store
-        .claim_reevaluation(Utc::now(), lease)
-        .await
-        .unwrap()
-        .is_none());
-    app.store.finish_reevaluation(&first).await.unwrap();
-    let third = app
-        .store
-        .claim_reevaluation(Utc::now(), lease)
-        .await
-        .unwrap()
-        .expect("the edit, once the claim ended");
+    let (_, claimed) = claim(app, 1).await;
     assert_eq!(
-        (third.entity_id.as_str(), third.ids.len()),
-        (ids[0].as_str(), 1)
+        claimed,
+        [(ids[1].clone(), 1)],
+        "not the pipeline being judged"
     );
+    assert!(claim(app, 1).await.0.is_empty());
+    app.store.finish_reevaluations(&first).await.unwrap();
+    let (_, claimed) = claim(app, 1).await;
+    assert_eq!(
+        claimed,
+        [(ids[0].clone(), 1)],
+        "the edit, once the claim ended"
+    );
+}
+
+/// Creates a pipeline through the API: its id.
+async fn create_pipeline(app: &TestApp, token: &str, org: &str, body: Value) -> String {
+    let (status, body) = app
+        .call("POST", "/api/pipelines", token, Some(org), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["data"]["id"].as_str().unwrap().to_owned()
 }
 
 /// Queues `events` events for each of `entities` pipelines of `org` (the entities'
