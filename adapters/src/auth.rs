@@ -14,7 +14,9 @@
 //! Three kinds share the format: a user's access token (`sub`, `email`), a service
 //! token (a `service` claim), and a step-up token (`stepUp: true`, minted by
 //! `compliance token --step-up`, sent in `X-Step-Up-Token` next to the access token;
-//! its `iat` is when the user re-verified).
+//! its `iat` is when the user re-verified). Tokens issued at sign-in also carry the
+//! account's generation (`gen`) and the sign-in's family (`sid`), which every request
+//! checks against what is stored (kept per replica), so revocation is immediate.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -74,6 +76,14 @@ pub struct Claims {
     /// Set on step-up tokens.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub step_up: bool,
+    /// The account's generation the token was issued under (tokens this server
+    /// issues at sign-in): a revoke-all raises it, and older tokens fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gen: Option<i64>,
+    /// The sign-in's refresh family: its logout (or its reuse detected) ends the
+    /// access tokens issued in it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sid: Option<String>,
 }
 
 impl Claims {
@@ -88,6 +98,8 @@ impl Claims {
             nbf: None,
             service: None,
             step_up: false,
+            gen: None,
+            sid: None,
         }
     }
 }
@@ -358,6 +370,8 @@ mod tests {
             nbf: None,
             service: None,
             step_up: false,
+            gen: None,
+            sid: None,
         }
     }
 

@@ -181,8 +181,31 @@ pub struct Config {
     pub notifications: NotificationSettings,
     /// `PLATFORM_IDENTIFIER` and `PLATFORM_PASSWORD`, for provisioning scripts.
     pub platform_credentials: Option<(String, String)>,
+    /// Sign-in: links, client addresses, session lifetimes.
+    pub signin: SignInSettings,
     /// Things worth a warning at start (development secret, clamped values).
     pub warnings: Vec<String>,
+}
+
+/// Sign-in settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInSettings {
+    /// `PUBLIC_URL` (`http://localhost:<port>`): where the e-mail verification link
+    /// points (`<PUBLIC_URL>/console/verify-email?token=...`).
+    pub public_url: String,
+    /// `TRUST_PROXY_HEADERS` (false): the client address that sign-in throttling
+    /// counts is the last `X-Forwarded-For` entry (the one the nearest proxy saw)
+    /// instead of the connection's peer. Only behind a proxy that sets it.
+    pub trust_proxy_headers: bool,
+    /// `REFRESH_TOKEN_TTL_DAYS` (30): a sign-in's refresh family ends this long after
+    /// the sign-in, however often it rotates.
+    pub refresh_lifetime: Duration,
+    /// `EMAIL_VERIFICATION_TTL_HOURS` (24): how long a verification link works.
+    pub verification_lifetime: Duration,
+    /// `EMAIL_VERIFICATION_REQUIRED` (true when `SMTP_URL` is set, else false, with
+    /// a warning): whether sign-in waits for the e-mail's verification. Without a
+    /// relay no link can arrive.
+    pub verification_required: bool,
 }
 
 /// Plugin image builds (`PLUGIN_BUILD_*`).
@@ -674,6 +697,29 @@ impl Config {
                 .clamp(1, crate::notify::MAX_ATTEMPTS),
             poll: Duration::from_millis(r.parse("NOTIFY_POLL_MS", 500, "milliseconds").max(10)),
         };
+        let signin = SignInSettings {
+            public_url: r
+                .string("PUBLIC_URL", &format!("http://localhost:{}", http.port))
+                .trim_end_matches('/')
+                .to_owned(),
+            trust_proxy_headers: r.flag("TRUST_PROXY_HEADERS"),
+            refresh_lifetime: Duration::from_secs(
+                r.positive("REFRESH_TOKEN_TTL_DAYS", 30).min(365) * 86_400,
+            ),
+            verification_lifetime: Duration::from_secs(
+                r.positive("EMAIL_VERIFICATION_TTL_HOURS", 24).min(24 * 30) * 3_600,
+            ),
+            verification_required: match r.raw("EMAIL_VERIFICATION_REQUIRED") {
+                Some(v) if !v.is_empty() => r.flag("EMAIL_VERIFICATION_REQUIRED"),
+                _ => notifications.smtp_url.is_some(),
+            },
+        };
+        if !signin.verification_required {
+            warnings.push(
+                "EMAIL_VERIFICATION_REQUIRED is off (no SMTP_URL): accounts sign in before their e-mail is verified"
+                    .to_owned(),
+            );
+        }
         if !r.errors.is_empty() {
             return Err(r.errors);
         }
@@ -703,6 +749,7 @@ impl Config {
             reevaluation,
             notifications,
             platform_credentials,
+            signin,
             warnings,
         })
     }

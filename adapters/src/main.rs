@@ -436,7 +436,10 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         .await
         .map_err(|e| fail(format!("cannot listen on port {port}: {e}"), 1))?;
     tracing::info!(port, "listening");
-    axum::serve(adapters::http::listener::EnvelopedListener(listener), app)
+    axum::serve(
+        adapters::http::listener::EnvelopedListener(listener),
+        app.into_make_service_with_connect_info::<adapters::http::listener::PeerAddr>(),
+    )
         .with_graceful_shutdown(shutdown())
         .await
         .map_err(|e| fail(e, 1))?;

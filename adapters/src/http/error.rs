@@ -162,7 +162,17 @@ impl std::fmt::Display for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(self.body())).into_response()
+        // A 429 that knows when to come back says it in `Retry-After` too.
+        let retry_after = (self.status == StatusCode::TOO_MANY_REQUESTS)
+            .then(|| self.details.as_ref()?.get("retryAfter")?.as_u64())
+            .flatten();
+        let mut response = (self.status, axum::Json(self.body())).into_response();
+        if let Some(seconds) = retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }
 
@@ -202,6 +212,25 @@ impl From<tenancy::TenancyError> for ApiError {
             message: error.to_string(),
             details,
         }
+    }
+}
+
+/// The status and code of a refused sign-in (SEMANTICS.md 5).
+fn signin_refusal(refusal: crate::services::accounts::SignInRefusal) -> ApiError {
+    use crate::services::accounts::SignInRefusal as R;
+    let message = refusal.to_string();
+    match refusal {
+        R::InvalidCredentials => {
+            ApiError::new(StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", message)
+        }
+        R::TooManyAttempts { retry_after } => {
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_ATTEMPTS", message)
+                .with_details(json!({"retryAfter": retry_after}))
+        }
+        R::EmailNotVerified => ApiError::new(StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED", message),
+        R::InvalidToken(_) => ApiError::unauthorized(message),
+        R::NotYourOrganization => ApiError::tenant_forbidden(),
+        R::SessionRequired => ApiError::forbidden(message),
     }
 }
 
@@ -307,6 +336,7 @@ impl From<crate::services::ServiceError> for ApiError {
             }
             E::NotConfigured(code, why) => ApiError::new(StatusCode::NOT_FOUND, code, why),
             E::Tenancy(refusal) => refusal.into(),
+            E::SignIn(refusal) => signin_refusal(refusal),
             E::Broken(why) => ApiError::internal(why),
             E::StoreConflict(what) => ApiError::conflict(what),
             E::StoreMissing(what) => ApiError::not_found(&what),

@@ -51,6 +51,26 @@ pub async fn gate(
     requirement: Requirement,
     action: &str,
 ) -> Result<Granted, ApiError> {
+    // A personal access token bound to an organization reaches no other, and uses
+    // no permission outside its subset (it only ever takes away).
+    let scope = caller
+        .personal_token
+        .as_ref()
+        .and_then(|used| used.scope.as_ref());
+    if let Some(scope) = scope {
+        if !scope.reaches(org_id) {
+            return Err(match named {
+                Named::Path => ApiError::not_found("organization"),
+                Named::Header => ApiError::tenant_forbidden(),
+            });
+        }
+        if let Some(permission) = requirement.permission.filter(|p| !scope.allows(*p)) {
+            return Err(ApiError::forbidden(format!(
+                "the personal access token does not carry the `{permission}` permission"
+            ))
+            .with_details(json!({"missing": permission.to_string()})));
+        }
+    }
     // Roles matter only when a permission is asked for.
     let needs_roles = requirement.permission.is_some();
     let facts = access::facts(
@@ -63,7 +83,8 @@ pub async fn gate(
     .await?;
     let organization = facts.org.as_ref().map(OrgRecord::organization);
     let mut principal = caller.principal();
-    principal.super_admin |= facts.super_admin;
+    // A bound token acts as a member, never with the super-admin flag.
+    principal.super_admin |= facts.super_admin && scope.is_none();
     let access = OrgAccess {
         organization: organization.as_ref(),
         membership: facts.membership.as_ref(),
@@ -84,6 +105,10 @@ pub async fn gate(
             Some(tenancy::Standing::Manager) => tenancy::union_of(&facts.parent_roles),
             Some(tenancy::Standing::SuperAdmin) => tenancy::Permission::ALL.into_iter().collect(),
             _ => tenancy::union_of(&facts.roles),
+        };
+        let permissions = match scope {
+            Some(scope) => scope.restrict(permissions),
+            None => permissions,
         };
         let org = facts
             .org

@@ -260,7 +260,9 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
         }
         Access::SuperAdmin { step_up } => {
             let caller = Caller::from_request_parts(parts, state).await?;
-            if !crate::services::access::is_super_admin(&state.store, &caller.user_id).await? {
+            if caller.bound()
+                || !crate::services::access::is_super_admin(&state.store, &caller.user_id).await?
+            {
                 return Err(ApiError::forbidden("only a super-admin may do this"));
             }
             let window = chrono::Duration::from_std(state.config.http.step_up_window)
@@ -317,7 +319,10 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
         }
         Access::SuperAdminOrBilling => match AnyCaller::from_request_parts(parts, state).await? {
             AnyCaller::User(caller) => {
-                if !crate::services::access::is_super_admin(&state.store, &caller.user_id).await? {
+                if caller.bound()
+                    || !crate::services::access::is_super_admin(&state.store, &caller.user_id)
+                        .await?
+                {
                     return Err(ApiError::forbidden(
                         "only a super-admin or the billing service may do this",
                     ));

@@ -132,3 +132,16 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Enveloped<S> {
         }
     }
 }
+
+/// The address of a connection's peer, handed to every request of the connection
+/// (sign-in throttles per client address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, EnvelopedListener>>
+    for PeerAddr
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, EnvelopedListener>) -> Self {
+        PeerAddr(*stream.remote_addr())
+    }
+}

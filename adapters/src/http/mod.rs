@@ -29,6 +29,7 @@ pub mod routes;
 mod rules;
 mod scans;
 mod schemas;
+mod signin;
 pub mod state;
 pub mod system;
 mod templates;

@@ -25,32 +25,36 @@ impl FromRequestParts<AppState> for Caller {
             return Ok(known.clone());
         }
         let token = bearer(header(parts, "authorization"))?;
-        let claims = state.keys.verify(token).await?;
-        if claims.step_up {
-            return Err(ApiError::unauthorized(
-                "a step-up token is not an access token",
-            ));
-        }
-        if claims.service.is_some() {
-            return Err(ApiError::forbidden(
-                "service tokens cannot call user endpoints",
-            ));
-        }
         let now = Utc::now();
-        if state.first_sight(&claims.sub) {
-            crate::services::access::first_sight(
-                &state.store,
-                &claims.sub,
-                claims.email.as_deref(),
-                now,
-            )
-            .await?;
+        // A personal access token (its prefix says so) or a session's JWT.
+        let (user_id, email, personal_token) = if tenancy::is_personal_token(token) {
+            let (user_id, used) =
+                crate::services::credentials::personal_token(state, token, now).await?;
+            (user_id, None, Some(used))
+        } else {
+            let claims = state.keys.verify(token).await?;
+            if claims.step_up {
+                return Err(ApiError::unauthorized(
+                    "a step-up token is not an access token",
+                ));
+            }
+            if claims.service.is_some() {
+                return Err(ApiError::forbidden(
+                    "service tokens cannot call user endpoints",
+                ));
+            }
+            crate::services::credentials::check_session(state, &claims).await?;
+            (claims.sub, claims.email, None)
+        };
+        if state.first_sight(&user_id) {
+            crate::services::access::first_sight(&state.store, &user_id, email.as_deref(), now)
+                .await?;
         }
         let stepped_up_at = match header(parts, "x-step-up-token") {
             None => None,
             Some(token) => {
                 let step = state.keys.verify(token).await?;
-                if !step.step_up || step.sub != claims.sub {
+                if !step.step_up || step.sub != user_id {
                     return Err(ApiError::unauthorized(
                         "the step-up token does not belong to this user",
                     ));
@@ -59,9 +63,10 @@ impl FromRequestParts<AppState> for Caller {
             }
         };
         Ok(Caller {
-            user_id: claims.sub,
-            email: claims.email,
+            user_id,
+            email,
             stepped_up_at,
+            personal_token,
             org_header: header(parts, "x-org-id")
                 .map(str::to_owned)
                 .filter(|s| !s.is_empty()),
@@ -103,6 +108,11 @@ impl FromRequestParts<AppState> for AnyCaller {
             return Ok(known.clone());
         }
         let token = bearer(header(parts, "authorization"))?;
+        if tenancy::is_personal_token(token) {
+            return Caller::from_request_parts(parts, state)
+                .await
+                .map(AnyCaller::User);
+        }
         let claims = state.keys.verify(token).await?;
         match claims.service {
             Some(service) if !claims.step_up => Ok(AnyCaller::Service {

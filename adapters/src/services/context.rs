@@ -46,6 +46,9 @@ pub struct AppState {
     pub appender: Arc<Grouped<AuditEvent, StoreResult<(SealedEvent, bool)>>>,
     /// The threads that parse and evaluate attribute documents, off the runtime.
     pub cpu: Arc<CpuPool>,
+    /// The threads that hash and check passwords (argon2id, tens of milliseconds
+    /// each), apart, so that a wave of sign-ins never delays a validation.
+    pub passwords: Arc<CpuPool>,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
 }
@@ -67,6 +70,10 @@ impl AppState {
             recorder: Arc::new(Grouped::default()),
             appender: Arc::new(Grouped::default()),
             cpu: Arc::new(CpuPool::per_core()),
+            passwords: Arc::new(CpuPool::new(
+                std::thread::available_parallelism().map_or(2, usize::from),
+                64,
+            )),
             seen: Arc::new(Mutex::new(HashSet::new())),
         }
     }
@@ -92,9 +99,28 @@ pub struct Caller {
     pub stepped_up_at: Option<DateTime<Utc>>,
     /// The `x-org-id` header.
     pub org_header: Option<String>,
+    /// Set when the credential is a personal access token rather than a session.
+    pub personal_token: Option<TokenUse>,
+}
+
+/// A request made with a personal access token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenUse {
+    /// The token's id.
+    pub id: String,
+    /// The organization and permissions it is bound to, if any.
+    pub scope: Option<tenancy::TokenScope>,
 }
 
 impl Caller {
+    /// Whether the credential is a personal access token bound to one organization
+    /// (it never acts as a super-admin).
+    pub fn bound(&self) -> bool {
+        self.personal_token
+            .as_ref()
+            .is_some_and(|used| used.scope.is_some())
+    }
+
     /// The tenancy crate's view of the caller.
     pub fn principal(&self) -> tenancy::Principal {
         tenancy::Principal {

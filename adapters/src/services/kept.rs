@@ -114,6 +114,34 @@ pub struct KeptFacts {
     pub preferences: Kept<String, NotificationPreference>,
     /// Approved exemptions per (organization, entity).
     pub exemptions: Kept<(String, String), Vec<compliance_core::Exemption>>,
+    /// What sessions stand on, per (user, sign-in family).
+    pub sessions: Kept<(String, Option<String>), crate::storage::SessionStanding>,
+    /// Personal access tokens by the hash of their secret (found ones only).
+    pub tokens: Kept<String, Option<crate::storage::PersonalTokenRecord>>,
+    /// When each personal access token's use was last written by this replica.
+    token_uses: Mutex<HashMap<String, Instant>>,
+}
+
+impl KeptFacts {
+    /// Whether a use of token `id` is worth writing (none written by this replica
+    /// in the last `every`); if so it counts as written now. Bounded like the
+    /// caches.
+    pub fn token_used(&self, id: &str, every: Duration) -> bool {
+        let Ok(mut uses) = self.token_uses.lock() else {
+            return false;
+        };
+        if uses.get(id).is_some_and(|at| at.elapsed() < every) {
+            return false;
+        }
+        if uses.len() >= CAPACITY {
+            uses.retain(|_, at| at.elapsed() < every);
+            if uses.len() >= CAPACITY {
+                uses.clear();
+            }
+        }
+        uses.insert(id.to_owned(), Instant::now());
+        true
+    }
 }
 
 /// An organization's notification preference, kept.

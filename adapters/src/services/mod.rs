@@ -9,6 +9,7 @@
 //! [`Store`]: crate::storage::Store
 
 pub mod access;
+pub mod accounts;
 pub mod admin;
 pub mod allowance;
 pub mod audit;
@@ -17,6 +18,7 @@ pub mod builds;
 pub mod catalog;
 pub mod checks;
 pub mod context;
+pub mod credentials;
 pub mod delivery;
 pub mod entitlement;
 pub mod exemptions;
@@ -115,6 +117,9 @@ pub enum ServiceError {
     /// its code, since there is nothing to reach.
     #[error("{1}")]
     NotConfigured(&'static str, String),
+    /// Sign-in refused (credentials, throttling, a token no longer good).
+    #[error(transparent)]
+    SignIn(accounts::SignInRefusal),
     /// tenancy refused (an escalation, a built-in Role, the last super-admin...).
     #[error(transparent)]
     Tenancy(#[from] tenancy::TenancyError),

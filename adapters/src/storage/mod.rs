@@ -6,6 +6,7 @@
 //! This module holds SQL and nothing else: no policy is decided here.
 
 mod access;
+mod accounts;
 mod audit;
 mod billing;
 mod builds;
@@ -45,6 +46,10 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyConnection, AnyPool, Executor};
 
 pub use access::{AccessSnapshot, MyOrganization};
+pub use accounts::{
+    AccountMail, AccountRecord, FamilyRecord, NewAccount, PersonalTokenRecord, Rotation,
+    SessionStanding, Verification,
+};
 pub use audit::AuditFilter;
 pub use billing::SubscriptionRecord;
 pub use builds::{BuildJob, NextStep};

@@ -22,7 +22,7 @@ use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
     admin, audit, billing, builds, catalog, check_log, exemptions, invitations, members, messages,
-    organizations, pipelines, plugins, policies, preferences, quotas, rules, scans, system,
+    organizations, pipelines, plugins, policies, preferences, quotas, rules, scans, signin, system,
     templates, validate,
 };
 
@@ -32,6 +32,7 @@ mod inbox;
 mod inventory;
 mod operational;
 mod orgs;
+mod sessions;
 mod sweeps;
 #[cfg(test)]
 mod tests;
@@ -249,6 +250,7 @@ fn org_member() -> Access {
 pub fn routes() -> Vec<Route> {
     [
         operational::routes(),
+        sessions::routes(),
         orgs::routes(),
         trail::routes(),
         governance::routes(),

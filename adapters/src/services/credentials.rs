@@ -1,0 +1,126 @@
+//! What every request's credential stands on, beyond its signature: a session's
+//! access token against its account (the generation revoke-all raises, deletion)
+//! and its sign-in's family (logout, reuse detected); a personal access token
+//! against its stored record (revoked, expired, its bounds). Both are kept per
+//! replica ([`super::kept`]) and follow changes on every replica within a second
+//! (the triggers of migration 0017 notify inside the change's transaction), so an
+//! authenticated request costs no query for them while nothing changes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::accounts::{token_hash, SignInRefusal};
+use super::context::{AppState, TokenUse};
+use super::ServiceResult;
+use crate::auth::Claims;
+use crate::storage::PersonalTokenRecord;
+
+/// How often a busy personal access token's last use is written.
+pub const LAST_USE_EVERY: Duration = Duration::from_secs(60);
+
+const ENDED: SignInRefusal =
+    SignInRefusal::InvalidToken("the session has ended (signed out or revoked): sign in again");
+
+/// Checks a session's access token against what is stored. A token of a user with
+/// no account here (an outside identity provider's, a development token) passes on
+/// its signature alone.
+pub async fn check_session(state: &AppState, claims: &Claims) -> ServiceResult<()> {
+    let standing = state
+        .kept
+        .sessions
+        .get_or_load(
+            &state.store,
+            (claims.sub.clone(), claims.sid.clone()),
+            |_| true,
+            state.store.session_standing(&claims.sub, claims.sid.as_deref()),
+        )
+        .await?;
+    if let Some((generation, revoked_at, deleted)) = standing.account {
+        if deleted || !tenancy::token_is_current(generation, revoked_at, claims.gen, claims.iat) {
+            return Err(ENDED.into());
+        }
+    }
+    // A token that names a family must name a live one of its user.
+    if claims.sid.is_some() && standing.family_ended != Some(false) {
+        return Err(ENDED.into());
+    }
+    Ok(())
+}
+
+/// Resolves a personal access token to its owner and bounds: its layout and
+/// checksum first (a mistyped one costs no query), then its stored record.
+pub async fn personal_token(
+    state: &AppState,
+    secret: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<(String, TokenUse)> {
+    const INVALID: SignInRefusal =
+        SignInRefusal::InvalidToken("the personal access token is not valid");
+    tenancy::check_personal_token(secret).map_err(|_| INVALID)?;
+    let hash = token_hash(secret);
+    let record: Arc<Option<PersonalTokenRecord>> = state
+        .kept
+        .tokens
+        .get_or_load(
+            &state.store,
+            hash.clone(),
+            |found| found.is_some(),
+            state.store.personal_token_by_hash(&hash),
+        )
+        .await?;
+    let Some(token) = record.as_ref() else {
+        return Err(INVALID.into());
+    };
+    if token.revoked_at.is_some() {
+        return Err(SignInRefusal::InvalidToken("the personal access token was revoked").into());
+    }
+    if token.expires_at <= now {
+        return Err(SignInRefusal::InvalidToken("the personal access token has expired").into());
+    }
+    let scope = match &token.org_id {
+        None => None,
+        Some(org_id) => Some(tenancy::TokenScope {
+            org_id: org_id.clone(),
+            permissions: token
+                .permissions
+                .as_ref()
+                .map(|names| {
+                    names
+                        .iter()
+                        .map(|n| n.parse::<tenancy::Permission>())
+                        .collect::<Result<_, _>>()
+                })
+                .transpose()
+                .map_err(|e| {
+                    super::ServiceError::Broken(format!(
+                        "personal token {}: stored permission unreadable: {e}",
+                        token.id
+                    ))
+                })?,
+        }),
+    };
+    note_use(state, &token.id, now);
+    Ok((
+        token.user_id.clone(),
+        TokenUse {
+            id: token.id.clone(),
+            scope,
+        },
+    ))
+}
+
+/// Records a token's use at most once a minute per replica, off the request path.
+fn note_use(state: &AppState, id: &str, now: DateTime<Utc>) {
+    if !state.kept.token_used(id, LAST_USE_EVERY) {
+        return;
+    }
+    let (store, id) = (state.store.clone(), id.to_owned());
+    let since = now - chrono::Duration::from_std(LAST_USE_EVERY).unwrap_or_default();
+    tokio::spawn(async move {
+        if let Err(error) = store.touch_personal_token(&id, since, now).await {
+            tracing::warn!(%error, "a personal access token's last use was not recorded");
+        }
+    });
+}

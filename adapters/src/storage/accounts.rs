@@ -1,0 +1,871 @@
+//! Accounts that sign in here: the account, its e-mail verifications and the mail
+//! that carries them, refresh-token families, personal access tokens, and the
+//! failures that throttle sign-in. Secrets arrive hashed; nothing here decides
+//! (tenancy's `signin` does), statements only.
+
+use audit_chain::AuditEvent;
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::decode::Decoder;
+use super::{stamp, Store, StoreError, StoreResult};
+
+/// An account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountRecord {
+    /// The user's id (the tokens' `sub`).
+    pub user_id: String,
+    /// The sign-in e-mail, lower-cased.
+    pub email: String,
+    /// The display name.
+    pub name: Option<String>,
+    /// The argon2id PHC string.
+    pub password_hash: String,
+    /// When the e-mail was verified.
+    pub email_verified_at: Option<DateTime<Utc>>,
+    /// Raised by revoke-all, a password change and deletion.
+    pub generation: i64,
+    /// When the generation last rose.
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// When the account was deleted.
+    pub deleted_at: Option<DateTime<Utc>>,
+    /// The stored super-admin flag of its user.
+    pub super_admin: bool,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+fn account_from_row(row: &sqlx::any::AnyRow) -> StoreResult<AccountRecord> {
+    let d = Decoder::new(row, "accounts", &["user_id"]);
+    Ok(AccountRecord {
+        user_id: d.get("user_id")?,
+        email: d.get("email")?,
+        name: d.get("name")?,
+        password_hash: d.get("password_hash")?,
+        email_verified_at: d.opt_stamp("email_verified_at")?,
+        generation: d.get("generation")?,
+        revoked_at: d.opt_stamp("revoked_at")?,
+        deleted_at: d.opt_stamp("deleted_at")?,
+        super_admin: d.flag("super_admin")?,
+        created_at: d.stamp("created_at")?,
+        updated_at: d.stamp("updated_at")?,
+    })
+}
+
+const ACCOUNT: &str = "SELECT a.*, u.super_admin FROM accounts a JOIN users u ON u.id = a.user_id";
+
+/// A new account, with its first verification and the mail that carries it.
+#[derive(Debug, Clone)]
+pub struct NewAccount<'a> {
+    /// The user's new id.
+    pub user_id: &'a str,
+    /// The e-mail, lower-cased.
+    pub email: &'a str,
+    /// The display name.
+    pub name: Option<&'a str>,
+    /// The argon2id PHC string.
+    pub password_hash: &'a str,
+    /// Verified already (provisioning).
+    pub verified: bool,
+    /// The super-admin flag (provisioning of a bootstrap identifier).
+    pub super_admin: bool,
+}
+
+/// An e-mail verification to record, and its mail.
+#[derive(Debug, Clone)]
+pub struct Verification<'a> {
+    /// The SHA-256 of the link token.
+    pub token_hash: &'a str,
+    /// The address it verifies.
+    pub email: &'a str,
+    /// Until when the link works.
+    pub expires_at: DateTime<Utc>,
+    /// The mail: id, subject, body (which holds the link).
+    pub mail: (&'a str, &'a str, &'a str),
+}
+
+/// What a session's credential stands on, read on every request (kept per replica).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionStanding {
+    /// The account's generation, revocation and deletion (`None`: the user has no
+    /// account here, as with an outside identity provider's tokens).
+    pub account: Option<(i64, Option<DateTime<Utc>>, bool)>,
+    /// Whether the session's refresh family has ended (`None`: no family named, or
+    /// none found).
+    pub family_ended: Option<bool>,
+}
+
+/// A refresh family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FamilyRecord {
+    /// Its id (the access tokens' `sid`).
+    pub id: String,
+    /// The user.
+    pub user_id: String,
+    /// The organization the session signed into.
+    pub org_id: Option<String>,
+    /// When it ends for good.
+    pub expires_at: DateTime<Utc>,
+    /// When it was ended early.
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+fn family_from_row(row: &sqlx::any::AnyRow) -> StoreResult<FamilyRecord> {
+    let d = Decoder::new(row, "refresh_families", &["id"]);
+    Ok(FamilyRecord {
+        id: d.get("id")?,
+        user_id: d.get("user_id")?,
+        org_id: d.get("org_id")?,
+        expires_at: d.stamp("expires_at")?,
+        revoked_at: d.opt_stamp("revoked_at")?,
+    })
+}
+
+/// What presenting a refresh token did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rotation {
+    /// It was unused and its family live: it is used now, and its successor stored.
+    Rotated(FamilyRecord),
+    /// It had been used at that instant (its family, live or not).
+    AlreadyUsed(DateTime<Utc>, FamilyRecord),
+    /// Its family had ended or expired.
+    Ended(FamilyRecord),
+    /// No such token.
+    Unknown,
+}
+
+/// A personal access token as stored (never its secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonalTokenRecord {
+    /// Its id.
+    pub id: String,
+    /// Its owner.
+    pub user_id: String,
+    /// Its name.
+    pub name: String,
+    /// Its last four characters.
+    pub hint: String,
+    /// The organization it is bound to.
+    pub org_id: Option<String>,
+    /// The permissions it is bound to, as stored (`resource:action` names).
+    pub permissions: Option<Vec<String>>,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it stops working.
+    pub expires_at: DateTime<Utc>,
+    /// When it was last used (recorded at most once a minute).
+    pub last_used_at: Option<DateTime<Utc>>,
+    /// When it was revoked.
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+fn personal_token_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PersonalTokenRecord> {
+    let d = Decoder::new(row, "personal_tokens", &["id"]);
+    Ok(PersonalTokenRecord {
+        id: d.get("id")?,
+        user_id: d.get("user_id")?,
+        name: d.get("name")?,
+        hint: d.get("hint")?,
+        org_id: d.get("org_id")?,
+        permissions: d.opt_json("permissions")?,
+        created_at: d.stamp("created_at")?,
+        expires_at: d.stamp("expires_at")?,
+        last_used_at: d.opt_stamp("last_used_at")?,
+        revoked_at: d.opt_stamp("revoked_at")?,
+    })
+}
+
+/// A mail to an account, claimed for an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountMail {
+    /// Its id (the `Message-ID`, the same on every attempt).
+    pub id: String,
+    /// The address.
+    pub recipient: String,
+    /// The subject.
+    pub subject: String,
+    /// The text.
+    pub body: String,
+    /// Attempts made before this one.
+    pub attempts: u32,
+}
+
+impl Store {
+    async fn insert_verification(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        user_id: &str,
+        v: &Verification<'_>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let at = stamp(now);
+        sqlx::query(&self.sql(
+            "INSERT INTO email_verifications (token_hash, user_id, email, expires_at, used_at, created_at)
+             VALUES ($1, $2, $3, $4, NULL, $5)",
+        ))
+        .bind(v.token_hash)
+        .bind(user_id)
+        .bind(v.email)
+        .bind(stamp(v.expires_at))
+        .bind(&at)
+        .execute(&mut *conn)
+        .await?;
+        let (id, subject, body) = v.mail;
+        sqlx::query(&self.sql(
+            "INSERT INTO account_mail (id, user_id, kind, recipient, subject, body, status, attempts, run_after, created_at, updated_at)
+             VALUES ($1, $2, 'verify-email', $3, $4, $5, 'pending', 0, $6, $6, $6)",
+        ))
+        .bind(id)
+        .bind(user_id)
+        .bind(v.email)
+        .bind(subject)
+        .bind(body)
+        .bind(&at)
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Creates an account (and its user), its first e-mail verification with its mail
+    /// when `verification` is given, and the audit events, in one transaction. An
+    /// address taken by a live account is a conflict.
+    pub async fn create_account(
+        &self,
+        new: &NewAccount<'_>,
+        verification: Option<&Verification<'_>>,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<AccountRecord> {
+        let at = stamp(now);
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, $2, $3, $4)",
+        ))
+        .bind(new.user_id)
+        .bind(new.email)
+        .bind(i64::from(new.super_admin))
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO accounts (user_id, email, name, password_hash, email_verified_at, generation, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, 0, $6, $6)",
+        ))
+        .bind(new.user_id)
+        .bind(new.email)
+        .bind(new.name)
+        .bind(new.password_hash)
+        .bind(new.verified.then(|| at.clone()))
+        .bind(&at)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => {
+                StoreError::Conflict("an account with this e-mail exists".to_owned())
+            }
+            other => other,
+        })?;
+        if let Some(v) = verification {
+            self.insert_verification(&mut tx, new.user_id, v, now)
+                .await?;
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        if new.super_admin {
+            self.facts_changed();
+        }
+        self.account(new.user_id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound("account".to_owned()))
+    }
+
+    /// A live or deleted account by its user id.
+    pub async fn account(&self, user_id: &str) -> StoreResult<Option<AccountRecord>> {
+        let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
+            .bind(user_id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(account_from_row).transpose()
+    }
+
+    /// The live account of an e-mail (lower-cased).
+    pub async fn account_by_email(&self, email: &str) -> StoreResult<Option<AccountRecord>> {
+        let row = sqlx::query(&self.sql(&format!(
+            "{ACCOUNT} WHERE a.email = $1 AND a.deleted_at IS NULL"
+        )))
+        .bind(email)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(account_from_row).transpose()
+    }
+
+    /// Uses an e-mail verification that is unused and unexpired at `now`: the
+    /// account's address (if still the one verified) is marked verified, with the
+    /// audit events, in one transaction. `None` when no such verification is live.
+    pub async fn verify_email(
+        &self,
+        token_hash: &str,
+        now: DateTime<Utc>,
+        audit: &(dyn Fn(&AccountRecord) -> Vec<AuditEvent> + Sync),
+    ) -> StoreResult<Option<AccountRecord>> {
+        let at = stamp(now);
+        let mut tx = self.pool().begin().await?;
+        let used = sqlx::query(&self.sql(
+            "UPDATE email_verifications SET used_at = $2
+             WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
+             RETURNING user_id, email",
+        ))
+        .bind(token_hash)
+        .bind(&at)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(used) = used else {
+            return Ok(None);
+        };
+        let user_id: String = used.try_get("user_id")?;
+        let email: String = used.try_get("email")?;
+        let done = sqlx::query(&self.sql(
+            "UPDATE accounts SET email_verified_at = $3, updated_at = $3
+             WHERE user_id = $1 AND email = $2 AND deleted_at IS NULL",
+        ))
+        .bind(&user_id)
+        .bind(&email)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
+            .bind(&user_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let account = account_from_row(&row)?;
+        self.enqueue(&mut tx, &audit(&account)).await?;
+        tx.commit().await?;
+        Ok(Some(account))
+    }
+
+    /// Changes an account's name and address; a new address is unverified and gets
+    /// a verification with its mail. With the audit events, in one transaction.
+    pub async fn update_account(
+        &self,
+        user_id: &str,
+        (name, email): (Option<&str>, Option<&str>),
+        verification: Option<&Verification<'_>>,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<AccountRecord> {
+        let at = stamp(now);
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql(
+            "UPDATE accounts SET name = COALESCE($2, name), updated_at = $3
+             WHERE user_id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(user_id)
+        .bind(name)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("account".to_owned()));
+        }
+        if let Some(email) = email {
+            sqlx::query(&self.sql(
+                "UPDATE accounts SET email = $2, email_verified_at = NULL WHERE user_id = $1",
+            ))
+            .bind(user_id)
+            .bind(email)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => {
+                    StoreError::Conflict("an account with this e-mail exists".to_owned())
+                }
+                other => other,
+            })?;
+            sqlx::query(&self.sql("UPDATE users SET email = $2 WHERE id = $1"))
+                .bind(user_id)
+                .bind(email)
+                .execute(&mut *tx)
+                .await?;
+        }
+        if let Some(v) = verification {
+            self.insert_verification(&mut tx, user_id, v, now).await?;
+        }
+        self.enqueue(&mut tx, audit).await?;
+        let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
+            .bind(user_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let account = account_from_row(&row)?;
+        tx.commit().await?;
+        Ok(account)
+    }
+
+    /// Ends every session of the user: the generation rises (every access token
+    /// issued before fails), every refresh family ends, and, when `tokens`, every
+    /// personal access token is revoked; `password_hash` replaces the password,
+    /// `delete` deletes the account. With the audit events, in one transaction.
+    pub async fn end_sessions(
+        &self,
+        user_id: &str,
+        (tokens, password_hash, delete): (bool, Option<&str>, bool),
+        reason: &str,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let at = stamp(now);
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql(
+            "UPDATE accounts SET generation = generation + 1, revoked_at = $2, updated_at = $2,
+                password_hash = COALESCE($3, password_hash),
+                deleted_at = CASE WHEN $4 = 1 THEN $2 ELSE deleted_at END
+             WHERE user_id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(user_id)
+        .bind(&at)
+        .bind(password_hash)
+        .bind(i64::from(delete))
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("account".to_owned()));
+        }
+        sqlx::query(&self.sql(
+            "UPDATE refresh_families SET revoked_at = $2, revoked_reason = $3
+             WHERE user_id = $1 AND revoked_at IS NULL",
+        ))
+        .bind(user_id)
+        .bind(&at)
+        .bind(reason)
+        .execute(&mut *tx)
+        .await?;
+        if tokens {
+            sqlx::query(&self.sql(
+                "UPDATE personal_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
+            ))
+            .bind(user_id)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        self.facts_changed();
+        Ok(())
+    }
+
+    /// What a session's credential stands on: the account (if any) and the family.
+    pub async fn session_standing(
+        &self,
+        user_id: &str,
+        family_id: Option<&str>,
+    ) -> StoreResult<SessionStanding> {
+        let row = sqlx::query(&self.sql(
+            "SELECT generation, revoked_at, deleted_at FROM accounts WHERE user_id = $1",
+        ))
+        .bind(user_id)
+        .fetch_optional(self.pool())
+        .await?;
+        let account = match row {
+            Some(row) => {
+                let d = Decoder::new(&row, "accounts", &[]);
+                Some((
+                    d.get("generation")?,
+                    d.opt_stamp("revoked_at")?,
+                    d.opt_stamp("deleted_at")?.is_some(),
+                ))
+            }
+            None => None,
+        };
+        let family_ended = match family_id {
+            Some(id) => sqlx::query(&self.sql(
+                "SELECT revoked_at FROM refresh_families WHERE id = $1 AND user_id = $2",
+            ))
+            .bind(id)
+            .bind(user_id)
+            .fetch_optional(self.pool())
+            .await?
+            .map(|row| {
+                Decoder::new(&row, "refresh_families", &[])
+                    .opt_stamp("revoked_at")
+                    .map(|at| at.is_some())
+            })
+            .transpose()?,
+            None => None,
+        };
+        Ok(SessionStanding {
+            account,
+            family_ended,
+        })
+    }
+
+    /// Starts a refresh family with its first token, with the audit events and a
+    /// reset of the account's sign-in failures, in one transaction.
+    pub async fn start_family(
+        &self,
+        family: &FamilyRecord,
+        token_hash: &str,
+        clear_failures: &str,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let at = stamp(now);
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO refresh_families (id, user_id, org_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
+        ))
+        .bind(&family.id)
+        .bind(&family.user_id)
+        .bind(&family.org_id)
+        .bind(&at)
+        .bind(stamp(family.expires_at))
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO refresh_tokens (token_hash, family_id, issued_at) VALUES ($1, $2, $3)",
+        ))
+        .bind(token_hash)
+        .bind(&family.id)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&self.sql("DELETE FROM signin_failures WHERE key = $1"))
+            .bind(clear_failures)
+            .execute(&mut *tx)
+            .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Presents a refresh token: when unused and its family live at `now`, it is
+    /// used and `successor` stored in its family, in one transaction (of two
+    /// concurrent presentations one rotates, the other finds it used).
+    pub async fn rotate_refresh(
+        &self,
+        token_hash: &str,
+        successor: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Rotation> {
+        let at = stamp(now);
+        let mut tx = self.pool().begin().await?;
+        let claimed = sqlx::query(&self.sql(
+            "UPDATE refresh_tokens SET used_at = $2
+             WHERE token_hash = $1 AND used_at IS NULL
+               AND family_id IN (SELECT id FROM refresh_families WHERE revoked_at IS NULL AND expires_at > $2)
+             RETURNING family_id",
+        ))
+        .bind(token_hash)
+        .bind(&at)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(claimed) = claimed {
+            let family_id: String = claimed.try_get("family_id")?;
+            sqlx::query(&self.sql(
+                "INSERT INTO refresh_tokens (token_hash, family_id, issued_at) VALUES ($1, $2, $3)",
+            ))
+            .bind(successor)
+            .bind(&family_id)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await?;
+            let row = sqlx::query(&self.sql("SELECT * FROM refresh_families WHERE id = $1"))
+                .bind(&family_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            let family = family_from_row(&row)?;
+            tx.commit().await?;
+            return Ok(Rotation::Rotated(family));
+        }
+        drop(tx);
+        let row = sqlx::query(&self.sql(
+            "SELECT t.used_at AS token_used_at, f.* FROM refresh_tokens t
+             JOIN refresh_families f ON f.id = t.family_id WHERE t.token_hash = $1",
+        ))
+        .bind(token_hash)
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(row) = row else {
+            return Ok(Rotation::Unknown);
+        };
+        let family = family_from_row(&row)?;
+        let used_at = Decoder::new(&row, "refresh_tokens", &[]).opt_stamp("token_used_at")?;
+        Ok(match used_at {
+            Some(used) => Rotation::AlreadyUsed(used, family),
+            None => Rotation::Ended(family),
+        })
+    }
+
+    /// Ends a refresh family (logout, reuse detected), with the audit events, in one
+    /// transaction; `false` when it had ended already.
+    pub async fn end_family(
+        &self,
+        family_id: &str,
+        reason: &str,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql(
+            "UPDATE refresh_families SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL",
+        ))
+        .bind(family_id)
+        .bind(stamp(now))
+        .bind(reason)
+        .execute(&mut *tx)
+        .await?;
+        let ended = done.rows_affected() > 0;
+        if ended {
+            self.enqueue(&mut tx, audit).await?;
+        }
+        tx.commit().await?;
+        if ended {
+            self.facts_changed();
+        }
+        Ok(ended)
+    }
+
+    /// The family of a refresh token.
+    pub async fn family_of(&self, token_hash: &str) -> StoreResult<Option<FamilyRecord>> {
+        let row = sqlx::query(&self.sql(
+            "SELECT f.* FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id WHERE t.token_hash = $1",
+        ))
+        .bind(token_hash)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(family_from_row).transpose()
+    }
+
+    /// Records a failed sign-in against each key (a run older than `forgotten`
+    /// starts again at one), with the audit events, in one transaction.
+    pub async fn record_signin_failure(
+        &self,
+        keys: &[&str],
+        forgotten: DateTime<Utc>,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let at = stamp(now);
+        let mut tx = self.pool().begin().await?;
+        for key in keys {
+            sqlx::query(&self.sql(
+                "INSERT INTO signin_failures (key, failures, first_at, last_at) VALUES ($1, 1, $2, $2)
+                 ON CONFLICT (key) DO UPDATE SET
+                   failures = CASE WHEN signin_failures.first_at < $3 THEN 1 ELSE signin_failures.failures + 1 END,
+                   first_at = CASE WHEN signin_failures.first_at < $3 THEN excluded.first_at ELSE signin_failures.first_at END,
+                   last_at = excluded.last_at",
+            ))
+            .bind(*key)
+            .bind(&at)
+            .bind(stamp(forgotten))
+            .execute(&mut *tx)
+            .await?;
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The failures recorded against each key that has some.
+    pub async fn signin_failures(
+        &self,
+        keys: &[&str],
+    ) -> StoreResult<Vec<(String, tenancy::Failures)>> {
+        let mut found = Vec::new();
+        for key in keys {
+            let row = sqlx::query(&self.sql(
+                "SELECT key, failures, first_at, last_at FROM signin_failures WHERE key = $1",
+            ))
+            .bind(*key)
+            .fetch_optional(self.pool())
+            .await?;
+            if let Some(row) = row {
+                let d = Decoder::new(&row, "signin_failures", &["key"]);
+                found.push((
+                    d.get("key")?,
+                    tenancy::Failures {
+                        count: d.u32("failures")?,
+                        first_at: d.stamp("first_at")?,
+                        last_at: d.stamp("last_at")?,
+                    },
+                ));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Forgets failure runs whose latest failure is older than `before`.
+    pub async fn prune_signin_failures(&self, before: DateTime<Utc>) -> StoreResult<u64> {
+        let done = sqlx::query(&self.sql("DELETE FROM signin_failures WHERE last_at < $1"))
+            .bind(stamp(before))
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Records a personal access token, with the audit events, in one transaction.
+    pub async fn create_personal_token(
+        &self,
+        token: &PersonalTokenRecord,
+        token_hash: &str,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let permissions = token
+            .permissions
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO personal_tokens (id, user_id, name, token_hash, hint, org_id, permissions, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        ))
+        .bind(&token.id)
+        .bind(&token.user_id)
+        .bind(&token.name)
+        .bind(token_hash)
+        .bind(&token.hint)
+        .bind(&token.org_id)
+        .bind(permissions)
+        .bind(stamp(token.created_at))
+        .bind(stamp(token.expires_at))
+        .execute(&mut *tx)
+        .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A user's personal access tokens (revoked ones included), newest first.
+    pub async fn personal_tokens(&self, user_id: &str) -> StoreResult<Vec<PersonalTokenRecord>> {
+        let rows = sqlx::query(&self.sql(
+            "SELECT * FROM personal_tokens WHERE user_id = $1 ORDER BY created_at DESC, id LIMIT 1000",
+        ))
+        .bind(user_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(personal_token_from_row).collect()
+    }
+
+    /// A personal access token by the hash of its secret.
+    pub async fn personal_token_by_hash(
+        &self,
+        token_hash: &str,
+    ) -> StoreResult<Option<PersonalTokenRecord>> {
+        let row = sqlx::query(&self.sql("SELECT * FROM personal_tokens WHERE token_hash = $1"))
+            .bind(token_hash)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(personal_token_from_row).transpose()
+    }
+
+    /// Revokes one of the user's personal access tokens; `false` when it is not
+    /// theirs or was revoked already.
+    pub async fn revoke_personal_token(
+        &self,
+        user_id: &str,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(&self.sql(
+            "UPDATE personal_tokens SET revoked_at = $3 WHERE user_id = $1 AND id = $2 AND revoked_at IS NULL",
+        ))
+        .bind(user_id)
+        .bind(id)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        self.facts_changed();
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Records a personal access token's use at `now` unless one after `since` is
+    /// recorded already (so a busy token writes at most once a minute).
+    pub async fn touch_personal_token(
+        &self,
+        id: &str,
+        since: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(&self.sql(
+            "UPDATE personal_tokens SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)",
+        ))
+        .bind(id)
+        .bind(stamp(now))
+        .bind(stamp(since))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Claims up to `limit` due account mails for `lease` (until `lease_until`).
+    pub async fn claim_account_mail(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<AccountMail>> {
+        let lock = match self.dialect() {
+            super::Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+            super::Dialect::Sqlite => "",
+        };
+        let rows = sqlx::query(&self.sql(&format!(
+            "UPDATE account_mail SET lease_until = $2, status = 'sending'
+             WHERE id IN (SELECT id FROM account_mail
+                          WHERE (status = 'pending' AND run_after <= $1) OR (status = 'sending' AND lease_until < $1)
+                          ORDER BY run_after, id LIMIT $3{lock})
+             RETURNING id, recipient, subject, body, attempts"
+        )))
+        .bind(stamp(now))
+        .bind(stamp(lease_until))
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let d = Decoder::new(row, "account_mail", &["id"]);
+                Ok(AccountMail {
+                    id: d.get("id")?,
+                    recipient: d.get("recipient")?,
+                    subject: d.get("subject")?,
+                    body: d.get::<Option<String>>("body")?.unwrap_or_default(),
+                    attempts: d.u32("attempts")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Records an attempt of an account mail: sent (its body is cleared), to be
+    /// tried again at `retry_at`, or failed for good.
+    pub async fn finish_account_mail(
+        &self,
+        id: &str,
+        outcome: Result<(), (Option<DateTime<Utc>>, String)>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let (status, retry, error) = match outcome {
+            Ok(()) => ("sent", None, None),
+            Err((Some(retry), error)) => ("pending", Some(stamp(retry)), Some(error)),
+            Err((None, error)) => ("failed", None, Some(error)),
+        };
+        sqlx::query(&self.sql(
+            "UPDATE account_mail SET status = $2, attempts = attempts + 1, lease_until = NULL,
+                run_after = COALESCE($3, run_after), last_error = $4, updated_at = $5,
+                body = CASE WHEN $2 = 'pending' THEN body ELSE NULL END
+             WHERE id = $1",
+        ))
+        .bind(id)
+        .bind(status)
+        .bind(retry)
+        .bind(error)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+}
