@@ -48,6 +48,76 @@ fn colour_on_stdout() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
+/// Writes a file only its owner may read (a session's tokens).
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    file.write_all(text.as_bytes())?;
+    file.write_all(b"\n")
+}
+
+/// The development credentials `compliance provision --development` falls back on.
+const DEV_IDENTIFIER: &str = "admin@localhost";
+const DEV_PASSWORD: &str = "compliance-development-password";
+
+/// `compliance provision`: the first super-admin account.
+async fn provision(config: Config, development: bool) -> Result<ExitCode, ExitCode> {
+    let (identifier, password) = config
+        .platform_credentials
+        .clone()
+        .unwrap_or_else(|| (DEV_IDENTIFIER.to_owned(), DEV_PASSWORD.to_owned()));
+    if !development && (identifier == DEV_IDENTIFIER || password == DEV_PASSWORD) {
+        return Err(fail(
+            "PLATFORM_IDENTIFIER and PLATFORM_PASSWORD are unset or the development defaults: set them, or pass --development outside any shared environment",
+            2,
+        ));
+    }
+    let store = Store::connect(&config.database_url)
+        .await
+        .map_err(|e| fail(e, 1))?;
+    store.migrate().await.map_err(|e| fail(e, 1))?;
+    let state = AppState::new(config, store, std::sync::Arc::default());
+    match adapters::services::accounts::provision(
+        &state,
+        (&identifier, password),
+        chrono::Utc::now(),
+    )
+    .await
+    {
+        Ok(account) => {
+            // The registration's audit event is in the outbox; sealed now, not at
+            // the next start.
+            let _ = adapters::workers::relay::drain(&state.store).await;
+            print_out(&format!(
+                "super-admin account {} created for {}",
+                account.user_id, account.email
+            ))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(adapters::services::ServiceError::StoreConflict(_)) => {
+            print_out(&format!(
+                "an account for {identifier} exists already: left as it is"
+            ))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(adapters::services::ServiceError::Tenancy(_)) => Err(fail(
+            format!("{identifier} is not listed in BOOTSTRAP_SUPERADMIN_EMAILS"),
+            2,
+        )),
+        Err(adapters::services::ServiceError::Invalid { field, message }) => {
+            Err(fail(format!("{field}: {message}"), 2))
+        }
+        Err(error) => Err(fail(error, 1)),
+    }
+}
+
 fn config() -> Result<Config, ExitCode> {
     Config::from_env().map_err(|errors| {
         for e in &errors {
@@ -232,6 +302,46 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Verb::Provision { development } => {
+            let config = config()?;
+            runtime()?.block_on(provision(config, development))
+        }
+        Verb::Login {
+            url,
+            identifier,
+            password_stdin,
+            org,
+            output,
+        } => runtime()?.block_on(async {
+            let password = if password_stdin {
+                let mut line = String::new();
+                std::io::stdin()
+                    .read_line(&mut line)
+                    .map_err(|e| fail(format!("cannot read the password: {e}"), 2))?;
+                line.trim_end_matches(['\r', '\n']).to_owned()
+            } else {
+                std::env::var("PLATFORM_PASSWORD")
+                    .map_err(|_| fail("set PLATFORM_PASSWORD, or pass --password-stdin", 2))?
+            };
+            let session = cli::platform::login(&url, (&identifier, &password), org.as_deref())
+                .await
+                .map_err(|f| fail(f.message, u8::try_from(f.code).unwrap_or(1)))?;
+            match output {
+                Some(path) => {
+                    let text = serde_json::to_string_pretty(&session).unwrap_or_default();
+                    write_private(&path, &text)
+                        .map_err(|e| fail(format!("{}: {e}", path.display()), 1))?;
+                    print_out(&format!("signed in; the session is in {}", path.display()))?;
+                }
+                None => print_out(
+                    session
+                        .get("accessToken")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or_default(),
+                )?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
         Verb::UploadPlugin {
             file,
             organization,
@@ -419,6 +529,12 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         });
     }
     {
+        let state = state.clone();
+        workers.spawn("account-mail", move |shutdown| {
+            adapters::workers::account_mail::run(state, shutdown)
+        });
+    }
+    {
         let (state, holder) = (state.clone(), holder.clone());
         workers.spawn("notification-digests", move |shutdown| {
             adapters::workers::digests::run(state, holder, shutdown)
@@ -440,9 +556,9 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         adapters::http::listener::EnvelopedListener(listener),
         app.into_make_service_with_connect_info::<adapters::http::listener::PeerAddr>(),
     )
-        .with_graceful_shutdown(shutdown())
-        .await
-        .map_err(|e| fail(e, 1))?;
+    .with_graceful_shutdown(shutdown())
+    .await
+    .map_err(|e| fail(e, 1))?;
     // Requests are done; the workers get a deadline to finish (the relay drains the
     // outbox), and whatever is left waits in the database for the next start.
     workers.drain(std::time::Duration::from_secs(10)).await;

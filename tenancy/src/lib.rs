@@ -32,14 +32,14 @@ pub use org::{
     check_team_parent, is_reserved_name, Membership, MembershipRole, Organization, SYSTEM_ORG_NAME,
 };
 pub use permission::{Permission, UnknownPermission};
-pub use signin::{
-    check_password, check_personal_token, hash_password, is_personal_token, personal_token,
-    second_use, token_hint, token_is_current, verify_password, Failures, SecondUse, SignInError,
-    Throttle, ThrottlePolicy, TokenScope, ARGON2_MEMORY_KIB, ARGON2_PASSES,
-    MAX_PASSWORD_CHARS, MAX_PERSONAL_TOKEN_LIFETIME, MIN_PASSWORD_CHARS, PERSONAL_TOKEN_PREFIX,
-    PERSONAL_TOKEN_RANDOM, REFRESH_GRACE,
-};
 pub use role::{
     builtin_roles, guard_role_assignment, guard_role_definition, guard_role_mutation, union_of,
     Author, Role,
+};
+pub use signin::{
+    check_password, check_personal_token, hash_password, is_personal_token, personal_token,
+    second_use, token_hint, token_is_current, verify_password, Failures, SecondUse, SignInError,
+    Throttle, ThrottlePolicy, TokenScope, ARGON2_MEMORY_KIB, ARGON2_PASSES, MAX_PASSWORD_CHARS,
+    MAX_PERSONAL_TOKEN_LIFETIME, MIN_PASSWORD_CHARS, PERSONAL_TOKEN_PREFIX, PERSONAL_TOKEN_RANDOM,
+    REFRESH_GRACE,
 };

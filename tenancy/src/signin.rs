@@ -131,7 +131,10 @@ fn base62(value: u64, width: usize) -> String {
 }
 
 fn checksum(random: &str) -> String {
-    base62(u64::from(crc32fast::hash(random.as_bytes())), CHECKSUM_CHARS)
+    base62(
+        u64::from(crc32fast::hash(random.as_bytes())),
+        CHECKSUM_CHARS,
+    )
 }
 
 /// A personal access token made of `random` (one byte per character).
@@ -359,7 +362,10 @@ mod tests {
         );
         // Another algorithm is not a match either.
         assert_eq!(
-            verify_password("$argon2i$v=19$m=19456,t=2,p=1$AQEBAQEBAQEBAQEBAQEBAQ$abc", "x"),
+            verify_password(
+                "$argon2i$v=19$m=19456,t=2,p=1$AQEBAQEBAQEBAQEBAQEBAQ$abc",
+                "x"
+            ),
             Err(SignInError::UnreadableHash)
         );
     }
@@ -444,7 +450,12 @@ mod tests {
             None,
             Some(at(5).timestamp())
         ));
-        assert!(token_is_current(1, Some(at(5)), None, Some(at(6).timestamp())));
+        assert!(token_is_current(
+            1,
+            Some(at(5)),
+            None,
+            Some(at(6).timestamp())
+        ));
         assert!(!token_is_current(1, Some(at(5)), None, None));
     }
 }

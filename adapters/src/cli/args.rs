@@ -170,6 +170,40 @@ pub enum Verb {
         #[command(flatten)]
         platform: PlatformArgs,
     },
+    /// Create the first super-admin account from PLATFORM_IDENTIFIER and
+    /// PLATFORM_PASSWORD (DATABASE_URL), only for an identifier listed in
+    /// BOOTSTRAP_SUPERADMIN_EMAILS. Without them, the development defaults
+    /// (admin@localhost, compliance-development-password) are used, and only with
+    /// --development; the defaults are refused otherwise. An existing account is
+    /// left as it is.
+    Provision {
+        /// Allow the built-in development credentials (never in a shared environment).
+        #[arg(long)]
+        development: bool,
+    },
+    /// Sign in at PLATFORM_URL with PLATFORM_IDENTIFIER and PLATFORM_PASSWORD (or
+    /// the password on standard input with --password-stdin) and print the access
+    /// token, for PLATFORM_TOKEN; nothing is stored unless --output names a file
+    /// (written with mode 600). Exit 1 when refused.
+    Login {
+        /// The platform's base URL.
+        #[arg(long, env = "PLATFORM_URL", default_value = "http://localhost:3000")]
+        url: String,
+        /// The account's e-mail.
+        #[arg(long, env = "PLATFORM_IDENTIFIER")]
+        identifier: String,
+        /// Read the password from the first line of standard input instead of
+        /// PLATFORM_PASSWORD.
+        #[arg(long)]
+        password_stdin: bool,
+        /// The organization to sign into.
+        #[arg(long)]
+        org: Option<String>,
+        /// Write the whole answer (access and refresh tokens) as JSON to this file
+        /// instead of printing the access token.
+        #[arg(long)]
+        output: Option<std::path::PathBuf>,
+    },
     /// Make a signing key for audit checkpoints: the private key (for
     /// AUDIT_CHECKPOINT_KEY) on standard output, its verifier key on standard error.
     CheckpointKey {

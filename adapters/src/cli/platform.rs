@@ -139,3 +139,22 @@ pub async fn create_pipeline(
         .await;
     answer(response, &url).await
 }
+
+/// `compliance login`: signs in at `url` and answers the session (`accessToken`,
+/// `refreshToken`, `tokenType`, `expiresIn`).
+pub async fn login(
+    url: &str,
+    (identifier, password): (&str, &str),
+    org: Option<&str>,
+) -> Result<Value, Failure> {
+    let endpoint = format!("{}/api/auth/login", url.trim_end_matches('/'));
+    let mut body = serde_json::json!({"identifier": identifier, "password": password});
+    if let (Some(org), Some(object)) = (org, body.as_object_mut()) {
+        object.insert("orgId".into(), Value::from(org));
+    }
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|e| refused(e.to_string()))?;
+    answer(client.post(&endpoint).json(&body).send().await, &endpoint).await
+}

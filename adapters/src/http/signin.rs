@@ -56,7 +56,11 @@ pub(crate) async fn register(
     Json(body): Json<Register>,
 ) -> Result<Answer<Account>, ApiError> {
     let password = secret("password", &body.password, MAX_PASSWORD_TEXT)?;
-    let name = body.name.as_deref().map(|n| text("name", n, 200)).transpose()?;
+    let name = body
+        .name
+        .as_deref()
+        .map(|n| text("name", n, 200))
+        .transpose()?;
     let account =
         accounts::register(&state, (&body.email, password, name.as_deref()), Utc::now()).await?;
     Ok(Answer::created(account))
@@ -118,15 +122,19 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Peer {
 
 /// The client's address: the connection's peer, or with `TRUST_PROXY_HEADERS` the
 /// last `X-Forwarded-For` entry.
-fn client_address(state: &AppState, headers: &HeaderMap, peer: Option<SocketAddr>) -> Option<IpAddr> {
+fn client_address(
+    state: &AppState,
+    headers: &HeaderMap,
+    peer: Option<SocketAddr>,
+) -> Option<IpAddr> {
     if state.config.signin.trust_proxy_headers {
         let forwarded = headers
             .get_all("x-forwarded-for")
             .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .filter_map(|v| v.trim().parse::<IpAddr>().ok())
-            .last();
+            .next_back()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|v| v.trim().parse::<IpAddr>().ok());
         if forwarded.is_some() {
             return forwarded;
         }
@@ -143,7 +151,11 @@ pub(crate) async fn login(
 ) -> Result<Answer<Session>, ApiError> {
     let identifier = text("identifier", &body.identifier, 254)?;
     let password = secret("password", &body.password, MAX_PASSWORD_TEXT)?;
-    let org_id = body.org_id.as_deref().map(|o| text("orgId", o, 200)).transpose()?;
+    let org_id = body
+        .org_id
+        .as_deref()
+        .map(|o| text("orgId", o, 200))
+        .transpose()?;
     let client = client_address(&state, &headers, peer);
     let session = accounts::login(
         &state,
@@ -173,7 +185,9 @@ pub(crate) async fn refresh(
     Json(body): Json<RefreshToken>,
 ) -> Result<Answer<Session>, ApiError> {
     let token = secret("refreshToken", &body.refresh_token, MAX_TOKEN_TEXT)?;
-    Ok(Answer::ok(accounts::refresh(&state, &token, Utc::now()).await?))
+    Ok(Answer::ok(
+        accounts::refresh(&state, &token, Utc::now()).await?,
+    ))
 }
 
 /// What signing out answers.
@@ -252,11 +266,23 @@ pub(crate) async fn update_me(
     caller: Caller,
     Json(body): Json<UpdateMe>,
 ) -> Result<Answer<Account>, ApiError> {
-    let name = body.name.as_deref().map(|n| text("name", n, 200)).transpose()?;
-    let email = body.email.as_deref().map(|e| text("email", e, 254)).transpose()?;
-    let account =
-        accounts::update_me(&state, &caller, (name.as_deref(), email.as_deref()), Utc::now())
-            .await?;
+    let name = body
+        .name
+        .as_deref()
+        .map(|n| text("name", n, 200))
+        .transpose()?;
+    let email = body
+        .email
+        .as_deref()
+        .map(|e| text("email", e, 254))
+        .transpose()?;
+    let account = accounts::update_me(
+        &state,
+        &caller,
+        (name.as_deref(), email.as_deref()),
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(account))
 }
 
@@ -318,7 +344,11 @@ pub(crate) async fn create_token(
     let expires_at = DateTime::parse_from_rfc3339(body.expires_at.trim())
         .map_err(|_| ApiError::invalid_field("expiresAt", "must be an RFC 3339 instant"))?
         .with_timezone(&Utc);
-    let org_id = body.org_id.as_deref().map(|o| text("orgId", o, 200)).transpose()?;
+    let org_id = body
+        .org_id
+        .as_deref()
+        .map(|o| text("orgId", o, 200))
+        .transpose()?;
     let permissions = match body.permissions {
         None => None,
         Some(names) if names.len() > 32 => {

@@ -203,8 +203,7 @@ pub fn token_hash(secret: &str) -> String {
 
 fn random<const N: usize>() -> ServiceResult<[u8; N]> {
     let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| ServiceError::Broken(format!("no randomness: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| ServiceError::Broken(format!("no randomness: {e}")))?;
     Ok(bytes)
 }
 
@@ -222,9 +221,13 @@ pub fn normalize_email(field: &'static str, email: &str) -> ServiceResult<String
     let email = email.trim().to_lowercase();
     let valid = email.len() <= 254
         && !email.chars().any(|c| c.is_control() || c.is_whitespace())
-        && email
-            .split_once('@')
-            .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.') && !domain.contains('@'));
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && domain.contains('.')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+                && !domain.contains('@')
+        });
     if valid {
         Ok(email)
     } else {
@@ -304,7 +307,11 @@ fn user_event(
     .into_event()
 }
 
-fn caller_event(caller: &Caller, action: &str, details: serde_json::Value) -> audit_chain::AuditEvent {
+fn caller_event(
+    caller: &Caller,
+    action: &str,
+    details: serde_json::Value,
+) -> audit_chain::AuditEvent {
     user_event(
         action,
         (&caller.user_id, caller.email.as_deref()),
@@ -386,7 +393,11 @@ pub async fn register(
 }
 
 /// Uses an e-mail verification link's token.
-pub async fn verify_email(state: &AppState, token: &str, now: DateTime<Utc>) -> ServiceResult<Account> {
+pub async fn verify_email(
+    state: &AppState,
+    token: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<Account> {
     let hash = token_hash(token.trim());
     let account = state
         .store
@@ -427,7 +438,10 @@ async fn tokens_for(
         None => None,
     };
     let ttl = lifetime(state, tier);
-    let mut claims = Claims::user(&account.user_id, Some(&account.email), now, ttl);
+    // The e-mail is claimed only once verified: invitations are accepted and the
+    // system organization bootstrapped by it.
+    let email = account.email_verified_at.map(|_| account.email.as_str());
+    let mut claims = Claims::user(&account.user_id, email, now, ttl);
     claims.gen = Some(account.generation);
     claims.sid = Some(family_id.to_owned());
     let token = state
@@ -507,7 +521,9 @@ async fn throttle(state: &AppState, keys: &[&str], now: DateTime<Utc>) -> Servic
             Throttle::Open => {}
             Throttle::Slow(d) => delay = delay.max(d),
             Throttle::Locked(until) => {
-                let retry_after = u64::try_from((until - now).num_seconds()).unwrap_or(0).max(1);
+                let retry_after = u64::try_from((until - now).num_seconds())
+                    .unwrap_or(0)
+                    .max(1);
                 return Err(SignInRefusal::TooManyAttempts { retry_after }.into());
             }
         }
@@ -541,7 +557,13 @@ pub async fn login(
 ) -> ServiceResult<Session> {
     // Any text is looked up (an unknown one is as wrong as a wrong password); only a
     // bounded one is kept in the throttle's keys.
-    let identifier: String = credentials.identifier.trim().to_lowercase().chars().take(254).collect();
+    let identifier: String = credentials
+        .identifier
+        .trim()
+        .to_lowercase()
+        .chars()
+        .take(254)
+        .collect();
     let account_key = format!("account:{identifier}");
     let address_key = client.map(|ip| format!("address:{ip}"));
     let mut keys = vec![account_key.as_str()];
@@ -574,7 +596,14 @@ pub async fn login(
         json!({"method": "password", "orgId": credentials.org_id, "clientAddress": client.map(|ip| ip.to_string())}),
         "success",
     );
-    start_session(state, &account, credentials.org_id.as_deref(), now, &[event]).await
+    start_session(
+        state,
+        &account,
+        credentials.org_id.as_deref(),
+        now,
+        &[event],
+    )
+    .await
 }
 
 /// Exchanges a refresh token for a new pair, in the same family.
@@ -622,7 +651,9 @@ pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> Servi
         .account(&family.user_id)
         .await?
         .filter(|a| a.deleted_at.is_none())
-        .ok_or(SignInRefusal::InvalidToken("the session has ended: sign in again"))?;
+        .ok_or(SignInRefusal::InvalidToken(
+            "the session has ended: sign in again",
+        ))?;
     let (access, expires_in) =
         tokens_for(state, &account, &family.id, family.org_id.as_deref(), now).await?;
     Ok(Session {
@@ -710,7 +741,7 @@ pub async fn step_up(
     })?;
     reauthenticate(state, &account, password, now).await?;
     let window = state.config.http.step_up_window;
-    let mut claims = Claims::user(&account.user_id, Some(&account.email), now, window);
+    let mut claims = Claims::user(&account.user_id, None, now, window);
     claims.step_up = true;
     let token = state
         .keys
@@ -752,10 +783,13 @@ pub async fn update_me(
         }),
         _ => None,
     };
-    let changed: Vec<&str> = [name.as_ref().map(|_| "name"), email.as_ref().map(|_| "email")]
-        .into_iter()
-        .flatten()
-        .collect();
+    let changed: Vec<&str> = [
+        name.as_ref().map(|_| "name"),
+        email.as_ref().map(|_| "email"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let event = caller_event(caller, "user.profile.update", json!({"changed": changed}));
     let account = state
         .store
@@ -810,19 +844,35 @@ pub async fn delete_me(state: &AppState, caller: &Caller, now: DateTime<Utc>) ->
     let event = caller_event(caller, "user.delete", json!({}));
     state
         .store
-        .end_sessions(&account.user_id, (true, None, true), "user.delete", now, &[event])
+        .end_sessions(
+            &account.user_id,
+            (true, None, true),
+            "user.delete",
+            now,
+            &[event],
+        )
         .await?;
     Ok(())
 }
 
 /// Ends every session and personal access token of the caller.
-pub async fn revoke_all(state: &AppState, caller: &Caller, now: DateTime<Utc>) -> ServiceResult<()> {
+pub async fn revoke_all(
+    state: &AppState,
+    caller: &Caller,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
     session_only(caller)?;
     let account = own_account(state, caller).await?;
     let event = caller_event(caller, "user.tokens.revoke-all", json!({}));
     state
         .store
-        .end_sessions(&account.user_id, (true, None, false), "revoke-all", now, &[event])
+        .end_sessions(
+            &account.user_id,
+            (true, None, false),
+            "revoke-all",
+            now,
+            &[event],
+        )
         .await
         .map_err(Into::into)
 }
@@ -841,7 +891,10 @@ pub async fn create_token(
         return Err(ServiceError::invalid("expiresAt", "must be in the future"));
     }
     if request.expires_at > now + tenancy::MAX_PERSONAL_TOKEN_LIFETIME {
-        return Err(ServiceError::invalid("expiresAt", "must be at most a year ahead"));
+        return Err(ServiceError::invalid(
+            "expiresAt",
+            "must be at most a year ahead",
+        ));
     }
     if request.permissions.is_some() && request.org_id.is_none() {
         return Err(ServiceError::invalid(
@@ -853,7 +906,8 @@ pub async fn create_token(
         check_standing(state, org, &account.user_id).await?;
         if let Some(asked) = &request.permissions {
             let facts =
-                super::access::facts(&state.store, &state.kept, org, &account.user_id, true).await?;
+                super::access::facts(&state.store, &state.kept, org, &account.user_id, true)
+                    .await?;
             let held: BTreeSet<Permission> = if facts.super_admin {
                 Permission::ALL.into_iter().collect()
             } else if facts.membership.as_ref().is_some_and(|m| m.active) {
@@ -861,8 +915,11 @@ pub async fn create_token(
             } else {
                 tenancy::union_of(&facts.parent_roles)
             };
-            let missing: Vec<Permission> =
-                asked.iter().filter(|p| !held.contains(p)).copied().collect();
+            let missing: Vec<Permission> = asked
+                .iter()
+                .filter(|p| !held.contains(p))
+                .copied()
+                .collect();
             if !missing.is_empty() {
                 return Err(tenancy::TenancyError::Escalation(missing).into());
             }
@@ -923,7 +980,11 @@ pub async fn revoke_token(
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     session_only(caller)?;
-    if state.store.revoke_personal_token(&caller.user_id, id, now).await? {
+    if state
+        .store
+        .revoke_personal_token(&caller.user_id, id, now)
+        .await?
+    {
         Ok(())
     } else {
         Err(ServiceError::NotFound("token"))

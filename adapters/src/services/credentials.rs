@@ -34,7 +34,9 @@ pub async fn check_session(state: &AppState, claims: &Claims) -> ServiceResult<(
             &state.store,
             (claims.sub.clone(), claims.sid.clone()),
             |_| true,
-            state.store.session_standing(&claims.sub, claims.sid.as_deref()),
+            state
+                .store
+                .session_standing(&claims.sub, claims.sid.as_deref()),
         )
         .await?;
     if let Some((generation, revoked_at, deleted)) = standing.account {

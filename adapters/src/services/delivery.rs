@@ -150,8 +150,6 @@ pub async fn attempt(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResu
 }
 
 async fn email(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Outcome> {
-    use lettre::message::header::ContentType;
-    use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
     let Some(url) = &state.config.notifications.smtp_url else {
         return Ok(Outcome::Skipped("SMTP_URL is not set".to_owned()));
     };
@@ -171,49 +169,65 @@ async fn email(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Out
             "no recipient has an e-mail address".to_owned(),
         ));
     }
-    let from = match state.config.notifications.smtp_from.parse() {
-        Ok(from) => from,
-        Err(e) => return Ok(Outcome::Refused(format!("SMTP_FROM: {e}"))),
-    };
-    let mut builder = Message::builder()
-        .from(from)
-        .subject(title(&claimed.kind, &claimed.payload))
-        .message_id(Some(format!("<{}@compliance>", claimed.notification_id)))
-        .header(ContentType::TEXT_PLAIN);
-    let mut valid = 0;
-    for recipient in &recipients {
-        if let Ok(mailbox) = recipient.parse() {
-            builder = builder.to(mailbox);
-            valid += 1;
-        }
-    }
-    if valid == 0 {
-        return Ok(Outcome::Skipped("no recipient address is valid".to_owned()));
-    }
     let text = format!(
         "{}\n\nNotification {}\n\n{}\n",
         title(&claimed.kind, &claimed.payload),
         claimed.notification_id,
         serde_json::to_string_pretty(&claimed.payload).unwrap_or_default()
     );
-    let message = match builder.body(text) {
-        Ok(m) => m,
-        Err(e) => {
-            return Ok(Outcome::Refused(format!(
-                "the message cannot be built: {e}"
-            )))
+    Ok(send_mail(
+        state,
+        url,
+        &claimed.notification_id,
+        &recipients,
+        (&title(&claimed.kind, &claimed.payload), &text),
+    )
+    .await)
+}
+
+/// Sends one plain-text mail through the SMTP relay at `url`, from `SMTP_FROM`, with
+/// `id` in its `Message-ID` (the same on every attempt); recipients that are not
+/// addresses are left out.
+pub(crate) async fn send_mail(
+    state: &AppState,
+    url: &str,
+    id: &str,
+    recipients: &[String],
+    (subject, text): (&str, &str),
+) -> Outcome {
+    use lettre::message::header::ContentType;
+    use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+    let from = match state.config.notifications.smtp_from.parse() {
+        Ok(from) => from,
+        Err(e) => return Outcome::Refused(format!("SMTP_FROM: {e}")),
+    };
+    let mut builder = Message::builder()
+        .from(from)
+        .subject(subject)
+        .message_id(Some(format!("<{id}@compliance>")))
+        .header(ContentType::TEXT_PLAIN);
+    let mut valid = 0;
+    for recipient in recipients {
+        if let Ok(mailbox) = recipient.parse() {
+            builder = builder.to(mailbox);
+            valid += 1;
         }
+    }
+    if valid == 0 {
+        return Outcome::Skipped("no recipient address is valid".to_owned());
+    }
+    let message = match builder.body(text.to_owned()) {
+        Ok(m) => m,
+        Err(e) => return Outcome::Refused(format!("the message cannot be built: {e}")),
     };
     let transport = match AsyncSmtpTransport::<Tokio1Executor>::from_url(url) {
         Ok(t) => t.timeout(Some(WEBHOOK_TIMEOUT)).build(),
-        Err(e) => return Ok(Outcome::Refused(format!("SMTP_URL: {e}"))),
+        Err(e) => return Outcome::Refused(format!("SMTP_URL: {e}")),
     };
     match transport.send(message).await {
-        Ok(response) => Ok(Outcome::Sent(Some(response.code().into()))),
-        Err(e) if e.is_permanent() => {
-            Ok(Outcome::Failed(None, format!("the relay refused it: {e}")))
-        }
-        Err(e) => Ok(Outcome::Failed(None, format!("the relay failed: {e}"))),
+        Ok(response) => Outcome::Sent(Some(response.code().into())),
+        Err(e) if e.is_permanent() => Outcome::Failed(None, format!("the relay refused it: {e}")),
+        Err(e) => Outcome::Failed(None, format!("the relay failed: {e}")),
     }
 }
 

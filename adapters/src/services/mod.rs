@@ -9,6 +9,7 @@
 //! [`Store`]: crate::storage::Store
 
 pub mod access;
+pub mod account_mail;
 pub mod accounts;
 pub mod admin;
 pub mod allowance;

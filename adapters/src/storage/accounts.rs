@@ -240,9 +240,11 @@ impl Store {
     ) -> StoreResult<AccountRecord> {
         let at = stamp(now);
         let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, $2, $3, $4)",
-        ))
+        sqlx::query(
+            &self.sql(
+                "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, $2, $3, $4)",
+            ),
+        )
         .bind(new.user_id)
         .bind(new.email)
         .bind(i64::from(new.super_admin))
@@ -464,9 +466,9 @@ impl Store {
         user_id: &str,
         family_id: Option<&str>,
     ) -> StoreResult<SessionStanding> {
-        let row = sqlx::query(&self.sql(
-            "SELECT generation, revoked_at, deleted_at FROM accounts WHERE user_id = $1",
-        ))
+        let row = sqlx::query(
+            &self.sql("SELECT generation, revoked_at, deleted_at FROM accounts WHERE user_id = $1"),
+        )
         .bind(user_id)
         .fetch_optional(self.pool())
         .await?;
@@ -482,9 +484,9 @@ impl Store {
             None => None,
         };
         let family_ended = match family_id {
-            Some(id) => sqlx::query(&self.sql(
-                "SELECT revoked_at FROM refresh_families WHERE id = $1 AND user_id = $2",
-            ))
+            Some(id) => sqlx::query(
+                &self.sql("SELECT revoked_at FROM refresh_families WHERE id = $1 AND user_id = $2"),
+            )
             .bind(id)
             .bind(user_id)
             .fetch_optional(self.pool())
@@ -698,13 +700,23 @@ impl Store {
         Ok(found)
     }
 
-    /// Forgets failure runs whose latest failure is older than `before`.
-    pub async fn prune_signin_failures(&self, before: DateTime<Utc>) -> StoreResult<u64> {
-        let done = sqlx::query(&self.sql("DELETE FROM signin_failures WHERE last_at < $1"))
-            .bind(stamp(before))
-            .execute(self.pool())
-            .await?;
-        Ok(done.rows_affected())
+    /// Forgets failure runs whose latest failure is older than `before`, account
+    /// mail created before it (its link long expired) and verification links that
+    /// expired before it; how many rows.
+    pub async fn prune_signin(&self, before: DateTime<Utc>) -> StoreResult<u64> {
+        let mut rows = 0;
+        for statement in [
+            "DELETE FROM signin_failures WHERE last_at < $1",
+            "DELETE FROM account_mail WHERE created_at < $1 AND status <> 'pending'",
+            "DELETE FROM email_verifications WHERE expires_at < $1",
+        ] {
+            let done = sqlx::query(&self.sql(statement))
+                .bind(stamp(before))
+                .execute(self.pool())
+                .await?;
+            rows += done.rows_affected();
+        }
+        Ok(rows)
     }
 
     /// Records a personal access token, with the audit events, in one transaction.

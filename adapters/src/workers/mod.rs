@@ -27,6 +27,7 @@
 //! - `retention`: prunes audit rows and check-log entries past retention (lease
 //!   `retention`).
 
+pub mod account_mail;
 pub mod allowances;
 pub mod builds;
 pub mod cache_sync;

@@ -60,6 +60,14 @@ pub async fn prune_daily(
             Ok(orgs) => tracing::info!(orgs, "purged organizations past their restore window"),
             Err(error) => tracing::warn!(%error, "purging deleted organizations failed"),
         }
+        let cutoff = Utc::now() - chrono::Duration::days(1);
+        match store.prune_signin(cutoff).await {
+            Ok(0) => {}
+            Ok(rows) => {
+                tracing::info!(rows, %cutoff, "forgot old sign-in failures, mail and links")
+            }
+            Err(error) => tracing::warn!(%error, "sign-in pruning failed"),
+        }
         let cutoff = Utc::now() - crate::services::quotas::INCREMENT_KEY_RETENTION;
         match store.prune_increment_keys(cutoff).await {
             Ok(0) => {}

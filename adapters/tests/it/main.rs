@@ -39,6 +39,7 @@ mod plugins;
 mod reevaluation;
 mod replicas;
 mod scans;
+mod signin;
 
 use std::sync::Arc;
 
@@ -129,6 +130,13 @@ impl TestApp {
             let state = state.clone();
             workers.spawn("allowances", move |shutdown| {
                 adapters::workers::allowances::run(state, shutdown)
+            });
+        }
+        {
+            // Sends the verification links when SMTP_URL is set (else returns).
+            let state = state.clone();
+            workers.spawn("account-mail", move |shutdown| {
+                adapters::workers::account_mail::run(state, shutdown)
             });
         }
         TestApp {

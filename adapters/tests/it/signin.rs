@@ -1,0 +1,1039 @@
+//! Sign-in: accounts, sessions that rotate, personal access tokens, revocation and
+//! step-up, on both backends.
+
+use std::time::{Duration, Instant};
+
+use sqlx::Row;
+
+use super::*;
+
+const PASSWORD: &str = "correct horse battery";
+
+/// A public call (the routes take no token; the header `call` sends is ignored).
+async fn public(app: &TestApp, path: &str, body: Value) -> (StatusCode, Value) {
+    app.call("POST", path, "unused", None, Some(body)).await
+}
+
+/// One text from the test database.
+async fn text(app: &TestApp, query: &str) -> Option<String> {
+    sqlx::query(query)
+        .fetch_optional(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .unwrap()
+        .map(|row| {
+            row.try_get::<Option<String>, _>(0)
+                .unwrap()
+                .unwrap_or_default()
+        })
+}
+
+/// One number from the test database.
+async fn number(app: &TestApp, query: &str) -> i64 {
+    sqlx::query(query)
+        .fetch_one(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .unwrap()
+        .try_get::<i64, _>(0)
+        .unwrap()
+}
+
+async fn register(app: &TestApp, email: &str) -> String {
+    let (status, body) = public(
+        app,
+        "/api/auth/register",
+        json!({"email": email, "password": PASSWORD, "name": "Ada"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["data"]["emailVerified"], false);
+    body["data"]["userId"].as_str().unwrap().to_owned()
+}
+
+/// The token of the latest verification link mailed to `email` (read from the
+/// outgoing mail, as the receiver would).
+async fn link_token(app: &TestApp, email: &str) -> String {
+    let body = text(
+        app,
+        &format!(
+            "SELECT body FROM account_mail WHERE recipient = '{email}' ORDER BY created_at DESC LIMIT 1"
+        ),
+    )
+    .await
+    .expect("no mail to the address");
+    token_in(&body)
+}
+
+fn token_in(mail: &str) -> String {
+    let start = mail.find("token=").expect("no link in the mail") + "token=".len();
+    mail[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect()
+}
+
+async fn verify(app: &TestApp, email: &str) {
+    let token = link_token(app, email).await;
+    let (status, body) = public(app, "/api/auth/verify-email", json!({"token": token})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["emailVerified"], true);
+}
+
+async fn login_as(app: &TestApp, email: &str, password: &str) -> (StatusCode, Value) {
+    public(
+        app,
+        "/api/auth/login",
+        json!({"identifier": email, "password": password}),
+    )
+    .await
+}
+
+/// A signed-in session: (access token, refresh token).
+async fn session(app: &TestApp, email: &str) -> (String, String) {
+    let (status, body) = login_as(app, email, PASSWORD).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["tokenType"], "Bearer");
+    assert_eq!(body["data"]["expiresIn"], 7200);
+    (
+        body["data"]["accessToken"].as_str().unwrap().to_owned(),
+        body["data"]["refreshToken"].as_str().unwrap().to_owned(),
+    )
+}
+
+async fn refresh(app: &TestApp, token: &str) -> (StatusCode, Value) {
+    public(app, "/api/auth/refresh", json!({"refreshToken": token})).await
+}
+
+async fn me_status(app: &TestApp, access: &str) -> StatusCode {
+    app.call("GET", "/api/me", access, None, None).await.0
+}
+
+async fn a_person_registers_verifies_signs_in_refreshes_and_signs_out(app: &TestApp) {
+    let strict = app.beside(&[("EMAIL_VERIFICATION_REQUIRED", "true")]).await;
+    let user = register(&strict, "Ada@Example.com").await;
+    // The address is taken, whatever its case.
+    let (status, body) = public(
+        &strict,
+        "/api/auth/register",
+        json!({"email": "ada@example.com", "password": PASSWORD}),
+    )
+    .await;
+    assert_eq!(code(status, &body), "CONFLICT");
+    // Not verified yet: the right password is told so, a wrong one is not.
+    let (status, body) = login_as(&strict, "ada@example.com", PASSWORD).await;
+    assert_eq!(code(status, &body), "EMAIL_NOT_VERIFIED");
+    let (status, body) = login_as(&strict, "ada@example.com", "wrong password!").await;
+    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    let link = link_token(&strict, "ada@example.com").await;
+    assert!(link.starts_with("cev_"));
+    verify(&strict, "ada@example.com").await;
+    // A link works once.
+    let (status, body) = public(&strict, "/api/auth/verify-email", json!({"token": link})).await;
+    assert_eq!(code(status, &body), "UNAUTHORIZED");
+
+    let (access, first) = session(&strict, "ADA@example.com ").await;
+    let (status, body) = strict.call("GET", "/api/me", &access, None, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["userId"], user.as_str());
+    assert_eq!(body["data"]["email"], "ada@example.com");
+    assert_eq!(body["data"]["name"], "Ada");
+    // The access token is the API's: an organization is created with it.
+    let (status, body) = strict
+        .call(
+            "POST",
+            "/api/organization",
+            &access,
+            None,
+            Some(json!({"name": "adas-org"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    // Refresh rotates: a new pair, the old refresh token used up.
+    let (status, body) = refresh(&strict, &first).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let second = body["data"]["refreshToken"].as_str().unwrap().to_owned();
+    let renewed = body["data"]["accessToken"].as_str().unwrap().to_owned();
+    assert_ne!(second, first);
+    assert_eq!(me_status(&strict, &renewed).await, StatusCode::OK);
+    assert_eq!(me_status(&strict, &access).await, StatusCode::OK);
+    // Within the grace window a second use loses and ends nothing.
+    let (status, body) = refresh(&strict, &first).await;
+    assert_eq!(code(status, &body), "UNAUTHORIZED");
+    assert!(
+        body["message"].as_str().unwrap().contains("just used"),
+        "{body}"
+    );
+    let (status, body) = refresh(&strict, &second).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let third = body["data"]["refreshToken"].as_str().unwrap().to_owned();
+    // Beyond it, a used token is a stolen one: the whole session ends.
+    let long_ago = (Utc::now() - chrono::Duration::minutes(5))
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    strict
+        .sql(&format!(
+            "UPDATE refresh_tokens SET used_at = '{long_ago}' WHERE used_at IS NOT NULL"
+        ))
+        .await;
+    let (status, body) = refresh(&strict, &first).await;
+    assert_eq!(code(status, &body), "UNAUTHORIZED");
+    assert!(
+        body["message"].as_str().unwrap().contains("used before"),
+        "{body}"
+    );
+    let (status, body) = refresh(&strict, &third).await;
+    assert_eq!(code(status, &body), "UNAUTHORIZED", "the family ended");
+    assert_eq!(me_status(&strict, &renewed).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(me_status(&strict, &access).await, StatusCode::UNAUTHORIZED);
+
+    // A new sign-in, then sign-out: its tokens stop at once; twice is fine.
+    let (access, refresh_token) = session(&strict, "ada@example.com").await;
+    assert_eq!(me_status(&strict, &access).await, StatusCode::OK);
+    let (status, body) = public(
+        &strict,
+        "/api/auth/logout",
+        json!({"refreshToken": refresh_token}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["signedOut"], true);
+    assert_eq!(me_status(&strict, &access).await, StatusCode::UNAUTHORIZED);
+    let (status, body) = refresh(&strict, &refresh_token).await;
+    assert_eq!(code(status, &body), "UNAUTHORIZED");
+    let (status, _) = public(
+        &strict,
+        "/api/auth/logout",
+        json!({"refreshToken": refresh_token}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // The chain of accounts holds each step, and no secret.
+    for action in [
+        "user.register",
+        "user.email.verified",
+        "user.login",
+        "user.login.failed",
+        "user.logout",
+    ] {
+        let events = strict.audited(action).await;
+        assert!(!events.is_empty(), "{action} not audited");
+        assert!(events.iter().all(|e| e.org_id == "accounts"));
+    }
+    let everything = format!("{:?}", strict.audited("user.login.failed").await)
+        + &format!("{:?}", strict.audited("user.login").await)
+        + &format!("{:?}", strict.audited("user.register").await);
+    for secret in [PASSWORD, "wrong password!", &link, &first, "$argon2id$"] {
+        assert!(
+            !everything.contains(secret),
+            "the audit trail holds a secret"
+        );
+    }
+    // Stored secrets are hashes.
+    let stored = text(
+        &strict,
+        "SELECT password_hash FROM accounts WHERE email = 'ada@example.com'",
+    )
+    .await
+    .unwrap();
+    assert!(
+        stored.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+        "{stored}"
+    );
+    assert_eq!(
+        number(
+            &strict,
+            &format!("SELECT COUNT(*) FROM refresh_tokens WHERE token_hash = '{first}'")
+        )
+        .await,
+        0
+    );
+    strict.stop().await;
+}
+
+async fn bad_input_is_refused_and_changes_nothing(app: &TestApp) {
+    let cases = [
+        (
+            "/api/auth/register",
+            json!({"email": "not-an-address", "password": PASSWORD}),
+            "email",
+        ),
+        (
+            "/api/auth/register",
+            json!({"email": "a@example.com", "password": "short"}),
+            "password",
+        ),
+        (
+            "/api/auth/register",
+            json!({"email": "a@example.com", "password": "a@example.com"}),
+            "password",
+        ),
+        (
+            "/api/auth/register",
+            json!({"email": "a@example.com", "password": "x".repeat(129)}),
+            "password",
+        ),
+        (
+            "/api/auth/register",
+            json!({"email": "a@example.com", "password": PASSWORD, "name": " "}),
+            "name",
+        ),
+        (
+            "/api/auth/register",
+            json!({"email": "a@example.com", "password": PASSWORD, "admin": true}),
+            "",
+        ),
+        ("/api/auth/register", json!({"email": "a@example.com"}), ""),
+        (
+            "/api/auth/register",
+            json!({"email": "a\u{0}@example.com", "password": PASSWORD}),
+            "",
+        ),
+        (
+            "/api/auth/register",
+            json!({"email": "a@example.com", "password": "tab\there is fine no"}),
+            "password",
+        ),
+        (
+            "/api/auth/login",
+            json!({"identifier": "", "password": PASSWORD}),
+            "identifier",
+        ),
+        (
+            "/api/auth/login",
+            json!({"identifier": "a@example.com", "password": ""}),
+            "password",
+        ),
+        (
+            "/api/auth/login",
+            json!({"identifier": "a@example.com"}),
+            "",
+        ),
+        (
+            "/api/auth/login",
+            json!({"identifier": "a@example.com", "password": "x".repeat(2000)}),
+            "password",
+        ),
+        (
+            "/api/auth/refresh",
+            json!({"refreshToken": ""}),
+            "refreshToken",
+        ),
+        ("/api/auth/refresh", json!({"token": "x"}), ""),
+        ("/api/auth/verify-email", json!({"token": 7}), ""),
+        ("/api/auth/logout", json!({}), ""),
+    ];
+    for (path, body, field) in cases {
+        let (status, answer) = public(app, path, body.clone()).await;
+        assert_eq!(
+            code(status, &answer),
+            "VALIDATION_ERROR",
+            "{path} {body}: {answer}"
+        );
+        if !field.is_empty() {
+            assert_eq!(answer["details"]["field"], field, "{answer}");
+        }
+    }
+    assert_eq!(number(app, "SELECT COUNT(*) FROM accounts").await, 0);
+    assert_eq!(number(app, "SELECT COUNT(*) FROM signin_failures").await, 0);
+
+    register(app, "bea@example.com").await;
+    let (access, _) = session(app, "bea@example.com").await;
+    let soon = (Utc::now() + chrono::Duration::days(30)).to_rfc3339();
+    let past = (Utc::now() - chrono::Duration::minutes(1)).to_rfc3339();
+    let far = (Utc::now() + chrono::Duration::days(400)).to_rfc3339();
+    let cases = [
+        (json!({"name": "ci"}), ""),
+        (json!({"name": "ci", "expiresAt": "tomorrow"}), "expiresAt"),
+        (json!({"name": "ci", "expiresAt": past}), "expiresAt"),
+        (json!({"name": "ci", "expiresAt": far}), "expiresAt"),
+        (json!({"name": "", "expiresAt": soon}), "name"),
+        (
+            json!({"name": "ci", "expiresAt": soon, "permissions": ["compliance:read"]}),
+            "permissions",
+        ),
+        (
+            json!({"name": "ci", "expiresAt": soon, "orgId": "x", "permissions": ["root:everything"]}),
+            "permissions",
+        ),
+    ];
+    for (body, field) in cases {
+        let (status, answer) = app
+            .call("POST", "/api/me/tokens", &access, None, Some(body.clone()))
+            .await;
+        assert_eq!(
+            code(status, &answer),
+            "VALIDATION_ERROR",
+            "{body}: {answer}"
+        );
+        if !field.is_empty() {
+            assert_eq!(answer["details"]["field"], field, "{answer}");
+        }
+    }
+    for body in [
+        json!({"currentPassword": PASSWORD, "newPassword": "short"}),
+        json!({"currentPassword": "", "newPassword": "long enough now"}),
+        json!({"newPassword": "long enough now"}),
+    ] {
+        let (status, answer) = app
+            .call("PUT", "/api/me/password", &access, None, Some(body.clone()))
+            .await;
+        assert_eq!(
+            code(status, &answer),
+            "VALIDATION_ERROR",
+            "{body}: {answer}"
+        );
+    }
+    let (status, answer) = app
+        .call("POST", "/api/auth/step-up", &access, None, Some(json!({})))
+        .await;
+    assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
+    let (status, answer) = app
+        .call(
+            "POST",
+            "/api/auth/step-up",
+            &access,
+            None,
+            Some(json!({"totp": "123456"})),
+        )
+        .await;
+    assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
+    let (status, answer) = app
+        .call(
+            "PUT",
+            "/api/me",
+            &access,
+            None,
+            Some(json!({"email": "nope"})),
+        )
+        .await;
+    assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
+    assert_eq!(number(app, "SELECT COUNT(*) FROM personal_tokens").await, 0);
+    assert_eq!(number(app, "SELECT COUNT(*) FROM accounts").await, 1);
+}
+
+async fn a_wrong_password_and_an_unknown_account_answer_alike(app: &TestApp) {
+    register(app, "cy@example.com").await;
+    let mut known = Vec::new();
+    let mut unknown = Vec::new();
+    for i in 0..8 {
+        // No throttle in between: each try starts clean.
+        app.sql("DELETE FROM signin_failures").await;
+        let started = Instant::now();
+        let (status, wrong) = login_as(app, "cy@example.com", "not the password").await;
+        known.push(started.elapsed());
+        assert_eq!(code(status, &wrong), "INVALID_CREDENTIALS");
+        let started = Instant::now();
+        let (status, absent) =
+            login_as(app, &format!("nobody{i}@example.com"), "not the password").await;
+        unknown.push(started.elapsed());
+        assert_eq!(code(status, &absent), "INVALID_CREDENTIALS");
+        assert_eq!(wrong["message"], absent["message"]);
+        assert_eq!(wrong.get("details"), absent.get("details"));
+    }
+    known.sort();
+    unknown.sort();
+    let (k, u) = (known[known.len() / 2], unknown[unknown.len() / 2]);
+    eprintln!("median refusal: wrong password {k:?}, unknown account {u:?}");
+    // Both check a hash: within a small factor of each other (a skipped hash would
+    // be a hundredfold).
+    let ratio = k.as_secs_f64() / u.as_secs_f64();
+    assert!(
+        (0.33..3.0).contains(&ratio),
+        "wrong password {k:?} vs unknown {u:?}"
+    );
+}
+
+async fn repeated_failures_are_slowed_then_refused(app: &TestApp) {
+    let proxied = app.beside(&[("TRUST_PROXY_HEADERS", "true")]).await;
+    register(&proxied, "dee@example.com").await;
+    let from = |address: &str, email: &str, password: &str| {
+        let mut request = TestApp::request_of(
+            "POST",
+            "/api/auth/login",
+            "unused",
+            None,
+            Some(json!({"identifier": email, "password": password})),
+        );
+        request.headers_mut().insert(
+            "x-forwarded-for",
+            format!("203.0.113.9, {address}").parse().unwrap(),
+        );
+        request
+    };
+    // Nine failures on record: the tenth is slowed, then the account is locked, the
+    // right password included.
+    let a_minute_ago = (Utc::now() - chrono::Duration::minutes(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    proxied
+        .sql(&format!(
+            "INSERT INTO signin_failures (key, failures, first_at, last_at) VALUES ('account:dee@example.com', 9, '{a_minute_ago}', '{a_minute_ago}')"
+        ))
+        .await;
+    let started = Instant::now();
+    let (status, body) = proxied
+        .send(from("198.51.100.1", "dee@example.com", "wrong"))
+        .await;
+    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    assert!(started.elapsed() >= Duration::from_secs(2), "not slowed");
+    let response = proxied
+        .router
+        .clone()
+        .oneshot(from("198.51.100.1", "dee@example.com", PASSWORD))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((800..=900).contains(&retry), "{retry}");
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        code(StatusCode::TOO_MANY_REQUESTS, &body),
+        "TOO_MANY_ATTEMPTS"
+    );
+    assert_eq!(body["details"]["retryAfter"], retry);
+    // The client address is counted too: ten failures from one address lock it for
+    // every account, and another address is heard.
+    proxied
+        .sql(&format!(
+            "INSERT INTO signin_failures (key, failures, first_at, last_at) VALUES ('address:198.51.100.7', 10, '{a_minute_ago}', '{a_minute_ago}')"
+        ))
+        .await;
+    register(&proxied, "eve@example.com").await;
+    let (status, body) = proxied
+        .send(from("198.51.100.7", "eve@example.com", PASSWORD))
+        .await;
+    assert_eq!(code(status, &body), "TOO_MANY_ATTEMPTS");
+    let (status, body) = proxied
+        .send(from("198.51.100.8", "eve@example.com", PASSWORD))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Failures counted per key, both keys at once.
+    let (status, _) = proxied
+        .send(from("198.51.100.8", "eve@example.com", "wrong"))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        number(
+            &proxied,
+            "SELECT failures FROM signin_failures WHERE key = 'address:198.51.100.8'"
+        )
+        .await,
+        1
+    );
+    // A success clears the account's run (not the address's).
+    let (status, _) = proxied
+        .send(from("198.51.100.8", "eve@example.com", PASSWORD))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        number(
+            &proxied,
+            "SELECT COUNT(*) FROM signin_failures WHERE key = 'account:eve@example.com'"
+        )
+        .await,
+        0
+    );
+    proxied.stop().await;
+}
+
+async fn sixteen_concurrent_refreshes_of_one_token(app: &TestApp) {
+    let user = register(app, "fay@example.com").await;
+    let (_, token) = session(app, "fay@example.com").await;
+    let requests = (0..16)
+        .map(|_| {
+            TestApp::request_of(
+                "POST",
+                "/api/auth/refresh",
+                "unused",
+                None,
+                Some(json!({"refreshToken": token})),
+            )
+        })
+        .collect();
+    let answers = app.concurrently(requests).await;
+    let won: Vec<&Value> = answers
+        .iter()
+        .filter(|(s, _)| *s == StatusCode::OK)
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(won.len(), 1, "{answers:?}");
+    for (status, body) in &answers {
+        if *status != StatusCode::OK {
+            assert_eq!(code(*status, body), "UNAUTHORIZED", "{body}");
+        }
+    }
+    // The winner's session lives on: one live family, its token works.
+    let next = won[0]["data"]["refreshToken"].as_str().unwrap();
+    let (status, body) = refresh(app, next).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        number(
+            app,
+            &format!(
+                "SELECT COUNT(*) FROM refresh_families WHERE user_id = '{user}' AND revoked_at IS NULL"
+            )
+        )
+        .await,
+        1
+    );
+}
+
+async fn personal_access_tokens_are_bounded_by_their_subset(app: &TestApp) {
+    register(app, "gus@example.com").await;
+    let (access, _) = session(app, "gus@example.com").await;
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &access,
+            None,
+            Some(json!({"name": "gus-org"})),
+        )
+        .await;
+    let org = body["data"]["id"].as_str().unwrap().to_owned();
+    let other = app.org("someone", "someone-else").await;
+    let soon = (Utc::now() + chrono::Duration::days(30)).to_rfc3339();
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/me/tokens",
+            &access,
+            None,
+            Some(json!({"name": "ci", "expiresAt": soon, "orgId": org, "permissions": ["compliance:read"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let secret = body["data"]["token"].as_str().unwrap().to_owned();
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    assert!(
+        secret.starts_with("cpat_") && secret.len() == 41,
+        "{secret}"
+    );
+    assert!(tenancy::check_personal_token(&secret).is_ok());
+    assert_eq!(body["data"]["hint"], &secret[secret.len() - 4..]);
+    // Stored hashed.
+    assert_eq!(
+        number(
+            app,
+            &format!("SELECT COUNT(*) FROM personal_tokens WHERE token_hash = '{secret}'")
+        )
+        .await,
+        0
+    );
+    // Within its subset it reads; outside it nothing.
+    let (status, body) = app
+        .call("GET", "/api/compliance/rules", &secret, Some(&org), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &secret,
+            Some(&org),
+            Some(json!({"name": "r", "target": "plugin", "severity": "error", "field": "version", "operator": "neq", "value": "latest"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "FORBIDDEN", "{body}");
+    let (status, body) = app
+        .call("GET", "/api/compliance/rules", &secret, Some(&other), None)
+        .await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN", "{body}");
+    // The session itself may write.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &access,
+            Some(&org),
+            Some(json!({"name": "r", "target": "plugin", "severity": "error", "field": "version", "operator": "neq", "value": "latest"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // A token cannot manage tokens, nor change the password.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/me/tokens",
+            &secret,
+            None,
+            Some(json!({"name": "x", "expiresAt": soon})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "FORBIDDEN", "{body}");
+    // More than the user holds is an escalation; another's organization is not theirs.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/me/tokens",
+            &access,
+            None,
+            Some(json!({"name": "x", "expiresAt": soon, "orgId": other})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN", "{body}");
+    // A mistyped token is refused before any lookup; a revoked one at once.
+    let mut typo = secret.clone();
+    typo.replace_range(10..11, if &secret[10..11] == "a" { "b" } else { "a" });
+    assert_eq!(me_status(app, &typo).await, StatusCode::UNAUTHORIZED);
+    // Listed with its last use, never its secret.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (status, body) = app.call("GET", "/api/me/tokens", &access, None, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let listed = &body["data"]["tokens"][0];
+    assert_eq!(listed["id"], id.as_str());
+    assert!(listed.get("token").is_none(), "{listed}");
+    assert!(listed["lastUsedAt"].is_string(), "{listed}");
+    assert_eq!(listed["permissions"], json!(["compliance:read"]));
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/me/tokens/{id}"),
+            &access,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = app
+        .call("GET", "/api/compliance/rules", &secret, Some(&org), None)
+        .await;
+    assert_eq!(code(status, &body), "UNAUTHORIZED", "{body}");
+    let (status, body) = app
+        .call(
+            "DELETE",
+            &format!("/api/me/tokens/{id}"),
+            &access,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND");
+    // An unbounded token acts as its user, until it expires.
+    let shortly = (Utc::now() + chrono::Duration::seconds(2)).to_rfc3339();
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/me/tokens",
+            &access,
+            None,
+            Some(json!({"name": "brief", "expiresAt": shortly})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let brief = body["data"]["token"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .call("GET", "/api/compliance/rules", &brief, Some(&org), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let (status, body) = app
+        .call("GET", "/api/compliance/rules", &brief, Some(&org), None)
+        .await;
+    assert_eq!(code(status, &body), "UNAUTHORIZED", "{body}");
+    assert_eq!(app.audited("user.token.create").await.len(), 2);
+}
+
+async fn revoke_all_ends_every_session_and_token_at_once(app: &TestApp) {
+    register(app, "ivy@example.com").await;
+    let (first, first_refresh) = session(app, "ivy@example.com").await;
+    let (second, _) = session(app, "ivy@example.com").await;
+    let soon = (Utc::now() + chrono::Duration::days(3)).to_rfc3339();
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/me/tokens",
+            &first,
+            None,
+            Some(json!({"name": "cli", "expiresAt": soon})),
+        )
+        .await;
+    let pat = body["data"]["token"].as_str().unwrap().to_owned();
+    for token in [&first, &second, &pat] {
+        assert_eq!(me_status(app, token).await, StatusCode::OK);
+    }
+    let (status, body) = app
+        .call("POST", "/api/me/tokens/revoke-all", &second, None, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for token in [&first, &second, &pat] {
+        assert_eq!(me_status(app, token).await, StatusCode::UNAUTHORIZED);
+    }
+    let (status, body) = refresh(app, &first_refresh).await;
+    assert_eq!(code(status, &body), "UNAUTHORIZED");
+    // Signing in again works, and its token is good.
+    let (fresh, _) = session(app, "ivy@example.com").await;
+    assert_eq!(me_status(app, &fresh).await, StatusCode::OK);
+    assert_eq!(app.audited("user.tokens.revoke-all").await.len(), 1);
+}
+
+async fn a_password_change_ends_the_other_sessions(app: &TestApp) {
+    register(app, "jo@example.com").await;
+    let (other, other_refresh) = session(app, "jo@example.com").await;
+    let (mine, _) = session(app, "jo@example.com").await;
+    let (status, body) = app
+        .call(
+            "PUT",
+            "/api/me/password",
+            &mine,
+            None,
+            Some(json!({"currentPassword": "not it at all", "newPassword": "a new passphrase"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    let (status, body) = app
+        .call(
+            "PUT",
+            "/api/me/password",
+            &mine,
+            None,
+            Some(json!({"currentPassword": PASSWORD, "newPassword": "a new passphrase"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let renewed = body["data"]["accessToken"].as_str().unwrap().to_owned();
+    assert_eq!(me_status(app, &renewed).await, StatusCode::OK);
+    assert_eq!(me_status(app, &other).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(me_status(app, &mine).await, StatusCode::UNAUTHORIZED);
+    let (status, _) = refresh(app, &other_refresh).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, body) = login_as(app, "jo@example.com", PASSWORD).await;
+    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    let (status, _) = login_as(app, "jo@example.com", "a new passphrase").await;
+    assert_eq!(status, StatusCode::OK);
+    // The profile changes; a new address is verified again.
+    let (status, body) = app
+        .call(
+            "PUT",
+            "/api/me",
+            &renewed,
+            None,
+            Some(json!({"name": "Jo", "email": "jo2@example.com"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["name"], "Jo");
+    assert_eq!(body["data"]["email"], "jo2@example.com");
+    assert_eq!(body["data"]["emailVerified"], false);
+    verify(app, "jo2@example.com").await;
+    assert_eq!(app.audited("user.password.change").await.len(), 1);
+    assert_eq!(app.audited("user.profile.update").await.len(), 1);
+}
+
+async fn step_up_proves_the_password_again(app: &TestApp) {
+    let user = register(app, "kim@example.com").await;
+    let (access, _) = session(app, "kim@example.com").await;
+    // Without a fresh proof, deletion is refused.
+    let (status, body) = app.call("DELETE", "/api/me", &access, None, None).await;
+    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/step-up",
+            &access,
+            None,
+            Some(json!({"password": "wrong one"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/step-up",
+            &access,
+            None,
+            Some(json!({"password": PASSWORD})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["expiresIn"], 300);
+    let proof = body["data"]["stepUpToken"].as_str().unwrap().to_owned();
+    // The proof serves the operations that need one: an ownership transfer.
+    let (_, created) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &access,
+            None,
+            Some(json!({"name": "kims"})),
+        )
+        .await;
+    let org = created["data"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .stepped(
+            "PATCH",
+            &format!("/api/organization/{org}/transfer-owner"),
+            &access,
+            Some(proof.clone()),
+            Some(json!({"userId": "nobody-here"})),
+        )
+        .await;
+    assert_ne!(code(status, &body), "STEP_UP_REQUIRED", "{body}");
+    // Another user's proof is not this user's.
+    register(app, "lee@example.com").await;
+    let (lee, _) = session(app, "lee@example.com").await;
+    let (status, body) = app
+        .stepped("DELETE", "/api/me", &lee, Some(proof.clone()), None)
+        .await;
+    assert_eq!(code(status, &body), "UNAUTHORIZED", "{body}");
+    let (status, body) = app
+        .stepped("DELETE", "/api/me", &access, Some(proof), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["id"], user.as_str());
+    // Deleted: it cannot sign in, its tokens stop, its history stays.
+    assert_eq!(me_status(app, &access).await, StatusCode::UNAUTHORIZED);
+    let (status, body) = login_as(app, "kim@example.com", PASSWORD).await;
+    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    assert_eq!(app.audited("user.delete").await.len(), 1);
+    assert!(app
+        .audited("user.register")
+        .await
+        .iter()
+        .any(|e| e.actor_id == user));
+    // The address is free again.
+    register(app, "kim@example.com").await;
+}
+
+async fn the_system_organization_is_for_bootstrap_identifiers_only(app: &TestApp) {
+    // A signed-in person who is not listed cannot create it.
+    register(app, "mo@example.com").await;
+    let (access, _) = session(app, "mo@example.com").await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &access,
+            None,
+            Some(json!({"name": "system"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "FORBIDDEN", "{body}");
+    // A listed address counts only once verified: registering it is not enough.
+    register(app, ROOT_EMAIL).await;
+    let (root, _) = session(app, ROOT_EMAIL).await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &root,
+            None,
+            Some(json!({"name": "system"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "FORBIDDEN", "{body}");
+    verify(app, ROOT_EMAIL).await;
+    let (root, _) = session(app, ROOT_EMAIL).await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &root,
+            None,
+            Some(json!({"name": "system"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (_, me) = app.call("GET", "/api/me", &root, None, None).await;
+    assert_eq!(me["data"]["superAdmin"], true);
+}
+
+async fn provisioning_makes_the_first_super_admin(app: &TestApp) {
+    let state = AppState::new(test_config(&[]), app.store.clone(), Arc::default());
+    let refused = adapters::services::accounts::provision(
+        &state,
+        ("eve@example.com", PASSWORD.to_owned()),
+        Utc::now(),
+    )
+    .await;
+    assert!(refused.is_err());
+    let account = adapters::services::accounts::provision(
+        &state,
+        (ROOT_EMAIL, PASSWORD.to_owned()),
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert!(account.super_admin && account.email_verified);
+    let (access, _) = session(app, ROOT_EMAIL).await;
+    let (status, body) = app
+        .call("GET", "/api/quotas/all", &access, None, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let again = adapters::services::accounts::provision(
+        &state,
+        (ROOT_EMAIL, PASSWORD.to_owned()),
+        Utc::now(),
+    )
+    .await;
+    assert!(again.is_err(), "a second account for the same address");
+}
+
+async fn sign_in_lifetimes_follow_the_tier(app: &TestApp) {
+    let tiered = app
+        .beside(&[
+            ("JWT_EXPIRES_IN", "1h"),
+            ("JWT_EXPIRES_IN_DEVELOPER", "30m"),
+        ])
+        .await;
+    register(&tiered, "ned@example.com").await;
+    let (access, _) = session_with(&tiered, "ned@example.com", None, 3600).await;
+    let (_, body) = tiered
+        .call(
+            "POST",
+            "/api/organization",
+            &access,
+            None,
+            Some(json!({"name": "neds"})),
+        )
+        .await;
+    let org = body["data"]["id"].as_str().unwrap().to_owned();
+    session_with(&tiered, "ned@example.com", Some(&org), 1800).await;
+    let other = tiered.org("stranger", "strangers").await;
+    let (status, body) = public(
+        &tiered,
+        "/api/auth/login",
+        json!({"identifier": "ned@example.com", "password": PASSWORD, "orgId": other}),
+    )
+    .await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    tiered.stop().await;
+}
+
+async fn session_with(
+    app: &TestApp,
+    email: &str,
+    org: Option<&str>,
+    lifetime: u64,
+) -> (String, String) {
+    let mut body = json!({"identifier": email, "password": PASSWORD});
+    if let Some(org) = org {
+        body["orgId"] = json!(org);
+    }
+    let (status, answer) = public(app, "/api/auth/login", body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["data"]["expiresIn"], lifetime);
+    (
+        answer["data"]["accessToken"].as_str().unwrap().to_owned(),
+        answer["data"]["refreshToken"].as_str().unwrap().to_owned(),
+    )
+}
+
+on_both_backends!(
+    a_person_registers_verifies_signs_in_refreshes_and_signs_out,
+    bad_input_is_refused_and_changes_nothing,
+    a_wrong_password_and_an_unknown_account_answer_alike,
+    repeated_failures_are_slowed_then_refused,
+    sixteen_concurrent_refreshes_of_one_token,
+    personal_access_tokens_are_bounded_by_their_subset,
+    revoke_all_ends_every_session_and_token_at_once,
+    a_password_change_ends_the_other_sessions,
+    step_up_proves_the_password_again,
+    the_system_organization_is_for_bootstrap_identifiers_only,
+    provisioning_makes_the_first_super_admin,
+    sign_in_lifetimes_follow_the_tier,
+);
