@@ -299,3 +299,23 @@ async fn no_acknowledged_mutation_loses_its_event_on_a_crash_or_a_stop() {
     store.close().await;
     drop_postgres(&admin_url, &name).await;
 }
+
+/// A server like [`start_with`], logging at `debug` (sqlx's statements included)
+/// into `log`, so that a test can read everything it wrote.
+pub fn start_logged(url: &str, port: u16, vars: &[(&str, &str)], log: &std::path::Path) -> Running {
+    let file = std::fs::File::create(log).unwrap();
+    Running(
+        Command::new(env!("CARGO_BIN_EXE_compliance"))
+            .arg("serve")
+            .env("QUOTA_TIER_DEVELOPER_SEATS", "-1")
+            .envs(vars.iter().copied())
+            .env("DATABASE_URL", url)
+            .env("JWT_SECRET", SECRET)
+            .env("COMPLIANCE_SERVICE_PORT", port.to_string())
+            .env("RUST_LOG", "debug")
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap(),
+    )
+}

@@ -1059,3 +1059,209 @@ async fn sixty_four_writers_on_two_replicas_never_fork_a_chain() {
     stop(servers);
     drop_postgres(&admin_url, &name).await;
 }
+
+/// Sign-in across two server processes on one database, driven as users drive it:
+/// `compliance provision` and `compliance login` from the command line, the
+/// verification link through a real SMTP exchange, sessions on both replicas. A
+/// revoke-all on one replica refuses the old access token on the other within a
+/// second; afterwards neither server's log (at debug, statements included) holds a
+/// password, a token or a hash.
+#[tokio::test]
+async fn sign_in_across_replicas_and_a_revoke_all_seen_by_the_other_within_a_second() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let mailbox = super::notifications::Mailbox::default();
+    let smtp = super::notifications::smtp_receiver(mailbox.clone()).await;
+    let vars = [
+        ("SMTP_URL", smtp.as_str()),
+        ("NOTIFY_POLL_MS", "50"),
+        ("BOOTSTRAP_SUPERADMIN_EMAILS", ROOT_EMAIL),
+    ];
+    let dir = std::env::temp_dir().join(format!("compliance-signin-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let logs = [dir.join("a.log"), dir.join("b.log")];
+    let client = reqwest::Client::new();
+    let ports = [free_port(), free_port()];
+    let mut servers = Vec::new();
+    for (port, log) in ports.iter().zip(&logs) {
+        servers.push(super::crash::start_logged(&url, *port, &vars, log));
+        wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
+    }
+    let [a, b] = ports.map(|port| format!("http://127.0.0.1:{port}"));
+    let root_password = "provisioned passphrase";
+    let password = "correct horse battery";
+    let cli = |args: &[&str], env: &[(&str, &str)]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_compliance"))
+            .args(args)
+            .env("DATABASE_URL", &url)
+            .env("JWT_SECRET", SECRET)
+            .env("BOOTSTRAP_SUPERADMIN_EMAILS", ROOT_EMAIL)
+            .env_remove("PLATFORM_IDENTIFIER")
+            .env_remove("PLATFORM_PASSWORD")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    };
+    // Provisioning refuses the development defaults, then makes the super-admin.
+    let refused = cli(&["provision"], &[]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let made = cli(
+        &["provision"],
+        &[
+            ("PLATFORM_IDENTIFIER", ROOT_EMAIL),
+            ("PLATFORM_PASSWORD", root_password),
+        ],
+    );
+    assert!(made.status.success(), "{made:?}");
+    let unlisted = cli(
+        &["provision"],
+        &[
+            ("PLATFORM_IDENTIFIER", "eve@example.com"),
+            ("PLATFORM_PASSWORD", root_password),
+        ],
+    );
+    assert_eq!(unlisted.status.code(), Some(2), "{unlisted:?}");
+
+    // Registration on A; the link arrives by mail and is followed on B.
+    let registered: Value = client
+        .post(format!("{a}/api/auth/register"))
+        .json(&json!({"email": "ana@example.com", "password": password}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(registered["statusCode"], 201, "{registered}");
+    let mut mail = None;
+    for _ in 0..100 {
+        if let Some((to, data)) = mailbox.lock().unwrap().first().cloned() {
+            mail = Some((to, data));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (to, data) = mail.expect("no verification mail arrived");
+    assert_eq!(to, vec!["ana@example.com".to_owned()]);
+    // Undo quoted-printable soft breaks and escapes.
+    let data = data.replace("=\n", "").replace("=3D", "=");
+    let start = data.find("token=").unwrap() + "token=".len();
+    let link: String = data[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect();
+    let verified = client
+        .post(format!("{b}/api/auth/verify-email"))
+        .json(&json!({"token": link}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(verified.status(), StatusCode::OK);
+
+    // `compliance login` prints an access token (PLATFORM_TOKEN for the other verbs).
+    let login = cli(
+        &["login", "--url", &a],
+        &[
+            ("PLATFORM_IDENTIFIER", "ana@example.com"),
+            ("PLATFORM_PASSWORD", password),
+        ],
+    );
+    assert!(login.status.success(), "{login:?}");
+    let cli_token = String::from_utf8(login.stdout).unwrap().trim().to_owned();
+    let wrong = cli(
+        &["login", "--url", &a],
+        &[
+            ("PLATFORM_IDENTIFIER", "ana@example.com"),
+            ("PLATFORM_PASSWORD", "nope nope nope"),
+        ],
+    );
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("INVALID_CREDENTIALS"));
+
+    // A second session, on B; refreshed on A.
+    let session: Value = client
+        .post(format!("{b}/api/auth/login"))
+        .json(&json!({"identifier": "ana@example.com", "password": password}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let refresh_token = session["data"]["refreshToken"].as_str().unwrap().to_owned();
+    let renewed: Value = client
+        .post(format!("{a}/api/auth/refresh"))
+        .json(&json!({"refreshToken": refresh_token}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let access = renewed["data"]["accessToken"].as_str().unwrap().to_owned();
+    let me = |base: String, token: String| {
+        let client = client.clone();
+        async move {
+            client
+                .get(format!("{base}/api/me"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    // B keeps what the session stands on.
+    assert_eq!(me(b.clone(), access.clone()).await, StatusCode::OK);
+    assert_eq!(me(b.clone(), cli_token.clone()).await, StatusCode::OK);
+    // Revoke-all through A with the command line's token.
+    let revoked = client
+        .post(format!("{a}/api/me/tokens/revoke-all"))
+        .bearer_auth(&cli_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), StatusCode::OK);
+    let changed = Instant::now();
+    let mut refused_after = None;
+    while changed.elapsed() < Duration::from_secs(1) {
+        if me(b.clone(), access.clone()).await == StatusCode::UNAUTHORIZED {
+            refused_after = Some(changed.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The super-admin signs in too.
+    let root = client
+        .post(format!("{b}/api/auth/login"))
+        .json(&json!({"identifier": ROOT_EMAIL, "password": root_password}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(root.status(), StatusCode::OK);
+    stop(servers);
+    drop_postgres(&admin_url, &name).await;
+    let after = refused_after.expect("replica B still accepted the revoked token after a second");
+    eprintln!("replica B refused the revoked token after {after:?}");
+    for log in &logs {
+        let text = std::fs::read_to_string(log).unwrap();
+        assert!(
+            text.contains("listening"),
+            "the log is empty: {}",
+            log.display()
+        );
+        for secret in [
+            password,
+            root_password,
+            &link,
+            &refresh_token,
+            &access,
+            &cli_token,
+            "$argon2id$",
+        ] {
+            assert!(!text.contains(secret), "{} holds a secret", log.display());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
