@@ -50,7 +50,7 @@ async fn main() -> Result<(), String> {
         json!({"email": email, "password": PASSWORD}),
     )
     .await?;
-    if registered["statusCode"] != 201 {
+    if registered.get("statusCode") != Some(&json!(201)) {
         return Err(format!("register: {registered}"));
     }
     let login = json!({"identifier": email, "password": PASSWORD});
@@ -82,8 +82,9 @@ async fn main() -> Result<(), String> {
     let mut access = String::new();
     for _ in 0..in_flight {
         let session = post(&http, format!("{base}/api/auth/login"), login.clone()).await?;
-        let refresh = session["data"]["refreshToken"]
-            .as_str()
+        let refresh = session
+            .pointer("/data/refreshToken")
+            .and_then(Value::as_str)
             .ok_or(format!("login: {session}"))?;
         access = session["data"]["accessToken"]
             .as_str()
@@ -108,7 +109,7 @@ async fn main() -> Result<(), String> {
             let Ok(response) = sent else { return 0 };
             let code = response.status().as_u16();
             if let Ok(body) = response.json::<Value>().await {
-                if let Some(next) = body["data"]["refreshToken"].as_str() {
+                if let Some(next) = body.pointer("/data/refreshToken").and_then(Value::as_str) {
                     *token = next.to_owned();
                 }
             }
