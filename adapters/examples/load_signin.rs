@@ -86,8 +86,9 @@ async fn main() -> Result<(), String> {
             .pointer("/data/refreshToken")
             .and_then(Value::as_str)
             .ok_or(format!("login: {session}"))?;
-        access = session["data"]["accessToken"]
-            .as_str()
+        access = session
+            .pointer("/data/accessToken")
+            .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
         sessions.push(Mutex::new(refresh.to_owned()));
