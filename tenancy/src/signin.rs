@@ -311,6 +311,91 @@ impl TokenScope {
     }
 }
 
+/// Seconds per authenticator code (RFC 6238's recommended step).
+pub const TOTP_STEP_SECONDS: u64 = 30;
+
+fn authenticator(secret: &[u8]) -> Result<totp_rs::TOTP, SignInError> {
+    totp_rs::TOTP::new(
+        totp_rs::Algorithm::SHA1,
+        6,
+        0,
+        TOTP_STEP_SECONDS,
+        secret.to_vec(),
+    )
+    .map_err(|e| SignInError::Hashing(format!("authenticator secret: {e}")))
+}
+
+/// The authenticator code of `secret` at `unix` seconds (HMAC-SHA-1, 6 digits,
+/// 30-second steps: what authenticator apps show).
+pub fn totp_code(secret: &[u8], unix: u64) -> Result<String, SignInError> {
+    Ok(authenticator(secret)?.generate(unix))
+}
+
+/// The step an authenticator `code` is good for at `unix` seconds: the current one
+/// or one either side (clock drift), never one at or before `last_used` (a code is
+/// good once). `None` when it is good for none.
+pub fn totp_step(
+    secret: &[u8],
+    code: &str,
+    unix: u64,
+    last_used: Option<u64>,
+) -> Result<Option<u64>, SignInError> {
+    let totp = authenticator(secret)?;
+    let code = code.trim();
+    if code.len() != 6 || !code.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(None);
+    }
+    let now = unix / TOTP_STEP_SECONDS;
+    let mut candidates = vec![now.saturating_sub(1), now, now.saturating_add(1)];
+    candidates.dedup();
+    for step in candidates {
+        if last_used.is_some_and(|used| step <= used) {
+            continue;
+        }
+        if totp.check(code, step * TOTP_STEP_SECONDS) {
+            return Ok(Some(step));
+        }
+    }
+    Ok(None)
+}
+
+/// A secret as authenticator apps take it: base32 without padding.
+pub fn totp_secret_text(secret: &[u8]) -> String {
+    match totp_rs::Secret::Raw(secret.to_vec()).to_encoded() {
+        totp_rs::Secret::Encoded(text) => text.trim_end_matches('=').to_owned(),
+        totp_rs::Secret::Raw(_) => String::new(),
+    }
+}
+
+/// A secret back from its base32 text.
+pub fn totp_secret_bytes(text: &str) -> Result<Vec<u8>, SignInError> {
+    totp_rs::Secret::Encoded(text.to_owned())
+        .to_bytes()
+        .map_err(|_| SignInError::Hashing("the authenticator secret is unreadable".to_owned()))
+}
+
+/// The `otpauth://` URI an authenticator app scans (Key Uri Format).
+pub fn totp_uri(secret: &[u8], account: &str, issuer: &str) -> String {
+    let escape = |text: &str| -> String {
+        text.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    char::from(b).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect()
+    };
+    format!(
+        "otpauth://totp/{}:{}?secret={}&issuer={}&algorithm=SHA1&digits=6&period={TOTP_STEP_SECONDS}",
+        escape(issuer),
+        escape(account),
+        totp_secret_text(secret),
+        escape(issuer)
+    )
+}
+
 /// Whether a session token is still good: a token carries the account's
 /// generation it was issued under (`gen`), or, from another issuer, only its issue
 /// time. Revoke-all, a password change and deletion raise the generation and record
@@ -436,6 +521,29 @@ mod tests {
         assert!(!scope.allows(Permission::PipelinesWrite));
         let held = [Permission::PipelinesWrite].into_iter().collect();
         assert!(scope.restrict(held).is_empty());
+    }
+
+    #[test]
+    fn authenticator_codes_follow_rfc_6238_and_are_good_once() {
+        // RFC 6238, appendix B: SHA-1, T = 59 s gives 94287082 (8 digits).
+        let secret = b"12345678901234567890";
+        assert_eq!(totp_code(secret, 59).unwrap_or_default(), "287082");
+        assert_eq!(totp_step(secret, "287082", 59, None), Ok(Some(1)));
+        // One step of drift either way, not two.
+        assert_eq!(totp_step(secret, "287082", 89, None), Ok(Some(1)));
+        assert_eq!(totp_step(secret, "287082", 120, None), Ok(None));
+        // Used once, never again.
+        assert_eq!(totp_step(secret, "287082", 59, Some(1)), Ok(None));
+        assert_eq!(totp_step(secret, "28708", 59, None), Ok(None));
+        assert_eq!(totp_step(secret, "28708x", 59, None), Ok(None));
+        let text = totp_secret_text(secret);
+        assert_eq!(text, "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ");
+        assert_eq!(
+            totp_secret_bytes(&text).unwrap_or_default(),
+            secret.to_vec()
+        );
+        assert!(totp_uri(secret, "a@example.com", "compliance")
+            .starts_with("otpauth://totp/compliance:a%40example.com?secret=GEZDGNBV"));
     }
 
     #[test]

@@ -15,6 +15,12 @@ CREATE TABLE accounts (
     generation BIGINT NOT NULL DEFAULT 0,
     revoked_at TEXT,
     deleted_at TEXT,
+    -- An authenticator for step-up (base32, sealed with SECRETS_ENCRYPTION_KEY when
+    -- set): the one confirmed, the one waiting for its first code, and the step of
+    -- the last code used (a code is good once).
+    totp_secret TEXT,
+    totp_pending TEXT,
+    totp_last_step BIGINT,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
@@ -97,10 +103,12 @@ CREATE TABLE signin_failures (
 
 -- What every request checks about its credential (the account's generation and
 -- deletion, a session's family, a personal access token) is kept per replica and
--- follows changes on every replica, like the gate's facts.
-CREATE TRIGGER accounts_facts AFTER UPDATE OR DELETE ON accounts
-  FOR EACH STATEMENT EXECUTE FUNCTION compliance_facts_changed();
+-- follows changes on every replica, like the gate's facts. Per row, so that a
+-- statement that changes nothing (revoking a token that is not there) tells nobody;
+-- PostgreSQL folds a transaction's identical notifications into one.
+CREATE TRIGGER accounts_facts AFTER UPDATE OF generation, deleted_at OR DELETE ON accounts
+  FOR EACH ROW EXECUTE FUNCTION compliance_facts_changed();
 CREATE TRIGGER refresh_families_facts AFTER UPDATE OF revoked_at OR DELETE ON refresh_families
-  FOR EACH STATEMENT EXECUTE FUNCTION compliance_facts_changed();
+  FOR EACH ROW EXECUTE FUNCTION compliance_facts_changed();
 CREATE TRIGGER personal_tokens_facts AFTER UPDATE OF revoked_at OR DELETE ON personal_tokens
-  FOR EACH STATEMENT EXECUTE FUNCTION compliance_facts_changed();
+  FOR EACH ROW EXECUTE FUNCTION compliance_facts_changed();

@@ -15,6 +15,12 @@ CREATE TABLE accounts (
     generation INTEGER NOT NULL DEFAULT 0,
     revoked_at TEXT,
     deleted_at TEXT,
+    -- An authenticator for step-up (base32, sealed with SECRETS_ENCRYPTION_KEY when
+    -- set): the one confirmed, the one waiting for its first code, and the step of
+    -- the last code used (a code is good once).
+    totp_secret TEXT,
+    totp_pending TEXT,
+    totp_last_step INTEGER,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );

@@ -16,7 +16,8 @@ use crate::http::organizations::text;
 use crate::http::response::{Answer, Deleted};
 use crate::http::state::{AppState, Caller};
 use crate::services::accounts::{
-    self, Account, Credentials, PersonalToken, Session, StepUpProof, TokenRequest,
+    self, Account, Credentials, PersonalToken, Reverification, Session, StepUpProof, TokenRequest,
+    TotpEnrollment,
 };
 
 /// The longest password text read (a new one must also pass the policy).
@@ -224,12 +225,9 @@ pub(crate) async fn step_up(
     caller: Caller,
     Json(body): Json<StepUp>,
 ) -> Result<Answer<StepUpProof>, ApiError> {
-    let password = match (&body.password, &body.totp) {
-        (Some(p), None) => Some(secret("password", p, MAX_PASSWORD_TEXT)?),
-        (None, Some(code)) => {
-            secret("totp", code, 10)?;
-            None
-        }
+    let proof = match (&body.password, &body.totp) {
+        (Some(p), None) => Reverification::Password(secret("password", p, MAX_PASSWORD_TEXT)?),
+        (None, Some(code)) => Reverification::Code(secret("totp", code, 10)?),
         _ => {
             return Err(ApiError::validation(
                 "give exactly one of `password` and `totp`",
@@ -237,7 +235,7 @@ pub(crate) async fn step_up(
         }
     };
     Ok(Answer::ok(
-        accounts::step_up(&state, &caller, password, Utc::now()).await?,
+        accounts::step_up(&state, &caller, proof, Utc::now()).await?,
     ))
 }
 
@@ -419,4 +417,44 @@ pub(crate) async fn revoke_all(
 ) -> Result<Answer<Revoked>, ApiError> {
     accounts::revoke_all(&state, &caller, Utc::now()).await?;
     Ok(Answer::ok(Revoked { revoked: true }))
+}
+
+/// `POST /api/me/totp`: a new authenticator secret, waiting for its first code.
+pub(crate) async fn enroll_totp(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Answer<TotpEnrollment>, ApiError> {
+    Ok(Answer::created(
+        accounts::enroll_totp(&state, &caller, Utc::now()).await?,
+    ))
+}
+
+/// An authenticator's code.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct TotpCode {
+    #[schema(max_length = 10, example = "287082")]
+    code: String,
+}
+
+/// `POST /api/me/totp/confirm`.
+pub(crate) async fn confirm_totp(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<TotpCode>,
+) -> Result<Answer<Account>, ApiError> {
+    let code = secret("code", &body.code, 10)?;
+    Ok(Answer::ok(
+        accounts::confirm_totp(&state, &caller, &code, Utc::now()).await?,
+    ))
+}
+
+/// `DELETE /api/me/totp` (with a fresh `X-Step-Up-Token`).
+pub(crate) async fn remove_totp(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Answer<Account>, ApiError> {
+    Ok(Answer::ok(
+        accounts::remove_totp(&state, &caller, Utc::now()).await?,
+    ))
 }

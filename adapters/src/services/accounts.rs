@@ -82,6 +82,8 @@ pub struct Account {
     pub name: Option<String>,
     /// Whether the user is a super-admin.
     pub super_admin: bool,
+    /// Whether an authenticator app is enrolled (step-up takes its codes).
+    pub totp_enabled: bool,
     /// When the account was created.
     pub created_at: DateTime<Utc>,
     /// When it last changed.
@@ -96,6 +98,7 @@ impl From<AccountRecord> for Account {
             email_verified: a.email_verified_at.is_some(),
             name: a.name,
             super_admin: a.super_admin,
+            totp_enabled: a.totp_secret.is_some(),
             created_at: a.created_at,
             updated_at: a.updated_at,
         }
@@ -723,23 +726,31 @@ async fn reauthenticate(
     Err(SignInRefusal::InvalidCredentials.into())
 }
 
-/// Gives a step-up proof for the password (TOTP is not enrolled by any account yet:
-/// a code is refused as such).
+/// How a step-up re-verifies the user.
+#[derive(Debug, Clone)]
+pub enum Reverification {
+    /// The password.
+    Password(String),
+    /// An enrolled authenticator's code.
+    Code(String),
+}
+
+/// Gives a step-up proof for the password, or for a code of the enrolled
+/// authenticator (each code good once). A failure counts as a failed sign-in.
 pub async fn step_up(
     state: &AppState,
     caller: &Caller,
-    password: Option<String>,
+    proof: Reverification,
     now: DateTime<Utc>,
 ) -> ServiceResult<StepUpProof> {
     session_only(caller)?;
     let account = own_account(state, caller).await?;
-    let password = password.ok_or_else(|| {
-        ServiceError::invalid(
-            "totp",
-            "no authenticator is enrolled for this account: step up with the password",
-        )
-    })?;
-    reauthenticate(state, &account, password, now).await?;
+    match proof {
+        Reverification::Password(password) => {
+            reauthenticate(state, &account, password, now).await?;
+        }
+        Reverification::Code(code) => check_code(state, &account, &code, now).await?,
+    }
     let window = state.config.http.step_up_window;
     let mut claims = Claims::user(&account.user_id, None, now, window);
     claims.step_up = true;
@@ -751,6 +762,152 @@ pub async fn step_up(
         step_up_token: token,
         expires_in: window.as_secs(),
     })
+}
+
+/// The secret bytes of a stored (sealed) authenticator secret.
+fn open_totp(state: &AppState, stored: &str) -> ServiceResult<Vec<u8>> {
+    let text = super::delivery::open_secret(state, stored).map_err(ServiceError::Broken)?;
+    tenancy::totp_secret_bytes(&text).map_err(|e| ServiceError::Broken(e.to_string()))
+}
+
+fn unix(now: DateTime<Utc>) -> u64 {
+    u64::try_from(now.timestamp()).unwrap_or(0)
+}
+
+/// Checks an enrolled authenticator's code and uses its step.
+async fn check_code(
+    state: &AppState,
+    account: &AccountRecord,
+    code: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let Some(stored) = &account.totp_secret else {
+        return Err(ServiceError::invalid(
+            "totp",
+            "no authenticator is enrolled for this account: step up with the password",
+        ));
+    };
+    let key = format!("account:{}", account.email);
+    throttle(state, &[key.as_str()], now).await?;
+    let secret = open_totp(state, stored)?;
+    let last = account.totp_last_step.and_then(|s| u64::try_from(s).ok());
+    let step = tenancy::totp_step(&secret, code, unix(now), last)
+        .map_err(|e| ServiceError::Broken(e.to_string()))?;
+    let used = match step.and_then(|s| i64::try_from(s).ok()) {
+        Some(step) => state.store.use_totp_step(&account.user_id, step).await?,
+        None => false,
+    };
+    if used {
+        return Ok(());
+    }
+    let event = user_event(
+        "user.login.failed",
+        (&account.user_id, Some(&account.email)),
+        &account.user_id,
+        json!({"reason": "authenticator code refused"}),
+        "failure",
+    );
+    record_failure(state, &[key.as_str()], event, now).await?;
+    Err(SignInRefusal::InvalidCredentials.into())
+}
+
+/// An authenticator to enroll: its secret as apps take it, and the URI they scan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TotpEnrollment {
+    /// Base32, for typing into an app.
+    pub secret: String,
+    /// `otpauth://totp/...`, for scanning.
+    pub otpauth_uri: String,
+}
+
+/// Starts enrolling an authenticator: a new secret waits for its first code (one
+/// enrolled already stays until the new one is confirmed).
+pub async fn enroll_totp(
+    state: &AppState,
+    caller: &Caller,
+    now: DateTime<Utc>,
+) -> ServiceResult<TotpEnrollment> {
+    session_only(caller)?;
+    let account = own_account(state, caller).await?;
+    let secret = random::<20>()?;
+    let text = tenancy::totp_secret_text(&secret);
+    let sealed = super::delivery::seal_secret(state, &text)?;
+    state
+        .store
+        .set_totp_pending(&account.user_id, Some(&sealed), now)
+        .await?;
+    Ok(TotpEnrollment {
+        otpauth_uri: tenancy::totp_uri(&secret, &account.email, "compliance"),
+        secret: text,
+    })
+}
+
+/// Confirms the waiting authenticator with its first code (audit
+/// user.profile.update).
+pub async fn confirm_totp(
+    state: &AppState,
+    caller: &Caller,
+    code: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<Account> {
+    session_only(caller)?;
+    let account = own_account(state, caller).await?;
+    let Some(pending) = &account.totp_pending else {
+        return Err(ServiceError::Conflict(
+            "no authenticator is waiting: start with POST /api/me/totp".to_owned(),
+        ));
+    };
+    let secret = open_totp(state, pending)?;
+    let step = tenancy::totp_step(&secret, code, unix(now), None)
+        .map_err(|e| ServiceError::Broken(e.to_string()))?
+        .and_then(|s| i64::try_from(s).ok())
+        .ok_or_else(|| ServiceError::invalid("code", "is not the authenticator's current code"))?;
+    let event = caller_event(
+        caller,
+        "user.profile.update",
+        json!({"changed": ["authenticator"]}),
+    );
+    if !state
+        .store
+        .settle_totp(&account.user_id, Some((pending, step)), now, &[event])
+        .await?
+    {
+        return Err(ServiceError::Conflict(
+            "the authenticator waiting changed meanwhile: start again".to_owned(),
+        ));
+    }
+    Ok(own_account(state, caller).await?.into())
+}
+
+/// Removes the enrolled authenticator (a fresh step-up is required).
+pub async fn remove_totp(
+    state: &AppState,
+    caller: &Caller,
+    now: DateTime<Utc>,
+) -> ServiceResult<Account> {
+    session_only(caller)?;
+    fresh_step_up(state, caller, now)?;
+    let account = own_account(state, caller).await?;
+    let event = caller_event(
+        caller,
+        "user.profile.update",
+        json!({"changed": ["authenticator removed"]}),
+    );
+    state
+        .store
+        .settle_totp(&account.user_id, None, now, &[event])
+        .await?;
+    Ok(own_account(state, caller).await?.into())
+}
+
+fn fresh_step_up(state: &AppState, caller: &Caller, now: DateTime<Utc>) -> ServiceResult<()> {
+    let window = chrono::Duration::from_std(state.config.http.step_up_window)
+        .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
+    if tenancy::step_up_status(&caller.principal(), true, now, window) != tenancy::StepUp::Fresh {
+        return Err(tenancy::TenancyError::StepUpRequired.into());
+    }
+    Ok(())
 }
 
 /// The caller's account.
@@ -835,11 +992,7 @@ pub async fn change_password(
 /// sign in, every session and token ends; its audit history stays.
 pub async fn delete_me(state: &AppState, caller: &Caller, now: DateTime<Utc>) -> ServiceResult<()> {
     session_only(caller)?;
-    let window = chrono::Duration::from_std(state.config.http.step_up_window)
-        .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
-    if tenancy::step_up_status(&caller.principal(), true, now, window) != tenancy::StepUp::Fresh {
-        return Err(tenancy::TenancyError::StepUpRequired.into());
-    }
+    fresh_step_up(state, caller, now)?;
     let account = own_account(state, caller).await?;
     let event = caller_event(caller, "user.delete", json!({}));
     state

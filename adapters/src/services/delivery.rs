@@ -93,11 +93,11 @@ pub fn seal_secret(state: &AppState, secret: &str) -> ServiceResult<String> {
     }
 }
 
-fn open_secret(state: &AppState, stored: &str) -> Result<String, String> {
+pub(crate) fn open_secret(state: &AppState, stored: &str) -> Result<String, String> {
     match &state.config.notifications.secrets {
         Some(sealing) => sealing.open(stored).map_err(|e| e.to_string()),
         None if notify::SecretBox::is_sealed(stored) => {
-            Err("the webhook secret is sealed and SECRETS_ENCRYPTION_KEY is not set".to_owned())
+            Err("the secret is sealed and SECRETS_ENCRYPTION_KEY is not set".to_owned())
         }
         None => Ok(stored.to_owned()),
     }

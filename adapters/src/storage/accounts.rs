@@ -29,6 +29,12 @@ pub struct AccountRecord {
     pub revoked_at: Option<DateTime<Utc>>,
     /// When the account was deleted.
     pub deleted_at: Option<DateTime<Utc>>,
+    /// The confirmed authenticator's secret, as stored (sealed when a key is set).
+    pub totp_secret: Option<String>,
+    /// An authenticator waiting for its first code.
+    pub totp_pending: Option<String>,
+    /// The step of the last authenticator code used.
+    pub totp_last_step: Option<i64>,
     /// The stored super-admin flag of its user.
     pub super_admin: bool,
     /// When it was created.
@@ -48,6 +54,9 @@ fn account_from_row(row: &sqlx::any::AnyRow) -> StoreResult<AccountRecord> {
         generation: d.get("generation")?,
         revoked_at: d.opt_stamp("revoked_at")?,
         deleted_at: d.opt_stamp("deleted_at")?,
+        totp_secret: d.get("totp_secret")?,
+        totp_pending: d.get("totp_pending")?,
+        totp_last_step: d.get("totp_last_step")?,
         super_admin: d.flag("super_admin")?,
         created_at: d.stamp("created_at")?,
         updated_at: d.stamp("updated_at")?,
@@ -460,6 +469,80 @@ impl Store {
         Ok(())
     }
 
+    /// Sets (`Some`) or clears the authenticator waiting for its first code.
+    pub async fn set_totp_pending(
+        &self,
+        user_id: &str,
+        pending: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.sql(
+            "UPDATE accounts SET totp_pending = $2, updated_at = $3 WHERE user_id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(user_id)
+        .bind(pending)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("account".to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Makes the waiting authenticator the account's (its first code's `step` used),
+    /// or removes the account's (`step` `None`), with the audit events, in one
+    /// transaction; `false` when the pending one changed meanwhile.
+    pub async fn settle_totp(
+        &self,
+        user_id: &str,
+        confirmed: Option<(&str, i64)>,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool().begin().await?;
+        let done = match confirmed {
+            Some((pending, step)) => sqlx::query(&self.sql(
+                "UPDATE accounts SET totp_secret = totp_pending, totp_pending = NULL, totp_last_step = $3, updated_at = $4
+                 WHERE user_id = $1 AND totp_pending = $2 AND deleted_at IS NULL",
+            ))
+            .bind(user_id)
+            .bind(pending)
+            .bind(step)
+            .bind(stamp(now))
+            .execute(&mut *tx)
+            .await?,
+            None => sqlx::query(&self.sql(
+                "UPDATE accounts SET totp_secret = NULL, totp_pending = NULL, totp_last_step = NULL, updated_at = $2
+                 WHERE user_id = $1 AND deleted_at IS NULL",
+            ))
+            .bind(user_id)
+            .bind(stamp(now))
+            .execute(&mut *tx)
+            .await?,
+        };
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Uses an authenticator code's step: `false` when that step (or a later one) was
+    /// used already, on any replica.
+    pub async fn use_totp_step(&self, user_id: &str, step: i64) -> StoreResult<bool> {
+        let done = sqlx::query(&self.sql(
+            "UPDATE accounts SET totp_last_step = $2
+             WHERE user_id = $1 AND totp_secret IS NOT NULL AND (totp_last_step IS NULL OR totp_last_step < $2)",
+        ))
+        .bind(user_id)
+        .bind(step)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
     /// What a session's credential stands on: the account (if any) and the family.
     pub async fn session_standing(
         &self,
@@ -792,8 +875,11 @@ impl Store {
         .bind(stamp(now))
         .execute(self.pool())
         .await?;
-        self.facts_changed();
-        Ok(done.rows_affected() > 0)
+        let revoked = done.rows_affected() > 0;
+        if revoked {
+            self.facts_changed();
+        }
+        Ok(revoked)
     }
 
     /// Records a personal access token's use at `now` unless one after `since` is

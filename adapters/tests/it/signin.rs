@@ -899,6 +899,121 @@ async fn step_up_proves_the_password_again(app: &TestApp) {
     register(app, "kim@example.com").await;
 }
 
+async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
+    register(app, "otto@example.com").await;
+    let (access, _) = session(app, "otto@example.com").await;
+    // Without one enrolled, a code is refused as such.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/step-up",
+            &access,
+            None,
+            Some(json!({"totp": "123456"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/me/totp/confirm",
+            &access,
+            None,
+            Some(json!({"code": "123456"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "CONFLICT");
+    let (status, body) = app.call("POST", "/api/me/totp", &access, None, None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let text = body["data"]["secret"].as_str().unwrap().to_owned();
+    assert!(body["data"]["otpauthUri"]
+        .as_str()
+        .unwrap()
+        .starts_with("otpauth://totp/compliance:otto%40example.com?secret="));
+    let secret = tenancy::totp_secret_bytes(&text).unwrap();
+    let at = |offset: i64| {
+        tenancy::totp_code(
+            &secret,
+            u64::try_from(Utc::now().timestamp() + offset).unwrap(),
+        )
+        .unwrap()
+    };
+    let wrong = if at(0) == "000000" {
+        "111111"
+    } else {
+        "000000"
+    };
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/me/totp/confirm",
+            &access,
+            None,
+            Some(json!({"code": wrong})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/me/totp/confirm",
+            &access,
+            None,
+            Some(json!({"code": at(0)})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["totpEnabled"], true);
+    // The code that confirmed is used up; the next step's (drift) is good, once.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/step-up",
+            &access,
+            None,
+            Some(json!({"totp": at(0)})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    let next = at(30);
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/step-up",
+            &access,
+            None,
+            Some(json!({"totp": next})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let proof = body["data"]["stepUpToken"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/step-up",
+            &access,
+            None,
+            Some(json!({"totp": next})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    // The secret is kept sealed or as text, never hashed away; removal needs step-up.
+    let (status, body) = app
+        .call("DELETE", "/api/me/totp", &access, None, None)
+        .await;
+    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
+    let (status, body) = app
+        .stepped("DELETE", "/api/me/totp", &access, Some(proof), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["totpEnabled"], false);
+    assert!(app
+        .audited("user.login.failed")
+        .await
+        .iter()
+        .all(|e| !format!("{e:?}").contains(&next)));
+}
+
 async fn the_system_organization_is_for_bootstrap_identifiers_only(app: &TestApp) {
     // A signed-in person who is not listed cannot create it.
     register(app, "mo@example.com").await;
@@ -1033,6 +1148,7 @@ on_both_backends!(
     revoke_all_ends_every_session_and_token_at_once,
     a_password_change_ends_the_other_sessions,
     step_up_proves_the_password_again,
+    an_authenticator_app_steps_up_with_codes_good_once,
     the_system_organization_is_for_bootstrap_identifiers_only,
     provisioning_makes_the_first_super_admin,
     sign_in_lifetimes_follow_the_tier,

@@ -1,7 +1,7 @@
 //! The routes of one area: accounts, sign-in, sessions and personal access tokens.
 
 use super::*;
-use crate::services::accounts::{Account, PersonalToken, Session, StepUpProof};
+use crate::services::accounts::{Account, PersonalToken, Session, StepUpProof, TotpEnrollment};
 
 /// The area's routes.
 pub(super) fn routes() -> Vec<Route> {
@@ -27,7 +27,7 @@ pub(super) fn routes() -> Vec<Route> {
             .body_of::<signin::RefreshToken>()
             .answers::<signin::SignedOut>(200),
         post("/api/auth/step-up", "stepUp", Access::User, signin::step_up)
-            .doc("Re-enter the password for a step-up proof, sent as X-Step-Up-Token to the operations that require it, valid for STEP_UP_WINDOW_SECONDS. A wrong password: 401 INVALID_CREDENTIALS, counted as a failed sign-in. Not with a personal access token")
+            .doc("Re-enter the password, or a code of the enrolled authenticator (`totp`, each code good once), for a step-up proof, sent as X-Step-Up-Token to the operations that require it, valid for STEP_UP_WINDOW_SECONDS. A wrong one: 401 INVALID_CREDENTIALS, counted as a failed sign-in; a code without an authenticator: 400. Not with a personal access token")
             .body_of::<signin::StepUp>()
             .answers::<StepUpProof>(200),
         get("/api/me", "me", Access::User, signin::me)
@@ -44,6 +44,16 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("Change the password (the current one is checked): every session ends (audit user.password.change); the answer is the caller's new session")
             .body_of::<signin::ChangePassword>()
             .answers::<Session>(200),
+        post("/api/me/totp", "enrollTotp", Access::User, signin::enroll_totp)
+            .doc("Start enrolling an authenticator app: a new secret (base32, and the otpauth:// URI to scan), waiting for its first code; sealed at rest with SECRETS_ENCRYPTION_KEY when set")
+            .answers::<TotpEnrollment>(201),
+        post("/api/me/totp/confirm", "confirmTotp", Access::User, signin::confirm_totp)
+            .doc("Confirm the waiting authenticator with its current code (audit user.profile.update): step-up then takes its codes. A wrong code: 400; none waiting: 409")
+            .body_of::<signin::TotpCode>()
+            .answers::<Account>(200),
+        delete("/api/me/totp", "removeTotp", Access::User, signin::remove_totp)
+            .doc("Remove the authenticator, with a fresh X-Step-Up-Token (audit user.profile.update)")
+            .answers::<Account>(200),
         get("/api/me/tokens", "listTokens", Access::User, signin::tokens)
             .doc("The caller's personal access tokens, newest first, with their last use; never their secrets")
             .answers::<signin::Tokens>(200),
