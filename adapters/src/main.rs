@@ -530,6 +530,12 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     }
     {
         let state = state.clone();
+        workers.spawn("reports", move |shutdown| {
+            adapters::workers::reports::run(state, shutdown)
+        });
+    }
+    {
+        let state = state.clone();
         workers.spawn("account-mail", move |shutdown| {
             adapters::workers::account_mail::run(state, shutdown)
         });

@@ -23,6 +23,7 @@ mod plugins;
 mod policies;
 mod preferences;
 mod quotas;
+mod reports;
 pub mod response;
 pub mod router;
 pub mod routes;

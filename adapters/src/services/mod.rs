@@ -37,6 +37,7 @@ pub mod posture;
 pub mod preferences;
 pub mod quotas;
 pub mod reevaluation;
+pub mod reports;
 pub mod rules;
 pub mod scans;
 pub mod schedules;

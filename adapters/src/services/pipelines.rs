@@ -347,10 +347,14 @@ pub async fn register(
         pipeline_id,
         json!({"arn": arn}),
     )];
-    Ok(state
+    let entry = state
         .store
         .register_pipeline(&org.id, (arn, pipeline_id), now, &audit)
-        .await?)
+        .await?;
+    // The resource's executions kept aside are attributed now (the reports worker
+    // does it otherwise, after a crash).
+    super::reports::derive_pending(state, 1000).await?;
+    Ok(entry)
 }
 
 /// Removes a registry entry of the organization.

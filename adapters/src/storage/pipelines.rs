@@ -370,6 +370,9 @@ impl Store {
         .bind(stamp(now))
         .execute(&mut *tx)
         .await?;
+        // The resource's reported executions, kept aside until now, are derived
+        // again under the new mapping.
+        self.rederive_resource_in(&mut tx, arn, now).await?;
         self.enqueue(&mut tx, audit).await?;
         let row = sqlx::query(
             &self.sql("SELECT * FROM pipeline_registry WHERE org_id = $1 AND arn = $2"),

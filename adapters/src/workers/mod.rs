@@ -37,6 +37,7 @@ pub mod digests;
 pub mod quotas;
 pub mod reevaluation;
 pub mod relay;
+pub mod reports;
 pub mod retention;
 pub mod scans;
 pub mod schedules;

@@ -38,6 +38,7 @@ mod pipelines;
 mod plugins;
 mod reevaluation;
 mod replicas;
+mod reports;
 mod scans;
 mod signin;
 

@@ -22,11 +22,12 @@ use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
     admin, audit, billing, builds, catalog, check_log, exemptions, invitations, members, messages,
-    organizations, pipelines, plugins, policies, preferences, quotas, rules, scans, signin, system,
-    templates, validate,
+    organizations, pipelines, plugins, policies, preferences, quotas, reports, rules, scans,
+    signin, system, templates, validate,
 };
 
 mod accounts;
+mod analytics;
 mod governance;
 mod inbox;
 mod inventory;
@@ -208,6 +209,12 @@ impl Route {
         self
     }
 
+    /// A body of at most `limit` bytes, above the server's `COMPLIANCE_BODY_LIMIT_BYTES`.
+    fn body_limit(mut self, limit: usize) -> Self {
+        self.body_limit = Some(limit);
+        self
+    }
+
     /// A `multipart/form-data` body of at most `limit` bytes.
     fn multipart<T: utoipa::ToSchema>(mut self, limit: usize) -> Self {
         let schema = schema_of::<T>(&mut self.components);
@@ -256,6 +263,7 @@ pub fn routes() -> Vec<Route> {
         governance::routes(),
         inbox::routes(),
         accounts::routes(),
+        analytics::routes(),
         sweeps::routes(),
         inventory::routes(),
     ]

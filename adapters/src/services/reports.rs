@@ -1,0 +1,754 @@
+//! Reporting: execution events in (from the event bus, or a backfill file), the
+//! execution reports out. The events are checked and stored once by id with their
+//! executions marked to be derived, in one transaction; each execution is then
+//! folded again from all its stored events (`reporting::fold`, in any order) and
+//! stored in the one organization that registered its pipeline's resource name.
+//! A resource name no organization (or more than one) registered waits aside,
+//! counted, until a registration names it. The reports read the derived executions
+//! and compute every figure in Rust (`reporting`), so both backends answer the same
+//! numbers.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use reporting::{ErrorCategory, ExecutionEvent, Granularity, Summary, TimeRange};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{ServiceError, ServiceResult};
+use crate::services::context::AppState;
+use crate::storage::{
+    Derived, ExecutionRow, NewReportEvent, ReportScope, StageRow, StoreError, UnattributedRow,
+};
+
+/// The most events one request may carry.
+pub const MAX_BATCH: usize = 1000;
+/// The largest request of events, in bytes.
+pub const MAX_BATCH_BYTES: usize = 4 << 20;
+/// The largest `limit` of a report.
+pub const MAX_LIMIT: u32 = 100;
+/// The `limit` of a report when none is given.
+pub const DEFAULT_LIMIT: u32 = 10;
+
+/// What an ingest did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Ingested {
+    /// Events in the request.
+    pub received: u64,
+    /// Events stored now (the others had been, by id).
+    pub stored: u64,
+    /// Executions derived again.
+    pub executions: u64,
+}
+
+/// Checks a request's events: one envelope or an array of them. A malformed one
+/// refuses the whole batch, naming where (`[3].detail.state`).
+pub fn parse_batch(body: &Value) -> ServiceResult<Vec<ExecutionEvent>> {
+    let envelopes: Vec<&Value> = match body {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    if envelopes.is_empty() {
+        return Err(ServiceError::Malformed(
+            "no events: the array is empty".to_owned(),
+        ));
+    }
+    if envelopes.len() > MAX_BATCH {
+        return Err(ServiceError::Malformed(format!(
+            "at most {MAX_BATCH} events a request"
+        )));
+    }
+    envelopes
+        .iter()
+        .enumerate()
+        .map(|(i, envelope)| {
+            ExecutionEvent::parse(envelope)
+                .map_err(|e| ServiceError::Malformed(format!("[{i}].{}: {}", e.field, e.problem)))
+        })
+        .collect()
+}
+
+/// Stores checked events and derives their executions.
+pub async fn ingest(
+    state: &AppState,
+    events: Vec<ExecutionEvent>,
+    now: DateTime<Utc>,
+) -> ServiceResult<Ingested> {
+    let received = u64::try_from(events.len()).unwrap_or(u64::MAX);
+    let mut rows = Vec::with_capacity(events.len());
+    let mut touched = BTreeSet::new();
+    for event in &events {
+        let body = serde_json::to_string(event).map_err(|e| ServiceError::Broken(e.to_string()))?;
+        touched.insert((event.resource.clone(), event.execution_id.clone()));
+        rows.push(NewReportEvent {
+            id: event.id.clone(),
+            resource: event.resource.clone(),
+            execution_id: event.execution_id.clone(),
+            occurred_at: event.time,
+            body,
+        });
+    }
+    let stored = state.store.record_report_events(&rows, now).await?;
+    let mut executions = 0;
+    for (resource, execution) in &touched {
+        if derive(state, resource, execution, now).await? {
+            executions += 1;
+        }
+    }
+    Ok(Ingested {
+        received,
+        stored,
+        executions,
+    })
+}
+
+/// Derives one execution from its stored events; `false` when another did it.
+pub async fn derive(
+    state: &AppState,
+    resource: &str,
+    execution_id: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<bool> {
+    let derived = state
+        .store
+        .derive_execution((resource, execution_id), &derivation, now)
+        .await?;
+    Ok(derived)
+}
+
+/// Derives up to `limit` waiting executions (the worker, after a crash between an
+/// ingest and its derivation, or after a registration); how many.
+pub async fn derive_pending(state: &AppState, limit: u32) -> ServiceResult<usize> {
+    let pending = state.store.pending_executions(limit).await?;
+    let mut done = 0;
+    for (resource, execution) in &pending {
+        if derive(state, resource, execution, Utc::now()).await? {
+            done += 1;
+        }
+    }
+    Ok(done)
+}
+
+/// The fold and the attribution, run inside the derivation's transaction.
+fn derivation(
+    bodies: &[String],
+    registrations: &[(String, String)],
+) -> Result<Derived, StoreError> {
+    let events = bodies
+        .iter()
+        .map(|body| serde_json::from_str::<ExecutionEvent>(body))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| StoreError::Corrupt(format!("report_events: a body does not decode: {e}")))?;
+    let execution = reporting::fold(&events).ok_or_else(|| {
+        StoreError::Corrupt("report_pending: an execution without events".to_owned())
+    })?;
+    let (org_id, pipeline_id) = match registrations {
+        [(org, pipeline)] => (org.clone(), pipeline.clone()),
+        [] => {
+            return Ok(Derived::Unattributed(
+                "no organization registered this resource name".to_owned(),
+            ))
+        }
+        _ => {
+            return Ok(Derived::Unattributed(
+                "more than one organization registered this resource name".to_owned(),
+            ))
+        }
+    };
+    let outcome = match execution.state.outcome() {
+        reporting::Outcome::Success => "success",
+        reporting::Outcome::Failure => "failure",
+        reporting::Outcome::Excluded => "excluded",
+        reporting::Outcome::Running => "running",
+    };
+    let stages = execution
+        .stages
+        .iter()
+        .map(|s| StageRow {
+            pipeline_id: pipeline_id.clone(),
+            stage: s.name.clone(),
+            state: s.state.name().to_owned(),
+            started_at: s.started_at,
+            duration_ms: s.duration_ms,
+        })
+        .collect();
+    Ok(Derived::Attributed(
+        ExecutionRow {
+            org_id,
+            pipeline_id,
+            execution_id: execution.execution_id.clone(),
+            state: execution.state.name().to_owned(),
+            outcome: outcome.to_owned(),
+            started_at: execution.started_at,
+            ended_at: execution.ended_at,
+            duration_ms: execution.duration_ms,
+            error: execution.error.map(|e| e.name().to_owned()),
+        },
+        stages,
+    ))
+}
+
+/// A resource name waiting for a registration (super-admins list them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Unattributed {
+    /// The resource name.
+    pub resource: String,
+    /// Why its executions are not attributed.
+    pub reason: String,
+    /// How many executions of it wait.
+    pub executions: i64,
+    /// When its first event arrived.
+    pub first_seen: DateTime<Utc>,
+    /// When its latest event arrived.
+    pub last_seen: DateTime<Utc>,
+}
+
+impl From<UnattributedRow> for Unattributed {
+    fn from(r: UnattributedRow) -> Self {
+        Unattributed {
+            resource: r.resource,
+            reason: r.reason,
+            executions: r.executions,
+            first_seen: r.first_seen,
+            last_seen: r.last_seen,
+        }
+    }
+}
+
+/// The resource names waiting for a registration.
+pub async fn unattributed(state: &AppState) -> ServiceResult<Vec<Unattributed>> {
+    Ok(state
+        .store
+        .unattributed()
+        .await?
+        .into_iter()
+        .map(Unattributed::from)
+        .collect())
+}
+
+/// The organizations a report of `org` reads: it, and its teams when asked.
+pub async fn organizations_of(
+    state: &AppState,
+    org: &crate::storage::OrgRecord,
+    include_teams: bool,
+) -> ServiceResult<Vec<String>> {
+    let mut ids = vec![org.id.clone()];
+    if include_teams {
+        let (teams, _) = state.store.teams(&org.id, 1000, 0, true).await?;
+        ids.extend(teams.into_iter().map(|t| t.id));
+    }
+    Ok(ids)
+}
+
+/// What a report is asked for, checked.
+#[derive(Debug, Clone)]
+pub struct ReportQuery {
+    /// `[from, to)`.
+    pub range: TimeRange,
+    /// One pipeline only.
+    pub pipeline_id: Option<String>,
+    /// The series' bucket.
+    pub granularity: Granularity,
+    /// Top N.
+    pub limit: usize,
+    /// The organization and, with `includeTeams`, its teams.
+    pub org_ids: Vec<String>,
+}
+
+/// The range and filters a report answered for.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Scope {
+    /// The first instant in.
+    pub from: DateTime<Utc>,
+    /// The first instant out.
+    pub to: DateTime<Utc>,
+    /// The pipeline filter.
+    pub pipeline_id: Option<String>,
+    /// The organizations read (the caller's, and its teams with `includeTeams`).
+    pub org_ids: Vec<String>,
+}
+
+impl ReportQuery {
+    fn scope(&self) -> Scope {
+        Scope {
+            from: self.range.from,
+            to: self.range.to,
+            pipeline_id: self.pipeline_id.clone(),
+            org_ids: self.org_ids.clone(),
+        }
+    }
+
+    fn store_scope(&self) -> ReportScope<'_> {
+        ReportScope {
+            org_ids: &self.org_ids,
+            range: (self.range.from, self.range.to),
+            pipeline_id: self.pipeline_id.as_deref(),
+        }
+    }
+}
+
+/// Executions by what they ended as.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Every execution.
+    pub total: u64,
+    /// `SUCCEEDED`.
+    pub succeeded: u64,
+    /// `FAILED`.
+    pub failed: u64,
+    /// `STOPPED` (counted as failures in rates).
+    pub stopped: u64,
+    /// `CANCELED`.
+    pub canceled: u64,
+    /// `SUPERSEDED`.
+    pub superseded: u64,
+    /// Not ended yet.
+    pub running: u64,
+}
+
+impl Counts {
+    fn add(&mut self, state: &str) {
+        self.total += 1;
+        match state {
+            "SUCCEEDED" => self.succeeded += 1,
+            "FAILED" => self.failed += 1,
+            "STOPPED" => self.stopped += 1,
+            "CANCELED" | "ABANDONED" => self.canceled += 1,
+            "SUPERSEDED" => self.superseded += 1,
+            _ => self.running += 1,
+        }
+    }
+}
+
+/// One pipeline's counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PipelineCounts {
+    /// The pipeline.
+    pub pipeline_id: String,
+    /// Its executions.
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+/// `GET /api/reports/execution/count`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CountReport {
+    /// What was read.
+    pub scope: Scope,
+    /// Every pipeline together.
+    pub overall: Counts,
+    /// The `limit` pipelines with the most executions (then by id).
+    pub pipelines: Vec<PipelineCounts>,
+}
+
+/// Successes and failures, and their rate (none when both are zero).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Rate {
+    /// Successes.
+    pub succeeded: u64,
+    /// Failures (failed and stopped).
+    pub failed: u64,
+    /// `succeeded / (succeeded + failed)`, 0 to 1.
+    pub rate: Option<f64>,
+}
+
+impl Rate {
+    fn add(&mut self, outcome: &str) {
+        match outcome {
+            "success" => self.succeeded += 1,
+            "failure" => self.failed += 1,
+            _ => {}
+        }
+        self.rate = reporting::rate(self.succeeded, self.failed);
+    }
+}
+
+/// One bucket of a rate series.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RateBucket {
+    /// The bucket's start.
+    pub start: DateTime<Utc>,
+    /// Its successes, failures and rate.
+    #[serde(flatten)]
+    pub rate: Rate,
+}
+
+/// `GET /api/reports/execution/success-rate`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SuccessRateReport {
+    /// What was read.
+    pub scope: Scope,
+    /// The bucket width.
+    pub granularity: Granularity,
+    /// The whole range.
+    pub overall: Rate,
+    /// Every bucket of the range, empty ones as zeros.
+    pub series: Vec<RateBucket>,
+}
+
+/// One pipeline's durations.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PipelineDurations {
+    /// The pipeline.
+    pub pipeline_id: String,
+    /// Its finished executions' durations (ms).
+    pub durations: Summary,
+}
+
+/// `GET /api/reports/execution/duration`: over finished executions (succeeded,
+/// failed or stopped, with an end).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DurationReport {
+    /// What was read.
+    pub scope: Scope,
+    /// Every pipeline together (none without a finished execution).
+    pub overall: Option<Summary>,
+    /// The `limit` pipelines with the highest p95.
+    pub pipelines: Vec<PipelineDurations>,
+}
+
+/// One bucket of a stage's failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CountBucket {
+    /// The bucket's start.
+    pub start: DateTime<Utc>,
+    /// How many.
+    pub count: u64,
+}
+
+/// One stage's row of the heat map.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StageFailures {
+    /// The pipeline.
+    pub pipeline_id: String,
+    /// The stage.
+    pub stage: String,
+    /// Its failures over the range.
+    pub failures: u64,
+    /// Every bucket, empty ones as zeros.
+    pub series: Vec<CountBucket>,
+}
+
+/// `GET /api/reports/execution/stage-failures`: a heat map of stage failures.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StageFailureReport {
+    /// What was read.
+    pub scope: Scope,
+    /// The bucket width.
+    pub granularity: Granularity,
+    /// The `limit` stages that failed most (then by pipeline and name).
+    pub stages: Vec<StageFailures>,
+}
+
+/// One stage's durations.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StageDurations {
+    /// The pipeline.
+    pub pipeline_id: String,
+    /// The stage.
+    pub stage: String,
+    /// Its ended runs' durations (ms).
+    pub durations: Summary,
+}
+
+/// `GET /api/reports/execution/stage-bottlenecks`: the slowest stages.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BottleneckReport {
+    /// What was read.
+    pub scope: Scope,
+    /// The `limit` stages with the highest p95 (then by pipeline and name).
+    pub stages: Vec<StageDurations>,
+}
+
+/// One error category's failures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CategoryCount {
+    /// The category.
+    pub category: ErrorCategory,
+    /// Failed executions in it.
+    pub count: u64,
+    /// Its share of the failures, 0 to 1.
+    pub share: f64,
+}
+
+/// `GET /api/reports/execution/errors`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorReport {
+    /// What was read.
+    pub scope: Scope,
+    /// Failed (and stopped) executions.
+    pub failures: u64,
+    /// The `limit` categories with the most failures (then by name).
+    pub categories: Vec<CategoryCount>,
+}
+
+/// The execution count report.
+pub async fn count(state: &AppState, query: &ReportQuery) -> ServiceResult<CountReport> {
+    let rows = state.store.report_executions(&query.store_scope()).await?;
+    Ok(count_of(query, &rows))
+}
+
+/// The count report of `rows` (pure).
+pub fn count_of(query: &ReportQuery, rows: &[ExecutionRow]) -> CountReport {
+    let mut overall = Counts::default();
+    let mut by_pipeline: BTreeMap<&str, Counts> = BTreeMap::new();
+    for row in rows {
+        overall.add(&row.state);
+        by_pipeline
+            .entry(&row.pipeline_id)
+            .or_default()
+            .add(&row.state);
+    }
+    let mut pipelines: Vec<PipelineCounts> = by_pipeline
+        .into_iter()
+        .map(|(id, counts)| PipelineCounts {
+            pipeline_id: id.to_owned(),
+            counts,
+        })
+        .collect();
+    pipelines.sort_by(|a, b| {
+        b.counts
+            .total
+            .cmp(&a.counts.total)
+            .then(a.pipeline_id.cmp(&b.pipeline_id))
+    });
+    pipelines.truncate(query.limit);
+    CountReport {
+        scope: query.scope(),
+        overall,
+        pipelines,
+    }
+}
+
+/// The success-rate report.
+pub async fn success_rate(
+    state: &AppState,
+    query: &ReportQuery,
+) -> ServiceResult<SuccessRateReport> {
+    let rows = state.store.report_executions(&query.store_scope()).await?;
+    Ok(success_rate_of(query, &rows))
+}
+
+/// The success-rate report of `rows` (pure).
+pub fn success_rate_of(query: &ReportQuery, rows: &[ExecutionRow]) -> SuccessRateReport {
+    let buckets = query.range.buckets(query.granularity);
+    let mut series: BTreeMap<DateTime<Utc>, Rate> =
+        buckets.iter().map(|b| (*b, Rate::default())).collect();
+    let mut overall = Rate::default();
+    for row in rows {
+        overall.add(&row.outcome);
+        if let Some(bucket) = series.get_mut(&query.granularity.bucket_of(row.started_at)) {
+            bucket.add(&row.outcome);
+        }
+    }
+    SuccessRateReport {
+        scope: query.scope(),
+        granularity: query.granularity,
+        overall,
+        series: series
+            .into_iter()
+            .map(|(start, rate)| RateBucket { start, rate })
+            .collect(),
+    }
+}
+
+fn finished(row: &ExecutionRow) -> Option<i64> {
+    (row.outcome == "success" || row.outcome == "failure")
+        .then_some(row.duration_ms)
+        .flatten()
+}
+
+/// The duration report.
+pub async fn duration(state: &AppState, query: &ReportQuery) -> ServiceResult<DurationReport> {
+    let rows = state.store.report_executions(&query.store_scope()).await?;
+    Ok(duration_of(query, &rows))
+}
+
+fn by_p95_then_key<K: Ord>(a: (&Summary, K), b: (&Summary, K)) -> std::cmp::Ordering {
+    b.0.p95
+        .partial_cmp(&a.0.p95)
+        .unwrap_or(std::cmp::Ordering::Equal)
+        .then(a.1.cmp(&b.1))
+}
+
+/// The duration report of `rows` (pure).
+pub fn duration_of(query: &ReportQuery, rows: &[ExecutionRow]) -> DurationReport {
+    let mut all = Vec::new();
+    let mut by_pipeline: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for row in rows {
+        if let Some(ms) = finished(row) {
+            all.push(ms);
+            by_pipeline.entry(&row.pipeline_id).or_default().push(ms);
+        }
+    }
+    let mut pipelines: Vec<PipelineDurations> = by_pipeline
+        .into_iter()
+        .filter_map(|(id, values)| {
+            Some(PipelineDurations {
+                pipeline_id: id.to_owned(),
+                durations: Summary::of(values)?,
+            })
+        })
+        .collect();
+    pipelines.sort_by(|a, b| {
+        by_p95_then_key(
+            (&a.durations, &a.pipeline_id),
+            (&b.durations, &b.pipeline_id),
+        )
+    });
+    pipelines.truncate(query.limit);
+    DurationReport {
+        scope: query.scope(),
+        overall: Summary::of(all),
+        pipelines,
+    }
+}
+
+/// The stage failure heat map.
+pub async fn stage_failures(
+    state: &AppState,
+    query: &ReportQuery,
+) -> ServiceResult<StageFailureReport> {
+    let rows = state.store.report_stages(&query.store_scope()).await?;
+    Ok(stage_failures_of(query, &rows))
+}
+
+/// The heat map of `rows` (pure).
+pub fn stage_failures_of(query: &ReportQuery, rows: &[StageRow]) -> StageFailureReport {
+    let buckets = query.range.buckets(query.granularity);
+    let mut by_stage: BTreeMap<(&str, &str), BTreeMap<DateTime<Utc>, u64>> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.state == "FAILED") {
+        *by_stage
+            .entry((&row.pipeline_id, &row.stage))
+            .or_default()
+            .entry(query.granularity.bucket_of(row.started_at))
+            .or_default() += 1;
+    }
+    type Row<'a> = (u64, (&'a str, &'a str), BTreeMap<DateTime<Utc>, u64>);
+    let mut stages: Vec<Row<'_>> = by_stage
+        .into_iter()
+        .map(|(key, counts)| (counts.values().sum(), key, counts))
+        .collect();
+    stages.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    stages.truncate(query.limit);
+    StageFailureReport {
+        scope: query.scope(),
+        granularity: query.granularity,
+        stages: stages
+            .into_iter()
+            .map(|(failures, (pipeline, stage), counts)| StageFailures {
+                pipeline_id: pipeline.to_owned(),
+                stage: stage.to_owned(),
+                failures,
+                series: buckets
+                    .iter()
+                    .map(|start| CountBucket {
+                        start: *start,
+                        count: counts.get(start).copied().unwrap_or(0),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// The stage bottleneck report.
+pub async fn stage_bottlenecks(
+    state: &AppState,
+    query: &ReportQuery,
+) -> ServiceResult<BottleneckReport> {
+    let rows = state.store.report_stages(&query.store_scope()).await?;
+    Ok(stage_bottlenecks_of(query, &rows))
+}
+
+/// The bottlenecks of `rows` (pure): stage runs that ended (any terminal state).
+pub fn stage_bottlenecks_of(query: &ReportQuery, rows: &[StageRow]) -> BottleneckReport {
+    let mut by_stage: BTreeMap<(&str, &str), Vec<i64>> = BTreeMap::new();
+    for row in rows {
+        if let Some(ms) = row.duration_ms {
+            by_stage
+                .entry((&row.pipeline_id, &row.stage))
+                .or_default()
+                .push(ms);
+        }
+    }
+    let mut stages: Vec<StageDurations> = by_stage
+        .into_iter()
+        .filter_map(|((pipeline, stage), values)| {
+            Some(StageDurations {
+                pipeline_id: pipeline.to_owned(),
+                stage: stage.to_owned(),
+                durations: Summary::of(values)?,
+            })
+        })
+        .collect();
+    stages.sort_by(|a, b| {
+        by_p95_then_key(
+            (&a.durations, (&a.pipeline_id, &a.stage)),
+            (&b.durations, (&b.pipeline_id, &b.stage)),
+        )
+    });
+    stages.truncate(query.limit);
+    BottleneckReport {
+        scope: query.scope(),
+        stages,
+    }
+}
+
+/// The error category report.
+pub async fn errors(state: &AppState, query: &ReportQuery) -> ServiceResult<ErrorReport> {
+    let rows = state.store.report_executions(&query.store_scope()).await?;
+    Ok(errors_of(query, &rows))
+}
+
+/// The error categories of `rows` (pure).
+pub fn errors_of(query: &ReportQuery, rows: &[ExecutionRow]) -> ErrorReport {
+    let mut counts: BTreeMap<ErrorCategory, u64> = BTreeMap::new();
+    let mut failures = 0u64;
+    for row in rows.iter().filter(|r| r.outcome == "failure") {
+        failures += 1;
+        let category = row
+            .error
+            .as_deref()
+            .and_then(ErrorCategory::parse)
+            .unwrap_or(ErrorCategory::Pipeline);
+        *counts.entry(category).or_default() += 1;
+    }
+    let mut categories: Vec<CategoryCount> = counts
+        .into_iter()
+        .map(|(category, count)| CategoryCount {
+            category,
+            count,
+            share: count as f64 / failures.max(1) as f64,
+        })
+        .collect();
+    categories.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(a.category.name().cmp(b.category.name()))
+    });
+    categories.truncate(query.limit);
+    ErrorReport {
+        scope: query.scope(),
+        failures,
+        categories,
+    }
+}

@@ -1,0 +1,464 @@
+//! Reporting: execution events stored once by id, the executions waiting to be
+//! derived, the derived executions and stages, the resource names no single
+//! organization registered. Statements only: the fold is `reporting`'s, run by the
+//! service inside the derivation's transaction (a closure).
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::decode::Decoder;
+use super::{placeholders, stamp, Cell, Dialect, Rows, Store, StoreResult};
+
+/// An event to store: its id, resource, execution, time and checked body (JSON).
+#[derive(Debug, Clone)]
+pub struct NewReportEvent {
+    /// The envelope's id.
+    pub id: String,
+    /// The pipeline's resource name.
+    pub resource: String,
+    /// The execution.
+    pub execution_id: String,
+    /// When it happened.
+    pub occurred_at: DateTime<Utc>,
+    /// The checked event, as JSON.
+    pub body: String,
+}
+
+/// A derived execution, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecutionRow {
+    /// The organization.
+    pub org_id: String,
+    /// The pipeline.
+    pub pipeline_id: String,
+    /// The execution.
+    pub execution_id: String,
+    /// Its state (`SUCCEEDED`...).
+    pub state: String,
+    /// What it counts as (`success`, `failure`, `excluded`, `running`).
+    pub outcome: String,
+    /// Its first start.
+    pub started_at: DateTime<Utc>,
+    /// When it ended.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Its duration, once ended.
+    pub duration_ms: Option<i64>,
+    /// Its error category, when it failed.
+    pub error: Option<String>,
+}
+
+/// A derived stage run, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageRow {
+    /// The pipeline.
+    pub pipeline_id: String,
+    /// The stage.
+    pub stage: String,
+    /// Its state.
+    pub state: String,
+    /// Its first start.
+    pub started_at: DateTime<Utc>,
+    /// Its duration, once ended.
+    pub duration_ms: Option<i64>,
+}
+
+/// What a derivation stores.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Derived {
+    /// The execution and its stages, in the one organization that registered its
+    /// resource.
+    Attributed(ExecutionRow, Vec<StageRow>),
+    /// The resource maps to no single organization: why.
+    Unattributed(String),
+}
+
+/// The fold a derivation runs inside its transaction: the execution's events'
+/// bodies and its resource's registrations `(org_id, pipeline_id)` in, what to
+/// store out.
+pub type Derivation = dyn Fn(&[String], &[(String, String)]) -> StoreResult<Derived> + Sync;
+
+/// A resource name waiting for its registration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnattributedRow {
+    /// The resource name.
+    pub resource: String,
+    /// Why it is not attributed.
+    pub reason: String,
+    /// How many executions of it wait.
+    pub executions: i64,
+    /// When its first event arrived.
+    pub first_seen: DateTime<Utc>,
+    /// When its latest event arrived.
+    pub last_seen: DateTime<Utc>,
+}
+
+fn execution_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ExecutionRow> {
+    let d = Decoder::new(row, "report_executions", &["resource", "execution_id"]);
+    Ok(ExecutionRow {
+        org_id: d.get("org_id")?,
+        pipeline_id: d.get("pipeline_id")?,
+        execution_id: d.get("execution_id")?,
+        state: d.get("state")?,
+        outcome: d.get("outcome")?,
+        started_at: d.stamp("started_at")?,
+        ended_at: d.opt_stamp("ended_at")?,
+        duration_ms: d.get("duration_ms")?,
+        error: d.get("error")?,
+    })
+}
+
+/// The organizations a report reads, and the filter on a pipeline.
+#[derive(Debug, Clone)]
+pub struct ReportScope<'a> {
+    /// The organization, and its teams when the report includes them.
+    pub org_ids: &'a [String],
+    /// `[from, to)` on the executions' start.
+    pub range: (DateTime<Utc>, DateTime<Utc>),
+    /// One pipeline only.
+    pub pipeline_id: Option<&'a str>,
+}
+
+impl ReportScope<'_> {
+    /// `org_id IN (...) AND started_at >= .. AND started_at < .. [AND pipeline_id = ..]`
+    /// and its cells.
+    fn filter(&self) -> (String, Vec<Cell>) {
+        let n = self.org_ids.len();
+        let mut cells: Vec<Cell> = self
+            .org_ids
+            .iter()
+            .map(|o| Cell::from(o.as_str()))
+            .collect();
+        cells.push(Cell::from(stamp(self.range.0)));
+        cells.push(Cell::from(stamp(self.range.1)));
+        let mut sql = format!(
+            "org_id IN ({}) AND started_at >= ${} AND started_at < ${}",
+            placeholders(1, n),
+            n + 1,
+            n + 2
+        );
+        if let Some(pipeline) = self.pipeline_id {
+            cells.push(Cell::from(pipeline));
+            sql.push_str(&format!(" AND pipeline_id = ${}", n + 3));
+        }
+        (sql, cells)
+    }
+}
+
+fn bind_all<'q>(
+    statement: &'q str,
+    cells: &[Cell],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    let mut query = sqlx::query(statement);
+    for cell in cells {
+        query = match cell {
+            Cell::Text(text) => query.bind(text.clone()),
+            Cell::Int(n) => query.bind(*n),
+        };
+    }
+    query
+}
+
+impl Store {
+    /// Stores the events not stored yet (by id) and marks their executions to be
+    /// derived, in one transaction; how many were new.
+    pub async fn record_report_events(
+        &self,
+        events: &[NewReportEvent],
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        let at = stamp(now);
+        let mut tx = self.pool().begin().await?;
+        let mut rows = Rows::new(6);
+        let mut pending = Rows::new(3);
+        for e in events {
+            rows.push([
+                Cell::from(e.id.as_str()),
+                Cell::from(e.resource.as_str()),
+                Cell::from(e.execution_id.as_str()),
+                Cell::from(stamp(e.occurred_at)),
+                Cell::from(e.body.as_str()),
+                Cell::from(at.as_str()),
+            ]);
+            pending.push([
+                Cell::from(e.resource.as_str()),
+                Cell::from(e.execution_id.as_str()),
+                Cell::from(at.as_str()),
+            ]);
+        }
+        let inserted = rows
+            .fetch(
+                self,
+                &mut tx,
+                "INSERT INTO report_events (id, resource, execution_id, occurred_at, body, received_at)",
+                "ON CONFLICT (id) DO NOTHING RETURNING id",
+            )
+            .await?;
+        pending
+            .insert(
+                self,
+                &mut tx,
+                "INSERT INTO report_pending (resource, execution_id, queued_at)",
+                "ON CONFLICT (resource, execution_id) DO NOTHING",
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(u64::try_from(inserted.len()).unwrap_or(u64::MAX))
+    }
+
+    /// Up to `limit` executions waiting to be derived, oldest first.
+    pub async fn pending_executions(&self, limit: u32) -> StoreResult<Vec<(String, String)>> {
+        let rows = sqlx::query(&self.sql(
+            "SELECT resource, execution_id FROM report_pending ORDER BY queued_at, resource, execution_id LIMIT $1",
+        ))
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("resource")?, row.try_get("execution_id")?)))
+            .collect()
+    }
+
+    /// Derives one waiting execution in one transaction: its pending row is locked
+    /// (on PostgreSQL; SQLite has one writer), its events' bodies and its resource's
+    /// registrations `(org_id, pipeline_id)` (live organizations only) are handed to
+    /// `derive`, and what it answers is stored; the pending row goes. `false` when
+    /// it was derived meanwhile.
+    pub async fn derive_execution(
+        &self,
+        (resource, execution_id): (&str, &str),
+        derive: &Derivation,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let lock = match self.dialect() {
+            Dialect::Postgres => " FOR UPDATE",
+            Dialect::Sqlite => "",
+        };
+        let mut tx = self.pool().begin().await?;
+        let waiting = sqlx::query(&self.sql(&format!(
+            "SELECT resource FROM report_pending WHERE resource = $1 AND execution_id = $2{lock}"
+        )))
+        .bind(resource)
+        .bind(execution_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if waiting.is_none() {
+            return Ok(false);
+        }
+        let bodies: Vec<String> = sqlx::query(&self.sql(
+            "SELECT body FROM report_events WHERE resource = $1 AND execution_id = $2 ORDER BY id",
+        ))
+        .bind(resource)
+        .bind(execution_id)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|row| row.try_get::<String, _>("body"))
+        .collect::<Result<_, _>>()?;
+        let registrations: Vec<(String, String)> = sqlx::query(&self.sql(
+            "SELECT r.org_id, r.pipeline_id FROM pipeline_registry r
+             JOIN organizations o ON o.id = r.org_id AND o.deleted_at IS NULL
+             WHERE r.arn = $1 ORDER BY r.org_id",
+        ))
+        .bind(resource)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|row| Ok((row.try_get("org_id")?, row.try_get("pipeline_id")?)))
+        .collect::<StoreResult<_>>()?;
+        let at = stamp(now);
+        match derive(&bodies, &registrations)? {
+            Derived::Attributed(execution, stages) => {
+                sqlx::query(&self.sql(
+                    "INSERT INTO report_executions (resource, execution_id, org_id, pipeline_id, state, outcome, started_at, ended_at, duration_ms, error)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                     ON CONFLICT (resource, execution_id) DO UPDATE SET org_id = excluded.org_id,
+                       pipeline_id = excluded.pipeline_id, state = excluded.state, outcome = excluded.outcome,
+                       started_at = excluded.started_at, ended_at = excluded.ended_at,
+                       duration_ms = excluded.duration_ms, error = excluded.error",
+                ))
+                .bind(resource)
+                .bind(execution_id)
+                .bind(&execution.org_id)
+                .bind(&execution.pipeline_id)
+                .bind(&execution.state)
+                .bind(&execution.outcome)
+                .bind(stamp(execution.started_at))
+                .bind(execution.ended_at.map(stamp))
+                .bind(execution.duration_ms)
+                .bind(&execution.error)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
+                    &self
+                        .sql("DELETE FROM report_stages WHERE resource = $1 AND execution_id = $2"),
+                )
+                .bind(resource)
+                .bind(execution_id)
+                .execute(&mut *tx)
+                .await?;
+                let mut rows = Rows::new(8);
+                for stage in &stages {
+                    rows.push([
+                        Cell::from(resource),
+                        Cell::from(execution_id),
+                        Cell::from(stage.stage.as_str()),
+                        Cell::from(execution.org_id.as_str()),
+                        Cell::from(stage.pipeline_id.as_str()),
+                        Cell::from(stage.state.as_str()),
+                        Cell::from(stamp(stage.started_at)),
+                        Cell::Int(stage.duration_ms),
+                    ]);
+                }
+                rows.insert(
+                    self,
+                    &mut tx,
+                    "INSERT INTO report_stages (resource, execution_id, stage, org_id, pipeline_id, state, started_at, duration_ms)",
+                    "",
+                )
+                .await?;
+                sqlx::query(&self.sql("DELETE FROM report_unattributed WHERE resource = $1"))
+                    .bind(resource)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Derived::Unattributed(reason) => {
+                let executions: i64 = sqlx::query(&self.sql(
+                    "SELECT COUNT(DISTINCT execution_id) AS n FROM report_events WHERE resource = $1",
+                ))
+                .bind(resource)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("n")?;
+                sqlx::query(&self.sql(
+                    "INSERT INTO report_unattributed (resource, reason, executions, first_seen, last_seen)
+                     VALUES ($1, $2, $3, $4, $4)
+                     ON CONFLICT (resource) DO UPDATE SET reason = excluded.reason,
+                       executions = excluded.executions, last_seen = excluded.last_seen",
+                ))
+                .bind(resource)
+                .bind(&reason)
+                .bind(executions)
+                .bind(&at)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        sqlx::query(
+            &self.sql("DELETE FROM report_pending WHERE resource = $1 AND execution_id = $2"),
+        )
+        .bind(resource)
+        .bind(execution_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Marks every execution of `resource` to be derived again (its registration
+    /// changed), inside the caller's transaction; how many.
+    pub(crate) async fn rederive_resource_in(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        resource: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        let done = sqlx::query(&self.sql(
+            "INSERT INTO report_pending (resource, execution_id, queued_at)
+             SELECT DISTINCT resource, execution_id, $2 FROM report_events WHERE resource = $1
+             ON CONFLICT (resource, execution_id) DO NOTHING",
+        ))
+        .bind(resource)
+        .bind(stamp(now))
+        .execute(&mut *conn)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// The resource names waiting for a registration, latest first (at most 1,000).
+    pub async fn unattributed(&self) -> StoreResult<Vec<UnattributedRow>> {
+        let rows =
+            sqlx::query(&self.sql(
+                "SELECT * FROM report_unattributed ORDER BY last_seen DESC, resource LIMIT 1000",
+            ))
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let d = Decoder::new(row, "report_unattributed", &["resource"]);
+                Ok(UnattributedRow {
+                    resource: d.get("resource")?,
+                    reason: d.get("reason")?,
+                    executions: d.get("executions")?,
+                    first_seen: d.stamp("first_seen")?,
+                    last_seen: d.stamp("last_seen")?,
+                })
+            })
+            .collect()
+    }
+
+    /// How many resource names wait for a registration, and their executions.
+    pub async fn unattributed_counts(&self) -> StoreResult<(i64, i64)> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS names, COALESCE(SUM(executions), 0) AS executions FROM report_unattributed",
+        )
+        .fetch_one(self.pool())
+        .await?;
+        Ok((row.try_get("names")?, row.try_get("executions")?))
+    }
+
+    /// The executions a report reads, in start order.
+    pub async fn report_executions(
+        &self,
+        scope: &ReportScope<'_>,
+    ) -> StoreResult<Vec<ExecutionRow>> {
+        let (filter, cells) = scope.filter();
+        let statement = self.sql(&format!(
+            "SELECT * FROM report_executions WHERE {filter} ORDER BY started_at, execution_id"
+        ));
+        let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
+        rows.iter().map(execution_from_row).collect()
+    }
+
+    /// The stage runs a report reads, in start order.
+    pub async fn report_stages(&self, scope: &ReportScope<'_>) -> StoreResult<Vec<StageRow>> {
+        let (filter, cells) = scope.filter();
+        let statement = self.sql(&format!(
+            "SELECT pipeline_id, stage, state, started_at, duration_ms FROM report_stages WHERE {filter}
+             ORDER BY started_at, execution_id, stage"
+        ));
+        let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
+        rows.iter()
+            .map(|row| {
+                let d = Decoder::new(row, "report_stages", &["stage"]);
+                Ok(StageRow {
+                    pipeline_id: d.get("pipeline_id")?,
+                    stage: d.get("stage")?,
+                    state: d.get("state")?,
+                    started_at: d.stamp("started_at")?,
+                    duration_ms: d.get("duration_ms")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Prunes executions (and their stages and events) that started before `before`;
+    /// how many executions.
+    pub async fn prune_reports(&self, before: DateTime<Utc>) -> StoreResult<u64> {
+        let cutoff = stamp(before);
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql("DELETE FROM report_executions WHERE started_at < $1"))
+            .bind(&cutoff)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(&self.sql("DELETE FROM report_stages WHERE started_at < $1"))
+            .bind(&cutoff)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(&self.sql("DELETE FROM report_events WHERE occurred_at < $1"))
+            .bind(&cutoff)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected())
+    }
+}

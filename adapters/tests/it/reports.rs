@@ -1,0 +1,479 @@
+//! Reporting: one fixture stream of execution events (duplicates, out of order, a
+//! resumed execution, another organization's resource name, an unregistered one,
+//! a malformed event) through the ingest, and every execution report against
+//! figures worked out by hand from the same events, on both backends.
+
+use super::fixtures::staged_pipeline;
+use super::*;
+
+const ARN_A: &str = "arn:aws:codepipeline:us-east-1:111111111111:web";
+const ARN_B: &str = "arn:aws:codepipeline:us-east-1:222222222222:api";
+const ARN_X: &str = "arn:aws:codepipeline:us-east-1:111111111111:nightly";
+const RANGE: &str = "from=2026-11-19T00:00:00Z&to=2026-11-22T00:00:00Z";
+
+/// One envelope as EventBridge delivers it.
+fn envelope(
+    id: &str,
+    (resource, execution): (&str, &str),
+    at: &str,
+    state: &str,
+    (stage, action, category): (Option<&str>, Option<&str>, Option<&str>),
+) -> Value {
+    let kind = match (stage, action) {
+        (None, _) => "Pipeline",
+        (Some(_), None) => "Stage",
+        (Some(_), Some(_)) => "Action",
+    };
+    let mut detail = json!({
+        "pipeline": resource.rsplit(':').next().unwrap(),
+        "execution-id": execution,
+        "state": state,
+        "version": if id.len() % 2 == 0 { json!(3) } else { json!("3") },
+    });
+    if let Some(stage) = stage {
+        detail["stage"] = json!(stage);
+    }
+    if let Some(action) = action {
+        detail["action"] = json!(action);
+        detail["type"] =
+            json!({"owner": "AWS", "provider": "CodeBuild", "category": category, "version": "1"});
+    }
+    json!({
+        "version": "0",
+        "id": id,
+        "detail-type": format!("CodePipeline {kind} Execution State Change"),
+        "source": "aws.codepipeline",
+        "account": "111111111111",
+        "time": format!("2026-11-20T{at}Z"),
+        "region": "us-east-1",
+        "resources": [resource],
+        "detail": detail,
+    })
+}
+
+/// The fixture stream, in delivery order: shuffled, with duplicates.
+fn stream() -> Vec<Value> {
+    let p = |id: &str, r: &str, x: &str, at: &str, state: &str| {
+        envelope(id, (r, x), at, state, (None, None, None))
+    };
+    let s = |id: &str, x: &str, at: &str, state: &str, stage: &str| {
+        envelope(id, (ARN_A, x), at, state, (Some(stage), None, None))
+    };
+    let events = vec![
+        // x1: succeeded in 100 s (Build 60 s, Deploy 40 s).
+        p("e01", ARN_A, "x1", "10:00:00", "STARTED"),
+        s("e02", "x1", "10:00:00", "STARTED", "Build"),
+        s("e03", "x1", "10:01:00", "SUCCEEDED", "Build"),
+        s("e04", "x1", "10:01:00", "STARTED", "Deploy"),
+        s("e05", "x1", "10:01:40", "SUCCEEDED", "Deploy"),
+        p("e06", ARN_A, "x1", "10:01:40", "SUCCEEDED"),
+        // x2: a test action fails after 30 s.
+        p("e07", ARN_A, "x2", "11:00:00", "STARTED"),
+        s("e08", "x2", "11:00:00", "STARTED", "Test"),
+        envelope(
+            "e09",
+            (ARN_A, "x2"),
+            "11:00:30",
+            "FAILED",
+            (Some("Test"), Some("Unit"), Some("Test")),
+        ),
+        s("e10", "x2", "11:00:30", "FAILED", "Test"),
+        p("e11", ARN_A, "x2", "11:00:30", "FAILED"),
+        // x3: fails in Build, resumed, succeeds: 6 minutes from its start.
+        p("e12", ARN_A, "x3", "12:00:00", "STARTED"),
+        s("e13", "x3", "12:00:00", "STARTED", "Build"),
+        s("e14", "x3", "12:00:20", "FAILED", "Build"),
+        p("e15", ARN_A, "x3", "12:00:20", "FAILED"),
+        p("e16", ARN_A, "x3", "12:05:00", "RESUMED"),
+        s("e17", "x3", "12:05:00", "RESUMED", "Build"),
+        s("e18", "x3", "12:06:00", "SUCCEEDED", "Build"),
+        p("e19", ARN_A, "x3", "12:06:00", "SUCCEEDED"),
+        // x4: superseded; x5: stopped after 90 s; x6: still running.
+        p("e20", ARN_A, "x4", "13:00:00", "STARTED"),
+        p("e21", ARN_A, "x4", "13:00:10", "SUPERSEDED"),
+        p("e22", ARN_A, "x5", "14:00:00", "STARTED"),
+        s("e23", "x5", "14:00:00", "STARTED", "Deploy"),
+        p("e24", ARN_A, "x5", "14:01:00", "STOPPING"),
+        s("e25", "x5", "14:01:30", "STOPPED", "Deploy"),
+        p("e26", ARN_A, "x5", "14:01:30", "STOPPED"),
+        p("e27", ARN_A, "x6", "15:00:00", "STARTED"),
+        // Another organization's pipeline, and one nobody registered (yet).
+        p("e28", ARN_B, "y1", "10:30:00", "STARTED"),
+        p("e29", ARN_B, "y1", "10:31:00", "SUCCEEDED"),
+        p("e30", ARN_X, "z1", "16:00:00", "STARTED"),
+        p("e31", ARN_X, "z1", "16:00:05", "FAILED"),
+    ];
+    // Delivered backwards in three batches, each event of the last batch twice.
+    let mut delivered: Vec<Value> = events.into_iter().rev().collect();
+    let again: Vec<Value> = delivered[20..].to_vec();
+    delivered.extend(again);
+    delivered
+}
+
+async fn report(
+    app: &TestApp,
+    token: &str,
+    org: &str,
+    name: &str,
+    query: &str,
+) -> (StatusCode, Value) {
+    app.call(
+        "GET",
+        &format!("/api/reports/execution/{name}?{RANGE}{query}"),
+        token,
+        Some(org),
+        None,
+    )
+    .await
+}
+
+async fn ok(app: &TestApp, token: &str, org: &str, name: &str, query: &str) -> Value {
+    let (status, body) = report(app, token, org, name, query).await;
+    assert_eq!(status, StatusCode::OK, "{name}{query}: {body}");
+    body["data"].clone()
+}
+
+async fn pipeline(app: &TestApp, token: &str, org: &str, name: &str, arn: &str) -> String {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            token,
+            Some(org),
+            Some(staged_pipeline(name)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines/registry",
+            token,
+            Some(org),
+            Some(json!({"arn": arn, "pipelineId": id})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    id
+}
+
+fn service(app: &TestApp) -> String {
+    let mut claims = adapters::auth::Claims::user(
+        "eventbridge",
+        None,
+        Utc::now(),
+        std::time::Duration::from_secs(600),
+    );
+    claims.service = Some("eventbridge".to_owned());
+    app.keys.sign(&claims).unwrap()
+}
+
+async fn the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand(app: &TestApp) {
+    let org_a = app.org("alice", "acme").await;
+    let org_b = app.org("bob", "globex").await;
+    let alice = app.token("alice", "alice@example.com");
+    let bob = app.token("bob", "bob@example.com");
+    let web = pipeline(app, &alice, &org_a, "web", ARN_A).await;
+    pipeline(app, &bob, &org_b, "api", ARN_B).await;
+    let service = service(app);
+
+    // A malformed event refuses its whole batch, naming it; nothing is stored.
+    let mut bad = stream()[..5].to_vec();
+    bad[3]["detail"]["state"] = json!("EXPLODED");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/reports/events",
+            &service,
+            None,
+            Some(json!(bad)),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("[3].detail.state"),
+        "{body}"
+    );
+    let (_, counted) = report(app, &alice, &org_a, "count", "").await;
+    assert_eq!(counted["data"]["overall"]["total"], 0);
+    // A user cannot post events.
+    let (status, _) = app
+        .call(
+            "POST",
+            "/api/reports/events",
+            &alice,
+            None,
+            Some(json!(stream()[0])),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    let events = stream();
+    let mut stored = 0;
+    for batch in [&events[..12], &events[12..25], &events[25..]] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/reports/events",
+                &service,
+                None,
+                Some(json!(batch)),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        stored += body["data"]["stored"].as_u64().unwrap();
+    }
+    assert_eq!(stored, 31, "each event once");
+    // One envelope alone is accepted too, and a redelivery stores nothing.
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/reports/events",
+            &service,
+            None,
+            Some(events[0].clone()),
+        )
+        .await;
+    assert_eq!(body["data"]["stored"], 0);
+
+    let count = ok(app, &alice, &org_a, "count", "").await;
+    assert_eq!(
+        count["overall"],
+        json!({"total": 6, "succeeded": 2, "failed": 1, "stopped": 1, "canceled": 0, "superseded": 1, "running": 1})
+    );
+    assert_eq!(count["pipelines"][0]["pipelineId"], web.as_str());
+    assert_eq!(count["pipelines"].as_array().unwrap().len(), 1);
+
+    let rate = ok(app, &alice, &org_a, "success-rate", "").await;
+    assert_eq!(
+        rate["overall"],
+        json!({"succeeded": 2, "failed": 2, "rate": 0.5})
+    );
+    let series = rate["series"].as_array().unwrap();
+    assert_eq!(series.len(), 3, "every day of the range, empty ones too");
+    assert_eq!(
+        series[0],
+        json!({"start": "2026-11-19T00:00:00Z", "succeeded": 0, "failed": 0, "rate": null})
+    );
+    assert_eq!(series[1]["rate"], 0.5);
+    let hourly = ok(app, &alice, &org_a, "success-rate", "&granularity=hour").await;
+    assert_eq!(hourly["series"].as_array().unwrap().len(), 72);
+    assert_eq!(
+        hourly["series"][34],
+        json!({"start": "2026-11-20T10:00:00Z", "succeeded": 1, "failed": 0, "rate": 1.0})
+    );
+
+    let duration = ok(app, &alice, &org_a, "duration", "").await;
+    assert_eq!(
+        duration["overall"],
+        json!({"count": 4, "min": 30000, "mean": 145000.0, "median": 95000.0, "p95": 321000.0, "max": 360000})
+    );
+
+    let errors = ok(app, &alice, &org_a, "errors", "").await;
+    assert_eq!(errors["failures"], 2);
+    assert_eq!(
+        errors["categories"],
+        json!([{"category": "stopped", "count": 1, "share": 0.5}, {"category": "test", "count": 1, "share": 0.5}])
+    );
+
+    let failures = ok(app, &alice, &org_a, "stage-failures", "").await;
+    let stages = failures["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 1, "{failures}");
+    assert_eq!(stages[0]["stage"], "Test");
+    assert_eq!(stages[0]["failures"], 1);
+    assert_eq!(stages[0]["series"].as_array().unwrap().len(), 3);
+    assert_eq!(stages[0]["series"][1]["count"], 1);
+
+    let slow = ok(app, &alice, &org_a, "stage-bottlenecks", "").await;
+    let names: Vec<&str> = slow["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Build", "Deploy", "Test"]);
+    assert_eq!(slow["stages"][0]["durations"]["p95"], 345000.0);
+    assert_eq!(slow["stages"][1]["durations"]["p95"], 87500.0);
+    let top = ok(app, &alice, &org_a, "stage-bottlenecks", "&limit=1").await;
+    assert_eq!(top["stages"].as_array().unwrap().len(), 1);
+
+    // The other organization sees its own only.
+    let theirs = ok(app, &bob, &org_b, "count", "").await;
+    assert_eq!(theirs["overall"]["total"], 1);
+    assert_eq!(theirs["overall"]["succeeded"], 1);
+
+    // The unregistered name waits aside, listed for super-admins, until registered.
+    let root = app.token("root", ROOT_EMAIL);
+    let (status, _) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &root,
+            None,
+            Some(json!({"name": "system"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, body) = app
+        .call("GET", "/api/reports/unattributed", &root, None, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["resources"][0]["resource"], ARN_X);
+    assert_eq!(body["data"]["resources"][0]["executions"], 1);
+    let (status, _) = app
+        .call("GET", "/api/reports/unattributed", &alice, None, None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let nightly = pipeline(app, &alice, &org_a, "nightly", ARN_X).await;
+    let count = ok(app, &alice, &org_a, "count", "").await;
+    assert_eq!(count["overall"]["total"], 7);
+    assert_eq!(count["pipelines"][1]["pipelineId"], nightly.as_str());
+    let (_, body) = app
+        .call("GET", "/api/reports/unattributed", &root, None, None)
+        .await;
+    assert_eq!(body["data"]["resources"], json!([]));
+    let errors = ok(
+        app,
+        &alice,
+        &org_a,
+        "errors",
+        &format!("&pipelineId={nightly}"),
+    )
+    .await;
+    assert_eq!(
+        errors["categories"],
+        json!([{"category": "pipeline", "count": 1, "share": 1.0}])
+    );
+}
+
+async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestApp) {
+    let root = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "team-a", "parentOrgId": root})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let team = body["data"]["id"].as_str().unwrap().to_owned();
+    pipeline(app, &alice, &team, "web", ARN_A).await;
+    let service = service(app);
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/reports/events",
+            &service,
+            None,
+            Some(json!(stream())),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The root's own report holds none of its team's; with includeTeams it does.
+    assert_eq!(
+        ok(app, &alice, &root, "count", "").await["overall"]["total"],
+        0
+    );
+    let rolled = ok(app, &alice, &root, "count", "&includeTeams=true").await;
+    assert_eq!(rolled["overall"]["total"], 6);
+    assert_eq!(rolled["scope"]["orgIds"], json!([root, team]));
+    // A member has reports:read, not reports:rollup; a stranger neither.
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{root}/members"),
+            &alice,
+            None,
+            Some(json!({"userId": "mia"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let mia = app.token("mia", "mia@example.com");
+    assert_eq!(
+        ok(app, &mia, &root, "count", "").await["overall"]["total"],
+        0
+    );
+    let (status, body) = report(app, &mia, &root, "count", "&includeTeams=true").await;
+    assert_eq!(code(status, &body), "FORBIDDEN");
+    let eve = app.token("eve", "eve@example.com");
+    let (status, body) = report(app, &eve, &root, "count", "").await;
+    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    // An empty range is zeros, not an error.
+    let empty = app
+        .call(
+            "GET",
+            "/api/reports/execution/duration?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z",
+            &alice,
+            Some(&team),
+            None,
+        )
+        .await;
+    assert_eq!(empty.0, StatusCode::OK, "{}", empty.1);
+    assert_eq!(empty.1["data"]["overall"], Value::Null);
+    // Hostile parameters: 400, the parameter named.
+    for (query, field) in [
+        ("from=2016-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "from"),
+        ("from=2026-11-22T00:00:00Z&to=2026-11-21T00:00:00Z", "from"),
+        ("from=yesterday", "from"),
+        ("to=soon", "to"),
+        ("limit=-1", "limit"),
+        ("limit=0", "limit"),
+        ("limit=101", "limit"),
+        ("limit=ten", "limit"),
+        ("granularity=minute", "granularity"),
+        ("includeTeams=maybe", "includeTeams"),
+    ] {
+        let (status, body) = app
+            .call(
+                "GET",
+                &format!("/api/reports/execution/success-rate?{query}"),
+                &alice,
+                Some(&team),
+                None,
+            )
+            .await;
+        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{query}: {body}");
+        assert_eq!(body["details"]["field"], field, "{query}: {body}");
+    }
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/reports/execution/count?colour=red",
+            &alice,
+            Some(&team),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR", "{body}");
+    // A batch over the bound, an empty one, a non-event.
+    let many: Vec<Value> = (0..1001)
+        .map(|i| {
+            let mut e = stream()[0].clone();
+            e["id"] = json!(format!("many-{i}"));
+            e
+        })
+        .collect();
+    for body in [
+        json!(many),
+        json!([]),
+        json!("events"),
+        json!([{"id": "x"}]),
+    ] {
+        let (status, answer) = app
+            .call("POST", "/api/reports/events", &service, None, Some(body))
+            .await;
+        assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
+    }
+}
+
+on_both_backends!(
+    the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand,
+    reports_are_scoped_permitted_and_refuse_hostile_parameters,
+);
