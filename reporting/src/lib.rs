@@ -20,6 +20,6 @@ pub mod stats;
 
 pub use event::{EventError, EventKind, ExecutionEvent, State};
 pub use execution::{fold, Execution, StageRun};
-pub use outcome::{category_of, rate, ErrorCategory, Outcome};
+pub use outcome::{category_of, failure_reason, rate, ErrorCategory, Outcome, MAX_REASON};
 pub use range::{Granularity, RangeError, TimeRange, DEFAULT_DAYS, MAX_BUCKETS, MAX_DAYS};
 pub use stats::{percentile, Summary};

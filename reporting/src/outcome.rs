@@ -122,6 +122,32 @@ pub fn rate(successes: u64, failures: u64) -> Option<f64> {
     (finished > 0).then(|| successes as f64 / finished as f64)
 }
 
+/// The longest failure reason kept, in characters.
+pub const MAX_REASON: usize = 200;
+
+/// Why a plugin build attempt failed, as the build failure report groups it:
+/// `timed out` for a timeout, else the last non-empty line of the builder's output
+/// (where builders say what went wrong), trimmed and bounded; none for a success.
+pub fn failure_reason(outcome: &str, output: Option<&str>) -> Option<String> {
+    match outcome {
+        "succeeded" => None,
+        "timed_out" => Some("timed out".to_owned()),
+        _ => Some(
+            output
+                .and_then(|text| text.lines().rev().map(str::trim).find(|l| !l.is_empty()))
+                .map_or_else(
+                    || "failed without output".to_owned(),
+                    |line| {
+                        line.chars()
+                            .filter(|c| !c.is_control())
+                            .take(MAX_REASON)
+                            .collect()
+                    },
+                ),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +163,18 @@ mod tests {
         assert_eq!(category_of(Some("Build")), ErrorCategory::Build);
         assert_eq!(category_of(Some("Compute")), ErrorCategory::Action);
         assert_eq!(ErrorCategory::parse("deploy"), Some(ErrorCategory::Deploy));
+        assert_eq!(failure_reason("succeeded", Some("x")), None);
+        assert_eq!(
+            failure_reason("timed_out", None).as_deref(),
+            Some("timed out")
+        );
+        assert_eq!(
+            failure_reason("failed", Some("step 1\nERROR: no space left\n\n")).as_deref(),
+            Some("ERROR: no space left")
+        );
+        assert_eq!(
+            failure_reason("failed", Some("  ")).as_deref(),
+            Some("failed without output")
+        );
     }
 }

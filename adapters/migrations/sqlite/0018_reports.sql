@@ -61,3 +61,20 @@ CREATE TABLE report_unattributed (
     first_seen TEXT NOT NULL,
     last_seen TEXT NOT NULL
 );
+
+-- Plugin build reports: every build attempt, written with the job's next step;
+-- a claim records when the attempt began.
+ALTER TABLE plugin_builds ADD COLUMN claimed_at TEXT;
+CREATE TABLE plugin_build_attempts (
+    id TEXT PRIMARY KEY,
+    build_id TEXT NOT NULL,
+    org_id TEXT NOT NULL,
+    plugin_id TEXT NOT NULL,
+    plugin_name TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    ended_at TEXT NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT
+);
+CREATE INDEX plugin_build_attempts_by_org ON plugin_build_attempts (org_id, started_at);

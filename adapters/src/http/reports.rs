@@ -14,8 +14,9 @@ use crate::http::gate::Granted;
 use crate::http::response::Answer;
 use crate::http::state::AppState;
 use crate::services::reports::{
-    self, BottleneckReport, CountReport, DurationReport, ErrorReport, Ingested, ReportQuery,
-    StageFailureReport, SuccessRateReport, Unattributed, DEFAULT_LIMIT, MAX_LIMIT,
+    self, BottleneckReport, BuildDurationReport, BuildFailureReport, BuildRateReport, CountReport,
+    DurationReport, ErrorReport, Ingested, PluginSummaryReport, ReportQuery, StageFailureReport,
+    SuccessRateReport, Unattributed, DEFAULT_LIMIT, MAX_LIMIT,
 };
 
 /// `POST /api/reports/events` (a service token): one EventBridge envelope or an
@@ -41,9 +42,12 @@ pub(crate) struct ReportParams {
     /// The first instant out (RFC 3339; default now). At most 366 days after `from`.
     #[param(value_type = Option<String>, format = DateTime)]
     to: Option<String>,
-    /// One pipeline only.
+    /// One pipeline only (execution reports).
     #[param(max_length = 200)]
     pipeline_id: Option<String>,
+    /// One plugin only, by name (plugin reports).
+    #[param(max_length = 200)]
+    plugin_name: Option<String>,
     /// The series' bucket: `hour`, `day` (default) or `week` (UTC, from Monday).
     #[param(value_type = Option<String>, pattern = "^(hour|day|week)$")]
     granularity: Option<String>,
@@ -120,10 +124,16 @@ async fn query_of(
         )
         .with_details(serde_json::json!({"missing": "reports:rollup"})));
     }
+    let plugin_name = params
+        .plugin_name
+        .as_deref()
+        .map(|p| crate::http::organizations::text("pluginName", p, 200))
+        .transpose()?;
     let org_ids = reports::organizations_of(state, &granted.org, include_teams).await?;
     Ok(ReportQuery {
         range,
         pipeline_id,
+        plugin_name,
         granularity,
         limit: usize::try_from(limit).unwrap_or(10),
         org_ids,
@@ -150,6 +160,10 @@ report!(duration, DurationReport);
 report!(stage_failures, StageFailureReport);
 report!(stage_bottlenecks, BottleneckReport);
 report!(errors, ErrorReport);
+report!(plugin_summary, PluginSummaryReport);
+report!(build_success_rate, BuildRateReport);
+report!(build_duration, BuildDurationReport);
+report!(build_failures, BuildFailureReport);
 
 /// The resource names waiting for a registration.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]

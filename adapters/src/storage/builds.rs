@@ -37,6 +37,8 @@ pub struct BuildJob {
     pub run_after: DateTime<Utc>,
     /// The claim's lease, while running.
     pub lease_until: Option<DateTime<Utc>>,
+    /// When the current (or last) attempt began.
+    pub claimed_at: Option<DateTime<Utc>>,
     /// When queued.
     pub created_at: DateTime<Utc>,
     /// Last change.
@@ -58,6 +60,9 @@ pub struct NextStep<'a> {
     pub outcome: &'a str,
     /// The attempt's error.
     pub error: Option<&'a str>,
+    /// Why the attempt failed, as the build reports group it (none when it
+    /// succeeded).
+    pub reason: Option<&'a str>,
     /// The plugin's build status.
     pub plugin_status: &'a str,
 }
@@ -76,6 +81,7 @@ fn job_from_row(row: &sqlx::any::AnyRow) -> StoreResult<BuildJob> {
         last_outcome: d.get("last_outcome")?,
         run_after: d.stamp("run_after")?,
         lease_until: d.opt_stamp("lease_until")?,
+        claimed_at: d.opt_stamp("claimed_at")?,
         created_at: d.stamp("created_at")?,
         updated_at: d.stamp("updated_at")?,
     })
@@ -96,7 +102,7 @@ impl Store {
             Dialect::Sqlite => "",
         };
         let sql = format!(
-            "UPDATE plugin_builds SET status = 'running', lease_until = $2, updated_at = $1 WHERE id = (\
+            "UPDATE plugin_builds SET status = 'running', lease_until = $2, claimed_at = $1, updated_at = $1 WHERE id = (\
              SELECT id FROM plugin_builds WHERE (status = 'queued' AND run_after <= $1) OR (status = 'running' AND lease_until < $1) \
              ORDER BY run_after, id LIMIT 1{lock}) RETURNING *"
         );
@@ -160,6 +166,23 @@ impl Store {
         .bind(&job.plugin_id)
         .bind(next.plugin_status)
         .bind(stamp(now))
+        .execute(&mut *tx)
+        .await?;
+        // The attempt, for the build reports.
+        let started = job.claimed_at.unwrap_or(now).min(now);
+        sqlx::query(&self.sql(
+            "INSERT INTO plugin_build_attempts (id, build_id, org_id, plugin_id, plugin_name, started_at, ended_at, duration_ms, outcome, reason)
+             SELECT $1, $2, $3, $4, p.name, $5, $6, $7, $8, $9 FROM plugins p WHERE p.id = $4",
+        ))
+        .bind(super::new_id())
+        .bind(&job.id)
+        .bind(&job.org_id)
+        .bind(&job.plugin_id)
+        .bind(stamp(started))
+        .bind(stamp(now))
+        .bind((now - started).num_milliseconds())
+        .bind(next.outcome)
+        .bind(next.reason)
         .execute(&mut *tx)
         .await?;
         self.enqueue(&mut tx, audit).await?;

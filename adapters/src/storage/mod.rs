@@ -74,7 +74,9 @@ pub use posture::{FailingRule, StatusCounts};
 pub use preferences::NotificationPreference;
 pub use quota::{Charge, Charged, QuotaRefusal, UsageRow};
 pub use reevaluation::{ClaimedEntity, QueueDepth, EVERYTHING};
-pub use reports::{Derived, ExecutionRow, NewReportEvent, ReportScope, StageRow, UnattributedRow};
+pub use reports::{
+    AttemptRow, Derived, ExecutionRow, NewReportEvent, ReportScope, StageRow, UnattributedRow,
+};
 pub use roles::RoleRecord;
 pub use rules::{RuleChange, RuleFilter, StoredRule};
 pub use scans::{phases, EntityFilter, NewScan, ScanCounts, ScanRecord, ScanResult};

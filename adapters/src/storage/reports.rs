@@ -62,6 +62,21 @@ pub struct StageRow {
     pub duration_ms: Option<i64>,
 }
 
+/// A plugin build attempt, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRow {
+    /// The plugin's name.
+    pub plugin_name: String,
+    /// When it began.
+    pub started_at: DateTime<Utc>,
+    /// How long it ran.
+    pub duration_ms: i64,
+    /// `succeeded`, `failed` or `timed_out`.
+    pub outcome: String,
+    /// Why it failed.
+    pub reason: Option<String>,
+}
+
 /// What a derivation stores.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Derived {
@@ -107,15 +122,16 @@ fn execution_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ExecutionRow> {
     })
 }
 
-/// The organizations a report reads, and the filter on a pipeline.
+/// The organizations a report reads, its range, and its filter.
 #[derive(Debug, Clone)]
 pub struct ReportScope<'a> {
     /// The organization, and its teams when the report includes them.
     pub org_ids: &'a [String],
-    /// `[from, to)` on the executions' start.
+    /// `[from, to)` on the executions' (or build attempts') start.
     pub range: (DateTime<Utc>, DateTime<Utc>),
-    /// One pipeline only.
-    pub pipeline_id: Option<&'a str>,
+    /// One pipeline (`pipeline_id`) or plugin (`plugin_name`) only: the column and
+    /// its value.
+    pub only: Option<(&'static str, &'a str)>,
 }
 
 impl ReportScope<'_> {
@@ -136,9 +152,9 @@ impl ReportScope<'_> {
             n + 1,
             n + 2
         );
-        if let Some(pipeline) = self.pipeline_id {
-            cells.push(Cell::from(pipeline));
-            sql.push_str(&format!(" AND pipeline_id = ${}", n + 3));
+        if let Some((column, value)) = self.only {
+            cells.push(Cell::from(value));
+            sql.push_str(&format!(" AND {column} = ${}", n + 3));
         }
         (sql, cells)
     }
@@ -441,6 +457,61 @@ impl Store {
             .collect()
     }
 
+    /// The build attempts a report reads, in start order.
+    pub async fn build_attempts(&self, scope: &ReportScope<'_>) -> StoreResult<Vec<AttemptRow>> {
+        let (filter, cells) = scope.filter();
+        let statement = self.sql(&format!(
+            "SELECT plugin_name, started_at, duration_ms, outcome, reason FROM plugin_build_attempts
+             WHERE {filter} ORDER BY started_at, id"
+        ));
+        let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
+        rows.iter()
+            .map(|row| {
+                let d = Decoder::new(row, "plugin_build_attempts", &["plugin_name"]);
+                Ok(AttemptRow {
+                    plugin_name: d.get("plugin_name")?,
+                    started_at: d.stamp("started_at")?,
+                    duration_ms: d.get("duration_ms")?,
+                    outcome: d.get("outcome")?,
+                    reason: d.get("reason")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The plugins of the organizations (one name, when given), counted by build
+    /// status, access and whether active: `(build_status, access_modifier,
+    /// is_active, count)`.
+    pub async fn plugin_inventory(
+        &self,
+        org_ids: &[String],
+        plugin_name: Option<&str>,
+    ) -> StoreResult<Vec<(String, String, bool, u64)>> {
+        let n = org_ids.len();
+        let mut cells: Vec<Cell> = org_ids.iter().map(|o| Cell::from(o.as_str())).collect();
+        let mut filter = format!("org_id IN ({})", placeholders(1, n));
+        if let Some(name) = plugin_name {
+            cells.push(Cell::from(name));
+            filter.push_str(&format!(" AND name = ${}", n + 1));
+        }
+        let statement = self.sql(&format!(
+            "SELECT build_status, access_modifier, is_active, COUNT(*) AS n FROM plugins WHERE {filter}
+             GROUP BY build_status, access_modifier, is_active ORDER BY build_status, access_modifier, is_active"
+        ));
+        let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
+        rows.iter()
+            .map(|row| {
+                let d = Decoder::new(row, "plugins", &["build_status"]);
+                Ok((
+                    d.get("build_status")?,
+                    d.get("access_modifier")?,
+                    d.flag("is_active")?,
+                    d.get::<i64>("n")?.unsigned_abs(),
+                ))
+            })
+            .collect()
+    }
+
     /// Prunes executions (and their stages and events) that started before `before`;
     /// how many executions.
     pub async fn prune_reports(&self, before: DateTime<Utc>) -> StoreResult<u64> {
@@ -455,6 +526,10 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         sqlx::query(&self.sql("DELETE FROM report_events WHERE occurred_at < $1"))
+            .bind(&cutoff)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(&self.sql("DELETE FROM plugin_build_attempts WHERE started_at < $1"))
             .bind(&cutoff)
             .execute(&mut *tx)
             .await?;

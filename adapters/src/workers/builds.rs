@@ -171,6 +171,7 @@ pub async fn step(store: &Store, settings: &BuildSettings, command: &str) -> Sto
         })
         .into_iter()
         .collect();
+    let reason = reporting::failure_reason(outcome, error);
     let next = NextStep {
         queue: decision.queue,
         status: decision.status,
@@ -178,6 +179,7 @@ pub async fn step(store: &Store, settings: &BuildSettings, command: &str) -> Sto
         run_after: decision.run_after,
         outcome,
         error,
+        reason: reason.as_deref(),
         plugin_status,
     };
     if !store.finish_build(&job, &next, now, &audit).await? {

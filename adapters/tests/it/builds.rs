@@ -151,6 +151,54 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
     assert_eq!(event.actor_id, adapters::workers::builds::ACTOR);
     assert_eq!(event.org_id, org);
 
+    // The plugin build reports, from every attempt the worker made.
+    let report = |name: &str, query: &str| {
+        let path = format!("/api/reports/plugins/{name}?{query}");
+        let alice = alice.clone();
+        let org = org.clone();
+        async move {
+            let (status, body) = app.call("GET", &path, &alice, Some(&org), None).await;
+            assert_eq!(status, StatusCode::OK, "{path}: {body}");
+            body["data"].clone()
+        }
+    };
+    let summary = report("summary", "").await;
+    assert_eq!(summary["plugins"]["total"], 5);
+    assert_eq!(
+        summary["plugins"]["buildStatus"],
+        json!({"queued": 0, "running": 0, "completed": 3, "failed": 1, "timedOut": 1})
+    );
+    assert_eq!(
+        summary["builds"],
+        json!({"total": 16, "succeeded": 3, "failed": 8, "timedOut": 5})
+    );
+    let rate = report("build-success-rate", "granularity=hour").await;
+    assert_eq!(rate["overall"]["succeeded"], 3);
+    assert_eq!(rate["overall"]["failed"], 13);
+    let failures = report("build-failures", "limit=2").await;
+    assert_eq!(failures["failures"], 13);
+    let reasons = failures["reasons"].as_array().unwrap();
+    assert_eq!(reasons.len(), 2);
+    assert!(
+        reasons[0]["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("always fails"),
+        "{failures}"
+    );
+    assert_eq!(reasons[0]["count"], 5);
+    assert_eq!(reasons[1]["reason"], "timed out");
+    assert_eq!(reasons[1]["count"], 5);
+    let durations = report("build-duration", "pluginName=flaky-one").await;
+    assert_eq!(durations["overall"]["count"], 4);
+    assert_eq!(durations["plugins"][0]["pluginName"], "flaky-one");
+    let slow = report("build-duration", "").await;
+    assert_eq!(
+        slow["plugins"][0]["pluginName"], "slow-one",
+        "the slowest first"
+    );
+    assert!(slow["plugins"][0]["durations"]["min"].as_i64().unwrap() >= 1000);
+
     // The queue as an admin sees it.
     let (status, body) = app
         .call("GET", "/api/plugins/queue/status", &alice, Some(&org), None)

@@ -35,6 +35,22 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("Failed executions by error category, the `limit` largest with their share: the category of the latest failed action (source, build, test, deploy, approval, invoke, or action for another), else stage, else pipeline; a stopped execution is stopped")
             .query_of::<reports::ReportParams>()
             .answers::<crate::services::reports::ErrorReport>(200),
+        get("/api/reports/plugins/summary", "reportPluginSummary", compliance(ReportsRead), reports::plugin_summary)
+            .doc("The plugin inventory now (total, active, public, private, by build status) and the build attempts that began in the range by outcome; `pluginName` narrows both to one plugin")
+            .query_of::<reports::ReportParams>()
+            .answers::<crate::services::reports::PluginSummaryReport>(200),
+        get("/api/reports/plugins/build-success-rate", "reportBuildSuccessRate", compliance(ReportsRead), reports::build_success_rate)
+            .doc("Image build attempts built over attempts ended (a timeout is a failure), over the range and per bucket (`granularity`), empty buckets as zeros")
+            .query_of::<reports::ReportParams>()
+            .answers::<crate::services::reports::BuildRateReport>(200),
+        get("/api/reports/plugins/build-duration", "reportBuildDuration", compliance(ReportsRead), reports::build_duration)
+            .doc("Build attempt durations in milliseconds (count, min, mean, median, p95, max), overall and for the `limit` plugins with the highest p95")
+            .query_of::<reports::ReportParams>()
+            .answers::<crate::services::reports::BuildDurationReport>(200),
+        get("/api/reports/plugins/build-failures", "reportBuildFailures", compliance(ReportsRead), reports::build_failures)
+            .doc("Why build attempts failed, the `limit` most frequent reasons with their share: `timed out`, or the last line the builder wrote")
+            .query_of::<reports::ReportParams>()
+            .answers::<crate::services::reports::BuildFailureReport>(200),
         get("/api/reports/unattributed", "reportUnattributed", Access::SuperAdmin { step_up: false }, reports::unattributed)
             .doc("Resource names whose execution events arrived but that no single organization registered, with how many executions wait")
             .answers::<reports::UnattributedList>(200),
