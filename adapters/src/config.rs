@@ -161,6 +161,9 @@ pub struct Config {
     pub compliance: ComplianceSettings,
     /// `AUDIT_RETENTION_DAYS` (90).
     pub audit_retention_days: u32,
+    /// `REPORT_RETENTION_DAYS` (180): reported executions, their events and the
+    /// plugin build attempts older than this are pruned daily.
+    pub report_retention_days: u32,
     /// `ORG_RESTORE_DAYS` (30): how long a deleted organization can be restored;
     /// after it, the retention worker purges its data (its audit chain stays, for
     /// `AUDIT_RETENTION_DAYS`).
@@ -503,6 +506,10 @@ impl Config {
             .positive("AUDIT_RETENTION_DAYS", 90)
             .try_into()
             .unwrap_or(u32::MAX);
+        let report_retention_days = r
+            .positive("REPORT_RETENTION_DAYS", 180)
+            .try_into()
+            .unwrap_or(u32::MAX);
         let org_restore_days = r
             .positive("ORG_RESTORE_DAYS", 30)
             .try_into()
@@ -740,6 +747,7 @@ impl Config {
             http,
             compliance,
             audit_retention_days,
+            report_retention_days,
             org_restore_days,
             checkpoints,
             catalog,

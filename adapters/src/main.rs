@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use adapters::cli;
-use adapters::cli::args::{AuditVerb, Cli, Verb};
+use adapters::cli::args::{AuditVerb, Cli, ReportVerb, Verb};
 use adapters::config::Config;
 use adapters::http::{router, AppState};
 use adapters::storage::Store;
@@ -302,6 +302,36 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Verb::Report {
+            verb:
+                ReportVerb::Ingest {
+                    file,
+                    batch,
+                    platform,
+                },
+        } => {
+            let text = if file == "-" {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                    .map_err(|e| fail(format!("standard input: {e}"), 2))?;
+                text
+            } else {
+                std::fs::read_to_string(&file).map_err(|e| fail(format!("{file}: {e}"), 2))?
+            };
+            let events = cli::platform::report_events(&text)
+                .map_err(|f| fail(format!("{file}: {}", f.message), 2))?;
+            runtime()?.block_on(async {
+                let platform = cli::platform::Platform {
+                    url: platform.url,
+                    token: platform.token,
+                };
+                let totals = cli::platform::ingest_reports(&platform, &events, batch)
+                    .await
+                    .map_err(|f| fail(f.message, u8::try_from(f.code).unwrap_or(1)))?;
+                print_out(&totals.to_string())?;
+                Ok(ExitCode::SUCCESS)
+            })
+        }
         Verb::Provision { development } => {
             let config = config()?;
             runtime()?.block_on(provision(config, development))
@@ -467,11 +497,17 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         let retention_days = config.audit_retention_days;
         let check_retention_days = config.compliance.audit_retention_days;
         let restore_days = config.org_restore_days;
+        let report_days = config.report_retention_days;
         workers.spawn("retention", move |shutdown| {
             retention::prune_daily(
                 store,
                 holder,
-                (retention_days, check_retention_days, restore_days),
+                (
+                    retention_days,
+                    check_retention_days,
+                    restore_days,
+                    report_days,
+                ),
                 shutdown,
             )
         });

@@ -204,6 +204,11 @@ pub enum Verb {
         #[arg(long)]
         output: Option<std::path::PathBuf>,
     },
+    /// Reporting from the command line.
+    Report {
+        #[command(subcommand)]
+        verb: ReportVerb,
+    },
     /// Make a signing key for audit checkpoints: the private key (for
     /// AUDIT_CHECKPOINT_KEY) on standard output, its verifier key on standard error.
     CheckpointKey {
@@ -219,6 +224,24 @@ pub enum Verb {
         /// A bundle, ID[:QTY], repeatable.
         #[arg(long = "bundle")]
         bundles: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ReportVerb {
+    /// Send a file of execution events (a JSON array, one envelope, or one envelope
+    /// per line) to PLATFORM_URL's `/api/reports/events` with the service token of
+    /// PLATFORM_TOKEN, in batches, for backfills. Every event is checked first: a
+    /// malformed one stops everything before anything is sent (exit 2). Redelivered
+    /// events are stored once. Exit 1 when the server refuses a batch.
+    Ingest {
+        /// The events file (`-` for standard input).
+        file: String,
+        /// Events per request (1 to 1000).
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
+        #[command(flatten)]
+        platform: PlatformArgs,
     },
 }
 

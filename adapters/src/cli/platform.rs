@@ -158,3 +158,55 @@ pub async fn login(
         .map_err(|e| refused(e.to_string()))?;
     answer(client.post(&endpoint).json(&body).send().await, &endpoint).await
 }
+
+/// The events of a backfill file: a JSON array, one envelope, or one envelope per
+/// line; every one checked (the first malformed one names its place).
+pub fn report_events(text: &str) -> Result<Vec<Value>, Failure> {
+    let trimmed = text.trim_start();
+    let events: Vec<Value> = if trimmed.starts_with('[') {
+        serde_json::from_str(text).map_err(|e| bad_input(format!("not a JSON array: {e}")))?
+    } else {
+        let mut events = Vec::new();
+        let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+        for (i, value) in stream.by_ref().enumerate() {
+            events.push(value.map_err(|e| bad_input(format!("event {}: {e}", i + 1)))?);
+        }
+        events
+    };
+    if events.is_empty() {
+        return Err(bad_input("the file holds no events".to_owned()));
+    }
+    for (i, event) in events.iter().enumerate() {
+        reporting::ExecutionEvent::parse(event)
+            .map_err(|e| bad_input(format!("event {}: {e}", i + 1)))?;
+    }
+    Ok(events)
+}
+
+/// `compliance report ingest`: sends `events` in batches of `batch`; the totals.
+pub async fn ingest_reports(
+    platform: &Platform,
+    events: &[Value],
+    batch: usize,
+) -> Result<Value, Failure> {
+    let endpoint = format!("{}/api/reports/events", platform.url.trim_end_matches('/'));
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+        .map_err(|e| refused(e.to_string()))?;
+    let (mut received, mut stored, mut executions) = (0u64, 0u64, 0u64);
+    for chunk in events.chunks(batch.clamp(1, 1000)) {
+        let sent = client
+            .post(&endpoint)
+            .bearer_auth(&platform.token)
+            .json(chunk)
+            .send()
+            .await;
+        let data = answer(sent, &endpoint).await?;
+        let count = |key: &str| data.get(key).and_then(Value::as_u64).unwrap_or(0);
+        received += count("received");
+        stored += count("stored");
+        executions += count("executions");
+    }
+    Ok(serde_json::json!({"received": received, "stored": stored, "executions": executions}))
+}

@@ -59,10 +59,19 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
         }
         Err(_) => String::new(),
     };
+    // Reporting: execution events whose resource name no single organization
+    // registered, kept aside.
+    let reports = match operations::unattributed(&state.store).await {
+        Ok((names, executions)) => format!(
+            "# HELP report_unattributed_resources Resource names whose events wait for a registration.\n# TYPE report_unattributed_resources gauge\nreport_unattributed_resources {names}\n\
+             # HELP report_unattributed_executions Executions waiting for their resource name's registration.\n# TYPE report_unattributed_executions gauge\nreport_unattributed_executions {executions}\n"
+        ),
+        Err(_) => String::new(),
+    };
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         format!(
-            "{}{}{outbox}{queue}",
+            "{}{}{outbox}{queue}{reports}",
             state.metrics.render(),
             state.audit_counters.render()
         ),

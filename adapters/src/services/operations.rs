@@ -18,3 +18,8 @@ pub async fn outbox(store: &Store) -> ServiceResult<OutboxDepth> {
 pub async fn reevaluation(store: &Store) -> ServiceResult<QueueDepth> {
     Ok(store.reevaluation_depth().await?)
 }
+
+/// Reporting: resource names waiting for a registration, and their executions.
+pub async fn unattributed(store: &Store) -> ServiceResult<(i64, i64)> {
+    Ok(store.unattributed_counts().await?)
+}

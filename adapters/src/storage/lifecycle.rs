@@ -21,7 +21,7 @@ pub struct DeletedOrg {
 
 /// The tables that hold an organization's data, children before parents; the
 /// audit chain's tables are not among them.
-const ORG_TABLES: [&str; 30] = [
+const ORG_TABLES: [&str; 33] = [
     "role_members",
     "memberships",
     "roles",
@@ -34,6 +34,9 @@ const ORG_TABLES: [&str; 30] = [
     "entity_snapshots",
     "denial_folds",
     "pipeline_registry",
+    "report_executions",
+    "report_stages",
+    "plugin_build_attempts",
     "pipelines",
     "quota_usage",
     "reevaluation_queue",

@@ -2,7 +2,7 @@
 //! prefix of each chain (verification tolerates that), the check log, ended scans
 //! and the notification history older than `COMPLIANCE_AUDIT_RETENTION_DAYS`, and
 //! the data of organizations deleted more than `ORG_RESTORE_DAYS` ago (their audit
-//! chains stay), by the replica that holds the `retention` lease.
+//! chains stay), reported executions and build attempts past `REPORT_RETENTION_DAYS`, by the replica that holds the `retention` lease.
 
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use crate::storage::Store;
 pub async fn prune_daily(
     store: Store,
     holder: String,
-    (retention_days, check_retention_days, restore_days): (u32, u32, u32),
+    (retention_days, check_retention_days, restore_days, report_days): (u32, u32, u32, u32),
     mut shutdown: Shutdown,
 ) {
     let mut every = tokio::time::interval(Duration::from_secs(24 * 3600));
@@ -59,6 +59,14 @@ pub async fn prune_daily(
             Ok(0) => {}
             Ok(orgs) => tracing::info!(orgs, "purged organizations past their restore window"),
             Err(error) => tracing::warn!(%error, "purging deleted organizations failed"),
+        }
+        let cutoff = Utc::now() - chrono::Duration::days(i64::from(report_days));
+        match store.prune_reports(cutoff).await {
+            Ok(0) => {}
+            Ok(rows) => {
+                tracing::info!(rows, %cutoff, "pruned reported executions past REPORT_RETENTION_DAYS")
+            }
+            Err(error) => tracing::warn!(%error, "report pruning failed"),
         }
         let cutoff = Utc::now() - chrono::Duration::days(1);
         match store.prune_signin(cutoff).await {

@@ -477,3 +477,97 @@ on_both_backends!(
     the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand,
     reports_are_scoped_permitted_and_refuse_hostile_parameters,
 );
+
+/// `compliance report ingest`: a backfill file (one envelope per line, duplicates
+/// included) sent to a real server process in batches; a malformed file sends
+/// nothing.
+#[tokio::test]
+async fn the_command_line_backfills_a_file() {
+    use super::crash::{create_org, free_port, start_with, user_token, wait_healthy};
+    let dir = std::env::temp_dir().join(format!("compliance-backfill-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("sqlite://{}", dir.join("reports.db").display());
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let server = start_with(&url, port, &[]);
+    let client = reqwest::Client::new();
+    wait_healthy(&client, &base).await;
+    let alice = user_token("alice");
+    let org = create_org(&client, &base, &alice, "acme").await;
+    let created: Value = client
+        .post(format!("{base}/api/pipelines"))
+        .bearer_auth(&alice)
+        .header("x-org-id", &org)
+        .json(&staged_pipeline("web"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let pipeline = created["data"]["id"].as_str().unwrap();
+    let registered = client
+        .post(format!("{base}/api/pipelines/registry"))
+        .bearer_auth(&alice)
+        .header("x-org-id", &org)
+        .json(&json!({"arn": ARN_A, "pipelineId": pipeline}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(registered.status(), StatusCode::OK);
+    let mut claims = adapters::auth::Claims::user(
+        "backfill",
+        None,
+        Utc::now(),
+        std::time::Duration::from_secs(600),
+    );
+    claims.service = Some("backfill".to_owned());
+    let service = adapters::auth::TokenKeys::hs256(SECRET)
+        .sign(&claims)
+        .unwrap();
+    let ingest = |file: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_compliance"))
+            .args([
+                "report",
+                "ingest",
+                &file.display().to_string(),
+                "--batch",
+                "7",
+            ])
+            .env("PLATFORM_URL", &base)
+            .env("PLATFORM_TOKEN", &service)
+            .output()
+            .unwrap()
+    };
+    let lines: Vec<String> = stream().iter().map(Value::to_string).collect();
+    let mut broken = lines.clone();
+    broken[4] = broken[4].replace("aws.codepipeline", "aws.ec2");
+    let bad = dir.join("bad.ndjson");
+    std::fs::write(&bad, broken.join("\n")).unwrap();
+    let refused = ingest(&bad);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("event 5: source"),
+        "{refused:?}"
+    );
+    let good = dir.join("events.ndjson");
+    std::fs::write(&good, lines.join("\n")).unwrap();
+    let sent = ingest(&good);
+    assert!(sent.status.success(), "{sent:?}");
+    let totals: Value = serde_json::from_slice(&sent.stdout).unwrap();
+    assert_eq!(totals["received"], 42, "31 events, 11 of them twice");
+    assert_eq!(totals["stored"], 31);
+    let count: Value = client
+        .get(format!("{base}/api/reports/execution/count?{RANGE}"))
+        .bearer_auth(&alice)
+        .header("x-org-id", &org)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(count["data"]["overall"]["total"], 6, "{count}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
