@@ -325,15 +325,15 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, state: &str) {
-        self.total += 1;
+    fn add(&mut self, state: &str, n: u64) {
+        self.total += n;
         match state {
-            "SUCCEEDED" => self.succeeded += 1,
-            "FAILED" => self.failed += 1,
-            "STOPPED" => self.stopped += 1,
-            "CANCELED" | "ABANDONED" => self.canceled += 1,
-            "SUPERSEDED" => self.superseded += 1,
-            _ => self.running += 1,
+            "SUCCEEDED" => self.succeeded += n,
+            "FAILED" => self.failed += n,
+            "STOPPED" => self.stopped += n,
+            "CANCELED" | "ABANDONED" => self.canceled += n,
+            "SUPERSEDED" => self.superseded += n,
+            _ => self.running += n,
         }
     }
 }
@@ -374,10 +374,10 @@ pub struct Rate {
 }
 
 impl Rate {
-    fn add(&mut self, outcome: &str) {
+    fn add(&mut self, outcome: &str, n: u64) {
         match outcome {
-            "success" => self.succeeded += 1,
-            "failure" => self.failed += 1,
+            "success" => self.succeeded += n,
+            "failure" => self.failed += n,
             _ => {}
         }
         self.rate = reporting::rate(self.succeeded, self.failed);
@@ -514,27 +514,58 @@ pub struct ErrorReport {
     pub categories: Vec<CategoryCount>,
 }
 
-/// The execution count report.
-pub async fn count(state: &AppState, query: &ReportQuery) -> ServiceResult<CountReport> {
-    let rows = state.store.report_executions(&query.store_scope()).await?;
-    Ok(count_of(query, &rows))
+/// The column expression of a bucket of `granularity` over a stored instant (RFC
+/// 3339 text, UTC): its first 13 characters are its hour, its first 10 its day;
+/// weeks are made of days here.
+fn bucket_key(granularity: Granularity) -> &'static str {
+    match granularity {
+        Granularity::Hour => "substr(started_at, 1, 13)",
+        Granularity::Day | Granularity::Week => "substr(started_at, 1, 10)",
+    }
 }
 
-/// The count report of `rows` (pure).
-pub fn count_of(query: &ReportQuery, rows: &[ExecutionRow]) -> CountReport {
+/// The bucket of a grouped key (`2026-11-20T10` or `2026-11-20`).
+fn bucket_of(granularity: Granularity, key: &str) -> Option<DateTime<Utc>> {
+    let text = if key.len() == 13 {
+        format!("{key}:00:00Z")
+    } else {
+        format!("{key}T00:00:00Z")
+    };
+    let at = DateTime::parse_from_rfc3339(&text)
+        .ok()?
+        .with_timezone(&Utc);
+    Some(granularity.bucket_of(at))
+}
+
+fn key(group: &[Option<String>], i: usize) -> &str {
+    group.get(i).and_then(|k| k.as_deref()).unwrap_or_default()
+}
+
+/// The execution count report: executions grouped by pipeline and state.
+pub async fn count(state: &AppState, query: &ReportQuery) -> ServiceResult<CountReport> {
+    let groups = state
+        .store
+        .report_counts(
+            "report_executions",
+            &query.store_scope(),
+            &["pipeline_id", "state"],
+            "",
+        )
+        .await?;
     let mut overall = Counts::default();
-    let mut by_pipeline: BTreeMap<&str, Counts> = BTreeMap::new();
-    for row in rows {
-        overall.add(&row.state);
+    let mut by_pipeline: BTreeMap<String, Counts> = BTreeMap::new();
+    for (group, n) in &groups {
+        let (pipeline, state) = (key(group, 0), key(group, 1));
+        overall.add(state, *n);
         by_pipeline
-            .entry(&row.pipeline_id)
+            .entry(pipeline.to_owned())
             .or_default()
-            .add(&row.state);
+            .add(state, *n);
     }
     let mut pipelines: Vec<PipelineCounts> = by_pipeline
         .into_iter()
-        .map(|(id, counts)| PipelineCounts {
-            pipeline_id: id.to_owned(),
+        .map(|(pipeline_id, counts)| PipelineCounts {
+            pipeline_id,
             counts,
         })
         .collect();
@@ -545,55 +576,63 @@ pub fn count_of(query: &ReportQuery, rows: &[ExecutionRow]) -> CountReport {
             .then(a.pipeline_id.cmp(&b.pipeline_id))
     });
     pipelines.truncate(query.limit);
-    CountReport {
+    Ok(CountReport {
         scope: query.scope(),
         overall,
         pipelines,
-    }
+    })
 }
 
-/// The success-rate report.
+/// Rates per bucket from `(bucket key, outcome, count)` groups, every bucket of the
+/// range present.
+fn rate_series(
+    query: &ReportQuery,
+    groups: &[(Vec<Option<String>>, u64)],
+) -> (Rate, Vec<RateBucket>) {
+    let mut series: BTreeMap<DateTime<Utc>, Rate> = query
+        .range
+        .buckets(query.granularity)
+        .into_iter()
+        .map(|b| (b, Rate::default()))
+        .collect();
+    let mut overall = Rate::default();
+    for (group, n) in groups {
+        let outcome = key(group, 1);
+        overall.add(outcome, *n);
+        if let Some(bucket) =
+            bucket_of(query.granularity, key(group, 0)).and_then(|b| series.get_mut(&b))
+        {
+            bucket.add(outcome, *n);
+        }
+    }
+    let series = series
+        .into_iter()
+        .map(|(start, rate)| RateBucket { start, rate })
+        .collect();
+    (overall, series)
+}
+
+/// The success-rate report: executions grouped by bucket and outcome.
 pub async fn success_rate(
     state: &AppState,
     query: &ReportQuery,
 ) -> ServiceResult<SuccessRateReport> {
-    let rows = state.store.report_executions(&query.store_scope()).await?;
-    Ok(success_rate_of(query, &rows))
-}
-
-/// The success-rate report of `rows` (pure).
-pub fn success_rate_of(query: &ReportQuery, rows: &[ExecutionRow]) -> SuccessRateReport {
-    let buckets = query.range.buckets(query.granularity);
-    let mut series: BTreeMap<DateTime<Utc>, Rate> =
-        buckets.iter().map(|b| (*b, Rate::default())).collect();
-    let mut overall = Rate::default();
-    for row in rows {
-        overall.add(&row.outcome);
-        if let Some(bucket) = series.get_mut(&query.granularity.bucket_of(row.started_at)) {
-            bucket.add(&row.outcome);
-        }
-    }
-    SuccessRateReport {
+    let groups = state
+        .store
+        .report_counts(
+            "report_executions",
+            &query.store_scope(),
+            &[bucket_key(query.granularity), "outcome"],
+            "",
+        )
+        .await?;
+    let (overall, series) = rate_series(query, &groups);
+    Ok(SuccessRateReport {
         scope: query.scope(),
         granularity: query.granularity,
         overall,
-        series: series
-            .into_iter()
-            .map(|(start, rate)| RateBucket { start, rate })
-            .collect(),
-    }
-}
-
-fn finished(row: &ExecutionRow) -> Option<i64> {
-    (row.outcome == "success" || row.outcome == "failure")
-        .then_some(row.duration_ms)
-        .flatten()
-}
-
-/// The duration report.
-pub async fn duration(state: &AppState, query: &ReportQuery) -> ServiceResult<DurationReport> {
-    let rows = state.store.report_executions(&query.store_scope()).await?;
-    Ok(duration_of(query, &rows))
+        series,
+    })
 }
 
 fn by_p95_then_key<K: Ord>(a: (&Summary, K), b: (&Summary, K)) -> std::cmp::Ordering {
@@ -603,74 +642,93 @@ fn by_p95_then_key<K: Ord>(a: (&Summary, K), b: (&Summary, K)) -> std::cmp::Orde
         .then(a.1.cmp(&b.1))
 }
 
-/// The duration report of `rows` (pure).
-pub fn duration_of(query: &ReportQuery, rows: &[ExecutionRow]) -> DurationReport {
-    let mut all = Vec::new();
-    let mut by_pipeline: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
-    for row in rows {
-        if let Some(ms) = finished(row) {
-            all.push(ms);
-            by_pipeline.entry(&row.pipeline_id).or_default().push(ms);
-        }
+/// Summaries per key of `(keys, duration)` rows, overall and for the `limit` keys
+/// with the highest p95.
+fn summaries(
+    limit: usize,
+    rows: Vec<(Vec<String>, i64)>,
+) -> (Option<Summary>, Vec<(Vec<String>, Summary)>) {
+    let mut all = Vec::with_capacity(rows.len());
+    let mut by_key: BTreeMap<Vec<String>, Vec<i64>> = BTreeMap::new();
+    for (group, ms) in rows {
+        all.push(ms);
+        by_key.entry(group).or_default().push(ms);
     }
-    let mut pipelines: Vec<PipelineDurations> = by_pipeline
+    let mut keyed: Vec<(Vec<String>, Summary)> = by_key
         .into_iter()
-        .filter_map(|(id, values)| {
-            Some(PipelineDurations {
-                pipeline_id: id.to_owned(),
-                durations: Summary::of(values)?,
-            })
-        })
+        .filter_map(|(group, values)| Some((group, Summary::of(values)?)))
         .collect();
-    pipelines.sort_by(|a, b| {
-        by_p95_then_key(
-            (&a.durations, &a.pipeline_id),
-            (&b.durations, &b.pipeline_id),
-        )
-    });
-    pipelines.truncate(query.limit);
-    DurationReport {
-        scope: query.scope(),
-        overall: Summary::of(all),
-        pipelines,
-    }
+    keyed.sort_by(|a, b| by_p95_then_key((&a.1, &a.0), (&b.1, &b.0)));
+    keyed.truncate(limit);
+    (Summary::of(all), keyed)
 }
 
-/// The stage failure heat map.
+/// The duration report: finished executions' durations.
+pub async fn duration(state: &AppState, query: &ReportQuery) -> ServiceResult<DurationReport> {
+    let rows = state
+        .store
+        .report_durations(
+            "report_executions",
+            &query.store_scope(),
+            &["pipeline_id"],
+            "AND outcome IN ('success', 'failure')",
+        )
+        .await?;
+    let (overall, keyed) = summaries(query.limit, rows);
+    Ok(DurationReport {
+        scope: query.scope(),
+        overall,
+        pipelines: keyed
+            .into_iter()
+            .map(|(group, durations)| PipelineDurations {
+                pipeline_id: group.into_iter().next().unwrap_or_default(),
+                durations,
+            })
+            .collect(),
+    })
+}
+
+/// The stage failure heat map: failed stage runs grouped by stage and bucket.
 pub async fn stage_failures(
     state: &AppState,
     query: &ReportQuery,
 ) -> ServiceResult<StageFailureReport> {
-    let rows = state.store.report_stages(&query.store_scope()).await?;
-    Ok(stage_failures_of(query, &rows))
-}
-
-/// The heat map of `rows` (pure).
-pub fn stage_failures_of(query: &ReportQuery, rows: &[StageRow]) -> StageFailureReport {
+    let groups = state
+        .store
+        .report_counts(
+            "report_stages",
+            &query.store_scope(),
+            &["pipeline_id", "stage", bucket_key(query.granularity)],
+            "AND state = 'FAILED'",
+        )
+        .await?;
     let buckets = query.range.buckets(query.granularity);
-    let mut by_stage: BTreeMap<(&str, &str), BTreeMap<DateTime<Utc>, u64>> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.state == "FAILED") {
+    let mut by_stage: BTreeMap<(String, String), BTreeMap<DateTime<Utc>, u64>> = BTreeMap::new();
+    for (group, n) in &groups {
+        let Some(bucket) = bucket_of(query.granularity, key(group, 2)) else {
+            continue;
+        };
         *by_stage
-            .entry((&row.pipeline_id, &row.stage))
+            .entry((key(group, 0).to_owned(), key(group, 1).to_owned()))
             .or_default()
-            .entry(query.granularity.bucket_of(row.started_at))
-            .or_default() += 1;
+            .entry(bucket)
+            .or_default() += n;
     }
-    type Row<'a> = (u64, (&'a str, &'a str), BTreeMap<DateTime<Utc>, u64>);
-    let mut stages: Vec<Row<'_>> = by_stage
+    type Row = (u64, (String, String), BTreeMap<DateTime<Utc>, u64>);
+    let mut stages: Vec<Row> = by_stage
         .into_iter()
         .map(|(key, counts)| (counts.values().sum(), key, counts))
         .collect();
     stages.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     stages.truncate(query.limit);
-    StageFailureReport {
+    Ok(StageFailureReport {
         scope: query.scope(),
         granularity: query.granularity,
         stages: stages
             .into_iter()
-            .map(|(failures, (pipeline, stage), counts)| StageFailures {
-                pipeline_id: pipeline.to_owned(),
-                stage: stage.to_owned(),
+            .map(|(failures, (pipeline_id, stage), counts)| StageFailures {
+                pipeline_id,
+                stage,
                 failures,
                 series: buckets
                     .iter()
@@ -681,70 +739,57 @@ pub fn stage_failures_of(query: &ReportQuery, rows: &[StageRow]) -> StageFailure
                     .collect(),
             })
             .collect(),
-    }
+    })
 }
 
-/// The stage bottleneck report.
+/// The stage bottleneck report: ended stage runs' durations.
 pub async fn stage_bottlenecks(
     state: &AppState,
     query: &ReportQuery,
 ) -> ServiceResult<BottleneckReport> {
-    let rows = state.store.report_stages(&query.store_scope()).await?;
-    Ok(stage_bottlenecks_of(query, &rows))
-}
-
-/// The bottlenecks of `rows` (pure): stage runs that ended (any terminal state).
-pub fn stage_bottlenecks_of(query: &ReportQuery, rows: &[StageRow]) -> BottleneckReport {
-    let mut by_stage: BTreeMap<(&str, &str), Vec<i64>> = BTreeMap::new();
-    for row in rows {
-        if let Some(ms) = row.duration_ms {
-            by_stage
-                .entry((&row.pipeline_id, &row.stage))
-                .or_default()
-                .push(ms);
-        }
-    }
-    let mut stages: Vec<StageDurations> = by_stage
-        .into_iter()
-        .filter_map(|((pipeline, stage), values)| {
-            Some(StageDurations {
-                pipeline_id: pipeline.to_owned(),
-                stage: stage.to_owned(),
-                durations: Summary::of(values)?,
-            })
-        })
-        .collect();
-    stages.sort_by(|a, b| {
-        by_p95_then_key(
-            (&a.durations, (&a.pipeline_id, &a.stage)),
-            (&b.durations, (&b.pipeline_id, &b.stage)),
+    let rows = state
+        .store
+        .report_durations(
+            "report_stages",
+            &query.store_scope(),
+            &["pipeline_id", "stage"],
+            "",
         )
-    });
-    stages.truncate(query.limit);
-    BottleneckReport {
+        .await?;
+    let (_, keyed) = summaries(query.limit, rows);
+    Ok(BottleneckReport {
         scope: query.scope(),
-        stages,
-    }
+        stages: keyed
+            .into_iter()
+            .map(|(group, durations)| {
+                let mut parts = group.into_iter();
+                StageDurations {
+                    pipeline_id: parts.next().unwrap_or_default(),
+                    stage: parts.next().unwrap_or_default(),
+                    durations,
+                }
+            })
+            .collect(),
+    })
 }
 
-/// The error category report.
+/// The error category report: failed executions grouped by category.
 pub async fn errors(state: &AppState, query: &ReportQuery) -> ServiceResult<ErrorReport> {
-    let rows = state.store.report_executions(&query.store_scope()).await?;
-    Ok(errors_of(query, &rows))
-}
-
-/// The error categories of `rows` (pure).
-pub fn errors_of(query: &ReportQuery, rows: &[ExecutionRow]) -> ErrorReport {
+    let groups = state
+        .store
+        .report_counts(
+            "report_executions",
+            &query.store_scope(),
+            &["error"],
+            "AND outcome = 'failure'",
+        )
+        .await?;
     let mut counts: BTreeMap<ErrorCategory, u64> = BTreeMap::new();
     let mut failures = 0u64;
-    for row in rows.iter().filter(|r| r.outcome == "failure") {
-        failures += 1;
-        let category = row
-            .error
-            .as_deref()
-            .and_then(ErrorCategory::parse)
-            .unwrap_or(ErrorCategory::Pipeline);
-        *counts.entry(category).or_default() += 1;
+    for (group, n) in &groups {
+        failures += n;
+        let category = ErrorCategory::parse(key(group, 0)).unwrap_or(ErrorCategory::Pipeline);
+        *counts.entry(category).or_default() += n;
     }
     let mut categories: Vec<CategoryCount> = counts
         .into_iter()
@@ -760,11 +805,11 @@ pub fn errors_of(query: &ReportQuery, rows: &[ExecutionRow]) -> ErrorReport {
             .then(a.category.name().cmp(b.category.name()))
     });
     categories.truncate(query.limit);
-    ErrorReport {
+    Ok(ErrorReport {
         scope: query.scope(),
         failures,
         categories,
-    }
+    })
 }
 
 /// The plugins by build status.
@@ -951,9 +996,9 @@ pub async fn build_success_rate(
     let mut overall = Rate::default();
     for a in &attempts {
         let outcome = attempt_outcome(&a.outcome);
-        overall.add(outcome);
+        overall.add(outcome, 1);
         if let Some(bucket) = series.get_mut(&query.granularity.bucket_of(a.started_at)) {
-            bucket.add(outcome);
+            bucket.add(outcome, 1);
         }
     }
     Ok(BuildRateReport {

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::decode::Decoder;
-use super::{placeholders, stamp, Cell, Dialect, Rows, Store, StoreResult};
+use super::{placeholders, stamp, Cell, Rows, Store, StoreResult};
 
 /// An event to store: its id, resource, execution, time and checked body (JSON).
 #[derive(Debug, Clone)]
@@ -105,21 +105,6 @@ pub struct UnattributedRow {
     pub first_seen: DateTime<Utc>,
     /// When its latest event arrived.
     pub last_seen: DateTime<Utc>,
-}
-
-fn execution_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ExecutionRow> {
-    let d = Decoder::new(row, "report_executions", &["resource", "execution_id"]);
-    Ok(ExecutionRow {
-        org_id: d.get("org_id")?,
-        pipeline_id: d.get("pipeline_id")?,
-        execution_id: d.get("execution_id")?,
-        state: d.get("state")?,
-        outcome: d.get("outcome")?,
-        started_at: d.stamp("started_at")?,
-        ended_at: d.opt_stamp("ended_at")?,
-        duration_ms: d.get("duration_ms")?,
-        error: d.get("error")?,
-    })
 }
 
 /// The organizations a report reads, its range, and its filter.
@@ -234,8 +219,7 @@ impl Store {
             .collect()
     }
 
-    /// Derives one waiting execution in one transaction: its pending row is locked
-    /// (on PostgreSQL; SQLite has one writer), its events' bodies and its resource's
+    /// Derives one waiting execution in one transaction: its pending row is locked, its events' bodies and its resource's
     /// registrations `(org_id, pipeline_id)` (live organizations only) are handed to
     /// `derive`, and what it answers is stored; the pending row goes. `false` when
     /// it was derived meanwhile.
@@ -245,19 +229,18 @@ impl Store {
         derive: &Derivation,
         now: DateTime<Utc>,
     ) -> StoreResult<bool> {
-        let lock = match self.dialect() {
-            Dialect::Postgres => " FOR UPDATE",
-            Dialect::Sqlite => "",
-        };
         let mut tx = self.pool().begin().await?;
-        let waiting = sqlx::query(&self.sql(&format!(
-            "SELECT resource FROM report_pending WHERE resource = $1 AND execution_id = $2{lock}"
-        )))
+        // A write first: it takes the pending row's lock on PostgreSQL and the write
+        // lock on SQLite (a transaction that read first could not write after another
+        // writer's commit).
+        let waiting = sqlx::query(&self.sql(
+            "UPDATE report_pending SET queued_at = queued_at WHERE resource = $1 AND execution_id = $2",
+        ))
         .bind(resource)
         .bind(execution_id)
-        .fetch_optional(&mut *tx)
+        .execute(&mut *tx)
         .await?;
-        if waiting.is_none() {
+        if waiting.rows_affected() == 0 {
             return Ok(false);
         }
         let bodies: Vec<String> = sqlx::query(&self.sql(
@@ -422,37 +405,69 @@ impl Store {
         Ok((row.try_get("names")?, row.try_get("executions")?))
     }
 
-    /// The executions a report reads, in start order.
-    pub async fn report_executions(
+    /// Counts of a report's rows grouped by `keys` (column expressions of the code,
+    /// never of a client: `pipeline_id`, `state`, `substr(started_at, 1, 10)`...)
+    /// among the rows of `table` in the scope that also meet `also` (a condition of
+    /// the code, or empty): each group's keys as text, and its count. The grouping
+    /// and counting are the database's; what they mean is the caller's.
+    pub async fn report_counts(
         &self,
+        table: &'static str,
         scope: &ReportScope<'_>,
-    ) -> StoreResult<Vec<ExecutionRow>> {
+        keys: &[&'static str],
+        also: &'static str,
+    ) -> StoreResult<Vec<(Vec<Option<String>>, u64)>> {
         let (filter, cells) = scope.filter();
+        let columns: Vec<String> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| format!("{k} AS k{i}"))
+            .collect();
+        let positions: Vec<String> = (1..=keys.len()).map(|i| i.to_string()).collect();
         let statement = self.sql(&format!(
-            "SELECT * FROM report_executions WHERE {filter} ORDER BY started_at, execution_id"
-        ));
-        let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
-        rows.iter().map(execution_from_row).collect()
-    }
-
-    /// The stage runs a report reads, in start order.
-    pub async fn report_stages(&self, scope: &ReportScope<'_>) -> StoreResult<Vec<StageRow>> {
-        let (filter, cells) = scope.filter();
-        let statement = self.sql(&format!(
-            "SELECT pipeline_id, stage, state, started_at, duration_ms FROM report_stages WHERE {filter}
-             ORDER BY started_at, execution_id, stage"
+            "SELECT {}, COUNT(*) AS n FROM {table} WHERE {filter} {also} GROUP BY {}",
+            columns.join(", "),
+            positions.join(", ")
         ));
         let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
         rows.iter()
             .map(|row| {
-                let d = Decoder::new(row, "report_stages", &["stage"]);
-                Ok(StageRow {
-                    pipeline_id: d.get("pipeline_id")?,
-                    stage: d.get("stage")?,
-                    state: d.get("state")?,
-                    started_at: d.stamp("started_at")?,
-                    duration_ms: d.get("duration_ms")?,
-                })
+                let d = Decoder::new(row, table, &[]);
+                let group = (0..keys.len())
+                    .map(|i| d.get::<Option<String>>(&format!("k{i}")))
+                    .collect::<StoreResult<Vec<_>>>()?;
+                Ok((group, d.get::<i64>("n")?.unsigned_abs()))
+            })
+            .collect()
+    }
+
+    /// The durations of a report's rows of `table` in the scope that have one and
+    /// meet `also`, each with its `keys` (as for [`Store::report_counts`]).
+    pub async fn report_durations(
+        &self,
+        table: &'static str,
+        scope: &ReportScope<'_>,
+        keys: &[&'static str],
+        also: &'static str,
+    ) -> StoreResult<Vec<(Vec<String>, i64)>> {
+        let (filter, cells) = scope.filter();
+        let columns: Vec<String> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| format!("{k} AS k{i}"))
+            .collect();
+        let statement = self.sql(&format!(
+            "SELECT {}, duration_ms FROM {table} WHERE {filter} AND duration_ms IS NOT NULL {also}",
+            columns.join(", ")
+        ));
+        let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
+        rows.iter()
+            .map(|row| {
+                let d = Decoder::new(row, table, &[]);
+                let group = (0..keys.len())
+                    .map(|i| d.get::<String>(&format!("k{i}")))
+                    .collect::<StoreResult<Vec<_>>>()?;
+                Ok((group, d.get::<i64>("duration_ms")?))
             })
             .collect()
     }
