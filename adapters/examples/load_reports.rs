@@ -1,0 +1,233 @@
+//! Load: reporting, against the server on loopback over a real database. First the
+//! ingest: execution events (five per execution: the pipeline and one stage started
+//! and succeeded, one action) posted by a service in batches of 500, several
+//! batches in flight, each stored once and its executions derived. Then each
+//! execution report over `EXECUTIONS` stored executions of one organization spread
+//! over 90 days (two stages each; seeded by SQL), asked for the whole 90 days: the
+//! median of five runs.
+//!
+//! ```sh
+//! DATABASE_URL=postgres://postgres@127.0.0.1:5432/load \
+//!   cargo run --release -p adapters --example load_reports -- 50000 4 1000000
+//! ```
+//!
+//! Arguments: events to ingest (50000), batches in flight (4), executions to seed
+//! (1000000). The database is migrated; use a scratch one.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{SecondsFormat, Utc};
+use serde_json::{json, Value};
+use support::load::{measure, serve, status};
+
+const ARN: &str = "arn:aws:codepipeline:us-east-1:123456789012:load";
+
+fn event(
+    id: usize,
+    execution: usize,
+    (kind, stage, state): (&str, Option<&str>, &str),
+    at: chrono::DateTime<Utc>,
+) -> Value {
+    let mut detail = json!({"pipeline": "load", "execution-id": format!("x{execution}"), "state": state, "version": 1});
+    if let Some(stage) = stage {
+        detail["stage"] = json!(stage);
+    }
+    if kind == "Action" {
+        detail["action"] = json!("Compile");
+        detail["type"] = json!({"category": "Build"});
+    }
+    json!({
+        "id": format!("load-{id}"),
+        "detail-type": format!("CodePipeline {kind} Execution State Change"),
+        "source": "aws.codepipeline",
+        "time": at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        "resources": [ARN],
+        "detail": detail,
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<(), String> {
+    let mut args = std::env::args().skip(1);
+    let events: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(50_000);
+    let in_flight: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(4);
+    let seeded: i64 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
+    let server = serve(&[]).await?;
+    let base = server.base.clone();
+    let user = server.user_token("load")?;
+    let service = server.service_token("eventbridge")?;
+    let name = format!("load-{}", &adapters::new_id()[..8]);
+    let org = server
+        .organization(&user, json!({ "name": name }), None)
+        .await?;
+    let pool = adapters::storage::pool_for_tests(&server.state.store);
+    let now = Utc::now();
+    let stamp = |t: chrono::DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Micros, true);
+    let postgres = server.state.store.dialect() == adapters::storage::Dialect::Postgres;
+    let sql = |text: &str| {
+        if postgres {
+            text.to_owned()
+        } else {
+            text.replace('$', "?")
+        }
+    };
+    sqlx::query(&sql(
+        "INSERT INTO pipeline_registry (org_id, arn, pipeline_id, created_at, updated_at) VALUES ($1, $2, 'p-load', $3, $3)",
+    ))
+    .bind(&org)
+    .bind(ARN)
+    .bind(stamp(now))
+    .execute(pool)
+    .await
+    .map_err(|e| e.to_string())?;
+
+    // The ingest.
+    let executions = events.div_ceil(5);
+    let mut all = Vec::with_capacity(executions * 5);
+    for x in 0..executions {
+        let at = now - chrono::Duration::minutes(i64::try_from(x).unwrap_or(0) % 100_000);
+        let later = at + chrono::Duration::seconds(90);
+        all.push(event(x * 5, x, ("Pipeline", None, "STARTED"), at));
+        all.push(event(x * 5 + 1, x, ("Stage", Some("Build"), "STARTED"), at));
+        all.push(event(
+            x * 5 + 2,
+            x,
+            ("Action", Some("Build"), "SUCCEEDED"),
+            later,
+        ));
+        all.push(event(
+            x * 5 + 3,
+            x,
+            ("Stage", Some("Build"), "SUCCEEDED"),
+            later,
+        ));
+        all.push(event(x * 5 + 4, x, ("Pipeline", None, "SUCCEEDED"), later));
+    }
+    let batches: Arc<Vec<Value>> = Arc::new(all.chunks(500).map(|c| json!(c)).collect());
+    let http = reqwest::Client::new();
+    let shared = Arc::new((http.clone(), base.clone(), service.clone(), batches.clone()));
+    let started = Instant::now();
+    let figures = measure(batches.len(), in_flight, move |i| {
+        let shared = shared.clone();
+        async move {
+            let (http, base, service, batches) = &*shared;
+            let Some(batch) = batches.get(i) else {
+                return 0;
+            };
+            status(
+                http.post(format!("{base}/api/reports/events"))
+                    .bearer_auth(service)
+                    .json(batch)
+                    .send()
+                    .await,
+            )
+        }
+    })
+    .await?
+    .all(200)?;
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "ingest: {} events ({} executions) in {:.1} s: {:.0} events/s (batches of 500, {in_flight} in flight; median batch {:.0} ms)",
+        all.len(),
+        executions,
+        seconds,
+        all.len() as f64 / seconds,
+        figures.median_ms
+    );
+
+    // The reports over `seeded` executions of one organization over 90 days.
+    let seed_started = Instant::now();
+    // One every 90 days / `seeded`, back from now; 20 pipelines; one in ten failed
+    // in Build; two stages each.
+    let step_ms = 7_776_000_000 / seeded.max(1);
+    let (numbers, instant) = if postgres {
+        (
+            "SELECT g AS n FROM generate_series(1, $2::bigint) g",
+            "to_char((now() - (n * $3::bigint) * interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
+        )
+    } else {
+        (
+            "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $2) SELECT n FROM g",
+            "strftime('%Y-%m-%dT%H:%M:%S', 'now', '-' || ((n * $3) / 1000) || ' seconds') || '.000000Z'",
+        )
+    };
+    let executions = format!(
+        "INSERT INTO report_executions (resource, execution_id, org_id, pipeline_id, state, outcome, started_at, ended_at, duration_ms, error)
+         SELECT 'arn:seed:' || (n % 20), 's' || n, $1, 'p' || (n % 20),
+           CASE WHEN n % 10 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END,
+           CASE WHEN n % 10 = 0 THEN 'failure' ELSE 'success' END,
+           {instant}, NULL, 60000 + (n % 1000) * 100,
+           CASE WHEN n % 10 = 0 THEN 'build' ELSE NULL END
+         FROM ({numbers}) AS numbers"
+    );
+    let stages = format!(
+        "INSERT INTO report_stages (resource, execution_id, stage, org_id, pipeline_id, state, started_at, duration_ms)
+         SELECT 'arn:seed:' || (n % 20), 's' || n, stage, $1, 'p' || (n % 20),
+           CASE WHEN n % 10 = 0 AND stage = 'Build' THEN 'FAILED' ELSE 'SUCCEEDED' END,
+           {instant}, 20000 + (n % 500) * 100
+         FROM ({numbers}) AS numbers, (SELECT 'Build' AS stage UNION ALL SELECT 'Deploy') AS stages"
+    );
+    for statement in [executions, stages] {
+        sqlx::query(&sql(&statement))
+            .bind(&org)
+            .bind(seeded)
+            .bind(step_ms)
+            .execute(pool)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    if postgres {
+        sqlx::query("ANALYZE report_executions; ANALYZE report_stages")
+            .execute(pool)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    println!(
+        "seeded {seeded} executions in {:.1} s",
+        seed_started.elapsed().as_secs_f64()
+    );
+    let from = stamp(now - chrono::Duration::days(90));
+    let to = stamp(now + chrono::Duration::seconds(1));
+    for report in [
+        "count",
+        "success-rate",
+        "duration",
+        "stage-failures",
+        "stage-bottlenecks",
+        "errors",
+    ] {
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let at = Instant::now();
+            let answer: Value = http
+                .get(format!("{base}/api/reports/execution/{report}"))
+                .query(&[("from", from.as_str()), ("to", to.as_str())])
+                .bearer_auth(&user)
+                .header("x-org-id", &org)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?
+                .json()
+                .await
+                .map_err(|e| e.to_string())?;
+            if answer.get("success") != Some(&json!(true)) {
+                return Err(format!("{report}: {answer}"));
+            }
+            times.push(at.elapsed());
+        }
+        times.sort();
+        let median = times.get(2).copied().unwrap_or(Duration::ZERO);
+        println!(
+            "report {report} over {seeded} executions: median {:.0} ms",
+            median.as_secs_f64() * 1000.0
+        );
+    }
+    server.stop().await;
+    Ok(())
+}
