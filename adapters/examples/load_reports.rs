@@ -183,10 +183,12 @@ async fn main() -> Result<(), String> {
             .map_err(|e| e.to_string())?;
     }
     if postgres {
-        sqlx::query("ANALYZE report_executions; ANALYZE report_stages")
-            .execute(pool)
-            .await
-            .map_err(|e| e.to_string())?;
+        for table in ["report_executions", "report_stages"] {
+            sqlx::query(&format!("ANALYZE {table}"))
+                .execute(pool)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
     }
     println!(
         "seeded {seeded} executions in {:.1} s",

@@ -48,17 +48,50 @@ pub struct Summary {
 
 impl Summary {
     /// Summarizes `values` (sorted here); `None` when empty.
-    pub fn of(mut values: Vec<i64>) -> Option<Summary> {
-        values.sort_unstable();
-        let count = u64::try_from(values.len()).ok()?;
-        let sum: i128 = values.iter().map(|v| i128::from(*v)).sum();
+    pub fn of(values: Vec<i64>) -> Option<Summary> {
+        let mut counts: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
+        for v in values {
+            *counts.entry(v).or_default() += 1;
+        }
+        Summary::of_histogram(counts.into_iter().collect())
+    }
+
+    /// Summarizes a sample given as `(value, how many times)` pairs, in any order:
+    /// the same summary as of the values written out (durations from second-precision
+    /// event times repeat a lot, so a database sends far fewer pairs than values).
+    pub fn of_histogram(mut pairs: Vec<(i64, u64)>) -> Option<Summary> {
+        pairs.retain(|(_, n)| *n > 0);
+        pairs.sort_unstable();
+        let count: u64 = pairs.iter().map(|(_, n)| *n).sum();
+        let sum: i128 = pairs
+            .iter()
+            .map(|(v, n)| i128::from(*v) * i128::from(*n))
+            .sum();
+        // The value at a 0-based rank of the written-out sample.
+        let at = |rank: u64| -> Option<i64> {
+            let mut seen = 0u64;
+            for (value, n) in &pairs {
+                seen += n;
+                if rank < seen {
+                    return Some(*value);
+                }
+            }
+            None
+        };
+        let percentile = |hundredths: u64| -> Option<f64> {
+            let scaled = hundredths * count.checked_sub(1)?;
+            let (low, remainder) = (scaled / 100, i128::from(scaled % 100));
+            let a = at(low)?;
+            let b = if remainder > 0 { at(low + 1)? } else { a };
+            Some(a as f64 + ((i128::from(b) - i128::from(a)) * remainder) as f64 / 100.0)
+        };
         Some(Summary {
             count,
-            min: *values.first()?,
-            max: *values.last()?,
+            min: pairs.first()?.0,
+            max: pairs.last()?.0,
             mean: (sum as f64) / (count as f64),
-            median: percentile(&values, 50)?,
-            p95: percentile(&values, 95)?,
+            median: percentile(50)?,
+            p95: percentile(95)?,
         })
     }
 }
@@ -95,6 +128,20 @@ mod tests {
             let got = percentile(&sorted, p).unwrap_or(f64::NAN);
             prop_assert!((got - reference(&values, p)).abs() < 1e-3);
             prop_assert!(got >= sorted[0] as f64 && got <= sorted[sorted.len() - 1] as f64);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn a_histogram_summarizes_as_its_values_written_out(
+            values in proptest::collection::vec(0i64..50, 1..200),
+        ) {
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            let summary = Summary::of(values).unwrap();
+            prop_assert_eq!(summary.median, percentile(&sorted, 50).unwrap());
+            prop_assert_eq!(summary.p95, percentile(&sorted, 95).unwrap());
+            prop_assert_eq!(summary.count as usize, sorted.len());
         }
     }
 

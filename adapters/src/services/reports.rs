@@ -642,25 +642,25 @@ fn by_p95_then_key<K: Ord>(a: (&Summary, K), b: (&Summary, K)) -> std::cmp::Orde
         .then(a.1.cmp(&b.1))
 }
 
-/// Summaries per key of `(keys, duration)` rows, overall and for the `limit` keys
-/// with the highest p95.
+/// Summaries per key of a `(keys, duration, count)` histogram, overall and for the
+/// `limit` keys with the highest p95.
 fn summaries(
     limit: usize,
-    rows: Vec<(Vec<String>, i64)>,
+    rows: Vec<(Vec<String>, i64, u64)>,
 ) -> (Option<Summary>, Vec<(Vec<String>, Summary)>) {
-    let mut all = Vec::with_capacity(rows.len());
-    let mut by_key: BTreeMap<Vec<String>, Vec<i64>> = BTreeMap::new();
-    for (group, ms) in rows {
-        all.push(ms);
-        by_key.entry(group).or_default().push(ms);
+    let mut all: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut by_key: BTreeMap<Vec<String>, Vec<(i64, u64)>> = BTreeMap::new();
+    for (group, ms, n) in rows {
+        *all.entry(ms).or_default() += n;
+        by_key.entry(group).or_default().push((ms, n));
     }
     let mut keyed: Vec<(Vec<String>, Summary)> = by_key
         .into_iter()
-        .filter_map(|(group, values)| Some((group, Summary::of(values)?)))
+        .filter_map(|(group, pairs)| Some((group, Summary::of_histogram(pairs)?)))
         .collect();
     keyed.sort_by(|a, b| by_p95_then_key((&a.1, &a.0), (&b.1, &b.0)));
     keyed.truncate(limit);
-    (Summary::of(all), keyed)
+    (Summary::of_histogram(all.into_iter().collect()), keyed)
 }
 
 /// The duration report: finished executions' durations.

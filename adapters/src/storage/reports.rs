@@ -442,23 +442,28 @@ impl Store {
     }
 
     /// The durations of a report's rows of `table` in the scope that have one and
-    /// meet `also`, each with its `keys` (as for [`Store::report_counts`]).
+    /// meet `also`, as a histogram: each distinct `(keys, duration)` with how many
+    /// rows have it (durations from second-precision times repeat: far fewer pairs
+    /// than rows cross the wire).
     pub async fn report_durations(
         &self,
         table: &'static str,
         scope: &ReportScope<'_>,
         keys: &[&'static str],
         also: &'static str,
-    ) -> StoreResult<Vec<(Vec<String>, i64)>> {
+    ) -> StoreResult<Vec<(Vec<String>, i64, u64)>> {
         let (filter, cells) = scope.filter();
         let columns: Vec<String> = keys
             .iter()
             .enumerate()
             .map(|(i, k)| format!("{k} AS k{i}"))
             .collect();
+        let positions: Vec<String> = (1..=keys.len() + 1).map(|i| i.to_string()).collect();
         let statement = self.sql(&format!(
-            "SELECT {}, duration_ms FROM {table} WHERE {filter} AND duration_ms IS NOT NULL {also}",
-            columns.join(", ")
+            "SELECT {}, duration_ms, COUNT(*) AS n FROM {table}
+             WHERE {filter} AND duration_ms IS NOT NULL {also} GROUP BY {}",
+            columns.join(", "),
+            positions.join(", ")
         ));
         let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
         rows.iter()
@@ -467,7 +472,11 @@ impl Store {
                 let group = (0..keys.len())
                     .map(|i| d.get::<String>(&format!("k{i}")))
                     .collect::<StoreResult<Vec<_>>>()?;
-                Ok((group, d.get::<i64>("duration_ms")?))
+                Ok((
+                    group,
+                    d.get::<i64>("duration_ms")?,
+                    d.get::<i64>("n")?.unsigned_abs(),
+                ))
             })
             .collect()
     }

@@ -3,6 +3,8 @@
 //! a malformed event) through the ingest, and every execution report against
 //! figures worked out by hand from the same events, on both backends.
 
+use chrono::DateTime;
+
 use super::fixtures::staged_pipeline;
 use super::*;
 
@@ -405,6 +407,19 @@ async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestAp
     let eve = app.token("eve", "eve@example.com");
     let (status, body) = report(app, &eve, &root, "count", "").await;
     assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    // Retention: what started before the cutoff goes, with its events.
+    let pruned = app
+        .store
+        .prune_reports(
+            DateTime::parse_from_rfc3339("2026-11-20T12:00:00Z")
+                .unwrap()
+                .with_timezone(&Utc),
+        )
+        .await
+        .unwrap();
+    assert_eq!(pruned, 2, "x1 and x2 started before noon");
+    let left = ok(app, &alice, &root, "count", "&includeTeams=true").await;
+    assert_eq!(left["overall"]["total"], 4);
     // An empty range is zeros, not an error.
     let empty = app
         .call(
