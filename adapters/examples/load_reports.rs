@@ -31,13 +31,17 @@ fn event(
     (kind, stage, state): (&str, Option<&str>, &str),
     at: chrono::DateTime<Utc>,
 ) -> Value {
-    let mut detail = json!({"pipeline": "load", "execution-id": format!("x{execution}"), "state": state, "version": 1});
+    let mut detail = serde_json::Map::new();
+    detail.insert("pipeline".into(), json!("load"));
+    detail.insert("execution-id".into(), json!(format!("x{execution}")));
+    detail.insert("state".into(), json!(state));
+    detail.insert("version".into(), json!(1));
     if let Some(stage) = stage {
-        detail["stage"] = json!(stage);
+        detail.insert("stage".into(), json!(stage));
     }
     if kind == "Action" {
-        detail["action"] = json!("Compile");
-        detail["type"] = json!({"category": "Build"});
+        detail.insert("action".into(), json!("Compile"));
+        detail.insert("type".into(), json!({"category": "Build"}));
     }
     json!({
         "id": format!("load-{id}"),
