@@ -263,7 +263,7 @@ pub struct ReportQuery {
 /// The range and filters a report answered for.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Scope {
+pub struct ReportBasis {
     /// The first instant in.
     pub from: DateTime<Utc>,
     /// The first instant out.
@@ -277,8 +277,8 @@ pub struct Scope {
 }
 
 impl ReportQuery {
-    fn scope(&self) -> Scope {
-        Scope {
+    fn scope(&self) -> ReportBasis {
+        ReportBasis {
             from: self.range.from,
             to: self.range.to,
             pipeline_id: self.pipeline_id.clone(),
@@ -354,7 +354,7 @@ pub struct PipelineCounts {
 #[serde(rename_all = "camelCase")]
 pub struct CountReport {
     /// What was read.
-    pub scope: Scope,
+    pub scope: ReportBasis,
     /// Every pipeline together.
     pub overall: Counts,
     /// The `limit` pipelines with the most executions (then by id).
@@ -400,7 +400,7 @@ pub struct RateBucket {
 #[serde(rename_all = "camelCase")]
 pub struct SuccessRateReport {
     /// What was read.
-    pub scope: Scope,
+    pub scope: ReportBasis,
     /// The bucket width.
     pub granularity: Granularity,
     /// The whole range.
@@ -425,7 +425,7 @@ pub struct PipelineDurations {
 #[serde(rename_all = "camelCase")]
 pub struct DurationReport {
     /// What was read.
-    pub scope: Scope,
+    pub scope: ReportBasis,
     /// Every pipeline together (none without a finished execution).
     pub overall: Option<Summary>,
     /// The `limit` pipelines with the highest p95.
@@ -461,7 +461,7 @@ pub struct StageFailures {
 #[serde(rename_all = "camelCase")]
 pub struct StageFailureReport {
     /// What was read.
-    pub scope: Scope,
+    pub scope: ReportBasis,
     /// The bucket width.
     pub granularity: Granularity,
     /// The `limit` stages that failed most (then by pipeline and name).
@@ -485,7 +485,7 @@ pub struct StageDurations {
 #[serde(rename_all = "camelCase")]
 pub struct BottleneckReport {
     /// What was read.
-    pub scope: Scope,
+    pub scope: ReportBasis,
     /// The `limit` stages with the highest p95 (then by pipeline and name).
     pub stages: Vec<StageDurations>,
 }
@@ -507,7 +507,7 @@ pub struct CategoryCount {
 #[serde(rename_all = "camelCase")]
 pub struct ErrorReport {
     /// What was read.
-    pub scope: Scope,
+    pub scope: ReportBasis,
     /// Failed (and stopped) executions.
     pub failures: u64,
     /// The `limit` categories with the most failures (then by name).
@@ -583,11 +583,11 @@ pub async fn count(state: &AppState, query: &ReportQuery) -> ServiceResult<Count
     })
 }
 
-/// Rates per bucket from `(bucket key, outcome, count)` groups, every bucket of the
+/// Rates overall and per bucket from `(bucket, outcome, count)` items, every bucket of the
 /// range present.
-fn rate_series(
+fn rate_series<'a>(
     query: &ReportQuery,
-    groups: &[(Vec<Option<String>>, u64)],
+    items: impl Iterator<Item = (Option<DateTime<Utc>>, &'a str, u64)>,
 ) -> (Rate, Vec<RateBucket>) {
     let mut series: BTreeMap<DateTime<Utc>, Rate> = query
         .range
@@ -596,13 +596,10 @@ fn rate_series(
         .map(|b| (b, Rate::default()))
         .collect();
     let mut overall = Rate::default();
-    for (group, n) in groups {
-        let outcome = key(group, 1);
-        overall.add(outcome, *n);
-        if let Some(bucket) =
-            bucket_of(query.granularity, key(group, 0)).and_then(|b| series.get_mut(&b))
-        {
-            bucket.add(outcome, *n);
+    for (bucket, outcome, n) in items {
+        overall.add(outcome, n);
+        if let Some(bucket) = bucket.and_then(|b| series.get_mut(&b)) {
+            bucket.add(outcome, n);
         }
     }
     let series = series
@@ -626,7 +623,16 @@ pub async fn success_rate(
             "",
         )
         .await?;
-    let (overall, series) = rate_series(query, &groups);
+    let (overall, series) = rate_series(
+        query,
+        groups.iter().map(|(group, n)| {
+            (
+                bucket_of(query.granularity, key(group, 0)),
+                key(group, 1),
+                *n,
+            )
+        }),
+    );
     Ok(SuccessRateReport {
         scope: query.scope(),
         granularity: query.granularity,
@@ -863,7 +869,7 @@ pub struct Attempts {
 #[serde(rename_all = "camelCase")]
 pub struct PluginSummaryReport {
     /// What was read (the inventory is today's; the attempts the range's).
-    pub scope: Scope,
+    pub scope: ReportBasis,
     /// The plugins now.
     pub plugins: Inventory,
     /// The build attempts that began in the range.
@@ -876,7 +882,7 @@ pub struct PluginSummaryReport {
 #[serde(rename_all = "camelCase")]
 pub struct BuildRateReport {
     /// What was read.
-    pub scope: Scope,
+    pub scope: ReportBasis,
     /// The bucket width.
     pub granularity: Granularity,
     /// The whole range.
@@ -900,7 +906,7 @@ pub struct PluginDurations {
 #[serde(rename_all = "camelCase")]
 pub struct BuildDurationReport {
     /// What was read.
-    pub scope: Scope,
+    pub scope: ReportBasis,
     /// Every attempt together.
     pub overall: Option<Summary>,
     /// The `limit` plugins with the highest p95.
@@ -924,7 +930,7 @@ pub struct ReasonCount {
 #[serde(rename_all = "camelCase")]
 pub struct BuildFailureReport {
     /// What was read.
-    pub scope: Scope,
+    pub scope: ReportBasis,
     /// Failed and timed-out attempts.
     pub failures: u64,
     /// The `limit` most frequent reasons (then by text).
@@ -990,25 +996,21 @@ pub async fn build_success_rate(
     query: &ReportQuery,
 ) -> ServiceResult<BuildRateReport> {
     let attempts = state.store.build_attempts(&query.attempt_scope()).await?;
-    let buckets = query.range.buckets(query.granularity);
-    let mut series: BTreeMap<DateTime<Utc>, Rate> =
-        buckets.iter().map(|b| (*b, Rate::default())).collect();
-    let mut overall = Rate::default();
-    for a in &attempts {
-        let outcome = attempt_outcome(&a.outcome);
-        overall.add(outcome, 1);
-        if let Some(bucket) = series.get_mut(&query.granularity.bucket_of(a.started_at)) {
-            bucket.add(outcome, 1);
-        }
-    }
+    let (overall, series) = rate_series(
+        query,
+        attempts.iter().map(|a| {
+            (
+                Some(query.granularity.bucket_of(a.started_at)),
+                attempt_outcome(&a.outcome),
+                1,
+            )
+        }),
+    );
     Ok(BuildRateReport {
         scope: query.scope(),
         granularity: query.granularity,
         overall,
-        series: series
-            .into_iter()
-            .map(|(start, rate)| RateBucket { start, rate })
-            .collect(),
+        series,
     })
 }
 
