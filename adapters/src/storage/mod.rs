@@ -34,6 +34,7 @@ mod roles;
 mod rules;
 mod scans;
 mod schedules;
+mod sessions;
 mod subscriptions;
 mod sweeps;
 
@@ -48,8 +49,7 @@ use sqlx::{AnyConnection, AnyPool, Executor};
 
 pub use access::{AccessSnapshot, MyOrganization};
 pub use accounts::{
-    AccountMail, AccountRecord, FamilyRecord, NewAccount, PersonalTokenRecord, Rotation,
-    SessionStanding, Verification,
+    AccountMail, AccountRecord, NewAccount, PersonalTokenRecord, SessionStanding, Verification,
 };
 pub use audit::AuditFilter;
 pub use billing::SubscriptionRecord;
@@ -81,6 +81,7 @@ pub use roles::RoleRecord;
 pub use rules::{RuleChange, RuleFilter, StoredRule};
 pub use scans::{phases, EntityFilter, NewScan, ScanCounts, ScanRecord, ScanResult};
 pub use schedules::{ScheduleFields, ScheduleRecord};
+pub use sessions::{FamilyRecord, Rotation};
 pub use sweeps::{Flush, SweepState, SweptEntity};
 
 /// What went wrong in storage, in terms the API can answer.

@@ -1,0 +1,606 @@
+//! Accounts and sign-in: register, verify the e-mail, sign in, refresh, sign out,
+//! step up; the profile, the password, deletion; personal access tokens and
+//! revoke-all. Decisions are tenancy's (`signin`): the password policy and hashes,
+//! the throttle, what a second use of a refresh token means, token layouts.
+//!
+//! - Passwords are hashed and checked on their own pool of threads, never on the
+//!   async runtime; an unknown account is checked against a dummy hash, so both
+//!   refusals take the same time and say the same thing.
+//! - Refresh tokens, verification links and personal access tokens are random
+//!   (256, 256 and 178 bits) and stored as SHA-256 hashes only.
+//! - The `user.*` events are chained under [`ACCOUNTS_CHAIN`] (an account belongs
+//!   to no organization), which super-admins read with `orgId=accounts`.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use tenancy::{Permission, SecondUse, SignInError, Throttle, ThrottlePolicy};
+
+use super::context::{AppState, Caller};
+use super::{ServiceError, ServiceResult};
+use crate::auth::Claims;
+use crate::storage::{
+    AccountRecord, FamilyRecord, NewAccount, PersonalTokenRecord, Rotation, Verification,
+};
+
+mod session;
+mod step_up;
+mod tokens;
+
+pub use session::{login, logout, refresh, Credentials, Session};
+pub use step_up::{
+    confirm_totp, enroll_totp, remove_totp, step_up, Reverification, StepUpProof, TotpEnrollment,
+};
+pub use tokens::{create_token, revoke_token, tokens, PersonalToken, TokenRequest};
+
+/// The chain of the `user.*` events.
+pub const ACCOUNTS_CHAIN: &str = "accounts";
+
+/// Why a sign-in (or a use of one of its tokens) is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignInRefusal {
+    /// Unknown account or wrong password: one answer (401 `INVALID_CREDENTIALS`).
+    #[error("the identifier or the password is wrong")]
+    InvalidCredentials,
+    /// Too many failures for the account or the client address (429
+    /// `TOO_MANY_ATTEMPTS`, with `Retry-After`).
+    #[error("too many failed sign-ins: try again in {retry_after} seconds")]
+    TooManyAttempts {
+        /// Seconds until the next attempt is heard.
+        retry_after: u64,
+    },
+    /// The account's e-mail is not verified yet (403 `EMAIL_NOT_VERIFIED`).
+    #[error("the account's e-mail is not verified yet: follow the link that was sent to it")]
+    EmailNotVerified,
+    /// A refresh token, a verification link or a session that is not (or no longer)
+    /// good (401 `UNAUTHORIZED`).
+    #[error("{0}")]
+    InvalidToken(&'static str),
+    /// The organization to sign into is not the account's (403 `TENANT_FORBIDDEN`).
+    #[error("the organization does not exist or is not yours")]
+    NotYourOrganization,
+    /// Only a signed-in session may do this, not a personal access token (403
+    /// `FORBIDDEN`).
+    #[error("a personal access token cannot do this: sign in")]
+    SessionRequired,
+}
+
+impl From<SignInRefusal> for ServiceError {
+    fn from(refusal: SignInRefusal) -> Self {
+        ServiceError::SignIn(refusal)
+    }
+}
+
+/// An account as the API shows it (no secret, no hash).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Account {
+    /// The user's id (the tokens' `sub`).
+    pub user_id: String,
+    /// The sign-in e-mail.
+    pub email: String,
+    /// Whether the e-mail is verified.
+    pub email_verified: bool,
+    /// The display name.
+    pub name: Option<String>,
+    /// Whether the user is a super-admin.
+    pub super_admin: bool,
+    /// Whether an authenticator app is enrolled (step-up takes its codes).
+    pub totp_enabled: bool,
+    /// When the account was created.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<AccountRecord> for Account {
+    fn from(a: AccountRecord) -> Self {
+        Account {
+            user_id: a.user_id,
+            email: a.email,
+            email_verified: a.email_verified_at.is_some(),
+            name: a.name,
+            super_admin: a.super_admin,
+            totp_enabled: a.totp_secret.is_some(),
+            created_at: a.created_at,
+            updated_at: a.updated_at,
+        }
+    }
+}
+
+/// SHA-256 hex of a secret token, as stored.
+pub fn token_hash(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+fn random<const N: usize>() -> ServiceResult<[u8; N]> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|e| ServiceError::Broken(format!("no randomness: {e}")))?;
+    Ok(bytes)
+}
+
+/// An opaque secret: a prefix and 256 random bits, base64url.
+fn opaque(prefix: &str) -> ServiceResult<String> {
+    let bytes = random::<32>()?;
+    Ok(format!(
+        "{prefix}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    ))
+}
+
+/// An e-mail as accounts store it: trimmed and lower-cased, checked.
+pub fn normalize_email(field: &'static str, email: &str) -> ServiceResult<String> {
+    let email = email.trim().to_lowercase();
+    let valid = email.len() <= 254
+        && !email.chars().any(|c| c.is_control() || c.is_whitespace())
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && domain.contains('.')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+                && !domain.contains('@')
+        });
+    if valid {
+        Ok(email)
+    } else {
+        Err(ServiceError::invalid(field, "must be an e-mail address"))
+    }
+}
+
+fn weak(field: &'static str, error: SignInError) -> ServiceError {
+    match error {
+        SignInError::WeakPassword(why) => ServiceError::invalid(field, why),
+        other => ServiceError::Broken(other.to_string()),
+    }
+}
+
+/// The hash the passwords of unknown accounts are checked against.
+fn dummy_hash() -> &'static str {
+    static DUMMY: OnceLock<String> = OnceLock::new();
+    DUMMY.get_or_init(|| {
+        tenancy::hash_password("no account has this password", &[0x5a; 16]).unwrap_or_default()
+    })
+}
+
+async fn hash_password(state: &AppState, password: String) -> ServiceResult<String> {
+    let salt = random::<16>()?;
+    state
+        .passwords
+        .run(move || tenancy::hash_password(&password, &salt))
+        .await
+        .map_err(|_| ServiceError::Unavailable)?
+        .map_err(|e| ServiceError::Broken(e.to_string()))
+}
+
+/// Whether `password` is the account's (`None`: checked against the dummy hash, and
+/// false). An unreadable stored hash never matches (logged without its value).
+async fn password_matches(
+    state: &AppState,
+    account: Option<&AccountRecord>,
+    password: String,
+) -> ServiceResult<bool> {
+    let stored = account.map(|a| a.password_hash.clone());
+    let user = account.map(|a| a.user_id.clone());
+    let outcome = state
+        .passwords
+        .run(move || match stored {
+            Some(hash) => tenancy::verify_password(&hash, &password),
+            None => tenancy::verify_password(dummy_hash(), &password).map(|_| false),
+        })
+        .await
+        .map_err(|_| ServiceError::Unavailable)?;
+    match outcome {
+        Ok(matched) => Ok(matched),
+        Err(error) => {
+            tracing::error!(user = user.as_deref().unwrap_or("-"), %error, "a stored password hash cannot be read: the account cannot sign in");
+            Ok(false)
+        }
+    }
+}
+
+fn user_event(
+    action: &str,
+    (actor_id, actor_email): (&str, Option<&str>),
+    target_id: &str,
+    details: serde_json::Value,
+    outcome: &str,
+) -> audit_chain::AuditEvent {
+    crate::audit::Action {
+        action,
+        actor_id,
+        actor_email,
+        org_id: ACCOUNTS_CHAIN,
+        affected_org_id: None,
+        target_type: "account",
+        target_id,
+        details,
+        outcome,
+    }
+    .into_event()
+}
+
+fn caller_event(
+    caller: &Caller,
+    action: &str,
+    details: serde_json::Value,
+) -> audit_chain::AuditEvent {
+    user_event(
+        action,
+        (&caller.user_id, caller.email.as_deref()),
+        &caller.user_id,
+        details,
+        "success",
+    )
+}
+
+/// A verification to record: the hash of its link's token, its mail (id, subject,
+/// text with the link) and its expiry.
+fn verification(
+    state: &AppState,
+    now: DateTime<Utc>,
+) -> ServiceResult<(String, String, String, String, DateTime<Utc>)> {
+    let token = opaque("cev_")?;
+    let hash = token_hash(&token);
+    let link = format!(
+        "{}/console/verify-email?token={token}",
+        state.config.signin.public_url
+    );
+    let body = format!(
+        "Someone (we hope you) registered this address for an account.\n\nTo verify it, open:\n{link}\n\nOr send POST /api/auth/verify-email with {{\"token\": \"{token}\"}}.\n\nThe link works once, for {} hours. If this was not you, ignore this message.\n",
+        state.config.signin.verification_lifetime.as_secs() / 3600
+    );
+    let expires = now
+        + chrono::Duration::from_std(state.config.signin.verification_lifetime)
+            .unwrap_or(chrono::Duration::hours(24));
+    Ok((
+        hash,
+        crate::new_id(),
+        "Verify your e-mail address".to_owned(),
+        body,
+        expires,
+    ))
+}
+
+/// Registers an account. An address taken by a live account is 409.
+pub async fn register(
+    state: &AppState,
+    (email, password, name): (&str, String, Option<&str>),
+    now: DateTime<Utc>,
+) -> ServiceResult<Account> {
+    let email = normalize_email("email", email)?;
+    tenancy::check_password(&password, &email).map_err(|e| weak("password", e))?;
+    let hash = hash_password(state, password).await?;
+    let user_id = crate::new_id();
+    let (token_hash, mail_id, subject, body, expires_at) = verification(state, now)?;
+    let verify = Verification {
+        token_hash: &token_hash,
+        email: &email,
+        expires_at,
+        mail: (&mail_id, &subject, &body),
+    };
+    let event = user_event(
+        "user.register",
+        (&user_id, Some(&email)),
+        &user_id,
+        json!({}),
+        "success",
+    );
+    let account = state
+        .store
+        .create_account(
+            &NewAccount {
+                user_id: &user_id,
+                email: &email,
+                name,
+                password_hash: &hash,
+                verified: false,
+                super_admin: false,
+            },
+            Some(&verify),
+            now,
+            &[event],
+        )
+        .await?;
+    Ok(account.into())
+}
+
+/// Uses an e-mail verification link's token.
+pub async fn verify_email(
+    state: &AppState,
+    token: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<Account> {
+    let hash = token_hash(token.trim());
+    let account = state
+        .store
+        .verify_email(&hash, now, &|account| {
+            vec![user_event(
+                "user.email.verified",
+                (&account.user_id, Some(&account.email)),
+                &account.user_id,
+                json!({}),
+                "success",
+            )]
+        })
+        .await?
+        .ok_or(SignInRefusal::InvalidToken(
+            "the verification link is not valid, was used already, or has expired",
+        ))?;
+    Ok(account.into())
+}
+
+/// Checks that the user stands in `org_id` (a member, a manager of the team, or a
+/// super-admin).
+async fn check_standing(state: &AppState, org_id: &str, user_id: &str) -> ServiceResult<()> {
+    let facts = crate::services::access::facts(&state.store, &state.kept, org_id, user_id, false).await?;
+    let organization = facts.org.as_ref().map(|o| o.organization());
+    let access = tenancy::OrgAccess {
+        organization: organization.as_ref(),
+        membership: facts.membership.as_ref(),
+        roles: &facts.roles,
+        parent_membership: facts.parent_membership.as_ref(),
+        parent_roles: &facts.parent_roles,
+    };
+    let principal = tenancy::Principal {
+        user_id: user_id.to_owned(),
+        super_admin: facts.super_admin,
+        stepped_up_at: None,
+    };
+    access
+        .standing(&principal)
+        .map(|_| ())
+        .map_err(|_| SignInRefusal::NotYourOrganization.into())
+}
+
+/// Refuses an attempt that the recorded failures lock out, and waits as long as
+/// they slow it.
+async fn throttle(state: &AppState, keys: &[&str], now: DateTime<Utc>) -> ServiceResult<()> {
+    let policy = ThrottlePolicy::default();
+    let mut delay = Duration::ZERO;
+    for (_, failures) in state.store.signin_failures(keys).await? {
+        match policy.judge(Some(&failures), now) {
+            Throttle::Open => {}
+            Throttle::Slow(d) => delay = delay.max(d),
+            Throttle::Locked(until) => {
+                let retry_after = u64::try_from((until - now).num_seconds())
+                    .unwrap_or(0)
+                    .max(1);
+                return Err(SignInRefusal::TooManyAttempts { retry_after }.into());
+            }
+        }
+    }
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    Ok(())
+}
+
+async fn record_failure(
+    state: &AppState,
+    keys: &[&str],
+    event: audit_chain::AuditEvent,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let forgotten = ThrottlePolicy::default().forgotten_since(now);
+    state
+        .store
+        .record_signin_failure(keys, forgotten, now, &[event])
+        .await?;
+    Ok(())
+}
+
+fn session_only(caller: &Caller) -> ServiceResult<()> {
+    if caller.personal_token.is_some() {
+        return Err(SignInRefusal::SessionRequired.into());
+    }
+    Ok(())
+}
+
+async fn own_account(state: &AppState, caller: &Caller) -> ServiceResult<AccountRecord> {
+    state
+        .store
+        .account(&caller.user_id)
+        .await?
+        .filter(|a| a.deleted_at.is_none())
+        .ok_or(ServiceError::NotFound("account"))
+}
+
+/// Checks the caller's password again (a failure counts against the account's
+/// sign-in failures and is audited as `user.login.failed`).
+async fn reauthenticate(
+    state: &AppState,
+    account: &AccountRecord,
+    password: String,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let key = format!("account:{}", account.email);
+    throttle(state, &[key.as_str()], now).await?;
+    if password_matches(state, Some(account), password).await? {
+        return Ok(());
+    }
+    let event = user_event(
+        "user.login.failed",
+        (&account.user_id, Some(&account.email)),
+        &account.user_id,
+        json!({"reason": "re-authentication failed"}),
+        "failure",
+    );
+    record_failure(state, &[key.as_str()], event, now).await?;
+    Err(SignInRefusal::InvalidCredentials.into())
+}
+
+fn fresh_step_up(state: &AppState, caller: &Caller, now: DateTime<Utc>) -> ServiceResult<()> {
+    let window = chrono::Duration::from_std(state.config.http.step_up_window)
+        .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
+    if tenancy::step_up_status(&caller.principal(), true, now, window) != tenancy::StepUp::Fresh {
+        return Err(tenancy::TenancyError::StepUpRequired.into());
+    }
+    Ok(())
+}
+
+/// The caller's account.
+pub async fn me(state: &AppState, caller: &Caller) -> ServiceResult<Account> {
+    Ok(own_account(state, caller).await?.into())
+}
+
+/// Changes the caller's name and e-mail (a new e-mail is verified again).
+pub async fn update_me(
+    state: &AppState,
+    caller: &Caller,
+    (name, email): (Option<&str>, Option<&str>),
+    now: DateTime<Utc>,
+) -> ServiceResult<Account> {
+    session_only(caller)?;
+    let account = own_account(state, caller).await?;
+    let name = name.map(str::to_owned);
+    let email = email.map(|e| normalize_email("email", e)).transpose()?;
+    let email = email.filter(|e| *e != account.email);
+    let pending = match &email {
+        Some(_) => Some(verification(state, now)?),
+        None => None,
+    };
+    let verify = match (&email, &pending) {
+        (Some(e), Some((hash, id, subject, body, expires_at))) => Some(Verification {
+            token_hash: hash,
+            email: e,
+            expires_at: *expires_at,
+            mail: (id, subject, body),
+        }),
+        _ => None,
+    };
+    let changed: Vec<&str> = [
+        name.as_ref().map(|_| "name"),
+        email.as_ref().map(|_| "email"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let event = caller_event(caller, "user.profile.update", json!({"changed": changed}));
+    let account = state
+        .store
+        .update_account(
+            &account.user_id,
+            (name.as_deref(), email.as_deref()),
+            verify.as_ref(),
+            now,
+            &[event],
+        )
+        .await?;
+    Ok(account.into())
+}
+
+/// Changes the caller's password: every session ends, and the caller gets a new one.
+pub async fn change_password(
+    state: &AppState,
+    caller: &Caller,
+    (current, new): (String, String),
+    now: DateTime<Utc>,
+) -> ServiceResult<Session> {
+    session_only(caller)?;
+    let account = own_account(state, caller).await?;
+    tenancy::check_password(&new, &account.email).map_err(|e| weak("newPassword", e))?;
+    reauthenticate(state, &account, current, now).await?;
+    let hash = hash_password(state, new).await?;
+    let event = caller_event(caller, "user.password.change", json!({}));
+    state
+        .store
+        .end_sessions(
+            &account.user_id,
+            (false, Some(&hash), false),
+            "password.change",
+            now,
+            &[event],
+        )
+        .await?;
+    let account = own_account(state, caller).await?;
+    session::start_session(state, &account, None, now, &[]).await
+}
+
+/// Deletes the caller's account (a fresh step-up is required): it can no longer
+/// sign in, every session and token ends; its audit history stays.
+pub async fn delete_me(state: &AppState, caller: &Caller, now: DateTime<Utc>) -> ServiceResult<()> {
+    session_only(caller)?;
+    fresh_step_up(state, caller, now)?;
+    let account = own_account(state, caller).await?;
+    let event = caller_event(caller, "user.delete", json!({}));
+    state
+        .store
+        .end_sessions(
+            &account.user_id,
+            (true, None, true),
+            "user.delete",
+            now,
+            &[event],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Ends every session and personal access token of the caller.
+pub async fn revoke_all(
+    state: &AppState,
+    caller: &Caller,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    session_only(caller)?;
+    let account = own_account(state, caller).await?;
+    let event = caller_event(caller, "user.tokens.revoke-all", json!({}));
+    state
+        .store
+        .end_sessions(
+            &account.user_id,
+            (true, None, false),
+            "revoke-all",
+            now,
+            &[event],
+        )
+        .await
+        .map_err(Into::into)
+}
+
+/// Creates the first super-admin account (`compliance provision`): only for an
+/// identifier of `BOOTSTRAP_SUPERADMIN_EMAILS`; its e-mail counts as verified.
+pub async fn provision(
+    state: &AppState,
+    (identifier, password): (&str, String),
+    now: DateTime<Utc>,
+) -> ServiceResult<Account> {
+    let email = normalize_email("PLATFORM_IDENTIFIER", identifier)?;
+    if !state.config.bootstrap.allows(&email) {
+        return Err(tenancy::TenancyError::NotBootstrapIdentifier.into());
+    }
+    tenancy::check_password(&password, &email).map_err(|e| weak("PLATFORM_PASSWORD", e))?;
+    let hash = hash_password(state, password).await?;
+    let user_id = crate::new_id();
+    let event = user_event(
+        "user.register",
+        (&user_id, Some(&email)),
+        &user_id,
+        json!({"provisioned": true, "superAdmin": true}),
+        "success",
+    );
+    let account = state
+        .store
+        .create_account(
+            &NewAccount {
+                user_id: &user_id,
+                email: &email,
+                name: None,
+                password_hash: &hash,
+                verified: true,
+                super_admin: true,
+            },
+            None,
+            now,
+            &[event],
+        )
+        .await?;
+    Ok(account.into())
+}

@@ -1,0 +1,190 @@
+//! Step-up: the password again, or a code of an enrolled authenticator app (RFC
+//! 6238, each code good once on every replica), for the `X-Step-Up-Token` proof; the
+//! authenticator's enrolment, confirmation and removal.
+
+use super::*;
+
+/// A step-up proof, for the `X-Step-Up-Token` header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepUpProof {
+    /// The proof (a JWT bound to the user).
+    pub step_up_token: String,
+    /// Its lifetime in seconds (`STEP_UP_WINDOW_SECONDS`).
+    pub expires_in: u64,
+}
+
+/// How a step-up re-verifies the user.
+#[derive(Debug, Clone)]
+pub enum Reverification {
+    /// The password.
+    Password(String),
+    /// An enrolled authenticator's code.
+    Code(String),
+}
+
+/// Gives a step-up proof for the password, or for a code of the enrolled
+/// authenticator (each code good once). A failure counts as a failed sign-in.
+pub async fn step_up(
+    state: &AppState,
+    caller: &Caller,
+    proof: Reverification,
+    now: DateTime<Utc>,
+) -> ServiceResult<StepUpProof> {
+    session_only(caller)?;
+    let account = own_account(state, caller).await?;
+    match proof {
+        Reverification::Password(password) => {
+            reauthenticate(state, &account, password, now).await?;
+        }
+        Reverification::Code(code) => check_code(state, &account, &code, now).await?,
+    }
+    let window = state.config.http.step_up_window;
+    let mut claims = Claims::user(&account.user_id, None, now, window);
+    claims.step_up = true;
+    let token = state
+        .keys
+        .sign(&claims)
+        .map_err(|e| ServiceError::Broken(e.to_string()))?;
+    Ok(StepUpProof {
+        step_up_token: token,
+        expires_in: window.as_secs(),
+    })
+}
+
+/// The secret bytes of a stored (sealed) authenticator secret.
+fn open_totp(state: &AppState, stored: &str) -> ServiceResult<Vec<u8>> {
+    let text = crate::services::delivery::open_secret(state, stored).map_err(ServiceError::Broken)?;
+    tenancy::totp_secret_bytes(&text).map_err(|e| ServiceError::Broken(e.to_string()))
+}
+
+fn unix(now: DateTime<Utc>) -> u64 {
+    u64::try_from(now.timestamp()).unwrap_or(0)
+}
+
+/// Checks an enrolled authenticator's code and uses its step.
+async fn check_code(
+    state: &AppState,
+    account: &AccountRecord,
+    code: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let Some(stored) = &account.totp_secret else {
+        return Err(ServiceError::invalid(
+            "totp",
+            "no authenticator is enrolled for this account: step up with the password",
+        ));
+    };
+    let key = format!("account:{}", account.email);
+    throttle(state, &[key.as_str()], now).await?;
+    let secret = open_totp(state, stored)?;
+    let last = account.totp_last_step.and_then(|s| u64::try_from(s).ok());
+    let step = tenancy::totp_step(&secret, code, unix(now), last)
+        .map_err(|e| ServiceError::Broken(e.to_string()))?;
+    let used = match step.and_then(|s| i64::try_from(s).ok()) {
+        Some(step) => state.store.use_totp_step(&account.user_id, step).await?,
+        None => false,
+    };
+    if used {
+        return Ok(());
+    }
+    let event = user_event(
+        "user.login.failed",
+        (&account.user_id, Some(&account.email)),
+        &account.user_id,
+        json!({"reason": "authenticator code refused"}),
+        "failure",
+    );
+    record_failure(state, &[key.as_str()], event, now).await?;
+    Err(SignInRefusal::InvalidCredentials.into())
+}
+
+/// An authenticator to enroll: its secret as apps take it, and the URI they scan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TotpEnrollment {
+    /// Base32, for typing into an app.
+    pub secret: String,
+    /// `otpauth://totp/...`, for scanning.
+    pub otpauth_uri: String,
+}
+
+/// Starts enrolling an authenticator: a new secret waits for its first code (one
+/// enrolled already stays until the new one is confirmed).
+pub async fn enroll_totp(
+    state: &AppState,
+    caller: &Caller,
+    now: DateTime<Utc>,
+) -> ServiceResult<TotpEnrollment> {
+    session_only(caller)?;
+    let account = own_account(state, caller).await?;
+    let secret = random::<20>()?;
+    let text = tenancy::totp_secret_text(&secret);
+    let sealed = crate::services::delivery::seal_secret(state, &text)?;
+    state
+        .store
+        .set_totp_pending(&account.user_id, Some(&sealed), now)
+        .await?;
+    Ok(TotpEnrollment {
+        otpauth_uri: tenancy::totp_uri(&secret, &account.email, "compliance"),
+        secret: text,
+    })
+}
+
+/// Confirms the waiting authenticator with its first code (audit
+/// user.profile.update).
+pub async fn confirm_totp(
+    state: &AppState,
+    caller: &Caller,
+    code: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<Account> {
+    session_only(caller)?;
+    let account = own_account(state, caller).await?;
+    let Some(pending) = &account.totp_pending else {
+        return Err(ServiceError::Conflict(
+            "no authenticator is waiting: start with POST /api/me/totp".to_owned(),
+        ));
+    };
+    let secret = open_totp(state, pending)?;
+    let step = tenancy::totp_step(&secret, code, unix(now), None)
+        .map_err(|e| ServiceError::Broken(e.to_string()))?
+        .and_then(|s| i64::try_from(s).ok())
+        .ok_or_else(|| ServiceError::invalid("code", "is not the authenticator's current code"))?;
+    let event = caller_event(
+        caller,
+        "user.profile.update",
+        json!({"changed": ["authenticator"]}),
+    );
+    if !state
+        .store
+        .settle_totp(&account.user_id, Some((pending, step)), now, &[event])
+        .await?
+    {
+        return Err(ServiceError::Conflict(
+            "the authenticator waiting changed meanwhile: start again".to_owned(),
+        ));
+    }
+    Ok(own_account(state, caller).await?.into())
+}
+
+/// Removes the enrolled authenticator (a fresh step-up is required).
+pub async fn remove_totp(
+    state: &AppState,
+    caller: &Caller,
+    now: DateTime<Utc>,
+) -> ServiceResult<Account> {
+    session_only(caller)?;
+    fresh_step_up(state, caller, now)?;
+    let account = own_account(state, caller).await?;
+    let event = caller_event(
+        caller,
+        "user.profile.update",
+        json!({"changed": ["authenticator removed"]}),
+    );
+    state
+        .store
+        .settle_totp(&account.user_id, None, now, &[event])
+        .await?;
+    Ok(own_account(state, caller).await?.into())
+}
