@@ -275,6 +275,58 @@ async fn the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand(app: &T
         json!({"count": 4, "min": 30000, "mean": 145000.0, "median": 95000.0, "p95": 321000.0, "max": 360000})
     );
 
+    // The same figures computed in Rust from the same events: each execution folded
+    // from its events, then counted and summarized the plain way.
+    let mut by_execution: std::collections::BTreeMap<String, Vec<reporting::ExecutionEvent>> =
+        std::collections::BTreeMap::new();
+    for envelope in stream() {
+        let event = reporting::ExecutionEvent::parse(&envelope).unwrap();
+        if event.resource == ARN_A {
+            by_execution
+                .entry(event.execution_id.clone())
+                .or_default()
+                .push(event);
+        }
+    }
+    let folded: Vec<reporting::Execution> = by_execution
+        .values()
+        .map(|events| reporting::fold(events).unwrap())
+        .collect();
+    let with = |state: reporting::State| folded.iter().filter(|e| e.state == state).count();
+    assert_eq!(count["overall"]["total"], folded.len());
+    assert_eq!(
+        count["overall"]["succeeded"],
+        with(reporting::State::Succeeded)
+    );
+    assert_eq!(count["overall"]["failed"], with(reporting::State::Failed));
+    assert_eq!(count["overall"]["stopped"], with(reporting::State::Stopped));
+    assert_eq!(
+        count["overall"]["superseded"],
+        with(reporting::State::Superseded)
+    );
+    let mut finished: Vec<i64> = folded
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.state.outcome(),
+                reporting::Outcome::Success | reporting::Outcome::Failure
+            )
+        })
+        .filter_map(|e| e.duration_ms)
+        .collect();
+    finished.sort_unstable();
+    assert_eq!(duration["overall"]["count"], finished.len());
+    assert_eq!(duration["overall"]["min"], finished[0]);
+    assert_eq!(duration["overall"]["max"], *finished.last().unwrap());
+    assert_eq!(
+        duration["overall"]["mean"],
+        finished.iter().sum::<i64>() as f64 / finished.len() as f64
+    );
+    assert_eq!(
+        duration["overall"]["p95"],
+        reporting::percentile(&finished, 95).unwrap()
+    );
+
     let errors = ok(app, &alice, &org_a, "errors", "").await;
     assert_eq!(errors["failures"], 2);
     assert_eq!(

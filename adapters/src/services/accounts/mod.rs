@@ -339,7 +339,8 @@ pub async fn verify_email(
 /// Checks that the user stands in `org_id` (a member, a manager of the team, or a
 /// super-admin).
 async fn check_standing(state: &AppState, org_id: &str, user_id: &str) -> ServiceResult<()> {
-    let facts = crate::services::access::facts(&state.store, &state.kept, org_id, user_id, false).await?;
+    let facts =
+        crate::services::access::facts(&state.store, &state.kept, org_id, user_id, false).await?;
     let organization = facts.org.as_ref().map(|o| o.organization());
     let access = tenancy::OrgAccess {
         organization: organization.as_ref(),

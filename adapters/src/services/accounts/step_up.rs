@@ -54,7 +54,8 @@ pub async fn step_up(
 
 /// The secret bytes of a stored (sealed) authenticator secret.
 fn open_totp(state: &AppState, stored: &str) -> ServiceResult<Vec<u8>> {
-    let text = crate::services::delivery::open_secret(state, stored).map_err(ServiceError::Broken)?;
+    let text =
+        crate::services::delivery::open_secret(state, stored).map_err(ServiceError::Broken)?;
     tenancy::totp_secret_bytes(&text).map_err(|e| ServiceError::Broken(e.to_string()))
 }
 

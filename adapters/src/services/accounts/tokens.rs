@@ -89,9 +89,14 @@ pub async fn create_token(
     if let Some(org) = &request.org_id {
         check_standing(state, org, &account.user_id).await?;
         if let Some(asked) = &request.permissions {
-            let facts =
-                crate::services::access::facts(&state.store, &state.kept, org, &account.user_id, true)
-                    .await?;
+            let facts = crate::services::access::facts(
+                &state.store,
+                &state.kept,
+                org,
+                &account.user_id,
+                true,
+            )
+            .await?;
             let held: BTreeSet<Permission> = if facts.super_admin {
                 Permission::ALL.into_iter().collect()
             } else if facts.membership.as_ref().is_some_and(|m| m.active) {
