@@ -144,6 +144,9 @@ pub struct Paged<T> {
     total: u64,
     page: Page,
     beside: Vec<(&'static str, Value)>,
+    /// A value beside the list that did not serialize: the page is a 500, never a
+    /// `null` in its place.
+    broken: Option<String>,
 }
 
 impl<T> Paged<T> {
@@ -155,20 +158,26 @@ impl<T> Paged<T> {
             total,
             page,
             beside: Vec::new(),
+            broken: None,
         }
     }
 
     /// With `value` under `key` beside the list (documented by the route's
     /// `pages_beside`).
     pub fn beside(mut self, key: &'static str, value: impl Serialize) -> Self {
-        let value = serde_json::to_value(value).unwrap_or(Value::Null);
-        self.beside.push((key, value));
+        match serde_json::to_value(value) {
+            Ok(value) => self.beside.push((key, value)),
+            Err(error) => self.broken = Some(format!("`{key}` beside a page: {error}")),
+        }
         self
     }
 }
 
 impl<T: Serialize> IntoResponse for Paged<T> {
     fn into_response(self) -> Response {
+        if let Some(cause) = self.broken {
+            return crate::http::error::ApiError::internal(cause).into_response();
+        }
         paginated_with(self.key, self.items, self.total, &self.page, self.beside)
     }
 }
@@ -187,5 +196,31 @@ impl Deleted {
             id: id.into(),
             deleted: true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::extract::SortOrder;
+
+    #[test]
+    fn a_value_beside_a_page_that_does_not_serialize_is_a_500_not_a_null() {
+        let page = || Page {
+            limit: 10,
+            offset: 0,
+            sort_by: "createdAt".to_owned(),
+            sort_order: SortOrder::Desc,
+        };
+        // JSON objects have text keys: a map keyed by pairs does not serialize.
+        let unserializable: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let broken = Paged::new("items", vec![1u8], 1, page())
+            .beside("latest", unserializable)
+            .into_response();
+        assert_eq!(broken.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let fine = Paged::new("items", vec![1u8], 1, page())
+            .beside("latest", 7)
+            .into_response();
+        assert_eq!(fine.status(), StatusCode::OK);
     }
 }
