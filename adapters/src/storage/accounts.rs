@@ -678,7 +678,10 @@ impl Store {
                     id: d.get("id")?,
                     recipient: d.get("recipient")?,
                     subject: d.get("subject")?,
-                    body: d.get::<Option<String>>("body")?.unwrap_or_default(),
+                    // A mail waiting to be sent keeps its text; one without is corrupt.
+                    body: d
+                        .get::<Option<String>>("body")?
+                        .ok_or_else(|| d.reject("body", "a pending mail has no text"))?,
                     attempts: d.u32("attempts")?,
                 })
             })

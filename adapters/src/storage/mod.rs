@@ -273,7 +273,7 @@ impl Rows {
         })
     }
 
-    fn bound<'q>(
+    pub(crate) fn bound<'q>(
         statement: &'q str,
         cells: &[Cell],
     ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {

@@ -145,18 +145,16 @@ impl ReportScope<'_> {
     }
 }
 
-fn bind_all<'q>(
-    statement: &'q str,
-    cells: &[Cell],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    let mut query = sqlx::query(statement);
-    for cell in cells {
-        query = match cell {
-            Cell::Text(text) => query.bind(text.clone()),
-            Cell::Int(n) => query.bind(*n),
-        };
-    }
-    query
+/// `k AS k0, ...` for grouped keys, and the positions `1, 2, ...` to group by
+/// (`extra` more after the keys).
+fn key_columns(keys: &[&str], extra: usize) -> (String, String) {
+    let columns: Vec<String> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| format!("{k} AS k{i}"))
+        .collect();
+    let positions: Vec<String> = (1..=keys.len() + extra).map(|i| i.to_string()).collect();
+    (columns.join(", "), positions.join(", "))
 }
 
 impl Store {
@@ -418,18 +416,13 @@ impl Store {
         also: &'static str,
     ) -> StoreResult<Vec<(Vec<Option<String>>, u64)>> {
         let (filter, cells) = scope.filter();
-        let columns: Vec<String> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| format!("{k} AS k{i}"))
-            .collect();
-        let positions: Vec<String> = (1..=keys.len()).map(|i| i.to_string()).collect();
+        let (columns, positions) = key_columns(keys, 0);
         let statement = self.sql(&format!(
-            "SELECT {}, COUNT(*) AS n FROM {table} WHERE {filter} {also} GROUP BY {}",
-            columns.join(", "),
-            positions.join(", ")
+            "SELECT {columns}, COUNT(*) AS n FROM {table} WHERE {filter} {also} GROUP BY {positions}"
         ));
-        let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
+        let rows = Rows::bound(&statement, &cells)
+            .fetch_all(self.pool())
+            .await?;
         rows.iter()
             .map(|row| {
                 let d = Decoder::new(row, table, &[]);
@@ -453,19 +446,14 @@ impl Store {
         also: &'static str,
     ) -> StoreResult<Vec<(Vec<String>, i64, u64)>> {
         let (filter, cells) = scope.filter();
-        let columns: Vec<String> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| format!("{k} AS k{i}"))
-            .collect();
-        let positions: Vec<String> = (1..=keys.len() + 1).map(|i| i.to_string()).collect();
+        let (columns, positions) = key_columns(keys, 1);
         let statement = self.sql(&format!(
-            "SELECT {}, duration_ms, COUNT(*) AS n FROM {table}
-             WHERE {filter} AND duration_ms IS NOT NULL {also} GROUP BY {}",
-            columns.join(", "),
-            positions.join(", ")
+            "SELECT {columns}, duration_ms, COUNT(*) AS n FROM {table}
+             WHERE {filter} AND duration_ms IS NOT NULL {also} GROUP BY {positions}"
         ));
-        let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
+        let rows = Rows::bound(&statement, &cells)
+            .fetch_all(self.pool())
+            .await?;
         rows.iter()
             .map(|row| {
                 let d = Decoder::new(row, table, &[]);
@@ -488,7 +476,9 @@ impl Store {
             "SELECT plugin_name, started_at, duration_ms, outcome, reason FROM plugin_build_attempts
              WHERE {filter} ORDER BY started_at, id"
         ));
-        let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
+        let rows = Rows::bound(&statement, &cells)
+            .fetch_all(self.pool())
+            .await?;
         rows.iter()
             .map(|row| {
                 let d = Decoder::new(row, "plugin_build_attempts", &["plugin_name"]);
@@ -522,7 +512,9 @@ impl Store {
             "SELECT build_status, access_modifier, is_active, COUNT(*) AS n FROM plugins WHERE {filter}
              GROUP BY build_status, access_modifier, is_active ORDER BY build_status, access_modifier, is_active"
         ));
-        let rows = bind_all(&statement, &cells).fetch_all(self.pool()).await?;
+        let rows = Rows::bound(&statement, &cells)
+            .fetch_all(self.pool())
+            .await?;
         rows.iter()
             .map(|row| {
                 let d = Decoder::new(row, "plugins", &["build_status"]);

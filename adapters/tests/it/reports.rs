@@ -515,6 +515,14 @@ async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestAp
     assert_eq!(pruned, 2, "x1 and x2 started before noon");
     let left = ok(app, &alice, &root, "count", "&includeTeams=true").await;
     assert_eq!(left["overall"]["total"], 5);
+    // A stored failure whose category this server does not know is a corrupt row:
+    // the report fails closed instead of guessing.
+    app.sql("UPDATE report_executions SET error = 'mystery' WHERE outcome = 'failure'")
+        .await;
+    let (status, body) = report(app, &alice, &team, "errors", "").await;
+    assert_eq!(code(status, &body), "INTERNAL_ERROR", "{body}");
+    app.sql("UPDATE report_executions SET error = 'test' WHERE error = 'mystery'")
+        .await;
     // An empty range is zeros, not an error.
     let empty = app
         .call(

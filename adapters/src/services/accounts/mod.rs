@@ -13,7 +13,6 @@
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use base64::Engine;
@@ -161,13 +160,10 @@ fn weak(field: &'static str, error: SignInError) -> ServiceError {
     }
 }
 
-/// The hash the passwords of unknown accounts are checked against.
-fn dummy_hash() -> &'static str {
-    static DUMMY: OnceLock<String> = OnceLock::new();
-    DUMMY.get_or_init(|| {
-        tenancy::hash_password("no account has this password", &[0x5a; 16]).unwrap_or_default()
-    })
-}
+/// The hash the passwords of unknown accounts are checked against: a real argon2id
+/// hash at the same parameters (of a password no account has), so that checking it
+/// costs what checking an account's does.
+const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$WlpaWlpaWlpaWlpaWlpaWg$jXmRu67zh92772pttDmVFpGWYPvTMOgeBvSrR24qCjs";
 
 async fn hash_password(state: &AppState, password: String) -> ServiceResult<String> {
     let salt = random::<16>()?;
@@ -192,7 +188,7 @@ async fn password_matches(
         .passwords
         .run(move || match stored {
             Some(hash) => tenancy::verify_password(&hash, &password),
-            None => tenancy::verify_password(dummy_hash(), &password).map(|_| false),
+            None => tenancy::verify_password(DUMMY_HASH, &password).map(|_| false),
         })
         .await
         .map_err(|_| ServiceError::Unavailable)?;

@@ -426,7 +426,14 @@ pub async fn errors(state: &AppState, query: &ReportQuery) -> ServiceResult<Erro
     let mut failures = 0u64;
     for (group, n) in &groups {
         failures += n;
-        let category = ErrorCategory::parse(key(group, 0)).unwrap_or(ErrorCategory::Pipeline);
+        // Every failed execution is stored with its category: none, or one this
+        // server does not know, is a corrupt row (fail closed), not a guess.
+        let category = ErrorCategory::parse(key(group, 0)).ok_or_else(|| {
+            ServiceError::Broken(format!(
+                "report_executions: a failed execution's error category `{}` is unknown",
+                key(group, 0)
+            ))
+        })?;
         *counts.entry(category).or_default() += n;
     }
     let mut categories: Vec<CategoryCount> = counts

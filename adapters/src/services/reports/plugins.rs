@@ -254,9 +254,11 @@ pub async fn build_failures(
         .filter(|a| attempt_outcome(&a.outcome) == "failure")
     {
         failures += 1;
-        *counts
-            .entry(a.reason.as_deref().unwrap_or("failed without output"))
-            .or_default() += 1;
+        // Every failed attempt is recorded with its reason (reporting::failure_reason).
+        let reason = a.reason.as_deref().ok_or_else(|| {
+            ServiceError::Broken("plugin_build_attempts: a failed attempt has no reason".to_owned())
+        })?;
+        *counts.entry(reason).or_default() += 1;
     }
     let mut reasons: Vec<ReasonCount> = counts
         .into_iter()
