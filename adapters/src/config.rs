@@ -182,12 +182,38 @@ pub struct Config {
     pub reevaluation: ReevaluationSettings,
     /// Notification delivery.
     pub notifications: NotificationSettings,
+    /// The image registry; `None` when `REGISTRY_URL` is unset (the image routes
+    /// answer 503 `REGISTRY_NOT_CONFIGURED`).
+    pub registry: Option<RegistrySettings>,
     /// `PLATFORM_IDENTIFIER` and `PLATFORM_PASSWORD`, for provisioning scripts.
     pub platform_credentials: Option<(String, String)>,
     /// Sign-in: links, client addresses, session lifetimes.
     pub signin: SignInSettings,
     /// Things worth a warning at start (development secret, clamped values).
     pub warnings: Vec<String>,
+}
+
+/// The registry's address and credentials (`REGISTRY_URL`, `REGISTRY_USERNAME`,
+/// `REGISTRY_PASSWORD`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct RegistrySettings {
+    /// The registry's base URL (`http(s)://host[:port]`).
+    pub url: String,
+    /// The user name, for basic authentication or the token endpoint.
+    pub username: Option<String>,
+    /// The password.
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for RegistrySettings {
+    /// The password never reaches a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistrySettings")
+            .field("url", &self.url)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .finish()
+    }
 }
 
 /// Sign-in settings.
@@ -586,6 +612,29 @@ impl Config {
             }
             _ => None,
         };
+        let registry =
+            r.raw("REGISTRY_URL")
+                .filter(|v| !v.is_empty())
+                .map(|url| RegistrySettings {
+                    url: url.to_owned(),
+                    username: r
+                        .raw("REGISTRY_USERNAME")
+                        .filter(|v| !v.is_empty())
+                        .map(str::to_owned),
+                    password: r.raw("REGISTRY_PASSWORD").map(str::to_owned),
+                });
+        if let Some(url) = registry.as_ref().map(|r| r.url.clone()) {
+            let parsed = reqwest::Url::parse(&url);
+            let ok = parsed
+                .as_ref()
+                .is_ok_and(|u| ["http", "https"].contains(&u.scheme()) && u.host_str().is_some());
+            if !ok {
+                r.fail(
+                    "REGISTRY_URL",
+                    format!("`{url}` is not an http(s) address with a host"),
+                );
+            }
+        }
         let catalog = match Catalog::from_overrides(vars.iter()) {
             Ok(catalog) => catalog,
             Err(errors) => {
@@ -756,6 +805,7 @@ impl Config {
             builds,
             reevaluation,
             notifications,
+            registry,
             platform_credentials,
             signin,
             warnings,

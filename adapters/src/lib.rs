@@ -27,6 +27,8 @@ pub mod inventory;
 pub mod metrics;
 pub mod notify;
 #[cfg(feature = "server")]
+pub mod outbound;
+#[cfg(feature = "server")]
 pub mod policy_report;
 #[cfg(feature = "server")]
 pub mod services;

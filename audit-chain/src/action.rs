@@ -70,6 +70,10 @@ pub const PLATFORM_AUTHORITY_ACTIONS: &[&str] = &[
     "admin.user.features.update",
     "admin.impersonate.start",
     "admin.org.namespace.render",
+    // The image registry's copy and delete, made by this platform itself: named
+    // after document 3's registry log events (registry.tag.copy, registry.tag.delete).
+    "registry.tag.copy",
+    "registry.tag.delete",
 ];
 
 /// The actions a remote service may post through the ingest endpoint.

@@ -38,5 +38,5 @@ pub use error::Error;
 pub use event::{format_timestamp, to_micros, AuditEvent, SealedEvent, MAX_DETAILS_DEPTH};
 pub use integers::quote_unsafe_integers;
 pub use redact::{redact_details, redact_text, REDACTED, REDACTION_VERSION};
-pub use registry::{repository_of, Mounted, RegistryEvent, TagCopy, TagDelete};
+pub use registry::{repository_of, LogLabels, Mounted, RegistryEvent, TagCopy, TagDelete};
 pub use verify::{verify, BreakReason, ChainVerifier, Verification};

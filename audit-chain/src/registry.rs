@@ -64,11 +64,27 @@ impl TagCopy {
     }
 }
 
+/// The labels of a log line beside its fields: the aggregator promotes
+/// `service_name`, `eventCategory`, `event`, `actor` and `pluginName`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogLabels<'a> {
+    /// The emitting service.
+    pub service_name: &'a str,
+    /// The plugin the repository holds (its last path component), when known.
+    pub plugin_name: Option<&'a str>,
+    /// When it happened.
+    pub timestamp: Option<chrono::DateTime<chrono::Utc>>,
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Line<'a, T: Serialize> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp: Option<String>,
     #[serde(rename = "service_name")]
     service_name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plugin_name: Option<&'a str>,
     event_category: &'static str,
     event: &'static str,
     #[serde(flatten)]
@@ -112,8 +128,41 @@ impl RegistryEvent {
     /// assert_eq!(line["mounted"]["blobs"], 3);
     /// ```
     pub fn to_log_line(&self, service_name: &str) -> String {
+        self.to_labelled_line(LogLabels {
+            service_name,
+            plugin_name: None,
+            timestamp: None,
+        })
+    }
+
+    /// [`to_log_line`](Self::to_log_line) with every label: the `pluginName` and an
+    /// RFC 3339 `timestamp` (milliseconds, UTC).
+    ///
+    /// ```
+    /// use audit_chain::{LogLabels, RegistryEvent, TagDelete};
+    /// use chrono::TimeZone;
+    /// let delete = RegistryEvent::TagDelete(TagDelete {
+    ///     actor: "admin-1".into(), repo: "org-a/lint".into(), reference: "1.0".into(),
+    ///     digest: "sha256:aa".into(),
+    /// });
+    /// let at = chrono::Utc.with_ymd_and_hms(2026, 11, 26, 12, 0, 0).unwrap();
+    /// let labels = LogLabels { service_name: "compliance", plugin_name: Some("lint"), timestamp: Some(at) };
+    /// let line: serde_json::Value = serde_json::from_str(&delete.to_labelled_line(labels)).unwrap();
+    /// assert_eq!(line["pluginName"], "lint");
+    /// assert_eq!(line["timestamp"], "2026-11-26T12:00:00.000Z");
+    /// assert_eq!(line["ref"], "1.0");
+    /// ```
+    pub fn to_labelled_line(&self, labels: LogLabels<'_>) -> String {
+        let LogLabels {
+            service_name,
+            plugin_name,
+            timestamp,
+        } = labels;
+        let timestamp = timestamp.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
         let result = match self {
             RegistryEvent::TagCopy(copy) => serde_json::to_string(&Line {
+                timestamp,
+                plugin_name,
                 service_name,
                 event_category: "audit",
                 event: self.name(),
@@ -121,6 +170,8 @@ impl RegistryEvent {
                 is_promotion_to_system: Some(copy.is_promotion_to_system()),
             }),
             RegistryEvent::TagDelete(delete) => serde_json::to_string(&Line {
+                timestamp,
+                plugin_name,
                 service_name,
                 event_category: "audit",
                 event: self.name(),

@@ -234,6 +234,48 @@ fn signin_refusal(refusal: crate::services::accounts::SignInRefusal) -> ApiError
     }
 }
 
+/// The image registry's failures: what the caller can act on, with a code of ours.
+fn registry_error(error: crate::outbound::registry::RegistryError) -> ApiError {
+    use crate::outbound::registry::RegistryError as R;
+    let message = error.to_string();
+    match error {
+        R::NotConfigured => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "REGISTRY_NOT_CONFIGURED",
+            message,
+        ),
+        R::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", message),
+        R::DeletesDisabled => {
+            ApiError::new(StatusCode::CONFLICT, "REGISTRY_DELETE_DISABLED", message)
+        }
+        R::Unreachable(cause) => {
+            tracing::warn!(%cause, "the image registry is unavailable");
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "REGISTRY_UNAVAILABLE",
+                message,
+            )
+        }
+        R::DigestMismatch {
+            expected, actual, ..
+        } => ApiError::new(StatusCode::BAD_GATEWAY, "REGISTRY_DIGEST_MISMATCH", message)
+            .with_details(json!({"expected": expected, "actual": actual})),
+        R::Unsupported(_) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "MANIFEST_UNSUPPORTED",
+            message,
+        ),
+        R::Refused { status, code, .. } => {
+            ApiError::new(StatusCode::BAD_GATEWAY, "REGISTRY_REFUSED", message)
+                .with_details(json!({"registryStatus": status, "registryCode": code}))
+        }
+        R::SharedDigest { digest, tags } => {
+            ApiError::new(StatusCode::CONFLICT, "TAG_SHARED", message)
+                .with_details(json!({"digest": digest, "tags": tags}))
+        }
+    }
+}
+
 impl From<crate::services::ServiceError> for ApiError {
     fn from(error: crate::services::ServiceError) -> Self {
         use crate::services::ServiceError as E;
@@ -335,6 +377,7 @@ impl From<crate::services::ServiceError> for ApiError {
                 ApiError::new(status, code, refusal.to_string()).with_details(details)
             }
             E::NotConfigured(code, why) => ApiError::new(StatusCode::NOT_FOUND, code, why),
+            E::Registry(error) => registry_error(error),
             E::Tenancy(refusal) => refusal.into(),
             E::SignIn(refusal) => signin_refusal(refusal),
             E::Broken(why) => ApiError::internal(why),

@@ -67,6 +67,10 @@ pub(crate) enum Access {
     UserOrService(Permission),
     /// A super-admin, or the billing service's token (`BILLING_SERVICE_NAME`).
     SuperAdminOrBilling,
+    /// A permission of the platform (`registry:*`): held only through the system
+    /// organization's Super Admin role, so it is asked there; a refused
+    /// state-changing request is audited there as `authz.denied`.
+    Platform(Permission),
 }
 
 impl Access {
@@ -221,6 +225,9 @@ impl Access {
             Access::SuperAdminOrBilling => {
                 "A super-admin, or the billing service's token (BILLING_SERVICE_NAME).".to_owned()
             }
+            Access::Platform(p) => format!(
+                "Requires the `{p}` permission, which only super-admins hold (the system organization's Super Admin role); a refusal is audited there as authz.denied."
+            ),
         }
     }
 }
@@ -314,6 +321,38 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
             if counted && !granted.super_admin {
                 crate::services::quotas::count_api_call(state, &granted.org).await?;
             }
+            parts.extensions.insert(caller);
+            parts.extensions.insert(granted);
+        }
+        Access::Platform(permission) => {
+            let caller = Caller::from_request_parts(parts, state).await?;
+            let refused = || {
+                ApiError::forbidden(format!(
+                    "the `{permission}` permission is required; only super-admins hold it"
+                ))
+                .with_details(json!({"missing": permission.to_string()}))
+            };
+            let system = crate::services::access::system_organization(&state.store)
+                .await?
+                .ok_or_else(refused)?;
+            let requirement =
+                tenancy::Access::Permission(permission).requirement(guard.changes_state, false);
+            let granted = gate(
+                state,
+                &caller,
+                &system.id,
+                Named::Header,
+                requirement,
+                &guard.action,
+            )
+            .await
+            .map_err(|error| {
+                if error.code == "TENANT_FORBIDDEN" {
+                    refused()
+                } else {
+                    error
+                }
+            })?;
             parts.extensions.insert(caller);
             parts.extensions.insert(granted);
         }

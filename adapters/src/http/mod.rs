@@ -12,6 +12,7 @@ mod exemptions;
 pub mod extract;
 mod gate;
 mod guard;
+mod images;
 mod invitations;
 pub mod listener;
 mod members;

@@ -95,6 +95,11 @@ pub async fn is_super_admin(store: &Store, user_id: &str) -> ServiceResult<bool>
     Ok(store.is_super_admin(user_id).await?)
 }
 
+/// The system organization, if it was created.
+pub async fn system_organization(store: &Store) -> ServiceResult<Option<OrgRecord>> {
+    Ok(store.system_organization().await?)
+}
+
 /// Records a denied state-changing request, folded per actor, organization and
 /// minute (a flood of denials writes one event a minute).
 pub async fn record_denial(

@@ -49,6 +49,8 @@ pub struct AppState {
     /// The threads that hash and check passwords (argon2id, tens of milliseconds
     /// each), apart, so that a wave of sign-ins never delays a validation.
     pub passwords: Arc<CpuPool>,
+    /// The image registry's client, when `REGISTRY_URL` is set.
+    pub registry: Option<Arc<crate::outbound::registry::RegistryClient>>,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
 }
@@ -58,7 +60,16 @@ impl AppState {
     /// counters shown on `/metrics`.
     pub fn new(config: Config, store: Store, audit_counters: Arc<AuditCounters>) -> Self {
         let keys = TokenKeys::from_config(&config.jwt);
+        // The address was checked with the configuration; a client that cannot be
+        // built leaves the routes answering 503, and says so.
+        let registry = config.registry.as_ref().and_then(|settings| {
+            crate::outbound::registry::RegistryClient::new(settings)
+                .map_err(|why| tracing::error!(%why, "REGISTRY_URL: the registry client cannot be built"))
+                .ok()
+                .map(Arc::new)
+        });
         AppState {
+            registry,
             config: Arc::new(config),
             store,
             keys: Arc::new(keys),

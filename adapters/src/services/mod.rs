@@ -24,6 +24,7 @@ pub mod delivery;
 pub mod entitlement;
 pub mod exemptions;
 pub mod grouped;
+pub mod images;
 pub mod invitations;
 pub mod kept;
 pub mod members;
@@ -122,6 +123,9 @@ pub enum ServiceError {
     /// Sign-in refused (credentials, throttling, a token no longer good).
     #[error(transparent)]
     SignIn(accounts::SignInRefusal),
+    /// The image registry is not configured, refused, or failed.
+    #[error(transparent)]
+    Registry(crate::outbound::registry::RegistryError),
     /// tenancy refused (an escalation, a built-in Role, the last super-admin...).
     #[error(transparent)]
     Tenancy(#[from] tenancy::TenancyError),

@@ -424,3 +424,18 @@ impl Store {
         row.as_ref().map(org_from_row).transpose()
     }
 }
+
+impl Store {
+    /// The live root organization of this name, compared without case (root names
+    /// are unique that way).
+    pub async fn root_organization_named(&self, name: &str) -> StoreResult<Option<OrgRecord>> {
+        let row = sqlx::query(&format!(
+            "SELECT {ORG_COLUMNS} FROM organizations \
+             WHERE parent_org_id IS NULL AND lower(name) = lower($1) AND deleted_at IS NULL"
+        ))
+        .bind(name)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(org_from_row).transpose()
+    }
+}

@@ -21,9 +21,9 @@ use crate::http::response::Deleted;
 use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
-    admin, audit, billing, builds, catalog, check_log, exemptions, invitations, members, messages,
-    organizations, pipelines, plugins, policies, preferences, quotas, reports, rules, scans,
-    signin, system, templates, validate,
+    admin, audit, billing, builds, catalog, check_log, exemptions, images, invitations, members,
+    messages, organizations, pipelines, plugins, policies, preferences, quotas, reports, rules,
+    scans, signin, system, templates, validate,
 };
 
 mod accounts;
@@ -33,6 +33,7 @@ mod inbox;
 mod inventory;
 mod operational;
 mod orgs;
+mod registry;
 mod sessions;
 mod sweeps;
 #[cfg(test)]
@@ -65,6 +66,9 @@ pub struct Route {
     pub(crate) feature: Option<entitlements::Feature>,
     /// The named schemas the route's typed body and answer refer to.
     pub(crate) components: Components,
+    /// The path the router matches, when it differs from the documented one (a
+    /// parameter that may hold slashes is matched by a wildcard).
+    matched: Option<&'static str>,
     handler: MethodRouter<AppState>,
 }
 
@@ -94,6 +98,7 @@ macro_rules! verb {
                 body_limit: None,
                 feature: None,
                 components: Components::new(),
+                matched: None,
                 handler: $routing(handler),
             }
         }
@@ -107,6 +112,13 @@ verb!(patch, "PATCH", routing::patch);
 verb!(delete, "DELETE", routing::delete);
 
 impl Route {
+    /// The router matches `path` (a wildcard where a documented parameter may hold
+    /// slashes); the documentation keeps the route's own path.
+    fn matched_as(mut self, path: &'static str) -> Self {
+        self.matched = Some(path);
+        self
+    }
+
     fn doc(mut self, summary: &'static str) -> Self {
         self.summary = summary;
         self
@@ -253,7 +265,6 @@ fn org_member() -> Access {
 }
 
 /// Every route of the server.
-/// Every route of the server.
 pub fn routes() -> Vec<Route> {
     [
         operational::routes(),
@@ -266,6 +277,7 @@ pub fn routes() -> Vec<Route> {
         analytics::routes(),
         sweeps::routes(),
         inventory::routes(),
+        registry::routes(),
     ]
     .into_iter()
     .flatten()
@@ -298,11 +310,12 @@ pub(crate) fn router(state: &AppState) -> axum::Router<AppState> {
             handler = handler.layer(axum::extract::DefaultBodyLimit::max(limit));
         }
         let handler = handler.route_layer(middleware::from_fn_with_state(guard, enforce));
-        let merged = match paths.remove(route.path) {
+        let path = route.matched.unwrap_or(route.path);
+        let merged = match paths.remove(path) {
             Some(existing) => existing.merge(handler),
             None => handler,
         };
-        paths.insert(route.path, merged);
+        paths.insert(path, merged);
     }
     paths
         .into_iter()

@@ -1,0 +1,913 @@
+//! The OCI registry client: the distribution specification's calls over reqwest,
+//! with the authentication the registry asks for (basic, or a bearer token from its
+//! token endpoint), a timeout on every call, and bounded reads. Every manifest read
+//! is verified against its digest; a blob that has to be carried over (a registry
+//! that answers a mount with an upload session) is streamed in chunks, hashed on
+//! the way, and its session is cancelled whenever the upload does not complete.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use oci::auth::{Challenge, TokenAnswer};
+use oci::{Digest, Manifest, MediaType, Repository, Tag, Target, MAX_MANIFEST_BYTES};
+use reqwest::header::{
+    HeaderMap, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE,
+};
+use reqwest::{Method, StatusCode, Url};
+use sha2::{Digest as _, Sha256};
+
+pub use crate::config::RegistrySettings;
+
+/// Connecting to the registry.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A call that moves no blob (manifests, checks, mounts, deletes, tags).
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// A call that moves a blob's bytes (one chunk of an upload, a blob read).
+const TRANSFER_TIMEOUT: Duration = Duration::from_secs(600);
+/// The size of an upload chunk.
+const CHUNK_BYTES: usize = 8 * 1024 * 1024;
+/// The most of an error body or token answer read.
+const SMALL_BODY: usize = 64 * 1024;
+/// Tag list pages followed (100 tags each).
+const MAX_TAG_PAGES: usize = 10;
+/// Bearer tokens kept (one per scope set); past it, all are dropped.
+const MAX_TOKENS: usize = 256;
+
+/// What went wrong with the registry, as the workflows tell it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// `REGISTRY_URL` is unset.
+    #[error("no image registry is configured (REGISTRY_URL)")]
+    NotConfigured,
+    /// The manifest, repository or blob does not exist.
+    #[error("{0} was not found in the registry")]
+    NotFound(String),
+    /// The registry refuses deletes (405: `storage.delete.enabled` is off).
+    #[error("the registry does not allow deletes")]
+    DeletesDisabled,
+    /// No answer, an answer too late, or a 5xx: the registry cannot be used now.
+    #[error("the registry is unavailable: {0}")]
+    Unreachable(String),
+    /// Bytes that do not hash to the digest they were asked or announced by.
+    #[error("{what}: the registry's content has digest {actual}, not {expected}")]
+    DigestMismatch {
+        /// What was checked.
+        what: String,
+        /// The digest expected.
+        expected: String,
+        /// The digest found.
+        actual: String,
+    },
+    /// A manifest this server does not copy.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The registry refused the call (credentials, a manifest it finds invalid...).
+    #[error("the registry refused {call}: {status} {code} {message}")]
+    Refused {
+        /// Which call.
+        call: String,
+        /// Its HTTP status.
+        status: u16,
+        /// The registry's error code (`DENIED`, `MANIFEST_INVALID`...), if any.
+        code: String,
+        /// The registry's message.
+        message: String,
+    },
+    /// Deleting would also untag other tags of the same manifest.
+    #[error("{digest} is also tagged {}; pass force=true to delete it and every tag of it", .tags.join(", "))]
+    SharedDigest {
+        /// The manifest.
+        digest: String,
+        /// The other tags.
+        tags: Vec<String>,
+    },
+}
+
+/// A manifest as fetched: its bytes (exactly as stored), digest and parse.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The verified digest.
+    pub digest: Digest,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    /// What it is and references.
+    pub manifest: Manifest,
+}
+
+/// How a blob reached the target repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mount {
+    /// The registry linked it from the source repository (201).
+    Mounted,
+    /// The registry opened an upload session instead (202): the bytes must be sent.
+    Session(Url),
+}
+
+/// The registry client.
+#[derive(Debug)]
+pub struct RegistryClient {
+    base: Url,
+    credentials: Option<(String, String)>,
+    http: reqwest::Client,
+    auth: Mutex<Auth>,
+}
+
+#[derive(Debug, Default)]
+struct Auth {
+    /// The registry asked for basic authentication once: send it with every call.
+    basic: bool,
+    /// Bearer tokens by the scope key of the calls they were fetched for.
+    tokens: HashMap<String, (String, Instant)>,
+}
+
+/// The access a call needs, as the token scopes of the distribution protocol.
+#[derive(Debug, Clone)]
+struct Scope(String);
+
+impl Scope {
+    fn pull(repository: &Repository) -> Scope {
+        Scope(format!("repository:{repository}:pull"))
+    }
+    fn push(repository: &Repository) -> Scope {
+        Scope(format!("repository:{repository}:pull,push"))
+    }
+    fn mount(target: &Repository, source: &Repository) -> Scope {
+        Scope(format!(
+            "repository:{target}:pull,push repository:{source}:pull"
+        ))
+    }
+    fn delete(repository: &Repository) -> Scope {
+        Scope(format!("repository:{repository}:delete,pull"))
+    }
+}
+
+/// One call: its method, address, headers and body (sent again after a challenge).
+struct Call {
+    name: String,
+    method: Method,
+    url: Url,
+    headers: Vec<(reqwest::header::HeaderName, String)>,
+    body: Option<Vec<u8>>,
+    timeout: Duration,
+}
+
+impl Call {
+    fn new(name: impl Into<String>, method: Method, url: Url) -> Call {
+        Call {
+            name: name.into(),
+            method,
+            url,
+            headers: Vec::new(),
+            body: None,
+            timeout: CALL_TIMEOUT,
+        }
+    }
+    fn header(mut self, name: reqwest::header::HeaderName, value: impl Into<String>) -> Call {
+        self.headers.push((name, value.into()));
+        self
+    }
+    fn body(mut self, body: Vec<u8>) -> Call {
+        self.body = Some(body);
+        self
+    }
+    fn timeout(mut self, timeout: Duration) -> Call {
+        self.timeout = timeout;
+        self
+    }
+}
+
+fn unreachable(error: &reqwest::Error) -> RegistryError {
+    let kind = if error.is_timeout() {
+        "no answer in time"
+    } else if error.is_connect() {
+        "cannot connect"
+    } else {
+        "the connection failed"
+    };
+    RegistryError::Unreachable(format!("{kind}: {error}"))
+}
+
+impl RegistryClient {
+    /// A client of the registry at `settings.url`.
+    pub fn new(settings: &RegistrySettings) -> Result<RegistryClient, String> {
+        let mut base = Url::parse(&settings.url).map_err(|e| format!("not a URL: {e}"))?;
+        if !["http", "https"].contains(&base.scheme()) || base.host_str().is_none() {
+            return Err("must be an http(s) address with a host".to_owned());
+        }
+        base.set_path("/");
+        base.set_query(None);
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            // A blob read may be redirected to the registry's storage; reqwest drops
+            // the Authorization header when a redirect leaves the host.
+            .redirect(reqwest::redirect::Policy::limited(5))
+            .no_proxy()
+            .build()
+            .map_err(|e| format!("the HTTP client: {e}"))?;
+        let credentials = match (&settings.username, &settings.password) {
+            (Some(user), password) => Some((user.clone(), password.clone().unwrap_or_default())),
+            (None, _) => None,
+        };
+        Ok(RegistryClient {
+            base,
+            credentials,
+            http,
+            auth: Mutex::new(Auth::default()),
+        })
+    }
+
+    /// The registry's base URL.
+    pub fn base(&self) -> &Url {
+        &self.base
+    }
+
+    fn url(&self, path: &str) -> Result<Url, RegistryError> {
+        self.base
+            .join(path)
+            .map_err(|e| RegistryError::Unreachable(format!("an address of the registry: {e}")))
+    }
+
+    fn manifest_url(&self, repository: &Repository, target: &str) -> Result<Url, RegistryError> {
+        self.url(&format!("v2/{repository}/manifests/{target}"))
+    }
+
+    fn blob_url(&self, repository: &Repository, digest: &Digest) -> Result<Url, RegistryError> {
+        self.url(&format!("v2/{repository}/blobs/{digest}"))
+    }
+
+    /// Sends a call with what the registry asked for before; on a 401, answers its
+    /// challenge once and sends it again.
+    async fn send(&self, call: &Call, scope: &Scope) -> Result<reqwest::Response, RegistryError> {
+        let response = self.send_once(call, scope).await?;
+        if response.status() != StatusCode::UNAUTHORIZED {
+            return Ok(response);
+        }
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(Challenge::parse);
+        match challenge {
+            Some(Challenge::Basic) if self.credentials.is_some() => {
+                if let Ok(mut auth) = self.auth.lock() {
+                    auth.basic = true;
+                }
+            }
+            Some(Challenge::Bearer {
+                realm,
+                service,
+                scopes,
+            }) => {
+                let (token, lifetime) = self
+                    .fetch_token(&realm, service.as_deref(), &scopes)
+                    .await?;
+                if let Ok(mut auth) = self.auth.lock() {
+                    if auth.tokens.len() >= MAX_TOKENS {
+                        auth.tokens.clear();
+                    }
+                    // Renewed ten seconds before it expires.
+                    let until = Instant::now() + lifetime.saturating_sub(Duration::from_secs(10));
+                    auth.tokens.insert(scope.0.clone(), (token, until));
+                }
+            }
+            _ => return Err(refusal(&call.name, response).await),
+        }
+        let again = self.send_once(call, scope).await?;
+        if again.status() == StatusCode::UNAUTHORIZED {
+            return Err(refusal(&call.name, again).await);
+        }
+        Ok(again)
+    }
+
+    async fn send_once(
+        &self,
+        call: &Call,
+        scope: &Scope,
+    ) -> Result<reqwest::Response, RegistryError> {
+        let mut request = self
+            .http
+            .request(call.method.clone(), call.url.clone())
+            .timeout(call.timeout);
+        for (name, value) in &call.headers {
+            request = request.header(name, value);
+        }
+        let (basic, bearer) = match self.auth.lock() {
+            Ok(auth) => (
+                auth.basic,
+                auth.tokens
+                    .get(&scope.0)
+                    .filter(|(_, until)| *until > Instant::now())
+                    .map(|(token, _)| token.clone()),
+            ),
+            Err(_) => (false, None),
+        };
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        } else if let (true, Some((user, password))) = (basic, &self.credentials) {
+            request = request.basic_auth(user, Some(password));
+        }
+        if let Some(body) = &call.body {
+            request = request
+                .header(CONTENT_LENGTH, body.len())
+                .body(body.clone());
+        }
+        let response = request.send().await.map_err(|e| unreachable(&e))?;
+        if response.status().is_server_error() {
+            return Err(RegistryError::Unreachable(format!(
+                "{} answered {}",
+                call.name,
+                response.status()
+            )));
+        }
+        Ok(response)
+    }
+
+    /// A token from the registry's token endpoint. The endpoint is the registry's
+    /// own host, or a public address: a registry cannot point the server's
+    /// credentials at a private one.
+    async fn fetch_token(
+        &self,
+        realm: &str,
+        service: Option<&str>,
+        scopes: &[String],
+    ) -> Result<(String, Duration), RegistryError> {
+        let refused = |why: String| RegistryError::Refused {
+            call: "the token endpoint".to_owned(),
+            status: 401,
+            code: "UNAUTHORIZED".to_owned(),
+            message: why,
+        };
+        let mut url = Url::parse(realm).map_err(|e| refused(format!("realm `{realm}`: {e}")))?;
+        if !["http", "https"].contains(&url.scheme()) {
+            return Err(refused(format!(
+                "realm `{realm}` is not an http(s) address"
+            )));
+        }
+        if url.host_str() != self.base.host_str() {
+            let host = url.host_str().unwrap_or_default().to_owned();
+            let port = url.port_or_known_default().unwrap_or(443);
+            let addresses = tokio::time::timeout(
+                CONNECT_TIMEOUT,
+                tokio::net::lookup_host((host.as_str(), port)),
+            )
+            .await
+            .map_err(|_| RegistryError::Unreachable(format!("`{host}` did not resolve in time")))?
+            .map_err(|e| RegistryError::Unreachable(format!("`{host}` does not resolve: {e}")))?;
+            if addresses
+                .into_iter()
+                .any(|a| !crate::notify::is_public(a.ip()))
+            {
+                return Err(refused(format!(
+                    "the token endpoint `{host}` is neither the registry's host nor a public address"
+                )));
+            }
+        }
+        {
+            let mut query = url.query_pairs_mut();
+            if let Some(service) = service {
+                query.append_pair("service", service);
+            }
+            for scope in scopes {
+                query.append_pair("scope", scope);
+            }
+        }
+        let mut request = self.http.get(url).timeout(CALL_TIMEOUT);
+        if let Some((user, password)) = &self.credentials {
+            request = request.basic_auth(user, Some(password));
+        }
+        let response = request.send().await.map_err(|e| unreachable(&e))?;
+        let status = response.status();
+        if status.is_server_error() {
+            return Err(RegistryError::Unreachable(format!(
+                "the token endpoint answered {status}"
+            )));
+        }
+        if !status.is_success() {
+            return Err(refused(format!("the token endpoint answered {status}")));
+        }
+        let bytes = read_bounded(response, SMALL_BODY).await?;
+        let answer: TokenAnswer = serde_json::from_slice(&bytes)
+            .map_err(|e| refused(format!("the token endpoint's answer: {e}")))?;
+        let token = answer
+            .bearer()
+            .ok_or_else(|| refused("the token endpoint answered no token".to_owned()))?;
+        Ok((token.to_owned(), Duration::from_secs(answer.lifetime())))
+    }
+
+    /// The digest a manifest reference resolves to (`HEAD`), or `None` when absent.
+    pub async fn manifest_digest(
+        &self,
+        repository: &Repository,
+        target: &Target,
+    ) -> Result<Option<Digest>, RegistryError> {
+        let call = Call::new(
+            format!("HEAD {repository}:{target}"),
+            Method::HEAD,
+            self.manifest_url(repository, target.as_str())?,
+        )
+        .header(ACCEPT, oci::ACCEPT);
+        let response = self.send(&call, &Scope::pull(repository)).await?;
+        match response.status() {
+            StatusCode::OK => {}
+            StatusCode::NOT_FOUND => return Ok(None),
+            _ => return Err(refusal(&call.name, response).await),
+        }
+        match (digest_header(response.headers()), target) {
+            (Some(digest), Target::Digest(asked)) if &digest != asked => {
+                Err(RegistryError::DigestMismatch {
+                    what: call.name,
+                    expected: asked.to_string(),
+                    actual: digest.to_string(),
+                })
+            }
+            (Some(digest), _) => Ok(Some(digest)),
+            (None, Target::Digest(asked)) => Ok(Some(asked.clone())),
+            // A registry that announces no digest: read the manifest to know it.
+            (None, Target::Tag(_)) => Ok(Some(self.manifest(repository, target).await?.digest)),
+        }
+    }
+
+    /// Reads a manifest with every media type accepted, verifying its bytes against
+    /// the digest asked for (or announced) and parsing it.
+    pub async fn manifest(
+        &self,
+        repository: &Repository,
+        target: &Target,
+    ) -> Result<Fetched, RegistryError> {
+        let call = Call::new(
+            format!("GET {repository}:{target}"),
+            Method::GET,
+            self.manifest_url(repository, target.as_str())?,
+        )
+        .header(ACCEPT, oci::ACCEPT);
+        let response = self.send(&call, &Scope::pull(repository)).await?;
+        match response.status() {
+            StatusCode::OK => {}
+            StatusCode::NOT_FOUND => {
+                return Err(RegistryError::NotFound(format!(
+                    "the manifest {repository}:{target}"
+                )))
+            }
+            _ => return Err(refusal(&call.name, response).await),
+        }
+        let announced = digest_header(response.headers());
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = read_bounded(response, MAX_MANIFEST_BYTES).await?;
+        let expected = match target {
+            Target::Digest(digest) => Some(digest.clone()),
+            Target::Tag(_) => announced.clone(),
+        };
+        let digest = match expected {
+            Some(expected) if !expected.verifies(&bytes) => {
+                return Err(RegistryError::DigestMismatch {
+                    what: call.name,
+                    expected: expected.to_string(),
+                    actual: Digest::sha256_of(&bytes).to_string(),
+                })
+            }
+            Some(expected) => expected,
+            None => Digest::sha256_of(&bytes),
+        };
+        let manifest = Manifest::parse(&bytes, content_type.as_deref())
+            .map_err(|e| RegistryError::Unsupported(format!("{repository}:{target}: {e}")))?;
+        Ok(Fetched {
+            digest,
+            bytes,
+            manifest,
+        })
+    }
+
+    /// Puts a manifest's exact bytes under a tag or its digest; the digest the
+    /// registry announces must be the bytes'.
+    pub async fn put_manifest(
+        &self,
+        repository: &Repository,
+        target: &Target,
+        media_type: MediaType,
+        bytes: &[u8],
+    ) -> Result<Digest, RegistryError> {
+        let call = Call::new(
+            format!("PUT {repository}:{target}"),
+            Method::PUT,
+            self.manifest_url(repository, target.as_str())?,
+        )
+        .header(CONTENT_TYPE, media_type.as_str())
+        .body(bytes.to_vec());
+        let response = self.send(&call, &Scope::push(repository)).await?;
+        if response.status() != StatusCode::CREATED {
+            return Err(refusal(&call.name, response).await);
+        }
+        let digest = Digest::sha256_of(bytes);
+        match digest_header(response.headers()) {
+            Some(announced) if announced != digest => Err(RegistryError::DigestMismatch {
+                what: call.name,
+                expected: digest.to_string(),
+                actual: announced.to_string(),
+            }),
+            _ => Ok(digest),
+        }
+    }
+
+    /// Whether the repository holds the blob (`HEAD`).
+    pub async fn has_blob(
+        &self,
+        repository: &Repository,
+        digest: &Digest,
+    ) -> Result<bool, RegistryError> {
+        let call = Call::new(
+            format!("HEAD {repository}@{digest}"),
+            Method::HEAD,
+            self.blob_url(repository, digest)?,
+        );
+        let response = self.send(&call, &Scope::pull(repository)).await?;
+        match response.status() {
+            StatusCode::OK => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            _ => Err(refusal(&call.name, response).await),
+        }
+    }
+
+    /// Asks the registry to mount a blob of `source` into `target`.
+    pub async fn mount_blob(
+        &self,
+        target: &Repository,
+        digest: &Digest,
+        source: &Repository,
+    ) -> Result<Mount, RegistryError> {
+        let mut url = self.url(&format!("v2/{target}/blobs/uploads/"))?;
+        url.query_pairs_mut()
+            .append_pair("mount", digest.as_str())
+            .append_pair("from", source.as_str());
+        let call =
+            Call::new(format!("mount {digest} into {target}"), Method::POST, url).body(Vec::new());
+        let response = self.send(&call, &Scope::mount(target, source)).await?;
+        match response.status() {
+            StatusCode::CREATED => Ok(Mount::Mounted),
+            StatusCode::ACCEPTED => Ok(Mount::Session(self.location(&call.name, &response)?)),
+            _ => Err(refusal(&call.name, response).await),
+        }
+    }
+
+    /// Carries a blob's bytes from `source` into the upload session of `target`,
+    /// in chunks, hashing them on the way; the session is cancelled when the upload
+    /// does not complete.
+    pub async fn carry_blob(
+        &self,
+        source: &Repository,
+        target: &Repository,
+        digest: &Digest,
+        session: Url,
+    ) -> Result<(), RegistryError> {
+        match self.carry(source, target, digest, session.clone()).await {
+            Ok(()) => Ok(()),
+            Err((error, last)) => {
+                self.cancel_upload(target, last.unwrap_or(session)).await;
+                Err(error)
+            }
+        }
+    }
+
+    async fn carry(
+        &self,
+        source: &Repository,
+        target: &Repository,
+        digest: &Digest,
+        session: Url,
+    ) -> Result<(), (RegistryError, Option<Url>)> {
+        let read = Call::new(
+            format!("GET {source}@{digest}"),
+            Method::GET,
+            self.blob_url(source, digest).map_err(|e| (e, None))?,
+        )
+        .timeout(TRANSFER_TIMEOUT);
+        let mut response = self
+            .send(&read, &Scope::pull(source))
+            .await
+            .map_err(|e| (e, None))?;
+        match response.status() {
+            StatusCode::OK => {}
+            StatusCode::NOT_FOUND => {
+                return Err((
+                    RegistryError::NotFound(format!("the blob {source}@{digest}")),
+                    None,
+                ))
+            }
+            _ => return Err((refusal(&read.name, response).await, None)),
+        }
+        let mut location = session;
+        let mut hasher = Sha256::new();
+        let mut offset: u64 = 0;
+        let mut chunk: Vec<u8> = Vec::with_capacity(CHUNK_BYTES.min(1024 * 1024));
+        loop {
+            let next = response
+                .chunk()
+                .await
+                .map_err(|e| (unreachable(&e), Some(location.clone())))?;
+            let done = next.is_none();
+            if let Some(bytes) = next {
+                hasher.update(&bytes);
+                chunk.extend_from_slice(&bytes);
+            }
+            if chunk.len() >= CHUNK_BYTES || (done && !chunk.is_empty()) {
+                let end = offset + chunk.len() as u64 - 1;
+                let call = Call::new(
+                    format!("upload {digest} into {target}"),
+                    Method::PATCH,
+                    location.clone(),
+                )
+                .header(CONTENT_TYPE, "application/octet-stream")
+                .header(reqwest::header::CONTENT_RANGE, format!("{offset}-{end}"))
+                .body(std::mem::take(&mut chunk))
+                .timeout(TRANSFER_TIMEOUT);
+                let answer = self
+                    .send(&call, &Scope::push(target))
+                    .await
+                    .map_err(|e| (e, Some(location.clone())))?;
+                if answer.status() != StatusCode::ACCEPTED {
+                    return Err((refusal(&call.name, answer).await, Some(location)));
+                }
+                location = self
+                    .location(&call.name, &answer)
+                    .map_err(|e| (e, Some(location.clone())))?;
+                offset = end + 1;
+            }
+            if done {
+                break;
+            }
+        }
+        let actual = format!("sha256:{}", hex::encode(hasher.finalize()));
+        if digest.as_str().starts_with("sha256:") && actual != digest.as_str() {
+            return Err((
+                RegistryError::DigestMismatch {
+                    what: format!("the blob {source}@{digest}"),
+                    expected: digest.to_string(),
+                    actual,
+                },
+                Some(location),
+            ));
+        }
+        let mut close = location.clone();
+        close
+            .query_pairs_mut()
+            .append_pair("digest", digest.as_str());
+        let call = Call::new(format!("complete {digest} in {target}"), Method::PUT, close)
+            .body(Vec::new());
+        let answer = self
+            .send(&call, &Scope::push(target))
+            .await
+            .map_err(|e| (e, Some(location.clone())))?;
+        if answer.status() != StatusCode::CREATED {
+            return Err((refusal(&call.name, answer).await, Some(location)));
+        }
+        Ok(())
+    }
+
+    /// Uploads a blob's bytes in one request (a monolithic upload), verified by the
+    /// registry against `digest`.
+    pub async fn push_blob(
+        &self,
+        repository: &Repository,
+        bytes: &[u8],
+    ) -> Result<Digest, RegistryError> {
+        let digest = Digest::sha256_of(bytes);
+        let start = Call::new(
+            format!("start an upload into {repository}"),
+            Method::POST,
+            self.url(&format!("v2/{repository}/blobs/uploads/"))?,
+        )
+        .body(Vec::new());
+        let response = self.send(&start, &Scope::push(repository)).await?;
+        if response.status() != StatusCode::ACCEPTED {
+            return Err(refusal(&start.name, response).await);
+        }
+        let location = self.location(&start.name, &response)?;
+        let mut close = location.clone();
+        close
+            .query_pairs_mut()
+            .append_pair("digest", digest.as_str());
+        let call = Call::new(
+            format!("upload {digest} into {repository}"),
+            Method::PUT,
+            close,
+        )
+        .header(CONTENT_TYPE, "application/octet-stream")
+        .body(bytes.to_vec())
+        .timeout(TRANSFER_TIMEOUT);
+        match self.send(&call, &Scope::push(repository)).await {
+            Ok(answer) if answer.status() == StatusCode::CREATED => Ok(digest),
+            Ok(answer) => {
+                let error = refusal(&call.name, answer).await;
+                self.cancel_upload(repository, location).await;
+                Err(error)
+            }
+            Err(error) => {
+                self.cancel_upload(repository, location).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Cancels an upload session (best effort: a registry also expires them).
+    pub async fn cancel_upload(&self, repository: &Repository, session: Url) {
+        let call = Call::new(
+            format!("cancel an upload into {repository}"),
+            Method::DELETE,
+            session,
+        );
+        if let Err(error) = self.send(&call, &Scope::push(repository)).await {
+            tracing::warn!(%error, "an upload session could not be cancelled; the registry expires it");
+        }
+    }
+
+    /// Deletes a manifest by digest.
+    pub async fn delete_manifest(
+        &self,
+        repository: &Repository,
+        digest: &Digest,
+    ) -> Result<(), RegistryError> {
+        let call = Call::new(
+            format!("DELETE {repository}@{digest}"),
+            Method::DELETE,
+            self.manifest_url(repository, digest.as_str())?,
+        );
+        let response = self.send(&call, &Scope::delete(repository)).await?;
+        match response.status() {
+            StatusCode::ACCEPTED | StatusCode::OK | StatusCode::NO_CONTENT => Ok(()),
+            StatusCode::NOT_FOUND => Err(RegistryError::NotFound(format!(
+                "the manifest {repository}@{digest}"
+            ))),
+            StatusCode::METHOD_NOT_ALLOWED => Err(RegistryError::DeletesDisabled),
+            _ => Err(refusal(&call.name, response).await),
+        }
+    }
+
+    /// The repository's tags, following the `Link` header, at most
+    /// `MAX_TAG_PAGES` pages of 100; `None` past that.
+    pub async fn tags(&self, repository: &Repository) -> Result<Option<Vec<Tag>>, RegistryError> {
+        #[derive(serde::Deserialize)]
+        struct Page {
+            #[serde(default)]
+            tags: Option<Vec<String>>,
+        }
+        let mut url = self.url(&format!("v2/{repository}/tags/list"))?;
+        url.query_pairs_mut().append_pair("n", "100");
+        let mut tags = Vec::new();
+        for _ in 0..MAX_TAG_PAGES {
+            let call = Call::new(
+                format!("GET the tags of {repository}"),
+                Method::GET,
+                url.clone(),
+            );
+            let response = self.send(&call, &Scope::pull(repository)).await?;
+            match response.status() {
+                StatusCode::OK => {}
+                StatusCode::NOT_FOUND => return Ok(Some(tags)),
+                _ => return Err(refusal(&call.name, response).await),
+            }
+            let next = response
+                .headers()
+                .get(reqwest::header::LINK)
+                .and_then(|v| v.to_str().ok())
+                .and_then(next_link)
+                .and_then(|link| url.join(&link).ok());
+            let bytes = read_bounded(response, MAX_MANIFEST_BYTES).await?;
+            let page: Page =
+                serde_json::from_slice(&bytes).map_err(|e| RegistryError::Refused {
+                    call: call.name.clone(),
+                    status: 200,
+                    code: "MALFORMED".to_owned(),
+                    message: e.to_string(),
+                })?;
+            tags.extend(
+                page.tags
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|t| Tag::parse(t).ok()),
+            );
+            match next {
+                Some(next) => url = next,
+                None => return Ok(Some(tags)),
+            }
+        }
+        Ok(None)
+    }
+
+    fn location(&self, call: &str, response: &reqwest::Response) -> Result<Url, RegistryError> {
+        let refused = |why: &str| RegistryError::Refused {
+            call: call.to_owned(),
+            status: response.status().as_u16(),
+            code: "NO_LOCATION".to_owned(),
+            message: why.to_owned(),
+        };
+        let location = response
+            .headers()
+            .get(LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| refused("an upload session without a Location"))?;
+        self.base
+            .join(location)
+            .map_err(|_| refused("an upload session at an address that does not parse"))
+    }
+}
+
+/// The `rel="next"` address of a `Link` header.
+fn next_link(header: &str) -> Option<String> {
+    header.split(',').find_map(|part| {
+        let (target, params) = part.split_once(';')?;
+        params.contains("rel=\"next\"").then(|| {
+            target
+                .trim()
+                .trim_start_matches('<')
+                .trim_end_matches('>')
+                .to_owned()
+        })
+    })
+}
+
+fn digest_header(headers: &HeaderMap) -> Option<Digest> {
+    headers
+        .get("docker-content-digest")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| Digest::parse(v.trim()).ok())
+}
+
+/// Reads at most `limit` bytes of a body; more is an error, not a truncation.
+async fn read_bounded(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, RegistryError> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| unreachable(&e))? {
+        if bytes.len() + chunk.len() > limit {
+            return Err(RegistryError::Unsupported(format!(
+                "the registry answered more than {limit} bytes"
+            )));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// The registry's refusal of a call, with its error code (`{"errors": [{code, message}]}`).
+async fn refusal(call: &str, response: reqwest::Response) -> RegistryError {
+    #[derive(serde::Deserialize)]
+    struct Errors {
+        #[serde(default)]
+        errors: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        #[serde(default)]
+        code: String,
+        #[serde(default)]
+        message: String,
+    }
+    let status = response.status().as_u16();
+    let bytes = read_bounded(response, SMALL_BODY).await.unwrap_or_default();
+    let first = serde_json::from_slice::<Errors>(&bytes)
+        .ok()
+        .and_then(|e| e.errors.into_iter().next());
+    let (code, message) = first.map_or_else(
+        || (String::new(), String::new()),
+        |e| (e.code, e.message.chars().take(500).collect()),
+    );
+    RegistryError::Refused {
+        call: call.to_owned(),
+        status,
+        code,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_page_is_the_link_marked_next() {
+        assert_eq!(
+            next_link(r#"</v2/a/tags/list?n=100&last=x>; rel="next""#),
+            Some("/v2/a/tags/list?n=100&last=x".to_owned())
+        );
+        assert_eq!(next_link(r#"</x>; rel="prev""#), None);
+    }
+
+    #[test]
+    fn only_an_http_address_with_a_host_is_a_registry() {
+        let settings = |url: &str| RegistrySettings {
+            url: url.to_owned(),
+            username: None,
+            password: None,
+        };
+        assert!(RegistryClient::new(&settings("http://127.0.0.1:5000")).is_ok());
+        assert!(RegistryClient::new(&settings("ftp://registry")).is_err());
+        assert!(RegistryClient::new(&settings("registry:5000")).is_err());
+        let client = RegistryClient::new(&settings("https://r.example/some/path?x=1")).unwrap();
+        assert_eq!(client.base().as_str(), "https://r.example/");
+    }
+}
