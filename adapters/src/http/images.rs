@@ -16,10 +16,18 @@ use crate::services::images::{self, Copied, Deleted};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CopyBody {
     /// What is copied, e.g. `org-a/plugin:1.0.0`.
-    #[schema(max_length = 400, example = "org-a/plugin:1.0.0")]
+    #[schema(
+        max_length = 400,
+        pattern = r"^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127}|[:@]sha256:[a-f0-9]{64})$",
+        example = "org-a/plugin:1.0.0"
+    )]
     source: String,
     /// Where it is put, e.g. `system/plugin:1.0.0`.
-    #[schema(max_length = 400, example = "system/plugin:1.0.0")]
+    #[schema(
+        max_length = 400,
+        pattern = r"^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127}|[:@]sha256:[a-f0-9]{64})$",
+        example = "system/plugin:1.0.0"
+    )]
     target: String,
 }
 

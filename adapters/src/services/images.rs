@@ -319,6 +319,7 @@ async fn sharing_tags(
             naming.push(tag.to_string());
         }
     }
+    naming.sort();
     // By digest, one tag naming it is that tag alone; two or more are shared.
     if matches!(reference.target, Target::Digest(_)) && naming.len() < 2 {
         return Ok(Vec::new());
@@ -326,7 +327,22 @@ async fn sharing_tags(
     Ok(naming)
 }
 
-/// The organization whose chain records an event of `repository`.
+/// The system organization: the actor's own (only super-admins copy and delete).
+async fn system_id(state: &AppState) -> ServiceResult<String> {
+    state
+        .store
+        .system_organization()
+        .await?
+        .map(|org| org.id)
+        .ok_or_else(|| {
+            ServiceError::Broken(
+                "a super-admin acted without a system organization to record it in".to_owned(),
+            )
+        })
+}
+
+/// The organization whose chain records an event of `repository`: the root
+/// organization its first path component names, else the system organization.
 async fn chain_of(state: &AppState, repository: &Repository) -> ServiceResult<String> {
     let owner = match oci::owner_of(repository) {
         Owner::System => None,
@@ -334,19 +350,12 @@ async fn chain_of(state: &AppState, repository: &Repository) -> ServiceResult<St
     };
     match owner {
         Some(org) => Ok(org.id),
-        None => state
-            .store
-            .system_organization()
-            .await?
-            .map(|org| org.id)
-            .ok_or_else(|| {
-                ServiceError::Broken(
-                    "a super-admin acted without a system organization to record it in".to_owned(),
-                )
-            }),
+        None => system_id(state).await,
     }
 }
 
+/// Records the event in each chain: the actor's organization is the system
+/// organization, the affected one the repository's.
 async fn record(
     state: &AppState,
     caller: &Caller,
@@ -355,13 +364,15 @@ async fn record(
     target_id: &str,
     details: serde_json::Value,
 ) -> ServiceResult<()> {
+    let system = system_id(state).await?;
     let events: Vec<_> = chains
         .iter()
         .map(|org_id| {
+            let affected = (org_id != &system).then_some(org_id.as_str());
             event_on(
                 caller,
                 action,
-                (org_id, None),
+                (&system, affected),
                 ("image", target_id),
                 details.clone(),
             )

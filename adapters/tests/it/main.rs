@@ -37,6 +37,7 @@ mod permissions;
 mod pipelines;
 mod plugins;
 mod reevaluation;
+mod registry;
 mod replicas;
 mod reports;
 mod scans;
