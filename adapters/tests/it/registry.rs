@@ -99,14 +99,22 @@ impl Registry {
         client_of(&self.url, credentials)
     }
 
-    /// Upload sessions left open in `repository`.
+    /// Upload sessions left open in `repository`: those with their `startedat`
+    /// (a cancelled session loses it and its data; distribution keeps an empty hash
+    /// state until it purges old uploads).
     pub fn open_uploads(&self, repository: &str) -> usize {
         let dir = self
             .root
             .join("data/docker/registry/v2/repositories")
             .join(repository)
             .join("_uploads");
-        std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|session| session.path().join("startedat").exists())
+                    .count()
+            })
+            .unwrap_or(0)
     }
 }
 
@@ -672,6 +680,8 @@ on_both_backends!(
 enum Mode {
     /// Mounts are refused (the registry answers with an upload session).
     NoMount,
+    /// Mounts are refused, and blobs are served with their first byte changed.
+    NoMountCorruptBlobs,
     /// Manifests are served with one byte more than their digest covers.
     Tamper,
     /// The registry is stopped when the first manifest is put (a proxy answers 502).
@@ -749,7 +759,10 @@ async fn forward(State(proxy): State<Arc<ProxyState>>, request: Request<Body>) -
         .unwrap()
         .query_pairs()
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .filter(|(k, _)| !(proxy.mode == Mode::NoMount && (k == "mount" || k == "from")))
+        .filter(|(k, _)| {
+            let no_mount = matches!(proxy.mode, Mode::NoMount | Mode::NoMountCorruptBlobs);
+            !(no_mount && (k == "mount" || k == "from"))
+        })
         .collect();
     if !pairs.is_empty() {
         url.query_pairs_mut().extend_pairs(pairs);
@@ -776,6 +789,12 @@ async fn forward(State(proxy): State<Arc<ProxyState>>, request: Request<Body>) -
     let tamper = proxy.mode == Mode::Tamper && method == "GET" && path.contains("/manifests/");
     if tamper {
         body.push(b' ');
+    }
+    let corrupt = proxy.mode == Mode::NoMountCorruptBlobs
+        && method == "GET"
+        && path.contains("/blobs/sha256:");
+    if let (true, Some(first)) = (corrupt, body.first_mut()) {
+        *first ^= 0xff;
     }
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
@@ -820,6 +839,44 @@ async fn a_registry_that_will_not_mount_gets_the_bytes_uploaded_and_no_session_l
         0,
         "every session completed"
     );
+    served.stop().await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_blob_whose_bytes_do_not_match_is_refused_and_its_upload_session_cancelled() {
+    let app = TestApp::sqlite().await;
+    let registry = Registry::start(true, false).await;
+    let client = registry.client(false);
+    seed_index(&client, "org-a/plugin", "1.0.0").await;
+    organizations(&app).await;
+    let double = proxy(&registry, Mode::NoMountCorruptBlobs).await;
+    let served = app.beside(&[("REGISTRY_URL", double.as_str())]).await;
+    let (status, body) = copy(
+        &served,
+        &root(&app),
+        "org-a/plugin:1.0.0",
+        "system/plugin:1.0.0",
+    )
+    .await;
+    assert_eq!(
+        (status, code(status, &body).as_str()),
+        (StatusCode::BAD_GATEWAY, "REGISTRY_DIGEST_MISMATCH"),
+        "{body}"
+    );
+    assert_eq!(
+        registry.open_uploads("system/plugin"),
+        0,
+        "the session was cancelled"
+    );
+    assert_eq!(
+        client
+            .manifest_digest(&repo("system/plugin"), &tag("1.0.0"))
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(chained(&app, "registry.tag.copy").await.is_empty());
     served.stop().await;
     app.finish().await;
 }
