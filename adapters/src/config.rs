@@ -182,6 +182,8 @@ pub struct Config {
     pub reevaluation: ReevaluationSettings,
     /// Notification delivery.
     pub notifications: NotificationSettings,
+    /// Messages: limits and retention.
+    pub messages: MessageSettings,
     /// The image registry; `None` when `REGISTRY_URL` is unset (the image routes
     /// answer 503 `REGISTRY_NOT_CONFIGURED`).
     pub registry: Option<RegistrySettings>,
@@ -214,6 +216,23 @@ impl std::fmt::Debug for RegistrySettings {
             .field("password", &self.password.as_ref().map(|_| "***"))
             .finish()
     }
+}
+
+/// Messages (announcements and conversations).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageSettings {
+    /// `MESSAGE_BODY_MAX_CHARS` (10000): the longest announcement or message body.
+    pub body_max: usize,
+    /// `CONVERSATION_MAX_PARTICIPANTS` (50), the author included.
+    pub participants_max: usize,
+    /// `MESSAGES_PER_MINUTE` (30): messages one user may write a minute (429 past it).
+    pub per_minute: u64,
+    /// `MESSAGE_RETENTION_DAYS` (365): conversation messages, and announcements
+    /// ended, older than this are pruned by the retention worker.
+    pub retention_days: u32,
+    /// `MESSAGE_STREAMS_PER_USER` (5): live streams one user may hold open on one
+    /// replica (429 past it).
+    pub streams_per_user: usize,
 }
 
 /// Sign-in settings.
@@ -612,6 +631,20 @@ impl Config {
             }
             _ => None,
         };
+        let messages = MessageSettings {
+            body_max: usize::try_from(r.positive("MESSAGE_BODY_MAX_CHARS", 10_000).min(100_000))
+                .unwrap_or(10_000),
+            participants_max: usize::try_from(
+                r.positive("CONVERSATION_MAX_PARTICIPANTS", 50)
+                    .clamp(2, 1_000),
+            )
+            .unwrap_or(50),
+            per_minute: r.positive("MESSAGES_PER_MINUTE", 30),
+            retention_days: u32::try_from(r.positive("MESSAGE_RETENTION_DAYS", 365).min(36_500))
+                .unwrap_or(365),
+            streams_per_user: usize::try_from(r.positive("MESSAGE_STREAMS_PER_USER", 5).min(100))
+                .unwrap_or(5),
+        };
         let registry =
             r.raw("REGISTRY_URL")
                 .filter(|v| !v.is_empty())
@@ -805,6 +838,7 @@ impl Config {
             builds,
             reevaluation,
             notifications,
+            messages,
             registry,
             platform_credentials,
             signin,

@@ -498,6 +498,7 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         let check_retention_days = config.compliance.audit_retention_days;
         let restore_days = config.org_restore_days;
         let report_days = config.report_retention_days;
+        let message_days = config.messages.retention_days;
         workers.spawn("retention", move |shutdown| {
             retention::prune_daily(
                 store,
@@ -507,6 +508,7 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
                     check_retention_days,
                     restore_days,
                     report_days,
+                    message_days,
                 ),
                 shutdown,
             )
@@ -568,6 +570,12 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         let state = state.clone();
         workers.spawn("reports", move |shutdown| {
             adapters::workers::reports::run(state, shutdown)
+        });
+    }
+    {
+        let state = state.clone();
+        workers.spawn("message-feed", move |shutdown| {
+            adapters::workers::message_feed::run(state, shutdown)
         });
     }
     {

@@ -74,6 +74,8 @@ pub const PLATFORM_AUTHORITY_ACTIONS: &[&str] = &[
     // after document 3's registry log events (registry.tag.copy, registry.tag.delete).
     "registry.tag.copy",
     "registry.tag.delete",
+    // An announcement's edit (document 3 audits its creation and deletion).
+    "message.announcement.update",
 ];
 
 /// The actions a remote service may post through the ingest endpoint.

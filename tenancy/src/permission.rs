@@ -36,6 +36,9 @@ pub enum Permission {
     InvitationsManage,
     /// `audit:read`
     AuditRead,
+    /// `messages:manage`: post and manage the organization's announcements, delete
+    /// its members' messages (held by Admin).
+    MessagesManage,
     /// `registry:read` (super-admin only)
     RegistryRead,
     /// `registry:write` (super-admin only)
@@ -49,7 +52,7 @@ pub struct UnknownPermission(pub String);
 
 impl Permission {
     /// Every permission.
-    pub const ALL: [Permission; 17] = [
+    pub const ALL: [Permission; 18] = [
         Permission::PipelinesWrite,
         Permission::PipelinesPublish,
         Permission::PluginsWrite,
@@ -65,6 +68,7 @@ impl Permission {
         Permission::OrgSettings,
         Permission::InvitationsManage,
         Permission::AuditRead,
+        Permission::MessagesManage,
         Permission::RegistryRead,
         Permission::RegistryWrite,
     ];
@@ -87,6 +91,7 @@ impl Permission {
             Permission::OrgSettings => "org:settings",
             Permission::InvitationsManage => "invitations:manage",
             Permission::AuditRead => "audit:read",
+            Permission::MessagesManage => "messages:manage",
             Permission::RegistryRead => "registry:read",
             Permission::RegistryWrite => "registry:write",
         }

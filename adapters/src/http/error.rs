@@ -378,6 +378,16 @@ impl From<crate::services::ServiceError> for ApiError {
             }
             E::NotConfigured(code, why) => ApiError::new(StatusCode::NOT_FOUND, code, why),
             E::Registry(error) => registry_error(error),
+            error @ E::RateLimited {
+                limit,
+                retry_after_seconds,
+                ..
+            } => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "RATE_LIMITED",
+                error.to_string(),
+            )
+            .with_details(json!({"limit": limit, "retryAfterSeconds": retry_after_seconds})),
             E::Tenancy(refusal) => refusal.into(),
             E::SignIn(refusal) => signin_refusal(refusal),
             E::Broken(why) => ApiError::internal(why),

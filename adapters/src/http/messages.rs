@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, PageParams, Query};
+use crate::http::extract::{PageParams, Query};
 use crate::http::gate::Granted;
 use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
@@ -159,28 +159,6 @@ pub(crate) async fn delete(
 ) -> Result<Answer<Deleted>, ApiError> {
     notifications::delete(&state, &caller, &granted.org, &id).await?;
     Ok(Answer::ok(Deleted::new(id)))
-}
-
-/// An announcement for the organization's inbox.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct AnnouncementBody {
-    #[schema(min_length = 1, max_length = 200)]
-    title: String,
-    #[schema(min_length = 1, max_length = 10000)]
-    body: String,
-}
-
-/// `POST /messages/announcements`.
-pub(crate) async fn announce(
-    State(state): State<AppState>,
-    caller: Caller,
-    granted: Granted,
-    Json(body): Json<AnnouncementBody>,
-) -> Result<Answer<Message>, ApiError> {
-    let message =
-        notifications::announce(&state, &caller, &granted.org, (&body.title, &body.body)).await?;
-    Ok(Answer::created(message.into()))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

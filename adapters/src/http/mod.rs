@@ -2,11 +2,13 @@
 //! where no service exists yet, storage), and shape the answer. No SQL here.
 
 mod admin;
+mod announcements;
 pub mod audit;
 mod billing;
 mod builds;
 mod catalog;
 mod check_log;
+mod conversations;
 pub mod error;
 mod exemptions;
 pub mod extract;

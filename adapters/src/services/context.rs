@@ -49,6 +49,8 @@ pub struct AppState {
     /// The threads that hash and check passwords (argon2id, tens of milliseconds
     /// each), apart, so that a wave of sign-ins never delays a validation.
     pub passwords: Arc<CpuPool>,
+    /// What is new in messages, handed to this replica's live streams.
+    pub feed: Arc<crate::services::message_feed::MessageFeed>,
     /// The image registry's client, when `REGISTRY_URL` is set.
     pub registry: Option<Arc<crate::outbound::registry::RegistryClient>>,
     /// Users already recorded by this process, so that first sight writes once.
@@ -69,6 +71,7 @@ impl AppState {
                 .map(Arc::new)
         });
         AppState {
+            feed: Arc::new(crate::services::message_feed::MessageFeed::default()),
             registry,
             config: Arc::new(config),
             store,

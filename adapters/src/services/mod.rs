@@ -13,12 +13,14 @@ pub mod account_mail;
 pub mod accounts;
 pub mod admin;
 pub mod allowance;
+pub mod announcements;
 pub mod audit;
 pub mod billing;
 pub mod builds;
 pub mod catalog;
 pub mod checks;
 pub mod context;
+pub mod conversations;
 pub mod credentials;
 pub mod delivery;
 pub mod entitlement;
@@ -28,6 +30,7 @@ pub mod images;
 pub mod invitations;
 pub mod kept;
 pub mod members;
+pub mod message_feed;
 pub mod notifications;
 pub mod operations;
 pub mod organizations;
@@ -123,6 +126,16 @@ pub enum ServiceError {
     /// Sign-in refused (credentials, throttling, a token no longer good).
     #[error(transparent)]
     SignIn(accounts::SignInRefusal),
+    /// Too many requests of one kind in a window (429).
+    #[error("at most {limit} {what} a minute")]
+    RateLimited {
+        /// What is counted.
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+        /// When to try again.
+        retry_after_seconds: u64,
+    },
     /// The image registry is not configured, refused, or failed.
     #[error(transparent)]
     Registry(crate::outbound::registry::RegistryError),

@@ -203,6 +203,21 @@ impl Store {
                 .bind(&id)
                 .execute(&mut *tx)
                 .await?;
+            // Its conversations, and the announcements its admins posted.
+            for statement in [
+                "DELETE FROM conversation_participants WHERE conversation_id IN (SELECT id FROM conversations WHERE org_id = $1)",
+                "DELETE FROM conversation_messages WHERE org_id = $1",
+                "DELETE FROM conversations WHERE org_id = $1",
+                "DELETE FROM announcement_dismissals WHERE announcement_id IN (SELECT id FROM announcements WHERE org_id = $1)",
+                "DELETE FROM announcement_targets WHERE announcement_id IN (SELECT id FROM announcements WHERE org_id = $1)",
+                "DELETE FROM announcement_targets WHERE org_id = $1",
+                "DELETE FROM announcements WHERE org_id = $1",
+            ] {
+                sqlx::query(&self.sql(statement))
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
             for table in ORG_TABLES {
                 let column = if table == "organizations" {
                     "id"

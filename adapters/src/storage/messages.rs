@@ -73,36 +73,6 @@ impl Store {
         Ok(())
     }
 
-    /// Posts an announcement to the inbox with its audit events; answers it.
-    pub async fn announce(
-        &self,
-        org_id: &str,
-        (title, body): (&str, &str),
-        created_by: &str,
-        now: DateTime<Utc>,
-        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
-    ) -> StoreResult<MessageRecord> {
-        let id = new_id();
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO messages (id, org_id, kind, title, body, notification_id, created_by, read_at, created_at) \
-             VALUES ($1, $2, 'announcement', $3, $4, NULL, $5, NULL, $6)",
-        ))
-        .bind(&id)
-        .bind(org_id)
-        .bind(title)
-        .bind(body)
-        .bind(created_by)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        self.enqueue(&mut tx, &audit(&id)).await?;
-        tx.commit().await?;
-        self.message(org_id, &id)
-            .await?
-            .ok_or_else(|| StoreError::Other("the new message vanished".to_owned()))
-    }
-
     /// One message of the organization.
     pub async fn message(&self, org_id: &str, id: &str) -> StoreResult<Option<MessageRecord>> {
         let row = sqlx::query(&self.sql("SELECT * FROM messages WHERE org_id = $1 AND id = $2"))

@@ -7,11 +7,13 @@
 
 mod access;
 mod accounts;
+mod announcements;
 mod audit;
 mod billing;
 mod builds;
 mod checkpoints;
 mod checks;
+mod conversations;
 mod decode;
 mod entitlement;
 mod exemptions;
@@ -51,11 +53,15 @@ pub use access::{AccessSnapshot, MyOrganization};
 pub use accounts::{
     AccountMail, AccountRecord, NewAccount, PersonalTokenRecord, SessionStanding, Verification,
 };
+pub use announcements::{AnnouncementFields, AnnouncementRecord, Reader};
 pub use audit::AuditFilter;
 pub use billing::SubscriptionRecord;
 pub use builds::{BuildJob, NextStep};
 pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
 pub use checks::{CheckRecord, LiveCheck};
+pub use conversations::{
+    ConversationMessageRecord, ConversationRecord, FeedRow, NewMessage, ParticipantRecord,
+};
 pub use entitlement::{EntitlementWrite, LimitSync};
 pub use exemptions::{ExemptionRecord, NewExemption};
 pub use invitations::{InvitationRecord, InvitationStatus};

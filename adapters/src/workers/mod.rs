@@ -34,6 +34,7 @@ pub mod cache_sync;
 pub mod checkpoints;
 pub mod delivery;
 pub mod digests;
+pub mod message_feed;
 pub mod quotas;
 pub mod reevaluation;
 pub mod relay;

@@ -18,7 +18,13 @@ use crate::storage::Store;
 pub async fn prune_daily(
     store: Store,
     holder: String,
-    (retention_days, check_retention_days, restore_days, report_days): (u32, u32, u32, u32),
+    (retention_days, check_retention_days, restore_days, report_days, message_days): (
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+    ),
     mut shutdown: Shutdown,
 ) {
     let mut every = tokio::time::interval(Duration::from_secs(24 * 3600));
@@ -67,6 +73,15 @@ pub async fn prune_daily(
                 tracing::info!(rows, %cutoff, "pruned reported executions past REPORT_RETENTION_DAYS")
             }
             Err(error) => tracing::warn!(%error, "report pruning failed"),
+        }
+        let cutoff = Utc::now() - chrono::Duration::days(i64::from(message_days));
+        let feed_cutoff = Utc::now() - chrono::Duration::days(1);
+        match store.prune_messages(cutoff, feed_cutoff).await {
+            Ok(0) => {}
+            Ok(rows) => {
+                tracing::info!(rows, %cutoff, "pruned messages past MESSAGE_RETENTION_DAYS")
+            }
+            Err(error) => tracing::warn!(%error, "message pruning failed"),
         }
         let cutoff = Utc::now() - chrono::Duration::days(1);
         match store.prune_signin(cutoff).await {

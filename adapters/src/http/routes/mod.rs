@@ -21,9 +21,9 @@ use crate::http::response::Deleted;
 use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
-    admin, audit, billing, builds, catalog, check_log, exemptions, images, invitations, members,
-    messages, organizations, pipelines, plugins, policies, preferences, quotas, reports, rules,
-    scans, signin, system, templates, validate,
+    admin, announcements, audit, billing, builds, catalog, check_log, conversations, exemptions,
+    images, invitations, members, messages, organizations, pipelines, plugins, policies,
+    preferences, quotas, reports, rules, scans, signin, system, templates, validate,
 };
 
 mod accounts;
@@ -239,6 +239,13 @@ impl Route {
     /// A success answered as a JSON document of its own (no envelope).
     fn json_document(mut self) -> Self {
         self.ok = (200, json!({"type": "object"}));
+        self
+    }
+
+    /// A success answered as server-sent events.
+    fn event_stream(mut self) -> Self {
+        self.ok = (200, json!({"type": "string"}));
+        self.media = "text/event-stream";
         self
     }
 

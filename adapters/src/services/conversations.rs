@@ -1,0 +1,262 @@
+//! Conversations between members of one organization (never across): participants,
+//! messages in order, read markers, leaving, and deletes. One-to-one messages are not
+//! audited; an admin's delete of someone's message is, without its body.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+
+use super::{ServiceError, ServiceResult};
+use crate::services::context::{event, AppState, Caller};
+use crate::storage::{
+    ConversationMessageRecord, ConversationRecord, NewMessage, OrgRecord, StoreError,
+};
+
+/// The most messages one page holds.
+pub const MAX_PAGE: u32 = 100;
+
+fn not_found() -> ServiceError {
+    ServiceError::NotFound("conversation")
+}
+
+/// Refuses a message past the author's per-minute limit (429).
+async fn within_rate(state: &AppState, author: &str, now: DateTime<Utc>) -> ServiceResult<()> {
+    let limit = state.config.messages.per_minute;
+    let written = state
+        .store
+        .messages_written_since(author, now - Duration::minutes(1))
+        .await?;
+    if written >= limit {
+        return Err(ServiceError::RateLimited {
+            what: "messages",
+            limit,
+            retry_after_seconds: 60,
+        });
+    }
+    Ok(())
+}
+
+fn body(state: &AppState, text: &str) -> ServiceResult<String> {
+    messaging::check_text("body", text, state.config.messages.body_max, false)
+        .map_err(|e| ServiceError::invalid(e.field, e.message))
+}
+
+/// Starts a conversation with other members of the organization.
+pub async fn start(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    (named, subject, text): (&[String], Option<&str>, &str),
+    now: DateTime<Utc>,
+) -> ServiceResult<ConversationRecord> {
+    let participants = messaging::participants(
+        &caller.user_id,
+        named,
+        state.config.messages.participants_max,
+    )
+    .map_err(|e| ServiceError::invalid(e.field, e.message))?;
+    let subject = subject
+        .map(|s| messaging::check_text("subject", s, messaging::TITLE_MAX, true))
+        .transpose()
+        .map_err(|e| ServiceError::invalid(e.field, e.message))?;
+    let text = body(state, text)?;
+    // Only members of this organization, active; no other organization is asked.
+    for user in participants.iter().skip(1) {
+        let member = state.store.membership(&org.id, user).await?;
+        if !member.is_some_and(|m| m.active) {
+            return Err(ServiceError::invalid(
+                "participants",
+                format!("`{user}` is not an active member of this organization"),
+            ));
+        }
+    }
+    within_rate(state, &caller.user_id, now).await?;
+    let id = crate::new_id();
+    let message_id = crate::new_id();
+    state
+        .store
+        .create_conversation(
+            (&id, &org.id, subject.as_deref()),
+            &participants,
+            NewMessage {
+                id: &message_id,
+                author_id: &caller.user_id,
+                body: &text,
+            },
+            now,
+        )
+        .await?;
+    state
+        .store
+        .conversation_for(&id, &org.id, &caller.user_id)
+        .await?
+        .ok_or_else(|| ServiceError::Broken("the new conversation vanished".to_owned()))
+}
+
+/// The caller's conversations in the organization, latest activity first.
+pub async fn list(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    (limit, offset): (u32, u64),
+) -> ServiceResult<(Vec<ConversationRecord>, u64)> {
+    Ok(state
+        .store
+        .conversations_of(&org.id, &caller.user_id, limit, offset)
+        .await?)
+}
+
+/// A conversation the caller takes part in (not found otherwise, whoever else's).
+pub async fn conversation(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+) -> ServiceResult<ConversationRecord> {
+    state
+        .store
+        .conversation_for(id, &org.id, &caller.user_id)
+        .await?
+        .ok_or_else(not_found)
+}
+
+/// A page of messages, newest first, before the message `before` when given;
+/// answers the page and whether older ones remain.
+pub async fn messages(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+    (before, limit): (Option<&str>, u32),
+) -> ServiceResult<(Vec<ConversationMessageRecord>, bool)> {
+    let found = conversation(state, caller, org, id).await?;
+    let cursor = match before {
+        Some(message) => Some(
+            state
+                .store
+                .conversation_message(&found.id, message)
+                .await?
+                .ok_or_else(|| {
+                    ServiceError::invalid("before", "is not a message of this conversation")
+                })?,
+        ),
+        None => None,
+    };
+    let limit = limit.clamp(1, MAX_PAGE);
+    let mut page = state
+        .store
+        .conversation_messages(&found.id, cursor.as_ref(), limit + 1)
+        .await?;
+    let more = page.len() > limit as usize;
+    page.truncate(limit as usize);
+    Ok((page, more))
+}
+
+/// Posts a message to a conversation the caller takes part in.
+pub async fn post(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+    text: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<ConversationMessageRecord> {
+    let text = body(state, text)?;
+    within_rate(state, &caller.user_id, now).await?;
+    let message_id = crate::new_id();
+    state
+        .store
+        .post_conversation_message(
+            (id, &org.id),
+            NewMessage {
+                id: &message_id,
+                author_id: &caller.user_id,
+                body: &text,
+            },
+            now,
+        )
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound(_) => not_found(),
+            other => other.into(),
+        })?;
+    state
+        .store
+        .conversation_message(id, &message_id)
+        .await?
+        .ok_or_else(|| ServiceError::Broken("the new message vanished".to_owned()))
+}
+
+/// Moves the caller's read marker to the latest message (or now, if later).
+pub async fn read(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<ConversationRecord> {
+    let found = conversation(state, caller, org, id).await?;
+    // The latest message may carry another replica's clock, a little ahead.
+    let at = found.last_message_at.max(now);
+    state
+        .store
+        .mark_conversation_read(&found.id, &caller.user_id, at)
+        .await?;
+    conversation(state, caller, org, id).await
+}
+
+/// The caller leaves the conversation.
+pub async fn leave(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let found = conversation(state, caller, org, id).await?;
+    Ok(state
+        .store
+        .leave_conversation(&found.id, &caller.user_id, now)
+        .await?)
+}
+
+/// Deletes a message: its author (a participant), unaudited, or an admin of the
+/// organization (`messages:manage`), audited as `message.delete` without its body.
+pub async fn delete_message(
+    state: &AppState,
+    caller: &Caller,
+    (org, manages): (&OrgRecord, bool),
+    (id, message_id): (&str, &str),
+) -> ServiceResult<()> {
+    let found = state
+        .store
+        .conversation_message(id, message_id)
+        .await?
+        .filter(|m| m.org_id == org.id)
+        .ok_or(ServiceError::NotFound("message"))?;
+    let own = found.author_id == caller.user_id
+        && state
+            .store
+            .conversation_for(id, &org.id, &caller.user_id)
+            .await?
+            .is_some();
+    let audit = if own {
+        Vec::new()
+    } else if manages {
+        vec![event(
+            caller,
+            "message.delete",
+            &org.id,
+            "message",
+            &found.id,
+            json!({"kind": "conversation", "conversationId": found.conversation_id, "authorId": found.author_id}),
+        )]
+    } else {
+        return Err(ServiceError::Forbidden(
+            "only its author or an admin of the organization (`messages:manage`) deletes a message",
+        ));
+    };
+    Ok(state
+        .store
+        .delete_conversation_message(id, message_id, &audit)
+        .await?)
+}
