@@ -233,6 +233,9 @@ pub struct MessageSettings {
     /// `MESSAGE_STREAMS_PER_USER` (5): live streams one user may hold open on one
     /// replica (429 past it).
     pub streams_per_user: usize,
+    /// `MESSAGE_STREAM_KEEPALIVE_SECONDS` (15): how often a quiet stream sends a
+    /// keep-alive comment.
+    pub keep_alive: Duration,
 }
 
 /// Sign-in settings.
@@ -644,6 +647,9 @@ impl Config {
                 .unwrap_or(365),
             streams_per_user: usize::try_from(r.positive("MESSAGE_STREAMS_PER_USER", 5).min(100))
                 .unwrap_or(5),
+            keep_alive: Duration::from_secs(
+                r.positive("MESSAGE_STREAM_KEEPALIVE_SECONDS", 15).min(300),
+            ),
         };
         let registry =
             r.raw("REGISTRY_URL")

@@ -1,13 +1,13 @@
 //! `/messages/announcements` and `/messages/unread`.
 
 use axum::extract::{Path, State};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use entitlements::Tier;
 use messaging::{Audience, Phase, Severity, Teams, Window};
 use serde::{Deserialize, Serialize};
 
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, PageParams, Query};
+use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
@@ -173,15 +173,27 @@ impl Announcement {
     }
 }
 
-fn asker<'a>(caller: &'a Caller, granted: &'a Granted) -> Asker<'a> {
-    Asker {
+async fn asker<'a>(
+    state: &AppState,
+    caller: &'a Caller,
+    granted: &'a Granted,
+) -> Result<Asker<'a>, ApiError> {
+    let manages = granted
+        .permissions
+        .contains(&tenancy::Permission::MessagesManage)
+        || crate::services::access::holds(
+            state,
+            caller,
+            &granted.org.id,
+            tenancy::Permission::MessagesManage,
+        )
+        .await?;
+    Ok(Asker {
         caller,
         org: &granted.org,
         super_admin: granted.super_admin,
-        manages: granted
-            .permissions
-            .contains(&tenancy::Permission::MessagesManage),
-    }
+        manages,
+    })
 }
 
 fn fields(
@@ -198,7 +210,13 @@ fn fields(
         body: messaging::check_text("body", body, state.config.messages.body_max, false)
             .map_err(refused)?,
         severity: severity.unwrap_or(Severity::Info),
-        window: Window::new(starts_at, ends_at).map_err(refused)?,
+        // Stored to the microsecond: checked as stored, so an end a nanosecond after
+        // its start is not kept equal to it.
+        window: Window::new(
+            starts_at.trunc_subsecs(6),
+            ends_at.map(|end| end.trunc_subsecs(6)),
+        )
+        .map_err(refused)?,
         dismissible: dismissible.unwrap_or(true),
     })
 }
@@ -266,8 +284,14 @@ pub(crate) async fn post(
         (body.starts_at.unwrap_or(now), body.ends_at),
         body.dismissible,
     )?;
-    let posted =
-        announcements::post(&state, asker(&caller, &granted), audience, fields, now).await?;
+    let posted = announcements::post(
+        &state,
+        asker(&state, &caller, &granted).await?,
+        audience,
+        fields,
+        now,
+    )
+    .await?;
     Ok(Answer::created(Announcement::of(posted, now)))
 }
 
@@ -293,7 +317,14 @@ pub(crate) async fn edit(
         (starts_at, body.ends_at),
         body.dismissible,
     )?;
-    let edited = announcements::edit(&state, asker(&caller, &granted), &id, fields, now).await?;
+    let edited = announcements::edit(
+        &state,
+        asker(&state, &caller, &granted).await?,
+        &id,
+        fields,
+        now,
+    )
+    .await?;
     Ok(Answer::ok(Announcement::of(edited, now)))
 }
 
@@ -304,7 +335,7 @@ pub(crate) async fn remove(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    announcements::remove(&state, asker(&caller, &granted), &id).await?;
+    announcements::remove(&state, asker(&state, &caller, &granted).await?, &id).await?;
     Ok(Answer::ok(Deleted::new(id)))
 }
 
@@ -316,7 +347,8 @@ pub(crate) async fn dismiss(
     Path(id): Path<String>,
 ) -> Result<Answer<Announcement>, ApiError> {
     let now = Utc::now();
-    let dismissed = announcements::dismiss(&state, asker(&caller, &granted), &id, now).await?;
+    let dismissed =
+        announcements::dismiss(&state, asker(&state, &caller, &granted).await?, &id, now).await?;
     Ok(Answer::ok(Announcement::of(dismissed, now)))
 }
 
@@ -355,7 +387,7 @@ pub(crate) async fn list(
 ) -> Result<Paged<Announcement>, ApiError> {
     let page = q
         .page
-        .check(state.config.http.max_page_limit, &["startsAt"])?;
+        .check_sorted(state.config.http.max_page_limit, &["startsAt"], "startsAt")?;
     let view = match q.view.unwrap_or(ListView::Active) {
         ListView::Active => View::Active {
             include_dismissed: q.include_dismissed.unwrap_or(false),
@@ -366,10 +398,10 @@ pub(crate) async fn list(
     let now = Utc::now();
     let (items, total) = announcements::list(
         &state,
-        asker(&caller, &granted),
+        asker(&state, &caller, &granted).await?,
         view,
         now,
-        (page.limit, page.offset),
+        (page.limit, page.offset, page.sort_order == SortOrder::Asc),
     )
     .await?;
     let items = items
@@ -386,6 +418,6 @@ pub(crate) async fn unread(
     granted: Granted,
 ) -> Result<Answer<Unread>, ApiError> {
     Ok(Answer::ok(
-        announcements::unread(&state, asker(&caller, &granted), Utc::now()).await?,
+        announcements::unread(&state, asker(&state, &caller, &granted).await?, Utc::now()).await?,
     ))
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::http::announcements::Announcement;
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, PageParams, Query};
+use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
@@ -150,9 +150,19 @@ pub(crate) async fn list(
     granted: Granted,
     Query(page): Query<PageParams>,
 ) -> Result<Paged<Conversation>, ApiError> {
-    let page = page.check(state.config.http.max_page_limit, &["lastMessageAt"])?;
-    let (items, total) =
-        conversations::list(&state, &caller, &granted.org, (page.limit, page.offset)).await?;
+    let page = page.check_sorted(
+        state.config.http.max_page_limit,
+        &["lastMessageAt"],
+        "lastMessageAt",
+    )?;
+    let ascending = page.sort_order == SortOrder::Asc;
+    let (items, total) = conversations::list(
+        &state,
+        &caller,
+        &granted.org,
+        (page.limit, page.offset, ascending),
+    )
+    .await?;
     let items = items.into_iter().map(Conversation::from).collect();
     Ok(Paged::new("conversations", items, total, page))
 }
@@ -176,12 +186,19 @@ pub(crate) async fn messages(
     Path(id): Path<String>,
     Query(q): Query<MessagesQuery>,
 ) -> Result<Answer<MessagePage>, ApiError> {
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=conversations::MAX_PAGE).contains(&limit) {
+        return Err(ApiError::invalid_field(
+            "limit",
+            format!("must be an integer from 1 to {}", conversations::MAX_PAGE),
+        ));
+    }
     let (page, more) = conversations::messages(
         &state,
         &caller,
         &granted.org,
         &id,
-        (q.before.as_deref(), q.limit.unwrap_or(50)),
+        (q.before.as_deref(), limit),
     )
     .await?;
     let next_before = if more {
@@ -238,16 +255,18 @@ pub(crate) async fn delete_message(
     Path((id, message_id)): Path<(String, String)>,
 ) -> Result<Answer<Deleted>, ApiError> {
     let manages = granted.super_admin
-        || granted
-            .permissions
-            .contains(&tenancy::Permission::MessagesManage);
+        || crate::services::access::holds(
+            &state,
+            &caller,
+            &granted.org.id,
+            tenancy::Permission::MessagesManage,
+        )
+        .await?;
     conversations::delete_message(&state, &caller, (&granted.org, manages), (&id, &message_id))
         .await?;
     Ok(Answer::ok(Deleted::new(message_id)))
 }
 
-/// How often a stream says it is alive (a comment line).
-pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How long one stream lasts: a client reconnects (EventSource does by itself),
 /// and its token is checked again.
 pub const MAX_STREAM: Duration = Duration::from_secs(900);
@@ -301,7 +320,7 @@ pub(crate) async fn stream(
             }
         }
     });
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(state.config.messages.keep_alive)))
 }
 
 /// The event as this reader gets it, if it is theirs.

@@ -200,6 +200,16 @@ pub struct Page {
 impl PageParams {
     /// Checks the parameters; `sortable` lists the allowed `sortBy` values.
     pub fn check(&self, max_limit: u32, sortable: &[&str]) -> Result<Page, ApiError> {
+        self.check_sorted(max_limit, sortable, "createdAt")
+    }
+
+    /// [`check`](Self::check) for a list whose default order is `default`.
+    pub fn check_sorted(
+        &self,
+        max_limit: u32,
+        sortable: &[&str],
+        default: &str,
+    ) -> Result<Page, ApiError> {
         let limit = match self.limit.as_deref() {
             None => 10,
             Some(text) => text
@@ -219,10 +229,7 @@ impl PageParams {
                 .parse::<u64>()
                 .map_err(|_| ApiError::invalid_field("offset", "must be a non-negative integer"))?,
         };
-        let sort_by = self
-            .sort_by
-            .clone()
-            .unwrap_or_else(|| "createdAt".to_owned());
+        let sort_by = self.sort_by.clone().unwrap_or_else(|| default.to_owned());
         if !sortable.contains(&sort_by.as_str()) {
             return Err(ApiError::invalid_field(
                 "sortBy",

@@ -119,3 +119,37 @@ pub async fn first_sight(
 ) -> ServiceResult<()> {
     Ok(store.ensure_user(user_id, email, now).await?)
 }
+
+/// Whether the caller holds `permission` in the organization, as the gate would
+/// judge it (a bound personal access token only within its scope); for a route
+/// open to every member whose answer depends on it (an admin's view, an admin's
+/// delete of someone else's message).
+pub async fn holds(
+    state: &crate::services::context::AppState,
+    caller: &crate::services::context::Caller,
+    org_id: &str,
+    permission: tenancy::Permission,
+) -> ServiceResult<bool> {
+    let scope = caller
+        .personal_token
+        .as_ref()
+        .and_then(|used| used.scope.as_ref());
+    if scope.is_some_and(|scope| !scope.allows(permission)) {
+        return Ok(false);
+    }
+    let facts = facts(&state.store, &state.kept, org_id, &caller.user_id, true).await?;
+    let organization = facts.org.as_ref().map(OrgRecord::organization);
+    let mut principal = caller.principal();
+    principal.super_admin |= facts.super_admin && scope.is_none();
+    let access = tenancy::OrgAccess {
+        organization: organization.as_ref(),
+        membership: facts.membership.as_ref(),
+        roles: &facts.roles,
+        parent_membership: facts.parent_membership.as_ref(),
+        parent_roles: &facts.parent_roles,
+    };
+    let requirement = tenancy::Access::Permission(permission).requirement(false, false);
+    let window = chrono::Duration::from_std(state.config.http.step_up_window)
+        .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
+    Ok(tenancy::authorize(&principal, &access, requirement, Utc::now(), window).allowed)
+}

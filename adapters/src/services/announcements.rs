@@ -231,25 +231,31 @@ pub async fn list(
     asker: Asker<'_>,
     view: View,
     now: DateTime<Utc>,
-    (limit, offset): (u32, u64),
+    (limit, offset, ascending): (u32, u64, bool),
 ) -> ServiceResult<(Vec<AnnouncementRecord>, u64)> {
     Ok(match view {
         View::Active { include_dismissed } => {
             state
                 .store
-                .visible_announcements(reader(&asker), now, include_dismissed, limit, offset)
+                .visible_announcements(
+                    reader(&asker),
+                    now,
+                    include_dismissed,
+                    (limit, offset),
+                    ascending,
+                )
                 .await?
         }
         View::Managed if asker.manages || asker.super_admin => {
             state
                 .store
-                .managed_announcements(Some(&asker.org.id), limit, offset)
+                .managed_announcements(Some(&asker.org.id), (limit, offset), ascending)
                 .await?
         }
         View::Platform if asker.super_admin => {
             state
                 .store
-                .managed_announcements(None, limit, offset)
+                .managed_announcements(None, (limit, offset), ascending)
                 .await?
         }
         View::Managed => {

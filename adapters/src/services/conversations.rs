@@ -97,11 +97,11 @@ pub async fn list(
     state: &AppState,
     caller: &Caller,
     org: &OrgRecord,
-    (limit, offset): (u32, u64),
+    (limit, offset, ascending): (u32, u64, bool),
 ) -> ServiceResult<(Vec<ConversationRecord>, u64)> {
     Ok(state
         .store
-        .conversations_of(&org.id, &caller.user_id, limit, offset)
+        .conversations_of(&org.id, &caller.user_id, (limit, offset), ascending)
         .await?)
 }
 

@@ -118,6 +118,14 @@ fn announcement_from_row(
     })
 }
 
+fn order(ascending: bool) -> &'static str {
+    if ascending {
+        "a.starts_at ASC, a.id ASC"
+    } else {
+        "a.starts_at DESC, a.id DESC"
+    }
+}
+
 fn row_has(row: &sqlx::any::AnyRow, column: &str) -> bool {
     use sqlx::Row;
     row.columns()
@@ -296,8 +304,8 @@ impl Store {
         reader: Reader<'_>,
         now: DateTime<Utc>,
         include_dismissed: bool,
-        limit: u32,
-        offset: u64,
+        (limit, offset): (u32, u64),
+        ascending: bool,
     ) -> StoreResult<(Vec<AnnouncementRecord>, u64)> {
         let dismissed = if include_dismissed {
             ""
@@ -312,7 +320,7 @@ impl Store {
                     "announcements a LEFT JOIN announcement_dismissals d \
                      ON d.announcement_id = a.id AND d.user_id = $5",
                     &condition,
-                    "a.starts_at DESC, a.id DESC",
+                    order(ascending),
                 ),
                 &[
                     Some(reader.org_id.to_owned()),
@@ -340,8 +348,8 @@ impl Store {
     pub async fn managed_announcements(
         &self,
         org_id: Option<&str>,
-        limit: u32,
-        offset: u64,
+        (limit, offset): (u32, u64),
+        ascending: bool,
     ) -> StoreResult<(Vec<AnnouncementRecord>, u64)> {
         let (condition, binds) = match org_id {
             Some(org) => (
@@ -352,12 +360,7 @@ impl Store {
         };
         let (rows, total) = self
             .page(
-                (
-                    COLUMNS,
-                    "announcements a",
-                    condition,
-                    "a.starts_at DESC, a.id DESC",
-                ),
+                (COLUMNS, "announcements a", condition, order(ascending)),
                 &binds,
                 limit,
                 offset,
@@ -405,7 +408,9 @@ impl Store {
         reader: Reader<'_>,
         now: DateTime<Utc>,
     ) -> StoreResult<u64> {
-        let (_, total) = self.visible_announcements(reader, now, false, 0, 0).await?;
+        let (_, total) = self
+            .visible_announcements(reader, now, false, (0, 0), false)
+            .await?;
         Ok(total)
     }
 

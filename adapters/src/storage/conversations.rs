@@ -294,9 +294,14 @@ impl Store {
         &self,
         org_id: &str,
         user_id: &str,
-        limit: u32,
-        offset: u64,
+        (limit, offset): (u32, u64),
+        ascending: bool,
     ) -> StoreResult<(Vec<ConversationRecord>, u64)> {
+        let order = if ascending {
+            "c.last_message_at ASC, c.id ASC"
+        } else {
+            "c.last_message_at DESC, c.id DESC"
+        };
         let (rows, total) = self
             .page(
                 (
@@ -304,7 +309,7 @@ impl Store {
                     "conversations c JOIN conversation_participants p \
                      ON p.conversation_id = c.id AND p.user_id = $2 AND p.left_at IS NULL",
                     "c.org_id = $1",
-                    "c.last_message_at DESC, c.id DESC",
+                    order,
                 ),
                 &[Some(org_id.to_owned()), Some(user_id.to_owned())],
                 limit,

@@ -31,6 +31,7 @@ mod hardening;
 mod hostile;
 mod integrity;
 mod lifecycle;
+mod messages;
 mod notifications;
 mod organizations;
 mod permissions;
@@ -132,6 +133,13 @@ impl TestApp {
             let state = state.clone();
             workers.spawn("allowances", move |shutdown| {
                 adapters::workers::allowances::run(state, shutdown)
+            });
+        }
+        {
+            // Hands new messages and announcements to this server's live streams.
+            let state = state.clone();
+            workers.spawn("message-feed", move |shutdown| {
+                adapters::workers::message_feed::run(state, shutdown)
             });
         }
         {

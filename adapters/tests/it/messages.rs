@@ -1,0 +1,1169 @@
+//! Messages: announcements (windows, audiences, dismissals, permissions), conversations
+//! (participants, order, read markers, leaving, deletes), the unread count, limits,
+//! retention, and the live stream, in one process and across two on one PostgreSQL
+//! database.
+
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::Request;
+use chrono::Utc;
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+
+use super::*;
+
+/// acme (alice owns it; bob and carol are members), its teams t1 and t2 (bob is a
+/// member of t1), and other (dave owns it).
+struct World {
+    acme: String,
+    t1: String,
+    t2: String,
+    other: String,
+}
+
+async fn member(app: &TestApp, owner: &str, org: &str, user: &str) {
+    let token = app.token(owner, &format!("{owner}@example.com"));
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{org}/members"),
+            &token,
+            None,
+            Some(json!({"userId": user, "role": "member"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+async fn team(app: &TestApp, parent: &str, name: &str) -> String {
+    let alice = token(app, "alice");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": name, "parentOrgId": parent})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["data"]["id"].as_str().unwrap().to_owned()
+}
+
+async fn world(app: &TestApp) -> World {
+    let acme = app.org("alice", "acme").await;
+    for user in ["bob", "carol"] {
+        member(app, "alice", &acme, user).await;
+    }
+    let t1 = team(app, &acme, "t1").await;
+    let t2 = team(app, &acme, "t2").await;
+    member(app, "alice", &t1, "bob").await;
+    let other = app.org("dave", "other").await;
+    World {
+        acme,
+        t1,
+        t2,
+        other,
+    }
+}
+
+fn token(app: &TestApp, user: &str) -> String {
+    app.token(user, &format!("{user}@example.com"))
+}
+
+async fn announce(app: &TestApp, user: &str, org: &str, body: Value) -> (StatusCode, Value) {
+    app.call(
+        "POST",
+        "/api/messages/announcements",
+        &token(app, user),
+        Some(org),
+        Some(body),
+    )
+    .await
+}
+
+async fn visible(app: &TestApp, user: &str, org: &str, query: &str) -> Vec<String> {
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/messages/announcements{query}"),
+            &token(app, user),
+            Some(org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["announcements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["title"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn unread(app: &TestApp, user: &str, org: &str) -> Value {
+    let (status, body) = app
+        .call(
+            "GET",
+            "/api/messages/unread",
+            &token(app, user),
+            Some(org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["data"].clone()
+}
+
+fn hours(h: i64) -> String {
+    (Utc::now() + chrono::Duration::hours(h)).to_rfc3339()
+}
+
+async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
+    let w = world(app).await;
+    let post = |title: &str, extra: Value| {
+        let mut body =
+            json!({"title": title, "body": "Deploys **pause** at 18:00 <script>alert(1)</script>"});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        body
+    };
+    let (status, now) = announce(app, "alice", &w.acme, post("now", json!({}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{now}");
+    let now = now["data"].clone();
+    assert_eq!(now["phase"], "active");
+    assert_eq!(now["severity"], "info");
+    assert_eq!(now["dismissible"], true);
+    let html = now["bodyHtml"].as_str().unwrap();
+    assert!(
+        html.contains("<strong>pause</strong>") && html.contains("&lt;script&gt;"),
+        "{html}"
+    );
+    assert!(!html.contains("<script>"), "{html}");
+    let later = post("later", json!({"startsAt": hours(1)}));
+    let ended = post("ended", json!({"startsAt": hours(-2), "endsAt": hours(-1)}));
+    let pinned = post(
+        "pinned",
+        json!({"dismissible": false, "severity": "critical"}),
+    );
+    for body in [later, ended, pinned] {
+        let (status, answer) = announce(app, "alice", &w.acme, body).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    // Members see the active ones only.
+    assert_eq!(visible(app, "bob", &w.acme, "").await, ["pinned", "now"]);
+    assert_eq!(unread(app, "bob", &w.acme).await["announcements"], 2);
+
+    // Dismissed per user, on the server; again changes nothing.
+    let id = now["id"].as_str().unwrap();
+    let path = format!("/api/messages/announcements/{id}/dismiss");
+    let (status, first) = app
+        .call("POST", &path, &token(app, "bob"), Some(&w.acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert!(first["data"]["dismissedAt"].is_string());
+    let (_, again) = app
+        .call("POST", &path, &token(app, "bob"), Some(&w.acme), None)
+        .await;
+    assert_eq!(again["data"]["dismissedAt"], first["data"]["dismissedAt"]);
+    assert_eq!(visible(app, "bob", &w.acme, "").await, ["pinned"]);
+    assert_eq!(
+        visible(app, "bob", &w.acme, "?includeDismissed=true").await,
+        ["pinned", "now"]
+    );
+    assert_eq!(visible(app, "carol", &w.acme, "").await, ["pinned", "now"]);
+    assert_eq!(unread(app, "bob", &w.acme).await["announcements"], 1);
+    assert_eq!(unread(app, "carol", &w.acme).await["announcements"], 2);
+
+    // Not dismissible: 409; not active: 404.
+    let (_, managed) = app
+        .call(
+            "GET",
+            "/api/messages/announcements?view=managed",
+            &token(app, "alice"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(managed["pagination"]["total"], 4, "{managed}");
+    let id_of = |title: &str| {
+        managed["announcements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["title"] == title)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let phases: Vec<(String, String)> = managed["announcements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["title"].as_str().unwrap().to_owned(),
+                a["phase"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        phases.contains(&("later".into(), "scheduled".into())),
+        "{phases:?}"
+    );
+    assert!(
+        phases.contains(&("ended".into(), "ended".into())),
+        "{phases:?}"
+    );
+    let dismiss = |title: &str| format!("/api/messages/announcements/{}/dismiss", id_of(title));
+    let (status, body) = app
+        .call(
+            "POST",
+            &dismiss("pinned"),
+            &token(app, "bob"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    for title in ["later", "ended"] {
+        let (status, _) = app
+            .call(
+                "POST",
+                &dismiss(title),
+                &token(app, "bob"),
+                Some(&w.acme),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{title}");
+    }
+
+    // Members neither post, nor list what admins manage, nor edit.
+    let (status, body) = announce(app, "bob", &w.acme, post("nope", json!({}))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(body["details"]["missing"], "messages:manage");
+    let (status, _) = app
+        .call(
+            "GET",
+            "/api/messages/announcements?view=managed",
+            &token(app, "bob"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let edit_path = format!("/api/messages/announcements/{}", id_of("later"));
+    let edit = json!({"title": "later, moved", "body": "Now at 19:00", "startsAt": hours(2)});
+    let (status, _) = app
+        .call(
+            "PUT",
+            &edit_path,
+            &token(app, "bob"),
+            Some(&w.acme),
+            Some(edit.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, edited) = app
+        .call(
+            "PUT",
+            &edit_path,
+            &token(app, "alice"),
+            Some(&w.acme),
+            Some(edit),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{edited}");
+    assert_eq!(edited["data"]["title"], "later, moved");
+    assert_eq!(edited["data"]["phase"], "scheduled");
+
+    // Bad input: 400 naming the field, nothing stored.
+    let soon = hours(1);
+    for (body, field) in [
+        (json!({"title": "", "body": "x"}), "title"),
+        (json!({"title": "t", "body": " "}), "body"),
+        (json!({"title": "t", "body": "x".repeat(10_001)}), "body"),
+        (json!({"title": "t\nt", "body": "x"}), "title"),
+        (
+            json!({"title": "t", "body": "x", "startsAt": soon, "endsAt": soon}),
+            "endsAt",
+        ),
+        (
+            json!({"title": "t", "body": "x", "startsAt": "2030-01-01T00:00:00.0000001Z", "endsAt": "2030-01-01T00:00:00.0000009Z"}),
+            "endsAt",
+        ),
+        (
+            json!({"title": "t", "body": "x", "teamIds": [w.other]}),
+            "teamIds",
+        ),
+        (json!({"title": "t", "body": "x", "tier": "pro"}), "tier"),
+        (
+            json!({"title": "t", "body": "x", "audience": "organizations"}),
+            "organizationIds",
+        ),
+    ] {
+        let (status, answer) = announce(app, "alice", &w.acme, body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
+        assert_eq!(answer["details"]["field"], field, "{answer}");
+    }
+    for body in [
+        json!({"title": "t", "body": "x", "severity": "loud"}),
+        json!({"title": "t", "body": "x", "colour": "red"}),
+        json!({"title": "t"}),
+    ] {
+        let (status, _) = announce(app, "alice", &w.acme, body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    }
+    // Only a super-admin posts beyond the organization.
+    for audience in [
+        json!({"audience": "everyone"}),
+        json!({"audience": "tier", "tier": "developer"}),
+    ] {
+        let (status, _) = announce(app, "alice", &w.acme, post("wide", audience)).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+    }
+    let (_, managed_after) = app
+        .call(
+            "GET",
+            "/api/messages/announcements?view=managed",
+            &token(app, "alice"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(managed_after["pagination"]["total"], 4);
+
+    // Removed: gone for everyone, and audited with identifiers only.
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/messages/announcements/{id}"),
+            &token(app, "alice"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(visible(app, "carol", &w.acme, "").await, ["pinned"]);
+    let (status, _) = app
+        .call("POST", &path, &token(app, "carol"), Some(&w.acme), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    for (action, count) in [
+        ("message.announcement.create", 4),
+        ("message.announcement.update", 1),
+        ("message.delete", 1),
+    ] {
+        let events = app.audited(action).await;
+        assert_eq!(events.len(), count, "{action}");
+        for event in events {
+            let text = serde_json::to_string(&event.details).unwrap();
+            assert!(
+                !text.contains("pause") && !text.contains("19:00") && !text.contains("later"),
+                "{text}"
+            );
+        }
+    }
+}
+
+async fn announcements_reach_teams_tiers_and_lists_and_nothing_else(app: &TestApp) {
+    let w = world(app).await;
+    let system = app.org("root", "system").await;
+    // dave joins t2's parent? No: dave stays in his own organization.
+    member(app, "alice", &w.t2, "carol").await;
+    let post = |title: &str, extra: Value| {
+        let mut body = json!({"title": title, "body": "text"});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        body
+    };
+    for (title, extra) in [
+        ("acme only", json!({})),
+        ("acme and its teams", json!({"includeTeams": true})),
+        ("acme and t1", json!({"teamIds": [w.t1]})),
+    ] {
+        let (status, body) = announce(app, "alice", &w.acme, post(title, extra)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    for (title, extra) in [
+        (
+            "every developer",
+            json!({"audience": "tier", "tier": "developer"}),
+        ),
+        (
+            "every enterprise",
+            json!({"audience": "tier", "tier": "enterprise"}),
+        ),
+        (
+            "other only",
+            json!({"audience": "organizations", "organizationIds": [w.other]}),
+        ),
+        ("everyone", json!({"audience": "everyone"})),
+    ] {
+        let (status, body) = announce(app, "root", &system, post(title, extra)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    assert_eq!(
+        sorted(visible(app, "bob", &w.acme, "").await),
+        [
+            "acme and its teams",
+            "acme and t1",
+            "acme only",
+            "every developer",
+            "everyone"
+        ]
+    );
+    assert_eq!(
+        sorted(visible(app, "bob", &w.t1, "").await),
+        [
+            "acme and its teams",
+            "acme and t1",
+            "every developer",
+            "everyone"
+        ]
+    );
+    assert_eq!(
+        sorted(visible(app, "carol", &w.t2, "").await),
+        ["acme and its teams", "every developer", "everyone"]
+    );
+    assert_eq!(
+        sorted(visible(app, "dave", &w.other, "").await),
+        ["every developer", "everyone", "other only"]
+    );
+    // The system organization is on the enterprise tier.
+    assert_eq!(
+        sorted(visible(app, "root", &system, "").await),
+        ["every enterprise", "everyone"]
+    );
+
+    // Across organizations nothing is reached, and nothing leaks.
+    let (_, managed) = app
+        .call(
+            "GET",
+            "/api/messages/announcements?view=managed",
+            &token(app, "alice"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    let acme_only = managed["announcements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"] == "acme only")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let dave = token(app, "dave");
+    let edit = json!({"title": "mine now", "body": "x"});
+    let path = format!("/api/messages/announcements/{acme_only}");
+    let (status, _) = app
+        .call("PUT", &path, &dave, Some(&w.other), Some(edit.clone()))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app.call("DELETE", &path, &dave, Some(&w.other), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .call(
+            "POST",
+            &format!("{path}/dismiss"),
+            &dave,
+            Some(&w.other),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .call(
+            "GET",
+            "/api/messages/announcements",
+            &dave,
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "dave is not a member of acme"
+    );
+    // A platform-wide one is seen by acme's admin, not changed by them.
+    let (_, platform) = app
+        .call(
+            "GET",
+            "/api/messages/announcements?view=platform",
+            &token(app, "root"),
+            Some(&system),
+            None,
+        )
+        .await;
+    assert_eq!(platform["pagination"]["total"], 4, "{platform}");
+    let everyone = platform["announcements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"] == "everyone")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = format!("/api/messages/announcements/{everyone}");
+    let (status, _) = app
+        .call(
+            "PUT",
+            &path,
+            &token(app, "alice"),
+            Some(&w.acme),
+            Some(edit.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = app
+        .call(
+            "GET",
+            "/api/messages/announcements?view=platform",
+            &token(app, "alice"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, body) = app
+        .call("PUT", &path, &token(app, "root"), Some(&system), Some(edit))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["audience"], "everyone");
+}
+
+async fn start(app: &TestApp, user: &str, org: &str, body: Value) -> (StatusCode, Value) {
+    app.call(
+        "POST",
+        "/api/messages/conversations",
+        &token(app, user),
+        Some(org),
+        Some(body),
+    )
+    .await
+}
+
+async fn write(app: &TestApp, user: &str, org: &str, id: &str, text: &str) -> (StatusCode, Value) {
+    app.call(
+        "POST",
+        &format!("/api/messages/conversations/{id}/messages"),
+        &token(app, user),
+        Some(org),
+        Some(json!({"body": text})),
+    )
+    .await
+}
+
+async fn page(app: &TestApp, user: &str, org: &str, id: &str, query: &str) -> (StatusCode, Value) {
+    app.call(
+        "GET",
+        &format!("/api/messages/conversations/{id}/messages{query}"),
+        &token(app, user),
+        Some(org),
+        None,
+    )
+    .await
+}
+
+async fn conversations_keep_order_read_markers_and_their_organization(app: &TestApp) {
+    let w = world(app).await;
+    let (status, started) = start(
+        app,
+        "alice",
+        &w.acme,
+        json!({"participants": ["bob", "carol", "bob", "alice"], "subject": "Release", "body": "first, quietly"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let id = started["data"]["id"].as_str().unwrap().to_owned();
+    let people: Vec<&str> = started["data"]["participants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["userId"].as_str().unwrap())
+        .collect();
+    assert_eq!(people.len(), 3, "{people:?}");
+    assert_eq!(
+        started["data"]["unread"], 0,
+        "the author has read their own"
+    );
+    assert_eq!(unread(app, "bob", &w.acme).await["conversations"], 1);
+
+    // Order: newest first, by keyset, nothing twice.
+    for n in 2..=6 {
+        let author = if n % 2 == 0 { "bob" } else { "alice" };
+        let (status, body) = write(app, author, &w.acme, &id, &format!("message {n}")).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let mut seen = Vec::new();
+    let mut query = "?limit=2".to_owned();
+    loop {
+        let (status, body) = page(app, "carol", &w.acme, &id, &query).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        for m in body["data"]["messages"].as_array().unwrap() {
+            seen.push(m["body"].as_str().unwrap().to_owned());
+        }
+        match body["data"]["nextBefore"].as_str() {
+            Some(next) => query = format!("?limit=2&before={next}"),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            "message 6",
+            "message 5",
+            "message 4",
+            "message 3",
+            "message 2",
+            "first, quietly"
+        ]
+    );
+    // Read markers: carol has read nothing; bob everything up to his last but 5.
+    assert_eq!(unread(app, "carol", &w.acme).await["conversations"], 6);
+    assert_eq!(
+        unread(app, "bob", &w.acme).await["conversations"],
+        0,
+        "bob wrote the latest: writing moves his marker"
+    );
+    let (status, read) = app
+        .call(
+            "POST",
+            &format!("/api/messages/conversations/{id}/read"),
+            &token(app, "carol"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert_eq!(read["data"]["unread"], 0);
+    assert_eq!(unread(app, "carol", &w.acme).await["conversations"], 0);
+    let (_, listed) = app
+        .call(
+            "GET",
+            "/api/messages/conversations",
+            &token(app, "bob"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(listed["pagination"]["total"], 1);
+    assert_eq!(listed["conversations"][0]["subject"], "Release");
+
+    // Never across organizations: dave is no member of acme.
+    let (status, body) = start(
+        app,
+        "alice",
+        &w.acme,
+        json!({"participants": ["dave"], "body": "hi"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["details"]["field"], "participants");
+    let dave = token(app, "dave");
+    let (status, _) = page(app, "dave", &w.acme, &id, "").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "not a member of acme");
+    let (status, body) = page(app, "dave", &w.other, &id, "").await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "not in his organization: {body}"
+    );
+    let (status, _) = app
+        .call(
+            "POST",
+            &format!("/api/messages/conversations/{id}/messages"),
+            &dave,
+            Some(&w.other),
+            Some(json!({"body": "in"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, his) = app
+        .call(
+            "GET",
+            "/api/messages/conversations",
+            &dave,
+            Some(&w.other),
+            None,
+        )
+        .await;
+    assert_eq!(his["pagination"]["total"], 0);
+    // A member who does not take part sees nothing of it either.
+    let (bare, _) = start(
+        app,
+        "alice",
+        &w.acme,
+        json!({"participants": ["bob"], "body": "just us"}),
+    )
+    .await;
+    assert_eq!(bare, StatusCode::CREATED);
+    let (_, carols) = app
+        .call(
+            "GET",
+            "/api/messages/conversations",
+            &token(app, "carol"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(carols["pagination"]["total"], 1);
+
+    // Leaving: no longer listed, no longer written to.
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/messages/conversations/{id}/participants/me"),
+            &token(app, "carol"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, carols) = app
+        .call(
+            "GET",
+            "/api/messages/conversations",
+            &token(app, "carol"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(carols["pagination"]["total"], 0);
+    let (status, _) = write(app, "carol", &w.acme, &id, "still here?").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = page(app, "carol", &w.acme, &id, "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // Deletes: the author's own (unaudited), an admin's of someone's (audited, no body).
+    let (_, latest) = page(app, "bob", &w.acme, &id, "?limit=10").await;
+    let by = |body: &str| {
+        latest["data"]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["body"] == body)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let delete = |message: String| format!("/api/messages/conversations/{id}/messages/{message}");
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &delete(by("message 5")),
+            &token(app, "bob"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "not bob's, and bob is no admin"
+    );
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &delete(by("message 4")),
+            &token(app, "bob"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &delete(by("message 2")),
+            &token(app, "alice"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &delete(by("message 2")),
+            &token(app, "alice"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, after) = page(app, "bob", &w.acme, &id, "?limit=10").await;
+    let bodies: Vec<&str> = after["data"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["body"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        bodies,
+        ["message 6", "message 5", "message 3", "first, quietly"]
+    );
+    let deleted = app.audited("message.delete").await;
+    assert_eq!(deleted.len(), 1, "only the admin's delete");
+    let text = serde_json::to_string(&deleted[0].details).unwrap();
+    assert!(!text.contains("message 2"), "{text}");
+    assert_eq!(deleted[0].details["authorId"], "bob");
+    // One-to-one messages write no audit event holding a body.
+    app.relay().await;
+    let (all, _) = app
+        .store
+        .audit_events(&adapters::storage::AuditFilter::default(), 10_000, 0, true)
+        .await
+        .unwrap();
+    for event in all {
+        let text = serde_json::to_string(&event.details).unwrap();
+        assert!(
+            !text.contains("quietly") && !text.contains("just us"),
+            "{} {text}",
+            event.action
+        );
+    }
+
+    // Bad input.
+    for (body, field) in [
+        (json!({"participants": [], "body": "x"}), "participants"),
+        (
+            json!({"participants": ["alice"], "body": "x"}),
+            "participants",
+        ),
+        (json!({"participants": ["bob"], "body": ""}), "body"),
+        (
+            json!({"participants": ["bob"], "body": "x".repeat(10_001)}),
+            "body",
+        ),
+        (
+            json!({"participants": ["bob"], "subject": "a\nb", "body": "x"}),
+            "subject",
+        ),
+    ] {
+        let (status, answer) = start(app, "alice", &w.acme, body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
+        assert_eq!(answer["details"]["field"], field, "{answer}");
+    }
+    let (status, answer) = page(app, "bob", &w.acme, &id, "?before=nope").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["details"]["field"], "before");
+}
+
+async fn limits_answer_429_and_400_and_retention_prunes(app: &TestApp) {
+    let w = world(app).await;
+    let limited = app
+        .beside(&[
+            ("MESSAGES_PER_MINUTE", "3"),
+            ("CONVERSATION_MAX_PARTICIPANTS", "2"),
+        ])
+        .await;
+    let (status, body) = start(
+        &limited,
+        "alice",
+        &w.acme,
+        json!({"participants": ["bob", "carol"], "body": "x"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["details"]["field"], "participants");
+    let (status, started) = start(
+        &limited,
+        "alice",
+        &w.acme,
+        json!({"participants": ["bob"], "body": "1"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let id = started["data"]["id"].as_str().unwrap().to_owned();
+    for n in 2..=3 {
+        let (status, _) = write(&limited, "alice", &w.acme, &id, &n.to_string()).await;
+        assert_eq!(status, StatusCode::CREATED);
+    }
+    let (status, body) = write(&limited, "alice", &w.acme, &id, "4").await;
+    assert_eq!(
+        (status, code(status, &body).as_str()),
+        (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
+        "{body}"
+    );
+    assert_eq!(body["details"]["limit"], 3);
+    // Another user has their own allowance.
+    let (status, _) = write(&limited, "bob", &w.acme, &id, "bob's").await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, messages) = page(&limited, "bob", &w.acme, &id, "").await;
+    assert_eq!(messages["data"]["messages"].as_array().unwrap().len(), 4);
+    limited.stop().await;
+
+    // Retention: messages and ended announcements older than the cutoff go.
+    let (status, _) = announce(
+        app,
+        "alice",
+        &w.acme,
+        json!({"title": "old", "body": "x", "startsAt": hours(-3), "endsAt": hours(-2)}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, _) = announce(
+        app,
+        "alice",
+        &w.acme,
+        json!({"title": "open-ended", "body": "x"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let pruned = app
+        .store
+        .prune_messages(
+            Utc::now() + chrono::Duration::minutes(1),
+            Utc::now() + chrono::Duration::minutes(1),
+        )
+        .await
+        .unwrap();
+    assert!(pruned >= 5, "{pruned}");
+    let (status, gone) = page(app, "bob", &w.acme, &id, "").await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "the conversation went with its messages: {gone}"
+    );
+    let (_, managed) = app
+        .call(
+            "GET",
+            "/api/messages/announcements?view=managed",
+            &token(app, "alice"),
+            Some(&w.acme),
+            None,
+        )
+        .await;
+    let titles: Vec<&str> = managed["announcements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["open-ended"]);
+}
+
+/// Opens a stream on the in-process router; answers its body.
+async fn open_stream(app: &TestApp, user: &str, org: &str) -> (StatusCode, Body) {
+    let request = Request::builder()
+        .uri("/api/messages/stream")
+        .header("authorization", format!("Bearer {}", token(app, user)))
+        .header("x-org-id", org)
+        .body(Body::empty())
+        .unwrap();
+    let response = app.router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    (status, response.into_body())
+}
+
+/// Reads the stream until an event named `event` comes, or `within` passes.
+async fn next_event(body: &mut Body, event: &str, within: Duration) -> Option<Value> {
+    let deadline = Instant::now() + within;
+    let mut text = String::new();
+    while Instant::now() < deadline {
+        let frame = tokio::time::timeout(deadline - Instant::now(), body.frame()).await;
+        let Ok(Some(Ok(frame))) = frame else {
+            return None;
+        };
+        if let Some(bytes) = frame.data_ref() {
+            text.push_str(&String::from_utf8_lossy(bytes));
+        }
+        while let Some(end) = text.find("\n\n") {
+            let block: String = text.drain(..end + 2).collect();
+            let name = block.lines().find_map(|l| l.strip_prefix("event: "));
+            let data = block.lines().find_map(|l| l.strip_prefix("data: "));
+            if let (Some(name), Some(data)) = (name, data) {
+                if name == event {
+                    return serde_json::from_str(data).ok();
+                }
+            }
+        }
+    }
+    None
+}
+
+async fn the_stream_carries_a_users_messages_and_announcements_only(app: &TestApp) {
+    let w = world(app).await;
+    let (status, mut bobs) = open_stream(app, "bob", &w.acme).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, mut carols) = open_stream(app, "carol", &w.acme).await;
+    let (_, mut daves) = open_stream(app, "dave", &w.other).await;
+    let (status, started) = start(
+        app,
+        "alice",
+        &w.acme,
+        json!({"participants": ["bob"], "body": "for bob"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let message = next_event(&mut bobs, "message", Duration::from_secs(5))
+        .await
+        .expect("bob's message");
+    assert_eq!(message["body"], "for bob");
+    assert_eq!(message["conversationId"], started["data"]["id"]);
+    let (status, _) = announce(
+        app,
+        "alice",
+        &w.acme,
+        json!({"title": "acme news", "body": "x"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let news = next_event(&mut carols, "announcement", Duration::from_secs(5))
+        .await
+        .expect("carol's announcement");
+    assert_eq!(news["title"], "acme news");
+    // Carol got no message (she is not in the conversation), dave nothing of acme's.
+    assert!(
+        next_event(&mut carols, "message", Duration::from_millis(800))
+            .await
+            .is_none()
+    );
+    assert!(
+        next_event(&mut daves, "announcement", Duration::from_millis(800))
+            .await
+            .is_none()
+    );
+    assert!(
+        next_event(&mut daves, "message", Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+
+    // The same gate as the API.
+    let request = Request::builder()
+        .uri("/api/messages/stream")
+        .header("x-org-id", &w.acme)
+        .body(Body::empty())
+        .unwrap();
+    let (status, _) = app.send(request).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = open_stream(app, "dave", &w.acme).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // At most MESSAGE_STREAMS_PER_USER (5) per user here: bob holds one.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let (status, body) = open_stream(app, "bob", &w.acme).await;
+        assert_eq!(status, StatusCode::OK);
+        held.push(body);
+    }
+    let (status, _) = open_stream(app, "bob", &w.acme).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    drop(held);
+    drop(bobs);
+    let (status, _) = open_stream(app, "bob", &w.acme).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "closed streams give their places back"
+    );
+}
+
+on_both_backends!(
+    announcement_windows_dismissals_and_permissions,
+    announcements_reach_teams_tiers_and_lists_and_nothing_else,
+    conversations_keep_order_read_markers_and_their_organization,
+    limits_answer_429_and_400_and_retention_prunes,
+    the_stream_carries_a_users_messages_and_announcements_only,
+);
+
+/// A message posted through one replica reaches a stream held by the other within
+/// a second; quiet streams carry keep-alives.
+#[tokio::test]
+async fn a_message_posted_on_one_replica_streams_from_the_other() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let client = reqwest::Client::new();
+    let vars = [("MESSAGE_STREAM_KEEPALIVE_SECONDS", "1")];
+    let ports = [crash::free_port(), crash::free_port()];
+    let mut servers = Vec::new();
+    for port in ports {
+        servers.push(crash::start_with(&url, port, &vars));
+        crash::wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
+    }
+    let [a, b] = ports.map(|port| format!("http://127.0.0.1:{port}"));
+    let alice = crash::user_token("alice");
+    let bob = crash::user_token("bob");
+    let org = crash::create_org(&client, &a, &alice, "replicated").await;
+    let added = client
+        .post(format!("{a}/api/organization/{org}/members"))
+        .bearer_auth(&alice)
+        .json(&json!({"userId": "bob", "role": "member"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), 201);
+    let mut stream = client
+        .get(format!("{a}/api/messages/stream"))
+        .bearer_auth(&bob)
+        .header("x-org-id", &org)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    assert_eq!(
+        stream.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let mut latencies = Vec::new();
+    let mut text = String::new();
+    for n in 0..5 {
+        let posted = Instant::now();
+        let answer = client
+            .post(format!("{b}/api/messages/conversations"))
+            .bearer_auth(&alice)
+            .header("x-org-id", &org)
+            .json(&json!({"participants": ["bob"], "body": format!("across {n}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 201);
+        let wanted = format!("across {n}");
+        loop {
+            let chunk = tokio::time::timeout(Duration::from_secs(5), stream.chunk())
+                .await
+                .expect("the stream went quiet")
+                .unwrap()
+                .expect("the stream ended");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            if text.contains(&wanted) {
+                latencies.push(posted.elapsed());
+                break;
+            }
+        }
+    }
+    // Keep-alive comments on a quiet stream.
+    text.clear();
+    let quiet = tokio::time::timeout(Duration::from_secs(3), stream.chunk()).await;
+    let chunk = quiet.expect("no keep-alive").unwrap().unwrap();
+    assert!(
+        String::from_utf8_lossy(&chunk).starts_with(':'),
+        "{chunk:?}"
+    );
+    drop(stream);
+    for server in &servers {
+        crash::terminate(server);
+    }
+    drop(servers);
+    drop_postgres(&admin_url, &name).await;
+    latencies.sort();
+    eprintln!("message from replica B to a stream on replica A: {latencies:?}");
+    let slowest = latencies.last().copied().unwrap_or_default();
+    assert!(slowest < Duration::from_secs(2), "{latencies:?}");
+}
