@@ -30,6 +30,10 @@ pub fn participants(
         if !all.iter().any(|u| u == user) {
             all.push(user.to_owned());
         }
+        // Past the limit already: no need to read a hostile list to its end.
+        if all.len() > max {
+            break;
+        }
     }
     if all.len() < 2 {
         return Err(MessageError::new(
