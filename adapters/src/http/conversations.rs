@@ -271,14 +271,26 @@ pub(crate) async fn delete_message(
 /// and its token is checked again.
 pub const MAX_STREAM: Duration = Duration::from_secs(900);
 
+/// How often a stream checks again that its token and membership still hold (a
+/// revoked session, an expired token, a removed member end it within this).
+pub const RECHECK: Duration = Duration::from_secs(1);
+
 /// `GET /messages/stream`: server-sent events, `message` (a conversation's new
 /// message, to its participants) and `announcement` (one posted or changed that
-/// reaches the organization), with keep-alive comments.
+/// reaches the organization), with keep-alive comments. Every second the stream
+/// checks its token and the reader's membership again, and ends when either fails.
 pub(crate) async fn stream(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
+    headers: axum::http::HeaderMap,
 ) -> Result<Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let token = crate::auth::bearer(
+        headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok()),
+    )?
+    .to_owned();
     let slot = state
         .feed
         .open(&caller.user_id, state.config.messages.streams_per_user)
@@ -292,16 +304,28 @@ pub(crate) async fn stream(
                 ),
             )
         })?;
-    let user = caller.user_id.clone();
-    let org = granted.org.clone();
+    let keep_alive = state.config.messages.keep_alive;
     let deadline = tokio::time::Instant::now() + MAX_STREAM;
-    let events = futures_util::stream::unfold(slot, move |mut slot| {
-        let user = user.clone();
-        let org = org.clone();
-        async move {
+    let reader = Reader {
+        state,
+        caller,
+        org: granted.org,
+        token,
+    };
+    let mut recheck = tokio::time::interval(RECHECK);
+    recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let events = futures_util::stream::unfold(
+        (slot, recheck, reader),
+        move |(mut slot, mut recheck, reader)| async move {
             loop {
                 let received = tokio::select! {
                     received = slot.events.recv() => received,
+                    _ = recheck.tick() => {
+                        if reader.still_allowed().await {
+                            continue;
+                        }
+                        return None;
+                    }
                     _ = tokio::time::sleep_until(deadline) => return None,
                 };
                 let event = match received {
@@ -310,17 +334,50 @@ pub(crate) async fn stream(
                         let note = Event::default()
                             .event("resync")
                             .data(format!("{{\"missed\":{missed}}}"));
-                        return Some((Ok(note), slot));
+                        return Some((Ok(note), (slot, recheck, reader)));
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
                 };
-                if let Some(sent) = for_reader(&event, &user, &org) {
-                    return Some((Ok(sent), slot));
+                if let Some(sent) = for_reader(&event, &reader.caller.user_id, &reader.org) {
+                    return Some((Ok(sent), (slot, recheck, reader)));
                 }
             }
+        },
+    );
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(keep_alive)))
+}
+
+/// Who holds a stream, to check again.
+struct Reader {
+    state: AppState,
+    caller: Caller,
+    org: crate::storage::OrgRecord,
+    token: String,
+}
+
+impl Reader {
+    /// Whether the token is still good and the reader still a member (the same
+    /// checks as the request's, from the facts every replica keeps current).
+    async fn still_allowed(&self) -> bool {
+        let now = Utc::now();
+        if crate::http::state::authenticate(&self.state, &self.token, now)
+            .await
+            .is_err()
+        {
+            return false;
         }
-    });
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(state.config.messages.keep_alive)))
+        let requirement = tenancy::Access::Member.requirement(false, false);
+        crate::http::gate::gate(
+            &self.state,
+            &self.caller,
+            &self.org.id,
+            crate::http::gate::Named::Header,
+            requirement,
+            "GET /api/messages/stream",
+        )
+        .await
+        .is_ok()
+    }
 }
 
 /// The event as this reader gets it, if it is theirs.

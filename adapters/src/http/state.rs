@@ -13,6 +13,41 @@ fn header<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
     parts.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// A user's bearer token, checked: a personal access token (its prefix says so) or a
+/// session's JWT (signature, expiry, and the session not revoked). Answers the user,
+/// the e-mail the token carries and the personal token used.
+pub(crate) async fn authenticate(
+    state: &AppState,
+    token: &str,
+    now: chrono::DateTime<Utc>,
+) -> Result<
+    (
+        String,
+        Option<String>,
+        Option<crate::services::context::TokenUse>,
+    ),
+    ApiError,
+> {
+    if tenancy::is_personal_token(token) {
+        let (user_id, used) =
+            crate::services::credentials::personal_token(state, token, now).await?;
+        return Ok((user_id, None, Some(used)));
+    }
+    let claims = state.keys.verify(token).await?;
+    if claims.step_up {
+        return Err(ApiError::unauthorized(
+            "a step-up token is not an access token",
+        ));
+    }
+    if claims.service.is_some() {
+        return Err(ApiError::forbidden(
+            "service tokens cannot call user endpoints",
+        ));
+    }
+    crate::services::credentials::check_session(state, &claims).await?;
+    Ok((claims.sub, claims.email, None))
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
@@ -26,26 +61,7 @@ impl FromRequestParts<AppState> for Caller {
         }
         let token = bearer(header(parts, "authorization"))?;
         let now = Utc::now();
-        // A personal access token (its prefix says so) or a session's JWT.
-        let (user_id, email, personal_token) = if tenancy::is_personal_token(token) {
-            let (user_id, used) =
-                crate::services::credentials::personal_token(state, token, now).await?;
-            (user_id, None, Some(used))
-        } else {
-            let claims = state.keys.verify(token).await?;
-            if claims.step_up {
-                return Err(ApiError::unauthorized(
-                    "a step-up token is not an access token",
-                ));
-            }
-            if claims.service.is_some() {
-                return Err(ApiError::forbidden(
-                    "service tokens cannot call user endpoints",
-                ));
-            }
-            crate::services::credentials::check_session(state, &claims).await?;
-            (claims.sub, claims.email, None)
-        };
+        let (user_id, email, personal_token) = authenticate(state, token, now).await?;
         if state.first_sight(&user_id) {
             crate::services::access::first_sight(&state.store, &user_id, email.as_deref(), now)
                 .await?;

@@ -1072,6 +1072,28 @@ async fn the_stream_carries_a_users_messages_and_announcements_only(app: &TestAp
         StatusCode::OK,
         "closed streams give their places back"
     );
+
+    // A member removed from the organization: their stream ends within a second or two.
+    let (status, body) = app
+        .call(
+            "DELETE",
+            &format!("/api/organization/{}/members/carol", w.acme),
+            &token(app, "alice"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match carols.frame().await {
+                None | Some(Err(_)) => return true,
+                Some(Ok(_)) => continue,
+            }
+        }
+    })
+    .await;
+    assert_eq!(ended, Ok(true), "the removed member's stream ended");
 }
 
 on_both_backends!(

@@ -64,7 +64,7 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("Delete a message: its author (unaudited), or an admin of the organization (`messages:manage`), audited as message.delete with identifiers only, never the body")
             .answers::<Deleted>(200),
         get("/api/messages/stream", "messageStream", org_member(), conversations::stream)
-            .doc("Server-sent events for the reader in the organization, on every replica (a message posted through any replica arrives within a second): `message` (a new message of a conversation they take part in), `announcement` (one posted or changed that reaches the organization and is active), `resync` (the stream fell behind: read the lists again); a keep-alive comment every 15 seconds. The same token as the API; a stream ends after 15 minutes (clients reconnect); at most MESSAGE_STREAMS_PER_USER open per user on a replica (429)")
+            .doc("Server-sent events for the reader in the organization, on every replica (a message posted through any replica arrives within a second): `message` (a new message of a conversation they take part in), `announcement` (one posted or changed that reaches the organization and is active), `resync` (the stream fell behind: read the lists again); a keep-alive comment every 15 seconds. The same token as the API, checked again every second with the reader's membership (the stream ends when either fails); a stream ends after 15 minutes (clients reconnect); at most MESSAGE_STREAMS_PER_USER open per user on a replica (429)")
             .event_stream(),
         patch("/api/messages/{id}/read", "markMessageRead", org_member(), messages::mark_read)
             .doc("Mark a message read")
