@@ -1,12 +1,14 @@
 //! What is new in messages, on every replica: each replica reads the feed (rows
 //! written in the transactions that posted a message or an announcement) a few times
 //! a second, hands each new row once to the live streams it holds, and each stream
-//! keeps what is for its user. Reading the last seconds of the feed rather than
-//! "after the last sequence number" keeps a row whose transaction committed after a
-//! later one's; what was handed already is remembered for a little longer than that
-//! window.
+//! keeps what is for its user.
+//!
+//! The feed is read by position. A position skipped over (a transaction that took
+//! it before a later one committed, on PostgreSQL) is a gap: it is asked for again
+//! on each read until it appears or `GAP_SECONDS` pass (a rolled-back transaction
+//! leaves one for good). A burst is read to its end in batches.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
@@ -14,12 +16,14 @@ use tokio::sync::broadcast;
 
 use super::ServiceResult;
 use crate::services::context::AppState;
-use crate::storage::{AnnouncementRecord, ConversationMessageRecord};
+use crate::storage::{AnnouncementRecord, ConversationMessageRecord, FeedRow};
 
-/// How far back each read looks.
-pub const WINDOW_SECONDS: i64 = 10;
-/// The most rows one read takes.
-pub const BATCH: u32 = 1000;
+/// How long a skipped position is waited for.
+pub const GAP_SECONDS: i64 = 10;
+/// The most rows one read takes (a read goes on while batches come full).
+pub const BATCH: u32 = 500;
+/// The most skipped positions waited for at once (the oldest are given up first).
+const MAX_GAPS: usize = 10_000;
 /// Events a slow stream may fall behind before it is told to catch up.
 const CAPACITY: usize = 1024;
 
@@ -37,12 +41,21 @@ pub enum FeedEvent {
     Announcement(AnnouncementRecord),
 }
 
+/// Where this replica has read the feed up to.
+#[derive(Debug, Default)]
+struct Cursor {
+    /// The last position read; `None` before the first read (which starts at the end).
+    last: Option<i64>,
+    /// Positions skipped over, with when they were first missed.
+    gaps: BTreeMap<i64, DateTime<Utc>>,
+}
+
 /// This replica's feed: the channel its streams listen on and their count per user.
 #[derive(Debug)]
 pub struct MessageFeed {
     sender: broadcast::Sender<Arc<FeedEvent>>,
     streams: Mutex<HashMap<String, usize>>,
-    delivered: Mutex<VecDeque<(i64, DateTime<Utc>)>>,
+    cursor: tokio::sync::Mutex<Cursor>,
 }
 
 impl Default for MessageFeed {
@@ -51,7 +64,7 @@ impl Default for MessageFeed {
         MessageFeed {
             sender,
             streams: Mutex::new(HashMap::new()),
-            delivered: Mutex::new(VecDeque::new()),
+            cursor: tokio::sync::Mutex::new(Cursor::default()),
         }
     }
 }
@@ -93,36 +106,62 @@ impl MessageFeed {
             events: self.sender.subscribe(),
         })
     }
-
-    /// Whether `seq` was handed already; remembers it.
-    fn first_time(&self, seq: i64, now: DateTime<Utc>) -> bool {
-        let Ok(mut delivered) = self.delivered.lock() else {
-            return false;
-        };
-        let horizon = now - Duration::seconds(WINDOW_SECONDS * 2);
-        while delivered.front().is_some_and(|(_, at)| *at < horizon) {
-            delivered.pop_front();
-        }
-        if delivered.iter().any(|(s, _)| *s == seq) {
-            return false;
-        }
-        delivered.push_back((seq, now));
-        true
-    }
 }
 
-/// Reads the feed's last seconds and hands each new row to this replica's streams:
-/// how many were handed.
+/// Reads what is new in the feed and hands each row to this replica's streams: how
+/// many were handed.
 pub async fn follow(state: &AppState, now: DateTime<Utc>) -> ServiceResult<usize> {
-    let rows = state
-        .store
-        .message_feed_since(now - Duration::seconds(WINDOW_SECONDS), BATCH)
-        .await?;
+    let mut cursor = state.feed.cursor.lock().await;
+    let mut last = match cursor.last {
+        Some(last) => last,
+        None => {
+            // What was posted before this replica started is in the lists, not live.
+            let end = state.store.message_feed_end().await?;
+            cursor.last = Some(end);
+            end
+        }
+    };
+    let mut rows: Vec<FeedRow> = Vec::new();
+    loop {
+        let batch = state.store.message_feed_after(last, BATCH).await?;
+        let full = batch.len() == BATCH as usize;
+        for row in batch {
+            // Skipped over: waited for (the nearest ones only, should the feed jump).
+            let from = last
+                .saturating_add(1)
+                .max(row.seq.saturating_sub(MAX_GAPS as i64));
+            for skipped in from..row.seq {
+                cursor.gaps.insert(skipped, now);
+            }
+            last = row.seq;
+            rows.push(row);
+        }
+        if !full {
+            break;
+        }
+    }
+    cursor.last = Some(last);
+    // Skipped positions: those that appeared now, and those given up.
+    let read: std::collections::HashSet<i64> = rows.iter().map(|r| r.seq).collect();
+    let waited: Vec<i64> = cursor
+        .gaps
+        .keys()
+        .copied()
+        .filter(|seq| !read.contains(seq))
+        .take(BATCH as usize)
+        .collect();
+    for row in state.store.message_feed_rows(&waited).await? {
+        cursor.gaps.remove(&row.seq);
+        rows.push(row);
+    }
+    let horizon = now - Duration::seconds(GAP_SECONDS);
+    cursor.gaps.retain(|_, missed| *missed >= horizon);
+    while cursor.gaps.len() > MAX_GAPS {
+        cursor.gaps.pop_first();
+    }
+    drop(cursor);
     let mut handed = 0;
     for row in rows {
-        if !state.feed.first_time(row.seq, now) {
-            continue;
-        }
         let event = match row.kind.as_str() {
             "message" => state
                 .store

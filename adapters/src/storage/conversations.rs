@@ -508,31 +508,44 @@ impl Store {
         Ok(row.try_get::<i64, _>("n")?.unsigned_abs())
     }
 
-    /// The feed rows written at or after `since`, oldest first, at most `limit`:
-    /// (seq, kind, ref id, recipients).
-    pub async fn message_feed_since(
-        &self,
-        since: DateTime<Utc>,
-        limit: u32,
-    ) -> StoreResult<Vec<FeedRow>> {
+    /// The feed rows after `seq`, in order, at most `limit`.
+    pub async fn message_feed_after(&self, seq: i64, limit: u32) -> StoreResult<Vec<FeedRow>> {
         let rows = sqlx::query(&self.sql(
-            "SELECT seq, kind, ref_id, recipients FROM message_feed WHERE created_at >= $1 ORDER BY seq LIMIT $2",
+            "SELECT seq, kind, ref_id, recipients FROM message_feed WHERE seq > $1 ORDER BY seq LIMIT $2",
         ))
-        .bind(stamp(since))
+        .bind(seq)
         .bind(i64::from(limit))
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|row| {
-                let d = Decoder::new(row, "message_feed", &["seq"]);
-                Ok(FeedRow {
-                    seq: d.get("seq")?,
-                    kind: d.get("kind")?,
-                    ref_id: d.get("ref_id")?,
-                    recipients: d.json("recipients")?,
-                })
-            })
-            .collect()
+        rows.iter().map(feed_from_row).collect()
+    }
+
+    /// The feed rows of these positions that exist now (a transaction that took its
+    /// position before a later one committed after it).
+    pub async fn message_feed_rows(&self, seqs: &[i64]) -> StoreResult<Vec<FeedRow>> {
+        if seqs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders: Vec<String> = (1..=seqs.len()).map(|n| format!("${n}")).collect();
+        let sql = self.sql(&format!(
+            "SELECT seq, kind, ref_id, recipients FROM message_feed WHERE seq IN ({}) ORDER BY seq",
+            placeholders.join(", ")
+        ));
+        let mut query = sqlx::query(&sql);
+        for seq in seqs {
+            query = query.bind(*seq);
+        }
+        let rows = query.fetch_all(self.pool()).await?;
+        rows.iter().map(feed_from_row).collect()
+    }
+
+    /// The feed's last position (0 when empty).
+    pub async fn message_feed_end(&self) -> StoreResult<i64> {
+        use sqlx::Row;
+        let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) AS last FROM message_feed")
+            .fetch_one(self.pool())
+            .await?;
+        Ok(row.try_get::<i64, _>("last")?)
     }
 
     /// Prunes conversation messages older than `cutoff` (conversations left without
@@ -579,6 +592,16 @@ impl Store {
         }
         Ok(pruned)
     }
+}
+
+fn feed_from_row(row: &sqlx::any::AnyRow) -> StoreResult<FeedRow> {
+    let d = Decoder::new(row, "message_feed", &["seq"]);
+    Ok(FeedRow {
+        seq: d.get("seq")?,
+        kind: d.get("kind")?,
+        ref_id: d.get("ref_id")?,
+        recipients: d.json("recipients")?,
+    })
 }
 
 /// One row of the message feed.

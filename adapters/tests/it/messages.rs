@@ -1096,7 +1096,68 @@ async fn the_stream_carries_a_users_messages_and_announcements_only(app: &TestAp
     assert_eq!(ended, Ok(true), "the removed member's stream ended");
 }
 
+/// A feed position skipped over (a transaction that committed after a later one) is
+/// handed when it appears, once; nothing is handed twice.
+async fn the_feed_hands_a_late_commit_once(app: &TestApp) {
+    let w = world(app).await;
+    let state = adapters::services::context::AppState::new(
+        test_config(&[]),
+        app.store.clone(),
+        std::sync::Arc::new(adapters::audit::AuditCounters::default()),
+    );
+    let mut slot = state.feed.open("bob", 5).unwrap();
+    let follow = |state: &adapters::services::context::AppState| {
+        let state = state.clone();
+        async move {
+            adapters::services::message_feed::follow(&state, Utc::now())
+                .await
+                .unwrap()
+        }
+    };
+    // The first read starts at the end: nothing earlier is live.
+    assert_eq!(follow(&state).await, 0);
+    let (status, started) = start(
+        app,
+        "alice",
+        &w.acme,
+        json!({"participants": ["bob"], "body": "one"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let end = app.store.message_feed_end().await.unwrap();
+    let (_, page) = page(
+        app,
+        "bob",
+        &w.acme,
+        started["data"]["id"].as_str().unwrap(),
+        "",
+    )
+    .await;
+    let message = page["data"]["messages"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let row = |seq: i64| {
+        format!(
+            "INSERT INTO message_feed (seq, kind, ref_id, recipients, created_at) \
+             VALUES ({seq}, 'message', '{message}', '[\"bob\"]', '2026-01-01T00:00:00.000000Z')"
+        )
+    };
+    // A later position commits first; the one before it is skipped over.
+    app.sql(&row(end + 2)).await;
+    assert_eq!(follow(&state).await, 2, "the post and the later position");
+    app.sql(&row(end + 1)).await;
+    assert_eq!(follow(&state).await, 1, "the late one, when it appears");
+    assert_eq!(follow(&state).await, 0, "nothing twice");
+    let mut received = 0;
+    while slot.events.try_recv().is_ok() {
+        received += 1;
+    }
+    assert_eq!(received, 3);
+}
+
 on_both_backends!(
+    the_feed_hands_a_late_commit_once,
     announcement_windows_dismissals_and_permissions,
     announcements_reach_teams_tiers_and_lists_and_nothing_else,
     conversations_keep_order_read_markers_and_their_organization,
