@@ -1,9 +1,9 @@
 //! `/messages/announcements` and `/messages/unread`.
 
 use axum::extract::{Path, State};
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 use entitlements::Tier;
-use messaging::{Audience, Phase, Severity, Teams, Window};
+use messaging::{Audience, Phase, Severity, Teams};
 use serde::{Deserialize, Serialize};
 
 use crate::http::error::ApiError;
@@ -11,8 +11,8 @@ use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::services::announcements::{self, Asker, Unread, View};
-use crate::storage::{AnnouncementFields, AnnouncementRecord};
+use crate::services::announcements::{self, Asker, Draft, Unread, View};
+use crate::storage::AnnouncementRecord;
 
 /// Who an announcement reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
@@ -196,31 +196,6 @@ async fn asker<'a>(
     })
 }
 
-fn fields(
-    state: &AppState,
-    (title, body): (&str, &str),
-    severity: Option<Severity>,
-    (starts_at, ends_at): (DateTime<Utc>, Option<DateTime<Utc>>),
-    dismissible: Option<bool>,
-) -> Result<AnnouncementFields, ApiError> {
-    let refused = |e: messaging::MessageError| ApiError::invalid_field(e.field, e.message);
-    Ok(AnnouncementFields {
-        title: messaging::check_text("title", title, messaging::TITLE_MAX, true)
-            .map_err(refused)?,
-        body: messaging::check_text("body", body, state.config.messages.body_max, false)
-            .map_err(refused)?,
-        severity: severity.unwrap_or(Severity::Info),
-        // Stored to the microsecond: checked as stored, so an end a nanosecond after
-        // its start is not kept equal to it.
-        window: Window::new(
-            starts_at.trunc_subsecs(6),
-            ends_at.map(|end| end.trunc_subsecs(6)),
-        )
-        .map_err(refused)?,
-        dismissible: dismissible.unwrap_or(true),
-    })
-}
-
 fn audience_of(body: &AnnouncementBody, org_id: &str) -> Result<Audience, ApiError> {
     let kind = body.audience.unwrap_or(AudienceKind::Organization);
     let stray =
@@ -277,18 +252,19 @@ pub(crate) async fn post(
 ) -> Result<Answer<Announcement>, ApiError> {
     let now = Utc::now();
     let audience = audience_of(&body, &granted.org.id)?;
-    let fields = fields(
-        &state,
-        (&body.title, &body.body),
-        body.severity,
-        (body.starts_at.unwrap_or(now), body.ends_at),
-        body.dismissible,
-    )?;
+    let draft = Draft {
+        title: body.title,
+        body: body.body,
+        severity: body.severity,
+        starts_at: body.starts_at,
+        ends_at: body.ends_at,
+        dismissible: body.dismissible,
+    };
     let posted = announcements::post(
         &state,
         asker(&state, &caller, &granted).await?,
         audience,
-        fields,
+        draft,
         now,
     )
     .await?;
@@ -304,24 +280,19 @@ pub(crate) async fn edit(
     Json(body): Json<AnnouncementEdit>,
 ) -> Result<Answer<Announcement>, ApiError> {
     let now = Utc::now();
-    let starts_at = match body.starts_at {
-        Some(at) => at,
-        None => announcements::current_start(&state, &id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("announcement"))?,
+    let draft = Draft {
+        title: body.title,
+        body: body.body,
+        severity: body.severity,
+        starts_at: body.starts_at,
+        ends_at: body.ends_at,
+        dismissible: body.dismissible,
     };
-    let fields = fields(
-        &state,
-        (&body.title, &body.body),
-        body.severity,
-        (starts_at, body.ends_at),
-        body.dismissible,
-    )?;
     let edited = announcements::edit(
         &state,
         asker(&state, &caller, &granted).await?,
         &id,
-        fields,
+        draft,
         now,
     )
     .await?;

@@ -4,13 +4,52 @@
 //! server, per user). Creation and deletion are audited with identifiers only; an
 //! edit is audited as `message.announcement.update` (this server's addition).
 
-use chrono::{DateTime, Utc};
-use messaging::{Audience, Teams};
+use chrono::{DateTime, SubsecRound, Utc};
+use messaging::{Audience, Severity, Teams, Window};
 use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
 use crate::storage::{AnnouncementFields, AnnouncementRecord, OrgRecord, Reader};
+
+/// What a request says an announcement is, before it is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Draft {
+    /// One line.
+    pub title: String,
+    /// The text.
+    pub body: String,
+    /// Default `info`.
+    pub severity: Option<Severity>,
+    /// Default now (a new one) or unchanged (an edit).
+    pub starts_at: Option<DateTime<Utc>>,
+    /// None: until removed.
+    pub ends_at: Option<DateTime<Utc>>,
+    /// Default true.
+    pub dismissible: Option<bool>,
+}
+
+/// A draft checked: its text within the limits, its window in order (instants as
+/// stored, to the microsecond, so an end a nanosecond after its start is refused
+/// rather than kept equal to it).
+fn checked(
+    state: &AppState,
+    draft: Draft,
+    default_start: DateTime<Utc>,
+) -> ServiceResult<AnnouncementFields> {
+    let refused = |e: messaging::MessageError| ServiceError::invalid(e.field, e.message);
+    let starts_at = draft.starts_at.unwrap_or(default_start).trunc_subsecs(6);
+    Ok(AnnouncementFields {
+        title: messaging::check_text("title", &draft.title, messaging::TITLE_MAX, true)
+            .map_err(refused)?,
+        body: messaging::check_text("body", &draft.body, state.config.messages.body_max, false)
+            .map_err(refused)?,
+        severity: draft.severity.unwrap_or(Severity::Info),
+        window: Window::new(starts_at, draft.ends_at.map(|end| end.trunc_subsecs(6)))
+            .map_err(refused)?,
+        dismissible: draft.dismissible.unwrap_or(true),
+    })
+}
 
 /// The most organizations or teams one announcement names.
 pub const MAX_TARGETS: usize = 100;
@@ -104,9 +143,10 @@ pub async fn post(
     state: &AppState,
     asker: Asker<'_>,
     audience: Audience,
-    fields: AnnouncementFields,
+    draft: Draft,
     now: DateTime<Utc>,
 ) -> ServiceResult<AnnouncementRecord> {
+    let fields = checked(state, draft, now)?;
     check_audience(state, &asker, &audience).await?;
     let id = crate::new_id();
     let audit = [event(
@@ -170,10 +210,11 @@ pub async fn edit(
     state: &AppState,
     asker: Asker<'_>,
     id: &str,
-    fields: AnnouncementFields,
+    draft: Draft,
     now: DateTime<Utc>,
 ) -> ServiceResult<AnnouncementRecord> {
     let found = managed(state, &asker, id).await?;
+    let fields = checked(state, draft, found.window.starts_at)?;
     let audit = [event(
         asker.caller,
         "message.announcement.update",
@@ -186,15 +227,6 @@ pub async fn edit(
         .store
         .update_announcement(&found.id, &fields, now, &audit)
         .await?)
-}
-
-/// The announcement's start, for an edit that leaves it out.
-pub async fn current_start(state: &AppState, id: &str) -> ServiceResult<Option<DateTime<Utc>>> {
-    Ok(state
-        .store
-        .announcement(id)
-        .await?
-        .map(|a| a.window.starts_at))
 }
 
 /// Removes an announcement (audited as `message.delete`).
