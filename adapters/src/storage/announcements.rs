@@ -227,6 +227,21 @@ impl Store {
         }
     }
 
+    /// The announcements of these rows, each with its targets.
+    async fn with_targets(
+        &self,
+        rows: &[sqlx::any::AnyRow],
+    ) -> StoreResult<Vec<AnnouncementRecord>> {
+        use sqlx::Row;
+        let mut items = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: String = row.try_get("id")?;
+            let targets = self.announcement_targets(&id).await?;
+            items.push(announcement_from_row(row, targets)?);
+        }
+        Ok(items)
+    }
+
     async fn announcement_targets(&self, id: &str) -> StoreResult<Vec<String>> {
         use sqlx::Row;
         let rows = sqlx::query(&self.sql(
@@ -333,14 +348,7 @@ impl Store {
                 offset,
             )
             .await?;
-        let mut items = Vec::with_capacity(rows.len());
-        for row in &rows {
-            use sqlx::Row;
-            let id: String = row.try_get("id")?;
-            let targets = self.announcement_targets(&id).await?;
-            items.push(announcement_from_row(row, targets)?);
-        }
-        Ok((items, total))
+        Ok((self.with_targets(&rows).await?, total))
     }
 
     /// Every announcement an organization's admins manage (`Some(org)`), or the
@@ -366,14 +374,7 @@ impl Store {
                 offset,
             )
             .await?;
-        let mut items = Vec::with_capacity(rows.len());
-        for row in &rows {
-            use sqlx::Row;
-            let id: String = row.try_get("id")?;
-            let targets = self.announcement_targets(&id).await?;
-            items.push(announcement_from_row(row, targets)?);
-        }
-        Ok((items, total))
+        Ok((self.with_targets(&rows).await?, total))
     }
 
     /// Records a user's dismissal (the first one stays); answers its instant.

@@ -762,50 +762,24 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
             .to_owned()
     };
     let delete = |message: String| format!("/api/messages/conversations/{id}/messages/{message}");
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &delete(by("message 5")),
-            &token(app, "bob"),
-            Some(&w.acme),
-            None,
-        )
-        .await;
-    assert_eq!(
-        status,
-        StatusCode::FORBIDDEN,
-        "not bob's, and bob is no admin"
-    );
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &delete(by("message 4")),
-            &token(app, "bob"),
-            Some(&w.acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &delete(by("message 2")),
-            &token(app, "alice"),
-            Some(&w.acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &delete(by("message 2")),
-            &token(app, "alice"),
-            Some(&w.acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    // (who, which message, what they get)
+    for (user, body, expected) in [
+        ("bob", "message 5", StatusCode::FORBIDDEN), // not bob's, and bob is no admin
+        ("bob", "message 4", StatusCode::OK),        // his own
+        ("alice", "message 2", StatusCode::OK),      // an admin's delete
+        ("alice", "message 2", StatusCode::NOT_FOUND),
+    ] {
+        let (status, answer) = app
+            .call(
+                "DELETE",
+                &delete(by(body)),
+                &token(app, user),
+                Some(&w.acme),
+                None,
+            )
+            .await;
+        assert_eq!(status, expected, "{user} deletes {body}: {answer}");
+    }
     let (_, after) = page(app, "bob", &w.acme, &id, "?limit=10").await;
     let bodies: Vec<&str> = after["data"]["messages"]
         .as_array()
