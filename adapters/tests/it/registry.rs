@@ -899,7 +899,7 @@ async fn a_manifest_that_does_not_match_its_digest_or_a_registry_that_stops_reco
     );
     served.stop().await;
 
-    // Stopped when the first manifest is put: a clear 503, no tag, no event.
+    // Stopped when the first manifest is put: a clear 503, and no event.
     let stopping = proxy(&registry, Mode::StopAtManifestPut).await;
     let served = app.beside(&[("REGISTRY_URL", stopping.as_str())]).await;
     let (status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
