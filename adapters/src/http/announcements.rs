@@ -11,8 +11,7 @@ use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::services::announcements::{self, Asker, Draft, Unread, View};
-use crate::storage::AnnouncementRecord;
+use crate::services::announcements::{self, AnnouncementRecord, Asker, Draft, Unread, View};
 
 /// Who an announcement reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]

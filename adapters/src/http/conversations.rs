@@ -15,9 +15,8 @@ use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::services::conversations;
+use crate::services::conversations::{self, ConversationMessageRecord, ConversationRecord};
 use crate::services::message_feed::FeedEvent;
-use crate::storage::{ConversationMessageRecord, ConversationRecord};
 
 /// A new conversation.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -351,7 +350,7 @@ pub(crate) async fn stream(
 struct Reader {
     state: AppState,
     caller: Caller,
-    org: crate::storage::OrgRecord,
+    org: crate::services::organizations::OrgRecord,
     token: String,
 }
 
@@ -384,7 +383,7 @@ impl Reader {
 fn for_reader(
     event: &Arc<FeedEvent>,
     user: &str,
-    org: &crate::storage::OrgRecord,
+    org: &crate::services::organizations::OrgRecord,
 ) -> Option<Event> {
     match event.as_ref() {
         FeedEvent::Message {

@@ -10,7 +10,9 @@ use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{AnnouncementFields, AnnouncementRecord, OrgRecord, Reader};
+/// An announcement, as the workflows answer it.
+pub use crate::storage::AnnouncementRecord;
+use crate::storage::{AnnouncementFields, OrgRecord, Reader};
 
 /// What a request says an announcement is, before it is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]

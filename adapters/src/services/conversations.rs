@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{
-    ConversationMessageRecord, ConversationRecord, NewMessage, OrgRecord, StoreError,
-};
+/// Conversations and their messages, as the workflows answer them.
+pub use crate::storage::{ConversationMessageRecord, ConversationRecord};
+use crate::storage::{NewMessage, OrgRecord, StoreError};
 
 /// The most messages one page holds.
 pub const MAX_PAGE: u32 = 100;
