@@ -6,8 +6,8 @@
 //!   image manifest, Docker manifest list and v2 manifest), what each references
 //!   (child manifests, blobs), and the `Accept` header that asks for all of them.
 //! - `auth`: a registry's `WWW-Authenticate` challenge and its token answer.
-//! - `ownership`: which organization a repository belongs to, whether a copy
-//!   promotes to `system/`, and the `pluginName` label of a repository.
+//! - `ownership`: which organization a repository belongs to, and the
+//!   `pluginName` label of a repository.
 
 pub mod auth;
 pub mod manifest;
@@ -15,5 +15,5 @@ pub mod ownership;
 pub mod reference;
 
 pub use manifest::{Child, Manifest, ManifestError, MediaType, ACCEPT, MAX_MANIFEST_BYTES};
-pub use ownership::{is_promotion_to_system, owner_of, plugin_name, Owner};
+pub use ownership::{owner_of, plugin_name, Owner};
 pub use reference::{Digest, Reference, ReferenceError, Repository, Tag, Target};

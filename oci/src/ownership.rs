@@ -1,4 +1,6 @@
 //! Which organization a repository belongs to, and the labels of its log lines.
+//! (Whether a copy promotes to `system/` is the event's own rule:
+//! `audit_chain::TagCopy::is_promotion_to_system`.)
 //!
 //! A repository's first path component names its organization: `system/...` is
 //! the system organization's (visible to every authenticated user), any other
@@ -35,18 +37,6 @@ pub fn owner_of(repository: &Repository) -> Owner {
         Some(SYSTEM_COMPONENT) => Owner::System,
         first => Owner::Organization(first.unwrap_or_default().to_owned()),
     }
-}
-
-/// Whether a copy into `target` promotes the image to `system/` (visible to every
-/// authenticated user).
-///
-/// ```
-/// use oci::{is_promotion_to_system, Repository};
-/// assert!(is_promotion_to_system(&Repository::parse("system/plugin").unwrap()));
-/// assert!(!is_promotion_to_system(&Repository::parse("systems/plugin").unwrap()));
-/// ```
-pub fn is_promotion_to_system(target: &Repository) -> bool {
-    owner_of(target) == Owner::System
 }
 
 /// The `pluginName` label of a repository's log lines: its last path component

@@ -3,7 +3,7 @@
 
 use chrono::Utc;
 use serde_json::json;
-use tenancy::{authorize, OrgAccess, Reason, Requirement};
+use tenancy::{Reason, Requirement};
 
 use crate::audit::Action;
 use crate::http::error::ApiError;
@@ -71,35 +71,7 @@ pub async fn gate(
             .with_details(json!({"missing": permission.to_string()})));
         }
     }
-    // Roles matter only when a permission is asked for.
-    let needs_roles = requirement.permission.is_some();
-    let facts = access::facts(
-        &state.store,
-        &state.kept,
-        org_id,
-        &caller.user_id,
-        needs_roles,
-    )
-    .await?;
-    let organization = facts.org.as_ref().map(OrgRecord::organization);
-    let mut principal = caller.principal();
-    // A bound token acts as a member, never with the super-admin flag.
-    principal.super_admin |= facts.super_admin && scope.is_none();
-    let access = OrgAccess {
-        organization: organization.as_ref(),
-        membership: facts.membership.as_ref(),
-        roles: &facts.roles,
-        parent_membership: facts.parent_membership.as_ref(),
-        parent_roles: &facts.parent_roles,
-    };
-    let decision = authorize(
-        &principal,
-        &access,
-        requirement,
-        Utc::now(),
-        chrono::Duration::from_std(state.config.http.step_up_window)
-            .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW),
-    );
+    let (decision, facts, super_admin) = access::decide(state, caller, org_id, requirement).await?;
     if decision.allowed {
         let permissions = match decision.standing {
             Some(tenancy::Standing::Manager) => tenancy::union_of(&facts.parent_roles),
@@ -117,7 +89,7 @@ pub async fn gate(
         return Ok(Granted {
             org,
             permissions,
-            super_admin: principal.super_admin,
+            super_admin,
         });
     }
     if decision.audit_as_denied {

@@ -65,15 +65,15 @@ impl From<Copied> for ImageCopy {
     fn from(c: Copied) -> Self {
         ImageCopy {
             event: "registry.tag.copy",
-            actor: c.copy.actor,
-            source: c.copy.source,
-            target: c.copy.target,
-            source_digest: c.copy.source_digest,
-            target_digest: c.copy.target_digest,
-            is_promotion_to_system: c.is_promotion_to_system,
+            is_promotion_to_system: c.is_promotion_to_system(),
+            actor: c.actor,
+            source: c.source,
+            target: c.target,
+            source_digest: c.source_digest,
+            target_digest: c.target_digest,
             mounted: MountedCount {
-                manifests: c.copy.mounted.manifests,
-                blobs: c.copy.mounted.blobs,
+                manifests: c.mounted.manifests,
+                blobs: c.mounted.blobs,
             },
         }
     }

@@ -120,6 +120,45 @@ pub async fn first_sight(
     Ok(store.ensure_user(user_id, email, now).await?)
 }
 
+/// The gate's judgement of the caller in the organization, with the facts it read
+/// and whether the caller acted as a super-admin: the one decision the route guard
+/// and [`holds`] both make. A personal access token bound to an organization acts as
+/// a member, never with the super-admin flag (its reach and subset are the caller's
+/// to check first).
+pub async fn decide(
+    state: &crate::services::context::AppState,
+    caller: &crate::services::context::Caller,
+    org_id: &str,
+    requirement: tenancy::Requirement,
+) -> ServiceResult<(tenancy::Decision, Arc<Facts>, bool)> {
+    let bound = caller.bound();
+    // Roles matter only when a permission is asked for.
+    let needs_roles = requirement.permission.is_some();
+    let facts = facts(
+        &state.store,
+        &state.kept,
+        org_id,
+        &caller.user_id,
+        needs_roles,
+    )
+    .await?;
+    let organization = facts.org.as_ref().map(OrgRecord::organization);
+    let mut principal = caller.principal();
+    principal.super_admin |= facts.super_admin && !bound;
+    let access = tenancy::OrgAccess {
+        organization: organization.as_ref(),
+        membership: facts.membership.as_ref(),
+        roles: &facts.roles,
+        parent_membership: facts.parent_membership.as_ref(),
+        parent_roles: &facts.parent_roles,
+    };
+    let window = chrono::Duration::from_std(state.config.http.step_up_window)
+        .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
+    let decision = tenancy::authorize(&principal, &access, requirement, Utc::now(), window);
+    let super_admin = principal.super_admin;
+    Ok((decision, facts, super_admin))
+}
+
 /// Whether the caller holds `permission` in the organization, as the gate would
 /// judge it (a bound personal access token only within its scope); for a route
 /// open to every member whose answer depends on it (an admin's view, an admin's
@@ -134,22 +173,10 @@ pub async fn holds(
         .personal_token
         .as_ref()
         .and_then(|used| used.scope.as_ref());
-    if scope.is_some_and(|scope| !scope.allows(permission)) {
+    if scope.is_some_and(|scope| !scope.allows(permission) || !scope.reaches(org_id)) {
         return Ok(false);
     }
-    let facts = facts(&state.store, &state.kept, org_id, &caller.user_id, true).await?;
-    let organization = facts.org.as_ref().map(OrgRecord::organization);
-    let mut principal = caller.principal();
-    principal.super_admin |= facts.super_admin && scope.is_none();
-    let access = tenancy::OrgAccess {
-        organization: organization.as_ref(),
-        membership: facts.membership.as_ref(),
-        roles: &facts.roles,
-        parent_membership: facts.parent_membership.as_ref(),
-        parent_roles: &facts.parent_roles,
-    };
     let requirement = tenancy::Access::Permission(permission).requirement(false, false);
-    let window = chrono::Duration::from_std(state.config.http.step_up_window)
-        .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
-    Ok(tenancy::authorize(&principal, &access, requirement, Utc::now(), window).allowed)
+    let (decision, _, _) = decide(state, caller, org_id, requirement).await?;
+    Ok(decision.allowed)
 }

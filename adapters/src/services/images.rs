@@ -31,13 +31,7 @@ pub const SERVICE_NAME: &str = "compliance";
 const MAX_DEPTH: usize = 4;
 
 /// A finished copy, as the event records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Copied {
-    /// The event's fields.
-    pub copy: TagCopy,
-    /// Whether the target is under `system/`.
-    pub is_promotion_to_system: bool,
-}
+pub type Copied = TagCopy;
 
 /// A finished delete, as the event records it.
 pub type Deleted = TagDelete;
@@ -82,35 +76,29 @@ pub async fn copy(
             blobs: tally.blobs.len() as u64,
         },
     };
-    let is_promotion_to_system = oci::is_promotion_to_system(&target.repository);
-    let details = json!({
-        "source": copy.source,
-        "target": copy.target,
-        "sourceDigest": copy.source_digest,
-        "targetDigest": copy.target_digest,
-        "isPromotionToSystem": is_promotion_to_system,
-        "mounted": {"manifests": copy.mounted.manifests, "blobs": copy.mounted.blobs},
-    });
+    // The event's own fields are its details (identifiers and digests only).
+    let details = details_of(
+        &copy,
+        ("isPromotionToSystem", json!(copy.is_promotion_to_system())),
+    )?;
     // The target's organization, and the source's when it is another one.
-    let mut chains = vec![chain_of(state, &target.repository).await?];
-    let source_chain = chain_of(state, &source.repository).await?;
+    let system = system_id(state).await?;
+    let mut chains = vec![chain_of(state, &target.repository, &system).await?];
+    let source_chain = chain_of(state, &source.repository, &system).await?;
     if !chains.contains(&source_chain) {
         chains.push(source_chain);
     }
     record(
         state,
         caller,
-        "registry.tag.copy",
+        ("registry.tag.copy", &system),
         &chains,
         &copy.target,
         details,
     )
     .await?;
     log_line(&RegistryEvent::TagCopy(copy.clone()), &target.repository);
-    Ok(Copied {
-        copy,
-        is_promotion_to_system,
-    })
+    Ok(copy)
 }
 
 async fn copy_tree(
@@ -274,14 +262,16 @@ pub async fn delete(
         reference: reference.target.to_string(),
         digest: digest.to_string(),
     };
-    let chain = chain_of(state, &repository).await?;
+    let details = details_of(&deleted, ("force", json!(force)))?;
+    let system = system_id(state).await?;
+    let chain = chain_of(state, &repository, &system).await?;
     record(
         state,
         caller,
-        "registry.tag.delete",
+        ("registry.tag.delete", &system),
         &[chain],
         &reference.to_string(),
-        json!({"repo": deleted.repo, "ref": deleted.reference, "digest": deleted.digest, "force": force}),
+        details,
     )
     .await?;
     log_line(&RegistryEvent::TagDelete(deleted.clone()), &repository);
@@ -327,6 +317,20 @@ async fn sharing_tags(
     Ok(naming)
 }
 
+/// An event's audit details: its own fields (identifiers and digests only), and one
+/// more.
+fn details_of(
+    event: &impl serde::Serialize,
+    (key, value): (&str, serde_json::Value),
+) -> ServiceResult<serde_json::Value> {
+    let mut details = serde_json::to_value(event)
+        .map_err(|e| ServiceError::Broken(format!("a registry event does not serialize: {e}")))?;
+    if let Some(fields) = details.as_object_mut() {
+        fields.insert(key.to_owned(), value);
+    }
+    Ok(details)
+}
+
 /// The system organization: the actor's own (only super-admins copy and delete).
 async fn system_id(state: &AppState) -> ServiceResult<String> {
     state
@@ -343,15 +347,16 @@ async fn system_id(state: &AppState) -> ServiceResult<String> {
 
 /// The organization whose chain records an event of `repository`: the root
 /// organization its first path component names, else the system organization.
-async fn chain_of(state: &AppState, repository: &Repository) -> ServiceResult<String> {
+async fn chain_of(
+    state: &AppState,
+    repository: &Repository,
+    system: &str,
+) -> ServiceResult<String> {
     let owner = match oci::owner_of(repository) {
         Owner::System => None,
         Owner::Organization(name) => state.store.root_organization_named(&name).await?,
     };
-    match owner {
-        Some(org) => Ok(org.id),
-        None => system_id(state).await,
-    }
+    Ok(owner.map_or_else(|| system.to_owned(), |org| org.id))
 }
 
 /// Records the event in each chain: the actor's organization is the system
@@ -359,20 +364,19 @@ async fn chain_of(state: &AppState, repository: &Repository) -> ServiceResult<St
 async fn record(
     state: &AppState,
     caller: &Caller,
-    action: &str,
+    (action, system): (&str, &str),
     chains: &[String],
     target_id: &str,
     details: serde_json::Value,
 ) -> ServiceResult<()> {
-    let system = system_id(state).await?;
     let events: Vec<_> = chains
         .iter()
         .map(|org_id| {
-            let affected = (org_id != &system).then_some(org_id.as_str());
+            let affected = (org_id != system).then_some(org_id.as_str());
             event_on(
                 caller,
                 action,
-                (&system, affected),
+                (system, affected),
                 ("image", target_id),
                 details.clone(),
             )

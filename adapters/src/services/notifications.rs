@@ -231,8 +231,3 @@ pub async fn delete(
             other => other.into(),
         })
 }
-
-/// The longest announcement title and text.
-pub const MAX_TITLE: usize = 200;
-/// The longest announcement text.
-pub const MAX_BODY: usize = 10_000;
