@@ -276,6 +276,72 @@ fn registry_error(error: crate::outbound::registry::RegistryError) -> ApiError {
     }
 }
 
+/// A generation's failures: the provider's (502, 504), the repository's (422, 504),
+/// and every attempt refused (422 `GENERATION_FAILED` with the last problems).
+fn generation_error(error: crate::services::generation::GenerationError) -> ApiError {
+    use crate::outbound::ai::AiError as A;
+    use crate::outbound::git::GitError as G;
+    use crate::services::generation::GenerationError as E;
+    let message = error.to_string();
+    match error {
+        E::Provider(failure) => {
+            let (code, details) = match &failure {
+                A::Unreachable { provider, .. } => {
+                    ("AI_PROVIDER_UNAVAILABLE", json!({"provider": provider}))
+                }
+                A::Refused {
+                    provider, status, ..
+                } => (
+                    "AI_PROVIDER_ERROR",
+                    json!({"provider": provider, "providerStatus": status}),
+                ),
+                A::Failed { provider, .. } => (
+                    "AI_PROVIDER_ERROR",
+                    json!({"provider": provider, "reason": "error_event"}),
+                ),
+                A::Truncated { provider } => ("AI_STREAM_TRUNCATED", json!({"provider": provider})),
+                A::TooLarge { provider, max } => (
+                    "AI_OUTPUT_TOO_LARGE",
+                    json!({"provider": provider, "maxBytes": max}),
+                ),
+            };
+            ApiError::new(StatusCode::BAD_GATEWAY, code, message).with_details(details)
+        }
+        E::Timeout { provider, seconds } => {
+            ApiError::new(StatusCode::GATEWAY_TIMEOUT, "AI_PROVIDER_TIMEOUT", message)
+                .with_details(json!({"provider": provider, "seconds": seconds}))
+        }
+        E::Repository(G::Refused(_)) => ApiError::invalid_field("url", message),
+        E::Repository(G::Unavailable(_)) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "REPOSITORY_UNAVAILABLE",
+            message,
+        ),
+        E::Repository(G::TooLarge(max)) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "REPOSITORY_TOO_LARGE",
+            message,
+        )
+        .with_details(json!({"maxBytes": max})),
+        E::Repository(G::Timeout(seconds)) => {
+            ApiError::new(StatusCode::GATEWAY_TIMEOUT, "REPOSITORY_TIMEOUT", message)
+                .with_details(json!({"seconds": seconds}))
+        }
+        E::Exhausted {
+            kind,
+            attempts,
+            problems,
+        } => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "GENERATION_FAILED",
+            format!("no usable {kind} after {attempts} attempts"),
+        )
+        .with_details(json!({"attempts": attempts, "problems": problems})),
+        // Nobody reads it: the client went away.
+        E::Cancelled => ApiError::new(StatusCode::BAD_REQUEST, "CANCELLED", message),
+    }
+}
+
 impl From<crate::services::ServiceError> for ApiError {
     fn from(error: crate::services::ServiceError) -> Self {
         use crate::services::ServiceError as E;
@@ -378,6 +444,7 @@ impl From<crate::services::ServiceError> for ApiError {
             }
             E::NotConfigured(code, why) => ApiError::new(StatusCode::NOT_FOUND, code, why),
             E::Registry(error) => registry_error(error),
+            E::Generation(error) => generation_error(error),
             error @ E::RateLimited {
                 limit,
                 retry_after_seconds,

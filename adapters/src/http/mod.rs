@@ -13,6 +13,7 @@ pub mod error;
 mod exemptions;
 pub mod extract;
 mod gate;
+mod generation;
 mod guard;
 mod images;
 mod invitations;

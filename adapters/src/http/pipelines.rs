@@ -12,31 +12,8 @@ use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
 use crate::inventory::{AccessModifier, Arn, EntityCompliance, Name};
 use crate::services::pipelines::{
-    self, PipelineFilter, PipelineInput, PipelineProps, PipelineRecord, RegistryEntry,
+    self, PipelineFilter, PipelineInput, PipelineRecord, RegistryEntry,
 };
-
-/// A pipeline create or update body (document 2's Pipeline create body).
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct PipelineBody {
-    project: Name,
-    organization: Name,
-    pipeline_name: Name,
-    access_modifier: AccessModifier,
-    props: PipelineProps,
-}
-
-impl From<PipelineBody> for PipelineInput {
-    fn from(body: PipelineBody) -> Self {
-        PipelineInput {
-            project: body.project,
-            organization: body.organization,
-            pipeline_name: body.pipeline_name,
-            access_modifier: body.access_modifier,
-            props: body.props,
-        }
-    }
-}
 
 /// A pipeline as the API answers it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -198,10 +175,9 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
-    Json(body): Json<PipelineBody>,
+    Json(body): Json<PipelineInput>,
 ) -> Result<Answer<Pipeline>, ApiError> {
-    let pipeline =
-        pipelines::create(&state, &caller, &granted.org, body.into(), Utc::now()).await?;
+    let pipeline = pipelines::create(&state, &caller, &granted.org, body, Utc::now()).await?;
     Ok(Answer::created(pipeline.into()))
 }
 
@@ -211,14 +187,14 @@ pub(crate) async fn update(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-    Json(body): Json<PipelineBody>,
+    Json(body): Json<PipelineInput>,
 ) -> Result<Answer<Pipeline>, ApiError> {
     let pipeline = pipelines::update(
         &state,
         &caller,
         (&granted.org, &granted.permissions),
         &id,
-        body.into(),
+        body,
         Utc::now(),
     )
     .await?;

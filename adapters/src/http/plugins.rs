@@ -7,7 +7,6 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::archive::Manifest;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
@@ -296,46 +295,15 @@ pub(crate) async fn upload(
     Ok(Answer::created(plugin.into()))
 }
 
-/// The body of `POST /plugins/deploy-generated`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct Generated {
-    #[schema(min_length = 1, max_length = 100)]
-    name: String,
-    #[schema(min_length = 1, max_length = 64)]
-    version: String,
-    commands: Vec<String>,
-    install_commands: Vec<String>,
-    #[schema(min_length = 1, max_length = 262_144)]
-    dockerfile: String,
-}
-
 /// `POST /plugins/deploy-generated` (`plugins:write`): a generated plugin, built and
 /// deployed like an upload.
 pub(crate) async fn deploy_generated(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
-    Json(body): Json<Generated>,
+    Json(body): Json<plugins::GeneratedPlugin>,
 ) -> Result<Answer<Plugin>, ApiError> {
-    let manifest = Manifest {
-        name: body.name,
-        version: body.version,
-        description: None,
-        plugin_type: None,
-        compute_type: None,
-        commands: body.commands,
-        install_commands: body.install_commands,
-    };
-    let plugin = plugins::deploy_generated(
-        &state,
-        &caller,
-        &granted.org,
-        manifest,
-        &body.dockerfile,
-        Utc::now(),
-    )
-    .await?;
+    let plugin = plugins::deploy_generated(&state, &caller, &granted.org, body, Utc::now()).await?;
     Ok(Answer::created(plugin.into()))
 }
 

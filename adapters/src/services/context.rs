@@ -53,6 +53,8 @@ pub struct AppState {
     pub feed: Arc<crate::services::message_feed::MessageFeed>,
     /// The image registry's client, when `REGISTRY_URL` is set.
     pub registry: Option<Arc<crate::outbound::registry::RegistryClient>>,
+    /// The AI providers' client (one connection pool).
+    pub ai: crate::outbound::ai::AiClient,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
 }
@@ -73,6 +75,7 @@ impl AppState {
         AppState {
             feed: Arc::new(crate::services::message_feed::MessageFeed::default()),
             registry,
+            ai: crate::outbound::ai::AiClient::new(),
             config: Arc::new(config),
             store,
             keys: Arc::new(keys),

@@ -25,6 +25,7 @@ pub mod credentials;
 pub mod delivery;
 pub mod entitlement;
 pub mod exemptions;
+pub mod generation;
 pub mod grouped;
 pub mod images;
 pub mod invitations;
@@ -139,6 +140,10 @@ pub enum ServiceError {
     /// The image registry is not configured, refused, or failed.
     #[error(transparent)]
     Registry(crate::outbound::registry::RegistryError),
+    /// An AI generation that gave no usable answer (the provider failed, the
+    /// repository could not be read, or every attempt had problems).
+    #[error(transparent)]
+    Generation(#[from] crate::services::generation::GenerationError),
     /// tenancy refused (an escalation, a built-in Role, the last super-admin...).
     #[error(transparent)]
     Tenancy(#[from] tenancy::TenancyError),

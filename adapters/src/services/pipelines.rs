@@ -23,8 +23,11 @@ use crate::storage::{new_id, Charge, OrgRecord, PipelineFields};
 pub use crate::storage::{PipelineFilter, PipelineRecord, RegistryEntry};
 
 /// A pipeline as a create or update gives it (document 2's Pipeline create body),
-/// every value parsed.
-#[derive(Debug, Clone, PartialEq)]
+/// every value parsed; also what a generation answers (the body a client may then
+/// create).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(as = PipelineBody)]
 pub struct PipelineInput {
     /// The project name.
     pub project: Name,
@@ -121,7 +124,7 @@ pub fn document(pipeline: &PipelineRecord) -> Value {
 
 /// The document a pipeline is judged on: its create body; and its properties as
 /// stored.
-fn attributes(input: &PipelineInput) -> ServiceResult<(Value, Value)> {
+pub(crate) fn attributes(input: &PipelineInput) -> ServiceResult<(Value, Value)> {
     let props = serde_json::to_value(&input.props)
         .map_err(|e| ServiceError::Broken(format!("pipeline properties do not serialize: {e}")))?;
     let document = json!({

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use compliance_core::Target;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tenancy::{Authored, Permission};
 
@@ -153,32 +154,75 @@ pub async fn upload(
     .await
 }
 
+/// A generated plugin (the body of `POST /plugins/deploy-generated`, and what a
+/// generation answers): its manifest's fields and its Dockerfile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GeneratedPlugin {
+    /// The plugin's name.
+    #[schema(min_length = 1, max_length = 100)]
+    pub name: String,
+    /// Its version.
+    #[schema(min_length = 1, max_length = 64)]
+    pub version: String,
+    /// The commands its step runs.
+    pub commands: Vec<String>,
+    /// The commands that install its tools.
+    pub install_commands: Vec<String>,
+    /// Its image's Dockerfile.
+    #[schema(min_length = 1, max_length = 262_144)]
+    pub dockerfile: String,
+}
+
+impl GeneratedPlugin {
+    /// Checked as an upload's manifest and Dockerfile are: the manifest it makes.
+    pub fn manifest(&self) -> ServiceResult<Manifest> {
+        let manifest = Manifest {
+            name: self.name.clone(),
+            version: self.version.clone(),
+            description: None,
+            plugin_type: None,
+            compute_type: None,
+            commands: self.commands.clone(),
+            install_commands: self.install_commands.clone(),
+        };
+        manifest
+            .check()
+            .map_err(|e| ServiceError::invalid("body", e.to_string()))?;
+        if self.dockerfile.trim().is_empty()
+            || self.dockerfile.len() as u64 > archive::MAX_DESCRIPTOR_BYTES
+        {
+            return Err(ServiceError::invalid(
+                "dockerfile",
+                format!("must be 1 to {} bytes", archive::MAX_DESCRIPTOR_BYTES),
+            ));
+        }
+        Ok(manifest)
+    }
+
+    /// The document it is judged on, as its deploy would be (private).
+    pub fn document(&self, manifest: &Manifest) -> Value {
+        attributes(manifest, "private", Some(&self.dockerfile))
+    }
+}
+
 /// A generated plugin: its manifest and Dockerfile packed into an archive, then
 /// admitted like an upload (private).
 pub async fn deploy_generated(
     state: &AppState,
     caller: &Caller,
     org: &OrgRecord,
-    manifest: Manifest,
-    dockerfile: &str,
+    generated: GeneratedPlugin,
     now: DateTime<Utc>,
 ) -> ServiceResult<PluginRecord> {
-    manifest
-        .check()
-        .map_err(|e| ServiceError::invalid("body", e.to_string()))?;
-    if dockerfile.trim().is_empty() || dockerfile.len() as u64 > archive::MAX_DESCRIPTOR_BYTES {
-        return Err(ServiceError::invalid(
-            "dockerfile",
-            format!("must be 1 to {} bytes", archive::MAX_DESCRIPTOR_BYTES),
-        ));
-    }
-    let packed = archive::pack(&manifest, Some(dockerfile))
+    let manifest = generated.manifest()?;
+    let packed = archive::pack(&manifest, Some(&generated.dockerfile))
         .map_err(|e| ServiceError::Broken(e.to_string()))?;
     admit(
         state,
         caller,
         org,
-        (&manifest, Some(dockerfile), &packed),
+        (&manifest, Some(&generated.dockerfile), &packed),
         ("private", "plugin.deploy"),
         now,
     )

@@ -22,8 +22,8 @@ use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
     admin, announcements, audit, billing, builds, catalog, check_log, conversations, exemptions,
-    images, invitations, members, messages, organizations, pipelines, plugins, policies,
-    preferences, quotas, reports, rules, scans, signin, system, templates, validate,
+    generation, images, invitations, members, messages, organizations, pipelines, plugins,
+    policies, preferences, quotas, reports, rules, scans, signin, system, templates, validate,
 };
 
 mod accounts;
