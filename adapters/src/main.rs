@@ -412,6 +412,35 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             print_out(&serde_json::to_string_pretty(&pipeline).unwrap_or_default())?;
             Ok(ExitCode::SUCCESS)
         }),
+        Verb::Generate {
+            kind,
+            prompt,
+            url,
+            reference,
+            provider,
+            model,
+            organization,
+            platform,
+        } => runtime()?.block_on(async {
+            let platform = cli::platform::Platform {
+                url: platform.url,
+                token: platform.token,
+            };
+            let request = cli::generate::Request {
+                kind,
+                prompt,
+                url,
+                reference,
+                provider,
+                model,
+                organization,
+            };
+            let body = cli::generate::generate(&platform, &request)
+                .await
+                .map_err(|f| fail(f.message, u8::try_from(f.code).unwrap_or(1)))?;
+            print_out(&serde_json::to_string_pretty(&body).unwrap_or_default())?;
+            Ok(ExitCode::SUCCESS)
+        }),
         Verb::LoadContent { url, token, org } => runtime()?.block_on(async {
             let loaded = cli::load_content(&url, &token, &org)
                 .await

@@ -170,6 +170,36 @@ pub enum Verb {
         #[command(flatten)]
         platform: PlatformArgs,
     },
+    /// Generate a pipeline or a plugin with an AI provider on the platform at
+    /// PLATFORM_URL (PLATFORM_TOKEN), from a prompt or (pipelines) a Git URL. The
+    /// model's text and each checked attempt stream to standard error as they come;
+    /// the generated body (a create or deploy-generated body) is printed on standard
+    /// output as JSON. Exit 1 when refused or when the generation fails, 2 on bad
+    /// input.
+    Generate {
+        /// `pipeline` or `plugin`.
+        kind: String,
+        /// What to generate, in words.
+        #[arg(long)]
+        prompt: Option<String>,
+        /// A Git repository to generate a pipeline for, instead of a prompt.
+        #[arg(long)]
+        url: Option<String>,
+        /// The repository's branch or tag.
+        #[arg(long = "ref")]
+        reference: Option<String>,
+        /// `openai`, `anthropic` or `ollama`.
+        #[arg(long)]
+        provider: String,
+        /// One of the provider's models.
+        #[arg(long)]
+        model: String,
+        /// The organization's id (sent as x-org-id).
+        #[arg(long)]
+        organization: String,
+        #[command(flatten)]
+        platform: PlatformArgs,
+    },
     /// Create the first super-admin account from PLATFORM_IDENTIFIER and
     /// PLATFORM_PASSWORD (DATABASE_URL), only for an identifier listed in
     /// BOOTSTRAP_SUPERADMIN_EMAILS. Without them, the development defaults

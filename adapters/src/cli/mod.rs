@@ -3,6 +3,7 @@
 pub mod args;
 pub mod eval;
 pub mod format;
+pub mod generate;
 pub mod locate;
 pub mod platform;
 pub mod source;

@@ -142,6 +142,8 @@ pub async fn view(
         .args([
             "clone",
             "--bare",
+            // No template: no sample hooks in the copy, only what was fetched.
+            "--template=",
             "--depth",
             "1",
             "--single-branch",

@@ -27,6 +27,7 @@ mod conventions;
 mod crash;
 mod features;
 mod fixtures;
+mod generation;
 mod hardening;
 mod hostile;
 mod integrity;

@@ -1,0 +1,1438 @@
+//! AI generation (issue 34): fake providers on loopback, one per wire format
+//! (OpenAI-compatible server-sent events, Anthropic Messages events, Ollama's JSON
+//! lines), each replaying a script; a Git repository served on loopback by `git
+//! http-backend`. What is checked: the answer is validated and dry-run, retried with
+//! its problems at most twice, charged once; streams end in an error (never a
+//! result) when the provider fails after its 200 or cuts its stream; keep-alives
+//! while the model is slow; a client that goes away closes the provider's
+//! connection; the tier gate, the quota, tenant isolation, and the key never in an
+//! answer or a log.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ::generation::Wire;
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::billing::{override_limits, set_tier};
+use super::*;
+
+const KEY: &str = "sk-test-9f8e7d6c5b4a3210";
+
+/// What a fake answers one request with.
+#[derive(Debug, Clone)]
+enum Reply {
+    /// The text in pieces, then the end marker.
+    Answer(String),
+    /// The pieces, then an error event in the 200 stream.
+    ErrorAfter(String, &'static str),
+    /// The pieces, then the connection ends without the end marker.
+    Cut(String),
+    /// The pieces with a pause before each.
+    Slow(String, Duration),
+    /// One piece, then nothing until the client goes away.
+    Hang(String),
+    /// A refusal: the status and the body.
+    Status(u16, String),
+}
+
+struct Fake {
+    wire: Wire,
+    base: String,
+    seen: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    closed: Arc<AtomicUsize>,
+}
+
+#[derive(Clone)]
+struct FakeState {
+    wire: Wire,
+    seen: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    closed: Arc<AtomicUsize>,
+}
+
+/// `text` in three pieces (at character boundaries).
+fn pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let third = chars.len().div_ceil(3).max(1);
+    chars
+        .chunks(third)
+        .map(|c| c.iter().collect::<String>())
+        .collect()
+}
+
+fn frame(wire: Wire, piece: &str) -> String {
+    match wire {
+        Wire::OpenAi => format!(
+            "data: {}\n\n",
+            json!({"id": "c1", "object": "chat.completion.chunk", "model": "m",
+                   "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]})
+        ),
+        Wire::Anthropic => format!(
+            "event: content_block_delta\ndata: {}\n\n",
+            json!({"type": "content_block_delta", "index": 0,
+                   "delta": {"type": "text_delta", "text": piece}})
+        ),
+        Wire::Ollama => format!(
+            "{}\n",
+            json!({"model": "m", "created_at": "2026-11-26T00:00:00Z",
+                   "message": {"role": "assistant", "content": piece}, "done": false})
+        ),
+    }
+}
+
+fn opening(wire: Wire) -> String {
+    match wire {
+        Wire::OpenAi => format!(
+            "data: {}\n\n",
+            json!({"id": "c1", "object": "chat.completion.chunk",
+                   "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+        ),
+        Wire::Anthropic => format!(
+            "event: message_start\ndata: {}\n\nevent: content_block_start\ndata: {}\n\nevent: ping\ndata: {{\"type\": \"ping\"}}\n\n",
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m"}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+        ),
+        Wire::Ollama => String::new(),
+    }
+}
+
+fn ending(wire: Wire) -> String {
+    match wire {
+        Wire::OpenAi => format!(
+            "data: {}\n\ndata: [DONE]\n\n",
+            json!({"id": "c1", "object": "chat.completion.chunk",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        ),
+        Wire::Anthropic => "event: content_block_stop\ndata: {\"type\": \"content_block_stop\", \"index\": 0}\n\nevent: message_delta\ndata: {\"type\": \"message_delta\", \"delta\": {\"stop_reason\": \"end_turn\"}}\n\nevent: message_stop\ndata: {\"type\": \"message_stop\"}\n\n".to_owned(),
+        Wire::Ollama => format!(
+            "{}\n",
+            json!({"model": "m", "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop"})
+        ),
+    }
+}
+
+fn error_frame(wire: Wire, message: &str) -> String {
+    match wire {
+        Wire::OpenAi => format!(
+            "data: {}\n\n",
+            json!({"error": {"message": message, "type": "server_error"}})
+        ),
+        Wire::Anthropic => format!(
+            "event: error\ndata: {}\n\n",
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": message}})
+        ),
+        Wire::Ollama => format!("{}\n", json!({"error": message})),
+    }
+}
+
+async fn fake_handler(
+    axum::extract::State(state): axum::extract::State<FakeState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> axum::response::Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    state.seen.lock().unwrap().push((headers, request));
+    let reply = state
+        .replies
+        .lock()
+        .unwrap()
+        .pop_front()
+        .unwrap_or(Reply::Status(500, "{\"error\": \"no script\"}".to_owned()));
+    let wire = state.wire;
+    if let Reply::Status(status, body) = reply {
+        return axum::response::Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body))
+            .unwrap();
+    }
+    let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(4);
+    let closed = state.closed.clone();
+    tokio::spawn(async move {
+        let send = |text: String| {
+            let tx = tx.clone();
+            async move { tx.send(Ok(Bytes::from(text))).await.is_ok() }
+        };
+        let mut frames = vec![(opening(wire), Duration::ZERO)];
+        let mut hang = false;
+        match &reply {
+            Reply::Answer(text) => {
+                frames.extend(
+                    pieces(text)
+                        .iter()
+                        .map(|p| (frame(wire, p), Duration::ZERO)),
+                );
+                frames.push((ending(wire), Duration::ZERO));
+            }
+            Reply::ErrorAfter(text, message) => {
+                frames.extend(
+                    pieces(text)
+                        .iter()
+                        .map(|p| (frame(wire, p), Duration::ZERO)),
+                );
+                frames.push((error_frame(wire, message), Duration::ZERO));
+            }
+            Reply::Cut(text) => {
+                frames.extend(
+                    pieces(text)
+                        .iter()
+                        .map(|p| (frame(wire, p), Duration::ZERO)),
+                );
+            }
+            Reply::Slow(text, gap) => {
+                frames.extend(pieces(text).iter().map(|p| (frame(wire, p), *gap)));
+                frames.push((ending(wire), Duration::ZERO));
+            }
+            Reply::Hang(text) => {
+                frames.push((frame(wire, text), Duration::ZERO));
+                hang = true;
+            }
+            Reply::Status(..) => {}
+        }
+        for (text, pause) in frames {
+            tokio::time::sleep(pause).await;
+            if text.is_empty() {
+                continue;
+            }
+            if !send(text).await {
+                closed.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+        }
+        if hang {
+            tx.closed().await;
+            closed.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    let content_type = if wire.is_event_stream() {
+        "text/event-stream"
+    } else {
+        "application/x-ndjson"
+    };
+    axum::response::Response::builder()
+        .status(200)
+        .header("content-type", content_type)
+        .body(axum::body::Body::from_stream(stream))
+        .unwrap()
+}
+
+impl Fake {
+    async fn start(wire: Wire) -> Fake {
+        let state = FakeState {
+            wire,
+            seen: Arc::default(),
+            replies: Arc::default(),
+            closed: Arc::default(),
+        };
+        let path = match wire {
+            Wire::OpenAi => "/v1/chat/completions",
+            Wire::Anthropic => "/v1/messages",
+            Wire::Ollama => "/api/chat",
+        };
+        let app = axum::Router::new()
+            .route(path, axum::routing::post(fake_handler))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        let base = match wire {
+            Wire::OpenAi => format!("http://{address}/v1"),
+            _ => format!("http://{address}"),
+        };
+        Fake {
+            wire,
+            base,
+            seen: state.seen,
+            replies: state.replies,
+            closed: state.closed,
+        }
+    }
+
+    fn script(&self, replies: Vec<Reply>) {
+        *self.replies.lock().unwrap() = replies.into();
+        self.seen.lock().unwrap().clear();
+    }
+
+    fn requests(&self) -> Vec<(HeaderMap, Value)> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// The text of every message of request `n`.
+    fn said(&self, n: usize) -> String {
+        let (_, body) = &self.requests()[n];
+        let mut text = body["system"].as_str().unwrap_or_default().to_owned();
+        for message in body["messages"].as_array().unwrap() {
+            text.push_str(message["content"].as_str().unwrap_or_default());
+            text.push('\n');
+        }
+        text
+    }
+
+    fn variables(&self) -> Vec<(String, String)> {
+        let prefix = match self.wire {
+            Wire::OpenAi => "AI_OPENAI",
+            Wire::Anthropic => "AI_ANTHROPIC",
+            Wire::Ollama => "AI_OLLAMA",
+        };
+        let mut vars = vec![
+            (format!("{prefix}_BASE_URL"), self.base.clone()),
+            (format!("{prefix}_MODELS"), "model-a, model-b".to_owned()),
+        ];
+        if self.wire != Wire::Ollama {
+            vars.push((format!("{prefix}_API_KEY"), KEY.to_owned()));
+        }
+        vars
+    }
+}
+
+struct Fakes {
+    openai: Fake,
+    anthropic: Fake,
+    ollama: Fake,
+}
+
+impl Fakes {
+    async fn start() -> Fakes {
+        Fakes {
+            openai: Fake::start(Wire::OpenAi).await,
+            anthropic: Fake::start(Wire::Anthropic).await,
+            ollama: Fake::start(Wire::Ollama).await,
+        }
+    }
+
+    fn each(&self) -> [&Fake; 3] {
+        [&self.openai, &self.anthropic, &self.ollama]
+    }
+
+    fn variables(&self, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut vars: Vec<(String, String)> =
+            self.each().iter().flat_map(|f| f.variables()).collect();
+        vars.extend([
+            ("AI_STREAM_KEEPALIVE_SECONDS".to_owned(), "1".to_owned()),
+            ("AI_ALLOW_PRIVATE_URLS".to_owned(), "true".to_owned()),
+            ("AI_TIMEOUT_SECONDS".to_owned(), "20".to_owned()),
+        ]);
+        vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        vars
+    }
+
+    /// A server beside `app` with these providers.
+    async fn server(&self, app: &TestApp, extra: &[(&str, &str)]) -> TestApp {
+        let vars = self.variables(extra);
+        let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        app.beside(&refs).await
+    }
+}
+
+fn pipeline(access: &str) -> Value {
+    json!({
+        "project": "shop",
+        "organization": "acme",
+        "pipelineName": "shop-ci",
+        "accessModifier": access,
+        "props": {
+            "synth": {"source": {"type": "github", "options": {"repo": "acme/shop", "branch": "main"}},
+                      "plugin": {"name": "cdk-synth", "version": "1.0.0"}},
+            "stages": [{"stageName": "build", "steps": [{"name": "test", "plugin": {"name": "cargo", "version": "1.2.0"}}]}]
+        }
+    })
+}
+
+fn plugin(name: &str) -> Value {
+    json!({
+        "name": name,
+        "version": "1.0.0",
+        "commands": ["cargo clippy -- -D warnings"],
+        "installCommands": ["rustup component add clippy"],
+        "dockerfile": "FROM rust:1.85\nRUN rustup component add clippy\n"
+    })
+}
+
+/// An organization of `sub` on the Pro tier (AI generation is Pro and up).
+async fn pro_org(app: &TestApp, sub: &str, name: &str) -> (String, String) {
+    let org = app.org(sub, name).await;
+    set_tier(app, &org, "pro").await;
+    (org, app.token(sub, &format!("{sub}@example.com")))
+}
+
+/// The rule that blocks public pipelines.
+async fn private_only(app: &TestApp, token: &str, org: &str) {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            token,
+            Some(org),
+            Some(
+                json!({"name": "Private only", "target": "pipeline", "severity": "error",
+                        "field": "accessModifier", "operator": "eq", "value": "private"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+async fn ai_used(app: &TestApp, token: &str, org: &str) -> i64 {
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/quotas/{org}/aiCalls"),
+            token,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["data"]["used"].as_i64().unwrap()
+}
+
+fn ask(provider: &str, prompt: &str) -> Value {
+    json!({"prompt": prompt, "provider": provider, "model": "model-b"})
+}
+
+/// A stream request; its status and body.
+async fn open(
+    app: &TestApp,
+    path: &str,
+    token: &str,
+    org: &str,
+    body: Value,
+) -> (StatusCode, Body) {
+    let request = Request::builder()
+        .method("POST")
+        .uri(path)
+        .header("authorization", format!("Bearer {token}"))
+        .header("x-org-id", org)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let response = app.router.clone().oneshot(request).await.unwrap();
+    (response.status(), response.into_body())
+}
+
+/// Every event of a stream until it ends (or `within` passes): (name, data), and
+/// the raw text (keep-alive comments included).
+async fn read_events(body: &mut Body, within: Duration) -> (Vec<(String, Value)>, String) {
+    let deadline = Instant::now() + within;
+    let mut raw = String::new();
+    while Instant::now() < deadline {
+        match tokio::time::timeout(deadline - Instant::now(), body.frame()).await {
+            Ok(Some(Ok(frame))) => {
+                if let Some(bytes) = frame.data_ref() {
+                    raw.push_str(&String::from_utf8_lossy(bytes));
+                }
+            }
+            _ => break,
+        }
+    }
+    let mut parsed = Vec::new();
+    for block in raw.split("\n\n") {
+        let name = block.lines().find_map(|l| l.strip_prefix("event: "));
+        let data = block.lines().find_map(|l| l.strip_prefix("data: "));
+        if let (Some(name), Some(data)) = (name, data) {
+            parsed.push((name.to_owned(), serde_json::from_str(data).unwrap()));
+        }
+    }
+    (parsed, raw)
+}
+
+fn names(events: &[(String, Value)]) -> Vec<&str> {
+    events.iter().map(|(n, _)| n.as_str()).collect()
+}
+
+/// Per wire format: a cut JSON answer, then a valid one; the second request tells
+/// the model what was wrong; the result is a body a create accepts; one unit charged.
+async fn each_format_retries_broken_json_and_answers_a_creatable_body(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let server = fakes.server(app, &[]).await;
+    let (acme, alice) = pro_org(&server, "alice", "acme").await;
+    let valid = pipeline("private").to_string();
+    for (n, fake) in fakes.each().into_iter().enumerate() {
+        let cut = format!("```json\n{}", &valid[..valid.len() / 2]);
+        fake.script(vec![
+            Reply::Answer(cut),
+            Reply::Answer(format!("Here you are:\n```json\n{valid}\n```")),
+        ]);
+        let provider = fake.wire.name();
+        let (status, body) = server
+            .call(
+                "POST",
+                "/api/pipelines/generate",
+                &alice,
+                Some(&acme),
+                Some(ask(provider, "a Rust shop")),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{provider}: {body}");
+        assert_eq!(body["data"]["pipeline"], pipeline("private"), "{provider}");
+        assert_eq!(body["data"]["attempts"], 2);
+        assert_eq!(body["data"]["provider"], provider);
+        assert_eq!(body["data"]["model"], "model-b");
+        let requests = fake.requests();
+        assert_eq!(requests.len(), 2, "{provider}");
+        let (headers, first) = &requests[0];
+        assert_eq!(first["model"], "model-b");
+        assert_eq!(first["stream"], true);
+        match fake.wire {
+            Wire::OpenAi => {
+                assert_eq!(headers["authorization"], format!("Bearer {KEY}").as_str());
+                assert_eq!(first["response_format"]["type"], "json_schema");
+                assert!(first["response_format"]["json_schema"]["schema"]["$defs"]
+                    ["PipelineProps"]
+                    .is_object());
+            }
+            Wire::Anthropic => {
+                assert_eq!(headers["x-api-key"], KEY);
+                assert_eq!(headers["anthropic-version"], "2023-06-01");
+                assert!(first["system"].as_str().unwrap().contains("pipelineName"));
+            }
+            Wire::Ollama => {
+                assert!(headers.get("authorization").is_none());
+                assert_eq!(first["format"]["required"][2], "pipelineName");
+            }
+        }
+        assert!(fake.said(0).contains("a Rust shop"));
+        let retry = fake.said(1);
+        assert!(
+            retry.contains("cut off before its end"),
+            "{provider}: {retry}"
+        );
+        assert_eq!(
+            ai_used(&server, &alice, &acme).await,
+            n as i64 + 1,
+            "one unit per request, retries included"
+        );
+    }
+    // The answer is a create body as it stands.
+    let generated = {
+        fakes.openai.script(vec![Reply::Answer(valid.clone())]);
+        let (_, body) = server
+            .call(
+                "POST",
+                "/api/pipelines/generate",
+                &alice,
+                Some(&acme),
+                Some(ask("openai", "again")),
+            )
+            .await;
+        body["data"]["pipeline"].clone()
+    };
+    let (status, created) = server
+        .call(
+            "POST",
+            "/api/pipelines",
+            &alice,
+            Some(&acme),
+            Some(generated),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    server.stop().await;
+}
+
+/// An answer the validation refuses (a value of the wrong kind, an unknown field),
+/// then a non-compliant one, then a compliant one: each problem goes back to the
+/// model, with the field or the rule; the organization's warning comes with the result.
+async fn invalid_then_non_compliant_then_compliant(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let server = fakes.server(app, &[]).await;
+    let (acme, alice) = pro_org(&server, "alice", "acme").await;
+    private_only(&server, &alice, &acme).await;
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &alice,
+            Some(&acme),
+            Some(
+                json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
+                        "field": "pipelineName", "operator": "regex", "value": "^[a-z]+$"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let mut invalid = pipeline("private");
+    invalid["pipelineName"] = json!(42);
+    fakes.anthropic.script(vec![
+        Reply::Answer(invalid.to_string()),
+        Reply::Answer(pipeline("public").to_string()),
+        Reply::Answer(pipeline("private").to_string()),
+    ]);
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &alice,
+            Some(&acme),
+            Some(ask("anthropic", "shop")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["attempts"], 3);
+    assert_eq!(
+        body["data"]["warnings"][0]["ruleName"], "Named by convention",
+        "{body}"
+    );
+    let second = fakes.anthropic.said(1);
+    assert!(second.contains("- invalid: pipelineName:"), "{second}");
+    let third = fakes.anthropic.said(2);
+    assert!(
+        third.contains("- blocked by a compliance rule: accessModifier:"),
+        "{third}"
+    );
+    // Nothing was stored, nothing checked into the log.
+    let (_, listed) = server
+        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(listed["pagination"]["total"], 0);
+    let (_, log) = server
+        .call("GET", "/api/compliance/audit", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(
+        log["pagination"]["total"], 0,
+        "a dry run records nothing: {log}"
+    );
+    server.stop().await;
+}
+
+/// Always non-compliant: three answers, then 422 GENERATION_FAILED with the last
+/// problems; charged once. Another organization without the rule gets the same
+/// answer through at once (its own rules, not acme's).
+async fn always_non_compliant_fails_after_two_retries_charged_once(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let server = fakes.server(app, &[]).await;
+    let (acme, alice) = pro_org(&server, "alice", "acme").await;
+    private_only(&server, &alice, &acme).await;
+    let public = pipeline("public").to_string();
+    fakes.ollama.script(vec![Reply::Answer(public.clone()); 4]);
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &alice,
+            Some(&acme),
+            Some(ask("ollama", "shop")),
+        )
+        .await;
+    assert_eq!(code(status, &body), "GENERATION_FAILED", "{body}");
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["details"]["attempts"], 3);
+    let problem = &body["details"]["problems"][0];
+    assert_eq!(problem["kind"], "compliance");
+    assert_eq!(problem["field"], "accessModifier");
+    assert_eq!(problem["severity"], "error");
+    assert!(problem["ruleId"].as_str().is_some(), "{body}");
+    assert_eq!(
+        fakes.ollama.requests().len(),
+        3,
+        "the first and two retries"
+    );
+    assert_eq!(ai_used(&server, &alice, &acme).await, 1);
+
+    // Tenant isolation: bob's organization has no such rule.
+    let (other, bob) = pro_org(&server, "bob", "other").await;
+    fakes.ollama.script(vec![Reply::Answer(public)]);
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &bob,
+            Some(&other),
+            Some(ask("ollama", "shop")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["attempts"], 1);
+    assert_eq!(ai_used(&server, &bob, &other).await, 1);
+    assert_eq!(
+        ai_used(&server, &alice, &acme).await,
+        1,
+        "acme's count is its own"
+    );
+    // Alice cannot generate in bob's organization, nor charge it.
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &alice,
+            Some(&other),
+            Some(ask("ollama", "shop")),
+        )
+        .await;
+    assert!(
+        status == StatusCode::FORBIDDEN || status == StatusCode::NOT_FOUND,
+        "{status} {body}"
+    );
+    assert_eq!(ai_used(&server, &bob, &other).await, 1);
+    server.stop().await;
+}
+
+/// Plugins: a Dockerfile-less answer is refused by the upload's checks and retried;
+/// the result deploys as it stands; streamed too.
+async fn plugins_are_checked_like_uploads_and_deploy(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let server = fakes.server(app, &[]).await;
+    let (acme, alice) = pro_org(&server, "alice", "acme").await;
+    let mut no_dockerfile = plugin("clippy");
+    no_dockerfile["dockerfile"] = json!("  ");
+    let mut bad_name = plugin("../clippy");
+    bad_name["name"] = json!("../clippy");
+    fakes.openai.script(vec![
+        Reply::Answer(no_dockerfile.to_string()),
+        Reply::Answer(bad_name.to_string()),
+        Reply::Answer(plugin("clippy").to_string()),
+    ]);
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/plugins/generate",
+            &alice,
+            Some(&acme),
+            Some(ask("openai", "a clippy step")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["plugin"], plugin("clippy"));
+    assert_eq!(body["data"]["attempts"], 3);
+    assert!(
+        fakes.openai.said(1).contains("dockerfile"),
+        "{}",
+        fakes.openai.said(1)
+    );
+    assert!(
+        fakes.openai.said(2).contains("name"),
+        "{}",
+        fakes.openai.said(2)
+    );
+    let first = &fakes.openai.requests()[0].1;
+    assert!(
+        first["response_format"]["json_schema"]["schema"]["properties"]["dockerfile"].is_object()
+    );
+    let (status, deployed) = server
+        .call(
+            "POST",
+            "/api/plugins/deploy-generated",
+            &alice,
+            Some(&acme),
+            Some(body["data"]["plugin"].clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{deployed}");
+
+    fakes
+        .anthropic
+        .script(vec![Reply::Answer(plugin("fmt").to_string())]);
+    let (status, mut stream) = open(
+        &server,
+        "/api/plugins/generate/stream",
+        &alice,
+        &acme,
+        ask("anthropic", "fmt"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (events, _) = read_events(&mut stream, Duration::from_secs(10)).await;
+    assert_eq!(names(&events).first(), Some(&"started"));
+    assert_eq!(names(&events).last(), Some(&"result"), "{events:?}");
+    assert_eq!(events.last().unwrap().1["plugin"], plugin("fmt"));
+    server.stop().await;
+}
+
+/// The stream: the model's text as it comes, each attempt, then the result; a
+/// provider error after the 200 and a cut stream end in an error event, never a
+/// result; a slow model gets keep-alives.
+async fn streams_carry_text_attempts_and_end_in_result_or_error(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let server = fakes.server(app, &[]).await;
+    let (acme, alice) = pro_org(&server, "alice", "acme").await;
+    let valid = pipeline("private").to_string();
+    for fake in fakes.each() {
+        let provider = fake.wire.name();
+        fake.script(vec![
+            Reply::Answer("{\"project\": ".to_owned()),
+            Reply::Answer(valid.clone()),
+        ]);
+        let (status, mut stream) = open(
+            &server,
+            "/api/pipelines/generate/stream",
+            &alice,
+            &acme,
+            ask(provider, "shop"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        let (events, _) = read_events(&mut stream, Duration::from_secs(10)).await;
+        let shown = names(&events);
+        assert_eq!(shown.first(), Some(&"started"), "{provider}: {shown:?}");
+        assert_eq!(
+            events[0].1,
+            json!({"provider": provider, "model": "model-b", "maxAttempts": 3})
+        );
+        let attempts: Vec<&Value> = events
+            .iter()
+            .filter(|(n, _)| n == "attempt")
+            .map(|(_, d)| d)
+            .collect();
+        assert_eq!(attempts.len(), 2, "{provider}: {shown:?}");
+        assert_eq!(attempts[0]["ok"], false);
+        assert_eq!(attempts[0]["problems"][0]["kind"], "json");
+        assert_eq!(
+            attempts[1],
+            &json!({"attempt": 2, "ok": true, "problems": []})
+        );
+        let second_text: String = events
+            .iter()
+            .filter(|(n, d)| n == "text" && d["attempt"] == 2)
+            .map(|(_, d)| d["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            second_text, valid,
+            "{provider}: the text as the model wrote it"
+        );
+        assert_eq!(shown.last(), Some(&"result"));
+        assert_eq!(events.last().unwrap().1["pipeline"], pipeline("private"));
+
+        // 200, some text, then an error event.
+        fake.script(vec![Reply::ErrorAfter(valid.clone(), "Overloaded")]);
+        let (_, mut stream) = open(
+            &server,
+            "/api/pipelines/generate/stream",
+            &alice,
+            &acme,
+            ask(provider, "shop"),
+        )
+        .await;
+        let (events, _) = read_events(&mut stream, Duration::from_secs(10)).await;
+        assert!(
+            !names(&events).contains(&"result"),
+            "{provider}: {events:?}"
+        );
+        let (last, error) = events.last().unwrap();
+        assert_eq!(last, "error");
+        assert_eq!(error["code"], "AI_PROVIDER_ERROR", "{error}");
+        assert_eq!(error["statusCode"], 502);
+        assert!(error["message"].as_str().unwrap().contains("Overloaded"));
+
+        // A stream cut before its end marker: the whole JSON arrived, still an error.
+        fake.script(vec![Reply::Cut(valid.clone())]);
+        let (_, mut stream) = open(
+            &server,
+            "/api/pipelines/generate/stream",
+            &alice,
+            &acme,
+            ask(provider, "shop"),
+        )
+        .await;
+        let (events, _) = read_events(&mut stream, Duration::from_secs(10)).await;
+        assert!(
+            !names(&events).contains(&"result"),
+            "{provider}: {events:?}"
+        );
+        assert_eq!(
+            events.last().unwrap().1["code"],
+            "AI_STREAM_TRUNCATED",
+            "{events:?}"
+        );
+        assert_eq!(fake.requests().len(), 1, "a broken stream is not retried");
+    }
+    // The JSON endpoint says the same.
+    fakes.openai.script(vec![Reply::Cut(valid.clone())]);
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &alice,
+            Some(&acme),
+            Some(ask("openai", "shop")),
+        )
+        .await;
+    assert_eq!(code(status, &body), "AI_STREAM_TRUNCATED", "{body}");
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+
+    // A slow model: keep-alive comments while it thinks.
+    fakes.ollama.script(vec![Reply::Slow(
+        valid.clone(),
+        Duration::from_millis(1300),
+    )]);
+    let (_, mut stream) = open(
+        &server,
+        "/api/pipelines/generate/stream",
+        &alice,
+        &acme,
+        ask("ollama", "shop"),
+    )
+    .await;
+    let (events, raw) = read_events(&mut stream, Duration::from_secs(15)).await;
+    assert!(raw.contains(": keep-alive"), "{raw}");
+    assert_eq!(names(&events).last(), Some(&"result"));
+    server.stop().await;
+}
+
+/// A client that goes away mid-stream: the provider's connection is closed.
+async fn a_client_that_leaves_cancels_the_provider_call(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let server = fakes.server(app, &[]).await;
+    let (acme, alice) = pro_org(&server, "alice", "acme").await;
+    for fake in fakes.each() {
+        fake.script(vec![Reply::Hang("{\"project\"".to_owned())]);
+        let (status, mut stream) = open(
+            &server,
+            "/api/pipelines/generate/stream",
+            &alice,
+            &acme,
+            ask(fake.wire.name(), "shop"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        // Read until the model's first text has arrived, then leave.
+        let mut seen = String::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !seen.contains("event: text") && Instant::now() < deadline {
+            if let Ok(Some(Ok(frame))) =
+                tokio::time::timeout(Duration::from_secs(5), stream.frame()).await
+            {
+                if let Some(bytes) = frame.data_ref() {
+                    seen.push_str(&String::from_utf8_lossy(bytes));
+                }
+            }
+        }
+        assert!(seen.contains("event: text"), "{seen}");
+        assert_eq!(fake.closed.load(Ordering::SeqCst), 0);
+        drop(stream);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while fake.closed.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            fake.closed.load(Ordering::SeqCst),
+            1,
+            "{}: the provider's connection was closed",
+            fake.wire.name()
+        );
+    }
+    server.stop().await;
+}
+
+/// The tier gate comes first (Developer: 403 with the feature, nothing charged, no
+/// provider called); then the provider, the model, the prompt (400 naming each,
+/// nothing charged); the quota (429, no provider called); a provider failure is
+/// not refunded.
+async fn gates_checks_and_quota_come_before_the_provider(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let server = fakes.server(app, &[]).await;
+    let acme = server.org("alice", "acme").await;
+    let alice = server.token("alice", "alice@example.com");
+    for (path, feature) in [
+        ("/api/pipelines/generate", "ai_pipeline_generation"),
+        ("/api/pipelines/generate/stream", "ai_pipeline_generation"),
+        ("/api/plugins/generate", "ai_plugin_generation"),
+        ("/api/plugins/generate/stream", "ai_plugin_generation"),
+    ] {
+        let (status, body) = server
+            .call("POST", path, &alice, Some(&acme), Some(ask("openai", "x")))
+            .await;
+        assert_eq!(
+            code(status, &body),
+            "FEATURE_NOT_AVAILABLE",
+            "{path}: {body}"
+        );
+        assert_eq!(
+            body["details"],
+            json!({"feature": feature, "tier": "developer"})
+        );
+    }
+    let (status, body) = server
+        .call("POST", "/api/pipelines/generate/from-url/stream", &alice, Some(&acme),
+              Some(json!({"url": "https://example.com/r.git", "provider": "openai", "model": "model-a"})))
+        .await;
+    assert_eq!(code(status, &body), "FEATURE_NOT_AVAILABLE", "{body}");
+    set_tier(&server, &acme, "pro").await;
+    for (body, field, words) in [
+        (
+            json!({"prompt": "x", "provider": "gemini", "model": "model-a"}),
+            "provider",
+            "`gemini`",
+        ),
+        (
+            json!({"prompt": "x", "provider": "openai", "model": "gpt-9"}),
+            "model",
+            "`gpt-9`",
+        ),
+        (
+            json!({"prompt": "  ", "provider": "openai", "model": "model-a"}),
+            "prompt",
+            "blank",
+        ),
+        (
+            json!({"prompt": "x".repeat(8001), "provider": "openai", "model": "model-a"}),
+            "prompt",
+            "8000",
+        ),
+        (
+            json!({"prompt": "bell\u{7}byte", "provider": "openai", "model": "model-a"}),
+            "prompt",
+            "control",
+        ),
+    ] {
+        for path in ["/api/pipelines/generate", "/api/plugins/generate/stream"] {
+            let (status, answer) = server
+                .call("POST", path, &alice, Some(&acme), Some(body.clone()))
+                .await;
+            assert_eq!(
+                code(status, &answer),
+                "VALIDATION_ERROR",
+                "{path} {body}: {answer}"
+            );
+            assert_eq!(answer["details"]["field"], field, "{answer}");
+            assert!(
+                answer["message"].as_str().unwrap().contains(words),
+                "{answer}"
+            );
+        }
+    }
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &alice,
+            Some(&acme),
+            Some(
+                json!({"prompt": "x", "provider": "openai", "model": "model-a", "temperature": 2}),
+            ),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR", "{body}");
+    // A NUL byte is refused for the whole body, before any field.
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &alice,
+            Some(&acme),
+            Some(json!({"prompt": "nul\u{0}byte", "provider": "openai", "model": "model-a"})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "VALIDATION_ERROR", "{body}");
+    assert!(
+        fakes.each().iter().all(|f| f.requests().is_empty()),
+        "no provider was called"
+    );
+    assert_eq!(ai_used(&server, &alice, &acme).await, 0, "nothing charged");
+
+    // A provider that fails: 502, the unit spent.
+    fakes.openai.script(vec![Reply::Status(
+        500,
+        "{\"error\": {\"message\": \"upstream down\"}}".to_owned(),
+    )]);
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &alice,
+            Some(&acme),
+            Some(ask("openai", "shop")),
+        )
+        .await;
+    assert_eq!(code(status, &body), "AI_PROVIDER_ERROR", "{body}");
+    assert_eq!(body["details"]["providerStatus"], 500);
+    assert_eq!(ai_used(&server, &alice, &acme).await, 1, "not refunded");
+
+    // The quota: one unit left, then 429 before any provider call.
+    override_limits(&server, &acme, json!({"aiCalls": 2})).await;
+    fakes
+        .openai
+        .script(vec![Reply::Answer(pipeline("private").to_string())]);
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &alice,
+            Some(&acme),
+            Some(ask("openai", "shop")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for path in [
+        "/api/pipelines/generate",
+        "/api/pipelines/generate/stream",
+        "/api/plugins/generate",
+    ] {
+        let (status, body) = server
+            .call(
+                "POST",
+                path,
+                &alice,
+                Some(&acme),
+                Some(ask("openai", "shop")),
+            )
+            .await;
+        assert_eq!(code(status, &body), "QUOTA_EXCEEDED", "{path}: {body}");
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    }
+    assert_eq!(
+        fakes.openai.requests().len(),
+        1,
+        "refused before the provider"
+    );
+    assert_eq!(ai_used(&server, &alice, &acme).await, 2);
+    server.stop().await;
+}
+
+/// The providers endpoints list names and models, never a key; a provider's message
+/// that echoes the key is answered with the key taken out.
+async fn providers_are_listed_and_keys_never_shown(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let server = fakes.server(app, &[]).await;
+    let (acme, alice) = pro_org(&server, "alice", "acme").await;
+    for path in ["/api/pipelines/providers", "/api/plugins/providers"] {
+        let (status, body) = server.call("GET", path, &alice, Some(&acme), None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            body["data"],
+            json!([
+                {"name": "openai", "models": ["model-a", "model-b"]},
+                {"name": "anthropic", "models": ["model-a", "model-b"]},
+                {"name": "ollama", "models": ["model-a", "model-b"]},
+            ])
+        );
+        assert!(!body.to_string().contains(KEY));
+    }
+    let echo =
+        json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}}).to_string();
+    fakes.anthropic.script(vec![Reply::Status(401, echo)]);
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &alice,
+            Some(&acme),
+            Some(ask("anthropic", "shop")),
+        )
+        .await;
+    assert_eq!(code(status, &body), "AI_PROVIDER_ERROR", "{body}");
+    assert!(!body.to_string().contains(KEY), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Incorrect API key provided: ***"),
+        "{body}"
+    );
+    // A server without providers lists none.
+    let bare = app.beside(&[]).await;
+    let (status, body) = bare
+        .call("GET", "/api/pipelines/providers", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["data"], json!([]));
+    bare.stop().await;
+    server.stop().await;
+}
+
+/// A Git repository served over smart HTTP on loopback by `git http-backend`.
+struct GitServer {
+    base: String,
+    _root: tempdir::Dir,
+}
+
+mod tempdir {
+    pub struct Dir(pub std::path::PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn run_git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+async fn backend(
+    axum::extract::State(root): axum::extract::State<std::path::PathBuf>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> axum::response::Response {
+    if uri.path().starts_with("/private/") {
+        return axum::response::Response::builder()
+            .status(401)
+            .header("www-authenticate", "Basic realm=\"git\"")
+            .body(axum::body::Body::empty())
+            .unwrap();
+    }
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let mut child = tokio::process::Command::new("git")
+        .arg("http-backend")
+        .env("GIT_PROJECT_ROOT", &root)
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("PATH_INFO", uri.path())
+        .env("QUERY_STRING", uri.query().unwrap_or(""))
+        .env("REQUEST_METHOD", method.as_str())
+        .env("CONTENT_TYPE", header("content-type"))
+        .env("CONTENT_LENGTH", body.len().to_string())
+        .env("HTTP_CONTENT_ENCODING", header("content-encoding"))
+        .env("GIT_PROTOCOL", header("git-protocol"))
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&body).await.unwrap();
+    }
+    let output = child.wait_with_output().await.unwrap();
+    let out = output.stdout;
+    let split = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|p| (p, 4))
+        .or_else(|| out.windows(2).position(|w| w == b"\n\n").map(|p| (p, 2)))
+        .unwrap();
+    let head = String::from_utf8_lossy(&out[..split.0]).into_owned();
+    let mut response = axum::response::Response::builder().status(200);
+    for line in head.lines() {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        if name.eq_ignore_ascii_case("status") {
+            let code: u16 = value.trim()[..3].parse().unwrap();
+            response = response.status(code);
+        } else {
+            response = response.header(name.trim(), value.trim());
+        }
+    }
+    response
+        .body(axum::body::Body::from(out[split.0 + split.1..].to_vec()))
+        .unwrap()
+}
+
+impl GitServer {
+    /// Serves `app.git`: a Rust service with a workflow, on `main` and tag `v1`.
+    async fn start() -> GitServer {
+        let root = std::env::temp_dir().join(format!("generation-git-{}", adapters::new_id()));
+        let work = root.join("work");
+        std::fs::create_dir_all(work.join("src")).unwrap();
+        std::fs::create_dir_all(work.join(".github/workflows")).unwrap();
+        std::fs::write(
+            work.join("Cargo.toml"),
+            "[package]\nname = \"shop\"\nversion = \"0.1.0\"\n",
+        )
+        .unwrap();
+        std::fs::write(work.join("src/main.rs"), "fn main() {}\n").unwrap();
+        std::fs::write(
+            work.join(".github/workflows/ci.yml"),
+            "on: push\njobs:\n  test:\n    steps:\n      - run: cargo test --locked\n",
+        )
+        .unwrap();
+        run_git(&work, &["init", "-q"]);
+        run_git(&work, &["add", "."]);
+        run_git(&work, &["commit", "-qm", "first"]);
+        run_git(&work, &["tag", "v1"]);
+        run_git(&root, &["clone", "-q", "--bare", "work", "app.git"]);
+        let app = axum::Router::new()
+            .fallback(backend)
+            .with_state(root.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        GitServer {
+            base: format!("http://{address}"),
+            _root: tempdir::Dir(root),
+        }
+    }
+}
+
+fn from_url(url: &str, reference: Option<&str>) -> Value {
+    json!({"url": url, "ref": reference, "provider": "openai", "model": "model-a"})
+}
+
+/// From a Git URL: the repository's survey, then a pipeline; the model was shown
+/// the build file and the workflow. A ref that is not there, a private repository,
+/// nothing listening, a repository over the size bound: clear errors. Without
+/// AI_ALLOW_PRIVATE_URLS a loopback URL is refused before anything is charged.
+async fn a_git_url_is_surveyed_within_bounds(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let git = GitServer::start().await;
+    let server = fakes.server(app, &[]).await;
+    let (acme, alice) = pro_org(&server, "alice", "acme").await;
+    let path = "/api/pipelines/generate/from-url/stream";
+    let url = format!("{}/app.git", git.base);
+    for reference in [None, Some("main"), Some("v1")] {
+        fakes
+            .openai
+            .script(vec![Reply::Answer(pipeline("private").to_string())]);
+        let (status, mut stream) =
+            open(&server, path, &alice, &acme, from_url(&url, reference)).await;
+        assert_eq!(status, StatusCode::OK);
+        let (events, _) = read_events(&mut stream, Duration::from_secs(20)).await;
+        assert_eq!(names(&events)[..2], ["started", "repository"], "{events:?}");
+        assert_eq!(
+            events[1].1,
+            json!({"files": 3, "truncated": false, "languages": [{"name": "Rust", "files": 1}],
+                   "buildFiles": ["Cargo.toml"], "ciFiles": [".github/workflows/ci.yml"]})
+        );
+        assert_eq!(names(&events).last(), Some(&"result"), "{events:?}");
+        let said = fakes.openai.said(0);
+        assert!(said.contains("name = \"shop\""), "{said}");
+        assert!(said.contains("cargo test --locked"), "{said}");
+    }
+    let used = ai_used(&server, &alice, &acme).await;
+    for (body, words) in [
+        (from_url(&url, Some("nope")), "`nope`"),
+        (
+            from_url(&format!("{}/private/app.git", git.base), None),
+            "private",
+        ),
+        (
+            from_url(&format!("{}/absent.git", git.base), None),
+            "no Git repository",
+        ),
+        (
+            from_url(
+                &format!("http://127.0.0.1:{}/app.git", crash::free_port()),
+                None,
+            ),
+            "cannot be fetched",
+        ),
+    ] {
+        let (status, mut stream) = open(&server, path, &alice, &acme, body.clone()).await;
+        assert_eq!(status, StatusCode::OK);
+        let (events, _) = read_events(&mut stream, Duration::from_secs(20)).await;
+        let (last, error) = events.last().unwrap();
+        assert_eq!(last, "error", "{body}: {events:?}");
+        assert_eq!(error["code"], "REPOSITORY_UNAVAILABLE", "{body}: {error}");
+        assert!(
+            error["message"].as_str().unwrap().contains(words),
+            "{body}: {error}"
+        );
+    }
+    assert_eq!(
+        ai_used(&server, &alice, &acme).await,
+        used + 4,
+        "charged when started"
+    );
+    let small = fakes.server(app, &[("AI_GIT_MAX_BYTES", "200")]).await;
+    let (_, mut stream) = open(&small, path, &alice, &acme, from_url(&url, None)).await;
+    let (events, _) = read_events(&mut stream, Duration::from_secs(20)).await;
+    assert_eq!(
+        events.last().unwrap().1["code"],
+        "REPOSITORY_TOO_LARGE",
+        "{events:?}"
+    );
+    small.stop().await;
+
+    // The address rule, as for webhooks.
+    let vars: Vec<(String, String)> = fakes
+        .variables(&[])
+        .into_iter()
+        .filter(|(k, _)| k != "AI_ALLOW_PRIVATE_URLS")
+        .collect();
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let strict = app.beside(&refs).await;
+    let before = ai_used(&strict, &alice, &acme).await;
+    for (bad, words) in [
+        (url.clone(), "not globally routable"),
+        (
+            "http://10.0.0.8/app.git".to_owned(),
+            "not globally routable",
+        ),
+        ("file:///etc/passwd".to_owned(), "http or https"),
+        (
+            format!(
+                "http://user:pw@{}/app.git",
+                git.base.trim_start_matches("http://")
+            ),
+            "credentials",
+        ),
+    ] {
+        let (status, body) = strict
+            .call(
+                "POST",
+                path,
+                &alice,
+                Some(&acme),
+                Some(from_url(&bad, None)),
+            )
+            .await;
+        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{bad}: {body}");
+        assert_eq!(body["details"]["field"], "url");
+        assert!(
+            body["message"].as_str().unwrap().contains(words),
+            "{bad}: {body}"
+        );
+    }
+    for reference in ["--upload-pack=touch /tmp/x", "a..b"] {
+        let (status, body) = strict
+            .call(
+                "POST",
+                path,
+                &alice,
+                Some(&acme),
+                Some(from_url(&url, Some(reference))),
+            )
+            .await;
+        assert_eq!(
+            code(status, &body),
+            "VALIDATION_ERROR",
+            "{reference}: {body}"
+        );
+        assert_eq!(body["details"]["field"], "ref");
+    }
+    assert_eq!(
+        ai_used(&strict, &alice, &acme).await,
+        before,
+        "nothing charged"
+    );
+    strict.stop().await;
+    server.stop().await;
+}
+
+on_both_backends!(
+    each_format_retries_broken_json_and_answers_a_creatable_body,
+    invalid_then_non_compliant_then_compliant,
+    always_non_compliant_fails_after_two_retries_charged_once,
+    plugins_are_checked_like_uploads_and_deploy,
+    streams_carry_text_attempts_and_end_in_result_or_error,
+    a_client_that_leaves_cancels_the_provider_call,
+    gates_checks_and_quota_come_before_the_provider,
+    providers_are_listed_and_keys_never_shown,
+    a_git_url_is_surveyed_within_bounds,
+);
