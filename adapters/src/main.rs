@@ -415,7 +415,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
         Verb::Generate {
             kind,
             prompt,
-            url,
+            repository,
             reference,
             provider,
             model,
@@ -429,7 +429,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             let request = cli::generate::Request {
                 kind,
                 prompt,
-                url,
+                url: repository,
                 reference,
                 provider,
                 model,

@@ -171,7 +171,7 @@ pub enum Verb {
         platform: PlatformArgs,
     },
     /// Generate a pipeline or a plugin with an AI provider on the platform at
-    /// PLATFORM_URL (PLATFORM_TOKEN), from a prompt or (pipelines) a Git URL. The
+    /// PLATFORM_URL (PLATFORM_TOKEN), from a prompt or (pipelines) a Git repository. The
     /// model's text and each checked attempt stream to standard error as they come;
     /// the generated body (a create or deploy-generated body) is printed on standard
     /// output as JSON. Exit 1 when refused or when the generation fails, 2 on bad
@@ -182,9 +182,9 @@ pub enum Verb {
         /// What to generate, in words.
         #[arg(long)]
         prompt: Option<String>,
-        /// A Git repository to generate a pipeline for, instead of a prompt.
+        /// A Git repository's URL to generate a pipeline for, instead of a prompt.
         #[arg(long)]
-        url: Option<String>,
+        repository: Option<String>,
         /// The repository's branch or tag.
         #[arg(long = "ref")]
         reference: Option<String>,

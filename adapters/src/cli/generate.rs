@@ -53,10 +53,10 @@ pub async fn generate(platform: &Platform, request: &Request) -> Result<Value, F
             json!({"url": url, "ref": request.reference, "provider": request.provider, "model": request.model}),
         ),
         ("plugin", None, Some(_)) => {
-            return Err(bad_input("--url generates pipelines only"));
+            return Err(bad_input("--repository generates pipelines only"));
         }
         ("pipeline" | "plugin", _, _) => {
-            return Err(bad_input("give exactly one of --prompt and --url"));
+            return Err(bad_input("give exactly one of --prompt and --repository"));
         }
         (other, _, _) => {
             return Err(bad_input(format!("`{other}` is not pipeline or plugin")));

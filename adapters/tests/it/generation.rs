@@ -1436,3 +1436,129 @@ on_both_backends!(
     providers_are_listed_and_keys_never_shown,
     a_git_url_is_surveyed_within_bounds,
 );
+
+/// The binary as operators run it: `compliance generate` streams a generation to the
+/// terminal (the model's text on standard error, the body on standard output), a
+/// refusal exits 1 with its code; the provider's key is in no line the server logs,
+/// at debug level, even when the provider echoes it.
+#[tokio::test]
+async fn the_command_line_streams_a_generation_and_the_key_stays_out_of_the_log() {
+    let fake = Fake::start(Wire::OpenAi).await;
+    let dir = std::env::temp_dir().join(format!("generation-cli-{}", adapters::new_id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let database = format!("sqlite://{}", dir.join("server.db").display());
+    let log = dir.join("server.log");
+    let port = crash::free_port();
+    let mut vars = fake.variables();
+    vars.push((
+        "BOOTSTRAP_SUPERADMIN_EMAILS".to_owned(),
+        ROOT_EMAIL.to_owned(),
+    ));
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = crash::start_logged(&database, port, &refs, &log);
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    crash::wait_healthy(&http, &base).await;
+    let root = TokenKeys::hs256(SECRET)
+        .sign(&Claims::user(
+            "root",
+            Some(ROOT_EMAIL),
+            Utc::now(),
+            Duration::from_secs(3600),
+        ))
+        .unwrap();
+    crash::create_org(&http, &base, &root, "system").await;
+    let alice = crash::user_token("alice");
+    let acme = crash::create_org(&http, &base, &alice, "acme").await;
+    let tiered = http
+        .put(format!("{base}/api/quotas/{acme}"))
+        .bearer_auth(&root)
+        .json(&json!({"tier": "pro"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tiered.status(), 200, "{}", tiered.text().await.unwrap());
+
+    let generate = |prompt: &'static str| {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_compliance"))
+            .args([
+                "generate",
+                "pipeline",
+                "--prompt",
+                prompt,
+                "--provider",
+                "openai",
+            ])
+            .args([
+                "--model",
+                "model-a",
+                "--organization",
+                &acme,
+                "--url",
+                &base,
+            ])
+            .env("PLATFORM_TOKEN", &alice)
+            .output()
+    };
+    let valid = pipeline("private").to_string();
+    fake.script(vec![
+        Reply::Answer("{\"project\":".to_owned()),
+        Reply::Answer(valid.clone()),
+    ]);
+    let out = generate("a shop").await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout).unwrap(),
+        pipeline("private")
+    );
+    assert!(
+        stderr.contains(&valid),
+        "the model's text as it came: {stderr}"
+    );
+    assert!(stderr.contains("[attempt 1: problems]"), "{stderr}");
+    assert!(stderr.contains("[attempt 2: accepted]"), "{stderr}");
+
+    // The provider refuses and echoes the key: exit 1 with the code, key hidden.
+    let echo =
+        json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}}).to_string();
+    fake.script(vec![Reply::Status(401, echo)]);
+    let out = generate("again").await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("AI_PROVIDER_ERROR"), "{stderr}");
+    assert!(!stderr.contains(KEY), "{stderr}");
+    // A refusal before the stream (a provider not configured): exit 1 too.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compliance"))
+        .args([
+            "generate",
+            "plugin",
+            "--prompt",
+            "x",
+            "--provider",
+            "ollama",
+            "--model",
+            "m",
+        ])
+        .args(["--organization", &acme, "--url", &base])
+        .env("PLATFORM_TOKEN", &alice)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("400 VALIDATION_ERROR"), "{stderr}");
+    assert!(stderr.contains("`ollama`"), "{stderr}");
+
+    crash::terminate(&server);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("generate"),
+        "the requests were logged: {logged}"
+    );
+    assert!(!logged.contains(KEY), "the key is in the log");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
