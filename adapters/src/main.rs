@@ -321,10 +321,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             let events = cli::platform::report_events(&text)
                 .map_err(|f| fail(format!("{file}: {}", f.message), 2))?;
             runtime()?.block_on(async {
-                let platform = cli::platform::Platform {
-                    url: platform.url,
-                    token: platform.token,
-                };
+                let platform = cli::platform::Platform::from(platform);
                 let totals = cli::platform::ingest_reports(&platform, &events, batch)
                     .await
                     .map_err(|f| fail(f.message, u8::try_from(f.code).unwrap_or(1)))?;
@@ -380,10 +377,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             access,
             platform,
         } => runtime()?.block_on(async {
-            let platform = cli::platform::Platform {
-                url: platform.url,
-                token: platform.token,
-            };
+            let platform = cli::platform::Platform::from(platform);
             let plugin = cli::platform::upload_plugin(
                 &platform,
                 (&file, &organization),
@@ -401,10 +395,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             organization,
             platform,
         } => runtime()?.block_on(async {
-            let platform = cli::platform::Platform {
-                url: platform.url,
-                token: platform.token,
-            };
+            let platform = cli::platform::Platform::from(platform);
             let pipeline =
                 cli::platform::create_pipeline(&platform, &file, (&project, &organization))
                     .await
@@ -422,10 +413,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             organization,
             platform,
         } => runtime()?.block_on(async {
-            let platform = cli::platform::Platform {
-                url: platform.url,
-                token: platform.token,
-            };
+            let platform = cli::platform::Platform::from(platform);
             let request = cli::generate::Request {
                 kind,
                 prompt,

@@ -54,6 +54,15 @@ pub struct PlatformArgs {
     pub token: String,
 }
 
+impl From<PlatformArgs> for cli::platform::Platform {
+    fn from(args: PlatformArgs) -> Self {
+        cli::platform::Platform {
+            url: args.url,
+            token: args.token,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 pub enum Verb {
     /// Run the HTTP server (COMPLIANCE_SERVICE_PORT, default 3000; DATABASE_URL, default a SQLite file here).

@@ -45,8 +45,10 @@ pub(crate) struct GenerateBody {
     #[schema(min_length = 1)]
     prompt: String,
     /// `openai`, `anthropic` or `ollama`: one of `GET .../providers`.
+    #[schema(max_length = 200)]
     provider: String,
     /// One of the provider's models.
+    #[schema(max_length = 200)]
     model: String,
 }
 
@@ -58,8 +60,10 @@ pub(crate) struct FromUrlBody {
     #[schema(min_length = 1, max_length = 2048)]
     url: String,
     /// `openai`, `anthropic` or `ollama`.
+    #[schema(max_length = 200)]
     provider: String,
     /// One of the provider's models.
+    #[schema(max_length = 200)]
     model: String,
     /// A branch or tag (else the default branch).
     #[serde(default, rename = "ref")]

@@ -32,6 +32,9 @@ use crate::outbound::git::{self, GitError};
 use crate::services::context::AppState;
 use crate::storage::OrgRecord;
 
+/// The longest provider or model name.
+pub const NAME_MAX_CHARS: usize = 200;
+
 /// The longest repository URL.
 pub const URL_MAX_CHARS: usize = 2048;
 
@@ -187,6 +190,15 @@ pub async fn begin(
             format!("configured: {}", names.join(", "))
         }
     };
+    // Named back in the refusals below: bounded first, so no answer grows with them.
+    for (field, value) in [("provider", &ask.provider), ("model", &ask.model)] {
+        if value.chars().count() > NAME_MAX_CHARS || value.chars().any(char::is_control) {
+            return Err(ServiceError::invalid(
+                field,
+                format!("must be at most {NAME_MAX_CHARS} characters, without control characters"),
+            ));
+        }
+    }
     let provider = settings.provider(&ask.provider).ok_or_else(|| {
         ServiceError::invalid(
             "provider",

@@ -972,6 +972,11 @@ async fn gates_checks_and_quota_come_before_the_provider(app: &TestApp) {
             "`gpt-9`",
         ),
         (
+            json!({"prompt": "x", "provider": "openai", "model": "m".repeat(1_000)}),
+            "model",
+            "at most 200 characters",
+        ),
+        (
             json!({"prompt": "  ", "provider": "openai", "model": "model-a"}),
             "prompt",
             "blank",
@@ -1001,6 +1006,7 @@ async fn gates_checks_and_quota_come_before_the_provider(app: &TestApp) {
                 answer["message"].as_str().unwrap().contains(words),
                 "{answer}"
             );
+            assert!(answer.to_string().len() < 1_000, "bounded: {answer}");
         }
     }
     let (status, body) = server
@@ -1209,6 +1215,7 @@ async fn backend(
         .env("REMOTE_ADDR", "127.0.0.1")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     {
@@ -1327,7 +1334,9 @@ async fn a_git_url_is_surveyed_within_bounds(app: &TestApp) {
         ),
         (
             from_url(
-                &format!("http://127.0.0.1:{}/app.git", crash::free_port()),
+                // The discard port: nothing listens there (a port picked as free could be
+                // taken by another test's server before the fetch).
+                "http://127.0.0.1:9/app.git",
                 None,
             ),
             "cannot be fetched",
