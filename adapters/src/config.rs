@@ -265,6 +265,9 @@ pub struct AiSettings {
     /// `AI_STREAM_KEEPALIVE_SECONDS` (10): how often a quiet generation stream sends a
     /// keep-alive comment.
     pub keep_alive: Duration,
+    /// `AI_GENERATIONS_PER_ORG` (4): the most generations of one organization
+    /// running at once on a replica (429 `RATE_LIMITED` past it).
+    pub generations_per_org: usize,
     /// `AI_GIT_TIMEOUT_SECONDS` (30): the longest a repository's fetch may take.
     pub git_timeout: Duration,
     /// `AI_GIT_MAX_BYTES` (52428800): the most a fetched repository may hold.
@@ -537,6 +540,8 @@ fn ai_settings(r: &mut Reader<'_>) -> AiSettings {
         )
         .unwrap_or(262_144),
         keep_alive: Duration::from_secs(r.positive("AI_STREAM_KEEPALIVE_SECONDS", 10).min(300)),
+        generations_per_org: usize::try_from(r.positive("AI_GENERATIONS_PER_ORG", 4).min(1_000))
+            .unwrap_or(4),
         git_timeout: Duration::from_secs(r.positive("AI_GIT_TIMEOUT_SECONDS", 30).min(600)),
         git_max_bytes: r.positive("AI_GIT_MAX_BYTES", 52_428_800),
         git_max_files: usize::try_from(r.positive("AI_GIT_MAX_FILES", 10_000).min(1_000_000))

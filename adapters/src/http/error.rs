@@ -337,6 +337,8 @@ fn generation_error(error: crate::services::generation::GenerationError) -> ApiE
             format!("no usable {kind} after {attempts} attempts"),
         )
         .with_details(json!({"attempts": attempts, "problems": problems})),
+        E::Busy { limit } => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
+            .with_details(json!({"limit": limit, "retryAfterSeconds": 5})),
         // Nobody reads it: the client went away.
         E::Cancelled => ApiError::new(StatusCode::BAD_REQUEST, "CANCELLED", message),
     }

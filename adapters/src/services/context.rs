@@ -55,6 +55,8 @@ pub struct AppState {
     pub registry: Option<Arc<crate::outbound::registry::RegistryClient>>,
     /// The AI providers' client (one connection pool).
     pub ai: crate::outbound::ai::AiClient,
+    /// The generations running on this replica, per organization.
+    pub generations: Arc<crate::services::generation::InFlight>,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
 }
@@ -76,6 +78,7 @@ impl AppState {
             feed: Arc::new(crate::services::message_feed::MessageFeed::default()),
             registry,
             ai: crate::outbound::ai::AiClient::new(),
+            generations: Arc::default(),
             config: Arc::new(config),
             store,
             keys: Arc::new(keys),

@@ -12,7 +12,8 @@
 //! [`run`] talks to the provider and reports its progress to a stream when there is
 //! one, and stops when the stream's reader goes away.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ::generation::{Conversation, Kind, Problem, Survey, MAX_ATTEMPTS};
 use chrono::{DateTime, Utc};
@@ -66,6 +67,12 @@ pub enum GenerationError {
         /// The problems of the last.
         problems: Vec<Problem>,
     },
+    /// The organization already runs as many generations as a replica allows.
+    #[error("at most {limit} generations of an organization run at once on a server; try again when one ends")]
+    Busy {
+        /// `AI_GENERATIONS_PER_ORG`.
+        limit: usize,
+    },
     /// The stream's reader went away; the provider call was dropped.
     #[error("the client went away")]
     Cancelled,
@@ -98,9 +105,53 @@ pub struct Ask {
     pub source: Source,
 }
 
-/// A generation checked and charged, ready to run.
-#[derive(Debug, Clone)]
+/// The generations running on this replica, per organization.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    counts: Mutex<HashMap<String, usize>>,
+}
+
+impl InFlight {
+    /// A place for one more generation of `org_id`, unless `limit` run already.
+    fn take(self: &Arc<Self>, org_id: &str, limit: usize) -> Option<Place> {
+        let mut counts = self.counts.lock().ok()?;
+        let count = counts.entry(org_id.to_owned()).or_insert(0);
+        if *count >= limit {
+            return None;
+        }
+        *count += 1;
+        Some(Place {
+            in_flight: Arc::clone(self),
+            org_id: org_id.to_owned(),
+        })
+    }
+}
+
+/// One running generation's place, given back when dropped.
+#[derive(Debug)]
+struct Place {
+    in_flight: Arc<InFlight>,
+    org_id: String,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if let Ok(mut counts) = self.in_flight.counts.lock() {
+            if let Some(count) = counts.get_mut(&self.org_id) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    counts.remove(&self.org_id);
+                }
+            }
+        }
+    }
+}
+
+/// A generation checked and charged, ready to run (its place among the
+/// organization's running generations held until it is dropped).
+#[derive(Debug)]
 pub struct Generation {
+    _place: Place,
     kind: Kind,
     provider: ProviderSettings,
     model: String,
@@ -241,8 +292,14 @@ pub async fn begin(
             Start::Repository { checked, reference }
         }
     };
+    let limit = settings.generations_per_org;
+    let place = state
+        .generations
+        .take(&org.id, limit)
+        .ok_or(GenerationError::Busy { limit })?;
     quotas::charge(state, org, (Dimension::AiCalls, 1), None, now).await?;
     Ok(Generation {
+        _place: place,
         kind: ask.kind,
         provider: provider.clone(),
         model: ask.model,
@@ -299,6 +356,30 @@ fn check_reference(reference: &str) -> ServiceResult<()> {
 /// [`GenerationError::Cancelled`] as soon as `progress`'s reader goes away (the
 /// provider call is dropped, which closes its connection).
 pub async fn run(
+    state: &AppState,
+    org: &OrgRecord,
+    generation: Generation,
+    progress: Option<mpsc::Sender<Progress>>,
+) -> ServiceResult<Generated> {
+    let (kind, provider, model) = (
+        generation.kind.name(),
+        generation.provider.wire.name(),
+        generation.model.clone(),
+    );
+    let outcome = attempts(state, org, generation, progress).await;
+    // One line per generation for operators: never the prompt or the answer.
+    match &outcome {
+        Ok(done) => {
+            tracing::info!(org = %org.id, kind, provider, %model, attempts = done.attempts, "generation answered")
+        }
+        Err(error) => {
+            tracing::info!(org = %org.id, kind, provider, %model, %error, "generation failed")
+        }
+    }
+    outcome
+}
+
+async fn attempts(
     state: &AppState,
     org: &OrgRecord,
     generation: Generation,

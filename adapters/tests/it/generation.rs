@@ -926,6 +926,75 @@ async fn a_client_that_leaves_cancels_the_provider_call(app: &TestApp) {
     server.stop().await;
 }
 
+/// AI_GENERATIONS_PER_ORG bounds what one organization runs at once on a replica:
+/// past it 429 RATE_LIMITED before anything is charged; a place is given back when
+/// its generation ends, even by a client that leaves.
+async fn an_organization_runs_a_bounded_number_of_generations_at_once(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let server = fakes.server(app, &[("AI_GENERATIONS_PER_ORG", "1")]).await;
+    let (acme, alice) = pro_org(&server, "alice", "acme").await;
+    let (other, bob) = pro_org(&server, "bob", "other").await;
+    fakes.openai.script(vec![
+        Reply::Hang("{".to_owned()),
+        Reply::Answer(pipeline("private").to_string()),
+    ]);
+    let path = "/api/pipelines/generate/stream";
+    let (status, held) = open(&server, path, &alice, &acme, ask("openai", "shop")).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &alice,
+            Some(&acme),
+            Some(ask("openai", "shop")),
+        )
+        .await;
+    assert_eq!(code(status, &body), "RATE_LIMITED", "{body}");
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(body["details"]["limit"], 1);
+    assert_eq!(
+        ai_used(&server, &alice, &acme).await,
+        1,
+        "the refused one was not charged"
+    );
+    // Another organization is not held back by acme's.
+    fakes
+        .ollama
+        .script(vec![Reply::Answer(pipeline("private").to_string())]);
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            &bob,
+            Some(&other),
+            Some(ask("ollama", "shop")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The held stream's client leaves: its place is given back.
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (status, body) = server
+            .call(
+                "POST",
+                "/api/pipelines/generate",
+                &alice,
+                Some(&acme),
+                Some(ask("openai", "shop")),
+            )
+            .await;
+        if status == StatusCode::OK {
+            break;
+        }
+        assert_eq!(code(status, &body), "RATE_LIMITED", "{body}");
+        assert!(Instant::now() < deadline, "the place was not given back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server.stop().await;
+}
+
 /// The tier gate comes first (Developer: 403 with the feature, nothing charged, no
 /// provider called); then the provider, the model, the prompt (400 naming each,
 /// nothing charged); the quota (429, no provider called); a provider failure is
@@ -1441,6 +1510,7 @@ on_both_backends!(
     plugins_are_checked_like_uploads_and_deploy,
     streams_carry_text_attempts_and_end_in_result_or_error,
     a_client_that_leaves_cancels_the_provider_call,
+    an_organization_runs_a_bounded_number_of_generations_at_once,
     gates_checks_and_quota_come_before_the_provider,
     providers_are_listed_and_keys_never_shown,
     a_git_url_is_surveyed_within_bounds,
