@@ -279,28 +279,33 @@ fn size_of(dir: &Path) -> u64 {
     total
 }
 
-/// What a failed clone means, in words the caller can act on.
+/// What a failed clone means, in words the caller can act on. Only git's own phrases
+/// are matched, never bare numbers (a URL's port may hold `401`).
 fn unavailable(said: &str, reference: Option<&str>) -> String {
     let lower = said.to_ascii_lowercase();
-    if lower.contains("terminal prompts disabled")
-        || lower.contains("authentication")
-        || lower.contains("could not read username")
-        || lower.contains("403")
-        || lower.contains("401")
-    {
+    let has = |phrases: &[&str]| phrases.iter().any(|p| lower.contains(p));
+    if has(&[
+        "terminal prompts disabled",
+        "could not read username",
+        "could not read password",
+        "authentication failed",
+        "returned error: 401",
+        "returned error: 403",
+    ]) {
         "the repository cannot be read without credentials: it is private, or does not exist"
             .to_owned()
-    } else if lower.contains("not found") && lower.contains("remote branch") {
+    } else if has(&["remote branch"]) && has(&["not found"]) {
         format!(
             "the ref `{}` is not a branch or tag of the repository",
             reference.unwrap_or_default()
         )
-    } else if lower.contains("not found")
-        || lower.contains("404")
-        || lower.contains("does not appear to be a git repository")
+    } else if has(&[
+        "returned error: 404",
+        "does not appear to be a git repository",
+    ]) || (has(&["repository '"]) && has(&["' not found"]))
     {
         "no Git repository at this URL".to_owned()
-    } else if lower.contains("redirect") {
+    } else if has(&["redirect"]) {
         "the URL redirects elsewhere; give the repository's own URL".to_owned()
     } else {
         let last = said
@@ -368,5 +373,18 @@ mod tests {
             None
         )
         .contains("Failed to connect"));
+        assert_eq!(
+            unavailable(
+                "fatal: repository 'http://127.0.0.1:40127/absent.git/' not found",
+                None
+            ),
+            "no Git repository at this URL",
+            "a port holding 401 is not a refusal"
+        );
+        assert!(unavailable(
+            "fatal: unable to access 'http://h:4403/r/': The requested URL returned error: 403",
+            None
+        )
+        .contains("private"));
     }
 }

@@ -403,6 +403,25 @@ fn ask(provider: &str, prompt: &str) -> Value {
     json!({"prompt": prompt, "provider": provider, "model": "model-b"})
 }
 
+/// `POST /api/pipelines/generate` with `provider`'s second model and `prompt`.
+async fn generate_pipeline(
+    server: &TestApp,
+    token: &str,
+    org: &str,
+    provider: &str,
+    prompt: &str,
+) -> (StatusCode, Value) {
+    server
+        .call(
+            "POST",
+            "/api/pipelines/generate",
+            token,
+            Some(org),
+            Some(ask(provider, prompt)),
+        )
+        .await
+}
+
 /// A stream request; its status and body.
 async fn open(
     app: &TestApp,
@@ -519,15 +538,7 @@ async fn each_format_retries_broken_json_and_answers_a_creatable_body(app: &Test
     // The answer is a create body as it stands.
     let generated = {
         fakes.openai.script(vec![Reply::Answer(valid.clone())]);
-        let (_, body) = server
-            .call(
-                "POST",
-                "/api/pipelines/generate",
-                &alice,
-                Some(&acme),
-                Some(ask("openai", "again")),
-            )
-            .await;
+        let (_, body) = generate_pipeline(&server, &alice, &acme, "openai", "again").await;
         body["data"]["pipeline"].clone()
     };
     let (status, created) = server
@@ -571,15 +582,7 @@ async fn invalid_then_non_compliant_then_compliant(app: &TestApp) {
         Reply::Answer(pipeline("public").to_string()),
         Reply::Answer(pipeline("private").to_string()),
     ]);
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &alice,
-            Some(&acme),
-            Some(ask("anthropic", "shop")),
-        )
-        .await;
+    let (status, body) = generate_pipeline(&server, &alice, &acme, "anthropic", "shop").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["attempts"], 3);
     assert_eq!(
@@ -618,15 +621,7 @@ async fn always_non_compliant_fails_after_two_retries_charged_once(app: &TestApp
     private_only(&server, &alice, &acme).await;
     let public = pipeline("public").to_string();
     fakes.ollama.script(vec![Reply::Answer(public.clone()); 4]);
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &alice,
-            Some(&acme),
-            Some(ask("ollama", "shop")),
-        )
-        .await;
+    let (status, body) = generate_pipeline(&server, &alice, &acme, "ollama", "shop").await;
     assert_eq!(code(status, &body), "GENERATION_FAILED", "{body}");
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(body["details"]["attempts"], 3);
@@ -645,15 +640,7 @@ async fn always_non_compliant_fails_after_two_retries_charged_once(app: &TestApp
     // Tenant isolation: bob's organization has no such rule.
     let (other, bob) = pro_org(&server, "bob", "other").await;
     fakes.ollama.script(vec![Reply::Answer(public)]);
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &bob,
-            Some(&other),
-            Some(ask("ollama", "shop")),
-        )
-        .await;
+    let (status, body) = generate_pipeline(&server, &bob, &other, "ollama", "shop").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["attempts"], 1);
     assert_eq!(ai_used(&server, &bob, &other).await, 1);
@@ -663,15 +650,7 @@ async fn always_non_compliant_fails_after_two_retries_charged_once(app: &TestApp
         "acme's count is its own"
     );
     // Alice cannot generate in bob's organization, nor charge it.
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &alice,
-            Some(&other),
-            Some(ask("ollama", "shop")),
-        )
-        .await;
+    let (status, body) = generate_pipeline(&server, &alice, &other, "ollama", "shop").await;
     assert!(
         status == StatusCode::FORBIDDEN || status == StatusCode::NOT_FOUND,
         "{status} {body}"
@@ -850,15 +829,7 @@ async fn streams_carry_text_attempts_and_end_in_result_or_error(app: &TestApp) {
     }
     // The JSON endpoint says the same.
     fakes.openai.script(vec![Reply::Cut(valid.clone())]);
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &alice,
-            Some(&acme),
-            Some(ask("openai", "shop")),
-        )
-        .await;
+    let (status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
     assert_eq!(code(status, &body), "AI_STREAM_TRUNCATED", "{body}");
     assert_eq!(status, StatusCode::BAD_GATEWAY);
 
@@ -941,15 +912,7 @@ async fn an_organization_runs_a_bounded_number_of_generations_at_once(app: &Test
     let path = "/api/pipelines/generate/stream";
     let (status, held) = open(&server, path, &alice, &acme, ask("openai", "shop")).await;
     assert_eq!(status, StatusCode::OK);
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &alice,
-            Some(&acme),
-            Some(ask("openai", "shop")),
-        )
-        .await;
+    let (status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
     assert_eq!(code(status, &body), "RATE_LIMITED", "{body}");
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(body["details"]["limit"], 1);
@@ -962,29 +925,13 @@ async fn an_organization_runs_a_bounded_number_of_generations_at_once(app: &Test
     fakes
         .ollama
         .script(vec![Reply::Answer(pipeline("private").to_string())]);
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &bob,
-            Some(&other),
-            Some(ask("ollama", "shop")),
-        )
-        .await;
+    let (status, body) = generate_pipeline(&server, &bob, &other, "ollama", "shop").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     // The held stream's client leaves: its place is given back.
     drop(held);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let (status, body) = server
-            .call(
-                "POST",
-                "/api/pipelines/generate",
-                &alice,
-                Some(&acme),
-                Some(ask("openai", "shop")),
-            )
-            .await;
+        let (status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
         if status == StatusCode::OK {
             break;
         }
@@ -1112,15 +1059,7 @@ async fn gates_checks_and_quota_come_before_the_provider(app: &TestApp) {
         500,
         "{\"error\": {\"message\": \"upstream down\"}}".to_owned(),
     )]);
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &alice,
-            Some(&acme),
-            Some(ask("openai", "shop")),
-        )
-        .await;
+    let (status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
     assert_eq!(code(status, &body), "AI_PROVIDER_ERROR", "{body}");
     assert_eq!(body["details"]["providerStatus"], 500);
     assert_eq!(ai_used(&server, &alice, &acme).await, 1, "not refunded");
@@ -1130,15 +1069,7 @@ async fn gates_checks_and_quota_come_before_the_provider(app: &TestApp) {
     fakes
         .openai
         .script(vec![Reply::Answer(pipeline("private").to_string())]);
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &alice,
-            Some(&acme),
-            Some(ask("openai", "shop")),
-        )
-        .await;
+    let (status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     for path in [
         "/api/pipelines/generate",
@@ -1188,15 +1119,7 @@ async fn providers_are_listed_and_keys_never_shown(app: &TestApp) {
     let echo =
         json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}}).to_string();
     fakes.anthropic.script(vec![Reply::Status(401, echo)]);
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &alice,
-            Some(&acme),
-            Some(ask("anthropic", "shop")),
-        )
-        .await;
+    let (status, body) = generate_pipeline(&server, &alice, &acme, "anthropic", "shop").await;
     assert_eq!(code(status, &body), "AI_PROVIDER_ERROR", "{body}");
     assert!(!body.to_string().contains(KEY), "{body}");
     assert!(
