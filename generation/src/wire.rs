@@ -115,19 +115,15 @@ impl Wire {
         }
     }
 
-    /// What a server-sent event (`event` name, `data`) of an OpenAI-compatible or
-    /// Anthropic stream means; nothing for the events that carry no text.
+    /// What one piece of a stream means: a server-sent event (`event` name, `data`)
+    /// of an OpenAI-compatible or Anthropic stream, or one line of an Ollama stream
+    /// (`data`; it has no event names). Nothing for the pieces that carry no text.
     pub fn event(self, event: &str, data: &str) -> Vec<Step> {
         match self {
             Wire::OpenAi => openai(data),
             Wire::Anthropic => anthropic(event, data),
             Wire::Ollama => ollama(data),
         }
-    }
-
-    /// What one line of an Ollama stream means.
-    pub fn line(self, line: &str) -> Vec<Step> {
-        ollama(line)
     }
 }
 
@@ -316,16 +312,18 @@ mod tests {
     #[test]
     fn ollama_lines() {
         assert_eq!(
-            Wire::Ollama
-                .line(r#"{"model":"m","message":{"role":"assistant","content":"x"},"done":false}"#),
+            Wire::Ollama.event(
+                "",
+                r#"{"model":"m","message":{"role":"assistant","content":"x"},"done":false}"#
+            ),
             [Step::Text("x".to_owned())]
         );
         assert_eq!(
-            Wire::Ollama.line(r#"{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}"#),
+            Wire::Ollama.event("", r#"{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}"#),
             [Step::Done]
         );
         assert_eq!(
-            Wire::Ollama.line(r#"{"error":"model 'x' not found"}"#),
+            Wire::Ollama.event("", r#"{"error":"model 'x' not found"}"#),
             [Step::Failed("model 'x' not found".to_owned())]
         );
     }

@@ -122,31 +122,40 @@ pub(crate) struct AttemptEvent {
     problems: Vec<Problem>,
 }
 
-fn answer_of(generated: Generated) -> serde_json::Value {
-    let Generated {
-        body,
-        provider,
-        model,
-        attempts,
-        warnings,
-    } = generated;
-    let value = match body {
-        Body::Pipeline(pipeline) => serde_json::to_value(GeneratedPipelineAnswer {
-            pipeline,
+/// A generation's answer: the pipeline's or the plugin's.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum GeneratedAnswer {
+    Pipeline(GeneratedPipelineAnswer),
+    Plugin(GeneratedPluginAnswer),
+}
+
+impl From<Generated> for GeneratedAnswer {
+    fn from(generated: Generated) -> Self {
+        let Generated {
+            body,
             provider,
             model,
             attempts,
             warnings,
-        }),
-        Body::Plugin(plugin) => serde_json::to_value(GeneratedPluginAnswer {
-            plugin,
-            provider,
-            model,
-            attempts,
-            warnings,
-        }),
-    };
-    value.unwrap_or(serde_json::Value::Null)
+        } = generated;
+        match body {
+            Body::Pipeline(pipeline) => GeneratedAnswer::Pipeline(GeneratedPipelineAnswer {
+                pipeline,
+                provider,
+                model,
+                attempts,
+                warnings,
+            }),
+            Body::Plugin(plugin) => GeneratedAnswer::Plugin(GeneratedPluginAnswer {
+                plugin,
+                provider,
+                model,
+                attempts,
+                warnings,
+            }),
+        }
+    }
 }
 
 /// `GET /pipelines/providers` and `GET /plugins/providers`: the configured
@@ -164,10 +173,10 @@ async fn generate(
     state: AppState,
     granted: Granted,
     ask: Ask,
-) -> Result<Answer<serde_json::Value>, ApiError> {
+) -> Result<Answer<GeneratedAnswer>, ApiError> {
     let started = generation::begin(&state, &granted.org, ask, Utc::now()).await?;
     let generated = generation::run(&state, &granted.org, started, None).await?;
-    Ok(Answer::ok(answer_of(generated)))
+    Ok(Answer::ok(generated.into()))
 }
 
 fn prompt_ask(kind: Kind, body: GenerateBody) -> Ask {
@@ -184,7 +193,7 @@ pub(crate) async fn generate_pipeline(
     State(state): State<AppState>,
     granted: Granted,
     Json(body): Json<GenerateBody>,
-) -> Result<Answer<serde_json::Value>, ApiError> {
+) -> Result<Answer<GeneratedAnswer>, ApiError> {
     generate(state, granted, prompt_ask(Kind::Pipeline, body)).await
 }
 
@@ -193,7 +202,7 @@ pub(crate) async fn generate_plugin(
     State(state): State<AppState>,
     granted: Granted,
     Json(body): Json<GenerateBody>,
-) -> Result<Answer<serde_json::Value>, ApiError> {
+) -> Result<Answer<GeneratedAnswer>, ApiError> {
     generate(state, granted, prompt_ask(Kind::Plugin, body)).await
 }
 
@@ -284,7 +293,7 @@ async fn streamed(
     });
     let last = stream::once(async move {
         Ok(match finished.await {
-            Ok(Ok(generated)) => event("result", &answer_of(generated)),
+            Ok(Ok(generated)) => event("result", &GeneratedAnswer::from(generated)),
             Ok(Err(error)) => event("error", &ApiError::from(error).body()),
             Err(_) => event(
                 "error",

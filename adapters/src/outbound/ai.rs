@@ -121,17 +121,13 @@ impl AiClient {
         if wire.is_event_stream() {
             request = request.header(reqwest::header::ACCEPT, "text/event-stream");
         }
-        let redact = |text: String| match &provider.api_key {
-            Some(key) if !key.is_empty() => text.replace(key.as_str(), "***"),
-            _ => text,
-        };
         let response = request.send().await.map_err(|e| AiError::Unreachable {
             provider: name,
-            cause: redact(without_url(&e)),
+            cause: without_url(&e),
         })?;
         let status = response.status();
         if !status.is_success() {
-            let message = redact(refusal_message(response).await);
+            let message = redacted(refusal_message(response).await, provider.api_key.as_deref());
             return Err(AiError::Refused {
                 provider: name,
                 status: status.as_u16(),
@@ -211,26 +207,26 @@ impl Answering {
                 }
                 Some(Step::Done) => return Ok(None),
                 Some(Step::Failed(message)) => {
-                    let message = match &self.key {
-                        Some(key) if !key.is_empty() => message.replace(key.as_str(), "***"),
-                        _ => message,
-                    };
+                    let message = redacted(message, self.key.as_deref());
                     return Err(AiError::Failed { provider, message });
                 }
                 None => {}
             }
             match self.events.next().await {
                 Some(Ok((event, data))) => {
-                    let steps = if self.wire.is_event_stream() {
-                        self.wire.event(&event, &data)
-                    } else {
-                        self.wire.line(&data)
-                    };
-                    self.pending.extend(steps);
+                    self.pending.extend(self.wire.event(&event, &data));
                 }
                 Some(Err(_)) | None => return Err(AiError::Truncated { provider }),
             }
         }
+    }
+}
+
+/// `text` with the provider's key taken out, should the provider echo it.
+fn redacted(text: String, key: Option<&str>) -> String {
+    match key {
+        Some(key) if !key.is_empty() => text.replace(key, "***"),
+        _ => text,
     }
 }
 

@@ -386,7 +386,7 @@ async fn attempts(
     progress: Option<mpsc::Sender<Progress>>,
 ) -> ServiceResult<Generated> {
     let progress = progress.as_ref();
-    let schema = schema_text(generation.kind);
+    let schema = schema_of(generation.kind).1.as_str();
     let mut conversation = match &generation.start {
         Start::Prompt(prompt) => Conversation::new(generation.kind, schema, prompt),
         Start::Repository { checked, reference } => {
@@ -500,7 +500,7 @@ async fn answer(
                 &generation.provider,
                 &generation.model,
                 conversation,
-                schema(generation.kind),
+                &schema_of(generation.kind).0,
                 settings.output_max_bytes,
             )
             .await
@@ -614,24 +614,20 @@ fn problem_of(error: ServiceError) -> Problem {
 }
 
 /// The JSON Schema of the body a kind answers, derived from the type a create
-/// parses (its components under `$defs`).
-pub fn schema(kind: Kind) -> &'static Value {
-    static PIPELINE: OnceLock<Value> = OnceLock::new();
-    static PLUGIN: OnceLock<Value> = OnceLock::new();
-    match kind {
-        Kind::Pipeline => PIPELINE.get_or_init(json_schema::<PipelineInput>),
-        Kind::Plugin => PLUGIN.get_or_init(json_schema::<GeneratedPlugin>),
-    }
-}
-
-fn schema_text(kind: Kind) -> &'static str {
-    static PIPELINE: OnceLock<String> = OnceLock::new();
-    static PLUGIN: OnceLock<String> = OnceLock::new();
-    let cell = match kind {
-        Kind::Pipeline => &PIPELINE,
-        Kind::Plugin => &PLUGIN,
+/// parses (its components under `$defs`), and its text for the instructions; made
+/// once.
+fn schema_of(kind: Kind) -> &'static (Value, String) {
+    static PIPELINE: OnceLock<(Value, String)> = OnceLock::new();
+    static PLUGIN: OnceLock<(Value, String)> = OnceLock::new();
+    let (cell, make): (_, fn() -> Value) = match kind {
+        Kind::Pipeline => (&PIPELINE, json_schema::<PipelineInput>),
+        Kind::Plugin => (&PLUGIN, json_schema::<GeneratedPlugin>),
     };
-    cell.get_or_init(|| schema(kind).to_string())
+    cell.get_or_init(|| {
+        let schema = make();
+        let text = schema.to_string();
+        (schema, text)
+    })
 }
 
 fn json_schema<T: utoipa::ToSchema>() -> Value {
@@ -679,7 +675,7 @@ mod tests {
 
     #[test]
     fn schemas_stand_alone() {
-        let pipeline = schema(Kind::Pipeline);
+        let pipeline = &schema_of(Kind::Pipeline).0;
         let text = pipeline.to_string();
         assert!(!text.contains("#/components/"), "{text}");
         assert!(text.contains("#/$defs/PipelineProps"), "{text}");
@@ -694,7 +690,7 @@ mod tests {
                 "props"
             ])
         );
-        let plugin = schema(Kind::Plugin);
+        let plugin = &schema_of(Kind::Plugin).0;
         assert!(plugin["properties"]["dockerfile"].is_object(), "{plugin}");
     }
 
