@@ -18,6 +18,8 @@ pub mod client;
 pub mod compliance;
 pub mod config;
 #[cfg(feature = "server")]
+pub mod console;
+#[cfg(feature = "server")]
 pub mod cpu;
 pub mod emitter;
 #[cfg(feature = "server")]

@@ -34,6 +34,7 @@ struct Series {
 pub struct Metrics {
     requests: Mutex<BTreeMap<(&'static str, String, u16), Series>>,
     denied_unknown: std::sync::atomic::AtomicU64,
+    csp_violations: std::sync::atomic::AtomicU64,
     /// Re-evaluation events processed, retried and dead, scans started and entities
     /// scanned (this process).
     counters: [std::sync::atomic::AtomicU64; 5],
@@ -66,6 +67,13 @@ impl Metrics {
     /// audit chain is created for it).
     pub fn denied_unknown_organization(&self) {
         self.denied_unknown
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Counts a browser's report of a console page breaking its content security
+    /// policy.
+    pub fn csp_violation(&self) {
+        self.csp_violations
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
@@ -172,6 +180,14 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
             );
         }
+        out.push_str("# HELP console_csp_violations_total Content-Security-Policy violations browsers reported on console pages.\n");
+        out.push_str("# TYPE console_csp_violations_total counter\n");
+        let _ = writeln!(
+            out,
+            "console_csp_violations_total {}",
+            self.csp_violations
+                .load(std::sync::atomic::Ordering::Relaxed)
+        );
         out.push_str("# HELP authz_denied_unknown_organization_total Denied requests naming an organization that does not exist.\n");
         out.push_str("# TYPE authz_denied_unknown_organization_total counter\n");
         let _ = writeln!(

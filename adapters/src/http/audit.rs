@@ -314,6 +314,67 @@ pub(crate) async fn verify(
     Ok(Answer::ok(verification.into()))
 }
 
+/// The query of `GET /audit/export`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ExportQuery {
+    /// The chain (an organization's id).
+    #[param(required = true, min_length = 1, max_length = 200)]
+    org_id: Option<String>,
+    /// The last seq before the segment (0: from the start).
+    #[param(value_type = Option<u64>, minimum = 0)]
+    after: Option<String>,
+    /// Rows in the segment, 1 to 10,000 (10,000).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 10000)]
+    limit: Option<String>,
+}
+
+/// `GET /audit/export`: a segment of one chain as JSON lines, the newest signed
+/// checkpoint it reaches first (`{"checkpoint": note}`), then its rows as stored;
+/// what `compliance audit verify` and the console's in-browser check read.
+pub(crate) async fn export(
+    State(state): State<AppState>,
+    Query(q): Query<ExportQuery>,
+) -> Result<Response, ApiError> {
+    let chain = q
+        .org_id
+        .filter(|o| !o.trim().is_empty())
+        .ok_or_else(|| ApiError::invalid_field("orgId", "is required"))?;
+    let after = match q.after.as_deref() {
+        None => 0,
+        Some(text) => text
+            .parse::<u64>()
+            .map_err(|_| ApiError::invalid_field("after", "must be a whole number"))?,
+    };
+    let limit = match q.limit.as_deref() {
+        None => audit::MAX_EXPORT_SEGMENT,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=audit::MAX_EXPORT_SEGMENT).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid_field("limit", "must be a whole number from 1 to 10000")
+            })?,
+    };
+    let (note, rows) = audit::export_segment(&state.store, &chain, after, limit).await?;
+    let mut out = String::new();
+    if let Some(note) = note {
+        out.push_str(&serde_json::json!({ "checkpoint": note }).to_string());
+        out.push('\n');
+    }
+    for row in &rows {
+        let line = serde_json::to_string(row).map_err(|e| ApiError::internal(e.to_string()))?;
+        out.push_str(&line);
+        out.push('\n');
+    }
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
+        out,
+    )
+        .into_response())
+}
+
 /// The query of `GET /audit/checkpoints`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]

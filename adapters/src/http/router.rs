@@ -15,13 +15,16 @@ use crate::http::state::AppState;
 /// The whole application: the route table's routes, and the layers around them.
 pub fn router(state: AppState) -> Router {
     let body_limit = state.config.http.body_limit_bytes;
-    crate::http::routes::router(&state)
+    let api = crate::http::routes::router(&state)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(state.clone());
+    // The console calls the API's routes in the process (their gate included).
+    let console = crate::console::router(state.clone(), api.clone());
+    api.merge(console)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(body_limit))
         .layer(middleware::from_fn(refuse_nul_in_uri))
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .with_state(state)
+        .layer(middleware::from_fn_with_state(state, observe))
 }
 
 async fn not_found() -> ApiError {

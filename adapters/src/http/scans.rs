@@ -566,6 +566,13 @@ pub(crate) async fn posture(
 pub(crate) struct ReportQuery {
     #[param(value_type = Target, required = true, inline)]
     target: Option<String>,
+    /// Only entities whose current result is this one.
+    #[param(value_type = Option<String>, pattern = "^(pass|warn|block|error)$")]
+    status: Option<String>,
+    /// Only entities whose current result violates this rule (its id), and only
+    /// that rule's results.
+    #[param(max_length = 200)]
+    rule: Option<String>,
     #[serde(flatten)]
     #[param(ignore)]
     page: PageParams,
@@ -585,7 +592,22 @@ pub(crate) async fn policy_report(
         .target
         .as_deref()
         .ok_or_else(|| ApiError::invalid_field("target", "is required: plugin or pipeline"))?;
-    let report: PolicyReport =
-        posture::policy_report(&state, &granted.org, target, page.limit, page.offset).await?;
+    let rule = q
+        .rule
+        .as_deref()
+        .map(|r| crate::http::organizations::text("rule", r, 200))
+        .transpose()?;
+    let filter = posture::JudgedFilter {
+        status: q.status,
+        rule_id: rule,
+    };
+    let report: PolicyReport = posture::policy_report(
+        &state,
+        &granted.org,
+        (target, &filter),
+        page.limit,
+        page.offset,
+    )
+    .await?;
     Ok((StatusCode::OK, axum::Json(report)).into_response())
 }

@@ -103,7 +103,7 @@ pub(crate) struct Login {
 
 /// The connection's peer, when the server was started with it (tests drive the
 /// router without one).
-pub(crate) struct Peer(Option<SocketAddr>);
+pub(crate) struct Peer(pub(crate) Option<SocketAddr>);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Peer {
     type Rejection = std::convert::Infallible;

@@ -157,3 +157,27 @@ pub async fn verify_chain(
         checkpoints,
     })
 }
+
+/// The most rows one export segment holds.
+pub const MAX_EXPORT_SEGMENT: u32 = 10_000;
+
+/// A segment of a chain as `compliance audit verify` and the console read it: the
+/// rows after `after` (up to `limit`), and the newest signed checkpoint the segment
+/// reaches (none when checkpoints are off or none is that old).
+pub async fn export_segment(
+    store: &Store,
+    chain: &str,
+    after: u64,
+    limit: u32,
+) -> ServiceResult<(Option<String>, Vec<SealedEvent>)> {
+    let rows = store
+        .chain_batch(chain, after, limit.clamp(1, MAX_EXPORT_SEGMENT))
+        .await?;
+    let reached = rows.last().map_or(0, |row| row.seq);
+    let (recent, _) = store.checkpoints(chain, 100, 0).await?;
+    let note = recent
+        .into_iter()
+        .find(|c| c.seq <= reached && rows.first().is_some_and(|first| c.seq >= first.seq))
+        .map(|c| c.note);
+    Ok((note, rows))
+}

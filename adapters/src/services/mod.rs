@@ -19,6 +19,7 @@ pub mod billing;
 pub mod builds;
 pub mod catalog;
 pub mod checks;
+pub mod console;
 pub mod context;
 pub mod conversations;
 pub mod credentials;

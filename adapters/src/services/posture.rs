@@ -15,8 +15,8 @@ use crate::policy_report::{
     ReportResult, ReportSummary, ReportTimestamp,
 };
 use crate::services::context::AppState;
-pub use crate::storage::{FailingRule, StatusCounts};
-use crate::storage::{OrgRecord, PipelineFilter, PluginFilter};
+use crate::storage::OrgRecord;
+pub use crate::storage::{FailingRule, JudgedFilter, StatusCounts};
 
 /// An organization's posture.
 #[derive(Debug, Clone)]
@@ -153,16 +153,33 @@ pub const PAGE_LIMIT: &str = "compliance/page-limit";
 /// The annotation that carries the page's offset.
 pub const PAGE_OFFSET: &str = "compliance/page-offset";
 
+/// The annotation that names the entities' result the report was filtered by.
+pub const FILTER_STATUS: &str = "compliance/filter-status";
+/// The annotation that names the rule the report was filtered by.
+pub const FILTER_RULE: &str = "compliance/filter-rule";
+/// An entity's current results, as a filter names them.
+pub const STATUSES: [&str; 4] = ["pass", "warn", "block", "error"];
+
 /// A `PolicyReport` of the organization's entities of `target`: the summary over all
-/// of them, the results of a page of them (by creation); the page is described in
-/// `metadata.annotations` ([`PAGE_TOTAL`], [`PAGE_LIMIT`], [`PAGE_OFFSET`]).
+/// of them, the results of a page of them (by creation) whose current result is
+/// `filter.status` and violates `filter.rule_id` (only that rule's results then);
+/// the page and the filter are described in `metadata.annotations` ([`PAGE_TOTAL`],
+/// [`PAGE_LIMIT`], [`PAGE_OFFSET`], [`FILTER_STATUS`], [`FILTER_RULE`]).
 pub async fn policy_report(
     state: &AppState,
     org: &OrgRecord,
-    target: &str,
+    (target, filter): (&str, &JudgedFilter),
     limit: u32,
     offset: u64,
 ) -> ServiceResult<PolicyReport> {
+    if let Some(status) = filter.status.as_deref() {
+        if !STATUSES.contains(&status) {
+            return Err(ServiceError::invalid(
+                "status",
+                "must be pass, warn, block or error",
+            ));
+        }
+    }
     let t = targets(Some(target))?
         .first()
         .copied()
@@ -181,52 +198,39 @@ pub async fn policy_report(
         }
     }
     let now = Utc::now();
+    let (entities, total) = state
+        .store
+        .judged(&org.id, t.as_str(), filter, limit, offset)
+        .await?;
     let mut results = Vec::new();
-    let total = match t {
-        Target::Pipeline => {
-            let (items, total) = state
-                .store
-                .pipelines(
-                    &org.id,
-                    &PipelineFilter::default(),
-                    ("createdAt", true),
-                    limit,
-                    offset,
-                )
-                .await?;
-            for p in &items {
-                results.extend(entity_results(
-                    t,
-                    (&p.id, &p.pipeline_name),
-                    &p.compliance,
-                    now.timestamp(),
-                ));
-            }
-            total
+    for entity in &entities {
+        let mut judged = entity_results(
+            t,
+            (&entity.id, &entity.name),
+            &entity.compliance,
+            now.timestamp(),
+        );
+        if let Some(rule) = &filter.rule_id {
+            judged.retain(|r| {
+                r.properties
+                    .as_ref()
+                    .and_then(|p| p.get("ruleId"))
+                    .is_some_and(|id| id == rule)
+            });
         }
-        Target::Plugin => {
-            let (items, total) = state
-                .store
-                .plugins(
-                    &org.id,
-                    &PluginFilter::default(),
-                    ("createdAt", true),
-                    limit,
-                    offset,
-                )
-                .await?;
-            for p in &items {
-                let name = format!("{}@{}", p.name, p.version);
-                results.extend(entity_results(
-                    t,
-                    (&p.id, &name),
-                    &p.compliance,
-                    now.timestamp(),
-                ));
-            }
-            total
-        }
-    };
+        results.extend(judged);
+    }
+    let mut annotations = BTreeMap::from([
+        (PAGE_TOTAL.to_owned(), total.to_string()),
+        (PAGE_LIMIT.to_owned(), limit.to_string()),
+        (PAGE_OFFSET.to_owned(), offset.to_string()),
+    ]);
+    if let Some(status) = &filter.status {
+        annotations.insert(FILTER_STATUS.to_owned(), status.clone());
+    }
+    if let Some(rule) = &filter.rule_id {
+        annotations.insert(FILTER_RULE.to_owned(), rule.clone());
+    }
     Ok(PolicyReport {
         api_version: ReportApiVersion::V1alpha2,
         kind: ReportKind::PolicyReport,
@@ -236,11 +240,7 @@ pub async fn policy_report(
             creation_timestamp: now,
             // The page, where the CRD allows it (annotations are strings); a strict
             // validation refuses any top-level field the CRD does not declare.
-            annotations: BTreeMap::from([
-                (PAGE_TOTAL.to_owned(), total.to_string()),
-                (PAGE_LIMIT.to_owned(), limit.to_string()),
-                (PAGE_OFFSET.to_owned(), offset.to_string()),
-            ]),
+            annotations,
         },
         summary: ReportSummary {
             pass: counts.pass,

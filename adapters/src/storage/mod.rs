@@ -13,6 +13,7 @@ mod billing;
 mod builds;
 mod checkpoints;
 mod checks;
+mod console;
 mod conversations;
 mod decode;
 mod entitlement;
@@ -59,6 +60,7 @@ pub use billing::SubscriptionRecord;
 pub use builds::{BuildJob, NextStep};
 pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
 pub use checks::{CheckRecord, LiveCheck};
+pub use console::ConsoleSessionRecord;
 pub use conversations::{
     ConversationMessageRecord, ConversationRecord, FeedRow, NewMessage, ParticipantRecord,
 };
@@ -76,7 +78,7 @@ pub use outbox::{OutboxDepth, Pending};
 pub use pipelines::{PipelineFields, PipelineFilter, PipelineRecord, RegistryEntry};
 pub use plugins::{NewPlugin, PluginChange, PluginFilter, PluginRecord};
 pub use policies::PolicyRecord;
-pub use posture::{FailingRule, StatusCounts};
+pub use posture::{FailingRule, Judged, JudgedFilter, StatusCounts};
 pub use preferences::NotificationPreference;
 pub use quota::{Charge, Charged, QuotaRefusal, UsageRow};
 pub use reevaluation::{ClaimedEntity, QueueDepth, EVERYTHING};

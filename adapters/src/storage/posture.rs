@@ -5,7 +5,9 @@
 
 use sqlx::Row;
 
+use super::decode::Decoder;
 use super::{entity_table, Dialect, Store, StoreResult};
+use crate::inventory::EntityCompliance;
 
 /// How many of a target's entities stand at each result.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -37,6 +39,26 @@ pub struct FailingRule {
     pub target: String,
     /// Violations of it (one per failing entity and predicate).
     pub violations: u64,
+}
+
+/// Which judged entities a report reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JudgedFilter {
+    /// Their current result (`pass`, `warn`, `block`, `error`).
+    pub status: Option<String>,
+    /// A rule their current result violates (its id).
+    pub rule_id: Option<String>,
+}
+
+/// An entity with its current result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    /// Its id.
+    pub id: String,
+    /// Its name (a plugin's `name@version`).
+    pub name: String,
+    /// Its current result.
+    pub compliance: EntityCompliance,
 }
 
 fn count(row: &sqlx::any::AnyRow, column: &str) -> StoreResult<u64> {
@@ -120,5 +142,61 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// A page of the organization's entities of `target` (by creation) that pass
+    /// `filter`, with how many do.
+    pub async fn judged(
+        &self,
+        org_id: &str,
+        target: &str,
+        filter: &JudgedFilter,
+        limit: u32,
+        offset: u64,
+    ) -> StoreResult<(Vec<Judged>, u64)> {
+        let table = entity_table(target)?;
+        let name = if table == "plugins" {
+            "name || '@' || version"
+        } else {
+            "pipeline_name"
+        };
+        let (result, violates) = match self.dialect() {
+            Dialect::Postgres => (
+                "CAST(compliance AS jsonb)->>'result'",
+                "EXISTS (SELECT 1 FROM jsonb_array_elements(CAST(compliance AS jsonb)->'violations') AS v WHERE v.value->>'ruleId' = $3)",
+            ),
+            Dialect::Sqlite => (
+                "compliance ->> 'result'",
+                "EXISTS (SELECT 1 FROM json_each(compliance -> 'violations') AS v WHERE v.value ->> 'ruleId' = $3)",
+            ),
+        };
+        let condition =
+            format!("org_id = $1 AND ($2 IS NULL OR {result} = $2) AND ($3 IS NULL OR {violates})");
+        let binds = [
+            Some(org_id.to_owned()),
+            filter.status.clone(),
+            filter.rule_id.clone(),
+        ];
+        let select = format!("id, {name} AS name, compliance");
+        let (rows, total) = self
+            .page(
+                (&select, table, &condition, "created_at ASC, id ASC"),
+                &binds,
+                limit,
+                offset,
+            )
+            .await?;
+        let items = rows
+            .iter()
+            .map(|row| {
+                let d = Decoder::new(row, table, &["id"]);
+                Ok(Judged {
+                    id: d.get("id")?,
+                    name: d.get("name")?,
+                    compliance: d.json("compliance")?,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((items, total))
     }
 }

@@ -253,6 +253,7 @@ impl Store {
             "DELETE FROM signin_failures WHERE last_at < $1",
             "DELETE FROM account_mail WHERE created_at < $1 AND status <> 'pending'",
             "DELETE FROM email_verifications WHERE expires_at < $1",
+            "DELETE FROM console_sessions WHERE expires_at < $1",
         ] {
             let done = sqlx::query(&self.sql(statement))
                 .bind(stamp(before))

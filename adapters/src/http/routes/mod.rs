@@ -249,6 +249,13 @@ impl Route {
         self
     }
 
+    /// A success answered as JSON lines.
+    fn lines(mut self) -> Self {
+        self.ok = (200, json!({"type": "string"}));
+        self.media = "application/x-ndjson";
+        self
+    }
+
     /// A success answered as plain text.
     fn text(mut self) -> Self {
         self.ok = (200, json!({"type": "string"}));

@@ -21,6 +21,10 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("Verify one chain, and its signed checkpoints when they are on")
             .query_of::<audit::VerifyQuery>()
             .answers::<audit::ChainVerdict>(200),
+        get("/api/audit/export", "exportAudit", Access::SuperAdmin { step_up: false }, audit::export)
+            .doc("A segment of one chain as JSON lines (application/x-ndjson): the newest signed checkpoint it reaches first as `{\"checkpoint\": note}`, then its rows as stored, as `compliance audit verify` reads them")
+            .query_of::<audit::ExportQuery>()
+            .lines(),
         get("/api/audit/checkpoints", "listCheckpoints", Access::Org {
             from: InQuery("orgId"),
             need: Needs(AuditRead),

@@ -33,7 +33,7 @@ mod session;
 mod step_up;
 mod tokens;
 
-pub use session::{login, logout, refresh, Credentials, Session};
+pub use session::{end_session, login, logout, refresh, Credentials, Session};
 pub use step_up::{
     confirm_totp, enroll_totp, remove_totp, step_up, Reverification, StepUpProof, TotpEnrollment,
 };

@@ -221,17 +221,27 @@ pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> Servi
 /// is not an error: signing out twice is signing out).
 pub async fn logout(state: &AppState, token: &str, now: DateTime<Utc>) -> ServiceResult<()> {
     if let Some(family) = state.store.family_of(&token_hash(token.trim())).await? {
-        let event = user_event(
-            "user.logout",
-            (&family.user_id, None),
-            &family.user_id,
-            json!({"sessionId": family.id}),
-            "success",
-        );
-        state
-            .store
-            .end_family(&family.id, "logout", now, &[event])
-            .await?;
+        end_session(state, (&family.id, &family.user_id), now).await?;
     }
+    Ok(())
+}
+
+/// Ends a session by its family (a console's sign-out), audited as a logout.
+pub async fn end_session(
+    state: &AppState,
+    (family_id, user_id): (&str, &str),
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let event = user_event(
+        "user.logout",
+        (user_id, None),
+        user_id,
+        json!({"sessionId": family_id}),
+        "success",
+    );
+    state
+        .store
+        .end_family(family_id, "logout", now, &[event])
+        .await?;
     Ok(())
 }

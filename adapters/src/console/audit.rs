@@ -1,0 +1,217 @@
+//! Audit: the organization's trail with filters; for super-admins the
+//! verify-integrity action, which asks the server (`/api/audit/verify`) and has the
+//! page's script check the chain itself (every hash recomputed with Web Crypto, the
+//! newest signed checkpoint verified with Ed25519), and a drop zone that checks an
+//! exported chain file the same way.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::api::{self, Call, Refusal};
+use super::page::{self, Frame};
+use super::session::Visitor;
+use super::Console;
+
+/// An event as a row.
+pub struct EventRow {
+    seq: i64,
+    action: String,
+    actor: String,
+    target: String,
+    outcome: String,
+    created_at: String,
+}
+
+/// The server's verdict.
+pub struct Verdict {
+    ok: bool,
+    count: i64,
+    broken_seq: String,
+    reason: String,
+    checkpoint: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/audit.html")]
+struct AuditPage {
+    frame: Frame,
+    events: Vec<EventRow>,
+    total: i64,
+    action: String,
+    actor: String,
+    outcome: String,
+    verdict: Option<Verdict>,
+    chain_url: String,
+    refusal: String,
+}
+
+fn verdict_of(v: &Value) -> Verdict {
+    let checkpoint = match v.get("checkpoints") {
+        Some(Value::Object(c)) => Value::Object(c.clone()).to_string(),
+        _ => String::new(),
+    };
+    Verdict {
+        ok: v.get("ok").and_then(Value::as_bool).unwrap_or(false),
+        count: api::number(v, "count"),
+        broken_seq: v
+            .get("brokenAt")
+            .map(|b| api::number(b, "seq").to_string())
+            .unwrap_or_default(),
+        reason: v.get("reason").map(Value::to_string).unwrap_or_default(),
+        checkpoint,
+    }
+}
+
+/// `GET /console/audit` (`verify=1`: the integrity check).
+pub async fn page(
+    State(console): State<Console>,
+    visitor: Visitor,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let shown = async {
+        let mut frame = Frame::load(
+            &console,
+            &visitor,
+            q.get("org").map(String::as_str),
+            ("Audit", "/console/audit"),
+        )
+        .await?;
+        let get = |k: &str| q.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
+        let (action, actor, outcome) = (get("action"), get("actorId"), get("outcome"));
+        let mut refusal = String::new();
+        let (events, total) = if frame.may("queryAudit") {
+            let uri = format!(
+                "/api/audit?{}",
+                api::query(&[
+                    ("orgId", &frame.org),
+                    ("action", &action),
+                    ("actorId", &actor),
+                    ("outcome", &outcome),
+                    ("limit", "50"),
+                ])
+            );
+            match visitor.api.get(&uri, Some(&frame.org)).await {
+                Ok(page) => (
+                    api::items(&page)
+                        .iter()
+                        .map(|e| EventRow {
+                            seq: api::number(e, "seq"),
+                            action: api::text(e, "action"),
+                            actor: api::text(e, "actorEmail")
+                                .chars()
+                                .chain(std::iter::once(' '))
+                                .chain(api::text(e, "actorId").chars())
+                                .collect::<String>()
+                                .trim()
+                                .to_owned(),
+                            target: format!(
+                                "{} {}",
+                                api::text(e, "targetType"),
+                                api::text(e, "targetId")
+                            ),
+                            outcome: api::text(e, "outcome"),
+                            created_at: api::text(e, "createdAt"),
+                        })
+                        .collect(),
+                    api::total(&page),
+                ),
+                Err(r) if r.signed_out() => return Err(r),
+                Err(r) => {
+                    refusal = r.message;
+                    (Vec::new(), 0)
+                }
+            }
+        } else {
+            (Vec::new(), 0)
+        };
+        let verdict = if get("verify") == "1" {
+            let uri = format!("/api/audit/verify?{}", api::query(&[("orgId", &frame.org)]));
+            match visitor.api.get(&uri, None).await {
+                Ok(v) => Some(verdict_of(&v)),
+                Err(r) => {
+                    let code = frame.settle(Some(Err(r)));
+                    let _ = code;
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let chain_url = format!(
+            "/console/audit/chain.jsonl?{}",
+            api::query(&[("org", &frame.org)])
+        );
+        Ok::<_, Refusal>(page::render(
+            &AuditPage {
+                frame,
+                events,
+                total,
+                action,
+                actor,
+                outcome,
+                verdict,
+                chain_url,
+                refusal,
+            },
+            StatusCode::OK,
+        ))
+    };
+    shown.await.unwrap_or_else(page::refused)
+}
+
+async fn pass_through(visitor: &Visitor, uri: &str, media: &'static str) -> Response {
+    match visitor
+        .api
+        .send(Call {
+            uri,
+            ..Call::default()
+        })
+        .await
+    {
+        Ok((status, _, body)) if status.is_success() => (
+            [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
+            body,
+        )
+            .into_response(),
+        Ok((status, _, body)) => {
+            let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            (
+                status,
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; charset=utf-8"),
+                )],
+                api::text(&value, "message"),
+            )
+                .into_response()
+        }
+        Err(refusal) => (refusal.status, refusal.message).into_response(),
+    }
+}
+
+/// `GET /console/audit/chain.jsonl?org=`: the chain's segment, as the API exports
+/// it (super-admins).
+pub async fn chain(
+    State(_console): State<Console>,
+    visitor: Visitor,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let org = q.get("org").cloned().unwrap_or_default();
+    let uri = format!("/api/audit/export?{}", api::query(&[("orgId", &org)]));
+    pass_through(&visitor, &uri, "application/x-ndjson").await
+}
+
+/// `GET /console/audit/key`: the checkpoints' verifier key, as the API gives it.
+pub async fn key(State(_console): State<Console>, visitor: Visitor) -> Response {
+    pass_through(
+        &visitor,
+        "/api/audit/checkpoints/key",
+        "text/plain; charset=utf-8",
+    )
+    .await
+}

@@ -1,0 +1,174 @@
+//! Inventory: pipelines and plugins with their current compliance, the build queue
+//! and its dead letters (replayed by those the API lets replay).
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::Method;
+use axum::response::Response;
+use axum::Form;
+use serde_json::Value;
+
+use super::api::{self, act, segment, Refusal};
+use super::governance::unknown_action;
+use super::page::{self, Frame};
+use super::session::Visitor;
+use super::{field, Console};
+
+/// An entity as a row.
+pub struct Entity {
+    id: String,
+    name: String,
+    result: String,
+    violations: usize,
+}
+
+fn entity(value: &Value, name: String) -> Entity {
+    let compliance = value.get("compliance").cloned().unwrap_or(Value::Null);
+    Entity {
+        id: api::text(value, "id"),
+        name,
+        result: api::text(&compliance, "result"),
+        violations: compliance
+            .get("violations")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len),
+    }
+}
+
+/// A queue's count.
+pub struct QueueCount {
+    queue: String,
+    status: String,
+    count: i64,
+}
+
+/// A dead letter.
+pub struct DeadLetter {
+    id: String,
+    plugin_id: String,
+    attempts: i64,
+    last_error: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/inventory.html")]
+struct InventoryPage {
+    frame: Frame,
+    pipelines: Vec<Entity>,
+    pipeline_total: i64,
+    plugins: Vec<Entity>,
+    plugin_total: i64,
+    queue: Vec<QueueCount>,
+    dead: Vec<DeadLetter>,
+}
+
+async fn show(
+    console: &Console,
+    visitor: &Visitor,
+    q: &HashMap<String, String>,
+    outcome: Option<Result<String, Refusal>>,
+) -> Result<Response, Refusal> {
+    let mut frame = Frame::load(
+        console,
+        visitor,
+        q.get("org").map(String::as_str),
+        ("Inventory", "/console/inventory"),
+    )
+    .await?;
+    let org = Some(frame.org.as_str());
+    let pipelines = visitor.api.get("/api/pipelines?limit=50", org).await?;
+    let plugins = visitor.api.get("/api/plugins?limit=50", org).await?;
+    let queue = visitor.api.get("/api/plugins/queue/status", org).await?;
+    let dead = visitor
+        .api
+        .get("/api/plugins/queue/dlq?limit=50", org)
+        .await?;
+    let pipeline_rows = api::items(&pipelines)
+        .iter()
+        .map(|p| entity(p, api::text(p, "pipelineName")))
+        .collect();
+    let plugin_rows = api::items(&plugins)
+        .iter()
+        .map(|p| {
+            entity(
+                p,
+                format!("{}@{}", api::text(p, "name"), api::text(p, "version")),
+            )
+        })
+        .collect();
+    let queue = queue
+        .get("counts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| QueueCount {
+            queue: api::text(c, "queue"),
+            status: api::text(c, "status"),
+            count: api::number(c, "count"),
+        })
+        .collect();
+    let dead_letters = api::items(&dead)
+        .iter()
+        .map(|d| DeadLetter {
+            id: api::text(d, "id"),
+            plugin_id: api::text(d, "pluginId"),
+            attempts: api::number(d, "attempts"),
+            last_error: api::text(d, "lastError"),
+        })
+        .collect();
+    let code = frame.settle(outcome);
+    Ok(page::render(
+        &InventoryPage {
+            frame,
+            pipelines: pipeline_rows,
+            pipeline_total: api::total(&pipelines),
+            plugins: plugin_rows,
+            plugin_total: api::total(&plugins),
+            queue,
+            dead: dead_letters,
+        },
+        code,
+    ))
+}
+
+/// `GET /console/inventory`.
+pub async fn page(
+    State(console): State<Console>,
+    visitor: Visitor,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    show(&console, &visitor, &q, None)
+        .await
+        .unwrap_or_else(page::refused)
+}
+
+/// `POST /console/inventory`: `replay` a dead letter.
+pub async fn action(
+    State(console): State<Console>,
+    visitor: Visitor,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let form = match visitor.posted(form) {
+        Ok(form) => form,
+        Err(refused) => return page::refused(refused),
+    };
+    let org = field(&form, "org").to_owned();
+    let outcome = async {
+        match field(&form, "action") {
+            "replay" => {
+                let id = segment(field(&form, "jobId"))?;
+                let uri = format!("/api/plugins/queue/dlq/{id}/replay");
+                act(&visitor.api, (Method::POST, &uri), &org, None).await?;
+                Ok(format!("job {id} replayed"))
+            }
+            _ => Err(unknown_action()),
+        }
+    }
+    .await;
+    let q = HashMap::from([("org".to_owned(), org)]);
+    show(&console, &visitor, &q, Some(outcome))
+        .await
+        .unwrap_or_else(page::refused)
+}

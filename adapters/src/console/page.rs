@@ -1,0 +1,366 @@
+//! What every page shares: the frame (who, which organization, the switcher, the
+//! navigation, which buttons the API would admit), and rendering.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::OnceLock;
+
+use askama::Template;
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use serde_json::Value;
+
+use super::api::{self, Refusal};
+use super::assets;
+use super::session::Visitor;
+use super::Console;
+use crate::http::guard::{Access, OrgFrom};
+use crate::services::access;
+use crate::services::context::Caller;
+
+/// The operations whose buttons the pages may show, judged once per page.
+const BUTTONS: &[&str] = &[
+    "subscribe",
+    "setSubscriptionActive",
+    "pinSubscription",
+    "previewImpact",
+    "reviewExemption",
+    "requestExemption",
+    "replayDeadLetter",
+    "startScan",
+    "cancelScan",
+    "queryAudit",
+    "verifyAudit",
+    "previewAddon",
+    "addAddon",
+    "changeTier",
+    "dismissAnnouncement",
+    "markMessageRead",
+    "policyReport",
+];
+
+/// The pages, in the navigation's order: path, label.
+const NAVIGATION: &[(&str, &str)] = &[
+    ("/console/posture", "Posture"),
+    ("/console/rules", "Rules"),
+    ("/console/catalog", "Catalog"),
+    ("/console/exemptions", "Exemptions"),
+    ("/console/inventory", "Inventory"),
+    ("/console/scans", "Scans"),
+    ("/console/audit", "Audit"),
+    ("/console/billing", "Quotas and billing"),
+    ("/console/inbox", "Inbox"),
+];
+
+fn access_of(operation: &str) -> Option<Access> {
+    static TABLE: OnceLock<HashMap<&'static str, Access>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            crate::http::routes::routes()
+                .into_iter()
+                .map(|route| (route.operation, route.access))
+                .collect()
+        })
+        .get(operation)
+        .copied()
+}
+
+/// An organization in the switcher.
+pub struct Choice {
+    /// Its id.
+    pub id: String,
+    /// Its name, a team's under its root's.
+    pub label: String,
+    /// Whether it is the one shown.
+    pub selected: bool,
+}
+
+/// A link of the navigation.
+pub struct Link {
+    /// Where.
+    pub href: String,
+    /// Its text.
+    pub label: &'static str,
+    /// Whether it is this page.
+    pub current: bool,
+}
+
+/// What every page shows around its content.
+pub struct Frame {
+    /// The page's title.
+    pub title: &'static str,
+    /// The visitor's e-mail or id.
+    pub who: String,
+    /// The organization shown (empty when the visitor has none).
+    pub org: String,
+    /// Its name.
+    pub org_name: String,
+    /// The switcher.
+    pub choices: Vec<Choice>,
+    /// The navigation.
+    pub links: Vec<Link>,
+    /// The form token.
+    pub csrf: String,
+    /// A confirmation to show.
+    pub notice: Option<String>,
+    /// A refusal to show (the API's message).
+    pub error: Option<String>,
+    /// Whether the visitor is a super-admin.
+    pub super_admin: bool,
+    /// The operations the API would admit here.
+    allowed: BTreeSet<&'static str>,
+    /// The script's and the style sheet's addresses.
+    pub script: &'static str,
+    /// The style sheet's address.
+    pub style: &'static str,
+}
+
+impl Frame {
+    /// Whether the API would admit `operation` for the visitor in this organization
+    /// (as far as permissions and super-admin go: the API still judges the rest).
+    pub fn may(&self, operation: &str) -> bool {
+        self.allowed.contains(operation)
+    }
+
+    /// Shows an action's outcome: its confirmation, or the API's refusal (whose
+    /// status the page answers with).
+    pub fn settle(&mut self, outcome: Option<Result<String, Refusal>>) -> StatusCode {
+        match outcome {
+            None => StatusCode::OK,
+            Some(Ok(notice)) => {
+                self.notice = Some(notice);
+                StatusCode::OK
+            }
+            Some(Err(refusal)) => {
+                self.error = Some(refusal.message);
+                refusal.status
+            }
+        }
+    }
+
+    /// The query that keeps the organization.
+    pub fn org_query(&self) -> String {
+        api::query(&[("org", &self.org)])
+    }
+
+    /// Loads the frame: the visitor's organizations, the one asked for (or the first),
+    /// and which buttons to show.
+    pub async fn load(
+        console: &Console,
+        visitor: &Visitor,
+        asked: Option<&str>,
+        (title, path): (&'static str, &str),
+    ) -> Result<Frame, Refusal> {
+        let mine = visitor
+            .api
+            .get("/api/me/organizations?limit=100", None)
+            .await?;
+        let orgs = api::items(&mine);
+        let org = asked
+            .filter(|o| !o.is_empty())
+            .map(str::to_owned)
+            .or_else(|| orgs.first().map(|o| api::text(o, "id")))
+            .unwrap_or_default();
+        let state = &console.state;
+        let super_admin = access::is_super_admin(&state.store, &visitor.session.user_id)
+            .await
+            .map_err(Refusal::from)?;
+        // Roots first, each followed by its teams.
+        let mut roots: Vec<&Value> = orgs
+            .iter()
+            .filter(|o| api::text(o, "parentOrgId").is_empty())
+            .collect();
+        roots.sort_by_key(|o| api::text(o, "name"));
+        let mut choices = Vec::new();
+        let mut placed = BTreeSet::new();
+        for root in roots {
+            let id = api::text(root, "id");
+            placed.insert(id.clone());
+            choices.push(Choice {
+                selected: id == org,
+                label: api::text(root, "name"),
+                id: id.clone(),
+            });
+            let mut teams: Vec<&Value> = orgs
+                .iter()
+                .filter(|o| api::text(o, "parentOrgId") == id)
+                .collect();
+            teams.sort_by_key(|o| api::text(o, "name"));
+            for team in teams {
+                let team_id = api::text(team, "id");
+                placed.insert(team_id.clone());
+                choices.push(Choice {
+                    selected: team_id == org,
+                    label: format!("{} / {}", api::text(root, "name"), api::text(team, "name")),
+                    id: team_id,
+                });
+            }
+        }
+        // Teams whose root the visitor does not belong to.
+        for other in orgs
+            .iter()
+            .filter(|o| !placed.contains(&api::text(o, "id")))
+        {
+            let id = api::text(other, "id");
+            choices.push(Choice {
+                selected: id == org,
+                label: api::text(other, "name"),
+                id,
+            });
+        }
+        let org_name = choices
+            .iter()
+            .find(|c| c.selected)
+            .map_or_else(|| org.clone(), |c| c.label.clone());
+        let mut allowed = BTreeSet::new();
+        if !org.is_empty() {
+            let caller = Caller {
+                user_id: visitor.session.user_id.clone(),
+                email: visitor.session.email.clone(),
+                stepped_up_at: None,
+                org_header: Some(org.clone()),
+                personal_token: None,
+            };
+            let parent = orgs
+                .iter()
+                .find(|o| api::text(o, "id") == org)
+                .map(|o| api::text(o, "parentOrgId"))
+                .unwrap_or_default();
+            for &operation in BUTTONS {
+                if admits(console, &caller, (&org, &parent), super_admin, operation).await? {
+                    allowed.insert(operation);
+                }
+            }
+        }
+        let org_query = api::query(&[("org", &org)]);
+        let links = NAVIGATION
+            .iter()
+            .map(|&(href, label)| Link {
+                href: format!("{href}?{org_query}"),
+                label,
+                current: href == path,
+            })
+            .collect();
+        Ok(Frame {
+            title,
+            who: visitor
+                .session
+                .email
+                .clone()
+                .unwrap_or_else(|| visitor.session.user_id.clone()),
+            org,
+            org_name,
+            choices,
+            links,
+            csrf: visitor.form_token.clone(),
+            notice: None,
+            error: None,
+            super_admin,
+            allowed,
+            script: assets::SCRIPT.path(),
+            style: assets::STYLE.path(),
+        })
+    }
+}
+
+/// Whether the route table's access for `operation` admits the caller in `org`
+/// (`parent`: its root, for what an account pays for).
+async fn admits(
+    console: &Console,
+    caller: &Caller,
+    (org, parent): (&str, &str),
+    super_admin: bool,
+    operation: &str,
+) -> Result<bool, Refusal> {
+    let state = &console.state;
+    let holds = |org: String, permission| async move {
+        access::holds(state, caller, &org, permission)
+            .await
+            .map_err(Refusal::from)
+    };
+    Ok(match access_of(operation) {
+        None => false,
+        Some(Access::Public | Access::User) => true,
+        Some(Access::Service) => false,
+        Some(Access::SuperAdmin { .. } | Access::SuperAdminOrBilling | Access::Platform(_)) => {
+            super_admin
+        }
+        Some(Access::UserOrService(permission)) => holds(org.to_owned(), permission).await?,
+        Some(Access::Org { from, need, .. }) => {
+            let place = if from == OrgFrom::AccountRoot && !parent.is_empty() {
+                parent
+            } else {
+                org
+            };
+            match need {
+                tenancy::Access::Permission(permission) => {
+                    holds(place.to_owned(), permission).await?
+                }
+                tenancy::Access::SuperAdmin => super_admin,
+                _ => true,
+            }
+        }
+    })
+}
+
+/// Renders a template, or the failure page.
+pub fn render(template: &impl Template, status: StatusCode) -> Response {
+    match template.render() {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(error) => failure(&Refusal {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: "INTERNAL".to_owned(),
+            message: format!("the page could not be rendered: {error}"),
+        }),
+    }
+}
+
+/// A refusal as a page of its own (a signed-out session goes to sign in).
+pub fn failure(refusal: &Refusal) -> Response {
+    if refusal.signed_out() {
+        return Redirect::to("/console/login").into_response();
+    }
+    let page = FailurePage {
+        status: refusal.status.as_u16(),
+        code: &refusal.code,
+        message: &refusal.message,
+        style: assets::STYLE.path(),
+    };
+    match page.render() {
+        Ok(html) => (refusal.status, Html(html)).into_response(),
+        Err(_) => (refusal.status, refusal.message.clone()).into_response(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/failure.html")]
+struct FailurePage<'a> {
+    status: u16,
+    code: &'a str,
+    message: &'a str,
+    style: &'static str,
+}
+
+#[derive(Template)]
+#[template(path = "console/login.html")]
+struct LoginPage<'a> {
+    error: Option<&'a str>,
+    identifier: &'a str,
+    style: &'static str,
+}
+
+/// The sign-in page.
+pub fn login(error: Option<&str>, identifier: &str, status: StatusCode) -> Response {
+    render(
+        &LoginPage {
+            error,
+            identifier,
+            style: assets::STYLE.path(),
+        },
+        status,
+    )
+}
+
+/// What a page answers when its frame or its reads were refused.
+pub fn refused(refusal: Refusal) -> Response {
+    failure(&refusal)
+}

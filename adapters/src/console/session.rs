@@ -1,0 +1,237 @@
+//! Who is looking: the console's session cookie, its anti-forgery token, signing in
+//! and out. The cookie holds an opaque id (only its hash is stored); it is
+//! `HttpOnly`, `SameSite=Strict`, `Path=/`, and `__Host-` prefixed and `Secure`
+//! whenever the browser can keep such a cookie: over TLS (a proxy's
+//! `X-Forwarded-Proto: https` with `TRUST_PROXY_HEADERS`) and on loopback, which
+//! browsers treat as a secure context.
+
+use std::collections::HashMap;
+
+use axum::extract::{ConnectInfo, FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use chrono::Utc;
+use serde_json::json;
+
+use super::api::{Api, Call, Refusal};
+use super::{page, Console};
+use crate::http::listener::PeerAddr;
+use crate::http::signin::Peer;
+use crate::services::console::{self as sessions, ConsoleSessionRecord};
+
+/// The cookie's name where it can be `Secure`.
+pub const SECURE_COOKIE: &str = "__Host-compliance_console";
+/// The cookie's name over plain HTTP off loopback (a browser refuses a `__Host-`
+/// cookie that is not `Secure`).
+pub const PLAIN_COOKIE: &str = "compliance_console";
+
+/// A signed-in visitor: the session, the form token its pages carry, and the API as
+/// the session reaches it.
+pub struct Visitor {
+    /// The session.
+    pub session: ConsoleSessionRecord,
+    /// The token every form posts back.
+    pub form_token: String,
+    /// The API, with a token minted for this request.
+    pub api: Api,
+}
+
+fn cookie_value(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SECURE_COOKIE || *name == PLAIN_COOKIE)
+        .map(|(_, value)| value)
+}
+
+/// Whether the browser can keep a `Secure` cookie from this request's origin.
+fn secure_context(console: &Console, headers: &HeaderMap) -> bool {
+    let forwarded_https = console.state.config.signin.trust_proxy_headers
+        && headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("https"));
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let name = host
+        .rsplit_once(':')
+        .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+        .map_or(host, |(name, _)| name);
+    forwarded_https
+        || name == "localhost"
+        || name == "[::1]"
+        || name
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+fn set_cookie(console: &Console, headers: &HeaderMap, value: &str, max_age: u64) -> HeaderValue {
+    let text = if secure_context(console, headers) {
+        format!(
+            "{SECURE_COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; Secure; SameSite=Strict"
+        )
+    } else {
+        format!("{PLAIN_COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict")
+    };
+    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+fn to_login() -> Response {
+    Redirect::to("/console/login").into_response()
+}
+
+impl FromRequestParts<Console> for Visitor {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, console: &Console) -> Result<Self, Response> {
+        let Some(cookie) = cookie_value(&parts.headers) else {
+            return Err(to_login());
+        };
+        let now = Utc::now();
+        let session = match sessions::resume(&console.state, cookie, now).await {
+            Ok(Some(session)) => session,
+            Ok(None) => return Err(to_login()),
+            Err(error) => return Err(page::failure(&Refusal::from(error))),
+        };
+        let bearer = sessions::access_token(&console.state, &session, now)
+            .map_err(|e| page::failure(&Refusal::from(e)))?;
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<PeerAddr>>()
+            .map(|ConnectInfo(peer)| peer.0);
+        Ok(Visitor {
+            form_token: sessions::form_token(cookie),
+            session,
+            api: Api::new(console.api.clone(), Some(bearer), peer, &parts.headers),
+        })
+    }
+}
+
+impl Visitor {
+    /// The fields of a posted form, when it carries this session's form token.
+    pub fn posted(
+        &self,
+        form: HashMap<String, String>,
+    ) -> Result<HashMap<String, String>, Refusal> {
+        match form.get("csrf") {
+            Some(token) if constant_eq(token.as_bytes(), self.form_token.as_bytes()) => Ok(form),
+            _ => Err(forged()),
+        }
+    }
+}
+
+fn constant_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn forged() -> Refusal {
+    Refusal {
+        status: StatusCode::FORBIDDEN,
+        code: "CROSS_SITE_REQUEST".to_owned(),
+        message: "this form did not come from this console's own page".to_owned(),
+    }
+}
+
+/// Refuses a state-changing request another site's page sent: the browser's
+/// `Sec-Fetch-Site` must say same-origin (or a typed address), and an `Origin` must
+/// name this host. (The form token is checked as well, by each action.)
+pub async fn same_origin_only(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        let headers = request.headers();
+        let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+        if site.is_some_and(|s| s != "same-origin" && s != "none") {
+            return page::failure(&forged());
+        }
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin_host = origin
+                .to_str()
+                .ok()
+                .and_then(|o| o.split_once("://"))
+                .map(|(_, rest)| rest);
+            if origin_host.is_none() || origin_host != host {
+                return page::failure(&forged());
+            }
+        }
+    }
+    next.run(request).await
+}
+
+/// `GET /console/login`.
+pub async fn login_page(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if let Some(cookie) = cookie_value(&headers) {
+        if let Ok(Some(_)) = sessions::resume(&console.state, cookie, Utc::now()).await {
+            return Redirect::to("/console").into_response();
+        }
+    }
+    page::login(None, "", StatusCode::OK)
+}
+
+/// `POST /console/login`: the API's sign-in, then a console session.
+pub(crate) async fn login(
+    State(console): State<Console>,
+    Peer(peer): Peer,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let identifier = form.get("identifier").cloned().unwrap_or_default();
+    let password = form.get("password").cloned().unwrap_or_default();
+    let api = Api::new(console.api.clone(), None, peer, &headers);
+    let answer = api
+        .json(Call {
+            method: Some(Method::POST),
+            uri: "/api/auth/login",
+            body: Some(json!({"identifier": identifier, "password": password})),
+            ..Call::default()
+        })
+        .await;
+    let signed_in = match answer {
+        Ok(session) => session,
+        Err(refusal) => return page::login(Some(&refusal.message), &identifier, refusal.status),
+    };
+    let token = super::api::text(&signed_in, "accessToken");
+    match sessions::open(&console.state, &token, Utc::now()).await {
+        Ok(opened) => {
+            let max_age = sessions::CONSOLE_SESSION_LIFETIME.as_secs();
+            let mut response = Redirect::to("/console").into_response();
+            response.headers_mut().insert(
+                header::SET_COOKIE,
+                set_cookie(&console, &headers, &opened.cookie, max_age),
+            );
+            response
+        }
+        Err(error) => page::failure(&Refusal::from(error)),
+    }
+}
+
+/// `POST /console/logout`.
+pub async fn logout(
+    State(console): State<Console>,
+    visitor: Visitor,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    if let Err(refused) = visitor.posted(form) {
+        return page::failure(&refused);
+    }
+    if let Some(cookie) = cookie_value(&headers) {
+        if let Err(error) = sessions::close(&console.state, cookie, Utc::now()).await {
+            return page::failure(&Refusal::from(error));
+        }
+    }
+    let mut response = Redirect::to("/console/login").into_response();
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, set_cookie(&console, &headers, "", 0));
+    response
+}
