@@ -207,6 +207,21 @@ impl Frame {
                 id,
             });
         }
+        if !org.is_empty() && !choices.iter().any(|c| c.selected) {
+            // An organization the visitor is not a member of (a super-admin's look):
+            // named as the API names it (a refusal shows on the page's reads).
+            let uri = format!("/api/organization/{}", api::segment(&org)?);
+            let label = match visitor.api.get(&uri, None).await {
+                Ok(found) => api::text(&found, "name"),
+                Err(refusal) if refusal.signed_out() => return Err(refusal),
+                Err(_) => org.clone(),
+            };
+            choices.push(Choice {
+                id: org.clone(),
+                label,
+                selected: true,
+            });
+        }
         let org_name = choices
             .iter()
             .find(|c| c.selected)

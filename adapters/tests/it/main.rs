@@ -23,6 +23,7 @@ mod cli;
 mod clients;
 mod compliance;
 mod config;
+mod console;
 mod conventions;
 mod crash;
 mod features;

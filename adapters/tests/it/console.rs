@@ -1,0 +1,851 @@
+//! The console, in a real browser: Debian's chromium driven through chromedriver
+//! (WebDriver) against the server's router on loopback. Screenshots of each page are
+//! kept under `target/console-screenshots/`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use adapters::services::scans::{self, SweepSettings};
+use adapters::workers::checkpoints;
+use fantoccini::{Client, ClientBuilder, Locator};
+
+use super::fixtures::pipeline_as;
+use super::*;
+
+const PASSWORD: &str = "correct horse battery";
+
+/// A chromedriver process, stopped when dropped.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn listening(port: u16) -> bool {
+    tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_ok()
+}
+
+/// A browser session (headless chromium) with its driver.
+struct Browser {
+    client: Client,
+    _driver: Driver,
+}
+
+async fn browser() -> Browser {
+    let port = super::crash::free_port();
+    let child = Command::new(std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into()))
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver runs the console's tests: scripts/test installs Debian's chromium and chromium-driver");
+    let driver = Driver(child);
+    for _ in 0..100 {
+        if listening(port).await {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let profile = std::env::temp_dir().join(format!("console-profile-{}", uuid::Uuid::new_v4()));
+    let capabilities = json!({
+        "goog:chromeOptions": {
+            "binary": std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1280,1000", format!("--user-data-dir={}", profile.display())]
+        }
+    });
+    let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities.as_object().unwrap().clone())
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("a chromium session");
+    Browser {
+        client,
+        _driver: driver,
+    }
+}
+
+/// The router served on a loopback port (the console's pages call the API inside
+/// it, as in `serve`).
+async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+fn screenshots() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/console-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+impl Browser {
+    async fn open(&self, url: &str) {
+        self.client.goto(url).await.unwrap();
+    }
+
+    async fn text(&self, css: &str) -> String {
+        // The page's script may replace the element between finding and reading it.
+        for _ in 0..20 {
+            let found = self
+                .client
+                .wait()
+                .at_most(Duration::from_secs(10))
+                .for_element(Locator::Css(css))
+                .await
+                .unwrap_or_else(|e| panic!("no `{css}`: {e}"));
+            if let Ok(text) = found.text().await {
+                return text;
+            }
+        }
+        panic!("`{css}` kept changing under the reader");
+    }
+
+    async fn attr(&self, css: &str, name: &str) -> Option<String> {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap()
+            .attr(name)
+            .await
+            .unwrap()
+    }
+
+    async fn count(&self, css: &str) -> usize {
+        self.client.find_all(Locator::Css(css)).await.unwrap().len()
+    }
+
+    async fn click(&self, css: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no `{css}`: {e}"))
+            .click()
+            .await
+            .unwrap();
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let field = self.client.find(Locator::Css(css)).await.unwrap();
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+    }
+
+    async fn shot(&self, name: &str) {
+        let png = self.client.screenshot().await.unwrap();
+        std::fs::write(screenshots().join(format!("{name}.png")), png).unwrap();
+    }
+
+    async fn sign_in(&self, base: &str, email: &str) {
+        self.open(&format!("{base}/console")).await;
+        assert!(self.client.current_url().await.unwrap().path() == "/console/login");
+        self.type_into("#identifier", email).await;
+        self.type_into("#password", PASSWORD).await;
+        self.click("#sign-in").await;
+        if !self.lands_on("/console/posture").await {
+            let main = self.text("main").await;
+            panic!("signing in as {email} did not reach the posture: {main}");
+        }
+    }
+
+    /// Waits for the page at `path` (a form's answer arrives after the click).
+    async fn lands_on(&self, path: &str) -> bool {
+        for _ in 0..100 {
+            if self.client.current_url().await.unwrap().path() == path {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    async fn switch_to(&self, org: &str) {
+        self.client
+            .find(Locator::Css("#org-switch"))
+            .await
+            .unwrap()
+            .select_by_value(org)
+            .await
+            .unwrap();
+        self.click("header form.switcher button").await;
+        for _ in 0..100 {
+            let url = self.client.current_url().await.unwrap();
+            if url.query_pairs().any(|(k, v)| k == "org" && v == org) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the switcher did not open {org}");
+    }
+
+    async fn sign_out(&self, base: &str) {
+        self.open(&format!("{base}/console/inbox")).await;
+        self.click("header form.inline button").await;
+        assert!(self.lands_on("/console/login").await, "signing out");
+    }
+
+    /// Waits until `css`'s text is no longer `pending`; the text.
+    async fn settled(&self, css: &str, pending: &str) -> String {
+        for _ in 0..200 {
+            let text = self.text(css).await;
+            if text != pending {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("`{css}` stayed `{pending}`");
+    }
+
+    /// What the page's own origin answers at `path`, fetched by the page (its
+    /// cookie included).
+    async fn fetched(&self, path: &str) -> String {
+        self.client
+            .execute(
+                "return fetch(arguments[0], {credentials: 'same-origin'}).then(r => r.text());",
+                vec![json!(path)],
+            )
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+}
+
+async fn register(app: &TestApp, email: &str) -> String {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/register",
+            "unused",
+            None,
+            Some(json!({"email": email, "password": PASSWORD})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["data"]["userId"].as_str().unwrap().to_owned()
+}
+
+async fn access(app: &TestApp, email: &str) -> String {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/login",
+            "unused",
+            None,
+            Some(json!({"identifier": email, "password": PASSWORD})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["data"]["accessToken"].as_str().unwrap().to_owned()
+}
+
+fn state_of(app: &TestApp) -> AppState {
+    AppState::new(
+        test_config(&[]),
+        app.store.clone(),
+        Arc::new(adapters::audit::AuditCounters::default()),
+    )
+}
+
+async fn claimed_scan(state: &AppState) -> Option<adapters::storage::ScanRecord> {
+    let now = Utc::now();
+    state
+        .store
+        .claim_scan("test-sweeper", now, now + chrono::Duration::seconds(30))
+        .await
+        .unwrap()
+}
+
+const SWEEP: SweepSettings = SweepSettings {
+    concurrency: 2,
+    batch: 3,
+    lease: Duration::from_secs(30),
+};
+
+/// The people and the organization of the scenario.
+struct Scene {
+    base: String,
+    acme: String,
+    beta: String,
+    alice: String,
+    bob: String,
+    root: String,
+    exemption: String,
+    blocking_rule: String,
+}
+
+/// Alice owns `acme` (five pipelines judged by a scan against two rules, one
+/// blocking) and `beta`; Bob is an admin of `acme`; root is the super-admin. Alice
+/// asked for an exemption; services posted audit events and a checkpoint is signed.
+async fn scene(app: &TestApp) -> Scene {
+    let alice_id = register(app, "alice@example.com").await;
+    let bob_id = register(app, "bob@example.com").await;
+    let state = state_of(app);
+    adapters::services::accounts::provision(&state, (ROOT_EMAIL, PASSWORD.to_owned()), Utc::now())
+        .await
+        .unwrap();
+    let _ = alice_id;
+    let alice = access(app, "alice@example.com").await;
+    let bob = access(app, "bob@example.com").await;
+    let root = access(app, ROOT_EMAIL).await;
+    let create = |name: &'static str| {
+        let alice = alice.clone();
+        async move {
+            let (status, body) = app
+                .call(
+                    "POST",
+                    "/api/organization",
+                    &alice,
+                    None,
+                    Some(json!({"name": name})),
+                )
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+            body["data"]["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let acme = create("acme").await;
+    let beta = create("beta").await;
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/members"),
+            &alice,
+            None,
+            Some(json!({"userId": bob_id, "role": "admin"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let mut pipelines = Vec::new();
+    for (name, modifier) in [
+        ("pub-one", "public"),
+        ("pubtwo", "public"),
+        ("web-app", "private"),
+        ("api-core", "private"),
+        ("legacy1", "private"),
+    ] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/pipelines",
+                &alice,
+                Some(&acme),
+                Some(pipeline_as(name, modifier)),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        pipelines.push(body["data"]["id"].as_str().unwrap().to_owned());
+    }
+    let mut rules = Vec::new();
+    for rule in [
+        json!({"name": "Private only", "target": "pipeline", "severity": "error",
+               "field": "accessModifier", "operator": "eq", "value": "private"}),
+        json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
+               "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"}),
+    ] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/compliance/rules",
+                &alice,
+                Some(&acme),
+                Some(rule),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        rules.push(body["data"]["id"].as_str().unwrap().to_owned());
+    }
+    // A scan judges them all (as the sweeper workers would).
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scans",
+            &alice,
+            Some(&acme),
+            Some(json!({"target": "pipeline"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let never = || false;
+    while let Some(claimed) = claimed_scan(&state).await {
+        scans::sweep(&state, &claimed, SWEEP, &never).await.unwrap();
+    }
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/exemptions",
+            &alice,
+            Some(&acme),
+            Some(
+                json!({"ruleId": rules[0], "entityId": pipelines[0], "reason": "public by design"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let exemption = body["data"]["id"].as_str().unwrap().to_owned();
+    let service = app.service_token("plugin");
+    for n in 0..5 {
+        let (status, body) = app
+            .post_event(
+                &service,
+                Some(&format!("console-{acme}-{n}")),
+                json!({"action": "plugin.upload", "actorId": "u", "orgId": acme,
+                       "targetType": "plugin", "targetId": format!("p{n}"),
+                       "details": {"n": n, "ratio": 0.5, "name": "é\u{2028}"}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    app.relay().await;
+    let settings = test_config(&[]).checkpoints.unwrap();
+    assert!(
+        checkpoints::round(&app.store, &settings, Utc::now())
+            .await
+            .unwrap()
+            >= 1
+    );
+    Scene {
+        base: serve(app.router.clone()).await,
+        acme,
+        beta,
+        alice,
+        bob,
+        root,
+        exemption,
+        blocking_rule: rules[0].clone(),
+    }
+}
+
+async fn csp_violations(app: &TestApp) -> u64 {
+    let response = app
+        .router
+        .clone()
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("console_csp_violations_total "))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+async fn the_console_in_a_real_browser(app: &TestApp) {
+    // Members join Developer organizations (one seat by default).
+    let app = &app.beside(&[("QUOTA_TIER_DEVELOPER_SEATS", "-1")]).await;
+    let scene = scene(app).await;
+    let base = &scene.base;
+    let b = browser().await;
+    let violations_before = csp_violations(app).await;
+
+    // Signing in: the login page, then the posture page, on a __Host- cookie.
+    b.open(&format!("{base}/")).await;
+    assert_eq!(
+        b.client.current_url().await.unwrap().path(),
+        "/console/login"
+    );
+    b.shot("login").await;
+    b.sign_in(base, "alice@example.com").await;
+    let cookies = b.client.get_all_cookies().await.unwrap();
+    let session = cookies
+        .iter()
+        .find(|c| c.name() == "__Host-compliance_console")
+        .expect("the session cookie");
+    assert_eq!(session.http_only(), Some(true));
+    assert_eq!(session.secure(), Some(true));
+    assert_eq!(
+        session.same_site().map(|s| format!("{s:?}")).as_deref(),
+        Some("Strict")
+    );
+    assert_eq!(session.path(), Some("/"));
+
+    // Switching organization.
+    b.switch_to(&scene.beta).await;
+    assert_eq!(b.text("h1 small").await, "beta");
+    b.switch_to(&scene.acme).await;
+    assert_eq!(b.text("h1 small").await, "acme");
+    b.shot("posture").await;
+
+    // The posture's numbers are the API's.
+    let (_, posture) = app
+        .call(
+            "GET",
+            "/api/compliance/posture",
+            &scene.alice,
+            Some(&scene.acme),
+            None,
+        )
+        .await;
+    let counts = &posture["data"]["byTarget"]["pipeline"];
+    assert_eq!(counts["total"], 5, "{posture}");
+    assert_eq!(counts["block"], 2, "{posture}");
+    for status in ["total", "pass", "warn", "block", "error"] {
+        let shown = b
+            .text(&format!(
+                "#posture-counts tr[data-target='pipeline'] td.{status}"
+            ))
+            .await;
+        assert_eq!(shown, counts[status].to_string(), "{status}");
+    }
+    assert!(b.text("#failing-rules").await.contains("Private only"));
+
+    // Filtered by status and rule; the exports equal the API's answer.
+    b.open(&format!(
+        "{base}/console/posture?org={}&target=pipeline&status=block&rule={}",
+        scene.acme, scene.blocking_rule
+    ))
+    .await;
+    let (status, report) = app
+        .call(
+            "GET",
+            &format!(
+                "/api/compliance/posture/policy-report?target=pipeline&status=block&rule={}",
+                scene.blocking_rule
+            ),
+            &scene.alice,
+            Some(&scene.acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "the two public pipelines: {report}");
+    assert!(results.iter().all(|r| r["rule"] == "Private only"));
+    assert_eq!(b.count("#results tbody tr").await, results.len());
+    assert_eq!(b.text("#matched").await.split(' ').next(), Some("2"));
+    let csv_href = b.attr("#export-csv", "href").await.unwrap();
+    let csv = b.fetched(&csv_href).await;
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("entityId,entity,rule,result,severity,message")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), results.len(), "{csv}");
+    for (row, result) in rows.iter().zip(results) {
+        assert!(
+            row.starts_with(&format!(
+                "{},{},Private only,fail,",
+                result["resources"][0]["uid"].as_str().unwrap(),
+                result["resources"][0]["name"].as_str().unwrap()
+            )),
+            "{row}"
+        );
+    }
+    let json_href = b.attr("#export-json", "href").await.unwrap();
+    let exported: Value = serde_json::from_str(&b.fetched(&json_href).await).unwrap();
+    // The same results (each stamped with the instant the report was read).
+    let unstamped = |report: &Value| {
+        let mut results = report["results"].clone();
+        for r in results.as_array_mut().unwrap() {
+            r.as_object_mut().unwrap().remove("timestamp");
+        }
+        results
+    };
+    assert_eq!(unstamped(&exported), unstamped(&report));
+    assert_eq!(exported["summary"], report["summary"]);
+    assert_eq!(
+        exported["metadata"]["annotations"],
+        report["metadata"]["annotations"]
+    );
+    b.shot("posture-filtered").await;
+
+    // Every page, with its screenshot; none breaks the content security policy.
+    for page in ["rules", "catalog", "inventory", "billing", "inbox"] {
+        b.open(&format!("{base}/console/{page}?org={}", scene.acme))
+            .await;
+        assert!(b.count("main#content").await == 1, "{page}");
+        b.shot(page).await;
+    }
+
+    // Alice's own exemption shows no review button; Bob approves it.
+    b.open(&format!("{base}/console/exemptions?org={}", scene.acme))
+        .await;
+    let row = format!("tr[data-exemption='{}']", scene.exemption);
+    assert!(b.text(&row).await.contains("your own request"));
+    assert_eq!(b.count(&format!("{row} button")).await, 0);
+    b.shot("exemptions").await;
+    b.sign_out(base).await;
+    b.sign_in(base, "bob@example.com").await;
+    b.open(&format!("{base}/console/exemptions?org={}", scene.acme))
+        .await;
+    b.click(&format!("{row} button[value='approve']")).await;
+    assert!(
+        b.text("#notice").await.contains("approved"),
+        "{}",
+        b.text("main").await
+    );
+    assert_eq!(b.text(&format!("{row} td.status")).await, "approved");
+    let (_, list) = app
+        .call(
+            "GET",
+            "/api/compliance/exemptions",
+            &scene.bob,
+            Some(&scene.acme),
+            None,
+        )
+        .await;
+    assert_eq!(list["exemptions"][0]["status"], "approved", "{list}");
+    b.sign_out(base).await;
+
+    // Alice starts a scan, sees its progress move live, and cancels it.
+    b.sign_in(base, "alice@example.com").await;
+    b.open(&format!("{base}/console/scans?org={}", scene.acme))
+        .await;
+    b.click("#start-scan button").await;
+    let notice = b.text("#notice").await;
+    let id = notice
+        .strip_prefix("Done: scan ")
+        .and_then(|rest| rest.strip_suffix(" started"))
+        .unwrap_or_else(|| panic!("{notice}"))
+        .to_owned();
+    let progress = format!("#scan-{id} label");
+    assert_eq!(b.text(&progress).await, "running: 0 of 5 judged");
+    let state = state_of(app);
+    let claimed = claimed_scan(&state).await.unwrap();
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let after_one = || calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 1;
+    scans::sweep(&state, &claimed, SWEEP, &after_one)
+        .await
+        .unwrap();
+    let moved = b.settled(&progress, "running: 0 of 5 judged").await;
+    assert_eq!(
+        moved, "running: 3 of 5 judged",
+        "the page follows without reload"
+    );
+    b.shot("scans").await;
+    b.click(&format!("tr[data-scan='{id}'] button[value='cancel']"))
+        .await;
+    assert_eq!(
+        b.text("#notice").await,
+        format!("Done: scan {id} is cancelled")
+    );
+    let (_, scan) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/scans/{id}"),
+            &scene.alice,
+            Some(&scene.acme),
+            None,
+        )
+        .await;
+    assert_eq!(scan["data"]["status"], "cancelled");
+
+    // A form another origin's page posts is refused, and changes nothing.
+    let (_, before) = app
+        .call(
+            "GET",
+            "/api/compliance/scans",
+            &scene.alice,
+            Some(&scene.acme),
+            None,
+        )
+        .await;
+    let target = format!("{base}/console/scans");
+    let acme = scene.acme.clone();
+    let evil = axum::Router::new().route(
+        "/",
+        axum::routing::get(move || {
+            let target = target.clone();
+            let acme = acme.clone();
+            async move {
+                axum::response::Html(format!(
+                    "<form id=f method=post action='{target}'><input name=org value='{acme}'><input name=action value=start><input name=target value=pipeline><input name=csrf value=guessed></form><script>document.getElementById('f').submit()</script>"
+                ))
+            }
+        }),
+    );
+    let evil_base = serve(evil).await;
+    b.open(&evil_base).await;
+    let refused = b.settled("#error", "").await;
+    assert_eq!(
+        refused,
+        "this form did not come from this console's own page"
+    );
+    let (_, after) = app
+        .call(
+            "GET",
+            "/api/compliance/scans",
+            &scene.alice,
+            Some(&scene.acme),
+            None,
+        )
+        .await;
+    assert_eq!(before["pagination"]["total"], after["pagination"]["total"]);
+    b.sign_out(base).await;
+
+    // Root verifies the chain: the server's and the browser's verdicts agree.
+    b.sign_in(base, ROOT_EMAIL).await;
+    b.open(&format!("{base}/console/audit?org={}&verify=1", scene.acme))
+        .await;
+    let (_, verdict) = app
+        .call(
+            "GET",
+            &format!("/api/audit/verify?orgId={}", scene.acme),
+            &scene.root,
+            None,
+            None,
+        )
+        .await;
+    let n = verdict["data"]["count"].as_u64().unwrap();
+    assert!(n >= 5, "{verdict}");
+    let latest = verdict["data"]["checkpoints"]["latestSeq"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(
+        b.text("#server-verdict").await,
+        format!("{n} of {n} events valid")
+    );
+    let browser_verdict = b.settled("#browser-verdict", "checking…").await;
+    assert_eq!(
+        browser_verdict,
+        format!("{n} of {n} events valid, checkpoint at seq {latest} verified")
+    );
+    b.shot("audit").await;
+
+    // An exported chain file dropped on the page is checked there too.
+    let export = app
+        .router
+        .clone()
+        .oneshot(
+            Request::get(format!("/api/audit/export?orgId={}", scene.acme))
+                .header("authorization", format!("Bearer {}", scene.root))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(export.status(), StatusCode::OK);
+    let bytes = http_body_util::BodyExt::collect(export.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let file = std::env::temp_dir().join(format!("chain-{}.jsonl", uuid::Uuid::new_v4()));
+    std::fs::write(&file, &bytes).unwrap();
+    b.client
+        .find(Locator::Css("#chain-file"))
+        .await
+        .unwrap()
+        .send_keys(file.to_str().unwrap())
+        .await
+        .unwrap();
+    let file_verdict = b.settled("#file-verdict", "no file yet").await;
+    let file_verdict = if file_verdict == "checking…" {
+        b.settled("#file-verdict", "checking…").await
+    } else {
+        file_verdict
+    };
+    assert_eq!(
+        file_verdict,
+        format!("{n} of {n} events valid, checkpoint at seq {latest} verified")
+    );
+    // The same file with one row's details changed: the first broken seq.
+    let tampered: Vec<String> = String::from_utf8(bytes.to_vec())
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut value: Value = serde_json::from_str(line).unwrap();
+            if value["seq"] == 3 {
+                value["details"]["n"] = json!(99);
+            }
+            value.to_string()
+        })
+        .collect();
+    std::fs::write(&file, tampered.join("\n")).unwrap();
+    b.open(&format!("{base}/console/audit?org={}", scene.acme))
+        .await;
+    b.client
+        .find(Locator::Css("#chain-file"))
+        .await
+        .unwrap()
+        .send_keys(file.to_str().unwrap())
+        .await
+        .unwrap();
+    let mut shown = String::new();
+    for _ in 0..100 {
+        shown = b.text("#file-verdict").await;
+        if shown.starts_with("broken") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(shown.starts_with("broken at seq 3 "), "{shown}");
+    assert_eq!(
+        b.attr("#file-verdict", "data-broken-seq").await.as_deref(),
+        Some("3")
+    );
+    b.shot("audit-file").await;
+    let _ = std::fs::remove_file(&file);
+
+    // One stored row tampered with: both verdicts name its seq.
+    app.sql(&format!(
+        r#"UPDATE audit_events SET details = '{{"n": 99}}' WHERE chain_key = '{}' AND seq = 3"#,
+        scene.acme
+    ))
+    .await;
+    b.open(&format!("{base}/console/audit?org={}&verify=1", scene.acme))
+        .await;
+    assert_eq!(
+        b.attr("#server-verdict", "data-broken-seq")
+            .await
+            .as_deref(),
+        Some("3")
+    );
+    assert!(b
+        .text("#server-verdict")
+        .await
+        .starts_with("broken at seq 3"));
+    let browser_verdict = b.settled("#browser-verdict", "checking…").await;
+    assert!(
+        browser_verdict.starts_with("broken at seq 3 "),
+        "{browser_verdict}"
+    );
+    assert_eq!(
+        b.attr("#browser-verdict", "data-broken-seq")
+            .await
+            .as_deref(),
+        Some("3")
+    );
+    b.shot("audit-tampered").await;
+
+    // No page broke the policy; an inline script does, and the browser reports it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(csp_violations(app).await, violations_before);
+    b.client
+        .execute(
+            "const s = document.createElement('script'); s.textContent = 'window.x = 1'; document.body.appendChild(s); return true;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let mut reported = violations_before;
+    for _ in 0..100 {
+        reported = csp_violations(app).await;
+        if reported > violations_before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        reported > violations_before,
+        "the policy's reports reach the server"
+    );
+    b.client.clone().close().await.unwrap();
+}
+
+on_both_backends!(the_console_in_a_real_browser);
