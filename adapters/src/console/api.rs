@@ -35,9 +35,10 @@ impl Refusal {
         }
     }
 
-    /// Whether the session no longer authenticates (the page signs in again).
+    /// Whether the session no longer authenticates (the page signs in again); a
+    /// wrong password at a step-up is a refusal to show, not a signed-out session.
     pub fn signed_out(&self) -> bool {
-        self.status == StatusCode::UNAUTHORIZED
+        self.status == StatusCode::UNAUTHORIZED && self.code == "UNAUTHORIZED"
     }
 }
 

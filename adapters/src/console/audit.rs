@@ -81,6 +81,9 @@ pub async fn page(
             ("Audit", "/console/audit"),
         )
         .await?;
+        if frame.org.is_empty() {
+            return Ok(page::empty(frame));
+        }
         let get = |k: &str| q.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
         let (action, actor, outcome) = (get("action"), get("actorId"), get("outcome"));
         let mut refusal = String::new();

@@ -59,6 +59,9 @@ async fn show(
         ("Quotas and billing", "/console/billing"),
     )
     .await?;
+    if frame.org.is_empty() {
+        return Ok(page::empty(frame));
+    }
     let org = Some(frame.org.as_str());
     let quotas = visitor.api.get("/api/quotas", org).await?;
     let mut usage: Vec<Usage> = quotas

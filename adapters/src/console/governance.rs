@@ -85,6 +85,9 @@ pub async fn rules(
 ) -> Response {
     let shown = async {
         let frame = frame(&console, &visitor, &q, ("Rules", "/console/rules")).await?;
+        if frame.org.is_empty() {
+            return Ok(page::empty(frame));
+        }
         let org = Some(frame.org.as_str());
         let list = visitor
             .api
@@ -137,6 +140,9 @@ async fn show_catalog(
     outcome: Option<Result<String, Refusal>>,
 ) -> Result<Response, Refusal> {
     let mut frame = frame(console, visitor, q, ("Catalog", "/console/catalog")).await?;
+    if frame.org.is_empty() {
+        return Ok(page::empty(frame));
+    }
     let org = Some(frame.org.as_str());
     let published = visitor
         .api
@@ -315,6 +321,9 @@ async fn show_exemptions(
     outcome: Option<Result<String, Refusal>>,
 ) -> Result<Response, Refusal> {
     let mut frame = frame(console, visitor, q, ("Exemptions", "/console/exemptions")).await?;
+    if frame.org.is_empty() {
+        return Ok(page::empty(frame));
+    }
     let list = visitor
         .api
         .get("/api/compliance/exemptions?limit=100", Some(&frame.org))

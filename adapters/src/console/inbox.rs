@@ -46,6 +46,9 @@ async fn show(
         ("Inbox", "/console/inbox"),
     )
     .await?;
+    if frame.org.is_empty() {
+        return Ok(page::empty(frame));
+    }
     let org = Some(frame.org.as_str());
     let messages = visitor.api.get("/api/messages?limit=50", org).await?;
     let announcements = visitor

@@ -77,6 +77,9 @@ async fn show(
         ("Inventory", "/console/inventory"),
     )
     .await?;
+    if frame.org.is_empty() {
+        return Ok(page::empty(frame));
+    }
     let org = Some(frame.org.as_str());
     let pipelines = visitor.api.get("/api/pipelines?limit=50", org).await?;
     let plugins = visitor.api.get("/api/plugins?limit=50", org).await?;

@@ -347,6 +347,17 @@ pub fn failure(refusal: &Refusal) -> Response {
 }
 
 #[derive(Template)]
+#[template(path = "console/empty.html")]
+struct EmptyPage {
+    frame: Frame,
+}
+
+/// A page for a visitor who belongs to no organization yet.
+pub fn empty(frame: Frame) -> Response {
+    render(&EmptyPage { frame }, StatusCode::OK)
+}
+
+#[derive(Template)]
 #[template(path = "console/failure.html")]
 struct FailurePage<'a> {
     status: u16,

@@ -133,6 +133,9 @@ async fn show(
         ("Posture", "/console/posture"),
     )
     .await?;
+    if frame.org.is_empty() {
+        return Ok(page::empty(frame));
+    }
     let org = Some(frame.org.as_str());
     let posture = visitor
         .api

@@ -89,6 +89,9 @@ async fn show(
         ("Scans", "/console/scans"),
     )
     .await?;
+    if frame.org.is_empty() {
+        return Ok(page::empty(frame));
+    }
     let org = Some(frame.org.as_str());
     let scans = visitor
         .api

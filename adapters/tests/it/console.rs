@@ -848,4 +848,837 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
     b.client.clone().close().await.unwrap();
 }
 
-on_both_backends!(the_console_in_a_real_browser);
+/// A console request to the router: its status, headers and page.
+async fn visit(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    (cookie, host): (Option<&str>, &str),
+    form: Option<&[(&str, &str)]>,
+    headers: &[(&str, &str)],
+) -> (StatusCode, axum::http::HeaderMap, String) {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", host);
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", format!("__Host-compliance_console={cookie}"));
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let body = match form {
+        Some(fields) => {
+            request = request.header("content-type", "application/x-www-form-urlencoded");
+            Body::from(serde_urlencoded::to_string(fields).unwrap())
+        }
+        None => Body::empty(),
+    };
+    let response = app
+        .router
+        .clone()
+        .oneshot(request.body(body).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+const HOST: &str = "127.0.0.1:3000";
+
+/// Signs in through the console's form; the cookie's value and the whole header.
+async fn console_session(
+    app: &TestApp,
+    email: &str,
+    host: &str,
+    extra: &[(&str, &str)],
+) -> (String, String) {
+    let origin = format!("http://{host}");
+    let mut headers = vec![("origin", origin.as_str())];
+    headers.extend_from_slice(extra);
+    let (status, answer, page) = visit(
+        app,
+        "POST",
+        "/console/login",
+        (None, host),
+        Some(&[("identifier", email), ("password", PASSWORD)]),
+        &headers,
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{page}");
+    assert_eq!(answer["location"], "/console");
+    let set = answer["set-cookie"].to_str().unwrap().to_owned();
+    let value = set
+        .split(';')
+        .next()
+        .and_then(|pair| pair.split_once('='))
+        .map(|(_, v)| v.to_owned())
+        .unwrap();
+    (value, set)
+}
+
+fn form_token(page: &str) -> String {
+    regex::Regex::new(r#"name="csrf" value="([0-9a-f]{64})""#)
+        .unwrap()
+        .captures(page)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().to_owned())
+        .expect("a form token on the page")
+}
+
+async fn every_console_answer_carries_its_headers(app: &TestApp) {
+    register(app, "alice@example.com").await;
+    let alice = access(app, "alice@example.com").await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (status, headers, _) = visit(app, "GET", "/", (None, HOST), None, &[]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(headers["location"], "/console");
+    // Without a session every page sends the visitor to sign in.
+    let (status, headers, _) = visit(app, "GET", "/console/audit", (None, HOST), None, &[]).await;
+    assert_eq!(
+        (status, headers["location"].to_str().unwrap()),
+        (StatusCode::SEE_OTHER, "/console/login")
+    );
+    let (status, _, _) = visit(
+        app,
+        "GET",
+        "/console/posture",
+        (Some("made-up"), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let mut script = String::new();
+    let (status, headers, _) = visit(
+        app,
+        "GET",
+        "/console/login",
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(
+        (status, headers["location"].to_str().unwrap()),
+        (StatusCode::SEE_OTHER, "/console"),
+        "signed in already"
+    );
+    let (status, headers, _) = visit(app, "GET", "/console/login", (None, HOST), None, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .contains("frame-ancestors 'none'"));
+    for path in [
+        "/console/posture",
+        "/console/rules",
+        "/console/catalog",
+        "/console/exemptions",
+        "/console/inventory",
+        "/console/scans",
+        "/console/audit",
+        "/console/billing",
+        "/console/inbox",
+    ] {
+        let (status, headers, page) =
+            visit(app, "GET", path, (Some(&cookie), HOST), None, &[]).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {page}");
+        let csp = headers["content-security-policy"].to_str().unwrap();
+        assert!(
+            !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
+            "{csp}"
+        );
+        assert!(
+            csp.contains("frame-ancestors 'none'") && csp.contains("script-src 'self'"),
+            "{csp}"
+        );
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(headers["referrer-policy"], "same-origin", "{path}");
+        assert_eq!(headers["cache-control"], "no-store", "{path}");
+        assert!(
+            !page.contains("<script>") && !page.contains(" style="),
+            "{path}: no inline code"
+        );
+        if let Some(found) =
+            regex::Regex::new(r#"src="(/console/assets/console\.[0-9a-f]{16}\.js)""#)
+                .unwrap()
+                .captures(&page)
+        {
+            script = found[1].to_owned();
+        }
+    }
+    // The script is served under its content's hash, cached for good; another name is not.
+    let (status, headers, text) = visit(app, "GET", &script, (None, HOST), None, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        headers["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    assert!(headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/javascript"));
+    assert!(text.contains("crypto.subtle"));
+    let (status, _, _) = visit(
+        app,
+        "GET",
+        "/console/assets/console.0000000000000000.js",
+        (None, HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+async fn the_session_cookie_is_opaque_hashed_and_strict(app: &TestApp) {
+    register(app, "alice@example.com").await;
+    let (cookie, set) = console_session(app, "alice@example.com", HOST, &[]).await;
+    assert_eq!(
+        set,
+        format!("__Host-compliance_console={cookie}; Path=/; Max-Age=43200; HttpOnly; Secure; SameSite=Strict")
+    );
+    assert_eq!(cookie.len(), 43, "32 random bytes, base64url");
+    // Only its hash is stored.
+    let stored: Vec<String> = sqlx::query_scalar("SELECT id_hash FROM console_sessions")
+        .fetch_all(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .unwrap();
+    use sha2::Digest;
+    assert_eq!(
+        stored,
+        vec![hex::encode(sha2::Sha256::digest(cookie.as_bytes()))]
+    );
+    // Plain HTTP off loopback: no Secure, so no __Host- prefix either.
+    let (_, set) = console_session(app, "alice@example.com", "console.example.com", &[]).await;
+    assert!(
+        set.starts_with("compliance_console=") && !set.contains("Secure"),
+        "{set}"
+    );
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    // Behind a proxy that says TLS (and is trusted to say so): Secure again.
+    let behind = app.beside(&[("TRUST_PROXY_HEADERS", "true")]).await;
+    let (_, set) = console_session(
+        &behind,
+        "alice@example.com",
+        "console.example.com",
+        &[("x-forwarded-proto", "https")],
+    )
+    .await;
+    assert!(
+        set.starts_with("__Host-compliance_console=") && set.contains("; Secure;"),
+        "{set}"
+    );
+    // A wrong password shows the API's own refusal, and sets nothing.
+    let (status, headers, page) = visit(
+        app,
+        "POST",
+        "/console/login",
+        (None, HOST),
+        Some(&[
+            ("identifier", "alice@example.com"),
+            ("password", "wrong password!"),
+        ]),
+        &[("origin", "http://127.0.0.1:3000")],
+    )
+    .await;
+    let (api_status, api) = app
+        .call(
+            "POST",
+            "/api/auth/login",
+            "unused",
+            None,
+            Some(json!({"identifier": "alice@example.com", "password": "wrong password!"})),
+        )
+        .await;
+    assert_eq!(status, api_status);
+    assert!(headers.get("set-cookie").is_none());
+    assert!(page.contains(api["message"].as_str().unwrap()), "{page}");
+}
+
+async fn forms_without_this_pages_token_or_origin_change_nothing(app: &TestApp) {
+    register(app, "alice@example.com").await;
+    let alice = access(app, "alice@example.com").await;
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (_, _, page) = visit(
+        app,
+        "GET",
+        "/console/scans",
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    let token = form_token(&page);
+    let scans = || async {
+        app.call("GET", "/api/compliance/scans", &alice, Some(&acme), None)
+            .await
+            .1["pagination"]["total"]
+            .as_u64()
+            .unwrap()
+    };
+    let start = |csrf: &'static str| {
+        [
+            ("org", acme.as_str()),
+            ("action", "start"),
+            ("target", "pipeline"),
+            ("csrf", csrf),
+        ]
+    };
+    let leaked: &'static str = Box::leak(token.clone().into_boxed_str());
+    for (fields, headers, why) in [
+        (start(""), vec![], "no token"),
+        (
+            start("0000000000000000000000000000000000000000000000000000000000000000"),
+            vec![],
+            "another token",
+        ),
+        (
+            start(leaked),
+            vec![("sec-fetch-site", "cross-site")],
+            "a cross-site fetch",
+        ),
+        (
+            start(leaked),
+            vec![("sec-fetch-site", "same-site")],
+            "a sibling site",
+        ),
+        (
+            start(leaked),
+            vec![("origin", "http://evil.example")],
+            "another origin",
+        ),
+        (start(leaked), vec![("origin", "null")], "an opaque origin"),
+    ] {
+        let (status, _, page) = visit(
+            app,
+            "POST",
+            "/console/scans",
+            (Some(&cookie), HOST),
+            Some(&fields),
+            &headers,
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{why}");
+        assert!(
+            page.contains("this form did not come from this console"),
+            "{why}: {page}"
+        );
+    }
+    // A login form posted from another origin is refused too.
+    let (status, _, _) = visit(
+        app,
+        "POST",
+        "/console/login",
+        (None, HOST),
+        Some(&[("identifier", "alice@example.com"), ("password", PASSWORD)]),
+        &[("origin", "http://evil.example")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(scans().await, 0, "nothing started");
+    let (status, _, page) = visit(
+        app,
+        "POST",
+        "/console/scans",
+        (Some(&cookie), HOST),
+        Some(&start(leaked)),
+        &[
+            ("origin", "http://127.0.0.1:3000"),
+            ("sec-fetch-site", "same-origin"),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("started"), "{page}");
+    assert_eq!(scans().await, 1);
+    // An action the page does not have, and an id that is not one.
+    let (status, _, page) = visit(
+        app,
+        "POST",
+        "/console/scans",
+        (Some(&cookie), HOST),
+        Some(&[
+            ("org", acme.as_str()),
+            ("action", "cancel"),
+            ("id", "../../api/x"),
+            ("csrf", leaked),
+        ]),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(page.contains("not an id"), "{page}");
+}
+
+async fn signing_out_or_revoking_ends_the_console_session(app: &TestApp) {
+    register(app, "alice@example.com").await;
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (_, _, page) = visit(
+        app,
+        "GET",
+        "/console/inbox",
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    let token = form_token(&page);
+    let (status, headers, _) = visit(
+        app,
+        "POST",
+        "/console/logout",
+        (Some(&cookie), HOST),
+        Some(&[("csrf", &token)]),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(headers["set-cookie"]
+        .to_str()
+        .unwrap()
+        .contains("Max-Age=0"));
+    let (status, headers, _) = visit(
+        app,
+        "GET",
+        "/console/inbox",
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(
+        (status, headers["location"].to_str().unwrap()),
+        (StatusCode::SEE_OTHER, "/console/login")
+    );
+    let ended: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM refresh_families WHERE revoked_at IS NOT NULL")
+            .fetch_one(adapters::storage::pool_for_tests(&app.store))
+            .await
+            .unwrap();
+    assert_eq!(ended, 1, "the sign-in's family ended with it");
+    assert_eq!(app.audited("user.logout").await.len(), 1);
+    // A revoke-all through the API ends a console session at once.
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (status, _, _) = visit(
+        app,
+        "GET",
+        "/console/inbox",
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let api = access(app, "alice@example.com").await;
+    let (status, _) = app
+        .call("POST", "/api/me/tokens/revoke-all", &api, None, None)
+        .await;
+    assert!(status.is_success());
+    let (status, _, _) = visit(
+        app,
+        "GET",
+        "/console/inbox",
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+}
+
+async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
+    let app = &app.beside(&[("QUOTA_TIER_DEVELOPER_SEATS", "-1")]).await;
+    register(app, "alice@example.com").await;
+    let carol_id = register(app, "carol@example.com").await;
+    let alice = access(app, "alice@example.com").await;
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/members"),
+            &alice,
+            None,
+            Some(json!({"userId": carol_id, "role": "member"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            &alice,
+            Some(&acme),
+            Some(pipeline_as("pub-one", "public")),
+        )
+        .await;
+    let pipeline = body["data"]["id"].as_str().unwrap().to_owned();
+    let (_, body) = app
+        .call("POST", "/api/compliance/rules", &alice, Some(&acme), Some(json!({"name": "Private only", "target": "pipeline", "severity": "warning", "field": "accessModifier", "operator": "eq", "value": "private"})))
+        .await;
+    let rule = body["data"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/exemptions",
+            &alice,
+            Some(&acme),
+            Some(json!({"ruleId": rule, "entityId": pipeline, "reason": "why not"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let exemption = body["data"]["id"].as_str().unwrap().to_owned();
+    // Carol, a member, sees the request but no review button, and no scan button.
+    let (cookie, _) = console_session(app, "carol@example.com", HOST, &[]).await;
+    let (status, _, page) = visit(
+        app,
+        "GET",
+        "/console/exemptions",
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains(&exemption));
+    assert!(
+        !page.contains("value=\"approve\""),
+        "no approve button for a member"
+    );
+    let carol = access(app, "carol@example.com").await;
+    let (api_status, api) = app
+        .call(
+            "PUT",
+            &format!("/api/compliance/exemptions/{exemption}/review"),
+            &carol,
+            Some(&acme),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(api_status, StatusCode::FORBIDDEN);
+    // Forced anyway: the API's refusal, with its status and its words.
+    let token = form_token(&page);
+    let (status, _, page) = visit(
+        app,
+        "POST",
+        "/console/exemptions",
+        (Some(&cookie), HOST),
+        Some(&[
+            ("org", acme.as_str()),
+            ("action", "approve"),
+            ("id", exemption.as_str()),
+            ("csrf", token.as_str()),
+        ]),
+        &[],
+    )
+    .await;
+    assert_eq!(status, api_status);
+    let message = api["message"].as_str().unwrap().replace('`', "&#96;");
+    assert!(
+        page.contains(&message) || page.contains(api["message"].as_str().unwrap()),
+        "{page}"
+    );
+    let (_, list) = app
+        .call(
+            "GET",
+            "/api/compliance/exemptions",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(list["exemptions"][0]["status"], "requested");
+    let (_, _, scans) = visit(
+        app,
+        "GET",
+        "/console/scans",
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    let (scan_status, _) = app
+        .call(
+            "POST",
+            "/api/compliance/scans",
+            &carol,
+            Some(&acme),
+            Some(json!({"target": "pipeline"})),
+        )
+        .await;
+    assert_eq!(
+        scans.contains("id=\"start-scan\""),
+        scan_status == StatusCode::ACCEPTED
+    );
+    // Alice, the owner, sees the buttons (but not on her own request).
+    let (alice_cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (_, _, page) = visit(
+        app,
+        "GET",
+        "/console/scans",
+        (Some(&alice_cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert!(page.contains("id=\"start-scan\""));
+    let (_, _, page) = visit(
+        app,
+        "GET",
+        "/console/exemptions",
+        (Some(&alice_cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert!(page.contains("your own request") && !page.contains("value=\"approve\""));
+}
+
+async fn a_step_up_action_asks_for_the_password_again(app: &TestApp) {
+    register(app, "alice@example.com").await;
+    let alice = access(app, "alice@example.com").await;
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    adapters::services::accounts::provision(
+        &state_of(app),
+        (ROOT_EMAIL, PASSWORD.to_owned()),
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    // Alice may not change a tier: no such form for her.
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (_, _, page) = visit(
+        app,
+        "GET",
+        &format!("/console/billing?org={acme}"),
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert!(!page.contains("id=\"change-tier\""));
+    let (root, _) = console_session(app, ROOT_EMAIL, HOST, &[]).await;
+    let (status, _, page) = visit(
+        app,
+        "GET",
+        &format!("/console/billing?org={acme}"),
+        (Some(&root), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("id=\"change-tier\""));
+    let token = form_token(&page);
+    let change = |password: &'static str| {
+        [
+            ("org", acme.clone()),
+            ("action", "tier".to_owned()),
+            ("tier", "team".to_owned()),
+            ("password", password.to_owned()),
+            ("csrf", token.clone()),
+        ]
+    };
+    let fields = change("not the password");
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, _, page) = visit(
+        app,
+        "POST",
+        "/console/billing",
+        (Some(&root), HOST),
+        Some(&fields),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "a refusal shown, not a sign-out: {page}"
+    );
+    assert!(page.contains("id=\"error\""), "{page}");
+    let tier = || async {
+        app.call(
+            "GET",
+            &format!("/api/organization/{acme}"),
+            &alice,
+            None,
+            None,
+        )
+        .await
+        .1["data"]["tier"]
+            .clone()
+    };
+    assert_eq!(tier().await, "developer");
+    let fields = change(PASSWORD);
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, _, page) = visit(
+        app,
+        "POST",
+        "/console/billing",
+        (Some(&root), HOST),
+        Some(&fields),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("the tier is now team"), "{page}");
+    assert_eq!(tier().await, "team");
+}
+
+async fn the_policy_report_filters_by_status_and_rule(app: &TestApp) {
+    register(app, "alice@example.com").await;
+    let alice = access(app, "alice@example.com").await;
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    let (_, body) = app
+        .call("POST", "/api/compliance/rules", &alice, Some(&acme), Some(json!({"name": "Named by convention", "target": "pipeline", "severity": "warning", "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"})))
+        .await;
+    let rule = body["data"]["id"].as_str().unwrap().to_owned();
+    for name in ["web-app", "legacy1", "legacy2"] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/pipelines",
+                &alice,
+                Some(&acme),
+                Some(pipeline_as(name, "private")),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let report = |query: String| {
+        let alice = alice.clone();
+        let acme = acme.clone();
+        async move {
+            app.call(
+                "GET",
+                &format!("/api/compliance/posture/policy-report?target=pipeline{query}"),
+                &alice,
+                Some(&acme),
+                None,
+            )
+            .await
+        }
+    };
+    let names = |report: &Value| -> Vec<String> {
+        report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}:{}",
+                    r["resources"][0]["name"].as_str().unwrap(),
+                    r["result"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    let (status, all) = report(String::new()).await;
+    assert_eq!(status, StatusCode::OK, "{all}");
+    assert_eq!(
+        names(&all),
+        ["web-app:pass", "legacy1:warn", "legacy2:warn"]
+    );
+    let (_, warned) = report("&status=warn".into()).await;
+    assert_eq!(names(&warned), ["legacy1:warn", "legacy2:warn"]);
+    assert_eq!(
+        warned["metadata"]["annotations"]["compliance/page-total"],
+        "2"
+    );
+    assert_eq!(
+        warned["metadata"]["annotations"]["compliance/filter-status"],
+        "warn"
+    );
+    assert_eq!(
+        warned["summary"], all["summary"],
+        "the summary stays over every entity"
+    );
+    let (_, by_rule) = report(format!("&rule={rule}&limit=1&offset=1")).await;
+    assert_eq!(names(&by_rule), ["legacy2:warn"]);
+    assert_eq!(
+        by_rule["metadata"]["annotations"]["compliance/filter-rule"],
+        rule.as_str()
+    );
+    let (_, none) = report("&status=block".into()).await;
+    assert_eq!(names(&none), Vec::<String>::new());
+    for (query, field) in [
+        ("&status=failing", "status"),
+        ("&status=", "status"),
+        ("&rule=%00x", "NUL"),
+        (&*format!("&rule={}", "r".repeat(201)), "rule"),
+    ] {
+        let (status, body) = report(query.to_owned()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+        assert_eq!(body["code"], "VALIDATION_ERROR", "{query}");
+        let text = body.to_string();
+        assert!(text.contains(field), "{query}: {body}");
+    }
+}
+
+on_both_backends!(
+    the_console_in_a_real_browser,
+    every_console_answer_carries_its_headers,
+    the_session_cookie_is_opaque_hashed_and_strict,
+    forms_without_this_pages_token_or_origin_change_nothing,
+    signing_out_or_revoking_ends_the_console_session,
+    buttons_follow_the_gate_and_refusals_show_its_message,
+    a_step_up_action_asks_for_the_password_again,
+    the_policy_report_filters_by_status_and_rule,
+);
