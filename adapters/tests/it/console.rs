@@ -966,6 +966,8 @@ async fn every_console_answer_carries_its_headers(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     let mut script = String::new();
+    let script_tag =
+        regex::Regex::new(r#"src="(/console/assets/console\.[0-9a-f]{16}\.js)""#).unwrap();
     let (status, headers, _) = visit(
         app,
         "GET",
@@ -1016,11 +1018,7 @@ async fn every_console_answer_carries_its_headers(app: &TestApp) {
             !page.contains("<script>") && !page.contains(" style="),
             "{path}: no inline code"
         );
-        if let Some(found) =
-            regex::Regex::new(r#"src="(/console/assets/console\.[0-9a-f]{16}\.js)""#)
-                .unwrap()
-                .captures(&page)
-        {
+        if let Some(found) = script_tag.captures(&page) {
             script = found[1].to_owned();
         }
     }
