@@ -137,15 +137,16 @@ pub async fn page(
         .unwrap_or_else(page::refused)
 }
 
-/// The limits an entitlement states, in one line.
+/// The limits an entitlement states, in one line (`seats 11, pipelines 300, ...`;
+/// -1 is unlimited).
 fn limits_line(subscription: &Value) -> String {
     subscription
         .pointer("/entitlement/limits")
-        .and_then(Value::as_object)
+        .and_then(Value::as_array)
         .map(|limits| {
             limits
                 .iter()
-                .map(|(k, v)| format!("{k} {v}"))
+                .map(|l| format!("{} {}", api::text(l, "dimension"), api::number(l, "total")))
                 .collect::<Vec<_>>()
                 .join(", ")
         })

@@ -140,7 +140,24 @@ impl Browser {
         field.send_keys(text).await.unwrap();
     }
 
+    /// The page's controls without an accessible name (a label, an `aria-label` or
+    /// their own text).
+    async fn unlabelled(&self) -> Vec<String> {
+        let found = self
+            .client
+            .execute(
+                "return Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea, button'))
+                   .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+                   .map(e => e.outerHTML);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        serde_json::from_value(found).unwrap()
+    }
+
     async fn shot(&self, name: &str) {
+        assert_eq!(self.unlabelled().await, Vec::<String>::new(), "{name}");
         let png = self.client.screenshot().await.unwrap();
         std::fs::write(screenshots().join(format!("{name}.png")), png).unwrap();
     }
@@ -149,8 +166,9 @@ impl Browser {
         self.open(&format!("{base}/console")).await;
         assert!(self.client.current_url().await.unwrap().path() == "/console/login");
         self.type_into("#identifier", email).await;
-        self.type_into("#password", PASSWORD).await;
-        self.click("#sign-in").await;
+        // By keyboard: Enter in the password field submits.
+        self.type_into("#password", &format!("{PASSWORD}\u{E007}"))
+            .await;
         if !self.lands_on("/console/posture").await {
             let main = self.text("main").await;
             panic!("signing in as {email} did not reach the posture: {main}");
@@ -319,6 +337,16 @@ async fn scene(app: &TestApp) -> Scene {
     let (status, body) = app
         .call(
             "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "web", "parentOrgId": acme})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = app
+        .call(
+            "POST",
             &format!("/api/organization/{acme}/members"),
             &alice,
             None,
@@ -475,6 +503,15 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
     assert_eq!(session.path(), Some("/"));
 
     // Switching organization.
+    // Roots by name, each followed by its teams.
+    let options: Vec<String> = serde_json::from_value(
+        b.client
+            .execute("return Array.from(document.querySelectorAll('#org-switch option')).map(o => o.textContent);", vec![])
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(options, ["acme", "acme / web", "beta"]);
     b.switch_to(&scene.beta).await;
     assert_eq!(b.text("h1 small").await, "beta");
     b.switch_to(&scene.acme).await;
@@ -1670,6 +1707,198 @@ async fn the_policy_report_filters_by_status_and_rule(app: &TestApp) {
     }
 }
 
+async fn quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase(app: &TestApp) {
+    let app = &app
+        .beside(&[
+            ("BILLING_BUNDLES_ENABLED", "true"),
+            ("QUOTA_TIER_DEVELOPER_SEATS", "-1"),
+        ])
+        .await;
+    register(app, "alice@example.com").await;
+    let alice = access(app, "alice@example.com").await;
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    super::billing::set_tier(app, &acme, "pro").await;
+    for name in ["one-a", "two-b"] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/pipelines",
+                &alice,
+                Some(&acme),
+                Some(pipeline_as(name, "private")),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (status, _, page) = visit(
+        app,
+        "GET",
+        "/console/billing",
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    // Every quota the API states, as a bar of its used against its limit.
+    let (_, quotas) = app
+        .call("GET", "/api/quotas", &alice, Some(&acme), None)
+        .await;
+    let quotas = quotas["data"]["quotas"].as_object().unwrap().clone();
+    assert!(!quotas.is_empty());
+    for (name, q) in &quotas {
+        if q["limit"].as_i64().unwrap() < 0 {
+            assert!(page.contains(&format!("data-quota=\"{name}\"")), "{name}");
+            continue;
+        }
+        let bar = format!(
+            "<meter id=\"m-{name}\" min=\"0\" max=\"{}\" value=\"{}\"",
+            q["limit"], q["used"]
+        );
+        assert!(page.contains(&bar), "{name}: {bar}");
+    }
+    assert_eq!(quotas["pipelines"]["used"], 2);
+    // The purchase button shows only after the preview, which buys nothing.
+    assert!(page.contains("aria-label=\"Preview SEAT_PACK\""));
+    assert!(!page.contains("value=\"purchase\""));
+    let token = form_token(&page);
+    let seats = || async {
+        let (_, sub) = app
+            .call(
+                "GET",
+                "/api/subscriptions/current",
+                &alice,
+                Some(&acme),
+                None,
+            )
+            .await;
+        sub["data"]["addons"].as_array().unwrap().len()
+    };
+    let (status, _, page) = visit(
+        app,
+        "POST",
+        "/console/billing",
+        (Some(&cookie), HOST),
+        Some(&[
+            ("org", acme.as_str()),
+            ("action", "preview"),
+            ("bundleId", "SEAT_PACK"),
+            ("csrf", token.as_str()),
+        ]),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(
+        page.contains("with SEAT_PACK the limits would be: ") && page.contains("seats 6"),
+        "{page}"
+    );
+    assert!(page.contains("aria-label=\"Purchase SEAT_PACK\""));
+    assert_eq!(seats().await, 0, "a preview buys nothing");
+    let (status, _, page) = visit(
+        app,
+        "POST",
+        "/console/billing",
+        (Some(&cookie), HOST),
+        Some(&[
+            ("org", acme.as_str()),
+            ("action", "purchase"),
+            ("bundleId", "SEAT_PACK"),
+            ("csrf", token.as_str()),
+        ]),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("SEAT_PACK added"), "{page}");
+    assert_eq!(seats().await, 1);
+}
+
+async fn announcements_are_dismissed_from_the_inbox(app: &TestApp) {
+    register(app, "alice@example.com").await;
+    let alice = access(app, "alice@example.com").await;
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/messages/announcements",
+            &alice,
+            Some(&acme),
+            Some(json!({"title": "Maintenance <b>tonight</b>", "body": "From 22:00."})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (_, _, page) = visit(
+        app,
+        "GET",
+        "/console/inbox",
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert!(
+        page.contains("Maintenance &#60;b&#62;tonight&#60;/b&#62;"),
+        "escaped"
+    );
+    assert!(!page.contains("<b>tonight"));
+    let token = form_token(&page);
+    let (status, _, page) = visit(
+        app,
+        "POST",
+        "/console/inbox",
+        (Some(&cookie), HOST),
+        Some(&[
+            ("org", acme.as_str()),
+            ("action", "dismiss"),
+            ("id", id.as_str()),
+            ("csrf", token.as_str()),
+        ]),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(
+        page.contains(&format!("announcement {id} dismissed")),
+        "{page}"
+    );
+    assert!(
+        !page.contains("value=\"dismiss\""),
+        "dismissed once: {page}"
+    );
+    let (_, list) = app
+        .call(
+            "GET",
+            "/api/messages/announcements?includeDismissed=true",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert!(!list["announcements"][0]["dismissedAt"].is_null(), "{list}");
+}
+
 on_both_backends!(
     the_console_in_a_real_browser,
     every_console_answer_carries_its_headers,
@@ -1679,4 +1908,6 @@ on_both_backends!(
     buttons_follow_the_gate_and_refusals_show_its_message,
     a_step_up_action_asks_for_the_password_again,
     the_policy_report_filters_by_status_and_rule,
+    quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase,
+    announcements_are_dismissed_from_the_inbox,
 );
