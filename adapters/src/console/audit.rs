@@ -105,13 +105,13 @@ pub async fn page(
                         .map(|e| EventRow {
                             seq: api::number(e, "seq"),
                             action: api::text(e, "action"),
-                            actor: api::text(e, "actorEmail")
-                                .chars()
-                                .chain(std::iter::once(' '))
-                                .chain(api::text(e, "actorId").chars())
-                                .collect::<String>()
-                                .trim()
-                                .to_owned(),
+                            actor: format!(
+                                "{} {}",
+                                api::text(e, "actorEmail"),
+                                api::text(e, "actorId")
+                            )
+                            .trim()
+                            .to_owned(),
                             target: format!(
                                 "{} {}",
                                 api::text(e, "targetType"),
@@ -132,13 +132,14 @@ pub async fn page(
         } else {
             (Vec::new(), 0)
         };
+        let mut status = StatusCode::OK;
         let verdict = if get("verify") == "1" {
             let uri = format!("/api/audit/verify?{}", api::query(&[("orgId", &frame.org)]));
             match visitor.api.get(&uri, None).await {
                 Ok(v) => Some(verdict_of(&v)),
+                Err(r) if r.signed_out() => return Err(r),
                 Err(r) => {
-                    let code = frame.settle(Some(Err(r)));
-                    let _ = code;
+                    status = frame.settle(Some(Err(r)));
                     None
                 }
             }
@@ -161,7 +162,7 @@ pub async fn page(
                 chain_url,
                 refusal,
             },
-            StatusCode::OK,
+            status,
         ))
     };
     shown.await.unwrap_or_else(page::refused)
@@ -199,18 +200,14 @@ async fn pass_through(visitor: &Visitor, uri: &str, media: &'static str) -> Resp
 
 /// `GET /console/audit/chain.jsonl?org=`: the chain's segment, as the API exports
 /// it (super-admins).
-pub async fn chain(
-    State(_console): State<Console>,
-    visitor: Visitor,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
+pub async fn chain(visitor: Visitor, Query(q): Query<HashMap<String, String>>) -> Response {
     let org = q.get("org").cloned().unwrap_or_default();
     let uri = format!("/api/audit/export?{}", api::query(&[("orgId", &org)]));
     pass_through(&visitor, &uri, "application/x-ndjson").await
 }
 
 /// `GET /console/audit/key`: the checkpoints' verifier key, as the API gives it.
-pub async fn key(State(_console): State<Console>, visitor: Visitor) -> Response {
+pub async fn key(visitor: Visitor) -> Response {
     pass_through(
         &visitor,
         "/api/audit/checkpoints/key",

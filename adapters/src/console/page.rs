@@ -51,13 +51,15 @@ const NAVIGATION: &[(&str, &str)] = &[
     ("/console/inbox", "Inbox"),
 ];
 
-fn access_of(operation: &str) -> Option<Access> {
-    static TABLE: OnceLock<HashMap<&'static str, Access>> = OnceLock::new();
+/// The route table's access for an operation, and the account feature it needs.
+fn access_of(operation: &str) -> Option<(Access, Option<entitlements::Feature>)> {
+    static TABLE: OnceLock<HashMap<&'static str, (Access, Option<entitlements::Feature>)>> =
+        OnceLock::new();
     TABLE
         .get_or_init(|| {
             crate::http::routes::routes()
                 .into_iter()
-                .map(|route| (route.operation, route.access))
+                .map(|route| (route.operation, (route.access, route.feature)))
                 .collect()
         })
         .get(operation)
@@ -292,7 +294,26 @@ async fn admits(
             .await
             .map_err(Refusal::from)
     };
-    Ok(match access_of(operation) {
+    let Some((access, feature)) = access_of(operation) else {
+        return Ok(false);
+    };
+    // A feature the account lacks refuses everyone but super-admins.
+    if let (Some(feature), false) = (feature, super_admin) {
+        let record = state
+            .store
+            .organization(org)
+            .await
+            .map_err(|e| Refusal::from(crate::services::ServiceError::from(e)))?;
+        let Some(record) = record else {
+            return Ok(false);
+        };
+        match crate::services::entitlement::require_feature(state, &record, feature).await {
+            Ok(()) => {}
+            Err(crate::services::ServiceError::FeatureNotAvailable { .. }) => return Ok(false),
+            Err(other) => return Err(Refusal::from(other)),
+        }
+    }
+    Ok(match Some(access) {
         None => false,
         Some(Access::Public | Access::User) => true,
         Some(Access::Service) => false,

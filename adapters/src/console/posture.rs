@@ -137,10 +137,13 @@ async fn show(
         return Ok(page::empty(frame));
     }
     let org = Some(frame.org.as_str());
-    let posture = visitor
-        .api
-        .get("/api/compliance/posture?top=10", org)
-        .await?;
+    // The posture and the filtered report, asked for together.
+    let report_uri = report_uri(q);
+    let (posture, report) = tokio::join!(
+        visitor.api.get("/api/compliance/posture?top=10", org),
+        visitor.api.get(&report_uri, org)
+    );
+    let posture = posture?;
     let counts = ["pipeline", "plugin"]
         .iter()
         .map(|t| {
@@ -173,7 +176,7 @@ async fn show(
         })
         .collect();
     let (target, status, rule) = filter(q);
-    let (rows, matched, error) = match visitor.api.get(&report_uri(q), org).await {
+    let (rows, matched, error) = match report {
         Ok(report) => {
             let matched = report
                 .pointer("/metadata/annotations/compliance~1page-total")
@@ -211,12 +214,7 @@ async fn show(
 
 /// `GET /console/posture/export.json`: the API's PolicyReport for the filter, as
 /// the API answered it.
-pub async fn report(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    let _ = &console;
+pub async fn report(visitor: Visitor, Query(q): Query<HashMap<String, String>>) -> Response {
     let org = q.get("org").cloned().unwrap_or_default();
     let answer = visitor
         .api
@@ -256,13 +254,18 @@ pub async fn report(
     }
 }
 
+/// A cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, a tab or a
+/// carriage return first) is written after a `'`, as OWASP advises for CSV exports.
+fn cell(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        std::borrow::Cow::Owned(format!("'{text}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 /// `GET /console/posture/export.csv`: the same results, one row each.
-pub async fn csv(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    let _ = &console;
+pub async fn csv(visitor: Visitor, Query(q): Query<HashMap<String, String>>) -> Response {
     let org = q.get("org").cloned().unwrap_or_default();
     let report = match visitor.api.get(&report_uri(&q), Some(&org)).await {
         Ok(report) => report,
@@ -277,12 +280,12 @@ pub async fn csv(
             break;
         }
         written = out.write_record([
-            &row.uid,
-            &row.entity,
-            &row.rule,
-            &row.result,
-            &row.severity,
-            &row.message,
+            cell(&row.uid).as_bytes(),
+            cell(&row.entity).as_bytes(),
+            cell(&row.rule).as_bytes(),
+            cell(&row.result).as_bytes(),
+            cell(&row.severity).as_bytes(),
+            cell(&row.message).as_bytes(),
         ]);
     }
     match (written, out.into_inner()) {
@@ -305,5 +308,20 @@ pub async fn csv(
             code: "INTERNAL".to_owned(),
             message: "the export could not be written".to_owned(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cell;
+
+    #[test]
+    fn a_cell_a_spreadsheet_would_run_is_written_as_text() {
+        for formula in ["=1+1", "+1", "-2", "@SUM(A1)", "\tx", "\rx"] {
+            assert_eq!(cell(formula), format!("'{formula}"));
+        }
+        for plain in ["web-app", "a=b", "", "1"] {
+            assert_eq!(cell(plain), plain);
+        }
     }
 }

@@ -136,7 +136,6 @@ pub async fn page(
 
 /// `GET /console/scans/{id}/progress?org=`: the progress fragment.
 pub async fn progress(
-    State(_console): State<Console>,
     visitor: Visitor,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,

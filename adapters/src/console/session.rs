@@ -72,7 +72,13 @@ fn secure_context(console: &Console, headers: &HeaderMap) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-fn set_cookie(console: &Console, headers: &HeaderMap, value: &str, max_age: u64) -> HeaderValue {
+/// Answers `to` with the session cookie set to `value` for `max_age` seconds.
+fn with_cookie(
+    console: &Console,
+    headers: &HeaderMap,
+    (value, max_age): (&str, u64),
+    to: &str,
+) -> Response {
     let text = if secure_context(console, headers) {
         format!(
             "{SECURE_COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; Secure; SameSite=Strict"
@@ -80,7 +86,18 @@ fn set_cookie(console: &Console, headers: &HeaderMap, value: &str, max_age: u64)
     } else {
         format!("{PLAIN_COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict")
     };
-    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+    match HeaderValue::from_str(&text) {
+        Ok(cookie) => {
+            let mut response = Redirect::to(to).into_response();
+            response.headers_mut().insert(header::SET_COOKIE, cookie);
+            response
+        }
+        Err(error) => page::failure(&Refusal {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: "INTERNAL".to_owned(),
+            message: format!("the session cookie could not be written: {error}"),
+        }),
+    }
 }
 
 fn to_login() -> Response {
@@ -203,12 +220,7 @@ pub(crate) async fn login(
     match sessions::open(&console.state, &token, Utc::now()).await {
         Ok(opened) => {
             let max_age = sessions::CONSOLE_SESSION_LIFETIME.as_secs();
-            let mut response = Redirect::to("/console").into_response();
-            response.headers_mut().insert(
-                header::SET_COOKIE,
-                set_cookie(&console, &headers, &opened.cookie, max_age),
-            );
-            response
+            with_cookie(&console, &headers, (&opened.cookie, max_age), "/console")
         }
         Err(error) => page::failure(&Refusal::from(error)),
     }
@@ -229,9 +241,5 @@ pub async fn logout(
             return page::failure(&Refusal::from(error));
         }
     }
-    let mut response = Redirect::to("/console/login").into_response();
-    response
-        .headers_mut()
-        .insert(header::SET_COOKIE, set_cookie(&console, &headers, "", 0));
-    response
+    with_cookie(&console, &headers, ("", 0), "/console/login")
 }

@@ -17,6 +17,8 @@ pub fn router(state: AppState) -> Router {
     let body_limit = state.config.http.body_limit_bytes;
     let api = crate::http::routes::router(&state)
         .layer(DefaultBodyLimit::max(body_limit))
+        // Also for the console's requests, which reach these routes directly.
+        .layer(middleware::from_fn(refuse_nul_in_uri))
         .with_state(state.clone());
     // The console calls the API's routes in the process (their gate included).
     let console = crate::console::router(state.clone(), api.clone());

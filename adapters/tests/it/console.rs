@@ -791,6 +791,33 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
         file_verdict,
         format!("{n} of {n} events valid, checkpoint at seq {latest} verified")
     );
+    // The same bytes dropped on the zone (a drop event carrying the file).
+    b.open(&format!("{base}/console/audit?org={}", scene.acme))
+        .await;
+    b.client
+        .execute(
+            "const dt = new DataTransfer();
+             dt.items.add(new File([arguments[0]], 'chain.jsonl', {type: 'application/x-ndjson'}));
+             const zone = document.getElementById('dropzone');
+             zone.dispatchEvent(new DragEvent('dragover', {dataTransfer: dt, bubbles: true, cancelable: true}));
+             zone.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
+             return true;",
+            vec![json!(String::from_utf8(bytes.to_vec()).unwrap())],
+        )
+        .await
+        .unwrap();
+    let mut dropped = String::new();
+    for _ in 0..100 {
+        dropped = b.text("#file-verdict").await;
+        if dropped != "no file yet" && dropped != "checking…" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        dropped,
+        format!("{n} of {n} events valid, checkpoint at seq {latest} verified")
+    );
     // The same file with one row's details changed: the first broken seq.
     let tampered: Vec<String> = String::from_utf8(bytes.to_vec())
         .unwrap()
@@ -1899,6 +1926,49 @@ async fn announcements_are_dismissed_from_the_inbox(app: &TestApp) {
     assert!(!list["announcements"][0]["dismissedAt"].is_null(), "{list}");
 }
 
+async fn a_feature_the_account_lacks_shows_no_control(app: &TestApp) {
+    let app = &app.beside(&[("FEATURES_FOR_ALL_TIERS", "")]).await;
+    register(app, "alice@example.com").await;
+    let alice = access(app, "alice@example.com").await;
+    let (_, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/audit?orgId={acme}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "a Developer account has no audit trail: {body}"
+    );
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (status, _, page) = visit(
+        app,
+        "GET",
+        "/console/audit",
+        (Some(&cookie), HOST),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("id=\"no-trail\""));
+    assert!(!page.contains("Refused:"), "not asked, so not refused");
+}
+
 on_both_backends!(
     the_console_in_a_real_browser,
     every_console_answer_carries_its_headers,
@@ -1910,4 +1980,5 @@ on_both_backends!(
     the_policy_report_filters_by_status_and_rule,
     quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase,
     announcements_are_dismissed_from_the_inbox,
+    a_feature_the_account_lacks_shows_no_control,
 );
