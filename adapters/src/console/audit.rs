@@ -74,13 +74,7 @@ pub async fn page(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let shown = async {
-        let mut frame = Frame::load(
-            &console,
-            &visitor,
-            q.get("org").map(String::as_str),
-            ("Audit", "/console/audit"),
-        )
-        .await?;
+        let mut frame = Frame::load(&console, &visitor, &q, ("Audit", "/console/audit")).await?;
         if frame.org.is_empty() {
             return Ok(page::empty(frame));
         }

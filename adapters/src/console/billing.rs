@@ -8,13 +8,12 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
-use axum::Form;
 use serde_json::{json, Value};
 
 use super::api::{self, act, segment, Call, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
-use super::session::Visitor;
+use super::session::{Posted, Visitor};
 use super::{field, Console};
 
 /// One quota.
@@ -55,7 +54,7 @@ async fn show(
     let mut frame = Frame::load(
         console,
         visitor,
-        q.get("org").map(String::as_str),
+        q,
         ("Quotas and billing", "/console/billing"),
     )
     .await?;
@@ -154,15 +153,8 @@ fn limits_line(subscription: &Value) -> String {
 }
 
 /// `POST /console/billing`: `preview` and `purchase` an add-on; `tier` (step-up).
-pub async fn action(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    let form = match visitor.posted(form) {
-        Ok(form) => form,
-        Err(refused) => return page::refused(refused),
-    };
+pub async fn action(State(console): State<Console>, posted: Posted) -> Response {
+    let Posted { visitor, form } = posted;
     let org = field(&form, "org").to_owned();
     let bundle = field(&form, "bundleId").to_owned();
     let mut previewed = String::new();
@@ -226,8 +218,12 @@ pub async fn action(
         }
     }
     .await;
-    let q = HashMap::from([("org".to_owned(), org)]);
-    show(&console, &visitor, &q, (Some(outcome), previewed))
-        .await
-        .unwrap_or_else(page::refused)
+    show(
+        &console,
+        &visitor,
+        &page::again(org),
+        (Some(outcome), previewed),
+    )
+    .await
+    .unwrap_or_else(page::refused)
 }

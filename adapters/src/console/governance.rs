@@ -7,12 +7,11 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
-use axum::Form;
 use serde_json::{json, Value};
 
 use super::api::{self, act, segment, Refusal};
 use super::page::{self, Frame};
-use super::session::Visitor;
+use super::session::{Posted, Visitor};
 use super::{field, Console};
 
 /// A rule as a row.
@@ -62,21 +61,6 @@ struct RulesPage {
     history: Vec<Version>,
 }
 
-async fn frame(
-    console: &Console,
-    visitor: &Visitor,
-    q: &HashMap<String, String>,
-    (title, path): (&'static str, &str),
-) -> Result<Frame, Refusal> {
-    Frame::load(
-        console,
-        visitor,
-        q.get("org").map(String::as_str),
-        (title, path),
-    )
-    .await
-}
-
 /// `GET /console/rules` (`?history=<rule id>` shows its versions).
 pub async fn rules(
     State(console): State<Console>,
@@ -84,7 +68,7 @@ pub async fn rules(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let shown = async {
-        let frame = frame(&console, &visitor, &q, ("Rules", "/console/rules")).await?;
+        let frame = Frame::load(&console, &visitor, &q, ("Rules", "/console/rules")).await?;
         if frame.org.is_empty() {
             return Ok(page::empty(frame));
         }
@@ -139,7 +123,7 @@ async fn show_catalog(
     q: &HashMap<String, String>,
     outcome: Option<Result<String, Refusal>>,
 ) -> Result<Response, Refusal> {
-    let mut frame = frame(console, visitor, q, ("Catalog", "/console/catalog")).await?;
+    let mut frame = Frame::load(console, visitor, q, ("Catalog", "/console/catalog")).await?;
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
@@ -196,15 +180,8 @@ fn previewed(rule: &Value) -> Value {
 }
 
 /// `POST /console/catalog`: `subscribe`, `activate`, `deactivate`, `pin`, `preview`.
-pub async fn catalog_action(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    let form = match visitor.posted(form) {
-        Ok(form) => form,
-        Err(refused) => return page::refused(refused),
-    };
+pub async fn catalog_action(State(console): State<Console>, posted: Posted) -> Response {
+    let Posted { visitor, form } = posted;
     let org = field(&form, "org").to_owned();
     let rule = field(&form, "ruleId").to_owned();
     let outcome = async {
@@ -280,8 +257,7 @@ pub async fn catalog_action(
         }
     }
     .await;
-    let q = HashMap::from([("org".to_owned(), org)]);
-    show_catalog(&console, &visitor, &q, Some(outcome))
+    show_catalog(&console, &visitor, &page::again(org), Some(outcome))
         .await
         .unwrap_or_else(page::refused)
 }
@@ -320,7 +296,7 @@ async fn show_exemptions(
     q: &HashMap<String, String>,
     outcome: Option<Result<String, Refusal>>,
 ) -> Result<Response, Refusal> {
-    let mut frame = frame(console, visitor, q, ("Exemptions", "/console/exemptions")).await?;
+    let mut frame = Frame::load(console, visitor, q, ("Exemptions", "/console/exemptions")).await?;
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
@@ -358,15 +334,8 @@ pub async fn exemptions(
 }
 
 /// `POST /console/exemptions`: `approve`, `reject`, `request`.
-pub async fn exemption_action(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    let form = match visitor.posted(form) {
-        Ok(form) => form,
-        Err(refused) => return page::refused(refused),
-    };
+pub async fn exemption_action(State(console): State<Console>, posted: Posted) -> Response {
+    let Posted { visitor, form } = posted;
     let org = field(&form, "org").to_owned();
     let outcome = async {
         match field(&form, "action") {
@@ -401,8 +370,7 @@ pub async fn exemption_action(
         }
     }
     .await;
-    let q = HashMap::from([("org".to_owned(), org)]);
-    show_exemptions(&console, &visitor, &q, Some(outcome))
+    show_exemptions(&console, &visitor, &page::again(org), Some(outcome))
         .await
         .unwrap_or_else(page::refused)
 }

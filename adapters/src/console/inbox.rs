@@ -6,13 +6,12 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
-use axum::Form;
 use serde_json::Value;
 
 use super::api::{self, act, segment, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
-use super::session::Visitor;
+use super::session::{Posted, Visitor};
 use super::{field, Console};
 
 /// A message or an announcement.
@@ -39,13 +38,7 @@ async fn show(
     q: &HashMap<String, String>,
     outcome: Option<Result<String, Refusal>>,
 ) -> Result<Response, Refusal> {
-    let mut frame = Frame::load(
-        console,
-        visitor,
-        q.get("org").map(String::as_str),
-        ("Inbox", "/console/inbox"),
-    )
-    .await?;
+    let mut frame = Frame::load(console, visitor, q, ("Inbox", "/console/inbox")).await?;
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
@@ -107,15 +100,8 @@ pub async fn page(
 }
 
 /// `POST /console/inbox`: `read` a message, `dismiss` an announcement.
-pub async fn action(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    let form = match visitor.posted(form) {
-        Ok(form) => form,
-        Err(refused) => return page::refused(refused),
-    };
+pub async fn action(State(console): State<Console>, posted: Posted) -> Response {
+    let Posted { visitor, form } = posted;
     let org = field(&form, "org").to_owned();
     let outcome = async {
         let id = segment(field(&form, "id"))?;
@@ -139,8 +125,7 @@ pub async fn action(
         }
     }
     .await;
-    let q = HashMap::from([("org".to_owned(), org)]);
-    show(&console, &visitor, &q, Some(outcome))
+    show(&console, &visitor, &page::again(org), Some(outcome))
         .await
         .unwrap_or_else(page::refused)
 }

@@ -149,9 +149,10 @@ impl Frame {
     pub async fn load(
         console: &Console,
         visitor: &Visitor,
-        asked: Option<&str>,
+        query: &HashMap<String, String>,
         (title, path): (&'static str, &str),
     ) -> Result<Frame, Refusal> {
+        let asked = query.get("org").map(String::as_str);
         let mine = visitor
             .api
             .get("/api/me/organizations?limit=100", None)
@@ -348,6 +349,11 @@ pub fn render(template: &impl Template, status: StatusCode) -> Response {
             message: format!("the page could not be rendered: {error}"),
         }),
     }
+}
+
+/// The query that shows a page again for the organization a form named.
+pub fn again(org: String) -> HashMap<String, String> {
+    HashMap::from([("org".to_owned(), org)])
 }
 
 /// A refusal as a page of its own (a signed-out session goes to sign in).

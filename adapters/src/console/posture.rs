@@ -126,13 +126,7 @@ async fn show(
     visitor: &Visitor,
     q: &HashMap<String, String>,
 ) -> Result<Response, Refusal> {
-    let frame = Frame::load(
-        console,
-        visitor,
-        q.get("org").map(String::as_str),
-        ("Posture", "/console/posture"),
-    )
-    .await?;
+    let frame = Frame::load(console, visitor, q, ("Posture", "/console/posture")).await?;
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }

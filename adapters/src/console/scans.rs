@@ -7,13 +7,12 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use axum::Form;
 use serde_json::{json, Value};
 
 use super::api::{self, act, segment, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
-use super::session::Visitor;
+use super::session::{Posted, Visitor};
 use super::{field, Console};
 
 /// A scan as a row.
@@ -82,13 +81,7 @@ async fn show(
     q: &HashMap<String, String>,
     outcome: Option<Result<String, Refusal>>,
 ) -> Result<Response, Refusal> {
-    let mut frame = Frame::load(
-        console,
-        visitor,
-        q.get("org").map(String::as_str),
-        ("Scans", "/console/scans"),
-    )
-    .await?;
+    let mut frame = Frame::load(console, visitor, q, ("Scans", "/console/scans")).await?;
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
@@ -156,15 +149,8 @@ pub async fn progress(
 }
 
 /// `POST /console/scans`: `start` (a target), `cancel` (a scan).
-pub async fn action(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    let form = match visitor.posted(form) {
-        Ok(form) => form,
-        Err(refused) => return page::refused(refused),
-    };
+pub async fn action(State(console): State<Console>, posted: Posted) -> Response {
+    let Posted { visitor, form } = posted;
     let org = field(&form, "org").to_owned();
     let outcome = async {
         match field(&form, "action") {
@@ -189,8 +175,7 @@ pub async fn action(
         }
     }
     .await;
-    let q = HashMap::from([("org".to_owned(), org)]);
-    show(&console, &visitor, &q, Some(outcome))
+    show(&console, &visitor, &page::again(org), Some(outcome))
         .await
         .unwrap_or_else(page::refused)
 }

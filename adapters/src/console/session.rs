@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{ConnectInfo, FromRequestParts, State};
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -131,6 +131,31 @@ impl FromRequestParts<Console> for Visitor {
     }
 }
 
+/// A form a signed-in visitor posted, with this session's form token (checked).
+pub struct Posted {
+    /// Who posted it.
+    pub visitor: Visitor,
+    /// Its fields.
+    pub form: HashMap<String, String>,
+}
+
+impl FromRequest<Console> for Posted {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, console: &Console) -> Result<Self, Response> {
+        let (mut parts, body) = request.into_parts();
+        let visitor = Visitor::from_request_parts(&mut parts, console).await?;
+        let Form(form) = Form::<HashMap<String, String>>::from_request(
+            Request::from_parts(parts, body),
+            console,
+        )
+        .await
+        .map_err(IntoResponse::into_response)?;
+        let form = visitor.posted(form).map_err(|r| page::failure(&r))?;
+        Ok(Posted { visitor, form })
+    }
+}
+
 impl Visitor {
     /// The fields of a posted form, when it carries this session's form token.
     pub fn posted(
@@ -227,15 +252,7 @@ pub(crate) async fn login(
 }
 
 /// `POST /console/logout`.
-pub async fn logout(
-    State(console): State<Console>,
-    visitor: Visitor,
-    headers: HeaderMap,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    if let Err(refused) = visitor.posted(form) {
-        return page::failure(&refused);
-    }
+pub async fn logout(State(console): State<Console>, headers: HeaderMap, _: Posted) -> Response {
     if let Some(cookie) = cookie_value(&headers) {
         if let Err(error) = sessions::close(&console.state, cookie, Utc::now()).await {
             return page::failure(&Refusal::from(error));
