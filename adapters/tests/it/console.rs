@@ -267,6 +267,24 @@ async fn access(app: &TestApp, email: &str) -> String {
     body["data"]["accessToken"].as_str().unwrap().to_owned()
 }
 
+/// A registered person who signed in and created an organization: their access
+/// token and its id.
+async fn owner(app: &TestApp, email: &str, name: &str) -> (String, String) {
+    register(app, email).await;
+    let token = access(app, email).await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &token,
+            None,
+            Some(json!({ "name": name })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    (token, body["data"]["id"].as_str().unwrap().to_owned())
+}
+
 fn state_of(app: &TestApp) -> AppState {
     AppState::new(
         test_config(&[]),
@@ -997,18 +1015,7 @@ fn form_token(page: &str) -> String {
 }
 
 async fn every_console_answer_carries_its_headers(app: &TestApp) {
-    register(app, "alice@example.com").await;
-    let alice = access(app, "alice@example.com").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "acme"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    owner(app, "alice@example.com", "acme").await;
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
     let (status, headers, _) = visit(app, "GET", "/", (None, HOST), None, &[]).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
@@ -1179,18 +1186,7 @@ async fn the_session_cookie_is_opaque_hashed_and_strict(app: &TestApp) {
 }
 
 async fn forms_without_this_pages_token_or_origin_change_nothing(app: &TestApp) {
-    register(app, "alice@example.com").await;
-    let alice = access(app, "alice@example.com").await;
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "acme"})),
-        )
-        .await;
-    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
     let (_, _, page) = visit(
         app,
@@ -1381,19 +1377,8 @@ async fn signing_out_or_revoking_ends_the_console_session(app: &TestApp) {
 
 async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
     let app = &app.beside(&[("QUOTA_TIER_DEVELOPER_SEATS", "-1")]).await;
-    register(app, "alice@example.com").await;
+    let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let carol_id = register(app, "carol@example.com").await;
-    let alice = access(app, "alice@example.com").await;
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "acme"})),
-        )
-        .await;
-    let acme = body["data"]["id"].as_str().unwrap().to_owned();
     let (status, body) = app
         .call(
             "POST",
@@ -1536,18 +1521,7 @@ async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
 }
 
 async fn a_step_up_action_asks_for_the_password_again(app: &TestApp) {
-    register(app, "alice@example.com").await;
-    let alice = access(app, "alice@example.com").await;
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "acme"})),
-        )
-        .await;
-    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     adapters::services::accounts::provision(
         &state_of(app),
         (ROOT_EMAIL, PASSWORD.to_owned()),
@@ -1636,18 +1610,7 @@ async fn a_step_up_action_asks_for_the_password_again(app: &TestApp) {
 }
 
 async fn the_policy_report_filters_by_status_and_rule(app: &TestApp) {
-    register(app, "alice@example.com").await;
-    let alice = access(app, "alice@example.com").await;
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "acme"})),
-        )
-        .await;
-    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let (_, body) = app
         .call("POST", "/api/compliance/rules", &alice, Some(&acme), Some(json!({"name": "Named by convention", "target": "pipeline", "severity": "warning", "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"})))
         .await;
@@ -1741,18 +1704,7 @@ async fn quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase(app: &Te
             ("QUOTA_TIER_DEVELOPER_SEATS", "-1"),
         ])
         .await;
-    register(app, "alice@example.com").await;
-    let alice = access(app, "alice@example.com").await;
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "acme"})),
-        )
-        .await;
-    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     super::billing::set_tier(app, &acme, "pro").await;
     for name in ["one-a", "two-b"] {
         let (status, body) = app
@@ -1852,18 +1804,7 @@ async fn quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase(app: &Te
 }
 
 async fn announcements_are_dismissed_from_the_inbox(app: &TestApp) {
-    register(app, "alice@example.com").await;
-    let alice = access(app, "alice@example.com").await;
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "acme"})),
-        )
-        .await;
-    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let (status, body) = app
         .call(
             "POST",
@@ -1928,18 +1869,7 @@ async fn announcements_are_dismissed_from_the_inbox(app: &TestApp) {
 
 async fn a_feature_the_account_lacks_shows_no_control(app: &TestApp) {
     let app = &app.beside(&[("FEATURES_FOR_ALL_TIERS", "")]).await;
-    register(app, "alice@example.com").await;
-    let alice = access(app, "alice@example.com").await;
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "acme"})),
-        )
-        .await;
-    let acme = body["data"]["id"].as_str().unwrap().to_owned();
+    let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let (status, body) = app
         .call(
             "GET",
