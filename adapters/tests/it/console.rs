@@ -1005,6 +1005,23 @@ async fn console_session(
     (value, set)
 }
 
+/// A console page for the holder of `cookie` on loopback: its status and text.
+async fn page_of(app: &TestApp, cookie: &str, path: &str) -> (StatusCode, String) {
+    let (status, _, page) = visit(app, "GET", path, (Some(cookie), HOST), None, &[]).await;
+    (status, page)
+}
+
+/// A form posted by the holder of `cookie` on loopback: the status and the page.
+async fn post_form(
+    app: &TestApp,
+    cookie: &str,
+    path: &str,
+    fields: &[(&str, &str)],
+) -> (StatusCode, String) {
+    let (status, _, page) = visit(app, "POST", path, (Some(cookie), HOST), Some(fields), &[]).await;
+    (status, page)
+}
+
 fn form_token(page: &str) -> String {
     regex::Regex::new(r#"name="csrf" value="([0-9a-f]{64})""#)
         .unwrap()
@@ -1188,15 +1205,7 @@ async fn the_session_cookie_is_opaque_hashed_and_strict(app: &TestApp) {
 async fn forms_without_this_pages_token_or_origin_change_nothing(app: &TestApp) {
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
-    let (_, _, page) = visit(
-        app,
-        "GET",
-        "/console/scans",
-        (Some(&cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (_, page) = page_of(app, &cookie, "/console/scans").await;
     let token = form_token(&page);
     let scans = || async {
         app.call("GET", "/api/compliance/scans", &alice, Some(&acme), None)
@@ -1281,18 +1290,16 @@ async fn forms_without_this_pages_token_or_origin_change_nothing(app: &TestApp) 
     assert!(page.contains("started"), "{page}");
     assert_eq!(scans().await, 1);
     // An action the page does not have, and an id that is not one.
-    let (status, _, page) = visit(
+    let (status, page) = post_form(
         app,
-        "POST",
+        &cookie,
         "/console/scans",
-        (Some(&cookie), HOST),
-        Some(&[
+        &[
             ("org", acme.as_str()),
             ("action", "cancel"),
             ("id", "../../api/x"),
             ("csrf", leaked),
-        ]),
-        &[],
+        ],
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
@@ -1302,15 +1309,7 @@ async fn forms_without_this_pages_token_or_origin_change_nothing(app: &TestApp) 
 async fn signing_out_or_revoking_ends_the_console_session(app: &TestApp) {
     register(app, "alice@example.com").await;
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
-    let (_, _, page) = visit(
-        app,
-        "GET",
-        "/console/inbox",
-        (Some(&cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (_, page) = page_of(app, &cookie, "/console/inbox").await;
     let token = form_token(&page);
     let (status, headers, _) = visit(
         app,
@@ -1348,30 +1347,14 @@ async fn signing_out_or_revoking_ends_the_console_session(app: &TestApp) {
     assert_eq!(app.audited("user.logout").await.len(), 1);
     // A revoke-all through the API ends a console session at once.
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
-    let (status, _, _) = visit(
-        app,
-        "GET",
-        "/console/inbox",
-        (Some(&cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (status, _) = page_of(app, &cookie, "/console/inbox").await;
     assert_eq!(status, StatusCode::OK);
     let api = access(app, "alice@example.com").await;
     let (status, _) = app
         .call("POST", "/api/me/tokens/revoke-all", &api, None, None)
         .await;
     assert!(status.is_success());
-    let (status, _, _) = visit(
-        app,
-        "GET",
-        "/console/inbox",
-        (Some(&cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (status, _) = page_of(app, &cookie, "/console/inbox").await;
     assert_eq!(status, StatusCode::SEE_OTHER);
 }
 
@@ -1416,15 +1399,7 @@ async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
     let exemption = body["data"]["id"].as_str().unwrap().to_owned();
     // Carol, a member, sees the request but no review button, and no scan button.
     let (cookie, _) = console_session(app, "carol@example.com", HOST, &[]).await;
-    let (status, _, page) = visit(
-        app,
-        "GET",
-        "/console/exemptions",
-        (Some(&cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (status, page) = page_of(app, &cookie, "/console/exemptions").await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains(&exemption));
     assert!(
@@ -1444,18 +1419,16 @@ async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
     assert_eq!(api_status, StatusCode::FORBIDDEN);
     // Forced anyway: the API's refusal, with its status and its words.
     let token = form_token(&page);
-    let (status, _, page) = visit(
+    let (status, page) = post_form(
         app,
-        "POST",
+        &cookie,
         "/console/exemptions",
-        (Some(&cookie), HOST),
-        Some(&[
+        &[
             ("org", acme.as_str()),
             ("action", "approve"),
             ("id", exemption.as_str()),
             ("csrf", token.as_str()),
-        ]),
-        &[],
+        ],
     )
     .await;
     assert_eq!(status, api_status);
@@ -1474,15 +1447,7 @@ async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
         )
         .await;
     assert_eq!(list["exemptions"][0]["status"], "requested");
-    let (_, _, scans) = visit(
-        app,
-        "GET",
-        "/console/scans",
-        (Some(&cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (_, scans) = page_of(app, &cookie, "/console/scans").await;
     let (scan_status, _) = app
         .call(
             "POST",
@@ -1498,25 +1463,9 @@ async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
     );
     // Alice, the owner, sees the buttons (but not on her own request).
     let (alice_cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
-    let (_, _, page) = visit(
-        app,
-        "GET",
-        "/console/scans",
-        (Some(&alice_cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (_, page) = page_of(app, &alice_cookie, "/console/scans").await;
     assert!(page.contains("id=\"start-scan\""));
-    let (_, _, page) = visit(
-        app,
-        "GET",
-        "/console/exemptions",
-        (Some(&alice_cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (_, page) = page_of(app, &alice_cookie, "/console/exemptions").await;
     assert!(page.contains("your own request") && !page.contains("value=\"approve\""));
 }
 
@@ -1531,26 +1480,10 @@ async fn a_step_up_action_asks_for_the_password_again(app: &TestApp) {
     .unwrap();
     // Alice may not change a tier: no such form for her.
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
-    let (_, _, page) = visit(
-        app,
-        "GET",
-        &format!("/console/billing?org={acme}"),
-        (Some(&cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (_, page) = page_of(app, &cookie, &format!("/console/billing?org={acme}")).await;
     assert!(!page.contains("id=\"change-tier\""));
     let (root, _) = console_session(app, ROOT_EMAIL, HOST, &[]).await;
-    let (status, _, page) = visit(
-        app,
-        "GET",
-        &format!("/console/billing?org={acme}"),
-        (Some(&root), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (status, page) = page_of(app, &root, &format!("/console/billing?org={acme}")).await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("id=\"change-tier\""));
     let token = form_token(&page);
@@ -1565,15 +1498,7 @@ async fn a_step_up_action_asks_for_the_password_again(app: &TestApp) {
     };
     let fields = change("not the password");
     let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let (status, _, page) = visit(
-        app,
-        "POST",
-        "/console/billing",
-        (Some(&root), HOST),
-        Some(&fields),
-        &[],
-    )
-    .await;
+    let (status, page) = post_form(app, &root, "/console/billing", &fields).await;
     assert_eq!(
         status,
         StatusCode::UNAUTHORIZED,
@@ -1595,15 +1520,7 @@ async fn a_step_up_action_asks_for_the_password_again(app: &TestApp) {
     assert_eq!(tier().await, "developer");
     let fields = change(PASSWORD);
     let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let (status, _, page) = visit(
-        app,
-        "POST",
-        "/console/billing",
-        (Some(&root), HOST),
-        Some(&fields),
-        &[],
-    )
-    .await;
+    let (status, page) = post_form(app, &root, "/console/billing", &fields).await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("the tier is now team"), "{page}");
     assert_eq!(tier().await, "team");
@@ -1719,15 +1636,7 @@ async fn quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase(app: &Te
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
-    let (status, _, page) = visit(
-        app,
-        "GET",
-        "/console/billing",
-        (Some(&cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (status, page) = page_of(app, &cookie, "/console/billing").await;
     assert_eq!(status, StatusCode::OK, "{page}");
     // Every quota the API states, as a bar of its used against its limit.
     let (_, quotas) = app
@@ -1763,18 +1672,16 @@ async fn quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase(app: &Te
             .await;
         sub["data"]["addons"].as_array().unwrap().len()
     };
-    let (status, _, page) = visit(
+    let (status, page) = post_form(
         app,
-        "POST",
+        &cookie,
         "/console/billing",
-        (Some(&cookie), HOST),
-        Some(&[
+        &[
             ("org", acme.as_str()),
             ("action", "preview"),
             ("bundleId", "SEAT_PACK"),
             ("csrf", token.as_str()),
-        ]),
-        &[],
+        ],
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
@@ -1784,18 +1691,16 @@ async fn quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase(app: &Te
     );
     assert!(page.contains("aria-label=\"Purchase SEAT_PACK\""));
     assert_eq!(seats().await, 0, "a preview buys nothing");
-    let (status, _, page) = visit(
+    let (status, page) = post_form(
         app,
-        "POST",
+        &cookie,
         "/console/billing",
-        (Some(&cookie), HOST),
-        Some(&[
+        &[
             ("org", acme.as_str()),
             ("action", "purchase"),
             ("bundleId", "SEAT_PACK"),
             ("csrf", token.as_str()),
-        ]),
-        &[],
+        ],
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
@@ -1817,33 +1722,23 @@ async fn announcements_are_dismissed_from_the_inbox(app: &TestApp) {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let id = body["data"]["id"].as_str().unwrap().to_owned();
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
-    let (_, _, page) = visit(
-        app,
-        "GET",
-        "/console/inbox",
-        (Some(&cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (_, page) = page_of(app, &cookie, "/console/inbox").await;
     assert!(
         page.contains("Maintenance &#60;b&#62;tonight&#60;/b&#62;"),
         "escaped"
     );
     assert!(!page.contains("<b>tonight"));
     let token = form_token(&page);
-    let (status, _, page) = visit(
+    let (status, page) = post_form(
         app,
-        "POST",
+        &cookie,
         "/console/inbox",
-        (Some(&cookie), HOST),
-        Some(&[
+        &[
             ("org", acme.as_str()),
             ("action", "dismiss"),
             ("id", id.as_str()),
             ("csrf", token.as_str()),
-        ]),
-        &[],
+        ],
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
@@ -1885,15 +1780,7 @@ async fn a_feature_the_account_lacks_shows_no_control(app: &TestApp) {
         "a Developer account has no audit trail: {body}"
     );
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
-    let (status, _, page) = visit(
-        app,
-        "GET",
-        "/console/audit",
-        (Some(&cookie), HOST),
-        None,
-        &[],
-    )
-    .await;
+    let (status, page) = page_of(app, &cookie, "/console/audit").await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("id=\"no-trail\""));
     assert!(!page.contains("Refused:"), "not asked, so not refused");
