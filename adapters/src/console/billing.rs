@@ -61,8 +61,9 @@ async fn show(
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
-    let org = Some(frame.org.as_str());
-    let quotas = visitor.api.get("/api/quotas", org).await?;
+    let quotas = frame
+        .read(visitor, ("myQuotas", "quotas"), "/api/quotas")
+        .await?;
     let mut usage: Vec<Usage> = quotas
         .get("quotas")
         .and_then(Value::as_object)
@@ -80,7 +81,13 @@ async fn show(
         })
         .collect();
     usage.sort_by(|a, b| a.name.cmp(&b.name));
-    let subscription = visitor.api.get("/api/subscriptions/current", org).await?;
+    let subscription = frame
+        .read(
+            visitor,
+            ("currentSubscription", "the subscription"),
+            "/api/subscriptions/current",
+        )
+        .await?;
     let held: HashMap<String, i64> = subscription
         .get("addons")
         .and_then(Value::as_array)
@@ -88,7 +95,9 @@ async fn show(
         .flatten()
         .map(|a| (api::text(a, "bundle"), api::number(a, "quantity")))
         .collect();
-    let bundles = visitor.api.get("/api/bundles", org).await?;
+    let bundles = frame
+        .read(visitor, ("listBundles", "add-ons"), "/api/bundles")
+        .await?;
     let offers = bundles
         .get("bundles")
         .and_then(Value::as_array)

@@ -68,14 +68,16 @@ pub async fn rules(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let shown = async {
-        let frame = Frame::load(&console, &visitor, &q, ("Rules", "/console/rules")).await?;
+        let mut frame = Frame::load(&console, &visitor, &q, ("Rules", "/console/rules")).await?;
         if frame.org.is_empty() {
             return Ok(page::empty(frame));
         }
-        let org = Some(frame.org.as_str());
-        let list = visitor
-            .api
-            .get("/api/compliance/rules?limit=100", org)
+        let list = frame
+            .read(
+                &visitor,
+                ("listRules", "rules"),
+                "/api/compliance/rules?limit=100",
+            )
             .await?;
         let rules = api::items(&list).iter().map(rule_row).collect();
         let history_of = q.get("history").cloned().unwrap_or_default();
@@ -83,7 +85,9 @@ pub async fn rules(
             Vec::new()
         } else {
             let uri = format!("/api/compliance/rules/{}/history", segment(&history_of)?);
-            let versions = visitor.api.get(&uri, org).await?;
+            let versions = frame
+                .read(&visitor, ("ruleHistory", "the rule's history"), &uri)
+                .await?;
             versions
                 .as_array()
                 .cloned()
@@ -127,14 +131,19 @@ async fn show_catalog(
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
-    let org = Some(frame.org.as_str());
-    let published = visitor
-        .api
-        .get("/api/compliance/published-rules?limit=100", org)
+    let published = frame
+        .read(
+            visitor,
+            ("publishedRules", "the catalog"),
+            "/api/compliance/published-rules?limit=100",
+        )
         .await?;
-    let subscriptions = visitor
-        .api
-        .get("/api/compliance/subscriptions?limit=100", org)
+    let subscriptions = frame
+        .read(
+            visitor,
+            ("listSubscriptions", "subscriptions"),
+            "/api/compliance/subscriptions?limit=100",
+        )
         .await?;
     let subscribed: HashMap<String, Value> = api::items(&subscriptions)
         .into_iter()
@@ -300,9 +309,12 @@ async fn show_exemptions(
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
-    let list = visitor
-        .api
-        .get("/api/compliance/exemptions?limit=100", Some(&frame.org))
+    let list = frame
+        .read(
+            visitor,
+            ("listExemptions", "exemptions"),
+            "/api/compliance/exemptions?limit=100",
+        )
         .await?;
     let me = &visitor.session.user_id;
     let exemptions = api::items(&list)

@@ -42,11 +42,15 @@ async fn show(
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
-    let org = Some(frame.org.as_str());
-    let messages = visitor.api.get("/api/messages?limit=50", org).await?;
-    let announcements = visitor
-        .api
-        .get("/api/messages/announcements?limit=50", org)
+    let messages = frame
+        .read(visitor, ("inbox", "messages"), "/api/messages?limit=50")
+        .await?;
+    let announcements = frame
+        .read(
+            visitor,
+            ("listAnnouncements", "announcements"),
+            "/api/messages/announcements?limit=50",
+        )
         .await?;
     let messages = api::items(&messages)
         .iter()

@@ -73,13 +73,29 @@ async fn show(
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
-    let org = Some(frame.org.as_str());
-    let pipelines = visitor.api.get("/api/pipelines?limit=50", org).await?;
-    let plugins = visitor.api.get("/api/plugins?limit=50", org).await?;
-    let queue = visitor.api.get("/api/plugins/queue/status", org).await?;
-    let dead = visitor
-        .api
-        .get("/api/plugins/queue/dlq?limit=50", org)
+    let pipelines = frame
+        .read(
+            visitor,
+            ("listPipelines", "pipelines"),
+            "/api/pipelines?limit=50",
+        )
+        .await?;
+    let plugins = frame
+        .read(visitor, ("listPlugins", "plugins"), "/api/plugins?limit=50")
+        .await?;
+    let queue = frame
+        .read(
+            visitor,
+            ("buildQueueStatus", "the build queue"),
+            "/api/plugins/queue/status",
+        )
+        .await?;
+    let dead = frame
+        .read(
+            visitor,
+            ("deadLetters", "the dead letters"),
+            "/api/plugins/queue/dlq?limit=50",
+        )
         .await?;
     let pipeline_rows = api::items(&pipelines)
         .iter()

@@ -17,8 +17,26 @@ use crate::http::guard::{Access, OrgFrom};
 use crate::services::access;
 use crate::services::context::Caller;
 
-/// The operations whose buttons the pages may show, judged once per page.
+/// The operations the pages may call (their buttons and their reads), judged once
+/// per page.
 const BUTTONS: &[&str] = &[
+    "compliancePosture",
+    "listRules",
+    "ruleHistory",
+    "publishedRules",
+    "listSubscriptions",
+    "listExemptions",
+    "listPipelines",
+    "listPlugins",
+    "buildQueueStatus",
+    "deadLetters",
+    "listScans",
+    "listScanSchedules",
+    "myQuotas",
+    "currentSubscription",
+    "listBundles",
+    "inbox",
+    "listAnnouncements",
     "subscribe",
     "setSubscriptionActive",
     "pinSubscription",
@@ -108,6 +126,8 @@ pub struct Frame {
     pub error: Option<String>,
     /// Whether the visitor is a super-admin.
     pub super_admin: bool,
+    /// What the page does not show because the API would refuse it.
+    pub withheld: Vec<&'static str>,
     /// The operations the API would admit here.
     allowed: BTreeSet<&'static str>,
     /// The script's and the style sheet's addresses.
@@ -117,6 +137,23 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// `GET uri` in this organization when the API would admit `operation`; when it
+    /// would not, `null` (an empty list to the page) and `label` is named among what
+    /// the page withholds.
+    pub async fn read(
+        &mut self,
+        visitor: &Visitor,
+        (operation, label): (&str, &'static str),
+        uri: &str,
+    ) -> Result<Value, Refusal> {
+        if self.may(operation) {
+            visitor.api.get(uri, Some(&self.org)).await
+        } else {
+            self.withheld.push(label);
+            Ok(Value::Null)
+        }
+    }
+
     /// Whether the API would admit `operation` for the visitor in this organization
     /// (as far as permissions and super-admin go: the API still judges the rest).
     pub fn may(&self, operation: &str) -> bool {
@@ -273,6 +310,7 @@ impl Frame {
             notice: None,
             error: None,
             super_admin,
+            withheld: Vec::new(),
             allowed,
             script: assets::SCRIPT.path(),
             style: assets::STYLE.path(),

@@ -133,10 +133,14 @@ async fn show(
     let org = Some(frame.org.as_str());
     // The posture and the filtered report, asked for together.
     let report_uri = report_uri(q);
-    let (posture, report) = tokio::join!(
-        visitor.api.get("/api/compliance/posture?top=10", org),
-        visitor.api.get(&report_uri, org)
-    );
+    let (posture, report) = if frame.may("compliancePosture") && frame.may("policyReport") {
+        tokio::join!(
+            visitor.api.get("/api/compliance/posture?top=10", org),
+            visitor.api.get(&report_uri, org)
+        )
+    } else {
+        (Ok(Value::Null), Ok(Value::Null))
+    };
     let posture = posture?;
     let counts = ["pipeline", "plugin"]
         .iter()

@@ -85,14 +85,19 @@ async fn show(
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
-    let org = Some(frame.org.as_str());
-    let scans = visitor
-        .api
-        .get("/api/compliance/scans?limit=20", org)
+    let scans = frame
+        .read(
+            visitor,
+            ("listScans", "scans"),
+            "/api/compliance/scans?limit=20",
+        )
         .await?;
-    let schedules = visitor
-        .api
-        .get("/api/compliance/scan-schedules?limit=50", org)
+    let schedules = frame
+        .read(
+            visitor,
+            ("listScanSchedules", "schedules"),
+            "/api/compliance/scan-schedules?limit=50",
+        )
         .await?;
     let scans = api::items(&scans).iter().map(scan_row).collect();
     let schedules = api::items(&schedules)

@@ -1399,6 +1399,36 @@ async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
     let exemption = body["data"]["id"].as_str().unwrap().to_owned();
     // Carol, a member, sees the request but no review button, and no scan button.
     let (cookie, _) = console_session(app, "carol@example.com", HOST, &[]).await;
+    // Every page answers her, without what she may not read.
+    for page in [
+        "posture",
+        "rules",
+        "catalog",
+        "exemptions",
+        "inventory",
+        "scans",
+        "audit",
+        "billing",
+        "inbox",
+    ] {
+        let (status, text) = page_of(app, &cookie, &format!("/console/{page}")).await;
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "{page}: {}",
+            text.get(text.find("<main").unwrap_or(0)..)
+                .unwrap_or("")
+                .chars()
+                .take(300)
+                .collect::<String>()
+        );
+    }
+    let (_, inventory) = page_of(app, &cookie, "/console/inventory").await;
+    assert!(
+        inventory.contains("id=\"withheld\"")
+            && inventory.contains("the build queue, the dead letters"),
+        "the queue is the admins'"
+    );
     let (status, page) = page_of(app, &cookie, "/console/exemptions").await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains(&exemption));
@@ -1786,6 +1816,119 @@ async fn a_feature_the_account_lacks_shows_no_control(app: &TestApp) {
     assert!(!page.contains("Refused:"), "not asked, so not refused");
 }
 
+async fn the_catalog_subscribes_activates_pins_and_previews(app: &TestApp) {
+    let (system, root) = app.system().await;
+    let rule = app
+        .rule(
+            &root,
+            &system,
+            json!({"name": "Private only", "target": "pipeline", "severity": "warning",
+                   "field": "accessModifier", "operator": "eq", "value": "private",
+                   "scope": "published"}),
+        )
+        .await;
+    let (alice, acme) = owner(app, "alice@example.com", "acme").await;
+    for (name, modifier) in [("pub-one", "public"), ("web-app", "private")] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/pipelines",
+                &alice,
+                Some(&acme),
+                Some(pipeline_as(name, modifier)),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (status, page) = page_of(app, &cookie, "/console/catalog").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("not subscribed") && page.contains("value=\"subscribe\""));
+    let token = form_token(&page);
+    let act = |action: &'static str| {
+        let (cookie, token, acme, rule) =
+            (cookie.clone(), token.clone(), acme.clone(), rule.clone());
+        async move {
+            post_form(
+                app,
+                &cookie,
+                "/console/catalog",
+                &[
+                    ("org", &acme),
+                    ("action", action),
+                    ("ruleId", &rule),
+                    ("csrf", &token),
+                ],
+            )
+            .await
+        }
+    };
+    // The preview before enabling: the API's own figures.
+    let (_, impact) = app
+        .call(
+            "POST",
+            "/api/compliance/subscriptions/preview/impact",
+            &alice,
+            Some(&acme),
+            Some(json!({"rule": {"name": "Private only", "target": "pipeline", "severity": "warning",
+                                  "field": "accessModifier", "operator": "eq", "value": "private"}})),
+        )
+        .await;
+    let (status, page) = act("preview").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(
+        page.contains(&format!(
+            "impact of Private only: it would fail {} of {} pipeline entities",
+            impact["data"]["failing"], impact["data"]["evaluated"]
+        )),
+        "{impact}"
+    );
+    let subscription = || async {
+        let (_, list) = app
+            .call(
+                "GET",
+                "/api/compliance/subscriptions",
+                &alice,
+                Some(&acme),
+                None,
+            )
+            .await;
+        list["subscriptions"][0].clone()
+    };
+    assert!(
+        subscription().await.is_null(),
+        "a preview subscribes to nothing"
+    );
+    let (status, page) = act("subscribe").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains(&format!("subscribed to {rule}")));
+    // As the API subscribes: inactive until activated.
+    let inactive = subscription().await["isActive"].clone();
+    assert!(page.contains(if inactive == true {
+        "value=\"deactivate\""
+    } else {
+        "value=\"activate\""
+    }));
+    let (_, page) = act("activate").await;
+    assert!(page.contains(&format!("{rule} activated")));
+    assert_eq!(subscription().await["isActive"], true);
+    assert!(page.contains("value=\"deactivate\""));
+    let (_, page) = act("deactivate").await;
+    assert!(page.contains(&format!("{rule} deactivated")));
+    assert_eq!(subscription().await["isActive"], false);
+    let (_, page) = act("pin").await;
+    assert!(
+        page.contains(&format!("{rule} pinned at version 1")),
+        "{page}"
+    );
+    assert_eq!(subscription().await["pinnedVersion"], 1);
+    assert!(page.contains("pinned at 1"));
+    // Subscribed twice: the API's refusal, shown.
+    let (status, page) = act("subscribe").await;
+    assert!(status.is_client_error(), "{status}");
+    assert!(page.contains("id=\"error\""));
+}
+
 on_both_backends!(
     the_console_in_a_real_browser,
     every_console_answer_carries_its_headers,
@@ -1798,4 +1941,5 @@ on_both_backends!(
     quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase,
     announcements_are_dismissed_from_the_inbox,
     a_feature_the_account_lacks_shows_no_control,
+    the_catalog_subscribes_activates_pins_and_previews,
 );
