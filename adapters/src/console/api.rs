@@ -92,7 +92,14 @@ impl Api {
             request = request.header(header::AUTHORIZATION, format!("Bearer {bearer}"));
         }
         if let Some(org) = call.org {
-            request = request.header("x-org-id", org);
+            // A page's `org` is the visitor's text: one no header can carry is a bad
+            // request, not a failure of ours.
+            let value = HeaderValue::from_str(org).map_err(|_| Refusal {
+                status: StatusCode::BAD_REQUEST,
+                code: "VALIDATION_ERROR".to_owned(),
+                message: "org: not an organization id".to_owned(),
+            })?;
+            request = request.header("x-org-id", value);
         }
         if let Some(step_up) = call.step_up {
             request = request.header("x-step-up-token", step_up);

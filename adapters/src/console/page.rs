@@ -19,7 +19,7 @@ use crate::services::context::Caller;
 
 /// The operations the pages may call (their buttons and their reads), judged once
 /// per page.
-const BUTTONS: &[&str] = &[
+const OPERATIONS: &[&str] = &[
     "compliancePosture",
     "listRules",
     "ruleHistory",
@@ -130,7 +130,7 @@ pub struct Frame {
     pub withheld: Vec<&'static str>,
     /// The operations the API would admit here.
     allowed: BTreeSet<&'static str>,
-    /// The script's and the style sheet's addresses.
+    /// The script's address.
     pub script: &'static str,
     /// The style sheet's address.
     pub style: &'static str,
@@ -280,7 +280,7 @@ impl Frame {
                 .find(|o| api::text(o, "id") == org)
                 .map(|o| api::text(o, "parentOrgId"))
                 .unwrap_or_default();
-            for &operation in BUTTONS {
+            for &operation in OPERATIONS {
                 if admits(console, &caller, (&org, &parent), super_admin, operation).await? {
                     allowed.insert(operation);
                 }

@@ -1110,6 +1110,22 @@ async fn every_console_answer_carries_its_headers(app: &TestApp) {
             script = found[1].to_owned();
         }
     }
+    // A hostile organization named in the address is a bad request, not a failure.
+    for org in ["a%0Ab", "%FF%FE", "x%00y"] {
+        let (status, _, page) = visit(
+            app,
+            "GET",
+            &format!("/console/posture?org={org}"),
+            (Some(&cookie), HOST),
+            None,
+            &[],
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{org}");
+        if org == "a%0Ab" {
+            assert!(page.contains("id=\"error\""), "{org}");
+        }
+    }
     // The script is served under its content's hash, cached for good; another name is not.
     let (status, headers, text) = visit(app, "GET", &script, (None, HOST), None, &[]).await;
     assert_eq!(status, StatusCode::OK);
