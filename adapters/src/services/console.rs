@@ -33,9 +33,9 @@ pub struct Opened {
     pub session: ConsoleSessionRecord,
 }
 
-/// SHA-256 of a cookie's id, hex.
+/// SHA-256 of a cookie's id, hex (as sign-in's opaque tokens are kept).
 fn hash_of(cookie: &str) -> String {
-    hex::encode(Sha256::digest(cookie.as_bytes()))
+    accounts::token_hash(cookie)
 }
 
 /// The anti-forgery token of a session: derived from the cookie's id (which only
