@@ -46,7 +46,7 @@ async fn browser() -> Browser {
         .spawn()
         .expect("chromedriver runs the console's tests: scripts/test installs Debian's chromium and chromium-driver");
     let driver = Driver(child);
-    for _ in 0..100 {
+    for _ in 0..400 {
         if listening(port).await {
             break;
         }
@@ -99,7 +99,7 @@ impl Browser {
             let found = self
                 .client
                 .wait()
-                .at_most(Duration::from_secs(10))
+                .at_most(Duration::from_secs(20))
                 .for_element(Locator::Css(css))
                 .await
                 .unwrap_or_else(|e| panic!("no `{css}`: {e}"));
@@ -177,7 +177,7 @@ impl Browser {
 
     /// Waits for the page at `path` (a form's answer arrives after the click).
     async fn lands_on(&self, path: &str) -> bool {
-        for _ in 0..100 {
+        for _ in 0..400 {
             if self.client.current_url().await.unwrap().path() == path {
                 return true;
             }
@@ -195,7 +195,7 @@ impl Browser {
             .await
             .unwrap();
         self.click("header form.switcher button").await;
-        for _ in 0..100 {
+        for _ in 0..400 {
             let url = self.client.current_url().await.unwrap();
             if url.query_pairs().any(|(k, v)| k == "org" && v == org) {
                 return;
@@ -213,7 +213,7 @@ impl Browser {
 
     /// Waits until `css`'s text is no longer `pending`; the text.
     async fn settled(&self, css: &str, pending: &str) -> String {
-        for _ in 0..200 {
+        for _ in 0..400 {
             let text = self.text(css).await;
             if text != pending {
                 return text;
@@ -825,7 +825,7 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
         .await
         .unwrap();
     let mut dropped = String::new();
-    for _ in 0..100 {
+    for _ in 0..400 {
         dropped = b.text("#file-verdict").await;
         if dropped != "no file yet" && dropped != "checking…" {
             break;
@@ -859,7 +859,7 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
         .await
         .unwrap();
     let mut shown = String::new();
-    for _ in 0..100 {
+    for _ in 0..400 {
         shown = b.text("#file-verdict").await;
         if shown.starts_with("broken") {
             break;
@@ -916,7 +916,7 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
         .await
         .unwrap();
     let mut reported = violations_before;
-    for _ in 0..100 {
+    for _ in 0..400 {
         reported = csp_violations(app).await;
         if reported > violations_before {
             break;
