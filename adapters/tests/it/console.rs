@@ -15,13 +15,14 @@ use super::*;
 
 const PASSWORD: &str = "correct horse battery";
 
-/// A chromedriver process, stopped when dropped.
-struct Driver(Child);
+/// A chromedriver process and the browser profile it used, both gone when dropped.
+struct Driver(Child, PathBuf);
 
 impl Drop for Driver {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        let _ = std::fs::remove_dir_all(&self.1);
     }
 }
 
@@ -45,7 +46,6 @@ async fn browser() -> Browser {
         .stderr(Stdio::null())
         .spawn()
         .expect("chromedriver runs the console's tests: scripts/test installs Debian's chromium and chromium-driver");
-    let driver = Driver(child);
     for _ in 0..400 {
         if listening(port).await {
             break;
@@ -53,6 +53,7 @@ async fn browser() -> Browser {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let profile = std::env::temp_dir().join(format!("console-profile-{}", uuid::Uuid::new_v4()));
+    let driver = Driver(child, profile.clone());
     let capabilities = json!({
         "goog:chromeOptions": {
             "binary": std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
