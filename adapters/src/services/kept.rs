@@ -114,6 +114,9 @@ pub struct KeptFacts {
     pub preferences: Kept<String, NotificationPreference>,
     /// Approved exemptions per (organization, entity).
     pub exemptions: Kept<(String, String), Vec<compliance_core::Exemption>>,
+    /// Whether an organization has any approved exemption at all (a scan of one that
+    /// has none asks for no page's exemptions).
+    pub exempting: Kept<String, bool>,
     /// What sessions stand on, per (user, sign-in family).
     pub sessions: Kept<(String, Option<String>), crate::storage::SessionStanding>,
     /// Personal access tokens by the hash of their secret (found ones only).
@@ -175,6 +178,23 @@ pub async fn approved_exemptions(
             store.approved_exemptions(org_id, entity_id),
         )
         .await
+}
+
+/// Whether the organization has any approved exemption, kept.
+pub async fn any_approved_exemption(
+    store: &Store,
+    kept: &KeptFacts,
+    org_id: &str,
+) -> Result<bool, StoreError> {
+    Ok(*kept
+        .exempting
+        .get_or_load(
+            store,
+            org_id.to_owned(),
+            |_| true,
+            store.any_approved_exemption(org_id),
+        )
+        .await?)
 }
 
 #[cfg(test)]

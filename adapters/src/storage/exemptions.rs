@@ -188,6 +188,17 @@ impl Store {
             .collect()
     }
 
+    /// Whether the organization has any approved exemption.
+    pub async fn any_approved_exemption(&self, org_id: &str) -> StoreResult<bool> {
+        let row = sqlx::query(&self.sql(
+            "SELECT 1 AS found FROM exemptions WHERE org_id = $1 AND status = 'approved' LIMIT 1",
+        ))
+        .bind(org_id)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(row.is_some())
+    }
+
     /// Moves an exemption from one of `transition.0` to `transition.1`, recording who.
     pub async fn set_exemption_status(
         &self,

@@ -1054,8 +1054,71 @@ async fn a_viewer_reads_scans_but_cannot_start_them(app: &TestApp) {
     assert_eq!(status, StatusCode::OK, "a member reads compliance: {body}");
 }
 
+/// A scan waives what an approved exemption waives, also when the replica had kept
+/// "this organization has none" from a scan before the approval.
+async fn a_scan_waives_what_an_approved_exemption_waives(app: &TestApp) {
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let ids = seed(app, &alice, &org).await;
+    let state = state_of(app, &[]);
+    let first = start(app, &alice, &org, json!({"target": "pipeline"})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(sweep_all(&state).await, [Swept::Completed]);
+    assert_eq!(
+        scan(app, &alice, &org, &first).await["counts"]["blocked"],
+        4
+    );
+    let (_, rules) = app
+        .call("GET", "/api/compliance/rules", &alice, Some(&org), None)
+        .await;
+    let private_only = rules["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "Private only")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/exemptions",
+            &alice,
+            Some(&org),
+            Some(json!({"ruleId": private_only, "entityId": ids[0], "reason": "public by design"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let exemption = body["data"]["id"].as_str().unwrap().to_owned();
+    let root = app.super_token().await;
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/compliance/exemptions/{exemption}/review"),
+            &root,
+            Some(&org),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let second = start(app, &alice, &org, json!({"target": "pipeline"})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(sweep_all(&state).await, [Swept::Completed]);
+    assert_eq!(
+        scan(app, &alice, &org, &second).await["counts"],
+        json!({"total": 10, "scanned": 10, "passed": 4, "warned": 3, "blocked": 3, "errors": 0}),
+        "pub-one's blocking violation is waived"
+    );
+}
+
 on_both_backends!(
     a_scan_judges_the_inventory_with_exact_counts,
+    a_scan_waives_what_an_approved_exemption_waives,
     filters_narrow_the_sweep_and_the_caller_cannot_name_another_tenant,
     a_cancelled_scan_stops_within_one_batch,
     a_dead_sweepers_scan_is_resumed_or_failed_never_stuck,
