@@ -120,14 +120,21 @@ async fn secure_headers(request: Request, next: Next) -> Response {
 }
 
 /// `POST /console/csp-report`: a browser's report of a Content-Security-Policy
-/// violation, counted (`console_csp_violations_total`) and logged in one bounded line.
+/// violation, counted (`console_csp_violations_total`) and logged in one bounded line,
+/// at most one a second (anyone may post here: a flood of reports is one counter and
+/// a line a second).
 async fn csp_report(
     axum::extract::State(console): axum::extract::State<Console>,
     body: axum::body::Bytes,
 ) -> Response {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST_LOGGED: AtomicI64 = AtomicI64::new(0);
     console.state.metrics.csp_violation();
-    let shown: String = String::from_utf8_lossy(&body).chars().take(512).collect();
-    tracing::warn!(report = %shown, "the console's content security policy was violated");
+    let second = chrono::Utc::now().timestamp();
+    if LAST_LOGGED.swap(second, Ordering::Relaxed) != second {
+        let shown: String = String::from_utf8_lossy(&body).chars().take(512).collect();
+        tracing::warn!(report = %shown, "the console's content security policy was violated");
+    }
     axum::http::StatusCode::NO_CONTENT.into_response()
 }
 
