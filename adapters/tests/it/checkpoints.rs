@@ -218,14 +218,14 @@ on_both_backends!(
 /// (the lease), whichever replica signs it.
 #[tokio::test]
 async fn two_replicas_sign_each_checkpoint_once() {
-    use super::crash::{free_port, start_with, wait_healthy};
+    use super::crash::{start_with, wait_healthy};
     let Some((url, admin_url, name)) = fresh_postgres().await else {
         return;
     };
     let dirs: Vec<std::path::PathBuf> = (0..2)
         .map(|i| std::env::temp_dir().join(format!("compliance-cp-{i}-{}", uuid::Uuid::new_v4())))
         .collect();
-    let ports = [free_port(), free_port()];
+    let ports = super::crash::two_free_ports();
     let client = reqwest::Client::new();
     let mut servers = Vec::new();
     for (port, dir) in ports.iter().zip(&dirs) {

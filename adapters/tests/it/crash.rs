@@ -17,6 +17,15 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Two different free ports (a port just released may be handed out again).
+pub fn two_free_ports() -> [u16; 2] {
+    let first = free_port();
+    let second = std::iter::repeat_with(free_port)
+        .find(|p| *p != first)
+        .unwrap();
+    [first, second]
+}
+
 pub fn start(url: &str, port: u16) -> Running {
     start_with(url, port, &[])
 }
@@ -102,8 +111,10 @@ pub async fn create_org(client: &reqwest::Client, base: &str, token: &str, name:
     org["data"]["id"].as_str().unwrap().to_owned()
 }
 
+/// Waits for a started server's `/health` (up to a minute: a loaded CI machine runs
+/// browsers and other servers beside it).
 pub async fn wait_healthy(client: &reqwest::Client, base: &str) {
-    for _ in 0..200 {
+    for _ in 0..1200 {
         if client
             .get(format!("{base}/health"))
             .send()

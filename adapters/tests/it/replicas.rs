@@ -190,7 +190,7 @@ async fn two_servers(
     url: &str,
     vars: &[(&str, &str)],
 ) -> (Vec<super::crash::Running>, [String; 2]) {
-    let ports = [free_port(), free_port()];
+    let ports = super::crash::two_free_ports();
     let mut servers = Vec::new();
     for port in ports {
         servers.push(start_with(url, port, vars));
@@ -1082,7 +1082,7 @@ async fn sign_in_across_replicas_and_a_revoke_all_seen_by_the_other_within_a_sec
     std::fs::create_dir_all(&dir).unwrap();
     let logs = [dir.join("a.log"), dir.join("b.log")];
     let client = reqwest::Client::new();
-    let ports = [free_port(), free_port()];
+    let ports = super::crash::two_free_ports();
     let mut servers = Vec::new();
     for (port, log) in ports.iter().zip(&logs) {
         servers.push(super::crash::start_logged(&url, *port, &vars, log));
