@@ -158,6 +158,40 @@ impl Api {
         })
     }
 
+    /// Sends a request and hands its success on as it came (its media type, its
+    /// bytes), named `filename` for a download when given; a refusal as the API's
+    /// envelope states it.
+    pub async fn forward(
+        &self,
+        call: Call<'_>,
+        filename: Option<&'static str>,
+    ) -> Result<axum::response::Response, Refusal> {
+        use axum::response::IntoResponse;
+        let (status, headers, body) = self.send(call).await?;
+        if !status.is_success() {
+            let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            return Err(Refusal {
+                status,
+                code: text(&value, "code"),
+                message: text(&value, "message"),
+            });
+        }
+        let mut response = body.into_response();
+        if let Some(media) = headers.get(header::CONTENT_TYPE) {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, media.clone());
+        }
+        if let Some(name) = filename {
+            let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\""))
+                .map_err(|e| Refusal::internal(e.to_string()))?;
+            response
+                .headers_mut()
+                .insert(header::CONTENT_DISPOSITION, disposition);
+        }
+        Ok(response)
+    }
+
     /// `GET uri` in `org`.
     pub async fn get(&self, uri: &str, org: Option<&str>) -> Result<Value, Refusal> {
         self.json(Call {

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 
 use askama::Template;
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use serde_json::Value;
 
 use super::api::{self, Call, Refusal};
@@ -162,34 +162,17 @@ pub async fn page(
     shown.await.unwrap_or_else(page::refused)
 }
 
-async fn pass_through(visitor: &Visitor, uri: &str, media: &'static str) -> Response {
-    match visitor
+/// The API's answer at `uri` as it came, or its refusal as a page.
+async fn pass_through(visitor: &Visitor, uri: &str) -> Response {
+    let call = Call {
+        uri,
+        ..Call::default()
+    };
+    visitor
         .api
-        .send(Call {
-            uri,
-            ..Call::default()
-        })
+        .forward(call, None)
         .await
-    {
-        Ok((status, _, body)) if status.is_success() => (
-            [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
-            body,
-        )
-            .into_response(),
-        Ok((status, _, body)) => {
-            let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            (
-                status,
-                [(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/plain; charset=utf-8"),
-                )],
-                api::text(&value, "message"),
-            )
-                .into_response()
-        }
-        Err(refusal) => (refusal.status, refusal.message).into_response(),
-    }
+        .unwrap_or_else(page::refused)
 }
 
 /// `GET /console/audit/chain.jsonl?org=`: the chain's segment, as the API exports
@@ -197,15 +180,10 @@ async fn pass_through(visitor: &Visitor, uri: &str, media: &'static str) -> Resp
 pub async fn chain(visitor: Visitor, Query(q): Query<HashMap<String, String>>) -> Response {
     let org = q.get("org").cloned().unwrap_or_default();
     let uri = format!("/api/audit/export?{}", api::query(&[("orgId", &org)]));
-    pass_through(&visitor, &uri, "application/x-ndjson").await
+    pass_through(&visitor, &uri).await
 }
 
 /// `GET /console/audit/key`: the checkpoints' verifier key, as the API gives it.
 pub async fn key(visitor: Visitor) -> Response {
-    pass_through(
-        &visitor,
-        "/api/audit/checkpoints/key",
-        "text/plain; charset=utf-8",
-    )
-    .await
+    pass_through(&visitor, "/api/audit/checkpoints/key").await
 }

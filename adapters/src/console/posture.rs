@@ -214,42 +214,16 @@ async fn show(
 /// the API answered it.
 pub async fn report(visitor: Visitor, Query(q): Query<HashMap<String, String>>) -> Response {
     let org = q.get("org").cloned().unwrap_or_default();
-    let answer = visitor
+    let call = Call {
+        uri: &report_uri(&q),
+        org: Some(&org),
+        ..Call::default()
+    };
+    visitor
         .api
-        .send(Call {
-            uri: &report_uri(&q),
-            org: Some(&org),
-            ..Call::default()
-        })
-        .await;
-    match answer {
-        Ok((status, headers, body)) if status.is_success() => {
-            let media = headers
-                .get(header::CONTENT_TYPE)
-                .cloned()
-                .unwrap_or_else(|| HeaderValue::from_static("application/json"));
-            (
-                [
-                    (header::CONTENT_TYPE, media),
-                    (
-                        header::CONTENT_DISPOSITION,
-                        HeaderValue::from_static("attachment; filename=\"policy-report.json\""),
-                    ),
-                ],
-                body,
-            )
-                .into_response()
-        }
-        Ok((status, _, body)) => {
-            let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            page::refused(Refusal {
-                status,
-                code: api::text(&value, "code"),
-                message: api::text(&value, "message"),
-            })
-        }
-        Err(refusal) => page::refused(refusal),
-    }
+        .forward(call, Some("policy-report.json"))
+        .await
+        .unwrap_or_else(page::refused)
 }
 
 /// A cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, a tab or a
