@@ -57,11 +57,11 @@ fn peak_mib(pid: u32) -> Option<f64> {
 async fn seed(store: &Store, org: &str, n: u64) -> Result<(), String> {
     sqlx::query(&format!(
         "INSERT INTO pipelines (id, org_id, project, organization, pipeline_name, access_modifier, \
-         props, compliance, created_by, created_at, updated_at) \
+         props, compliance, compliance_result, created_by, created_at, updated_at) \
          SELECT '{org}-' || lpad(i::text, 7, '0'), '{org}', 'web', 'acme', 'pipeline' || i, \
          CASE WHEN i % 2 = 0 THEN 'public' ELSE 'private' END, \
          '{{\"synth\":{{\"plugin\":{{\"name\":\"build\",\"version\":\"1.0.0\"}}}},\"stages\":[{{\"name\":\"test\",\"steps\":[{{\"plugin\":{{\"name\":\"jest\",\"version\":\"29.0.0\"}}}}]}}]}}', \
-         '{{\"result\":\"pass\",\"violations\":[]}}', 'load', \
+         '{{\"result\":\"pass\",\"violations\":[]}}', 'pass', 'load', \
          '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z' \
          FROM generate_series(1, {n}) AS i"
     ))

@@ -537,7 +537,6 @@ impl Sweeping<'_> {
         let jobs = self.settings.concurrency.max(1);
         let per_job = page.len().div_ceil(jobs).max(1);
         let exemptions = Arc::new(exemptions);
-        let scan_id: Arc<str> = Arc::from(self.scan.id.as_str());
         let target = self.target;
         let mut chunks: Vec<Vec<Entity>> = Vec::with_capacity(jobs);
         let mut rest = page.into_iter().peekable();
@@ -549,29 +548,25 @@ impl Sweeping<'_> {
             let state = self.state.clone();
             let set = Arc::clone(self.set);
             let exemptions = Arc::clone(&exemptions);
-            let scan_id = Arc::clone(&scan_id);
+            // Shared, not copied, by each attempt of the job.
+            let chunk = Arc::new(chunk);
             running.push(tokio::spawn(async move {
                 let limits = state.config.attribute_limits();
                 loop {
-                    let (chunk, set, exemptions, scan_id) = (
-                        chunk.clone(),
-                        set.clone(),
-                        exemptions.clone(),
-                        scan_id.clone(),
-                    );
+                    let (chunk, set, exemptions) = (chunk.clone(), set.clone(), exemptions.clone());
                     let job = state.cpu.run(move || {
                         let now = Utc::now();
                         chunk
-                            .into_iter()
+                            .iter()
                             .map(|(id, name, document)| {
                                 let judged = compliance_core::judge(
                                     Some(&set),
                                     target,
-                                    &document,
+                                    document,
                                     &limits,
-                                    &Waivers::for_entity(&exemptions, &id, now),
+                                    &Waivers::for_entity(&exemptions, id, now),
                                 );
-                                swept(&scan_id, target, (id, name), judged, now)
+                                swept(target, (id.clone(), name.clone()), judged, now)
                             })
                             .collect::<Vec<_>>()
                     });
@@ -599,10 +594,9 @@ impl Sweeping<'_> {
     }
 }
 
-/// One entity's result, with the texts its flush stores: the violations, and the
-/// compliance result the entity keeps (`{"result", "scanId", "violations"}`).
+/// One entity's result, with the text its flush stores: the violations (the entity
+/// keeps them too, as its compliance result).
 fn swept(
-    scan_id: &str,
     target: Target,
     (entity_id, entity_name): (String, String),
     judged: Result<Evaluation, compliance_core::Error>,
@@ -617,11 +611,6 @@ fn swept(
         Ok((result, violations)) => (result, violations, None),
         Err(why) => ("error", "[]".to_owned(), Some(why)),
     };
-    let compliance = format!(
-        "{{\"result\":{},\"scanId\":{},\"violations\":{violations}}}",
-        Value::from(result),
-        Value::from(scan_id)
-    );
     SweptEntity {
         target: target.as_str(),
         entity_id,
@@ -629,7 +618,6 @@ fn swept(
         result,
         violations,
         error,
-        compliance,
         scanned_at: now,
     }
 }

@@ -144,7 +144,7 @@ impl Store {
             return Ok(Err(refusal));
         }
         sqlx::query(&self.sql(
-            "INSERT INTO pipelines (id, org_id, project, organization, pipeline_name, access_modifier, props, compliance, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)",
+            "INSERT INTO pipelines (id, org_id, project, organization, pipeline_name, access_modifier, props, compliance, compliance_result, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $11, $9, $10, $10)",
         ))
         .bind(id)
         .bind(org_id)
@@ -156,6 +156,7 @@ impl Store {
         .bind(compliance_text(fields.compliance)?)
         .bind(created_by)
         .bind(stamp(now))
+        .bind(fields.compliance.result.as_str())
         .execute(&mut *tx)
         .await
         .map_err(duplicate(fields))?;
@@ -194,7 +195,7 @@ impl Store {
     ) -> StoreResult<PipelineRecord> {
         let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
-            "UPDATE pipelines SET project = $3, organization = $4, pipeline_name = $5, access_modifier = $6, props = $7, compliance = $8, updated_at = $9 WHERE org_id = $1 AND id = $2",
+            "UPDATE pipelines SET project = $3, organization = $4, pipeline_name = $5, access_modifier = $6, props = $7, compliance = $8, compliance_result = $10, updated_at = $9 WHERE org_id = $1 AND id = $2",
         ))
         .bind(org_id)
         .bind(id)
@@ -205,6 +206,7 @@ impl Store {
         .bind(fields.props.to_string())
         .bind(compliance_text(fields.compliance)?)
         .bind(stamp(now))
+        .bind(fields.compliance.result.as_str())
         .execute(&mut *tx)
         .await
         .map_err(duplicate(fields))?;

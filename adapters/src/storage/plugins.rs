@@ -155,8 +155,8 @@ impl Store {
             return Ok(Err(refusal));
         }
         sqlx::query(&self.sql(
-            "INSERT INTO plugins (id, org_id, name, version, description, access_modifier, compute_type, is_default, is_active, plugin_type, commands, install_commands, dockerfile, compliance, build_status, created_by, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 1, $8, $9, $10, $11, $12, 'queued', $13, $14, $14)",
+            "INSERT INTO plugins (id, org_id, name, version, description, access_modifier, compute_type, is_default, is_active, plugin_type, commands, install_commands, dockerfile, compliance, compliance_result, build_status, created_by, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 1, $8, $9, $10, $11, $12, $15, 'queued', $13, $14, $14)",
         ))
         .bind(plugin.id)
         .bind(plugin.org_id)
@@ -172,6 +172,7 @@ impl Store {
         .bind(compliance_text(plugin.compliance)?)
         .bind(plugin.created_by)
         .bind(stamp(now))
+        .bind(plugin.compliance.result.as_str())
         .execute(&mut *tx)
         .await
         .map_err(|e| match StoreError::from(e) {

@@ -68,12 +68,8 @@ fn count(row: &sqlx::any::AnyRow, column: &str) -> StoreResult<u64> {
 impl Store {
     /// The organization's entities of `target` by current result.
     pub async fn status_counts(&self, org_id: &str, target: &str) -> StoreResult<StatusCounts> {
-        let result = match self.dialect() {
-            Dialect::Postgres => "CAST(compliance AS jsonb)->>'result'",
-            Dialect::Sqlite => "compliance ->> 'result'",
-        };
         let rows = sqlx::query(&self.sql(&format!(
-            "SELECT {result} AS result, COUNT(*) AS n FROM {} WHERE org_id = $1 GROUP BY 1",
+            "SELECT compliance_result AS result, COUNT(*) AS n FROM {} WHERE org_id = $1 GROUP BY 1",
             entity_table(target)?
         )))
         .bind(org_id)
@@ -160,18 +156,13 @@ impl Store {
         } else {
             "pipeline_name"
         };
-        let (result, violates) = match self.dialect() {
-            Dialect::Postgres => (
-                "CAST(compliance AS jsonb)->>'result'",
-                "EXISTS (SELECT 1 FROM jsonb_array_elements(CAST(compliance AS jsonb)->'violations') AS v WHERE v.value->>'ruleId' = $3)",
-            ),
-            Dialect::Sqlite => (
-                "compliance ->> 'result'",
-                "EXISTS (SELECT 1 FROM json_each(compliance -> 'violations') AS v WHERE v.value ->> 'ruleId' = $3)",
-            ),
+        let violates = match self.dialect() {
+            Dialect::Postgres => "EXISTS (SELECT 1 FROM jsonb_array_elements(CAST(compliance AS jsonb)->'violations') AS v WHERE v.value->>'ruleId' = $3)",
+            Dialect::Sqlite => "EXISTS (SELECT 1 FROM json_each(compliance -> 'violations') AS v WHERE v.value ->> 'ruleId' = $3)",
         };
-        let condition =
-            format!("org_id = $1 AND ($2 IS NULL OR {result} = $2) AND ($3 IS NULL OR {violates})");
+        let condition = format!(
+            "org_id = $1 AND ($2 IS NULL OR compliance_result = $2) AND ($3 IS NULL OR {violates})"
+        );
         let binds = [
             Some(org_id.to_owned()),
             filter.status.clone(),

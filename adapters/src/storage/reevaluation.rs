@@ -340,36 +340,46 @@ impl Store {
     ) -> StoreResult<()> {
         let texts = results
             .iter()
-            .map(|(id, compliance)| Ok((*id, compliance_text(compliance)?)))
-            .collect::<StoreResult<Vec<(&str, String)>>>()?;
-        let rows: Vec<(&str, &str)> = texts.iter().map(|(id, t)| (*id, t.as_str())).collect();
+            .map(|(id, compliance)| {
+                Ok((
+                    *id,
+                    compliance.result.as_str(),
+                    compliance_text(compliance)?,
+                ))
+            })
+            .collect::<StoreResult<Vec<(&str, &str, String)>>>()?;
+        let rows: Vec<(&str, &str, &str)> = texts
+            .iter()
+            .map(|(id, result, text)| (*id, *result, text.as_str()))
+            .collect();
         let mut conn = self.pool().acquire().await?;
         self.keep_compliance_in(&mut conn, (org_id, target), &rows)
             .await
     }
 
-    /// Sets `compliance` (JSON text) of each `(id, compliance)` entity of the
-    /// organization's `target`, one statement per 200 entities, on `conn`.
+    /// Sets the result and `compliance` (JSON text) of each `(id, result, compliance)`
+    /// entity of the organization's `target`, one statement per 200 entities, on
+    /// `conn`.
     pub(crate) async fn keep_compliance_in(
         &self,
         conn: &mut AnyConnection,
         (org_id, target): (&str, &str),
-        rows: &[(&str, &str)],
+        rows: &[(&str, &str, &str)],
     ) -> StoreResult<()> {
         let table = entity_table(target)?;
         for chunk in rows.chunks(200) {
             let values = (0..chunk.len())
-                .map(|i| format!("(${}, ${})", i * 2 + 2, i * 2 + 3))
+                .map(|i| format!("(${}, ${}, ${})", i * 3 + 2, i * 3 + 3, i * 3 + 4))
                 .collect::<Vec<_>>()
                 .join(", ");
-            // `VALUES` columns are column1, column2 on both backends.
+            // `VALUES` columns are column1, column2, column3 on both backends.
             let sql = self.sql(&format!(
-                "UPDATE {table} SET compliance = v.column2 FROM (VALUES {values}) AS v \
+                "UPDATE {table} SET compliance_result = v.column2, compliance = v.column3 FROM (VALUES {values}) AS v \
                  WHERE {table}.org_id = $1 AND {table}.id = v.column1"
             ));
             let mut update = sqlx::query(&sql).bind(org_id);
-            for (id, compliance) in chunk {
-                update = update.bind(*id).bind(*compliance);
+            for (id, result, compliance) in chunk {
+                update = update.bind(*id).bind(*result).bind(*compliance);
             }
             update.execute(&mut *conn).await?;
         }

@@ -9,7 +9,11 @@ use chrono::{DateTime, Utc};
 use super::pipelines::pipeline_from_row;
 use super::plugins::plugin_from_row;
 use super::scans::*;
-use super::{entity_table, placeholders, stamp, PipelineRecord, PluginRecord, Store, StoreResult};
+use sqlx::AnyConnection;
+
+use super::{
+    entity_table, placeholders, stamp, Dialect, PipelineRecord, PluginRecord, Store, StoreResult,
+};
 
 /// Where a sweep stands, and the claim on it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,8 +65,6 @@ pub struct SweptEntity {
     pub violations: String,
     /// Why it could not be judged.
     pub error: Option<String>,
-    /// What the entity keeps as its compliance result, as JSON text.
-    pub compliance: String,
     /// When.
     pub scanned_at: DateTime<Utc>,
 }
@@ -242,20 +244,56 @@ impl Store {
                     .bind(stamp(r.scanned_at));
             }
             insert.execute(&mut *tx).await?;
-            // Each entity keeps its new result.
             for target in ["plugin", "pipeline"] {
-                let rows: Vec<(&str, &str)> = flush
+                let ids: Vec<&str> = flush
                     .results
                     .iter()
                     .filter(|r| r.target == target)
-                    .map(|r| (r.entity_id.as_str(), r.compliance.as_str()))
+                    .map(|r| r.entity_id.as_str())
                     .collect();
-                self.keep_compliance_in(&mut tx, (org_id, target), &rows)
+                self.keep_scan_results(&mut tx, (scan_id, org_id, target), &ids)
                     .await?;
             }
         }
         tx.commit().await?;
         Ok(true)
+    }
+
+    /// Each of `ids` (entities of the organization's `target`) keeps its result in
+    /// the scan as its compliance result, `{"result", "scanId", "violations"}`, made
+    /// from the row just written: the violations are sent to the database once.
+    async fn keep_scan_results(
+        &self,
+        conn: &mut AnyConnection,
+        (scan_id, org_id, target): (&str, &str, &str),
+        ids: &[&str],
+    ) -> StoreResult<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let table = entity_table(target)?;
+        let quote = match self.dialect() {
+            Dialect::Postgres => "CAST(to_json(r.{}) AS TEXT)",
+            Dialect::Sqlite => "json_quote(r.{})",
+        };
+        let quote = |column: &str| quote.replace("{}", column);
+        // Each entity's row is found by the whole key of the results (a join let the
+        // planner scan every result of the scan for each page).
+        let sql = self.sql(&format!(
+            "UPDATE {table} SET (compliance_result, compliance) = (SELECT r.result, \
+             '{{\"result\":' || {} || ',\"scanId\":' || {} || ',\"violations\":' || r.violations || '}}' \
+             FROM scan_results AS r WHERE r.scan_id = $1 AND r.target = $2 AND r.entity_id = {table}.id) \
+             WHERE {table}.org_id = $3 AND {table}.id IN ({})",
+            quote("result"),
+            quote("scan_id"),
+            placeholders(4, ids.len())
+        ));
+        let mut update = sqlx::query(&sql).bind(scan_id).bind(target).bind(org_id);
+        for id in ids {
+            update = update.bind(*id);
+        }
+        update.execute(&mut *conn).await?;
+        Ok(())
     }
 
     /// Gives a claim back (a graceful stop): the next sweeper resumes the scan at once,

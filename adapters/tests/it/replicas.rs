@@ -341,10 +341,10 @@ async fn a_killed_sweepers_scan_is_finished_by_another_replica() {
         &store,
         &format!(
             "INSERT INTO pipelines (id, org_id, project, organization, pipeline_name, access_modifier, \
-             props, compliance, created_by, created_at, updated_at) \
+             props, compliance, compliance_result, created_by, created_at, updated_at) \
              SELECT 'p' || lpad(i::text, 5, '0'), '{org}', 'web', 'acme', 'pipe' || i, \
              CASE WHEN i % 2 = 0 THEN 'public' ELSE 'private' END, '{{}}', \
-             '{{\"result\":\"pass\",\"violations\":[]}}', 'alice', \
+             '{{\"result\":\"pass\",\"violations\":[]}}', 'pass', 'alice', \
              '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z' \
              FROM generate_series(1, 2000) AS i"
         ),

@@ -339,6 +339,21 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         .await;
     assert_eq!(got["data"]["compliance"]["result"], "block", "{got}");
     assert_eq!(got["data"]["compliance"]["scanId"], id.as_str());
+    // Its violations are the scan's, as the scan's results give them.
+    let result = all["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["entityId"] == ids[0].as_str())
+        .unwrap();
+    assert!(
+        !result["violations"].as_array().unwrap().is_empty(),
+        "{result}"
+    );
+    assert_eq!(
+        got["data"]["compliance"]["violations"],
+        result["violations"]
+    );
 
     // The posture, from the stored results.
     let (status, body) = app
