@@ -7,18 +7,22 @@
 //!   passes), then against `pipeline-failing.json` (30% fail, over every operator,
 //!   computed fields, wildcards, with hostile sizes among the failing values). The
 //!   ratio of the two is what a failing upload costs over a passing one.
-//! - `yardstick/{100,1000}/compliance_core` and `yardstick/{100,1000}/serde_json_walk`:
-//!   the failing document judged as the server judges it (the attribute limits, then
-//!   the rules), against the same rules checked by the plain walk of
-//!   `benches::walk`, which must find the same failing rules. The ratio of the two
-//!   is the evaluator's cost over a hand-written check.
+//! - `yardstick/{100,1000}/compliance_core`, `yardstick/{100,1000}/serde_json_walk` and
+//!   `yardstick/{100,1000}/datalogic_rs`: the failing document judged as the server
+//!   judges it (the attribute limits, then the rules), against the same rules checked
+//!   by the plain walk of `benches::walk` and by datalogic-rs over their JSONLogic
+//!   translation (`benches::jsonlogic`), each of which must find the same failing
+//!   rules. The ratios are the evaluator's cost over a hand-written check and over a
+//!   JSONLogic engine.
 
+use benches::jsonlogic::JsonLogic;
 use benches::walk::Walk;
 use benches::{json_data, pipeline, rules_100, rules_times};
 use compliance_core::{
     AttributeLimits, Attributes, CompileOptions, Evaluation, Rule, RuleSet, Target, Waivers,
 };
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use datalogic_rs::bumpalo::Bump;
 use serde_json::Value;
 
 fn evaluate(c: &mut Criterion) {
@@ -100,11 +104,24 @@ fn bench_yardstick(c: &mut Criterion, count: usize, set: &RuleSet, rules: &str) 
     theirs.sort_unstable();
     assert_eq!(ours, theirs, "the walk and compliance-core disagree");
     assert_eq!(ours.len(), count * 3 / 10, "30% of the rules fail");
+    let text = include_str!("data/pipeline-failing.json");
+    let (Some(logic), Some(parsed)) =
+        (JsonLogic::new(&json_data(rules)), JsonLogic::document(text))
+    else {
+        return eprintln!("the JSONLogic translation does not read the mixed rules");
+    };
+    let mut arena = Bump::new();
+    let mut logical = logic.failing(&parsed, &mut arena);
+    logical.sort_unstable();
+    assert_eq!(ours, logical, "datalogic-rs and compliance-core disagree");
     c.bench_function(&format!("yardstick/{count}/compliance_core"), |b| {
         b.iter(|| judge(black_box(&document)).map(|e| e.violations.len()))
     });
     c.bench_function(&format!("yardstick/{count}/serde_json_walk"), |b| {
         b.iter(|| walk.evaluate(black_box(&document)).len())
+    });
+    c.bench_function(&format!("yardstick/{count}/datalogic_rs"), |b| {
+        b.iter(|| logic.failing(black_box(&parsed), &mut arena).len())
     });
 }
 

@@ -1,6 +1,7 @@
 //! Workloads shared by the benchmarks, kept as data in `data/` so that every run
 //! measures the same thing.
 
+pub mod jsonlogic;
 pub mod walk;
 
 use compliance_core::Rule;
