@@ -16,7 +16,7 @@ mod support;
 use std::sync::Arc;
 
 use serde_json::json;
-use support::load::{measure, serve, status};
+use support::load::{measure, paired, serve, status};
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
@@ -26,32 +26,40 @@ async fn main() -> Result<(), String> {
     let service = server.service_token("load")?;
     let run = adapters::new_id();
     let shared = Arc::new((reqwest::Client::new(), base, service, run));
-    let health = server.health(total, in_flight).await?;
+    // Each round appends new events (its own idempotency keys).
+    let rounds = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let append = |chains: usize| {
-        let shared = shared.clone();
-        move |i: usize| {
+        let (shared, rounds) = (shared.clone(), rounds.clone());
+        move || {
             let shared = shared.clone();
+            let round = rounds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             async move {
-                let (http, base, service, run) = &*shared;
-                let org = format!("org-{run}-{}", i % chains);
-                let request = http
-                    .post(format!("{base}/api/audit/events"))
-                    .bearer_auth(service)
-                    .header("idempotency-key", format!("{run}-{chains}-{i}"))
-                    .json(
-                        &json!({"action": "plugin.upload", "actorId": "user-1", "orgId": org,
-                                  "targetType": "plugin", "targetId": format!("plugin-{i}"),
-                                  "details": {"version": "1.0.0", "n": i}}),
-                    );
-                status(request.send().await)
+                measure(total, in_flight, move |i: usize| {
+                    let shared = shared.clone();
+                    async move {
+                        let (http, base, service, run) = &*shared;
+                        let org = format!("org-{run}-{}", i % chains);
+                        let request = http
+                            .post(format!("{base}/api/audit/events"))
+                            .bearer_auth(service)
+                            .header("idempotency-key", format!("{run}-{chains}-{round}-{i}"))
+                            .json(&json!({"action": "plugin.upload", "actorId": "user-1",
+                                          "orgId": org, "targetType": "plugin",
+                                          "targetId": format!("plugin-{i}"),
+                                          "details": {"version": "1.0.0", "n": i}}));
+                        status(request.send().await)
+                    }
+                })
+                .await?
+                .all(201)
             }
         }
     };
-    let one = measure(total, in_flight, append(1)).await?.all(201)?;
-    let fifty = measure(total, in_flight, append(50)).await?.all(201)?;
-    println!("GET /health: {}", health.line(None));
-    println!("audit ingest into one chain: {}", one.line(Some(&health)));
-    println!("audit ingest over 50 chains: {}", fifty.line(Some(&health)));
+    let sizes = (total, in_flight);
+    let one = paired(&server.base, sizes, append(1)).await?;
+    let fifty = paired(&server.base, sizes, append(50)).await?;
+    println!("audit ingest into one chain: {}", one.line());
+    println!("audit ingest over 50 chains: {}", fifty.line());
     server.stop().await;
     Ok(())
 }

@@ -22,7 +22,7 @@ mod support;
 use std::sync::Arc;
 
 use serde_json::json;
-use support::load::{measure, serve, status};
+use support::load::{measure, paired, serve, status};
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
@@ -60,51 +60,61 @@ async fn main() -> Result<(), String> {
         }
     }
 
-    let shared = Arc::new((http, base, org, user.clone(), service.clone()));
-    let health = server.health(total, in_flight).await?;
+    let shared = Arc::new((http, base.clone(), org, user.clone(), service.clone()));
+    let sizes = (total, in_flight);
     let read = {
         let shared = shared.clone();
-        measure(total, in_flight, move |_| {
+        move || {
             let shared = shared.clone();
             async move {
-                let (http, base, org, user, _) = &*shared;
-                let request = http
-                    .get(format!("{base}/api/organization"))
-                    .bearer_auth(user)
-                    .header("x-org-id", org);
-                status(request.send().await)
-            }
-        })
-        .await?
-        .all(200)?
-    };
-    let check = |path: &'static str| {
-        let shared = shared.clone();
-        move |i: usize| {
-            let shared = shared.clone();
-            async move {
-                let (http, base, org, _, service) = &*shared;
-                let body = json!({"attributes": {"name": "eslint", "version": "8.1.0"},
-                                  "entityId": format!("plugin-{}", i % 500)});
-                let request = http
-                    .post(format!("{base}{path}"))
-                    .bearer_auth(service)
-                    .header("x-org-id", org)
-                    .json(&body);
-                status(request.send().await)
+                measure(total, in_flight, move |_| {
+                    let shared = shared.clone();
+                    async move {
+                        let (http, base, org, user, _) = &*shared;
+                        let request = http
+                            .get(format!("{base}/api/organization"))
+                            .bearer_auth(user)
+                            .header("x-org-id", org);
+                        status(request.send().await)
+                    }
+                })
+                .await?
+                .all(200)
             }
         }
     };
-    let dry_run = measure(
-        total,
-        in_flight,
+    let read = paired(&base, sizes, read).await?;
+    let check = |path: &'static str| {
+        let shared = shared.clone();
+        move || {
+            let shared = shared.clone();
+            async move {
+                measure(total, in_flight, move |i: usize| {
+                    let shared = shared.clone();
+                    async move {
+                        let (http, base, org, _, service) = &*shared;
+                        let body = json!({"attributes": {"name": "eslint", "version": "8.1.0"},
+                                          "entityId": format!("plugin-{}", i % 500)});
+                        let request = http
+                            .post(format!("{base}{path}"))
+                            .bearer_auth(service)
+                            .header("x-org-id", org)
+                            .json(&body);
+                        status(request.send().await)
+                    }
+                })
+                .await?
+                .all(200)
+            }
+        }
+    };
+    let dry_run = paired(
+        &base,
+        sizes,
         check("/api/compliance/validate/plugin/dry-run"),
     )
-    .await?
-    .all(200)?;
-    let validate = measure(total, in_flight, check("/api/compliance/validate/plugin"))
-        .await?
-        .all(200)?;
+    .await?;
+    let validate = paired(&base, sizes, check("/api/compliance/validate/plugin")).await?;
     // The benchmark workloads of `benches/data` on pipelines, each in an organization
     // of its own: the 100 rules over every operator against the pipeline they all
     // pass, and the 100 mixed rules (30 failing over all 18 operators, hostile sizes)
@@ -114,7 +124,7 @@ async fn main() -> Result<(), String> {
         (&user, &service),
         (RULES_100, None),
         PIPELINE,
-        (total, in_flight),
+        sizes,
     )
     .await?;
     let warning = pipeline_workload(
@@ -122,29 +132,25 @@ async fn main() -> Result<(), String> {
         (&user, &service),
         (RULES_MIXED_100, Some("warning")),
         PIPELINE_FAILING,
-        (total, in_flight),
+        sizes,
     )
     .await?;
-    println!("GET /health: {}", health.line(None));
-    println!(
-        "GET /api/organization, a user's token: {}",
-        read.line(Some(&health))
-    );
+    println!("GET /api/organization, a user's token: {}", read.line());
     println!(
         "the same check as a dry run (nothing recorded): {}",
-        dry_run.line(Some(&health))
+        dry_run.line()
     );
     println!(
         "live validation, 100 rules, 30 failing (blocked, notified): {}",
-        validate.line(Some(&health))
+        validate.line()
     );
     println!(
         "live pipeline validation, benches/data rules-100 (all pass): {}",
-        passing.line(Some(&health))
+        passing.line()
     );
     println!(
         "live pipeline validation, rules-mixed-100, 30 failing as warnings: {}",
-        warning.line(Some(&health))
+        warning.line()
     );
     server.stop().await;
     Ok(())
@@ -164,7 +170,7 @@ async fn pipeline_workload(
     (rules, severity): (&str, Option<&str>),
     document: &str,
     (total, in_flight): (usize, usize),
-) -> Result<support::load::Figures, String> {
+) -> Result<support::load::Paired, String> {
     let http = reqwest::Client::new();
     let base = server.base.clone();
     let name = format!("load-{}", &adapters::new_id()[..8]);
@@ -195,21 +201,27 @@ async fn pipeline_workload(
     }
     let attributes: serde_json::Value =
         serde_json::from_str(document).map_err(|e| format!("benchmark document: {e}"))?;
-    let shared = Arc::new((http, base, org, service.to_owned(), attributes));
-    measure(total, in_flight, move |i| {
+    let shared = Arc::new((http, base.clone(), org, service.to_owned(), attributes));
+    paired(&base, (total, in_flight), move || {
         let shared = shared.clone();
         async move {
-            let (http, base, org, service, attributes) = &*shared;
-            let body =
-                json!({"attributes": attributes, "entityId": format!("pipeline-{}", i % 500)});
-            let request = http
-                .post(format!("{base}/api/compliance/validate/pipeline"))
-                .bearer_auth(service)
-                .header("x-org-id", org)
-                .json(&body);
-            status(request.send().await)
+            measure(total, in_flight, move |i| {
+                let shared = shared.clone();
+                async move {
+                    let (http, base, org, service, attributes) = &*shared;
+                    let body = json!({"attributes": attributes,
+                                      "entityId": format!("pipeline-{}", i % 500)});
+                    let request = http
+                        .post(format!("{base}/api/compliance/validate/pipeline"))
+                        .bearer_auth(service)
+                        .header("x-org-id", org)
+                        .json(&body);
+                    status(request.send().await)
+                }
+            })
+            .await?
+            .all(200)
         }
     })
-    .await?
-    .all(200)
+    .await
 }

@@ -232,6 +232,64 @@ pub async fn health(base: &str, total: usize, in_flight: usize) -> Result<Figure
     .all(200)
 }
 
+/// How many times a row is measured, each time right after the yardstick: the machine
+/// is shared, and a rate moves by a third within minutes, so a row's ratio is the
+/// median of its rounds, each against the `/health` measured just before it.
+pub const ROUNDS: usize = 3;
+
+/// A row measured against the yardstick in [`ROUNDS`] rounds.
+pub struct Paired {
+    /// The row in the median round.
+    pub row: Figures,
+    /// The yardstick measured just before it.
+    pub health: Figures,
+    /// Every round's ratio, lowest first.
+    pub ratios: Vec<f64>,
+}
+
+impl Paired {
+    /// The median round's line, with the spread of the ratios.
+    pub fn line(&self) -> String {
+        let (low, high) = (
+            self.ratios.first().copied().unwrap_or_default(),
+            self.ratios.last().copied().unwrap_or_default(),
+        );
+        format!(
+            "{} (median of {} rounds, {low:.3} to {high:.3}; /health {:.0}/s before it)",
+            self.row.line(Some(&self.health)),
+            self.ratios.len(),
+            self.health.rate
+        )
+    }
+}
+
+/// Measures `/health` at `base` and then the row `round` measures, [`ROUNDS`] times:
+/// the round whose ratio is the median.
+pub async fn paired<F, R>(
+    base: &str,
+    (total, in_flight): (usize, usize),
+    mut round: F,
+) -> Result<Paired, String>
+where
+    F: FnMut() -> R,
+    R: Future<Output = Result<Figures, String>>,
+{
+    let mut rounds = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        let health = health(base, total, in_flight).await?;
+        let row = round().await?;
+        rounds.push((row.rate / health.rate, row, health));
+    }
+    rounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let ratios = rounds.iter().map(|(ratio, _, _)| *ratio).collect();
+    let (_, row, health) = rounds.swap_remove(ROUNDS / 2);
+    Ok(Paired {
+        row,
+        health,
+        ratios,
+    })
+}
+
 /// The arguments every load example takes: how many requests of each kind (4000)
 /// and how many in flight (32).
 pub fn args() -> (usize, usize) {
