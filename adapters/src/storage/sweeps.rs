@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use super::pipelines::pipeline_from_row;
 use super::plugins::plugin_from_row;
 use super::scans::*;
-use sqlx::AnyConnection;
+use sqlx::{AnyConnection, Row};
 
 use super::{
     entity_table, placeholders, stamp, Dialect, PipelineRecord, PluginRecord, Store, StoreResult,
@@ -67,6 +67,37 @@ pub struct SweptEntity {
     pub error: Option<String>,
     /// When.
     pub scanned_at: DateTime<Utc>,
+}
+
+/// A flush's move of its scan: the counts added, the position and lease moved, if the
+/// claim (`$2`) still holds and the scan still runs; `$3` to `$12` as [`progress`]
+/// binds them.
+const MOVE_SCAN: &str = "UPDATE scans SET scanned = scanned + $3, passed = passed + $4, \
+     warned = warned + $5, blocked = blocked + $6, errors = errors + $7, phase = $8, after_id = $9, \
+     fingerprint = $10, lease_until = $11, updated_at = $12 WHERE id = $1 AND token = $2 AND status = 'running'";
+
+/// Binds `$1` to `$12` of [`MOVE_SCAN`].
+fn progress<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    scan_id: &'q str,
+    token: i64,
+    flush: &Flush<'q>,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    let c = flush.counts;
+    let number = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    query
+        .bind(scan_id)
+        .bind(token)
+        .bind(number(c.scanned))
+        .bind(number(c.passed))
+        .bind(number(c.warned))
+        .bind(number(c.blocked))
+        .bind(number(c.errors))
+        .bind(flush.phase)
+        .bind(flush.after_id)
+        .bind(flush.fingerprint)
+        .bind(stamp(flush.lease_until))
+        .bind(stamp(flush.at))
 }
 
 impl Store {
@@ -182,28 +213,13 @@ impl Store {
         token: i64,
         flush: &Flush<'_>,
     ) -> StoreResult<bool> {
+        if self.dialect() == Dialect::Postgres {
+            return self.flush_scan_at_once(scan_id, token, flush).await;
+        }
         let mut tx = self.pool().begin().await?;
-        let c = flush.counts;
-        let number = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        let moved = sqlx::query(&self.sql(
-            "UPDATE scans SET scanned = scanned + $3, passed = passed + $4, warned = warned + $5, \
-             blocked = blocked + $6, errors = errors + $7, phase = $8, after_id = $9, fingerprint = $10, \
-             lease_until = $11, updated_at = $12 WHERE id = $1 AND token = $2 AND status = 'running'",
-        ))
-        .bind(scan_id)
-        .bind(token)
-        .bind(number(c.scanned))
-        .bind(number(c.passed))
-        .bind(number(c.warned))
-        .bind(number(c.blocked))
-        .bind(number(c.errors))
-        .bind(flush.phase)
-        .bind(flush.after_id)
-        .bind(flush.fingerprint)
-        .bind(stamp(flush.lease_until))
-        .bind(stamp(flush.at))
-        .execute(&mut *tx)
-        .await?;
+        let moved = progress(sqlx::query(&self.sql(MOVE_SCAN)), scan_id, token, flush)
+            .execute(&mut *tx)
+            .await?;
         if moved.rows_affected() == 0 {
             return Ok(false);
         }
@@ -257,6 +273,62 @@ impl Store {
         }
         tx.commit().await?;
         Ok(true)
+    }
+
+    /// [`Store::flush_scan`] on PostgreSQL, as one statement (one round trip, its own
+    /// transaction): the scan moves, and only if it did are the results written and
+    /// kept by their entities.
+    async fn flush_scan_at_once(
+        &self,
+        scan_id: &str,
+        token: i64,
+        flush: &Flush<'_>,
+    ) -> StoreResult<bool> {
+        let rows = (0..flush.results.len())
+            .map(|i| {
+                let b = 14 + i * 7;
+                let cells: Vec<String> = (b..b + 7).map(|n| format!("${n}")).collect();
+                format!("({})", cells.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let keep = |table: &str, target: &str| {
+            format!(
+                "UPDATE {table} SET compliance_result = w.result, compliance = '{{\"result\":' || \
+                 CAST(to_json(w.result) AS TEXT) || ',\"scanId\":' || CAST(to_json(CAST($1 AS TEXT)) AS TEXT) || \
+                 ',\"violations\":' || w.violations || '}}' FROM written AS w \
+                 WHERE w.target = '{target}' AND {table}.org_id = $13 AND {table}.id = w.entity_id"
+            )
+        };
+        let written = if rows.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", written AS (INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, \
+                 result, violations, error, scanned_at) SELECT $1, $13, v.* FROM (VALUES {rows}) AS \
+                 v (target, entity_id, entity_name, result, violations, error, scanned_at) \
+                 WHERE EXISTS (SELECT 1 FROM moved) RETURNING target, entity_id, result, violations), \
+                 pipelines_kept AS ({}), plugins_kept AS ({})",
+                keep("pipelines", "pipeline"),
+                keep("plugins", "plugin")
+            )
+        };
+        let sql = format!(
+            "WITH moved AS ({MOVE_SCAN} RETURNING id){written} SELECT COUNT(*) AS moved FROM moved"
+        );
+        let mut query = progress(sqlx::query(&sql), scan_id, token, flush).bind(flush.org_id);
+        for r in flush.results {
+            query = query
+                .bind(r.target)
+                .bind(r.entity_id.as_str())
+                .bind(r.entity_name.as_str())
+                .bind(r.result)
+                .bind(r.violations.as_str())
+                .bind(r.error.as_deref())
+                .bind(stamp(r.scanned_at));
+        }
+        let row = query.fetch_one(self.pool()).await?;
+        Ok(row.try_get::<i64, _>("moved")? == 1)
     }
 
     /// Each of `ids` (entities of the organization's `target`) keeps its result in

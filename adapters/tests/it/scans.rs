@@ -653,6 +653,17 @@ async fn a_cancelled_scan_stops_within_one_batch(app: &TestApp) {
         "nothing flushed after the cancel"
     );
     assert!(ended["endedAt"].is_string());
+    // Nor any result: the refused flush wrote nothing.
+    let (_, results) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/scans/{id}/results"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(results["pagination"]["total"], 3, "{results}");
     assert!(claim(&state, Duration::from_secs(30)).await.is_none());
     let (status, _) = app
         .call(
