@@ -21,9 +21,22 @@ use crate::services::kept::KeptFacts;
 use crate::storage::{LiveCheck, Store, StoreResult};
 use audit_chain::{AuditEvent, SealedEvent};
 
-/// Everything a handler may use.
+/// Everything a handler may use, shared: a clone (axum makes one per extractor and
+/// layer of every request) is one reference count, not one per part.
 #[derive(Debug, Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Context>);
+
+impl std::ops::Deref for AppState {
+    type Target = Context;
+
+    fn deref(&self) -> &Context {
+        &self.0
+    }
+}
+
+/// What an [`AppState`] holds.
+#[derive(Debug)]
+pub struct Context {
     /// Configuration, read once at start.
     pub config: Arc<Config>,
     /// The database.
@@ -74,7 +87,7 @@ impl AppState {
                 .ok()
                 .map(Arc::new)
         });
-        AppState {
+        AppState(Arc::new(Context {
             feed: Arc::new(crate::services::message_feed::MessageFeed::default()),
             registry,
             ai: crate::outbound::ai::AiClient::new(),
@@ -95,7 +108,7 @@ impl AppState {
                 64,
             )),
             seen: Arc::new(Mutex::new(HashSet::new())),
-        }
+        }))
     }
 
     /// Whether this process sees the user for the first time (so that first sight

@@ -100,6 +100,22 @@ fn progress<'q>(
         .bind(stamp(flush.at))
 }
 
+/// Binds a result's own cells: target, entity, name, result, violations, error and
+/// instant.
+fn result_cells<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    r: &'q SweptEntity,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(r.target)
+        .bind(r.entity_id.as_str())
+        .bind(r.entity_name.as_str())
+        .bind(r.result)
+        .bind(r.violations.as_str())
+        .bind(r.error.as_deref())
+        .bind(stamp(r.scanned_at))
+}
+
 impl Store {
     /// Claims the oldest running scan that nobody sweeps (never claimed, or its
     /// sweeper's lease expired) for `holder` until `lease_until`, bumping its token;
@@ -248,16 +264,7 @@ impl Store {
             let org_id = flush.org_id;
             let mut insert = sqlx::query(&sql);
             for r in flush.results {
-                insert = insert
-                    .bind(scan_id)
-                    .bind(org_id)
-                    .bind(r.target)
-                    .bind(r.entity_id.as_str())
-                    .bind(r.entity_name.as_str())
-                    .bind(r.result)
-                    .bind(r.violations.as_str())
-                    .bind(r.error.as_deref())
-                    .bind(stamp(r.scanned_at));
+                insert = result_cells(insert.bind(scan_id).bind(org_id), r);
             }
             insert.execute(&mut *tx).await?;
             for target in ["plugin", "pipeline"] {
@@ -316,16 +323,13 @@ impl Store {
         let sql = format!(
             "WITH moved AS ({MOVE_SCAN} RETURNING id){written} SELECT COUNT(*) AS moved FROM moved"
         );
-        let mut query = progress(sqlx::query(&sql), scan_id, token, flush).bind(flush.org_id);
+        let mut query = progress(sqlx::query(&sql), scan_id, token, flush);
+        if !flush.results.is_empty() {
+            // `$13`, named only beside the results.
+            query = query.bind(flush.org_id);
+        }
         for r in flush.results {
-            query = query
-                .bind(r.target)
-                .bind(r.entity_id.as_str())
-                .bind(r.entity_name.as_str())
-                .bind(r.result)
-                .bind(r.violations.as_str())
-                .bind(r.error.as_deref())
-                .bind(stamp(r.scanned_at));
+            query = result_cells(query, r);
         }
         let row = query.fetch_one(self.pool()).await?;
         Ok(row.try_get::<i64, _>("moved")? == 1)
