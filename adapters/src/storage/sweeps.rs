@@ -100,6 +100,29 @@ fn progress<'q>(
         .bind(stamp(flush.at))
 }
 
+/// `count` rows of `width` placeholders each, numbered from `$first`: `($1, $2), ($3, $4)`.
+fn value_rows(first: usize, width: usize, count: usize) -> String {
+    (0..count)
+        .map(|i| format!("({})", placeholders(first + i * width, width)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The SQL of the compliance result an entity keeps from its scan result,
+/// `{"result", "scanId", "violations"}` (the key order the service writes), from the
+/// SQL expressions of the result, the scan's id and the violations' JSON text.
+fn kept_compliance(dialect: Dialect, (result, scan_id, violations): (&str, &str, &str)) -> String {
+    let quote = |text: &str| match dialect {
+        Dialect::Postgres => format!("CAST(to_json(CAST({text} AS TEXT)) AS TEXT)"),
+        Dialect::Sqlite => format!("json_quote({text})"),
+    };
+    format!(
+        "'{{\"result\":' || {} || ',\"scanId\":' || {} || ',\"violations\":' || {violations} || '}}'",
+        quote(result),
+        quote(scan_id)
+    )
+}
+
 /// Binds a result's own cells: target, entity, name, result, violations, error and
 /// instant.
 fn result_cells<'q>(
@@ -240,24 +263,7 @@ impl Store {
             return Ok(false);
         }
         if !flush.results.is_empty() {
-            let rows = (0..flush.results.len())
-                .map(|i| {
-                    let b = i * 9;
-                    format!(
-                        "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                        b + 1,
-                        b + 2,
-                        b + 3,
-                        b + 4,
-                        b + 5,
-                        b + 6,
-                        b + 7,
-                        b + 8,
-                        b + 9
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ");
+            let rows = value_rows(1, 9, flush.results.len());
             let sql = self.sql(&format!(
                 "INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, result, violations, error, scanned_at) VALUES {rows}"
             ));
@@ -291,20 +297,12 @@ impl Store {
         token: i64,
         flush: &Flush<'_>,
     ) -> StoreResult<bool> {
-        let rows = (0..flush.results.len())
-            .map(|i| {
-                let b = 14 + i * 7;
-                let cells: Vec<String> = (b..b + 7).map(|n| format!("${n}")).collect();
-                format!("({})", cells.join(", "))
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
+        let rows = value_rows(14, 7, flush.results.len());
         let keep = |table: &str, target: &str| {
             format!(
-                "UPDATE {table} SET compliance_result = w.result, compliance = '{{\"result\":' || \
-                 CAST(to_json(w.result) AS TEXT) || ',\"scanId\":' || CAST(to_json(CAST($1 AS TEXT)) AS TEXT) || \
-                 ',\"violations\":' || w.violations || '}}' FROM written AS w \
-                 WHERE w.target = '{target}' AND {table}.org_id = $13 AND {table}.id = w.entity_id"
+                "UPDATE {table} SET compliance_result = w.result, compliance = {} FROM written AS w \
+                 WHERE w.target = '{target}' AND {table}.org_id = $13 AND {table}.id = w.entity_id",
+                kept_compliance(Dialect::Postgres, ("w.result", "$1", "w.violations"))
             )
         };
         let written = if rows.is_empty() {
@@ -348,20 +346,13 @@ impl Store {
             return Ok(());
         }
         let table = entity_table(target)?;
-        let quote = match self.dialect() {
-            Dialect::Postgres => "CAST(to_json(r.{}) AS TEXT)",
-            Dialect::Sqlite => "json_quote(r.{})",
-        };
-        let quote = |column: &str| quote.replace("{}", column);
         // Each entity's row is found by the whole key of the results (a join let the
         // planner scan every result of the scan for each page).
         let sql = self.sql(&format!(
-            "UPDATE {table} SET (compliance_result, compliance) = (SELECT r.result, \
-             '{{\"result\":' || {} || ',\"scanId\":' || {} || ',\"violations\":' || r.violations || '}}' \
+            "UPDATE {table} SET (compliance_result, compliance) = (SELECT r.result, {} \
              FROM scan_results AS r WHERE r.scan_id = $1 AND r.target = $2 AND r.entity_id = {table}.id) \
              WHERE {table}.org_id = $3 AND {table}.id IN ({})",
-            quote("result"),
-            quote("scan_id"),
+            kept_compliance(self.dialect(), ("r.result", "r.scan_id", "r.violations")),
             placeholders(4, ids.len())
         ));
         let mut update = sqlx::query(&sql).bind(scan_id).bind(target).bind(org_id);
