@@ -15,7 +15,8 @@
 //! ```
 //!
 //! Arguments: how many requests of each kind (4000), how many in flight (32). The
-//! database is migrated; use a scratch one.
+//! database is migrated; use a scratch one. `ROWS=read,dry,blocked,pass,passdry,warn`
+//! (any of them) measures only those rows, for example under a profiler.
 
 mod support;
 
@@ -60,6 +61,11 @@ async fn main() -> Result<(), String> {
         }
     }
 
+    let rows = std::env::var("ROWS").ok();
+    let wanted = |row: &str| {
+        rows.as_deref()
+            .is_none_or(|r| r.split(',').any(|w| w == row))
+    };
     let shared = Arc::new((http, base.clone(), org, user.clone(), service.clone()));
     let sizes = (total, in_flight);
     let read = {
@@ -83,7 +89,10 @@ async fn main() -> Result<(), String> {
             }
         }
     };
-    let read = paired(&base, sizes, read).await?;
+    let read = match wanted("read") {
+        true => Some(paired(&base, sizes, read).await?),
+        false => None,
+    };
     let check = |path: &'static str| {
         let shared = shared.clone();
         move || {
@@ -108,50 +117,87 @@ async fn main() -> Result<(), String> {
             }
         }
     };
-    let dry_run = paired(
-        &base,
-        sizes,
-        check("/api/compliance/validate/plugin/dry-run"),
-    )
-    .await?;
-    let validate = paired(&base, sizes, check("/api/compliance/validate/plugin")).await?;
+    let dry_run = match wanted("dry") {
+        true => Some(
+            paired(
+                &base,
+                sizes,
+                check("/api/compliance/validate/plugin/dry-run"),
+            )
+            .await?,
+        ),
+        false => None,
+    };
+    let validate = match wanted("blocked") {
+        true => Some(paired(&base, sizes, check("/api/compliance/validate/plugin")).await?),
+        false => None,
+    };
     // The benchmark workloads of `benches/data` on pipelines, each in an organization
     // of its own: the 100 rules over every operator against the pipeline they all
     // pass, and the 100 mixed rules (30 failing over all 18 operators, hostile sizes)
     // as warnings against the failing pipeline.
-    let passing = pipeline_workload(
-        &server,
-        (&user, &service),
-        (RULES_100, None),
-        PIPELINE,
-        sizes,
-    )
-    .await?;
-    let warning = pipeline_workload(
-        &server,
-        (&user, &service),
-        (RULES_MIXED_100, Some("warning")),
-        PIPELINE_FAILING,
-        sizes,
-    )
-    .await?;
-    println!("GET /api/organization, a user's token: {}", read.line());
-    println!(
-        "the same check as a dry run (nothing recorded): {}",
-        dry_run.line()
-    );
-    println!(
-        "live validation, 100 rules, 30 failing (blocked, notified): {}",
-        validate.line()
-    );
-    println!(
-        "live pipeline validation, benches/data rules-100 (all pass): {}",
-        passing.line()
-    );
-    println!(
-        "live pipeline validation, rules-mixed-100, 30 failing as warnings: {}",
-        warning.line()
-    );
+    let passing = match wanted("pass") {
+        true => Some(
+            pipeline_workload(
+                &server,
+                (&user, &service),
+                (RULES_100, None),
+                (PIPELINE, "/api/compliance/validate/pipeline"),
+                sizes,
+            )
+            .await?,
+        ),
+        false => None,
+    };
+    // The same all-pass check as a dry run: what recording costs on that document.
+    let passing_dry = match wanted("passdry") {
+        true => Some(
+            pipeline_workload(
+                &server,
+                (&user, &service),
+                (RULES_100, None),
+                (PIPELINE, "/api/compliance/validate/pipeline/dry-run"),
+                sizes,
+            )
+            .await?,
+        ),
+        false => None,
+    };
+    let warning = match wanted("warn") {
+        true => Some(
+            pipeline_workload(
+                &server,
+                (&user, &service),
+                (RULES_MIXED_100, Some("warning")),
+                (PIPELINE_FAILING, "/api/compliance/validate/pipeline"),
+                sizes,
+            )
+            .await?,
+        ),
+        false => None,
+    };
+    let lines = [
+        ("GET /api/organization, a user's token", read),
+        ("the same check as a dry run (nothing recorded)", dry_run),
+        (
+            "live validation, 100 rules, 30 failing (blocked, notified)",
+            validate,
+        ),
+        (
+            "live pipeline validation, benches/data rules-100 (all pass)",
+            passing,
+        ),
+        ("the same all-pass check as a dry run", passing_dry),
+        (
+            "live pipeline validation, rules-mixed-100, 30 failing as warnings",
+            warning,
+        ),
+    ];
+    for (name, figures) in lines {
+        if let Some(figures) = figures {
+            println!("{name}: {}", figures.line());
+        }
+    }
     server.stop().await;
     Ok(())
 }
@@ -168,7 +214,7 @@ async fn pipeline_workload(
     server: &support::load::LoadServer,
     (user, service): (&str, &str),
     (rules, severity): (&str, Option<&str>),
-    document: &str,
+    (document, path): (&str, &'static str),
     (total, in_flight): (usize, usize),
 ) -> Result<support::load::Paired, String> {
     let http = reqwest::Client::new();
@@ -212,7 +258,7 @@ async fn pipeline_workload(
                     let body = json!({"attributes": attributes,
                                       "entityId": format!("pipeline-{}", i % 500)});
                     let request = http
-                        .post(format!("{base}/api/compliance/validate/pipeline"))
+                        .post(format!("{base}{path}"))
                         .bearer_auth(service)
                         .header("x-org-id", org)
                         .json(&body);

@@ -51,6 +51,11 @@ pub struct CheckRecord {
     pub created_at: DateTime<Utc>,
 }
 
+/// How a snapshot is kept: replaced when the attributes differ, left alone when they
+/// are the same (a pipeline checked again unchanged, the common case in CI, then
+/// writes no new row version); `updated_at` is when the attributes last changed.
+const SNAPSHOT_CHANGED: &str = "ON CONFLICT (org_id, target, entity_id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at WHERE entity_snapshots.attributes <> excluded.attributes";
+
 impl Store {
     /// Records live checks in one transaction: their check-log rows, the entities'
     /// snapshots (for the impact preview) and the notifications they call for (so a
@@ -112,7 +117,7 @@ impl Store {
             self,
             &mut tx,
             "INSERT INTO entity_snapshots (org_id, target, entity_id, attributes, updated_at)",
-            "ON CONFLICT (org_id, target, entity_id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at",
+            SNAPSHOT_CHANGED,
         )
         .await?;
         let notices: Vec<(&str, &super::NewNotification, DateTime<Utc>)> = checks
@@ -138,8 +143,7 @@ impl Store {
         now: DateTime<Utc>,
     ) -> StoreResult<()> {
         sqlx::query(&self.sql(
-            "INSERT INTO entity_snapshots (org_id, target, entity_id, attributes, updated_at) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (org_id, target, entity_id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at",
+            &format!("INSERT INTO entity_snapshots (org_id, target, entity_id, attributes, updated_at) VALUES ($1, $2, $3, $4, $5) {SNAPSHOT_CHANGED}"),
         ))
         .bind(org_id)
         .bind(target)

@@ -1559,8 +1559,74 @@ async fn concurrent_live_checks_are_each_recorded(app: &TestApp) {
     assert_eq!(notified.len(), checks / 2);
 }
 
+// An entity's snapshot follows its attributes: a check with other attributes replaces
+// it (the impact preview judges the new ones), a check with the same ones leaves the
+// row as it was (its `updated_at` is when the attributes last changed).
+async fn a_snapshot_follows_the_attributes_and_an_unchanged_check_keeps_it(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    app.rule(&alice, &acme, semver("SEMVER")).await;
+    let check = |version: &'static str| {
+        let (alice, acme) = (alice.clone(), acme.clone());
+        async move {
+            let (status, body) = app
+                .call(
+                    "POST",
+                    "/api/compliance/validate/plugin",
+                    &alice,
+                    Some(&acme),
+                    Some(json!({"attributes": {"version": version}, "entityId": "e1"})),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+    let kept = || async {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT attributes, updated_at FROM entity_snapshots WHERE entity_id = 'e1'",
+        )
+        .fetch_all(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .unwrap();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        rows.into_iter().next().unwrap()
+    };
+    let failing = |expected: u64| async move {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/compliance/subscriptions/preview/impact",
+                &alice,
+                Some(&acme),
+                Some(json!({"rule": semver("again")})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["data"]["evaluated"], 1, "{body}");
+        assert_eq!(body["data"]["failing"], expected, "{body}");
+    };
+    check("1.0.0").await;
+    let (first, first_at) = kept().await;
+    assert_eq!(first, r#"{"version":"1.0.0"}"#);
+    failing(0).await;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    check("1.0.0").await;
+    assert_eq!(
+        kept().await,
+        (first, first_at.clone()),
+        "unchanged: not rewritten"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    check("latest").await;
+    let (changed, changed_at) = kept().await;
+    assert_eq!(changed, r#"{"version":"latest"}"#);
+    assert!(changed_at > first_at, "{changed_at} after {first_at}");
+    failing(1).await;
+}
+
 on_both_backends!(
     concurrent_live_checks_are_each_recorded,
+    a_snapshot_follows_the_attributes_and_an_unchanged_check_keeps_it,
     the_life_of_a_rule,
     a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows,
     parents_propagate_rules_to_their_teams,
