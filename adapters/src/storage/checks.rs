@@ -6,7 +6,7 @@ use serde_json::Value;
 use sqlx::AnyConnection;
 
 use super::decode::Decoder;
-use super::{new_id, stamp, Cell, Rows, Store, StoreResult};
+use super::{new_id, stamp, Cell, Inserts, Rows, Store, StoreResult};
 
 /// A live check to record: its check-log row, the attributes it judged (kept as the
 /// entity's snapshot) and the notification it calls for.
@@ -57,15 +57,16 @@ pub struct CheckRecord {
 const SNAPSHOT_CHANGED: &str = "ON CONFLICT (org_id, target, entity_id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at WHERE entity_snapshots.attributes <> excluded.attributes";
 
 impl Store {
-    /// Records live checks in one transaction: their check-log rows, the entities'
-    /// snapshots (for the impact preview) and the notifications they call for (so a
-    /// crash never loses one, and a rolled-back check never sends one), each table in
-    /// one statement. Of two checks of one entity the later one's snapshot is kept.
+    /// Records live checks atomically: their check-log rows, the entities' snapshots
+    /// (for the impact preview) and the notifications they call for (so a crash never
+    /// loses one, and a rolled-back check never sends one), each table in one insert,
+    /// all of them one statement on PostgreSQL ([`Inserts`]). Of two checks of one
+    /// entity the later one's snapshot is kept.
     pub async fn record_live_checks(&self, checks: &[LiveCheck]) -> StoreResult<()> {
         if checks.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool().begin().await?;
+        let mut inserts = Inserts::default();
         let mut rows = Rows::new(7);
         for check in checks {
             rows.push(
@@ -81,13 +82,11 @@ impl Store {
                 .map(Cell::from),
             );
         }
-        rows.insert(
-            self,
-            &mut tx,
+        inserts.push(
             "INSERT INTO compliance_checks (id, org_id, target, entity_id, result, violations, created_at)",
             "",
-        )
-        .await?;
+            rows,
+        );
         // One snapshot per entity: the statement may not touch a row twice.
         let mut latest: Vec<(&LiveCheck, &str, &str)> = Vec::new();
         for check in checks.iter().rev() {
@@ -113,13 +112,11 @@ impl Store {
                 .map(Cell::from),
             );
         }
-        rows.insert(
-            self,
-            &mut tx,
+        inserts.push(
             "INSERT INTO entity_snapshots (org_id, target, entity_id, attributes, updated_at)",
             SNAPSHOT_CHANGED,
-        )
-        .await?;
+            rows,
+        );
         let notices: Vec<(&str, &super::NewNotification, DateTime<Utc>)> = checks
             .iter()
             .filter_map(|c| {
@@ -128,9 +125,8 @@ impl Store {
                     .map(|n| (c.org_id.as_str(), n, c.at))
             })
             .collect();
-        self.insert_notifications(&mut tx, &notices).await?;
-        tx.commit().await?;
-        Ok(())
+        super::notifications::push_notifications(&mut inserts, &notices);
+        inserts.write(self).await
     }
 
     /// Keeps the attributes an entity was last judged on (for the impact preview),

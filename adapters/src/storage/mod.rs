@@ -281,9 +281,9 @@ impl Rows {
         })
     }
 
-    pub(crate) fn bound<'q>(
+    pub(crate) fn bound<'q, 'c>(
         statement: &'q str,
-        cells: &[Cell],
+        cells: impl IntoIterator<Item = &'c Cell>,
     ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
         let mut query = sqlx::query(statement);
         for cell in cells {
@@ -293,6 +293,25 @@ impl Rows {
             };
         }
         query
+    }
+
+    /// Whether no row was pushed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// `(...), (...)` for every row, numbering the parameters from `*next` on.
+    fn values_from(&self, next: &mut usize) -> String {
+        let width = self.width.max(1);
+        let rows = self.cells.len() / width;
+        let values: Vec<String> = (0..rows)
+            .map(|_| {
+                let marks = placeholders(*next, width);
+                *next += width;
+                format!("({marks})")
+            })
+            .collect();
+        values.join(", ")
     }
 
     /// `head VALUES (...), (...) tail` over the connection, a chunk at a time.
@@ -323,6 +342,68 @@ impl Rows {
             rows.extend(Rows::bound(&statement, cells).fetch_all(&mut *conn).await?);
         }
         Ok(rows)
+    }
+}
+
+/// Several multi-row inserts written atomically, in order. On PostgreSQL they are one
+/// statement, each insert a data-modifying `WITH` part (one round trip, committed as a
+/// whole: no `BEGIN` and `COMMIT` of their own; foreign keys between the parts are
+/// checked at its end); on SQLite, or past [`Inserts::MAX_CELLS`], one transaction.
+#[derive(Debug, Default)]
+pub(crate) struct Inserts {
+    parts: Vec<(&'static str, &'static str, Rows)>,
+}
+
+impl Inserts {
+    /// The most parameters one statement binds (PostgreSQL allows 65,535).
+    const MAX_CELLS: usize = 30_000;
+
+    /// Adds `head VALUES ... tail` over `rows` (nothing when there are none).
+    pub(crate) fn push(&mut self, head: &'static str, tail: &'static str, rows: Rows) {
+        if !rows.is_empty() {
+            self.parts.push((head, tail, rows));
+        }
+    }
+
+    /// The one statement of the parts, or none when they do not fit in one.
+    fn statement(&self) -> Option<String> {
+        let cells: usize = self.parts.iter().map(|(_, _, rows)| rows.cells.len()).sum();
+        if cells > Inserts::MAX_CELLS {
+            return None;
+        }
+        let mut next = 1;
+        let parts: Vec<String> = self
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(i, (head, tail, rows))| {
+                format!(
+                    "w{i} AS ({head} VALUES {} {tail})",
+                    rows.values_from(&mut next)
+                )
+            })
+            .collect();
+        Some(format!("WITH {} SELECT 1", parts.join(", ")))
+    }
+
+    /// Writes every part, atomically.
+    pub(crate) async fn write(self, store: &Store) -> StoreResult<()> {
+        if self.parts.is_empty() {
+            return Ok(());
+        }
+        if store.dialect == Dialect::Postgres {
+            if let Some(statement) = self.statement() {
+                let cells = self.parts.iter().flat_map(|(_, _, rows)| &rows.cells);
+                Rows::bound(&statement, cells).execute(store.pool()).await?;
+                return Ok(());
+            }
+        }
+        let mut tx = store.pool().begin().await?;
+        for (head, tail, rows) in self.parts {
+            rows.insert(store, &mut tx, head, tail).await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 }
 

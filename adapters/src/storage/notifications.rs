@@ -10,7 +10,9 @@ use serde_json::Value;
 use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
-use super::{new_id, placeholders, stamp, Cell, Dialect, Rows, Store, StoreError, StoreResult};
+use super::{
+    new_id, placeholders, stamp, Cell, Dialect, Inserts, Rows, Store, StoreError, StoreResult,
+};
 
 /// A notification to write, with the channels it goes to.
 #[derive(Debug, Clone)]
@@ -117,86 +119,86 @@ fn log_from_row(row: &sqlx::any::AnyRow) -> StoreResult<LogEntry> {
     })
 }
 
-impl Store {
-    /// Notifications, their deliveries and the held ones' log entries, each table
-    /// in one statement, inside the caller's transaction.
-    pub(crate) async fn insert_notifications(
-        &self,
-        conn: &mut AnyConnection,
-        notifications: &[(&str, &NewNotification, DateTime<Utc>)],
-    ) -> StoreResult<()> {
-        let mut made = Rows::new(5);
-        let mut deliveries = Rows::new(13);
-        let mut held = Rows::new(10);
-        for (org_id, notification, now) in notifications {
-            let id = new_id();
-            let at = stamp(*now);
-            made.push([
+/// The same rows, as parts of a group of inserts written together.
+pub(crate) fn push_notifications(
+    inserts: &mut Inserts,
+    notifications: &[(&str, &NewNotification, DateTime<Utc>)],
+) {
+    for (head, rows) in notification_rows(notifications) {
+        inserts.push(head, "", rows);
+    }
+}
+
+/// The rows of notifications, their deliveries and the held ones' log entries, each
+/// with its table's `INSERT` (in the order their foreign keys need).
+fn notification_rows(
+    notifications: &[(&str, &NewNotification, DateTime<Utc>)],
+) -> [(&'static str, Rows); 3] {
+    let mut made = Rows::new(5);
+    let mut deliveries = Rows::new(13);
+    let mut held = Rows::new(10);
+    for (org_id, notification, now) in notifications {
+        let id = new_id();
+        let at = stamp(*now);
+        made.push([
+            Cell::from(id.as_str()),
+            Cell::from(*org_id),
+            Cell::from(notification.kind.as_str()),
+            Cell::from(notification.payload.to_string()),
+            Cell::from(at.as_str()),
+        ]);
+        for (channel, window) in &notification.channels {
+            let delivery = new_id();
+            deliveries.push([
+                Cell::from(delivery.as_str()),
                 Cell::from(id.as_str()),
                 Cell::from(*org_id),
-                Cell::from(notification.kind.as_str()),
-                Cell::from(notification.payload.to_string()),
+                Cell::from(channel.as_str()),
+                Cell::from(if window.is_some() { "held" } else { "pending" }),
+                Cell::from(0),
+                Cell::from(at.as_str()),
+                Cell::Text(None),
+                Cell::from(window.clone()),
+                Cell::Text(None),
+                Cell::Text(None),
+                Cell::from(at.as_str()),
                 Cell::from(at.as_str()),
             ]);
-            for (channel, window) in &notification.channels {
-                let delivery = new_id();
-                deliveries.push([
-                    Cell::from(delivery.as_str()),
-                    Cell::from(id.as_str()),
+            if window.is_some() {
+                held.push([
+                    Cell::from(new_id()),
                     Cell::from(*org_id),
+                    Cell::from(id.as_str()),
+                    Cell::from(delivery.as_str()),
                     Cell::from(channel.as_str()),
-                    Cell::from(if window.is_some() { "held" } else { "pending" }),
+                    Cell::from("held"),
                     Cell::from(0),
-                    Cell::from(at.as_str()),
-                    Cell::Text(None),
+                    Cell::Int(None),
                     Cell::from(window.clone()),
-                    Cell::Text(None),
-                    Cell::Text(None),
-                    Cell::from(at.as_str()),
                     Cell::from(at.as_str()),
                 ]);
-                if window.is_some() {
-                    held.push([
-                        Cell::from(new_id()),
-                        Cell::from(*org_id),
-                        Cell::from(id.as_str()),
-                        Cell::from(delivery.as_str()),
-                        Cell::from(channel.as_str()),
-                        Cell::from("held"),
-                        Cell::from(0),
-                        Cell::Int(None),
-                        Cell::from(window.clone()),
-                        Cell::from(at.as_str()),
-                    ]);
-                }
             }
         }
-        made.insert(
-            self,
-            conn,
+    }
+    [
+        (
             "INSERT INTO notifications (id, org_id, kind, payload, created_at)",
-            "",
-        )
-        .await?;
-        deliveries
-            .insert(
-                self,
-                conn,
-                "INSERT INTO deliveries (id, notification_id, org_id, channel, status, attempts, run_after, \
-                 lease_until, digest_window, digest_id, last_error, created_at, updated_at)",
-                "",
-            )
-            .await?;
-        held.insert(
-            self,
-            conn,
+            made,
+        ),
+        (
+            "INSERT INTO deliveries (id, notification_id, org_id, channel, status, attempts, run_after, \
+             lease_until, digest_window, digest_id, last_error, created_at, updated_at)",
+            deliveries,
+        ),
+        (
             "INSERT INTO notification_log (id, org_id, notification_id, delivery_id, channel, status, attempt, \
              response_status, error, at)",
-            "",
-        )
-        .await
-    }
+            held,
+        ),
+    ]
+}
 
+impl Store {
     /// Writes a notification and its deliveries in the caller's transaction; a held
     /// delivery is logged `held`. Answers the notification's id.
     pub(crate) async fn insert_notification(

@@ -1566,20 +1566,18 @@ async fn a_snapshot_follows_the_attributes_and_an_unchanged_check_keeps_it(app: 
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     app.rule(&alice, &acme, semver("SEMVER")).await;
-    let check = |version: &'static str| {
-        let (alice, acme) = (alice.clone(), acme.clone());
-        async move {
-            let (status, body) = app
-                .call(
-                    "POST",
-                    "/api/compliance/validate/plugin",
-                    &alice,
-                    Some(&acme),
-                    Some(json!({"attributes": {"version": version}, "entityId": "e1"})),
-                )
-                .await;
-            assert_eq!(status, StatusCode::OK, "{body}");
-        }
+    let (alice, acme) = (&alice, &acme);
+    let check = |version: &'static str| async move {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/compliance/validate/plugin",
+                alice,
+                Some(acme),
+                Some(json!({"attributes": {"version": version}, "entityId": "e1"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
     };
     let kept = || async {
         let rows: Vec<(String, String)> = sqlx::query_as(
@@ -1596,8 +1594,8 @@ async fn a_snapshot_follows_the_attributes_and_an_unchanged_check_keeps_it(app: 
             .call(
                 "POST",
                 "/api/compliance/subscriptions/preview/impact",
-                &alice,
-                Some(&acme),
+                alice,
+                Some(acme),
                 Some(json!({"rule": semver("again")})),
             )
             .await;
