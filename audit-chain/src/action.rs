@@ -157,17 +157,28 @@ pub fn validate_action_name(action: &str) -> Result<(), ActionError> {
     if action.len() > MAX_LENGTH {
         return Err(malformed());
     }
-    let segments: Vec<&str> = action.split('.').collect();
-    if !(2..=MAX_SEGMENTS).contains(&segments.len()) {
-        return Err(malformed());
-    }
-    for segment in segments {
-        let mut chars = segment.chars();
-        let starts_with_letter = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-        if !starts_with_letter || !chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
+    // One pass over the bytes (this runs for every event sealed): each segment starts
+    // with an ASCII letter and goes on with letters, digits, `-` or `_`.
+    let mut segments = 1;
+    let mut at_start = true;
+    for b in action.bytes() {
+        let fits = if b == b'.' {
+            segments += 1;
+            let was_empty = at_start;
+            at_start = true;
+            !was_empty
+        } else if at_start {
+            at_start = false;
+            b.is_ascii_alphabetic()
+        } else {
+            b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+        };
+        if !fits {
             return Err(malformed());
         }
+    }
+    if at_start || !(2..=MAX_SEGMENTS).contains(&segments) {
+        return Err(malformed());
     }
     Ok(())
 }
@@ -207,5 +218,56 @@ pub fn check_remote_action(action: &str) -> Result<(), ActionError> {
         Err(ActionError::PlatformAuthority(action.to_owned()))
     } else {
         Err(ActionError::Unknown(action.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The naming rule as it reads: split, count, check each segment.
+    fn by_the_rule(action: &str) -> bool {
+        let segments: Vec<&str> = action.split('.').collect();
+        action.len() <= MAX_LENGTH
+            && (2..=MAX_SEGMENTS).contains(&segments.len())
+            && segments.iter().all(|segment| {
+                let mut chars = segment.chars();
+                chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+                    && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            })
+    }
+
+    #[test]
+    fn names_follow_the_rule() {
+        let cases = [
+            ("org.soft_delete", true),
+            ("user.tokens.revoke-all", true),
+            ("admin.org.seatLimit.update", true),
+            ("a.b.c.d.e", true),
+            ("a.b.c.d.e.f", false),
+            ("compliance", false),
+            ("", false),
+            (".a", false),
+            ("a.", false),
+            ("a..b", false),
+            ("a.1b", false),
+            ("a.b1", true),
+            ("a.-b", false),
+            ("a.b c", false),
+            ("a.é", false),
+            ("é.a", false),
+        ];
+        for (action, valid) in cases {
+            assert_eq!(validate_action_name(action).is_ok(), valid, "{action:?}");
+            assert_eq!(by_the_rule(action), valid, "{action:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_one_pass_check_is_the_rule(action in "[a-c1_. é-]{0,12}") {
+            prop_assert_eq!(validate_action_name(&action).is_ok(), by_the_rule(&action));
+        }
     }
 }

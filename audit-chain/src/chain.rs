@@ -1,5 +1,8 @@
 //! Sealing events into a per-tenant SHA-256 hash chain.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -111,7 +114,10 @@ pub fn seal(
         org_id: event.org_id,
         affected_org_id: event.affected_org_id,
         target_type: event.target_type,
-        target_id: event.target_id.map(|t| redact_text(&t).into_owned()),
+        target_id: event.target_id.map(|t| match redact_text(&t) {
+            Cow::Borrowed(_) => t,
+            Cow::Owned(redacted) => redacted,
+        }),
         details,
         outcome: event.outcome,
         occurred_at: to_micros(event.occurred_at),
@@ -137,15 +143,20 @@ impl SealedEvent {
 
     /// What the row's hash should be, recomputed from its fields.
     pub fn compute_hash(&self) -> String {
-        let mut buffer = String::with_capacity(512);
-        self.hash_with(&mut buffer)
+        thread_local! {
+            // The canonical bytes of the rows sealed on this thread, one after the
+            // other: written without allocating once it has grown to a row's size.
+            static BUFFER: RefCell<String> = RefCell::new(String::with_capacity(1024));
+        }
+        BUFFER.with(|buffer| match buffer.try_borrow_mut() {
+            Ok(mut buffer) => self.hash_with(&mut buffer),
+            Err(_) => self.hash_with(&mut String::with_capacity(1024)),
+        })
     }
 
     /// Recomputes the hash reusing `buffer` for the canonical bytes.
     pub(crate) fn hash_with(&self, buffer: &mut String) -> String {
-        let mut hex = [0u8; 64];
-        self.hex_hash_into(buffer, &mut hex);
-        String::from_utf8_lossy(&hex).into_owned()
+        hex::encode(self.digest(buffer))
     }
 
     /// Whether the stored hash is what the fields hash to; allocates nothing once
@@ -157,13 +168,18 @@ impl SealedEvent {
     }
 
     fn hex_hash_into(&self, buffer: &mut String, hex: &mut [u8; 64]) {
+        // 32 bytes always fit 64 hex digits.
+        let _ = hex::encode_to_slice(self.digest(buffer), hex);
+    }
+
+    /// SHA-256 of `prevHash` and the canonical bytes (written into `buffer`).
+    fn digest(&self, buffer: &mut String) -> [u8; 32] {
         buffer.clear();
         self.write_canonical(buffer);
         let mut hasher = Sha256::new();
         hasher.update(self.prev_hash.as_bytes());
         hasher.update(buffer.as_bytes());
-        // 32 bytes always fit 64 hex digits.
-        let _ = hex::encode_to_slice(hasher.finalize(), hex);
+        hasher.finalize().into()
     }
 
     // Members in RFC 8785 order (UTF-16 code units of the names), checked against the

@@ -142,7 +142,8 @@ pub(crate) fn write_timestamp(out: &mut String, at: &DateTime<Utc>) {
             value /= 10;
         }
     }
-    out.extend(text.iter().map(|&b| char::from(b)));
+    // Digits and ASCII punctuation only.
+    out.push_str(std::str::from_utf8(&text).unwrap_or_default());
 }
 
 /// Truncates to the microsecond, the precision PostgreSQL's `timestamptz` keeps.
@@ -158,35 +159,34 @@ pub(crate) fn normalize_details(details: Value) -> Result<Value, Error> {
         Value::Object(map) => Value::Object(map),
         _ => return Err(Error::DetailsNotObject),
     };
-    let mut stack: Vec<(&mut Value, usize)> = vec![(&mut details, 1)];
-    while let Some((value, depth)) = stack.pop() {
-        match value {
-            Value::Object(map) => {
-                if depth > MAX_DETAILS_DEPTH {
-                    return Err(Error::DetailsTooDeep {
-                        max: MAX_DETAILS_DEPTH,
-                    });
-                }
-                stack.extend(map.values_mut().map(|v| (v, depth + 1)));
-            }
-            Value::Array(items) => {
-                if depth > MAX_DETAILS_DEPTH {
-                    return Err(Error::DetailsTooDeep {
-                        max: MAX_DETAILS_DEPTH,
-                    });
-                }
-                stack.extend(items.iter_mut().map(|v| (v, depth + 1)));
-            }
-            Value::Number(n) => {
-                let unsafe_int = n.as_u64().is_some_and(|u| u > MAX_SAFE_INTEGER)
-                    || n.as_i64()
-                        .is_some_and(|i| i.unsigned_abs() > MAX_SAFE_INTEGER);
-                if unsafe_int {
-                    *value = Value::String(n.to_string());
-                }
-            }
-            _ => {}
-        }
-    }
+    normalize_within(&mut details, 1)?;
     Ok(details)
+}
+
+/// Checks the depth of `value` (at `depth`) and turns its unsafe integers into
+/// strings. Recursion stops at [`MAX_DETAILS_DEPTH`], however deep the value.
+fn normalize_within(value: &mut Value, depth: usize) -> Result<(), Error> {
+    match value {
+        Value::Object(_) | Value::Array(_) if depth > MAX_DETAILS_DEPTH => {
+            Err(Error::DetailsTooDeep {
+                max: MAX_DETAILS_DEPTH,
+            })
+        }
+        Value::Object(map) => map
+            .values_mut()
+            .try_for_each(|v| normalize_within(v, depth + 1)),
+        Value::Array(items) => items
+            .iter_mut()
+            .try_for_each(|v| normalize_within(v, depth + 1)),
+        Value::Number(n) => {
+            let unsafe_int = n.as_u64().is_some_and(|u| u > MAX_SAFE_INTEGER)
+                || n.as_i64()
+                    .is_some_and(|i| i.unsigned_abs() > MAX_SAFE_INTEGER);
+            if unsafe_int {
+                *value = Value::String(n.to_string());
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
