@@ -15,7 +15,7 @@
 //! ```
 //!
 //! Arguments: how many requests of each kind (4000), how many in flight (32). The
-//! database is migrated; use a scratch one. `ROWS=read,dry,blocked,pass,passdry,warn`
+//! database is migrated; use a scratch one. `ROWS=read,dry,blocked,pass,passdry,warn,warndry`
 //! (any of them) measures only those rows, for example under a profiler.
 
 mod support;
@@ -176,6 +176,23 @@ async fn main() -> Result<(), String> {
         ),
         false => None,
     };
+    // The same warning check as a dry run.
+    let warning_dry = match wanted("warndry") {
+        true => Some(
+            pipeline_workload(
+                &server,
+                (&user, &service),
+                (RULES_MIXED_100, Some("warning")),
+                (
+                    PIPELINE_FAILING,
+                    "/api/compliance/validate/pipeline/dry-run",
+                ),
+                sizes,
+            )
+            .await?,
+        ),
+        false => None,
+    };
     let lines = [
         ("GET /api/organization, a user's token", read),
         ("the same check as a dry run (nothing recorded)", dry_run),
@@ -192,6 +209,7 @@ async fn main() -> Result<(), String> {
             "live pipeline validation, rules-mixed-100, 30 failing as warnings",
             warning,
         ),
+        ("the same warning check as a dry run", warning_dry),
     ];
     for (name, figures) in lines {
         if let Some(figures) = figures {

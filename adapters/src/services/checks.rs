@@ -180,9 +180,9 @@ async fn record(
     let recorded = state.recorder.submit(check, move |checks: Vec<LiveCheck>| {
         let store = store.clone();
         async move {
-            let outcome = store.record_live_checks(&checks).await;
-            checks
-                .iter()
+            let count = checks.len();
+            let outcome = store.record_live_checks(checks).await;
+            (0..count)
                 .map(|_| match &outcome {
                     Ok(()) => Ok(()),
                     Err(error) => Err(StoreError::Unavailable(error.to_string())),

@@ -62,13 +62,13 @@ impl Store {
     /// loses one, and a rolled-back check never sends one), each table in one insert,
     /// all of them one statement on PostgreSQL ([`Inserts`]). Of two checks of one
     /// entity the later one's snapshot is kept.
-    pub async fn record_live_checks(&self, checks: &[LiveCheck]) -> StoreResult<()> {
+    pub async fn record_live_checks(&self, mut checks: Vec<LiveCheck>) -> StoreResult<()> {
         if checks.is_empty() {
             return Ok(());
         }
         let mut inserts = Inserts::default();
         let mut rows = Rows::new(7);
-        for check in checks {
+        for check in &mut checks {
             rows.push(
                 [
                     Some(new_id()),
@@ -76,7 +76,8 @@ impl Store {
                     Some(check.target.to_owned()),
                     check.entity_id.clone(),
                     Some(check.result.to_owned()),
-                    Some(check.violations.clone()),
+                    // Moved, not copied: a failing check's violations run to kilobytes.
+                    Some(std::mem::take(&mut check.violations)),
                     Some(stamp(check.at)),
                 ]
                 .map(Cell::from),
@@ -87,26 +88,27 @@ impl Store {
             "",
             rows,
         );
-        // One snapshot per entity: the statement may not touch a row twice.
-        let mut latest: Vec<(&LiveCheck, &str, &str)> = Vec::new();
-        for check in checks.iter().rev() {
-            if let (Some(entity), Some(snapshot)) = (&check.entity_id, &check.snapshot) {
-                let seen = latest.iter().any(|(c, e, _)| {
-                    *e == entity.as_str() && c.org_id == check.org_id && c.target == check.target
-                });
-                if !seen {
-                    latest.push((check, entity, snapshot));
-                }
-            }
-        }
+        // One snapshot per entity, the latest check's: the statement may not touch a
+        // row twice. The snapshots are moved into the rows, not copied.
         let mut rows = Rows::new(5);
-        for (check, entity, snapshot) in latest {
+        let mut seen: Vec<(String, &str, String)> = Vec::new();
+        for check in checks.iter_mut().rev() {
+            let (Some(entity), Some(snapshot)) = (&check.entity_id, check.snapshot.take()) else {
+                continue;
+            };
+            let again = seen.iter().any(|(org, target, e)| {
+                e == entity && *org == check.org_id && *target == check.target
+            });
+            if again {
+                continue;
+            }
+            seen.push((check.org_id.clone(), check.target, entity.clone()));
             rows.push(
                 [
                     Some(check.org_id.clone()),
                     Some(check.target.to_owned()),
-                    Some(entity.to_owned()),
-                    Some(snapshot.to_owned()),
+                    Some(entity.clone()),
+                    Some(snapshot),
                     Some(stamp(check.at)),
                 ]
                 .map(Cell::from),

@@ -393,8 +393,15 @@ impl Inserts {
         }
         if store.dialect == Dialect::Postgres {
             if let Some(statement) = self.statement() {
-                let cells = self.parts.iter().flat_map(|(_, _, rows)| &rows.cells);
-                Rows::bound(&statement, cells).execute(store.pool()).await?;
+                // The cells are moved into the statement, not copied.
+                let mut query = sqlx::query(&statement);
+                for cell in self.parts.into_iter().flat_map(|(_, _, rows)| rows.cells) {
+                    query = match cell {
+                        Cell::Text(text) => query.bind(text),
+                        Cell::Int(n) => query.bind(n),
+                    };
+                }
+                query.execute(store.pool()).await?;
                 return Ok(());
             }
         }
