@@ -89,10 +89,11 @@ async fn main() -> Result<(), String> {
             }
         }
     };
-    let read = match wanted("read") {
-        true => Some(paired(&base, sizes, read).await?),
-        false => None,
-    };
+    let mut lines: Vec<(&str, support::load::Paired)> = Vec::new();
+    if wanted("read") {
+        let figures = paired(&base, sizes, read).await?;
+        lines.push(("GET /api/organization, a user's token", figures));
+    }
     let check = |path: &'static str| {
         let shared = shared.clone();
         move || {
@@ -117,108 +118,84 @@ async fn main() -> Result<(), String> {
             }
         }
     };
-    let dry_run = match wanted("dry") {
-        true => Some(
-            paired(
-                &base,
-                sizes,
-                check("/api/compliance/validate/plugin/dry-run"),
-            )
-            .await?,
-        ),
-        false => None,
-    };
-    let validate = match wanted("blocked") {
-        true => Some(paired(&base, sizes, check("/api/compliance/validate/plugin")).await?),
-        false => None,
-    };
+    if wanted("dry") {
+        let figures = paired(
+            &base,
+            sizes,
+            check("/api/compliance/validate/plugin/dry-run"),
+        )
+        .await?;
+        lines.push(("the same check as a dry run (nothing recorded)", figures));
+    }
+    if wanted("blocked") {
+        let figures = paired(&base, sizes, check("/api/compliance/validate/plugin")).await?;
+        lines.push((
+            "live validation, 100 rules, 30 failing (blocked, notified)",
+            figures,
+        ));
+    }
     // The benchmark workloads of `benches/data` on pipelines, each in an organization
     // of its own: the 100 rules over every operator against the pipeline they all
     // pass, and the 100 mixed rules (30 failing over all 18 operators, hostile sizes)
-    // as warnings against the failing pipeline.
-    let passing = match wanted("pass") {
-        true => Some(
-            pipeline_workload(
-                &server,
-                (&user, &service),
-                (RULES_100, None),
-                (PIPELINE, "/api/compliance/validate/pipeline"),
-                sizes,
-            )
-            .await?,
-        ),
-        false => None,
-    };
-    // The same all-pass check as a dry run: what recording costs on that document.
-    let passing_dry = match wanted("passdry") {
-        true => Some(
-            pipeline_workload(
-                &server,
-                (&user, &service),
-                (RULES_100, None),
-                (PIPELINE, "/api/compliance/validate/pipeline/dry-run"),
-                sizes,
-            )
-            .await?,
-        ),
-        false => None,
-    };
-    let warning = match wanted("warn") {
-        true => Some(
-            pipeline_workload(
-                &server,
-                (&user, &service),
-                (RULES_MIXED_100, Some("warning")),
-                (PIPELINE_FAILING, "/api/compliance/validate/pipeline"),
-                sizes,
-            )
-            .await?,
-        ),
-        false => None,
-    };
-    // The same warning check as a dry run.
-    let warning_dry = match wanted("warndry") {
-        true => Some(
-            pipeline_workload(
-                &server,
-                (&user, &service),
-                (RULES_MIXED_100, Some("warning")),
-                (
-                    PIPELINE_FAILING,
-                    "/api/compliance/validate/pipeline/dry-run",
-                ),
-                sizes,
-            )
-            .await?,
-        ),
-        false => None,
-    };
-    let lines = [
-        ("GET /api/organization, a user's token", read),
-        ("the same check as a dry run (nothing recorded)", dry_run),
-        (
-            "live validation, 100 rules, 30 failing (blocked, notified)",
-            validate,
-        ),
-        (
-            "live pipeline validation, benches/data rules-100 (all pass)",
-            passing,
-        ),
-        ("the same all-pass check as a dry run", passing_dry),
-        (
-            "live pipeline validation, rules-mixed-100, 30 failing as warnings",
-            warning,
-        ),
-        ("the same warning check as a dry run", warning_dry),
-    ];
-    for (name, figures) in lines {
-        if let Some(figures) = figures {
-            println!("{name}: {}", figures.line());
+    // as warnings against the failing pipeline; each also as a dry run, what
+    // recording costs on that document.
+    for (row, name, rules, document, path) in PIPELINE_ROWS {
+        if wanted(row) {
+            let figures =
+                pipeline_workload(&server, (&user, &service), rules, (document, path), sizes)
+                    .await?;
+            lines.push((name, figures));
         }
+    }
+    for (name, figures) in lines {
+        println!("{name}: {}", figures.line());
     }
     server.stop().await;
     Ok(())
 }
+
+const LIVE: &str = "/api/compliance/validate/pipeline";
+const DRY_RUN: &str = "/api/compliance/validate/pipeline/dry-run";
+
+/// The pipeline rows: `ROWS` name, printed name, the rules (and the severity they are
+/// given), the document and the path.
+type PipelineRow = (
+    &'static str,
+    &'static str,
+    (&'static str, Option<&'static str>),
+    &'static str,
+    &'static str,
+);
+const PIPELINE_ROWS: [PipelineRow; 4] = [
+    (
+        "pass",
+        "live pipeline validation, benches/data rules-100 (all pass)",
+        (RULES_100, None),
+        PIPELINE,
+        LIVE,
+    ),
+    (
+        "passdry",
+        "the same all-pass check as a dry run",
+        (RULES_100, None),
+        PIPELINE,
+        DRY_RUN,
+    ),
+    (
+        "warn",
+        "live pipeline validation, rules-mixed-100, 30 failing as warnings",
+        (RULES_MIXED_100, Some("warning")),
+        PIPELINE_FAILING,
+        LIVE,
+    ),
+    (
+        "warndry",
+        "the same warning check as a dry run",
+        (RULES_MIXED_100, Some("warning")),
+        PIPELINE_FAILING,
+        DRY_RUN,
+    ),
+];
 
 /// How many entities the checks name, in turn.
 const ENTITIES: usize = 500;

@@ -119,7 +119,8 @@ fn log_from_row(row: &sqlx::any::AnyRow) -> StoreResult<LogEntry> {
     })
 }
 
-/// The same rows, as parts of a group of inserts written together.
+/// Notifications, their deliveries and the held ones' log entries, each table one
+/// part of a group of inserts written together (`Store::record_live_checks`).
 pub(crate) fn push_notifications(
     inserts: &mut Inserts,
     notifications: &[(&str, &NewNotification, DateTime<Utc>)],
