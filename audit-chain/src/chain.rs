@@ -149,7 +149,15 @@ impl SealedEvent {
             static BUFFER: RefCell<String> = RefCell::new(String::with_capacity(1024));
         }
         BUFFER.with(|buffer| match buffer.try_borrow_mut() {
-            Ok(mut buffer) => self.hash_with(&mut buffer),
+            Ok(mut buffer) => {
+                let hash = self.hash_with(&mut buffer);
+                // A row with large details leaves no large buffer behind.
+                if buffer.capacity() > 64 * 1024 {
+                    buffer.clear();
+                    buffer.shrink_to(1024);
+                }
+                hash
+            }
             Err(_) => self.hash_with(&mut String::with_capacity(1024)),
         })
     }

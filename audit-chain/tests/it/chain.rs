@@ -184,3 +184,22 @@ fn floats_in_details_survive_a_round_trip_through_json_text() {
         assert_eq!(canonical_json(&reparsed), canonical, "{text}");
     }
 }
+
+// The hash of a row sealed after a large one (whose canonical bytes outgrew the
+// thread's buffer, which is then shrunk) is the hash the verifier computes afresh.
+#[test]
+fn rows_of_any_size_in_turn_hash_as_the_verifier_recomputes() {
+    let now = event("x", "acme", json!({})).occurred_at;
+    let mut head = ChainHead::genesis("acme");
+    let mut rows = Vec::new();
+    for (i, size) in [10usize, 200_000, 10, 70_000, 10].into_iter().enumerate() {
+        let details = json!({"note": "n".repeat(size)});
+        let (row, next) = seal(&head, event(&format!("e{i}"), "acme", details), now).unwrap();
+        assert_eq!(row.hash, row.compute_hash(), "row {i}");
+        rows.push(row);
+        head = next;
+    }
+    let v = verify(&rows);
+    assert!(v.ok, "{:?}", v.reason);
+    assert_eq!(v.count, 5);
+}
