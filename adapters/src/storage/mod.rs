@@ -203,6 +203,19 @@ pub(crate) enum Cell {
     Int(Option<i64>),
 }
 
+impl Cell {
+    /// `query` with this cell bound as its next parameter.
+    fn bind<'q>(
+        self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+        match self {
+            Cell::Text(text) => query.bind(text),
+            Cell::Int(n) => query.bind(n),
+        }
+    }
+}
+
 impl From<String> for Cell {
     fn from(text: String) -> Cell {
         Cell::Text(Some(text))
@@ -267,17 +280,8 @@ impl Rows {
     ) -> impl Iterator<Item = (String, &'a [Cell])> + 'a {
         let width = self.width.max(1);
         self.cells.chunks(width * Rows::CHUNK).map(move |chunk| {
-            let rows = chunk.len() / width;
-            let mut values = Vec::with_capacity(rows);
-            for row in 0..rows {
-                let first = row * width + 1;
-                let marks: Vec<String> = (first..first + width).map(|n| format!("${n}")).collect();
-                values.push(format!("({})", marks.join(", ")));
-            }
-            (
-                store.sql(&format!("{head} VALUES {} {tail}", values.join(", "))),
-                chunk,
-            )
+            let values = value_rows(1, width, chunk.len() / width);
+            (store.sql(&format!("{head} VALUES {values} {tail}")), chunk)
         })
     }
 
@@ -285,14 +289,11 @@ impl Rows {
         statement: &'q str,
         cells: impl IntoIterator<Item = &'c Cell>,
     ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-        let mut query = sqlx::query(statement);
-        for cell in cells {
-            query = match cell {
-                Cell::Text(text) => query.bind(text.clone()),
-                Cell::Int(n) => query.bind(*n),
-            };
-        }
-        query
+        cells
+            .into_iter()
+            .fold(sqlx::query(statement), |query, cell| {
+                cell.clone().bind(query)
+            })
     }
 
     /// Whether no row was pushed.
@@ -304,14 +305,9 @@ impl Rows {
     fn values_from(&self, next: &mut usize) -> String {
         let width = self.width.max(1);
         let rows = self.cells.len() / width;
-        let values: Vec<String> = (0..rows)
-            .map(|_| {
-                let marks = placeholders(*next, width);
-                *next += width;
-                format!("({marks})")
-            })
-            .collect();
-        values.join(", ")
+        let values = value_rows(*next, width, rows);
+        *next += rows * width;
+        values
     }
 
     /// `head VALUES (...), (...) tail` over the connection, a chunk at a time.
@@ -394,14 +390,12 @@ impl Inserts {
         if store.dialect == Dialect::Postgres {
             if let Some(statement) = self.statement() {
                 // The cells are moved into the statement, not copied.
-                let mut query = sqlx::query(&statement);
-                for cell in self.parts.into_iter().flat_map(|(_, _, rows)| rows.cells) {
-                    query = match cell {
-                        Cell::Text(text) => query.bind(text),
-                        Cell::Int(n) => query.bind(n),
-                    };
-                }
-                query.execute(store.pool()).await?;
+                self.parts
+                    .into_iter()
+                    .flat_map(|(_, _, rows)| rows.cells)
+                    .fold(sqlx::query(&statement), |query, cell| cell.bind(query))
+                    .execute(store.pool())
+                    .await?;
                 return Ok(());
             }
         }
@@ -612,6 +606,15 @@ pub(crate) fn entity_table(target: &str) -> StoreResult<&'static str> {
 pub(crate) fn placeholders(from: usize, n: usize) -> String {
     (from..from + n)
         .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `count` rows of `width` placeholders each, numbered from `$first`:
+/// `($1, $2), ($3, $4)`.
+pub(crate) fn value_rows(first: usize, width: usize, count: usize) -> String {
+    (0..count)
+        .map(|i| format!("({})", placeholders(first + i * width, width)))
         .collect::<Vec<_>>()
         .join(", ")
 }

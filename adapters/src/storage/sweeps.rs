@@ -12,7 +12,8 @@ use super::scans::*;
 use sqlx::{AnyConnection, Row};
 
 use super::{
-    entity_table, placeholders, stamp, Dialect, PipelineRecord, PluginRecord, Store, StoreResult,
+    entity_table, placeholders, stamp, value_rows, Dialect, PipelineRecord, PluginRecord, Store,
+    StoreResult,
 };
 
 /// Where a sweep stands, and the claim on it.
@@ -98,14 +99,6 @@ fn progress<'q>(
         .bind(flush.fingerprint)
         .bind(stamp(flush.lease_until))
         .bind(stamp(flush.at))
-}
-
-/// `count` rows of `width` placeholders each, numbered from `$first`: `($1, $2), ($3, $4)`.
-fn value_rows(first: usize, width: usize, count: usize) -> String {
-    (0..count)
-        .map(|i| format!("({})", placeholders(first + i * width, width)))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The SQL of the compliance result an entity keeps from its scan result,
