@@ -6,7 +6,10 @@
 //! number of threads (the machine's cores by default), fed by a bounded queue. A job
 //! whose caller stopped waiting (its deadline passed) is skipped if it has not
 //! started; a full queue is refused at once, so an overload answers 503 instead of
-//! growing a backlog.
+//! growing a backlog. Background work (the re-evaluation queue) takes its turn
+//! instead ([`CpuPool::run_in_background`]): at most one of its jobs per thread is in
+//! the pool at a time, the rest wait outside it, so it neither fills the queue that
+//! requests need nor is refused by it.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -33,6 +36,8 @@ pub enum PoolError {
 pub struct CpuPool {
     sender: SyncSender<Job>,
     queued: Arc<AtomicUsize>,
+    /// One permit per thread: the background jobs let into the pool at a time.
+    background: tokio::sync::Semaphore,
 }
 
 impl CpuPool {
@@ -53,6 +58,7 @@ impl CpuPool {
         CpuPool {
             sender,
             queued: Arc::new(AtomicUsize::new(0)),
+            background: tokio::sync::Semaphore::new(threads),
         }
     }
 
@@ -104,6 +110,24 @@ impl CpuPool {
         let outcome = result.await.map_err(|_| PoolError::Failed);
         drop(guard);
         outcome
+    }
+}
+
+impl CpuPool {
+    /// Runs background `job` on a pool thread once fewer background jobs than threads
+    /// are in the pool (waiting for that, not refused); refused as [`CpuPool::run`]
+    /// only when requests have filled the queue.
+    pub async fn run_in_background<T, F>(&self, job: F) -> Result<T, PoolError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let _turn = self
+            .background
+            .acquire()
+            .await
+            .map_err(|_| PoolError::Failed)?;
+        self.run(job).await
     }
 }
 
@@ -183,6 +207,35 @@ mod tests {
         assert_eq!(first.await.unwrap(), Ok(()));
         assert_eq!(second.await.unwrap(), Ok(()));
         assert_eq!(pool.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn background_jobs_take_their_turn_and_leave_the_queue_to_requests() {
+        // One thread, room for four: 64 background jobs at once all run (none is
+        // refused), and never more than one of them is in the pool at a time.
+        let pool = Arc::new(CpuPool::new(1, 4));
+        let most = Arc::new(AtomicUsize::new(0));
+        let jobs: Vec<_> = (0..64)
+            .map(|i| {
+                let (pool, most) = (Arc::clone(&pool), Arc::clone(&most));
+                let in_pool = Arc::clone(&pool.queued);
+                tokio::spawn(async move {
+                    pool.run_in_background(move || {
+                        // The jobs in the pool, this one included, while it runs.
+                        most.fetch_max(in_pool.load(Ordering::Relaxed), Ordering::Relaxed);
+                        std::thread::sleep(Duration::from_micros(200));
+                        i * 2
+                    })
+                    .await
+                })
+            })
+            .collect();
+        for (i, job) in jobs.into_iter().enumerate() {
+            assert_eq!(job.await.unwrap(), Ok(i * 2));
+        }
+        assert!(most.load(Ordering::Relaxed) <= 1, "{most:?}");
+        // Meanwhile a request is let in: the queue has room.
+        assert_eq!(pool.run(|| 1).await, Ok(1));
     }
 
     #[tokio::test]

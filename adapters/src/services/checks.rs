@@ -32,6 +32,10 @@ pub enum Recording {
     DryRun,
     /// Written to the check log (and the snapshot), and notified when it must be.
     Live,
+    /// Recorded as [`Recording::Live`], by the re-evaluation queue: background work,
+    /// whose evaluation waits its turn on the CPU pool instead of being refused
+    /// ([`crate::cpu::CpuPool::run_in_background`]).
+    Reevaluation,
     /// At the inventory's door: the check log and the notification, which are the
     /// compliance service's and stay; the entity's snapshot is the inventory's, written
     /// by the create or update in its own transaction (none when that is refused).
@@ -88,8 +92,8 @@ where
     let limits = state.config.attribute_limits();
     // A live check of an entity keeps the document as its snapshot: written as text
     // here, on the CPU pool, with the evaluation.
-    let keeps_snapshot = matches!(recording, Recording::Live);
-    let job = state.cpu.run(move || {
+    let keeps_snapshot = matches!(recording, Recording::Live | Recording::Reevaluation);
+    let evaluate = move || {
         let (document, entity_id) = prepare()?;
         // The entity's exemptions are known once the document is: applied after.
         let evaluation =
@@ -104,7 +108,13 @@ where
         // Only an entity's check keeps a snapshot (the impact preview reads it by entity).
         let snapshot = (keeps_snapshot && entity_id.is_some()).then(|| document.to_string());
         Ok::<_, ServiceError>((document, entity_id, evaluation, snapshot))
-    });
+    };
+    let job = async {
+        match recording {
+            Recording::Reevaluation => state.cpu.run_in_background(evaluate).await,
+            Recording::DryRun | Recording::Live | Recording::Door => state.cpu.run(evaluate).await,
+        }
+    };
     let (document, entity_id, mut evaluation, snapshot) =
         match tokio::time::timeout_at(deadline, job).await {
             Ok(Ok(done)) => done?,
@@ -213,7 +223,10 @@ pub async fn within<T>(
 ) -> ServiceResult<T> {
     match tokio::time::timeout_at(deadline, work).await {
         Ok(Ok(done)) => Ok(done),
-        Ok(Err(StoreError::Unavailable(_) | StoreError::Corrupt(_) | StoreError::Other(_))) => {
+        Ok(Err(
+            cause @ (StoreError::Unavailable(_) | StoreError::Corrupt(_) | StoreError::Other(_)),
+        )) => {
+            tracing::warn!(%cause, "a check could not be made");
             Err(ServiceError::Unavailable)
         }
         Ok(Err(refusal)) => Err(refusal.into()),

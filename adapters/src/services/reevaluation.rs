@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use compliance_core::{Compliance, Target};
+use serde_json::Value;
 
 use super::checks::{self, Recording};
 use super::{pipelines, plugins, ServiceError, ServiceResult};
@@ -27,11 +28,12 @@ pub async fn process(state: &AppState, claimed: &ClaimedEntity) -> ServiceResult
 }
 
 /// Re-evaluates claimed entities (as [`process`]), all at once: what became of each,
-/// in the claim's order.
+/// in the claim's order. The entities of each organization and target are read in one
+/// query.
 pub async fn process_all(state: &AppState, claimed: &[ClaimedEntity]) -> Vec<ServiceResult<()>> {
     let mut organizations: HashMap<String, Option<OrgRecord>> = HashMap::new();
     let mut outcomes: Vec<Option<ServiceResult<()>>> = Vec::with_capacity(claimed.len());
-    let mut judging = tokio::task::JoinSet::new();
+    let mut to_judge: Vec<(usize, OrgRecord)> = Vec::with_capacity(claimed.len());
     for (i, entity) in claimed.iter().enumerate() {
         let org = match organizations.get(&entity.org_id) {
             Some(known) => Ok(known.clone()),
@@ -49,10 +51,26 @@ pub async fn process_all(state: &AppState, claimed: &[ClaimedEntity]) -> Vec<Ser
             Ok(None) => outcomes.push(Some(Ok(()))),
             Ok(Some(org)) => {
                 outcomes.push(None);
-                let (state, entity) = (state.clone(), entity.clone());
-                judging.spawn(async move { (i, judge(&state, &org, &entity).await) });
+                to_judge.push((i, org));
             }
         }
+    }
+    let mut documents = documents(state, claimed, &to_judge).await;
+    let mut judging = tokio::task::JoinSet::new();
+    for (i, org) in to_judge {
+        let Some(entity) = claimed.get(i) else {
+            continue;
+        };
+        let document = match documents.remove(&i) {
+            Some(Err(e)) => {
+                set(&mut outcomes, i, Err(e));
+                continue;
+            }
+            Some(Ok(document)) => Some(document),
+            None => None,
+        };
+        let (state, entity) = (state.clone(), entity.clone());
+        judging.spawn(async move { (i, judge(&state, &org, &entity, document).await) });
     }
     // The results to keep, per organization and target.
     let mut keep: HashMap<(String, Target), Vec<(usize, Compliance)>> = HashMap::new();
@@ -106,12 +124,87 @@ fn set(outcomes: &mut [Option<ServiceResult<()>>], i: usize, outcome: ServiceRes
     }
 }
 
-/// Judges one claimed entity of `org`: its compliance result to keep (`None`: nothing
-/// to keep: the entity is gone, or the event was a rule change and started a scan).
+/// The documents of the claimed entities to judge (not the [`EVERYTHING`] events), by
+/// their place in the claim: read in one query per organization and target. An
+/// entity that is gone has none; a read that failed fails each of its entities.
+async fn documents(
+    state: &AppState,
+    claimed: &[ClaimedEntity],
+    to_judge: &[(usize, OrgRecord)],
+) -> HashMap<usize, ServiceResult<Value>> {
+    let mut groups: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    for (i, _) in to_judge {
+        if let Some(entity) = claimed.get(*i).filter(|e| e.entity_id != EVERYTHING) {
+            groups
+                .entry((entity.org_id.as_str(), entity.target.as_str()))
+                .or_default()
+                .push(*i);
+        }
+    }
+    let mut documents = HashMap::with_capacity(to_judge.len());
+    for ((org_id, target), places) in groups {
+        let ids: Vec<&str> = places
+            .iter()
+            .filter_map(|i| claimed.get(*i).map(|e| e.entity_id.as_str()))
+            .collect();
+        let mut read: ServiceResult<HashMap<String, Value>> = match target.parse::<Target>() {
+            Ok(Target::Pipeline) => state
+                .store
+                .pipelines_of(org_id, &ids)
+                .await
+                .map(|found| {
+                    found
+                        .iter()
+                        .map(|p| (p.id.clone(), pipelines::document(p)))
+                        .collect()
+                })
+                .map_err(ServiceError::from),
+            Ok(Target::Plugin) => state
+                .store
+                .plugins_of(org_id, &ids)
+                .await
+                .map(|found| {
+                    found
+                        .iter()
+                        .map(|p| (p.id.clone(), plugins::document(p)))
+                        .collect()
+                })
+                .map_err(ServiceError::from),
+            // `judge` answers the unknown target.
+            Err(_) => continue,
+        };
+        for i in places {
+            let Some(entity) = claimed.get(i) else {
+                continue;
+            };
+            match &mut read {
+                Ok(found) => {
+                    if let Some(document) = found.remove(&entity.entity_id) {
+                        documents.insert(i, Ok(document));
+                    }
+                }
+                Err(e) => {
+                    documents.insert(
+                        i,
+                        Err(ServiceError::Broken(format!(
+                            "the entities were not read: {e}"
+                        ))),
+                    );
+                }
+            }
+        }
+    }
+    documents
+}
+
+/// Judges one claimed entity of `org` on its `document` (`None`: the entity is gone):
+/// its compliance result to keep (`None`: nothing to keep: the entity is gone, or the
+/// event was a rule change and started a scan).
 async fn judge(
     state: &AppState,
     org: &OrgRecord,
     claimed: &ClaimedEntity,
+    document: Option<Value>,
 ) -> ServiceResult<Option<(Target, Compliance)>> {
     let target: Target = claimed.target.parse().map_err(|_| {
         ServiceError::Broken(format!("a queued event of target `{}`", claimed.target))
@@ -120,18 +213,6 @@ async fn judge(
         super::scans::after_change(state, org, target).await?;
         return Ok(None);
     }
-    let document = match target {
-        Target::Pipeline => state
-            .store
-            .pipeline(&org.id, &claimed.entity_id)
-            .await?
-            .map(|p| pipelines::document(&p)),
-        Target::Plugin => state
-            .store
-            .plugin(&org.id, &claimed.entity_id)
-            .await?
-            .map(|p| plugins::document(&p)),
-    };
     let Some(document) = document else {
         return Ok(None);
     };
@@ -144,7 +225,7 @@ async fn judge(
         None,
         deadline,
         move || Ok((document, Some(entity))),
-        Recording::Live,
+        Recording::Reevaluation,
     )
     .await?;
     Ok(Some((target, evaluation.compliance())))

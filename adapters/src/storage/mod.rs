@@ -631,6 +631,31 @@ pub fn pool_for_tests(store: &Store) -> &AnyPool {
 }
 
 impl Store {
+    /// The rows of `table` (one of [`entity_table`]'s) of the organization whose ids
+    /// are among `ids`, 500 ids a query.
+    pub(crate) async fn entities_of(
+        &self,
+        table: &'static str,
+        org_id: &str,
+        ids: &[&str],
+    ) -> StoreResult<Vec<sqlx::any::AnyRow>> {
+        let mut rows = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let sql = self.sql(&format!(
+                "SELECT * FROM {table} WHERE org_id = $1 AND id IN ({})",
+                placeholders(2, chunk.len())
+            ));
+            let mut query = sqlx::query(&sql).bind(org_id.to_owned());
+            for id in chunk {
+                query = query.bind((*id).to_owned());
+            }
+            rows.extend(query.fetch_all(&self.pool).await?);
+        }
+        Ok(rows)
+    }
+}
+
+impl Store {
     /// A page of a filtered list and how many rows match: `SELECT {select} FROM {from}
     /// WHERE {condition} ORDER BY {order_by}` with LIMIT and OFFSET, and its COUNT(*).
     /// `condition` uses `$1..$n` for `binds`, in order; the two queries share them.

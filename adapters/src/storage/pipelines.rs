@@ -263,6 +263,17 @@ impl Store {
         self.pipeline_in(&mut conn, org_id, id).await
     }
 
+    /// The organization's pipelines of `ids` that exist (in no particular order), in
+    /// one query: a batch of the re-evaluation queue reads its entities together.
+    pub async fn pipelines_of(
+        &self,
+        org_id: &str,
+        ids: &[&str],
+    ) -> StoreResult<Vec<PipelineRecord>> {
+        let rows = self.entities_of("pipelines", org_id, ids).await?;
+        rows.iter().map(pipeline_from_row).collect()
+    }
+
     /// [`Store::pipeline`] on a connection (inside a transaction: what it wrote).
     async fn pipeline_in(
         &self,

@@ -225,6 +225,13 @@ impl Store {
         self.plugin_in(&mut conn, org_id, id).await
     }
 
+    /// The organization's plugins of `ids` that exist (in no particular order), in one
+    /// query.
+    pub async fn plugins_of(&self, org_id: &str, ids: &[&str]) -> StoreResult<Vec<PluginRecord>> {
+        let rows = self.entities_of("plugins", org_id, ids).await?;
+        rows.iter().map(plugin_from_row).collect()
+    }
+
     /// [`Store::plugin`] on a connection (inside a transaction: what it wrote).
     async fn plugin_in(
         &self,

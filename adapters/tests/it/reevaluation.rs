@@ -503,7 +503,116 @@ async fn concurrent_batches_never_share_an_entity(app: &TestApp) {
     assert_eq!(seen, expected, "each entity claimed once, with both events");
 }
 
+/// Inserts `n` pipelines of `org` named `ok-{i}` (even) or `bad-{i}` (odd), their
+/// stored result `block` (none is), and one queued event each, as a mutation writes it.
+async fn queued_pipelines(app: &TestApp, org: &str, n: usize) {
+    let rows: Vec<String> = (0..n)
+        .map(|i| {
+            let name = if i % 2 == 0 { "ok" } else { "bad" };
+            format!(
+                "('{org}-{i:03}', '{org}', 'web', 'acme', '{name}-{i}', 'private', '{{}}', \
+                 '{{\"result\":\"block\",\"violations\":[]}}', 'block', 'seed', \
+                 '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')"
+            )
+        })
+        .collect();
+    app.sql(&format!(
+        "INSERT INTO pipelines (id, org_id, project, organization, pipeline_name, access_modifier, \
+         props, compliance, compliance_result, created_by, created_at, updated_at) VALUES {}",
+        rows.join(", ")
+    ))
+    .await;
+    app.sql(&format!(
+        "INSERT INTO reevaluation_queue (org_id, target, entity_id, reason, created_at) \
+         SELECT org_id, 'pipeline', id, 'pipeline.update', '2026-01-01T00:00:00.000000Z' \
+         FROM pipelines WHERE org_id = '{org}'"
+    ))
+    .await;
+}
+
+async fn full_batches_at_once_are_all_judged_and_kept(app: &TestApp) {
+    // Two organizations, one with a warning rule; 130 entities: the two loops' full
+    // batches at once (128 judgements, more than the CPU pool's queue holds) are all
+    // judged, none refused and retried, each kept under its own organization.
+    let acme = app.org("alice", "acme").await;
+    let beta = app.org("bob", "beta").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &alice,
+            Some(&acme),
+            Some(
+                json!({"name": "named", "target": "pipeline", "severity": "warning",
+                        "field": "pipelineName", "operator": "regex", "value": "^ok-"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // The rule's own event (a scan) is not what is tested here.
+    app.sql("DELETE FROM reevaluation_queue").await;
+    queued_pipelines(app, &acme, 70).await;
+    queued_pipelines(app, &beta, 60).await;
+    let (state, settings) = (state_of(app), settings());
+    // Both evaluation threads busy (requests' jobs) while the batches are claimed: the
+    // judgements queue up, far more than the pool's queue holds.
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let gate = Arc::new(std::sync::Mutex::new(gate));
+    let busy: Vec<_> = (0..2)
+        .map(|_| {
+            let (cpu, gate) = (state.cpu.clone(), gate.clone());
+            tokio::spawn(async move { cpu.run(move || gate.lock().unwrap().recv()).await })
+        })
+        .collect();
+    while state.cpu.in_flight() < 2 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let (one, two, ()) = tokio::join!(
+        adapters::workers::reevaluation::step(&state, &settings),
+        adapters::workers::reevaluation::step(&state, &settings),
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            release.send(()).unwrap();
+            release.send(()).unwrap();
+        }
+    );
+    for job in busy {
+        job.await.unwrap().unwrap().unwrap();
+    }
+    assert_eq!(one.unwrap() + two.unwrap(), 128, "two full batches");
+    let retried: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM reevaluation_queue WHERE attempts > 0")
+            .fetch_one(adapters::storage::pool_for_tests(&app.store))
+            .await
+            .unwrap();
+    assert_eq!(retried, 0, "no judgement was refused");
+    assert_eq!(drain(&state).await, 2, "the last two");
+    assert_eq!(app.store.reevaluation_depth().await.unwrap().waiting, 0);
+    let results: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT org_id, pipeline_name, compliance_result FROM pipelines ORDER BY org_id, id",
+    )
+    .fetch_all(adapters::storage::pool_for_tests(&app.store))
+    .await
+    .unwrap();
+    assert_eq!(results.len(), 130);
+    for (org, name, result) in &results {
+        let expected = if *org == acme && name.starts_with("bad-") {
+            "warn"
+        } else {
+            "pass"
+        };
+        assert_eq!(result, expected, "{org} {name}");
+    }
+    let logged: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM compliance_checks")
+        .fetch_one(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .unwrap();
+    assert_eq!(logged, 130, "each judgement in the check log");
+}
+
 on_both_backends!(
+    full_batches_at_once_are_all_judged_and_kept,
     a_batch_claims_whole_entities_once,
     concurrent_batches_never_share_an_entity,
     an_entity_being_judged_is_not_claimed_again,
