@@ -435,6 +435,11 @@ impl Store {
                 Dialect::Sqlite => 8,
             })
             .acquire_timeout(Duration::from_secs(5))
+            // No round trip to test a connection before each use: every statement
+            // would cost two (sqlx already tests it when it comes back). A connection
+            // that died idle fails the one statement given to it (the caller answers
+            // 503, fail closed) and is then dropped.
+            .test_before_acquire(false)
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if dialect == Dialect::Sqlite {
