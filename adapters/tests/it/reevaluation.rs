@@ -537,19 +537,13 @@ async fn full_batches_at_once_are_all_judged_and_kept(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let beta = app.org("bob", "beta").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&acme),
-            Some(
-                json!({"name": "named", "target": "pipeline", "severity": "warning",
-                        "field": "pipelineName", "operator": "regex", "value": "^ok-"}),
-            ),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.rule(
+        &alice,
+        &acme,
+        json!({"name": "named", "target": "pipeline", "severity": "warning",
+               "field": "pipelineName", "operator": "regex", "value": "^ok-"}),
+    )
+    .await;
     // The rule's own event (a scan) is not what is tested here.
     app.sql("DELETE FROM reevaluation_queue").await;
     queued_pipelines(app, &acme, 70).await;
