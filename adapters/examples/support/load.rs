@@ -232,6 +232,22 @@ pub async fn health(base: &str, total: usize, in_flight: usize) -> Result<Figure
     .all(200)
 }
 
+/// The yardstick in [`ROUNDS`] rounds back to back: the median round's rate, and
+/// every round's, lowest first (for a part measured once, such as a scan).
+pub async fn health_median(
+    base: &str,
+    total: usize,
+    in_flight: usize,
+) -> Result<(f64, Vec<f64>), String> {
+    let mut rates = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        rates.push(health(base, total, in_flight).await?.rate);
+    }
+    rates.sort_by(f64::total_cmp);
+    let median = rates.get(ROUNDS / 2).copied().unwrap_or(0.0);
+    Ok((median, rates))
+}
+
 /// How many times a row is measured, each time right after the yardstick: the machine
 /// is shared, and a rate moves by a third within minutes, so a row's ratio is the
 /// median of its rounds, each against the `/health` measured just before it.
