@@ -111,9 +111,7 @@ impl CpuPool {
         drop(guard);
         outcome
     }
-}
 
-impl CpuPool {
     /// Runs background `job` on a pool thread once fewer background jobs than threads
     /// are in the pool (waiting for that, not refused); refused as [`CpuPool::run`]
     /// only when requests have filled the queue.
