@@ -147,32 +147,24 @@ async fn documents(
             .iter()
             .filter_map(|i| claimed.get(*i).map(|e| e.entity_id.as_str()))
             .collect();
-        let mut read: ServiceResult<HashMap<String, Value>> = match target.parse::<Target>() {
-            Ok(Target::Pipeline) => state
-                .store
-                .pipelines_of(org_id, &ids)
-                .await
-                .map(|found| {
+        // A read's error fails each of its entities (below), described by its text.
+        let mut read: Result<HashMap<String, Value>, crate::storage::StoreError> =
+            match target.parse::<Target>() {
+                Ok(Target::Pipeline) => state.store.pipelines_of(org_id, &ids).await.map(|found| {
                     found
                         .iter()
                         .map(|p| (p.id.clone(), pipelines::document(p)))
                         .collect()
-                })
-                .map_err(ServiceError::from),
-            Ok(Target::Plugin) => state
-                .store
-                .plugins_of(org_id, &ids)
-                .await
-                .map(|found| {
+                }),
+                Ok(Target::Plugin) => state.store.plugins_of(org_id, &ids).await.map(|found| {
                     found
                         .iter()
                         .map(|p| (p.id.clone(), plugins::document(p)))
                         .collect()
-                })
-                .map_err(ServiceError::from),
-            // `judge` answers the unknown target.
-            Err(_) => continue,
-        };
+                }),
+                // `judge` answers the unknown target.
+                Err(_) => continue,
+            };
         for i in places {
             let Some(entity) = claimed.get(i) else {
                 continue;

@@ -636,14 +636,15 @@ pub fn pool_for_tests(store: &Store) -> &AnyPool {
 }
 
 impl Store {
-    /// The rows of `table` (one of [`entity_table`]'s) of the organization whose ids
-    /// are among `ids`, 500 ids a query.
+    /// The rows of the organization's entities of `target` whose ids are among `ids`,
+    /// 500 ids a query.
     pub(crate) async fn entities_of(
         &self,
-        table: &'static str,
+        target: &str,
         org_id: &str,
         ids: &[&str],
     ) -> StoreResult<Vec<sqlx::any::AnyRow>> {
+        let table = entity_table(target)?;
         let mut rows = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(500) {
             let sql = self.sql(&format!(

@@ -270,7 +270,7 @@ impl Store {
         org_id: &str,
         ids: &[&str],
     ) -> StoreResult<Vec<PipelineRecord>> {
-        let rows = self.entities_of("pipelines", org_id, ids).await?;
+        let rows = self.entities_of("pipeline", org_id, ids).await?;
         rows.iter().map(pipeline_from_row).collect()
     }
 

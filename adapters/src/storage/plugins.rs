@@ -228,7 +228,7 @@ impl Store {
     /// The organization's plugins of `ids` that exist (in no particular order), in one
     /// query.
     pub async fn plugins_of(&self, org_id: &str, ids: &[&str]) -> StoreResult<Vec<PluginRecord>> {
-        let rows = self.entities_of("plugins", org_id, ids).await?;
+        let rows = self.entities_of("plugin", org_id, ids).await?;
         rows.iter().map(plugin_from_row).collect()
     }
 
