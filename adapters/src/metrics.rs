@@ -29,6 +29,42 @@ struct Series {
     buckets: [u64; BUCKETS.len()],
 }
 
+/// A section of `/metrics` read from the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricsSection {
+    /// The audit outbox's depth and age.
+    Outbox,
+    /// The re-evaluation queue's depth.
+    Reevaluation,
+    /// Reporting's unattributed events.
+    Reports,
+}
+
+impl MetricsSection {
+    const ALL: [MetricsSection; 3] = [
+        MetricsSection::Outbox,
+        MetricsSection::Reevaluation,
+        MetricsSection::Reports,
+    ];
+
+    /// The `section` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            MetricsSection::Outbox => "outbox",
+            MetricsSection::Reevaluation => "reevaluation",
+            MetricsSection::Reports => "reports",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            MetricsSection::Outbox => 0,
+            MetricsSection::Reevaluation => 1,
+            MetricsSection::Reports => 2,
+        }
+    }
+}
+
 /// The server's metrics.
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -41,6 +77,8 @@ pub struct Metrics {
     /// Notification attempts sent, failed, retried, and notifications held (this
     /// process).
     notifications: [std::sync::atomic::AtomicU64; 4],
+    /// Sections of `/metrics` that could not be read, by [`MetricsSection`].
+    section_errors: [std::sync::atomic::AtomicU64; 3],
 }
 
 impl Metrics {
@@ -116,9 +154,29 @@ impl Metrics {
         self.counters[4].fetch_add(entities, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// A section of `/metrics` could not be read.
+    pub fn section_failed(&self, section: MetricsSection) {
+        if let Some(counter) = self.section_errors.get(section.index()) {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        out.push_str("# HELP metrics_section_errors_total Sections of /metrics that could not be read from the database (their families are missing from that scrape).\n");
+        out.push_str("# TYPE metrics_section_errors_total counter\n");
+        for section in MetricsSection::ALL {
+            let value = self
+                .section_errors
+                .get(section.index())
+                .map_or(0, |c| c.load(std::sync::atomic::Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "metrics_section_errors_total{{section=\"{}\"}} {value}",
+                section.label()
+            );
+        }
         for (i, (name, help)) in [
             (
                 "reevaluation_processed_total",

@@ -292,6 +292,39 @@ pub fn effective(catalog: &Catalog, account: &Account) -> Entitlement {
     }
 }
 
+/// The account moved to `tier`: a tier change keeps nothing the new tier cannot buy,
+/// so the bundles `tier` is not eligible for (by the catalog, overrides included)
+/// are removed. Answers the account after the move and the bundles removed, in the
+/// order they were held.
+///
+/// ```
+/// use entitlements::*;
+/// let catalog = Catalog::from_overrides([("BILLING_BUNDLES_ENABLED", "true")]).unwrap();
+/// let mut account = Account::on(Tier::Pro);
+/// account.bundles.push(AppliedBundle { bundle: BundleId::AuditLog, quantity: 1 });
+/// account.bundles.push(AppliedBundle { bundle: BundleId::SeatPack, quantity: 2 });
+/// let (moved, removed) = move_to_tier(&catalog, &account, Tier::Developer);
+/// assert_eq!(moved.tier, Tier::Developer);
+/// assert_eq!(removed, [AppliedBundle { bundle: BundleId::AuditLog, quantity: 1 }]);
+/// assert_eq!(moved.bundles, [AppliedBundle { bundle: BundleId::SeatPack, quantity: 2 }]);
+/// ```
+pub fn move_to_tier(
+    catalog: &Catalog,
+    account: &Account,
+    tier: Tier,
+) -> (Account, Vec<AppliedBundle>) {
+    let mut moved = account.clone();
+    moved.tier = tier;
+    let (kept, removed): (Vec<AppliedBundle>, Vec<AppliedBundle>) =
+        account.bundles.iter().partition(|held| {
+            catalog
+                .bundle(held.bundle)
+                .is_some_and(|offered| offered.eligible_tiers.contains(&tier))
+        });
+    moved.bundles = kept;
+    (moved, removed)
+}
+
 /// Applies a bundle change to an account and computes the resulting entitlement.
 /// A preview shows the entitlement and discards the account; a purchase stores
 /// both. Every refusal is a [`PurchaseError`] and leaves the account unchanged.

@@ -26,6 +26,7 @@ mod usage;
 
 pub use bundle::{Bundle, BundleId, Grant, SSO_IDP_CONFIGURATIONS};
 pub use catalog::{Catalog, ConfigError};
+pub use entitlement::move_to_tier;
 pub use entitlement::{
     apply_change, effective, Account, AppliedBundle, BillingProvider, BundleChange, Contribution,
     Entitlement, LimitBreakdown, PurchaseError, MAX_QUANTITY,

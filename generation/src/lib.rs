@@ -10,6 +10,8 @@
 //! - `wire`: the three providers' wire formats: a request body from a conversation,
 //!   and what one event of the answer's stream means ([`Step`]).
 //! - `lines`: newline-delimited framing with a bound on a line (Ollama's stream).
+//! - `sse`: server-sent events read from bytes as they arrive, with a bound on a
+//!   line and an event (the OpenAI-compatible and Anthropic streams).
 //! - `repository`: what a repository's file listing says (languages, build files,
 //!   CI definitions) and the bounded description a model is given.
 
@@ -18,6 +20,7 @@ pub mod conversation;
 pub mod lines;
 pub mod problem;
 pub mod repository;
+pub mod sse;
 pub mod wire;
 
 pub use answer::json_of;
@@ -25,4 +28,5 @@ pub use conversation::{Conversation, Kind, Role, Turn, MAX_ATTEMPTS};
 pub use lines::{LineBuffer, LineTooLong};
 pub use problem::{Problem, ProblemKind};
 pub use repository::{Entry, Survey};
+pub use sse::{Event, EventReader, EventTooLong};
 pub use wire::{Step, Wire};

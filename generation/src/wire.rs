@@ -6,8 +6,10 @@
 //!   vLLM, llama.cpp's server, LiteLLM and other gateways. Structured output through
 //!   `response_format` `json_schema`.
 //! - Anthropic Messages (`POST {base}/v1/messages`, server-sent events from
-//!   `message_start` to `message_stop`; an `error` event may come after a 200). The
-//!   schema travels in the instructions.
+//!   `message_start` to `message_stop`; an `error` event may come after a 200).
+//!   Structured output through a forced tool: the schema is the `input_schema` of
+//!   the one tool offered, `tool_choice` names it, and the tool's input (streamed as
+//!   `input_json_delta` pieces) is the answer.
 //! - Ollama's native chat (`POST {base}/api/chat`, one JSON object a line, the last
 //!   with `done: true`; an `{"error": ...}` line may come after a 200). Structured
 //!   output through `format`.
@@ -40,6 +42,10 @@ pub enum Step {
     /// The provider reports an error within the stream (after its 200).
     Failed(String),
 }
+
+/// The name of the one tool an Anthropic request offers and forces: its input is
+/// the answer.
+pub const ANSWER_TOOL: &str = "answer";
 
 /// The most an answer may be, in tokens, where the format needs a number
 /// (Anthropic's `max_tokens`).
@@ -105,6 +111,12 @@ impl Wire {
                 "max_tokens": MAX_TOKENS,
                 "system": conversation.system,
                 "messages": turns.collect::<Vec<_>>(),
+                "tools": [{
+                    "name": ANSWER_TOOL,
+                    "description": "Give the answer: the body, as the schema describes it.",
+                    "input_schema": schema,
+                }],
+                "tool_choice": {"type": "tool", "name": ANSWER_TOOL},
             }),
             Wire::Ollama => json!({
                 "model": model,
@@ -183,10 +195,16 @@ fn anthropic(event: &str, data: &str) -> Vec<Step> {
     // The data's `type` names the event (some gateways drop the `event:` line).
     let kind = object.get("type").and_then(Value::as_str).unwrap_or(event);
     match kind {
+        // The forced tool's input arrives as pieces of JSON text (`input_json_delta`);
+        // a provider that answers in text instead (`text_delta`) is read the same way,
+        // the answer being the first JSON object of the text.
         "content_block_delta" => object
             .get("delta")
-            .filter(|d| d.get("type").and_then(Value::as_str) == Some("text_delta"))
-            .and_then(|d| d.get("text"))
+            .and_then(|d| match d.get("type").and_then(Value::as_str) {
+                Some("input_json_delta") => d.get("partial_json"),
+                Some("text_delta") => d.get("text"),
+                _ => None,
+            })
             .and_then(Value::as_str)
             .filter(|text| !text.is_empty())
             .map(|text| vec![Step::Text(text.to_owned())])
@@ -256,6 +274,13 @@ mod tests {
         assert_eq!(anthropic["messages"].as_array().map(Vec::len), Some(3));
         assert_eq!(anthropic["max_tokens"], MAX_TOKENS);
         assert!(anthropic["system"].as_str().unwrap().contains("dockerfile"));
+        // The schema is enforced through the one tool, which the request forces.
+        assert_eq!(anthropic["tools"][0]["name"], ANSWER_TOOL);
+        assert_eq!(anthropic["tools"][0]["input_schema"], schema);
+        assert_eq!(
+            anthropic["tool_choice"],
+            json!({"type": "tool", "name": ANSWER_TOOL})
+        );
         let ollama = Wire::Ollama.body("llama3", &conversation(), &schema);
         assert_eq!(ollama["format"], schema);
         assert_eq!(Wire::parse("anthropic"), Some(Wire::Anthropic));
@@ -296,6 +321,16 @@ mod tests {
             [Step::Text("hi".to_owned())]
         );
         assert_eq!(Wire::Anthropic.event("ping", r#"{"type":"ping"}"#), []);
+        // The forced tool's input, in pieces of JSON text: the answer.
+        let start = r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"answer","input":{}}}"#;
+        assert_eq!(Wire::Anthropic.event("content_block_start", start), []);
+        let piece = r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"name\": \"x"}}"#;
+        assert_eq!(
+            Wire::Anthropic.event("content_block_delta", piece),
+            [Step::Text("{\"name\": \"x".to_owned())]
+        );
+        let empty = r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}"#;
+        assert_eq!(Wire::Anthropic.event("content_block_delta", empty), []);
         assert_eq!(
             Wire::Anthropic.event("message_stop", r#"{"type":"message_stop"}"#),
             [Step::Done]

@@ -16,6 +16,9 @@ pub struct ApiError {
     pub message: String,
     /// Structured context.
     pub details: Option<Value>,
+    /// The refusal was already audited as `authz.denied` (by the gate), so the guard
+    /// does not audit it again. Never part of the answer.
+    pub audited: bool,
 }
 
 impl From<crate::auth::AuthError> for ApiError {
@@ -35,7 +38,14 @@ impl ApiError {
             code,
             message: message.into(),
             details: None,
+            audited: false,
         }
+    }
+
+    /// The same refusal, marked as audited already.
+    pub fn audited(mut self) -> Self {
+        self.audited = true;
+        self
     }
 
     /// Adds details.
@@ -211,6 +221,7 @@ impl From<tenancy::TenancyError> for ApiError {
             code,
             message: error.to_string(),
             details,
+            audited: false,
         }
     }
 }

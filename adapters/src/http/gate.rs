@@ -41,8 +41,62 @@ pub fn tenant_header(caller: &Caller) -> Result<&str, ApiError> {
         .ok_or_else(ApiError::tenant_forbidden)
 }
 
+/// The chain a refused state-changing request is audited in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chain {
+    /// The organization the request named (when it exists; a made-up id gets no
+    /// chain and is counted only).
+    Org(String),
+    /// The system organization: routes of the platform (super-admin, billing,
+    /// registry) name none (counted only until the system organization exists).
+    System,
+}
+
+/// Audits a refused state-changing request as `authz.denied` (outcome failure) in
+/// `chain`, folded per actor, organization and minute: a flood of refusals writes one
+/// event a minute per actor, with the count of the refusals it stands for.
+pub async fn audit_refusal(
+    state: &AppState,
+    actor_id: &str,
+    actor_email: Option<&str>,
+    chain: Chain,
+    action: &str,
+    details: serde_json::Value,
+) -> Result<(), ApiError> {
+    let org_id = match chain {
+        Chain::Org(org_id) => access::facts(&state.store, &state.kept, &org_id, actor_id, false)
+            .await?
+            .org
+            .as_ref()
+            .map(|org| org.id.clone()),
+        Chain::System => access::system_organization(&state.store)
+            .await?
+            .map(|org| org.id),
+    };
+    let Some(org_id) = org_id else {
+        // No chain to write in: counted only.
+        state.metrics.denied_unknown_organization();
+        return Ok(());
+    };
+    let event = Action {
+        action: "authz.denied",
+        actor_id,
+        actor_email,
+        org_id: &org_id,
+        target_type: "endpoint",
+        target_id: action,
+        details,
+        outcome: "failure",
+        ..Action::default()
+    }
+    .into_event();
+    access::record_denial(&state.store, &event, Utc::now()).await?;
+    Ok(())
+}
+
 /// Loads what the gate needs, asks it, and audits a denied state-changing request
-/// as `authz.denied`.
+/// as `authz.denied` (every refusal of a state-changing request, the token's scope
+/// included).
 pub async fn gate(
     state: &AppState,
     caller: &Caller,
@@ -58,17 +112,41 @@ pub async fn gate(
         .as_ref()
         .and_then(|used| used.scope.as_ref());
     if let Some(scope) = scope {
-        if !scope.reaches(org_id) {
-            return Err(match named {
-                Named::Path => ApiError::not_found("organization"),
-                Named::Header => ApiError::tenant_forbidden(),
-            });
-        }
-        if let Some(permission) = requirement.permission.filter(|p| !scope.allows(*p)) {
-            return Err(ApiError::forbidden(format!(
-                "the personal access token does not carry the `{permission}` permission"
+        let refusal = if !scope.reaches(org_id) {
+            Some((
+                match named {
+                    Named::Path => ApiError::not_found("organization"),
+                    Named::Header => ApiError::tenant_forbidden(),
+                },
+                json!({"reason": "token_scope", "missing": requirement.permission}),
             ))
-            .with_details(json!({"missing": permission.to_string()})));
+        } else {
+            requirement
+                .permission
+                .filter(|p| !scope.allows(*p))
+                .map(|permission| {
+                    (
+                        ApiError::forbidden(format!(
+                            "the personal access token does not carry the `{permission}` permission"
+                        ))
+                        .with_details(json!({"missing": permission.to_string()})),
+                        json!({"reason": "token_scope", "missing": permission}),
+                    )
+                })
+        };
+        if let Some((error, details)) = refusal {
+            if requirement.changes_state {
+                audit_refusal(
+                    state,
+                    &caller.user_id,
+                    caller.email.as_deref(),
+                    Chain::Org(org_id.to_owned()),
+                    action,
+                    details,
+                )
+                .await?;
+            }
+            return Err(error.audited());
         }
     }
     let (decision, facts, super_admin) = access::decide(state, caller, org_id, requirement).await?;
@@ -114,7 +192,7 @@ pub async fn gate(
             state.metrics.denied_unknown_organization();
         }
     }
-    Err(match decision.reason {
+    let error = match decision.reason {
         Reason::NotYourOrganization => match named {
             Named::Path => ApiError::not_found("organization"),
             Named::Header => ApiError::tenant_forbidden(),
@@ -131,5 +209,10 @@ pub async fn gate(
             ApiError::forbidden(format!("the `{missing}` permission is required"))
                 .with_details(json!({"missing": missing}))
         }
+    };
+    Err(if decision.audit_as_denied {
+        error.audited()
+    } else {
+        error
     })
 }

@@ -15,7 +15,7 @@ use serde_json::json;
 use tenancy::{Permission, StepUp};
 
 use crate::http::error::ApiError;
-use crate::http::gate::{gate, Granted, Named};
+use crate::http::gate::{audit_refusal, gate, Chain, Granted, Named};
 use crate::http::state::{AnyCaller, AppState, Caller, ServiceCaller};
 use crate::services::organizations::OrgRecord;
 use crate::services::ServiceError;
@@ -244,16 +244,60 @@ pub(crate) struct Guard {
     pub(crate) feature: Option<entitlements::Feature>,
 }
 
-/// The layer: admits the request or answers the refusal in the error envelope.
-pub(crate) async fn enforce(State(guard): State<Guard>, request: Request, next: Next) -> Response {
-    let (mut parts, body) = request.into_parts();
-    match admit(&guard, &mut parts).await {
-        Ok(()) => next.run(Request::from_parts(parts, body)).await,
-        Err(error) => error.into_response(),
+/// What the guard learnt of a request before refusing it: who asked, and which
+/// chain a refusal belongs in.
+#[derive(Debug, Default)]
+struct Attempt {
+    /// The authenticated actor (id and e-mail); none before authentication.
+    actor: Option<(String, Option<String>)>,
+    /// Where a refusal is audited; none when the request named no organization.
+    chain: Option<Chain>,
+}
+
+impl Attempt {
+    fn caller(&mut self, caller: &Caller, chain: Option<Chain>) {
+        self.actor = Some((caller.user_id.clone(), caller.email.clone()));
+        self.chain = chain;
     }
 }
 
-async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
+/// The layer: admits the request or answers the refusal in the error envelope. Every
+/// refusal (403 or 404) of an authenticated state-changing request is audited as
+/// `authz.denied`, whichever check made it: the gate's own, or the guard's
+/// (super-admin routes, the platform's, the billing service's, a feature the
+/// account lacks).
+pub(crate) async fn enforce(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let mut attempt = Attempt::default();
+    match admit(&guard, &mut parts, &mut attempt).await {
+        Ok(()) => next.run(Request::from_parts(parts, body)).await,
+        Err(error) => {
+            let refused = matches!(error.status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND);
+            if guard.changes_state && refused && !error.audited {
+                if let Some((actor, email)) = attempt.actor {
+                    let chain = attempt.chain.unwrap_or(Chain::System);
+                    let details = json!({"reason": error.code.to_ascii_lowercase()});
+                    let audit = audit_refusal(
+                        &guard.state,
+                        &actor,
+                        email.as_deref(),
+                        chain,
+                        &guard.action,
+                        details,
+                    );
+                    if let Err(failed) = audit.await {
+                        // The refusal stands; what could not be recorded is answered
+                        // as the store's failure (never a silent pass).
+                        return failed.into_response();
+                    }
+                }
+            }
+            error.into_response()
+        }
+    }
+}
+
+async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Result<(), ApiError> {
     let state = &guard.state;
     match guard.access {
         Access::Public => {}
@@ -267,6 +311,7 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
         }
         Access::SuperAdmin { step_up } => {
             let caller = Caller::from_request_parts(parts, state).await?;
+            attempt.caller(&caller, Some(Chain::System));
             if caller.bound()
                 || !crate::services::access::is_super_admin(&state.store, &caller.user_id).await?
             {
@@ -287,6 +332,7 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
             counted,
         } => {
             let caller = Caller::from_request_parts(parts, state).await?;
+            attempt.caller(&caller, caller.org_header.clone().map(Chain::Org));
             let (org_id, named) = match from {
                 OrgFrom::Header | OrgFrom::AccountRoot => (
                     crate::http::gate::tenant_header(&caller)?.to_owned(),
@@ -295,6 +341,7 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
                 OrgFrom::Path => (path_id(parts).await?, Named::Path),
                 OrgFrom::Query(name) => (query_value(parts, name)?, Named::Header),
             };
+            attempt.chain = Some(Chain::Org(org_id.clone()));
             let requirement = need.requirement(guard.changes_state, step_up);
             let mut granted =
                 gate(state, &caller, &org_id, named, requirement, &guard.action).await?;
@@ -304,9 +351,14 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
                         .await
                         .map_err(|refused| {
                             if refused.code == "TENANT_FORBIDDEN" || refused.code == "FORBIDDEN" {
-                                ApiError::forbidden(
+                                let remapped = ApiError::forbidden(
                                     "what an account pays for is changed by its root organization's owner and admins; a team's admins cannot",
-                                )
+                                );
+                                if refused.audited {
+                                    remapped.audited()
+                                } else {
+                                    remapped
+                                }
                             } else {
                                 refused
                             }
@@ -326,6 +378,7 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
         }
         Access::Platform(permission) => {
             let caller = Caller::from_request_parts(parts, state).await?;
+            attempt.caller(&caller, Some(Chain::System));
             let refused = || {
                 ApiError::forbidden(format!(
                     "the `{permission}` permission is required; only super-admins hold it"
@@ -348,7 +401,11 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
             .await
             .map_err(|error| {
                 if error.code == "TENANT_FORBIDDEN" {
-                    refused()
+                    if error.audited {
+                        refused().audited()
+                    } else {
+                        refused()
+                    }
                 } else {
                     error
                 }
@@ -358,6 +415,7 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
         }
         Access::SuperAdminOrBilling => match AnyCaller::from_request_parts(parts, state).await? {
             AnyCaller::User(caller) => {
+                attempt.caller(&caller, Some(Chain::System));
                 if caller.bound()
                     || !crate::services::access::is_super_admin(&state.store, &caller.user_id)
                         .await?
@@ -369,6 +427,8 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
                 parts.extensions.insert(caller);
             }
             AnyCaller::Service { service, .. } => {
+                attempt.actor = Some((format!("service:{service}"), None));
+                attempt.chain = Some(Chain::System);
                 if service != state.config.billing.service_name {
                     return Err(ApiError::forbidden(
                         "only a super-admin or the billing service may do this",
@@ -385,6 +445,7 @@ async fn admit(guard: &Guard, parts: &mut Parts) -> Result<(), ApiError> {
             let caller = AnyCaller::from_request_parts(parts, state).await?;
             let org = match &caller {
                 AnyCaller::User(user) => {
+                    attempt.caller(user, user.org_header.clone().map(Chain::Org));
                     let org_id = crate::http::gate::tenant_header(user)?.to_owned();
                     let requirement =
                         tenancy::Access::Permission(permission).requirement(false, false);

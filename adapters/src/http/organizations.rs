@@ -266,16 +266,30 @@ pub(crate) async fn restore(
     Ok(Answer::ok(org.into()))
 }
 
+/// An organization after a tier change, with the bundles the change removed.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TierChanged {
+    #[serde(flatten)]
+    organization: Organization,
+    /// The bundles the new tier is not eligible for, removed with the change (each
+    /// audited as `billing.addon.remove`); empty when none.
+    removed_bundles: Vec<entitlements::AppliedBundle>,
+}
+
 /// `PATCH /organization/:id/tier` (super-admin, step-up).
 pub(crate) async fn change_tier(
     State(state): State<AppState>,
     caller: Caller,
     granted: Granted,
     Json(body): Json<ChangeTier>,
-) -> Result<Answer<Organization>, ApiError> {
-    let org =
+) -> Result<Answer<TierChanged>, ApiError> {
+    let (org, removed_bundles) =
         organizations::change_tier(&state, &caller, &granted.org, body.tier, Utc::now()).await?;
-    Ok(Answer::ok(org.into()))
+    Ok(Answer::ok(TierChanged {
+        organization: org.into(),
+        removed_bundles,
+    }))
 }
 
 /// `GET /organization/:id/export` (`org:settings`): the organization's data.

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::http::error::ApiError;
 use crate::http::response::Answer;
 use crate::http::state::AppState;
+use crate::metrics::MetricsSection;
 use crate::services::operations;
 
 /// How the server stands: `ok` (up) or `ready` (the database answers).
@@ -29,6 +30,8 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Result<Answer<Server
 
 /// `GET /metrics`: Prometheus text.
 pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
+    // Each section read from the database; one that fails is counted in
+    // `metrics_section_errors_total` (rendered below, after the sections).
     // The outbox: how many of the server's own audit events wait to be chained, and
     // how old the oldest is (absent when the database does not answer).
     let outbox = match operations::outbox(&state.store).await {
@@ -42,7 +45,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
                 depth.rows
             )
         }
-        Err(_) => String::new(),
+        Err(error) => section_failed(&state, MetricsSection::Outbox, &error),
     };
     // The re-evaluation queue: waiting and dead events, and the oldest waiting one.
     let queue = match operations::reevaluation(&state.store).await {
@@ -57,7 +60,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
                 depth.waiting, depth.dead
             )
         }
-        Err(_) => String::new(),
+        Err(error) => section_failed(&state, MetricsSection::Reevaluation, &error),
     };
     // Reporting: execution events whose resource name no single organization
     // registered, kept aside.
@@ -66,7 +69,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
             "# HELP report_unattributed_resources Resource names whose events wait for a registration.\n# TYPE report_unattributed_resources gauge\nreport_unattributed_resources {names}\n\
              # HELP report_unattributed_executions Executions waiting for their resource name's registration.\n# TYPE report_unattributed_executions gauge\nreport_unattributed_executions {executions}\n"
         ),
-        Err(_) => String::new(),
+        Err(error) => section_failed(&state, MetricsSection::Reports, &error),
     };
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
@@ -77,6 +80,18 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
         ),
     )
         .into_response()
+}
+
+/// A section of `/metrics` that could not be read: counted (the counter is part of the
+/// exposition, so the failure is visible) and logged, never silently dropped.
+fn section_failed(
+    state: &AppState,
+    section: MetricsSection,
+    error: &crate::services::ServiceError,
+) -> String {
+    state.metrics.section_failed(section);
+    tracing::error!(section = section.label(), %error, "a section of /metrics could not be read");
+    String::new()
 }
 
 /// `GET /openapi.json`.

@@ -10,9 +10,8 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt};
-use generation::{Conversation, LineBuffer, Step, Wire};
+use generation::{Conversation, EventReader, LineBuffer, Step, Wire};
 use serde_json::Value;
 
 use crate::config::ProviderSettings;
@@ -21,8 +20,6 @@ use crate::config::ProviderSettings;
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The most of a refusal's body read for its message.
 const REFUSAL_BYTES: usize = 4 * 1024;
-/// The longest line of an Ollama stream.
-const LINE_BYTES: usize = 1024 * 1024;
 
 /// Why a provider gave no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,7 +66,19 @@ pub enum AiError {
     },
 }
 
-type Events = Pin<Box<dyn Stream<Item = Result<(String, String), String>> + Send>>;
+type Events = Pin<Box<dyn Stream<Item = Result<(String, String), Unread>> + Send>>;
+
+/// Why the stream could not be read further.
+#[derive(Debug)]
+enum Unread {
+    /// The connection broke.
+    Broken,
+    /// More was sent than the bound allows.
+    TooLarge,
+}
+
+/// How many times the answer's bound the whole stream may be, framing included.
+const STREAM_FRAMING: usize = 16;
 
 /// The client of every provider (one connection pool).
 #[derive(Debug, Clone)]
@@ -134,38 +143,44 @@ impl AiClient {
                 message,
             });
         }
-        let events: Events = if wire.is_event_stream() {
-            Box::pin(
-                response
-                    .bytes_stream()
-                    .eventsource()
-                    .map(|event| match event {
-                        Ok(event) => Ok((event.event, event.data)),
-                        Err(error) => Err(error.to_string()),
-                    }),
-            )
-        } else {
-            let mut lines = LineBuffer::new(LINE_BYTES);
-            Box::pin(
-                response
-                    .bytes_stream()
-                    .map(move |chunk| match chunk {
-                        Ok(bytes) => lines
+        // What is read from the provider is bounded as it arrives, before any
+        // framing is buffered: one line or event at most twice the answer's bound
+        // (its text, JSON-escaped, plus the frame), the whole stream at most
+        // `STREAM_FRAMING` times it (a token per event costs a hundred bytes of
+        // frame). Past either, the answer is too large.
+        let line_max = max_bytes.saturating_mul(2).saturating_add(4096);
+        let stream_max = max_bytes.saturating_mul(STREAM_FRAMING);
+        let mut read = 0usize;
+        let mut sse = EventReader::new(line_max);
+        let mut lines = LineBuffer::new(line_max);
+        let event_stream = wire.is_event_stream();
+        let events: Events = Box::pin(
+            response
+                .bytes_stream()
+                .map(move |chunk| {
+                    let bytes = chunk.map_err(|_| Unread::Broken)?;
+                    read = read.saturating_add(bytes.len());
+                    if read > stream_max {
+                        return Err(Unread::TooLarge);
+                    }
+                    if event_stream {
+                        sse.push(&bytes)
+                            .map(|events| events.into_iter().map(|e| (e.name, e.data)).collect())
+                            .map_err(|_| Unread::TooLarge)
+                    } else {
+                        lines
                             .push(&bytes)
-                            .map(|lines| {
-                                futures_util::stream::iter(
-                                    lines.into_iter().map(|l| Ok((String::new(), l))),
-                                )
-                            })
-                            .map_err(|e| e.to_string()),
-                        Err(error) => Err(without_url(&error)),
-                    })
-                    .flat_map(|batch| match batch {
-                        Ok(lines) => lines.left_stream(),
-                        Err(error) => futures_util::stream::iter(vec![Err(error)]).right_stream(),
-                    }),
-            )
-        };
+                            .map(|lines| lines.into_iter().map(|l| (String::new(), l)).collect())
+                            .map_err(|_| Unread::TooLarge)
+                    }
+                })
+                .flat_map(|batch: Result<Vec<(String, String)>, Unread>| match batch {
+                    Ok(events) => {
+                        futures_util::stream::iter(events.into_iter().map(Ok)).left_stream()
+                    }
+                    Err(error) => futures_util::stream::iter(vec![Err(error)]).right_stream(),
+                }),
+        );
         Ok(Answering {
             wire,
             events,
@@ -216,7 +231,13 @@ impl Answering {
                 Some(Ok((event, data))) => {
                     self.pending.extend(self.wire.event(&event, &data));
                 }
-                Some(Err(_)) | None => return Err(AiError::Truncated { provider }),
+                Some(Err(Unread::TooLarge)) => {
+                    return Err(AiError::TooLarge {
+                        provider,
+                        max: self.max_bytes,
+                    })
+                }
+                Some(Err(Unread::Broken)) | None => return Err(AiError::Truncated { provider }),
             }
         }
     }

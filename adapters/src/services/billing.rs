@@ -331,35 +331,46 @@ pub async fn set_seat_limit(
 }
 
 /// `PATCH /organization/:id/tier`: the root's (and its teams') tier, with the limits
-/// derived again in the same transaction.
+/// derived again in the same transaction. A tier change keeps nothing the new tier
+/// cannot buy: the bundles it is not eligible for are removed in the same
+/// transaction, each audited as `billing.addon.remove` (`reason: tier_change`), and
+/// answered so that the caller sees what went.
 pub async fn change_tier(
     state: &AppState,
     caller: &Caller,
     org: &OrgRecord,
     tier: Tier,
     now: DateTime<Utc>,
-) -> ServiceResult<()> {
+) -> ServiceResult<Vec<entitlements::AppliedBundle>> {
     if org.parent_org_id.is_some() {
         return Err(ServiceError::invalid(
             "id",
             "a team has its account root's tier: change the root's",
         ));
     }
+    let removed = std::sync::Mutex::new(Vec::new());
     entitlement::commit(state, org, now, |current| {
+        let moving = entitlement::moving(state, caller, org, current, tier);
+        let mut audit = vec![event_on(
+            caller,
+            "admin.org.tier.update",
+            (&org.id, Some(&org.id)),
+            ("organization", &org.id),
+            json!({"from": current.account.tier, "to": tier, "removedBundles": moving.removed}),
+        )];
+        audit.extend(moving.audit);
+        if let Ok(mut removed) = removed.lock() {
+            *removed = moving.removed;
+        }
         Ok((
             Change {
                 tier: Some(tier),
+                bundles: moving.bundles,
                 ..Change::default()
             },
-            vec![event_on(
-                caller,
-                "admin.org.tier.update",
-                (&org.id, Some(&org.id)),
-                ("organization", &org.id),
-                json!({"from": current.account.tier, "to": tier}),
-            )],
+            audit,
         ))
     })
     .await?;
-    Ok(())
+    Ok(removed.into_inner().unwrap_or_default())
 }

@@ -12,7 +12,7 @@ use entitlements::{
 };
 
 use super::{ServiceError, ServiceResult};
-use crate::services::context::AppState;
+use crate::services::context::{event_on, AppState, Caller};
 use crate::storage::{new_id, EntitlementWrite, LimitSync, OrgRecord, SubscriptionRecord};
 
 /// How many times a change is computed again when another one committed meanwhile.
@@ -46,6 +46,48 @@ pub struct Change {
     pub granted: Option<BTreeSet<Feature>>,
     /// The billing service's version of a seat-limit update.
     pub seat_version: Option<u64>,
+}
+
+/// What moving an account to another tier does to its bundles: a tier change keeps
+/// nothing the new tier cannot buy ([`entitlements::move_to_tier`]).
+#[derive(Debug, Clone, Default)]
+pub struct Moving {
+    /// The bundles after the move, when some were removed (`None`: unchanged).
+    pub bundles: Option<Vec<AppliedBundle>>,
+    /// The bundles removed.
+    pub removed: Vec<AppliedBundle>,
+    /// One `billing.addon.remove` per bundle removed (`reason: tier_change`).
+    pub audit: Vec<audit_chain::AuditEvent>,
+}
+
+/// The bundles of `current` once the account is on `tier`, and the audit of those
+/// removed; part of the tier change's own transaction (its `plan`).
+pub fn moving(
+    state: &AppState,
+    caller: &Caller,
+    root: &OrgRecord,
+    current: &Current,
+    tier: Tier,
+) -> Moving {
+    let (moved, removed) =
+        entitlements::move_to_tier(&state.config.catalog, &current.account, tier);
+    let audit = removed
+        .iter()
+        .map(|held| {
+            event_on(
+                caller,
+                "billing.addon.remove",
+                (&root.id, Some(&root.id)),
+                ("subscription", &current.subscription.id),
+                serde_json::json!({"bundleId": held.bundle, "quantity": held.quantity, "tier": current.account.tier, "reason": "tier_change"}),
+            )
+        })
+        .collect();
+    Moving {
+        bundles: (!removed.is_empty()).then_some(moved.bundles),
+        removed,
+        audit,
+    }
 }
 
 /// The id of the account root `org` draws from, without a read (teams nest one

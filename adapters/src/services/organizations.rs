@@ -257,16 +257,17 @@ pub async fn restore(
 }
 
 /// Moves an account root (and its teams) to another tier, deriving its limits
-/// again in the same transaction.
+/// again in the same transaction; answers the organization and the bundles the new
+/// tier could not buy, removed with it.
 pub async fn change_tier(
     state: &AppState,
     caller: &Caller,
     org: &OrgRecord,
     tier: Tier,
     now: DateTime<Utc>,
-) -> ServiceResult<OrgRecord> {
-    super::billing::change_tier(state, caller, org, tier, now).await?;
-    reread(&state.store, &org.id).await
+) -> ServiceResult<(OrgRecord, Vec<entitlements::AppliedBundle>)> {
+    let removed = super::billing::change_tier(state, caller, org, tier, now).await?;
+    Ok((reread(&state.store, &org.id).await?, removed))
 }
 
 /// Everything the organization holds about people and access.

@@ -404,14 +404,19 @@ pub async fn update(
     }
     entitlement::commit(state, &org, now, |current| {
         let mut audit = Vec::new();
+        let mut bundles = None;
         if let Some(tier) = tier {
+            // A tier change keeps nothing the new tier cannot buy.
+            let moving = entitlement::moving(state, caller, &org, current, tier);
             audit.push(event_on(
                 caller,
                 "billing.tier.override",
                 (&org.id, Some(&org.id)),
                 ("subscription", &current.subscription.id),
-                json!({"from": current.account.tier, "tier": tier}),
+                json!({"from": current.account.tier, "tier": tier, "removedBundles": moving.removed}),
             ));
+            audit.extend(moving.audit);
+            bundles = moving.bundles;
         }
         if !limits.is_empty() {
             let details: BTreeMap<&str, Option<i64>> = limits
@@ -429,6 +434,7 @@ pub async fn update(
         Ok((
             Change {
                 tier,
+                bundles: bundles.clone(),
                 overrides: limits.clone(),
                 ..Change::default()
             },

@@ -105,27 +105,45 @@ impl Store {
     }
 
     /// Counts a denial of `event.actor_id` against `event.org_id` in the minute of
-    /// `now`; the first of the minute keeps the event that stands for all of them.
+    /// `now`. The first of the minute is written to the outbox at once (so a refusal
+    /// is in the chain within the relay's next pass, `count` 1); the others of the
+    /// minute are folded into one more event when the minute has ended. A flood of
+    /// refusals writes at most two events per actor, organization and minute.
     pub async fn fold_denial(&self, event: &AuditEvent, now: DateTime<Utc>) -> StoreResult<()> {
         let text = serde_json::to_string(event)
             .map_err(|e| StoreError::Invalid(format!("an audit event does not serialize: {e}")))?;
-        sqlx::query(&self.sql(
+        let mut tx = self.pool().begin().await?;
+        let row = sqlx::query(&self.sql(
             "INSERT INTO denial_folds (actor_id, org_id, minute, count, event, last_at) VALUES ($1, $2, $3, 1, $4, $5)
-             ON CONFLICT (actor_id, org_id, minute) DO UPDATE SET count = denial_folds.count + 1, last_at = excluded.last_at",
+             ON CONFLICT (actor_id, org_id, minute) DO UPDATE SET count = denial_folds.count + 1, last_at = excluded.last_at
+             RETURNING count",
         ))
         .bind(&event.actor_id)
         .bind(&event.org_id)
         .bind(minute_of(now))
         .bind(text)
         .bind(stamp(now))
-        .execute(self.pool())
+        .fetch_one(&mut *tx)
         .await?;
+        let count: i64 = row.try_get("count")?;
+        if count == 1 {
+            let mut first = event.clone();
+            if let serde_json::Value::Object(details) = &mut first.details {
+                details.insert("count".to_owned(), 1.into());
+                details.insert("firstAt".to_owned(), stamp(now).into());
+                details.insert("lastAt".to_owned(), stamp(now).into());
+            }
+            self.enqueue(&mut tx, std::slice::from_ref(&first)).await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 
     /// Turns every fold of a minute before `before` into one authz.denied event in the
-    /// outbox (its details carrying `count`, `firstAt` and `lastAt`), one transaction
-    /// per fold. Returns how many folds were flushed.
+    /// outbox for the denials after the first (which was written when it happened):
+    /// its details carry `count` (those others), `firstAt` and `lastAt`. A fold of
+    /// one denial is only deleted. One transaction per fold; returns how many folds
+    /// were flushed.
     pub async fn flush_denials(&self, before: DateTime<Utc>) -> StoreResult<u64> {
         let rows = sqlx::query(&self.sql(
             "SELECT actor_id, org_id, minute FROM denial_folds WHERE minute < $1 ORDER BY minute LIMIT 500",
@@ -157,12 +175,16 @@ impl Store {
             let mut event: AuditEvent = d.json("event")?;
             let count: i64 = d.get("count")?;
             let last_at: String = d.get("last_at")?;
-            if let serde_json::Value::Object(details) = &mut event.details {
-                details.insert("count".to_owned(), count.into());
-                details.insert("firstAt".to_owned(), stamp(event.occurred_at).into());
-                details.insert("lastAt".to_owned(), last_at.into());
+            if count > 1 {
+                // An event of its own: the first was chained under the fold's id.
+                event.id = super::new_id();
+                if let serde_json::Value::Object(details) = &mut event.details {
+                    details.insert("count".to_owned(), (count - 1).into());
+                    details.insert("firstAt".to_owned(), stamp(event.occurred_at).into());
+                    details.insert("lastAt".to_owned(), last_at.into());
+                }
+                self.enqueue(&mut tx, std::slice::from_ref(&event)).await?;
             }
-            self.enqueue(&mut tx, std::slice::from_ref(&event)).await?;
             tx.commit().await?;
             flushed += 1;
         }

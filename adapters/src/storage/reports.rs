@@ -396,7 +396,8 @@ impl Store {
     /// How many resource names wait for a registration, and their executions.
     pub async fn unattributed_counts(&self) -> StoreResult<(i64, i64)> {
         let row = sqlx::query(
-            "SELECT COUNT(*) AS names, COALESCE(SUM(executions), 0) AS executions FROM report_unattributed",
+            // SUM of a bigint is numeric on PostgreSQL: cast back, as on SQLite.
+            "SELECT COUNT(*) AS names, CAST(COALESCE(SUM(executions), 0) AS BIGINT) AS executions FROM report_unattributed",
         )
         .fetch_one(self.pool())
         .await?;

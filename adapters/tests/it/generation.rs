@@ -40,6 +40,9 @@ enum Reply {
     Hang(String),
     /// A refusal: the status and the body.
     Status(u16, String),
+    /// The start of a frame, then this many bytes without a line's end (in chunks
+    /// of 64 KiB), then nothing until the client goes away.
+    Flood(usize),
 }
 
 struct Fake {
@@ -48,6 +51,8 @@ struct Fake {
     seen: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
     replies: Arc<Mutex<VecDeque<Reply>>>,
     closed: Arc<AtomicUsize>,
+    /// The bytes of answers sent so far.
+    sent: Arc<AtomicUsize>,
 }
 
 #[derive(Clone)]
@@ -56,6 +61,7 @@ struct FakeState {
     seen: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
     replies: Arc<Mutex<VecDeque<Reply>>>,
     closed: Arc<AtomicUsize>,
+    sent: Arc<AtomicUsize>,
 }
 
 /// `text` in three pieces (at character boundaries).
@@ -75,10 +81,11 @@ fn frame(wire: Wire, piece: &str) -> String {
             json!({"id": "c1", "object": "chat.completion.chunk", "model": "m",
                    "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]})
         ),
+        // The forced tool's input, as Anthropic streams it.
         Wire::Anthropic => format!(
             "event: content_block_delta\ndata: {}\n\n",
             json!({"type": "content_block_delta", "index": 0,
-                   "delta": {"type": "text_delta", "text": piece}})
+                   "delta": {"type": "input_json_delta", "partial_json": piece}})
         ),
         Wire::Ollama => format!(
             "{}\n",
@@ -98,7 +105,7 @@ fn opening(wire: Wire) -> String {
         Wire::Anthropic => format!(
             "event: message_start\ndata: {}\n\nevent: content_block_start\ndata: {}\n\nevent: ping\ndata: {{\"type\": \"ping\"}}\n\n",
             json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m"}}),
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "answer", "input": {}}})
         ),
         Wire::Ollama => String::new(),
     }
@@ -111,7 +118,7 @@ fn ending(wire: Wire) -> String {
             json!({"id": "c1", "object": "chat.completion.chunk",
                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         ),
-        Wire::Anthropic => "event: content_block_stop\ndata: {\"type\": \"content_block_stop\", \"index\": 0}\n\nevent: message_delta\ndata: {\"type\": \"message_delta\", \"delta\": {\"stop_reason\": \"end_turn\"}}\n\nevent: message_stop\ndata: {\"type\": \"message_stop\"}\n\n".to_owned(),
+        Wire::Anthropic => "event: content_block_stop\ndata: {\"type\": \"content_block_stop\", \"index\": 0}\n\nevent: message_delta\ndata: {\"type\": \"message_delta\", \"delta\": {\"stop_reason\": \"tool_use\"}}\n\nevent: message_stop\ndata: {\"type\": \"message_stop\"}\n\n".to_owned(),
         Wire::Ollama => format!(
             "{}\n",
             json!({"model": "m", "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop"})
@@ -156,10 +163,19 @@ async fn fake_handler(
     }
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(4);
     let closed = state.closed.clone();
+    let sent = state.sent.clone();
     tokio::spawn(async move {
         let send = |text: String| {
             let tx = tx.clone();
-            async move { tx.send(Ok(Bytes::from(text))).await.is_ok() }
+            let sent = sent.clone();
+            async move {
+                let n = text.len();
+                let ok = tx.send(Ok(Bytes::from(text))).await.is_ok();
+                if ok {
+                    sent.fetch_add(n, Ordering::SeqCst);
+                }
+                ok
+            }
         };
         let mut frames = vec![(opening(wire), Duration::ZERO)];
         let mut hang = false;
@@ -193,6 +209,17 @@ async fn fake_handler(
             }
             Reply::Hang(text) => {
                 frames.push((frame(wire, text), Duration::ZERO));
+                hang = true;
+            }
+            Reply::Flood(bytes) => {
+                // A frame's start, and no end to its line.
+                let start = match wire {
+                    Wire::Ollama => "{\"model\": \"m\", \"message\": {\"content\": \"".to_owned(),
+                    _ => "data: {\"choices\": [{\"delta\": {\"content\": \"".to_owned(),
+                };
+                frames.push((start, Duration::ZERO));
+                let chunk = "x".repeat(64 * 1024);
+                frames.extend((0..bytes / chunk.len()).map(|_| (chunk.clone(), Duration::ZERO)));
                 hang = true;
             }
             Reply::Status(..) => {}
@@ -234,6 +261,7 @@ impl Fake {
             seen: Arc::default(),
             replies: Arc::default(),
             closed: Arc::default(),
+            sent: Arc::default(),
         };
         let path = match wire {
             Wire::OpenAi => "/v1/chat/completions",
@@ -258,6 +286,7 @@ impl Fake {
             seen: state.seen,
             replies: state.replies,
             closed: state.closed,
+            sent: state.sent,
         }
     }
 
@@ -517,6 +546,13 @@ async fn each_format_retries_broken_json_and_answers_a_creatable_body(app: &Test
                 assert_eq!(headers["x-api-key"], KEY);
                 assert_eq!(headers["anthropic-version"], "2023-06-01");
                 assert!(first["system"].as_str().unwrap().contains("pipelineName"));
+                // The schema is enforced through a forced tool.
+                assert_eq!(
+                    first["tool_choice"],
+                    json!({"type": "tool", "name": "answer"})
+                );
+                assert_eq!(first["tools"][0]["name"], "answer");
+                assert!(first["tools"][0]["input_schema"]["$defs"]["PipelineProps"].is_object());
             }
             Wire::Ollama => {
                 assert!(headers.get("authorization").is_none());
@@ -888,6 +924,43 @@ async fn a_client_that_leaves_cancels_the_provider_call(app: &TestApp) {
             fake.closed.load(Ordering::SeqCst),
             1,
             "{}: the provider's connection was closed",
+            fake.wire.name()
+        );
+    }
+    server.stop().await;
+}
+
+/// A provider that streams one line without its end (14 MB) is cut off while it is
+/// read, in every wire format: the answer is too large (502 AI_OUTPUT_TOO_LARGE), the
+/// provider's connection is closed, and what was read stays near the bound (twice
+/// AI_OUTPUT_MAX_BYTES a line, plus what the sockets buffer), never the whole flood.
+async fn a_provider_flooding_one_line_is_cut_off_as_it_is_read(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let server = fakes.server(app, &[("AI_OUTPUT_MAX_BYTES", "65536")]).await;
+    let (acme, alice) = pro_org(&server, "alice", "acme").await;
+    for fake in fakes.each() {
+        fake.script(vec![Reply::Flood(14 * 1024 * 1024)]);
+        let started = Instant::now();
+        let (status, body) =
+            generate_pipeline(&server, &alice, &acme, fake.wire.name(), "shop").await;
+        assert_eq!(code(status, &body), "AI_OUTPUT_TOO_LARGE", "{body}");
+        assert_eq!(status, StatusCode::BAD_GATEWAY);
+        assert!(started.elapsed() < Duration::from_secs(20));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while fake.closed.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            fake.closed.load(Ordering::SeqCst),
+            1,
+            "{}",
+            fake.wire.name()
+        );
+        let sent = fake.sent.load(Ordering::SeqCst);
+        // (What the sockets hold between the two ends counts as taken.)
+        assert!(
+            sent < 7 * 1024 * 1024,
+            "{}: {sent} bytes were taken from the provider",
             fake.wire.name()
         );
     }
@@ -1430,6 +1503,7 @@ on_both_backends!(
     plugins_are_checked_like_uploads_and_deploy,
     streams_carry_text_attempts_and_end_in_result_or_error,
     a_client_that_leaves_cancels_the_provider_call,
+    a_provider_flooding_one_line_is_cut_off_as_it_is_read,
     an_organization_runs_a_bounded_number_of_generations_at_once,
     gates_checks_and_quota_come_before_the_provider,
     providers_are_listed_and_keys_never_shown,

@@ -45,6 +45,7 @@ mod replicas;
 mod reports;
 mod scans;
 mod signin;
+mod third_wave;
 
 use std::sync::Arc;
 

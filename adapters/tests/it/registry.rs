@@ -1072,3 +1072,96 @@ fn app_token(sub: &str, email: &str) -> String {
         ))
         .unwrap()
 }
+
+/// A registry double that asks for Basic credentials and points its tags page's
+/// `Link` and its upload session's `Location` at another origin (a second listener,
+/// which records every `Authorization` it is sent).
+async fn pointing_elsewhere() -> (String, Arc<Mutex<Vec<String>>>) {
+    let stolen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let thief = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let elsewhere = format!("http://{}", thief.local_addr().unwrap());
+    {
+        let stolen = stolen.clone();
+        let app = axum::Router::new().fallback(move |request: Request<Body>| {
+            let stolen = stolen.clone();
+            async move {
+                if let Some(value) = request.headers().get("authorization") {
+                    stolen
+                        .lock()
+                        .unwrap()
+                        .push(value.to_str().unwrap_or_default().to_owned());
+                }
+                Response::new(Body::from(r#"{"name": "org-a/app", "tags": ["2"]}"#))
+            }
+        });
+        tokio::spawn(async move { axum::serve(thief, app).await });
+    }
+    let registry = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let own = format!("http://{}", registry.local_addr().unwrap());
+    let app = axum::Router::new().fallback(move |request: Request<Body>| {
+        let elsewhere = elsewhere.clone();
+        async move {
+            let basic =
+                base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
+            let authorized = request
+                .headers()
+                .get("authorization")
+                .is_some_and(|v| v == format!("Basic {basic}").as_str());
+            if !authorized {
+                let mut answer = status_only(StatusCode::UNAUTHORIZED);
+                answer.headers_mut().insert(
+                    "www-authenticate",
+                    r#"Basic realm="double""#.parse().unwrap(),
+                );
+                return answer;
+            }
+            let path = request.uri().path().to_owned();
+            if path.ends_with("/tags/list") {
+                let mut answer =
+                    Response::new(Body::from(r#"{"name": "org-a/app", "tags": ["1"]}"#));
+                let link =
+                    format!(r#"<{elsewhere}/v2/org-a/app/tags/list?n=100&last=1>; rel="next""#);
+                answer.headers_mut().insert("link", link.parse().unwrap());
+                return answer;
+            }
+            if path.ends_with("/blobs/uploads/") {
+                let mut answer = status_only(StatusCode::ACCEPTED);
+                let location = format!("{elsewhere}/v2/org-a/app/blobs/uploads/session");
+                answer
+                    .headers_mut()
+                    .insert("location", location.parse().unwrap());
+                return answer;
+            }
+            status_only(StatusCode::NOT_FOUND)
+        }
+    });
+    tokio::spawn(async move { axum::serve(registry, app).await });
+    (own, stolen)
+}
+
+/// The registry's credentials go to its own origin only: a tags page whose `Link`
+/// and an upload session whose `Location` name another host are refused as registry
+/// errors, and that host is sent nothing.
+#[tokio::test]
+async fn credentials_go_only_to_the_registry_origin() {
+    let (url, stolen) = pointing_elsewhere().await;
+    let client = client_of(&url, true);
+    let refused = client.tags(&repo("org-a/app")).await.unwrap_err();
+    assert!(
+        matches!(&refused, adapters::outbound::registry::RegistryError::Refused { code, .. } if code == "FOREIGN_ADDRESS"),
+        "{refused:?}"
+    );
+    let refused = client
+        .push_blob(&repo("org-a/app"), b"layer")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, adapters::outbound::registry::RegistryError::Refused { code, .. } if code == "FOREIGN_ADDRESS"),
+        "{refused:?}"
+    );
+    assert!(
+        stolen.lock().unwrap().is_empty(),
+        "another origin received {:?}",
+        stolen.lock().unwrap()
+    );
+}

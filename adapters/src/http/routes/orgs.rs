@@ -31,9 +31,9 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("Restore a soft-deleted organization and the teams deleted with it, exactly as they were (audit org.restore): within ORG_RESTORE_DAYS of the delete, else 410 GONE; not deleted, restored meanwhile, a team whose root is deleted, or a name another organization took meanwhile: 409")
             .answers::<organizations::Organization>(200),
         patch("/api/organization/{id}/tier", "changeTier", org_path(tenancy::Access::SuperAdmin).stepped_up(), organizations::change_tier)
-            .doc("Change an organization's tier")
+            .doc("Change an organization's tier (audit admin.org.tier.update). A tier change keeps nothing the new tier cannot buy: the add-on bundles it is not eligible for are removed in the same transaction, each audited as billing.addon.remove, and listed in `removedBundles`")
             .body_of::<organizations::ChangeTier>()
-            .answers::<organizations::Organization>(200),
+            .answers::<organizations::TierChanged>(200),
         get("/api/organization/{id}/export", "exportOrganization", org_path(Needs(OrgSettings)), organizations::export)
             .doc("Everything the organization holds about its members, teams, roles and invitations")
             .answers::<organizations::OrganizationExport>(200),

@@ -223,6 +223,32 @@ impl RegistryClient {
         &self.base
     }
 
+    /// Whether `url` is on the registry's own origin (scheme, host and port): the
+    /// only place its credentials and tokens are ever sent (a token endpoint is
+    /// checked by its own rule in `fetch_token`).
+    fn is_own(&self, url: &Url) -> bool {
+        url.scheme() == self.base.scheme()
+            && url.host_str() == self.base.host_str()
+            && url.port_or_known_default() == self.base.port_or_known_default()
+    }
+
+    /// `url` if the registry named an address of its own origin; anything else (a
+    /// `Link` or `Location` to another host) is refused as a registry error.
+    fn own(&self, call: &str, url: Url) -> Result<Url, RegistryError> {
+        if self.is_own(&url) {
+            return Ok(url);
+        }
+        Err(RegistryError::Refused {
+            call: call.to_owned(),
+            status: 200,
+            code: "FOREIGN_ADDRESS".to_owned(),
+            message: format!(
+                "the registry pointed at `{}`, which is not its own origin; its credentials go nowhere else",
+                url.host_str().unwrap_or_default()
+            ),
+        })
+    }
+
     fn url(&self, path: &str) -> Result<Url, RegistryError> {
         self.base
             .join(path)
@@ -286,6 +312,8 @@ impl RegistryClient {
         call: &Call,
         scope: &Scope,
     ) -> Result<reqwest::Response, RegistryError> {
+        // Credentials are attached below: never to another origin.
+        self.own(&call.name, call.url.clone())?;
         let mut request = self
             .http
             .request(call.method.clone(), call.url.clone())
@@ -564,7 +592,9 @@ impl RegistryClient {
                 .get(reqwest::header::LINK)
                 .and_then(|v| v.to_str().ok())
                 .and_then(next_link)
-                .and_then(|link| url.join(&link).ok());
+                .and_then(|link| url.join(&link).ok())
+                .map(|next| self.own(&call.name, next))
+                .transpose()?;
             let bytes = read_bounded(response, MAX_MANIFEST_BYTES).await?;
             let page: Page =
                 serde_json::from_slice(&bytes).map_err(|e| RegistryError::Refused {
@@ -599,9 +629,11 @@ impl RegistryClient {
             .get(LOCATION)
             .and_then(|v| v.to_str().ok())
             .ok_or_else(|| refused("an upload session without a Location"))?;
-        self.base
+        let url = self
+            .base
             .join(location)
-            .map_err(|_| refused("an upload session at an address that does not parse"))
+            .map_err(|_| refused("an upload session at an address that does not parse"))?;
+        self.own(call, url)
     }
 }
 

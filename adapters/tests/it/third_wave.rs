@@ -1,0 +1,317 @@
+//! The third wave tried by a hostile tester (issue 51): each test reproduces what was
+//! found first, then checks the fix, on both backends.
+
+use super::billing::{set_tier, subscription};
+use super::*;
+
+const PASSWORD: &str = "correct horse battery";
+
+/// Registers `email` and signs in: (its user id, an access token).
+async fn account(app: &TestApp, email: &str) -> (String, String) {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/register",
+            "unused",
+            None,
+            Some(json!({"email": email, "password": PASSWORD})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["data"]["userId"].as_str().unwrap().to_owned();
+    (id, sign_in(app, email).await)
+}
+
+/// A fresh access token for `email`.
+async fn sign_in(app: &TestApp, email: &str) -> String {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/login",
+            "unused",
+            None,
+            Some(json!({"identifier": email, "password": PASSWORD})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["data"]["accessToken"].as_str().unwrap().to_owned()
+}
+
+fn get(path: &str) -> Request<Body> {
+    Request::get(path).body(Body::empty()).unwrap()
+}
+
+/// The chained events of `action` once the relay has drained the outbox, without
+/// flushing the minute's denial folds (what a person sees right after a refusal).
+async fn chained_now(app: &TestApp, action: &str) -> Vec<SealedEvent> {
+    for _ in 0..1000 {
+        if app.store.outbox_depth().await.unwrap().rows == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let filter = adapters::storage::AuditFilter {
+        action: Some(action.to_owned()),
+        ..Default::default()
+    };
+    app.store
+        .audit_events(&filter, 10_000, 0, true)
+        .await
+        .unwrap()
+        .0
+}
+
+/// `/metrics` shows reporting's gauges on both backends (on PostgreSQL `SUM(bigint)`
+/// is numeric and did not decode, so the section was silently dropped), and a
+/// section that cannot be read is counted and visible, never an absent family alone.
+async fn metrics_show_every_section_or_count_its_failure(app: &TestApp) {
+    app.sql(
+        "INSERT INTO report_unattributed (resource, reason, executions, first_seen, last_seen) \
+         VALUES ('arn:aws:codepipeline:eu-west-1:1:a', 'unregistered', 3, '2026-11-01T00:00:00Z', '2026-11-01T00:00:00Z'), \
+                ('arn:aws:codepipeline:eu-west-1:1:b', 'unregistered', 4, '2026-11-01T00:00:00Z', '2026-11-01T00:00:00Z')",
+    )
+    .await;
+    let (status, text) = app.send(get("/metrics")).await;
+    assert_eq!(status, StatusCode::OK);
+    let text = text.as_str().unwrap().to_owned();
+    assert!(text.contains("report_unattributed_resources 2\n"), "{text}");
+    assert!(
+        text.contains("report_unattributed_executions 7\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("metrics_section_errors_total{section=\"reports\"} 0\n"),
+        "{text}"
+    );
+    // The section's table is gone: the failure is counted, the rest still served.
+    app.sql("DROP TABLE report_unattributed").await;
+    let (status, text) = app.send(get("/metrics")).await;
+    assert_eq!(status, StatusCode::OK);
+    let text = text.as_str().unwrap().to_owned();
+    assert!(
+        text.contains("metrics_section_errors_total{section=\"reports\"} 1\n"),
+        "{text}"
+    );
+    assert!(!text.contains("report_unattributed_resources"), "{text}");
+    assert!(text.contains("audit_outbox_depth"), "{text}");
+    assert!(
+        text.contains("metrics_section_errors_total{section=\"outbox\"} 0\n"),
+        "{text}"
+    );
+}
+
+/// Every refused state change is audited as authz.denied with outcome failure, at
+/// once (the first refusal of a minute; the others fold into one more event): a
+/// super-admin-only route of an organization in its chain, the platform's routes
+/// (registry, super-admin, billing) in the system organization's, a personal token
+/// used beyond its scope in the organization it tried. Reads are not audited.
+async fn every_refused_state_change_is_audited(app: &TestApp) {
+    let (system, _) = app.system().await;
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let refused = [
+        (
+            "PUT",
+            format!("/api/organization/{acme}"),
+            Some(json!({"name": "renamed"})),
+        ),
+        (
+            "POST",
+            "/api/images/copy".to_owned(),
+            Some(json!({"source": "acme/a:1", "target": "system/a:1"})),
+        ),
+        (
+            "DELETE",
+            "/api/images/acme/app/manifests/1".to_owned(),
+            None,
+        ),
+        ("PUT", "/api/admin/super-admins/alice".to_owned(), None),
+        ("DELETE", "/api/plugins/queue/dlq".to_owned(), None),
+        (
+            "PUT",
+            format!("/api/organization/{acme}/seat-limit"),
+            Some(json!({"seats": 3, "version": 1})),
+        ),
+    ];
+    for (method, path, body) in &refused {
+        let (status, answer) = app.call(method, path, &alice, None, body.clone()).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{method} {path}: {answer}");
+    }
+    // A read refused is not audited.
+    let (status, _) = app.call("GET", "/api/quotas/all", &alice, None, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    let denied = chained_now(app, "authz.denied").await;
+    let of_alice: Vec<_> = denied.iter().filter(|e| e.actor_id == "alice").collect();
+    // One per organization and minute at once: acme's, and the system's first.
+    let in_acme: Vec<_> = of_alice.iter().filter(|e| e.chain_key == acme).collect();
+    assert_eq!(in_acme.len(), 1, "{of_alice:?}");
+    assert_eq!(
+        in_acme[0].target_id.as_deref(),
+        Some("PUT /api/organization/{id}")
+    );
+    assert_eq!(in_acme[0].outcome.as_deref(), Some("failure"));
+    assert_eq!(in_acme[0].details["count"], 1);
+    let in_system: Vec<_> = of_alice.iter().filter(|e| e.chain_key == system).collect();
+    assert_eq!(in_system.len(), 1, "{of_alice:?}");
+    assert_eq!(
+        in_system[0].target_id.as_deref(),
+        Some("POST /api/images/copy")
+    );
+
+    // The minute's other refusals fold into one event that counts them.
+    let all = app.audited("authz.denied").await;
+    let counted: u64 = all
+        .iter()
+        .filter(|e| e.actor_id == "alice" && e.chain_key == system)
+        .map(|e| e.details["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, 5, "{all:?}");
+    assert!(
+        all.iter()
+            .filter(|e| e.actor_id == "alice" && e.chain_key == system)
+            .count()
+            <= 4
+    );
+
+    // A personal access token bound to an organization, used for a permission it
+    // does not carry: audited in that organization.
+    let (gus_id, gus) = account(app, "gus@example.com").await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &gus,
+            None,
+            Some(json!({"name": "gus-org"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let gus_org = body["data"]["id"].as_str().unwrap().to_owned();
+    let expires = (Utc::now() + chrono::Duration::days(1)).to_rfc3339();
+    let (status, token) = app
+        .call(
+            "POST",
+            "/api/me/tokens",
+            &gus,
+            None,
+            Some(json!({"name": "ci", "expiresAt": expires, "orgId": gus_org, "permissions": ["compliance:read"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{token}");
+    let pat = token["data"]["token"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &pat,
+            Some(&gus_org),
+            Some(json!({"name": "r", "target": "plugin", "severity": "error", "field": "version", "operator": "neq", "value": "latest"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let scoped: Vec<_> = app
+        .audited("authz.denied")
+        .await
+        .into_iter()
+        .filter(|e| e.actor_id == gus_id && e.details["reason"] == "token_scope")
+        .collect();
+    assert_eq!(scoped.len(), 1, "{scoped:?}");
+    assert_eq!(scoped[0].chain_key, gus_org);
+}
+
+/// A tier change keeps nothing the new tier cannot buy: a Pro organization with the
+/// AUDIT_LOG bundle moved to Developer loses the bundle (and so the audit log) in the
+/// same transaction, audited billing.addon.remove, and the answer lists it; bundles
+/// the new tier may buy stay.
+async fn a_tier_change_keeps_nothing_the_new_tier_cannot_buy(app: &TestApp) {
+    let billing = app
+        .beside(&[
+            ("BILLING_BUNDLES_ENABLED", "true"),
+            ("FEATURES_FOR_ALL_TIERS", ""),
+        ])
+        .await;
+    let acme = billing.org("alice", "acme").await;
+    let alice = billing.token("alice", "alice@example.com");
+    set_tier(&billing, &acme, "pro").await;
+    let id = subscription(&billing, &alice, &acme).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for bundle in [
+        json!({"bundleId": "AUDIT_LOG", "quantity": 1}),
+        json!({"bundleId": "SEAT_PACK", "quantity": 2}),
+    ] {
+        let (status, body) = billing
+            .call(
+                "POST",
+                &format!("/api/subscriptions/{id}/addons"),
+                &alice,
+                Some(&acme),
+                Some(bundle),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (status, _) = billing
+        .call("GET", "/api/audit", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "the bundle opens the audit log");
+
+    let root = billing.super_token().await;
+    let step = billing.step_up("root", 0);
+    let (status, body) = billing
+        .stepped(
+            "PATCH",
+            &format!("/api/organization/{acme}/tier"),
+            &root,
+            Some(step),
+            Some(json!({"tier": "developer"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["tier"], "developer");
+    assert_eq!(
+        body["data"]["removedBundles"],
+        json!([{"bundle": "AUDIT_LOG", "quantity": 1}])
+    );
+    let addons = subscription(&billing, &alice, &acme).await["addons"].clone();
+    let held: Vec<&str> = addons
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["bundle"].as_str().unwrap())
+        .collect();
+    assert_eq!(held, ["SEAT_PACK"], "{addons}");
+    let (status, body) = billing
+        .call("GET", "/api/audit", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(code(status, &body), "FEATURE_NOT_AVAILABLE", "{body}");
+    let removed = billing.audited("billing.addon.remove").await;
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert_eq!(removed[0].details["bundleId"], "AUDIT_LOG");
+    assert_eq!(removed[0].details["reason"], "tier_change");
+    assert_eq!(removed[0].chain_key, acme);
+
+    // The quota override's tier path keeps the same rule.
+    set_tier(&billing, &acme, "pro").await;
+    let (status, body) = billing
+        .call(
+            "POST",
+            &format!("/api/subscriptions/{id}/addons"),
+            &alice,
+            Some(&acme),
+            Some(json!({"bundleId": "AUDIT_LOG", "quantity": 1})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    set_tier(&billing, &acme, "developer").await;
+    assert_eq!(billing.audited("billing.addon.remove").await.len(), 2);
+    billing.stop().await;
+}
+
+on_both_backends!(
+    metrics_show_every_section_or_count_its_failure,
+    every_refused_state_change_is_audited,
+    a_tier_change_keeps_nothing_the_new_tier_cannot_buy,
+);
