@@ -274,6 +274,7 @@ impl Frame {
                 stepped_up_at: None,
                 org_header: Some(org.clone()),
                 personal_token: None,
+                session: None,
             };
             let parent = orgs
                 .iter()

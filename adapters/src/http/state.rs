@@ -15,23 +15,22 @@ fn header<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
 
 /// A user's bearer token, checked: a personal access token (its prefix says so) or a
 /// session's JWT (signature, expiry, and the session not revoked). Answers the user,
-/// the e-mail the token carries and the personal token used.
+/// the e-mail the caller holds (the account's verified address, never an older
+/// claim), the personal token used and the session (`sid`) of an access token.
 pub(crate) async fn authenticate(
     state: &AppState,
     token: &str,
     now: chrono::DateTime<Utc>,
-) -> Result<
-    (
-        String,
-        Option<String>,
-        Option<crate::services::context::TokenUse>,
-    ),
-    ApiError,
-> {
+) -> Result<Authenticated, ApiError> {
     if tenancy::is_personal_token(token) {
         let (user_id, used) =
             crate::services::credentials::personal_token(state, token, now).await?;
-        return Ok((user_id, None, Some(used)));
+        return Ok(Authenticated {
+            user_id,
+            email: None,
+            personal_token: Some(used),
+            session: None,
+        });
     }
     let claims = state.keys.verify(token).await?;
     if claims.step_up {
@@ -44,8 +43,26 @@ pub(crate) async fn authenticate(
             "service tokens cannot call user endpoints",
         ));
     }
-    crate::services::credentials::check_session(state, &claims).await?;
-    Ok((claims.sub, claims.email, None))
+    let email = crate::services::credentials::check_session(state, &claims).await?;
+    Ok(Authenticated {
+        user_id: claims.sub,
+        email,
+        personal_token: None,
+        session: claims.sid,
+    })
+}
+
+/// Who a bearer token stands for.
+#[derive(Debug, Clone)]
+pub(crate) struct Authenticated {
+    /// The user.
+    pub(crate) user_id: String,
+    /// The address the user holds (verified), if known.
+    pub(crate) email: Option<String>,
+    /// The personal access token used, if it is one.
+    pub(crate) personal_token: Option<crate::services::context::TokenUse>,
+    /// The sign-in's refresh family of an access token.
+    pub(crate) session: Option<String>,
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -61,7 +78,12 @@ impl FromRequestParts<AppState> for Caller {
         }
         let token = bearer(header(parts, "authorization"))?;
         let now = Utc::now();
-        let (user_id, email, personal_token) = authenticate(state, token, now).await?;
+        let Authenticated {
+            user_id,
+            email,
+            personal_token,
+            session,
+        } = authenticate(state, token, now).await?;
         if state.first_sight(&user_id) {
             crate::services::access::first_sight(&state.store, &user_id, email.as_deref(), now)
                 .await?;
@@ -70,11 +92,14 @@ impl FromRequestParts<AppState> for Caller {
             None => None,
             Some(token) => {
                 let step = state.keys.verify(token).await?;
-                if !step.step_up || step.sub != user_id {
+                // A proof is the user's, for the session it was made in, and ends
+                // with it: logout, revoke-all and a password change end it too.
+                if !step.step_up || step.sub != user_id || step.sid != session {
                     return Err(ApiError::unauthorized(
-                        "the step-up token does not belong to this user",
+                        "the step-up token does not belong to this user and session",
                     ));
                 }
+                crate::services::credentials::check_session(state, &step).await?;
                 step.iat.and_then(|iat| Utc.timestamp_opt(iat, 0).single())
             }
         };
@@ -83,6 +108,7 @@ impl FromRequestParts<AppState> for Caller {
             email,
             stepped_up_at,
             personal_token,
+            session,
             org_header: header(parts, "x-org-id")
                 .map(str::to_owned)
                 .filter(|s| !s.is_empty()),

@@ -134,6 +134,9 @@ pub struct Caller {
     pub org_header: Option<String>,
     /// Set when the credential is a personal access token rather than a session.
     pub personal_token: Option<TokenUse>,
+    /// The sign-in's refresh family the access token was issued in (`sid`): a
+    /// step-up proof is bound to it.
+    pub session: Option<String>,
 }
 
 /// A request made with a personal access token.

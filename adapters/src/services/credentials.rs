@@ -23,10 +23,13 @@ pub const LAST_USE_EVERY: Duration = Duration::from_secs(60);
 const ENDED: SignInRefusal =
     SignInRefusal::InvalidToken("the session has ended (signed out or revoked): sign in again");
 
-/// Checks a session's access token against what is stored. A token of a user with
-/// no account here (an outside identity provider's, a development token) passes on
-/// its signature alone.
-pub async fn check_session(state: &AppState, claims: &Claims) -> ServiceResult<()> {
+/// Checks a session's token (an access token or a step-up proof) against what is
+/// stored, and answers the e-mail the caller may be taken to hold: for an account
+/// here its current verified address, whatever an older token claims (an address it
+/// no longer holds is never believed); for a user with no account here (an outside
+/// identity provider's, a development token), the token passes on its signature
+/// alone and its claim stands.
+pub async fn check_session(state: &AppState, claims: &Claims) -> ServiceResult<Option<String>> {
     let standing = state
         .kept
         .sessions
@@ -48,7 +51,10 @@ pub async fn check_session(state: &AppState, claims: &Claims) -> ServiceResult<(
     if claims.sid.is_some() && standing.family_ended != Some(false) {
         return Err(ENDED.into());
     }
-    Ok(())
+    Ok(match standing.account {
+        Some(_) => standing.verified_email.clone(),
+        None => claims.email.clone(),
+    })
 }
 
 /// Resolves a personal access token to its owner and bounds: its layout and

@@ -101,9 +101,27 @@ pub struct SessionStanding {
     /// The account's generation, revocation and deletion (`None`: the user has no
     /// account here, as with an outside identity provider's tokens).
     pub account: Option<(i64, Option<DateTime<Utc>>, bool)>,
+    /// The account's address when it is verified (`None`: no account, or its
+    /// current address is not verified): what a token may claim.
+    pub verified_email: Option<String>,
     /// Whether the session's refresh family has ended (`None`: no family named, or
     /// none found).
     pub family_ended: Option<bool>,
+}
+
+/// A mail to an account: its id, kind (`verify-email`, `security`), address and text.
+#[derive(Debug, Clone, Copy)]
+pub struct NewAccountMail<'a> {
+    /// The mail's id.
+    pub id: &'a str,
+    /// What it is about.
+    pub kind: &'a str,
+    /// The address.
+    pub recipient: &'a str,
+    /// The subject line.
+    pub subject: &'a str,
+    /// The text.
+    pub body: &'a str,
 }
 
 /// A personal access token as stored (never its secret).
@@ -317,6 +335,8 @@ impl Store {
         let account = account_from_row(&row)?;
         self.enqueue(&mut tx, &audit(&account)).await?;
         tx.commit().await?;
+        // What a token may claim changed (kept credentials follow it).
+        self.facts_changed();
         Ok(Some(account))
     }
 
@@ -374,6 +394,10 @@ impl Store {
             .await?;
         let account = account_from_row(&row)?;
         tx.commit().await?;
+        if email.is_some() {
+            // What a token may claim changed (kept credentials follow it).
+            self.facts_changed();
+        }
         Ok(account)
     }
 
@@ -452,14 +476,15 @@ impl Store {
     }
 
     /// Makes the waiting authenticator the account's (its first code's `step` used),
-    /// or removes the account's (`step` `None`), with the audit events, in one
-    /// transaction; `false` when the pending one changed meanwhile.
+    /// or removes the account's (`step` `None`), with the audit events and the mail
+    /// telling the account, in one transaction; `false` when the pending one changed
+    /// meanwhile.
     pub async fn settle_totp(
         &self,
         user_id: &str,
         confirmed: Option<(&str, i64)>,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
+        (audit, mail): (&[AuditEvent], &NewAccountMail<'_>),
     ) -> StoreResult<bool> {
         let mut tx = self.pool().begin().await?;
         let done = match confirmed {
@@ -486,8 +511,35 @@ impl Store {
             return Ok(false);
         }
         self.enqueue(&mut tx, audit).await?;
+        self.insert_account_mail(&mut tx, user_id, mail, now)
+            .await?;
         tx.commit().await?;
         Ok(true)
+    }
+
+    /// A mail to an account, sent by the account-mail worker.
+    async fn insert_account_mail(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        user_id: &str,
+        mail: &NewAccountMail<'_>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let at = stamp(now);
+        sqlx::query(&self.sql(
+            "INSERT INTO account_mail (id, user_id, kind, recipient, subject, body, status, attempts, run_after, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7, $7)",
+        ))
+        .bind(mail.id)
+        .bind(user_id)
+        .bind(mail.kind)
+        .bind(mail.recipient)
+        .bind(mail.subject)
+        .bind(mail.body)
+        .bind(&at)
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
     }
 
     /// Uses an authenticator code's step: `false` when that step (or a later one) was
@@ -511,21 +563,26 @@ impl Store {
         family_id: Option<&str>,
     ) -> StoreResult<SessionStanding> {
         let row = sqlx::query(
-            &self.sql("SELECT generation, revoked_at, deleted_at FROM accounts WHERE user_id = $1"),
+            &self.sql("SELECT generation, revoked_at, deleted_at, email, email_verified_at FROM accounts WHERE user_id = $1"),
         )
         .bind(user_id)
         .fetch_optional(self.pool())
         .await?;
-        let account = match row {
+        let (account, verified_email) = match row {
             Some(row) => {
                 let d = Decoder::new(&row, "accounts", &[]);
-                Some((
-                    d.get("generation")?,
-                    d.opt_stamp("revoked_at")?,
-                    d.opt_stamp("deleted_at")?.is_some(),
-                ))
+                let verified = d.opt_stamp("email_verified_at")?.is_some();
+                let email: String = d.get("email")?;
+                (
+                    Some((
+                        d.get("generation")?,
+                        d.opt_stamp("revoked_at")?,
+                        d.opt_stamp("deleted_at")?.is_some(),
+                    )),
+                    verified.then_some(email),
+                )
             }
-            None => None,
+            None => (None, None),
         };
         let family_ended = match family_id {
             Some(id) => sqlx::query(
@@ -545,6 +602,7 @@ impl Store {
         };
         Ok(SessionStanding {
             account,
+            verified_email,
             family_ended,
         })
     }

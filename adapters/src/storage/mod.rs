@@ -52,7 +52,8 @@ use sqlx::{AnyConnection, AnyPool, Executor};
 
 pub use access::{AccessSnapshot, MyOrganization};
 pub use accounts::{
-    AccountMail, AccountRecord, NewAccount, PersonalTokenRecord, SessionStanding, Verification,
+    AccountMail, AccountRecord, NewAccount, NewAccountMail, PersonalTokenRecord, SessionStanding,
+    Verification,
 };
 pub use announcements::{AnnouncementFields, AnnouncementRecord, Reader};
 pub use audit::AuditFilter;

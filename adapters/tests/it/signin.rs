@@ -913,17 +913,39 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
         )
         .await;
     assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    // Enrolling takes a fresh proof of the password: the access token alone cannot.
+    let (status, body) = app.call("POST", "/api/me/totp", &access, None, None).await;
+    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
     let (status, body) = app
         .call(
             "POST",
-            "/api/me/totp/confirm",
+            "/api/auth/step-up",
             &access,
             None,
+            Some(json!({"password": PASSWORD})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let password_proof = body["data"]["stepUpToken"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .stepped(
+            "POST",
+            "/api/me/totp/confirm",
+            &access,
+            Some(password_proof.clone()),
             Some(json!({"code": "123456"})),
         )
         .await;
     assert_eq!(code(status, &body), "CONFLICT");
-    let (status, body) = app.call("POST", "/api/me/totp", &access, None, None).await;
+    let (status, body) = app
+        .stepped(
+            "POST",
+            "/api/me/totp",
+            &access,
+            Some(password_proof.clone()),
+            None,
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let text = body["data"]["secret"].as_str().unwrap().to_owned();
     assert!(body["data"]["otpauthUri"]
@@ -949,21 +971,40 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
             "/api/me/totp/confirm",
             &access,
             None,
+            Some(json!({"code": at(0)})),
+        )
+        .await;
+    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
+    let (status, body) = app
+        .stepped(
+            "POST",
+            "/api/me/totp/confirm",
+            &access,
+            Some(password_proof.clone()),
             Some(json!({"code": wrong})),
         )
         .await;
     assert_eq!(code(status, &body), "VALIDATION_ERROR");
     let (status, body) = app
-        .call(
+        .stepped(
             "POST",
             "/api/me/totp/confirm",
             &access,
-            None,
+            Some(password_proof.clone()),
             Some(json!({"code": at(0)})),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["totpEnabled"], true);
+    // The account is told, and the change audited.
+    assert_eq!(
+        number(
+            app,
+            "SELECT COUNT(*) FROM account_mail WHERE recipient = 'otto@example.com' AND kind = 'security'"
+        )
+        .await,
+        1
+    );
     // The code that confirmed is used up; the next step's (drift) is good, once.
     let (status, body) = app
         .call(
@@ -1012,6 +1053,69 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
         .await
         .iter()
         .all(|e| !format!("{e:?}").contains(&next)));
+}
+
+/// A step-up proof is bound to the session it was made in and to the account's
+/// generation: another session of the same account cannot use it, and logout,
+/// revoke-all and a password change end it (issue 51: a stolen access token made
+/// itself a second factor and stepped up with it).
+async fn step_up_proofs_are_bound_to_their_session_and_end_with_it(app: &TestApp) {
+    register(app, "sal@example.com").await;
+    let proof_of = |access: String| async move {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/auth/step-up",
+                &access,
+                None,
+                Some(json!({"password": PASSWORD})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["data"]["stepUpToken"].as_str().unwrap().to_owned()
+    };
+    // A proof works for its own session only.
+    let (first, first_refresh) = session(app, "sal@example.com").await;
+    let (second, _) = session(app, "sal@example.com").await;
+    let proof = proof_of(first.clone()).await;
+    let (status, body) = app
+        .stepped("POST", "/api/me/totp", &first, Some(proof.clone()), None)
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = app
+        .stepped("POST", "/api/me/totp", &second, Some(proof.clone()), None)
+        .await;
+    assert_eq!(code(status, &body), "UNAUTHORIZED", "{body}");
+    // Logout ends the session's proofs.
+    let (status, _) = public(
+        app,
+        "/api/auth/logout",
+        json!({"refreshToken": first_refresh}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (third, _) = session(app, "sal@example.com").await;
+    let (status, _) = app
+        .stepped("POST", "/api/me/totp", &third, Some(proof), None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // A password change ends every proof made before.
+    let proof = proof_of(third.clone()).await;
+    let (status, body) = app
+        .call(
+            "PUT",
+            "/api/me/password",
+            &third,
+            None,
+            Some(json!({"currentPassword": PASSWORD, "newPassword": "a new horse battery"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let fresh = body["data"]["accessToken"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .stepped("POST", "/api/me/totp", &fresh, Some(proof), None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
 }
 
 async fn the_system_organization_is_for_bootstrap_identifiers_only(app: &TestApp) {
@@ -1139,6 +1243,7 @@ async fn session_with(
 }
 
 on_both_backends!(
+    step_up_proofs_are_bound_to_their_session_and_end_with_it,
     a_person_registers_verifies_signs_in_refreshes_and_signs_out,
     bad_input_is_refused_and_changes_nothing,
     a_wrong_password_and_an_unknown_account_answer_alike,

@@ -310,7 +310,108 @@ async fn a_tier_change_keeps_nothing_the_new_tier_cannot_buy(app: &TestApp) {
     billing.stop().await;
 }
 
+/// Follows the verification link mailed last to `email`.
+async fn verify_address(app: &TestApp, email: &str) {
+    let body: String = sqlx::query_scalar(&format!(
+        "SELECT body FROM account_mail WHERE recipient = '{email}' AND kind = 'verify-email' ORDER BY created_at DESC LIMIT 1"
+    ))
+    .fetch_one(adapters::storage::pool_for_tests(&app.store))
+    .await
+    .unwrap();
+    let start = body.find("token=").unwrap() + "token=".len();
+    let token: String = body[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect();
+    let (status, answer) = app
+        .call(
+            "POST",
+            "/api/auth/verify-email",
+            "unused",
+            None,
+            Some(json!({"token": token})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}
+
+/// Sends an invitation of `email` into `org`; its id.
+async fn invite(app: &TestApp, token: &str, org: &str, email: &str) -> String {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/invitation/send",
+            token,
+            Some(org),
+            Some(json!({"email": email})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["data"]["id"].as_str().unwrap().to_owned()
+}
+
+/// After an account changes its e-mail, its older access tokens are not taken to
+/// hold the old address (an invitation sent to it is not theirs), nor the new one
+/// until it is verified; then the same token holds the new one.
+async fn an_email_change_takes_effect_on_every_token(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    account(app, "old@example.com").await;
+    verify_address(app, "old@example.com").await;
+    // Signed in once verified: the token claims old@example.com.
+    let old_token = sign_in(app, "old@example.com").await;
+    let (status, me) = app.call("GET", "/api/me", &old_token, None, None).await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    let (status, body) = app
+        .call(
+            "PUT",
+            "/api/me",
+            &old_token,
+            None,
+            Some(json!({"email": "new@example.com"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The old address's invitation is not the token's any more.
+    let to_old = invite(app, &alice, &acme, "old@example.com").await;
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/invitation/{to_old}/accept"),
+            &old_token,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND", "{body}");
+    // Nor is the new address's, until it is verified.
+    let to_new = invite(app, &alice, &acme, "new@example.com").await;
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/invitation/{to_new}/accept"),
+            &old_token,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "NOT_FOUND", "{body}");
+    verify_address(app, "new@example.com").await;
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/invitation/{to_new}/accept"),
+            &old_token,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["data"]["email"], "new@example.com");
+}
+
 on_both_backends!(
+    an_email_change_takes_effect_on_every_token,
     metrics_show_every_section_or_count_its_failure,
     every_refused_state_change_is_audited,
     a_tier_change_keeps_nothing_the_new_tier_cannot_buy,

@@ -27,7 +27,7 @@ pub(super) fn routes() -> Vec<Route> {
             .body_of::<signin::RefreshToken>()
             .answers::<signin::SignedOut>(200),
         post("/api/auth/step-up", "stepUp", Access::User, signin::step_up)
-            .doc("Re-enter the password, or a code of the enrolled authenticator (`totp`, each code good once), for a step-up proof, sent as X-Step-Up-Token to the operations that require it, valid for STEP_UP_WINDOW_SECONDS. A wrong one: 401 INVALID_CREDENTIALS, counted as a failed sign-in; a code without an authenticator: 400. Not with a personal access token")
+            .doc("Re-enter the password, or a code of the enrolled authenticator (`totp`, each code good once), for a step-up proof, sent as X-Step-Up-Token to the operations that require it, valid for STEP_UP_WINDOW_SECONDS and bound to the session it was made in (logout, revoke-all and a password change end it). A wrong one: 401 INVALID_CREDENTIALS, counted as a failed sign-in; a code without an authenticator: 400. Not with a personal access token")
             .body_of::<signin::StepUp>()
             .answers::<StepUpProof>(200),
         get("/api/me", "me", Access::User, signin::me)
@@ -45,10 +45,10 @@ pub(super) fn routes() -> Vec<Route> {
             .body_of::<signin::ChangePassword>()
             .answers::<Session>(200),
         post("/api/me/totp", "enrollTotp", Access::User, signin::enroll_totp)
-            .doc("Start enrolling an authenticator app: a new secret (base32, and the otpauth:// URI to scan), waiting for its first code; sealed at rest with SECRETS_ENCRYPTION_KEY when set")
+            .doc("Start enrolling (or replacing) an authenticator app, with a fresh X-Step-Up-Token (the password again, or a code of the authenticator enrolled): a new secret (base32, and the otpauth:// URI to scan), waiting for its first code; sealed at rest with SECRETS_ENCRYPTION_KEY when set")
             .answers::<TotpEnrollment>(201),
         post("/api/me/totp/confirm", "confirmTotp", Access::User, signin::confirm_totp)
-            .doc("Confirm the waiting authenticator with its current code (audit user.profile.update): step-up then takes its codes. A wrong code: 400; none waiting: 409")
+            .doc("Confirm the waiting authenticator with its current code, with a fresh X-Step-Up-Token (audit user.profile.update; the account is mailed that an authenticator was added or replaced): step-up then takes its codes. A wrong code: 400; none waiting: 409")
             .body_of::<signin::TotpCode>()
             .answers::<Account>(200),
         delete("/api/me/totp", "removeTotp", Access::User, signin::remove_totp)

@@ -42,6 +42,10 @@ pub async fn step_up(
     let window = state.config.http.step_up_window;
     let mut claims = Claims::user(&account.user_id, None, now, window);
     claims.step_up = true;
+    // Bound to the session it was made in and to the account's generation: logout,
+    // revoke-all and a password change end it with the session.
+    claims.gen = Some(account.generation);
+    claims.sid = caller.session.clone();
     let token = state
         .keys
         .sign(&claims)
@@ -111,13 +115,16 @@ pub struct TotpEnrollment {
 }
 
 /// Starts enrolling an authenticator: a new secret waits for its first code (one
-/// enrolled already stays until the new one is confirmed).
+/// enrolled already stays until the new one is confirmed). A fresh step-up is
+/// required (the password again, or a code of the authenticator enrolled): an access
+/// token alone never makes itself a second factor.
 pub async fn enroll_totp(
     state: &AppState,
     caller: &Caller,
     now: DateTime<Utc>,
 ) -> ServiceResult<TotpEnrollment> {
     session_only(caller)?;
+    fresh_step_up(state, caller, now)?;
     let account = own_account(state, caller).await?;
     let secret = random::<20>()?;
     let text = tenancy::totp_secret_text(&secret);
@@ -132,8 +139,9 @@ pub async fn enroll_totp(
     })
 }
 
-/// Confirms the waiting authenticator with its first code (audit
-/// user.profile.update).
+/// Confirms the waiting authenticator with its first code, with a fresh step-up
+/// (audit user.profile.update; the account is mailed that its authenticator was
+/// added or replaced).
 pub async fn confirm_totp(
     state: &AppState,
     caller: &Caller,
@@ -141,6 +149,7 @@ pub async fn confirm_totp(
     now: DateTime<Utc>,
 ) -> ServiceResult<Account> {
     session_only(caller)?;
+    fresh_step_up(state, caller, now)?;
     let account = own_account(state, caller).await?;
     let Some(pending) = &account.totp_pending else {
         return Err(ServiceError::Conflict(
@@ -152,14 +161,32 @@ pub async fn confirm_totp(
         .map_err(|e| ServiceError::Broken(e.to_string()))?
         .and_then(|s| i64::try_from(s).ok())
         .ok_or_else(|| ServiceError::invalid("code", "is not the authenticator's current code"))?;
+    let replaced = account.totp_secret.is_some();
     let event = caller_event(
         caller,
         "user.profile.update",
-        json!({"changed": ["authenticator"]}),
+        json!({"changed": ["authenticator"], "replaced": replaced}),
     );
+    let (subject, body) = if replaced {
+        (
+            "The authenticator of your account was replaced",
+            "The authenticator app of your account was replaced: codes of the former one no longer work. If this was not you, sign in, change your password and end every session (revoke all).",
+        )
+    } else {
+        (
+            "An authenticator was added to your account",
+            "An authenticator app was added to your account: its codes now verify you. If this was not you, sign in, change your password and end every session (revoke all).",
+        )
+    };
+    let mail = security_mail(&account, subject, body);
     if !state
         .store
-        .settle_totp(&account.user_id, Some((pending, step)), now, &[event])
+        .settle_totp(
+            &account.user_id,
+            Some((pending, step)),
+            now,
+            (&[event], &mail.borrowed()),
+        )
         .await?
     {
         return Err(ServiceError::Conflict(
@@ -183,9 +210,47 @@ pub async fn remove_totp(
         "user.profile.update",
         json!({"changed": ["authenticator removed"]}),
     );
+    let mail = security_mail(
+        &account,
+        "The authenticator of your account was removed",
+        "The authenticator app of your account was removed. If this was not you, sign in, change your password and end every session (revoke all).",
+    );
     state
         .store
-        .settle_totp(&account.user_id, None, now, &[event])
+        .settle_totp(&account.user_id, None, now, (&[event], &mail.borrowed()))
         .await?;
     Ok(own_account(state, caller).await?.into())
+}
+
+/// A mail telling the account of a change to how it signs in.
+struct SecurityMail {
+    id: String,
+    recipient: String,
+    subject: &'static str,
+    body: &'static str,
+}
+
+impl SecurityMail {
+    fn borrowed(&self) -> crate::storage::NewAccountMail<'_> {
+        crate::storage::NewAccountMail {
+            id: &self.id,
+            kind: "security",
+            recipient: &self.recipient,
+            subject: self.subject,
+            body: self.body,
+        }
+    }
+}
+
+fn security_mail(
+    account: &AccountRecord,
+    subject: &'static str,
+    body: &'static str,
+) -> SecurityMail {
+    SecurityMail {
+        id: crate::storage::new_id(),
+        recipient: account.email.clone(),
+        subject,
+        body,
+    }
 }
