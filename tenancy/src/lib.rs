@@ -39,7 +39,7 @@ pub use role::{
 pub use signin::{
     check_password, check_personal_token, hash_password, is_personal_token, personal_token,
     second_use, token_hint, token_is_current, totp_code, totp_secret_bytes, totp_secret_text,
-    totp_step, totp_uri, verify_password, Failures, SecondUse, SignInError, Throttle,
+    totp_step, totp_uri, verify_password, Charge, Failures, SecondUse, SignInError, Throttle,
     ThrottlePolicy, TokenScope, ARGON2_MEMORY_KIB, ARGON2_PASSES, MAX_PASSWORD_CHARS,
     MAX_PERSONAL_TOKEN_LIFETIME, MIN_PASSWORD_CHARS, PERSONAL_TOKEN_PREFIX, PERSONAL_TOKEN_RANDOM,
     REFRESH_GRACE,

@@ -251,7 +251,57 @@ pub enum Throttle {
     Locked(DateTime<Utc>),
 }
 
+/// An attempt charged against the failures before it is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Charge {
+    /// The attempt may be judged: the failures counting it (as if it failed; a
+    /// success gives it back), and how long to wait before answering.
+    Taken(Failures, std::time::Duration),
+    /// Refused (429) until then: nothing is charged.
+    Locked(DateTime<Utc>),
+}
+
 impl ThrottlePolicy {
+    /// Charges one attempt at `now` against `failures` before it is judged, so that
+    /// concurrent attempts each count the ones in flight: at most `lock_after`
+    /// attempts are ever judged per run, whatever the concurrency. A run that began
+    /// before the window, or whose lockout has passed, starts again at one.
+    ///
+    /// ```
+    /// use chrono::{Duration, TimeZone, Utc};
+    /// use tenancy::{Charge, Failures, ThrottlePolicy};
+    /// let policy = ThrottlePolicy::default();
+    /// let now = Utc.with_ymd_and_hms(2026, 11, 28, 12, 0, 0).unwrap();
+    /// let Charge::Taken(first, wait) = policy.charge(None, now) else { panic!() };
+    /// assert_eq!((first.count, wait.as_millis()), (1, 0));
+    /// let nine = Failures { count: 9, first_at: now - Duration::minutes(1), last_at: now };
+    /// let Charge::Taken(tenth, _) = policy.charge(Some(&nine), now) else { panic!() };
+    /// assert_eq!(tenth.count, 10);
+    /// assert_eq!(policy.charge(Some(&tenth), now), Charge::Locked(now + policy.lockout));
+    /// ```
+    pub fn charge(&self, failures: Option<&Failures>, now: DateTime<Utc>) -> Charge {
+        let delay = match self.judge(failures, now) {
+            Throttle::Locked(until) => return Charge::Locked(until),
+            Throttle::Slow(delay) => delay,
+            Throttle::Open => std::time::Duration::ZERO,
+        };
+        let after = match failures {
+            Some(f) if f.first_at >= self.forgotten_since(now) && f.count < self.lock_after => {
+                Failures {
+                    count: f.count.saturating_add(1),
+                    first_at: f.first_at,
+                    last_at: now,
+                }
+            }
+            _ => Failures {
+                count: 1,
+                first_at: now,
+                last_at: now,
+            },
+        };
+        Charge::Taken(after, delay)
+    }
+
     /// When a run that began at `first_at` is forgotten.
     pub fn forgotten_since(&self, now: DateTime<Utc>) -> DateTime<Utc> {
         now - self.window

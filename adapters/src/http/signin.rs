@@ -54,6 +54,8 @@ pub(crate) struct Register {
 /// `POST /api/auth/register`: the account, unverified; the link goes by e-mail.
 pub(crate) async fn register(
     State(state): State<AppState>,
+    Peer(peer): Peer,
+    headers: HeaderMap,
     Json(body): Json<Register>,
 ) -> Result<Answer<Account>, ApiError> {
     let password = secret("password", &body.password, MAX_PASSWORD_TEXT)?;
@@ -62,8 +64,14 @@ pub(crate) async fn register(
         .as_deref()
         .map(|n| text("name", n, 200))
         .transpose()?;
-    let account =
-        accounts::register(&state, (&body.email, password, name.as_deref()), Utc::now()).await?;
+    let client = client_address(&state, &headers, peer);
+    let account = accounts::register(
+        &state,
+        (&body.email, password, name.as_deref()),
+        client,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::created(account))
 }
 

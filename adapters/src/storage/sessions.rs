@@ -186,32 +186,67 @@ impl Store {
         row.as_ref().map(family_from_row).transpose()
     }
 
-    /// Records a failed sign-in against each key (a run older than `forgotten`
-    /// starts again at one), with the audit events, in one transaction.
-    pub async fn record_signin_failure(
+    /// Charges one attempt against every key before it is judged, in one
+    /// transaction, each key in one statement (`tenancy::ThrottlePolicy::charge`,
+    /// which a test holds this SQL to): a run that began before `forgotten` or whose
+    /// lockout passed starts again at one. `None` when a key is locked (failures at
+    /// `lock_after` or more, the latest after `locked_since`): nothing is charged.
+    /// Otherwise each key's failures counting this attempt.
+    pub async fn charge_signin_attempt(
         &self,
         keys: &[&str],
-        forgotten: DateTime<Utc>,
+        (forgotten, lock_after, locked_since): (DateTime<Utc>, u32, DateTime<Utc>),
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Option<Vec<tenancy::Failures>>> {
         let at = stamp(now);
         let mut tx = self.pool().begin().await?;
+        let mut charged = Vec::with_capacity(keys.len());
         for key in keys {
-            sqlx::query(&self.sql(
+            let row = sqlx::query(&self.sql(
                 "INSERT INTO signin_failures (key, failures, first_at, last_at) VALUES ($1, 1, $2, $2)
                  ON CONFLICT (key) DO UPDATE SET
-                   failures = CASE WHEN signin_failures.first_at < $3 THEN 1 ELSE signin_failures.failures + 1 END,
-                   first_at = CASE WHEN signin_failures.first_at < $3 THEN excluded.first_at ELSE signin_failures.first_at END,
-                   last_at = excluded.last_at",
+                   failures = CASE WHEN signin_failures.first_at >= $3 AND signin_failures.failures < $4
+                                   THEN signin_failures.failures + 1 ELSE 1 END,
+                   first_at = CASE WHEN signin_failures.first_at >= $3 AND signin_failures.failures < $4
+                                   THEN signin_failures.first_at ELSE excluded.first_at END,
+                   last_at = excluded.last_at
+                 WHERE NOT (signin_failures.failures >= $4 AND signin_failures.last_at > $5)
+                 RETURNING failures, first_at, last_at",
             ))
             .bind(*key)
             .bind(&at)
             .bind(stamp(forgotten))
+            .bind(i64::from(lock_after))
+            .bind(stamp(locked_since))
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(row) = row else {
+                tx.rollback().await?;
+                return Ok(None);
+            };
+            let d = Decoder::new(&row, "signin_failures", &[]);
+            charged.push(tenancy::Failures {
+                count: d.u32("failures")?,
+                first_at: d.stamp("first_at")?,
+                last_at: d.stamp("last_at")?,
+            });
+        }
+        tx.commit().await?;
+        Ok(Some(charged))
+    }
+
+    /// Gives back an attempt charged by [`Store::charge_signin_attempt`] that
+    /// succeeded.
+    pub async fn refund_signin_attempt(&self, keys: &[&str]) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        for key in keys {
+            sqlx::query(&self.sql(
+                "UPDATE signin_failures SET failures = failures - 1 WHERE key = $1 AND failures > 0",
+            ))
+            .bind(*key)
             .execute(&mut *tx)
             .await?;
         }
-        self.enqueue(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
     }

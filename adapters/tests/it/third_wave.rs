@@ -410,7 +410,183 @@ async fn an_email_change_takes_effect_on_every_token(app: &TestApp) {
     assert_eq!(body["data"]["email"], "new@example.com");
 }
 
+/// The sign-in throttle's one statement (`Store::charge_signin_attempt`) decides as
+/// `tenancy::ThrottlePolicy::charge` does, over a grid of runs: their count, how long
+/// ago they began and how long ago their latest failure was.
+async fn the_throttle_statement_decides_as_the_policy(app: &TestApp) {
+    use chrono::SecondsFormat;
+    use tenancy::{Charge, Failures, ThrottlePolicy};
+    let policy = ThrottlePolicy::default();
+    let now = Utc::now();
+    let stamp = |at: chrono::DateTime<Utc>| at.to_rfc3339_opts(SecondsFormat::Micros, true);
+    let mut cases = 0;
+    for count in [
+        None,
+        Some(1u32),
+        Some(3),
+        Some(4),
+        Some(9),
+        Some(10),
+        Some(11),
+    ] {
+        for first_ago in [1i64, 14, 16, 40] {
+            for last_ago in [0i64, 5, 14, 16, 40] {
+                if last_ago > first_ago {
+                    continue;
+                }
+                let key = format!("grid:{cases}");
+                let before = count.map(|count| Failures {
+                    count,
+                    first_at: now - chrono::Duration::minutes(first_ago),
+                    last_at: now - chrono::Duration::minutes(last_ago),
+                });
+                if let Some(f) = before {
+                    app.sql(&format!(
+                        "INSERT INTO signin_failures (key, failures, first_at, last_at) VALUES ('{key}', {}, '{}', '{}')",
+                        f.count,
+                        stamp(f.first_at),
+                        stamp(f.last_at)
+                    ))
+                    .await;
+                }
+                let charged = app
+                    .store
+                    .charge_signin_attempt(
+                        &[key.as_str()],
+                        (
+                            policy.forgotten_since(now),
+                            policy.lock_after,
+                            now - policy.lockout,
+                        ),
+                        now,
+                    )
+                    .await
+                    .unwrap();
+                match (policy.charge(before.as_ref(), now), charged) {
+                    (Charge::Locked(_), None) => {}
+                    (Charge::Taken(expected, _), Some(found)) => {
+                        assert_eq!(found.len(), 1);
+                        assert_eq!(found[0].count, expected.count, "{before:?}");
+                        assert_eq!(
+                            stamp(found[0].first_at),
+                            stamp(expected.first_at),
+                            "{before:?}"
+                        );
+                    }
+                    (expected, found) => panic!("{before:?}: policy {expected:?}, SQL {found:?}"),
+                }
+                cases += 1;
+            }
+        }
+    }
+    assert!(cases > 50);
+}
+
+/// 24 wrong passwords sent at once, each from its own address, against one account:
+/// at most the policy's ten are judged (401 and audited), the others are refused
+/// (429) unjudged; the same for 24 parallel wrong `currentPassword` guesses.
+async fn parallel_guesses_are_judged_at_most_the_documented_number(app: &TestApp) {
+    let proxied = app.beside(&[("TRUST_PROXY_HEADERS", "true")]).await;
+    let (_, token) = account(&proxied, "vic@example.com").await;
+    let requests = (0..24)
+        .map(|i| {
+            let mut request = TestApp::request_of(
+                "POST",
+                "/api/auth/login",
+                "unused",
+                None,
+                Some(json!({"identifier": "vic@example.com", "password": format!("wrong guess {i}")})),
+            );
+            request
+                .headers_mut()
+                .insert("x-forwarded-for", format!("198.51.100.{i}").parse().unwrap());
+            request
+        })
+        .collect();
+    let answers = proxied.concurrently(requests).await;
+    let judged = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::UNAUTHORIZED)
+        .count();
+    let refused = answers
+        .iter()
+        .filter(|(status, body)| {
+            *status == StatusCode::TOO_MANY_REQUESTS && body["code"] == "TOO_MANY_ATTEMPTS"
+        })
+        .count();
+    assert_eq!(judged + refused, 24, "{answers:?}");
+    assert!(judged <= 10, "{judged} guesses were judged");
+    assert_eq!(judged, 10, "the ten allowed are all judged");
+    assert_eq!(proxied.audited("user.login.failed").await.len(), judged);
+
+    // The same account's password change: 24 parallel wrong current passwords.
+    let (_, token_b) = account(&proxied, "wes@example.com").await;
+    let _ = token;
+    let requests = (0..24)
+        .map(|i| {
+            TestApp::request_of(
+                "PUT",
+                "/api/me/password",
+                &token_b,
+                None,
+                Some(json!({"currentPassword": format!("wrong guess {i}"), "newPassword": "another horse battery"})),
+            )
+        })
+        .collect();
+    let answers = proxied.concurrently(requests).await;
+    let judged = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::UNAUTHORIZED)
+        .count();
+    let refused = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!(judged + refused, 24, "{answers:?}");
+    assert_eq!(judged, 10, "{answers:?}");
+    proxied.stop().await;
+}
+
+/// Registration costs an argon2 hash: bounded per client address (ten in the
+/// policy's window, then 429), while another address still registers.
+async fn registration_is_bounded_per_client_address(app: &TestApp) {
+    let proxied = app.beside(&[("TRUST_PROXY_HEADERS", "true")]).await;
+    let register = |i: usize, address: &'static str| {
+        let mut request = TestApp::request_of(
+            "POST",
+            "/api/auth/register",
+            "unused",
+            None,
+            Some(json!({"email": format!("r{i}@example.com"), "password": PASSWORD})),
+        );
+        request
+            .headers_mut()
+            .insert("x-forwarded-for", address.parse().unwrap());
+        request
+    };
+    let mut created = 0;
+    let mut refused = 0;
+    for i in 0..25 {
+        let (status, body) = proxied.send(register(i, "203.0.113.7")).await;
+        match status {
+            StatusCode::CREATED => created += 1,
+            StatusCode::TOO_MANY_REQUESTS => {
+                assert_eq!(code(status, &body), "TOO_MANY_ATTEMPTS");
+                refused += 1;
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!((created, refused), (10, 15));
+    let (status, body) = proxied.send(register(99, "203.0.113.8")).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    proxied.stop().await;
+}
+
 on_both_backends!(
+    the_throttle_statement_decides_as_the_policy,
+    parallel_guesses_are_judged_at_most_the_documented_number,
+    registration_is_bounded_per_client_address,
     an_email_change_takes_effect_on_every_token,
     metrics_show_every_section_or_count_its_failure,
     every_refused_state_change_is_audited,

@@ -265,13 +265,23 @@ fn verification(
 }
 
 /// Registers an account. An address taken by a live account is 409.
+///
+/// Registrations are bounded per client address by the sign-in throttle's policy
+/// (each one charged, none given back: past `lock_after` within its window, 429
+/// until the lockout passes), before the password is hashed: an address cannot make
+/// the server hash without bound.
 pub async fn register(
     state: &AppState,
     (email, password, name): (&str, String, Option<&str>),
+    client: Option<std::net::IpAddr>,
     now: DateTime<Utc>,
 ) -> ServiceResult<Account> {
     let email = normalize_email("email", email)?;
     tenancy::check_password(&password, &email).map_err(|e| weak("password", e))?;
+    if let Some(ip) = client {
+        let key = format!("register:{ip}");
+        throttle(state, &[key.as_str()], now).await?;
+    }
     let hash = hash_password(state, password).await?;
     let user_id = crate::new_id();
     let (token_hash, mail_id, subject, body, expires_at) = verification(state, now)?;
@@ -358,39 +368,67 @@ async fn check_standing(state: &AppState, org_id: &str, user_id: &str) -> Servic
 
 /// Refuses an attempt that the recorded failures lock out, and waits as long as
 /// they slow it.
+/// Charges one attempt against the throttle's `keys` before it is judged (so that
+/// concurrent guesses each count the others in flight: at most the policy's number
+/// is ever judged per run), then waits the policy's delay. Refused (429) while a key
+/// is locked, with nothing charged. An attempt that succeeds is given back
+/// ([`refund`]); one that fails stays counted ([`record_failure`]).
 async fn throttle(state: &AppState, keys: &[&str], now: DateTime<Utc>) -> ServiceResult<()> {
     let policy = ThrottlePolicy::default();
-    let mut delay = Duration::ZERO;
-    for (_, failures) in state.store.signin_failures(keys).await? {
-        match policy.judge(Some(&failures), now) {
-            Throttle::Open => {}
-            Throttle::Slow(d) => delay = delay.max(d),
-            Throttle::Locked(until) => {
-                let retry_after = u64::try_from((until - now).num_seconds())
-                    .unwrap_or(0)
-                    .max(1);
-                return Err(SignInRefusal::TooManyAttempts { retry_after }.into());
+    let charged = state
+        .store
+        .charge_signin_attempt(
+            keys,
+            (
+                policy.forgotten_since(now),
+                policy.lock_after,
+                now - policy.lockout,
+            ),
+            now,
+        )
+        .await?;
+    let Some(charged) = charged else {
+        let mut until = now + policy.lockout;
+        for (_, failures) in state.store.signin_failures(keys).await? {
+            if let Throttle::Locked(locked) = policy.judge(Some(&failures), now) {
+                until = locked;
             }
         }
-    }
+        let retry_after = u64::try_from((until - now).num_seconds())
+            .unwrap_or(0)
+            .max(1);
+        return Err(SignInRefusal::TooManyAttempts { retry_after }.into());
+    };
+    // The delay the failures before this attempt earned.
+    let delay = charged
+        .iter()
+        .filter(|after| after.count > 1)
+        .map(|after| {
+            let before = tenancy::Failures {
+                count: after.count - 1,
+                ..*after
+            };
+            match policy.judge(Some(&before), now) {
+                Throttle::Slow(delay) => delay,
+                Throttle::Open | Throttle::Locked(_) => Duration::ZERO,
+            }
+        })
+        .max()
+        .unwrap_or(Duration::ZERO);
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
     Ok(())
 }
 
-async fn record_failure(
-    state: &AppState,
-    keys: &[&str],
-    event: audit_chain::AuditEvent,
-    now: DateTime<Utc>,
-) -> ServiceResult<()> {
-    let forgotten = ThrottlePolicy::default().forgotten_since(now);
-    state
-        .store
-        .record_signin_failure(keys, forgotten, now, &[event])
-        .await?;
-    Ok(())
+/// Gives back an attempt [`throttle`] charged, which succeeded.
+async fn refund(state: &AppState, keys: &[&str]) -> ServiceResult<()> {
+    Ok(state.store.refund_signin_attempt(keys).await?)
+}
+
+/// Records a failed attempt (charged already by [`throttle`]): its audit event.
+async fn record_failure(state: &AppState, event: audit_chain::AuditEvent) -> ServiceResult<()> {
+    Ok(state.store.record_events(&[event]).await?)
 }
 
 fn session_only(caller: &Caller) -> ServiceResult<()> {
@@ -420,7 +458,7 @@ async fn reauthenticate(
     let key = format!("account:{}", account.email);
     throttle(state, &[key.as_str()], now).await?;
     if password_matches(state, Some(account), password).await? {
-        return Ok(());
+        return refund(state, &[key.as_str()]).await;
     }
     let event = user_event(
         "user.login.failed",
@@ -429,7 +467,7 @@ async fn reauthenticate(
         json!({"reason": "re-authentication failed"}),
         "failure",
     );
-    record_failure(state, &[key.as_str()], event, now).await?;
+    record_failure(state, event).await?;
     Err(SignInRefusal::InvalidCredentials.into())
 }
 

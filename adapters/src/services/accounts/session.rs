@@ -133,9 +133,10 @@ pub async fn login(
             json!({"reason": "invalid credentials", "clientAddress": client.map(|ip| ip.to_string())}),
             "failure",
         );
-        record_failure(state, &keys, event, now).await?;
+        record_failure(state, event).await?;
         return Err(SignInRefusal::InvalidCredentials.into());
     };
+    refund(state, &keys).await?;
     if state.config.signin.verification_required && account.email_verified_at.is_none() {
         return Err(SignInRefusal::EmailNotVerified.into());
     }

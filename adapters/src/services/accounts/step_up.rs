@@ -91,7 +91,7 @@ async fn check_code(
         None => false,
     };
     if used {
-        return Ok(());
+        return refund(state, &[key.as_str()]).await;
     }
     let event = user_event(
         "user.login.failed",
@@ -100,7 +100,7 @@ async fn check_code(
         json!({"reason": "authenticator code refused"}),
         "failure",
     );
-    record_failure(state, &[key.as_str()], event, now).await?;
+    record_failure(state, event).await?;
     Err(SignInRefusal::InvalidCredentials.into())
 }
 
