@@ -2,3 +2,21 @@
 -- follow the store's own count of changes, so no trigger is needed here for the
 -- account's address (PostgreSQL's migration adds one).
 SELECT 1;
+
+-- Limits decided in one step on every replica (issue 51). A message is written
+-- while its author's row here is locked, after counting the author's last minute;
+-- a generation takes a place among its organization's while the organization's row
+-- here is locked, and keeps it by renewing its lease (a replica that dies gives its
+-- places back when their leases run out).
+CREATE TABLE message_rate_locks (
+    author_id TEXT PRIMARY KEY
+);
+CREATE TABLE ai_place_locks (
+    org_id TEXT PRIMARY KEY
+);
+CREATE TABLE ai_places (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
+CREATE INDEX ai_places_by_org ON ai_places (org_id, expires_at);

@@ -51,7 +51,7 @@ pub struct AiSettings {
     /// keep-alive comment.
     pub keep_alive: Duration,
     /// `AI_GENERATIONS_PER_ORG` (4): the most generations of one organization
-    /// running at once on a replica (429 `RATE_LIMITED` past it).
+    /// running at once, on all replicas together (429 `RATE_LIMITED` past it).
     pub generations_per_org: usize,
     /// `AI_GIT_TIMEOUT_SECONDS` (30): the longest a repository's fetch may take.
     pub git_timeout: Duration,

@@ -68,8 +68,6 @@ pub struct Context {
     pub registry: Option<Arc<crate::outbound::registry::RegistryClient>>,
     /// The AI providers' client (one connection pool).
     pub ai: crate::outbound::ai::AiClient,
-    /// The generations running on this replica, per organization.
-    pub generations: Arc<crate::services::generation::InFlight>,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
 }
@@ -91,7 +89,6 @@ impl AppState {
             feed: Arc::new(crate::services::message_feed::MessageFeed::default()),
             registry,
             ai: crate::outbound::ai::AiClient::new(),
-            generations: Arc::default(),
             config: Arc::new(config),
             store,
             keys: Arc::new(keys),

@@ -9,7 +9,7 @@ use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
 /// Conversations and their messages, as the workflows answer them.
 pub use crate::storage::{ConversationMessageRecord, ConversationRecord};
-use crate::storage::{NewMessage, OrgRecord, StoreError};
+use crate::storage::{NewMessage, OrgRecord, Rate, StoreError};
 
 /// The most messages one page holds.
 pub const MAX_PAGE: u32 = 100;
@@ -18,21 +18,22 @@ fn not_found() -> ServiceError {
     ServiceError::NotFound("conversation")
 }
 
-/// Refuses a message past the author's per-minute limit (429).
-async fn within_rate(state: &AppState, author: &str, now: DateTime<Utc>) -> ServiceResult<()> {
-    let limit = state.config.messages.per_minute;
-    let written = state
-        .store
-        .messages_written_since(author, now - Duration::minutes(1))
-        .await?;
-    if written >= limit {
-        return Err(ServiceError::RateLimited {
-            what: "messages",
-            limit,
-            retry_after_seconds: 60,
-        });
+/// The author's per-minute bound, decided by storage in the message's own
+/// transaction (no check-then-write: concurrent posts each count the others).
+fn rate(state: &AppState, now: DateTime<Utc>) -> Rate {
+    Rate {
+        since: now - Duration::minutes(1),
+        limit: state.config.messages.per_minute,
     }
-    Ok(())
+}
+
+/// The refusal of a message past the author's per-minute limit (429).
+fn rate_limited(state: &AppState) -> ServiceError {
+    ServiceError::RateLimited {
+        what: "messages",
+        limit: state.config.messages.per_minute,
+        retry_after_seconds: 60,
+    }
 }
 
 fn body(state: &AppState, text: &str) -> ServiceResult<String> {
@@ -69,10 +70,9 @@ pub async fn start(
             ));
         }
     }
-    within_rate(state, &caller.user_id, now).await?;
     let id = crate::new_id();
     let message_id = crate::new_id();
-    state
+    let written = state
         .store
         .create_conversation(
             (&id, &org.id, subject.as_deref()),
@@ -82,9 +82,12 @@ pub async fn start(
                 author_id: &caller.user_id,
                 body: &text,
             },
-            now,
+            (now, rate(state, now)),
         )
         .await?;
+    if !written {
+        return Err(rate_limited(state));
+    }
     state
         .store
         .conversation_for(&id, &org.id, &caller.user_id)
@@ -161,9 +164,8 @@ pub async fn post(
     now: DateTime<Utc>,
 ) -> ServiceResult<ConversationMessageRecord> {
     let text = body(state, text)?;
-    within_rate(state, &caller.user_id, now).await?;
     let message_id = crate::new_id();
-    state
+    let written = state
         .store
         .post_conversation_message(
             (id, &org.id),
@@ -172,13 +174,16 @@ pub async fn post(
                 author_id: &caller.user_id,
                 body: &text,
             },
-            now,
+            (now, rate(state, now)),
         )
         .await
         .map_err(|e| match e {
             StoreError::NotFound(_) => not_found(),
             other => other.into(),
         })?;
+    if !written {
+        return Err(rate_limited(state));
+    }
     state
         .store
         .conversation_message(id, &message_id)

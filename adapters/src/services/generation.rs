@@ -12,8 +12,7 @@
 //! [`run`] talks to the provider and reports its progress to a stream when there is
 //! one, and stops when the stream's reader goes away.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use ::generation::{Conversation, Kind, Problem, Survey, MAX_ATTEMPTS};
 use chrono::{DateTime, Utc};
@@ -67,8 +66,8 @@ pub enum GenerationError {
         /// The problems of the last.
         problems: Vec<Problem>,
     },
-    /// The organization already runs as many generations as a replica allows.
-    #[error("at most {limit} generations of an organization run at once on a server; try again when one ends")]
+    /// The organization already runs as many generations as it may, on all replicas.
+    #[error("at most {limit} generations of an organization run at once; try again when one ends")]
     Busy {
         /// `AI_GENERATIONS_PER_ORG`.
         limit: usize,
@@ -105,44 +104,73 @@ pub struct Ask {
     pub source: Source,
 }
 
-/// The generations running on this replica, per organization.
-#[derive(Debug, Default)]
-pub struct InFlight {
-    counts: Mutex<HashMap<String, usize>>,
+/// How long a generation's place is held without renewal (a replica that dies
+/// gives its places back after this), and how often a running one renews it.
+const PLACE_LEASE: std::time::Duration = std::time::Duration::from_secs(60);
+const PLACE_RENEWAL: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// One running generation's place among its organization's, shared by every
+/// replica (`AI_GENERATIONS_PER_ORG` in all): its lease is renewed while it runs,
+/// and it is given back when dropped.
+#[derive(Debug)]
+struct Place {
+    id: String,
+    store: crate::storage::Store,
+    renewal: tokio::task::JoinHandle<()>,
 }
 
-impl InFlight {
-    /// A place for one more generation of `org_id`, unless `limit` run already.
-    fn take(self: &Arc<Self>, org_id: &str, limit: usize) -> Option<Place> {
-        let mut counts = self.counts.lock().ok()?;
-        let count = counts.entry(org_id.to_owned()).or_insert(0);
-        if *count >= limit {
-            return None;
+impl Place {
+    /// A place for one more generation of `org_id`, unless `limit` run already on
+    /// any replica.
+    async fn take(
+        store: &crate::storage::Store,
+        org_id: &str,
+        limit: usize,
+    ) -> ServiceResult<Option<Place>> {
+        let id = crate::new_id();
+        let now = Utc::now();
+        let taken = store
+            .take_ai_place((&id, org_id), limit as u64, now, now + lease())
+            .await?;
+        if !taken {
+            return Ok(None);
         }
-        *count += 1;
-        Some(Place {
-            in_flight: Arc::clone(self),
-            org_id: org_id.to_owned(),
-        })
+        let renewal = {
+            let store = store.clone();
+            let id = id.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(PLACE_RENEWAL).await;
+                    if let Err(error) = store.renew_ai_place(&id, Utc::now() + lease()).await {
+                        tracing::warn!(%error, "a generation's place could not be renewed");
+                    }
+                }
+            })
+        };
+        Ok(Some(Place {
+            id,
+            store: store.clone(),
+            renewal,
+        }))
     }
 }
 
-/// One running generation's place, given back when dropped.
-#[derive(Debug)]
-struct Place {
-    in_flight: Arc<InFlight>,
-    org_id: String,
+fn lease() -> chrono::Duration {
+    chrono::Duration::from_std(PLACE_LEASE).unwrap_or_else(|_| chrono::Duration::seconds(60))
 }
 
 impl Drop for Place {
     fn drop(&mut self) {
-        if let Ok(mut counts) = self.in_flight.counts.lock() {
-            if let Some(count) = counts.get_mut(&self.org_id) {
-                *count = count.saturating_sub(1);
-                if *count == 0 {
-                    counts.remove(&self.org_id);
+        self.renewal.abort();
+        let store = self.store.clone();
+        let id = std::mem::take(&mut self.id);
+        // Given back at once where a runtime runs; else its lease runs out.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(error) = store.release_ai_place(&id).await {
+                    tracing::warn!(%error, "a generation's place could not be given back; its lease runs out");
                 }
-            }
+            });
         }
     }
 }
@@ -293,9 +321,8 @@ pub async fn begin(
         }
     };
     let limit = settings.generations_per_org;
-    let place = state
-        .generations
-        .take(&org.id, limit)
+    let place = Place::take(&state.store, &org.id, limit)
+        .await?
         .ok_or(GenerationError::Busy { limit })?;
     quotas::charge(state, org, (Dimension::AiCalls, 1), None, now).await?;
     Ok(Generation {

@@ -108,6 +108,15 @@ fn recipients(participants: &[String]) -> StoreResult<String> {
         .map_err(|e| StoreError::Invalid(format!("participants do not serialize: {e}")))
 }
 
+/// A per-author bound on messages: fewer than `limit` written since `since`.
+#[derive(Debug, Clone, Copy)]
+pub struct Rate {
+    /// The start of the window.
+    pub since: DateTime<Utc>,
+    /// The most messages in it.
+    pub limit: u64,
+}
+
 impl Store {
     /// Starts a conversation with its participants (the first is the author) and
     /// its first message, with the message's feed row.
@@ -116,9 +125,13 @@ impl Store {
         (id, org_id, subject): (&str, &str, Option<&str>),
         participants: &[String],
         first: NewMessage<'_>,
-        now: DateTime<Utc>,
-    ) -> StoreResult<()> {
+        (now, rate): (DateTime<Utc>, Rate),
+    ) -> StoreResult<bool> {
         let mut tx = self.pool().begin().await?;
+        if !self.within_rate(&mut tx, first.author_id, rate).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
         sqlx::query(&self.sql(
             "INSERT INTO conversations (id, org_id, subject, created_by, created_at, last_message_at) \
              VALUES ($1, $2, $3, $4, $5, $5)",
@@ -153,7 +166,7 @@ impl Store {
         )
         .await?;
         tx.commit().await?;
-        Ok(())
+        Ok(true)
     }
 
     async fn insert_message(
@@ -186,10 +199,14 @@ impl Store {
         &self,
         (conversation_id, org_id): (&str, &str),
         message: NewMessage<'_>,
-        now: DateTime<Utc>,
-    ) -> StoreResult<()> {
+        (now, rate): (DateTime<Utc>, Rate),
+    ) -> StoreResult<bool> {
         use sqlx::Row;
         let mut tx = self.pool().begin().await?;
+        if !self.within_rate(&mut tx, message.author_id, rate).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
         // The first statement writes, so SQLite takes its lock at once.
         let moved = sqlx::query(&self.sql(
             "UPDATE conversations SET last_message_at = $3 WHERE id = $1 AND org_id = $2 \
@@ -234,7 +251,7 @@ impl Store {
         )
         .await?;
         tx.commit().await?;
-        Ok(())
+        Ok(true)
     }
 
     /// A conversation of the organization the user takes part in, as they see it.
@@ -469,21 +486,33 @@ impl Store {
         Ok(())
     }
 
-    /// How many messages the user wrote since `since` (the per-minute limit).
-    pub async fn messages_written_since(
+    /// Whether `author` wrote fewer than `rate.limit` messages since `rate.since`,
+    /// decided while the author's row of `message_rate_locks` is locked (the first
+    /// statement of the transaction writes it: SQLite takes its write lock, and on
+    /// PostgreSQL concurrent posts of one author wait for each other), so that no
+    /// two posts both count the same last minute.
+    async fn within_rate(
         &self,
-        author_id: &str,
-        since: DateTime<Utc>,
-    ) -> StoreResult<u64> {
+        conn: &mut sqlx::AnyConnection,
+        author: &str,
+        rate: Rate,
+    ) -> StoreResult<bool> {
         use sqlx::Row;
+        sqlx::query(&self.sql(
+            "INSERT INTO message_rate_locks (author_id) VALUES ($1) \
+             ON CONFLICT (author_id) DO UPDATE SET author_id = excluded.author_id",
+        ))
+        .bind(author)
+        .execute(&mut *conn)
+        .await?;
         let row = sqlx::query(&self.sql(
             "SELECT COUNT(*) AS n FROM conversation_messages WHERE author_id = $1 AND created_at >= $2",
         ))
-        .bind(author_id)
-        .bind(stamp(since))
-        .fetch_one(self.pool())
+        .bind(author)
+        .bind(stamp(rate.since))
+        .fetch_one(&mut *conn)
         .await?;
-        Ok(row.try_get::<i64, _>("n")?.unsigned_abs())
+        Ok(row.try_get::<i64, _>("n")?.unsigned_abs() < rate.limit)
     }
 
     /// Messages by others after the user's markers, in their conversations of the

@@ -21,7 +21,9 @@ pub struct DeletedOrg {
 
 /// The tables that hold an organization's data, children before parents; the
 /// audit chain's tables are not among them.
-const ORG_TABLES: [&str; 33] = [
+const ORG_TABLES: [&str; 35] = [
+    "ai_places",
+    "ai_place_locks",
     "role_members",
     "memberships",
     "roles",

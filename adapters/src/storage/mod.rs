@@ -26,6 +26,7 @@ mod notifications;
 mod orgs;
 mod outbox;
 mod pipelines;
+mod places;
 mod plugins;
 mod policies;
 mod posture;
@@ -63,7 +64,7 @@ pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
 pub use checks::{CheckRecord, LiveCheck};
 pub use console::ConsoleSessionRecord;
 pub use conversations::{
-    ConversationMessageRecord, ConversationRecord, FeedRow, NewMessage, ParticipantRecord,
+    ConversationMessageRecord, ConversationRecord, FeedRow, NewMessage, ParticipantRecord, Rate,
 };
 pub use entitlement::{EntitlementWrite, LimitSync};
 pub use exemptions::{ExemptionRecord, NewExemption};

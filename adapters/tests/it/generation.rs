@@ -967,9 +967,9 @@ async fn a_provider_flooding_one_line_is_cut_off_as_it_is_read(app: &TestApp) {
     server.stop().await;
 }
 
-/// AI_GENERATIONS_PER_ORG bounds what one organization runs at once on a replica:
-/// past it 429 RATE_LIMITED before anything is charged; a place is given back when
-/// its generation ends, even by a client that leaves.
+/// AI_GENERATIONS_PER_ORG bounds what one organization runs at once, on all
+/// replicas together: past it 429 RATE_LIMITED before anything is charged; a place
+/// is given back when its generation ends, even by a client that leaves.
 async fn an_organization_runs_a_bounded_number_of_generations_at_once(app: &TestApp) {
     let fakes = Fakes::start().await;
     let server = fakes.server(app, &[("AI_GENERATIONS_PER_ORG", "1")]).await;
@@ -986,6 +986,11 @@ async fn an_organization_runs_a_bounded_number_of_generations_at_once(app: &Test
     assert_eq!(code(status, &body), "RATE_LIMITED", "{body}");
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(body["details"]["limit"], 1);
+    // Another replica on the same database counts the same places.
+    let replica = fakes.server(app, &[("AI_GENERATIONS_PER_ORG", "1")]).await;
+    let (status, body) = generate_pipeline(&replica, &alice, &acme, "openai", "shop").await;
+    assert_eq!(code(status, &body), "RATE_LIMITED", "{body}");
+    replica.stop().await;
     assert_eq!(
         ai_used(&server, &alice, &acme).await,
         1,
@@ -1496,7 +1501,44 @@ async fn a_git_url_is_surveyed_within_bounds(app: &TestApp) {
     server.stop().await;
 }
 
+/// 24 generations of one organization asked at once through two replicas, with
+/// AI_GENERATIONS_PER_ORG 3: exactly three run, the others are refused (429) and not
+/// charged.
+async fn concurrent_generations_on_two_replicas_take_exactly_the_places(app: &TestApp) {
+    let fakes = Fakes::start().await;
+    let first = fakes.server(app, &[("AI_GENERATIONS_PER_ORG", "3")]).await;
+    let second = fakes.server(app, &[("AI_GENERATIONS_PER_ORG", "3")]).await;
+    let (acme, alice) = pro_org(&first, "alice", "acme").await;
+    fakes
+        .openai
+        .script((0..24).map(|_| Reply::Hang("{".to_owned())).collect());
+    let path = "/api/pipelines/generate/stream";
+    let opened = futures_util::future::join_all((0..24).map(|i| {
+        let server = if i % 2 == 0 { &first } else { &second };
+        open(server, path, &alice, &acme, ask("openai", "shop"))
+    }))
+    .await;
+    let running = opened
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::OK)
+        .count();
+    let refused = opened
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((running, refused), (3, 21));
+    assert_eq!(
+        ai_used(&first, &alice, &acme).await,
+        3,
+        "only the three were charged"
+    );
+    drop(opened);
+    first.stop().await;
+    second.stop().await;
+}
+
 on_both_backends!(
+    concurrent_generations_on_two_replicas_take_exactly_the_places,
     each_format_retries_broken_json_and_answers_a_creatable_body,
     invalid_then_non_compliant_then_compliant,
     always_non_compliant_fails_after_two_retries_charged_once,

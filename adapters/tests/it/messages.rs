@@ -838,6 +838,60 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
     assert_eq!(answer["details"]["field"], "before");
 }
 
+/// The per-minute limit is decided with the write, on every replica: 24 messages of
+/// one author posted at once through two replicas with MESSAGES_PER_MINUTE 5 (one
+/// written before): exactly four more are written, the rest are 429.
+async fn parallel_posts_on_two_replicas_keep_the_minute_exactly(app: &TestApp) {
+    let w = world(app).await;
+    let first = app.beside(&[("MESSAGES_PER_MINUTE", "5")]).await;
+    let second = app.beside(&[("MESSAGES_PER_MINUTE", "5")]).await;
+    let (status, started) = start(
+        &first,
+        "alice",
+        &w.acme,
+        json!({"participants": ["bob"], "body": "0"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let id = started["data"]["id"].as_str().unwrap().to_owned();
+    let alice = token(app, "alice");
+    let path = format!("/api/messages/conversations/{id}/messages");
+    let requests = |n: std::ops::Range<usize>| {
+        n.map(|i| {
+            TestApp::request_of(
+                "POST",
+                &path,
+                &alice,
+                Some(&w.acme),
+                Some(json!({"body": i.to_string()})),
+            )
+        })
+        .collect::<Vec<_>>()
+    };
+    let (a, b) = tokio::join!(
+        first.concurrently(requests(0..12)),
+        second.concurrently(requests(12..24))
+    );
+    let answers: Vec<_> = a.into_iter().chain(b).collect();
+    let written = answers
+        .iter()
+        .filter(|(s, _)| *s == StatusCode::CREATED)
+        .count();
+    let limited = answers
+        .iter()
+        .filter(|(s, body)| *s == StatusCode::TOO_MANY_REQUESTS && body["code"] == "RATE_LIMITED")
+        .count();
+    assert_eq!((written, limited), (4, 20), "{answers:?}");
+    let (_, listed) = page(app, "alice", &w.acme, &id, "?limit=100").await;
+    assert_eq!(
+        listed["data"]["messages"].as_array().map(Vec::len),
+        Some(5),
+        "{listed}"
+    );
+    first.stop().await;
+    second.stop().await;
+}
+
 async fn limits_answer_429_and_400_and_retention_prunes(app: &TestApp) {
     let w = world(app).await;
     let limited = app
@@ -1136,6 +1190,7 @@ on_both_backends!(
     announcements_reach_teams_tiers_and_lists_and_nothing_else,
     conversations_keep_order_read_markers_and_their_organization,
     limits_answer_429_and_400_and_retention_prunes,
+    parallel_posts_on_two_replicas_keep_the_minute_exactly,
     the_stream_carries_a_users_messages_and_announcements_only,
 );
 
