@@ -25,8 +25,8 @@ pub(crate) struct Pipeline {
     organization: String,
     pipeline_name: String,
     access_modifier: AccessModifier,
-    /// The pipeline's properties, as stored.
-    #[schema(value_type = Object)]
+    /// The pipeline's properties, as stored (checked as `PipelineProps` when saved).
+    #[schema(value_type = crate::services::pipelines::PipelineProps)]
     props: Value,
     compliance: EntityCompliance,
     created_by: String,

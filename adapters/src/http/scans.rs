@@ -108,7 +108,7 @@ pub(crate) struct Scan {
     #[schema(value_type = ScanTarget)]
     target: String,
     /// What narrows the sweep.
-    #[schema(value_type = Object)]
+    #[schema(value_type = ScanFilter)]
     filter: Value,
     #[schema(value_type = ScanStatus)]
     status: String,

@@ -26,6 +26,45 @@ fn each_component_is_defined_once() {
     }
 }
 
+/// Client generators name an inline object after its parent and property
+/// (`Pipeline.props` is `PipelineProps`): an inline object whose derived name is
+/// also a component's makes them drop both models (openapi-python-client: "attempted
+/// to generate duplicate models"). Such a property refers to the component.
+#[test]
+fn no_inline_object_is_named_like_a_component() {
+    let document = document();
+    let schemas = document["components"]["schemas"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let mut clashes = Vec::new();
+    for (name, schema) in &schemas {
+        let properties = schema["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for (property, inner) in properties {
+            let object = match &inner["type"] {
+                Value::String(t) => t == "object",
+                Value::Array(types) => types.iter().any(|t| t == "object"),
+                _ => false,
+            };
+            let mut chars = property.chars();
+            let derived = match chars.next() {
+                Some(first) => format!("{name}{}{}", first.to_uppercase(), chars.as_str()),
+                None => continue,
+            };
+            if object && schemas.contains_key(&derived) {
+                clashes.push(format!("{name}.{property}"));
+            }
+        }
+    }
+    assert!(
+        clashes.is_empty(),
+        "inline objects named like components: {clashes:?}"
+    );
+}
+
 #[test]
 fn the_document_matches_its_reviewed_snapshot() {
     let mut now = serde_json::to_string_pretty(&document()).unwrap_or_default();
