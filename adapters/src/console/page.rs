@@ -298,11 +298,7 @@ impl Frame {
             .collect();
         Ok(Frame {
             title,
-            who: visitor
-                .session
-                .email
-                .clone()
-                .unwrap_or_else(|| visitor.session.user_id.clone()),
+            who: who(visitor).await?,
             org,
             org_name,
             choices,
@@ -416,6 +412,29 @@ pub fn failure(refusal: &Refusal) -> Response {
 #[template(path = "console/empty.html")]
 struct EmptyPage {
     frame: Frame,
+}
+
+/// How a page names the visitor: the account's e-mail (with its name when set), as
+/// `GET /api/me` answers it; a user with no account here (a token of another
+/// issuer) by the session's e-mail, and only without one by id.
+async fn who(visitor: &Visitor) -> Result<String, Refusal> {
+    match visitor.api.get("/api/me", None).await {
+        Ok(me) => {
+            let email = api::text(&me, "email");
+            let name = api::text(&me, "name");
+            Ok(if name.is_empty() {
+                email
+            } else {
+                format!("{name} ({email})")
+            })
+        }
+        Err(refusal) if refusal.status == StatusCode::NOT_FOUND => Ok(visitor
+            .session
+            .email
+            .clone()
+            .unwrap_or_else(|| visitor.session.user_id.clone())),
+        Err(refusal) => Err(refusal),
+    }
 }
 
 /// A page for a visitor who belongs to no organization yet.

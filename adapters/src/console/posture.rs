@@ -10,7 +10,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::api::{self, Call, Refusal};
+use super::api::{self, Refusal};
 use super::page::{self, Frame};
 use super::session::Visitor;
 use super::Console;
@@ -133,14 +133,12 @@ async fn show(
     let org = Some(frame.org.as_str());
     // The posture and the filtered report, asked for together.
     let report_uri = report_uri(q);
-    let (posture, report) = if frame.may("compliancePosture") && frame.may("policyReport") {
-        tokio::join!(
-            visitor.api.get("/api/compliance/posture?top=10", org),
-            visitor.api.get(&report_uri, org)
-        )
-    } else {
-        (Ok(Value::Null), Ok(Value::Null))
-    };
+    // Always asked: a visitor the API refuses (not a member, no `compliance:read`)
+    // gets the refusal and its status, never a page of zeros that reads as clean.
+    let (posture, report) = tokio::join!(
+        visitor.api.get("/api/compliance/posture?top=10", org),
+        visitor.api.get(&report_uri, org)
+    );
     let posture = posture?;
     let counts = ["pipeline", "plugin"]
         .iter()
@@ -210,20 +208,183 @@ async fn show(
     ))
 }
 
-/// `GET /console/posture/export.json`: the API's PolicyReport for the filter, as
-/// the API answered it.
-pub async fn report(visitor: Visitor, Query(q): Query<HashMap<String, String>>) -> Response {
-    let org = q.get("org").cloned().unwrap_or_default();
-    let call = Call {
-        uri: &report_uri(&q),
-        org: Some(&org),
-        ..Call::default()
+/// The most entities an export reads from the API at once.
+const EXPORT_PAGE: u32 = 200;
+
+/// The report's pages for an export's filter, read in turn (the API's own answer
+/// each time, so the export passes exactly its gate), from the first entity to the
+/// last: an export holds every row of its filter, whatever the API's page size.
+struct Pages {
+    api: api::Api,
+    q: HashMap<String, String>,
+    org: String,
+    limit: u32,
+    offset: u64,
+    done: bool,
+}
+
+impl Pages {
+    fn new(console: &Console, visitor: Visitor, q: HashMap<String, String>) -> Pages {
+        let org = q.get("org").cloned().unwrap_or_default();
+        Pages {
+            api: visitor.api,
+            org,
+            limit: EXPORT_PAGE
+                .min(console.state.config.http.max_page_limit)
+                .max(1),
+            offset: 0,
+            done: false,
+            q,
+        }
+    }
+
+    /// The next page's report; `None` after the last.
+    async fn next(&mut self) -> Option<Result<Value, Refusal>> {
+        if self.done {
+            return None;
+        }
+        let mut q = self.q.clone();
+        q.insert("limit".to_owned(), self.limit.to_string());
+        q.insert("offset".to_owned(), self.offset.to_string());
+        let page = self.api.get(&report_uri(&q), Some(&self.org)).await;
+        match &page {
+            Ok(report) => {
+                let total: u64 = annotation(report, PAGE_TOTAL).parse().unwrap_or(0);
+                self.offset += u64::from(self.limit);
+                self.done = self.offset >= total;
+            }
+            Err(_) => self.done = true,
+        }
+        Some(page)
+    }
+}
+
+const PAGE_TOTAL: &str = "compliance/page-total";
+
+fn annotation(report: &Value, name: &str) -> String {
+    report
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(name))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A streamed download: `prefix` (the first page's bytes, read before answering, so
+/// that a refusal is answered as such), then each further page's bytes as
+/// `bytes_of` writes them, then `suffix`; a page that fails breaks the stream off
+/// (memory stays at one page, whatever the export's size).
+fn download(
+    (media, filename): (&'static str, &'static str),
+    prefix: Vec<u8>,
+    pages: Pages,
+    bytes_of: fn(&Value, bool) -> Vec<u8>,
+    suffix: Vec<u8>,
+) -> Response {
+    use futures_util::StreamExt;
+    // The pages after the first (which `prefix` holds).
+    let body = futures_util::stream::unfold(
+        (Some(pages), Some(suffix)),
+        move |(pages, suffix)| async move {
+            let mut pages = pages?;
+            match pages.next().await {
+                Some(Ok(report)) => {
+                    let bytes = bytes_of(&report, true);
+                    Some((Ok::<_, std::io::Error>(bytes), (Some(pages), suffix)))
+                }
+                // The answer is under way: it ends cut (the client sees a broken
+                // download, never a short file that looks whole).
+                Some(Err(refusal)) => Some((
+                    Err(std::io::Error::other(format!(
+                        "the export was cut at entity {}: {}",
+                        pages.offset, refusal.message
+                    ))),
+                    (None, None),
+                )),
+                None => suffix.map(|suffix| (Ok(suffix), (None, None))),
+            }
+        },
+    );
+    let body = futures_util::stream::iter([Ok(prefix)]).chain(body);
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(media)),
+            (
+                header::CONTENT_DISPOSITION,
+                HeaderValue::from_static(filename),
+            ),
+        ],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// `GET /console/posture/export.json`: the API's PolicyReport for the filter, with
+/// the results of every entity (read a page at a time and streamed): its summary
+/// and annotations as the API states them, `compliance/page-offset` 0 and
+/// `compliance/page-limit` the total, since it holds all of them.
+pub async fn report(
+    State(console): State<Console>,
+    visitor: Visitor,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let mut pages = Pages::new(&console, visitor, q);
+    let first = match pages.next().await {
+        Some(Ok(first)) => first,
+        Some(Err(refusal)) => return page::refused(refusal),
+        None => Value::Null,
     };
-    visitor
-        .api
-        .forward(call, Some("policy-report.json"))
-        .await
-        .unwrap_or_else(page::refused)
+    // The frame of the first page, its results left for the stream.
+    const MARK: &str = "\u{1}results\u{1}";
+    let mut frame = first.clone();
+    let total = annotation(&first, PAGE_TOTAL);
+    if let Some(annotations) = frame
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+    {
+        annotations.insert("compliance/page-offset".to_owned(), Value::from("0"));
+        annotations.insert("compliance/page-limit".to_owned(), Value::from(total));
+    }
+    if let Some(map) = frame.as_object_mut() {
+        map.insert("results".to_owned(), Value::from(MARK));
+    }
+    let text = frame.to_string();
+    let marked = format!("\"{}\"", MARK.replace('\u{1}', "\\u0001"));
+    let Some((before, after)) = text.split_once(&marked) else {
+        return page::refused(Refusal {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: "INTERNAL".to_owned(),
+            message: "the export could not be written".to_owned(),
+        });
+    };
+    let mut prefix = format!("{before}[").into_bytes();
+    prefix.extend(results_json(&first, false));
+    let suffix = format!("]{after}").into_bytes();
+    download(
+        (
+            "application/json",
+            "attachment; filename=\"policy-report.json\"",
+        ),
+        prefix,
+        pages,
+        results_json,
+        suffix,
+    )
+}
+
+/// A page's results as the items of a JSON array (after a comma when `later`).
+fn results_json(report: &Value, later: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let results = report.get("results").and_then(Value::as_array);
+    for (i, result) in results.into_iter().flatten().enumerate() {
+        if later || i > 0 {
+            out.push(b',');
+        }
+        out.extend(result.to_string().into_bytes());
+    }
+    out
 }
 
 /// A cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, a tab or a
@@ -236,18 +397,17 @@ fn cell(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// `GET /console/posture/export.csv`: the same results, one row each.
-pub async fn csv(visitor: Visitor, Query(q): Query<HashMap<String, String>>) -> Response {
-    let org = q.get("org").cloned().unwrap_or_default();
-    let report = match visitor.api.get(&report_uri(&q), Some(&org)).await {
-        Ok(report) => report,
-        Err(refusal) => return page::refused(refusal),
-    };
+/// A page's results as CSV rows (the header before the first page's).
+fn csv_rows(report: &Value, later: bool) -> Vec<u8> {
     let mut out = ::csv::Writer::from_writer(Vec::new());
-    let mut written = out.write_record([
-        "entityId", "entity", "rule", "result", "severity", "message",
-    ]);
-    for row in rows_of(&report) {
+    let mut written = if later {
+        Ok(())
+    } else {
+        out.write_record([
+            "entityId", "entity", "rule", "result", "severity", "message",
+        ])
+    };
+    for row in rows_of(report) {
         if written.is_err() {
             break;
         }
@@ -260,27 +420,33 @@ pub async fn csv(visitor: Visitor, Query(q): Query<HashMap<String, String>>) -> 
             cell(&row.message).as_bytes(),
         ]);
     }
-    match (written, out.into_inner()) {
-        (Ok(()), Ok(bytes)) => (
-            [
-                (
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/csv; charset=utf-8"),
-                ),
-                (
-                    header::CONTENT_DISPOSITION,
-                    HeaderValue::from_static("attachment; filename=\"posture.csv\""),
-                ),
-            ],
-            bytes,
-        )
-            .into_response(),
-        _ => page::refused(Refusal {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            code: "INTERNAL".to_owned(),
-            message: "the export could not be written".to_owned(),
-        }),
-    }
+    // Writing into memory fails only on a record the writer cannot hold.
+    out.into_inner().unwrap_or_default()
+}
+
+/// `GET /console/posture/export.csv`: the results of every entity of the filter, one
+/// row each, read a page at a time and streamed.
+pub async fn csv(
+    State(console): State<Console>,
+    visitor: Visitor,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let mut pages = Pages::new(&console, visitor, q);
+    let first = match pages.next().await {
+        Some(Ok(first)) => first,
+        Some(Err(refusal)) => return page::refused(refusal),
+        None => Value::Null,
+    };
+    download(
+        (
+            "text/csv; charset=utf-8",
+            "attachment; filename=\"posture.csv\"",
+        ),
+        csv_rows(&first, false),
+        pages,
+        csv_rows,
+        Vec::new(),
+    )
 }
 
 #[cfg(test)]

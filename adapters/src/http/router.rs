@@ -20,8 +20,13 @@ pub fn router(state: AppState) -> Router {
         // Also for the console's requests, which reach these routes directly.
         .layer(middleware::from_fn(refuse_nul_in_uri))
         .with_state(state.clone());
-    // The console calls the API's routes in the process (their gate included).
-    let console = crate::console::router(state.clone(), api.clone());
+    // The console calls the API's routes in the process (their gate included); its
+    // requests are counted in the request metrics under `console:<route>`.
+    let inner = api.clone().layer(middleware::from_fn_with_state(
+        state.clone(),
+        observe_console,
+    ));
+    let console = crate::console::router(state.clone(), inner);
     api.merge(console)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -53,6 +58,25 @@ async fn refuse_nul_in_uri(request: Request, next: Next) -> Response {
         return ApiError::validation("a query parameter holds a NUL character").into_response();
     }
     next.run(request).await
+}
+
+/// The console's own requests to the API's routes: counted by method, `console:`
+/// and the route's template, and status (bounded as the API's own series).
+async fn observe_console(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().to_string();
+    let route = request.extensions().get::<MatchedPath>().map_or_else(
+        || "console:unmatched".to_owned(),
+        |p| format!("console:{}", p.as_str()),
+    );
+    let response = next.run(request).await;
+    state.metrics.observe(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
 }
 
 /// Request id (taken from `x-request-id` or made), a span for structured logs, the

@@ -615,10 +615,10 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
     };
     assert_eq!(unstamped(&exported), unstamped(&report));
     assert_eq!(exported["summary"], report["summary"]);
-    assert_eq!(
-        exported["metadata"]["annotations"],
-        report["metadata"]["annotations"]
-    );
+    // The export holds every entity: its page is the whole.
+    let mut annotations = report["metadata"]["annotations"].clone();
+    annotations["compliance/page-limit"] = annotations["compliance/page-total"].clone();
+    assert_eq!(exported["metadata"]["annotations"], annotations);
     b.shot("posture-filtered").await;
 
     // Every page, with its screenshot; none breaks the content security policy.
@@ -1661,6 +1661,90 @@ async fn the_policy_report_filters_by_status_and_rule(app: &TestApp) {
     }
 }
 
+/// Issue 51: an export holds every row of its filter (13 entities gave 10 rows, the
+/// API's default page), the page names the person by e-mail, a posture page the
+/// visitor may not read answers the API's refusal and status (never "0 entities"),
+/// and the console's own requests to the API are in the request metrics.
+async fn exports_are_whole_refusals_show_and_the_console_is_counted(app: &TestApp) {
+    let (alice, acme) = owner(app, "alice@example.com", "acme").await;
+    let small = app
+        .beside(&[
+            ("MAX_PAGE_LIMIT", "5"),
+            ("QUOTA_TIER_DEVELOPER_PIPELINES", "-1"),
+        ])
+        .await;
+    for i in 0..13 {
+        let (status, body) = small
+            .call(
+                "POST",
+                "/api/pipelines",
+                &alice,
+                Some(&acme),
+                Some(pipeline_as(&format!("app{i:02}"), "private")),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (cookie, _) = console_session(&small, "alice@example.com", HOST, &[]).await;
+    let (status, csv) = page_of(
+        &small,
+        &cookie,
+        &format!("/console/posture/export.csv?org={acme}&target=pipeline"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{csv}");
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    let mut entities: Vec<&str> = rows.iter().filter_map(|r| r.split(',').nth(1)).collect();
+    entities.dedup();
+    assert_eq!(entities.len(), 13, "{csv}");
+    let (status, json) = page_of(
+        &small,
+        &cookie,
+        &format!("/console/posture/export.json?org={acme}&target=pipeline"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{json}");
+    let report: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(report["results"].as_array().unwrap().len(), 13, "{report}");
+    let annotations = &report["metadata"]["annotations"];
+    assert_eq!(annotations["compliance/page-total"], "13");
+    assert_eq!(annotations["compliance/page-offset"], "0");
+    assert_eq!(annotations["compliance/page-limit"], "13");
+    assert_eq!(report["kind"], "PolicyReport");
+
+    // Named by e-mail, never by id (the address is not verified: no SMTP here).
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (_, page) = page_of(app, &cookie, &format!("/console/posture?org={acme}")).await;
+    assert!(page.contains("Signed in as alice@example.com"), "{page}");
+
+    // Another organization's posture: the API's refusal and status.
+    let other = app.org("mallory", "other").await;
+    let (status, page) = page_of(app, &cookie, &format!("/console/posture?org={other}")).await;
+    assert!(
+        status == StatusCode::FORBIDDEN || status == StatusCode::NOT_FOUND,
+        "{status}: {page}"
+    );
+    assert!(!page.contains("0 entities"), "{page}");
+    let (status, _) = page_of(
+        app,
+        &cookie,
+        &format!("/console/posture/export.csv?org={other}&target=pipeline"),
+    )
+    .await;
+    assert!(status == StatusCode::FORBIDDEN || status == StatusCode::NOT_FOUND);
+
+    // The console's requests to the API are counted as the console's.
+    let (_, metrics) = app
+        .send(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await;
+    let metrics = metrics.as_str().unwrap_or_default();
+    assert!(
+        metrics.contains(r#"http_requests_total{method="GET",route="console:/api/compliance/posture",status="200"}"#),
+        "{metrics}"
+    );
+    small.stop().await;
+}
+
 async fn quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase(app: &TestApp) {
     let app = &app
         .beside(&[
@@ -1947,6 +2031,7 @@ async fn the_catalog_subscribes_activates_pins_and_previews(app: &TestApp) {
 }
 
 on_both_backends!(
+    exports_are_whole_refusals_show_and_the_console_is_counted,
     the_console_in_a_real_browser,
     every_console_answer_carries_its_headers,
     the_session_cookie_is_opaque_hashed_and_strict,
