@@ -22,3 +22,15 @@ CREATE TABLE ai_places (
     expires_at TEXT NOT NULL
 );
 CREATE INDEX ai_places_by_org ON ai_places (org_id, expires_at);
+
+-- A cloud pipeline's resource name belongs to one organization at a time (live, or
+-- deleted and still restorable: its rows stay until the purge): the first
+-- registrant keeps it. Duplicates made before are resolved for the earliest.
+DELETE FROM pipeline_registry WHERE EXISTS (
+    SELECT 1 FROM pipeline_registry earlier
+    WHERE earlier.arn = pipeline_registry.arn
+      AND (earlier.created_at < pipeline_registry.created_at
+           OR (earlier.created_at = pipeline_registry.created_at
+               AND earlier.org_id < pipeline_registry.org_id))
+);
+CREATE UNIQUE INDEX pipeline_registry_one_owner ON pipeline_registry (arn);

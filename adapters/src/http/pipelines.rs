@@ -81,6 +81,11 @@ impl From<RegistryEntry> for Registration {
 pub(crate) struct RegistrationBody {
     arn: Arn,
     pipeline_id: Name,
+    /// Move a resource name another organization holds to this one (super-admins
+    /// only; audited in both organizations). Without it, a name held elsewhere is
+    /// 409: the first registrant keeps it.
+    #[serde(default)]
+    take_over: bool,
 }
 
 /// The fields a pipeline list sorts by.
@@ -252,8 +257,8 @@ pub(crate) async fn register(
     let entry = pipelines::register(
         &state,
         &caller,
-        &granted.org,
-        (body.arn.as_str(), body.pipeline_id.as_str()),
+        (&granted.org, granted.super_admin),
+        (body.arn.as_str(), body.pipeline_id.as_str(), body.take_over),
         Utc::now(),
     )
     .await?;

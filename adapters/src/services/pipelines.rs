@@ -337,22 +337,49 @@ pub async fn registry(
 pub async fn register(
     state: &AppState,
     caller: &Caller,
-    org: &OrgRecord,
-    (arn, pipeline_id): (&str, &str),
+    (org, super_admin): (&OrgRecord, bool),
+    (arn, pipeline_id, take_over): (&str, &str, bool),
     now: DateTime<Utc>,
 ) -> ServiceResult<RegistryEntry> {
     get(state, org, pipeline_id).await?;
-    let audit = [event(
+    let holder = state
+        .store
+        .registry_owner(arn)
+        .await?
+        .filter(|holder| *holder != org.id);
+    if take_over && !super_admin {
+        return Err(ServiceError::Forbidden(
+            "only a super-admin may move a resource name from another organization",
+        ));
+    }
+    if holder.is_some() && !take_over {
+        return Err(ServiceError::Conflict(
+            "this resource name is registered by another organization (a super-admin may move it with takeOver)"
+                .to_owned(),
+        ));
+    }
+    let mut audit = vec![event(
         caller,
         "pipeline.registry.register",
         &org.id,
         "pipeline",
         pipeline_id,
-        json!({"arn": arn}),
+        json!({"arn": arn, "movedFrom": holder}),
     )];
+    if let Some(holder) = &holder {
+        // The organization it is taken from sees the move in its own chain.
+        audit.push(event(
+            caller,
+            "pipeline.registry.deregister",
+            holder,
+            "registry",
+            arn,
+            json!({"arn": arn, "movedTo": org.id}),
+        ));
+    }
     let entry = state
         .store
-        .register_pipeline(&org.id, (arn, pipeline_id), now, &audit)
+        .register_pipeline(&org.id, (arn, pipeline_id), (now, take_over), &audit)
         .await?;
     // The resource's executions kept aside are attributed now (the reports worker
     // does it otherwise, after a crash).

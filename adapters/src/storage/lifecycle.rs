@@ -214,6 +214,13 @@ impl Store {
                 "DELETE FROM announcement_targets WHERE announcement_id IN (SELECT id FROM announcements WHERE org_id = $1)",
                 "DELETE FROM announcement_targets WHERE org_id = $1",
                 "DELETE FROM announcements WHERE org_id = $1",
+                // The events of its executions go with them: a resource name it
+                // held, registered later by another organization, never brings
+                // them back as that organization's.
+                "DELETE FROM report_pending WHERE EXISTS (SELECT 1 FROM report_executions x \
+                   WHERE x.org_id = $1 AND x.resource = report_pending.resource AND x.execution_id = report_pending.execution_id)",
+                "DELETE FROM report_events WHERE EXISTS (SELECT 1 FROM report_executions x \
+                   WHERE x.org_id = $1 AND x.resource = report_events.resource AND x.execution_id = report_events.execution_id)",
             ] {
                 sqlx::query(&self.sql(statement))
                     .bind(&id)

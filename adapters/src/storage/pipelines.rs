@@ -364,15 +364,26 @@ impl Store {
         Ok((items, total))
     }
 
-    /// Maps `arn` to a pipeline of the organization (insert or replace).
+    /// Maps `arn` to a pipeline of the organization (insert or replace). A name held
+    /// by another organization is a conflict (one owner per name: a unique index
+    /// decides, so two registrations at once cannot both win), unless `take_over`,
+    /// which moves it here (a super-admin's move): its earlier executions stay
+    /// attributed to the organization they were attributed to.
     pub async fn register_pipeline(
         &self,
         org_id: &str,
         (arn, pipeline_id): (&str, &str),
-        now: DateTime<Utc>,
+        (now, take_over): (DateTime<Utc>, bool),
         audit: &[AuditEvent],
     ) -> StoreResult<RegistryEntry> {
         let mut tx = self.pool().begin().await?;
+        if take_over {
+            sqlx::query(&self.sql("DELETE FROM pipeline_registry WHERE arn = $1 AND org_id <> $2"))
+                .bind(arn)
+                .bind(org_id)
+                .execute(&mut *tx)
+                .await?;
+        }
         sqlx::query(&self.sql(
             "INSERT INTO pipeline_registry (org_id, arn, pipeline_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) \
              ON CONFLICT (org_id, arn) DO UPDATE SET pipeline_id = $3, updated_at = $4",
@@ -382,7 +393,13 @@ impl Store {
         .bind(pipeline_id)
         .bind(stamp(now))
         .execute(&mut *tx)
-        .await?;
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => StoreError::Conflict(
+                "this resource name is registered by another organization".to_owned(),
+            ),
+            other => other,
+        })?;
         // The resource's reported executions, kept aside until now, are derived
         // again under the new mapping.
         self.rederive_resource_in(&mut tx, arn, now).await?;
@@ -397,6 +414,16 @@ impl Store {
         let entry = entry_from_row(&row)?;
         tx.commit().await?;
         Ok(entry)
+    }
+
+    /// The organization that holds `arn`, if any (live, or deleted and not purged).
+    pub async fn registry_owner(&self, arn: &str) -> StoreResult<Option<String>> {
+        let row = sqlx::query(&self.sql("SELECT org_id FROM pipeline_registry WHERE arn = $1"))
+            .bind(arn)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|row| Decoder::new(&row, "pipeline_registry", &["arn"]).get("org_id"))
+            .transpose()
     }
 
     /// Removes a registry entry; `NotFound` when the organization has none for `arn`.

@@ -264,14 +264,32 @@ impl Store {
         .collect::<StoreResult<_>>()?;
         let at = stamp(now);
         match derive(&bodies, &registrations)? {
-            Derived::Attributed(execution, stages) => {
+            Derived::Attributed(mut execution, mut stages) => {
+                // An execution attributed before stays its organization's (history
+                // never moves with a resource name's registration).
+                let owner = sqlx::query(&self.sql(
+                    "SELECT org_id, pipeline_id FROM report_executions WHERE resource = $1 AND execution_id = $2",
+                ))
+                .bind(resource)
+                .bind(execution_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                if let Some(owner) = owner {
+                    let d = Decoder::new(&owner, "report_executions", &[]);
+                    execution.org_id = d.get("org_id")?;
+                    execution.pipeline_id = d.get("pipeline_id")?;
+                    for stage in &mut stages {
+                        stage.pipeline_id.clone_from(&execution.pipeline_id);
+                    }
+                }
                 sqlx::query(&self.sql(
                     "INSERT INTO report_executions (resource, execution_id, org_id, pipeline_id, state, outcome, started_at, ended_at, duration_ms, error)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-                     ON CONFLICT (resource, execution_id) DO UPDATE SET org_id = excluded.org_id,
+                     ON CONFLICT (resource, execution_id) DO UPDATE SET
                        pipeline_id = excluded.pipeline_id, state = excluded.state, outcome = excluded.outcome,
                        started_at = excluded.started_at, ended_at = excluded.ended_at,
-                       duration_ms = excluded.duration_ms, error = excluded.error",
+                       duration_ms = excluded.duration_ms, error = excluded.error
+                     WHERE report_executions.org_id = excluded.org_id",
                 ))
                 .bind(resource)
                 .bind(execution_id)

@@ -404,6 +404,161 @@ async fn the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand(app: &T
     );
 }
 
+/// Issue 51: a resource name has one owner at a time, live or restorable (a second
+/// registration by another organization is 409; a super-admin may move it, audited
+/// in both); history attributed to an organization stays its own (a move, a delete,
+/// a restore), and a purged organization's executions never come back as another's.
+async fn execution_data_stays_with_its_organization(app: &TestApp) {
+    let acme = app.org("alice", "acme").await;
+    let globex = app.org("bob", "globex").await;
+    let alice = app.token("alice", "alice@example.com");
+    let bob = app.token("bob", "bob@example.com");
+    pipeline(app, &alice, &acme, "web", ARN_A).await;
+    let service = service(app);
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/reports/events",
+            &service,
+            None,
+            Some(json!(stream())),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let total = |token: String, org: String| async move {
+        ok(app, &token, &org, "count", "").await["overall"]["total"].clone()
+    };
+    assert_eq!(total(alice.clone(), acme.clone()).await, 6);
+
+    // Globex cannot take acme's name: 409, and acme's analytics stay as they were.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            &bob,
+            Some(&globex),
+            Some(staged_pipeline("web")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let bobs = body["data"]["id"].as_str().unwrap().to_owned();
+    let register = |token: String, take_over: bool| {
+        let bobs = bobs.clone();
+        let globex = globex.clone();
+        async move {
+            app.call(
+                "POST",
+                "/api/pipelines/registry",
+                &token,
+                Some(&globex),
+                Some(json!({"arn": ARN_A, "pipelineId": bobs, "takeOver": take_over})),
+            )
+            .await
+        }
+    };
+    let (status, body) = register(bob.clone(), false).await;
+    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    let (status, body) = register(bob.clone(), true).await;
+    assert_eq!(
+        code(status, &body),
+        "FORBIDDEN",
+        "only a super-admin moves it: {body}"
+    );
+    assert_eq!(total(alice.clone(), acme.clone()).await, 6);
+    assert_eq!(total(bob.clone(), globex.clone()).await, 0);
+
+    // Deleted, acme still holds it (it may be restored): still 409.
+    let root = app.super_token().await;
+    let step = app.step_up("root", 0);
+    let (status, body) = app
+        .stepped(
+            "DELETE",
+            &format!("/api/organization/{acme}"),
+            &root,
+            Some(step.clone()),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = register(bob.clone(), false).await;
+    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    assert_eq!(
+        total(bob.clone(), globex.clone()).await,
+        0,
+        "nothing of acme's leaked"
+    );
+    let (status, body) = app
+        .stepped(
+            "POST",
+            &format!("/api/organization/{acme}/restore"),
+            &root,
+            Some(step),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        total(alice.clone(), acme.clone()).await,
+        6,
+        "restored with its history"
+    );
+
+    // A super-admin moves the name: the history stays acme's, new runs are globex's.
+    let (status, body) = register(root.clone(), true).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(total(alice.clone(), acme.clone()).await, 6);
+    assert_eq!(total(bob.clone(), globex.clone()).await, 0);
+    let moved = app.audited("pipeline.registry.deregister").await;
+    assert!(
+        moved
+            .iter()
+            .any(|e| e.chain_key == acme && e.details["movedTo"] == globex.as_str()),
+        "{moved:?}"
+    );
+    let later = vec![envelope(
+        "n1",
+        (ARN_A, "x9"),
+        "18:00:00",
+        "STARTED",
+        (None, None, None),
+    )];
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/reports/events",
+            &service,
+            None,
+            Some(json!(later)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(total(bob.clone(), globex.clone()).await, 1);
+    assert_eq!(total(alice.clone(), acme.clone()).await, 6);
+
+    // Globex is deleted and purged: its events go with it; a third organization
+    // registering the name gets none of its history, nor acme's.
+    let step = app.step_up("root", 0);
+    let (status, body) = app
+        .stepped(
+            "DELETE",
+            &format!("/api/organization/{globex}"),
+            &root,
+            Some(step),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    app.store
+        .purge_deleted_organizations(Utc::now() + chrono::Duration::seconds(1))
+        .await
+        .unwrap();
+    let initech = app.org("carol", "initech").await;
+    let carol = app.token("carol", "carol@example.com");
+    pipeline(app, &carol, &initech, "web", ARN_A).await;
+    assert_eq!(total(carol.clone(), initech.clone()).await, 0);
+    assert_eq!(total(alice.clone(), acme.clone()).await, 6);
+}
+
 async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestApp) {
     let root = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
@@ -592,6 +747,7 @@ async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestAp
 }
 
 on_both_backends!(
+    execution_data_stays_with_its_organization,
     the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand,
     reports_are_scoped_permitted_and_refuse_hostile_parameters,
 );
