@@ -845,3 +845,89 @@ async fn the_command_line_backfills_a_file() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every report answers the same JSON, byte for byte, on SQLite and PostgreSQL for
+/// one event stream (issue 51): a root and its team, ties in every list, stage
+/// names that a database's collation orders otherwise than bytes do (`Build`,
+/// `build`, `Étape`, `zeta`). The servers' random ids are made the same on both
+/// (pipelines) or replaced by names in the text (organizations), so that what is
+/// compared is the backends' answers alone.
+#[tokio::test]
+async fn every_report_is_the_same_json_on_both_backends() {
+    let Some(postgres) = TestApp::postgres().await else {
+        return;
+    };
+    let sqlite = TestApp::sqlite().await;
+    let mut answers = Vec::new();
+    for app in [&sqlite, &postgres] {
+        answers.push(every_report(app).await);
+    }
+    let (left, right) = (&answers[0], &answers[1]);
+    assert_eq!(left.len(), right.len());
+    for ((name, a), (_, b)) in left.iter().zip(right) {
+        assert_eq!(a, b, "{name} differs between SQLite and PostgreSQL");
+    }
+    sqlite.finish().await;
+    postgres.finish().await;
+}
+
+/// Each report's answer as text, for the fixture stream with collation-sensitive
+/// stage names, through a root and its team.
+async fn every_report(app: &TestApp) -> Vec<(String, String)> {
+    let root = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call("POST", "/api/organization", &alice, None, Some(json!({"name": "team-a", "parentOrgId": root})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let team = body["data"]["id"].as_str().unwrap().to_owned();
+    let web = pipeline(app, &alice, &root, "web", ARN_A).await;
+    let api = pipeline(app, &alice, &team, "api", ARN_B).await;
+    let nightly = pipeline(app, &alice, &root, "nightly", ARN_X).await;
+    for (id, fixed) in [(&web, "p-web"), (&api, "p-api"), (&nightly, "p-nightly")] {
+        app.sql(&format!("UPDATE pipelines SET id = '{fixed}' WHERE id = '{id}'")).await;
+        app.sql(&format!("UPDATE pipeline_registry SET pipeline_id = '{fixed}' WHERE pipeline_id = '{id}'"))
+            .await;
+    }
+    let mut events = stream();
+    // Stages whose names a collation orders otherwise than bytes, failing and
+    // taking the same time, so that only the order of names tells them apart.
+    for (n, stage) in ["zeta", "Étape", "build", "Build"].iter().enumerate() {
+        for (resource, execution) in [(ARN_B, "y1"), (ARN_X, "z1")] {
+            let id = |k: &str| format!("c-{resource}-{n}-{k}");
+            let stage = Some(*stage);
+            events.push(envelope(&id("s"), (resource, execution), "16:10:00", "STARTED", (stage, None, None)));
+            events.push(envelope(&id("f"), (resource, execution), "16:10:30", "FAILED", (stage, None, None)));
+        }
+    }
+    let service = service(app);
+    let (status, body) = app
+        .call("POST", "/api/reports/events", &service, None, Some(json!(events)))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut answers = Vec::new();
+    for name in ["count", "success-rate", "duration", "stage-failures", "stage-bottlenecks", "errors"] {
+        for query in ["", "&includeTeams=true", "&includeTeams=true&granularity=hour&limit=3"] {
+            let (status, body) = report(app, &alice, &root, name, query).await;
+            assert_eq!(status, StatusCode::OK, "{name}{query}: {body}");
+            let text = body.to_string().replace(&root, "ORG-ROOT").replace(&team, "ORG-TEAM");
+            if name == "stage-failures" && query == "&includeTeams=true" {
+                // Equal failures: the names in byte order, not a collation's.
+                let at = |stage: &str| text.find(&format!("\"stage\":\"{stage}\"")).unwrap_or(usize::MAX);
+                let order = [at("Build"), at("build"), at("zeta"), at("Étape")];
+                assert!(order.iter().all(|i| *i != usize::MAX), "{text}");
+                assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}: {text}");
+            }
+            answers.push((format!("{name}{query}"), text));
+        }
+    }
+    for name in ["summary", "build-success-rate", "build-duration", "build-failures"] {
+        let (status, body) = app
+            .call("GET", &format!("/api/reports/plugins/{name}?{RANGE}&includeTeams=true"), &alice, Some(&root), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{name}: {body}");
+        let text = body.to_string().replace(&root, "ORG-ROOT").replace(&team, "ORG-TEAM");
+        answers.push((name.to_owned(), text));
+    }
+    answers
+}
