@@ -590,6 +590,13 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         });
     }
     {
+        // Records registry changes whose answer could not (REGISTRY_URL only).
+        let state = state.clone();
+        workers.spawn("registry-intents", move |shutdown| {
+            adapters::workers::registry::run(state, shutdown)
+        });
+    }
+    {
         let state = state.clone();
         workers.spawn("message-feed", move |shutdown| {
             adapters::workers::message_feed::run(state, shutdown)

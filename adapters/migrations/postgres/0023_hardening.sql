@@ -34,3 +34,16 @@ DELETE FROM pipeline_registry WHERE EXISTS (
                AND earlier.org_id < pipeline_registry.org_id))
 );
 CREATE UNIQUE INDEX pipeline_registry_one_owner ON pipeline_registry (arn);
+
+-- A registry change is never left unrecorded: its audit events are written here
+-- before the registry is touched, moved to the outbox with the answer, and, when
+-- that write failed, by the registry worker once the registry shows the change
+-- (`check`: what to look for); `abandoned` when it shows none.
+CREATE TABLE registry_intents (
+    id TEXT PRIMARY KEY,
+    events TEXT NOT NULL,
+    check_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX registry_intents_by_age ON registry_intents (status, created_at);

@@ -50,7 +50,31 @@ struct Tally {
     blobs: HashSet<Digest>,
 }
 
-/// Copies `source` to `target`; the event is written only after success.
+/// What shows that a registry change was made, for an intent the answer could not
+/// settle.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Check {
+    /// A copy: `target` names `digest`.
+    Copy {
+        /// The target reference.
+        target: String,
+        /// The digest it must name.
+        digest: String,
+    },
+    /// A delete: `repository` holds no manifest `digest`.
+    Delete {
+        /// The repository.
+        repository: String,
+        /// The digest deleted.
+        digest: String,
+    },
+}
+
+/// Copies `source` to `target`. Before the registry is touched, the event is written
+/// as an intent (durable); after success it moves to the outbox with the answer. If
+/// that write fails (503, the registry changed), the registry worker records it once
+/// the registry shows the copy: a completed copy is always audited.
 pub async fn copy(
     state: &AppState,
     caller: &Caller,
@@ -58,29 +82,11 @@ pub async fn copy(
     target: Reference,
 ) -> ServiceResult<Copied> {
     let registry = client(state)?;
-    // Run apart from the request: a timed-out request does not cut a copy half-way.
-    let (from, to) = (source.clone(), target.clone());
-    let copied = tokio::spawn(async move { copy_tree(&registry, &from, &to).await })
+    let top = registry
+        .manifest(&source.repository, &source.target)
         .await
-        .map_err(|e| ServiceError::Broken(format!("the copy stopped: {e}")))?
         .map_err(ServiceError::Registry)?;
-    let (source_digest, tally) = copied;
-    let copy = TagCopy {
-        actor: caller.user_id.clone(),
-        source: source.to_string(),
-        target: target.to_string(),
-        source_digest: source_digest.to_string(),
-        target_digest: source_digest.to_string(),
-        mounted: Mounted {
-            manifests: tally.manifests,
-            blobs: tally.blobs.len() as u64,
-        },
-    };
-    // The event's own fields are its details (identifiers and digests only).
-    let details = details_of(
-        &copy,
-        ("isPromotionToSystem", json!(copy.is_promotion_to_system())),
-    )?;
+    let source_digest = top.digest.clone();
     // The target's organization, and the source's when it is another one.
     let system = system_id(state).await?;
     let mut chains = vec![chain_of(state, &target.repository, &system).await?];
@@ -88,27 +94,85 @@ pub async fn copy(
     if !chains.contains(&source_chain) {
         chains.push(source_chain);
     }
-    record(
-        state,
+    let planned = TagCopy {
+        actor: caller.user_id.clone(),
+        source: source.to_string(),
+        target: target.to_string(),
+        source_digest: source_digest.to_string(),
+        target_digest: source_digest.to_string(),
+        mounted: Mounted {
+            manifests: 0,
+            blobs: 0,
+        },
+    };
+    let intent = crate::new_id();
+    let recovered = events_of(
+        caller,
+        ("registry.tag.copy", &system),
+        &chains,
+        &planned.target,
+        details_of(&planned, ("recovered", json!(true)))?,
+    );
+    let check = Check::Copy {
+        target: target.to_string(),
+        digest: source_digest.to_string(),
+    };
+    state
+        .store
+        .record_intent(&intent, &recovered, &check_json(&check)?, Utc::now())
+        .await?;
+    // Run apart from the request: a timed-out request does not cut a copy half-way.
+    let (from, to) = (source.clone(), target.clone());
+    let copied = tokio::spawn(async move { copy_tree(&registry, &from, &to, top).await })
+        .await
+        .map_err(|e| ServiceError::Broken(format!("the copy stopped: {e}")));
+    let tally = match copied {
+        Ok(Ok(tally)) => tally,
+        Ok(Err(error)) => {
+            // Nothing was put under the target's name: no intent to keep (the
+            // worker would find no copy and abandon it anyway).
+            if let Err(dropped) = state.store.drop_intent(&intent).await {
+                tracing::warn!(error = %dropped, "an intent of a failed copy stays for the registry worker");
+            }
+            return Err(ServiceError::Registry(error));
+        }
+        Err(stopped) => return Err(stopped),
+    };
+    let copy = TagCopy {
+        mounted: Mounted {
+            manifests: tally.manifests,
+            blobs: tally.blobs.len() as u64,
+        },
+        ..planned
+    };
+    // The event's own fields are its details (identifiers and digests only).
+    let details = details_of(
+        &copy,
+        ("isPromotionToSystem", json!(copy.is_promotion_to_system())),
+    )?;
+    let events = events_of(
         caller,
         ("registry.tag.copy", &system),
         &chains,
         &copy.target,
         details,
-    )
-    .await?;
+    );
+    state.store.settle_intent(&intent, &events).await?;
     log_line(&RegistryEvent::TagCopy(copy.clone()), &target.repository);
     Ok(copy)
+}
+
+fn check_json(check: &Check) -> ServiceResult<serde_json::Value> {
+    serde_json::to_value(check)
+        .map_err(|e| ServiceError::Broken(format!("an intent's check does not serialize: {e}")))
 }
 
 async fn copy_tree(
     registry: &RegistryClient,
     source: &Reference,
     target: &Reference,
-) -> Result<(Digest, Tally), RegistryError> {
-    let top = registry
-        .manifest(&source.repository, &source.target)
-        .await?;
+    top: Fetched,
+) -> Result<Tally, RegistryError> {
     if let Target::Digest(asked) = &target.target {
         if asked != &top.digest {
             return Err(RegistryError::DigestMismatch {
@@ -136,7 +200,7 @@ async fn copy_tree(
         });
     }
     tally.manifests += 1;
-    Ok((top.digest, tally))
+    Ok(tally)
 }
 
 /// Carries what a manifest references into the target repository: an index's child
@@ -252,10 +316,6 @@ pub async fn delete(
             }));
         }
     }
-    registry
-        .delete_manifest(&repository, &digest)
-        .await
-        .map_err(ServiceError::Registry)?;
     let deleted = TagDelete {
         actor: caller.user_id.clone(),
         repo: repository.to_string(),
@@ -265,15 +325,40 @@ pub async fn delete(
     let details = details_of(&deleted, ("force", json!(force)))?;
     let system = system_id(state).await?;
     let chain = chain_of(state, &repository, &system).await?;
-    record(
-        state,
-        caller,
-        ("registry.tag.delete", &system),
-        &[chain],
-        &reference.to_string(),
-        details,
-    )
-    .await?;
+    let mut recovered_details = details.clone();
+    if let Some(fields) = recovered_details.as_object_mut() {
+        fields.insert("recovered".to_owned(), json!(true));
+    }
+    let action = ("registry.tag.delete", system.as_str());
+    let target_id = reference.to_string();
+    let chains = [chain];
+    let intent = crate::new_id();
+    let check = Check::Delete {
+        repository: repository.to_string(),
+        digest: digest.to_string(),
+    };
+    state
+        .store
+        .record_intent(
+            &intent,
+            &events_of(caller, action, &chains, &target_id, recovered_details),
+            &check_json(&check)?,
+            Utc::now(),
+        )
+        .await?;
+    if let Err(error) = registry.delete_manifest(&repository, &digest).await {
+        if let Err(dropped) = state.store.drop_intent(&intent).await {
+            tracing::warn!(error = %dropped, "an intent of a failed delete stays for the registry worker");
+        }
+        return Err(ServiceError::Registry(error));
+    }
+    state
+        .store
+        .settle_intent(
+            &intent,
+            &events_of(caller, action, &chains, &target_id, details),
+        )
+        .await?;
     log_line(&RegistryEvent::TagDelete(deleted.clone()), &repository);
     Ok(deleted)
 }
@@ -359,17 +444,16 @@ async fn chain_of(
     Ok(owner.map_or_else(|| system.to_owned(), |org| org.id))
 }
 
-/// Records the event in each chain: the actor's organization is the system
-/// organization, the affected one the repository's.
-async fn record(
-    state: &AppState,
+/// The event for each chain: the actor's organization is the system organization,
+/// the affected one the repository's.
+fn events_of(
     caller: &Caller,
     (action, system): (&str, &str),
     chains: &[String],
     target_id: &str,
     details: serde_json::Value,
-) -> ServiceResult<()> {
-    let events: Vec<_> = chains
+) -> Vec<audit_chain::AuditEvent> {
+    chains
         .iter()
         .map(|org_id| {
             let affected = (org_id != system).then_some(org_id.as_str());
@@ -381,8 +465,51 @@ async fn record(
                 details.clone(),
             )
         })
-        .collect();
-    Ok(state.store.record_events(&events).await?)
+        .collect()
+}
+
+/// Settles the intents older than `before` whose answer could not record them (at
+/// most 100 a pass): recorded when the registry shows their change, else marked
+/// abandoned. How many were recorded.
+pub async fn settle_stale_intents(
+    state: &AppState,
+    before: chrono::DateTime<Utc>,
+) -> ServiceResult<u64> {
+    let Some(registry) = state.registry.clone() else {
+        return Ok(0);
+    };
+    let mut recorded = 0;
+    for intent in state.store.stale_intents(before, 100).await? {
+        let check: Check = serde_json::from_value(intent.check.clone())
+            .map_err(|e| ServiceError::Broken(format!("registry_intents.check_json: {e}")))?;
+        let made = match &check {
+            Check::Copy { target, digest } => {
+                let target = Reference::parse(target)
+                    .map_err(|e| ServiceError::Broken(format!("registry_intents: {e}")))?;
+                registry
+                    .manifest_digest(&target.repository, &target.target)
+                    .await
+                    .map_err(ServiceError::Registry)?
+                    .is_some_and(|found| found.as_str() == digest)
+            }
+            Check::Delete { repository, digest } => {
+                let repository = Repository::parse(repository)
+                    .map_err(|e| ServiceError::Broken(format!("registry_intents: {e}")))?;
+                let digest = Digest::parse(digest)
+                    .map_err(|e| ServiceError::Broken(format!("registry_intents: {e}")))?;
+                registry
+                    .manifest_digest(&repository, &Target::Digest(digest))
+                    .await
+                    .map_err(ServiceError::Registry)?
+                    .is_none()
+            }
+        };
+        let events = made.then_some(intent.events.as_slice());
+        if state.store.resolve_intent(&intent.id, events).await? && made {
+            recorded += 1;
+        }
+    }
+    Ok(recorded)
 }
 
 /// Writes the event's structured log line to standard output, beside the server's

@@ -18,6 +18,7 @@ mod conversations;
 mod decode;
 mod entitlement;
 mod exemptions;
+mod intents;
 mod invitations;
 mod lifecycle;
 mod members;
@@ -68,6 +69,7 @@ pub use conversations::{
 };
 pub use entitlement::{EntitlementWrite, LimitSync};
 pub use exemptions::{ExemptionRecord, NewExemption};
+pub use intents::IntentRecord;
 pub use invitations::{InvitationRecord, InvitationStatus};
 pub use lifecycle::DeletedOrg;
 pub use members::MemberRecord;

@@ -37,6 +37,7 @@ pub mod digests;
 pub mod message_feed;
 pub mod quotas;
 pub mod reevaluation;
+pub mod registry;
 pub mod relay;
 pub mod reports;
 pub mod retention;

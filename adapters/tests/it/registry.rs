@@ -667,7 +667,93 @@ async fn refusals_and_failures_answer_their_codes_and_record_nothing(app: &TestA
     served.stop().await;
 }
 
+/// A copy whose audit write fails after the registry changed (the outbox refuses
+/// its insert) answers an error with the registry changed, and the event is not
+/// lost: its intent, written before the registry was touched, is recorded once the
+/// registry shows the copy. A copy that succeeds leaves no intent behind.
+async fn a_completed_copy_is_always_audited(app: &TestApp) {
+    let registry = Registry::start(true, false).await;
+    let seeded = seed_index(&registry.client(false), "org-a/plugin", "1.0.0").await;
+    let (_, org_a) = organizations(app).await;
+    let served = app.beside(&[("REGISTRY_URL", registry.url.as_str())]).await;
+    let (status, body) = copy(
+        &served,
+        &root(app),
+        "org-a/plugin:1.0.0",
+        "system/plugin:1.0.0",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let intents: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM registry_intents")
+        .fetch_one(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .unwrap();
+    assert_eq!(intents, 0, "a settled copy leaves no intent");
+    let before = chained(app, "registry.tag.copy").await.len();
+
+    // The outbox refuses inserts (as a database that fails mid-request would).
+    let postgres = sqlx::query("SELECT pg_backend_pid()")
+        .execute(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .is_ok();
+    if postgres {
+        app.sql("CREATE FUNCTION outbox_down() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'the outbox is down'; END $$ LANGUAGE plpgsql").await;
+        app.sql("CREATE TRIGGER outbox_down BEFORE INSERT ON audit_outbox FOR EACH ROW EXECUTE FUNCTION outbox_down()").await;
+    } else {
+        app.sql("CREATE TRIGGER outbox_down BEFORE INSERT ON audit_outbox BEGIN SELECT RAISE(ABORT, 'the outbox is down'); END").await;
+    }
+    let (status, body) = copy(
+        &served,
+        &root(app),
+        "org-a/plugin:1.0.0",
+        "org-a/plugin:copied",
+    )
+    .await;
+    assert!(status.is_server_error(), "{status}: {body}");
+    // The registry changed.
+    let made = registry
+        .client(false)
+        .manifest_digest(&repo("org-a/plugin"), &tag("copied"))
+        .await
+        .unwrap();
+    assert_eq!(made, Some(seeded.digest.clone()));
+    if postgres {
+        app.sql("DROP TRIGGER outbox_down ON audit_outbox").await;
+    } else {
+        app.sql("DROP TRIGGER outbox_down").await;
+    }
+    // The registry worker's pass (past its grace) records it.
+    let state = adapters::http::AppState::new(
+        test_config(&[("REGISTRY_URL", registry.url.as_str())]),
+        app.store.clone(),
+        Arc::new(adapters::audit::AuditCounters::default()),
+    );
+    let recorded = adapters::services::images::settle_stale_intents(
+        &state,
+        Utc::now() + chrono::Duration::seconds(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(recorded, 1);
+    let events = chained(app, "registry.tag.copy").await;
+    assert_eq!(events.len(), before + 1, "{events:?}");
+    let (chain, details) = events.last().unwrap();
+    assert_eq!(chain, &org_a);
+    assert_eq!(details["target"], "org-a/plugin:copied");
+    assert_eq!(details["recovered"], true);
+    // A second pass records nothing more.
+    let again = adapters::services::images::settle_stale_intents(
+        &state,
+        Utc::now() + chrono::Duration::seconds(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again, 0);
+    served.stop().await;
+}
+
 on_both_backends!(
+    a_completed_copy_is_always_audited,
     an_index_is_copied_bottom_up_and_chained_in_both_organizations,
     a_docker_manifest_and_a_partly_filled_target_copy_only_what_is_missing,
     delete_by_tag_and_by_digest_and_a_shared_digest_only_when_forced,

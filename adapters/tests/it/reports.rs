@@ -877,7 +877,13 @@ async fn every_report(app: &TestApp) -> Vec<(String, String)> {
     let root = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     let (status, body) = app
-        .call("POST", "/api/organization", &alice, None, Some(json!({"name": "team-a", "parentOrgId": root})))
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "team-a", "parentOrgId": root})),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let team = body["data"]["id"].as_str().unwrap().to_owned();
@@ -885,9 +891,14 @@ async fn every_report(app: &TestApp) -> Vec<(String, String)> {
     let api = pipeline(app, &alice, &team, "api", ARN_B).await;
     let nightly = pipeline(app, &alice, &root, "nightly", ARN_X).await;
     for (id, fixed) in [(&web, "p-web"), (&api, "p-api"), (&nightly, "p-nightly")] {
-        app.sql(&format!("UPDATE pipelines SET id = '{fixed}' WHERE id = '{id}'")).await;
-        app.sql(&format!("UPDATE pipeline_registry SET pipeline_id = '{fixed}' WHERE pipeline_id = '{id}'"))
-            .await;
+        app.sql(&format!(
+            "UPDATE pipelines SET id = '{fixed}' WHERE id = '{id}'"
+        ))
+        .await;
+        app.sql(&format!(
+            "UPDATE pipeline_registry SET pipeline_id = '{fixed}' WHERE pipeline_id = '{id}'"
+        ))
+        .await;
     }
     let mut events = stream();
     // Stages whose names a collation orders otherwise than bytes, failing and
@@ -896,24 +907,59 @@ async fn every_report(app: &TestApp) -> Vec<(String, String)> {
         for (resource, execution) in [(ARN_B, "y1"), (ARN_X, "z1")] {
             let id = |k: &str| format!("c-{resource}-{n}-{k}");
             let stage = Some(*stage);
-            events.push(envelope(&id("s"), (resource, execution), "16:10:00", "STARTED", (stage, None, None)));
-            events.push(envelope(&id("f"), (resource, execution), "16:10:30", "FAILED", (stage, None, None)));
+            events.push(envelope(
+                &id("s"),
+                (resource, execution),
+                "16:10:00",
+                "STARTED",
+                (stage, None, None),
+            ));
+            events.push(envelope(
+                &id("f"),
+                (resource, execution),
+                "16:10:30",
+                "FAILED",
+                (stage, None, None),
+            ));
         }
     }
     let service = service(app);
     let (status, body) = app
-        .call("POST", "/api/reports/events", &service, None, Some(json!(events)))
+        .call(
+            "POST",
+            "/api/reports/events",
+            &service,
+            None,
+            Some(json!(events)),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let mut answers = Vec::new();
-    for name in ["count", "success-rate", "duration", "stage-failures", "stage-bottlenecks", "errors"] {
-        for query in ["", "&includeTeams=true", "&includeTeams=true&granularity=hour&limit=3"] {
+    for name in [
+        "count",
+        "success-rate",
+        "duration",
+        "stage-failures",
+        "stage-bottlenecks",
+        "errors",
+    ] {
+        for query in [
+            "",
+            "&includeTeams=true",
+            "&includeTeams=true&granularity=hour&limit=3",
+        ] {
             let (status, body) = report(app, &alice, &root, name, query).await;
             assert_eq!(status, StatusCode::OK, "{name}{query}: {body}");
-            let text = body.to_string().replace(&root, "ORG-ROOT").replace(&team, "ORG-TEAM");
+            let text = body
+                .to_string()
+                .replace(&root, "ORG-ROOT")
+                .replace(&team, "ORG-TEAM");
             if name == "stage-failures" && query == "&includeTeams=true" {
                 // Equal failures: the names in byte order, not a collation's.
-                let at = |stage: &str| text.find(&format!("\"stage\":\"{stage}\"")).unwrap_or(usize::MAX);
+                let at = |stage: &str| {
+                    text.find(&format!("\"stage\":\"{stage}\""))
+                        .unwrap_or(usize::MAX)
+                };
                 let order = [at("Build"), at("build"), at("zeta"), at("Étape")];
                 assert!(order.iter().all(|i| *i != usize::MAX), "{text}");
                 assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}: {text}");
@@ -921,12 +967,26 @@ async fn every_report(app: &TestApp) -> Vec<(String, String)> {
             answers.push((format!("{name}{query}"), text));
         }
     }
-    for name in ["summary", "build-success-rate", "build-duration", "build-failures"] {
+    for name in [
+        "summary",
+        "build-success-rate",
+        "build-duration",
+        "build-failures",
+    ] {
         let (status, body) = app
-            .call("GET", &format!("/api/reports/plugins/{name}?{RANGE}&includeTeams=true"), &alice, Some(&root), None)
+            .call(
+                "GET",
+                &format!("/api/reports/plugins/{name}?{RANGE}&includeTeams=true"),
+                &alice,
+                Some(&root),
+                None,
+            )
             .await;
         assert_eq!(status, StatusCode::OK, "{name}: {body}");
-        let text = body.to_string().replace(&root, "ORG-ROOT").replace(&team, "ORG-TEAM");
+        let text = body
+            .to_string()
+            .replace(&root, "ORG-ROOT")
+            .replace(&team, "ORG-TEAM");
         answers.push((name.to_owned(), text));
     }
     answers

@@ -591,7 +591,7 @@ impl RegistryClient {
                 .headers()
                 .get(reqwest::header::LINK)
                 .and_then(|v| v.to_str().ok())
-                .and_then(next_link)
+                .and_then(oci::next_link)
                 .and_then(|link| url.join(&link).ok())
                 .map(|next| self.own(&call.name, next))
                 .transpose()?;
@@ -635,20 +635,6 @@ impl RegistryClient {
             .map_err(|_| refused("an upload session at an address that does not parse"))?;
         self.own(call, url)
     }
-}
-
-/// The `rel="next"` address of a `Link` header.
-fn next_link(header: &str) -> Option<String> {
-    header.split(',').find_map(|part| {
-        let (target, params) = part.split_once(';')?;
-        params.contains("rel=\"next\"").then(|| {
-            target
-                .trim()
-                .trim_start_matches('<')
-                .trim_end_matches('>')
-                .to_owned()
-        })
-    })
 }
 
 fn digest_header(headers: &HeaderMap) -> Option<Digest> {
@@ -709,15 +695,6 @@ async fn refusal(call: &str, response: reqwest::Response) -> RegistryError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_next_page_is_the_link_marked_next() {
-        assert_eq!(
-            next_link(r#"</v2/a/tags/list?n=100&last=x>; rel="next""#),
-            Some("/v2/a/tags/list?n=100&last=x".to_owned())
-        );
-        assert_eq!(next_link(r#"</x>; rel="prev""#), None);
-    }
 
     #[test]
     fn only_an_http_address_with_a_host_is_a_registry() {
