@@ -26,6 +26,8 @@ pub mod emitter;
 pub mod http;
 #[cfg(feature = "server")]
 pub mod inventory;
+#[cfg(feature = "server")]
+pub mod logging;
 pub mod metrics;
 pub mod notify;
 #[cfg(feature = "server")]

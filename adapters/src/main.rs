@@ -474,13 +474,30 @@ fn redact_url(url: &str) -> String {
 }
 
 async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
+    {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        use tracing_subscriber::Layer as _;
+        let audit = adapters::services::images::AUDIT_TARGET;
+        // The server's lines as JSON, filtered by RUST_LOG; the registry's audit
+        // lines (already JSON objects) written as they are, never filtered.
+        let lines = tracing_subscriber::fmt::layer().json().with_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .json()
-        .init();
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+                .add_directive(format!("{audit}=off").parse().unwrap_or_else(|_| {
+                    tracing_subscriber::filter::Directive::from(tracing::Level::INFO)
+                })),
+        );
+        let audit_lines = tracing_subscriber::fmt::layer()
+            .event_format(adapters::logging::MessageOnly)
+            .with_filter(
+                tracing_subscriber::filter::Targets::new().with_target(audit, tracing::Level::INFO),
+            );
+        tracing_subscriber::registry()
+            .with(lines)
+            .with(audit_lines)
+            .init();
+    }
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }

@@ -13,7 +13,6 @@
 //! for it times out, so an upload session is never abandoned half-way.
 
 use std::collections::HashSet;
-use std::io::Write as _;
 use std::sync::Arc;
 
 use audit_chain::{LogLabels, Mounted, RegistryEvent, TagCopy, TagDelete};
@@ -512,16 +511,18 @@ pub async fn settle_stale_intents(
     Ok(recorded)
 }
 
-/// Writes the event's structured log line to standard output, beside the server's
-/// own JSON log lines, whatever `RUST_LOG` says: an audit line is never filtered.
+/// The `tracing` target of the registry's audit lines: the server's subscriber
+/// writes them as they are (one JSON object, the documented labels at its top),
+/// whatever `RUST_LOG` says: an audit line is never filtered.
+pub const AUDIT_TARGET: &str = "registry_audit";
+
+/// Emits the event's structured log line through `tracing`, like every other line
+/// of the server (see [`AUDIT_TARGET`]).
 fn log_line(event: &RegistryEvent, repository: &Repository) {
     let line = event.to_labelled_line(LogLabels {
         service_name: SERVICE_NAME,
         plugin_name: Some(oci::plugin_name(repository)),
         timestamp: Some(Utc::now()),
     });
-    let mut out = std::io::stdout().lock();
-    if let Err(error) = writeln!(out, "{line}") {
-        tracing::error!(%error, "the registry's audit log line could not be written");
-    }
+    tracing::info!(target: AUDIT_TARGET, "{line}");
 }
