@@ -1265,3 +1265,65 @@ async fn sign_in_across_replicas_and_a_revoke_all_seen_by_the_other_within_a_sec
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The per-minute message limit on two server processes (issue 51): 24 messages of
+/// one author posted at once, half through each replica, with MESSAGES_PER_MINUTE 5
+/// and one written before: exactly four more are written, the rest are 429.
+#[tokio::test]
+async fn two_replicas_keep_one_authors_minute_exactly() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let client = reqwest::Client::new();
+    let (servers, bases) = two_servers(&client, &url, &[("MESSAGES_PER_MINUTE", "5")]).await;
+    let [a, b] = bases;
+    let alice = user_token("alice");
+    let org = create_org(&client, &a, &alice, "chatty").await;
+    let added = client
+        .post(format!("{a}/api/organization/{org}/members"))
+        .bearer_auth(&alice)
+        .json(&json!({"userId": "bob", "role": "member"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), StatusCode::CREATED);
+    let started: Value = client
+        .post(format!("{a}/api/messages/conversations"))
+        .bearer_auth(&alice)
+        .header("x-org-id", &org)
+        .json(&json!({"participants": ["bob"], "body": "0"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = started["data"]["id"].as_str().unwrap().to_owned();
+    let posts = (0..24).map(|i| {
+        let base = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let (client, alice, org, id) = (client.clone(), alice.clone(), org.clone(), id.clone());
+        async move {
+            client
+                .post(format!("{base}/api/messages/conversations/{id}/messages"))
+                .bearer_auth(&alice)
+                .header("x-org-id", &org)
+                .json(&json!({"body": i.to_string()}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    });
+    let statuses = futures_util::future::join_all(posts).await;
+    let written = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::CREATED)
+        .count();
+    let limited = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    stop(servers);
+    drop_postgres(&admin_url, &name).await;
+    assert_eq!((written, limited), (4, 20), "{statuses:?}");
+}
