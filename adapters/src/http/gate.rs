@@ -53,8 +53,8 @@ pub enum Chain {
 }
 
 /// Audits a refused state-changing request as `authz.denied` (outcome failure) in
-/// `chain`, folded per actor, organization and minute: a flood of refusals writes one
-/// event a minute per actor, with the count of the refusals it stands for.
+/// `chain`, folded per actor, organization and minute (`Store::fold_denial`): the
+/// first at once, the rest of the minute as one more event with their count.
 pub async fn audit_refusal(
     state: &AppState,
     actor_id: &str,

@@ -244,10 +244,13 @@ pub(crate) struct Guard {
     pub(crate) feature: Option<entitlements::Feature>,
 }
 
-/// What the guard learnt of a request before refusing it: who asked, and which
-/// chain a refusal belongs in.
+/// What the guard learnt of a state-changing request before refusing it: who asked,
+/// and which chain a refusal belongs in. Reads are never audited, so nothing is kept
+/// for them.
 #[derive(Debug, Default)]
 struct Attempt {
+    /// Whether a refusal is audited at all (the route changes state).
+    audited: bool,
     /// The authenticated actor (id and e-mail); none before authentication.
     actor: Option<(String, Option<String>)>,
     /// Where a refusal is audited; none when the request named no organization.
@@ -256,8 +259,23 @@ struct Attempt {
 
 impl Attempt {
     fn caller(&mut self, caller: &Caller, chain: Option<Chain>) {
-        self.actor = Some((caller.user_id.clone(), caller.email.clone()));
-        self.chain = chain;
+        if self.audited {
+            self.actor = Some((caller.user_id.clone(), caller.email.clone()));
+            self.chain = chain;
+        }
+    }
+
+    fn service(&mut self, service: &str) {
+        if self.audited {
+            self.actor = Some((format!("service:{service}"), None));
+            self.chain = Some(Chain::System);
+        }
+    }
+
+    fn named(&mut self, org_id: &str) {
+        if self.audited {
+            self.chain = Some(Chain::Org(org_id.to_owned()));
+        }
     }
 }
 
@@ -268,12 +286,15 @@ impl Attempt {
 /// account lacks).
 pub(crate) async fn enforce(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    let mut attempt = Attempt::default();
+    let mut attempt = Attempt {
+        audited: guard.changes_state,
+        ..Attempt::default()
+    };
     match admit(&guard, &mut parts, &mut attempt).await {
         Ok(()) => next.run(Request::from_parts(parts, body)).await,
         Err(error) => {
             let refused = matches!(error.status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND);
-            if guard.changes_state && refused && !error.audited {
+            if attempt.audited && refused && !error.audited {
                 if let Some((actor, email)) = attempt.actor {
                     let chain = attempt.chain.unwrap_or(Chain::System);
                     let details = json!({"reason": error.code.to_ascii_lowercase()});
@@ -341,7 +362,7 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
                 OrgFrom::Path => (path_id(parts).await?, Named::Path),
                 OrgFrom::Query(name) => (query_value(parts, name)?, Named::Header),
             };
-            attempt.chain = Some(Chain::Org(org_id.clone()));
+            attempt.named(&org_id);
             let requirement = need.requirement(guard.changes_state, step_up);
             let mut granted =
                 gate(state, &caller, &org_id, named, requirement, &guard.action).await?;
@@ -351,13 +372,11 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
                         .await
                         .map_err(|refused| {
                             if refused.code == "TENANT_FORBIDDEN" || refused.code == "FORBIDDEN" {
-                                let remapped = ApiError::forbidden(
-                                    "what an account pays for is changed by its root organization's owner and admins; a team's admins cannot",
-                                );
-                                if refused.audited {
-                                    remapped.audited()
-                                } else {
-                                    remapped
+                                ApiError {
+                                    audited: refused.audited,
+                                    ..ApiError::forbidden(
+                                        "what an account pays for is changed by its root organization's owner and admins; a team's admins cannot",
+                                    )
                                 }
                             } else {
                                 refused
@@ -401,10 +420,9 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
             .await
             .map_err(|error| {
                 if error.code == "TENANT_FORBIDDEN" {
-                    if error.audited {
-                        refused().audited()
-                    } else {
-                        refused()
+                    ApiError {
+                        audited: error.audited,
+                        ..refused()
                     }
                 } else {
                     error
@@ -427,8 +445,7 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
                 parts.extensions.insert(caller);
             }
             AnyCaller::Service { service, .. } => {
-                attempt.actor = Some((format!("service:{service}"), None));
-                attempt.chain = Some(Chain::System);
+                attempt.service(&service);
                 if service != state.config.billing.service_name {
                     return Err(ApiError::forbidden(
                         "only a super-admin or the billing service may do this",

@@ -1086,7 +1086,8 @@ async fn step_up_proofs_are_bound_to_their_session_and_end_with_it(app: &TestApp
         .stepped("POST", "/api/me/totp", &second, Some(proof.clone()), None)
         .await;
     assert_eq!(code(status, &body), "UNAUTHORIZED", "{body}");
-    // Logout ends the session's proofs.
+    // Logout ends the session and its proofs: the proof is refused with the
+    // session's own access token (and with a new session's, being another's).
     let (status, _) = public(
         app,
         "/api/auth/logout",
@@ -1094,12 +1095,17 @@ async fn step_up_proofs_are_bound_to_their_session_and_end_with_it(app: &TestApp
     )
     .await;
     assert_eq!(status, StatusCode::OK);
+    let (status, _) = app
+        .stepped("POST", "/api/me/totp", &first, Some(proof.clone()), None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (third, _) = session(app, "sal@example.com").await;
     let (status, _) = app
         .stepped("POST", "/api/me/totp", &third, Some(proof), None)
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    // A password change ends every proof made before.
+    // A password change ends every session, and so every proof made before (the
+    // session binding refuses it; the generation it carries would too).
     let proof = proof_of(third.clone()).await;
     let (status, body) = app
         .call(
