@@ -13,7 +13,9 @@ use entitlements::{Catalog, Tier};
 use tenancy::BootstrapList;
 
 mod ai;
+mod keys;
 pub use ai::{AiSettings, ProviderSettings};
+pub use keys::{AwsCredentials, KeySettings, Secret};
 
 /// The development JWT secret used when `JWT_SECRET` is unset (a warning says so).
 pub const DEV_JWT_SECRET: &str = "compliance-development-secret-do-not-use-in-production";
@@ -192,6 +194,8 @@ pub struct Config {
     pub registry: Option<RegistrySettings>,
     /// AI generation: the providers (`AI_*`) and the limits of a generation.
     pub ai: AiSettings,
+    /// Keys: the platform key, AWS KMS, the customer keys' checks.
+    pub keys: KeySettings,
     /// `PLATFORM_IDENTIFIER` and `PLATFORM_PASSWORD`, for provisioning scripts.
     pub platform_credentials: Option<(String, String)>,
     /// Sign-in: links, client addresses, session lifetimes.
@@ -317,9 +321,6 @@ pub struct NotificationSettings {
     /// connect straight to the address that was checked; set, the proxy decides
     /// where a delivery connects, and the server says so at start.
     pub webhook_proxy: Option<String>,
-    /// `SECRETS_ENCRYPTION_KEY` (32 bytes, base64 or hex): webhook secrets are sealed
-    /// with it at rest.
-    pub secrets: Option<crate::notify::SecretBox>,
     /// `NOTIFY_RETRY_SECONDS` (30): the first wait before a retry; later waits are
     /// multiples of it, about a day in all.
     pub retry_base: Duration,
@@ -680,6 +681,7 @@ impl Config {
             }
         }
         let ai = ai::ai_settings(&mut r);
+        let keys = keys::key_settings(&mut r);
         let catalog = match Catalog::from_overrides(vars.iter()) {
             Ok(catalog) => catalog,
             Err(errors) => {
@@ -758,16 +760,6 @@ impl Config {
                 r.parse("REEVALUATION_POLL_MS", 500, "milliseconds").max(10),
             ),
         };
-        let secrets = match r.raw("SECRETS_ENCRYPTION_KEY").filter(|v| !v.is_empty()) {
-            None => None,
-            Some(key) => match crate::notify::SecretBox::from_key(key) {
-                Ok(sealing) => Some(sealing),
-                Err(e) => {
-                    r.fail("SECRETS_ENCRYPTION_KEY", e.0.to_owned());
-                    None
-                }
-            },
-        };
         let notifications = NotificationSettings {
             smtp_url: r
                 .raw("SMTP_URL")
@@ -783,7 +775,6 @@ impl Config {
                 }
                 None => None,
             },
-            secrets,
             retry_base: Duration::from_secs(r.parse(
                 "NOTIFY_RETRY_SECONDS",
                 30,
@@ -853,6 +844,7 @@ impl Config {
             messages,
             registry,
             ai,
+            keys,
             platform_credentials,
             signin,
             warnings,

@@ -26,6 +26,7 @@ pub mod emitter;
 pub mod http;
 #[cfg(feature = "server")]
 pub mod inventory;
+pub mod keys;
 #[cfg(feature = "server")]
 pub mod logging;
 pub mod metrics;

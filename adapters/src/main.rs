@@ -633,6 +633,18 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     }
     {
         let (state, holder) = (state.clone(), holder.clone());
+        workers.spawn("kms-check", move |shutdown| {
+            adapters::workers::keys::check(state, holder, shutdown)
+        });
+    }
+    {
+        let (state, holder) = (state.clone(), holder.clone());
+        workers.spawn("secrets-rewrite", move |shutdown| {
+            adapters::workers::keys::rewrite(state, holder, shutdown)
+        });
+    }
+    {
+        let (state, holder) = (state.clone(), holder.clone());
         workers.spawn("quota-periods", move |shutdown| {
             adapters::workers::quotas::run(state, holder, shutdown)
         });

@@ -216,76 +216,6 @@ fn is_public_v4(v4: std::net::Ipv4Addr) -> bool {
     !REFUSED.iter().any(|(prefix, len)| in_block(*prefix, *len))
 }
 
-/// Why a stored secret could not be opened.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a stored secret cannot be opened: {0}")]
-pub struct SealError(pub &'static str);
-
-/// The prefix of a sealed secret.
-const SEALED: &str = "enc:v1:";
-
-/// Seals secrets at rest with AES-256-GCM under `SECRETS_ENCRYPTION_KEY` (32 bytes,
-/// base64 or hex): `enc:v1:<base64 of nonce || ciphertext>`.
-#[derive(Clone)]
-pub struct SecretBox {
-    cipher: aes_gcm::Aes256Gcm,
-}
-
-impl std::fmt::Debug for SecretBox {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SecretBox(..)")
-    }
-}
-
-impl SecretBox {
-    /// Reads a key: 32 bytes as base64 or as 64 hex digits.
-    pub fn from_key(text: &str) -> Result<SecretBox, SealError> {
-        use aes_gcm::KeyInit;
-        let text = text.trim();
-        let bytes = hex::decode(text)
-            .ok()
-            .filter(|b| b.len() == 32)
-            .or_else(|| BASE64.decode(text).ok().filter(|b| b.len() == 32))
-            .ok_or(SealError("the key must be 32 bytes, as base64 or hex"))?;
-        let cipher = aes_gcm::Aes256Gcm::new_from_slice(&bytes)
-            .map_err(|_| SealError("the key must be 32 bytes"))?;
-        Ok(SecretBox { cipher })
-    }
-
-    /// Seals `secret` with a fresh random nonce.
-    pub fn seal(&self, secret: &str) -> Result<String, SealError> {
-        use aes_gcm::aead::{Aead, AeadCore, OsRng};
-        let nonce = aes_gcm::Aes256Gcm::generate_nonce(&mut OsRng);
-        let sealed = self
-            .cipher
-            .encrypt(&nonce, secret.as_bytes())
-            .map_err(|_| SealError("encryption failed"))?;
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&sealed);
-        Ok(format!("{SEALED}{}", BASE64.encode(out)))
-    }
-
-    /// Opens a sealed secret; text stored before a key was set is answered as is.
-    pub fn open(&self, stored: &str) -> Result<String, SealError> {
-        use aes_gcm::aead::Aead;
-        let Some(body) = stored.strip_prefix(SEALED) else {
-            return Ok(stored.to_owned());
-        };
-        let bytes = BASE64.decode(body).map_err(|_| SealError("not base64"))?;
-        let (nonce, sealed) = bytes.split_at_checked(12).ok_or(SealError("too short"))?;
-        let plain = self
-            .cipher
-            .decrypt(aes_gcm::Nonce::from_slice(nonce), sealed)
-            .map_err(|_| SealError("wrong key, or altered"))?;
-        String::from_utf8(plain).map_err(|_| SealError("not UTF-8"))
-    }
-
-    /// Whether a stored value is sealed.
-    pub fn is_sealed(stored: &str) -> bool {
-        stored.starts_with(SEALED)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,24 +333,5 @@ mod tests {
             let ip: IpAddr = public.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
             assert!(is_public(ip), "{public}");
         }
-    }
-
-    #[test]
-    fn sealed_secrets_open_only_with_their_key() {
-        let key = BASE64.encode([7u8; 32]);
-        let sealing = SecretBox::from_key(&key).unwrap_or_else(|_| unreachable!());
-        let sealed = sealing.seal("s3cret").unwrap_or_default();
-        assert!(SecretBox::is_sealed(&sealed));
-        assert!(!sealed.contains("s3cret"));
-        assert_ne!(
-            sealed,
-            sealing.seal("s3cret").unwrap_or_default(),
-            "fresh nonce"
-        );
-        assert_eq!(sealing.open(&sealed), Ok("s3cret".to_owned()));
-        let other = SecretBox::from_key(&hex::encode([8u8; 32])).unwrap_or_else(|_| unreachable!());
-        assert!(other.open(&sealed).is_err());
-        assert_eq!(sealing.open("plain"), Ok("plain".to_owned()));
-        assert!(SecretBox::from_key("short").is_err());
     }
 }

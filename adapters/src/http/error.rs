@@ -371,6 +371,22 @@ impl From<crate::services::ServiceError> for ApiError {
                 error.to_string(),
             )
             .with_details(json!({"feature": feature.name(), "tier": tier.name()})),
+            error @ E::TierRequired { what, tier } => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "FEATURE_NOT_AVAILABLE",
+                error.to_string(),
+            )
+            .with_details(
+                json!({"feature": what, "tier": tier.name(), "requiredTier": "enterprise"}),
+            ),
+            error @ E::KeyUnavailable(_) => {
+                tracing::warn!(%error, "a secret's key cannot be used: failing closed");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "KMS_UNAVAILABLE",
+                    error.to_string(),
+                )
+            }
             E::Rules(error) => ApiError::rules(error),
             E::Limit(limit) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

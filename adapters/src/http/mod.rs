@@ -17,6 +17,7 @@ mod generation;
 pub(crate) mod guard;
 mod images;
 mod invitations;
+mod keys;
 pub mod listener;
 mod members;
 mod messages;

@@ -39,9 +39,10 @@ pub async fn send_due(state: &AppState) -> ServiceResult<usize> {
                         .and_then(|d| chrono::Duration::from_std(d).ok());
                 Err((wait.map(|w| Utc::now() + w), why))
             }
-            Outcome::Failed(_, why) | Outcome::Refused(why) | Outcome::Skipped(why) => {
-                Err((None, why))
-            }
+            Outcome::Failed(_, why)
+            | Outcome::Refused(why)
+            | Outcome::Skipped(why)
+            | Outcome::Waiting(why) => Err((None, why)),
             Outcome::Gone => Err((None, "gone".to_owned())),
         };
         if let Err((_, why)) = &result {

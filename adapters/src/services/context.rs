@@ -68,6 +68,8 @@ pub struct Context {
     pub registry: Option<Arc<crate::outbound::registry::RegistryClient>>,
     /// The AI providers' client (one connection pool).
     pub ai: crate::outbound::ai::AiClient,
+    /// This replica's unwrapped data keys, and the key providers' client.
+    pub keyring: Arc<crate::keys::Keyring>,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
 }
@@ -89,6 +91,7 @@ impl AppState {
             feed: Arc::new(crate::services::message_feed::MessageFeed::default()),
             registry,
             ai: crate::outbound::ai::AiClient::new(),
+            keyring: Arc::new(crate::keys::Keyring::default()),
             config: Arc::new(config),
             store,
             keys: Arc::new(keys),

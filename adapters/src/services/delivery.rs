@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::notifications::*;
-use super::{ServiceError, ServiceResult};
+use super::{keys, ServiceError, ServiceResult};
 use crate::notify::{self, Channel};
 use crate::services::context::AppState;
 use crate::storage::{Attempt, ClaimedDelivery, HeldWindow, NewNotification};
@@ -83,26 +83,6 @@ pub async fn check_webhook_url(state: &AppState, url: &str) -> ServiceResult<()>
         .map_err(|why| ServiceError::invalid("webhookUrl", why))
 }
 
-/// Seals a webhook secret for storage (as is without `SECRETS_ENCRYPTION_KEY`).
-pub fn seal_secret(state: &AppState, secret: &str) -> ServiceResult<String> {
-    match &state.config.notifications.secrets {
-        Some(sealing) => sealing
-            .seal(secret)
-            .map_err(|e| ServiceError::Broken(e.to_string())),
-        None => Ok(secret.to_owned()),
-    }
-}
-
-pub(crate) fn open_secret(state: &AppState, stored: &str) -> Result<String, String> {
-    match &state.config.notifications.secrets {
-        Some(sealing) => sealing.open(stored).map_err(|e| e.to_string()),
-        None if notify::SecretBox::is_sealed(stored) => {
-            Err("the secret is sealed and SECRETS_ENCRYPTION_KEY is not set".to_owned())
-        }
-        None => Ok(stored.to_owned()),
-    }
-}
-
 /// How one attempt went, before it is recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -116,6 +96,10 @@ pub enum Outcome {
     Refused(String),
     /// The receiver answered 410 Gone: the webhook is turned off.
     Gone,
+    /// Not attempted: the organization's key cannot open the signing secret now
+    /// (nothing is sent unsigned). The delivery waits in its queue, and goes out
+    /// once the key works again.
+    Waiting(String),
 }
 
 /// Makes one attempt of a claimed delivery.
@@ -246,14 +230,15 @@ async fn webhook(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<O
             Ok(resolved) => resolved,
             Err(why) => return Ok(Outcome::Refused(why)),
         };
-    let secret = match preference
-        .webhook_secret
-        .as_deref()
-        .map(|s| open_secret(state, s))
-    {
+    let secret = match preference.webhook_secret.as_deref() {
         None => None,
-        Some(Ok(secret)) => Some(secret),
-        Some(Err(why)) => return Ok(Outcome::Refused(why)),
+        Some(stored) => {
+            match keys::open(state, keys::webhook_secret(&claimed.org_id), stored).await {
+                Ok(secret) => Some(secret),
+                Err(ServiceError::KeyUnavailable(why)) => return Ok(Outcome::Waiting(why)),
+                Err(error) => return Ok(Outcome::Refused(error.to_string())),
+            }
+        }
     };
     let body = webhook_body(claimed);
     let timestamp = Utc::now().timestamp();
@@ -314,6 +299,12 @@ pub async fn record(
 ) -> ServiceResult<bool> {
     let now = Utc::now();
     let base = state.config.notifications.retry_base;
+    if let Outcome::Waiting(why) = outcome {
+        // Looked at again after a retry's wait, or as soon as the key recovers.
+        let again = now + chrono::Duration::from_std(base).unwrap_or(chrono::Duration::seconds(30));
+        tracing::info!(delivery = %claimed.id, %why, "a webhook delivery waits for its organization's key");
+        return Ok(state.store.defer_delivery(claimed, again, now).await?);
+    }
     let next = notify::retry_after(claimed.attempts + 1, base)
         .filter(|_| claimed.attempts + 1 < state.config.notifications.max_attempts);
     let at =
@@ -336,6 +327,14 @@ pub async fn record(
         Outcome::Refused(why) => Attempt {
             status: "failed",
             delivery_status: "failed",
+            response_status: None,
+            error: Some(why),
+            run_after: now,
+        },
+        // Answered above: no attempt is recorded.
+        Outcome::Waiting(why) => Attempt {
+            status: "retrying",
+            delivery_status: "pending",
             response_status: None,
             error: Some(why),
             run_after: now,

@@ -31,6 +31,7 @@ pub mod grouped;
 pub mod images;
 pub mod invitations;
 pub mod kept;
+pub mod keys;
 pub mod members;
 pub mod message_feed;
 pub mod notifications;
@@ -160,6 +161,19 @@ pub enum ServiceError {
     /// Storage refused a value.
     #[error("{0}")]
     StoreRefused(String),
+    /// A secret of the organization cannot be sealed or opened: its key is orphaned
+    /// or its provider refused (the failure's class). Fails closed (503).
+    #[error("the organization's key cannot be used now ({0})")]
+    KeyUnavailable(String),
+    /// The organization's tier does not include it (customer-managed keys:
+    /// Enterprise, or the system organization).
+    #[error("`{what}` needs the Enterprise tier; the organization is on {}", .tier.name())]
+    TierRequired {
+        /// What needs it.
+        what: &'static str,
+        /// The organization's tier.
+        tier: entitlements::Tier,
+    },
     /// The database cannot be reached or answered too late.
     #[error("the database is unavailable: {0}")]
     StoreUnavailable(String),

@@ -124,7 +124,9 @@ pub async fn save(
     if let Some(secret) = change.webhook_secret {
         preference.webhook_secret = match secret.as_str() {
             "" => None,
-            plain => Some(super::delivery::seal_secret(state, plain)?),
+            plain => {
+                Some(super::keys::seal(state, super::keys::webhook_secret(&org.id), plain).await?)
+            }
         };
     }
     preference.has_webhook_secret = preference.webhook_secret.is_some();

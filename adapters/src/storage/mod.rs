@@ -20,6 +20,7 @@ mod entitlement;
 mod exemptions;
 mod intents;
 mod invitations;
+mod keys;
 mod lifecycle;
 mod members;
 mod messages;
@@ -71,6 +72,7 @@ pub use entitlement::{EntitlementWrite, LimitSync};
 pub use exemptions::{ExemptionRecord, NewExemption};
 pub use intents::IntentRecord;
 pub use invitations::{InvitationRecord, InvitationStatus};
+pub use keys::{DataKeyRow, KeyConfigRow, OldSecret, SecretColumn, SECRET_COLUMNS};
 pub use lifecycle::DeletedOrg;
 pub use members::MemberRecord;
 pub use messages::MessageRecord;
@@ -193,6 +195,16 @@ pub struct Store {
 /// migration 0015 send it inside every such change's transaction; each replica's
 /// kept facts (`services::kept`) follow it.
 pub const FACTS_CHANNEL: &str = "compliance_facts";
+
+/// A key configuration or a data key changed (payload: the organization's id): on
+/// PostgreSQL the triggers of migration 0024 send it; every replica drops the data
+/// keys it unwrapped.
+pub const KEYS_CHANNEL: &str = "compliance_keys";
+
+/// The `last_error` of a webhook delivery waiting for its organization's key (not an
+/// attempt: it is sent once the key opens again).
+pub const WAITING_FOR_KEY: &str =
+    "waiting: the organization's key cannot be used (KMS_UNAVAILABLE)";
 
 /// An account's limits changed (`give-back <root>`: replicas give back the units
 /// they reserved) or its usage was reset (`forget <root>`: the reset counted them).

@@ -364,6 +364,29 @@ impl Store {
         Ok(true)
     }
 
+    /// Puts a claimed delivery back in its queue without an attempt (its
+    /// organization's key cannot be used now): due again at `run_after`, or as soon
+    /// as the key recovers. Whether the claim still held.
+    pub async fn defer_delivery(
+        &self,
+        claimed: &ClaimedDelivery,
+        run_after: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(&self.sql(
+            "UPDATE deliveries SET run_after = $3, lease_until = NULL, last_error = $4, updated_at = $5 \
+             WHERE id = $1 AND lease_until = $2",
+        ))
+        .bind(&claimed.id)
+        .bind(stamp(claimed.lease_until))
+        .bind(stamp(run_after))
+        .bind(super::WAITING_FOR_KEY)
+        .bind(stamp(now))
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// A page of the organization's notification log, newest first.
     pub async fn notification_log(
         &self,

@@ -2,7 +2,8 @@
 //! on three channels. [`CACHE_CHANNEL`]: it drops the rule sets another replica's
 //! change made stale. [`FACTS_CHANNEL`] (sent by triggers inside every change of
 //! organizations, memberships, Roles, the super-admin flag, notification
-//! preferences and exemptions): the kept facts are not used any more. [`QUOTA_CHANNEL`]: an account's limits changed
+//! preferences and exemptions): the kept facts are not used any more. [`KEYS_CHANNEL`]:
+//! a key configuration or a data key changed, the unwrapped data keys are dropped. [`QUOTA_CHANNEL`]: an account's limits changed
 //! (its unspent units go back to the pool) or its usage was reset (they are
 //! forgotten). After a lost connection (notifications may have been missed) it
 //! drops every rule set and fact. The caches' TTLs stay as a safety net.
@@ -15,7 +16,7 @@ use super::Shutdown;
 use crate::compliance::{Stale, CACHE_CHANNEL};
 use crate::services::allowance;
 use crate::services::context::AppState;
-use crate::storage::{FACTS_CHANNEL, QUOTA_CHANNEL};
+use crate::storage::{FACTS_CHANNEL, KEYS_CHANNEL, QUOTA_CHANNEL};
 
 /// The worker, for a PostgreSQL `url`.
 pub async fn run(url: String, state: AppState, mut shutdown: Shutdown) {
@@ -23,7 +24,7 @@ pub async fn run(url: String, state: AppState, mut shutdown: Shutdown) {
         match PgListener::connect(&url).await {
             Ok(mut listener) => {
                 if let Err(error) = listener
-                    .listen_all([CACHE_CHANNEL, FACTS_CHANNEL, QUOTA_CHANNEL])
+                    .listen_all([CACHE_CHANNEL, FACTS_CHANNEL, QUOTA_CHANNEL, KEYS_CHANNEL])
                     .await
                 {
                     tracing::warn!(%error, "cache sync: cannot listen");
@@ -62,11 +63,14 @@ pub async fn run(url: String, state: AppState, mut shutdown: Shutdown) {
 fn forget_everything(state: &AppState) {
     state.rule_cache.invalidate_all();
     state.store.facts_changed();
+    state.keyring.changed();
 }
 
 fn heard(state: &AppState, channel: &str, payload: &str) {
     if channel == FACTS_CHANNEL {
         state.store.facts_changed();
+    } else if channel == KEYS_CHANNEL {
+        state.keyring.changed();
     } else if channel == QUOTA_CHANNEL {
         // Giving back writes: off the listener's loop.
         let (state, payload) = (state.clone(), payload.to_owned());

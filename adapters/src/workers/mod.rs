@@ -24,6 +24,10 @@
 //!   `notification-digests`).
 //! - `quotas`: derives every account's limits again after start, and starts each
 //!   month's period of the monthly quota types (lease `quota-periods`).
+//! - `kms-check`: checks every customer key; three failures in a row orphan its
+//!   organization, a key that works again recovers it (lease `kms-check`).
+//! - `secrets-rewrite`: rewraps data keys after a platform key's rotation and
+//!   rewrites older secrets in the current format (lease `secrets-rewrite`).
 //! - `retention`: prunes audit rows and check-log entries past retention (lease
 //!   `retention`).
 
@@ -34,6 +38,7 @@ pub mod cache_sync;
 pub mod checkpoints;
 pub mod delivery;
 pub mod digests;
+pub mod keys;
 pub mod message_feed;
 pub mod quotas;
 pub mod reevaluation;

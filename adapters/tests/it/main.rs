@@ -32,6 +32,7 @@ mod generation;
 mod hardening;
 mod hostile;
 mod integrity;
+mod keys;
 mod lifecycle;
 mod messages;
 mod notifications;
@@ -70,6 +71,8 @@ pub const CHECKPOINT_KEY: &str =
 
 pub struct TestApp {
     pub router: Router,
+    /// The server's state (its workers' steps are called on it).
+    pub state: AppState,
     workers: Option<adapters::workers::Workers>,
     pub keys: TokenKeys,
     pub store: Store,
@@ -153,7 +156,8 @@ impl TestApp {
             });
         }
         TestApp {
-            router: router(state),
+            router: router(state.clone()),
+            state,
             workers: Some(workers),
             keys: TokenKeys::hs256(SECRET),
             store,

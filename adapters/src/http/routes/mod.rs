@@ -22,7 +22,7 @@ use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
     admin, announcements, audit, billing, builds, catalog, check_log, conversations, exemptions,
-    generation, images, invitations, members, messages, organizations, pipelines, plugins,
+    generation, images, invitations, keys, members, messages, organizations, pipelines, plugins,
     policies, preferences, quotas, reports, rules, scans, signin, system, templates, validate,
 };
 

@@ -94,6 +94,9 @@ pub(super) fn routes() -> Vec<Route> {
         delete("/api/organization/{id}/roles/{roleId}/members/{userId}", "removeRoleMember", org_path(Needs(RolesManage)), members::remove_role_member)
             .doc("Take a Role from a member")
             .answers::<members::RoleMemberRemoved>(200),
+        get("/api/organization/{id}/kms", "organizationKeyStatus", org_path(Needs(OrgSettings)), keys::org_status)
+            .doc("Whether the organization's secrets are under a key its customer holds, and whether that key works (`orphaned`: operations that need one of its secrets answer 503 KMS_UNAVAILABLE until the key works again). A team's secrets are under its root's key")
+            .answers::<keys::KeyStatus>(200),
         // Invitations.
         post("/api/invitation/send", "sendInvitation", compliance(InvitationsManage), invitations::send)
             .doc("Invite someone by e-mail")
@@ -122,5 +125,15 @@ pub(super) fn routes() -> Vec<Route> {
         delete("/api/admin/super-admins/{userId}", "revokeSuperAdmin", Access::SuperAdmin { step_up: true }, admin::revoke)
             .doc("Revoke a super-admin (never the last one)")
             .answers::<admin::SuperAdmin>(200),
+        get("/api/admin/organizations/{id}/kms", "getOrganizationKms", org_path(tenancy::Access::SuperAdmin), keys::get)
+            .doc("An organization's key configuration: the customer key (provider, reference, Vault's address; never a credential), its checks, or the platform key")
+            .answers::<keys::KeyConfiguration>(200),
+        put("/api/admin/organizations/{id}/kms", "putOrganizationKms", org_path(tenancy::Access::SuperAdmin).stepped_up(), keys::put)
+            .doc("Put a root organization's secrets (and its teams') under a key its customer holds (Enterprise, or the system organization; else 403 FEATURE_NOT_AVAILABLE): the key is proven first (a probe wrapped and unwrapped, its state described; a key that does not work is 400 naming `keyRef`, an unreachable provider 503 KMS_UNAVAILABLE), then the organization's data keys are rewrapped under it, nothing else rewritten (audit admin.org.kms-config.upsert)")
+            .body_of::<keys::PutKeyConfiguration>()
+            .answers::<keys::KeyConfiguration>(200),
+        delete("/api/admin/organizations/{id}/kms", "deleteOrganizationKms", org_path(tenancy::Access::SuperAdmin).stepped_up(), keys::delete)
+            .doc("Put an organization's secrets back under the platform key: its data keys are rewrapped first, and nothing changes (409) when that fails (no platform key, the customer key no longer unwraps); no configuration: 404 (audit admin.org.kms-config.delete)")
+            .answers::<keys::KeyConfiguration>(200),
     ]
 }

@@ -57,9 +57,10 @@ pub async fn step_up(
 }
 
 /// The secret bytes of a stored (sealed) authenticator secret.
-fn open_totp(state: &AppState, stored: &str) -> ServiceResult<Vec<u8>> {
+async fn open_totp(state: &AppState, user_id: &str, stored: &str) -> ServiceResult<Vec<u8>> {
     let text =
-        crate::services::delivery::open_secret(state, stored).map_err(ServiceError::Broken)?;
+        crate::services::keys::open(state, crate::services::keys::totp_secret(user_id), stored)
+            .await?;
     tenancy::totp_secret_bytes(&text).map_err(|e| ServiceError::Broken(e.to_string()))
 }
 
@@ -82,7 +83,7 @@ async fn check_code(
     };
     let key = format!("account:{}", account.email);
     throttle(state, &[key.as_str()], now).await?;
-    let secret = open_totp(state, stored)?;
+    let secret = open_totp(state, &account.user_id, stored).await?;
     let last = account.totp_last_step.and_then(|s| u64::try_from(s).ok());
     let step = tenancy::totp_step(&secret, code, unix(now), last)
         .map_err(|e| ServiceError::Broken(e.to_string()))?;
@@ -128,7 +129,12 @@ pub async fn enroll_totp(
     let account = own_account(state, caller).await?;
     let secret = random::<20>()?;
     let text = tenancy::totp_secret_text(&secret);
-    let sealed = crate::services::delivery::seal_secret(state, &text)?;
+    let sealed = crate::services::keys::seal(
+        state,
+        crate::services::keys::totp_secret(&account.user_id),
+        &text,
+    )
+    .await?;
     state
         .store
         .set_totp_pending(&account.user_id, Some(&sealed), now)
@@ -156,7 +162,7 @@ pub async fn confirm_totp(
             "no authenticator is waiting: start with POST /api/me/totp".to_owned(),
         ));
     };
-    let secret = open_totp(state, pending)?;
+    let secret = open_totp(state, &account.user_id, pending).await?;
     let step = tenancy::totp_step(&secret, code, unix(now), None)
         .map_err(|e| ServiceError::Broken(e.to_string()))?
         .and_then(|s| i64::try_from(s).ok())

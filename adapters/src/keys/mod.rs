@@ -1,0 +1,165 @@
+//! Secrets under each organization's own key (envelope encryption), below the
+//! services: the sealed format ([`sealed`]), the key-encryption-key providers
+//! ([`provider`]: the platform key, [`aws_kms`], [`vault`]) and this replica's cache of
+//! unwrapped data keys ([`Keyring`]). It imports no service; the workflows that use
+//! it are `services::keys`.
+
+#[cfg(feature = "server")]
+pub mod aws_kms;
+pub mod provider;
+pub mod sealed;
+pub mod vault;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub use provider::{FailureClass, KeyFailure, KeyProvider};
+pub use sealed::{Binding, Key, SealError, Stored};
+
+/// The longest an unwrapped data key is kept in memory.
+pub const CACHE_FOR: Duration = Duration::from_secs(300);
+
+/// The most organizations whose keys one replica keeps at once.
+const MAX_CACHED: usize = 10_000;
+
+/// The scope of the platform's own secrets (accounts' authenticators): its data key
+/// is wrapped by the platform key only.
+pub const PLATFORM_SCOPE: &str = "_platform";
+
+/// What one organization's keys are now, as this replica last read them.
+#[derive(Debug, Clone)]
+pub struct OrgKeys {
+    /// Its data keys, unwrapped, by version.
+    pub keys: BTreeMap<u32, Key>,
+    /// Whether its customer key is orphaned: nothing is sealed or opened.
+    pub orphaned: bool,
+}
+
+impl OrgKeys {
+    /// The newest data key and its version.
+    pub fn current(&self) -> Option<(u32, &Key)> {
+        self.keys.iter().next_back().map(|(v, k)| (*v, k))
+    }
+}
+
+#[derive(Debug)]
+struct Cached {
+    keys: OrgKeys,
+    loaded: Instant,
+    generation: u64,
+}
+
+/// This replica's unwrapped data keys: each kept at most [`CACHE_FOR`], and dropped
+/// at once when a key configuration or a data key changes (here, or on another
+/// replica: `compliance_keys`).
+#[derive(Debug)]
+pub struct Keyring {
+    cached: Mutex<HashMap<String, Cached>>,
+    generation: AtomicU64,
+    failed: tokio::sync::Notify,
+    client: reqwest::Client,
+}
+
+impl Default for Keyring {
+    fn default() -> Self {
+        // A provider's answer is its own: a redirect elsewhere is not followed.
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default();
+        Keyring {
+            cached: Mutex::default(),
+            generation: AtomicU64::default(),
+            failed: tokio::sync::Notify::default(),
+            client,
+        }
+    }
+}
+
+impl Keyring {
+    /// The client the key providers share (one connection pool).
+    pub fn client(&self) -> reqwest::Client {
+        self.client.clone()
+    }
+
+    /// The count of changes seen: read before loading, handed to [`Keyring::keep`].
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// An organization's keys, when kept and still fresh.
+    pub fn get(&self, org_id: &str) -> Option<OrgKeys> {
+        let generation = self.generation();
+        let cached = self.cached.lock().ok()?;
+        cached
+            .get(org_id)
+            .filter(|c| c.generation == generation && c.loaded.elapsed() < CACHE_FOR)
+            .map(|c| c.keys.clone())
+    }
+
+    /// Keeps `keys`, loaded under `generation` (not kept when a change came since).
+    pub fn keep(&self, org_id: &str, keys: OrgKeys, generation: u64) {
+        if generation != self.generation() {
+            return;
+        }
+        if let Ok(mut cached) = self.cached.lock() {
+            if cached.len() >= MAX_CACHED {
+                cached.retain(|_, c| c.loaded.elapsed() < CACHE_FOR && c.generation == generation);
+                if cached.len() >= MAX_CACHED {
+                    cached.clear();
+                }
+            }
+            cached.insert(
+                org_id.to_owned(),
+                Cached {
+                    keys,
+                    loaded: Instant::now(),
+                    generation,
+                },
+            );
+        }
+    }
+
+    /// A key configuration or a data key changed: nothing kept is used again.
+    pub fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        if let Ok(mut cached) = self.cached.lock() {
+            cached.clear();
+        }
+    }
+
+    /// An unwrap failed: the checker looks at the keys now.
+    pub fn unwrap_failed(&self) {
+        self.failed.notify_one();
+    }
+
+    /// Resolves when an unwrap fails (for the checker).
+    pub async fn failure(&self) {
+        self.failed.notified().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_keys_are_dropped_by_any_change() {
+        let ring = Keyring::default();
+        let keys = OrgKeys {
+            keys: BTreeMap::from([(1, Key::generate().unwrap()), (2, Key::generate().unwrap())]),
+            orphaned: false,
+        };
+        assert_eq!(keys.current().map(|(v, _)| v), Some(2));
+        let generation = ring.generation();
+        ring.keep("a", keys.clone(), generation);
+        assert!(ring.get("a").is_some());
+        ring.changed();
+        assert!(ring.get("a").is_none());
+        // Loaded before the change: not kept.
+        ring.keep("a", keys, generation);
+        assert!(ring.get("a").is_none());
+    }
+}

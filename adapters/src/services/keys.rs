@@ -1,0 +1,795 @@
+//! Secrets under each organization's own key: sealing and opening (every secret the
+//! platform keeps goes through [`seal`] and [`open`]), customer key configurations
+//! (a super-admin's `PUT`/`DELETE`, audited), the checker that orphans an
+//! organization whose key stopped working and sees it recover, and the background
+//! pass that rewrites older values and rewraps data keys after a platform key's
+//! rotation.
+//!
+//! Every organization has its own data keys (`org_data_keys`, versions 1, 2, ...),
+//! wrapped by its root organization's customer key when it has one, else by the
+//! platform key. A team's secrets are under its own data key, wrapped by its root's
+//! key-encryption key. Without a platform key and without a customer key, secrets are
+//! stored as they are (as before).
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::context::{event_on, AppState, Caller};
+use super::{ServiceError, ServiceResult};
+use crate::keys::aws_kms::AwsKms;
+use crate::keys::provider::{probe, Local};
+use crate::keys::sealed::{self, Key, Stored};
+use crate::keys::vault::{self, VaultTransit};
+use crate::keys::{Binding, FailureClass, KeyFailure, KeyProvider, OrgKeys, PLATFORM_SCOPE};
+use crate::storage::{DataKeyRow, KeyConfigRow, OrgRecord, SecretColumn, SECRET_COLUMNS};
+
+/// Failed checks in a row that orphan an organization.
+pub const ORPHAN_AFTER: u32 = 3;
+
+/// The table, column and row of a configuration's Vault token (sealed under the
+/// platform key itself: the organization's data key is what the token unlocks).
+fn token_binding(org_id: &str) -> Binding<'_> {
+    Binding {
+        org_id: PLATFORM_SCOPE,
+        table: "org_key_configs",
+        column: "token",
+        row_id: org_id,
+    }
+}
+
+/// The platform key's provider, when `SECRETS_ENCRYPTION_KEY` is set.
+fn platform(state: &AppState) -> Option<Local> {
+    state.config.keys.platform.clone().map(Local::new)
+}
+
+/// The platform key (current or previous) that a `local:<fingerprint>` reference
+/// names.
+fn platform_named(state: &AppState, reference: &str) -> Option<Local> {
+    let keys = &state.config.keys;
+    [keys.platform.as_ref(), keys.previous.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|key| Local::new(key.clone()))
+        .find(|local| local.reference() == reference)
+}
+
+fn unavailable(failure: &KeyFailure) -> ServiceError {
+    ServiceError::KeyUnavailable(failure.class.as_str().to_owned())
+}
+
+/// The provider of a stored customer key configuration.
+fn customer(state: &AppState, config: &KeyConfigRow) -> ServiceResult<Arc<dyn KeyProvider>> {
+    match config.provider.as_str() {
+        "aws-kms" => {
+            let kms = AwsKms::new(
+                state.keyring.client(),
+                &config.key_ref,
+                state.config.keys.aws_kms_endpoint.as_deref(),
+                state.config.keys.aws_credentials.clone(),
+            )
+            .map_err(|why| ServiceError::Broken(format!("a stored key ARN: {why}")))?;
+            Ok(Arc::new(kms))
+        }
+        "vault-transit" => {
+            let token = match &config.token {
+                None => String::new(),
+                Some(stored) => open_platform(state, &token_binding(&config.org_id), stored)?,
+            };
+            let address = config.address.as_deref().unwrap_or_default();
+            Ok(Arc::new(VaultTransit::new(
+                state.keyring.client(),
+                address,
+                &config.key_ref,
+                &token,
+            )))
+        }
+        other => Err(ServiceError::Broken(format!(
+            "a key configuration names the provider `{other}`"
+        ))),
+    }
+}
+
+/// Seals a configuration value under the platform key itself (as is without one).
+fn seal_platform(state: &AppState, binding: &Binding<'_>, plain: &str) -> ServiceResult<String> {
+    match &state.config.keys.platform {
+        Some(key) => {
+            sealed::seal(key, 0, binding, plain).map_err(|e| ServiceError::Broken(e.to_string()))
+        }
+        None => Ok(plain.to_owned()),
+    }
+}
+
+fn open_platform(state: &AppState, binding: &Binding<'_>, stored: &str) -> ServiceResult<String> {
+    match Stored::parse(stored).map_err(|e| ServiceError::Broken(e.to_string()))? {
+        Stored::Plain(text) => Ok(text.to_owned()),
+        Stored::Legacy(body) => open_legacy(state, body),
+        Stored::Sealed { body, .. } => {
+            let keys = &state.config.keys;
+            [keys.platform.as_ref(), keys.previous.as_ref()]
+                .into_iter()
+                .flatten()
+                .find_map(|key| sealed::open(key, binding, body).ok())
+                .ok_or_else(|| {
+                    ServiceError::KeyUnavailable("the platform key cannot open it".to_owned())
+                })
+        }
+    }
+}
+
+fn open_legacy(state: &AppState, body: &str) -> ServiceResult<String> {
+    let keys = &state.config.keys;
+    [keys.platform.as_ref(), keys.previous.as_ref()]
+        .into_iter()
+        .flatten()
+        .find_map(|key| sealed::open_legacy(key, body).ok())
+        .ok_or_else(|| {
+            ServiceError::KeyUnavailable(
+                "an enc:v1 secret and no platform key (SECRETS_ENCRYPTION_KEY) that opens it"
+                    .to_owned(),
+            )
+        })
+}
+
+/// The organization whose key-encryption key wraps `org_id`'s data keys (its root),
+/// and that organization's customer key configuration.
+async fn owner_of(state: &AppState, org_id: &str) -> ServiceResult<(String, Option<KeyConfigRow>)> {
+    if org_id == PLATFORM_SCOPE {
+        return Ok((PLATFORM_SCOPE.to_owned(), None));
+    }
+    let owner = state
+        .store
+        .key_owner(org_id)
+        .await?
+        .unwrap_or_else(|| org_id.to_owned());
+    let config = state.store.key_config(&owner).await?;
+    Ok((owner, config))
+}
+
+/// The key-encryption key that wraps new data keys of an owner: its customer key,
+/// else the platform key; none without either.
+fn wrapper(
+    state: &AppState,
+    config: Option<&KeyConfigRow>,
+) -> ServiceResult<Option<Arc<dyn KeyProvider>>> {
+    match config {
+        Some(config) => customer(state, config).map(Some),
+        None => Ok(platform(state).map(|p| Arc::new(p) as Arc<dyn KeyProvider>)),
+    }
+}
+
+/// The provider that unwraps a data key wrapped by `kek_ref`.
+fn unwrapper(
+    state: &AppState,
+    config: Option<&KeyConfigRow>,
+    kek_ref: &str,
+) -> ServiceResult<Arc<dyn KeyProvider>> {
+    if kek_ref.starts_with("local:") {
+        return platform_named(state, kek_ref)
+            .map(|p| Arc::new(p) as Arc<dyn KeyProvider>)
+            .ok_or_else(|| {
+                ServiceError::KeyUnavailable(
+                    "a data key is wrapped by a platform key that is not configured".to_owned(),
+                )
+            });
+    }
+    let provider = config
+        .map(|c| customer(state, c))
+        .transpose()?
+        .filter(|p| p.reference() == kek_ref)
+        .ok_or_else(|| {
+            ServiceError::KeyUnavailable(
+                "a data key is wrapped by a key the organization no longer names".to_owned(),
+            )
+        })?;
+    Ok(provider)
+}
+
+/// Unwraps every data key of `org_id` with the keys that wrapped them.
+async fn unwrap_all(
+    state: &AppState,
+    org_id: &str,
+    config: Option<&KeyConfigRow>,
+) -> ServiceResult<Vec<(u32, Key)>> {
+    let mut keys = Vec::new();
+    for row in state.store.data_keys(org_id).await? {
+        let provider = unwrapper(state, config, &row.kek_ref)?;
+        match provider.unwrap(org_id, &row.wrapped).await {
+            Ok(key) => keys.push((row.version, key)),
+            Err(failure) => {
+                tracing::warn!(org = %org_id, class = failure.class.as_str(), "a data key cannot be unwrapped");
+                state.keyring.unwrap_failed();
+                return Err(unavailable(&failure));
+            }
+        }
+    }
+    Ok(keys)
+}
+
+/// An organization's keys: kept by this replica, or read and unwrapped.
+async fn load(state: &AppState, org_id: &str) -> ServiceResult<OrgKeys> {
+    if let Some(keys) = state.keyring.get(org_id) {
+        return Ok(keys);
+    }
+    let generation = state.keyring.generation();
+    let (_, config) = owner_of(state, org_id).await?;
+    let keys = if config.as_ref().is_some_and(|c| c.state == "orphaned") {
+        OrgKeys {
+            keys: Default::default(),
+            orphaned: true,
+        }
+    } else {
+        OrgKeys {
+            keys: unwrap_all(state, org_id, config.as_ref())
+                .await?
+                .into_iter()
+                .collect(),
+            orphaned: false,
+        }
+    };
+    state.keyring.keep(org_id, keys.clone(), generation);
+    Ok(keys)
+}
+
+/// Makes an organization's first data key (another replica's, when it made one
+/// first); none when nothing could wrap it.
+async fn first_key(
+    state: &AppState,
+    org_id: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<Option<OrgKeys>> {
+    let (_, config) = owner_of(state, org_id).await?;
+    let Some(provider) = wrapper(state, config.as_ref())? else {
+        return Ok(None);
+    };
+    let key = Key::generate().map_err(|e| ServiceError::Broken(e.to_string()))?;
+    let wrapped = provider.wrap(org_id, &key).await.map_err(|failure| {
+        state.keyring.unwrap_failed();
+        unavailable(&failure)
+    })?;
+    let row = DataKeyRow {
+        version: 1,
+        wrapped,
+        kek_ref: provider.reference(),
+    };
+    state.store.insert_first_data_key(org_id, &row, now).await?;
+    state.keyring.changed();
+    load(state, org_id).await.map(Some)
+}
+
+/// Seals `plain` where `binding` says it will live: under the newest version of its
+/// organization's data key (made on first use). As is when neither the platform nor
+/// the organization has a key; 503 `KMS_UNAVAILABLE` when the organization's key
+/// cannot be used.
+pub async fn seal(state: &AppState, binding: Binding<'_>, plain: &str) -> ServiceResult<String> {
+    let mut keys = load(state, binding.org_id).await?;
+    if keys.orphaned {
+        return Err(ServiceError::KeyUnavailable("orphaned".to_owned()));
+    }
+    if keys.current().is_none() {
+        match first_key(state, binding.org_id, Utc::now()).await? {
+            Some(made) => keys = made,
+            None => return Ok(plain.to_owned()),
+        }
+    }
+    let (version, key) = keys
+        .current()
+        .ok_or_else(|| ServiceError::Broken("a data key was made and is not there".to_owned()))?;
+    sealed::seal(key, version, &binding, plain).map_err(|e| ServiceError::Broken(e.to_string()))
+}
+
+/// Opens a value read from where `binding` says; values stored before (as they are,
+/// or `enc:v1`) are read as they were written. 503 `KMS_UNAVAILABLE` when the
+/// organization's key cannot be used; a value that does not open there is an error.
+pub async fn open(state: &AppState, binding: Binding<'_>, stored: &str) -> ServiceResult<String> {
+    match Stored::parse(stored).map_err(|e| ServiceError::Broken(e.to_string()))? {
+        Stored::Plain(text) => Ok(text.to_owned()),
+        Stored::Legacy(body) => open_legacy(state, body),
+        Stored::Sealed { version, body } => {
+            let keys = load(state, binding.org_id).await?;
+            if keys.orphaned {
+                return Err(ServiceError::KeyUnavailable("orphaned".to_owned()));
+            }
+            let key = keys.keys.get(&version).ok_or_else(|| {
+                ServiceError::Broken(format!(
+                    "a secret is sealed under data key version {version}, which the organization does not have"
+                ))
+            })?;
+            sealed::open(key, &binding, body).map_err(|e| ServiceError::Broken(e.to_string()))
+        }
+    }
+}
+
+/// A customer key-encryption key's provider, as a request names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderName {
+    /// AWS KMS: `keyRef` is the key's ARN.
+    AwsKms,
+    /// Vault's transit engine: `keyRef` is the key's name; `address` and `token`.
+    VaultTransit,
+}
+
+impl ProviderName {
+    /// As stored and answered.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderName::AwsKms => "aws-kms",
+            ProviderName::VaultTransit => "vault-transit",
+        }
+    }
+}
+
+/// A customer key, as a super-admin configures it.
+#[derive(Clone)]
+pub struct KeyChoice {
+    /// The provider.
+    pub provider: ProviderName,
+    /// The ARN, or the transit key's name.
+    pub key_ref: String,
+    /// Vault's address.
+    pub address: Option<String>,
+    /// Vault's token (never answered, never logged).
+    pub token: Option<String>,
+}
+
+/// The root organization a key configuration may be set on, with the tier check.
+fn configurable(org: &OrgRecord) -> ServiceResult<()> {
+    if org.parent_org_id.is_some() {
+        return Err(ServiceError::invalid(
+            "id",
+            "a team's secrets are under its root organization's key: configure the root",
+        ));
+    }
+    if !(org.is_system || org.tier == entitlements::Tier::Enterprise) {
+        return Err(ServiceError::TierRequired {
+            what: "customer_managed_keys",
+            tier: org.tier,
+        });
+    }
+    Ok(())
+}
+
+/// Checks a choice and builds the stored configuration (the token sealed).
+fn config_of(
+    state: &AppState,
+    org: &OrgRecord,
+    choice: &KeyChoice,
+    now: DateTime<Utc>,
+) -> ServiceResult<KeyConfigRow> {
+    let (address, token) = match choice.provider {
+        ProviderName::AwsKms => {
+            crate::keys::aws_kms::region_of(&choice.key_ref)
+                .map_err(|why| ServiceError::invalid("keyRef", why))?;
+            if choice.address.is_some() || choice.token.is_some() {
+                return Err(ServiceError::invalid(
+                    "address",
+                    "aws-kms takes no address nor token (AWS_KMS_ENDPOINT_URL and the platform's AWS credentials)",
+                ));
+            }
+            (None, None)
+        }
+        ProviderName::VaultTransit => {
+            if !vault::valid_name(&choice.key_ref) {
+                return Err(ServiceError::invalid(
+                    "keyRef",
+                    "a transit key's name: letters, digits, `-`, `_` or `.`, at most 128",
+                ));
+            }
+            let address = choice
+                .address
+                .clone()
+                .filter(|a| {
+                    reqwest::Url::parse(a).is_ok_and(|u| {
+                        ["http", "https"].contains(&u.scheme())
+                            && u.host_str().is_some()
+                            && u.query().is_none()
+                            && u.username().is_empty()
+                    })
+                })
+                .ok_or_else(|| {
+                    ServiceError::invalid(
+                        "address",
+                        "Vault's http(s) address, with no query or user",
+                    )
+                })?;
+            let token = choice
+                .token
+                .as_deref()
+                .filter(|t| !t.is_empty() && t.len() <= 4096)
+                .ok_or_else(|| ServiceError::invalid("token", "Vault's token is required"))?;
+            let sealed = seal_platform(state, &token_binding(&org.id), token)?;
+            (Some(address), Some(sealed))
+        }
+    };
+    Ok(KeyConfigRow {
+        org_id: org.id.clone(),
+        provider: choice.provider.as_str().to_owned(),
+        key_ref: choice.key_ref.clone(),
+        address,
+        token,
+        state: "active".to_owned(),
+        failures: 0,
+        last_error: None,
+        checked_at: Some(now),
+        orphaned_at: None,
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+/// Moves every data key of a root and its teams from the keys that wrap them now to
+/// `to`: the rows to store, by organization. A data key that cannot be unwrapped
+/// stops it (409: nothing is moved).
+async fn rewrap_all(
+    state: &AppState,
+    root_id: &str,
+    from: Option<&KeyConfigRow>,
+    to: &dyn KeyProvider,
+) -> ServiceResult<Vec<(String, Vec<DataKeyRow>)>> {
+    let mut moved = Vec::new();
+    for org_id in state.store.with_teams(root_id).await? {
+        let keys = match unwrap_all(state, &org_id, from).await {
+            Ok(keys) => keys,
+            Err(ServiceError::KeyUnavailable(why)) => {
+                return Err(ServiceError::Conflict(format!(
+                    "the organization's data keys cannot be unwrapped by its current key ({why}): nothing was changed"
+                )))
+            }
+            Err(other) => return Err(other),
+        };
+        let mut rows = Vec::new();
+        for (version, key) in keys {
+            let wrapped = to.wrap(&org_id, &key).await.map_err(|f| unavailable(&f))?;
+            rows.push(DataKeyRow {
+                version,
+                wrapped,
+                kek_ref: to.reference(),
+            });
+        }
+        if rows.is_empty() && org_id == root_id {
+            // The root gets its data key now, under the new key.
+            let key = Key::generate().map_err(|e| ServiceError::Broken(e.to_string()))?;
+            let wrapped = to.wrap(&org_id, &key).await.map_err(|f| unavailable(&f))?;
+            rows.push(DataKeyRow {
+                version: 1,
+                wrapped,
+                kek_ref: to.reference(),
+            });
+        }
+        moved.push((org_id, rows));
+    }
+    Ok(moved)
+}
+
+/// Puts an organization's secrets under a key its customer holds: the key is
+/// proven (a probe wrapped and unwrapped, its state described) before anything is
+/// saved; then the data keys of the organization and its teams are rewrapped under
+/// it and the configuration stored, audited admin.org.kms-config.upsert (provider
+/// and key reference, never a credential), in one transaction.
+pub async fn configure(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    choice: KeyChoice,
+    now: DateTime<Utc>,
+) -> ServiceResult<KeyConfigRow> {
+    configurable(org)?;
+    let config = config_of(state, org, &choice, now)?;
+    let provider = customer(state, &config)?;
+    probe(provider.as_ref(), &org.id)
+        .await
+        .map_err(|failure| match failure.class {
+            FailureClass::Unreachable => unavailable(&failure),
+            _ => ServiceError::invalid(
+                "keyRef",
+                format!("the key does not work for this organization: {failure}"),
+            ),
+        })?;
+    let current = state.store.key_config(&org.id).await?;
+    let moved = rewrap_all(state, &org.id, current.as_ref(), provider.as_ref()).await?;
+    let mut tx = state.store.transaction().await?;
+    tx.save_key_config(&config).await?;
+    for (org_id, rows) in &moved {
+        tx.put_data_keys(org_id, rows, now).await?;
+    }
+    tx.enqueue_audit(&[event_on(
+        caller,
+        "admin.org.kms-config.upsert",
+        (&org.id, Some(&org.id)),
+        ("organization", &org.id),
+        json!({
+            "provider": config.provider,
+            "keyRef": config.key_ref,
+            "previousProvider": current.as_ref().map(|c| c.provider.as_str()),
+        }),
+    )])
+    .await?;
+    tx.commit().await?;
+    state.keyring.changed();
+    Ok(config)
+}
+
+/// Puts an organization's secrets back under the platform key: its data keys are
+/// rewrapped under the platform key first, and nothing changes (409) when that
+/// fails (no platform key, the customer key no longer unwraps). Audited
+/// admin.org.kms-config.delete.
+pub async fn remove(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    now: DateTime<Utc>,
+) -> ServiceResult<KeyConfigRow> {
+    let current = state
+        .store
+        .key_config(&org.id)
+        .await?
+        .ok_or(ServiceError::NotFound("key configuration"))?;
+    let Some(platform) = platform(state) else {
+        return Err(ServiceError::Conflict(
+            "there is no platform key (SECRETS_ENCRYPTION_KEY) to rewrap the organization's data keys under: nothing was changed".to_owned(),
+        ));
+    };
+    let moved = rewrap_all(state, &org.id, Some(&current), &platform).await?;
+    let mut tx = state.store.transaction().await?;
+    for (org_id, rows) in &moved {
+        tx.put_data_keys(org_id, rows, now).await?;
+    }
+    tx.delete_key_config(&org.id).await?;
+    tx.enqueue_audit(&[event_on(
+        caller,
+        "admin.org.kms-config.delete",
+        (&org.id, Some(&org.id)),
+        ("organization", &org.id),
+        json!({"provider": current.provider, "keyRef": current.key_ref}),
+    )])
+    .await?;
+    tx.commit().await?;
+    state.keyring.changed();
+    Ok(current)
+}
+
+/// What an organization's keys are: its customer key configuration, or the
+/// platform's key (`None` when there is none), and its data keys' versions.
+pub async fn status(
+    state: &AppState,
+    org: &OrgRecord,
+) -> ServiceResult<(Option<KeyConfigRow>, Option<String>, u32)> {
+    let (_, config) = owner_of(state, &org.id).await?;
+    let platform = platform(state).map(|p| p.reference());
+    let versions = state.store.data_keys(&org.id).await?.len();
+    Ok((
+        config,
+        platform,
+        u32::try_from(versions).unwrap_or(u32::MAX),
+    ))
+}
+
+/// What one round of the checker saw.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CheckRound {
+    /// Keys checked.
+    pub checked: usize,
+    /// Organizations orphaned by this round.
+    pub orphaned: usize,
+    /// Organizations that recovered in this round.
+    pub recovered: usize,
+}
+
+fn system_event(action: &str, org_id: &str, details: serde_json::Value) -> audit_chain::AuditEvent {
+    crate::audit::Action {
+        action,
+        actor_id: super::notifications::SYSTEM,
+        actor_email: None,
+        org_id,
+        affected_org_id: Some(org_id),
+        target_type: "organization",
+        target_id: org_id,
+        details,
+        outcome: "success",
+    }
+    .into_event()
+}
+
+/// Checks one customer key: its state as the provider describes it, and an unwrap
+/// of the organization's newest data key (or a probe when it has none).
+async fn check_one(state: &AppState, config: &KeyConfigRow) -> Result<(), KeyFailure> {
+    let provider = customer(state, config)
+        .map_err(|e| KeyFailure::new(FailureClass::Refused, e.to_string()))?;
+    provider.describe().await?;
+    let rows = state
+        .store
+        .data_keys(&config.org_id)
+        .await
+        .map_err(|e| KeyFailure::new(FailureClass::Unreachable, e.to_string()))?;
+    match rows.last() {
+        Some(row) if row.kek_ref == provider.reference() => provider
+            .unwrap(&config.org_id, &row.wrapped)
+            .await
+            .map(|_| ()),
+        _ => probe(provider.as_ref(), &config.org_id).await,
+    }
+}
+
+/// Checks every customer key once: a key that fails [`ORPHAN_AFTER`] times in a row
+/// orphans its organization (org.kms.orphaned once per transition, with the error's
+/// class); one that works again recovers it (org.kms.recovered) and its webhook
+/// deliveries that waited go out.
+pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<CheckRound> {
+    let mut round = CheckRound::default();
+    for config in state.store.key_configs().await? {
+        round.checked += 1;
+        match check_one(state, &config).await {
+            Ok(()) => {
+                let mut tx = state.store.transaction().await?;
+                let recovered = tx.key_check_passed(&config.org_id, now).await?;
+                if recovered {
+                    tx.enqueue_audit(&[system_event(
+                        "org.kms.recovered",
+                        &config.org_id,
+                        json!({"provider": config.provider, "keyRef": config.key_ref}),
+                    )])
+                    .await?;
+                    let orgs = state.store.with_teams(&config.org_id).await?;
+                    tx.release_waiting_deliveries(&orgs, now).await?;
+                }
+                tx.commit().await?;
+                if recovered {
+                    round.recovered += 1;
+                    state.keyring.changed();
+                    tracing::info!(org = %config.org_id, "a customer key works again: the organization recovered");
+                }
+            }
+            Err(failure) => {
+                let why = failure.to_string();
+                let audit = [system_event(
+                    "org.kms.orphaned",
+                    &config.org_id,
+                    json!({"provider": config.provider, "keyRef": config.key_ref,
+                           "errorClass": failure.class.as_str()}),
+                )];
+                let orphaned = state
+                    .store
+                    .key_check_failed(&config.org_id, &why, ORPHAN_AFTER, now, &audit)
+                    .await?;
+                tracing::warn!(org = %config.org_id, class = failure.class.as_str(), "a customer key check failed");
+                if orphaned {
+                    round.orphaned += 1;
+                    state.keyring.changed();
+                    tracing::error!(org = %config.org_id, class = failure.class.as_str(), "a customer key failed three checks in a row: the organization is orphaned");
+                }
+            }
+        }
+    }
+    Ok(round)
+}
+
+/// What one run of the rewrite pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RewriteRound {
+    /// Data keys rewrapped from the previous platform key to the current one.
+    pub rewrapped: usize,
+    /// Secrets rewritten in the current format.
+    pub rewritten: usize,
+    /// Secrets left as they are (no key to seal them under, or their key unusable).
+    pub left: usize,
+}
+
+/// One run of the background pass, at most `limit` changes: data keys wrapped by
+/// the previous platform key are rewrapped by the current one (never a secret), and
+/// secrets stored before (as they are, or `enc:v1`) are rewritten in the current
+/// format. Each change is one conditional write: the pass may stop anywhere and
+/// start again, on any replica, and rewrites nothing twice.
+pub async fn rewrite_old_secrets(state: &AppState, limit: usize) -> ServiceResult<RewriteRound> {
+    let mut round = RewriteRound::default();
+    let now = Utc::now();
+    if let (Some(previous), Some(current)) = (
+        state.config.keys.previous.clone().map(Local::new),
+        platform(state),
+    ) {
+        let batch = u32::try_from(limit).unwrap_or(u32::MAX);
+        for (org_id, row) in state
+            .store
+            .data_keys_wrapped_by(&previous.reference(), batch)
+            .await?
+        {
+            let key = previous
+                .unwrap(&org_id, &row.wrapped)
+                .await
+                .map_err(|f| unavailable(&f))?;
+            let wrapped = current
+                .wrap(&org_id, &key)
+                .await
+                .map_err(|f| unavailable(&f))?;
+            let new = DataKeyRow {
+                version: row.version,
+                wrapped,
+                kek_ref: current.reference(),
+            };
+            let mut tx = state.store.transaction().await?;
+            if tx.rewrap_data_key(&org_id, &row.kek_ref, &new, now).await? {
+                round.rewrapped += 1;
+            }
+            tx.commit().await?;
+        }
+        if round.rewrapped > 0 {
+            state.keyring.changed();
+        }
+    }
+    for column in &SECRET_COLUMNS {
+        rewrite_column(state, column, limit, &mut round).await?;
+    }
+    Ok(round)
+}
+
+async fn rewrite_column(
+    state: &AppState,
+    column: &SecretColumn,
+    limit: usize,
+    round: &mut RewriteRound,
+) -> ServiceResult<()> {
+    let mut after = String::new();
+    while round.rewrapped + round.rewritten < limit {
+        let batch = state.store.old_secrets(column, &after, 100).await?;
+        let Some(last) = batch.last() else {
+            return Ok(());
+        };
+        after = last.row_id.clone();
+        for old in batch {
+            if round.rewrapped + round.rewritten >= limit {
+                return Ok(());
+            }
+            let org_id = old.org_id.as_deref().unwrap_or(PLATFORM_SCOPE);
+            let binding = Binding {
+                org_id,
+                table: column.table,
+                column: column.bound_as,
+                row_id: &old.row_id,
+            };
+            let rewritten = match open(state, binding, &old.stored).await {
+                Ok(plain) => seal(state, binding, &plain).await,
+                Err(error) => Err(error),
+            };
+            match rewritten {
+                Ok(new) if new.starts_with(sealed::SEALED) => {
+                    if state
+                        .store
+                        .rewrite_secret(column, &old.row_id, (&old.stored, &new))
+                        .await?
+                    {
+                        round.rewritten += 1;
+                    }
+                }
+                Ok(_) => round.left += 1,
+                Err(error) => {
+                    tracing::warn!(table = column.table, column = column.column, %error, "a stored secret cannot be rewritten now");
+                    round.left += 1;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where an organization's webhook signing secret lives.
+pub fn webhook_secret(org_id: &str) -> Binding<'_> {
+    Binding {
+        org_id,
+        table: "notification_preferences",
+        column: "webhook_secret",
+        row_id: org_id,
+    }
+}
+
+/// Where an account's authenticator secret lives (the waiting one too: it becomes
+/// the enrolled one unchanged).
+pub fn totp_secret(user_id: &str) -> Binding<'_> {
+    Binding {
+        org_id: PLATFORM_SCOPE,
+        table: "accounts",
+        column: "totp_secret",
+        row_id: user_id,
+    }
+}
