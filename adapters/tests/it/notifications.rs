@@ -541,7 +541,7 @@ async fn a_daily_digest_is_made_once_per_window(base: &TestApp) {
     .await
     .unwrap();
     assert!(
-        stored.starts_with("enc:v1:") && !stored.contains("s3cret"),
+        stored.starts_with("enc:v2:1:") && !stored.contains("s3cret"),
         "{stored}"
     );
     side.stop().await;
