@@ -145,7 +145,7 @@ impl TokenKeys {
     /// The keys a configuration names: the secret, and the key set when
     /// `JWT_JWKS_URL` is set (fetched on first use; [`TokenKeys::prefetch`] at start).
     pub fn from_config(config: &JwtConfig) -> TokenKeys {
-        let mut keys = TokenKeys::hs256(&config.secret);
+        let mut keys = TokenKeys::hs256(config.secret.expose());
         keys.issuer = config.issuer.clone();
         keys.audience = config.audience.clone();
         keys.jwks = config

@@ -37,7 +37,7 @@ pub struct ConfigError {
 #[derive(Debug, Clone)]
 pub struct JwtConfig {
     /// The HS256 secret.
-    pub secret: String,
+    pub secret: Secret,
     /// Whether the development secret is in use.
     pub secret_is_default: bool,
     /// Access-token lifetime (`JWT_EXPIRES_IN`, default 2 h, at most 24 h).
@@ -197,7 +197,7 @@ pub struct Config {
     /// Keys: the platform key, AWS KMS, the customer keys' checks.
     pub keys: KeySettings,
     /// `PLATFORM_IDENTIFIER` and `PLATFORM_PASSWORD`, for provisioning scripts.
-    pub platform_credentials: Option<(String, String)>,
+    pub platform_credentials: Option<(String, Secret)>,
     /// Sign-in: links, client addresses, session lifetimes.
     pub signin: SignInSettings,
     /// Things worth a warning at start (development secret, clamped values).
@@ -310,7 +310,7 @@ pub struct NotificationSettings {
     /// `SMTP_URL` (`smtp://host:25`, `smtps://user:pass@host:465`, or
     /// `smtp://host:587?tls=required`): the relay e-mail is handed to; without it,
     /// e-mail attempts are logged as skipped.
-    pub smtp_url: Option<String>,
+    pub smtp_url: Option<Secret>,
     /// `SMTP_FROM` (`compliance@localhost`): the sender.
     pub smtp_from: String,
     /// `WEBHOOK_ALLOW_PRIVATE` (false): let webhooks reach loopback, private and other
@@ -636,7 +636,7 @@ impl Config {
         let platform_credentials = match (r.raw("PLATFORM_IDENTIFIER"), r.raw("PLATFORM_PASSWORD"))
         {
             (Some(id), Some(password)) if !id.is_empty() => {
-                Some((id.to_owned(), password.to_owned()))
+                Some((id.to_owned(), Secret::new(password)))
             }
             _ => None,
         };
@@ -761,10 +761,7 @@ impl Config {
             ),
         };
         let notifications = NotificationSettings {
-            smtp_url: r
-                .raw("SMTP_URL")
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned),
+            smtp_url: r.raw("SMTP_URL").filter(|v| !v.is_empty()).map(Secret::new),
             smtp_from: r.string("SMTP_FROM", "compliance@localhost"),
             allow_private: r.flag("WEBHOOK_ALLOW_PRIVATE"),
             webhook_proxy: match r.raw("WEBHOOK_PROXY_URL").filter(|v| !v.is_empty()) {
@@ -819,7 +816,7 @@ impl Config {
             database_url,
             database_is_default,
             jwt: JwtConfig {
-                secret,
+                secret: Secret::new(secret),
                 secret_is_default,
                 expires_in,
                 expires_in_by_tier,

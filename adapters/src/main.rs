@@ -72,6 +72,7 @@ async fn provision(config: Config, development: bool) -> Result<ExitCode, ExitCo
     let (identifier, password) = config
         .platform_credentials
         .clone()
+        .map(|(identifier, password)| (identifier, password.expose().to_owned()))
         .unwrap_or_else(|| (DEV_IDENTIFIER.to_owned(), DEV_PASSWORD.to_owned()));
     if !development && (identifier == DEV_IDENTIFIER || password == DEV_PASSWORD) {
         return Err(fail(

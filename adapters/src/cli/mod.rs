@@ -57,7 +57,7 @@ pub fn token(
     let mut claims = Claims::user(sub, email, Utc::now(), ttl);
     claims.service = service.map(str::to_owned);
     claims.step_up = step_up;
-    TokenKeys::hs256(&config.jwt.secret)
+    TokenKeys::hs256(config.jwt.secret.expose())
         .sign(&claims)
         .map_err(|e| bad_input(e.to_string()))
 }

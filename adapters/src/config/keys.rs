@@ -13,6 +13,11 @@ use crate::keys::Key;
 pub struct Secret(String);
 
 impl Secret {
+    /// A secret of the configuration.
+    pub fn new(text: impl Into<String>) -> Secret {
+        Secret(text.into())
+    }
+
     /// The secret itself, for the one call that needs it.
     pub fn expose(&self) -> &str {
         &self.0
@@ -141,5 +146,48 @@ mod tests {
             session_token: Some(secret),
         };
         assert!(!format!("{credentials:?}").contains("hunter2"));
+    }
+
+    /// Every secret the configuration reads stays out of its `Debug`.
+    #[test]
+    fn the_configuration_prints_no_secret() {
+        let key = "11".repeat(32);
+        let vars = [
+            ("JWT_SECRET", "jwt-secret-0123456789"),
+            ("SECRETS_ENCRYPTION_KEY", key.as_str()),
+            ("SECRETS_ENCRYPTION_KEY_PREVIOUS", "22".repeat(32).as_str()),
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "aws-secret-key"),
+            ("AWS_SESSION_TOKEN", "aws-session-token"),
+            (
+                "SMTP_URL",
+                "smtps://mailer:smtp-password@mail.example.com:465",
+            ),
+            ("PLATFORM_IDENTIFIER", "ops@example.com"),
+            ("PLATFORM_PASSWORD", "platform-password"),
+            ("REGISTRY_URL", "https://registry.example.com"),
+            ("REGISTRY_PASSWORD", "registry-password"),
+            ("AI_OPENAI_API_KEY", "sk-openai-key"),
+            ("AI_OPENAI_MODELS", "gpt-4o"),
+            ("AI_ANTHROPIC_API_KEY", "sk-ant-key"),
+            ("AI_ANTHROPIC_MODELS", "claude-sonnet-4"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()));
+        let config = crate::config::Config::from_vars(vars).unwrap();
+        let printed = format!("{config:?}");
+        for secret in [
+            "jwt-secret-0123456789",
+            &key,
+            &"22".repeat(32),
+            "aws-secret-key",
+            "aws-session-token",
+            "smtp-password",
+            "platform-password",
+            "registry-password",
+            "sk-openai-key",
+            "sk-ant-key",
+        ] {
+            assert!(!printed.contains(secret), "{secret} is printed");
+        }
     }
 }

@@ -143,7 +143,75 @@ impl Keyring {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
+    use super::provider::Local;
     use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Secrets sealed under several data-key versions, across new versions and
+        /// rotations of the key-encryption key (each rewraps every version, never a
+        /// secret): every one still opens, where it was sealed only.
+        #[test]
+        fn every_version_stays_readable_after_rotations(ops in prop::collection::vec(0u8..3, 1..24)) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            runtime.block_on(async {
+                let org = "org-a";
+                let mut kek = Local::new(Key::generate().unwrap());
+                let mut rows: Vec<(u32, String)> = Vec::new();
+                let mut sealed_values: Vec<(String, String, String)> = Vec::new();
+                for (i, op) in ops.iter().enumerate() {
+                    match op {
+                        // A new data-key version.
+                        1 => {
+                            let key = Key::generate().unwrap();
+                            let version = u32::try_from(rows.len()).unwrap() + 1;
+                            rows.push((version, kek.wrap(org, &key).await.unwrap()));
+                        }
+                        // A new key-encryption key: every version rewrapped.
+                        2 => {
+                            let next = Local::new(Key::generate().unwrap());
+                            for row in &mut rows {
+                                let key = kek.unwrap(org, &row.1).await.unwrap();
+                                row.1 = next.wrap(org, &key).await.unwrap();
+                            }
+                            kek = next;
+                        }
+                        // A secret sealed under the newest version.
+                        _ => {
+                            if rows.is_empty() {
+                                let key = Key::generate().unwrap();
+                                rows.push((1, kek.wrap(org, &key).await.unwrap()));
+                            }
+                            let (version, wrapped) = rows.last().cloned().unwrap();
+                            let key = kek.unwrap(org, &wrapped).await.unwrap();
+                            let row = format!("row-{i}");
+                            let plain = format!("secret-{i}");
+                            let binding = Binding { org_id: org, table: "t", column: "c", row_id: &row };
+                            let stored = sealed::seal(&key, version, &binding, &plain).unwrap();
+                            sealed_values.push((row, plain, stored));
+                        }
+                    }
+                }
+                let mut keys = BTreeMap::new();
+                for (version, wrapped) in &rows {
+                    keys.insert(*version, kek.unwrap(org, wrapped).await.unwrap());
+                }
+                for (row, plain, stored) in &sealed_values {
+                    let Ok(Stored::Sealed { version, body }) = Stored::parse(stored) else {
+                        panic!("{stored}")
+                    };
+                    let key = keys.get(&version).unwrap();
+                    let here = Binding { org_id: org, table: "t", column: "c", row_id: row };
+                    assert_eq!(&sealed::open(key, &here, body).unwrap(), plain);
+                    let elsewhere = Binding { row_id: "another-row", ..here };
+                    assert!(sealed::open(key, &elsewhere, body).is_err());
+                }
+            });
+        }
+    }
 
     #[test]
     fn kept_keys_are_dropped_by_any_change() {

@@ -24,7 +24,7 @@ pub async fn send_due(state: &AppState) -> ServiceResult<usize> {
     for mail in &claimed {
         let outcome = send_mail(
             state,
-            &url,
+            url.expose(),
             &mail.id,
             std::slice::from_ref(&mail.recipient),
             (&mail.subject, &mail.body),

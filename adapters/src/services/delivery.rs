@@ -161,7 +161,7 @@ async fn email(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Out
     );
     Ok(send_mail(
         state,
-        url,
+        url.expose(),
         &claimed.notification_id,
         &recipients,
         (&title(&claimed.kind, &claimed.payload), &text),

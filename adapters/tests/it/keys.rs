@@ -411,12 +411,12 @@ async fn moto() -> Moto {
     let port = super::crash::free_port();
     // Killed and waited for when dropped, a failed start included.
     let moto = Moto {
-        child: Command::new("moto_server")
+        child: Command::new(std::env::var("MOTO_SERVER").unwrap_or_else(|_| "moto_server".to_owned()))
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("moto_server (PyPI moto[server]) must be installed: scripts/test installs it"),
+            .expect("moto_server (PyPI moto[server]) must be installed: scripts/test installs it and sets MOTO_SERVER"),
         url: format!("http://127.0.0.1:{port}"),
     };
     for _ in 0..300 {
