@@ -46,6 +46,8 @@ impl OrgKeys {
 
 #[derive(Debug)]
 struct Cached {
+    /// The organization whose key-encryption key wraps them (its root).
+    owner: String,
     keys: OrgKeys,
     loaded: Instant,
     generation: u64,
@@ -99,8 +101,9 @@ impl Keyring {
             .map(|c| c.keys.clone())
     }
 
-    /// Keeps `keys`, loaded under `generation` (not kept when a change came since).
-    pub fn keep(&self, org_id: &str, keys: OrgKeys, generation: u64) {
+    /// Keeps `keys` of `org_id`, whose key-encryption key is `owner`'s, loaded under
+    /// `generation` (not kept when any change came since).
+    pub fn keep(&self, org_id: &str, owner: &str, keys: OrgKeys, generation: u64) {
         if generation != self.generation() {
             return;
         }
@@ -114,6 +117,7 @@ impl Keyring {
             cached.insert(
                 org_id.to_owned(),
                 Cached {
+                    owner: owner.to_owned(),
                     keys,
                     loaded: Instant::now(),
                     generation,
@@ -122,7 +126,17 @@ impl Keyring {
         }
     }
 
-    /// A key configuration or a data key changed: nothing kept is used again.
+    /// `org_id`'s data keys or key configuration changed: its keys (and its teams',
+    /// when it is a root) are not used again, nor any loaded before now.
+    pub fn forget(&self, org_id: &str) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        if let Ok(mut cached) = self.cached.lock() {
+            cached.retain(|org, c| org != org_id && c.owner != org_id);
+        }
+    }
+
+    /// Anything may have changed (a lost notification connection): nothing kept is
+    /// used again.
     pub fn changed(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         if let Ok(mut cached) = self.cached.lock() {
@@ -222,12 +236,20 @@ mod tests {
         };
         assert_eq!(keys.current().map(|(v, _)| v), Some(2));
         let generation = ring.generation();
-        ring.keep("a", keys.clone(), generation);
+        ring.keep("a", "a", keys.clone(), generation);
+        ring.keep("team", "a", keys.clone(), generation);
+        ring.keep("b", "b", keys.clone(), generation);
         assert!(ring.get("a").is_some());
+        // A change of a root's keys drops its teams' too, and no other's.
+        ring.forget("a");
+        assert!(ring.get("a").is_none() && ring.get("team").is_none());
+        assert!(ring.get("b").is_none(), "kept under an older generation");
+        let generation = ring.generation();
+        ring.keep("b", "b", keys.clone(), generation);
+        ring.forget("c");
+        ring.keep("c", "c", keys.clone(), generation);
+        assert!(ring.get("c").is_none(), "loaded before a change: not kept");
         ring.changed();
-        assert!(ring.get("a").is_none());
-        // Loaded before the change: not kept.
-        ring.keep("a", keys, generation);
-        assert!(ring.get("a").is_none());
+        assert!(ring.get("b").is_none());
     }
 }

@@ -213,7 +213,7 @@ async fn load(state: &AppState, org_id: &str) -> ServiceResult<OrgKeys> {
         return Ok(keys);
     }
     let generation = state.keyring.generation();
-    let (_, config) = owner_of(state, org_id).await?;
+    let (owner, config) = owner_of(state, org_id).await?;
     let keys = if config.as_ref().is_some_and(|c| c.state == "orphaned") {
         OrgKeys {
             keys: Default::default(),
@@ -228,7 +228,7 @@ async fn load(state: &AppState, org_id: &str) -> ServiceResult<OrgKeys> {
             orphaned: false,
         }
     };
-    state.keyring.keep(org_id, keys.clone(), generation);
+    state.keyring.keep(org_id, &owner, keys.clone(), generation);
     Ok(keys)
 }
 
@@ -254,7 +254,7 @@ async fn first_key(
         kek_ref: provider.reference(),
     };
     state.store.insert_first_data_key(org_id, &row, now).await?;
-    state.keyring.changed();
+    state.keyring.forget(org_id);
     load(state, org_id).await.map(Some)
 }
 
@@ -508,7 +508,7 @@ pub async fn configure(
     )])
     .await?;
     tx.commit().await?;
-    state.keyring.changed();
+    state.keyring.forget(&org.id);
     Ok(config)
 }
 
@@ -547,7 +547,7 @@ pub async fn remove(
     )])
     .await?;
     tx.commit().await?;
-    state.keyring.changed();
+    state.keyring.forget(&org.id);
     Ok(current)
 }
 
@@ -638,7 +638,7 @@ pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<C
                 tx.commit().await?;
                 if recovered {
                     round.recovered += 1;
-                    state.keyring.changed();
+                    state.keyring.forget(&config.org_id);
                     tracing::info!(org = %config.org_id, "a customer key works again: the organization recovered");
                 }
             }
@@ -657,7 +657,7 @@ pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<C
                 tracing::warn!(org = %config.org_id, class = failure.class.as_str(), "a customer key check failed");
                 if orphaned {
                     round.orphaned += 1;
-                    state.keyring.changed();
+                    state.keyring.forget(&config.org_id);
                     tracing::error!(org = %config.org_id, class = failure.class.as_str(), "a customer key failed three checks in a row: the organization is orphaned");
                 }
             }
@@ -713,9 +713,7 @@ pub async fn rewrite_old_secrets(state: &AppState, limit: usize) -> ServiceResul
                 round.rewrapped += 1;
             }
             tx.commit().await?;
-        }
-        if round.rewrapped > 0 {
-            state.keyring.changed();
+            state.keyring.forget(&org_id);
         }
     }
     for column in &SECRET_COLUMNS {

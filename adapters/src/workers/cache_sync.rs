@@ -70,7 +70,7 @@ fn heard(state: &AppState, channel: &str, payload: &str) {
     if channel == FACTS_CHANNEL {
         state.store.facts_changed();
     } else if channel == KEYS_CHANNEL {
-        state.keyring.changed();
+        state.keyring.forget(payload);
     } else if channel == QUOTA_CHANNEL {
         // Giving back writes: off the listener's loop.
         let (state, payload) = (state.clone(), payload.to_owned());

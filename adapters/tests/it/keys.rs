@@ -893,7 +893,53 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
     side.stop().await;
 }
 
+/// The rewrite pass's rate over many organizations' `enc:v1` secrets (each gets its
+/// data key on the way): printed, not asserted.
+async fn the_rewrite_pass_over_two_thousand_organizations(base: &TestApp) {
+    const ORGS: usize = 2_000;
+    let side = with_key(base, K1, &[]).await;
+    let legacy = sealed::seal_legacy(&Key::from_slice(&K1).unwrap(), "bulk-secret").unwrap();
+    side.sql(&format!(
+        "INSERT INTO organizations (id, name, tier, is_system, owner_id, created_at, updated_at)
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {ORGS})
+         SELECT 'bulk-' || i, 'bulk-' || i, 'developer', 0, 'owner', '2026-11-28T00:00:00Z', '2026-11-28T00:00:00Z' FROM n"
+    ))
+    .await;
+    side.sql(&format!(
+        "INSERT INTO notification_preferences (org_id, email_enabled, webhook_secret, digest_mode, notify_warnings, updated_at)
+         SELECT id, 0, '{legacy}', 'immediate', 0, '2026-11-28T00:00:00Z' FROM organizations WHERE id LIKE 'bulk-%'"
+    ))
+    .await;
+    let started = Instant::now();
+    let mut rewritten = 0;
+    loop {
+        let round = keys::rewrite_old_secrets(&side.state, adapters::workers::keys::REWRITE_BATCH)
+            .await
+            .unwrap();
+        rewritten += round.rewritten;
+        if round.rewritten == 0 {
+            break;
+        }
+    }
+    let took = started.elapsed();
+    assert_eq!(rewritten, ORGS);
+    let left: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM notification_preferences WHERE webhook_secret NOT LIKE 'enc:v2:%'",
+    )
+    .fetch_one(adapters::storage::pool_for_tests(&side.store))
+    .await
+    .unwrap();
+    assert_eq!(left, 0);
+    eprintln!(
+        "rewrite pass ({:?}): {ORGS} secrets (and as many new data keys) in {took:?}, {:.0}/s",
+        side.store.dialect(),
+        ORGS as f64 / took.as_secs_f64()
+    );
+    side.stop().await;
+}
+
 on_both_backends!(
+    the_rewrite_pass_over_two_thousand_organizations,
     secrets_are_sealed_under_each_organizations_own_key,
     older_secrets_are_rewritten_by_a_pass_that_resumes,
     a_platform_key_rotation_rewraps_data_keys_and_rewrites_no_secret,
