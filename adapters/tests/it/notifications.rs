@@ -157,13 +157,19 @@ async fn deliver(state: &AppState) -> usize {
 
 /// An organization of alice's with one blocking rule on pipelines.
 async fn blocking_org(app: &TestApp) -> (String, String) {
-    let org = app.org("alice", "acme").await;
-    let alice = app.token("alice", "alice@example.com");
+    blocking_org_of(app, "alice", "acme").await
+}
+
+/// An organization `name` of `owner`'s with one blocking rule on pipelines: its id
+/// and the owner's token.
+pub async fn blocking_org_of(app: &TestApp, owner: &str, name: &str) -> (String, String) {
+    let org = app.org(owner, name).await;
+    let token = app.token(owner, &format!("{owner}@example.com"));
     let (status, body) = app
         .call(
             "POST",
             "/api/compliance/rules",
-            &alice,
+            &token,
             Some(&org),
             Some(
                 json!({"name": "Private only", "target": "pipeline", "severity": "error",
@@ -172,10 +178,11 @@ async fn blocking_org(app: &TestApp) -> (String, String) {
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    (org, alice)
+    (org, token)
 }
 
-async fn block(app: &TestApp, token: &str, org: &str) {
+/// A pipeline the blocking rule refuses (a notification of each channel).
+pub async fn block(app: &TestApp, token: &str, org: &str) {
     let (status, body) = app
         .call(
             "POST",
@@ -188,7 +195,8 @@ async fn block(app: &TestApp, token: &str, org: &str) {
     assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION", "{body}");
 }
 
-async fn prefer(app: &TestApp, token: &str, org: &str, body: Value) -> (StatusCode, Value) {
+/// Saves the organization's notification preferences.
+pub async fn prefer(app: &TestApp, token: &str, org: &str, body: Value) -> (StatusCode, Value) {
     app.call(
         "PUT",
         "/api/compliance/notification-preferences",
@@ -199,7 +207,8 @@ async fn prefer(app: &TestApp, token: &str, org: &str, body: Value) -> (StatusCo
     .await
 }
 
-async fn attempts(app: &TestApp, token: &str, org: &str, query: &str) -> Vec<Value> {
+/// The organization's notification log (`query` adds filters).
+pub async fn attempts(app: &TestApp, token: &str, org: &str, query: &str) -> Vec<Value> {
     let (status, body) = app
         .call(
             "GET",
