@@ -835,6 +835,36 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
             .unwrap(),
         "v-secret"
     );
+    // A team's secrets are under its own data key, wrapped by its root's key.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "acme-web", "parentOrgId": acme})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let team = body["data"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = prefer(app, &alice, &team, json!({"webhookSecret": "t-secret"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(kek_refs(app, &team).await, ["vault-transit:acme-key"]);
+    let (status, body) = put_kms(app, &team, choice(Some("s.vault-token"))).await;
+    assert_eq!(
+        code(status, &body),
+        "VALIDATION_ERROR",
+        "a team has no key of its own: {body}"
+    );
+    assert_eq!(
+        kms_status(app, &alice, &team).await["provider"],
+        "vault-transit"
+    );
+    vault
+        .calls
+        .lock()
+        .unwrap()
+        .retain(|(_, _, c)| c != &BASE64.encode(&team));
     // Every wrap and unwrap named the organization as its context.
     let context = BASE64.encode(&acme);
     let calls = vault.calls.lock().unwrap().clone();
