@@ -45,6 +45,7 @@ mod registry;
 mod replicas;
 mod reports;
 mod scans;
+mod schema;
 mod signin;
 mod third_wave;
 

@@ -1,0 +1,223 @@
+//! The two migration trees produce one schema: a database migrated on SQLite and one
+//! migrated on PostgreSQL hold the same tables, columns (types up to the dialect,
+//! nullability, primary keys) and indexes (name, uniqueness, columns; a unique
+//! constraint's index by its columns, since each engine names those itself).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sqlx::Row;
+
+use super::*;
+
+/// One table as both engines can describe it.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Table {
+    /// Column: (type up to the dialect, NOT NULL or part of the primary key).
+    columns: BTreeMap<String, (String, bool)>,
+    primary_key: Vec<String>,
+    /// Named indexes: (unique, columns; `<expr>` for an expression).
+    indexes: BTreeMap<String, (bool, Vec<String>)>,
+    /// The columns of each unique constraint (its index is named by the engine).
+    unique_constraints: BTreeSet<Vec<String>>,
+}
+
+type Schema = BTreeMap<String, Table>;
+
+/// A column type as both dialects mean it: integers of any width are integers.
+fn canonical(declared: &str) -> String {
+    match declared.to_ascii_lowercase().as_str() {
+        "integer" | "bigint" | "int" | "int8" | "int4" | "smallint" => "integer".to_owned(),
+        "blob" | "bytea" => "bytes".to_owned(),
+        "text" | "character varying" | "varchar" => "text".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+async fn sqlite_schema(store: &Store) -> Schema {
+    let pool = adapters::storage::pool_for_tests(store);
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table'
+         AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%' ORDER BY name",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let mut schema = Schema::new();
+    for name in tables {
+        let mut table = Table::default();
+        let columns = sqlx::query(&format!(
+            "SELECT name, type, \"notnull\" AS not_null, pk FROM pragma_table_info('{name}') ORDER BY pk, cid"
+        ))
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        for row in columns {
+            let column: String = row.get("name");
+            let pk: i64 = row.get("pk");
+            let not_null: i64 = row.get("not_null");
+            if pk > 0 {
+                table.primary_key.push(column.clone());
+            }
+            let declared: String = row.get("type");
+            table
+                .columns
+                .insert(column, (canonical(&declared), not_null == 1 || pk > 0));
+        }
+        let indexes = sqlx::query(&format!(
+            "SELECT name, \"unique\" AS is_unique, origin FROM pragma_index_list('{name}')"
+        ))
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        for row in indexes {
+            let index: String = row.get("name");
+            let unique: i64 = row.get("is_unique");
+            let origin: String = row.get("origin");
+            let columns: Vec<Option<String>> = sqlx::query_scalar(&format!(
+                "SELECT name FROM pragma_index_info('{index}') ORDER BY seqno"
+            ))
+            .fetch_all(pool)
+            .await
+            .unwrap();
+            let columns: Vec<String> = columns
+                .into_iter()
+                .map(|c| c.unwrap_or_else(|| "<expr>".to_owned()))
+                .collect();
+            match origin.as_str() {
+                "pk" => {}
+                "u" => {
+                    table.unique_constraints.insert(columns);
+                }
+                _ => {
+                    table.indexes.insert(index, (unique == 1, columns));
+                }
+            }
+        }
+        schema.insert(name, table);
+    }
+    schema
+}
+
+async fn postgres_schema(store: &Store) -> Schema {
+    let pool = adapters::storage::pool_for_tests(store);
+    let columns = sqlx::query(
+        "SELECT table_name::text AS t, column_name::text AS c, data_type::text AS ty, is_nullable::text AS n
+         FROM information_schema.columns WHERE table_schema = 'public' AND table_name NOT LIKE '\\_sqlx%'
+         ORDER BY table_name, ordinal_position",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let mut schema = Schema::new();
+    for row in columns {
+        let table: String = row.get("t");
+        let declared: String = row.get("ty");
+        let nullable: String = row.get("n");
+        schema
+            .entry(table)
+            .or_default()
+            .columns
+            .insert(row.get("c"), (canonical(&declared), nullable == "NO"));
+    }
+    // Every index with its columns (0 = an expression), and whether a constraint
+    // made it (primary key or unique constraint).
+    let indexes = sqlx::query(
+        "SELECT t.relname::text AS t, i.relname::text AS i, x.indisunique AS is_unique,
+                x.indisprimary AS is_primary, (c.oid IS NOT NULL) AS is_constraint,
+                array_to_string(ARRAY(
+                    SELECT COALESCE(a.attname::text, '<expr>')
+                    FROM unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+                    LEFT JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum AND k.attnum > 0
+                    ORDER BY k.n), ',') AS cols
+         FROM pg_index x
+         JOIN pg_class i ON i.oid = x.indexrelid
+         JOIN pg_class t ON t.oid = x.indrelid
+         JOIN pg_namespace s ON s.oid = t.relnamespace AND s.nspname = 'public'
+         LEFT JOIN pg_constraint c ON c.conindid = x.indexrelid AND c.contype IN ('p', 'u')
+         WHERE t.relname NOT LIKE '\\_sqlx%'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    for row in indexes {
+        let table: String = row.get("t");
+        let columns: Vec<String> = row
+            .get::<String, _>("cols")
+            .split(',')
+            .map(str::to_owned)
+            .collect();
+        let entry = schema.entry(table).or_default();
+        if row.get::<bool, _>("is_primary") {
+            entry.primary_key = columns;
+        } else if row.get::<bool, _>("is_constraint") {
+            entry.unique_constraints.insert(columns);
+        } else {
+            entry
+                .indexes
+                .insert(row.get("i"), (row.get("is_unique"), columns));
+        }
+    }
+    schema
+}
+
+#[tokio::test]
+async fn both_migration_trees_make_the_same_schema() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let postgres = Store::connect(&url).await.unwrap();
+    postgres.migrate().await.unwrap();
+    let path = std::env::temp_dir().join(format!("compliance-schema-{}.db", uuid::Uuid::new_v4()));
+    let sqlite = Store::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    sqlite.migrate().await.unwrap();
+    let on_sqlite = sqlite_schema(&sqlite).await;
+    let on_postgres = postgres_schema(&postgres).await;
+    sqlite.close().await;
+    postgres.close().await;
+    drop_postgres(&admin_url, &name).await;
+    let _ = std::fs::remove_file(&path);
+    assert!(on_sqlite.len() > 40, "{:?}", on_sqlite.keys());
+    // The readers see what they compare (a comparison of two empty maps proves nothing).
+    for schema in [&on_sqlite, &on_postgres] {
+        let queue = &schema["reevaluation_queue"];
+        assert_eq!(
+            queue.indexes["reevaluation_queue_entity"],
+            (
+                false,
+                ["org_id", "target", "entity_id", "status"]
+                    .map(str::to_owned)
+                    .to_vec()
+            )
+        );
+        assert_eq!(schema["org_data_keys"].primary_key, ["org_id", "version"]);
+        assert_eq!(
+            schema["org_data_keys"].columns["version"],
+            ("integer".to_owned(), true)
+        );
+        assert!(schema["pipelines"].unique_constraints.contains(
+            &["org_id", "project", "pipeline_name"]
+                .map(str::to_owned)
+                .to_vec()
+        ));
+        assert!(schema["organizations"].indexes["organizations_name"]
+            .1
+            .contains(&"<expr>".to_owned()));
+    }
+    let mut differences = Vec::new();
+    let names: BTreeSet<&String> = on_sqlite.keys().chain(on_postgres.keys()).collect();
+    for table in names {
+        match (on_sqlite.get(table), on_postgres.get(table)) {
+            (Some(a), Some(b)) if a == b => {}
+            (Some(a), Some(b)) => {
+                differences.push(format!("{table}:\n  SQLite     {a:?}\n  PostgreSQL {b:?}"))
+            }
+            (a, _) => differences.push(format!(
+                "{table} only on {}",
+                if a.is_some() { "SQLite" } else { "PostgreSQL" }
+            )),
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
