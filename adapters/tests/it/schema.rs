@@ -197,9 +197,9 @@ async fn both_migration_trees_make_the_same_schema() {
             ("integer".to_owned(), true)
         );
         assert!(schema["pipelines"].unique_constraints.contains(
-            &["org_id", "project", "pipeline_name"]
+            ["org_id", "project", "pipeline_name"]
                 .map(str::to_owned)
-                .to_vec()
+                .as_slice()
         ));
         assert!(schema["organizations"].indexes["organizations_name"]
             .1
