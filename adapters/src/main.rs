@@ -102,7 +102,7 @@ async fn provision(config: Config, development: bool) -> Result<ExitCode, ExitCo
             ))?;
             Ok(ExitCode::SUCCESS)
         }
-        Err(adapters::services::ServiceError::StoreConflict(_)) => {
+        Err(adapters::services::ServiceError::Conflict(_)) => {
             print_out(&format!(
                 "an account for {identifier} exists already: left as it is"
             ))?;

@@ -361,7 +361,7 @@ impl From<crate::services::ServiceError> for ApiError {
         use compliance_core::ExemptionRefusal;
         match error {
             E::Invalid { field, message } => ApiError::invalid_field(field, message),
-            E::NotFound(what) => ApiError::not_found(what),
+            E::NotFound(what) => ApiError::not_found(&what),
             E::Conflict(why) => ApiError::conflict(why),
             E::Forbidden(why) => ApiError::forbidden(why),
             E::Gone(why) => ApiError::new(StatusCode::GONE, "GONE", why),
@@ -487,8 +487,6 @@ impl From<crate::services::ServiceError> for ApiError {
             E::Tenancy(refusal) => refusal.into(),
             E::SignIn(refusal) => signin_refusal(refusal),
             E::Broken(why) => ApiError::internal(why),
-            E::StoreConflict(what) => ApiError::conflict(what),
-            E::StoreMissing(what) => ApiError::not_found(&what),
             E::StoreRefused(why) => ApiError::validation(why),
             E::StoreUnavailable(cause) => {
                 tracing::warn!(%cause, "database unavailable");

@@ -177,7 +177,7 @@ async fn managed(
         .store
         .announcement(id)
         .await?
-        .ok_or(ServiceError::NotFound("announcement"))?;
+        .ok_or(ServiceError::NotFound("announcement".into()))?;
     match &found.audience {
         Audience::Organization { org_id, .. } if org_id == &asker.org.id => {
             if asker.manages || asker.super_admin {
@@ -188,7 +188,7 @@ async fn managed(
                 ))
             }
         }
-        Audience::Organization { .. } => Err(ServiceError::NotFound("announcement")),
+        Audience::Organization { .. } => Err(ServiceError::NotFound("announcement".into())),
         _ if asker.super_admin => Ok(found),
         _ => {
             let viewer = messaging::Viewer {
@@ -201,7 +201,7 @@ async fn managed(
                     "only a super-admin edits or removes a platform-wide announcement",
                 ))
             } else {
-                Err(ServiceError::NotFound("announcement"))
+                Err(ServiceError::NotFound("announcement".into()))
             }
         }
     }
@@ -317,14 +317,14 @@ pub async fn dismiss(
         .store
         .announcement(id)
         .await?
-        .ok_or(ServiceError::NotFound("announcement"))?;
+        .ok_or(ServiceError::NotFound("announcement".into()))?;
     let viewer = messaging::Viewer {
         org_id: &asker.org.id,
         parent_org_id: asker.org.parent_org_id.as_deref(),
         tier: asker.org.tier,
     };
     if !found.audience.reaches(&viewer) || found.window.phase(now) != messaging::Phase::Active {
-        return Err(ServiceError::NotFound("announcement"));
+        return Err(ServiceError::NotFound("announcement".into()));
     }
     if !found.dismissible {
         return Err(ServiceError::Conflict(

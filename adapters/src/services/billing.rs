@@ -155,7 +155,7 @@ async fn account_of(
     let root = entitlement::root_of(state, org).await?;
     match state.store.subscription(subscription_id).await? {
         Some(found) if found.org_id == root.id => Ok(root),
-        _ => Err(ServiceError::NotFound("subscription")),
+        _ => Err(ServiceError::NotFound("subscription".into())),
     }
 }
 
@@ -276,7 +276,7 @@ pub async fn set_seat_limit(
         .store
         .organization(org_id)
         .await?
-        .ok_or(ServiceError::NotFound("organization"))?;
+        .ok_or(ServiceError::NotFound("organization".into()))?;
     if org.parent_org_id.is_some() {
         return Err(ServiceError::invalid(
             "orgId",

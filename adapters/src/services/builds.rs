@@ -47,7 +47,7 @@ pub async fn replay(
     store
         .replay_build(scope(org, super_admin), job_id, now, &[])
         .await?
-        .ok_or(ServiceError::NotFound("dead letter"))
+        .ok_or(ServiceError::NotFound("dead letter".into()))
 }
 
 /// Purges every dead letter, audited `plugin.dlq.purge` in the system organization's

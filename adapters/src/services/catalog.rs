@@ -74,7 +74,7 @@ async fn published(state: &AppState, rule_id: &str) -> ServiceResult<Rule> {
         .published_rule(rule_id)
         .await?
         .map(|s| s.rule)
-        .ok_or(ServiceError::NotFound("published rule"))
+        .ok_or(ServiceError::NotFound("published rule".into()))
 }
 
 /// A page of the catalog, filtered: (entries, total).

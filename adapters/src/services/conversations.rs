@@ -15,7 +15,7 @@ use crate::storage::{NewMessage, OrgRecord, Rate, StoreError};
 pub const MAX_PAGE: u32 = 100;
 
 fn not_found() -> ServiceError {
-    ServiceError::NotFound("conversation")
+    ServiceError::NotFound("conversation".into())
 }
 
 /// The author's per-minute bound, decided by storage in the message's own
@@ -237,7 +237,7 @@ pub async fn delete_message(
         .conversation_message(id, message_id)
         .await?
         .filter(|m| m.org_id == org.id)
-        .ok_or(ServiceError::NotFound("message"))?;
+        .ok_or(ServiceError::NotFound("message".into()))?;
     let own = found.author_id == caller.user_id
         && state
             .store

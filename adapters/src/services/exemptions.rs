@@ -98,7 +98,7 @@ pub async fn decide(
     let exemption = store
         .exemption(&org.id, id)
         .await?
-        .ok_or(ServiceError::NotFound("exemption"))?;
+        .ok_or(ServiceError::NotFound("exemption".into()))?;
     let to = action.decide(exemption.status, &exemption.requested_by, &caller.user_id)?;
     let audited = match action {
         ExemptionAction::Approve => Some("compliance.exemption.approve"),
@@ -131,7 +131,7 @@ pub async fn decide(
     store
         .exemption(&org.id, id)
         .await?
-        .ok_or(ServiceError::NotFound("exemption"))
+        .ok_or(ServiceError::NotFound("exemption".into()))
 }
 
 /// Records one request (see [`request`]) and answers it as stored.
@@ -144,12 +144,12 @@ pub async fn request_one(
 ) -> ServiceResult<ExemptionRecord> {
     let ids = self::request(store, caller, org, request, now).await?;
     let Some(id) = ids.first() else {
-        return Err(ServiceError::NotFound("exemption"));
+        return Err(ServiceError::NotFound("exemption".into()));
     };
     store
         .exemption(&org.id, id)
         .await?
-        .ok_or(ServiceError::NotFound("exemption"))
+        .ok_or(ServiceError::NotFound("exemption".into()))
 }
 
 /// What a list of exemptions is narrowed to.

@@ -102,7 +102,7 @@ pub async fn accept(
                 .as_deref()
                 .is_some_and(|email| email.eq_ignore_ascii_case(&i.email))
         })
-        .ok_or(ServiceError::NotFound("invitation"))?;
+        .ok_or(ServiceError::NotFound("invitation".into()))?;
     if invitation.status != InvitationStatus::Pending {
         return Err(ServiceError::Conflict(
             "the invitation is no longer pending".to_owned(),
@@ -111,7 +111,7 @@ pub async fn accept(
     let org = store
         .organization(&invitation.org_id)
         .await?
-        .ok_or(ServiceError::NotFound("invitation"))?;
+        .ok_or(ServiceError::NotFound("invitation".into()))?;
     let implied =
         super::members::builtin(store, &org.id, tenancy::implied_role(invitation.role)).await?;
     let root = super::members::seats_of(state, &org).await?;

@@ -526,7 +526,7 @@ pub async fn remove(
         .store
         .key_config(&org.id)
         .await?
-        .ok_or(ServiceError::NotFound("key configuration"))?;
+        .ok_or(ServiceError::NotFound("key configuration".into()))?;
     let Some(platform) = platform(state) else {
         return Err(ServiceError::Conflict(
             "there is no platform key (SECRETS_ENCRYPTION_KEY) to rewrap the organization's data keys under: nothing was changed".to_owned(),

@@ -154,7 +154,7 @@ pub async fn change_role(
     let member = store
         .membership(&org.id, user_id)
         .await?
-        .ok_or(ServiceError::NotFound("member"))?;
+        .ok_or(ServiceError::NotFound("member".into()))?;
     if member.role == MembershipRole::Owner {
         return Err(ServiceError::Conflict(
             "the owner's role changes only by ownership transfer".to_owned(),
@@ -270,7 +270,7 @@ async fn custom_role(store: &Store, org: &OrgRecord, role_id: &str) -> ServiceRe
     let existing = store
         .role(&org.id, role_id)
         .await?
-        .ok_or(ServiceError::NotFound("role"))?;
+        .ok_or(ServiceError::NotFound("role".into()))?;
     guard_role_mutation(&existing.role())?;
     Ok(existing)
 }
@@ -331,7 +331,7 @@ pub async fn add_role_member(
     let role = store
         .role(&org.id, role_id)
         .await?
-        .ok_or(ServiceError::NotFound("role"))?;
+        .ok_or(ServiceError::NotFound("role".into()))?;
     if store.membership(&org.id, user_id).await?.is_none() {
         return Err(ServiceError::invalid(
             "userId",

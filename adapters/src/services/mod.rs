@@ -65,10 +65,12 @@ pub enum ServiceError {
         /// Why.
         message: String,
     },
-    /// The thing asked for does not exist in the organization.
+    /// The thing asked for does not exist in the organization (a service's lookup,
+    /// or a row storage did not find).
     #[error("{0} not found")]
-    NotFound(&'static str),
-    /// The request contradicts what is stored (a name taken, a state moved on).
+    NotFound(std::borrow::Cow<'static, str>),
+    /// The request contradicts what is stored (a name taken, a state moved on; a
+    /// write storage refused for it).
     #[error("{0}")]
     Conflict(String),
     /// What was asked for existed, and is gone for good (410).
@@ -152,12 +154,6 @@ pub enum ServiceError {
     /// Stored data breaks an invariant the server keeps (a built-in Role missing).
     #[error("{0}")]
     Broken(String),
-    /// Storage refused the write: what it contradicts (a name taken, a row moved on).
-    #[error("{0}")]
-    StoreConflict(String),
-    /// Storage found no such row.
-    #[error("{0} not found")]
-    StoreMissing(String),
     /// Storage refused a value.
     #[error("{0}")]
     StoreRefused(String),
@@ -184,8 +180,8 @@ pub enum ServiceError {
 impl From<StoreError> for ServiceError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::Conflict(what) => ServiceError::StoreConflict(what),
-            StoreError::NotFound(what) => ServiceError::StoreMissing(what),
+            StoreError::Conflict(what) => ServiceError::Conflict(what),
+            StoreError::NotFound(what) => ServiceError::NotFound(what.into()),
             StoreError::Invalid(why) => ServiceError::StoreRefused(why),
             StoreError::Unavailable(cause) => ServiceError::StoreUnavailable(cause),
             StoreError::Other(cause) | StoreError::Corrupt(cause) => ServiceError::Broken(cause),

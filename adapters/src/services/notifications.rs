@@ -197,7 +197,7 @@ pub async fn mark_read(
         .mark_read(&org.id, id, Utc::now())
         .await
         .map_err(|e| match e {
-            crate::storage::StoreError::NotFound(_) => ServiceError::NotFound("message"),
+            crate::storage::StoreError::NotFound(_) => ServiceError::NotFound("message".into()),
             other => other.into(),
         })
 }
@@ -213,7 +213,7 @@ pub async fn delete(
         .store
         .message(&org.id, id)
         .await?
-        .ok_or(ServiceError::NotFound("message"))?;
+        .ok_or(ServiceError::NotFound("message".into()))?;
     let audit = [event(
         caller,
         "message.delete",
@@ -227,7 +227,7 @@ pub async fn delete(
         .delete_message(&org.id, id, &audit)
         .await
         .map_err(|e| match e {
-            crate::storage::StoreError::NotFound(_) => ServiceError::NotFound("message"),
+            crate::storage::StoreError::NotFound(_) => ServiceError::NotFound("message".into()),
             other => other.into(),
         })
 }

@@ -103,7 +103,7 @@ async fn reread(store: &Store, id: &str) -> ServiceResult<OrgRecord> {
     store
         .organization(id)
         .await?
-        .ok_or(ServiceError::NotFound("organization"))
+        .ok_or(ServiceError::NotFound("organization".into()))
 }
 
 /// Renames an organization; `system` names the system organization and only it.
@@ -145,7 +145,7 @@ pub async fn delete(
     let Some(org) = state.store.organization(id).await? else {
         return Err(match state.store.deleted_organization(id).await? {
             Some(_) => ServiceError::Conflict("the organization is already deleted".to_owned()),
-            None => ServiceError::NotFound("organization"),
+            None => ServiceError::NotFound("organization".into()),
         });
     };
     let org = &org;
@@ -217,7 +217,7 @@ pub async fn restore(
                 state.config.org_restore_days
             )));
         }
-        return Err(ServiceError::NotFound("deleted organization"));
+        return Err(ServiceError::NotFound("deleted organization".into()));
     };
     if !tenancy::RestoreWindow::days(state.config.org_restore_days).is_open(deleted.deleted_at, now)
     {
@@ -253,7 +253,7 @@ pub async fn restore(
     store
         .organization(id)
         .await?
-        .ok_or(ServiceError::NotFound("organization"))
+        .ok_or(ServiceError::NotFound("organization".into()))
 }
 
 /// Moves an account root (and its teams) to another tier, deriving its limits

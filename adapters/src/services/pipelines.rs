@@ -289,7 +289,7 @@ pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<P
         .store
         .pipeline(&org.id, id)
         .await?
-        .ok_or(ServiceError::NotFound("pipeline"))
+        .ok_or(ServiceError::NotFound("pipeline".into()))
 }
 
 /// A page of the organization's pipelines: (pipelines, total).
@@ -319,7 +319,7 @@ pub async fn find(
     found
         .into_iter()
         .next()
-        .ok_or(ServiceError::NotFound("pipeline"))
+        .ok_or(ServiceError::NotFound("pipeline".into()))
 }
 
 /// A page of the organization's registry: (entries, total).

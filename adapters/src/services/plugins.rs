@@ -250,7 +250,7 @@ pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<P
         .store
         .plugin(&org.id, id)
         .await?
-        .ok_or(ServiceError::NotFound("plugin"))
+        .ok_or(ServiceError::NotFound("plugin".into()))
 }
 
 /// A page of the organization's plugins: (plugins, total).
@@ -280,7 +280,7 @@ pub async fn find(
     found
         .into_iter()
         .next()
-        .ok_or(ServiceError::NotFound("plugin"))
+        .ok_or(ServiceError::NotFound("plugin".into()))
 }
 
 /// Changes plugins of the organization, all or nothing, audited as `action`

@@ -73,7 +73,7 @@ pub async fn get(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<Poli
     store
         .policy(&org.id, id)
         .await?
-        .ok_or(ServiceError::NotFound("policy"))
+        .ok_or(ServiceError::NotFound("policy".into()))
 }
 
 /// Changes the fields given; the others stay.

@@ -160,7 +160,7 @@ fn pick(mut quotas: OrgQuotas, dimension: Dimension) -> ServiceResult<QuotaStatu
     quotas
         .quotas
         .remove(dimension.name())
-        .ok_or(ServiceError::NotFound("quota type"))
+        .ok_or(ServiceError::NotFound("quota type".into()))
 }
 
 fn parse_type(name: &str) -> ServiceResult<Dimension> {
@@ -180,7 +180,7 @@ async fn organization(state: &AppState, id: &str) -> ServiceResult<OrgRecord> {
         .store
         .organization(id)
         .await?
-        .ok_or(ServiceError::NotFound("organization"))
+        .ok_or(ServiceError::NotFound("organization".into()))
 }
 
 /// A page of every organization's quotas: (records, total).

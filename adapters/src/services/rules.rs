@@ -64,7 +64,7 @@ pub async fn get(
         .store
         .rule(&org.id, id, deleted)
         .await?
-        .ok_or(ServiceError::NotFound("rule"))
+        .ok_or(ServiceError::NotFound("rule".into()))
 }
 
 /// Every version of a rule, oldest first.
@@ -75,7 +75,7 @@ pub async fn history(
 ) -> ServiceResult<Vec<RuleChange>> {
     let history = state.store.rule_history(&org.id, id).await?;
     if history.is_empty() {
-        return Err(ServiceError::NotFound("rule"));
+        return Err(ServiceError::NotFound("rule".into()));
     }
     Ok(history)
 }

@@ -221,7 +221,7 @@ pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<S
         .store
         .scan(&org.id, id)
         .await?
-        .ok_or(ServiceError::NotFound("scan"))
+        .ok_or(ServiceError::NotFound("scan".into()))
 }
 
 /// A page of one scan's results, narrowed to one result.
@@ -269,7 +269,7 @@ pub async fn cancel(
         .cancel_scan(&org.id, id, Utc::now(), &audit)
         .await
         .map_err(|e| match e {
-            crate::storage::StoreError::NotFound(_) => ServiceError::NotFound("scan"),
+            crate::storage::StoreError::NotFound(_) => ServiceError::NotFound("scan".into()),
             other => other.into(),
         })?;
     Ok(scan)

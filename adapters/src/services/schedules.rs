@@ -91,7 +91,7 @@ async fn existing(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<
         .store
         .schedule(&org.id, id)
         .await?
-        .ok_or(ServiceError::NotFound("scan schedule"))
+        .ok_or(ServiceError::NotFound("scan schedule".into()))
 }
 
 /// What a change of a schedule gives.

@@ -37,7 +37,7 @@ async fn system(state: &AppState) -> ServiceResult<OrgRecord> {
         .store
         .system_organization()
         .await?
-        .ok_or(ServiceError::NotFound("template"))
+        .ok_or(ServiceError::NotFound("template".into()))
 }
 
 /// The org rule a template rule becomes: a new id, version 1, no dependency. Nothing
@@ -53,7 +53,7 @@ async fn instance(
         .rule(&system.id, template_id, false)
         .await?
         .filter(|r| r.rule.is_template)
-        .ok_or(ServiceError::NotFound("template"))?;
+        .ok_or(ServiceError::NotFound("template".into()))?;
     let mut rule = template.rule;
     rule.id = new_id();
     rule.version = 1;
@@ -109,7 +109,7 @@ pub async fn clone_policy(
         .policy(&system.id, template_id)
         .await?
         .filter(|p| p.is_template)
-        .ok_or(ServiceError::NotFound("template"))?;
+        .ok_or(ServiceError::NotFound("template".into()))?;
     let existing: Vec<String> = state
         .store
         .org_rules(&org.id)
@@ -122,7 +122,7 @@ pub async fn clone_policy(
         let rule = instance(state, &system, rule_id, None)
             .await
             .map_err(|e| match e {
-                ServiceError::NotFound(_) => ServiceError::NotFound("template rule"),
+                ServiceError::NotFound(_) => ServiceError::NotFound("template rule".into()),
                 other => other,
             })?;
         check(state, org, &rule).await?;
@@ -174,5 +174,5 @@ pub async fn clone_policy(
         .store
         .policy(&org.id, &policy_id)
         .await?
-        .ok_or(ServiceError::NotFound("policy"))
+        .ok_or(ServiceError::NotFound("policy".into()))
 }

@@ -444,7 +444,7 @@ async fn own_account(state: &AppState, caller: &Caller) -> ServiceResult<Account
         .account(&caller.user_id)
         .await?
         .filter(|a| a.deleted_at.is_none())
-        .ok_or(ServiceError::NotFound("account"))
+        .ok_or(ServiceError::NotFound("account".into()))
 }
 
 /// Checks the caller's password again (a failure counts against the account's

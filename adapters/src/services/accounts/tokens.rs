@@ -176,6 +176,6 @@ pub async fn revoke_token(
     {
         Ok(())
     } else {
-        Err(ServiceError::NotFound("token"))
+        Err(ServiceError::NotFound("token".into()))
     }
 }
