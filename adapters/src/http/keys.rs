@@ -11,8 +11,7 @@ use crate::http::extract::Json;
 use crate::http::gate::Granted;
 use crate::http::response::Answer;
 use crate::http::state::{AppState, Caller};
-use crate::services::keys::{self, KeyChoice, ProviderName};
-use crate::storage::KeyConfigRow;
+use crate::services::keys::{self, KeyChoice, KeyConfigRow, ProviderName};
 
 /// A customer key to put an organization's secrets under.
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -23,7 +23,10 @@ use crate::keys::provider::{probe, Local};
 use crate::keys::sealed::{self, Key, Stored};
 use crate::keys::vault::{self, VaultTransit};
 use crate::keys::{Binding, FailureClass, KeyFailure, KeyProvider, OrgKeys, PLATFORM_SCOPE};
-use crate::storage::{DataKeyRow, KeyConfigRow, OrgRecord, SecretColumn, SECRET_COLUMNS};
+use crate::storage::{DataKeyRow, OrgRecord, SecretColumn, SECRET_COLUMNS};
+
+/// An organization's customer key configuration, as stored (the token sealed).
+pub use crate::storage::KeyConfigRow;
 
 /// Failed checks in a row that orphan an organization.
 pub const ORPHAN_AFTER: u32 = 3;
@@ -650,10 +653,14 @@ pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<C
                     json!({"provider": config.provider, "keyRef": config.key_ref,
                            "errorClass": failure.class.as_str()}),
                 )];
-                let orphaned = state
-                    .store
-                    .key_check_failed(&config.org_id, &why, ORPHAN_AFTER, now, &audit)
+                let mut tx = state.store.transaction().await?;
+                let orphaned = tx
+                    .key_check_failed(&config.org_id, &why, ORPHAN_AFTER, now)
                     .await?;
+                if orphaned {
+                    tx.enqueue_audit(&audit).await?;
+                }
+                tx.commit().await?;
                 tracing::warn!(org = %config.org_id, class = failure.class.as_str(), "a customer key check failed");
                 if orphaned {
                     round.orphaned += 1;

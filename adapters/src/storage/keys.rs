@@ -302,26 +302,6 @@ impl Store {
         .await?;
         Ok(done.rows_affected() == 1)
     }
-
-    /// Counts a failed check of an organization's key; when it makes three in a row
-    /// while the key is active, the organization is orphaned in the same step and
-    /// `audit` (org.kms.orphaned) is enqueued: whether this failure orphaned it.
-    pub async fn key_check_failed(
-        &self,
-        org_id: &str,
-        why: &str,
-        threshold: u32,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<bool> {
-        let mut tx = self.transaction().await?;
-        let orphaned = tx.key_check_failed(org_id, why, threshold, now).await?;
-        if orphaned {
-            tx.enqueue_audit(audit).await?;
-        }
-        tx.commit().await?;
-        Ok(orphaned)
-    }
 }
 
 impl Transaction<'_> {
@@ -420,7 +400,9 @@ impl Transaction<'_> {
         Ok(done.rows_affected() == 1)
     }
 
-    /// See [`Store::key_check_failed`].
+    /// Counts a failed check of an organization's key; when it makes `threshold` in
+    /// a row while the key is active, the organization is orphaned in the same step:
+    /// whether this failure orphaned it.
     pub async fn key_check_failed(
         &mut self,
         org_id: &str,
