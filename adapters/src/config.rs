@@ -268,6 +268,10 @@ pub struct SignInSettings {
     /// a warning): whether sign-in waits for the e-mail's verification. Without a
     /// relay no link can arrive.
     pub verification_required: bool,
+    /// `SSO_ALLOW_LOOPBACK_HTTP` (false): identity providers on a loopback address
+    /// may speak plain HTTP (a provider beside the server, tests); every other
+    /// issuer is https.
+    pub sso_allow_loopback_http: bool,
 }
 
 /// Plugin image builds (`PLUGIN_BUILD_*`).
@@ -753,6 +757,7 @@ impl Config {
                 Some(v) if !v.is_empty() => r.flag("EMAIL_VERIFICATION_REQUIRED"),
                 _ => notifications.smtp_url.is_some(),
             },
+            sso_allow_loopback_http: r.flag("SSO_ALLOW_LOOPBACK_HTTP"),
         };
         if !signin.verification_required {
             warnings.push(

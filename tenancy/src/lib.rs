@@ -17,6 +17,7 @@ mod org;
 mod permission;
 mod role;
 mod signin;
+pub mod sso;
 
 pub use authority::{check_super_admin_change, implied_role, plan_transfer, OwnershipTransfer};
 pub use authorship::{may_change, Authored};

@@ -274,7 +274,14 @@ impl Frame {
                 stepped_up_at: None,
                 org_header: Some(org.clone()),
                 personal_token: None,
-                session: None,
+                session: Some(visitor.session.family_id.clone()),
+                sso_org: crate::services::credentials::session_sso_org(
+                    &console.state,
+                    &visitor.session.user_id,
+                    &visitor.session.family_id,
+                )
+                .await
+                .map_err(api::Refusal::from)?,
             };
             let parent = orgs
                 .iter()

@@ -486,6 +486,21 @@ impl From<crate::services::ServiceError> for ApiError {
             .with_details(json!({"limit": limit, "retryAfterSeconds": retry_after_seconds})),
             E::Tenancy(refusal) => refusal.into(),
             E::SignIn(refusal) => signin_refusal(refusal),
+            E::SsoRefused {
+                refusal,
+                link_token,
+            } => ApiError::new(StatusCode::UNAUTHORIZED, refusal.code(), refusal.message())
+                .with_details(match link_token {
+                    Some(token) => json!({"reason": refusal.reason(), "linkToken": token}),
+                    None => json!({"reason": refusal.reason()}),
+                }),
+            ref error @ E::SsoRequired { ref org_name } => {
+                ApiError::new(StatusCode::FORBIDDEN, "SSO_REQUIRED", error.to_string())
+                    .with_details(json!({
+                        "organization": org_name,
+                        "signIn": format!("/api/auth/sso/start?org={org_name}"),
+                    }))
+            }
             E::Broken(why) => ApiError::internal(why),
             E::StoreRefused(why) => ApiError::validation(why),
             E::StoreUnavailable(cause) => {

@@ -164,6 +164,11 @@ pub async fn gate(
             .org
             .clone()
             .ok_or_else(|| ApiError::not_found("organization"))?;
+        // An organization that requires its single sign-on refuses other
+        // credentials of its members (a super-admin is the platform's, not theirs).
+        if decision.standing != Some(tenancy::Standing::SuperAdmin) {
+            crate::services::sso::enforce(state, caller, &org, Utc::now()).await?;
+        }
         return Ok(Granted {
             org,
             permissions,

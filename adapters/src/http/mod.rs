@@ -36,6 +36,7 @@ mod rules;
 mod scans;
 mod schemas;
 pub(crate) mod signin;
+pub(crate) mod sso;
 pub mod state;
 pub mod system;
 mod templates;

@@ -131,7 +131,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Peer {
 
 /// The client's address: the connection's peer, or with `TRUST_PROXY_HEADERS` the
 /// last `X-Forwarded-For` entry.
-fn client_address(
+pub(crate) fn client_address(
     state: &AppState,
     headers: &HeaderMap,
     peer: Option<SocketAddr>,

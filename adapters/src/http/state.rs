@@ -28,6 +28,7 @@ pub(crate) async fn authenticate(
         return Ok(Authenticated {
             user_id,
             email: None,
+            sso_org: used.sso_org.clone(),
             personal_token: Some(used),
             session: None,
         });
@@ -43,10 +44,11 @@ pub(crate) async fn authenticate(
             "service tokens cannot call user endpoints",
         ));
     }
-    let email = crate::services::credentials::check_session(state, &claims).await?;
+    let (email, sso_org) = crate::services::credentials::check_session(state, &claims).await?;
     Ok(Authenticated {
         user_id: claims.sub,
         email,
+        sso_org,
         personal_token: None,
         session: claims.sid,
     })
@@ -63,6 +65,8 @@ pub(crate) struct Authenticated {
     pub(crate) personal_token: Option<crate::services::context::TokenUse>,
     /// The sign-in's refresh family of an access token.
     pub(crate) session: Option<String>,
+    /// The root organization whose single sign-on issued the session.
+    pub(crate) sso_org: Option<String>,
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -83,6 +87,7 @@ impl FromRequestParts<AppState> for Caller {
             email,
             personal_token,
             session,
+            sso_org,
         } = authenticate(state, token, now).await?;
         if state.first_sight(&user_id) {
             crate::services::access::first_sight(&state.store, &user_id, email.as_deref(), now)
@@ -109,6 +114,7 @@ impl FromRequestParts<AppState> for Caller {
             stepped_up_at,
             personal_token,
             session,
+            sso_org,
             org_header: header(parts, "x-org-id")
                 .map(str::to_owned)
                 .filter(|s| !s.is_empty()),

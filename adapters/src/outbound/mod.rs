@@ -3,8 +3,12 @@
 //!
 //! - `ai`: AI providers (OpenAI-compatible, Anthropic, Ollama) for generation.
 //! - `git`: a bounded, shallow view of a Git repository.
+//! - `oidc`: OpenID Connect providers (single sign-on).
+//! - `dns`: TXT records that prove a claimed domain.
 //! - `registry`: an OCI distribution registry (`REGISTRY_URL`).
 
 pub mod ai;
+pub mod dns;
 pub mod git;
+pub mod oidc;
 pub mod registry;

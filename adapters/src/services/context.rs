@@ -70,6 +70,8 @@ pub struct Context {
     pub ai: crate::outbound::ai::AiClient,
     /// This replica's unwrapped data keys, and the key providers' client.
     pub keyring: Arc<crate::keys::Keyring>,
+    /// Single sign-on's identity providers and TXT lookups.
+    pub sso: Arc<crate::outbound::oidc::SsoClients>,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
 }
@@ -92,6 +94,9 @@ impl AppState {
             registry,
             ai: crate::outbound::ai::AiClient::new(),
             keyring: Arc::new(crate::keys::Keyring::default()),
+            sso: Arc::new(crate::outbound::oidc::SsoClients::new(
+                config.signin.sso_allow_loopback_http,
+            )),
             config: Arc::new(config),
             store,
             keys: Arc::new(keys),
@@ -137,6 +142,9 @@ pub struct Caller {
     /// The sign-in's refresh family the access token was issued in (`sid`): a
     /// step-up proof is bound to it.
     pub session: Option<String>,
+    /// The root organization whose single sign-on issued the session (or the
+    /// session the personal access token was made in), if one did.
+    pub sso_org: Option<String>,
 }
 
 /// A request made with a personal access token.
@@ -146,6 +154,8 @@ pub struct TokenUse {
     pub id: String,
     /// The organization and permissions it is bound to, if any.
     pub scope: Option<tenancy::TokenScope>,
+    /// The root organization whose single sign-on issued the session it was made in.
+    pub sso_org: Option<String>,
 }
 
 impl Caller {

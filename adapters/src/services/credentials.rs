@@ -28,8 +28,12 @@ const ENDED: SignInRefusal =
 /// here its current verified address, whatever an older token claims (an address it
 /// no longer holds is never believed); for a user with no account here (an outside
 /// identity provider's, a development token), the token passes on its signature
-/// alone and its claim stands.
-pub async fn check_session(state: &AppState, claims: &Claims) -> ServiceResult<Option<String>> {
+/// alone and its claim stands. Also answers the root organization whose single
+/// sign-on issued the session, if one did.
+pub async fn check_session(
+    state: &AppState,
+    claims: &Claims,
+) -> ServiceResult<(Option<String>, Option<String>)> {
     let standing = state
         .kept
         .sessions
@@ -51,10 +55,31 @@ pub async fn check_session(state: &AppState, claims: &Claims) -> ServiceResult<O
     if claims.sid.is_some() && standing.family_ended != Some(false) {
         return Err(ENDED.into());
     }
-    Ok(match standing.account {
+    let email = match standing.account {
         Some(_) => standing.verified_email.clone(),
         None => claims.email.clone(),
-    })
+    };
+    Ok((email, standing.sso_org.clone()))
+}
+
+/// The root organization whose single sign-on issued a session (by its family),
+/// kept with the session's standing.
+pub async fn session_sso_org(
+    state: &AppState,
+    user_id: &str,
+    family_id: &str,
+) -> ServiceResult<Option<String>> {
+    let standing = state
+        .kept
+        .sessions
+        .get_or_load(
+            &state.store,
+            (user_id.to_owned(), Some(family_id.to_owned())),
+            |_| true,
+            state.store.session_standing(user_id, Some(family_id)),
+        )
+        .await?;
+    Ok(standing.sso_org.clone())
 }
 
 /// Resolves a personal access token to its owner and bounds: its layout and
@@ -115,6 +140,7 @@ pub async fn personal_token(
         TokenUse {
             id: token.id.clone(),
             scope,
+            sso_org: token.sso_org_id.clone(),
         },
     ))
 }

@@ -119,6 +119,8 @@ pub struct KeptFacts {
     pub exempting: Kept<String, bool>,
     /// What sessions stand on, per (user, sign-in family).
     pub sessions: Kept<(String, Option<String>), crate::storage::SessionStanding>,
+    /// Single sign-on's enforcement and break-glass accounts per root organization.
+    pub sso: Kept<String, crate::storage::SsoPolicyRow>,
     /// Personal access tokens by the hash of their secret (found ones only).
     pub tokens: Kept<String, Option<crate::storage::PersonalTokenRecord>>,
     /// When each personal access token's use was last written by this replica.

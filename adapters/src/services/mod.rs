@@ -48,6 +48,7 @@ pub mod reports;
 pub mod rules;
 pub mod scans;
 pub mod schedules;
+pub mod sso;
 pub mod templates;
 
 use compliance_core::ExemptionRefusal;
@@ -173,6 +174,22 @@ pub enum ServiceError {
     /// The database cannot be reached or answered too late.
     #[error("the database is unavailable: {0}")]
     StoreUnavailable(String),
+    /// A sign-in through an identity provider refused (401 with the refusal's
+    /// code); a link waiting for the account's password carries its token.
+    #[error("{}", .refusal.message())]
+    SsoRefused {
+        /// Why.
+        refusal: tenancy::sso::Refusal,
+        /// The token to link the account with (with `LinkRequired`).
+        link_token: Option<String>,
+    },
+    /// The organization requires its single sign-on and the credential did not come
+    /// through it (403 `SSO_REQUIRED`).
+    #[error("the organization `{org_name}` requires single sign-on: sign in through GET /api/auth/sso/start?org={org_name}")]
+    SsoRequired {
+        /// The root organization's name.
+        org_name: String,
+    },
 }
 
 /// What a storage failure means to a caller: the services speak no storage type to

@@ -107,6 +107,8 @@ pub struct SessionStanding {
     /// Whether the session's refresh family has ended (`None`: no family named, or
     /// none found).
     pub family_ended: Option<bool>,
+    /// The root organization whose single sign-on issued the session.
+    pub sso_org: Option<String>,
 }
 
 /// A mail to an account: its id, kind (`verify-email`, `security`), address and text.
@@ -147,6 +149,8 @@ pub struct PersonalTokenRecord {
     pub last_used_at: Option<DateTime<Utc>>,
     /// When it was revoked.
     pub revoked_at: Option<DateTime<Utc>>,
+    /// The root organization whose single sign-on issued the session it was made in.
+    pub sso_org_id: Option<String>,
 }
 
 fn personal_token_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PersonalTokenRecord> {
@@ -162,6 +166,7 @@ fn personal_token_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PersonalToken
         expires_at: d.stamp("expires_at")?,
         last_used_at: d.opt_stamp("last_used_at")?,
         revoked_at: d.opt_stamp("revoked_at")?,
+        sso_org_id: d.get("sso_org_id")?,
     })
 }
 
@@ -584,26 +589,33 @@ impl Store {
             }
             None => (None, None),
         };
-        let family_ended = match family_id {
-            Some(id) => sqlx::query(
-                &self.sql("SELECT revoked_at FROM refresh_families WHERE id = $1 AND user_id = $2"),
-            )
+        let family = match family_id {
+            Some(id) => sqlx::query(&self.sql(
+                "SELECT revoked_at, sso_org_id FROM refresh_families WHERE id = $1 AND user_id = $2",
+            ))
             .bind(id)
             .bind(user_id)
             .fetch_optional(self.pool())
             .await?
             .map(|row| {
-                Decoder::new(&row, "refresh_families", &[])
-                    .opt_stamp("revoked_at")
-                    .map(|at| at.is_some())
+                let d = Decoder::new(&row, "refresh_families", &[]);
+                Ok::<_, StoreError>((
+                    d.opt_stamp("revoked_at")?.is_some(),
+                    d.get::<Option<String>>("sso_org_id")?,
+                ))
             })
             .transpose()?,
             None => None,
+        };
+        let (family_ended, sso_org) = match family {
+            Some((ended, sso)) => (Some(ended), sso),
+            None => (None, None),
         };
         Ok(SessionStanding {
             account,
             verified_email,
             family_ended,
+            sso_org,
         })
     }
 
@@ -622,8 +634,8 @@ impl Store {
             .map_err(|e| StoreError::Invalid(e.to_string()))?;
         let mut tx = self.pool().begin().await?;
         sqlx::query(&self.sql(
-            "INSERT INTO personal_tokens (id, user_id, name, token_hash, hint, org_id, permissions, created_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            "INSERT INTO personal_tokens (id, user_id, name, token_hash, hint, org_id, permissions, created_at, expires_at, sso_org_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         ))
         .bind(&token.id)
         .bind(&token.user_id)
@@ -634,6 +646,7 @@ impl Store {
         .bind(permissions)
         .bind(stamp(token.created_at))
         .bind(stamp(token.expires_at))
+        .bind(&token.sso_org_id)
         .execute(&mut *tx)
         .await?;
         self.enqueue(&mut tx, audit).await?;

@@ -97,7 +97,7 @@ pub struct SecretColumn {
 }
 
 /// Every column that holds a sealed secret.
-pub const SECRET_COLUMNS: [SecretColumn; 3] = [
+pub const SECRET_COLUMNS: [SecretColumn; 4] = [
     SecretColumn {
         table: "notification_preferences",
         column: "webhook_secret",
@@ -111,6 +111,13 @@ pub const SECRET_COLUMNS: [SecretColumn; 3] = [
         bound_as: "totp_secret",
         key: "user_id",
         org: None,
+    },
+    SecretColumn {
+        table: "org_idp_configs",
+        column: "client_secret",
+        bound_as: "client_secret",
+        key: "id",
+        org: Some("org_id"),
     },
     SecretColumn {
         table: "accounts",

@@ -21,7 +21,7 @@ pub struct DeletedOrg {
 
 /// The tables that hold an organization's data, children before parents; the
 /// audit chain's tables are not among them.
-const ORG_TABLES: [&str; 35] = [
+const ORG_TABLES: [&str; 39] = [
     "ai_places",
     "ai_place_locks",
     "role_members",
@@ -56,6 +56,10 @@ const ORG_TABLES: [&str; 35] = [
     "quota_increments",
     "billing_subscriptions",
     "rules",
+    "org_sso_policies",
+    "org_break_glass",
+    "org_domains",
+    "org_idp_configs",
     "organizations",
 ];
 

@@ -41,6 +41,7 @@ mod rules;
 mod scans;
 mod schedules;
 mod sessions;
+mod sso;
 mod subscriptions;
 mod sweeps;
 
@@ -96,6 +97,10 @@ pub use rules::{RuleChange, RuleFilter, StoredRule};
 pub use scans::{phases, EntityFilter, NewScan, ScanCounts, ScanRecord, ScanResult};
 pub use schedules::{ScheduleFields, ScheduleRecord};
 pub use sessions::{FamilyRecord, Rotation};
+pub use sso::{
+    BreakGlassRow, DomainRow, IdentityRow, IdpConfigRow, MemberRoles, PendingLinkRow,
+    ProvisionedAccount, SignInAttemptRow, SsoPolicyRow, NO_PASSWORD,
+};
 pub use sweeps::{Flush, SweepState, SweptEntity};
 
 /// What went wrong in storage, in terms the API can answer.

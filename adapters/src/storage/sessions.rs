@@ -59,17 +59,38 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let at = stamp(now);
         let mut tx = self.pool().begin().await?;
+        self.insert_family(&mut tx, family, (token_hash, None), now)
+            .await?;
+        sqlx::query(&self.sql("DELETE FROM signin_failures WHERE key = $1"))
+            .bind(clear_failures)
+            .execute(&mut *tx)
+            .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Inserts a refresh family (with the root organization whose single sign-on
+    /// issued it, if one did) and its first token.
+    pub(super) async fn insert_family(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        family: &FamilyRecord,
+        (token_hash, sso_org): (&str, Option<&str>),
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let at = stamp(now);
         sqlx::query(&self.sql(
-            "INSERT INTO refresh_families (id, user_id, org_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO refresh_families (id, user_id, org_id, created_at, expires_at, sso_org_id) VALUES ($1, $2, $3, $4, $5, $6)",
         ))
         .bind(&family.id)
         .bind(&family.user_id)
         .bind(&family.org_id)
         .bind(&at)
         .bind(stamp(family.expires_at))
-        .execute(&mut *tx)
+        .bind(sso_org)
+        .execute(&mut *conn)
         .await?;
         sqlx::query(&self.sql(
             "INSERT INTO refresh_tokens (token_hash, family_id, issued_at) VALUES ($1, $2, $3)",
@@ -77,14 +98,8 @@ impl Store {
         .bind(token_hash)
         .bind(&family.id)
         .bind(&at)
-        .execute(&mut *tx)
+        .execute(&mut *conn)
         .await?;
-        sqlx::query(&self.sql("DELETE FROM signin_failures WHERE key = $1"))
-            .bind(clear_failures)
-            .execute(&mut *tx)
-            .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
         Ok(())
     }
 

@@ -47,6 +47,7 @@ mod reports;
 mod scans;
 mod schema;
 mod signin;
+mod sso;
 mod third_wave;
 
 use std::sync::Arc;

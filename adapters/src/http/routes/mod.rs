@@ -23,7 +23,7 @@ use crate::http::state::AppState;
 use crate::http::{
     admin, announcements, audit, billing, builds, catalog, check_log, conversations, exemptions,
     generation, images, invitations, keys, members, messages, organizations, pipelines, plugins,
-    policies, preferences, quotas, reports, rules, scans, signin, system, templates, validate,
+    policies, preferences, quotas, reports, rules, scans, signin, sso, system, templates, validate,
 };
 
 mod accounts;
@@ -257,6 +257,13 @@ impl Route {
     }
 
     /// A success answered as plain text.
+    /// The success answer is a 302 to another site (no body).
+    fn redirects(mut self) -> Self {
+        self.ok = (302, json!({"type": "string"}));
+        self.media = "text/plain";
+        self
+    }
+
     fn text(mut self) -> Self {
         self.ok = (200, json!({"type": "string"}));
         self.media = "text/plain";

@@ -94,6 +94,50 @@ pub(super) fn routes() -> Vec<Route> {
         delete("/api/organization/{id}/roles/{roleId}/members/{userId}", "removeRoleMember", org_path(Needs(RolesManage)), members::remove_role_member)
             .doc("Take a Role from a member")
             .answers::<members::RoleMemberRemoved>(200),
+        // Single sign-on.
+        get("/api/organization/{id}/idp", "listIdentityProviders", org_path(Needs(OrgSettings)), sso::list)
+            .doc("The root organization's identity-provider configurations (never their client secrets); `active` is false while disabled or without the `sso` feature (a downgrade disables, never deletes)")
+            .answers_list::<sso::IdentityProvider>(200),
+        post("/api/organization/{id}/idp", "createIdentityProvider", org_path(Needs(OrgSettings)), sso::create)
+            .doc("Add an identity-provider configuration (at most 5: a sixth is 409; the `sso` feature, else 403 FEATURE_NOT_AVAILABLE). Its discovery document is fetched and must name the issuer exactly (400 naming `issuer` otherwise); the client secret is stored sealed (audit org.idp.upsert)")
+            .feature(Feature::Sso)
+            .body_of::<sso::PutIdentityProvider>()
+            .answers::<sso::IdentityProvider>(201),
+        put("/api/organization/{id}/idp/{idpId}", "replaceIdentityProvider", org_path(Needs(OrgSettings)), sso::replace)
+            .doc("Replace a configuration at the `version` read (stale: 409); a `clientSecret` left out is kept (audit org.idp.upsert)")
+            .feature(Feature::Sso)
+            .body_of::<sso::PutIdentityProvider>()
+            .answers::<sso::IdentityProvider>(200),
+        delete("/api/organization/{id}/idp/{idpId}", "deleteIdentityProvider", org_path(Needs(OrgSettings)), sso::remove)
+            .doc("Delete a configuration and the identities linked through it (audit org.idp.delete)")
+            .answers::<Deleted>(200),
+        get("/api/organization/{id}/domains", "listDomains", org_path(Needs(OrgSettings)), sso::domains)
+            .doc("The e-mail domains the organization claims, each with the TXT record that proves it")
+            .answers_list::<sso::Domain>(200),
+        post("/api/organization/{id}/domains", "claimDomain", org_path(Needs(OrgSettings)), sso::claim_domain)
+            .doc("Claim an e-mail domain (public mail domains refused; at most 20): answers the TXT record to publish (audit org.domain.claim)")
+            .body_of::<sso::ClaimDomain>()
+            .answers::<sso::Domain>(201),
+        post("/api/organization/{id}/domains/{domain}/verify", "verifyDomain", org_path(Needs(OrgSettings)), sso::verify_domain)
+            .doc("Look up the domain's TXT record: found, the domain is verified (audit org.domain.verify); not found, 400 naming the record; verified by another organization, 409")
+            .answers::<sso::Domain>(200),
+        delete("/api/organization/{id}/domains/{domain}", "deleteDomain", org_path(Needs(OrgSettings)), sso::remove_domain)
+            .doc("Give up a claimed domain (audit org.domain.delete)")
+            .answers::<Deleted>(200),
+        get("/api/organization/{id}/sso", "getSsoEnforcement", org_path(Needs(OrgSettings)), sso::enforcement)
+            .doc("Whether the organization requires its single sign-on, and its break-glass accounts")
+            .answers::<sso::Enforcement>(200),
+        put("/api/organization/{id}/sso", "setSsoEnforcement", org_path(Needs(OrgSettings)).stepped_up(), sso::set_enforcement)
+            .doc("Require single sign-on (after `graceHours`) or stop requiring it: while required, password sessions and personal access tokens not issued through the organization's single sign-on are refused in it and its teams (403 SSO_REQUIRED); service tokens are not affected. Requiring needs the `sso` feature and an enabled configuration (409). Audit org.sso.enforcement")
+            .body_of::<sso::PutEnforcement>()
+            .answers::<sso::Enforcement>(200),
+        put("/api/organization/{id}/sso/break-glass/{userId}", "armBreakGlass", org_path(Needs(OrgSettings)).stepped_up(), sso::arm)
+            .doc("Arm a break-glass account (an active member keeps password access while armed: at most two at once, at most 30 days; audit org.break-glass.arm)")
+            .body_of::<sso::ArmBreakGlass>()
+            .answers::<sso::Enforcement>(200),
+        delete("/api/organization/{id}/sso/break-glass/{userId}", "disarmBreakGlass", org_path(Needs(OrgSettings)), sso::disarm)
+            .doc("Disarm a break-glass account (audit org.break-glass.disarm)")
+            .answers::<sso::Enforcement>(200),
         get("/api/organization/{id}/kms", "organizationKeyStatus", org_path(Needs(OrgSettings)), keys::org_status)
             .doc("Whether the organization's secrets are under a key its customer holds, and whether that key works (`orphaned`: operations that need one of its secrets answer 503 KMS_UNAVAILABLE until the key works again). A team's secrets are under its root's key")
             .answers::<keys::KeyStatus>(200),
@@ -125,6 +169,20 @@ pub(super) fn routes() -> Vec<Route> {
         delete("/api/admin/super-admins/{userId}", "revokeSuperAdmin", Access::SuperAdmin { step_up: true }, admin::revoke)
             .doc("Revoke a super-admin (never the last one)")
             .answers::<admin::SuperAdmin>(200),
+        get("/api/admin/organizations/{id}/idp", "adminListIdentityProviders", org_path(tenancy::Access::SuperAdmin), sso::admin_list)
+            .doc("A root organization's identity-provider configurations, as a super-admin sees them")
+            .answers_list::<sso::IdentityProvider>(200),
+        post("/api/admin/organizations/{id}/idp", "adminCreateIdentityProvider", org_path(tenancy::Access::SuperAdmin).stepped_up(), sso::admin_create)
+            .doc("Add a configuration for an organization (as its admins may; audit admin.org-idp.upsert)")
+            .body_of::<sso::PutIdentityProvider>()
+            .answers::<sso::IdentityProvider>(201),
+        put("/api/admin/organizations/{id}/idp/{idpId}", "adminReplaceIdentityProvider", org_path(tenancy::Access::SuperAdmin).stepped_up(), sso::admin_replace)
+            .doc("Replace a configuration at the `version` read (audit admin.org-idp.upsert)")
+            .body_of::<sso::PutIdentityProvider>()
+            .answers::<sso::IdentityProvider>(200),
+        delete("/api/admin/organizations/{id}/idp/{idpId}", "adminDeleteIdentityProvider", org_path(tenancy::Access::SuperAdmin).stepped_up(), sso::admin_remove)
+            .doc("Delete a configuration (audit admin.org-idp.delete)")
+            .answers::<Deleted>(200),
         get("/api/admin/organizations/{id}/kms", "getOrganizationKms", org_path(tenancy::Access::SuperAdmin), keys::get)
             .doc("An organization's key configuration: the customer key (provider, reference, Vault's address; never a credential), its checks, or the platform key")
             .answers::<keys::KeyConfiguration>(200),

@@ -14,6 +14,18 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("Verify the account's e-mail with the link's token (once, within EMAIL_VERIFICATION_TTL_HOURS; audit user.email.verified); a token that is not good: 401")
             .body_of::<signin::VerifyEmail>()
             .answers::<Account>(200),
+        get("/api/auth/sso/start", "startSingleSignOn", Access::Public, sso::start)
+            .doc("Start a sign-in through an organization's identity provider (`org`: its name; or `email`: routed by the address's verified domain): a 302 to the provider (authorization code flow, PKCE S256, a single-use `state` bound to this browser by a ten-minute cookie, a `nonce`). No enabled configuration, an unknown organization or an unverified domain: 404")
+            .query_of::<sso::StartQuery>()
+            .redirects(),
+        get("/api/auth/sso/callback", "singleSignOnCallback", Access::Public, sso::callback)
+            .doc("Where the identity provider sends the browser back: the ID token checked (signature by the provider's key set, iss, aud, azp, exp/iat with 60 s of skew, nonce; none and HS* refused), then a session. Refusals are 401 with a stable code (SSO_STATE_INVALID, SSO_PROVIDER_ERROR, SSO_TOKEN_INVALID, SSO_ISSUER_MISMATCH, SSO_AUDIENCE_MISMATCH, SSO_TOKEN_EXPIRED, SSO_NONCE_MISMATCH, SSO_EMAIL_NOT_VERIFIED, SSO_DOMAIN_OF_ANOTHER_ORGANIZATION, SSO_DOMAIN_NOT_VERIFIED, SSO_PROVISIONING_OFF, SSO_CONFIGURATION_DISABLED; SSO_LINK_REQUIRED with `details.linkToken` when an account has the e-mail), audited as user.login.failed, and create nothing")
+            .query_of::<sso::CallbackQuery>()
+            .answers::<Session>(200),
+        post("/api/auth/sso/link", "linkSingleSignOn", Access::Public, sso::link)
+            .doc("Link an identity to the account with its e-mail: the `linkToken` of the callback's SSO_LINK_REQUIRED and the account's password (throttled as a sign-in; ten minutes, once); then a session")
+            .body_of::<sso::LinkAccount>()
+            .answers::<Session>(200),
         post("/api/auth/login", "login", Access::Public, signin::login)
             .doc("Sign in: an access token (JWT_EXPIRES_IN, or JWT_EXPIRES_IN_<TIER> by the tier of `orgId`, at most 24 h) and a refresh token (audit user.login). A wrong password and an unknown account answer the same 401 INVALID_CREDENTIALS in the same time (audit user.login.failed); repeated failures for the account or the client address are slowed, then refused with 429 TOO_MANY_ATTEMPTS and Retry-After; an unverified e-mail, when EMAIL_VERIFICATION_REQUIRED, is 403 EMAIL_NOT_VERIFIED")
             .body_of::<signin::Login>()

@@ -34,6 +34,7 @@ mod step_up;
 mod tokens;
 
 pub use session::{end_session, login, logout, refresh, Credentials, Session};
+pub(crate) use session::{new_family, tokens_for};
 pub use step_up::{
     confirm_totp, enroll_totp, remove_totp, step_up, Reverification, StepUpProof, TotpEnrollment,
 };
@@ -119,14 +120,14 @@ pub fn token_hash(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
 }
 
-fn random<const N: usize>() -> ServiceResult<[u8; N]> {
+pub(crate) fn random<const N: usize>() -> ServiceResult<[u8; N]> {
     let mut bytes = [0u8; N];
     getrandom::fill(&mut bytes).map_err(|e| ServiceError::Broken(format!("no randomness: {e}")))?;
     Ok(bytes)
 }
 
 /// An opaque secret: a prefix and 256 random bits, base64url.
-fn opaque(prefix: &str) -> ServiceResult<String> {
+pub(crate) fn opaque(prefix: &str) -> ServiceResult<String> {
     let bytes = random::<32>()?;
     Ok(format!(
         "{prefix}{}",
@@ -177,12 +178,15 @@ async fn hash_password(state: &AppState, password: String) -> ServiceResult<Stri
 
 /// Whether `password` is the account's (`None`: checked against the dummy hash, and
 /// false). An unreadable stored hash never matches (logged without its value).
-async fn password_matches(
+pub(crate) async fn password_matches(
     state: &AppState,
     account: Option<&AccountRecord>,
     password: String,
 ) -> ServiceResult<bool> {
-    let stored = account.map(|a| a.password_hash.clone());
+    // An account made by single sign-on has no password: nothing matches it.
+    let stored = account
+        .map(|a| a.password_hash.clone())
+        .filter(|hash| hash != crate::storage::NO_PASSWORD);
     let user = account.map(|a| a.user_id.clone());
     let outcome = state
         .passwords
@@ -201,7 +205,7 @@ async fn password_matches(
     }
 }
 
-fn user_event(
+pub(crate) fn user_event(
     action: &str,
     (actor_id, actor_email): (&str, Option<&str>),
     target_id: &str,
@@ -373,7 +377,11 @@ async fn check_standing(state: &AppState, org_id: &str, user_id: &str) -> Servic
 /// is ever judged per run), then waits the policy's delay. Refused (429) while a key
 /// is locked, with nothing charged. An attempt that succeeds is given back
 /// ([`refund`]); one that fails stays counted ([`record_failure`]).
-async fn throttle(state: &AppState, keys: &[&str], now: DateTime<Utc>) -> ServiceResult<()> {
+pub(crate) async fn throttle(
+    state: &AppState,
+    keys: &[&str],
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
     let policy = ThrottlePolicy::default();
     let charged = state
         .store
@@ -422,12 +430,15 @@ async fn throttle(state: &AppState, keys: &[&str], now: DateTime<Utc>) -> Servic
 }
 
 /// Gives back an attempt [`throttle`] charged, which succeeded.
-async fn refund(state: &AppState, keys: &[&str]) -> ServiceResult<()> {
+pub(crate) async fn refund(state: &AppState, keys: &[&str]) -> ServiceResult<()> {
     Ok(state.store.refund_signin_attempt(keys).await?)
 }
 
 /// Records a failed attempt (charged already by [`throttle`]): its audit event.
-async fn record_failure(state: &AppState, event: audit_chain::AuditEvent) -> ServiceResult<()> {
+pub(crate) async fn record_failure(
+    state: &AppState,
+    event: audit_chain::AuditEvent,
+) -> ServiceResult<()> {
     Ok(state.store.record_events(&[event]).await?)
 }
 

@@ -38,8 +38,8 @@ fn lifetime(state: &AppState, tier: Option<entitlements::Tier>) -> Duration {
         .min(crate::config::MAX_TOKEN_LIFETIME)
 }
 
-/// Mints an access token and a refresh token for `family`.
-async fn tokens_for(
+/// Mints an access token for `family`.
+pub(crate) async fn tokens_for(
     state: &AppState,
     account: &AccountRecord,
     family_id: &str,
@@ -64,14 +64,13 @@ async fn tokens_for(
     Ok((token, ttl.as_secs()))
 }
 
-/// Starts a session for `account` (a new refresh family).
-pub(super) async fn start_session(
+/// A new refresh family for `account` and its first refresh token.
+pub(crate) fn new_family(
     state: &AppState,
     account: &AccountRecord,
     org_id: Option<&str>,
     now: DateTime<Utc>,
-    audit: &[audit_chain::AuditEvent],
-) -> ServiceResult<Session> {
+) -> ServiceResult<(FamilyRecord, String)> {
     let family = FamilyRecord {
         id: crate::new_id(),
         user_id: account.user_id.clone(),
@@ -81,7 +80,18 @@ pub(super) async fn start_session(
                 .unwrap_or(chrono::Duration::days(30)),
         revoked_at: None,
     };
-    let refresh = opaque("crt_")?;
+    Ok((family, opaque("crt_")?))
+}
+
+/// Starts a session for `account` (a new refresh family).
+pub(super) async fn start_session(
+    state: &AppState,
+    account: &AccountRecord,
+    org_id: Option<&str>,
+    now: DateTime<Utc>,
+    audit: &[audit_chain::AuditEvent],
+) -> ServiceResult<Session> {
+    let (family, refresh) = new_family(state, account, org_id, now)?;
     state
         .store
         .start_family(

@@ -133,6 +133,9 @@ pub async fn create_token(
         expires_at: request.expires_at,
         last_used_at: None,
         revoked_at: None,
+        // A token made in a session that an organization's single sign-on issued
+        // counts as that sign-on where the organization requires it.
+        sso_org_id: caller.sso_org.clone(),
     };
     let event = caller_event(
         caller,
