@@ -272,6 +272,10 @@ pub struct SignInSettings {
     /// may speak plain HTTP (a provider beside the server, tests); every other
     /// issuer is https.
     pub sso_allow_loopback_http: bool,
+    /// `SSO_JWKS_MIN_REFRESH_SECONDS` (60): an ID token signed by a key an identity
+    /// provider's kept key set does not hold makes the set be fetched again, at most
+    /// this often.
+    pub sso_jwks_min_refresh: Duration,
 }
 
 /// Plugin image builds (`PLUGIN_BUILD_*`).
@@ -758,6 +762,10 @@ impl Config {
                 _ => notifications.smtp_url.is_some(),
             },
             sso_allow_loopback_http: r.flag("SSO_ALLOW_LOOPBACK_HTTP"),
+            sso_jwks_min_refresh: Duration::from_secs(
+                r.parse("SSO_JWKS_MIN_REFRESH_SECONDS", 60, "a number of seconds")
+                    .min(3600),
+            ),
         };
         if !signin.verification_required {
             warnings.push(

@@ -27,8 +27,6 @@ use tenancy::sso::{Refusal, CLOCK_SKEW_SECONDS};
 
 /// How long a provider's answer may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
-/// The key set is fetched again on an unknown key at most this often.
-pub const JWKS_MIN_REFRESH: Duration = Duration::from_secs(60);
 /// How long a discovery document is kept.
 const METADATA_TTL: Duration = Duration::from_secs(3600);
 /// Configurations kept per replica at most.
@@ -114,19 +112,15 @@ struct Provider {
 pub struct Providers {
     http: openidconnect::reqwest::Client,
     allow_http_loopback: bool,
+    jwks_min_refresh: Duration,
     kept: Mutex<HashMap<(String, u32), Arc<Provider>>>,
-}
-
-impl Default for Providers {
-    fn default() -> Self {
-        Providers::new(true)
-    }
 }
 
 impl Providers {
     /// A client; `allow_http_loopback` lets issuers on loopback speak plain HTTP
-    /// (tests, and a provider beside the server).
-    pub fn new(allow_http_loopback: bool) -> Self {
+    /// (tests, and a provider beside the server); a key set is fetched again on an
+    /// unknown key at most every `jwks_min_refresh`.
+    pub fn new(allow_http_loopback: bool, jwks_min_refresh: Duration) -> Self {
         let http = openidconnect::reqwest::ClientBuilder::new()
             .redirect(openidconnect::reqwest::redirect::Policy::none())
             .timeout(TIMEOUT)
@@ -135,6 +129,7 @@ impl Providers {
         Providers {
             http,
             allow_http_loopback,
+            jwks_min_refresh,
             kept: Mutex::new(HashMap::new()),
         }
     }
@@ -284,7 +279,7 @@ impl Providers {
         let due = provider
             .keys
             .lock()
-            .map(|k| k.1.elapsed() >= JWKS_MIN_REFRESH)
+            .map(|k| k.1.elapsed() >= self.jwks_min_refresh)
             .unwrap_or(false);
         if !due {
             return false;
@@ -455,7 +450,8 @@ mod tests {
 
     #[test]
     fn issuers_are_https_or_loopback_http() {
-        let providers = Providers::new(true);
+        let minute = Duration::from_secs(60);
+        let providers = Providers::new(true, minute);
         assert!(providers
             .issuer_url("https://idp.example.com/realms/acme")
             .is_ok());
@@ -495,10 +491,10 @@ pub struct SsoClients {
 }
 
 impl SsoClients {
-    /// The clients; `allow_http_loopback` as [`Providers::new`].
-    pub fn new(allow_http_loopback: bool) -> Self {
+    /// The clients; as [`Providers::new`].
+    pub fn new(allow_http_loopback: bool, jwks_min_refresh: Duration) -> Self {
         SsoClients {
-            providers: Providers::new(allow_http_loopback),
+            providers: Providers::new(allow_http_loopback, jwks_min_refresh),
             txt: std::sync::RwLock::new(Arc::new(super::dns::SystemResolver)),
         }
     }

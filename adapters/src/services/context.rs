@@ -96,6 +96,7 @@ impl AppState {
             keyring: Arc::new(crate::keys::Keyring::default()),
             sso: Arc::new(crate::outbound::oidc::SsoClients::new(
                 config.signin.sso_allow_loopback_http,
+                config.signin.sso_jwks_min_refresh,
             )),
             config: Arc::new(config),
             store,

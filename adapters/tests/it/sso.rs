@@ -67,12 +67,19 @@ async fn provider(users: &[Value]) -> Provider {
 }
 
 async fn sso_app(base: &TestApp) -> (TestApp, adapters::outbound::dns::StaticRecords) {
-    let app = base
-        .beside(&[
-            ("SSO_ALLOW_LOOPBACK_HTTP", "true"),
-            ("PUBLIC_URL", PUBLIC_URL),
-        ])
-        .await;
+    sso_app_with(base, &[]).await
+}
+
+async fn sso_app_with(
+    base: &TestApp,
+    more: &[(&str, &str)],
+) -> (TestApp, adapters::outbound::dns::StaticRecords) {
+    let mut vars = vec![
+        ("SSO_ALLOW_LOOPBACK_HTTP", "true"),
+        ("PUBLIC_URL", PUBLIC_URL),
+    ];
+    vars.extend_from_slice(more);
+    let app = base.beside(&vars).await;
     let records = adapters::outbound::dns::StaticRecords::default();
     app.state.sso.set_txt(Arc::new(records.clone()));
     (app, records)
@@ -457,8 +464,429 @@ async fn configurations_are_bounded_and_gated(base: &TestApp) {
     app.stop().await;
 }
 
+// --- The suite's own provider (Authlib): PKCE required, every fault, rotation ------
+
+/// `tests/sso_provider.py` on loopback, stopped when dropped.
+struct OwnProvider {
+    child: Child,
+    issuer: String,
+    client: reqwest::Client,
+}
+
+impl Drop for OwnProvider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const OWN_SECRET: &str = "authlib-client-secret";
+
+async fn own_provider() -> OwnProvider {
+    let port = super::crash::free_port();
+    // The virtual environment's Python, beside the oidc-provider-mock it holds.
+    let mock =
+        std::env::var("OIDC_PROVIDER_MOCK").unwrap_or_else(|_| "oidc-provider-mock".to_owned());
+    let python = std::path::Path::new(&mock)
+        .parent()
+        .map(|bin| bin.join("python"))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| "python3".into());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sso_provider.py");
+    let provider = OwnProvider {
+        child: Command::new(python)
+            .args([script, &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the suite's provider needs Flask and Authlib: scripts/test installs them"),
+        issuer: format!("http://127.0.0.1:{port}"),
+        client: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap(),
+    };
+    for _ in 0..300 {
+        let up = provider
+            .client
+            .get(format!(
+                "{}/.well-known/openid-configuration",
+                provider.issuer
+            ))
+            .send()
+            .await;
+        if up.is_ok_and(|r| r.status() == 200) {
+            return provider;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the suite's provider did not start");
+}
+
+impl OwnProvider {
+    async fn control(&self, what: &str, body: Value) {
+        let answer = self
+            .client
+            .post(format!("{}/control/{what}", self.issuer))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success());
+    }
+
+    async fn jwks_fetches(&self) -> i64 {
+        let counts: Value = self
+            .client
+            .get(format!("{}/control/counts", self.issuer))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        counts["jwks"].as_i64().unwrap()
+    }
+
+    /// A whole sign-in: start, the provider's redirect back, the callback.
+    async fn sign_in(&self, app: &TestApp, query: &str) -> (StatusCode, Value) {
+        let (location, cookie) = start(app, query).await;
+        let answer = self.client.get(&location).send().await.unwrap();
+        assert_eq!(
+            answer.status(),
+            302,
+            "{}",
+            answer.text().await.unwrap_or_default()
+        );
+        let back = answer.headers()["location"].to_str().unwrap();
+        let path = back.strip_prefix(PUBLIC_URL).unwrap().to_owned();
+        callback(app, &path, Some(&cookie)).await
+    }
+}
+
+async fn accounts_with(app: &TestApp, email: &str) -> i64 {
+    sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM accounts WHERE email = '{email}'"
+    ))
+    .fetch_one(adapters::storage::pool_for_tests(&app.store))
+    .await
+    .unwrap()
+}
+
+async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
+    let provider = own_provider().await;
+    let (app, records) = sso_app_with(base, &[("SSO_JWKS_MIN_REFRESH_SECONDS", "1")]).await;
+    let (acme, owner, config) = configured(&app, &records, &provider.issuer, true).await;
+    // The suite's provider takes its own client secret.
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/organization/{acme}/idp/{config}"),
+            &owner,
+            None,
+            Some(json!({"name": "corp", "issuer": provider.issuer, "clientId": "platform",
+                        "clientSecret": OWN_SECRET, "domains": ["acme-sso.test"], "jitProvisioning": true,
+                        "roleMappings": [{"group": "auditors", "role": "Compliance Viewer"},
+                                         {"group": "admins", "role": "Admin"}],
+                        "version": 1})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    provider
+        .control("user", json!({"sub": "dora-1", "email": "dora@acme-sso.test", "email_verified": true, "groups": ["auditors"]}))
+        .await;
+    for (fault, code) in [
+        ("issuer", "SSO_ISSUER_MISMATCH"),
+        ("audience", "SSO_AUDIENCE_MISMATCH"),
+        ("azp", "SSO_AUDIENCE_MISMATCH"),
+        ("expired", "SSO_TOKEN_EXPIRED"),
+        ("future", "SSO_TOKEN_EXPIRED"),
+        ("nonce", "SSO_NONCE_MISMATCH"),
+        ("alg-none", "SSO_TOKEN_INVALID"),
+        ("alg-hs256", "SSO_TOKEN_INVALID"),
+        ("unknown-kid", "SSO_TOKEN_INVALID"),
+    ] {
+        provider.control("fault", json!({"fault": fault})).await;
+        let (status, body) = provider.sign_in(&app, "org=acme").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{fault}: {body}");
+        assert_eq!(body["code"], code, "{fault}: {body}");
+        assert_eq!(
+            accounts_with(&app, "dora@acme-sso.test").await,
+            0,
+            "{fault} created an account"
+        );
+    }
+    let failed = app.audited("user.login.failed").await;
+    for reason in [
+        "sso issuer mismatch",
+        "sso nonce mismatch",
+        "sso id token expired",
+    ] {
+        assert!(
+            failed
+                .iter()
+                .any(|e| e.details.to_string().contains(reason)),
+            "{reason}"
+        );
+    }
+    provider.control("fault", json!({"fault": "none"})).await;
+    let (status, session) = provider.sign_in(&app, "org=acme").await;
+    assert_eq!(status, StatusCode::OK, "{session}");
+    let dora = session["data"]["accessToken"].as_str().unwrap().to_owned();
+    let role_of = |members: &Value| {
+        let list = members["data"]["members"]
+            .as_array()
+            .or_else(|| members["data"].as_array())
+            .or_else(|| members["members"].as_array())
+            .unwrap_or_else(|| panic!("no list of members: {members}"));
+        list.iter()
+            .find(|m| m.to_string().contains("dora@acme-sso.test"))
+            .map(|m| m["role"].clone())
+    };
+    let members_path = format!("/api/organization/{acme}/members");
+    let (_, members) = app.call("GET", &members_path, &owner, None, None).await;
+    assert_eq!(role_of(&members), Some(json!("member")), "{members}");
+
+    // The mappings apply again at the next sign-in: now an admin.
+    provider
+        .control("user", json!({"sub": "dora-1", "email": "dora@acme-sso.test", "email_verified": true, "groups": ["admins"]}))
+        .await;
+    // The provider rotates its key: the new one is fetched (after the minimum wait).
+    provider.control("rotate", json!({})).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let before = provider.jwks_fetches().await;
+    let (status, body) = provider.sign_in(&app, "org=acme").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(provider.jwks_fetches().await, before + 1);
+    let (_, members) = app.call("GET", &members_path, &owner, None, None).await;
+    assert_eq!(role_of(&members), Some(json!("admin")), "{members}");
+    let _ = dora;
+
+    // A domain another organization verified is never this one's.
+    let globex = app.org("gina", "globex").await;
+    enterprise(&app, &globex).await;
+    let gina = app.token("gina", "gina@example.com");
+    let (_, claimed) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{globex}/domains"),
+            &gina,
+            None,
+            Some(json!({"domain": "globex-sso.test"})),
+        )
+        .await;
+    records.publish(
+        claimed["data"]["recordName"].as_str().unwrap(),
+        claimed["data"]["recordValue"].as_str().unwrap(),
+    );
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{globex}/domains/globex-sso.test/verify"),
+            &gina,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // acme cannot verify it too.
+    let (_, claimed) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/domains"),
+            &owner,
+            None,
+            Some(json!({"domain": "globex-sso.test"})),
+        )
+        .await;
+    records.publish(
+        claimed["data"]["recordName"].as_str().unwrap(),
+        claimed["data"]["recordValue"].as_str().unwrap(),
+    );
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/domains/globex-sso.test/verify"),
+            &owner,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    provider
+        .control(
+            "user",
+            json!({"sub": "eve-1", "email": "eve@globex-sso.test", "email_verified": true}),
+        )
+        .await;
+    let (status, body) = provider.sign_in(&app, "org=acme").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(body["code"], "SSO_DOMAIN_OF_ANOTHER_ORGANIZATION");
+    assert_eq!(accounts_with(&app, "eve@globex-sso.test").await, 0);
+    app.stop().await;
+}
+
+async fn an_unknown_key_refetches_at_most_once_a_minute(base: &TestApp) {
+    let provider = own_provider().await;
+    let (app, records) = sso_app(base).await;
+    let (acme, owner, config) = configured(&app, &records, &provider.issuer, true).await;
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/organization/{acme}/idp/{config}"),
+            &owner,
+            None,
+            Some(json!({"name": "corp", "issuer": provider.issuer, "clientId": "platform",
+                        "clientSecret": OWN_SECRET, "domains": ["acme-sso.test"], "jitProvisioning": true, "version": 1})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    provider
+        .control("fault", json!({"fault": "unknown-kid"}))
+        .await;
+    let (status, _) = provider.sign_in(&app, "org=acme").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let after_first = provider.jwks_fetches().await;
+    for _ in 0..3 {
+        let (status, body) = provider.sign_in(&app, "org=acme").await;
+        assert_eq!(body["code"], "SSO_TOKEN_INVALID", "{status} {body}");
+    }
+    assert_eq!(
+        provider.jwks_fetches().await,
+        after_first,
+        "a flood of unknown keys fetches the key set at most once a minute"
+    );
+    app.stop().await;
+}
+
+async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
+    let provider = own_provider().await;
+    let (app, records) = sso_app(base).await;
+    let (acme, owner, config) = configured(&app, &records, &provider.issuer, true).await;
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/organization/{acme}/idp/{config}"),
+            &owner,
+            None,
+            Some(json!({"name": "corp", "issuer": provider.issuer, "clientId": "platform",
+                        "clientSecret": OWN_SECRET, "domains": ["acme-sso.test"], "jitProvisioning": true, "version": 1})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/register",
+            "",
+            None,
+            Some(json!({"email": "carol@acme-sso.test", "password": "a long enough password 1"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let carol_id = body["data"]["userId"].as_str().unwrap().to_owned();
+    provider
+        .control(
+            "user",
+            json!({"sub": "carol-1", "email": "carol@acme-sso.test", "email_verified": true}),
+        )
+        .await;
+    let (status, body) = provider.sign_in(&app, "email=carol@acme-sso.test").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(body["code"], "SSO_LINK_REQUIRED");
+    let link = body["details"]["linkToken"].as_str().unwrap().to_owned();
+    // No silent takeover: nothing linked, no membership.
+    let linked: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sso_identities")
+        .fetch_one(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .unwrap();
+    assert_eq!(linked, 0);
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/auth/sso/link",
+            "",
+            None,
+            Some(json!({"linkToken": link, "password": "not the password at all"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(body["code"], "INVALID_CREDENTIALS");
+    let (status, session) = app
+        .call(
+            "POST",
+            "/api/auth/sso/link",
+            "",
+            None,
+            Some(json!({"linkToken": link, "password": "a long enough password 1"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{session}");
+    // Used once.
+    let (status, _) = app
+        .call(
+            "POST",
+            "/api/auth/sso/link",
+            "",
+            None,
+            Some(json!({"linkToken": link, "password": "a long enough password 1"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // The next sign-in goes straight through, as the same account.
+    let (status, session) = provider.sign_in(&app, "org=acme").await;
+    assert_eq!(status, StatusCode::OK, "{session}");
+    let token = session["data"]["accessToken"].as_str().unwrap().to_owned();
+    let (_, me) = app.call("GET", "/api/me", &token, None, None).await;
+    assert_eq!(me["data"]["userId"], carol_id.as_str());
+
+    // A personal access token made in the SSO session passes enforcement; one made
+    // in a password session does not.
+    let (status, body) = app
+        .call("POST", "/api/me/tokens", &token, None, Some(json!({"name": "ci", "expiresAt": (chrono::Utc::now() + chrono::Duration::days(7)).to_rfc3339()})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let sso_pat = body["data"]["token"].as_str().unwrap().to_owned();
+    let (_, password_session) = app
+        .call("POST", "/api/auth/login", "", None, Some(json!({"identifier": "carol@acme-sso.test", "password": "a long enough password 1"})))
+        .await;
+    let password_access = password_session["data"]["accessToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = app
+        .call("POST", "/api/me/tokens", &password_access, None, Some(json!({"name": "laptop", "expiresAt": (chrono::Utc::now() + chrono::Duration::days(7)).to_rfc3339()})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let password_pat = body["data"]["token"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .stepped(
+            "PUT",
+            &format!("/api/organization/{acme}/sso"),
+            &owner,
+            Some(app.step_up("owner", 0)),
+            Some(json!({"required": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let members = format!("/api/organization/{acme}/members");
+    for (token, expected) in [
+        (&sso_pat, StatusCode::OK),
+        (&token, StatusCode::OK),
+        (&password_pat, StatusCode::FORBIDDEN),
+        (&password_access, StatusCode::FORBIDDEN),
+    ] {
+        let (status, body) = app.call("GET", &members, token, None, None).await;
+        assert_eq!(status, expected, "{body}");
+    }
+    app.stop().await;
+}
+
 crate::on_both_backends!(
     provisioning_signs_a_person_in_once,
     enforcement_refuses_other_credentials,
     configurations_are_bounded_and_gated,
+    every_fault_is_refused_and_a_rotation_followed,
+    an_unknown_key_refetches_at_most_once_a_minute,
+    an_account_is_linked_only_after_its_password,
 );
