@@ -461,7 +461,7 @@ mod tests {
             .issuer_url("https://idp.example.com/?tenant=x")
             .is_err());
         assert!(providers.issuer_url("not a url").is_err());
-        assert!(Providers::new(false)
+        assert!(Providers::new(false, minute)
             .issuer_url("http://127.0.0.1:9400")
             .is_err());
     }
