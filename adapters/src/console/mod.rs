@@ -34,6 +34,7 @@ pub mod page;
 mod posture;
 mod scans;
 pub mod session;
+mod sso;
 
 /// What the console's handlers share: the server's state and the API's router.
 #[derive(Clone)]
@@ -64,6 +65,8 @@ pub fn router(state: AppState, api: Router) -> Router {
             get(session::login_page).post(session::login),
         )
         .route("/console/logout", post(session::logout))
+        .route("/console/sso/start", get(sso::start))
+        .route("/console/sso/callback", get(sso::callback))
         .route("/console/assets/{file}", get(assets::serve))
         .route("/console/csp-report", post(csp_report))
         .route("/console/posture", get(posture::page))

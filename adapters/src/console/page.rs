@@ -478,6 +478,27 @@ pub fn login(error: Option<&str>, identifier: &str, status: StatusCode) -> Respo
     )
 }
 
+#[derive(Template)]
+#[template(path = "console/continue.html")]
+struct ContinuePage<'a> {
+    title: &'a str,
+    to: &'a str,
+    style: &'static str,
+}
+
+/// A page that moves the browser on to `to` by itself (a new navigation from this
+/// site: the cookies a cross-site redirect chain would not carry are sent).
+pub fn continue_to(title: &str, to: &str) -> Response {
+    render(
+        &ContinuePage {
+            title,
+            to,
+            style: assets::STYLE.path(),
+        },
+        StatusCode::OK,
+    )
+}
+
 /// What a page answers when its frame or its reads were refused.
 pub fn refused(refusal: Refusal) -> Response {
     failure(&refusal)

@@ -79,6 +79,43 @@ fn with_cookie(
     (value, max_age): (&str, u64),
     to: &str,
 ) -> Response {
+    with_cookie_on(
+        console,
+        headers,
+        (value, max_age),
+        Redirect::to(to).into_response(),
+    )
+}
+
+/// Opens a console session for a session's access token (a sign-in through an
+/// identity provider) and moves on to the console by a page of its own: the
+/// browser arrives from the provider's site, and a redirect in that chain would not
+/// carry the `SameSite=Strict` cookie.
+pub(crate) async fn open_after_sso(
+    console: &Console,
+    headers: &HeaderMap,
+    token: &str,
+) -> Response {
+    match sessions::open(&console.state, token, Utc::now()).await {
+        Ok(opened) => {
+            let max_age = sessions::CONSOLE_SESSION_LIFETIME.as_secs();
+            with_cookie_on(
+                console,
+                headers,
+                (&opened.cookie, max_age),
+                page::continue_to("Signed in", "/console"),
+            )
+        }
+        Err(error) => page::failure(&Refusal::from(error)),
+    }
+}
+
+fn with_cookie_on(
+    console: &Console,
+    headers: &HeaderMap,
+    (value, max_age): (&str, u64),
+    mut response: Response,
+) -> Response {
     let text = if secure_context(console, headers) {
         format!(
             "{SECURE_COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; Secure; SameSite=Strict"
@@ -88,7 +125,6 @@ fn with_cookie(
     };
     match HeaderValue::from_str(&text) {
         Ok(cookie) => {
-            let mut response = Redirect::to(to).into_response();
             response.headers_mut().insert(header::SET_COOKIE, cookie);
             response
         }

@@ -33,12 +33,12 @@ async fn listening(port: u16) -> bool {
 }
 
 /// A browser session (headless chromium) with its driver.
-struct Browser {
-    client: Client,
+pub(super) struct Browser {
+    pub(super) client: Client,
     _driver: Driver,
 }
 
-async fn browser() -> Browser {
+pub(super) async fn browser() -> Browser {
     let port = super::crash::free_port();
     let child = Command::new(std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into()))
         .arg(format!("--port={port}"))
@@ -90,11 +90,11 @@ fn screenshots() -> PathBuf {
 }
 
 impl Browser {
-    async fn open(&self, url: &str) {
+    pub(super) async fn open(&self, url: &str) {
         self.client.goto(url).await.unwrap();
     }
 
-    async fn text(&self, css: &str) -> String {
+    pub(super) async fn text(&self, css: &str) -> String {
         // The page's script may replace the element between finding and reading it.
         for _ in 0..20 {
             let found = self
@@ -125,7 +125,7 @@ impl Browser {
         self.client.find_all(Locator::Css(css)).await.unwrap().len()
     }
 
-    async fn click(&self, css: &str) {
+    pub(super) async fn click(&self, css: &str) {
         self.client
             .find(Locator::Css(css))
             .await
@@ -135,7 +135,7 @@ impl Browser {
             .unwrap();
     }
 
-    async fn type_into(&self, css: &str, text: &str) {
+    pub(super) async fn type_into(&self, css: &str, text: &str) {
         let field = self.client.find(Locator::Css(css)).await.unwrap();
         field.clear().await.unwrap();
         field.send_keys(text).await.unwrap();
@@ -157,7 +157,7 @@ impl Browser {
         serde_json::from_value(found).unwrap()
     }
 
-    async fn shot(&self, name: &str) {
+    pub(super) async fn shot(&self, name: &str) {
         assert_eq!(self.unlabelled().await, Vec::<String>::new(), "{name}");
         let png = self.client.screenshot().await.unwrap();
         std::fs::write(screenshots().join(format!("{name}.png")), png).unwrap();
@@ -177,7 +177,7 @@ impl Browser {
     }
 
     /// Waits for the page at `path` (a form's answer arrives after the click).
-    async fn lands_on(&self, path: &str) -> bool {
+    pub(super) async fn lands_on(&self, path: &str) -> bool {
         for _ in 0..400 {
             if self.client.current_url().await.unwrap().path() == path {
                 return true;

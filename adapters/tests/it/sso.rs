@@ -889,4 +889,209 @@ crate::on_both_backends!(
     every_fault_is_refused_and_a_rotation_followed,
     an_unknown_key_refetches_at_most_once_a_minute,
     an_account_is_linked_only_after_its_password,
+    the_console_signs_in_through_the_provider,
 );
+
+// --- Two replicas, and the console in a real browser --------------------------------
+
+/// A configuration saved through one server process is used by another: a sign-in
+/// started on A finishes on B, and enforcement set on A is followed by B within a
+/// second (its kept policy dropped by the change's own notification).
+#[tokio::test]
+async fn a_configuration_saved_on_one_replica_is_used_by_another() {
+    let Some((url, admin_url, name)) = crate::fresh_postgres().await else {
+        return;
+    };
+    let provider = own_provider().await;
+    let ports = super::crash::two_free_ports();
+    let [a, b] = ports.map(|port| format!("http://127.0.0.1:{port}"));
+    let public = b.clone();
+    let vars = [
+        ("SSO_ALLOW_LOOPBACK_HTTP", "true"),
+        ("FEATURES_FOR_ALL_TIERS", "sso"),
+        ("PUBLIC_URL", public.as_str()),
+    ];
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut servers = Vec::new();
+    for port in ports {
+        servers.push(super::crash::start_with(&url, port, &vars));
+        super::crash::wait_healthy(&client, &format!("http://127.0.0.1:{port}")).await;
+    }
+    let alice = super::crash::user_token("alice");
+    let org = super::crash::create_org(&client, &a, &alice, "replicated").await;
+    let config: Value = client
+        .post(format!("{a}/api/organization/{org}/idp"))
+        .bearer_auth(&alice)
+        .json(&json!({"name": "corp", "issuer": provider.issuer, "clientId": "platform",
+                      "clientSecret": OWN_SECRET, "domains": ["replicated.test"], "jitProvisioning": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(config["data"]["active"], true, "{config}");
+    // The domain's proof is DNS's: recorded as verified here.
+    let store = adapters::storage::Store::connect(&url).await.unwrap();
+    sqlx::query(&format!(
+        "INSERT INTO org_domains (org_id, domain, token, created_at, verified_at) \
+         VALUES ('{org}', 'replicated.test', 't', '2026-11-28T00:00:00Z', '2026-11-28T00:00:00Z')"
+    ))
+    .execute(adapters::storage::pool_for_tests(&store))
+    .await
+    .unwrap();
+    provider
+        .control(
+            "user",
+            json!({"sub": "rita-1", "email": "rita@replicated.test", "email_verified": true}),
+        )
+        .await;
+    // Started on A ...
+    let started = client
+        .get(format!("{a}/api/auth/sso/start?org=replicated"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 302);
+    let cookie = started.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let location = started.headers()["location"].to_str().unwrap().to_owned();
+    let back = client.get(&location).send().await.unwrap();
+    let back = back.headers()["location"].to_str().unwrap().to_owned();
+    assert!(back.starts_with(&b), "{back}");
+    // ... finished on B.
+    let finished = client
+        .get(&back)
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        finished.status(),
+        200,
+        "{}",
+        finished.text().await.unwrap_or_default()
+    );
+    let session: Value = finished.json().await.unwrap();
+    let rita = session["data"]["accessToken"].as_str().unwrap().to_owned();
+
+    // B keeps the policy (off) for a member's password token ...
+    let members = format!("{b}/api/organization/{org}/members");
+    let status_on_b = |token: String| {
+        let client = client.clone();
+        let members = members.clone();
+        async move {
+            client
+                .get(&members)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(status_on_b(alice.clone()).await, 200);
+    // ... enforcement is set on A ...
+    let mut step =
+        adapters::auth::Claims::user("alice", None, chrono::Utc::now(), Duration::from_secs(600));
+    step.step_up = true;
+    let step = adapters::auth::TokenKeys::hs256(crate::SECRET)
+        .sign(&step)
+        .unwrap();
+    let set = client
+        .put(format!("{a}/api/organization/{org}/sso"))
+        .bearer_auth(&alice)
+        .header("x-step-up-token", step)
+        .json(&json!({"required": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        set.status(),
+        200,
+        "{}",
+        set.text().await.unwrap_or_default()
+    );
+    let changed = std::time::Instant::now();
+    // ... and B refuses the password token within a second, the SSO session not.
+    let mut refused_after = None;
+    while changed.elapsed() < Duration::from_secs(1) {
+        if status_on_b(alice.clone()).await == 403 {
+            refused_after = Some(changed.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        refused_after.is_some(),
+        "B still admits a password token a second after A required SSO"
+    );
+    assert_eq!(status_on_b(rita).await, 200);
+    for server in &servers {
+        super::crash::terminate(server);
+    }
+    for mut server in servers {
+        let _ = server.wait();
+    }
+    store.close().await;
+    crate::drop_postgres(&admin_url, &name).await;
+}
+
+/// The console's sign-in page offers single sign-on; the whole flow in chromium
+/// through oidc-provider-mock's own authorization form.
+async fn the_console_signs_in_through_the_provider(base: &TestApp) {
+    let provider = provider(&[
+        json!({"sub": "nina-at-idp", "email": "nina@acme-sso.test", "email_verified": true}),
+    ])
+    .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let console = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let app = base
+        .beside(&[
+            ("SSO_ALLOW_LOOPBACK_HTTP", "true"),
+            ("PUBLIC_URL", console.as_str()),
+        ])
+        .await;
+    let records = adapters::outbound::dns::StaticRecords::default();
+    app.state.sso.set_txt(Arc::new(records.clone()));
+    let _ = configured(&app, &records, &provider.issuer, true).await;
+    let router = app.router.clone();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    let b = super::console::browser().await;
+    b.open(&format!("{console}/console/login")).await;
+    b.type_into("#sso-org", "acme").await;
+    b.click("#sso-sign-in").await;
+    // The provider's own form: the person picks who they are.
+    let mut at_provider = false;
+    for _ in 0..200 {
+        let url = b.client.current_url().await.unwrap();
+        if url.as_str().starts_with(&provider.issuer) {
+            at_provider = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(at_provider, "the browser did not reach the provider");
+    b.type_into("input[name=sub]", "nina-at-idp").await;
+    b.click("form button[type=submit]").await;
+    assert!(
+        b.lands_on("/console/posture").await,
+        "the console was not reached: {}",
+        b.text("main").await
+    );
+    let page = b.text("header").await;
+    assert!(page.contains("nina@acme-sso.test"), "{page}");
+    b.shot("sso-signed-in").await;
+    app.stop().await;
+}
