@@ -91,6 +91,12 @@ pub async fn prune_daily(
             }
             Err(error) => tracing::warn!(%error, "sign-in pruning failed"),
         }
+        // Single sign-on's attempts and pending links live ten minutes.
+        match store.prune_sso_attempts(Utc::now()).await {
+            Ok(0) => {}
+            Ok(rows) => tracing::info!(rows, "forgot expired single sign-on attempts"),
+            Err(error) => tracing::warn!(%error, "single sign-on pruning failed"),
+        }
         let cutoff = Utc::now() - crate::services::quotas::INCREMENT_KEY_RETENTION;
         match store.prune_increment_keys(cutoff).await {
             Ok(0) => {}

@@ -326,19 +326,6 @@ async fn enforcement_refuses_other_credentials(base: &TestApp) {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let (status, body) = app
-        .stepped(
-            "PUT",
-            &format!("/api/organization/{acme}/sso"),
-            &owner,
-            Some(app.step_up("owner", 0)),
-            Some(json!({"required": true})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["required"], true);
-
-    // A member signed in otherwise is refused, naming how to sign in.
-    let (status, body) = app
         .call(
             "POST",
             &format!("/api/organization/{acme}/members"),
@@ -349,6 +336,39 @@ async fn enforcement_refuses_other_credentials(base: &TestApp) {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let bob = app.token("bob", "bob@example.com");
+    let require = |grace: u32| {
+        let app = &app;
+        let owner = owner.clone();
+        let acme = acme.clone();
+        async move {
+            app.stepped(
+                "PUT",
+                &format!("/api/organization/{acme}/sso"),
+                &owner,
+                Some(app.step_up("owner", 0)),
+                Some(json!({"required": true, "graceHours": grace})),
+            )
+            .await
+        }
+    };
+    // With a grace period, nothing is refused yet.
+    let (status, body) = require(24).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = app
+        .call(
+            "GET",
+            &format!("/api/organization/{acme}/members"),
+            &bob,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "during the grace: {body}");
+    let (status, body) = require(0).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["required"], true);
+
+    // A member signed in otherwise is refused, naming how to sign in.
     let (status, body) = app
         .call(
             "GET",
@@ -377,6 +397,18 @@ async fn enforcement_refuses_other_credentials(base: &TestApp) {
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
     }
+    // Service tokens are not affected.
+    let service = app.service_token("plugin");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/validate/plugin/dry-run",
+            &service,
+            Some(&acme),
+            Some(json!({"attributes": {"version": "1.0.0"}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     // Disarmed, the owner is refused too (every replica follows within a second).
     let (status, _) = app
         .call(
@@ -423,6 +455,42 @@ async fn configurations_are_bounded_and_gated(base: &TestApp) {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["details"]["field"], "issuer");
+    // Super-admins manage them under /api/admin (stepped up), audited as theirs.
+    let root = app.super_token().await;
+    let admin_path = format!("/api/admin/organizations/{acme}/idp");
+    let (status, body) = app.call("GET", &admin_path, &root, None, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"].as_array().unwrap().len(), 5);
+    assert!(!body.to_string().contains("s3cret-of-the-client"));
+    let (status, body) = app
+        .stepped(
+            "DELETE",
+            &format!("{admin_path}/{first}"),
+            &root,
+            Some(app.step_up("root", 0)),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = app
+        .call("POST", &admin_path, &root, None, Some(json!({"name": "by-root", "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"})))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "step-up is required: {body}");
+    let (status, body) = app
+        .stepped("POST", &admin_path, &root, Some(app.step_up("root", 0)), Some(json!({"name": "by-root", "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    for action in [
+        "admin.org-idp.upsert",
+        "admin.org-idp.delete",
+        "org.idp.upsert",
+    ] {
+        let events = app.audited(action).await;
+        assert!(
+            events.iter().any(|e| e.org_id == acme),
+            "{action} in acme's chain"
+        );
+    }
     // A public mail domain cannot be claimed.
     let (status, body) = app
         .call(
@@ -840,6 +908,38 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
     let (_, me) = app.call("GET", "/api/me", &token, None, None).await;
     assert_eq!(me["data"]["userId"], carol_id.as_str());
 
+    // Carol becomes the Owner: her next sign-in (mapped to another Role) leaves it.
+    let (status, body) = app
+        .stepped(
+            "PATCH",
+            &format!("/api/organization/{acme}/transfer-owner"),
+            &owner,
+            Some(app.step_up("owner", 0)),
+            Some(json!({"userId": carol_id})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, session) = provider.sign_in(&app, "org=acme").await;
+    assert_eq!(status, StatusCode::OK, "{session}");
+    let token = session["data"]["accessToken"].as_str().unwrap().to_owned();
+    let (_, body) = app
+        .call(
+            "GET",
+            &format!("/api/organization/{acme}"),
+            &token,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(body["data"]["ownerId"], carol_id.as_str(), "{body}");
+    let role: String = sqlx::query_scalar(&format!(
+        "SELECT role FROM memberships WHERE org_id = '{acme}' AND user_id = '{carol_id}'"
+    ))
+    .fetch_one(adapters::storage::pool_for_tests(&app.store))
+    .await
+    .unwrap();
+    assert_eq!(role, "owner");
+
     // A personal access token made in the SSO session passes enforcement; one made
     // in a password session does not.
     let (status, body) = app
@@ -1094,4 +1194,61 @@ async fn the_console_signs_in_through_the_provider(base: &TestApp) {
     assert!(page.contains("nina@acme-sso.test"), "{page}");
     b.shot("sso-signed-in").await;
     app.stop().await;
+}
+
+/// What a sign-in costs on the server (run by hand: `cargo test -p adapters --test it
+/// sso::what_a_sign_in_costs -- --ignored --nocapture`): medians of the start and of
+/// the callback (which includes the code exchange with the provider on loopback),
+/// beside `/health` through the same router.
+#[tokio::test]
+#[ignore = "a measurement, run by hand"]
+async fn what_a_sign_in_costs() {
+    let base = TestApp::sqlite().await;
+    let provider = own_provider().await;
+    let (app, records) = sso_app(&base).await;
+    let (acme, owner, config) = configured(&app, &records, &provider.issuer, true).await;
+    app.call(
+        "PUT",
+        &format!("/api/organization/{acme}/idp/{config}"),
+        &owner,
+        None,
+        Some(json!({"name": "corp", "issuer": provider.issuer, "clientId": "platform",
+                    "clientSecret": OWN_SECRET, "domains": ["acme-sso.test"], "jitProvisioning": true, "version": 1})),
+    )
+    .await;
+    provider
+        .control("user", json!({"sub": "m-1", "email": "m@acme-sso.test", "email_verified": true, "groups": ["auditors"]}))
+        .await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (mut starts, mut callbacks, mut health) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..60 {
+        let t = std::time::Instant::now();
+        let (location, cookie) = start(&app, "org=acme").await;
+        starts.push(t.elapsed());
+        let answer = provider.client.get(&location).send().await.unwrap();
+        let back = answer.headers()["location"].to_str().unwrap();
+        let path = back.strip_prefix(PUBLIC_URL).unwrap().to_owned();
+        let t = std::time::Instant::now();
+        let (status, _) = callback(&app, &path, Some(&cookie)).await;
+        callbacks.push(t.elapsed());
+        assert_eq!(status, StatusCode::OK);
+        let t = std::time::Instant::now();
+        raw(&app, Request::get("/health").body(Body::empty()).unwrap()).await;
+        health.push(t.elapsed());
+    }
+    let exchange_started = std::time::Instant::now();
+    let _ = provider.jwks_fetches().await;
+    let provider_round_trip = exchange_started.elapsed();
+    println!(
+        "start {:?}, callback {:?} (one provider round trip on loopback ~{:?}), /health {:?}",
+        median(starts),
+        median(callbacks),
+        provider_round_trip,
+        median(health)
+    );
+    app.stop().await;
+    base.finish().await;
 }
