@@ -292,6 +292,7 @@ pub async fn save_config(
     let id = current
         .as_ref()
         .map_or_else(crate::new_id, |c| c.id.clone());
+    let secret_changed = input.client_secret.is_some();
     let client_secret = match (&input.client_secret, &current) {
         (Some(secret), _) => super::keys::seal(state, secret_binding(&org.id, &id), secret).await?,
         (None, Some(current)) => current.client_secret.clone(),
@@ -349,7 +350,7 @@ pub async fn save_config(
             "name": row.name, "issuer": row.issuer, "clientId": row.client_id,
             "enabled": row.enabled, "jitProvisioning": row.jit_provisioning,
             "domains": row.domains, "created": replacing.is_none(),
-            "secretChanged": current.is_none() || replacing.is_some() && row.client_secret != current.as_ref().map(|c| c.client_secret.clone()).unwrap_or_default(),
+            "secretChanged": secret_changed,
         }),
     )])
     .await?;
