@@ -1084,17 +1084,18 @@ async fn signed_in(
     } else {
         tx.touch_identity(identity, now).await?;
     }
-    let owner = tx.membership_role(&org.id, &account.user_id).await?;
+    let held = tx.membership_role(&org.id, &account.user_id).await?;
     let mut events = vec![login];
-    if owner.as_deref() != Some("owner") {
+    if held.as_deref() != Some("owner") {
         tx.set_member_roles((&org.id, &account.user_id), &roles, now)
             .await?;
-        if !tx.seats_hold(&org.id).await? {
+        // Only a new member takes a seat (a member over a lowered limit still signs in).
+        if held.is_none() && !tx.seats_hold(&org.id).await? {
             return Err(ServiceError::Conflict(
                 "the organization has no free seat for another member".to_owned(),
             ));
         }
-        if owner.is_none() {
+        if held.is_none() {
             events.push(event_on(
                 &Caller {
                     user_id: account.user_id.clone(),

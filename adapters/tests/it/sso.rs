@@ -632,6 +632,30 @@ impl OwnProvider {
     }
 }
 
+/// acme configured (as [`configured`]) for the suite's own provider, with its client
+/// secret and `mappings`; the organization and the owner's token.
+async fn configured_for_own(
+    app: &TestApp,
+    records: &adapters::outbound::dns::StaticRecords,
+    issuer: &str,
+    mappings: Value,
+) -> (String, String) {
+    let (acme, owner, config) = configured(app, records, issuer, true).await;
+    let (status, body) = app
+        .call(
+            "PUT",
+            &format!("/api/organization/{acme}/idp/{config}"),
+            &owner,
+            None,
+            Some(json!({"name": "corp", "issuer": issuer, "clientId": "platform",
+                        "clientSecret": OWN_SECRET, "domains": ["acme-sso.test"], "jitProvisioning": true,
+                        "roleMappings": mappings, "version": 1})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    (acme, owner)
+}
+
 async fn accounts_with(app: &TestApp, email: &str) -> i64 {
     sqlx::query_scalar(&format!(
         "SELECT COUNT(*) FROM accounts WHERE email = '{email}'"
@@ -644,22 +668,13 @@ async fn accounts_with(app: &TestApp, email: &str) -> i64 {
 async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
     let provider = own_provider().await;
     let (app, records) = sso_app_with(base, &[("SSO_JWKS_MIN_REFRESH_SECONDS", "1")]).await;
-    let (acme, owner, config) = configured(&app, &records, &provider.issuer, true).await;
-    // The suite's provider takes its own client secret.
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/organization/{acme}/idp/{config}"),
-            &owner,
-            None,
-            Some(json!({"name": "corp", "issuer": provider.issuer, "clientId": "platform",
-                        "clientSecret": OWN_SECRET, "domains": ["acme-sso.test"], "jitProvisioning": true,
-                        "roleMappings": [{"group": "auditors", "role": "Compliance Viewer"},
-                                         {"group": "admins", "role": "Admin"}],
-                        "version": 1})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let (acme, owner) = configured_for_own(
+        &app,
+        &records,
+        &provider.issuer,
+        json!([{"group": "auditors", "role": "Compliance Viewer"}, {"group": "admins", "role": "Admin"}]),
+    )
+    .await;
     provider
         .control("user", json!({"sub": "dora-1", "email": "dora@acme-sso.test", "email_verified": true, "groups": ["auditors"]}))
         .await;
@@ -797,18 +812,7 @@ async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
 async fn an_unknown_key_refetches_at_most_once_a_minute(base: &TestApp) {
     let provider = own_provider().await;
     let (app, records) = sso_app(base).await;
-    let (acme, owner, config) = configured(&app, &records, &provider.issuer, true).await;
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/organization/{acme}/idp/{config}"),
-            &owner,
-            None,
-            Some(json!({"name": "corp", "issuer": provider.issuer, "clientId": "platform",
-                        "clientSecret": OWN_SECRET, "domains": ["acme-sso.test"], "jitProvisioning": true, "version": 1})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let _ = configured_for_own(&app, &records, &provider.issuer, json!([])).await;
     provider
         .control("fault", json!({"fault": "unknown-kid"}))
         .await;
@@ -830,18 +834,7 @@ async fn an_unknown_key_refetches_at_most_once_a_minute(base: &TestApp) {
 async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
     let provider = own_provider().await;
     let (app, records) = sso_app(base).await;
-    let (acme, owner, config) = configured(&app, &records, &provider.issuer, true).await;
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/organization/{acme}/idp/{config}"),
-            &owner,
-            None,
-            Some(json!({"name": "corp", "issuer": provider.issuer, "clientId": "platform",
-                        "clientSecret": OWN_SECRET, "domains": ["acme-sso.test"], "jitProvisioning": true, "version": 1})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let (acme, owner) = configured_for_own(&app, &records, &provider.issuer, json!([])).await;
     let (status, body) = app
         .call(
             "POST",
@@ -1206,16 +1199,7 @@ async fn what_a_sign_in_costs() {
     let base = TestApp::sqlite().await;
     let provider = own_provider().await;
     let (app, records) = sso_app(&base).await;
-    let (acme, owner, config) = configured(&app, &records, &provider.issuer, true).await;
-    app.call(
-        "PUT",
-        &format!("/api/organization/{acme}/idp/{config}"),
-        &owner,
-        None,
-        Some(json!({"name": "corp", "issuer": provider.issuer, "clientId": "platform",
-                    "clientSecret": OWN_SECRET, "domains": ["acme-sso.test"], "jitProvisioning": true, "version": 1})),
-    )
-    .await;
+    let _ = configured_for_own(&app, &records, &provider.issuer, json!([])).await;
     provider
         .control("user", json!({"sub": "m-1", "email": "m@acme-sso.test", "email_verified": true, "groups": ["auditors"]}))
         .await;
