@@ -153,10 +153,10 @@ async fn checked(
     }
     let roles: Vec<String> = state
         .store
-        .roles(&org.id)
+        .role_names(&org.id)
         .await?
         .into_iter()
-        .map(|r| r.name)
+        .map(|(name, _)| name)
         .collect();
     let known = |field: &'static str, role: &str| -> ServiceResult<()> {
         if role.eq_ignore_ascii_case("owner") {
@@ -1029,13 +1029,8 @@ async fn roles_for(
     groups: &[String],
 ) -> ServiceResult<MemberRoles> {
     let names = rules::mapped_roles(&config.role_mappings, groups, &config.default_role);
-    let by_name: BTreeMap<String, String> = state
-        .store
-        .roles(&org.id)
-        .await?
-        .into_iter()
-        .map(|r| (r.name, r.id))
-        .collect();
+    let by_name: BTreeMap<String, String> =
+        state.store.role_names(&org.id).await?.into_iter().collect();
     let mut role_ids: Vec<String> = names
         .iter()
         .filter_map(|n| by_name.get(*n).cloned())

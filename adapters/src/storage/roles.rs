@@ -82,6 +82,21 @@ impl Store {
         self.roles_where(org_id, "id", None).await
     }
 
+    /// The names and ids of an organization's Roles (without their members).
+    pub async fn role_names(&self, org_id: &str) -> StoreResult<Vec<(String, String)>> {
+        let rows =
+            sqlx::query(&self.sql("SELECT id, name FROM roles WHERE org_id = $1 ORDER BY name"))
+                .bind(org_id)
+                .fetch_all(self.pool())
+                .await?;
+        rows.iter()
+            .map(|row| {
+                let d = super::decode::Decoder::new(row, "roles", &["id"]);
+                Ok((d.get("name")?, d.get("id")?))
+            })
+            .collect()
+    }
+
     /// One Role of an organization.
     pub async fn role(&self, org_id: &str, role_id: &str) -> StoreResult<Option<RoleRecord>> {
         Ok(self
