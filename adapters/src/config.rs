@@ -15,9 +15,11 @@ use tenancy::BootstrapList;
 mod ai;
 mod keys;
 mod notifications;
+mod signin;
 pub use ai::{AiSettings, ProviderSettings};
 pub use keys::{AwsCredentials, KeySettings, Secret};
 pub use notifications::NotificationSettings;
+pub use signin::SignInSettings;
 
 /// The development JWT secret used when `JWT_SECRET` is unset (a warning says so).
 pub const DEV_JWT_SECRET: &str = "compliance-development-secret-do-not-use-in-production";
@@ -247,35 +249,6 @@ pub struct MessageSettings {
     /// `MESSAGE_STREAM_KEEPALIVE_SECONDS` (15): how often a quiet stream sends a
     /// keep-alive comment.
     pub keep_alive: Duration,
-}
-
-/// Sign-in settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignInSettings {
-    /// `PUBLIC_URL` (`http://localhost:<port>`): where the e-mail verification link
-    /// points (`<PUBLIC_URL>/console/verify-email?token=...`).
-    pub public_url: String,
-    /// `TRUST_PROXY_HEADERS` (false): the client address that sign-in throttling
-    /// counts is the last `X-Forwarded-For` entry (the one the nearest proxy saw)
-    /// instead of the connection's peer. Only behind a proxy that sets it.
-    pub trust_proxy_headers: bool,
-    /// `REFRESH_TOKEN_TTL_DAYS` (30): a sign-in's refresh family ends this long after
-    /// the sign-in, however often it rotates.
-    pub refresh_lifetime: Duration,
-    /// `EMAIL_VERIFICATION_TTL_HOURS` (24): how long a verification link works.
-    pub verification_lifetime: Duration,
-    /// `EMAIL_VERIFICATION_REQUIRED` (true when `SMTP_URL` is set, else false, with
-    /// a warning): whether sign-in waits for the e-mail's verification. Without a
-    /// relay no link can arrive.
-    pub verification_required: bool,
-    /// `SSO_ALLOW_LOOPBACK_HTTP` (false): identity providers on a loopback address
-    /// may speak plain HTTP (a provider beside the server, tests); every other
-    /// issuer is https.
-    pub sso_allow_loopback_http: bool,
-    /// `SSO_JWKS_MIN_REFRESH_SECONDS` (60): an ID token signed by a key an identity
-    /// provider's kept key set does not hold makes the set be fetched again, at most
-    /// this often.
-    pub sso_jwks_min_refresh: Duration,
 }
 
 /// Plugin image builds (`PLUGIN_BUILD_*`).
@@ -745,28 +718,7 @@ impl Config {
             ),
         };
         let notifications = notifications::notification_settings(&mut r);
-        let signin = SignInSettings {
-            public_url: r
-                .string("PUBLIC_URL", &format!("http://localhost:{}", http.port))
-                .trim_end_matches('/')
-                .to_owned(),
-            trust_proxy_headers: r.flag("TRUST_PROXY_HEADERS"),
-            refresh_lifetime: Duration::from_secs(
-                r.positive("REFRESH_TOKEN_TTL_DAYS", 30).min(365) * 86_400,
-            ),
-            verification_lifetime: Duration::from_secs(
-                r.positive("EMAIL_VERIFICATION_TTL_HOURS", 24).min(24 * 30) * 3_600,
-            ),
-            verification_required: match r.raw("EMAIL_VERIFICATION_REQUIRED") {
-                Some(v) if !v.is_empty() => r.flag("EMAIL_VERIFICATION_REQUIRED"),
-                _ => notifications.smtp_url.is_some(),
-            },
-            sso_allow_loopback_http: r.flag("SSO_ALLOW_LOOPBACK_HTTP"),
-            sso_jwks_min_refresh: Duration::from_secs(
-                r.parse("SSO_JWKS_MIN_REFRESH_SECONDS", 60, "a number of seconds")
-                    .min(3600),
-            ),
-        };
+        let signin = signin::signin_settings(&mut r, http.port, notifications.smtp_url.is_some());
         if !signin.verification_required {
             warnings.push(
                 "EMAIL_VERIFICATION_REQUIRED is off (no SMTP_URL): accounts sign in before their e-mail is verified"
