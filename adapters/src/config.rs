@@ -13,12 +13,18 @@ use entitlements::{Catalog, Tier};
 use tenancy::BootstrapList;
 
 mod ai;
+mod builds;
 mod keys;
+mod messages;
 mod notifications;
+mod reevaluation;
 mod signin;
 pub use ai::{AiSettings, ProviderSettings};
+pub use builds::BuildSettings;
 pub use keys::{AwsCredentials, KeySettings, Secret};
+pub use messages::MessageSettings;
 pub use notifications::NotificationSettings;
+pub use reevaluation::ReevaluationSettings;
 pub use signin::SignInSettings;
 
 /// The development JWT secret used when `JWT_SECRET` is unset (a warning says so).
@@ -229,62 +235,6 @@ impl std::fmt::Debug for RegistrySettings {
             .field("password", &self.password.as_ref().map(|_| "***"))
             .finish()
     }
-}
-
-/// Messages (announcements and conversations).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MessageSettings {
-    /// `MESSAGE_BODY_MAX_CHARS` (10000): the longest announcement or message body.
-    pub body_max: usize,
-    /// `CONVERSATION_MAX_PARTICIPANTS` (50), the author included.
-    pub participants_max: usize,
-    /// `MESSAGES_PER_MINUTE` (30): messages one user may write a minute (429 past it).
-    pub per_minute: u64,
-    /// `MESSAGE_RETENTION_DAYS` (365): conversation messages, and announcements
-    /// ended, older than this are pruned by the retention worker.
-    pub retention_days: u32,
-    /// `MESSAGE_STREAMS_PER_USER` (5): live streams one user may hold open on one
-    /// replica (429 past it).
-    pub streams_per_user: usize,
-    /// `MESSAGE_STREAM_KEEPALIVE_SECONDS` (15): how often a quiet stream sends a
-    /// keep-alive comment.
-    pub keep_alive: Duration,
-}
-
-/// Plugin image builds (`PLUGIN_BUILD_*`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BuildSettings {
-    /// `PLUGIN_BUILD_COMMAND`: run by `sh -c` in the unpacked plugin's directory,
-    /// with `PLUGIN_DIR`, `PLUGIN_IMAGE`, `PLUGIN_NAME`, `PLUGIN_VERSION`,
-    /// `PLUGIN_BUILD_ID` and `PLUGIN_BUILD_QUEUE` in its environment (a `docker build`
-    /// or `buildah` wrapper in production). Unset: no build runs and jobs wait queued.
-    pub command: Option<String>,
-    /// `PLUGIN_BUILD_TIMEOUT_SECONDS` (600): one attempt's limit; past it the builder
-    /// is killed and the attempt times out.
-    pub timeout: Duration,
-    /// `PLUGIN_BUILD_ATTEMPTS` (3): attempts in the tier queue before the dead letter
-    /// queue.
-    pub tier_attempts: u32,
-    /// `PLUGIN_BUILD_DLQ_ATTEMPTS` (2): attempts in the dead letter queue before the
-    /// build ends failed or timed out.
-    pub dlq_attempts: u32,
-    /// `PLUGIN_BUILD_RETRY_SECONDS` (30): the wait before a retry, doubled after each
-    /// failed attempt in the same queue.
-    pub retry_delay: Duration,
-    /// `PLUGIN_BUILD_POLL_MS` (1000): how often the worker looks for a due job.
-    pub poll: Duration,
-}
-
-/// The re-evaluation worker (`REEVALUATION_*`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReevaluationSettings {
-    /// `REEVALUATION_MAX_ATTEMPTS` (5): attempts of an entity's events before they are
-    /// dead (kept with their last error).
-    pub max_attempts: u32,
-    /// `REEVALUATION_RETRY_SECONDS` (2): the wait before a retry, doubled per attempt.
-    pub retry_delay: Duration,
-    /// `REEVALUATION_POLL_MS` (500): how often the worker looks for due events.
-    pub poll: Duration,
 }
 
 /// Billing settings (document 3, "Add-on bundles").
@@ -597,23 +547,7 @@ impl Config {
             }
             _ => None,
         };
-        let messages = MessageSettings {
-            body_max: usize::try_from(r.positive("MESSAGE_BODY_MAX_CHARS", 10_000).min(100_000))
-                .unwrap_or(10_000),
-            participants_max: usize::try_from(
-                r.positive("CONVERSATION_MAX_PARTICIPANTS", 50)
-                    .clamp(2, 1_000),
-            )
-            .unwrap_or(50),
-            per_minute: r.positive("MESSAGES_PER_MINUTE", 30),
-            retention_days: u32::try_from(r.positive("MESSAGE_RETENTION_DAYS", 365).min(36_500))
-                .unwrap_or(365),
-            streams_per_user: usize::try_from(r.positive("MESSAGE_STREAMS_PER_USER", 5).min(100))
-                .unwrap_or(5),
-            keep_alive: Duration::from_secs(
-                r.positive("MESSAGE_STREAM_KEEPALIVE_SECONDS", 15).min(300),
-            ),
-        };
+        let messages = messages::message_settings(&mut r);
         let registry =
             r.raw("REGISTRY_URL")
                 .filter(|v| !v.is_empty())
@@ -681,42 +615,8 @@ impl Config {
             portal_url,
             service_name: r.string("BILLING_SERVICE_NAME", "billing"),
         };
-        let builds = BuildSettings {
-            command: optional(&r, "PLUGIN_BUILD_COMMAND"),
-            timeout: Duration::from_secs(r.parse(
-                "PLUGIN_BUILD_TIMEOUT_SECONDS",
-                600,
-                "a number of seconds",
-            )),
-            tier_attempts: r
-                .parse("PLUGIN_BUILD_ATTEMPTS", 3u32, "a number of attempts")
-                .max(1),
-            dlq_attempts: r
-                .parse("PLUGIN_BUILD_DLQ_ATTEMPTS", 2u32, "a number of attempts")
-                .max(1),
-            retry_delay: Duration::from_secs(r.parse(
-                "PLUGIN_BUILD_RETRY_SECONDS",
-                30,
-                "a number of seconds",
-            )),
-            poll: Duration::from_millis(
-                r.parse("PLUGIN_BUILD_POLL_MS", 1000, "milliseconds")
-                    .max(10),
-            ),
-        };
-        let reevaluation = ReevaluationSettings {
-            max_attempts: r
-                .parse("REEVALUATION_MAX_ATTEMPTS", 5u32, "a number of attempts")
-                .max(1),
-            retry_delay: Duration::from_secs(r.parse(
-                "REEVALUATION_RETRY_SECONDS",
-                2,
-                "a number of seconds",
-            )),
-            poll: Duration::from_millis(
-                r.parse("REEVALUATION_POLL_MS", 500, "milliseconds").max(10),
-            ),
-        };
+        let builds = builds::build_settings(&mut r);
+        let reevaluation = reevaluation::reevaluation_settings(&mut r);
         let notifications = notifications::notification_settings(&mut r);
         let signin = signin::signin_settings(&mut r, http.port, notifications.smtp_url.is_some());
         if !signin.verification_required {
