@@ -12,7 +12,7 @@ use chrono::Utc;
 
 use super::{page, session, Console};
 use crate::http::signin::{client_address, Peer};
-use crate::http::sso::browser_cookie;
+use crate::http::sso::{binding_cookie, browser_cookie};
 use crate::services::sso::{self, Callback, ReturnTo, Route};
 
 /// `GET /console/sso/start?org=`: a page that moves on to the provider (a form's
@@ -32,22 +32,21 @@ pub async fn start(
             axum::http::StatusCode::BAD_REQUEST,
         );
     }
-    let started =
-        match crate::http::sso::start_response(&console.state, Route::Org(org), ReturnTo::Console)
-            .await
-        {
-            Ok(started) => started,
-            Err(error) => return page::login(Some(&error.message), "", error.status),
-        };
-    let (Some(location), Some(cookie)) = (
-        started
-            .headers()
-            .get(header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
-        started.headers().get(header::SET_COOKIE).cloned(),
-    ) else {
-        return started;
+    let started = sso::start(
+        &console.state,
+        Route::Org(org),
+        ReturnTo::Console,
+        Utc::now(),
+    )
+    .await
+    .map_err(crate::http::error::ApiError::from)
+    .and_then(|started| {
+        let cookie = binding_cookie(&console.state, &started.browser)?;
+        Ok((started.location, cookie))
+    });
+    let (location, cookie) = match started {
+        Ok(started) => started,
+        Err(error) => return page::login(Some(&error.message), "", error.status),
     };
     let mut response = page::continue_to("Continuing to your identity provider", &location);
     response.headers_mut().insert(header::SET_COOKIE, cookie);

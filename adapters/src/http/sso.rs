@@ -18,8 +18,9 @@ use crate::http::response::{Answer, Deleted};
 use crate::http::signin::{client_address, Peer};
 use crate::http::state::{AppState, Caller};
 use crate::services::accounts::Session;
-use crate::services::sso::{self, Callback, Changer, ConfigInput, ConfigView, ReturnTo, Route};
-use crate::storage::{DomainRow, SsoPolicyRow};
+use crate::services::sso::{
+    self, Callback, Changer, ConfigInput, ConfigView, DomainRow, ReturnTo, Route, SsoPolicyRow,
+};
 
 /// The cookie that binds a sign-in's callback to the browser that started it.
 pub const BROWSER_COOKIE: &str = "compliance_sso";
@@ -42,7 +43,6 @@ pub(crate) struct CallbackQuery {
     code: Option<String>,
     state: Option<String>,
     error: Option<String>,
-    error_description: Option<String>,
 }
 
 /// The browser's binding cookie's value.
@@ -60,22 +60,13 @@ pub(crate) fn browser_cookie(headers: &HeaderMap) -> Option<String> {
 /// The start of a sign-in through the provider, as a redirect with the binding
 /// cookie (ten minutes, HttpOnly, SameSite=Lax so that the provider's redirect back
 /// carries it).
-pub(crate) async fn start_response(
+async fn start_response(
     state: &AppState,
     route: Route,
     return_to: ReturnTo,
 ) -> Result<Response, ApiError> {
     let started = sso::start(state, route, return_to, Utc::now()).await?;
-    let secure = if state.config.signin.public_url.starts_with("https://") {
-        "; Secure"
-    } else {
-        ""
-    };
-    let cookie = format!(
-        "{BROWSER_COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
-        started.browser,
-        tenancy::sso::ATTEMPT_LIFETIME_SECONDS
-    );
+    let cookie = binding_cookie(state, &started.browser)?;
     let mut response = StatusCode::FOUND.into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -83,12 +74,25 @@ pub(crate) async fn start_response(
         HeaderValue::from_str(&started.location)
             .map_err(|_| ApiError::internal("the provider's address is not a header value"))?,
     );
-    headers.insert(
-        header::SET_COOKIE,
-        HeaderValue::from_str(&cookie).map_err(|_| ApiError::internal("cookie"))?,
-    );
+    headers.insert(header::SET_COOKIE, cookie);
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
+}
+
+/// The `Set-Cookie` value that binds a started sign-in to the browser (ten minutes,
+/// HttpOnly, SameSite=Lax so that the provider's redirect back carries it; Secure
+/// when `PUBLIC_URL` is https).
+pub(crate) fn binding_cookie(state: &AppState, browser: &str) -> Result<HeaderValue, ApiError> {
+    let secure = if state.config.signin.public_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    HeaderValue::from_str(&format!(
+        "{BROWSER_COOKIE}={browser}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
+        tenancy::sso::ATTEMPT_LIFETIME_SECONDS
+    ))
+    .map_err(|_| ApiError::internal("the binding cookie is not a header value"))
 }
 
 /// The route a start query names.
@@ -116,7 +120,6 @@ pub(crate) async fn start(
 
 /// The callback's query as the service takes it.
 pub(crate) fn callback_of(query: CallbackQuery) -> Callback {
-    let _ = query.error_description;
     Callback {
         code: query.code,
         state: query.state,

@@ -20,8 +20,8 @@ use openidconnect::core::{
 };
 use openidconnect::{
     AuthorizationCode, ClaimsVerificationError, ClientId, ClientSecret, CsrfToken, IssuerUrl,
-    Nonce, OAuth2TokenResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope,
-    SignatureVerificationError, TokenResponse,
+    Nonce, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, SignatureVerificationError,
+    TokenResponse,
 };
 use tenancy::sso::{Refusal, CLOCK_SKEW_SECONDS};
 
@@ -250,7 +250,6 @@ impl Providers {
                 tracing::info!(error = %error_chain(&e), "an identity provider refused a code exchange");
                 Refusal::ProviderError
             })?;
-        let _ = answer.access_token();
         let token = answer.id_token().ok_or(Refusal::TokenInvalid)?;
         let mut refetched = false;
         loop {

@@ -23,9 +23,13 @@ use super::{ServiceError, ServiceResult};
 use crate::keys::Binding;
 use crate::outbound::oidc::{Relying, Verified};
 use crate::storage::{
-    AccountRecord, BreakGlassRow, DomainRow, IdentityRow, IdpConfigRow, MemberRoles, OrgRecord,
-    PendingLinkRow, ProvisionedAccount, SignInAttemptRow, SsoPolicyRow,
+    AccountRecord, BreakGlassRow, IdentityRow, IdpConfigRow, MemberRoles, OrgRecord,
+    PendingLinkRow, ProvisionedAccount, SignInAttemptRow,
 };
+
+/// A claimed domain and an organization's enforcement, as stored (the HTTP floor
+/// maps them to its answers).
+pub use crate::storage::{DomainRow, SsoPolicyRow};
 
 /// Where the provider sends the person back (`<PUBLIC_URL>` + this).
 pub const API_CALLBACK: &str = "/api/auth/sso/callback";
@@ -863,8 +867,12 @@ pub async fn finish(
     let Some(attempt) = attempt else {
         return Err(refuse(state, Refusal::StateInvalid, (None, client), None).await);
     };
-    let bound = browser
-        .is_some_and(|b| subtle_eq(token_hash(b).as_bytes(), attempt.browser_hash.as_bytes()));
+    let bound = browser.is_some_and(|b| {
+        bool::from(subtle::ConstantTimeEq::ct_eq(
+            token_hash(b).as_bytes(),
+            attempt.browser_hash.as_bytes(),
+        ))
+    });
     if !bound || attempt.return_to != return_to.as_str() {
         return Err(refuse(state, Refusal::StateInvalid, (None, client), None).await);
     }
@@ -1015,10 +1023,6 @@ pub async fn finish(
         (FirstSignIn::Refused(refusal), _, _) => Err(refuse(state, refusal, at, None).await),
         _ => Err(refuse(state, Refusal::EmailNotVerified, at, None).await),
     }
-}
-
-fn subtle_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The Roles the groups give, resolved to the organization's Roles (a Role deleted

@@ -1227,7 +1227,7 @@ async fn what_a_sign_in_costs() {
     let _ = provider.jwks_fetches().await;
     let provider_round_trip = exchange_started.elapsed();
     println!(
-        "start {:?}, callback {:?} (one provider round trip on loopback ~{:?}), /health {:?}",
+        "start {:?}, callback {:?} (one plain request to the provider on loopback: {:?}), /health {:?}",
         median(starts),
         median(callbacks),
         provider_round_trip,
