@@ -84,6 +84,10 @@ pub struct Claims {
     /// access tokens issued in it too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sid: Option<String>,
+    /// The organization the user acts in by default (`PUT /api/me/active-organization`
+    /// before the token was minted): requests without `x-org-id` act in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org: Option<String>,
 }
 
 impl Claims {
@@ -100,6 +104,7 @@ impl Claims {
             step_up: false,
             gen: None,
             sid: None,
+            org: None,
         }
     }
 }
@@ -372,6 +377,7 @@ mod tests {
             step_up: false,
             gen: None,
             sid: None,
+            org: None,
         }
     }
 

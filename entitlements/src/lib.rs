@@ -19,10 +19,12 @@ mod bundle;
 mod catalog;
 mod entitlement;
 mod limit;
+mod namespace;
 mod period;
 mod sync;
 mod tier;
 mod usage;
+mod user_flags;
 
 pub use bundle::{Bundle, BundleId, Grant, SSO_IDP_CONFIGURATIONS};
 pub use catalog::{Catalog, ConfigError};
@@ -32,10 +34,18 @@ pub use entitlement::{
     Entitlement, LimitBreakdown, PurchaseError, MAX_QUANTITY,
 };
 pub use limit::Limit;
+pub use namespace::{
+    build_compute, build_namespace, namespace_name, BuildCompute, KubeObject, Metadata,
+    NamespaceInput, RegistryAddress,
+};
 pub use period::Period;
 pub use sync::{is_newer, QuotaSync, SeatLimitSync};
 pub use tier::{Dimension, Feature, Tier, TierPlan};
 pub use usage::{
     at_risk, check_increment, check_pooled_increment, AtRiskTest, QuotaError, QuotaRecord, Usage,
     MAX_INCREMENT,
+};
+pub use user_flags::{
+    check_user_flags, effective_user_features, user_keeps, FlagError, UserFlag, UserFlags,
+    PREVIEW_FEATURES,
 };

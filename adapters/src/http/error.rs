@@ -242,6 +242,10 @@ fn signin_refusal(refusal: crate::services::accounts::SignInRefusal) -> ApiError
         R::InvalidToken(_) => ApiError::unauthorized(message),
         R::NotYourOrganization => ApiError::tenant_forbidden(),
         R::SessionRequired => ApiError::forbidden(message),
+        R::AccountDisabled => ApiError::new(StatusCode::FORBIDDEN, "ACCOUNT_DISABLED", message),
+        R::PasswordChangeRequired => {
+            ApiError::new(StatusCode::FORBIDDEN, "PASSWORD_CHANGE_REQUIRED", message)
+        }
     }
 }
 

@@ -386,6 +386,14 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
             }
             if let (Some(feature), false) = (guard.feature, granted.super_admin) {
                 crate::services::entitlement::require_feature(state, &granted.org, feature).await?;
+                // A flag of the user's own may take the feature away from it.
+                crate::services::admin::features::require_user_feature(
+                    state,
+                    &caller.user_id,
+                    feature,
+                    granted.org.tier,
+                )
+                .await?;
             }
             // The organization's own requests count; a super-admin's do not (they
             // are not its usage, and must reach an organization that has none left).

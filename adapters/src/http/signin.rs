@@ -25,7 +25,7 @@ const MAX_PASSWORD_TEXT: usize = 1024;
 /// The longest token text read.
 const MAX_TOKEN_TEXT: usize = 512;
 
-fn secret(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
+pub(crate) fn secret(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
     if value.is_empty() {
         return Err(ApiError::invalid_field(field, "must not be empty"));
     }
@@ -81,6 +81,11 @@ pub(crate) async fn register(
 pub(crate) struct VerifyEmail {
     #[schema(max_length = 512)]
     token: String,
+    /// The account's password: required to accept an invitation (an account a
+    /// super-admin created without one), optional otherwise (it replaces the
+    /// password). 8 to 128 characters, not the e-mail.
+    #[schema(min_length = 8, max_length = 128)]
+    password: Option<String>,
 }
 
 /// `POST /api/auth/verify-email`.
@@ -89,8 +94,13 @@ pub(crate) async fn verify_email(
     Json(body): Json<VerifyEmail>,
 ) -> Result<Answer<Account>, ApiError> {
     let token = secret("token", &body.token, MAX_TOKEN_TEXT)?;
+    let password = body
+        .password
+        .as_deref()
+        .map(|p| secret("password", p, MAX_PASSWORD_TEXT))
+        .transpose()?;
     Ok(Answer::ok(
-        accounts::verify_email(&state, &token, Utc::now()).await?,
+        accounts::verify_email(&state, &token, password, Utc::now()).await?,
     ))
 }
 
@@ -251,8 +261,27 @@ pub(crate) async fn step_up(
 pub(crate) async fn me(
     State(state): State<AppState>,
     caller: Caller,
-) -> Result<Answer<Account>, ApiError> {
+) -> Result<Answer<accounts::Me>, ApiError> {
     Ok(Answer::ok(accounts::me(&state, &caller).await?))
+}
+
+/// The organization to act in by default.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct ActiveOrganization {
+    #[schema(max_length = 200)]
+    org_id: String,
+}
+
+/// `PUT /api/me/active-organization`.
+pub(crate) async fn switch_organization(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<ActiveOrganization>,
+) -> Result<Answer<ActiveOrganization>, ApiError> {
+    let org_id = crate::http::organizations::text("orgId", &body.org_id, 200)?;
+    accounts::switch_organization(&state, &caller, &org_id).await?;
+    Ok(Answer::ok(ActiveOrganization { org_id }))
 }
 
 /// A profile change.

@@ -31,6 +31,8 @@ pub(crate) async fn authenticate(
             sso_org: used.sso_org.clone(),
             personal_token: Some(used),
             session: None,
+            active_org: None,
+            password_change_required: false,
         });
     }
     let claims = state.keys.verify(token).await?;
@@ -44,13 +46,15 @@ pub(crate) async fn authenticate(
             "service tokens cannot call user endpoints",
         ));
     }
-    let (email, sso_org) = crate::services::credentials::check_session(state, &claims).await?;
+    let facts = crate::services::credentials::check_session(state, &claims).await?;
     Ok(Authenticated {
         user_id: claims.sub,
-        email,
-        sso_org,
+        email: facts.email,
+        sso_org: facts.sso_org,
         personal_token: None,
         session: claims.sid,
+        active_org: claims.org,
+        password_change_required: facts.password_change_required,
     })
 }
 
@@ -67,6 +71,21 @@ pub(crate) struct Authenticated {
     pub(crate) session: Option<String>,
     /// The root organization whose single sign-on issued the session.
     pub(crate) sso_org: Option<String>,
+    /// The organization the token says the user acts in by default.
+    pub(crate) active_org: Option<String>,
+    /// The account must change its password before anything else.
+    pub(crate) password_change_required: bool,
+}
+
+/// What an account that must change its password may still do.
+fn open_before_password_change(parts: &Parts) -> bool {
+    use axum::http::Method;
+    matches!(
+        (&parts.method, parts.uri.path()),
+        (&Method::GET, "/api/me")
+            | (&Method::PUT, "/api/me/password")
+            | (&Method::POST, "/api/auth/logout")
+    )
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -88,7 +107,15 @@ impl FromRequestParts<AppState> for Caller {
             personal_token,
             session,
             sso_org,
+            active_org,
+            password_change_required,
         } = authenticate(state, token, now).await?;
+        if password_change_required && !open_before_password_change(parts) {
+            return Err(crate::services::ServiceError::from(
+                crate::services::accounts::SignInRefusal::PasswordChangeRequired,
+            )
+            .into());
+        }
         if state.first_sight(&user_id) {
             crate::services::access::first_sight(&state.store, &user_id, email.as_deref(), now)
                 .await?;
@@ -115,9 +142,12 @@ impl FromRequestParts<AppState> for Caller {
             personal_token,
             session,
             sso_org,
+            // `x-org-id` wins for one request; else the organization the token
+            // carries as the user's active one.
             org_header: header(parts, "x-org-id")
                 .map(str::to_owned)
-                .filter(|s| !s.is_empty()),
+                .filter(|s| !s.is_empty())
+                .or(active_org),
         })
     }
 }

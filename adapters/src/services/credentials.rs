@@ -30,10 +30,7 @@ const ENDED: SignInRefusal =
 /// identity provider's, a development token), the token passes on its signature
 /// alone and its claim stands. Also answers the root organization whose single
 /// sign-on issued the session, if one did.
-pub async fn check_session(
-    state: &AppState,
-    claims: &Claims,
-) -> ServiceResult<(Option<String>, Option<String>)> {
+pub async fn check_session(state: &AppState, claims: &Claims) -> ServiceResult<SessionFacts> {
     let standing = state
         .kept
         .sessions
@@ -55,11 +52,29 @@ pub async fn check_session(
     if claims.sid.is_some() && standing.family_ended != Some(false) {
         return Err(ENDED.into());
     }
+    if standing.disabled {
+        return Err(SignInRefusal::AccountDisabled.into());
+    }
     let email = match standing.account {
         Some(_) => standing.verified_email.clone(),
         None => claims.email.clone(),
     };
-    Ok((email, standing.sso_org.clone()))
+    Ok(SessionFacts {
+        email,
+        sso_org: standing.sso_org.clone(),
+        password_change_required: standing.password_change_required,
+    })
+}
+
+/// What a checked session stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionFacts {
+    /// The address the caller may be taken to hold.
+    pub email: Option<String>,
+    /// The root organization whose single sign-on issued the session.
+    pub sso_org: Option<String>,
+    /// The account must change its password before anything else.
+    pub password_change_required: bool,
 }
 
 /// The root organization whose single sign-on issued a session (by its family),

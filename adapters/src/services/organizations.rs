@@ -155,7 +155,18 @@ pub async fn delete(
         ));
     }
     let store = &state.store;
-    let audit = lifecycle_events(state, caller, "org.soft_delete", org, json!({})).await?;
+    let mut audit = lifecycle_events(state, caller, "org.soft_delete", org, json!({})).await?;
+    // A super-admin's delete of an organization (the route allows no one else) is an
+    // administration action too, beside org.soft_delete in the system chain.
+    if let Some(system) = state.store.system_organization().await? {
+        audit.push(event_on(
+            caller,
+            "admin.org.delete",
+            (&system.id, None),
+            ("organization", &org.id),
+            json!({"name": org.name}),
+        ));
+    }
     store.delete_organization(&org.id, now, &audit).await?;
     // Cached rule sets carry the organization (and its teams): a deleted one must not
     // validate on.

@@ -41,9 +41,15 @@ pub struct AccountRecord {
     pub created_at: DateTime<Utc>,
     /// When it last changed.
     pub updated_at: DateTime<Utc>,
+    /// When a super-admin disabled it (it cannot sign in while disabled).
+    pub disabled_at: Option<DateTime<Utc>>,
+    /// It must change its password before anything else.
+    pub password_change_required: bool,
+    /// The organization its user acts in by default.
+    pub active_org_id: Option<String>,
 }
 
-fn account_from_row(row: &sqlx::any::AnyRow) -> StoreResult<AccountRecord> {
+pub(super) fn account_from_row(row: &sqlx::any::AnyRow) -> StoreResult<AccountRecord> {
     let d = Decoder::new(row, "accounts", &["user_id"]);
     Ok(AccountRecord {
         user_id: d.get("user_id")?,
@@ -60,10 +66,14 @@ fn account_from_row(row: &sqlx::any::AnyRow) -> StoreResult<AccountRecord> {
         super_admin: d.flag("super_admin")?,
         created_at: d.stamp("created_at")?,
         updated_at: d.stamp("updated_at")?,
+        disabled_at: d.opt_stamp("disabled_at")?,
+        password_change_required: d.flag("password_change_required")?,
+        active_org_id: d.get("active_org_id")?,
     })
 }
 
-const ACCOUNT: &str = "SELECT a.*, u.super_admin FROM accounts a JOIN users u ON u.id = a.user_id";
+pub(super) const ACCOUNT: &str =
+    "SELECT a.*, u.super_admin, u.active_org_id FROM accounts a JOIN users u ON u.id = a.user_id";
 
 /// A new account, with its first verification and the mail that carries it.
 #[derive(Debug, Clone)]
@@ -80,6 +90,9 @@ pub struct NewAccount<'a> {
     pub verified: bool,
     /// The super-admin flag (provisioning of a bootstrap identifier).
     pub super_admin: bool,
+    /// It must change its password before anything else (a password a super-admin
+    /// set).
+    pub password_change_required: bool,
 }
 
 /// An e-mail verification to record, and its mail.
@@ -109,6 +122,10 @@ pub struct SessionStanding {
     pub family_ended: Option<bool>,
     /// The root organization whose single sign-on issued the session.
     pub sso_org: Option<String>,
+    /// A super-admin disabled the account.
+    pub disabled: bool,
+    /// The account must change its password before anything else.
+    pub password_change_required: bool,
 }
 
 /// A mail to an account: its id, kind (`verify-email`, `security`), address and text.
@@ -245,8 +262,8 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         sqlx::query(&self.sql(
-            "INSERT INTO accounts (user_id, email, name, password_hash, email_verified_at, generation, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, 0, $6, $6)",
+            "INSERT INTO accounts (user_id, email, name, password_hash, email_verified_at, generation, created_at, updated_at, password_change_required)
+             VALUES ($1, $2, $3, $4, $5, 0, $6, $6, $7)",
         ))
         .bind(new.user_id)
         .bind(new.email)
@@ -254,6 +271,7 @@ impl Store {
         .bind(new.password_hash)
         .bind(new.verified.then(|| at.clone()))
         .bind(&at)
+        .bind(i64::from(new.password_change_required))
         .execute(&mut *tx)
         .await
         .map_err(|e| match StoreError::from(e) {
@@ -302,6 +320,7 @@ impl Store {
     pub async fn verify_email(
         &self,
         token_hash: &str,
+        password_hash: Option<&str>,
         now: DateTime<Utc>,
         audit: &(dyn Fn(&AccountRecord) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<Option<AccountRecord>> {
@@ -322,12 +341,15 @@ impl Store {
         let user_id: String = used.try_get("user_id")?;
         let email: String = used.try_get("email")?;
         let done = sqlx::query(&self.sql(
-            "UPDATE accounts SET email_verified_at = $3, updated_at = $3
+            "UPDATE accounts SET email_verified_at = $3, updated_at = $3,
+                password_hash = COALESCE($4, password_hash),
+                password_change_required = CASE WHEN $4 IS NULL THEN password_change_required ELSE 0 END
              WHERE user_id = $1 AND email = $2 AND deleted_at IS NULL",
         ))
         .bind(&user_id)
         .bind(&email)
         .bind(&at)
+        .bind(password_hash)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
@@ -343,6 +365,32 @@ impl Store {
         // What a token may claim changed (kept credentials follow it).
         self.facts_changed();
         Ok(Some(account))
+    }
+
+    /// The address an unused, unexpired verification is for, and whether its account
+    /// was invited (created by a super-admin, with no password of its own yet).
+    pub async fn pending_verification(
+        &self,
+        token_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<(String, bool)>> {
+        let row = sqlx::query(&self.sql(
+            "SELECT v.email, a.password_change_required, a.email_verified_at
+             FROM email_verifications v JOIN accounts a ON a.user_id = v.user_id
+             WHERE v.token_hash = $1 AND v.used_at IS NULL AND v.expires_at > $2
+               AND a.deleted_at IS NULL",
+        ))
+        .bind(token_hash)
+        .bind(stamp(now))
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|row| {
+            let d = Decoder::new(&row, "email_verifications", &[]);
+            let invited =
+                d.flag("password_change_required")? && d.opt_stamp("email_verified_at")?.is_none();
+            Ok((d.get("email")?, invited))
+        })
+        .transpose()
     }
 
     /// Changes an account's name and address; a new address is unverified and gets
@@ -423,6 +471,7 @@ impl Store {
         let done = sqlx::query(&self.sql(
             "UPDATE accounts SET generation = generation + 1, revoked_at = $2, updated_at = $2,
                 password_hash = COALESCE($3, password_hash),
+                password_change_required = CASE WHEN $3 IS NULL THEN password_change_required ELSE 0 END,
                 deleted_at = CASE WHEN $4 = 1 THEN $2 ELSE deleted_at END
              WHERE user_id = $1 AND deleted_at IS NULL",
         ))
@@ -567,28 +616,28 @@ impl Store {
         user_id: &str,
         family_id: Option<&str>,
     ) -> StoreResult<SessionStanding> {
-        let row = sqlx::query(
-            &self.sql("SELECT generation, revoked_at, deleted_at, email, email_verified_at FROM accounts WHERE user_id = $1"),
-        )
+        let row = sqlx::query(&self.sql(
+            "SELECT generation, revoked_at, deleted_at, email, email_verified_at, disabled_at,
+                password_change_required
+             FROM accounts WHERE user_id = $1",
+        ))
         .bind(user_id)
         .fetch_optional(self.pool())
         .await?;
-        let (account, verified_email) = match row {
-            Some(row) => {
-                let d = Decoder::new(&row, "accounts", &[]);
-                let verified = d.opt_stamp("email_verified_at")?.is_some();
-                let email: String = d.get("email")?;
-                (
-                    Some((
-                        d.get("generation")?,
-                        d.opt_stamp("revoked_at")?,
-                        d.opt_stamp("deleted_at")?.is_some(),
-                    )),
-                    verified.then_some(email),
-                )
-            }
-            None => (None, None),
-        };
+        let mut standing = SessionStanding::default();
+        if let Some(row) = &row {
+            let d = Decoder::new(row, "accounts", &[]);
+            let verified = d.opt_stamp("email_verified_at")?.is_some();
+            let email: String = d.get("email")?;
+            standing.account = Some((
+                d.get("generation")?,
+                d.opt_stamp("revoked_at")?,
+                d.opt_stamp("deleted_at")?.is_some(),
+            ));
+            standing.verified_email = verified.then_some(email);
+            standing.disabled = d.opt_stamp("disabled_at")?.is_some();
+            standing.password_change_required = d.flag("password_change_required")?;
+        }
         let family = match family_id {
             Some(id) => sqlx::query(&self.sql(
                 "SELECT revoked_at, sso_org_id FROM refresh_families WHERE id = $1 AND user_id = $2",
@@ -611,12 +660,9 @@ impl Store {
             Some((ended, sso)) => (Some(ended), sso),
             None => (None, None),
         };
-        Ok(SessionStanding {
-            account,
-            verified_email,
-            family_ended,
-            sso_org,
-        })
+        standing.family_ended = family_ended;
+        standing.sso_org = sso_org;
+        Ok(standing)
     }
 
     /// Records a personal access token, with the audit events, in one transaction.

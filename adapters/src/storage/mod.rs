@@ -7,6 +7,7 @@
 
 mod access;
 mod accounts;
+mod admin;
 mod announcements;
 mod audit;
 mod billing;
@@ -59,6 +60,7 @@ pub use accounts::{
     AccountMail, AccountRecord, NewAccount, NewAccountMail, PersonalTokenRecord, SessionStanding,
     Verification,
 };
+pub use admin::{AccountFilter, AccountState, AdminAccountRow, UserMembership};
 pub use announcements::{AnnouncementFields, AnnouncementRecord, Reader};
 pub use audit::AuditFilter;
 pub use billing::SubscriptionRecord;

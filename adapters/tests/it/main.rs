@@ -13,6 +13,7 @@
     clippy::indexing_slicing
 )]
 
+mod administration;
 mod audit;
 mod authority;
 mod billing;

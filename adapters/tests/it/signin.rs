@@ -7,15 +7,15 @@ use sqlx::Row;
 
 use super::*;
 
-const PASSWORD: &str = "correct horse battery";
+pub(crate) const PASSWORD: &str = "correct horse battery";
 
 /// A public call (the routes take no token; the header `call` sends is ignored).
-async fn public(app: &TestApp, path: &str, body: Value) -> (StatusCode, Value) {
+pub(crate) async fn public(app: &TestApp, path: &str, body: Value) -> (StatusCode, Value) {
     app.call("POST", path, "unused", None, Some(body)).await
 }
 
 /// One text from the test database.
-async fn text(app: &TestApp, query: &str) -> Option<String> {
+pub(crate) async fn text(app: &TestApp, query: &str) -> Option<String> {
     sqlx::query(query)
         .fetch_optional(adapters::storage::pool_for_tests(&app.store))
         .await
@@ -28,7 +28,7 @@ async fn text(app: &TestApp, query: &str) -> Option<String> {
 }
 
 /// One number from the test database.
-async fn number(app: &TestApp, query: &str) -> i64 {
+pub(crate) async fn number(app: &TestApp, query: &str) -> i64 {
     sqlx::query(query)
         .fetch_one(adapters::storage::pool_for_tests(&app.store))
         .await
@@ -37,7 +37,7 @@ async fn number(app: &TestApp, query: &str) -> i64 {
         .unwrap()
 }
 
-async fn register(app: &TestApp, email: &str) -> String {
+pub(crate) async fn register(app: &TestApp, email: &str) -> String {
     let (status, body) = public(
         app,
         "/api/auth/register",
@@ -51,7 +51,7 @@ async fn register(app: &TestApp, email: &str) -> String {
 
 /// The token of the latest verification link mailed to `email` (read from the
 /// outgoing mail, as the receiver would).
-async fn link_token(app: &TestApp, email: &str) -> String {
+pub(crate) async fn link_token(app: &TestApp, email: &str) -> String {
     let body = text(
         app,
         &format!(
@@ -63,7 +63,7 @@ async fn link_token(app: &TestApp, email: &str) -> String {
     token_in(&body)
 }
 
-fn token_in(mail: &str) -> String {
+pub(crate) fn token_in(mail: &str) -> String {
     let start = mail.find("token=").expect("no link in the mail") + "token=".len();
     mail[start..]
         .chars()
@@ -71,14 +71,14 @@ fn token_in(mail: &str) -> String {
         .collect()
 }
 
-async fn verify(app: &TestApp, email: &str) {
+pub(crate) async fn verify(app: &TestApp, email: &str) {
     let token = link_token(app, email).await;
     let (status, body) = public(app, "/api/auth/verify-email", json!({"token": token})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["emailVerified"], true);
 }
 
-async fn login_as(app: &TestApp, email: &str, password: &str) -> (StatusCode, Value) {
+pub(crate) async fn login_as(app: &TestApp, email: &str, password: &str) -> (StatusCode, Value) {
     public(
         app,
         "/api/auth/login",
@@ -88,7 +88,7 @@ async fn login_as(app: &TestApp, email: &str, password: &str) -> (StatusCode, Va
 }
 
 /// A signed-in session: (access token, refresh token).
-async fn session(app: &TestApp, email: &str) -> (String, String) {
+pub(crate) async fn session(app: &TestApp, email: &str) -> (String, String) {
     let (status, body) = login_as(app, email, PASSWORD).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["tokenType"], "Bearer");
@@ -99,11 +99,11 @@ async fn session(app: &TestApp, email: &str) -> (String, String) {
     )
 }
 
-async fn refresh(app: &TestApp, token: &str) -> (StatusCode, Value) {
+pub(crate) async fn refresh(app: &TestApp, token: &str) -> (StatusCode, Value) {
     public(app, "/api/auth/refresh", json!({"refreshToken": token})).await
 }
 
-async fn me_status(app: &TestApp, access: &str) -> StatusCode {
+pub(crate) async fn me_status(app: &TestApp, access: &str) -> StatusCode {
     app.call("GET", "/api/me", access, None, None).await.0
 }
 

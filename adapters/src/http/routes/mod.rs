@@ -27,6 +27,7 @@ use crate::http::{
 };
 
 mod accounts;
+mod admin_area;
 mod analytics;
 mod governance;
 mod inbox;
@@ -264,6 +265,13 @@ impl Route {
         self
     }
 
+    /// A success answered as YAML.
+    fn yaml(mut self) -> Self {
+        self.ok = (200, json!({"type": "string"}));
+        self.media = "application/yaml";
+        self
+    }
+
     fn text(mut self) -> Self {
         self.ok = (200, json!({"type": "string"}));
         self.media = "text/plain";
@@ -291,6 +299,7 @@ pub fn routes() -> Vec<Route> {
         operational::routes(),
         sessions::routes(),
         orgs::routes(),
+        admin_area::routes(),
         trail::routes(),
         governance::routes(),
         inbox::routes(),

@@ -159,16 +159,7 @@ pub(super) fn routes() -> Vec<Route> {
         post("/api/invitation/{id}/accept", "acceptInvitation", Access::User, invitations::accept)
             .doc("Accept an invitation as its invitee (the token's e-mail; anyone else's is 404): the caller joins with the invited role, within the account's seats (429 QUOTA_EXCEEDED beyond them); 409 once it is no longer pending (audit invitation.accept)")
             .answers::<members::Member>(201),
-        // Platform administration.
-        get("/api/admin/super-admins", "listSuperAdmins", Access::SuperAdmin { step_up: false }, admin::list)
-            .doc("The super-admins")
-            .answers::<admin::SuperAdmins>(200),
-        put("/api/admin/super-admins/{userId}", "grantSuperAdmin", Access::SuperAdmin { step_up: true }, admin::grant)
-            .doc("Make a user a super-admin")
-            .answers::<admin::SuperAdmin>(200),
-        delete("/api/admin/super-admins/{userId}", "revokeSuperAdmin", Access::SuperAdmin { step_up: true }, admin::revoke)
-            .doc("Revoke a super-admin (never the last one)")
-            .answers::<admin::SuperAdmin>(200),
+        // Platform administration of an organization's sign-in and keys.
         get("/api/admin/organizations/{id}/idp", "adminListIdentityProviders", org_path(tenancy::Access::SuperAdmin), sso::admin_list)
             .doc("A root organization's identity-provider configurations, as a super-admin sees them")
             .answers_list::<sso::IdentityProvider>(200),

@@ -43,8 +43,12 @@ pub(super) fn routes() -> Vec<Route> {
             .body_of::<signin::StepUp>()
             .answers::<StepUpProof>(200),
         get("/api/me", "me", Access::User, signin::me)
-            .doc("The caller's account (404 for a user who signs in elsewhere)")
-            .answers::<Account>(200),
+            .doc("The caller's account (404 for a user who signs in elsewhere), with the features it has in the organization it acts in (`x-org-id`, else its active organization): the tier's and bundles', less those a flag of the user's own took away, and the preview features opened for it")
+            .answers::<crate::services::accounts::Me>(200),
+        put("/api/me/active-organization", "switchOrganization", Access::User, signin::switch_organization)
+            .doc("Record the organization the caller acts in by default (it must stand in it; else 403 TENANT_FORBIDDEN): access tokens minted afterwards (sign-in, refresh, the console's) carry it, and a request without `x-org-id` acts in it; `x-org-id` still wins for one request (audit org.switch)")
+            .body_of::<signin::ActiveOrganization>()
+            .answers::<signin::ActiveOrganization>(200),
         put("/api/me", "updateMe", Access::User, signin::update_me)
             .doc("Change the caller's name or e-mail (a new e-mail is unverified, and a link goes to it; audit user.profile.update)")
             .body_of::<signin::UpdateMe>()

@@ -70,6 +70,13 @@ pub enum SignInRefusal {
     /// `FORBIDDEN`).
     #[error("a personal access token cannot do this: sign in")]
     SessionRequired,
+    /// A super-admin disabled the account (403 `ACCOUNT_DISABLED`).
+    #[error("the account is disabled: ask the platform's administrators")]
+    AccountDisabled,
+    /// The account must change its password first (403 `PASSWORD_CHANGE_REQUIRED`):
+    /// only `PUT /api/me/password`, `GET /api/me` and sign-out are open.
+    #[error("the password must be changed first: PUT /api/me/password")]
+    PasswordChangeRequired,
 }
 
 impl From<SignInRefusal> for ServiceError {
@@ -98,6 +105,26 @@ pub struct Account {
     pub created_at: DateTime<Utc>,
     /// When it last changed.
     pub updated_at: DateTime<Utc>,
+    /// The organization the user acts in by default (`PUT /api/me/active-organization`).
+    pub active_org_id: Option<String>,
+    /// The password must be changed before anything else (`PUT /api/me/password`).
+    pub password_change_required: bool,
+}
+
+/// The caller's account and the features it has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Me {
+    /// The account.
+    #[serde(flatten)]
+    pub account: Account,
+    /// The features the user has in `featuresOrgId` (its tier's and bundles', less
+    /// those a flag of the user's own took away), and the preview features opened
+    /// for the user; sorted.
+    pub features: Vec<&'static str>,
+    /// The organization `features` are of: `x-org-id`, else the active
+    /// organization, when the user stands in it.
+    pub features_org_id: Option<String>,
 }
 
 impl From<AccountRecord> for Account {
@@ -111,6 +138,8 @@ impl From<AccountRecord> for Account {
             totp_enabled: a.totp_secret.is_some(),
             created_at: a.created_at,
             updated_at: a.updated_at,
+            active_org_id: a.active_org_id,
+            password_change_required: a.password_change_required,
         }
     }
 }
@@ -154,7 +183,7 @@ pub fn normalize_email(field: &'static str, email: &str) -> ServiceResult<String
     }
 }
 
-fn weak(field: &'static str, error: SignInError) -> ServiceError {
+pub(crate) fn weak(field: &'static str, error: SignInError) -> ServiceError {
     match error {
         SignInError::WeakPassword(why) => ServiceError::invalid(field, why),
         other => ServiceError::Broken(other.to_string()),
@@ -166,7 +195,7 @@ fn weak(field: &'static str, error: SignInError) -> ServiceError {
 /// costs what checking an account's does.
 const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$WlpaWlpaWlpaWlpaWlpaWg$jXmRu67zh92772pttDmVFpGWYPvTMOgeBvSrR24qCjs";
 
-async fn hash_password(state: &AppState, password: String) -> ServiceResult<String> {
+pub(crate) async fn hash_password(state: &AppState, password: String) -> ServiceResult<String> {
     let salt = random::<16>()?;
     state
         .passwords
@@ -240,10 +269,20 @@ fn caller_event(
     )
 }
 
+/// Why a verification mail is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MailReason {
+    /// The address was registered (or changed) by its holder.
+    Registration,
+    /// A super-admin created the account: the link also sets its first password.
+    Invitation,
+}
+
 /// A verification to record: the hash of its link's token, its mail (id, subject,
 /// text with the link) and its expiry.
-fn verification(
+pub(crate) fn verification(
     state: &AppState,
+    reason: MailReason,
     now: DateTime<Utc>,
 ) -> ServiceResult<(String, String, String, String, DateTime<Utc>)> {
     let token = opaque("cev_")?;
@@ -252,20 +291,25 @@ fn verification(
         "{}/console/verify-email?token={token}",
         state.config.signin.public_url
     );
-    let body = format!(
-        "Someone (we hope you) registered this address for an account.\n\nTo verify it, open:\n{link}\n\nOr send POST /api/auth/verify-email with {{\"token\": \"{token}\"}}.\n\nThe link works once, for {} hours. If this was not you, ignore this message.\n",
-        state.config.signin.verification_lifetime.as_secs() / 3600
-    );
+    let hours = state.config.signin.verification_lifetime.as_secs() / 3600;
+    let (subject, body) = match reason {
+        MailReason::Registration => (
+            "Verify your e-mail address",
+            format!(
+                "Someone (we hope you) registered this address for an account.\n\nTo verify it, open:\n{link}\n\nOr send POST /api/auth/verify-email with {{\"token\": \"{token}\"}}.\n\nThe link works once, for {hours} hours. If this was not you, ignore this message.\n"
+            ),
+        ),
+        MailReason::Invitation => (
+            "You are invited: choose your password",
+            format!(
+                "An administrator of the platform created an account for this address.\n\nTo accept, open this link and choose your password:\n{link}\n\nOr send POST /api/auth/verify-email with {{\"token\": \"{token}\", \"password\": \"...\"}}.\n\nThe link works once, for {hours} hours. If you did not expect this, ignore this message.\n"
+            ),
+        ),
+    };
     let expires = now
         + chrono::Duration::from_std(state.config.signin.verification_lifetime)
             .unwrap_or(chrono::Duration::hours(24));
-    Ok((
-        hash,
-        crate::new_id(),
-        "Verify your e-mail address".to_owned(),
-        body,
-        expires,
-    ))
+    Ok((hash, crate::new_id(), subject.to_owned(), body, expires))
 }
 
 /// Registers an account. An address taken by a live account is 409.
@@ -288,7 +332,8 @@ pub async fn register(
     }
     let hash = hash_password(state, password).await?;
     let user_id = crate::new_id();
-    let (token_hash, mail_id, subject, body, expires_at) = verification(state, now)?;
+    let (token_hash, mail_id, subject, body, expires_at) =
+        verification(state, MailReason::Registration, now)?;
     let verify = Verification {
         token_hash: &token_hash,
         email: &email,
@@ -312,6 +357,7 @@ pub async fn register(
                 password_hash: &hash,
                 verified: false,
                 super_admin: false,
+                password_change_required: false,
             },
             Some(&verify),
             now,
@@ -321,29 +367,76 @@ pub async fn register(
     Ok(account.into())
 }
 
-/// Uses an e-mail verification link's token.
+/// Uses an e-mail verification link's token. An invited account (created by a
+/// super-admin without a password) chooses its password here: `password` is
+/// required for it, and checked as a registration's is; for any other account a
+/// given password replaces the one it has.
 pub async fn verify_email(
     state: &AppState,
     token: &str,
+    password: Option<String>,
     now: DateTime<Utc>,
 ) -> ServiceResult<Account> {
+    const INVALID: SignInRefusal = SignInRefusal::InvalidToken(
+        "the verification link is not valid, was used already, or has expired",
+    );
     let hash = token_hash(token.trim());
+    let (email, invited) = state
+        .store
+        .pending_verification(&hash, now)
+        .await?
+        .ok_or(INVALID)?;
+    let password_hash = match password {
+        Some(password) => {
+            tenancy::check_password(&password, &email).map_err(|e| weak("password", e))?;
+            Some(hash_password(state, password).await?)
+        }
+        None if invited => {
+            return Err(ServiceError::invalid(
+                "password",
+                "the account was created for you: choose its password to accept",
+            ))
+        }
+        None => None,
+    };
     let account = state
         .store
-        .verify_email(&hash, now, &|account| {
+        .verify_email(&hash, password_hash.as_deref(), now, &|account| {
             vec![user_event(
                 "user.email.verified",
                 (&account.user_id, Some(&account.email)),
                 &account.user_id,
-                json!({}),
+                json!({"passwordSet": password_hash.is_some()}),
                 "success",
             )]
         })
         .await?
-        .ok_or(SignInRefusal::InvalidToken(
-            "the verification link is not valid, was used already, or has expired",
-        ))?;
+        .ok_or(INVALID)?;
     Ok(account.into())
+}
+
+/// Records the organization the caller acts in by default (it must stand in it):
+/// access tokens minted afterwards carry it, and requests without `x-org-id` act in
+/// it. Audited `org.switch` in that organization's chain.
+pub async fn switch_organization(
+    state: &AppState,
+    caller: &Caller,
+    org_id: &str,
+) -> ServiceResult<()> {
+    check_standing(state, org_id, &caller.user_id).await?;
+    let event = crate::services::context::event(
+        caller,
+        "org.switch",
+        org_id,
+        "organization",
+        org_id,
+        json!({}),
+    );
+    state
+        .store
+        .set_active_organization(&caller.user_id, org_id, &[event])
+        .await?;
+    Ok(())
 }
 
 /// Checks that the user stands in `org_id` (a member, a manager of the team, or a
@@ -491,9 +584,29 @@ fn fresh_step_up(state: &AppState, caller: &Caller, now: DateTime<Utc>) -> Servi
     Ok(())
 }
 
-/// The caller's account.
-pub async fn me(state: &AppState, caller: &Caller) -> ServiceResult<Account> {
-    Ok(own_account(state, caller).await?.into())
+/// The caller's account, with its effective features.
+pub async fn me(state: &AppState, caller: &Caller) -> ServiceResult<Me> {
+    let account: Account = own_account(state, caller).await?.into();
+    let flags = crate::services::admin::features::flags(state, &caller.user_id).await?;
+    let mut org_features = std::collections::BTreeSet::new();
+    let mut features_org_id = None;
+    if let Some(org_id) = &caller.org_header {
+        // An organization the user no longer stands in (or that is gone) lists no
+        // features of its own; it is not an error here.
+        if check_standing(state, org_id, &caller.user_id).await.is_ok() {
+            if let Some(org) = state.store.organization(org_id).await? {
+                let root = crate::services::entitlement::root_of(state, &org).await?;
+                let current = crate::services::entitlement::current(state, &root).await?;
+                org_features = crate::services::entitlement::entitlement(state, &current).features;
+                features_org_id = Some(org.id);
+            }
+        }
+    }
+    Ok(Me {
+        account,
+        features: entitlements::effective_user_features(&org_features, &flags),
+        features_org_id,
+    })
 }
 
 /// Changes the caller's name and e-mail (a new e-mail is verified again).
@@ -509,7 +622,7 @@ pub async fn update_me(
     let email = email.map(|e| normalize_email("email", e)).transpose()?;
     let email = email.filter(|e| *e != account.email);
     let pending = match &email {
-        Some(_) => Some(verification(state, now)?),
+        Some(_) => Some(verification(state, MailReason::Registration, now)?),
         None => None,
     };
     let verify = match (&email, &pending) {
@@ -642,6 +755,7 @@ pub async fn provision(
                 password_hash: &hash,
                 verified: true,
                 super_admin: true,
+                password_change_required: false,
             },
             None,
             now,

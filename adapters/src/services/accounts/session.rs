@@ -57,6 +57,7 @@ pub(crate) async fn tokens_for(
     let mut claims = Claims::user(&account.user_id, email, now, ttl);
     claims.gen = Some(account.generation);
     claims.sid = Some(family_id.to_owned());
+    claims.org = account.active_org_id.clone();
     let token = state
         .keys
         .sign(&claims)
@@ -71,6 +72,10 @@ pub(crate) fn new_family(
     org_id: Option<&str>,
     now: DateTime<Utc>,
 ) -> ServiceResult<(FamilyRecord, String)> {
+    // Every way into a session (a password, single sign-on) comes through here.
+    if account.disabled_at.is_some() {
+        return Err(SignInRefusal::AccountDisabled.into());
+    }
     let family = FamilyRecord {
         id: crate::new_id(),
         user_id: account.user_id.clone(),

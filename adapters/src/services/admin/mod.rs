@@ -1,6 +1,12 @@
-//! Platform administration: who is a super-admin. tenancy decides whether a change
-//! may be made (a super-admin with a fresh step-up; never the last one); the change
-//! is audited in the system organization's chain, in the same transaction.
+//! Platform administration. Here: who is a super-admin (tenancy decides whether a
+//! change may be made: a super-admin with a fresh step-up; never the last one; the
+//! change is audited in the system organization's chain, in the same transaction).
+//! Accounts, a user's own features and an organization's build namespace have
+//! modules of their own.
+
+pub mod features;
+pub mod namespace;
+pub mod users;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;

@@ -1,0 +1,21 @@
+-- Platform administration (issue 54).
+
+-- The organization a user acts in by default (PUT /api/me/active-organization):
+-- access tokens minted afterwards carry it; `x-org-id` still wins for one request.
+ALTER TABLE users ADD COLUMN active_org_id TEXT;
+
+-- An account a super-admin disabled (it cannot sign in; its sessions and tokens
+-- ended when it was), and one that must change its password before anything else
+-- (created with a password set by a super-admin).
+ALTER TABLE accounts ADD COLUMN disabled_at TEXT;
+ALTER TABLE accounts ADD COLUMN password_change_required BIGINT NOT NULL DEFAULT 0;
+
+-- A user's own feature flags, from the fixed catalog: `enabled` 0 takes a feature
+-- away from the user, 1 opens a preview feature.
+CREATE TABLE user_features (
+    user_id TEXT NOT NULL,
+    feature TEXT NOT NULL,
+    enabled BIGINT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, feature)
+);

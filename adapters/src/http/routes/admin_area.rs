@@ -1,0 +1,45 @@
+//! The routes of one area: platform administration (super-admins, accounts, a
+//! user's own features, an organization's build namespace).
+
+use super::*;
+
+/// The area's routes.
+pub(super) fn routes() -> Vec<Route> {
+    vec![
+        get("/api/admin/super-admins", "listSuperAdmins", Access::SuperAdmin { step_up: false }, admin::list)
+            .doc("The super-admins")
+            .answers::<admin::SuperAdmins>(200),
+        put("/api/admin/super-admins/{userId}", "grantSuperAdmin", Access::SuperAdmin { step_up: true }, admin::grant)
+            .doc("Make a user a super-admin")
+            .answers::<admin::SuperAdmin>(200),
+        delete("/api/admin/super-admins/{userId}", "revokeSuperAdmin", Access::SuperAdmin { step_up: true }, admin::revoke)
+            .doc("Revoke a super-admin (never the last one)")
+            .answers::<admin::SuperAdmin>(200),
+        get("/api/admin/users", "adminListUsers", Access::SuperAdmin { step_up: false }, admin::users)
+            .doc("Accounts, newest first: `email` (a part of it), `state` (active, unverified, disabled, deleted), `orgId` (its members)")
+            .query_of::<admin::UserQuery>()
+            .paged(&["createdAt"])
+            .pages::<crate::services::admin::users::AdminUser>("users"),
+        post("/api/admin/users", "adminCreateUser", Access::SuperAdmin { step_up: false }, admin::create_user)
+            .doc("Create an account: with `password`, verified and bound to change it at first sign-in (until then every request but GET /api/me, PUT /api/me/password and logout is 403 PASSWORD_CHANGE_REQUIRED); without, unverified, with an invitation by e-mail whose link sets the password (POST /api/auth/verify-email with `password`). An address a live account holds: 409 (audit admin.user.create)")
+            .body_of::<admin::CreateUser>()
+            .answers::<crate::services::admin::users::AdminUser>(201),
+        patch("/api/admin/users/{userId}", "adminUpdateUser", Access::SuperAdmin { step_up: false }, admin::update_user)
+            .doc("Change an account's e-mail or name, disable it (its sessions, console sessions and personal access tokens end at once on every replica; signing in answers 403 ACCOUNT_DISABLED) or enable it. Never one's own account nor a super-admin's (409) (audit admin.user.update, in the system chain and in each organization the account belongs to)")
+            .body_of::<admin::UpdateUser>()
+            .answers::<crate::services::admin::users::AdminUser>(200),
+        delete("/api/admin/users/{userId}", "adminDeleteUser", Access::SuperAdmin { step_up: true }, admin::delete_user)
+            .doc("Delete an account: its memberships end, its sessions and tokens end, its personal data is erased and its id stays as a ghost for what it made and the audit chain. The Owner of an organization (409 naming it), a super-admin and oneself cannot be deleted (audit admin.user.delete, in the system chain and in each organization the account belonged to)")
+            .answers::<Deleted>(200),
+        get("/api/admin/users/{userId}/features", "adminUserFeatures", Access::SuperAdmin { step_up: false }, admin::user_features)
+            .doc("A user's own feature flags")
+            .answers::<admin::UserFeatures>(200),
+        put("/api/admin/users/{userId}/features", "adminSetUserFeatures", Access::SuperAdmin { step_up: false }, admin::set_user_features)
+            .doc("Replace a user's own feature flags, from the catalog (the tier features and the preview features `alerts`, `dashboards`; another name is 400): `false` takes a tier feature away from the user (403 FEATURE_NOT_AVAILABLE on its routes), `true` opens a preview feature, and never opens a tier feature the organization lacks (audit admin.user.features.update with the old and new flags)")
+            .body_of::<admin::UserFeatures>()
+            .answers::<admin::UserFeatures>(200),
+        get("/api/admin/organizations/{id}/namespace", "adminRenderNamespace", org_path(tenancy::Access::SuperAdmin), admin::namespace)
+            .doc("The Kubernetes objects the build system applies for the organization, as one YAML stream: its Namespace, a ResourceQuota and a LimitRange from its tier and limits, a default-deny NetworkPolicy that lets builds reach the image registry only, and a ServiceAccount. The same inputs give the same bytes; their SHA-256 is in `X-Content-SHA256` and the `ETag` (audit admin.org.namespace.render)")
+            .yaml(),
+    ]
+}

@@ -1,0 +1,99 @@
+//! A user's own feature flags (`PUT /api/admin/users/{id}/features`): from the
+//! catalog `entitlements` fixes, a flag takes a tier feature away from the user or
+//! opens a preview feature; it never opens a tier feature the organization lacks
+//! (the crate decides). Kept per replica and followed on every replica within a
+//! second (the trigger of migration 0026).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use entitlements::{Feature, UserFlags};
+use serde_json::json;
+
+use super::users::admin_events;
+use crate::services::context::{AppState, Caller};
+use crate::services::{ServiceError, ServiceResult};
+
+/// A user's flags as stored, checked against the catalog: a stored name the
+/// catalog no longer has is an error (fail closed), never a silent pass.
+pub async fn flags(state: &AppState, user_id: &str) -> ServiceResult<Arc<UserFlags>> {
+    let stored = state
+        .kept
+        .user_flags
+        .get_or_load(
+            &state.store,
+            user_id.to_owned(),
+            |_| true,
+            state.store.user_features(user_id),
+        )
+        .await?;
+    let flags = entitlements::check_user_flags(stored.iter())
+        .map_err(|e| ServiceError::Broken(format!("user {user_id}: stored feature flag: {e}")))?;
+    Ok(Arc::new(flags))
+}
+
+/// Refuses a tier feature a flag took away from the user (403
+/// `FEATURE_NOT_AVAILABLE`, as a tier without it is).
+pub async fn require_user_feature(
+    state: &AppState,
+    user_id: &str,
+    feature: Feature,
+    tier: entitlements::Tier,
+) -> ServiceResult<()> {
+    if entitlements::user_keeps(&*flags(state, user_id).await?, feature) {
+        Ok(())
+    } else {
+        Err(ServiceError::FeatureNotAvailable { feature, tier })
+    }
+}
+
+/// Replaces a user's flags (by name) and answers them. An unknown name is 400 and
+/// changes nothing. Audited `admin.user.features.update` with the old and the new
+/// flags, in the system chain and in each organization the user belongs to.
+pub async fn set(
+    state: &AppState,
+    caller: &Caller,
+    user_id: &str,
+    wanted: &BTreeMap<String, bool>,
+    now: DateTime<Utc>,
+) -> ServiceResult<BTreeMap<String, bool>> {
+    let checked = entitlements::check_user_flags(
+        wanted
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect::<Vec<_>>()
+            .iter(),
+    )
+    .map_err(|e| ServiceError::invalid("features", e.to_string()))?;
+    state
+        .store
+        .account(user_id)
+        .await?
+        .filter(|a| a.deleted_at.is_none())
+        .ok_or(ServiceError::NotFound("user".into()))?;
+    let old: BTreeMap<String, bool> = state
+        .store
+        .user_features(user_id)
+        .await?
+        .into_iter()
+        .collect();
+    let new: BTreeMap<String, bool> = checked
+        .iter()
+        .map(|(flag, on)| (flag.name().to_owned(), *on))
+        .collect();
+    let audit = admin_events(
+        state,
+        caller,
+        "admin.user.features.update",
+        user_id,
+        json!({"old": old, "new": new}),
+    )
+    .await?;
+    let rows: Vec<(&str, bool)> = checked.iter().map(|(f, on)| (f.name(), *on)).collect();
+    state
+        .store
+        .set_user_features(user_id, &rows, now, &audit)
+        .await?;
+    Ok(new)
+}

@@ -1,0 +1,837 @@
+//! Platform administration (issue 54): accounts, a user's own features, the active
+//! organization, the build namespace and a super-admin's delete of an
+//! organization, on both backends; each refusal, and the audit events in the chains
+//! of the organizations affected.
+
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+
+use super::signin::{
+    link_token, login_as, me_status, public, refresh, register, session, PASSWORD,
+};
+use super::*;
+
+/// The events of `action` chained in `chain` (an organization's id).
+async fn in_chain(app: &TestApp, action: &str, chain: &str) -> Vec<SealedEvent> {
+    app.audited(action)
+        .await
+        .into_iter()
+        .filter(|e| e.chain_key == chain)
+        .collect()
+}
+
+/// A root organization owned by the registered account `access` signs in as.
+async fn org_of(app: &TestApp, access: &str, name: &str) -> String {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            access,
+            None,
+            Some(json!({"name": name})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["data"]["id"].as_str().unwrap().to_owned()
+}
+
+/// The id of the account of `email`, from the administration list.
+async fn answer_id(app: &TestApp, root: &str, email: &str) -> String {
+    let (status, answer) = app
+        .call(
+            "GET",
+            &format!("/api/admin/users?email={email}"),
+            root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    answer["users"][0]["userId"].as_str().unwrap().to_owned()
+}
+
+/// A session of `email` with `password`: (access token, refresh token).
+async fn signed_in(app: &TestApp, email: &str, password: &str) -> (String, String) {
+    let (status, answer) = login_as(app, email, password).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    (
+        answer["data"]["accessToken"].as_str().unwrap().to_owned(),
+        answer["data"]["refreshToken"].as_str().unwrap().to_owned(),
+    )
+}
+
+async fn add_member(app: &TestApp, owner: &str, org: &str, user_id: &str) {
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{org}/members"),
+            owner,
+            None,
+            Some(json!({"userId": user_id})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
+    let (system, root) = app.system().await;
+    let alice_id = register(app, "alice@example.com").await;
+    let (alice, _) = session(app, "alice@example.com").await;
+    let acme = org_of(app, &alice, "acme").await;
+
+    // Only a super-admin.
+    for (method, path, body) in [
+        ("GET", "/api/admin/users".to_owned(), None),
+        (
+            "POST",
+            "/api/admin/users".to_owned(),
+            Some(json!({"email": "x@example.com"})),
+        ),
+        (
+            "PATCH",
+            format!("/api/admin/users/{alice_id}"),
+            Some(json!({"disabled": true})),
+        ),
+    ] {
+        let (status, answer) = app.call(method, &path, &alice, None, body).await;
+        assert_eq!(code(status, &answer), "FORBIDDEN", "{method} {path}");
+    }
+
+    // Bad input changes nothing.
+    for (body, field) in [
+        (json!({"email": "not-an-address"}), "email"),
+        (
+            json!({"email": "b@example.com", "password": "short"}),
+            "password",
+        ),
+        (
+            json!({"email": "b@example.com", "password": "b@example.com"}),
+            "password",
+        ),
+        (
+            json!({"email": "b@example.com", "name": "x".repeat(201)}),
+            "name",
+        ),
+    ] {
+        let (status, answer) = app
+            .call("POST", "/api/admin/users", &root, None, Some(body.clone()))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
+        assert_eq!(answer["details"]["field"], field, "{answer}");
+    }
+    let (status, answer) = app
+        .call(
+            "POST",
+            "/api/admin/users",
+            &root,
+            None,
+            Some(json!({"email": "b@example.com", "superAdmin": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    let (status, answer) = app
+        .call("GET", "/api/admin/users?state=frozen", &root, None, None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    let (status, answer) = app
+        .call(
+            "POST",
+            "/api/admin/users",
+            &root,
+            None,
+            Some(json!({"email": "ALICE@example.com", "password": PASSWORD})),
+        )
+        .await;
+    assert_eq!(code(status, &answer), "CONFLICT", "{answer}");
+
+    // With a password: verified, and bound to change it first.
+    let (status, answer) = app
+        .call(
+            "POST",
+            "/api/admin/users",
+            &root,
+            None,
+            Some(json!({"email": "Bob@Example.com", "password": PASSWORD, "name": "Bob"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["data"]["email"], "bob@example.com");
+    assert_eq!(answer["data"]["state"], "active");
+    assert_eq!(answer["data"]["passwordChangeRequired"], true);
+    let bob_id = answer["data"]["userId"].as_str().unwrap().to_owned();
+    let (bob, _) = session(app, "bob@example.com").await;
+    let (status, answer) = app
+        .call("GET", "/api/me/organizations", &bob, None, None)
+        .await;
+    assert_eq!(
+        code(status, &answer),
+        "PASSWORD_CHANGE_REQUIRED",
+        "{answer}"
+    );
+    let (status, answer) = app.call("GET", "/api/me", &bob, None, None).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["data"]["passwordChangeRequired"], true);
+    let (status, answer) = app
+        .call(
+            "PUT",
+            "/api/me/password",
+            &bob,
+            None,
+            Some(json!({"currentPassword": PASSWORD, "newPassword": "a brand new secret"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let bob = answer["data"]["accessToken"].as_str().unwrap().to_owned();
+    let (status, answer) = app
+        .call("GET", "/api/me/organizations", &bob, None, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+
+    // Without a password: an invitation, whose link sets it.
+    let (status, answer) = app
+        .call(
+            "POST",
+            "/api/admin/users",
+            &root,
+            None,
+            Some(json!({"email": "carol@example.com"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["data"]["state"], "unverified");
+    let token = link_token(app, "carol@example.com").await;
+    let (status, answer) = login_as(app, "carol@example.com", PASSWORD).await;
+    assert_eq!(code(status, &answer), "INVALID_CREDENTIALS");
+    let (status, answer) = public(app, "/api/auth/verify-email", json!({"token": token})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["details"]["field"], "password");
+    let (status, answer) = public(
+        app,
+        "/api/auth/verify-email",
+        json!({"token": token, "password": "carol's own secret"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["data"]["passwordChangeRequired"], false);
+    let (status, answer) = login_as(app, "carol@example.com", "carol's own secret").await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+
+    // The list: searched, filtered, paged.
+    add_member(app, &alice, &acme, &bob_id).await;
+    let (status, answer) = app
+        .call(
+            "GET",
+            "/api/admin/users?email=BO&limit=5",
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["pagination"]["total"], 1, "{answer}");
+    assert_eq!(answer["users"][0]["userId"], bob_id.as_str());
+    assert_eq!(answer["users"][0]["organizations"], 1);
+    let (_, answer) = app
+        .call(
+            "GET",
+            &format!("/api/admin/users?orgId={acme}"),
+            &root,
+            None,
+            None,
+        )
+        .await;
+    let members: Vec<&str> = answer["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["userId"].as_str().unwrap())
+        .collect();
+    assert_eq!(members.len(), 2, "{answer}");
+    assert!(members.contains(&bob_id.as_str()) && members.contains(&alice_id.as_str()));
+    let (_, answer) = app
+        .call("GET", "/api/admin/users?email=%25", &root, None, None)
+        .await;
+    assert_eq!(
+        answer["pagination"]["total"], 0,
+        "a wildcard is taken literally: {answer}"
+    );
+    let (_, answer) = app
+        .call(
+            "GET",
+            "/api/admin/users?limit=1&offset=1",
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(answer["users"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        answer["pagination"]["total"], 3,
+        "alice, bob, carol: {answer}"
+    );
+
+    // Disabled: every session, token and sign-in ends at once.
+    let soon = (Utc::now() + chrono::Duration::days(3)).to_rfc3339();
+    let (_, answer) = app
+        .call(
+            "POST",
+            "/api/me/tokens",
+            &bob,
+            None,
+            Some(json!({"name": "cli", "expiresAt": soon})),
+        )
+        .await;
+    let pat = answer["data"]["token"].as_str().unwrap().to_owned();
+    let (bob_session, bob_refresh) = signed_in(app, "bob@example.com", "a brand new secret").await;
+    for token in [&bob, &pat, &bob_session] {
+        assert_eq!(me_status(app, token).await, StatusCode::OK);
+    }
+    let (status, answer) = app
+        .call(
+            "PATCH",
+            &format!("/api/admin/users/{bob_id}"),
+            &root,
+            None,
+            Some(json!({"disabled": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["data"]["state"], "disabled");
+    for token in [&bob, &pat, &bob_session] {
+        assert_eq!(me_status(app, token).await, StatusCode::UNAUTHORIZED);
+    }
+    let (status, answer) = refresh(app, &bob_refresh).await;
+    assert_eq!(code(status, &answer), "UNAUTHORIZED");
+    let (status, answer) = login_as(app, "bob@example.com", "a brand new secret").await;
+    assert_eq!(code(status, &answer), "ACCOUNT_DISABLED", "{answer}");
+    let (_, answer) = app
+        .call("GET", "/api/admin/users?state=disabled", &root, None, None)
+        .await;
+    assert_eq!(answer["pagination"]["total"], 1);
+    // Audited in the system chain and in acme's, where bob is a member.
+    let system_events = in_chain(app, "admin.user.update", &system).await;
+    assert_eq!(system_events.len(), 1);
+    let acme_events = in_chain(app, "admin.user.update", &acme).await;
+    assert_eq!(acme_events.len(), 1);
+    assert_eq!(acme_events[0].target_id.as_deref(), Some(bob_id.as_str()));
+    assert_eq!(acme_events[0].details["changed"], json!(["disabled"]));
+    // Never a super-admin (revoke the flag first).
+    let carol_id = answer_id(app, &root, "carol@example.com").await;
+    let (status, answer) = app
+        .stepped(
+            "PUT",
+            &format!("/api/admin/super-admins/{carol_id}"),
+            &root,
+            Some(app.step_up("root", 1)),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = app
+        .call(
+            "PATCH",
+            &format!("/api/admin/users/{carol_id}"),
+            &root,
+            None,
+            Some(json!({"disabled": true})),
+        )
+        .await;
+    assert_eq!(code(status, &answer), "CONFLICT", "{answer}");
+    let (carol, _) = signed_in(app, "carol@example.com", "carol's own secret").await;
+    let (status, answer) = app
+        .call(
+            "PATCH",
+            &format!("/api/admin/users/{carol_id}"),
+            &carol,
+            None,
+            Some(json!({"disabled": true})),
+        )
+        .await;
+    assert_eq!(
+        code(status, &answer),
+        "CONFLICT",
+        "not oneself either: {answer}"
+    );
+    // Enabled again: sign-in works.
+    let (status, answer) = app
+        .call(
+            "PATCH",
+            &format!("/api/admin/users/{bob_id}"),
+            &root,
+            None,
+            Some(json!({"disabled": false, "name": "Robert"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["data"]["name"], "Robert");
+    let (status, _) = login_as(app, "bob@example.com", "a brand new secret").await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Deleted: step-up first; the last Owner cannot be.
+    let bob_path = format!("/api/admin/users/{bob_id}");
+    let (status, answer) = app.stepped("DELETE", &bob_path, &root, None, None).await;
+    assert_eq!(code(status, &answer), "STEP_UP_REQUIRED");
+    let (status, answer) = app
+        .stepped(
+            "DELETE",
+            &format!("/api/admin/users/{alice_id}"),
+            &root,
+            Some(app.step_up("root", 1)),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &answer), "CONFLICT", "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains(&acme),
+        "{answer}"
+    );
+    let (status, answer) = app
+        .stepped(
+            "DELETE",
+            &bob_path,
+            &root,
+            Some(app.step_up("root", 1)),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = login_as(app, "bob@example.com", "a brand new secret").await;
+    assert_eq!(code(status, &answer), "INVALID_CREDENTIALS");
+    let (_, answer) = app
+        .call("GET", "/api/admin/users?state=deleted", &root, None, None)
+        .await;
+    assert_eq!(answer["users"][0]["userId"], bob_id.as_str());
+    assert_eq!(
+        answer["users"][0]["email"],
+        format!("deleted-{bob_id}@ghost.invalid")
+    );
+    assert_eq!(answer["users"][0]["name"], Value::Null);
+    assert_eq!(answer["users"][0]["organizations"], 0);
+    let (_, answer) = app
+        .call(
+            "GET",
+            &format!("/api/organization/{acme}/members"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        answer["pagination"]["total"], 1,
+        "bob's membership ended: {answer}"
+    );
+    let deleted = in_chain(app, "admin.user.delete", &acme).await;
+    assert_eq!(deleted.len(), 1);
+    assert_eq!(deleted[0].actor_id, "root");
+    // What bob did stays attributed to his id, and the chains still verify.
+    assert!(!in_chain(app, "user.password.change", "accounts")
+        .await
+        .is_empty());
+    for chain in [&system, &acme] {
+        let (status, answer) = app
+            .call(
+                "GET",
+                &format!("/api/audit/verify?orgId={chain}"),
+                &root,
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["data"]["ok"], true, "{answer}");
+    }
+    // Deleted already, or never there: 404.
+    let (status, answer) = app
+        .stepped(
+            "DELETE",
+            &bob_path,
+            &root,
+            Some(app.step_up("root", 1)),
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &answer), "NOT_FOUND");
+    assert_eq!(in_chain(app, "admin.user.create", &system).await.len(), 2);
+}
+
+async fn a_users_own_flags_take_features_away_and_open_previews(app: &TestApp) {
+    // The tiers' features as document 2 has them (no feature opened for all tiers).
+    let gated = app.beside(&[("FEATURES_FOR_ALL_TIERS", "")]).await;
+    flags_on(&gated).await;
+    gated.stop().await;
+}
+
+async fn flags_on(app: &TestApp) {
+    let (system, root) = app.system().await;
+    let dana_id = register(app, "dana@example.com").await;
+    let (dana, _) = session(app, "dana@example.com").await;
+    let team = org_of(app, &dana, "team-org").await;
+    let free = org_of(app, &dana, "free-org").await;
+    let (status, answer) = app
+        .stepped(
+            "PATCH",
+            &format!("/api/organization/{team}/tier"),
+            &root,
+            Some(app.step_up("root", 1)),
+            Some(json!({"tier": "team"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let audit_status = |org: String| {
+        let dana = dana.clone();
+        async move { app.call("GET", "/api/audit", &dana, Some(&org), None).await }
+    };
+    assert_eq!(audit_status(team.clone()).await.0, StatusCode::OK);
+    let features = format!("/api/admin/users/{dana_id}/features");
+
+    // Unknown names change nothing; only a super-admin sets them.
+    let (status, answer) = app
+        .call(
+            "PUT",
+            &features,
+            &root,
+            None,
+            Some(json!({"features": {"audit_log": false, "teleport": true}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("teleport"));
+    let (status, answer) = app
+        .call(
+            "PUT",
+            &features,
+            &dana,
+            None,
+            Some(json!({"features": {"dashboards": true}})),
+        )
+        .await;
+    assert_eq!(code(status, &answer), "FORBIDDEN");
+    let (_, answer) = app.call("GET", &features, &root, None, None).await;
+    assert_eq!(answer["data"]["features"], json!({}));
+
+    // Taken away: the tier's feature is refused to dana alone.
+    let (status, answer) = app
+        .call(
+            "PUT",
+            &features,
+            &root,
+            None,
+            Some(json!({"features": {"audit_log": false, "dashboards": true}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = audit_status(team.clone()).await;
+    assert_eq!(code(status, &answer), "FEATURE_NOT_AVAILABLE", "{answer}");
+    let (_, answer) = app.call("GET", "/api/me", &dana, Some(&team), None).await;
+    let names = answer["data"]["features"].as_array().unwrap().clone();
+    assert!(names.contains(&json!("dashboards")), "{answer}");
+    assert!(names.contains(&json!("bulk_operations")), "{answer}");
+    assert!(!names.contains(&json!("audit_log")), "{answer}");
+    assert_eq!(answer["data"]["featuresOrgId"], team.as_str());
+
+    // `true` on a tier feature never opens what the organization lacks.
+    let (status, answer) = app
+        .call(
+            "PUT",
+            &features,
+            &root,
+            None,
+            Some(json!({"features": {"audit_log": true, "bulk_operations": true}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(audit_status(team.clone()).await.0, StatusCode::OK);
+    let (status, answer) = audit_status(free.clone()).await;
+    assert_eq!(code(status, &answer), "FEATURE_NOT_AVAILABLE", "{answer}");
+    let (_, answer) = app.call("GET", "/api/me", &dana, Some(&free), None).await;
+    assert_eq!(answer["data"]["features"], json!([]), "{answer}");
+
+    // Audited with the old and new flags, in the system chain and dana's organizations'.
+    let events = in_chain(app, "admin.user.features.update", &system).await;
+    assert_eq!(events.len(), 2);
+    assert_eq!(
+        events[1].details["old"],
+        json!({"audit_log": false, "dashboards": true})
+    );
+    assert_eq!(
+        events[1].details["new"],
+        json!({"audit_log": true, "bulk_operations": true})
+    );
+    assert_eq!(
+        in_chain(app, "admin.user.features.update", &team)
+            .await
+            .len(),
+        2
+    );
+    assert_eq!(
+        in_chain(app, "admin.user.features.update", &free)
+            .await
+            .len(),
+        2
+    );
+}
+
+async fn the_active_organization_is_carried_by_tokens_minted_afterwards(app: &TestApp) {
+    register(app, "erin@example.com").await;
+    let (erin, erin_refresh) = session(app, "erin@example.com").await;
+    let first = org_of(app, &erin, "first").await;
+    let second = org_of(app, &erin, "second").await;
+    let other = app.org("mallory", "elsewhere").await;
+    // No `x-org-id` and no active organization: refused as before.
+    let (status, _) = app
+        .call("GET", "/api/organization", &erin, None, None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Not one of erin's: refused, nothing recorded.
+    let (status, answer) = app
+        .call(
+            "PUT",
+            "/api/me/active-organization",
+            &erin,
+            None,
+            Some(json!({"orgId": other})),
+        )
+        .await;
+    assert!(
+        status == StatusCode::FORBIDDEN || status == StatusCode::NOT_FOUND,
+        "{answer}"
+    );
+    let (status, answer) = app
+        .call(
+            "PUT",
+            "/api/me/active-organization",
+            &erin,
+            None,
+            Some(json!({"orgId": second})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // The token in hand is as it was; the next one carries the choice.
+    let (status, _) = app
+        .call("GET", "/api/organization", &erin, None, None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, answer) = refresh(app, &erin_refresh).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let fresh = answer["data"]["accessToken"].as_str().unwrap().to_owned();
+    let (status, answer) = app
+        .call("GET", "/api/organization", &fresh, None, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["data"]["id"], second.as_str());
+    // `x-org-id` still wins for one request.
+    let (_, answer) = app
+        .call("GET", "/api/organization", &fresh, Some(&first), None)
+        .await;
+    assert_eq!(answer["data"]["id"], first.as_str());
+    let (_, answer) = app.call("GET", "/api/me", &fresh, None, None).await;
+    assert_eq!(answer["data"]["activeOrgId"], second.as_str());
+    let switched = in_chain(app, "org.switch", &second).await;
+    assert_eq!(switched.len(), 1);
+    // A new sign-in carries it too.
+    let (signed_in, _) = session(app, "erin@example.com").await;
+    let (_, answer) = app
+        .call("GET", "/api/organization", &signed_in, None, None)
+        .await;
+    assert_eq!(answer["data"]["id"], second.as_str());
+}
+
+/// A raw GET: (status, headers, body text).
+async fn raw_get(
+    app: &TestApp,
+    path: &str,
+    token: &str,
+) -> (StatusCode, axum::http::HeaderMap, String) {
+    let request = Request::builder()
+        .method("GET")
+        .uri(path)
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let response = app.router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+async fn the_build_namespace_is_rendered_the_same_way_each_time(app: &TestApp) {
+    let (system, root) = app.system().await;
+    let acme = app.org("alice", "Acme Builds").await;
+    let alice = app.token("alice", "alice@example.com");
+    let path = format!("/api/admin/organizations/{acme}/namespace");
+    let (status, _, body) = raw_get(app, &path, &alice).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (status, _, body) = raw_get(app, "/api/admin/organizations/nope/namespace", &root).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, headers, first) = raw_get(app, &path, &root).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert!(headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/yaml"));
+    let digest = headers["x-content-sha256"].to_str().unwrap().to_owned();
+    assert_eq!(
+        digest,
+        hex::encode(sha2::Sha256::digest(first.as_bytes())),
+        "the digest is of the bytes answered"
+    );
+    let (_, _, second) = raw_get(app, &path, &root).await;
+    assert_eq!(first, second, "deterministic");
+    for expected in [
+        "kind: Namespace",
+        &format!("name: org-{acme}"),
+        "kind: ResourceQuota",
+        "kind: LimitRange",
+        "kind: NetworkPolicy",
+        "kind: ServiceAccount",
+        "compliance.dev/tier: developer",
+        "pods: '2'",
+    ] {
+        assert!(first.contains(expected), "{expected} in\n{first}");
+    }
+    // kubectl reads them as the objects they are meant to be.
+    let names = kubectl_dry_run(&first).await;
+    assert_eq!(
+        names,
+        [
+            format!("namespace/org-{acme}"),
+            "resourcequota/builds".to_owned(),
+            "limitrange/builds".to_owned(),
+            "networkpolicy.networking.k8s.io/default-deny-except-registry".to_owned(),
+            "serviceaccount/builder".to_owned(),
+        ]
+    );
+    // Audited in the organization's chain and the system organization's.
+    assert_eq!(
+        in_chain(app, "admin.org.namespace.render", &acme)
+            .await
+            .len(),
+        2
+    );
+    assert_eq!(
+        in_chain(app, "admin.org.namespace.render", &system)
+            .await
+            .len(),
+        2
+    );
+}
+
+async fn a_super_admins_delete_of_an_organization_is_an_administration_action(app: &TestApp) {
+    let (system, root) = app.system().await;
+    let acme = app.org("alice", "acme").await;
+    let (status, answer) = app
+        .stepped(
+            "DELETE",
+            &format!("/api/organization/{acme}"),
+            &root,
+            Some(app.step_up("root", 1)),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let events = in_chain(app, "admin.org.delete", &system).await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].target_id.as_deref(), Some(acme.as_str()));
+    assert_eq!(in_chain(app, "org.soft_delete", &acme).await.len(), 1);
+    assert_eq!(in_chain(app, "org.soft_delete", &system).await.len(), 1);
+}
+
+/// `kubectl create --dry-run=client` of a YAML stream, against a loopback server
+/// that answers only API discovery (kubectl maps each kind to its resource there;
+/// nothing is created): the names kubectl prints.
+async fn kubectl_dry_run(yaml: &str) -> Vec<String> {
+    use axum::routing::get;
+    let resources = |group_version: &str, list: &[(&str, &str, bool)]| {
+        json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": group_version,
+            "resources": list.iter().map(|(name, kind, namespaced)| json!({
+                "name": name, "singularName": "", "namespaced": namespaced, "kind": kind,
+                "verbs": ["create", "get", "list"]
+            })).collect::<Vec<_>>()
+        })
+    };
+    let core = resources(
+        "v1",
+        &[
+            ("namespaces", "Namespace", false),
+            ("resourcequotas", "ResourceQuota", true),
+            ("limitranges", "LimitRange", true),
+            ("serviceaccounts", "ServiceAccount", true),
+        ],
+    );
+    let networking = resources(
+        "networking.k8s.io/v1",
+        &[("networkpolicies", "NetworkPolicy", true)],
+    );
+    let discovery = axum::Router::new()
+        .route(
+            "/api",
+            get(|| async { axum::Json(json!({"kind": "APIVersions", "versions": ["v1"]})) }),
+        )
+        .route("/api/v1", get(move || async move { axum::Json(core) }))
+        .route(
+            "/apis",
+            get(|| async {
+                axum::Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [{
+                    "name": "networking.k8s.io",
+                    "versions": [{"groupVersion": "networking.k8s.io/v1", "version": "v1"}],
+                    "preferredVersion": {"groupVersion": "networking.k8s.io/v1", "version": "v1"}
+                }]}))
+            }),
+        )
+        .route(
+            "/apis/networking.k8s.io/v1",
+            get(move || async move { axum::Json(networking) }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, discovery).await });
+    let dir = std::env::temp_dir().join(format!("kubectl-{}", adapters::new_id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("namespace.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let output = tokio::process::Command::new("kubectl")
+        .args([
+            "create",
+            "--dry-run=client",
+            "--validate=false",
+            "-o",
+            "name",
+            "--server",
+        ])
+        .arg(format!("http://{address}"))
+        .arg("-f")
+        .arg(&file)
+        .env("KUBECONFIG", dir.join("none"))
+        .env("HOME", &dir)
+        .output()
+        .await
+        .expect("kubectl must be installed (scripts/test installs it)");
+    server.abort();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        output.status.success(),
+        "kubectl refused the manifests: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+use sha2::Digest;
+
+on_both_backends!(
+    accounts_are_created_changed_disabled_and_deleted,
+    a_users_own_flags_take_features_away_and_open_previews,
+    the_active_organization_is_carried_by_tokens_minted_afterwards,
+    the_build_namespace_is_rendered_the_same_way_each_time,
+    a_super_admins_delete_of_an_organization_is_an_administration_action,
+);
