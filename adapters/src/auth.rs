@@ -88,6 +88,21 @@ pub struct Claims {
     /// before the token was minted): requests without `x-org-id` act in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub org: Option<String>,
+    /// The party acting for the subject (RFC 8693 `act`): on an impersonation's
+    /// token, the super-admin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<Actor>,
+    /// The impersonation an access token was minted for: checked against the stored
+    /// one on every request (ended or expired: refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imp: Option<String>,
+}
+
+/// RFC 8693's `act` claim: who acts for the token's subject.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    /// The acting party's subject.
+    pub sub: String,
 }
 
 impl Claims {
@@ -105,6 +120,8 @@ impl Claims {
             gen: None,
             sid: None,
             org: None,
+            act: None,
+            imp: None,
         }
     }
 }
@@ -378,6 +395,8 @@ mod tests {
             gen: None,
             sid: None,
             org: None,
+            act: None,
+            imp: None,
         }
     }
 

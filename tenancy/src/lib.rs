@@ -12,6 +12,7 @@ mod bootstrap;
 mod endpoints;
 mod error;
 mod gate;
+pub mod impersonation;
 mod lifecycle;
 mod org;
 mod permission;

@@ -25,3 +25,21 @@ CREATE TRIGGER accounts_admin_facts AFTER UPDATE OF disabled_at, password_change
   FOR EACH ROW EXECUTE FUNCTION compliance_facts_changed();
 CREATE TRIGGER user_features_facts AFTER INSERT OR UPDATE OR DELETE ON user_features
   FOR EACH STATEMENT EXECUTE FUNCTION compliance_facts_changed();
+
+-- A super-admin seeing what a user sees: until `expires_at` (at most 60 minutes),
+-- or until ended. Its access token names it (`imp`); an ended one is refused on
+-- every replica within a second (on PostgreSQL, by the trigger below).
+CREATE TABLE impersonations (
+    id TEXT PRIMARY KEY,
+    admin_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    read_only BIGINT NOT NULL DEFAULT 0,
+    started_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    ended_at TEXT,
+    ended_by TEXT
+);
+CREATE INDEX impersonations_by_user ON impersonations (user_id, started_at);
+CREATE TRIGGER impersonations_facts AFTER UPDATE OF ended_at ON impersonations
+  FOR EACH ROW EXECUTE FUNCTION compliance_facts_changed();

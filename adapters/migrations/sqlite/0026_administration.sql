@@ -19,3 +19,19 @@ CREATE TABLE user_features (
     updated_at TEXT NOT NULL,
     PRIMARY KEY (user_id, feature)
 );
+
+-- A super-admin seeing what a user sees: until `expires_at` (at most 60 minutes),
+-- or until ended. Its access token names it (`imp`); an ended one is refused on
+-- every replica within a second (kept facts follow it).
+CREATE TABLE impersonations (
+    id TEXT PRIMARY KEY,
+    admin_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    read_only BIGINT NOT NULL DEFAULT 0,
+    started_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    ended_at TEXT,
+    ended_by TEXT
+);
+CREATE INDEX impersonations_by_user ON impersonations (user_id, started_at);

@@ -33,6 +33,9 @@ pub struct SignInSettings {
     /// provider's kept key set does not hold makes the set be fetched again, at most
     /// this often.
     pub sso_jwks_min_refresh: Duration,
+    /// `IMPERSONATION_ENABLED` (true): a super-admin may see what a user sees
+    /// (`POST /api/admin/impersonations`); false refuses every impersonation.
+    pub impersonation_enabled: bool,
 }
 
 /// Reads the sign-in section (`port`: the server's, for the default `PUBLIC_URL`;
@@ -60,5 +63,9 @@ pub(super) fn signin_settings(r: &mut Reader<'_>, port: u16, has_relay: bool) ->
             r.parse("SSO_JWKS_MIN_REFRESH_SECONDS", 60, "a number of seconds")
                 .min(3600),
         ),
+        impersonation_enabled: match r.raw("IMPERSONATION_ENABLED") {
+            Some(v) if !v.is_empty() => r.flag("IMPERSONATION_ENABLED"),
+            _ => true,
+        },
     }
 }

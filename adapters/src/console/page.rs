@@ -282,6 +282,7 @@ impl Frame {
                 )
                 .await
                 .map_err(api::Refusal::from)?,
+                impersonation: None,
             };
             let parent = orgs
                 .iter()

@@ -278,3 +278,54 @@ pub(crate) async fn namespace(
     headers.insert(header::ETAG, etag);
     Ok(response)
 }
+
+/// An impersonation to start.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct StartImpersonation {
+    #[schema(max_length = 200)]
+    user_id: String,
+    /// Why: 10 to 500 characters, told to the user.
+    #[schema(min_length = 10, max_length = 500)]
+    reason: String,
+    /// 1 to 60.
+    #[schema(minimum = 1, maximum = 60)]
+    minutes: u32,
+    /// Reads only: every request but GET is refused (false when left out).
+    read_only: Option<bool>,
+}
+
+/// `POST /admin/impersonations` (super-admin, step-up).
+pub(crate) async fn start_impersonation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<StartImpersonation>,
+) -> Result<Answer<admin::impersonation::Started>, ApiError> {
+    let user_id = text("userId", &body.user_id, 200)?;
+    if body.reason.chars().count() > 2000 {
+        return Err(ApiError::invalid_field(
+            "reason",
+            "must be at most 500 characters",
+        ));
+    }
+    let ask = admin::impersonation::Ask {
+        user_id,
+        reason: body.reason,
+        minutes: body.minutes,
+        read_only: body.read_only.unwrap_or(false),
+    };
+    Ok(Answer::created(
+        admin::impersonation::start(&state, &caller, ask, Utc::now()).await?,
+    ))
+}
+
+/// `DELETE /admin/impersonations/{id}`.
+pub(crate) async fn end_impersonation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Answer<admin::impersonation::Ended>, ApiError> {
+    Ok(Answer::ok(
+        admin::impersonation::end(&state, &caller, &id, Utc::now()).await?,
+    ))
+}

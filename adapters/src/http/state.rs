@@ -33,6 +33,7 @@ pub(crate) async fn authenticate(
             session: None,
             active_org: None,
             password_change_required: false,
+            impersonation: None,
         });
     }
     let claims = state.keys.verify(token).await?;
@@ -47,7 +48,9 @@ pub(crate) async fn authenticate(
         ));
     }
     let facts = crate::services::credentials::check_session(state, &claims).await?;
+    let impersonation = crate::services::admin::impersonation::check(state, &claims, now).await?;
     Ok(Authenticated {
+        impersonation,
         user_id: claims.sub,
         email: facts.email,
         sso_org: facts.sso_org,
@@ -75,6 +78,8 @@ pub(crate) struct Authenticated {
     pub(crate) active_org: Option<String>,
     /// The account must change its password before anything else.
     pub(crate) password_change_required: bool,
+    /// The impersonation the token was minted for.
+    pub(crate) impersonation: Option<crate::services::context::Impersonating>,
 }
 
 /// What an account that must change its password may still do.
@@ -109,7 +114,15 @@ impl FromRequestParts<AppState> for Caller {
             sso_org,
             active_org,
             password_change_required,
+            impersonation,
         } = authenticate(state, token, now).await?;
+        if impersonation.as_ref().is_some_and(|imp| {
+            imp.read_only && !tenancy::impersonation::read_only_allows(parts.method.as_str())
+        }) {
+            return Err(ApiError::forbidden(
+                "a read-only impersonation makes no change: only GET is allowed",
+            ));
+        }
         if password_change_required && !open_before_password_change(parts) {
             return Err(crate::services::ServiceError::from(
                 crate::services::accounts::SignInRefusal::PasswordChangeRequired,
@@ -122,6 +135,12 @@ impl FromRequestParts<AppState> for Caller {
         }
         let stepped_up_at = match header(parts, "x-step-up-token") {
             None => None,
+            // Nobody steps up as someone else.
+            Some(_) if impersonation.is_some() => {
+                return Err(ApiError::forbidden(
+                    "step-up is not available while impersonating",
+                ))
+            }
             Some(token) => {
                 let step = state.keys.verify(token).await?;
                 // A proof is the user's, for the session it was made in, and ends
@@ -142,6 +161,7 @@ impl FromRequestParts<AppState> for Caller {
             personal_token,
             session,
             sso_org,
+            impersonation,
             // `x-org-id` wins for one request; else the organization the token
             // carries as the user's active one.
             org_header: header(parts, "x-org-id")

@@ -146,6 +146,19 @@ pub struct Caller {
     /// The root organization whose single sign-on issued the session (or the
     /// session the personal access token was made in), if one did.
     pub sso_org: Option<String>,
+    /// Set when a super-admin sees as this user (an impersonation's token).
+    pub impersonation: Option<Impersonating>,
+}
+
+/// An impersonation a request is made under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Impersonating {
+    /// The impersonation's id.
+    pub id: String,
+    /// The super-admin.
+    pub admin_id: String,
+    /// Reads only.
+    pub read_only: bool,
 }
 
 /// A request made with a personal access token.
@@ -238,8 +251,25 @@ pub fn event_on(
         affected_org_id: affected,
         target_type,
         target_id,
-        details,
+        details: with_impersonation(caller, details),
         outcome: "success",
     }
     .into_event()
+}
+
+/// `details` with, under an impersonation, who acted for the user:
+/// `impersonation: {id, adminId}` (the event's actor stays the user).
+pub fn with_impersonation(caller: &Caller, details: serde_json::Value) -> serde_json::Value {
+    let Some(imp) = &caller.impersonation else {
+        return details;
+    };
+    let marker = serde_json::json!({"id": imp.id, "adminId": imp.admin_id});
+    match details {
+        serde_json::Value::Object(mut map) => {
+            map.insert("impersonation".to_owned(), marker);
+            serde_json::Value::Object(map)
+        }
+        serde_json::Value::Null => serde_json::json!({"impersonation": marker}),
+        other => serde_json::json!({"impersonation": marker, "value": other}),
+    }
 }

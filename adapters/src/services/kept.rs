@@ -121,6 +121,8 @@ pub struct KeptFacts {
     pub sessions: Kept<(String, Option<String>), crate::storage::SessionStanding>,
     /// Single sign-on's enforcement and break-glass accounts per root organization.
     pub sso: Kept<String, crate::storage::SsoPolicyRow>,
+    /// Impersonations by id (found or not).
+    pub impersonations: Kept<String, Option<crate::storage::ImpersonationRow>>,
     /// A user's own feature flags (name, enabled), as stored.
     pub user_flags: Kept<String, Vec<(String, bool)>>,
     /// Personal access tokens by the hash of their secret (found ones only).

@@ -1104,6 +1104,7 @@ async fn signed_in(
                     personal_token: None,
                     session: None,
                     sso_org: Some(org.id.clone()),
+                    impersonation: None,
                 },
                 "org.member.add",
                 (&org.id, None),
@@ -1148,6 +1149,7 @@ async fn provision(
         personal_token: None,
         session: None,
         sso_org: Some(org.id.clone()),
+        impersonation: None,
     };
     let events = [
         accounts::user_event(

@@ -379,6 +379,104 @@ impl Store {
     }
 }
 
+/// An impersonation as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImpersonationRow {
+    /// Its id (the token's `imp`).
+    pub id: String,
+    /// The super-admin.
+    pub admin_id: String,
+    /// The user seen as.
+    pub user_id: String,
+    /// Why.
+    pub reason: String,
+    /// Reads only.
+    pub read_only: bool,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// When it ends by itself.
+    pub expires_at: DateTime<Utc>,
+    /// When it was ended, if it was.
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+fn impersonation_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ImpersonationRow> {
+    let d = Decoder::new(row, "impersonations", &["id"]);
+    Ok(ImpersonationRow {
+        id: d.get("id")?,
+        admin_id: d.get("admin_id")?,
+        user_id: d.get("user_id")?,
+        reason: d.get("reason")?,
+        read_only: d.flag("read_only")?,
+        started_at: d.stamp("started_at")?,
+        expires_at: d.stamp("expires_at")?,
+        ended_at: d.opt_stamp("ended_at")?,
+    })
+}
+
+impl Store {
+    /// Records an impersonation, with the audit events, in one transaction.
+    pub async fn start_impersonation(
+        &self,
+        row: &ImpersonationRow,
+        audit: &[AuditEvent],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(&self.sql(
+            "INSERT INTO impersonations (id, admin_id, user_id, reason, read_only, started_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        ))
+        .bind(&row.id)
+        .bind(&row.admin_id)
+        .bind(&row.user_id)
+        .bind(&row.reason)
+        .bind(i64::from(row.read_only))
+        .bind(stamp(row.started_at))
+        .bind(stamp(row.expires_at))
+        .execute(&mut *tx)
+        .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// An impersonation by id.
+    pub async fn impersonation(&self, id: &str) -> StoreResult<Option<ImpersonationRow>> {
+        let row = sqlx::query(&self.sql("SELECT * FROM impersonations WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(impersonation_from_row).transpose()
+    }
+
+    /// Ends an impersonation that has not ended (`false`: it had), with the audit
+    /// events, in one transaction; every replica stops honouring its token.
+    pub async fn end_impersonation(
+        &self,
+        id: &str,
+        ended_by: &str,
+        now: DateTime<Utc>,
+        audit: &[AuditEvent],
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(&self.sql(
+            "UPDATE impersonations SET ended_at = $2, ended_by = $3 WHERE id = $1 AND ended_at IS NULL",
+        ))
+        .bind(id)
+        .bind(stamp(now))
+        .bind(ended_by)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        self.facts_changed();
+        Ok(true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::contains_pattern;

@@ -60,7 +60,7 @@ pub use accounts::{
     AccountMail, AccountRecord, NewAccount, NewAccountMail, PersonalTokenRecord, SessionStanding,
     Verification,
 };
-pub use admin::{AccountFilter, AccountState, AdminAccountRow, UserMembership};
+pub use admin::{AccountFilter, AccountState, AdminAccountRow, ImpersonationRow, UserMembership};
 pub use announcements::{AnnouncementFields, AnnouncementRecord, Reader};
 pub use audit::AuditFilter;
 pub use billing::SubscriptionRecord;

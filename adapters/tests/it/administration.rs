@@ -739,6 +739,272 @@ async fn a_super_admins_delete_of_an_organization_is_an_administration_action(ap
     assert_eq!(in_chain(app, "org.soft_delete", &system).await.len(), 1);
 }
 
+async fn impersonation_sees_as_the_user_and_ends_everywhere(app: &TestApp) {
+    let (system, root) = app.system().await;
+    let ada_id = register(app, "ada@example.com").await;
+    let (ada, _) = session(app, "ada@example.com").await;
+    let acme = org_of(app, &ada, "acme").await;
+    let sam_id = register(app, "sam@example.com").await;
+    let (status, answer) = app
+        .stepped(
+            "PUT",
+            &format!("/api/admin/super-admins/{sam_id}"),
+            &root,
+            Some(app.step_up("root", 1)),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let ask = |user: &str, reason: &str, minutes: u32| json!({"userId": user, "reason": reason, "minutes": minutes});
+    let start = |body: Value| {
+        let root = root.clone();
+        async move {
+            app.stepped(
+                "POST",
+                "/api/admin/impersonations",
+                &root,
+                Some(app.step_up("root", 1)),
+                Some(body),
+            )
+            .await
+        }
+    };
+    let reason = "ticket 4711: her pipeline is blocked";
+
+    // Refusals, none of which starts anything.
+    let (status, answer) = app
+        .stepped(
+            "POST",
+            "/api/admin/impersonations",
+            &ada,
+            None,
+            Some(ask(&ada_id, reason, 10)),
+        )
+        .await;
+    assert_eq!(code(status, &answer), "FORBIDDEN");
+    let (status, answer) = app
+        .stepped(
+            "POST",
+            "/api/admin/impersonations",
+            &root,
+            None,
+            Some(ask(&ada_id, reason, 10)),
+        )
+        .await;
+    assert_eq!(code(status, &answer), "STEP_UP_REQUIRED");
+    for (body, field) in [
+        (ask(&ada_id, "too short", 10), "reason"),
+        (ask(&ada_id, reason, 61), "minutes"),
+        (ask(&ada_id, reason, 0), "minutes"),
+        (ask("root", reason, 10), "userId"),
+    ] {
+        let (status, answer) = start(body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
+        assert_eq!(answer["details"]["field"], field, "{answer}");
+    }
+    let (status, answer) = start(ask(&sam_id, reason, 10)).await;
+    assert_eq!(
+        code(status, &answer),
+        "FORBIDDEN",
+        "a super-admin: {answer}"
+    );
+    let (status, answer) = start(ask("nobody", reason, 10)).await;
+    assert_eq!(code(status, &answer), "NOT_FOUND", "{answer}");
+    let closed = app.beside(&[("IMPERSONATION_ENABLED", "false")]).await;
+    let (status, answer) = closed
+        .stepped(
+            "POST",
+            "/api/admin/impersonations",
+            &root,
+            Some(app.step_up("root", 1)),
+            Some(ask(&ada_id, reason, 10)),
+        )
+        .await;
+    assert_eq!(code(status, &answer), "FORBIDDEN", "{answer}");
+    assert!(answer["message"]
+        .as_str()
+        .unwrap()
+        .contains("IMPERSONATION_ENABLED"));
+    closed.stop().await;
+    assert!(app.audited("admin.impersonate.start").await.is_empty());
+
+    // Started: the token is ada's, with root as its actor.
+    let (status, answer) = start(ask(&ada_id, reason, 15)).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["data"]["expiresIn"], 900);
+    assert!(answer["data"].get("refreshToken").is_none());
+    let id = answer["data"]["id"].as_str().unwrap().to_owned();
+    let seen = answer["data"]["accessToken"].as_str().unwrap().to_owned();
+    let claims = app.keys.verify(&seen).await.unwrap();
+    assert_eq!(claims.sub, ada_id);
+    assert_eq!(claims.act.map(|a| a.sub), Some("root".to_owned()));
+    assert_eq!(claims.sid, None, "no family: it cannot be refreshed");
+    let (status, answer) = app.call("GET", "/api/me", &seen, None, None).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["data"]["email"], "ada@example.com");
+    // What it writes names both.
+    let (status, answer) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/roles"),
+            &seen,
+            None,
+            Some(json!({"name": "reviewers", "permissions": ["compliance:read"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let created = in_chain(app, "org.role.create", &acme).await;
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].actor_id, ada_id);
+    assert_eq!(created[0].details["impersonation"]["id"], id.as_str());
+    assert_eq!(created[0].details["impersonation"]["adminId"], "root");
+    // Never the account's credentials, nor a step-up.
+    let soon = (Utc::now() + chrono::Duration::days(3)).to_rfc3339();
+    let (status, answer) = app
+        .call(
+            "POST",
+            "/api/me/tokens",
+            &seen,
+            None,
+            Some(json!({"name": "cli", "expiresAt": soon})),
+        )
+        .await;
+    assert_eq!(code(status, &answer), "FORBIDDEN", "{answer}");
+    // Ada is told who, when and why.
+    let (status, answer) = app
+        .call(
+            "GET",
+            "/api/messages/conversations",
+            &ada,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let notice = answer.to_string();
+    assert!(notice.contains("A platform administrator"), "{answer}");
+    let conversation = answer["conversations"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, answer) = app
+        .call(
+            "GET",
+            &format!("/api/messages/conversations/{conversation}/messages"),
+            &ada,
+            Some(&acme),
+            None,
+        )
+        .await;
+    let text = answer.to_string();
+    assert!(
+        text.contains(reason) && text.contains(ROOT_EMAIL),
+        "{answer}"
+    );
+    // Audited where ada's organizations see it.
+    assert_eq!(
+        in_chain(app, "admin.impersonate.start", &acme).await.len(),
+        1
+    );
+    assert_eq!(
+        in_chain(app, "admin.impersonate.start", &system)
+            .await
+            .len(),
+        1
+    );
+
+    // Ended: refused at once; ending again is 409; others get 404.
+    let (status, answer) = app
+        .call(
+            "DELETE",
+            &format!("/api/admin/impersonations/{id}"),
+            &ada,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        code(status, &answer),
+        "NOT_FOUND",
+        "ada's own session cannot end it"
+    );
+    let (status, answer) = app
+        .call(
+            "DELETE",
+            &format!("/api/admin/impersonations/{id}"),
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(me_status(app, &seen).await, StatusCode::UNAUTHORIZED);
+    let (status, answer) = app
+        .call(
+            "DELETE",
+            &format!("/api/admin/impersonations/{id}"),
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &answer), "CONFLICT");
+    assert_eq!(in_chain(app, "admin.impersonate.end", &acme).await.len(), 1);
+
+    // Read-only: reads pass, every change is refused; it ends from inside.
+    let mut body = ask(&ada_id, reason, 5);
+    body["readOnly"] = json!(true);
+    let (status, answer) = start(body).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let read_only = answer["data"]["accessToken"].as_str().unwrap().to_owned();
+    let second = answer["data"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(me_status(app, &read_only).await, StatusCode::OK);
+    let (status, answer) = app
+        .call(
+            "POST",
+            &format!("/api/organization/{acme}/roles"),
+            &read_only,
+            None,
+            Some(json!({"name": "auditors", "permissions": ["compliance:read"]})),
+        )
+        .await;
+    assert_eq!(code(status, &answer), "FORBIDDEN", "{answer}");
+    let (status, answer) = app
+        .call(
+            "DELETE",
+            &format!("/api/admin/impersonations/{second}"),
+            &read_only,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        code(status, &answer),
+        "FORBIDDEN",
+        "read-only: even its end goes through an admin"
+    );
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/admin/impersonations/{second}"),
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // A token that claims an actor this server did not record is refused.
+    let mut forged = adapters::auth::Claims::user(
+        &ada_id,
+        None,
+        Utc::now(),
+        std::time::Duration::from_secs(600),
+    );
+    forged.act = Some(adapters::auth::Actor { sub: "root".into() });
+    let forged = app.keys.sign(&forged).unwrap();
+    assert_eq!(me_status(app, &forged).await, StatusCode::UNAUTHORIZED);
+}
+
 /// `kubectl create --dry-run=client` of a YAML stream, against a loopback server
 /// that answers only API discovery (kubectl maps each kind to its resource there;
 /// nothing is created): the names kubectl prints.
@@ -834,4 +1100,5 @@ on_both_backends!(
     the_active_organization_is_carried_by_tokens_minted_afterwards,
     the_build_namespace_is_rendered_the_same_way_each_time,
     a_super_admins_delete_of_an_organization_is_an_administration_action,
+    impersonation_sees_as_the_user_and_ends_everywhere,
 );

@@ -1327,3 +1327,89 @@ async fn two_replicas_keep_one_authors_minute_exactly() {
     drop_postgres(&admin_url, &name).await;
     assert_eq!((written, limited), (4, 20), "{statuses:?}");
 }
+
+/// An impersonation started through one replica works on the other; ended on the
+/// first, its token is refused by the second within a second.
+#[tokio::test]
+async fn an_impersonation_ended_on_one_replica_is_refused_by_the_other_within_a_second() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let client = reqwest::Client::new();
+    let (servers, [a, b]) = two_servers(
+        &client,
+        &url,
+        &[("BOOTSTRAP_SUPERADMIN_EMAILS", ROOT_EMAIL)],
+    )
+    .await;
+    let keys = TokenKeys::hs256(SECRET);
+    let root = keys
+        .sign(&Claims::user(
+            "root",
+            Some(ROOT_EMAIL),
+            Utc::now(),
+            Duration::from_secs(3600),
+        ))
+        .unwrap();
+    let mut step = Claims::user("root", None, Utc::now(), Duration::from_secs(600));
+    step.step_up = true;
+    let step = keys.sign(&step).unwrap();
+    create_org(&client, &a, &root, "system").await;
+    let registered: Value = client
+        .post(format!("{a}/api/auth/register"))
+        .json(&json!({"email": "ada@example.com", "password": "correct horse battery"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ada = registered["data"]["userId"].as_str().unwrap().to_owned();
+    let started: Value = client
+        .post(format!("{a}/api/admin/impersonations"))
+        .bearer_auth(&root)
+        .header("x-step-up-token", &step)
+        .json(&json!({"userId": ada, "reason": "checking her view of the rules", "minutes": 10}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(started["statusCode"], 201, "{started}");
+    let id = started["data"]["id"].as_str().unwrap().to_owned();
+    let seen = started["data"]["accessToken"].as_str().unwrap().to_owned();
+    let me = |base: &str| {
+        client
+            .get(format!("{base}/api/me"))
+            .bearer_auth(&seen)
+            .send()
+    };
+    // Both replicas honour it (and keep it).
+    for base in [&a, &b, &b] {
+        assert_eq!(me(base).await.unwrap().status().as_u16(), 200);
+    }
+    let ended = client
+        .delete(format!("{a}/api/admin/impersonations/{id}"))
+        .bearer_auth(&root)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status().as_u16(), 200);
+    let at = Instant::now();
+    loop {
+        let status = me(&b).await.unwrap().status().as_u16();
+        if status == 401 {
+            break;
+        }
+        assert_eq!(status, 200);
+        assert!(
+            at.elapsed() < Duration::from_secs(1),
+            "the other replica still honours the ended impersonation"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!("refused by the other replica after {:?}", at.elapsed());
+    stop(servers);
+    drop_postgres(&admin_url, &name).await;
+}

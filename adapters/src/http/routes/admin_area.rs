@@ -38,6 +38,13 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("Replace a user's own feature flags, from the catalog (the tier features and the preview features `alerts`, `dashboards`; another name is 400): `false` takes a tier feature away from the user (403 FEATURE_NOT_AVAILABLE on its routes), `true` opens a preview feature, and never opens a tier feature the organization lacks (audit admin.user.features.update with the old and new flags)")
             .body_of::<admin::UserFeatures>()
             .answers::<admin::UserFeatures>(200),
+        post("/api/admin/impersonations", "startImpersonation", Access::SuperAdmin { step_up: true }, admin::start_impersonation)
+            .doc("See the platform as a user: a reason of 10 to 500 characters, 1 to 60 minutes, never oneself (400) nor a super-admin (403), refused when IMPERSONATION_ENABLED=false (403). Answers an access token for the user that carries the admin as its actor (RFC 8693 `act`) and cannot be refreshed; every audit event written with it names the impersonation and the admin (`details.impersonation`); with `readOnly` every request but GET is 403. The user is told by a message (who, when, why). Ended or expired, the token is refused on every replica within a second (audit admin.impersonate.start, in the system chain and in each organization the user belongs to)")
+            .body_of::<admin::StartImpersonation>()
+            .answers::<crate::services::admin::impersonation::Started>(201),
+        delete("/api/admin/impersonations/{id}", "endImpersonation", Access::User, admin::end_impersonation)
+            .doc("End an impersonation: a super-admin, or the impersonation's own token (anyone else: 404); ended or expired already: 409 (audit admin.impersonate.end)")
+            .answers::<crate::services::admin::impersonation::Ended>(200),
         get("/api/admin/organizations/{id}/namespace", "adminRenderNamespace", org_path(tenancy::Access::SuperAdmin), admin::namespace)
             .doc("The Kubernetes objects the build system applies for the organization, as one YAML stream: its Namespace, a ResourceQuota and a LimitRange from its tier and limits, a default-deny NetworkPolicy that lets builds reach the image registry only, and a ServiceAccount. The same inputs give the same bytes; their SHA-256 is in `X-Content-SHA256` and the `ETag` (audit admin.org.namespace.render)")
             .yaml(),

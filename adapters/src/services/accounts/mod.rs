@@ -539,6 +539,12 @@ fn session_only(caller: &Caller) -> ServiceResult<()> {
     if caller.personal_token.is_some() {
         return Err(SignInRefusal::SessionRequired.into());
     }
+    // Seeing as a user never reaches its credentials.
+    if caller.impersonation.is_some() {
+        return Err(ServiceError::Forbidden(
+            "not while impersonating: the account's credentials are its own",
+        ));
+    }
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 //! modules of their own.
 
 pub mod features;
+pub mod impersonation;
 pub mod namespace;
 pub mod users;
 
