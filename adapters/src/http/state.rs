@@ -79,7 +79,7 @@ pub(crate) struct Authenticated {
     /// The account must change its password before anything else.
     pub(crate) password_change_required: bool,
     /// The impersonation the token was minted for.
-    pub(crate) impersonation: Option<crate::services::context::Impersonating>,
+    pub(crate) impersonation: Option<Box<crate::services::context::Impersonating>>,
 }
 
 /// What an account that must change its password may still do.

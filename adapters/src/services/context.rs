@@ -147,7 +147,7 @@ pub struct Caller {
     /// session the personal access token was made in), if one did.
     pub sso_org: Option<String>,
     /// Set when a super-admin sees as this user (an impersonation's token).
-    pub impersonation: Option<Impersonating>,
+    pub impersonation: Option<Box<Impersonating>>,
 }
 
 /// An impersonation a request is made under.

@@ -283,7 +283,7 @@ pub async fn check(
     state: &AppState,
     claims: &Claims,
     now: DateTime<Utc>,
-) -> ServiceResult<Option<Impersonating>> {
+) -> ServiceResult<Option<Box<Impersonating>>> {
     const ENDED: SignInRefusal =
         SignInRefusal::InvalidToken("the impersonation has ended or expired");
     let Some(id) = &claims.imp else {
@@ -315,9 +315,9 @@ pub async fn check(
     {
         return Err(ENDED.into());
     }
-    Ok(Some(Impersonating {
+    Ok(Some(Box::new(Impersonating {
         id: row.id.clone(),
         admin_id: row.admin_id.clone(),
         read_only: row.read_only,
-    }))
+    })))
 }
