@@ -43,3 +43,11 @@ CREATE TABLE impersonations (
 CREATE INDEX impersonations_by_user ON impersonations (user_id, started_at);
 CREATE TRIGGER impersonations_facts AFTER UPDATE OF ended_at ON impersonations
   FOR EACH ROW EXECUTE FUNCTION compliance_facts_changed();
+
+-- A console session that sees as a user: it rides on the super-admin's own
+-- sign-in family (their sign-out ends it), names the impersonation its tokens carry
+-- and who started it, for the banner every page shows.
+ALTER TABLE console_sessions ADD COLUMN impersonation_id TEXT;
+ALTER TABLE console_sessions ADD COLUMN impersonator_id TEXT;
+ALTER TABLE console_sessions ADD COLUMN impersonator TEXT;
+ALTER TABLE console_sessions ADD COLUMN impersonation_read_only BIGINT NOT NULL DEFAULT 0;

@@ -35,3 +35,11 @@ CREATE TABLE impersonations (
     ended_by TEXT
 );
 CREATE INDEX impersonations_by_user ON impersonations (user_id, started_at);
+
+-- A console session that sees as a user: it rides on the super-admin's own
+-- sign-in family (their sign-out ends it), names the impersonation its tokens carry
+-- and who started it, for the banner every page shows.
+ALTER TABLE console_sessions ADD COLUMN impersonation_id TEXT;
+ALTER TABLE console_sessions ADD COLUMN impersonator_id TEXT;
+ALTER TABLE console_sessions ADD COLUMN impersonator TEXT;
+ALTER TABLE console_sessions ADD COLUMN impersonation_read_only BIGINT NOT NULL DEFAULT 0;

@@ -27,7 +27,7 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    fn internal(message: impl Into<String>) -> Refusal {
+    pub(crate) fn internal(message: impl Into<String>) -> Refusal {
         Refusal {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             code: "INTERNAL".to_owned(),

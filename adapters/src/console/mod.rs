@@ -23,6 +23,7 @@ use axum::Router;
 
 use crate::http::state::AppState;
 
+mod admin;
 pub mod api;
 mod assets;
 mod audit;
@@ -92,6 +93,9 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/console/audit/key", get(audit::key))
         .route("/console/billing", get(billing::page).post(billing::action))
         .route("/console/inbox", get(inbox::page).post(inbox::action))
+        .route(admin::USERS, get(admin::users))
+        .route("/console/admin/impersonate", post(admin::impersonate))
+        .route("/console/impersonation/end", post(admin::end))
         .layer(middleware::from_fn(session::same_origin_only))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
         .layer(middleware::from_fn(secure_headers))

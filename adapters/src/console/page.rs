@@ -134,6 +134,18 @@ pub struct Frame {
     pub script: &'static str,
     /// The style sheet's address.
     pub style: &'static str,
+    /// Set while the session sees as its user for a super-admin: the banner.
+    pub impersonation: Option<Banner>,
+}
+
+/// The banner every page shows while a super-admin sees as a user.
+pub struct Banner {
+    /// The super-admin.
+    pub admin: String,
+    /// Until when (UTC, `HH:MM`).
+    pub until: String,
+    /// Reads only.
+    pub read_only: bool,
 }
 
 impl Frame {
@@ -296,7 +308,7 @@ impl Frame {
             }
         }
         let org_query = api::query(&[("org", &org)]);
-        let links = NAVIGATION
+        let mut links: Vec<Link> = NAVIGATION
             .iter()
             .map(|&(href, label)| Link {
                 href: format!("{href}?{org_query}"),
@@ -304,6 +316,18 @@ impl Frame {
                 current: href == path,
             })
             .collect();
+        if super_admin {
+            links.push(Link {
+                href: format!("{}?{org_query}", super::admin::USERS),
+                label: "Users",
+                current: path == super::admin::USERS,
+            });
+        }
+        let impersonation = visitor.session.impersonation.as_ref().map(|imp| Banner {
+            admin: imp.admin.clone(),
+            until: visitor.session.expires_at.format("%H:%M").to_string(),
+            read_only: imp.read_only,
+        });
         Ok(Frame {
             title,
             who: who(visitor).await?,
@@ -319,6 +343,7 @@ impl Frame {
             allowed,
             script: assets::SCRIPT.path(),
             style: assets::STYLE.path(),
+            impersonation,
         })
     }
 }
@@ -352,6 +377,19 @@ async fn admits(
             return Ok(false);
         };
         match crate::services::entitlement::require_feature(state, &record, feature).await {
+            Ok(()) => {}
+            Err(crate::services::ServiceError::FeatureNotAvailable { .. }) => return Ok(false),
+            Err(other) => return Err(Refusal::from(other)),
+        }
+        // A flag of the user's own may take it away (as the gate does).
+        match crate::services::admin::features::require_user_feature(
+            state,
+            &caller.user_id,
+            feature,
+            record.tier,
+        )
+        .await
+        {
             Ok(()) => {}
             Err(crate::services::ServiceError::FeatureNotAvailable { .. }) => return Ok(false),
             Err(other) => return Err(Refusal::from(other)),

@@ -110,6 +110,20 @@ pub(crate) async fn open_after_sso(
     }
 }
 
+/// Answers a redirect to `to` that gives the browser `opened`'s cookie (the one it
+/// had is replaced).
+pub(crate) fn switch_to(
+    console: &Console,
+    headers: &HeaderMap,
+    opened: &sessions::Opened,
+    to: &str,
+) -> Response {
+    let max_age = u64::try_from((opened.session.expires_at - Utc::now()).num_seconds())
+        .unwrap_or(0)
+        .max(1);
+    with_cookie(console, headers, (&opened.cookie, max_age), to)
+}
+
 fn with_cookie_on(
     console: &Console,
     headers: &HeaderMap,

@@ -16,7 +16,7 @@ use super::{ServiceError, ServiceResult};
 use crate::auth::Claims;
 use crate::services::accounts;
 use crate::services::context::AppState;
-pub use crate::storage::ConsoleSessionRecord;
+pub use crate::storage::{ConsoleImpersonation, ConsoleSessionRecord};
 
 /// How long a console session lives at most (its family may end it sooner).
 pub const CONSOLE_SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
@@ -76,6 +76,7 @@ pub async fn open(
         email: claims.email,
         generation,
         expires_at: now + lifetime,
+        impersonation: None,
     };
     state.store.open_console_session(&session, now).await?;
     Ok(Opened { cookie, session })
@@ -106,11 +107,133 @@ pub fn access_token(
         MINTED_LIFETIME,
     );
     claims.gen = Some(session.generation);
-    claims.sid = Some(session.family_id.clone());
+    match &session.impersonation {
+        // The family is the super-admin's (its sign-out ends this session); the
+        // token is the impersonation's, as the API's start answered it.
+        Some(imp) => {
+            claims.act = Some(crate::auth::Actor {
+                sub: imp.admin_id.clone(),
+            });
+            claims.imp = Some(imp.id.clone());
+        }
+        None => claims.sid = Some(session.family_id.clone()),
+    }
     state
         .keys
         .sign(&claims)
         .map_err(|e| ServiceError::Broken(e.to_string()))
+}
+
+/// What the API's start of an impersonation answered, as the console keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImpersonationStarted {
+    /// The impersonation's id.
+    pub id: String,
+    /// The user seen as.
+    pub user_id: String,
+    /// When it expires.
+    pub expires_at: DateTime<Utc>,
+    /// Reads only.
+    pub read_only: bool,
+}
+
+fn new_cookie() -> ServiceResult<(String, String)> {
+    let mut random = [0u8; 32];
+    getrandom::fill(&mut random).map_err(|e| ServiceError::Broken(e.to_string()))?;
+    let cookie = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random);
+    let hash = hash_of(&cookie);
+    Ok((cookie, hash))
+}
+
+/// Turns a super-admin's console session into one that sees as the impersonated
+/// user (the impersonation was just started through the API): a new session on the
+/// admin's family, until the impersonation expires; the admin's own is forgotten.
+pub async fn open_impersonation(
+    state: &AppState,
+    admin: &ConsoleSessionRecord,
+    started: &ImpersonationStarted,
+    now: DateTime<Utc>,
+) -> ServiceResult<Opened> {
+    let account = state
+        .store
+        .account(&started.user_id)
+        .await?
+        .ok_or(ServiceError::NotFound("user".into()))?;
+    let (cookie, id_hash) = new_cookie()?;
+    let session = ConsoleSessionRecord {
+        id_hash,
+        family_id: admin.family_id.clone(),
+        user_id: account.user_id.clone(),
+        email: account.email_verified_at.map(|_| account.email.clone()),
+        generation: account.generation,
+        expires_at: started.expires_at.min(admin.expires_at),
+        impersonation: Some(ConsoleImpersonation {
+            id: started.id.clone(),
+            admin_id: admin.user_id.clone(),
+            admin: admin.email.clone().unwrap_or_else(|| admin.user_id.clone()),
+            read_only: started.read_only,
+        }),
+    };
+    state.store.open_console_session(&session, now).await?;
+    state.store.close_console_session(&admin.id_hash).await?;
+    Ok(Opened { cookie, session })
+}
+
+/// Ends the impersonation a console session is (from inside, as its token may) and
+/// gives the super-admin their own console session back, on their family.
+pub async fn end_impersonation(
+    state: &AppState,
+    session: &ConsoleSessionRecord,
+    now: DateTime<Utc>,
+) -> ServiceResult<Opened> {
+    let Some(imp) = &session.impersonation else {
+        return Err(ServiceError::Conflict(
+            "this console session is not an impersonation".to_owned(),
+        ));
+    };
+    let inside = crate::services::context::Caller {
+        user_id: session.user_id.clone(),
+        email: session.email.clone(),
+        stepped_up_at: None,
+        org_header: None,
+        personal_token: None,
+        session: None,
+        sso_org: None,
+        impersonation: Some(Box::new(crate::services::context::Impersonating {
+            id: imp.id.clone(),
+            admin_id: imp.admin_id.clone(),
+            read_only: imp.read_only,
+        })),
+    };
+    match crate::services::admin::impersonation::end(state, &inside, &imp.id, now).await {
+        // Expired or ended elsewhere already: the admin comes back all the same.
+        Ok(_) | Err(ServiceError::Conflict(_)) => {}
+        Err(other) => return Err(other),
+    }
+    state.store.close_console_session(&session.id_hash).await?;
+    let admin = state
+        .store
+        .account(&imp.admin_id)
+        .await?
+        .filter(|a| a.deleted_at.is_none())
+        .ok_or(ServiceError::NotFound("account".into()))?;
+    let lifetime = chrono::Duration::from_std(CONSOLE_SESSION_LIFETIME)
+        .map_err(|e| ServiceError::Broken(e.to_string()))?;
+    let (cookie, id_hash) = new_cookie()?;
+    let back = ConsoleSessionRecord {
+        id_hash,
+        family_id: session.family_id.clone(),
+        user_id: admin.user_id.clone(),
+        email: admin.email_verified_at.map(|_| admin.email.clone()),
+        generation: admin.generation,
+        expires_at: now + lifetime,
+        impersonation: None,
+    };
+    state.store.open_console_session(&back, now).await?;
+    Ok(Opened {
+        cookie,
+        session: back,
+    })
 }
 
 /// Signs out: the console session is forgotten and its family ended (audited as a

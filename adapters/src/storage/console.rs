@@ -21,6 +21,21 @@ pub struct ConsoleSessionRecord {
     pub generation: i64,
     /// When it ends.
     pub expires_at: DateTime<Utc>,
+    /// Set when the session sees as its user for a super-admin.
+    pub impersonation: Option<ConsoleImpersonation>,
+}
+
+/// The impersonation a console session is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsoleImpersonation {
+    /// The impersonation's id.
+    pub id: String,
+    /// The super-admin.
+    pub admin_id: String,
+    /// The super-admin, as the banner names them (e-mail, else id).
+    pub admin: String,
+    /// Reads only.
+    pub read_only: bool,
 }
 
 fn from_row(row: &sqlx::any::AnyRow) -> StoreResult<ConsoleSessionRecord> {
@@ -32,6 +47,15 @@ fn from_row(row: &sqlx::any::AnyRow) -> StoreResult<ConsoleSessionRecord> {
         email: d.get("email")?,
         generation: d.get("generation")?,
         expires_at: d.stamp("expires_at")?,
+        impersonation: match d.get::<Option<String>>("impersonation_id")? {
+            None => None,
+            Some(id) => Some(ConsoleImpersonation {
+                id,
+                admin_id: d.get("impersonator_id")?,
+                admin: d.get("impersonator")?,
+                read_only: d.flag("impersonation_read_only")?,
+            }),
+        },
     })
 }
 
@@ -43,7 +67,9 @@ impl Store {
         now: DateTime<Utc>,
     ) -> StoreResult<()> {
         sqlx::query(&self.sql(
-            "INSERT INTO console_sessions (id_hash, family_id, user_id, email, generation, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO console_sessions (id_hash, family_id, user_id, email, generation, created_at, expires_at,
+                impersonation_id, impersonator_id, impersonator, impersonation_read_only)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         ))
         .bind(&session.id_hash)
         .bind(&session.family_id)
@@ -52,6 +78,12 @@ impl Store {
         .bind(session.generation)
         .bind(stamp(now))
         .bind(stamp(session.expires_at))
+        .bind(session.impersonation.as_ref().map(|i| i.id.as_str()))
+        .bind(session.impersonation.as_ref().map(|i| i.admin_id.as_str()))
+        .bind(session.impersonation.as_ref().map(|i| i.admin.as_str()))
+        .bind(i64::from(
+            session.impersonation.as_ref().is_some_and(|i| i.read_only),
+        ))
         .execute(self.pool())
         .await?;
         Ok(())

@@ -67,7 +67,7 @@ pub use billing::SubscriptionRecord;
 pub use builds::{BuildJob, NextStep};
 pub use checkpoints::{CheckpointCandidate, CheckpointRecord};
 pub use checks::{CheckRecord, LiveCheck};
-pub use console::ConsoleSessionRecord;
+pub use console::{ConsoleImpersonation, ConsoleSessionRecord};
 pub use conversations::{
     ConversationMessageRecord, ConversationRecord, FeedRow, NewMessage, ParticipantRecord, Rate,
 };

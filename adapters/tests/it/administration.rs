@@ -1005,6 +1005,84 @@ async fn impersonation_sees_as_the_user_and_ends_everywhere(app: &TestApp) {
     assert_eq!(me_status(app, &forged).await, StatusCode::UNAUTHORIZED);
 }
 
+async fn impersonation_through_the_console(app: &TestApp) {
+    let (_, _) = app.system().await;
+    adapters::services::accounts::provision(
+        &app.state,
+        (ROOT_EMAIL, PASSWORD.to_owned()),
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    let ada_id = register(app, "ada@example.com").await;
+    let (ada, _) = session(app, "ada@example.com").await;
+    let acme = org_of(app, &ada, "acme").await;
+    let base = super::console::serve(app.router.clone()).await;
+    let b = super::console::browser().await;
+    b.sign_in(&base, ROOT_EMAIL).await;
+    b.open(&format!("{base}/console/admin/users")).await;
+    assert!(b.text("#users").await.contains("ada@example.com"));
+    let row = format!("tr[data-user='{ada_id}']");
+    b.type_into(
+        &format!("{row} input[name=reason]"),
+        "ticket 4711: her scans fail",
+    )
+    .await;
+    b.type_into(&format!("{row} input[name=minutes]"), "10")
+        .await;
+    b.click(&format!("{row} input[name=readOnly]")).await;
+    b.type_into(&format!("{row} input[name=password]"), PASSWORD)
+        .await;
+    b.shot("admin-users").await;
+    b.click(&format!("{row} button")).await;
+    assert!(
+        b.lands_on("/console/posture").await,
+        "{}",
+        b.text("main").await
+    );
+    // Every page says who is seen as, for whom, and that it is read-only.
+    for path in ["/console/posture", "/console/scans"] {
+        b.open(&format!("{base}{path}?org={acme}")).await;
+        let banner = b.text("#impersonation").await;
+        assert!(banner.contains("ada@example.com"), "{banner}");
+        assert!(banner.contains(ROOT_EMAIL), "{banner}");
+        assert!(banner.contains("read-only"), "{banner}");
+    }
+    b.shot("impersonating").await;
+    // A change is refused with the API's reason.
+    b.click("#start-scan button").await;
+    let refused = b.text("#error").await;
+    assert!(refused.contains("read-only"), "{refused}");
+    let (_, answer) = app
+        .call("GET", "/api/compliance/scans", &ada, Some(&acme), None)
+        .await;
+    assert_eq!(
+        answer["pagination"]["total"], 0,
+        "no scan started: {answer}"
+    );
+    // Ada was told.
+    let (_, answer) = app
+        .call(
+            "GET",
+            "/api/messages/conversations",
+            &ada,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert!(
+        answer.to_string().contains("A platform administrator"),
+        "{answer}"
+    );
+    // Ended from the banner: the admin's own console comes back.
+    b.click("#impersonation button").await;
+    assert!(b.lands_on("/console/admin/users").await);
+    assert_eq!(b.count("#impersonation").await, 0);
+    assert!(b.text("header .who").await.contains(ROOT_EMAIL));
+    let ended = in_chain(app, "admin.impersonate.end", &acme).await;
+    assert_eq!(ended.len(), 1);
+}
+
 /// `kubectl create --dry-run=client` of a YAML stream, against a loopback server
 /// that answers only API discovery (kubectl maps each kind to its resource there;
 /// nothing is created): the names kubectl prints.
@@ -1101,4 +1179,5 @@ on_both_backends!(
     the_build_namespace_is_rendered_the_same_way_each_time,
     a_super_admins_delete_of_an_organization_is_an_administration_action,
     impersonation_sees_as_the_user_and_ends_everywhere,
+    impersonation_through_the_console,
 );

@@ -74,7 +74,7 @@ pub(super) async fn browser() -> Browser {
 
 /// The router served on a loopback port (the console's pages call the API inside
 /// it, as in `serve`).
-async fn serve(router: axum::Router) -> String {
+pub(super) async fn serve(router: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move {
@@ -121,7 +121,7 @@ impl Browser {
             .unwrap()
     }
 
-    async fn count(&self, css: &str) -> usize {
+    pub(super) async fn count(&self, css: &str) -> usize {
         self.client.find_all(Locator::Css(css)).await.unwrap().len()
     }
 
@@ -163,7 +163,7 @@ impl Browser {
         std::fs::write(screenshots().join(format!("{name}.png")), png).unwrap();
     }
 
-    async fn sign_in(&self, base: &str, email: &str) {
+    pub(super) async fn sign_in(&self, base: &str, email: &str) {
         self.open(&format!("{base}/console")).await;
         assert!(self.client.current_url().await.unwrap().path() == "/console/login");
         self.type_into("#identifier", email).await;

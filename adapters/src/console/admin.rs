@@ -1,0 +1,177 @@
+//! Platform administration in the console (super-admins): the accounts, and seeing
+//! as one of them. An impersonation starts through the API (a step-up with the
+//! admin's password, then `POST /api/admin/impersonations`), and the console session
+//! becomes one that sees as the user, with a banner on every page, until it is
+//! ended from that banner (the admin's own session comes back) or expires.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::Response;
+use chrono::Utc;
+use serde_json::json;
+
+use super::api::{self, Call, Refusal};
+use super::page::{self, Frame};
+use super::session::{self, Posted, Visitor};
+use super::{field, Console};
+use crate::services::console as sessions;
+
+/// The accounts page.
+pub const USERS: &str = "/console/admin/users";
+
+/// An account in the list.
+pub struct Row {
+    id: String,
+    email: String,
+    state: String,
+    organizations: i64,
+    can_impersonate: bool,
+}
+
+#[derive(Template)]
+#[template(path = "console/admin_users.html")]
+struct UsersPage {
+    frame: Frame,
+    search: String,
+    rows: Vec<Row>,
+}
+
+fn only_super_admins() -> Refusal {
+    Refusal {
+        status: StatusCode::FORBIDDEN,
+        code: "FORBIDDEN".to_owned(),
+        message: "only a super-admin may do this".to_owned(),
+    }
+}
+
+async fn show(
+    console: &Console,
+    visitor: &Visitor,
+    q: &HashMap<String, String>,
+    outcome: Option<Result<String, Refusal>>,
+) -> Result<Response, Refusal> {
+    let mut frame = Frame::load(console, visitor, q, ("Users", USERS)).await?;
+    if !frame.super_admin {
+        return Err(only_super_admins());
+    }
+    let search = q.get("email").map_or("", |e| e.trim()).to_owned();
+    let uri = format!(
+        "/api/admin/users?{}",
+        api::query(&[("limit", "50"), ("email", &search)])
+    );
+    let uri = if search.is_empty() {
+        "/api/admin/users?limit=50".to_owned()
+    } else {
+        uri
+    };
+    let listed = visitor.api.get(&uri, None).await?;
+    let rows = api::items(&listed)
+        .iter()
+        .map(|u| {
+            let state = api::text(u, "state");
+            let super_admin =
+                u.get("superAdmin").and_then(serde_json::Value::as_bool) == Some(true);
+            Row {
+                id: api::text(u, "userId"),
+                email: api::text(u, "email"),
+                can_impersonate: matches!(state.as_str(), "active" | "unverified") && !super_admin,
+                state,
+                organizations: api::number(u, "organizations"),
+            }
+        })
+        .collect();
+    let code = frame.settle(outcome);
+    Ok(page::render(
+        &UsersPage {
+            frame,
+            search,
+            rows,
+        },
+        code,
+    ))
+}
+
+/// `GET /console/admin/users`.
+pub async fn users(
+    State(console): State<Console>,
+    visitor: Visitor,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    show(&console, &visitor, &q, None)
+        .await
+        .unwrap_or_else(page::refused)
+}
+
+/// `POST /console/admin/impersonate`: the admin's password (a step-up), then the
+/// impersonation; the console session becomes the user's.
+pub async fn impersonate(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    posted: Posted,
+) -> Response {
+    let Posted { visitor, form } = posted;
+    let started = async {
+        let proof = visitor
+            .api
+            .json(Call {
+                method: Some(Method::POST),
+                uri: "/api/auth/step-up",
+                body: Some(json!({"password": field(&form, "password")})),
+                ..Call::default()
+            })
+            .await?;
+        let step_up = api::text(&proof, "stepUpToken");
+        let minutes: u32 = field(&form, "minutes").parse().unwrap_or(0);
+        let started = visitor
+            .api
+            .json(Call {
+                method: Some(Method::POST),
+                uri: "/api/admin/impersonations",
+                body: Some(json!({
+                    "userId": field(&form, "userId"),
+                    "reason": field(&form, "reason"),
+                    "minutes": minutes,
+                    "readOnly": field(&form, "readOnly") == "on",
+                })),
+                step_up: Some(&step_up),
+                ..Call::default()
+            })
+            .await?;
+        let expires_at = api::text(&started, "expiresAt")
+            .parse::<chrono::DateTime<Utc>>()
+            .map_err(|e| Refusal::internal(format!("an impersonation's expiry: {e}")))?;
+        Ok::<_, Refusal>(sessions::ImpersonationStarted {
+            id: api::text(&started, "id"),
+            user_id: api::text(&started, "userId"),
+            expires_at,
+            read_only: started.get("readOnly").and_then(serde_json::Value::as_bool) == Some(true),
+        })
+    }
+    .await;
+    let started = match started {
+        Ok(started) => started,
+        Err(refusal) => {
+            let q = HashMap::new();
+            return show(&console, &visitor, &q, Some(Err(refusal)))
+                .await
+                .unwrap_or_else(page::refused);
+        }
+    };
+    match sessions::open_impersonation(&console.state, &visitor.session, &started, Utc::now()).await
+    {
+        Ok(opened) => session::switch_to(&console, &headers, &opened, "/console"),
+        Err(error) => page::failure(&Refusal::from(error)),
+    }
+}
+
+/// `POST /console/impersonation/end`: the impersonation ends; the admin's own
+/// console session comes back.
+pub async fn end(State(console): State<Console>, headers: HeaderMap, posted: Posted) -> Response {
+    match sessions::end_impersonation(&console.state, &posted.visitor.session, Utc::now()).await {
+        Ok(opened) => session::switch_to(&console, &headers, &opened, USERS),
+        Err(error) => page::failure(&Refusal::from(error)),
+    }
+}
