@@ -41,6 +41,9 @@ pub enum Step {
     Done,
     /// The provider reports an error within the stream (after its 200).
     Failed(String),
+    /// Tokens the provider counted for the call (its `usage`), to be added up: the
+    /// monthly token cap of an organization's settings is spent by them.
+    Usage(u64),
 }
 
 /// The name of the one tool an Anthropic request offers and forces: its input is
@@ -99,6 +102,8 @@ impl Wire {
             Wire::OpenAi => json!({
                 "model": model,
                 "stream": true,
+                // The last chunk then carries the call's `usage`.
+                "stream_options": {"include_usage": true},
                 "messages": with_system(),
                 "response_format": {
                     "type": "json_schema",
@@ -176,7 +181,7 @@ fn openai(data: &str) -> Vec<Step> {
     if let Some(message) = error_of(&object) {
         return vec![Step::Failed(message)];
     }
-    object
+    let mut steps: Vec<Step> = object
         .get("choices")
         .and_then(Value::as_array)
         .into_iter()
@@ -184,7 +189,27 @@ fn openai(data: &str) -> Vec<Step> {
         .filter_map(|choice| choice.pointer("/delta/content").and_then(Value::as_str))
         .filter(|text| !text.is_empty())
         .map(|text| Step::Text(text.to_owned()))
-        .collect()
+        .collect();
+    if let Some(total) = object
+        .get("usage")
+        .and_then(|u| u.get("total_tokens"))
+        .and_then(Value::as_u64)
+    {
+        steps.push(Step::Usage(total));
+    }
+    steps
+}
+
+/// The tokens an Anthropic event counts: the input's at `message_start`, the
+/// output's at `message_delta`.
+fn anthropic_usage(object: &Map<String, Value>) -> u64 {
+    let usage = object
+        .get("usage")
+        .or_else(|| object.get("message").and_then(|m| m.get("usage")));
+    ["input_tokens", "output_tokens"]
+        .iter()
+        .filter_map(|k| usage.and_then(|u| u.get(*k)).and_then(Value::as_u64))
+        .sum()
 }
 
 fn anthropic(event: &str, data: &str) -> Vec<Step> {
@@ -209,6 +234,10 @@ fn anthropic(event: &str, data: &str) -> Vec<Step> {
             .filter(|text| !text.is_empty())
             .map(|text| vec![Step::Text(text.to_owned())])
             .unwrap_or_default(),
+        "message_start" | "message_delta" => match anthropic_usage(&object) {
+            0 => Vec::new(),
+            tokens => vec![Step::Usage(tokens)],
+        },
         "message_stop" => vec![Step::Done],
         "error" => {
             vec![Step::Failed(error_of(&object).unwrap_or_else(|| {
@@ -237,6 +266,13 @@ fn ollama(line: &str) -> Vec<Step> {
         steps.push(Step::Text(text.to_owned()));
     }
     if object.get("done").and_then(Value::as_bool) == Some(true) {
+        let tokens: u64 = ["prompt_eval_count", "eval_count"]
+            .iter()
+            .filter_map(|k| object.get(*k).and_then(Value::as_u64))
+            .sum();
+        if tokens > 0 {
+            steps.push(Step::Usage(tokens));
+        }
         steps.push(Step::Done);
     }
     steps
@@ -360,6 +396,36 @@ mod tests {
         assert_eq!(
             Wire::Ollama.event("", r#"{"error":"model 'x' not found"}"#),
             [Step::Failed("model 'x' not found".to_owned())]
+        );
+    }
+
+    #[test]
+    fn each_format_counts_its_tokens() {
+        assert_eq!(
+            Wire::OpenAi.event("", r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}"#),
+            vec![Step::Usage(12)]
+        );
+        assert_eq!(
+            Wire::Anthropic.event("message_start", r#"{"type":"message_start","message":{"usage":{"input_tokens":9,"output_tokens":1}}}"#),
+            vec![Step::Usage(10)]
+        );
+        assert_eq!(
+            Wire::Anthropic.event(
+                "message_delta",
+                r#"{"type":"message_delta","usage":{"output_tokens":30}}"#
+            ),
+            vec![Step::Usage(30)]
+        );
+        assert_eq!(
+            Wire::Ollama.event(
+                "",
+                r#"{"message":{"content":""},"done":true,"prompt_eval_count":4,"eval_count":6}"#
+            ),
+            vec![Step::Usage(10), Step::Done]
+        );
+        assert_eq!(
+            Wire::OpenAi.body("m", &conversation(), &json!({}))["stream_options"]["include_usage"],
+            true
         );
     }
 }

@@ -43,3 +43,28 @@ ALTER TABLE console_sessions ADD COLUMN impersonation_id TEXT;
 ALTER TABLE console_sessions ADD COLUMN impersonator_id TEXT;
 ALTER TABLE console_sessions ADD COLUMN impersonator TEXT;
 ALTER TABLE console_sessions ADD COLUMN impersonation_read_only BIGINT NOT NULL DEFAULT 0;
+
+-- An account root's own AI settings (PUT /api/admin/organizations/{id}/ai): the
+-- providers and models it may use (`allowed`, a JSON object of provider -> models;
+-- NULL: the platform's), its own provider (the key sealed enc:v2 under its data
+-- key, only the last four characters kept in clear), a monthly token cap.
+CREATE TABLE org_ai_settings (
+    org_id TEXT PRIMARY KEY REFERENCES organizations (id),
+    allowed TEXT,
+    own_provider TEXT,
+    own_base_url TEXT,
+    own_api_key TEXT,
+    own_key_hint TEXT,
+    monthly_token_cap BIGINT,
+    version BIGINT NOT NULL,
+    updated_at TEXT NOT NULL,
+    updated_by TEXT NOT NULL
+);
+
+-- The tokens an account root's generations spent, per calendar month (UTC).
+CREATE TABLE org_ai_tokens (
+    org_id TEXT NOT NULL,
+    month TEXT NOT NULL,
+    tokens BIGINT NOT NULL,
+    PRIMARY KEY (org_id, month)
+);

@@ -2,6 +2,7 @@
 //! where no service exists yet, storage), and shape the answer. No SQL here.
 
 mod admin;
+mod ai_settings;
 mod announcements;
 pub mod audit;
 mod billing;

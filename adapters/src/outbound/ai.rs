@@ -188,6 +188,7 @@ impl AiClient {
             read: 0,
             max_bytes,
             key: provider.api_key.clone(),
+            tokens: 0,
         })
     }
 }
@@ -200,9 +201,15 @@ pub struct Answering {
     read: usize,
     max_bytes: usize,
     key: Option<String>,
+    tokens: u64,
 }
 
 impl Answering {
+    /// The tokens the provider counted so far (its `usage`).
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+
     /// The next piece of the answer's text; `None` once the provider marked its
     /// end. An error event, a stream that ends or breaks off before the end marker,
     /// and text past the bound are errors.
@@ -221,6 +228,10 @@ impl Answering {
                     return Ok(Some(text));
                 }
                 Some(Step::Done) => return Ok(None),
+                Some(Step::Usage(tokens)) => {
+                    self.tokens = self.tokens.saturating_add(tokens);
+                    continue;
+                }
                 Some(Step::Failed(message)) => {
                     let message = redacted(message, self.key.as_deref());
                     return Err(AiError::Failed { provider, message });

@@ -278,27 +278,37 @@ pub async fn begin(
             ));
         }
     }
-    let provider = settings.provider(&ask.provider).ok_or_else(|| {
-        ServiceError::invalid(
-            "provider",
-            format!(
-                "`{}` is not a configured provider ({})",
-                ask.provider,
-                configured()
-            ),
-        )
-    })?;
-    if !provider.models.contains(&ask.model) {
-        return Err(ServiceError::invalid(
-            "model",
-            format!(
-                "`{}` is not a model of the {} provider here (offered: {})",
-                ask.model,
-                provider.wire.name(),
-                provider.models.join(", ")
-            ),
-        ));
-    }
+    // The organization's own settings first: its allow-list, its own provider, its
+    // monthly token cap.
+    let own =
+        super::ai_settings::provider_for(state, org, (&ask.provider, &ask.model), now).await?;
+    let provider = match &own {
+        Some(own) => own,
+        None => {
+            let provider = settings.provider(&ask.provider).ok_or_else(|| {
+                ServiceError::invalid(
+                    "provider",
+                    format!(
+                        "`{}` is not a configured provider ({})",
+                        ask.provider,
+                        configured()
+                    ),
+                )
+            })?;
+            if !provider.models.contains(&ask.model) {
+                return Err(ServiceError::invalid(
+                    "model",
+                    format!(
+                        "`{}` is not a model of the {} provider here (offered: {})",
+                        ask.model,
+                        provider.wire.name(),
+                        provider.models.join(", ")
+                    ),
+                ));
+            }
+            provider
+        }
+    };
     let start = match ask.source {
         Source::Prompt(prompt) => {
             check_prompt(&prompt, settings.prompt_max_chars)?;
@@ -435,7 +445,7 @@ async fn attempts(
     for attempt in 1..=MAX_ATTEMPTS {
         let text = until_gone(
             progress,
-            answer(state, &generation, &conversation, attempt, progress),
+            answer(state, org, &generation, &conversation, (attempt, progress)),
         )
         .await?;
         let judged = judge(state, org, generation.kind, &text).await?;
@@ -514,10 +524,10 @@ async fn until_gone<T>(
 /// One answer of the model, reported piece by piece, within the timeout.
 async fn answer(
     state: &AppState,
+    org: &OrgRecord,
     generation: &Generation,
     conversation: &Conversation,
-    attempt: u32,
-    progress: Option<&mpsc::Sender<Progress>>,
+    (attempt, progress): (u32, Option<&mpsc::Sender<Progress>>),
 ) -> ServiceResult<String> {
     let settings = &state.config.ai;
     let work = async {
@@ -544,6 +554,8 @@ async fn answer(
             )
             .await?;
         }
+        // What the provider counted is spent against the organization's month.
+        super::ai_settings::spend(state, org, answering.tokens(), Utc::now()).await?;
         Ok::<_, ServiceError>(text)
     };
     match tokio::time::timeout(settings.timeout, work).await {

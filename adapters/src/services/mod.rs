@@ -12,6 +12,7 @@ pub mod access;
 pub mod account_mail;
 pub mod accounts;
 pub mod admin;
+pub mod ai_settings;
 pub mod allowance;
 pub mod announcements;
 pub mod audit;

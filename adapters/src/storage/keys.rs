@@ -97,7 +97,7 @@ pub struct SecretColumn {
 }
 
 /// Every column that holds a sealed secret.
-pub const SECRET_COLUMNS: [SecretColumn; 4] = [
+pub const SECRET_COLUMNS: [SecretColumn; 5] = [
     SecretColumn {
         table: "notification_preferences",
         column: "webhook_secret",
@@ -125,6 +125,13 @@ pub const SECRET_COLUMNS: [SecretColumn; 4] = [
         bound_as: "totp_secret",
         key: "user_id",
         org: None,
+    },
+    SecretColumn {
+        table: "org_ai_settings",
+        column: "own_api_key",
+        bound_as: "own_api_key",
+        key: "org_id",
+        org: Some("org_id"),
     },
 ];
 

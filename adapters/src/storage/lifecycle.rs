@@ -21,7 +21,7 @@ pub struct DeletedOrg {
 
 /// The tables that hold an organization's data, children before parents; the
 /// audit chain's tables are not among them.
-const ORG_TABLES: [&str; 39] = [
+const ORG_TABLES: [&str; 41] = [
     "ai_places",
     "ai_place_locks",
     "role_members",
@@ -60,6 +60,8 @@ const ORG_TABLES: [&str; 39] = [
     "org_break_glass",
     "org_domains",
     "org_idp_configs",
+    "org_ai_settings",
+    "org_ai_tokens",
     "organizations",
 ];
 

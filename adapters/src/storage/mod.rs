@@ -8,6 +8,7 @@
 mod access;
 mod accounts;
 mod admin;
+mod ai_settings;
 mod announcements;
 mod audit;
 mod billing;
@@ -61,6 +62,7 @@ pub use accounts::{
     Verification,
 };
 pub use admin::{AccountFilter, AccountState, AdminAccountRow, ImpersonationRow, UserMembership};
+pub use ai_settings::{AiSettingsRow, OwnProviderRow};
 pub use announcements::{AnnouncementFields, AnnouncementRecord, Reader};
 pub use audit::AuditFilter;
 pub use billing::SubscriptionRecord;

@@ -104,7 +104,8 @@ fn opening(wire: Wire) -> String {
         ),
         Wire::Anthropic => format!(
             "event: message_start\ndata: {}\n\nevent: content_block_start\ndata: {}\n\nevent: ping\ndata: {{\"type\": \"ping\"}}\n\n",
-            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m"}}),
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m",
+                   "usage": {"input_tokens": 30, "output_tokens": 0}}}),
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "answer", "input": {}}})
         ),
         Wire::Ollama => String::new(),
@@ -113,15 +114,19 @@ fn opening(wire: Wire) -> String {
 
 fn ending(wire: Wire) -> String {
     match wire {
+        // Each format's usage, as its provider reports it: 50 tokens an answer.
         Wire::OpenAi => format!(
-            "data: {}\n\ndata: [DONE]\n\n",
+            "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
             json!({"id": "c1", "object": "chat.completion.chunk",
-                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            json!({"id": "c1", "object": "chat.completion.chunk", "choices": [],
+                   "usage": {"prompt_tokens": 30, "completion_tokens": 20, "total_tokens": 50}})
         ),
-        Wire::Anthropic => "event: content_block_stop\ndata: {\"type\": \"content_block_stop\", \"index\": 0}\n\nevent: message_delta\ndata: {\"type\": \"message_delta\", \"delta\": {\"stop_reason\": \"tool_use\"}}\n\nevent: message_stop\ndata: {\"type\": \"message_stop\"}\n\n".to_owned(),
+        Wire::Anthropic => "event: content_block_stop\ndata: {\"type\": \"content_block_stop\", \"index\": 0}\n\nevent: message_delta\ndata: {\"type\": \"message_delta\", \"delta\": {\"stop_reason\": \"tool_use\"}, \"usage\": {\"output_tokens\": 20}}\n\nevent: message_stop\ndata: {\"type\": \"message_stop\"}\n\n".to_owned(),
         Wire::Ollama => format!(
             "{}\n",
-            json!({"model": "m", "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop"})
+            json!({"model": "m", "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop",
+                   "prompt_eval_count": 30, "eval_count": 20})
         ),
     }
 }
@@ -1537,7 +1542,220 @@ async fn concurrent_generations_on_two_replicas_take_exactly_the_places(app: &Te
     second.stop().await;
 }
 
+/// An account root's own AI settings: its allow-list, its own provider (the key
+/// sealed, never answered back), its monthly token cap spent by what each provider
+/// reports; refusals change nothing; audited without the key.
+async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(app: &TestApp) {
+    use base64::Engine as _;
+    let fakes = Fakes::start().await;
+    let own = Fake::start(Wire::OpenAi).await;
+    let sealing = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
+    let server = fakes
+        .server(app, &[("SECRETS_ENCRYPTION_KEY", sealing.as_str())])
+        .await;
+    let (system, root) = server.system().await;
+    let (acme, alice) = pro_org(&server, "alice", "acme").await;
+    let admin_path = format!("/api/admin/organizations/{acme}/ai");
+    let (status, body) = server
+        .call(
+            "GET",
+            &format!("/api/organization/{acme}/ai"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["providers"], Value::Null);
+    assert_eq!(body["data"]["version"], 0);
+    let secret = "sk-own-secret-0123456789-wxyz";
+    let good = json!({
+        "providers": {"openai": ["gpt-own"], "anthropic": ["model-a"]},
+        "ownProvider": {"provider": "openai", "baseUrl": own.base, "apiKey": secret},
+        "monthlyTokenCap": 120
+    });
+    // Refusals change nothing.
+    let (status, body) = server
+        .call("PUT", &admin_path, &alice, None, Some(good.clone()))
+        .await;
+    assert_eq!(code(status, &body), "FORBIDDEN");
+    let mut cases = Vec::new();
+    let mut bad = good.clone();
+    bad["providers"]["gemini"] = json!(["x"]);
+    cases.push((bad, "providers"));
+    let mut bad = good.clone();
+    bad["providers"]["anthropic"] = json!(["not-offered"]);
+    cases.push((bad, "providers"));
+    let mut bad = good.clone();
+    bad["providers"] = json!({"anthropic": ["model-a"]});
+    cases.push((bad, "providers"));
+    let mut bad = good.clone();
+    bad["ownProvider"]["baseUrl"] = json!("file:///etc/passwd");
+    cases.push((bad, "ownProvider.baseUrl"));
+    let mut bad = good.clone();
+    bad["ownProvider"]["apiKey"] = Value::Null;
+    cases.push((bad, "ownProvider.apiKey"));
+    let mut bad = good.clone();
+    bad["monthlyTokenCap"] = json!(0);
+    cases.push((bad, "monthlyTokenCap"));
+    for (body, field) in cases {
+        let (status, answer) = server
+            .call("PUT", &admin_path, &root, None, Some(body.clone()))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
+        assert_eq!(answer["details"]["field"], field, "{answer}");
+    }
+    assert!(server
+        .audited("admin.org.ai-config.update")
+        .await
+        .is_empty());
+
+    // Put: the key is sealed and only its end is shown.
+    let (status, body) = server
+        .call("PUT", &admin_path, &root, None, Some(good.clone()))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["ownProvider"]["apiKeyHint"], "wxyz");
+    assert_eq!(body["data"]["version"], 1);
+    assert!(!body.to_string().contains(secret));
+    let stored = super::signin::text(
+        &server,
+        &format!("SELECT own_api_key FROM org_ai_settings WHERE org_id = '{acme}'"),
+    )
+    .await
+    .unwrap();
+    assert!(
+        stored.starts_with("enc:v2:") && !stored.contains(secret),
+        "{stored}"
+    );
+    let (_, body) = server
+        .call(
+            "GET",
+            &format!("/api/organization/{acme}/ai"),
+            &alice,
+            None,
+            None,
+        )
+        .await;
+    assert!(!body.to_string().contains(secret));
+
+    // The own provider answers for `openai`, with the organization's key.
+    let valid = pipeline("private").to_string();
+    own.script(vec![Reply::Answer(valid.clone())]);
+    fakes.openai.script(vec![]);
+    let generate = |provider: &'static str, model: &'static str| {
+        let alice = alice.clone();
+        let acme = acme.clone();
+        let server = &server;
+        async move {
+            server
+                .call(
+                    "POST",
+                    "/api/pipelines/generate",
+                    &alice,
+                    Some(&acme),
+                    Some(json!({"prompt": "a Rust shop", "provider": provider, "model": model})),
+                )
+                .await
+        }
+    };
+    let (status, body) = generate("openai", "gpt-own").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(own.requests().len(), 1);
+    assert_eq!(
+        own.requests()[0].0["authorization"],
+        format!("Bearer {secret}").as_str()
+    );
+    assert_eq!(own.requests()[0].1["stream_options"]["include_usage"], true);
+    assert!(fakes.openai.requests().is_empty());
+    // Outside the allow-list: refused before any provider is called.
+    let (status, body) = generate("ollama", "model-a").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["details"]["field"], "provider");
+    let (status, body) = generate("anthropic", "model-b").await;
+    assert_eq!(body["details"]["field"], "model", "{status} {body}");
+    // A platform provider within the list.
+    fakes.anthropic.script(vec![Reply::Answer(valid.clone())]);
+    let (status, body) = generate("anthropic", "model-a").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, body) = server.call("GET", &admin_path, &root, None, None).await;
+    assert_eq!(body["data"]["tokensThisMonth"], 100, "{body}");
+    // The cap: 100 of 120 spent, one more runs, then 429.
+    own.script(vec![Reply::Answer(valid.clone())]);
+    let (status, body) = generate("openai", "gpt-own").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = generate("openai", "gpt-own").await;
+    assert_eq!(code(status, &body), "QUOTA_EXCEEDED", "{body}");
+    assert_eq!(body["details"]["dimension"], "aiTokens");
+    assert_eq!(body["details"]["used"], 150);
+
+    // A stale version is 409; without a new key the stored one stays.
+    let mut again = good.clone();
+    again["version"] = json!(0);
+    let (status, body) = server
+        .call("PUT", &admin_path, &root, None, Some(again.clone()))
+        .await;
+    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    again["version"] = json!(1);
+    again["ownProvider"]["apiKey"] = Value::Null;
+    again["monthlyTokenCap"] = Value::Null;
+    let (status, body) = server
+        .call("PUT", &admin_path, &root, None, Some(again))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["ownProvider"]["apiKeyHint"], "wxyz");
+    // Audited where acme sees it, naming the fields, never the key.
+    let events: Vec<_> = server
+        .audited("admin.org.ai-config.update")
+        .await
+        .into_iter()
+        .filter(|e| e.chain_key == acme)
+        .collect();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[1].details["changed"], json!(["monthlyTokenCap"]));
+    assert!(events[0].details["changed"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("ownProvider.apiKey")));
+    for event in server.audited("admin.org.ai-config.update").await {
+        assert!(!event.details.to_string().contains(secret));
+    }
+    assert_eq!(
+        server
+            .audited("admin.org.ai-config.update")
+            .await
+            .iter()
+            .filter(|e| e.chain_key == system)
+            .count(),
+        2
+    );
+    // A team's settings are its root's.
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "platform", "parentOrgId": acme})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let team = body["data"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = server
+        .call(
+            "GET",
+            &format!("/api/admin/organizations/{team}/ai"),
+            &root,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(code(status, &body), "CONFLICT");
+    server.stop().await;
+}
+
 on_both_backends!(
+    an_organizations_own_settings_choose_its_provider_and_cap_its_tokens,
     concurrent_generations_on_two_replicas_take_exactly_the_places,
     each_format_retries_broken_json_and_answers_a_creatable_body,
     invalid_then_non_compliant_then_compliant,

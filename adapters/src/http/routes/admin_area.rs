@@ -45,6 +45,13 @@ pub(super) fn routes() -> Vec<Route> {
         delete("/api/admin/impersonations/{id}", "endImpersonation", Access::User, admin::end_impersonation)
             .doc("End an impersonation: a super-admin, or the impersonation's own token (anyone else: 404); ended or expired already: 409 (audit admin.impersonate.end)")
             .answers::<crate::services::admin::impersonation::Ended>(200),
+        get("/api/admin/organizations/{id}/ai", "adminGetAiSettings", org_path(tenancy::Access::SuperAdmin), crate::http::ai_settings::get)
+            .doc("An account root's own AI settings (a team: 409), never its key: only its last four characters")
+            .answers::<crate::services::ai_settings::AiSettings>(200),
+        put("/api/admin/organizations/{id}/ai", "adminPutAiSettings", org_path(tenancy::Access::SuperAdmin), crate::http::ai_settings::put)
+            .doc("Replace an account root's AI settings: the providers and models its generations (and its teams') may use (a platform provider's models only among those it offers), its own provider (a base URL under the Git URLs' address rule, a key sealed under the organization's data key), a monthly token cap (429 QUOTA_EXCEEDED `aiTokens` once reached). A stale `version`: 409 (audit admin.org.ai-config.update naming the fields changed, never the key)")
+            .body_of::<crate::http::ai_settings::PutAiSettings>()
+            .answers::<crate::services::ai_settings::AiSettings>(200),
         get("/api/admin/organizations/{id}/namespace", "adminRenderNamespace", org_path(tenancy::Access::SuperAdmin), admin::namespace)
             .doc("The Kubernetes objects the build system applies for the organization, as one YAML stream: its Namespace, a ResourceQuota and a LimitRange from its tier and limits, a default-deny NetworkPolicy that lets builds reach the image registry only, and a ServiceAccount. The same inputs give the same bytes; their SHA-256 is in `X-Content-SHA256` and the `ETag` (audit admin.org.namespace.render)")
             .yaml(),

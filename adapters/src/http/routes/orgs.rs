@@ -138,6 +138,9 @@ pub(super) fn routes() -> Vec<Route> {
         delete("/api/organization/{id}/sso/break-glass/{userId}", "disarmBreakGlass", org_path(Needs(OrgSettings)), sso::disarm)
             .doc("Disarm a break-glass account (audit org.break-glass.disarm)")
             .answers::<sso::Enforcement>(200),
+        get("/api/organization/{id}/ai", "organizationAiSettings", org_path(Needs(OrgSettings)), crate::http::ai_settings::get)
+            .doc("The organization's own AI settings, as its admins read them (never the key: only its last four characters)")
+            .answers::<crate::services::ai_settings::AiSettings>(200),
         get("/api/organization/{id}/kms", "organizationKeyStatus", org_path(Needs(OrgSettings)), keys::org_status)
             .doc("Whether the organization's secrets are under a key its customer holds, and whether that key works (`orphaned`: operations that need one of its secrets answer 503 KMS_UNAVAILABLE until the key works again). A team's secrets are under its root's key")
             .answers::<keys::KeyStatus>(200),
