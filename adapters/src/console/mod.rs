@@ -36,6 +36,7 @@ mod posture;
 mod scans;
 pub mod session;
 mod sso;
+mod verify;
 
 /// What the console's handlers share: the server's state and the API's router.
 #[derive(Clone)]
@@ -66,6 +67,10 @@ pub fn router(state: AppState, api: Router) -> Router {
             get(session::login_page).post(session::login),
         )
         .route("/console/logout", post(session::logout))
+        .route(
+            "/console/verify-email",
+            get(verify::page).post(verify::verify),
+        )
         .route("/console/sso/start", get(sso::start))
         .route("/console/sso/callback", get(sso::callback))
         .route("/console/assets/{file}", get(assets::serve))

@@ -1083,6 +1083,77 @@ async fn impersonation_through_the_console(app: &TestApp) {
     assert_eq!(ended.len(), 1);
 }
 
+/// A console page (no session): (status, body).
+async fn console_page(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    form: Option<String>,
+) -> (StatusCode, String) {
+    let mut request = Request::builder().method(method).uri(path);
+    let body = match form {
+        Some(form) => {
+            request = request.header("content-type", "application/x-www-form-urlencoded");
+            Body::from(form)
+        }
+        None => Body::empty(),
+    };
+    let response = app
+        .router
+        .clone()
+        .oneshot(request.body(body).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+async fn an_invitation_is_accepted_on_the_console_page_its_mail_links_to(app: &TestApp) {
+    let (_, root) = app.system().await;
+    let (status, answer) = app
+        .call(
+            "POST",
+            "/api/admin/users",
+            &root,
+            None,
+            Some(json!({"email": "finn@example.com"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let mail = super::signin::text(
+        app,
+        "SELECT body FROM account_mail WHERE recipient = 'finn@example.com'",
+    )
+    .await
+    .unwrap();
+    let link = mail
+        .lines()
+        .find(|l| l.contains("/console/verify-email?token="))
+        .expect("the mail links to the console");
+    let path = &link[link.find("/console/").unwrap()..];
+    let token = link_token(app, "finn@example.com").await;
+    let (status, page) = console_page(app, "GET", path, None).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(
+        page.contains(&token) && page.contains("Choose a password"),
+        "{page}"
+    );
+    let (status, page) = console_page(app, "GET", "/console/verify-email", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+    // Without the password an invitation needs: refused, the link still good.
+    let form = format!("token={token}&password=");
+    let (status, page) = console_page(app, "POST", "/console/verify-email", Some(form)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+    assert!(page.contains("choose its password"), "{page}");
+    let form = format!("token={token}&password=finn%27s+own+secret");
+    let (status, page) = console_page(app, "POST", "/console/verify-email", Some(form)).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("Your e-mail is verified"), "{page}");
+    let (status, answer) = login_as(app, "finn@example.com", "finn's own secret").await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}
+
 /// `kubectl create --dry-run=client` of a YAML stream, against a loopback server
 /// that answers only API discovery (kubectl maps each kind to its resource there;
 /// nothing is created): the names kubectl prints.
@@ -1180,4 +1251,5 @@ on_both_backends!(
     a_super_admins_delete_of_an_organization_is_an_administration_action,
     impersonation_sees_as_the_user_and_ends_everywhere,
     impersonation_through_the_console,
+    an_invitation_is_accepted_on_the_console_page_its_mail_links_to,
 );
