@@ -59,10 +59,11 @@ pub async fn verify(
 ) -> Response {
     let token = form.get("token").map_or("", String::as_str);
     let password = form.get("password").map_or("", String::as_str);
-    let mut body = json!({"token": token});
-    if !password.is_empty() {
-        body["password"] = json!(password);
-    }
+    let body = if password.is_empty() {
+        json!({"token": token})
+    } else {
+        json!({"token": token, "password": password})
+    };
     let api = Api::new(console.api.clone(), None, peer, &headers);
     let answer = api
         .json(Call {
