@@ -368,6 +368,33 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
     assert_eq!(answer["data"]["name"], "Robert");
     let (status, _) = login_as(app, "bob@example.com", "a brand new secret").await;
     assert_eq!(status, StatusCode::OK);
+    // A new address (the administrator vouches for it); one another account holds: 409.
+    let (status, answer) = app
+        .call(
+            "PATCH",
+            &format!("/api/admin/users/{bob_id}"),
+            &root,
+            None,
+            Some(json!({"email": "alice@example.com"})),
+        )
+        .await;
+    assert_eq!(code(status, &answer), "CONFLICT", "{answer}");
+    let (status, answer) = app
+        .call(
+            "PATCH",
+            &format!("/api/admin/users/{bob_id}"),
+            &root,
+            None,
+            Some(json!({"email": "Robert@Example.com"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["data"]["email"], "robert@example.com");
+    assert_eq!(answer["data"]["state"], "active");
+    let (status, _) = login_as(app, "bob@example.com", "a brand new secret").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, answer) = login_as(app, "robert@example.com", "a brand new secret").await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
 
     // Deleted: step-up first; the last Owner cannot be.
     let bob_path = format!("/api/admin/users/{bob_id}");
@@ -397,7 +424,7 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
-    let (status, answer) = login_as(app, "bob@example.com", "a brand new secret").await;
+    let (status, answer) = login_as(app, "robert@example.com", "a brand new secret").await;
     assert_eq!(code(status, &answer), "INVALID_CREDENTIALS");
     let (_, answer) = app
         .call("GET", "/api/admin/users?state=deleted", &root, None, None)
