@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::config::ProviderSettings;
 use crate::keys::Binding;
 use crate::outbound::git;
-use crate::services::context::{event_on, AppState, Caller};
+use crate::services::context::{AppState, Caller};
 use crate::services::keys;
 use crate::services::{entitlement, ServiceError, ServiceResult};
 use crate::storage::{AiSettingsRow, OrgRecord, OwnProviderRow, QuotaRefusal};
@@ -308,22 +308,14 @@ pub async fn put(
     };
     let changed = changed_fields(stored.as_ref(), &row);
     let details = json!({"changed": changed, "version": row.version});
-    let mut audit = vec![event_on(
+    let audit = super::admin::org_events(
+        state,
         caller,
         "admin.org.ai-config.update",
-        (&org.id, Some(&org.id)),
-        ("organization", &org.id),
-        details.clone(),
-    )];
-    if let Some(system) = state.store.system_organization().await? {
-        audit.push(event_on(
-            caller,
-            "admin.org.ai-config.update",
-            (&system.id, None),
-            ("organization", &org.id),
-            details,
-        ));
-    }
+        &org.id,
+        details,
+    )
+    .await?;
     state
         .store
         .put_ai_settings(&row, stored.as_ref().map(|s| s.version), &audit)

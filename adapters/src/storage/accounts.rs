@@ -484,27 +484,41 @@ impl Store {
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("account".to_owned()));
         }
+        self.end_credentials(&mut tx, user_id, (&at, reason), tokens)
+            .await?;
+        self.enqueue(&mut tx, audit).await?;
+        tx.commit().await?;
+        self.facts_changed();
+        Ok(())
+    }
+
+    /// Ends every refresh family of a user and, when `tokens`, every personal access
+    /// token, at `at` for `reason`.
+    pub(super) async fn end_credentials(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        user_id: &str,
+        (at, reason): (&str, &str),
+        tokens: bool,
+    ) -> StoreResult<()> {
         sqlx::query(&self.sql(
             "UPDATE refresh_families SET revoked_at = $2, revoked_reason = $3
              WHERE user_id = $1 AND revoked_at IS NULL",
         ))
         .bind(user_id)
-        .bind(&at)
+        .bind(at)
         .bind(reason)
-        .execute(&mut *tx)
+        .execute(&mut *conn)
         .await?;
         if tokens {
             sqlx::query(&self.sql(
                 "UPDATE personal_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
             ))
             .bind(user_id)
-            .bind(&at)
-            .execute(&mut *tx)
+            .bind(at)
+            .execute(&mut *conn)
             .await?;
         }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        self.facts_changed();
         Ok(())
     }
 

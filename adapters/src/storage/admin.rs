@@ -198,7 +198,7 @@ impl Store {
                 .bind(&at)
                 .execute(&mut *tx)
                 .await?;
-                self.end_credentials(&mut tx, user_id, &at, "admin.user.disable")
+                self.end_credentials(&mut tx, user_id, (&at, "admin.user.disable"), true)
                     .await?;
             }
             Some(false) => {
@@ -218,33 +218,6 @@ impl Store {
         tx.commit().await?;
         self.facts_changed();
         Ok(account)
-    }
-
-    /// Ends every refresh family and personal access token of a user.
-    async fn end_credentials(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-        user_id: &str,
-        at: &str,
-        reason: &str,
-    ) -> StoreResult<()> {
-        sqlx::query(&self.sql(
-            "UPDATE refresh_families SET revoked_at = $2, revoked_reason = $3
-             WHERE user_id = $1 AND revoked_at IS NULL",
-        ))
-        .bind(user_id)
-        .bind(at)
-        .bind(reason)
-        .execute(&mut *conn)
-        .await?;
-        sqlx::query(&self.sql(
-            "UPDATE personal_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
-        ))
-        .bind(user_id)
-        .bind(at)
-        .execute(&mut *conn)
-        .await?;
-        Ok(())
     }
 
     /// Deletes an account as a super-admin: its memberships and Role grants end, its
@@ -289,7 +262,7 @@ impl Store {
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("account".to_owned()));
         }
-        self.end_credentials(&mut tx, user_id, &at, "admin.user.delete")
+        self.end_credentials(&mut tx, user_id, (&at, "admin.user.delete"), true)
             .await?;
         for statement in [
             "DELETE FROM role_members WHERE user_id = $1",

@@ -13,7 +13,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
-use crate::services::context::{event, Caller};
+use crate::services::context::{event, event_on, AppState, Caller};
 use crate::storage::Store;
 
 /// The super-admins' user ids.
@@ -53,4 +53,33 @@ pub async fn change(
         json!({}),
     )];
     Ok(store.set_super_admin(user_id, grant, now, &audit).await?)
+}
+
+/// The audit events of an administration action on organization `org_id`: one in
+/// its chain (as `affectedOrgId`, so its admins see it) and one in the system
+/// organization's, when there is one.
+pub async fn org_events(
+    state: &AppState,
+    caller: &Caller,
+    action: &str,
+    org_id: &str,
+    details: serde_json::Value,
+) -> ServiceResult<Vec<audit_chain::AuditEvent>> {
+    let mut events = vec![event_on(
+        caller,
+        action,
+        (org_id, Some(org_id)),
+        ("organization", org_id),
+        details.clone(),
+    )];
+    if let Some(system) = state.store.system_organization().await? {
+        events.push(event_on(
+            caller,
+            action,
+            (&system.id, None),
+            ("organization", org_id),
+            details,
+        ));
+    }
+    Ok(events)
 }

@@ -6,7 +6,7 @@
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::services::context::{event_on, AppState, Caller};
+use crate::services::context::{AppState, Caller};
 use crate::services::{entitlement, ServiceError, ServiceResult};
 
 /// The manifests of one organization.
@@ -61,22 +61,14 @@ pub async fn render(state: &AppState, caller: &Caller, org_id: &str) -> ServiceR
     let sha256 = hex::encode(Sha256::digest(yaml.as_bytes()));
     let namespace = entitlements::namespace_name(&org.id);
     let details = json!({"namespace": namespace, "sha256": sha256, "tier": held.tier.name()});
-    let mut audit = vec![event_on(
+    let audit = super::org_events(
+        state,
         caller,
         "admin.org.namespace.render",
-        (&org.id, Some(&org.id)),
-        ("organization", &org.id),
-        details.clone(),
-    )];
-    if let Some(system) = state.store.system_organization().await? {
-        audit.push(event_on(
-            caller,
-            "admin.org.namespace.render",
-            (&system.id, None),
-            ("organization", &org.id),
-            details,
-        ));
-    }
+        &org.id,
+        details,
+    )
+    .await?;
     state.store.record_events(&audit).await?;
     Ok(Manifests {
         namespace,
