@@ -32,6 +32,8 @@ pub mod logging;
 pub mod metrics;
 pub mod notify;
 #[cfg(feature = "server")]
+pub mod org_export;
+#[cfg(feature = "server")]
 pub mod outbound;
 #[cfg(feature = "server")]
 pub mod policy_report;

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use adapters::cli;
-use adapters::cli::args::{AuditVerb, Cli, ReportVerb, Verb};
+use adapters::cli::args::{AuditVerb, Cli, ExportVerb, ReportVerb, Verb};
 use adapters::config::Config;
 use adapters::http::{router, AppState};
 use adapters::storage::Store;
@@ -303,6 +303,18 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Verb::Export {
+            verb: ExportVerb::Verify { file, key },
+        } => {
+            let (report, ok) = cli::verify_org_export(&file, key.as_deref())
+                .map_err(|f| fail(f.message, u8::try_from(f.code).unwrap_or(2)))?;
+            print_out(&serde_json::to_string_pretty(&report).unwrap_or_default())?;
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Verb::Report {
             verb:
                 ReportVerb::Ingest {
@@ -587,6 +599,12 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         let (state, holder) = (state.clone(), holder.clone());
         workers.spawn("scans", move |shutdown| {
             adapters::workers::scans::run(state, holder, shutdown)
+        });
+    }
+    {
+        let (state, holder) = (state.clone(), holder.clone());
+        workers.spawn("exports", move |shutdown| {
+            adapters::workers::exports::run(state, holder, shutdown)
         });
     }
     {

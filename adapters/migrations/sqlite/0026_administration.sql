@@ -68,3 +68,32 @@ CREATE TABLE org_ai_tokens (
     tokens BIGINT NOT NULL,
     PRIMARY KEY (org_id, month)
 );
+
+-- Organization exports, made by a background job (one replica at a time takes a
+-- job by its lease): the archive is kept in chunks until `expires_at` (24 hours
+-- after it is done), then forgotten.
+CREATE TABLE org_exports (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    requested_by TEXT NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    expires_at TEXT,
+    size_bytes BIGINT,
+    sha256 TEXT,
+    holder TEXT,
+    lease_until TEXT
+);
+CREATE INDEX org_exports_by_org ON org_exports (org_id, created_at);
+CREATE INDEX org_exports_queue ON org_exports (status, created_at);
+-- One export at a time per organization.
+CREATE UNIQUE INDEX org_exports_one_at_a_time ON org_exports (org_id) WHERE status IN ('queued', 'running');
+CREATE TABLE org_export_chunks (
+    export_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (export_id, seq)
+);

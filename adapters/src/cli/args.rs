@@ -125,6 +125,11 @@ pub enum Verb {
         #[command(subcommand)]
         verb: AuditVerb,
     },
+    /// Check an organization's export archive offline.
+    Export {
+        #[command(subcommand)]
+        verb: ExportVerb,
+    },
     /// Register the sample published rules and starter policies through the API, as the
     /// system organization (a super-admin token).
     LoadContent {
@@ -307,6 +312,23 @@ pub enum AuditVerb {
         /// The checkpoints' verifier key (`<name>+<id>+<key>`, or a file holding it),
         /// as `GET /api/audit/checkpoints/key` gives it; needed when checkpoints are
         /// present.
+        #[arg(long)]
+        key: Option<String>,
+    },
+}
+
+/// What `compliance export` does.
+#[derive(Debug, Subcommand)]
+pub enum ExportVerb {
+    /// Verify an organization's export archive: every file against the manifest's
+    /// SHA-256, size and lines, nothing else in it, and its audit chain (with its
+    /// signed checkpoint when `--key` is given); exit 0 intact, 1 not, 2 bad input.
+    Verify {
+        /// The archive (`.zip`) as downloaded.
+        file: std::path::PathBuf,
+        /// The checkpoints' verifier key (`<name>+<id>+<key>`, or a file holding it),
+        /// as `GET /api/audit/checkpoints/key` gives it; needed when the archive's
+        /// chain carries a checkpoint.
         #[arg(long)]
         key: Option<String>,
     },

@@ -295,3 +295,44 @@ pub fn verify_export(
     }
     Ok((report, ok))
 }
+
+/// `compliance export verify`: the archive against its manifest, then its audit
+/// chain (and checkpoint) through [`verify_export`]. Returns the report and whether
+/// everything holds.
+pub fn verify_org_export(
+    file: &std::path::Path,
+    key: Option<&str>,
+) -> Result<(serde_json::Value, bool), Failure> {
+    let shown = file.display().to_string();
+    let (manifest, checks) =
+        crate::org_export::verify(file).map_err(|e| bad_input(format!("{shown}: {e}")))?;
+    let files_ok = checks.iter().all(|c| c.ok);
+    let audit_listed = manifest
+        .files
+        .iter()
+        .any(|f| f.name == crate::org_export::AUDIT_FILE && f.lines > 0);
+    let audit_intact = checks
+        .iter()
+        .any(|c| c.name == crate::org_export::AUDIT_FILE && c.ok);
+    let chain = if audit_listed && audit_intact {
+        let temp =
+            std::env::temp_dir().join(format!("compliance-verify-{}.jsonl", crate::new_id()));
+        crate::org_export::extract(file, crate::org_export::AUDIT_FILE, &temp)
+            .map_err(|e| bad_input(format!("{shown}: {e}")))?;
+        let verified = verify_export(&temp, &[], key);
+        let _ = std::fs::remove_file(&temp);
+        Some(verified?)
+    } else {
+        None
+    };
+    let chain_ok = chain.as_ref().is_none_or(|(_, ok)| *ok) && (audit_intact || !audit_listed);
+    let ok = files_ok && chain_ok;
+    let report = serde_json::json!({
+        "ok": ok,
+        "orgId": manifest.org_id,
+        "createdAt": manifest.created_at,
+        "files": checks,
+        "audit": chain.map(|(report, _)| report),
+    });
+    Ok((report, ok))
+}

@@ -12,6 +12,7 @@ mod check_log;
 mod conversations;
 pub mod error;
 mod exemptions;
+mod exports;
 pub mod extract;
 mod gate;
 mod generation;

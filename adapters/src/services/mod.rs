@@ -27,6 +27,7 @@ pub mod credentials;
 pub mod delivery;
 pub mod entitlement;
 pub mod exemptions;
+pub mod exports;
 pub mod generation;
 pub mod grouped;
 pub mod images;

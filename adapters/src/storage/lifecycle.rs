@@ -21,7 +21,7 @@ pub struct DeletedOrg {
 
 /// The tables that hold an organization's data, children before parents; the
 /// audit chain's tables are not among them.
-const ORG_TABLES: [&str; 41] = [
+const ORG_TABLES: [&str; 42] = [
     "ai_places",
     "ai_place_locks",
     "role_members",
@@ -62,6 +62,7 @@ const ORG_TABLES: [&str; 41] = [
     "org_idp_configs",
     "org_ai_settings",
     "org_ai_tokens",
+    "org_exports",
     "organizations",
 ];
 
@@ -213,6 +214,7 @@ impl Store {
                 .await?;
             // Its conversations, and the announcements its admins posted.
             for statement in [
+                "DELETE FROM org_export_chunks WHERE export_id IN (SELECT id FROM org_exports WHERE org_id = $1)",
                 "DELETE FROM conversation_participants WHERE conversation_id IN (SELECT id FROM conversations WHERE org_id = $1)",
                 "DELETE FROM conversation_messages WHERE org_id = $1",
                 "DELETE FROM conversations WHERE org_id = $1",

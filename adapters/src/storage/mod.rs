@@ -20,6 +20,7 @@ mod conversations;
 mod decode;
 mod entitlement;
 mod exemptions;
+mod exports;
 mod intents;
 mod invitations;
 mod keys;
@@ -75,6 +76,7 @@ pub use conversations::{
 };
 pub use entitlement::{EntitlementWrite, LimitSync};
 pub use exemptions::{ExemptionRecord, NewExemption};
+pub use exports::{ExportRecord, ExportSource, CHUNK_BYTES};
 pub use intents::IntentRecord;
 pub use invitations::{InvitationRecord, InvitationStatus};
 pub use keys::{DataKeyRow, KeyConfigRow, OldSecret, SecretColumn, SECRET_COLUMNS};

@@ -38,6 +38,7 @@ pub mod cache_sync;
 pub mod checkpoints;
 pub mod delivery;
 pub mod digests;
+pub mod exports;
 pub mod keys;
 pub mod message_feed;
 pub mod quotas;

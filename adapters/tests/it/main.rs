@@ -27,6 +27,7 @@ mod config;
 mod console;
 mod conventions;
 mod crash;
+mod exports;
 mod features;
 mod fixtures;
 mod generation;

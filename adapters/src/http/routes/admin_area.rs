@@ -52,6 +52,15 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("Replace an account root's AI settings: the providers and models its generations (and its teams') may use (a platform provider's models only among those it offers), its own provider (a base URL under the Git URLs' address rule, a key sealed under the organization's data key), a monthly token cap (429 QUOTA_EXCEEDED `aiTokens` once reached). A stale `version`: 409 (audit admin.org.ai-config.update naming the fields changed, never the key)")
             .body_of::<crate::http::ai_settings::PutAiSettings>()
             .answers::<crate::services::ai_settings::AiSettings>(200),
+        post("/api/admin/organizations/{id}/exports", "adminExportOrganization", org_path(tenancy::Access::SuperAdmin), crate::http::exports::admin_request)
+            .doc("Ask for an export of an organization (202): a background job writes an archive of newline-delimited JSON per resource (never a secret), the organization's audit chain with its newest signed checkpoint first, and a manifest with each file's SHA-256, which `compliance export verify FILE` checks offline. One at a time per organization (409). Audited admin.org.export")
+            .answers::<crate::http::exports::ExportJob>(202),
+        get("/api/admin/organizations/{id}/exports/{jobId}", "adminExportStatus", org_path(tenancy::Access::SuperAdmin), crate::http::exports::admin_status)
+            .doc("An export job: its status, and once done its size, SHA-256 and download link (24 hours)")
+            .answers::<crate::http::exports::ExportJob>(200),
+        get("/api/admin/organizations/{id}/exports/{jobId}/download", "adminExportDownload", org_path(tenancy::Access::SuperAdmin), crate::http::exports::admin_download)
+            .doc("The export's archive (application/zip; its SHA-256 in `X-Content-SHA256`): 409 until it is done, 410 once its 24 hours passed")
+            .zip(),
         get("/api/admin/organizations/{id}/namespace", "adminRenderNamespace", org_path(tenancy::Access::SuperAdmin), admin::namespace)
             .doc("The Kubernetes objects the build system applies for the organization, as one YAML stream: its Namespace, a ResourceQuota and a LimitRange from its tier and limits, a default-deny NetworkPolicy that lets builds reach the image registry only, and a ServiceAccount. The same inputs give the same bytes; their SHA-256 is in `X-Content-SHA256` and the `ETag` (audit admin.org.namespace.render)")
             .yaml(),

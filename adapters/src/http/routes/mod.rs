@@ -265,6 +265,13 @@ impl Route {
         self
     }
 
+    /// A success answered as a ZIP archive.
+    fn zip(mut self) -> Self {
+        self.ok = (200, json!({"type": "string", "format": "binary"}));
+        self.media = "application/zip";
+        self
+    }
+
     /// A success answered as YAML.
     fn yaml(mut self) -> Self {
         self.ok = (200, json!({"type": "string"}));

@@ -138,6 +138,15 @@ pub(super) fn routes() -> Vec<Route> {
         delete("/api/organization/{id}/sso/break-glass/{userId}", "disarmBreakGlass", org_path(Needs(OrgSettings)), sso::disarm)
             .doc("Disarm a break-glass account (audit org.break-glass.disarm)")
             .answers::<sso::Enforcement>(200),
+        post("/api/organization/{id}/exports", "exportOrganizationArchive", org_path(Needs(OrgSettings)), crate::http::exports::org_request)
+            .doc("Ask for an export of the organization as a background job (202), as super-admins may (one at a time, 409; audit admin.org.export)")
+            .answers::<crate::http::exports::ExportJob>(202),
+        get("/api/organization/{id}/exports/{jobId}", "organizationExportStatus", org_path(Needs(OrgSettings)), crate::http::exports::org_status)
+            .doc("An export job of the organization")
+            .answers::<crate::http::exports::ExportJob>(200),
+        get("/api/organization/{id}/exports/{jobId}/download", "organizationExportDownload", org_path(Needs(OrgSettings)), crate::http::exports::org_download)
+            .doc("The export's archive (application/zip): 409 until it is done, 410 once its 24 hours passed")
+            .zip(),
         get("/api/organization/{id}/ai", "organizationAiSettings", org_path(Needs(OrgSettings)), crate::http::ai_settings::get)
             .doc("The organization's own AI settings, as its admins read them (never the key: only its last four characters)")
             .answers::<crate::services::ai_settings::AiSettings>(200),

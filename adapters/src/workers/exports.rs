@@ -1,0 +1,31 @@
+//! The organization-export worker (every replica; a job is taken by one replica
+//! under its lease, and taken over when that lease lapses): makes the archives
+//! ([`crate::services::exports::run_due`]) and forgets those past their window.
+
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::Shutdown;
+use crate::services::context::AppState;
+
+/// How often an idle replica looks for a job.
+pub const POLL: Duration = Duration::from_secs(1);
+
+/// Runs until the server stops.
+pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
+    loop {
+        if shutdown.is_set() {
+            break;
+        }
+        match crate::services::exports::run_due(&state, &holder, Utc::now()).await {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(error) => tracing::warn!(%error, "organization exports failed; tried again later"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(POLL) => {}
+            _ = shutdown.wait() => break,
+        }
+    }
+}
