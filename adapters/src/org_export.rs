@@ -243,17 +243,6 @@ pub fn verify(path: &Path) -> Result<(Manifest, Vec<FileCheck>), ArchiveError> {
     Ok((manifest, checks))
 }
 
-/// Copies one file of an archive to `to` (the audit chain, for its verifier).
-pub fn extract(path: &Path, name: &str, to: &Path) -> Result<(), ArchiveError> {
-    let mut archive = zip::ZipArchive::new(std::fs::File::open(path)?)?;
-    let mut file = archive
-        .by_name(name)
-        .map_err(|_| ArchiveError::Invalid(format!("no {name} in the archive")))?;
-    let mut out = std::fs::File::create(to)?;
-    std::io::copy(&mut file, &mut out)?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -223,7 +223,6 @@ pub fn verify_export(
     checkpoint_files: &[std::path::PathBuf],
     key: Option<&str>,
 ) -> Result<(serde_json::Value, bool), Failure> {
-    use std::io::BufRead;
     let shown = file.display().to_string();
     let mut notes = Vec::new();
     for path in checkpoint_files {
@@ -235,6 +234,17 @@ pub fn verify_export(
     let reader = std::fs::File::open(file)
         .map(std::io::BufReader::new)
         .map_err(|e| bad_input(format!("{shown}: {e}")))?;
+    verify_lines(reader, &shown, notes, key)
+}
+
+/// [`verify_export`] over any reader of the export's lines (`shown` names it in
+/// messages): a file, or the chain inside an organization's export archive.
+fn verify_lines(
+    reader: impl std::io::BufRead,
+    shown: &str,
+    mut notes: Vec<String>,
+    key: Option<&str>,
+) -> Result<(serde_json::Value, bool), Failure> {
     let mut verifier = audit_chain::ChainVerifier::new();
     let mut check: Option<audit_chain::CheckpointCheck> = None;
     let mut rows = 0u64;
@@ -315,13 +325,21 @@ pub fn verify_org_export(
         .iter()
         .any(|c| c.name == crate::org_export::AUDIT_FILE && c.ok);
     let chain = if audit_listed && audit_intact {
-        let temp =
-            std::env::temp_dir().join(format!("compliance-verify-{}.jsonl", crate::new_id()));
-        crate::org_export::extract(file, crate::org_export::AUDIT_FILE, &temp)
+        // Read from the archive as it is, through the chain's own verifier.
+        let mut archive = std::fs::File::open(file)
+            .map_err(|e| e.to_string())
+            .and_then(|f| zip::ZipArchive::new(f).map_err(|e| e.to_string()))
             .map_err(|e| bad_input(format!("{shown}: {e}")))?;
-        let verified = verify_export(&temp, &[], key);
-        let _ = std::fs::remove_file(&temp);
-        Some(verified?)
+        let entry = archive
+            .by_name(crate::org_export::AUDIT_FILE)
+            .map_err(|e| bad_input(format!("{shown}: {e}")))?;
+        let name = format!("{shown}: {}", crate::org_export::AUDIT_FILE);
+        Some(verify_lines(
+            std::io::BufReader::new(entry),
+            &name,
+            Vec::new(),
+            key,
+        )?)
     } else {
         None
     };

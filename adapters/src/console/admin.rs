@@ -58,14 +58,13 @@ async fn show(
         return Err(only_super_admins());
     }
     let search = q.get("email").map_or("", |e| e.trim()).to_owned();
-    let uri = format!(
-        "/api/admin/users?{}",
-        api::query(&[("limit", "50"), ("email", &search)])
-    );
     let uri = if search.is_empty() {
         "/api/admin/users?limit=50".to_owned()
     } else {
-        uri
+        format!(
+            "/api/admin/users?limit=50&{}",
+            api::query(&[("email", &search)])
+        )
     };
     let listed = visitor.api.get(&uri, None).await?;
     let rows = api::items(&listed)

@@ -25,8 +25,7 @@ use crate::http::organizations::text;
 use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
 use crate::services::admin;
-use crate::services::admin::users::{AdminUser, NewUser, UserChange};
-use crate::storage::AccountFilter;
+use crate::services::admin::users::{AdminUser, NewUser, UserChange, UserSearch};
 
 /// The super-admins, by user id.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -109,24 +108,19 @@ pub(crate) async fn users(
     let email = q
         .email
         .as_deref()
-        .map(|e| text("email", e, 254).map(|e| e.to_lowercase()))
+        .map(|e| text("email", e, 254))
         .transpose()?;
     let org_id = q
         .org_id
         .as_deref()
         .map(|o| text("orgId", o, 200))
         .transpose()?;
-    let account_state = q
-        .state
-        .as_deref()
-        .map(admin::users::parse_state)
-        .transpose()?;
-    let filter = AccountFilter {
+    let search = UserSearch {
         email: email.as_deref(),
-        state: account_state,
+        state: q.state.as_deref(),
         org_id: org_id.as_deref(),
     };
-    let (items, total) = admin::users::list(&state, &filter, (page.limit, page.offset)).await?;
+    let (items, total) = admin::users::list(&state, search, (page.limit, page.offset)).await?;
     Ok(Paged::new("users", items, total, page))
 }
 

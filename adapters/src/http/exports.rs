@@ -15,8 +15,7 @@ use crate::http::error::ApiError;
 use crate::http::gate::Granted;
 use crate::http::response::Answer;
 use crate::http::state::{AppState, Caller};
-use crate::services::exports;
-use crate::storage::ExportRecord;
+use crate::services::exports::{self, ExportRecord};
 
 /// An export job as answered.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

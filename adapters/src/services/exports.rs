@@ -15,7 +15,9 @@ use sha2::{Digest, Sha256};
 use crate::org_export::{ArchiveWriter, AUDIT_FILE};
 use crate::services::context::{AppState, Caller};
 use crate::services::{ServiceError, ServiceResult};
-use crate::storage::{ExportRecord, ExportSource, OrgRecord};
+/// An export job, as the workflows answer it.
+pub use crate::storage::ExportRecord;
+use crate::storage::{ExportSource, OrgRecord};
 
 /// Rows read at a time.
 pub const PAGE: u32 = 1000;
@@ -220,10 +222,14 @@ pub async fn download(
     Ok((record, chunks))
 }
 
+/// Forgets the archives whose download window closed; how many.
+pub async fn forget_expired(state: &AppState, now: DateTime<Utc>) -> ServiceResult<u64> {
+    Ok(state.store.forget_expired_exports(now).await?)
+}
+
 /// Takes one export job and makes its archive; whether there was one. A failure is
 /// recorded on the job (the next request may try again).
 pub async fn run_due(state: &AppState, holder: &str, now: DateTime<Utc>) -> ServiceResult<bool> {
-    state.store.forget_expired_exports(now).await?;
     let lease = chrono::Duration::from_std(LEASE).unwrap_or(chrono::Duration::minutes(10));
     let Some(job) = state.store.claim_export(holder, now, now + lease).await? else {
         return Ok(false);

@@ -123,8 +123,8 @@ pub struct KeptFacts {
     pub sso: Kept<String, crate::storage::SsoPolicyRow>,
     /// Impersonations by id (found or not).
     pub impersonations: Kept<String, Option<crate::storage::ImpersonationRow>>,
-    /// A user's own feature flags (name, enabled), as stored.
-    pub user_flags: Kept<String, Vec<(String, bool)>>,
+    /// A user's own feature flags, checked against the catalog.
+    pub user_flags: Kept<String, entitlements::UserFlags>,
     /// Personal access tokens by the hash of their secret (found ones only).
     pub tokens: Kept<String, Option<crate::storage::PersonalTokenRecord>>,
     /// When each personal access token's use was last written by this replica.

@@ -76,7 +76,7 @@ pub use conversations::{
 };
 pub use entitlement::{EntitlementWrite, LimitSync};
 pub use exemptions::{ExemptionRecord, NewExemption};
-pub use exports::{ExportRecord, ExportSource, CHUNK_BYTES};
+pub use exports::{ExportRecord, ExportSource};
 pub use intents::IntentRecord;
 pub use invitations::{InvitationRecord, InvitationStatus};
 pub use keys::{DataKeyRow, KeyConfigRow, OldSecret, SecretColumn, SECRET_COLUMNS};

@@ -221,9 +221,12 @@ async fn an_export_is_made_in_the_background_and_verifies_offline(app: &TestApp)
     .await;
     let (status, body) = app.call("GET", &url, &root, None, None).await;
     assert_eq!(code(status, &body), "GONE", "{body}");
-    adapters::services::exports::run_due(&app.state, "test", Utc::now())
-        .await
-        .unwrap();
+    assert_eq!(
+        adapters::services::exports::forget_expired(&app.state, Utc::now())
+            .await
+            .unwrap(),
+        1
+    );
     let (_, body) = app
         .call("GET", &format!("{admin_path}/{id}"), &root, None, None)
         .await;

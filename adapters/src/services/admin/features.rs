@@ -18,19 +18,16 @@ use crate::services::{ServiceError, ServiceResult};
 /// A user's flags as stored, checked against the catalog: a stored name the
 /// catalog no longer has is an error (fail closed), never a silent pass.
 pub async fn flags(state: &AppState, user_id: &str) -> ServiceResult<Arc<UserFlags>> {
-    let stored = state
+    let load = async {
+        let stored = state.store.user_features(user_id).await?;
+        entitlements::check_user_flags(stored.iter())
+            .map_err(|e| ServiceError::Broken(format!("user {user_id}: stored feature flag: {e}")))
+    };
+    state
         .kept
         .user_flags
-        .get_or_load(
-            &state.store,
-            user_id.to_owned(),
-            |_| true,
-            state.store.user_features(user_id),
-        )
-        .await?;
-    let flags = entitlements::check_user_flags(stored.iter())
-        .map_err(|e| ServiceError::Broken(format!("user {user_id}: stored feature flag: {e}")))?;
-    Ok(Arc::new(flags))
+        .get_or_load(&state.store, user_id.to_owned(), |_| true, load)
+        .await
 }
 
 /// Refuses a tier feature a flag took away from the user (403
@@ -82,11 +79,12 @@ pub async fn set(
         .iter()
         .map(|(flag, on)| (flag.name().to_owned(), *on))
         .collect();
+    let memberships = state.store.user_memberships(user_id).await?;
     let audit = admin_events(
         state,
         caller,
-        "admin.user.features.update",
-        user_id,
+        ("admin.user.features.update", user_id),
+        &memberships,
         json!({"old": old, "new": new}),
     )
     .await?;

@@ -17,7 +17,7 @@ use crate::auth::{Actor, Claims};
 use crate::services::accounts::SignInRefusal;
 use crate::services::context::{AppState, Caller, Impersonating};
 use crate::services::{ServiceError, ServiceResult};
-use crate::storage::{ImpersonationRow, NewMessage, Rate};
+use crate::storage::{ImpersonationRow, NewMessage, Rate, UserMembership};
 
 /// What a super-admin asks for.
 #[derive(Debug, Clone)]
@@ -125,7 +125,15 @@ pub async fn start(
         expires_at: now + chrono::Duration::minutes(i64::from(ask.minutes)),
         ended_at: None,
     };
-    tell_the_user(state, caller, &row).await?;
+    // Read once: where the user is told, and the chains the start is written in.
+    let memberships = state.store.user_memberships(&row.user_id).await?;
+    tell_the_user(
+        state,
+        caller,
+        (&row, account.active_org_id.as_deref()),
+        &memberships,
+    )
+    .await?;
     let details = json!({
         "impersonationId": row.id,
         "userId": row.user_id,
@@ -137,8 +145,8 @@ pub async fn start(
     let audit = admin_events(
         state,
         caller,
-        "admin.impersonate.start",
-        &row.user_id,
+        ("admin.impersonate.start", &row.user_id),
+        &memberships,
         details,
     )
     .await?;
@@ -174,17 +182,12 @@ pub async fn start(
 async fn tell_the_user(
     state: &AppState,
     caller: &Caller,
-    row: &ImpersonationRow,
+    (row, active): (&ImpersonationRow, Option<&str>),
+    memberships: &[UserMembership],
 ) -> ServiceResult<()> {
-    let memberships = state.store.user_memberships(&row.user_id).await?;
-    let active = state
-        .store
-        .account(&row.user_id)
-        .await?
-        .and_then(|a| a.active_org_id);
     let org = memberships
         .iter()
-        .find(|m| Some(&m.org_id) == active.as_ref())
+        .find(|m| Some(m.org_id.as_str()) == active)
         .or_else(|| memberships.first());
     let Some(org) = org else {
         return Ok(());
@@ -253,11 +256,12 @@ pub async fn end(
             "the impersonation has ended already".to_owned(),
         ));
     }
+    let memberships = state.store.user_memberships(&row.user_id).await?;
     let audit = admin_events(
         state,
         caller,
-        "admin.impersonate.end",
-        &row.user_id,
+        ("admin.impersonate.end", &row.user_id),
+        &memberships,
         json!({"impersonationId": row.id, "startedBy": row.admin_id}),
     )
     .await?;

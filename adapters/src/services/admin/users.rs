@@ -13,7 +13,9 @@ use serde_json::json;
 use crate::services::accounts::{self, MailReason};
 use crate::services::context::{event_on, AppState, Caller};
 use crate::services::{ServiceError, ServiceResult};
-use crate::storage::{AccountFilter, AccountRecord, AccountState, NewAccount, Verification};
+use crate::storage::{
+    AccountFilter, AccountRecord, AccountState, NewAccount, UserMembership, Verification,
+};
 
 /// An account as administration answers it (no secret, no hash).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -58,7 +60,7 @@ pub fn state_name(account: &AccountRecord) -> &'static str {
 }
 
 /// A state named on the wire.
-pub fn parse_state(name: &str) -> ServiceResult<AccountState> {
+fn parse_state(name: &str) -> ServiceResult<AccountState> {
     match name {
         "active" => Ok(AccountState::Active),
         "unverified" => Ok(AccountState::Unverified),
@@ -87,13 +89,31 @@ fn answer(account: AccountRecord, organizations: u64) -> AdminUser {
     }
 }
 
+/// What the account list is filtered by: a part of the e-mail, a state's name,
+/// an organization.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UserSearch<'a> {
+    /// A part of the e-mail.
+    pub email: Option<&'a str>,
+    /// `active`, `unverified`, `disabled` or `deleted`.
+    pub state: Option<&'a str>,
+    /// Members of this organization.
+    pub org_id: Option<&'a str>,
+}
+
 /// A page of accounts, newest first, and how many match.
 pub async fn list(
     state: &AppState,
-    filter: &AccountFilter<'_>,
+    search: UserSearch<'_>,
     (limit, offset): (u32, u64),
 ) -> ServiceResult<(Vec<AdminUser>, u64)> {
-    let (rows, total) = state.store.admin_accounts(filter, limit, offset).await?;
+    let email = search.email.map(str::to_lowercase);
+    let filter = AccountFilter {
+        email: email.as_deref(),
+        state: search.state.map(parse_state).transpose()?,
+        org_id: search.org_id,
+    };
+    let (rows, total) = state.store.admin_accounts(&filter, limit, offset).await?;
     Ok((
         rows.into_iter()
             .map(|row| answer(row.account, row.organizations))
@@ -115,13 +135,14 @@ pub struct NewUser {
 }
 
 /// The audit events of an administration action on `user_id`: one in the system
-/// organization's chain, and one in the chain of each organization the user is a
-/// member of, with it as `affectedOrgId`.
+/// organization's chain, and one in the chain of each organization of
+/// `memberships` (the user's, read once by the workflow), with it as
+/// `affectedOrgId`.
 pub(super) async fn admin_events(
     state: &AppState,
     caller: &Caller,
-    action: &str,
-    user_id: &str,
+    (action, user_id): (&str, &str),
+    memberships: &[UserMembership],
     details: serde_json::Value,
 ) -> ServiceResult<Vec<audit_chain::AuditEvent>> {
     let system = state
@@ -136,7 +157,7 @@ pub(super) async fn admin_events(
         ("user", user_id),
         details.clone(),
     )];
-    for membership in state.store.user_memberships(user_id).await? {
+    for membership in memberships {
         if membership.org_id == system.id {
             continue;
         }
@@ -189,8 +210,8 @@ pub async fn create(
     let audit = admin_events(
         state,
         caller,
-        "admin.user.create",
-        &user_id,
+        ("admin.user.create", &user_id),
+        &[],
         json!({"email": email, "invited": invited}),
     )
     .await?;
@@ -265,11 +286,12 @@ pub async fn update(
     .into_iter()
     .flatten()
     .collect();
+    let memberships = state.store.user_memberships(user_id).await?;
     let audit = admin_events(
         state,
         caller,
-        "admin.user.update",
-        user_id,
+        ("admin.user.update", user_id),
+        &memberships,
         json!({"changed": changed, "disabled": disabled}),
     )
     .await?;
@@ -282,8 +304,7 @@ pub async fn update(
             &audit,
         )
         .await?;
-    let organizations = state.store.user_memberships(user_id).await?.len();
-    Ok(answer(account, organizations as u64))
+    Ok(answer(account, memberships.len() as u64))
 }
 
 /// Deletes an account (a fresh step-up was checked by the route): its memberships
@@ -309,13 +330,11 @@ pub async fn delete(
             "the account is a super-admin's: revoke the flag first".to_owned(),
         ));
     }
-    let owned: Vec<String> = state
-        .store
-        .user_memberships(user_id)
-        .await?
-        .into_iter()
+    let memberships = state.store.user_memberships(user_id).await?;
+    let owned: Vec<&str> = memberships
+        .iter()
         .filter(|m| m.owner)
-        .map(|m| m.org_id)
+        .map(|m| m.org_id.as_str())
         .collect();
     if !owned.is_empty() {
         return Err(ServiceError::Conflict(format!(
@@ -323,7 +342,14 @@ pub async fn delete(
             owned.join(", ")
         )));
     }
-    let audit = admin_events(state, caller, "admin.user.delete", user_id, json!({})).await?;
+    let audit = admin_events(
+        state,
+        caller,
+        ("admin.user.delete", user_id),
+        &memberships,
+        json!({}),
+    )
+    .await?;
     state
         .store
         .delete_account_as_admin(user_id, &ghost_email(user_id), now, &audit)
