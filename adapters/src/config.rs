@@ -13,6 +13,7 @@ use entitlements::{Catalog, Tier};
 use tenancy::BootstrapList;
 
 mod ai;
+mod alerts;
 mod builds;
 mod keys;
 mod messages;
@@ -20,6 +21,7 @@ mod notifications;
 mod reevaluation;
 mod signin;
 pub use ai::{AiSettings, ProviderSettings};
+pub use alerts::AlertSettings;
 pub use builds::BuildSettings;
 pub use keys::{AwsCredentials, KeySettings, Secret};
 pub use messages::MessageSettings;
@@ -195,6 +197,8 @@ pub struct Config {
     pub builds: BuildSettings,
     /// The re-evaluation worker.
     pub reevaluation: ReevaluationSettings,
+    /// Alert evaluation and delivery.
+    pub alerts: AlertSettings,
     /// Notification delivery.
     pub notifications: NotificationSettings,
     /// Messages: limits and retention.
@@ -617,6 +621,7 @@ impl Config {
         };
         let builds = builds::build_settings(&mut r);
         let reevaluation = reevaluation::reevaluation_settings(&mut r);
+        let alerts = alerts::alert_settings(&mut r);
         let notifications = notifications::notification_settings(&mut r);
         let signin = signin::signin_settings(&mut r, http.port, notifications.smtp_url.is_some());
         if !signin.verification_required {
@@ -653,6 +658,7 @@ impl Config {
             hosts,
             builds,
             reevaluation,
+            alerts,
             notifications,
             messages,
             registry,

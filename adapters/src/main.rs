@@ -652,6 +652,18 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     }
     {
         let (state, holder) = (state.clone(), holder.clone());
+        workers.spawn("alert-evaluation", move |shutdown| {
+            adapters::workers::alerts::run(state, holder, shutdown)
+        });
+    }
+    {
+        let (state, holder) = (state.clone(), holder.clone());
+        workers.spawn("posture-snapshots", move |shutdown| {
+            adapters::workers::posture::run(state, holder, shutdown)
+        });
+    }
+    {
+        let (state, holder) = (state.clone(), holder.clone());
         workers.spawn("kms-check", move |shutdown| {
             adapters::workers::keys::check(state, holder, shutdown)
         });

@@ -11,7 +11,10 @@
 //!   the percentile by linear interpolation between closest ranks.
 //! - `range`: a report's time range (default the last 30 days, at most 366) and
 //!   its buckets (hour, day, week; UTC, weeks from Monday), empty ones included.
+//! - `alert`: alert rules over the reports: metrics, comparisons, the states and
+//!   their transitions (`step`), and the replay a backtest runs.
 
+pub mod alert;
 pub mod event;
 pub mod execution;
 pub mod outcome;

@@ -39,6 +39,12 @@ pub enum Permission {
     /// `messages:manage`: post and manage the organization's announcements, delete
     /// its members' messages (held by Admin).
     MessagesManage,
+    /// `dashboards:write`: create, change, clone and delete the organization's
+    /// dashboards (held by Admin).
+    DashboardsWrite,
+    /// `alerts:write`: the organization's alert rules and destinations, and testing
+    /// a destination (held by Admin).
+    AlertsWrite,
     /// `registry:read` (super-admin only)
     RegistryRead,
     /// `registry:write` (super-admin only)
@@ -52,7 +58,7 @@ pub struct UnknownPermission(pub String);
 
 impl Permission {
     /// Every permission.
-    pub const ALL: [Permission; 18] = [
+    pub const ALL: [Permission; 20] = [
         Permission::PipelinesWrite,
         Permission::PipelinesPublish,
         Permission::PluginsWrite,
@@ -69,6 +75,8 @@ impl Permission {
         Permission::InvitationsManage,
         Permission::AuditRead,
         Permission::MessagesManage,
+        Permission::DashboardsWrite,
+        Permission::AlertsWrite,
         Permission::RegistryRead,
         Permission::RegistryWrite,
     ];
@@ -92,6 +100,8 @@ impl Permission {
             Permission::InvitationsManage => "invitations:manage",
             Permission::AuditRead => "audit:read",
             Permission::MessagesManage => "messages:manage",
+            Permission::DashboardsWrite => "dashboards:write",
+            Permission::AlertsWrite => "alerts:write",
             Permission::RegistryRead => "registry:read",
             Permission::RegistryWrite => "registry:write",
         }

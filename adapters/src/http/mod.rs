@@ -3,6 +3,7 @@
 
 mod admin;
 mod ai_settings;
+mod alerts;
 mod announcements;
 pub mod audit;
 mod billing;
@@ -10,6 +11,7 @@ mod builds;
 mod catalog;
 mod check_log;
 mod conversations;
+mod dashboards;
 pub mod error;
 mod exemptions;
 mod exports;

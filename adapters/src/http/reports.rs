@@ -3,8 +3,7 @@
 //! same parameters; each is checked here, a bad one named in the 400.
 
 use axum::extract::State;
-use chrono::{DateTime, Utc};
-use serde::Deserialize;
+use chrono::Utc;
 use serde_json::Value;
 use tenancy::Permission;
 
@@ -15,8 +14,8 @@ use crate::http::response::Answer;
 use crate::http::state::AppState;
 use crate::services::reports::{
     self, BottleneckReport, BuildDurationReport, BuildFailureReport, BuildRateReport, CountReport,
-    DurationReport, ErrorReport, Ingested, PluginSummaryReport, ReportQuery, StageFailureReport,
-    SuccessRateReport, Unattributed, DEFAULT_LIMIT, MAX_LIMIT,
+    DurationReport, ErrorReport, Ingested, PluginSummaryReport, ReportParams, ReportQuery,
+    StageFailureReport, SuccessRateReport, Unattributed,
 };
 
 /// `POST /api/reports/events` (a service token): one EventBridge envelope or an
@@ -31,91 +30,14 @@ pub(crate) async fn ingest(
     ))
 }
 
-/// The parameters every report takes.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub(crate) struct ReportParams {
-    /// The first instant in (RFC 3339; default 30 days before `to`).
-    #[param(value_type = Option<String>, format = DateTime)]
-    from: Option<String>,
-    /// The first instant out (RFC 3339; default now). At most 366 days after `from`.
-    #[param(value_type = Option<String>, format = DateTime)]
-    to: Option<String>,
-    /// One pipeline only (execution reports).
-    #[param(max_length = 200)]
-    pipeline_id: Option<String>,
-    /// One plugin only, by name (plugin reports).
-    #[param(max_length = 200)]
-    plugin_name: Option<String>,
-    /// The series' bucket: `hour`, `day` (default) or `week` (UTC, from Monday).
-    #[param(value_type = Option<String>, pattern = "^(hour|day|week)$")]
-    granularity: Option<String>,
-    /// Top N (1 to 100, default 10).
-    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
-    limit: Option<String>,
-    /// The organization's teams too (needs `reports:rollup`).
-    #[param(value_type = Option<bool>)]
-    include_teams: Option<String>,
-}
-
-fn instant(field: &str, value: Option<&str>) -> Result<Option<DateTime<Utc>>, ApiError> {
-    value
-        .map(|v| {
-            DateTime::parse_from_rfc3339(v.trim())
-                .map(|t| t.with_timezone(&Utc))
-                .map_err(|_| ApiError::invalid_field(field, "must be an RFC 3339 instant"))
-        })
-        .transpose()
-}
-
 /// Checks the parameters and finds the organizations a report reads.
 async fn query_of(
     state: &AppState,
     granted: &Granted,
     params: ReportParams,
 ) -> Result<ReportQuery, ApiError> {
-    let range = reporting::TimeRange::new(
-        instant("from", params.from.as_deref())?,
-        instant("to", params.to.as_deref())?,
-        Utc::now(),
-    )
-    .map_err(|e| ApiError::invalid_field(e.parameter, e.problem))?;
-    let granularity = match params.granularity.as_deref() {
-        None => reporting::Granularity::Day,
-        Some(text) => reporting::Granularity::parse(text)
-            .ok_or_else(|| ApiError::invalid_field("granularity", "must be hour, day or week"))?,
-    };
-    let limit = match params.limit.as_deref() {
-        None => DEFAULT_LIMIT,
-        Some(text) => text
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::invalid_field(
-                    "limit",
-                    format!("must be a whole number from 1 to {MAX_LIMIT}"),
-                )
-            })?,
-    };
-    let include_teams = match params.include_teams.as_deref() {
-        None | Some("false") => false,
-        Some("true") => true,
-        Some(_) => {
-            return Err(ApiError::invalid_field(
-                "includeTeams",
-                "must be true or false",
-            ))
-        }
-    };
-    let pipeline_id = params
-        .pipeline_id
-        .as_deref()
-        .map(|p| crate::http::organizations::text("pipelineId", p, 200))
-        .transpose()?;
-    if include_teams
+    let checked = params.check(Utc::now())?;
+    if checked.include_teams
         && !granted.super_admin
         && !granted.permissions.contains(&Permission::ReportsRollup)
     {
@@ -124,20 +46,7 @@ async fn query_of(
         )
         .with_details(serde_json::json!({"missing": "reports:rollup"})));
     }
-    let plugin_name = params
-        .plugin_name
-        .as_deref()
-        .map(|p| crate::http::organizations::text("pluginName", p, 200))
-        .transpose()?;
-    let org_ids = reports::organizations_of(state, &granted.org, include_teams).await?;
-    Ok(ReportQuery {
-        range,
-        pipeline_id,
-        plugin_name,
-        granularity,
-        limit: usize::try_from(limit).unwrap_or(10),
-        org_ids,
-    })
+    Ok(reports::query_for(state, &granted.org, checked).await?)
 }
 
 macro_rules! report {
@@ -164,6 +73,18 @@ report!(plugin_summary, PluginSummaryReport);
 report!(build_success_rate, BuildRateReport);
 report!(build_duration, BuildDurationReport);
 report!(build_failures, BuildFailureReport);
+
+/// `GET /api/reports/compliance/posture-trend`.
+pub(crate) async fn posture_trend(
+    State(state): State<AppState>,
+    granted: Granted,
+    Query(params): Query<ReportParams>,
+) -> Result<Answer<crate::services::posture::PostureTrendReport>, ApiError> {
+    let query = query_of(&state, &granted, params).await?;
+    Ok(Answer::ok(
+        crate::services::posture::trend(&state, &query).await?,
+    ))
+}
 
 /// The resource names waiting for a registration.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]

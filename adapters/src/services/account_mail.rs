@@ -41,6 +41,7 @@ pub async fn send_due(state: &AppState) -> ServiceResult<usize> {
             }
             Outcome::Failed(_, why)
             | Outcome::Refused(why)
+            | Outcome::Rejected(_, why)
             | Outcome::Skipped(why)
             | Outcome::Waiting(why) => Err((None, why)),
             Outcome::Gone => Err((None, "gone".to_owned())),

@@ -32,7 +32,7 @@ pub fn webhook_body(claimed: &ClaimedDelivery) -> Vec<u8> {
 
 /// Why a webhook URL is refused: it does not parse, or names a host that is not
 /// public (unless `WEBHOOK_ALLOW_PRIVATE`).
-async fn resolve_webhook(
+pub(crate) async fn resolve_webhook(
     url: &str,
     allow_private: bool,
 ) -> Result<(reqwest::Url, SocketAddr), String> {
@@ -94,6 +94,8 @@ pub enum Outcome {
     Failed(Option<u16>, String),
     /// Failed for good (a refused address, a secret that cannot be opened).
     Refused(String),
+    /// The receiver refused it for good (a 4xx other than 408 and 429): not retried.
+    Rejected(u16, String),
     /// The receiver answered 410 Gone: the webhook is turned off.
     Gone,
     /// Not attempted: the organization's key cannot open the signing secret now
@@ -104,6 +106,9 @@ pub enum Outcome {
 
 /// Makes one attempt of a claimed delivery.
 pub async fn attempt(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Outcome> {
+    if claimed.channel.starts_with(super::alerts::ALERT_CHANNEL) {
+        return super::alerts::deliver(state, claimed).await;
+    }
     match Channel::parse(&claimed.channel) {
         Some(Channel::Inbox) => {
             let kind = if claimed.kind == "digest" {
@@ -336,6 +341,13 @@ pub async fn record(
             status: "retrying",
             delivery_status: "pending",
             response_status: None,
+            error: Some(why),
+            run_after: now,
+        },
+        Outcome::Rejected(code, why) => Attempt {
+            status: "failed",
+            delivery_status: "failed",
+            response_status: Some(*code),
             error: Some(why),
             run_after: now,
         },

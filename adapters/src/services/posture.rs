@@ -252,3 +252,119 @@ pub async fn policy_report(
         results,
     })
 }
+
+/// One bucket of the posture trend: for each organization read, its last snapshot
+/// in the bucket, summed (`None` when no organization has one there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PosturePoint {
+    /// The bucket's start.
+    pub start: DateTime<Utc>,
+    /// Entities.
+    pub total: Option<u64>,
+    /// Passing.
+    pub pass: Option<u64>,
+    /// Passing with warnings.
+    pub warn: Option<u64>,
+    /// Blocked.
+    pub block: Option<u64>,
+    /// Not judged.
+    pub error: Option<u64>,
+}
+
+/// `GET /api/reports/compliance/posture-trend`: blocked and warned entities over
+/// the range, from the snapshots written hourly and at the end of each scan.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostureTrendReport {
+    /// What was read.
+    pub scope: crate::services::reports::ReportBasis,
+    /// The bucket width.
+    pub granularity: reporting::Granularity,
+    /// Every bucket of the range.
+    pub series: Vec<PosturePoint>,
+}
+
+/// The posture trend of a report query's organizations.
+pub async fn trend(
+    state: &AppState,
+    query: &crate::services::reports::ReportQuery,
+) -> ServiceResult<PostureTrendReport> {
+    let snapshots = state
+        .store
+        .posture_snapshots(&query.org_ids, (query.range.from, query.range.to))
+        .await?;
+    // The last snapshot of each organization in each bucket (they come oldest first).
+    let mut last: BTreeMap<(DateTime<Utc>, &str), &StatusCounts> = BTreeMap::new();
+    for s in &snapshots {
+        last.insert((query.granularity.bucket_of(s.at), &s.org_id), &s.counts);
+    }
+    let mut summed: BTreeMap<DateTime<Utc>, StatusCounts> = BTreeMap::new();
+    for ((bucket, _), counts) in last {
+        let sum = summed.entry(bucket).or_default();
+        sum.total += counts.total;
+        sum.pass += counts.pass;
+        sum.warn += counts.warn;
+        sum.block += counts.block;
+        sum.error += counts.error;
+    }
+    let series = query
+        .range
+        .buckets(query.granularity)
+        .into_iter()
+        .map(|start| {
+            let c = summed.get(&start);
+            PosturePoint {
+                start,
+                total: c.map(|c| c.total),
+                pass: c.map(|c| c.pass),
+                warn: c.map(|c| c.warn),
+                block: c.map(|c| c.block),
+                error: c.map(|c| c.error),
+            }
+        })
+        .collect();
+    Ok(PostureTrendReport {
+        scope: query.basis(),
+        granularity: query.granularity,
+        series,
+    })
+}
+
+/// Writes an organization's posture snapshot at `at` (`hourly` or `scan`).
+pub async fn snapshot(
+    state: &AppState,
+    org_id: &str,
+    cause: &str,
+    at: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let counts = state.store.entity_counts(org_id).await?;
+    state
+        .store
+        .insert_posture_snapshot(&crate::storage::PostureSnapshot {
+            org_id: org_id.to_owned(),
+            at,
+            cause: cause.to_owned(),
+            counts,
+        })
+        .await?;
+    Ok(())
+}
+
+/// The hourly round: a snapshot of every live organization at `at` (the hour's
+/// start, so that a second round in the same hour writes nothing); how many.
+pub async fn snapshot_all(state: &AppState, at: DateTime<Utc>) -> ServiceResult<usize> {
+    let mut after = String::new();
+    let mut done = 0;
+    loop {
+        let ids = state.store.live_org_ids(&after, 500).await?;
+        let Some(last) = ids.last() else {
+            return Ok(done);
+        };
+        after = last.clone();
+        for id in &ids {
+            snapshot(state, id, "hourly", at).await?;
+            done += 1;
+        }
+    }
+}

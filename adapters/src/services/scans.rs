@@ -432,6 +432,11 @@ pub async fn sweep(
     {
         return Ok(Swept::Stopped);
     }
+    // The trend's point at the end of the scan (the scan is complete whatever
+    // becomes of it; the hourly round writes the next one).
+    if let Err(error) = super::posture::snapshot(state, &scan.org_id, "scan", now).await {
+        tracing::warn!(scan = %scan.id, %error, "the scan's posture snapshot was not written");
+    }
     Ok(Swept::Completed)
 }
 

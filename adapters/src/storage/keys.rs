@@ -97,7 +97,14 @@ pub struct SecretColumn {
 }
 
 /// Every column that holds a sealed secret.
-pub const SECRET_COLUMNS: [SecretColumn; 5] = [
+pub const SECRET_COLUMNS: [SecretColumn; 6] = [
+    SecretColumn {
+        table: "alert_destinations",
+        column: "secret",
+        bound_as: "secret",
+        key: "id",
+        org: Some("org_id"),
+    },
     SecretColumn {
         table: "notification_preferences",
         column: "webhook_secret",

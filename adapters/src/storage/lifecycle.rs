@@ -21,7 +21,14 @@ pub struct DeletedOrg {
 
 /// The tables that hold an organization's data, children before parents; the
 /// audit chain's tables are not among them.
-const ORG_TABLES: [&str; 42] = [
+const ORG_TABLES: [&str; 49] = [
+    "dashboards",
+    "alert_rule_destinations",
+    "alert_history",
+    "alert_rules",
+    "alert_destinations",
+    "alert_test_windows",
+    "posture_snapshots",
     "ai_places",
     "ai_place_locks",
     "role_members",

@@ -191,3 +191,120 @@ impl Store {
         Ok((items, total))
     }
 }
+
+/// An organization's posture at an instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostureSnapshot {
+    /// The organization.
+    pub org_id: String,
+    /// When.
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// `hourly` or `scan`.
+    pub cause: String,
+    /// Its entities (plugins and pipelines) by result.
+    pub counts: StatusCounts,
+}
+
+impl Store {
+    /// Both targets' counts of an organization, summed.
+    pub async fn entity_counts(&self, org_id: &str) -> StoreResult<StatusCounts> {
+        let mut all = StatusCounts::default();
+        for target in ["plugin", "pipeline"] {
+            let c = self.status_counts(org_id, target).await?;
+            all.total += c.total;
+            all.pass += c.pass;
+            all.warn += c.warn;
+            all.block += c.block;
+            all.error += c.error;
+        }
+        Ok(all)
+    }
+
+    /// Writes a snapshot (one per organization and instant; a second is ignored).
+    pub async fn insert_posture_snapshot(&self, s: &PostureSnapshot) -> StoreResult<()> {
+        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        sqlx::query(&self.sql(
+            "INSERT INTO posture_snapshots (org_id, at, cause, total, pass, warn, block, error)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (org_id, at) DO NOTHING",
+        ))
+        .bind(&s.org_id)
+        .bind(super::stamp(s.at))
+        .bind(&s.cause)
+        .bind(n(s.counts.total))
+        .bind(n(s.counts.pass))
+        .bind(n(s.counts.warn))
+        .bind(n(s.counts.block))
+        .bind(n(s.counts.error))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// The snapshots of the organizations listed in `[from, to)`, oldest first.
+    pub async fn posture_snapshots(
+        &self,
+        org_ids: &[String],
+        (from, to): (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>),
+    ) -> StoreResult<Vec<PostureSnapshot>> {
+        if org_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = self.sql(&format!(
+            "SELECT * FROM posture_snapshots WHERE at >= $1 AND at < $2 AND org_id IN ({})
+             ORDER BY at, org_id",
+            super::placeholders(3, org_ids.len())
+        ));
+        let mut query = sqlx::query(&sql)
+            .bind(super::stamp(from))
+            .bind(super::stamp(to));
+        for id in org_ids {
+            query = query.bind(id.clone());
+        }
+        let rows = query.fetch_all(self.pool()).await?;
+        rows.iter()
+            .map(|row| {
+                let d = Decoder::new(row, "posture_snapshots", &["org_id", "at"]);
+                Ok(PostureSnapshot {
+                    org_id: d.get("org_id")?,
+                    at: d.stamp("at")?,
+                    cause: d.get("cause")?,
+                    counts: StatusCounts {
+                        total: count(row, "total")?,
+                        pass: count(row, "pass")?,
+                        warn: count(row, "warn")?,
+                        block: count(row, "block")?,
+                        error: count(row, "error")?,
+                    },
+                })
+            })
+            .collect()
+    }
+
+    /// The live organizations' ids (the hourly snapshot's round), after `after`, at
+    /// most `limit`, by id.
+    pub async fn live_org_ids(&self, after: &str, limit: u32) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query(&self.sql(
+            "SELECT id FROM organizations WHERE deleted_at IS NULL AND is_system = 0 AND id > $1
+             ORDER BY id LIMIT $2",
+        ))
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| r.try_get::<String, _>("id").map_err(Into::into))
+            .collect()
+    }
+
+    /// Forgets snapshots taken before `cutoff`.
+    pub async fn prune_posture_snapshots(
+        &self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<u64> {
+        let done = sqlx::query(&self.sql("DELETE FROM posture_snapshots WHERE at < $1"))
+            .bind(super::stamp(cutoff))
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+}

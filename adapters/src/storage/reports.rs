@@ -488,6 +488,36 @@ impl Store {
             .collect()
     }
 
+    /// The outcomes (`success` or `failure`) of the scope's finished executions,
+    /// newest first, at most `limit`, and how many finished in all.
+    pub async fn recent_outcomes(
+        &self,
+        scope: &ReportScope<'_>,
+        limit: u32,
+    ) -> StoreResult<(Vec<String>, u64)> {
+        let (filter, cells) = scope.filter();
+        let statement = self.sql(&format!(
+            "SELECT outcome FROM report_executions
+             WHERE {filter} AND outcome IN ('success', 'failure')
+             ORDER BY started_at DESC, execution_id DESC LIMIT {limit}"
+        ));
+        let rows = Rows::bound(&statement, &cells)
+            .fetch_all(self.pool())
+            .await?;
+        let outcomes = rows
+            .iter()
+            .map(|row| Decoder::new(row, "report_executions", &[]).get::<String>("outcome"))
+            .collect::<StoreResult<Vec<_>>>()?;
+        let statement = self.sql(&format!(
+            "SELECT COUNT(*) AS n FROM report_executions WHERE {filter} AND outcome IN ('success', 'failure')"
+        ));
+        let row = Rows::bound(&statement, &cells)
+            .fetch_one(self.pool())
+            .await?;
+        let n = Decoder::new(&row, "report_executions", &[]).get::<i64>("n")?;
+        Ok((outcomes, n.unsigned_abs()))
+    }
+
     /// The build attempts a report reads, in start order.
     pub async fn build_attempts(&self, scope: &ReportScope<'_>) -> StoreResult<Vec<AttemptRow>> {
         let (filter, cells) = scope.filter();

@@ -28,10 +28,14 @@
 //!   organization, a key that works again recovers it (lease `kms-check`).
 //! - `secrets-rewrite`: rewraps data keys after a platform key's rotation and
 //!   rewrites older secrets in the current format (lease `secrets-rewrite`).
+//! - `alerts`: evaluates due alert rules (lease `alert-evaluation`).
+//! - `posture`: writes every organization's posture snapshot each hour (lease
+//!   `posture-snapshots`).
 //! - `retention`: prunes audit rows and check-log entries past retention (lease
 //!   `retention`).
 
 pub mod account_mail;
+pub mod alerts;
 pub mod allowances;
 pub mod builds;
 pub mod cache_sync;
@@ -41,6 +45,7 @@ pub mod digests;
 pub mod exports;
 pub mod keys;
 pub mod message_feed;
+pub mod posture;
 pub mod quotas;
 pub mod reevaluation;
 pub mod registry;

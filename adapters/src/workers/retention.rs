@@ -74,6 +74,19 @@ pub async fn prune_daily(
             }
             Err(error) => tracing::warn!(%error, "report pruning failed"),
         }
+        match store.prune_posture_snapshots(cutoff).await {
+            Ok(0) => {}
+            Ok(rows) => {
+                tracing::info!(rows, %cutoff, "pruned posture snapshots past REPORT_RETENTION_DAYS")
+            }
+            Err(error) => tracing::warn!(%error, "posture snapshot pruning failed"),
+        }
+        let minute = (Utc::now() - chrono::Duration::hours(1))
+            .format("%Y-%m-%dT%H:%M")
+            .to_string();
+        if let Err(error) = store.prune_alert_tests(&minute).await {
+            tracing::warn!(%error, "pruning the destination tests' counts failed");
+        }
         let cutoff = Utc::now() - chrono::Duration::days(i64::from(message_days));
         let feed_cutoff = Utc::now() - chrono::Duration::days(1);
         match store.prune_messages(cutoff, feed_cutoff).await {

@@ -26,12 +26,15 @@ fn the_catalog_and_what_organizations_may_assign() {
         "compliance:review",
         "audit:read",
         "messages:manage",
+        "dashboards:write",
+        "alerts:write",
     ] {
         assert!(names.contains(&named), "{named}");
         assert_eq!(Permission::parse(named).unwrap().as_str(), named);
     }
-    assert_eq!(Permission::org_assignable().count(), 16);
+    assert_eq!(Permission::org_assignable().count(), 18);
     assert!(MessagesManage.is_org_assignable());
+    assert!(DashboardsWrite.is_org_assignable() && AlertsWrite.is_org_assignable());
     assert!(!RegistryRead.is_org_assignable() && !RegistryWrite.is_org_assignable());
     assert!(Permission::parse("Pipelines:Write").is_err());
     let json: Vec<Permission> = serde_json::from_str(r#"["audit:read","reports:read"]"#).unwrap();

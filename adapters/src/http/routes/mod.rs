@@ -21,9 +21,10 @@ use crate::http::response::Deleted;
 use crate::http::schemas::*;
 use crate::http::state::AppState;
 use crate::http::{
-    admin, announcements, audit, billing, builds, catalog, check_log, conversations, exemptions,
-    generation, images, invitations, keys, members, messages, organizations, pipelines, plugins,
-    policies, preferences, quotas, reports, rules, scans, signin, sso, system, templates, validate,
+    admin, alerts, announcements, audit, billing, builds, catalog, check_log, conversations,
+    dashboards, exemptions, generation, images, invitations, keys, members, messages,
+    organizations, pipelines, plugins, policies, preferences, quotas, reports, rules, scans,
+    signin, sso, system, templates, validate,
 };
 
 mod accounts;
@@ -40,6 +41,7 @@ mod sweeps;
 #[cfg(test)]
 mod tests;
 mod trail;
+mod watch;
 
 /// One route.
 pub struct Route {
@@ -312,6 +314,7 @@ pub fn routes() -> Vec<Route> {
         inbox::routes(),
         accounts::routes(),
         analytics::routes(),
+        watch::routes(),
         sweeps::routes(),
         inventory::routes(),
         registry::routes(),

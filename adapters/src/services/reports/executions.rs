@@ -456,3 +456,17 @@ pub async fn errors(state: &AppState, query: &ReportQuery) -> ServiceResult<Erro
         categories,
     })
 }
+
+/// The failures in a row among the scope's finished executions, newest first,
+/// before the newest success (at most 1,000 are read), and how many finished.
+pub async fn consecutive_failures(
+    state: &AppState,
+    query: &ReportQuery,
+) -> ServiceResult<(u64, u64)> {
+    let (outcomes, finished) = state
+        .store
+        .recent_outcomes(&query.store_scope(), 1000)
+        .await?;
+    let streak = outcomes.iter().take_while(|o| *o == "failure").count();
+    Ok((u64::try_from(streak).unwrap_or(u64::MAX), finished))
+}

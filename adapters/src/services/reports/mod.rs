@@ -249,6 +249,189 @@ pub async fn organizations_of(
     Ok(ids)
 }
 
+/// The parameters every report takes, as a request's query or a dashboard panel
+/// gives them (text, as a query carries it).
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, Serialize, utoipa::IntoParams,
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ReportParams {
+    /// The first instant in (RFC 3339; default 30 days before `to`).
+    #[param(value_type = Option<String>, format = DateTime)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The first instant out (RFC 3339; default now). At most 366 days after `from`.
+    #[param(value_type = Option<String>, format = DateTime)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// One pipeline only (execution reports).
+    #[param(max_length = 200)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipeline_id: Option<String>,
+    /// One plugin only, by name (plugin reports).
+    #[param(max_length = 200)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin_name: Option<String>,
+    /// The series' bucket: `hour`, `day` (default) or `week` (UTC, from Monday).
+    #[param(value_type = Option<String>, pattern = "^(hour|day|week)$")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub granularity: Option<String>,
+    /// Top N (1 to 100, default 10).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    /// The organization's teams too (needs `reports:rollup`).
+    #[param(value_type = Option<bool>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub include_teams: Option<String>,
+}
+
+/// The report parameters, checked (the organizations not yet found).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedParams {
+    /// `[from, to)`.
+    pub range: TimeRange,
+    /// One pipeline only.
+    pub pipeline_id: Option<String>,
+    /// One plugin only.
+    pub plugin_name: Option<String>,
+    /// The series' bucket.
+    pub granularity: Granularity,
+    /// Top N.
+    pub limit: usize,
+    /// The organization's teams too.
+    pub include_teams: bool,
+}
+
+fn instant(field: &'static str, value: Option<&str>) -> ServiceResult<Option<DateTime<Utc>>> {
+    value
+        .map(|v| {
+            DateTime::parse_from_rfc3339(v.trim())
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|_| ServiceError::invalid(field, "must be an RFC 3339 instant"))
+        })
+        .transpose()
+}
+
+/// A filter's text: trimmed, not empty, at most `max` characters, no control
+/// characters.
+pub fn filter_text(field: &'static str, value: &str, max: usize) -> ServiceResult<String> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(ServiceError::invalid(field, "must not be empty"));
+    }
+    if value.chars().count() > max {
+        return Err(ServiceError::invalid(
+            field,
+            format!("must be at most {max} characters"),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ServiceError::invalid(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+impl ReportParams {
+    /// Checks every parameter as the reports do, naming the first bad one; the
+    /// range is relative to `now`.
+    pub fn check(&self, now: DateTime<Utc>) -> ServiceResult<CheckedParams> {
+        let range = TimeRange::new(
+            instant("from", self.from.as_deref())?,
+            instant("to", self.to.as_deref())?,
+            now,
+        )
+        .map_err(|e| ServiceError::invalid(e.parameter, e.problem))?;
+        let granularity = match self.granularity.as_deref() {
+            None => Granularity::Day,
+            Some(text) => Granularity::parse(text)
+                .ok_or_else(|| ServiceError::invalid("granularity", "must be hour, day or week"))?,
+        };
+        let limit = match self.limit.as_deref() {
+            None => DEFAULT_LIMIT,
+            Some(text) => text
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=MAX_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    ServiceError::invalid(
+                        "limit",
+                        format!("must be a whole number from 1 to {MAX_LIMIT}"),
+                    )
+                })?,
+        };
+        let include_teams = match self.include_teams.as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                return Err(ServiceError::invalid(
+                    "includeTeams",
+                    "must be true or false",
+                ))
+            }
+        };
+        Ok(CheckedParams {
+            range,
+            pipeline_id: self
+                .pipeline_id
+                .as_deref()
+                .map(|p| filter_text("pipelineId", p, 200))
+                .transpose()?,
+            plugin_name: self
+                .plugin_name
+                .as_deref()
+                .map(|p| filter_text("pluginName", p, 200))
+                .transpose()?,
+            granularity,
+            limit: usize::try_from(limit).unwrap_or(10),
+            include_teams,
+        })
+    }
+
+    /// Reads a panel's parameters: a JSON object whose values are text, numbers or
+    /// booleans (as a query would carry them).
+    pub fn from_json(value: &Value) -> Result<ReportParams, String> {
+        let Value::Object(map) = value else {
+            return Err("must be an object of the report's query parameters".to_owned());
+        };
+        let mut text = serde_json::Map::new();
+        for (key, value) in map {
+            let as_text = match value {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                Value::Null => continue,
+                _ => return Err(format!("`{key}` must be text, a number or a boolean")),
+            };
+            text.insert(key.clone(), Value::String(as_text));
+        }
+        serde_json::from_value(Value::Object(text)).map_err(|e| e.to_string())
+    }
+}
+
+/// The query a report of `org` runs for checked parameters: the organization, and
+/// its teams when asked (the caller checked `reports:rollup`).
+pub async fn query_for(
+    state: &AppState,
+    org: &crate::storage::OrgRecord,
+    params: CheckedParams,
+) -> ServiceResult<ReportQuery> {
+    let org_ids = organizations_of(state, org, params.include_teams).await?;
+    Ok(ReportQuery {
+        range: params.range,
+        pipeline_id: params.pipeline_id,
+        plugin_name: params.plugin_name,
+        granularity: params.granularity,
+        limit: params.limit,
+        org_ids,
+    })
+}
+
 /// What a report is asked for, checked.
 #[derive(Debug, Clone)]
 pub struct ReportQuery {
@@ -283,6 +466,11 @@ pub struct ReportBasis {
 }
 
 impl ReportQuery {
+    /// What a report of this query answered for.
+    pub fn basis(&self) -> ReportBasis {
+        self.scope()
+    }
+
     fn scope(&self) -> ReportBasis {
         ReportBasis {
             from: self.range.from,

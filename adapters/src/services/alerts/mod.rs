@@ -1,0 +1,850 @@
+//! Alerts over the reports: rules (a metric projected from a report, compared with
+//! a threshold over a window), destinations (e-mail, Slack, a signed webhook,
+//! PagerDuty), the leased evaluation that moves each rule through
+//! `reporting::alert::step` and writes its transition with its notification in one
+//! transaction, the history, and backtests. The notifications travel through the
+//! delivery outbox the other notifications use (`deliveries`, channel
+//! `alert:<destination>`), so retries, 4xx finality and the log are theirs.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use reporting::alert::{AlertState, Comparison, Metric, NoData, Spec, Tracker};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::context::{event, AppState, Caller};
+use super::reports::filter_text;
+use super::{ServiceError, ServiceResult};
+use crate::storage::{new_id, AlertRuleRow, NewNotification, OrgRecord, TransitionRow};
+
+pub mod destinations;
+pub mod evaluation;
+
+pub use destinations::*;
+pub use evaluation::*;
+
+/// The most destinations a rule sends to.
+pub const MAX_RULE_DESTINATIONS: usize = 10;
+/// The longest window.
+pub const MAX_WINDOW_DAYS: i64 = 90;
+/// The most labels a rule carries.
+pub const MAX_LABELS: usize = 20;
+/// The most rules an organization holds.
+pub const MAX_RULES: u64 = 1000;
+
+/// How bad a firing rule is (PagerDuty's severities).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertSeverity {
+    /// Critical.
+    Critical,
+    /// Error.
+    Error,
+    /// Warning (default).
+    #[default]
+    Warning,
+    /// Information.
+    Info,
+}
+
+impl AlertSeverity {
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AlertSeverity::Critical => "critical",
+            AlertSeverity::Error => "error",
+            AlertSeverity::Warning => "warning",
+            AlertSeverity::Info => "info",
+        }
+    }
+}
+
+/// What a rule's metric is computed over.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MetricParams {
+    /// One pipeline (execution metrics; required by `stage_failure_count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_id: Option<String>,
+    /// One stage (`stage_failure_count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// One plugin, by name (`plugin_build_failure_rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_name: Option<String>,
+    /// One error category (`error_category_count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_category: Option<String>,
+    /// The organization's teams too (needs `reports:rollup`).
+    #[serde(default)]
+    pub include_teams: bool,
+}
+
+/// A rule as a request writes it.
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AlertRuleBody {
+    /// Its name (unique in the organization).
+    pub name: String,
+    /// What it measures.
+    pub metric: Metric,
+    /// What the metric is computed over.
+    #[serde(default)]
+    pub params: MetricParams,
+    /// How the value is compared.
+    pub comparison: Comparison,
+    /// The threshold.
+    pub threshold: f64,
+    /// While firing, the threshold the value must clear to resolve.
+    #[serde(default)]
+    pub recovery_threshold: Option<f64>,
+    /// The window the metric is computed over (`30m`, `1h`, `7d`; at most 90 days).
+    #[serde(default = "default_window")]
+    pub window: String,
+    /// The fewest samples (executions, build attempts, entities) the window must
+    /// hold for a value (default 1; fewer is no data).
+    #[serde(default = "default_min_samples")]
+    pub min_samples: u64,
+    /// How long a breach lasts before firing (`0s`: at once; else at least the
+    /// evaluation interval).
+    #[serde(default = "zero", rename = "for")]
+    pub for_: String,
+    /// How long a firing rule stays firing once the value clears.
+    #[serde(default = "zero")]
+    pub keep_firing_for: String,
+    /// What no data means.
+    #[serde(default)]
+    pub no_data: NoData,
+    /// How bad it is.
+    #[serde(default)]
+    pub severity: AlertSeverity,
+    /// Labels sent with each notification.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Where its notifications go (destination ids, at most 10).
+    #[serde(default)]
+    pub destinations: Vec<String>,
+    /// How often a firing rule notifies again (none: never).
+    #[serde(default)]
+    pub repeat_interval: Option<String>,
+    /// Not evaluated while paused.
+    #[serde(default)]
+    pub paused: bool,
+}
+
+fn default_window() -> String {
+    "1h".to_owned()
+}
+
+fn default_min_samples() -> u64 {
+    1
+}
+
+fn zero() -> String {
+    "0s".to_owned()
+}
+
+/// A rule's definition, checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleDefinition {
+    /// What it measures.
+    pub metric: Metric,
+    /// What over.
+    pub params: MetricParams,
+    /// How compared.
+    pub comparison: Comparison,
+    /// The threshold.
+    pub threshold: f64,
+    /// The recovery threshold.
+    pub recovery_threshold: Option<f64>,
+    /// The window, in seconds.
+    pub window_seconds: i64,
+    /// The fewest samples.
+    pub min_samples: u64,
+    /// `for`, in seconds.
+    pub for_seconds: i64,
+    /// `keepFiringFor`, in seconds.
+    pub keep_firing_for_seconds: i64,
+    /// What no data means.
+    pub no_data: NoData,
+    /// How bad.
+    pub severity: AlertSeverity,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// `repeatInterval`, in seconds.
+    pub repeat_seconds: Option<i64>,
+}
+
+impl RuleDefinition {
+    /// What `step` needs.
+    pub fn spec(&self) -> Spec {
+        Spec {
+            comparison: self.comparison,
+            threshold: self.threshold,
+            recovery: self.recovery_threshold,
+            for_: Duration::seconds(self.for_seconds),
+            keep_firing_for: Duration::seconds(self.keep_firing_for_seconds),
+            no_data: self.no_data,
+            repeat: self.repeat_seconds.map(Duration::seconds),
+        }
+    }
+
+    /// The window.
+    pub fn window(&self) -> Duration {
+        Duration::seconds(self.window_seconds)
+    }
+}
+
+/// A duration as text: `90s`, `30m`, `2h`, `7d`, or seconds.
+pub fn duration_text(seconds: i64) -> String {
+    match seconds {
+        0 => "0s".to_owned(),
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3_600 == 0 => format!("{}h", s / 3_600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+fn seconds_of(field: &'static str, text: &str) -> ServiceResult<i64> {
+    crate::config::parse_duration(text)
+        .and_then(|d| i64::try_from(d.as_secs()).ok())
+        .ok_or_else(|| {
+            ServiceError::invalid(
+                field,
+                "must be a duration such as `90s`, `30m`, `2h` or `7d`",
+            )
+        })
+}
+
+/// Checks a rule body: every field as its documentation says, the destinations
+/// left to the caller (they are the organization's rows). `interval` is the
+/// evaluation interval `for` is held to.
+pub fn check_rule(
+    body: &AlertRuleBody,
+    interval: std::time::Duration,
+    rollup: bool,
+) -> ServiceResult<(String, RuleDefinition)> {
+    let name = filter_text("name", &body.name, 200)?;
+    if !body.threshold.is_finite() {
+        return Err(ServiceError::invalid(
+            "threshold",
+            "must be a finite number",
+        ));
+    }
+    if body.metric.is_ratio() && !(0.0..=1.0).contains(&body.threshold) {
+        return Err(ServiceError::invalid(
+            "threshold",
+            format!("`{}` is a ratio: from 0 to 1", body.metric.name()),
+        ));
+    }
+    if let Some(recovery) = body.recovery_threshold {
+        if !recovery.is_finite() || !body.comparison.recovers_inside(body.threshold, recovery) {
+            return Err(ServiceError::invalid(
+                "recoveryThreshold",
+                "must be a finite number on the clear side of the threshold",
+            ));
+        }
+    }
+    let window_seconds = seconds_of("window", &body.window)?;
+    if !(60..=MAX_WINDOW_DAYS * 86_400).contains(&window_seconds) {
+        return Err(ServiceError::invalid(
+            "window",
+            format!("from 1 minute to {MAX_WINDOW_DAYS} days"),
+        ));
+    }
+    let interval_seconds = i64::try_from(interval.as_secs()).unwrap_or(i64::MAX);
+    let for_seconds = seconds_of("for", &body.for_)?;
+    if for_seconds != 0 && for_seconds < interval_seconds {
+        return Err(ServiceError::invalid(
+            "for",
+            format!(
+                "must be 0s or at least the evaluation interval ({})",
+                duration_text(interval_seconds)
+            ),
+        ));
+    }
+    if for_seconds > 7 * 86_400 {
+        return Err(ServiceError::invalid("for", "at most 7 days"));
+    }
+    let keep_firing_for_seconds = seconds_of("keepFiringFor", &body.keep_firing_for)?;
+    if keep_firing_for_seconds > 7 * 86_400 {
+        return Err(ServiceError::invalid("keepFiringFor", "at most 7 days"));
+    }
+    let repeat_seconds = body
+        .repeat_interval
+        .as_deref()
+        .map(|r| seconds_of("repeatInterval", r))
+        .transpose()?;
+    if let Some(r) = repeat_seconds {
+        if r < interval_seconds.max(60) || r > 30 * 86_400 {
+            return Err(ServiceError::invalid(
+                "repeatInterval",
+                "from the evaluation interval (at least 1 minute) to 30 days",
+            ));
+        }
+    }
+    if body.min_samples > 1_000_000 {
+        return Err(ServiceError::invalid("minSamples", "at most 1000000"));
+    }
+    if body.labels.len() > MAX_LABELS {
+        return Err(ServiceError::invalid(
+            "labels",
+            format!("at most {MAX_LABELS} labels"),
+        ));
+    }
+    for (key, value) in &body.labels {
+        filter_text("labels", key, 100)?;
+        if value.chars().count() > 200 || value.chars().any(char::is_control) {
+            return Err(ServiceError::invalid(
+                "labels",
+                "a value is at most 200 characters, without control characters",
+            ));
+        }
+    }
+    if body.destinations.len() > MAX_RULE_DESTINATIONS {
+        return Err(ServiceError::invalid(
+            "destinations",
+            format!("at most {MAX_RULE_DESTINATIONS} destinations"),
+        ));
+    }
+    let params = check_params(body.metric, &body.params)?;
+    if params.include_teams && !rollup {
+        return Err(ServiceError::Forbidden(
+            "the `reports:rollup` permission is required to include the teams",
+        ));
+    }
+    Ok((
+        name,
+        RuleDefinition {
+            metric: body.metric,
+            params,
+            comparison: body.comparison,
+            threshold: body.threshold,
+            recovery_threshold: body.recovery_threshold,
+            window_seconds,
+            min_samples: body.min_samples,
+            for_seconds,
+            keep_firing_for_seconds,
+            no_data: body.no_data,
+            severity: body.severity,
+            labels: body.labels.clone(),
+            repeat_seconds,
+        },
+    ))
+}
+
+/// The parameters a metric takes: the ones it needs, none it does not.
+fn check_params(metric: Metric, p: &MetricParams) -> ServiceResult<MetricParams> {
+    let text = |v: &Option<String>| {
+        v.as_deref()
+            .map(|t| filter_text("params", t, 200))
+            .transpose()
+    };
+    let out = MetricParams {
+        pipeline_id: text(&p.pipeline_id)?,
+        stage: text(&p.stage)?,
+        plugin_name: text(&p.plugin_name)?,
+        error_category: text(&p.error_category)?,
+        include_teams: p.include_teams,
+    };
+    let execution = !matches!(
+        metric,
+        Metric::PluginBuildFailureRate | Metric::BlockedEntities
+    );
+    let refuse = |what: &str| {
+        Err(ServiceError::invalid(
+            "params",
+            format!("`{}` {what}", metric.name()),
+        ))
+    };
+    if out.plugin_name.is_some() && metric != Metric::PluginBuildFailureRate {
+        return refuse("takes no pluginName");
+    }
+    if out.pipeline_id.is_some() && !execution {
+        return refuse("takes no pipelineId");
+    }
+    match metric {
+        Metric::StageFailureCount if out.pipeline_id.is_none() || out.stage.is_none() => {
+            return refuse("needs pipelineId and stage")
+        }
+        Metric::ErrorCategoryCount => match out.error_category.as_deref() {
+            None => return refuse("needs errorCategory"),
+            Some(c) if reporting::ErrorCategory::parse(c).is_none() => {
+                return refuse(
+                    "needs an errorCategory of the errors report (source, build, test, deploy, approval, invoke, action, stage, pipeline, stopped)",
+                )
+            }
+            Some(_) => {}
+        },
+        _ => {}
+    }
+    if out.stage.is_some() && metric != Metric::StageFailureCount {
+        return refuse("takes no stage");
+    }
+    if out.error_category.is_some() && metric != Metric::ErrorCategoryCount {
+        return refuse("takes no errorCategory");
+    }
+    Ok(out)
+}
+
+/// A rule as answered.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AlertRule {
+    /// Its id.
+    pub id: String,
+    /// Its organization.
+    pub org_id: String,
+    /// Its name.
+    pub name: String,
+    /// What it measures.
+    pub metric: Metric,
+    /// What over.
+    pub params: MetricParams,
+    /// How compared.
+    pub comparison: Comparison,
+    /// The threshold.
+    pub threshold: f64,
+    /// The recovery threshold.
+    pub recovery_threshold: Option<f64>,
+    /// The window.
+    pub window: String,
+    /// The fewest samples.
+    pub min_samples: u64,
+    /// How long a breach lasts before firing.
+    #[serde(rename = "for")]
+    pub for_: String,
+    /// How long a firing rule stays firing once clear.
+    pub keep_firing_for: String,
+    /// What no data means.
+    pub no_data: NoData,
+    /// How bad.
+    pub severity: AlertSeverity,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// Destination ids.
+    pub destinations: Vec<String>,
+    /// How often a firing rule notifies again.
+    pub repeat_interval: Option<String>,
+    /// Not evaluated while paused.
+    pub paused: bool,
+    /// Where it stands.
+    pub state: AlertState,
+    /// Since when.
+    pub state_since: Option<DateTime<Utc>>,
+    /// The last value observed.
+    pub last_value: Option<f64>,
+    /// When it was last evaluated.
+    pub last_evaluated_at: Option<DateTime<Utc>>,
+    /// When it is next due.
+    pub next_evaluation_at: DateTime<Utc>,
+    /// PagerDuty's `dedup_key` and the webhook id's stem.
+    pub dedup_key: String,
+    /// The version a change must carry.
+    pub version: i64,
+    /// Who made it.
+    pub created_by: String,
+    /// When.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A rule's stored definition and tracker, read.
+pub(crate) fn definition_of(row: &AlertRuleRow) -> ServiceResult<(RuleDefinition, Tracker)> {
+    let definition: RuleDefinition = serde_json::from_value(row.body.clone()).map_err(|e| {
+        ServiceError::Broken(format!(
+            "alert_rules `{}`: the body does not decode: {e}",
+            row.id
+        ))
+    })?;
+    let tracker: Tracker = serde_json::from_value(row.tracker.clone()).map_err(|e| {
+        ServiceError::Broken(format!(
+            "alert_rules `{}`: the tracker does not decode: {e}",
+            row.id
+        ))
+    })?;
+    Ok((definition, tracker))
+}
+
+/// The key of a rule's notifications: PagerDuty's `dedup_key`, the webhook id's
+/// stem (one group per rule: its parameters name one series).
+pub fn dedup_key(rule_id: &str) -> String {
+    format!("alert-{rule_id}")
+}
+
+fn answer(row: AlertRuleRow) -> ServiceResult<AlertRule> {
+    let (d, tracker) = definition_of(&row)?;
+    Ok(AlertRule {
+        dedup_key: dedup_key(&row.id),
+        id: row.id,
+        org_id: row.org_id,
+        name: row.name,
+        metric: d.metric,
+        params: d.params,
+        comparison: d.comparison,
+        threshold: d.threshold,
+        recovery_threshold: d.recovery_threshold,
+        window: duration_text(d.window_seconds),
+        min_samples: d.min_samples,
+        for_: duration_text(d.for_seconds),
+        keep_firing_for: duration_text(d.keep_firing_for_seconds),
+        no_data: d.no_data,
+        severity: d.severity,
+        labels: d.labels,
+        destinations: row.destinations,
+        repeat_interval: d.repeat_seconds.map(duration_text),
+        paused: row.paused,
+        state: tracker.state,
+        state_since: tracker.since,
+        last_value: tracker.value,
+        last_evaluated_at: row.last_evaluated_at,
+        next_evaluation_at: row.next_evaluation_at,
+        version: row.version,
+        created_by: row.created_by,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    })
+}
+
+fn to_json<T: Serialize>(value: &T) -> ServiceResult<Value> {
+    serde_json::to_value(value).map_err(|e| ServiceError::Broken(e.to_string()))
+}
+
+/// The organization's rules.
+pub async fn rules(state: &AppState, org: &OrgRecord) -> ServiceResult<Vec<AlertRule>> {
+    state
+        .store
+        .alert_rules(&org.id)
+        .await?
+        .into_iter()
+        .map(answer)
+        .collect()
+}
+
+async fn rule_row(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<AlertRuleRow> {
+    state
+        .store
+        .alert_rule(&org.id, id)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("alert rule".into()))
+}
+
+/// One rule.
+pub async fn rule(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<AlertRule> {
+    answer(rule_row(state, org, id).await?)
+}
+
+/// The rules firing now.
+pub async fn firing(state: &AppState, org: &OrgRecord) -> ServiceResult<Vec<AlertRule>> {
+    state
+        .store
+        .alert_rules_in(&org.id, AlertState::Firing.name())
+        .await?
+        .into_iter()
+        .map(answer)
+        .collect()
+}
+
+fn name_taken(error: crate::storage::StoreError, name: &str) -> ServiceError {
+    match error {
+        crate::storage::StoreError::Conflict(_) => {
+            ServiceError::Conflict(format!("the organization has an alert rule named `{name}`"))
+        }
+        other => other.into(),
+    }
+}
+
+async fn check_destinations(
+    tx: &mut crate::storage::Transaction<'_>,
+    org: &OrgRecord,
+    ids: &[String],
+) -> ServiceResult<Vec<String>> {
+    let mut wanted: Vec<String> = ids.to_vec();
+    wanted.sort();
+    wanted.dedup();
+    let found = tx.existing_destinations(&org.id, &wanted).await?;
+    if let Some(missing) = wanted.iter().find(|id| !found.contains(id)) {
+        return Err(ServiceError::invalid(
+            "destinations",
+            format!(
+                "`{}` is not a destination of the organization",
+                missing.chars().take(64).collect::<String>()
+            ),
+        ));
+    }
+    Ok(wanted)
+}
+
+/// Makes a rule (`alert.rule.create`), due at once.
+pub async fn create_rule(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    body: &AlertRuleBody,
+    rollup: bool,
+    now: DateTime<Utc>,
+) -> ServiceResult<AlertRule> {
+    let (name, definition) = check_rule(body, state.config.alerts.interval, rollup)?;
+    if state.store.count_alert_rules(&org.id).await? >= MAX_RULES {
+        return Err(ServiceError::Conflict(format!(
+            "the organization has {MAX_RULES} alert rules, the most it may hold"
+        )));
+    }
+    let mut tx = state.store.transaction().await?;
+    let destinations = check_destinations(&mut tx, org, &body.destinations).await?;
+    let tracker = Tracker::default();
+    let row = AlertRuleRow {
+        id: new_id(),
+        org_id: org.id.clone(),
+        name: name.clone(),
+        body: to_json(&definition)?,
+        paused: body.paused,
+        version: 1,
+        state: tracker.state.name().to_owned(),
+        tracker: to_json(&tracker)?,
+        evaluations: 0,
+        notices: 0,
+        next_evaluation_at: now,
+        last_evaluated_at: None,
+        destinations,
+        created_by: caller.user_id.clone(),
+        created_at: now,
+        updated_at: now,
+    };
+    tx.insert_alert_rule(&row)
+        .await
+        .map_err(|e| name_taken(e, &name))?;
+    tx.enqueue_audit(&[event(
+        caller,
+        "alert.rule.create",
+        &org.id,
+        "alert_rule",
+        &row.id,
+        json!({"name": name, "metric": definition.metric.name()}),
+    )])
+    .await?;
+    tx.commit().await?;
+    answer(row)
+}
+
+/// Replaces a rule's definition when `version` is still its version
+/// (`alert.rule.update`). Its state stays; pausing keeps it as it is (nothing is
+/// sent), and a rule taken out of pause is evaluated at once.
+pub async fn update_rule(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    (id, version): (&str, i64),
+    body: &AlertRuleBody,
+    rollup: bool,
+    now: DateTime<Utc>,
+) -> ServiceResult<AlertRule> {
+    let (name, definition) = check_rule(body, state.config.alerts.interval, rollup)?;
+    let current = rule_row(state, org, id).await?;
+    let stale = || {
+        ServiceError::Conflict(format!(
+            "the alert rule changed since version {version} was read: read it again"
+        ))
+    };
+    if current.version != version {
+        return Err(stale());
+    }
+    let mut tx = state.store.transaction().await?;
+    let destinations = check_destinations(&mut tx, org, &body.destinations).await?;
+    let row = AlertRuleRow {
+        name: name.clone(),
+        body: to_json(&definition)?,
+        paused: body.paused,
+        version: version + 1,
+        destinations,
+        updated_at: now,
+        next_evaluation_at: if current.paused && !body.paused {
+            now
+        } else {
+            current.next_evaluation_at
+        },
+        ..current
+    };
+    if !tx
+        .update_alert_rule(&row, version, None)
+        .await
+        .map_err(|e| name_taken(e, &name))?
+    {
+        return Err(stale());
+    }
+    tx.enqueue_audit(&[event(
+        caller,
+        "alert.rule.update",
+        &org.id,
+        "alert_rule",
+        id,
+        json!({"name": name, "version": row.version, "paused": row.paused}),
+    )])
+    .await?;
+    tx.commit().await?;
+    rule(state, org, id).await
+}
+
+/// Deletes a rule with its history (`alert.rule.delete`). A rule whose firing
+/// notice is unresolved sends its resolve, in the same transaction, so that no
+/// incident stays open for a rule that is gone.
+pub async fn delete_rule(
+    state: &AppState,
+    caller: &Caller,
+    org: &OrgRecord,
+    id: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let current = rule_row(state, org, id).await?;
+    let (definition, tracker) = definition_of(&current)?;
+    let mut tx = state.store.transaction().await?;
+    let mut resolved = false;
+    if tracker.firing_notified && !current.destinations.is_empty() {
+        let notification = notification_of(
+            &current,
+            &definition,
+            (reporting::alert::Notice::Resolved, AlertState::Ok),
+            tracker.value,
+            current.notices + 1,
+            now,
+        );
+        tx.insert_notification(&org.id, &notification, now).await?;
+        resolved = true;
+    }
+    if !tx.delete_alert_rule(&org.id, id).await? {
+        return Err(ServiceError::NotFound("alert rule".into()));
+    }
+    tx.enqueue_audit(&[event(
+        caller,
+        "alert.rule.delete",
+        &org.id,
+        "alert_rule",
+        id,
+        json!({"name": current.name, "resolveSent": resolved}),
+    )])
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The notification of a rule's notice: what every destination receives.
+pub(crate) fn notification_of(
+    row: &AlertRuleRow,
+    d: &RuleDefinition,
+    (notice, state): (reporting::alert::Notice, AlertState),
+    value: Option<f64>,
+    number: i64,
+    at: DateTime<Utc>,
+) -> NewNotification {
+    let key = dedup_key(&row.id);
+    NewNotification {
+        kind: format!("alert.{}", notice.name()),
+        payload: json!({
+            "ruleId": row.id,
+            "ruleName": row.name,
+            "orgId": row.org_id,
+            "notice": notice.name(),
+            "state": state.name(),
+            "severity": d.severity.name(),
+            "labels": d.labels,
+            "metric": d.metric.name(),
+            "params": d.params,
+            "comparison": d.comparison,
+            "threshold": d.threshold,
+            "window": duration_text(d.window_seconds),
+            "value": value,
+            "dedupKey": key,
+            "messageId": format!("{key}.{number}"),
+            "at": at,
+            "test": false,
+        }),
+        channels: row
+            .destinations
+            .iter()
+            .map(|id| (format!("{ALERT_CHANNEL}{id}"), None))
+            .collect(),
+    }
+}
+
+/// The channel prefix of an alert's deliveries.
+pub const ALERT_CHANNEL: &str = "alert:";
+
+/// One delivery of a notice.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryDelivery {
+    /// The destination.
+    pub destination_id: String,
+    /// `pending`, `sent`, `failed`, `skipped`.
+    pub status: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The last error.
+    pub last_error: Option<String>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One transition of a rule, with the deliveries of its notice.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    /// Its number in the rule's history.
+    pub seq: i64,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// The state before.
+    pub from: String,
+    /// The state after.
+    pub to: String,
+    /// The value observed.
+    pub value: Option<f64>,
+    /// `firing`, `repeat` or `resolved` when it notified.
+    pub notice: Option<String>,
+    /// The notification.
+    pub notification_id: Option<String>,
+    /// Its deliveries, one per destination.
+    pub deliveries: Vec<HistoryDelivery>,
+}
+
+/// A rule's history, newest first (the last 200 transitions).
+pub async fn history(
+    state: &AppState,
+    org: &OrgRecord,
+    id: &str,
+) -> ServiceResult<Vec<HistoryEntry>> {
+    rule_row(state, org, id).await?;
+    let transitions = state.store.alert_transitions(id, 200).await?;
+    let ids: Vec<String> = transitions
+        .iter()
+        .filter_map(|t| t.notification_id.clone())
+        .collect();
+    let deliveries = state.store.alert_deliveries(&ids).await?;
+    Ok(transitions
+        .into_iter()
+        .map(|t: TransitionRow| HistoryEntry {
+            deliveries: deliveries
+                .iter()
+                .filter(|d| Some(&d.notification_id) == t.notification_id.as_ref())
+                .map(|d| HistoryDelivery {
+                    destination_id: d.destination_id.clone(),
+                    status: d.status.clone(),
+                    attempts: d.attempts,
+                    last_error: d.last_error.clone(),
+                    updated_at: d.updated_at,
+                })
+                .collect(),
+            seq: t.seq,
+            at: t.at,
+            from: t.from_state,
+            to: t.to_state,
+            value: t.value,
+            notice: t.notice,
+            notification_id: t.notification_id,
+        })
+        .collect())
+}
