@@ -4,7 +4,7 @@
 //! numbers are the report's). A change carries the version it read: a stale one is
 //! 409. Each change is audited in the change's transaction.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 

@@ -14,6 +14,7 @@
 )]
 
 mod administration;
+mod alerts;
 mod audit;
 mod authority;
 mod billing;

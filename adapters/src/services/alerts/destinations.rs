@@ -269,8 +269,15 @@ async fn check_destination(
             if body.kind == DestinationKind::Slack && body.signing_secret.is_some() {
                 return stray("signingSecret");
             }
+            if let Some(s) = &body.signing_secret {
+                check_signing_secret(s)?;
+            }
             let mut secret = match (&body.url, keep) {
                 (None, Some(kept)) if kept.url.is_some() => kept.clone(),
+                (_, Some(kept)) => Secret {
+                    url: None,
+                    ..kept.clone()
+                },
                 _ => Secret::default(),
             };
             let (url, host) =
@@ -280,10 +287,7 @@ async fn check_destination(
             secret.url = Some(url);
             if body.kind == DestinationKind::Webhook {
                 match &body.signing_secret {
-                    Some(s) => {
-                        check_signing_secret(s)?;
-                        secret.signing_secret = Some(s.clone());
-                    }
+                    Some(s) => secret.signing_secret = Some(s.clone()),
                     None if secret.signing_secret.is_some() => {}
                     None => {
                         let bytes: [u8; 32] = crate::services::accounts::random()?;

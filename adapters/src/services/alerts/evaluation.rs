@@ -227,7 +227,9 @@ async fn evaluate_one(
                     now,
                 );
                 round.notices += 1;
-                Some(tx.insert_notification(&row.org_id, &n, now).await?)
+                // Decided at `now`; written at the real time, when it is due for
+                // delivery.
+                Some(tx.insert_notification(&row.org_id, &n, Utc::now()).await?)
             }
             _ => None,
         };

@@ -712,7 +712,8 @@ pub async fn delete_rule(
             current.notices + 1,
             now,
         );
-        tx.insert_notification(&org.id, &notification, now).await?;
+        tx.insert_notification(&org.id, &notification, Utc::now())
+            .await?;
         resolved = true;
     }
     if !tx.delete_alert_rule(&org.id, id).await? {
