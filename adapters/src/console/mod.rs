@@ -24,10 +24,13 @@ use axum::Router;
 use crate::http::state::AppState;
 
 mod admin;
+mod alerts;
 pub mod api;
 mod assets;
 mod audit;
 mod billing;
+mod chart;
+mod dashboards;
 mod governance;
 mod inbox;
 mod inventory;
@@ -98,6 +101,11 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/console/audit/key", get(audit::key))
         .route("/console/billing", get(billing::page).post(billing::action))
         .route("/console/inbox", get(inbox::page).post(inbox::action))
+        .route(
+            "/console/dashboards",
+            get(dashboards::page).post(dashboards::action),
+        )
+        .route("/console/alerts", get(alerts::page).post(alerts::action))
         .route(admin::USERS, get(admin::users))
         .route("/console/admin/impersonate", post(admin::impersonate))
         .route("/console/impersonation/end", post(admin::end))

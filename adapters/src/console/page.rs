@@ -21,6 +21,15 @@ use crate::services::context::Caller;
 /// per page.
 const OPERATIONS: &[&str] = &[
     "compliancePosture",
+    "reportPostureTrend",
+    "listDashboards",
+    "dashboardData",
+    "createDashboard",
+    "deleteDashboard",
+    "listAlertRules",
+    "alertRuleHistory",
+    "listAlertDestinations",
+    "testAlertDestination",
     "listRules",
     "ruleHistory",
     "publishedRules",
@@ -67,6 +76,8 @@ const NAVIGATION: &[(&str, &str)] = &[
     ("/console/audit", "Audit"),
     ("/console/billing", "Quotas and billing"),
     ("/console/inbox", "Inbox"),
+    ("/console/dashboards", "Dashboards"),
+    ("/console/alerts", "Alerts"),
 ];
 
 /// The route table's access for an operation, and the account feature it needs.

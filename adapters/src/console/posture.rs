@@ -56,6 +56,8 @@ struct PosturePage {
     rows: Vec<Row>,
     matched: String,
     export: String,
+    /// The trend's chart, drawn by `chart` (every text escaped there).
+    trend: Option<String>,
 }
 
 /// The filter a page, an export and the API share.
@@ -191,12 +193,14 @@ async fn show(
         ("rule", &rule),
     ]);
     let mut frame = frame;
+    let trend = super::dashboards::posture_trend(visitor, &mut frame).await?;
     let code = frame.settle(error.map(Err));
     Ok(page::render(
         &PosturePage {
             frame,
             counts,
             failing,
+            trend,
             target,
             status,
             rule,

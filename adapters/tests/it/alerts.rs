@@ -16,11 +16,11 @@ use super::fixtures::staged_pipeline;
 use super::notifications::{smtp_receiver, webhook_receiver, Mailbox, Seen};
 use super::*;
 
-const ARN: &str = "arn:aws:codepipeline:us-east-1:111111111111:web";
+pub(super) const ARN: &str = "arn:aws:codepipeline:us-east-1:111111111111:web";
 
 /// A pipeline execution as EventBridge delivers it: started at `at`, ended
 /// `seconds` later in `state` (with a failed stage and action when it failed).
-fn execution(id: &str, at: DateTime<Utc>, seconds: i64, state: &str) -> Vec<Value> {
+pub(super) fn execution(id: &str, at: DateTime<Utc>, seconds: i64, state: &str) -> Vec<Value> {
     let one = |n: &str, when: DateTime<Utc>, kind: &str, state: &str, extra: Value| {
         let mut detail =
             json!({"pipeline": "web", "execution-id": id, "state": state, "version": 1});
@@ -82,7 +82,7 @@ fn service(app: &TestApp) -> String {
     app.keys.sign(&claims).unwrap()
 }
 
-async fn ingest(app: &TestApp, events: Vec<Value>) {
+pub(super) async fn ingest(app: &TestApp, events: Vec<Value>) {
     let (status, body) = app
         .call(
             "POST",

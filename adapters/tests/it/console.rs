@@ -2030,7 +2030,182 @@ async fn the_catalog_subscribes_activates_pins_and_previews(app: &TestApp) {
     assert!(page.contains("id=\"error\""));
 }
 
+/// Dashboards and alerts in the browser: a panel's points are the report's
+/// buckets, the alert's state and its test answer show, the posture's trend is
+/// drawn; no CSP violation.
+async fn dashboards_and_alerts_draw_the_reports_numbers(app: &TestApp) {
+    use super::alerts::{execution, ingest, ARN};
+    let hook = Arc::new(super::notifications::Seen::default());
+    let hook_url = super::notifications::webhook_receiver(hook.clone()).await;
+    let app = &app.beside(&[("WEBHOOK_ALLOW_PRIVATE", "true")]).await;
+    let violations_before = csp_violations(app).await;
+    let (token, org) = owner(app, "dana@example.com", "delivery").await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            &token,
+            Some(&org),
+            Some(pipeline_as("web", "public")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let pipeline = body["data"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines/registry",
+            &token,
+            Some(&org),
+            Some(json!({"arn": ARN, "pipelineId": pipeline})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let now = Utc::now();
+    let mut events = Vec::new();
+    for (i, (hours_ago, state)) in [
+        (30, "SUCCEEDED"),
+        (29, "FAILED"),
+        (5, "FAILED"),
+        (4, "FAILED"),
+        (3, "SUCCEEDED"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        events.extend(execution(
+            &format!("e{i}"),
+            now - chrono::Duration::hours(*hours_ago),
+            40,
+            state,
+        ));
+    }
+    ingest(app, events).await;
+    let (status, body) = app
+        .call("POST", "/api/dashboards", &token, Some(&org), Some(json!({"title": "Web delivery", "panels": [
+            {"title": "Success rate", "kind": "timeseries", "report": "execution/success-rate", "params": {"granularity": "day"}, "position": {"x": 0, "y": 0, "w": 24, "h": 6}},
+            {"title": "p95", "kind": "stat", "report": "execution/duration", "params": {}, "position": {"x": 0, "y": 6, "w": 8, "h": 3}},
+            {"title": "Stage failures", "kind": "heatmap", "report": "execution/stage-failures", "params": {"granularity": "day"}, "position": {"x": 0, "y": 9, "w": 24, "h": 6}},
+        ]})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (_, dest) = app
+        .call(
+            "POST",
+            "/api/alerts/destinations",
+            &token,
+            Some(&org),
+            Some(json!({"name": "hook", "kind": "webhook", "url": hook_url})),
+        )
+        .await;
+    let (status, body) = app
+        .call("POST", "/api/alerts/rules", &token, Some(&org), Some(json!({
+            "name": "web failing", "metric": "failure_rate", "params": {"pipelineId": pipeline},
+            "comparison": "gt", "threshold": 0.5, "window": "1d", "destinations": [dest["data"]["id"]]})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    adapters::services::alerts::evaluate_due(&app.state, Utc::now())
+        .await
+        .unwrap();
+    adapters::services::posture::snapshot(
+        &app.state,
+        &org,
+        "hourly",
+        now - chrono::Duration::days(1),
+    )
+    .await
+    .unwrap();
+
+    let base = serve(app.router.clone()).await;
+    let b = browser().await;
+    b.sign_in(&base, "dana@example.com").await;
+    b.open(&format!("{base}/console/dashboards?org={org}&range=week"))
+        .await;
+    assert_eq!(b.text("#dashboard-title").await, "Web delivery");
+    // The chart's points are the report's buckets that have a rate.
+    let points = b
+        .client
+        .find_all(Locator::Css("#panel-0 circle.point"))
+        .await
+        .unwrap();
+    let mut drawn = Vec::new();
+    for p in points {
+        let start = p.attr("data-start").await.unwrap().unwrap();
+        let value: f64 = p
+            .attr("data-value")
+            .await
+            .unwrap()
+            .unwrap()
+            .parse()
+            .unwrap();
+        drawn.push((start, value));
+    }
+    let to = Utc::now();
+    let report = app
+        .call(
+            "GET",
+            &format!(
+                "/api/reports/execution/success-rate?granularity=day&from={}&to={}",
+                (to - chrono::Duration::days(7)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                to.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            ),
+            &token,
+            Some(&org),
+            None,
+        )
+        .await
+        .1;
+    let expected: Vec<(String, f64)> = report["data"]["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| !b["rate"].is_null())
+        .map(|b| {
+            let start = chrono::DateTime::parse_from_rfc3339(b["start"].as_str().unwrap()).unwrap();
+            (
+                start
+                    .with_timezone(&Utc)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                b["rate"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(drawn, expected);
+    assert!(b.text("#panel-0 figcaption").await.contains("UTC"));
+    // One heat map row (the Build stage failed), a cell per day of the range.
+    assert_eq!(b.count("#panel-2 rect.heat").await, 8);
+    let failed_days: std::collections::BTreeSet<_> = [29, 5, 4]
+        .iter()
+        .map(|h| (now - chrono::Duration::hours(*h)).date_naive())
+        .collect();
+    assert_eq!(
+        b.count("#panel-2 rect.heat:not([data-value='0'])").await,
+        failed_days.len()
+    );
+    b.shot("dashboards").await;
+
+    b.open(&format!("{base}/console/alerts?org={org}")).await;
+    assert_eq!(b.text("#alert-rules td.state").await, "firing");
+    assert!(b.text("#firing").await.contains("web failing"));
+    b.click("#alert-destinations button").await;
+    assert!(b.lands_on("/console/alerts").await);
+    let notice = b.text(".notice").await;
+    assert!(
+        notice.contains("test sent") && notice.contains("sent (200"),
+        "{notice}"
+    );
+    assert_eq!(hook.requests.lock().unwrap().len(), 1);
+    b.shot("alerts").await;
+
+    b.open(&format!("{base}/console/posture?org={org}")).await;
+    assert_eq!(b.count("#posture-trend circle.point.s1").await, 1);
+    b.shot("posture-trend").await;
+    assert_eq!(csp_violations(app).await, violations_before);
+}
+
 on_both_backends!(
+    dashboards_and_alerts_draw_the_reports_numbers,
     exports_are_whole_refusals_show_and_the_console_is_counted,
     the_console_in_a_real_browser,
     every_console_answer_carries_its_headers,

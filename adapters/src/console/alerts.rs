@@ -1,0 +1,278 @@
+//! Alerts: the organization's rules with their state, the ones firing, a rule's
+//! history (its transitions and each delivery's outcome), and the destinations
+//! with a test button that shows each target's answer. Read through the API, into
+//! types.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::Method;
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::api::{act, segment, Refusal};
+use super::dashboards::decode;
+use super::governance::unknown_action;
+use super::page::{self, Frame};
+use super::session::{Posted, Visitor};
+use super::{field, Console};
+
+/// A rule as the page lists it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleView {
+    id: String,
+    name: String,
+    metric: String,
+    comparison: String,
+    threshold: f64,
+    window: String,
+    state: String,
+    state_since: Option<String>,
+    last_value: Option<f64>,
+    severity: String,
+    paused: bool,
+}
+
+impl RuleView {
+    fn condition(&self) -> String {
+        let op = match self.comparison.as_str() {
+            "gt" => ">",
+            "gte" => "≥",
+            "lt" => "<",
+            _ => "≤",
+        };
+        format!(
+            "{} {op} {} over {}",
+            self.metric, self.threshold, self.window
+        )
+    }
+
+    fn value(&self) -> String {
+        self.last_value
+            .map_or("no data".to_owned(), |v| v.to_string())
+    }
+
+    fn since(&self) -> String {
+        self.state_since.clone().unwrap_or_default()
+    }
+}
+
+#[derive(Deserialize)]
+struct Rules {
+    rules: Vec<RuleView>,
+}
+
+/// A destination as the page lists it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DestinationView {
+    id: String,
+    name: String,
+    kind: String,
+    addresses: Vec<String>,
+    host: Option<String>,
+    hint: Option<String>,
+}
+
+impl DestinationView {
+    fn shown(&self) -> String {
+        match self.kind.as_str() {
+            "email" => self.addresses.join(", "),
+            _ => [self.host.clone(), self.hint.clone()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Destinations {
+    destinations: Vec<DestinationView>,
+}
+
+/// One delivery of a notice.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryView {
+    destination_id: String,
+    status: String,
+    attempts: u32,
+    last_error: Option<String>,
+}
+
+/// One transition.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TransitionView {
+    at: String,
+    from: String,
+    to: String,
+    value: Option<f64>,
+    notice: Option<String>,
+    deliveries: Vec<DeliveryView>,
+}
+
+impl TransitionView {
+    fn value(&self) -> String {
+        self.value.map_or("no data".to_owned(), |v| v.to_string())
+    }
+
+    fn notice(&self) -> String {
+        self.notice.clone().unwrap_or_default()
+    }
+}
+
+impl DeliveryView {
+    fn error(&self) -> String {
+        self.last_error.clone().unwrap_or_default()
+    }
+}
+
+#[derive(Deserialize)]
+struct History {
+    transitions: Vec<TransitionView>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Target {
+    target: String,
+    status: String,
+    http_status: Option<u16>,
+    error: Option<String>,
+    latency_ms: u64,
+}
+
+#[derive(Deserialize)]
+struct Tested {
+    targets: Vec<Target>,
+}
+
+#[derive(Template)]
+#[template(path = "console/alerts.html")]
+struct AlertsPage {
+    frame: Frame,
+    rules: Vec<RuleView>,
+    firing: Vec<String>,
+    destinations: Vec<DestinationView>,
+    history: Option<(String, Vec<TransitionView>)>,
+}
+
+async fn show(
+    console: &Console,
+    visitor: &Visitor,
+    q: &HashMap<String, String>,
+    outcome: Option<Result<String, Refusal>>,
+) -> Result<Response, Refusal> {
+    let mut frame = Frame::load(console, visitor, q, ("Alerts", "/console/alerts")).await?;
+    if frame.org.is_empty() {
+        return Ok(page::empty(frame));
+    }
+    let rules = frame
+        .read(
+            visitor,
+            ("listAlertRules", "alert rules"),
+            "/api/alerts/rules",
+        )
+        .await?;
+    let rules = if rules.is_null() {
+        Vec::new()
+    } else {
+        decode::<Rules>(rules, "alert rules")?.rules
+    };
+    let destinations = frame
+        .read(
+            visitor,
+            ("listAlertDestinations", "destinations"),
+            "/api/alerts/destinations",
+        )
+        .await?;
+    let destinations = if destinations.is_null() {
+        Vec::new()
+    } else {
+        decode::<Destinations>(destinations, "destinations")?.destinations
+    };
+    let firing = rules
+        .iter()
+        .filter(|r| r.state == "firing")
+        .map(|r| r.name.clone())
+        .collect();
+    let mut history = None;
+    if let Some(id) = q.get("rule").filter(|r| !r.is_empty()) {
+        let uri = format!("/api/alerts/rules/{}/history", segment(id)?);
+        let answer = frame
+            .read(visitor, ("alertRuleHistory", "the rule's history"), &uri)
+            .await?;
+        if !answer.is_null() {
+            let name = rules
+                .iter()
+                .find(|r| r.id == *id)
+                .map_or_else(|| id.clone(), |r| r.name.clone());
+            history = Some((name, decode::<History>(answer, "history")?.transitions));
+        }
+    }
+    let code = frame.settle(outcome);
+    Ok(page::render(
+        &AlertsPage {
+            frame,
+            rules,
+            firing,
+            destinations,
+            history,
+        },
+        code,
+    ))
+}
+
+/// `GET /console/alerts`.
+pub async fn page(
+    State(console): State<Console>,
+    visitor: Visitor,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    show(&console, &visitor, &q, None)
+        .await
+        .unwrap_or_else(page::refused)
+}
+
+/// `POST /console/alerts`: `test` a destination (its targets' answers shown).
+pub async fn action(State(console): State<Console>, posted: Posted) -> Response {
+    let Posted { visitor, form } = posted;
+    let org = field(&form, "org").to_owned();
+    let outcome = async {
+        match field(&form, "action") {
+            "test" => {
+                let id = segment(field(&form, "id"))?;
+                let uri = format!("/api/alerts/destinations/{id}/test");
+                let answer: Value = act(&visitor.api, (Method::POST, &uri), &org, None).await?;
+                let tested: Tested = decode(answer, "test result")?;
+                let shown: Vec<String> = tested
+                    .targets
+                    .iter()
+                    .map(|t| {
+                        let mut line = format!("{}: {}", t.target, t.status);
+                        if let Some(code) = t.http_status {
+                            line.push_str(&format!(" ({code})"));
+                        }
+                        if let Some(error) = &t.error {
+                            line.push_str(&format!(", {error}"));
+                        }
+                        line.push_str(&format!(", {} ms", t.latency_ms));
+                        line
+                    })
+                    .collect();
+                Ok(format!("test sent: {}", shown.join("; ")))
+            }
+            _ => Err(unknown_action()),
+        }
+    }
+    .await;
+    show(&console, &visitor, &page::again(org), Some(outcome))
+        .await
+        .unwrap_or_else(page::refused)
+}
