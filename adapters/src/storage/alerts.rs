@@ -240,15 +240,21 @@ impl Store {
         .await
     }
 
-    /// Up to `limit` rules due at `now` (not paused), the longest waiting first.
+    /// Up to `limit` rules due at `now` (not paused, of a live organization), by
+    /// id after `after` (a round pages through them once).
     pub async fn due_alert_rules(
         &self,
         now: DateTime<Utc>,
+        after: &str,
         limit: u32,
     ) -> StoreResult<Vec<AlertRuleRow>> {
         self.rules_where(
-            &format!("paused = 0 AND next_evaluation_at <= $1 ORDER BY next_evaluation_at, id LIMIT {limit}"),
-            &[&stamp(now)],
+            &format!(
+                "paused = 0 AND next_evaluation_at <= $1 AND id > $2
+                 AND org_id IN (SELECT id FROM organizations WHERE deleted_at IS NULL)
+                 ORDER BY id LIMIT {limit}"
+            ),
+            &[&stamp(now), after],
         )
         .await
     }

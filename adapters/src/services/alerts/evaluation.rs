@@ -157,6 +157,8 @@ pub struct EvaluationRound {
     pub notices: usize,
     /// Rules another evaluator wrote first.
     pub lost: usize,
+    /// Rules that could not be evaluated (a stored rule that does not read).
+    pub failed: usize,
 }
 
 /// The most rules one round evaluates (the rest wait for the next).
@@ -167,15 +169,26 @@ pub const MAX_PER_ROUND: u32 = 10_000;
 /// transaction, conditional on the evaluation count it read.
 pub async fn evaluate_due(state: &AppState, now: DateTime<Utc>) -> ServiceResult<EvaluationRound> {
     let mut round = EvaluationRound::default();
+    let mut after = String::new();
     let mut seen = 0u32;
     while seen < MAX_PER_ROUND {
-        let due = state.store.due_alert_rules(now, 200).await?;
-        if due.is_empty() {
+        let due = state.store.due_alert_rules(now, &after, 200).await?;
+        let Some(last) = due.last() else {
             break;
-        }
+        };
+        after = last.id.clone();
         for row in due {
             seen += 1;
-            evaluate_one(state, row, now, &mut round).await?;
+            let id = row.id.clone();
+            match evaluate_one(state, row, now, &mut round).await {
+                Ok(()) => {}
+                // The database itself failing ends the round (the next one retries).
+                Err(error @ ServiceError::StoreUnavailable(_)) => return Err(error),
+                Err(error) => {
+                    round.failed += 1;
+                    tracing::error!(rule = %id, %error, "an alert rule could not be evaluated");
+                }
+            }
         }
     }
     Ok(round)
@@ -189,9 +202,10 @@ async fn evaluate_one(
 ) -> ServiceResult<()> {
     let (d, tracker) = definition_of(&row)?;
     let interval = Duration::from_std(state.config.alerts.interval).unwrap_or(Duration::minutes(1));
-    let value = match state.store.organization(&row.org_id).await? {
-        Some(org) => metric_value(state, &org, &d, (now - d.window(), now)).await,
-        None => Err(ServiceError::NotFound("organization".into())),
+    let value = match state.store.organization(&row.org_id).await {
+        Ok(Some(org)) => metric_value(state, &org, &d, (now - d.window(), now)).await,
+        Ok(None) => Err(ServiceError::NotFound("organization".into())),
+        Err(error) => Err(error.into()),
     };
     if let Err(error) = &value {
         tracing::warn!(rule = %row.id, %error, "an alert rule's query failed");

@@ -1,0 +1,163 @@
+//! Load: the alert evaluation. `RULES` rules (the ten metrics in turn, over 20
+//! pipelines, windows of an hour, a day and a week) in one organization whose
+//! `EXECUTIONS` executions (two stages each; one in ten failed in Build) are seeded
+//! by SQL over 90 days; then three evaluation cycles (each rule due once a cycle,
+//! the clock moved by the interval between them) timed, the median cycle reported,
+//! beside the yardstick measured in the same run: the same number of sequential
+//! `GET /health` requests.
+//!
+//! ```sh
+//! DATABASE_URL=postgres://postgres@127.0.0.1:5432/load \
+//!   cargo run --release -p adapters --example load_alerts -- 1000 100000
+//! ```
+//!
+//! Arguments: rules (1000), executions to seed (100000). The database is
+//! migrated; use a scratch one.
+
+// A measurement program: its own tables and JSON, indexed by their own lengths.
+#![allow(clippy::indexing_slicing)]
+
+mod support;
+
+use std::time::Instant;
+
+use chrono::{SecondsFormat, Utc};
+use serde_json::json;
+use support::load::{health, serve};
+
+const METRICS: [&str; 10] = [
+    "failure_rate",
+    "success_rate",
+    "run_count",
+    "failure_count",
+    "p95_duration_ms",
+    "consecutive_failures",
+    "stage_failure_count",
+    "error_category_count",
+    "plugin_build_failure_rate",
+    "blocked_entities",
+];
+
+#[tokio::main]
+async fn main() -> Result<(), String> {
+    let mut args = std::env::args().skip(1);
+    let rules: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let seeded: i64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let server = serve(&[]).await?;
+    let user = server.user_token("load")?;
+    let name = format!("alerts-{}", &adapters::new_id()[..8]);
+    let org = server
+        .organization(&user, json!({ "name": name }), None)
+        .await?;
+    let pool = adapters::storage::pool_for_tests(&server.state.store);
+    let postgres = server.state.store.dialect() == adapters::storage::Dialect::Postgres;
+    let sql = |text: &str| {
+        if postgres {
+            text.to_owned()
+        } else {
+            text.replace('$', "?")
+        }
+    };
+    let step_ms = 7_776_000_000 / seeded.max(1);
+    let (numbers, instant) = if postgres {
+        (
+            "SELECT g AS n FROM generate_series(1, $2::bigint) g",
+            "to_char((now() - (n * $3::bigint) * interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
+        )
+    } else {
+        (
+            "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $2) SELECT n FROM g",
+            "strftime('%Y-%m-%dT%H:%M:%S', 'now', '-' || ((n * $3) / 1000) || ' seconds') || '.000000Z'",
+        )
+    };
+    let executions = format!(
+        "INSERT INTO report_executions (resource, execution_id, org_id, pipeline_id, state, outcome, started_at, ended_at, duration_ms, error)
+         SELECT 'arn:seed:' || (n % 20), 's' || n, $1, 'p' || (n % 20),
+           CASE WHEN n % 10 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END,
+           CASE WHEN n % 10 = 0 THEN 'failure' ELSE 'success' END,
+           {instant}, NULL, 60000 + (n % 1000) * 100,
+           CASE WHEN n % 10 = 0 THEN 'build' ELSE NULL END
+         FROM ({numbers}) AS numbers"
+    );
+    let stages = format!(
+        "INSERT INTO report_stages (resource, execution_id, stage, org_id, pipeline_id, state, started_at, duration_ms)
+         SELECT 'arn:seed:' || (n % 20), 's' || n, stage, $1, 'p' || (n % 20),
+           CASE WHEN n % 10 = 0 AND stage = 'Build' THEN 'FAILED' ELSE 'SUCCEEDED' END,
+           {instant}, 20000 + (n % 500) * 100
+         FROM ({numbers}) AS numbers, (SELECT 'Build' AS stage UNION ALL SELECT 'Deploy') AS stages"
+    );
+    for statement in [executions, stages] {
+        sqlx::query(&sql(&statement))
+            .bind(&org)
+            .bind(seeded)
+            .bind(step_ms)
+            .execute(pool)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    if postgres {
+        for table in ["report_executions", "report_stages"] {
+            sqlx::query(&format!("ANALYZE {table}"))
+                .execute(pool)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    let windows = ["1h", "1d", "7d"];
+    for i in 0..rules {
+        let metric = METRICS[i % METRICS.len()];
+        let mut params = json!({});
+        match metric {
+            "plugin_build_failure_rate" | "blocked_entities" => {}
+            _ => params["pipelineId"] = json!(format!("p{}", i % 20)),
+        }
+        if metric == "stage_failure_count" {
+            params["stage"] = json!("Build");
+        }
+        if metric == "error_category_count" {
+            params["errorCategory"] = json!("build");
+        }
+        let threshold = if metric.ends_with("rate") { 0.5 } else { 5.0 };
+        support::call(
+            &server.base,
+            reqwest::Method::POST,
+            "/api/alerts/rules",
+            &user,
+            Some(&org),
+            json!({"name": format!("rule {i}"), "metric": metric, "params": params,
+                       "comparison": "gt", "threshold": threshold, "window": windows[i % 3]}),
+        )
+        .await?;
+    }
+    let mut cycles = Vec::new();
+    let mut at = Utc::now();
+    for _ in 0..3 {
+        at += chrono::Duration::seconds(61);
+        let started = Instant::now();
+        let round = adapters::services::alerts::evaluate_due(&server.state, at)
+            .await
+            .map_err(|e| e.to_string())?;
+        let seconds = started.elapsed().as_secs_f64();
+        if round.evaluated != rules {
+            return Err(format!("{} of {rules} rules evaluated", round.evaluated));
+        }
+        cycles.push(seconds);
+    }
+    cycles.sort_by(f64::total_cmp);
+    let median = cycles[1];
+    let started = Instant::now();
+    health(&server.base, rules, 1).await?;
+    let yardstick = started.elapsed().as_secs_f64();
+    println!(
+        "alert evaluation ({}): {rules} rules over {seeded} executions: a cycle takes {median:.2} s (median of 3: {:.2}, {:.2}, {:.2}), {:.2} ms a rule; {rules} sequential GET /health take {yardstick:.2} s: the cycle is {:.1} times that ({})",
+        if postgres { "PostgreSQL" } else { "SQLite" },
+        cycles[0],
+        cycles[1],
+        cycles[2],
+        median * 1000.0 / rules as f64,
+        median / yardstick,
+        Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
+    );
+    server.stop().await;
+    Ok(())
+}
