@@ -314,3 +314,70 @@ pub fn args() -> (usize, usize) {
     let in_flight = args.next().and_then(|a| a.parse().ok()).unwrap_or(32);
     (total, in_flight)
 }
+
+/// Seeds `seeded` executions of `org` by SQL, one every 90 days / `seeded` back from
+/// now: 20 pipelines (`p0`..`p19`), one in ten failed in Build, two stages each;
+/// analyzed on PostgreSQL.
+pub async fn seed_executions(
+    store: &adapters::storage::Store,
+    org: &str,
+    seeded: i64,
+) -> Result<(), String> {
+    let pool = adapters::storage::pool_for_tests(store);
+    let postgres = store.dialect() == adapters::storage::Dialect::Postgres;
+    let sql = |text: &str| {
+        if postgres {
+            text.to_owned()
+        } else {
+            text.replace('$', "?")
+        }
+    };
+    // One every 90 days / `seeded`, back from now; 20 pipelines; one in ten failed
+    // in Build; two stages each.
+    let step_ms = 7_776_000_000 / seeded.max(1);
+    let (numbers, instant) = if postgres {
+        (
+            "SELECT g AS n FROM generate_series(1, $2::bigint) g",
+            "to_char((now() - (n * $3::bigint) * interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
+        )
+    } else {
+        (
+            "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $2) SELECT n FROM g",
+            "strftime('%Y-%m-%dT%H:%M:%S', 'now', '-' || ((n * $3) / 1000) || ' seconds') || '.000000Z'",
+        )
+    };
+    let executions = format!(
+        "INSERT INTO report_executions (resource, execution_id, org_id, pipeline_id, state, outcome, started_at, ended_at, duration_ms, error)
+         SELECT 'arn:seed:' || (n % 20), 's' || n, $1, 'p' || (n % 20),
+           CASE WHEN n % 10 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END,
+           CASE WHEN n % 10 = 0 THEN 'failure' ELSE 'success' END,
+           {instant}, NULL, 60000 + (n % 1000) * 100,
+           CASE WHEN n % 10 = 0 THEN 'build' ELSE NULL END
+         FROM ({numbers}) AS numbers"
+    );
+    let stages = format!(
+        "INSERT INTO report_stages (resource, execution_id, stage, org_id, pipeline_id, state, started_at, duration_ms)
+         SELECT 'arn:seed:' || (n % 20), 's' || n, stage, $1, 'p' || (n % 20),
+           CASE WHEN n % 10 = 0 AND stage = 'Build' THEN 'FAILED' ELSE 'SUCCEEDED' END,
+           {instant}, 20000 + (n % 500) * 100
+         FROM ({numbers}) AS numbers, (SELECT 'Build' AS stage UNION ALL SELECT 'Deploy') AS stages"
+    );
+    for statement in [executions, stages] {
+        sqlx::query(&sql(&statement))
+            .bind(org)
+            .bind(seeded)
+            .bind(step_ms)
+            .execute(pool)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    if postgres {
+        for table in ["report_executions", "report_stages"] {
+            sqlx::query(&format!("ANALYZE {table}"))
+                .execute(pool)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}

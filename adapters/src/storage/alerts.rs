@@ -269,6 +269,17 @@ impl Store {
         Ok(n.unsigned_abs())
     }
 
+    /// How many destinations the organization has.
+    pub async fn count_alert_destinations(&self, org_id: &str) -> StoreResult<u64> {
+        let n: i64 = sqlx::query_scalar(
+            &self.sql("SELECT COUNT(*) FROM alert_destinations WHERE org_id = $1"),
+        )
+        .bind(org_id)
+        .fetch_one(self.pool())
+        .await?;
+        Ok(n.unsigned_abs())
+    }
+
     /// The organization's destinations by name.
     pub async fn alert_destinations(&self, org_id: &str) -> StoreResult<Vec<DestinationRow>> {
         let rows = sqlx::query(

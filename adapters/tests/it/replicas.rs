@@ -1413,3 +1413,135 @@ async fn an_impersonation_ended_on_one_replica_is_refused_by_the_other_within_a_
     stop(servers);
     drop_postgres(&admin_url, &name).await;
 }
+
+/// Two servers evaluate alert rules every second on one database: a pipeline that
+/// starts failing pages its webhook once, and its resolve once, whichever replica
+/// holds the evaluation's lease and whichever delivers.
+#[tokio::test]
+async fn two_replicas_page_once_and_resolve_once() {
+    use super::alerts::{execution, ARN};
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let seen = std::sync::Arc::new(super::notifications::Seen::default());
+    let hook = super::notifications::webhook_receiver(seen.clone()).await;
+    let client = reqwest::Client::new();
+    let vars = [
+        ("WEBHOOK_ALLOW_PRIVATE", "true"),
+        ("NOTIFY_POLL_MS", "20"),
+        ("ALERT_EVALUATION_INTERVAL_SECONDS", "1"),
+    ];
+    let (servers, bases) = two_servers(&client, &url, &vars).await;
+    let token = user_token("alice");
+    let org = create_org(&client, &bases[0], &token, "paged").await;
+    let send = |base: &str, path: &str, body: Value| {
+        client
+            .post(format!("{base}{path}"))
+            .bearer_auth(&token)
+            .header("x-org-id", &org)
+            .json(&body)
+            .send()
+    };
+    let made: Value = send(
+        &bases[0],
+        "/api/pipelines",
+        fixtures::staged_pipeline("web"),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let pipeline = made["data"]["id"].as_str().unwrap().to_owned();
+    let registered = send(
+        &bases[1],
+        "/api/pipelines/registry",
+        json!({"arn": ARN, "pipelineId": pipeline}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(registered.status(), StatusCode::OK);
+    let dest: Value = send(
+        &bases[1],
+        "/api/alerts/destinations",
+        json!({"name": "hook", "kind": "slack", "url": hook}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let rule = send(&bases[0], "/api/alerts/rules", json!({
+        "name": "web failing", "metric": "failure_rate", "params": {"pipelineId": pipeline},
+        "comparison": "gt", "threshold": 0.5, "window": "1h", "destinations": [dest["data"]["id"]]}))
+        .await
+        .unwrap();
+    assert_eq!(rule.status(), StatusCode::CREATED);
+    let ingest = |events: Vec<Value>| {
+        client
+            .post(format!("{}/api/reports/events", bases[0]))
+            .bearer_auth(service_token("eventbridge"))
+            .json(&events)
+            .send()
+    };
+    let now = Utc::now();
+    let mut events = execution("f1", now - chrono::Duration::minutes(5), 10, "FAILED");
+    events.extend(execution(
+        "f2",
+        now - chrono::Duration::minutes(4),
+        10,
+        "FAILED",
+    ));
+    assert_eq!(ingest(events).await.unwrap().status(), StatusCode::OK);
+    let wait_for = |n: usize| {
+        let seen = seen.clone();
+        async move {
+            let started = Instant::now();
+            while seen.requests.lock().unwrap().len() < n {
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "no notification {n}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            // Several more evaluations and polls by both replicas: nothing else.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+    };
+    wait_for(1).await;
+    assert_eq!(seen.requests.lock().unwrap().len(), 1, "one page");
+    let mut events = Vec::new();
+    for i in 0..4 {
+        events.extend(execution(
+            &format!("ok{i}"),
+            Utc::now() - chrono::Duration::minutes(3),
+            10,
+            "SUCCEEDED",
+        ));
+    }
+    assert_eq!(ingest(events).await.unwrap().status(), StatusCode::OK);
+    wait_for(2).await;
+    let requests = seen.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "one resolve");
+    let texts: Vec<String> = requests
+        .iter()
+        .map(|(_, body)| {
+            serde_json::from_slice::<Value>(body).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(
+        texts[0].contains("[FIRING]") && texts[1].contains("[RESOLVED]"),
+        "{texts:?}"
+    );
+    let store = Store::connect(&url).await.unwrap();
+    assert_eq!(
+        number(&store, "SELECT COUNT(*) FROM alert_history").await,
+        2
+    );
+    store.close().await;
+    stop(servers);
+    drop_postgres(&admin_url, &name).await;
+}

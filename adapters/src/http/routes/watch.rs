@@ -31,7 +31,7 @@ pub(super) fn routes() -> Vec<Route> {
             .answers::<Deleted>(200),
         post("/api/dashboards/{id}/clone", "cloneDashboard", compliance(DashboardsWrite), dashboards::clone)
             .doc("Copy a dashboard into the `x-org-id` organization, from it or from `sourceOrgId` (where the caller holds `reports:read`). The body may be left out. Audited as dashboard.clone with the source's id")
-            .body_of::<dashboards::DashboardCloneBody>()
+            .optional_body_of::<dashboards::DashboardCloneBody>()
             .answers::<dashboard_service::Dashboard>(201),
         get("/api/dashboards/{id}/data", "dashboardData", compliance(ReportsRead), dashboards::data)
             .doc("Every panel's report over the range (`from`, `to`; a panel's own range wins), each computed by the report service as `GET /api/reports/...` computes it")

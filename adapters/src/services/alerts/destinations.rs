@@ -19,6 +19,8 @@ use crate::storage::{ClaimedDelivery, DestinationRow};
 
 /// The most addresses an e-mail destination holds.
 pub const MAX_ADDRESSES: usize = 20;
+/// The most destinations an organization holds.
+pub const MAX_DESTINATIONS: u64 = 100;
 
 /// A destination's kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -424,6 +426,11 @@ pub async fn create_destination(
     now: DateTime<Utc>,
 ) -> ServiceResult<Destination> {
     let (name, settings, secret, made) = check_destination(state, body, None).await?;
+    if state.store.count_alert_destinations(&org.id).await? >= MAX_DESTINATIONS {
+        return Err(ServiceError::Conflict(format!(
+            "the organization has {MAX_DESTINATIONS} alert destinations, the most it may hold"
+        )));
+    }
     let mut row = DestinationRow {
         id: new_id(),
         org_id: org.id.clone(),

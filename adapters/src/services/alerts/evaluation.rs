@@ -337,6 +337,12 @@ pub async fn backtest(
     if body.from >= body.to {
         return Err(ServiceError::invalid("from", "must be before `to`"));
     }
+    if body.from < now - Duration::days(366) {
+        return Err(ServiceError::invalid(
+            "from",
+            "at most 366 days ago (older executions are not kept)",
+        ));
+    }
     if body.to - body.from > Duration::days(MAX_WINDOW_DAYS) {
         return Err(ServiceError::invalid(
             "from",
