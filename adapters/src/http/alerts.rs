@@ -3,7 +3,7 @@
 
 use axum::extract::{Path, State};
 use chrono::Utc;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tenancy::Permission;
 
 use crate::http::error::ApiError;
@@ -20,26 +20,8 @@ fn rollup(granted: &Granted) -> bool {
     granted.super_admin || granted.permissions.contains(&Permission::ReportsRollup)
 }
 
-/// A change of a rule: the rule and the version read.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct RuleChange {
-    /// The version read; another is 409.
-    version: i64,
-    /// The rule.
-    #[serde(flatten)]
-    rule: AlertRuleBody,
-}
-
-/// A change of a destination: the destination and the version read.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct DestinationChange {
-    /// The version read; another is 409.
-    version: i64,
-    /// The destination.
-    #[serde(flatten)]
-    destination: DestinationBody,
+fn version_of(version: Option<i64>) -> Result<i64, ApiError> {
+    version.ok_or_else(|| ApiError::invalid_field("version", "is required: the version read"))
 }
 
 /// A list of rules.
@@ -119,15 +101,16 @@ pub(crate) async fn update_rule(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-    Json(body): Json<RuleChange>,
+    Json(body): Json<AlertRuleBody>,
 ) -> Result<Answer<AlertRule>, ApiError> {
+    let version = version_of(body.version)?;
     Ok(Answer::ok(
         alerts::update_rule(
             &state,
             &caller,
             &granted.org,
-            (&id, body.version),
-            &body.rule,
+            (&id, version),
+            &body,
             rollup(&granted),
             Utc::now(),
         )
@@ -209,15 +192,16 @@ pub(crate) async fn update_destination(
     caller: Caller,
     granted: Granted,
     Path(id): Path<String>,
-    Json(body): Json<DestinationChange>,
+    Json(body): Json<DestinationBody>,
 ) -> Result<Answer<Destination>, ApiError> {
+    let version = version_of(body.version)?;
     Ok(Answer::ok(
         alerts::update_destination(
             &state,
             &caller,
             &granted.org,
-            (&id, body.version),
-            &body.destination,
+            (&id, version),
+            &body,
             Utc::now(),
         )
         .await?,

@@ -11,6 +11,24 @@ use sqlx::Row;
 use super::decode::Decoder;
 use super::{new_id, placeholders, stamp, NewNotification, Store, StoreResult, Transaction};
 
+/// The alert tables a cap counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlertTable {
+    /// `alert_rules`.
+    Rules,
+    /// `alert_destinations`.
+    Destinations,
+}
+
+impl AlertTable {
+    fn name(self) -> &'static str {
+        match self {
+            AlertTable::Rules => "alert_rules",
+            AlertTable::Destinations => "alert_destinations",
+        }
+    }
+}
+
 /// A destination as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DestinationRow {
@@ -259,27 +277,6 @@ impl Store {
         .await
     }
 
-    /// How many rules the organization has.
-    pub async fn count_alert_rules(&self, org_id: &str) -> StoreResult<u64> {
-        let n: i64 =
-            sqlx::query_scalar(&self.sql("SELECT COUNT(*) FROM alert_rules WHERE org_id = $1"))
-                .bind(org_id)
-                .fetch_one(self.pool())
-                .await?;
-        Ok(n.unsigned_abs())
-    }
-
-    /// How many destinations the organization has.
-    pub async fn count_alert_destinations(&self, org_id: &str) -> StoreResult<u64> {
-        let n: i64 = sqlx::query_scalar(
-            &self.sql("SELECT COUNT(*) FROM alert_destinations WHERE org_id = $1"),
-        )
-        .bind(org_id)
-        .fetch_one(self.pool())
-        .await?;
-        Ok(n.unsigned_abs())
-    }
-
     /// The organization's destinations by name.
     pub async fn alert_destinations(&self, org_id: &str) -> StoreResult<Vec<DestinationRow>> {
         let rows = sqlx::query(
@@ -420,6 +417,20 @@ impl Store {
 }
 
 impl Transaction<'_> {
+    /// How many rules (`alert_rules`) or destinations (`alert_destinations`) the
+    /// organization holds, as the transaction sees them (after its organization's
+    /// lock: a cap is decided one writer at a time).
+    pub async fn count_alert_rows(&mut self, table: AlertTable, org_id: &str) -> StoreResult<u64> {
+        let n: i64 = sqlx::query_scalar(&self.store.sql(&format!(
+            "SELECT COUNT(*) FROM {} WHERE org_id = $1",
+            table.name()
+        )))
+        .bind(org_id)
+        .fetch_one(&mut *self.tx)
+        .await?;
+        Ok(n.unsigned_abs())
+    }
+
     /// Inserts a destination (a name taken is a conflict).
     pub async fn insert_alert_destination(&mut self, row: &DestinationRow) -> StoreResult<()> {
         sqlx::query(&self.store.sql(

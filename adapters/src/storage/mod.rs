@@ -66,7 +66,9 @@ pub use accounts::{
 };
 pub use admin::{AccountFilter, AccountState, AdminAccountRow, ImpersonationRow, UserMembership};
 pub use ai_settings::{AiSettingsRow, OwnProviderRow};
-pub use alerts::{AlertDeliveryRow, AlertRuleRow, DestinationRow, EvaluationWrite, TransitionRow};
+pub use alerts::{
+    AlertDeliveryRow, AlertRuleRow, AlertTable, DestinationRow, EvaluationWrite, TransitionRow,
+};
 pub use announcements::{AnnouncementFields, AnnouncementRecord, Reader};
 pub use audit::AuditFilter;
 pub use billing::SubscriptionRecord;

@@ -961,6 +961,29 @@ async fn bad_rules_and_panels_are_refused_naming_the_field(app: &TestApp) {
         );
         assert_eq!(answer["details"]["field"], field, "{body}: {answer}");
     }
+    // An organization holds at most 100 destinations, decided under its lock.
+    let makes: Vec<_> = (0..101)
+        .map(|i| {
+            TestApp::request_of(
+                "POST",
+                "/api/alerts/destinations",
+                &alice,
+                Some(&org),
+                Some(json!({"name": format!("mail {i}"), "kind": "email", "addresses": ["ops@example.com"]})),
+            )
+        })
+        .collect();
+    let answers = app.concurrently(makes).await;
+    let made = answers
+        .iter()
+        .filter(|(s, _)| *s == StatusCode::CREATED)
+        .count();
+    assert_eq!(made, 100);
+    let refused = answers
+        .iter()
+        .find(|(s, _)| *s != StatusCode::CREATED)
+        .unwrap();
+    assert_eq!(code(refused.0, &refused.1), "CONFLICT", "{}", refused.1);
 }
 
 async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &TestApp) {
@@ -1340,6 +1363,30 @@ async fn the_posture_trend_comes_from_hourly_snapshots(app: &TestApp) {
     assert!(series[0]["total"].is_null());
     assert_eq!(series[1]["total"], 1);
     assert_eq!(series[2]["total"], 1);
+    // A scan writes the trend's point when it ends.
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scans",
+            &alice,
+            Some(&org),
+            Some(json!({"target": "pipeline"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let state = AppState::new(
+        test_config(&[]),
+        app.store.clone(),
+        Arc::new(adapters::audit::AuditCounters::default()),
+    );
+    assert_eq!(super::scans::sweep_all(&state).await.len(), 1);
+    let scanned: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM posture_snapshots WHERE org_id = '{org}' AND cause = 'scan' AND total = 1"
+    ))
+    .fetch_one(adapters::storage::pool_for_tests(&app.store))
+    .await
+    .unwrap();
+    assert_eq!(scanned, 1);
 }
 
 on_both_backends!(

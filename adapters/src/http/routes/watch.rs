@@ -52,8 +52,8 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("One alert rule with its state")
             .answers::<alert_service::AlertRule>(200),
         put("/api/alerts/rules/{id}", "updateAlertRule", compliance(AlertsWrite), alerts::update_rule)
-            .doc("Replace an alert rule's definition, carrying the `version` read (another is 409); its state stays. Audited as alert.rule.update")
-            .body_of::<alerts::RuleChange>()
+            .doc("Replace an alert rule's definition, carrying the `version` read (required; another is 409); its state stays. Audited as alert.rule.update")
+            .body_of::<alert_service::AlertRuleBody>()
             .answers::<alert_service::AlertRule>(200),
         delete("/api/alerts/rules/{id}", "deleteAlertRule", compliance(AlertsWrite), alerts::delete_rule)
             .doc("Delete an alert rule and its history; a rule whose firing notice is unresolved sends its resolve first. Audited as alert.rule.delete")
@@ -79,8 +79,8 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("One destination (never its secret: a hint)")
             .answers::<alert_service::Destination>(200),
         put("/api/alerts/destinations/{id}", "updateAlertDestination", compliance(AlertsWrite), alerts::update_destination)
-            .doc("Change a destination, carrying the `version` read (another is 409); secret fields left out keep the stored secret. Audited as alert.destination.update")
-            .body_of::<alerts::DestinationChange>()
+            .doc("Change a destination, carrying the `version` read (required; another is 409); secret fields left out keep the stored secret. Audited as alert.destination.update")
+            .body_of::<alert_service::DestinationBody>()
             .answers::<alert_service::Destination>(200),
         delete("/api/alerts/destinations/{id}", "deleteAlertDestination", compliance(AlertsWrite), alerts::delete_destination)
             .doc("Delete a destination; one an alert rule sends to is 409 naming the rules. Audited as alert.destination.delete")

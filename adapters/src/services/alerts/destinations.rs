@@ -15,7 +15,7 @@ use crate::keys::Binding;
 use crate::services::delivery::{resolve_webhook, send_mail, Outcome};
 use crate::services::keys;
 use crate::services::notifications::WEBHOOK_TIMEOUT;
-use crate::storage::{ClaimedDelivery, DestinationRow};
+use crate::storage::{AlertTable, ClaimedDelivery, DestinationRow};
 
 /// The most addresses an e-mail destination holds.
 pub const MAX_ADDRESSES: usize = 20;
@@ -81,6 +81,9 @@ pub struct DestinationBody {
     /// `pagerduty`: the integration's routing key.
     #[serde(default)]
     pub routing_key: Option<String>,
+    /// `PUT`: the version read; another is 409.
+    #[serde(default)]
+    pub version: Option<i64>,
 }
 
 /// What a destination keeps secret.
@@ -426,11 +429,6 @@ pub async fn create_destination(
     now: DateTime<Utc>,
 ) -> ServiceResult<Destination> {
     let (name, settings, secret, made) = check_destination(state, body, None).await?;
-    if state.store.count_alert_destinations(&org.id).await? >= MAX_DESTINATIONS {
-        return Err(ServiceError::Conflict(format!(
-            "the organization has {MAX_DESTINATIONS} alert destinations, the most it may hold"
-        )));
-    }
     let mut row = DestinationRow {
         id: new_id(),
         org_id: org.id.clone(),
@@ -444,6 +442,16 @@ pub async fn create_destination(
     };
     row.secret = seal_secret(state, &row, secret.as_ref()).await?;
     let mut tx = state.store.transaction().await?;
+    tx.lock_organization(&org.id).await?;
+    if tx
+        .count_alert_rows(AlertTable::Destinations, &org.id)
+        .await?
+        >= MAX_DESTINATIONS
+    {
+        return Err(ServiceError::Conflict(format!(
+            "the organization has {MAX_DESTINATIONS} alert destinations, the most it may hold"
+        )));
+    }
     tx.insert_alert_destination(&row)
         .await
         .map_err(|e| destination_taken(e, &name))?;

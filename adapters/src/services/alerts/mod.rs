@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::context::{event, AppState, Caller};
 use super::reports::filter_text;
 use super::{ServiceError, ServiceResult};
-use crate::storage::{new_id, AlertRuleRow, NewNotification, OrgRecord, TransitionRow};
+use crate::storage::{new_id, AlertRuleRow, AlertTable, NewNotification, OrgRecord, TransitionRow};
 
 pub mod destinations;
 pub mod evaluation;
@@ -131,6 +131,9 @@ pub struct AlertRuleBody {
     /// Not evaluated while paused.
     #[serde(default)]
     pub paused: bool,
+    /// `PUT`: the version read; another is 409.
+    #[serde(default)]
+    pub version: Option<i64>,
 }
 
 fn default_window() -> String {
@@ -589,12 +592,13 @@ pub async fn create_rule(
     now: DateTime<Utc>,
 ) -> ServiceResult<AlertRule> {
     let (name, definition) = check_rule(body, state.config.alerts.interval, rollup)?;
-    if state.store.count_alert_rules(&org.id).await? >= MAX_RULES {
+    let mut tx = state.store.transaction().await?;
+    tx.lock_organization(&org.id).await?;
+    if tx.count_alert_rows(AlertTable::Rules, &org.id).await? >= MAX_RULES {
         return Err(ServiceError::Conflict(format!(
             "the organization has {MAX_RULES} alert rules, the most it may hold"
         )));
     }
-    let mut tx = state.store.transaction().await?;
     let destinations = check_destinations(&mut tx, org, &body.destinations).await?;
     let tracker = Tracker::default();
     let row = AlertRuleRow {
