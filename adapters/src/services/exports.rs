@@ -30,7 +30,7 @@ const NO_SECRETS: &[&str] = &[];
 
 /// What an archive holds, file by file: the organization, its teams, people and
 /// Roles, its rules and policies, its inventory, its settings (never a secret).
-pub const SOURCES: [(&str, ExportSource); 17] = [
+pub const SOURCES: [(&str, ExportSource); 20] = [
     (
         "organization.jsonl",
         source("organizations", "id", "id", NO_SECRETS),
@@ -98,6 +98,18 @@ pub const SOURCES: [(&str, ExportSource); 17] = [
     (
         "sso-policy.jsonl",
         source("org_sso_policies", "org_id", "org_id", NO_SECRETS),
+    ),
+    (
+        "dashboards.jsonl",
+        source("dashboards", "org_id", "id", NO_SECRETS),
+    ),
+    (
+        "alert-rules.jsonl",
+        source("alert_rules", "org_id", "id", NO_SECRETS),
+    ),
+    (
+        "alert-destinations.jsonl",
+        source("alert_destinations", "org_id", "id", &["secret"]),
     ),
     (
         "ai-settings.jsonl",

@@ -387,7 +387,8 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// A page of the organization's notification log, newest first.
+    /// A page of the organization's notification log (the compliance
+    /// notifications' channels), newest first.
     pub async fn notification_log(
         &self,
         org_id: &str,
@@ -400,7 +401,9 @@ impl Store {
                 (
                     "*",
                     "notification_log",
-                    "org_id = $1 AND ($2 IS NULL OR channel = $2) AND ($3 IS NULL OR status = $3)",
+                    // Alert deliveries (`alert:<destination>`) are their rules' history.
+                    "org_id = $1 AND channel IN ('inbox', 'email', 'webhook') AND ($2 IS NULL OR channel = $2) \
+                     AND ($3 IS NULL OR status = $3)",
                     "at DESC, id DESC",
                 ),
                 &[

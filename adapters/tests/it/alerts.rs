@@ -469,6 +469,19 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
             .1["data"]["rules"],
         json!([])
     );
+    // The compliance notifications' log lists none of them (each is its rule's
+    // history), and its answer keeps its documented channels.
+    let (status, log) = app
+        .call(
+            "GET",
+            "/api/compliance/notifications",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{log}");
+    assert_eq!(log["pagination"]["total"], 0, "{log}");
     // Audited.
     app.relay().await;
     assert_eq!(app.audited("alert.rule.create").await.len(), 1);
