@@ -325,7 +325,7 @@ pub async fn trend(
         })
         .collect();
     Ok(PostureTrendReport {
-        scope: query.basis(),
+        scope: query.scope(),
         granularity: query.granularity,
         series,
     })

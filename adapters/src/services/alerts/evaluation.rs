@@ -169,6 +169,9 @@ pub const MAX_PER_ROUND: u32 = 10_000;
 /// transaction, conditional on the evaluation count it read.
 pub async fn evaluate_due(state: &AppState, now: DateTime<Utc>) -> ServiceResult<EvaluationRound> {
     let mut round = EvaluationRound::default();
+    // Each organization read once a round, however many rules it has.
+    let mut orgs: std::collections::HashMap<String, Option<OrgRecord>> =
+        std::collections::HashMap::new();
     let mut after = String::new();
     let mut seen = 0u32;
     while seen < MAX_PER_ROUND {
@@ -180,7 +183,17 @@ pub async fn evaluate_due(state: &AppState, now: DateTime<Utc>) -> ServiceResult
         for row in due {
             seen += 1;
             let id = row.id.clone();
-            match evaluate_one(state, row, now, &mut round).await {
+            let org = match orgs.get(&row.org_id) {
+                Some(org) => Ok(org.clone()),
+                None => match state.store.organization(&row.org_id).await {
+                    Ok(org) => {
+                        orgs.insert(row.org_id.clone(), org.clone());
+                        Ok(org)
+                    }
+                    Err(error) => Err(ServiceError::from(error)),
+                },
+            };
+            match evaluate_one(state, (row, org), now, &mut round).await {
                 Ok(()) => {}
                 // The database itself failing ends the round (the next one retries).
                 Err(error @ ServiceError::StoreUnavailable(_)) => return Err(error),
@@ -196,16 +209,16 @@ pub async fn evaluate_due(state: &AppState, now: DateTime<Utc>) -> ServiceResult
 
 async fn evaluate_one(
     state: &AppState,
-    row: AlertRuleRow,
+    (row, org): (AlertRuleRow, ServiceResult<Option<OrgRecord>>),
     now: DateTime<Utc>,
     round: &mut EvaluationRound,
 ) -> ServiceResult<()> {
     let (d, tracker) = definition_of(&row)?;
     let interval = Duration::from_std(state.config.alerts.interval).unwrap_or(Duration::minutes(1));
-    let value = match state.store.organization(&row.org_id).await {
+    let value = match org {
         Ok(Some(org)) => metric_value(state, &org, &d, (now - d.window(), now)).await,
         Ok(None) => Err(ServiceError::NotFound("organization".into())),
-        Err(error) => Err(error.into()),
+        Err(error) => Err(error),
     };
     if let Err(error) = &value {
         tracing::warn!(rule = %row.id, %error, "an alert rule's query failed");

@@ -467,11 +467,7 @@ pub struct ReportBasis {
 
 impl ReportQuery {
     /// What a report of this query answered for.
-    pub fn basis(&self) -> ReportBasis {
-        self.scope()
-    }
-
-    fn scope(&self) -> ReportBasis {
+    pub fn scope(&self) -> ReportBasis {
         ReportBasis {
             from: self.range.from,
             to: self.range.to,
