@@ -13,10 +13,8 @@
 
 mod support;
 
-use std::sync::Arc;
-
-use serde_json::json;
-use support::load::{measure, paired, serve, status};
+use support::load::{paired, send, serve};
+use support::wrk::{Piece, Request};
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
@@ -25,39 +23,42 @@ async fn main() -> Result<(), String> {
     let base = server.base.clone();
     let service = server.service_token("load")?;
     let run = adapters::new_id();
-    let shared = Arc::new((reqwest::Client::new(), base, service, run));
-    // Each round appends new events (its own idempotency keys).
-    let rounds = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // Each request appends a new event (its own idempotency key: the run, the chains
+    // and the request's number, unique across rounds of a load tool's threads).
+    let rounds = std::sync::atomic::AtomicUsize::new(0);
     let append = |chains: usize| {
-        let (shared, rounds) = (shared.clone(), rounds.clone());
-        move || {
-            let shared = shared.clone();
-            let round = rounds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            async move {
-                measure(total, in_flight, move |i: usize| {
-                    let shared = shared.clone();
-                    async move {
-                        let (http, base, service, run) = &*shared;
-                        let org = format!("org-{run}-{}", i % chains);
-                        let request = http
-                            .post(format!("{base}/api/audit/events"))
-                            .bearer_auth(service)
-                            .header("idempotency-key", format!("{run}-{chains}-{round}-{i}"))
-                            .json(&json!({"action": "plugin.upload", "actorId": "user-1",
-                                          "orgId": org, "targetType": "plugin",
-                                          "targetId": format!("plugin-{i}"),
-                                          "details": {"version": "1.0.0", "n": i}}));
-                        status(request.send().await)
-                    }
-                })
-                .await?
-                .all(201)
-            }
-        }
+        let round = rounds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Request::post(
+            "/api/audit/events",
+            vec![
+                Piece::Text(format!(
+                    r#"{{"action":"plugin.upload","actorId":"user-1","orgId":"org-{run}-"#
+                )),
+                Piece::Modulo(chains),
+                Piece::Text(r#"","targetType":"plugin","targetId":"plugin-"#.to_owned()),
+                Piece::Number,
+                Piece::Text(r#"","details":{"version":"1.0.0","n":"#.to_owned()),
+                Piece::Number,
+                Piece::Text("}}".to_owned()),
+            ],
+            201,
+        )
+        .text_header("authorization", &format!("Bearer {service}"))
+        .header(
+            "idempotency-key",
+            vec![
+                Piece::Text(format!("{run}-{chains}-{round}-")),
+                Piece::Number,
+            ],
+        )
     };
     let sizes = (total, in_flight);
-    let one = paired(&server.base, sizes, append(1)).await?;
-    let fifty = paired(&server.base, sizes, append(50)).await?;
+    let round = |chains: usize| {
+        let (request, base) = (append(chains), base.clone());
+        async move { send(&base, sizes, &request).await }
+    };
+    let one = paired(&server.base, sizes, || round(1)).await?;
+    let fifty = paired(&server.base, sizes, || round(50)).await?;
     println!("audit ingest into one chain: {}", one.line());
     println!("audit ingest over 50 chains: {}", fifty.line());
     server.stop().await;

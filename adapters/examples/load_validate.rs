@@ -20,10 +20,9 @@
 
 mod support;
 
-use std::sync::Arc;
-
 use serde_json::json;
-use support::load::{measure, paired, serve, status};
+use support::load::{paired, send, serve};
+use support::wrk::{Piece, Request};
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
@@ -66,69 +65,41 @@ async fn main() -> Result<(), String> {
         rows.as_deref()
             .is_none_or(|r| r.split(',').any(|w| w == row))
     };
-    let shared = Arc::new((http, base.clone(), org, user.clone(), service.clone()));
     let sizes = (total, in_flight);
-    let read = {
-        let shared = shared.clone();
-        move || {
-            let shared = shared.clone();
-            async move {
-                measure(total, in_flight, move |_| {
-                    let shared = shared.clone();
-                    async move {
-                        let (http, base, org, user, _) = &*shared;
-                        let request = http
-                            .get(format!("{base}/api/organization"))
-                            .bearer_auth(user)
-                            .header("x-org-id", org);
-                        status(request.send().await)
-                    }
-                })
-                .await?
-                .all(200)
-            }
-        }
-    };
+    let bearer = |token: &str| format!("Bearer {token}");
+    let read = Request::get("/api/organization")
+        .text_header("authorization", &bearer(&user))
+        .text_header("x-org-id", &org);
     let mut lines: Vec<(&str, support::load::Paired)> = Vec::new();
     if wanted("read") {
-        let figures = paired(&base, sizes, read).await?;
+        let figures = paired(&base, sizes, || send(&base, sizes, &read)).await?;
         lines.push(("GET /api/organization, a user's token", figures));
     }
-    let check = |path: &'static str| {
-        let shared = shared.clone();
-        move || {
-            let shared = shared.clone();
-            async move {
-                measure(total, in_flight, move |i: usize| {
-                    let shared = shared.clone();
-                    async move {
-                        let (http, base, org, _, service) = &*shared;
-                        let body = json!({"attributes": {"name": "eslint", "version": "8.1.0"},
-                                          "entityId": format!("plugin-{}", i % 500)});
-                        let request = http
-                            .post(format!("{base}{path}"))
-                            .bearer_auth(service)
-                            .header("x-org-id", org)
-                            .json(&body);
-                        status(request.send().await)
-                    }
-                })
-                .await?
-                .all(200)
-            }
-        }
+    // The plugin check, naming one of 500 entities in turn.
+    let check = |path: &str| {
+        Request::post(
+            path,
+            vec![
+                Piece::Text(
+                    r#"{"attributes":{"name":"eslint","version":"8.1.0"},"entityId":"plugin-"#
+                        .to_owned(),
+                ),
+                Piece::Modulo(500),
+                Piece::Text(r#""}"#.to_owned()),
+            ],
+            200,
+        )
+        .text_header("authorization", &bearer(&service))
+        .text_header("x-org-id", &org)
     };
     if wanted("dry") {
-        let figures = paired(
-            &base,
-            sizes,
-            check("/api/compliance/validate/plugin/dry-run"),
-        )
-        .await?;
+        let dry = check("/api/compliance/validate/plugin/dry-run");
+        let figures = paired(&base, sizes, || send(&base, sizes, &dry)).await?;
         lines.push(("the same check as a dry run (nothing recorded)", figures));
     }
     if wanted("blocked") {
-        let figures = paired(&base, sizes, check("/api/compliance/validate/plugin")).await?;
+        let live = check("/api/compliance/validate/plugin");
+        let figures = paired(&base, sizes, || send(&base, sizes, &live)).await?;
         lines.push((
             "live validation, 100 rules, 30 failing (blocked, notified)",
             figures,
@@ -245,34 +216,22 @@ async fn pipeline_workload(
     }
     let attributes: serde_json::Value =
         serde_json::from_str(document).map_err(|e| format!("benchmark document: {e}"))?;
-    // The bodies are written once, as a load tool sends a fixed body: the client's own
-    // work per request is not the server's to carry.
-    let bodies: Vec<String> = (0..ENTITIES)
-        .map(|i| {
-            json!({"attributes": &attributes, "entityId": format!("pipeline-{i}")}).to_string()
-        })
-        .collect();
-    let shared = Arc::new((http, base.clone(), org, service.to_owned(), bodies));
-    paired(&base, (total, in_flight), move || {
-        let shared = shared.clone();
-        async move {
-            measure(total, in_flight, move |i| {
-                let shared = shared.clone();
-                async move {
-                    let (http, base, org, service, bodies) = &*shared;
-                    let body = bodies.get(i % ENTITIES).cloned().unwrap_or_default();
-                    let request = http
-                        .post(format!("{base}{path}"))
-                        .bearer_auth(service)
-                        .header("x-org-id", org)
-                        .header("content-type", "application/json")
-                        .body(body);
-                    status(request.send().await)
-                }
-            })
-            .await?
-            .all(200)
-        }
+    // The body is written once, as a load tool sends a fixed body, naming one of the
+    // entities in turn.
+    let prefix = format!(r#"{{"attributes":{attributes},"entityId":"pipeline-"#);
+    let request = Request::post(
+        path,
+        vec![
+            Piece::Text(prefix),
+            Piece::Modulo(ENTITIES),
+            Piece::Text(r#""}"#.to_owned()),
+        ],
+        200,
+    )
+    .text_header("authorization", &format!("Bearer {service}"))
+    .text_header("x-org-id", &org);
+    paired(&base, (total, in_flight), || {
+        send(&base, (total, in_flight), &request)
     })
     .await
 }

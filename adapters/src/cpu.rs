@@ -6,10 +6,10 @@
 //! number of threads (the machine's cores by default), fed by a bounded queue. A job
 //! whose caller stopped waiting (its deadline passed) is skipped if it has not
 //! started; a full queue is refused at once, so an overload answers 503 instead of
-//! growing a backlog. Background work (the re-evaluation queue) takes its turn
-//! instead ([`CpuPool::run_in_background`]): at most one of its jobs per thread is in
-//! the pool at a time, the rest wait outside it, so it neither fills the queue that
-//! requests need nor is refused by it.
+//! growing a backlog. Background work (the re-evaluation queue, a scan's sweep) takes
+//! its turn instead ([`CpuPool::run_in_background`]): at most one of its jobs per
+//! thread is in the pool at a time, the rest wait outside it, so it neither fills the
+//! queue that requests need nor is refused by it (a full queue makes it wait).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -80,6 +80,35 @@ impl CpuPool {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
+        self.submit(job, false).await
+    }
+
+    /// Runs background `job` on a pool thread once fewer background jobs than threads
+    /// are in the pool, waiting for that, and then for room in the queue when
+    /// requests have filled it: never refused, only [`PoolError::Failed`] when the job
+    /// panics or the pool stops. A sweep or the re-evaluation queue waits its turn
+    /// here instead of retrying a refused job.
+    pub async fn run_in_background<T, F>(&self, job: F) -> Result<T, PoolError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let _turn = self
+            .background
+            .acquire()
+            .await
+            .map_err(|_| PoolError::Failed)?;
+        self.submit(job, true).await
+    }
+
+    /// Queues `job`; when the queue is full, refused ([`PoolError::Busy`]) or, when
+    /// `wait`, sent once there is room (a blocking send on a blocking thread: at most
+    /// one per background turn).
+    async fn submit<T, F>(&self, job: F, wait: bool) -> Result<T, PoolError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
         let (done, result) = oneshot::channel();
         let cancelled = Arc::new(AtomicBool::new(false));
         let guard = CancelOnDrop(Arc::clone(&cancelled));
@@ -98,6 +127,14 @@ impl CpuPool {
         });
         match self.sender.try_send(boxed) {
             Ok(()) => {}
+            Err(TrySendError::Full(boxed)) if wait => {
+                let sender = self.sender.clone();
+                let sent = tokio::task::spawn_blocking(move || sender.send(boxed)).await;
+                if !matches!(sent, Ok(Ok(()))) {
+                    queued.fetch_sub(1, Ordering::Relaxed);
+                    return Err(PoolError::Failed);
+                }
+            }
             Err(TrySendError::Full(_)) => {
                 queued.fetch_sub(1, Ordering::Relaxed);
                 return Err(PoolError::Busy);
@@ -110,22 +147,6 @@ impl CpuPool {
         let outcome = result.await.map_err(|_| PoolError::Failed);
         drop(guard);
         outcome
-    }
-
-    /// Runs background `job` on a pool thread once fewer background jobs than threads
-    /// are in the pool (waiting for that, not refused); refused as [`CpuPool::run`]
-    /// only when requests have filled the queue.
-    pub async fn run_in_background<T, F>(&self, job: F) -> Result<T, PoolError>
-    where
-        T: Send + 'static,
-        F: FnOnce() -> T + Send + 'static,
-    {
-        let _turn = self
-            .background
-            .acquire()
-            .await
-            .map_err(|_| PoolError::Failed)?;
-        self.run(job).await
     }
 }
 
@@ -234,6 +255,50 @@ mod tests {
         assert!(most.load(Ordering::Relaxed) <= 1, "{most:?}");
         // Meanwhile a request is let in: the queue has room.
         assert_eq!(pool.run(|| 1).await, Ok(1));
+    }
+
+    #[tokio::test]
+    async fn a_background_job_waits_for_room_instead_of_being_refused() {
+        // One thread, room for one: a request runs and another waits, so the queue is
+        // full; a request is refused, a background job waits and runs once there is
+        // room.
+        let pool = Arc::new(CpuPool::new(1, 1));
+        let (started, started_rx) = std::sync::mpsc::channel::<()>();
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let gate = Arc::new(Mutex::new(gate));
+        let blocking = move || {
+            let _ = started.send(());
+            let _ = gate.lock().unwrap().recv();
+        };
+        let first = tokio::spawn({
+            let (pool, job) = (Arc::clone(&pool), blocking.clone());
+            async move { pool.run(job).await }
+        });
+        tokio::task::spawn_blocking(move || started_rx.recv_timeout(Duration::from_secs(10)))
+            .await
+            .unwrap()
+            .unwrap();
+        let second = tokio::spawn({
+            let (pool, job) = (Arc::clone(&pool), blocking.clone());
+            async move { pool.run(job).await }
+        });
+        while pool.in_flight() < 2 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(pool.run(|| 0).await, Err(PoolError::Busy));
+        let background = tokio::spawn({
+            let pool = Arc::clone(&pool);
+            async move { pool.run_in_background(|| 42).await }
+        });
+        while pool.in_flight() < 3 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert!(!background.is_finished());
+        release.send(()).unwrap();
+        release.send(()).unwrap();
+        assert_eq!(background.await.unwrap(), Ok(42));
+        assert_eq!(first.await.unwrap(), Ok(()));
+        assert_eq!(second.await.unwrap(), Ok(()));
     }
 
     #[tokio::test]

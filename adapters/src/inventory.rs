@@ -174,6 +174,19 @@ pub enum EntityResult {
     Error,
 }
 
+impl EntityResult {
+    /// The stored name of a result.
+    pub fn parse(text: &str) -> Option<EntityResult> {
+        match text {
+            "pass" => Some(EntityResult::Pass),
+            "warn" => Some(EntityResult::Warn),
+            "block" => Some(EntityResult::Block),
+            "error" => Some(EntityResult::Error),
+            _ => None,
+        }
+    }
+}
+
 impl From<compliance_core::Outcome> for EntityResult {
     fn from(outcome: compliance_core::Outcome) -> Self {
         match outcome {

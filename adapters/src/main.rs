@@ -675,6 +675,12 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         });
     }
     {
+        let (store, holder) = (state.store.clone(), holder.clone());
+        workers.spawn("judgement-move", move |shutdown| {
+            adapters::workers::judgements::run(store, holder, shutdown)
+        });
+    }
+    {
         let (state, holder) = (state.clone(), holder.clone());
         workers.spawn("quota-periods", move |shutdown| {
             adapters::workers::quotas::run(state, holder, shutdown)

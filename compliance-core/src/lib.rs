@@ -67,4 +67,4 @@ pub use path::{
 pub use rule::{Condition, ConditionMode, Rule, Scope, Severity, Target, PRIORITY_RANGE};
 pub use ruleset::{CompileOptions, Dependencies, RuleSet};
 pub use validate::{MAX_CONDITIONS, MAX_NAME_LENGTH, MAX_TAGS, MAX_VALUE_DEPTH};
-pub use violation::Violation;
+pub use violation::{StoredViolations, Violation};

@@ -336,9 +336,22 @@ impl Serialize for Message<'_> {
 
 impl Serialize for Violation {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.serialize_form(serializer, true)
+    }
+}
+
+impl Violation {
+    fn serialize_form<S: Serializer>(
+        &self,
+        serializer: S,
+        with_message: bool,
+    ) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let present = !matches!(self.actual, Actual::Missing);
-        let fields = 7 + usize::from(present) + usize::from(!self.truncated.is_empty());
+        let fields = 6
+            + usize::from(with_message)
+            + usize::from(present)
+            + usize::from(!self.truncated.is_empty());
         let mut s = serializer.serialize_struct("Violation", fields)?;
         s.serialize_field("ruleId", &*self.facts.rule_id)?;
         s.serialize_field("ruleName", &*self.facts.rule_name)?;
@@ -352,8 +365,44 @@ impl Serialize for Violation {
         if !self.truncated.is_empty() {
             s.serialize_field("truncated", &self.truncated)?;
         }
-        s.serialize_field("message", &Message(self))?;
+        if with_message {
+            s.serialize_field("message", &Message(self))?;
+        }
         s.end()
+    }
+}
+
+/// Violations as a store keeps them: the wire form without the message, which is a
+/// function of the other fields and is written again when they are read back (a third
+/// or more of a failing check's bytes). Reads back into the same violations.
+///
+/// ```
+/// use compliance_core::{StoredViolations, Violation};
+/// let wire = r#"[{"ruleId":"r1","ruleName":"Pinned","severity":"error","field":"version","operator":"ne","value":"latest","actual":"latest","message":"x"}]"#;
+/// let violations: Vec<Violation> = serde_json::from_str(wire).unwrap();
+/// let stored = serde_json::to_string(&StoredViolations(&violations)).unwrap();
+/// assert!(!stored.contains("message"));
+/// let back: Vec<Violation> = serde_json::from_str(&stored).unwrap();
+/// assert_eq!(back, violations);
+/// assert_eq!(back[0].message(), "Pinned: `version` must not equal \"latest\"; found \"latest\"");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct StoredViolations<'v>(pub &'v [Violation]);
+
+impl Serialize for StoredViolations<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        struct One<'v>(&'v Violation);
+        impl Serialize for One<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                self.0.serialize_form(serializer, false)
+            }
+        }
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for violation in self.0 {
+            seq.serialize_element(&One(violation))?;
+        }
+        seq.end()
     }
 }
 

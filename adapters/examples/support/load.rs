@@ -14,6 +14,8 @@ use adapters::storage::Store;
 use adapters::workers::Workers;
 use chrono::Utc;
 
+use super::wrk::Request;
+
 /// The allocator `compliance serve` runs with, so that the in-process server is
 /// measured as deployed.
 #[global_allocator]
@@ -32,6 +34,22 @@ pub struct LoadServer {
     workers: Workers,
 }
 
+/// The load server's store on PostgreSQL, where [`paired`] reads the write-ahead log's
+/// position around each row.
+static WAL_STORE: std::sync::OnceLock<Store> = std::sync::OnceLock::new();
+
+/// Where PostgreSQL's write-ahead log stands, in bytes (`None` off PostgreSQL).
+pub async fn wal_position() -> Option<f64> {
+    let store = WAL_STORE.get()?;
+    sqlx::query_scalar::<_, i64>(
+        "SELECT CAST(pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0') AS BIGINT)",
+    )
+    .fetch_one(adapters::storage::pool_for_tests(store))
+    .await
+    .ok()
+    .map(|n| n as f64)
+}
+
 /// Starts the server over `DATABASE_URL` with `vars` beside the token secret.
 pub async fn serve(vars: &[(&str, &str)]) -> Result<LoadServer, String> {
     let url = std::env::var("DATABASE_URL").map_err(|_| "set DATABASE_URL".to_owned())?;
@@ -43,6 +61,9 @@ pub async fn serve(vars: &[(&str, &str)]) -> Result<LoadServer, String> {
     let config = Config::from_vars(all).map_err(|e| format!("{e:?}"))?;
     let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
     store.migrate().await.map_err(|e| e.to_string())?;
+    if store.dialect() == adapters::storage::Dialect::Postgres {
+        let _ = WAL_STORE.set(store.clone());
+    }
     let state = AppState::new(
         config,
         store.clone(),
@@ -221,15 +242,44 @@ impl LoadServer {
 }
 
 /// The yardstick of any server at `base`: bare `GET /health`, `total` requests,
-/// `in_flight` at a time, every one answering 200.
+/// `in_flight` at a time (or `wrk`'s run), every one answering 200.
 pub async fn health(base: &str, total: usize, in_flight: usize) -> Result<Figures, String> {
-    let (http, base) = (reqwest::Client::new(), base.to_owned());
-    measure(total, in_flight, move |_| {
-        let (http, base) = (http.clone(), base.clone());
-        async move { status(http.get(format!("{base}/health")).send().await) }
+    send(base, (total, in_flight), &Request::get("/health")).await
+}
+
+/// Sends `request`'s requests to `base`: `total` of them, `in_flight` at a time, by
+/// this loop, or by `wrk` for its duration with `in_flight` connections when
+/// `LOAD_TOOL=wrk`; every one must answer its `expect`ed status.
+pub async fn send(
+    base: &str,
+    (total, in_flight): (usize, usize),
+    request: &Request,
+) -> Result<Figures, String> {
+    if super::wrk::enabled() {
+        return super::wrk::run(base, request, in_flight)
+            .await?
+            .all(request.expect);
+    }
+    let http = reqwest::Client::new();
+    let shared = Arc::new((http, base.to_owned(), request.clone()));
+    measure(total, in_flight, move |n| {
+        let shared = shared.clone();
+        async move {
+            let (http, base, request) = &*shared;
+            let method = reqwest::Method::from_bytes(request.method.as_bytes())
+                .unwrap_or(reqwest::Method::GET);
+            let mut sent = http.request(method, format!("{base}{}", request.path));
+            for (name, value) in &request.headers {
+                sent = sent.header(name.as_str(), Request::render(value, n));
+            }
+            if !request.body.is_empty() {
+                sent = sent.body(Request::render(&request.body, n));
+            }
+            status(sent.send().await)
+        }
     })
     .await?
-    .all(200)
+    .all(request.expect)
 }
 
 /// The yardstick in [`ROUNDS`] rounds back to back: the median round's rate, and
@@ -261,6 +311,9 @@ pub struct Paired {
     pub health: Figures,
     /// Every round's ratio, lowest first.
     pub ratios: Vec<f64>,
+    /// The median round's bytes of PostgreSQL's write-ahead log per request (on
+    /// PostgreSQL; the server's background work included).
+    pub wal_per_request: Option<f64>,
 }
 
 impl Paired {
@@ -270,8 +323,11 @@ impl Paired {
             self.ratios.first().copied().unwrap_or_default(),
             self.ratios.last().copied().unwrap_or_default(),
         );
+        let wal = self
+            .wal_per_request
+            .map_or_else(String::new, |w| format!("; WAL {w:.0} bytes per request"));
         format!(
-            "{} (median of {} rounds, {low:.3} to {high:.3}; /health {:.0}/s before it)",
+            "{} (median of {} rounds, {low:.3} to {high:.3}; /health {:.0}/s before it){wal}",
             self.row.line(Some(&self.health)),
             self.ratios.len(),
             self.health.rate
@@ -291,18 +347,26 @@ where
     R: Future<Output = Result<Figures, String>>,
 {
     let mut rounds = Vec::with_capacity(ROUNDS);
+    let mut wal = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
         let health = health(base, total, in_flight).await?;
+        let before = wal_position().await;
         let row = round().await?;
+        if let (Some(a), Some(b)) = (before, wal_position().await) {
+            let requests: u64 = row.statuses.values().sum();
+            wal.push((b - a) / requests.max(1) as f64);
+        }
         rounds.push((row.rate / health.rate, row, health));
     }
     rounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+    wal.sort_by(f64::total_cmp);
     let ratios = rounds.iter().map(|(ratio, _, _)| *ratio).collect();
     let (_, row, health) = rounds.swap_remove(ROUNDS / 2);
     Ok(Paired {
         row,
         health,
         ratios,
+        wal_per_request: wal.get(wal.len() / 2).copied(),
     })
 }
 

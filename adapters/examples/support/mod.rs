@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod load;
+pub mod wrk;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -167,8 +167,7 @@ pub(crate) struct ScanEntityResult {
     #[schema(value_type = EntityResult)]
     result: String,
     /// The bounded violations.
-    #[schema(value_type = Vec<compliance_core::Violation>)]
-    violations: Value,
+    violations: Vec<compliance_core::Violation>,
     /// Why it could not be judged.
     error: Option<String>,
     scanned_at: DateTime<Utc>,

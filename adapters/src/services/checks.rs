@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use compliance_core::{
-    Compliance, Error as CoreError, Evaluation, Outcome, RuleSet, Target, Waivers,
+    Compliance, Error as CoreError, Evaluation, Outcome, RuleSet, StoredViolations, Target,
+    Waivers,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -49,6 +50,18 @@ pub struct Checked {
     pub evaluation: Evaluation,
     /// The document judged.
     pub document: Value,
+    /// The check-log row it was recorded as, the judgement an entity may refer to
+    /// (none for a dry run).
+    pub recorded: Option<Recorded>,
+}
+
+/// A recorded check: its check-log row and its digest (`storage::judgement_digest`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// The check-log row's id.
+    pub check_id: String,
+    /// What it says, as a digest of its result and violations.
+    pub digest: String,
 }
 
 /// The document to check, made on the CPU pool: its attributes and the entity's id.
@@ -129,33 +142,38 @@ where
         .await?;
         evaluation.waive(&Waivers::for_entity(&exemptions, entity, Utc::now()));
     }
-    if !matches!(recording, Recording::DryRun) {
-        record(
-            state,
-            (org, target, entity_id.as_deref()),
-            snapshot,
-            &evaluation,
-            deadline,
+    let recorded = if matches!(recording, Recording::DryRun) {
+        None
+    } else {
+        Some(
+            record(
+                state,
+                (org, target, entity_id.as_deref()),
+                snapshot,
+                &evaluation,
+                deadline,
+            )
+            .await?,
         )
-        .await?;
-    }
+    };
     Ok(Checked {
         evaluation,
         document,
+        recorded,
     })
 }
 
 /// The check log's row, the entity's snapshot (for the impact preview), and the
 /// notification when the result blocks, or warns and the organization asked to hear,
 /// in one transaction with the other checks being recorded (`services::grouped`),
-/// by the check's deadline.
+/// by the check's deadline. Answers the row it was recorded as.
 async fn record(
     state: &AppState,
     (org, target, entity_id): (&OrgRecord, Target, Option<&str>),
     snapshot: Option<String>,
     evaluation: &Evaluation,
     deadline: Instant,
-) -> ServiceResult<()> {
+) -> ServiceResult<Recorded> {
     let now = Utc::now();
     // The notification is decided now and written with the check.
     let needs = evaluation.blocked || !evaluation.violations.is_empty();
@@ -175,13 +193,21 @@ async fn record(
             .filter(|(_, window)| window.is_some())
             .count()
     });
+    let result = evaluation.outcome().as_str();
+    // As stored: without the messages, written again when read.
+    let violations = serde_json::to_string(&StoredViolations(&evaluation.violations))
+        .map_err(|e| ServiceError::Broken(format!("violations do not serialize: {e}")))?;
+    let judgement = Recorded {
+        check_id: crate::storage::new_id(),
+        digest: crate::storage::judgement_digest(result, &violations),
+    };
     let check = LiveCheck {
+        id: judgement.check_id.clone(),
         org_id: org.id.clone(),
         target: target.as_str(),
         entity_id: entity_id.map(str::to_owned),
-        result: evaluation.outcome().as_str(),
-        violations: serde_json::to_string(&evaluation.violations)
-            .map_err(|e| ServiceError::Broken(format!("violations do not serialize: {e}")))?,
+        result,
+        violations,
         snapshot,
         notification,
         at: now,
@@ -211,7 +237,7 @@ async fn record(
     for _ in 0..held {
         state.metrics.notification("held");
     }
-    Ok(())
+    Ok(judgement)
 }
 
 /// Storage work under the check's deadline. Storage that cannot answer in time, or
@@ -285,6 +311,8 @@ pub async fn service_organization(
 pub struct Admitted {
     /// Its compliance.
     pub compliance: Compliance,
+    /// The judgement it refers to.
+    pub judgement: crate::storage::DoorJudgement,
     /// The snapshot of its attributes for the impact preview, when this server judged
     /// it (a remote compliance service keeps its own).
     pub snapshot: Option<Value>,
@@ -304,8 +332,19 @@ pub async fn at_the_door(
     document: Value,
 ) -> ServiceResult<Admitted> {
     if let Some(base) = &state.config.hosts.remote_compliance {
+        let compliance = remotely(state, base, org, target, entity_id, &document).await?;
+        // The remote service logs its check; this server keeps the verdict as the
+        // entity's judgement, written with the entity.
+        let violations = serde_json::to_string(&StoredViolations(&compliance.violations))
+            .map_err(|e| ServiceError::Broken(format!("violations do not serialize: {e}")))?;
+        let judgement = crate::storage::DoorJudgement {
+            check_id: crate::storage::new_id(),
+            digest: crate::storage::judgement_digest(compliance.result.as_str(), &violations),
+            carried: Some(violations),
+        };
         return Ok(Admitted {
-            compliance: remotely(state, base, org, target, entity_id, &document).await?,
+            compliance,
+            judgement,
             snapshot: None,
         });
     }
@@ -314,6 +353,7 @@ pub async fn at_the_door(
     let Checked {
         evaluation,
         document,
+        recorded,
     } = check_entity(
         state,
         org,
@@ -327,8 +367,18 @@ pub async fn at_the_door(
     if evaluation.blocked {
         return Err(ServiceError::Blocked(Box::new(evaluation)));
     }
+    let Some(Recorded { check_id, digest }) = recorded else {
+        return Err(ServiceError::Broken(
+            "a check at the door was not recorded".to_owned(),
+        ));
+    };
     Ok(Admitted {
         compliance: evaluation.compliance(),
+        judgement: crate::storage::DoorJudgement {
+            check_id,
+            digest,
+            carried: None,
+        },
         snapshot: Some(document),
     })
 }

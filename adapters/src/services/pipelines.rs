@@ -111,17 +111,6 @@ pub struct PluginRef {
     pub other: BTreeMap<String, Value>,
 }
 
-/// The document a stored pipeline is judged on (as its create body was).
-pub fn document(pipeline: &PipelineRecord) -> Value {
-    json!({
-        "project": pipeline.project,
-        "organization": pipeline.organization,
-        "pipelineName": pipeline.pipeline_name,
-        "accessModifier": pipeline.access_modifier,
-        "props": pipeline.props,
-    })
-}
-
 /// The document a pipeline is judged on: its create body; and its properties as
 /// stored.
 pub(crate) fn attributes(input: &PipelineInput) -> ServiceResult<(Value, Value)> {
@@ -180,6 +169,7 @@ pub async fn create(
         access_modifier: input.access_modifier,
         props: &props,
         compliance: &admitted.compliance,
+        judgement: &admitted.judgement,
         snapshot: admitted.snapshot.as_ref(),
     };
     state
@@ -228,6 +218,7 @@ pub async fn update(
         access_modifier: input.access_modifier,
         props: &props,
         compliance: &admitted.compliance,
+        judgement: &admitted.judgement,
         snapshot: admitted.snapshot.as_ref(),
     };
     Ok(state

@@ -36,21 +36,6 @@ fn attributes(manifest: &Manifest, access_modifier: &str, dockerfile: Option<&st
     })
 }
 
-/// The document a stored plugin is judged on (as its upload was).
-pub fn document(plugin: &PluginRecord) -> Value {
-    json!({
-        "name": plugin.name,
-        "version": plugin.version,
-        "description": plugin.description,
-        "pluginType": plugin.plugin_type,
-        "computeType": plugin.compute_type,
-        "commands": plugin.commands,
-        "installCommands": plugin.install_commands,
-        "accessModifier": plugin.access_modifier,
-        "dockerfile": plugin.dockerfile,
-    })
-}
-
 /// `public` or `private`.
 pub fn access_modifier(value: &str) -> ServiceResult<()> {
     crate::inventory::AccessModifier::parse(value)
@@ -104,6 +89,7 @@ async fn admit(
         dockerfile,
         access_modifier: access,
         compliance: &admitted.compliance,
+        judgement: &admitted.judgement,
         snapshot: admitted.snapshot.as_ref(),
         archive,
         image: &image,

@@ -8,13 +8,13 @@
 
 use std::collections::HashMap;
 
-use compliance_core::{Compliance, Target};
+use compliance_core::Target;
 use serde_json::Value;
 
 use super::checks::{self, Recording};
-use super::{pipelines, plugins, ServiceError, ServiceResult};
+use super::{ServiceError, ServiceResult};
 use crate::services::context::AppState;
-use crate::storage::{ClaimedEntity, OrgRecord, EVERYTHING};
+use crate::storage::{ClaimedEntity, Kept, OrgRecord, EVERYTHING};
 
 /// Re-evaluates the claimed entity once, whatever number of events it had; for a
 /// rule or subscription change ([`EVERYTHING`]), starts a scan of the organization's
@@ -73,7 +73,7 @@ pub async fn process_all(state: &AppState, claimed: &[ClaimedEntity]) -> Vec<Ser
         judging.spawn(async move { (i, judge(&state, &org, &entity, document).await) });
     }
     // The results to keep, per organization and target.
-    let mut keep: HashMap<(String, Target), Vec<(usize, Compliance)>> = HashMap::new();
+    let mut keep: HashMap<(String, Target), Vec<(usize, Rejudged)>> = HashMap::new();
     while let Some(done) = judging.join_next().await {
         let Ok((i, judged)) = done else {
             continue;
@@ -82,22 +82,29 @@ pub async fn process_all(state: &AppState, claimed: &[ClaimedEntity]) -> Vec<Ser
             continue;
         };
         match judged {
-            Ok(Some((target, compliance))) => keep
+            Ok(Some((target, judged))) => keep
                 .entry((entity.org_id.clone(), target))
                 .or_default()
-                .push((i, compliance)),
+                .push((i, judged)),
             Ok(None) => set(&mut outcomes, i, Ok(())),
             Err(e) => set(&mut outcomes, i, Err(e)),
         }
     }
     for ((org_id, target), results) in keep {
-        let rows: Vec<(&str, &Compliance)> = results
+        let rows: Vec<Kept<'_>> = results
             .iter()
-            .filter_map(|(i, c)| claimed.get(*i).map(|e| (e.entity_id.as_str(), c)))
+            .filter_map(|(i, judged)| {
+                claimed.get(*i).map(|e| Kept {
+                    entity_id: &e.entity_id,
+                    result: judged.result,
+                    reference: &judged.recorded.check_id,
+                    digest: &judged.recorded.digest,
+                })
+            })
             .collect();
         let written = state
             .store
-            .set_compliances((&org_id, target.as_str()), &rows)
+            .keep_rejudged((&org_id, target.as_str()), &rows)
             .await;
         for (i, _) in &results {
             let outcome = match &written {
@@ -148,23 +155,16 @@ async fn documents(
             .filter_map(|i| claimed.get(*i).map(|e| e.entity_id.as_str()))
             .collect();
         // A read's error fails each of its entities (below), described by its text.
-        let mut read: Result<HashMap<String, Value>, crate::storage::StoreError> =
-            match target.parse::<Target>() {
-                Ok(Target::Pipeline) => state.store.pipelines_of(org_id, &ids).await.map(|found| {
-                    found
-                        .iter()
-                        .map(|p| (p.id.clone(), pipelines::document(p)))
-                        .collect()
-                }),
-                Ok(Target::Plugin) => state.store.plugins_of(org_id, &ids).await.map(|found| {
-                    found
-                        .iter()
-                        .map(|p| (p.id.clone(), plugins::document(p)))
-                        .collect()
-                }),
-                // `judge` answers the unknown target.
-                Err(_) => continue,
-            };
+        // `judge` answers an unknown target.
+        if target.parse::<Target>().is_err() {
+            continue;
+        }
+        // A read's error fails each of its entities (below), described by its text.
+        let mut read: Result<HashMap<String, Value>, crate::storage::StoreError> = state
+            .store
+            .subjects_of(target, org_id, &ids)
+            .await
+            .map(|found| found.into_iter().map(|s| (s.id, s.document)).collect());
         for i in places {
             let Some(entity) = claimed.get(i) else {
                 continue;
@@ -192,12 +192,18 @@ async fn documents(
 /// Judges one claimed entity of `org` on its `document` (`None`: the entity is gone):
 /// its compliance result to keep (`None`: nothing to keep: the entity is gone, or the
 /// event was a rule change and started a scan).
+/// A re-evaluation's judgement: its result and the check-log row it was recorded as.
+struct Rejudged {
+    result: &'static str,
+    recorded: checks::Recorded,
+}
+
 async fn judge(
     state: &AppState,
     org: &OrgRecord,
     claimed: &ClaimedEntity,
     document: Option<Value>,
-) -> ServiceResult<Option<(Target, Compliance)>> {
+) -> ServiceResult<Option<(Target, Rejudged)>> {
     let target: Target = claimed.target.parse().map_err(|_| {
         ServiceError::Broken(format!("a queued event of target `{}`", claimed.target))
     })?;
@@ -210,7 +216,11 @@ async fn judge(
     };
     let deadline = tokio::time::Instant::now() + crate::services::checks::BUDGET;
     let entity = claimed.entity_id.clone();
-    let checks::Checked { evaluation, .. } = checks::check_entity(
+    let checks::Checked {
+        evaluation,
+        recorded,
+        ..
+    } = checks::check_entity(
         state,
         org,
         target,
@@ -220,5 +230,14 @@ async fn judge(
         Recording::Reevaluation,
     )
     .await?;
-    Ok(Some((target, evaluation.compliance())))
+    let recorded = recorded.ok_or_else(|| {
+        ServiceError::Broken("a re-evaluation's check was not recorded".to_owned())
+    })?;
+    Ok(Some((
+        target,
+        Rejudged {
+            result: evaluation.outcome().as_str(),
+            recorded,
+        },
+    )))
 }

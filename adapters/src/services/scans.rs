@@ -25,7 +25,7 @@ use compliance_core::{CronSchedule, Evaluation, Exemption, RuleSet, Target, Waiv
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::{pipelines, plugins, ServiceError, ServiceResult};
+use super::{plugins, ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
 use crate::storage::{
     phases, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, StoreError, SweptEntity,
@@ -509,27 +509,19 @@ impl Sweeping<'_> {
 
     /// The next page of the sweep: entities with their names and documents.
     async fn page(&self, after: &str) -> ServiceResult<Vec<Entity>> {
-        let store = &self.state.store;
-        Ok(match self.target {
-            Target::Pipeline => store
-                .sweep_pipelines(self.scan, self.filter, after, self.batch)
-                .await?
-                .into_iter()
-                .map(|p| {
-                    let document = pipelines::document(&p);
-                    (p.id, p.pipeline_name, document)
-                })
-                .collect(),
-            Target::Plugin => store
-                .sweep_plugins(self.scan, self.filter, after, self.batch)
-                .await?
-                .into_iter()
-                .map(|p| {
-                    let document = plugins::document(&p);
-                    (p.id, format!("{}@{}", p.name, p.version), document)
-                })
-                .collect(),
-        })
+        Ok(self
+            .state
+            .store
+            .sweep_subjects(
+                self.scan,
+                (self.target.as_str(), self.filter),
+                after,
+                self.batch,
+            )
+            .await?
+            .into_iter()
+            .map(|s| (s.id, s.name, s.document))
+            .collect())
     }
 
     /// Judges a page on the CPU pool, `settings.concurrency` jobs at a time, and
@@ -553,39 +545,27 @@ impl Sweeping<'_> {
             let state = self.state.clone();
             let set = Arc::clone(self.set);
             let exemptions = Arc::clone(&exemptions);
-            // Shared, not copied, by each attempt of the job.
-            let chunk = Arc::new(chunk);
             running.push(tokio::spawn(async move {
                 let limits = state.config.attribute_limits();
-                loop {
-                    let (chunk, set, exemptions) = (chunk.clone(), set.clone(), exemptions.clone());
-                    let job = state.cpu.run(move || {
-                        let now = Utc::now();
-                        chunk
-                            .iter()
-                            .map(|(id, name, document)| {
-                                let judged = compliance_core::judge(
-                                    Some(&set),
-                                    target,
-                                    document,
-                                    &limits,
-                                    &Waivers::for_entity(&exemptions, id, now),
-                                );
-                                swept(target, (id.clone(), name.clone()), judged, now)
-                            })
-                            .collect::<Vec<_>>()
-                    });
-                    match job.await {
-                        Ok(results) => return Ok(results),
-                        // The pool is full of requests' work: the sweep waits its turn.
-                        Err(crate::cpu::PoolError::Busy) => {
-                            tokio::time::sleep(Duration::from_millis(20)).await;
-                        }
-                        Err(crate::cpu::PoolError::Failed) => {
-                            return Err(ServiceError::Unavailable)
-                        }
-                    }
-                }
+                // Background work: the job waits its turn in the pool's background
+                // lane (never more jobs than threads), not refused by requests' work.
+                let job = state.cpu.run_in_background(move || {
+                    let now = Utc::now();
+                    chunk
+                        .iter()
+                        .map(|(id, name, document)| {
+                            let judged = compliance_core::judge(
+                                Some(&set),
+                                target,
+                                document,
+                                &limits,
+                                &Waivers::for_entity(&exemptions, id, now),
+                            );
+                            swept(target, (id.clone(), name.clone()), judged, now)
+                        })
+                        .collect::<Vec<_>>()
+                });
+                job.await.map_err(|_| ServiceError::Unavailable)
             }));
         }
         let mut results = Vec::new();
@@ -599,8 +579,8 @@ impl Sweeping<'_> {
     }
 }
 
-/// One entity's result, with the text its flush stores: the violations (the entity
-/// keeps them too, as its compliance result).
+/// One entity's result, with the text its flush stores: the violations (the judgement
+/// the entity then refers to) and their digest.
 fn swept(
     target: Target,
     (entity_id, entity_name): (String, String),
@@ -608,7 +588,7 @@ fn swept(
     now: DateTime<Utc>,
 ) -> SweptEntity {
     let rendered = judged.map_err(|e| e.to_string()).and_then(|evaluation| {
-        serde_json::to_string(&evaluation.violations)
+        serde_json::to_string(&compliance_core::StoredViolations(&evaluation.violations))
             .map(|violations| (evaluation.outcome().as_str(), violations))
             .map_err(|e| format!("its violations do not serialize: {e}"))
     });
@@ -621,6 +601,7 @@ fn swept(
         entity_id,
         entity_name,
         result,
+        digest: crate::storage::judgement_digest(result, &violations),
         violations,
         error,
         scanned_at: now,

@@ -6,12 +6,14 @@ use serde_json::Value;
 use sqlx::AnyConnection;
 
 use super::decode::Decoder;
-use super::{new_id, stamp, Cell, Inserts, Rows, Store, StoreResult};
+use super::{stamp, Cell, Inserts, Rows, Store, StoreResult};
 
 /// A live check to record: its check-log row, the attributes it judged (kept as the
 /// entity's snapshot) and the notification it calls for.
 #[derive(Debug, Clone)]
 pub struct LiveCheck {
+    /// Its id (the judgement an entity may refer to).
+    pub id: String,
     /// The organization.
     pub org_id: String,
     /// `plugin` or `pipeline`.
@@ -71,7 +73,7 @@ impl Store {
         for check in &mut checks {
             rows.push(
                 [
-                    Some(new_id()),
+                    Some(check.id.clone()),
                     Some(check.org_id.clone()),
                     Some(check.target.to_owned()),
                     check.entity_id.clone(),
@@ -163,7 +165,8 @@ impl Store {
         limit: u32,
         offset: u64,
     ) -> StoreResult<(Vec<CheckRecord>, u64)> {
-        let condition = "org_id = $1 AND ($2 IS NULL OR target = $2) AND ($3 IS NULL OR result = $3) AND ($4 IS NULL OR entity_id = $4)";
+        // Judgements kept only for their entities (`listed = 0`) are no entries.
+        let condition = "org_id = $1 AND listed = 1 AND ($2 IS NULL OR target = $2) AND ($3 IS NULL OR result = $3) AND ($4 IS NULL OR entity_id = $4)";
         let binds = [Some(org_id), target, result, entity_id].map(|b| b.map(str::to_owned));
         let (rows, total) = self
             .page(
@@ -196,12 +199,17 @@ impl Store {
         Ok((items, total))
     }
 
-    /// Deletes check-log entries older than `cutoff`.
+    /// Deletes check-log entries older than `cutoff`, but for the judgements an entity
+    /// refers to (each entity's latest), found by the entity's primary key.
     pub async fn prune_checks(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
-        let done = sqlx::query(&self.sql("DELETE FROM compliance_checks WHERE created_at < $1"))
-            .bind(stamp(cutoff))
-            .execute(self.pool())
-            .await?;
+        let done = sqlx::query(&self.sql(
+            "DELETE FROM compliance_checks WHERE created_at < $1 \
+             AND NOT EXISTS (SELECT 1 FROM pipelines p WHERE p.id = compliance_checks.entity_id AND p.judgement_check = compliance_checks.id) \
+             AND NOT EXISTS (SELECT 1 FROM plugins p WHERE p.id = compliance_checks.entity_id AND p.judgement_check = compliance_checks.id)",
+        ))
+        .bind(stamp(cutoff))
+        .execute(self.pool())
+        .await?;
         Ok(done.rows_affected())
     }
 

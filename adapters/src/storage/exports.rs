@@ -303,8 +303,18 @@ impl Store {
             key,
             skip,
         } = source;
+        // An entity's compliance is its judgement's, read through its reference.
+        let entity = matches!(*table, "pipelines" | "plugins");
+        let judged = if entity {
+            format!(
+                ", {} AS judged_violations",
+                super::judgements::violations_sql(self.dialect(), table, "t")
+            )
+        } else {
+            String::new()
+        };
         let rows = sqlx::query(&self.sql(&format!(
-            "SELECT {key} AS export_key, t.* FROM {table} t
+            "SELECT {key} AS export_key, t.*{judged} FROM {table} t
              WHERE t.{org_column} = $1 AND {key} > $2 ORDER BY {key} LIMIT $3"
         )))
         .bind(org_id)
@@ -318,10 +328,18 @@ impl Store {
                 let mut object = Map::new();
                 for (index, column) in row.columns().iter().enumerate() {
                     let name = column.name();
-                    if name == "export_key" || skip.contains(&name) {
+                    if name == "export_key" || name == "judged_violations" || skip.contains(&name)
+                    {
                         continue;
                     }
                     object.insert(name.to_owned(), value_at(row, index)?);
+                }
+                if entity {
+                    // The entity's compliance as it reads: its JSON text, as it was kept.
+                    let d = Decoder::new(row, table, &["id"]);
+                    let compliance = super::judgements::entity_compliance(&d)?;
+                    let text = serde_json::to_string(&compliance).map_err(|e| d.reject("compliance", e))?;
+                    object.insert("compliance".to_owned(), Value::String(text));
                 }
                 Ok((export_key, object))
             })

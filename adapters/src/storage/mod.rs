@@ -25,6 +25,7 @@ mod exemptions;
 mod exports;
 mod intents;
 mod invitations;
+mod judgements;
 mod keys;
 mod lifecycle;
 mod members;
@@ -47,6 +48,7 @@ mod scans;
 mod schedules;
 mod sessions;
 mod sso;
+mod subjects;
 mod subscriptions;
 mod sweeps;
 
@@ -85,6 +87,8 @@ pub use exemptions::{ExemptionRecord, NewExemption};
 pub use exports::{ExportRecord, ExportSource};
 pub use intents::IntentRecord;
 pub use invitations::{InvitationRecord, InvitationStatus};
+pub use subjects::Subject;
+pub use judgements::{digest as judgement_digest, DoorJudgement, JudgementSource, Kept};
 pub use keys::{DataKeyRow, KeyConfigRow, OldSecret, SecretColumn, SECRET_COLUMNS};
 pub use lifecycle::DeletedOrg;
 pub use members::MemberRecord;
@@ -618,12 +622,6 @@ fn sqlite_placeholders(text: &str) -> String {
     out
 }
 
-/// An entity's compliance as stored: its JSON text.
-pub(crate) fn compliance_text(compliance: &compliance_core::Compliance) -> StoreResult<String> {
-    serde_json::to_string(compliance)
-        .map_err(|e| StoreError::Invalid(format!("a compliance result does not serialize: {e}")))
-}
-
 /// A timestamp as stored: RFC 3339, UTC, microseconds.
 pub(crate) fn stamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
@@ -669,28 +667,32 @@ pub fn pool_for_tests(store: &Store) -> &AnyPool {
 }
 
 impl Store {
-    /// The rows of the organization's entities of `target` whose ids are among `ids`,
-    /// 500 ids a query.
-    pub(crate) async fn entities_of(
+    /// The organization's entities of `target` whose ids are among `ids` (those that
+    /// exist, in no particular order) as a judge reads them, 500 ids a query: a batch
+    /// of the re-evaluation queue reads its entities together.
+    pub async fn subjects_of(
         &self,
         target: &str,
         org_id: &str,
         ids: &[&str],
-    ) -> StoreResult<Vec<sqlx::any::AnyRow>> {
+    ) -> StoreResult<Vec<Subject>> {
         let table = entity_table(target)?;
-        let mut rows = Vec::with_capacity(ids.len());
+        let columns = subjects::subject_columns(target)?;
+        let mut found = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(500) {
             let sql = self.sql(&format!(
-                "SELECT * FROM {table} WHERE org_id = $1 AND id IN ({})",
+                "SELECT {columns} FROM {table} WHERE org_id = $1 AND id IN ({})",
                 placeholders(2, chunk.len())
             ));
             let mut query = sqlx::query(&sql).bind(org_id.to_owned());
             for id in chunk {
                 query = query.bind((*id).to_owned());
             }
-            rows.extend(query.fetch_all(&self.pool).await?);
+            for row in query.fetch_all(&self.pool).await? {
+                found.push(subjects::subject_from_row(target, &row)?);
+            }
         }
-        Ok(rows)
+        Ok(found)
     }
 }
 

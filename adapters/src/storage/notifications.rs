@@ -532,7 +532,10 @@ impl Store {
     pub async fn prune_history(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
         let mut deleted = 0;
         for statement in [
-            "DELETE FROM scan_results WHERE scan_id IN (SELECT id FROM scans WHERE status <> 'running' AND ended_at < $1)",
+            // The results an entity refers to (its latest judgement) stay.
+            "DELETE FROM scan_results WHERE scan_id IN (SELECT id FROM scans WHERE status <> 'running' AND ended_at < $1) \
+             AND NOT EXISTS (SELECT 1 FROM pipelines p WHERE scan_results.target = 'pipeline' AND p.id = scan_results.entity_id AND p.judgement_scan = scan_results.scan_id) \
+             AND NOT EXISTS (SELECT 1 FROM plugins p WHERE scan_results.target = 'plugin' AND p.id = scan_results.entity_id AND p.judgement_scan = scan_results.scan_id)",
             "DELETE FROM scans WHERE status <> 'running' AND ended_at < $1",
             "DELETE FROM deliveries WHERE status IN ('sent', 'failed', 'skipped', 'digested', 'disabled') AND updated_at < $1",
             "DELETE FROM notifications WHERE created_at < $1 AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = notifications.id)",

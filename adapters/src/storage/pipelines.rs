@@ -10,7 +10,8 @@ use sqlx::AnyConnection;
 
 use super::decode::Decoder;
 use super::quota::{Charge, QuotaRefusal};
-use super::{compliance_text, stamp, Store, StoreError, StoreResult};
+use super::judgements::{entity_compliance, judged_select, DoorJudgement};
+use super::{stamp, Store, StoreError, StoreResult};
 use crate::inventory::{AccessModifier, EntityCompliance};
 
 /// A stored pipeline.
@@ -56,6 +57,8 @@ pub struct PipelineFields<'a> {
     pub props: &'a Value,
     /// The compliance result to keep with it.
     pub compliance: &'a compliance_core::Compliance,
+    /// The judgement it refers to.
+    pub judgement: &'a DoorJudgement,
     /// The attributes it was judged on, kept for the impact preview (when this server
     /// judged it).
     pub snapshot: Option<&'a Value>,
@@ -100,7 +103,7 @@ pub(super) fn pipeline_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Pipeline
         pipeline_name: d.get("pipeline_name")?,
         access_modifier: d.named("access_modifier", AccessModifier::parse)?,
         props: d.json("props")?,
-        compliance: d.json("compliance")?,
+        compliance: entity_compliance(&d)?,
         created_by: d.get("created_by")?,
         created_at: d.stamp("created_at")?,
         updated_at: d.stamp("updated_at")?,
@@ -144,7 +147,7 @@ impl Store {
             return Ok(Err(refusal));
         }
         sqlx::query(&self.sql(
-            "INSERT INTO pipelines (id, org_id, project, organization, pipeline_name, access_modifier, props, compliance, compliance_result, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $11, $9, $10, $10)",
+            "INSERT INTO pipelines (id, org_id, project, organization, pipeline_name, access_modifier, props, compliance, compliance_result, judgement_check, judgement_digest, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, '', $11, $8, $12, $9, $10, $10)",
         ))
         .bind(id)
         .bind(org_id)
@@ -153,13 +156,16 @@ impl Store {
         .bind(fields.pipeline_name)
         .bind(fields.access_modifier.as_str())
         .bind(fields.props.to_string())
-        .bind(compliance_text(fields.compliance)?)
+        .bind(fields.judgement.check_id.as_str())
         .bind(created_by)
         .bind(stamp(now))
         .bind(fields.compliance.result.as_str())
+        .bind(fields.judgement.digest.as_str())
         .execute(&mut *tx)
         .await
         .map_err(duplicate(fields))?;
+        self.carry_door_judgement(&mut tx, (org_id, "pipeline", id), fields.compliance, fields.judgement, now)
+            .await?;
         if let Some(snapshot) = fields.snapshot {
             self.put_snapshot(&mut tx, (org_id, "pipeline", id), snapshot, now)
                 .await?;
@@ -195,7 +201,7 @@ impl Store {
     ) -> StoreResult<PipelineRecord> {
         let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&self.sql(
-            "UPDATE pipelines SET project = $3, organization = $4, pipeline_name = $5, access_modifier = $6, props = $7, compliance = $8, compliance_result = $10, updated_at = $9 WHERE org_id = $1 AND id = $2",
+            "UPDATE pipelines SET project = $3, organization = $4, pipeline_name = $5, access_modifier = $6, props = $7, compliance = '', compliance_result = $10, judgement_check = $8, judgement_scan = NULL, judgement_digest = $11, updated_at = $9 WHERE org_id = $1 AND id = $2",
         ))
         .bind(org_id)
         .bind(id)
@@ -204,15 +210,18 @@ impl Store {
         .bind(fields.pipeline_name)
         .bind(fields.access_modifier.as_str())
         .bind(fields.props.to_string())
-        .bind(compliance_text(fields.compliance)?)
+        .bind(fields.judgement.check_id.as_str())
         .bind(stamp(now))
         .bind(fields.compliance.result.as_str())
+        .bind(fields.judgement.digest.as_str())
         .execute(&mut *tx)
         .await
         .map_err(duplicate(fields))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("pipeline".to_owned()));
         }
+        self.carry_door_judgement(&mut tx, (org_id, "pipeline", id), fields.compliance, fields.judgement, now)
+            .await?;
         if let Some(snapshot) = fields.snapshot {
             self.put_snapshot(&mut tx, (org_id, "pipeline", id), snapshot, now)
                 .await?;
@@ -263,17 +272,6 @@ impl Store {
         self.pipeline_in(&mut conn, org_id, id).await
     }
 
-    /// The organization's pipelines of `ids` that exist (in no particular order), in
-    /// one query: a batch of the re-evaluation queue reads its entities together.
-    pub async fn pipelines_of(
-        &self,
-        org_id: &str,
-        ids: &[&str],
-    ) -> StoreResult<Vec<PipelineRecord>> {
-        let rows = self.entities_of("pipeline", org_id, ids).await?;
-        rows.iter().map(pipeline_from_row).collect()
-    }
-
     /// [`Store::pipeline`] on a connection (inside a transaction: what it wrote).
     async fn pipeline_in(
         &self,
@@ -281,11 +279,14 @@ impl Store {
         org_id: &str,
         id: &str,
     ) -> StoreResult<Option<PipelineRecord>> {
-        let row = sqlx::query(&self.sql("SELECT * FROM pipelines WHERE org_id = $1 AND id = $2"))
-            .bind(org_id)
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?;
+        let row = sqlx::query(&self.sql(&format!(
+            "SELECT {} FROM pipelines WHERE org_id = $1 AND id = $2",
+            judged_select(self.dialect(), "pipelines")
+        )))
+        .bind(org_id)
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
         row.as_ref().map(pipeline_from_row).transpose()
     }
 
@@ -315,8 +316,9 @@ impl Store {
             filter.pipeline_name.clone(),
             filter.access_modifier.clone(),
         ];
+        let select = judged_select(self.dialect(), "pipelines");
         let (rows, total) = self
-            .page(("*", "pipelines", condition, &order), &binds, limit, offset)
+            .page((&select, "pipelines", condition, &order), &binds, limit, offset)
             .await?;
         let items = rows
             .iter()

@@ -10,7 +10,8 @@ use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
 use super::quota::{Charge, QuotaRefusal};
-use super::{compliance_text, stamp, Store, StoreError, StoreResult};
+use super::judgements::{entity_compliance, judged_select};
+use super::{stamp, Store, StoreError, StoreResult};
 
 /// A stored plugin.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -69,6 +70,8 @@ pub struct NewPlugin<'a> {
     pub access_modifier: &'a str,
     /// The compliance result to keep with it.
     pub compliance: &'a compliance_core::Compliance,
+    /// The judgement it refers to.
+    pub judgement: &'a super::DoorJudgement,
     /// The attributes it was judged on, kept for the impact preview (when this server
     /// judged it).
     pub snapshot: Option<&'a Value>,
@@ -128,7 +131,7 @@ pub(super) fn plugin_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PluginReco
         commands: d.json("commands")?,
         install_commands: d.json("install_commands")?,
         dockerfile: d.get("dockerfile")?,
-        compliance: d.json("compliance")?,
+        compliance: entity_compliance(&d)?,
         build_status: d.named("build_status", crate::inventory::BuildStatus::parse)?,
         created_by: d.get("created_by")?,
         created_at: d.stamp("created_at")?,
@@ -155,8 +158,8 @@ impl Store {
             return Ok(Err(refusal));
         }
         sqlx::query(&self.sql(
-            "INSERT INTO plugins (id, org_id, name, version, description, access_modifier, compute_type, is_default, is_active, plugin_type, commands, install_commands, dockerfile, compliance, compliance_result, build_status, created_by, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 1, $8, $9, $10, $11, $12, $15, 'queued', $13, $14, $14)",
+            "INSERT INTO plugins (id, org_id, name, version, description, access_modifier, compute_type, is_default, is_active, plugin_type, commands, install_commands, dockerfile, compliance, compliance_result, judgement_check, judgement_digest, build_status, created_by, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 1, $8, $9, $10, $11, '', $15, $12, $16, 'queued', $13, $14, $14)",
         ))
         .bind(plugin.id)
         .bind(plugin.org_id)
@@ -169,10 +172,11 @@ impl Store {
         .bind(serde_json::to_string(&manifest.commands).unwrap_or_default())
         .bind(serde_json::to_string(&manifest.install_commands).unwrap_or_default())
         .bind(plugin.dockerfile)
-        .bind(compliance_text(plugin.compliance)?)
+        .bind(plugin.judgement.check_id.as_str())
         .bind(plugin.created_by)
         .bind(stamp(now))
         .bind(plugin.compliance.result.as_str())
+        .bind(plugin.judgement.digest.as_str())
         .execute(&mut *tx)
         .await
         .map_err(|e| match StoreError::from(e) {
@@ -182,6 +186,14 @@ impl Store {
             )),
             other => other,
         })?;
+        self.carry_door_judgement(
+            &mut tx,
+            (plugin.org_id, "plugin", plugin.id),
+            plugin.compliance,
+            plugin.judgement,
+            now,
+        )
+        .await?;
         sqlx::query(&self.sql("INSERT INTO plugin_archives (plugin_id, bytes) VALUES ($1, $2)"))
             .bind(plugin.id)
             .bind(plugin.archive.to_vec())
@@ -225,13 +237,6 @@ impl Store {
         self.plugin_in(&mut conn, org_id, id).await
     }
 
-    /// The organization's plugins of `ids` that exist (in no particular order), in one
-    /// query.
-    pub async fn plugins_of(&self, org_id: &str, ids: &[&str]) -> StoreResult<Vec<PluginRecord>> {
-        let rows = self.entities_of("plugin", org_id, ids).await?;
-        rows.iter().map(plugin_from_row).collect()
-    }
-
     /// [`Store::plugin`] on a connection (inside a transaction: what it wrote).
     async fn plugin_in(
         &self,
@@ -239,11 +244,14 @@ impl Store {
         org_id: &str,
         id: &str,
     ) -> StoreResult<Option<PluginRecord>> {
-        let row = sqlx::query(&self.sql("SELECT * FROM plugins WHERE org_id = $1 AND id = $2"))
-            .bind(org_id)
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?;
+        let row = sqlx::query(&self.sql(&format!(
+            "SELECT {} FROM plugins WHERE org_id = $1 AND id = $2",
+            judged_select(self.dialect(), "plugins")
+        )))
+        .bind(org_id)
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
         row.as_ref().map(plugin_from_row).transpose()
     }
 
@@ -286,8 +294,9 @@ impl Store {
             flag(filter.is_default),
             filter.plugin_type.clone(),
         ];
+        let select = judged_select(self.dialect(), "plugins");
         let (rows, total) = self
-            .page(("*", "plugins", condition, &order), &binds, limit, offset)
+            .page((&select, "plugins", condition, &order), &binds, limit, offset)
             .await?;
         let items = rows
             .iter()

@@ -6,6 +6,7 @@
 use sqlx::Row;
 
 use super::decode::Decoder;
+use super::judgements::{entity_compliance, violations_sql};
 use super::{entity_table, Dialect, Store, StoreResult};
 use crate::inventory::EntityCompliance;
 
@@ -98,13 +99,15 @@ impl Store {
         limit: u32,
     ) -> StoreResult<Vec<FailingRule>> {
         let table = entity_table(target)?;
+        // Each entity's violations, read through its judgement.
+        let violations = violations_sql(self.dialect(), table, table);
         let (from, field) = match self.dialect() {
             Dialect::Postgres => (
-                format!("{table}, jsonb_array_elements(CAST({table}.compliance AS jsonb)->'violations') AS v"),
+                format!("{table}, jsonb_array_elements(CAST({violations} AS jsonb)) AS v"),
                 "v.value->>'{}'",
             ),
             Dialect::Sqlite => (
-                format!("{table}, json_each({table}.compliance -> 'violations') AS v"),
+                format!("{table}, json_each({violations}) AS v"),
                 "v.value ->> '{}'",
             ),
         };
@@ -156,9 +159,10 @@ impl Store {
         } else {
             "pipeline_name"
         };
+        let violations = violations_sql(self.dialect(), table, table);
         let violates = match self.dialect() {
-            Dialect::Postgres => "EXISTS (SELECT 1 FROM jsonb_array_elements(CAST(compliance AS jsonb)->'violations') AS v WHERE v.value->>'ruleId' = $3)",
-            Dialect::Sqlite => "EXISTS (SELECT 1 FROM json_each(compliance -> 'violations') AS v WHERE v.value ->> 'ruleId' = $3)",
+            Dialect::Postgres => format!("EXISTS (SELECT 1 FROM jsonb_array_elements(CAST({violations} AS jsonb)) AS v WHERE v.value->>'ruleId' = $3)"),
+            Dialect::Sqlite => format!("EXISTS (SELECT 1 FROM json_each({violations}) AS v WHERE v.value ->> 'ruleId' = $3)"),
         };
         let condition = format!(
             "org_id = $1 AND ($2 IS NULL OR compliance_result = $2) AND ($3 IS NULL OR {violates})"
@@ -168,7 +172,9 @@ impl Store {
             filter.status.clone(),
             filter.rule_id.clone(),
         ];
-        let select = format!("id, {name} AS name, compliance");
+        let select = format!(
+            "id, {name} AS name, compliance, compliance_result, judgement_scan, {violations} AS judged_violations"
+        );
         let (rows, total) = self
             .page(
                 (&select, table, &condition, "created_at ASC, id ASC"),
@@ -184,7 +190,7 @@ impl Store {
                 Ok(Judged {
                     id: d.get("id")?,
                     name: d.get("name")?,
-                    compliance: d.json("compliance")?,
+                    compliance: entity_compliance(&d)?,
                 })
             })
             .collect::<StoreResult<Vec<_>>>()?;

@@ -7,9 +7,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AnyConnection, Row};
 
-use super::{
-    compliance_text, entity_table, placeholders, stamp, Dialect, Store, StoreError, StoreResult,
-};
+use super::judgements::{JudgementSource, Kept};
+use super::{entity_table, placeholders, stamp, Dialect, Store, StoreError, StoreResult};
 
 /// The entity of an event that stands for all the organization's entities of its
 /// target (a rule or subscription change): the worker starts a scan for it.
@@ -331,58 +330,16 @@ impl Store {
         })
     }
 
-    /// Keeps the compliance results of re-evaluated entities of one organization and
-    /// target; the entity's own `updatedAt` stays: a judgement is not an edit.
-    pub async fn set_compliances(
+    /// Keeps the judgements of re-evaluated entities of one organization and target
+    /// (their check-log rows); the entity's own `updatedAt` stays: a judgement is not
+    /// an edit, and an entity whose judgement says the same is not rewritten.
+    pub async fn keep_rejudged(
         &self,
         (org_id, target): (&str, &str),
-        results: &[(&str, &compliance_core::Compliance)],
+        rows: &[Kept<'_>],
     ) -> StoreResult<()> {
-        let texts = results
-            .iter()
-            .map(|(id, compliance)| {
-                Ok((
-                    *id,
-                    compliance.result.as_str(),
-                    compliance_text(compliance)?,
-                ))
-            })
-            .collect::<StoreResult<Vec<(&str, &str, String)>>>()?;
-        let rows: Vec<(&str, &str, &str)> = texts
-            .iter()
-            .map(|(id, result, text)| (*id, *result, text.as_str()))
-            .collect();
         let mut conn = self.pool().acquire().await?;
-        self.keep_compliance_in(&mut conn, (org_id, target), &rows)
+        self.keep_judgements(&mut conn, (org_id, target), JudgementSource::Check, rows)
             .await
-    }
-
-    /// Sets the result and `compliance` (JSON text) of each `(id, result, compliance)`
-    /// entity of the organization's `target`, one statement per 200 entities, on
-    /// `conn`.
-    pub(crate) async fn keep_compliance_in(
-        &self,
-        conn: &mut AnyConnection,
-        (org_id, target): (&str, &str),
-        rows: &[(&str, &str, &str)],
-    ) -> StoreResult<()> {
-        let table = entity_table(target)?;
-        for chunk in rows.chunks(200) {
-            let values = (0..chunk.len())
-                .map(|i| format!("(${}, ${}, ${})", i * 3 + 2, i * 3 + 3, i * 3 + 4))
-                .collect::<Vec<_>>()
-                .join(", ");
-            // `VALUES` columns are column1, column2, column3 on both backends.
-            let sql = self.sql(&format!(
-                "UPDATE {table} SET compliance_result = v.column2, compliance = v.column3 FROM (VALUES {values}) AS v \
-                 WHERE {table}.org_id = $1 AND {table}.id = v.column1"
-            ));
-            let mut update = sqlx::query(&sql).bind(org_id);
-            for (id, result, compliance) in chunk {
-                update = update.bind(*id).bind(*result).bind(*compliance);
-            }
-            update.execute(&mut *conn).await?;
-        }
-        Ok(())
     }
 }

@@ -135,8 +135,8 @@ pub struct ScanResult {
     pub entity_name: String,
     /// `pass`, `warn`, `block` or `error`.
     pub result: String,
-    /// The bounded violations.
-    pub violations: Value,
+    /// The bounded violations (their messages written again from the stored fields).
+    pub violations: Vec<compliance_core::Violation>,
     /// Why it could not be judged.
     pub error: Option<String>,
     /// When.

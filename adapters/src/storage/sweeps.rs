@@ -6,15 +6,12 @@
 
 use chrono::{DateTime, Utc};
 
-use super::pipelines::pipeline_from_row;
-use super::plugins::plugin_from_row;
 use super::scans::*;
-use sqlx::{AnyConnection, Row};
+use super::subjects::{subject_columns, subject_from_row, Subject};
+use sqlx::Row;
 
-use super::{
-    entity_table, placeholders, stamp, value_rows, Dialect, PipelineRecord, PluginRecord, Store,
-    StoreResult,
-};
+use super::judgements::{JudgementSource, Kept};
+use super::{entity_table, placeholders, stamp, value_rows, Dialect, Store, StoreResult};
 
 /// Where a sweep stands, and the claim on it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,6 +61,8 @@ pub struct SweptEntity {
     pub result: &'static str,
     /// The bounded violations, as JSON text.
     pub violations: String,
+    /// The judgement's digest (`storage::judgement_digest` of result and violations).
+    pub digest: String,
     /// Why it could not be judged.
     pub error: Option<String>,
     /// When.
@@ -99,21 +98,6 @@ fn progress<'q>(
         .bind(flush.fingerprint)
         .bind(stamp(flush.lease_until))
         .bind(stamp(flush.at))
-}
-
-/// The SQL of the compliance result an entity keeps from its scan result,
-/// `{"result", "scanId", "violations"}` (the key order the service writes), from the
-/// SQL expressions of the result, the scan's id and the violations' JSON text.
-fn kept_compliance(dialect: Dialect, (result, scan_id, violations): (&str, &str, &str)) -> String {
-    let quote = |text: &str| match dialect {
-        Dialect::Postgres => format!("CAST(to_json(CAST({text} AS TEXT)) AS TEXT)"),
-        Dialect::Sqlite => format!("json_quote({text})"),
-    };
-    format!(
-        "'{{\"result\":' || {} || ',\"scanId\":' || {} || ',\"violations\":' || {violations} || '}}'",
-        quote(result),
-        quote(scan_id)
-    )
 }
 
 /// Binds a result's own cells: target, entity, name, result, violations, error and
@@ -157,45 +141,20 @@ impl Store {
         row.as_ref().map(scan_from_row).transpose()
     }
 
-    /// The next `limit` pipelines of the scan's sweep after `after_id`, by id.
-    pub async fn sweep_pipelines(
-        &self,
-        scan: &ScanRecord,
-        filter: &EntityFilter,
-        after_id: &str,
-        limit: u32,
-    ) -> StoreResult<Vec<PipelineRecord>> {
-        let rows = self
-            .sweep_rows(scan, ("pipeline", filter), after_id, limit)
-            .await?;
-        rows.iter().map(pipeline_from_row).collect()
-    }
-
-    /// The next `limit` plugins of the scan's sweep after `after_id`, by id.
-    pub async fn sweep_plugins(
-        &self,
-        scan: &ScanRecord,
-        filter: &EntityFilter,
-        after_id: &str,
-        limit: u32,
-    ) -> StoreResult<Vec<PluginRecord>> {
-        let rows = self
-            .sweep_rows(scan, ("plugin", filter), after_id, limit)
-            .await?;
-        rows.iter().map(plugin_from_row).collect()
-    }
-
-    async fn sweep_rows(
+    /// The next `limit` entities of the scan's sweep of `target` after `after_id`, by
+    /// id, as a judge reads them (their compliance is not read).
+    pub async fn sweep_subjects(
         &self,
         scan: &ScanRecord,
         (target, filter): (&str, &EntityFilter),
         after_id: &str,
         limit: u32,
-    ) -> StoreResult<Vec<sqlx::any::AnyRow>> {
+    ) -> StoreResult<Vec<Subject>> {
         let (condition, binds) = matching(target, filter);
         let n = binds.len() + 2;
         let sql = self.sql(&format!(
-            "SELECT * FROM {} WHERE {condition} AND id > ${} ORDER BY id LIMIT ${}",
+            "SELECT {} FROM {} WHERE {condition} AND id > ${} ORDER BY id LIMIT ${}",
+            subject_columns(target)?,
             entity_table(target)?,
             n + 1,
             n + 2
@@ -206,11 +165,14 @@ impl Store {
         for value in binds {
             query = query.bind(value);
         }
-        Ok(query
+        let rows = query
             .bind(after_id.to_owned())
             .bind(i64::from(limit))
             .fetch_all(self.pool())
-            .await?)
+            .await?;
+        rows.iter()
+            .map(|row| subject_from_row(target, row))
+            .collect()
     }
 
     /// The approved exemptions of any of `entity_ids` in the organization.
@@ -267,13 +229,18 @@ impl Store {
             }
             insert.execute(&mut *tx).await?;
             for target in ["plugin", "pipeline"] {
-                let ids: Vec<&str> = flush
+                let kept: Vec<Kept<'_>> = flush
                     .results
                     .iter()
                     .filter(|r| r.target == target)
-                    .map(|r| r.entity_id.as_str())
+                    .map(|r| Kept {
+                        entity_id: &r.entity_id,
+                        result: r.result,
+                        reference: scan_id,
+                        digest: &r.digest,
+                    })
                     .collect();
-                self.keep_scan_results(&mut tx, (scan_id, org_id, target), &ids)
+                self.keep_judgements(&mut tx, (org_id, target), JudgementSource::Scan, &kept)
                     .await?;
             }
         }
@@ -290,22 +257,25 @@ impl Store {
         token: i64,
         flush: &Flush<'_>,
     ) -> StoreResult<bool> {
-        let rows = value_rows(14, 7, flush.results.len());
+        let rows = value_rows(14, 8, flush.results.len());
+        // An entity keeps the scan's judgement unless it says what its own says.
         let keep = |table: &str, target: &str| {
             format!(
-                "UPDATE {table} SET compliance_result = w.result, compliance = {} FROM written AS w \
-                 WHERE w.target = '{target}' AND {table}.org_id = $13 AND {table}.id = w.entity_id",
-                kept_compliance(Dialect::Postgres, ("w.result", "$1", "w.violations"))
+                "UPDATE {table} SET compliance_result = v.result, judgement_scan = $1, judgement_check = NULL, \
+                 judgement_digest = v.digest, compliance = '' FROM v WHERE v.target = '{target}' \
+                 AND {table}.org_id = $13 AND {table}.id = v.entity_id \
+                 AND ({table}.judgement_digest IS NULL OR {table}.judgement_digest <> v.digest)"
             )
         };
         let written = if rows.is_empty() {
             String::new()
         } else {
             format!(
-                ", written AS (INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, \
-                 result, violations, error, scanned_at) SELECT $1, $13, v.* FROM (VALUES {rows}) AS \
-                 v (target, entity_id, entity_name, result, violations, error, scanned_at) \
-                 WHERE EXISTS (SELECT 1 FROM moved) RETURNING target, entity_id, result, violations), \
+                ", v AS (SELECT * FROM (VALUES {rows}) AS v (target, entity_id, entity_name, result, \
+                 violations, error, scanned_at, digest) WHERE EXISTS (SELECT 1 FROM moved)), \
+                 written AS (INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, \
+                 result, violations, error, scanned_at) SELECT $1, $13, target, entity_id, entity_name, \
+                 result, violations, error, scanned_at FROM v), \
                  pipelines_kept AS ({}), plugins_kept AS ({})",
                 keep("pipelines", "pipeline"),
                 keep("plugins", "plugin")
@@ -320,40 +290,10 @@ impl Store {
             query = query.bind(flush.org_id);
         }
         for r in flush.results {
-            query = result_cells(query, r);
+            query = result_cells(query, r).bind(r.digest.as_str());
         }
         let row = query.fetch_one(self.pool()).await?;
         Ok(row.try_get::<i64, _>("moved")? == 1)
-    }
-
-    /// Each of `ids` (entities of the organization's `target`) keeps its result in
-    /// the scan as its compliance result, `{"result", "scanId", "violations"}`, made
-    /// from the row just written: the violations are sent to the database once.
-    async fn keep_scan_results(
-        &self,
-        conn: &mut AnyConnection,
-        (scan_id, org_id, target): (&str, &str, &str),
-        ids: &[&str],
-    ) -> StoreResult<()> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let table = entity_table(target)?;
-        // Each entity's row is found by the whole key of the results (a join let the
-        // planner scan every result of the scan for each page).
-        let sql = self.sql(&format!(
-            "UPDATE {table} SET (compliance_result, compliance) = (SELECT r.result, {} \
-             FROM scan_results AS r WHERE r.scan_id = $1 AND r.target = $2 AND r.entity_id = {table}.id) \
-             WHERE {table}.org_id = $3 AND {table}.id IN ({})",
-            kept_compliance(self.dialect(), ("r.result", "r.scan_id", "r.violations")),
-            placeholders(4, ids.len())
-        ));
-        let mut update = sqlx::query(&sql).bind(scan_id).bind(target).bind(org_id);
-        for id in ids {
-            update = update.bind(*id);
-        }
-        update.execute(&mut *conn).await?;
-        Ok(())
     }
 
     /// Gives a claim back (a graceful stop): the next sweeper resumes the scan at once,

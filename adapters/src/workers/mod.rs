@@ -43,6 +43,7 @@ pub mod checkpoints;
 pub mod delivery;
 pub mod digests;
 pub mod exports;
+pub mod judgements;
 pub mod keys;
 pub mod message_feed;
 pub mod posture;

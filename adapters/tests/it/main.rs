@@ -35,6 +35,7 @@ mod generation;
 mod hardening;
 mod hostile;
 mod integrity;
+mod judgements;
 mod keys;
 mod lifecycle;
 mod messages;

@@ -1,0 +1,22 @@
+-- A judgement is stored once (issue 59): an entity's outcome and violations at an
+-- instant are the row of the check log (a live check, the inventory's door, a
+-- re-evaluation) or of a scan's results that made them, and the entity keeps its
+-- current result with a reference to that row instead of a copy of its violations.
+--   judgement_check   the compliance_checks row it refers to, or
+--   judgement_scan    the scan whose result row (scan, target, entity) it refers to;
+--   judgement_digest  what the judgement says (a hash of result and violations): a
+--                     judgement that says the same leaves the entity's row alone.
+-- None of them is indexed, so the update that remains is HOT where PostgreSQL allows.
+-- `compliance` is the copy an entity held before: '' once it refers to its judgement.
+-- The copies are moved by the server in batches (resumable, services::judgements); the
+-- column is dropped by a later release, once no row holds a copy.
+ALTER TABLE pipelines ADD COLUMN judgement_check TEXT;
+ALTER TABLE pipelines ADD COLUMN judgement_scan TEXT;
+ALTER TABLE pipelines ADD COLUMN judgement_digest TEXT;
+ALTER TABLE plugins ADD COLUMN judgement_check TEXT;
+ALTER TABLE plugins ADD COLUMN judgement_scan TEXT;
+ALTER TABLE plugins ADD COLUMN judgement_digest TEXT;
+-- A judgement an entity refers to that is not an entry of this server's check log (a
+-- remote compliance service's verdict at the door, a moved copy) is a check row with
+-- listed = 0: kept for its entity, never listed.
+ALTER TABLE compliance_checks ADD COLUMN listed INTEGER NOT NULL DEFAULT 1;

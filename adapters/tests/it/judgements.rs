@@ -1,0 +1,455 @@
+//! Judgements stored once (issue 59): an entity refers to its latest judgement (a
+//! check-log row or a scan's result row) instead of holding a copy; it reads the same
+//! JSON; a judgement that says the same leaves its row alone; retention keeps what an
+//! entity refers to; the copies held before are moved, resumably, and read the same.
+
+use adapters::services::scans::{self, SweepSettings, Swept};
+use chrono::Utc;
+
+use super::fixtures::pipeline_as;
+use super::*;
+
+fn state_of(app: &TestApp) -> AppState {
+    AppState::new(
+        test_config(&[]),
+        app.store.clone(),
+        Arc::new(adapters::audit::AuditCounters::default()),
+    )
+}
+
+/// Sweeps every running scan to its end, as the workers would.
+async fn sweep_all(state: &AppState) {
+    let settings = SweepSettings {
+        concurrency: 2,
+        batch: 2,
+        lease: std::time::Duration::from_secs(30),
+    };
+    let never = || false;
+    loop {
+        let now = Utc::now();
+        let Some(scan) = state
+            .store
+            .claim_scan("test", now, now + chrono::Duration::seconds(30))
+            .await
+            .unwrap()
+        else {
+            break;
+        };
+        assert_eq!(
+            scans::sweep(state, &scan, settings, &never).await.unwrap(),
+            Swept::Completed
+        );
+    }
+}
+
+/// One text cell of the test database (NULL as `None`).
+async fn cell(app: &TestApp, sql: &str) -> Option<String> {
+    sqlx::query_scalar::<_, Option<String>>(sql)
+        .fetch_one(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .unwrap()
+}
+
+/// One count of the test database.
+async fn count(app: &TestApp, sql: &str) -> i64 {
+    sqlx::query_scalar::<_, i64>(sql)
+        .fetch_one(adapters::storage::pool_for_tests(&app.store))
+        .await
+        .unwrap()
+}
+
+async fn create(app: &TestApp, token: &str, org: &str, name: &str, access: &str) -> Value {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            token,
+            Some(org),
+            Some(pipeline_as(name, access)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["data"].clone()
+}
+
+async fn get(app: &TestApp, token: &str, org: &str, id: &str) -> Value {
+    let (status, body) = app
+        .call("GET", &format!("/api/pipelines/{id}"), token, Some(org), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["data"].clone()
+}
+
+async fn scan(app: &TestApp, token: &str, org: &str) -> String {
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/scans",
+            token,
+            Some(org),
+            Some(json!({"target": "pipeline"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    body["data"]["id"].as_str().unwrap().to_owned()
+}
+
+async fn rule(app: &TestApp, token: &str, org: &str, body: Value) {
+    let (status, answer) = app
+        .call("POST", "/api/compliance/rules", token, Some(org), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+}
+
+/// An organization on Pro (room for pipelines) with a warning rule on names.
+async fn setup(app: &TestApp) -> (String, String) {
+    let org = app.org("alice", "acme").await;
+    app.sql(&format!(
+        "UPDATE organizations SET tier = 'pro' WHERE id = '{org}'"
+    ))
+    .await;
+    let alice = app.token("alice", "alice@example.com");
+    rule(
+        app,
+        &alice,
+        &org,
+        json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
+               "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"}),
+    )
+    .await;
+    // The rule's own re-evaluation (a scan of nothing yet) is done.
+    sweep_all(&state_of(app)).await;
+    (org, alice)
+}
+
+async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
+    let (org, alice) = setup(app).await;
+    let state = state_of(app);
+    let created = create(app, &alice, &org, "legacy1", "private").await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["compliance"]["result"], "warn");
+    let message = created["compliance"]["violations"][0]["message"].clone();
+    assert!(
+        message.as_str().unwrap().starts_with("Named by convention: "),
+        "{created}"
+    );
+
+    // The door's check is the judgement: the entity holds no copy and refers to it;
+    // the violations are stored once, without their messages (written again on read).
+    let check = cell(
+        app,
+        &format!("SELECT judgement_check FROM pipelines WHERE id = '{id}'"),
+    )
+    .await
+    .expect("the entity refers to its check");
+    assert_eq!(
+        cell(app, &format!("SELECT compliance FROM pipelines WHERE id = '{id}'")).await,
+        Some(String::new())
+    );
+    let stored = cell(
+        app,
+        &format!("SELECT violations FROM compliance_checks WHERE id = '{check}'"),
+    )
+    .await
+    .unwrap();
+    assert!(stored.contains("Named by convention") && !stored.contains("message"));
+    let read = get(app, &alice, &org, &id).await;
+    assert_eq!(read["compliance"], created["compliance"]);
+    let (_, log) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/audit?entityId={id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(log["entries"][0]["id"], check, "{log}");
+    assert_eq!(log["entries"][0]["violations"], read["compliance"]["violations"]);
+
+    // A scan that judges the same writes its results, not the entity's row: the
+    // entity still refers to its door check.
+    let xmin = format!("SELECT CAST(xmin AS TEXT) FROM pipelines WHERE id = '{id}'");
+    let postgres = app.store.dialect() == adapters::storage::Dialect::Postgres;
+    let version = if postgres { cell(app, &xmin).await } else { None };
+    let first = scan(app, &alice, &org).await;
+    sweep_all(&state).await;
+    let (status, results) = app
+        .call(
+            "GET",
+            &format!("/api/compliance/scans/{first}/results"),
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{results}");
+    assert_eq!(results["results"][0]["violations"][0]["message"], message, "{results}");
+    let read = get(app, &alice, &org, &id).await;
+    assert_eq!(read["compliance"], created["compliance"], "no scanId: no scan set it");
+    assert_eq!(
+        cell(app, &format!("SELECT judgement_check FROM pipelines WHERE id = '{id}'")).await,
+        Some(check.clone())
+    );
+    if postgres {
+        assert_eq!(cell(app, &xmin).await, version, "an unchanged judgement rewrote the row");
+        // No index of the entity tables names a column that changes with a judgement.
+        for table in ["pipelines", "plugins"] {
+            assert_eq!(
+                count(
+                    app,
+                    &format!("SELECT COUNT(*) FROM pg_indexes WHERE tablename = '{table}' AND indexdef LIKE '%judgement%'")
+                )
+                .await,
+                0
+            );
+        }
+    }
+
+    // A judgement that says something else is referred to at once: a blocking rule,
+    // whose scan sets the entity's result (and says which scan did).
+    rule(
+        app,
+        &alice,
+        &org,
+        json!({"name": "Public only", "target": "pipeline", "severity": "error",
+               "field": "accessModifier", "operator": "eq", "value": "public"}),
+    )
+    .await;
+    scan(app, &alice, &org).await;
+    // A state of its own: this one's rule cache follows no change signal.
+    let state = state_of(app);
+    sweep_all(&state).await;
+    let read = get(app, &alice, &org, &id).await;
+    assert_eq!(read["compliance"]["result"], "block", "{read}");
+    assert_eq!(read["compliance"]["violations"].as_array().unwrap().len(), 2);
+    let by = read["compliance"]["scanId"].as_str().unwrap().to_owned();
+    assert_eq!(read["updatedAt"], created["updatedAt"], "a judgement is no edit");
+    // Once more over the unchanged inventory: the entity keeps that scan's judgement.
+    scan(app, &alice, &org).await;
+    sweep_all(&state).await;
+    assert_eq!(get(app, &alice, &org, &id).await["compliance"]["scanId"], by);
+    // The posture reads the violations through the judgements.
+    let (status, posture) = app
+        .call(
+            "GET",
+            "/api/compliance/posture?target=pipeline",
+            &alice,
+            Some(&org),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{posture}");
+    let failing: Vec<String> = posture["data"]["topFailingRules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["ruleName"].as_str().map(str::to_owned))
+        .collect();
+    assert!(failing.iter().any(|n| n == "Public only"), "{posture}");
+}
+
+async fn retention_keeps_every_judgement_an_entity_refers_to(app: &TestApp) {
+    let (org, alice) = setup(app).await;
+    let state = state_of(app);
+    // One entity judged by a scan (a rule added after it), one at the door only
+    // (after that rule), then checks that no entity refers to.
+    let door = create(app, &alice, &org, "scanned0", "private").await;
+    rule(
+        app,
+        &alice,
+        &org,
+        json!({"name": "Public only", "target": "pipeline", "severity": "warning",
+               "field": "accessModifier", "operator": "eq", "value": "public"}),
+    )
+    .await;
+    scan(app, &alice, &org).await;
+    // A state of its own: this one's rule cache follows no change signal.
+    let state = state_of(app);
+    sweep_all(&state).await;
+    let scanned = create(app, &alice, &org, "door-only", "private").await;
+    let also = create(app, &alice, &org, "door-too", "private").await;
+    let last = scan(app, &alice, &org).await;
+    sweep_all(&state).await;
+    for body in [
+        json!({"attributes": {"pipelineName": "x1"}, "entityId": door["id"]}),
+        json!({"attributes": {"pipelineName": "x2"}}),
+    ] {
+        let (status, answer) = app
+            .call(
+                "POST",
+                "/api/compliance/validate/pipeline",
+                &alice,
+                Some(&org),
+                Some(body),
+            )
+            .await;
+        assert!(status.is_success() || status == StatusCode::FORBIDDEN, "{answer}");
+    }
+    let ids: Vec<String> = [&door, &scanned, &also]
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect();
+    let mut before = Vec::new();
+    for id in &ids {
+        before.push(get(app, &alice, &org, id).await["compliance"].clone());
+    }
+    // Everything is past retention.
+    app.sql("UPDATE compliance_checks SET created_at = '2000-01-01T00:00:00.000000Z'")
+        .await;
+    app.sql("UPDATE scans SET ended_at = '2000-01-01T00:00:00.000000Z'")
+        .await;
+    let cutoff = Utc::now();
+    let pruned = app.store.prune_checks(cutoff).await.unwrap();
+    assert!(pruned >= 2, "the unreferenced checks go ({pruned})");
+    app.store.prune_history(cutoff).await.unwrap();
+    // What the entities refer to stays, so each reads as before; nothing dangles.
+    for (id, compliance) in ids.iter().zip(&before) {
+        assert_eq!(&get(app, &alice, &org, id).await["compliance"], compliance);
+    }
+    assert_eq!(
+        count(
+            app,
+            "SELECT COUNT(*) FROM pipelines p WHERE (p.judgement_check IS NOT NULL AND NOT EXISTS \
+             (SELECT 1 FROM compliance_checks c WHERE c.id = p.judgement_check)) OR (p.judgement_scan IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM scan_results r WHERE r.scan_id = p.judgement_scan AND r.entity_id = p.id))"
+        )
+        .await,
+        0
+    );
+    // Only the referred-to judgements are left: the door checks of the two entities
+    // created after the rule (the last scan said the same of them) and the rule's
+    // scan result of the first.
+    assert_eq!(count(app, "SELECT COUNT(*) FROM compliance_checks").await, 2);
+    assert_eq!(count(app, "SELECT COUNT(*) FROM scan_results").await, 1);
+    assert_eq!(
+        count(
+            app,
+            &format!("SELECT COUNT(*) FROM scan_results WHERE scan_id = '{last}'")
+        )
+        .await,
+        0,
+        "nothing refers to the last scan's results"
+    );
+}
+
+async fn copies_held_before_are_moved_resumably_and_read_the_same(app: &TestApp) {
+    let (org, alice) = setup(app).await;
+    let state = state_of(app);
+    let a = create(app, &alice, &org, "copy-a", "private").await;
+    let b = create(app, &alice, &org, "copy-b", "private").await;
+    let c = create(app, &alice, &org, "copyc", "private").await;
+    let scanned = scan(app, &alice, &org).await;
+    sweep_all(&state).await;
+    let ids: Vec<String> = [&a, &b, &c]
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect();
+    let (a_id, b_id, c_id) = (&ids[0], &ids[1], &ids[2]);
+    // As an earlier release kept them: a copy of the compliance (with the messages),
+    // no reference. One set by a scan whose results exist, one by a scan pruned since,
+    // one at the door.
+    let c_violations = get(app, &alice, &org, c_id).await["compliance"]["violations"].to_string();
+    let legacy = [
+        (
+            a_id,
+            format!(r#"{{"result":"pass","scanId":"{scanned}","violations":[]}}"#),
+        ),
+        (
+            b_id,
+            r#"{"result":"pass","scanId":"scan-pruned-long-ago","violations":[]}"#.to_owned(),
+        ),
+        (
+            c_id,
+            format!(r#"{{"result":"warn","violations":{c_violations}}}"#),
+        ),
+    ];
+    for (id, copy) in &legacy {
+        let result = if id == &c_id { "warn" } else { "pass" };
+        app.sql(&format!(
+            "UPDATE pipelines SET compliance = '{}', compliance_result = '{result}', judgement_check = NULL, \
+             judgement_scan = NULL, judgement_digest = NULL WHERE id = '{id}'",
+            copy.replace('\'', "''")
+        ))
+        .await;
+    }
+    let mut before = Vec::new();
+    for id in &ids {
+        before.push(get(app, &alice, &org, id).await["compliance"].clone());
+    }
+    assert_eq!(before[0]["scanId"], scanned);
+    assert_eq!(before[1]["scanId"], "scan-pruned-long-ago");
+    assert_eq!(app.store.judgement_copies("pipeline").await.unwrap(), 3);
+    let (_, log) = app
+        .call("GET", "/api/compliance/audit", &alice, Some(&org), None)
+        .await;
+    let listed = log["pagination"]["total"].clone();
+
+    // One batch of one, then a stop; the next pass resumes from the start.
+    let mut sorted = ids.clone();
+    sorted.sort();
+    let first = app
+        .store
+        .move_judgement_copies("pipeline", "", 1)
+        .await
+        .unwrap();
+    assert_eq!(first.as_ref(), sorted.first());
+    assert_eq!(app.store.judgement_copies("pipeline").await.unwrap(), 2);
+    let mut after = String::new();
+    while let Some(last) = app
+        .store
+        .move_judgement_copies("pipeline", &after, 1)
+        .await
+        .unwrap()
+    {
+        after = last;
+    }
+    assert_eq!(app.store.judgement_copies("pipeline").await.unwrap(), 0);
+    for (id, compliance) in ids.iter().zip(&before) {
+        assert_eq!(&get(app, &alice, &org, id).await["compliance"], compliance);
+    }
+    // The pruned scan's result row is written back; the door's copy is an unlisted
+    // check, no entry of the log.
+    assert_eq!(
+        cell(app, &format!("SELECT judgement_scan FROM pipelines WHERE id = '{b_id}'")).await,
+        Some("scan-pruned-long-ago".to_owned())
+    );
+    assert!(cell(app, &format!("SELECT judgement_check FROM pipelines WHERE id = '{c_id}'"))
+        .await
+        .is_some());
+    let (_, log) = app
+        .call("GET", "/api/compliance/audit", &alice, Some(&org), None)
+        .await;
+    assert_eq!(log["pagination"]["total"], listed, "{log}");
+    // A later judgement that says the same leaves the moved entity alone.
+    let digest = cell(app, &format!("SELECT judgement_digest FROM pipelines WHERE id = '{c_id}'")).await;
+    scan(app, &alice, &org).await;
+    sweep_all(&state).await;
+    assert_eq!(
+        cell(app, &format!("SELECT judgement_digest FROM pipelines WHERE id = '{c_id}'")).await,
+        digest
+    );
+    assert_eq!(get(app, &alice, &org, c_id).await["compliance"], before[2]);
+}
+
+async fn an_entity_whose_judgement_is_missing_reads_as_an_error(app: &TestApp) {
+    let (org, alice) = setup(app).await;
+    let created = create(app, &alice, &org, "web-app", "private").await;
+    let id = created["id"].as_str().unwrap();
+    app.sql(&format!(
+        "UPDATE pipelines SET judgement_check = 'gone' WHERE id = '{id}'"
+    ))
+    .await;
+    let (status, body) = app
+        .call("GET", &format!("/api/pipelines/{id}"), &alice, Some(&org), None)
+        .await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert_eq!(code(status, &body), "INTERNAL_ERROR");
+}
+
+on_both_backends!(
+    an_entity_refers_to_its_latest_judgement_stored_once,
+    retention_keeps_every_judgement_an_entity_refers_to,
+    copies_held_before_are_moved_resumably_and_read_the_same,
+    an_entity_whose_judgement_is_missing_reads_as_an_error,
+);
