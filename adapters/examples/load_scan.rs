@@ -296,7 +296,9 @@ async fn main() -> Result<(), String> {
         let scanned = counts["scanned"].as_f64().unwrap_or(0.0);
         let rate = scanned / seconds;
         let wal = match (wal_before, wal_position(&store).await) {
-            (Some(a), Some(b)) => format!(", WAL {:.0} bytes per entity", (b - a) / scanned.max(1.0)),
+            (Some(a), Some(b)) => {
+                format!(", WAL {:.0} bytes per entity", (b - a) / scanned.max(1.0))
+            }
             _ => String::new(),
         };
         println!(

@@ -378,7 +378,7 @@ impl Violation {
 ///
 /// ```
 /// use compliance_core::{StoredViolations, Violation};
-/// let wire = r#"[{"ruleId":"r1","ruleName":"Pinned","severity":"error","field":"version","operator":"ne","value":"latest","actual":"latest","message":"x"}]"#;
+/// let wire = r#"[{"ruleId":"r1","ruleName":"Pinned","severity":"error","field":"version","operator":"neq","value":"latest","actual":"latest","message":"x"}]"#;
 /// let violations: Vec<Violation> = serde_json::from_str(wire).unwrap();
 /// let stored = serde_json::to_string(&StoredViolations(&violations)).unwrap();
 /// assert!(!stored.contains("message"));

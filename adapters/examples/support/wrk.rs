@@ -150,7 +150,12 @@ pub fn script(request: &Request) -> String {
     let _ = writeln!(lua, "  local headers = {{}}");
     let _ = writeln!(lua, "  headers[\"Host\"] = wrk.headers[\"Host\"]");
     for (name, value) in &request.headers {
-        let _ = writeln!(lua, "  headers[{}] = {}", lua_string(name), lua_pieces(value));
+        let _ = writeln!(
+            lua,
+            "  headers[{}] = {}",
+            lua_string(name),
+            lua_pieces(value)
+        );
     }
     if request.body.is_empty() {
         let _ = writeln!(lua, "  return wrk.format(nil, nil, headers, nil)");
@@ -179,7 +184,15 @@ pub async fn run(base: &str, request: &Request, in_flight: usize) -> Result<Figu
     let duration = format!("{seconds}s");
     let output = tokio::task::spawn_blocking(move || {
         std::process::Command::new("wrk")
-            .args(["-t2", "-c", &connections, "-d", &duration, "--latency", "-s"])
+            .args([
+                "-t2",
+                "-c",
+                &connections,
+                "-d",
+                &duration,
+                "--latency",
+                "-s",
+            ])
             .arg(&path)
             .arg(&url)
             .output()
@@ -240,7 +253,9 @@ pub fn parse(text: &str, expect: u16) -> Result<Figures, String> {
         eprintln!("wrk: {failed} of {total} requests answered other than {expect}");
     }
     if failed * 100 > total {
-        return Err(format!("{failed} of {total} requests answered other than {expect}"));
+        return Err(format!(
+            "{failed} of {total} requests answered other than {expect}"
+        ));
     }
     let rate = rate * good as f64 / total.max(1) as f64;
     let mut statuses = BTreeMap::new();
@@ -255,7 +270,10 @@ pub fn parse(text: &str, expect: u16) -> Result<Figures, String> {
 
 /// `1.23ms`, `850.00us`, `1.02s` in milliseconds.
 fn milliseconds(text: &str) -> f64 {
-    let (number, unit) = text.split_at(text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len()));
+    let (number, unit) = text.split_at(
+        text.find(|c: char| c.is_ascii_alphabetic())
+            .unwrap_or(text.len()),
+    );
     let value: f64 = number.parse().unwrap_or(f64::NAN);
     match unit {
         "us" => value / 1000.0,

@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use compliance_core::{
-    Compliance, Error as CoreError, Evaluation, Outcome, RuleSet, StoredViolations, Target,
-    Waivers,
+    Compliance, Error as CoreError, Evaluation, Outcome, RuleSet, StoredViolations, Target, Waivers,
 };
 use serde_json::Value;
 use tokio::time::Instant;

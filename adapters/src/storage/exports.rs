@@ -328,8 +328,7 @@ impl Store {
                 let mut object = Map::new();
                 for (index, column) in row.columns().iter().enumerate() {
                     let name = column.name();
-                    if name == "export_key" || name == "judged_violations" || skip.contains(&name)
-                    {
+                    if name == "export_key" || name == "judged_violations" || skip.contains(&name) {
                         continue;
                     }
                     object.insert(name.to_owned(), value_at(row, index)?);
@@ -338,7 +337,8 @@ impl Store {
                     // The entity's compliance as it reads: its JSON text, as it was kept.
                     let d = Decoder::new(row, table, &["id"]);
                     let compliance = super::judgements::entity_compliance(&d)?;
-                    let text = serde_json::to_string(&compliance).map_err(|e| d.reject("compliance", e))?;
+                    let text = serde_json::to_string(&compliance)
+                        .map_err(|e| d.reject("compliance", e))?;
                     object.insert("compliance".to_owned(), Value::String(text));
                 }
                 Ok((export_key, object))

@@ -250,8 +250,9 @@ impl Store {
             let kept: EntityCompliance = d.json("compliance")?;
             let at = d.stamp("updated_at")?;
             let result = result_name(kept.result);
-            let violations = serde_json::to_string(&compliance_core::StoredViolations(&kept.violations))
-                .map_err(|e| d.reject("compliance", e))?;
+            let violations =
+                serde_json::to_string(&compliance_core::StoredViolations(&kept.violations))
+                    .map_err(|e| d.reject("compliance", e))?;
             let sum = digest(result, &violations);
             let (check, scan) = match &kept.scan_id {
                 Some(scan_id) => {

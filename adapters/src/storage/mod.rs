@@ -87,7 +87,6 @@ pub use exemptions::{ExemptionRecord, NewExemption};
 pub use exports::{ExportRecord, ExportSource};
 pub use intents::IntentRecord;
 pub use invitations::{InvitationRecord, InvitationStatus};
-pub use subjects::Subject;
 pub use judgements::{digest as judgement_digest, DoorJudgement, JudgementSource, Kept};
 pub use keys::{DataKeyRow, KeyConfigRow, OldSecret, SecretColumn, SECRET_COLUMNS};
 pub use lifecycle::DeletedOrg;
@@ -117,6 +116,7 @@ pub use sso::{
     BreakGlassRow, DomainRow, IdentityRow, IdpConfigRow, MemberRoles, PendingLinkRow,
     ProvisionedAccount, SignInAttemptRow, SsoPolicyRow, NO_PASSWORD,
 };
+pub use subjects::Subject;
 pub use sweeps::{Flush, SweepState, SweptEntity};
 
 /// What went wrong in storage, in terms the API can answer.

@@ -9,8 +9,8 @@ use serde_json::Value;
 use sqlx::AnyConnection;
 
 use super::decode::Decoder;
-use super::quota::{Charge, QuotaRefusal};
 use super::judgements::{entity_compliance, judged_select, DoorJudgement};
+use super::quota::{Charge, QuotaRefusal};
 use super::{stamp, Store, StoreError, StoreResult};
 use crate::inventory::{AccessModifier, EntityCompliance};
 
@@ -164,8 +164,14 @@ impl Store {
         .execute(&mut *tx)
         .await
         .map_err(duplicate(fields))?;
-        self.carry_door_judgement(&mut tx, (org_id, "pipeline", id), fields.compliance, fields.judgement, now)
-            .await?;
+        self.carry_door_judgement(
+            &mut tx,
+            (org_id, "pipeline", id),
+            fields.compliance,
+            fields.judgement,
+            now,
+        )
+        .await?;
         if let Some(snapshot) = fields.snapshot {
             self.put_snapshot(&mut tx, (org_id, "pipeline", id), snapshot, now)
                 .await?;
@@ -220,8 +226,14 @@ impl Store {
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("pipeline".to_owned()));
         }
-        self.carry_door_judgement(&mut tx, (org_id, "pipeline", id), fields.compliance, fields.judgement, now)
-            .await?;
+        self.carry_door_judgement(
+            &mut tx,
+            (org_id, "pipeline", id),
+            fields.compliance,
+            fields.judgement,
+            now,
+        )
+        .await?;
         if let Some(snapshot) = fields.snapshot {
             self.put_snapshot(&mut tx, (org_id, "pipeline", id), snapshot, now)
                 .await?;
@@ -318,7 +330,12 @@ impl Store {
         ];
         let select = judged_select(self.dialect(), "pipelines");
         let (rows, total) = self
-            .page((&select, "pipelines", condition, &order), &binds, limit, offset)
+            .page(
+                (&select, "pipelines", condition, &order),
+                &binds,
+                limit,
+                offset,
+            )
             .await?;
         let items = rows
             .iter()

@@ -9,8 +9,8 @@ use serde_json::Value;
 use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
-use super::quota::{Charge, QuotaRefusal};
 use super::judgements::{entity_compliance, judged_select};
+use super::quota::{Charge, QuotaRefusal};
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// A stored plugin.
@@ -296,7 +296,12 @@ impl Store {
         ];
         let select = judged_select(self.dialect(), "plugins");
         let (rows, total) = self
-            .page((&select, "plugins", condition, &order), &binds, limit, offset)
+            .page(
+                (&select, "plugins", condition, &order),
+                &binds,
+                limit,
+                offset,
+            )
             .await?;
         let items = rows
             .iter()

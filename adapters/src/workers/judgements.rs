@@ -66,7 +66,8 @@ pub async fn move_all(
     tracing::info!(
         left,
         seconds,
-        per_second = (f64::from(u32::try_from(left).unwrap_or(u32::MAX)) / seconds.max(0.001)).round(),
+        per_second =
+            (f64::from(u32::try_from(left).unwrap_or(u32::MAX)) / seconds.max(0.001)).round(),
         batches_of = BATCH,
         "moved the entities' compliance copies into judgements"
     );

@@ -277,8 +277,9 @@ async fn an_organization_of_100000_pipelines_exports_with_flat_memory() {
     sqlx::query(&format!(
         "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 100000)
          INSERT INTO pipelines (id, org_id, project, organization, pipeline_name, access_modifier, props,
-             compliance, created_by, created_at, updated_at)
-         SELECT 'p-' || x, '{acme}', 'shop', 'acme', 'pipe-' || x, 'private', '{props}', '{{}}', 'root',
+             compliance, compliance_result, created_by, created_at, updated_at)
+         SELECT 'p-' || x, '{acme}', 'shop', 'acme', 'pipe-' || x, 'private', '{props}',
+             '{{\"result\":\"pass\",\"violations\":[]}}', 'pass', 'root',
              '2026-11-28T00:00:00.000000Z', '2026-11-28T00:00:00.000000Z' FROM n"
     ))
     .execute(adapters::storage::pool_for_tests(&store))

@@ -74,7 +74,13 @@ async fn create(app: &TestApp, token: &str, org: &str, name: &str, access: &str)
 
 async fn get(app: &TestApp, token: &str, org: &str, id: &str) -> Value {
     let (status, body) = app
-        .call("GET", &format!("/api/pipelines/{id}"), token, Some(org), None)
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            token,
+            Some(org),
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["data"].clone()
@@ -96,7 +102,13 @@ async fn scan(app: &TestApp, token: &str, org: &str) -> String {
 
 async fn rule(app: &TestApp, token: &str, org: &str, body: Value) {
     let (status, answer) = app
-        .call("POST", "/api/compliance/rules", token, Some(org), Some(body))
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            token,
+            Some(org),
+            Some(body),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
 }
@@ -130,7 +142,10 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
     assert_eq!(created["compliance"]["result"], "warn");
     let message = created["compliance"]["violations"][0]["message"].clone();
     assert!(
-        message.as_str().unwrap().starts_with("Named by convention: "),
+        message
+            .as_str()
+            .unwrap()
+            .starts_with("Named by convention: "),
         "{created}"
     );
 
@@ -143,7 +158,11 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
     .await
     .expect("the entity refers to its check");
     assert_eq!(
-        cell(app, &format!("SELECT compliance FROM pipelines WHERE id = '{id}'")).await,
+        cell(
+            app,
+            &format!("SELECT compliance FROM pipelines WHERE id = '{id}'")
+        )
+        .await,
         Some(String::new())
     );
     let stored = cell(
@@ -165,13 +184,20 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
         )
         .await;
     assert_eq!(log["entries"][0]["id"], check, "{log}");
-    assert_eq!(log["entries"][0]["violations"], read["compliance"]["violations"]);
+    assert_eq!(
+        log["entries"][0]["violations"],
+        read["compliance"]["violations"]
+    );
 
     // A scan that judges the same writes its results, not the entity's row: the
     // entity still refers to its door check.
     let xmin = format!("SELECT CAST(xmin AS TEXT) FROM pipelines WHERE id = '{id}'");
     let postgres = app.store.dialect() == adapters::storage::Dialect::Postgres;
-    let version = if postgres { cell(app, &xmin).await } else { None };
+    let version = if postgres {
+        cell(app, &xmin).await
+    } else {
+        None
+    };
     let first = scan(app, &alice, &org).await;
     sweep_all(&state).await;
     let (status, results) = app
@@ -184,15 +210,29 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{results}");
-    assert_eq!(results["results"][0]["violations"][0]["message"], message, "{results}");
-    let read = get(app, &alice, &org, &id).await;
-    assert_eq!(read["compliance"], created["compliance"], "no scanId: no scan set it");
     assert_eq!(
-        cell(app, &format!("SELECT judgement_check FROM pipelines WHERE id = '{id}'")).await,
+        results["results"][0]["violations"][0]["message"], message,
+        "{results}"
+    );
+    let read = get(app, &alice, &org, &id).await;
+    assert_eq!(
+        read["compliance"], created["compliance"],
+        "no scanId: no scan set it"
+    );
+    assert_eq!(
+        cell(
+            app,
+            &format!("SELECT judgement_check FROM pipelines WHERE id = '{id}'")
+        )
+        .await,
         Some(check.clone())
     );
     if postgres {
-        assert_eq!(cell(app, &xmin).await, version, "an unchanged judgement rewrote the row");
+        assert_eq!(
+            cell(app, &xmin).await,
+            version,
+            "an unchanged judgement rewrote the row"
+        );
         // No index of the entity tables names a column that changes with a judgement.
         for table in ["pipelines", "plugins"] {
             assert_eq!(
@@ -222,13 +262,22 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
     sweep_all(&state).await;
     let read = get(app, &alice, &org, &id).await;
     assert_eq!(read["compliance"]["result"], "block", "{read}");
-    assert_eq!(read["compliance"]["violations"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        read["compliance"]["violations"].as_array().unwrap().len(),
+        2
+    );
     let by = read["compliance"]["scanId"].as_str().unwrap().to_owned();
-    assert_eq!(read["updatedAt"], created["updatedAt"], "a judgement is no edit");
+    assert_eq!(
+        read["updatedAt"], created["updatedAt"],
+        "a judgement is no edit"
+    );
     // Once more over the unchanged inventory: the entity keeps that scan's judgement.
     scan(app, &alice, &org).await;
     sweep_all(&state).await;
-    assert_eq!(get(app, &alice, &org, &id).await["compliance"]["scanId"], by);
+    assert_eq!(
+        get(app, &alice, &org, &id).await["compliance"]["scanId"],
+        by
+    );
     // The posture reads the violations through the judgements.
     let (status, posture) = app
         .call(
@@ -251,7 +300,6 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
 
 async fn retention_keeps_every_judgement_an_entity_refers_to(app: &TestApp) {
     let (org, alice) = setup(app).await;
-    let state = state_of(app);
     // One entity judged by a scan (a rule added after it), one at the door only
     // (after that rule), then checks that no entity refers to.
     let door = create(app, &alice, &org, "scanned0", "private").await;
@@ -284,7 +332,10 @@ async fn retention_keeps_every_judgement_an_entity_refers_to(app: &TestApp) {
                 Some(body),
             )
             .await;
-        assert!(status.is_success() || status == StatusCode::FORBIDDEN, "{answer}");
+        assert!(
+            status.is_success() || status == StatusCode::FORBIDDEN,
+            "{answer}"
+        );
     }
     let ids: Vec<String> = [&door, &scanned, &also]
         .iter()
@@ -320,7 +371,10 @@ async fn retention_keeps_every_judgement_an_entity_refers_to(app: &TestApp) {
     // Only the referred-to judgements are left: the door checks of the two entities
     // created after the rule (the last scan said the same of them) and the rule's
     // scan result of the first.
-    assert_eq!(count(app, "SELECT COUNT(*) FROM compliance_checks").await, 2);
+    assert_eq!(
+        count(app, "SELECT COUNT(*) FROM compliance_checks").await,
+        2
+    );
     assert_eq!(count(app, "SELECT COUNT(*) FROM scan_results").await, 1);
     assert_eq!(
         count(
@@ -411,22 +465,37 @@ async fn copies_held_before_are_moved_resumably_and_read_the_same(app: &TestApp)
     // The pruned scan's result row is written back; the door's copy is an unlisted
     // check, no entry of the log.
     assert_eq!(
-        cell(app, &format!("SELECT judgement_scan FROM pipelines WHERE id = '{b_id}'")).await,
+        cell(
+            app,
+            &format!("SELECT judgement_scan FROM pipelines WHERE id = '{b_id}'")
+        )
+        .await,
         Some("scan-pruned-long-ago".to_owned())
     );
-    assert!(cell(app, &format!("SELECT judgement_check FROM pipelines WHERE id = '{c_id}'"))
-        .await
-        .is_some());
+    assert!(cell(
+        app,
+        &format!("SELECT judgement_check FROM pipelines WHERE id = '{c_id}'")
+    )
+    .await
+    .is_some());
     let (_, log) = app
         .call("GET", "/api/compliance/audit", &alice, Some(&org), None)
         .await;
     assert_eq!(log["pagination"]["total"], listed, "{log}");
     // A later judgement that says the same leaves the moved entity alone.
-    let digest = cell(app, &format!("SELECT judgement_digest FROM pipelines WHERE id = '{c_id}'")).await;
+    let digest = cell(
+        app,
+        &format!("SELECT judgement_digest FROM pipelines WHERE id = '{c_id}'"),
+    )
+    .await;
     scan(app, &alice, &org).await;
     sweep_all(&state).await;
     assert_eq!(
-        cell(app, &format!("SELECT judgement_digest FROM pipelines WHERE id = '{c_id}'")).await,
+        cell(
+            app,
+            &format!("SELECT judgement_digest FROM pipelines WHERE id = '{c_id}'")
+        )
+        .await,
         digest
     );
     assert_eq!(get(app, &alice, &org, c_id).await["compliance"], before[2]);
@@ -441,7 +510,13 @@ async fn an_entity_whose_judgement_is_missing_reads_as_an_error(app: &TestApp) {
     ))
     .await;
     let (status, body) = app
-        .call("GET", &format!("/api/pipelines/{id}"), &alice, Some(&org), None)
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
     assert_eq!(code(status, &body), "INTERNAL_ERROR");

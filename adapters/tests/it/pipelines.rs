@@ -652,10 +652,19 @@ async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
     // The entity refers to the remote's verdict, kept here as an unlisted judgement.
     let id = body["data"]["id"].as_str().unwrap().to_owned();
     let (status, read) = door
-        .call("GET", &format!("/api/pipelines/{id}"), &alice, Some(&org), None)
+        .call(
+            "GET",
+            &format!("/api/pipelines/{id}"),
+            &alice,
+            Some(&org),
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{read}");
-    assert_eq!(read["data"]["compliance"], json!({"result": "pass", "violations": []}));
+    assert_eq!(
+        read["data"]["compliance"],
+        json!({"result": "pass", "violations": []})
+    );
     // The remote recorded both checks in its check log; the verdict kept for the
     // entity is no entry of it.
     let (_, log) = app
