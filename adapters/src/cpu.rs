@@ -186,6 +186,40 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// Fills a pool of one thread and a queue of one: a request runs (blocked until
+    /// `release` is sent twice) and another waits. Answers the two and the release.
+    async fn filled(
+        pool: &Arc<CpuPool>,
+    ) -> (
+        tokio::task::JoinHandle<Result<(), PoolError>>,
+        tokio::task::JoinHandle<Result<(), PoolError>>,
+        std::sync::mpsc::Sender<()>,
+    ) {
+        let (started, started_rx) = std::sync::mpsc::channel::<()>();
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let gate = Arc::new(Mutex::new(gate));
+        let blocking = move || {
+            let _ = started.send(());
+            let _ = gate.lock().unwrap().recv();
+        };
+        let first = tokio::spawn({
+            let (pool, job) = (Arc::clone(pool), blocking.clone());
+            async move { pool.run(job).await }
+        });
+        tokio::task::spawn_blocking(move || started_rx.recv_timeout(Duration::from_secs(10)))
+            .await
+            .unwrap()
+            .unwrap();
+        let second = tokio::spawn({
+            let (pool, job) = (Arc::clone(pool), blocking);
+            async move { pool.run(job).await }
+        });
+        while pool.in_flight() < 2 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        (first, second, release)
+    }
+
     #[tokio::test]
     async fn runs_jobs_off_the_runtime_and_refuses_when_full() {
         let pool = CpuPool::new(1, 1);
@@ -198,29 +232,8 @@ mod tests {
 
         // One job runs, one waits; the third is refused at once.
         let pool = Arc::new(pool);
-        let (started, started_rx) = std::sync::mpsc::channel::<()>();
-        let (release, gate) = std::sync::mpsc::channel::<()>();
-        let gate = Arc::new(Mutex::new(gate));
-        let blocking = move || {
-            let _ = started.send(());
-            let _ = gate.lock().unwrap().recv();
-        };
-        let first = tokio::spawn({
-            let (pool, job) = (Arc::clone(&pool), blocking.clone());
-            async move { pool.run(job).await }
-        });
-        tokio::task::spawn_blocking(move || started_rx.recv_timeout(Duration::from_secs(10)))
-            .await
-            .unwrap()
-            .unwrap();
-        let second = tokio::spawn({
-            let (pool, job) = (Arc::clone(&pool), blocking.clone());
-            async move { pool.run(job).await }
-        });
-        while pool.in_flight() < 2 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        assert_eq!(pool.run(blocking).await, Err(PoolError::Busy));
+        let (first, second, release) = filled(&pool).await;
+        assert_eq!(pool.run(|| ()).await, Err(PoolError::Busy));
         release.send(()).unwrap();
         release.send(()).unwrap();
         assert_eq!(first.await.unwrap(), Ok(()));
@@ -263,28 +276,7 @@ mod tests {
         // full; a request is refused, a background job waits and runs once there is
         // room.
         let pool = Arc::new(CpuPool::new(1, 1));
-        let (started, started_rx) = std::sync::mpsc::channel::<()>();
-        let (release, gate) = std::sync::mpsc::channel::<()>();
-        let gate = Arc::new(Mutex::new(gate));
-        let blocking = move || {
-            let _ = started.send(());
-            let _ = gate.lock().unwrap().recv();
-        };
-        let first = tokio::spawn({
-            let (pool, job) = (Arc::clone(&pool), blocking.clone());
-            async move { pool.run(job).await }
-        });
-        tokio::task::spawn_blocking(move || started_rx.recv_timeout(Duration::from_secs(10)))
-            .await
-            .unwrap()
-            .unwrap();
-        let second = tokio::spawn({
-            let (pool, job) = (Arc::clone(&pool), blocking.clone());
-            async move { pool.run(job).await }
-        });
-        while pool.in_flight() < 2 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        let (first, second, release) = filled(&pool).await;
         assert_eq!(pool.run(|| 0).await, Err(PoolError::Busy));
         let background = tokio::spawn({
             let pool = Arc::clone(&pool);

@@ -189,15 +189,15 @@ async fn documents(
     documents
 }
 
-/// Judges one claimed entity of `org` on its `document` (`None`: the entity is gone):
-/// its compliance result to keep (`None`: nothing to keep: the entity is gone, or the
-/// event was a rule change and started a scan).
 /// A re-evaluation's judgement: its result and the check-log row it was recorded as.
 struct Rejudged {
     result: &'static str,
     recorded: checks::Recorded,
 }
 
+/// Judges one claimed entity of `org` on its `document` (`None`: the entity is gone):
+/// the judgement to keep (`None`: nothing to keep: the entity is gone, or the event
+/// was a rule change and started a scan).
 async fn judge(
     state: &AppState,
     org: &OrgRecord,

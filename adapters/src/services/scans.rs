@@ -6,8 +6,9 @@
 //! worker of any replica claims it and sweeps it in pages of
 //! `COMPLIANCE_SCAN_PROGRESS_BATCH_SIZE` entities read by id from the database (memory
 //! does not grow with the inventory), `COMPLIANCE_SCAN_CONCURRENCY` evaluation jobs at
-//! a time. Each page is flushed in one transaction (its results, each entity's new
-//! compliance result, the scan's counts and position), fenced by the claim: a cancelled
+//! a time, in the CPU pool's background lane. Each page is flushed in one transaction
+//! (its results, the references of the entities whose judgement they change, the
+//! scan's counts and position), fenced by the claim: a cancelled
 //! scan stops its sweeper at the next page, a sweeper that died is replaced once its
 //! lease expires (the new one resumes after the last page flushed), and a scan taken
 //! over more than [`MAX_TAKEOVERS`] times ends `failed`. A scan that found blocked

@@ -198,7 +198,8 @@ impl Store {
             .collect()
     }
 
-    /// Writes a batch's results, keeps each entity's new compliance result, and moves
+    /// Writes a batch's results, points each entity whose judgement they change at its
+    /// result (`storage::judgements`), and moves
     /// the scan's counts and position, all at once, if the claim `token` still holds
     /// and the scan still runs; whether it did (false: cancelled, or taken over).
     pub async fn flush_scan(
@@ -250,7 +251,7 @@ impl Store {
 
     /// [`Store::flush_scan`] on PostgreSQL, as one statement (one round trip, its own
     /// transaction): the scan moves, and only if it did are the results written and
-    /// kept by their entities.
+    /// referred to by the entities whose judgement they change.
     async fn flush_scan_at_once(
         &self,
         scan_id: &str,

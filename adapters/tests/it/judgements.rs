@@ -3,7 +3,7 @@
 //! JSON; a judgement that says the same leaves its row alone; retention keeps what an
 //! entity refers to; the copies held before are moved, resumably, and read the same.
 
-use adapters::services::scans::{self, SweepSettings, Swept};
+use adapters::services::scans::Swept;
 use chrono::Utc;
 
 use super::fixtures::pipeline_as;
@@ -17,28 +17,10 @@ fn state_of(app: &TestApp) -> AppState {
     )
 }
 
-/// Sweeps every running scan to its end, as the workers would.
+/// Sweeps every running scan to its end, as the workers would: all complete.
 async fn sweep_all(state: &AppState) {
-    let settings = SweepSettings {
-        concurrency: 2,
-        batch: 2,
-        lease: std::time::Duration::from_secs(30),
-    };
-    let never = || false;
-    loop {
-        let now = Utc::now();
-        let Some(scan) = state
-            .store
-            .claim_scan("test", now, now + chrono::Duration::seconds(30))
-            .await
-            .unwrap()
-        else {
-            break;
-        };
-        assert_eq!(
-            scans::sweep(state, &scan, settings, &never).await.unwrap(),
-            Swept::Completed
-        );
+    for end in super::scans::sweep_all(state).await {
+        assert_eq!(end, Swept::Completed);
     }
 }
 
@@ -87,17 +69,8 @@ async fn get(app: &TestApp, token: &str, org: &str, id: &str) -> Value {
 }
 
 async fn scan(app: &TestApp, token: &str, org: &str) -> String {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scans",
-            token,
-            Some(org),
-            Some(json!({"target": "pipeline"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    body["data"]["id"].as_str().unwrap().to_owned()
+    let started = super::scans::start(app, token, org, json!({"target": "pipeline"})).await;
+    started["id"].as_str().unwrap().to_owned()
 }
 
 async fn rule(app: &TestApp, token: &str, org: &str, body: Value) {

@@ -202,7 +202,7 @@ fn wgpolicyk8s_v1alpha2(report: &Value) {
     }
 }
 
-async fn start(app: &TestApp, token: &str, org: &str, body: Value) -> Value {
+pub async fn start(app: &TestApp, token: &str, org: &str, body: Value) -> Value {
     let (status, body) = app
         .call(
             "POST",
