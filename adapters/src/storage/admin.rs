@@ -235,18 +235,8 @@ impl Store {
     ) -> StoreResult<()> {
         let at = stamp(now);
         let mut tx = self.pool().begin().await?;
-        let owned = sqlx::query(&self.sql(
-            "SELECT COUNT(*) AS n FROM organizations WHERE owner_id = $1 AND deleted_at IS NULL",
-        ))
-        .bind(user_id)
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get::<i64, _>("n")?;
-        if owned > 0 {
-            return Err(StoreError::Conflict(
-                "the account owns an organization: transfer its ownership first".to_owned(),
-            ));
-        }
+        // The write comes first: on SQLite a transaction that read before it writes
+        // fails at once (busy, not waited for) when another connection wrote since.
         let done = sqlx::query(&self.sql(
             "UPDATE accounts SET generation = generation + 1, revoked_at = $2, updated_at = $2,
                 deleted_at = $2, email = $3, name = NULL, password_hash = '!',
@@ -261,6 +251,19 @@ impl Store {
         .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("account".to_owned()));
+        }
+        let owned = sqlx::query(&self.sql(
+            "SELECT COUNT(*) AS n FROM organizations WHERE owner_id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(user_id)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get::<i64, _>("n")?;
+        if owned > 0 {
+            // Dropped, the transaction rolls the write back.
+            return Err(StoreError::Conflict(
+                "the account owns an organization: transfer its ownership first".to_owned(),
+            ));
         }
         self.end_credentials(&mut tx, user_id, (&at, "admin.user.delete"), true)
             .await?;

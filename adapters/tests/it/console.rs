@@ -687,8 +687,10 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
     b.shot("scans").await;
     b.click(&format!("tr[data-scan='{id}'] button[value='cancel']"))
         .await;
+    // The click posts the form; the notice changes once the answer's page is shown.
     assert_eq!(
-        b.text("#notice").await,
+        b.settled("#notice", &format!("Done: scan {id} started"))
+            .await,
         format!("Done: scan {id} is cancelled")
     );
     let (_, scan) = app
