@@ -16,6 +16,11 @@ ALTER TABLE pipelines ADD COLUMN judgement_digest TEXT;
 ALTER TABLE plugins ADD COLUMN judgement_check TEXT;
 ALTER TABLE plugins ADD COLUMN judgement_scan TEXT;
 ALTER TABLE plugins ADD COLUMN judgement_digest TEXT;
+-- The entities that still hold a copy, for the move (empty once it is done): the
+-- start of each server finds none without reading the tables. A judgement leaves
+-- `compliance` at '', so its update stays HOT.
+CREATE INDEX pipelines_holding_copies ON pipelines (id) WHERE compliance <> '';
+CREATE INDEX plugins_holding_copies ON plugins (id) WHERE compliance <> '';
 -- A judgement an entity refers to that is not an entry of this server's check log (a
 -- remote compliance service's verdict at the door, a moved copy) is a check row with
 -- listed = 0: kept for its entity, never listed.
