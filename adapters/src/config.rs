@@ -15,6 +15,7 @@ use tenancy::BootstrapList;
 mod ai;
 mod alerts;
 mod builds;
+mod database;
 mod keys;
 mod messages;
 mod notifications;
@@ -23,6 +24,7 @@ mod signin;
 pub use ai::{AiSettings, ProviderSettings};
 pub use alerts::AlertSettings;
 pub use builds::BuildSettings;
+pub use database::ReportingSettings;
 pub use keys::{AwsCredentials, KeySettings, Secret};
 pub use messages::MessageSettings;
 pub use notifications::NotificationSettings;
@@ -159,6 +161,9 @@ pub struct HttpSettings {
     pub body_limit_bytes: usize,
     /// `STEP_UP_WINDOW_SECONDS` (300).
     pub step_up_window: Duration,
+    /// `SHUTDOWN_GRACE_SECONDS` (30): after SIGTERM, how long requests in flight may
+    /// take to finish before the process stops anyway.
+    pub shutdown_grace: Duration,
 }
 
 /// Everything the server reads from its environment.
@@ -168,6 +173,8 @@ pub struct Config {
     pub database_url: String,
     /// Whether `DATABASE_URL` was left unset.
     pub database_is_default: bool,
+    /// The standby the reports read.
+    pub reporting: ReportingSettings,
     /// Token settings.
     pub jwt: JwtConfig,
     /// `BOOTSTRAP_SUPERADMIN_EMAILS`.
@@ -429,6 +436,11 @@ impl Config {
                 .try_into()
                 .unwrap_or(usize::MAX),
             step_up_window: Duration::from_secs(r.positive("STEP_UP_WINDOW_SECONDS", 300)),
+            shutdown_grace: Duration::from_secs(r.parse(
+                "SHUTDOWN_GRACE_SECONDS",
+                30,
+                "a number of seconds",
+            )),
         };
         let compliance = ComplianceSettings {
             max_regex_length: r.positive("COMPLIANCE_MAX_REGEX_LENGTH", 100) as usize,
@@ -621,6 +633,7 @@ impl Config {
         };
         let builds = builds::build_settings(&mut r);
         let reevaluation = reevaluation::reevaluation_settings(&mut r);
+        let reporting = database::reporting_settings(&mut r);
         let alerts = alerts::alert_settings(&mut r);
         let notifications = notifications::notification_settings(&mut r);
         let signin = signin::signin_settings(&mut r, http.port, notifications.smtp_url.is_some());
@@ -636,6 +649,7 @@ impl Config {
         Ok(Config {
             database_url,
             database_is_default,
+            reporting,
             jwt: JwtConfig {
                 secret: Secret::new(secret),
                 secret_is_default,

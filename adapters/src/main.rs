@@ -533,6 +533,27 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     // This process's name in the leases of singleton work.
     let holder = format!("{}-{}", std::process::id(), adapters::storage::new_id());
     let mut workers = Workers::new();
+    if store.follows_primary() {
+        let store = store.clone();
+        workers.spawn("primary", move |shutdown| {
+            adapters::workers::primary::run(store, shutdown)
+        });
+    }
+    if store.dialect() == adapters::storage::Dialect::Postgres {
+        let store = store.clone();
+        workers.spawn("heartbeat", move |shutdown| {
+            adapters::workers::heartbeat::run(store, shutdown)
+        });
+    }
+    // The reports' standby answers at start (a wrong URL is seen at once); later,
+    // while it does not answer or lags, the reports read the primary.
+    let standby = match &config.reporting.url {
+        Some(url) => match Store::connect_standby(url).await {
+            Ok(standby) => Some(standby),
+            Err(error) => return Err(fail(format!("REPORTING_DATABASE_URL: {error}"), 1)),
+        },
+        None => None,
+    };
     {
         let (store, holder) = (store.clone(), holder.clone());
         workers.spawn("audit-relay", move |shutdown| {
@@ -577,6 +598,10 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     }
     let database_url = config.database_url.clone();
     let state = AppState::new(config, store.clone(), counters);
+    let state = match standby {
+        Some(standby) => state.with_reporting_standby(standby),
+        None => state,
+    };
     if store.dialect() == adapters::storage::Dialect::Postgres {
         let state = state.clone();
         workers.spawn("cache-sync", move |shutdown| {
@@ -687,21 +712,48 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         });
     }
     state.keys.prefetch().await;
-    let app = router(state);
+    let grace = state.config.http.shutdown_grace;
+    let app = router(state.clone());
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))
         .await
         .map_err(|e| fail(format!("cannot listen on port {port}: {e}"), 1))?;
     tracing::info!(port, "listening");
-    axum::serve(
+    // SIGTERM: `/ready` fails at once and the listener takes no new connection;
+    // requests in flight get SHUTDOWN_GRACE_SECONDS to finish.
+    let (stopping, mut stopped) = tokio::sync::watch::channel(false);
+    let signalled = {
+        let state = state.clone();
+        async move {
+            shutdown().await;
+            state.start_draining();
+            tracing::info!(
+                grace_seconds = grace.as_secs(),
+                "stopping: requests in flight may finish"
+            );
+            let _ = stopping.send(true);
+        }
+    };
+    let served = axum::serve(
         adapters::http::listener::EnvelopedListener(listener),
         app.into_make_service_with_connect_info::<adapters::http::listener::PeerAddr>(),
     )
-    .with_graceful_shutdown(shutdown())
-    .await
-    .map_err(|e| fail(e, 1))?;
+    .with_graceful_shutdown(signalled);
+    let deadline = async move {
+        let _ = stopped.wait_for(|stopping| *stopping).await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        served = served => served.map_err(|e| fail(e, 1))?,
+        () = deadline => tracing::warn!("requests still in flight after SHUTDOWN_GRACE_SECONDS: stopped anyway"),
+    }
     // Requests are done; the workers get a deadline to finish (the relay drains the
-    // outbox), and whatever is left waits in the database for the next start.
+    // outbox), then what this process held is handed back so that another replica
+    // takes it over at once; whatever is left waits in the database.
     workers.drain(std::time::Duration::from_secs(10)).await;
+    match store.hand_back_leases(&holder, chrono::Utc::now()).await {
+        Ok(handed) => tracing::info!(handed, "leases handed back"),
+        Err(error) => tracing::warn!(%error, "leases not handed back: they expire on their own"),
+    }
     store.close().await;
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)

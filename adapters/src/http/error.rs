@@ -172,10 +172,22 @@ impl std::fmt::Display for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        // A 429 that knows when to come back says it in `Retry-After` too.
-        let retry_after = (self.status == StatusCode::TOO_MANY_REQUESTS)
-            .then(|| self.details.as_ref()?.get("retryAfter")?.as_u64())
-            .flatten();
+        // A 429 that knows when to come back says it in `Retry-After` too; a 503 (the
+        // database or a service this one needs is away, a failover under way) asks to
+        // come back in a second.
+        let retry_after = match self.status {
+            StatusCode::TOO_MANY_REQUESTS => self
+                .details
+                .as_ref()
+                .and_then(|details| details.get("retryAfter")?.as_u64()),
+            StatusCode::SERVICE_UNAVAILABLE => Some(
+                self.details
+                    .as_ref()
+                    .and_then(|details| details.get("retryAfter")?.as_u64())
+                    .unwrap_or(1),
+            ),
+            _ => None,
+        };
         let mut response = (self.status, axum::Json(self.body())).into_response();
         if let Some(seconds) = retry_after {
             response
@@ -511,6 +523,7 @@ impl From<crate::services::ServiceError> for ApiError {
                 tracing::warn!(%cause, "database unavailable");
                 ApiError::unavailable("the database is unavailable")
             }
+            E::Stopping => ApiError::unavailable("the server is stopping"),
         }
     }
 }

@@ -58,7 +58,7 @@ macro_rules! report {
             Query(params): Query<ReportParams>,
         ) -> Result<Answer<$answer>, ApiError> {
             let query = query_of(&state, &granted, params).await?;
-            Ok(Answer::ok(reports::$name(&state, &query).await?))
+            Ok(Answer::ok(reports::$name(&query).await?))
         }
     };
 }

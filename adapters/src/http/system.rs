@@ -22,9 +22,9 @@ pub(crate) async fn health() -> Answer<ServerStatus> {
     Answer::ok(ServerStatus { status: "ok" })
 }
 
-/// `GET /ready`: the database answers.
+/// `GET /ready`: the database answers and the process is not stopping.
 pub(crate) async fn ready(State(state): State<AppState>) -> Result<Answer<ServerStatus>, ApiError> {
-    operations::ready(&state.store).await?;
+    operations::ready(&state).await?;
     Ok(Answer::ok(ServerStatus { status: "ready" }))
 }
 

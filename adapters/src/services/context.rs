@@ -41,6 +41,8 @@ pub struct Context {
     pub config: Arc<Config>,
     /// The database.
     pub store: Store,
+    /// The streaming standby the reports read (`REPORTING_DATABASE_URL`).
+    pub reporting: Option<Store>,
     /// Token keys.
     pub keys: Arc<TokenKeys>,
     /// Request metrics.
@@ -74,6 +76,8 @@ pub struct Context {
     pub sso: Arc<crate::outbound::oidc::SsoClients>,
     /// Users already recorded by this process, so that first sight writes once.
     seen: Arc<Mutex<HashSet<String>>>,
+    /// Set when the process starts stopping (SIGTERM): `/ready` fails from then on.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 impl AppState {
@@ -100,6 +104,7 @@ impl AppState {
             )),
             config: Arc::new(config),
             store,
+            reporting: None,
             keys: Arc::new(keys),
             metrics: Arc::new(Metrics::default()),
             audit_counters,
@@ -114,7 +119,32 @@ impl AppState {
                 64,
             )),
             seen: Arc::new(Mutex::new(HashSet::new())),
+            draining: std::sync::atomic::AtomicBool::new(false),
         }))
+    }
+
+    /// The state with the reports reading `standby` (called once, right after
+    /// [`AppState::new`], before the state is shared).
+    pub fn with_reporting_standby(mut self, standby: Store) -> AppState {
+        match Arc::get_mut(&mut self.0) {
+            Some(context) => context.reporting = Some(standby),
+            None => tracing::error!(
+                "the reporting standby was given to a shared state: reports read the primary"
+            ),
+        }
+        self
+    }
+
+    /// The process starts stopping: `/ready` fails from now on, so that load
+    /// balancers send nothing new while requests in flight finish.
+    pub fn start_draining(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether the process is stopping.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Whether this process sees the user for the first time (so that first sight

@@ -558,29 +558,27 @@ pub async fn run_report(
     query: &ReportQuery,
 ) -> ServiceResult<ReportAnswer> {
     Ok(match report {
-        ReportName::ExecutionCount => ReportAnswer::Count(reports::count(state, query).await?),
-        ReportName::SuccessRate => {
-            ReportAnswer::SuccessRate(reports::success_rate(state, query).await?)
-        }
-        ReportName::Duration => ReportAnswer::Duration(reports::duration(state, query).await?),
+        ReportName::ExecutionCount => ReportAnswer::Count(reports::count(query).await?),
+        ReportName::SuccessRate => ReportAnswer::SuccessRate(reports::success_rate(query).await?),
+        ReportName::Duration => ReportAnswer::Duration(reports::duration(query).await?),
         ReportName::StageFailures => {
-            ReportAnswer::StageFailures(reports::stage_failures(state, query).await?)
+            ReportAnswer::StageFailures(reports::stage_failures(query).await?)
         }
         ReportName::StageBottlenecks => {
-            ReportAnswer::StageBottlenecks(reports::stage_bottlenecks(state, query).await?)
+            ReportAnswer::StageBottlenecks(reports::stage_bottlenecks(query).await?)
         }
-        ReportName::Errors => ReportAnswer::Errors(reports::errors(state, query).await?),
+        ReportName::Errors => ReportAnswer::Errors(reports::errors(query).await?),
         ReportName::PluginSummary => {
-            ReportAnswer::PluginSummary(reports::plugin_summary(state, query).await?)
+            ReportAnswer::PluginSummary(reports::plugin_summary(query).await?)
         }
         ReportName::BuildSuccessRate => {
-            ReportAnswer::BuildSuccessRate(reports::build_success_rate(state, query).await?)
+            ReportAnswer::BuildSuccessRate(reports::build_success_rate(query).await?)
         }
         ReportName::BuildDuration => {
-            ReportAnswer::BuildDuration(reports::build_duration(state, query).await?)
+            ReportAnswer::BuildDuration(reports::build_duration(query).await?)
         }
         ReportName::BuildFailures => {
-            ReportAnswer::BuildFailures(reports::build_failures(state, query).await?)
+            ReportAnswer::BuildFailures(reports::build_failures(query).await?)
         }
         ReportName::PostureTrend => {
             ReportAnswer::PostureTrend(super::posture::trend(state, query).await?)

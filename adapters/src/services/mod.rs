@@ -178,6 +178,9 @@ pub enum ServiceError {
     /// The database cannot be reached or answered too late.
     #[error("the database is unavailable: {0}")]
     StoreUnavailable(String),
+    /// The process is stopping (SIGTERM): it takes nothing new.
+    #[error("the server is stopping")]
+    Stopping,
     /// A sign-in through an identity provider refused (401 with the refusal's
     /// code); a link waiting for the account's password carries its token.
     #[error("{}", .refusal.message())]

@@ -1,12 +1,16 @@
 //! What the operational endpoints report: whether the database answers, and how
 //! far the audit outbox is behind.
 
-use super::ServiceResult;
+use super::{ServiceError, ServiceResult};
+use crate::services::context::AppState;
 use crate::storage::{OutboxDepth, QueueDepth, Store};
 
-/// The database answers.
-pub async fn ready(store: &Store) -> ServiceResult<()> {
-    Ok(store.ping().await?)
+/// The database answers and the process is not stopping.
+pub async fn ready(state: &AppState) -> ServiceResult<()> {
+    if state.is_draining() {
+        return Err(ServiceError::Stopping);
+    }
+    Ok(state.store.ping().await?)
 }
 
 /// How many of the server's own audit events wait to be chained, and since when.

@@ -23,6 +23,7 @@ mod decode;
 mod entitlement;
 mod exemptions;
 mod exports;
+mod heartbeat;
 mod intents;
 mod invitations;
 mod judgements;
@@ -39,6 +40,7 @@ mod plugins;
 mod policies;
 mod posture;
 mod preferences;
+pub mod primary;
 mod quota;
 mod reevaluation;
 mod reports;
@@ -153,11 +155,18 @@ impl From<sqlx::Error> for StoreError {
             }
             // The server went away under the connection: a restart (57P01..57P03), a
             // connection failure (class 08), or no slot for a new one (53300).
+            // A server that cannot write: a standby (25006 read-only transaction,
+            // 0A000 of a server in recovery), the old primary after a failover.
             sqlx::Error::Database(db)
                 if db.code().is_some_and(|code| {
-                    code.starts_with("08") || code.starts_with("57P") || code == "53300"
+                    code.starts_with("08")
+                        || code.starts_with("57P")
+                        || code == "53300"
+                        || code == "25006"
+                        || (code == "0A000" && db.message().contains("recovery"))
                 }) =>
             {
+                primary::suspect();
                 StoreError::Unavailable(error.to_string())
             }
             sqlx::Error::RowNotFound => StoreError::NotFound("record".to_owned()),
@@ -166,7 +175,10 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::Tls(_)
-            | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error.to_string()),
+            | sqlx::Error::WorkerCrashed => {
+                primary::suspect();
+                StoreError::Unavailable(error.to_string())
+            }
             _ => StoreError::Other(error.to_string()),
         }
     }
@@ -209,6 +221,8 @@ pub struct Store {
     /// and other replicas' through [`FACTS_CHANNEL`]): a kept fact loaded under an
     /// older count is not used.
     facts: Arc<AtomicU64>,
+    /// The hosts, when `DATABASE_URL` names several (the pool follows the primary).
+    primary: Option<Arc<primary::Primary>>,
 }
 
 /// The kept facts changed (organizations, memberships, Roles, the super-admin flag,
@@ -445,6 +459,25 @@ impl Inserts {
     }
 }
 
+/// Which server a store connects to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The primary: every write, and reads.
+    Primary,
+    /// A streaming standby: the reports' reads.
+    Standby,
+}
+
+/// What every standby session sets first.
+const STANDBY_SESSION: &str =
+    "SET statement_timeout = 25000; SET default_transaction_read_only = on";
+
+/// How long the migration lease lasts unless renewed (a process that dies while
+/// migrating holds it no longer).
+const MIGRATION_LEASE: Duration = Duration::from_secs(30);
+/// How long a process waits for another's migrations.
+const MIGRATION_WAIT: Duration = Duration::from_secs(600);
+
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -452,6 +485,19 @@ impl Store {
     /// Connects to `url` (`postgres://...` or `sqlite://...`; a SQLite file is created
     /// if missing).
     pub async fn connect(url: &str) -> StoreResult<Store> {
+        Store::open(url, Role::Primary).await
+    }
+
+    /// Connects to a streaming standby that the reports read: its sessions are
+    /// read-only, and each statement is cancelled after 25 s,
+    /// under PostgreSQL's default `max_standby_streaming_delay` (30 s), so that
+    /// replay cancels none of them and none holds replay back. With several hosts,
+    /// the first.
+    pub async fn connect_standby(url: &str) -> StoreResult<Store> {
+        Store::open(url, Role::Standby).await
+    }
+
+    async fn open(url: &str, role: Role) -> StoreResult<Store> {
         sqlx::any::install_default_drivers();
         let dialect = if url.starts_with("sqlite:") {
             Dialect::Sqlite
@@ -464,8 +510,31 @@ impl Store {
             }
             _ => url.to_owned(),
         };
-        let options =
-            AnyConnectOptions::from_str(&url).map_err(|e| StoreError::Other(e.to_string()))?;
+        let primary = match (dialect, role) {
+            (Dialect::Postgres, Role::Primary) => primary::Primary::of(&url)?,
+            _ => None,
+        };
+        let options = match &primary {
+            Some(primary) => {
+                let (index, options) = primary.find().await?;
+                primary.opened_on(index);
+                options
+            }
+            None => {
+                let url = match dialect {
+                    // What sqlx would not read (`target_session_attrs`) left out.
+                    Dialect::Postgres => primary::split_hosts(&url)
+                        .map_err(StoreError::Other)?
+                        .into_iter()
+                        .next()
+                        .unwrap_or(url),
+                    Dialect::Sqlite => url,
+                };
+                AnyConnectOptions::from_str(&url).map_err(|e| StoreError::Other(e.to_string()))?
+            }
+        };
+        let follows = primary.clone();
+        let checks = primary.clone();
         let pool = AnyPoolOptions::new()
             .max_connections(match dialect {
                 Dialect::Postgres => 16,
@@ -477,11 +546,29 @@ impl Store {
             // that died idle fails the one statement given to it (the caller answers
             // 503, fail closed) and is then dropped.
             .test_before_acquire(false)
+            // After the pool moved to a new primary, a connection opened before is
+            // closed instead of used (it may be on the old one).
+            .before_acquire(move |_, meta| {
+                let keep = follows
+                    .as_ref()
+                    .is_none_or(|primary| primary.opened_since_move(meta.age));
+                Box::pin(async move { Ok(keep) })
+            })
             .after_connect(move |conn, _| {
+                let checks = checks.clone();
                 Box::pin(async move {
                     if dialect == Dialect::Sqlite {
                         conn.execute("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
                             .await?;
+                    }
+                    if dialect == Dialect::Postgres && role == Role::Standby {
+                        conn.execute(STANDBY_SESSION).await?;
+                    }
+                    // Among several hosts, a connection is only ever to the primary.
+                    if checks.is_some() && primary::in_recovery(conn).await.unwrap_or(true) {
+                        return Err(sqlx::Error::Io(std::io::Error::other(
+                            "the database host is a standby (in recovery), not the primary",
+                        )));
                     }
                     Ok(())
                 })
@@ -492,6 +579,7 @@ impl Store {
             pool,
             dialect,
             facts: Arc::new(AtomicU64::new(0)),
+            primary,
         })
     }
 
@@ -512,16 +600,105 @@ impl Store {
         Store::connect(url).await
     }
 
-    /// Applies the migrations of the backend.
+    /// Applies the migrations of the backend, under a lease of their own (a row of
+    /// `migration_lease`, renewed while they run) rather than sqlx's session advisory
+    /// lock: one process migrates at a time, through a pooler in transaction mode too.
+    /// Another process waits for the lease, then finds nothing left to apply.
     pub async fn migrate(&self) -> StoreResult<()> {
-        let migrator = match self.dialect {
+        let source = match self.dialect {
             Dialect::Postgres => &POSTGRES_MIGRATIONS,
             Dialect::Sqlite => &SQLITE_MIGRATIONS,
         };
-        migrator
+        // The same migrations without the advisory lock (the fields are how
+        // `migrate!` builds a migrator; the lease below replaces the lock).
+        let migrator = sqlx::migrate::Migrator {
+            migrations: source.migrations.clone(),
+            // A database migrated by a later release runs this one too (rolling
+            // upgrades: its migrations only add what this release does not read).
+            ignore_missing: true,
+            locking: false,
+            no_tx: source.no_tx,
+        };
+        let holder = new_id();
+        self.take_migration_lease(&holder).await?;
+        if let Err(error) = sqlx::query(heartbeat::CREATE).execute(&self.pool).await {
+            let _ = sqlx::query(&self.sql("DELETE FROM migration_lease WHERE holder = $1"))
+                .bind(&holder)
+                .execute(&self.pool)
+                .await;
+            return Err(error.into());
+        }
+        let renewal = {
+            let (store, holder) = (self.clone(), holder.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(MIGRATION_LEASE / 3).await;
+                    if let Err(error) = store.renew_migration_lease(&holder).await {
+                        tracing::warn!(%error, "the migration lease was not renewed");
+                    }
+                }
+            })
+        };
+        let ran = migrator
             .run(&self.pool)
             .await
-            .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+            .map_err(|e| StoreError::Other(format!("migration failed: {e}")));
+        renewal.abort();
+        let released = sqlx::query(&self.sql("DELETE FROM migration_lease WHERE holder = $1"))
+            .bind(&holder)
+            .execute(&self.pool)
+            .await;
+        ran?;
+        released?;
+        Ok(())
+    }
+
+    /// Waits for the migration lease (at most [`MIGRATION_WAIT`]).
+    async fn take_migration_lease(&self, holder: &str) -> StoreResult<()> {
+        let create = "CREATE TABLE IF NOT EXISTS migration_lease \
+                      (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at TEXT NOT NULL)";
+        // Two processes creating it at once: one of them may see the other's
+        // half-made table as a conflict; the second try finds it made.
+        if sqlx::query(create).execute(&self.pool).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            sqlx::query(create).execute(&self.pool).await?;
+        }
+        let started = std::time::Instant::now();
+        loop {
+            let now = Utc::now();
+            let until = now + chrono::Duration::from_std(MIGRATION_LEASE).unwrap_or_default();
+            let taken = sqlx::query(&self.sql(
+                "INSERT INTO migration_lease (name, holder, expires_at) VALUES ('migrate', $1, $2) \
+                 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at \
+                 WHERE migration_lease.expires_at < $3 RETURNING holder",
+            ))
+            .bind(holder)
+            .bind(stamp(until))
+            .bind(stamp(now))
+            .fetch_optional(&self.pool)
+            .await?;
+            if taken.is_some() {
+                return Ok(());
+            }
+            if started.elapsed() > MIGRATION_WAIT {
+                return Err(StoreError::Unavailable(
+                    "another process holds the migration lease".to_owned(),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    async fn renew_migration_lease(&self, holder: &str) -> StoreResult<()> {
+        let until = Utc::now() + chrono::Duration::from_std(MIGRATION_LEASE).unwrap_or_default();
+        sqlx::query(&self.sql(
+            "UPDATE migration_lease SET expires_at = $2 WHERE name = 'migrate' AND holder = $1",
+        ))
+        .bind(holder)
+        .bind(stamp(until))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     /// Tells every process listening on `channel` (PostgreSQL `NOTIFY`), inside a
@@ -554,6 +731,46 @@ impl Store {
     /// preferences and exemptions, and when another replica's change is heard of.
     pub fn facts_changed(&self) {
         self.facts.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Whether the pool follows a primary among several hosts.
+    pub fn follows_primary(&self) -> bool {
+        self.primary.is_some()
+    }
+
+    /// Keeps the pool on the primary (one round of the `primary` worker): when its
+    /// host is no longer the primary, or does not answer, the pool moves to the host
+    /// that is, the kept facts are dropped (changes may have been missed) and the
+    /// LISTEN connection reconnects ([`Store::primary_moves`]). Answers whether it
+    /// moved; an error when no host is the primary now.
+    pub async fn keep_primary(&self) -> StoreResult<bool> {
+        let Some(primary) = &self.primary else {
+            return Ok(false);
+        };
+        if primary::pool_on_primary(&self.pool).await {
+            return Ok(false);
+        }
+        let (index, options) = primary.find().await?;
+        primary.move_to(&self.pool, index, options);
+        self.facts_changed();
+        Ok(true)
+    }
+
+    /// Counts the pool's moves to a new primary (never changes with one host).
+    pub fn primary_moves(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.primary.as_ref().map(|primary| primary.moves())
+    }
+
+    /// The URL a session of its own (LISTEN) connects to: the primary's host, or
+    /// `url` itself with one host.
+    pub fn session_url(&self, url: &str) -> String {
+        match &self.primary {
+            Some(primary) => primary.current_url().to_owned(),
+            None => primary::split_hosts(url)
+                .ok()
+                .and_then(|hosts| hosts.into_iter().next())
+                .unwrap_or_else(|| url.to_owned()),
+        }
     }
 
     /// Whether the database answers.

@@ -221,6 +221,30 @@ impl Store {
     }
 
     /// Gives a lease back (at a graceful stop), so another replica takes it at once.
+    /// Hands back everything `holder` holds, when its process stops: its leases are
+    /// deleted, and its claims on scans and exports expire now (another replica
+    /// takes them over at once, with a new fencing token). Answers how many.
+    pub async fn hand_back_leases(&self, holder: &str, now: DateTime<Utc>) -> StoreResult<u64> {
+        let mut tx = self.pool().begin().await?;
+        let mut handed = sqlx::query(&self.sql("DELETE FROM leases WHERE holder = $1"))
+            .bind(holder)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        for table in ["scans", "org_exports"] {
+            handed += sqlx::query(&self.sql(&format!(
+                "UPDATE {table} SET lease_until = $2 WHERE holder = $1 AND lease_until > $2"
+            )))
+            .bind(holder)
+            .bind(stamp(now))
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        }
+        tx.commit().await?;
+        Ok(handed)
+    }
+
     pub async fn release_lease(&self, name: &str, holder: &str) -> StoreResult<()> {
         sqlx::query(&self.sql("DELETE FROM leases WHERE name = $1 AND holder = $2"))
             .bind(name)

@@ -6,7 +6,9 @@
 //! a key configuration or a data key changed, the unwrapped data keys are dropped. [`QUOTA_CHANNEL`]: an account's limits changed
 //! (its unspent units go back to the pool) or its usage was reset (they are
 //! forgotten). After a lost connection (notifications may have been missed) it
-//! drops every rule set and fact. The caches' TTLs stay as a safety net.
+//! drops every rule set and fact. With several database hosts it listens on the
+//! primary's and reconnects when the pool moves to a new one. The caches' TTLs stay
+//! as a safety net.
 
 use std::time::Duration;
 
@@ -20,8 +22,12 @@ use crate::storage::{FACTS_CHANNEL, KEYS_CHANNEL, QUOTA_CHANNEL};
 
 /// The worker, for a PostgreSQL `url`.
 pub async fn run(url: String, state: AppState, mut shutdown: Shutdown) {
+    let mut moves = state.store.primary_moves();
     loop {
-        match PgListener::connect(&url).await {
+        if let Some(moves) = moves.as_mut() {
+            moves.mark_unchanged();
+        }
+        match PgListener::connect(&state.store.session_url(&url)).await {
             Ok(mut listener) => {
                 if let Err(error) = listener
                     .listen_all([CACHE_CHANNEL, FACTS_CHANNEL, QUOTA_CHANNEL, KEYS_CHANNEL])
@@ -34,6 +40,11 @@ pub async fn run(url: String, state: AppState, mut shutdown: Shutdown) {
                     loop {
                         tokio::select! {
                             _ = shutdown.wait() => return,
+                            // The pool moved to a new primary: listen there.
+                            _ = moved(&mut moves) => {
+                                forget_everything(&state);
+                                break;
+                            }
                             received = listener.try_recv() => match received {
                                 Ok(Some(notification)) => {
                                     heard(&state, notification.channel(), notification.payload());
@@ -58,6 +69,16 @@ pub async fn run(url: String, state: AppState, mut shutdown: Shutdown) {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
     }
+}
+
+/// Resolves when the pool moves to a new primary (never with one host).
+async fn moved(moves: &mut Option<tokio::sync::watch::Receiver<u64>>) {
+    if let Some(moves) = moves {
+        if moves.changed().await.is_ok() {
+            return;
+        }
+    }
+    std::future::pending().await
 }
 
 fn forget_everything(state: &AppState) {

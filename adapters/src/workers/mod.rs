@@ -10,6 +10,10 @@
 //! - `allowances`: gives back the monthly units this replica reserved and did not
 //!   spend, when their organization is idle and when the server stops (every
 //!   replica; no lease).
+//! - `primary`: with several database hosts, keeps the pool on the primary and
+//!   moves it after a failover (every replica; no lease).
+//! - `heartbeat`: on PostgreSQL, writes the heartbeat row each second (the
+//!   reporting standby's lag is read from it; every replica; no lease).
 //! - `checkpoints`: signs checkpoints of the audit chains (lease `audit-checkpoints`).
 //! - `builds`: runs plugin image builds from the build queue (every replica; each
 //!   claim is exclusive).
@@ -43,10 +47,12 @@ pub mod checkpoints;
 pub mod delivery;
 pub mod digests;
 pub mod exports;
+pub mod heartbeat;
 pub mod judgements;
 pub mod keys;
 pub mod message_feed;
 pub mod posture;
+pub mod primary;
 pub mod quotas;
 pub mod reevaluation;
 pub mod registry;

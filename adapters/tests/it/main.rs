@@ -29,6 +29,7 @@ mod console;
 mod conventions;
 mod crash;
 mod exports;
+mod failover;
 mod features;
 mod fixtures;
 mod generation;
@@ -123,16 +124,34 @@ impl TestApp {
         TestApp::configured(self.store.clone(), None, extra).await
     }
 
+    /// Another server on the same database whose reports read `standby`.
+    pub async fn reading_reports_from(&self, standby: Store, extra: &[(&str, &str)]) -> TestApp {
+        TestApp::configured_with(self.store.clone(), None, extra, Some(standby)).await
+    }
+
     async fn configured(
         store: Store,
         cleanup: Option<(String, String)>,
         extra: &[(&str, &str)],
+    ) -> TestApp {
+        TestApp::configured_with(store, cleanup, extra, None).await
+    }
+
+    async fn configured_with(
+        store: Store,
+        cleanup: Option<(String, String)>,
+        extra: &[(&str, &str)],
+        standby: Option<Store>,
     ) -> TestApp {
         store.migrate().await.unwrap();
         let counters = Arc::new(adapters::audit::AuditCounters::default());
         let mut vars = vec![("COMPLIANCE_BODY_LIMIT_BYTES", "65536")];
         vars.extend_from_slice(extra);
         let state = AppState::new(test_config(&vars), store.clone(), counters);
+        let state = match standby {
+            Some(standby) => state.with_reporting_standby(standby),
+            None => state,
+        };
         // The real relay worker, as `serve` runs it.
         let mut workers = adapters::workers::Workers::new();
         {

@@ -30,6 +30,7 @@ pub async fn metric_value(
     (from, to): (DateTime<Utc>, DateTime<Utc>),
 ) -> ServiceResult<MetricValue> {
     let org_ids = reports::organizations_of(state, org, d.params.include_teams).await?;
+    let reading = reports::reading(state).await;
     let query = ReportQuery {
         range: TimeRange { from, to },
         pipeline_id: d.params.pipeline_id.clone(),
@@ -37,6 +38,7 @@ pub async fn metric_value(
         granularity: Granularity::Day,
         limit: usize::try_from(reports::MAX_LIMIT).unwrap_or(100),
         org_ids,
+        reading,
     };
     let ratio = |failed: u64, succeeded: u64| {
         let n = failed + succeeded;
@@ -47,39 +49,39 @@ pub async fn metric_value(
     };
     Ok(match d.metric {
         Metric::FailureRate => {
-            let r = reports::success_rate(state, &query).await?.overall;
+            let r = reports::success_rate(&query).await?.overall;
             ratio(r.failed, r.succeeded)
         }
         Metric::SuccessRate => {
-            let r = reports::success_rate(state, &query).await?.overall;
+            let r = reports::success_rate(&query).await?.overall;
             MetricValue {
                 value: r.rate,
                 samples: r.succeeded + r.failed,
             }
         }
         Metric::FailureCount => {
-            let r = reports::success_rate(state, &query).await?.overall;
+            let r = reports::success_rate(&query).await?.overall;
             MetricValue {
                 value: Some(r.failed as f64),
                 samples: r.succeeded + r.failed,
             }
         }
         Metric::RunCount => {
-            let total = reports::count(state, &query).await?.overall.total;
+            let total = reports::count(&query).await?.overall.total;
             MetricValue {
                 value: Some(total as f64),
                 samples: total,
             }
         }
         Metric::P95DurationMs => {
-            let overall = reports::duration(state, &query).await?.overall;
+            let overall = reports::duration(&query).await?.overall;
             MetricValue {
                 value: overall.as_ref().map(|s| s.p95),
                 samples: overall.map_or(0, |s| s.count),
             }
         }
         Metric::ConsecutiveFailures => {
-            let (streak, finished) = reports::consecutive_failures(state, &query).await?;
+            let (streak, finished) = reports::consecutive_failures(&query).await?;
             MetricValue {
                 value: Some(streak as f64),
                 samples: finished,
@@ -87,13 +89,13 @@ pub async fn metric_value(
         }
         Metric::StageFailureCount => {
             let stage = d.params.stage.as_deref().unwrap_or_default();
-            let failures = reports::stage_failures(state, &query)
+            let failures = reports::stage_failures(&query)
                 .await?
                 .stages
                 .iter()
                 .find(|s| s.stage == stage)
                 .map_or(0, |s| s.failures);
-            let total = reports::count(state, &query).await?.overall.total;
+            let total = reports::count(&query).await?.overall.total;
             MetricValue {
                 value: Some(failures as f64),
                 samples: total,
@@ -101,20 +103,20 @@ pub async fn metric_value(
         }
         Metric::ErrorCategoryCount => {
             let category = d.params.error_category.as_deref().unwrap_or_default();
-            let count = reports::errors(state, &query)
+            let count = reports::errors(&query)
                 .await?
                 .categories
                 .iter()
                 .find(|c| c.category.name() == category)
                 .map_or(0, |c| c.count);
-            let total = reports::count(state, &query).await?.overall.total;
+            let total = reports::count(&query).await?.overall.total;
             MetricValue {
                 value: Some(count as f64),
                 samples: total,
             }
         }
         Metric::PluginBuildFailureRate => {
-            let r = reports::build_success_rate(state, &query).await?.overall;
+            let r = reports::build_success_rate(&query).await?.overall;
             ratio(r.failed, r.succeeded)
         }
         Metric::BlockedEntities => {

@@ -207,9 +207,9 @@ fn key(group: &[Option<String>], i: usize) -> &str {
 }
 
 /// The execution count report: executions grouped by pipeline and state.
-pub async fn count(state: &AppState, query: &ReportQuery) -> ServiceResult<CountReport> {
-    let groups = state
-        .store
+pub async fn count(query: &ReportQuery) -> ServiceResult<CountReport> {
+    let groups = query
+        .reading
         .report_counts(
             "report_executions",
             &query.store_scope(),
@@ -249,12 +249,9 @@ pub async fn count(state: &AppState, query: &ReportQuery) -> ServiceResult<Count
 }
 
 /// The success-rate report: executions grouped by bucket and outcome.
-pub async fn success_rate(
-    state: &AppState,
-    query: &ReportQuery,
-) -> ServiceResult<SuccessRateReport> {
-    let groups = state
-        .store
+pub async fn success_rate(query: &ReportQuery) -> ServiceResult<SuccessRateReport> {
+    let groups = query
+        .reading
         .report_counts(
             "report_executions",
             &query.store_scope(),
@@ -302,9 +299,9 @@ fn summaries(
 }
 
 /// The duration report: finished executions' durations.
-pub async fn duration(state: &AppState, query: &ReportQuery) -> ServiceResult<DurationReport> {
-    let rows = state
-        .store
+pub async fn duration(query: &ReportQuery) -> ServiceResult<DurationReport> {
+    let rows = query
+        .reading
         .report_durations(
             "report_executions",
             &query.store_scope(),
@@ -327,12 +324,9 @@ pub async fn duration(state: &AppState, query: &ReportQuery) -> ServiceResult<Du
 }
 
 /// The stage failure heat map: failed stage runs grouped by stage and bucket.
-pub async fn stage_failures(
-    state: &AppState,
-    query: &ReportQuery,
-) -> ServiceResult<StageFailureReport> {
-    let groups = state
-        .store
+pub async fn stage_failures(query: &ReportQuery) -> ServiceResult<StageFailureReport> {
+    let groups = query
+        .reading
         .report_counts(
             "report_stages",
             &query.store_scope(),
@@ -381,12 +375,9 @@ pub async fn stage_failures(
 }
 
 /// The stage bottleneck report: ended stage runs' durations.
-pub async fn stage_bottlenecks(
-    state: &AppState,
-    query: &ReportQuery,
-) -> ServiceResult<BottleneckReport> {
-    let rows = state
-        .store
+pub async fn stage_bottlenecks(query: &ReportQuery) -> ServiceResult<BottleneckReport> {
+    let rows = query
+        .reading
         .report_durations(
             "report_stages",
             &query.store_scope(),
@@ -412,9 +403,9 @@ pub async fn stage_bottlenecks(
 }
 
 /// The error category report: failed executions grouped by category.
-pub async fn errors(state: &AppState, query: &ReportQuery) -> ServiceResult<ErrorReport> {
-    let groups = state
-        .store
+pub async fn errors(query: &ReportQuery) -> ServiceResult<ErrorReport> {
+    let groups = query
+        .reading
         .report_counts(
             "report_executions",
             &query.store_scope(),
@@ -459,12 +450,9 @@ pub async fn errors(state: &AppState, query: &ReportQuery) -> ServiceResult<Erro
 
 /// The failures in a row among the scope's finished executions, newest first,
 /// before the newest success (at most 1,000 are read), and how many finished.
-pub async fn consecutive_failures(
-    state: &AppState,
-    query: &ReportQuery,
-) -> ServiceResult<(u64, u64)> {
-    let (outcomes, finished) = state
-        .store
+pub async fn consecutive_failures(query: &ReportQuery) -> ServiceResult<(u64, u64)> {
+    let (outcomes, finished) = query
+        .reading
         .recent_outcomes(&query.store_scope(), 1000)
         .await?;
     let streak = outcomes.iter().take_while(|o| *o == "failure").count();

@@ -130,15 +130,12 @@ fn attempt_outcome(outcome: &str) -> &'static str {
 }
 
 /// The plugin summary report.
-pub async fn plugin_summary(
-    state: &AppState,
-    query: &ReportQuery,
-) -> ServiceResult<PluginSummaryReport> {
-    let inventory = state
-        .store
+pub async fn plugin_summary(query: &ReportQuery) -> ServiceResult<PluginSummaryReport> {
+    let inventory = query
+        .reading
         .plugin_inventory(&query.org_ids, query.plugin_name.as_deref())
         .await?;
-    let attempts = state.store.build_attempts(&query.attempt_scope()).await?;
+    let attempts = query.reading.build_attempts(&query.attempt_scope()).await?;
     let mut plugins = Inventory::default();
     for (status, access, active, n) in inventory {
         plugins.total += n;
@@ -175,11 +172,8 @@ pub async fn plugin_summary(
 }
 
 /// The build success-rate report.
-pub async fn build_success_rate(
-    state: &AppState,
-    query: &ReportQuery,
-) -> ServiceResult<BuildRateReport> {
-    let attempts = state.store.build_attempts(&query.attempt_scope()).await?;
+pub async fn build_success_rate(query: &ReportQuery) -> ServiceResult<BuildRateReport> {
+    let attempts = query.reading.build_attempts(&query.attempt_scope()).await?;
     let (overall, series) = rate_series(
         query,
         attempts.iter().map(|a| {
@@ -199,11 +193,8 @@ pub async fn build_success_rate(
 }
 
 /// The build duration report.
-pub async fn build_duration(
-    state: &AppState,
-    query: &ReportQuery,
-) -> ServiceResult<BuildDurationReport> {
-    let attempts = state.store.build_attempts(&query.attempt_scope()).await?;
+pub async fn build_duration(query: &ReportQuery) -> ServiceResult<BuildDurationReport> {
+    let attempts = query.reading.build_attempts(&query.attempt_scope()).await?;
     Ok(build_duration_of(query, &attempts))
 }
 
@@ -242,11 +233,8 @@ pub fn build_duration_of(query: &ReportQuery, attempts: &[AttemptRow]) -> BuildD
 }
 
 /// The build failure report.
-pub async fn build_failures(
-    state: &AppState,
-    query: &ReportQuery,
-) -> ServiceResult<BuildFailureReport> {
-    let attempts = state.store.build_attempts(&query.attempt_scope()).await?;
+pub async fn build_failures(query: &ReportQuery) -> ServiceResult<BuildFailureReport> {
+    let attempts = query.reading.build_attempts(&query.attempt_scope()).await?;
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     let mut failures = 0u64;
     for a in attempts

@@ -1,0 +1,41 @@
+//! The databases beside `DATABASE_URL`: a streaming standby the reports read.
+
+use std::time::Duration;
+
+use super::Reader;
+
+/// Where the reports read (`REPORTING_*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportingSettings {
+    /// `REPORTING_DATABASE_URL`: a streaming standby of the primary (`postgres://`,
+    /// one host or several); unset, the reports read the primary.
+    pub url: Option<String>,
+    /// `REPORTING_MAX_LAG_SECONDS` (30): how far behind the primary the standby may
+    /// be; a report that would read older data reads the primary (and says so).
+    pub max_lag: Duration,
+}
+
+/// Reads the section.
+pub(super) fn reporting_settings(r: &mut Reader<'_>) -> ReportingSettings {
+    let url = r
+        .raw("REPORTING_DATABASE_URL")
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .map(str::to_owned);
+    if let Some(url) = &url {
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            r.fail(
+                "REPORTING_DATABASE_URL",
+                "expected a postgres:// URL of a streaming standby".to_owned(),
+            );
+        }
+    }
+    ReportingSettings {
+        url,
+        max_lag: Duration::from_secs(r.parse(
+            "REPORTING_MAX_LAG_SECONDS",
+            30,
+            "a number of seconds",
+        )),
+    }
+}

@@ -1,0 +1,345 @@
+//! Beyond one database server: several hosts in `DATABASE_URL`, a server that refuses
+//! writes, the stop on SIGTERM, the migrations' own lease. (The failover of a real
+//! pg_auto_failover pair is `scripts/test-ha`.)
+
+use std::time::{Duration, Instant};
+
+use super::crash::{create_org, free_port, start_with, terminate, user_token, wait_healthy};
+use super::*;
+
+/// `postgres://...@127.0.0.1:5432/db` with a host that answers nothing named first.
+fn behind_a_dead_host(url: &str) -> String {
+    let dead = free_port();
+    let (head, rest) = url.split_once('@').expect("a user in TEST_DATABASE_URL");
+    format!("{head}@127.0.0.1:{dead},{rest}?target_session_attrs=read-write")
+}
+
+async fn execute(url: &str, statement: &str) {
+    let store = Store::connect(url).await.unwrap();
+    sqlx::query(statement)
+        .execute(adapters::storage::pool_for_tests(&store))
+        .await
+        .unwrap();
+    store.close().await;
+}
+
+/// Closes every other session on the database `name` (a primary demoted, a
+/// restart): the server's pooled connections die under it.
+async fn drop_sessions(admin_url: &str, name: &str) {
+    execute(
+        admin_url,
+        &format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()"),
+    )
+    .await;
+}
+
+/// A URL naming several hosts: the store opens on the one that is the primary (the
+/// first does not answer), says so, and keeps its pool there.
+#[tokio::test]
+async fn a_url_naming_several_hosts_opens_on_the_primary() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let hosts = behind_a_dead_host(&url);
+    let store = Store::connect(&hosts).await.unwrap();
+    assert!(store.follows_primary());
+    store.migrate().await.unwrap();
+    // Its pool's host is the primary: nothing moves.
+    assert!(!store.keep_primary().await.unwrap());
+    assert!(store.session_url(&hosts).ends_with(&format!("/{name}")));
+    assert!(!store.session_url(&hosts).contains(','));
+    store.close().await;
+
+    // A server process on that URL writes and reads.
+    let client = reqwest::Client::new();
+    let port = free_port();
+    let server = start_with(&hosts, port, &[]);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_healthy(&client, &base).await;
+    let token = user_token("alice");
+    let org = create_org(&client, &base, &token, "several-hosts").await;
+    assert!(!org.is_empty());
+    drop(server);
+
+    // No host is a primary: the store says so instead of opening on nothing.
+    let dead = format!(
+        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/{name}",
+        free_port(),
+        free_port()
+    );
+    let refused = Store::connect(&dead).await.unwrap_err();
+    assert!(refused.to_string().contains("no primary"), "{refused}");
+    drop_postgres(&admin_url, &name).await;
+}
+
+/// The database refuses writes (a primary turned standby: 25006) and then comes
+/// back: the writes in between answer 503 SERVICE_UNAVAILABLE with `Retry-After`,
+/// never 500; nothing is half-written; each write sent again is applied once (a
+/// pipeline by its unique name, an audit event by its `Idempotency-Key`).
+#[tokio::test]
+async fn a_database_that_refuses_writes_answers_503_with_retry_after() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let client = reqwest::Client::new();
+    let port = free_port();
+    let _server = start_with(&url, port, &[]);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_healthy(&client, &base).await;
+    let token = user_token("alice");
+    let org = create_org(&client, &base, &token, "refused").await;
+    let create = |key: &str| {
+        client
+            .post(format!("{base}/api/pipelines"))
+            .bearer_auth(&token)
+            .header("x-org-id", &org)
+            .header("idempotency-key", key)
+            .json(
+                &json!({"project": "web", "organization": "acme", "pipelineName": "kept-once",
+                          "accessModifier": "private", "props": {}}),
+            )
+            .send()
+    };
+
+    execute(
+        &admin_url,
+        &format!("ALTER DATABASE {name} SET default_transaction_read_only = on"),
+    )
+    .await;
+    drop_sessions(&admin_url, &name).await;
+    let mut refused = 0;
+    for _ in 0..3 {
+        let response = create("the-key").await.unwrap();
+        let status = response.status();
+        let retry_after = response.headers().get("retry-after").cloned();
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(code(status, &body), "SERVICE_UNAVAILABLE");
+        assert_eq!(retry_after.unwrap(), "1");
+        refused += 1;
+    }
+    assert_eq!(refused, 3);
+
+    execute(
+        &admin_url,
+        &format!("ALTER DATABASE {name} RESET default_transaction_read_only"),
+    )
+    .await;
+    drop_sessions(&admin_url, &name).await;
+    // The first try after may meet a connection that died under the pool: 503 too.
+    let mut created = None;
+    let started = Instant::now();
+    while created.is_none() && started.elapsed() < Duration::from_secs(10) {
+        let response = create("the-key").await.unwrap();
+        match response.status() {
+            StatusCode::CREATED => created = Some(response.json::<Value>().await.unwrap()),
+            StatusCode::SERVICE_UNAVAILABLE => tokio::time::sleep(Duration::from_millis(100)).await,
+            other => panic!("{other}: {}", response.text().await.unwrap()),
+        }
+    }
+    let created = created.expect("the write never succeeded after the database came back");
+    assert!(created["data"]["id"].is_string(), "{created}");
+    // It was written once: the same write again is a conflict, and there is one.
+    let again = create("the-key").await.unwrap();
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    let list: Value = client
+        .get(format!("{base}/api/pipelines"))
+        .bearer_auth(&token)
+        .header("x-org-id", &org)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["pagination"]["total"], 1, "{list}");
+
+    // An event refused while the database refused writes, sent again with its
+    // `Idempotency-Key` once it is back, is recorded once.
+    let mut claims = Claims::user("audit-writer", None, Utc::now(), Duration::from_secs(600));
+    claims.service = Some("audit-writer".to_owned());
+    let service = TokenKeys::hs256(SECRET).sign(&claims).unwrap();
+    let ingest = || {
+        client
+            .post(format!("{base}/api/audit/events"))
+            .bearer_auth(&service)
+            .header("idempotency-key", "event-1")
+            .json(
+                &json!({"action": "plugin.upload", "actorId": "writer", "orgId": org,
+                          "targetType": "plugin", "targetId": "p-1"}),
+            )
+            .send()
+    };
+    execute(
+        &admin_url,
+        &format!("ALTER DATABASE {name} SET default_transaction_read_only = on"),
+    )
+    .await;
+    drop_sessions(&admin_url, &name).await;
+    assert_eq!(
+        ingest().await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    execute(
+        &admin_url,
+        &format!("ALTER DATABASE {name} RESET default_transaction_read_only"),
+    )
+    .await;
+    drop_sessions(&admin_url, &name).await;
+    let mut first = None;
+    let started = Instant::now();
+    while first.is_none() && started.elapsed() < Duration::from_secs(10) {
+        let response = ingest().await.unwrap();
+        match response.status() {
+            StatusCode::CREATED => first = Some(response.json::<Value>().await.unwrap()),
+            StatusCode::SERVICE_UNAVAILABLE => tokio::time::sleep(Duration::from_millis(100)).await,
+            other => panic!("{other}: {}", response.text().await.unwrap()),
+        }
+    }
+    let first = first.expect("the event was never recorded after the database came back");
+    let again = ingest().await.unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["data"]["id"], first["data"]["id"]);
+    let store = Store::connect(&url).await.unwrap();
+    let rows: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM audit_events WHERE actor_id = 'writer'")
+            .fetch_one(adapters::storage::pool_for_tests(&store))
+            .await
+            .unwrap();
+    assert_eq!(rows, 1);
+    store.close().await;
+    drop_postgres(&admin_url, &name).await;
+}
+
+/// `/ready` fails as soon as the process starts stopping, with `Retry-After`.
+async fn ready_fails_once_draining(app: &TestApp) {
+    let (status, body) = app.call("GET", "/ready", "", None, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    app.state.start_draining();
+    let response = app
+        .router
+        .clone()
+        .oneshot(Request::get("/ready").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let (status, body) = app.call("GET", "/ready", "", None, None).await;
+    assert_eq!(code(status, &body), "SERVICE_UNAVAILABLE");
+    assert_eq!(body["message"], "the server is stopping");
+    // The process is up all the same.
+    let (status, _) = app.call("GET", "/health", "", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+on_both_backends!(ready_fails_once_draining);
+
+/// SIGTERM: the process stops within SHUTDOWN_GRACE_SECONDS even with a request
+/// that never ends (a message stream), and hands back every lease it held, so that
+/// another replica takes the singleton work over at once.
+#[tokio::test]
+async fn sigterm_stops_within_the_grace_and_hands_back_leases() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let client = reqwest::Client::new();
+    let port = free_port();
+    let mut server = start_with(&url, port, &[("SHUTDOWN_GRACE_SECONDS", "2")]);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_healthy(&client, &base).await;
+    let store = Store::connect(&url).await.unwrap();
+    let leases = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM leases")
+            .fetch_one(adapters::storage::pool_for_tests(&store))
+            .await
+            .unwrap()
+    };
+    let started = Instant::now();
+    while leases().await == 0 && started.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(leases().await > 0, "the server took no lease");
+    // A request in flight that never ends.
+    let token = user_token("alice");
+    let org = create_org(&client, &base, &token, "draining").await;
+    let stream = client
+        .get(format!("{base}/api/messages/stream"))
+        .bearer_auth(&token)
+        .header("x-org-id", &org)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+
+    terminate(&server);
+    let stopping = Instant::now();
+    let exited = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            stopping.elapsed() < Duration::from_secs(20),
+            "the server did not stop after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(exited.success(), "{exited:?}");
+    // It waited for the stream up to the grace, not for ever.
+    assert!(stopping.elapsed() >= Duration::from_secs(2));
+    assert_eq!(leases().await, 0, "a lease was left behind");
+    drop(stream);
+    store.close().await;
+    drop_postgres(&admin_url, &name).await;
+}
+
+/// Migrations take a lease of their own: two processes migrating one new database
+/// at once both succeed (one applies, the other finds nothing left), no advisory
+/// lock is involved, and a process waits while another holds the lease.
+#[tokio::test]
+async fn migrations_take_a_lease_of_their_own() {
+    let Some((url, admin_url, name)) = fresh_postgres().await else {
+        return;
+    };
+    let (a, b) = (
+        Store::connect(&url).await.unwrap(),
+        Store::connect(&url).await.unwrap(),
+    );
+    let (first, second) = tokio::join!(a.migrate(), b.migrate());
+    first.unwrap();
+    second.unwrap();
+    let pool = adapters::storage::pool_for_tests(&a);
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM migration_lease")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "the lease is handed back after migrating");
+
+    // Another process holds the lease for two more seconds: a third waits for it.
+    let until = (chrono::Utc::now() + chrono::Duration::seconds(2))
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    sqlx::query(
+        "INSERT INTO migration_lease (name, holder, expires_at) VALUES ('migrate', 'another', $1)",
+    )
+    .bind(until)
+    .execute(pool)
+    .await
+    .unwrap();
+    let c = Store::connect(&url).await.unwrap();
+    let waiting = tokio::spawn(async move { c.migrate().await });
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(
+        !waiting.is_finished(),
+        "it migrated while another process held the lease"
+    );
+    waiting.await.unwrap().unwrap();
+    let advisory: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!(advisory, 0);
+    a.close().await;
+    b.close().await;
+    drop_postgres(&admin_url, &name).await;
+}
