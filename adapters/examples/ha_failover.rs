@@ -40,7 +40,7 @@ struct Tally {
     /// Pipelines whose earlier try was applied without an answer (the retry met
     /// their name).
     applied_unanswered: u64,
-    /// When the first write acknowledged after the kill was sent (after the kill).
+    /// When the first write sent after the kill was acknowledged (after the kill).
     first_after_kill: Option<Duration>,
 }
 
@@ -142,7 +142,7 @@ impl Shared {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(killed) = killed.filter(|killed| sent > *killed) {
-                let after = sent.duration_since(killed);
+                let after = killed.elapsed();
                 if tally.first_after_kill.is_none_or(|first| after < first) {
                     tally.first_after_kill = Some(after);
                 }
@@ -409,7 +409,7 @@ async fn scenario() -> Result<bool, String> {
                 "otherRefusals": others,
                 "retries": tally.retries,
                 "appliedUnanswered": tally.applied_unanswered,
-                "firstWriteAfterKillMs": tally.first_after_kill.map(|d| d.as_millis()),
+                "firstAcknowledgedAfterKillMs": tally.first_after_kill.map(|d| d.as_millis()),
             }),
         );
     }

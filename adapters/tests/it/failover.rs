@@ -343,3 +343,145 @@ async fn migrations_take_a_lease_of_their_own() {
     b.close().await;
     drop_postgres(&admin_url, &name).await;
 }
+
+/// The organization, its rules and its pipelines, as `token` reads them.
+async fn read_back(app: &TestApp, token: &str, org: &str) -> Vec<Value> {
+    let mut answers = Vec::new();
+    for path in [
+        "/api/organization",
+        "/api/compliance/rules",
+        "/api/pipelines",
+    ] {
+        let (status, body) = app.call("GET", path, token, Some(org), None).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        answers.push(body);
+    }
+    answers
+}
+
+/// Backup and restore: `pg_dump` of the database of a running server, restored into
+/// an empty database; a server on it answers the same organizations, rules and
+/// inventory, and `compliance audit verify` accepts every chain exported from it,
+/// with its signed checkpoint.
+#[tokio::test]
+async fn a_dump_of_a_running_server_restores_to_the_same_answers_and_chains() {
+    let Some(app) = TestApp::postgres().await else {
+        return;
+    };
+    let (admin_url, name) = app.cleanup.clone().expect("a PostgreSQL test database");
+    let base = admin_url.rsplit_once('/').unwrap().0.to_owned();
+    let source_url = format!("{base}/{name}");
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/compliance/rules",
+            &alice,
+            Some(&org),
+            Some(json!({
+            "name": "named", "target": "pipeline", "severity": "warning",
+            "field": "pipelineName", "operator": "regex", "value": "^[a-z-]+$"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    for pipeline in ["web-app", "Api_Service"] {
+        let (status, body) = app
+            .call(
+                "POST",
+                "/api/pipelines",
+                &alice,
+                Some(&org),
+                Some(json!({
+                "project": "web", "organization": "acme", "pipelineName": pipeline,
+                "accessModifier": "private", "props": {}})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let service = app.service_token("plugin");
+    for n in 0..5 {
+        let (status, body) = app
+            .post_event(&service, Some(&format!("backup-{n}")), json!({"action": "plugin.upload",
+                "actorId": "u", "orgId": "org-backup", "targetType": "plugin", "targetId": format!("p{n}")}))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    app.relay().await;
+    let settings = test_config(&[]).checkpoints.unwrap();
+    assert!(
+        adapters::workers::checkpoints::round(&app.store, &settings, Utc::now())
+            .await
+            .unwrap()
+            >= 1
+    );
+    let before = read_back(&app, &alice, &org).await;
+
+    // The dump is taken while the server runs (a consistent snapshot).
+    let dir = std::env::temp_dir().join(format!("compliance-backup-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dump = dir.join("backup.dump");
+    let dumped = std::process::Command::new("pg_dump")
+        .args(["--format=custom", "--no-owner", "--file"])
+        .arg(&dump)
+        .arg(&source_url)
+        .output()
+        .unwrap();
+    assert!(
+        dumped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dumped.stderr)
+    );
+    let (restored_url, _, restored_name) = fresh_postgres().await.unwrap();
+    let restored = std::process::Command::new("pg_restore")
+        .args(["--no-owner", "--exit-on-error", "--dbname", &restored_url])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    assert!(
+        restored.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restored.stderr)
+    );
+
+    let restored_app = TestApp::with_store(
+        Store::connect(&restored_url).await.unwrap(),
+        Some((admin_url.clone(), restored_name)),
+    )
+    .await;
+    assert_eq!(read_back(&restored_app, &alice, &org).await, before);
+    // Every chain exported from the restored database verifies, with its checkpoint.
+    let key = settings.signer.verifier_key().to_string();
+    for chain in [org.as_str(), "org-backup"] {
+        let exported = std::process::Command::new(env!("CARGO_BIN_EXE_compliance"))
+            .args(["audit", "export", "--checkpoint", "--org", chain])
+            .env("DATABASE_URL", &restored_url)
+            .output()
+            .unwrap();
+        assert!(
+            exported.status.success(),
+            "{}",
+            String::from_utf8_lossy(&exported.stderr)
+        );
+        let file = dir.join(format!("{chain}.jsonl"));
+        std::fs::write(&file, &exported.stdout).unwrap();
+        let (code, out, err) = super::cli::compliance(&[
+            "audit",
+            "verify",
+            &file.display().to_string(),
+            "--key",
+            &key,
+        ]);
+        assert_eq!(code, 0, "{chain}: {out} {err}");
+        let verdict: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(verdict["ok"], true, "{verdict}");
+        assert!(verdict["count"].as_u64().unwrap() >= 1, "{verdict}");
+        if chain == "org-backup" {
+            assert_eq!(verdict["count"], 5, "{verdict}");
+            assert_eq!(verdict["checkpoints"]["checked"], 1, "{verdict}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    restored_app.finish().await;
+    app.finish().await;
+}
