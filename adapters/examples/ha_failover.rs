@@ -190,6 +190,28 @@ async fn call(
     Ok((status, response.json().await.unwrap_or(Value::Null)))
 }
 
+/// What each replica answers `GET /api/me` with `token`.
+async fn statuses_of_me(
+    http: &reqwest::Client,
+    servers: &[String],
+    token: &str,
+) -> Result<Vec<u16>, String> {
+    let mut statuses = Vec::new();
+    for base in servers {
+        let (status, _) = call(
+            http,
+            reqwest::Method::GET,
+            format!("{base}/api/me"),
+            token,
+            None,
+            None,
+        )
+        .await?;
+        statuses.push(status);
+    }
+    Ok(statuses)
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     match scenario().await {
@@ -437,19 +459,7 @@ async fn scenario() -> Result<bool, String> {
 
     // A token revoked after the failover is refused on both replicas within a second
     // (each took it before, so each had it among its kept facts).
-    let mut before = Vec::new();
-    for base in &servers {
-        let (status, _) = call(
-            &http,
-            reqwest::Method::GET,
-            format!("{base}/api/me"),
-            &pat,
-            None,
-            None,
-        )
-        .await?;
-        before.push(status);
-    }
+    let before = statuses_of_me(&http, &servers, &pat).await?;
     let (revoked, _) = call(
         &http,
         reqwest::Method::DELETE,
@@ -460,19 +470,7 @@ async fn scenario() -> Result<bool, String> {
     )
     .await?;
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    let mut after = Vec::new();
-    for base in &servers {
-        let (status, _) = call(
-            &http,
-            reqwest::Method::GET,
-            format!("{base}/api/me"),
-            &pat,
-            None,
-            None,
-        )
-        .await?;
-        after.push(status);
-    }
+    let after = statuses_of_me(&http, &servers, &pat).await?;
     let revocation_followed = before.iter().all(|s| *s == 200)
         && (200..300).contains(&revoked)
         && after.iter().all(|s| *s == 401);

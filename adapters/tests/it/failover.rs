@@ -33,6 +33,37 @@ async fn drop_sessions(admin_url: &str, name: &str) {
     .await;
 }
 
+/// The database `name` refuses writes (`on`, a primary turned standby) or takes them
+/// again, for every session from now on: the server's pooled sessions are closed.
+async fn read_only(admin_url: &str, name: &str, on: bool) {
+    let change = if on {
+        "SET default_transaction_read_only = on"
+    } else {
+        "RESET default_transaction_read_only"
+    };
+    execute(admin_url, &format!("ALTER DATABASE {name} {change}")).await;
+    drop_sessions(admin_url, name).await;
+}
+
+/// Sends `request` until it is answered `expected` (a 503 is sent again; anything
+/// else fails), within 10 s: its body.
+async fn until_answered<F, Fut>(expected: StatusCode, request: F) -> Value
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = reqwest::Result<reqwest::Response>>,
+{
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        let response = request().await.unwrap();
+        match response.status() {
+            status if status == expected => return response.json().await.unwrap(),
+            StatusCode::SERVICE_UNAVAILABLE => tokio::time::sleep(Duration::from_millis(100)).await,
+            other => panic!("{other}: {}", response.text().await.unwrap()),
+        }
+    }
+    panic!("never answered {expected} after the database came back");
+}
+
 /// A URL naming several hosts: the store opens on the one that is the primary (the
 /// first does not answer), says so, and keeps its pool there.
 #[tokio::test]
@@ -101,12 +132,7 @@ async fn a_database_that_refuses_writes_answers_503_with_retry_after() {
             .send()
     };
 
-    execute(
-        &admin_url,
-        &format!("ALTER DATABASE {name} SET default_transaction_read_only = on"),
-    )
-    .await;
-    drop_sessions(&admin_url, &name).await;
+    read_only(&admin_url, &name, true).await;
     let mut refused = 0;
     for _ in 0..3 {
         let response = create("the-key").await.unwrap();
@@ -120,24 +146,9 @@ async fn a_database_that_refuses_writes_answers_503_with_retry_after() {
     }
     assert_eq!(refused, 3);
 
-    execute(
-        &admin_url,
-        &format!("ALTER DATABASE {name} RESET default_transaction_read_only"),
-    )
-    .await;
-    drop_sessions(&admin_url, &name).await;
+    read_only(&admin_url, &name, false).await;
     // The first try after may meet a connection that died under the pool: 503 too.
-    let mut created = None;
-    let started = Instant::now();
-    while created.is_none() && started.elapsed() < Duration::from_secs(10) {
-        let response = create("the-key").await.unwrap();
-        match response.status() {
-            StatusCode::CREATED => created = Some(response.json::<Value>().await.unwrap()),
-            StatusCode::SERVICE_UNAVAILABLE => tokio::time::sleep(Duration::from_millis(100)).await,
-            other => panic!("{other}: {}", response.text().await.unwrap()),
-        }
-    }
-    let created = created.expect("the write never succeeded after the database came back");
+    let created = until_answered(StatusCode::CREATED, || create("the-key")).await;
     assert!(created["data"]["id"].is_string(), "{created}");
     // It was written once: the same write again is a conflict, and there is one.
     let again = create("the-key").await.unwrap();
@@ -170,33 +181,13 @@ async fn a_database_that_refuses_writes_answers_503_with_retry_after() {
             )
             .send()
     };
-    execute(
-        &admin_url,
-        &format!("ALTER DATABASE {name} SET default_transaction_read_only = on"),
-    )
-    .await;
-    drop_sessions(&admin_url, &name).await;
+    read_only(&admin_url, &name, true).await;
     assert_eq!(
         ingest().await.unwrap().status(),
         StatusCode::SERVICE_UNAVAILABLE
     );
-    execute(
-        &admin_url,
-        &format!("ALTER DATABASE {name} RESET default_transaction_read_only"),
-    )
-    .await;
-    drop_sessions(&admin_url, &name).await;
-    let mut first = None;
-    let started = Instant::now();
-    while first.is_none() && started.elapsed() < Duration::from_secs(10) {
-        let response = ingest().await.unwrap();
-        match response.status() {
-            StatusCode::CREATED => first = Some(response.json::<Value>().await.unwrap()),
-            StatusCode::SERVICE_UNAVAILABLE => tokio::time::sleep(Duration::from_millis(100)).await,
-            other => panic!("{other}: {}", response.text().await.unwrap()),
-        }
-    }
-    let first = first.expect("the event was never recorded after the database came back");
+    read_only(&admin_url, &name, false).await;
+    let first = until_answered(StatusCode::CREATED, ingest).await;
     let again = ingest().await.unwrap();
     assert_eq!(again.status(), StatusCode::OK);
     let again: Value = again.json().await.unwrap();
