@@ -169,6 +169,16 @@ impl From<sqlx::Error> for StoreError {
                 primary::suspect();
                 StoreError::Unavailable(error.to_string())
             }
+            // A serialization failure or a deadlock: PostgreSQL rolled the transaction
+            // back, and the same request sent again succeeds (503 with Retry-After,
+            // not 500). No server is missing: the primary is not looked for.
+            sqlx::Error::Database(db)
+                if db
+                    .code()
+                    .is_some_and(|code| code == "40001" || code == "40P01") =>
+            {
+                StoreError::Unavailable(error.to_string())
+            }
             sqlx::Error::RowNotFound => StoreError::NotFound("record".to_owned()),
             sqlx::Error::Io(_)
             | sqlx::Error::Protocol(_)

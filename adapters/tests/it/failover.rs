@@ -203,6 +203,57 @@ async fn a_database_that_refuses_writes_answers_503_with_retry_after() {
     drop_postgres(&admin_url, &name).await;
 }
 
+/// A transaction PostgreSQL aborts for a deadlock (40P01, injected by a trigger the
+/// first time) or a serialization failure (40001) answers 503 with `Retry-After`,
+/// not 500, and leaves nothing behind; sent again, it succeeds.
+#[tokio::test]
+async fn an_aborted_transaction_answers_503_and_succeeds_when_sent_again() {
+    let Some(app) = TestApp::postgres().await else {
+        return;
+    };
+    let org = app.org("alice", "acme").await;
+    let alice = app.token("alice", "alice@example.com");
+    app.sql("CREATE SEQUENCE injected").await;
+    app.sql(
+        "CREATE FUNCTION abort_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           IF nextval('injected') = 1 THEN RAISE EXCEPTION 'deadlock injected' USING ERRCODE = '40P01'; END IF; \
+           IF currval('injected') = 2 THEN RAISE EXCEPTION 'conflict injected' USING ERRCODE = '40001'; END IF; \
+           RETURN NEW; END $$",
+    )
+    .await;
+    app.sql("CREATE TRIGGER abort_once BEFORE INSERT ON policies FOR EACH ROW EXECUTE FUNCTION abort_once()")
+        .await;
+    let create = || {
+        TestApp::request_of(
+            "POST",
+            "/api/compliance/policies",
+            &alice,
+            Some(&org),
+            Some(json!({"name": "baseline", "ruleIds": []})),
+        )
+    };
+    for _ in 0..2 {
+        let response = app.router.clone().oneshot(create()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()["retry-after"], "1");
+        let body: Value =
+            serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes())
+                .unwrap();
+        assert_eq!(
+            code(StatusCode::SERVICE_UNAVAILABLE, &body),
+            "SERVICE_UNAVAILABLE"
+        );
+    }
+    let (status, body) = app
+        .call("GET", "/api/compliance/policies", &alice, Some(&org), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["pagination"]["total"], 0, "{body}");
+    let response = app.router.clone().oneshot(create()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    app.finish().await;
+}
+
 /// `/ready` fails as soon as the process starts stopping, with `Retry-After`.
 async fn ready_fails_once_draining(app: &TestApp) {
     let (status, body) = app.call("GET", "/ready", "", None, None).await;
