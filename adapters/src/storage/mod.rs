@@ -31,6 +31,7 @@ mod keys;
 mod lifecycle;
 mod members;
 mod messages;
+mod migrate;
 mod notifications;
 mod orgs;
 mod outbox;
@@ -482,15 +483,6 @@ enum Role {
 const STANDBY_SESSION: &str =
     "SET statement_timeout = 25000; SET default_transaction_read_only = on";
 
-/// How long the migration lease lasts unless renewed (a process that dies while
-/// migrating holds it no longer).
-const MIGRATION_LEASE: Duration = Duration::from_secs(30);
-/// How long a process waits for another's migrations.
-const MIGRATION_WAIT: Duration = Duration::from_secs(600);
-
-static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
-static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-
 impl Store {
     /// Connects to `url` (`postgres://...` or `sqlite://...`; a SQLite file is created
     /// if missing).
@@ -608,107 +600,6 @@ impl Store {
             return Store::connect(&format!("{url}{separator}mode=rw")).await;
         }
         Store::connect(url).await
-    }
-
-    /// Applies the migrations of the backend, under a lease of their own (a row of
-    /// `migration_lease`, renewed while they run) rather than sqlx's session advisory
-    /// lock: one process migrates at a time, through a pooler in transaction mode too.
-    /// Another process waits for the lease, then finds nothing left to apply.
-    pub async fn migrate(&self) -> StoreResult<()> {
-        let source = match self.dialect {
-            Dialect::Postgres => &POSTGRES_MIGRATIONS,
-            Dialect::Sqlite => &SQLITE_MIGRATIONS,
-        };
-        // The same migrations without the advisory lock (the fields are how
-        // `migrate!` builds a migrator; the lease below replaces the lock).
-        let migrator = sqlx::migrate::Migrator {
-            migrations: source.migrations.clone(),
-            // A database migrated by a later release runs this one too (rolling
-            // upgrades: its migrations only add what this release does not read).
-            ignore_missing: true,
-            locking: false,
-            no_tx: source.no_tx,
-        };
-        let holder = new_id();
-        self.take_migration_lease(&holder).await?;
-        if let Err(error) = sqlx::query(heartbeat::CREATE).execute(&self.pool).await {
-            let _ = sqlx::query(&self.sql("DELETE FROM migration_lease WHERE holder = $1"))
-                .bind(&holder)
-                .execute(&self.pool)
-                .await;
-            return Err(error.into());
-        }
-        let renewal = {
-            let (store, holder) = (self.clone(), holder.clone());
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(MIGRATION_LEASE / 3).await;
-                    if let Err(error) = store.renew_migration_lease(&holder).await {
-                        tracing::warn!(%error, "the migration lease was not renewed");
-                    }
-                }
-            })
-        };
-        let ran = migrator
-            .run(&self.pool)
-            .await
-            .map_err(|e| StoreError::Other(format!("migration failed: {e}")));
-        renewal.abort();
-        let released = sqlx::query(&self.sql("DELETE FROM migration_lease WHERE holder = $1"))
-            .bind(&holder)
-            .execute(&self.pool)
-            .await;
-        ran?;
-        released?;
-        Ok(())
-    }
-
-    /// Waits for the migration lease (at most [`MIGRATION_WAIT`]).
-    async fn take_migration_lease(&self, holder: &str) -> StoreResult<()> {
-        let create = "CREATE TABLE IF NOT EXISTS migration_lease \
-                      (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at TEXT NOT NULL)";
-        // Two processes creating it at once: one of them may see the other's
-        // half-made table as a conflict; the second try finds it made.
-        if sqlx::query(create).execute(&self.pool).await.is_err() {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            sqlx::query(create).execute(&self.pool).await?;
-        }
-        let started = std::time::Instant::now();
-        loop {
-            let now = Utc::now();
-            let until = now + chrono::Duration::from_std(MIGRATION_LEASE).unwrap_or_default();
-            let taken = sqlx::query(&self.sql(
-                "INSERT INTO migration_lease (name, holder, expires_at) VALUES ('migrate', $1, $2) \
-                 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at \
-                 WHERE migration_lease.expires_at < $3 RETURNING holder",
-            ))
-            .bind(holder)
-            .bind(stamp(until))
-            .bind(stamp(now))
-            .fetch_optional(&self.pool)
-            .await?;
-            if taken.is_some() {
-                return Ok(());
-            }
-            if started.elapsed() > MIGRATION_WAIT {
-                return Err(StoreError::Unavailable(
-                    "another process holds the migration lease".to_owned(),
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-    }
-
-    async fn renew_migration_lease(&self, holder: &str) -> StoreResult<()> {
-        let until = Utc::now() + chrono::Duration::from_std(MIGRATION_LEASE).unwrap_or_default();
-        sqlx::query(&self.sql(
-            "UPDATE migration_lease SET expires_at = $2 WHERE name = 'migrate' AND holder = $1",
-        ))
-        .bind(holder)
-        .bind(stamp(until))
-        .execute(&self.pool)
-        .await?;
-        Ok(())
     }
 
     /// Tells every process listening on `channel` (PostgreSQL `NOTIFY`), inside a
