@@ -14,6 +14,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::http::code::ErrorCode;
+
 /// The validation budget of document 1.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(5);
 
@@ -50,7 +52,7 @@ pub struct Refusal {
     /// The HTTP status to answer with.
     pub status: u16,
     /// The error code.
-    pub code: String,
+    pub code: ErrorCode,
     /// A sentence for a person.
     pub message: String,
     /// `{violations}` for a block; what the service said otherwise.
@@ -61,10 +63,16 @@ impl Refusal {
     fn unavailable(why: impl std::fmt::Display) -> Self {
         Refusal {
             status: 503,
-            code: "COMPLIANCE_UNAVAILABLE".to_owned(),
+            code: ErrorCode::ComplianceUnavailable,
             message: format!("the compliance check could not be made: {why}"),
             details: None,
         }
+    }
+
+    /// Whether the service's compliance rules block the entity (its answer names the
+    /// violations), rather than the check not being made.
+    pub fn blocks(&self) -> bool {
+        self.code == ErrorCode::ComplianceViolation
     }
 
     /// The error envelope of the documents.
@@ -154,7 +162,7 @@ impl ComplianceClient {
                 if blocked {
                     Err(Refusal {
                         status: 403,
-                        code: "COMPLIANCE_VIOLATION".to_owned(),
+                        code: ErrorCode::ComplianceViolation,
                         message: "the entity breaks compliance rules".to_owned(),
                         details: Some(json!({"violations": violations})),
                     })
@@ -167,11 +175,12 @@ impl ComplianceClient {
             // The document itself is at fault: its refusal is the caller's answer.
             400 | 413 | 422 => Err(Refusal {
                 status,
+                // Its own code when it is one of ours, else the document's fault.
                 code: answer
                     .get("code")
                     .and_then(Value::as_str)
-                    .unwrap_or("VALIDATION_ERROR")
-                    .to_owned(),
+                    .and_then(ErrorCode::parse)
+                    .unwrap_or(ErrorCode::ValidationError),
                 message: answer
                     .get("message")
                     .and_then(Value::as_str)

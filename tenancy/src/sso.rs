@@ -255,6 +255,23 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// Every refusal.
+    pub const ALL: [Refusal; 13] = [
+        Refusal::StateInvalid,
+        Refusal::ProviderError,
+        Refusal::TokenInvalid,
+        Refusal::IssuerMismatch,
+        Refusal::AudienceMismatch,
+        Refusal::TokenExpired,
+        Refusal::NonceMismatch,
+        Refusal::EmailNotVerified,
+        Refusal::DomainOfAnotherOrganization,
+        Refusal::DomainNotVerified,
+        Refusal::ProvisioningOff,
+        Refusal::LinkRequired,
+        Refusal::ConfigurationDisabled,
+    ];
+
     /// The stable error code.
     pub fn code(self) -> &'static str {
         match self {

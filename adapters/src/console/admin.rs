@@ -17,6 +17,7 @@ use super::api::{self, Call, Refusal};
 use super::page::{self, Frame};
 use super::session::{self, Posted, Visitor};
 use super::{field, Console};
+use crate::http::code::ErrorCode;
 use crate::services::console as sessions;
 
 /// The accounts page.
@@ -42,7 +43,7 @@ struct UsersPage {
 fn only_super_admins() -> Refusal {
     Refusal {
         status: StatusCode::FORBIDDEN,
-        code: "FORBIDDEN".to_owned(),
+        code: ErrorCode::Forbidden,
         message: "only a super-admin may do this".to_owned(),
     }
 }

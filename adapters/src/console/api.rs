@@ -10,6 +10,7 @@ use axum::Router;
 use serde_json::Value;
 use tower::ServiceExt;
 
+use crate::http::code::ErrorCode;
 use crate::http::listener::PeerAddr;
 
 /// The most the console reads of one API answer (an export streams past it).
@@ -20,8 +21,8 @@ const MAX_ANSWER: usize = 16 * 1024 * 1024;
 pub struct Refusal {
     /// Its status.
     pub status: StatusCode,
-    /// Its code (`FORBIDDEN`, `VALIDATION_ERROR`, ...).
-    pub code: String,
+    /// Its code.
+    pub code: ErrorCode,
     /// Its message, shown as is.
     pub message: String,
 }
@@ -30,15 +31,35 @@ impl Refusal {
     pub(crate) fn internal(message: impl Into<String>) -> Refusal {
         Refusal {
             status: StatusCode::INTERNAL_SERVER_ERROR,
-            code: "INTERNAL".to_owned(),
+            code: ErrorCode::InternalError,
             message: message.into(),
+        }
+    }
+
+    /// The refusal an answer of the API states in its envelope: a code that is not
+    /// one of the API's is an error of the console, not a refusal to show.
+    fn answered(status: StatusCode, envelope: &Value) -> Refusal {
+        #[derive(serde::Deserialize)]
+        struct Envelope {
+            code: ErrorCode,
+            message: String,
+        }
+        match serde_json::from_value::<Envelope>(envelope.clone()) {
+            Ok(Envelope { code, message }) => Refusal {
+                status,
+                code,
+                message,
+            },
+            Err(error) => Refusal::internal(format!(
+                "an answer of the API ({status}) is not its error envelope: {error}"
+            )),
         }
     }
 
     /// Whether the session no longer authenticates (the page signs in again); a
     /// wrong password at a step-up is a refusal to show, not a signed-out session.
     pub fn signed_out(&self) -> bool {
-        self.status == StatusCode::UNAUTHORIZED && self.code == "UNAUTHORIZED"
+        self.code == ErrorCode::Unauthorized
     }
 }
 
@@ -96,7 +117,7 @@ impl Api {
             // request, not a failure of ours.
             let value = HeaderValue::from_str(org).map_err(|_| Refusal {
                 status: StatusCode::BAD_REQUEST,
-                code: "VALIDATION_ERROR".to_owned(),
+                code: ErrorCode::ValidationError,
                 message: "org: not an organization id".to_owned(),
             })?;
             request = request.header("x-org-id", value);
@@ -144,11 +165,7 @@ impl Api {
                 .map_err(|e| Refusal::internal(format!("an answer of the API: {e}")))?
         };
         if !status.is_success() {
-            return Err(Refusal {
-                status,
-                code: text(&value, "code"),
-                message: text(&value, "message"),
-            });
+            return Err(Refusal::answered(status, &value));
         }
         Ok(match value {
             Value::Object(mut map) if map.contains_key("data") && map.contains_key("success") => {
@@ -170,11 +187,7 @@ impl Api {
         let (status, headers, body) = self.send(call).await?;
         if !status.is_success() {
             let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            return Err(Refusal {
-                status,
-                code: text(&value, "code"),
-                message: text(&value, "message"),
-            });
+            return Err(Refusal::answered(status, &value));
         }
         let mut response = body.into_response();
         if let Some(media) = headers.get(header::CONTENT_TYPE) {
@@ -248,8 +261,8 @@ impl From<crate::services::ServiceError> for Refusal {
     fn from(error: crate::services::ServiceError) -> Refusal {
         let error = crate::http::error::ApiError::from(error);
         Refusal {
-            status: error.status,
-            code: error.code.to_owned(),
+            status: error.status(),
+            code: error.code,
             message: error.message,
         }
     }
@@ -268,7 +281,7 @@ pub fn segment(id: &str) -> Result<&str, Refusal> {
     } else {
         Err(Refusal {
             status: StatusCode::BAD_REQUEST,
-            code: "VALIDATION_ERROR".to_owned(),
+            code: ErrorCode::ValidationError,
             message: "not an id".to_owned(),
         })
     }

@@ -13,6 +13,7 @@ use super::api::{self, act, segment, Refusal};
 use super::page::{self, Frame};
 use super::session::{Posted, Visitor};
 use super::{field, Console};
+use crate::http::code::ErrorCode;
 
 /// A rule as a row.
 pub struct RuleRow {
@@ -244,7 +245,7 @@ pub async fn catalog_action(State(console): State<Console>, posted: Posted) -> R
                     .find(|r| api::text(r, "id") == id)
                     .ok_or_else(|| Refusal {
                         status: axum::http::StatusCode::NOT_FOUND,
-                        code: "NOT_FOUND".to_owned(),
+                        code: ErrorCode::NotFound,
                         message: "no such published rule".to_owned(),
                     })?;
                 let impact = act(
@@ -275,7 +276,7 @@ pub async fn catalog_action(State(console): State<Console>, posted: Posted) -> R
 pub fn unknown_action() -> Refusal {
     Refusal {
         status: axum::http::StatusCode::BAD_REQUEST,
-        code: "VALIDATION_ERROR".to_owned(),
+        code: ErrorCode::ValidationError,
         message: "no such action".to_owned(),
     }
 }

@@ -13,6 +13,7 @@ use super::api::{self, Refusal};
 use super::assets;
 use super::session::Visitor;
 use super::Console;
+use crate::http::code::ErrorCode;
 use crate::http::guard::{Access, OrgFrom};
 use crate::services::access;
 use crate::services::context::Caller;
@@ -437,7 +438,7 @@ pub fn render(template: &impl Template, status: StatusCode) -> Response {
         Ok(html) => (status, Html(html)).into_response(),
         Err(error) => failure(&Refusal {
             status: StatusCode::INTERNAL_SERVER_ERROR,
-            code: "INTERNAL".to_owned(),
+            code: ErrorCode::InternalError,
             message: format!("the page could not be rendered: {error}"),
         }),
     }
@@ -455,7 +456,7 @@ pub fn failure(refusal: &Refusal) -> Response {
     }
     let page = FailurePage {
         status: refusal.status.as_u16(),
-        code: &refusal.code,
+        code: refusal.code.as_str(),
         message: &refusal.message,
         style: assets::STYLE.path(),
     };

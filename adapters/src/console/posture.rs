@@ -14,6 +14,7 @@ use super::api::{self, Refusal};
 use super::page::{self, Frame};
 use super::session::Visitor;
 use super::Console;
+use crate::http::code::ErrorCode;
 
 /// A target's counts.
 pub struct Counts {
@@ -359,7 +360,7 @@ pub async fn report(
     let Some((before, after)) = text.split_once(&marked) else {
         return page::refused(Refusal {
             status: StatusCode::INTERNAL_SERVER_ERROR,
-            code: "INTERNAL".to_owned(),
+            code: ErrorCode::InternalError,
             message: "the export could not be written".to_owned(),
         });
     };

@@ -17,6 +17,7 @@ use serde_json::json;
 
 use super::api::{Api, Call, Refusal};
 use super::{page, Console};
+use crate::http::code::ErrorCode;
 use crate::http::listener::PeerAddr;
 use crate::http::signin::Peer;
 use crate::services::console::{self as sessions, ConsoleSessionRecord};
@@ -144,7 +145,7 @@ fn with_cookie_on(
         }
         Err(error) => page::failure(&Refusal {
             status: StatusCode::INTERNAL_SERVER_ERROR,
-            code: "INTERNAL".to_owned(),
+            code: ErrorCode::InternalError,
             message: format!("the session cookie could not be written: {error}"),
         }),
     }
@@ -227,7 +228,7 @@ fn constant_eq(a: &[u8], b: &[u8]) -> bool {
 fn forged() -> Refusal {
     Refusal {
         status: StatusCode::FORBIDDEN,
-        code: "CROSS_SITE_REQUEST".to_owned(),
+        code: ErrorCode::CrossSiteRequest,
         message: "this form did not come from this console's own page".to_owned(),
     }
 }

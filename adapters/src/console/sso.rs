@@ -46,7 +46,7 @@ pub async fn start(
     });
     let (location, cookie) = match started {
         Ok(started) => started,
-        Err(error) => return page::login(Some(&error.message), "", error.status),
+        Err(error) => return page::login(Some(&error.message), "", error.status()),
     };
     let mut response = page::continue_to("Continuing to your identity provider", &location);
     response.headers_mut().insert(header::SET_COOKIE, cookie);
@@ -84,7 +84,7 @@ pub async fn callback(
         }
         Err(error) => {
             let refusal = crate::http::error::ApiError::from(error);
-            page::login(Some(&refusal.message), "", refusal.status)
+            page::login(Some(&refusal.message), "", refusal.status())
         }
     }
 }

@@ -295,8 +295,7 @@ pub(crate) async fn stream(
         .open(&caller.user_id, state.config.messages.streams_per_user)
         .ok_or_else(|| {
             ApiError::new(
-                axum::http::StatusCode::TOO_MANY_REQUESTS,
-                "RATE_LIMITED",
+                crate::http::code::ErrorCode::RateLimited,
                 format!(
                     "at most {} live streams per user (MESSAGE_STREAMS_PER_USER)",
                     state.config.messages.streams_per_user

@@ -5,13 +5,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+pub use super::code::ErrorCode;
+
 /// An error answered in the envelope `{success: false, statusCode, code, message, details?}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
-    /// The HTTP status.
-    pub status: StatusCode,
-    /// The machine-readable code, for example `VALIDATION_ERROR`.
-    pub code: &'static str,
+    /// The machine-readable code (which decides the status).
+    pub code: ErrorCode,
     /// One line for a human.
     pub message: String,
     /// Structured context.
@@ -32,14 +32,18 @@ impl From<crate::auth::AuthError> for ApiError {
 
 impl ApiError {
     /// An error with no details.
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ApiError {
-            status,
             code,
             message: message.into(),
             details: None,
             audited: false,
         }
+    }
+
+    /// Its HTTP status (the code's).
+    pub fn status(&self) -> StatusCode {
+        self.code.status()
     }
 
     /// The same refusal, marked as audited already.
@@ -56,7 +60,7 @@ impl ApiError {
 
     /// 400 `VALIDATION_ERROR`.
     pub fn validation(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
+        ApiError::new(ErrorCode::ValidationError, message)
     }
 
     /// 400 `VALIDATION_ERROR` naming the field at fault.
@@ -68,63 +72,46 @@ impl ApiError {
 
     /// 401 `UNAUTHORIZED`.
     pub fn unauthorized(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message)
+        ApiError::new(ErrorCode::Unauthorized, message)
     }
 
     /// 403 `TENANT_FORBIDDEN`.
     pub fn tenant_forbidden() -> Self {
         ApiError::new(
-            StatusCode::FORBIDDEN,
-            "TENANT_FORBIDDEN",
+            ErrorCode::TenantForbidden,
             "x-org-id is missing or names an organization you do not belong to",
         )
     }
 
     /// 403 `FORBIDDEN`.
     pub fn forbidden(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::FORBIDDEN, "FORBIDDEN", message)
+        ApiError::new(ErrorCode::Forbidden, message)
     }
 
     /// 404 `NOT_FOUND`.
     pub fn not_found(what: &str) -> Self {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "NOT_FOUND",
-            format!("{what} not found"),
-        )
+        ApiError::new(ErrorCode::NotFound, format!("{what} not found"))
     }
 
     /// 409 `CONFLICT`.
     pub fn conflict(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::CONFLICT, "CONFLICT", message)
+        ApiError::new(ErrorCode::Conflict, message)
     }
 
     /// 413 `PAYLOAD_TOO_LARGE`.
     pub fn payload_too_large() -> Self {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "PAYLOAD_TOO_LARGE",
-            "the request body is too large",
-        )
+        ApiError::new(ErrorCode::PayloadTooLarge, "the request body is too large")
     }
 
     /// 503 `SERVICE_UNAVAILABLE`.
     pub fn unavailable(message: impl Into<String>) -> Self {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "SERVICE_UNAVAILABLE",
-            message,
-        )
+        ApiError::new(ErrorCode::ServiceUnavailable, message)
     }
 
     /// 500 `INTERNAL_ERROR`; the cause is logged, not shown.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(%cause, "internal error");
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL_ERROR",
-            "internal error",
-        )
+        ApiError::new(ErrorCode::InternalError, "internal error")
     }
 
     /// 400 `VALIDATION_ERROR` for rules compliance-core refuses, listing every
@@ -147,7 +134,7 @@ impl ApiError {
     pub fn body(&self) -> Value {
         let mut body = json!({
             "success": false,
-            "statusCode": self.status.as_u16(),
+            "statusCode": self.status().as_u16(),
             "code": self.code,
             "message": self.message,
         });
@@ -163,7 +150,7 @@ impl std::fmt::Display for ApiError {
         write!(
             f,
             "{} {}: {}",
-            self.status.as_u16(),
+            self.status().as_u16(),
             self.code,
             self.message
         )
@@ -175,7 +162,7 @@ impl IntoResponse for ApiError {
         // A 429 that knows when to come back says it in `Retry-After` too; a 503 (the
         // database or a service this one needs is away, a failover under way) asks to
         // come back in a second.
-        let retry_after = match self.status {
+        let retry_after = match self.status() {
             StatusCode::TOO_MANY_REQUESTS => self
                 .details
                 .as_ref()
@@ -188,7 +175,7 @@ impl IntoResponse for ApiError {
             ),
             _ => None,
         };
-        let mut response = (self.status, axum::Json(self.body())).into_response();
+        let mut response = (self.status(), axum::Json(self.body())).into_response();
         if let Some(seconds) = retry_after {
             response
                 .headers_mut()
@@ -198,29 +185,25 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The status and code of SEMANTICS.md 5 for a refusal of tenancy (the pure crate knows
+/// The code of SEMANTICS.md 5 for a refusal of tenancy (the pure crate knows
 /// nothing of HTTP).
-fn tenancy_status(error: &tenancy::TenancyError) -> (StatusCode, &'static str) {
+fn tenancy_code(error: &tenancy::TenancyError) -> ErrorCode {
     use tenancy::TenancyError as E;
     match error {
-        E::TeamUnderTeam | E::TeamUnderSystem | E::NewOwnerNotMember => {
-            (StatusCode::BAD_REQUEST, "VALIDATION_ERROR")
-        }
-        E::Escalation(_) => (StatusCode::FORBIDDEN, "PERMISSION_ESCALATION"),
-        E::NotAssignable(_) => (StatusCode::BAD_REQUEST, "PERMISSION_NOT_ASSIGNABLE"),
+        E::TeamUnderTeam | E::TeamUnderSystem | E::NewOwnerNotMember => ErrorCode::ValidationError,
+        E::Escalation(_) => ErrorCode::PermissionEscalation,
+        E::NotAssignable(_) => ErrorCode::PermissionNotAssignable,
         E::BuiltInRole(_) | E::SystemExists | E::AlreadyOwner | E::LastSuperAdmin => {
-            (StatusCode::CONFLICT, "CONFLICT")
+            ErrorCode::Conflict
         }
-        E::NotBootstrapIdentifier | E::OwnerOnly | E::SuperAdminOnly => {
-            (StatusCode::FORBIDDEN, "FORBIDDEN")
-        }
-        E::StepUpRequired => (StatusCode::FORBIDDEN, "STEP_UP_REQUIRED"),
+        E::NotBootstrapIdentifier | E::OwnerOnly | E::SuperAdminOnly => ErrorCode::Forbidden,
+        E::StepUpRequired => ErrorCode::StepUpRequired,
     }
 }
 
 impl From<tenancy::TenancyError> for ApiError {
     fn from(error: tenancy::TenancyError) -> Self {
-        let (status, code) = tenancy_status(&error);
+        let code = tenancy_code(&error);
         let details = match &error {
             tenancy::TenancyError::Escalation(missing)
             | tenancy::TenancyError::NotAssignable(missing) => {
@@ -229,7 +212,6 @@ impl From<tenancy::TenancyError> for ApiError {
             _ => None,
         };
         ApiError {
-            status,
             code,
             message: error.to_string(),
             details,
@@ -243,21 +225,15 @@ fn signin_refusal(refusal: crate::services::accounts::SignInRefusal) -> ApiError
     use crate::services::accounts::SignInRefusal as R;
     let message = refusal.to_string();
     match refusal {
-        R::InvalidCredentials => {
-            ApiError::new(StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", message)
-        }
-        R::TooManyAttempts { retry_after } => {
-            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_ATTEMPTS", message)
-                .with_details(json!({"retryAfter": retry_after}))
-        }
-        R::EmailNotVerified => ApiError::new(StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED", message),
+        R::InvalidCredentials => ApiError::new(ErrorCode::InvalidCredentials, message),
+        R::TooManyAttempts { retry_after } => ApiError::new(ErrorCode::TooManyAttempts, message)
+            .with_details(json!({"retryAfter": retry_after})),
+        R::EmailNotVerified => ApiError::new(ErrorCode::EmailNotVerified, message),
         R::InvalidToken(_) => ApiError::unauthorized(message),
         R::NotYourOrganization => ApiError::tenant_forbidden(),
         R::SessionRequired => ApiError::forbidden(message),
-        R::AccountDisabled => ApiError::new(StatusCode::FORBIDDEN, "ACCOUNT_DISABLED", message),
-        R::PasswordChangeRequired => {
-            ApiError::new(StatusCode::FORBIDDEN, "PASSWORD_CHANGE_REQUIRED", message)
-        }
+        R::AccountDisabled => ApiError::new(ErrorCode::AccountDisabled, message),
+        R::PasswordChangeRequired => ApiError::new(ErrorCode::PasswordChangeRequired, message),
     }
 }
 
@@ -266,40 +242,22 @@ fn registry_error(error: crate::outbound::registry::RegistryError) -> ApiError {
     use crate::outbound::registry::RegistryError as R;
     let message = error.to_string();
     match error {
-        R::NotConfigured => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "REGISTRY_NOT_CONFIGURED",
-            message,
-        ),
-        R::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", message),
-        R::DeletesDisabled => {
-            ApiError::new(StatusCode::CONFLICT, "REGISTRY_DELETE_DISABLED", message)
-        }
+        R::NotConfigured => ApiError::new(ErrorCode::RegistryNotConfigured, message),
+        R::NotFound(_) => ApiError::new(ErrorCode::NotFound, message),
+        R::DeletesDisabled => ApiError::new(ErrorCode::RegistryDeleteDisabled, message),
         R::Unreachable(cause) => {
             tracing::warn!(%cause, "the image registry is unavailable");
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "REGISTRY_UNAVAILABLE",
-                message,
-            )
+            ApiError::new(ErrorCode::RegistryUnavailable, message)
         }
         R::DigestMismatch {
             expected, actual, ..
-        } => ApiError::new(StatusCode::BAD_GATEWAY, "REGISTRY_DIGEST_MISMATCH", message)
+        } => ApiError::new(ErrorCode::RegistryDigestMismatch, message)
             .with_details(json!({"expected": expected, "actual": actual})),
-        R::Unsupported(_) => ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "MANIFEST_UNSUPPORTED",
-            message,
-        ),
-        R::Refused { status, code, .. } => {
-            ApiError::new(StatusCode::BAD_GATEWAY, "REGISTRY_REFUSED", message)
-                .with_details(json!({"registryStatus": status, "registryCode": code}))
-        }
-        R::SharedDigest { digest, tags } => {
-            ApiError::new(StatusCode::CONFLICT, "TAG_SHARED", message)
-                .with_details(json!({"digest": digest, "tags": tags}))
-        }
+        R::Unsupported(_) => ApiError::new(ErrorCode::ManifestUnsupported, message),
+        R::Refused { status, code, .. } => ApiError::new(ErrorCode::RegistryRefused, message)
+            .with_details(json!({"registryStatus": status, "registryCode": code})),
+        R::SharedDigest { digest, tags } => ApiError::new(ErrorCode::TagShared, message)
+            .with_details(json!({"digest": digest, "tags": tags})),
     }
 }
 
@@ -313,61 +271,53 @@ fn generation_error(error: crate::services::generation::GenerationError) -> ApiE
     match error {
         E::Provider(failure) => {
             let (code, details) = match &failure {
-                A::Unreachable { provider, .. } => {
-                    ("AI_PROVIDER_UNAVAILABLE", json!({"provider": provider}))
-                }
+                A::Unreachable { provider, .. } => (
+                    ErrorCode::AiProviderUnavailable,
+                    json!({"provider": provider}),
+                ),
                 A::Refused {
                     provider, status, ..
                 } => (
-                    "AI_PROVIDER_ERROR",
+                    ErrorCode::AiProviderError,
                     json!({"provider": provider, "providerStatus": status}),
                 ),
                 A::Failed { provider, .. } => (
-                    "AI_PROVIDER_ERROR",
+                    ErrorCode::AiProviderError,
                     json!({"provider": provider, "reason": "error_event"}),
                 ),
-                A::Truncated { provider } => ("AI_STREAM_TRUNCATED", json!({"provider": provider})),
+                A::Truncated { provider } => {
+                    (ErrorCode::AiStreamTruncated, json!({"provider": provider}))
+                }
                 A::TooLarge { provider, max } => (
-                    "AI_OUTPUT_TOO_LARGE",
+                    ErrorCode::AiOutputTooLarge,
                     json!({"provider": provider, "maxBytes": max}),
                 ),
             };
-            ApiError::new(StatusCode::BAD_GATEWAY, code, message).with_details(details)
+            ApiError::new(code, message).with_details(details)
         }
-        E::Timeout { provider, seconds } => {
-            ApiError::new(StatusCode::GATEWAY_TIMEOUT, "AI_PROVIDER_TIMEOUT", message)
-                .with_details(json!({"provider": provider, "seconds": seconds}))
-        }
+        E::Timeout { provider, seconds } => ApiError::new(ErrorCode::AiProviderTimeout, message)
+            .with_details(json!({"provider": provider, "seconds": seconds})),
         E::Repository(G::Refused(_)) => ApiError::invalid_field("url", message),
-        E::Repository(G::Unavailable(_)) => ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "REPOSITORY_UNAVAILABLE",
-            message,
-        ),
-        E::Repository(G::TooLarge(max)) => ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "REPOSITORY_TOO_LARGE",
-            message,
-        )
-        .with_details(json!({"maxBytes": max})),
-        E::Repository(G::Timeout(seconds)) => {
-            ApiError::new(StatusCode::GATEWAY_TIMEOUT, "REPOSITORY_TIMEOUT", message)
-                .with_details(json!({"seconds": seconds}))
+        E::Repository(G::Unavailable(_)) => {
+            ApiError::new(ErrorCode::RepositoryUnavailable, message)
         }
+        E::Repository(G::TooLarge(max)) => ApiError::new(ErrorCode::RepositoryTooLarge, message)
+            .with_details(json!({"maxBytes": max})),
+        E::Repository(G::Timeout(seconds)) => ApiError::new(ErrorCode::RepositoryTimeout, message)
+            .with_details(json!({"seconds": seconds})),
         E::Exhausted {
             kind,
             attempts,
             problems,
         } => ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "GENERATION_FAILED",
+            ErrorCode::GenerationFailed,
             format!("no usable {kind} after {attempts} attempts"),
         )
         .with_details(json!({"attempts": attempts, "problems": problems})),
-        E::Busy { limit } => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
+        E::Busy { limit } => ApiError::new(ErrorCode::RateLimited, message)
             .with_details(json!({"limit": limit, "retryAfterSeconds": 5})),
         // Nobody reads it: the client went away.
-        E::Cancelled => ApiError::new(StatusCode::BAD_REQUEST, "CANCELLED", message),
+        E::Cancelled => ApiError::new(ErrorCode::Cancelled, message),
     }
 }
 
@@ -380,78 +330,59 @@ impl From<crate::services::ServiceError> for ApiError {
             E::NotFound(what) => ApiError::not_found(&what),
             E::Conflict(why) => ApiError::conflict(why),
             E::Forbidden(why) => ApiError::forbidden(why),
-            E::Gone(why) => ApiError::new(StatusCode::GONE, "GONE", why),
-            error @ E::FeatureNotAvailable { feature, tier } => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "FEATURE_NOT_AVAILABLE",
-                error.to_string(),
-            )
-            .with_details(json!({"feature": feature.name(), "tier": tier.name()})),
-            error @ E::TierRequired { what, tier } => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "FEATURE_NOT_AVAILABLE",
-                error.to_string(),
-            )
-            .with_details(
-                json!({"feature": what, "tier": tier.name(), "requiredTier": "enterprise"}),
-            ),
-            error @ E::KeyUnavailable(_) => {
-                tracing::warn!(%error, "a secret's key cannot be used: failing closed");
-                ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "KMS_UNAVAILABLE",
-                    error.to_string(),
+            E::Gone(why) => ApiError::new(ErrorCode::Gone, why),
+            error @ E::FeatureNotAvailable { feature, tier } => {
+                ApiError::new(ErrorCode::FeatureNotAvailable, error.to_string())
+                    .with_details(json!({"feature": feature.name(), "tier": tier.name()}))
+            }
+            error @ E::TierRequired { what, tier } => {
+                ApiError::new(ErrorCode::FeatureNotAvailable, error.to_string()).with_details(
+                    json!({"feature": what, "tier": tier.name(), "requiredTier": "enterprise"}),
                 )
             }
-            E::Rules(error) => ApiError::rules(error),
-            E::Limit(limit) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "ATTRIBUTE_LIMIT_EXCEEDED",
-                limit.to_string(),
-            )
-            .with_details(json!({"limit": limit.limit, "max": limit.max, "actual": limit.actual})),
-            E::Malformed(why) => ApiError::validation(why),
-            E::Cron(error) => {
-                ApiError::new(StatusCode::BAD_REQUEST, "INVALID_CRON", error.to_string())
-                    .with_details(json!({
-                        "field": "cronExpression",
-                        "cronField": error.field.map(|f| f.name()),
-                        "problem": error.message,
-                    }))
+            error @ E::KeyUnavailable(_) => {
+                tracing::warn!(%error, "a secret's key cannot be used: failing closed");
+                ApiError::new(ErrorCode::KmsUnavailable, error.to_string())
             }
+            E::Rules(error) => ApiError::rules(error),
+            E::Limit(limit) => ApiError::new(ErrorCode::AttributeLimitExceeded, limit.to_string())
+                .with_details(
+                    json!({"limit": limit.limit, "max": limit.max, "actual": limit.actual}),
+                ),
+            E::Malformed(why) => ApiError::validation(why),
+            E::Cron(error) => ApiError::new(ErrorCode::InvalidCron, error.to_string())
+                .with_details(json!({
+                    "field": "cronExpression",
+                    "cronField": error.field.map(|f| f.name()),
+                    "problem": error.message,
+                })),
             E::Unavailable => {
                 tracing::warn!("a compliance check could not be made: failing closed");
                 ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "COMPLIANCE_UNAVAILABLE",
+                    ErrorCode::ComplianceUnavailable,
                     "the compliance rules could not be loaded in time",
                 )
             }
-            E::Exemption(refusal @ ExemptionRefusal::SelfReview) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "SELF_APPROVAL_FORBIDDEN",
-                refusal.to_string(),
-            ),
+            E::Exemption(refusal @ ExemptionRefusal::SelfReview) => {
+                ApiError::new(ErrorCode::SelfApprovalForbidden, refusal.to_string())
+            }
             E::Exemption(refusal @ ExemptionRefusal::Transition { .. }) => {
                 ApiError::conflict(refusal.to_string())
             }
             E::Blocked(evaluation) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "COMPLIANCE_VIOLATION",
+                ErrorCode::ComplianceViolation,
                 "the organization's compliance rules block it",
             )
             .with_details(
                 json!({"violations": evaluation.violations, "exempted": evaluation.exempted}),
             ),
             E::Violations(details) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "COMPLIANCE_VIOLATION",
+                ErrorCode::ComplianceViolation,
                 "the organization's compliance rules block it",
             )
             .with_details(details),
             E::Quota { dimension, refusal } => ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "QUOTA_EXCEEDED",
+                ErrorCode::QuotaExceeded,
                 format!(
                     "the {dimension} quota is exhausted: {} used of {}",
                     refusal.used, refusal.limit
@@ -465,15 +396,13 @@ impl From<crate::services::ServiceError> for ApiError {
             })),
             E::Purchase(refusal) => {
                 use entitlements::PurchaseError as P;
-                let (status, code) = match &refusal {
-                    P::BundlesDisabled => (StatusCode::FORBIDDEN, "BUNDLES_DISABLED"),
-                    P::MarketplaceManaged => (StatusCode::FORBIDDEN, "MARKETPLACE_MANAGED"),
-                    P::NotEligible { .. } => (StatusCode::FORBIDDEN, "BUNDLE_NOT_ELIGIBLE"),
-                    P::NotStackable(_) => (StatusCode::BAD_REQUEST, "BUNDLE_NOT_STACKABLE"),
-                    P::UnknownBundle(_) | P::InvalidQuantity(_) => {
-                        (StatusCode::BAD_REQUEST, "VALIDATION_ERROR")
-                    }
-                    P::NotHeld(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+                let code = match &refusal {
+                    P::BundlesDisabled => ErrorCode::BundlesDisabled,
+                    P::MarketplaceManaged => ErrorCode::MarketplaceManaged,
+                    P::NotEligible { .. } => ErrorCode::BundleNotEligible,
+                    P::NotStackable(_) => ErrorCode::BundleNotStackable,
+                    P::UnknownBundle(_) | P::InvalidQuantity(_) => ErrorCode::ValidationError,
+                    P::NotHeld(_) => ErrorCode::NotFound,
                 };
                 let details = match &refusal {
                     P::NotEligible { bundle, tier } => json!({"bundleId": bundle, "tier": tier}),
@@ -485,37 +414,33 @@ impl From<crate::services::ServiceError> for ApiError {
                     }
                     P::BundlesDisabled | P::MarketplaceManaged => json!({}),
                 };
-                ApiError::new(status, code, refusal.to_string()).with_details(details)
+                ApiError::new(code, refusal.to_string()).with_details(details)
             }
-            E::NotConfigured(code, why) => ApiError::new(StatusCode::NOT_FOUND, code, why),
+            E::NotConfigured(why) => ApiError::new(ErrorCode::BillingPortalNotConfigured, why),
             E::Registry(error) => registry_error(error),
             E::Generation(error) => generation_error(error),
             error @ E::RateLimited {
                 limit,
                 retry_after_seconds,
                 ..
-            } => ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "RATE_LIMITED",
-                error.to_string(),
-            )
-            .with_details(json!({"limit": limit, "retryAfterSeconds": retry_after_seconds})),
+            } => ApiError::new(ErrorCode::RateLimited, error.to_string())
+                .with_details(json!({"limit": limit, "retryAfterSeconds": retry_after_seconds})),
             E::Tenancy(refusal) => refusal.into(),
             E::SignIn(refusal) => signin_refusal(refusal),
             E::SsoRefused {
                 refusal,
                 link_token,
-            } => ApiError::new(StatusCode::UNAUTHORIZED, refusal.code(), refusal.message())
-                .with_details(match link_token {
+            } => ApiError::new(ErrorCode::Sso(refusal), refusal.message()).with_details(
+                match link_token {
                     Some(token) => json!({"reason": refusal.reason(), "linkToken": token}),
                     None => json!({"reason": refusal.reason()}),
-                }),
+                },
+            ),
             ref error @ E::SsoRequired { ref org_name } => {
-                ApiError::new(StatusCode::FORBIDDEN, "SSO_REQUIRED", error.to_string())
-                    .with_details(json!({
-                        "organization": org_name,
-                        "signIn": format!("/api/auth/sso/start?org={org_name}"),
-                    }))
+                ApiError::new(ErrorCode::SsoRequired, error.to_string()).with_details(json!({
+                    "organization": org_name,
+                    "signIn": format!("/api/auth/sso/start?org={org_name}"),
+                }))
             }
             E::Broken(why) => ApiError::internal(why),
             E::StoreRefused(why) => ApiError::validation(why),
@@ -524,6 +449,10 @@ impl From<crate::services::ServiceError> for ApiError {
                 ApiError::unavailable("the database is unavailable")
             }
             E::Stopping => ApiError::unavailable("the server is stopping"),
+            E::Contended(cause) => {
+                tracing::warn!(%cause, "a transaction kept rolling back for conflicts");
+                ApiError::unavailable("the database is busy with conflicting changes")
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! their review (the workflow is `services::exemptions`).
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+
 use chrono::{DateTime, Utc};
 use compliance_core::{ExemptionAction, ExemptionStatus};
 use serde::{Deserialize, Serialize};
@@ -146,8 +146,7 @@ pub(crate) async fn request_bulk(
 ) -> Result<Answer<ExemptionIds>, ApiError> {
     if body.entity_ids.len() > BULK_LIMIT {
         return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "BULK_LIMIT_EXCEEDED",
+            crate::http::code::ErrorCode::BulkLimitExceeded,
             format!(
                 "at most {BULK_LIMIT} exemptions per call, got {}",
                 body.entity_ids.len()

@@ -203,8 +203,7 @@ pub async fn gate(
             Named::Header => ApiError::tenant_forbidden(),
         },
         Reason::StepUpRequired => ApiError::new(
-            axum::http::StatusCode::FORBIDDEN,
-            "STEP_UP_REQUIRED",
+            crate::http::code::ErrorCode::StepUpRequired,
             "this operation needs a fresh step-up verification (X-Step-Up-Token)",
         )
         .with_details(json!({"stepUp": decision.step_up})),

@@ -14,7 +14,7 @@ use chrono::Utc;
 use serde_json::json;
 use tenancy::{Permission, StepUp};
 
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, ErrorCode};
 use crate::http::gate::{audit_refusal, gate, Chain, Granted, Named};
 use crate::http::state::{AnyCaller, AppState, Caller, ServiceCaller};
 use crate::services::organizations::OrgRecord;
@@ -293,11 +293,14 @@ pub(crate) async fn enforce(State(guard): State<Guard>, request: Request, next: 
     match admit(&guard, &mut parts, &mut attempt).await {
         Ok(()) => next.run(Request::from_parts(parts, body)).await,
         Err(error) => {
-            let refused = matches!(error.status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND);
+            let refused = matches!(
+                error.status(),
+                StatusCode::FORBIDDEN | StatusCode::NOT_FOUND
+            );
             if attempt.audited && refused && !error.audited {
                 if let Some((actor, email)) = attempt.actor {
                     let chain = attempt.chain.unwrap_or(Chain::System);
-                    let details = json!({"reason": error.code.to_ascii_lowercase()});
+                    let details = json!({"reason": error.code.as_str().to_ascii_lowercase()});
                     let audit = audit_refusal(
                         &guard.state,
                         &actor,
@@ -371,7 +374,7 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
                     granted = gate(state, &caller, &root, named, requirement, &guard.action)
                         .await
                         .map_err(|refused| {
-                            if refused.code == "TENANT_FORBIDDEN" || refused.code == "FORBIDDEN" {
+                            if matches!(refused.code, ErrorCode::TenantForbidden | ErrorCode::Forbidden) {
                                 ApiError {
                                     audited: refused.audited,
                                     ..ApiError::forbidden(
@@ -427,7 +430,7 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
             )
             .await
             .map_err(|error| {
-                if error.code == "TENANT_FORBIDDEN" {
+                if error.code == ErrorCode::TenantForbidden {
                     ApiError {
                         audited: error.audited,
                         ..refused()
@@ -491,7 +494,7 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
                     };
                     match tokio::time::timeout_at(deadline, counted).await {
                         Ok(Ok(granted)) => Some(granted.org),
-                        Ok(Err(e)) if e.status.is_server_error() => {
+                        Ok(Err(e)) if e.status().is_server_error() => {
                             return Err(ServiceError::Unavailable.into())
                         }
                         Ok(Err(refused)) => return Err(refused),
@@ -514,8 +517,7 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
 
 fn step_up_required(status: StepUp) -> ApiError {
     ApiError::new(
-        StatusCode::FORBIDDEN,
-        "STEP_UP_REQUIRED",
+        ErrorCode::StepUpRequired,
         "this operation needs a fresh step-up verification (X-Step-Up-Token)",
     )
     .with_details(json!({"stepUp": status}))

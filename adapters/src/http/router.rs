@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::HeaderValue;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -35,13 +35,12 @@ pub fn router(state: AppState) -> Router {
 }
 
 async fn not_found() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route")
+    ApiError::new(crate::http::code::ErrorCode::NotFound, "no such route")
 }
 
 async fn method_not_allowed() -> ApiError {
     ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "METHOD_NOT_ALLOWED",
+        crate::http::code::ErrorCode::MethodNotAllowed,
         "method not allowed on this route",
     )
 }
@@ -104,8 +103,7 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
         match tokio::time::timeout(timeout, next.run(request).instrument(span.clone())).await {
             Ok(response) => response,
             Err(_) => ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "REQUEST_TIMEOUT",
+                crate::http::code::ErrorCode::RequestTimeout,
                 "the request took too long",
             )
             .into_response(),

@@ -232,7 +232,6 @@ pub async fn change(
 pub async fn portal(state: &AppState, org: &OrgRecord) -> ServiceResult<String> {
     let Some(template) = &state.config.billing.portal_url else {
         return Err(ServiceError::NotConfigured(
-            "BILLING_PORTAL_NOT_CONFIGURED",
             "no billing portal is configured (BILLING_PORTAL_URL)".to_owned(),
         ));
     };

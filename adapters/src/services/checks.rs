@@ -249,7 +249,10 @@ pub async fn within<T>(
     match tokio::time::timeout_at(deadline, work).await {
         Ok(Ok(done)) => Ok(done),
         Ok(Err(
-            cause @ (StoreError::Unavailable(_) | StoreError::Corrupt(_) | StoreError::Other(_)),
+            cause @ (StoreError::Unavailable(_)
+            | StoreError::Contended(_)
+            | StoreError::Corrupt(_)
+            | StoreError::Other(_)),
         )) => {
             tracing::warn!(%cause, "a check could not be made");
             Err(ServiceError::Unavailable)
@@ -429,7 +432,7 @@ async fn remotely(
             };
             Ok(Compliance { result, violations })
         }
-        Err(refusal) if refusal.code == "COMPLIANCE_VIOLATION" => Err(ServiceError::Violations(
+        Err(refusal) if refusal.blocks() => Err(ServiceError::Violations(
             refusal.details.unwrap_or(Value::Null),
         )),
         Err(refusal) if refusal.status < 500 && refusal.status != 401 && refusal.status != 403 => {

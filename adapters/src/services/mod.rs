@@ -129,10 +129,9 @@ pub enum ServiceError {
     /// A bundle change the entitlements crate refused.
     #[error(transparent)]
     Purchase(#[from] entitlements::PurchaseError),
-    /// A feature the operator has not configured (the billing portal): 404 with
-    /// its code, since there is nothing to reach.
-    #[error("{1}")]
-    NotConfigured(&'static str, String),
+    /// The billing portal is not configured: there is nothing to reach (404).
+    #[error("{0}")]
+    NotConfigured(String),
     /// Sign-in refused (credentials, throttling, a token no longer good).
     #[error(transparent)]
     SignIn(accounts::SignInRefusal),
@@ -178,6 +177,10 @@ pub enum ServiceError {
     /// The database cannot be reached or answered too late.
     #[error("the database is unavailable: {0}")]
     StoreUnavailable(String),
+    /// The database kept rolling the unit of work back for conflicts with others
+    /// (its runner's attempts are spent): 503, to be sent again.
+    #[error("the database rolled the transaction back for a conflict: {0}")]
+    Contended(String),
     /// The process is stopping (SIGTERM): it takes nothing new.
     #[error("the server is stopping")]
     Stopping,
@@ -208,8 +211,15 @@ impl From<StoreError> for ServiceError {
             StoreError::NotFound(what) => ServiceError::NotFound(what.into()),
             StoreError::Invalid(why) => ServiceError::StoreRefused(why),
             StoreError::Unavailable(cause) => ServiceError::StoreUnavailable(cause),
+            StoreError::Contended(cause) => ServiceError::Contended(cause),
             StoreError::Other(cause) | StoreError::Corrupt(cause) => ServiceError::Broken(cause),
         }
+    }
+}
+
+impl crate::storage::Contention for ServiceError {
+    fn contended(&self) -> bool {
+        matches!(self, ServiceError::Contended(_))
     }
 }
 

@@ -7,7 +7,7 @@ use serde_json::json;
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, Caller};
 pub use crate::storage::PolicyRecord;
-use crate::storage::{OrgRecord, Store};
+use crate::storage::{new_id, unit_of_work, OrgRecord, Store, Transaction};
 
 /// What a policy is made of, as a request gives it.
 #[derive(Debug, Clone, Default)]
@@ -35,26 +35,34 @@ pub async fn create(
         ));
     }
     let name = fields.name.unwrap_or_default();
-    let audit = |policy_id: &str| {
-        vec![event(
-            caller,
-            "compliance.policy.create",
-            &org.id,
-            "policy",
-            policy_id,
-            json!({"name": name}),
-        )]
-    };
-    Ok(store
-        .create_policy(
-            &org.id,
+    let id = new_id();
+    let audit = [event(
+        caller,
+        "compliance.policy.create",
+        &org.id,
+        "policy",
+        &id,
+        json!({"name": name}),
+    )];
+    unit_of_work!(&store, |tx| {
+        tx.insert_policy(
+            (&id, &org.id),
             (name, fields.description),
             fields.rule_ids.unwrap_or_default(),
             is_template,
             now,
-            &audit,
         )
-        .await?)
+        .await?;
+        tx.enqueue_audit(&audit).await?;
+        written(tx, &org.id, &id).await
+    })
+}
+
+/// A policy as the transaction that wrote it sees it.
+async fn written(tx: &mut Transaction<'_>, org_id: &str, id: &str) -> ServiceResult<PolicyRecord> {
+    tx.policy(org_id, id)
+        .await?
+        .ok_or(ServiceError::NotFound("policy".into()))
 }
 
 /// A page of the organization's policies, filtered by name: (policies, total).
@@ -93,15 +101,16 @@ pub async fn update(
         id,
         json!({}),
     )];
-    Ok(store
-        .update_policy(
-            &org.id,
-            id,
+    unit_of_work!(&store, |tx| {
+        tx.update_policy(
+            (&org.id, id),
             (fields.name, fields.description, fields.rule_ids),
             now,
-            &audit,
         )
-        .await?)
+        .await?;
+        tx.enqueue_audit(&audit).await?;
+        written(tx, &org.id, id).await
+    })
 }
 
 /// Deletes the policy (its rules stay).
@@ -119,5 +128,9 @@ pub async fn delete(
         id,
         json!({}),
     )];
-    Ok(store.delete_policy(&org.id, id, &audit).await?)
+    unit_of_work!(&store, |tx| {
+        tx.delete_policy(&org.id, id).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::rules::{check, invalidate, store_new};
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{new_id, OrgRecord, PolicyRecord, RuleFilter, StoredRule};
+use crate::storage::{new_id, unit_of_work, OrgRecord, PolicyRecord, RuleFilter, StoredRule};
 
 /// The catalog of templates: (rules, policies); empty before a system organization
 /// exists.
@@ -134,45 +134,43 @@ pub async fn clone_policy(
         }
         rules.push(rule);
     }
-    let mut tx = state.store.transaction().await?;
-    for (template_rule, rule) in template.rule_ids.iter().zip(&rules) {
-        let audit = [event(
-            caller,
-            "compliance.template.apply",
-            &org.id,
-            "rule",
-            &rule.id,
-            json!({"templateId": template_rule}),
-        )];
-        tx.create_rule(&org.id, rule, &caller.user_id, now, &audit)
-            .await?;
-    }
     let name = name.unwrap_or(template.name);
-    let audit = |policy_id: &str| {
-        vec![event(
-            caller,
-            "compliance.template.apply",
-            &org.id,
-            "policy",
-            policy_id,
-            json!({"templateId": template_id}),
-        )]
-    };
     let rule_ids: Vec<String> = rules.iter().map(|r| r.id.clone()).collect();
-    let policy_id = tx
-        .create_policy(
-            &org.id,
+    let policy_id = new_id();
+    let policy_audit = [event(
+        caller,
+        "compliance.template.apply",
+        &org.id,
+        "policy",
+        &policy_id,
+        json!({"templateId": template_id}),
+    )];
+    let policy = unit_of_work!(&state.store, |tx| {
+        for (template_rule, rule) in template.rule_ids.iter().zip(&rules) {
+            let audit = [event(
+                caller,
+                "compliance.template.apply",
+                &org.id,
+                "rule",
+                &rule.id,
+                json!({"templateId": template_rule}),
+            )];
+            tx.create_rule(&org.id, rule, &caller.user_id, now, &audit)
+                .await?;
+        }
+        tx.insert_policy(
+            (&policy_id, &org.id),
             (&name, template.description.as_deref()),
             &rule_ids,
+            false,
             now,
-            &audit,
         )
         .await?;
-    tx.commit().await?;
+        tx.enqueue_audit(&policy_audit).await?;
+        tx.policy(&org.id, &policy_id)
+            .await?
+            .ok_or(ServiceError::NotFound("policy".into()))
+    })?;
     invalidate(state, org, false);
-    state
-        .store
-        .policy(&org.id, &policy_id)
-        .await?
-        .ok_or(ServiceError::NotFound("policy".into()))
+    Ok(policy)
 }

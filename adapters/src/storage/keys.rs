@@ -1,7 +1,6 @@
 //! Organizations' data keys (wrapped) and customer key configurations: SQL only.
 //! The workflows (`services::keys`) open the transactions and decide.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 
 use super::decode::Decoder;
@@ -326,11 +325,6 @@ impl Store {
 }
 
 impl Transaction<'_> {
-    /// The audit events of the workflow, in its transaction.
-    pub async fn enqueue_audit(&mut self, events: &[AuditEvent]) -> StoreResult<()> {
-        self.store.enqueue(&mut self.tx, events).await
-    }
-
     /// Stores (or replaces) an organization's customer key configuration, active.
     pub async fn save_key_config(&mut self, config: &KeyConfigRow) -> StoreResult<()> {
         sqlx::query(&self.store.sql(

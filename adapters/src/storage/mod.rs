@@ -54,6 +54,7 @@ mod sso;
 mod subjects;
 mod subscriptions;
 mod sweeps;
+mod unit;
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -121,6 +122,8 @@ pub use sso::{
 };
 pub use subjects::Subject;
 pub use sweeps::{Flush, SweepState, SweptEntity};
+pub(crate) use unit::unit_of_work;
+pub use unit::{Contention, Transaction, ATTEMPTS};
 
 /// What went wrong in storage, in terms the API can answer.
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +143,10 @@ pub enum StoreError {
     /// The database cannot be reached.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// The database rolled the transaction back for a conflict with another one (a
+    /// serialization failure or a deadlock): run again, it may well succeed.
+    #[error("transaction rolled back for a conflict: {0}")]
+    Contended(String),
     /// Anything else.
     #[error("database error: {0}")]
     Other(String),
@@ -171,14 +178,15 @@ impl From<sqlx::Error> for StoreError {
                 StoreError::Unavailable(error.to_string())
             }
             // A serialization failure or a deadlock: PostgreSQL rolled the transaction
-            // back, and the same request sent again succeeds (503 with Retry-After,
-            // not 500). No server is missing: the primary is not looked for.
+            // back, and the same unit run again succeeds (the unit of work's runner
+            // does; past its attempts, 503 with Retry-After, not 500). No server is
+            // missing: the primary is not looked for.
             sqlx::Error::Database(db)
                 if db
                     .code()
                     .is_some_and(|code| code == "40001" || code == "40P01") =>
             {
-                StoreError::Unavailable(error.to_string())
+                StoreError::Contended(error.to_string())
             }
             sqlx::Error::RowNotFound => StoreError::NotFound("record".to_owned()),
             sqlx::Error::Io(_)
@@ -197,22 +205,6 @@ impl From<sqlx::Error> for StoreError {
 
 /// Result of a storage call.
 pub type StoreResult<T> = Result<T, StoreError>;
-
-/// Several storage steps committed together or not at all: a service opens one with
-/// [`Store::transaction`], calls its steps, and commits; dropped without a commit (an
-/// error on the way, a panic, a cancelled request), it rolls back.
-pub struct Transaction<'s> {
-    store: &'s Store,
-    tx: sqlx::Transaction<'static, sqlx::Any>,
-}
-
-impl Transaction<'_> {
-    /// Makes every step of the transaction durable at once.
-    pub async fn commit(self) -> StoreResult<()> {
-        self.tx.commit().await?;
-        Ok(())
-    }
-}
 
 /// Which SQL dialect the pool speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -695,14 +687,6 @@ impl Store {
 
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
-    }
-
-    /// Begins a [`Transaction`].
-    pub async fn transaction(&self) -> StoreResult<Transaction<'_>> {
-        Ok(Transaction {
-            store: self,
-            tx: self.pool.begin().await?,
-        })
     }
 
     /// Closes the pool.

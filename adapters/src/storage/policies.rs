@@ -1,12 +1,11 @@
 //! Policies: named sets of rules, and templates, always scoped by organization.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::decode::Decoder;
 use super::orgs::found;
-use super::{new_id, stamp, Store, StoreError, StoreResult};
+use super::{stamp, Store, StoreError, StoreResult};
 
 /// A policy: a named group of rules.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,75 +44,16 @@ fn policy_from_row(row: &sqlx::any::AnyRow) -> StoreResult<PolicyRecord> {
 }
 
 impl super::Transaction<'_> {
-    /// [`Store::create_policy`] as a step of this transaction; answers the new id.
-    pub async fn create_policy(
+    /// Inserts a policy (a name taken in the organization is a conflict).
+    pub async fn insert_policy(
         &mut self,
-        org_id: &str,
-        (name, description): (&str, Option<&str>),
-        rule_ids: &[String],
-        now: DateTime<Utc>,
-        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
-    ) -> StoreResult<String> {
-        let id = new_id();
-        self.store
-            .insert_policy(
-                &mut self.tx,
-                &id,
-                org_id,
-                (name, description),
-                rule_ids,
-                false,
-                now,
-            )
-            .await?;
-        self.store.enqueue(&mut self.tx, &audit(&id)).await?;
-        Ok(id)
-    }
-}
-
-impl Store {
-    /// Creates a policy.
-    pub async fn create_policy(
-        &self,
-        org_id: &str,
-        (name, description): (&str, Option<&str>),
-        rule_ids: &[String],
-        is_template: bool,
-        now: DateTime<Utc>,
-        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
-    ) -> StoreResult<PolicyRecord> {
-        let id = new_id();
-        let mut tx = self.pool().begin().await?;
-        self.insert_policy(
-            &mut tx,
-            &id,
-            org_id,
-            (name, description),
-            rule_ids,
-            is_template,
-            now,
-        )
-        .await?;
-        self.enqueue(&mut tx, &audit(&id)).await?;
-        tx.commit().await?;
-        self.policy(org_id, &id)
-            .await?
-            .ok_or_else(|| StoreError::Other("the new policy vanished".to_owned()))
-    }
-
-    /// The statement of [`Store::create_policy`], in the caller's transaction.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn insert_policy(
-        &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-        id: &str,
-        org_id: &str,
+        (id, org_id): (&str, &str),
         (name, description): (&str, Option<&str>),
         rule_ids: &[String],
         is_template: bool,
         now: DateTime<Utc>,
     ) -> StoreResult<()> {
-        sqlx::query(&self.sql(
+        sqlx::query(&self.store.sql(
             "INSERT INTO policies (id, org_id, name, description, rule_ids, is_template, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
         ))
         .bind(id)
@@ -123,7 +63,7 @@ impl Store {
         .bind(serde_json::to_string(rule_ids).unwrap_or_default())
         .bind(i64::from(is_template))
         .bind(stamp(now))
-        .execute(&mut **tx)
+        .execute(&mut *self.tx)
         .await
         .map_err(|e| match StoreError::from(e) {
             StoreError::Conflict(_) => StoreError::Conflict(format!("a policy named `{name}` already exists")),
@@ -132,6 +72,63 @@ impl Store {
         Ok(())
     }
 
+    /// Changes the fields given (`None` keeps one); `NotFound` when the organization
+    /// has no such policy.
+    pub async fn update_policy(
+        &mut self,
+        (org_id, id): (&str, &str),
+        (name, description, rule_ids): (Option<&str>, Option<&str>, Option<&[String]>),
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE policies SET name = COALESCE($3, name), description = COALESCE($4, description), rule_ids = COALESCE($5, rule_ids), updated_at = $6
+             WHERE org_id = $1 AND id = $2",
+        ))
+        .bind(org_id)
+        .bind(id)
+        .bind(name)
+        .bind(description)
+        .bind(rule_ids.map(|r| serde_json::to_string(r).unwrap_or_default()))
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => StoreError::Conflict("a policy with that name already exists".to_owned()),
+            other => other,
+        })?;
+        found(done.rows_affected(), "policy")
+    }
+
+    /// Deletes a policy; `NotFound` when the organization has no such policy.
+    pub async fn delete_policy(&mut self, org_id: &str, id: &str) -> StoreResult<()> {
+        let done = sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM policies WHERE org_id = $1 AND id = $2"),
+        )
+        .bind(org_id)
+        .bind(id)
+        .execute(&mut *self.tx)
+        .await?;
+        found(done.rows_affected(), "policy")
+    }
+
+    /// One policy of an organization, as the transaction sees it.
+    pub async fn policy(&mut self, org_id: &str, id: &str) -> StoreResult<Option<PolicyRecord>> {
+        let row = sqlx::query(
+            &self
+                .store
+                .sql("SELECT * FROM policies WHERE org_id = $1 AND id = $2"),
+        )
+        .bind(org_id)
+        .bind(id)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        row.as_ref().map(policy_from_row).transpose()
+    }
+}
+
+impl Store {
     /// One policy of an organization.
     pub async fn policy(&self, org_id: &str, id: &str) -> StoreResult<Option<PolicyRecord>> {
         let row = sqlx::query(&self.sql("SELECT * FROM policies WHERE org_id = $1 AND id = $2"))
@@ -173,58 +170,5 @@ impl Store {
             .map(policy_from_row)
             .collect::<StoreResult<Vec<_>>>()?;
         Ok((items, total))
-    }
-
-    /// Updates a policy.
-    pub async fn update_policy(
-        &self,
-        org_id: &str,
-        id: &str,
-        (name, description, rule_ids): (Option<&str>, Option<&str>, Option<&[String]>),
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<PolicyRecord> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE policies SET name = COALESCE($3, name), description = COALESCE($4, description), rule_ids = COALESCE($5, rule_ids), updated_at = $6
-             WHERE org_id = $1 AND id = $2",
-        ))
-        .bind(org_id)
-        .bind(id)
-        .bind(name)
-        .bind(description)
-        .bind(rule_ids.map(|r| serde_json::to_string(r).unwrap_or_default()))
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict("a policy with that name already exists".to_owned()),
-            other => other,
-        })?;
-        found(done.rows_affected(), "policy")?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        self.policy(org_id, id)
-            .await?
-            .ok_or_else(|| StoreError::NotFound("policy".to_owned()))
-    }
-
-    /// Deletes a policy.
-    pub async fn delete_policy(
-        &self,
-        org_id: &str,
-        id: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql("DELETE FROM policies WHERE org_id = $1 AND id = $2"))
-            .bind(org_id)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        found(done.rows_affected(), "policy")?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        Ok(())
     }
 }

@@ -203,54 +203,82 @@ async fn a_database_that_refuses_writes_answers_503_with_retry_after() {
     drop_postgres(&admin_url, &name).await;
 }
 
-/// A transaction PostgreSQL aborts for a deadlock (40P01, injected by a trigger the
-/// first time) or a serialization failure (40001) answers 503 with `Retry-After`,
-/// not 500, and leaves nothing behind; sent again, it succeeds.
+/// A unit of work PostgreSQL rolls back for a deadlock (40P01, injected by a trigger
+/// the first time) and then a serialization failure (40001, the second time) is run
+/// again by the server: the request succeeds once, on the third run. One that keeps
+/// being rolled back runs `ATTEMPTS` times, then answers 503 with `Retry-After` (not
+/// 500) and leaves nothing behind.
 #[tokio::test]
-async fn an_aborted_transaction_answers_503_and_succeeds_when_sent_again() {
+async fn a_unit_rolled_back_for_a_conflict_runs_again_a_bounded_number_of_times() {
     let Some(app) = TestApp::postgres().await else {
         return;
     };
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    app.sql("CREATE SEQUENCE injected").await;
+    // A sequence is not rolled back with the transaction: it counts the runs.
+    app.sql("CREATE SEQUENCE runs").await;
     app.sql(
-        "CREATE FUNCTION abort_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
-           IF nextval('injected') = 1 THEN RAISE EXCEPTION 'deadlock injected' USING ERRCODE = '40P01'; END IF; \
-           IF currval('injected') = 2 THEN RAISE EXCEPTION 'conflict injected' USING ERRCODE = '40001'; END IF; \
+        "CREATE FUNCTION abort_twice() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           IF nextval('runs') = 1 THEN RAISE EXCEPTION 'deadlock injected' USING ERRCODE = '40P01'; END IF; \
+           IF currval('runs') = 2 THEN RAISE EXCEPTION 'conflict injected' USING ERRCODE = '40001'; END IF; \
+           IF NEW.name LIKE 'doomed%' THEN RAISE EXCEPTION 'conflict injected' USING ERRCODE = '40001'; END IF; \
            RETURN NEW; END $$",
     )
     .await;
-    app.sql("CREATE TRIGGER abort_once BEFORE INSERT ON policies FOR EACH ROW EXECUTE FUNCTION abort_once()")
+    app.sql("CREATE TRIGGER abort_twice BEFORE INSERT ON policies FOR EACH ROW EXECUTE FUNCTION abort_twice()")
         .await;
-    let create = || {
+    let runs = || app.number("SELECT last_value FROM runs");
+    let create = |name: &str| {
         TestApp::request_of(
             "POST",
             "/api/compliance/policies",
             &alice,
             Some(&org),
-            Some(json!({"name": "baseline", "ruleIds": []})),
+            Some(json!({"name": name, "ruleIds": []})),
         )
     };
-    for _ in 0..2 {
-        let response = app.router.clone().oneshot(create()).await.unwrap();
-        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(response.headers()["retry-after"], "1");
-        let body: Value =
-            serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes())
-                .unwrap();
-        assert_eq!(
-            code(StatusCode::SERVICE_UNAVAILABLE, &body),
-            "SERVICE_UNAVAILABLE"
-        );
-    }
+    let response = app
+        .router
+        .clone()
+        .oneshot(create("baseline"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!(runs().await, 3, "two runs rolled back, the third committed");
     let (status, body) = app
         .call("GET", "/api/compliance/policies", &alice, Some(&org), None)
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["pagination"]["total"], 0, "{body}");
-    let response = app.router.clone().oneshot(create()).await.unwrap();
-    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!(body["pagination"]["total"], 1, "{body}");
+    // The audit event of the unit was written once, with the policy.
+    assert_eq!(app.audited("compliance.policy.create").await.len(), 1);
+
+    let response = app.router.clone().oneshot(create("doomed")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let body: Value =
+        serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(
+        code(StatusCode::SERVICE_UNAVAILABLE, &body),
+        "SERVICE_UNAVAILABLE"
+    );
+    assert_eq!(
+        runs().await,
+        3 + i64::from(adapters::storage::ATTEMPTS),
+        "the unit ran ATTEMPTS times, no more"
+    );
+    let (_, body) = app
+        .call("GET", "/api/compliance/policies", &alice, Some(&org), None)
+        .await;
+    assert_eq!(
+        body["pagination"]["total"], 1,
+        "nothing of the doomed unit: {body}"
+    );
+    assert_eq!(
+        app.audited("compliance.policy.create").await.len(),
+        1,
+        "nothing of the doomed unit is written"
+    );
     app.finish().await;
 }
 

@@ -320,6 +320,14 @@ impl TestApp {
             .unwrap();
     }
 
+    /// A number read directly from the test database (`SELECT COUNT(*) ...`).
+    pub async fn number(&self, query: &str) -> i64 {
+        sqlx::query_scalar(query)
+            .fetch_one(admin_pool(&self.store))
+            .await
+            .unwrap()
+    }
+
     /// A JSON request with a token and an optional `x-org-id`.
     pub async fn call(
         &self,

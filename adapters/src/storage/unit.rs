@@ -1,0 +1,154 @@
+//! A unit of work: the storage steps of one workflow, committed together or not at
+//! all, opened by the service that owns the workflow and run by one runner, which
+//! runs the whole unit again when PostgreSQL rolled it back for a conflict.
+
+use std::time::Duration;
+
+use audit_chain::AuditEvent;
+
+use super::{Store, StoreError, StoreResult};
+
+/// Several storage steps committed together or not at all: a service opens one with
+/// [`Store::unit_of_work`] (or, for a unit that must not run twice,
+/// [`Store::transaction`]), calls its steps, and it commits; dropped without a commit
+/// (an error on the way, a panic, a cancelled request), it rolls back.
+pub struct Transaction<'s> {
+    pub(super) store: &'s Store,
+    pub(super) tx: sqlx::Transaction<'static, sqlx::Any>,
+}
+
+impl Transaction<'_> {
+    /// Makes every step of the transaction durable at once.
+    pub async fn commit(self) -> StoreResult<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+
+    /// The audit events of the workflow, in its transaction: durable exactly when
+    /// the change they record is.
+    pub async fn enqueue_audit(&mut self, events: &[AuditEvent]) -> StoreResult<()> {
+        self.store.enqueue(&mut self.tx, events).await
+    }
+}
+
+/// How many times a unit of work runs at most when PostgreSQL keeps rolling it back
+/// for a conflict (a serialization failure, 40001, or a deadlock, 40P01).
+pub const ATTEMPTS: u32 = 4;
+
+/// The longest pause before the second run; each later one may wait twice as long.
+const FIRST_PAUSE: Duration = Duration::from_millis(8);
+
+/// An error that says whether the database rolled the transaction back for a
+/// conflict with another one (the same unit, run again, may well succeed).
+pub trait Contention {
+    /// Whether it is such a rollback.
+    fn contended(&self) -> bool;
+}
+
+impl Contention for StoreError {
+    fn contended(&self) -> bool {
+        matches!(self, StoreError::Contended(_))
+    }
+}
+
+/// The pause before run `attempt + 1`: "full jitter", a random share of a window that
+/// doubles with each attempt, so units that collided do not collide again in step.
+pub fn pause(attempt: u32, random: u32) -> Duration {
+    let window = FIRST_PAUSE.saturating_mul(1 << attempt.saturating_sub(1).min(8));
+    let window_us = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
+    Duration::from_micros(u64::from(random) % window_us.max(1))
+}
+
+impl Store {
+    /// Begins a [`Transaction`] that the caller commits itself (a unit that must not
+    /// run twice: one that calls another service between its steps).
+    pub async fn transaction(&self) -> StoreResult<Transaction<'_>> {
+        Ok(Transaction {
+            store: self,
+            tx: self.pool.begin().await?,
+        })
+    }
+
+    /// After run `attempt` of a unit of work: `None` when it is to run again (PostgreSQL
+    /// rolled it back for a conflict and attempts are left; the jittered pause has
+    /// been waited), else its outcome. The loop is [`unit_of_work!`]'s.
+    pub async fn settle<T, E: Contention>(
+        &self,
+        attempt: &mut u32,
+        outcome: Result<T, E>,
+    ) -> Option<Result<T, E>> {
+        match outcome {
+            Err(error) if error.contended() && *attempt < ATTEMPTS => {
+                let random = getrandom::u32().unwrap_or(*attempt);
+                tracing::info!(
+                    attempt = *attempt,
+                    "a transaction rolled back for a conflict runs again"
+                );
+                tokio::time::sleep(pause(*attempt, random)).await;
+                *attempt += 1;
+                None
+            }
+            other => Some(other),
+        }
+    }
+}
+
+/// Runs a unit of work: `unit_of_work!(store, |tx| body)` begins a transaction on
+/// `store` (a `&Store`), evaluates `body` (a `Result`, with `tx` the
+/// `&mut Transaction` of its steps; `?` leaves the unit) and commits. When
+/// PostgreSQL rolls it back for a conflict (40001, 40P01: at a statement or at the
+/// commit) the whole unit runs again in a new transaction, at most [`ATTEMPTS`] times
+/// in all, after a jittered pause; any other error rolls back and is the answer.
+/// The error type is `ServiceError` unless named: `|tx| -> StoreError body`.
+///
+/// A macro rather than a function taking a closure: the body borrows the caller's
+/// variables freely and the workflow's future stays `Send` (an async closure over a
+/// borrowed transaction is not, to today's compiler). The body must do nothing
+/// outside the database that cannot be done twice: what follows the commit (a
+/// signal, a mail) comes after the macro.
+macro_rules! unit_of_work {
+    ($store:expr, |$tx:ident| $body:block) => {
+        $crate::storage::unit_of_work!($store, |$tx| -> $crate::services::ServiceError $body)
+    };
+    ($store:expr, |$tx:ident| -> $error:ty $body:block) => {{
+        let store: &$crate::storage::Store = $store;
+        let mut attempt = 1_u32;
+        loop {
+            let outcome: ::std::result::Result<_, $error> = async {
+                let mut unit = store.transaction().await?;
+                let value: ::std::result::Result<_, $error> = {
+                    let $tx = &mut unit;
+                    $body
+                };
+                let value = value?;
+                unit.commit().await?;
+                Ok(value)
+            }
+            .await;
+            if let Some(settled) = store.settle(&mut attempt, outcome).await {
+                break settled;
+            }
+        }
+    }};
+}
+pub(crate) use unit_of_work;
+
+#[cfg(test)]
+mod tests {
+    use super::pause;
+    use std::time::Duration;
+
+    #[test]
+    fn pauses_are_jittered_within_a_doubling_window() {
+        for attempt in 1..=3u32 {
+            let window = Duration::from_millis(8 << (attempt - 1));
+            for random in [0, 1, 7_999, 8_000, 31_999, u32::MAX] {
+                assert!(pause(attempt, random) < window, "{attempt} {random}");
+            }
+        }
+        assert_eq!(pause(1, 0), Duration::ZERO);
+        assert_eq!(pause(2, 9_000), Duration::from_micros(9_000));
+        // A window that would grow past reason stops growing.
+        assert!(pause(40, u32::MAX) < Duration::from_millis(8 << 8));
+    }
+}
