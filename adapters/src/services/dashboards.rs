@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::context::{event, AppState, Caller};
 use super::reports::{self, ReportParams, ReportQuery};
 use super::{ServiceError, ServiceResult};
-use crate::storage::{new_id, DashboardRow, OrgRecord};
+use crate::storage::{new_id, unit_of_work, DashboardRow, OrgRecord};
 
 /// The most panels a dashboard holds.
 pub const MAX_PANELS: usize = 24;
@@ -373,18 +373,19 @@ async fn insert(
     row: DashboardRow,
     (action, details): (&str, Value),
 ) -> ServiceResult<Dashboard> {
-    let mut tx = state.store.transaction().await?;
-    tx.insert_dashboard(&row).await?;
-    tx.enqueue_audit(&[event(
+    let audit = [event(
         caller,
         action,
         &row.org_id,
         "dashboard",
         &row.id,
         details,
-    )])
-    .await?;
-    tx.commit().await?;
+    )];
+    unit_of_work!(&state.store, |tx| {
+        tx.insert_dashboard(&row).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     decode(row)
 }
 
@@ -414,20 +415,21 @@ pub async fn update(
         created_at: current.created_at,
         updated_at: now,
     };
-    let mut tx = state.store.transaction().await?;
-    if !tx.update_dashboard(&row, version).await? {
-        return Err(stale(version));
-    }
-    tx.enqueue_audit(&[event(
-        caller,
-        "dashboard.update",
-        &org.id,
-        "dashboard",
-        id,
-        json!({"version": row.version, "panels": panels.len()}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        if !tx.update_dashboard(&row, version).await? {
+            return Err(stale(version));
+        }
+        tx.enqueue_audit(&[event(
+            caller,
+            "dashboard.update",
+            &org.id,
+            "dashboard",
+            id,
+            json!({"version": row.version, "panels": panels.len()}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     decode(row)
 }
 
@@ -444,20 +446,21 @@ pub async fn delete(
     org: &OrgRecord,
     id: &str,
 ) -> ServiceResult<()> {
-    let mut tx = state.store.transaction().await?;
-    if !tx.delete_dashboard(&org.id, id).await? {
-        return Err(ServiceError::NotFound("dashboard".into()));
-    }
-    tx.enqueue_audit(&[event(
-        caller,
-        "dashboard.delete",
-        &org.id,
-        "dashboard",
-        id,
-        json!({}),
-    )])
-    .await?;
-    tx.commit().await.map_err(Into::into)
+    unit_of_work!(&state.store, |tx| {
+        if !tx.delete_dashboard(&org.id, id).await? {
+            return Err(ServiceError::NotFound("dashboard".into()));
+        }
+        tx.enqueue_audit(&[event(
+            caller,
+            "dashboard.delete",
+            &org.id,
+            "dashboard",
+            id,
+            json!({}),
+        )])
+        .await?;
+        Ok(())
+    })
 }
 
 /// Copies a dashboard of `source_org` into `org` (the caller's), audited

@@ -23,7 +23,7 @@ use crate::keys::provider::{probe, Local};
 use crate::keys::sealed::{self, Key, Stored};
 use crate::keys::vault::{self, VaultTransit};
 use crate::keys::{Binding, FailureClass, KeyFailure, KeyProvider, OrgKeys, PLATFORM_SCOPE};
-use crate::storage::{DataKeyRow, OrgRecord, SecretColumn, SECRET_COLUMNS};
+use crate::storage::{unit_of_work, DataKeyRow, OrgRecord, SecretColumn, SECRET_COLUMNS};
 
 /// An organization's customer key configuration, as stored (the token sealed).
 pub use crate::storage::KeyConfigRow;
@@ -493,24 +493,25 @@ pub async fn configure(
         })?;
     let current = state.store.key_config(&org.id).await?;
     let moved = rewrap_all(state, &org.id, current.as_ref(), provider.as_ref()).await?;
-    let mut tx = state.store.transaction().await?;
-    tx.save_key_config(&config).await?;
-    for (org_id, rows) in &moved {
-        tx.put_data_keys(org_id, rows, now).await?;
-    }
-    tx.enqueue_audit(&[event_on(
-        caller,
-        "admin.org.kms-config.upsert",
-        (&org.id, Some(&org.id)),
-        ("organization", &org.id),
-        json!({
-            "provider": config.provider,
-            "keyRef": config.key_ref,
-            "previousProvider": current.as_ref().map(|c| c.provider.as_str()),
-        }),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.save_key_config(&config).await?;
+        for (org_id, rows) in &moved {
+            tx.put_data_keys(org_id, rows, now).await?;
+        }
+        tx.enqueue_audit(&[event_on(
+            caller,
+            "admin.org.kms-config.upsert",
+            (&org.id, Some(&org.id)),
+            ("organization", &org.id),
+            json!({
+                "provider": config.provider,
+                "keyRef": config.key_ref,
+                "previousProvider": current.as_ref().map(|c| c.provider.as_str()),
+            }),
+        )])
+        .await?;
+        Ok(())
+    })?;
     state.keyring.forget(&org.id);
     Ok(config)
 }
@@ -536,20 +537,21 @@ pub async fn remove(
         ));
     };
     let moved = rewrap_all(state, &org.id, Some(&current), &platform).await?;
-    let mut tx = state.store.transaction().await?;
-    for (org_id, rows) in &moved {
-        tx.put_data_keys(org_id, rows, now).await?;
-    }
-    tx.delete_key_config(&org.id).await?;
-    tx.enqueue_audit(&[event_on(
-        caller,
-        "admin.org.kms-config.delete",
-        (&org.id, Some(&org.id)),
-        ("organization", &org.id),
-        json!({"provider": current.provider, "keyRef": current.key_ref}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        for (org_id, rows) in &moved {
+            tx.put_data_keys(org_id, rows, now).await?;
+        }
+        tx.delete_key_config(&org.id).await?;
+        tx.enqueue_audit(&[event_on(
+            caller,
+            "admin.org.kms-config.delete",
+            (&org.id, Some(&org.id)),
+            ("organization", &org.id),
+            json!({"provider": current.provider, "keyRef": current.key_ref}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     state.keyring.forget(&org.id);
     Ok(current)
 }
@@ -626,19 +628,20 @@ pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<C
         round.checked += 1;
         match check_one(state, &config).await {
             Ok(()) => {
-                let mut tx = state.store.transaction().await?;
-                let recovered = tx.key_check_passed(&config.org_id, now).await?;
-                if recovered {
-                    tx.enqueue_audit(&[system_event(
-                        "org.kms.recovered",
-                        &config.org_id,
-                        json!({"provider": config.provider, "keyRef": config.key_ref}),
-                    )])
-                    .await?;
-                    let orgs = state.store.with_teams(&config.org_id).await?;
-                    tx.release_waiting_deliveries(&orgs, now).await?;
-                }
-                tx.commit().await?;
+                let recovered = unit_of_work!(&state.store, |tx| {
+                    let recovered = tx.key_check_passed(&config.org_id, now).await?;
+                    if recovered {
+                        tx.enqueue_audit(&[system_event(
+                            "org.kms.recovered",
+                            &config.org_id,
+                            json!({"provider": config.provider, "keyRef": config.key_ref}),
+                        )])
+                        .await?;
+                        let orgs = state.store.with_teams(&config.org_id).await?;
+                        tx.release_waiting_deliveries(&orgs, now).await?;
+                    }
+                    Ok(recovered)
+                })?;
                 if recovered {
                     round.recovered += 1;
                     state.keyring.forget(&config.org_id);
@@ -653,14 +656,15 @@ pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<C
                     json!({"provider": config.provider, "keyRef": config.key_ref,
                            "errorClass": failure.class.as_str()}),
                 )];
-                let mut tx = state.store.transaction().await?;
-                let orphaned = tx
-                    .key_check_failed(&config.org_id, &why, ORPHAN_AFTER, now)
-                    .await?;
-                if orphaned {
-                    tx.enqueue_audit(&audit).await?;
-                }
-                tx.commit().await?;
+                let orphaned = unit_of_work!(&state.store, |tx| {
+                    let orphaned = tx
+                        .key_check_failed(&config.org_id, &why, ORPHAN_AFTER, now)
+                        .await?;
+                    if orphaned {
+                        tx.enqueue_audit(&audit).await?;
+                    }
+                    Ok(orphaned)
+                })?;
                 tracing::warn!(org = %config.org_id, class = failure.class.as_str(), "a customer key check failed");
                 if orphaned {
                     round.orphaned += 1;
@@ -715,11 +719,10 @@ pub async fn rewrite_old_secrets(state: &AppState, limit: usize) -> ServiceResul
                 wrapped,
                 kek_ref: current.reference(),
             };
-            let mut tx = state.store.transaction().await?;
-            if tx.rewrap_data_key(&org_id, &row.kek_ref, &new, now).await? {
-                round.rewrapped += 1;
-            }
-            tx.commit().await?;
+            let rewrapped = unit_of_work!(&state.store, |tx| {
+                Ok(tx.rewrap_data_key(&org_id, &row.kek_ref, &new, now).await?)
+            })?;
+            round.rewrapped += usize::from(rewrapped);
             state.keyring.forget(&org_id);
         }
     }

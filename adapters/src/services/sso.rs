@@ -23,7 +23,7 @@ use super::{ServiceError, ServiceResult};
 use crate::keys::Binding;
 use crate::outbound::oidc::{Relying, Verified};
 use crate::storage::{
-    AccountRecord, BreakGlassRow, IdentityRow, IdpConfigRow, MemberRoles, OrgRecord,
+    unit_of_work, AccountRecord, BreakGlassRow, IdentityRow, IdpConfigRow, MemberRoles, OrgRecord,
     PendingLinkRow, ProvisionedAccount, SignInAttemptRow,
 };
 
@@ -325,40 +325,41 @@ pub async fn save_config(
         created_at: current.as_ref().map_or(now, |c| c.created_at),
         updated_at: now,
     };
-    let mut tx = state.store.transaction().await?;
-    tx.lock_organization(&org.id).await?;
-    match replacing {
-        Some((_, read_version)) => {
-            if !tx.update_idp_config(&row, read_version).await? {
-                return Err(ServiceError::Conflict(format!(
-                    "the configuration changed since version {read_version} was read: read it again"
-                )));
+    unit_of_work!(&state.store, |tx| {
+        tx.lock_organization(&org.id).await?;
+        match replacing {
+            Some((_, read_version)) => {
+                if !tx.update_idp_config(&row, read_version).await? {
+                    return Err(ServiceError::Conflict(format!(
+                        "the configuration changed since version {read_version} was read: read it again"
+                    )));
+                }
+            }
+            None => {
+                if tx.count_idp_configs(&org.id).await? >= rules::MAX_IDENTITY_PROVIDERS {
+                    return Err(ServiceError::Conflict(format!(
+                        "the organization holds {} identity-provider configurations already (the most it may)",
+                        rules::MAX_IDENTITY_PROVIDERS
+                    )));
+                }
+                tx.insert_idp_config(&row).await?;
             }
         }
-        None => {
-            if tx.count_idp_configs(&org.id).await? >= rules::MAX_IDENTITY_PROVIDERS {
-                return Err(ServiceError::Conflict(format!(
-                    "the organization holds {} identity-provider configurations already (the most it may)",
-                    rules::MAX_IDENTITY_PROVIDERS
-                )));
-            }
-            tx.insert_idp_config(&row).await?;
-        }
-    }
-    tx.enqueue_audit(&[event_on(
-        caller,
-        &changer.action("upsert"),
-        (&org.id, Some(&org.id)),
-        ("idp", &row.id),
-        json!({
-            "name": row.name, "issuer": row.issuer, "clientId": row.client_id,
-            "enabled": row.enabled, "jitProvisioning": row.jit_provisioning,
-            "domains": row.domains, "created": replacing.is_none(),
-            "secretChanged": secret_changed,
-        }),
-    )])
-    .await?;
-    tx.commit().await?;
+        tx.enqueue_audit(&[event_on(
+            caller,
+            &changer.action("upsert"),
+            (&org.id, Some(&org.id)),
+            ("idp", &row.id),
+            json!({
+                "name": row.name, "issuer": row.issuer, "clientId": row.client_id,
+                "enabled": row.enabled, "jitProvisioning": row.jit_provisioning,
+                "domains": row.domains, "created": replacing.is_none(),
+                "secretChanged": secret_changed,
+            }),
+        )])
+        .await?;
+        Ok(())
+    })?;
     state.store.facts_changed();
     let active = row.enabled;
     Ok(ConfigView { row, active })
@@ -379,17 +380,18 @@ pub async fn delete_config(
         .ok_or(ServiceError::NotFound(
             "identity-provider configuration".into(),
         ))?;
-    let mut tx = state.store.transaction().await?;
-    tx.delete_idp_config(id).await?;
-    tx.enqueue_audit(&[event_on(
-        caller,
-        &changer.action("delete"),
-        (&org.id, Some(&org.id)),
-        ("idp", id),
-        json!({"name": current.name, "issuer": current.issuer}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.delete_idp_config(id).await?;
+        tx.enqueue_audit(&[event_on(
+            caller,
+            &changer.action("delete"),
+            (&org.id, Some(&org.id)),
+            ("idp", id),
+            json!({"name": current.name, "issuer": current.issuer}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     state.store.facts_changed();
     Ok(())
 }
@@ -425,17 +427,18 @@ pub async fn claim_domain(
         verified_at: None,
         checked_at: None,
     };
-    let mut tx = state.store.transaction().await?;
-    tx.insert_domain(&row).await?;
-    tx.enqueue_audit(&[event_on(
-        caller,
-        "org.domain.claim",
-        (&org.id, Some(&org.id)),
-        ("domain", &row.domain),
-        json!({"domain": row.domain}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.insert_domain(&row).await?;
+        tx.enqueue_audit(&[event_on(
+            caller,
+            "org.domain.claim",
+            (&org.id, Some(&org.id)),
+            ("domain", &row.domain),
+            json!({"domain": row.domain}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     Ok(row)
 }
 
@@ -473,17 +476,18 @@ pub async fn verify_domain(
             ),
         ));
     }
-    let mut tx = state.store.transaction().await?;
-    tx.domain_checked((&org.id, &row.domain), true, now).await?;
-    tx.enqueue_audit(&[event_on(
-        caller,
-        "org.domain.verify",
-        (&org.id, Some(&org.id)),
-        ("domain", &row.domain),
-        json!({"domain": row.domain}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.domain_checked((&org.id, &row.domain), true, now).await?;
+        tx.enqueue_audit(&[event_on(
+            caller,
+            "org.domain.verify",
+            (&org.id, Some(&org.id)),
+            ("domain", &row.domain),
+            json!({"domain": row.domain}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     Ok(DomainRow {
         verified_at: Some(now),
         checked_at: Some(now),
@@ -499,19 +503,20 @@ pub async fn remove_domain(
     domain: &str,
 ) -> ServiceResult<()> {
     let domain = domain.trim().to_ascii_lowercase();
-    let mut tx = state.store.transaction().await?;
-    if !tx.delete_domain(&org.id, &domain).await? {
-        return Err(ServiceError::NotFound("domain".into()));
-    }
-    tx.enqueue_audit(&[event_on(
-        caller,
-        "org.domain.delete",
-        (&org.id, Some(&org.id)),
-        ("domain", &domain),
-        json!({"domain": domain}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        if !tx.delete_domain(&org.id, &domain).await? {
+            return Err(ServiceError::NotFound("domain".into()));
+        }
+        tx.enqueue_audit(&[event_on(
+            caller,
+            "org.domain.delete",
+            (&org.id, Some(&org.id)),
+            ("domain", &domain),
+            json!({"domain": domain}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     Ok(())
 }
 
@@ -553,17 +558,18 @@ pub async fn set_enforcement(
         ));
     }
     let from = required.then(|| now + Duration::hours(i64::from(grace_hours)));
-    let mut tx = state.store.transaction().await?;
-    tx.save_sso_policy(&org.id, (required, from), now).await?;
-    tx.enqueue_audit(&[event_on(
-        caller,
-        "org.sso.enforcement",
-        (&org.id, Some(&org.id)),
-        ("organization", &org.id),
-        json!({"required": required, "enforceFrom": from}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.save_sso_policy(&org.id, (required, from), now).await?;
+        tx.enqueue_audit(&[event_on(
+            caller,
+            "org.sso.enforcement",
+            (&org.id, Some(&org.id)),
+            ("organization", &org.id),
+            json!({"required": required, "enforceFrom": from}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     state.store.facts_changed();
     Ok(state.store.sso_policy(&org.id).await?)
 }
@@ -586,32 +592,33 @@ pub async fn arm_break_glass(
             "must be an active member of the organization",
         ));
     }
-    let mut tx = state.store.transaction().await?;
-    tx.lock_organization(&org.id).await?;
-    let others = tx.armed_break_glass_others(&org.id, user_id, now).await?;
-    rules::check_break_glass(others, until, now).map_err(|e| match e {
-        rules::BreakGlassError::TooMany => ServiceError::Conflict(e.to_string()),
-        other => ServiceError::invalid("until", other.to_string()),
+    unit_of_work!(&state.store, |tx| {
+        tx.lock_organization(&org.id).await?;
+        let others = tx.armed_break_glass_others(&org.id, user_id, now).await?;
+        rules::check_break_glass(others, until, now).map_err(|e| match e {
+            rules::BreakGlassError::TooMany => ServiceError::Conflict(e.to_string()),
+            other => ServiceError::invalid("until", other.to_string()),
+        })?;
+        tx.arm_break_glass(
+            &org.id,
+            &BreakGlassRow {
+                user_id: user_id.to_owned(),
+                armed_until: until,
+                armed_by: caller.user_id.clone(),
+                reason: reason.clone(),
+            },
+        )
+        .await?;
+        tx.enqueue_audit(&[event_on(
+            caller,
+            "org.break-glass.arm",
+            (&org.id, Some(&org.id)),
+            ("user", user_id),
+            json!({"armedUntil": until, "reason": reason}),
+        )])
+        .await?;
+        Ok(())
     })?;
-    tx.arm_break_glass(
-        &org.id,
-        &BreakGlassRow {
-            user_id: user_id.to_owned(),
-            armed_until: until,
-            armed_by: caller.user_id.clone(),
-            reason: reason.clone(),
-        },
-    )
-    .await?;
-    tx.enqueue_audit(&[event_on(
-        caller,
-        "org.break-glass.arm",
-        (&org.id, Some(&org.id)),
-        ("user", user_id),
-        json!({"armedUntil": until, "reason": reason}),
-    )])
-    .await?;
-    tx.commit().await?;
     state.store.facts_changed();
     Ok(state.store.sso_policy(&org.id).await?)
 }
@@ -623,19 +630,20 @@ pub async fn disarm_break_glass(
     org: &OrgRecord,
     user_id: &str,
 ) -> ServiceResult<SsoPolicyRow> {
-    let mut tx = state.store.transaction().await?;
-    if !tx.disarm_break_glass(&org.id, user_id).await? {
-        return Err(ServiceError::NotFound("break-glass account".into()));
-    }
-    tx.enqueue_audit(&[event_on(
-        caller,
-        "org.break-glass.disarm",
-        (&org.id, Some(&org.id)),
-        ("user", user_id),
-        json!({}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        if !tx.disarm_break_glass(&org.id, user_id).await? {
+            return Err(ServiceError::NotFound("break-glass account".into()));
+        }
+        tx.enqueue_audit(&[event_on(
+            caller,
+            "org.break-glass.disarm",
+            (&org.id, Some(&org.id)),
+            ("user", user_id),
+            json!({}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     state.store.facts_changed();
     Ok(state.store.sso_policy(&org.id).await?)
 }
@@ -795,10 +803,11 @@ pub async fn start(
         return_to: return_to.as_str().to_owned(),
         expires_at: now + Duration::seconds(rules::ATTEMPT_LIFETIME_SECONDS),
     };
-    let mut tx = state.store.transaction().await?;
-    tx.insert_attempt(&token_hash(&started.state), &attempt, now)
-        .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.insert_attempt(&token_hash(&started.state), &attempt, now)
+            .await?;
+        Ok(())
+    })?;
     Ok(Started {
         location: started.url,
         browser,
@@ -861,9 +870,9 @@ pub async fn finish(
     let Some(sent_state) = callback.state.as_deref().filter(|s| s.len() <= 512) else {
         return Err(refuse(state, Refusal::StateInvalid, (None, client), None).await);
     };
-    let mut tx = state.store.transaction().await?;
-    let attempt = tx.use_attempt(&token_hash(sent_state), now).await?;
-    tx.commit().await?;
+    let attempt = unit_of_work!(&state.store, |tx| {
+        Ok(tx.use_attempt(&token_hash(sent_state), now).await?)
+    })?;
     let Some(attempt) = attempt else {
         return Err(refuse(state, Refusal::StateInvalid, (None, client), None).await);
     };
@@ -995,17 +1004,18 @@ pub async fn finish(
                 },
                 groups: verified.groups.clone(),
             };
-            let mut tx = state.store.transaction().await?;
-            tx.insert_pending_link(
-                &token_hash(&token),
-                &link,
-                (
-                    now,
-                    now + Duration::seconds(rules::ATTEMPT_LIFETIME_SECONDS),
-                ),
-            )
-            .await?;
-            tx.commit().await?;
+            unit_of_work!(&state.store, |tx| {
+                tx.insert_pending_link(
+                    &token_hash(&token),
+                    &link,
+                    (
+                        now,
+                        now + Duration::seconds(rules::ATTEMPT_LIFETIME_SECONDS),
+                    ),
+                )
+                .await?;
+                Ok(())
+            })?;
             Err(refuse(state, Refusal::LinkRequired, at, Some(token)).await)
         }
         (FirstSignIn::Provision, None, Some(email)) => {
@@ -1070,53 +1080,54 @@ async fn signed_in(
                "linked": link.is_some()}),
         "success",
     );
-    let mut tx = state.store.transaction().await?;
-    tx.lock_organization(&org.id).await?;
-    if let Some(link) = link {
-        tx.use_pending_link(link, now)
-            .await?
-            .ok_or(ServiceError::SsoRefused {
-                refusal: Refusal::StateInvalid,
-                link_token: None,
-            })?;
-        tx.link_identity(identity, now).await?;
-    } else {
-        tx.touch_identity(identity, now).await?;
-    }
-    let held = tx.membership_role(&org.id, &account.user_id).await?;
-    let mut events = vec![login];
-    if held.as_deref() != Some("owner") {
-        tx.set_member_roles((&org.id, &account.user_id), &roles, now)
+    unit_of_work!(&state.store, |tx| {
+        tx.lock_organization(&org.id).await?;
+        if let Some(link) = link {
+            tx.use_pending_link(link, now)
+                .await?
+                .ok_or(ServiceError::SsoRefused {
+                    refusal: Refusal::StateInvalid,
+                    link_token: None,
+                })?;
+            tx.link_identity(identity, now).await?;
+        } else {
+            tx.touch_identity(identity, now).await?;
+        }
+        let held = tx.membership_role(&org.id, &account.user_id).await?;
+        let mut events = vec![login.clone()];
+        if held.as_deref() != Some("owner") {
+            tx.set_member_roles((&org.id, &account.user_id), &roles, now)
+                .await?;
+            // Only a new member takes a seat (a member over a lowered limit still signs in).
+            if held.is_none() && !tx.seats_hold(&org.id).await? {
+                return Err(ServiceError::Conflict(
+                    "the organization has no free seat for another member".to_owned(),
+                ));
+            }
+            if held.is_none() {
+                events.push(event_on(
+                    &Caller {
+                        user_id: account.user_id.clone(),
+                        email: Some(account.email.clone()),
+                        stepped_up_at: None,
+                        org_header: None,
+                        personal_token: None,
+                        session: None,
+                        sso_org: Some(org.id.clone()),
+                        impersonation: None,
+                    },
+                    "org.member.add",
+                    (&org.id, None),
+                    ("user", &account.user_id),
+                    json!({"via": "sso", "idpId": config.id}),
+                ));
+            }
+        }
+        tx.start_family(&family, (&token_hash(&refresh), Some(&org.id)), now)
             .await?;
-        // Only a new member takes a seat (a member over a lowered limit still signs in).
-        if held.is_none() && !tx.seats_hold(&org.id).await? {
-            return Err(ServiceError::Conflict(
-                "the organization has no free seat for another member".to_owned(),
-            ));
-        }
-        if held.is_none() {
-            events.push(event_on(
-                &Caller {
-                    user_id: account.user_id.clone(),
-                    email: Some(account.email.clone()),
-                    stepped_up_at: None,
-                    org_header: None,
-                    personal_token: None,
-                    session: None,
-                    sso_org: Some(org.id.clone()),
-                    impersonation: None,
-                },
-                "org.member.add",
-                (&org.id, None),
-                ("user", &account.user_id),
-                json!({"via": "sso", "idpId": config.id}),
-            ));
-        }
-    }
-    tx.start_family(&family, (&token_hash(&refresh), Some(&org.id)), now)
-        .await?;
-    tx.enqueue_audit(&events).await?;
-    tx.commit().await?;
+        tx.enqueue_audit(&events).await?;
+        Ok(())
+    })?;
     state.store.facts_changed();
     let (access, expires_in) =
         accounts::tokens_for(state, account, &family.id, Some(&org.id), now).await?;
@@ -1167,26 +1178,27 @@ async fn provision(
             json!({"via": "sso", "idpId": config.id, "role": roles.role}),
         ),
     ];
-    let mut tx = state.store.transaction().await?;
-    tx.lock_organization(&org.id).await?;
-    tx.insert_provisioned_account(
-        ProvisionedAccount {
-            user_id,
-            email,
-            name: verified.name.as_deref(),
-        },
-        now,
-    )
-    .await?;
-    tx.set_member_roles((&org.id, user_id), &roles, now).await?;
-    if !tx.seats_hold(&org.id).await? {
-        return Err(ServiceError::Conflict(
-            "the organization has no free seat for another member".to_owned(),
-        ));
-    }
-    tx.link_identity(&identity, now).await?;
-    tx.enqueue_audit(&events).await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.lock_organization(&org.id).await?;
+        tx.insert_provisioned_account(
+            ProvisionedAccount {
+                user_id,
+                email,
+                name: verified.name.as_deref(),
+            },
+            now,
+        )
+        .await?;
+        tx.set_member_roles((&org.id, user_id), &roles, now).await?;
+        if !tx.seats_hold(&org.id).await? {
+            return Err(ServiceError::Conflict(
+                "the organization has no free seat for another member".to_owned(),
+            ));
+        }
+        tx.link_identity(&identity, now).await?;
+        tx.enqueue_audit(&events).await?;
+        Ok(())
+    })?;
     state.store.facts_changed();
     let account = state
         .store

@@ -15,7 +15,7 @@ use crate::keys::Binding;
 use crate::services::delivery::{resolve_webhook, send_mail, Outcome};
 use crate::services::keys;
 use crate::services::notifications::WEBHOOK_TIMEOUT;
-use crate::storage::{AlertTable, ClaimedDelivery, DestinationRow};
+use crate::storage::{unit_of_work, AlertTable, ClaimedDelivery, DestinationRow};
 
 /// The most addresses an e-mail destination holds.
 pub const MAX_ADDRESSES: usize = 20;
@@ -441,30 +441,31 @@ pub async fn create_destination(
         updated_at: now,
     };
     row.secret = seal_secret(state, &row, secret.as_ref()).await?;
-    let mut tx = state.store.transaction().await?;
-    tx.lock_organization(&org.id).await?;
-    if tx
-        .count_alert_rows(AlertTable::Destinations, &org.id)
-        .await?
-        >= MAX_DESTINATIONS
-    {
-        return Err(ServiceError::Conflict(format!(
-            "the organization has {MAX_DESTINATIONS} alert destinations, the most it may hold"
-        )));
-    }
-    tx.insert_alert_destination(&row)
-        .await
-        .map_err(|e| destination_taken(e, &name))?;
-    tx.enqueue_audit(&[event(
-        caller,
-        "alert.destination.create",
-        &org.id,
-        "alert_destination",
-        &row.id,
-        json!({"name": name, "kind": body.kind.name()}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.lock_organization(&org.id).await?;
+        if tx
+            .count_alert_rows(AlertTable::Destinations, &org.id)
+            .await?
+            >= MAX_DESTINATIONS
+        {
+            return Err(ServiceError::Conflict(format!(
+                "the organization has {MAX_DESTINATIONS} alert destinations, the most it may hold"
+            )));
+        }
+        tx.insert_alert_destination(&row)
+            .await
+            .map_err(|e| destination_taken(e, &name))?;
+        tx.enqueue_audit(&[event(
+            caller,
+            "alert.destination.create",
+            &org.id,
+            "alert_destination",
+            &row.id,
+            json!({"name": name, "kind": body.kind.name()}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     destination_answer(row, made)
 }
 
@@ -502,24 +503,25 @@ pub async fn update_destination(
         ..current
     };
     row.secret = seal_secret(state, &row, secret.as_ref()).await?;
-    let mut tx = state.store.transaction().await?;
-    if !tx
-        .update_alert_destination(&row, version)
-        .await
-        .map_err(|e| destination_taken(e, &name))?
-    {
-        return Err(stale());
-    }
-    tx.enqueue_audit(&[event(
-        caller,
-        "alert.destination.update",
-        &org.id,
-        "alert_destination",
-        id,
-        json!({"name": name, "kind": body.kind.name(), "version": row.version}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        if !tx
+            .update_alert_destination(&row, version)
+            .await
+            .map_err(|e| destination_taken(e, &name))?
+        {
+            return Err(stale());
+        }
+        tx.enqueue_audit(&[event(
+            caller,
+            "alert.destination.update",
+            &org.id,
+            "alert_destination",
+            id,
+            json!({"name": name, "kind": body.kind.name(), "version": row.version}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     destination_answer(row, made)
 }
 
@@ -531,30 +533,31 @@ pub async fn delete_destination(
     org: &OrgRecord,
     id: &str,
 ) -> ServiceResult<()> {
-    let mut tx = state.store.transaction().await?;
-    if !tx.lock_alert_destination(&org.id, id).await? {
-        return Err(ServiceError::NotFound("alert destination".into()));
-    }
-    let users = tx.rules_using(id).await?;
-    if !users.is_empty() {
-        let shown: Vec<String> = users.iter().take(20).map(|n| format!("`{n}`")).collect();
-        return Err(ServiceError::Conflict(format!(
-            "the destination is used by the alert rules {}{}: take it out of them first",
-            shown.join(", "),
-            if users.len() > 20 { " and more" } else { "" }
-        )));
-    }
-    tx.delete_alert_destination(&org.id, id).await?;
-    tx.enqueue_audit(&[event(
-        caller,
-        "alert.destination.delete",
-        &org.id,
-        "alert_destination",
-        id,
-        json!({}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        if !tx.lock_alert_destination(&org.id, id).await? {
+            return Err(ServiceError::NotFound("alert destination".into()));
+        }
+        let users = tx.rules_using(id).await?;
+        if !users.is_empty() {
+            let shown: Vec<String> = users.iter().take(20).map(|n| format!("`{n}`")).collect();
+            return Err(ServiceError::Conflict(format!(
+                "the destination is used by the alert rules {}{}: take it out of them first",
+                shown.join(", "),
+                if users.len() > 20 { " and more" } else { "" }
+            )));
+        }
+        tx.delete_alert_destination(&org.id, id).await?;
+        tx.enqueue_audit(&[event(
+            caller,
+            "alert.destination.delete",
+            &org.id,
+            "alert_destination",
+            id,
+            json!({}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     Ok(())
 }
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::*;
 use crate::services::reports::{self, ReportQuery};
+use crate::storage::unit_of_work;
 use crate::storage::EvaluationWrite;
 
 /// A metric's value over a window and the samples it stands on.
@@ -228,61 +229,69 @@ async fn evaluate_one(
     let step = alert::step(&d.spec(), &tracker, observe(&d, value), now);
     let notices = row.notices + i64::from(step.notice.is_some());
     let tracker_json = to_json(&step.tracker)?;
-    let mut tx = state.store.transaction().await?;
-    let written = tx
-        .record_evaluation(&EvaluationWrite {
-            rule_id: &row.id,
-            expected: row.evaluations,
-            state: step.tracker.state.name(),
-            tracker: &tracker_json,
-            notices,
-            at: now,
-            next: now + interval,
-        })
-        .await?;
-    if !written {
+    // Whether this replica wrote it (another may have, first), and what it wrote:
+    // counted once the unit is committed, however many times it ran.
+    let wrote = unit_of_work!(&state.store, |tx| {
+        let written = tx
+            .record_evaluation(&EvaluationWrite {
+                rule_id: &row.id,
+                expected: row.evaluations,
+                state: step.tracker.state.name(),
+                tracker: &tracker_json,
+                notices,
+                at: now,
+                next: now + interval,
+            })
+            .await?;
+        if !written {
+            return Ok(None);
+        }
+        let mut noticed = false;
+        if step.transition.is_some() || step.notice.is_some() {
+            let notification_id = match step.notice {
+                Some(notice) if !row.destinations.is_empty() => {
+                    let n = notification_of(
+                        &row,
+                        &d,
+                        (notice, step.tracker.state),
+                        step.tracker.value,
+                        notices,
+                        now,
+                    );
+                    noticed = true;
+                    // Decided at `now`; written at the real time, when it is due for
+                    // delivery.
+                    Some(tx.insert_notification(&row.org_id, &n, Utc::now()).await?)
+                }
+                _ => None,
+            };
+            let (from, to) = step
+                .transition
+                .unwrap_or((step.tracker.state, step.tracker.state));
+            let seq = tx.next_transition_seq(&row.id).await?;
+            tx.insert_transition(
+                &row.org_id,
+                &row.id,
+                &TransitionRow {
+                    seq,
+                    at: now,
+                    from_state: from.name().to_owned(),
+                    to_state: to.name().to_owned(),
+                    value: step.tracker.value,
+                    notice: step.notice.map(|n| n.name().to_owned()),
+                    notification_id,
+                },
+            )
+            .await?;
+        }
+        Ok(Some(noticed))
+    })?;
+    let Some(noticed) = wrote else {
         round.lost += 1;
         return Ok(());
-    }
-    if step.transition.is_some() || step.notice.is_some() {
-        let notification_id = match step.notice {
-            Some(notice) if !row.destinations.is_empty() => {
-                let n = notification_of(
-                    &row,
-                    &d,
-                    (notice, step.tracker.state),
-                    step.tracker.value,
-                    notices,
-                    now,
-                );
-                round.notices += 1;
-                // Decided at `now`; written at the real time, when it is due for
-                // delivery.
-                Some(tx.insert_notification(&row.org_id, &n, Utc::now()).await?)
-            }
-            _ => None,
-        };
-        let (from, to) = step
-            .transition
-            .unwrap_or((step.tracker.state, step.tracker.state));
-        let seq = tx.next_transition_seq(&row.id).await?;
-        tx.insert_transition(
-            &row.org_id,
-            &row.id,
-            &TransitionRow {
-                seq,
-                at: now,
-                from_state: from.name().to_owned(),
-                to_state: to.name().to_owned(),
-                value: step.tracker.value,
-                notice: step.notice.map(|n| n.name().to_owned()),
-                notification_id,
-            },
-        )
-        .await?;
-        round.transitions += usize::from(step.transition.is_some());
-    }
-    tx.commit().await?;
+    };
+    round.notices += usize::from(noticed);
+    round.transitions += usize::from(step.transition.is_some());
     round.evaluated += 1;
     Ok(())
 }

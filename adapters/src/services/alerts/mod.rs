@@ -16,7 +16,9 @@ use serde_json::{json, Value};
 use super::context::{event, AppState, Caller};
 use super::reports::filter_text;
 use super::{ServiceError, ServiceResult};
-use crate::storage::{new_id, AlertRuleRow, AlertTable, NewNotification, OrgRecord, TransitionRow};
+use crate::storage::{
+    new_id, unit_of_work, AlertRuleRow, AlertTable, NewNotification, OrgRecord, TransitionRow,
+};
 
 pub mod destinations;
 pub mod evaluation;
@@ -592,46 +594,47 @@ pub async fn create_rule(
     now: DateTime<Utc>,
 ) -> ServiceResult<AlertRule> {
     let (name, definition) = check_rule(body, state.config.alerts.interval, rollup)?;
-    let mut tx = state.store.transaction().await?;
-    tx.lock_organization(&org.id).await?;
-    if tx.count_alert_rows(AlertTable::Rules, &org.id).await? >= MAX_RULES {
-        return Err(ServiceError::Conflict(format!(
-            "the organization has {MAX_RULES} alert rules, the most it may hold"
-        )));
-    }
-    let destinations = check_destinations(&mut tx, org, &body.destinations).await?;
-    let tracker = Tracker::default();
-    let row = AlertRuleRow {
-        id: new_id(),
-        org_id: org.id.clone(),
-        name: name.clone(),
-        body: to_json(&definition)?,
-        paused: body.paused,
-        version: 1,
-        state: tracker.state.name().to_owned(),
-        tracker: to_json(&tracker)?,
-        evaluations: 0,
-        notices: 0,
-        next_evaluation_at: now,
-        last_evaluated_at: None,
-        destinations,
-        created_by: caller.user_id.clone(),
-        created_at: now,
-        updated_at: now,
-    };
-    tx.insert_alert_rule(&row)
-        .await
-        .map_err(|e| name_taken(e, &name))?;
-    tx.enqueue_audit(&[event(
-        caller,
-        "alert.rule.create",
-        &org.id,
-        "alert_rule",
-        &row.id,
-        json!({"name": name, "metric": definition.metric.name()}),
-    )])
-    .await?;
-    tx.commit().await?;
+    let row = unit_of_work!(&state.store, |tx| {
+        tx.lock_organization(&org.id).await?;
+        if tx.count_alert_rows(AlertTable::Rules, &org.id).await? >= MAX_RULES {
+            return Err(ServiceError::Conflict(format!(
+                "the organization has {MAX_RULES} alert rules, the most it may hold"
+            )));
+        }
+        let destinations = check_destinations(tx, org, &body.destinations).await?;
+        let tracker = Tracker::default();
+        let row = AlertRuleRow {
+            id: new_id(),
+            org_id: org.id.clone(),
+            name: name.clone(),
+            body: to_json(&definition)?,
+            paused: body.paused,
+            version: 1,
+            state: tracker.state.name().to_owned(),
+            tracker: to_json(&tracker)?,
+            evaluations: 0,
+            notices: 0,
+            next_evaluation_at: now,
+            last_evaluated_at: None,
+            destinations,
+            created_by: caller.user_id.clone(),
+            created_at: now,
+            updated_at: now,
+        };
+        tx.insert_alert_rule(&row)
+            .await
+            .map_err(|e| name_taken(e, &name))?;
+        tx.enqueue_audit(&[event(
+            caller,
+            "alert.rule.create",
+            &org.id,
+            "alert_rule",
+            &row.id,
+            json!({"name": name, "metric": definition.metric.name()}),
+        )])
+        .await?;
+        Ok(row)
+    })?;
     answer(row)
 }
 
@@ -657,39 +660,40 @@ pub async fn update_rule(
     if current.version != version {
         return Err(stale());
     }
-    let mut tx = state.store.transaction().await?;
-    let destinations = check_destinations(&mut tx, org, &body.destinations).await?;
-    let row = AlertRuleRow {
-        name: name.clone(),
-        body: to_json(&definition)?,
-        paused: body.paused,
-        version: version + 1,
-        destinations,
-        updated_at: now,
-        next_evaluation_at: if current.paused && !body.paused {
-            now
-        } else {
-            current.next_evaluation_at
-        },
-        ..current
-    };
-    if !tx
-        .update_alert_rule(&row, version, None)
-        .await
-        .map_err(|e| name_taken(e, &name))?
-    {
-        return Err(stale());
-    }
-    tx.enqueue_audit(&[event(
-        caller,
-        "alert.rule.update",
-        &org.id,
-        "alert_rule",
-        id,
-        json!({"name": name, "version": row.version, "paused": row.paused}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        let destinations = check_destinations(tx, org, &body.destinations).await?;
+        let row = AlertRuleRow {
+            name: name.clone(),
+            body: to_json(&definition)?,
+            paused: body.paused,
+            version: version + 1,
+            destinations,
+            updated_at: now,
+            next_evaluation_at: if current.paused && !body.paused {
+                now
+            } else {
+                current.next_evaluation_at
+            },
+            ..current.clone()
+        };
+        if !tx
+            .update_alert_rule(&row, version, None)
+            .await
+            .map_err(|e| name_taken(e, &name))?
+        {
+            return Err(stale());
+        }
+        tx.enqueue_audit(&[event(
+            caller,
+            "alert.rule.update",
+            &org.id,
+            "alert_rule",
+            id,
+            json!({"name": name, "version": row.version, "paused": row.paused}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     rule(state, org, id).await
 }
 
@@ -705,34 +709,35 @@ pub async fn delete_rule(
 ) -> ServiceResult<()> {
     let current = rule_row(state, org, id).await?;
     let (definition, tracker) = definition_of(&current)?;
-    let mut tx = state.store.transaction().await?;
-    let mut resolved = false;
-    if tracker.firing_notified && !current.destinations.is_empty() {
-        let notification = notification_of(
-            &current,
-            &definition,
-            (reporting::alert::Notice::Resolved, AlertState::Ok),
-            tracker.value,
-            current.notices + 1,
-            now,
-        );
-        tx.insert_notification(&org.id, &notification, Utc::now())
-            .await?;
-        resolved = true;
-    }
-    if !tx.delete_alert_rule(&org.id, id).await? {
-        return Err(ServiceError::NotFound("alert rule".into()));
-    }
-    tx.enqueue_audit(&[event(
-        caller,
-        "alert.rule.delete",
-        &org.id,
-        "alert_rule",
-        id,
-        json!({"name": current.name, "resolveSent": resolved}),
-    )])
-    .await?;
-    tx.commit().await?;
+    unit_of_work!(&state.store, |tx| {
+        let mut resolved = false;
+        if tracker.firing_notified && !current.destinations.is_empty() {
+            let notification = notification_of(
+                &current,
+                &definition,
+                (reporting::alert::Notice::Resolved, AlertState::Ok),
+                tracker.value,
+                current.notices + 1,
+                now,
+            );
+            tx.insert_notification(&org.id, &notification, Utc::now())
+                .await?;
+            resolved = true;
+        }
+        if !tx.delete_alert_rule(&org.id, id).await? {
+            return Err(ServiceError::NotFound("alert rule".into()));
+        }
+        tx.enqueue_audit(&[event(
+            caller,
+            "alert.rule.delete",
+            &org.id,
+            "alert_rule",
+            id,
+            json!({"name": current.name, "resolveSent": resolved}),
+        )])
+        .await?;
+        Ok(())
+    })?;
     Ok(())
 }
 
