@@ -13,7 +13,7 @@ use entitlements::{
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event_on, AppState, Caller};
-use crate::storage::{new_id, EntitlementWrite, LimitSync, OrgRecord, SubscriptionRecord};
+use crate::storage::{new_id, Charged, EntitlementWrite, LimitSync, OrgRecord, SubscriptionRecord};
 
 /// How many times a change is computed again when another one committed meanwhile.
 const ATTEMPTS: usize = 8;
@@ -87,6 +87,19 @@ pub fn moving(
         bundles: (!removed.is_empty()).then_some(moved.bundles),
         removed,
         audit,
+    }
+}
+
+/// What a unit makes of its charge of `dimension` on a pool the service
+/// synchronized first: done, or 429 `QUOTA_EXCEEDED` with the pool's figures; a pool
+/// without a limit fails closed.
+pub fn taken(charged: Charged, dimension: &'static str) -> ServiceResult<()> {
+    match charged {
+        Charged::Done => Ok(()),
+        Charged::Refused(refusal) => Err(ServiceError::Quota { dimension, refusal }),
+        Charged::Unsynced => Err(ServiceError::Broken(format!(
+            "the {dimension} limit is not synchronized"
+        ))),
     }
 }
 

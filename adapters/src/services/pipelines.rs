@@ -18,7 +18,7 @@ use super::checks;
 use super::{ServiceError, ServiceResult};
 use crate::inventory::{AccessModifier, Name};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{new_id, Charge, OrgRecord, PipelineFields};
+use crate::storage::{new_id, unit_of_work, Charge, OrgRecord, PipelineFields};
 /// What the pipeline workflows take and answer.
 pub use crate::storage::{PipelineFilter, PipelineRecord, RegistryEntry};
 
@@ -172,20 +172,24 @@ pub async fn create(
         judgement: &admitted.judgement,
         snapshot: admitted.snapshot.as_ref(),
     };
-    state
-        .store
-        .create_pipeline(
-            (&id, &org.id, &caller.user_id),
-            &fields,
-            &charge,
+    unit_of_work!(&state.store, |tx| {
+        let charged = tx.charge(&charge).await?;
+        super::entitlement::taken(charged, "pipelines")?;
+        let record = tx
+            .insert_pipeline((&id, &org.id, &caller.user_id), &fields, now)
+            .await?;
+        tx.keep_door_judgement(
+            (&org.id, "pipeline", &id),
+            (fields.compliance, fields.judgement),
+            fields.snapshot,
             now,
-            &audit,
         )
-        .await?
-        .map_err(|refusal| ServiceError::Quota {
-            dimension: "pipelines",
-            refusal,
-        })
+        .await?;
+        tx.enqueue_reevaluation((&org.id, "pipeline", &id), "pipeline.create", now)
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(record)
+    })
 }
 
 /// Replaces a pipeline: validated and judged again like a create. A caller changes
@@ -221,10 +225,20 @@ pub async fn update(
         judgement: &admitted.judgement,
         snapshot: admitted.snapshot.as_ref(),
     };
-    Ok(state
-        .store
-        .update_pipeline((&org.id, id), &fields, now, &audit)
-        .await?)
+    unit_of_work!(&state.store, |tx| {
+        tx.update_pipeline((&org.id, id), &fields, now).await?;
+        tx.keep_door_judgement(
+            (&org.id, "pipeline", id),
+            (fields.compliance, fields.judgement),
+            fields.snapshot,
+            now,
+        )
+        .await?;
+        tx.enqueue_reevaluation((&org.id, "pipeline", id), "pipeline.update", now)
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(tx.pipeline(&org.id, id).await?)
+    })
 }
 
 /// Deletes a pipeline, freeing its quota (the creator's, or anyone's with
@@ -253,10 +267,14 @@ pub async fn delete(
         id,
         json!({"pipelineName": pipeline.pipeline_name, "project": pipeline.project}),
     )];
-    Ok(state
-        .store
-        .delete_pipeline((&org.id, id), &release, now, &audit)
-        .await?)
+    unit_of_work!(&state.store, |tx| {
+        tx.delete_pipeline((&org.id, id)).await?;
+        tx.release(&release).await?;
+        tx.enqueue_reevaluation((&org.id, "pipeline", id), "pipeline.delete", now)
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })
 }
 
 /// 403 unless the caller created the pipeline or may change anyone's.
@@ -368,10 +386,13 @@ pub async fn register(
             json!({"arn": arn, "movedTo": org.id}),
         ));
     }
-    let entry = state
-        .store
-        .register_pipeline(&org.id, (arn, pipeline_id), (now, take_over), &audit)
-        .await?;
+    let entry = unit_of_work!(&state.store, |tx| {
+        let entry = tx
+            .register_pipeline(&org.id, (arn, pipeline_id), (now, take_over))
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(entry)
+    })?;
     // The resource's executions kept aside are attributed now (the reports worker
     // does it otherwise, after a crash).
     super::reports::derive_pending(state, 1000).await?;
@@ -393,8 +414,9 @@ pub async fn deregister(
         arn,
         json!({"arn": arn}),
     )];
-    Ok(state
-        .store
-        .deregister_pipeline(&org.id, arn, &audit)
-        .await?)
+    unit_of_work!(&state.store, |tx| {
+        tx.deregister_pipeline(&org.id, arn).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })
 }

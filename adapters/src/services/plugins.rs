@@ -16,7 +16,7 @@ use super::pipelines::pool;
 use super::{ServiceError, ServiceResult};
 use crate::archive::{self, Manifest};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{new_id, Charge, NewPlugin, OrgRecord};
+use crate::storage::{new_id, unit_of_work, Charge, NewPlugin, OrgRecord};
 /// What the plugin workflows take and answer.
 pub use crate::storage::{PluginChange, PluginFilter, PluginRecord};
 
@@ -95,14 +95,22 @@ async fn admit(
         image: &image,
         created_by: &caller.user_id,
     };
-    state
-        .store
-        .create_plugin(&plugin, &charge, now, &audit)
-        .await?
-        .map_err(|refusal| ServiceError::Quota {
-            dimension: "plugins",
-            refusal,
-        })
+    unit_of_work!(&state.store, |tx| {
+        let charged = tx.charge(&charge).await?;
+        super::entitlement::taken(charged, "plugins")?;
+        tx.insert_plugin(&plugin, now).await?;
+        tx.keep_door_judgement(
+            (&org.id, "plugin", &id),
+            (plugin.compliance, plugin.judgement),
+            plugin.snapshot,
+            now,
+        )
+        .await?;
+        tx.enqueue_reevaluation((&org.id, "plugin", &id), "plugin.create", now)
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(tx.plugin(&org.id, &id).await?)
+    })
 }
 
 /// An uploaded archive: inspected (on the CPU pool: it is hostile input), judged,
@@ -301,10 +309,19 @@ pub async fn update(
         ids.first().copied().unwrap_or_default(),
         json!({"ids": ids}),
     )];
-    Ok(state
-        .store
-        .update_plugins(&org.id, &changes, now, &audit)
-        .await?)
+    unit_of_work!(&state.store, |tx| {
+        for (id, change) in &changes {
+            tx.update_plugin(&org.id, (id, change), now).await?;
+            tx.enqueue_reevaluation((&org.id, "plugin", id), "plugin.update", now)
+                .await?;
+        }
+        tx.enqueue_audit(&audit).await?;
+        let mut changed = Vec::with_capacity(changes.len());
+        for (id, _) in &changes {
+            changed.push(tx.plugin(&org.id, id).await?);
+        }
+        Ok(changed)
+    })
 }
 
 /// Deletes a plugin, freeing its quota (the creator's, or anyone's with
@@ -333,10 +350,14 @@ pub async fn delete(
         id,
         json!({"name": plugin.name, "version": plugin.version}),
     )];
-    Ok(state
-        .store
-        .delete_plugin((&org.id, id), &release, now, &audit)
-        .await?)
+    unit_of_work!(&state.store, |tx| {
+        tx.delete_plugin((&org.id, id)).await?;
+        tx.release(&release).await?;
+        tx.enqueue_reevaluation((&org.id, "plugin", id), "plugin.delete", now)
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })
 }
 
 /// The plugin names referenced by a pipeline's properties (the synth plugin and every

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// An account.
@@ -249,43 +250,42 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<AccountRecord> {
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(
-            &self.sql(
+        unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(&self.sql(
                 "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, $2, $3, $4)",
-            ),
-        )
-        .bind(new.user_id)
-        .bind(new.email)
-        .bind(i64::from(new.super_admin))
-        .bind(&at)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO accounts (user_id, email, name, password_hash, email_verified_at, generation, created_at, updated_at, password_change_required)
-             VALUES ($1, $2, $3, $4, $5, 0, $6, $6, $7)",
-        ))
-        .bind(new.user_id)
-        .bind(new.email)
-        .bind(new.name)
-        .bind(new.password_hash)
-        .bind(new.verified.then(|| at.clone()))
-        .bind(&at)
-        .bind(i64::from(new.password_change_required))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => {
-                StoreError::Conflict("an account with this e-mail exists".to_owned())
+            ))
+            .bind(new.user_id)
+            .bind(new.email)
+            .bind(i64::from(new.super_admin))
+            .bind(&at)
+            .execute(&mut *tx.tx)
+            .await?;
+            sqlx::query(&self.sql(
+                "INSERT INTO accounts (user_id, email, name, password_hash, email_verified_at, generation, created_at, updated_at, password_change_required)
+                 VALUES ($1, $2, $3, $4, $5, 0, $6, $6, $7)",
+            ))
+            .bind(new.user_id)
+            .bind(new.email)
+            .bind(new.name)
+            .bind(new.password_hash)
+            .bind(new.verified.then(|| at.clone()))
+            .bind(&at)
+            .bind(i64::from(new.password_change_required))
+            .execute(&mut *tx.tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => {
+                    StoreError::Conflict("an account with this e-mail exists".to_owned())
+                }
+                other => other,
+            })?;
+            if let Some(v) = verification {
+                self.insert_verification(&mut tx.tx, new.user_id, v, now)
+                    .await?;
             }
-            other => other,
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
         })?;
-        if let Some(v) = verification {
-            self.insert_verification(&mut tx, new.user_id, v, now)
-                .await?;
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
         if new.super_admin {
             self.facts_changed();
         }
@@ -404,49 +404,51 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<AccountRecord> {
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE accounts SET name = COALESCE($2, name), updated_at = $3
-             WHERE user_id = $1 AND deleted_at IS NULL",
-        ))
-        .bind(user_id)
-        .bind(name)
-        .bind(&at)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("account".to_owned()));
-        }
-        if let Some(email) = email {
-            sqlx::query(&self.sql(
-                "UPDATE accounts SET email = $2, email_verified_at = NULL WHERE user_id = $1",
+        let account = unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE accounts SET name = COALESCE($2, name), updated_at = $3
+                 WHERE user_id = $1 AND deleted_at IS NULL",
             ))
             .bind(user_id)
-            .bind(email)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => {
-                    StoreError::Conflict("an account with this e-mail exists".to_owned())
-                }
-                other => other,
-            })?;
-            sqlx::query(&self.sql("UPDATE users SET email = $2 WHERE id = $1"))
+            .bind(name)
+            .bind(&at)
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound("account".to_owned()));
+            }
+            if let Some(email) = email {
+                sqlx::query(&self.sql(
+                    "UPDATE accounts SET email = $2, email_verified_at = NULL WHERE user_id = $1",
+                ))
                 .bind(user_id)
                 .bind(email)
-                .execute(&mut *tx)
+                .execute(&mut *tx.tx)
+                .await
+                .map_err(|e| match StoreError::from(e) {
+                    StoreError::Conflict(_) => {
+                        StoreError::Conflict("an account with this e-mail exists".to_owned())
+                    }
+                    other => other,
+                })?;
+                sqlx::query(&self.sql("UPDATE users SET email = $2 WHERE id = $1"))
+                    .bind(user_id)
+                    .bind(email)
+                    .execute(&mut *tx.tx)
+                    .await?;
+            }
+            if let Some(v) = verification {
+                self.insert_verification(&mut tx.tx, user_id, v, now)
+                    .await?;
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
+                .bind(user_id)
+                .fetch_one(&mut *tx.tx)
                 .await?;
-        }
-        if let Some(v) = verification {
-            self.insert_verification(&mut tx, user_id, v, now).await?;
-        }
-        self.enqueue(&mut tx, audit).await?;
-        let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
-            .bind(user_id)
-            .fetch_one(&mut *tx)
-            .await?;
-        let account = account_from_row(&row)?;
-        tx.commit().await?;
+            let account = account_from_row(&row)?;
+            Ok(account)
+        })?;
         if email.is_some() {
             // What a token may claim changed (kept credentials follow it).
             self.facts_changed();
@@ -467,27 +469,28 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE accounts SET generation = generation + 1, revoked_at = $2, updated_at = $2,
-                password_hash = COALESCE($3, password_hash),
-                password_change_required = CASE WHEN $3 IS NULL THEN password_change_required ELSE 0 END,
-                deleted_at = CASE WHEN $4 = 1 THEN $2 ELSE deleted_at END
-             WHERE user_id = $1 AND deleted_at IS NULL",
-        ))
-        .bind(user_id)
-        .bind(&at)
-        .bind(password_hash)
-        .bind(i64::from(delete))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("account".to_owned()));
-        }
-        self.end_credentials(&mut tx, user_id, (&at, reason), tokens)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE accounts SET generation = generation + 1, revoked_at = $2, updated_at = $2,
+                    password_hash = COALESCE($3, password_hash),
+                    password_change_required = CASE WHEN $3 IS NULL THEN password_change_required ELSE 0 END,
+                    deleted_at = CASE WHEN $4 = 1 THEN $2 ELSE deleted_at END
+                 WHERE user_id = $1 AND deleted_at IS NULL",
+            ))
+            .bind(user_id)
+            .bind(&at)
+            .bind(password_hash)
+            .bind(i64::from(delete))
+            .execute(&mut *tx.tx)
             .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound("account".to_owned()));
+            }
+            self.end_credentials(&mut tx.tx, user_id, (&at, reason), tokens)
+                .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }
@@ -692,25 +695,26 @@ impl Store {
             .map(serde_json::to_string)
             .transpose()
             .map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO personal_tokens (id, user_id, name, token_hash, hint, org_id, permissions, created_at, expires_at, sso_org_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        ))
-        .bind(&token.id)
-        .bind(&token.user_id)
-        .bind(&token.name)
-        .bind(token_hash)
-        .bind(&token.hint)
-        .bind(&token.org_id)
-        .bind(permissions)
-        .bind(stamp(token.created_at))
-        .bind(stamp(token.expires_at))
-        .bind(&token.sso_org_id)
-        .execute(&mut *tx)
-        .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(&self.sql(
+                "INSERT INTO personal_tokens (id, user_id, name, token_hash, hint, org_id, permissions, created_at, expires_at, sso_org_id)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            ))
+            .bind(&token.id)
+            .bind(&token.user_id)
+            .bind(&token.name)
+            .bind(token_hash)
+            .bind(&token.hint)
+            .bind(&token.org_id)
+            .bind(permissions.as_deref())
+            .bind(stamp(token.created_at))
+            .bind(stamp(token.expires_at))
+            .bind(&token.sso_org_id)
+            .execute(&mut *tx.tx)
+            .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 

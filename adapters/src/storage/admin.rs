@@ -10,6 +10,7 @@ use sqlx::Row;
 
 use super::accounts::{account_from_row, AccountRecord, ACCOUNT};
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// An account's state, as the administration list filters it.
@@ -159,63 +160,66 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<AccountRecord> {
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE accounts SET name = COALESCE($2, name), updated_at = $3,
-                email = COALESCE($4, email),
-                email_verified_at = CASE WHEN $4 IS NULL THEN email_verified_at ELSE $3 END
-             WHERE user_id = $1 AND deleted_at IS NULL",
-        ))
-        .bind(user_id)
-        .bind(name)
-        .bind(&at)
-        .bind(email)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => {
-                StoreError::Conflict("an account with this e-mail exists".to_owned())
-            }
-            other => other,
-        })?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("account".to_owned()));
-        }
-        if let Some(email) = email {
-            sqlx::query(&self.sql("UPDATE users SET email = $2 WHERE id = $1"))
-                .bind(user_id)
-                .bind(email)
-                .execute(&mut *tx)
-                .await?;
-        }
-        match disabled {
-            Some(true) => {
-                sqlx::query(&self.sql(
-                    "UPDATE accounts SET disabled_at = $2, generation = generation + 1, revoked_at = $2
-                     WHERE user_id = $1",
-                ))
-                .bind(user_id)
-                .bind(&at)
-                .execute(&mut *tx)
-                .await?;
-                self.end_credentials(&mut tx, user_id, (&at, "admin.user.disable"), true)
-                    .await?;
-            }
-            Some(false) => {
-                sqlx::query(&self.sql("UPDATE accounts SET disabled_at = NULL WHERE user_id = $1"))
-                    .bind(user_id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            None => {}
-        }
-        self.enqueue(&mut tx, audit).await?;
-        let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
+        let account = unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE accounts SET name = COALESCE($2, name), updated_at = $3,
+                    email = COALESCE($4, email),
+                    email_verified_at = CASE WHEN $4 IS NULL THEN email_verified_at ELSE $3 END
+                 WHERE user_id = $1 AND deleted_at IS NULL",
+            ))
             .bind(user_id)
-            .fetch_one(&mut *tx)
-            .await?;
-        let account = account_from_row(&row)?;
-        tx.commit().await?;
+            .bind(name)
+            .bind(&at)
+            .bind(email)
+            .execute(&mut *tx.tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => {
+                    StoreError::Conflict("an account with this e-mail exists".to_owned())
+                }
+                other => other,
+            })?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound("account".to_owned()));
+            }
+            if let Some(email) = email {
+                sqlx::query(&self.sql("UPDATE users SET email = $2 WHERE id = $1"))
+                    .bind(user_id)
+                    .bind(email)
+                    .execute(&mut *tx.tx)
+                    .await?;
+            }
+            match disabled {
+                Some(true) => {
+                    sqlx::query(&self.sql(
+                        "UPDATE accounts SET disabled_at = $2, generation = generation + 1, revoked_at = $2
+                         WHERE user_id = $1",
+                    ))
+                    .bind(user_id)
+                    .bind(&at)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                    self.end_credentials(&mut tx.tx, user_id, (&at, "admin.user.disable"), true)
+                        .await?;
+                }
+                Some(false) => {
+                    sqlx::query(
+                        &self.sql("UPDATE accounts SET disabled_at = NULL WHERE user_id = $1"),
+                    )
+                    .bind(user_id)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                }
+                None => {}
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
+                .bind(user_id)
+                .fetch_one(&mut *tx.tx)
+                .await?;
+            let account = account_from_row(&row)?;
+            Ok(account)
+        })?;
         self.facts_changed();
         Ok(account)
     }
@@ -234,52 +238,53 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        // The write comes first: on SQLite a transaction that read before it writes
-        // fails at once (busy, not waited for) when another connection wrote since.
-        let done = sqlx::query(&self.sql(
-            "UPDATE accounts SET generation = generation + 1, revoked_at = $2, updated_at = $2,
-                deleted_at = $2, email = $3, name = NULL, password_hash = '!',
-                email_verified_at = NULL, totp_secret = NULL, totp_pending = NULL,
-                password_change_required = 0
-             WHERE user_id = $1 AND deleted_at IS NULL",
-        ))
-        .bind(user_id)
-        .bind(&at)
-        .bind(ghost_email)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("account".to_owned()));
-        }
-        let owned = sqlx::query(&self.sql(
-            "SELECT COUNT(*) AS n FROM organizations WHERE owner_id = $1 AND deleted_at IS NULL",
-        ))
-        .bind(user_id)
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get::<i64, _>("n")?;
-        if owned > 0 {
-            // Dropped, the transaction rolls the write back.
-            return Err(StoreError::Conflict(
-                "the account owns an organization: transfer its ownership first".to_owned(),
-            ));
-        }
-        self.end_credentials(&mut tx, user_id, (&at, "admin.user.delete"), true)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            // The write comes first: on SQLite a transaction that read before it writes
+            // fails at once (busy, not waited for) when another connection wrote since.
+            let done = sqlx::query(&self.sql(
+                "UPDATE accounts SET generation = generation + 1, revoked_at = $2, updated_at = $2,
+                    deleted_at = $2, email = $3, name = NULL, password_hash = '!',
+                    email_verified_at = NULL, totp_secret = NULL, totp_pending = NULL,
+                    password_change_required = 0
+                 WHERE user_id = $1 AND deleted_at IS NULL",
+            ))
+            .bind(user_id)
+            .bind(&at)
+            .bind(ghost_email)
+            .execute(&mut *tx.tx)
             .await?;
-        for statement in [
-            "DELETE FROM role_members WHERE user_id = $1",
-            "DELETE FROM memberships WHERE user_id = $1",
-            "DELETE FROM user_features WHERE user_id = $1",
-            "UPDATE users SET email = NULL, active_org_id = NULL WHERE id = $1",
-        ] {
-            sqlx::query(&self.sql(statement))
-                .bind(user_id)
-                .execute(&mut *tx)
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound("account".to_owned()));
+            }
+            let owned = sqlx::query(&self.sql(
+                "SELECT COUNT(*) AS n FROM organizations WHERE owner_id = $1 AND deleted_at IS NULL",
+            ))
+            .bind(user_id)
+            .fetch_one(&mut *tx.tx)
+            .await?
+            .try_get::<i64, _>("n")?;
+            if owned > 0 {
+                // Dropped, the transaction rolls the write back.
+                return Err(StoreError::Conflict(
+                    "the account owns an organization: transfer its ownership first".to_owned(),
+                ));
+            }
+            self.end_credentials(&mut tx.tx, user_id, (&at, "admin.user.delete"), true)
                 .await?;
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            for statement in [
+                "DELETE FROM role_members WHERE user_id = $1",
+                "DELETE FROM memberships WHERE user_id = $1",
+                "DELETE FROM user_features WHERE user_id = $1",
+                "UPDATE users SET email = NULL, active_org_id = NULL WHERE id = $1",
+            ] {
+                sqlx::query(&self.sql(statement))
+                    .bind(user_id)
+                    .execute(&mut *tx.tx)
+                    .await?;
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }
@@ -311,24 +316,25 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql("DELETE FROM user_features WHERE user_id = $1"))
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-        for (feature, enabled) in flags {
-            sqlx::query(&self.sql(
-                "INSERT INTO user_features (user_id, feature, enabled, updated_at) VALUES ($1, $2, $3, $4)",
-            ))
-            .bind(user_id)
-            .bind(*feature)
-            .bind(i64::from(*enabled))
-            .bind(&at)
-            .execute(&mut *tx)
-            .await?;
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(&self.sql("DELETE FROM user_features WHERE user_id = $1"))
+                .bind(user_id)
+                .execute(&mut *tx.tx)
+                .await?;
+            for (feature, enabled) in flags {
+                sqlx::query(&self.sql(
+                    "INSERT INTO user_features (user_id, feature, enabled, updated_at) VALUES ($1, $2, $3, $4)",
+                ))
+                .bind(user_id)
+                .bind(*feature)
+                .bind(i64::from(*enabled))
+                .bind(&at)
+                .execute(&mut *tx.tx)
+                .await?;
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }
@@ -340,17 +346,18 @@ impl Store {
         org_id: &str,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql("UPDATE users SET active_org_id = $2 WHERE id = $1"))
-            .bind(user_id)
-            .bind(org_id)
-            .execute(&mut *tx)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("user".to_owned()));
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql("UPDATE users SET active_org_id = $2 WHERE id = $1"))
+                .bind(user_id)
+                .bind(org_id)
+                .execute(&mut *tx.tx)
+                .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound("user".to_owned()));
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 }
@@ -397,22 +404,23 @@ impl Store {
         row: &ImpersonationRow,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO impersonations (id, admin_id, user_id, reason, read_only, started_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        ))
-        .bind(&row.id)
-        .bind(&row.admin_id)
-        .bind(&row.user_id)
-        .bind(&row.reason)
-        .bind(i64::from(row.read_only))
-        .bind(stamp(row.started_at))
-        .bind(stamp(row.expires_at))
-        .execute(&mut *tx)
-        .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(&self.sql(
+                "INSERT INTO impersonations (id, admin_id, user_id, reason, read_only, started_at, expires_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            ))
+            .bind(&row.id)
+            .bind(&row.admin_id)
+            .bind(&row.user_id)
+            .bind(&row.reason)
+            .bind(i64::from(row.read_only))
+            .bind(stamp(row.started_at))
+            .bind(stamp(row.expires_at))
+            .execute(&mut *tx.tx)
+            .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 

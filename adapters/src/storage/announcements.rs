@@ -7,6 +7,7 @@ use entitlements::Tier;
 use messaging::{Audience, Severity, Teams, Window};
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// An announcement as stored.
@@ -171,40 +172,41 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<AnnouncementRecord> {
         let (kind, org_id, include_teams, tier, targets) = audience_columns(audience);
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO announcements (id, org_id, audience, include_teams, tier, title, body, severity, \
-             starts_at, ends_at, dismissible, created_by, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
-        ))
-        .bind(id)
-        .bind(org_id)
-        .bind(kind)
-        .bind(i64::from(include_teams))
-        .bind(tier)
-        .bind(&fields.title)
-        .bind(&fields.body)
-        .bind(fields.severity.as_str())
-        .bind(stamp(fields.window.starts_at))
-        .bind(fields.window.ends_at.map(stamp))
-        .bind(i64::from(fields.dismissible))
-        .bind(created_by)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        for target in targets {
+        unit_of_work!(self, |tx| -> super::StoreError {
             sqlx::query(&self.sql(
-                "INSERT INTO announcement_targets (announcement_id, org_id) VALUES ($1, $2) \
-                 ON CONFLICT DO NOTHING",
+                "INSERT INTO announcements (id, org_id, audience, include_teams, tier, title, body, severity, \
+                 starts_at, ends_at, dismissible, created_by, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
             ))
             .bind(id)
-            .bind(target)
-            .execute(&mut *tx)
+            .bind(org_id)
+            .bind(kind)
+            .bind(i64::from(include_teams))
+            .bind(tier)
+            .bind(&fields.title)
+            .bind(&fields.body)
+            .bind(fields.severity.as_str())
+            .bind(stamp(fields.window.starts_at))
+            .bind(fields.window.ends_at.map(stamp))
+            .bind(i64::from(fields.dismissible))
+            .bind(created_by)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
             .await?;
-        }
-        self.feed(&mut tx, "announcement", id, "[]", now).await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            for target in targets {
+                sqlx::query(&self.sql(
+                    "INSERT INTO announcement_targets (announcement_id, org_id) VALUES ($1, $2) \
+                     ON CONFLICT DO NOTHING",
+                ))
+                .bind(id)
+                .bind(target)
+                .execute(&mut *tx.tx)
+                .await?;
+            }
+            self.feed(&mut tx.tx, "announcement", id, "[]", now).await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.announcement(id)
             .await?
             .ok_or_else(|| StoreError::Other("the new announcement vanished".to_owned()))
@@ -263,27 +265,28 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<AnnouncementRecord> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE announcements SET title = $2, body = $3, severity = $4, starts_at = $5, ends_at = $6, \
-             dismissible = $7, updated_at = $8 WHERE id = $1",
-        ))
-        .bind(id)
-        .bind(&fields.title)
-        .bind(&fields.body)
-        .bind(fields.severity.as_str())
-        .bind(stamp(fields.window.starts_at))
-        .bind(fields.window.ends_at.map(stamp))
-        .bind(i64::from(fields.dismissible))
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("announcement `{id}`")));
-        }
-        self.feed(&mut tx, "announcement", id, "[]", now).await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE announcements SET title = $2, body = $3, severity = $4, starts_at = $5, ends_at = $6, \
+                 dismissible = $7, updated_at = $8 WHERE id = $1",
+            ))
+            .bind(id)
+            .bind(&fields.title)
+            .bind(&fields.body)
+            .bind(fields.severity.as_str())
+            .bind(stamp(fields.window.starts_at))
+            .bind(fields.window.ends_at.map(stamp))
+            .bind(i64::from(fields.dismissible))
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(format!("announcement `{id}`")));
+            }
+            self.feed(&mut tx.tx, "announcement", id, "[]", now).await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.announcement(id)
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("announcement `{id}`")))
@@ -292,22 +295,23 @@ impl Store {
     /// Deletes an announcement (its targets and dismissals with it), with its audit
     /// events.
     pub async fn delete_announcement(&self, id: &str, audit: &[AuditEvent]) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        for table in ["announcement_dismissals", "announcement_targets"] {
-            sqlx::query(&self.sql(&format!("DELETE FROM {table} WHERE announcement_id = $1")))
+        unit_of_work!(self, |tx| -> super::StoreError {
+            for table in ["announcement_dismissals", "announcement_targets"] {
+                sqlx::query(&self.sql(&format!("DELETE FROM {table} WHERE announcement_id = $1")))
+                    .bind(id)
+                    .execute(&mut *tx.tx)
+                    .await?;
+            }
+            let done = sqlx::query(&self.sql("DELETE FROM announcements WHERE id = $1"))
                 .bind(id)
-                .execute(&mut *tx)
+                .execute(&mut *tx.tx)
                 .await?;
-        }
-        let done = sqlx::query(&self.sql("DELETE FROM announcements WHERE id = $1"))
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("announcement `{id}`")));
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(format!("announcement `{id}`")));
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 

@@ -4,6 +4,7 @@ use audit_chain::{seal, AuditEvent, ChainHead, SealedEvent, GENESIS_HASH};
 use chrono::{DateTime, Utc};
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{stamp, Cell, Dialect, Rows, Store, StoreError, StoreResult};
 
 /// Filters of `GET /audit`.
@@ -259,74 +260,77 @@ impl Store {
                 .or_default()
                 .push((i, event));
         }
-        let mut tx = self.pool().begin().await?;
-        let mut locked = self.lock_heads(&mut tx, chains.keys()).await?;
-        let mut rows = Rows::new(19);
-        let mut heads = Rows::new(4);
-        // Keys to the row stored or sealed first under them: the stored ones are read
-        // under the first head's lock (as a single append reads its key under its
-        // head's), the group's own are added as they are sealed.
-        let mut known: Option<HashMap<(Option<String>, String), SealedEvent>> = None;
-        for (chain_key, arrived) in chains {
-            let mut head = locked.remove(&chain_key).ok_or_else(|| {
-                StoreError::Other(format!("the head of {chain_key} was not locked"))
-            })?;
-            let known = match &mut known {
-                Some(known) => known,
-                None => known.insert(self.audits_by_keys(&mut tx, &keys).await?),
-            };
-            let before = head.seq;
-            for (i, event) in arrived {
-                let earlier = event
-                    .idempotency_key
-                    .as_ref()
-                    .and_then(|key| known.get(&(event.service.clone(), key.clone())));
-                let outcome = match earlier {
-                    Some(row) if row.records(&event) => Ok((row.clone(), false)),
-                    Some(_) => Err(key_reused(
-                        event.idempotency_key.as_deref().unwrap_or_default(),
-                    )),
-                    None => match seal(&head, event, now) {
-                        Ok((row, next)) => {
-                            head = next;
-                            if let Some(key) = &row.idempotency_key {
-                                known.insert((row.service.clone(), key.clone()), row.clone());
-                            }
-                            rows.push(row_cells(&row));
-                            Ok((row, true))
-                        }
-                        Err(e) => Err(StoreError::Invalid(e.to_string())),
-                    },
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let mut locked = self.lock_heads(&mut tx.tx, chains.keys()).await?;
+            let mut rows = Rows::new(19);
+            let mut heads = Rows::new(4);
+            // Keys to the row stored or sealed first under them: the stored ones are read
+            // under the first head's lock (as a single append reads its key under its
+            // head's), the group's own are added as they are sealed.
+            let mut known: Option<HashMap<(Option<String>, String), SealedEvent>> = None;
+            // By reference: a unit rolled back for a conflict runs again on the same
+            // events.
+            for (chain_key, arrived) in &chains {
+                let mut head = locked.remove(chain_key).ok_or_else(|| {
+                    StoreError::Other(format!("the head of {chain_key} was not locked"))
+                })?;
+                let known = match &mut known {
+                    Some(known) => known,
+                    None => known.insert(self.audits_by_keys(&mut tx.tx, &keys).await?),
                 };
-                if let Some(slot) = outcomes.get_mut(i) {
-                    *slot = Some(outcome);
+                let before = head.seq;
+                for (i, event) in arrived.iter().cloned() {
+                    let earlier = event
+                        .idempotency_key
+                        .as_ref()
+                        .and_then(|key| known.get(&(event.service.clone(), key.clone())));
+                    let outcome = match earlier {
+                        Some(row) if row.records(&event) => Ok((row.clone(), false)),
+                        Some(_) => Err(key_reused(
+                            event.idempotency_key.as_deref().unwrap_or_default(),
+                        )),
+                        None => match seal(&head, event, now) {
+                            Ok((row, next)) => {
+                                head = next;
+                                if let Some(key) = &row.idempotency_key {
+                                    known.insert((row.service.clone(), key.clone()), row.clone());
+                                }
+                                rows.push(row_cells(&row));
+                                Ok((row, true))
+                            }
+                            Err(e) => Err(StoreError::Invalid(e.to_string())),
+                        },
+                    };
+                    if let Some(slot) = outcomes.get_mut(i) {
+                        *slot = Some(outcome);
+                    }
+                }
+                if head.seq != before {
+                    heads.push([
+                        Cell::from(head.chain_key.as_str()),
+                        Cell::from(i64::try_from(head.seq).unwrap_or(i64::MAX)),
+                        Cell::from(head.hash.as_str()),
+                        Cell::from(head.created_at.map(stamp)),
+                    ]);
                 }
             }
-            if head.seq != before {
-                heads.push([
-                    Cell::from(head.chain_key.as_str()),
-                    Cell::from(i64::try_from(head.seq).unwrap_or(i64::MAX)),
-                    Cell::from(head.hash.as_str()),
-                    Cell::from(head.created_at.map(stamp)),
-                ]);
-            }
-        }
-        rows.insert(
-            self,
-            &mut tx,
-            &format!("INSERT INTO audit_events ({COLUMNS})"),
-            "",
-        )
-        .await?;
-        heads
-            .insert(
+            rows.insert(
                 self,
-                &mut tx,
-                "INSERT INTO audit_chain_heads (chain_key, seq, hash, created_at)",
-                "ON CONFLICT (chain_key) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at",
+                &mut tx.tx,
+                &format!("INSERT INTO audit_events ({COLUMNS})"),
+                "",
             )
             .await?;
-        tx.commit().await?;
+            heads
+                .insert(
+                    self,
+                    &mut tx.tx,
+                    "INSERT INTO audit_chain_heads (chain_key, seq, hash, created_at)",
+                    "ON CONFLICT (chain_key) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at",
+                )
+                .await?;
+            Ok(())
+        })?;
         Ok(outcomes
             .into_iter()
             .map(|o| {

@@ -9,6 +9,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{stamp, Dialect, Store, StoreResult};
 
 /// A stored build job.
@@ -106,25 +107,24 @@ impl Store {
              SELECT id FROM plugin_builds WHERE (status = 'queued' AND run_after <= $1) OR (status = 'running' AND lease_until < $1) \
              ORDER BY run_after, id LIMIT 1{lock}) RETURNING *"
         );
-        let mut tx = self.pool().begin().await?;
-        let row = sqlx::query(&self.sql(&sql))
-            .bind(stamp(now))
-            .bind(stamp(lease_until))
-            .fetch_optional(&mut *tx)
-            .await?;
-        let job = row.as_ref().map(job_from_row).transpose()?;
-        if let Some(job) = &job {
-            sqlx::query(
-                &self.sql(
+        let job = unit_of_work!(self, |tx| -> super::StoreError {
+            let row = sqlx::query(&self.sql(&sql))
+                .bind(stamp(now))
+                .bind(stamp(lease_until))
+                .fetch_optional(&mut *tx.tx)
+                .await?;
+            let job = row.as_ref().map(job_from_row).transpose()?;
+            if let Some(job) = &job {
+                sqlx::query(&self.sql(
                     "UPDATE plugins SET build_status = 'running', updated_at = $2 WHERE id = $1",
-                ),
-            )
-            .bind(&job.plugin_id)
-            .bind(stamp(now))
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
+                ))
+                .bind(&job.plugin_id)
+                .bind(stamp(now))
+                .execute(&mut *tx.tx)
+                .await?;
+            }
+            Ok(job)
+        })?;
         Ok(job)
     }
 
@@ -312,16 +312,17 @@ impl Store {
         now: DateTime<Utc>,
         audit: &(dyn Fn(u64) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<u64> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(&format!(
-            "UPDATE plugin_builds SET status = 'purged', lease_until = NULL, updated_at = $1 WHERE {DEAD_LETTERS}"
-        )))
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        let purged = done.rows_affected();
-        self.enqueue(&mut tx, &audit(purged)).await?;
-        tx.commit().await?;
+        let purged = unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(&format!(
+                "UPDATE plugin_builds SET status = 'purged', lease_until = NULL, updated_at = $1 WHERE {DEAD_LETTERS}"
+            )))
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            let purged = done.rows_affected();
+            self.enqueue(&mut tx.tx, &audit(purged)).await?;
+            Ok(purged)
+        })?;
         Ok(purged)
     }
 }

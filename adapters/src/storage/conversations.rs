@@ -5,6 +5,7 @@ use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// A conversation as one participant sees it.
@@ -470,19 +471,21 @@ impl Store {
         id: &str,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(
-            &self.sql("DELETE FROM conversation_messages WHERE conversation_id = $1 AND id = $2"),
-        )
-        .bind(conversation_id)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("message `{id}`")));
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done =
+                sqlx::query(&self.sql(
+                    "DELETE FROM conversation_messages WHERE conversation_id = $1 AND id = $2",
+                ))
+                .bind(conversation_id)
+                .bind(id)
+                .execute(&mut *tx.tx)
+                .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(format!("message `{id}`")));
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 

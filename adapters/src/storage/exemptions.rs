@@ -6,6 +6,7 @@ use compliance_core::{Exemption, ExemptionStatus};
 use serde::Serialize;
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// An exemption as stored.
@@ -107,28 +108,29 @@ impl Store {
         now: DateTime<Utc>,
         audit: &(dyn Fn(&[String]) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<Vec<String>> {
-        let mut tx = self.pool().begin().await?;
-        let mut ids = Vec::with_capacity(requests.len());
-        for request in requests {
-            let id = new_id();
-            sqlx::query(&self.sql(
-                "INSERT INTO exemptions (id, org_id, rule_id, entity_id, reason, status, requested_by, expires_at, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, 'requested', $6, $7, $8, $8)",
-            ))
-            .bind(&id)
-            .bind(org_id)
-            .bind(&request.rule_id)
-            .bind(&request.entity_id)
-            .bind(&request.reason)
-            .bind(by)
-            .bind(request.expires_at.map(stamp))
-            .bind(stamp(now))
-            .execute(&mut *tx)
-            .await?;
-            ids.push(id);
-        }
-        self.enqueue(&mut tx, &audit(&ids)).await?;
-        tx.commit().await?;
+        let ids = unit_of_work!(self, |tx| -> super::StoreError {
+            let mut ids = Vec::with_capacity(requests.len());
+            for request in requests {
+                let id = new_id();
+                sqlx::query(&self.sql(
+                    "INSERT INTO exemptions (id, org_id, rule_id, entity_id, reason, status, requested_by, expires_at, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, 'requested', $6, $7, $8, $8)",
+                ))
+                .bind(&id)
+                .bind(org_id)
+                .bind(&request.rule_id)
+                .bind(&request.entity_id)
+                .bind(&request.reason)
+                .bind(by)
+                .bind(request.expires_at.map(stamp))
+                .bind(stamp(now))
+                .execute(&mut *tx.tx)
+                .await?;
+                ids.push(id);
+            }
+            self.enqueue(&mut tx.tx, &audit(&ids)).await?;
+            Ok(ids)
+        })?;
         self.facts_changed();
         Ok(ids)
     }
@@ -209,32 +211,33 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let allowed: Vec<String> = from
-            .iter()
-            .map(|s| format!("'{}'", status_name(*s)))
-            .collect();
-        let done = sqlx::query(&self.sql(&format!(
-            "UPDATE exemptions SET status = $3, reviewed_by = $4, review_note = COALESCE($5, review_note), updated_at = $6
-             WHERE org_id = $1 AND id = $2 AND status IN ({})",
-            allowed.join(", ")
-        )))
-        .bind(org_id)
-        .bind(id)
-        .bind(status_name(to))
-        .bind(by)
-        .bind(note)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::Conflict(format!(
-                "the exemption cannot become {}",
-                status_name(to)
-            )));
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let allowed: Vec<String> = from
+                .iter()
+                .map(|s| format!("'{}'", status_name(*s)))
+                .collect();
+            let done = sqlx::query(&self.sql(&format!(
+                "UPDATE exemptions SET status = $3, reviewed_by = $4, review_note = COALESCE($5, review_note), updated_at = $6
+                 WHERE org_id = $1 AND id = $2 AND status IN ({})",
+                allowed.join(", ")
+            )))
+            .bind(org_id)
+            .bind(id)
+            .bind(status_name(to))
+            .bind(by)
+            .bind(note)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::Conflict(format!(
+                    "the exemption cannot become {}",
+                    status_name(to)
+                )));
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }

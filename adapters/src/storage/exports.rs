@@ -12,6 +12,7 @@ use sqlx::{Column, Row};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// The size of one stored chunk of an archive.
@@ -270,21 +271,22 @@ impl Store {
     /// Forgets the archives whose download window closed; how many.
     pub async fn forget_expired_exports(&self, now: DateTime<Utc>) -> StoreResult<u64> {
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "DELETE FROM org_export_chunks WHERE export_id IN
-               (SELECT id FROM org_exports WHERE status = 'done' AND expires_at < $1)",
-        ))
-        .bind(&at)
-        .execute(&mut *tx)
-        .await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE org_exports SET status = 'expired' WHERE status = 'done' AND expires_at < $1",
-        ))
-        .bind(&at)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
+        let done = unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(&self.sql(
+                "DELETE FROM org_export_chunks WHERE export_id IN
+                   (SELECT id FROM org_exports WHERE status = 'done' AND expires_at < $1)",
+            ))
+            .bind(&at)
+            .execute(&mut *tx.tx)
+            .await?;
+            let done = sqlx::query(&self.sql(
+                "UPDATE org_exports SET status = 'expired' WHERE status = 'done' AND expires_at < $1",
+            ))
+            .bind(&at)
+            .execute(&mut *tx.tx)
+            .await?;
+            Ok(done)
+        })?;
         Ok(done.rows_affected())
     }
 

@@ -5,6 +5,7 @@ use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// An intent not settled, as the registry worker reads it.
@@ -46,15 +47,16 @@ impl Store {
     /// recorded it already (then nothing is written twice). An intent the worker
     /// abandoned is settled all the same.
     pub async fn settle_intent(&self, id: &str, events: &[AuditEvent]) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let taken = sqlx::query(&self.sql("DELETE FROM registry_intents WHERE id = $1"))
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        if taken.rows_affected() > 0 {
-            self.enqueue(&mut tx, events).await?;
-        }
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let taken = sqlx::query(&self.sql("DELETE FROM registry_intents WHERE id = $1"))
+                .bind(id)
+                .execute(&mut *tx.tx)
+                .await?;
+            if taken.rows_affected() > 0 {
+                self.enqueue(&mut tx.tx, events).await?;
+            }
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -102,32 +104,33 @@ impl Store {
         id: &str,
         events: Option<&[AuditEvent]>,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
-        let done = match events {
-            Some(events) => {
-                let taken = sqlx::query(&self.sql(
-                    "DELETE FROM registry_intents WHERE id = $1 AND status = 'pending'",
-                ))
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-                if taken.rows_affected() > 0 {
-                    self.enqueue(&mut tx, events).await?;
+        let done = unit_of_work!(self, |tx| -> super::StoreError {
+            let done = match events {
+                Some(events) => {
+                    let taken = sqlx::query(&self.sql(
+                        "DELETE FROM registry_intents WHERE id = $1 AND status = 'pending'",
+                    ))
+                    .bind(id)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                    if taken.rows_affected() > 0 {
+                        self.enqueue(&mut tx.tx, events).await?;
+                    }
+                    taken.rows_affected() > 0
                 }
-                taken.rows_affected() > 0
-            }
-            None => {
-                sqlx::query(&self.sql(
-                    "UPDATE registry_intents SET status = 'abandoned' WHERE id = $1 AND status = 'pending'",
-                ))
-                .bind(id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                    > 0
-            }
-        };
-        tx.commit().await?;
+                None => {
+                    sqlx::query(&self.sql(
+                        "UPDATE registry_intents SET status = 'abandoned' WHERE id = $1 AND status = 'pending'",
+                    ))
+                    .bind(id)
+                    .execute(&mut *tx.tx)
+                    .await?
+                    .rows_affected()
+                        > 0
+                }
+            };
+            Ok(done)
+        })?;
         Ok(done)
     }
 

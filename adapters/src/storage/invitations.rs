@@ -10,6 +10,7 @@ use tenancy::MembershipRole;
 use super::decode::Decoder;
 use super::orgs::{found, membership_role, membership_role_name};
 use super::quota::QuotaRefusal;
+use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// Where an invitation stands (its schema documents the answers that carry it).
@@ -127,21 +128,22 @@ impl Store {
         audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<InvitationRecord> {
         let id = new_id();
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO invitations (id, org_id, email, role, status, invited_by, sent_count, created_at, last_sent_at)
-             VALUES ($1, $2, $3, $4, 'pending', $5, 1, $6, $6)",
-        ))
-        .bind(&id)
-        .bind(org_id)
-        .bind(email)
-        .bind(membership_role_name(role))
-        .bind(invited_by)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        self.enqueue(&mut tx, &audit(&id)).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(&self.sql(
+                "INSERT INTO invitations (id, org_id, email, role, status, invited_by, sent_count, created_at, last_sent_at)
+                 VALUES ($1, $2, $3, $4, 'pending', $5, 1, $6, $6)",
+            ))
+            .bind(&id)
+            .bind(org_id)
+            .bind(email)
+            .bind(membership_role_name(role))
+            .bind(invited_by)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            self.enqueue(&mut tx.tx, &audit(&id)).await?;
+            Ok(())
+        })?;
         self.invitation(org_id, &id)
             .await?
             .ok_or_else(|| StoreError::Other("the new invitation vanished".to_owned()))
@@ -198,17 +200,18 @@ impl Store {
         id: &str,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE invitations SET status = 'revoked' WHERE org_id = $1 AND id = $2 AND status = 'pending'",
-        ))
-        .bind(org_id)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        found(done.rows_affected(), "pending invitation")?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE invitations SET status = 'revoked' WHERE org_id = $1 AND id = $2 AND status = 'pending'",
+            ))
+            .bind(org_id)
+            .bind(id)
+            .execute(&mut *tx.tx)
+            .await?;
+            found(done.rows_affected(), "pending invitation")?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -220,19 +223,20 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE invitations SET sent_count = sent_count + 1, last_sent_at = $3
-             WHERE org_id = $1 AND id = $2 AND status = 'pending'",
-        ))
-        .bind(org_id)
-        .bind(id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        found(done.rows_affected(), "pending invitation")?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE invitations SET sent_count = sent_count + 1, last_sent_at = $3
+                 WHERE org_id = $1 AND id = $2 AND status = 'pending'",
+            ))
+            .bind(org_id)
+            .bind(id)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            found(done.rows_affected(), "pending invitation")?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 }

@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{entity_table, new_id, stamp, Dialect, Store, StoreResult};
 use crate::inventory::{EntityCompliance, EntityResult};
 
@@ -232,83 +233,84 @@ impl Store {
         } else {
             "pipeline_name"
         };
-        let mut tx = self.pool().begin().await?;
-        let rows = sqlx::query(&self.sql(&format!(
-            "SELECT id, org_id, {name} AS name, compliance, updated_at FROM {table} \
-             WHERE id > $1 AND compliance <> '' ORDER BY id LIMIT $2"
-        )))
-        .bind(after)
-        .bind(i64::from(limit))
-        .fetch_all(&mut *tx)
-        .await?;
-        let mut last = None;
-        for row in &rows {
-            let d = Decoder::new(row, table, &["id"]);
-            let (id, org_id, name): (String, String, String) =
-                (d.get("id")?, d.get("org_id")?, d.get("name")?);
-            let copy: String = d.get("compliance")?;
-            let kept: EntityCompliance = d.json("compliance")?;
-            let at = d.stamp("updated_at")?;
-            let result = result_name(kept.result);
-            let violations =
-                serde_json::to_string(&compliance_core::StoredViolations(&kept.violations))
-                    .map_err(|e| d.reject("compliance", e))?;
-            let sum = digest(result, &violations);
-            let (check, scan) = match &kept.scan_id {
-                Some(scan_id) => {
-                    let held = sqlx::query(&self.sql(
-                        "SELECT 1 AS one FROM scan_results WHERE scan_id = $1 AND target = $2 AND entity_id = $3",
-                    ))
-                    .bind(scan_id.as_str())
-                    .bind(target)
-                    .bind(id.as_str())
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                    if held.is_none() {
-                        sqlx::query(&self.sql(
-                            "INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, result, violations, error, scanned_at) \
-                             VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8)",
+        let last = unit_of_work!(self, |tx| -> super::StoreError {
+            let rows = sqlx::query(&self.sql(&format!(
+                "SELECT id, org_id, {name} AS name, compliance, updated_at FROM {table} \
+                 WHERE id > $1 AND compliance <> '' ORDER BY id LIMIT $2"
+            )))
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *tx.tx)
+            .await?;
+            let mut last = None;
+            for row in &rows {
+                let d = Decoder::new(row, table, &["id"]);
+                let (id, org_id, name): (String, String, String) =
+                    (d.get("id")?, d.get("org_id")?, d.get("name")?);
+                let copy: String = d.get("compliance")?;
+                let kept: EntityCompliance = d.json("compliance")?;
+                let at = d.stamp("updated_at")?;
+                let result = result_name(kept.result);
+                let violations =
+                    serde_json::to_string(&compliance_core::StoredViolations(&kept.violations))
+                        .map_err(|e| d.reject("compliance", e))?;
+                let sum = digest(result, &violations);
+                let (check, scan) = match &kept.scan_id {
+                    Some(scan_id) => {
+                        let held = sqlx::query(&self.sql(
+                            "SELECT 1 AS one FROM scan_results WHERE scan_id = $1 AND target = $2 AND entity_id = $3",
                         ))
                         .bind(scan_id.as_str())
-                        .bind(org_id.as_str())
                         .bind(target)
                         .bind(id.as_str())
-                        .bind(name.as_str())
-                        .bind(result)
-                        .bind(violations.as_str())
-                        .bind(stamp(at))
-                        .execute(&mut *tx)
+                        .fetch_optional(&mut *tx.tx)
                         .await?;
+                        if held.is_none() {
+                            sqlx::query(&self.sql(
+                                "INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, result, violations, error, scanned_at) \
+                                 VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8)",
+                            ))
+                            .bind(scan_id.as_str())
+                            .bind(org_id.as_str())
+                            .bind(target)
+                            .bind(id.as_str())
+                            .bind(name.as_str())
+                            .bind(result)
+                            .bind(violations.as_str())
+                            .bind(stamp(at))
+                            .execute(&mut *tx.tx)
+                            .await?;
+                        }
+                        (None, Some(scan_id.clone()))
                     }
-                    (None, Some(scan_id.clone()))
-                }
-                None => {
-                    let check_id = new_id();
-                    self.carry_judgement(
-                        &mut tx,
-                        (&check_id, &org_id, target, &id),
-                        (result, &violations),
-                        at,
-                    )
-                    .await?;
-                    (Some(check_id), None)
-                }
-            };
-            sqlx::query(&self.sql(&format!(
-                "UPDATE {table} SET compliance = '', compliance_result = $3, judgement_check = $4, \
-                 judgement_scan = $5, judgement_digest = $6 WHERE id = $1 AND compliance = $2"
-            )))
-            .bind(id.as_str())
-            .bind(copy.as_str())
-            .bind(result)
-            .bind(check)
-            .bind(scan)
-            .bind(sum)
-            .execute(&mut *tx)
-            .await?;
-            last = Some(id);
-        }
-        tx.commit().await?;
+                    None => {
+                        let check_id = new_id();
+                        self.carry_judgement(
+                            &mut tx.tx,
+                            (&check_id, &org_id, target, &id),
+                            (result, &violations),
+                            at,
+                        )
+                        .await?;
+                        (Some(check_id), None)
+                    }
+                };
+                sqlx::query(&self.sql(&format!(
+                    "UPDATE {table} SET compliance = '', compliance_result = $3, judgement_check = $4, \
+                     judgement_scan = $5, judgement_digest = $6 WHERE id = $1 AND compliance = $2"
+                )))
+                .bind(id.as_str())
+                .bind(copy.as_str())
+                .bind(result)
+                .bind(check)
+                .bind(scan)
+                .bind(sum)
+                .execute(&mut *tx.tx)
+                .await?;
+                last = Some(id);
+            }
+            Ok(last)
+        })?;
         Ok(last)
     }
 
@@ -331,6 +333,30 @@ pub(crate) fn result_name(result: EntityResult) -> &'static str {
         EntityResult::Warn => "warn",
         EntityResult::Block => "block",
         EntityResult::Error => "error",
+    }
+}
+
+impl super::Transaction<'_> {
+    /// The judgement an entity was written with at the door, as a step of the
+    /// entity's unit: kept as an unlisted check row when this server's check log does
+    /// not hold it, and the attributes it was judged on kept for the impact preview
+    /// (when this server judged them).
+    pub async fn keep_door_judgement(
+        &mut self,
+        entity: (&str, &str, &str),
+        (compliance, judgement): (&compliance_core::Compliance, &DoorJudgement),
+        snapshot: Option<&serde_json::Value>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        self.store
+            .carry_door_judgement(&mut self.tx, entity, compliance, judgement, now)
+            .await?;
+        if let Some(snapshot) = snapshot {
+            self.store
+                .put_snapshot(&mut self.tx, entity, snapshot, now)
+                .await?;
+        }
+        Ok(())
     }
 }
 

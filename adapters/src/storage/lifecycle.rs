@@ -8,6 +8,7 @@ use sqlx::AnyConnection;
 
 use super::decode::Decoder;
 use super::orgs::{org_from_row, ORG_COLUMNS};
+use super::unit::unit_of_work;
 use super::{stamp, OrgRecord, Store, StoreError, StoreResult};
 
 /// A soft-deleted organization, and when it was deleted.
@@ -83,31 +84,32 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE organizations SET deleted_at = $2 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at IS NULL",
-        ))
-        .bind(id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::Conflict(
-                "the organization is already deleted".to_owned(),
-            ));
-        }
-        self.move_team_usage(&mut tx, id, "-").await?;
-        sqlx::query(&self.sql(
-            "UPDATE scans SET status = 'cancelled', error = 'the organization was deleted', \
-             ended_at = $2, updated_at = $2, holder = NULL, lease_until = NULL \
-             WHERE status = 'running' AND org_id IN (SELECT id FROM organizations WHERE id = $1 OR parent_org_id = $1)",
-        ))
-        .bind(id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE organizations SET deleted_at = $2 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at IS NULL",
+            ))
+            .bind(id)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::Conflict(
+                    "the organization is already deleted".to_owned(),
+                ));
+            }
+            self.move_team_usage(&mut tx.tx, id, "-").await?;
+            sqlx::query(&self.sql(
+                "UPDATE scans SET status = 'cancelled', error = 'the organization was deleted', \
+                 ended_at = $2, updated_at = $2, holder = NULL, lease_until = NULL \
+                 WHERE status = 'running' AND org_id IN (SELECT id FROM organizations WHERE id = $1 OR parent_org_id = $1)",
+            ))
+            .bind(id)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }
@@ -141,23 +143,24 @@ impl Store {
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
         let id = deleted.org.id.as_str();
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE organizations SET deleted_at = NULL \
-             WHERE (id = $1 OR parent_org_id = $1) AND deleted_at = $2",
-        ))
-        .bind(id)
-        .bind(stamp(deleted.deleted_at))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::Conflict(
-                "the organization is not deleted any more".to_owned(),
-            ));
-        }
-        self.move_team_usage(&mut tx, id, "+").await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE organizations SET deleted_at = NULL \
+                 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at = $2",
+            ))
+            .bind(id)
+            .bind(stamp(deleted.deleted_at))
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::Conflict(
+                    "the organization is not deleted any more".to_owned(),
+                ));
+            }
+            self.move_team_usage(&mut tx.tx, id, "+").await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }
@@ -196,64 +199,65 @@ impl Store {
         let mut purged = 0;
         for row in &rows {
             let id: String = Decoder::new(row, "organizations", &["id"]).get("id")?;
-            let mut tx = self.pool().begin().await?;
-            sqlx::query(&self.sql(
-                "DELETE FROM rule_versions WHERE rule_id IN (SELECT id FROM rules WHERE org_id = $1)",
-            ))
-            .bind(&id)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(&self.sql(
-                "DELETE FROM plugin_archives WHERE plugin_id IN (SELECT id FROM plugins WHERE org_id = $1)",
-            ))
-            .bind(&id)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(&self.sql(
-                "DELETE FROM billing_addons WHERE subscription_id IN (SELECT id FROM billing_subscriptions WHERE org_id = $1)",
-            ))
-            .bind(&id)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(&self.sql("DELETE FROM quota_pool WHERE root_id = $1"))
+            unit_of_work!(self, |tx| -> super::StoreError {
+                sqlx::query(&self.sql(
+                    "DELETE FROM rule_versions WHERE rule_id IN (SELECT id FROM rules WHERE org_id = $1)",
+                ))
                 .bind(&id)
-                .execute(&mut *tx)
+                .execute(&mut *tx.tx)
                 .await?;
-            // Its conversations, and the announcements its admins posted.
-            for statement in [
-                "DELETE FROM org_export_chunks WHERE export_id IN (SELECT id FROM org_exports WHERE org_id = $1)",
-                "DELETE FROM conversation_participants WHERE conversation_id IN (SELECT id FROM conversations WHERE org_id = $1)",
-                "DELETE FROM conversation_messages WHERE org_id = $1",
-                "DELETE FROM conversations WHERE org_id = $1",
-                "DELETE FROM announcement_dismissals WHERE announcement_id IN (SELECT id FROM announcements WHERE org_id = $1)",
-                "DELETE FROM announcement_targets WHERE announcement_id IN (SELECT id FROM announcements WHERE org_id = $1)",
-                "DELETE FROM announcement_targets WHERE org_id = $1",
-                "DELETE FROM announcements WHERE org_id = $1",
-                // The events of its executions go with them: a resource name it
-                // held, registered later by another organization, never brings
-                // them back as that organization's.
-                "DELETE FROM report_pending WHERE EXISTS (SELECT 1 FROM report_executions x \
-                   WHERE x.org_id = $1 AND x.resource = report_pending.resource AND x.execution_id = report_pending.execution_id)",
-                "DELETE FROM report_events WHERE EXISTS (SELECT 1 FROM report_executions x \
-                   WHERE x.org_id = $1 AND x.resource = report_events.resource AND x.execution_id = report_events.execution_id)",
-            ] {
-                sqlx::query(&self.sql(statement))
+                sqlx::query(&self.sql(
+                    "DELETE FROM plugin_archives WHERE plugin_id IN (SELECT id FROM plugins WHERE org_id = $1)",
+                ))
+                .bind(&id)
+                .execute(&mut *tx.tx)
+                .await?;
+                sqlx::query(&self.sql(
+                    "DELETE FROM billing_addons WHERE subscription_id IN (SELECT id FROM billing_subscriptions WHERE org_id = $1)",
+                ))
+                .bind(&id)
+                .execute(&mut *tx.tx)
+                .await?;
+                sqlx::query(&self.sql("DELETE FROM quota_pool WHERE root_id = $1"))
                     .bind(&id)
-                    .execute(&mut *tx)
+                    .execute(&mut *tx.tx)
                     .await?;
-            }
-            for table in ORG_TABLES {
-                let column = if table == "organizations" {
-                    "id"
-                } else {
-                    "org_id"
-                };
-                sqlx::query(&self.sql(&format!("DELETE FROM {table} WHERE {column} = $1")))
-                    .bind(&id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.commit().await?;
+                // Its conversations, and the announcements its admins posted.
+                for statement in [
+                    "DELETE FROM org_export_chunks WHERE export_id IN (SELECT id FROM org_exports WHERE org_id = $1)",
+                    "DELETE FROM conversation_participants WHERE conversation_id IN (SELECT id FROM conversations WHERE org_id = $1)",
+                    "DELETE FROM conversation_messages WHERE org_id = $1",
+                    "DELETE FROM conversations WHERE org_id = $1",
+                    "DELETE FROM announcement_dismissals WHERE announcement_id IN (SELECT id FROM announcements WHERE org_id = $1)",
+                    "DELETE FROM announcement_targets WHERE announcement_id IN (SELECT id FROM announcements WHERE org_id = $1)",
+                    "DELETE FROM announcement_targets WHERE org_id = $1",
+                    "DELETE FROM announcements WHERE org_id = $1",
+                    // The events of its executions go with them: a resource name it
+                    // held, registered later by another organization, never brings
+                    // them back as that organization's.
+                    "DELETE FROM report_pending WHERE EXISTS (SELECT 1 FROM report_executions x \
+                       WHERE x.org_id = $1 AND x.resource = report_pending.resource AND x.execution_id = report_pending.execution_id)",
+                    "DELETE FROM report_events WHERE EXISTS (SELECT 1 FROM report_executions x \
+                       WHERE x.org_id = $1 AND x.resource = report_events.resource AND x.execution_id = report_events.execution_id)",
+                ] {
+                    sqlx::query(&self.sql(statement))
+                        .bind(&id)
+                        .execute(&mut *tx.tx)
+                        .await?;
+                }
+                for table in ORG_TABLES {
+                    let column = if table == "organizations" {
+                        "id"
+                    } else {
+                        "org_id"
+                    };
+                    sqlx::query(&self.sql(&format!("DELETE FROM {table} WHERE {column} = $1")))
+                        .bind(&id)
+                        .execute(&mut *tx.tx)
+                        .await?;
+                }
+                Ok(())
+            })?;
             self.facts_changed();
             purged += 1;
         }

@@ -10,6 +10,7 @@ use tenancy::MembershipRole;
 use super::decode::Decoder;
 use super::orgs::{found, membership_role, membership_role_name};
 use super::quota::QuotaRefusal;
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 pub(super) const MEMBER_SELECT: &str =
@@ -211,21 +212,23 @@ impl Store {
         user_id: &str,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql("DELETE FROM role_members WHERE org_id = $1 AND user_id = $2"))
-            .bind(org_id)
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-        let done =
-            sqlx::query(&self.sql("DELETE FROM memberships WHERE org_id = $1 AND user_id = $2"))
+        unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(&self.sql("DELETE FROM role_members WHERE org_id = $1 AND user_id = $2"))
                 .bind(org_id)
                 .bind(user_id)
-                .execute(&mut *tx)
+                .execute(&mut *tx.tx)
                 .await?;
-        found(done.rows_affected(), "member")?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            let done = sqlx::query(
+                &self.sql("DELETE FROM memberships WHERE org_id = $1 AND user_id = $2"),
+            )
+            .bind(org_id)
+            .bind(user_id)
+            .execute(&mut *tx.tx)
+            .await?;
+            found(done.rows_affected(), "member")?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }
@@ -240,30 +243,29 @@ impl Store {
         grant_role_id: &str,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(
-            &self.sql("UPDATE memberships SET role = $3 WHERE org_id = $1 AND user_id = $2"),
-        )
-        .bind(org_id)
-        .bind(user_id)
-        .bind(membership_role_name(role))
-        .execute(&mut *tx)
-        .await?;
-        found(done.rows_affected(), "member")?;
-        sqlx::query(
-            &self.sql(
-                "DELETE FROM role_members WHERE org_id = $1 AND user_id = $2 AND role_id = $3",
-            ),
-        )
-        .bind(org_id)
-        .bind(user_id)
-        .bind(drop_role_id)
-        .execute(&mut *tx)
-        .await?;
-        self.grant_role(&mut tx, (org_id, grant_role_id, user_id))
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(
+                &self.sql("UPDATE memberships SET role = $3 WHERE org_id = $1 AND user_id = $2"),
+            )
+            .bind(org_id)
+            .bind(user_id)
+            .bind(membership_role_name(role))
+            .execute(&mut *tx.tx)
             .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            found(done.rows_affected(), "member")?;
+            sqlx::query(&self.sql(
+                "DELETE FROM role_members WHERE org_id = $1 AND user_id = $2 AND role_id = $3",
+            ))
+            .bind(org_id)
+            .bind(user_id)
+            .bind(drop_role_id)
+            .execute(&mut *tx.tx)
+            .await?;
+            self.grant_role(&mut tx.tx, (org_id, grant_role_id, user_id))
+                .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 /// A message of the organization's inbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -139,17 +140,18 @@ impl Store {
         id: &str,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql("DELETE FROM messages WHERE org_id = $1 AND id = $2"))
-            .bind(org_id)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("message `{id}`")));
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql("DELETE FROM messages WHERE org_id = $1 AND id = $2"))
+                .bind(org_id)
+                .bind(id)
+                .execute(&mut *tx.tx)
+                .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(format!("message `{id}`")));
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 }

@@ -181,10 +181,19 @@ impl From<sqlx::Error> for StoreError {
             // back, and the same unit run again succeeds (the unit of work's runner
             // does; past its attempts, 503 with Retry-After, not 500). No server is
             // missing: the primary is not looked for.
+            // SQLite's own: a transaction that read and then wants to write while
+            // another holds the write lock is refused at once (SQLITE_BUSY, 5, and
+            // its extended codes; SQLITE_LOCKED, 6), whatever the busy timeout: the
+            // same conflict, settled the same way.
             sqlx::Error::Database(db)
-                if db
-                    .code()
-                    .is_some_and(|code| code == "40001" || code == "40P01") =>
+                if db.code().is_some_and(|code| {
+                    code == "40001"
+                        || code == "40P01"
+                        || code == "5"
+                        || code == "6"
+                        || code == "261"
+                        || code == "517"
+                }) =>
             {
                 StoreError::Contended(error.to_string())
             }

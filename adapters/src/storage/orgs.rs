@@ -10,6 +10,7 @@ use sqlx::Row;
 use tenancy::{MembershipRole, Permission};
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// An organization as stored.
@@ -124,64 +125,65 @@ impl Store {
     ) -> StoreResult<OrgRecord> {
         let id = new_id();
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO organizations (id, name, display_name, parent_org_id, tier, is_system, owner_id, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-        ))
-        .bind(&id)
-        .bind(&new.name)
-        .bind(&new.display_name)
-        .bind(&new.parent_org_id)
-        .bind(tier_name(new.tier))
-        .bind(i64::from(new.is_system))
-        .bind(&new.owner_id)
-        .bind(&at)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!("an organization named `{}` already exists", new.name)),
-            other => other,
-        })?;
-        sqlx::query(&self.sql(
-            "INSERT INTO memberships (org_id, user_id, role, active, created_at) VALUES ($1, $2, 'owner', 1, $3)",
-        ))
-        .bind(&id)
-        .bind(&new.owner_id)
-        .bind(&at)
-        .execute(&mut *tx)
-        .await?;
-        for (name, permissions) in &new.builtin_roles {
-            let role_id = new_id();
+        unit_of_work!(self, |tx| -> super::StoreError {
             sqlx::query(&self.sql(
-                "INSERT INTO roles (id, org_id, name, permissions, built_in, created_at) VALUES ($1, $2, $3, $4, 1, $5)",
+                "INSERT INTO organizations (id, name, display_name, parent_org_id, tier, is_system, owner_id, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
             ))
-            .bind(&role_id)
             .bind(&id)
-            .bind(*name)
-            .bind(permissions_json(permissions))
+            .bind(&new.name)
+            .bind(&new.display_name)
+            .bind(&new.parent_org_id)
+            .bind(tier_name(new.tier))
+            .bind(i64::from(new.is_system))
+            .bind(&new.owner_id)
             .bind(&at)
-            .execute(&mut *tx)
+            .execute(&mut *tx.tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => StoreError::Conflict(format!("an organization named `{}` already exists", new.name)),
+                other => other,
+            })?;
+            sqlx::query(&self.sql(
+                "INSERT INTO memberships (org_id, user_id, role, active, created_at) VALUES ($1, $2, 'owner', 1, $3)",
+            ))
+            .bind(&id)
+            .bind(&new.owner_id)
+            .bind(&at)
+            .execute(&mut *tx.tx)
             .await?;
-            if *name == "Admin" || *name == "Super Admin" {
+            for (name, permissions) in &new.builtin_roles {
+                let role_id = new_id();
                 sqlx::query(&self.sql(
-                    "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3)",
+                    "INSERT INTO roles (id, org_id, name, permissions, built_in, created_at) VALUES ($1, $2, $3, $4, 1, $5)",
                 ))
                 .bind(&role_id)
                 .bind(&id)
-                .bind(&new.owner_id)
-                .execute(&mut *tx)
+                .bind(*name)
+                .bind(permissions_json(permissions))
+                .bind(&at)
+                .execute(&mut *tx.tx)
                 .await?;
+                if *name == "Admin" || *name == "Super Admin" {
+                    sqlx::query(&self.sql(
+                        "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3)",
+                    ))
+                    .bind(&role_id)
+                    .bind(&id)
+                    .bind(&new.owner_id)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                }
             }
-        }
-        if new.is_system {
-            sqlx::query(&self.sql("UPDATE users SET super_admin = 1 WHERE id = $1"))
-                .bind(&new.owner_id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        self.enqueue(&mut tx, &audit(&id)).await?;
-        tx.commit().await?;
+            if new.is_system {
+                sqlx::query(&self.sql("UPDATE users SET super_admin = 1 WHERE id = $1"))
+                    .bind(&new.owner_id)
+                    .execute(&mut *tx.tx)
+                    .await?;
+            }
+            self.enqueue(&mut tx.tx, &audit(&id)).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         self.organization(&id)
             .await?
@@ -216,20 +218,21 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE organizations SET name = COALESCE($2, name), display_name = COALESCE($3, display_name), updated_at = $4
-             WHERE id = $1 AND deleted_at IS NULL",
-        ))
-        .bind(id)
-        .bind(name)
-        .bind(display_name)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        found(done.rows_affected(), "organization")?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE organizations SET name = COALESCE($2, name), display_name = COALESCE($3, display_name), updated_at = $4
+                 WHERE id = $1 AND deleted_at IS NULL",
+            ))
+            .bind(id)
+            .bind(name)
+            .bind(display_name)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            found(done.rows_affected(), "organization")?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }
@@ -245,44 +248,49 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(
-            &self.sql("UPDATE memberships SET role = 'admin' WHERE org_id = $1 AND user_id = $2"),
-        )
-        .bind(id)
-        .bind(from)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            &self.sql("UPDATE memberships SET role = 'owner' WHERE org_id = $1 AND user_id = $2"),
-        )
-        .bind(id)
-        .bind(to)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            &self.sql("UPDATE organizations SET owner_id = $2, updated_at = $3 WHERE id = $1"),
-        )
-        .bind(id)
-        .bind(to)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        if let Some(revoke) = revoke {
-            sqlx::query(&self.sql(
-                "DELETE FROM role_members WHERE org_id = $1 AND user_id = $2 AND role_id = $3",
-            ))
+        unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(
+                &self.sql(
+                    "UPDATE memberships SET role = 'admin' WHERE org_id = $1 AND user_id = $2",
+                ),
+            )
+            .bind(id)
+            .bind(from)
+            .execute(&mut *tx.tx)
+            .await?;
+            sqlx::query(
+                &self.sql(
+                    "UPDATE memberships SET role = 'owner' WHERE org_id = $1 AND user_id = $2",
+                ),
+            )
             .bind(id)
             .bind(to)
-            .bind(revoke)
-            .execute(&mut *tx)
+            .execute(&mut *tx.tx)
             .await?;
-        }
-        for user in [to, from] {
-            self.grant_role(&mut tx, (id, grant, user)).await?;
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            sqlx::query(
+                &self.sql("UPDATE organizations SET owner_id = $2, updated_at = $3 WHERE id = $1"),
+            )
+            .bind(id)
+            .bind(to)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            if let Some(revoke) = revoke {
+                sqlx::query(&self.sql(
+                    "DELETE FROM role_members WHERE org_id = $1 AND user_id = $2 AND role_id = $3",
+                ))
+                .bind(id)
+                .bind(to)
+                .bind(revoke)
+                .execute(&mut *tx.tx)
+                .await?;
+            }
+            for user in [to, from] {
+                self.grant_role(&mut tx.tx, (id, grant, user)).await?;
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }
@@ -370,32 +378,33 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        if flag {
-            sqlx::query(&self.sql(
-                "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, NULL, 1, $2)
-                 ON CONFLICT (id) DO UPDATE SET super_admin = 1",
-            ))
-            .bind(user_id)
-            .bind(stamp(now))
-            .execute(&mut *tx)
-            .await?;
-        } else {
-            let done = sqlx::query(&self.sql(
-                "UPDATE users SET super_admin = 0 WHERE id = $1 AND super_admin = 1
-                 AND (SELECT COUNT(*) FROM users WHERE super_admin = 1) > 1",
-            ))
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::Conflict(format!(
-                    "`{user_id}` is not a super-admin, or is the last one"
-                )));
+        unit_of_work!(self, |tx| -> super::StoreError {
+            if flag {
+                sqlx::query(&self.sql(
+                    "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, NULL, 1, $2)
+                     ON CONFLICT (id) DO UPDATE SET super_admin = 1",
+                ))
+                .bind(user_id)
+                .bind(stamp(now))
+                .execute(&mut *tx.tx)
+                .await?;
+            } else {
+                let done = sqlx::query(&self.sql(
+                    "UPDATE users SET super_admin = 0 WHERE id = $1 AND super_admin = 1
+                     AND (SELECT COUNT(*) FROM users WHERE super_admin = 1) > 1",
+                ))
+                .bind(user_id)
+                .execute(&mut *tx.tx)
+                .await?;
+                if done.rows_affected() == 0 {
+                    return Err(StoreError::Conflict(format!(
+                        "`{user_id}` is not a super-admin, or is the last one"
+                    )));
+                }
             }
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// One event waiting in the outbox.
@@ -50,9 +51,10 @@ impl Store {
     /// Writes audit events to the outbox on their own, for actions that change
     /// nothing else (an export): durable before the answer leaves.
     pub async fn record_events(&self, events: &[AuditEvent]) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        self.enqueue(&mut tx, events).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            self.enqueue(&mut tx.tx, events).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -112,30 +114,32 @@ impl Store {
     pub async fn fold_denial(&self, event: &AuditEvent, now: DateTime<Utc>) -> StoreResult<()> {
         let text = serde_json::to_string(event)
             .map_err(|e| StoreError::Invalid(format!("an audit event does not serialize: {e}")))?;
-        let mut tx = self.pool().begin().await?;
-        let row = sqlx::query(&self.sql(
-            "INSERT INTO denial_folds (actor_id, org_id, minute, count, event, last_at) VALUES ($1, $2, $3, 1, $4, $5)
-             ON CONFLICT (actor_id, org_id, minute) DO UPDATE SET count = denial_folds.count + 1, last_at = excluded.last_at
-             RETURNING count",
-        ))
-        .bind(&event.actor_id)
-        .bind(&event.org_id)
-        .bind(minute_of(now))
-        .bind(text)
-        .bind(stamp(now))
-        .fetch_one(&mut *tx)
-        .await?;
-        let count: i64 = row.try_get("count")?;
-        if count == 1 {
-            let mut first = event.clone();
-            if let serde_json::Value::Object(details) = &mut first.details {
-                details.insert("count".to_owned(), 1.into());
-                details.insert("firstAt".to_owned(), stamp(now).into());
-                details.insert("lastAt".to_owned(), stamp(now).into());
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let row = sqlx::query(&self.sql(
+                "INSERT INTO denial_folds (actor_id, org_id, minute, count, event, last_at) VALUES ($1, $2, $3, 1, $4, $5)
+                 ON CONFLICT (actor_id, org_id, minute) DO UPDATE SET count = denial_folds.count + 1, last_at = excluded.last_at
+                 RETURNING count",
+            ))
+            .bind(&event.actor_id)
+            .bind(&event.org_id)
+            .bind(minute_of(now))
+            .bind(text.as_str())
+            .bind(stamp(now))
+            .fetch_one(&mut *tx.tx)
+            .await?;
+            let count: i64 = row.try_get("count")?;
+            if count == 1 {
+                let mut first = event.clone();
+                if let serde_json::Value::Object(details) = &mut first.details {
+                    details.insert("count".to_owned(), 1.into());
+                    details.insert("firstAt".to_owned(), stamp(now).into());
+                    details.insert("lastAt".to_owned(), stamp(now).into());
+                }
+                self.enqueue(&mut tx.tx, std::slice::from_ref(&first))
+                    .await?;
             }
-            self.enqueue(&mut tx, std::slice::from_ref(&first)).await?;
-        }
-        tx.commit().await?;
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -225,23 +229,24 @@ impl Store {
     /// deleted, and its claims on scans and exports expire now (another replica
     /// takes them over at once, with a new fencing token). Answers how many.
     pub async fn hand_back_leases(&self, holder: &str, now: DateTime<Utc>) -> StoreResult<u64> {
-        let mut tx = self.pool().begin().await?;
-        let mut handed = sqlx::query(&self.sql("DELETE FROM leases WHERE holder = $1"))
-            .bind(holder)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        for table in ["scans", "org_exports"] {
-            handed += sqlx::query(&self.sql(&format!(
-                "UPDATE {table} SET lease_until = $2 WHERE holder = $1 AND lease_until > $2"
-            )))
-            .bind(holder)
-            .bind(stamp(now))
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        }
-        tx.commit().await?;
+        let handed = unit_of_work!(self, |tx| -> super::StoreError {
+            let mut handed = sqlx::query(&self.sql("DELETE FROM leases WHERE holder = $1"))
+                .bind(holder)
+                .execute(&mut *tx.tx)
+                .await?
+                .rows_affected();
+            for table in ["scans", "org_exports"] {
+                handed += sqlx::query(&self.sql(&format!(
+                    "UPDATE {table} SET lease_until = $2 WHERE holder = $1 AND lease_until > $2"
+                )))
+                .bind(holder)
+                .bind(stamp(now))
+                .execute(&mut *tx.tx)
+                .await?
+                .rows_affected();
+            }
+            Ok(handed)
+        })?;
         Ok(handed)
     }
 

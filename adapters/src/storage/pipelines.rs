@@ -2,7 +2,6 @@
 //! organization's pipelines quota, enqueues the entity's re-evaluation and writes its
 //! audit events, all in the transaction of the change.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -10,8 +9,7 @@ use sqlx::AnyConnection;
 
 use super::decode::Decoder;
 use super::judgements::{entity_compliance, judged_select, DoorJudgement};
-use super::quota::{Charge, QuotaRefusal};
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{stamp, Store, StoreError, StoreResult, Transaction};
 use crate::inventory::{AccessModifier, EntityCompliance};
 
 /// A stored pipeline.
@@ -131,22 +129,16 @@ fn duplicate<'a>(fields: &'a PipelineFields<'_>) -> impl Fn(sqlx::Error) -> Stor
     }
 }
 
-impl Store {
-    /// Stores a new pipeline, charging `charge` (refused with the usage when the
-    /// pool is full), enqueuing its re-evaluation and its audit events, all at once.
-    pub async fn create_pipeline(
-        &self,
+impl Transaction<'_> {
+    /// Inserts a new pipeline (a name taken in its project is a conflict); answers
+    /// it as written.
+    pub async fn insert_pipeline(
+        &mut self,
         (id, org_id, created_by): (&str, &str, &str),
         fields: &PipelineFields<'_>,
-        charge: &Charge<'_>,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<Result<PipelineRecord, QuotaRefusal>> {
-        let mut tx = self.pool().begin().await?;
-        if let Err(refusal) = self.charge(&mut tx, charge).await? {
-            return Ok(Err(refusal));
-        }
-        sqlx::query(&self.sql(
+    ) -> StoreResult<PipelineRecord> {
+        sqlx::query(&self.store.sql(
             "INSERT INTO pipelines (id, org_id, project, organization, pipeline_name, access_modifier, props, compliance, compliance_result, judgement_check, judgement_digest, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, '', $11, $8, $12, $9, $10, $10)",
         ))
         .bind(id)
@@ -161,28 +153,12 @@ impl Store {
         .bind(stamp(now))
         .bind(fields.compliance.result.as_str())
         .bind(fields.judgement.digest.as_str())
-        .execute(&mut *tx)
+        .execute(&mut *self.tx)
         .await
         .map_err(duplicate(fields))?;
-        self.carry_door_judgement(
-            &mut tx,
-            (org_id, "pipeline", id),
-            fields.compliance,
-            fields.judgement,
-            now,
-        )
-        .await?;
-        if let Some(snapshot) = fields.snapshot {
-            self.put_snapshot(&mut tx, (org_id, "pipeline", id), snapshot, now)
-                .await?;
-        }
-        self.enqueue_reevaluation(&mut tx, org_id, "pipeline", id, "pipeline.create", now)
-            .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
         // What was inserted, at the precision it is stored with.
         let at = chrono::SubsecRound::trunc_subsecs(now, 6);
-        Ok(Ok(PipelineRecord {
+        Ok(PipelineRecord {
             id: id.to_owned(),
             org_id: org_id.to_owned(),
             project: fields.project.to_owned(),
@@ -194,19 +170,17 @@ impl Store {
             created_by: created_by.to_owned(),
             created_at: at,
             updated_at: at,
-        }))
+        })
     }
 
     /// Replaces a pipeline's fields; `NotFound` when it is not the organization's.
     pub async fn update_pipeline(
-        &self,
+        &mut self,
         (org_id, id): (&str, &str),
         fields: &PipelineFields<'_>,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<PipelineRecord> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.store.sql(
             "UPDATE pipelines SET project = $3, organization = $4, pipeline_name = $5, access_modifier = $6, props = $7, compliance = '', compliance_result = $10, judgement_check = $8, judgement_scan = NULL, judgement_digest = $11, updated_at = $9 WHERE org_id = $1 AND id = $2",
         ))
         .bind(org_id)
@@ -220,64 +194,125 @@ impl Store {
         .bind(stamp(now))
         .bind(fields.compliance.result.as_str())
         .bind(fields.judgement.digest.as_str())
-        .execute(&mut *tx)
+        .execute(&mut *self.tx)
         .await
         .map_err(duplicate(fields))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("pipeline".to_owned()));
         }
-        self.carry_door_judgement(
-            &mut tx,
-            (org_id, "pipeline", id),
-            fields.compliance,
-            fields.judgement,
-            now,
-        )
-        .await?;
-        if let Some(snapshot) = fields.snapshot {
-            self.put_snapshot(&mut tx, (org_id, "pipeline", id), snapshot, now)
-                .await?;
-        }
-        self.enqueue_reevaluation(&mut tx, org_id, "pipeline", id, "pipeline.update", now)
-            .await?;
-        self.enqueue(&mut tx, audit).await?;
-        let changed = self.pipeline_in(&mut tx, org_id, id).await?;
-        tx.commit().await?;
-        changed.ok_or_else(|| StoreError::NotFound("pipeline".to_owned()))
+        Ok(())
     }
 
-    /// Deletes a pipeline and its registry entries, freeing its quota.
-    pub async fn delete_pipeline(
-        &self,
-        (org_id, id): (&str, &str),
-        release: &Charge<'_>,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql("DELETE FROM pipelines WHERE org_id = $1 AND id = $2"))
-            .bind(org_id)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+    /// One pipeline of an organization, as the unit sees it (what it wrote);
+    /// `NotFound` when there is none.
+    pub async fn pipeline(&mut self, org_id: &str, id: &str) -> StoreResult<PipelineRecord> {
+        self.store
+            .pipeline_in(&mut self.tx, org_id, id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound("pipeline".to_owned()))
+    }
+
+    /// Deletes a pipeline and its registry entries; `NotFound` when it is not the
+    /// organization's.
+    pub async fn delete_pipeline(&mut self, (org_id, id): (&str, &str)) -> StoreResult<()> {
+        let done = sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM pipelines WHERE org_id = $1 AND id = $2"),
+        )
+        .bind(org_id)
+        .bind(id)
+        .execute(&mut *self.tx)
+        .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("pipeline".to_owned()));
         }
         sqlx::query(
-            &self.sql("DELETE FROM pipeline_registry WHERE org_id = $1 AND pipeline_id = $2"),
+            &self
+                .store
+                .sql("DELETE FROM pipeline_registry WHERE org_id = $1 AND pipeline_id = $2"),
         )
         .bind(org_id)
         .bind(id)
-        .execute(&mut *tx)
+        .execute(&mut *self.tx)
         .await?;
-        self.release(&mut tx, release).await?;
-        self.enqueue_reevaluation(&mut tx, org_id, "pipeline", id, "pipeline.delete", now)
-            .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
         Ok(())
     }
 
+    /// Maps `arn` to a pipeline of the organization (insert or replace). A name held
+    /// by another organization is a conflict (one owner per name: a unique index
+    /// decides, so two registrations at once cannot both win), unless `take_over`,
+    /// which moves it here (a super-admin's move): its earlier executions stay
+    /// attributed to the organization they were attributed to.
+    pub async fn register_pipeline(
+        &mut self,
+        org_id: &str,
+        (arn, pipeline_id): (&str, &str),
+        (now, take_over): (DateTime<Utc>, bool),
+    ) -> StoreResult<RegistryEntry> {
+        if take_over {
+            sqlx::query(
+                &self
+                    .store
+                    .sql("DELETE FROM pipeline_registry WHERE arn = $1 AND org_id <> $2"),
+            )
+            .bind(arn)
+            .bind(org_id)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        sqlx::query(&self.store.sql(
+            "INSERT INTO pipeline_registry (org_id, arn, pipeline_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) \
+             ON CONFLICT (org_id, arn) DO UPDATE SET pipeline_id = $3, updated_at = $4",
+        ))
+        .bind(org_id)
+        .bind(arn)
+        .bind(pipeline_id)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => StoreError::Conflict(
+                "this resource name is registered by another organization".to_owned(),
+            ),
+            other => other,
+        })?;
+        // The resource's reported executions, kept aside until now, are derived
+        // again under the new mapping.
+        self.store
+            .rederive_resource_in(&mut self.tx, arn, now)
+            .await?;
+        let row = sqlx::query(
+            &self
+                .store
+                .sql("SELECT * FROM pipeline_registry WHERE org_id = $1 AND arn = $2"),
+        )
+        .bind(org_id)
+        .bind(arn)
+        .fetch_one(&mut *self.tx)
+        .await?;
+        entry_from_row(&row)
+    }
+
+    /// Removes a registry entry; `NotFound` when the organization has none for `arn`.
+    pub async fn deregister_pipeline(&mut self, org_id: &str, arn: &str) -> StoreResult<()> {
+        let done = sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM pipeline_registry WHERE org_id = $1 AND arn = $2"),
+        )
+        .bind(org_id)
+        .bind(arn)
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("registry entry".to_owned()));
+        }
+        Ok(())
+    }
+}
+
+impl Store {
     /// One pipeline of an organization.
     pub async fn pipeline(&self, org_id: &str, id: &str) -> StoreResult<Option<PipelineRecord>> {
         let mut conn = self.pool().acquire().await?;
@@ -383,58 +418,6 @@ impl Store {
         Ok((items, total))
     }
 
-    /// Maps `arn` to a pipeline of the organization (insert or replace). A name held
-    /// by another organization is a conflict (one owner per name: a unique index
-    /// decides, so two registrations at once cannot both win), unless `take_over`,
-    /// which moves it here (a super-admin's move): its earlier executions stay
-    /// attributed to the organization they were attributed to.
-    pub async fn register_pipeline(
-        &self,
-        org_id: &str,
-        (arn, pipeline_id): (&str, &str),
-        (now, take_over): (DateTime<Utc>, bool),
-        audit: &[AuditEvent],
-    ) -> StoreResult<RegistryEntry> {
-        let mut tx = self.pool().begin().await?;
-        if take_over {
-            sqlx::query(&self.sql("DELETE FROM pipeline_registry WHERE arn = $1 AND org_id <> $2"))
-                .bind(arn)
-                .bind(org_id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        sqlx::query(&self.sql(
-            "INSERT INTO pipeline_registry (org_id, arn, pipeline_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) \
-             ON CONFLICT (org_id, arn) DO UPDATE SET pipeline_id = $3, updated_at = $4",
-        ))
-        .bind(org_id)
-        .bind(arn)
-        .bind(pipeline_id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(
-                "this resource name is registered by another organization".to_owned(),
-            ),
-            other => other,
-        })?;
-        // The resource's reported executions, kept aside until now, are derived
-        // again under the new mapping.
-        self.rederive_resource_in(&mut tx, arn, now).await?;
-        self.enqueue(&mut tx, audit).await?;
-        let row = sqlx::query(
-            &self.sql("SELECT * FROM pipeline_registry WHERE org_id = $1 AND arn = $2"),
-        )
-        .bind(org_id)
-        .bind(arn)
-        .fetch_one(&mut *tx)
-        .await?;
-        let entry = entry_from_row(&row)?;
-        tx.commit().await?;
-        Ok(entry)
-    }
-
     /// The organization that holds `arn`, if any (live, or deleted and not purged).
     pub async fn registry_owner(&self, arn: &str) -> StoreResult<Option<String>> {
         let row = sqlx::query(&self.sql("SELECT org_id FROM pipeline_registry WHERE arn = $1"))
@@ -443,27 +426,5 @@ impl Store {
             .await?;
         row.map(|row| Decoder::new(&row, "pipeline_registry", &["arn"]).get("org_id"))
             .transpose()
-    }
-
-    /// Removes a registry entry; `NotFound` when the organization has none for `arn`.
-    pub async fn deregister_pipeline(
-        &self,
-        org_id: &str,
-        arn: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done =
-            sqlx::query(&self.sql("DELETE FROM pipeline_registry WHERE org_id = $1 AND arn = $2"))
-                .bind(org_id)
-                .bind(arn)
-                .execute(&mut *tx)
-                .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("registry entry".to_owned()));
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        Ok(())
     }
 }

@@ -2,7 +2,6 @@
 //! quota, stores the plugin, its archive and its build job, enqueues its
 //! re-evaluation and writes its audit events, all in one transaction.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -10,8 +9,7 @@ use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
 use super::judgements::{entity_compliance, judged_select};
-use super::quota::{Charge, QuotaRefusal};
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{stamp, Store, StoreError, StoreResult, Transaction};
 
 /// A stored plugin.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -144,93 +142,6 @@ fn flag(value: Option<bool>) -> Option<String> {
 }
 
 impl Store {
-    /// Stores a new plugin with its archive and build job, charging `charge`.
-    pub async fn create_plugin(
-        &self,
-        plugin: &NewPlugin<'_>,
-        charge: &Charge<'_>,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<Result<PluginRecord, QuotaRefusal>> {
-        let manifest = plugin.manifest;
-        let mut tx = self.pool().begin().await?;
-        if let Err(refusal) = self.charge(&mut tx, charge).await? {
-            return Ok(Err(refusal));
-        }
-        sqlx::query(&self.sql(
-            "INSERT INTO plugins (id, org_id, name, version, description, access_modifier, compute_type, is_default, is_active, plugin_type, commands, install_commands, dockerfile, compliance, compliance_result, judgement_check, judgement_digest, build_status, created_by, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 1, $8, $9, $10, $11, '', $15, $12, $16, 'queued', $13, $14, $14)",
-        ))
-        .bind(plugin.id)
-        .bind(plugin.org_id)
-        .bind(&manifest.name)
-        .bind(&manifest.version)
-        .bind(manifest.description.as_deref())
-        .bind(plugin.access_modifier)
-        .bind(manifest.compute_type.as_deref())
-        .bind(manifest.plugin_type.as_deref())
-        .bind(serde_json::to_string(&manifest.commands).unwrap_or_default())
-        .bind(serde_json::to_string(&manifest.install_commands).unwrap_or_default())
-        .bind(plugin.dockerfile)
-        .bind(plugin.judgement.check_id.as_str())
-        .bind(plugin.created_by)
-        .bind(stamp(now))
-        .bind(plugin.compliance.result.as_str())
-        .bind(plugin.judgement.digest.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!(
-                "the plugin `{}` version `{}` already exists",
-                manifest.name, manifest.version
-            )),
-            other => other,
-        })?;
-        self.carry_door_judgement(
-            &mut tx,
-            (plugin.org_id, "plugin", plugin.id),
-            plugin.compliance,
-            plugin.judgement,
-            now,
-        )
-        .await?;
-        sqlx::query(&self.sql("INSERT INTO plugin_archives (plugin_id, bytes) VALUES ($1, $2)"))
-            .bind(plugin.id)
-            .bind(plugin.archive.to_vec())
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO plugin_builds (id, org_id, plugin_id, image, queue, status, attempts, run_after, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, 'tier', 'queued', 0, $5, $5, $5)",
-        ))
-        .bind(super::new_id())
-        .bind(plugin.org_id)
-        .bind(plugin.id)
-        .bind(plugin.image)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        self.enqueue_reevaluation(
-            &mut tx,
-            plugin.org_id,
-            "plugin",
-            plugin.id,
-            "plugin.create",
-            now,
-        )
-        .await?;
-        if let Some(snapshot) = plugin.snapshot {
-            self.put_snapshot(&mut tx, (plugin.org_id, "plugin", plugin.id), snapshot, now)
-                .await?;
-        }
-        self.enqueue(&mut tx, audit).await?;
-        let created = self.plugin_in(&mut tx, plugin.org_id, plugin.id).await?;
-        tx.commit().await?;
-        created
-            .map(Ok)
-            .ok_or_else(|| StoreError::Other("the new plugin vanished".to_owned()))
-    }
-
     /// One plugin of an organization.
     pub async fn plugin(&self, org_id: &str, id: &str) -> StoreResult<Option<PluginRecord>> {
         let mut conn = self.pool().acquire().await?;
@@ -309,82 +220,136 @@ impl Store {
             .collect::<StoreResult<Vec<_>>>()?;
         Ok((items, total))
     }
+}
 
-    /// Applies changes to several plugins of the organization, all or nothing
-    /// (`NotFound` naming the first id that is not the organization's).
-    pub async fn update_plugins(
-        &self,
-        org_id: &str,
-        changes: &[(String, PluginChange)],
+impl Transaction<'_> {
+    /// Inserts a new plugin with its archive and its build job (a name and version
+    /// taken in the organization is a conflict).
+    pub async fn insert_plugin(
+        &mut self,
+        plugin: &NewPlugin<'_>,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<Vec<PluginRecord>> {
-        let mut tx = self.pool().begin().await?;
-        for (id, change) in changes {
-            let done = sqlx::query(&self.sql(
-                "UPDATE plugins SET description = COALESCE($3, description), compute_type = COALESCE($4, compute_type), \
-                 is_default = COALESCE(CAST($5 AS INTEGER), is_default), is_active = COALESCE(CAST($6 AS INTEGER), is_active), \
-                 access_modifier = COALESCE($7, access_modifier), updated_at = $8 WHERE org_id = $1 AND id = $2",
-            ))
-            .bind(org_id)
-            .bind(id)
-            .bind(change.description.as_deref())
-            .bind(change.compute_type.as_deref())
-            .bind(flag(change.is_default))
-            .bind(flag(change.is_active))
-            .bind(change.access_modifier.as_deref())
-            .bind(stamp(now))
-            .execute(&mut *tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(format!("plugin `{id}`")));
-            }
-            self.enqueue_reevaluation(&mut tx, org_id, "plugin", id, "plugin.update", now)
-                .await?;
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        let mut out = Vec::with_capacity(changes.len());
-        for (id, _) in changes {
-            if let Some(plugin) = self.plugin(org_id, id).await? {
-                out.push(plugin);
-            }
-        }
-        Ok(out)
+    ) -> StoreResult<()> {
+        let manifest = plugin.manifest;
+        sqlx::query(&self.store.sql(
+            "INSERT INTO plugins (id, org_id, name, version, description, access_modifier, compute_type, is_default, is_active, plugin_type, commands, install_commands, dockerfile, compliance, compliance_result, judgement_check, judgement_digest, build_status, created_by, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 1, $8, $9, $10, $11, '', $15, $12, $16, 'queued', $13, $14, $14)",
+        ))
+        .bind(plugin.id)
+        .bind(plugin.org_id)
+        .bind(&manifest.name)
+        .bind(&manifest.version)
+        .bind(manifest.description.as_deref())
+        .bind(plugin.access_modifier)
+        .bind(manifest.compute_type.as_deref())
+        .bind(manifest.plugin_type.as_deref())
+        .bind(serde_json::to_string(&manifest.commands).unwrap_or_default())
+        .bind(serde_json::to_string(&manifest.install_commands).unwrap_or_default())
+        .bind(plugin.dockerfile)
+        .bind(plugin.judgement.check_id.as_str())
+        .bind(plugin.created_by)
+        .bind(stamp(now))
+        .bind(plugin.compliance.result.as_str())
+        .bind(plugin.judgement.digest.as_str())
+        .execute(&mut *self.tx)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => StoreError::Conflict(format!(
+                "the plugin `{}` version `{}` already exists",
+                manifest.name, manifest.version
+            )),
+            other => other,
+        })?;
+        sqlx::query(
+            &self
+                .store
+                .sql("INSERT INTO plugin_archives (plugin_id, bytes) VALUES ($1, $2)"),
+        )
+        .bind(plugin.id)
+        .bind(plugin.archive.to_vec())
+        .execute(&mut *self.tx)
+        .await?;
+        sqlx::query(&self.store.sql(
+            "INSERT INTO plugin_builds (id, org_id, plugin_id, image, queue, status, attempts, run_after, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, 'tier', 'queued', 0, $5, $5, $5)",
+        ))
+        .bind(super::new_id())
+        .bind(plugin.org_id)
+        .bind(plugin.id)
+        .bind(plugin.image)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
     }
 
-    /// Deletes a plugin, its archive and its pending builds, freeing its quota.
-    pub async fn delete_plugin(
-        &self,
-        (org_id, id): (&str, &str),
-        release: &Charge<'_>,
+    /// One plugin of an organization, as the unit sees it (what it wrote);
+    /// `NotFound` when there is none.
+    pub async fn plugin(&mut self, org_id: &str, id: &str) -> StoreResult<PluginRecord> {
+        self.store
+            .plugin_in(&mut self.tx, org_id, id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("plugin `{id}`")))
+    }
+
+    /// Applies a change to a plugin of the organization (`NotFound` naming the id
+    /// when it is not the organization's).
+    pub async fn update_plugin(
+        &mut self,
+        org_id: &str,
+        (id, change): (&str, &PluginChange),
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql("DELETE FROM plugins WHERE org_id = $1 AND id = $2"))
-            .bind(org_id)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE plugins SET description = COALESCE($3, description), compute_type = COALESCE($4, compute_type), \
+             is_default = COALESCE(CAST($5 AS INTEGER), is_default), is_active = COALESCE(CAST($6 AS INTEGER), is_active), \
+             access_modifier = COALESCE($7, access_modifier), updated_at = $8 WHERE org_id = $1 AND id = $2",
+        ))
+        .bind(org_id)
+        .bind(id)
+        .bind(change.description.as_deref())
+        .bind(change.compute_type.as_deref())
+        .bind(flag(change.is_default))
+        .bind(flag(change.is_active))
+        .bind(change.access_modifier.as_deref())
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("plugin `{id}`")));
+        }
+        Ok(())
+    }
+
+    /// Deletes a plugin, its archive and its pending builds; `NotFound` when it is
+    /// not the organization's.
+    pub async fn delete_plugin(&mut self, (org_id, id): (&str, &str)) -> StoreResult<()> {
+        let done = sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM plugins WHERE org_id = $1 AND id = $2"),
+        )
+        .bind(org_id)
+        .bind(id)
+        .execute(&mut *self.tx)
+        .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("plugin".to_owned()));
         }
-        sqlx::query(&self.sql("DELETE FROM plugin_archives WHERE plugin_id = $1"))
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(&self.sql(
+        sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM plugin_archives WHERE plugin_id = $1"),
+        )
+        .bind(id)
+        .execute(&mut *self.tx)
+        .await?;
+        sqlx::query(&self.store.sql(
             "DELETE FROM plugin_builds WHERE plugin_id = $1 AND status IN ('queued', 'running')",
         ))
         .bind(id)
-        .execute(&mut *tx)
+        .execute(&mut *self.tx)
         .await?;
-        self.release(&mut tx, release).await?;
-        self.enqueue_reevaluation(&mut tx, org_id, "plugin", id, "plugin.delete", now)
-            .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
         Ok(())
     }
 }

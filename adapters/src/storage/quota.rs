@@ -8,6 +8,7 @@
 use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use audit_chain::AuditEvent;
 
 use super::{stamp, Store, StoreError, StoreResult};
@@ -166,23 +167,6 @@ impl Store {
         Ok(Charged::Done)
     }
 
-    /// [`Store::try_charge`] for a create whose pool the service synchronized first:
-    /// a pool without a limit fails closed.
-    pub(crate) async fn charge(
-        &self,
-        conn: &mut AnyConnection,
-        charge: &Charge<'_>,
-    ) -> StoreResult<Result<(), QuotaRefusal>> {
-        match self.try_charge(conn, charge).await? {
-            Charged::Done => Ok(Ok(())),
-            Charged::Refused(refusal) => Ok(Err(refusal)),
-            Charged::Unsynced => Err(StoreError::Other(format!(
-                "the {} limit of {} is not synchronized",
-                charge.dimension, charge.root_id
-            ))),
-        }
-    }
-
     /// Gives back what a charge took (never below zero).
     pub(crate) async fn release(
         &self,
@@ -209,23 +193,24 @@ impl Store {
     /// charged in only: after that period's end (or a reset) they are not counted any
     /// more. One transaction for the organization's row and the pool's.
     pub async fn give_back(&self, charge: &Charge<'_>) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        for (table, key, id) in [
-            ("quota_pool", "root_id", charge.root_id),
-            ("quota_usage", "org_id", charge.org_id),
-        ] {
-            sqlx::query(&self.sql(&format!(
-                "UPDATE {table} SET used = CASE WHEN used > $3 THEN used - $3 ELSE 0 END
-                 WHERE {key} = $1 AND dimension = $2 AND COALESCE(period_start, '') = $4"
-            )))
-            .bind(id)
-            .bind(charge.dimension)
-            .bind(wire(charge.amount))
-            .bind(charge.period)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            for (table, key, id) in [
+                ("quota_pool", "root_id", charge.root_id),
+                ("quota_usage", "org_id", charge.org_id),
+            ] {
+                sqlx::query(&self.sql(&format!(
+                    "UPDATE {table} SET used = CASE WHEN used > $3 THEN used - $3 ELSE 0 END
+                     WHERE {key} = $1 AND dimension = $2 AND COALESCE(period_start, '') = $4"
+                )))
+                .bind(id)
+                .bind(charge.dimension)
+                .bind(wire(charge.amount))
+                .bind(charge.period)
+                .execute(&mut *tx.tx)
+                .await?;
+            }
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -372,52 +357,53 @@ impl Store {
         dimensions: &[&str],
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        for dimension in dimensions {
-            if org_id == root_id {
-                sqlx::query(
-                    &self.sql(
+        unit_of_work!(self, |tx| -> super::StoreError {
+            for dimension in dimensions {
+                if org_id == root_id {
+                    sqlx::query(&self.sql(
                         "UPDATE quota_pool SET used = 0 WHERE root_id = $1 AND dimension = $2",
-                    ),
-                )
-                .bind(root_id)
-                .bind(*dimension)
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query(&self.sql(
-                    "UPDATE quota_usage SET used = 0 WHERE dimension = $2
-                       AND org_id IN (SELECT id FROM organizations WHERE id = $1 OR parent_org_id = $1)",
-                ))
-                .bind(root_id)
-                .bind(*dimension)
-                .execute(&mut *tx)
-                .await?;
-            } else {
-                sqlx::query(&self.sql(
-                    "UPDATE quota_pool SET used = CASE WHEN quota_pool.used > t.used THEN quota_pool.used - t.used ELSE 0 END
-                     FROM (SELECT used FROM quota_usage WHERE org_id = $2 AND dimension = $3) AS t
-                     WHERE root_id = $1 AND dimension = $3",
-                ))
-                .bind(root_id)
-                .bind(org_id)
-                .bind(*dimension)
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query(
-                    &self.sql(
+                    ))
+                    .bind(root_id)
+                    .bind(*dimension)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                    sqlx::query(&self.sql(
+                        "UPDATE quota_usage SET used = 0 WHERE dimension = $2
+                           AND org_id IN (SELECT id FROM organizations WHERE id = $1 OR parent_org_id = $1)",
+                    ))
+                    .bind(root_id)
+                    .bind(*dimension)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                } else {
+                    sqlx::query(&self.sql(
+                        "UPDATE quota_pool SET used = CASE WHEN quota_pool.used > t.used THEN quota_pool.used - t.used ELSE 0 END
+                         FROM (SELECT used FROM quota_usage WHERE org_id = $2 AND dimension = $3) AS t
+                         WHERE root_id = $1 AND dimension = $3",
+                    ))
+                    .bind(root_id)
+                    .bind(org_id)
+                    .bind(*dimension)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                    sqlx::query(&self.sql(
                         "UPDATE quota_usage SET used = 0 WHERE org_id = $1 AND dimension = $2",
-                    ),
-                )
-                .bind(org_id)
-                .bind(*dimension)
-                .execute(&mut *tx)
-                .await?;
+                    ))
+                    .bind(org_id)
+                    .bind(*dimension)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                }
             }
-        }
-        self.enqueue(&mut tx, audit).await?;
-        self.notify_in(&mut tx, super::QUOTA_CHANNEL, &format!("forget {root_id}"))
+            self.enqueue(&mut tx.tx, audit).await?;
+            self.notify_in(
+                &mut tx.tx,
+                super::QUOTA_CHANNEL,
+                &format!("forget {root_id}"),
+            )
             .await?;
-        tx.commit().await?;
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -451,5 +437,19 @@ impl Store {
             .execute(self.pool())
             .await?;
         Ok(done.rows_affected())
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Charges the organization and its root's pool in one conditional statement on
+    /// the pool row (the limit is in the row): what it did. A charge the pool did
+    /// not take leaves the organization's row to the unit's rollback.
+    pub async fn charge(&mut self, charge: &Charge<'_>) -> StoreResult<Charged> {
+        self.store.try_charge(&mut self.tx, charge).await
+    }
+
+    /// Gives back what a charge took (never below zero).
+    pub async fn release(&mut self, charge: &Charge<'_>) -> StoreResult<()> {
+        self.store.release(&mut self.tx, charge).await
     }
 }

@@ -343,3 +343,17 @@ impl Store {
             .await
     }
 }
+
+impl super::Transaction<'_> {
+    /// Queues an entity for re-evaluation, as a step of the unit that changed it.
+    pub async fn enqueue_reevaluation(
+        &mut self,
+        (org_id, target, entity_id): (&str, &str, &str),
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        self.store
+            .enqueue_reevaluation(&mut self.tx, org_id, target, entity_id, reason, now)
+            .await
+    }
+}

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{placeholders, stamp, Cell, Rows, Store, StoreResult};
 
 /// An event to store: its id, resource, execution, time and checked body (JSON).
@@ -166,41 +167,42 @@ impl Store {
         now: DateTime<Utc>,
     ) -> StoreResult<u64> {
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        let mut rows = Rows::new(6);
-        let mut pending = Rows::new(3);
-        for e in events {
-            rows.push([
-                Cell::from(e.id.as_str()),
-                Cell::from(e.resource.as_str()),
-                Cell::from(e.execution_id.as_str()),
-                Cell::from(stamp(e.occurred_at)),
-                Cell::from(e.body.as_str()),
-                Cell::from(at.as_str()),
-            ]);
-            pending.push([
-                Cell::from(e.resource.as_str()),
-                Cell::from(e.execution_id.as_str()),
-                Cell::from(at.as_str()),
-            ]);
-        }
-        let inserted = rows
-            .fetch(
-                self,
-                &mut tx,
-                "INSERT INTO report_events (id, resource, execution_id, occurred_at, body, received_at)",
-                "ON CONFLICT (id) DO NOTHING RETURNING id",
-            )
-            .await?;
-        pending
-            .insert(
-                self,
-                &mut tx,
-                "INSERT INTO report_pending (resource, execution_id, queued_at)",
-                "ON CONFLICT (resource, execution_id) DO NOTHING",
-            )
-            .await?;
-        tx.commit().await?;
+        let inserted = unit_of_work!(self, |tx| -> super::StoreError {
+            let mut rows = Rows::new(6);
+            let mut pending = Rows::new(3);
+            for e in events {
+                rows.push([
+                    Cell::from(e.id.as_str()),
+                    Cell::from(e.resource.as_str()),
+                    Cell::from(e.execution_id.as_str()),
+                    Cell::from(stamp(e.occurred_at)),
+                    Cell::from(e.body.as_str()),
+                    Cell::from(at.as_str()),
+                ]);
+                pending.push([
+                    Cell::from(e.resource.as_str()),
+                    Cell::from(e.execution_id.as_str()),
+                    Cell::from(at.as_str()),
+                ]);
+            }
+            let inserted = rows
+                .fetch(
+                    self,
+                    &mut tx.tx,
+                    "INSERT INTO report_events (id, resource, execution_id, occurred_at, body, received_at)",
+                    "ON CONFLICT (id) DO NOTHING RETURNING id",
+                )
+                .await?;
+            pending
+                .insert(
+                    self,
+                    &mut tx.tx,
+                    "INSERT INTO report_pending (resource, execution_id, queued_at)",
+                    "ON CONFLICT (resource, execution_id) DO NOTHING",
+                )
+                .await?;
+            Ok(inserted)
+        })?;
         Ok(u64::try_from(inserted.len()).unwrap_or(u64::MAX))
     }
 
@@ -581,24 +583,26 @@ impl Store {
     /// how many executions.
     pub async fn prune_reports(&self, before: DateTime<Utc>) -> StoreResult<u64> {
         let cutoff = stamp(before);
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql("DELETE FROM report_executions WHERE started_at < $1"))
-            .bind(&cutoff)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(&self.sql("DELETE FROM report_stages WHERE started_at < $1"))
-            .bind(&cutoff)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(&self.sql("DELETE FROM report_events WHERE occurred_at < $1"))
-            .bind(&cutoff)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(&self.sql("DELETE FROM plugin_build_attempts WHERE started_at < $1"))
-            .bind(&cutoff)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
+        let done = unit_of_work!(self, |tx| -> super::StoreError {
+            let done =
+                sqlx::query(&self.sql("DELETE FROM report_executions WHERE started_at < $1"))
+                    .bind(&cutoff)
+                    .execute(&mut *tx.tx)
+                    .await?;
+            sqlx::query(&self.sql("DELETE FROM report_stages WHERE started_at < $1"))
+                .bind(&cutoff)
+                .execute(&mut *tx.tx)
+                .await?;
+            sqlx::query(&self.sql("DELETE FROM report_events WHERE occurred_at < $1"))
+                .bind(&cutoff)
+                .execute(&mut *tx.tx)
+                .await?;
+            sqlx::query(&self.sql("DELETE FROM plugin_build_attempts WHERE started_at < $1"))
+                .bind(&cutoff)
+                .execute(&mut *tx.tx)
+                .await?;
+            Ok(done)
+        })?;
         Ok(done.rows_affected())
     }
 }

@@ -10,6 +10,7 @@ use tenancy::{Permission, Role};
 
 use super::decode::Decoder;
 use super::orgs::{found, permissions_json};
+use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// A Role with its members.
@@ -171,24 +172,25 @@ impl Store {
         now: DateTime<Utc>,
         audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<String> {
-        let mut tx = self.pool().begin().await?;
-        let id = new_id();
-        sqlx::query(&self.sql(
-            "INSERT INTO roles (id, org_id, name, permissions, built_in, created_at) VALUES ($1, $2, $3, $4, 0, $5)",
-        ))
-        .bind(&id)
-        .bind(org_id)
-        .bind(name)
-        .bind(permissions_json(permissions))
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!("a role named `{name}` already exists")),
-            other => other,
+        let id = unit_of_work!(self, |tx| -> super::StoreError {
+            let id = new_id();
+            sqlx::query(&self.sql(
+                "INSERT INTO roles (id, org_id, name, permissions, built_in, created_at) VALUES ($1, $2, $3, $4, 0, $5)",
+            ))
+            .bind(&id)
+            .bind(org_id)
+            .bind(name)
+            .bind(permissions_json(permissions))
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => StoreError::Conflict(format!("a role named `{name}` already exists")),
+                other => other,
+            })?;
+            self.enqueue(&mut tx.tx, &audit(&id)).await?;
+            Ok(id)
         })?;
-        self.enqueue(&mut tx, &audit(&id)).await?;
-        tx.commit().await?;
         self.facts_changed();
         Ok(id)
     }
@@ -202,26 +204,27 @@ impl Store {
         permissions: Option<&BTreeSet<Permission>>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE roles SET name = COALESCE($3, name), permissions = COALESCE($4, permissions)
-             WHERE org_id = $1 AND id = $2 AND built_in = 0",
-        ))
-        .bind(org_id)
-        .bind(role_id)
-        .bind(name)
-        .bind(permissions.map(permissions_json))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => {
-                StoreError::Conflict("a role with that name already exists".to_owned())
-            }
-            other => other,
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE roles SET name = COALESCE($3, name), permissions = COALESCE($4, permissions)
+                 WHERE org_id = $1 AND id = $2 AND built_in = 0",
+            ))
+            .bind(org_id)
+            .bind(role_id)
+            .bind(name)
+            .bind(permissions.map(permissions_json))
+            .execute(&mut *tx.tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => {
+                    StoreError::Conflict("a role with that name already exists".to_owned())
+                }
+                other => other,
+            })?;
+            found(done.rows_affected(), "role")?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
         })?;
-        found(done.rows_affected(), "role")?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
         self.facts_changed();
         Ok(())
     }
@@ -233,22 +236,23 @@ impl Store {
         role_id: &str,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql("DELETE FROM role_members WHERE org_id = $1 AND role_id = $2"))
+        unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(&self.sql("DELETE FROM role_members WHERE org_id = $1 AND role_id = $2"))
+                .bind(org_id)
+                .bind(role_id)
+                .execute(&mut *tx.tx)
+                .await?;
+            let done = sqlx::query(
+                &self.sql("DELETE FROM roles WHERE org_id = $1 AND id = $2 AND built_in = 0"),
+            )
             .bind(org_id)
             .bind(role_id)
-            .execute(&mut *tx)
+            .execute(&mut *tx.tx)
             .await?;
-        let done = sqlx::query(
-            &self.sql("DELETE FROM roles WHERE org_id = $1 AND id = $2 AND built_in = 0"),
-        )
-        .bind(org_id)
-        .bind(role_id)
-        .execute(&mut *tx)
-        .await?;
-        found(done.rows_affected(), "role")?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            found(done.rows_affected(), "role")?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }
@@ -261,10 +265,12 @@ impl Store {
         user_id: &str,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        self.grant_role(&mut tx, (org_id, role_id, user_id)).await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            self.grant_role(&mut tx.tx, (org_id, role_id, user_id))
+                .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }
@@ -277,19 +283,19 @@ impl Store {
         user_id: &str,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done =
-            sqlx::query(&self.sql(
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
                 "DELETE FROM role_members WHERE org_id = $1 AND role_id = $2 AND user_id = $3",
             ))
             .bind(org_id)
             .bind(role_id)
             .bind(user_id)
-            .execute(&mut *tx)
+            .execute(&mut *tx.tx)
             .await?;
-        found(done.rows_affected(), "role member")?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            found(done.rows_affected(), "role member")?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.facts_changed();
         Ok(())
     }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::decode::Decoder;
 use super::orgs::found;
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// A rule as stored, with its owner and timestamps.
@@ -100,10 +101,11 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<StoredRule> {
-        let mut tx = self.pool().begin().await?;
-        self.insert_rule(&mut tx, org_id, rule, by, now, audit)
-            .await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            self.insert_rule(&mut tx.tx, org_id, rule, by, now, audit)
+                .await?;
+            Ok(())
+        })?;
         self.rule(org_id, &rule.id, false)
             .await?
             .ok_or_else(|| StoreError::Other("the new rule vanished".to_owned()))
@@ -195,45 +197,47 @@ impl Store {
                 .bind(&rule.id)
                 .fetch_optional(self.pool())
                 .await?;
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE rules SET name = $3, target = $4, severity = $5, scope = $6, is_template = $7, propagate_to_children = $8,
-                tags = $9, body = $10, version = $11, updated_at = $12
-             WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL",
-        ))
-        .bind(org_id)
-        .bind(&rule.id)
-        .bind(&rule.name)
-        .bind(rule.target.as_str())
-        .bind(severity_name(rule))
-        .bind(scope_name(rule))
-        .bind(i64::from(rule.is_template))
-        .bind(i64::from(rule.propagate_to_children))
-        .bind(serde_json::to_string(&rule.tags).unwrap_or_default())
-        .bind(body(rule))
-        .bind(i64::from(rule.version))
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!("a rule named `{}` already exists", rule.name)),
-            other => other,
-        })?;
-        found(done.rows_affected(), "rule")?;
-        self.record_version(&mut tx, rule, change, by, now).await?;
-        self.enqueue_rule_change(
-            &mut tx,
-            (org_id, &rule.id, rule.target.as_str()),
-            "rule.update",
-            now,
-        )
-        .await?;
-        if let Some(old) = before.filter(|t| t != rule.target.as_str()) {
-            self.enqueue_rule_change(&mut tx, (org_id, &rule.id, &old), "rule.update", now)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE rules SET name = $3, target = $4, severity = $5, scope = $6, is_template = $7, propagate_to_children = $8,
+                    tags = $9, body = $10, version = $11, updated_at = $12
+                 WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL",
+            ))
+            .bind(org_id)
+            .bind(&rule.id)
+            .bind(&rule.name)
+            .bind(rule.target.as_str())
+            .bind(severity_name(rule))
+            .bind(scope_name(rule))
+            .bind(i64::from(rule.is_template))
+            .bind(i64::from(rule.propagate_to_children))
+            .bind(serde_json::to_string(&rule.tags).unwrap_or_default())
+            .bind(body(rule))
+            .bind(i64::from(rule.version))
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => StoreError::Conflict(format!("a rule named `{}` already exists", rule.name)),
+                other => other,
+            })?;
+            found(done.rows_affected(), "rule")?;
+            self.record_version(&mut tx.tx, rule, change, by, now)
                 .await?;
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            self.enqueue_rule_change(
+                &mut tx.tx,
+                (org_id, &rule.id, rule.target.as_str()),
+                "rule.update",
+                now,
+            )
+            .await?;
+            if let Some(old) = before.as_deref().filter(|t| *t != rule.target.as_str()) {
+                self.enqueue_rule_change(&mut tx.tx, (org_id, &rule.id, old), "rule.update", now)
+                    .await?;
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         self.rule(org_id, &rule.id, false)
             .await?
             .ok_or_else(|| StoreError::Other("the rule vanished".to_owned()))
@@ -248,34 +252,35 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE rules SET deleted_at = $3, version = $4, updated_at = $3 WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL",
-        ))
-        .bind(org_id)
-        .bind(&rule.id)
-        .bind(stamp(now))
-        .bind(i64::from(rule.version))
-        .execute(&mut *tx)
-        .await?;
-        found(done.rows_affected(), "rule")?;
-        self.record_version(
-            &mut tx,
-            rule,
-            &serde_json::json!({"action": "delete"}),
-            by,
-            now,
-        )
-        .await?;
-        self.enqueue_rule_change(
-            &mut tx,
-            (org_id, &rule.id, rule.target.as_str()),
-            "rule.delete",
-            now,
-        )
-        .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE rules SET deleted_at = $3, version = $4, updated_at = $3 WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL",
+            ))
+            .bind(org_id)
+            .bind(&rule.id)
+            .bind(stamp(now))
+            .bind(i64::from(rule.version))
+            .execute(&mut *tx.tx)
+            .await?;
+            found(done.rows_affected(), "rule")?;
+            self.record_version(
+                &mut tx.tx,
+                rule,
+                &serde_json::json!({"action": "delete"}),
+                by,
+                now,
+            )
+            .await?;
+            self.enqueue_rule_change(
+                &mut tx.tx,
+                (org_id, &rule.id, rule.target.as_str()),
+                "rule.delete",
+                now,
+            )
+            .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 

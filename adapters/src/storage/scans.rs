@@ -12,6 +12,7 @@ use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
 use super::sweeps::SweepState;
+use super::unit::unit_of_work;
 use super::{entity_table, new_id, stamp, Store, StoreError, StoreResult};
 
 /// A scan, as stored and answered.
@@ -303,9 +304,10 @@ impl Store {
 
     /// Starts a requested scan.
     pub async fn create_scan(&self, scan: &NewScan<'_>) -> StoreResult<ScanRecord> {
-        let mut tx = self.pool().begin().await?;
-        let id = self.insert_scan(&mut tx, scan).await?;
-        tx.commit().await?;
+        let id = unit_of_work!(self, |tx| -> super::StoreError {
+            let id = self.insert_scan(&mut tx.tx, scan).await?;
+            Ok(id)
+        })?;
         self.scan(scan.org_id, &id)
             .await?
             .ok_or_else(|| StoreError::Other("the new scan vanished".to_owned()))
@@ -316,20 +318,21 @@ impl Store {
     /// target: their sweepers stop at their next page, and no result judged by the
     /// older rules lands after the new scan's.
     pub async fn supersede_scan(&self, scan: &NewScan<'_>) -> StoreResult<String> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "UPDATE scans SET status = 'cancelled', error = 'superseded by a later change', \
-             ended_at = $3, updated_at = $3, holder = NULL, lease_until = NULL \
-             WHERE org_id = $1 AND target = $2 AND origin = $4 AND status = 'running'",
-        ))
-        .bind(scan.org_id)
-        .bind(scan.target)
-        .bind(stamp(scan.now))
-        .bind(scan.origin)
-        .execute(&mut *tx)
-        .await?;
-        let id = self.insert_scan(&mut tx, scan).await?;
-        tx.commit().await?;
+        let id = unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(&self.sql(
+                "UPDATE scans SET status = 'cancelled', error = 'superseded by a later change', \
+                 ended_at = $3, updated_at = $3, holder = NULL, lease_until = NULL \
+                 WHERE org_id = $1 AND target = $2 AND origin = $4 AND status = 'running'",
+            ))
+            .bind(scan.org_id)
+            .bind(scan.target)
+            .bind(stamp(scan.now))
+            .bind(scan.origin)
+            .execute(&mut *tx.tx)
+            .await?;
+            let id = self.insert_scan(&mut tx.tx, scan).await?;
+            Ok(id)
+        })?;
         Ok(id)
     }
 
@@ -416,18 +419,23 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<ScanRecord> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE scans SET status = 'cancelled', ended_at = $3, updated_at = $3, holder = NULL, lease_until = NULL \
-             WHERE org_id = $1 AND id = $2 AND status = 'running'",
-        ))
-        .bind(org_id)
-        .bind(id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            drop(tx);
+        let cancelled = unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE scans SET status = 'cancelled', ended_at = $3, updated_at = $3, holder = NULL, lease_until = NULL \
+                 WHERE org_id = $1 AND id = $2 AND status = 'running'",
+            ))
+            .bind(org_id)
+            .bind(id)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(true)
+        })?;
+        if !cancelled {
             return match self.scan(org_id, id).await? {
                 None => Err(StoreError::NotFound(format!("scan `{id}`"))),
                 Some(scan) => Err(StoreError::Conflict(format!(
@@ -436,8 +444,6 @@ impl Store {
                 ))),
             };
         }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
         self.scan(org_id, id)
             .await?
             .ok_or_else(|| StoreError::Other("the cancelled scan vanished".to_owned()))

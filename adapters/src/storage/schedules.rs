@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::decode::Decoder;
 use super::scans::NewScan;
+use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// A scan schedule, as stored and answered.
@@ -161,33 +162,37 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<Option<ScheduleRecord>> {
-        let mut tx = self.pool().begin().await?;
-        self.lock_organization(&mut tx, org_id).await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE scan_schedules SET target = $3, cron_expression = $4, is_active = $5, \
-             next_run_at = $6, updated_at = $7 WHERE org_id = $1 AND id = $2 \
-             AND ($5 = 0 OR is_active = 1 OR \
-                  (SELECT COUNT(*) FROM scan_schedules s WHERE s.org_id = $1 AND s.is_active = 1) < $8)",
-        ))
-        .bind(org_id)
-        .bind(id)
-        .bind(fields.target)
-        .bind(fields.cron_expression)
-        .bind(i64::from(fields.is_active))
-        .bind(fields.next_run_at.map(stamp))
-        .bind(stamp(now))
-        .bind(i64::from(max_active))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            drop(tx);
+        // Nothing is written when the update is refused (the unit commits nothing).
+        let updated = unit_of_work!(self, |tx| -> super::StoreError {
+            self.lock_organization(&mut tx.tx, org_id).await?;
+            let done = sqlx::query(&self.sql(
+                "UPDATE scan_schedules SET target = $3, cron_expression = $4, is_active = $5, \
+                 next_run_at = $6, updated_at = $7 WHERE org_id = $1 AND id = $2 \
+                 AND ($5 = 0 OR is_active = 1 OR \
+                      (SELECT COUNT(*) FROM scan_schedules s WHERE s.org_id = $1 AND s.is_active = 1) < $8)",
+            ))
+            .bind(org_id)
+            .bind(id)
+            .bind(fields.target)
+            .bind(fields.cron_expression)
+            .bind(i64::from(fields.is_active))
+            .bind(fields.next_run_at.map(stamp))
+            .bind(stamp(now))
+            .bind(i64::from(max_active))
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(true)
+        })?;
+        if !updated {
             return match self.schedule(org_id, id).await? {
                 Some(_) => Ok(None),
                 None => Err(StoreError::NotFound(format!("scan schedule `{id}`"))),
             };
         }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
         self.schedule(org_id, id)
             .await?
             .map(Some)

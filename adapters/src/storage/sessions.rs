@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreResult};
 
 /// A refresh family.
@@ -59,15 +60,16 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        self.insert_family(&mut tx, family, (token_hash, None), now)
-            .await?;
-        sqlx::query(&self.sql("DELETE FROM signin_failures WHERE key = $1"))
-            .bind(clear_failures)
-            .execute(&mut *tx)
-            .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            self.insert_family(&mut tx.tx, family, (token_hash, None), now)
+                .await?;
+            sqlx::query(&self.sql("DELETE FROM signin_failures WHERE key = $1"))
+                .bind(clear_failures)
+                .execute(&mut *tx.tx)
+                .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -170,20 +172,21 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE refresh_families SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL",
-        ))
-        .bind(family_id)
-        .bind(stamp(now))
-        .bind(reason)
-        .execute(&mut *tx)
-        .await?;
-        let ended = done.rows_affected() > 0;
-        if ended {
-            self.enqueue(&mut tx, audit).await?;
-        }
-        tx.commit().await?;
+        let ended = unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE refresh_families SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL",
+            ))
+            .bind(family_id)
+            .bind(stamp(now))
+            .bind(reason)
+            .execute(&mut *tx.tx)
+            .await?;
+            let ended = done.rows_affected() > 0;
+            if ended {
+                self.enqueue(&mut tx.tx, audit).await?;
+            }
+            Ok(ended)
+        })?;
         if ended {
             self.facts_changed();
         }
@@ -253,16 +256,17 @@ impl Store {
     /// Gives back an attempt charged by [`Store::charge_signin_attempt`] that
     /// succeeded.
     pub async fn refund_signin_attempt(&self, keys: &[&str]) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        for key in keys {
-            sqlx::query(&self.sql(
-                "UPDATE signin_failures SET failures = failures - 1 WHERE key = $1 AND failures > 0",
-            ))
-            .bind(*key)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            for key in keys {
+                sqlx::query(&self.sql(
+                    "UPDATE signin_failures SET failures = failures - 1 WHERE key = $1 AND failures > 0",
+                ))
+                .bind(*key)
+                .execute(&mut *tx.tx)
+                .await?;
+            }
+            Ok(())
+        })?;
         Ok(())
     }
 

@@ -6,6 +6,7 @@ use compliance_core::Subscription;
 
 use super::decode::Decoder;
 use super::orgs::found;
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 fn subscription_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Subscription> {
@@ -62,21 +63,22 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)",
-        ))
-        .bind(org_id)
-        .bind(rule_id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict("already subscribed to that rule".to_owned()),
-            other => other,
+        unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(&self.sql(
+                "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)",
+            ))
+            .bind(org_id)
+            .bind(rule_id)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => StoreError::Conflict("already subscribed to that rule".to_owned()),
+                other => other,
+            })?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
         })?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
         Ok(())
     }
 
@@ -88,22 +90,23 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<u64> {
-        let mut tx = self.pool().begin().await?;
-        let mut added = 0;
-        for rule_id in rule_ids {
-            let done = sqlx::query(&self.sql(
-                "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)
-                 ON CONFLICT (org_id, rule_id) DO NOTHING",
-            ))
-            .bind(org_id)
-            .bind(rule_id)
-            .bind(stamp(now))
-            .execute(&mut *tx)
-            .await?;
-            added += done.rows_affected();
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        let added = unit_of_work!(self, |tx| -> super::StoreError {
+            let mut added = 0;
+            for rule_id in rule_ids {
+                let done = sqlx::query(&self.sql(
+                    "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)
+                     ON CONFLICT (org_id, rule_id) DO NOTHING",
+                ))
+                .bind(org_id)
+                .bind(rule_id)
+                .bind(stamp(now))
+                .execute(&mut *tx.tx)
+                .await?;
+                added += done.rows_affected();
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(added)
+        })?;
         Ok(added)
     }
 
@@ -116,24 +119,25 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        for rule_id in rule_ids {
-            let done = sqlx::query(&self.sql("UPDATE subscriptions SET active = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
-                .bind(org_id)
-                .bind(rule_id)
-                .bind(i64::from(active))
-                .bind(stamp(now))
-                .execute(&mut *tx)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            for rule_id in rule_ids {
+                let done = sqlx::query(&self.sql("UPDATE subscriptions SET active = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
+                    .bind(org_id)
+                    .bind(rule_id)
+                    .bind(i64::from(active))
+                    .bind(stamp(now))
+                    .execute(&mut *tx.tx)
+                    .await?;
+                found(
+                    done.rows_affected(),
+                    &format!("subscription to `{rule_id}`"),
+                )?;
+            }
+            self.enqueue_subscription_change(&mut tx.tx, org_id, rule_ids, now)
                 .await?;
-            found(
-                done.rows_affected(),
-                &format!("subscription to `{rule_id}`"),
-            )?;
-        }
-        self.enqueue_subscription_change(&mut tx, org_id, rule_ids, now)
-            .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -146,19 +150,20 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql("UPDATE subscriptions SET pinned_version = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
-            .bind(org_id)
-            .bind(rule_id)
-            .bind(version.map(i64::from))
-            .bind(stamp(now))
-            .execute(&mut *tx)
-            .await?;
-        found(done.rows_affected(), "subscription")?;
-        self.enqueue_subscription_change(&mut tx, org_id, &[rule_id.to_owned()], now)
-            .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql("UPDATE subscriptions SET pinned_version = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
+                .bind(org_id)
+                .bind(rule_id)
+                .bind(version.map(i64::from))
+                .bind(stamp(now))
+                .execute(&mut *tx.tx)
+                .await?;
+            found(done.rows_affected(), "subscription")?;
+            self.enqueue_subscription_change(&mut tx.tx, org_id, &[rule_id.to_owned()], now)
+                .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -170,18 +175,20 @@ impl Store {
         audit: &[AuditEvent],
         now: DateTime<Utc>,
     ) -> StoreResult<()> {
-        let mut tx = self.pool().begin().await?;
-        let done =
-            sqlx::query(&self.sql("DELETE FROM subscriptions WHERE org_id = $1 AND rule_id = $2"))
-                .bind(org_id)
-                .bind(rule_id)
-                .execute(&mut *tx)
-                .await?;
-        found(done.rows_affected(), "subscription")?;
-        self.enqueue_subscription_change(&mut tx, org_id, &[rule_id.to_owned()], now)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(
+                &self.sql("DELETE FROM subscriptions WHERE org_id = $1 AND rule_id = $2"),
+            )
+            .bind(org_id)
+            .bind(rule_id)
+            .execute(&mut *tx.tx)
             .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
+            found(done.rows_affected(), "subscription")?;
+            self.enqueue_subscription_change(&mut tx.tx, org_id, &[rule_id.to_owned()], now)
+                .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(())
+        })?;
         Ok(())
     }
 }
