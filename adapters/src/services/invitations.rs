@@ -7,8 +7,8 @@ use tenancy::MembershipRole;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
+use crate::storage::{unit_of_work, MemberRecord, OrgRecord, Store};
 pub use crate::storage::{InvitationRecord, InvitationStatus};
-use crate::storage::{MemberRecord, OrgRecord, Store};
 
 /// Invites `email` with `role`.
 pub async fn send(
@@ -126,14 +126,16 @@ pub async fn accept(
         id,
         json!({"role": invitation.role}),
     )];
-    store
-        .accept_invitation(
-            (id, &org.id, &implied.id),
-            (&caller.user_id, invitation.role),
-            (&root.id, now),
-            &audit,
-        )
-        .await?
-        .map_err(super::members::seats_refused)?;
+    let grants = [(org.id.clone(), implied.id.clone())];
+    unit_of_work!(store, |tx| {
+        tx.lock_organization(&root.id).await?;
+        tx.accept_invitation(&org.id, id).await?;
+        tx.insert_memberships(&caller.user_id, invitation.role, &grants, now)
+            .await?;
+        super::members::seat_taken(tx.seats(&root.id).await?)?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
     Ok(store.membership(&org.id, &caller.user_id).await?)
 }

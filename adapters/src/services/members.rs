@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 use tenancy::{
@@ -14,9 +15,9 @@ use tenancy::{
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
+use crate::storage::{unit_of_work, OrgRecord, QuotaRefusal, Seats, Store};
 /// What the member and Role workflows answer.
 pub use crate::storage::{MemberRecord, RoleRecord};
-use crate::storage::{OrgRecord, Store};
 
 /// The built-in Role `name` of an organization (every organization has them).
 pub async fn builtin(store: &Store, org_id: &str, name: &str) -> ServiceResult<RoleRecord> {
@@ -61,16 +62,14 @@ pub async fn add(
         user_id,
         json!({"role": role}),
     )];
-    store
-        .add_members(
-            user_id,
-            role,
-            &[(org.id.clone(), implied.id)],
-            (&root.id, now),
-            &audit,
-        )
-        .await?
-        .map_err(seats_refused)?;
+    add_members(
+        store,
+        (user_id, role),
+        &[(org.id.clone(), implied.id)],
+        (&root.id, now),
+        &audit,
+    )
+    .await?;
     Ok(store.membership(&org.id, user_id).await?)
 }
 
@@ -113,10 +112,50 @@ pub async fn add_to_teams(
             )
         })
         .collect();
-    store
-        .add_members(user_id, role, &grants, (&root.id, now), &audit)
-        .await?
-        .map_err(seats_refused)
+    add_members(store, (user_id, role), &grants, (&root.id, now), &audit).await
+}
+
+/// Adds memberships (organization, Role to grant) under the account root's lock,
+/// all or nothing: refused when the seats do not take the person.
+async fn add_members(
+    store: &Store,
+    (user_id, role): (&str, MembershipRole),
+    grants: &[(String, String)],
+    (root_id, now): (&str, DateTime<Utc>),
+    audit: &[AuditEvent],
+) -> ServiceResult<()> {
+    unit_of_work!(store, |tx| {
+        tx.lock_organization(root_id).await?;
+        tx.insert_memberships(user_id, role, grants, now).await?;
+        seat_taken(tx.seats(root_id).await?)?;
+        tx.enqueue_audit(audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
+    Ok(())
+}
+
+/// Whether an account's seats, counted with the person a unit just added (or
+/// activated), take that person over the others: entitlements decides.
+pub(crate) fn seat_taken(seats: Seats) -> ServiceResult<()> {
+    let Some(limit) = seats.limit else {
+        return Err(ServiceError::Broken(
+            "the seat limit is not synchronized".to_owned(),
+        ));
+    };
+    let others = seats.used.saturating_sub(1);
+    match entitlements::Limit::from_wire(limit) {
+        Some(entitlements::Limit::Finite(n))
+            if !entitlements::Limit::Finite(n).allows(others.saturating_add(1)) =>
+        {
+            Err(seats_refused(QuotaRefusal {
+                limit: n,
+                used: others,
+                requested: 1,
+            }))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Removes a member (never the owner).
@@ -198,10 +237,16 @@ pub async fn set_active(
     let store = &state.store;
     let root = seats_of(state, org).await?;
     let audit = [event(caller, action, &org.id, "user", user_id, json!({}))];
-    store
-        .set_member_active(&org.id, user_id, (active, &root.id), &audit)
-        .await?
-        .map_err(seats_refused)?;
+    unit_of_work!(store, |tx| {
+        tx.lock_organization(&root.id).await?;
+        tx.set_member_active((&org.id, user_id), active).await?;
+        if active {
+            seat_taken(tx.seats(&root.id).await?)?;
+        }
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
     Ok(store.membership(&org.id, user_id).await?)
 }
 

@@ -1099,7 +1099,7 @@ async fn signed_in(
             tx.set_member_roles((&org.id, &account.user_id), &roles, now)
                 .await?;
             // Only a new member takes a seat (a member over a lowered limit still signs in).
-            if held.is_none() && !tx.seats_hold(&org.id).await? {
+            if held.is_none() && super::members::seat_taken(tx.seats(&org.id).await?).is_err() {
                 return Err(ServiceError::Conflict(
                     "the organization has no free seat for another member".to_owned(),
                 ));
@@ -1190,7 +1190,7 @@ async fn provision(
         )
         .await?;
         tx.set_member_roles((&org.id, user_id), &roles, now).await?;
-        if !tx.seats_hold(&org.id).await? {
+        if super::members::seat_taken(tx.seats(&org.id).await?).is_err() {
             return Err(ServiceError::Conflict(
                 "the organization has no free seat for another member".to_owned(),
             ));

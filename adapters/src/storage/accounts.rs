@@ -325,46 +325,49 @@ impl Store {
         audit: &(dyn Fn(&AccountRecord) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<Option<AccountRecord>> {
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        let used = sqlx::query(&self.sql(
-            "UPDATE email_verifications SET used_at = $2
-             WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
-             RETURNING user_id, email",
-        ))
-        .bind(token_hash)
-        .bind(&at)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(used) = used else {
-            return Ok(None);
-        };
-        let user_id: String = used.try_get("user_id")?;
-        let email: String = used.try_get("email")?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE accounts SET email_verified_at = $3, updated_at = $3,
-                password_hash = COALESCE($4, password_hash),
-                password_change_required = CASE WHEN $4 IS NULL THEN password_change_required ELSE 0 END
-             WHERE user_id = $1 AND email = $2 AND deleted_at IS NULL",
-        ))
-        .bind(&user_id)
-        .bind(&email)
-        .bind(&at)
-        .bind(password_hash)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Ok(None);
-        }
-        let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
-            .bind(&user_id)
-            .fetch_one(&mut *tx)
+        let account = unit_of_work!(self, |tx| -> super::StoreError {
+            let used = sqlx::query(&self.sql(
+                "UPDATE email_verifications SET used_at = $2
+                 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
+                 RETURNING user_id, email",
+            ))
+            .bind(token_hash)
+            .bind(&at)
+            .fetch_optional(&mut *tx.tx)
             .await?;
-        let account = account_from_row(&row)?;
-        self.enqueue(&mut tx, &audit(&account)).await?;
-        tx.commit().await?;
-        // What a token may claim changed (kept credentials follow it).
-        self.facts_changed();
-        Ok(Some(account))
+            let Some(used) = used else {
+                return Ok(None);
+            };
+            let user_id: String = used.try_get("user_id")?;
+            let email: String = used.try_get("email")?;
+            let done = sqlx::query(&self.sql(
+                "UPDATE accounts SET email_verified_at = $3, updated_at = $3,
+                    password_hash = COALESCE($4, password_hash),
+                    password_change_required = CASE WHEN $4 IS NULL THEN password_change_required ELSE 0 END
+                 WHERE user_id = $1 AND email = $2 AND deleted_at IS NULL",
+            ))
+            .bind(&user_id)
+            .bind(&email)
+            .bind(&at)
+            .bind(password_hash)
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Ok(None);
+            }
+            let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
+                .bind(&user_id)
+                .fetch_one(&mut *tx.tx)
+                .await?;
+            let account = account_from_row(&row)?;
+            self.enqueue(&mut tx.tx, &audit(&account)).await?;
+            Ok(Some(account))
+        })?;
+        if account.is_some() {
+            // What a token may claim changed (kept credentials follow it).
+            self.facts_changed();
+        }
+        Ok(account)
     }
 
     /// The address an unused, unexpired verification is for, and whether its account
@@ -557,35 +560,35 @@ impl Store {
         now: DateTime<Utc>,
         (audit, mail): (&[AuditEvent], &NewAccountMail<'_>),
     ) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
-        let done = match confirmed {
-            Some((pending, step)) => sqlx::query(&self.sql(
-                "UPDATE accounts SET totp_secret = totp_pending, totp_pending = NULL, totp_last_step = $3, updated_at = $4
-                 WHERE user_id = $1 AND totp_pending = $2 AND deleted_at IS NULL",
-            ))
-            .bind(user_id)
-            .bind(pending)
-            .bind(step)
-            .bind(stamp(now))
-            .execute(&mut *tx)
-            .await?,
-            None => sqlx::query(&self.sql(
-                "UPDATE accounts SET totp_secret = NULL, totp_pending = NULL, totp_last_step = NULL, updated_at = $2
-                 WHERE user_id = $1 AND deleted_at IS NULL",
-            ))
-            .bind(user_id)
-            .bind(stamp(now))
-            .execute(&mut *tx)
-            .await?,
-        };
-        if done.rows_affected() == 0 {
-            return Ok(false);
-        }
-        self.enqueue(&mut tx, audit).await?;
-        self.insert_account_mail(&mut tx, user_id, mail, now)
-            .await?;
-        tx.commit().await?;
-        Ok(true)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = match confirmed {
+                Some((pending, step)) => sqlx::query(&self.sql(
+                    "UPDATE accounts SET totp_secret = totp_pending, totp_pending = NULL, totp_last_step = $3, updated_at = $4
+                     WHERE user_id = $1 AND totp_pending = $2 AND deleted_at IS NULL",
+                ))
+                .bind(user_id)
+                .bind(pending)
+                .bind(step)
+                .bind(stamp(now))
+                .execute(&mut *tx.tx)
+                .await?,
+                None => sqlx::query(&self.sql(
+                    "UPDATE accounts SET totp_secret = NULL, totp_pending = NULL, totp_last_step = NULL, updated_at = $2
+                     WHERE user_id = $1 AND deleted_at IS NULL",
+                ))
+                .bind(user_id)
+                .bind(stamp(now))
+                .execute(&mut *tx.tx)
+                .await?,
+            };
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            self.insert_account_mail(&mut tx.tx, user_id, mail, now)
+                .await?;
+            Ok(true)
+        })
     }
 
     /// A mail to an account, sent by the account-mail worker.

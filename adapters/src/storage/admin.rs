@@ -442,22 +442,22 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE impersonations SET ended_at = $2, ended_by = $3 WHERE id = $1 AND ended_at IS NULL",
-        ))
-        .bind(id)
-        .bind(stamp(now))
-        .bind(ended_by)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Ok(false);
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        self.facts_changed();
-        Ok(true)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE impersonations SET ended_at = $2, ended_by = $3 WHERE id = $1 AND ended_at IS NULL",
+            ))
+            .bind(id)
+            .bind(stamp(now))
+            .bind(ended_by)
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            self.facts_changed();
+            Ok(true)
+        })
     }
 }
 

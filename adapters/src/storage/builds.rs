@@ -141,53 +141,53 @@ impl Store {
         let Some(lease) = job.lease_until else {
             return Ok(false);
         };
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE plugin_builds SET queue = $3, status = $4, attempts = $5, run_after = $6, lease_until = NULL, \
-             last_outcome = $7, last_error = $8, updated_at = $9 WHERE id = $1 AND status = 'running' AND lease_until = $2",
-        ))
-        .bind(&job.id)
-        .bind(stamp(lease))
-        .bind(next.queue)
-        .bind(next.status)
-        .bind(i64::from(next.attempts))
-        .bind(stamp(next.run_after))
-        .bind(next.outcome)
-        .bind(next.error)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Ok(false);
-        }
-        sqlx::query(
-            &self.sql("UPDATE plugins SET build_status = $2, updated_at = $3 WHERE id = $1"),
-        )
-        .bind(&job.plugin_id)
-        .bind(next.plugin_status)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        // The attempt, for the build reports.
-        let started = job.claimed_at.unwrap_or(now).min(now);
-        sqlx::query(&self.sql(
-            "INSERT INTO plugin_build_attempts (id, build_id, org_id, plugin_id, plugin_name, started_at, ended_at, duration_ms, outcome, reason)
-             SELECT $1, $2, $3, $4, p.name, $5, $6, $7, $8, $9 FROM plugins p WHERE p.id = $4",
-        ))
-        .bind(super::new_id())
-        .bind(&job.id)
-        .bind(&job.org_id)
-        .bind(&job.plugin_id)
-        .bind(stamp(started))
-        .bind(stamp(now))
-        .bind((now - started).num_milliseconds())
-        .bind(next.outcome)
-        .bind(next.reason)
-        .execute(&mut *tx)
-        .await?;
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        Ok(true)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE plugin_builds SET queue = $3, status = $4, attempts = $5, run_after = $6, lease_until = NULL, \
+                 last_outcome = $7, last_error = $8, updated_at = $9 WHERE id = $1 AND status = 'running' AND lease_until = $2",
+            ))
+            .bind(&job.id)
+            .bind(stamp(lease))
+            .bind(next.queue)
+            .bind(next.status)
+            .bind(i64::from(next.attempts))
+            .bind(stamp(next.run_after))
+            .bind(next.outcome)
+            .bind(next.error)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            sqlx::query(
+                &self.sql("UPDATE plugins SET build_status = $2, updated_at = $3 WHERE id = $1"),
+            )
+            .bind(&job.plugin_id)
+            .bind(next.plugin_status)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            // The attempt, for the build reports.
+            let started = job.claimed_at.unwrap_or(now).min(now);
+            sqlx::query(&self.sql(
+                "INSERT INTO plugin_build_attempts (id, build_id, org_id, plugin_id, plugin_name, started_at, ended_at, duration_ms, outcome, reason)
+                 SELECT $1, $2, $3, $4, p.name, $5, $6, $7, $8, $9 FROM plugins p WHERE p.id = $4",
+            ))
+            .bind(super::new_id())
+            .bind(&job.id)
+            .bind(&job.org_id)
+            .bind(&job.plugin_id)
+            .bind(stamp(started))
+            .bind(stamp(now))
+            .bind((now - started).num_milliseconds())
+            .bind(next.outcome)
+            .bind(next.reason)
+            .execute(&mut *tx.tx)
+            .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(true)
+        })
     }
 
     /// Counts of jobs by queue and status: (queue, status, count), of one
@@ -265,45 +265,47 @@ impl Store {
         now: DateTime<Utc>,
         audit: &[AuditEvent],
     ) -> StoreResult<Option<BuildJob>> {
-        let mut tx = self.pool().begin().await?;
-        let row = sqlx::query(&self.sql(&format!(
-            "UPDATE plugin_builds SET status = 'replayed', lease_until = NULL, updated_at = $3 WHERE id = $1 AND ($2 IS NULL OR org_id = $2) AND {DEAD_LETTERS} RETURNING *"
-        )))
-        .bind(id)
-        .bind(org_id)
-        .bind(stamp(now))
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(old) = row.as_ref().map(job_from_row).transpose()? else {
-            return Ok(None);
-        };
-        let new_id = super::new_id();
-        sqlx::query(&self.sql(
-            "INSERT INTO plugin_builds (id, org_id, plugin_id, image, queue, status, attempts, run_after, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, 'dlq', 'queued', 0, $5, $5, $5)",
-        ))
-        .bind(&new_id)
-        .bind(&old.org_id)
-        .bind(&old.plugin_id)
-        .bind(&old.image)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            &self.sql("UPDATE plugins SET build_status = 'queued', updated_at = $2 WHERE id = $1"),
-        )
-        .bind(&old.plugin_id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        self.enqueue(&mut tx, audit).await?;
-        let row = sqlx::query(&self.sql("SELECT * FROM plugin_builds WHERE id = $1"))
-            .bind(&new_id)
-            .fetch_one(&mut *tx)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let row = sqlx::query(&self.sql(&format!(
+                "UPDATE plugin_builds SET status = 'replayed', lease_until = NULL, updated_at = $3 WHERE id = $1 AND ($2 IS NULL OR org_id = $2) AND {DEAD_LETTERS} RETURNING *"
+            )))
+            .bind(id)
+            .bind(org_id)
+            .bind(stamp(now))
+            .fetch_optional(&mut *tx.tx)
             .await?;
-        let job = job_from_row(&row)?;
-        tx.commit().await?;
-        Ok(Some(job))
+            let Some(old) = row.as_ref().map(job_from_row).transpose()? else {
+                return Ok(None);
+            };
+            let new_id = super::new_id();
+            sqlx::query(&self.sql(
+                "INSERT INTO plugin_builds (id, org_id, plugin_id, image, queue, status, attempts, run_after, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, 'dlq', 'queued', 0, $5, $5, $5)",
+            ))
+            .bind(&new_id)
+            .bind(&old.org_id)
+            .bind(&old.plugin_id)
+            .bind(&old.image)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            sqlx::query(
+                &self.sql(
+                    "UPDATE plugins SET build_status = 'queued', updated_at = $2 WHERE id = $1",
+                ),
+            )
+            .bind(&old.plugin_id)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            self.enqueue(&mut tx.tx, audit).await?;
+            let row = sqlx::query(&self.sql("SELECT * FROM plugin_builds WHERE id = $1"))
+                .bind(&new_id)
+                .fetch_one(&mut *tx.tx)
+                .await?;
+            let job = job_from_row(&row)?;
+            Ok(Some(job))
+        })
     }
 
     /// Purges every dead letter; answers how many.

@@ -128,46 +128,46 @@ impl Store {
         first: NewMessage<'_>,
         (now, rate): (DateTime<Utc>, Rate),
     ) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
-        if !self.within_rate(&mut tx, first.author_id, rate).await? {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        sqlx::query(&self.sql(
-            "INSERT INTO conversations (id, org_id, subject, created_by, created_at, last_message_at) \
-             VALUES ($1, $2, $3, $4, $5, $5)",
-        ))
-        .bind(id)
-        .bind(org_id)
-        .bind(subject)
-        .bind(first.author_id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        for user in participants {
-            let read = (user == first.author_id).then(|| stamp(now));
+        unit_of_work!(self, |tx| -> super::StoreError {
+            if !self.within_rate(&mut tx.tx, first.author_id, rate).await? {
+                return Ok(false);
+            }
             sqlx::query(&self.sql(
-                "INSERT INTO conversation_participants (conversation_id, user_id, joined_at, last_read_at, left_at) \
-                 VALUES ($1, $2, $3, $4, NULL)",
+                "INSERT INTO conversations (id, org_id, subject, created_by, created_at, last_message_at) \
+                 VALUES ($1, $2, $3, $4, $5, $5)",
             ))
             .bind(id)
-            .bind(user)
+            .bind(org_id)
+            .bind(subject)
+            .bind(first.author_id)
             .bind(stamp(now))
-            .bind(read)
-            .execute(&mut *tx)
+            .execute(&mut *tx.tx)
             .await?;
-        }
-        self.insert_message(&mut tx, id, org_id, first, now).await?;
-        self.feed(
-            &mut tx,
-            "message",
-            first.id,
-            &recipients(participants)?,
-            now,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(true)
+            for user in participants {
+                let read = (user == first.author_id).then(|| stamp(now));
+                sqlx::query(&self.sql(
+                    "INSERT INTO conversation_participants (conversation_id, user_id, joined_at, last_read_at, left_at) \
+                     VALUES ($1, $2, $3, $4, NULL)",
+                ))
+                .bind(id)
+                .bind(user)
+                .bind(stamp(now))
+                .bind(read)
+                .execute(&mut *tx.tx)
+                .await?;
+            }
+            self.insert_message(&mut tx.tx, id, org_id, first, now)
+                .await?;
+            self.feed(
+                &mut tx.tx,
+                "message",
+                first.id,
+                &recipients(participants)?,
+                now,
+            )
+            .await?;
+            Ok(true)
+        })
     }
 
     async fn insert_message(
@@ -203,56 +203,58 @@ impl Store {
         (now, rate): (DateTime<Utc>, Rate),
     ) -> StoreResult<bool> {
         use sqlx::Row;
-        let mut tx = self.pool().begin().await?;
-        if !self.within_rate(&mut tx, message.author_id, rate).await? {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        // The first statement writes, so SQLite takes its lock at once.
-        let moved = sqlx::query(&self.sql(
-            "UPDATE conversations SET last_message_at = $3 WHERE id = $1 AND org_id = $2 \
-             AND EXISTS (SELECT 1 FROM conversation_participants p WHERE p.conversation_id = $1 \
-                         AND p.user_id = $4 AND p.left_at IS NULL)",
-        ))
-        .bind(conversation_id)
-        .bind(org_id)
-        .bind(stamp(now))
-        .bind(message.author_id)
-        .execute(&mut *tx)
-        .await?;
-        if moved.rows_affected() == 0 {
-            return Err(StoreError::NotFound("conversation".to_owned()));
-        }
-        self.insert_message(&mut tx, conversation_id, org_id, message, now)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            if !self
+                .within_rate(&mut tx.tx, message.author_id, rate)
+                .await?
+            {
+                return Ok(false);
+            }
+            // The first statement writes, so SQLite takes its lock at once.
+            let moved = sqlx::query(&self.sql(
+                "UPDATE conversations SET last_message_at = $3 WHERE id = $1 AND org_id = $2 \
+                 AND EXISTS (SELECT 1 FROM conversation_participants p WHERE p.conversation_id = $1 \
+                             AND p.user_id = $4 AND p.left_at IS NULL)",
+            ))
+            .bind(conversation_id)
+            .bind(org_id)
+            .bind(stamp(now))
+            .bind(message.author_id)
+            .execute(&mut *tx.tx)
             .await?;
-        sqlx::query(&self.sql(
-            "UPDATE conversation_participants SET last_read_at = $3 WHERE conversation_id = $1 AND user_id = $2",
-        ))
-        .bind(conversation_id)
-        .bind(message.author_id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        let rows = sqlx::query(&self.sql(
-            "SELECT user_id FROM conversation_participants WHERE conversation_id = $1 AND left_at IS NULL ORDER BY user_id",
-        ))
-        .bind(conversation_id)
-        .fetch_all(&mut *tx)
-        .await?;
-        let participants = rows
-            .iter()
-            .map(|r| r.try_get::<String, _>("user_id"))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.feed(
-            &mut tx,
-            "message",
-            message.id,
-            &recipients(&participants)?,
-            now,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(true)
+            if moved.rows_affected() == 0 {
+                return Err(StoreError::NotFound("conversation".to_owned()));
+            }
+            self.insert_message(&mut tx.tx, conversation_id, org_id, message, now)
+                .await?;
+            sqlx::query(&self.sql(
+                "UPDATE conversation_participants SET last_read_at = $3 WHERE conversation_id = $1 AND user_id = $2",
+            ))
+            .bind(conversation_id)
+            .bind(message.author_id)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            let rows = sqlx::query(&self.sql(
+                "SELECT user_id FROM conversation_participants WHERE conversation_id = $1 AND left_at IS NULL ORDER BY user_id",
+            ))
+            .bind(conversation_id)
+            .fetch_all(&mut *tx.tx)
+            .await?;
+            let participants = rows
+                .iter()
+                .map(|r| r.try_get::<String, _>("user_id"))
+                .collect::<Result<Vec<_>, _>>()?;
+            self.feed(
+                &mut tx.tx,
+                "message",
+                message.id,
+                &recipients(&participants)?,
+                now,
+            )
+            .await?;
+            Ok(true)
+        })
     }
 
     /// A conversation of the organization the user takes part in, as they see it.

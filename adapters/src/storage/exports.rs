@@ -112,24 +112,24 @@ impl Store {
         record: &ExportRecord,
         audit: &[AuditEvent],
     ) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
-        let inserted = sqlx::query(&self.sql(
-            "INSERT INTO org_exports (id, org_id, requested_by, status, created_at) VALUES ($1, $2, $3, 'queued', $4)",
-        ))
-        .bind(&record.id)
-        .bind(&record.org_id)
-        .bind(&record.requested_by)
-        .bind(stamp(record.created_at))
-        .execute(&mut *tx)
-        .await;
-        match inserted.map_err(StoreError::from) {
-            Ok(_) => {}
-            Err(StoreError::Conflict(_)) => return Ok(false),
-            Err(other) => return Err(other),
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        Ok(true)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let inserted = sqlx::query(&self.sql(
+                "INSERT INTO org_exports (id, org_id, requested_by, status, created_at) VALUES ($1, $2, $3, 'queued', $4)",
+            ))
+            .bind(&record.id)
+            .bind(&record.org_id)
+            .bind(&record.requested_by)
+            .bind(stamp(record.created_at))
+            .execute(&mut *tx.tx)
+            .await;
+            match inserted.map_err(StoreError::from) {
+                Ok(_) => {}
+                Err(StoreError::Conflict(_)) => return Ok(false),
+                Err(other) => return Err(other),
+            }
+            self.enqueue(&mut tx.tx, audit).await?;
+            Ok(true)
+        })
     }
 
     /// An export job of an organization.

@@ -9,7 +9,6 @@ use tenancy::MembershipRole;
 
 use super::decode::Decoder;
 use super::orgs::{found, membership_role, membership_role_name};
-use super::quota::QuotaRefusal;
 use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
@@ -70,44 +69,6 @@ pub(super) fn invitation_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Invita
 }
 
 impl Store {
-    /// Accepts a pending invitation: `user_id` joins with the invited role (its
-    /// implied Role `role_id`), within the account's seats, in one transaction.
-    /// `Ok(Err)` when no seat is left; 404 when the invitation is no longer pending.
-    pub async fn accept_invitation(
-        &self,
-        (invitation_id, org_id, role_id): (&str, &str, &str),
-        (user_id, role): (&str, MembershipRole),
-        (seats_of, now): (&str, DateTime<Utc>),
-        audit: &[AuditEvent],
-    ) -> StoreResult<Result<(), QuotaRefusal>> {
-        let mut tx = self.pool().begin().await?;
-        self.lock_organization(&mut tx, seats_of).await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE invitations SET status = 'accepted' WHERE org_id = $1 AND id = $2 AND status = 'pending'",
-        ))
-        .bind(org_id)
-        .bind(invitation_id)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            // Another acceptance (or a revocation) committed first: the same answer
-            // as a retry after it.
-            return Err(StoreError::Conflict(
-                "the invitation is no longer pending".to_owned(),
-            ));
-        }
-        let grants = [(org_id.to_owned(), role_id.to_owned())];
-        self.insert_memberships(&mut tx, user_id, role, &grants, now)
-            .await?;
-        if let Err(refusal) = self.check_seats(&mut tx, seats_of).await? {
-            return Ok(Err(refusal));
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        self.facts_changed();
-        Ok(Ok(()))
-    }
-
     /// An invitation by its id alone (its invitee is not a member yet).
     pub async fn invitation_by_id(&self, id: &str) -> StoreResult<Option<InvitationRecord>> {
         let row = sqlx::query(&self.sql("SELECT * FROM invitations WHERE id = $1"))
@@ -237,6 +198,30 @@ impl Store {
             self.enqueue(&mut tx.tx, audit).await?;
             Ok(())
         })?;
+        Ok(())
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Marks a pending invitation accepted; another acceptance (or a revocation)
+    /// that committed first is a conflict (the same answer as a retry after it).
+    pub async fn accept_invitation(
+        &mut self,
+        org_id: &str,
+        invitation_id: &str,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE invitations SET status = 'accepted' WHERE org_id = $1 AND id = $2 AND status = 'pending'",
+        ))
+        .bind(org_id)
+        .bind(invitation_id)
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict(
+                "the invitation is no longer pending".to_owned(),
+            ));
+        }
         Ok(())
     }
 }

@@ -9,7 +9,6 @@ use tenancy::MembershipRole;
 
 use super::decode::Decoder;
 use super::orgs::{found, membership_role, membership_role_name};
-use super::quota::QuotaRefusal;
 use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
@@ -106,29 +105,6 @@ impl Store {
         Ok((members, total.unsigned_abs()))
     }
 
-    /// Adds members to organizations with a membership role and the matching built-in
-    /// Role, all or nothing. Each entry is (organization, Role to grant).
-    pub async fn add_members(
-        &self,
-        user_id: &str,
-        role: MembershipRole,
-        grants: &[(String, String)],
-        (seats_of, now): (&str, DateTime<Utc>),
-        audit: &[AuditEvent],
-    ) -> StoreResult<Result<(), QuotaRefusal>> {
-        let mut tx = self.pool().begin().await?;
-        self.lock_organization(&mut tx, seats_of).await?;
-        self.insert_memberships(&mut tx, user_id, role, grants, now)
-            .await?;
-        if let Err(refusal) = self.check_seats(&mut tx, seats_of).await? {
-            return Ok(Err(refusal));
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        self.facts_changed();
-        Ok(Ok(()))
-    }
-
     /// Inserts `user_id`'s memberships and the Roles they imply.
     pub(super) async fn insert_memberships(
         &self,
@@ -174,13 +150,14 @@ impl Store {
         Ok(())
     }
 
-    /// Whether the account's distinct active members fit its seat limit, as the
-    /// transaction sees them (after its own changes).
-    pub(super) async fn check_seats(
+    /// The seats of an account root: its limit (`None` before the entitlement is
+    /// synchronized; -1 unlimited) and how many distinct people hold an active
+    /// membership in it or its teams, as `conn` sees them.
+    pub(super) async fn seats(
         &self,
         conn: &mut AnyConnection,
         root_id: &str,
-    ) -> StoreResult<Result<(), QuotaRefusal>> {
+    ) -> StoreResult<Seats> {
         let row = sqlx::query(&self.sql(
             "SELECT o.seat_limit, (SELECT COUNT(DISTINCT m.user_id) FROM memberships m JOIN organizations t ON t.id = m.org_id
                 WHERE (t.id = $1 OR t.parent_org_id = $1) AND t.deleted_at IS NULL AND m.active = 1) AS used
@@ -190,19 +167,11 @@ impl Store {
         .fetch_one(&mut *conn)
         .await?;
         let d = Decoder::new(&row, "organizations", &[]);
-        let limit: Option<i64> = d.get("seat_limit")?;
         let used: i64 = d.get("used")?;
-        match limit {
-            None => Err(StoreError::Other(format!(
-                "the seat limit of {root_id} is not synchronized"
-            ))),
-            // The count includes the member this transaction adds: entitlements
-            // decides whether the seats take one more over the others.
-            Some(limit) => match super::quota::refusal(used.saturating_sub(1), limit, 1) {
-                Some(refusal) => Ok(Err(refusal)),
-                None => Ok(Ok(())),
-            },
-        }
+        Ok(Seats {
+            limit: d.get("seat_limit")?,
+            used: used.unsigned_abs(),
+        })
     }
 
     /// Removes a member and their Roles in the organization.
@@ -269,34 +238,54 @@ impl Store {
         self.facts_changed();
         Ok(())
     }
+}
 
-    /// Activates or deactivates a member.
-    pub async fn set_member_active(
-        &self,
-        org_id: &str,
+/// An account's seats, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seats {
+    /// The limit in force (-1 unlimited; `None` before the entitlement is synchronized).
+    pub limit: Option<i64>,
+    /// Distinct people with an active membership in the root or its teams.
+    pub used: u64,
+}
+
+impl super::Transaction<'_> {
+    /// Inserts `user_id`'s memberships (organization, Role to grant) and the Roles
+    /// they imply.
+    pub async fn insert_memberships(
+        &mut self,
         user_id: &str,
-        (active, seats_of): (bool, &str),
-        audit: &[AuditEvent],
-    ) -> StoreResult<Result<(), QuotaRefusal>> {
-        let mut tx = self.pool().begin().await?;
-        self.lock_organization(&mut tx, seats_of).await?;
+        role: MembershipRole,
+        grants: &[(String, String)],
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        self.store
+            .insert_memberships(&mut self.tx, user_id, role, grants, now)
+            .await
+    }
+
+    /// Activates or deactivates a member; `NotFound` when there is none.
+    pub async fn set_member_active(
+        &mut self,
+        (org_id, user_id): (&str, &str),
+        active: bool,
+    ) -> StoreResult<()> {
         let done = sqlx::query(
-            &self.sql("UPDATE memberships SET active = $3 WHERE org_id = $1 AND user_id = $2"),
+            &self
+                .store
+                .sql("UPDATE memberships SET active = $3 WHERE org_id = $1 AND user_id = $2"),
         )
         .bind(org_id)
         .bind(user_id)
         .bind(i64::from(active))
-        .execute(&mut *tx)
+        .execute(&mut *self.tx)
         .await?;
-        found(done.rows_affected(), "member")?;
-        if active {
-            if let Err(refusal) = self.check_seats(&mut tx, seats_of).await? {
-                return Ok(Err(refusal));
-            }
-        }
-        self.enqueue(&mut tx, audit).await?;
-        tx.commit().await?;
-        self.facts_changed();
-        Ok(Ok(()))
+        found(done.rows_affected(), "member")
+    }
+
+    /// The seats of an account root as the unit sees them (after its lock, with
+    /// what it added).
+    pub async fn seats(&mut self, root_id: &str) -> StoreResult<Seats> {
+        self.store.seats(&mut self.tx, root_id).await
     }
 }

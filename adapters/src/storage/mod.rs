@@ -94,7 +94,7 @@ pub use invitations::{InvitationRecord, InvitationStatus};
 pub use judgements::{digest as judgement_digest, DoorJudgement, JudgementSource, Kept};
 pub use keys::{DataKeyRow, KeyConfigRow, OldSecret, SecretColumn, SECRET_COLUMNS};
 pub use lifecycle::DeletedOrg;
-pub use members::MemberRecord;
+pub use members::{MemberRecord, Seats};
 pub use messages::MessageRecord;
 pub use notifications::{
     Attempt, ClaimedDelivery, DigestMaker, HeldItem, HeldWindow, LogEntry, NewNotification,

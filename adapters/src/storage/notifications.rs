@@ -10,6 +10,7 @@ use serde_json::Value;
 use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
+use super::unit::unit_of_work;
 use super::{
     new_id, placeholders, stamp, Cell, Dialect, Inserts, Rows, Store, StoreError, StoreResult,
 };
@@ -331,37 +332,37 @@ impl Store {
         attempt: &Attempt<'_>,
         now: DateTime<Utc>,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&self.sql(
-            "UPDATE deliveries SET status = $3, attempts = attempts + 1, run_after = $4, lease_until = NULL, \
-             last_error = $5, updated_at = $6 WHERE id = $1 AND lease_until = $2",
-        ))
-        .bind(&claimed.id)
-        .bind(stamp(claimed.lease_until))
-        .bind(attempt.delivery_status)
-        .bind(stamp(attempt.run_after))
-        .bind(attempt.error)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Ok(false);
-        }
-        self.log_attempt(
-            &mut tx,
-            (
-                &claimed.org_id,
-                &claimed.notification_id,
-                &claimed.id,
-                &claimed.channel,
-            ),
-            (attempt.status, claimed.attempts + 1),
-            (attempt.response_status, attempt.error),
-            now,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(true)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let done = sqlx::query(&self.sql(
+                "UPDATE deliveries SET status = $3, attempts = attempts + 1, run_after = $4, lease_until = NULL, \
+                 last_error = $5, updated_at = $6 WHERE id = $1 AND lease_until = $2",
+            ))
+            .bind(&claimed.id)
+            .bind(stamp(claimed.lease_until))
+            .bind(attempt.delivery_status)
+            .bind(stamp(attempt.run_after))
+            .bind(attempt.error)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            self.log_attempt(
+                &mut tx.tx,
+                (
+                    &claimed.org_id,
+                    &claimed.notification_id,
+                    &claimed.id,
+                    &claimed.channel,
+                ),
+                (attempt.status, claimed.attempts + 1),
+                (attempt.response_status, attempt.error),
+                now,
+            )
+            .await?;
+            Ok(true)
+        })
     }
 
     /// Puts a claimed delivery back in its queue without an attempt (its
@@ -453,76 +454,76 @@ impl Store {
         make: &DigestMaker,
         now: DateTime<Utc>,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
-        let placeholder = new_id();
-        let claimed = sqlx::query(&self.sql(
-            "INSERT INTO digests (org_id, channel, digest_window, notification_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (org_id, channel, digest_window) DO NOTHING",
-        ))
-        .bind(&window.org_id)
-        .bind(&window.channel)
-        .bind(&window.window)
-        .bind(&placeholder)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        if claimed.rows_affected() == 0 {
-            return Ok(false);
-        }
-        let held =
-            "d.org_id = $1 AND d.channel = $2 AND d.digest_window = $3 AND d.status = 'held'";
-        let count: i64 = sqlx::query(&self.sql(&format!(
-            "SELECT COUNT(*) AS n FROM deliveries d WHERE {held}"
-        )))
-        .bind(&window.org_id)
-        .bind(&window.channel)
-        .bind(&window.window)
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get("n")?;
-        let rows = sqlx::query(&self.sql(&format!(
-            "SELECT n.kind, n.payload, n.created_at FROM deliveries d JOIN notifications n ON n.id = d.notification_id \
-             WHERE {held} ORDER BY n.created_at, n.id LIMIT $4"
-        )))
-        .bind(&window.org_id)
-        .bind(&window.channel)
-        .bind(&window.window)
-        .bind(i64::from(limit))
-        .fetch_all(&mut *tx)
-        .await?;
-        let items = rows
-            .iter()
-            .map(|row| {
-                let d = Decoder::new(row, "notifications", &[]);
-                Ok((d.get("kind")?, d.json("payload")?, d.stamp("created_at")?))
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
-        let digest = make(&items, count.unsigned_abs());
-        let id = self
-            .insert_notification(&mut tx, &window.org_id, &digest, now)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let placeholder = new_id();
+            let claimed = sqlx::query(&self.sql(
+                "INSERT INTO digests (org_id, channel, digest_window, notification_id, created_at) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (org_id, channel, digest_window) DO NOTHING",
+            ))
+            .bind(&window.org_id)
+            .bind(&window.channel)
+            .bind(&window.window)
+            .bind(&placeholder)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
             .await?;
-        sqlx::query(&self.sql(
-            "UPDATE digests SET notification_id = $4 WHERE org_id = $1 AND channel = $2 AND digest_window = $3",
-        ))
-        .bind(&window.org_id)
-        .bind(&window.channel)
-        .bind(&window.window)
-        .bind(&id)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(&self.sql(&format!(
-            "UPDATE deliveries SET status = 'digested', digest_id = $4, updated_at = $5 WHERE id IN (\
-             SELECT d.id FROM deliveries d WHERE {held})"
-        )))
-        .bind(&window.org_id)
-        .bind(&window.channel)
-        .bind(&window.window)
-        .bind(&id)
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(true)
+            if claimed.rows_affected() == 0 {
+                return Ok(false);
+            }
+            let held =
+                "d.org_id = $1 AND d.channel = $2 AND d.digest_window = $3 AND d.status = 'held'";
+            let count: i64 = sqlx::query(&self.sql(&format!(
+                "SELECT COUNT(*) AS n FROM deliveries d WHERE {held}"
+            )))
+            .bind(&window.org_id)
+            .bind(&window.channel)
+            .bind(&window.window)
+            .fetch_one(&mut *tx.tx)
+            .await?
+            .try_get("n")?;
+            let rows = sqlx::query(&self.sql(&format!(
+                "SELECT n.kind, n.payload, n.created_at FROM deliveries d JOIN notifications n ON n.id = d.notification_id \
+                 WHERE {held} ORDER BY n.created_at, n.id LIMIT $4"
+            )))
+            .bind(&window.org_id)
+            .bind(&window.channel)
+            .bind(&window.window)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *tx.tx)
+            .await?;
+            let items = rows
+                .iter()
+                .map(|row| {
+                    let d = Decoder::new(row, "notifications", &[]);
+                    Ok((d.get("kind")?, d.json("payload")?, d.stamp("created_at")?))
+                })
+                .collect::<StoreResult<Vec<_>>>()?;
+            let digest = make(&items, count.unsigned_abs());
+            let id = self
+                .insert_notification(&mut tx.tx, &window.org_id, &digest, now)
+                .await?;
+            sqlx::query(&self.sql(
+                "UPDATE digests SET notification_id = $4 WHERE org_id = $1 AND channel = $2 AND digest_window = $3",
+            ))
+            .bind(&window.org_id)
+            .bind(&window.channel)
+            .bind(&window.window)
+            .bind(&id)
+            .execute(&mut *tx.tx)
+            .await?;
+            sqlx::query(&self.sql(&format!(
+                "UPDATE deliveries SET status = 'digested', digest_id = $4, updated_at = $5 WHERE id IN (\
+                 SELECT d.id FROM deliveries d WHERE {held})"
+            )))
+            .bind(&window.org_id)
+            .bind(&window.channel)
+            .bind(&window.window)
+            .bind(&id)
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            Ok(true)
+        })
     }
 
     /// Prunes the history older than `cutoff` (the check log's retention): ended scans

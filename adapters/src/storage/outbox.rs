@@ -79,18 +79,18 @@ impl Store {
     /// Chains one outbox event and deletes its row, in one transaction: an event is
     /// appended once, whatever crashes. False when another relay took it first.
     pub async fn relay_one(&self, pending: &Pending, now: DateTime<Utc>) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
-        let taken = sqlx::query(&self.sql("DELETE FROM audit_outbox WHERE id = $1"))
-            .bind(pending.id)
-            .execute(&mut *tx)
-            .await?;
-        if taken.rows_affected() == 0 {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        self.append_in(&mut tx, pending.event.clone(), now).await?;
-        tx.commit().await?;
-        Ok(true)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let taken = sqlx::query(&self.sql("DELETE FROM audit_outbox WHERE id = $1"))
+                .bind(pending.id)
+                .execute(&mut *tx.tx)
+                .await?;
+            if taken.rows_affected() == 0 {
+                return Ok(false);
+            }
+            self.append_in(&mut tx.tx, pending.event.clone(), now)
+                .await?;
+            Ok(true)
+        })
     }
 
     /// How many events wait, and since when.

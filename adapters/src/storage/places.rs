@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
+use super::unit::unit_of_work;
 use super::{stamp, Store, StoreResult};
 
 impl Store {
@@ -20,39 +21,39 @@ impl Store {
         now: DateTime<Utc>,
         expires_at: DateTime<Utc>,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(&self.sql(
-            "INSERT INTO ai_place_locks (org_id) VALUES ($1) \
-             ON CONFLICT (org_id) DO UPDATE SET org_id = excluded.org_id",
-        ))
-        .bind(org_id)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(&self.sql("DELETE FROM ai_places WHERE org_id = $1 AND expires_at <= $2"))
+        unit_of_work!(self, |tx| -> super::StoreError {
+            sqlx::query(&self.sql(
+                "INSERT INTO ai_place_locks (org_id) VALUES ($1) \
+                 ON CONFLICT (org_id) DO UPDATE SET org_id = excluded.org_id",
+            ))
             .bind(org_id)
-            .bind(stamp(now))
-            .execute(&mut *tx)
+            .execute(&mut *tx.tx)
             .await?;
-        let held = sqlx::query(&self.sql("SELECT COUNT(*) AS n FROM ai_places WHERE org_id = $1"))
+            sqlx::query(&self.sql("DELETE FROM ai_places WHERE org_id = $1 AND expires_at <= $2"))
+                .bind(org_id)
+                .bind(stamp(now))
+                .execute(&mut *tx.tx)
+                .await?;
+            let held =
+                sqlx::query(&self.sql("SELECT COUNT(*) AS n FROM ai_places WHERE org_id = $1"))
+                    .bind(org_id)
+                    .fetch_one(&mut *tx.tx)
+                    .await?
+                    .try_get::<i64, _>("n")?
+                    .unsigned_abs();
+            if held >= limit {
+                return Ok(false);
+            }
+            sqlx::query(
+                &self.sql("INSERT INTO ai_places (id, org_id, expires_at) VALUES ($1, $2, $3)"),
+            )
+            .bind(id)
             .bind(org_id)
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get::<i64, _>("n")?
-            .unsigned_abs();
-        if held >= limit {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        sqlx::query(
-            &self.sql("INSERT INTO ai_places (id, org_id, expires_at) VALUES ($1, $2, $3)"),
-        )
-        .bind(id)
-        .bind(org_id)
-        .bind(stamp(expires_at))
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(true)
+            .bind(stamp(expires_at))
+            .execute(&mut *tx.tx)
+            .await?;
+            Ok(true)
+        })
     }
 
     /// Renews place `id`'s lease until `expires_at`.

@@ -229,146 +229,145 @@ impl Store {
         derive: &Derivation,
         now: DateTime<Utc>,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
-        // A write first: it takes the pending row's lock on PostgreSQL and the write
-        // lock on SQLite (a transaction that read first could not write after another
-        // writer's commit).
-        let waiting = sqlx::query(&self.sql(
-            "UPDATE report_pending SET queued_at = queued_at WHERE resource = $1 AND execution_id = $2",
-        ))
-        .bind(resource)
-        .bind(execution_id)
-        .execute(&mut *tx)
-        .await?;
-        if waiting.rows_affected() == 0 {
-            return Ok(false);
-        }
-        let bodies: Vec<String> = sqlx::query(&self.sql(
-            "SELECT body FROM report_events WHERE resource = $1 AND execution_id = $2 ORDER BY id",
-        ))
-        .bind(resource)
-        .bind(execution_id)
-        .fetch_all(&mut *tx)
-        .await?
-        .iter()
-        .map(|row| row.try_get::<String, _>("body"))
-        .collect::<Result<_, _>>()?;
-        let registrations: Vec<(String, String)> = sqlx::query(&self.sql(
-            "SELECT r.org_id, r.pipeline_id FROM pipeline_registry r
-             JOIN organizations o ON o.id = r.org_id AND o.deleted_at IS NULL
-             WHERE r.arn = $1 ORDER BY r.org_id",
-        ))
-        .bind(resource)
-        .fetch_all(&mut *tx)
-        .await?
-        .iter()
-        .map(|row| Ok((row.try_get("org_id")?, row.try_get("pipeline_id")?)))
-        .collect::<StoreResult<_>>()?;
-        let at = stamp(now);
-        match derive(&bodies, &registrations)? {
-            Derived::Attributed(mut execution, mut stages) => {
-                // An execution attributed before stays its organization's (history
-                // never moves with a resource name's registration).
-                let owner = sqlx::query(&self.sql(
-                    "SELECT org_id, pipeline_id FROM report_executions WHERE resource = $1 AND execution_id = $2",
-                ))
-                .bind(resource)
-                .bind(execution_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-                if let Some(owner) = owner {
-                    let d = Decoder::new(&owner, "report_executions", &[]);
-                    execution.org_id = d.get("org_id")?;
-                    execution.pipeline_id = d.get("pipeline_id")?;
-                    for stage in &mut stages {
-                        stage.pipeline_id.clone_from(&execution.pipeline_id);
-                    }
-                }
-                sqlx::query(&self.sql(
-                    "INSERT INTO report_executions (resource, execution_id, org_id, pipeline_id, state, outcome, started_at, ended_at, duration_ms, error)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-                     ON CONFLICT (resource, execution_id) DO UPDATE SET
-                       pipeline_id = excluded.pipeline_id, state = excluded.state, outcome = excluded.outcome,
-                       started_at = excluded.started_at, ended_at = excluded.ended_at,
-                       duration_ms = excluded.duration_ms, error = excluded.error
-                     WHERE report_executions.org_id = excluded.org_id",
-                ))
-                .bind(resource)
-                .bind(execution_id)
-                .bind(&execution.org_id)
-                .bind(&execution.pipeline_id)
-                .bind(&execution.state)
-                .bind(&execution.outcome)
-                .bind(stamp(execution.started_at))
-                .bind(execution.ended_at.map(stamp))
-                .bind(execution.duration_ms)
-                .bind(&execution.error)
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query(
-                    &self
-                        .sql("DELETE FROM report_stages WHERE resource = $1 AND execution_id = $2"),
-                )
-                .bind(resource)
-                .bind(execution_id)
-                .execute(&mut *tx)
-                .await?;
-                let mut rows = Rows::new(8);
-                for stage in &stages {
-                    rows.push([
-                        Cell::from(resource),
-                        Cell::from(execution_id),
-                        Cell::from(stage.stage.as_str()),
-                        Cell::from(execution.org_id.as_str()),
-                        Cell::from(stage.pipeline_id.as_str()),
-                        Cell::from(stage.state.as_str()),
-                        Cell::from(stamp(stage.started_at)),
-                        Cell::Int(stage.duration_ms),
-                    ]);
-                }
-                rows.insert(
-                    self,
-                    &mut tx,
-                    "INSERT INTO report_stages (resource, execution_id, stage, org_id, pipeline_id, state, started_at, duration_ms)",
-                    "",
-                )
-                .await?;
-                sqlx::query(&self.sql("DELETE FROM report_unattributed WHERE resource = $1"))
+        unit_of_work!(self, |tx| -> super::StoreError {
+            // A write first: it takes the pending row's lock on PostgreSQL and the write
+            // lock on SQLite (a transaction that read first could not write after another
+            // writer's commit).
+            let waiting = sqlx::query(&self.sql(
+                "UPDATE report_pending SET queued_at = queued_at WHERE resource = $1 AND execution_id = $2",
+            ))
+            .bind(resource)
+            .bind(execution_id)
+            .execute(&mut *tx.tx)
+            .await?;
+            if waiting.rows_affected() == 0 {
+                return Ok(false);
+            }
+            let bodies: Vec<String> = sqlx::query(&self.sql(
+                "SELECT body FROM report_events WHERE resource = $1 AND execution_id = $2 ORDER BY id",
+            ))
+            .bind(resource)
+            .bind(execution_id)
+            .fetch_all(&mut *tx.tx)
+            .await?
+            .iter()
+            .map(|row| row.try_get::<String, _>("body"))
+            .collect::<Result<_, _>>()?;
+            let registrations: Vec<(String, String)> = sqlx::query(&self.sql(
+                "SELECT r.org_id, r.pipeline_id FROM pipeline_registry r
+                 JOIN organizations o ON o.id = r.org_id AND o.deleted_at IS NULL
+                 WHERE r.arn = $1 ORDER BY r.org_id",
+            ))
+            .bind(resource)
+            .fetch_all(&mut *tx.tx)
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get("org_id")?, row.try_get("pipeline_id")?)))
+            .collect::<StoreResult<_>>()?;
+            let at = stamp(now);
+            match derive(&bodies, &registrations)? {
+                Derived::Attributed(mut execution, mut stages) => {
+                    // An execution attributed before stays its organization's (history
+                    // never moves with a resource name's registration).
+                    let owner = sqlx::query(&self.sql(
+                        "SELECT org_id, pipeline_id FROM report_executions WHERE resource = $1 AND execution_id = $2",
+                    ))
                     .bind(resource)
-                    .execute(&mut *tx)
+                    .bind(execution_id)
+                    .fetch_optional(&mut *tx.tx)
                     .await?;
+                    if let Some(owner) = owner {
+                        let d = Decoder::new(&owner, "report_executions", &[]);
+                        execution.org_id = d.get("org_id")?;
+                        execution.pipeline_id = d.get("pipeline_id")?;
+                        for stage in &mut stages {
+                            stage.pipeline_id.clone_from(&execution.pipeline_id);
+                        }
+                    }
+                    sqlx::query(&self.sql(
+                        "INSERT INTO report_executions (resource, execution_id, org_id, pipeline_id, state, outcome, started_at, ended_at, duration_ms, error)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                         ON CONFLICT (resource, execution_id) DO UPDATE SET
+                           pipeline_id = excluded.pipeline_id, state = excluded.state, outcome = excluded.outcome,
+                           started_at = excluded.started_at, ended_at = excluded.ended_at,
+                           duration_ms = excluded.duration_ms, error = excluded.error
+                         WHERE report_executions.org_id = excluded.org_id",
+                    ))
+                    .bind(resource)
+                    .bind(execution_id)
+                    .bind(&execution.org_id)
+                    .bind(&execution.pipeline_id)
+                    .bind(&execution.state)
+                    .bind(&execution.outcome)
+                    .bind(stamp(execution.started_at))
+                    .bind(execution.ended_at.map(stamp))
+                    .bind(execution.duration_ms)
+                    .bind(&execution.error)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                    sqlx::query(&self.sql(
+                        "DELETE FROM report_stages WHERE resource = $1 AND execution_id = $2",
+                    ))
+                    .bind(resource)
+                    .bind(execution_id)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                    let mut rows = Rows::new(8);
+                    for stage in &stages {
+                        rows.push([
+                            Cell::from(resource),
+                            Cell::from(execution_id),
+                            Cell::from(stage.stage.as_str()),
+                            Cell::from(execution.org_id.as_str()),
+                            Cell::from(stage.pipeline_id.as_str()),
+                            Cell::from(stage.state.as_str()),
+                            Cell::from(stamp(stage.started_at)),
+                            Cell::Int(stage.duration_ms),
+                        ]);
+                    }
+                    rows.insert(
+                        self,
+                        &mut tx.tx,
+                        "INSERT INTO report_stages (resource, execution_id, stage, org_id, pipeline_id, state, started_at, duration_ms)",
+                        "",
+                    )
+                    .await?;
+                    sqlx::query(&self.sql("DELETE FROM report_unattributed WHERE resource = $1"))
+                        .bind(resource)
+                        .execute(&mut *tx.tx)
+                        .await?;
+                }
+                Derived::Unattributed(reason) => {
+                    let executions: i64 = sqlx::query(&self.sql(
+                        "SELECT COUNT(DISTINCT execution_id) AS n FROM report_events WHERE resource = $1",
+                    ))
+                    .bind(resource)
+                    .fetch_one(&mut *tx.tx)
+                    .await?
+                    .try_get("n")?;
+                    sqlx::query(&self.sql(
+                        "INSERT INTO report_unattributed (resource, reason, executions, first_seen, last_seen)
+                         VALUES ($1, $2, $3, $4, $4)
+                         ON CONFLICT (resource) DO UPDATE SET reason = excluded.reason,
+                           executions = excluded.executions, last_seen = excluded.last_seen",
+                    ))
+                    .bind(resource)
+                    .bind(&reason)
+                    .bind(executions)
+                    .bind(&at)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                }
             }
-            Derived::Unattributed(reason) => {
-                let executions: i64 = sqlx::query(&self.sql(
-                    "SELECT COUNT(DISTINCT execution_id) AS n FROM report_events WHERE resource = $1",
-                ))
-                .bind(resource)
-                .fetch_one(&mut *tx)
-                .await?
-                .try_get("n")?;
-                sqlx::query(&self.sql(
-                    "INSERT INTO report_unattributed (resource, reason, executions, first_seen, last_seen)
-                     VALUES ($1, $2, $3, $4, $4)
-                     ON CONFLICT (resource) DO UPDATE SET reason = excluded.reason,
-                       executions = excluded.executions, last_seen = excluded.last_seen",
-                ))
-                .bind(resource)
-                .bind(&reason)
-                .bind(executions)
-                .bind(&at)
-                .execute(&mut *tx)
-                .await?;
-            }
-        }
-        sqlx::query(
-            &self.sql("DELETE FROM report_pending WHERE resource = $1 AND execution_id = $2"),
-        )
-        .bind(resource)
-        .bind(execution_id)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(true)
+            sqlx::query(
+                &self.sql("DELETE FROM report_pending WHERE resource = $1 AND execution_id = $2"),
+            )
+            .bind(resource)
+            .bind(execution_id)
+            .execute(&mut *tx.tx)
+            .await?;
+            Ok(true)
+        })
     }
 
     /// Marks every execution of `resource` to be derived again (its registration

@@ -84,30 +84,35 @@ impl Store {
         audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
     ) -> StoreResult<Option<ScheduleRecord>> {
         let id = new_id();
-        let mut tx = self.pool().begin().await?;
-        self.lock_organization(&mut tx, org_id).await?;
-        let done = sqlx::query(&self.sql(
-            "INSERT INTO scan_schedules (id, org_id, target, cron_expression, is_active, next_run_at, \
-             last_run_at, last_scan_id, created_by, created_at, updated_at) \
-             SELECT $1, $2, $3, $4, $5, $6, NULL, NULL, $7, $8, $8 \
-             WHERE $5 = 0 OR (SELECT COUNT(*) FROM scan_schedules WHERE org_id = $2 AND is_active = 1) < $9",
-        ))
-        .bind(&id)
-        .bind(org_id)
-        .bind(fields.target)
-        .bind(fields.cron_expression)
-        .bind(i64::from(fields.is_active))
-        .bind(fields.next_run_at.map(stamp))
-        .bind(created_by)
-        .bind(stamp(now))
-        .bind(i64::from(max_active))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
+        // Nothing is written when the cap refuses it (the unit commits nothing).
+        let created = unit_of_work!(self, |tx| -> super::StoreError {
+            self.lock_organization(&mut tx.tx, org_id).await?;
+            let done = sqlx::query(&self.sql(
+                "INSERT INTO scan_schedules (id, org_id, target, cron_expression, is_active, next_run_at, \
+                 last_run_at, last_scan_id, created_by, created_at, updated_at) \
+                 SELECT $1, $2, $3, $4, $5, $6, NULL, NULL, $7, $8, $8 \
+                 WHERE $5 = 0 OR (SELECT COUNT(*) FROM scan_schedules WHERE org_id = $2 AND is_active = 1) < $9",
+            ))
+            .bind(&id)
+            .bind(org_id)
+            .bind(fields.target)
+            .bind(fields.cron_expression)
+            .bind(i64::from(fields.is_active))
+            .bind(fields.next_run_at.map(stamp))
+            .bind(created_by)
+            .bind(stamp(now))
+            .bind(i64::from(max_active))
+            .execute(&mut *tx.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            self.enqueue(&mut tx.tx, &audit(&id)).await?;
+            Ok(true)
+        })?;
+        if !created {
             return Ok(None);
         }
-        self.enqueue(&mut tx, &audit(&id)).await?;
-        tx.commit().await?;
         self.schedule(org_id, &id)
             .await?
             .map(Some)
@@ -231,29 +236,29 @@ impl Store {
         let Some(due) = schedule.next_run_at else {
             return Ok(false);
         };
-        let mut tx = self.pool().begin().await?;
-        let moved = sqlx::query(&self.sql(
-            "UPDATE scan_schedules SET next_run_at = $3, last_run_at = $4 \
-             WHERE id = $1 AND is_active = 1 AND next_run_at = $2",
-        ))
-        .bind(&schedule.id)
-        .bind(stamp(due))
-        .bind(next.map(stamp))
-        .bind(stamp(now))
-        .execute(&mut *tx)
-        .await?;
-        if moved.rows_affected() == 0 {
-            return Ok(false);
-        }
-        if let Some(scan) = scan {
-            let scan_id = self.insert_scan(&mut tx, scan).await?;
-            sqlx::query(&self.sql("UPDATE scan_schedules SET last_scan_id = $2 WHERE id = $1"))
-                .bind(&schedule.id)
-                .bind(scan_id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(true)
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let moved = sqlx::query(&self.sql(
+                "UPDATE scan_schedules SET next_run_at = $3, last_run_at = $4 \
+                 WHERE id = $1 AND is_active = 1 AND next_run_at = $2",
+            ))
+            .bind(&schedule.id)
+            .bind(stamp(due))
+            .bind(next.map(stamp))
+            .bind(stamp(now))
+            .execute(&mut *tx.tx)
+            .await?;
+            if moved.rows_affected() == 0 {
+                return Ok(false);
+            }
+            if let Some(scan) = scan {
+                let scan_id = self.insert_scan(&mut tx.tx, scan).await?;
+                sqlx::query(&self.sql("UPDATE scan_schedules SET last_scan_id = $2 WHERE id = $1"))
+                    .bind(&schedule.id)
+                    .bind(scan_id)
+                    .execute(&mut *tx.tx)
+                    .await?;
+            }
+            Ok(true)
+        })
     }
 }

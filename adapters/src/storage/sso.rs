@@ -798,11 +798,6 @@ impl Transaction<'_> {
         Ok(())
     }
 
-    /// Whether the account's seats hold the members the transaction added.
-    pub async fn seats_hold(&mut self, root_id: &str) -> StoreResult<bool> {
-        Ok(self.store.check_seats(&mut self.tx, root_id).await?.is_ok())
-    }
-
     /// Starts a refresh family (with the root organization whose single sign-on
     /// issued it) and its first token.
     pub async fn start_family(

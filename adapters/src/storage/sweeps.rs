@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 
 use super::scans::*;
 use super::subjects::{subject_columns, subject_from_row, Subject};
+use super::unit::unit_of_work;
 use sqlx::Row;
 
 use super::judgements::{JudgementSource, Kept};
@@ -211,42 +212,47 @@ impl Store {
         if self.dialect() == Dialect::Postgres {
             return self.flush_scan_at_once(scan_id, token, flush).await;
         }
-        let mut tx = self.pool().begin().await?;
-        let moved = progress(sqlx::query(&self.sql(MOVE_SCAN)), scan_id, token, flush)
-            .execute(&mut *tx)
-            .await?;
-        if moved.rows_affected() == 0 {
-            return Ok(false);
-        }
-        if !flush.results.is_empty() {
-            let rows = value_rows(1, 9, flush.results.len());
-            let sql = self.sql(&format!(
-                "INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, result, violations, error, scanned_at) VALUES {rows}"
-            ));
-            let org_id = flush.org_id;
-            let mut insert = sqlx::query(&sql);
-            for r in flush.results {
-                insert = result_cells(insert.bind(scan_id).bind(org_id), r);
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let moved = progress(sqlx::query(&self.sql(MOVE_SCAN)), scan_id, token, flush)
+                .execute(&mut *tx.tx)
+                .await?;
+            if moved.rows_affected() == 0 {
+                return Ok(false);
             }
-            insert.execute(&mut *tx).await?;
-            for target in ["plugin", "pipeline"] {
-                let kept: Vec<Kept<'_>> = flush
-                    .results
-                    .iter()
-                    .filter(|r| r.target == target)
-                    .map(|r| Kept {
-                        entity_id: &r.entity_id,
-                        result: r.result,
-                        reference: scan_id,
-                        digest: &r.digest,
-                    })
-                    .collect();
-                self.keep_judgements(&mut tx, (org_id, target), JudgementSource::Scan, &kept)
+            if !flush.results.is_empty() {
+                let rows = value_rows(1, 9, flush.results.len());
+                let sql = self.sql(&format!(
+                    "INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, result, violations, error, scanned_at) VALUES {rows}"
+                ));
+                let org_id = flush.org_id;
+                let mut insert = sqlx::query(&sql);
+                for r in flush.results {
+                    insert = result_cells(insert.bind(scan_id).bind(org_id), r);
+                }
+                insert.execute(&mut *tx.tx).await?;
+                for target in ["plugin", "pipeline"] {
+                    let kept: Vec<Kept<'_>> = flush
+                        .results
+                        .iter()
+                        .filter(|r| r.target == target)
+                        .map(|r| Kept {
+                            entity_id: &r.entity_id,
+                            result: r.result,
+                            reference: scan_id,
+                            digest: &r.digest,
+                        })
+                        .collect();
+                    self.keep_judgements(
+                        &mut tx.tx,
+                        (org_id, target),
+                        JudgementSource::Scan,
+                        &kept,
+                    )
                     .await?;
+                }
             }
-        }
-        tx.commit().await?;
-        Ok(true)
+            Ok(true)
+        })
     }
 
     /// [`Store::flush_scan`] on PostgreSQL, as one statement (one round trip, its own
@@ -321,26 +327,26 @@ impl Store {
         now: DateTime<Utc>,
         notify: &(dyn Fn(&ScanRecord) -> Option<super::NewNotification> + Sync),
     ) -> StoreResult<Option<ScanRecord>> {
-        let mut tx = self.pool().begin().await?;
-        let row = sqlx::query(&self.sql(
-            "UPDATE scans SET status = 'completed', total = scanned, ended_at = $3, updated_at = $3, \
-             holder = NULL, lease_until = NULL WHERE id = $1 AND token = $2 AND status = 'running' RETURNING *",
-        ))
-        .bind(scan_id)
-        .bind(token)
-        .bind(stamp(now))
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let scan = scan_from_row(&row)?;
-        if let Some(notification) = notify(&scan) {
-            self.insert_notification(&mut tx, &scan.org_id, &notification, now)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(Some(scan))
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let row = sqlx::query(&self.sql(
+                "UPDATE scans SET status = 'completed', total = scanned, ended_at = $3, updated_at = $3, \
+                 holder = NULL, lease_until = NULL WHERE id = $1 AND token = $2 AND status = 'running' RETURNING *",
+            ))
+            .bind(scan_id)
+            .bind(token)
+            .bind(stamp(now))
+            .fetch_optional(&mut *tx.tx)
+            .await?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let scan = scan_from_row(&row)?;
+            if let Some(notification) = notify(&scan) {
+                self.insert_notification(&mut tx.tx, &scan.org_id, &notification, now)
+                    .await?;
+            }
+            Ok(Some(scan))
+        })
     }
 
     /// Ends a scan `failed` with `error`, if the claim `token` still holds and it
