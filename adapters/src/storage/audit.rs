@@ -122,14 +122,14 @@ impl Store {
         event: AuditEvent,
         now: DateTime<Utc>,
     ) -> StoreResult<(SealedEvent, bool)> {
-        let mut tx = self.pool().begin().await?;
-        let appended = self.append_in(&mut tx, event, now).await?;
-        if appended.1 {
-            tx.commit().await?;
-        } else {
-            tx.rollback().await?;
-        }
-        Ok(appended)
+        unit_of_work!(self, |tx| -> StoreError {
+            let appended = self.append_in(&mut tx.tx, event.clone(), now).await?;
+            if !appended.1 {
+                // A redelivery answered with its row: nothing to keep.
+                tx.abandon();
+            }
+            Ok(appended)
+        })
     }
 
     /// The append, inside the caller's transaction (the ingest's own, or the relay's,

@@ -161,36 +161,37 @@ impl Store {
             let actor: String = key.get("actor_id")?;
             let org: String = key.get("org_id")?;
             let minute: String = key.get("minute")?;
-            let mut tx = self.pool().begin().await?;
-            let fold = sqlx::query(&self.sql(
-                "DELETE FROM denial_folds WHERE actor_id = $1 AND org_id = $2 AND minute = $3 RETURNING count, event, last_at",
-            ))
-            .bind(&actor)
-            .bind(&org)
-            .bind(&minute)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(fold) = fold else {
-                // Another relay flushed it.
-                tx.rollback().await?;
-                continue;
-            };
-            let d = Decoder::new(&fold, "denial_folds", &[]);
-            let mut event: AuditEvent = d.json("event")?;
-            let count: i64 = d.get("count")?;
-            let last_at: String = d.get("last_at")?;
-            if count > 1 {
-                // An event of its own: the first was chained under the fold's id.
-                event.id = super::new_id();
-                if let serde_json::Value::Object(details) = &mut event.details {
-                    details.insert("count".to_owned(), (count - 1).into());
-                    details.insert("firstAt".to_owned(), stamp(event.occurred_at).into());
-                    details.insert("lastAt".to_owned(), last_at.into());
+            let taken = unit_of_work!(self, |tx| -> StoreError {
+                let fold = sqlx::query(&self.sql(
+                    "DELETE FROM denial_folds WHERE actor_id = $1 AND org_id = $2 AND minute = $3 RETURNING count, event, last_at",
+                ))
+                .bind(&actor)
+                .bind(&org)
+                .bind(&minute)
+                .fetch_optional(&mut *tx.tx)
+                .await?;
+                let Some(fold) = fold else {
+                    // Another relay flushed it.
+                    return Ok(false);
+                };
+                let d = Decoder::new(&fold, "denial_folds", &[]);
+                let mut event: AuditEvent = d.json("event")?;
+                let count: i64 = d.get("count")?;
+                let last_at: String = d.get("last_at")?;
+                if count > 1 {
+                    // An event of its own: the first was chained under the fold's id.
+                    event.id = super::new_id();
+                    if let serde_json::Value::Object(details) = &mut event.details {
+                        details.insert("count".to_owned(), (count - 1).into());
+                        details.insert("firstAt".to_owned(), stamp(event.occurred_at).into());
+                        details.insert("lastAt".to_owned(), last_at.into());
+                    }
+                    self.enqueue(&mut tx.tx, std::slice::from_ref(&event))
+                        .await?;
                 }
-                self.enqueue(&mut tx, std::slice::from_ref(&event)).await?;
-            }
-            tx.commit().await?;
-            flushed += 1;
+                Ok(true)
+            })?;
+            flushed += u64::from(taken);
         }
         Ok(flushed)
     }

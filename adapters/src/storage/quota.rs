@@ -222,32 +222,35 @@ impl Store {
         audit: &[AuditEvent],
         now: chrono::DateTime<chrono::Utc>,
     ) -> StoreResult<Charged> {
-        let mut tx = self.pool().begin().await?;
-        if let Some((service, key)) = idempotency {
-            let fresh = sqlx::query(&self.sql(
-                "INSERT INTO quota_increments (service, idempotency_key, org_id, dimension, amount, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-            ))
-            .bind(service)
-            .bind(key)
-            .bind(charge.org_id)
-            .bind(charge.dimension)
-            .bind(wire(charge.amount))
-            .bind(stamp(now))
-            .execute(&mut *tx)
-            .await?;
-            if fresh.rows_affected() == 0 {
-                // Counted before (or the key names another increment: the service
-                // answers that).
-                return Ok(Charged::Done);
+        unit_of_work!(self, |tx| -> StoreError {
+            if let Some((service, key)) = idempotency {
+                let fresh = sqlx::query(&self.sql(
+                    "INSERT INTO quota_increments (service, idempotency_key, org_id, dimension, amount, created_at)
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+                ))
+                .bind(service)
+                .bind(key)
+                .bind(charge.org_id)
+                .bind(charge.dimension)
+                .bind(wire(charge.amount))
+                .bind(stamp(now))
+                .execute(&mut *tx.tx)
+                .await?;
+                if fresh.rows_affected() == 0 {
+                    // Counted before (or the key names another increment: the service
+                    // answers that).
+                    return Ok(Charged::Done);
+                }
             }
-        }
-        let outcome = self.try_charge(&mut tx, charge).await?;
-        if outcome == Charged::Done {
-            self.enqueue(&mut tx, audit).await?;
-            tx.commit().await?;
-        }
-        Ok(outcome)
+            let outcome = self.try_charge(&mut tx.tx, charge).await?;
+            if outcome == Charged::Done {
+                self.enqueue(&mut tx.tx, audit).await?;
+            } else {
+                // Not counted: nothing of it is kept.
+                tx.abandon();
+            }
+            Ok(outcome)
+        })
     }
 
     /// What an earlier increment with this key counted: (org, type, amount).

@@ -115,36 +115,38 @@ impl Store {
         now: DateTime<Utc>,
     ) -> StoreResult<Rotation> {
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        let claimed = sqlx::query(&self.sql(
-            "UPDATE refresh_tokens SET used_at = $2
-             WHERE token_hash = $1 AND used_at IS NULL
-               AND family_id IN (SELECT id FROM refresh_families WHERE revoked_at IS NULL AND expires_at > $2)
-             RETURNING family_id",
-        ))
-        .bind(token_hash)
-        .bind(&at)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some(claimed) = claimed {
-            let family_id: String = claimed.try_get("family_id")?;
-            sqlx::query(&self.sql(
-                "INSERT INTO refresh_tokens (token_hash, family_id, issued_at) VALUES ($1, $2, $3)",
+        let rotated = unit_of_work!(self, |tx| -> super::StoreError {
+            let claimed = sqlx::query(&self.sql(
+                "UPDATE refresh_tokens SET used_at = $2
+                 WHERE token_hash = $1 AND used_at IS NULL
+                   AND family_id IN (SELECT id FROM refresh_families WHERE revoked_at IS NULL AND expires_at > $2)
+                 RETURNING family_id",
             ))
-            .bind(successor)
-            .bind(&family_id)
+            .bind(token_hash)
             .bind(&at)
-            .execute(&mut *tx)
+            .fetch_optional(&mut *tx.tx)
             .await?;
-            let row = sqlx::query(&self.sql("SELECT * FROM refresh_families WHERE id = $1"))
+            if let Some(claimed) = claimed {
+                let family_id: String = claimed.try_get("family_id")?;
+                sqlx::query(&self.sql(
+                    "INSERT INTO refresh_tokens (token_hash, family_id, issued_at) VALUES ($1, $2, $3)",
+                ))
+                .bind(successor)
                 .bind(&family_id)
-                .fetch_one(&mut *tx)
+                .bind(&at)
+                .execute(&mut *tx.tx)
                 .await?;
-            let family = family_from_row(&row)?;
-            tx.commit().await?;
+                let row = sqlx::query(&self.sql("SELECT * FROM refresh_families WHERE id = $1"))
+                    .bind(&family_id)
+                    .fetch_one(&mut *tx.tx)
+                    .await?;
+                return Ok(Some(family_from_row(&row)?));
+            }
+            Ok(None)
+        })?;
+        if let Some(family) = rotated {
             return Ok(Rotation::Rotated(family));
         }
-        drop(tx);
         let row = sqlx::query(&self.sql(
             "SELECT t.used_at AS token_used_at, f.* FROM refresh_tokens t
              JOIN refresh_families f ON f.id = t.family_id WHERE t.token_hash = $1",
@@ -217,40 +219,41 @@ impl Store {
         now: DateTime<Utc>,
     ) -> StoreResult<Option<Vec<tenancy::Failures>>> {
         let at = stamp(now);
-        let mut tx = self.pool().begin().await?;
-        let mut charged = Vec::with_capacity(keys.len());
-        for key in keys {
-            let row = sqlx::query(&self.sql(
-                "INSERT INTO signin_failures (key, failures, first_at, last_at) VALUES ($1, 1, $2, $2)
-                 ON CONFLICT (key) DO UPDATE SET
-                   failures = CASE WHEN signin_failures.first_at >= $3 AND signin_failures.failures < $4
-                                   THEN signin_failures.failures + 1 ELSE 1 END,
-                   first_at = CASE WHEN signin_failures.first_at >= $3 AND signin_failures.failures < $4
-                                   THEN signin_failures.first_at ELSE excluded.first_at END,
-                   last_at = excluded.last_at
-                 WHERE NOT (signin_failures.failures >= $4 AND signin_failures.last_at > $5)
-                 RETURNING failures, first_at, last_at",
-            ))
-            .bind(*key)
-            .bind(&at)
-            .bind(stamp(forgotten))
-            .bind(i64::from(lock_after))
-            .bind(stamp(locked_since))
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(row) = row else {
-                tx.rollback().await?;
-                return Ok(None);
-            };
-            let d = Decoder::new(&row, "signin_failures", &[]);
-            charged.push(tenancy::Failures {
-                count: d.u32("failures")?,
-                first_at: d.stamp("first_at")?,
-                last_at: d.stamp("last_at")?,
-            });
-        }
-        tx.commit().await?;
-        Ok(Some(charged))
+        unit_of_work!(self, |tx| -> super::StoreError {
+            let mut charged = Vec::with_capacity(keys.len());
+            for key in keys {
+                let row = sqlx::query(&self.sql(
+                    "INSERT INTO signin_failures (key, failures, first_at, last_at) VALUES ($1, 1, $2, $2)
+                     ON CONFLICT (key) DO UPDATE SET
+                       failures = CASE WHEN signin_failures.first_at >= $3 AND signin_failures.failures < $4
+                                       THEN signin_failures.failures + 1 ELSE 1 END,
+                       first_at = CASE WHEN signin_failures.first_at >= $3 AND signin_failures.failures < $4
+                                       THEN signin_failures.first_at ELSE excluded.first_at END,
+                       last_at = excluded.last_at
+                     WHERE NOT (signin_failures.failures >= $4 AND signin_failures.last_at > $5)
+                     RETURNING failures, first_at, last_at",
+                ))
+                .bind(*key)
+                .bind(&at)
+                .bind(stamp(forgotten))
+                .bind(i64::from(lock_after))
+                .bind(stamp(locked_since))
+                .fetch_optional(&mut *tx.tx)
+                .await?;
+                let Some(row) = row else {
+                    // Throttled: nothing of this attempt is counted.
+                    tx.abandon();
+                    return Ok(None);
+                };
+                let d = Decoder::new(&row, "signin_failures", &[]);
+                charged.push(tenancy::Failures {
+                    count: d.u32("failures")?,
+                    first_at: d.stamp("first_at")?,
+                    last_at: d.stamp("last_at")?,
+                });
+            }
+            Ok(Some(charged))
+        })
     }
 
     /// Gives back an attempt charged by [`Store::charge_signin_attempt`] that

@@ -15,13 +15,27 @@ use super::{Store, StoreError, StoreResult};
 pub struct Transaction<'s> {
     pub(super) store: &'s Store,
     pub(super) tx: sqlx::Transaction<'static, sqlx::Any>,
+    /// The unit answers without keeping what it wrote (see [`Transaction::abandon`]).
+    abandoned: bool,
 }
 
 impl Transaction<'_> {
-    /// Makes every step of the transaction durable at once.
+    /// Makes every step of the transaction durable at once (or none of them, when
+    /// the unit was abandoned).
     pub async fn commit(self) -> StoreResult<()> {
-        self.tx.commit().await?;
+        if self.abandoned {
+            self.tx.rollback().await?;
+        } else {
+            self.tx.commit().await?;
+        }
         Ok(())
+    }
+
+    /// Marks the unit to be rolled back when it ends, though it answers a value (a
+    /// refusal decided after a write: an idempotent repeat, a throttle, a lost
+    /// race): what it wrote is not kept.
+    pub fn abandon(&mut self) {
+        self.abandoned = true;
     }
 
     /// The audit events of the workflow, in its transaction: durable exactly when
@@ -66,6 +80,7 @@ impl Store {
         Ok(Transaction {
             store: self,
             tx: self.pool.begin().await?,
+            abandoned: false,
         })
     }
 
@@ -95,7 +110,8 @@ impl Store {
 
 /// Runs a unit of work: `unit_of_work!(store, |tx| body)` begins a transaction on
 /// `store` (a `&Store`), evaluates `body` (a `Result`, with `tx` the
-/// `&mut Transaction` of its steps; `?` leaves the unit) and commits. When
+/// `&mut Transaction` of its steps; `?` leaves the unit) and commits (rolls back
+/// when the body called [`Transaction::abandon`]). When
 /// PostgreSQL rolls it back for a conflict (40001, 40P01: at a statement or at the
 /// commit) the whole unit runs again in a new transaction, at most [`ATTEMPTS`] times
 /// in all, after a jittered pause; any other error rolls back and is the answer.

@@ -279,6 +279,41 @@ async fn a_unit_rolled_back_for_a_conflict_runs_again_a_bounded_number_of_times(
         1,
         "nothing of the doomed unit is written"
     );
+
+    // A unit storage runs (an organization with its Roles, membership and events)
+    // is run again the same way: a deadlock on its first run, then it commits once.
+    app.sql("CREATE SEQUENCE org_runs").await;
+    app.sql(
+        "CREATE FUNCTION abort_org_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           IF nextval('org_runs') = 1 THEN RAISE EXCEPTION 'deadlock injected' USING ERRCODE = '40P01'; END IF; \
+           RETURN NEW; END $$",
+    )
+    .await;
+    app.sql("CREATE TRIGGER abort_org_once BEFORE INSERT ON organizations FOR EACH ROW EXECUTE FUNCTION abort_org_once()")
+        .await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/organization",
+            &alice,
+            None,
+            Some(json!({"name": "globex"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(app.number("SELECT last_value FROM org_runs").await, 2);
+    assert_eq!(
+        app.number("SELECT COUNT(*) FROM organizations WHERE name = 'globex'")
+            .await,
+        1
+    );
+    assert_eq!(
+        app.number(
+            "SELECT COUNT(*) FROM memberships m JOIN organizations o ON o.id = m.org_id WHERE o.name = 'globex'"
+        )
+        .await,
+        1
+    );
     app.finish().await;
 }
 
