@@ -126,26 +126,15 @@ pub struct ComplianceSettings {
     pub digest_lock_ttl: Duration,
 }
 
-/// Where the other services are (document 1, "Other settings").
+/// Where the other services are (document 1, "Other settings"): of the hosts the
+/// document names, only the compliance service's is one this server calls.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceHosts {
-    /// `COMPLIANCE_SERVICE_HOST` (compliance).
-    pub compliance: String,
     /// Where the inventory's compliance checks go: `http://<COMPLIANCE_SERVICE_HOST>:
     /// <COMPLIANCE_SERVICE_PORT>` when `COMPLIANCE_SERVICE_HOST` is set, through
     /// `ComplianceClient` with a service token signed by `JWT_SECRET`; `None` (unset)
     /// checks in process.
     pub remote_compliance: Option<String>,
-    /// `QUEUE_HOST` (redis) and `QUEUE_PORT` (6379).
-    pub queue: (String, u16),
-    /// `MESSAGE_SERVICE_HOST` (message).
-    pub message: String,
-    /// `PLATFORM_SERVICE_HOST` (platform).
-    pub platform: String,
-    /// `PLUGIN_SERVICE_HOST` (plugin).
-    pub plugin: String,
-    /// `PIPELINE_SERVICE_HOST` (pipeline).
-    pub pipeline: String,
 }
 
 /// HTTP settings of this server.
@@ -227,25 +216,14 @@ pub struct Config {
 
 /// The registry's address and credentials (`REGISTRY_URL`, `REGISTRY_USERNAME`,
 /// `REGISTRY_PASSWORD`).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistrySettings {
     /// The registry's base URL (`http(s)://host[:port]`).
     pub url: String,
     /// The user name, for basic authentication or the token endpoint.
     pub username: Option<String>,
     /// The password.
-    pub password: Option<String>,
-}
-
-impl std::fmt::Debug for RegistrySettings {
-    /// The password never reaches a log.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RegistrySettings")
-            .field("url", &self.url)
-            .field("username", &self.username)
-            .field("password", &self.password.as_ref().map(|_| "***"))
-            .finish()
-    }
+    pub password: Option<Secret>,
 }
 
 /// Billing settings (document 3, "Add-on bundles").
@@ -537,18 +515,7 @@ impl Config {
         };
         let remote_compliance = optional(&r, "COMPLIANCE_SERVICE_HOST")
             .map(|host| format!("http://{host}:{}", http.port));
-        let hosts = ServiceHosts {
-            compliance: r.string("COMPLIANCE_SERVICE_HOST", "compliance"),
-            remote_compliance,
-            queue: (
-                r.string("QUEUE_HOST", "redis"),
-                r.parse("QUEUE_PORT", 6379, "a port number"),
-            ),
-            message: r.string("MESSAGE_SERVICE_HOST", "message"),
-            platform: r.string("PLATFORM_SERVICE_HOST", "platform"),
-            plugin: r.string("PLUGIN_SERVICE_HOST", "plugin"),
-            pipeline: r.string("PIPELINE_SERVICE_HOST", "pipeline"),
-        };
+        let hosts = ServiceHosts { remote_compliance };
         let bootstrap = BootstrapList::parse(&r.string("BOOTSTRAP_SUPERADMIN_EMAILS", ""));
         if bootstrap.is_empty() {
             warnings.push(
@@ -573,7 +540,7 @@ impl Config {
                         .raw("REGISTRY_USERNAME")
                         .filter(|v| !v.is_empty())
                         .map(str::to_owned),
-                    password: r.raw("REGISTRY_PASSWORD").map(str::to_owned),
+                    password: r.raw("REGISTRY_PASSWORD").map(Secret::new),
                 });
         if let Some(url) = registry.as_ref().map(|r| r.url.clone()) {
             let parsed = reqwest::Url::parse(&url);

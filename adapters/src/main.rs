@@ -548,7 +548,7 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     // The reports' standby answers at start (a wrong URL is seen at once); later,
     // while it does not answer or lags, the reports read the primary.
     let standby = match &config.reporting.url {
-        Some(url) => match Store::connect_standby(url).await {
+        Some(url) => match Store::connect_standby(url.expose()).await {
             Ok(standby) => Some(standby),
             Err(error) => return Err(fail(format!("REPORTING_DATABASE_URL: {error}"), 1)),
         },

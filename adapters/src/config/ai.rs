@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use super::Reader;
+use super::{Reader, Secret};
 
 /// One AI provider: its wire format, where it answers, its key, the models offered.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderSettings {
     /// The wire format (and the provider's name in a request).
     pub wire: generation::Wire,
@@ -15,21 +15,9 @@ pub struct ProviderSettings {
     /// (`<base>/v1/messages`); Ollama's has none (`<base>/api/chat`).
     pub base_url: String,
     /// `AI_<P>_API_KEY` (Ollama: none).
-    pub api_key: Option<String>,
+    pub api_key: Option<Secret>,
     /// `AI_<P>_MODELS`: the models a request may name, comma-separated.
     pub models: Vec<String>,
-}
-
-impl std::fmt::Debug for ProviderSettings {
-    /// The key never reaches a log.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderSettings")
-            .field("wire", &self.wire)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
-            .field("models", &self.models)
-            .finish()
-    }
 }
 
 /// AI generation.
@@ -127,7 +115,7 @@ pub(super) fn ai_settings(r: &mut Reader<'_>) -> AiSettings {
         providers.push(ProviderSettings {
             wire,
             base_url: base_url.trim_end_matches('/').to_owned(),
-            api_key,
+            api_key: api_key.map(Secret::new),
             models,
         });
     }

@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use super::Reader;
+use super::{Reader, Secret};
 
 /// Where the reports read (`REPORTING_*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportingSettings {
     /// `REPORTING_DATABASE_URL`: a streaming standby of the primary (`postgres://`,
     /// one host or several); unset, the reports read the primary.
-    pub url: Option<String>,
+    pub url: Option<Secret>,
     /// `REPORTING_MAX_LAG_SECONDS` (30): how far behind the primary the standby may
     /// be; a report that would read older data reads the primary (and says so).
     pub max_lag: Duration,
@@ -31,7 +31,7 @@ pub(super) fn reporting_settings(r: &mut Reader<'_>) -> ReportingSettings {
         }
     }
     ReportingSettings {
-        url,
+        url: url.map(Secret::new),
         max_lag: Duration::from_secs(r.parse(
             "REPORTING_MAX_LAG_SECONDS",
             30,

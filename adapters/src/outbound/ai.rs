@@ -14,7 +14,7 @@ use futures_util::{Stream, StreamExt};
 use generation::{Conversation, EventReader, LineBuffer, Step, Wire};
 use serde_json::Value;
 
-use crate::config::ProviderSettings;
+use crate::config::{ProviderSettings, Secret};
 
 /// Anthropic's API version header.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -121,9 +121,9 @@ impl AiClient {
             .post(url)
             .json(&wire.body(model, conversation, schema));
         request = match (wire, &provider.api_key) {
-            (Wire::OpenAi, Some(key)) => request.bearer_auth(key),
+            (Wire::OpenAi, Some(key)) => request.bearer_auth(key.expose()),
             (Wire::Anthropic, Some(key)) => request
-                .header("x-api-key", key)
+                .header("x-api-key", key.expose())
                 .header("anthropic-version", ANTHROPIC_VERSION),
             _ => request,
         };
@@ -136,7 +136,10 @@ impl AiClient {
         })?;
         let status = response.status();
         if !status.is_success() {
-            let message = redacted(refusal_message(response).await, provider.api_key.as_deref());
+            let message = redacted(
+                refusal_message(response).await,
+                provider.api_key.as_ref().map(Secret::expose),
+            );
             return Err(AiError::Refused {
                 provider: name,
                 status: status.as_u16(),
@@ -187,7 +190,7 @@ impl AiClient {
             pending: VecDeque::new(),
             read: 0,
             max_bytes,
-            key: provider.api_key.clone(),
+            key: provider.api_key.as_ref().map(|key| key.expose().to_owned()),
             tokens: 0,
         })
     }

@@ -416,7 +416,7 @@ pub async fn provider_for(
             Ok(Some(ProviderSettings {
                 wire,
                 base_url: own.base_url,
-                api_key,
+                api_key: api_key.map(crate::config::Secret::new),
                 models: models.cloned().unwrap_or_default(),
             }))
         }

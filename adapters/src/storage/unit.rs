@@ -132,10 +132,13 @@ macro_rules! unit_of_work {
         loop {
             let outcome: ::std::result::Result<_, $error> = async {
                 let mut unit = store.transaction().await?;
-                let value: ::std::result::Result<_, $error> = {
+                // The body is a block of its own: its `return` answers the unit (and
+                // commits it), never skips the commit.
+                let value: ::std::result::Result<_, $error> = async {
                     let $tx = &mut unit;
                     $body
-                };
+                }
+                .await;
                 let value = value?;
                 unit.commit().await?;
                 Ok(value)
@@ -166,5 +169,55 @@ mod tests {
         assert_eq!(pause(2, 9_000), Duration::from_micros(9_000));
         // A window that would grow past reason stops growing.
         assert!(pause(40, u32::MAX) < Duration::from_millis(8 << 8));
+    }
+
+    /// What a unit keeps: everything when its body answers (even by an early
+    /// `return`), nothing when it fails or was abandoned.
+    #[tokio::test]
+    async fn a_unit_keeps_what_its_body_answers_and_nothing_else() {
+        use crate::storage::{Store, StoreError};
+        let path = std::env::temp_dir().join(format!("unit-{}.db", uuid::Uuid::new_v4()));
+        let store = Store::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap();
+        sqlx::query("CREATE TABLE kept (n INTEGER)")
+            .execute(store.pool())
+            .await
+            .unwrap();
+        let count = || async {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM kept")
+                .fetch_one(store.pool())
+                .await
+                .unwrap()
+        };
+        for (n, early, abandon, fail) in [
+            (1, false, false, false),
+            (2, true, false, false),
+            (3, false, true, false),
+            (4, false, false, true),
+        ] {
+            let answered = crate::storage::unit_of_work!(&store, |tx| -> StoreError {
+                sqlx::query("INSERT INTO kept (n) VALUES ($1)")
+                    .bind(n)
+                    .execute(&mut *tx.tx)
+                    .await?;
+                if early {
+                    return Ok(n);
+                }
+                if abandon {
+                    tx.abandon();
+                }
+                if fail {
+                    return Err(StoreError::Invalid("refused".to_owned()));
+                }
+                Ok(n)
+            });
+            assert_eq!(answered.ok(), (!fail).then_some(n));
+        }
+        // 1 (answered) and 2 (an early return) are kept; 3 (abandoned) and 4 (failed)
+        // are not.
+        assert_eq!(count().await, 2);
+        store.close().await;
+        let _ = std::fs::remove_file(&path);
     }
 }

@@ -130,7 +130,7 @@ fn client_of(url: &str, credentials: bool) -> RegistryClient {
     RegistryClient::new(&RegistrySettings {
         url: url.to_owned(),
         username: credentials.then(|| USER.to_owned()),
-        password: credentials.then(|| PASSWORD.to_owned()),
+        password: credentials.then(|| adapters::config::Secret::new(PASSWORD)),
     })
     .unwrap()
 }

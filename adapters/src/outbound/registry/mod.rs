@@ -207,7 +207,13 @@ impl RegistryClient {
             .build()
             .map_err(|e| format!("the HTTP client: {e}"))?;
         let credentials = match (&settings.username, &settings.password) {
-            (Some(user), password) => Some((user.clone(), password.clone().unwrap_or_default())),
+            (Some(user), password) => Some((
+                user.clone(),
+                password
+                    .as_ref()
+                    .map(|p| p.expose().to_owned())
+                    .unwrap_or_default(),
+            )),
             (None, _) => None,
         };
         Ok(RegistryClient {
