@@ -38,6 +38,8 @@ pub mod outbound;
 #[cfg(feature = "server")]
 pub mod policy_report;
 #[cfg(feature = "server")]
+pub mod replica;
+#[cfg(feature = "server")]
 pub mod services;
 #[cfg(feature = "server")]
 pub mod storage;

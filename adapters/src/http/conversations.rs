@@ -15,8 +15,8 @@ use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
+use crate::replica::feed::FeedEvent;
 use crate::services::conversations::{self, ConversationMessageRecord, ConversationRecord};
-use crate::services::message_feed::FeedEvent;
 
 /// A new conversation.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

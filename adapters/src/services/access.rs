@@ -1,36 +1,20 @@
 //! What the gate needs to decide (tenancy decides): the organization, the caller's
 //! membership and Roles there or in its parent, the stored super-admin flag; and the
 //! record of a denial. Loaded in as few queries as the requirement allows, and kept
-//! per replica until they change ([`super::kept`]): an authenticated read whose facts
+//! per replica until they change ([`crate::replica::kept`]): an authenticated read whose facts
 //! are kept makes no query for the gate.
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use tenancy::{Membership, Role};
 
-use super::kept::KeptFacts;
 use super::ServiceResult;
+use crate::replica::kept::KeptFacts;
 use crate::storage::{OrgRecord, Store};
 
-/// The facts of one caller towards one organization.
-#[derive(Debug, Clone, Default)]
-pub struct Facts {
-    /// The organization, if it exists.
-    pub org: Option<OrgRecord>,
-    /// The caller holds the stored super-admin flag.
-    pub super_admin: bool,
-    /// The caller's membership of it.
-    pub membership: Option<Membership>,
-    /// The caller's Roles there (loaded only when a permission is asked for).
-    pub roles: Vec<Role>,
-    /// The caller's membership of its parent, when not a member of it.
-    pub parent_membership: Option<Membership>,
-    /// The caller's Roles in the parent (only when a permission is asked for).
-    pub parent_roles: Vec<Role>,
-}
+pub use crate::replica::kept::Facts;
 
-/// The facts, kept until they change ([`super::kept`]); Roles only when
+/// The facts, kept until they change ([`crate::replica::kept`]); Roles only when
 /// `needs_roles` (membership-only routes, the most frequent reads, skip them). An
 /// unknown organization is never kept: a flood of made-up ids cannot push out the
 /// real ones.

@@ -136,7 +136,7 @@ where
     if let (Some(entity), false) = (&entity_id, org.is_system) {
         let exemptions = within(
             deadline,
-            super::kept::approved_exemptions(&state.store, &state.kept, &org.id, entity),
+            crate::replica::kept::approved_exemptions(&state.store, &state.kept, &org.id, entity),
         )
         .await?;
         evaluation.waive(&Waivers::for_entity(&exemptions, entity, Utc::now()));
@@ -179,7 +179,7 @@ async fn record(
     let notification = if needs {
         let preference = within(
             deadline,
-            super::kept::preference(&state.store, &state.kept, &org.id),
+            crate::replica::kept::preference(&state.store, &state.kept, &org.id),
         )
         .await?;
         super::notifications::for_check(&preference, (&org.id, target, entity_id), evaluation, now)

@@ -15,9 +15,9 @@ use crate::compliance::RuleCache;
 use crate::config::Config;
 use crate::cpu::CpuPool;
 use crate::metrics::Metrics;
-use crate::services::allowance::Allowances;
-use crate::services::grouped::Grouped;
-use crate::services::kept::KeptFacts;
+use crate::replica::allowance::Allowances;
+use crate::replica::grouped::Grouped;
+use crate::replica::kept::KeptFacts;
 use crate::storage::{LiveCheck, Store, StoreResult};
 use audit_chain::{AuditEvent, SealedEvent};
 
@@ -65,7 +65,7 @@ pub struct Context {
     /// each), apart, so that a wave of sign-ins never delays a validation.
     pub passwords: Arc<CpuPool>,
     /// What is new in messages, handed to this replica's live streams.
-    pub feed: Arc<crate::services::message_feed::MessageFeed>,
+    pub feed: Arc<crate::replica::feed::MessageFeed>,
     /// The image registry's client, when `REGISTRY_URL` is set.
     pub registry: Option<Arc<crate::outbound::registry::RegistryClient>>,
     /// The AI providers' client (one connection pool).
@@ -94,7 +94,7 @@ impl AppState {
                 .map(Arc::new)
         });
         AppState(Arc::new(Context {
-            feed: Arc::new(crate::services::message_feed::MessageFeed::default()),
+            feed: Arc::new(crate::replica::feed::MessageFeed::default()),
             registry,
             ai: crate::outbound::ai::AiClient::new(),
             keyring: Arc::new(crate::keys::Keyring::default()),

@@ -5,10 +5,11 @@
 //! in one transaction, conditional on the subscription's version.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use entitlements::{
-    Account, AppliedBundle, BundleId, Dimension, Entitlement, Feature, Limit, Tier,
+    Account, AppliedBundle, BundleId, Dimension, Entitlement, Feature, Limit, Tier, UserFlags,
 };
 
 use super::{ServiceError, ServiceResult};
@@ -303,7 +304,8 @@ where
     if state.store.commit_entitlement(&write, now, &audit).await? {
         // The pool counts what was spent under the old limits, not what this
         // replica holds unspent (the others hear of it).
-        super::allowance::give_back_account(&state.store, &state.allowances, &root.id).await;
+        crate::replica::allowance::give_back_account(&state.store, &state.allowances, &root.id)
+            .await;
         after.subscription.version += 1;
         return Ok(Some((after, entitlement)));
     }
@@ -352,4 +354,34 @@ pub async fn resync(state: &AppState, root: &OrgRecord, now: DateTime<Utc>) -> S
     }
     commit(state, root, now, |_| Ok((Change::default(), Vec::new()))).await?;
     Ok(())
+}
+
+/// A user's flags as stored, checked against the catalog: a stored name the
+/// catalog no longer has is an error (fail closed), never a silent pass.
+pub async fn flags(state: &AppState, user_id: &str) -> ServiceResult<Arc<UserFlags>> {
+    let load = async {
+        let stored = state.store.user_features(user_id).await?;
+        entitlements::check_user_flags(stored.iter())
+            .map_err(|e| ServiceError::Broken(format!("user {user_id}: stored feature flag: {e}")))
+    };
+    state
+        .kept
+        .user_flags
+        .get_or_load(&state.store, user_id.to_owned(), |_| true, load)
+        .await
+}
+
+/// Refuses a tier feature a flag took away from the user (403
+/// `FEATURE_NOT_AVAILABLE`, as a tier without it is).
+pub async fn require_user_feature(
+    state: &AppState,
+    user_id: &str,
+    feature: Feature,
+    tier: entitlements::Tier,
+) -> ServiceResult<()> {
+    if entitlements::user_keeps(&*flags(state, user_id).await?, feature) {
+        Ok(())
+    } else {
+        Err(ServiceError::FeatureNotAvailable { feature, tier })
+    }
 }

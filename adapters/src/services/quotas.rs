@@ -4,17 +4,18 @@
 //! on the root's pool row (storage), which holds the synchronized limit.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use entitlements::{Dimension, Limit, Period, Tier, MAX_INCREMENT};
 use serde::Serialize;
 use serde_json::json;
 
-use super::allowance;
 use super::entitlement::{self, Change};
 use super::{ServiceError, ServiceResult};
+use crate::replica::allowance::BLOCK;
 use crate::services::context::{event_on, AppState, Caller};
-use crate::storage::{Charge, Charged, OrgRecord, UsageRow};
+use crate::storage::{Charge, Charged, OrgRecord, QuotaRefusal, UsageRow};
 
 /// How long an increment's `Idempotency-Key` is remembered (a retry after that
 /// counts again); the retention worker forgets older ones.
@@ -276,9 +277,9 @@ pub(crate) async fn charge(
 
 /// Counts one authenticated API request of `org` (429 when apiCalls is exhausted):
 /// spent from this replica's block of the account's units, so that most requests
-/// write nothing (`services::allowance`).
+/// write nothing ([`spend`]).
 pub async fn count_api_call(state: &AppState, org: &OrgRecord) -> ServiceResult<()> {
-    allowance::spend(state, org, Dimension::ApiCalls, Utc::now()).await
+    spend(state, org, Dimension::ApiCalls, Utc::now()).await
 }
 
 /// What an increment asks.
@@ -375,7 +376,7 @@ pub async fn reset(
         .reset_usage((&org.id, &root.id), &names, &audit)
         .await?;
     // The reset counted this replica's unspent units (others hear of it).
-    allowance::forget_account(&state.allowances, &root.id).await;
+    crate::replica::allowance::forget_account(&state.allowances, &root.id).await;
     of(state, &org, now).await
 }
 
@@ -444,4 +445,87 @@ pub async fn update(
     .await?;
     let org = organization(state, org_id).await?;
     of(state, &org, now).await
+}
+
+// Monthly units spent without a write per request (this replica's blocks are
+// `crate::replica::allowance`):
+// Monthly units spent without a write per request: each replica reserves a block
+// of units of an organization from its account's pool by one conditional statement
+// (the charge any increment makes), spends it in memory, and gives back what it did
+// not spend once the organization has been idle on this replica for a second, when
+// the account's limits change, and when the server stops. API calls use it; AI
+// calls will when generation counts them one by one.
+//
+// What holds:
+// - The pool's used count includes every reserved block, so it never passes the
+//   limit on any number of replicas; near the limit a block is only what is left.
+// - A crashed replica's unspent units stay counted as used, never as free.
+// - A request is refused while units remain unspent elsewhere only within this
+//   bound: at most [`BLOCK`]` - 1` units per other replica and organization of the
+//   account, for at most [`IDLE`] (plus one sweep) after that replica's last request
+//   of the organization.
+// - A block counts in the month it was reserved in: past the month's end its rest
+//   is neither spent nor given back (the new month started from zero).
+// - After a reset the blocks of the account are forgotten, not given back (the
+//   reset counted them); a give-back racing a reset may take back up to
+//   `BLOCK - 1` units of the new count (stated, not closed).
+// - The quotas a replica reports subtract its own unspent units: on one replica
+//   they are exact; another replica's unspent units show as used until it gives
+//   them back.
+
+/// Spends one unit of `dimension` for `org` at `now`: from this replica's block, or
+/// from a new one reserved from the pool. Over the limit: 429 with the pool's limit
+/// and usage, and nothing counted.
+pub async fn spend(
+    state: &AppState,
+    org: &OrgRecord,
+    dimension: Dimension,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let slot = state
+        .allowances
+        .slot((&org.id, entitlement::root_id(org)), dimension)
+        .ok_or_else(|| ServiceError::Broken("the allowances' lock is poisoned".to_owned()))?;
+    let mut block = slot.lock().await;
+    let period = period_of(now);
+    if block.period != period {
+        // The rest of last month's block was counted there.
+        block.period = period;
+        block.unspent = 0;
+    }
+    block.last_used = Instant::now();
+    if block.unspent > 0 {
+        block.unspent -= 1;
+        return Ok(());
+    }
+    let mut ask = BLOCK;
+    let mut last = None;
+    for _ in 0..3 {
+        match charge(state, org, (dimension, ask), None, now).await {
+            Ok(()) => {
+                block.unspent = ask - 1;
+                return Ok(());
+            }
+            Err(ServiceError::Quota { refusal, .. }) => {
+                let left = refusal.limit.saturating_sub(refusal.used);
+                last = Some(refusal);
+                if left == 0 {
+                    break;
+                }
+                // Near the limit a block is what is left.
+                ask = left.min(BLOCK);
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    match last {
+        Some(refusal) => Err(ServiceError::Quota {
+            dimension: dimension.name(),
+            refusal: QuotaRefusal {
+                requested: 1,
+                ..refusal
+            },
+        }),
+        None => Err(ServiceError::Unavailable),
+    }
 }

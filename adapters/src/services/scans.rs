@@ -486,7 +486,7 @@ impl Sweeping<'_> {
         // An organization with no approved exemption (kept per replica, following
         // every change) asks for none.
         let state = self.state;
-        let exemptions = if super::kept::any_approved_exemption(
+        let exemptions = if crate::replica::kept::any_approved_exemption(
             &state.store,
             &state.kept,
             &self.org.id,

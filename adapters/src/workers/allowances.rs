@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::Shutdown;
-use crate::services::allowance;
+use crate::replica::allowance;
 use crate::services::context::AppState;
 
 const SWEEP: Duration = Duration::from_millis(250);

@@ -16,7 +16,7 @@ use sqlx::postgres::PgListener;
 
 use super::Shutdown;
 use crate::compliance::{Stale, CACHE_CHANNEL};
-use crate::services::allowance;
+use crate::replica::allowance;
 use crate::services::context::AppState;
 use crate::storage::{FACTS_CHANNEL, KEYS_CHANNEL, QUOTA_CHANNEL};
 

@@ -15,7 +15,8 @@ pub async fn run(state: AppState, mut shutdown: Shutdown) {
         if shutdown.is_set() {
             break;
         }
-        if let Err(error) = crate::services::message_feed::follow(&state, chrono::Utc::now()).await
+        if let Err(error) =
+            crate::replica::feed::follow(&state.store, &state.feed, chrono::Utc::now()).await
         {
             tracing::warn!(%error, "message feed: read failed; tried again");
         }

@@ -15,6 +15,7 @@
 
 mod administration;
 mod alerts;
+mod architecture;
 mod audit;
 mod authority;
 mod billing;

@@ -1137,7 +1137,7 @@ async fn the_feed_hands_a_late_commit_once(app: &TestApp) {
     let follow = |state: &adapters::services::context::AppState| {
         let state = state.clone();
         async move {
-            adapters::services::message_feed::follow(&state, Utc::now())
+            adapters::replica::feed::follow(&state.store, &state.feed, Utc::now())
                 .await
                 .unwrap()
         }

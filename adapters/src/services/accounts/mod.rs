@@ -593,7 +593,7 @@ fn fresh_step_up(state: &AppState, caller: &Caller, now: DateTime<Utc>) -> Servi
 /// The caller's account, with its effective features.
 pub async fn me(state: &AppState, caller: &Caller) -> ServiceResult<Me> {
     let account: Account = own_account(state, caller).await?.into();
-    let flags = crate::services::admin::features::flags(state, &caller.user_id).await?;
+    let flags = crate::services::entitlement::flags(state, &caller.user_id).await?;
     let mut org_features = std::collections::BTreeSet::new();
     let mut features_org_id = None;
     if let Some(org_id) = &caller.org_header {

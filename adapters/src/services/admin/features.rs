@@ -5,45 +5,16 @@
 //! second (the trigger of migration 0026).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use entitlements::{Feature, UserFlags};
+
 use serde_json::json;
 
 use super::users::admin_events;
 use crate::services::context::{AppState, Caller};
 use crate::services::{ServiceError, ServiceResult};
 
-/// A user's flags as stored, checked against the catalog: a stored name the
-/// catalog no longer has is an error (fail closed), never a silent pass.
-pub async fn flags(state: &AppState, user_id: &str) -> ServiceResult<Arc<UserFlags>> {
-    let load = async {
-        let stored = state.store.user_features(user_id).await?;
-        entitlements::check_user_flags(stored.iter())
-            .map_err(|e| ServiceError::Broken(format!("user {user_id}: stored feature flag: {e}")))
-    };
-    state
-        .kept
-        .user_flags
-        .get_or_load(&state.store, user_id.to_owned(), |_| true, load)
-        .await
-}
-
-/// Refuses a tier feature a flag took away from the user (403
-/// `FEATURE_NOT_AVAILABLE`, as a tier without it is).
-pub async fn require_user_feature(
-    state: &AppState,
-    user_id: &str,
-    feature: Feature,
-    tier: entitlements::Tier,
-) -> ServiceResult<()> {
-    if entitlements::user_keeps(&*flags(state, user_id).await?, feature) {
-        Ok(())
-    } else {
-        Err(ServiceError::FeatureNotAvailable { feature, tier })
-    }
-}
+pub use crate::services::entitlement::{flags, require_user_feature};
 
 /// Replaces a user's flags (by name) and answers them. An unknown name is 400 and
 /// changes nothing. Audited `admin.user.features.update` with the old and the new

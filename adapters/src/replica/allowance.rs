@@ -1,4 +1,4 @@
-//! Monthly units spent without a write per request: each replica reserves a block
+//! This replica's blocks of monthly units (the spending is `services::allowance`): each replica reserves a block
 //! of units of an organization from its account's pool by one conditional statement
 //! (the charge any increment makes), spends it in memory, and gives back what it did
 //! not spend once the organization has been idle on this replica for a second, when
@@ -26,12 +26,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
 use entitlements::Dimension;
 
-use super::{entitlement, quotas, ServiceError, ServiceResult};
-use crate::services::context::AppState;
-use crate::storage::{Charge, OrgRecord, QuotaRefusal, Store};
+use crate::storage::{Charge, Store};
 
 /// How many units a replica reserves at once.
 pub const BLOCK: u64 = 64;
@@ -44,18 +41,19 @@ type Key = (String, Dimension);
 
 /// One organization's reserved units on this replica.
 #[derive(Debug)]
-struct Block {
+pub struct Block {
     /// The account root whose pool the units came from.
-    root_id: String,
+    pub root_id: String,
     /// The month the units count in (its key).
-    period: String,
+    pub period: String,
     /// Reserved and not spent.
-    unspent: u64,
+    pub unspent: u64,
     /// When a request last spent from it.
-    last_used: Instant,
+    pub last_used: Instant,
 }
 
-type Slot = Arc<tokio::sync::Mutex<Block>>;
+/// One organization's block, locked while a request spends from it or refills it.
+pub type Slot = Arc<tokio::sync::Mutex<Block>>;
 
 /// This replica's blocks, per organization and quota type.
 #[derive(Debug, Default)]
@@ -64,22 +62,23 @@ pub struct Allowances {
 }
 
 impl Allowances {
-    fn slot(&self, org: &OrgRecord, dimension: Dimension) -> ServiceResult<Slot> {
-        let mut blocks = self
-            .blocks
-            .lock()
-            .map_err(|_| ServiceError::Broken("the allowances' lock is poisoned".to_owned()))?;
-        Ok(blocks
-            .entry((org.id.clone(), dimension))
-            .or_insert_with(|| {
-                Arc::new(tokio::sync::Mutex::new(Block {
-                    root_id: entitlement::root_id(org).to_owned(),
-                    period: String::new(),
-                    unspent: 0,
-                    last_used: Instant::now(),
-                }))
-            })
-            .clone())
+    /// The block of `org_id` (whose account is `root_id`) and `dimension`, made empty
+    /// when there is none; `None` when the map's lock is poisoned.
+    pub fn slot(&self, (org_id, root_id): (&str, &str), dimension: Dimension) -> Option<Slot> {
+        let mut blocks = self.blocks.lock().ok()?;
+        Some(
+            blocks
+                .entry((org_id.to_owned(), dimension))
+                .or_insert_with(|| {
+                    Arc::new(tokio::sync::Mutex::new(Block {
+                        root_id: root_id.to_owned(),
+                        period: String::new(),
+                        unspent: 0,
+                        last_used: Instant::now(),
+                    }))
+                })
+                .clone(),
+        )
     }
 
     fn slots(&self, mut keep: impl FnMut(&Key) -> bool) -> Vec<(Key, Slot)> {
@@ -130,60 +129,6 @@ impl Allowances {
                         .map_or(true, |b| b.unspent > 0 || b.last_used.elapsed() < IDLE)
             });
         }
-    }
-}
-
-/// Spends one unit of `dimension` for `org` at `now`: from this replica's block, or
-/// from a new one reserved from the pool. Over the limit: 429 with the pool's limit
-/// and usage, and nothing counted.
-pub async fn spend(
-    state: &AppState,
-    org: &OrgRecord,
-    dimension: Dimension,
-    now: DateTime<Utc>,
-) -> ServiceResult<()> {
-    let slot = state.allowances.slot(org, dimension)?;
-    let mut block = slot.lock().await;
-    let period = quotas::period_of(now);
-    if block.period != period {
-        // The rest of last month's block was counted there.
-        block.period = period;
-        block.unspent = 0;
-    }
-    block.last_used = Instant::now();
-    if block.unspent > 0 {
-        block.unspent -= 1;
-        return Ok(());
-    }
-    let mut ask = BLOCK;
-    let mut last = None;
-    for _ in 0..3 {
-        match quotas::charge(state, org, (dimension, ask), None, now).await {
-            Ok(()) => {
-                block.unspent = ask - 1;
-                return Ok(());
-            }
-            Err(ServiceError::Quota { refusal, .. }) => {
-                let left = refusal.limit.saturating_sub(refusal.used);
-                last = Some(refusal);
-                if left == 0 {
-                    break;
-                }
-                // Near the limit a block is what is left.
-                ask = left.min(BLOCK);
-            }
-            Err(other) => return Err(other),
-        }
-    }
-    match last {
-        Some(refusal) => Err(ServiceError::Quota {
-            dimension: dimension.name(),
-            refusal: QuotaRefusal {
-                requested: 1,
-                ..refusal
-            },
-        }),
-        None => Err(ServiceError::Unavailable),
     }
 }
 

@@ -13,7 +13,9 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::storage::{NotificationPreference, Store, StoreError};
+use tenancy::{Membership, Role};
+
+use crate::storage::{NotificationPreference, OrgRecord, Store, StoreError};
 
 /// How long a kept value is used at most.
 pub const TTL: Duration = Duration::from_secs(10);
@@ -105,11 +107,28 @@ impl<K: Hash + Eq + Clone, V> Kept<K, V> {
     }
 }
 
+/// The facts of one caller towards one organization.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// The organization, if it exists.
+    pub org: Option<OrgRecord>,
+    /// The caller holds the stored super-admin flag.
+    pub super_admin: bool,
+    /// The caller's membership of it.
+    pub membership: Option<Membership>,
+    /// The caller's Roles there (loaded only when a permission is asked for).
+    pub roles: Vec<Role>,
+    /// The caller's membership of its parent, when not a member of it.
+    pub parent_membership: Option<Membership>,
+    /// The caller's Roles in the parent (only when a permission is asked for).
+    pub parent_roles: Vec<Role>,
+}
+
 /// Every kept fact of one replica.
 #[derive(Debug, Default)]
 pub struct KeptFacts {
     /// The gate's facts per (organization, user, with Roles).
-    pub gate: Kept<(String, String, bool), super::access::Facts>,
+    pub gate: Kept<(String, String, bool), Facts>,
     /// Notification preferences per organization.
     pub preferences: Kept<String, NotificationPreference>,
     /// Approved exemptions per (organization, entity).

@@ -14,9 +14,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Duration, Utc};
 use tokio::sync::broadcast;
 
-use super::ServiceResult;
-use crate::services::context::AppState;
-use crate::storage::{AnnouncementRecord, ConversationMessageRecord, FeedRow};
+use crate::storage::{AnnouncementRecord, ConversationMessageRecord, FeedRow, Store, StoreResult};
 
 /// How long a skipped position is waited for.
 pub const GAP_SECONDS: i64 = 10;
@@ -110,20 +108,20 @@ impl MessageFeed {
 
 /// Reads what is new in the feed and hands each row to this replica's streams: how
 /// many were handed.
-pub async fn follow(state: &AppState, now: DateTime<Utc>) -> ServiceResult<usize> {
-    let mut cursor = state.feed.cursor.lock().await;
+pub async fn follow(store: &Store, feed: &MessageFeed, now: DateTime<Utc>) -> StoreResult<usize> {
+    let mut cursor = feed.cursor.lock().await;
     let mut last = match cursor.last {
         Some(last) => last,
         None => {
             // What was posted before this replica started is in the lists, not live.
-            let end = state.store.message_feed_end().await?;
+            let end = store.message_feed_end().await?;
             cursor.last = Some(end);
             end
         }
     };
     let mut rows: Vec<FeedRow> = Vec::new();
     loop {
-        let batch = state.store.message_feed_after(last, BATCH).await?;
+        let batch = store.message_feed_after(last, BATCH).await?;
         let full = batch.len() == BATCH as usize;
         for row in batch {
             // Skipped over: waited for (the nearest ones only, should the feed jump).
@@ -150,7 +148,7 @@ pub async fn follow(state: &AppState, now: DateTime<Utc>) -> ServiceResult<usize
         .filter(|seq| !read.contains(seq))
         .take(BATCH as usize)
         .collect();
-    for row in state.store.message_feed_rows(&waited).await? {
+    for row in store.message_feed_rows(&waited).await? {
         cursor.gaps.remove(&row.seq);
         rows.push(row);
     }
@@ -163,16 +161,14 @@ pub async fn follow(state: &AppState, now: DateTime<Utc>) -> ServiceResult<usize
     let mut handed = 0;
     for row in rows {
         let event = match row.kind.as_str() {
-            "message" => state
-                .store
+            "message" => store
                 .conversation_message_by_id(&row.ref_id)
                 .await?
                 .map(|message| FeedEvent::Message {
                     recipients: row.recipients,
                     message,
                 }),
-            "announcement" => state
-                .store
+            "announcement" => store
                 .announcement(&row.ref_id)
                 .await?
                 .map(FeedEvent::Announcement),
@@ -180,7 +176,7 @@ pub async fn follow(state: &AppState, now: DateTime<Utc>) -> ServiceResult<usize
         };
         // Gone already (deleted), or nobody listening: nothing to hand.
         if let Some(event) = event {
-            if state.feed.sender.send(Arc::new(event)).is_ok() {
+            if feed.sender.send(Arc::new(event)).is_ok() {
                 handed += 1;
             }
         }
