@@ -80,7 +80,7 @@ async fn provision(config: Config, development: bool) -> Result<ExitCode, ExitCo
             2,
         ));
     }
-    let store = Store::connect(&config.database_url)
+    let store = Store::connect(config.database_url.expose())
         .await
         .map_err(|e| fail(e, 1))?;
     store.migrate().await.map_err(|e| fail(e, 1))?;
@@ -144,13 +144,13 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
         Verb::Migrate => {
             let config = config()?;
             runtime()?.block_on(async {
-                let store = Store::connect(&config.database_url)
+                let store = Store::connect(config.database_url.expose())
                     .await
                     .map_err(|e| fail(e, 1))?;
                 store.migrate().await.map_err(|e| fail(e, 1))?;
                 print_out(&format!(
                     "migrations applied to {}",
-                    redact_url(&config.database_url)
+                    redact_url(config.database_url.expose())
                 ))?;
                 Ok(ExitCode::SUCCESS)
             })
@@ -225,13 +225,13 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             runtime()?.block_on(async {
                 use std::io::Write;
                 // Export reads what exists: it never creates (nor migrates) a database.
-                let store = Store::open_existing(&config.database_url)
+                let store = Store::open_existing(config.database_url.expose())
                     .await
                     .map_err(|e| {
                         fail(
                             format!(
                                 "cannot open the database {}: {e}",
-                                redact_url(&config.database_url)
+                                redact_url(config.database_url.expose())
                             ),
                             1,
                         )
@@ -278,7 +278,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                     return Err(fail(
                         format!(
                             "organization `{org}` has no audit events in {}",
-                            redact_url(&config.database_url)
+                            redact_url(config.database_url.expose())
                         ),
                         1,
                     ));
@@ -524,7 +524,7 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     if config.database_is_default {
         tracing::warn!("DATABASE_URL is unset: using the embedded SQLite file compliance.db in the working directory");
     }
-    let store = Store::connect(&config.database_url)
+    let store = Store::connect(config.database_url.expose())
         .await
         .map_err(|e| fail(e, 1))?;
     store.migrate().await.map_err(|e| fail(e, 1))?;
@@ -596,7 +596,7 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
             adapters::workers::checkpoints::run(store, holder, settings, shutdown)
         });
     }
-    let database_url = config.database_url.clone();
+    let database_url = config.database_url.expose().to_owned();
     let state = AppState::new(config, store.clone(), counters);
     let state = match standby {
         Some(standby) => state.with_reporting_standby(standby),

@@ -13,7 +13,7 @@ fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 #[test]
 fn the_documents_defaults() {
     let c = Config::from_vars(vars(&[])).unwrap();
-    assert_eq!(c.database_url, "sqlite://compliance.db");
+    assert_eq!(c.database_url.expose(), "sqlite://compliance.db");
     assert!(c.database_is_default && c.jwt.secret_is_default);
     assert_eq!(c.http.port, 3000);
     assert_eq!(c.http.max_page_limit, 1000);
@@ -133,6 +133,10 @@ fn durations() {
 #[test]
 fn secrets_never_print() {
     let secrets = [
+        (
+            "DATABASE_URL",
+            "postgres://app:db-password-42@db/compliance",
+        ),
         ("JWT_SECRET", "jwt-secret-that-is-long-enough"),
         ("REGISTRY_URL", "http://127.0.0.1:5000"),
         ("REGISTRY_USERNAME", "robot"),
