@@ -12,7 +12,7 @@ use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
 /// An announcement, as the workflows answer it.
 pub use crate::storage::AnnouncementRecord;
-use crate::storage::{AnnouncementFields, OrgRecord, Reader};
+use crate::storage::{unit_of_work, AnnouncementFields, OrgRecord, Reader};
 
 /// What a request says an announcement is, before it is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,10 +159,13 @@ pub async fn post(
         &id,
         json!({"audience": audience_name(&audience), "severity": fields.severity.as_str(), "dismissible": fields.dismissible}),
     )];
-    Ok(state
-        .store
-        .create_announcement(&id, &audience, &fields, &asker.caller.user_id, now, &audit)
-        .await?)
+    unit_of_work!(&state.store, |tx| {
+        tx.create_announcement(&id, &audience, &fields, &asker.caller.user_id, now)
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    posted(state, &id).await
 }
 
 /// The announcement `id` as its managers reach it: an organization's by its admins
@@ -225,10 +228,12 @@ pub async fn edit(
         &found.id,
         json!({"severity": fields.severity.as_str(), "dismissible": fields.dismissible}),
     )];
-    Ok(state
-        .store
-        .update_announcement(&found.id, &fields, now, &audit)
-        .await?)
+    unit_of_work!(&state.store, |tx| {
+        tx.update_announcement(&found.id, &fields, now).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    posted(state, &found.id).await
 }
 
 /// Removes an announcement (audited as `message.delete`).
@@ -242,7 +247,11 @@ pub async fn remove(state: &AppState, asker: Asker<'_>, id: &str) -> ServiceResu
         &found.id,
         json!({"kind": "announcement"}),
     )];
-    Ok(state.store.delete_announcement(&found.id, &audit).await?)
+    unit_of_work!(&state.store, |tx| {
+        tx.delete_announcement(&found.id).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })
 }
 
 /// Which announcements a list shows.
@@ -379,4 +388,13 @@ pub struct Unread {
     pub conversations: u64,
     /// The sum.
     pub total: u64,
+}
+
+/// An announcement as its unit wrote it.
+async fn posted(state: &AppState, id: &str) -> ServiceResult<AnnouncementRecord> {
+    state
+        .store
+        .announcement(id)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("announcement `{id}`").into()))
 }

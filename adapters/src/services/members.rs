@@ -340,9 +340,12 @@ pub async fn update_role(
         role_id,
         json!({"name": name, "permissions": permissions}),
     )];
-    store
-        .update_role(&org.id, role_id, name, permissions, &audit)
-        .await?;
+    unit_of_work!(store, |tx| {
+        tx.update_role(&org.id, role_id, name, permissions).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
     Ok(store.role(&org.id, role_id).await?)
 }
 
@@ -362,7 +365,13 @@ pub async fn delete_role(
         role_id,
         json!({"name": existing.name}),
     )];
-    Ok(store.delete_role(&org.id, role_id, &audit).await?)
+    unit_of_work!(store, |tx| {
+        tx.delete_role(&org.id, role_id).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
+    Ok(())
 }
 
 /// Gives a member a Role (one the author could hand out).
@@ -392,9 +401,12 @@ pub async fn add_role_member(
         role_id,
         json!({"userId": user_id}),
     )];
-    store
-        .add_role_member(&org.id, role_id, user_id, &audit)
-        .await?;
+    unit_of_work!(store, |tx| {
+        tx.add_role_member(&org.id, role_id, user_id).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
     Ok(store.role(&org.id, role_id).await?)
 }
 
@@ -414,7 +426,11 @@ pub async fn remove_role_member(
         role_id,
         json!({"userId": user_id}),
     )];
-    Ok(store
-        .remove_role_member(&org.id, role_id, user_id, &audit)
-        .await?)
+    unit_of_work!(store, |tx| {
+        tx.remove_role_member(&org.id, role_id, user_id).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
+    Ok(())
 }

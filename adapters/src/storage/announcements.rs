@@ -1,13 +1,11 @@
 //! Announcements: their window, audience (with its targets) and per-user dismissals.
 //! Each is written with its feed row and audit events in one transaction.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use entitlements::Tier;
 use messaging::{Audience, Severity, Teams, Window};
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// An announcement as stored.
@@ -161,57 +159,6 @@ fn audience_columns(
 }
 
 impl Store {
-    /// Posts an announcement with its feed row and audit events.
-    pub async fn create_announcement(
-        &self,
-        id: &str,
-        audience: &Audience,
-        fields: &AnnouncementFields,
-        created_by: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<AnnouncementRecord> {
-        let (kind, org_id, include_teams, tier, targets) = audience_columns(audience);
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql(
-                "INSERT INTO announcements (id, org_id, audience, include_teams, tier, title, body, severity, \
-                 starts_at, ends_at, dismissible, created_by, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
-            ))
-            .bind(id)
-            .bind(org_id)
-            .bind(kind)
-            .bind(i64::from(include_teams))
-            .bind(tier)
-            .bind(&fields.title)
-            .bind(&fields.body)
-            .bind(fields.severity.as_str())
-            .bind(stamp(fields.window.starts_at))
-            .bind(fields.window.ends_at.map(stamp))
-            .bind(i64::from(fields.dismissible))
-            .bind(created_by)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            for target in targets {
-                sqlx::query(&self.sql(
-                    "INSERT INTO announcement_targets (announcement_id, org_id) VALUES ($1, $2) \
-                     ON CONFLICT DO NOTHING",
-                ))
-                .bind(id)
-                .bind(target)
-                .execute(&mut *tx.tx)
-                .await?;
-            }
-            self.feed(&mut tx.tx, "announcement", id, "[]", now).await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.announcement(id)
-            .await?
-            .ok_or_else(|| StoreError::Other("the new announcement vanished".to_owned()))
-    }
-
     /// One announcement.
     pub async fn announcement(&self, id: &str) -> StoreResult<Option<AnnouncementRecord>> {
         let row = sqlx::query(&self.sql(&format!(
@@ -255,64 +202,6 @@ impl Store {
         rows.iter()
             .map(|r| r.try_get::<String, _>("org_id").map_err(StoreError::from))
             .collect()
-    }
-
-    /// Changes what an announcement says and when, with its audit events.
-    pub async fn update_announcement(
-        &self,
-        id: &str,
-        fields: &AnnouncementFields,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<AnnouncementRecord> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE announcements SET title = $2, body = $3, severity = $4, starts_at = $5, ends_at = $6, \
-                 dismissible = $7, updated_at = $8 WHERE id = $1",
-            ))
-            .bind(id)
-            .bind(&fields.title)
-            .bind(&fields.body)
-            .bind(fields.severity.as_str())
-            .bind(stamp(fields.window.starts_at))
-            .bind(fields.window.ends_at.map(stamp))
-            .bind(i64::from(fields.dismissible))
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(format!("announcement `{id}`")));
-            }
-            self.feed(&mut tx.tx, "announcement", id, "[]", now).await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.announcement(id)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("announcement `{id}`")))
-    }
-
-    /// Deletes an announcement (its targets and dismissals with it), with its audit
-    /// events.
-    pub async fn delete_announcement(&self, id: &str, audit: &[AuditEvent]) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            for table in ["announcement_dismissals", "announcement_targets"] {
-                sqlx::query(&self.sql(&format!("DELETE FROM {table} WHERE announcement_id = $1")))
-                    .bind(id)
-                    .execute(&mut *tx.tx)
-                    .await?;
-            }
-            let done = sqlx::query(&self.sql("DELETE FROM announcements WHERE id = $1"))
-                .bind(id)
-                .execute(&mut *tx.tx)
-                .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(format!("announcement `{id}`")));
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        Ok(())
     }
 
     /// The announcements active at `now` that reach the reader's organization,
@@ -437,6 +326,109 @@ impl Store {
         .bind(stamp(now))
         .execute(&mut *conn)
         .await?;
+        Ok(())
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Posts an announcement with its targets and its feed row.
+    pub async fn create_announcement(
+        &mut self,
+        id: &str,
+        audience: &Audience,
+        fields: &AnnouncementFields,
+        created_by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let (kind, org_id, include_teams, tier, targets) = audience_columns(audience);
+
+        sqlx::query(&self.store.sql(
+            "INSERT INTO announcements (id, org_id, audience, include_teams, tier, title, body, severity, \
+             starts_at, ends_at, dismissible, created_by, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
+        ))
+        .bind(id)
+        .bind(org_id)
+        .bind(kind)
+        .bind(i64::from(include_teams))
+        .bind(tier)
+        .bind(&fields.title)
+        .bind(&fields.body)
+        .bind(fields.severity.as_str())
+        .bind(stamp(fields.window.starts_at))
+        .bind(fields.window.ends_at.map(stamp))
+        .bind(i64::from(fields.dismissible))
+        .bind(created_by)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        for target in targets {
+            sqlx::query(&self.store.sql(
+                "INSERT INTO announcement_targets (announcement_id, org_id) VALUES ($1, $2) \
+                 ON CONFLICT DO NOTHING",
+            ))
+            .bind(id)
+            .bind(target)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        self.store
+            .feed(&mut self.tx, "announcement", id, "[]", now)
+            .await?;
+        Ok(())
+    }
+
+    /// Changes what an announcement says and when (with a feed row); `NotFound`
+    /// when there is none.
+    pub async fn update_announcement(
+        &mut self,
+        id: &str,
+        fields: &AnnouncementFields,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE announcements SET title = $2, body = $3, severity = $4, starts_at = $5, ends_at = $6, \
+             dismissible = $7, updated_at = $8 WHERE id = $1",
+        ))
+        .bind(id)
+        .bind(&fields.title)
+        .bind(&fields.body)
+        .bind(fields.severity.as_str())
+        .bind(stamp(fields.window.starts_at))
+        .bind(fields.window.ends_at.map(stamp))
+        .bind(i64::from(fields.dismissible))
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("announcement `{id}`")));
+        }
+        self.store
+            .feed(&mut self.tx, "announcement", id, "[]", now)
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes an announcement (its targets and dismissals with it); `NotFound` when
+    /// there is none.
+    pub async fn delete_announcement(&mut self, id: &str) -> StoreResult<()> {
+        for table in ["announcement_dismissals", "announcement_targets"] {
+            sqlx::query(
+                &self
+                    .store
+                    .sql(&format!("DELETE FROM {table} WHERE announcement_id = $1")),
+            )
+            .bind(id)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        let done = sqlx::query(&self.store.sql("DELETE FROM announcements WHERE id = $1"))
+            .bind(id)
+            .execute(&mut *self.tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("announcement `{id}`")));
+        }
         Ok(())
     }
 }

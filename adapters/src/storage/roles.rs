@@ -195,111 +195,6 @@ impl Store {
         Ok(id)
     }
 
-    /// Renames or re-permissions a custom Role.
-    pub async fn update_role(
-        &self,
-        org_id: &str,
-        role_id: &str,
-        name: Option<&str>,
-        permissions: Option<&BTreeSet<Permission>>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE roles SET name = COALESCE($3, name), permissions = COALESCE($4, permissions)
-                 WHERE org_id = $1 AND id = $2 AND built_in = 0",
-            ))
-            .bind(org_id)
-            .bind(role_id)
-            .bind(name)
-            .bind(permissions.map(permissions_json))
-            .execute(&mut *tx.tx)
-            .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => {
-                    StoreError::Conflict("a role with that name already exists".to_owned())
-                }
-                other => other,
-            })?;
-            found(done.rows_affected(), "role")?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
-    }
-
-    /// Deletes a custom Role and its assignments.
-    pub async fn delete_role(
-        &self,
-        org_id: &str,
-        role_id: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql("DELETE FROM role_members WHERE org_id = $1 AND role_id = $2"))
-                .bind(org_id)
-                .bind(role_id)
-                .execute(&mut *tx.tx)
-                .await?;
-            let done = sqlx::query(
-                &self.sql("DELETE FROM roles WHERE org_id = $1 AND id = $2 AND built_in = 0"),
-            )
-            .bind(org_id)
-            .bind(role_id)
-            .execute(&mut *tx.tx)
-            .await?;
-            found(done.rows_affected(), "role")?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
-    }
-
-    /// Gives a member a Role.
-    pub async fn add_role_member(
-        &self,
-        org_id: &str,
-        role_id: &str,
-        user_id: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            self.grant_role(&mut tx.tx, (org_id, role_id, user_id))
-                .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
-    }
-
-    /// Takes a Role from a member.
-    pub async fn remove_role_member(
-        &self,
-        org_id: &str,
-        role_id: &str,
-        user_id: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "DELETE FROM role_members WHERE org_id = $1 AND role_id = $2 AND user_id = $3",
-            ))
-            .bind(org_id)
-            .bind(role_id)
-            .bind(user_id)
-            .execute(&mut *tx.tx)
-            .await?;
-            found(done.rows_affected(), "role member")?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
-    }
-
     /// Gives `user_id` the Role `role_id` of `org_id` inside the caller's transaction
     /// (held already: nothing changes).
     pub(super) async fn grant_role(
@@ -315,6 +210,93 @@ impl Store {
         .bind(user_id)
         .execute(&mut *conn)
         .await?;
+        Ok(())
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Renames or re-permissions a custom Role.
+    pub async fn update_role(
+        &mut self,
+        org_id: &str,
+        role_id: &str,
+        name: Option<&str>,
+        permissions: Option<&BTreeSet<Permission>>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE roles SET name = COALESCE($3, name), permissions = COALESCE($4, permissions)
+             WHERE org_id = $1 AND id = $2 AND built_in = 0",
+        ))
+        .bind(org_id)
+        .bind(role_id)
+        .bind(name)
+        .bind(permissions.map(permissions_json))
+        .execute(&mut *self.tx)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => {
+                StoreError::Conflict("a role with that name already exists".to_owned())
+            }
+            other => other,
+        })?;
+        found(done.rows_affected(), "role")?;
+        Ok(())
+    }
+
+    /// Deletes a custom Role and its assignments.
+    pub async fn delete_role(&mut self, org_id: &str, role_id: &str) -> StoreResult<()> {
+        sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM role_members WHERE org_id = $1 AND role_id = $2"),
+        )
+        .bind(org_id)
+        .bind(role_id)
+        .execute(&mut *self.tx)
+        .await?;
+        let done = sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM roles WHERE org_id = $1 AND id = $2 AND built_in = 0"),
+        )
+        .bind(org_id)
+        .bind(role_id)
+        .execute(&mut *self.tx)
+        .await?;
+        found(done.rows_affected(), "role")?;
+        Ok(())
+    }
+
+    /// Gives a member a Role.
+    pub async fn add_role_member(
+        &mut self,
+        org_id: &str,
+        role_id: &str,
+        user_id: &str,
+    ) -> StoreResult<()> {
+        self.store
+            .grant_role(&mut self.tx, (org_id, role_id, user_id))
+            .await?;
+        Ok(())
+    }
+
+    /// Takes a Role from a member.
+    pub async fn remove_role_member(
+        &mut self,
+        org_id: &str,
+        role_id: &str,
+        user_id: &str,
+    ) -> StoreResult<()> {
+        let done =
+            sqlx::query(&self.store.sql(
+                "DELETE FROM role_members WHERE org_id = $1 AND role_id = $2 AND user_id = $3",
+            ))
+            .bind(org_id)
+            .bind(role_id)
+            .bind(user_id)
+            .execute(&mut *self.tx)
+            .await?;
+        found(done.rows_affected(), "role member")?;
         Ok(())
     }
 }
