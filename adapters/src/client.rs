@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::http::code::ErrorCode;
+use crate::code::ErrorCode;
 
 /// The validation budget of document 1.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(5);

@@ -14,6 +14,7 @@ pub mod auth;
 #[cfg(feature = "server")]
 pub mod cli;
 pub mod client;
+pub mod code;
 #[cfg(feature = "server")]
 pub mod compliance;
 pub mod config;

@@ -17,7 +17,7 @@ use super::api::{self, Call, Refusal};
 use super::page::{self, Frame};
 use super::session::{self, Posted, Visitor};
 use super::{field, Console};
-use crate::http::code::ErrorCode;
+use crate::code::ErrorCode;
 use crate::services::console as sessions;
 
 /// The accounts page.

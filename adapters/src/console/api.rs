@@ -10,7 +10,7 @@ use axum::Router;
 use serde_json::Value;
 use tower::ServiceExt;
 
-use crate::http::code::ErrorCode;
+use crate::code::ErrorCode;
 use crate::http::listener::PeerAddr;
 
 /// The most the console reads of one API answer (an export streams past it).

@@ -13,7 +13,7 @@ use super::api::{self, act, segment, Refusal};
 use super::page::{self, Frame};
 use super::session::{Posted, Visitor};
 use super::{field, Console};
-use crate::http::code::ErrorCode;
+use crate::code::ErrorCode;
 
 /// A rule as a row.
 pub struct RuleRow {

@@ -13,7 +13,7 @@ use super::api::{self, Refusal};
 use super::assets;
 use super::session::Visitor;
 use super::Console;
-use crate::http::code::ErrorCode;
+use crate::code::ErrorCode;
 use crate::http::guard::{Access, OrgFrom};
 use crate::services::access;
 use crate::services::context::Caller;

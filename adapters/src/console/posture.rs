@@ -14,7 +14,7 @@ use super::api::{self, Refusal};
 use super::page::{self, Frame};
 use super::session::Visitor;
 use super::Console;
-use crate::http::code::ErrorCode;
+use crate::code::ErrorCode;
 
 /// A target's counts.
 pub struct Counts {

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::api::{Api, Call, Refusal};
 use super::{page, Console};
-use crate::http::code::ErrorCode;
+use crate::code::ErrorCode;
 use crate::http::listener::PeerAddr;
 use crate::http::signin::Peer;
 use crate::services::console::{self as sessions, ConsoleSessionRecord};

@@ -295,7 +295,7 @@ pub(crate) async fn stream(
         .open(&caller.user_id, state.config.messages.streams_per_user)
         .ok_or_else(|| {
             ApiError::new(
-                crate::http::code::ErrorCode::RateLimited,
+                crate::code::ErrorCode::RateLimited,
                 format!(
                     "at most {} live streams per user (MESSAGE_STREAMS_PER_USER)",
                     state.config.messages.streams_per_user

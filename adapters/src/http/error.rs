@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-pub use super::code::ErrorCode;
+pub use crate::code::ErrorCode;
 
 /// An error answered in the envelope `{success: false, statusCode, code, message, details?}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +43,7 @@ impl ApiError {
 
     /// Its HTTP status (the code's).
     pub fn status(&self) -> StatusCode {
-        self.code.status()
+        StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     /// The same refusal, marked as audited already.

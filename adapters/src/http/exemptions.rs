@@ -146,7 +146,7 @@ pub(crate) async fn request_bulk(
 ) -> Result<Answer<ExemptionIds>, ApiError> {
     if body.entity_ids.len() > BULK_LIMIT {
         return Err(ApiError::new(
-            crate::http::code::ErrorCode::BulkLimitExceeded,
+            crate::code::ErrorCode::BulkLimitExceeded,
             format!(
                 "at most {BULK_LIMIT} exemptions per call, got {}",
                 body.entity_ids.len()

@@ -203,7 +203,7 @@ pub async fn gate(
             Named::Header => ApiError::tenant_forbidden(),
         },
         Reason::StepUpRequired => ApiError::new(
-            crate::http::code::ErrorCode::StepUpRequired,
+            crate::code::ErrorCode::StepUpRequired,
             "this operation needs a fresh step-up verification (X-Step-Up-Token)",
         )
         .with_details(json!({"stepUp": decision.step_up})),

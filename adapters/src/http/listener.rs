@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::http::code::ErrorCode;
+use crate::code::ErrorCode;
 
 /// The start of hyper's own answer to an oversized header section.
 const HYPER_431: &[u8] = b"HTTP/1.1 431 ";
@@ -20,7 +20,7 @@ const HYPER_431: &[u8] = b"HTTP/1.1 431 ";
 fn envelope_431() -> Vec<u8> {
     let body = serde_json::json!({
         "success": false,
-        "statusCode": ErrorCode::HeaderTooLarge.status().as_u16(),
+        "statusCode": ErrorCode::HeaderTooLarge.status(),
         "code": ErrorCode::HeaderTooLarge,
         "message": "the request's headers are too large",
     })

@@ -10,7 +10,6 @@ mod billing;
 mod builds;
 mod catalog;
 mod check_log;
-pub mod code;
 mod conversations;
 mod dashboards;
 pub mod error;

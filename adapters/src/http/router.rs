@@ -35,12 +35,12 @@ pub fn router(state: AppState) -> Router {
 }
 
 async fn not_found() -> ApiError {
-    ApiError::new(crate::http::code::ErrorCode::NotFound, "no such route")
+    ApiError::new(crate::code::ErrorCode::NotFound, "no such route")
 }
 
 async fn method_not_allowed() -> ApiError {
     ApiError::new(
-        crate::http::code::ErrorCode::MethodNotAllowed,
+        crate::code::ErrorCode::MethodNotAllowed,
         "method not allowed on this route",
     )
 }
@@ -103,7 +103,7 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
         match tokio::time::timeout(timeout, next.run(request).instrument(span.clone())).await {
             Ok(response) => response,
             Err(_) => ApiError::new(
-                crate::http::code::ErrorCode::RequestTimeout,
+                crate::code::ErrorCode::RequestTimeout,
                 "the request took too long",
             )
             .into_response(),
