@@ -657,21 +657,7 @@ mod tests {
 
     #[test]
     fn every_refusal_has_its_own_code() {
-        let all = [
-            Refusal::StateInvalid,
-            Refusal::ProviderError,
-            Refusal::TokenInvalid,
-            Refusal::IssuerMismatch,
-            Refusal::AudienceMismatch,
-            Refusal::TokenExpired,
-            Refusal::NonceMismatch,
-            Refusal::EmailNotVerified,
-            Refusal::DomainOfAnotherOrganization,
-            Refusal::DomainNotVerified,
-            Refusal::ProvisioningOff,
-            Refusal::LinkRequired,
-            Refusal::ConfigurationDisabled,
-        ];
+        let all = Refusal::ALL;
         let codes: BTreeSet<&str> = all.iter().map(|r| r.code()).collect();
         assert_eq!(codes.len(), all.len());
         assert!(codes.iter().all(|c| c.starts_with("SSO_")));

@@ -15,7 +15,7 @@ use tenancy::{
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{unit_of_work, OrgRecord, QuotaRefusal, Seats, Store};
+use crate::storage::{unit_of_work, OrgRecord, Seats, Store};
 /// What the member and Role workflows answer.
 pub use crate::storage::{MemberRecord, RoleRecord};
 
@@ -143,18 +143,12 @@ pub(crate) fn seat_taken(seats: Seats) -> ServiceResult<()> {
             "the seat limit is not synchronized".to_owned(),
         ));
     };
-    let others = seats.used.saturating_sub(1);
-    match entitlements::Limit::from_wire(limit) {
-        Some(entitlements::Limit::Finite(n))
-            if !entitlements::Limit::Finite(n).allows(others.saturating_add(1)) =>
-        {
-            Err(seats_refused(QuotaRefusal {
-                limit: n,
-                used: others,
-                requested: 1,
-            }))
-        }
-        _ => Ok(()),
+    // The count includes the person: the same rule as a pool's charge decides
+    // whether the seats take one more over the others.
+    let others = i64::try_from(seats.used.saturating_sub(1)).unwrap_or(i64::MAX);
+    match crate::storage::quota_refusal(others, limit, 1) {
+        Some(refusal) => Err(seats_refused(refusal)),
+        None => Ok(()),
     }
 }
 

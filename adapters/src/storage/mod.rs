@@ -106,6 +106,7 @@ pub use plugins::{NewPlugin, PluginChange, PluginFilter, PluginRecord};
 pub use policies::PolicyRecord;
 pub use posture::{FailingRule, Judged, JudgedFilter, PostureSnapshot, StatusCounts};
 pub use preferences::NotificationPreference;
+pub(crate) use quota::refusal as quota_refusal;
 pub use quota::{Charge, Charged, QuotaRefusal, UsageRow};
 pub use reevaluation::{ClaimedEntity, QueueDepth, EVERYTHING};
 pub use reports::{

@@ -107,8 +107,7 @@ fn paths(code: &str) -> Vec<String> {
         }
     }
     // Paths written inline (`super::quotas::charge(...)`).
-    let bytes: Vec<char> = code.chars().collect();
-    let text: String = bytes.iter().collect();
+    let text = code;
     for start in ["crate::services::", "super::", "self::"] {
         let mut from = 0;
         while let Some(at) = text[from..].find(start) {
@@ -129,7 +128,7 @@ fn paths(code: &str) -> Vec<String> {
 }
 
 /// The module of `services` a path names from module `current`, if any.
-fn resolve(current: &str, is_mod: bool, path: &str, known: &BTreeSet<String>) -> Option<String> {
+fn resolve(current: &str, path: &str, known: &BTreeSet<String>) -> Option<String> {
     let mut parts: Vec<&str> = path.split("::").collect();
     let mut base: Vec<&str> = if current.is_empty() {
         Vec::new()
@@ -146,9 +145,6 @@ fn resolve(current: &str, is_mod: bool, path: &str, known: &BTreeSet<String>) ->
         }
         Some("self") => {
             parts.remove(0);
-            if !is_mod {
-                // `self` in a file module is the module itself.
-            }
         }
         Some("super") => {
             while parts.first() == Some(&"super") {
@@ -202,10 +198,10 @@ fn no_service_imports_a_module_that_imports_it() {
     let services = modules(&source_dir("services"));
     let known: BTreeSet<String> = services.keys().cloned().collect();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (module, (text, is_mod)) in &services {
+    for (module, (text, _)) in &services {
         let targets = edges.entry(module.clone()).or_default();
         for path in paths(&code(text)) {
-            if let Some(target) = resolve(module, *is_mod, &path, &known) {
+            if let Some(target) = resolve(module, &path, &known) {
                 let inside = target.is_empty()
                     || target == *module
                     || module.starts_with(&format!("{target}::"));
