@@ -42,8 +42,8 @@ pub use period::Period;
 pub use sync::{is_newer, QuotaSync, SeatLimitSync};
 pub use tier::{Dimension, Feature, Tier, TierPlan};
 pub use usage::{
-    at_risk, check_increment, check_pooled_increment, AtRiskTest, QuotaError, QuotaRecord, Usage,
-    MAX_INCREMENT,
+    at_risk, charge, check_increment, check_pooled_increment, AtRiskTest, QuotaError, QuotaRecord,
+    Usage, MAX_INCREMENT,
 };
 pub use user_flags::{
     check_user_flags, effective_user_features, user_keeps, FlagError, UserFlag, UserFlags,

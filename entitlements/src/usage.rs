@@ -143,9 +143,28 @@ pub fn check_increment(used: u64, limit: Limit, amount: u64) -> Result<u64, Quot
     if amount > MAX_INCREMENT {
         return Err(QuotaError::IncrementTooLarge(amount));
     }
+    charge(used, limit, amount)
+}
+
+/// Whether a pool with `limit`, `used` so far, takes a charge of `amount` more: the
+/// usage after it, or [`QuotaError::Exceeded`]. The rule a conditional charge
+/// restates in SQL (`limit < 0 OR used + amount <= limit`), which the adapters test
+/// against this function over a grid of values.
+///
+/// ```
+/// use entitlements::{charge, Limit, QuotaError};
+/// assert_eq!(charge(9, Limit::Finite(10), 1), Ok(10));
+/// assert_eq!(
+///     charge(10, Limit::Finite(10), 1),
+///     Err(QuotaError::Exceeded { used: 10, limit: 10, requested: 1 })
+/// );
+/// assert_eq!(charge(10, Limit::Finite(10), 0), Ok(10));
+/// assert_eq!(charge(u64::MAX, Limit::Unlimited, 5), Ok(u64::MAX));
+/// ```
+pub fn charge(used: u64, limit: Limit, amount: u64) -> Result<u64, QuotaError> {
     let after = used.saturating_add(amount);
     match limit {
-        Limit::Finite(n) if after > n => Err(QuotaError::Exceeded {
+        Limit::Finite(n) if !limit.allows(after) => Err(QuotaError::Exceeded {
             used,
             limit: n,
             requested: amount,

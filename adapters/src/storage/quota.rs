@@ -30,19 +30,20 @@ pub struct Charge<'a> {
 }
 
 /// What `entitlements` says of adding `amount` to `used` under the wire limit
-/// `limit` (-1 unlimited): `None` when it fits.
+/// `limit` (-1 unlimited): `None` when it fits (the rule is [`entitlements::charge`];
+/// a wire limit below -1 refuses nothing, as the SQL's `limit_value < 0` does).
 pub(crate) fn refusal(used: i64, limit: i64, amount: u64) -> Option<QuotaRefusal> {
-    let used = used.unsigned_abs();
-    match entitlements::Limit::from_wire(limit)? {
-        entitlements::Limit::Finite(n)
-            if !entitlements::Limit::Finite(n).allows(used.saturating_add(amount)) =>
-        {
-            Some(QuotaRefusal {
-                limit: n,
-                used,
-                requested: amount,
-            })
-        }
+    let limit = entitlements::Limit::from_wire(limit)?;
+    match entitlements::charge(used.unsigned_abs(), limit, amount) {
+        Err(entitlements::QuotaError::Exceeded {
+            used,
+            limit,
+            requested,
+        }) => Some(QuotaRefusal {
+            limit,
+            used,
+            requested,
+        }),
         _ => None,
     }
 }

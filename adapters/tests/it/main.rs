@@ -34,6 +34,7 @@ mod failover;
 mod features;
 mod fixtures;
 mod generation;
+mod grids;
 mod hardening;
 mod hostile;
 mod integrity;

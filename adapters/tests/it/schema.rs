@@ -1,7 +1,9 @@
 //! The two migration trees produce one schema: a database migrated on SQLite and one
 //! migrated on PostgreSQL hold the same tables, columns (types up to the dialect,
 //! nullability, primary keys) and indexes (name, uniqueness, columns; a unique
-//! constraint's index by its columns, since each engine names those itself).
+//! constraint's index by its columns, since each engine names those itself) and
+//! foreign keys (columns, the table and columns they reference, what a delete does);
+//! and both trees number their migrations alike: one number, one name, one change.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,6 +21,8 @@ struct Table {
     indexes: BTreeMap<String, (bool, Vec<String>)>,
     /// The columns of each unique constraint (its index is named by the engine).
     unique_constraints: BTreeSet<Vec<String>>,
+    /// Foreign keys: (columns, referenced table, referenced columns, on delete).
+    foreign_keys: BTreeSet<(Vec<String>, String, Vec<String>, String)>,
 }
 
 type Schema = BTreeMap<String, Table>;
@@ -93,7 +97,45 @@ async fn sqlite_schema(store: &Store) -> Schema {
                 }
             }
         }
+        let keys = sqlx::query(&format!(
+            "SELECT id, \"table\" AS target, \"from\" AS source, \"to\" AS referenced, on_delete
+             FROM pragma_foreign_key_list('{name}') ORDER BY id, seq"
+        ))
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        let mut by_id: BTreeMap<i64, (Vec<String>, String, Vec<String>, String)> = BTreeMap::new();
+        for row in keys {
+            let key = by_id.entry(row.get("id")).or_default();
+            key.0.push(row.get("source"));
+            key.1 = row.get("target");
+            // No referenced column: the referenced table's primary key (filled below).
+            key.2.push(
+                row.get::<Option<String>, _>("referenced")
+                    .unwrap_or_default(),
+            );
+            key.3 = row.get("on_delete");
+        }
+        table.foreign_keys = by_id.into_values().collect();
         schema.insert(name, table);
+    }
+    // A reference that names no column means the referenced table's primary key.
+    let keys: BTreeMap<String, Vec<String>> = schema
+        .iter()
+        .map(|(name, table)| (name.clone(), table.primary_key.clone()))
+        .collect();
+    for table in schema.values_mut() {
+        table.foreign_keys = std::mem::take(&mut table.foreign_keys)
+            .into_iter()
+            .map(|(columns, target, referenced, on_delete)| {
+                let referenced = if referenced.iter().all(String::is_empty) {
+                    keys.get(&target).cloned().unwrap_or(referenced)
+                } else {
+                    referenced
+                };
+                (columns, target, referenced, on_delete)
+            })
+            .collect();
     }
     schema
 }
@@ -157,7 +199,70 @@ async fn postgres_schema(store: &Store) -> Schema {
                 .insert(row.get("i"), (row.get("is_unique"), columns));
         }
     }
+    let keys = sqlx::query(
+        "SELECT c.conrelid::regclass::text AS t, c.confrelid::regclass::text AS target,
+                array_to_string(ARRAY(
+                    SELECT a.attname::text FROM unnest(c.conkey) WITH ORDINALITY AS k(attnum, n)
+                    JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
+                    ORDER BY k.n), ',') AS cols,
+                array_to_string(ARRAY(
+                    SELECT a.attname::text FROM unnest(c.confkey) WITH ORDINALITY AS k(attnum, n)
+                    JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.attnum
+                    ORDER BY k.n), ',') AS refs,
+                c.confdeltype::text AS on_delete
+         FROM pg_constraint c
+         JOIN pg_namespace s ON s.oid = c.connamespace AND s.nspname = 'public'
+         WHERE c.contype = 'f'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let split = |text: String| text.split(',').map(str::to_owned).collect::<Vec<_>>();
+    for row in keys {
+        // PostgreSQL's letter for what a delete does, in SQLite's words.
+        let on_delete = match row.get::<String, _>("on_delete").as_str() {
+            "c" => "CASCADE",
+            "n" => "SET NULL",
+            "d" => "SET DEFAULT",
+            "r" => "RESTRICT",
+            _ => "NO ACTION",
+        };
+        schema
+            .entry(row.get("t"))
+            .or_default()
+            .foreign_keys
+            .insert((
+                split(row.get("cols")),
+                row.get("target"),
+                split(row.get("refs")),
+                on_delete.to_owned(),
+            ));
+    }
     schema
+}
+
+/// The migrations of one tree: (version, name) in order.
+fn numbered(tree: &str) -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("migrations")
+        .join(tree);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_migration_number_names_the_same_change_on_both_backends() {
+    let (postgres, sqlite) = (numbered("postgres"), numbered("sqlite"));
+    assert!(postgres.len() >= 28, "{postgres:?}");
+    assert_eq!(postgres, sqlite, "the two trees number their changes alike");
+    // Numbered without gaps, so that a missing one is seen.
+    for (i, name) in postgres.iter().enumerate() {
+        assert!(name.starts_with(&format!("{:04}_", i + 1)), "{name}");
+    }
 }
 
 #[tokio::test]
@@ -204,6 +309,14 @@ async fn both_migration_trees_make_the_same_schema() {
         assert!(schema["organizations"].indexes["organizations_name"]
             .1
             .contains(&"<expr>".to_owned()));
+        assert!(
+            schema
+                .values()
+                .map(|table| table.foreign_keys.len())
+                .sum::<usize>()
+                >= 20,
+            "the foreign keys are read"
+        );
     }
     let mut differences = Vec::new();
     let names: BTreeSet<&String> = on_sqlite.keys().chain(on_postgres.keys()).collect();
