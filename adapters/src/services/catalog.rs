@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::rules::{check as check_rule, invalidate};
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{new_id, OrgRecord, RuleFilter, StoredRule};
+use crate::storage::{new_id, unit_of_work, OrgRecord, RuleFilter, StoredRule};
 
 /// How many validated entities an impact preview evaluates at most.
 pub const IMPACT_SAMPLE_LIMIT: u32 = 10_000;
@@ -182,12 +182,13 @@ pub async fn clone(
         &rule.id,
         json!({"clonedFrom": rule_id}),
     )];
-    let stored = state
-        .store
-        .create_rule(&org.id, &rule, &caller.user_id, now, &audit)
-        .await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.create_rule(&org.id, &rule, &caller.user_id, now).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     invalidate(state, org, false);
-    Ok(stored)
+    crate::services::rules::get(state, org, &rule.id, false).await
 }
 
 /// Subscribes to every published rule not yet subscribed, inactive: (added,

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
+use crate::storage::{unit_of_work, NewMessage, OrgRecord, Rate, StoreError};
 /// Conversations and their messages, as the workflows answer them.
 pub use crate::storage::{ConversationMessageRecord, ConversationRecord};
-use crate::storage::{NewMessage, OrgRecord, Rate, StoreError};
 
 /// The most messages one page holds.
 pub const MAX_PAGE: u32 = 100;
@@ -72,19 +72,20 @@ pub async fn start(
     }
     let id = crate::new_id();
     let message_id = crate::new_id();
-    let written = state
-        .store
-        .create_conversation(
-            (&id, &org.id, subject.as_deref()),
-            &participants,
-            NewMessage {
-                id: &message_id,
-                author_id: &caller.user_id,
-                body: &text,
-            },
-            (now, rate(state, now)),
-        )
-        .await?;
+    let written = unit_of_work!(&state.store, |tx| {
+        Ok(tx
+            .create_conversation(
+                (&id, &org.id, subject.as_deref()),
+                &participants,
+                NewMessage {
+                    id: &message_id,
+                    author_id: &caller.user_id,
+                    body: &text,
+                },
+                (now, rate(state, now)),
+            )
+            .await?)
+    })?;
     if !written {
         return Err(rate_limited(state));
     }
@@ -165,9 +166,8 @@ pub async fn post(
 ) -> ServiceResult<ConversationMessageRecord> {
     let text = body(state, text)?;
     let message_id = crate::new_id();
-    let written = state
-        .store
-        .post_conversation_message(
+    let written = unit_of_work!(&state.store, |tx| {
+        tx.post_conversation_message(
             (id, &org.id),
             NewMessage {
                 id: &message_id,
@@ -180,7 +180,8 @@ pub async fn post(
         .map_err(|e| match e {
             StoreError::NotFound(_) => not_found(),
             other => other.into(),
-        })?;
+        })
+    })?;
     if !written {
         return Err(rate_limited(state));
     }
@@ -260,8 +261,9 @@ pub async fn delete_message(
             "only its author or an admin of the organization (`messages:manage`) deletes a message",
         ));
     };
-    Ok(state
-        .store
-        .delete_conversation_message(id, message_id, &audit)
-        .await?)
+    unit_of_work!(&state.store, |tx| {
+        tx.delete_conversation_message(id, message_id).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, Caller};
 pub use crate::storage::ExemptionRecord;
-use crate::storage::{NewExemption, OrgRecord, Store};
+use crate::storage::{unit_of_work, NewExemption, OrgRecord, Store};
 
 /// What a request for exemptions says (one rule, one or more entities).
 #[derive(Debug, Clone)]
@@ -53,9 +53,13 @@ pub async fn request(
             expires_at: request.expires_at,
         })
         .collect();
-    Ok(store
-        .request_exemptions(&org.id, &new, &caller.user_id, now, &|_| Vec::new())
-        .await?)
+    let ids = unit_of_work!(store, |tx| {
+        Ok(tx
+            .request_exemptions(&org.id, &new, &caller.user_id, now)
+            .await?)
+    })?;
+    store.facts_changed();
+    Ok(ids)
 }
 
 /// Whether the organization enforces `rule_id`: its own rule, a subscribed one, or one
@@ -118,16 +122,19 @@ pub async fn decide(
         })
         .into_iter()
         .collect();
-    store
-        .set_exemption_status(
+    unit_of_work!(store, |tx| {
+        tx.set_exemption_status(
             &org.id,
             id,
             (&[exemption.status], to),
             (&caller.user_id, note),
             now,
-            &audit,
         )
         .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
     store
         .exemption(&org.id, id)
         .await?

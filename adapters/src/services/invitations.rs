@@ -28,9 +28,17 @@ pub async fn send(
             json!({"role": role}),
         )]
     };
-    Ok(store
-        .create_invitation(&org.id, email, role, &caller.user_id, now, &audit)
-        .await?)
+    let id = unit_of_work!(store, |tx| {
+        let id = tx
+            .create_invitation(&org.id, email, role, &caller.user_id, now)
+            .await?;
+        tx.enqueue_audit(&audit(&id)).await?;
+        Ok(id)
+    })?;
+    store
+        .invitation(&org.id, &id)
+        .await?
+        .ok_or(ServiceError::NotFound("invitation".into()))
 }
 
 /// A page of the organization's invitations: (invitations, total).
@@ -59,7 +67,11 @@ pub async fn revoke(
         id,
         json!({}),
     )];
-    store.revoke_invitation(&org.id, id, &audit).await?;
+    unit_of_work!(store, |tx| {
+        tx.revoke_invitation(&org.id, id).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     Ok(store.invitation(&org.id, id).await?)
 }
 
@@ -79,7 +91,11 @@ pub async fn resend(
         id,
         json!({}),
     )];
-    store.resend_invitation(&org.id, id, now, &audit).await?;
+    unit_of_work!(store, |tx| {
+        tx.resend_invitation(&org.id, id, now).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     Ok(store.invitation(&org.id, id).await?)
 }
 

@@ -172,7 +172,13 @@ pub async fn remove(
         user_id,
         json!({}),
     )];
-    Ok(store.remove_member(&org.id, user_id, &audit).await?)
+    unit_of_work!(store, |tx| {
+        tx.remove_member(&org.id, user_id).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
+    Ok(())
 }
 
 /// Moves a member to `role` (the owner's changes only by transfer), swapping the
@@ -204,9 +210,13 @@ pub async fn change_role(
         user_id,
         json!({"role": role, "roleId": grant.id}),
     )];
-    store
-        .set_member_role(&org.id, user_id, role, &drop.id, &grant.id, &audit)
-        .await?;
+    unit_of_work!(store, |tx| {
+        tx.set_member_role(&org.id, user_id, role, &drop.id, &grant.id)
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
     Ok(store.membership(&org.id, user_id).await?)
 }
 
@@ -299,9 +309,12 @@ pub async fn create_role(
             json!({"name": name, "permissions": permissions}),
         )]
     };
-    let role_id = store
-        .create_role(&org.id, name, permissions, now, &audit)
-        .await?;
+    let role_id = unit_of_work!(store, |tx| {
+        let role_id = tx.create_role(&org.id, name, permissions, now).await?;
+        tx.enqueue_audit(&audit(&role_id)).await?;
+        Ok(role_id)
+    })?;
+    store.facts_changed();
     Ok(store.role(&org.id, &role_id).await?)
 }
 

@@ -23,8 +23,10 @@ use serde_json::{json, Value};
 use super::{ServiceError, ServiceResult};
 use crate::notify::{self, Channel};
 use crate::services::context::{event, AppState, Caller};
+use crate::storage::{
+    unit_of_work, NewNotification, NotificationPreference, OrgRecord, ScanRecord,
+};
 pub use crate::storage::{LogEntry, MessageRecord};
-use crate::storage::{NewNotification, NotificationPreference, OrgRecord, ScanRecord};
 
 /// The most violations a notification carries (its count says how many there were).
 pub const MAX_VIOLATIONS: usize = 20;
@@ -222,12 +224,12 @@ pub async fn delete(
         id,
         json!({"kind": message.kind}),
     )];
-    state
-        .store
-        .delete_message(&org.id, id, &audit)
-        .await
-        .map_err(|e| match e {
+    unit_of_work!(&state.store, |tx| {
+        tx.delete_message(&org.id, id).await.map_err(|e| match e {
             crate::storage::StoreError::NotFound(_) => ServiceError::NotFound("message".into()),
             other => other.into(),
-        })
+        })?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })
 }

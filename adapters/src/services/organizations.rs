@@ -13,7 +13,8 @@ use super::members::builtin;
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, event_on, AppState, Caller};
 use crate::storage::{
-    InvitationRecord, MemberRecord, NewOrganization, RoleRecord, Store, StoreError, SAME_NAME,
+    unit_of_work, InvitationRecord, MemberRecord, NewOrganization, RoleRecord, Store, StoreError,
+    SAME_NAME,
 };
 /// An organization, as the workflows answer it.
 pub use crate::storage::{MyOrganization as Membership, OrgRecord};
@@ -96,7 +97,16 @@ pub async fn create(
             details.clone(),
         )]
     };
-    Ok(store.create_organization(new, now, &audit).await?)
+    let id = unit_of_work!(store, |tx| {
+        let id = tx.create_organization(&new, now).await?;
+        tx.enqueue_audit(&audit(&id)).await?;
+        Ok(id)
+    })?;
+    store.facts_changed();
+    store
+        .organization(&id)
+        .await?
+        .ok_or(ServiceError::NotFound("organization".into()))
 }
 
 async fn reread(store: &Store, id: &str) -> ServiceResult<OrgRecord> {
@@ -128,9 +138,13 @@ pub async fn update(
         &org.id,
         json!({"name": name, "displayName": display_name}),
     )];
-    store
-        .update_organization(&org.id, name, display_name, now, &audit)
-        .await?;
+    unit_of_work!(store, |tx| {
+        tx.update_organization(&org.id, name, display_name, now)
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
     reread(store, &org.id).await
 }
 
@@ -167,7 +181,12 @@ pub async fn delete(
             json!({"name": org.name}),
         ));
     }
-    store.delete_organization(&org.id, now, &audit).await?;
+    unit_of_work!(store, |tx| {
+        tx.delete_organization(&org.id, now).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
     // Cached rule sets carry the organization (and its teams): a deleted one must not
     // validate on.
     state
@@ -252,15 +271,20 @@ pub async fn restore(
         json!({"deletedAt": deleted.deleted_at}),
     )
     .await?;
-    match store.restore_organization(&deleted, &audit).await {
-        Err(StoreError::Conflict(why)) if why == SAME_NAME => {
-            return Err(ServiceError::Conflict(format!(
-                "another organization took the name `{}` meanwhile: rename it first",
-                deleted.org.name
-            )))
+    unit_of_work!(store, |tx| {
+        match tx.restore_organization(&deleted).await {
+            Err(StoreError::Conflict(why)) if why == SAME_NAME => {
+                return Err(ServiceError::Conflict(format!(
+                    "another organization took the name `{}` meanwhile: rename it first",
+                    deleted.org.name
+                )))
+            }
+            other => other?,
         }
-        other => other?,
-    }
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
     store
         .organization(id)
         .await?
@@ -372,14 +396,17 @@ pub async fn transfer_owner(
         &org.id,
         json!({"from": plan.from, "to": plan.to}),
     )];
-    store
-        .transfer_owner(
+    unit_of_work!(store, |tx| {
+        tx.transfer_owner(
             &org.id,
             (&plan.from, &plan.to),
             (&grant.id, revoke.as_deref()),
             now,
-            &audit,
         )
         .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
     reread(store, &org.id).await
 }

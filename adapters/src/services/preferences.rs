@@ -10,7 +10,7 @@ use tenancy::MembershipRole;
 use super::{ServiceError, ServiceResult};
 use crate::services::context::Caller;
 pub use crate::storage::NotificationPreference;
-use crate::storage::{OrgRecord, Store};
+use crate::storage::{unit_of_work, OrgRecord, Store};
 
 /// When notifications go out: at once, or gathered into a daily or weekly digest.
 #[derive(
@@ -140,8 +140,11 @@ pub async fn save(
     if let Some(warnings) = change.notify_warnings {
         preference.notify_warnings = warnings;
     }
-    store
-        .save_notification_preference(&org.id, &preference, now, &[])
-        .await?;
+    unit_of_work!(store, |tx| {
+        Ok(tx
+            .save_notification_preference(&org.id, &preference, now)
+            .await?)
+    })?;
+    store.facts_changed();
     Ok(preference)
 }

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{new_id, OrgRecord};
+use crate::storage::{new_id, unit_of_work, OrgRecord};
 pub use crate::storage::{RuleChange, RuleFilter, StoredRule};
 
 /// A new rule of `org` (a new id, version 1), checked, stored with its first version
@@ -45,12 +45,13 @@ pub(crate) async fn store_new(
 ) -> ServiceResult<StoredRule> {
     check(state, org, rule).await?;
     let audit = [event(caller, action, &org.id, "rule", &rule.id, details)];
-    let stored = state
-        .store
-        .create_rule(&org.id, rule, &caller.user_id, now, &audit)
-        .await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.create_rule(&org.id, rule, &caller.user_id, now).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     invalidate(state, org, rule.scope == Scope::Published);
-    Ok(stored)
+    get(state, org, &rule.id, false).await
 }
 
 /// One rule of `org` (deleted ones included when `deleted`).
@@ -103,20 +104,22 @@ pub async fn update(
         id,
         json!({"fields": fields, "version": rule.version}),
     )];
-    let stored = state
-        .store
-        .update_rule(
-            &org.id,
-            &rule,
-            &json!({"action": "update", "fields": fields}),
+    let change = json!({"action": "update", "fields": fields});
+    unit_of_work!(&state.store, |tx| {
+        tx.update_rule(
+            (&org.id, &rule),
+            existing.rule.target.as_str(),
+            &change,
             &caller.user_id,
             now,
-            &audit,
         )
         .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     let published = rule.scope == Scope::Published || existing.rule.scope == Scope::Published;
     invalidate(state, org, published);
-    Ok(stored)
+    get(state, org, id, false).await
 }
 
 /// Soft-deletes rule `id`: it is no longer evaluated; the deletion is its last version.
@@ -138,10 +141,11 @@ pub async fn delete(
         id,
         json!({"name": rule.name}),
     )];
-    state
-        .store
-        .delete_rule(&org.id, &rule, &caller.user_id, now, &audit)
-        .await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.delete_rule(&org.id, &rule, &caller.user_id, now).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     invalidate(state, org, rule.scope == Scope::Published);
     Ok(())
 }

@@ -29,7 +29,8 @@ use sha2::{Digest, Sha256};
 use super::{plugins, ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
 use crate::storage::{
-    phases, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, StoreError, SweptEntity,
+    phases, unit_of_work, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, StoreError,
+    SweptEntity,
 };
 pub use crate::storage::{ScanRecord, ScanResult, ScheduleRecord};
 
@@ -660,10 +661,9 @@ async fn run_schedule(
         now,
         empty: false,
     });
-    let started = state
-        .store
-        .run_schedule(schedule, next, scan.as_ref(), now)
-        .await?;
+    let started = unit_of_work!(&state.store, |tx| {
+        Ok(tx.run_schedule(schedule, next, scan.as_ref(), now).await?)
+    })?;
     if started && scan.is_some() {
         state.metrics.scan_started();
         tracing::info!(schedule = %schedule.id, org = %schedule.org_id, "scheduled scan started");

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::scans::{cron, target};
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{OrgRecord, ScheduleFields, ScheduleRecord};
+use crate::storage::{unit_of_work, OrgRecord, ScheduleFields, ScheduleRecord};
 
 /// The longest cron expression taken.
 const MAX_EXPRESSION: usize = 200;
@@ -63,17 +63,21 @@ pub async fn create(
             json!({"target": target, "cronExpression": cron_expression}),
         )]
     };
-    state
-        .store
-        .create_schedule(
-            &org.id,
-            (fields, state.config.compliance.max_schedules_per_org),
-            &caller.user_id,
-            now,
-            &audit,
-        )
-        .await?
-        .ok_or_else(|| at_the_cap(state))
+    let id = crate::new_id();
+    let max = state.config.compliance.max_schedules_per_org;
+    let created = unit_of_work!(&state.store, |tx| {
+        let created = tx
+            .create_schedule((&id, &org.id), (fields, max), &caller.user_id, now)
+            .await?;
+        if created {
+            tx.enqueue_audit(&audit(&id)).await?;
+        }
+        Ok(created)
+    })?;
+    if !created {
+        return Err(at_the_cap(state));
+    }
+    existing(state, org, &id).await
 }
 
 /// A page of the organization's schedules.
@@ -144,17 +148,33 @@ pub async fn change(
         id,
         details,
     )];
-    state
-        .store
-        .update_schedule(
-            &org.id,
-            id,
-            (fields, state.config.compliance.max_schedules_per_org),
-            Utc::now(),
-            &audit,
-        )
-        .await?
-        .ok_or_else(|| at_the_cap(state))
+    replace(state, org, id, fields, &audit).await
+}
+
+/// Replaces a schedule's definition with its audit events, in one unit: 404 when it
+/// is gone, 429 when it would make one active schedule too many.
+async fn replace(
+    state: &AppState,
+    org: &OrgRecord,
+    id: &str,
+    fields: ScheduleFields<'_>,
+    audit: &[audit_chain::AuditEvent],
+) -> ServiceResult<ScheduleRecord> {
+    let max = state.config.compliance.max_schedules_per_org;
+    let now = Utc::now();
+    let updated = unit_of_work!(&state.store, |tx| {
+        let updated = tx.update_schedule(&org.id, id, (fields, max), now).await?;
+        if updated {
+            tx.enqueue_audit(audit).await?;
+        }
+        Ok(updated)
+    })?;
+    if !updated {
+        // Gone meanwhile (404), or refused by the cap.
+        existing(state, org, id).await?;
+        return Err(at_the_cap(state));
+    }
+    existing(state, org, id).await
 }
 
 /// Deactivates a schedule (`DELETE`); audited `compliance.scan-schedule.delete`.
@@ -179,15 +199,5 @@ pub async fn deactivate(
         id,
         json!({"isActive": false}),
     )];
-    state
-        .store
-        .update_schedule(
-            &org.id,
-            id,
-            (fields, state.config.compliance.max_schedules_per_org),
-            Utc::now(),
-            &audit,
-        )
-        .await?
-        .ok_or_else(|| at_the_cap(state))
+    replace(state, org, id, fields, &audit).await
 }

@@ -155,8 +155,8 @@ pub async fn clone_policy(
                 &rule.id,
                 json!({"templateId": template_rule}),
             )];
-            tx.create_rule(&org.id, rule, &caller.user_id, now, &audit)
-                .await?;
+            tx.create_rule(&org.id, rule, &caller.user_id, now).await?;
+            tx.enqueue_audit(&audit).await?;
         }
         tx.insert_policy(
             (&policy_id, &org.id),

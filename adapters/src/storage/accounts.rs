@@ -3,12 +3,10 @@
 //! failures that throttle sign-in. Secrets arrive hashed; nothing here decides
 //! (tenancy's `signin` does), statements only.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// An account.
@@ -239,61 +237,6 @@ impl Store {
         Ok(())
     }
 
-    /// Creates an account (and its user), its first e-mail verification with its mail
-    /// when `verification` is given, and the audit events, in one transaction. An
-    /// address taken by a live account is a conflict.
-    pub async fn create_account(
-        &self,
-        new: &NewAccount<'_>,
-        verification: Option<&Verification<'_>>,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<AccountRecord> {
-        let at = stamp(now);
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql(
-                "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, $2, $3, $4)",
-            ))
-            .bind(new.user_id)
-            .bind(new.email)
-            .bind(i64::from(new.super_admin))
-            .bind(&at)
-            .execute(&mut *tx.tx)
-            .await?;
-            sqlx::query(&self.sql(
-                "INSERT INTO accounts (user_id, email, name, password_hash, email_verified_at, generation, created_at, updated_at, password_change_required)
-                 VALUES ($1, $2, $3, $4, $5, 0, $6, $6, $7)",
-            ))
-            .bind(new.user_id)
-            .bind(new.email)
-            .bind(new.name)
-            .bind(new.password_hash)
-            .bind(new.verified.then(|| at.clone()))
-            .bind(&at)
-            .bind(i64::from(new.password_change_required))
-            .execute(&mut *tx.tx)
-            .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => {
-                    StoreError::Conflict("an account with this e-mail exists".to_owned())
-                }
-                other => other,
-            })?;
-            if let Some(v) = verification {
-                self.insert_verification(&mut tx.tx, new.user_id, v, now)
-                    .await?;
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        if new.super_admin {
-            self.facts_changed();
-        }
-        self.account(new.user_id)
-            .await?
-            .ok_or_else(|| StoreError::NotFound("account".to_owned()))
-    }
-
     /// A live or deleted account by its user id.
     pub async fn account(&self, user_id: &str) -> StoreResult<Option<AccountRecord>> {
         let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
@@ -312,62 +255,6 @@ impl Store {
         .fetch_optional(self.pool())
         .await?;
         row.as_ref().map(account_from_row).transpose()
-    }
-
-    /// Uses an e-mail verification that is unused and unexpired at `now`: the
-    /// account's address (if still the one verified) is marked verified, with the
-    /// audit events, in one transaction. `None` when no such verification is live.
-    pub async fn verify_email(
-        &self,
-        token_hash: &str,
-        password_hash: Option<&str>,
-        now: DateTime<Utc>,
-        audit: &(dyn Fn(&AccountRecord) -> Vec<AuditEvent> + Sync),
-    ) -> StoreResult<Option<AccountRecord>> {
-        let at = stamp(now);
-        let account = unit_of_work!(self, |tx| -> super::StoreError {
-            let used = sqlx::query(&self.sql(
-                "UPDATE email_verifications SET used_at = $2
-                 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
-                 RETURNING user_id, email",
-            ))
-            .bind(token_hash)
-            .bind(&at)
-            .fetch_optional(&mut *tx.tx)
-            .await?;
-            let Some(used) = used else {
-                return Ok(None);
-            };
-            let user_id: String = used.try_get("user_id")?;
-            let email: String = used.try_get("email")?;
-            let done = sqlx::query(&self.sql(
-                "UPDATE accounts SET email_verified_at = $3, updated_at = $3,
-                    password_hash = COALESCE($4, password_hash),
-                    password_change_required = CASE WHEN $4 IS NULL THEN password_change_required ELSE 0 END
-                 WHERE user_id = $1 AND email = $2 AND deleted_at IS NULL",
-            ))
-            .bind(&user_id)
-            .bind(&email)
-            .bind(&at)
-            .bind(password_hash)
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Ok(None);
-            }
-            let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
-                .bind(&user_id)
-                .fetch_one(&mut *tx.tx)
-                .await?;
-            let account = account_from_row(&row)?;
-            self.enqueue(&mut tx.tx, &audit(&account)).await?;
-            Ok(Some(account))
-        })?;
-        if account.is_some() {
-            // What a token may claim changed (kept credentials follow it).
-            self.facts_changed();
-        }
-        Ok(account)
     }
 
     /// The address an unused, unexpired verification is for, and whether its account
@@ -394,108 +281,6 @@ impl Store {
             Ok((d.get("email")?, invited))
         })
         .transpose()
-    }
-
-    /// Changes an account's name and address; a new address is unverified and gets
-    /// a verification with its mail. With the audit events, in one transaction.
-    pub async fn update_account(
-        &self,
-        user_id: &str,
-        (name, email): (Option<&str>, Option<&str>),
-        verification: Option<&Verification<'_>>,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<AccountRecord> {
-        let at = stamp(now);
-        let account = unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE accounts SET name = COALESCE($2, name), updated_at = $3
-                 WHERE user_id = $1 AND deleted_at IS NULL",
-            ))
-            .bind(user_id)
-            .bind(name)
-            .bind(&at)
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound("account".to_owned()));
-            }
-            if let Some(email) = email {
-                sqlx::query(&self.sql(
-                    "UPDATE accounts SET email = $2, email_verified_at = NULL WHERE user_id = $1",
-                ))
-                .bind(user_id)
-                .bind(email)
-                .execute(&mut *tx.tx)
-                .await
-                .map_err(|e| match StoreError::from(e) {
-                    StoreError::Conflict(_) => {
-                        StoreError::Conflict("an account with this e-mail exists".to_owned())
-                    }
-                    other => other,
-                })?;
-                sqlx::query(&self.sql("UPDATE users SET email = $2 WHERE id = $1"))
-                    .bind(user_id)
-                    .bind(email)
-                    .execute(&mut *tx.tx)
-                    .await?;
-            }
-            if let Some(v) = verification {
-                self.insert_verification(&mut tx.tx, user_id, v, now)
-                    .await?;
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
-                .bind(user_id)
-                .fetch_one(&mut *tx.tx)
-                .await?;
-            let account = account_from_row(&row)?;
-            Ok(account)
-        })?;
-        if email.is_some() {
-            // What a token may claim changed (kept credentials follow it).
-            self.facts_changed();
-        }
-        Ok(account)
-    }
-
-    /// Ends every session of the user: the generation rises (every access token
-    /// issued before fails), every refresh family ends, and, when `tokens`, every
-    /// personal access token is revoked; `password_hash` replaces the password,
-    /// `delete` deletes the account. With the audit events, in one transaction.
-    pub async fn end_sessions(
-        &self,
-        user_id: &str,
-        (tokens, password_hash, delete): (bool, Option<&str>, bool),
-        reason: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        let at = stamp(now);
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE accounts SET generation = generation + 1, revoked_at = $2, updated_at = $2,
-                    password_hash = COALESCE($3, password_hash),
-                    password_change_required = CASE WHEN $3 IS NULL THEN password_change_required ELSE 0 END,
-                    deleted_at = CASE WHEN $4 = 1 THEN $2 ELSE deleted_at END
-                 WHERE user_id = $1 AND deleted_at IS NULL",
-            ))
-            .bind(user_id)
-            .bind(&at)
-            .bind(password_hash)
-            .bind(i64::from(delete))
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound("account".to_owned()));
-            }
-            self.end_credentials(&mut tx.tx, user_id, (&at, reason), tokens)
-                .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
     }
 
     /// Ends every refresh family of a user and, when `tokens`, every personal access
@@ -547,48 +332,6 @@ impl Store {
             return Err(StoreError::NotFound("account".to_owned()));
         }
         Ok(())
-    }
-
-    /// Makes the waiting authenticator the account's (its first code's `step` used),
-    /// or removes the account's (`step` `None`), with the audit events and the mail
-    /// telling the account, in one transaction; `false` when the pending one changed
-    /// meanwhile.
-    pub async fn settle_totp(
-        &self,
-        user_id: &str,
-        confirmed: Option<(&str, i64)>,
-        now: DateTime<Utc>,
-        (audit, mail): (&[AuditEvent], &NewAccountMail<'_>),
-    ) -> StoreResult<bool> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = match confirmed {
-                Some((pending, step)) => sqlx::query(&self.sql(
-                    "UPDATE accounts SET totp_secret = totp_pending, totp_pending = NULL, totp_last_step = $3, updated_at = $4
-                     WHERE user_id = $1 AND totp_pending = $2 AND deleted_at IS NULL",
-                ))
-                .bind(user_id)
-                .bind(pending)
-                .bind(step)
-                .bind(stamp(now))
-                .execute(&mut *tx.tx)
-                .await?,
-                None => sqlx::query(&self.sql(
-                    "UPDATE accounts SET totp_secret = NULL, totp_pending = NULL, totp_last_step = NULL, updated_at = $2
-                     WHERE user_id = $1 AND deleted_at IS NULL",
-                ))
-                .bind(user_id)
-                .bind(stamp(now))
-                .execute(&mut *tx.tx)
-                .await?,
-            };
-            if done.rows_affected() == 0 {
-                return Ok(false);
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            self.insert_account_mail(&mut tx.tx, user_id, mail, now)
-                .await?;
-            Ok(true)
-        })
     }
 
     /// A mail to an account, sent by the account-mail worker.
@@ -683,42 +426,6 @@ impl Store {
         standing.family_ended = family_ended;
         standing.sso_org = sso_org;
         Ok(standing)
-    }
-
-    /// Records a personal access token, with the audit events, in one transaction.
-    pub async fn create_personal_token(
-        &self,
-        token: &PersonalTokenRecord,
-        token_hash: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        let permissions = token
-            .permissions
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(|e| StoreError::Invalid(e.to_string()))?;
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql(
-                "INSERT INTO personal_tokens (id, user_id, name, token_hash, hint, org_id, permissions, created_at, expires_at, sso_org_id)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            ))
-            .bind(&token.id)
-            .bind(&token.user_id)
-            .bind(&token.name)
-            .bind(token_hash)
-            .bind(&token.hint)
-            .bind(&token.org_id)
-            .bind(permissions.as_deref())
-            .bind(stamp(token.created_at))
-            .bind(stamp(token.expires_at))
-            .bind(&token.sso_org_id)
-            .execute(&mut *tx.tx)
-            .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        Ok(())
     }
 
     /// A user's personal access tokens (revoked ones included), newest first.
@@ -851,6 +558,271 @@ impl Store {
         .bind(error)
         .bind(stamp(now))
         .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Creates an account (and its user), its first e-mail verification with its mail
+    /// when `verification` is given. An address taken by a live account is a
+    /// conflict.
+    pub async fn create_account(
+        &mut self,
+        new: &NewAccount<'_>,
+        verification: Option<&Verification<'_>>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<AccountRecord> {
+        let at = stamp(now);
+        sqlx::query(
+            &self.store.sql(
+                "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, $2, $3, $4)",
+            ),
+        )
+        .bind(new.user_id)
+        .bind(new.email)
+        .bind(i64::from(new.super_admin))
+        .bind(&at)
+        .execute(&mut *self.tx)
+        .await?;
+        sqlx::query(&self.store.sql(
+                "INSERT INTO accounts (user_id, email, name, password_hash, email_verified_at, generation, created_at, updated_at, password_change_required)
+                 VALUES ($1, $2, $3, $4, $5, 0, $6, $6, $7)",
+            ))
+            .bind(new.user_id)
+            .bind(new.email)
+            .bind(new.name)
+            .bind(new.password_hash)
+            .bind(new.verified.then(|| at.clone()))
+            .bind(&at)
+            .bind(i64::from(new.password_change_required))
+            .execute(&mut *self.tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => {
+                    StoreError::Conflict("an account with this e-mail exists".to_owned())
+                }
+                other => other,
+            })?;
+        if let Some(v) = verification {
+            self.store
+                .insert_verification(&mut self.tx, new.user_id, v, now)
+                .await?;
+        }
+        let row = sqlx::query(&self.store.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
+            .bind(new.user_id)
+            .fetch_one(&mut *self.tx)
+            .await?;
+        account_from_row(&row)
+    }
+
+    /// Uses an e-mail verification that is unused and unexpired at `now`: the
+    /// account's address (if still the one verified) is marked verified. `None` when
+    /// no such verification is live (one used for an address that is no longer the
+    /// account's is used all the same).
+    pub async fn verify_email(
+        &mut self,
+        token_hash: &str,
+        password_hash: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<AccountRecord>> {
+        let at = stamp(now);
+
+        let used = sqlx::query(&self.store.sql(
+            "UPDATE email_verifications SET used_at = $2
+             WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
+             RETURNING user_id, email",
+        ))
+        .bind(token_hash)
+        .bind(&at)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        let Some(used) = used else {
+            return Ok(None);
+        };
+        let user_id: String = used.try_get("user_id")?;
+        let email: String = used.try_get("email")?;
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE accounts SET email_verified_at = $3, updated_at = $3,
+                password_hash = COALESCE($4, password_hash),
+                password_change_required = CASE WHEN $4 IS NULL THEN password_change_required ELSE 0 END
+             WHERE user_id = $1 AND email = $2 AND deleted_at IS NULL",
+        ))
+        .bind(&user_id)
+        .bind(&email)
+        .bind(&at)
+        .bind(password_hash)
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        let row = sqlx::query(&self.store.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
+            .bind(&user_id)
+            .fetch_one(&mut *self.tx)
+            .await?;
+        let account = account_from_row(&row)?;
+        Ok(Some(account))
+    }
+
+    /// Changes an account's name and address; a new address is unverified and gets
+    /// a verification with its mail.
+    pub async fn update_account(
+        &mut self,
+        user_id: &str,
+        (name, email): (Option<&str>, Option<&str>),
+        verification: Option<&Verification<'_>>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<AccountRecord> {
+        let at = stamp(now);
+
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE accounts SET name = COALESCE($2, name), updated_at = $3
+             WHERE user_id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(user_id)
+        .bind(name)
+        .bind(&at)
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("account".to_owned()));
+        }
+        if let Some(email) = email {
+            sqlx::query(&self.store.sql(
+                "UPDATE accounts SET email = $2, email_verified_at = NULL WHERE user_id = $1",
+            ))
+            .bind(user_id)
+            .bind(email)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => {
+                    StoreError::Conflict("an account with this e-mail exists".to_owned())
+                }
+                other => other,
+            })?;
+            sqlx::query(&self.store.sql("UPDATE users SET email = $2 WHERE id = $1"))
+                .bind(user_id)
+                .bind(email)
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        if let Some(v) = verification {
+            self.store
+                .insert_verification(&mut self.tx, user_id, v, now)
+                .await?;
+        }
+        let row = sqlx::query(&self.store.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
+            .bind(user_id)
+            .fetch_one(&mut *self.tx)
+            .await?;
+        let account = account_from_row(&row)?;
+        Ok(account)
+    }
+
+    /// Ends every session of the user: the generation rises (every access token
+    /// issued before fails), every refresh family ends, and, when `tokens`, every
+    /// personal access token is revoked; `password_hash` replaces the password,
+    /// `delete` deletes the account.
+    pub async fn end_sessions(
+        &mut self,
+        user_id: &str,
+        (tokens, password_hash, delete): (bool, Option<&str>, bool),
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let at = stamp(now);
+
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE accounts SET generation = generation + 1, revoked_at = $2, updated_at = $2,
+                password_hash = COALESCE($3, password_hash),
+                password_change_required = CASE WHEN $3 IS NULL THEN password_change_required ELSE 0 END,
+                deleted_at = CASE WHEN $4 = 1 THEN $2 ELSE deleted_at END
+             WHERE user_id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(user_id)
+        .bind(&at)
+        .bind(password_hash)
+        .bind(i64::from(delete))
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("account".to_owned()));
+        }
+        self.store
+            .end_credentials(&mut self.tx, user_id, (&at, reason), tokens)
+            .await?;
+        Ok(())
+    }
+
+    /// Makes the waiting authenticator the account's (its first code's `step` used),
+    /// or removes the account's (`step` `None`), with the mail telling the account;
+    /// `false` when the pending one changed meanwhile.
+    pub async fn settle_totp(
+        &mut self,
+        user_id: &str,
+        confirmed: Option<(&str, i64)>,
+        now: DateTime<Utc>,
+        mail: &NewAccountMail<'_>,
+    ) -> StoreResult<bool> {
+        let done = match confirmed {
+            Some((pending, step)) => sqlx::query(&self.store.sql(
+                "UPDATE accounts SET totp_secret = totp_pending, totp_pending = NULL, totp_last_step = $3, updated_at = $4
+                 WHERE user_id = $1 AND totp_pending = $2 AND deleted_at IS NULL",
+            ))
+            .bind(user_id)
+            .bind(pending)
+            .bind(step)
+            .bind(stamp(now))
+            .execute(&mut *self.tx)
+            .await?,
+            None => sqlx::query(&self.store.sql(
+                "UPDATE accounts SET totp_secret = NULL, totp_pending = NULL, totp_last_step = NULL, updated_at = $2
+                 WHERE user_id = $1 AND deleted_at IS NULL",
+            ))
+            .bind(user_id)
+            .bind(stamp(now))
+            .execute(&mut *self.tx)
+            .await?,
+        };
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        self.store
+            .insert_account_mail(&mut self.tx, user_id, mail, now)
+            .await?;
+        Ok(true)
+    }
+
+    /// Records a personal access token.
+    pub async fn create_personal_token(
+        &mut self,
+        token: &PersonalTokenRecord,
+        token_hash: &str,
+    ) -> StoreResult<()> {
+        let permissions = token
+            .permissions
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+
+        sqlx::query(&self.store.sql(
+            "INSERT INTO personal_tokens (id, user_id, name, token_hash, hint, org_id, permissions, created_at, expires_at, sso_org_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        ))
+        .bind(&token.id)
+        .bind(&token.user_id)
+        .bind(&token.name)
+        .bind(token_hash)
+        .bind(&token.hint)
+        .bind(&token.org_id)
+        .bind(permissions.as_deref())
+        .bind(stamp(token.created_at))
+        .bind(stamp(token.expires_at))
+        .bind(&token.sso_org_id)
+        .execute(&mut *self.tx)
         .await?;
         Ok(())
     }

@@ -4,13 +4,11 @@
 //! for the audit chain), a user's own feature flags and its active organization.
 //! Statements only; the services decide.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::accounts::{account_from_row, AccountRecord, ACCOUNT};
 use super::decode::Decoder;
-use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// An account's state, as the administration list filters it.
@@ -148,147 +146,6 @@ impl Store {
             .collect()
     }
 
-    /// Changes an account's name and e-mail (the address is verified again), and
-    /// disables it (`Some(true)`: its sessions, refresh families and personal access
-    /// tokens end at once, on every replica) or enables it again (`Some(false)`),
-    /// with the audit events, in one transaction.
-    pub async fn admin_update_account(
-        &self,
-        user_id: &str,
-        (name, email, disabled): (Option<&str>, Option<&str>, Option<bool>),
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<AccountRecord> {
-        let at = stamp(now);
-        let account = unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE accounts SET name = COALESCE($2, name), updated_at = $3,
-                    email = COALESCE($4, email),
-                    email_verified_at = CASE WHEN $4 IS NULL THEN email_verified_at ELSE $3 END
-                 WHERE user_id = $1 AND deleted_at IS NULL",
-            ))
-            .bind(user_id)
-            .bind(name)
-            .bind(&at)
-            .bind(email)
-            .execute(&mut *tx.tx)
-            .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => {
-                    StoreError::Conflict("an account with this e-mail exists".to_owned())
-                }
-                other => other,
-            })?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound("account".to_owned()));
-            }
-            if let Some(email) = email {
-                sqlx::query(&self.sql("UPDATE users SET email = $2 WHERE id = $1"))
-                    .bind(user_id)
-                    .bind(email)
-                    .execute(&mut *tx.tx)
-                    .await?;
-            }
-            match disabled {
-                Some(true) => {
-                    sqlx::query(&self.sql(
-                        "UPDATE accounts SET disabled_at = $2, generation = generation + 1, revoked_at = $2
-                         WHERE user_id = $1",
-                    ))
-                    .bind(user_id)
-                    .bind(&at)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                    self.end_credentials(&mut tx.tx, user_id, (&at, "admin.user.disable"), true)
-                        .await?;
-                }
-                Some(false) => {
-                    sqlx::query(
-                        &self.sql("UPDATE accounts SET disabled_at = NULL WHERE user_id = $1"),
-                    )
-                    .bind(user_id)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                }
-                None => {}
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            let row = sqlx::query(&self.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
-                .bind(user_id)
-                .fetch_one(&mut *tx.tx)
-                .await?;
-            let account = account_from_row(&row)?;
-            Ok(account)
-        })?;
-        self.facts_changed();
-        Ok(account)
-    }
-
-    /// Deletes an account as a super-admin: its memberships and Role grants end, its
-    /// sessions and tokens end, its personal data (e-mail, name, password,
-    /// authenticator, feature flags) is erased and the account stays as a ghost
-    /// under `ghost_email`, so that what it made and the audit chain still name an
-    /// id that resolves. Fails (conflict) when it owns a live organization at the
-    /// moment of the delete. With the audit events, in one transaction.
-    pub async fn delete_account_as_admin(
-        &self,
-        user_id: &str,
-        ghost_email: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        let at = stamp(now);
-        unit_of_work!(self, |tx| -> super::StoreError {
-            // The write comes first: on SQLite a transaction that read before it writes
-            // fails at once (busy, not waited for) when another connection wrote since.
-            let done = sqlx::query(&self.sql(
-                "UPDATE accounts SET generation = generation + 1, revoked_at = $2, updated_at = $2,
-                    deleted_at = $2, email = $3, name = NULL, password_hash = '!',
-                    email_verified_at = NULL, totp_secret = NULL, totp_pending = NULL,
-                    password_change_required = 0
-                 WHERE user_id = $1 AND deleted_at IS NULL",
-            ))
-            .bind(user_id)
-            .bind(&at)
-            .bind(ghost_email)
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound("account".to_owned()));
-            }
-            let owned = sqlx::query(&self.sql(
-                "SELECT COUNT(*) AS n FROM organizations WHERE owner_id = $1 AND deleted_at IS NULL",
-            ))
-            .bind(user_id)
-            .fetch_one(&mut *tx.tx)
-            .await?
-            .try_get::<i64, _>("n")?;
-            if owned > 0 {
-                // Dropped, the transaction rolls the write back.
-                return Err(StoreError::Conflict(
-                    "the account owns an organization: transfer its ownership first".to_owned(),
-                ));
-            }
-            self.end_credentials(&mut tx.tx, user_id, (&at, "admin.user.delete"), true)
-                .await?;
-            for statement in [
-                "DELETE FROM role_members WHERE user_id = $1",
-                "DELETE FROM memberships WHERE user_id = $1",
-                "DELETE FROM user_features WHERE user_id = $1",
-                "UPDATE users SET email = NULL, active_org_id = NULL WHERE id = $1",
-            ] {
-                sqlx::query(&self.sql(statement))
-                    .bind(user_id)
-                    .execute(&mut *tx.tx)
-                    .await?;
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
-    }
-
     /// A user's own feature flags: (feature name, enabled).
     pub async fn user_features(&self, user_id: &str) -> StoreResult<Vec<(String, bool)>> {
         let rows =
@@ -304,61 +161,6 @@ impl Store {
                 Ok((d.get("feature")?, d.flag("enabled")?))
             })
             .collect()
-    }
-
-    /// Replaces a user's feature flags with `flags`, with the audit events, in one
-    /// transaction.
-    pub async fn set_user_features(
-        &self,
-        user_id: &str,
-        flags: &[(&str, bool)],
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        let at = stamp(now);
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql("DELETE FROM user_features WHERE user_id = $1"))
-                .bind(user_id)
-                .execute(&mut *tx.tx)
-                .await?;
-            for (feature, enabled) in flags {
-                sqlx::query(&self.sql(
-                    "INSERT INTO user_features (user_id, feature, enabled, updated_at) VALUES ($1, $2, $3, $4)",
-                ))
-                .bind(user_id)
-                .bind(*feature)
-                .bind(i64::from(*enabled))
-                .bind(&at)
-                .execute(&mut *tx.tx)
-                .await?;
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
-    }
-
-    /// Records the organization a user acts in by default, with the audit events.
-    pub async fn set_active_organization(
-        &self,
-        user_id: &str,
-        org_id: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql("UPDATE users SET active_org_id = $2 WHERE id = $1"))
-                .bind(user_id)
-                .bind(org_id)
-                .execute(&mut *tx.tx)
-                .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound("user".to_owned()));
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        Ok(())
     }
 }
 
@@ -398,32 +200,6 @@ fn impersonation_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ImpersonationR
 }
 
 impl Store {
-    /// Records an impersonation, with the audit events, in one transaction.
-    pub async fn start_impersonation(
-        &self,
-        row: &ImpersonationRow,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql(
-                "INSERT INTO impersonations (id, admin_id, user_id, reason, read_only, started_at, expires_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            ))
-            .bind(&row.id)
-            .bind(&row.admin_id)
-            .bind(&row.user_id)
-            .bind(&row.reason)
-            .bind(i64::from(row.read_only))
-            .bind(stamp(row.started_at))
-            .bind(stamp(row.expires_at))
-            .execute(&mut *tx.tx)
-            .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
     /// An impersonation by id.
     pub async fn impersonation(&self, id: &str) -> StoreResult<Option<ImpersonationRow>> {
         let row = sqlx::query(&self.sql("SELECT * FROM impersonations WHERE id = $1"))
@@ -432,32 +208,232 @@ impl Store {
             .await?;
         row.as_ref().map(impersonation_from_row).transpose()
     }
+}
 
-    /// Ends an impersonation that has not ended (`false`: it had), with the audit
-    /// events, in one transaction; every replica stops honouring its token.
+impl super::Transaction<'_> {
+    /// Changes an account's name and e-mail (the address is verified again), and
+    /// disables it (`Some(true)`: its sessions, refresh families and personal access
+    /// tokens end at once, on every replica) or enables it again (`Some(false)`).
+    pub async fn admin_update_account(
+        &mut self,
+        user_id: &str,
+        (name, email, disabled): (Option<&str>, Option<&str>, Option<bool>),
+        now: DateTime<Utc>,
+    ) -> StoreResult<AccountRecord> {
+        let at = stamp(now);
+
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE accounts SET name = COALESCE($2, name), updated_at = $3,
+                email = COALESCE($4, email),
+                email_verified_at = CASE WHEN $4 IS NULL THEN email_verified_at ELSE $3 END
+             WHERE user_id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(user_id)
+        .bind(name)
+        .bind(&at)
+        .bind(email)
+        .execute(&mut *self.tx)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => {
+                StoreError::Conflict("an account with this e-mail exists".to_owned())
+            }
+            other => other,
+        })?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("account".to_owned()));
+        }
+        if let Some(email) = email {
+            sqlx::query(&self.store.sql("UPDATE users SET email = $2 WHERE id = $1"))
+                .bind(user_id)
+                .bind(email)
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        match disabled {
+            Some(true) => {
+                sqlx::query(&self.store.sql(
+                    "UPDATE accounts SET disabled_at = $2, generation = generation + 1, revoked_at = $2
+                     WHERE user_id = $1",
+                ))
+                .bind(user_id)
+                .bind(&at)
+                .execute(&mut *self.tx)
+                .await?;
+                self.store
+                    .end_credentials(&mut self.tx, user_id, (&at, "admin.user.disable"), true)
+                    .await?;
+            }
+            Some(false) => {
+                sqlx::query(
+                    &self
+                        .store
+                        .sql("UPDATE accounts SET disabled_at = NULL WHERE user_id = $1"),
+                )
+                .bind(user_id)
+                .execute(&mut *self.tx)
+                .await?;
+            }
+            None => {}
+        }
+        let row = sqlx::query(&self.store.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
+            .bind(user_id)
+            .fetch_one(&mut *self.tx)
+            .await?;
+        let account = account_from_row(&row)?;
+        Ok(account)
+    }
+
+    /// Deletes an account as a super-admin: its memberships and Role grants end, its
+    /// sessions and tokens end, its personal data (e-mail, name, password,
+    /// authenticator, feature flags) is erased and the account stays as a ghost
+    /// under `ghost_email`, so that what it made and the audit chain still name an
+    /// id that resolves. Fails (conflict) when it owns a live organization at the
+    /// moment of the delete.
+    pub async fn delete_account_as_admin(
+        &mut self,
+        user_id: &str,
+        ghost_email: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let at = stamp(now);
+
+        // The write comes first: on SQLite a transaction that read before it writes
+        // fails at once (busy, not waited for) when another connection wrote since.
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE accounts SET generation = generation + 1, revoked_at = $2, updated_at = $2,
+                deleted_at = $2, email = $3, name = NULL, password_hash = '!',
+                email_verified_at = NULL, totp_secret = NULL, totp_pending = NULL,
+                password_change_required = 0
+             WHERE user_id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(user_id)
+        .bind(&at)
+        .bind(ghost_email)
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("account".to_owned()));
+        }
+        let owned = sqlx::query(&self.store.sql(
+            "SELECT COUNT(*) AS n FROM organizations WHERE owner_id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(user_id)
+        .fetch_one(&mut *self.tx)
+        .await?
+        .try_get::<i64, _>("n")?;
+        if owned > 0 {
+            // Dropped, the transaction rolls the write back.
+            return Err(StoreError::Conflict(
+                "the account owns an organization: transfer its ownership first".to_owned(),
+            ));
+        }
+        self.store
+            .end_credentials(&mut self.tx, user_id, (&at, "admin.user.delete"), true)
+            .await?;
+        for statement in [
+            "DELETE FROM role_members WHERE user_id = $1",
+            "DELETE FROM memberships WHERE user_id = $1",
+            "DELETE FROM user_features WHERE user_id = $1",
+            "UPDATE users SET email = NULL, active_org_id = NULL WHERE id = $1",
+        ] {
+            sqlx::query(&self.store.sql(statement))
+                .bind(user_id)
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Replaces a user's feature flags with `flags`.
+    pub async fn set_user_features(
+        &mut self,
+        user_id: &str,
+        flags: &[(&str, bool)],
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let at = stamp(now);
+
+        sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM user_features WHERE user_id = $1"),
+        )
+        .bind(user_id)
+        .execute(&mut *self.tx)
+        .await?;
+        for (feature, enabled) in flags {
+            sqlx::query(&self.store.sql(
+                "INSERT INTO user_features (user_id, feature, enabled, updated_at) VALUES ($1, $2, $3, $4)",
+            ))
+            .bind(user_id)
+            .bind(*feature)
+            .bind(i64::from(*enabled))
+            .bind(&at)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Records the organization a user acts in by default.
+    pub async fn set_active_organization(
+        &mut self,
+        user_id: &str,
+        org_id: &str,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(
+            &self
+                .store
+                .sql("UPDATE users SET active_org_id = $2 WHERE id = $1"),
+        )
+        .bind(user_id)
+        .bind(org_id)
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("user".to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Records an impersonation.
+    pub async fn start_impersonation(&mut self, row: &ImpersonationRow) -> StoreResult<()> {
+        sqlx::query(&self.store.sql(
+            "INSERT INTO impersonations (id, admin_id, user_id, reason, read_only, started_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        ))
+        .bind(&row.id)
+        .bind(&row.admin_id)
+        .bind(&row.user_id)
+        .bind(&row.reason)
+        .bind(i64::from(row.read_only))
+        .bind(stamp(row.started_at))
+        .bind(stamp(row.expires_at))
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Ends an impersonation that has not ended (`false`: it had).
     pub async fn end_impersonation(
-        &self,
+        &mut self,
         id: &str,
         ended_by: &str,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
     ) -> StoreResult<bool> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE impersonations SET ended_at = $2, ended_by = $3 WHERE id = $1 AND ended_at IS NULL",
-            ))
-            .bind(id)
-            .bind(stamp(now))
-            .bind(ended_by)
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Ok(false);
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            self.facts_changed();
-            Ok(true)
-        })
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE impersonations SET ended_at = $2, ended_by = $3 WHERE id = $1 AND ended_at IS NULL",
+        ))
+        .bind(id)
+        .bind(stamp(now))
+        .bind(ended_by)
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        Ok(true)
     }
 }
 

@@ -1,11 +1,9 @@
 //! Conversations between members of one organization: participants with read
 //! markers, messages in order. A message is written with its feed row.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// A conversation as one participant sees it.
@@ -119,57 +117,6 @@ pub struct Rate {
 }
 
 impl Store {
-    /// Starts a conversation with its participants (the first is the author) and
-    /// its first message, with the message's feed row.
-    pub async fn create_conversation(
-        &self,
-        (id, org_id, subject): (&str, &str, Option<&str>),
-        participants: &[String],
-        first: NewMessage<'_>,
-        (now, rate): (DateTime<Utc>, Rate),
-    ) -> StoreResult<bool> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            if !self.within_rate(&mut tx.tx, first.author_id, rate).await? {
-                return Ok(false);
-            }
-            sqlx::query(&self.sql(
-                "INSERT INTO conversations (id, org_id, subject, created_by, created_at, last_message_at) \
-                 VALUES ($1, $2, $3, $4, $5, $5)",
-            ))
-            .bind(id)
-            .bind(org_id)
-            .bind(subject)
-            .bind(first.author_id)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            for user in participants {
-                let read = (user == first.author_id).then(|| stamp(now));
-                sqlx::query(&self.sql(
-                    "INSERT INTO conversation_participants (conversation_id, user_id, joined_at, last_read_at, left_at) \
-                     VALUES ($1, $2, $3, $4, NULL)",
-                ))
-                .bind(id)
-                .bind(user)
-                .bind(stamp(now))
-                .bind(read)
-                .execute(&mut *tx.tx)
-                .await?;
-            }
-            self.insert_message(&mut tx.tx, id, org_id, first, now)
-                .await?;
-            self.feed(
-                &mut tx.tx,
-                "message",
-                first.id,
-                &recipients(participants)?,
-                now,
-            )
-            .await?;
-            Ok(true)
-        })
-    }
-
     async fn insert_message(
         &self,
         conn: &mut sqlx::AnyConnection,
@@ -191,70 +138,6 @@ impl Store {
         .execute(&mut *conn)
         .await?;
         Ok(())
-    }
-
-    /// Posts a message to a conversation the author takes part in: the conversation
-    /// moves on, the author's marker with it, and the feed tells every participant.
-    /// Not found when the author is not (or no longer) a participant.
-    pub async fn post_conversation_message(
-        &self,
-        (conversation_id, org_id): (&str, &str),
-        message: NewMessage<'_>,
-        (now, rate): (DateTime<Utc>, Rate),
-    ) -> StoreResult<bool> {
-        use sqlx::Row;
-        unit_of_work!(self, |tx| -> super::StoreError {
-            if !self
-                .within_rate(&mut tx.tx, message.author_id, rate)
-                .await?
-            {
-                return Ok(false);
-            }
-            // The first statement writes, so SQLite takes its lock at once.
-            let moved = sqlx::query(&self.sql(
-                "UPDATE conversations SET last_message_at = $3 WHERE id = $1 AND org_id = $2 \
-                 AND EXISTS (SELECT 1 FROM conversation_participants p WHERE p.conversation_id = $1 \
-                             AND p.user_id = $4 AND p.left_at IS NULL)",
-            ))
-            .bind(conversation_id)
-            .bind(org_id)
-            .bind(stamp(now))
-            .bind(message.author_id)
-            .execute(&mut *tx.tx)
-            .await?;
-            if moved.rows_affected() == 0 {
-                return Err(StoreError::NotFound("conversation".to_owned()));
-            }
-            self.insert_message(&mut tx.tx, conversation_id, org_id, message, now)
-                .await?;
-            sqlx::query(&self.sql(
-                "UPDATE conversation_participants SET last_read_at = $3 WHERE conversation_id = $1 AND user_id = $2",
-            ))
-            .bind(conversation_id)
-            .bind(message.author_id)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            let rows = sqlx::query(&self.sql(
-                "SELECT user_id FROM conversation_participants WHERE conversation_id = $1 AND left_at IS NULL ORDER BY user_id",
-            ))
-            .bind(conversation_id)
-            .fetch_all(&mut *tx.tx)
-            .await?;
-            let participants = rows
-                .iter()
-                .map(|r| r.try_get::<String, _>("user_id"))
-                .collect::<Result<Vec<_>, _>>()?;
-            self.feed(
-                &mut tx.tx,
-                "message",
-                message.id,
-                &recipients(&participants)?,
-                now,
-            )
-            .await?;
-            Ok(true)
-        })
     }
 
     /// A conversation of the organization the user takes part in, as they see it.
@@ -466,31 +349,6 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes a message, with its audit events (none for an author's own).
-    pub async fn delete_conversation_message(
-        &self,
-        conversation_id: &str,
-        id: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done =
-                sqlx::query(&self.sql(
-                    "DELETE FROM conversation_messages WHERE conversation_id = $1 AND id = $2",
-                ))
-                .bind(conversation_id)
-                .bind(id)
-                .execute(&mut *tx.tx)
-                .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(format!("message `{id}`")));
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
     /// Whether `author` wrote fewer than `rate.limit` messages since `rate.since`,
     /// decided while the author's row of `message_rate_locks` is locked (the first
     /// statement of the transaction writes it: SQLite takes its write lock, and on
@@ -649,4 +507,148 @@ pub struct FeedRow {
     pub ref_id: String,
     /// Who a message is for (empty for an announcement: its audience decides).
     pub recipients: Vec<String>,
+}
+
+impl super::Transaction<'_> {
+    /// Starts a conversation with its participants (the first is the author) and
+    /// its first message, with the message's feed row.
+    pub async fn create_conversation(
+        &mut self,
+        (id, org_id, subject): (&str, &str, Option<&str>),
+        participants: &[String],
+        first: NewMessage<'_>,
+        (now, rate): (DateTime<Utc>, Rate),
+    ) -> StoreResult<bool> {
+        if !self
+            .store
+            .within_rate(&mut self.tx, first.author_id, rate)
+            .await?
+        {
+            return Ok(false);
+        }
+        sqlx::query(&self.store.sql(
+            "INSERT INTO conversations (id, org_id, subject, created_by, created_at, last_message_at) \
+             VALUES ($1, $2, $3, $4, $5, $5)",
+        ))
+        .bind(id)
+        .bind(org_id)
+        .bind(subject)
+        .bind(first.author_id)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        for user in participants {
+            let read = (user == first.author_id).then(|| stamp(now));
+            sqlx::query(&self.store.sql(
+                "INSERT INTO conversation_participants (conversation_id, user_id, joined_at, last_read_at, left_at) \
+                 VALUES ($1, $2, $3, $4, NULL)",
+            ))
+            .bind(id)
+            .bind(user)
+            .bind(stamp(now))
+            .bind(read)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        self.store
+            .insert_message(&mut self.tx, id, org_id, first, now)
+            .await?;
+        self.store
+            .feed(
+                &mut self.tx,
+                "message",
+                first.id,
+                &recipients(participants)?,
+                now,
+            )
+            .await?;
+        Ok(true)
+    }
+
+    /// Posts a message to a conversation the author takes part in: the conversation
+    /// moves on, the author's marker with it, and the feed tells every participant.
+    /// Not found when the author is not (or no longer) a participant.
+    pub async fn post_conversation_message(
+        &mut self,
+        (conversation_id, org_id): (&str, &str),
+        message: NewMessage<'_>,
+        (now, rate): (DateTime<Utc>, Rate),
+    ) -> StoreResult<bool> {
+        use sqlx::Row;
+
+        if !self
+            .store
+            .within_rate(&mut self.tx, message.author_id, rate)
+            .await?
+        {
+            return Ok(false);
+        }
+        // The first statement writes, so SQLite takes its lock at once.
+        let moved = sqlx::query(&self.store.sql(
+            "UPDATE conversations SET last_message_at = $3 WHERE id = $1 AND org_id = $2 \
+             AND EXISTS (SELECT 1 FROM conversation_participants p WHERE p.conversation_id = $1 \
+                         AND p.user_id = $4 AND p.left_at IS NULL)",
+        ))
+        .bind(conversation_id)
+        .bind(org_id)
+        .bind(stamp(now))
+        .bind(message.author_id)
+        .execute(&mut *self.tx)
+        .await?;
+        if moved.rows_affected() == 0 {
+            return Err(StoreError::NotFound("conversation".to_owned()));
+        }
+        self.store
+            .insert_message(&mut self.tx, conversation_id, org_id, message, now)
+            .await?;
+        sqlx::query(&self.store.sql(
+            "UPDATE conversation_participants SET last_read_at = $3 WHERE conversation_id = $1 AND user_id = $2",
+        ))
+        .bind(conversation_id)
+        .bind(message.author_id)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        let rows = sqlx::query(&self.store.sql(
+            "SELECT user_id FROM conversation_participants WHERE conversation_id = $1 AND left_at IS NULL ORDER BY user_id",
+        ))
+        .bind(conversation_id)
+        .fetch_all(&mut *self.tx)
+        .await?;
+        let participants = rows
+            .iter()
+            .map(|r| r.try_get::<String, _>("user_id"))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.store
+            .feed(
+                &mut self.tx,
+                "message",
+                message.id,
+                &recipients(&participants)?,
+                now,
+            )
+            .await?;
+        Ok(true)
+    }
+
+    /// Deletes a message, with its audit events (none for an author's own).
+    pub async fn delete_conversation_message(
+        &mut self,
+        conversation_id: &str,
+        id: &str,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM conversation_messages WHERE conversation_id = $1 AND id = $2"),
+        )
+        .bind(conversation_id)
+        .bind(id)
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("message `{id}`")));
+        }
+        Ok(())
+    }
 }

@@ -1,12 +1,10 @@
 //! Exemptions: requested, reviewed, revoked; the approved ones a check applies.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use compliance_core::{Exemption, ExemptionStatus};
 use serde::Serialize;
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// An exemption as stored.
@@ -99,42 +97,6 @@ pub(super) fn exemption_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Exempti
 }
 
 impl Store {
-    /// Stores exemption requests, all or nothing.
-    pub async fn request_exemptions(
-        &self,
-        org_id: &str,
-        requests: &[NewExemption],
-        by: &str,
-        now: DateTime<Utc>,
-        audit: &(dyn Fn(&[String]) -> Vec<AuditEvent> + Sync),
-    ) -> StoreResult<Vec<String>> {
-        let ids = unit_of_work!(self, |tx| -> super::StoreError {
-            let mut ids = Vec::with_capacity(requests.len());
-            for request in requests {
-                let id = new_id();
-                sqlx::query(&self.sql(
-                    "INSERT INTO exemptions (id, org_id, rule_id, entity_id, reason, status, requested_by, expires_at, created_at, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, 'requested', $6, $7, $8, $8)",
-                ))
-                .bind(&id)
-                .bind(org_id)
-                .bind(&request.rule_id)
-                .bind(&request.entity_id)
-                .bind(&request.reason)
-                .bind(by)
-                .bind(request.expires_at.map(stamp))
-                .bind(stamp(now))
-                .execute(&mut *tx.tx)
-                .await?;
-                ids.push(id);
-            }
-            self.enqueue(&mut tx.tx, &audit(&ids)).await?;
-            Ok(ids)
-        })?;
-        self.facts_changed();
-        Ok(ids)
-    }
-
     /// One exemption of an organization.
     pub async fn exemption(&self, org_id: &str, id: &str) -> StoreResult<Option<ExemptionRecord>> {
         let row = sqlx::query(&self.sql("SELECT * FROM exemptions WHERE org_id = $1 AND id = $2"))
@@ -200,45 +162,71 @@ impl Store {
         .await?;
         Ok(row.is_some())
     }
+}
+
+impl super::Transaction<'_> {
+    /// Stores exemption requests, all or nothing.
+    pub async fn request_exemptions(
+        &mut self,
+        org_id: &str,
+        requests: &[NewExemption],
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Vec<String>> {
+        let mut ids = Vec::with_capacity(requests.len());
+        for request in requests {
+            let id = new_id();
+            sqlx::query(&self.store.sql(
+                "INSERT INTO exemptions (id, org_id, rule_id, entity_id, reason, status, requested_by, expires_at, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, 'requested', $6, $7, $8, $8)",
+            ))
+            .bind(&id)
+            .bind(org_id)
+            .bind(&request.rule_id)
+            .bind(&request.entity_id)
+            .bind(&request.reason)
+            .bind(by)
+            .bind(request.expires_at.map(stamp))
+            .bind(stamp(now))
+            .execute(&mut *self.tx)
+            .await?;
+            ids.push(id);
+        }
+        Ok(ids)
+    }
 
     /// Moves an exemption from one of `transition.0` to `transition.1`, recording who.
     pub async fn set_exemption_status(
-        &self,
+        &mut self,
         org_id: &str,
         id: &str,
         (from, to): (&[ExemptionStatus], ExemptionStatus),
         (by, note): (&str, Option<&str>),
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let allowed: Vec<String> = from
-                .iter()
-                .map(|s| format!("'{}'", status_name(*s)))
-                .collect();
-            let done = sqlx::query(&self.sql(&format!(
-                "UPDATE exemptions SET status = $3, reviewed_by = $4, review_note = COALESCE($5, review_note), updated_at = $6
-                 WHERE org_id = $1 AND id = $2 AND status IN ({})",
-                allowed.join(", ")
-            )))
-            .bind(org_id)
-            .bind(id)
-            .bind(status_name(to))
-            .bind(by)
-            .bind(note)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::Conflict(format!(
-                    "the exemption cannot become {}",
-                    status_name(to)
-                )));
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
+        let allowed: Vec<String> = from
+            .iter()
+            .map(|s| format!("'{}'", status_name(*s)))
+            .collect();
+        let done = sqlx::query(&self.store.sql(&format!(
+            "UPDATE exemptions SET status = $3, reviewed_by = $4, review_note = COALESCE($5, review_note), updated_at = $6
+             WHERE org_id = $1 AND id = $2 AND status IN ({})",
+            allowed.join(", ")
+        )))
+        .bind(org_id)
+        .bind(id)
+        .bind(status_name(to))
+        .bind(by)
+        .bind(note)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict(format!(
+                "the exemption cannot become {}",
+                status_name(to)
+            )));
+        }
         Ok(())
     }
 }

@@ -1,7 +1,5 @@
 //! Invitations: sent, accepted, revoked, resent.
 
-use audit_chain::AuditEvent;
-
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::Row;
@@ -9,7 +7,6 @@ use tenancy::MembershipRole;
 
 use super::decode::Decoder;
 use super::orgs::{found, membership_role, membership_role_name};
-use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// Where an invitation stands (its schema documents the answers that carry it).
@@ -78,38 +75,6 @@ impl Store {
         row.as_ref().map(invitation_from_row).transpose()
     }
 
-    /// Records an invitation.
-    pub async fn create_invitation(
-        &self,
-        org_id: &str,
-        email: &str,
-        role: MembershipRole,
-        invited_by: &str,
-        now: DateTime<Utc>,
-        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
-    ) -> StoreResult<InvitationRecord> {
-        let id = new_id();
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql(
-                "INSERT INTO invitations (id, org_id, email, role, status, invited_by, sent_count, created_at, last_sent_at)
-                 VALUES ($1, $2, $3, $4, 'pending', $5, 1, $6, $6)",
-            ))
-            .bind(&id)
-            .bind(org_id)
-            .bind(email)
-            .bind(membership_role_name(role))
-            .bind(invited_by)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            self.enqueue(&mut tx.tx, &audit(&id)).await?;
-            Ok(())
-        })?;
-        self.invitation(org_id, &id)
-            .await?
-            .ok_or_else(|| StoreError::Other("the new invitation vanished".to_owned()))
-    }
-
     /// One invitation of an organization.
     pub async fn invitation(
         &self,
@@ -153,56 +118,35 @@ impl Store {
             .collect::<StoreResult<Vec<_>>>()?;
         Ok((items, total.unsigned_abs()))
     }
-
-    /// Revokes a pending invitation.
-    pub async fn revoke_invitation(
-        &self,
-        org_id: &str,
-        id: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE invitations SET status = 'revoked' WHERE org_id = $1 AND id = $2 AND status = 'pending'",
-            ))
-            .bind(org_id)
-            .bind(id)
-            .execute(&mut *tx.tx)
-            .await?;
-            found(done.rows_affected(), "pending invitation")?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
-    /// Counts another sending of a pending invitation.
-    pub async fn resend_invitation(
-        &self,
-        org_id: &str,
-        id: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE invitations SET sent_count = sent_count + 1, last_sent_at = $3
-                 WHERE org_id = $1 AND id = $2 AND status = 'pending'",
-            ))
-            .bind(org_id)
-            .bind(id)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            found(done.rows_affected(), "pending invitation")?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        Ok(())
-    }
 }
 
 impl super::Transaction<'_> {
+    /// Records an invitation: its id.
+    pub async fn create_invitation(
+        &mut self,
+        org_id: &str,
+        email: &str,
+        role: MembershipRole,
+        invited_by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<String> {
+        let id = new_id();
+
+        sqlx::query(&self.store.sql(
+                "INSERT INTO invitations (id, org_id, email, role, status, invited_by, sent_count, created_at, last_sent_at)
+                 VALUES ($1, $2, $3, $4, 'pending', $5, 1, $6, $6)",
+            ))
+            .bind(&id)
+            .bind(org_id)
+            .bind(email)
+            .bind(membership_role_name(role))
+            .bind(invited_by)
+            .bind(stamp(now))
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(id)
+    }
+
     /// Marks a pending invitation accepted; another acceptance (or a revocation)
     /// that committed first is a conflict (the same answer as a retry after it).
     pub async fn accept_invitation(
@@ -222,6 +166,39 @@ impl super::Transaction<'_> {
                 "the invitation is no longer pending".to_owned(),
             ));
         }
+        Ok(())
+    }
+
+    /// Revokes a pending invitation.
+    pub async fn revoke_invitation(&mut self, org_id: &str, id: &str) -> StoreResult<()> {
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE invitations SET status = 'revoked' WHERE org_id = $1 AND id = $2 AND status = 'pending'",
+        ))
+        .bind(org_id)
+        .bind(id)
+        .execute(&mut *self.tx)
+        .await?;
+        found(done.rows_affected(), "pending invitation")?;
+        Ok(())
+    }
+
+    /// Counts another sending of a pending invitation.
+    pub async fn resend_invitation(
+        &mut self,
+        org_id: &str,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE invitations SET sent_count = sent_count + 1, last_sent_at = $3
+             WHERE org_id = $1 AND id = $2 AND status = 'pending'",
+        ))
+        .bind(org_id)
+        .bind(id)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        found(done.rows_affected(), "pending invitation")?;
         Ok(())
     }
 }

@@ -2,7 +2,6 @@
 //! exactly the state it left, and the purge of what is past the restore window. The
 //! audit chain is never purged here (its own retention prunes it).
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 
@@ -75,45 +74,6 @@ const ORG_TABLES: [&str; 49] = [
 ];
 
 impl Store {
-    /// Soft-deletes an organization and its teams (one instant for all), in one
-    /// transaction: a team's usage leaves its root's pool, running scans end
-    /// (`cancelled`), and `audit` is written. Already deleted (a race lost): 409.
-    pub async fn delete_organization(
-        &self,
-        id: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE organizations SET deleted_at = $2 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at IS NULL",
-            ))
-            .bind(id)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::Conflict(
-                    "the organization is already deleted".to_owned(),
-                ));
-            }
-            self.move_team_usage(&mut tx.tx, id, "-").await?;
-            sqlx::query(&self.sql(
-                "UPDATE scans SET status = 'cancelled', error = 'the organization was deleted', \
-                 ended_at = $2, updated_at = $2, holder = NULL, lease_until = NULL \
-                 WHERE status = 'running' AND org_id IN (SELECT id FROM organizations WHERE id = $1 OR parent_org_id = $1)",
-            ))
-            .bind(id)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
-    }
-
     /// A soft-deleted organization (not yet purged).
     pub async fn deleted_organization(&self, id: &str) -> StoreResult<Option<DeletedOrg>> {
         let row = sqlx::query(&self.sql(&format!(
@@ -130,39 +90,6 @@ impl Store {
                 })
             })
             .transpose()
-    }
-
-    /// Restores an organization and the teams deleted with it (the same instant), as
-    /// they were (nothing else of their rows changes), in one transaction: a team's
-    /// usage comes back to its root's pool, and `audit` is written. Restored
-    /// meanwhile (a race lost): 409; a name another organization took meanwhile: the
-    /// uniqueness conflict.
-    pub async fn restore_organization(
-        &self,
-        deleted: &DeletedOrg,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        let id = deleted.org.id.as_str();
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE organizations SET deleted_at = NULL \
-                 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at = $2",
-            ))
-            .bind(id)
-            .bind(stamp(deleted.deleted_at))
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::Conflict(
-                    "the organization is not deleted any more".to_owned(),
-                ));
-            }
-            self.move_team_usage(&mut tx.tx, id, "+").await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
     }
 
     /// Takes a team's usage out of its root's pool (`-`) or puts it back (`+`), for
@@ -262,5 +189,61 @@ impl Store {
             purged += 1;
         }
         Ok(purged)
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Soft-deletes an organization and its teams (one instant for all), in one
+    /// transaction: a team's usage leaves its root's pool, running scans end
+    /// (`cancelled`), and `audit` is written. Already deleted (a race lost): 409.
+    pub async fn delete_organization(&mut self, id: &str, now: DateTime<Utc>) -> StoreResult<()> {
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE organizations SET deleted_at = $2 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at IS NULL",
+        ))
+        .bind(id)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict(
+                "the organization is already deleted".to_owned(),
+            ));
+        }
+        self.store.move_team_usage(&mut self.tx, id, "-").await?;
+        sqlx::query(&self.store.sql(
+            "UPDATE scans SET status = 'cancelled', error = 'the organization was deleted', \
+             ended_at = $2, updated_at = $2, holder = NULL, lease_until = NULL \
+             WHERE status = 'running' AND org_id IN (SELECT id FROM organizations WHERE id = $1 OR parent_org_id = $1)",
+        ))
+        .bind(id)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Restores an organization and the teams deleted with it (the same instant), as
+    /// they were (nothing else of their rows changes), in one transaction: a team's
+    /// usage comes back to its root's pool, and `audit` is written. Restored
+    /// meanwhile (a race lost): 409; a name another organization took meanwhile: the
+    /// uniqueness conflict.
+    pub async fn restore_organization(&mut self, deleted: &DeletedOrg) -> StoreResult<()> {
+        let id = deleted.org.id.as_str();
+
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE organizations SET deleted_at = NULL \
+             WHERE (id = $1 OR parent_org_id = $1) AND deleted_at = $2",
+        ))
+        .bind(id)
+        .bind(stamp(deleted.deleted_at))
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict(
+                "the organization is not deleted any more".to_owned(),
+            ));
+        }
+        self.store.move_team_usage(&mut self.tx, id, "+").await?;
+        Ok(())
     }
 }

@@ -1,7 +1,5 @@
 //! Memberships and the seats they take, always scoped by organization.
 
-use audit_chain::AuditEvent;
-
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::{AnyConnection, Row};
@@ -9,7 +7,6 @@ use tenancy::MembershipRole;
 
 use super::decode::Decoder;
 use super::orgs::{found, membership_role, membership_role_name};
-use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 pub(super) const MEMBER_SELECT: &str =
@@ -173,71 +170,6 @@ impl Store {
             used: used.unsigned_abs(),
         })
     }
-
-    /// Removes a member and their Roles in the organization.
-    pub async fn remove_member(
-        &self,
-        org_id: &str,
-        user_id: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql("DELETE FROM role_members WHERE org_id = $1 AND user_id = $2"))
-                .bind(org_id)
-                .bind(user_id)
-                .execute(&mut *tx.tx)
-                .await?;
-            let done = sqlx::query(
-                &self.sql("DELETE FROM memberships WHERE org_id = $1 AND user_id = $2"),
-            )
-            .bind(org_id)
-            .bind(user_id)
-            .execute(&mut *tx.tx)
-            .await?;
-            found(done.rows_affected(), "member")?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
-    }
-
-    /// Changes a member's membership role, swapping the built-in Role it implies.
-    pub async fn set_member_role(
-        &self,
-        org_id: &str,
-        user_id: &str,
-        role: MembershipRole,
-        drop_role_id: &str,
-        grant_role_id: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(
-                &self.sql("UPDATE memberships SET role = $3 WHERE org_id = $1 AND user_id = $2"),
-            )
-            .bind(org_id)
-            .bind(user_id)
-            .bind(membership_role_name(role))
-            .execute(&mut *tx.tx)
-            .await?;
-            found(done.rows_affected(), "member")?;
-            sqlx::query(&self.sql(
-                "DELETE FROM role_members WHERE org_id = $1 AND user_id = $2 AND role_id = $3",
-            ))
-            .bind(org_id)
-            .bind(user_id)
-            .bind(drop_role_id)
-            .execute(&mut *tx.tx)
-            .await?;
-            self.grant_role(&mut tx.tx, (org_id, grant_role_id, user_id))
-                .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
-    }
 }
 
 /// An account's seats, as stored.
@@ -287,5 +219,65 @@ impl super::Transaction<'_> {
     /// what it added).
     pub async fn seats(&mut self, root_id: &str) -> StoreResult<Seats> {
         self.store.seats(&mut self.tx, root_id).await
+    }
+
+    /// Removes a member and their Roles in the organization.
+    pub async fn remove_member(&mut self, org_id: &str, user_id: &str) -> StoreResult<()> {
+        sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM role_members WHERE org_id = $1 AND user_id = $2"),
+        )
+        .bind(org_id)
+        .bind(user_id)
+        .execute(&mut *self.tx)
+        .await?;
+        let done = sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM memberships WHERE org_id = $1 AND user_id = $2"),
+        )
+        .bind(org_id)
+        .bind(user_id)
+        .execute(&mut *self.tx)
+        .await?;
+        found(done.rows_affected(), "member")?;
+        Ok(())
+    }
+
+    /// Changes a member's membership role, swapping the built-in Role it implies.
+    pub async fn set_member_role(
+        &mut self,
+        org_id: &str,
+        user_id: &str,
+        role: MembershipRole,
+        drop_role_id: &str,
+        grant_role_id: &str,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(
+            &self
+                .store
+                .sql("UPDATE memberships SET role = $3 WHERE org_id = $1 AND user_id = $2"),
+        )
+        .bind(org_id)
+        .bind(user_id)
+        .bind(membership_role_name(role))
+        .execute(&mut *self.tx)
+        .await?;
+        found(done.rows_affected(), "member")?;
+        sqlx::query(
+            &self.store.sql(
+                "DELETE FROM role_members WHERE org_id = $1 AND user_id = $2 AND role_id = $3",
+            ),
+        )
+        .bind(org_id)
+        .bind(user_id)
+        .bind(drop_role_id)
+        .execute(&mut *self.tx)
+        .await?;
+        self.store
+            .grant_role(&mut self.tx, (org_id, grant_role_id, user_id))
+            .await?;
+        Ok(())
     }
 }

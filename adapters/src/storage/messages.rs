@@ -1,12 +1,10 @@
 //! The inbox: messages posted to an organization (a notification's in-app channel,
 //! an announcement), read and deleted by its members.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 /// A message of the organization's inbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -132,26 +130,23 @@ impl Store {
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("message `{id}`")))
     }
+}
 
-    /// Deletes a message with its audit events.
-    pub async fn delete_message(
-        &self,
-        org_id: &str,
-        id: &str,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql("DELETE FROM messages WHERE org_id = $1 AND id = $2"))
-                .bind(org_id)
-                .bind(id)
-                .execute(&mut *tx.tx)
-                .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(format!("message `{id}`")));
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
+impl super::Transaction<'_> {
+    /// Deletes a message.
+    pub async fn delete_message(&mut self, org_id: &str, id: &str) -> StoreResult<()> {
+        let done = sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM messages WHERE org_id = $1 AND id = $2"),
+        )
+        .bind(org_id)
+        .bind(id)
+        .execute(&mut *self.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("message `{id}`")));
+        }
         Ok(())
     }
 }

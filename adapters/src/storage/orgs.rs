@@ -1,6 +1,5 @@
 //! Users and organizations.
 
-use audit_chain::AuditEvent;
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
@@ -10,7 +9,6 @@ use sqlx::Row;
 use tenancy::{MembershipRole, Permission};
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// An organization as stored.
@@ -115,81 +113,6 @@ impl Store {
         Ok(())
     }
 
-    /// Creates an organization with its Owner, its built-in Roles and the Owner in the
-    /// Admin Role, atomically. A system organization also makes the Owner a super-admin.
-    pub async fn create_organization(
-        &self,
-        new: NewOrganization,
-        now: DateTime<Utc>,
-        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
-    ) -> StoreResult<OrgRecord> {
-        let id = new_id();
-        let at = stamp(now);
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql(
-                "INSERT INTO organizations (id, name, display_name, parent_org_id, tier, is_system, owner_id, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-            ))
-            .bind(&id)
-            .bind(&new.name)
-            .bind(&new.display_name)
-            .bind(&new.parent_org_id)
-            .bind(tier_name(new.tier))
-            .bind(i64::from(new.is_system))
-            .bind(&new.owner_id)
-            .bind(&at)
-            .execute(&mut *tx.tx)
-            .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => StoreError::Conflict(format!("an organization named `{}` already exists", new.name)),
-                other => other,
-            })?;
-            sqlx::query(&self.sql(
-                "INSERT INTO memberships (org_id, user_id, role, active, created_at) VALUES ($1, $2, 'owner', 1, $3)",
-            ))
-            .bind(&id)
-            .bind(&new.owner_id)
-            .bind(&at)
-            .execute(&mut *tx.tx)
-            .await?;
-            for (name, permissions) in &new.builtin_roles {
-                let role_id = new_id();
-                sqlx::query(&self.sql(
-                    "INSERT INTO roles (id, org_id, name, permissions, built_in, created_at) VALUES ($1, $2, $3, $4, 1, $5)",
-                ))
-                .bind(&role_id)
-                .bind(&id)
-                .bind(*name)
-                .bind(permissions_json(permissions))
-                .bind(&at)
-                .execute(&mut *tx.tx)
-                .await?;
-                if *name == "Admin" || *name == "Super Admin" {
-                    sqlx::query(&self.sql(
-                        "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3)",
-                    ))
-                    .bind(&role_id)
-                    .bind(&id)
-                    .bind(&new.owner_id)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                }
-            }
-            if new.is_system {
-                sqlx::query(&self.sql("UPDATE users SET super_admin = 1 WHERE id = $1"))
-                    .bind(&new.owner_id)
-                    .execute(&mut *tx.tx)
-                    .await?;
-            }
-            self.enqueue(&mut tx.tx, &audit(&id)).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        self.organization(&id)
-            .await?
-            .ok_or_else(|| StoreError::Other("the new organization vanished".to_owned()))
-    }
-
     /// An organization that is not deleted.
     pub async fn organization(&self, id: &str) -> StoreResult<Option<OrgRecord>> {
         let row = sqlx::query(&self.sql(&format!(
@@ -207,92 +130,6 @@ impl Store {
             .fetch_one(self.pool())
             .await?;
         Ok(row.try_get::<i64, _>("n")? > 0)
-    }
-
-    /// Renames an organization.
-    pub async fn update_organization(
-        &self,
-        id: &str,
-        name: Option<&str>,
-        display_name: Option<&str>,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE organizations SET name = COALESCE($2, name), display_name = COALESCE($3, display_name), updated_at = $4
-                 WHERE id = $1 AND deleted_at IS NULL",
-            ))
-            .bind(id)
-            .bind(name)
-            .bind(display_name)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            found(done.rows_affected(), "organization")?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
-    }
-
-    /// Makes `to` the Owner with the Admin Role (`grant`), giving up the Role its
-    /// old membership implied (`revoke`); the previous Owner stays an Admin member
-    /// with the Admin Role. One transaction.
-    pub async fn transfer_owner(
-        &self,
-        id: &str,
-        (from, to): (&str, &str),
-        (grant, revoke): (&str, Option<&str>),
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(
-                &self.sql(
-                    "UPDATE memberships SET role = 'admin' WHERE org_id = $1 AND user_id = $2",
-                ),
-            )
-            .bind(id)
-            .bind(from)
-            .execute(&mut *tx.tx)
-            .await?;
-            sqlx::query(
-                &self.sql(
-                    "UPDATE memberships SET role = 'owner' WHERE org_id = $1 AND user_id = $2",
-                ),
-            )
-            .bind(id)
-            .bind(to)
-            .execute(&mut *tx.tx)
-            .await?;
-            sqlx::query(
-                &self.sql("UPDATE organizations SET owner_id = $2, updated_at = $3 WHERE id = $1"),
-            )
-            .bind(id)
-            .bind(to)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            if let Some(revoke) = revoke {
-                sqlx::query(&self.sql(
-                    "DELETE FROM role_members WHERE org_id = $1 AND user_id = $2 AND role_id = $3",
-                ))
-                .bind(id)
-                .bind(to)
-                .bind(revoke)
-                .execute(&mut *tx.tx)
-                .await?;
-            }
-            for user in [to, from] {
-                self.grant_role(&mut tx.tx, (id, grant, user)).await?;
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
     }
 
     /// The teams of a root organization, newest first, and how many there are.
@@ -368,47 +205,6 @@ impl Store {
             .collect()
     }
 
-    /// Sets or clears a user's super-admin flag (creating the user record if it was
-    /// never seen). Clearing is refused when it would leave no super-admin, checked in
-    /// the same statement so that two revocations cannot race past it.
-    pub async fn set_super_admin(
-        &self,
-        user_id: &str,
-        flag: bool,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            if flag {
-                sqlx::query(&self.sql(
-                    "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, NULL, 1, $2)
-                     ON CONFLICT (id) DO UPDATE SET super_admin = 1",
-                ))
-                .bind(user_id)
-                .bind(stamp(now))
-                .execute(&mut *tx.tx)
-                .await?;
-            } else {
-                let done = sqlx::query(&self.sql(
-                    "UPDATE users SET super_admin = 0 WHERE id = $1 AND super_admin = 1
-                     AND (SELECT COUNT(*) FROM users WHERE super_admin = 1) > 1",
-                ))
-                .bind(user_id)
-                .execute(&mut *tx.tx)
-                .await?;
-                if done.rows_affected() == 0 {
-                    return Err(StoreError::Conflict(format!(
-                        "`{user_id}` is not a super-admin, or is the last one"
-                    )));
-                }
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
-        Ok(())
-    }
-
     /// Whether the stored super-admin flag is set for a user.
     pub async fn is_super_admin(&self, user_id: &str) -> StoreResult<bool> {
         let row = sqlx::query(&self.sql("SELECT super_admin FROM users WHERE id = $1"))
@@ -446,5 +242,192 @@ impl Store {
         .fetch_optional(self.pool())
         .await?;
         row.as_ref().map(org_from_row).transpose()
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Creates an organization with its Owner, its built-in Roles and the Owner in the
+    /// Admin Role: its id. A system organization also makes the Owner a super-admin.
+    pub async fn create_organization(
+        &mut self,
+        new: &NewOrganization,
+        now: DateTime<Utc>,
+    ) -> StoreResult<String> {
+        let id = new_id();
+        let at = stamp(now);
+
+        sqlx::query(&self.store.sql(
+                "INSERT INTO organizations (id, name, display_name, parent_org_id, tier, is_system, owner_id, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+            ))
+            .bind(&id)
+            .bind(&new.name)
+            .bind(&new.display_name)
+            .bind(&new.parent_org_id)
+            .bind(tier_name(new.tier))
+            .bind(i64::from(new.is_system))
+            .bind(&new.owner_id)
+            .bind(&at)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => StoreError::Conflict(format!("an organization named `{}` already exists", new.name)),
+                other => other,
+            })?;
+        sqlx::query(&self.store.sql(
+                "INSERT INTO memberships (org_id, user_id, role, active, created_at) VALUES ($1, $2, 'owner', 1, $3)",
+            ))
+            .bind(&id)
+            .bind(&new.owner_id)
+            .bind(&at)
+            .execute(&mut *self.tx)
+            .await?;
+        for (name, permissions) in &new.builtin_roles {
+            let role_id = new_id();
+            sqlx::query(&self.store.sql(
+                    "INSERT INTO roles (id, org_id, name, permissions, built_in, created_at) VALUES ($1, $2, $3, $4, 1, $5)",
+                ))
+                .bind(&role_id)
+                .bind(&id)
+                .bind(*name)
+                .bind(permissions_json(permissions))
+                .bind(&at)
+                .execute(&mut *self.tx)
+                .await?;
+            if *name == "Admin" || *name == "Super Admin" {
+                sqlx::query(&self.store.sql(
+                    "INSERT INTO role_members (role_id, org_id, user_id) VALUES ($1, $2, $3)",
+                ))
+                .bind(&role_id)
+                .bind(&id)
+                .bind(&new.owner_id)
+                .execute(&mut *self.tx)
+                .await?;
+            }
+        }
+        if new.is_system {
+            sqlx::query(
+                &self
+                    .store
+                    .sql("UPDATE users SET super_admin = 1 WHERE id = $1"),
+            )
+            .bind(&new.owner_id)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        Ok(id)
+    }
+
+    /// Renames an organization.
+    pub async fn update_organization(
+        &mut self,
+        id: &str,
+        name: Option<&str>,
+        display_name: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE organizations SET name = COALESCE($2, name), display_name = COALESCE($3, display_name), updated_at = $4
+             WHERE id = $1 AND deleted_at IS NULL",
+        ))
+        .bind(id)
+        .bind(name)
+        .bind(display_name)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        found(done.rows_affected(), "organization")?;
+        Ok(())
+    }
+
+    /// Makes `to` the Owner with the Admin Role (`grant`), giving up the Role its
+    /// old membership implied (`revoke`); the previous Owner stays an Admin member
+    /// with the Admin Role. One transaction.
+    pub async fn transfer_owner(
+        &mut self,
+        id: &str,
+        (from, to): (&str, &str),
+        (grant, revoke): (&str, Option<&str>),
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            &self
+                .store
+                .sql("UPDATE memberships SET role = 'admin' WHERE org_id = $1 AND user_id = $2"),
+        )
+        .bind(id)
+        .bind(from)
+        .execute(&mut *self.tx)
+        .await?;
+        sqlx::query(
+            &self
+                .store
+                .sql("UPDATE memberships SET role = 'owner' WHERE org_id = $1 AND user_id = $2"),
+        )
+        .bind(id)
+        .bind(to)
+        .execute(&mut *self.tx)
+        .await?;
+        sqlx::query(
+            &self
+                .store
+                .sql("UPDATE organizations SET owner_id = $2, updated_at = $3 WHERE id = $1"),
+        )
+        .bind(id)
+        .bind(to)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        if let Some(revoke) = revoke {
+            sqlx::query(&self.store.sql(
+                "DELETE FROM role_members WHERE org_id = $1 AND user_id = $2 AND role_id = $3",
+            ))
+            .bind(id)
+            .bind(to)
+            .bind(revoke)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        for user in [to, from] {
+            self.store
+                .grant_role(&mut self.tx, (id, grant, user))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Sets or clears a user's super-admin flag (creating the user record if it was
+    /// never seen). Clearing is refused when it would leave no super-admin, checked in
+    /// the same statement so that two revocations cannot race past it.
+    pub async fn set_super_admin(
+        &mut self,
+        user_id: &str,
+        flag: bool,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        if flag {
+            sqlx::query(&self.store.sql(
+                "INSERT INTO users (id, email, super_admin, created_at) VALUES ($1, NULL, 1, $2)
+                 ON CONFLICT (id) DO UPDATE SET super_admin = 1",
+            ))
+            .bind(user_id)
+            .bind(stamp(now))
+            .execute(&mut *self.tx)
+            .await?;
+        } else {
+            let done = sqlx::query(&self.store.sql(
+                "UPDATE users SET super_admin = 0 WHERE id = $1 AND super_admin = 1
+                 AND (SELECT COUNT(*) FROM users WHERE super_admin = 1) > 1",
+            ))
+            .bind(user_id)
+            .execute(&mut *self.tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::Conflict(format!(
+                    "`{user_id}` is not a super-admin, or is the last one"
+                )));
+            }
+        }
+        Ok(())
     }
 }

@@ -1,11 +1,9 @@
 //! An organization's notification preferences, always scoped by organization.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
 use super::{stamp, Store, StoreResult};
 
 /// An organization's notification preference.
@@ -74,39 +72,35 @@ impl Store {
             webhook_disabled_at: d.opt_stamp("webhook_disabled_at")?,
         })
     }
+}
 
+impl super::Transaction<'_> {
     /// Stores an organization's preference (upsert).
     pub async fn save_notification_preference(
-        &self,
+        &mut self,
         org_id: &str,
         p: &NotificationPreference,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql(
-                "INSERT INTO notification_preferences (org_id, email_enabled, target_users, webhook_url, webhook_secret, digest_mode, notify_warnings, updated_at, webhook_disabled_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                 ON CONFLICT (org_id) DO UPDATE SET email_enabled = excluded.email_enabled, target_users = excluded.target_users,
-                   webhook_url = excluded.webhook_url, webhook_secret = excluded.webhook_secret, digest_mode = excluded.digest_mode,
-                   notify_warnings = excluded.notify_warnings, updated_at = excluded.updated_at,
-                   webhook_disabled_at = excluded.webhook_disabled_at",
-            ))
-            .bind(org_id)
-            .bind(i64::from(p.email_enabled))
-            .bind(p.target_users.as_ref().map(|t| serde_json::to_string(t).unwrap_or_default()))
-            .bind(&p.webhook_url)
-            .bind(&p.webhook_secret)
-            .bind(&p.digest_mode)
-            .bind(i64::from(p.notify_warnings))
-            .bind(stamp(now))
-            .bind(p.webhook_disabled_at.map(stamp))
-            .execute(&mut *tx.tx)
-            .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.facts_changed();
+        sqlx::query(&self.store.sql(
+            "INSERT INTO notification_preferences (org_id, email_enabled, target_users, webhook_url, webhook_secret, digest_mode, notify_warnings, updated_at, webhook_disabled_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (org_id) DO UPDATE SET email_enabled = excluded.email_enabled, target_users = excluded.target_users,
+               webhook_url = excluded.webhook_url, webhook_secret = excluded.webhook_secret, digest_mode = excluded.digest_mode,
+               notify_warnings = excluded.notify_warnings, updated_at = excluded.updated_at,
+               webhook_disabled_at = excluded.webhook_disabled_at",
+        ))
+        .bind(org_id)
+        .bind(i64::from(p.email_enabled))
+        .bind(p.target_users.as_ref().map(|t| serde_json::to_string(t).unwrap_or_default()))
+        .bind(&p.webhook_url)
+        .bind(&p.webhook_secret)
+        .bind(&p.digest_mode)
+        .bind(i64::from(p.notify_warnings))
+        .bind(stamp(now))
+        .bind(p.webhook_disabled_at.map(stamp))
+        .execute(&mut *self.tx)
+        .await?;
         Ok(())
     }
 }

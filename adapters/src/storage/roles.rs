@@ -1,6 +1,5 @@
 //! Roles and their members, always scoped by organization.
 
-use audit_chain::AuditEvent;
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
@@ -10,7 +9,6 @@ use tenancy::{Permission, Role};
 
 use super::decode::Decoder;
 use super::orgs::{found, permissions_json};
-use super::unit::unit_of_work;
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// A Role with its members.
@@ -163,38 +161,6 @@ impl Store {
             .collect()
     }
 
-    /// Creates a custom Role.
-    pub async fn create_role(
-        &self,
-        org_id: &str,
-        name: &str,
-        permissions: &BTreeSet<Permission>,
-        now: DateTime<Utc>,
-        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
-    ) -> StoreResult<String> {
-        let id = unit_of_work!(self, |tx| -> super::StoreError {
-            let id = new_id();
-            sqlx::query(&self.sql(
-                "INSERT INTO roles (id, org_id, name, permissions, built_in, created_at) VALUES ($1, $2, $3, $4, 0, $5)",
-            ))
-            .bind(&id)
-            .bind(org_id)
-            .bind(name)
-            .bind(permissions_json(permissions))
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => StoreError::Conflict(format!("a role named `{name}` already exists")),
-                other => other,
-            })?;
-            self.enqueue(&mut tx.tx, &audit(&id)).await?;
-            Ok(id)
-        })?;
-        self.facts_changed();
-        Ok(id)
-    }
-
     /// Gives `user_id` the Role `role_id` of `org_id` inside the caller's transaction
     /// (held already: nothing changes).
     pub(super) async fn grant_role(
@@ -298,5 +264,31 @@ impl super::Transaction<'_> {
             .await?;
         found(done.rows_affected(), "role member")?;
         Ok(())
+    }
+
+    /// Creates a custom Role.
+    pub async fn create_role(
+        &mut self,
+        org_id: &str,
+        name: &str,
+        permissions: &BTreeSet<Permission>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<String> {
+        let id = new_id();
+        sqlx::query(&self.store.sql(
+            "INSERT INTO roles (id, org_id, name, permissions, built_in, created_at) VALUES ($1, $2, $3, $4, 0, $5)",
+        ))
+        .bind(&id)
+        .bind(org_id)
+        .bind(name)
+        .bind(permissions_json(permissions))
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => StoreError::Conflict(format!("a role named `{name}` already exists")),
+            other => other,
+        })?;
+        Ok(id)
     }
 }

@@ -1,6 +1,5 @@
 //! Compliance rules and their versions, always scoped by organization.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use compliance_core::Rule;
 use serde::Serialize;
@@ -8,7 +7,6 @@ use serde_json::Value;
 
 use super::decode::Decoder;
 use super::orgs::found;
-use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// A rule as stored, with its owner and timestamps.
@@ -92,26 +90,8 @@ fn body(rule: &Rule) -> String {
 }
 
 impl Store {
-    /// Stores a new rule (its id and version 1 already set) and its first history entry.
-    pub async fn create_rule(
-        &self,
-        org_id: &str,
-        rule: &Rule,
-        by: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<StoredRule> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            self.insert_rule(&mut tx.tx, org_id, rule, by, now, audit)
-                .await?;
-            Ok(())
-        })?;
-        self.rule(org_id, &rule.id, false)
-            .await?
-            .ok_or_else(|| StoreError::Other("the new rule vanished".to_owned()))
-    }
-
-    /// The statements of [`Store::create_rule`], in the caller's transaction.
+    /// Stores a new rule (its id and version 1 already set) and its first history
+    /// entry, in the caller's transaction.
     pub(crate) async fn insert_rule(
         &self,
         tx: &mut sqlx::Transaction<'static, sqlx::Any>,
@@ -119,7 +99,6 @@ impl Store {
         rule: &Rule,
         by: &str,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
     ) -> StoreResult<()> {
         sqlx::query(&self.sql(
             "INSERT INTO rules (id, org_id, name, target, severity, scope, is_template, propagate_to_children, tags, body, version, created_at, updated_at)
@@ -152,7 +131,6 @@ impl Store {
             now,
         )
         .await?;
-        self.enqueue(tx, audit).await?;
         Ok(())
     }
 
@@ -175,112 +153,6 @@ impl Store {
         .bind(stamp(now))
         .execute(&mut **tx)
         .await?;
-        Ok(())
-    }
-
-    /// Replaces a rule (its version already bumped) and records the change.
-    pub async fn update_rule(
-        &self,
-        org_id: &str,
-        rule: &Rule,
-        change: &Value,
-        by: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<StoredRule> {
-        // The target it had: a rule moved to another target re-judges both. Read
-        // before the write (SQLite takes its write lock with the first write); a
-        // concurrent update queues its own targets.
-        let before: Option<String> =
-            sqlx::query_scalar(&self.sql("SELECT target FROM rules WHERE org_id = $1 AND id = $2"))
-                .bind(org_id)
-                .bind(&rule.id)
-                .fetch_optional(self.pool())
-                .await?;
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE rules SET name = $3, target = $4, severity = $5, scope = $6, is_template = $7, propagate_to_children = $8,
-                    tags = $9, body = $10, version = $11, updated_at = $12
-                 WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL",
-            ))
-            .bind(org_id)
-            .bind(&rule.id)
-            .bind(&rule.name)
-            .bind(rule.target.as_str())
-            .bind(severity_name(rule))
-            .bind(scope_name(rule))
-            .bind(i64::from(rule.is_template))
-            .bind(i64::from(rule.propagate_to_children))
-            .bind(serde_json::to_string(&rule.tags).unwrap_or_default())
-            .bind(body(rule))
-            .bind(i64::from(rule.version))
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => StoreError::Conflict(format!("a rule named `{}` already exists", rule.name)),
-                other => other,
-            })?;
-            found(done.rows_affected(), "rule")?;
-            self.record_version(&mut tx.tx, rule, change, by, now)
-                .await?;
-            self.enqueue_rule_change(
-                &mut tx.tx,
-                (org_id, &rule.id, rule.target.as_str()),
-                "rule.update",
-                now,
-            )
-            .await?;
-            if let Some(old) = before.as_deref().filter(|t| *t != rule.target.as_str()) {
-                self.enqueue_rule_change(&mut tx.tx, (org_id, &rule.id, old), "rule.update", now)
-                    .await?;
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        self.rule(org_id, &rule.id, false)
-            .await?
-            .ok_or_else(|| StoreError::Other("the rule vanished".to_owned()))
-    }
-
-    /// Soft-deletes a rule; the deletion is its last version.
-    pub async fn delete_rule(
-        &self,
-        org_id: &str,
-        rule: &Rule,
-        by: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE rules SET deleted_at = $3, version = $4, updated_at = $3 WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL",
-            ))
-            .bind(org_id)
-            .bind(&rule.id)
-            .bind(stamp(now))
-            .bind(i64::from(rule.version))
-            .execute(&mut *tx.tx)
-            .await?;
-            found(done.rows_affected(), "rule")?;
-            self.record_version(
-                &mut tx.tx,
-                rule,
-                &serde_json::json!({"action": "delete"}),
-                by,
-                now,
-            )
-            .await?;
-            self.enqueue_rule_change(
-                &mut tx.tx,
-                (org_id, &rule.id, rule.target.as_str()),
-                "rule.delete",
-                now,
-            )
-            .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
         Ok(())
     }
 
@@ -472,17 +344,108 @@ fn severity_name(rule: &Rule) -> &'static str {
 }
 
 impl super::Transaction<'_> {
-    /// [`Store::create_rule`] as a step of this transaction.
+    /// Stores a new rule (its id and version 1 already set) and its first history
+    /// entry.
     pub async fn create_rule(
         &mut self,
         org_id: &str,
         rule: &Rule,
         by: &str,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
     ) -> StoreResult<()> {
         self.store
-            .insert_rule(&mut self.tx, org_id, rule, by, now, audit)
+            .insert_rule(&mut self.tx, org_id, rule, by, now)
             .await
+    }
+
+    /// Replaces a rule (its version already bumped) and records the change; a rule
+    /// moved from `previous_target` to another re-judges both targets.
+    pub async fn update_rule(
+        &mut self,
+        (org_id, rule): (&str, &Rule),
+        previous_target: &str,
+        change: &Value,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.store.sql(
+                "UPDATE rules SET name = $3, target = $4, severity = $5, scope = $6, is_template = $7, propagate_to_children = $8,
+                    tags = $9, body = $10, version = $11, updated_at = $12
+                 WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL",
+            ))
+            .bind(org_id)
+            .bind(&rule.id)
+            .bind(&rule.name)
+            .bind(rule.target.as_str())
+            .bind(severity_name(rule))
+            .bind(scope_name(rule))
+            .bind(i64::from(rule.is_template))
+            .bind(i64::from(rule.propagate_to_children))
+            .bind(serde_json::to_string(&rule.tags).unwrap_or_default())
+            .bind(body(rule))
+            .bind(i64::from(rule.version))
+            .bind(stamp(now))
+            .execute(&mut *self.tx)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => StoreError::Conflict(format!("a rule named `{}` already exists", rule.name)),
+                other => other,
+            })?;
+        found(done.rows_affected(), "rule")?;
+        self.store
+            .record_version(&mut self.tx, rule, change, by, now)
+            .await?;
+        self.store
+            .enqueue_rule_change(
+                &mut self.tx,
+                (org_id, &rule.id, rule.target.as_str()),
+                "rule.update",
+                now,
+            )
+            .await?;
+        if let Some(old) = Some(previous_target).filter(|t| *t != rule.target.as_str()) {
+            self.store
+                .enqueue_rule_change(&mut self.tx, (org_id, &rule.id, old), "rule.update", now)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Soft-deletes a rule; the deletion is its last version.
+    pub async fn delete_rule(
+        &mut self,
+        org_id: &str,
+        rule: &Rule,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE rules SET deleted_at = $3, version = $4, updated_at = $3 WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL",
+        ))
+        .bind(org_id)
+        .bind(&rule.id)
+        .bind(stamp(now))
+        .bind(i64::from(rule.version))
+        .execute(&mut *self.tx)
+        .await?;
+        found(done.rows_affected(), "rule")?;
+        self.store
+            .record_version(
+                &mut self.tx,
+                rule,
+                &serde_json::json!({"action": "delete"}),
+                by,
+                now,
+            )
+            .await?;
+        self.store
+            .enqueue_rule_change(
+                &mut self.tx,
+                (org_id, &rule.id, rule.target.as_str()),
+                "rule.delete",
+                now,
+            )
+            .await?;
+        Ok(())
     }
 }

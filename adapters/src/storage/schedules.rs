@@ -2,14 +2,12 @@
 //! the move of its `next_run_at`, conditional on the `next_run_at` it was read with:
 //! whatever the number of schedulers, each due run starts one scan.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::decode::Decoder;
 use super::scans::NewScan;
-use super::unit::unit_of_work;
-use super::{new_id, stamp, Store, StoreError, StoreResult};
+use super::{stamp, Store, StoreResult};
 
 /// A scan schedule, as stored and answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -74,51 +72,6 @@ fn schedule_from_row(row: &sqlx::any::AnyRow) -> StoreResult<ScheduleRecord> {
 }
 
 impl Store {
-    /// Stores a new schedule with its audit events.
-    pub async fn create_schedule(
-        &self,
-        org_id: &str,
-        (fields, max_active): (ScheduleFields<'_>, u32),
-        created_by: &str,
-        now: DateTime<Utc>,
-        audit: &(dyn Fn(&str) -> Vec<AuditEvent> + Sync),
-    ) -> StoreResult<Option<ScheduleRecord>> {
-        let id = new_id();
-        // Nothing is written when the cap refuses it (the unit commits nothing).
-        let created = unit_of_work!(self, |tx| -> super::StoreError {
-            self.lock_organization(&mut tx.tx, org_id).await?;
-            let done = sqlx::query(&self.sql(
-                "INSERT INTO scan_schedules (id, org_id, target, cron_expression, is_active, next_run_at, \
-                 last_run_at, last_scan_id, created_by, created_at, updated_at) \
-                 SELECT $1, $2, $3, $4, $5, $6, NULL, NULL, $7, $8, $8 \
-                 WHERE $5 = 0 OR (SELECT COUNT(*) FROM scan_schedules WHERE org_id = $2 AND is_active = 1) < $9",
-            ))
-            .bind(&id)
-            .bind(org_id)
-            .bind(fields.target)
-            .bind(fields.cron_expression)
-            .bind(i64::from(fields.is_active))
-            .bind(fields.next_run_at.map(stamp))
-            .bind(created_by)
-            .bind(stamp(now))
-            .bind(i64::from(max_active))
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Ok(false);
-            }
-            self.enqueue(&mut tx.tx, &audit(&id)).await?;
-            Ok(true)
-        })?;
-        if !created {
-            return Ok(None);
-        }
-        self.schedule(org_id, &id)
-            .await?
-            .map(Some)
-            .ok_or_else(|| StoreError::Other("the new schedule vanished".to_owned()))
-    }
-
     /// One schedule of the organization.
     pub async fn schedule(&self, org_id: &str, id: &str) -> StoreResult<Option<ScheduleRecord>> {
         let row =
@@ -157,53 +110,6 @@ impl Store {
         Ok((items, total))
     }
 
-    /// Replaces a schedule's definition (target, expression, active flag, next run)
-    /// with its audit events; not found when it is not the organization's.
-    pub async fn update_schedule(
-        &self,
-        org_id: &str,
-        id: &str,
-        (fields, max_active): (ScheduleFields<'_>, u32),
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<Option<ScheduleRecord>> {
-        // Nothing is written when the update is refused (the unit commits nothing).
-        let updated = unit_of_work!(self, |tx| -> super::StoreError {
-            self.lock_organization(&mut tx.tx, org_id).await?;
-            let done = sqlx::query(&self.sql(
-                "UPDATE scan_schedules SET target = $3, cron_expression = $4, is_active = $5, \
-                 next_run_at = $6, updated_at = $7 WHERE org_id = $1 AND id = $2 \
-                 AND ($5 = 0 OR is_active = 1 OR \
-                      (SELECT COUNT(*) FROM scan_schedules s WHERE s.org_id = $1 AND s.is_active = 1) < $8)",
-            ))
-            .bind(org_id)
-            .bind(id)
-            .bind(fields.target)
-            .bind(fields.cron_expression)
-            .bind(i64::from(fields.is_active))
-            .bind(fields.next_run_at.map(stamp))
-            .bind(stamp(now))
-            .bind(i64::from(max_active))
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Ok(false);
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(true)
-        })?;
-        if !updated {
-            return match self.schedule(org_id, id).await? {
-                Some(_) => Ok(None),
-                None => Err(StoreError::NotFound(format!("scan schedule `{id}`"))),
-            };
-        }
-        self.schedule(org_id, id)
-            .await?
-            .map(Some)
-            .ok_or_else(|| StoreError::Other("the schedule vanished".to_owned()))
-    }
-
     /// Up to `limit` active schedules due at `now`, the most overdue first.
     pub async fn due_schedules(
         &self,
@@ -222,12 +128,80 @@ impl Store {
         .await?;
         rows.iter().map(schedule_from_row).collect()
     }
+}
+
+impl super::Transaction<'_> {
+    /// Stores a new schedule `id`; `false` (nothing written) when the organization
+    /// has `max_active` active schedules and this one is active.
+    pub async fn create_schedule(
+        &mut self,
+        (id, org_id): (&str, &str),
+        (fields, max_active): (ScheduleFields<'_>, u32),
+        created_by: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        self.store.lock_organization(&mut self.tx, org_id).await?;
+        let done = sqlx::query(&self.store.sql(
+                "INSERT INTO scan_schedules (id, org_id, target, cron_expression, is_active, next_run_at, \
+                 last_run_at, last_scan_id, created_by, created_at, updated_at) \
+                 SELECT $1, $2, $3, $4, $5, $6, NULL, NULL, $7, $8, $8 \
+                 WHERE $5 = 0 OR (SELECT COUNT(*) FROM scan_schedules WHERE org_id = $2 AND is_active = 1) < $9",
+            ))
+            .bind(id)
+            .bind(org_id)
+            .bind(fields.target)
+            .bind(fields.cron_expression)
+            .bind(i64::from(fields.is_active))
+            .bind(fields.next_run_at.map(stamp))
+            .bind(created_by)
+            .bind(stamp(now))
+            .bind(i64::from(max_active))
+            .execute(&mut *self.tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Replaces a schedule's definition (target, expression, active flag, next run);
+    /// `false` (nothing written) when it is not the organization's, or when it would
+    /// make one active schedule more than `max_active`.
+    pub async fn update_schedule(
+        &mut self,
+        org_id: &str,
+        id: &str,
+        (fields, max_active): (ScheduleFields<'_>, u32),
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        self.store.lock_organization(&mut self.tx, org_id).await?;
+        let done = sqlx::query(&self.store.sql(
+                "UPDATE scan_schedules SET target = $3, cron_expression = $4, is_active = $5, \
+                 next_run_at = $6, updated_at = $7 WHERE org_id = $1 AND id = $2 \
+                 AND ($5 = 0 OR is_active = 1 OR \
+                      (SELECT COUNT(*) FROM scan_schedules s WHERE s.org_id = $1 AND s.is_active = 1) < $8)",
+            ))
+            .bind(org_id)
+            .bind(id)
+            .bind(fields.target)
+            .bind(fields.cron_expression)
+            .bind(i64::from(fields.is_active))
+            .bind(fields.next_run_at.map(stamp))
+            .bind(stamp(now))
+            .bind(i64::from(max_active))
+            .execute(&mut *self.tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        Ok(true)
+    }
 
     /// Moves a due schedule from the run it was read with to `next`, and starts its
     /// scan (unless `scan` is `None`: the run is skipped), in one transaction; whether
     /// this call did it (false: another scheduler did, or the schedule changed).
     pub async fn run_schedule(
-        &self,
+        &mut self,
         schedule: &ScheduleRecord,
         next: Option<DateTime<Utc>>,
         scan: Option<&NewScan<'_>>,
@@ -236,29 +210,32 @@ impl Store {
         let Some(due) = schedule.next_run_at else {
             return Ok(false);
         };
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let moved = sqlx::query(&self.sql(
-                "UPDATE scan_schedules SET next_run_at = $3, last_run_at = $4 \
-                 WHERE id = $1 AND is_active = 1 AND next_run_at = $2",
-            ))
+
+        let moved = sqlx::query(&self.store.sql(
+            "UPDATE scan_schedules SET next_run_at = $3, last_run_at = $4 \
+             WHERE id = $1 AND is_active = 1 AND next_run_at = $2",
+        ))
+        .bind(&schedule.id)
+        .bind(stamp(due))
+        .bind(next.map(stamp))
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        if moved.rows_affected() == 0 {
+            return Ok(false);
+        }
+        if let Some(scan) = scan {
+            let scan_id = self.store.insert_scan(&mut self.tx, scan).await?;
+            sqlx::query(
+                &self
+                    .store
+                    .sql("UPDATE scan_schedules SET last_scan_id = $2 WHERE id = $1"),
+            )
             .bind(&schedule.id)
-            .bind(stamp(due))
-            .bind(next.map(stamp))
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
+            .bind(scan_id)
+            .execute(&mut *self.tx)
             .await?;
-            if moved.rows_affected() == 0 {
-                return Ok(false);
-            }
-            if let Some(scan) = scan {
-                let scan_id = self.insert_scan(&mut tx.tx, scan).await?;
-                sqlx::query(&self.sql("UPDATE scan_schedules SET last_scan_id = $2 WHERE id = $1"))
-                    .bind(&schedule.id)
-                    .bind(scan_id)
-                    .execute(&mut *tx.tx)
-                    .await?;
-            }
-            Ok(true)
-        })
+        }
+        Ok(true)
     }
 }

@@ -26,7 +26,8 @@ use super::context::{AppState, Caller};
 use super::{ServiceError, ServiceResult};
 use crate::auth::Claims;
 use crate::storage::{
-    AccountRecord, FamilyRecord, NewAccount, PersonalTokenRecord, Rotation, Verification,
+    unit_of_work, AccountRecord, FamilyRecord, NewAccount, PersonalTokenRecord, Rotation,
+    Verification,
 };
 
 mod session;
@@ -347,23 +348,22 @@ pub async fn register(
         json!({}),
         "success",
     );
-    let account = state
-        .store
-        .create_account(
-            &NewAccount {
-                user_id: &user_id,
-                email: &email,
-                name,
-                password_hash: &hash,
-                verified: false,
-                super_admin: false,
-                password_change_required: false,
-            },
-            Some(&verify),
-            now,
-            &[event],
-        )
-        .await?;
+    let account = create_account(
+        state,
+        &NewAccount {
+            user_id: &user_id,
+            email: &email,
+            name,
+            password_hash: &hash,
+            verified: false,
+            super_admin: false,
+            password_change_required: false,
+        },
+        Some(&verify),
+        now,
+        &[event],
+    )
+    .await?;
     Ok(account.into())
 }
 
@@ -399,19 +399,28 @@ pub async fn verify_email(
         }
         None => None,
     };
-    let account = state
-        .store
-        .verify_email(&hash, password_hash.as_deref(), now, &|account| {
-            vec![user_event(
-                "user.email.verified",
-                (&account.user_id, Some(&account.email)),
-                &account.user_id,
-                json!({"passwordSet": password_hash.is_some()}),
-                "success",
-            )]
-        })
-        .await?
-        .ok_or(INVALID)?;
+    let account = unit_of_work!(&state.store, |tx| {
+        // A verification used for an address that is no longer the account's stays
+        // used (nothing else is written, nothing is audited).
+        let Some(account) = tx
+            .verify_email(&hash, password_hash.as_deref(), now)
+            .await?
+        else {
+            return Ok(None);
+        };
+        tx.enqueue_audit(&[user_event(
+            "user.email.verified",
+            (&account.user_id, Some(&account.email)),
+            &account.user_id,
+            json!({"passwordSet": password_hash.is_some()}),
+            "success",
+        )])
+        .await?;
+        Ok(Some(account))
+    })?
+    .ok_or(INVALID)?;
+    // What a token may claim changed (kept credentials follow it).
+    state.store.facts_changed();
     Ok(account.into())
 }
 
@@ -432,10 +441,12 @@ pub async fn switch_organization(
         org_id,
         json!({}),
     );
-    state
-        .store
-        .set_active_organization(&caller.user_id, org_id, &[event])
-        .await?;
+    let audit = [event];
+    unit_of_work!(&state.store, |tx| {
+        tx.set_active_organization(&caller.user_id, org_id).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     Ok(())
 }
 
@@ -648,16 +659,23 @@ pub async fn update_me(
     .flatten()
     .collect();
     let event = caller_event(caller, "user.profile.update", json!({"changed": changed}));
-    let account = state
-        .store
-        .update_account(
-            &account.user_id,
-            (name.as_deref(), email.as_deref()),
-            verify.as_ref(),
-            now,
-            &[event],
-        )
-        .await?;
+    let audit = [event];
+    let account = unit_of_work!(&state.store, |tx| {
+        let account = tx
+            .update_account(
+                &account.user_id,
+                (name.as_deref(), email.as_deref()),
+                verify.as_ref(),
+                now,
+            )
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(account)
+    })?;
+    if email.is_some() {
+        // What a token may claim changed (kept credentials follow it).
+        state.store.facts_changed();
+    }
     Ok(account.into())
 }
 
@@ -674,16 +692,14 @@ pub async fn change_password(
     reauthenticate(state, &account, current, now).await?;
     let hash = hash_password(state, new).await?;
     let event = caller_event(caller, "user.password.change", json!({}));
-    state
-        .store
-        .end_sessions(
-            &account.user_id,
-            (false, Some(&hash), false),
-            "password.change",
-            now,
-            &[event],
-        )
-        .await?;
+    end_sessions(
+        state,
+        &account.user_id,
+        ((false, Some(&hash), false), "password.change"),
+        now,
+        event,
+    )
+    .await?;
     let account = own_account(state, caller).await?;
     session::start_session(state, &account, None, now, &[]).await
 }
@@ -695,16 +711,14 @@ pub async fn delete_me(state: &AppState, caller: &Caller, now: DateTime<Utc>) ->
     fresh_step_up(state, caller, now)?;
     let account = own_account(state, caller).await?;
     let event = caller_event(caller, "user.delete", json!({}));
-    state
-        .store
-        .end_sessions(
-            &account.user_id,
-            (true, None, true),
-            "user.delete",
-            now,
-            &[event],
-        )
-        .await?;
+    end_sessions(
+        state,
+        &account.user_id,
+        ((true, None, true), "user.delete"),
+        now,
+        event,
+    )
+    .await?;
     Ok(())
 }
 
@@ -717,17 +731,54 @@ pub async fn revoke_all(
     session_only(caller)?;
     let account = own_account(state, caller).await?;
     let event = caller_event(caller, "user.tokens.revoke-all", json!({}));
-    state
-        .store
-        .end_sessions(
-            &account.user_id,
-            (true, None, false),
-            "revoke-all",
-            now,
-            &[event],
-        )
-        .await
-        .map_err(Into::into)
+    end_sessions(
+        state,
+        &account.user_id,
+        ((true, None, false), "revoke-all"),
+        now,
+        event,
+    )
+    .await
+}
+
+/// Creates an account (and its first verification, when given) with its audit
+/// events, in one unit.
+pub(crate) async fn create_account(
+    state: &AppState,
+    new: &NewAccount<'_>,
+    verification: Option<&Verification<'_>>,
+    now: DateTime<Utc>,
+    audit: &[audit_chain::AuditEvent],
+) -> ServiceResult<AccountRecord> {
+    let account = unit_of_work!(&state.store, |tx| {
+        let account = tx.create_account(new, verification, now).await?;
+        tx.enqueue_audit(audit).await?;
+        Ok(account)
+    })?;
+    if new.super_admin {
+        state.store.facts_changed();
+    }
+    Ok(account)
+}
+
+/// Ends the sessions (and, as `what` says, the tokens, the password, the account) of
+/// a user, with its audit event, in one unit; kept credentials follow on every
+/// replica.
+async fn end_sessions(
+    state: &AppState,
+    user_id: &str,
+    (what, reason): ((bool, Option<&str>, bool), &str),
+    now: DateTime<Utc>,
+    event: audit_chain::AuditEvent,
+) -> ServiceResult<()> {
+    let audit = [event];
+    unit_of_work!(&state.store, |tx| {
+        tx.end_sessions(user_id, what, reason, now).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    state.store.facts_changed();
+    Ok(())
 }
 
 /// Creates the first super-admin account (`compliance provision`): only for an
@@ -751,22 +802,21 @@ pub async fn provision(
         json!({"provisioned": true, "superAdmin": true}),
         "success",
     );
-    let account = state
-        .store
-        .create_account(
-            &NewAccount {
-                user_id: &user_id,
-                email: &email,
-                name: None,
-                password_hash: &hash,
-                verified: true,
-                super_admin: true,
-                password_change_required: false,
-            },
-            None,
-            now,
-            &[event],
-        )
-        .await?;
+    let account = create_account(
+        state,
+        &NewAccount {
+            user_id: &user_id,
+            email: &email,
+            name: None,
+            password_hash: &hash,
+            verified: true,
+            super_admin: true,
+            password_change_required: false,
+        },
+        None,
+        now,
+        &[event],
+    )
+    .await?;
     Ok(account.into())
 }

@@ -185,20 +185,24 @@ pub async fn confirm_totp(
         )
     };
     let mail = security_mail(&account, subject, body);
-    if !state
-        .store
-        .settle_totp(
-            &account.user_id,
-            Some((pending, step)),
-            now,
-            (&[event], &mail.borrowed()),
-        )
-        .await?
-    {
-        return Err(ServiceError::Conflict(
-            "the authenticator waiting changed meanwhile: start again".to_owned(),
-        ));
-    }
+    let audit = [event];
+    unit_of_work!(&state.store, |tx| {
+        let settled = tx
+            .settle_totp(
+                &account.user_id,
+                Some((pending, step)),
+                now,
+                &mail.borrowed(),
+            )
+            .await?;
+        if !settled {
+            return Err(ServiceError::Conflict(
+                "the authenticator waiting changed meanwhile: start again".to_owned(),
+            ));
+        }
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     Ok(own_account(state, caller).await?.into())
 }
 
@@ -221,10 +225,17 @@ pub async fn remove_totp(
         "The authenticator of your account was removed",
         "The authenticator app of your account was removed. If this was not you, sign in, change your password and end every session (revoke all).",
     );
-    state
-        .store
-        .settle_totp(&account.user_id, None, now, (&[event], &mail.borrowed()))
-        .await?;
+    let audit = [event];
+    unit_of_work!(&state.store, |tx| {
+        // Nothing to remove is no change: nothing is audited.
+        if tx
+            .settle_totp(&account.user_id, None, now, &mail.borrowed())
+            .await?
+        {
+            tx.enqueue_audit(&audit).await?;
+        }
+        Ok(())
+    })?;
     Ok(own_account(state, caller).await?.into())
 }
 

@@ -142,10 +142,13 @@ pub async fn create_token(
         "user.token.create",
         json!({"tokenId": record.id, "name": record.name, "orgId": record.org_id, "permissions": record.permissions, "expiresAt": record.expires_at}),
     );
-    state
-        .store
-        .create_personal_token(&record, &token_hash(&secret), &[event])
-        .await?;
+    let audit = [event];
+    unit_of_work!(&state.store, |tx| {
+        tx.create_personal_token(&record, &token_hash(&secret))
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     let mut shown = PersonalToken::from(record);
     shown.token = Some(secret);
     Ok(shown)

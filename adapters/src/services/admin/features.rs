@@ -13,6 +13,7 @@ use serde_json::json;
 use super::users::admin_events;
 use crate::services::context::{AppState, Caller};
 use crate::services::{ServiceError, ServiceResult};
+use crate::storage::unit_of_work;
 
 pub use crate::services::entitlement::{flags, require_user_feature};
 
@@ -60,9 +61,11 @@ pub async fn set(
     )
     .await?;
     let rows: Vec<(&str, bool)> = checked.iter().map(|(f, on)| (f.name(), *on)).collect();
-    state
-        .store
-        .set_user_features(user_id, &rows, now, &audit)
-        .await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.set_user_features(user_id, &rows, now).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    state.store.facts_changed();
     Ok(new)
 }

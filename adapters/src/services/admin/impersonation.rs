@@ -17,7 +17,7 @@ use crate::auth::{Actor, Claims};
 use crate::services::accounts::SignInRefusal;
 use crate::services::context::{AppState, Caller, Impersonating};
 use crate::services::{ServiceError, ServiceResult};
-use crate::storage::{ImpersonationRow, NewMessage, Rate, UserMembership};
+use crate::storage::{unit_of_work, ImpersonationRow, NewMessage, Rate, UserMembership};
 
 /// What a super-admin asks for.
 #[derive(Debug, Clone)]
@@ -150,7 +150,11 @@ pub async fn start(
         details,
     )
     .await?;
-    state.store.start_impersonation(&row, &audit).await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.start_impersonation(&row).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     let lifetime = std::time::Duration::from_secs(u64::from(ask.minutes) * 60);
     let email = account.email_verified_at.map(|_| account.email.as_str());
     let mut claims = Claims::user(&account.user_id, email, now, lifetime);
@@ -201,30 +205,31 @@ async fn tell_the_user(
         row.reason,
     );
     let id = crate::new_id();
-    state
-        .store
-        .create_conversation(
-            (
-                &id,
-                &org.org_id,
-                Some("A platform administrator is seeing your account"),
-            ),
-            &[caller.user_id.clone(), row.user_id.clone()],
-            NewMessage {
-                id: &crate::new_id(),
-                author_id: &caller.user_id,
-                body: &body,
-            },
-            (
-                row.started_at,
-                // A notice of the platform's, not a member's chat: never throttled.
-                Rate {
-                    since: row.started_at,
-                    limit: 1_000_000,
+    unit_of_work!(&state.store, |tx| {
+        Ok(tx
+            .create_conversation(
+                (
+                    &id,
+                    &org.org_id,
+                    Some("A platform administrator is seeing your account"),
+                ),
+                &[caller.user_id.clone(), row.user_id.clone()],
+                NewMessage {
+                    id: &crate::new_id(),
+                    author_id: &caller.user_id,
+                    body: &body,
                 },
-            ),
-        )
-        .await?;
+                (
+                    row.started_at,
+                    // A notice of the platform's, not a member's chat: never throttled.
+                    Rate {
+                        since: row.started_at,
+                        limit: 1_000_000,
+                    },
+                ),
+            )
+            .await?)
+    })?;
     Ok(())
 }
 
@@ -265,15 +270,17 @@ pub async fn end(
         json!({"impersonationId": row.id, "startedBy": row.admin_id}),
     )
     .await?;
-    if !state
-        .store
-        .end_impersonation(id, &caller.user_id, now, &audit)
-        .await?
-    {
-        return Err(ServiceError::Conflict(
-            "the impersonation has ended already".to_owned(),
-        ));
-    }
+    unit_of_work!(&state.store, |tx| {
+        if !tx.end_impersonation(id, &caller.user_id, now).await? {
+            return Err(ServiceError::Conflict(
+                "the impersonation has ended already".to_owned(),
+            ));
+        }
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    // Every replica stops honouring its token.
+    state.store.facts_changed();
     Ok(Ended {
         id: row.id,
         ended_at: now,

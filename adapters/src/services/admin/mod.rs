@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, event_on, AppState, Caller};
-use crate::storage::Store;
+use crate::storage::{unit_of_work, Store};
 
 /// The super-admins' user ids.
 pub async fn list(store: &Store) -> ServiceResult<Vec<String>> {
@@ -52,7 +52,13 @@ pub async fn change(
         user_id,
         json!({}),
     )];
-    Ok(store.set_super_admin(user_id, grant, now, &audit).await?)
+    unit_of_work!(store, |tx| {
+        tx.set_super_admin(user_id, grant, now).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    store.facts_changed();
+    Ok(())
 }
 
 /// The audit events of an administration action on organization `org_id`: one in

@@ -14,7 +14,8 @@ use crate::services::accounts::{self, MailReason};
 use crate::services::context::{event_on, AppState, Caller};
 use crate::services::{ServiceError, ServiceResult};
 use crate::storage::{
-    AccountFilter, AccountRecord, AccountState, NewAccount, UserMembership, Verification,
+    unit_of_work, AccountFilter, AccountRecord, AccountState, NewAccount, UserMembership,
+    Verification,
 };
 
 /// An account as administration answers it (no secret, no hash).
@@ -215,23 +216,22 @@ pub async fn create(
         json!({"email": email, "invited": invited}),
     )
     .await?;
-    let account = state
-        .store
-        .create_account(
-            &NewAccount {
-                user_id: &user_id,
-                email: &email,
-                name: new.name.as_deref(),
-                password_hash: &hash,
-                verified: !invited,
-                super_admin: false,
-                password_change_required: true,
-            },
-            verify.as_ref(),
-            now,
-            &audit,
-        )
-        .await?;
+    let account = accounts::create_account(
+        state,
+        &NewAccount {
+            user_id: &user_id,
+            email: &email,
+            name: new.name.as_deref(),
+            password_hash: &hash,
+            verified: !invited,
+            super_admin: false,
+            password_change_required: true,
+        },
+        verify.as_ref(),
+        now,
+        &audit,
+    )
+    .await?;
     Ok(answer(account, 0))
 }
 
@@ -295,15 +295,18 @@ pub async fn update(
         json!({"changed": changed, "disabled": disabled}),
     )
     .await?;
-    let account = state
-        .store
-        .admin_update_account(
-            user_id,
-            (change.name.as_deref(), email.as_deref(), disabled),
-            now,
-            &audit,
-        )
-        .await?;
+    let account = unit_of_work!(&state.store, |tx| {
+        let account = tx
+            .admin_update_account(
+                user_id,
+                (change.name.as_deref(), email.as_deref(), disabled),
+                now,
+            )
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(account)
+    })?;
+    state.store.facts_changed();
     Ok(answer(account, memberships.len() as u64))
 }
 
@@ -350,10 +353,13 @@ pub async fn delete(
         json!({}),
     )
     .await?;
-    state
-        .store
-        .delete_account_as_admin(user_id, &ghost_email(user_id), now, &audit)
-        .await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.delete_account_as_admin(user_id, &ghost_email(user_id), now)
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
+    state.store.facts_changed();
     Ok(())
 }
 
