@@ -143,7 +143,10 @@ async fn give_back_block(store: &Store, (org_id, dimension): &Key, block: &mut B
         period: &block.period,
         amount: block.unspent,
     };
-    match store.give_back(&charge).await {
+    let given = crate::storage::unit_of_work!(store, |tx| -> crate::storage::StoreError {
+        tx.give_back(&charge).await
+    });
+    match given {
         Ok(()) => {
             block.unspent = 0;
             true

@@ -16,7 +16,7 @@ use crate::outbound::git;
 use crate::services::context::{AppState, Caller};
 use crate::services::keys;
 use crate::services::{entitlement, ServiceError, ServiceResult};
-use crate::storage::{AiSettingsRow, OrgRecord, OwnProviderRow, QuotaRefusal};
+use crate::storage::{unit_of_work, AiSettingsRow, OrgRecord, OwnProviderRow, QuotaRefusal};
 
 /// The most providers an allow-list names, and models per provider.
 const MAX_MODELS: usize = 20;
@@ -316,10 +316,12 @@ pub async fn put(
         details,
     )
     .await?;
-    state
-        .store
-        .put_ai_settings(&row, stored.as_ref().map(|s| s.version), &audit)
-        .await?;
+    let version = stored.as_ref().map(|s| s.version);
+    unit_of_work!(&state.store, |tx| {
+        tx.put_ai_settings(&row, version).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     let tokens = state.store.ai_tokens(&org.id, &month(now)).await?;
     Ok(answer(&org.id, Some(row), tokens))
 }

@@ -149,7 +149,9 @@ pub async fn subscribe(
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     published(state, rule_id).await?;
-    state.store.subscribe(&org.id, rule_id, now, &[]).await?;
+    unit_of_work!(&state.store, |tx| {
+        Ok(tx.subscribe(&org.id, rule_id, now).await?)
+    })?;
     invalidate(state, org, false);
     Ok(())
 }
@@ -204,10 +206,9 @@ pub async fn auto_subscribe(
     };
     let (rules, _) = state.store.rules(None, &filter, u32::MAX, 0, true).await?;
     let ids: Vec<String> = rules.into_iter().map(|r| r.rule.id).collect();
-    let added = state
-        .store
-        .subscribe_missing(&org.id, &ids, now, &[])
-        .await?;
+    let added = unit_of_work!(&state.store, |tx| {
+        Ok(tx.subscribe_missing(&org.id, &ids, now).await?)
+    })?;
     invalidate(state, org, false);
     Ok((added, ids.len()))
 }
@@ -236,10 +237,12 @@ pub async fn activate(
             )
         })
         .collect();
-    state
-        .store
-        .set_subscriptions_active(&org.id, rule_ids, active, now, &audit)
-        .await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.set_subscriptions_active(&org.id, rule_ids, active, now)
+            .await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     invalidate(state, org, false);
     Ok(())
 }
@@ -257,20 +260,19 @@ pub async fn pin(
     } else {
         None
     };
-    state
-        .store
-        .pin_subscription(&org.id, rule_id, version, now, &[])
-        .await?;
+    unit_of_work!(&state.store, |tx| {
+        Ok(tx.pin_subscription(&org.id, rule_id, version, now).await?)
+    })?;
     invalidate(state, org, false);
     Ok(version)
 }
 
 /// Unsubscribes.
 pub async fn unsubscribe(state: &AppState, org: &OrgRecord, rule_id: &str) -> ServiceResult<()> {
-    state
-        .store
-        .unsubscribe(&org.id, rule_id, &[], Utc::now())
-        .await?;
+    let now = Utc::now();
+    unit_of_work!(&state.store, |tx| {
+        Ok(tx.unsubscribe(&org.id, rule_id, now).await?)
+    })?;
     invalidate(state, org, false);
     Ok(())
 }

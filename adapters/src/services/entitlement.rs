@@ -14,7 +14,9 @@ use entitlements::{
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event_on, AppState, Caller};
-use crate::storage::{new_id, Charged, EntitlementWrite, LimitSync, OrgRecord, SubscriptionRecord};
+use crate::storage::{
+    new_id, unit_of_work, Charged, EntitlementWrite, LimitSync, OrgRecord, SubscriptionRecord,
+};
 
 /// How many times a change is computed again when another one committed meanwhile.
 const ATTEMPTS: usize = 8;
@@ -301,7 +303,17 @@ where
             .map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
         sync: sync_of(&root.id, &entitlement)?,
     };
-    if state.store.commit_entitlement(&write, now, &audit).await? {
+    let committed = unit_of_work!(&state.store, |tx| {
+        if !tx.commit_entitlement(&write, now).await? {
+            // Changed meanwhile: nothing of this change is kept.
+            tx.abandon();
+            return Ok(false);
+        }
+        tx.enqueue_audit(&audit).await?;
+        Ok(true)
+    })?;
+    if committed {
+        state.store.facts_changed();
         // The pool counts what was spent under the old limits, not what this
         // replica holds unspent (the others hear of it).
         crate::replica::allowance::give_back_account(&state.store, &state.allowances, &root.id)

@@ -17,7 +17,7 @@ use crate::services::context::{AppState, Caller};
 use crate::services::{ServiceError, ServiceResult};
 /// An export job, as the workflows answer it.
 pub use crate::storage::ExportRecord;
-use crate::storage::{ExportSource, OrgRecord};
+use crate::storage::{unit_of_work, ExportSource, OrgRecord};
 
 /// Rows read at a time.
 pub const PAGE: u32 = 1000;
@@ -166,11 +166,16 @@ pub async fn request(
         json!({"exportId": record.id}),
     )
     .await?;
-    if !state.store.create_export(&record, &audit).await? {
-        return Err(ServiceError::Conflict(
-            "an export of this organization is being made: wait for it".to_owned(),
-        ));
-    }
+    unit_of_work!(&state.store, |tx| {
+        if !tx.create_export(&record).await? {
+            tx.abandon();
+            return Err(ServiceError::Conflict(
+                "an export of this organization is being made: wait for it".to_owned(),
+            ));
+        }
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     Ok(record)
 }
 

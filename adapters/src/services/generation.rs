@@ -129,9 +129,11 @@ impl Place {
     ) -> ServiceResult<Option<Place>> {
         let id = crate::new_id();
         let now = Utc::now();
-        let taken = store
-            .take_ai_place((&id, org_id), limit as u64, now, now + lease())
-            .await?;
+        let taken = crate::storage::unit_of_work!(store, |tx| {
+            Ok(tx
+                .take_ai_place((&id, org_id), limit as u64, now, now + lease())
+                .await?)
+        })?;
         if !taken {
             return Ok(None);
         }

@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use audit_chain::{LogLabels, Mounted, RegistryEvent, TagCopy, TagDelete};
+use audit_chain::{AuditEvent, LogLabels, Mounted, RegistryEvent, TagCopy, TagDelete};
 use chrono::Utc;
 use oci::{Digest, Manifest, Owner, Reference, Repository, Target};
 use serde_json::json;
@@ -23,6 +23,7 @@ use serde_json::json;
 use super::{ServiceError, ServiceResult};
 use crate::outbound::registry::{Fetched, Mount, RegistryClient, RegistryError};
 use crate::services::context::{event_on, AppState, Caller};
+use crate::storage::unit_of_work;
 
 /// The `service_name` of the registry's log lines.
 pub const SERVICE_NAME: &str = "compliance";
@@ -156,9 +157,20 @@ pub async fn copy(
         &copy.target,
         details,
     );
-    state.store.settle_intent(&intent, &events).await?;
+    settle(state, &intent, &events).await?;
     log_line(&RegistryEvent::TagCopy(copy.clone()), &target.repository);
     Ok(copy)
+}
+
+/// Settles an intent whose change was made, with its audit events in the same unit
+/// (unless the registry worker recorded them already).
+async fn settle(state: &AppState, intent: &str, events: &[AuditEvent]) -> ServiceResult<()> {
+    unit_of_work!(&state.store, |tx| {
+        if tx.settle_intent(intent).await? {
+            tx.enqueue_audit(events).await?;
+        }
+        Ok(())
+    })
 }
 
 fn check_json(check: &Check) -> ServiceResult<serde_json::Value> {
@@ -351,13 +363,12 @@ pub async fn delete(
         }
         return Err(ServiceError::Registry(error));
     }
-    state
-        .store
-        .settle_intent(
-            &intent,
-            &events_of(caller, action, &chains, &target_id, details),
-        )
-        .await?;
+    settle(
+        state,
+        &intent,
+        &events_of(caller, action, &chains, &target_id, details),
+    )
+    .await?;
     log_line(&RegistryEvent::TagDelete(deleted.clone()), &repository);
     Ok(deleted)
 }
@@ -503,8 +514,14 @@ pub async fn settle_stale_intents(
                     .is_none()
             }
         };
-        let events = made.then_some(intent.events.as_slice());
-        if state.store.resolve_intent(&intent.id, events).await? && made {
+        let resolved = unit_of_work!(&state.store, |tx| {
+            let resolved = tx.resolve_intent(&intent.id, made).await?;
+            if resolved && made {
+                tx.enqueue_audit(&intent.events).await?;
+            }
+            Ok(resolved)
+        })?;
+        if resolved && made {
             recorded += 1;
         }
     }

@@ -15,7 +15,7 @@ use super::entitlement::{self, Change};
 use super::{ServiceError, ServiceResult};
 use crate::replica::allowance::BLOCK;
 use crate::services::context::{event_on, AppState, Caller};
-use crate::storage::{Charge, Charged, OrgRecord, QuotaRefusal, UsageRow};
+use crate::storage::{unit_of_work, Charge, Charged, OrgRecord, QuotaRefusal, UsageRow};
 
 /// How long an increment's `Idempotency-Key` is remembered (a retry after that
 /// counts again); the retention worker forgets older ones.
@@ -250,11 +250,15 @@ pub(crate) async fn charge(
         amount,
     };
     for _ in 0..2 {
-        match state
-            .store
-            .charge_now(&charge, idempotency, &[], now)
-            .await?
-        {
+        let outcome = unit_of_work!(&state.store, |tx| {
+            let outcome = tx.charge_now(&charge, idempotency, now).await?;
+            if outcome != Charged::Done {
+                // Not counted: nothing of it (the idempotency key either) is kept.
+                tx.abandon();
+            }
+            Ok(outcome)
+        })?;
+        match outcome {
             Charged::Done => return Ok(()),
             Charged::Refused(refusal) => {
                 return Err(ServiceError::Quota {
@@ -371,10 +375,11 @@ pub async fn reset(
         ("quota", &org.id),
         json!({"types": names}),
     )];
-    state
-        .store
-        .reset_usage((&org.id, &root.id), &names, &audit)
-        .await?;
+    unit_of_work!(&state.store, |tx| {
+        tx.reset_usage((&org.id, &root.id), &names).await?;
+        tx.enqueue_audit(&audit).await?;
+        Ok(())
+    })?;
     // The reset counted this replica's unspent units (others hear of it).
     crate::replica::allowance::forget_account(&state.allowances, &root.id).await;
     of(state, &org, now).await

@@ -187,7 +187,7 @@ pub async fn after_change(state: &AppState, org: &OrgRecord, target: Target) -> 
         now: Utc::now(),
         empty: false,
     };
-    state.store.supersede_scan(&scan).await?;
+    unit_of_work!(&state.store, |tx| { Ok(tx.supersede_scan(&scan).await?) })?;
     state.metrics.scan_started();
     Ok(())
 }

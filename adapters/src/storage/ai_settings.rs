@@ -3,12 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// The settings as stored.
@@ -84,85 +82,6 @@ impl Store {
         row.as_ref().map(from_row).transpose()
     }
 
-    /// Writes an account root's settings when its version is still `expected`
-    /// (`None`: there were none), with the audit events, in one transaction; the new
-    /// version is `expected + 1`. A version that moved meanwhile: conflict.
-    pub async fn put_ai_settings(
-        &self,
-        row: &AiSettingsRow,
-        expected: Option<i64>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        let allowed = row
-            .allowed
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let own = row.own.as_ref();
-        let cap = row
-            .monthly_token_cap
-            .map(|c| i64::try_from(c).unwrap_or(i64::MAX));
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = match expected {
-                None => {
-                    sqlx::query(&self.sql(
-                        "INSERT INTO org_ai_settings (org_id, allowed, own_provider, own_base_url, own_api_key,
-                            own_key_hint, monthly_token_cap, version, updated_at, updated_by)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                    ))
-                    .bind(&row.org_id)
-                    .bind(&allowed)
-                    .bind(own.map(|o| o.provider.as_str()))
-                    .bind(own.map(|o| o.base_url.as_str()))
-                    .bind(own.and_then(|o| o.api_key.as_deref()))
-                    .bind(own.and_then(|o| o.key_hint.as_deref()))
-                    .bind(cap)
-                    .bind(row.version)
-                    .bind(stamp(row.updated_at))
-                    .bind(&row.updated_by)
-                    .execute(&mut *tx.tx)
-                    .await
-                    .map_err(|e| match StoreError::from(e) {
-                        StoreError::Conflict(_) => StoreError::Conflict(
-                            "the settings were written meanwhile: read them again".to_owned(),
-                        ),
-                        other => other,
-                    })?
-                }
-                Some(version) => {
-                    sqlx::query(&self.sql(
-                        "UPDATE org_ai_settings SET allowed = $2, own_provider = $3, own_base_url = $4,
-                            own_api_key = $5, own_key_hint = $6, monthly_token_cap = $7, version = $8,
-                            updated_at = $9, updated_by = $10
-                         WHERE org_id = $1 AND version = $11",
-                    ))
-                    .bind(&row.org_id)
-                    .bind(&allowed)
-                    .bind(own.map(|o| o.provider.as_str()))
-                    .bind(own.map(|o| o.base_url.as_str()))
-                    .bind(own.and_then(|o| o.api_key.as_deref()))
-                    .bind(own.and_then(|o| o.key_hint.as_deref()))
-                    .bind(cap)
-                    .bind(row.version)
-                    .bind(stamp(row.updated_at))
-                    .bind(&row.updated_by)
-                    .bind(version)
-                    .execute(&mut *tx.tx)
-                    .await?
-                }
-            };
-            if done.rows_affected() == 0 {
-                return Err(StoreError::Conflict(
-                    "the settings were written meanwhile: read them again".to_owned(),
-                ));
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
     /// The tokens an account root's generations spent in `month` (`YYYY-MM`).
     pub async fn ai_tokens(&self, org_id: &str, month: &str) -> StoreResult<u64> {
         let row = sqlx::query(
@@ -189,6 +108,83 @@ impl Store {
         .bind(i64::try_from(tokens).unwrap_or(i64::MAX))
         .execute(self.pool())
         .await?;
+        Ok(())
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Writes an account root's settings when its version is still `expected`
+    /// (`None`: there were none); the new
+    /// version is `expected + 1`. A version that moved meanwhile: conflict.
+    pub async fn put_ai_settings(
+        &mut self,
+        row: &AiSettingsRow,
+        expected: Option<i64>,
+    ) -> StoreResult<()> {
+        let allowed = row
+            .allowed
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let own = row.own.as_ref();
+        let cap = row
+            .monthly_token_cap
+            .map(|c| i64::try_from(c).unwrap_or(i64::MAX));
+
+        let done = match expected {
+            None => {
+                sqlx::query(&self.store.sql(
+                    "INSERT INTO org_ai_settings (org_id, allowed, own_provider, own_base_url, own_api_key,
+                        own_key_hint, monthly_token_cap, version, updated_at, updated_by)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                ))
+                .bind(&row.org_id)
+                .bind(&allowed)
+                .bind(own.map(|o| o.provider.as_str()))
+                .bind(own.map(|o| o.base_url.as_str()))
+                .bind(own.and_then(|o| o.api_key.as_deref()))
+                .bind(own.and_then(|o| o.key_hint.as_deref()))
+                .bind(cap)
+                .bind(row.version)
+                .bind(stamp(row.updated_at))
+                .bind(&row.updated_by)
+                .execute(&mut *self.tx)
+                .await
+                .map_err(|e| match StoreError::from(e) {
+                    StoreError::Conflict(_) => StoreError::Conflict(
+                        "the settings were written meanwhile: read them again".to_owned(),
+                    ),
+                    other => other,
+                })?
+            }
+            Some(version) => {
+                sqlx::query(&self.store.sql(
+                    "UPDATE org_ai_settings SET allowed = $2, own_provider = $3, own_base_url = $4,
+                        own_api_key = $5, own_key_hint = $6, monthly_token_cap = $7, version = $8,
+                        updated_at = $9, updated_by = $10
+                     WHERE org_id = $1 AND version = $11",
+                ))
+                .bind(&row.org_id)
+                .bind(&allowed)
+                .bind(own.map(|o| o.provider.as_str()))
+                .bind(own.map(|o| o.base_url.as_str()))
+                .bind(own.and_then(|o| o.api_key.as_deref()))
+                .bind(own.and_then(|o| o.key_hint.as_deref()))
+                .bind(cap)
+                .bind(row.version)
+                .bind(stamp(row.updated_at))
+                .bind(&row.updated_by)
+                .bind(version)
+                .execute(&mut *self.tx)
+                .await?
+            }
+        };
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict(
+                "the settings were written meanwhile: read them again".to_owned(),
+            ));
+        }
         Ok(())
     }
 }

@@ -1,5 +1,5 @@
 //! Announcements: their window, audience (with its targets) and per-user dismissals.
-//! Each is written with its feed row and audit events in one transaction.
+//! Each is written with its feed row, a step of its service's unit.
 
 use chrono::{DateTime, Utc};
 use entitlements::Tier;

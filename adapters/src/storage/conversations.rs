@@ -631,7 +631,7 @@ impl super::Transaction<'_> {
         Ok(true)
     }
 
-    /// Deletes a message, with its audit events (none for an author's own).
+    /// Deletes a message.
     pub async fn delete_conversation_message(
         &mut self,
         conversation_id: &str,

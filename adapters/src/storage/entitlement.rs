@@ -5,8 +5,6 @@
 use sqlx::AnyConnection;
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
-use audit_chain::AuditEvent;
 
 use super::orgs::{org_from_row, ORG_COLUMNS};
 use super::{stamp, OrgRecord, Store, StoreResult};
@@ -81,110 +79,6 @@ impl Store {
                 Ok((d.get("dimension")?, d.get("limit_value")?))
             })
             .collect()
-    }
-
-    /// Commits an entitlement change and its synchronization in one transaction.
-    /// `false`: the subscription changed meanwhile (or a seat update is stale), and
-    /// nothing was written.
-    pub async fn commit_entitlement(
-        &self,
-        write: &EntitlementWrite<'_>,
-        now: chrono::DateTime<chrono::Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<bool> {
-        let at = stamp(now);
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let (subscription, version) = write.subscription;
-            let bumped = sqlx::query(&self.sql(
-                "UPDATE billing_subscriptions SET version = version + 1, updated_at = $3,
-                   granted_features = COALESCE($4, granted_features)
-                 WHERE id = $1 AND version = $2",
-            ))
-            .bind(subscription)
-            .bind(version)
-            .bind(&at)
-            .bind(write.granted_features.clone())
-            .execute(&mut *tx.tx)
-            .await?;
-            if bumped.rows_affected() == 0 {
-                return Ok(false);
-            }
-            let root = write.sync.root_id.as_str();
-            if let Some(seat_version) = write.seat_version {
-                let fresh = sqlx::query(&self.sql(
-                    "UPDATE organizations SET seat_version = $2 WHERE id = $1 AND (seat_version IS NULL OR seat_version < $2)",
-                ))
-                .bind(root)
-                .bind(seat_version)
-                .execute(&mut *tx.tx)
-                .await?;
-                if fresh.rows_affected() == 0 {
-                    return Ok(false);
-                }
-            }
-            if let Some(addons) = &write.addons {
-                sqlx::query(&self.sql("DELETE FROM billing_addons WHERE subscription_id = $1"))
-                    .bind(subscription)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                for (bundle, quantity) in addons {
-                    sqlx::query(&self.sql(
-                        "INSERT INTO billing_addons (subscription_id, bundle_id, quantity, updated_at) VALUES ($1, $2, $3, $4)",
-                    ))
-                    .bind(subscription)
-                    .bind(bundle)
-                    .bind(quantity)
-                    .bind(&at)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                }
-            }
-            if let Some(tier) = write.tier {
-                // The root and its teams move together: a team's tier is its root's.
-                sqlx::query(&self.sql(
-                    "UPDATE organizations SET tier = $2, updated_at = $3 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at IS NULL",
-                ))
-                .bind(root)
-                .bind(super::orgs::tier_name(tier))
-                .bind(&at)
-                .execute(&mut *tx.tx)
-                .await?;
-            }
-            for (dimension, value) in &write.overrides {
-                if let Some(value) = value {
-                    sqlx::query(&self.sql(
-                        "INSERT INTO quota_overrides (org_id, dimension, limit_value, updated_at) VALUES ($1, $2, $3, $4)
-                         ON CONFLICT (org_id, dimension) DO UPDATE SET limit_value = excluded.limit_value, updated_at = excluded.updated_at",
-                    ))
-                    .bind(root)
-                    .bind(*dimension)
-                    .bind(*value)
-                    .bind(&at)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                } else {
-                    sqlx::query(
-                        &self.sql(
-                            "DELETE FROM quota_overrides WHERE org_id = $1 AND dimension = $2",
-                        ),
-                    )
-                    .bind(root)
-                    .bind(*dimension)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                }
-            }
-            self.write_limits(&mut tx.tx, &write.sync).await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            self.notify_in(
-                &mut tx.tx,
-                super::QUOTA_CHANNEL,
-                &format!("give-back {root}"),
-            )
-            .await?;
-            self.facts_changed();
-            Ok(true)
-        })
     }
 
     /// Writes the synchronized limits to the root's pool rows and its seats to the
@@ -314,5 +208,112 @@ impl Store {
             .await?;
         let records = rows.iter().map(org_from_row).collect::<StoreResult<_>>()?;
         Ok((records, total))
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Writes an entitlement change and its synchronization. `false`: the
+    /// subscription changed meanwhile (or a seat update is stale); the caller then
+    /// keeps nothing of its unit.
+    pub async fn commit_entitlement(
+        &mut self,
+        write: &EntitlementWrite<'_>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<bool> {
+        let at = stamp(now);
+
+        let (subscription, version) = write.subscription;
+        let bumped = sqlx::query(&self.store.sql(
+            "UPDATE billing_subscriptions SET version = version + 1, updated_at = $3,
+               granted_features = COALESCE($4, granted_features)
+             WHERE id = $1 AND version = $2",
+        ))
+        .bind(subscription)
+        .bind(version)
+        .bind(&at)
+        .bind(write.granted_features.clone())
+        .execute(&mut *self.tx)
+        .await?;
+        if bumped.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let root = write.sync.root_id.as_str();
+        if let Some(seat_version) = write.seat_version {
+            let fresh = sqlx::query(&self.store.sql(
+                "UPDATE organizations SET seat_version = $2 WHERE id = $1 AND (seat_version IS NULL OR seat_version < $2)",
+            ))
+            .bind(root)
+            .bind(seat_version)
+            .execute(&mut *self.tx)
+            .await?;
+            if fresh.rows_affected() == 0 {
+                return Ok(false);
+            }
+        }
+        if let Some(addons) = &write.addons {
+            sqlx::query(
+                &self
+                    .store
+                    .sql("DELETE FROM billing_addons WHERE subscription_id = $1"),
+            )
+            .bind(subscription)
+            .execute(&mut *self.tx)
+            .await?;
+            for (bundle, quantity) in addons {
+                sqlx::query(&self.store.sql(
+                    "INSERT INTO billing_addons (subscription_id, bundle_id, quantity, updated_at) VALUES ($1, $2, $3, $4)",
+                ))
+                .bind(subscription)
+                .bind(bundle)
+                .bind(quantity)
+                .bind(&at)
+                .execute(&mut *self.tx)
+                .await?;
+            }
+        }
+        if let Some(tier) = write.tier {
+            // The root and its teams move together: a team's tier is its root's.
+            sqlx::query(&self.store.sql(
+                "UPDATE organizations SET tier = $2, updated_at = $3 WHERE (id = $1 OR parent_org_id = $1) AND deleted_at IS NULL",
+            ))
+            .bind(root)
+            .bind(super::orgs::tier_name(tier))
+            .bind(&at)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        for (dimension, value) in &write.overrides {
+            if let Some(value) = value {
+                sqlx::query(&self.store.sql(
+                    "INSERT INTO quota_overrides (org_id, dimension, limit_value, updated_at) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (org_id, dimension) DO UPDATE SET limit_value = excluded.limit_value, updated_at = excluded.updated_at",
+                ))
+                .bind(root)
+                .bind(*dimension)
+                .bind(*value)
+                .bind(&at)
+                .execute(&mut *self.tx)
+                .await?;
+            } else {
+                sqlx::query(
+                    &self
+                        .store
+                        .sql("DELETE FROM quota_overrides WHERE org_id = $1 AND dimension = $2"),
+                )
+                .bind(root)
+                .bind(*dimension)
+                .execute(&mut *self.tx)
+                .await?;
+            }
+        }
+        self.store.write_limits(&mut self.tx, &write.sync).await?;
+        self.store
+            .notify_in(
+                &mut self.tx,
+                super::QUOTA_CHANNEL,
+                &format!("give-back {root}"),
+            )
+            .await?;
+        Ok(true)
     }
 }

@@ -3,7 +3,6 @@
 //! a page at a time. Statements only: which tables, keys and columns an export
 //! holds is the service's decision.
 
-use audit_chain::AuditEvent;
 use base64::Engine as _;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
@@ -104,34 +103,6 @@ pub struct ExportSource {
 }
 
 impl Store {
-    /// Records a new export job, with the audit events, in one transaction; `false`
-    /// (nothing written) while another job of the organization is queued or running
-    /// (a unique index decides, whatever the replicas do at once).
-    pub async fn create_export(
-        &self,
-        record: &ExportRecord,
-        audit: &[AuditEvent],
-    ) -> StoreResult<bool> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let inserted = sqlx::query(&self.sql(
-                "INSERT INTO org_exports (id, org_id, requested_by, status, created_at) VALUES ($1, $2, $3, 'queued', $4)",
-            ))
-            .bind(&record.id)
-            .bind(&record.org_id)
-            .bind(&record.requested_by)
-            .bind(stamp(record.created_at))
-            .execute(&mut *tx.tx)
-            .await;
-            match inserted.map_err(StoreError::from) {
-                Ok(_) => {}
-                Err(StoreError::Conflict(_)) => return Ok(false),
-                Err(other) => return Err(other),
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(true)
-        })
-    }
-
     /// An export job of an organization.
     pub async fn export(&self, org_id: &str, id: &str) -> StoreResult<Option<ExportRecord>> {
         let row = sqlx::query(&self.sql("SELECT * FROM org_exports WHERE id = $1 AND org_id = $2"))
@@ -346,5 +317,27 @@ impl Store {
                 Ok((export_key, object))
             })
             .collect()
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Records a new export job; `false` (nothing written) while another job of the organization is queued or running
+    /// (a unique index decides, whatever the replicas do at once).
+    pub async fn create_export(&mut self, record: &ExportRecord) -> StoreResult<bool> {
+        let inserted = sqlx::query(&self.store.sql(
+            "INSERT INTO org_exports (id, org_id, requested_by, status, created_at) VALUES ($1, $2, $3, 'queued', $4)",
+        ))
+        .bind(&record.id)
+        .bind(&record.org_id)
+        .bind(&record.requested_by)
+        .bind(stamp(record.created_at))
+        .execute(&mut *self.tx)
+        .await;
+        match inserted.map_err(StoreError::from) {
+            Ok(_) => {}
+            Err(StoreError::Conflict(_)) => return Ok(false),
+            Err(other) => return Err(other),
+        }
+        Ok(true)
     }
 }

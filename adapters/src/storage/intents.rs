@@ -5,7 +5,6 @@ use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 /// An intent not settled, as the registry worker reads it.
@@ -39,24 +38,6 @@ impl Store {
         .bind(stamp(now))
         .execute(self.pool())
         .await?;
-        Ok(())
-    }
-
-    /// Settles intent `id` with `events` (the change was made), in one transaction:
-    /// the intent goes and the events are enqueued, unless the registry worker
-    /// recorded it already (then nothing is written twice). An intent the worker
-    /// abandoned is settled all the same.
-    pub async fn settle_intent(&self, id: &str, events: &[AuditEvent]) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let taken = sqlx::query(&self.sql("DELETE FROM registry_intents WHERE id = $1"))
-                .bind(id)
-                .execute(&mut *tx.tx)
-                .await?;
-            if taken.rows_affected() > 0 {
-                self.enqueue(&mut tx.tx, events).await?;
-            }
-            Ok(())
-        })?;
         Ok(())
     }
 
@@ -95,45 +76,6 @@ impl Store {
             .collect()
     }
 
-    /// The worker's verdict on a stale intent: `events` recorded (the registry
-    /// shows the change) and the intent gone, or, with `None`, the intent marked
-    /// `abandoned` (the registry shows no change). `false` when it was settled
-    /// meanwhile.
-    pub async fn resolve_intent(
-        &self,
-        id: &str,
-        events: Option<&[AuditEvent]>,
-    ) -> StoreResult<bool> {
-        let done = unit_of_work!(self, |tx| -> super::StoreError {
-            let done = match events {
-                Some(events) => {
-                    let taken = sqlx::query(&self.sql(
-                        "DELETE FROM registry_intents WHERE id = $1 AND status = 'pending'",
-                    ))
-                    .bind(id)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                    if taken.rows_affected() > 0 {
-                        self.enqueue(&mut tx.tx, events).await?;
-                    }
-                    taken.rows_affected() > 0
-                }
-                None => {
-                    sqlx::query(&self.sql(
-                        "UPDATE registry_intents SET status = 'abandoned' WHERE id = $1 AND status = 'pending'",
-                    ))
-                    .bind(id)
-                    .execute(&mut *tx.tx)
-                    .await?
-                    .rows_affected()
-                        > 0
-                }
-            };
-            Ok(done)
-        })?;
-        Ok(done)
-    }
-
     /// Abandoned intents older than `before` are forgotten (retention).
     pub async fn prune_intents(&self, before: DateTime<Utc>) -> StoreResult<u64> {
         let done = sqlx::query(
@@ -144,5 +86,49 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected())
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Settles intent `id` (the change was made): the intent goes. `false` when the
+    /// registry worker recorded it already (its events must not be written twice).
+    /// An intent the worker abandoned is settled all the same.
+    pub async fn settle_intent(&mut self, id: &str) -> StoreResult<bool> {
+        let taken = sqlx::query(&self.store.sql("DELETE FROM registry_intents WHERE id = $1"))
+            .bind(id)
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(taken.rows_affected() > 0)
+    }
+}
+
+impl super::Transaction<'_> {
+    /// The worker's verdict on a stale intent: `made` (the registry shows the
+    /// change), the intent gone (the caller records its events), or not made, the
+    /// intent marked `abandoned` (the registry shows no change). `false` when it was
+    /// settled meanwhile.
+    pub async fn resolve_intent(&mut self, id: &str, made: bool) -> StoreResult<bool> {
+        let done = match made {
+            true => {
+                let taken = sqlx::query(&self.store.sql(
+                    "DELETE FROM registry_intents WHERE id = $1 AND status = 'pending'",
+                ))
+                .bind(id)
+                .execute(&mut *self.tx)
+                .await?;
+                taken.rows_affected() > 0
+            }
+            false => {
+                sqlx::query(&self.store.sql(
+                    "UPDATE registry_intents SET status = 'abandoned' WHERE id = $1 AND status = 'pending'",
+                ))
+                .bind(id)
+                .execute(&mut *self.tx)
+                .await?
+                .rows_affected()
+                    > 0
+            }
+        };
+        Ok(done)
     }
 }

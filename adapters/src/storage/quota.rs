@@ -8,8 +8,6 @@
 use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
-use audit_chain::AuditEvent;
 
 use super::{stamp, Store, StoreError, StoreResult};
 
@@ -190,70 +188,6 @@ impl Store {
         Ok(())
     }
 
-    /// Gives back units a charge reserved and nobody spent, in the period they were
-    /// charged in only: after that period's end (or a reset) they are not counted any
-    /// more. One transaction for the organization's row and the pool's.
-    pub async fn give_back(&self, charge: &Charge<'_>) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            for (table, key, id) in [
-                ("quota_pool", "root_id", charge.root_id),
-                ("quota_usage", "org_id", charge.org_id),
-            ] {
-                sqlx::query(&self.sql(&format!(
-                    "UPDATE {table} SET used = CASE WHEN used > $3 THEN used - $3 ELSE 0 END
-                     WHERE {key} = $1 AND dimension = $2 AND COALESCE(period_start, '') = $4"
-                )))
-                .bind(id)
-                .bind(charge.dimension)
-                .bind(wire(charge.amount))
-                .bind(charge.period)
-                .execute(&mut *tx.tx)
-                .await?;
-            }
-            Ok(())
-        })?;
-        Ok(())
-    }
-
-    /// A charge in a transaction of its own (an increment, an API call).
-    pub async fn charge_now(
-        &self,
-        charge: &Charge<'_>,
-        idempotency: Option<(&str, &str)>,
-        audit: &[AuditEvent],
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> StoreResult<Charged> {
-        unit_of_work!(self, |tx| -> StoreError {
-            if let Some((service, key)) = idempotency {
-                let fresh = sqlx::query(&self.sql(
-                    "INSERT INTO quota_increments (service, idempotency_key, org_id, dimension, amount, created_at)
-                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-                ))
-                .bind(service)
-                .bind(key)
-                .bind(charge.org_id)
-                .bind(charge.dimension)
-                .bind(wire(charge.amount))
-                .bind(stamp(now))
-                .execute(&mut *tx.tx)
-                .await?;
-                if fresh.rows_affected() == 0 {
-                    // Counted before (or the key names another increment: the service
-                    // answers that).
-                    return Ok(Charged::Done);
-                }
-            }
-            let outcome = self.try_charge(&mut tx.tx, charge).await?;
-            if outcome == Charged::Done {
-                self.enqueue(&mut tx.tx, audit).await?;
-            } else {
-                // Not counted: nothing of it is kept.
-                tx.abandon();
-            }
-            Ok(outcome)
-        })
-    }
-
     /// What an earlier increment with this key counted: (org, type, amount).
     pub async fn increment_by_key(
         &self,
@@ -353,64 +287,6 @@ impl Store {
         })
     }
 
-    /// Sets usage of `dimensions` to zero: a root's pool and its whole subtree, or a
-    /// team's own usage (given back to its root's pool).
-    pub async fn reset_usage(
-        &self,
-        (org_id, root_id): (&str, &str),
-        dimensions: &[&str],
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            for dimension in dimensions {
-                if org_id == root_id {
-                    sqlx::query(&self.sql(
-                        "UPDATE quota_pool SET used = 0 WHERE root_id = $1 AND dimension = $2",
-                    ))
-                    .bind(root_id)
-                    .bind(*dimension)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                    sqlx::query(&self.sql(
-                        "UPDATE quota_usage SET used = 0 WHERE dimension = $2
-                           AND org_id IN (SELECT id FROM organizations WHERE id = $1 OR parent_org_id = $1)",
-                    ))
-                    .bind(root_id)
-                    .bind(*dimension)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                } else {
-                    sqlx::query(&self.sql(
-                        "UPDATE quota_pool SET used = CASE WHEN quota_pool.used > t.used THEN quota_pool.used - t.used ELSE 0 END
-                         FROM (SELECT used FROM quota_usage WHERE org_id = $2 AND dimension = $3) AS t
-                         WHERE root_id = $1 AND dimension = $3",
-                    ))
-                    .bind(root_id)
-                    .bind(org_id)
-                    .bind(*dimension)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                    sqlx::query(&self.sql(
-                        "UPDATE quota_usage SET used = 0 WHERE org_id = $1 AND dimension = $2",
-                    ))
-                    .bind(org_id)
-                    .bind(*dimension)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                }
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            self.notify_in(
-                &mut tx.tx,
-                super::QUOTA_CHANNEL,
-                &format!("forget {root_id}"),
-            )
-            .await?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
     /// Starts `period` for the monthly types wherever an earlier one is stored:
     /// their usage goes back to zero. Returns the rows reset.
     pub async fn start_period(&self, dimensions: &[&str], period: &str) -> StoreResult<u64> {
@@ -455,5 +331,121 @@ impl super::Transaction<'_> {
     /// Gives back what a charge took (never below zero).
     pub async fn release(&mut self, charge: &Charge<'_>) -> StoreResult<()> {
         self.store.release(&mut self.tx, charge).await
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Gives back units a charge reserved and nobody spent, in the period they were
+    /// charged in only: after that period's end (or a reset) they are not counted any
+    /// more. One transaction for the organization's row and the pool's.
+    pub async fn give_back(&mut self, charge: &Charge<'_>) -> StoreResult<()> {
+        for (table, key, id) in [
+            ("quota_pool", "root_id", charge.root_id),
+            ("quota_usage", "org_id", charge.org_id),
+        ] {
+            sqlx::query(&self.store.sql(&format!(
+                "UPDATE {table} SET used = CASE WHEN used > $3 THEN used - $3 ELSE 0 END
+                 WHERE {key} = $1 AND dimension = $2 AND COALESCE(period_start, '') = $4"
+            )))
+            .bind(id)
+            .bind(charge.dimension)
+            .bind(wire(charge.amount))
+            .bind(charge.period)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+impl super::Transaction<'_> {
+    /// A charge with its idempotency key, if any (an increment, an API call): a key
+    /// seen before answers `Done` and counts nothing again.
+    pub async fn charge_now(
+        &mut self,
+        charge: &Charge<'_>,
+        idempotency: Option<(&str, &str)>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<Charged> {
+        if let Some((service, key)) = idempotency {
+            let fresh = sqlx::query(&self.store.sql(
+                "INSERT INTO quota_increments (service, idempotency_key, org_id, dimension, amount, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+            ))
+            .bind(service)
+            .bind(key)
+            .bind(charge.org_id)
+            .bind(charge.dimension)
+            .bind(wire(charge.amount))
+            .bind(stamp(now))
+            .execute(&mut *self.tx)
+            .await?;
+            if fresh.rows_affected() == 0 {
+                // Counted before (or the key names another increment: the service
+                // answers that).
+                return Ok(Charged::Done);
+            }
+        }
+        self.store.try_charge(&mut self.tx, charge).await
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Sets usage of `dimensions` to zero: a root's pool and its whole subtree, or a
+    /// team's own usage (given back to its root's pool).
+    pub async fn reset_usage(
+        &mut self,
+        (org_id, root_id): (&str, &str),
+        dimensions: &[&str],
+    ) -> StoreResult<()> {
+        for dimension in dimensions {
+            if org_id == root_id {
+                sqlx::query(
+                    &self.store.sql(
+                        "UPDATE quota_pool SET used = 0 WHERE root_id = $1 AND dimension = $2",
+                    ),
+                )
+                .bind(root_id)
+                .bind(*dimension)
+                .execute(&mut *self.tx)
+                .await?;
+                sqlx::query(&self.store.sql(
+                    "UPDATE quota_usage SET used = 0 WHERE dimension = $2
+                       AND org_id IN (SELECT id FROM organizations WHERE id = $1 OR parent_org_id = $1)",
+                ))
+                .bind(root_id)
+                .bind(*dimension)
+                .execute(&mut *self.tx)
+                .await?;
+            } else {
+                sqlx::query(&self.store.sql(
+                    "UPDATE quota_pool SET used = CASE WHEN quota_pool.used > t.used THEN quota_pool.used - t.used ELSE 0 END
+                     FROM (SELECT used FROM quota_usage WHERE org_id = $2 AND dimension = $3) AS t
+                     WHERE root_id = $1 AND dimension = $3",
+                ))
+                .bind(root_id)
+                .bind(org_id)
+                .bind(*dimension)
+                .execute(&mut *self.tx)
+                .await?;
+                sqlx::query(
+                    &self.store.sql(
+                        "UPDATE quota_usage SET used = 0 WHERE org_id = $1 AND dimension = $2",
+                    ),
+                )
+                .bind(org_id)
+                .bind(*dimension)
+                .execute(&mut *self.tx)
+                .await?;
+            }
+        }
+        self.store
+            .notify_in(
+                &mut self.tx,
+                super::QUOTA_CHANNEL,
+                &format!("forget {root_id}"),
+            )
+            .await?;
+        Ok(())
     }
 }

@@ -313,29 +313,6 @@ impl Store {
             .ok_or_else(|| StoreError::Other("the new scan vanished".to_owned()))
     }
 
-    /// Starts a scan for a rule or subscription change, ending (`cancelled`, with the
-    /// reason) the organization's running scans of an earlier change of the same
-    /// target: their sweepers stop at their next page, and no result judged by the
-    /// older rules lands after the new scan's.
-    pub async fn supersede_scan(&self, scan: &NewScan<'_>) -> StoreResult<String> {
-        let id = unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql(
-                "UPDATE scans SET status = 'cancelled', error = 'superseded by a later change', \
-                 ended_at = $3, updated_at = $3, holder = NULL, lease_until = NULL \
-                 WHERE org_id = $1 AND target = $2 AND origin = $4 AND status = 'running'",
-            ))
-            .bind(scan.org_id)
-            .bind(scan.target)
-            .bind(stamp(scan.now))
-            .bind(scan.origin)
-            .execute(&mut *tx.tx)
-            .await?;
-            let id = self.insert_scan(&mut tx.tx, scan).await?;
-            Ok(id)
-        })?;
-        Ok(id)
-    }
-
     /// One scan of the organization.
     pub async fn scan(&self, org_id: &str, id: &str) -> StoreResult<Option<ScanRecord>> {
         let row = sqlx::query(&self.sql("SELECT * FROM scans WHERE org_id = $1 AND id = $2"))
@@ -447,5 +424,27 @@ impl Store {
         self.scan(org_id, id)
             .await?
             .ok_or_else(|| StoreError::Other("the cancelled scan vanished".to_owned()))
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Starts a scan for a rule or subscription change, ending (`cancelled`, with the
+    /// reason) the organization's running scans of an earlier change of the same
+    /// target: their sweepers stop at their next page, and no result judged by the
+    /// older rules lands after the new scan's.
+    pub async fn supersede_scan(&mut self, scan: &NewScan<'_>) -> StoreResult<String> {
+        sqlx::query(&self.store.sql(
+            "UPDATE scans SET status = 'cancelled', error = 'superseded by a later change', \
+             ended_at = $3, updated_at = $3, holder = NULL, lease_until = NULL \
+             WHERE org_id = $1 AND target = $2 AND origin = $4 AND status = 'running'",
+        ))
+        .bind(scan.org_id)
+        .bind(scan.target)
+        .bind(stamp(scan.now))
+        .bind(scan.origin)
+        .execute(&mut *self.tx)
+        .await?;
+        let id = self.store.insert_scan(&mut self.tx, scan).await?;
+        Ok(id)
     }
 }

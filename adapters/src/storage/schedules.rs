@@ -198,7 +198,7 @@ impl super::Transaction<'_> {
     }
 
     /// Moves a due schedule from the run it was read with to `next`, and starts its
-    /// scan (unless `scan` is `None`: the run is skipped), in one transaction; whether
+    /// scan (unless `scan` is `None`: the run is skipped); whether
     /// this call did it (false: another scheduler did, or the schedule changed).
     pub async fn run_schedule(
         &mut self,

@@ -1,12 +1,10 @@
 //! An organization's subscriptions to published rules, always scoped by organization.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use compliance_core::Subscription;
 
 use super::decode::Decoder;
 use super::orgs::found;
-use super::unit::unit_of_work;
 use super::{stamp, Store, StoreError, StoreResult};
 
 fn subscription_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Subscription> {
@@ -54,141 +52,131 @@ impl Store {
             .collect::<StoreResult<Vec<_>>>()?;
         Ok((items, total))
     }
+}
 
+impl super::Transaction<'_> {
     /// Subscribes (inactive); a second subscription to the same rule is a conflict.
     pub async fn subscribe(
-        &self,
+        &mut self,
         org_id: &str,
         rule_id: &str,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql(
-                "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)",
+        sqlx::query(&self.store.sql(
+            "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)",
+        ))
+        .bind(org_id)
+        .bind(rule_id)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => StoreError::Conflict("already subscribed to that rule".to_owned()),
+            other => other,
+        })?;
+        Ok(())
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Subscribes (inactive) to each rule not yet subscribed; returns how many were new.
+    pub async fn subscribe_missing(
+        &mut self,
+        org_id: &str,
+        rule_ids: &[String],
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        let mut added = 0;
+        for rule_id in rule_ids {
+            let done = sqlx::query(&self.store.sql(
+                "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)
+                 ON CONFLICT (org_id, rule_id) DO NOTHING",
             ))
             .bind(org_id)
             .bind(rule_id)
             .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => StoreError::Conflict("already subscribed to that rule".to_owned()),
-                other => other,
-            })?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
-    /// Subscribes (inactive) to each rule not yet subscribed; returns how many were new.
-    pub async fn subscribe_missing(
-        &self,
-        org_id: &str,
-        rule_ids: &[String],
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<u64> {
-        let added = unit_of_work!(self, |tx| -> super::StoreError {
-            let mut added = 0;
-            for rule_id in rule_ids {
-                let done = sqlx::query(&self.sql(
-                    "INSERT INTO subscriptions (org_id, rule_id, active, pinned_version, created_at, updated_at) VALUES ($1, $2, 0, NULL, $3, $3)
-                     ON CONFLICT (org_id, rule_id) DO NOTHING",
-                ))
-                .bind(org_id)
-                .bind(rule_id)
-                .bind(stamp(now))
-                .execute(&mut *tx.tx)
-                .await?;
-                added += done.rows_affected();
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(added)
-        })?;
+            .execute(&mut *self.tx)
+            .await?;
+            added += done.rows_affected();
+        }
         Ok(added)
     }
+}
 
+impl super::Transaction<'_> {
     /// Activates or deactivates subscriptions; every rule must be subscribed.
     pub async fn set_subscriptions_active(
-        &self,
+        &mut self,
         org_id: &str,
         rule_ids: &[String],
         active: bool,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            for rule_id in rule_ids {
-                let done = sqlx::query(&self.sql("UPDATE subscriptions SET active = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
-                    .bind(org_id)
-                    .bind(rule_id)
-                    .bind(i64::from(active))
-                    .bind(stamp(now))
-                    .execute(&mut *tx.tx)
-                    .await?;
-                found(
-                    done.rows_affected(),
-                    &format!("subscription to `{rule_id}`"),
-                )?;
-            }
-            self.enqueue_subscription_change(&mut tx.tx, org_id, rule_ids, now)
+        for rule_id in rule_ids {
+            let done = sqlx::query(&self.store.sql("UPDATE subscriptions SET active = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
+                .bind(org_id)
+                .bind(rule_id)
+                .bind(i64::from(active))
+                .bind(stamp(now))
+                .execute(&mut *self.tx)
                 .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
+            found(
+                done.rows_affected(),
+                &format!("subscription to `{rule_id}`"),
+            )?;
+        }
+        self.store
+            .enqueue_subscription_change(&mut self.tx, org_id, rule_ids, now)
+            .await?;
         Ok(())
     }
+}
 
+impl super::Transaction<'_> {
     /// Pins a subscription to a version, or unpins it (`None`).
     pub async fn pin_subscription(
-        &self,
+        &mut self,
         org_id: &str,
         rule_id: &str,
         version: Option<u32>,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
     ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql("UPDATE subscriptions SET pinned_version = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
-                .bind(org_id)
-                .bind(rule_id)
-                .bind(version.map(i64::from))
-                .bind(stamp(now))
-                .execute(&mut *tx.tx)
-                .await?;
-            found(done.rows_affected(), "subscription")?;
-            self.enqueue_subscription_change(&mut tx.tx, org_id, &[rule_id.to_owned()], now)
-                .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
-    /// Removes a subscription.
-    pub async fn unsubscribe(
-        &self,
-        org_id: &str,
-        rule_id: &str,
-        audit: &[AuditEvent],
-        now: DateTime<Utc>,
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(
-                &self.sql("DELETE FROM subscriptions WHERE org_id = $1 AND rule_id = $2"),
-            )
+        let done = sqlx::query(&self.store.sql("UPDATE subscriptions SET pinned_version = $3, updated_at = $4 WHERE org_id = $1 AND rule_id = $2"))
             .bind(org_id)
             .bind(rule_id)
-            .execute(&mut *tx.tx)
+            .bind(version.map(i64::from))
+            .bind(stamp(now))
+            .execute(&mut *self.tx)
             .await?;
-            found(done.rows_affected(), "subscription")?;
-            self.enqueue_subscription_change(&mut tx.tx, org_id, &[rule_id.to_owned()], now)
-                .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
+        found(done.rows_affected(), "subscription")?;
+        self.store
+            .enqueue_subscription_change(&mut self.tx, org_id, &[rule_id.to_owned()], now)
+            .await?;
+        Ok(())
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Removes a subscription.
+    pub async fn unsubscribe(
+        &mut self,
+        org_id: &str,
+        rule_id: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(
+            &self
+                .store
+                .sql("DELETE FROM subscriptions WHERE org_id = $1 AND rule_id = $2"),
+        )
+        .bind(org_id)
+        .bind(rule_id)
+        .execute(&mut *self.tx)
+        .await?;
+        found(done.rows_affected(), "subscription")?;
+        self.store
+            .enqueue_subscription_change(&mut self.tx, org_id, &[rule_id.to_owned()], now)
+            .await?;
         Ok(())
     }
 }

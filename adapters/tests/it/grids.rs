@@ -34,7 +34,12 @@ async fn the_pool_charge_is_entitlements_rule(app: &TestApp) {
                     period: "",
                     amount,
                 };
-                let outcome = app.store.charge_now(&charge, None, &[], now).await.unwrap();
+                let mut tx = app.store.transaction().await.unwrap();
+                let outcome = tx.charge_now(&charge, None, now).await.unwrap();
+                if outcome != Charged::Done {
+                    tx.abandon();
+                }
+                tx.commit().await.unwrap();
                 let rule = entitlements::charge(
                     used.unsigned_abs(),
                     Limit::from_wire(limit).unwrap(),
