@@ -313,7 +313,7 @@ fn storage_opens_transactions_only_through_the_unit_of_work() {
     }
     assert_eq!(
         opened,
-        vec![("".to_owned(), 1), ("exports".to_owned(), 1)],
+        vec![("exports".to_owned(), 1), ("rows".to_owned(), 1)],
         "storage modules that open a transaction of their own"
     );
 }
