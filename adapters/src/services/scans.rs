@@ -151,16 +151,16 @@ pub async fn start(
         now: Utc::now(),
         empty: !sweepable(state, org),
     };
-    let scan = match state.store.create_scan(&scan).await {
-        Err(StoreError::Conflict(_)) => {
-            return Err(ServiceError::Conflict(format!(
+    let id = unit_of_work!(&state.store, |tx| {
+        match tx.create_scan(&scan).await {
+            Err(StoreError::Conflict(_)) => Err(ServiceError::Conflict(format!(
                 "a scan of {target} is already running in this organization; cancel it or wait for it to end"
-            )))
+            ))),
+            other => Ok(other?),
         }
-        other => other?,
-    };
+    })?;
     state.metrics.scan_started();
-    Ok(scan)
+    scan_of(state, org, &id).await
 }
 
 /// The actor of the scans a rule or subscription change starts.
@@ -266,15 +266,31 @@ pub async fn cancel(
         id,
         json!({}),
     )];
-    let scan = state
-        .store
-        .cancel_scan(&org.id, id, Utc::now(), &audit)
-        .await
-        .map_err(|e| match e {
-            crate::storage::StoreError::NotFound(_) => ServiceError::NotFound("scan".into()),
-            other => other.into(),
-        })?;
+    let now = Utc::now();
+    let cancelled = unit_of_work!(&state.store, |tx| {
+        let cancelled = tx.cancel_scan(&org.id, id, now).await?;
+        if cancelled {
+            tx.enqueue_audit(&audit).await?;
+        }
+        Ok(cancelled)
+    })?;
+    let scan = scan_of(state, org, id).await?;
+    if !cancelled {
+        return Err(ServiceError::Conflict(format!(
+            "scan `{id}` is {}, not running",
+            scan.status
+        )));
+    }
     Ok(scan)
+}
+
+/// One scan of the organization (404 when it has none of this id).
+async fn scan_of(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<ScanRecord> {
+    state
+        .store
+        .scan(&org.id, id)
+        .await?
+        .ok_or(ServiceError::NotFound("scan".into()))
 }
 
 /// How a sweep is run.

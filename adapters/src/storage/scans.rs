@@ -4,7 +4,6 @@
 //! fenced by that token and by `status = 'running'`, so a cancelled scan, or one taken
 //! over after its lease expired, stops its old sweeper at its next flush.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -12,8 +11,7 @@ use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
 use super::sweeps::SweepState;
-use super::unit::unit_of_work;
-use super::{entity_table, new_id, stamp, Store, StoreError, StoreResult};
+use super::{entity_table, new_id, stamp, Store, StoreResult};
 
 /// A scan, as stored and answered.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -302,17 +300,6 @@ impl Store {
         Ok(id)
     }
 
-    /// Starts a requested scan.
-    pub async fn create_scan(&self, scan: &NewScan<'_>) -> StoreResult<ScanRecord> {
-        let id = unit_of_work!(self, |tx| -> super::StoreError {
-            let id = self.insert_scan(&mut tx.tx, scan).await?;
-            Ok(id)
-        })?;
-        self.scan(scan.org_id, &id)
-            .await?
-            .ok_or_else(|| StoreError::Other("the new scan vanished".to_owned()))
-    }
-
     /// One scan of the organization.
     pub async fn scan(&self, org_id: &str, id: &str) -> StoreResult<Option<ScanRecord>> {
         let row = sqlx::query(&self.sql("SELECT * FROM scans WHERE org_id = $1 AND id = $2"))
@@ -386,48 +373,34 @@ impl Store {
             .collect::<StoreResult<Vec<_>>>()?;
         Ok((results, total))
     }
-
-    /// Ends a running scan `cancelled`, with its audit events; a scan that is not
-    /// running is a conflict, one that does not exist (in this organization) not found.
-    pub async fn cancel_scan(
-        &self,
-        org_id: &str,
-        id: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<ScanRecord> {
-        let cancelled = unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE scans SET status = 'cancelled', ended_at = $3, updated_at = $3, holder = NULL, lease_until = NULL \
-                 WHERE org_id = $1 AND id = $2 AND status = 'running'",
-            ))
-            .bind(org_id)
-            .bind(id)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Ok(false);
-            }
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(true)
-        })?;
-        if !cancelled {
-            return match self.scan(org_id, id).await? {
-                None => Err(StoreError::NotFound(format!("scan `{id}`"))),
-                Some(scan) => Err(StoreError::Conflict(format!(
-                    "scan `{id}` is {}, not running",
-                    scan.status
-                ))),
-            };
-        }
-        self.scan(org_id, id)
-            .await?
-            .ok_or_else(|| StoreError::Other("the cancelled scan vanished".to_owned()))
-    }
 }
 
 impl super::Transaction<'_> {
+    /// Starts a requested scan: its id.
+    pub async fn create_scan(&mut self, scan: &NewScan<'_>) -> StoreResult<String> {
+        self.store.insert_scan(&mut self.tx, scan).await
+    }
+
+    /// Ends a running scan `cancelled`; `false` when it is not running (or not this
+    /// organization's).
+    pub async fn cancel_scan(
+        &mut self,
+        org_id: &str,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE scans SET status = 'cancelled', ended_at = $3, updated_at = $3, holder = NULL, lease_until = NULL \
+             WHERE org_id = $1 AND id = $2 AND status = 'running'",
+        ))
+        .bind(org_id)
+        .bind(id)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
     /// Starts a scan for a rule or subscription change, ending (`cancelled`, with the
     /// reason) the organization's running scans of an earlier change of the same
     /// target: their sweepers stop at their next page, and no result judged by the

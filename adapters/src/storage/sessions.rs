@@ -2,12 +2,10 @@
 //! conditional update and the successor's insert, in one transaction), and the
 //! failed sign-ins that throttle the next ones.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
 use super::{stamp, Store, StoreResult};
 
 /// A refresh family.
@@ -50,29 +48,6 @@ pub enum Rotation {
 }
 
 impl Store {
-    /// Starts a refresh family with its first token, with the audit events and a
-    /// reset of the account's sign-in failures, in one transaction.
-    pub async fn start_family(
-        &self,
-        family: &FamilyRecord,
-        token_hash: &str,
-        clear_failures: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            self.insert_family(&mut tx.tx, family, (token_hash, None), now)
-                .await?;
-            sqlx::query(&self.sql("DELETE FROM signin_failures WHERE key = $1"))
-                .bind(clear_failures)
-                .execute(&mut *tx.tx)
-                .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
     /// Inserts a refresh family (with the root organization whose single sign-on
     /// issued it, if one did) and its first token.
     pub(super) async fn insert_family(
@@ -105,48 +80,9 @@ impl Store {
         Ok(())
     }
 
-    /// Presents a refresh token: when unused and its family live at `now`, it is
-    /// used and `successor` stored in its family, in one transaction (of two
-    /// concurrent presentations one rotates, the other finds it used).
-    pub async fn rotate_refresh(
-        &self,
-        token_hash: &str,
-        successor: &str,
-        now: DateTime<Utc>,
-    ) -> StoreResult<Rotation> {
-        let at = stamp(now);
-        let rotated = unit_of_work!(self, |tx| -> super::StoreError {
-            let claimed = sqlx::query(&self.sql(
-                "UPDATE refresh_tokens SET used_at = $2
-                 WHERE token_hash = $1 AND used_at IS NULL
-                   AND family_id IN (SELECT id FROM refresh_families WHERE revoked_at IS NULL AND expires_at > $2)
-                 RETURNING family_id",
-            ))
-            .bind(token_hash)
-            .bind(&at)
-            .fetch_optional(&mut *tx.tx)
-            .await?;
-            if let Some(claimed) = claimed {
-                let family_id: String = claimed.try_get("family_id")?;
-                sqlx::query(&self.sql(
-                    "INSERT INTO refresh_tokens (token_hash, family_id, issued_at) VALUES ($1, $2, $3)",
-                ))
-                .bind(successor)
-                .bind(&family_id)
-                .bind(&at)
-                .execute(&mut *tx.tx)
-                .await?;
-                let row = sqlx::query(&self.sql("SELECT * FROM refresh_families WHERE id = $1"))
-                    .bind(&family_id)
-                    .fetch_one(&mut *tx.tx)
-                    .await?;
-                return Ok(Some(family_from_row(&row)?));
-            }
-            Ok(None)
-        })?;
-        if let Some(family) = rotated {
-            return Ok(Rotation::Rotated(family));
-        }
+    /// Why a refresh token did not rotate: used at that instant, its family ended or
+    /// expired, or no such token (`None`).
+    pub async fn refresh_standing(&self, token_hash: &str) -> StoreResult<Option<Rotation>> {
         let row = sqlx::query(&self.sql(
             "SELECT t.used_at AS token_used_at, f.* FROM refresh_tokens t
              JOIN refresh_families f ON f.id = t.family_id WHERE t.token_hash = $1",
@@ -155,44 +91,14 @@ impl Store {
         .fetch_optional(self.pool())
         .await?;
         let Some(row) = row else {
-            return Ok(Rotation::Unknown);
+            return Ok(None);
         };
         let family = family_from_row(&row)?;
         let used_at = Decoder::new(&row, "refresh_tokens", &[]).opt_stamp("token_used_at")?;
-        Ok(match used_at {
+        Ok(Some(match used_at {
             Some(used) => Rotation::AlreadyUsed(used, family),
             None => Rotation::Ended(family),
-        })
-    }
-
-    /// Ends a refresh family (logout, reuse detected), with the audit events, in one
-    /// transaction; `false` when it had ended already.
-    pub async fn end_family(
-        &self,
-        family_id: &str,
-        reason: &str,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<bool> {
-        let ended = unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE refresh_families SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL",
-            ))
-            .bind(family_id)
-            .bind(stamp(now))
-            .bind(reason)
-            .execute(&mut *tx.tx)
-            .await?;
-            let ended = done.rows_affected() > 0;
-            if ended {
-                self.enqueue(&mut tx.tx, audit).await?;
-            }
-            Ok(ended)
-        })?;
-        if ended {
-            self.facts_changed();
-        }
-        Ok(ended)
+        }))
     }
 
     /// The family of a refresh token.
@@ -204,73 +110,6 @@ impl Store {
         .fetch_optional(self.pool())
         .await?;
         row.as_ref().map(family_from_row).transpose()
-    }
-
-    /// Charges one attempt against every key before it is judged, in one
-    /// transaction, each key in one statement (`tenancy::ThrottlePolicy::charge`,
-    /// which a test holds this SQL to): a run that began before `forgotten` or whose
-    /// lockout passed starts again at one. `None` when a key is locked (failures at
-    /// `lock_after` or more, the latest after `locked_since`): nothing is charged.
-    /// Otherwise each key's failures counting this attempt.
-    pub async fn charge_signin_attempt(
-        &self,
-        keys: &[&str],
-        (forgotten, lock_after, locked_since): (DateTime<Utc>, u32, DateTime<Utc>),
-        now: DateTime<Utc>,
-    ) -> StoreResult<Option<Vec<tenancy::Failures>>> {
-        let at = stamp(now);
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let mut charged = Vec::with_capacity(keys.len());
-            for key in keys {
-                let row = sqlx::query(&self.sql(
-                    "INSERT INTO signin_failures (key, failures, first_at, last_at) VALUES ($1, 1, $2, $2)
-                     ON CONFLICT (key) DO UPDATE SET
-                       failures = CASE WHEN signin_failures.first_at >= $3 AND signin_failures.failures < $4
-                                       THEN signin_failures.failures + 1 ELSE 1 END,
-                       first_at = CASE WHEN signin_failures.first_at >= $3 AND signin_failures.failures < $4
-                                       THEN signin_failures.first_at ELSE excluded.first_at END,
-                       last_at = excluded.last_at
-                     WHERE NOT (signin_failures.failures >= $4 AND signin_failures.last_at > $5)
-                     RETURNING failures, first_at, last_at",
-                ))
-                .bind(*key)
-                .bind(&at)
-                .bind(stamp(forgotten))
-                .bind(i64::from(lock_after))
-                .bind(stamp(locked_since))
-                .fetch_optional(&mut *tx.tx)
-                .await?;
-                let Some(row) = row else {
-                    // Throttled: nothing of this attempt is counted.
-                    tx.abandon();
-                    return Ok(None);
-                };
-                let d = Decoder::new(&row, "signin_failures", &[]);
-                charged.push(tenancy::Failures {
-                    count: d.u32("failures")?,
-                    first_at: d.stamp("first_at")?,
-                    last_at: d.stamp("last_at")?,
-                });
-            }
-            Ok(Some(charged))
-        })
-    }
-
-    /// Gives back an attempt charged by [`Store::charge_signin_attempt`] that
-    /// succeeded.
-    pub async fn refund_signin_attempt(&self, keys: &[&str]) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            for key in keys {
-                sqlx::query(&self.sql(
-                    "UPDATE signin_failures SET failures = failures - 1 WHERE key = $1 AND failures > 0",
-                ))
-                .bind(*key)
-                .execute(&mut *tx.tx)
-                .await?;
-            }
-            Ok(())
-        })?;
-        Ok(())
     }
 
     /// The failures recorded against each key that has some.
@@ -319,5 +158,140 @@ impl Store {
             rows += done.rows_affected();
         }
         Ok(rows)
+    }
+}
+
+impl super::Transaction<'_> {
+    /// Clears the sign-in failures counted against `key` (a sign-in succeeded).
+    pub async fn clear_signin_failures(&mut self, key: &str) -> StoreResult<()> {
+        sqlx::query(&self.store.sql("DELETE FROM signin_failures WHERE key = $1"))
+            .bind(key)
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(())
+    }
+
+    /// Presents a refresh token: when unused and its family live at `now`, it is
+    /// used and `successor` stored in its family (of two concurrent presentations
+    /// one rotates, the other finds it used): its family. `None` when it did not
+    /// rotate ([`Store::refresh_standing`] says why).
+    pub async fn rotate_refresh(
+        &mut self,
+        token_hash: &str,
+        successor: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<FamilyRecord>> {
+        let at = stamp(now);
+        let claimed = sqlx::query(&self.store.sql(
+                "UPDATE refresh_tokens SET used_at = $2
+                 WHERE token_hash = $1 AND used_at IS NULL
+                   AND family_id IN (SELECT id FROM refresh_families WHERE revoked_at IS NULL AND expires_at > $2)
+                 RETURNING family_id",
+            ))
+            .bind(token_hash)
+            .bind(&at)
+            .fetch_optional(&mut *self.tx)
+            .await?;
+        if let Some(claimed) = claimed {
+            let family_id: String = claimed.try_get("family_id")?;
+            sqlx::query(&self.store.sql(
+                "INSERT INTO refresh_tokens (token_hash, family_id, issued_at) VALUES ($1, $2, $3)",
+            ))
+            .bind(successor)
+            .bind(&family_id)
+            .bind(&at)
+            .execute(&mut *self.tx)
+            .await?;
+            let row = sqlx::query(
+                &self
+                    .store
+                    .sql("SELECT * FROM refresh_families WHERE id = $1"),
+            )
+            .bind(&family_id)
+            .fetch_one(&mut *self.tx)
+            .await?;
+            return Ok(Some(family_from_row(&row)?));
+        }
+        Ok(None)
+    }
+
+    /// Ends a refresh family (logout, reuse detected); `false` when it had ended
+    /// already.
+    pub async fn end_family(
+        &mut self,
+        family_id: &str,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(&self.store.sql(
+                "UPDATE refresh_families SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL",
+            ))
+            .bind(family_id)
+            .bind(stamp(now))
+            .bind(reason)
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Charges one attempt against every key before it is judged, each key in one
+    /// statement (`tenancy::ThrottlePolicy::charge`, which a test holds this SQL to):
+    /// a run that began before `forgotten` or whose lockout passed starts again at
+    /// one. `None` when a key is locked (failures at `lock_after` or more, the latest
+    /// after `locked_since`): the caller keeps nothing of its unit. Otherwise each
+    /// key's failures counting this attempt.
+    pub async fn charge_signin_attempt(
+        &mut self,
+        keys: &[&str],
+        (forgotten, lock_after, locked_since): (DateTime<Utc>, u32, DateTime<Utc>),
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<Vec<tenancy::Failures>>> {
+        let at = stamp(now);
+        let mut charged = Vec::with_capacity(keys.len());
+        for key in keys {
+            let row = sqlx::query(&self.store.sql(
+                    "INSERT INTO signin_failures (key, failures, first_at, last_at) VALUES ($1, 1, $2, $2)
+                     ON CONFLICT (key) DO UPDATE SET
+                       failures = CASE WHEN signin_failures.first_at >= $3 AND signin_failures.failures < $4
+                                       THEN signin_failures.failures + 1 ELSE 1 END,
+                       first_at = CASE WHEN signin_failures.first_at >= $3 AND signin_failures.failures < $4
+                                       THEN signin_failures.first_at ELSE excluded.first_at END,
+                       last_at = excluded.last_at
+                     WHERE NOT (signin_failures.failures >= $4 AND signin_failures.last_at > $5)
+                     RETURNING failures, first_at, last_at",
+                ))
+                .bind(*key)
+                .bind(&at)
+                .bind(stamp(forgotten))
+                .bind(i64::from(lock_after))
+                .bind(stamp(locked_since))
+                .fetch_optional(&mut *self.tx)
+                .await?;
+            let Some(row) = row else {
+                // Throttled: nothing of this attempt is counted.
+                return Ok(None);
+            };
+            let d = Decoder::new(&row, "signin_failures", &[]);
+            charged.push(tenancy::Failures {
+                count: d.u32("failures")?,
+                first_at: d.stamp("first_at")?,
+                last_at: d.stamp("last_at")?,
+            });
+        }
+        Ok(Some(charged))
+    }
+
+    /// Gives back an attempt charged by [`Transaction::charge_signin_attempt`] that
+    /// succeeded.
+    pub async fn refund_signin_attempt(&mut self, keys: &[&str]) -> StoreResult<()> {
+        for key in keys {
+            sqlx::query(&self.store.sql(
+                "UPDATE signin_failures SET failures = failures - 1 WHERE key = $1 AND failures > 0",
+            ))
+            .bind(*key)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        Ok(())
     }
 }

@@ -251,8 +251,7 @@ fn the_replicas_state_imports_no_service_and_no_floor_below_the_handlers_imports
 /// Workflows own their units: a storage function runs SQL on the transaction a
 /// service gives it. What storage still runs as a unit of its own is the workers'
 /// bookkeeping (the audit chain's appends, the outbox, builds, deliveries, report
-/// derivation, sweeps and purges) and two workflows not moved yet (sign-in
-/// sessions, a scan's start and cancel); this list may only shrink.
+/// derivation, sweeps and purges); this list may only shrink.
 #[test]
 fn storage_runs_units_of_its_own_only_for_the_workers() {
     let mut units = Vec::new();
@@ -280,8 +279,6 @@ fn storage_runs_units_of_its_own_only_for_the_workers() {
         ("notifications", 2),
         ("outbox", 5),
         ("reports", 3),
-        ("scans", 2),
-        ("sessions", 5),
         ("sweeps", 2),
     ]
     .into_iter()
@@ -291,11 +288,10 @@ fn storage_runs_units_of_its_own_only_for_the_workers() {
         units, expected,
         "storage modules that run a unit of their own"
     );
-    let expected: Vec<(String, usize)> =
-        [("builds", 3), ("outbox", 3), ("scans", 1), ("sessions", 2)]
-            .into_iter()
-            .map(|(m, n)| (m.to_owned(), n))
-            .collect();
+    let expected: Vec<(String, usize)> = [("builds", 3), ("outbox", 3)]
+        .into_iter()
+        .map(|(m, n)| (m.to_owned(), n))
+        .collect();
     assert_eq!(
         audits, expected,
         "storage modules that enqueue audit events themselves"

@@ -410,7 +410,7 @@ async fn an_email_change_takes_effect_on_every_token(app: &TestApp) {
     assert_eq!(body["data"]["email"], "new@example.com");
 }
 
-/// The sign-in throttle's one statement (`Store::charge_signin_attempt`) decides as
+/// The sign-in throttle's one statement (`Transaction::charge_signin_attempt`) decides as
 /// `tenancy::ThrottlePolicy::charge` does, over a grid of runs: their count, how long
 /// ago they began and how long ago their latest failure was.
 async fn the_throttle_statement_decides_as_the_policy(app: &TestApp) {
@@ -449,8 +449,8 @@ async fn the_throttle_statement_decides_as_the_policy(app: &TestApp) {
                     ))
                     .await;
                 }
-                let charged = app
-                    .store
+                let mut tx = app.store.transaction().await.unwrap();
+                let charged = tx
                     .charge_signin_attempt(
                         &[key.as_str()],
                         (
@@ -462,6 +462,7 @@ async fn the_throttle_statement_decides_as_the_policy(app: &TestApp) {
                     )
                     .await
                     .unwrap();
+                tx.commit().await.unwrap();
                 match (policy.charge(before.as_ref(), now), charged) {
                     (Charge::Locked(_), None) => {}
                     (Charge::Taken(expected, _), Some(found)) => {

@@ -487,18 +487,19 @@ pub(crate) async fn throttle(
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     let policy = ThrottlePolicy::default();
-    let charged = state
-        .store
-        .charge_signin_attempt(
-            keys,
-            (
-                policy.forgotten_since(now),
-                policy.lock_after,
-                now - policy.lockout,
-            ),
-            now,
-        )
-        .await?;
+    let window = (
+        policy.forgotten_since(now),
+        policy.lock_after,
+        now - policy.lockout,
+    );
+    let charged = unit_of_work!(&state.store, |tx| {
+        let charged = tx.charge_signin_attempt(keys, window, now).await?;
+        if charged.is_none() {
+            // Throttled: nothing of this attempt is counted.
+            tx.abandon();
+        }
+        Ok(charged)
+    })?;
     let Some(charged) = charged else {
         let mut until = now + policy.lockout;
         for (_, failures) in state.store.signin_failures(keys).await? {
@@ -535,7 +536,9 @@ pub(crate) async fn throttle(
 
 /// Gives back an attempt [`throttle`] charged, which succeeded.
 pub(crate) async fn refund(state: &AppState, keys: &[&str]) -> ServiceResult<()> {
-    Ok(state.store.refund_signin_attempt(keys).await?)
+    unit_of_work!(&state.store, |tx| {
+        Ok(tx.refund_signin_attempt(keys).await?)
+    })
 }
 
 /// Records a failed attempt (charged already by [`throttle`]): its audit event.

@@ -97,16 +97,14 @@ pub(super) async fn start_session(
     audit: &[audit_chain::AuditEvent],
 ) -> ServiceResult<Session> {
     let (family, refresh) = new_family(state, account, org_id, now)?;
-    state
-        .store
-        .start_family(
-            &family,
-            &token_hash(&refresh),
-            &format!("account:{}", account.email),
-            now,
-            audit,
-        )
-        .await?;
+    let (hash, failures) = (token_hash(&refresh), format!("account:{}", account.email));
+    unit_of_work!(&state.store, |tx| {
+        tx.start_family(&family, (&hash, None), now).await?;
+        // A sign-in that succeeds forgets the account's failures.
+        tx.clear_signin_failures(&failures).await?;
+        tx.enqueue_audit(audit).await?;
+        Ok(())
+    })?;
     let (access, expires_in) = tokens_for(state, account, &family.id, org_id, now).await?;
     Ok(Session {
         access_token: access,
@@ -178,10 +176,18 @@ pub async fn login(
 /// Exchanges a refresh token for a new pair, in the same family.
 pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> ServiceResult<Session> {
     let successor = opaque("crt_")?;
-    let rotation = state
-        .store
-        .rotate_refresh(&token_hash(token.trim()), &token_hash(&successor), now)
-        .await?;
+    let (presented, next) = (token_hash(token.trim()), token_hash(&successor));
+    let rotated = unit_of_work!(&state.store, |tx| {
+        Ok(tx.rotate_refresh(&presented, &next, now).await?)
+    })?;
+    let rotation = match rotated {
+        Some(family) => Rotation::Rotated(family),
+        None => state
+            .store
+            .refresh_standing(&presented)
+            .await?
+            .unwrap_or(Rotation::Unknown),
+    };
     let family = match rotation {
         Rotation::Rotated(family) => family,
         Rotation::Unknown => {
@@ -203,10 +209,7 @@ pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> Servi
                         json!({"reason": "refresh token reuse detected", "sessionId": family.id}),
                         "failure",
                     );
-                    state
-                        .store
-                        .end_family(&family.id, "reuse", now, &[event])
-                        .await?;
+                    end_family(state, &family.id, "reuse", now, event).await?;
                     SignInRefusal::InvalidToken(
                         "the refresh token was used before: the session has ended, sign in again",
                     )
@@ -255,9 +258,28 @@ pub async fn end_session(
         json!({"sessionId": family_id}),
         "success",
     );
-    state
-        .store
-        .end_family(family_id, "logout", now, &[event])
-        .await?;
+    end_family(state, family_id, "logout", now, event).await
+}
+
+/// Ends a refresh family with its audit event (none when it had ended already);
+/// kept credentials follow on every replica.
+async fn end_family(
+    state: &AppState,
+    family_id: &str,
+    reason: &str,
+    now: DateTime<Utc>,
+    event: audit_chain::AuditEvent,
+) -> ServiceResult<()> {
+    let audit = [event];
+    let ended = unit_of_work!(&state.store, |tx| {
+        let ended = tx.end_family(family_id, reason, now).await?;
+        if ended {
+            tx.enqueue_audit(&audit).await?;
+        }
+        Ok(ended)
+    })?;
+    if ended {
+        state.store.facts_changed();
+    }
     Ok(())
 }
