@@ -377,6 +377,8 @@ pub async fn record(
     };
     if *outcome == Outcome::Gone {
         state.store.disable_webhook(&claimed.org_id, now).await?;
+        // The kept preferences follow on every replica.
+        state.store.facts_changed();
     }
     let held = state.store.finish_delivery(claimed, &attempt, now).await?;
     if held {

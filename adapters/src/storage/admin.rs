@@ -276,11 +276,7 @@ impl super::Transaction<'_> {
             }
             None => {}
         }
-        let row = sqlx::query(&self.store.sql(&format!("{ACCOUNT} WHERE a.user_id = $1")))
-            .bind(user_id)
-            .fetch_one(&mut *self.tx)
-            .await?;
-        let account = account_from_row(&row)?;
+        let account = self.account(user_id).await?;
         Ok(account)
     }
 

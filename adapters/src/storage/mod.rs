@@ -55,6 +55,7 @@ mod sso;
 mod subjects;
 mod subscriptions;
 mod sweeps;
+mod tokens;
 mod unit;
 
 use std::str::FromStr;
@@ -68,8 +69,7 @@ use sqlx::{AnyConnection, AnyPool, Executor};
 
 pub use access::{AccessSnapshot, MyOrganization};
 pub use accounts::{
-    AccountMail, AccountRecord, NewAccount, NewAccountMail, PersonalTokenRecord, SessionStanding,
-    Verification,
+    AccountMail, AccountRecord, NewAccount, NewAccountMail, SessionStanding, Verification,
 };
 pub use admin::{AccountFilter, AccountState, AdminAccountRow, ImpersonationRow, UserMembership};
 pub use ai_settings::{AiSettingsRow, OwnProviderRow};
@@ -125,6 +125,7 @@ pub use sso::{
 };
 pub use subjects::Subject;
 pub use sweeps::{Flush, SweepState, SweptEntity};
+pub use tokens::PersonalTokenRecord;
 pub(crate) use unit::unit_of_work;
 pub use unit::{Contention, Transaction, ATTEMPTS};
 

@@ -564,7 +564,6 @@ impl Store {
         .bind(stamp(now))
         .execute(self.pool())
         .await?;
-        self.facts_changed();
         Ok(())
     }
 

@@ -180,6 +180,8 @@ pub async fn revoke_token(
         .revoke_personal_token(&caller.user_id, id, now)
         .await?
     {
+        // Kept credentials follow on every replica.
+        state.store.facts_changed();
         Ok(())
     } else {
         Err(ServiceError::NotFound("token".into()))
