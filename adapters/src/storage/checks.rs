@@ -1,5 +1,7 @@
 //! The check log and the snapshots of what entities were last judged on.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -91,27 +93,33 @@ impl Store {
             rows,
         );
         // One snapshot per entity, the latest check's: the statement may not touch a
-        // row twice. The snapshots are moved into the rows, not copied.
-        let mut rows = Rows::new(5);
-        let mut seen: Vec<(String, &str, String)> = Vec::new();
+        // row twice. The snapshots are moved into the rows, not copied. The rows go in
+        // the order of their key, so that two such statements running at once lock
+        // the rows they share in the same order: in arrival order, each could hold a
+        // row the other waits for (a deadlock PostgreSQL finds only after its
+        // `deadlock_timeout`, a second, then rolls one back).
+        let mut latest: BTreeMap<(&str, &str, &str), (String, DateTime<Utc>)> = BTreeMap::new();
         for check in checks.iter_mut().rev() {
-            let (Some(entity), Some(snapshot)) = (&check.entity_id, check.snapshot.take()) else {
+            let Some(snapshot) = check.snapshot.take() else {
                 continue;
             };
-            let again = seen.iter().any(|(org, target, e)| {
-                e == entity && *org == check.org_id && *target == check.target
-            });
-            if again {
+            let check: &LiveCheck = check;
+            let Some(entity) = &check.entity_id else {
                 continue;
-            }
-            seen.push((check.org_id.clone(), check.target, entity.clone()));
+            };
+            latest
+                .entry((check.org_id.as_str(), check.target, entity.as_str()))
+                .or_insert((snapshot, check.at));
+        }
+        let mut rows = Rows::new(5);
+        for ((org_id, target, entity), (snapshot, at)) in latest {
             rows.push(
                 [
-                    Some(check.org_id.clone()),
-                    Some(check.target.to_owned()),
-                    Some(entity.clone()),
+                    Some(org_id.to_owned()),
+                    Some(target.to_owned()),
+                    Some(entity.to_owned()),
                     Some(snapshot),
-                    Some(stamp(check.at)),
+                    Some(stamp(at)),
                 ]
                 .map(Cell::from),
             );

@@ -1152,3 +1152,52 @@ on_both_backends!(
     racing_acceptances_lose_with_409,
     a_refused_event_does_not_hold_back_the_spool,
 );
+
+/// Live checks recorded in groups that share entities lock the entities' snapshot
+/// rows in one order. Two groups over the same forty entities, written at once in
+/// opposite orders, twenty times: in arrival order each would hold a row the other
+/// waits for, and PostgreSQL would roll one back as a deadlock (after a second) and
+/// its checks would answer 503; here every group is written.
+#[tokio::test]
+async fn groups_of_checks_over_the_same_entities_never_deadlock() {
+    let Some(app) = TestApp::postgres().await else {
+        return;
+    };
+    let org = app.org("deadlock-owner", "deadlocks").await;
+    let group = |round: usize, reversed: bool| -> Vec<adapters::storage::LiveCheck> {
+        let mut checks: Vec<_> = (0..40)
+            .map(|n| adapters::storage::LiveCheck {
+                id: uuid::Uuid::new_v4().to_string(),
+                org_id: org.clone(),
+                target: "pipeline",
+                entity_id: Some(format!("entity-{n:02}")),
+                result: "pass",
+                violations: "[]".to_owned(),
+                // New attributes each time, so that every row is updated (locked).
+                snapshot: Some(format!("{{\"round\": {round}, \"reversed\": {reversed}}}")),
+                notification: None,
+                at: Utc::now(),
+            })
+            .collect();
+        if reversed {
+            checks.reverse();
+        }
+        checks
+    };
+    for round in 0..20 {
+        let (forward, backward) = tokio::join!(
+            app.store.record_live_checks(group(round, false)),
+            app.store.record_live_checks(group(round, true)),
+        );
+        forward.unwrap_or_else(|e| panic!("round {round}: {e}"));
+        backward.unwrap_or_else(|e| panic!("round {round}: {e}"));
+    }
+    assert_eq!(
+        app.number(&format!(
+            "SELECT COUNT(*) FROM compliance_checks WHERE org_id = '{org}'"
+        ))
+        .await,
+        20 * 2 * 40
+    );
+    app.finish().await;
+}
