@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::decode::Decoder;
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{stamp, taken, Store, StoreError, StoreResult};
 
 /// An account.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -498,12 +498,7 @@ impl super::Transaction<'_> {
             .bind(i64::from(new.password_change_required))
             .execute(&mut *self.tx)
             .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => {
-                    StoreError::Conflict("an account with this e-mail exists".to_owned())
-                }
-                other => other,
-            })?;
+            .map_err(taken(|| "an account with this e-mail exists"))?;
         if let Some(v) = verification {
             self.store
                 .insert_verification(&mut self.tx, new.user_id, v, now)
@@ -588,12 +583,7 @@ impl super::Transaction<'_> {
             .bind(email)
             .execute(&mut *self.tx)
             .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => {
-                    StoreError::Conflict("an account with this e-mail exists".to_owned())
-                }
-                other => other,
-            })?;
+            .map_err(taken(|| "an account with this e-mail exists"))?;
             sqlx::query(&self.store.sql("UPDATE users SET email = $2 WHERE id = $1"))
                 .bind(user_id)
                 .bind(email)

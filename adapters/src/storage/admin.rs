@@ -9,7 +9,7 @@ use sqlx::Row;
 
 use super::accounts::{account_from_row, AccountRecord, ACCOUNT};
 use super::decode::Decoder;
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{stamp, taken, Store, StoreError, StoreResult};
 
 /// An account's state, as the administration list filters it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,12 +234,7 @@ impl super::Transaction<'_> {
         .bind(email)
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => {
-                StoreError::Conflict("an account with this e-mail exists".to_owned())
-            }
-            other => other,
-        })?;
+        .map_err(taken(|| "an account with this e-mail exists"))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("account".to_owned()));
         }

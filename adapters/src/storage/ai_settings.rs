@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::decode::Decoder;
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{stamp, taken, Store, StoreError, StoreResult};
 
 /// The settings as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,12 +151,7 @@ impl super::Transaction<'_> {
                 .bind(&row.updated_by)
                 .execute(&mut *self.tx)
                 .await
-                .map_err(|e| match StoreError::from(e) {
-                    StoreError::Conflict(_) => StoreError::Conflict(
-                        "the settings were written meanwhile: read them again".to_owned(),
-                    ),
-                    other => other,
-                })?
+                .map_err(taken(|| "the settings were written meanwhile: read them again"))?
             }
             Some(version) => {
                 sqlx::query(&self.store.sql(

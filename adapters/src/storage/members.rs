@@ -7,7 +7,7 @@ use tenancy::MembershipRole;
 
 use super::decode::Decoder;
 use super::orgs::{found, membership_role, membership_role_name};
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{stamp, taken, Store, StoreResult};
 
 pub(super) const MEMBER_SELECT: &str =
     "SELECT m.org_id, m.user_id, u.email, m.role, m.active, m.created_at
@@ -121,10 +121,7 @@ impl Store {
             .bind(stamp(now))
             .execute(&mut *tx)
             .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => StoreError::Conflict(format!("`{user_id}` is already a member")),
-                other => other,
-            })?;
+            .map_err(taken(|| format!("`{user_id}` is already a member")))?;
             self.grant_role(&mut *tx, (org_id, role_id, user_id))
                 .await?;
         }

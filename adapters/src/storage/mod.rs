@@ -159,6 +159,17 @@ pub enum StoreError {
 /// The conflict a uniqueness rule answers.
 pub const SAME_NAME: &str = "a record with the same name already exists";
 
+/// A write a unique constraint refused, told in the caller's words (`message` is
+/// made only then); any other error as it is.
+pub(crate) fn taken<M: Into<String>>(
+    message: impl FnOnce() -> M,
+) -> impl FnOnce(sqlx::Error) -> StoreError {
+    move |error| match StoreError::from(error) {
+        StoreError::Conflict(_) => StoreError::Conflict(message().into()),
+        other => other,
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
         match &error {

@@ -9,7 +9,7 @@ use sqlx::Row;
 use tenancy::{MembershipRole, Permission};
 
 use super::decode::Decoder;
-use super::{new_id, stamp, Store, StoreError, StoreResult};
+use super::{new_id, stamp, taken, Store, StoreError, StoreResult};
 
 /// An organization as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -270,10 +270,7 @@ impl super::Transaction<'_> {
             .bind(&at)
             .execute(&mut *self.tx)
             .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => StoreError::Conflict(format!("an organization named `{}` already exists", new.name)),
-                other => other,
-            })?;
+            .map_err(taken(|| format!("an organization named `{}` already exists", new.name)))?;
         sqlx::query(&self.store.sql(
                 "INSERT INTO memberships (org_id, user_id, role, active, created_at) VALUES ($1, $2, 'owner', 1, $3)",
             ))

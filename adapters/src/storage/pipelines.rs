@@ -9,7 +9,7 @@ use sqlx::AnyConnection;
 
 use super::decode::Decoder;
 use super::judgements::{entity_compliance, judged_select, DoorJudgement};
-use super::{stamp, Store, StoreError, StoreResult, Transaction};
+use super::{stamp, taken, Store, StoreError, StoreResult, Transaction};
 use crate::inventory::{AccessModifier, EntityCompliance};
 
 /// A stored pipeline.
@@ -271,12 +271,7 @@ impl Transaction<'_> {
         .bind(stamp(now))
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(
-                "this resource name is registered by another organization".to_owned(),
-            ),
-            other => other,
-        })?;
+        .map_err(taken(|| "this resource name is registered by another organization"))?;
         // The resource's reported executions, kept aside until now, are derived
         // again under the new mapping.
         self.store

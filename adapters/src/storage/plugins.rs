@@ -9,7 +9,7 @@ use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
 use super::judgements::{entity_compliance, judged_select};
-use super::{stamp, Store, StoreError, StoreResult, Transaction};
+use super::{stamp, taken, Store, StoreError, StoreResult, Transaction};
 
 /// A stored plugin.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -253,13 +253,10 @@ impl Transaction<'_> {
         .bind(plugin.judgement.digest.as_str())
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!(
+        .map_err(taken(|| format!(
                 "the plugin `{}` version `{}` already exists",
                 manifest.name, manifest.version
-            )),
-            other => other,
-        })?;
+            )))?;
         sqlx::query(
             &self
                 .store

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::decode::Decoder;
 use super::orgs::found;
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{stamp, taken, Store, StoreResult};
 
 /// A policy: a named group of rules.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -65,10 +65,7 @@ impl super::Transaction<'_> {
         .bind(stamp(now))
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!("a policy named `{name}` already exists")),
-            other => other,
-        })?;
+        .map_err(taken(|| format!("a policy named `{name}` already exists")))?;
         Ok(())
     }
 
@@ -92,10 +89,7 @@ impl super::Transaction<'_> {
         .bind(stamp(now))
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict("a policy with that name already exists".to_owned()),
-            other => other,
-        })?;
+        .map_err(taken(|| "a policy with that name already exists"))?;
         found(done.rows_affected(), "policy")
     }
 

@@ -9,7 +9,7 @@ use tenancy::{Permission, Role};
 
 use super::decode::Decoder;
 use super::orgs::{found, permissions_json};
-use super::{new_id, stamp, Store, StoreError, StoreResult};
+use super::{new_id, stamp, taken, Store, StoreResult};
 
 /// A Role with its members.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -199,12 +199,7 @@ impl super::Transaction<'_> {
         .bind(permissions.map(permissions_json))
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => {
-                StoreError::Conflict("a role with that name already exists".to_owned())
-            }
-            other => other,
-        })?;
+        .map_err(taken(|| "a role with that name already exists"))?;
         found(done.rows_affected(), "role")?;
         Ok(())
     }
@@ -285,10 +280,7 @@ impl super::Transaction<'_> {
         .bind(stamp(now))
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!("a role named `{name}` already exists")),
-            other => other,
-        })?;
+        .map_err(taken(|| format!("a role named `{name}` already exists")))?;
         Ok(id)
     }
 }

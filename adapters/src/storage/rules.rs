@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::decode::Decoder;
 use super::orgs::found;
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{stamp, taken, Store, StoreResult};
 
 /// A rule as stored, with its owner and timestamps.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -118,10 +118,7 @@ impl Store {
         .bind(stamp(now))
         .execute(&mut **tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!("a rule named `{}` already exists", rule.name)),
-            other => other,
-        })?;
+        .map_err(taken(|| format!("a rule named `{}` already exists", rule.name)))?;
         self.record_version(tx, rule, &serde_json::json!({"action": "create"}), by, now)
             .await?;
         self.enqueue_rule_change(
@@ -387,10 +384,7 @@ impl super::Transaction<'_> {
             .bind(stamp(now))
             .execute(&mut *self.tx)
             .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => StoreError::Conflict(format!("a rule named `{}` already exists", rule.name)),
-                other => other,
-            })?;
+            .map_err(taken(|| format!("a rule named `{}` already exists", rule.name)))?;
         found(done.rows_affected(), "rule")?;
         self.store
             .record_version(&mut self.tx, rule, change, by, now)

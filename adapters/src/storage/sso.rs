@@ -9,7 +9,7 @@ use tenancy::MembershipRole;
 
 use super::decode::Decoder;
 use super::orgs::membership_role_name;
-use super::{stamp, FamilyRecord, Store, StoreError, StoreResult, Transaction};
+use super::{stamp, taken, FamilyRecord, Store, StoreError, StoreResult, Transaction};
 
 /// An identity-provider configuration, as stored (the client secret sealed).
 #[derive(Clone, PartialEq, Eq)]
@@ -373,13 +373,10 @@ impl Transaction<'_> {
         .bind(stamp(c.updated_at))
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!(
+        .map_err(taken(|| format!(
                 "the organization has a configuration named `{}`",
                 c.name
-            )),
-            other => other,
-        })?;
+            )))?;
         Ok(())
     }
 
@@ -412,13 +409,10 @@ impl Transaction<'_> {
         .bind(stamp(c.updated_at))
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!(
+        .map_err(taken(|| format!(
                 "the organization has a configuration named `{}`",
                 c.name
-            )),
-            other => other,
-        })?;
+            )))?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -452,12 +446,9 @@ impl Transaction<'_> {
         .bind(stamp(row.created_at))
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => {
-                StoreError::Conflict(format!("the organization claimed `{}` already", row.domain))
-            }
-            other => other,
-        })?;
+        .map_err(taken(|| {
+            format!("the organization claimed `{}` already", row.domain)
+        }))?;
         Ok(())
     }
 
@@ -481,12 +472,9 @@ impl Transaction<'_> {
             .bind(stamp(now))
             .execute(&mut *self.tx)
             .await
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Conflict(_) => {
-                    StoreError::Conflict(format!("`{domain}` is verified by another organization"))
-                }
-                other => other,
-            })?;
+            .map_err(taken(|| {
+                format!("`{domain}` is verified by another organization")
+            }))?;
         Ok(())
     }
 
@@ -642,12 +630,7 @@ impl Transaction<'_> {
         .bind(stamp(now))
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => {
-                StoreError::Conflict("this identity is linked already".to_owned())
-            }
-            other => other,
-        })?;
+        .map_err(taken(|| "this identity is linked already"))?;
         Ok(())
     }
 
@@ -737,12 +720,7 @@ impl Transaction<'_> {
         .bind(&at)
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => {
-                StoreError::Conflict("an account with this e-mail exists".to_owned())
-            }
-            other => other,
-        })?;
+        .map_err(taken(|| "an account with this e-mail exists"))?;
         Ok(())
     }
 

@@ -5,7 +5,7 @@ use compliance_core::Subscription;
 
 use super::decode::Decoder;
 use super::orgs::found;
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{stamp, taken, Store, StoreResult};
 
 fn subscription_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Subscription> {
     let d = Decoder::new(row, "subscriptions", &["rule_id"]);
@@ -70,10 +70,7 @@ impl super::Transaction<'_> {
         .bind(stamp(now))
         .execute(&mut *self.tx)
         .await
-        .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict("already subscribed to that rule".to_owned()),
-            other => other,
-        })?;
+        .map_err(taken(|| "already subscribed to that rule"))?;
         Ok(())
     }
 }
