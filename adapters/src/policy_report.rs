@@ -5,10 +5,12 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 /// A `PolicyReport` of one namespace (here: one organization and one target).
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyReport {
     /// `wgpolicyk8s.io/v1alpha2`.
@@ -24,7 +26,7 @@ pub struct PolicyReport {
 }
 
 /// The one `apiVersion` this server writes.
-#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, utoipa::ToSchema)]
 pub enum ReportApiVersion {
     /// wgpolicyk8s.io/v1alpha2.
     #[serde(rename = "wgpolicyk8s.io/v1alpha2")]
@@ -32,14 +34,14 @@ pub enum ReportApiVersion {
 }
 
 /// The one `kind` this server writes.
-#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, utoipa::ToSchema)]
 pub enum ReportKind {
     /// The namespaced report.
     PolicyReport,
 }
 
 /// A report's metadata.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportMetadata {
     /// `compliance-<orgId>-<target>`.
@@ -53,7 +55,7 @@ pub struct ReportMetadata {
 }
 
 /// How many results stand at each outcome.
-#[derive(Debug, Clone, Copy, Default, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReportSummary {
     /// Passed.
     pub pass: u64,
@@ -68,10 +70,10 @@ pub struct ReportSummary {
 }
 
 /// One policy result for some resources.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReportResult {
     /// `compliance`.
-    pub source: &'static str,
+    pub source: Cow<'static, str>,
     /// `compliance-<target>`.
     pub policy: String,
     /// The rule's name (`all` for an entity's overall pass or error).
@@ -95,7 +97,7 @@ pub struct ReportResult {
 }
 
 /// A result's outcome, in the CRD's words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReportOutcome {
     /// Passed.
@@ -111,7 +113,7 @@ pub enum ReportOutcome {
 }
 
 /// A result's severity, in the CRD's words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReportSeverity {
     /// Blocking.
@@ -123,13 +125,13 @@ pub enum ReportSeverity {
 }
 
 /// The resource a result is about.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportResource {
     /// `compliance/v1`.
-    pub api_version: &'static str,
+    pub api_version: Cow<'static, str>,
     /// `Plugin` or `Pipeline`.
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     /// The entity's name.
     pub name: String,
     /// The entity's id.
@@ -137,7 +139,7 @@ pub struct ReportResource {
 }
 
 /// A protobuf-style timestamp, as the CRD has it.
-#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReportTimestamp {
     /// Seconds since the epoch.
     pub seconds: i64,

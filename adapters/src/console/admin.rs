@@ -18,7 +18,11 @@ use super::page::{self, Frame};
 use super::session::{self, Posted, Visitor};
 use super::{field, Console};
 use crate::code::ErrorCode;
+use crate::services::accounts::StepUpProof;
+use crate::services::admin::impersonation::Started;
+use crate::services::admin::users::AdminUser;
 use crate::services::console as sessions;
+use crate::storage::AccountState;
 
 /// The accounts page.
 pub const USERS: &str = "/console/admin/users";
@@ -27,8 +31,8 @@ pub const USERS: &str = "/console/admin/users";
 pub struct Row {
     id: String,
     email: String,
-    state: String,
-    organizations: i64,
+    state: &'static str,
+    organizations: u64,
     can_impersonate: bool,
 }
 
@@ -67,20 +71,17 @@ async fn show(
             api::query(&[("email", &search)])
         )
     };
-    let listed = visitor.api.get(&uri, None).await?;
-    let rows = api::items(&listed)
-        .iter()
-        .map(|u| {
-            let state = api::text(u, "state");
-            let super_admin =
-                u.get("superAdmin").and_then(serde_json::Value::as_bool) == Some(true);
-            Row {
-                id: api::text(u, "userId"),
-                email: api::text(u, "email"),
-                can_impersonate: matches!(state.as_str(), "active" | "unverified") && !super_admin,
-                state,
-                organizations: api::number(u, "organizations"),
-            }
+    let listed = visitor.api.list::<AdminUser>(&uri, None, "users").await?;
+    let rows = listed
+        .items
+        .into_iter()
+        .map(|u| Row {
+            can_impersonate: matches!(u.state, AccountState::Active | AccountState::Unverified)
+                && !u.super_admin,
+            state: u.state.name(),
+            id: u.user_id,
+            email: u.email,
+            organizations: u.organizations,
         })
         .collect();
     let code = frame.settle(outcome);
@@ -114,20 +115,20 @@ pub async fn impersonate(
 ) -> Response {
     let Posted { visitor, form } = posted;
     let started = async {
-        let proof = visitor
+        let proof: StepUpProof = visitor
             .api
-            .json(Call {
+            .data(Call {
                 method: Some(Method::POST),
                 uri: "/api/auth/step-up",
                 body: Some(json!({"password": field(&form, "password")})),
                 ..Call::default()
             })
             .await?;
-        let step_up = api::text(&proof, "stepUpToken");
+        let step_up = proof.step_up_token;
         let minutes: u32 = field(&form, "minutes").parse().unwrap_or(0);
-        let started = visitor
+        let started: Started = visitor
             .api
-            .json(Call {
+            .data(Call {
                 method: Some(Method::POST),
                 uri: "/api/admin/impersonations",
                 body: Some(json!({
@@ -140,14 +141,11 @@ pub async fn impersonate(
                 ..Call::default()
             })
             .await?;
-        let expires_at = api::text(&started, "expiresAt")
-            .parse::<chrono::DateTime<Utc>>()
-            .map_err(|e| Refusal::internal(format!("an impersonation's expiry: {e}")))?;
         Ok::<_, Refusal>(sessions::ImpersonationStarted {
-            id: api::text(&started, "id"),
-            user_id: api::text(&started, "userId"),
-            expires_at,
-            read_only: started.get("readOnly").and_then(serde_json::Value::as_bool) == Some(true),
+            id: started.id,
+            user_id: started.user_id,
+            expires_at: started.expires_at,
+            read_only: started.read_only,
         })
     }
     .await;

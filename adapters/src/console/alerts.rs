@@ -5,23 +5,19 @@
 
 use std::collections::HashMap;
 
-use askama::Template;
-use axum::extract::{Query, State};
-use axum::http::Method;
-use axum::response::Response;
-use serde::Deserialize;
-use serde_json::Value;
-
-use super::api::{act, segment, Refusal};
-use super::dashboards::decode;
+use super::api::{self, act, segment, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
 use super::session::{Posted, Visitor};
 use super::{field, Console};
+use crate::http::alerts::{DestinationList, History, RuleList};
+use crate::services::alerts::{AlertRule, Destination, HistoryEntry, TestResult};
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::Method;
+use axum::response::Response;
 
 /// A rule as the page lists it.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct RuleView {
     id: String,
     name: String,
@@ -34,6 +30,24 @@ pub struct RuleView {
     last_value: Option<f64>,
     severity: String,
     paused: bool,
+}
+
+impl From<AlertRule> for RuleView {
+    fn from(r: AlertRule) -> RuleView {
+        RuleView {
+            metric: api::wire(&r.metric),
+            comparison: api::wire(&r.comparison),
+            state: api::wire(&r.state),
+            severity: api::wire(&r.severity),
+            state_since: r.state_since.as_ref().map(api::instant),
+            id: r.id,
+            name: r.name,
+            threshold: r.threshold,
+            window: r.window,
+            last_value: r.last_value,
+            paused: r.paused,
+        }
+    }
 }
 
 impl RuleView {
@@ -60,14 +74,7 @@ impl RuleView {
     }
 }
 
-#[derive(Deserialize)]
-struct Rules {
-    rules: Vec<RuleView>,
-}
-
 /// A destination as the page lists it.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct DestinationView {
     id: String,
     name: String,
@@ -75,6 +82,19 @@ pub struct DestinationView {
     addresses: Vec<String>,
     host: Option<String>,
     hint: Option<String>,
+}
+
+impl From<Destination> for DestinationView {
+    fn from(d: Destination) -> DestinationView {
+        DestinationView {
+            kind: api::wire(&d.kind),
+            id: d.id,
+            name: d.name,
+            addresses: d.addresses,
+            host: d.host,
+            hint: d.hint,
+        }
+    }
 }
 
 impl DestinationView {
@@ -90,14 +110,7 @@ impl DestinationView {
     }
 }
 
-#[derive(Deserialize)]
-struct Destinations {
-    destinations: Vec<DestinationView>,
-}
-
 /// One delivery of a notice.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct DeliveryView {
     destination_id: String,
     status: String,
@@ -106,8 +119,6 @@ pub struct DeliveryView {
 }
 
 /// One transition.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct TransitionView {
     at: String,
     from: String,
@@ -115,6 +126,28 @@ pub struct TransitionView {
     value: Option<f64>,
     notice: Option<String>,
     deliveries: Vec<DeliveryView>,
+}
+
+impl From<HistoryEntry> for TransitionView {
+    fn from(t: HistoryEntry) -> TransitionView {
+        TransitionView {
+            at: api::instant(&t.at),
+            from: t.from,
+            to: t.to,
+            value: t.value,
+            notice: t.notice,
+            deliveries: t
+                .deliveries
+                .into_iter()
+                .map(|d| DeliveryView {
+                    destination_id: d.destination_id,
+                    status: d.status,
+                    attempts: d.attempts,
+                    last_error: d.last_error,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl TransitionView {
@@ -131,26 +164,6 @@ impl DeliveryView {
     fn error(&self) -> String {
         self.last_error.clone().unwrap_or_default()
     }
-}
-
-#[derive(Deserialize)]
-struct History {
-    transitions: Vec<TransitionView>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Target {
-    target: String,
-    status: String,
-    http_status: Option<u16>,
-    error: Option<String>,
-    latency_ms: u64,
-}
-
-#[derive(Deserialize)]
-struct Tested {
-    targets: Vec<Target>,
 }
 
 #[derive(Template)]
@@ -173,30 +186,28 @@ async fn show(
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
-    let rules = frame
-        .read(
+    let rules: Vec<RuleView> = frame
+        .read::<RuleList>(
             visitor,
             ("listAlertRules", "alert rules"),
             "/api/alerts/rules",
         )
-        .await?;
-    let rules = if rules.is_null() {
-        Vec::new()
-    } else {
-        decode::<Rules>(rules, "alert rules")?.rules
-    };
+        .await?
+        .into_iter()
+        .flat_map(|list| list.rules)
+        .map(RuleView::from)
+        .collect();
     let destinations = frame
-        .read(
+        .read::<DestinationList>(
             visitor,
             ("listAlertDestinations", "destinations"),
             "/api/alerts/destinations",
         )
-        .await?;
-    let destinations = if destinations.is_null() {
-        Vec::new()
-    } else {
-        decode::<Destinations>(destinations, "destinations")?.destinations
-    };
+        .await?
+        .into_iter()
+        .flat_map(|list| list.destinations)
+        .map(DestinationView::from)
+        .collect();
     let firing = rules
         .iter()
         .filter(|r| r.state == "firing")
@@ -206,14 +217,19 @@ async fn show(
     if let Some(id) = q.get("rule").filter(|r| !r.is_empty()) {
         let uri = format!("/api/alerts/rules/{}/history", segment(id)?);
         let answer = frame
-            .read(visitor, ("alertRuleHistory", "the rule's history"), &uri)
+            .read::<History>(visitor, ("alertRuleHistory", "the rule's history"), &uri)
             .await?;
-        if !answer.is_null() {
+        if let Some(answer) = answer {
             let name = rules
                 .iter()
                 .find(|r| r.id == *id)
                 .map_or_else(|| id.clone(), |r| r.name.clone());
-            history = Some((name, decode::<History>(answer, "history")?.transitions));
+            let transitions = answer
+                .transitions
+                .into_iter()
+                .map(TransitionView::from)
+                .collect();
+            history = Some((name, transitions));
         }
     }
     let code = frame.settle(outcome);
@@ -249,8 +265,8 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
             "test" => {
                 let id = segment(field(&form, "id"))?;
                 let uri = format!("/api/alerts/destinations/{id}/test");
-                let answer: Value = act(&visitor.api, (Method::POST, &uri), &org, None).await?;
-                let tested: Tested = decode(answer, "test result")?;
+                let tested: TestResult =
+                    act(&visitor.api, (Method::POST, &uri), &org, None).await?;
                 let shown: Vec<String> = tested
                     .targets
                     .iter()

@@ -7,6 +7,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use axum::Router;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -155,8 +156,9 @@ impl Api {
     }
 
     /// Sends a request; a success's JSON (the envelope's `data` when it has one, else
-    /// the whole body: pages keep their list and `pagination`), or the refusal.
-    pub async fn json(&self, call: Call<'_>) -> Result<Value, Refusal> {
+    /// the whole body: pages keep their list and `pagination`), or the refusal. Only
+    /// the typed readers below hand it on, decoded.
+    async fn json(&self, call: Call<'_>) -> Result<Value, Refusal> {
         let (status, _, body) = self.send(call).await?;
         let value: Value = if body.is_empty() {
             Value::Null
@@ -205,46 +207,103 @@ impl Api {
         Ok(response)
     }
 
-    /// `GET uri` in `org`.
-    pub async fn get(&self, uri: &str, org: Option<&str>) -> Result<Value, Refusal> {
-        self.json(Call {
-            uri,
-            org,
-            ..Call::default()
-        })
-        .await
+    /// Sends a request; a success's data decoded into the API's own type `T`, or the
+    /// refusal.
+    pub async fn data<T: DeserializeOwned>(&self, call: Call<'_>) -> Result<T, Refusal> {
+        decode(self.json(call).await?)
+    }
+
+    /// `GET uri` in `org`, decoded into the API's own type `T`.
+    pub async fn get<T: DeserializeOwned>(
+        &self,
+        uri: &str,
+        org: Option<&str>,
+    ) -> Result<T, Refusal> {
+        decode(
+            self.json(Call {
+                uri,
+                org,
+                ..Call::default()
+            })
+            .await?,
+        )
+    }
+
+    /// `GET uri` in `org`: a page whose items, under `key`, are the API's own `T`s.
+    pub async fn list<T: DeserializeOwned>(
+        &self,
+        uri: &str,
+        org: Option<&str>,
+        key: &str,
+    ) -> Result<Listed<T>, Refusal> {
+        listed(self.get(uri, org).await?, key)
     }
 }
 
-/// A string member (empty when missing or not a string).
-pub fn text(value: &Value, key: &str) -> String {
-    match value.get(key) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
+/// A page of an answer: its items, decoded into the API's own type, and its total.
+#[derive(Debug)]
+pub struct Listed<T> {
+    /// The items of the page.
+    pub items: Vec<T>,
+    /// How many there are in all.
+    pub total: u64,
+}
+
+impl<T> Default for Listed<T> {
+    fn default() -> Self {
+        Listed {
+            items: Vec::new(),
+            total: 0,
+        }
     }
 }
 
-/// A whole-number member (0 when missing).
-pub fn number(value: &Value, key: &str) -> i64 {
-    value.get(key).and_then(Value::as_i64).unwrap_or(0)
+/// An answer of the API decoded into the API's own type `T` (the type its handler
+/// answers with): a missing or renamed member is an error of the console, shown as
+/// one, never an empty cell.
+pub fn decode<T: DeserializeOwned>(value: Value) -> Result<T, Refusal> {
+    serde_json::from_value(value).map_err(|error| {
+        Refusal::internal(format!(
+            "an answer of the API is not the {} the console reads: {error}",
+            std::any::type_name::<T>()
+        ))
+    })
 }
 
-/// A page's items: the answer's list member.
-pub fn items(page: &Value) -> Vec<Value> {
-    page.as_object()
-        .into_iter()
-        .flat_map(|map| map.iter())
-        .find_map(|(key, value)| match value {
-            Value::Array(list) if key != "pagination" => Some(list.clone()),
-            _ => None,
-        })
-        .unwrap_or_default()
+/// A paginated answer's items under `key` and its `pagination.total`: a page
+/// without either is an error of the console.
+pub fn listed<T: DeserializeOwned>(page: Value, key: &str) -> Result<Listed<T>, Refusal> {
+    #[derive(serde::Deserialize)]
+    struct Pagination {
+        total: u64,
+    }
+    let Value::Object(mut members) = page else {
+        return Err(Refusal::internal("an answer of the API is not a page"));
+    };
+    let items = members
+        .remove(key)
+        .ok_or_else(|| Refusal::internal(format!("a page of the API without `{key}`")))?;
+    let pagination = members
+        .remove("pagination")
+        .ok_or_else(|| Refusal::internal("a page of the API without `pagination`"))?;
+    Ok(Listed {
+        items: decode(items)?,
+        total: decode::<Pagination>(pagination)?.total,
+    })
 }
 
-/// A page's total.
-pub fn total(page: &Value) -> i64 {
-    page.get("pagination").map_or(0, |p| number(p, "total"))
+/// A value as the API writes it, as text (a string without its quotes).
+pub fn wire(value: &impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(text)) => text,
+        Ok(Value::Null) | Err(_) => String::new(),
+        Ok(other) => other.to_string(),
+    }
+}
+
+/// An instant as the API writes it (RFC 3339, UTC, `Z`).
+pub fn instant(at: &chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 
 /// A query string of `pairs` (values left out when empty).
@@ -287,19 +346,87 @@ pub fn segment(id: &str) -> Result<&str, Refusal> {
     }
 }
 
-/// Sends an action: `method uri` in `org` with `body`; the success's data.
-pub async fn act(
+/// Sends an action: `method uri` in `org` with `body`; the success's data, decoded
+/// into the API's own type `T` (`serde::de::IgnoredAny` where the page only
+/// confirms).
+pub async fn act<T: DeserializeOwned>(
     api: &Api,
     (method, uri): (Method, &str),
     org: &str,
     body: Option<Value>,
-) -> Result<Value, Refusal> {
-    api.json(Call {
-        method: Some(method),
-        uri,
-        org: Some(org),
-        body,
-        step_up: None,
-    })
-    .await
+) -> Result<T, Refusal> {
+    decode(
+        api.json(Call {
+            method: Some(method),
+            uri,
+            org: Some(org),
+            body,
+            step_up: None,
+        })
+        .await?,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::organizations::MyOrganization;
+    use serde_json::json;
+
+    fn organization() -> Value {
+        json!({
+            "id": "org-1", "name": "Acme", "parentOrgId": null, "isSystem": false,
+            "role": "owner", "active": true, "roles": ["Owner"]
+        })
+    }
+
+    #[test]
+    fn an_answer_reads_into_the_apis_own_type() {
+        let page = json!({"success": true, "statusCode": 200,
+            "organizations": [organization()],
+            "pagination": {"total": 7, "limit": 1, "offset": 0, "hasMore": true}});
+        let listed: Listed<MyOrganization> = listed(page, "organizations").unwrap();
+        assert_eq!(listed.total, 7);
+        assert_eq!(listed.items.len(), 1);
+        assert_eq!(listed.items[0].name, "Acme");
+        assert_eq!(listed.items[0].parent_org_id, None);
+    }
+
+    #[test]
+    fn a_missing_or_renamed_member_is_an_error_of_the_console_not_an_empty_cell() {
+        let mut renamed = organization();
+        let name = renamed.as_object_mut().unwrap().remove("name").unwrap();
+        renamed["displayName"] = name;
+        let refusal = decode::<MyOrganization>(renamed).unwrap_err();
+        assert_eq!(refusal.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(refusal.code, ErrorCode::InternalError);
+        assert!(refusal.message.contains("`name`"), "{}", refusal.message);
+
+        let mut mistyped = organization();
+        mistyped["active"] = json!("yes");
+        assert!(decode::<MyOrganization>(mistyped).is_err());
+    }
+
+    #[test]
+    fn a_page_without_its_list_or_its_pagination_is_an_error() {
+        let pagination = json!({"total": 1, "limit": 1, "offset": 0, "hasMore": false});
+        let renamed = json!({"orgs": [organization()], "pagination": pagination});
+        let refusal = listed::<MyOrganization>(renamed, "organizations").unwrap_err();
+        assert!(
+            refusal.message.contains("`organizations`"),
+            "{}",
+            refusal.message
+        );
+        let unpaged = json!({"organizations": [organization()]});
+        assert!(listed::<MyOrganization>(unpaged, "organizations").is_err());
+        assert!(listed::<MyOrganization>(json!([organization()]), "organizations").is_err());
+    }
+
+    #[test]
+    fn a_value_reads_as_the_api_writes_it() {
+        assert_eq!(wire(&entitlements::Tier::Enterprise), "enterprise");
+        assert_eq!(wire(&-1i64), "-1");
+        assert_eq!(wire(&Value::Null), "");
+        assert_eq!(wire(&json!({"a": 1})), r#"{"a":1}"#);
+    }
 }

@@ -16,10 +16,11 @@ use super::api::{self, Call, Refusal};
 use super::page::{self, Frame};
 use super::session::Visitor;
 use super::Console;
+use crate::http::audit::{AuditEvent, ChainVerdict};
 
 /// An event as a row.
 pub struct EventRow {
-    seq: i64,
+    seq: u64,
     action: String,
     actor: String,
     target: String,
@@ -30,7 +31,7 @@ pub struct EventRow {
 /// The server's verdict.
 pub struct Verdict {
     ok: bool,
-    count: i64,
+    count: u64,
     broken_seq: String,
     reason: String,
     checkpoint: String,
@@ -41,7 +42,7 @@ pub struct Verdict {
 struct AuditPage {
     frame: Frame,
     events: Vec<EventRow>,
-    total: i64,
+    total: u64,
     action: String,
     actor: String,
     outcome: String,
@@ -50,19 +51,16 @@ struct AuditPage {
     refusal: String,
 }
 
-fn verdict_of(v: &Value) -> Verdict {
-    let checkpoint = match v.get("checkpoints") {
-        Some(Value::Object(c)) => Value::Object(c.clone()).to_string(),
+fn verdict_of(v: ChainVerdict) -> Verdict {
+    let checkpoint = match v.checkpoints {
+        Some(c @ Value::Object(_)) => c.to_string(),
         _ => String::new(),
     };
     Verdict {
-        ok: v.get("ok").and_then(Value::as_bool).unwrap_or(false),
-        count: api::number(v, "count"),
-        broken_seq: v
-            .get("brokenAt")
-            .map(|b| api::number(b, "seq").to_string())
-            .unwrap_or_default(),
-        reason: v.get("reason").map(Value::to_string).unwrap_or_default(),
+        ok: v.ok,
+        count: v.count,
+        broken_seq: v.broken_at.map(|b| b.seq.to_string()).unwrap_or_default(),
+        reason: v.reason.map(|r| r.to_string()).unwrap_or_default(),
         checkpoint,
     }
 }
@@ -92,30 +90,30 @@ pub async fn page(
                     ("limit", "50"),
                 ])
             );
-            match visitor.api.get(&uri, Some(&frame.org)).await {
+            match visitor
+                .api
+                .list::<AuditEvent>(&uri, Some(&frame.org), "events")
+                .await
+            {
                 Ok(page) => (
-                    api::items(&page)
-                        .iter()
+                    page.items
+                        .into_iter()
                         .map(|e| EventRow {
-                            seq: api::number(e, "seq"),
-                            action: api::text(e, "action"),
-                            actor: format!(
-                                "{} {}",
-                                api::text(e, "actorEmail"),
-                                api::text(e, "actorId")
-                            )
-                            .trim()
-                            .to_owned(),
+                            seq: e.seq,
+                            actor: format!("{} {}", e.actor_email.unwrap_or_default(), e.actor_id)
+                                .trim()
+                                .to_owned(),
                             target: format!(
                                 "{} {}",
-                                api::text(e, "targetType"),
-                                api::text(e, "targetId")
+                                e.target_type.unwrap_or_default(),
+                                e.target_id.unwrap_or_default()
                             ),
-                            outcome: api::text(e, "outcome"),
-                            created_at: api::text(e, "createdAt"),
+                            action: e.action,
+                            outcome: e.outcome.unwrap_or_default(),
+                            created_at: api::instant(&e.created_at),
                         })
                         .collect(),
-                    api::total(&page),
+                    page.total,
                 ),
                 Err(r) if r.signed_out() => return Err(r),
                 Err(r) => {
@@ -129,8 +127,8 @@ pub async fn page(
         let mut status = StatusCode::OK;
         let verdict = if get("verify") == "1" {
             let uri = format!("/api/audit/verify?{}", api::query(&[("orgId", &frame.org)]));
-            match visitor.api.get(&uri, None).await {
-                Ok(v) => Some(verdict_of(&v)),
+            match visitor.api.get::<ChainVerdict>(&uri, None).await {
+                Ok(v) => Some(verdict_of(v)),
                 Err(r) if r.signed_out() => return Err(r),
                 Err(r) => {
                     status = frame.settle(Some(Err(r)));

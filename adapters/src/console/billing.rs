@@ -8,18 +8,23 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
-use serde_json::{json, Value};
+use entitlements::BundleId;
+use serde_json::json;
 
 use super::api::{self, act, segment, Call, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
 use super::session::{Posted, Visitor};
 use super::{field, Console};
+use crate::http::billing::{Bundles, Subscription};
+use crate::http::organizations::TierChanged;
+use crate::http::quotas::OrgQuotas;
+use crate::services::accounts::StepUpProof;
 
 /// One quota.
 pub struct Usage {
     name: String,
-    used: i64,
+    used: u64,
     limit: i64,
     unlimited: bool,
     reset_at: String,
@@ -27,10 +32,10 @@ pub struct Usage {
 
 /// A bundle offered.
 pub struct Offer {
-    id: String,
+    id: &'static str,
     monthly: String,
     grant: String,
-    held: i64,
+    held: u32,
 }
 
 #[derive(Template)]
@@ -61,72 +66,59 @@ async fn show(
     if frame.org.is_empty() {
         return Ok(page::empty(frame));
     }
-    let quotas = frame
+    let quotas: Option<OrgQuotas> = frame
         .read(visitor, ("myQuotas", "quotas"), "/api/quotas")
         .await?;
-    let mut usage: Vec<Usage> = quotas
-        .get("quotas")
-        .and_then(Value::as_object)
+    let tier = quotas
+        .as_ref()
+        .map(|q| api::wire(&q.tier))
+        .unwrap_or_default();
+    // By name, as the answer's map keeps them.
+    let usage: Vec<Usage> = quotas
         .into_iter()
-        .flatten()
-        .map(|(name, q)| {
-            let limit = api::number(q, "limit");
-            Usage {
-                name: name.clone(),
-                used: api::number(q, "used"),
-                limit,
-                unlimited: limit < 0,
-                reset_at: api::text(q, "resetAt"),
-            }
+        .flat_map(|q| q.quotas)
+        .map(|(name, q)| Usage {
+            name,
+            used: q.used,
+            limit: q.limit,
+            unlimited: q.limit < 0,
+            reset_at: q.reset_at.as_ref().map(api::instant).unwrap_or_default(),
         })
         .collect();
-    usage.sort_by(|a, b| a.name.cmp(&b.name));
-    let subscription = frame
+    let subscription: Option<Subscription> = frame
         .read(
             visitor,
             ("currentSubscription", "the subscription"),
             "/api/subscriptions/current",
         )
         .await?;
-    let held: HashMap<String, i64> = subscription
-        .get("addons")
-        .and_then(Value::as_array)
+    let held: HashMap<BundleId, u32> = subscription
         .into_iter()
-        .flatten()
-        .map(|a| (api::text(a, "bundle"), api::number(a, "quantity")))
+        .flat_map(|s| s.addons)
+        .map(|a| (a.bundle, a.quantity))
         .collect();
-    let bundles = frame
+    let bundles: Option<Bundles> = frame
         .read(visitor, ("listBundles", "add-ons"), "/api/bundles")
         .await?;
+    let bundles_enabled = bundles.as_ref().is_some_and(|b| b.enabled);
     let offers = bundles
-        .get("bundles")
-        .and_then(Value::as_array)
         .into_iter()
-        .flatten()
-        .map(|b| {
-            let id = api::text(b, "id");
-            Offer {
-                monthly: b
-                    .get("monthlyUsd")
-                    .map(Value::to_string)
-                    .unwrap_or_default(),
-                grant: b.get("grant").map(Value::to_string).unwrap_or_default(),
-                held: held.get(&id).copied().unwrap_or(0),
-                id,
-            }
+        .flat_map(|b| b.bundles)
+        .map(|b| Offer {
+            monthly: api::wire(&b.monthly_usd),
+            grant: serde_json::to_string(&b.grant).unwrap_or_default(),
+            held: held.get(&b.id).copied().unwrap_or(0),
+            id: b.id.as_str(),
         })
         .collect();
     let code = frame.settle(outcome);
     Ok(page::render(
         &BillingPage {
             frame,
-            tier: api::text(&quotas, "tier"),
+            tier,
             usage,
             offers,
-            bundles_enabled: bundles
-                .get("enabled")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            bundles_enabled,
             previewed,
             tiers: ["developer", "pro", "team", "enterprise"],
         },
@@ -147,18 +139,14 @@ pub async fn page(
 
 /// The limits an entitlement states, in one line (`seats 11, pipelines 300, ...`;
 /// -1 is unlimited).
-fn limits_line(subscription: &Value) -> String {
+fn limits_line(subscription: &Subscription) -> String {
     subscription
-        .pointer("/entitlement/limits")
-        .and_then(Value::as_array)
-        .map(|limits| {
-            limits
-                .iter()
-                .map(|l| format!("{} {}", api::text(l, "dimension"), api::number(l, "total")))
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default()
+        .entitlement
+        .limits
+        .iter()
+        .map(|l| format!("{} {}", api::wire(&l.dimension), api::wire(&l.total)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `POST /console/billing`: `preview` and `purchase` an add-on; `tier` (step-up).
@@ -170,14 +158,16 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
     let outcome = async {
         match field(&form, "action") {
             kind @ ("preview" | "purchase") => {
-                let current = visitor
+                let current: Subscription = visitor
                     .api
                     .get("/api/subscriptions/current", Some(&org))
                     .await?;
-                let id = api::text(&current, "id");
                 let suffix = if kind == "preview" { "/preview" } else { "" };
-                let uri = format!("/api/subscriptions/{}/addons{suffix}", segment(&id)?);
-                let after = act(
+                let uri = format!(
+                    "/api/subscriptions/{}/addons{suffix}",
+                    segment(&current.id)?
+                );
+                let after: Subscription = act(
                     &visitor.api,
                     (Method::POST, &uri),
                     &org,
@@ -198,9 +188,9 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                 }
             }
             "tier" => {
-                let proof = visitor
+                let proof: StepUpProof = visitor
                     .api
-                    .json(Call {
+                    .data(Call {
                         method: Some(Method::POST),
                         uri: "/api/auth/step-up",
                         body: Some(
@@ -209,19 +199,21 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                         ..Call::default()
                     })
                     .await?;
-                let token = api::text(&proof, "stepUpToken");
                 let uri = format!("/api/organization/{}/tier", segment(&org)?);
-                let done = visitor
+                let done: TierChanged = visitor
                     .api
-                    .json(Call {
+                    .data(Call {
                         method: Some(Method::PATCH),
                         uri: &uri,
                         org: Some(&org),
                         body: Some(json!({"tier": field(&form, "tier")})),
-                        step_up: Some(&token),
+                        step_up: Some(&proof.step_up_token),
                     })
                     .await?;
-                Ok(format!("the tier is now {}", api::text(&done, "tier")))
+                Ok(format!(
+                    "the tier is now {}",
+                    api::wire(&done.organization.tier)
+                ))
             }
             _ => Err(unknown_action()),
         }

@@ -11,7 +11,8 @@ use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
 use chrono::{DateTime, Duration, Utc};
-use serde::Deserialize;
+use reporting::Summary;
+use serde::de::IgnoredAny;
 use serde_json::{json, Value};
 
 use super::api::{self, act, segment, Refusal};
@@ -20,157 +21,9 @@ use super::governance::unknown_action;
 use super::page::{self, Frame};
 use super::session::{Posted, Visitor};
 use super::{field, Console};
-
-/// Reads an API answer into its type (a field it does not have is an error).
-pub fn decode<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, Refusal> {
-    serde_json::from_value(value)
-        .map_err(|e| Refusal::internal(format!("the API's {what} does not read: {e}")))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Listed {
-    id: String,
-    title: String,
-    version: i64,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Data {
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-    panels: Vec<PanelData>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PanelData {
-    index: usize,
-    panel: PanelView,
-    answer: Answer,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PanelView {
-    title: Option<String>,
-    kind: String,
-    report: String,
-}
-
-#[derive(Deserialize)]
-struct Answer {
-    report: String,
-    data: Value,
-}
-
-#[derive(Deserialize)]
-struct Rate {
-    rate: Option<f64>,
-    succeeded: u64,
-    failed: u64,
-}
-
-#[derive(Deserialize)]
-struct RateBucket {
-    start: DateTime<Utc>,
-    rate: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct RateReport {
-    overall: Rate,
-    series: Vec<RateBucket>,
-}
-
-#[derive(Deserialize)]
-struct Summary {
-    count: u64,
-    p95: f64,
-    median: f64,
-}
-
-#[derive(Deserialize)]
-struct Keyed {
-    #[serde(default, rename = "pipelineId")]
-    pipeline_id: Option<String>,
-    #[serde(default, rename = "pluginName")]
-    plugin_name: Option<String>,
-    #[serde(default)]
-    stage: Option<String>,
-    durations: Summary,
-}
-
-#[derive(Deserialize)]
-struct DurationReport {
-    overall: Option<Summary>,
-    #[serde(default, alias = "plugins", alias = "stages")]
-    pipelines: Vec<Keyed>,
-}
-
-#[derive(Deserialize)]
-struct CountBucket {
-    start: DateTime<Utc>,
-    count: u64,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct StageRow {
-    pipeline_id: String,
-    stage: String,
-    failures: u64,
-    series: Vec<CountBucket>,
-}
-
-#[derive(Deserialize)]
-struct StageReport {
-    stages: Vec<StageRow>,
-}
-
-#[derive(Deserialize)]
-struct Share {
-    #[serde(alias = "reason")]
-    category: String,
-    count: u64,
-    share: f64,
-}
-
-#[derive(Deserialize)]
-struct ShareReport {
-    failures: u64,
-    #[serde(alias = "reasons")]
-    categories: Vec<Share>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Counts {
-    total: u64,
-    succeeded: u64,
-    failed: u64,
-    #[serde(default)]
-    pipeline_id: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct CountReport {
-    overall: Counts,
-    pipelines: Vec<Counts>,
-}
-
-#[derive(Deserialize)]
-struct PosturePoint {
-    start: DateTime<Utc>,
-    warn: Option<u64>,
-    block: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct PostureReport {
-    series: Vec<PosturePoint>,
-}
+use crate::services::dashboards::{Dashboard, DashboardData, PanelData, PanelKind, ReportAnswer};
+use crate::services::posture::{PosturePoint, PostureTrendReport};
+use crate::services::reports::{Rate, RateBucket};
 
 /// One panel, drawn.
 pub struct Drawn {
@@ -203,160 +56,202 @@ struct DashboardsPage {
 /// The ranges a page offers.
 const RANGES: [(&str, i64); 3] = [("day", 1), ("week", 7), ("month", 30)];
 
-/// Draws one panel's answer.
-fn draw(p: &PanelData, range: (DateTime<Utc>, DateTime<Utc>)) -> Result<String, Refusal> {
+/// A success rate as a stat, a table or a line.
+fn rate_panel(
+    (id, title, kind): (&str, &str, PanelKind),
+    range: (DateTime<Utc>, DateTime<Utc>),
+    overall: &Rate,
+    series: &[RateBucket],
+) -> String {
+    match kind {
+        PanelKind::Stat => chart::stat(id, overall.rate, Unit::Ratio),
+        PanelKind::Table => chart::table(
+            id,
+            title,
+            &["Succeeded", "Failed", "Rate"],
+            &[vec![
+                overall.succeeded.to_string(),
+                overall.failed.to_string(),
+                overall
+                    .rate
+                    .map_or("no data".to_owned(), |v| Unit::Ratio.show(v)),
+            ]],
+        ),
+        PanelKind::Timeseries | PanelKind::Heatmap => chart::line_chart(
+            id,
+            title,
+            range,
+            Unit::Ratio,
+            &[Series {
+                label: "success rate".to_owned(),
+                class: "s0",
+                points: series.iter().map(|b| (b.start, b.rate.rate)).collect(),
+            }],
+        ),
+    }
+}
+
+/// Durations as a stat (the p95) or a table of what they are of.
+fn durations_panel(
+    (id, title, kind): (&str, &str, PanelKind),
+    overall: Option<&Summary>,
+    rows: &[(String, &Summary)],
+) -> String {
+    match kind {
+        PanelKind::Stat => chart::stat(id, overall.map(|s| s.p95), Unit::Millis),
+        _ => chart::table(
+            id,
+            title,
+            &["Of", "Runs", "Median (ms)", "p95 (ms)"],
+            &rows
+                .iter()
+                .map(|(of, d)| {
+                    vec![
+                        of.clone(),
+                        d.count.to_string(),
+                        format!("{:.0}", d.median),
+                        format!("{:.0}", d.p95),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
+/// Failures as a stat (how many) or a table of why, with each one's share.
+fn shares_panel(
+    (id, title, kind): (&str, &str, PanelKind),
+    failures: u64,
+    shares: &[(String, u64, f64)],
+) -> String {
+    match kind {
+        PanelKind::Stat => chart::stat(id, Some(failures as f64), Unit::Count("failures")),
+        _ => chart::table(
+            id,
+            title,
+            &["Why", "Failures", "Share"],
+            &shares
+                .iter()
+                .map(|(why, count, share)| {
+                    vec![why.clone(), count.to_string(), Unit::Ratio.show(*share)]
+                })
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
+/// Draws one panel's answer, read as the API's own report type.
+fn draw(p: &PanelData, range: (DateTime<Utc>, DateTime<Utc>)) -> String {
     let id = format!("panel-{}", p.index);
     let title = p
         .panel
         .title
         .clone()
-        .unwrap_or_else(|| p.panel.report.clone());
-    let data = p.answer.data.clone();
-    let kind = p.panel.kind.as_str();
-    Ok(match p.answer.report.as_str() {
-        "execution/success-rate" | "plugins/build-success-rate" => {
-            let r: RateReport = decode(data, "rate report")?;
-            match kind {
-                "stat" => chart::stat(&id, r.overall.rate, Unit::Ratio),
-                "table" => chart::table(
-                    &id,
-                    &title,
-                    &["Succeeded", "Failed", "Rate"],
-                    &[vec![
-                        r.overall.succeeded.to_string(),
-                        r.overall.failed.to_string(),
-                        r.overall
-                            .rate
-                            .map_or("no data".to_owned(), |v| Unit::Ratio.show(v)),
-                    ]],
-                ),
-                _ => chart::line_chart(
-                    &id,
-                    &title,
-                    range,
-                    Unit::Ratio,
-                    &[Series {
-                        label: "success rate".to_owned(),
-                        class: "s0",
-                        points: r.series.iter().map(|b| (b.start, b.rate)).collect(),
-                    }],
-                ),
-            }
-        }
-        "execution/duration" | "plugins/build-duration" | "execution/stage-bottlenecks" => {
-            let r: DurationReport = decode(data, "duration report")?;
-            match kind {
-                "stat" => chart::stat(&id, r.overall.as_ref().map(|s| s.p95), Unit::Millis),
-                _ => chart::table(
-                    &id,
-                    &title,
-                    &["Of", "Runs", "Median (ms)", "p95 (ms)"],
-                    &r.pipelines
-                        .iter()
-                        .map(|k| {
-                            let of = [&k.pipeline_id, &k.plugin_name, &k.stage]
-                                .iter()
-                                .filter_map(|v| v.as_deref())
-                                .collect::<Vec<_>>()
-                                .join(" / ");
-                            vec![
-                                of,
-                                k.durations.count.to_string(),
-                                format!("{:.0}", k.durations.median),
-                                format!("{:.0}", k.durations.p95),
-                            ]
-                        })
-                        .collect::<Vec<_>>(),
-                ),
-            }
-        }
-        "execution/stage-failures" => {
-            let r: StageReport = decode(data, "stage failure report")?;
-            match kind {
-                "table" | "stat" => chart::table(
-                    &id,
-                    &title,
-                    &["Pipeline", "Stage", "Failures"],
-                    &r.stages
-                        .iter()
-                        .map(|s| {
-                            vec![
-                                s.pipeline_id.clone(),
-                                s.stage.clone(),
-                                s.failures.to_string(),
-                            ]
-                        })
-                        .collect::<Vec<_>>(),
-                ),
-                _ => chart::heatmap(
-                    &id,
-                    &title,
-                    &r.stages
-                        .iter()
-                        .map(|s| {
-                            (
-                                format!("{} / {}", s.pipeline_id, s.stage),
-                                s.series.iter().map(|b| (b.start, b.count)).collect(),
-                            )
-                        })
-                        .collect::<Vec<_>>(),
-                ),
-            }
-        }
-        "execution/errors" | "plugins/build-failures" => {
-            let r: ShareReport = decode(data, "failure report")?;
-            match kind {
-                "stat" => chart::stat(&id, Some(r.failures as f64), Unit::Count("failures")),
-                _ => chart::table(
-                    &id,
-                    &title,
-                    &["Why", "Failures", "Share"],
-                    &r.categories
-                        .iter()
-                        .map(|c| {
-                            vec![
-                                c.category.clone(),
-                                c.count.to_string(),
-                                Unit::Ratio.show(c.share),
-                            ]
-                        })
-                        .collect::<Vec<_>>(),
-                ),
-            }
-        }
-        "execution/count" => {
-            let r: CountReport = decode(data, "count report")?;
-            match kind {
-                "stat" => chart::stat(&id, Some(r.overall.total as f64), Unit::Count("runs")),
-                _ => chart::table(
-                    &id,
-                    &title,
-                    &["Pipeline", "Runs", "Succeeded", "Failed"],
-                    &r.pipelines
-                        .iter()
-                        .map(|c| {
-                            vec![
-                                c.pipeline_id.clone().unwrap_or_default(),
-                                c.total.to_string(),
-                                c.succeeded.to_string(),
-                                c.failed.to_string(),
-                            ]
-                        })
-                        .collect::<Vec<_>>(),
-                ),
-            }
-        }
-        "compliance/posture-trend" => {
-            let r: PostureReport = decode(data, "posture trend")?;
-            posture_chart(&id, &title, range, &r.series, kind)
-        }
-        _ => chart::table(
+        .unwrap_or_else(|| p.panel.report.name().to_owned());
+    let shape = (id.as_str(), title.as_str(), p.panel.kind);
+    match &p.answer {
+        ReportAnswer::SuccessRate(r) => rate_panel(shape, range, &r.overall, &r.series),
+        ReportAnswer::BuildSuccessRate(r) => rate_panel(shape, range, &r.overall, &r.series),
+        ReportAnswer::Duration(r) => durations_panel(
+            shape,
+            r.overall.as_ref(),
+            &r.pipelines
+                .iter()
+                .map(|k| (k.pipeline_id.clone(), &k.durations))
+                .collect::<Vec<_>>(),
+        ),
+        ReportAnswer::BuildDuration(r) => durations_panel(
+            shape,
+            r.overall.as_ref(),
+            &r.plugins
+                .iter()
+                .map(|k| (k.plugin_name.clone(), &k.durations))
+                .collect::<Vec<_>>(),
+        ),
+        ReportAnswer::StageBottlenecks(r) => durations_panel(
+            shape,
+            None,
+            &r.stages
+                .iter()
+                .map(|k| (format!("{} / {}", k.pipeline_id, k.stage), &k.durations))
+                .collect::<Vec<_>>(),
+        ),
+        ReportAnswer::StageFailures(r) => match p.panel.kind {
+            PanelKind::Table | PanelKind::Stat => chart::table(
+                &id,
+                &title,
+                &["Pipeline", "Stage", "Failures"],
+                &r.stages
+                    .iter()
+                    .map(|s| {
+                        vec![
+                            s.pipeline_id.clone(),
+                            s.stage.clone(),
+                            s.failures.to_string(),
+                        ]
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            PanelKind::Timeseries | PanelKind::Heatmap => chart::heatmap(
+                &id,
+                &title,
+                &r.stages
+                    .iter()
+                    .map(|s| {
+                        (
+                            format!("{} / {}", s.pipeline_id, s.stage),
+                            s.series.iter().map(|b| (b.start, b.count)).collect(),
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+        },
+        ReportAnswer::Errors(r) => shares_panel(
+            shape,
+            r.failures,
+            &r.categories
+                .iter()
+                .map(|c| (api::wire(&c.category), c.count, c.share))
+                .collect::<Vec<_>>(),
+        ),
+        ReportAnswer::BuildFailures(r) => shares_panel(
+            shape,
+            r.failures,
+            &r.reasons
+                .iter()
+                .map(|c| (c.reason.clone(), c.count, c.share))
+                .collect::<Vec<_>>(),
+        ),
+        ReportAnswer::Count(r) => match p.panel.kind {
+            PanelKind::Stat => chart::stat(&id, Some(r.overall.total as f64), Unit::Count("runs")),
+            _ => chart::table(
+                &id,
+                &title,
+                &["Pipeline", "Runs", "Succeeded", "Failed"],
+                &r.pipelines
+                    .iter()
+                    .map(|c| {
+                        vec![
+                            c.pipeline_id.clone(),
+                            c.counts.total.to_string(),
+                            c.counts.succeeded.to_string(),
+                            c.counts.failed.to_string(),
+                        ]
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+        },
+        ReportAnswer::PostureTrend(r) => posture_chart(&id, &title, range, &r.series, p.panel.kind),
+        ReportAnswer::PluginSummary(_) => chart::table(
             &id,
             &title,
             &["Report"],
-            &[vec![format!("{} is shown in the API", p.answer.report)]],
+            &[vec![format!(
+                "{} is shown in the API",
+                p.panel.report.name()
+            )]],
         ),
-    })
+    }
 }
 
 fn posture_chart(
@@ -364,11 +259,11 @@ fn posture_chart(
     title: &str,
     range: (DateTime<Utc>, DateTime<Utc>),
     series: &[PosturePoint],
-    kind: &str,
+    kind: PanelKind,
 ) -> String {
     let as_f64 = |v: Option<u64>| v.map(|n| n as f64);
     match kind {
-        "stat" => chart::stat(
+        PanelKind::Stat => chart::stat(
             id,
             as_f64(series.iter().rev().find_map(|p| p.block)),
             Unit::Count("blocked"),
@@ -412,20 +307,18 @@ pub async fn posture_trend(
             ("to", &to.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
         ])
     );
-    let answer = frame
-        .read(visitor, ("reportPostureTrend", "the posture trend"), &uri)
+    let report = frame
+        .read::<PostureTrendReport>(visitor, ("reportPostureTrend", "the posture trend"), &uri)
         .await?;
-    if answer.is_null() {
-        return Ok(None);
-    }
-    let report: PostureReport = decode(answer, "posture trend")?;
-    Ok(Some(posture_chart(
-        "posture-trend",
-        "Blocked and warned entities, daily",
-        (from, to),
-        &report.series,
-        "timeseries",
-    )))
+    Ok(report.map(|report| {
+        posture_chart(
+            "posture-trend",
+            "Blocked and warned entities, daily",
+            (from, to),
+            &report.series,
+            PanelKind::Timeseries,
+        )
+    }))
 }
 
 async fn show(
@@ -439,17 +332,14 @@ async fn show(
         return Ok(page::empty(frame));
     }
     let listed = frame
-        .read(
+        .list::<Dashboard>(
             visitor,
             ("listDashboards", "dashboards"),
             "/api/dashboards?limit=100&sortOrder=asc",
+            "dashboards",
         )
-        .await?;
-    let listed: Vec<Listed> = if listed.is_null() {
-        Vec::new()
-    } else {
-        decode(Value::Array(api::items(&listed)), "dashboard list")?
-    };
+        .await?
+        .items;
     let asked = q.get("id").cloned().unwrap_or_default();
     let current = listed
         .iter()
@@ -478,12 +368,11 @@ async fn show(
             ])
         );
         match frame
-            .read(visitor, ("dashboardData", "the dashboard's data"), &uri)
+            .read::<DashboardData>(visitor, ("dashboardData", "the dashboard's data"), &uri)
             .await
         {
-            Ok(Value::Null) => {}
-            Ok(answer) => {
-                let data: Data = decode(answer, "dashboard data")?;
+            Ok(None) => {}
+            Ok(Some(data)) => {
                 let mut placed: Vec<&PanelData> = data.panels.iter().collect();
                 placed.sort_by_key(|p| p.index);
                 for p in placed {
@@ -492,10 +381,10 @@ async fn show(
                             .panel
                             .title
                             .clone()
-                            .unwrap_or_else(|| p.panel.report.clone()),
-                        report: p.panel.report.clone(),
-                        kind: p.panel.kind.clone(),
-                        html: draw(p, (data.from, data.to))?,
+                            .unwrap_or_else(|| p.panel.report.name().to_owned()),
+                        report: p.panel.report.name().to_owned(),
+                        kind: api::wire(&p.panel.kind),
+                        html: draw(p, (data.from, data.to)),
                     });
                 }
             }
@@ -557,18 +446,18 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
     let outcome = async {
         match field(&form, "action") {
             "create" => {
-                let made = act(
+                let made: Dashboard = act(
                     &visitor.api,
                     (Method::POST, "/api/dashboards"),
                     &org,
                     Some(overview()),
                 )
                 .await?;
-                Ok(format!("dashboard {} made", api::text(&made, "title")))
+                Ok(format!("dashboard {} made", made.title))
             }
             "delete" => {
                 let id = segment(field(&form, "id"))?;
-                act(
+                act::<IgnoredAny>(
                     &visitor.api,
                     (Method::DELETE, &format!("/api/dashboards/{id}")),
                     &org,

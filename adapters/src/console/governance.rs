@@ -7,13 +7,18 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
-use serde_json::{json, Value};
+use compliance_core::Rule;
+use serde::de::IgnoredAny;
+use serde_json::json;
 
 use super::api::{self, act, segment, Refusal};
 use super::page::{self, Frame};
 use super::session::{Posted, Visitor};
 use super::{field, Console};
 use crate::code::ErrorCode;
+use crate::http::catalog::{CatalogRule, Pin, RuleImpact, RuleSubscription};
+use crate::http::exemptions::Exemption;
+use crate::http::rules::{OrgRule, RuleVersion};
 
 /// A rule as a row.
 pub struct RuleRow {
@@ -28,18 +33,15 @@ pub struct RuleRow {
     pinned: String,
 }
 
-fn rule_row(r: &Value) -> RuleRow {
+fn rule_row(r: &Rule) -> RuleRow {
     RuleRow {
-        id: api::text(r, "id"),
-        name: api::text(r, "name"),
-        target: api::text(r, "target"),
-        severity: api::text(r, "severity"),
-        field: api::text(r, "field"),
-        operator: api::text(r, "operator"),
-        subscribed: r
-            .get("subscribed")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        id: r.id.clone(),
+        name: r.name.clone(),
+        target: api::wire(&r.target),
+        severity: api::wire(&r.severity),
+        field: r.field.clone(),
+        operator: api::wire(&r.operator),
+        subscribed: false,
         active: false,
         pinned: String::new(),
     }
@@ -74,31 +76,30 @@ pub async fn rules(
             return Ok(page::empty(frame));
         }
         let list = frame
-            .read(
+            .list::<OrgRule>(
                 &visitor,
                 ("listRules", "rules"),
                 "/api/compliance/rules?limit=100",
+                "rules",
             )
             .await?;
-        let rules = api::items(&list).iter().map(rule_row).collect();
+        let rules = list.items.iter().map(|r| rule_row(&r.rule)).collect();
         let history_of = q.get("history").cloned().unwrap_or_default();
         let history = if history_of.is_empty() {
             Vec::new()
         } else {
             let uri = format!("/api/compliance/rules/{}/history", segment(&history_of)?);
-            let versions = frame
+            let versions: Option<Vec<RuleVersion>> = frame
                 .read(&visitor, ("ruleHistory", "the rule's history"), &uri)
                 .await?;
             versions
-                .as_array()
-                .cloned()
-                .unwrap_or_else(|| api::items(&versions))
-                .iter()
+                .unwrap_or_default()
+                .into_iter()
                 .map(|v| Version {
-                    version: api::text(v, "version"),
-                    change: api::text(v, "change"),
-                    changed_at: api::text(v, "changedAt"),
-                    changed_by: api::text(v, "changedBy"),
+                    version: v.version.to_string(),
+                    change: api::wire(&v.change),
+                    changed_at: api::instant(&v.changed_at),
+                    changed_by: v.changed_by,
                 })
                 .collect()
         };
@@ -133,31 +134,36 @@ async fn show_catalog(
         return Ok(page::empty(frame));
     }
     let published = frame
-        .read(
+        .list::<CatalogRule>(
             visitor,
             ("publishedRules", "the catalog"),
             "/api/compliance/published-rules?limit=100",
+            "rules",
         )
         .await?;
     let subscriptions = frame
-        .read(
+        .list::<RuleSubscription>(
             visitor,
             ("listSubscriptions", "subscriptions"),
             "/api/compliance/subscriptions?limit=100",
+            "subscriptions",
         )
         .await?;
-    let subscribed: HashMap<String, Value> = api::items(&subscriptions)
+    let subscribed: HashMap<String, RuleSubscription> = subscriptions
+        .items
         .into_iter()
-        .map(|s| (api::text(&s, "ruleId"), s))
+        .map(|s| (s.rule_id.clone(), s))
         .collect();
-    let rules = api::items(&published)
+    let rules = published
+        .items
         .iter()
         .map(|r| {
-            let mut row = rule_row(r);
+            let mut row = rule_row(&r.rule.rule);
+            row.subscribed = r.subscribed;
             if let Some(s) = subscribed.get(&row.id) {
                 row.subscribed = true;
-                row.active = s.get("isActive").and_then(Value::as_bool).unwrap_or(false);
-                row.pinned = api::text(s, "pinnedVersion");
+                row.active = s.is_active;
+                row.pinned = s.pinned_version.map(|v| v.to_string()).unwrap_or_default();
             }
             row
         })
@@ -177,18 +183,6 @@ pub async fn catalog(
         .unwrap_or_else(page::refused)
 }
 
-/// The rule a catalog preview tries: the published rule without what only the
-/// answer carries.
-fn previewed(rule: &Value) -> Value {
-    let mut rule = rule.clone();
-    if let Some(map) = rule.as_object_mut() {
-        for key in ["orgId", "createdAt", "updatedAt", "deletedAt", "subscribed"] {
-            map.remove(key);
-        }
-    }
-    rule
-}
-
 /// `POST /console/catalog`: `subscribe`, `activate`, `deactivate`, `pin`, `preview`.
 pub async fn catalog_action(State(console): State<Console>, posted: Posted) -> Response {
     let Posted { visitor, form } = posted;
@@ -199,7 +193,7 @@ pub async fn catalog_action(State(console): State<Console>, posted: Posted) -> R
         let path = format!("/api/compliance/subscriptions/{id}");
         match field(&form, "action") {
             "subscribe" => {
-                act(
+                act::<IgnoredAny>(
                     &visitor.api,
                     (Method::POST, "/api/compliance/subscriptions"),
                     &org,
@@ -210,7 +204,7 @@ pub async fn catalog_action(State(console): State<Console>, posted: Posted) -> R
             }
             "activate" | "deactivate" => {
                 let on = field(&form, "action") == "activate";
-                act(
+                act::<IgnoredAny>(
                     &visitor.api,
                     (Method::PATCH, &path),
                     &org,
@@ -223,7 +217,7 @@ pub async fn catalog_action(State(console): State<Console>, posted: Posted) -> R
                 ))
             }
             "pin" => {
-                let pinned = act(
+                let pinned: Pin = act(
                     &visitor.api,
                     (Method::POST, &format!("{path}/pin")),
                     &org,
@@ -232,35 +226,44 @@ pub async fn catalog_action(State(console): State<Console>, posted: Posted) -> R
                 .await?;
                 Ok(format!(
                     "{id} pinned at version {}",
-                    api::text(&pinned, "pinnedVersion")
+                    pinned
+                        .pinned_version
+                        .map(|v| v.to_string())
+                        .unwrap_or_default()
                 ))
             }
             "preview" => {
                 let published = visitor
                     .api
-                    .get("/api/compliance/published-rules?limit=100", Some(&org))
+                    .list::<CatalogRule>(
+                        "/api/compliance/published-rules?limit=100",
+                        Some(&org),
+                        "rules",
+                    )
                     .await?;
-                let found = api::items(&published)
+                let found = published
+                    .items
                     .into_iter()
-                    .find(|r| api::text(r, "id") == id)
+                    .map(|r| r.rule.rule)
+                    .find(|r| r.id == id)
                     .ok_or_else(|| Refusal {
                         status: axum::http::StatusCode::NOT_FOUND,
                         code: ErrorCode::NotFound,
                         message: "no such published rule".to_owned(),
                     })?;
-                let impact = act(
+                let impact: RuleImpact = act(
                     &visitor.api,
                     (Method::POST, "/api/compliance/subscriptions/preview/impact"),
                     &org,
-                    Some(json!({"rule": previewed(&found)})),
+                    Some(json!({"rule": found})),
                 )
                 .await?;
                 Ok(format!(
                     "impact of {}: it would fail {} of {} {} entities",
-                    api::text(&found, "name"),
-                    api::number(&impact, "failing"),
-                    api::number(&impact, "evaluated"),
-                    api::text(&impact, "target"),
+                    found.name,
+                    impact.failing,
+                    impact.evaluated,
+                    api::wire(&impact.target),
                 ))
             }
             _ => Err(unknown_action()),
@@ -311,24 +314,26 @@ async fn show_exemptions(
         return Ok(page::empty(frame));
     }
     let list = frame
-        .read(
+        .list::<Exemption>(
             visitor,
             ("listExemptions", "exemptions"),
             "/api/compliance/exemptions?limit=100",
+            "exemptions",
         )
         .await?;
     let me = &visitor.session.user_id;
-    let exemptions = api::items(&list)
-        .iter()
+    let exemptions = list
+        .items
+        .into_iter()
         .map(|e| ExemptionRow {
-            id: api::text(e, "id"),
-            rule_id: api::text(e, "ruleId"),
-            entity_id: api::text(e, "entityId"),
-            reason: api::text(e, "reason"),
-            status: api::text(e, "status"),
-            requested_by: api::text(e, "requestedBy"),
-            reviewed_by: api::text(e, "reviewedBy"),
-            own: &api::text(e, "requestedBy") == me,
+            own: &e.requested_by == me,
+            status: api::wire(&e.status),
+            id: e.id,
+            rule_id: e.rule_id,
+            entity_id: e.entity_id,
+            reason: e.reason,
+            requested_by: e.requested_by,
+            reviewed_by: e.reviewed_by.unwrap_or_default(),
         })
         .collect();
     let code = frame.settle(outcome);
@@ -355,14 +360,14 @@ pub async fn exemption_action(State(console): State<Console>, posted: Posted) ->
             decision @ ("approve" | "reject") => {
                 let id = segment(field(&form, "id"))?;
                 let uri = format!("/api/compliance/exemptions/{id}/review");
-                let done = act(
+                let done: Exemption = act(
                     &visitor.api,
                     (Method::PUT, &uri),
                     &org,
                     Some(json!({"decision": decision})),
                 )
                 .await?;
-                Ok(format!("exemption {id} is {}", api::text(&done, "status")))
+                Ok(format!("exemption {id} is {}", api::wire(&done.status)))
             }
             "request" => {
                 let body = json!({
@@ -370,14 +375,14 @@ pub async fn exemption_action(State(console): State<Console>, posted: Posted) ->
                     "entityId": field(&form, "entityId"),
                     "reason": field(&form, "reason"),
                 });
-                let done = act(
+                let done: Exemption = act(
                     &visitor.api,
                     (Method::POST, "/api/compliance/exemptions"),
                     &org,
                     Some(body),
                 )
                 .await?;
-                Ok(format!("exemption {} requested", api::text(&done, "id")))
+                Ok(format!("exemption {} requested", done.id))
             }
             _ => Err(unknown_action()),
         }

@@ -6,13 +6,15 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
-use serde_json::Value;
+use serde::de::IgnoredAny;
 
 use super::api::{self, act, segment, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
 use super::session::{Posted, Visitor};
 use super::{field, Console};
+use crate::http::announcements::Announcement;
+use crate::http::messages::Message;
 
 /// A message or an announcement.
 pub struct Item {
@@ -43,42 +45,46 @@ async fn show(
         return Ok(page::empty(frame));
     }
     let messages = frame
-        .read(visitor, ("inbox", "messages"), "/api/messages?limit=50")
+        .list::<Message>(
+            visitor,
+            ("inbox", "messages"),
+            "/api/messages?limit=50",
+            "messages",
+        )
         .await?;
     let announcements = frame
-        .read(
+        .list::<Announcement>(
             visitor,
             ("listAnnouncements", "announcements"),
             "/api/messages/announcements?limit=50",
+            "announcements",
         )
         .await?;
-    let messages = api::items(&messages)
-        .iter()
+    let messages = messages
+        .items
+        .into_iter()
         .map(|m| {
-            let unread = m.get("readAt").is_none_or(Value::is_null);
+            let unread = m.read_at.is_none();
             Item {
-                id: api::text(m, "id"),
-                title: api::text(m, "title"),
-                body: api::text(m, "body"),
-                when: api::text(m, "createdAt"),
+                id: m.id,
+                title: m.title,
+                body: m.body,
+                when: api::instant(&m.created_at),
                 state: if unread { "unread" } else { "read" }.to_owned(),
                 can_act: unread,
             }
         })
         .collect();
-    let announcements = api::items(&announcements)
-        .iter()
+    let announcements = announcements
+        .items
+        .into_iter()
         .map(|a| Item {
-            id: api::text(a, "id"),
-            title: api::text(a, "title"),
-            body: api::text(a, "body"),
-            when: api::text(a, "startsAt"),
-            state: api::text(a, "severity"),
-            can_act: a
-                .get("dismissible")
-                .and_then(Value::as_bool)
-                .unwrap_or(false)
-                && a.get("dismissedAt").is_none_or(Value::is_null),
+            can_act: a.dismissible && a.dismissed_at.is_none(),
+            state: api::wire(&a.severity),
+            when: api::instant(&a.starts_at),
+            id: a.id,
+            title: a.title,
+            body: a.body,
         })
         .collect();
     let code = frame.settle(outcome);
@@ -111,7 +117,7 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
         let id = segment(field(&form, "id"))?;
         match field(&form, "action") {
             "read" => {
-                act(
+                act::<IgnoredAny>(
                     &visitor.api,
                     (Method::PATCH, &format!("/api/messages/{id}/read")),
                     &org,
@@ -122,7 +128,7 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
             }
             "dismiss" => {
                 let uri = format!("/api/messages/announcements/{id}/dismiss");
-                act(&visitor.api, (Method::POST, &uri), &org, None).await?;
+                act::<IgnoredAny>(&visitor.api, (Method::POST, &uri), &org, None).await?;
                 Ok(format!("announcement {id} dismissed"))
             }
             _ => Err(unknown_action()),

@@ -7,13 +7,17 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
-use serde_json::Value;
+use serde::de::IgnoredAny;
 
 use super::api::{self, act, segment, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
 use super::session::{Posted, Visitor};
 use super::{field, Console};
+use crate::http::builds::{BuildJob, QueueStatus};
+use crate::http::pipelines::Pipeline;
+use crate::http::plugins::Plugin;
+use crate::inventory::EntityCompliance;
 
 /// An entity as a row.
 pub struct Entity {
@@ -23,16 +27,12 @@ pub struct Entity {
     violations: usize,
 }
 
-fn entity(value: &Value, name: String) -> Entity {
-    let compliance = value.get("compliance").cloned().unwrap_or(Value::Null);
+fn entity(id: String, name: String, compliance: &EntityCompliance) -> Entity {
     Entity {
-        id: api::text(value, "id"),
+        id,
         name,
-        result: api::text(&compliance, "result"),
-        violations: compliance
-            .get("violations")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len),
+        result: api::wire(&compliance.result),
+        violations: compliance.violations.len(),
     }
 }
 
@@ -40,14 +40,14 @@ fn entity(value: &Value, name: String) -> Entity {
 pub struct QueueCount {
     queue: String,
     status: String,
-    count: i64,
+    count: u64,
 }
 
 /// A dead letter.
 pub struct DeadLetter {
     id: String,
     plugin_id: String,
-    attempts: i64,
+    attempts: u32,
     last_error: String,
 }
 
@@ -56,9 +56,9 @@ pub struct DeadLetter {
 struct InventoryPage {
     frame: Frame,
     pipelines: Vec<Entity>,
-    pipeline_total: i64,
+    pipeline_total: u64,
     plugins: Vec<Entity>,
-    plugin_total: i64,
+    plugin_total: u64,
     queue: Vec<QueueCount>,
     dead: Vec<DeadLetter>,
 }
@@ -74,16 +74,22 @@ async fn show(
         return Ok(page::empty(frame));
     }
     let pipelines = frame
-        .read(
+        .list::<Pipeline>(
             visitor,
             ("listPipelines", "pipelines"),
             "/api/pipelines?limit=50",
+            "pipelines",
         )
         .await?;
     let plugins = frame
-        .read(visitor, ("listPlugins", "plugins"), "/api/plugins?limit=50")
+        .list::<Plugin>(
+            visitor,
+            ("listPlugins", "plugins"),
+            "/api/plugins?limit=50",
+            "plugins",
+        )
         .await?;
-    let queue = frame
+    let queue: Option<QueueStatus> = frame
         .read(
             visitor,
             ("buildQueueStatus", "the build queue"),
@@ -91,43 +97,41 @@ async fn show(
         )
         .await?;
     let dead = frame
-        .read(
+        .list::<BuildJob>(
             visitor,
             ("deadLetters", "the dead letters"),
             "/api/plugins/queue/dlq?limit=50",
+            "jobs",
         )
         .await?;
-    let pipeline_rows = api::items(&pipelines)
-        .iter()
-        .map(|p| entity(p, api::text(p, "pipelineName")))
+    let (pipeline_total, plugin_total) = (pipelines.total, plugins.total);
+    let pipeline_rows = pipelines
+        .items
+        .into_iter()
+        .map(|p| entity(p.id, p.pipeline_name, &p.compliance))
         .collect();
-    let plugin_rows = api::items(&plugins)
-        .iter()
-        .map(|p| {
-            entity(
-                p,
-                format!("{}@{}", api::text(p, "name"), api::text(p, "version")),
-            )
-        })
+    let plugin_rows = plugins
+        .items
+        .into_iter()
+        .map(|p| entity(p.id, format!("{}@{}", p.name, p.version), &p.compliance))
         .collect();
     let queue = queue
-        .get("counts")
-        .and_then(Value::as_array)
         .into_iter()
-        .flatten()
+        .flat_map(|q| q.counts)
         .map(|c| QueueCount {
-            queue: api::text(c, "queue"),
-            status: api::text(c, "status"),
-            count: api::number(c, "count"),
+            queue: c.queue,
+            status: c.status,
+            count: c.count,
         })
         .collect();
-    let dead_letters = api::items(&dead)
-        .iter()
+    let dead_letters = dead
+        .items
+        .into_iter()
         .map(|d| DeadLetter {
-            id: api::text(d, "id"),
-            plugin_id: api::text(d, "pluginId"),
-            attempts: api::number(d, "attempts"),
-            last_error: api::text(d, "lastError"),
+            id: d.id,
+            plugin_id: d.plugin_id,
+            attempts: d.attempts,
+            last_error: d.last_error.unwrap_or_default(),
         })
         .collect();
     let code = frame.settle(outcome);
@@ -135,9 +139,9 @@ async fn show(
         &InventoryPage {
             frame,
             pipelines: pipeline_rows,
-            pipeline_total: api::total(&pipelines),
+            pipeline_total,
             plugins: plugin_rows,
-            plugin_total: api::total(&plugins),
+            plugin_total,
             queue,
             dead: dead_letters,
         },
@@ -165,7 +169,7 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
             "replay" => {
                 let id = segment(field(&form, "jobId"))?;
                 let uri = format!("/api/plugins/queue/dlq/{id}/replay");
-                act(&visitor.api, (Method::POST, &uri), &org, None).await?;
+                act::<IgnoredAny>(&visitor.api, (Method::POST, &uri), &org, None).await?;
                 Ok(format!("job {id} replayed"))
             }
             _ => Err(unknown_action()),

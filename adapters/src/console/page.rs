@@ -7,15 +7,17 @@ use std::sync::OnceLock;
 use askama::Template;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use serde_json::Value;
+use serde::de::DeserializeOwned;
 
-use super::api::{self, Refusal};
+use super::api::{self, Listed, Refusal};
 use super::assets;
 use super::session::Visitor;
 use super::Console;
 use crate::code::ErrorCode;
 use crate::http::guard::{Access, OrgFrom};
+use crate::http::organizations::{MyOrganization, Organization};
 use crate::services::access;
+use crate::services::accounts::Me;
 use crate::services::context::Caller;
 
 /// The operations the pages may call (their buttons and their reads), judged once
@@ -161,20 +163,35 @@ pub struct Banner {
 }
 
 impl Frame {
-    /// `GET uri` in this organization when the API would admit `operation`; when it
-    /// would not, `null` (an empty list to the page) and `label` is named among what
-    /// the page withholds.
-    pub async fn read(
+    /// `GET uri` in this organization, decoded into the API's own `T`, when the API
+    /// would admit `operation`; when it would not, nothing, and `label` is named
+    /// among what the page withholds.
+    pub async fn read<T: DeserializeOwned>(
         &mut self,
         visitor: &Visitor,
         (operation, label): (&str, &'static str),
         uri: &str,
-    ) -> Result<Value, Refusal> {
+    ) -> Result<Option<T>, Refusal> {
         if self.may(operation) {
-            visitor.api.get(uri, Some(&self.org)).await
+            visitor.api.get(uri, Some(&self.org)).await.map(Some)
         } else {
             self.withheld.push(label);
-            Ok(Value::Null)
+            Ok(None)
+        }
+    }
+
+    /// A page of `T`s under `key` (`GET uri`), as [`Frame::read`] judges it: an
+    /// empty page when withheld.
+    pub async fn list<T: DeserializeOwned>(
+        &mut self,
+        visitor: &Visitor,
+        (operation, label): (&str, &'static str),
+        uri: &str,
+        key: &str,
+    ) -> Result<Listed<T>, Refusal> {
+        match self.read(visitor, (operation, label), uri).await? {
+            Some(page) => api::listed(page, key),
+            None => Ok(Listed::default()),
         }
     }
 
@@ -214,69 +231,61 @@ impl Frame {
         (title, path): (&'static str, &str),
     ) -> Result<Frame, Refusal> {
         let asked = query.get("org").map(String::as_str);
-        let mine = visitor
+        let orgs = visitor
             .api
-            .get("/api/me/organizations?limit=100", None)
-            .await?;
-        let orgs = api::items(&mine);
+            .list::<MyOrganization>("/api/me/organizations?limit=100", None, "organizations")
+            .await?
+            .items;
         let org = asked
             .filter(|o| !o.is_empty())
             .map(str::to_owned)
-            .or_else(|| orgs.first().map(|o| api::text(o, "id")))
+            .or_else(|| orgs.first().map(|o| o.id.clone()))
             .unwrap_or_default();
         let state = &console.state;
         let super_admin = access::is_super_admin(&state.store, &visitor.session.user_id)
             .await
             .map_err(Refusal::from)?;
         // Roots first, each followed by its teams.
-        let mut roots: Vec<&Value> = orgs
-            .iter()
-            .filter(|o| api::text(o, "parentOrgId").is_empty())
-            .collect();
-        roots.sort_by_key(|o| api::text(o, "name"));
+        let mut roots: Vec<&MyOrganization> =
+            orgs.iter().filter(|o| o.parent_org_id.is_none()).collect();
+        roots.sort_by(|a, b| a.name.cmp(&b.name));
         let mut choices = Vec::new();
         let mut placed = BTreeSet::new();
         for root in roots {
-            let id = api::text(root, "id");
-            placed.insert(id.clone());
+            placed.insert(root.id.as_str());
             choices.push(Choice {
-                selected: id == org,
-                label: api::text(root, "name"),
-                id: id.clone(),
+                selected: root.id == org,
+                label: root.name.clone(),
+                id: root.id.clone(),
             });
-            let mut teams: Vec<&Value> = orgs
+            let mut teams: Vec<&MyOrganization> = orgs
                 .iter()
-                .filter(|o| api::text(o, "parentOrgId") == id)
+                .filter(|o| o.parent_org_id.as_deref() == Some(root.id.as_str()))
                 .collect();
-            teams.sort_by_key(|o| api::text(o, "name"));
+            teams.sort_by(|a, b| a.name.cmp(&b.name));
             for team in teams {
-                let team_id = api::text(team, "id");
-                placed.insert(team_id.clone());
+                placed.insert(team.id.as_str());
                 choices.push(Choice {
-                    selected: team_id == org,
-                    label: format!("{} / {}", api::text(root, "name"), api::text(team, "name")),
-                    id: team_id,
+                    selected: team.id == org,
+                    label: format!("{} / {}", root.name, team.name),
+                    id: team.id.clone(),
                 });
             }
         }
         // Teams whose root the visitor does not belong to.
-        for other in orgs
-            .iter()
-            .filter(|o| !placed.contains(&api::text(o, "id")))
-        {
-            let id = api::text(other, "id");
+        for other in orgs.iter().filter(|o| !placed.contains(o.id.as_str())) {
             choices.push(Choice {
-                selected: id == org,
-                label: api::text(other, "name"),
-                id,
+                selected: other.id == org,
+                label: other.name.clone(),
+                id: other.id.clone(),
             });
         }
         if !org.is_empty() && !choices.iter().any(|c| c.selected) {
             // An organization the visitor is not a member of (a super-admin's look):
             // named as the API names it (a refusal shows on the page's reads).
             let uri = format!("/api/organization/{}", api::segment(&org)?);
-            let label = match visitor.api.get(&uri, None).await {
-                Ok(found) => api::text(&found, "name"),
+            let label = match visitor.api.get::<Organization>(&uri, None).await {
+                Ok(found) => found.name,
                 Err(refusal) if refusal.signed_out() => return Err(refusal),
                 Err(_) => org.clone(),
             };
@@ -310,8 +319,8 @@ impl Frame {
             };
             let parent = orgs
                 .iter()
-                .find(|o| api::text(o, "id") == org)
-                .map(|o| api::text(o, "parentOrgId"))
+                .find(|o| o.id == org)
+                .and_then(|o| o.parent_org_id.clone())
                 .unwrap_or_default();
             for &operation in OPERATIONS {
                 if admits(console, &caller, (&org, &parent), super_admin, operation).await? {
@@ -476,16 +485,11 @@ struct EmptyPage {
 /// `GET /api/me` answers it; a user with no account here (a token of another
 /// issuer) by the session's e-mail, and only without one by id.
 async fn who(visitor: &Visitor) -> Result<String, Refusal> {
-    match visitor.api.get("/api/me", None).await {
-        Ok(me) => {
-            let email = api::text(&me, "email");
-            let name = api::text(&me, "name");
-            Ok(if name.is_empty() {
-                email
-            } else {
-                format!("{name} ({email})")
-            })
-        }
+    match visitor.api.get::<Me>("/api/me", None).await {
+        Ok(Me { account, .. }) => Ok(match account.name.filter(|name| !name.is_empty()) {
+            Some(name) => format!("{name} ({})", account.email),
+            None => account.email,
+        }),
         Err(refusal) if refusal.status == StatusCode::NOT_FOUND => Ok(visitor
             .session
             .email

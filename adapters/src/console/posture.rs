@@ -8,22 +8,23 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::Value;
 
 use super::api::{self, Refusal};
 use super::page::{self, Frame};
 use super::session::Visitor;
 use super::Console;
 use crate::code::ErrorCode;
+use crate::http::scans::CompliancePosture;
+use crate::policy_report::PolicyReport;
 
 /// A target's counts.
 pub struct Counts {
     target: String,
-    total: i64,
-    pass: i64,
-    warn: i64,
-    block: i64,
-    error: i64,
+    total: u64,
+    pass: u64,
+    warn: u64,
+    block: u64,
+    error: u64,
 }
 
 /// A rule failing often.
@@ -32,7 +33,7 @@ pub struct Failing {
     rule_name: String,
     severity: String,
     target: String,
-    violations: i64,
+    violations: u64,
 }
 
 /// One result of the filtered report.
@@ -87,26 +88,19 @@ fn report_uri(q: &HashMap<String, String>) -> String {
     )
 }
 
-fn rows_of(report: &Value) -> Vec<Row> {
+fn rows_of(report: &PolicyReport) -> Vec<Row> {
     report
-        .get("results")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+        .results
+        .iter()
         .map(|r| {
-            let resource = r
-                .get("resources")
-                .and_then(Value::as_array)
-                .and_then(|list| list.first())
-                .cloned()
-                .unwrap_or(Value::Null);
+            let resource = r.resources.first();
             Row {
-                entity: api::text(&resource, "name"),
-                uid: api::text(&resource, "uid"),
-                rule: api::text(r, "rule"),
-                result: api::text(r, "result"),
-                severity: api::text(r, "severity"),
-                message: api::text(r, "message"),
+                entity: resource.map(|e| e.name.clone()).unwrap_or_default(),
+                uid: resource.map(|e| e.uid.clone()).unwrap_or_default(),
+                rule: r.rule.clone(),
+                result: api::wire(&r.result),
+                severity: r.severity.as_ref().map(api::wire).unwrap_or_default(),
+                message: r.message.clone(),
             }
         })
         .collect()
@@ -139,49 +133,46 @@ async fn show(
     // Always asked: a visitor the API refuses (not a member, no `compliance:read`)
     // gets the refusal and its status, never a page of zeros that reads as clean.
     let (posture, report) = tokio::join!(
-        visitor.api.get("/api/compliance/posture?top=10", org),
-        visitor.api.get(&report_uri, org)
+        visitor
+            .api
+            .get::<CompliancePosture>("/api/compliance/posture?top=10", org),
+        visitor.api.get::<PolicyReport>(&report_uri, org)
     );
     let posture = posture?;
     let counts = ["pipeline", "plugin"]
         .iter()
         .map(|t| {
-            let c = posture
-                .get("byTarget")
-                .and_then(|b| b.get(*t))
-                .cloned()
-                .unwrap_or(Value::Null);
+            let c = posture.by_target.get(*t);
             Counts {
                 target: (*t).to_owned(),
-                total: api::number(&c, "total"),
-                pass: api::number(&c, "pass"),
-                warn: api::number(&c, "warn"),
-                block: api::number(&c, "block"),
-                error: api::number(&c, "error"),
+                total: c.map_or(0, |c| c.total),
+                pass: c.map_or(0, |c| c.pass),
+                warn: c.map_or(0, |c| c.warn),
+                block: c.map_or(0, |c| c.block),
+                error: c.map_or(0, |c| c.error),
             }
         })
         .collect();
     let failing = posture
-        .get("topFailingRules")
-        .and_then(Value::as_array)
+        .top_failing_rules
         .into_iter()
-        .flatten()
         .map(|r| Failing {
-            rule_id: api::text(r, "ruleId"),
-            rule_name: api::text(r, "ruleName"),
-            severity: api::text(r, "severity"),
-            target: api::text(r, "target"),
-            violations: api::number(r, "violations"),
+            rule_id: r.rule_id,
+            rule_name: r.rule_name,
+            severity: r.severity,
+            target: r.target,
+            violations: r.violations,
         })
         .collect();
     let (target, status, rule) = filter(q);
     let (rows, matched, error) = match report {
         Ok(report) => {
             let matched = report
-                .pointer("/metadata/annotations/compliance~1page-total")
-                .and_then(Value::as_str)
-                .unwrap_or("0")
-                .to_owned();
+                .metadata
+                .annotations
+                .get(PAGE_TOTAL)
+                .cloned()
+                .unwrap_or_else(|| "0".to_owned());
             (rows_of(&report), matched, None)
         }
         Err(refusal) if refusal.signed_out() => return Err(refusal),
@@ -244,14 +235,17 @@ impl Pages {
     }
 
     /// The next page's report; `None` after the last.
-    async fn next(&mut self) -> Option<Result<Value, Refusal>> {
+    async fn next(&mut self) -> Option<Result<PolicyReport, Refusal>> {
         if self.done {
             return None;
         }
         let mut q = self.q.clone();
         q.insert("limit".to_owned(), self.limit.to_string());
         q.insert("offset".to_owned(), self.offset.to_string());
-        let page = self.api.get(&report_uri(&q), Some(&self.org)).await;
+        let page = self
+            .api
+            .get::<PolicyReport>(&report_uri(&q), Some(&self.org))
+            .await;
         match &page {
             Ok(report) => {
                 let total: u64 = annotation(report, PAGE_TOTAL).parse().unwrap_or(0);
@@ -266,14 +260,13 @@ impl Pages {
 
 const PAGE_TOTAL: &str = "compliance/page-total";
 
-fn annotation(report: &Value, name: &str) -> String {
+fn annotation(report: &PolicyReport, name: &str) -> String {
     report
-        .get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get(name))
-        .and_then(Value::as_str)
+        .metadata
+        .annotations
+        .get(name)
+        .cloned()
         .unwrap_or_default()
-        .to_owned()
 }
 
 /// A streamed download: `prefix` (the first page's bytes, read before answering, so
@@ -284,7 +277,7 @@ fn download(
     (media, filename): (&'static str, &'static str),
     prefix: Vec<u8>,
     pages: Pages,
-    bytes_of: fn(&Value, bool) -> Vec<u8>,
+    bytes_of: fn(&PolicyReport, bool) -> Vec<u8>,
     suffix: Vec<u8>,
 ) -> Response {
     use futures_util::StreamExt;
@@ -338,32 +331,25 @@ pub async fn report(
     let first = match pages.next().await {
         Some(Ok(first)) => first,
         Some(Err(refusal)) => return page::refused(refusal),
-        None => Value::Null,
+        None => return page::refused(Refusal::internal("the export read no page")),
     };
-    // The frame of the first page, its results left for the stream.
-    const MARK: &str = "\u{1}results\u{1}";
+    // The frame of the first page, its results left for the stream: `results` is
+    // the report's last member, so its empty list closes the frame's text.
     let mut frame = first.clone();
     let total = annotation(&first, PAGE_TOTAL);
-    if let Some(annotations) = frame
-        .get_mut("metadata")
-        .and_then(|m| m.get_mut("annotations"))
-        .and_then(Value::as_object_mut)
-    {
-        annotations.insert("compliance/page-offset".to_owned(), Value::from("0"));
-        annotations.insert("compliance/page-limit".to_owned(), Value::from(total));
-    }
-    if let Some(map) = frame.as_object_mut() {
-        map.insert("results".to_owned(), Value::from(MARK));
-    }
-    let text = frame.to_string();
-    let marked = format!("\"{}\"", MARK.replace('\u{1}', "\\u0001"));
-    let Some((before, after)) = text.split_once(&marked) else {
+    let annotations = &mut frame.metadata.annotations;
+    annotations.insert("compliance/page-offset".to_owned(), "0".to_owned());
+    annotations.insert("compliance/page-limit".to_owned(), total);
+    frame.results = Vec::new();
+    let text = serde_json::to_string(&frame).unwrap_or_default();
+    let Some(before) = text.strip_suffix("[]}") else {
         return page::refused(Refusal {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             code: ErrorCode::InternalError,
             message: "the export could not be written".to_owned(),
         });
     };
+    let after = "}";
     let mut prefix = format!("{before}[").into_bytes();
     prefix.extend(results_json(&first, false));
     let suffix = format!("]{after}").into_bytes();
@@ -380,14 +366,14 @@ pub async fn report(
 }
 
 /// A page's results as the items of a JSON array (after a comma when `later`).
-fn results_json(report: &Value, later: bool) -> Vec<u8> {
+fn results_json(report: &PolicyReport, later: bool) -> Vec<u8> {
     let mut out = Vec::new();
-    let results = report.get("results").and_then(Value::as_array);
-    for (i, result) in results.into_iter().flatten().enumerate() {
+    for (i, result) in report.results.iter().enumerate() {
         if later || i > 0 {
             out.push(b',');
         }
-        out.extend(result.to_string().into_bytes());
+        // A result is strings, numbers and maps of strings: it always serializes.
+        out.extend(serde_json::to_vec(result).unwrap_or_default());
     }
     out
 }
@@ -403,7 +389,7 @@ fn cell(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// A page's results as CSV rows (the header before the first page's).
-fn csv_rows(report: &Value, later: bool) -> Vec<u8> {
+fn csv_rows(report: &PolicyReport, later: bool) -> Vec<u8> {
     let mut out = ::csv::Writer::from_writer(Vec::new());
     let mut written = if later {
         Ok(())
@@ -440,7 +426,7 @@ pub async fn csv(
     let first = match pages.next().await {
         Some(Ok(first)) => first,
         Some(Err(refusal)) => return page::refused(refusal),
-        None => Value::Null,
+        None => return page::refused(Refusal::internal("the export read no page")),
     };
     download(
         (

@@ -7,25 +7,26 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::api::{self, act, segment, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
 use super::session::{Posted, Visitor};
 use super::{field, Console};
+use crate::http::scans::{Scan, ScanSchedule};
 
 /// A scan as a row.
 pub struct ScanRow {
     id: String,
     target: String,
     status: String,
-    scanned: i64,
-    total: i64,
-    passed: i64,
-    warned: i64,
-    blocked: i64,
-    errors: i64,
+    scanned: u64,
+    total: u64,
+    passed: u64,
+    warned: u64,
+    blocked: u64,
+    errors: u64,
     started_at: String,
 }
 
@@ -35,19 +36,19 @@ impl ScanRow {
     }
 }
 
-fn scan_row(s: &Value) -> ScanRow {
-    let c = s.get("counts").cloned().unwrap_or(Value::Null);
+fn scan_row(s: Scan) -> ScanRow {
+    let c = s.counts;
     ScanRow {
-        id: api::text(s, "id"),
-        target: api::text(s, "target"),
-        status: api::text(s, "status"),
-        scanned: api::number(&c, "scanned"),
-        total: api::number(&c, "total"),
-        passed: api::number(&c, "passed"),
-        warned: api::number(&c, "warned"),
-        blocked: api::number(&c, "blocked"),
-        errors: api::number(&c, "errors"),
-        started_at: api::text(s, "startedAt"),
+        id: s.id,
+        target: s.target,
+        status: s.status,
+        scanned: c.scanned,
+        total: c.total,
+        passed: c.passed,
+        warned: c.warned,
+        blocked: c.blocked,
+        errors: c.errors,
+        started_at: api::instant(&s.started_at),
     }
 }
 
@@ -86,28 +87,31 @@ async fn show(
         return Ok(page::empty(frame));
     }
     let scans = frame
-        .read(
+        .list::<Scan>(
             visitor,
             ("listScans", "scans"),
             "/api/compliance/scans?limit=20",
+            "scans",
         )
         .await?;
     let schedules = frame
-        .read(
+        .list::<ScanSchedule>(
             visitor,
             ("listScanSchedules", "schedules"),
             "/api/compliance/scan-schedules?limit=50",
+            "schedules",
         )
         .await?;
-    let scans = api::items(&scans).iter().map(scan_row).collect();
-    let schedules = api::items(&schedules)
-        .iter()
+    let scans = scans.items.into_iter().map(scan_row).collect();
+    let schedules = schedules
+        .items
+        .into_iter()
         .map(|s| ScheduleRow {
-            cron: api::text(s, "cronExpression"),
-            target: api::text(s, "target"),
-            active: s.get("isActive").and_then(Value::as_bool).unwrap_or(false),
-            next_run_at: api::text(s, "nextRunAt"),
-            last_run_at: api::text(s, "lastRunAt"),
+            cron: s.cron_expression,
+            target: s.target,
+            active: s.is_active,
+            next_run_at: s.next_run_at.as_ref().map(api::instant).unwrap_or_default(),
+            last_run_at: s.last_run_at.as_ref().map(api::instant).unwrap_or_default(),
         })
         .collect();
     let code = frame.settle(outcome);
@@ -141,11 +145,11 @@ pub async fn progress(
     let org = q.get("org").cloned().unwrap_or_default();
     let shown = async {
         let uri = format!("/api/compliance/scans/{}", segment(&id)?);
-        let scan = visitor.api.get(&uri, Some(&org)).await?;
+        let scan: Scan = visitor.api.get(&uri, Some(&org)).await?;
         Ok::<_, Refusal>(page::render(
             &Progress {
                 org: org.clone(),
-                scan: scan_row(&scan),
+                scan: scan_row(scan),
             },
             StatusCode::OK,
         ))
@@ -161,20 +165,20 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
         match field(&form, "action") {
             "start" => {
                 let body = json!({"target": field(&form, "target")});
-                let scan = act(
+                let scan: Scan = act(
                     &visitor.api,
                     (Method::POST, "/api/compliance/scans"),
                     &org,
                     Some(body),
                 )
                 .await?;
-                Ok(format!("scan {} started", api::text(&scan, "id")))
+                Ok(format!("scan {} started", scan.id))
             }
             "cancel" => {
                 let id = segment(field(&form, "id"))?;
                 let uri = format!("/api/compliance/scans/{id}/cancel");
-                let scan = act(&visitor.api, (Method::POST, &uri), &org, None).await?;
-                Ok(format!("scan {id} is {}", api::text(&scan, "status")))
+                let scan: Scan = act(&visitor.api, (Method::POST, &uri), &org, None).await?;
+                Ok(format!("scan {id} is {}", scan.status))
             }
             _ => Err(unknown_action()),
         }

@@ -282,7 +282,7 @@ pub(crate) async fn login(
     let password = form.get("password").cloned().unwrap_or_default();
     let api = Api::new(console.api.clone(), None, peer, &headers);
     let answer = api
-        .json(Call {
+        .data::<crate::services::accounts::Session>(Call {
             method: Some(Method::POST),
             uri: "/api/auth/login",
             body: Some(json!({"identifier": identifier, "password": password})),
@@ -293,8 +293,7 @@ pub(crate) async fn login(
         Ok(session) => session,
         Err(refusal) => return page::login(Some(&refusal.message), &identifier, refusal.status),
     };
-    let token = super::api::text(&signed_in, "accessToken");
-    match sessions::open(&console.state, &token, Utc::now()).await {
+    match sessions::open(&console.state, &signed_in.access_token, Utc::now()).await {
         Ok(opened) => {
             let max_age = sessions::CONSOLE_SESSION_LIFETIME.as_secs();
             with_cookie(&console, &headers, (&opened.cookie, max_age), "/console")

@@ -66,7 +66,7 @@ pub async fn verify(
     };
     let api = Api::new(console.api.clone(), None, peer, &headers);
     let answer = api
-        .json(Call {
+        .data::<serde::de::IgnoredAny>(Call {
             method: Some(Method::POST),
             uri: "/api/auth/verify-email",
             body: Some(body),

@@ -25,25 +25,25 @@ fn version_of(version: Option<i64>) -> Result<i64, ApiError> {
 }
 
 /// A list of rules.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub(crate) struct RuleList {
-    rules: Vec<AlertRule>,
+    pub(crate) rules: Vec<AlertRule>,
 }
 
 /// A list of destinations.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub(crate) struct DestinationList {
-    destinations: Vec<Destination>,
+    pub(crate) destinations: Vec<Destination>,
 }
 
 /// A rule's history.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub(crate) struct History {
     /// The rule.
     #[serde(rename = "ruleId")]
     rule_id: String,
     /// Its transitions, newest first, each with its deliveries.
-    transitions: Vec<HistoryEntry>,
+    pub(crate) transitions: Vec<HistoryEntry>,
 }
 
 /// `GET /api/alerts/rules`.

@@ -76,10 +76,10 @@ pub(crate) struct AnnouncementEdit {
 }
 
 /// An announcement.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Announcement {
-    id: String,
+    pub(crate) id: String,
     audience: AudienceKind,
     /// The organization, for an organization's announcement.
     org_id: Option<String>,
@@ -87,19 +87,19 @@ pub(crate) struct Announcement {
     team_ids: Vec<String>,
     organization_ids: Vec<String>,
     tier: Option<Tier>,
-    title: String,
+    pub(crate) title: String,
     /// The text as posted.
-    body: String,
+    pub(crate) body: String,
     /// The text as HTML: a safe subset of Markdown, no HTML of the author's.
     body_html: String,
-    severity: Severity,
-    starts_at: DateTime<Utc>,
+    pub(crate) severity: Severity,
+    pub(crate) starts_at: DateTime<Utc>,
     ends_at: Option<DateTime<Utc>>,
     /// Where it stands now.
     phase: Phase,
-    dismissible: bool,
+    pub(crate) dismissible: bool,
     /// When the reader dismissed it.
-    dismissed_at: Option<DateTime<Utc>>,
+    pub(crate) dismissed_at: Option<DateTime<Utc>>,
     created_by: String,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,

@@ -17,27 +17,27 @@ use crate::services::audit::{self, AuditFilter, ChainReport, CheckpointRecord};
 
 /// A sealed audit event as the API answers it: the event after redaction, with its
 /// place in its chain.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AuditEvent {
     id: String,
     /// 1, 2, 3... within the chain.
-    seq: u64,
+    pub(crate) seq: u64,
     /// `affectedOrgId` if set, else `orgId`.
     chain_key: String,
-    action: String,
-    actor_id: String,
-    actor_email: Option<String>,
+    pub(crate) action: String,
+    pub(crate) actor_id: String,
+    pub(crate) actor_email: Option<String>,
     org_id: String,
     affected_org_id: Option<String>,
-    target_type: Option<String>,
-    target_id: Option<String>,
+    pub(crate) target_type: Option<String>,
+    pub(crate) target_id: Option<String>,
     /// Context, redacted.
     details: Value,
-    outcome: Option<String>,
+    pub(crate) outcome: Option<String>,
     occurred_at: DateTime<Utc>,
     /// Ingest time; never decreases along a chain.
-    created_at: DateTime<Utc>,
+    pub(crate) created_at: DateTime<Utc>,
     service: Option<String>,
     idempotency_key: Option<String>,
     /// The version of the redaction rules applied.
@@ -101,18 +101,18 @@ impl From<CheckpointRecord> for Checkpoint {
 }
 
 /// A chain's verification: `ok` only when the chain and its checkpoints hold.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ChainVerdict {
-    ok: bool,
+    pub(crate) ok: bool,
     /// The first row that fails.
     #[serde(skip_serializing_if = "Option::is_none")]
-    broken_at: Option<AuditEvent>,
+    pub(crate) broken_at: Option<AuditEvent>,
     /// Why it fails (`{kind}`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<Value>,
+    pub(crate) reason: Option<Value>,
     /// Rows checked (up to and including the broken one).
-    count: u64,
+    pub(crate) count: u64,
     /// The first surviving row's seq.
     first_seq: Option<u64>,
     /// The last row checked.
@@ -121,7 +121,7 @@ pub(crate) struct ChainVerdict {
     head_hash: Option<String>,
     /// The chain against its signed checkpoints, when they are on.
     #[serde(skip_serializing_if = "Option::is_none")]
-    checkpoints: Option<Value>,
+    pub(crate) checkpoints: Option<Value>,
 }
 
 impl From<ChainReport> for ChainVerdict {

@@ -46,15 +46,15 @@ pub(crate) struct SeatLimitBody {
 }
 
 /// A bundle as offered to the account's tier.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct BundleOffer {
-    id: BundleId,
+    pub(crate) id: BundleId,
     /// What one unit grants.
-    grant: Grant,
+    pub(crate) grant: Grant,
     monthly_cents: u64,
     annual_cents: u64,
-    monthly_usd: f64,
+    pub(crate) monthly_usd: f64,
     annual_usd: f64,
     /// Whether more than one unit may be held.
     stackable: bool,
@@ -77,18 +77,18 @@ impl From<Offer> for BundleOffer {
 }
 
 /// The bundles offered, none unless the operator enabled them and billing is direct.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub(crate) struct Bundles {
-    enabled: bool,
-    bundles: Vec<BundleOffer>,
+    pub(crate) enabled: bool,
+    pub(crate) bundles: Vec<BundleOffer>,
 }
 
 /// The effective entitlement: each limit with its base and bundle contributions.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Entitlement {
     tier: Tier,
-    limits: Vec<LimitBreakdown>,
+    pub(crate) limits: Vec<LimitBreakdown>,
     features: BTreeSet<Feature>,
     /// Features bought or granted (synchronized to the platform).
     purchased_features: BTreeSet<Feature>,
@@ -96,20 +96,20 @@ pub(crate) struct Entitlement {
 }
 
 /// An account's billing subscription and the entitlement it gives.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Subscription {
     /// The `{id}` of the add-on endpoints.
-    id: String,
+    pub(crate) id: String,
     /// The account root.
     org_id: String,
     tier: Tier,
     status: String,
     billing_provider: BillingProvider,
-    addons: Vec<AppliedBundle>,
+    pub(crate) addons: Vec<AppliedBundle>,
     /// Raised by every change.
     version: i64,
-    entitlement: Entitlement,
+    pub(crate) entitlement: Entitlement,
 }
 
 impl From<SubscriptionView> for Subscription {

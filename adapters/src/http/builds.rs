@@ -12,21 +12,21 @@ use crate::http::state::{AppState, Caller};
 use crate::services::builds::{self, BuildJobRecord};
 
 /// A build of a plugin's image.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct BuildJob {
-    id: String,
+    pub(crate) id: String,
     org_id: String,
-    plugin_id: String,
+    pub(crate) plugin_id: String,
     image: String,
     /// `tier` or `dlq`.
     queue: String,
     /// `queued`, `running`, `completed`, `failed`, `timed_out`, `replayed` or `purged`.
     status: String,
     /// Attempts made in its queue.
-    attempts: u32,
+    pub(crate) attempts: u32,
     /// The last attempt's error (bounded).
-    last_error: Option<String>,
+    pub(crate) last_error: Option<String>,
     /// `succeeded`, `failed` or `timed_out`.
     last_outcome: Option<String>,
     /// Not before.
@@ -58,18 +58,18 @@ impl From<BuildJobRecord> for BuildJob {
 }
 
 /// How many jobs stand in one queue at one status.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub(crate) struct QueueCount {
     /// `tier` or `dlq`.
-    queue: String,
-    status: String,
-    count: u64,
+    pub(crate) queue: String,
+    pub(crate) status: String,
+    pub(crate) count: u64,
 }
 
 /// Job counts by queue and status.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub(crate) struct QueueStatus {
-    counts: Vec<QueueCount>,
+    pub(crate) counts: Vec<QueueCount>,
 }
 
 /// How many dead letters a purge removed.

@@ -59,21 +59,21 @@ pub(crate) struct ImpactPreview {
 }
 
 /// A published rule, with whether the organization subscribes to it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct CatalogRule {
     #[serde(flatten)]
-    rule: OrgRule,
-    subscribed: bool,
+    pub(crate) rule: OrgRule,
+    pub(crate) subscribed: bool,
 }
 
 /// A subscription, with the rule as it applies (its pinned version, or the latest).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RuleSubscription {
-    rule_id: String,
-    is_active: bool,
-    pinned_version: Option<u32>,
+    pub(crate) rule_id: String,
+    pub(crate) is_active: bool,
+    pub(crate) pinned_version: Option<u32>,
     /// The latest published version (none once the rule is withdrawn).
     latest_version: Option<u32>,
     /// The rule at the version that applies.
@@ -110,12 +110,12 @@ pub(crate) struct Activated {
 }
 
 /// A subscription's pin.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Pin {
     rule_id: String,
     /// None: the subscription follows the latest version.
-    pinned_version: Option<u32>,
+    pub(crate) pinned_version: Option<u32>,
 }
 
 /// `{ruleId, unsubscribed: true}`.
@@ -136,11 +136,11 @@ pub(crate) struct AutoSubscribed {
 }
 
 /// Which validated entities a rule would fail.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub(crate) struct RuleImpact {
-    target: Target,
-    evaluated: u64,
-    failing: u64,
+    pub(crate) target: Target,
+    pub(crate) evaluated: u64,
+    pub(crate) failing: u64,
     /// The first failures: `{entityId, violation}`.
     samples: Vec<Value>,
     /// Where the entities come from.

@@ -20,17 +20,17 @@ use crate::services::exemptions::{self, ExemptionRecord};
 pub const BULK_LIMIT: usize = 500;
 
 /// An exemption as the API answers it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Exemption {
-    id: String,
+    pub(crate) id: String,
     org_id: String,
-    rule_id: String,
-    entity_id: String,
-    reason: String,
-    status: ExemptionStatus,
-    requested_by: String,
-    reviewed_by: Option<String>,
+    pub(crate) rule_id: String,
+    pub(crate) entity_id: String,
+    pub(crate) reason: String,
+    pub(crate) status: ExemptionStatus,
+    pub(crate) requested_by: String,
+    pub(crate) reviewed_by: Option<String>,
     review_note: Option<String>,
     /// When it stops waiving; none: until revoked.
     expires_at: Option<DateTime<Utc>>,

@@ -14,21 +14,21 @@ use crate::notify::Channel;
 use crate::services::notifications::{self, LogEntry, MessageRecord};
 
 /// A message of the organization's inbox.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Message {
-    id: String,
+    pub(crate) id: String,
     org_id: String,
     /// `notification`, `digest` or `announcement`.
     kind: String,
-    title: String,
-    body: String,
+    pub(crate) title: String,
+    pub(crate) body: String,
     /// The notification it delivers, if any.
     notification_id: Option<String>,
     /// Who posted it (`system` for notifications).
     created_by: String,
-    read_at: Option<DateTime<Utc>>,
-    created_at: DateTime<Utc>,
+    pub(crate) read_at: Option<DateTime<Utc>>,
+    pub(crate) created_at: DateTime<Utc>,
 }
 
 impl From<MessageRecord> for Message {

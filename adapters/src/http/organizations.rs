@@ -16,15 +16,15 @@ use crate::http::state::{AppState, Caller};
 use crate::services::organizations::{self, Creation, Export, Membership, OrgRecord};
 
 /// An organization (a root or a team) as the API answers it.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Organization {
     id: String,
-    name: String,
+    pub(crate) name: String,
     display_name: Option<String>,
     /// The root of a team; none for a root.
     parent_org_id: Option<String>,
-    tier: Tier,
+    pub(crate) tier: Tier,
     is_system: bool,
     owner_id: String,
     created_at: chrono::DateTime<Utc>,
@@ -104,12 +104,12 @@ pub(crate) struct TransferOwner {
 }
 
 /// An organization the caller belongs to, with the membership and Roles there.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct MyOrganization {
-    id: String,
-    name: String,
-    parent_org_id: Option<String>,
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) parent_org_id: Option<String>,
     is_system: bool,
     role: MembershipRole,
     active: bool,
@@ -267,11 +267,11 @@ pub(crate) async fn restore(
 }
 
 /// An organization after a tier change, with the bundles the change removed.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TierChanged {
     #[serde(flatten)]
-    organization: Organization,
+    pub(crate) organization: Organization,
     /// The bundles the new tier is not eligible for, removed with the change (each
     /// audited as `billing.addon.remove`); empty when none.
     removed_bundles: Vec<entitlements::AppliedBundle>,

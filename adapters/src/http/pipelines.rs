@@ -16,19 +16,19 @@ use crate::services::pipelines::{
 };
 
 /// A pipeline as the API answers it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Pipeline {
-    id: String,
+    pub(crate) id: String,
     org_id: String,
     project: String,
     organization: String,
-    pipeline_name: String,
+    pub(crate) pipeline_name: String,
     access_modifier: AccessModifier,
     /// The pipeline's properties, as stored (checked as `PipelineProps` when saved).
     #[schema(value_type = crate::services::pipelines::PipelineProps)]
     props: Value,
-    compliance: EntityCompliance,
+    pub(crate) compliance: EntityCompliance,
     created_by: String,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,

@@ -16,13 +16,13 @@ use crate::inventory::{AccessModifier, BuildStatus, EntityCompliance};
 use crate::services::plugins::{self, PluginChange, PluginFilter, PluginRecord};
 
 /// A plugin as the API answers it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Plugin {
-    id: String,
+    pub(crate) id: String,
     org_id: String,
-    name: String,
-    version: String,
+    pub(crate) name: String,
+    pub(crate) version: String,
     description: Option<String>,
     access_modifier: AccessModifier,
     compute_type: Option<String>,
@@ -32,7 +32,7 @@ pub(crate) struct Plugin {
     commands: Vec<String>,
     install_commands: Vec<String>,
     dockerfile: Option<String>,
-    compliance: EntityCompliance,
+    pub(crate) compliance: EntityCompliance,
     build_status: BuildStatus,
     created_by: String,
     created_at: DateTime<Utc>,

@@ -55,7 +55,7 @@ fn names(keep: fn(&Dimension) -> bool) -> utoipa::openapi::RefOr<utoipa::openapi
 }
 
 /// One quota type of one organization.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct QuotaStatus {
     #[serde(rename = "type")]
@@ -63,9 +63,9 @@ pub(crate) struct QuotaStatus {
     dimension: Dimension,
     /// The account's limit (-1 unlimited).
     #[schema(minimum = -1)]
-    limit: i64,
+    pub(crate) limit: i64,
     /// Used by the whole account (the root and its teams): what the limit bounds.
-    used: u64,
+    pub(crate) used: u64,
     /// Used by this organization itself.
     own_used: u64,
     /// What is left (-1 unlimited).
@@ -75,7 +75,7 @@ pub(crate) struct QuotaStatus {
     percent: Option<f64>,
     /// When a monthly type starts again from zero.
     #[serde(skip_serializing_if = "Option::is_none")]
-    reset_at: Option<DateTime<Utc>>,
+    pub(crate) reset_at: Option<DateTime<Utc>>,
 }
 
 impl From<quotas::QuotaStatus> for QuotaStatus {
@@ -93,15 +93,15 @@ impl From<quotas::QuotaStatus> for QuotaStatus {
 }
 
 /// One organization's quotas.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct OrgQuotas {
     org_id: String,
     /// The account root whose pool it draws from.
     root_org_id: String,
-    tier: Tier,
+    pub(crate) tier: Tier,
     /// One entry per quota type, by its name.
-    quotas: BTreeMap<String, QuotaStatus>,
+    pub(crate) quotas: BTreeMap<String, QuotaStatus>,
 }
 
 impl From<quotas::OrgQuotas> for OrgQuotas {

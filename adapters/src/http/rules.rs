@@ -14,11 +14,11 @@ use crate::http::state::{AppState, Caller};
 use crate::services::rules::{self, RuleChange, RuleFilter, StoredRule};
 
 /// A rule as the API answers it: the rule, its organization and its timestamps.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct OrgRule {
     #[serde(flatten)]
-    rule: Rule,
+    pub(crate) rule: Rule,
     org_id: String,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
@@ -40,14 +40,14 @@ impl From<StoredRule> for OrgRule {
 }
 
 /// One version of a rule's history.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RuleVersion {
-    version: u32,
+    pub(crate) version: u32,
     /// `create`, `update` or `delete`, and the fields that changed.
-    change: Value,
-    changed_by: String,
-    changed_at: DateTime<Utc>,
+    pub(crate) change: Value,
+    pub(crate) changed_by: String,
+    pub(crate) changed_at: DateTime<Utc>,
     /// The rule as it was after the change.
     rule: Value,
 }

@@ -87,40 +87,40 @@ pub(crate) struct ScanBody {
 }
 
 /// A scan's counts.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub(crate) struct ScanCounts {
     /// Entities matching when it started (reconciled to `scanned` at the end).
-    total: u64,
-    scanned: u64,
-    passed: u64,
-    warned: u64,
-    blocked: u64,
+    pub(crate) total: u64,
+    pub(crate) scanned: u64,
+    pub(crate) passed: u64,
+    pub(crate) warned: u64,
+    pub(crate) blocked: u64,
     /// Entities that could not be judged.
-    errors: u64,
+    pub(crate) errors: u64,
 }
 
 /// A scan as the API answers it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Scan {
-    id: String,
+    pub(crate) id: String,
     org_id: String,
     #[schema(value_type = ScanTarget)]
-    target: String,
+    pub(crate) target: String,
     /// What narrows the sweep.
     #[schema(value_type = ScanFilter)]
     filter: Value,
     #[schema(value_type = ScanStatus)]
-    status: String,
+    pub(crate) status: String,
     /// `manual`, `schedule` or `rule-change`.
     origin: String,
     schedule_id: Option<String>,
     requested_by: String,
-    counts: ScanCounts,
+    pub(crate) counts: ScanCounts,
     /// SHA-256 of the rules the sweep used, once it has begun.
     rule_set_fingerprint: Option<String>,
     error: Option<String>,
-    started_at: DateTime<Utc>,
+    pub(crate) started_at: DateTime<Utc>,
     ended_at: Option<DateTime<Utc>>,
     updated_at: DateTime<Utc>,
 }
@@ -189,19 +189,19 @@ impl From<ScanResult> for ScanEntityResult {
 }
 
 /// A recurring scan.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ScanSchedule {
     id: String,
     org_id: String,
     #[schema(value_type = ScanTarget)]
-    target: String,
+    pub(crate) target: String,
     /// Five fields: minute hour dayOfMonth month dayOfWeek (UTC).
-    cron_expression: String,
-    is_active: bool,
+    pub(crate) cron_expression: String,
+    pub(crate) is_active: bool,
     /// None while inactive, or when the expression never fires.
-    next_run_at: Option<DateTime<Utc>>,
-    last_run_at: Option<DateTime<Utc>>,
+    pub(crate) next_run_at: Option<DateTime<Utc>>,
+    pub(crate) last_run_at: Option<DateTime<Utc>>,
     last_scan_id: Option<String>,
     created_by: String,
     created_at: DateTime<Utc>,
@@ -227,13 +227,13 @@ impl From<ScheduleRecord> for ScanSchedule {
 }
 
 /// Entities by current result.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub(crate) struct ResultCounts {
-    total: u64,
-    pass: u64,
-    warn: u64,
-    block: u64,
-    error: u64,
+    pub(crate) total: u64,
+    pub(crate) pass: u64,
+    pub(crate) warn: u64,
+    pub(crate) block: u64,
+    pub(crate) error: u64,
 }
 
 impl From<StatusCounts> for ResultCounts {
@@ -249,16 +249,16 @@ impl From<StatusCounts> for ResultCounts {
 }
 
 /// A rule and how many violations of it the entities carry.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct FailingRuleCount {
-    rule_id: String,
-    rule_name: String,
+    pub(crate) rule_id: String,
+    pub(crate) rule_name: String,
     #[schema(value_type = Severity)]
-    severity: String,
+    pub(crate) severity: String,
     #[schema(value_type = Target)]
-    target: String,
-    violations: u64,
+    pub(crate) target: String,
+    pub(crate) violations: u64,
 }
 
 impl From<FailingRule> for FailingRuleCount {
@@ -274,14 +274,14 @@ impl From<FailingRule> for FailingRuleCount {
 }
 
 /// The organization's entities by current result and the rules failing most.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct CompliancePosture {
     org_id: String,
     entities: ResultCounts,
     /// The same per target (`plugin`, `pipeline`).
-    by_target: BTreeMap<String, ResultCounts>,
-    top_failing_rules: Vec<FailingRuleCount>,
+    pub(crate) by_target: BTreeMap<String, ResultCounts>,
+    pub(crate) top_failing_rules: Vec<FailingRuleCount>,
     generated_at: DateTime<Utc>,
 }
 

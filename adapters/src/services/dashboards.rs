@@ -144,7 +144,7 @@ pub struct Panel {
 }
 
 /// A dashboard.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dashboard {
     /// Its id.
@@ -516,7 +516,7 @@ pub async fn clone(
 }
 
 /// One of the reports' answers, named by its report.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(tag = "report", content = "data")]
 pub enum ReportAnswer {
     /// `execution/count`.
@@ -590,7 +590,7 @@ pub async fn run_report(
 }
 
 /// One panel's data.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PanelData {
     /// The panel's index.
@@ -602,7 +602,7 @@ pub struct PanelData {
 }
 
 /// A dashboard's data over a range.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DashboardData {
     /// The dashboard.

@@ -96,7 +96,7 @@ fn entity_results(
         Target::Pipeline => "Pipeline",
     };
     let base = |rule: &str, result: ReportOutcome, message: String| ReportResult {
-        source: "compliance",
+        source: "compliance".into(),
         policy: policy.clone(),
         rule: rule.to_owned(),
         result,
@@ -105,8 +105,8 @@ fn entity_results(
         scored: true,
         properties: None,
         resources: vec![ReportResource {
-            api_version: "compliance/v1",
-            kind,
+            api_version: "compliance/v1".into(),
+            kind: kind.into(),
             name: name.to_owned(),
             uid: id.to_owned(),
         }],
@@ -255,7 +255,9 @@ pub async fn policy_report(
 
 /// One bucket of the posture trend: for each organization read, its last snapshot
 /// in the bucket, summed (`None` when no organization has one there).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct PosturePoint {
     /// The bucket's start.
@@ -274,7 +276,7 @@ pub struct PosturePoint {
 
 /// `GET /api/reports/compliance/posture-trend`: blocked and warned entities over
 /// the range, from the snapshots written hourly and at the end of each scan.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostureTrendReport {
     /// What was read.

@@ -11,8 +11,9 @@ use super::accounts::{account_from_row, AccountRecord, ACCOUNT};
 use super::decode::Decoder;
 use super::{stamp, taken, Store, StoreError, StoreResult};
 
-/// An account's state, as the administration list filters it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An account's state, as the administration list filters it and names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum AccountState {
     /// Verified, not disabled, not deleted.
     Active,
@@ -22,6 +23,18 @@ pub enum AccountState {
     Disabled,
     /// Deleted (a ghost).
     Deleted,
+}
+
+impl AccountState {
+    /// The state's name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            AccountState::Active => "active",
+            AccountState::Unverified => "unverified",
+            AccountState::Disabled => "disabled",
+            AccountState::Deleted => "deleted",
+        }
+    }
 }
 
 /// What the administration list is filtered by.

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tenancy::{Permission, SecondUse, SignInError, Throttle, ThrottlePolicy};
@@ -89,7 +89,7 @@ impl From<SignInRefusal> for ServiceError {
 }
 
 /// An account as the API shows it (no secret, no hash).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Account {
     /// The user's id (the tokens' `sub`).
@@ -115,7 +115,7 @@ pub struct Account {
 }
 
 /// The caller's account and the features it has.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Me {
     /// The account.
@@ -124,7 +124,7 @@ pub struct Me {
     /// The features the user has in `featuresOrgId` (its tier's and bundles', less
     /// those a flag of the user's own took away), and the preview features opened
     /// for the user; sorted.
-    pub features: Vec<&'static str>,
+    pub features: Vec<std::borrow::Cow<'static, str>>,
     /// The organization `features` are of: `x-org-id`, else the active
     /// organization, when the user stands in it.
     pub features_org_id: Option<String>,
@@ -551,7 +551,10 @@ pub async fn me(state: &AppState, caller: &Caller) -> ServiceResult<Me> {
     }
     Ok(Me {
         account,
-        features: entitlements::effective_user_features(&org_features, &flags),
+        features: entitlements::effective_user_features(&org_features, &flags)
+            .into_iter()
+            .map(std::borrow::Cow::Borrowed)
+            .collect(),
         features_org_id,
     })
 }

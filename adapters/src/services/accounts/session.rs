@@ -5,7 +5,7 @@
 use super::*;
 
 /// A signed-in session's tokens.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Session {
     /// The access token (a JWT) for `Authorization: Bearer`.
@@ -14,7 +14,7 @@ pub struct Session {
     pub refresh_token: String,
     /// Always `Bearer`.
     #[schema(example = "Bearer")]
-    pub token_type: &'static str,
+    pub token_type: std::borrow::Cow<'static, str>,
     /// The access token's lifetime, in seconds.
     pub expires_in: u64,
 }
@@ -109,7 +109,7 @@ pub(super) async fn start_session(
     Ok(Session {
         access_token: access,
         refresh_token: refresh,
-        token_type: "Bearer",
+        token_type: "Bearer".into(),
         expires_in,
     })
 }
@@ -231,7 +231,7 @@ pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> Servi
     Ok(Session {
         access_token: access,
         refresh_token: successor,
-        token_type: "Bearer",
+        token_type: "Bearer".into(),
         expires_in,
     })
 }

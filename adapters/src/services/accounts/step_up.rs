@@ -5,7 +5,7 @@
 use super::*;
 
 /// A step-up proof, for the `X-Step-Up-Token` header.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepUpProof {
     /// The proof (a JWT bound to the user).

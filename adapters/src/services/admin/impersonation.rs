@@ -33,7 +33,7 @@ pub struct Ask {
 }
 
 /// A started impersonation and its token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Started {
     /// The impersonation's id (`DELETE /api/admin/impersonations/{id}` ends it).
@@ -45,7 +45,7 @@ pub struct Started {
     pub access_token: String,
     /// Always `Bearer`.
     #[schema(example = "Bearer")]
-    pub token_type: &'static str,
+    pub token_type: std::borrow::Cow<'static, str>,
     /// Seconds until it expires.
     pub expires_in: u64,
     /// When it expires.
@@ -171,7 +171,7 @@ pub async fn start(
         id: row.id,
         user_id: row.user_id,
         access_token: token,
-        token_type: "Bearer",
+        token_type: "Bearer".into(),
         expires_in: lifetime.as_secs(),
         expires_at: row.expires_at,
         read_only: row.read_only,

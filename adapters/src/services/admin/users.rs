@@ -7,7 +7,7 @@
 //! transaction.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::services::accounts::{self, MailReason};
@@ -19,7 +19,7 @@ use crate::storage::{
 };
 
 /// An account as administration answers it (no secret, no hash).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AdminUser {
     /// The user's id.
@@ -30,7 +30,7 @@ pub struct AdminUser {
     pub name: Option<String>,
     /// `active`, `unverified`, `disabled` or `deleted`.
     #[schema(value_type = String, example = "active")]
-    pub state: &'static str,
+    pub state: AccountState,
     /// Whether the user is a super-admin.
     pub super_admin: bool,
     /// Whether an authenticator app is enrolled.
@@ -47,16 +47,16 @@ pub struct AdminUser {
     pub updated_at: DateTime<Utc>,
 }
 
-/// The state's name on the wire.
-pub fn state_name(account: &AccountRecord) -> &'static str {
+/// The account's state.
+pub fn state_of(account: &AccountRecord) -> AccountState {
     if account.deleted_at.is_some() {
-        "deleted"
+        AccountState::Deleted
     } else if account.disabled_at.is_some() {
-        "disabled"
+        AccountState::Disabled
     } else if account.email_verified_at.is_none() {
-        "unverified"
+        AccountState::Unverified
     } else {
-        "active"
+        AccountState::Active
     }
 }
 
@@ -76,7 +76,7 @@ fn parse_state(name: &str) -> ServiceResult<AccountState> {
 
 fn answer(account: AccountRecord, organizations: u64) -> AdminUser {
     AdminUser {
-        state: state_name(&account),
+        state: state_of(&account),
         user_id: account.user_id,
         email: account.email,
         name: account.name,

@@ -111,7 +111,7 @@ struct Settings {
 }
 
 /// A destination as answered (never its secret).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Destination {
     /// Its id.

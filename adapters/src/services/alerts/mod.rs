@@ -29,7 +29,7 @@ pub use destinations::*;
 pub use evaluation::*;
 
 /// A rule as answered.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AlertRule {
     /// Its id.
@@ -417,7 +417,7 @@ pub(crate) fn notification_of(
 pub const ALERT_CHANNEL: &str = "alert:";
 
 /// One delivery of a notice.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryDelivery {
     /// The destination.
@@ -433,7 +433,7 @@ pub struct HistoryDelivery {
 }
 
 /// One transition of a rule, with the deliveries of its notice.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEntry {
     /// Its number in the rule's history.

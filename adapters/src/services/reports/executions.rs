@@ -4,7 +4,7 @@
 use super::*;
 
 /// Executions by what they ended as.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
     /// Every execution.
@@ -38,7 +38,7 @@ impl Counts {
 }
 
 /// One pipeline's counts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PipelineCounts {
     /// The pipeline.
@@ -49,7 +49,7 @@ pub struct PipelineCounts {
 }
 
 /// `GET /api/reports/execution/count`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CountReport {
     /// What was read.
@@ -61,7 +61,7 @@ pub struct CountReport {
 }
 
 /// `GET /api/reports/execution/success-rate`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SuccessRateReport {
     /// What was read.
@@ -75,7 +75,7 @@ pub struct SuccessRateReport {
 }
 
 /// One pipeline's durations.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PipelineDurations {
     /// The pipeline.
@@ -86,7 +86,7 @@ pub struct PipelineDurations {
 
 /// `GET /api/reports/execution/duration`: over finished executions (succeeded,
 /// failed or stopped, with an end).
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DurationReport {
     /// What was read.
@@ -98,7 +98,7 @@ pub struct DurationReport {
 }
 
 /// One bucket of a stage's failures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CountBucket {
     /// The bucket's start.
@@ -108,7 +108,7 @@ pub struct CountBucket {
 }
 
 /// One stage's row of the heat map.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StageFailures {
     /// The pipeline.
@@ -122,7 +122,7 @@ pub struct StageFailures {
 }
 
 /// `GET /api/reports/execution/stage-failures`: a heat map of stage failures.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StageFailureReport {
     /// What was read.
@@ -134,7 +134,7 @@ pub struct StageFailureReport {
 }
 
 /// One stage's durations.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StageDurations {
     /// The pipeline.
@@ -146,7 +146,7 @@ pub struct StageDurations {
 }
 
 /// `GET /api/reports/execution/stage-bottlenecks`: the slowest stages.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BottleneckReport {
     /// What was read.
@@ -156,7 +156,7 @@ pub struct BottleneckReport {
 }
 
 /// One error category's failures.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CategoryCount {
     /// The category.
@@ -168,7 +168,7 @@ pub struct CategoryCount {
 }
 
 /// `GET /api/reports/execution/errors`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorReport {
     /// What was read.

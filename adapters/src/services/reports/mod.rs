@@ -38,7 +38,7 @@ pub const MAX_LIMIT: u32 = 100;
 pub const DEFAULT_LIMIT: u32 = 10;
 
 /// What an ingest did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Ingested {
     /// Events in the request.
@@ -197,7 +197,7 @@ fn derivation(
 }
 
 /// A resource name waiting for a registration (super-admins list them).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Unattributed {
     /// The resource name.
@@ -434,7 +434,7 @@ pub async fn query_for(
 }
 
 /// Which database a report's rows come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReadFrom {
     /// The primary: no standby is configured, or it lags by more than
@@ -521,7 +521,7 @@ pub struct ReportQuery {
 }
 
 /// The range and filters a report answered for.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportBasis {
     /// The first instant in.
@@ -573,7 +573,9 @@ impl ReportQuery {
 }
 
 /// Successes and failures, and their rate (none when both are zero).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Rate {
     /// Successes.
@@ -596,7 +598,7 @@ impl Rate {
 }
 
 /// One bucket of a rate series.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RateBucket {
     /// The bucket's start.

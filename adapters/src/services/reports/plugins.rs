@@ -3,7 +3,7 @@
 use super::*;
 
 /// The plugins by build status.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BuildStatuses {
     /// Waiting for a build.
@@ -19,7 +19,7 @@ pub struct BuildStatuses {
 }
 
 /// The plugin inventory now.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Inventory {
     /// Every plugin (each version counts).
@@ -35,7 +35,9 @@ pub struct Inventory {
 }
 
 /// Build attempts by outcome.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Attempts {
     /// Every attempt.
@@ -49,7 +51,7 @@ pub struct Attempts {
 }
 
 /// `GET /api/reports/plugins/summary`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PluginSummaryReport {
     /// What was read (the inventory is today's; the attempts the range's).
@@ -62,7 +64,7 @@ pub struct PluginSummaryReport {
 
 /// `GET /api/reports/plugins/build-success-rate`: attempts built over attempts
 /// ended (a timeout is a failure).
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BuildRateReport {
     /// What was read.
@@ -76,7 +78,7 @@ pub struct BuildRateReport {
 }
 
 /// One plugin's build durations.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PluginDurations {
     /// The plugin's name.
@@ -86,7 +88,7 @@ pub struct PluginDurations {
 }
 
 /// `GET /api/reports/plugins/build-duration`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BuildDurationReport {
     /// What was read.
@@ -98,7 +100,7 @@ pub struct BuildDurationReport {
 }
 
 /// One failure reason.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReasonCount {
     /// The reason: `timed out`, or the last line the builder wrote.
@@ -110,7 +112,7 @@ pub struct ReasonCount {
 }
 
 /// `GET /api/reports/plugins/build-failures`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BuildFailureReport {
     /// What was read.

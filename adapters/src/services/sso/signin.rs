@@ -447,7 +447,7 @@ async fn signed_in(
     Ok(Session {
         access_token: access,
         refresh_token: refresh,
-        token_type: "Bearer",
+        token_type: "Bearer".into(),
         expires_in,
     })
 }

@@ -237,7 +237,7 @@ pub async fn deliver(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResu
 }
 
 /// One target of a test.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TestTarget {
     /// What was sent to (an address, a host, PagerDuty).
@@ -253,7 +253,7 @@ pub struct TestTarget {
 }
 
 /// What a test did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TestResult {
     /// The destination's id (none for an unsaved one).
