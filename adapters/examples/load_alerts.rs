@@ -49,8 +49,8 @@ async fn main() -> Result<(), String> {
     let org = server
         .organization(&user, json!({ "name": name }), None)
         .await?;
-    let postgres = server.state.store.dialect() == adapters::storage::Dialect::Postgres;
-    support::load::seed_executions(&server.state.store, &org, seeded).await?;
+    let postgres = server.state.infra.store.dialect() == adapters::storage::Dialect::Postgres;
+    support::load::seed_executions(&server.state.infra.store, &org, seeded).await?;
     let windows = ["1h", "1d", "7d"];
     for i in 0..rules {
         let metric = METRICS[i % METRICS.len()];

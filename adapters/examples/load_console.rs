@@ -148,6 +148,7 @@ async fn main() -> Result<(), String> {
         let now = chrono::Utc::now();
         let claimed = server
             .state
+            .infra
             .store
             .claim_scan("load", now, now + chrono::Duration::seconds(60))
             .await

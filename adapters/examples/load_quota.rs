@@ -50,6 +50,7 @@ async fn main() -> Result<(), String> {
         )
         .await?;
     let root = app
+        .infra
         .store
         .organization(&root_id)
         .await
@@ -92,6 +93,7 @@ async fn main() -> Result<(), String> {
         ));
     }
     let pool = app
+        .infra
         .store
         .pool_usage(&root_id, "aiCalls")
         .await

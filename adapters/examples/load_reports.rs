@@ -70,10 +70,10 @@ async fn main() -> Result<(), String> {
     let org = server
         .organization(&user, json!({ "name": name }), None)
         .await?;
-    let pool = adapters::storage::pool_for_tests(&server.state.store);
+    let pool = adapters::storage::pool_for_tests(&server.state.infra.store);
     let now = Utc::now();
     let stamp = |t: chrono::DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Micros, true);
-    let postgres = server.state.store.dialect() == adapters::storage::Dialect::Postgres;
+    let postgres = server.state.infra.store.dialect() == adapters::storage::Dialect::Postgres;
     let sql = |text: &str| {
         if postgres {
             text.to_owned()
@@ -147,7 +147,7 @@ async fn main() -> Result<(), String> {
 
     // The reports over `seeded` executions of one organization over 90 days.
     let seed_started = Instant::now();
-    support::load::seed_executions(&server.state.store, &org, seeded).await?;
+    support::load::seed_executions(&server.state.infra.store, &org, seeded).await?;
     println!(
         "seeded {seeded} executions in {:.1} s",
         seed_started.elapsed().as_secs_f64()

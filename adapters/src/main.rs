@@ -95,7 +95,7 @@ async fn provision(config: Config, development: bool) -> Result<ExitCode, ExitCo
         Ok(account) => {
             // The registration's audit event is in the outbox; sealed now, not at
             // the next start.
-            let _ = adapters::workers::relay::drain(&state.store).await;
+            let _ = adapters::workers::relay::drain(&state.infra.store).await;
             print_out(&format!(
                 "super-admin account {} created for {}",
                 account.user_id, account.email
@@ -700,7 +700,7 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
         });
     }
     {
-        let (store, holder) = (state.store.clone(), holder.clone());
+        let (store, holder) = (state.infra.store.clone(), holder.clone());
         workers.spawn("judgement-move", move |shutdown| {
             adapters::workers::judgements::run(store, holder, shutdown)
         });
@@ -711,7 +711,7 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
             adapters::workers::quotas::run(state, holder, shutdown)
         });
     }
-    state.keys.prefetch().await;
+    state.infra.keys.prefetch().await;
     let grace = state.config.http.shutdown_grace;
     let app = router(state.clone());
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))

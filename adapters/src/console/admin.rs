@@ -158,7 +158,13 @@ pub async fn impersonate(
                 .unwrap_or_else(page::refused);
         }
     };
-    match sessions::open_impersonation(&console.state, &visitor.session, &started, Utc::now()).await
+    match sessions::open_impersonation(
+        &console.state.infra.store,
+        &visitor.session,
+        &started,
+        Utc::now(),
+    )
+    .await
     {
         Ok(opened) => session::switch_to(&console, &headers, &opened, "/console"),
         Err(error) => page::failure(&Refusal::from(error)),
@@ -168,7 +174,13 @@ pub async fn impersonate(
 /// `POST /console/impersonation/end`: the impersonation ends; the admin's own
 /// console session comes back.
 pub async fn end(State(console): State<Console>, headers: HeaderMap, posted: Posted) -> Response {
-    match sessions::end_impersonation(&console.state, &posted.visitor.session, Utc::now()).await {
+    match sessions::end_impersonation(
+        &console.state.infra.store,
+        &posted.visitor.session,
+        Utc::now(),
+    )
+    .await
+    {
         Ok(opened) => session::switch_to(&console, &headers, &opened, USERS),
         Err(error) => page::failure(&Refusal::from(error)),
     }

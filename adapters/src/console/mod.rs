@@ -149,7 +149,7 @@ async fn csp_report(
 ) -> Response {
     use std::sync::atomic::{AtomicI64, Ordering};
     static LAST_LOGGED: AtomicI64 = AtomicI64::new(0);
-    console.state.metrics.csp_violation();
+    console.state.infra.metrics.csp_violation();
     let second = chrono::Utc::now().timestamp();
     if LAST_LOGGED.swap(second, Ordering::Relaxed) != second {
         let shown: String = String::from_utf8_lossy(&body).chars().take(512).collect();

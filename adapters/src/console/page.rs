@@ -242,7 +242,7 @@ impl Frame {
             .or_else(|| orgs.first().map(|o| o.id.clone()))
             .unwrap_or_default();
         let state = &console.state;
-        let super_admin = access::is_super_admin(&state.store, &visitor.session.user_id)
+        let super_admin = access::is_super_admin(&state.infra.store, &visitor.session.user_id)
             .await
             .map_err(Refusal::from)?;
         // Roots first, each followed by its teams.
@@ -390,6 +390,7 @@ async fn admits(
     // A feature the account lacks refuses everyone but super-admins.
     if let (Some(feature), false) = (feature, super_admin) {
         let record = state
+            .infra
             .store
             .organization(org)
             .await

@@ -163,7 +163,7 @@ impl FromRequestParts<Console> for Visitor {
             return Err(to_login());
         };
         let now = Utc::now();
-        let session = match sessions::resume(&console.state, cookie, now).await {
+        let session = match sessions::resume(&console.state.infra.store, cookie, now).await {
             Ok(Some(session)) => session,
             Ok(None) => return Err(to_login()),
             Err(error) => return Err(page::failure(&Refusal::from(error))),
@@ -264,7 +264,8 @@ pub async fn same_origin_only(
 /// `GET /console/login`.
 pub async fn login_page(State(console): State<Console>, headers: HeaderMap) -> Response {
     if let Some(cookie) = cookie_value(&headers) {
-        if let Ok(Some(_)) = sessions::resume(&console.state, cookie, Utc::now()).await {
+        if let Ok(Some(_)) = sessions::resume(&console.state.infra.store, cookie, Utc::now()).await
+        {
             return Redirect::to("/console").into_response();
         }
     }
@@ -305,7 +306,7 @@ pub(crate) async fn login(
 /// `POST /console/logout`.
 pub async fn logout(State(console): State<Console>, headers: HeaderMap, _: Posted) -> Response {
     if let Some(cookie) = cookie_value(&headers) {
-        if let Err(error) = sessions::close(&console.state, cookie, Utc::now()).await {
+        if let Err(error) = sessions::close(&console.state.infra.store, cookie, Utc::now()).await {
             return page::failure(&Refusal::from(error));
         }
     }

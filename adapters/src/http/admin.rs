@@ -44,7 +44,7 @@ pub(crate) struct SuperAdmin {
 
 /// `GET /admin/super-admins`.
 pub(crate) async fn list(State(state): State<AppState>) -> Result<Answer<SuperAdmins>, ApiError> {
-    let super_admins = admin::list(&state.store).await?;
+    let super_admins = admin::list(&state.infra.store).await?;
     Ok(Answer::ok(SuperAdmins { super_admins }))
 }
 
@@ -56,7 +56,14 @@ async fn change(
 ) -> Result<Answer<SuperAdmin>, ApiError> {
     let window = chrono::Duration::from_std(state.config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
-    admin::change(&state.store, caller, user_id, grant, (Utc::now(), window)).await?;
+    admin::change(
+        &state.infra.store,
+        caller,
+        user_id,
+        grant,
+        (Utc::now(), window),
+    )
+    .await?;
     Ok(Answer::ok(SuperAdmin {
         user_id: user_id.to_owned(),
         super_admin: grant,
@@ -195,7 +202,7 @@ pub(crate) async fn update_user(
         disabled: body.disabled,
     };
     Ok(Answer::ok(
-        admin::users::update(&state, &caller, &user_id, change, Utc::now()).await?,
+        admin::users::update(&state.infra.store, &caller, &user_id, change, Utc::now()).await?,
     ))
 }
 
@@ -205,7 +212,7 @@ pub(crate) async fn delete_user(
     caller: Caller,
     Path(user_id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    admin::users::delete(&state, &caller, &user_id, Utc::now()).await?;
+    admin::users::delete(&state.infra.store, &caller, &user_id, Utc::now()).await?;
     Ok(Answer::ok(Deleted::new(user_id)))
 }
 
@@ -245,8 +252,14 @@ pub(crate) async fn set_user_features(
     if body.features.len() > 64 {
         return Err(ApiError::invalid_field("features", "at most 64 flags"));
     }
-    let features =
-        admin::features::set(&state, &caller, &user_id, &body.features, Utc::now()).await?;
+    let features = admin::features::set(
+        &state.infra.store,
+        &caller,
+        &user_id,
+        &body.features,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(UserFeatures { features }))
 }
 
@@ -320,6 +333,6 @@ pub(crate) async fn end_impersonation(
     Path(id): Path<String>,
 ) -> Result<Answer<admin::impersonation::Ended>, ApiError> {
     Ok(Answer::ok(
-        admin::impersonation::end(&state, &caller, &id, Utc::now()).await?,
+        admin::impersonation::end(&state.infra.store, &caller, &id, Utc::now()).await?,
     ))
 }

@@ -57,7 +57,7 @@ pub(crate) async fn get(
     granted: Granted,
 ) -> Result<Answer<AiSettings>, ApiError> {
     Ok(Answer::ok(
-        ai_settings::get(&state, &granted.org, Utc::now()).await?,
+        ai_settings::get(&state.infra.store, &granted.org, Utc::now()).await?,
     ))
 }
 

@@ -52,7 +52,7 @@ pub(crate) async fn rules(
     granted: Granted,
 ) -> Result<Answer<RuleList>, ApiError> {
     Ok(Answer::ok(RuleList {
-        rules: alerts::rules(&state, &granted.org).await?,
+        rules: alerts::rules(&state.infra.store, &granted.org).await?,
     }))
 }
 
@@ -62,7 +62,7 @@ pub(crate) async fn firing(
     granted: Granted,
 ) -> Result<Answer<RuleList>, ApiError> {
     Ok(Answer::ok(RuleList {
-        rules: alerts::firing(&state, &granted.org).await?,
+        rules: alerts::firing(&state.infra.store, &granted.org).await?,
     }))
 }
 
@@ -92,7 +92,9 @@ pub(crate) async fn rule(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<AlertRule>, ApiError> {
-    Ok(Answer::ok(alerts::rule(&state, &granted.org, &id).await?))
+    Ok(Answer::ok(
+        alerts::rule(&state.infra.store, &granted.org, &id).await?,
+    ))
 }
 
 /// `PUT /api/alerts/rules/{id}`.
@@ -125,7 +127,7 @@ pub(crate) async fn delete_rule(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    alerts::delete_rule(&state, &caller, &granted.org, &id, Utc::now()).await?;
+    alerts::delete_rule(&state.infra.store, &caller, &granted.org, &id, Utc::now()).await?;
     Ok(Answer::ok(Deleted::new(id)))
 }
 
@@ -135,7 +137,7 @@ pub(crate) async fn history(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<History>, ApiError> {
-    let transitions = alerts::history(&state, &granted.org, &id).await?;
+    let transitions = alerts::history(&state.infra.store, &granted.org, &id).await?;
     Ok(Answer::ok(History {
         rule_id: id,
         transitions,
@@ -159,7 +161,7 @@ pub(crate) async fn destinations(
     granted: Granted,
 ) -> Result<Answer<DestinationList>, ApiError> {
     Ok(Answer::ok(DestinationList {
-        destinations: alerts::destinations(&state, &granted.org).await?,
+        destinations: alerts::destinations(&state.infra.store, &granted.org).await?,
     }))
 }
 
@@ -182,7 +184,7 @@ pub(crate) async fn destination(
     Path(id): Path<String>,
 ) -> Result<Answer<Destination>, ApiError> {
     Ok(Answer::ok(
-        alerts::destination(&state, &granted.org, &id).await?,
+        alerts::destination(&state.infra.store, &granted.org, &id).await?,
     ))
 }
 
@@ -215,7 +217,7 @@ pub(crate) async fn delete_destination(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    alerts::delete_destination(&state, &caller, &granted.org, &id).await?;
+    alerts::delete_destination(&state.infra.store, &caller, &granted.org, &id).await?;
     Ok(Answer::ok(Deleted::new(id)))
 }
 

@@ -305,7 +305,12 @@ pub(crate) async fn remove(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    announcements::remove(&state, asker(&state, &caller, &granted).await?, &id).await?;
+    announcements::remove(
+        &state.infra.store,
+        asker(&state, &caller, &granted).await?,
+        &id,
+    )
+    .await?;
     Ok(Answer::ok(Deleted::new(id)))
 }
 
@@ -317,8 +322,13 @@ pub(crate) async fn dismiss(
     Path(id): Path<String>,
 ) -> Result<Answer<Announcement>, ApiError> {
     let now = Utc::now();
-    let dismissed =
-        announcements::dismiss(&state, asker(&state, &caller, &granted).await?, &id, now).await?;
+    let dismissed = announcements::dismiss(
+        &state.infra.store,
+        asker(&state, &caller, &granted).await?,
+        &id,
+        now,
+    )
+    .await?;
     Ok(Answer::ok(Announcement::of(dismissed, now)))
 }
 
@@ -367,7 +377,7 @@ pub(crate) async fn list(
     };
     let now = Utc::now();
     let (items, total) = announcements::list(
-        &state,
+        &state.infra.store,
         asker(&state, &caller, &granted).await?,
         view,
         now,
@@ -388,6 +398,11 @@ pub(crate) async fn unread(
     granted: Granted,
 ) -> Result<Answer<Unread>, ApiError> {
     Ok(Answer::ok(
-        announcements::unread(&state, asker(&state, &caller, &granted).await?, Utc::now()).await?,
+        announcements::unread(
+            &state.infra.store,
+            asker(&state, &caller, &granted).await?,
+            Utc::now(),
+        )
+        .await?,
     ))
 }

@@ -281,8 +281,12 @@ pub(crate) async fn query(
         to: instant("to", q.to.as_deref())?,
     };
     let ascending = page.sort_order == SortOrder::Asc;
-    let (events, total) =
-        audit::query(&state.store, &filter, (page.limit, page.offset, ascending)).await?;
+    let (events, total) = audit::query(
+        &state.infra.store,
+        &filter,
+        (page.limit, page.offset, ascending),
+    )
+    .await?;
     let events = events.into_iter().map(AuditEvent::from).collect();
     Ok(Paged::new("events", events, total, page))
 }
@@ -310,7 +314,7 @@ pub(crate) async fn verify(
         .checkpoints
         .as_ref()
         .map(|c| c.signer.verifier());
-    let verification = audit::verify_chain(&state.store, &chain, verifier.as_ref()).await?;
+    let verification = audit::verify_chain(&state.infra.store, &chain, verifier.as_ref()).await?;
     Ok(Answer::ok(verification.into()))
 }
 
@@ -357,7 +361,7 @@ pub(crate) async fn export(
                 ApiError::invalid_field("limit", "must be a whole number from 1 to 10000")
             })?,
     };
-    let (note, rows) = audit::export_segment(&state.store, &chain, after, limit).await?;
+    let (note, rows) = audit::export_segment(&state.infra.store, &chain, after, limit).await?;
     let mut out = String::new();
     if let Some(note) = note {
         out.push_str(&serde_json::json!({ "checkpoint": note }).to_string());
@@ -397,7 +401,7 @@ pub(crate) async fn checkpoints(
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total, latest) =
-        audit::checkpoints(&state.store, &granted.org.id, page.limit, page.offset).await?;
+        audit::checkpoints(&state.infra.store, &granted.org.id, page.limit, page.offset).await?;
     let items = items.into_iter().map(Checkpoint::from).collect();
     let latest = latest.map(Checkpoint::from);
     Ok(Paged::new("checkpoints", items, total, page).beside("latest", latest))

@@ -84,7 +84,7 @@ pub(crate) async fn queue_status(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<QueueStatus>, ApiError> {
-    let counts = builds::status(&state.store, &granted.org, granted.super_admin).await?;
+    let counts = builds::status(&state.infra.store, &granted.org, granted.super_admin).await?;
     let counts = counts
         .into_iter()
         .map(|(queue, status, count)| QueueCount {
@@ -104,7 +104,7 @@ async fn jobs(
 ) -> Result<Paged<BuildJob>, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) = builds::jobs(
-        &state.store,
+        &state.infra.store,
         (&granted.org, granted.super_admin),
         dead_letters,
         page.limit,
@@ -140,7 +140,7 @@ pub(crate) async fn replay(
     Path(job_id): Path<String>,
 ) -> Result<Answer<BuildJob>, ApiError> {
     let job = builds::replay(
-        &state.store,
+        &state.infra.store,
         (&granted.org, granted.super_admin),
         &job_id,
         Utc::now(),
@@ -154,6 +154,6 @@ pub(crate) async fn purge(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Answer<Purged>, ApiError> {
-    let purged = builds::purge(&state.store, &caller, Utc::now()).await?;
+    let purged = builds::purge(&state.infra.store, &caller, Utc::now()).await?;
     Ok(Answer::ok(Purged { purged }))
 }

@@ -171,7 +171,7 @@ pub(crate) async fn catalog(
     let filter = q.filter()?;
     let ascending = page.sort_order == SortOrder::Asc;
     let (items, total) = catalog::catalog(
-        &state,
+        &state.infra.store,
         &granted.org,
         filter,
         (page.limit, page.offset, ascending),
@@ -195,7 +195,7 @@ pub(crate) async fn list(
 ) -> Result<Paged<RuleSubscription>, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) =
-        catalog::subscriptions(&state, &granted.org, page.limit, page.offset).await?;
+        catalog::subscriptions(&state.infra.store, &granted.org, page.limit, page.offset).await?;
     let items = items.into_iter().map(RuleSubscription::from).collect();
     Ok(Paged::new("subscriptions", items, total, page))
 }
@@ -285,7 +285,9 @@ pub(crate) async fn enforced(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<Vec<Rule>>, ApiError> {
-    Ok(Answer::ok(catalog::enforced(&state, &granted.org).await?))
+    Ok(Answer::ok(
+        catalog::enforced(&state.infra.store, &granted.org).await?,
+    ))
 }
 
 /// `POST /compliance/subscriptions/preview/impact`: how many of the organization's

@@ -86,7 +86,14 @@ pub(crate) async fn checks(
         result: q.result.as_deref(),
         entity_id: q.entity_id.as_deref(),
     };
-    let (items, total) = checks::log(&state, &granted.org, filter, page.limit, page.offset).await?;
+    let (items, total) = checks::log(
+        &state.infra.store,
+        &granted.org,
+        filter,
+        page.limit,
+        page.offset,
+    )
+    .await?;
     let items = items.into_iter().map(CheckEntry::from).collect();
     Ok(Paged::new("entries", items, total, page))
 }

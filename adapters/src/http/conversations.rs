@@ -156,7 +156,7 @@ pub(crate) async fn list(
     )?;
     let ascending = page.sort_order == SortOrder::Asc;
     let (items, total) = conversations::list(
-        &state,
+        &state.infra.store,
         &caller,
         &granted.org,
         (page.limit, page.offset, ascending),
@@ -193,7 +193,7 @@ pub(crate) async fn messages(
         ));
     }
     let (page, more) = conversations::messages(
-        &state,
+        &state.infra.store,
         &caller,
         &granted.org,
         &id,
@@ -231,7 +231,8 @@ pub(crate) async fn read(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Conversation>, ApiError> {
-    let read = conversations::read(&state, &caller, &granted.org, &id, Utc::now()).await?;
+    let read =
+        conversations::read(&state.infra.store, &caller, &granted.org, &id, Utc::now()).await?;
     Ok(Answer::ok(read.into()))
 }
 
@@ -242,7 +243,7 @@ pub(crate) async fn leave(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    conversations::leave(&state, &caller, &granted.org, &id, Utc::now()).await?;
+    conversations::leave(&state.infra.store, &caller, &granted.org, &id, Utc::now()).await?;
     Ok(Answer::ok(Deleted::new(id)))
 }
 
@@ -261,8 +262,13 @@ pub(crate) async fn delete_message(
             tenancy::Permission::MessagesManage,
         )
         .await?;
-    conversations::delete_message(&state, &caller, (&granted.org, manages), (&id, &message_id))
-        .await?;
+    conversations::delete_message(
+        &state.infra.store,
+        &caller,
+        (&granted.org, manages),
+        (&id, &message_id),
+    )
+    .await?;
     Ok(Answer::ok(Deleted::new(message_id)))
 }
 
@@ -291,6 +297,7 @@ pub(crate) async fn stream(
     )?
     .to_owned();
     let slot = state
+        .replica
         .feed
         .open(&caller.user_id, state.config.messages.streams_per_user)
         .ok_or_else(|| {

@@ -75,7 +75,8 @@ pub(crate) async fn list(
         &["createdAt"],
         "createdAt",
     )?;
-    let (items, total) = dashboards::list(&state, &granted.org, page.limit, page.offset).await?;
+    let (items, total) =
+        dashboards::list(&state.infra.store, &granted.org, page.limit, page.offset).await?;
     Ok(Paged::new("dashboards", items, total, page))
 }
 
@@ -91,7 +92,7 @@ pub(crate) async fn create(
         panels: body.panels,
     };
     let made = dashboards::create(
-        &state,
+        &state.infra.store,
         &caller,
         &granted.org,
         input,
@@ -109,7 +110,7 @@ pub(crate) async fn get(
     Path(id): Path<String>,
 ) -> Result<Answer<Dashboard>, ApiError> {
     Ok(Answer::ok(
-        dashboards::get(&state, &granted.org, &id).await?,
+        dashboards::get(&state.infra.store, &granted.org, &id).await?,
     ))
 }
 
@@ -130,7 +131,7 @@ pub(crate) async fn update(
     };
     Ok(Answer::ok(
         dashboards::update(
-            &state,
+            &state.infra.store,
             &caller,
             &granted.org,
             (&id, version),
@@ -149,7 +150,7 @@ pub(crate) async fn delete(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    dashboards::delete(&state, &caller, &granted.org, &id).await?;
+    dashboards::delete(&state.infra.store, &caller, &granted.org, &id).await?;
     Ok(Answer::ok(Deleted::new(id)))
 }
 
@@ -173,7 +174,7 @@ pub(crate) async fn clone(
         Some(org_id) => dashboards::readable_org(&state, &caller, org_id).await?,
     };
     let made = dashboards::clone(
-        &state,
+        &state.infra.store,
         &caller,
         (&source, &id),
         &granted.org,

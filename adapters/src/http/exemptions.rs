@@ -132,8 +132,14 @@ pub(crate) async fn request(
         reason: text("reason", &body.reason, 2000)?,
         expires_at: body.expires_at,
     };
-    let stored =
-        exemptions::request_one(&state.store, &caller, &granted.org, request, Utc::now()).await?;
+    let stored = exemptions::request_one(
+        &state.infra.store,
+        &caller,
+        &granted.org,
+        request,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::created(stored.into()))
 }
 
@@ -171,7 +177,14 @@ pub(crate) async fn request_bulk(
         reason: text("reason", &body.reason, 2000)?,
         expires_at: body.expires_at,
     };
-    let ids = exemptions::request(&state.store, &caller, &granted.org, request, Utc::now()).await?;
+    let ids = exemptions::request(
+        &state.infra.store,
+        &caller,
+        &granted.org,
+        request,
+        Utc::now(),
+    )
+    .await?;
     let count = ids.len() as u64;
     Ok(Answer::created(ExemptionIds { ids, count }))
 }
@@ -198,8 +211,14 @@ pub(crate) async fn list_exemptions(
         rule_id: q.rule_id.as_deref(),
         entity_id: q.entity_id.as_deref(),
     };
-    let (items, total) =
-        exemptions::list(&state.store, &granted.org, filter, page.limit, page.offset).await?;
+    let (items, total) = exemptions::list(
+        &state.infra.store,
+        &granted.org,
+        filter,
+        page.limit,
+        page.offset,
+    )
+    .await?;
     let items = items.into_iter().map(Exemption::from).collect();
     Ok(Paged::new("exemptions", items, total, page))
 }
@@ -218,7 +237,7 @@ pub(crate) async fn review(
         Decision::Reject => ExemptionAction::Reject,
     };
     let decided = exemptions::decide(
-        &state.store,
+        &state.infra.store,
         &caller,
         &granted.org,
         &id,
@@ -238,7 +257,7 @@ pub(crate) async fn revoke(
     Path(id): Path<String>,
 ) -> Result<Answer<Exemption>, ApiError> {
     let decided = exemptions::decide(
-        &state.store,
+        &state.infra.store,
         &caller,
         &granted.org,
         &id,

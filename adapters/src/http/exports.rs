@@ -75,7 +75,7 @@ async fn request(
     granted: &Granted,
     admin: bool,
 ) -> Result<Answer<ExportJob>, ApiError> {
-    let record = exports::request(state, caller, &granted.org, Utc::now()).await?;
+    let record = exports::request(&state.infra.store, caller, &granted.org, Utc::now()).await?;
     Ok(Answer::accepted(job(record, admin)))
 }
 
@@ -85,12 +85,13 @@ async fn status(
     id: &str,
     admin: bool,
 ) -> Result<Answer<ExportJob>, ApiError> {
-    let record = exports::status(state, &granted.org, id).await?;
+    let record = exports::status(&state.infra.store, &granted.org, id).await?;
     Ok(Answer::ok(job(record, admin)))
 }
 
 async fn download(state: &AppState, granted: &Granted, id: &str) -> Result<Response, ApiError> {
-    let (record, chunks) = exports::download(state, &granted.org, id, Utc::now()).await?;
+    let (record, chunks) =
+        exports::download(&state.infra.store, &granted.org, id, Utc::now()).await?;
     let body = Body::from_stream(chunks.map(|chunk| chunk.map(Bytes::from)));
     let mut response = body.into_response();
     let headers = response.headers_mut();

@@ -64,18 +64,24 @@ pub async fn audit_refusal(
     details: serde_json::Value,
 ) -> Result<(), ApiError> {
     let org_id = match chain {
-        Chain::Org(org_id) => access::facts(&state.store, &state.kept, &org_id, actor_id, false)
-            .await?
-            .org
-            .as_ref()
-            .map(|org| org.id.clone()),
-        Chain::System => access::system_organization(&state.store)
+        Chain::Org(org_id) => access::facts(
+            &state.infra.store,
+            &state.replica.kept,
+            &org_id,
+            actor_id,
+            false,
+        )
+        .await?
+        .org
+        .as_ref()
+        .map(|org| org.id.clone()),
+        Chain::System => access::system_organization(&state.infra.store)
             .await?
             .map(|org| org.id),
     };
     let Some(org_id) = org_id else {
         // No chain to write in: counted only.
-        state.metrics.denied_unknown_organization();
+        state.infra.metrics.denied_unknown_organization();
         return Ok(());
     };
     let event = Action {
@@ -90,7 +96,7 @@ pub async fn audit_refusal(
         ..Action::default()
     }
     .into_event();
-    access::record_denial(&state.store, &event, Utc::now()).await?;
+    access::record_denial(&state.infra.store, &event, Utc::now()).await?;
     Ok(())
 }
 
@@ -191,10 +197,10 @@ pub async fn gate(
                 ..Action::default()
             }
             .into_event();
-            access::record_denial(&state.store, &event, Utc::now()).await?;
+            access::record_denial(&state.infra.store, &event, Utc::now()).await?;
         } else {
             // An organization that does not exist gets no chain: counted only.
-            state.metrics.denied_unknown_organization();
+            state.infra.metrics.denied_unknown_organization();
         }
     }
     let error = match decision.reason {

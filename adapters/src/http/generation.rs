@@ -162,7 +162,7 @@ impl From<Generated> for GeneratedAnswer {
 /// providers and their models (never a key).
 pub(crate) async fn providers(State(state): State<AppState>) -> Answer<Vec<AiProvider>> {
     Answer::ok(
-        generation::providers(&state)
+        generation::providers(&state.config)
             .into_iter()
             .map(|(name, models)| AiProvider { name, models })
             .collect(),

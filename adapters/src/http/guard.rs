@@ -337,7 +337,8 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
             let caller = Caller::from_request_parts(parts, state).await?;
             attempt.caller(&caller, Some(Chain::System));
             if caller.bound()
-                || !crate::services::access::is_super_admin(&state.store, &caller.user_id).await?
+                || !crate::services::access::is_super_admin(&state.infra.store, &caller.user_id)
+                    .await?
             {
                 return Err(ApiError::forbidden("only a super-admin may do this"));
             }
@@ -415,7 +416,7 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
                 ))
                 .with_details(json!({"missing": permission.to_string()}))
             };
-            let system = crate::services::access::system_organization(&state.store)
+            let system = crate::services::access::system_organization(&state.infra.store)
                 .await?
                 .ok_or_else(refused)?;
             let requirement =
@@ -446,7 +447,7 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
             AnyCaller::User(caller) => {
                 attempt.caller(&caller, Some(Chain::System));
                 if caller.bound()
-                    || !crate::services::access::is_super_admin(&state.store, &caller.user_id)
+                    || !crate::services::access::is_super_admin(&state.infra.store, &caller.user_id)
                         .await?
                 {
                     return Err(ApiError::forbidden(

@@ -73,7 +73,7 @@ pub(crate) async fn send(
         .role
         .map_or(MembershipRole::Member, MembershipRole::from);
     let invitation = invitations::send(
-        &state.store,
+        &state.infra.store,
         &caller,
         &granted.org,
         (&email, role),
@@ -92,7 +92,7 @@ pub(crate) async fn list(
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let ascending = page.sort_order == SortOrder::Asc;
     let (items, total) = invitations::list(
-        &state.store,
+        &state.infra.store,
         &granted.org,
         page.limit,
         page.offset,
@@ -110,7 +110,7 @@ pub(crate) async fn revoke(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Invitation>, ApiError> {
-    let invitation = invitations::revoke(&state.store, &caller, &granted.org, &id).await?;
+    let invitation = invitations::revoke(&state.infra.store, &caller, &granted.org, &id).await?;
     let invitation = invitation.ok_or_else(|| ApiError::not_found("invitation"))?;
     Ok(Answer::ok(invitation.into()))
 }
@@ -123,7 +123,7 @@ pub(crate) async fn resend(
     Path(id): Path<String>,
 ) -> Result<Answer<Invitation>, ApiError> {
     let invitation =
-        invitations::resend(&state.store, &caller, &granted.org, &id, Utc::now()).await?;
+        invitations::resend(&state.infra.store, &caller, &granted.org, &id, Utc::now()).await?;
     let invitation = invitation.ok_or_else(|| ApiError::not_found("invitation"))?;
     Ok(Answer::ok(invitation.into()))
 }

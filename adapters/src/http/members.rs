@@ -196,7 +196,7 @@ pub(crate) async fn list(
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let ascending = page.sort_order == SortOrder::Asc;
     let (items, total) = members::list(
-        &state.store,
+        &state.infra.store,
         &granted.org,
         page.limit,
         page.offset,
@@ -271,7 +271,7 @@ pub(crate) async fn remove(
     granted: Granted,
     Path((_, user_id)): Path<(String, String)>,
 ) -> Result<Answer<MemberRemoved>, ApiError> {
-    members::remove(&state.store, &caller, &granted.org, &user_id).await?;
+    members::remove(&state.infra.store, &caller, &granted.org, &user_id).await?;
     Ok(Answer::ok(MemberRemoved {
         user_id,
         removed: true,
@@ -288,7 +288,7 @@ pub(crate) async fn change_role(
 ) -> Result<Answer<Member>, ApiError> {
     let role = MembershipRole::from(body.role);
     let member = members::change_role(
-        &state.store,
+        &state.infra.store,
         (&caller, author(&granted)),
         &granted.org,
         &user_id,
@@ -341,7 +341,7 @@ pub(crate) async fn roles(
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let ascending = page.sort_order == SortOrder::Asc;
     let (items, total) = members::roles(
-        &state.store,
+        &state.infra.store,
         &granted.org,
         page.limit,
         page.offset,
@@ -362,7 +362,7 @@ pub(crate) async fn create_role(
     let name = text("name", &body.name, 100)?;
     let permissions = permissions("permissions", &body.permissions)?;
     let role = members::create_role(
-        &state.store,
+        &state.infra.store,
         (&caller, author(&granted)),
         &granted.org,
         &name,
@@ -395,7 +395,7 @@ pub(crate) async fn update_role(
         .map(|p| permissions("permissions", p))
         .transpose()?;
     let role = members::update_role(
-        &state.store,
+        &state.infra.store,
         (&caller, author(&granted)),
         &granted.org,
         &role_id,
@@ -415,7 +415,7 @@ pub(crate) async fn delete_role(
     granted: Granted,
     Path((_, role_id)): Path<(String, String)>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    members::delete_role(&state.store, &caller, &granted.org, &role_id).await?;
+    members::delete_role(&state.infra.store, &caller, &granted.org, &role_id).await?;
     Ok(Answer::ok(Deleted::new(role_id)))
 }
 
@@ -429,7 +429,7 @@ pub(crate) async fn add_role_member(
 ) -> Result<Answer<Role>, ApiError> {
     let user_id = text("userId", &body.user_id, 200)?;
     let role = members::add_role_member(
-        &state.store,
+        &state.infra.store,
         (&caller, author(&granted)),
         &granted.org,
         &role_id,
@@ -449,7 +449,14 @@ pub(crate) async fn remove_role_member(
     granted: Granted,
     Path((_, role_id, user_id)): Path<(String, String, String)>,
 ) -> Result<Answer<RoleMemberRemoved>, ApiError> {
-    members::remove_role_member(&state.store, &caller, &granted.org, &role_id, &user_id).await?;
+    members::remove_role_member(
+        &state.infra.store,
+        &caller,
+        &granted.org,
+        &role_id,
+        &user_id,
+    )
+    .await?;
     Ok(Answer::ok(RoleMemberRemoved {
         role_id,
         user_id,

@@ -134,8 +134,14 @@ pub(crate) async fn inbox(
         Some("false") => Some(false),
         Some(_) => return Err(ApiError::invalid_field("unread", "must be true or false")),
     };
-    let (items, total) =
-        notifications::inbox(&state, &granted.org, unread, page.limit, page.offset).await?;
+    let (items, total) = notifications::inbox(
+        &state.infra.store,
+        &granted.org,
+        unread,
+        page.limit,
+        page.offset,
+    )
+    .await?;
     let items = items.into_iter().map(Message::from).collect();
     Ok(Paged::new("messages", items, total, page))
 }
@@ -146,7 +152,7 @@ pub(crate) async fn mark_read(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Message>, ApiError> {
-    let message = notifications::mark_read(&state, &granted.org, &id).await?;
+    let message = notifications::mark_read(&state.infra.store, &granted.org, &id).await?;
     Ok(Answer::ok(message.into()))
 }
 
@@ -157,7 +163,7 @@ pub(crate) async fn delete(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    notifications::delete(&state, &caller, &granted.org, &id).await?;
+    notifications::delete(&state.infra.store, &caller, &granted.org, &id).await?;
     Ok(Answer::ok(Deleted::new(id)))
 }
 
@@ -184,7 +190,7 @@ pub(crate) async fn log(
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) = notifications::log(
-        &state,
+        &state.infra.store,
         &granted.org,
         (
             q.channel.map(Channel::as_str),

@@ -202,7 +202,7 @@ pub(crate) async fn create(
         parent,
     };
     let org = organizations::create(
-        &state.store,
+        &state.infra.store,
         &caller,
         &state.config.bootstrap,
         creation,
@@ -235,7 +235,7 @@ pub(crate) async fn update(
         .map(|d| text("displayName", d, 200))
         .transpose()?;
     let org = organizations::update(
-        &state.store,
+        &state.infra.store,
         &caller,
         &granted.org,
         (name.as_deref(), display_name.as_deref()),
@@ -298,7 +298,7 @@ pub(crate) async fn export(
     caller: Caller,
     granted: Granted,
 ) -> Result<Answer<OrganizationExport>, ApiError> {
-    let export = organizations::export(&state.store, &caller, &granted.org).await?;
+    let export = organizations::export(&state.infra.store, &caller, &granted.org).await?;
     Ok(Answer::ok(export.into()))
 }
 
@@ -311,7 +311,7 @@ pub(crate) async fn mine(
 ) -> Result<Paged<MyOrganization>, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) =
-        organizations::mine(&state.store, &caller.user_id, page.limit, page.offset).await?;
+        organizations::mine(&state.infra.store, &caller.user_id, page.limit, page.offset).await?;
     let items = items.into_iter().map(MyOrganization::from).collect();
     Ok(Paged::new("organizations", items, total, page))
 }
@@ -327,7 +327,7 @@ pub(crate) async fn transfer_owner(
     let window = chrono::Duration::from_std(state.config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
     let org = organizations::transfer_owner(
-        &state.store,
+        &state.infra.store,
         (&caller, granted.super_admin),
         &granted.org,
         &to,
@@ -346,7 +346,7 @@ pub(crate) async fn teams(
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
     let ascending = page.sort_order == crate::http::extract::SortOrder::Asc;
     let (items, total) = organizations::teams(
-        &state.store,
+        &state.infra.store,
         &granted.org,
         page.limit,
         page.offset,

@@ -138,7 +138,7 @@ pub(crate) async fn list(
     let filter = q.filter()?;
     let order = (page.sort_by.as_str(), page.sort_order == SortOrder::Asc);
     let (items, total) = pipelines::list(
-        &state,
+        &state.infra.store,
         &granted.org,
         &filter,
         order,
@@ -161,7 +161,7 @@ pub(crate) async fn find(
             "name at least one of project, organization, pipelineName",
         ));
     }
-    let pipeline = pipelines::find(&state, &granted.org, &filter).await?;
+    let pipeline = pipelines::find(&state.infra.store, &granted.org, &filter).await?;
     Ok(Answer::ok(pipeline.into()))
 }
 
@@ -171,7 +171,7 @@ pub(crate) async fn get(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Pipeline>, ApiError> {
-    let pipeline = pipelines::get(&state, &granted.org, &id).await?;
+    let pipeline = pipelines::get(&state.infra.store, &granted.org, &id).await?;
     Ok(Answer::ok(pipeline.into()))
 }
 
@@ -214,7 +214,7 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
     pipelines::delete(
-        &state,
+        &state.infra.store,
         &caller,
         (&granted.org, &granted.permissions),
         &id,
@@ -231,7 +231,8 @@ pub(crate) async fn registry(
     Query(params): Query<PageParams>,
 ) -> Result<Paged<Registration>, ApiError> {
     let page = params.check(state.config.http.max_page_limit, &["createdAt"])?;
-    let (items, total) = pipelines::registry(&state, &granted.org, page.limit, page.offset).await?;
+    let (items, total) =
+        pipelines::registry(&state.infra.store, &granted.org, page.limit, page.offset).await?;
     let items = items.into_iter().map(Registration::from).collect();
     Ok(Paged::new("registry", items, total, page))
 }
@@ -255,7 +256,7 @@ pub(crate) async fn register(
     Json(body): Json<RegistrationBody>,
 ) -> Result<Answer<Registration>, ApiError> {
     let entry = pipelines::register(
-        &state,
+        &state.infra.store,
         &caller,
         (&granted.org, granted.super_admin),
         (body.arn.as_str(), body.pipeline_id.as_str(), body.take_over),
@@ -281,7 +282,7 @@ pub(crate) async fn deregister(
     Query(q): Query<ArnQuery>,
 ) -> Result<Answer<Deregistered>, ApiError> {
     let arn = arn(q.arn.as_deref().unwrap_or_default())?;
-    pipelines::deregister(&state, &caller, &granted.org, arn).await?;
+    pipelines::deregister(&state.infra.store, &caller, &granted.org, arn).await?;
     Ok(Answer::ok(Deregistered {
         arn: arn.to_string(),
         deleted: true,

@@ -176,7 +176,7 @@ pub(crate) async fn list(
     let filter = filter(lookup)?;
     let order = (page.sort_by.as_str(), page.sort_order == SortOrder::Asc);
     let (items, total) = plugins::list(
-        &state,
+        &state.infra.store,
         &granted.org,
         &filter,
         order,
@@ -198,7 +198,7 @@ pub(crate) async fn find(
     if filter.name.is_none() {
         return Err(ApiError::invalid_field("name", "is required"));
     }
-    let plugin = plugins::find(&state, &granted.org, &filter).await?;
+    let plugin = plugins::find(&state.infra.store, &granted.org, &filter).await?;
     Ok(Answer::ok(plugin.into()))
 }
 
@@ -219,7 +219,7 @@ pub(crate) async fn lookup(
     if empty {
         return Err(ApiError::validation("the filter names no field"));
     }
-    let plugin = plugins::find(&state, &granted.org, &filter).await?;
+    let plugin = plugins::find(&state.infra.store, &granted.org, &filter).await?;
     Ok(Answer::ok(plugin.into()))
 }
 
@@ -229,7 +229,7 @@ pub(crate) async fn get(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Plugin>, ApiError> {
-    let plugin = plugins::get(&state, &granted.org, &id).await?;
+    let plugin = plugins::get(&state.infra.store, &granted.org, &id).await?;
     Ok(Answer::ok(plugin.into()))
 }
 
@@ -345,7 +345,7 @@ pub(crate) async fn update(
         ..PluginChange::default()
     };
     let updated = plugins::update(
-        &state,
+        &state.infra.store,
         &caller,
         (&granted.org, &granted.permissions),
         vec![(id, change)],
@@ -414,7 +414,7 @@ pub(crate) async fn bulk_update(
         ));
     }
     let updated = plugins::update(
-        &state,
+        &state.infra.store,
         &caller,
         (&granted.org, &granted.permissions),
         changes,
@@ -434,7 +434,7 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
     plugins::delete(
-        &state,
+        &state.infra.store,
         &caller,
         (&granted.org, &granted.permissions),
         &id,
@@ -457,7 +457,7 @@ pub(crate) async fn usage(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<Vec<PluginUsage>>, ApiError> {
-    let counts = plugins::usage(&state, &granted.org).await?;
+    let counts = plugins::usage(&state.infra.store, &granted.org).await?;
     let items = counts
         .into_iter()
         .map(|(name, pipelines)| PluginUsage { name, pipelines })

@@ -77,7 +77,7 @@ pub(crate) async fn create_policy(
         rule_ids: body.rule_ids.as_deref(),
     };
     let policy = policies::create(
-        &state.store,
+        &state.infra.store,
         &caller,
         &granted.org,
         fields,
@@ -98,7 +98,7 @@ pub(crate) async fn list_policies(
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) = policies::list(
-        &state.store,
+        &state.infra.store,
         &granted.org,
         q.name.as_deref(),
         page.limit,
@@ -115,7 +115,7 @@ pub(crate) async fn get_policy(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Policy>, ApiError> {
-    let policy = policies::get(&state.store, &granted.org, &id).await?;
+    let policy = policies::get(&state.infra.store, &granted.org, &id).await?;
     Ok(Answer::ok(policy.into()))
 }
 
@@ -137,8 +137,15 @@ pub(crate) async fn update_policy(
         description: body.description.as_deref(),
         rule_ids: body.rule_ids.as_deref(),
     };
-    let policy =
-        policies::update(&state.store, &caller, &granted.org, &id, fields, Utc::now()).await?;
+    let policy = policies::update(
+        &state.infra.store,
+        &caller,
+        &granted.org,
+        &id,
+        fields,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(policy.into()))
 }
 
@@ -149,6 +156,6 @@ pub(crate) async fn delete_policy(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    policies::delete(&state.store, &caller, &granted.org, &id).await?;
+    policies::delete(&state.infra.store, &caller, &granted.org, &id).await?;
     Ok(Answer::ok(Deleted::new(id)))
 }

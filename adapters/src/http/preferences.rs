@@ -77,7 +77,7 @@ pub(crate) async fn preferences(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<Preference>, ApiError> {
-    let preference = preferences::get(&state.store, &granted.org).await?;
+    let preference = preferences::get(&state.infra.store, &granted.org).await?;
     Ok(Answer::ok(preference.into()))
 }
 

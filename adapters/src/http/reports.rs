@@ -26,7 +26,7 @@ pub(crate) async fn ingest(
 ) -> Result<Answer<Ingested>, ApiError> {
     let events = reports::parse_batch(&body)?;
     Ok(Answer::ok(
-        reports::ingest(&state, events, Utc::now()).await?,
+        reports::ingest(&state.infra.store, events, Utc::now()).await?,
     ))
 }
 
@@ -82,7 +82,7 @@ pub(crate) async fn posture_trend(
 ) -> Result<Answer<crate::services::posture::PostureTrendReport>, ApiError> {
     let query = query_of(&state, &granted, params).await?;
     Ok(Answer::ok(
-        crate::services::posture::trend(&state, &query).await?,
+        crate::services::posture::trend(&state.infra.store, &query).await?,
     ))
 }
 
@@ -98,6 +98,6 @@ pub(crate) async fn unattributed(
     State(state): State<AppState>,
 ) -> Result<Answer<UnattributedList>, ApiError> {
     Ok(Answer::ok(UnattributedList {
-        resources: reports::unattributed(&state).await?,
+        resources: reports::unattributed(&state.infra.store).await?,
     }))
 }

@@ -69,7 +69,7 @@ async fn observe_console(State(state): State<AppState>, request: Request, next: 
         |p| format!("console:{}", p.as_str()),
     );
     let response = next.run(request).await;
-    state.metrics.observe(
+    state.infra.metrics.observe(
         &method,
         &route,
         response.status().as_u16(),
@@ -110,7 +110,10 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
         };
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
-    state.metrics.observe(&method, &route, status, elapsed);
+    state
+        .infra
+        .metrics
+        .observe(&method, &route, status, elapsed);
     span.in_scope(|| {
         tracing::info!(
             status,

@@ -130,7 +130,7 @@ pub(crate) async fn list(
     let filter = q.filter()?;
     let ascending = page.sort_order == SortOrder::Asc;
     let (rules, total) = rules::list(
-        &state,
+        &state.infra.store,
         &granted.org,
         &filter,
         (page.limit, page.offset, ascending),
@@ -146,7 +146,7 @@ pub(crate) async fn get(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<OrgRule>, ApiError> {
-    let rule = rules::get(&state, &granted.org, &id, true).await?;
+    let rule = rules::get(&state.infra.store, &granted.org, &id, true).await?;
     Ok(Answer::ok(rule.into()))
 }
 
@@ -156,7 +156,7 @@ pub(crate) async fn history(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Vec<RuleVersion>>, ApiError> {
-    let history = rules::history(&state, &granted.org, &id).await?;
+    let history = rules::history(&state.infra.store, &granted.org, &id).await?;
     Ok(Answer::ok(
         history.into_iter().map(RuleVersion::from).collect(),
     ))

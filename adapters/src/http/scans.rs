@@ -353,7 +353,7 @@ pub(crate) async fn list(
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) = scans::list(
-        &state,
+        &state.infra.store,
         &granted.org,
         (
             q.target.map(ScanTarget::as_str),
@@ -373,7 +373,7 @@ pub(crate) async fn get(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Scan>, ApiError> {
-    let scan = scans::get(&state, &granted.org, &id).await?;
+    let scan = scans::get(&state.infra.store, &granted.org, &id).await?;
     Ok(Answer::ok(scan.into()))
 }
 
@@ -388,7 +388,7 @@ pub(crate) async fn results(
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
     let (items, total) = scans::results(
-        &state,
+        &state.infra.store,
         &granted.org,
         &id,
         q.result.as_deref(),
@@ -407,7 +407,7 @@ pub(crate) async fn cancel(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Scan>, ApiError> {
-    let scan = scans::cancel(&state, &caller, &granted.org, &id).await?;
+    let scan = scans::cancel(&state.infra.store, &caller, &granted.org, &id).await?;
     Ok(Answer::ok(scan.into()))
 }
 
@@ -456,7 +456,8 @@ pub(crate) async fn schedules(
     let page = q
         .page
         .check(state.config.http.max_page_limit, &["createdAt"])?;
-    let (items, total) = schedules::list(&state, &granted.org, page.limit, page.offset).await?;
+    let (items, total) =
+        schedules::list(&state.infra.store, &granted.org, page.limit, page.offset).await?;
     let items = items.into_iter().map(ScanSchedule::from).collect();
     Ok(Paged::new("schedules", items, total, page))
 }
@@ -555,7 +556,8 @@ pub(crate) async fn posture(
                 )
             })?,
     };
-    let answer = posture::posture(&state, &granted.org, q.target.as_deref(), top).await?;
+    let answer =
+        posture::posture(&state.infra.store, &granted.org, q.target.as_deref(), top).await?;
     Ok(Answer::ok(answer.into()))
 }
 
@@ -601,7 +603,7 @@ pub(crate) async fn policy_report(
         rule_id: rule,
     };
     let report: PolicyReport = posture::policy_report(
-        &state,
+        &state.infra.store,
         &granted.org,
         (target, &filter),
         page.limit,

@@ -222,7 +222,7 @@ pub(crate) async fn logout(
     Json(body): Json<RefreshToken>,
 ) -> Result<Answer<SignedOut>, ApiError> {
     let token = secret("refreshToken", &body.refresh_token, MAX_TOKEN_TEXT)?;
-    accounts::logout(&state, &token, Utc::now()).await?;
+    accounts::logout(&state.infra.store, &token, Utc::now()).await?;
     Ok(Answer::ok(SignedOut { signed_out: true }))
 }
 
@@ -425,7 +425,7 @@ pub(crate) async fn tokens(
     caller: Caller,
 ) -> Result<Answer<Tokens>, ApiError> {
     Ok(Answer::ok(Tokens {
-        tokens: accounts::tokens(&state, &caller).await?,
+        tokens: accounts::tokens(&state.infra.store, &caller).await?,
     }))
 }
 
@@ -435,7 +435,7 @@ pub(crate) async fn revoke_token(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    accounts::revoke_token(&state, &caller, &id, Utc::now()).await?;
+    accounts::revoke_token(&state.infra.store, &caller, &id, Utc::now()).await?;
     Ok(Answer::ok(Deleted::new(id)))
 }
 
@@ -452,7 +452,7 @@ pub(crate) async fn revoke_all(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Answer<Revoked>, ApiError> {
-    accounts::revoke_all(&state, &caller, Utc::now()).await?;
+    accounts::revoke_all(&state.infra.store, &caller, Utc::now()).await?;
     Ok(Answer::ok(Revoked { revoked: true }))
 }
 

@@ -419,7 +419,13 @@ pub(crate) async fn remove(
     granted: Granted,
     Path((_, idp_id)): Path<(String, String)>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    sso::delete_config(&state, (&caller, Changer::OrgAdmin), &granted.org, &idp_id).await?;
+    sso::delete_config(
+        &state.infra.store,
+        (&caller, Changer::OrgAdmin),
+        &granted.org,
+        &idp_id,
+    )
+    .await?;
     Ok(Answer::ok(Deleted::new(idp_id)))
 }
 
@@ -467,7 +473,7 @@ pub(crate) async fn admin_remove(
     Path((_, idp_id)): Path<(String, String)>,
 ) -> Result<Answer<Deleted>, ApiError> {
     sso::delete_config(
-        &state,
+        &state.infra.store,
         (&caller, Changer::SuperAdmin),
         &granted.org,
         &idp_id,
@@ -514,7 +520,7 @@ pub(crate) async fn domains(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<Vec<Domain>>, ApiError> {
-    let rows = sso::domains(&state, &granted.org).await?;
+    let rows = sso::domains(&state.infra.store, &granted.org).await?;
     Ok(Answer::ok(rows.into_iter().map(domain_answer).collect()))
 }
 
@@ -525,7 +531,14 @@ pub(crate) async fn claim_domain(
     granted: Granted,
     Json(body): Json<ClaimDomain>,
 ) -> Result<Answer<Domain>, ApiError> {
-    let row = sso::claim_domain(&state, &caller, &granted.org, &body.domain, Utc::now()).await?;
+    let row = sso::claim_domain(
+        &state.infra.store,
+        &caller,
+        &granted.org,
+        &body.domain,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::created(domain_answer(row)))
 }
 
@@ -547,7 +560,7 @@ pub(crate) async fn remove_domain(
     granted: Granted,
     Path((_, domain)): Path<(String, String)>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    sso::remove_domain(&state, &caller, &granted.org, &domain).await?;
+    sso::remove_domain(&state.infra.store, &caller, &granted.org, &domain).await?;
     Ok(Answer::ok(Deleted::new(domain)))
 }
 
@@ -608,7 +621,7 @@ pub(crate) async fn enforcement(
     granted: Granted,
 ) -> Result<Answer<Enforcement>, ApiError> {
     Ok(Answer::ok(enforcement_answer(
-        sso::policy(&state, &granted.org).await?,
+        sso::policy(&state.infra.store, &granted.org).await?,
     )))
 }
 
@@ -649,7 +662,7 @@ pub(crate) async fn arm(
     Json(body): Json<ArmBreakGlass>,
 ) -> Result<Answer<Enforcement>, ApiError> {
     let policy = sso::arm_break_glass(
-        &state,
+        &state.infra.store,
         &caller,
         &granted.org,
         (&user_id, body.until, &body.reason),
@@ -666,6 +679,7 @@ pub(crate) async fn disarm(
     granted: Granted,
     Path((_, user_id)): Path<(String, String)>,
 ) -> Result<Answer<Enforcement>, ApiError> {
-    let policy = sso::disarm_break_glass(&state, &caller, &granted.org, &user_id).await?;
+    let policy =
+        sso::disarm_break_glass(&state.infra.store, &caller, &granted.org, &user_id).await?;
     Ok(Answer::ok(enforcement_answer(policy)))
 }

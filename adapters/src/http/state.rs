@@ -36,7 +36,7 @@ pub(crate) async fn authenticate(
             impersonation: None,
         });
     }
-    let claims = state.keys.verify(token).await?;
+    let claims = state.infra.keys.verify(token).await?;
     if claims.step_up {
         return Err(ApiError::unauthorized(
             "a step-up token is not an access token",
@@ -130,8 +130,13 @@ impl FromRequestParts<AppState> for Caller {
             .into());
         }
         if state.first_sight(&user_id) {
-            crate::services::access::first_sight(&state.store, &user_id, email.as_deref(), now)
-                .await?;
+            crate::services::access::first_sight(
+                &state.infra.store,
+                &user_id,
+                email.as_deref(),
+                now,
+            )
+            .await?;
         }
         let stepped_up_at = match header(parts, "x-step-up-token") {
             None => None,
@@ -142,7 +147,7 @@ impl FromRequestParts<AppState> for Caller {
                 ))
             }
             Some(token) => {
-                let step = state.keys.verify(token).await?;
+                let step = state.infra.keys.verify(token).await?;
                 // A proof is the user's, for the session it was made in, and ends
                 // with it: logout, revoke-all and a password change end it too.
                 if !step.step_up || step.sub != user_id || step.sid != session {
@@ -184,7 +189,7 @@ impl FromRequestParts<AppState> for ServiceCaller {
             return Ok(known.clone());
         }
         let token = bearer(header(parts, "authorization"))?;
-        let claims = state.keys.verify(token).await?;
+        let claims = state.infra.keys.verify(token).await?;
         match claims.service {
             Some(service) if !claims.step_up && !service.trim().is_empty() => {
                 Ok(ServiceCaller { service })
@@ -211,7 +216,7 @@ impl FromRequestParts<AppState> for AnyCaller {
                 .await
                 .map(AnyCaller::User);
         }
-        let claims = state.keys.verify(token).await?;
+        let claims = state.infra.keys.verify(token).await?;
         match claims.service {
             Some(service) if !claims.step_up => Ok(AnyCaller::Service {
                 service,

@@ -34,7 +34,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
     // `metrics_section_errors_total` (rendered below, after the sections).
     // The outbox: how many of the server's own audit events wait to be chained, and
     // how old the oldest is (absent when the database does not answer).
-    let outbox = match operations::outbox(&state.store).await {
+    let outbox = match operations::outbox(&state.infra.store).await {
         Ok(depth) => {
             let age = depth.oldest.map_or(0.0, |oldest| {
                 (chrono::Utc::now() - oldest).num_milliseconds().max(0) as f64 / 1000.0
@@ -48,7 +48,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
         Err(error) => section_failed(&state, MetricsSection::Outbox, &error),
     };
     // The re-evaluation queue: waiting and dead events, and the oldest waiting one.
-    let queue = match operations::reevaluation(&state.store).await {
+    let queue = match operations::reevaluation(&state.infra.store).await {
         Ok(depth) => {
             let age = depth.oldest.map_or(0.0, |oldest| {
                 (chrono::Utc::now() - oldest).num_milliseconds().max(0) as f64 / 1000.0
@@ -64,7 +64,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
     };
     // Reporting: execution events whose resource name no single organization
     // registered, kept aside.
-    let reports = match operations::unattributed(&state.store).await {
+    let reports = match operations::unattributed(&state.infra.store).await {
         Ok((names, executions)) => format!(
             "# HELP report_unattributed_resources Resource names whose events wait for a registration.\n# TYPE report_unattributed_resources gauge\nreport_unattributed_resources {names}\n\
              # HELP report_unattributed_executions Executions waiting for their resource name's registration.\n# TYPE report_unattributed_executions gauge\nreport_unattributed_executions {executions}\n"
@@ -75,8 +75,8 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         format!(
             "{}{}{outbox}{queue}{reports}",
-            state.metrics.render(),
-            state.audit_counters.render()
+            state.infra.metrics.render(),
+            state.infra.audit_counters.render()
         ),
     )
         .into_response()
@@ -89,7 +89,7 @@ fn section_failed(
     section: MetricsSection,
     error: &crate::services::ServiceError,
 ) -> String {
-    state.metrics.section_failed(section);
+    state.infra.metrics.section_failed(section);
     tracing::error!(section = section.label(), %error, "a section of /metrics could not be read");
     String::new()
 }

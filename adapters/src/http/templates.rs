@@ -25,7 +25,7 @@ pub(crate) struct Templates {
 pub(crate) async fn templates(
     State(state): State<AppState>,
 ) -> Result<Answer<Templates>, ApiError> {
-    let (rules, policies) = templates::catalog(&state).await?;
+    let (rules, policies) = templates::catalog(&state.infra.store).await?;
     Ok(Answer::ok(Templates {
         rules: rules.into_iter().map(OrgRule::from).collect(),
         policies: policies.into_iter().map(Policy::from).collect(),

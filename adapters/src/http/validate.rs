@@ -48,7 +48,7 @@ async fn service_organization(
     deadline: tokio::time::Instant,
 ) -> Result<OrgRecord, ApiError> {
     let org_id = org_id.ok_or_else(ApiError::tenant_forbidden)?;
-    checks::service_organization(state, org_id, deadline)
+    checks::service_organization(&state.infra.store, org_id, deadline)
         .await?
         .ok_or_else(ApiError::tenant_forbidden)
 }
@@ -69,6 +69,7 @@ async fn validate(
             // database.
             let cached = org_header.as_deref().and_then(|org_id| {
                 state
+                    .replica
                     .rule_cache
                     .get(org_id, target, state.config.compliance.cache_ttl)
             });

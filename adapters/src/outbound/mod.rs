@@ -12,3 +12,18 @@ pub mod dns;
 pub mod git;
 pub mod oidc;
 pub mod registry;
+
+use std::sync::Arc;
+
+/// The clients of other services a process holds (a part of `AppState`).
+#[derive(Debug)]
+pub struct Outbound {
+    /// The image registry's client, when `REGISTRY_URL` is set.
+    pub registry: Option<Arc<registry::RegistryClient>>,
+    /// The AI providers' client (one connection pool).
+    pub ai: ai::AiClient,
+    /// The key providers' client, with the data keys this replica unwrapped.
+    pub keyring: Arc<crate::keys::Keyring>,
+    /// Single sign-on's identity providers and TXT lookups.
+    pub sso: Arc<oidc::SsoClients>,
+}

@@ -119,8 +119,8 @@ pub async fn decide(
     // Roles matter only when a permission is asked for.
     let needs_roles = requirement.permission.is_some();
     let facts = facts(
-        &state.store,
-        &state.kept,
+        &state.infra.store,
+        &state.replica.kept,
         org_id,
         &caller.user_id,
         needs_roles,

@@ -20,10 +20,10 @@ pub async fn send_due(state: &AppState) -> ServiceResult<usize> {
     };
     let now = Utc::now();
     let until = now + chrono::Duration::from_std(LEASE).unwrap_or(chrono::Duration::seconds(60));
-    let claimed = state.store.claim_account_mail(now, until, 16).await?;
+    let claimed = state.infra.store.claim_account_mail(now, until, 16).await?;
     for mail in &claimed {
         let outcome = send_mail(
-            state,
+            &state.config,
             url.expose(),
             &mail.id,
             std::slice::from_ref(&mail.recipient),
@@ -50,6 +50,7 @@ pub async fn send_due(state: &AppState) -> ServiceResult<usize> {
             tracing::warn!(mail = %mail.id, error = %why, "an account mail was not sent");
         }
         state
+            .infra
             .store
             .finish_account_mail(&mail.id, result, Utc::now())
             .await?;

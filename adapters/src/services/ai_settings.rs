@@ -16,7 +16,7 @@ use crate::outbound::git;
 use crate::services::context::{AppState, Caller};
 use crate::services::keys;
 use crate::services::{entitlement, ServiceError, ServiceResult};
-use crate::storage::{unit_of_work, AiSettingsRow, OrgRecord, OwnProviderRow, QuotaRefusal};
+use crate::storage::{unit_of_work, AiSettingsRow, OrgRecord, OwnProviderRow, QuotaRefusal, Store};
 
 /// The most providers an allow-list names, and models per provider.
 const MAX_MODELS: usize = 20;
@@ -121,14 +121,10 @@ fn answer(org_id: &str, row: Option<AiSettingsRow>, tokens: u64) -> AiSettings {
 }
 
 /// The settings of an account root (a team: 409).
-pub async fn get(
-    state: &AppState,
-    org: &OrgRecord,
-    now: DateTime<Utc>,
-) -> ServiceResult<AiSettings> {
+pub async fn get(store: &Store, org: &OrgRecord, now: DateTime<Utc>) -> ServiceResult<AiSettings> {
     root_only(org)?;
-    let row = state.store.ai_settings(&org.id).await?;
-    let tokens = state.store.ai_tokens(&org.id, &month(now)).await?;
+    let row = store.ai_settings(&org.id).await?;
+    let tokens = store.ai_tokens(&org.id, &month(now)).await?;
     Ok(answer(&org.id, row, tokens))
 }
 
@@ -205,7 +201,7 @@ pub async fn put(
             ));
         }
     }
-    let stored = state.store.ai_settings(&org.id).await?;
+    let stored = state.infra.store.ai_settings(&org.id).await?;
     if let (Some(asked), Some(current)) = (put.version, stored.as_ref().map(|s| s.version)) {
         if asked != current {
             return Err(ServiceError::Conflict(format!(
@@ -309,7 +305,7 @@ pub async fn put(
     let changed = changed_fields(stored.as_ref(), &row);
     let details = json!({"changed": changed, "version": row.version});
     let audit = super::admin::org_events(
-        state,
+        &state.infra.store,
         caller,
         "admin.org.ai-config.update",
         &org.id,
@@ -317,12 +313,12 @@ pub async fn put(
     )
     .await?;
     let version = stored.as_ref().map(|s| s.version);
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.put_ai_settings(&row, version).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    let tokens = state.store.ai_tokens(&org.id, &month(now)).await?;
+    let tokens = state.infra.store.ai_tokens(&org.id, &month(now)).await?;
     Ok(answer(&org.id, Some(row), tokens))
 }
 
@@ -364,11 +360,11 @@ pub async fn provider_for(
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<ProviderSettings>> {
     let root = entitlement::root_id(org).to_owned();
-    let Some(settings) = state.store.ai_settings(&root).await? else {
+    let Some(settings) = state.infra.store.ai_settings(&root).await? else {
         return Ok(None);
     };
     if let Some(cap) = settings.monthly_token_cap {
-        let used = state.store.ai_tokens(&root, &month(now)).await?;
+        let used = state.infra.store.ai_tokens(&root, &month(now)).await?;
         if used >= cap {
             return Err(ServiceError::Quota {
                 dimension: "aiTokens",
@@ -428,7 +424,7 @@ pub async fn provider_for(
 
 /// Adds a generation's tokens to its account root's month.
 pub async fn spend(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     tokens: u64,
     now: DateTime<Utc>,
@@ -436,8 +432,7 @@ pub async fn spend(
     if tokens == 0 {
         return Ok(());
     }
-    Ok(state
-        .store
+    Ok(store
         .spend_ai_tokens(entitlement::root_id(org), &month(now), tokens)
         .await?)
 }

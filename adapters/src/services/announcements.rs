@@ -9,10 +9,11 @@ use messaging::{Audience, Severity, Teams, Window};
 use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::services::context::{event, AppState, Caller};
 /// An announcement, as the workflows answer it.
 pub use crate::storage::AnnouncementRecord;
-use crate::storage::{unit_of_work, AnnouncementFields, OrgRecord, Reader};
+use crate::storage::{unit_of_work, AnnouncementFields, OrgRecord, Reader, Store};
 
 /// What a request says an announcement is, before it is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +36,7 @@ pub struct Draft {
 /// stored, to the microsecond, so an end a nanosecond after its start is refused
 /// rather than kept equal to it).
 fn checked(
-    state: &AppState,
+    config: &Config,
     draft: Draft,
     default_start: DateTime<Utc>,
 ) -> ServiceResult<AnnouncementFields> {
@@ -44,7 +45,7 @@ fn checked(
     Ok(AnnouncementFields {
         title: messaging::check_text("title", &draft.title, messaging::TITLE_MAX, true)
             .map_err(refused)?,
-        body: messaging::check_text("body", &draft.body, state.config.messages.body_max, false)
+        body: messaging::check_text("body", &draft.body, config.messages.body_max, false)
             .map_err(refused)?,
         severity: draft.severity.unwrap_or(Severity::Info),
         window: Window::new(starts_at, draft.ends_at.map(|end| end.trunc_subsecs(6)))
@@ -89,7 +90,7 @@ fn audience_name(audience: &Audience) -> &'static str {
 
 /// Checks that the audience names only what exists and the asker may reach.
 async fn check_audience(
-    state: &AppState,
+    store: &Store,
     asker: &Asker<'_>,
     audience: &Audience,
 ) -> ServiceResult<()> {
@@ -110,7 +111,7 @@ async fn check_audience(
                 ));
             }
             for team in teams {
-                let found = state.store.organization(team).await?;
+                let found = store.organization(team).await?;
                 if found.and_then(|t| t.parent_org_id).as_deref() != Some(org_id.as_str()) {
                     return Err(ServiceError::invalid(
                         "teamIds",
@@ -127,7 +128,7 @@ async fn check_audience(
                 ));
             }
             for org in listed {
-                if state.store.organization(org).await?.is_none() {
+                if store.organization(org).await?.is_none() {
                     return Err(ServiceError::invalid(
                         "organizationIds",
                         format!("`{org}` is not an organization"),
@@ -148,8 +149,8 @@ pub async fn post(
     draft: Draft,
     now: DateTime<Utc>,
 ) -> ServiceResult<AnnouncementRecord> {
-    let fields = checked(state, draft, now)?;
-    check_audience(state, &asker, &audience).await?;
+    let fields = checked(&state.config, draft, now)?;
+    check_audience(&state.infra.store, &asker, &audience).await?;
     let id = crate::new_id();
     let audit = [event(
         asker.caller,
@@ -159,25 +160,20 @@ pub async fn post(
         &id,
         json!({"audience": audience_name(&audience), "severity": fields.severity.as_str(), "dismissible": fields.dismissible}),
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.create_announcement(&id, &audience, &fields, &asker.caller.user_id, now)
             .await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    posted(state, &id).await
+    posted(&state.infra.store, &id).await
 }
 
 /// The announcement `id` as its managers reach it: an organization's by its admins
 /// (`messages:manage` in it), a platform one by super-admins. One the asker cannot
 /// see is not found; one they see but may not manage is forbidden.
-async fn managed(
-    state: &AppState,
-    asker: &Asker<'_>,
-    id: &str,
-) -> ServiceResult<AnnouncementRecord> {
-    let found = state
-        .store
+async fn managed(store: &Store, asker: &Asker<'_>, id: &str) -> ServiceResult<AnnouncementRecord> {
+    let found = store
         .announcement(id)
         .await?
         .ok_or(ServiceError::NotFound("announcement".into()))?;
@@ -218,8 +214,8 @@ pub async fn edit(
     draft: Draft,
     now: DateTime<Utc>,
 ) -> ServiceResult<AnnouncementRecord> {
-    let found = managed(state, &asker, id).await?;
-    let fields = checked(state, draft, found.window.starts_at)?;
+    let found = managed(&state.infra.store, &asker, id).await?;
+    let fields = checked(&state.config, draft, found.window.starts_at)?;
     let audit = [event(
         asker.caller,
         "message.announcement.update",
@@ -228,17 +224,17 @@ pub async fn edit(
         &found.id,
         json!({"severity": fields.severity.as_str(), "dismissible": fields.dismissible}),
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.update_announcement(&found.id, &fields, now).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    posted(state, &found.id).await
+    posted(&state.infra.store, &found.id).await
 }
 
 /// Removes an announcement (audited as `message.delete`).
-pub async fn remove(state: &AppState, asker: Asker<'_>, id: &str) -> ServiceResult<()> {
-    let found = managed(state, &asker, id).await?;
+pub async fn remove(store: &Store, asker: Asker<'_>, id: &str) -> ServiceResult<()> {
+    let found = managed(store, &asker, id).await?;
     let audit = [event(
         asker.caller,
         "message.delete",
@@ -247,7 +243,7 @@ pub async fn remove(state: &AppState, asker: Asker<'_>, id: &str) -> ServiceResu
         &found.id,
         json!({"kind": "announcement"}),
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.delete_announcement(&found.id).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
@@ -270,7 +266,7 @@ pub enum View {
 
 /// A page of announcements.
 pub async fn list(
-    state: &AppState,
+    store: &Store,
     asker: Asker<'_>,
     view: View,
     now: DateTime<Utc>,
@@ -278,8 +274,7 @@ pub async fn list(
 ) -> ServiceResult<(Vec<AnnouncementRecord>, u64)> {
     Ok(match view {
         View::Active { include_dismissed } => {
-            state
-                .store
+            store
                 .visible_announcements(
                     reader(&asker),
                     now,
@@ -290,14 +285,12 @@ pub async fn list(
                 .await?
         }
         View::Managed if asker.manages || asker.super_admin => {
-            state
-                .store
+            store
                 .managed_announcements(Some(&asker.org.id), (limit, offset), ascending)
                 .await?
         }
         View::Platform if asker.super_admin => {
-            state
-                .store
+            store
                 .managed_announcements(None, (limit, offset), ascending)
                 .await?
         }
@@ -317,13 +310,12 @@ pub async fn list(
 /// Dismisses an announcement for the reader: it must reach their organization now
 /// and be dismissible (409 otherwise); a second dismissal changes nothing.
 pub async fn dismiss(
-    state: &AppState,
+    store: &Store,
     asker: Asker<'_>,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<AnnouncementRecord> {
-    let found = state
-        .store
+    let found = store
         .announcement(id)
         .await?
         .ok_or(ServiceError::NotFound("announcement".into()))?;
@@ -340,8 +332,7 @@ pub async fn dismiss(
             "this announcement cannot be dismissed".to_owned(),
         ));
     }
-    let dismissed_at = state
-        .store
+    let dismissed_at = store
         .dismiss_announcement(id, &asker.caller.user_id, now)
         .await?;
     Ok(AnnouncementRecord {
@@ -352,21 +343,10 @@ pub async fn dismiss(
 
 /// The reader's unread counts: the inbox's unread messages, the announcements that
 /// reach them undismissed, and messages by others after their read markers.
-pub async fn unread(
-    state: &AppState,
-    asker: Asker<'_>,
-    now: DateTime<Utc>,
-) -> ServiceResult<Unread> {
-    let (_, inbox) = state
-        .store
-        .messages(&asker.org.id, Some(true), 0, 0)
-        .await?;
-    let announcements = state
-        .store
-        .unread_announcements(reader(&asker), now)
-        .await?;
-    let conversations = state
-        .store
+pub async fn unread(store: &Store, asker: Asker<'_>, now: DateTime<Utc>) -> ServiceResult<Unread> {
+    let (_, inbox) = store.messages(&asker.org.id, Some(true), 0, 0).await?;
+    let announcements = store.unread_announcements(reader(&asker), now).await?;
+    let conversations = store
         .unread_conversation_messages(&asker.org.id, &asker.caller.user_id)
         .await?;
     Ok(Unread {
@@ -391,9 +371,8 @@ pub struct Unread {
 }
 
 /// An announcement as its unit wrote it.
-async fn posted(state: &AppState, id: &str) -> ServiceResult<AnnouncementRecord> {
-    state
-        .store
+async fn posted(store: &Store, id: &str) -> ServiceResult<AnnouncementRecord> {
+    store
         .announcement(id)
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("announcement `{id}`").into()))

@@ -23,8 +23,9 @@ pub async fn ingest(state: &AppState, event: AuditEvent) -> ServiceResult<(Seale
         }
         other => ServiceError::invalid("action", other.to_string()),
     })?;
-    let store = state.store.clone();
+    let store = state.infra.store.clone();
     let appended = state
+        .replica
         .appender
         .submit(event, move |events: Vec<AuditEvent>| {
             let store = store.clone();

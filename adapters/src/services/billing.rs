@@ -18,6 +18,7 @@ use super::entitlement::{self, Change, Current};
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event_on, AppState, Caller};
 use crate::storage::OrgRecord;
+use crate::storage::Store;
 
 /// A bundle as offered.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -45,7 +46,7 @@ pub struct Offer {
 /// operator has not enabled bundles (`enabled` false) or billing is a marketplace's.
 pub async fn offers(state: &AppState, org: &OrgRecord) -> ServiceResult<(bool, Vec<Offer>)> {
     let catalog = &state.config.catalog;
-    let root = entitlement::root_of(state, org).await?;
+    let root = entitlement::root_of(&state.infra.store, org).await?;
     let enabled = catalog.bundles_enabled
         && state.config.billing.provider == BillingProvider::Direct
         && !root.is_system;
@@ -140,20 +141,20 @@ fn view(current: &Current, entitlement: Entitlement) -> SubscriptionView {
 
 /// The subscription of `org`'s account.
 pub async fn subscription(state: &AppState, org: &OrgRecord) -> ServiceResult<SubscriptionView> {
-    let root = entitlement::root_of(state, org).await?;
+    let root = entitlement::root_of(&state.infra.store, org).await?;
     let current = entitlement::current(state, &root).await?;
-    let entitlement = entitlement::entitlement(state, &current);
+    let entitlement = entitlement::entitlement(&state.config, &current);
     Ok(view(&current, entitlement))
 }
 
 /// The account of `org`, when `subscription_id` is its subscription (else 404).
 async fn account_of(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     subscription_id: &str,
 ) -> ServiceResult<OrgRecord> {
-    let root = entitlement::root_of(state, org).await?;
-    match state.store.subscription(subscription_id).await? {
+    let root = entitlement::root_of(store, org).await?;
+    match store.subscription(subscription_id).await? {
         Some(found) if found.org_id == root.id => Ok(root),
         _ => Err(ServiceError::NotFound("subscription".into())),
     }
@@ -169,7 +170,7 @@ fn proposed(
     let (account, _) = entitlements::apply_change(&state.config.catalog, &current.account, change)?;
     let mut after = current.clone();
     after.account = account;
-    let entitlement = entitlement::entitlement(state, &after);
+    let entitlement = entitlement::entitlement(&state.config, &after);
     Ok((after, entitlement))
 }
 
@@ -180,7 +181,7 @@ pub async fn preview(
     subscription_id: &str,
     change: BundleChange,
 ) -> ServiceResult<SubscriptionView> {
-    let root = account_of(state, org, subscription_id).await?;
+    let root = account_of(&state.infra.store, org, subscription_id).await?;
     let current = entitlement::current(state, &root).await?;
     let (after, entitlement) = proposed(state, &current, change)?;
     Ok(view(&after, entitlement))
@@ -196,7 +197,7 @@ pub async fn change(
     change: BundleChange,
     now: DateTime<Utc>,
 ) -> ServiceResult<SubscriptionView> {
-    let root = account_of(state, org, subscription_id).await?;
+    let root = account_of(&state.infra.store, org, subscription_id).await?;
     let (after, entitlement) = entitlement::commit(state, &root, now, |current| {
         let (after, _) = proposed(state, current, change)?;
         let (action, details) = match change {
@@ -235,7 +236,7 @@ pub async fn portal(state: &AppState, org: &OrgRecord) -> ServiceResult<String> 
             "no billing portal is configured (BILLING_PORTAL_URL)".to_owned(),
         ));
     };
-    let root = entitlement::root_of(state, org).await?;
+    let root = entitlement::root_of(&state.infra.store, org).await?;
     let current = entitlement::current(state, &root).await?;
     Ok(template
         .replace("{orgId}", &root.id)
@@ -272,6 +273,7 @@ pub async fn set_seat_limit(
     now: DateTime<Utc>,
 ) -> ServiceResult<SubscriptionView> {
     let org = state
+        .infra
         .store
         .organization(org_id)
         .await?
@@ -349,7 +351,7 @@ pub async fn change_tier(
     }
     let removed = std::sync::Mutex::new(Vec::new());
     entitlement::commit(state, org, now, |current| {
-        let moving = entitlement::moving(state, caller, org, current, tier);
+        let moving = entitlement::moving(&state.config, caller, org, current, tier);
         let mut audit = vec![event_on(
             caller,
             "admin.org.tier.update",

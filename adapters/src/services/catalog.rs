@@ -12,8 +12,9 @@ use serde_json::{json, Value};
 
 use super::rules::{check as check_rule, invalidate};
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{new_id, unit_of_work, OrgRecord, RuleFilter, StoredRule};
+use crate::storage::{new_id, unit_of_work, OrgRecord, RuleFilter, Store, StoredRule};
 
 /// How many validated entities an impact preview evaluates at most.
 pub const IMPACT_SAMPLE_LIMIT: u32 = 10_000;
@@ -64,13 +65,12 @@ pub struct Impact {
 
 /// The rules enforced on `org`: its own, its active subscriptions and the rules
 /// propagated from its parent.
-pub async fn enforced(state: &AppState, org: &OrgRecord) -> ServiceResult<Vec<Rule>> {
-    Ok(crate::compliance::effective(&state.store, org).await?)
+pub async fn enforced(store: &Store, org: &OrgRecord) -> ServiceResult<Vec<Rule>> {
+    Ok(crate::compliance::effective(store, org).await?)
 }
 
-async fn published(state: &AppState, rule_id: &str) -> ServiceResult<Rule> {
-    state
-        .store
+async fn published(store: &Store, rule_id: &str) -> ServiceResult<Rule> {
+    store
         .published_rule(rule_id)
         .await?
         .map(|s| s.rule)
@@ -79,18 +79,15 @@ async fn published(state: &AppState, rule_id: &str) -> ServiceResult<Rule> {
 
 /// A page of the catalog, filtered: (entries, total).
 pub async fn catalog(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     mut filter: RuleFilter,
     (limit, offset, ascending): (u32, u64, bool),
 ) -> ServiceResult<(Vec<CatalogEntry>, u64)> {
     filter.scope = Some("published".to_owned());
     filter.include_deleted = false;
-    let (rules, total) = state
-        .store
-        .rules(None, &filter, limit, offset, ascending)
-        .await?;
-    let subscriptions = state.store.subscriptions(&org.id).await?;
+    let (rules, total) = store.rules(None, &filter, limit, offset, ascending).await?;
+    let subscriptions = store.subscriptions(&org.id).await?;
     let entries = rules
         .into_iter()
         .map(|rule| CatalogEntry {
@@ -103,17 +100,14 @@ pub async fn catalog(
 
 /// A page of the organization's subscriptions: (subscriptions, total).
 pub async fn subscriptions(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     limit: u32,
     offset: u64,
 ) -> ServiceResult<(Vec<SubscriptionView>, u64)> {
-    let (subscriptions, total) = state
-        .store
-        .subscriptions_page(&org.id, limit, offset)
-        .await?;
+    let (subscriptions, total) = store.subscriptions_page(&org.id, limit, offset).await?;
     let ids: Vec<String> = subscriptions.iter().map(|s| s.rule_id.clone()).collect();
-    let versions = state.store.published_versions(&ids).await?;
+    let versions = store.published_versions(&ids).await?;
     let views = subscriptions
         .into_iter()
         .map(|s| {
@@ -148,8 +142,8 @@ pub async fn subscribe(
     rule_id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    published(state, rule_id).await?;
-    unit_of_work!(&state.store, |tx| {
+    published(&state.infra.store, rule_id).await?;
+    unit_of_work!(&state.infra.store, |tx| {
         Ok(tx.subscribe(&org.id, rule_id, now).await?)
     })?;
     invalidate(state, org, false);
@@ -164,7 +158,7 @@ pub async fn clone(
     (rule_id, name): (&str, Option<String>),
     now: DateTime<Utc>,
 ) -> ServiceResult<StoredRule> {
-    let mut rule = published(state, rule_id).await?;
+    let mut rule = published(&state.infra.store, rule_id).await?;
     rule.id = new_id();
     rule.version = 1;
     rule.scope = Scope::Org;
@@ -184,13 +178,13 @@ pub async fn clone(
         &rule.id,
         json!({"clonedFrom": rule_id}),
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.create_rule(&org.id, &rule, &caller.user_id, now).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
     invalidate(state, org, false);
-    crate::services::rules::get(state, org, &rule.id, false).await
+    crate::services::rules::get(&state.infra.store, org, &rule.id, false).await
 }
 
 /// Subscribes to every published rule not yet subscribed, inactive: (added,
@@ -204,9 +198,13 @@ pub async fn auto_subscribe(
         scope: Some("published".to_owned()),
         ..Default::default()
     };
-    let (rules, _) = state.store.rules(None, &filter, u32::MAX, 0, true).await?;
+    let (rules, _) = state
+        .infra
+        .store
+        .rules(None, &filter, u32::MAX, 0, true)
+        .await?;
     let ids: Vec<String> = rules.into_iter().map(|r| r.rule.id).collect();
-    let added = unit_of_work!(&state.store, |tx| {
+    let added = unit_of_work!(&state.infra.store, |tx| {
         Ok(tx.subscribe_missing(&org.id, &ids, now).await?)
     })?;
     invalidate(state, org, false);
@@ -237,7 +235,7 @@ pub async fn activate(
             )
         })
         .collect();
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.set_subscriptions_active(&org.id, rule_ids, active, now)
             .await?;
         tx.enqueue_audit(&audit).await?;
@@ -256,11 +254,11 @@ pub async fn pin(
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<u32>> {
     let version = if pinned {
-        Some(published(state, rule_id).await?.version)
+        Some(published(&state.infra.store, rule_id).await?.version)
     } else {
         None
     };
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         Ok(tx.pin_subscription(&org.id, rule_id, version, now).await?)
     })?;
     invalidate(state, org, false);
@@ -270,7 +268,7 @@ pub async fn pin(
 /// Unsubscribes.
 pub async fn unsubscribe(state: &AppState, org: &OrgRecord, rule_id: &str) -> ServiceResult<()> {
     let now = Utc::now();
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         Ok(tx.unsubscribe(&org.id, rule_id, now).await?)
     })?;
     invalidate(state, org, false);
@@ -278,7 +276,7 @@ pub async fn unsubscribe(state: &AppState, org: &OrgRecord, rule_id: &str) -> Se
 }
 
 /// The rule set of one rule, as a preview evaluates it (no dependencies).
-fn single(state: &AppState, mut rule: Rule) -> ServiceResult<RuleSet> {
+fn single(config: &Config, mut rule: Rule) -> ServiceResult<RuleSet> {
     if rule.id.is_empty() {
         rule.id = "preview".to_owned();
     }
@@ -287,7 +285,7 @@ fn single(state: &AppState, mut rule: Rule) -> ServiceResult<RuleSet> {
         .for_each(|c| c.depends_on_rule = None);
     Ok(RuleSet::compile(
         [rule],
-        &crate::compliance::compile_options(&state.config, Dependencies::Strict),
+        &crate::compliance::compile_options(config, Dependencies::Strict),
     )?)
 }
 
@@ -295,13 +293,15 @@ fn single(state: &AppState, mut rule: Rule) -> ServiceResult<RuleSet> {
 /// would fail `rule`, with samples; evaluated on the CPU pool.
 pub async fn impact(state: &AppState, org: &OrgRecord, rule: Rule) -> ServiceResult<Impact> {
     let target = rule.target;
-    let set = single(state, rule)?;
+    let set = single(&state.config, rule)?;
     let snapshots = state
+        .infra
         .store
         .snapshots(&org.id, target.as_str(), IMPACT_SAMPLE_LIMIT)
         .await?;
     let evaluated = snapshots.len();
     let (failing, samples) = state
+        .infra
         .cpu
         .run(move || {
             let limits = AttributeLimits {
@@ -344,9 +344,10 @@ pub async fn impact(state: &AppState, org: &OrgRecord, rule: Rule) -> ServiceRes
 /// pool.
 pub async fn preview(state: &AppState, rule: Rule, attributes: Value) -> ServiceResult<Evaluation> {
     let target = rule.target;
-    let set = single(state, rule)?;
+    let set = single(&state.config, rule)?;
     let limits = state.config.attribute_limits();
     state
+        .infra
         .cpu
         .run(move || {
             compliance_core::judge(Some(&set), target, &attributes, &limits, &Waivers::none())

@@ -20,7 +20,7 @@ use super::{ServiceError, ServiceResult};
 use crate::services::context::AppState;
 /// An entry of the check log, as [`log`] answers it.
 pub use crate::storage::CheckRecord;
-use crate::storage::{LiveCheck, OrgRecord, StoreError};
+use crate::storage::{LiveCheck, OrgRecord, Store, StoreError};
 
 /// The budget of one check: past it the answer is 503 COMPLIANCE_UNAVAILABLE.
 pub const BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
@@ -91,8 +91,8 @@ where
             within(
                 deadline,
                 crate::compliance::rule_set(
-                    &state.store,
-                    &state.rule_cache,
+                    &state.infra.store,
+                    &state.replica.rule_cache,
                     &state.config,
                     org,
                     target,
@@ -123,8 +123,10 @@ where
     };
     let job = async {
         match recording {
-            Recording::Reevaluation => state.cpu.run_in_background(evaluate).await,
-            Recording::DryRun | Recording::Live | Recording::Door => state.cpu.run(evaluate).await,
+            Recording::Reevaluation => state.infra.cpu.run_in_background(evaluate).await,
+            Recording::DryRun | Recording::Live | Recording::Door => {
+                state.infra.cpu.run(evaluate).await
+            }
         }
     };
     let (document, entity_id, mut evaluation, snapshot) =
@@ -136,7 +138,12 @@ where
     if let (Some(entity), false) = (&entity_id, org.is_system) {
         let exemptions = within(
             deadline,
-            crate::replica::kept::approved_exemptions(&state.store, &state.kept, &org.id, entity),
+            crate::replica::kept::approved_exemptions(
+                &state.infra.store,
+                &state.replica.kept,
+                &org.id,
+                entity,
+            ),
         )
         .await?;
         evaluation.waive(&Waivers::for_entity(&exemptions, entity, Utc::now()));
@@ -179,7 +186,7 @@ async fn record(
     let notification = if needs {
         let preference = within(
             deadline,
-            crate::replica::kept::preference(&state.store, &state.kept, &org.id),
+            crate::replica::kept::preference(&state.infra.store, &state.replica.kept, &org.id),
         )
         .await?;
         super::notifications::for_check(&preference, (&org.id, target, entity_id), evaluation, now)
@@ -211,20 +218,23 @@ async fn record(
         notification,
         at: now,
     };
-    let store = state.store.clone();
-    let recorded = state.recorder.submit(check, move |checks: Vec<LiveCheck>| {
-        let store = store.clone();
-        async move {
-            let count = checks.len();
-            let outcome = store.record_live_checks(checks).await;
-            (0..count)
-                .map(|_| match &outcome {
-                    Ok(()) => Ok(()),
-                    Err(error) => Err(StoreError::Unavailable(error.to_string())),
-                })
-                .collect::<Vec<_>>()
-        }
-    });
+    let store = state.infra.store.clone();
+    let recorded = state
+        .replica
+        .recorder
+        .submit(check, move |checks: Vec<LiveCheck>| {
+            let store = store.clone();
+            async move {
+                let count = checks.len();
+                let outcome = store.record_live_checks(checks).await;
+                (0..count)
+                    .map(|_| match &outcome {
+                        Ok(()) => Ok(()),
+                        Err(error) => Err(StoreError::Unavailable(error.to_string())),
+                    })
+                    .collect::<Vec<_>>()
+            }
+        });
     within(deadline, async {
         recorded.await.unwrap_or_else(|| {
             Err(StoreError::Unavailable(
@@ -234,7 +244,7 @@ async fn record(
     })
     .await?;
     for _ in 0..held {
-        state.metrics.notification("held");
+        state.infra.metrics.notification("held");
     }
     Ok(judgement)
 }
@@ -275,14 +285,13 @@ pub struct LogFilter<'a> {
 
 /// A page of the organization's check log: (entries, total).
 pub async fn log(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     filter: LogFilter<'_>,
     limit: u32,
     offset: u64,
 ) -> ServiceResult<(Vec<crate::storage::CheckRecord>, u64)> {
-    Ok(state
-        .store
+    Ok(store
         .checks(
             &org.id,
             filter.target,
@@ -298,11 +307,11 @@ pub async fn log(
 /// not the service's to see (`TENANT_FORBIDDEN`), storage that fails or does not
 /// answer in time is "compliance unavailable" (fail closed).
 pub async fn service_organization(
-    state: &AppState,
+    store: &Store,
     org_id: &str,
     deadline: Instant,
 ) -> Result<Option<OrgRecord>, ServiceError> {
-    match tokio::time::timeout_at(deadline, state.store.organization(org_id)).await {
+    match tokio::time::timeout_at(deadline, store.organization(org_id)).await {
         Ok(Ok(org)) => Ok(org),
         Ok(Err(_)) | Err(_) => Err(ServiceError::Unavailable),
     }
@@ -402,7 +411,7 @@ async fn remotely(
         std::time::Duration::from_secs(300),
     );
     claims.service = Some("inventory".to_owned());
-    let token = state.keys.sign(&claims).map_err(|e| {
+    let token = state.infra.keys.sign(&claims).map_err(|e| {
         tracing::warn!(error = %e, "no service token for the remote compliance check");
         ServiceError::Unavailable
     })?;

@@ -16,6 +16,7 @@ use super::{ServiceError, ServiceResult};
 use crate::auth::Claims;
 use crate::services::accounts;
 use crate::services::context::AppState;
+use crate::storage::Store;
 pub use crate::storage::{ConsoleImpersonation, ConsoleSessionRecord};
 
 /// How long a console session lives at most (its family may end it sooner).
@@ -55,6 +56,7 @@ pub async fn open(
     now: DateTime<Utc>,
 ) -> ServiceResult<Opened> {
     let claims = state
+        .infra
         .keys
         .verify(access_token)
         .await
@@ -78,20 +80,24 @@ pub async fn open(
         expires_at: now + lifetime,
         impersonation: None,
     };
-    state.store.open_console_session(&session, now).await?;
+    state
+        .infra
+        .store
+        .open_console_session(&session, now)
+        .await?;
     Ok(Opened { cookie, session })
 }
 
 /// The live session a cookie names.
 pub async fn resume(
-    state: &AppState,
+    store: &Store,
     cookie: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<ConsoleSessionRecord>> {
     if cookie.is_empty() || cookie.len() > 128 {
         return Ok(None);
     }
-    Ok(state.store.console_session(&hash_of(cookie), now).await?)
+    Ok(store.console_session(&hash_of(cookie), now).await?)
 }
 
 /// A short access token for one console request in `session`.
@@ -119,6 +125,7 @@ pub fn access_token(
         None => claims.sid = Some(session.family_id.clone()),
     }
     state
+        .infra
         .keys
         .sign(&claims)
         .map_err(|e| ServiceError::Broken(e.to_string()))
@@ -149,13 +156,12 @@ fn new_cookie() -> ServiceResult<(String, String)> {
 /// user (the impersonation was just started through the API): a new session on the
 /// admin's family, until the impersonation expires; the admin's own is forgotten.
 pub async fn open_impersonation(
-    state: &AppState,
+    store: &Store,
     admin: &ConsoleSessionRecord,
     started: &ImpersonationStarted,
     now: DateTime<Utc>,
 ) -> ServiceResult<Opened> {
-    let account = state
-        .store
+    let account = store
         .account(&started.user_id)
         .await?
         .ok_or(ServiceError::NotFound("user".into()))?;
@@ -174,15 +180,15 @@ pub async fn open_impersonation(
             read_only: started.read_only,
         }),
     };
-    state.store.open_console_session(&session, now).await?;
-    state.store.close_console_session(&admin.id_hash).await?;
+    store.open_console_session(&session, now).await?;
+    store.close_console_session(&admin.id_hash).await?;
     Ok(Opened { cookie, session })
 }
 
 /// Ends the impersonation a console session is (from inside, as its token may) and
 /// gives the super-admin their own console session back, on their family.
 pub async fn end_impersonation(
-    state: &AppState,
+    store: &Store,
     session: &ConsoleSessionRecord,
     now: DateTime<Utc>,
 ) -> ServiceResult<Opened> {
@@ -205,14 +211,13 @@ pub async fn end_impersonation(
             read_only: imp.read_only,
         })),
     };
-    match crate::services::admin::impersonation::end(state, &inside, &imp.id, now).await {
+    match crate::services::admin::impersonation::end(store, &inside, &imp.id, now).await {
         // Expired or ended elsewhere already: the admin comes back all the same.
         Ok(_) | Err(ServiceError::Conflict(_)) => {}
         Err(other) => return Err(other),
     }
-    state.store.close_console_session(&session.id_hash).await?;
-    let admin = state
-        .store
+    store.close_console_session(&session.id_hash).await?;
+    let admin = store
         .account(&imp.admin_id)
         .await?
         .filter(|a| a.deleted_at.is_none())
@@ -229,7 +234,7 @@ pub async fn end_impersonation(
         expires_at: now + lifetime,
         impersonation: None,
     };
-    state.store.open_console_session(&back, now).await?;
+    store.open_console_session(&back, now).await?;
     Ok(Opened {
         cookie,
         session: back,
@@ -238,10 +243,10 @@ pub async fn end_impersonation(
 
 /// Signs out: the console session is forgotten and its family ended (audited as a
 /// logout). Signing out twice is signing out.
-pub async fn close(state: &AppState, cookie: &str, now: DateTime<Utc>) -> ServiceResult<()> {
-    if let Some(session) = resume(state, cookie, now).await? {
-        state.store.close_console_session(&session.id_hash).await?;
-        accounts::end_session(state, (&session.family_id, &session.user_id), now).await?;
+pub async fn close(store: &Store, cookie: &str, now: DateTime<Utc>) -> ServiceResult<()> {
+    if let Some(session) = resume(store, cookie, now).await? {
+        store.close_console_session(&session.id_hash).await?;
+        accounts::end_session(store, (&session.family_id, &session.user_id), now).await?;
     }
     Ok(())
 }

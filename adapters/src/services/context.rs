@@ -4,22 +4,18 @@
 //! request (`http/state.rs`); workers and the CLI hold an [`AppState`] of their own.
 //! Nothing here knows HTTP.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use crate::audit::AuditCounters;
 use crate::auth::TokenKeys;
-use crate::compliance::RuleCache;
 use crate::config::Config;
 use crate::cpu::CpuPool;
 use crate::metrics::Metrics;
-use crate::replica::allowance::Allowances;
-use crate::replica::grouped::Grouped;
-use crate::replica::kept::KeptFacts;
-use crate::storage::{LiveCheck, Store, StoreResult};
-use audit_chain::{AuditEvent, SealedEvent};
+use crate::outbound::Outbound;
+use crate::replica::ReplicaState;
+use crate::storage::Store;
 
 /// Everything a handler may use, shared: a clone (axum makes one per extractor and
 /// layer of every request) is one reference count, not one per part.
@@ -34,11 +30,25 @@ impl std::ops::Deref for AppState {
     }
 }
 
-/// What an [`AppState`] holds.
+/// What an [`AppState`] holds, in parts: a service function takes the part it uses
+/// (the store, the configuration), and the whole only when it uses several.
 #[derive(Debug)]
 pub struct Context {
     /// Configuration, read once at start.
     pub config: Arc<Config>,
+    /// The databases, the threads work runs on, the keys tokens are signed with, the
+    /// metrics.
+    pub infra: Infrastructure,
+    /// What this replica keeps for itself (kept facts, allowance blocks, grouped
+    /// writers, the message feed).
+    pub replica: ReplicaState,
+    /// The clients of other services.
+    pub outbound: Outbound,
+}
+
+/// The infrastructure part of an [`AppState`].
+#[derive(Debug)]
+pub struct Infrastructure {
     /// The database.
     pub store: Store,
     /// The streaming standby the reports read (`REPORTING_DATABASE_URL`).
@@ -49,35 +59,11 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// The audit counters shown on `/metrics`.
     pub audit_counters: Arc<AuditCounters>,
-    /// Compiled effective rule sets.
-    pub rule_cache: Arc<RuleCache>,
-    /// The facts the gate and every check read, kept until they change.
-    pub kept: Arc<KeptFacts>,
-    /// This replica's blocks of monthly units (API calls).
-    pub allowances: Arc<Allowances>,
-    /// Live checks waiting to be recorded together.
-    pub recorder: Arc<Grouped<LiveCheck, StoreResult<()>>>,
-    /// Other services' audit events waiting to be sealed together.
-    pub appender: Arc<Grouped<AuditEvent, StoreResult<(SealedEvent, bool)>>>,
     /// The threads that parse and evaluate attribute documents, off the runtime.
     pub cpu: Arc<CpuPool>,
     /// The threads that hash and check passwords (argon2id, tens of milliseconds
     /// each), apart, so that a wave of sign-ins never delays a validation.
     pub passwords: Arc<CpuPool>,
-    /// What is new in messages, handed to this replica's live streams.
-    pub feed: Arc<crate::replica::feed::MessageFeed>,
-    /// The image registry's client, when `REGISTRY_URL` is set.
-    pub registry: Option<Arc<crate::outbound::registry::RegistryClient>>,
-    /// The AI providers' client (one connection pool).
-    pub ai: crate::outbound::ai::AiClient,
-    /// This replica's unwrapped data keys, and the key providers' client.
-    pub keyring: Arc<crate::keys::Keyring>,
-    /// Single sign-on's identity providers and TXT lookups.
-    pub sso: Arc<crate::outbound::oidc::SsoClients>,
-    /// Users already recorded by this process, so that first sight writes once.
-    seen: Arc<Mutex<HashSet<String>>>,
-    /// Set when the process starts stopping (SIGTERM): `/ready` fails from then on.
-    draining: std::sync::atomic::AtomicBool,
 }
 
 impl AppState {
@@ -93,8 +79,7 @@ impl AppState {
                 .ok()
                 .map(Arc::new)
         });
-        AppState(Arc::new(Context {
-            feed: Arc::new(crate::replica::feed::MessageFeed::default()),
+        let outbound = Outbound {
             registry,
             ai: crate::outbound::ai::AiClient::new(),
             keyring: Arc::new(crate::keys::Keyring::default()),
@@ -102,24 +87,23 @@ impl AppState {
                 config.signin.sso_allow_loopback_http,
                 config.signin.sso_jwks_min_refresh,
             )),
+        };
+        AppState(Arc::new(Context {
             config: Arc::new(config),
-            store,
-            reporting: None,
-            keys: Arc::new(keys),
-            metrics: Arc::new(Metrics::default()),
-            audit_counters,
-            rule_cache: Arc::new(RuleCache::default()),
-            kept: Arc::new(KeptFacts::default()),
-            allowances: Arc::new(Allowances::default()),
-            recorder: Arc::new(Grouped::default()),
-            appender: Arc::new(Grouped::default()),
-            cpu: Arc::new(CpuPool::per_core()),
-            passwords: Arc::new(CpuPool::new(
-                std::thread::available_parallelism().map_or(2, usize::from),
-                64,
-            )),
-            seen: Arc::new(Mutex::new(HashSet::new())),
-            draining: std::sync::atomic::AtomicBool::new(false),
+            infra: Infrastructure {
+                store,
+                reporting: None,
+                keys: Arc::new(keys),
+                metrics: Arc::new(Metrics::default()),
+                audit_counters,
+                cpu: Arc::new(CpuPool::per_core()),
+                passwords: Arc::new(CpuPool::new(
+                    std::thread::available_parallelism().map_or(2, usize::from),
+                    64,
+                )),
+            },
+            replica: ReplicaState::default(),
+            outbound,
         }))
     }
 
@@ -127,7 +111,7 @@ impl AppState {
     /// [`AppState::new`], before the state is shared).
     pub fn with_reporting_standby(mut self, standby: Store) -> AppState {
         match Arc::get_mut(&mut self.0) {
-            Some(context) => context.reporting = Some(standby),
+            Some(context) => context.infra.reporting = Some(standby),
             None => tracing::error!(
                 "the reporting standby was given to a shared state: reports read the primary"
             ),
@@ -138,22 +122,18 @@ impl AppState {
     /// The process starts stopping: `/ready` fails from now on, so that load
     /// balancers send nothing new while requests in flight finish.
     pub fn start_draining(&self) {
-        self.draining
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.replica.start_draining();
     }
 
     /// Whether the process is stopping.
     pub fn is_draining(&self) -> bool {
-        self.draining.load(std::sync::atomic::Ordering::Acquire)
+        self.replica.is_draining()
     }
 
     /// Whether this process sees the user for the first time (so that first sight
     /// writes once).
     pub(crate) fn first_sight(&self, user_id: &str) -> bool {
-        self.seen
-            .lock()
-            .map(|mut seen| seen.insert(user_id.to_owned()))
-            .unwrap_or(true)
+        self.replica.first_sight(user_id)
     }
 }
 

@@ -6,8 +6,9 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{unit_of_work, NewMessage, OrgRecord, Rate, StoreError};
+use crate::storage::{unit_of_work, NewMessage, OrgRecord, Rate, Store, StoreError};
 /// Conversations and their messages, as the workflows answer them.
 pub use crate::storage::{ConversationMessageRecord, ConversationRecord};
 
@@ -20,24 +21,24 @@ fn not_found() -> ServiceError {
 
 /// The author's per-minute bound, decided by storage in the message's own
 /// transaction (no check-then-write: concurrent posts each count the others).
-fn rate(state: &AppState, now: DateTime<Utc>) -> Rate {
+fn rate(config: &Config, now: DateTime<Utc>) -> Rate {
     Rate {
         since: now - Duration::minutes(1),
-        limit: state.config.messages.per_minute,
+        limit: config.messages.per_minute,
     }
 }
 
 /// The refusal of a message past the author's per-minute limit (429).
-fn rate_limited(state: &AppState) -> ServiceError {
+fn rate_limited(config: &Config) -> ServiceError {
     ServiceError::RateLimited {
         what: "messages",
-        limit: state.config.messages.per_minute,
+        limit: config.messages.per_minute,
         retry_after_seconds: 60,
     }
 }
 
-fn body(state: &AppState, text: &str) -> ServiceResult<String> {
-    messaging::check_text("body", text, state.config.messages.body_max, false)
+fn body(config: &Config, text: &str) -> ServiceResult<String> {
+    messaging::check_text("body", text, config.messages.body_max, false)
         .map_err(|e| ServiceError::invalid(e.field, e.message))
 }
 
@@ -59,10 +60,10 @@ pub async fn start(
         .map(|s| messaging::check_text("subject", s, messaging::TITLE_MAX, true))
         .transpose()
         .map_err(|e| ServiceError::invalid(e.field, e.message))?;
-    let text = body(state, text)?;
+    let text = body(&state.config, text)?;
     // Only members of this organization, active; no other organization is asked.
     for user in participants.iter().skip(1) {
-        let member = state.store.membership(&org.id, user).await?;
+        let member = state.infra.store.membership(&org.id, user).await?;
         if !member.is_some_and(|m| m.active) {
             return Err(ServiceError::invalid(
                 "participants",
@@ -72,7 +73,7 @@ pub async fn start(
     }
     let id = crate::new_id();
     let message_id = crate::new_id();
-    let written = unit_of_work!(&state.store, |tx| {
+    let written = unit_of_work!(&state.infra.store, |tx| {
         Ok(tx
             .create_conversation(
                 (&id, &org.id, subject.as_deref()),
@@ -82,14 +83,15 @@ pub async fn start(
                     author_id: &caller.user_id,
                     body: &text,
                 },
-                (now, rate(state, now)),
+                (now, rate(&state.config, now)),
             )
             .await?)
     })?;
     if !written {
-        return Err(rate_limited(state));
+        return Err(rate_limited(&state.config));
     }
     state
+        .infra
         .store
         .conversation_for(&id, &org.id, &caller.user_id)
         .await?
@@ -98,26 +100,24 @@ pub async fn start(
 
 /// The caller's conversations in the organization, latest activity first.
 pub async fn list(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     (limit, offset, ascending): (u32, u64, bool),
 ) -> ServiceResult<(Vec<ConversationRecord>, u64)> {
-    Ok(state
-        .store
+    Ok(store
         .conversations_of(&org.id, &caller.user_id, (limit, offset), ascending)
         .await?)
 }
 
 /// A conversation the caller takes part in (not found otherwise, whoever else's).
 pub async fn conversation(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
 ) -> ServiceResult<ConversationRecord> {
-    state
-        .store
+    store
         .conversation_for(id, &org.id, &caller.user_id)
         .await?
         .ok_or_else(not_found)
@@ -126,17 +126,16 @@ pub async fn conversation(
 /// A page of messages, newest first, before the message `before` when given;
 /// answers the page and whether older ones remain.
 pub async fn messages(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
     (before, limit): (Option<&str>, u32),
 ) -> ServiceResult<(Vec<ConversationMessageRecord>, bool)> {
-    let found = conversation(state, caller, org, id).await?;
+    let found = conversation(store, caller, org, id).await?;
     let cursor = match before {
         Some(message) => Some(
-            state
-                .store
+            store
                 .conversation_message(&found.id, message)
                 .await?
                 .ok_or_else(|| {
@@ -146,8 +145,7 @@ pub async fn messages(
         None => None,
     };
     let limit = limit.clamp(1, MAX_PAGE);
-    let mut page = state
-        .store
+    let mut page = store
         .conversation_messages(&found.id, cursor.as_ref(), limit + 1)
         .await?;
     let more = page.len() > limit as usize;
@@ -164,9 +162,9 @@ pub async fn post(
     text: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<ConversationMessageRecord> {
-    let text = body(state, text)?;
+    let text = body(&state.config, text)?;
     let message_id = crate::new_id();
-    let written = unit_of_work!(&state.store, |tx| {
+    let written = unit_of_work!(&state.infra.store, |tx| {
         tx.post_conversation_message(
             (id, &org.id),
             NewMessage {
@@ -174,7 +172,7 @@ pub async fn post(
                 author_id: &caller.user_id,
                 body: &text,
             },
-            (now, rate(state, now)),
+            (now, rate(&state.config, now)),
         )
         .await
         .map_err(|e| match e {
@@ -183,9 +181,10 @@ pub async fn post(
         })
     })?;
     if !written {
-        return Err(rate_limited(state));
+        return Err(rate_limited(&state.config));
     }
     state
+        .infra
         .store
         .conversation_message(id, &message_id)
         .await?
@@ -194,33 +193,31 @@ pub async fn post(
 
 /// Moves the caller's read marker to the latest message (or now, if later).
 pub async fn read(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<ConversationRecord> {
-    let found = conversation(state, caller, org, id).await?;
+    let found = conversation(store, caller, org, id).await?;
     // The latest message may carry another replica's clock, a little ahead.
     let at = found.last_message_at.max(now);
-    state
-        .store
+    store
         .mark_conversation_read(&found.id, &caller.user_id, at)
         .await?;
-    conversation(state, caller, org, id).await
+    conversation(store, caller, org, id).await
 }
 
 /// The caller leaves the conversation.
 pub async fn leave(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let found = conversation(state, caller, org, id).await?;
-    Ok(state
-        .store
+    let found = conversation(store, caller, org, id).await?;
+    Ok(store
         .leave_conversation(&found.id, &caller.user_id, now)
         .await?)
 }
@@ -228,20 +225,18 @@ pub async fn leave(
 /// Deletes a message: its author (a participant), unaudited, or an admin of the
 /// organization (`messages:manage`), audited as `message.delete` without its body.
 pub async fn delete_message(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     (org, manages): (&OrgRecord, bool),
     (id, message_id): (&str, &str),
 ) -> ServiceResult<()> {
-    let found = state
-        .store
+    let found = store
         .conversation_message(id, message_id)
         .await?
         .filter(|m| m.org_id == org.id)
         .ok_or(ServiceError::NotFound("message".into()))?;
     let own = found.author_id == caller.user_id
-        && state
-            .store
+        && store
             .conversation_for(id, &org.id, &caller.user_id)
             .await?
             .is_some();
@@ -261,7 +256,7 @@ pub async fn delete_message(
             "only its author or an admin of the organization (`messages:manage`) deletes a message",
         ));
     };
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.delete_conversation_message(id, message_id).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())

@@ -32,13 +32,15 @@ const ENDED: SignInRefusal =
 /// sign-on issued the session, if one did.
 pub async fn check_session(state: &AppState, claims: &Claims) -> ServiceResult<SessionFacts> {
     let standing = state
+        .replica
         .kept
         .sessions
         .get_or_load(
-            &state.store,
+            &state.infra.store,
             (claims.sub.clone(), claims.sid.clone()),
             |_| true,
             state
+                .infra
                 .store
                 .session_standing(&claims.sub, claims.sid.as_deref()),
         )
@@ -85,13 +87,14 @@ pub async fn session_sso_org(
     family_id: &str,
 ) -> ServiceResult<Option<String>> {
     let standing = state
+        .replica
         .kept
         .sessions
         .get_or_load(
-            &state.store,
+            &state.infra.store,
             (user_id.to_owned(), Some(family_id.to_owned())),
             |_| true,
-            state.store.session_standing(user_id, Some(family_id)),
+            state.infra.store.session_standing(user_id, Some(family_id)),
         )
         .await?;
     Ok(standing.sso_org.clone())
@@ -109,13 +112,14 @@ pub async fn personal_token(
     tenancy::check_personal_token(secret).map_err(|_| INVALID)?;
     let hash = token_hash(secret);
     let record: Arc<Option<PersonalTokenRecord>> = state
+        .replica
         .kept
         .tokens
         .get_or_load(
-            &state.store,
+            &state.infra.store,
             hash.clone(),
             |found| found.is_some(),
-            state.store.personal_token_by_hash(&hash),
+            state.infra.store.personal_token_by_hash(&hash),
         )
         .await?;
     let Some(token) = record.as_ref() else {
@@ -162,10 +166,10 @@ pub async fn personal_token(
 
 /// Records a token's use at most once a minute per replica, off the request path.
 fn note_use(state: &AppState, id: &str, now: DateTime<Utc>) {
-    if !state.kept.token_used(id, LAST_USE_EVERY) {
+    if !state.replica.kept.token_used(id, LAST_USE_EVERY) {
         return;
     }
-    let (store, id) = (state.store.clone(), id.to_owned());
+    let (store, id) = (state.infra.store.clone(), id.to_owned());
     let since = now - chrono::Duration::from_std(LAST_USE_EVERY).unwrap_or_default();
     tokio::spawn(async move {
         if let Err(error) = store.touch_personal_token(&id, since, now).await {

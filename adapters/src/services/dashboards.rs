@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::context::{event, AppState, Caller};
 use super::reports::{self, ReportParams, ReportQuery};
 use super::{ServiceError, ServiceResult};
-use crate::storage::{new_id, unit_of_work, DashboardRow, OrgRecord};
+use crate::storage::{new_id, unit_of_work, DashboardRow, OrgRecord, Store};
 
 /// The most panels a dashboard holds.
 pub const MAX_PANELS: usize = 24;
@@ -316,12 +316,12 @@ fn panels_json(panels: &[Panel]) -> ServiceResult<Value> {
 
 /// The organization's dashboards, a page and the total.
 pub async fn list(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     limit: u32,
     offset: u64,
 ) -> ServiceResult<(Vec<Dashboard>, u64)> {
-    let (rows, total) = state.store.dashboards(&org.id, limit, offset).await?;
+    let (rows, total) = store.dashboards(&org.id, limit, offset).await?;
     Ok((
         rows.into_iter().map(decode).collect::<ServiceResult<_>>()?,
         total,
@@ -329,9 +329,8 @@ pub async fn list(
 }
 
 /// One dashboard.
-pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<Dashboard> {
-    state
-        .store
+pub async fn get(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<Dashboard> {
+    store
         .dashboard(&org.id, id)
         .await?
         .ok_or_else(|| ServiceError::NotFound("dashboard".into()))
@@ -340,7 +339,7 @@ pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<D
 
 /// Makes a dashboard (`dashboard.create`).
 pub async fn create(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     input: DashboardInput,
@@ -359,7 +358,7 @@ pub async fn create(
         updated_at: now,
     };
     insert(
-        state,
+        store,
         caller,
         row,
         ("dashboard.create", json!({"panels": panels.len()})),
@@ -368,7 +367,7 @@ pub async fn create(
 }
 
 async fn insert(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     row: DashboardRow,
     (action, details): (&str, Value),
@@ -381,7 +380,7 @@ async fn insert(
         &row.id,
         details,
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.insert_dashboard(&row).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
@@ -392,7 +391,7 @@ async fn insert(
 /// Replaces a dashboard's title and panels when `version` is still its version
 /// (`dashboard.update`); a stale version is 409.
 pub async fn update(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     (id, version): (&str, i64),
@@ -401,7 +400,7 @@ pub async fn update(
     now: DateTime<Utc>,
 ) -> ServiceResult<Dashboard> {
     let (title, panels) = check(input, rollup, now)?;
-    let current = get(state, org, id).await?;
+    let current = get(store, org, id).await?;
     if current.version != version {
         return Err(stale(current.version));
     }
@@ -415,7 +414,7 @@ pub async fn update(
         created_at: current.created_at,
         updated_at: now,
     };
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         if !tx.update_dashboard(&row, version).await? {
             return Err(stale(version));
         }
@@ -441,12 +440,12 @@ fn stale(read: i64) -> ServiceError {
 
 /// Deletes a dashboard (`dashboard.delete`).
 pub async fn delete(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
 ) -> ServiceResult<()> {
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         if !tx.delete_dashboard(&org.id, id).await? {
             return Err(ServiceError::NotFound("dashboard".into()));
         }
@@ -467,7 +466,7 @@ pub async fn delete(
 /// `dashboard.clone` with the source's id. Its panels are checked again for the
 /// caller (a rollup panel needs `reports:rollup` where it lands).
 pub async fn clone(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     (source_org, id): (&OrgRecord, &str),
     org: &OrgRecord,
@@ -475,7 +474,7 @@ pub async fn clone(
     rollup: Rollup,
     now: DateTime<Utc>,
 ) -> ServiceResult<Dashboard> {
-    let source = get(state, source_org, id).await?;
+    let source = get(store, source_org, id).await?;
     let title = match title {
         Some(t) => reports::filter_text("title", &t, MAX_TITLE)?,
         None => format!("{} (copy)", source.title)
@@ -504,7 +503,7 @@ pub async fn clone(
         updated_at: now,
     };
     insert(
-        state,
+        store,
         caller,
         row,
         (
@@ -556,7 +555,7 @@ pub enum ReportAnswer {
 
 /// Runs a report by name: the report service's own function.
 pub async fn run_report(
-    state: &AppState,
+    store: &Store,
     report: ReportName,
     query: &ReportQuery,
 ) -> ServiceResult<ReportAnswer> {
@@ -584,7 +583,7 @@ pub async fn run_report(
             ReportAnswer::BuildFailures(reports::build_failures(query).await?)
         }
         ReportName::PostureTrend => {
-            ReportAnswer::PostureTrend(super::posture::trend(state, query).await?)
+            ReportAnswer::PostureTrend(super::posture::trend(store, query).await?)
         }
     })
 }
@@ -626,7 +625,7 @@ pub async fn data(
     (from, to): (Option<String>, Option<String>),
     now: DateTime<Utc>,
 ) -> ServiceResult<DashboardData> {
-    let dashboard = get(state, org, id).await?;
+    let dashboard = get(&state.infra.store, org, id).await?;
     let range = ReportParams {
         from: from.clone(),
         to: to.clone(),
@@ -642,7 +641,7 @@ pub async fn data(
             params.to = Some(range.to.to_rfc3339());
         }
         let query = reports::query_for(state, org, params.check(now)?).await?;
-        let data = run_report(state, panel.report, &query).await?;
+        let data = run_report(&state.infra.store, panel.report, &query).await?;
         panels.push(PanelData {
             index,
             panel,
@@ -666,6 +665,7 @@ pub async fn readable_org(
     org_id: &str,
 ) -> ServiceResult<OrgRecord> {
     let org = state
+        .infra
         .store
         .organization(org_id)
         .await?

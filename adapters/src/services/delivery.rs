@@ -13,9 +13,10 @@ use serde_json::json;
 
 use super::notifications::*;
 use super::{keys, ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::notify::{self, Channel};
 use crate::services::context::AppState;
-use crate::storage::{Attempt, ClaimedDelivery, HeldWindow, NewNotification};
+use crate::storage::{Attempt, ClaimedDelivery, HeldWindow, NewNotification, Store};
 /// The JSON a webhook receives (the same bytes on every attempt).
 pub fn webhook_body(claimed: &ClaimedDelivery) -> Vec<u8> {
     json!({
@@ -76,8 +77,8 @@ pub(crate) async fn resolve_webhook(
 }
 
 /// Checks a webhook URL as a preference saves it (400 naming `webhookUrl`).
-pub async fn check_webhook_url(state: &AppState, url: &str) -> ServiceResult<()> {
-    resolve_webhook(url, state.config.notifications.allow_private)
+pub async fn check_webhook_url(config: &Config, url: &str) -> ServiceResult<()> {
+    resolve_webhook(url, config.notifications.allow_private)
         .await
         .map(|_| ())
         .map_err(|why| ServiceError::invalid("webhookUrl", why))
@@ -118,6 +119,7 @@ pub async fn attempt(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResu
             };
             let body = serde_json::to_string_pretty(&claimed.payload).unwrap_or_default();
             state
+                .infra
                 .store
                 .post_message(
                     &claimed.org_id,
@@ -142,16 +144,26 @@ async fn email(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Out
     let Some(url) = &state.config.notifications.smtp_url else {
         return Ok(Outcome::Skipped("SMTP_URL is not set".to_owned()));
     };
-    let preference = state.store.notification_preference(&claimed.org_id).await?;
+    let preference = state
+        .infra
+        .store
+        .notification_preference(&claimed.org_id)
+        .await?;
     let recipients = match &preference.target_users {
         Some(users) => {
             let (addresses, ids): (Vec<String>, Vec<String>) =
                 users.iter().cloned().partition(|u| u.contains('@'));
             let mut all = addresses;
-            all.extend(state.store.member_emails(&claimed.org_id, &ids).await?);
+            all.extend(
+                state
+                    .infra
+                    .store
+                    .member_emails(&claimed.org_id, &ids)
+                    .await?,
+            );
             all
         }
-        None => state.store.admin_emails(&claimed.org_id).await?,
+        None => state.infra.store.admin_emails(&claimed.org_id).await?,
     };
     if recipients.is_empty() {
         return Ok(Outcome::Skipped(
@@ -165,7 +177,7 @@ async fn email(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Out
         serde_json::to_string_pretty(&claimed.payload).unwrap_or_default()
     );
     Ok(send_mail(
-        state,
+        &state.config,
         url.expose(),
         &claimed.notification_id,
         &recipients,
@@ -178,7 +190,7 @@ async fn email(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Out
 /// `id` in its `Message-ID` (the same on every attempt); recipients that are not
 /// addresses are left out.
 pub(crate) async fn send_mail(
-    state: &AppState,
+    config: &Config,
     url: &str,
     id: &str,
     recipients: &[String],
@@ -186,7 +198,7 @@ pub(crate) async fn send_mail(
 ) -> Outcome {
     use lettre::message::header::ContentType;
     use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-    let from = match state.config.notifications.smtp_from.parse() {
+    let from = match config.notifications.smtp_from.parse() {
         Ok(from) => from,
         Err(e) => return Outcome::Refused(format!("SMTP_FROM: {e}")),
     };
@@ -221,7 +233,11 @@ pub(crate) async fn send_mail(
 }
 
 async fn webhook(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Outcome> {
-    let preference = state.store.notification_preference(&claimed.org_id).await?;
+    let preference = state
+        .infra
+        .store
+        .notification_preference(&claimed.org_id)
+        .await?;
     let Some(url) = preference.webhook_url.as_deref() else {
         return Ok(Outcome::Skipped("no webhookUrl".to_owned()));
     };
@@ -308,7 +324,11 @@ pub async fn record(
         // Looked at again after a retry's wait, or as soon as the key recovers.
         let again = now + chrono::Duration::from_std(base).unwrap_or(chrono::Duration::seconds(30));
         tracing::info!(delivery = %claimed.id, %why, "a webhook delivery waits for its organization's key");
-        return Ok(state.store.defer_delivery(claimed, again, now).await?);
+        return Ok(state
+            .infra
+            .store
+            .defer_delivery(claimed, again, now)
+            .await?);
     }
     let next = notify::retry_after(claimed.attempts + 1, base)
         .filter(|_| claimed.attempts + 1 < state.config.notifications.max_attempts);
@@ -376,22 +396,30 @@ pub async fn record(
         },
     };
     if *outcome == Outcome::Gone {
-        state.store.disable_webhook(&claimed.org_id, now).await?;
+        state
+            .infra
+            .store
+            .disable_webhook(&claimed.org_id, now)
+            .await?;
         // The kept preferences follow on every replica.
-        state.store.facts_changed();
+        state.infra.store.facts_changed();
     }
-    let held = state.store.finish_delivery(claimed, &attempt, now).await?;
+    let held = state
+        .infra
+        .store
+        .finish_delivery(claimed, &attempt, now)
+        .await?;
     if held {
-        state.metrics.notification(attempt.status);
+        state.infra.metrics.notification(attempt.status);
     }
     Ok(held)
 }
 
 /// Makes the digests of every window that has ended (a minute's grace, for checks
 /// committed at its very end); how many were made by this call.
-pub async fn send_digests(state: &AppState, now: DateTime<Utc>) -> ServiceResult<usize> {
+pub async fn send_digests(store: &Store, now: DateTime<Utc>) -> ServiceResult<usize> {
     let mut made = 0;
-    for window in state.store.held_windows().await? {
+    for window in store.held_windows().await? {
         let Some(ends) = notify::window_end(&window.window) else {
             tracing::error!(window = %window.window, "a held delivery's window does not read");
             continue;
@@ -400,14 +428,14 @@ pub async fn send_digests(state: &AppState, now: DateTime<Utc>) -> ServiceResult
             continue;
         }
         // Decided at `now`; written at the real time, when it is due for delivery.
-        if digest(state, &window, Utc::now()).await? {
+        if digest(store, &window, Utc::now()).await? {
             made += 1;
         }
     }
     Ok(made)
 }
 
-async fn digest(state: &AppState, window: &HeldWindow, now: DateTime<Utc>) -> ServiceResult<bool> {
+async fn digest(store: &Store, window: &HeldWindow, now: DateTime<Utc>) -> ServiceResult<bool> {
     let channel = window.channel.clone();
     let key = window.window.clone();
     let make = move |items: &[crate::storage::HeldItem], count: u64| NewNotification {
@@ -422,8 +450,7 @@ async fn digest(state: &AppState, window: &HeldWindow, now: DateTime<Utc>) -> Se
         }),
         channels: vec![(channel.clone(), None)],
     };
-    Ok(state
-        .store
+    Ok(store
         .make_digest(window, MAX_DIGEST_ITEMS, &make, now)
         .await?)
 }

@@ -13,9 +13,11 @@ use entitlements::{
 };
 
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::services::context::{event_on, AppState, Caller};
 use crate::storage::{
-    new_id, unit_of_work, Charged, EntitlementWrite, LimitSync, OrgRecord, SubscriptionRecord,
+    new_id, unit_of_work, Charged, EntitlementWrite, LimitSync, OrgRecord, Store,
+    SubscriptionRecord,
 };
 
 /// How many times a change is computed again when another one committed meanwhile.
@@ -66,14 +68,13 @@ pub struct Moving {
 /// The bundles of `current` once the account is on `tier`, and the audit of those
 /// removed; part of the tier change's own transaction (its `plan`).
 pub fn moving(
-    state: &AppState,
+    config: &Config,
     caller: &Caller,
     root: &OrgRecord,
     current: &Current,
     tier: Tier,
 ) -> Moving {
-    let (moved, removed) =
-        entitlements::move_to_tier(&state.config.catalog, &current.account, tier);
+    let (moved, removed) = entitlements::move_to_tier(&config.catalog, &current.account, tier);
     let audit = removed
         .iter()
         .map(|held| {
@@ -113,10 +114,9 @@ pub fn root_id(org: &OrgRecord) -> &str {
 }
 
 /// The account root of `org` (itself, or a team's parent).
-pub async fn root_of(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgRecord> {
+pub async fn root_of(store: &Store, org: &OrgRecord) -> ServiceResult<OrgRecord> {
     match &org.parent_org_id {
-        Some(parent) => state
-            .store
+        Some(parent) => store
             .organization(parent)
             .await?
             .ok_or_else(|| ServiceError::Broken(format!("team {} lost its root", org.id))),
@@ -127,6 +127,7 @@ pub async fn root_of(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgReco
 /// The stored account of `root`; a value that does not decode fails closed.
 pub async fn current(state: &AppState, root: &OrgRecord) -> ServiceResult<Current> {
     let subscription = state
+        .infra
         .store
         .subscription_of(&root.id, &new_id(), Utc::now())
         .await?;
@@ -143,6 +144,7 @@ pub async fn current(state: &AppState, root: &OrgRecord) -> ServiceResult<Curren
         })
         .collect::<ServiceResult<Vec<_>>>()?;
     let overrides = state
+        .infra
         .store
         .quota_overrides(&root.id)
         .await?
@@ -182,9 +184,12 @@ pub async fn require_feature(
     org: &OrgRecord,
     feature: Feature,
 ) -> ServiceResult<()> {
-    let root = root_of(state, org).await?;
+    let root = root_of(&state.infra.store, org).await?;
     let current = current(state, &root).await?;
-    if entitlement(state, &current).features.contains(&feature) {
+    if entitlement(&state.config, &current)
+        .features
+        .contains(&feature)
+    {
         Ok(())
     } else {
         Err(ServiceError::FeatureNotAvailable {
@@ -196,8 +201,8 @@ pub async fn require_feature(
 
 /// The effective entitlement: the crate's, then the overrides and granted features
 /// (the system organization keeps no caps whatever is stored).
-pub fn entitlement(state: &AppState, current: &Current) -> Entitlement {
-    let derived = entitlements::effective(&state.config.catalog, &current.account);
+pub fn entitlement(config: &Config, current: &Current) -> Entitlement {
+    let derived = entitlements::effective(&config.catalog, &current.account);
     if current.account.is_system {
         return derived;
     }
@@ -275,7 +280,7 @@ where
     if let Some(granted) = &change.granted {
         after.granted = granted.clone();
     }
-    let entitlement = entitlement(state, &after);
+    let entitlement = entitlement(&state.config, &after);
     let granted_json = match &change.granted {
         Some(granted) => Some(
             serde_json::to_string(granted)
@@ -303,7 +308,7 @@ where
             .map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
         sync: sync_of(&root.id, &entitlement)?,
     };
-    let committed = unit_of_work!(&state.store, |tx| {
+    let committed = unit_of_work!(&state.infra.store, |tx| {
         if !tx.commit_entitlement(&write, now).await? {
             // Changed meanwhile: nothing of this change is kept.
             tx.abandon();
@@ -313,16 +318,20 @@ where
         Ok(true)
     })?;
     if committed {
-        state.store.facts_changed();
+        state.infra.store.facts_changed();
         // The pool counts what was spent under the old limits, not what this
         // replica holds unspent (the others hear of it).
-        crate::replica::allowance::give_back_account(&state.store, &state.allowances, &root.id)
-            .await;
+        crate::replica::allowance::give_back_account(
+            &state.infra.store,
+            &state.replica.allowances,
+            &root.id,
+        )
+        .await;
         after.subscription.version += 1;
         return Ok(Some((after, entitlement)));
     }
     if change.seat_version.is_some()
-        && state.store.seat_version(&root.id).await? >= change.seat_version
+        && state.infra.store.seat_version(&root.id).await? >= change.seat_version
     {
         return Err(ServiceError::Conflict(
             "a newer seat-limit update is already applied".to_owned(),
@@ -342,7 +351,12 @@ pub async fn ensure_synced(state: &AppState, root: &OrgRecord) -> ServiceResult<
     // Many first requests of one account may race here: whichever commits first
     // synchronizes it for all.
     for _ in 0..ATTEMPTS {
-        if state.store.entitlement_synced(&root.id, &names).await? {
+        if state
+            .infra
+            .store
+            .entitlement_synced(&root.id, &names)
+            .await?
+        {
             return Ok(());
         }
         let plain = |_: &Current| Ok((Change::default(), Vec::new()));
@@ -360,8 +374,8 @@ pub async fn ensure_synced(state: &AppState, root: &OrgRecord) -> ServiceResult<
 /// after a start, and writes nothing for an account whose limits stand).
 pub async fn resync(state: &AppState, root: &OrgRecord, now: DateTime<Utc>) -> ServiceResult<()> {
     let stored = current(state, root).await?;
-    let wanted = sync_of(&root.id, &entitlement(state, &stored))?;
-    if state.store.is_synced_to(&wanted).await? {
+    let wanted = sync_of(&root.id, &entitlement(&state.config, &stored))?;
+    if state.infra.store.is_synced_to(&wanted).await? {
         return Ok(());
     }
     commit(state, root, now, |_| Ok((Change::default(), Vec::new()))).await?;
@@ -372,14 +386,15 @@ pub async fn resync(state: &AppState, root: &OrgRecord, now: DateTime<Utc>) -> S
 /// catalog no longer has is an error (fail closed), never a silent pass.
 pub async fn flags(state: &AppState, user_id: &str) -> ServiceResult<Arc<UserFlags>> {
     let load = async {
-        let stored = state.store.user_features(user_id).await?;
+        let stored = state.infra.store.user_features(user_id).await?;
         entitlements::check_user_flags(stored.iter())
             .map_err(|e| ServiceError::Broken(format!("user {user_id}: stored feature flag: {e}")))
     };
     state
+        .replica
         .kept
         .user_flags
-        .get_or_load(&state.store, user_id.to_owned(), |_| true, load)
+        .get_or_load(&state.infra.store, user_id.to_owned(), |_| true, load)
         .await
 }
 

@@ -13,11 +13,11 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::org_export::{ArchiveWriter, AUDIT_FILE};
-use crate::services::context::{AppState, Caller};
+use crate::services::context::Caller;
 use crate::services::{ServiceError, ServiceResult};
 /// An export job, as the workflows answer it.
 pub use crate::storage::ExportRecord;
-use crate::storage::{unit_of_work, ExportSource, OrgRecord};
+use crate::storage::{unit_of_work, ExportSource, OrgRecord, Store};
 
 /// Rows read at a time.
 pub const PAGE: u32 = 1000;
@@ -140,7 +140,7 @@ const fn source(
 /// is queued or running is 409). Audited `admin.org.export` in its chain and the
 /// system organization's.
 pub async fn request(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     now: DateTime<Utc>,
@@ -159,14 +159,14 @@ pub async fn request(
         sha256: None,
     };
     let audit = super::admin::org_events(
-        state,
+        store,
         caller,
         "admin.org.export",
         &org.id,
         json!({"exportId": record.id}),
     )
     .await?;
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         if !tx.create_export(&record).await? {
             tx.abandon();
             return Err(ServiceError::Conflict(
@@ -180,9 +180,8 @@ pub async fn request(
 }
 
 /// An export job of `org`.
-pub async fn status(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<ExportRecord> {
-    state
-        .store
+pub async fn status(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<ExportRecord> {
+    store
         .export(&org.id, id)
         .await?
         .ok_or(ServiceError::NotFound("export".into()))
@@ -191,7 +190,7 @@ pub async fn status(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResul
 /// A finished archive's bytes, chunk by chunk: 409 until it is done, 410 once its
 /// download window closed.
 pub async fn download(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     id: &str,
     now: DateTime<Utc>,
@@ -199,7 +198,7 @@ pub async fn download(
     ExportRecord,
     impl Stream<Item = Result<Vec<u8>, std::io::Error>>,
 )> {
-    let record = status(state, org, id).await?;
+    let record = status(store, org, id).await?;
     match record.status.as_str() {
         "done" if record.expires_at.is_some_and(|at| at > now) => {}
         "done" | "expired" => {
@@ -219,7 +218,7 @@ pub async fn download(
             ))
         }
     }
-    let store = state.store.clone();
+    let store = store.clone();
     let chunks = futures_util::stream::unfold(
         (store, record.id.clone(), 0i64),
         |(store, id, seq)| async move {
@@ -240,26 +239,25 @@ pub async fn download(
 }
 
 /// Forgets the archives whose download window closed; how many.
-pub async fn forget_expired(state: &AppState, now: DateTime<Utc>) -> ServiceResult<u64> {
-    Ok(state.store.forget_expired_exports(now).await?)
+pub async fn forget_expired(store: &Store, now: DateTime<Utc>) -> ServiceResult<u64> {
+    Ok(store.forget_expired_exports(now).await?)
 }
 
 /// Takes one export job and makes its archive; whether there was one. A failure is
 /// recorded on the job (the next request may try again).
-pub async fn run_due(state: &AppState, holder: &str, now: DateTime<Utc>) -> ServiceResult<bool> {
+pub async fn run_due(store: &Store, holder: &str, now: DateTime<Utc>) -> ServiceResult<bool> {
     let lease = chrono::Duration::from_std(LEASE).unwrap_or(chrono::Duration::minutes(10));
-    let Some(job) = state.store.claim_export(holder, now, now + lease).await? else {
+    let Some(job) = store.claim_export(holder, now, now + lease).await? else {
         return Ok(false);
     };
     let path = std::env::temp_dir().join(format!("compliance-export-{}.zip", job.id));
-    let built = build(state, &job, &path).await;
+    let built = build(store, &job, &path).await;
     let outcome = match built {
         Ok((size, sha256)) => {
             let stored = match tokio::fs::File::open(&path).await {
                 Ok(mut file) => {
                     let done_at = Utc::now();
-                    state
-                        .store
+                    store
                         .finish_export(
                             (&job.id, holder),
                             &mut file,
@@ -290,8 +288,7 @@ pub async fn run_due(state: &AppState, holder: &str, now: DateTime<Utc>) -> Serv
     let _ = tokio::fs::remove_file(&path).await;
     if let Err(error) = outcome {
         tracing::warn!(export = %job.id, %error, "an organization export failed");
-        state
-            .store
+        store
             .fail_export((&job.id, holder), &error.to_string(), Utc::now())
             .await?;
     }
@@ -317,7 +314,7 @@ where
 /// audit chain (the newest signed checkpoint first, as `compliance audit verify`
 /// reads it), then the manifest. Answers the archive's size and SHA-256.
 async fn build(
-    state: &AppState,
+    store: &Store,
     job: &ExportRecord,
     path: &std::path::Path,
 ) -> ServiceResult<(u64, String)> {
@@ -331,10 +328,7 @@ async fn build(
         writer = on_writer(writer, move |w| w.begin(&name)).await?;
         let mut after = String::new();
         loop {
-            let rows = state
-                .store
-                .export_rows(source, &job.org_id, &after, PAGE)
-                .await?;
+            let rows = store.export_rows(source, &job.org_id, &after, PAGE).await?;
             let Some((last, _)) = rows.last() else { break };
             after = last.clone();
             let full = rows.len() == PAGE as usize;
@@ -350,14 +344,14 @@ async fn build(
     }
     // The organization's audit chain, from its first event.
     writer = on_writer(writer, |w| w.begin(AUDIT_FILE)).await?;
-    let (checkpoints, _) = state.store.checkpoints(&job.org_id, 1, 0).await?;
+    let (checkpoints, _) = store.checkpoints(&job.org_id, 1, 0).await?;
     if let Some(newest) = checkpoints.into_iter().next() {
         let line = json!({"checkpoint": newest.note});
         writer = on_writer(writer, move |w| w.line(&line)).await?;
     }
     let mut after = 0;
     loop {
-        let rows = state.store.chain_batch(&job.org_id, after, PAGE).await?;
+        let rows = store.chain_batch(&job.org_id, after, PAGE).await?;
         let Some(last) = rows.last() else { break };
         after = last.seq;
         let full = rows.len() == PAGE as usize;

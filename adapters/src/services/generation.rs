@@ -26,7 +26,7 @@ use super::checks::{self, Recording};
 use super::pipelines::PipelineInput;
 use super::plugins::GeneratedPlugin;
 use super::{quotas, ServiceError, ServiceResult};
-use crate::config::ProviderSettings;
+use crate::config::{Config, ProviderSettings};
 use crate::outbound::ai::AiError;
 use crate::outbound::git::{self, GitError};
 use crate::services::context::AppState;
@@ -243,9 +243,8 @@ pub struct Generated {
 }
 
 /// The configured providers and their models (never a key).
-pub fn providers(state: &AppState) -> Vec<(&'static str, Vec<String>)> {
-    state
-        .config
+pub fn providers(config: &Config) -> Vec<(&'static str, Vec<String>)> {
+    config
         .ai
         .providers
         .iter()
@@ -333,7 +332,7 @@ pub async fn begin(
         }
     };
     let limit = settings.generations_per_org;
-    let place = Place::take(&state.store, &org.id, limit)
+    let place = Place::take(&state.infra.store, &org.id, limit)
         .await?
         .ok_or(GenerationError::Busy { limit })?;
     quotas::charge(state, org, (Dimension::AiCalls, 1), None, now).await?;
@@ -534,6 +533,7 @@ async fn answer(
     let settings = &state.config.ai;
     let work = async {
         let mut answering = state
+            .outbound
             .ai
             .answer(
                 &generation.provider,
@@ -557,7 +557,7 @@ async fn answer(
             .await?;
         }
         // What the provider counted is spent against the organization's month.
-        super::ai_settings::spend(state, org, answering.tokens(), Utc::now()).await?;
+        super::ai_settings::spend(&state.infra.store, org, answering.tokens(), Utc::now()).await?;
         Ok::<_, ServiceError>(text)
     };
     match tokio::time::timeout(settings.timeout, work).await {

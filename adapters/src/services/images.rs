@@ -23,7 +23,7 @@ use serde_json::json;
 use super::{ServiceError, ServiceResult};
 use crate::outbound::registry::{Fetched, Mount, RegistryClient, RegistryError};
 use crate::services::context::{event_on, AppState, Caller};
-use crate::storage::unit_of_work;
+use crate::storage::{unit_of_work, Store};
 
 /// The `service_name` of the registry's log lines.
 pub const SERVICE_NAME: &str = "compliance";
@@ -38,6 +38,7 @@ pub type Deleted = TagDelete;
 
 fn client(state: &AppState) -> ServiceResult<Arc<RegistryClient>> {
     state
+        .outbound
         .registry
         .clone()
         .ok_or(ServiceError::Registry(RegistryError::NotConfigured))
@@ -88,9 +89,9 @@ pub async fn copy(
         .map_err(ServiceError::Registry)?;
     let source_digest = top.digest.clone();
     // The target's organization, and the source's when it is another one.
-    let system = system_id(state).await?;
-    let mut chains = vec![chain_of(state, &target.repository, &system).await?];
-    let source_chain = chain_of(state, &source.repository, &system).await?;
+    let system = system_id(&state.infra.store).await?;
+    let mut chains = vec![chain_of(&state.infra.store, &target.repository, &system).await?];
+    let source_chain = chain_of(&state.infra.store, &source.repository, &system).await?;
     if !chains.contains(&source_chain) {
         chains.push(source_chain);
     }
@@ -118,6 +119,7 @@ pub async fn copy(
         digest: source_digest.to_string(),
     };
     state
+        .infra
         .store
         .record_intent(&intent, &recovered, &check_json(&check)?, Utc::now())
         .await?;
@@ -131,7 +133,7 @@ pub async fn copy(
         Ok(Err(error)) => {
             // Nothing was put under the target's name: no intent to keep (the
             // worker would find no copy and abandon it anyway).
-            if let Err(dropped) = state.store.drop_intent(&intent).await {
+            if let Err(dropped) = state.infra.store.drop_intent(&intent).await {
                 tracing::warn!(error = %dropped, "an intent of a failed copy stays for the registry worker");
             }
             return Err(ServiceError::Registry(error));
@@ -157,15 +159,15 @@ pub async fn copy(
         &copy.target,
         details,
     );
-    settle(state, &intent, &events).await?;
+    settle(&state.infra.store, &intent, &events).await?;
     log_line(&RegistryEvent::TagCopy(copy.clone()), &target.repository);
     Ok(copy)
 }
 
 /// Settles an intent whose change was made, with its audit events in the same unit
 /// (unless the registry worker recorded them already).
-async fn settle(state: &AppState, intent: &str, events: &[AuditEvent]) -> ServiceResult<()> {
-    unit_of_work!(&state.store, |tx| {
+async fn settle(store: &Store, intent: &str, events: &[AuditEvent]) -> ServiceResult<()> {
+    unit_of_work!(store, |tx| {
         if tx.settle_intent(intent).await? {
             tx.enqueue_audit(events).await?;
         }
@@ -334,8 +336,8 @@ pub async fn delete(
         digest: digest.to_string(),
     };
     let details = details_of(&deleted, ("force", json!(force)))?;
-    let system = system_id(state).await?;
-    let chain = chain_of(state, &repository, &system).await?;
+    let system = system_id(&state.infra.store).await?;
+    let chain = chain_of(&state.infra.store, &repository, &system).await?;
     let mut recovered_details = details.clone();
     if let Some(fields) = recovered_details.as_object_mut() {
         fields.insert("recovered".to_owned(), json!(true));
@@ -349,6 +351,7 @@ pub async fn delete(
         digest: digest.to_string(),
     };
     state
+        .infra
         .store
         .record_intent(
             &intent,
@@ -358,13 +361,13 @@ pub async fn delete(
         )
         .await?;
     if let Err(error) = registry.delete_manifest(&repository, &digest).await {
-        if let Err(dropped) = state.store.drop_intent(&intent).await {
+        if let Err(dropped) = state.infra.store.drop_intent(&intent).await {
             tracing::warn!(error = %dropped, "an intent of a failed delete stays for the registry worker");
         }
         return Err(ServiceError::Registry(error));
     }
     settle(
-        state,
+        &state.infra.store,
         &intent,
         &events_of(caller, action, &chains, &target_id, details),
     )
@@ -427,9 +430,8 @@ fn details_of(
 }
 
 /// The system organization: the actor's own (only super-admins copy and delete).
-async fn system_id(state: &AppState) -> ServiceResult<String> {
-    state
-        .store
+async fn system_id(store: &Store) -> ServiceResult<String> {
+    store
         .system_organization()
         .await?
         .map(|org| org.id)
@@ -442,14 +444,10 @@ async fn system_id(state: &AppState) -> ServiceResult<String> {
 
 /// The organization whose chain records an event of `repository`: the root
 /// organization its first path component names, else the system organization.
-async fn chain_of(
-    state: &AppState,
-    repository: &Repository,
-    system: &str,
-) -> ServiceResult<String> {
+async fn chain_of(store: &Store, repository: &Repository, system: &str) -> ServiceResult<String> {
     let owner = match oci::owner_of(repository) {
         Owner::System => None,
-        Owner::Organization(name) => state.store.root_organization_named(&name).await?,
+        Owner::Organization(name) => store.root_organization_named(&name).await?,
     };
     Ok(owner.map_or_else(|| system.to_owned(), |org| org.id))
 }
@@ -485,11 +483,11 @@ pub async fn settle_stale_intents(
     state: &AppState,
     before: chrono::DateTime<Utc>,
 ) -> ServiceResult<u64> {
-    let Some(registry) = state.registry.clone() else {
+    let Some(registry) = state.outbound.registry.clone() else {
         return Ok(0);
     };
     let mut recorded = 0;
-    for intent in state.store.stale_intents(before, 100).await? {
+    for intent in state.infra.store.stale_intents(before, 100).await? {
         let check: Check = serde_json::from_value(intent.check.clone())
             .map_err(|e| ServiceError::Broken(format!("registry_intents.check_json: {e}")))?;
         let made = match &check {
@@ -514,7 +512,7 @@ pub async fn settle_stale_intents(
                     .is_none()
             }
         };
-        let resolved = unit_of_work!(&state.store, |tx| {
+        let resolved = unit_of_work!(&state.infra.store, |tx| {
             let resolved = tx.resolve_intent(&intent.id, made).await?;
             if resolved && made {
                 tx.enqueue_audit(&intent.events).await?;

@@ -108,7 +108,7 @@ pub async fn accept(
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<MemberRecord>> {
-    let store = &state.store;
+    let store = &state.infra.store;
     let invitation = store
         .invitation_by_id(id)
         .await?

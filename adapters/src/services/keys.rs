@@ -18,12 +18,13 @@ use serde_json::json;
 
 use super::context::{event_on, AppState, Caller};
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::keys::aws_kms::AwsKms;
 use crate::keys::provider::{probe, Local};
 use crate::keys::sealed::{self, Key, Stored};
 use crate::keys::vault::{self, VaultTransit};
 use crate::keys::{Binding, FailureClass, KeyFailure, KeyProvider, OrgKeys, PLATFORM_SCOPE};
-use crate::storage::{unit_of_work, DataKeyRow, OrgRecord, SecretColumn, SECRET_COLUMNS};
+use crate::storage::{unit_of_work, DataKeyRow, OrgRecord, SecretColumn, Store, SECRET_COLUMNS};
 
 /// An organization's customer key configuration, as stored (the token sealed).
 pub use crate::storage::KeyConfigRow;
@@ -43,14 +44,14 @@ fn token_binding(org_id: &str) -> Binding<'_> {
 }
 
 /// The platform key's provider, when `SECRETS_ENCRYPTION_KEY` is set.
-fn platform(state: &AppState) -> Option<Local> {
-    state.config.keys.platform.clone().map(Local::new)
+fn platform(config: &Config) -> Option<Local> {
+    config.keys.platform.clone().map(Local::new)
 }
 
 /// The platform key (current or previous) that a `local:<fingerprint>` reference
 /// names.
-fn platform_named(state: &AppState, reference: &str) -> Option<Local> {
-    let keys = &state.config.keys;
+fn platform_named(config: &Config, reference: &str) -> Option<Local> {
+    let keys = &config.keys;
     [keys.platform.as_ref(), keys.previous.as_ref()]
         .into_iter()
         .flatten()
@@ -67,7 +68,7 @@ fn customer(state: &AppState, config: &KeyConfigRow) -> ServiceResult<Arc<dyn Ke
     match config.provider.as_str() {
         "aws-kms" => {
             let kms = AwsKms::new(
-                state.keyring.client(),
+                state.outbound.keyring.client(),
                 &config.key_ref,
                 state.config.keys.aws_kms_endpoint.as_deref(),
                 state.config.keys.aws_credentials.clone(),
@@ -82,7 +83,7 @@ fn customer(state: &AppState, config: &KeyConfigRow) -> ServiceResult<Arc<dyn Ke
             };
             let address = config.address.as_deref().unwrap_or_default();
             Ok(Arc::new(VaultTransit::new(
-                state.keyring.client(),
+                state.outbound.keyring.client(),
                 address,
                 &config.key_ref,
                 &token,
@@ -95,8 +96,8 @@ fn customer(state: &AppState, config: &KeyConfigRow) -> ServiceResult<Arc<dyn Ke
 }
 
 /// Seals a configuration value under the platform key itself (as is without one).
-fn seal_platform(state: &AppState, binding: &Binding<'_>, plain: &str) -> ServiceResult<String> {
-    match &state.config.keys.platform {
+fn seal_platform(config: &Config, binding: &Binding<'_>, plain: &str) -> ServiceResult<String> {
+    match &config.keys.platform {
         Some(key) => {
             sealed::seal(key, 0, binding, plain).map_err(|e| ServiceError::Broken(e.to_string()))
         }
@@ -107,7 +108,7 @@ fn seal_platform(state: &AppState, binding: &Binding<'_>, plain: &str) -> Servic
 fn open_platform(state: &AppState, binding: &Binding<'_>, stored: &str) -> ServiceResult<String> {
     match Stored::parse(stored).map_err(|e| ServiceError::Broken(e.to_string()))? {
         Stored::Plain(text) => Ok(text.to_owned()),
-        Stored::Legacy(body) => open_legacy(state, body),
+        Stored::Legacy(body) => open_legacy(&state.config, body),
         Stored::Sealed { body, .. } => {
             let keys = &state.config.keys;
             [keys.platform.as_ref(), keys.previous.as_ref()]
@@ -121,8 +122,8 @@ fn open_platform(state: &AppState, binding: &Binding<'_>, stored: &str) -> Servi
     }
 }
 
-fn open_legacy(state: &AppState, body: &str) -> ServiceResult<String> {
-    let keys = &state.config.keys;
+fn open_legacy(config: &Config, body: &str) -> ServiceResult<String> {
+    let keys = &config.keys;
     [keys.platform.as_ref(), keys.previous.as_ref()]
         .into_iter()
         .flatten()
@@ -137,16 +138,15 @@ fn open_legacy(state: &AppState, body: &str) -> ServiceResult<String> {
 
 /// The organization whose key-encryption key wraps `org_id`'s data keys (its root),
 /// and that organization's customer key configuration.
-async fn owner_of(state: &AppState, org_id: &str) -> ServiceResult<(String, Option<KeyConfigRow>)> {
+async fn owner_of(store: &Store, org_id: &str) -> ServiceResult<(String, Option<KeyConfigRow>)> {
     if org_id == PLATFORM_SCOPE {
         return Ok((PLATFORM_SCOPE.to_owned(), None));
     }
-    let owner = state
-        .store
+    let owner = store
         .key_owner(org_id)
         .await?
         .unwrap_or_else(|| org_id.to_owned());
-    let config = state.store.key_config(&owner).await?;
+    let config = store.key_config(&owner).await?;
     Ok((owner, config))
 }
 
@@ -158,7 +158,7 @@ fn wrapper(
 ) -> ServiceResult<Option<Arc<dyn KeyProvider>>> {
     match config {
         Some(config) => customer(state, config).map(Some),
-        None => Ok(platform(state).map(|p| Arc::new(p) as Arc<dyn KeyProvider>)),
+        None => Ok(platform(&state.config).map(|p| Arc::new(p) as Arc<dyn KeyProvider>)),
     }
 }
 
@@ -169,7 +169,7 @@ fn unwrapper(
     kek_ref: &str,
 ) -> ServiceResult<Arc<dyn KeyProvider>> {
     if kek_ref.starts_with("local:") {
-        return platform_named(state, kek_ref)
+        return platform_named(&state.config, kek_ref)
             .map(|p| Arc::new(p) as Arc<dyn KeyProvider>)
             .ok_or_else(|| {
                 ServiceError::KeyUnavailable(
@@ -196,13 +196,13 @@ async fn unwrap_all(
     config: Option<&KeyConfigRow>,
 ) -> ServiceResult<Vec<(u32, Key)>> {
     let mut keys = Vec::new();
-    for row in state.store.data_keys(org_id).await? {
+    for row in state.infra.store.data_keys(org_id).await? {
         let provider = unwrapper(state, config, &row.kek_ref)?;
         match provider.unwrap(org_id, &row.wrapped).await {
             Ok(key) => keys.push((row.version, key)),
             Err(failure) => {
                 tracing::warn!(org = %org_id, class = failure.class.as_str(), "a data key cannot be unwrapped");
-                state.keyring.unwrap_failed();
+                state.outbound.keyring.unwrap_failed();
                 return Err(unavailable(&failure));
             }
         }
@@ -212,11 +212,11 @@ async fn unwrap_all(
 
 /// An organization's keys: kept by this replica, or read and unwrapped.
 async fn load(state: &AppState, org_id: &str) -> ServiceResult<OrgKeys> {
-    if let Some(keys) = state.keyring.get(org_id) {
+    if let Some(keys) = state.outbound.keyring.get(org_id) {
         return Ok(keys);
     }
-    let generation = state.keyring.generation();
-    let (owner, config) = owner_of(state, org_id).await?;
+    let generation = state.outbound.keyring.generation();
+    let (owner, config) = owner_of(&state.infra.store, org_id).await?;
     let keys = if config.as_ref().is_some_and(|c| c.state == "orphaned") {
         OrgKeys {
             keys: Default::default(),
@@ -231,7 +231,10 @@ async fn load(state: &AppState, org_id: &str) -> ServiceResult<OrgKeys> {
             orphaned: false,
         }
     };
-    state.keyring.keep(org_id, &owner, keys.clone(), generation);
+    state
+        .outbound
+        .keyring
+        .keep(org_id, &owner, keys.clone(), generation);
     Ok(keys)
 }
 
@@ -242,13 +245,13 @@ async fn first_key(
     org_id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<OrgKeys>> {
-    let (_, config) = owner_of(state, org_id).await?;
+    let (_, config) = owner_of(&state.infra.store, org_id).await?;
     let Some(provider) = wrapper(state, config.as_ref())? else {
         return Ok(None);
     };
     let key = Key::generate().map_err(|e| ServiceError::Broken(e.to_string()))?;
     let wrapped = provider.wrap(org_id, &key).await.map_err(|failure| {
-        state.keyring.unwrap_failed();
+        state.outbound.keyring.unwrap_failed();
         unavailable(&failure)
     })?;
     let row = DataKeyRow {
@@ -256,8 +259,12 @@ async fn first_key(
         wrapped,
         kek_ref: provider.reference(),
     };
-    state.store.insert_first_data_key(org_id, &row, now).await?;
-    state.keyring.forget(org_id);
+    state
+        .infra
+        .store
+        .insert_first_data_key(org_id, &row, now)
+        .await?;
+    state.outbound.keyring.forget(org_id);
     load(state, org_id).await.map(Some)
 }
 
@@ -288,7 +295,7 @@ pub async fn seal(state: &AppState, binding: Binding<'_>, plain: &str) -> Servic
 pub async fn open(state: &AppState, binding: Binding<'_>, stored: &str) -> ServiceResult<String> {
     match Stored::parse(stored).map_err(|e| ServiceError::Broken(e.to_string()))? {
         Stored::Plain(text) => Ok(text.to_owned()),
-        Stored::Legacy(body) => open_legacy(state, body),
+        Stored::Legacy(body) => open_legacy(&state.config, body),
         Stored::Sealed { version, body } => {
             let keys = load(state, binding.org_id).await?;
             if keys.orphaned {
@@ -403,7 +410,7 @@ fn config_of(
                 .as_deref()
                 .filter(|t| !t.is_empty() && t.len() <= 4096)
                 .ok_or_else(|| ServiceError::invalid("token", "Vault's token is required"))?;
-            let sealed = seal_platform(state, &token_binding(&org.id), token)?;
+            let sealed = seal_platform(&state.config, &token_binding(&org.id), token)?;
             (Some(address), Some(sealed))
         }
     };
@@ -433,7 +440,7 @@ async fn rewrap_all(
     to: &dyn KeyProvider,
 ) -> ServiceResult<Vec<(String, Vec<DataKeyRow>)>> {
     let mut moved = Vec::new();
-    for org_id in state.store.with_teams(root_id).await? {
+    for org_id in state.infra.store.with_teams(root_id).await? {
         let keys = match unwrap_all(state, &org_id, from).await {
             Ok(keys) => keys,
             Err(ServiceError::KeyUnavailable(why)) => {
@@ -491,9 +498,9 @@ pub async fn configure(
                 format!("the key does not work for this organization: {failure}"),
             ),
         })?;
-    let current = state.store.key_config(&org.id).await?;
+    let current = state.infra.store.key_config(&org.id).await?;
     let moved = rewrap_all(state, &org.id, current.as_ref(), provider.as_ref()).await?;
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.save_key_config(&config).await?;
         for (org_id, rows) in &moved {
             tx.put_data_keys(org_id, rows, now).await?;
@@ -512,7 +519,7 @@ pub async fn configure(
         .await?;
         Ok(())
     })?;
-    state.keyring.forget(&org.id);
+    state.outbound.keyring.forget(&org.id);
     Ok(config)
 }
 
@@ -527,17 +534,18 @@ pub async fn remove(
     now: DateTime<Utc>,
 ) -> ServiceResult<KeyConfigRow> {
     let current = state
+        .infra
         .store
         .key_config(&org.id)
         .await?
         .ok_or(ServiceError::NotFound("key configuration".into()))?;
-    let Some(platform) = platform(state) else {
+    let Some(platform) = platform(&state.config) else {
         return Err(ServiceError::Conflict(
             "there is no platform key (SECRETS_ENCRYPTION_KEY) to rewrap the organization's data keys under: nothing was changed".to_owned(),
         ));
     };
     let moved = rewrap_all(state, &org.id, Some(&current), &platform).await?;
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         for (org_id, rows) in &moved {
             tx.put_data_keys(org_id, rows, now).await?;
         }
@@ -552,7 +560,7 @@ pub async fn remove(
         .await?;
         Ok(())
     })?;
-    state.keyring.forget(&org.id);
+    state.outbound.keyring.forget(&org.id);
     Ok(current)
 }
 
@@ -562,9 +570,9 @@ pub async fn status(
     state: &AppState,
     org: &OrgRecord,
 ) -> ServiceResult<(Option<KeyConfigRow>, Option<String>, u32)> {
-    let (_, config) = owner_of(state, &org.id).await?;
-    let platform = platform(state).map(|p| p.reference());
-    let versions = state.store.data_keys(&org.id).await?.len();
+    let (_, config) = owner_of(&state.infra.store, &org.id).await?;
+    let platform = platform(&state.config).map(|p| p.reference());
+    let versions = state.infra.store.data_keys(&org.id).await?.len();
     Ok((
         config,
         platform,
@@ -605,6 +613,7 @@ async fn check_one(state: &AppState, config: &KeyConfigRow) -> Result<(), KeyFai
         .map_err(|e| KeyFailure::new(FailureClass::Refused, e.to_string()))?;
     provider.describe().await?;
     let rows = state
+        .infra
         .store
         .data_keys(&config.org_id)
         .await
@@ -624,11 +633,11 @@ async fn check_one(state: &AppState, config: &KeyConfigRow) -> Result<(), KeyFai
 /// deliveries that waited go out.
 pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<CheckRound> {
     let mut round = CheckRound::default();
-    for config in state.store.key_configs().await? {
+    for config in state.infra.store.key_configs().await? {
         round.checked += 1;
         match check_one(state, &config).await {
             Ok(()) => {
-                let recovered = unit_of_work!(&state.store, |tx| {
+                let recovered = unit_of_work!(&state.infra.store, |tx| {
                     let recovered = tx.key_check_passed(&config.org_id, now).await?;
                     if recovered {
                         tx.enqueue_audit(&[system_event(
@@ -637,14 +646,14 @@ pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<C
                             json!({"provider": config.provider, "keyRef": config.key_ref}),
                         )])
                         .await?;
-                        let orgs = state.store.with_teams(&config.org_id).await?;
+                        let orgs = state.infra.store.with_teams(&config.org_id).await?;
                         tx.release_waiting_deliveries(&orgs, now).await?;
                     }
                     Ok(recovered)
                 })?;
                 if recovered {
                     round.recovered += 1;
-                    state.keyring.forget(&config.org_id);
+                    state.outbound.keyring.forget(&config.org_id);
                     tracing::info!(org = %config.org_id, "a customer key works again: the organization recovered");
                 }
             }
@@ -656,7 +665,7 @@ pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<C
                     json!({"provider": config.provider, "keyRef": config.key_ref,
                            "errorClass": failure.class.as_str()}),
                 )];
-                let orphaned = unit_of_work!(&state.store, |tx| {
+                let orphaned = unit_of_work!(&state.infra.store, |tx| {
                     let orphaned = tx
                         .key_check_failed(&config.org_id, &why, ORPHAN_AFTER, now)
                         .await?;
@@ -668,7 +677,7 @@ pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<C
                 tracing::warn!(org = %config.org_id, class = failure.class.as_str(), "a customer key check failed");
                 if orphaned {
                     round.orphaned += 1;
-                    state.keyring.forget(&config.org_id);
+                    state.outbound.keyring.forget(&config.org_id);
                     tracing::error!(org = %config.org_id, class = failure.class.as_str(), "a customer key failed three checks in a row: the organization is orphaned");
                 }
             }
@@ -698,10 +707,11 @@ pub async fn rewrite_old_secrets(state: &AppState, limit: usize) -> ServiceResul
     let now = Utc::now();
     if let (Some(previous), Some(current)) = (
         state.config.keys.previous.clone().map(Local::new),
-        platform(state),
+        platform(&state.config),
     ) {
         let batch = u32::try_from(limit).unwrap_or(u32::MAX);
         for (org_id, row) in state
+            .infra
             .store
             .data_keys_wrapped_by(&previous.reference(), batch)
             .await?
@@ -719,11 +729,11 @@ pub async fn rewrite_old_secrets(state: &AppState, limit: usize) -> ServiceResul
                 wrapped,
                 kek_ref: current.reference(),
             };
-            let rewrapped = unit_of_work!(&state.store, |tx| {
+            let rewrapped = unit_of_work!(&state.infra.store, |tx| {
                 Ok(tx.rewrap_data_key(&org_id, &row.kek_ref, &new, now).await?)
             })?;
             round.rewrapped += usize::from(rewrapped);
-            state.keyring.forget(&org_id);
+            state.outbound.keyring.forget(&org_id);
         }
     }
     for column in &SECRET_COLUMNS {
@@ -740,7 +750,7 @@ async fn rewrite_column(
 ) -> ServiceResult<()> {
     let mut after = String::new();
     while round.rewrapped + round.rewritten < limit {
-        let batch = state.store.old_secrets(column, &after, 100).await?;
+        let batch = state.infra.store.old_secrets(column, &after, 100).await?;
         let Some(last) = batch.last() else {
             return Ok(());
         };
@@ -763,6 +773,7 @@ async fn rewrite_column(
             match rewritten {
                 Ok(new) if new.starts_with(sealed::SEALED) => {
                     if state
+                        .infra
                         .store
                         .rewrite_secret(column, &old.row_id, (&old.stored, &new))
                         .await?

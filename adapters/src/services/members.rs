@@ -49,7 +49,7 @@ pub async fn add(
     role: MembershipRole,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<MemberRecord>> {
-    let store = &state.store;
+    let store = &state.infra.store;
     let implied = builtin(store, &org.id, implied_role(role)).await?;
     guard_role_assignment(author, &implied.role())?;
     let root = seats_of(state, org).await?;
@@ -83,7 +83,7 @@ pub async fn add_to_teams(
     role: MembershipRole,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let store = &state.store;
+    let store = &state.infra.store;
     let root = seats_of(state, org).await?;
     let mut grants = Vec::with_capacity(team_ids.len());
     for team_id in team_ids {
@@ -238,7 +238,7 @@ pub async fn set_active(
     } else {
         "org.member.deactivate"
     };
-    let store = &state.store;
+    let store = &state.infra.store;
     let root = seats_of(state, org).await?;
     let audit = [event(caller, action, &org.id, "user", user_id, json!({}))];
     unit_of_work!(store, |tx| {
@@ -256,7 +256,7 @@ pub async fn set_active(
 
 /// The account root whose seats a membership of `org` takes, synchronized.
 pub(crate) async fn seats_of(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgRecord> {
-    let root = super::entitlement::root_of(state, org).await?;
+    let root = super::entitlement::root_of(&state.infra.store, org).await?;
     super::entitlement::ensure_synced(state, &root).await?;
     Ok(root)
 }

@@ -22,9 +22,9 @@ use serde_json::{json, Value};
 
 use super::{ServiceError, ServiceResult};
 use crate::notify::{self, Channel};
-use crate::services::context::{event, AppState, Caller};
+use crate::services::context::{event, Caller};
 use crate::storage::{
-    unit_of_work, NewNotification, NotificationPreference, OrgRecord, ScanRecord,
+    unit_of_work, NewNotification, NotificationPreference, OrgRecord, ScanRecord, Store,
 };
 pub use crate::storage::{LogEntry, MessageRecord};
 
@@ -150,7 +150,7 @@ pub fn title(kind: &str, payload: &Value) -> String {
 
 /// A page of the notification log.
 pub async fn log(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     (channel, status): (Option<&str>, Option<&str>),
     limit: u32,
@@ -171,31 +171,25 @@ pub async fn log(
             format!("must be one of {}", STATUSES.join(", ")),
         ));
     }
-    Ok(state
-        .store
+    Ok(store
         .notification_log(&org.id, (channel, status), limit, offset)
         .await?)
 }
 
 /// A page of the organization's inbox.
 pub async fn inbox(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     unread: Option<bool>,
     limit: u32,
     offset: u64,
 ) -> ServiceResult<(Vec<MessageRecord>, u64)> {
-    Ok(state.store.messages(&org.id, unread, limit, offset).await?)
+    Ok(store.messages(&org.id, unread, limit, offset).await?)
 }
 
 /// Marks a message read.
-pub async fn mark_read(
-    state: &AppState,
-    org: &OrgRecord,
-    id: &str,
-) -> ServiceResult<MessageRecord> {
-    state
-        .store
+pub async fn mark_read(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<MessageRecord> {
+    store
         .mark_read(&org.id, id, Utc::now())
         .await
         .map_err(|e| match e {
@@ -206,13 +200,12 @@ pub async fn mark_read(
 
 /// Deletes a message; audited `message.delete` (its kind only, never its text).
 pub async fn delete(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
 ) -> ServiceResult<()> {
-    let message = state
-        .store
+    let message = store
         .message(&org.id, id)
         .await?
         .ok_or(ServiceError::NotFound("message".into()))?;
@@ -224,7 +217,7 @@ pub async fn delete(
         id,
         json!({"kind": message.kind}),
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.delete_message(&org.id, id).await.map_err(|e| match e {
             crate::storage::StoreError::NotFound(_) => ServiceError::NotFound("message".into()),
             other => other.into(),

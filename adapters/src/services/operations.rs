@@ -10,7 +10,7 @@ pub async fn ready(state: &AppState) -> ServiceResult<()> {
     if state.is_draining() {
         return Err(ServiceError::Stopping);
     }
-    Ok(state.store.ping().await?)
+    Ok(state.infra.store.ping().await?)
 }
 
 /// How many of the server's own audit events wait to be chained, and since when.

@@ -156,8 +156,8 @@ pub async fn delete(
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let Some(org) = state.store.organization(id).await? else {
-        return Err(match state.store.deleted_organization(id).await? {
+    let Some(org) = state.infra.store.organization(id).await? else {
+        return Err(match state.infra.store.deleted_organization(id).await? {
             Some(_) => ServiceError::Conflict("the organization is already deleted".to_owned()),
             None => ServiceError::NotFound("organization".into()),
         });
@@ -168,11 +168,18 @@ pub async fn delete(
             "the system organization cannot be deleted".to_owned(),
         ));
     }
-    let store = &state.store;
-    let mut audit = lifecycle_events(state, caller, "org.soft_delete", org, json!({})).await?;
+    let store = &state.infra.store;
+    let mut audit = lifecycle_events(
+        &state.infra.store,
+        caller,
+        "org.soft_delete",
+        org,
+        json!({}),
+    )
+    .await?;
     // A super-admin's delete of an organization (the route allows no one else) is an
     // administration action too, beside org.soft_delete in the system chain.
-    if let Some(system) = state.store.system_organization().await? {
+    if let Some(system) = state.infra.store.system_organization().await? {
         audit.push(event_on(
             caller,
             "admin.org.delete",
@@ -190,6 +197,7 @@ pub async fn delete(
     // Cached rule sets carry the organization (and its teams): a deleted one must not
     // validate on.
     state
+        .replica
         .rule_cache
         .forget(&crate::compliance::Stale::Orgs(vec![org.id.clone()]));
     Ok(())
@@ -198,7 +206,7 @@ pub async fn delete(
 /// The audit events of a delete or restore: one in the organization's chain, one in
 /// the system organization's.
 async fn lifecycle_events(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     action: &str,
     org: &OrgRecord,
@@ -211,7 +219,7 @@ async fn lifecycle_events(
         ("organization", &org.id),
         details.clone(),
     )];
-    if let Some(system) = state.store.system_organization().await? {
+    if let Some(system) = store.system_organization().await? {
         events.push(event_on(
             caller,
             action,
@@ -233,7 +241,7 @@ pub async fn restore(
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<OrgRecord> {
-    let store = &state.store;
+    let store = &state.infra.store;
     let Some(deleted) = store.deleted_organization(id).await? else {
         if store.organization(id).await?.is_some() {
             return Err(ServiceError::Conflict(
@@ -264,7 +272,7 @@ pub async fn restore(
         }
     }
     let audit = lifecycle_events(
-        state,
+        &state.infra.store,
         caller,
         "org.restore",
         &deleted.org,
@@ -302,7 +310,7 @@ pub async fn change_tier(
     now: DateTime<Utc>,
 ) -> ServiceResult<(OrgRecord, Vec<entitlements::AppliedBundle>)> {
     let removed = super::billing::change_tier(state, caller, org, tier, now).await?;
-    Ok((reread(&state.store, &org.id).await?, removed))
+    Ok((reread(&state.infra.store, &org.id).await?, removed))
 }
 
 /// Everything the organization holds about people and access.

@@ -18,7 +18,7 @@ use super::checks;
 use super::{ServiceError, ServiceResult};
 use crate::inventory::{AccessModifier, Name};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{new_id, unit_of_work, Charge, OrgRecord, PipelineFields};
+use crate::storage::{new_id, unit_of_work, Charge, OrgRecord, PipelineFields, Store};
 /// What the pipeline workflows take and answer.
 pub use crate::storage::{PipelineFilter, PipelineRecord, RegistryEntry};
 
@@ -129,7 +129,7 @@ pub(crate) fn attributes(input: &PipelineInput) -> ServiceResult<(Value, Value)>
 /// The root whose pool an organization draws from, its entitlement synchronized
 /// (so that the charge's statement finds the limit in the pool row).
 pub async fn pool(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgRecord> {
-    let root = super::entitlement::root_of(state, org).await?;
+    let root = super::entitlement::root_of(&state.infra.store, org).await?;
     super::entitlement::ensure_synced(state, &root).await?;
     Ok(root)
 }
@@ -172,7 +172,7 @@ pub async fn create(
         judgement: &admitted.judgement,
         snapshot: admitted.snapshot.as_ref(),
     };
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         let charged = tx.charge(&charge).await?;
         super::entitlement::taken(charged, "pipelines")?;
         let record = tx
@@ -203,7 +203,7 @@ pub async fn update(
     input: PipelineInput,
     now: DateTime<Utc>,
 ) -> ServiceResult<PipelineRecord> {
-    let pipeline = get(state, org, id).await?;
+    let pipeline = get(&state.infra.store, org, id).await?;
     may_change(caller, &pipeline.created_by, permissions)?;
     let (document, props) = attributes(&input)?;
     let admitted = checks::at_the_door(state, org, Target::Pipeline, id, document).await?;
@@ -225,7 +225,7 @@ pub async fn update(
         judgement: &admitted.judgement,
         snapshot: admitted.snapshot.as_ref(),
     };
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.update_pipeline((&org.id, id), &fields, now).await?;
         tx.keep_door_judgement(
             (&org.id, "pipeline", id),
@@ -244,13 +244,13 @@ pub async fn update(
 /// Deletes a pipeline, freeing its quota (the creator's, or anyone's with
 /// `pipelines:publish`).
 pub async fn delete(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     (org, permissions): (&OrgRecord, &BTreeSet<Permission>),
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let pipeline = get(state, org, id).await?;
+    let pipeline = get(store, org, id).await?;
     may_change(caller, &pipeline.created_by, permissions)?;
     let release = Charge {
         org_id: &org.id,
@@ -267,7 +267,7 @@ pub async fn delete(
         id,
         json!({"pipelineName": pipeline.pipeline_name, "project": pipeline.project}),
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.delete_pipeline((&org.id, id)).await?;
         tx.release(&release).await?;
         tx.enqueue_reevaluation((&org.id, "pipeline", id), "pipeline.delete", now)
@@ -293,9 +293,8 @@ fn may_change(
 }
 
 /// One pipeline of the organization.
-pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<PipelineRecord> {
-    state
-        .store
+pub async fn get(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<PipelineRecord> {
+    store
         .pipeline(&org.id, id)
         .await?
         .ok_or(ServiceError::NotFound("pipeline".into()))
@@ -303,26 +302,24 @@ pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<P
 
 /// A page of the organization's pipelines: (pipelines, total).
 pub async fn list(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     filter: &PipelineFilter,
     order: (&str, bool),
     (limit, offset): (u32, u64),
 ) -> ServiceResult<(Vec<PipelineRecord>, u64)> {
-    Ok(state
-        .store
+    Ok(store
         .pipelines(&org.id, filter, order, limit, offset)
         .await?)
 }
 
 /// The newest pipeline matching the filter.
 pub async fn find(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     filter: &PipelineFilter,
 ) -> ServiceResult<PipelineRecord> {
-    let (found, _) = state
-        .store
+    let (found, _) = store
         .pipelines(&org.id, filter, ("createdAt", false), 1, 0)
         .await?;
     found
@@ -333,26 +330,25 @@ pub async fn find(
 
 /// A page of the organization's registry: (entries, total).
 pub async fn registry(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     limit: u32,
     offset: u64,
 ) -> ServiceResult<(Vec<RegistryEntry>, u64)> {
-    Ok(state.store.registry(&org.id, limit, offset).await?)
+    Ok(store.registry(&org.id, limit, offset).await?)
 }
 
 /// Maps a cloud pipeline resource name to a pipeline of the organization (a
 /// pipeline of another organization is not found).
 pub async fn register(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     (org, super_admin): (&OrgRecord, bool),
     (arn, pipeline_id, take_over): (&str, &str, bool),
     now: DateTime<Utc>,
 ) -> ServiceResult<RegistryEntry> {
-    get(state, org, pipeline_id).await?;
-    let holder = state
-        .store
+    get(store, org, pipeline_id).await?;
+    let holder = store
         .registry_owner(arn)
         .await?
         .filter(|holder| *holder != org.id);
@@ -386,7 +382,7 @@ pub async fn register(
             json!({"arn": arn, "movedTo": org.id}),
         ));
     }
-    let entry = unit_of_work!(&state.store, |tx| {
+    let entry = unit_of_work!(store, |tx| {
         let entry = tx
             .register_pipeline(&org.id, (arn, pipeline_id), (now, take_over))
             .await?;
@@ -395,13 +391,13 @@ pub async fn register(
     })?;
     // The resource's executions kept aside are attributed now (the reports worker
     // does it otherwise, after a crash).
-    super::reports::derive_pending(state, 1000).await?;
+    super::reports::derive_pending(store, 1000).await?;
     Ok(entry)
 }
 
 /// Removes a registry entry of the organization.
 pub async fn deregister(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     arn: &str,
@@ -414,7 +410,7 @@ pub async fn deregister(
         arn,
         json!({"arn": arn}),
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.deregister_pipeline(&org.id, arn).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())

@@ -16,7 +16,7 @@ use super::pipelines::pool;
 use super::{ServiceError, ServiceResult};
 use crate::archive::{self, Manifest};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{new_id, unit_of_work, Charge, NewPlugin, OrgRecord};
+use crate::storage::{new_id, unit_of_work, Charge, NewPlugin, OrgRecord, Store};
 /// What the plugin workflows take and answer.
 pub use crate::storage::{PluginChange, PluginFilter, PluginRecord};
 
@@ -95,7 +95,7 @@ async fn admit(
         image: &image,
         created_by: &caller.user_id,
     };
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         let charged = tx.charge(&charge).await?;
         super::entitlement::taken(charged, "plugins")?;
         tx.insert_plugin(&plugin, now).await?;
@@ -125,6 +125,7 @@ pub async fn upload(
 ) -> ServiceResult<PluginRecord> {
     access_modifier(access)?;
     let (archive, inspected) = state
+        .infra
         .cpu
         .run(move || {
             let inspected = archive::inspect(&archive);
@@ -239,9 +240,8 @@ fn may_change(
 }
 
 /// One plugin of the organization.
-pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<PluginRecord> {
-    state
-        .store
+pub async fn get(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<PluginRecord> {
+    store
         .plugin(&org.id, id)
         .await?
         .ok_or(ServiceError::NotFound("plugin".into()))
@@ -249,26 +249,22 @@ pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<P
 
 /// A page of the organization's plugins: (plugins, total).
 pub async fn list(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     filter: &PluginFilter,
     order: (&str, bool),
     (limit, offset): (u32, u64),
 ) -> ServiceResult<(Vec<PluginRecord>, u64)> {
-    Ok(state
-        .store
-        .plugins(&org.id, filter, order, limit, offset)
-        .await?)
+    Ok(store.plugins(&org.id, filter, order, limit, offset).await?)
 }
 
 /// The newest plugin matching the filter.
 pub async fn find(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     filter: &PluginFilter,
 ) -> ServiceResult<PluginRecord> {
-    let (found, _) = state
-        .store
+    let (found, _) = store
         .plugins(&org.id, filter, ("createdAt", false), 1, 0)
         .await?;
     found
@@ -283,7 +279,7 @@ pub async fn find(
 /// A caller changes the plugins they created, or anyone's with `plugins:publish`
 /// ([`tenancy::may_change`]); one plugin that is not theirs refuses the whole change.
 pub async fn update(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     (org, permissions): (&OrgRecord, &BTreeSet<Permission>),
     changes: Vec<(String, PluginChange)>,
@@ -296,7 +292,7 @@ pub async fn update(
     }
     if !permissions.contains(&Authored::Plugin.anyones()) {
         for (id, _) in &changes {
-            let plugin = get(state, org, id).await?;
+            let plugin = get(store, org, id).await?;
             may_change(caller, &plugin.created_by, permissions)?;
         }
     }
@@ -309,7 +305,7 @@ pub async fn update(
         ids.first().copied().unwrap_or_default(),
         json!({"ids": ids}),
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         for (id, change) in &changes {
             tx.update_plugin(&org.id, (id, change), now).await?;
             tx.enqueue_reevaluation((&org.id, "plugin", id), "plugin.update", now)
@@ -327,13 +323,13 @@ pub async fn update(
 /// Deletes a plugin, freeing its quota (the creator's, or anyone's with
 /// `plugins:publish`).
 pub async fn delete(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     (org, permissions): (&OrgRecord, &BTreeSet<Permission>),
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let plugin = get(state, org, id).await?;
+    let plugin = get(store, org, id).await?;
     may_change(caller, &plugin.created_by, permissions)?;
     let release = Charge {
         org_id: &org.id,
@@ -350,7 +346,7 @@ pub async fn delete(
         id,
         json!({"name": plugin.name, "version": plugin.version}),
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.delete_plugin((&org.id, id)).await?;
         tx.release(&release).await?;
         tx.enqueue_reevaluation((&org.id, "plugin", id), "plugin.delete", now)
@@ -389,8 +385,8 @@ fn referenced(props: &Value) -> std::collections::BTreeSet<String> {
 }
 
 /// Per plugin name, how many of the organization's pipelines reference it.
-pub async fn usage(state: &AppState, org: &OrgRecord) -> ServiceResult<BTreeMap<String, u64>> {
-    let all = state.store.pipeline_props(&org.id).await?;
+pub async fn usage(store: &Store, org: &OrgRecord) -> ServiceResult<BTreeMap<String, u64>> {
+    let all = store.pipeline_props(&org.id).await?;
     let mut counts = BTreeMap::new();
     for props in &all {
         for name in referenced(props) {

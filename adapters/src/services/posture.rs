@@ -14,9 +14,8 @@ use crate::policy_report::{
     PolicyReport, ReportApiVersion, ReportKind, ReportMetadata, ReportOutcome, ReportResource,
     ReportResult, ReportSummary, ReportTimestamp,
 };
-use crate::services::context::AppState;
-use crate::storage::OrgRecord;
 pub use crate::storage::{FailingRule, JudgedFilter, StatusCounts};
+use crate::storage::{OrgRecord, Store};
 
 /// An organization's posture.
 #[derive(Debug, Clone)]
@@ -49,7 +48,7 @@ fn targets(target: Option<&str>) -> ServiceResult<Vec<Target>> {
 /// Entities by current result (in all and per target) and the `top` rules failing
 /// most.
 pub async fn posture(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     target: Option<&str>,
     top: u32,
@@ -59,14 +58,14 @@ pub async fn posture(
     let mut by_target = BTreeMap::new();
     let mut failing: Vec<FailingRule> = Vec::new();
     for t in targets(target)? {
-        let counts = state.store.status_counts(&org.id, t.as_str()).await?;
+        let counts = store.status_counts(&org.id, t.as_str()).await?;
         all.total += counts.total;
         all.pass += counts.pass;
         all.warn += counts.warn;
         all.block += counts.block;
         all.error += counts.error;
         by_target.insert(t, counts);
-        failing.extend(state.store.failing_rules(&org.id, t.as_str(), top).await?);
+        failing.extend(store.failing_rules(&org.id, t.as_str(), top).await?);
     }
     failing.sort_by(|a, b| {
         b.violations
@@ -166,7 +165,7 @@ pub const STATUSES: [&str; 4] = ["pass", "warn", "block", "error"];
 /// the page and the filter are described in `metadata.annotations` ([`PAGE_TOTAL`],
 /// [`PAGE_LIMIT`], [`PAGE_OFFSET`], [`FILTER_STATUS`], [`FILTER_RULE`]).
 pub async fn policy_report(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     (target, filter): (&str, &JudgedFilter),
     limit: u32,
@@ -184,13 +183,9 @@ pub async fn policy_report(
         .first()
         .copied()
         .ok_or_else(|| ServiceError::invalid("target", "must be plugin or pipeline"))?;
-    let counts = state.store.status_counts(&org.id, t.as_str()).await?;
+    let counts = store.status_counts(&org.id, t.as_str()).await?;
     let (mut fail, mut warn) = (0u64, 0u64);
-    for rule in state
-        .store
-        .failing_rules(&org.id, t.as_str(), u32::MAX)
-        .await?
-    {
+    for rule in store.failing_rules(&org.id, t.as_str(), u32::MAX).await? {
         match rule.severity.parse::<Severity>() {
             Ok(s) if s.blocks() => fail += rule.violations,
             Ok(_) => warn += rule.violations,
@@ -198,8 +193,7 @@ pub async fn policy_report(
         }
     }
     let now = Utc::now();
-    let (entities, total) = state
-        .store
+    let (entities, total) = store
         .judged(&org.id, t.as_str(), filter, limit, offset)
         .await?;
     let mut results = Vec::new();
@@ -289,11 +283,10 @@ pub struct PostureTrendReport {
 
 /// The posture trend of a report query's organizations.
 pub async fn trend(
-    state: &AppState,
+    store: &Store,
     query: &crate::services::reports::ReportQuery,
 ) -> ServiceResult<PostureTrendReport> {
-    let snapshots = state
-        .store
+    let snapshots = store
         .posture_snapshots(&query.org_ids, (query.range.from, query.range.to))
         .await?;
     // The last snapshot of each organization in each bucket (they come oldest first).
@@ -335,14 +328,13 @@ pub async fn trend(
 
 /// Writes an organization's posture snapshot at `at` (`hourly` or `scan`).
 pub async fn snapshot(
-    state: &AppState,
+    store: &Store,
     org_id: &str,
     cause: &str,
     at: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let counts = state.store.entity_counts(org_id).await?;
-    state
-        .store
+    let counts = store.entity_counts(org_id).await?;
+    store
         .insert_posture_snapshot(&crate::storage::PostureSnapshot {
             org_id: org_id.to_owned(),
             at,
@@ -355,17 +347,17 @@ pub async fn snapshot(
 
 /// The hourly round: a snapshot of every live organization at `at` (the hour's
 /// start, so that a second round in the same hour writes nothing); how many.
-pub async fn snapshot_all(state: &AppState, at: DateTime<Utc>) -> ServiceResult<usize> {
+pub async fn snapshot_all(store: &Store, at: DateTime<Utc>) -> ServiceResult<usize> {
     let mut after = String::new();
     let mut done = 0;
     loop {
-        let ids = state.store.live_org_ids(&after, 500).await?;
+        let ids = store.live_org_ids(&after, 500).await?;
         let Some(last) = ids.last() else {
             return Ok(done);
         };
         after = last.clone();
         for id in &ids {
-            snapshot(state, id, "hourly", at).await?;
+            snapshot(store, id, "hourly", at).await?;
             done += 1;
         }
     }

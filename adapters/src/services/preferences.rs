@@ -93,7 +93,7 @@ pub async fn save(
     change: Change,
     now: DateTime<Utc>,
 ) -> ServiceResult<NotificationPreference> {
-    let store = &state.store;
+    let store = &state.infra.store;
     let role = store
         .membership(&org.id, &caller.user_id)
         .await?
@@ -116,7 +116,7 @@ pub async fn save(
             ));
         }
         if !url.is_empty() {
-            super::delivery::check_webhook_url(state, &url).await?;
+            super::delivery::check_webhook_url(&state.config, &url).await?;
         }
         preference.webhook_url = Some(url).filter(|u| !u.is_empty());
         preference.webhook_disabled_at = None;

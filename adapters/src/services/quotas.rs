@@ -15,7 +15,7 @@ use super::entitlement::{self, Change};
 use super::{ServiceError, ServiceResult};
 use crate::replica::allowance::BLOCK;
 use crate::services::context::{event_on, AppState, Caller};
-use crate::storage::{unit_of_work, Charge, Charged, OrgRecord, QuotaRefusal, UsageRow};
+use crate::storage::{unit_of_work, Charge, Charged, OrgRecord, QuotaRefusal, Store, UsageRow};
 
 /// How long an increment's `Idempotency-Key` is remembered (a retry after that
 /// counts again); the retention worker forgets older ones.
@@ -109,7 +109,7 @@ fn status(
 
 /// The quotas of `org`.
 pub async fn of(state: &AppState, org: &OrgRecord, now: DateTime<Utc>) -> ServiceResult<OrgQuotas> {
-    let root = entitlement::root_of(state, org).await?;
+    let root = entitlement::root_of(&state.infra.store, org).await?;
     entitlement::ensure_synced(state, &root).await?;
     of_account(state, (org, &root), now).await
 }
@@ -121,12 +121,13 @@ async fn of_account(
     now: DateTime<Utc>,
 ) -> ServiceResult<OrgQuotas> {
     let period = period_of(now);
-    let mut pool = state.store.pool_rows(&root.id, &period).await?;
-    let mut own = state.store.own_rows(&org.id, &period).await?;
+    let mut pool = state.infra.store.pool_rows(&root.id, &period).await?;
+    let mut own = state.infra.store.own_rows(&org.id, &period).await?;
     // Units this replica reserved and did not spend are not used yet.
     for dimension in quota_types().filter(|d| d.is_monthly()) {
         let (own_unspent, account_unspent) =
             state
+                .replica
                 .allowances
                 .unspent((&org.id, &root.id), dimension, &period);
         for (rows, unspent) in [(&mut pool, account_unspent), (&mut own, own_unspent)] {
@@ -176,9 +177,8 @@ fn parse_type(name: &str) -> ServiceResult<Dimension> {
         })
 }
 
-async fn organization(state: &AppState, id: &str) -> ServiceResult<OrgRecord> {
-    state
-        .store
+async fn organization(store: &Store, id: &str) -> ServiceResult<OrgRecord> {
+    store
         .organization(id)
         .await?
         .ok_or(ServiceError::NotFound("organization".into()))
@@ -190,7 +190,11 @@ pub async fn all(
     (limit, offset): (u32, u64),
     now: DateTime<Utc>,
 ) -> ServiceResult<(Vec<OrgQuotas>, u64)> {
-    let (orgs, total) = state.store.organizations_page(false, limit, offset).await?;
+    let (orgs, total) = state
+        .infra
+        .store
+        .organizations_page(false, limit, offset)
+        .await?;
     let mut records = Vec::with_capacity(orgs.len());
     for org in &orgs {
         records.push(of(state, org, now).await?);
@@ -213,6 +217,7 @@ pub async fn at_risk(
         ));
     }
     let (roots, total) = state
+        .infra
         .store
         .roots_at_risk(
             entitlements::AtRiskTest::at(threshold),
@@ -250,7 +255,7 @@ pub(crate) async fn charge(
         amount,
     };
     for _ in 0..2 {
-        let outcome = unit_of_work!(&state.store, |tx| {
+        let outcome = unit_of_work!(&state.infra.store, |tx| {
             let outcome = tx.charge_now(&charge, idempotency, now).await?;
             if outcome != Charged::Done {
                 // Not counted: nothing of it (the idempotency key either) is kept.
@@ -267,7 +272,7 @@ pub(crate) async fn charge(
                 })
             }
             Charged::Unsynced => {
-                let root = entitlement::root_of(state, org).await?;
+                let root = entitlement::root_of(&state.infra.store, org).await?;
                 entitlement::ensure_synced(state, &root).await?;
             }
         }
@@ -322,9 +327,9 @@ pub async fn increment(
             format!("must be between 1 and {MAX_INCREMENT}"),
         ));
     }
-    let org = organization(state, org_id).await?;
+    let org = organization(&state.infra.store, org_id).await?;
     if let Some(key) = ask.key.as_deref() {
-        if let Some(earlier) = state.store.increment_by_key(service, key).await? {
+        if let Some(earlier) = state.infra.store.increment_by_key(service, key).await? {
             if earlier != (org.id.clone(), dimension.name().to_owned(), ask.amount) {
                 return Err(ServiceError::Conflict(
                     "this Idempotency-Key was used for another increment".to_owned(),
@@ -336,7 +341,7 @@ pub async fn increment(
     let idempotency = ask.key.as_deref().map(|key| (service, key));
     charge(state, &org, (dimension, ask.amount), idempotency, now).await?;
     // The charge found the account synchronized (or synchronized it).
-    let root = entitlement::root_of(state, &org).await?;
+    let root = entitlement::root_of(&state.infra.store, &org).await?;
     pick(of_account(state, (&org, &root), now).await?, dimension)
 }
 
@@ -349,7 +354,7 @@ pub async fn reset(
     only: Option<&str>,
     now: DateTime<Utc>,
 ) -> ServiceResult<OrgQuotas> {
-    let org = organization(state, org_id).await?;
+    let org = organization(&state.infra.store, org_id).await?;
     let types: Vec<Dimension> = match only {
         Some(name) => {
             let dimension = parse_type(name)?;
@@ -366,7 +371,7 @@ pub async fn reset(
         }
         None => quota_types().filter(|d| d.is_monthly()).collect(),
     };
-    let root = entitlement::root_of(state, &org).await?;
+    let root = entitlement::root_of(&state.infra.store, &org).await?;
     let names: Vec<&str> = types.iter().map(|d| d.name()).collect();
     let audit = [event_on(
         caller,
@@ -375,13 +380,13 @@ pub async fn reset(
         ("quota", &org.id),
         json!({"types": names}),
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.reset_usage((&org.id, &root.id), &names).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
     // The reset counted this replica's unspent units (others hear of it).
-    crate::replica::allowance::forget_account(&state.allowances, &root.id).await;
+    crate::replica::allowance::forget_account(&state.replica.allowances, &root.id).await;
     of(state, &org, now).await
 }
 
@@ -395,7 +400,7 @@ pub async fn update(
     (tier, limits): (Option<Tier>, Vec<(Dimension, Option<Limit>)>),
     now: DateTime<Utc>,
 ) -> ServiceResult<OrgQuotas> {
-    let org = organization(state, org_id).await?;
+    let org = organization(&state.infra.store, org_id).await?;
     if org.parent_org_id.is_some() {
         return Err(ServiceError::invalid(
             "orgId",
@@ -413,7 +418,7 @@ pub async fn update(
         let mut bundles = None;
         if let Some(tier) = tier {
             // A tier change keeps nothing the new tier cannot buy.
-            let moving = entitlement::moving(state, caller, &org, current, tier);
+            let moving = entitlement::moving(&state.config, caller, &org, current, tier);
             audit.push(event_on(
                 caller,
                 "billing.tier.override",
@@ -448,7 +453,7 @@ pub async fn update(
         ))
     })
     .await?;
-    let org = organization(state, org_id).await?;
+    let org = organization(&state.infra.store, org_id).await?;
     of(state, &org, now).await
 }
 
@@ -488,6 +493,7 @@ pub async fn spend(
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     let slot = state
+        .replica
         .allowances
         .slot((&org.id, entitlement::root_id(org)), dimension)
         .ok_or_else(|| ServiceError::Broken("the allowances' lock is poisoned".to_owned()))?;

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::checks::{self, Recording};
 use super::{ServiceError, ServiceResult};
 use crate::services::context::AppState;
-use crate::storage::{ClaimedEntity, Kept, OrgRecord, EVERYTHING};
+use crate::storage::{ClaimedEntity, Kept, OrgRecord, Store, EVERYTHING};
 
 /// Re-evaluates the claimed entity once, whatever number of events it had; for a
 /// rule or subscription change ([`EVERYTHING`]), starts a scan of the organization's
@@ -38,6 +38,7 @@ pub async fn process_all(state: &AppState, claimed: &[ClaimedEntity]) -> Vec<Ser
         let org = match organizations.get(&entity.org_id) {
             Some(known) => Ok(known.clone()),
             None => state
+                .infra
                 .store
                 .organization(&entity.org_id)
                 .await
@@ -55,7 +56,7 @@ pub async fn process_all(state: &AppState, claimed: &[ClaimedEntity]) -> Vec<Ser
             }
         }
     }
-    let mut documents = documents(state, claimed, &to_judge).await;
+    let mut documents = documents(&state.infra.store, claimed, &to_judge).await;
     let mut judging = tokio::task::JoinSet::new();
     for (i, org) in to_judge {
         let Some(entity) = claimed.get(i) else {
@@ -103,6 +104,7 @@ pub async fn process_all(state: &AppState, claimed: &[ClaimedEntity]) -> Vec<Ser
             })
             .collect();
         let written = state
+            .infra
             .store
             .keep_rejudged((&org_id, target.as_str()), &rows)
             .await;
@@ -135,7 +137,7 @@ fn set(outcomes: &mut [Option<ServiceResult<()>>], i: usize, outcome: ServiceRes
 /// their place in the claim: read in one query per organization and target. An
 /// entity that is gone has none; a read that failed fails each of its entities.
 async fn documents(
-    state: &AppState,
+    store: &Store,
     claimed: &[ClaimedEntity],
     to_judge: &[(usize, OrgRecord)],
 ) -> HashMap<usize, ServiceResult<Value>> {
@@ -160,8 +162,7 @@ async fn documents(
             continue;
         }
         // A read's error fails each of its entities (below), described by its text.
-        let mut read: Result<HashMap<String, Value>, crate::storage::StoreError> = state
-            .store
+        let mut read: Result<HashMap<String, Value>, crate::storage::StoreError> = store
             .subjects_of(target, org_id, &ids)
             .await
             .map(|found| found.into_iter().map(|s| (s.id, s.document)).collect());

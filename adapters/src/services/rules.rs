@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{new_id, unit_of_work, OrgRecord};
+use crate::storage::{new_id, unit_of_work, OrgRecord, Store};
 pub use crate::storage::{RuleChange, RuleFilter, StoredRule};
 
 /// A new rule of `org` (a new id, version 1), checked, stored with its first version
@@ -45,36 +45,31 @@ pub(crate) async fn store_new(
 ) -> ServiceResult<StoredRule> {
     check(state, org, rule).await?;
     let audit = [event(caller, action, &org.id, "rule", &rule.id, details)];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.create_rule(&org.id, rule, &caller.user_id, now).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
     invalidate(state, org, rule.scope == Scope::Published);
-    get(state, org, &rule.id, false).await
+    get(&state.infra.store, org, &rule.id, false).await
 }
 
 /// One rule of `org` (deleted ones included when `deleted`).
 pub async fn get(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     id: &str,
     deleted: bool,
 ) -> ServiceResult<StoredRule> {
-    state
-        .store
+    store
         .rule(&org.id, id, deleted)
         .await?
         .ok_or(ServiceError::NotFound("rule".into()))
 }
 
 /// Every version of a rule, oldest first.
-pub async fn history(
-    state: &AppState,
-    org: &OrgRecord,
-    id: &str,
-) -> ServiceResult<Vec<RuleChange>> {
-    let history = state.store.rule_history(&org.id, id).await?;
+pub async fn history(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<Vec<RuleChange>> {
+    let history = store.rule_history(&org.id, id).await?;
     if history.is_empty() {
         return Err(ServiceError::NotFound("rule".into()));
     }
@@ -91,7 +86,7 @@ pub async fn update(
     mut rule: Rule,
     now: DateTime<Utc>,
 ) -> ServiceResult<StoredRule> {
-    let existing = get(state, org, id, false).await?;
+    let existing = get(&state.infra.store, org, id, false).await?;
     rule.id = id.to_owned();
     rule.version = existing.rule.version.saturating_add(1);
     check(state, org, &rule).await?;
@@ -105,7 +100,7 @@ pub async fn update(
         json!({"fields": fields, "version": rule.version}),
     )];
     let change = json!({"action": "update", "fields": fields});
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.update_rule(
             (&org.id, &rule),
             existing.rule.target.as_str(),
@@ -119,7 +114,7 @@ pub async fn update(
     })?;
     let published = rule.scope == Scope::Published || existing.rule.scope == Scope::Published;
     invalidate(state, org, published);
-    get(state, org, id, false).await
+    get(&state.infra.store, org, id, false).await
 }
 
 /// Soft-deletes rule `id`: it is no longer evaluated; the deletion is its last version.
@@ -130,7 +125,7 @@ pub async fn delete(
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let existing = get(state, org, id, false).await?;
+    let existing = get(&state.infra.store, org, id, false).await?;
     let mut rule = existing.rule;
     rule.version = rule.version.saturating_add(1);
     let audit = [event(
@@ -141,7 +136,7 @@ pub async fn delete(
         id,
         json!({"name": rule.name}),
     )];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.delete_rule(&org.id, &rule, &caller.user_id, now).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
@@ -186,6 +181,7 @@ pub async fn check(state: &AppState, org: &OrgRecord, rule: &Rule) -> ServiceRes
         ));
     }
     let mut set: Vec<Rule> = state
+        .infra
         .store
         .org_rules(&org.id)
         .await?
@@ -206,22 +202,24 @@ pub async fn check(state: &AppState, org: &OrgRecord, rule: &Rule) -> ServiceRes
 /// transaction).
 pub fn invalidate(state: &AppState, org: &OrgRecord, published: bool) {
     use crate::compliance::Stale;
-    state.rule_cache.forget(&if published || org.is_system {
-        Stale::All
-    } else {
-        Stale::Orgs(vec![org.id.clone()])
-    });
+    state
+        .replica
+        .rule_cache
+        .forget(&if published || org.is_system {
+            Stale::All
+        } else {
+            Stale::Orgs(vec![org.id.clone()])
+        });
 }
 
 /// A page of the organization's rules, filtered: (rules, total).
 pub async fn list(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     filter: &crate::storage::RuleFilter,
     (limit, offset, ascending): (u32, u64, bool),
 ) -> ServiceResult<(Vec<StoredRule>, u64)> {
-    Ok(state
-        .store
+    Ok(store
         .rules(Some(&org.id), filter, limit, offset, ascending)
         .await?)
 }

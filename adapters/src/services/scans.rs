@@ -27,9 +27,10 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::{plugins, ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::services::context::{event, AppState, Caller};
 use crate::storage::{
-    phases, unit_of_work, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, StoreError,
+    phases, unit_of_work, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, Store, StoreError,
     SweptEntity,
 };
 pub use crate::storage::{ScanRecord, ScanResult, ScheduleRecord};
@@ -123,8 +124,8 @@ fn stored_filter(scan: &ScanRecord) -> ServiceResult<EntityFilter> {
 }
 
 /// Whether the organization's inventory is swept (document 1, item 5).
-fn sweepable(state: &AppState, org: &OrgRecord) -> bool {
-    !org.is_system || state.config.compliance.system_org_scans_enabled
+fn sweepable(config: &Config, org: &OrgRecord) -> bool {
+    !org.is_system || config.compliance.system_org_scans_enabled
 }
 
 /// Starts a scan of `target` over the organization's inventory: stored `running`, to be
@@ -149,9 +150,9 @@ pub async fn start(
         requested_by: &caller.user_id,
         phase,
         now: Utc::now(),
-        empty: !sweepable(state, org),
+        empty: !sweepable(&state.config, org),
     };
-    let id = unit_of_work!(&state.store, |tx| {
+    let id = unit_of_work!(&state.infra.store, |tx| {
         match tx.create_scan(&scan).await {
             Err(StoreError::Conflict(_)) => Err(ServiceError::Conflict(format!(
                 "a scan of {target} is already running in this organization; cancel it or wait for it to end"
@@ -159,8 +160,8 @@ pub async fn start(
             other => Ok(other?),
         }
     })?;
-    state.metrics.scan_started();
-    scan_of(state, org, &id).await
+    state.infra.metrics.scan_started();
+    scan_of(&state.infra.store, org, &id).await
 }
 
 /// The actor of the scans a rule or subscription change starts.
@@ -170,7 +171,7 @@ pub const CHANGE_ACTOR: &str = "system:reevaluation";
 /// the organization's entities of `target`, superseding a running scan of an earlier
 /// change. Nothing for an organization whose inventory is not swept.
 pub async fn after_change(state: &AppState, org: &OrgRecord, target: Target) -> ServiceResult<()> {
-    if !sweepable(state, org) {
+    if !sweepable(&state.config, org) {
         return Ok(());
     }
     let filter = json!({"orgId": org.id});
@@ -187,14 +188,16 @@ pub async fn after_change(state: &AppState, org: &OrgRecord, target: Target) -> 
         now: Utc::now(),
         empty: false,
     };
-    unit_of_work!(&state.store, |tx| { Ok(tx.supersede_scan(&scan).await?) })?;
-    state.metrics.scan_started();
+    unit_of_work!(&state.infra.store, |tx| {
+        Ok(tx.supersede_scan(&scan).await?)
+    })?;
+    state.infra.metrics.scan_started();
     Ok(())
 }
 
 /// A page of the organization's scans, newest first.
 pub async fn list(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     (target_name, status): (Option<&str>, Option<&str>),
     limit: u32,
@@ -211,16 +214,14 @@ pub async fn list(
             ));
         }
     }
-    Ok(state
-        .store
+    Ok(store
         .scans(&org.id, (target_name, status), limit, offset)
         .await?)
 }
 
 /// One scan of the organization.
-pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<ScanRecord> {
-    state
-        .store
+pub async fn get(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<ScanRecord> {
+    store
         .scan(&org.id, id)
         .await?
         .ok_or(ServiceError::NotFound("scan".into()))
@@ -228,7 +229,7 @@ pub async fn get(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<S
 
 /// A page of one scan's results, narrowed to one result.
 pub async fn results(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     id: &str,
     result: Option<&str>,
@@ -243,9 +244,8 @@ pub async fn results(
             ));
         }
     }
-    get(state, org, id).await?;
-    Ok(state
-        .store
+    get(store, org, id).await?;
+    Ok(store
         .scan_results((&org.id, id), result, limit, offset)
         .await?)
 }
@@ -253,7 +253,7 @@ pub async fn results(
 /// Cancels a running scan (its sweeper stops at its next page); audited
 /// `compliance.scan.cancel`. A scan that ended is a conflict.
 pub async fn cancel(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
@@ -267,14 +267,14 @@ pub async fn cancel(
         json!({}),
     )];
     let now = Utc::now();
-    let cancelled = unit_of_work!(&state.store, |tx| {
+    let cancelled = unit_of_work!(store, |tx| {
         let cancelled = tx.cancel_scan(&org.id, id, now).await?;
         if cancelled {
             tx.enqueue_audit(&audit).await?;
         }
         Ok(cancelled)
     })?;
-    let scan = scan_of(state, org, id).await?;
+    let scan = scan_of(store, org, id).await?;
     if !cancelled {
         return Err(ServiceError::Conflict(format!(
             "scan `{id}` is {}, not running",
@@ -285,9 +285,8 @@ pub async fn cancel(
 }
 
 /// One scan of the organization (404 when it has none of this id).
-async fn scan_of(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<ScanRecord> {
-    state
-        .store
+async fn scan_of(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<ScanRecord> {
+    store
         .scan(&org.id, id)
         .await?
         .ok_or(ServiceError::NotFound("scan".into()))
@@ -345,11 +344,16 @@ pub async fn sweep(
             "its sweeper stopped {} times before it ended",
             scan.sweep.takeovers
         );
-        fail(state, scan, &why).await?;
+        fail(&state.infra.store, scan, &why).await?;
         return Ok(Swept::Failed);
     }
-    let Some(org) = state.store.organization(&scan.org_id).await? else {
-        fail(state, scan, "the organization no longer exists").await?;
+    let Some(org) = state.infra.store.organization(&scan.org_id).await? else {
+        fail(
+            &state.infra.store,
+            scan,
+            "the organization no longer exists",
+        )
+        .await?;
         return Ok(Swept::Failed);
     };
     let filter = stored_filter(scan)?;
@@ -370,8 +374,8 @@ pub async fn sweep(
         // The system organization's set (swept only with SYSTEM_ORG_SCANS_ENABLED) is
         // what validation gives it: no rules.
         let set = crate::compliance::rule_set(
-            &state.store,
-            &state.rule_cache,
+            &state.infra.store,
+            &state.replica.rule_cache,
             &state.config,
             &org,
             target,
@@ -413,7 +417,7 @@ pub async fn sweep(
                         results: &page.rows,
                     };
                     let (kept, next) =
-                        tokio::join!(state.store.flush_scan(&scan.id, token, &flush), next);
+                        tokio::join!(state.infra.store.flush_scan(&scan.id, token, &flush), next);
                     (kept?, next)
                 }
                 None => (true, next.await),
@@ -422,10 +426,10 @@ pub async fn sweep(
                 return Ok(Swept::Stopped);
             }
             if let Some(page) = &flushed {
-                state.metrics.scanned(page.counts.scanned);
+                state.infra.metrics.scanned(page.counts.scanned);
             }
             if stop {
-                state.store.release_scan(&scan.id, token).await?;
+                state.infra.store.release_scan(&scan.id, token).await?;
                 return Ok(Swept::Stopped);
             }
             match next? {
@@ -437,12 +441,17 @@ pub async fn sweep(
             }
         }
     }
-    let preference = state.store.notification_preference(&scan.org_id).await?;
+    let preference = state
+        .infra
+        .store
+        .notification_preference(&scan.org_id)
+        .await?;
     let now = Utc::now();
     let notify = |done: &ScanRecord| {
         (done.counts.blocked > 0).then(|| super::notifications::for_scan(&preference, done, now))
     };
     if state
+        .infra
         .store
         .complete_scan(&scan.id, token, now, &notify)
         .await?
@@ -452,16 +461,17 @@ pub async fn sweep(
     }
     // The trend's point at the end of the scan (the scan is complete whatever
     // becomes of it; the hourly round writes the next one).
-    if let Err(error) = super::posture::snapshot(state, &scan.org_id, "scan", now).await {
+    if let Err(error) =
+        super::posture::snapshot(&state.infra.store, &scan.org_id, "scan", now).await
+    {
         tracing::warn!(scan = %scan.id, %error, "the scan's posture snapshot was not written");
     }
     Ok(Swept::Completed)
 }
 
 /// Ends a scan `failed` with `why` (if the claim still holds).
-async fn fail(state: &AppState, scan: &ScanRecord, why: &str) -> ServiceResult<bool> {
-    Ok(state
-        .store
+async fn fail(store: &Store, scan: &ScanRecord, why: &str) -> ServiceResult<bool> {
+    Ok(store
         .fail_scan(&scan.id, scan.sweep.token, why, Utc::now())
         .await?)
 }
@@ -504,13 +514,14 @@ impl Sweeping<'_> {
         // every change) asks for none.
         let state = self.state;
         let exemptions = if crate::replica::kept::any_approved_exemption(
-            &state.store,
-            &state.kept,
+            &state.infra.store,
+            &state.replica.kept,
             &self.org.id,
         )
         .await?
         {
             state
+                .infra
                 .store
                 .approved_exemptions_of(&self.org.id, &ids)
                 .await?
@@ -529,6 +540,7 @@ impl Sweeping<'_> {
     async fn page(&self, after: &str) -> ServiceResult<Vec<Entity>> {
         Ok(self
             .state
+            .infra
             .store
             .sweep_subjects(
                 self.scan,
@@ -567,7 +579,7 @@ impl Sweeping<'_> {
                 let limits = state.config.attribute_limits();
                 // Background work: the job waits its turn in the pool's background
                 // lane (never more jobs than threads), not refused by requests' work.
-                let job = state.cpu.run_in_background(move || {
+                let job = state.infra.cpu.run_in_background(move || {
                     let now = Utc::now();
                     chunk
                         .iter()
@@ -636,7 +648,7 @@ pub fn cron(expression: &str) -> ServiceResult<CronSchedule> {
 /// schedulers); how many started.
 pub async fn run_due_schedules(state: &AppState, now: DateTime<Utc>) -> ServiceResult<usize> {
     let mut started = 0;
-    for schedule in state.store.due_schedules(now, 100).await? {
+    for schedule in state.infra.store.due_schedules(now, 100).await? {
         if run_schedule(state, &schedule, now).await? {
             started += 1;
         }
@@ -658,8 +670,8 @@ async fn run_schedule(
             None
         }
     };
-    let org = state.store.organization(&schedule.org_id).await?;
-    let run = org.as_ref().filter(|org| sweepable(state, org));
+    let org = state.infra.store.organization(&schedule.org_id).await?;
+    let run = org.as_ref().filter(|org| sweepable(&state.config, org));
     let filter = json!({"orgId": schedule.org_id});
     let entities = EntityFilter::default();
     let scan = run.map(|org| NewScan {
@@ -677,11 +689,11 @@ async fn run_schedule(
         now,
         empty: false,
     });
-    let started = unit_of_work!(&state.store, |tx| {
+    let started = unit_of_work!(&state.infra.store, |tx| {
         Ok(tx.run_schedule(schedule, next, scan.as_ref(), now).await?)
     })?;
     if started && scan.is_some() {
-        state.metrics.scan_started();
+        state.infra.metrics.scan_started();
         tracing::info!(schedule = %schedule.id, org = %schedule.org_id, "scheduled scan started");
     }
     Ok(started && scan.is_some())

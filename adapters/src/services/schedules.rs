@@ -9,8 +9,9 @@ use serde_json::json;
 
 use super::scans::{cron, target};
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{unit_of_work, OrgRecord, ScheduleFields, ScheduleRecord};
+use crate::storage::{unit_of_work, OrgRecord, ScheduleFields, ScheduleRecord, Store};
 
 /// The longest cron expression taken.
 const MAX_EXPRESSION: usize = 200;
@@ -29,10 +30,10 @@ fn expression(value: &str) -> ServiceResult<(String, Option<DateTime<Utc>>)> {
 
 /// 409: the organization holds as many active schedules as
 /// `COMPLIANCE_MAX_SCHEDULES_PER_ORG` allows.
-fn at_the_cap(state: &AppState) -> ServiceError {
+fn at_the_cap(config: &Config) -> ServiceError {
     ServiceError::Conflict(format!(
         "the organization already has {} active scan schedules, the most COMPLIANCE_MAX_SCHEDULES_PER_ORG allows; deactivate one first",
-        state.config.compliance.max_schedules_per_org
+        config.compliance.max_schedules_per_org
     ))
 }
 
@@ -65,7 +66,7 @@ pub async fn create(
     };
     let id = crate::new_id();
     let max = state.config.compliance.max_schedules_per_org;
-    let created = unit_of_work!(&state.store, |tx| {
+    let created = unit_of_work!(&state.infra.store, |tx| {
         let created = tx
             .create_schedule((&id, &org.id), (fields, max), &caller.user_id, now)
             .await?;
@@ -75,24 +76,23 @@ pub async fn create(
         Ok(created)
     })?;
     if !created {
-        return Err(at_the_cap(state));
+        return Err(at_the_cap(&state.config));
     }
-    existing(state, org, &id).await
+    existing(&state.infra.store, org, &id).await
 }
 
 /// A page of the organization's schedules.
 pub async fn list(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     limit: u32,
     offset: u64,
 ) -> ServiceResult<(Vec<ScheduleRecord>, u64)> {
-    Ok(state.store.schedules(&org.id, limit, offset).await?)
+    Ok(store.schedules(&org.id, limit, offset).await?)
 }
 
-async fn existing(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<ScheduleRecord> {
-    state
-        .store
+async fn existing(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<ScheduleRecord> {
+    store
         .schedule(&org.id, id)
         .await?
         .ok_or(ServiceError::NotFound("scan schedule".into()))
@@ -124,7 +124,7 @@ pub async fn change(
             "give target and/or cronExpression",
         ));
     }
-    let current = existing(state, org, id).await?;
+    let current = existing(&state.infra.store, org, id).await?;
     let target = match change.target {
         Some(t) => target("target", t)?,
         None => target("target", &current.target)?,
@@ -162,7 +162,7 @@ async fn replace(
 ) -> ServiceResult<ScheduleRecord> {
     let max = state.config.compliance.max_schedules_per_org;
     let now = Utc::now();
-    let updated = unit_of_work!(&state.store, |tx| {
+    let updated = unit_of_work!(&state.infra.store, |tx| {
         let updated = tx.update_schedule(&org.id, id, (fields, max), now).await?;
         if updated {
             tx.enqueue_audit(audit).await?;
@@ -171,10 +171,10 @@ async fn replace(
     })?;
     if !updated {
         // Gone meanwhile (404), or refused by the cap.
-        existing(state, org, id).await?;
-        return Err(at_the_cap(state));
+        existing(&state.infra.store, org, id).await?;
+        return Err(at_the_cap(&state.config));
     }
-    existing(state, org, id).await
+    existing(&state.infra.store, org, id).await
 }
 
 /// Deactivates a schedule (`DELETE`); audited `compliance.scan-schedule.delete`.
@@ -184,7 +184,7 @@ pub async fn deactivate(
     org: &OrgRecord,
     id: &str,
 ) -> ServiceResult<ScheduleRecord> {
-    let current = existing(state, org, id).await?;
+    let current = existing(&state.infra.store, org, id).await?;
     let fields = ScheduleFields {
         target: target("target", &current.target)?,
         cron_expression: &current.cron_expression,

@@ -8,33 +8,32 @@ use serde_json::json;
 use super::rules::{check, invalidate, store_new};
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, AppState, Caller};
-use crate::storage::{new_id, unit_of_work, OrgRecord, PolicyRecord, RuleFilter, StoredRule};
+use crate::storage::{
+    new_id, unit_of_work, OrgRecord, PolicyRecord, RuleFilter, Store, StoredRule,
+};
 
 /// The catalog of templates: (rules, policies); empty before a system organization
 /// exists.
-pub async fn catalog(state: &AppState) -> ServiceResult<(Vec<StoredRule>, Vec<PolicyRecord>)> {
+pub async fn catalog(store: &Store) -> ServiceResult<(Vec<StoredRule>, Vec<PolicyRecord>)> {
     // The system organization is unique, so the catalog needs no configuration.
-    let Some(system) = state.store.system_organization().await? else {
+    let Some(system) = store.system_organization().await? else {
         return Ok((Vec::new(), Vec::new()));
     };
     let filter = RuleFilter {
         is_template: Some(true),
         ..Default::default()
     };
-    let (rules, _) = state
-        .store
+    let (rules, _) = store
         .rules(Some(&system.id), &filter, u32::MAX, 0, true)
         .await?;
-    let (policies, _) = state
-        .store
+    let (policies, _) = store
         .policies(&system.id, None, Some(true), u32::MAX, 0)
         .await?;
     Ok((rules, policies))
 }
 
-async fn system(state: &AppState) -> ServiceResult<OrgRecord> {
-    state
-        .store
+async fn system(store: &Store) -> ServiceResult<OrgRecord> {
+    store
         .system_organization()
         .await?
         .ok_or(ServiceError::NotFound("template".into()))
@@ -43,13 +42,12 @@ async fn system(state: &AppState) -> ServiceResult<OrgRecord> {
 /// The org rule a template rule becomes: a new id, version 1, no dependency. Nothing
 /// is checked or written.
 async fn instance(
-    state: &AppState,
+    store: &Store,
     system: &OrgRecord,
     template_id: &str,
     name: Option<String>,
 ) -> ServiceResult<Rule> {
-    let template = state
-        .store
+    let template = store
         .rule(&system.id, template_id, false)
         .await?
         .filter(|r| r.rule.is_template)
@@ -78,8 +76,8 @@ pub async fn apply(
     name: Option<String>,
     now: DateTime<Utc>,
 ) -> ServiceResult<StoredRule> {
-    let system = system(state).await?;
-    let rule = instance(state, &system, template_id, name).await?;
+    let system = system(&state.infra.store).await?;
+    let rule = instance(&state.infra.store, &system, template_id, name).await?;
     let details = json!({"templateId": template_id});
     store_new(
         state,
@@ -103,14 +101,16 @@ pub async fn clone_policy(
     name: Option<String>,
     now: DateTime<Utc>,
 ) -> ServiceResult<PolicyRecord> {
-    let system = system(state).await?;
+    let system = system(&state.infra.store).await?;
     let template = state
+        .infra
         .store
         .policy(&system.id, template_id)
         .await?
         .filter(|p| p.is_template)
         .ok_or(ServiceError::NotFound("template".into()))?;
     let existing: Vec<String> = state
+        .infra
         .store
         .org_rules(&org.id)
         .await?
@@ -119,7 +119,7 @@ pub async fn clone_policy(
         .collect();
     let mut rules = Vec::with_capacity(template.rule_ids.len());
     for rule_id in &template.rule_ids {
-        let rule = instance(state, &system, rule_id, None)
+        let rule = instance(&state.infra.store, &system, rule_id, None)
             .await
             .map_err(|e| match e {
                 ServiceError::NotFound(_) => ServiceError::NotFound("template rule".into()),
@@ -145,7 +145,7 @@ pub async fn clone_policy(
         &policy_id,
         json!({"templateId": template_id}),
     )];
-    let policy = unit_of_work!(&state.store, |tx| {
+    let policy = unit_of_work!(&state.infra.store, |tx| {
         for (template_rule, rule) in template.rule_ids.iter().zip(&rules) {
             let audit = [event(
                 caller,

@@ -22,6 +22,7 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
     let ttl = interval.max(Duration::from_secs(30)) * 2;
     loop {
         match state
+            .infra
             .store
             .take_lease(LEASE, &holder, ttl, Utc::now())
             .await
@@ -46,5 +47,5 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
             _ = shutdown.wait() => break,
         }
     }
-    let _ = state.store.release_lease(LEASE, &holder).await;
+    let _ = state.infra.store.release_lease(LEASE, &holder).await;
 }

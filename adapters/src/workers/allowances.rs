@@ -15,10 +15,10 @@ pub async fn run(state: AppState, mut shutdown: Shutdown) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(SWEEP) => {
-                allowance::give_back_idle(&state.store, &state.allowances).await;
+                allowance::give_back_idle(&state.infra.store, &state.replica.allowances).await;
             }
             _ = shutdown.wait() => break,
         }
     }
-    allowance::give_back_all(&state.store, &state.allowances).await;
+    allowance::give_back_all(&state.infra.store, &state.replica.allowances).await;
 }

@@ -22,12 +22,12 @@ use crate::storage::{FACTS_CHANNEL, KEYS_CHANNEL, QUOTA_CHANNEL};
 
 /// The worker, for a PostgreSQL `url`.
 pub async fn run(url: String, state: AppState, mut shutdown: Shutdown) {
-    let mut moves = state.store.primary_moves();
+    let mut moves = state.infra.store.primary_moves();
     loop {
         if let Some(moves) = moves.as_mut() {
             moves.mark_unchanged();
         }
-        match PgListener::connect(&state.store.session_url(&url)).await {
+        match PgListener::connect(&state.infra.store.session_url(&url)).await {
             Ok(mut listener) => {
                 if let Err(error) = listener
                     .listen_all([CACHE_CHANNEL, FACTS_CHANNEL, QUOTA_CHANNEL, KEYS_CHANNEL])
@@ -82,23 +82,26 @@ async fn moved(moves: &mut Option<tokio::sync::watch::Receiver<u64>>) {
 }
 
 fn forget_everything(state: &AppState) {
-    state.rule_cache.invalidate_all();
-    state.store.facts_changed();
-    state.keyring.changed();
+    state.replica.rule_cache.invalidate_all();
+    state.infra.store.facts_changed();
+    state.outbound.keyring.changed();
 }
 
 fn heard(state: &AppState, channel: &str, payload: &str) {
     if channel == FACTS_CHANNEL {
-        state.store.facts_changed();
+        state.infra.store.facts_changed();
     } else if channel == KEYS_CHANNEL {
-        state.keyring.forget(payload);
+        state.outbound.keyring.forget(payload);
     } else if channel == QUOTA_CHANNEL {
         // Giving back writes: off the listener's loop.
         let (state, payload) = (state.clone(), payload.to_owned());
         tokio::spawn(async move {
-            allowance::heard(&state.store, &state.allowances, &payload).await;
+            allowance::heard(&state.infra.store, &state.replica.allowances, &payload).await;
         });
     } else {
-        state.rule_cache.forget(&Stale::from_payload(payload));
+        state
+            .replica
+            .rule_cache
+            .forget(&Stale::from_payload(payload));
     }
 }

@@ -38,7 +38,7 @@ pub async fn run(state: AppState, mut shutdown: Shutdown) {
 pub async fn step(state: &AppState) -> Result<bool, crate::services::ServiceError> {
     let now = Utc::now();
     let until = now + chrono::Duration::from_std(LEASE).unwrap_or(chrono::Duration::seconds(60));
-    let Some(claimed) = state.store.claim_delivery(now, until).await? else {
+    let Some(claimed) = state.infra.store.claim_delivery(now, until).await? else {
         return Ok(false);
     };
     let outcome = crate::services::delivery::attempt(state, &claimed).await?;

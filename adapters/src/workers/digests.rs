@@ -18,12 +18,14 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
     let (interval, ttl) = (c.digest_scheduler_interval, c.digest_lock_ttl);
     loop {
         match state
+            .infra
             .store
             .take_lease(LEASE, &holder, ttl, Utc::now())
             .await
         {
             Ok(Some(_)) => {
-                match crate::services::delivery::send_digests(&state, Utc::now()).await {
+                match crate::services::delivery::send_digests(&state.infra.store, Utc::now()).await
+                {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(digests = n, "notification digests made"),
                     Err(error) => tracing::warn!(%error, "digest round failed"),
@@ -37,5 +39,5 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
             _ = shutdown.wait() => break,
         }
     }
-    let _ = state.store.release_lease(LEASE, &holder).await;
+    let _ = state.infra.store.release_lease(LEASE, &holder).await;
 }

@@ -23,11 +23,13 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
         }
         if forgotten_at.is_none_or(|at| at.elapsed() >= FORGET_EVERY) {
             forgotten_at = Some(std::time::Instant::now());
-            if let Err(error) = crate::services::exports::forget_expired(&state, Utc::now()).await {
+            if let Err(error) =
+                crate::services::exports::forget_expired(&state.infra.store, Utc::now()).await
+            {
                 tracing::warn!(%error, "expired exports were not forgotten; tried again later");
             }
         }
-        match crate::services::exports::run_due(&state, &holder, Utc::now()).await {
+        match crate::services::exports::run_due(&state.infra.store, &holder, Utc::now()).await {
             Ok(true) => continue,
             Ok(false) => {}
             Err(error) => tracing::warn!(%error, "organization exports failed; tried again later"),

@@ -32,6 +32,7 @@ pub async fn check(state: AppState, holder: String, mut shutdown: Shutdown) {
     let ttl = interval.max(Duration::from_secs(30));
     loop {
         match state
+            .infra
             .store
             .take_lease(CHECK_LEASE, &holder, ttl, Utc::now())
             .await
@@ -49,13 +50,13 @@ pub async fn check(state: AppState, holder: String, mut shutdown: Shutdown) {
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
             _ = async {
-                state.keyring.failure().await;
+                state.outbound.keyring.failure().await;
                 tokio::time::sleep(WAKE_AT_MOST).await;
             } => {}
             _ = shutdown.wait() => break,
         }
     }
-    let _ = state.store.release_lease(CHECK_LEASE, &holder).await;
+    let _ = state.infra.store.release_lease(CHECK_LEASE, &holder).await;
 }
 
 /// The rewrite pass, until the server stops.
@@ -64,6 +65,7 @@ pub async fn rewrite(state: AppState, holder: String, mut shutdown: Shutdown) {
     loop {
         let mut rest = REWRITE_REST;
         match state
+            .infra
             .store
             .take_lease(REWRITE_LEASE, &holder, ttl, Utc::now())
             .await
@@ -89,5 +91,9 @@ pub async fn rewrite(state: AppState, holder: String, mut shutdown: Shutdown) {
             _ = shutdown.wait() => break,
         }
     }
-    let _ = state.store.release_lease(REWRITE_LEASE, &holder).await;
+    let _ = state
+        .infra
+        .store
+        .release_lease(REWRITE_LEASE, &holder)
+        .await;
 }

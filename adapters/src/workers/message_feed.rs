@@ -15,8 +15,12 @@ pub async fn run(state: AppState, mut shutdown: Shutdown) {
         if shutdown.is_set() {
             break;
         }
-        if let Err(error) =
-            crate::replica::feed::follow(&state.store, &state.feed, chrono::Utc::now()).await
+        if let Err(error) = crate::replica::feed::follow(
+            &state.infra.store,
+            &state.replica.feed,
+            chrono::Utc::now(),
+        )
+        .await
         {
             tracing::warn!(%error, "message feed: read failed; tried again");
         }

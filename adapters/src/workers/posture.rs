@@ -23,17 +23,20 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
             .unwrap_or(now);
         if last_hour != Some(hour) {
             match state
+                .infra
                 .store
                 .take_lease(LEASE, &holder, Duration::from_secs(600), now)
                 .await
             {
-                Ok(Some(_)) => match crate::services::posture::snapshot_all(&state, hour).await {
-                    Ok(n) => {
-                        tracing::info!(organizations = n, "posture snapshots written");
-                        last_hour = Some(hour);
+                Ok(Some(_)) => {
+                    match crate::services::posture::snapshot_all(&state.infra.store, hour).await {
+                        Ok(n) => {
+                            tracing::info!(organizations = n, "posture snapshots written");
+                            last_hour = Some(hour);
+                        }
+                        Err(error) => tracing::warn!(%error, "posture snapshots failed; retried"),
                     }
-                    Err(error) => tracing::warn!(%error, "posture snapshots failed; retried"),
-                },
+                }
                 Ok(None) => last_hour = Some(hour),
                 Err(error) => tracing::warn!(%error, "posture snapshots: cannot take the lease"),
             }
@@ -43,5 +46,5 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
             _ = shutdown.wait() => break,
         }
     }
-    let _ = state.store.release_lease(LEASE, &holder).await;
+    let _ = state.infra.store.release_lease(LEASE, &holder).await;
 }

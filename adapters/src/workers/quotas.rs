@@ -26,6 +26,7 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
     let mut derived = false;
     loop {
         match state
+            .infra
             .store
             .take_lease(LEASE, &holder, TTL, Utc::now())
             .await
@@ -54,7 +55,7 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
             _ = shutdown.wait() => break,
         }
     }
-    let _ = state.store.release_lease(LEASE, &holder).await;
+    let _ = state.infra.store.release_lease(LEASE, &holder).await;
 }
 
 /// Derives every account root's limits again, a page at a time (stopping early when
@@ -65,7 +66,11 @@ pub async fn derive_all(
 ) -> Result<u64, crate::services::ServiceError> {
     let mut offset = 0;
     loop {
-        let (roots, _) = state.store.organizations_page(true, PAGE, offset).await?;
+        let (roots, _) = state
+            .infra
+            .store
+            .organizations_page(true, PAGE, offset)
+            .await?;
         if roots.is_empty() {
             return Ok(offset);
         }
@@ -88,5 +93,5 @@ pub async fn start_month(state: &AppState) -> Result<u64, crate::storage::StoreE
         .map(|d| d.name())
         .collect();
     let period = crate::services::quotas::period_of(Utc::now());
-    state.store.start_period(&monthly, &period).await
+    state.infra.store.start_period(&monthly, &period).await
 }

@@ -65,7 +65,11 @@ pub async fn step(
 ) -> Result<usize, crate::storage::StoreError> {
     let now = Utc::now();
     let lease = now + chrono::Duration::from_std(LEASE).unwrap_or(chrono::Duration::MAX);
-    let claimed = state.store.claim_reevaluations(now, lease, BATCH).await?;
+    let claimed = state
+        .infra
+        .store
+        .claim_reevaluations(now, lease, BATCH)
+        .await?;
     if claimed.is_empty() {
         return Ok(0);
     }
@@ -80,6 +84,7 @@ pub async fn step(
                     .unwrap_or(chrono::Duration::MAX);
                 let dead = entity.attempts + 1 >= settings.max_attempts;
                 state
+                    .infra
                     .store
                     .retry_reevaluation(
                         entity,
@@ -88,13 +93,14 @@ pub async fn step(
                         &error.to_string(),
                     )
                     .await?;
-                state.metrics.reevaluation_failed(dead);
+                state.infra.metrics.reevaluation_failed(dead);
                 tracing::warn!(org = %entity.org_id, entity = %entity.entity_id, %error, dead, "re-evaluation failed");
             }
         }
     }
-    state.store.finish_reevaluations(&done).await?;
+    state.infra.store.finish_reevaluations(&done).await?;
     state
+        .infra
         .metrics
         .reevaluated(done.iter().map(|e| e.ids.len() as u64).sum());
     Ok(claimed.len())

@@ -20,7 +20,7 @@ const KEEP_ABANDONED: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Runs until the server stops; nothing without `REGISTRY_URL`.
 pub async fn run(state: AppState, mut shutdown: Shutdown) {
-    if state.registry.is_none() {
+    if state.outbound.registry.is_none() {
         return;
     }
     loop {
@@ -32,7 +32,7 @@ pub async fn run(state: AppState, mut shutdown: Shutdown) {
             Err(error) => tracing::warn!(%error, "registry intents: a pass failed; retried later"),
         }
         let forgotten = now - chrono::Duration::from_std(KEEP_ABANDONED).unwrap_or_default();
-        if let Err(error) = state.store.prune_intents(forgotten).await {
+        if let Err(error) = state.infra.store.prune_intents(forgotten).await {
             tracing::warn!(%error, "registry intents: pruning failed");
         }
         tokio::select! {

@@ -17,7 +17,7 @@ pub async fn run(state: AppState, mut shutdown: Shutdown) {
         if shutdown.is_set() {
             break;
         }
-        match crate::services::reports::derive_pending(&state, 500).await {
+        match crate::services::reports::derive_pending(&state.infra.store, 500).await {
             Ok(n) if n > 0 => continue,
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "reports: derivation failed; retried later"),

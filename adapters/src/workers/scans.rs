@@ -44,7 +44,7 @@ pub async fn step(
     let now = Utc::now();
     let until =
         now + chrono::Duration::from_std(settings.lease).unwrap_or(chrono::Duration::seconds(30));
-    let Some(scan) = state.store.claim_scan(holder, now, until).await? else {
+    let Some(scan) = state.infra.store.claim_scan(holder, now, until).await? else {
         return Ok(false);
     };
     tracing::info!(scan = %scan.id, org = %scan.org_id, takeovers = scan.sweep.takeovers, "sweeping a scan");

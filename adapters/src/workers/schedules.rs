@@ -17,6 +17,7 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
     let (interval, ttl) = (c.scan_scheduler_interval, c.scan_lock_ttl);
     loop {
         match state
+            .infra
             .store
             .take_lease(LEASE, &holder, ttl, Utc::now())
             .await
@@ -36,5 +37,5 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
             _ = shutdown.wait() => break,
         }
     }
-    let _ = state.store.release_lease(LEASE, &holder).await;
+    let _ = state.infra.store.release_lease(LEASE, &holder).await;
 }

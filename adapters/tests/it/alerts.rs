@@ -1353,16 +1353,19 @@ async fn the_posture_trend_comes_from_hourly_snapshots(app: &TestApp) {
     let (org, alice, _) = watched_org(app).await;
     let hour = Utc::now().duration_trunc(Duration::hours(1)).unwrap();
     assert!(
-        adapters::services::posture::snapshot_all(&app.state, hour - Duration::hours(2))
-            .await
-            .unwrap()
+        adapters::services::posture::snapshot_all(
+            &app.state.infra.store,
+            hour - Duration::hours(2)
+        )
+        .await
+        .unwrap()
             >= 1
     );
-    adapters::services::posture::snapshot_all(&app.state, hour - Duration::hours(1))
+    adapters::services::posture::snapshot_all(&app.state.infra.store, hour - Duration::hours(1))
         .await
         .unwrap();
     // A second round in the same hour writes nothing new.
-    adapters::services::posture::snapshot_all(&app.state, hour - Duration::hours(1))
+    adapters::services::posture::snapshot_all(&app.state.infra.store, hour - Duration::hours(1))
         .await
         .unwrap();
     let range = format!(

@@ -379,7 +379,7 @@ async fn identity_provider_tokens_are_verified_against_its_key_set() {
         store.clone(),
         Arc::new(adapters::audit::AuditCounters::default()),
     );
-    state.keys.prefetch().await;
+    state.infra.keys.prefetch().await;
     assert_eq!(
         provider.fetches.load(Ordering::SeqCst),
         1,

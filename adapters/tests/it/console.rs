@@ -297,6 +297,7 @@ fn state_of(app: &TestApp) -> AppState {
 async fn claimed_scan(state: &AppState) -> Option<adapters::storage::ScanRecord> {
     let now = Utc::now();
     state
+        .infra
         .store
         .claim_scan("test-sweeper", now, now + chrono::Duration::seconds(30))
         .await
@@ -2110,7 +2111,7 @@ async fn dashboards_and_alerts_draw_the_reports_numbers(app: &TestApp) {
         .await
         .unwrap();
     adapters::services::posture::snapshot(
-        &app.state,
+        &app.state.infra.store,
         &org,
         "hourly",
         now - chrono::Duration::days(1),

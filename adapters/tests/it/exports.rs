@@ -122,12 +122,12 @@ async fn an_export_is_made_in_the_background_and_verifies_offline(app: &TestApp)
     // A replica's worker makes it (once the request's own event is chained).
     app.relay().await;
     assert!(
-        adapters::services::exports::run_due(&app.state, "test", Utc::now())
+        adapters::services::exports::run_due(&app.state.infra.store, "test", Utc::now())
             .await
             .unwrap()
     );
     assert!(
-        !adapters::services::exports::run_due(&app.state, "test", Utc::now())
+        !adapters::services::exports::run_due(&app.state.infra.store, "test", Utc::now())
             .await
             .unwrap()
     );
@@ -222,7 +222,7 @@ async fn an_export_is_made_in_the_background_and_verifies_offline(app: &TestApp)
     let (status, body) = app.call("GET", &url, &root, None, None).await;
     assert_eq!(code(status, &body), "GONE", "{body}");
     assert_eq!(
-        adapters::services::exports::forget_expired(&app.state, Utc::now())
+        adapters::services::exports::forget_expired(&app.state.infra.store, Utc::now())
             .await
             .unwrap(),
         1

@@ -573,7 +573,7 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
         verify(&requests[0].0, &requests[0].1, "kms-secret");
     }
     // What a cold open costs through KMS (a replica that kept nothing).
-    app.state.keyring.changed();
+    app.state.outbound.keyring.changed();
     let cold = Instant::now();
     keys::open(&app.state, keys::webhook_secret(&acme), &sealed_before)
         .await

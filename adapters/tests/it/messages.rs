@@ -1133,11 +1133,11 @@ async fn the_feed_hands_a_late_commit_once(app: &TestApp) {
         app.store.clone(),
         std::sync::Arc::new(adapters::audit::AuditCounters::default()),
     );
-    let mut slot = state.feed.open("bob", 5).unwrap();
+    let mut slot = state.replica.feed.open("bob", 5).unwrap();
     let follow = |state: &adapters::services::context::AppState| {
         let state = state.clone();
         async move {
-            adapters::replica::feed::follow(&state.store, &state.feed, Utc::now())
+            adapters::replica::feed::follow(&state.infra.store, &state.replica.feed, Utc::now())
                 .await
                 .unwrap()
         }

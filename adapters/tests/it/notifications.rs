@@ -302,7 +302,7 @@ async fn a_block_reaches_every_channel_once_with_both_signatures(base: &TestApp)
         .all(|a| a["notificationId"] == id.as_str() && a["attempt"] == 1));
     let webhook = log.iter().find(|a| a["channel"] == "webhook").unwrap();
     assert_eq!(webhook["responseStatus"], 200);
-    let text = state.metrics.render();
+    let text = state.infra.metrics.render();
     assert!(text.contains("notifications_sent_total 3"), "{text}");
     // Another tenant sees none of it.
     let bob_org = app.org("bob", "bobco").await;
@@ -370,7 +370,7 @@ async fn a_failing_receiver_is_retried_and_sees_one_id(base: &TestApp) {
             (4, "sent", Some(200))
         ]
     );
-    let text = state.metrics.render();
+    let text = state.infra.metrics.render();
     assert!(text.contains("notifications_retried_total 3"), "{text}");
     // 410 Gone turns the webhook off until its URL is saved again.
     *seen.answers.lock().unwrap() = vec![410];
@@ -508,7 +508,7 @@ async fn a_daily_digest_is_made_once_per_window(base: &TestApp) {
     assert_eq!(attempts(app, &alice, &org, "&status=held").await.len(), 3);
     let now = Utc::now();
     assert_eq!(
-        adapters::services::delivery::send_digests(&state, now)
+        adapters::services::delivery::send_digests(&state.infra.store, now)
             .await
             .unwrap(),
         0,
@@ -516,13 +516,13 @@ async fn a_daily_digest_is_made_once_per_window(base: &TestApp) {
     );
     let later = now + chrono::Duration::days(1) + chrono::Duration::minutes(5);
     assert_eq!(
-        adapters::services::delivery::send_digests(&state, later)
+        adapters::services::delivery::send_digests(&state.infra.store, later)
             .await
             .unwrap(),
         1
     );
     assert_eq!(
-        adapters::services::delivery::send_digests(&state, later)
+        adapters::services::delivery::send_digests(&state.infra.store, later)
             .await
             .unwrap(),
         0,

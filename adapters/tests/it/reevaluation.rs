@@ -205,7 +205,7 @@ async fn a_failing_judgement_is_retried_then_dead(app: &TestApp) {
     );
     let depth = app.store.reevaluation_depth().await.unwrap();
     assert_eq!((depth.waiting, depth.dead), (0, 1));
-    let text = state.metrics.render();
+    let text = state.infra.metrics.render();
     assert!(text.contains("reevaluation_retried_total 1"), "{text}");
     assert!(text.contains("reevaluation_dead_total 1"), "{text}");
     let request = Request::get("/metrics").body(Body::empty()).unwrap();
@@ -555,11 +555,11 @@ async fn full_batches_at_once_are_all_judged_and_kept(app: &TestApp) {
     let gate = Arc::new(std::sync::Mutex::new(gate));
     let busy: Vec<_> = (0..2)
         .map(|_| {
-            let (cpu, gate) = (state.cpu.clone(), gate.clone());
+            let (cpu, gate) = (state.infra.cpu.clone(), gate.clone());
             tokio::spawn(async move { cpu.run(move || gate.lock().unwrap().recv()).await })
         })
         .collect();
-    while state.cpu.in_flight() < 2 {
+    while state.infra.cpu.in_flight() < 2 {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let (one, two, ()) = tokio::join!(

@@ -643,13 +643,13 @@ async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestAp
     );
     let state = AppState::new(test_config(&[]), app.store.clone(), Arc::default());
     assert_eq!(
-        adapters::services::reports::derive_pending(&state, 100)
+        adapters::services::reports::derive_pending(&state.infra.store, 100)
             .await
             .unwrap(),
         1
     );
     assert_eq!(
-        adapters::services::reports::derive_pending(&state, 100)
+        adapters::services::reports::derive_pending(&state.infra.store, 100)
             .await
             .unwrap(),
         0

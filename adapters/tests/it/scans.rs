@@ -37,6 +37,7 @@ pub async fn sweep_all(state: &AppState) -> Vec<Swept> {
 async fn claim(state: &AppState, lease: Duration) -> Option<adapters::storage::ScanRecord> {
     let now = Utc::now();
     state
+        .infra
         .store
         .claim_scan(
             "test-sweeper",

@@ -81,7 +81,7 @@ async fn sso_app_with(
     vars.extend_from_slice(more);
     let app = base.beside(&vars).await;
     let records = adapters::outbound::dns::StaticRecords::default();
-    app.state.sso.set_txt(Arc::new(records.clone()));
+    app.state.outbound.sso.set_txt(Arc::new(records.clone()));
     (app, records)
 }
 
@@ -1155,7 +1155,7 @@ async fn the_console_signs_in_through_the_provider(base: &TestApp) {
         ])
         .await;
     let records = adapters::outbound::dns::StaticRecords::default();
-    app.state.sso.set_txt(Arc::new(records.clone()));
+    app.state.outbound.sso.set_txt(Arc::new(records.clone()));
     let _ = configured(&app, &records, &provider.issuer, true).await;
     let router = app.router.clone();
     tokio::spawn(async move {

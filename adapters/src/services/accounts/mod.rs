@@ -25,8 +25,9 @@ use tenancy::{Permission, SecondUse, SignInError, Throttle, ThrottlePolicy};
 use super::context::{AppState, Caller};
 use super::{ServiceError, ServiceResult};
 use crate::auth::Claims;
+use crate::config::Config;
 use crate::storage::{
-    unit_of_work, AccountRecord, FamilyRecord, NewAccount, PersonalTokenRecord, Rotation,
+    unit_of_work, AccountRecord, FamilyRecord, NewAccount, PersonalTokenRecord, Rotation, Store,
     Verification,
 };
 
@@ -201,6 +202,7 @@ const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$WlpaWlpaWlpaWlpaWlpaWg$
 pub(crate) async fn hash_password(state: &AppState, password: String) -> ServiceResult<String> {
     let salt = random::<16>()?;
     state
+        .infra
         .passwords
         .run(move || tenancy::hash_password(&password, &salt))
         .await
@@ -221,6 +223,7 @@ pub(crate) async fn password_matches(
         .filter(|hash| hash != crate::storage::NO_PASSWORD);
     let user = account.map(|a| a.user_id.clone());
     let outcome = state
+        .infra
         .passwords
         .run(move || match stored {
             Some(hash) => tenancy::verify_password(&hash, &password),
@@ -284,7 +287,7 @@ pub(crate) enum MailReason {
 /// A verification to record: the hash of its link's token, its mail (id, subject,
 /// text with the link) and its expiry.
 pub(crate) fn verification(
-    state: &AppState,
+    config: &Config,
     reason: MailReason,
     now: DateTime<Utc>,
 ) -> ServiceResult<(String, String, String, String, DateTime<Utc>)> {
@@ -292,9 +295,9 @@ pub(crate) fn verification(
     let hash = token_hash(&token);
     let link = format!(
         "{}/console/verify-email?token={token}",
-        state.config.signin.public_url
+        config.signin.public_url
     );
-    let hours = state.config.signin.verification_lifetime.as_secs() / 3600;
+    let hours = config.signin.verification_lifetime.as_secs() / 3600;
     let (subject, body) = match reason {
         MailReason::Registration => (
             "Verify your e-mail address",
@@ -310,7 +313,7 @@ pub(crate) fn verification(
         ),
     };
     let expires = now
-        + chrono::Duration::from_std(state.config.signin.verification_lifetime)
+        + chrono::Duration::from_std(config.signin.verification_lifetime)
             .unwrap_or(chrono::Duration::hours(24));
     Ok((hash, crate::new_id(), subject.to_owned(), body, expires))
 }
@@ -331,12 +334,12 @@ pub async fn register(
     tenancy::check_password(&password, &email).map_err(|e| weak("password", e))?;
     if let Some(ip) = client {
         let key = format!("register:{ip}");
-        throttle(state, &[key.as_str()], now).await?;
+        throttle(&state.infra.store, &[key.as_str()], now).await?;
     }
     let hash = hash_password(state, password).await?;
     let user_id = crate::new_id();
     let (token_hash, mail_id, subject, body, expires_at) =
-        verification(state, MailReason::Registration, now)?;
+        verification(&state.config, MailReason::Registration, now)?;
     let verify = Verification {
         token_hash: &token_hash,
         email: &email,
@@ -351,7 +354,7 @@ pub async fn register(
         "success",
     );
     let account = create_account(
-        state,
+        &state.infra.store,
         &NewAccount {
             user_id: &user_id,
             email: &email,
@@ -384,6 +387,7 @@ pub async fn verify_email(
     );
     let hash = token_hash(token.trim());
     let (email, invited) = state
+        .infra
         .store
         .pending_verification(&hash, now)
         .await?
@@ -401,7 +405,7 @@ pub async fn verify_email(
         }
         None => None,
     };
-    let account = unit_of_work!(&state.store, |tx| {
+    let account = unit_of_work!(&state.infra.store, |tx| {
         // A verification used for an address that is no longer the account's stays
         // used (nothing else is written, nothing is audited).
         let Some(account) = tx
@@ -422,7 +426,7 @@ pub async fn verify_email(
     })?
     .ok_or(INVALID)?;
     // What a token may claim changed (kept credentials follow it).
-    state.store.facts_changed();
+    state.infra.store.facts_changed();
     Ok(account.into())
 }
 
@@ -444,7 +448,7 @@ pub async fn switch_organization(
         json!({}),
     );
     let audit = [event];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.set_active_organization(&caller.user_id, org_id).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
@@ -455,8 +459,14 @@ pub async fn switch_organization(
 /// Checks that the user stands in `org_id` (a member, a manager of the team, or a
 /// super-admin).
 async fn check_standing(state: &AppState, org_id: &str, user_id: &str) -> ServiceResult<()> {
-    let facts =
-        crate::services::access::facts(&state.store, &state.kept, org_id, user_id, false).await?;
+    let facts = crate::services::access::facts(
+        &state.infra.store,
+        &state.replica.kept,
+        org_id,
+        user_id,
+        false,
+    )
+    .await?;
     let organization = facts.org.as_ref().map(|o| o.organization());
     let access = tenancy::OrgAccess {
         organization: organization.as_ref(),
@@ -489,9 +499,8 @@ fn session_only(caller: &Caller) -> ServiceResult<()> {
     Ok(())
 }
 
-async fn own_account(state: &AppState, caller: &Caller) -> ServiceResult<AccountRecord> {
-    state
-        .store
+async fn own_account(store: &Store, caller: &Caller) -> ServiceResult<AccountRecord> {
+    store
         .account(&caller.user_id)
         .await?
         .filter(|a| a.deleted_at.is_none())
@@ -507,9 +516,9 @@ async fn reauthenticate(
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     let key = format!("account:{}", account.email);
-    throttle(state, &[key.as_str()], now).await?;
+    throttle(&state.infra.store, &[key.as_str()], now).await?;
     if password_matches(state, Some(account), password).await? {
-        return refund(state, &[key.as_str()]).await;
+        return refund(&state.infra.store, &[key.as_str()]).await;
     }
     let event = user_event(
         "user.login.failed",
@@ -518,12 +527,12 @@ async fn reauthenticate(
         json!({"reason": "re-authentication failed"}),
         "failure",
     );
-    record_failure(state, event).await?;
+    record_failure(&state.infra.store, event).await?;
     Err(SignInRefusal::InvalidCredentials.into())
 }
 
-fn fresh_step_up(state: &AppState, caller: &Caller, now: DateTime<Utc>) -> ServiceResult<()> {
-    let window = chrono::Duration::from_std(state.config.http.step_up_window)
+fn fresh_step_up(config: &Config, caller: &Caller, now: DateTime<Utc>) -> ServiceResult<()> {
+    let window = chrono::Duration::from_std(config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
     if tenancy::step_up_status(&caller.principal(), true, now, window) != tenancy::StepUp::Fresh {
         return Err(tenancy::TenancyError::StepUpRequired.into());
@@ -533,7 +542,7 @@ fn fresh_step_up(state: &AppState, caller: &Caller, now: DateTime<Utc>) -> Servi
 
 /// The caller's account, with its effective features.
 pub async fn me(state: &AppState, caller: &Caller) -> ServiceResult<Me> {
-    let account: Account = own_account(state, caller).await?.into();
+    let account: Account = own_account(&state.infra.store, caller).await?.into();
     let flags = crate::services::entitlement::flags(state, &caller.user_id).await?;
     let mut org_features = std::collections::BTreeSet::new();
     let mut features_org_id = None;
@@ -541,10 +550,11 @@ pub async fn me(state: &AppState, caller: &Caller) -> ServiceResult<Me> {
         // An organization the user no longer stands in (or that is gone) lists no
         // features of its own; it is not an error here.
         if check_standing(state, org_id, &caller.user_id).await.is_ok() {
-            if let Some(org) = state.store.organization(org_id).await? {
-                let root = crate::services::entitlement::root_of(state, &org).await?;
+            if let Some(org) = state.infra.store.organization(org_id).await? {
+                let root = crate::services::entitlement::root_of(&state.infra.store, &org).await?;
                 let current = crate::services::entitlement::current(state, &root).await?;
-                org_features = crate::services::entitlement::entitlement(state, &current).features;
+                org_features =
+                    crate::services::entitlement::entitlement(&state.config, &current).features;
                 features_org_id = Some(org.id);
             }
         }
@@ -567,12 +577,12 @@ pub async fn update_me(
     now: DateTime<Utc>,
 ) -> ServiceResult<Account> {
     session_only(caller)?;
-    let account = own_account(state, caller).await?;
+    let account = own_account(&state.infra.store, caller).await?;
     let name = name.map(str::to_owned);
     let email = email.map(|e| normalize_email("email", e)).transpose()?;
     let email = email.filter(|e| *e != account.email);
     let pending = match &email {
-        Some(_) => Some(verification(state, MailReason::Registration, now)?),
+        Some(_) => Some(verification(&state.config, MailReason::Registration, now)?),
         None => None,
     };
     let verify = match (&email, &pending) {
@@ -593,7 +603,7 @@ pub async fn update_me(
     .collect();
     let event = caller_event(caller, "user.profile.update", json!({"changed": changed}));
     let audit = [event];
-    let account = unit_of_work!(&state.store, |tx| {
+    let account = unit_of_work!(&state.infra.store, |tx| {
         let account = tx
             .update_account(
                 &account.user_id,
@@ -607,7 +617,7 @@ pub async fn update_me(
     })?;
     if email.is_some() {
         // What a token may claim changed (kept credentials follow it).
-        state.store.facts_changed();
+        state.infra.store.facts_changed();
     }
     Ok(account.into())
 }
@@ -620,20 +630,20 @@ pub async fn change_password(
     now: DateTime<Utc>,
 ) -> ServiceResult<Session> {
     session_only(caller)?;
-    let account = own_account(state, caller).await?;
+    let account = own_account(&state.infra.store, caller).await?;
     tenancy::check_password(&new, &account.email).map_err(|e| weak("newPassword", e))?;
     reauthenticate(state, &account, current, now).await?;
     let hash = hash_password(state, new).await?;
     let event = caller_event(caller, "user.password.change", json!({}));
     end_sessions(
-        state,
+        &state.infra.store,
         &account.user_id,
         ((false, Some(&hash), false), "password.change"),
         now,
         event,
     )
     .await?;
-    let account = own_account(state, caller).await?;
+    let account = own_account(&state.infra.store, caller).await?;
     session::start_session(state, &account, None, now, &[]).await
 }
 
@@ -641,11 +651,11 @@ pub async fn change_password(
 /// sign in, every session and token ends; its audit history stays.
 pub async fn delete_me(state: &AppState, caller: &Caller, now: DateTime<Utc>) -> ServiceResult<()> {
     session_only(caller)?;
-    fresh_step_up(state, caller, now)?;
-    let account = own_account(state, caller).await?;
+    fresh_step_up(&state.config, caller, now)?;
+    let account = own_account(&state.infra.store, caller).await?;
     let event = caller_event(caller, "user.delete", json!({}));
     end_sessions(
-        state,
+        &state.infra.store,
         &account.user_id,
         ((true, None, true), "user.delete"),
         now,
@@ -656,16 +666,12 @@ pub async fn delete_me(state: &AppState, caller: &Caller, now: DateTime<Utc>) ->
 }
 
 /// Ends every session and personal access token of the caller.
-pub async fn revoke_all(
-    state: &AppState,
-    caller: &Caller,
-    now: DateTime<Utc>,
-) -> ServiceResult<()> {
+pub async fn revoke_all(store: &Store, caller: &Caller, now: DateTime<Utc>) -> ServiceResult<()> {
     session_only(caller)?;
-    let account = own_account(state, caller).await?;
+    let account = own_account(store, caller).await?;
     let event = caller_event(caller, "user.tokens.revoke-all", json!({}));
     end_sessions(
-        state,
+        store,
         &account.user_id,
         ((true, None, false), "revoke-all"),
         now,
@@ -677,19 +683,19 @@ pub async fn revoke_all(
 /// Creates an account (and its first verification, when given) with its audit
 /// events, in one unit.
 pub(crate) async fn create_account(
-    state: &AppState,
+    store: &Store,
     new: &NewAccount<'_>,
     verification: Option<&Verification<'_>>,
     now: DateTime<Utc>,
     audit: &[audit_chain::AuditEvent],
 ) -> ServiceResult<AccountRecord> {
-    let account = unit_of_work!(&state.store, |tx| {
+    let account = unit_of_work!(store, |tx| {
         let account = tx.create_account(new, verification, now).await?;
         tx.enqueue_audit(audit).await?;
         Ok(account)
     })?;
     if new.super_admin {
-        state.store.facts_changed();
+        store.facts_changed();
     }
     Ok(account)
 }
@@ -698,19 +704,19 @@ pub(crate) async fn create_account(
 /// a user, with its audit event, in one unit; kept credentials follow on every
 /// replica.
 async fn end_sessions(
-    state: &AppState,
+    store: &Store,
     user_id: &str,
     (what, reason): ((bool, Option<&str>, bool), &str),
     now: DateTime<Utc>,
     event: audit_chain::AuditEvent,
 ) -> ServiceResult<()> {
     let audit = [event];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.end_sessions(user_id, what, reason, now).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    state.store.facts_changed();
+    store.facts_changed();
     Ok(())
 }
 
@@ -736,7 +742,7 @@ pub async fn provision(
         "success",
     );
     let account = create_account(
-        state,
+        &state.infra.store,
         &NewAccount {
             user_id: &user_id,
             email: &email,

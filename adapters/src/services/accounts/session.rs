@@ -3,6 +3,8 @@
 //! sign-out.
 
 use super::*;
+use crate::config::Config;
+use crate::storage::Store;
 
 /// A signed-in session's tokens.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -31,8 +33,8 @@ pub struct Credentials {
 }
 
 /// The access token's lifetime for a session in `org` (by its tier), at most 24 h.
-fn lifetime(state: &AppState, tier: Option<entitlements::Tier>) -> Duration {
-    let jwt = &state.config.jwt;
+fn lifetime(config: &Config, tier: Option<entitlements::Tier>) -> Duration {
+    let jwt = &config.jwt;
     tier.and_then(|t| jwt.expires_in_by_tier.get(&t).copied())
         .unwrap_or(jwt.expires_in)
         .min(crate::config::MAX_TOKEN_LIFETIME)
@@ -47,10 +49,10 @@ pub(crate) async fn tokens_for(
     now: DateTime<Utc>,
 ) -> ServiceResult<(String, u64)> {
     let tier = match org_id {
-        Some(org) => state.store.organization(org).await?.map(|o| o.tier),
+        Some(org) => state.infra.store.organization(org).await?.map(|o| o.tier),
         None => None,
     };
-    let ttl = lifetime(state, tier);
+    let ttl = lifetime(&state.config, tier);
     // The e-mail is claimed only once verified: invitations are accepted and the
     // system organization bootstrapped by it.
     let email = account.email_verified_at.map(|_| account.email.as_str());
@@ -59,6 +61,7 @@ pub(crate) async fn tokens_for(
     claims.sid = Some(family_id.to_owned());
     claims.org = account.active_org_id.clone();
     let token = state
+        .infra
         .keys
         .sign(&claims)
         .map_err(|e| ServiceError::Broken(e.to_string()))?;
@@ -67,7 +70,7 @@ pub(crate) async fn tokens_for(
 
 /// A new refresh family for `account` and its first refresh token.
 pub(crate) fn new_family(
-    state: &AppState,
+    config: &Config,
     account: &AccountRecord,
     org_id: Option<&str>,
     now: DateTime<Utc>,
@@ -81,7 +84,7 @@ pub(crate) fn new_family(
         user_id: account.user_id.clone(),
         org_id: org_id.map(str::to_owned),
         expires_at: now
-            + chrono::Duration::from_std(state.config.signin.refresh_lifetime)
+            + chrono::Duration::from_std(config.signin.refresh_lifetime)
                 .unwrap_or(chrono::Duration::days(30)),
         revoked_at: None,
     };
@@ -96,9 +99,9 @@ pub(super) async fn start_session(
     now: DateTime<Utc>,
     audit: &[audit_chain::AuditEvent],
 ) -> ServiceResult<Session> {
-    let (family, refresh) = new_family(state, account, org_id, now)?;
+    let (family, refresh) = new_family(&state.config, account, org_id, now)?;
     let (hash, failures) = (token_hash(&refresh), format!("account:{}", account.email));
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.start_family(&family, (&hash, None), now).await?;
         // A sign-in that succeeds forgets the account's failures.
         tx.clear_signin_failures(&failures).await?;
@@ -134,8 +137,8 @@ pub async fn login(
     let address_key = client.map(|ip| format!("address:{ip}"));
     let mut keys = vec![account_key.as_str()];
     keys.extend(address_key.as_deref());
-    throttle(state, &keys, now).await?;
-    let account = state.store.account_by_email(&identifier).await?;
+    throttle(&state.infra.store, &keys, now).await?;
+    let account = state.infra.store.account_by_email(&identifier).await?;
     let matched = password_matches(state, account.as_ref(), credentials.password).await?;
     let Some(account) = account.filter(|_| matched) else {
         let target = "unknown";
@@ -146,10 +149,10 @@ pub async fn login(
             json!({"reason": "invalid credentials", "clientAddress": client.map(|ip| ip.to_string())}),
             "failure",
         );
-        record_failure(state, event).await?;
+        record_failure(&state.infra.store, event).await?;
         return Err(SignInRefusal::InvalidCredentials.into());
     };
-    refund(state, &keys).await?;
+    refund(&state.infra.store, &keys).await?;
     if state.config.signin.verification_required && account.email_verified_at.is_none() {
         return Err(SignInRefusal::EmailNotVerified.into());
     }
@@ -177,12 +180,13 @@ pub async fn login(
 pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> ServiceResult<Session> {
     let successor = opaque("crt_")?;
     let (presented, next) = (token_hash(token.trim()), token_hash(&successor));
-    let rotated = unit_of_work!(&state.store, |tx| {
+    let rotated = unit_of_work!(&state.infra.store, |tx| {
         Ok(tx.rotate_refresh(&presented, &next, now).await?)
     })?;
     let rotation = match rotated {
         Some(family) => Rotation::Rotated(family),
         None => state
+            .infra
             .store
             .refresh_standing(&presented)
             .await?
@@ -209,7 +213,7 @@ pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> Servi
                         json!({"reason": "refresh token reuse detected", "sessionId": family.id}),
                         "failure",
                     );
-                    end_family(state, &family.id, "reuse", now, event).await?;
+                    end_family(&state.infra.store, &family.id, "reuse", now, event).await?;
                     SignInRefusal::InvalidToken(
                         "the refresh token was used before: the session has ended, sign in again",
                     )
@@ -219,6 +223,7 @@ pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> Servi
         }
     };
     let account = state
+        .infra
         .store
         .account(&family.user_id)
         .await?
@@ -238,16 +243,16 @@ pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> Servi
 
 /// Ends the session a refresh token belongs to (an unknown token ends nothing and
 /// is not an error: signing out twice is signing out).
-pub async fn logout(state: &AppState, token: &str, now: DateTime<Utc>) -> ServiceResult<()> {
-    if let Some(family) = state.store.family_of(&token_hash(token.trim())).await? {
-        end_session(state, (&family.id, &family.user_id), now).await?;
+pub async fn logout(store: &Store, token: &str, now: DateTime<Utc>) -> ServiceResult<()> {
+    if let Some(family) = store.family_of(&token_hash(token.trim())).await? {
+        end_session(store, (&family.id, &family.user_id), now).await?;
     }
     Ok(())
 }
 
 /// Ends a session by its family (a console's sign-out), audited as a logout.
 pub async fn end_session(
-    state: &AppState,
+    store: &Store,
     (family_id, user_id): (&str, &str),
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
@@ -258,20 +263,20 @@ pub async fn end_session(
         json!({"sessionId": family_id}),
         "success",
     );
-    end_family(state, family_id, "logout", now, event).await
+    end_family(store, family_id, "logout", now, event).await
 }
 
 /// Ends a refresh family with its audit event (none when it had ended already);
 /// kept credentials follow on every replica.
 async fn end_family(
-    state: &AppState,
+    store: &Store,
     family_id: &str,
     reason: &str,
     now: DateTime<Utc>,
     event: audit_chain::AuditEvent,
 ) -> ServiceResult<()> {
     let audit = [event];
-    let ended = unit_of_work!(&state.store, |tx| {
+    let ended = unit_of_work!(store, |tx| {
         let ended = tx.end_family(family_id, reason, now).await?;
         if ended {
             tx.enqueue_audit(&audit).await?;
@@ -279,7 +284,7 @@ async fn end_family(
         Ok(ended)
     })?;
     if ended {
-        state.store.facts_changed();
+        store.facts_changed();
     }
     Ok(())
 }

@@ -32,7 +32,7 @@ pub async fn step_up(
     now: DateTime<Utc>,
 ) -> ServiceResult<StepUpProof> {
     session_only(caller)?;
-    let account = own_account(state, caller).await?;
+    let account = own_account(&state.infra.store, caller).await?;
     match proof {
         Reverification::Password(password) => {
             reauthenticate(state, &account, password, now).await?;
@@ -47,6 +47,7 @@ pub async fn step_up(
     claims.gen = Some(account.generation);
     claims.sid = caller.session.clone();
     let token = state
+        .infra
         .keys
         .sign(&claims)
         .map_err(|e| ServiceError::Broken(e.to_string()))?;
@@ -82,17 +83,23 @@ async fn check_code(
         ));
     };
     let key = format!("account:{}", account.email);
-    throttle(state, &[key.as_str()], now).await?;
+    throttle(&state.infra.store, &[key.as_str()], now).await?;
     let secret = open_totp(state, &account.user_id, stored).await?;
     let last = account.totp_last_step.and_then(|s| u64::try_from(s).ok());
     let step = tenancy::totp_step(&secret, code, unix(now), last)
         .map_err(|e| ServiceError::Broken(e.to_string()))?;
     let used = match step.and_then(|s| i64::try_from(s).ok()) {
-        Some(step) => state.store.use_totp_step(&account.user_id, step).await?,
+        Some(step) => {
+            state
+                .infra
+                .store
+                .use_totp_step(&account.user_id, step)
+                .await?
+        }
         None => false,
     };
     if used {
-        return refund(state, &[key.as_str()]).await;
+        return refund(&state.infra.store, &[key.as_str()]).await;
     }
     let event = user_event(
         "user.login.failed",
@@ -101,7 +108,7 @@ async fn check_code(
         json!({"reason": "authenticator code refused"}),
         "failure",
     );
-    record_failure(state, event).await?;
+    record_failure(&state.infra.store, event).await?;
     Err(SignInRefusal::InvalidCredentials.into())
 }
 
@@ -125,8 +132,8 @@ pub async fn enroll_totp(
     now: DateTime<Utc>,
 ) -> ServiceResult<TotpEnrollment> {
     session_only(caller)?;
-    fresh_step_up(state, caller, now)?;
-    let account = own_account(state, caller).await?;
+    fresh_step_up(&state.config, caller, now)?;
+    let account = own_account(&state.infra.store, caller).await?;
     let secret = random::<20>()?;
     let text = tenancy::totp_secret_text(&secret);
     let sealed = crate::services::keys::seal(
@@ -136,6 +143,7 @@ pub async fn enroll_totp(
     )
     .await?;
     state
+        .infra
         .store
         .set_totp_pending(&account.user_id, Some(&sealed), now)
         .await?;
@@ -155,8 +163,8 @@ pub async fn confirm_totp(
     now: DateTime<Utc>,
 ) -> ServiceResult<Account> {
     session_only(caller)?;
-    fresh_step_up(state, caller, now)?;
-    let account = own_account(state, caller).await?;
+    fresh_step_up(&state.config, caller, now)?;
+    let account = own_account(&state.infra.store, caller).await?;
     let Some(pending) = &account.totp_pending else {
         return Err(ServiceError::Conflict(
             "no authenticator is waiting: start with POST /api/me/totp".to_owned(),
@@ -186,7 +194,7 @@ pub async fn confirm_totp(
     };
     let mail = security_mail(&account, subject, body);
     let audit = [event];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         let settled = tx
             .settle_totp(
                 &account.user_id,
@@ -203,7 +211,7 @@ pub async fn confirm_totp(
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    Ok(own_account(state, caller).await?.into())
+    Ok(own_account(&state.infra.store, caller).await?.into())
 }
 
 /// Removes the enrolled authenticator (a fresh step-up is required).
@@ -213,8 +221,8 @@ pub async fn remove_totp(
     now: DateTime<Utc>,
 ) -> ServiceResult<Account> {
     session_only(caller)?;
-    fresh_step_up(state, caller, now)?;
-    let account = own_account(state, caller).await?;
+    fresh_step_up(&state.config, caller, now)?;
+    let account = own_account(&state.infra.store, caller).await?;
     let event = caller_event(
         caller,
         "user.profile.update",
@@ -226,7 +234,7 @@ pub async fn remove_totp(
         "The authenticator app of your account was removed. If this was not you, sign in, change your password and end every session (revoke all).",
     );
     let audit = [event];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         // Nothing to remove is no change: nothing is audited.
         if tx
             .settle_totp(&account.user_id, None, now, &mail.borrowed())
@@ -236,7 +244,7 @@ pub async fn remove_totp(
         }
         Ok(())
     })?;
-    Ok(own_account(state, caller).await?.into())
+    Ok(own_account(&state.infra.store, caller).await?.into())
 }
 
 /// A mail telling the account of a change to how it signs in.

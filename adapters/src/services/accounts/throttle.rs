@@ -3,6 +3,7 @@
 //! succeeds (the policy is `tenancy::ThrottlePolicy`).
 
 use super::*;
+use crate::storage::Store;
 
 /// Refuses an attempt that the recorded failures lock out, and waits as long as
 /// they slow it.
@@ -12,7 +13,7 @@ use super::*;
 /// is locked, with nothing charged. An attempt that succeeds is given back
 /// ([`refund`]); one that fails stays counted ([`record_failure`]).
 pub(crate) async fn throttle(
-    state: &AppState,
+    store: &Store,
     keys: &[&str],
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
@@ -22,7 +23,7 @@ pub(crate) async fn throttle(
         policy.lock_after,
         now - policy.lockout,
     );
-    let charged = unit_of_work!(&state.store, |tx| {
+    let charged = unit_of_work!(store, |tx| {
         let charged = tx.charge_signin_attempt(keys, window, now).await?;
         if charged.is_none() {
             // Throttled: nothing of this attempt is counted.
@@ -32,7 +33,7 @@ pub(crate) async fn throttle(
     })?;
     let Some(charged) = charged else {
         let mut until = now + policy.lockout;
-        for (_, failures) in state.store.signin_failures(keys).await? {
+        for (_, failures) in store.signin_failures(keys).await? {
             if let Throttle::Locked(locked) = policy.judge(Some(&failures), now) {
                 until = locked;
             }
@@ -65,16 +66,14 @@ pub(crate) async fn throttle(
 }
 
 /// Gives back an attempt [`throttle`] charged, which succeeded.
-pub(crate) async fn refund(state: &AppState, keys: &[&str]) -> ServiceResult<()> {
-    unit_of_work!(&state.store, |tx| {
-        Ok(tx.refund_signin_attempt(keys).await?)
-    })
+pub(crate) async fn refund(store: &Store, keys: &[&str]) -> ServiceResult<()> {
+    unit_of_work!(store, |tx| { Ok(tx.refund_signin_attempt(keys).await?) })
 }
 
 /// Records a failed attempt (charged already by [`throttle`]): its audit event.
 pub(crate) async fn record_failure(
-    state: &AppState,
+    store: &Store,
     event: audit_chain::AuditEvent,
 ) -> ServiceResult<()> {
-    Ok(state.store.record_events(&[event]).await?)
+    Ok(store.record_events(&[event]).await?)
 }

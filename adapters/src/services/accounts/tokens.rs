@@ -2,6 +2,7 @@
 //! optional bounds, shown once, listed with their last use, revoked one by one.
 
 use super::*;
+use crate::storage::Store;
 
 /// A personal access token as the API shows it; `token` only in the answer that
 /// creates it.
@@ -69,7 +70,7 @@ pub async fn create_token(
     now: DateTime<Utc>,
 ) -> ServiceResult<PersonalToken> {
     session_only(caller)?;
-    let account = own_account(state, caller).await?;
+    let account = own_account(&state.infra.store, caller).await?;
     let name = request.name;
     if request.expires_at <= now {
         return Err(ServiceError::invalid("expiresAt", "must be in the future"));
@@ -90,8 +91,8 @@ pub async fn create_token(
         check_standing(state, org, &account.user_id).await?;
         if let Some(asked) = &request.permissions {
             let facts = crate::services::access::facts(
-                &state.store,
-                &state.kept,
+                &state.infra.store,
+                &state.replica.kept,
                 org,
                 &account.user_id,
                 true,
@@ -143,7 +144,7 @@ pub async fn create_token(
         json!({"tokenId": record.id, "name": record.name, "orgId": record.org_id, "permissions": record.permissions, "expiresAt": record.expires_at}),
     );
     let audit = [event];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.create_personal_token(&record, &token_hash(&secret))
             .await?;
         tx.enqueue_audit(&audit).await?;
@@ -155,10 +156,9 @@ pub async fn create_token(
 }
 
 /// The caller's personal access tokens, newest first.
-pub async fn tokens(state: &AppState, caller: &Caller) -> ServiceResult<Vec<PersonalToken>> {
+pub async fn tokens(store: &Store, caller: &Caller) -> ServiceResult<Vec<PersonalToken>> {
     session_only(caller)?;
-    Ok(state
-        .store
+    Ok(store
         .personal_tokens(&caller.user_id)
         .await?
         .into_iter()
@@ -169,19 +169,18 @@ pub async fn tokens(state: &AppState, caller: &Caller) -> ServiceResult<Vec<Pers
 /// Revokes one of the caller's personal access tokens (404 when not theirs or
 /// revoked already).
 pub async fn revoke_token(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     session_only(caller)?;
-    if state
-        .store
+    if store
         .revoke_personal_token(&caller.user_id, id, now)
         .await?
     {
         // Kept credentials follow on every replica.
-        state.store.facts_changed();
+        store.facts_changed();
         Ok(())
     } else {
         Err(ServiceError::NotFound("token".into()))

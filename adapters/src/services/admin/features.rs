@@ -11,9 +11,10 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::users::admin_events;
-use crate::services::context::{AppState, Caller};
+use crate::services::context::Caller;
 use crate::services::{ServiceError, ServiceResult};
 use crate::storage::unit_of_work;
+use crate::storage::Store;
 
 pub use crate::services::entitlement::{flags, require_user_feature};
 
@@ -21,7 +22,7 @@ pub use crate::services::entitlement::{flags, require_user_feature};
 /// changes nothing. Audited `admin.user.features.update` with the old and the new
 /// flags, in the system chain and in each organization the user belongs to.
 pub async fn set(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     user_id: &str,
     wanted: &BTreeMap<String, bool>,
@@ -35,25 +36,19 @@ pub async fn set(
             .iter(),
     )
     .map_err(|e| ServiceError::invalid("features", e.to_string()))?;
-    state
-        .store
+    store
         .account(user_id)
         .await?
         .filter(|a| a.deleted_at.is_none())
         .ok_or(ServiceError::NotFound("user".into()))?;
-    let old: BTreeMap<String, bool> = state
-        .store
-        .user_features(user_id)
-        .await?
-        .into_iter()
-        .collect();
+    let old: BTreeMap<String, bool> = store.user_features(user_id).await?.into_iter().collect();
     let new: BTreeMap<String, bool> = checked
         .iter()
         .map(|(flag, on)| (flag.name().to_owned(), *on))
         .collect();
-    let memberships = state.store.user_memberships(user_id).await?;
+    let memberships = store.user_memberships(user_id).await?;
     let audit = admin_events(
-        state,
+        store,
         caller,
         ("admin.user.features.update", user_id),
         &memberships,
@@ -61,11 +56,11 @@ pub async fn set(
     )
     .await?;
     let rows: Vec<(&str, bool)> = checked.iter().map(|(f, on)| (f.name(), *on)).collect();
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.set_user_features(user_id, &rows, now).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    state.store.facts_changed();
+    store.facts_changed();
     Ok(new)
 }

@@ -17,7 +17,7 @@ use crate::auth::{Actor, Claims};
 use crate::services::accounts::SignInRefusal;
 use crate::services::context::{AppState, Caller, Impersonating};
 use crate::services::{ServiceError, ServiceResult};
-use crate::storage::{unit_of_work, ImpersonationRow, NewMessage, Rate, UserMembership};
+use crate::storage::{unit_of_work, ImpersonationRow, NewMessage, Rate, Store, UserMembership};
 
 /// What a super-admin asks for.
 #[derive(Debug, Clone)]
@@ -100,6 +100,7 @@ pub async fn start(
     })
     .map_err(refusal)?;
     let account = state
+        .infra
         .store
         .account(&ask.user_id)
         .await?
@@ -126,9 +127,9 @@ pub async fn start(
         ended_at: None,
     };
     // Read once: where the user is told, and the chains the start is written in.
-    let memberships = state.store.user_memberships(&row.user_id).await?;
+    let memberships = state.infra.store.user_memberships(&row.user_id).await?;
     tell_the_user(
-        state,
+        &state.infra.store,
         caller,
         (&row, account.active_org_id.as_deref()),
         &memberships,
@@ -143,14 +144,14 @@ pub async fn start(
         "expiresAt": row.expires_at,
     });
     let audit = admin_events(
-        state,
+        &state.infra.store,
         caller,
         ("admin.impersonate.start", &row.user_id),
         &memberships,
         details,
     )
     .await?;
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.start_impersonation(&row).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
@@ -164,6 +165,7 @@ pub async fn start(
     });
     claims.imp = Some(row.id.clone());
     let token = state
+        .infra
         .keys
         .sign(&claims)
         .map_err(|e| ServiceError::Broken(e.to_string()))?;
@@ -184,7 +186,7 @@ pub async fn start(
 /// harmless; an impersonation nobody was told of is not). A user in no organization
 /// has no conversations; the audit events are its record.
 async fn tell_the_user(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     (row, active): (&ImpersonationRow, Option<&str>),
     memberships: &[UserMembership],
@@ -205,7 +207,7 @@ async fn tell_the_user(
         row.reason,
     );
     let id = crate::new_id();
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         Ok(tx
             .create_conversation(
                 (
@@ -238,7 +240,7 @@ async fn tell_the_user(
 /// Ending one that ended or expired is 409. Audited `admin.impersonate.end` where
 /// the start was.
 pub async fn end(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     id: &str,
     now: DateTime<Utc>,
@@ -249,9 +251,8 @@ pub async fn end(
         .is_some_and(|imp| imp.id == id);
     let may = from_inside
         || (!caller.bound()
-            && crate::services::access::is_super_admin(&state.store, &caller.user_id).await?);
-    let row = state
-        .store
+            && crate::services::access::is_super_admin(store, &caller.user_id).await?);
+    let row = store
         .impersonation(id)
         .await?
         .filter(|_| may)
@@ -261,16 +262,16 @@ pub async fn end(
             "the impersonation has ended already".to_owned(),
         ));
     }
-    let memberships = state.store.user_memberships(&row.user_id).await?;
+    let memberships = store.user_memberships(&row.user_id).await?;
     let audit = admin_events(
-        state,
+        store,
         caller,
         ("admin.impersonate.end", &row.user_id),
         &memberships,
         json!({"impersonationId": row.id, "startedBy": row.admin_id}),
     )
     .await?;
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         if !tx.end_impersonation(id, &caller.user_id, now).await? {
             return Err(ServiceError::Conflict(
                 "the impersonation has ended already".to_owned(),
@@ -280,7 +281,7 @@ pub async fn end(
         Ok(())
     })?;
     // Every replica stops honouring its token.
-    state.store.facts_changed();
+    store.facts_changed();
     Ok(Ended {
         id: row.id,
         ended_at: now,
@@ -307,13 +308,14 @@ pub async fn check(
         return Ok(None);
     };
     let stored = state
+        .replica
         .kept
         .impersonations
         .get_or_load(
-            &state.store,
+            &state.infra.store,
             id.clone(),
             |found| found.is_some(),
-            state.store.impersonation(id),
+            state.infra.store.impersonation(id),
         )
         .await?;
     let Some(row) = stored.as_ref() else {

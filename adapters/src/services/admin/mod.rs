@@ -13,7 +13,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
-use crate::services::context::{event, event_on, AppState, Caller};
+use crate::services::context::{event, event_on, Caller};
 use crate::storage::{unit_of_work, Store};
 
 /// The super-admins' user ids.
@@ -65,7 +65,7 @@ pub async fn change(
 /// its chain (as `affectedOrgId`, so its admins see it) and one in the system
 /// organization's, when there is one.
 pub async fn org_events(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     action: &str,
     org_id: &str,
@@ -78,7 +78,7 @@ pub async fn org_events(
         ("organization", org_id),
         details.clone(),
     )];
-    if let Some(system) = state.store.system_organization().await? {
+    if let Some(system) = store.system_organization().await? {
         events.push(event_on(
             caller,
             action,

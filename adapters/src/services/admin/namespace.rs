@@ -31,13 +31,14 @@ fn registry_address(url: &str) -> Option<(String, u16)> {
 /// super-admin.
 pub async fn render(state: &AppState, caller: &Caller, org_id: &str) -> ServiceResult<Manifests> {
     let org = state
+        .infra
         .store
         .organization(org_id)
         .await?
         .ok_or(ServiceError::NotFound("organization".into()))?;
-    let root = entitlement::root_of(state, &org).await?;
+    let root = entitlement::root_of(&state.infra.store, &org).await?;
     let current = entitlement::current(state, &root).await?;
-    let held = entitlement::entitlement(state, &current);
+    let held = entitlement::entitlement(&state.config, &current);
     let registry = state
         .config
         .registry
@@ -62,14 +63,14 @@ pub async fn render(state: &AppState, caller: &Caller, org_id: &str) -> ServiceR
     let namespace = entitlements::namespace_name(&org.id);
     let details = json!({"namespace": namespace, "sha256": sha256, "tier": held.tier.name()});
     let audit = super::org_events(
-        state,
+        &state.infra.store,
         caller,
         "admin.org.namespace.render",
         &org.id,
         details,
     )
     .await?;
-    state.store.record_events(&audit).await?;
+    state.infra.store.record_events(&audit).await?;
     Ok(Manifests {
         namespace,
         yaml,

@@ -14,7 +14,7 @@ use crate::services::accounts::{self, MailReason};
 use crate::services::context::{event_on, AppState, Caller};
 use crate::services::{ServiceError, ServiceResult};
 use crate::storage::{
-    unit_of_work, AccountFilter, AccountRecord, AccountState, NewAccount, UserMembership,
+    unit_of_work, AccountFilter, AccountRecord, AccountState, NewAccount, Store, UserMembership,
     Verification,
 };
 
@@ -114,7 +114,11 @@ pub async fn list(
         state: search.state.map(parse_state).transpose()?,
         org_id: search.org_id,
     };
-    let (rows, total) = state.store.admin_accounts(&filter, limit, offset).await?;
+    let (rows, total) = state
+        .infra
+        .store
+        .admin_accounts(&filter, limit, offset)
+        .await?;
     Ok((
         rows.into_iter()
             .map(|row| answer(row.account, row.organizations))
@@ -140,14 +144,13 @@ pub struct NewUser {
 /// `memberships` (the user's, read once by the workflow), with it as
 /// `affectedOrgId`.
 pub(super) async fn admin_events(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     (action, user_id): (&str, &str),
     memberships: &[UserMembership],
     details: serde_json::Value,
 ) -> ServiceResult<Vec<audit_chain::AuditEvent>> {
-    let system = state
-        .store
+    let system = store
         .system_organization()
         .await?
         .ok_or(ServiceError::Forbidden("there is no system organization"))?;
@@ -196,7 +199,11 @@ pub async fn create(
     };
     let hash = accounts::hash_password(state, password).await?;
     let pending = if invited {
-        Some(accounts::verification(state, MailReason::Invitation, now)?)
+        Some(accounts::verification(
+            &state.config,
+            MailReason::Invitation,
+            now,
+        )?)
     } else {
         None
     };
@@ -209,7 +216,7 @@ pub async fn create(
             mail: (id, subject, body),
         });
     let audit = admin_events(
-        state,
+        &state.infra.store,
         caller,
         ("admin.user.create", &user_id),
         &[],
@@ -217,7 +224,7 @@ pub async fn create(
     )
     .await?;
     let account = accounts::create_account(
-        state,
+        &state.infra.store,
         &NewAccount {
             user_id: &user_id,
             email: &email,
@@ -251,13 +258,13 @@ pub struct UserChange {
 /// another super-admin (revoke the flag first). Audited `admin.user.update` naming
 /// the fields changed.
 pub async fn update(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     user_id: &str,
     change: UserChange,
     now: DateTime<Utc>,
 ) -> ServiceResult<AdminUser> {
-    let account = live_account(state, user_id).await?;
+    let account = live_account(store, user_id).await?;
     let email = change
         .email
         .map(|e| accounts::normalize_email("email", &e))
@@ -286,16 +293,16 @@ pub async fn update(
     .into_iter()
     .flatten()
     .collect();
-    let memberships = state.store.user_memberships(user_id).await?;
+    let memberships = store.user_memberships(user_id).await?;
     let audit = admin_events(
-        state,
+        store,
         caller,
         ("admin.user.update", user_id),
         &memberships,
         json!({"changed": changed, "disabled": disabled}),
     )
     .await?;
-    let account = unit_of_work!(&state.store, |tx| {
+    let account = unit_of_work!(store, |tx| {
         let account = tx
             .admin_update_account(
                 user_id,
@@ -306,7 +313,7 @@ pub async fn update(
         tx.enqueue_audit(&audit).await?;
         Ok(account)
     })?;
-    state.store.facts_changed();
+    store.facts_changed();
     Ok(answer(account, memberships.len() as u64))
 }
 
@@ -317,12 +324,12 @@ pub async fn update(
 /// organizations), nor a super-admin, nor the caller. Audited `admin.user.delete`
 /// in the chain of every organization it belonged to.
 pub async fn delete(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     user_id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let account = live_account(state, user_id).await?;
+    let account = live_account(store, user_id).await?;
     if user_id == caller.user_id {
         return Err(ServiceError::Conflict(
             "a super-admin cannot delete its own account here (DELETE /api/me)".to_owned(),
@@ -333,7 +340,7 @@ pub async fn delete(
             "the account is a super-admin's: revoke the flag first".to_owned(),
         ));
     }
-    let memberships = state.store.user_memberships(user_id).await?;
+    let memberships = store.user_memberships(user_id).await?;
     let owned: Vec<&str> = memberships
         .iter()
         .filter(|m| m.owner)
@@ -346,20 +353,20 @@ pub async fn delete(
         )));
     }
     let audit = admin_events(
-        state,
+        store,
         caller,
         ("admin.user.delete", user_id),
         &memberships,
         json!({}),
     )
     .await?;
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.delete_account_as_admin(user_id, &ghost_email(user_id), now)
             .await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    state.store.facts_changed();
+    store.facts_changed();
     Ok(())
 }
 
@@ -368,9 +375,8 @@ pub fn ghost_email(user_id: &str) -> String {
     format!("deleted-{user_id}@ghost.invalid")
 }
 
-async fn live_account(state: &AppState, user_id: &str) -> ServiceResult<AccountRecord> {
-    state
-        .store
+async fn live_account(store: &Store, user_id: &str) -> ServiceResult<AccountRecord> {
+    store
         .account(user_id)
         .await?
         .filter(|a| a.deleted_at.is_none())

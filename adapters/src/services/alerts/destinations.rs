@@ -11,11 +11,12 @@ use base64::Engine as _;
 use serde_json::json;
 
 use super::*;
+use crate::config::Config;
 use crate::keys::Binding;
 use crate::services::delivery::{resolve_webhook, send_mail, Outcome};
 use crate::services::keys;
 use crate::services::notifications::WEBHOOK_TIMEOUT;
-use crate::storage::{unit_of_work, AlertTable, ClaimedDelivery, DestinationRow};
+use crate::storage::{unit_of_work, AlertTable, ClaimedDelivery, DestinationRow, Store};
 
 /// The most addresses an e-mail destination holds.
 pub const MAX_ADDRESSES: usize = 20;
@@ -189,12 +190,12 @@ fn hint(secret: &str) -> String {
     format!("…{}", tail.into_iter().rev().collect::<String>())
 }
 
-async fn checked_url(state: &AppState, url: Option<&str>) -> ServiceResult<(String, String)> {
+async fn checked_url(config: &Config, url: Option<&str>) -> ServiceResult<(String, String)> {
     let url = url.ok_or_else(|| ServiceError::invalid("url", "is required for this kind"))?;
     if url.len() > 2048 {
         return Err(ServiceError::invalid("url", "at most 2048 characters"));
     }
-    let (parsed, _) = resolve_webhook(url, state.config.notifications.allow_private)
+    let (parsed, _) = resolve_webhook(url, config.notifications.allow_private)
         .await
         .map_err(|why| ServiceError::invalid("url", why))?;
     Ok((
@@ -286,7 +287,7 @@ async fn check_destination(
                 _ => Secret::default(),
             };
             let (url, host) =
-                checked_url(state, body.url.as_deref().or(secret.url.as_deref())).await?;
+                checked_url(&state.config, body.url.as_deref().or(secret.url.as_deref())).await?;
             settings.host = Some(host);
             settings.hint = Some(hint(&url));
             secret.url = Some(url);
@@ -388,9 +389,8 @@ async fn open_secret(state: &AppState, row: &DestinationRow) -> ServiceResult<Se
 }
 
 /// The organization's destinations.
-pub async fn destinations(state: &AppState, org: &OrgRecord) -> ServiceResult<Vec<Destination>> {
-    state
-        .store
+pub async fn destinations(store: &Store, org: &OrgRecord) -> ServiceResult<Vec<Destination>> {
+    store
         .alert_destinations(&org.id)
         .await?
         .into_iter()
@@ -399,24 +399,19 @@ pub async fn destinations(state: &AppState, org: &OrgRecord) -> ServiceResult<Ve
 }
 
 async fn destination_row(
-    state: &AppState,
+    store: &Store,
     org: &OrgRecord,
     id: &str,
 ) -> ServiceResult<DestinationRow> {
-    state
-        .store
+    store
         .alert_destination(&org.id, id)
         .await?
         .ok_or_else(|| ServiceError::NotFound("alert destination".into()))
 }
 
 /// One destination.
-pub async fn destination(
-    state: &AppState,
-    org: &OrgRecord,
-    id: &str,
-) -> ServiceResult<Destination> {
-    destination_answer(destination_row(state, org, id).await?, None)
+pub async fn destination(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<Destination> {
+    destination_answer(destination_row(store, org, id).await?, None)
 }
 
 /// Makes a destination (`alert.destination.create`); a signing secret the server
@@ -441,7 +436,7 @@ pub async fn create_destination(
         updated_at: now,
     };
     row.secret = seal_secret(state, &row, secret.as_ref()).await?;
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.lock_organization(&org.id).await?;
         if tx
             .count_alert_rows(AlertTable::Destinations, &org.id)
@@ -479,7 +474,7 @@ pub async fn update_destination(
     body: &DestinationBody,
     now: DateTime<Utc>,
 ) -> ServiceResult<Destination> {
-    let current = destination_row(state, org, id).await?;
+    let current = destination_row(&state.infra.store, org, id).await?;
     let stale = || {
         ServiceError::Conflict(format!(
             "the destination changed since version {version} was read: read it again"
@@ -503,7 +498,7 @@ pub async fn update_destination(
         ..current
     };
     row.secret = seal_secret(state, &row, secret.as_ref()).await?;
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         if !tx
             .update_alert_destination(&row, version)
             .await
@@ -528,12 +523,12 @@ pub async fn update_destination(
 /// Deletes a destination (`alert.destination.delete`); one a rule sends to is 409
 /// naming the rules.
 pub async fn delete_destination(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
 ) -> ServiceResult<()> {
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         if !tx.lock_alert_destination(&org.id, id).await? {
             return Err(ServiceError::NotFound("alert destination".into()));
         }

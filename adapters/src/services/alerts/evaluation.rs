@@ -30,7 +30,8 @@ pub async fn metric_value(
     d: &RuleDefinition,
     (from, to): (DateTime<Utc>, DateTime<Utc>),
 ) -> ServiceResult<MetricValue> {
-    let org_ids = reports::organizations_of(state, org, d.params.include_teams).await?;
+    let org_ids =
+        reports::organizations_of(&state.infra.store, org, d.params.include_teams).await?;
     let reading = reports::reading(state).await;
     let query = ReportQuery {
         range: TimeRange { from, to },
@@ -124,7 +125,7 @@ pub async fn metric_value(
             let mut blocked = 0;
             let mut total = 0;
             for id in &query.org_ids {
-                let counts = state.store.entity_counts(id).await?;
+                let counts = state.infra.store.entity_counts(id).await?;
                 blocked += counts.block;
                 total += counts.total;
             }
@@ -178,7 +179,7 @@ pub async fn evaluate_due(state: &AppState, now: DateTime<Utc>) -> ServiceResult
     let mut after = String::new();
     let mut seen = 0u32;
     while seen < MAX_PER_ROUND {
-        let due = state.store.due_alert_rules(now, &after, 200).await?;
+        let due = state.infra.store.due_alert_rules(now, &after, 200).await?;
         let Some(last) = due.last() else {
             break;
         };
@@ -188,7 +189,7 @@ pub async fn evaluate_due(state: &AppState, now: DateTime<Utc>) -> ServiceResult
             let id = row.id.clone();
             let org = match orgs.get(&row.org_id) {
                 Some(org) => Ok(org.clone()),
-                None => match state.store.organization(&row.org_id).await {
+                None => match state.infra.store.organization(&row.org_id).await {
                     Ok(org) => {
                         orgs.insert(row.org_id.clone(), org.clone());
                         Ok(org)
@@ -231,7 +232,7 @@ async fn evaluate_one(
     let tracker_json = to_json(&step.tracker)?;
     // Whether this replica wrote it (another may have, first), and what it wrote:
     // counted once the unit is committed, however many times it ran.
-    let wrote = unit_of_work!(&state.store, |tx| {
+    let wrote = unit_of_work!(&state.infra.store, |tx| {
         let written = tx
             .record_evaluation(&EvaluationWrite {
                 rule_id: &row.id,

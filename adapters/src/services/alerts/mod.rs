@@ -17,7 +17,8 @@ use super::context::{event, AppState, Caller};
 use super::reports::filter_text;
 use super::{ServiceError, ServiceResult};
 use crate::storage::{
-    new_id, unit_of_work, AlertRuleRow, AlertTable, NewNotification, OrgRecord, TransitionRow,
+    new_id, unit_of_work, AlertRuleRow, AlertTable, NewNotification, OrgRecord, Store,
+    TransitionRow,
 };
 
 pub mod definition;
@@ -153,9 +154,8 @@ fn to_json<T: Serialize>(value: &T) -> ServiceResult<Value> {
 }
 
 /// The organization's rules.
-pub async fn rules(state: &AppState, org: &OrgRecord) -> ServiceResult<Vec<AlertRule>> {
-    state
-        .store
+pub async fn rules(store: &Store, org: &OrgRecord) -> ServiceResult<Vec<AlertRule>> {
+    store
         .alert_rules(&org.id)
         .await?
         .into_iter()
@@ -163,23 +163,21 @@ pub async fn rules(state: &AppState, org: &OrgRecord) -> ServiceResult<Vec<Alert
         .collect()
 }
 
-async fn rule_row(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<AlertRuleRow> {
-    state
-        .store
+async fn rule_row(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<AlertRuleRow> {
+    store
         .alert_rule(&org.id, id)
         .await?
         .ok_or_else(|| ServiceError::NotFound("alert rule".into()))
 }
 
 /// One rule.
-pub async fn rule(state: &AppState, org: &OrgRecord, id: &str) -> ServiceResult<AlertRule> {
-    answer(rule_row(state, org, id).await?)
+pub async fn rule(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<AlertRule> {
+    answer(rule_row(store, org, id).await?)
 }
 
 /// The rules firing now.
-pub async fn firing(state: &AppState, org: &OrgRecord) -> ServiceResult<Vec<AlertRule>> {
-    state
-        .store
+pub async fn firing(store: &Store, org: &OrgRecord) -> ServiceResult<Vec<AlertRule>> {
+    store
         .alert_rules_in(&org.id, AlertState::Firing.name())
         .await?
         .into_iter()
@@ -227,7 +225,7 @@ pub async fn create_rule(
     now: DateTime<Utc>,
 ) -> ServiceResult<AlertRule> {
     let (name, definition) = check_rule(body, state.config.alerts.interval, rollup)?;
-    let row = unit_of_work!(&state.store, |tx| {
+    let row = unit_of_work!(&state.infra.store, |tx| {
         tx.lock_organization(&org.id).await?;
         if tx.count_alert_rows(AlertTable::Rules, &org.id).await? >= MAX_RULES {
             return Err(ServiceError::Conflict(format!(
@@ -284,7 +282,7 @@ pub async fn update_rule(
     now: DateTime<Utc>,
 ) -> ServiceResult<AlertRule> {
     let (name, definition) = check_rule(body, state.config.alerts.interval, rollup)?;
-    let current = rule_row(state, org, id).await?;
+    let current = rule_row(&state.infra.store, org, id).await?;
     let stale = || {
         ServiceError::Conflict(format!(
             "the alert rule changed since version {version} was read: read it again"
@@ -293,7 +291,7 @@ pub async fn update_rule(
     if current.version != version {
         return Err(stale());
     }
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         let destinations = check_destinations(tx, org, &body.destinations).await?;
         let row = AlertRuleRow {
             name: name.clone(),
@@ -327,22 +325,22 @@ pub async fn update_rule(
         .await?;
         Ok(())
     })?;
-    rule(state, org, id).await
+    rule(&state.infra.store, org, id).await
 }
 
 /// Deletes a rule with its history (`alert.rule.delete`). A rule whose firing
 /// notice is unresolved sends its resolve, in the same transaction, so that no
 /// incident stays open for a rule that is gone.
 pub async fn delete_rule(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let current = rule_row(state, org, id).await?;
+    let current = rule_row(store, org, id).await?;
     let (definition, tracker) = definition_of(&current)?;
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         let mut resolved = false;
         if tracker.firing_notified && !current.destinations.is_empty() {
             let notification = notification_of(
@@ -455,18 +453,14 @@ pub struct HistoryEntry {
 }
 
 /// A rule's history, newest first (the last 200 transitions).
-pub async fn history(
-    state: &AppState,
-    org: &OrgRecord,
-    id: &str,
-) -> ServiceResult<Vec<HistoryEntry>> {
-    rule_row(state, org, id).await?;
-    let transitions = state.store.alert_transitions(id, 200).await?;
+pub async fn history(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<Vec<HistoryEntry>> {
+    rule_row(store, org, id).await?;
+    let transitions = store.alert_transitions(id, 200).await?;
     let ids: Vec<String> = transitions
         .iter()
         .filter_map(|t| t.notification_id.clone())
         .collect();
-    let deliveries = state.store.alert_deliveries(&ids).await?;
+    let deliveries = store.alert_deliveries(&ids).await?;
     Ok(transitions
         .into_iter()
         .map(|t: TransitionRow| HistoryEntry {

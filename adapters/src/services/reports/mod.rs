@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::{ServiceError, ServiceResult};
 use crate::services::context::AppState;
 use crate::storage::{
-    AttemptRow, Derived, ExecutionRow, NewReportEvent, ReportScope, StageRow, StoreError,
+    AttemptRow, Derived, ExecutionRow, NewReportEvent, ReportScope, StageRow, Store, StoreError,
     UnattributedRow,
 };
 
@@ -78,7 +78,7 @@ pub fn parse_batch(body: &Value) -> ServiceResult<Vec<ExecutionEvent>> {
 
 /// Stores checked events and derives their executions.
 pub async fn ingest(
-    state: &AppState,
+    store: &Store,
     events: Vec<ExecutionEvent>,
     now: DateTime<Utc>,
 ) -> ServiceResult<Ingested> {
@@ -96,10 +96,10 @@ pub async fn ingest(
             body,
         });
     }
-    let stored = state.store.record_report_events(&rows, now).await?;
+    let stored = store.record_report_events(&rows, now).await?;
     let mut executions = 0;
     for (resource, execution) in &touched {
-        if derive(state, resource, execution, now).await? {
+        if derive(store, resource, execution, now).await? {
             executions += 1;
         }
     }
@@ -112,13 +112,12 @@ pub async fn ingest(
 
 /// Derives one execution from its stored events; `false` when another did it.
 pub async fn derive(
-    state: &AppState,
+    store: &Store,
     resource: &str,
     execution_id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<bool> {
-    let derived = state
-        .store
+    let derived = store
         .derive_execution((resource, execution_id), &derivation, now)
         .await?;
     Ok(derived)
@@ -126,11 +125,11 @@ pub async fn derive(
 
 /// Derives up to `limit` waiting executions (the worker, after a crash between an
 /// ingest and its derivation, or after a registration); how many.
-pub async fn derive_pending(state: &AppState, limit: u32) -> ServiceResult<usize> {
-    let pending = state.store.pending_executions(limit).await?;
+pub async fn derive_pending(store: &Store, limit: u32) -> ServiceResult<usize> {
+    let pending = store.pending_executions(limit).await?;
     let mut done = 0;
     for (resource, execution) in &pending {
-        if derive(state, resource, execution, Utc::now()).await? {
+        if derive(store, resource, execution, Utc::now()).await? {
             done += 1;
         }
     }
@@ -225,9 +224,8 @@ impl From<UnattributedRow> for Unattributed {
 }
 
 /// The resource names waiting for a registration.
-pub async fn unattributed(state: &AppState) -> ServiceResult<Vec<Unattributed>> {
-    Ok(state
-        .store
+pub async fn unattributed(store: &Store) -> ServiceResult<Vec<Unattributed>> {
+    Ok(store
         .unattributed()
         .await?
         .into_iter()
@@ -237,13 +235,13 @@ pub async fn unattributed(state: &AppState) -> ServiceResult<Vec<Unattributed>> 
 
 /// The organizations a report of `org` reads: it, and its teams when asked.
 pub async fn organizations_of(
-    state: &AppState,
+    store: &Store,
     org: &crate::storage::OrgRecord,
     include_teams: bool,
 ) -> ServiceResult<Vec<String>> {
     let mut ids = vec![org.id.clone()];
     if include_teams {
-        let (teams, _) = state.store.teams(&org.id, 1000, 0, true).await?;
+        let (teams, _) = store.teams(&org.id, 1000, 0, true).await?;
         ids.extend(teams.into_iter().map(|t| t.id));
     }
     Ok(ids)
@@ -421,7 +419,7 @@ pub async fn query_for(
     org: &crate::storage::OrgRecord,
     params: CheckedParams,
 ) -> ServiceResult<ReportQuery> {
-    let org_ids = organizations_of(state, org, params.include_teams).await?;
+    let org_ids = organizations_of(&state.infra.store, org, params.include_teams).await?;
     Ok(ReportQuery {
         range: params.range,
         pipeline_id: params.pipeline_id,
@@ -471,7 +469,7 @@ const STANDBY_ASKED_WITHIN: std::time::Duration = std::time::Duration::from_secs
 /// heartbeat is at most `REPORTING_MAX_LAG_SECONDS` old, else the primary.
 pub async fn reading(state: &AppState) -> Reading {
     let now = Utc::now();
-    if let Some(standby) = &state.reporting {
+    if let Some(standby) = &state.infra.reporting {
         let max_lag = chrono::Duration::from_std(state.config.reporting.max_lag)
             .unwrap_or(chrono::Duration::MAX);
         match tokio::time::timeout(STANDBY_ASKED_WITHIN, standby.last_beat()).await {
@@ -495,7 +493,7 @@ pub async fn reading(state: &AppState) -> Reading {
         }
     }
     Reading {
-        source: state.store.clone(),
+        source: state.infra.store.clone(),
         as_of: now,
         read_from: ReadFrom::Primary,
     }

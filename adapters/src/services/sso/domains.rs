@@ -1,16 +1,17 @@
 //! Claimed e-mail domains, proven by a TXT record.
 
 use super::*;
+use crate::storage::Store;
 
 /// An organization's claimed domains.
-pub async fn domains(state: &AppState, org: &OrgRecord) -> ServiceResult<Vec<DomainRow>> {
+pub async fn domains(store: &Store, org: &OrgRecord) -> ServiceResult<Vec<DomainRow>> {
     root_only(org)?;
-    Ok(state.store.domains(&org.id).await?)
+    Ok(store.domains(&org.id).await?)
 }
 
 /// Claims a domain: answers the TXT record that proves it.
 pub async fn claim_domain(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     domain: &str,
@@ -19,7 +20,7 @@ pub async fn claim_domain(
     root_only(org)?;
     let domain = rules::claimable_domain(domain)
         .map_err(|e| ServiceError::invalid("domain", e.to_string()))?;
-    if state.store.domains(&org.id).await?.len() >= rules::MAX_DOMAINS {
+    if store.domains(&org.id).await?.len() >= rules::MAX_DOMAINS {
         return Err(ServiceError::Conflict(format!(
             "an organization claims at most {} domains",
             rules::MAX_DOMAINS
@@ -33,7 +34,7 @@ pub async fn claim_domain(
         verified_at: None,
         checked_at: None,
     };
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.insert_domain(&row).await?;
         tx.enqueue_audit(&[event_on(
             caller,
@@ -60,6 +61,7 @@ pub async fn verify_domain(
     root_only(org)?;
     let domain = domain.trim().to_ascii_lowercase();
     let row = state
+        .infra
         .store
         .domains(&org.id)
         .await?
@@ -70,7 +72,7 @@ pub async fn verify_domain(
         return Ok(row);
     }
     let name = rules::txt_record_name(&row.domain);
-    let records = state.sso.txt().txt(&name).await.map_err(|why| {
+    let records = state.outbound.sso.txt().txt(&name).await.map_err(|why| {
         ServiceError::StoreUnavailable(format!("the TXT lookup of {name} failed: {why}"))
     })?;
     if !rules::txt_proves(records.iter().map(String::as_str), &row.token) {
@@ -82,7 +84,7 @@ pub async fn verify_domain(
             ),
         ));
     }
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.domain_checked((&org.id, &row.domain), true, now).await?;
         tx.enqueue_audit(&[event_on(
             caller,
@@ -103,13 +105,13 @@ pub async fn verify_domain(
 
 /// Gives up a claimed domain.
 pub async fn remove_domain(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     domain: &str,
 ) -> ServiceResult<()> {
     let domain = domain.trim().to_ascii_lowercase();
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         if !tx.delete_domain(&org.id, &domain).await? {
             return Err(ServiceError::NotFound("domain".into()));
         }

@@ -2,11 +2,12 @@
 //! a credential passes where single sign-on is required.
 
 use super::*;
+use crate::storage::Store;
 
 /// An organization's enforcement and break-glass accounts.
-pub async fn policy(state: &AppState, org: &OrgRecord) -> ServiceResult<SsoPolicyRow> {
+pub async fn policy(store: &Store, org: &OrgRecord) -> ServiceResult<SsoPolicyRow> {
     root_only(org)?;
-    Ok(state.store.sso_policy(&org.id).await?)
+    Ok(store.sso_policy(&org.id).await?)
 }
 
 /// Sets whether the organization requires its single sign-on (after
@@ -23,6 +24,7 @@ pub async fn set_enforcement(
     if required {
         crate::services::entitlement::require_feature(state, org, Feature::Sso).await?;
         if !state
+            .infra
             .store
             .idp_configs(&org.id)
             .await?
@@ -41,7 +43,7 @@ pub async fn set_enforcement(
         ));
     }
     let from = required.then(|| now + Duration::hours(i64::from(grace_hours)));
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.save_sso_policy(&org.id, (required, from), now).await?;
         tx.enqueue_audit(&[event_on(
             caller,
@@ -53,14 +55,14 @@ pub async fn set_enforcement(
         .await?;
         Ok(())
     })?;
-    state.store.facts_changed();
-    Ok(state.store.sso_policy(&org.id).await?)
+    state.infra.store.facts_changed();
+    Ok(state.infra.store.sso_policy(&org.id).await?)
 }
 
 /// Arms a break-glass account (an active member) until `until`: at most two at
 /// once, at most 30 days.
 pub async fn arm_break_glass(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     (user_id, until, reason): (&str, DateTime<Utc>, &str),
@@ -68,14 +70,14 @@ pub async fn arm_break_glass(
 ) -> ServiceResult<SsoPolicyRow> {
     root_only(org)?;
     let reason = bounded("reason", reason, 500)?;
-    let member = state.store.membership(&org.id, user_id).await?;
+    let member = store.membership(&org.id, user_id).await?;
     if !member.is_some_and(|m| m.membership().active) {
         return Err(ServiceError::invalid(
             "userId",
             "must be an active member of the organization",
         ));
     }
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.lock_organization(&org.id).await?;
         let others = tx.armed_break_glass_others(&org.id, user_id, now).await?;
         rules::check_break_glass(others, until, now).map_err(|e| match e {
@@ -102,18 +104,18 @@ pub async fn arm_break_glass(
         .await?;
         Ok(())
     })?;
-    state.store.facts_changed();
-    Ok(state.store.sso_policy(&org.id).await?)
+    store.facts_changed();
+    Ok(store.sso_policy(&org.id).await?)
 }
 
 /// Disarms a break-glass account.
 pub async fn disarm_break_glass(
-    state: &AppState,
+    store: &Store,
     caller: &Caller,
     org: &OrgRecord,
     user_id: &str,
 ) -> ServiceResult<SsoPolicyRow> {
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         if !tx.disarm_break_glass(&org.id, user_id).await? {
             return Err(ServiceError::NotFound("break-glass account".into()));
         }
@@ -127,8 +129,8 @@ pub async fn disarm_break_glass(
         .await?;
         Ok(())
     })?;
-    state.store.facts_changed();
-    Ok(state.store.sso_policy(&org.id).await?)
+    store.facts_changed();
+    Ok(store.sso_policy(&org.id).await?)
 }
 
 /// Whether the organization (a root, or a team's root) refuses `caller`'s
@@ -142,13 +144,14 @@ pub async fn enforce(
 ) -> ServiceResult<()> {
     let root_id = org.parent_org_id.as_deref().unwrap_or(&org.id);
     let policy = state
+        .replica
         .kept
         .sso
         .get_or_load(
-            &state.store,
+            &state.infra.store,
             root_id.to_owned(),
             |_| true,
-            state.store.sso_policy(root_id),
+            state.infra.store.sso_policy(root_id),
         )
         .await?;
     let enforcement = match (policy.required, policy.enforce_from) {
@@ -167,7 +170,7 @@ pub async fn enforce(
         return Ok(());
     }
     // A downgrade turns enforcement off with the configurations (never a lockout).
-    let root = crate::services::entitlement::root_of(state, org).await?;
+    let root = crate::services::entitlement::root_of(&state.infra.store, org).await?;
     if !sso_active(state, &root).await? {
         return Ok(());
     }

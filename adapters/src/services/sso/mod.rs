@@ -24,7 +24,7 @@ use crate::keys::Binding;
 use crate::outbound::oidc::{Relying, Verified};
 use crate::storage::{
     unit_of_work, AccountRecord, BreakGlassRow, IdentityRow, IdpConfigRow, MemberRoles, OrgRecord,
-    PendingLinkRow, ProvisionedAccount, SignInAttemptRow,
+    PendingLinkRow, ProvisionedAccount, SignInAttemptRow, Store,
 };
 
 /// A claimed domain and an organization's enforcement, as stored (the HTTP floor
@@ -111,6 +111,7 @@ async fn checked(
     let name = bounded("name", &input.name, 100)?;
     let issuer = input.issuer.trim().to_owned();
     state
+        .outbound
         .sso
         .providers
         .issuer_url(&issuer)
@@ -156,6 +157,7 @@ async fn checked(
         ));
     }
     let roles: Vec<String> = state
+        .infra
         .store
         .role_names(&org.id)
         .await?
@@ -230,6 +232,7 @@ pub struct ConfigView {
 pub async fn configs(state: &AppState, org: &OrgRecord) -> ServiceResult<Vec<ConfigView>> {
     let active = sso_active(state, org).await?;
     Ok(state
+        .infra
         .store
         .idp_configs(&org.id)
         .await?
@@ -277,6 +280,7 @@ pub async fn save_config(
     let current = match replacing {
         Some((id, _)) => Some(
             state
+                .infra
                 .store
                 .idp_config(id)
                 .await?
@@ -288,6 +292,7 @@ pub async fn save_config(
         None => None,
     };
     state
+        .outbound
         .sso
         .providers
         .discover(&input.issuer)
@@ -327,7 +332,7 @@ pub async fn save_config(
         created_at: current.as_ref().map_or(now, |c| c.created_at),
         updated_at: now,
     };
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.lock_organization(&org.id).await?;
         match replacing {
             Some((_, read_version)) => {
@@ -362,27 +367,26 @@ pub async fn save_config(
         .await?;
         Ok(())
     })?;
-    state.store.facts_changed();
+    state.infra.store.facts_changed();
     let active = row.enabled;
     Ok(ConfigView { row, active })
 }
 
 /// Deletes a configuration (its identities with it).
 pub async fn delete_config(
-    state: &AppState,
+    store: &Store,
     (caller, changer): (&Caller, Changer),
     org: &OrgRecord,
     id: &str,
 ) -> ServiceResult<()> {
-    let current = state
-        .store
+    let current = store
         .idp_config(id)
         .await?
         .filter(|c| c.org_id == org.id)
         .ok_or(ServiceError::NotFound(
             "identity-provider configuration".into(),
         ))?;
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.delete_idp_config(id).await?;
         tx.enqueue_audit(&[event_on(
             caller,
@@ -394,7 +398,7 @@ pub async fn delete_config(
         .await?;
         Ok(())
     })?;
-    state.store.facts_changed();
+    store.facts_changed();
     Ok(())
 }
 

@@ -3,6 +3,8 @@
 //! password.
 
 use super::*;
+use crate::config::Config;
+use crate::storage::Store;
 
 /// How a sign-in names its organization.
 #[derive(Debug, Clone)]
@@ -30,12 +32,12 @@ impl ReturnTo {
         }
     }
 
-    fn redirect_uri(self, state: &AppState) -> String {
+    fn redirect_uri(self, config: &Config) -> String {
         let path = match self {
             ReturnTo::Api => API_CALLBACK,
             ReturnTo::Console => CONSOLE_CALLBACK,
         };
-        format!("{}{path}", state.config.signin.public_url)
+        format!("{}{path}", config.signin.public_url)
     }
 }
 
@@ -59,15 +61,19 @@ pub async fn start(
 ) -> ServiceResult<Started> {
     let (org, domain) = match &route {
         Route::Org(name) => (
-            state.store.root_organization_named(name.trim()).await?,
+            state
+                .infra
+                .store
+                .root_organization_named(name.trim())
+                .await?,
             None,
         ),
         Route::Email(email) => {
             let domain = rules::email_domain(email)
                 .ok_or_else(|| ServiceError::invalid("email", "must be an e-mail address"))?;
-            let owner = state.store.domain_owner(&domain).await?;
+            let owner = state.infra.store.domain_owner(&domain).await?;
             let org = match owner {
-                Some(id) => state.store.organization(&id).await?,
+                Some(id) => state.infra.store.organization(&id).await?,
                 None => None,
             };
             (org, Some(domain))
@@ -82,6 +88,7 @@ pub async fn start(
         return Err(not_found());
     }
     let config = state
+        .infra
         .store
         .idp_configs(&org.id)
         .await?
@@ -89,7 +96,7 @@ pub async fn start(
         .filter(|c| c.enabled)
         .find(|c| domain.as_ref().is_none_or(|d| c.domains.contains(d)))
         .ok_or_else(not_found)?;
-    let redirect_uri = return_to.redirect_uri(state);
+    let redirect_uri = return_to.redirect_uri(&state.config);
     let relying = Relying {
         config: (&config.id, config.version),
         issuer: &config.issuer,
@@ -97,7 +104,7 @@ pub async fn start(
         redirect_uri: &redirect_uri,
     };
     let started = state
-        .sso
+        .outbound.sso
         .providers
         .start(&relying, &config.scopes)
         .await
@@ -114,7 +121,7 @@ pub async fn start(
         return_to: return_to.as_str().to_owned(),
         expires_at: now + Duration::seconds(rules::ATTEMPT_LIFETIME_SECONDS),
     };
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.insert_attempt(&token_hash(&started.state), &attempt, now)
             .await?;
         Ok(())
@@ -146,7 +153,7 @@ pub struct Finished {
 }
 
 async fn refuse(
-    state: &AppState,
+    store: &Store,
     refusal: Refusal,
     (org_id, client): (Option<&str>, Option<IpAddr>),
     link_token: Option<String>,
@@ -159,7 +166,7 @@ async fn refuse(
                "clientAddress": client.map(|ip| ip.to_string())}),
         "failure",
     );
-    if let Err(error) = accounts::record_failure(state, event).await {
+    if let Err(error) = accounts::record_failure(store, event).await {
         return error;
     }
     ServiceError::SsoRefused {
@@ -179,13 +186,25 @@ pub async fn finish(
     now: DateTime<Utc>,
 ) -> ServiceResult<Finished> {
     let Some(sent_state) = callback.state.as_deref().filter(|s| s.len() <= 512) else {
-        return Err(refuse(state, Refusal::StateInvalid, (None, client), None).await);
+        return Err(refuse(
+            &state.infra.store,
+            Refusal::StateInvalid,
+            (None, client),
+            None,
+        )
+        .await);
     };
-    let attempt = unit_of_work!(&state.store, |tx| {
+    let attempt = unit_of_work!(&state.infra.store, |tx| {
         Ok(tx.use_attempt(&token_hash(sent_state), now).await?)
     })?;
     let Some(attempt) = attempt else {
-        return Err(refuse(state, Refusal::StateInvalid, (None, client), None).await);
+        return Err(refuse(
+            &state.infra.store,
+            Refusal::StateInvalid,
+            (None, client),
+            None,
+        )
+        .await);
     };
     let bound = browser.is_some_and(|b| {
         bool::from(subtle::ConstantTimeEq::ct_eq(
@@ -194,29 +213,41 @@ pub async fn finish(
         ))
     });
     if !bound || attempt.return_to != return_to.as_str() {
-        return Err(refuse(state, Refusal::StateInvalid, (None, client), None).await);
+        return Err(refuse(
+            &state.infra.store,
+            Refusal::StateInvalid,
+            (None, client),
+            None,
+        )
+        .await);
     }
-    let config = state.store.idp_config(&attempt.config_id).await?;
+    let config = state.infra.store.idp_config(&attempt.config_id).await?;
     let org = match &config {
-        Some(c) => state.store.organization(&c.org_id).await?,
+        Some(c) => state.infra.store.organization(&c.org_id).await?,
         None => None,
     };
     let (Some(config), Some(org)) = (config, org) else {
-        return Err(refuse(state, Refusal::ConfigurationDisabled, (None, client), None).await);
+        return Err(refuse(
+            &state.infra.store,
+            Refusal::ConfigurationDisabled,
+            (None, client),
+            None,
+        )
+        .await);
     };
     let at = (Some(org.id.as_str()), client);
     if !config.enabled || !sso_active(state, &org).await? {
-        return Err(refuse(state, Refusal::ConfigurationDisabled, at, None).await);
+        return Err(refuse(&state.infra.store, Refusal::ConfigurationDisabled, at, None).await);
     }
     if callback.error.is_some() {
-        return Err(refuse(state, Refusal::ProviderError, at, None).await);
+        return Err(refuse(&state.infra.store, Refusal::ProviderError, at, None).await);
     }
     let Some(code) = callback
         .code
         .as_deref()
         .filter(|c| !c.is_empty() && c.len() <= 4096)
     else {
-        return Err(refuse(state, Refusal::ProviderError, at, None).await);
+        return Err(refuse(&state.infra.store, Refusal::ProviderError, at, None).await);
     };
     let secret = crate::services::keys::open(
         state,
@@ -224,7 +255,7 @@ pub async fn finish(
         &config.client_secret,
     )
     .await?;
-    let redirect_uri = return_to.redirect_uri(state);
+    let redirect_uri = return_to.redirect_uri(&state.config);
     let relying = Relying {
         config: (&config.id, config.version),
         issuer: &config.issuer,
@@ -232,6 +263,7 @@ pub async fn finish(
         redirect_uri: &redirect_uri,
     };
     let verified = match state
+        .outbound
         .sso
         .providers
         .finish(
@@ -243,7 +275,7 @@ pub async fn finish(
         .await
     {
         Ok(verified) => verified,
-        Err(refusal) => return Err(refuse(state, refusal, at, None).await),
+        Err(refusal) => return Err(refuse(&state.infra.store, refusal, at, None).await),
     };
     let identity = IdentityRow {
         config_id: config.id.clone(),
@@ -252,17 +284,19 @@ pub async fn finish(
         user_id: String::new(),
     };
     if let Some(user_id) = state
+        .infra
         .store
         .sso_identity(&config.id, &verified.issuer, &verified.subject)
         .await?
     {
         let account = state
+            .infra
             .store
             .account(&user_id)
             .await?
             .filter(|a| a.deleted_at.is_none());
         let Some(account) = account else {
-            return Err(refuse(state, Refusal::ProvisioningOff, at, None).await);
+            return Err(refuse(&state.infra.store, Refusal::ProvisioningOff, at, None).await);
         };
         let identity = IdentityRow {
             user_id,
@@ -285,7 +319,7 @@ pub async fn finish(
         .and_then(|e| accounts::normalize_email("email", e).ok());
     let domain = email.as_deref().and_then(rules::email_domain);
     let owner = match &domain {
-        Some(d) => state.store.domain_owner(d).await?,
+        Some(d) => state.infra.store.domain_owner(d).await?,
         None => None,
     };
     let standing = match (&owner, &domain) {
@@ -296,7 +330,7 @@ pub async fn finish(
         _ => DomainStanding::Unverified,
     };
     let existing = match &email {
-        Some(e) => state.store.account_by_email(e).await?,
+        Some(e) => state.infra.store.account_by_email(e).await?,
         None => None,
     };
     let arrival = Arrival {
@@ -315,7 +349,7 @@ pub async fn finish(
                 },
                 groups: verified.groups.clone(),
             };
-            unit_of_work!(&state.store, |tx| {
+            unit_of_work!(&state.infra.store, |tx| {
                 tx.insert_pending_link(
                     &token_hash(&token),
                     &link,
@@ -327,7 +361,7 @@ pub async fn finish(
                 .await?;
                 Ok(())
             })?;
-            Err(refuse(state, Refusal::LinkRequired, at, Some(token)).await)
+            Err(refuse(&state.infra.store, Refusal::LinkRequired, at, Some(token)).await)
         }
         (FirstSignIn::Provision, None, Some(email)) => {
             let user_id = crate::new_id();
@@ -341,21 +375,22 @@ pub async fn finish(
             .await?;
             Ok(Finished { session, return_to })
         }
-        (FirstSignIn::Refused(refusal), _, _) => Err(refuse(state, refusal, at, None).await),
-        _ => Err(refuse(state, Refusal::EmailNotVerified, at, None).await),
+        (FirstSignIn::Refused(refusal), _, _) => {
+            Err(refuse(&state.infra.store, refusal, at, None).await)
+        }
+        _ => Err(refuse(&state.infra.store, Refusal::EmailNotVerified, at, None).await),
     }
 }
 
 /// The Roles the groups give, resolved to the organization's Roles (a Role deleted
 /// since the mapping was saved gives nothing; with none left, the built-in Member).
 async fn roles_for(
-    state: &AppState,
+    store: &Store,
     (config, org): (&IdpConfigRow, &OrgRecord),
     groups: &[String],
 ) -> ServiceResult<MemberRoles> {
     let names = rules::mapped_roles(&config.role_mappings, groups, &config.default_role);
-    let by_name: BTreeMap<String, String> =
-        state.store.role_names(&org.id).await?.into_iter().collect();
+    let by_name: BTreeMap<String, String> = store.role_names(&org.id).await?.into_iter().collect();
     let mut role_ids: Vec<String> = names
         .iter()
         .filter_map(|n| by_name.get(*n).cloned())
@@ -381,8 +416,8 @@ async fn signed_in(
     link: Option<&str>,
     now: DateTime<Utc>,
 ) -> ServiceResult<Session> {
-    let roles = roles_for(state, (config, org), groups).await?;
-    let (family, refresh) = accounts::new_family(state, account, Some(&org.id), now)?;
+    let roles = roles_for(&state.infra.store, (config, org), groups).await?;
+    let (family, refresh) = accounts::new_family(&state.config, account, Some(&org.id), now)?;
     let login = accounts::user_event(
         "user.login",
         (&account.user_id, Some(&account.email)),
@@ -391,7 +426,7 @@ async fn signed_in(
                "linked": link.is_some()}),
         "success",
     );
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.lock_organization(&org.id).await?;
         if let Some(link) = link {
             tx.use_pending_link(link, now)
@@ -441,7 +476,7 @@ async fn signed_in(
         tx.enqueue_audit(&events).await?;
         Ok(())
     })?;
-    state.store.facts_changed();
+    state.infra.store.facts_changed();
     let (access, expires_in) =
         accounts::tokens_for(state, account, &family.id, Some(&org.id), now).await?;
     Ok(Session {
@@ -460,7 +495,7 @@ async fn provision(
     (identity, verified): (&IdentityRow, &Verified),
     now: DateTime<Utc>,
 ) -> ServiceResult<Session> {
-    let roles = roles_for(state, (config, org), &verified.groups).await?;
+    let roles = roles_for(&state.infra.store, (config, org), &verified.groups).await?;
     let identity = IdentityRow {
         user_id: user_id.to_owned(),
         ..identity.clone()
@@ -491,7 +526,7 @@ async fn provision(
             json!({"via": "sso", "idpId": config.id, "role": roles.role}),
         ),
     ];
-    unit_of_work!(&state.store, |tx| {
+    unit_of_work!(&state.infra.store, |tx| {
         tx.lock_organization(&org.id).await?;
         tx.insert_provisioned_account(
             ProvisionedAccount {
@@ -512,8 +547,9 @@ async fn provision(
         tx.enqueue_audit(&events).await?;
         Ok(())
     })?;
-    state.store.facts_changed();
+    state.infra.store.facts_changed();
     let account = state
+        .infra
         .store
         .account(user_id)
         .await?
@@ -538,11 +574,18 @@ pub async fn link(
     now: DateTime<Utc>,
 ) -> ServiceResult<Session> {
     let hash = token_hash(link_token.trim());
-    let pending = state.store.pending_link(&hash, now).await?;
+    let pending = state.infra.store.pending_link(&hash, now).await?;
     let Some(pending) = pending else {
-        return Err(refuse(state, Refusal::StateInvalid, (None, client), None).await);
+        return Err(refuse(
+            &state.infra.store,
+            Refusal::StateInvalid,
+            (None, client),
+            None,
+        )
+        .await);
     };
     let account = state
+        .infra
         .store
         .account(&pending.identity.user_id)
         .await?
@@ -551,7 +594,7 @@ pub async fn link(
         "account:{}",
         account.as_ref().map_or("", |a| a.email.as_str())
     );
-    accounts::throttle(state, &[key.as_str()], now).await?;
+    accounts::throttle(&state.infra.store, &[key.as_str()], now).await?;
     let matched = accounts::password_matches(state, account.as_ref(), password).await?;
     let Some(account) = account.filter(|_| matched) else {
         let event = accounts::user_event(
@@ -561,11 +604,12 @@ pub async fn link(
             json!({"method": "sso-link", "reason": "invalid credentials"}),
             "failure",
         );
-        accounts::record_failure(state, event).await?;
+        accounts::record_failure(&state.infra.store, event).await?;
         return Err(accounts::SignInRefusal::InvalidCredentials.into());
     };
-    accounts::refund(state, &[key.as_str()]).await?;
+    accounts::refund(&state.infra.store, &[key.as_str()]).await?;
     let config = state
+        .infra
         .store
         .idp_config(&pending.identity.config_id)
         .await?
@@ -573,6 +617,7 @@ pub async fn link(
             "identity-provider configuration".into(),
         ))?;
     let org = state
+        .infra
         .store
         .organization(&config.org_id)
         .await?

@@ -2,6 +2,7 @@
 //! delivery worker's `deliver` and the test action.
 
 use super::*;
+use crate::config::Config;
 
 fn subject(payload: &Value) -> String {
     let text = |k: &str| {
@@ -54,14 +55,14 @@ fn outcome_of(status: u16) -> Outcome {
 }
 
 async fn post(
-    state: &AppState,
+    config: &Config,
     url: &str,
     check_address: bool,
     headers: &[(&str, String)],
     body: Vec<u8>,
 ) -> Outcome {
     let (parsed, address) = if check_address {
-        match resolve_webhook(url, state.config.notifications.allow_private).await {
+        match resolve_webhook(url, config.notifications.allow_private).await {
             Ok(resolved) => (resolved.0, Some(resolved.1)),
             Err(why) => return Outcome::Refused(why),
         }
@@ -78,7 +79,7 @@ async fn post(
     if let Some(address) = address {
         builder = builder.resolve(parsed.host_str().unwrap_or_default(), address);
     }
-    if let Some(proxy) = &state.config.notifications.webhook_proxy {
+    if let Some(proxy) = &config.notifications.webhook_proxy {
         match reqwest::Proxy::all(proxy) {
             Ok(p) => builder = builder.proxy(p),
             Err(e) => return Outcome::Refused(format!("WEBHOOK_PROXY_URL: {e}")),
@@ -130,7 +131,7 @@ async fn send(
                 serde_json::to_string_pretty(payload).unwrap_or_default()
             );
             send_mail(
-                state,
+                &state.config,
                 url.expose(),
                 &message_id,
                 &recipients,
@@ -143,7 +144,7 @@ async fn send(
                 return Ok(Outcome::Refused("the destination has no URL".to_owned()));
             };
             let body = json!({"text": subject}).to_string().into_bytes();
-            post(state, url, true, &[], body).await
+            post(&state.config, url, true, &[], body).await
         }
         DestinationKind::Webhook => {
             let (Some(url), Some(signing)) = (&secret.url, &secret.signing_secret) else {
@@ -169,7 +170,7 @@ async fn send(
                 ("webhook-timestamp", timestamp.to_string()),
                 ("webhook-signature", signature),
             ];
-            post(state, url, true, &headers, body).await
+            post(&state.config, url, true, &headers, body).await
         }
         DestinationKind::Pagerduty => {
             let Some(key) = &secret.routing_key else {
@@ -201,7 +202,7 @@ async fn send(
                 })
             };
             post(
-                state,
+                &state.config,
                 &state.config.alerts.pagerduty_url,
                 false,
                 &[],
@@ -219,7 +220,12 @@ pub async fn deliver(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResu
         .channel
         .strip_prefix(ALERT_CHANNEL)
         .unwrap_or_default();
-    let Some(row) = state.store.alert_destination(&claimed.org_id, id).await? else {
+    let Some(row) = state
+        .infra
+        .store
+        .alert_destination(&claimed.org_id, id)
+        .await?
+    else {
         return Ok(Outcome::Refused("the destination was deleted".to_owned()));
     };
     let secret = match open_secret(state, &row).await {
@@ -300,7 +306,7 @@ pub async fn test(
     let minute = now.format("%Y-%m-%dT%H:%M").to_string();
     let (row, secret, saved) = match target {
         Ok(id) => {
-            let row = destination_row(state, org, id).await?;
+            let row = destination_row(&state.infra.store, org, id).await?;
             let secret = open_secret(state, &row).await?;
             (row, secret, true)
         }
@@ -321,6 +327,7 @@ pub async fn test(
         }
     };
     if state
+        .infra
         .store
         .count_alert_test(&org.id, &minute, limit)
         .await?
@@ -414,7 +421,7 @@ pub async fn test(
             "results": targets.iter().map(|t| json!({"status": t.status, "httpStatus": t.http_status})).collect::<Vec<_>>(),
         }),
     );
-    state.store.record_events(&[event]).await?;
+    state.infra.store.record_events(&[event]).await?;
     Ok(TestResult {
         destination_id: saved.then(|| row.id.clone()),
         targets,
