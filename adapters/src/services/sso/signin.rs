@@ -185,26 +185,15 @@ pub async fn finish(
     return_to: ReturnTo,
     now: DateTime<Utc>,
 ) -> ServiceResult<Finished> {
+    let store = &state.infra.store;
     let Some(sent_state) = callback.state.as_deref().filter(|s| s.len() <= 512) else {
-        return Err(refuse(
-            &state.infra.store,
-            Refusal::StateInvalid,
-            (None, client),
-            None,
-        )
-        .await);
+        return Err(refuse(store, Refusal::StateInvalid, (None, client), None).await);
     };
-    let attempt = unit_of_work!(&state.infra.store, |tx| {
+    let attempt = unit_of_work!(store, |tx| {
         Ok(tx.use_attempt(&token_hash(sent_state), now).await?)
     })?;
     let Some(attempt) = attempt else {
-        return Err(refuse(
-            &state.infra.store,
-            Refusal::StateInvalid,
-            (None, client),
-            None,
-        )
-        .await);
+        return Err(refuse(store, Refusal::StateInvalid, (None, client), None).await);
     };
     let bound = browser.is_some_and(|b| {
         bool::from(subtle::ConstantTimeEq::ct_eq(
@@ -213,13 +202,7 @@ pub async fn finish(
         ))
     });
     if !bound || attempt.return_to != return_to.as_str() {
-        return Err(refuse(
-            &state.infra.store,
-            Refusal::StateInvalid,
-            (None, client),
-            None,
-        )
-        .await);
+        return Err(refuse(store, Refusal::StateInvalid, (None, client), None).await);
     }
     let config = state.infra.store.idp_config(&attempt.config_id).await?;
     let org = match &config {
@@ -227,27 +210,21 @@ pub async fn finish(
         None => None,
     };
     let (Some(config), Some(org)) = (config, org) else {
-        return Err(refuse(
-            &state.infra.store,
-            Refusal::ConfigurationDisabled,
-            (None, client),
-            None,
-        )
-        .await);
+        return Err(refuse(store, Refusal::ConfigurationDisabled, (None, client), None).await);
     };
     let at = (Some(org.id.as_str()), client);
     if !config.enabled || !sso_active(state, &org).await? {
-        return Err(refuse(&state.infra.store, Refusal::ConfigurationDisabled, at, None).await);
+        return Err(refuse(store, Refusal::ConfigurationDisabled, at, None).await);
     }
     if callback.error.is_some() {
-        return Err(refuse(&state.infra.store, Refusal::ProviderError, at, None).await);
+        return Err(refuse(store, Refusal::ProviderError, at, None).await);
     }
     let Some(code) = callback
         .code
         .as_deref()
         .filter(|c| !c.is_empty() && c.len() <= 4096)
     else {
-        return Err(refuse(&state.infra.store, Refusal::ProviderError, at, None).await);
+        return Err(refuse(store, Refusal::ProviderError, at, None).await);
     };
     let secret = crate::services::keys::open(
         state,
@@ -275,7 +252,7 @@ pub async fn finish(
         .await
     {
         Ok(verified) => verified,
-        Err(refusal) => return Err(refuse(&state.infra.store, refusal, at, None).await),
+        Err(refusal) => return Err(refuse(store, refusal, at, None).await),
     };
     let identity = IdentityRow {
         config_id: config.id.clone(),
@@ -296,7 +273,7 @@ pub async fn finish(
             .await?
             .filter(|a| a.deleted_at.is_none());
         let Some(account) = account else {
-            return Err(refuse(&state.infra.store, Refusal::ProvisioningOff, at, None).await);
+            return Err(refuse(store, Refusal::ProvisioningOff, at, None).await);
         };
         let identity = IdentityRow {
             user_id,
@@ -349,7 +326,7 @@ pub async fn finish(
                 },
                 groups: verified.groups.clone(),
             };
-            unit_of_work!(&state.infra.store, |tx| {
+            unit_of_work!(store, |tx| {
                 tx.insert_pending_link(
                     &token_hash(&token),
                     &link,
@@ -361,7 +338,7 @@ pub async fn finish(
                 .await?;
                 Ok(())
             })?;
-            Err(refuse(&state.infra.store, Refusal::LinkRequired, at, Some(token)).await)
+            Err(refuse(store, Refusal::LinkRequired, at, Some(token)).await)
         }
         (FirstSignIn::Provision, None, Some(email)) => {
             let user_id = crate::new_id();
@@ -375,10 +352,8 @@ pub async fn finish(
             .await?;
             Ok(Finished { session, return_to })
         }
-        (FirstSignIn::Refused(refusal), _, _) => {
-            Err(refuse(&state.infra.store, refusal, at, None).await)
-        }
-        _ => Err(refuse(&state.infra.store, Refusal::EmailNotVerified, at, None).await),
+        (FirstSignIn::Refused(refusal), _, _) => Err(refuse(store, refusal, at, None).await),
+        _ => Err(refuse(store, Refusal::EmailNotVerified, at, None).await),
     }
 }
 
