@@ -74,6 +74,9 @@ pub struct Config {
     pub database_url: Secret,
     /// Whether `DATABASE_URL` was left unset.
     pub database_is_default: bool,
+    /// `DATABASE_DIRECT_URL`: when `DATABASE_URL` names a pooler in transaction
+    /// mode, the database itself, for what needs a session (migrations, LISTEN).
+    pub database_direct_url: Option<Secret>,
     /// The standby the reports read.
     pub reporting: ReportingSettings,
     /// Token settings.
@@ -220,6 +223,15 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
 }
 
 impl Config {
+    /// The URL of a session of the database itself: `DATABASE_DIRECT_URL` behind a
+    /// pooler, else `DATABASE_URL`.
+    pub fn session_database_url(&self) -> &str {
+        self.database_direct_url
+            .as_ref()
+            .unwrap_or(&self.database_url)
+            .expose()
+    }
+
     /// Reads the process environment.
     pub fn from_env() -> Result<Config, Vec<ConfigError>> {
         Config::from_vars(std::env::vars())
@@ -299,6 +311,7 @@ impl Config {
         let builds = builds::build_settings(&mut r);
         let reevaluation = reevaluation::reevaluation_settings(&mut r);
         let reporting = database::reporting_settings(&mut r);
+        let database_direct_url = database::direct_url(&mut r, &database_url);
         let alerts = alerts::alert_settings(&mut r);
         let notifications = notifications::notification_settings(&mut r);
         let signin = signin::signin_settings(&mut r, http.port, notifications.smtp_url.is_some());
@@ -314,6 +327,7 @@ impl Config {
         Ok(Config {
             database_url: Secret::new(database_url),
             database_is_default,
+            database_direct_url,
             reporting,
             jwt,
             bootstrap,

@@ -80,9 +80,7 @@ async fn provision(config: Config, development: bool) -> Result<ExitCode, ExitCo
             2,
         ));
     }
-    let store = Store::connect(config.database_url.expose())
-        .await
-        .map_err(|e| fail(e, 1))?;
+    let store = connect_primary(&config).await.map_err(|e| fail(e, 1))?;
     store.migrate().await.map_err(|e| fail(e, 1))?;
     let state = AppState::new(config, store, std::sync::Arc::default());
     match adapters::services::accounts::provision(
@@ -119,6 +117,14 @@ async fn provision(config: Config, development: bool) -> Result<ExitCode, ExitCo
     }
 }
 
+/// The store of `DATABASE_URL`: through a pooler when `DATABASE_DIRECT_URL` is set.
+async fn connect_primary(config: &Config) -> Result<Store, adapters::storage::StoreError> {
+    match &config.database_direct_url {
+        Some(direct) => Store::connect_pooled(config.database_url.expose(), direct.expose()).await,
+        None => Store::connect(config.database_url.expose()).await,
+    }
+}
+
 fn config() -> Result<Config, ExitCode> {
     Config::from_env().map_err(|errors| {
         for e in &errors {
@@ -144,9 +150,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
         Verb::Migrate => {
             let config = config()?;
             runtime()?.block_on(async {
-                let store = Store::connect(config.database_url.expose())
-                    .await
-                    .map_err(|e| fail(e, 1))?;
+                let store = connect_primary(&config).await.map_err(|e| fail(e, 1))?;
                 store.migrate().await.map_err(|e| fail(e, 1))?;
                 print_out(&format!(
                     "migrations applied to {}",
@@ -225,7 +229,7 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             runtime()?.block_on(async {
                 use std::io::Write;
                 // Export reads what exists: it never creates (nor migrates) a database.
-                let store = Store::open_existing(config.database_url.expose())
+                let store = Store::open_existing(config.session_database_url())
                     .await
                     .map_err(|e| {
                         fail(
@@ -524,9 +528,7 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     if config.database_is_default {
         tracing::warn!("DATABASE_URL is unset: using the embedded SQLite file compliance.db in the working directory");
     }
-    let store = Store::connect(config.database_url.expose())
-        .await
-        .map_err(|e| fail(e, 1))?;
+    let store = connect_primary(&config).await.map_err(|e| fail(e, 1))?;
     store.migrate().await.map_err(|e| fail(e, 1))?;
     let port = config.http.port;
     let counters = std::sync::Arc::new(adapters::audit::AuditCounters::default());

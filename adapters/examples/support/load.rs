@@ -57,12 +57,28 @@ pub async fn serve(vars: &[(&str, &str)]) -> Result<LoadServer, String> {
         ("JWT_SECRET".to_owned(), SECRET.to_owned()),
         ("DATABASE_URL".to_owned(), url.clone()),
     ];
+    // Behind a pooler in transaction mode: DATABASE_DIRECT_URL names the database.
+    let direct = std::env::var("DATABASE_DIRECT_URL")
+        .ok()
+        .filter(|direct| !direct.is_empty());
+    if let Some(direct) = &direct {
+        all.push(("DATABASE_DIRECT_URL".to_owned(), direct.clone()));
+    }
     all.extend(vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
     let config = Config::from_vars(all).map_err(|e| format!("{e:?}"))?;
-    let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
+    let store = match &direct {
+        Some(direct) => Store::connect_pooled(&url, direct).await,
+        None => Store::connect(&url).await,
+    }
+    .map_err(|e| e.to_string())?;
     store.migrate().await.map_err(|e| e.to_string())?;
     if store.dialect() == adapters::storage::Dialect::Postgres {
-        let _ = WAL_STORE.set(store.clone());
+        // The WAL position is read on a session of the database itself.
+        let wal = match &direct {
+            Some(direct) => Store::connect(direct).await.map_err(|e| e.to_string())?,
+            None => store.clone(),
+        };
+        let _ = WAL_STORE.set(wal);
     }
     let state = AppState::new(
         config,

@@ -1,4 +1,5 @@
-//! The databases beside `DATABASE_URL`: a streaming standby the reports read.
+//! The databases beside `DATABASE_URL`: the database itself behind a pooler, and a
+//! streaming standby the reports read.
 
 use std::time::Duration;
 
@@ -13,6 +14,34 @@ pub struct ReportingSettings {
     /// `REPORTING_MAX_LAG_SECONDS` (30): how far behind the primary the standby may
     /// be; a report that would read older data reads the primary (and says so).
     pub max_lag: Duration,
+}
+
+/// `DATABASE_DIRECT_URL`: the database itself when `database_url` names a pooler in
+/// transaction mode (one host each, PostgreSQL only).
+pub(super) fn direct_url(r: &mut Reader<'_>, database_url: &str) -> Option<Secret> {
+    let url = r
+        .raw("DATABASE_DIRECT_URL")
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .map(str::to_owned)?;
+    let postgres = |url: &str| url.starts_with("postgres://") || url.starts_with("postgresql://");
+    if !postgres(&url) || !postgres(database_url) {
+        r.fail(
+            "DATABASE_DIRECT_URL",
+            "expected a postgres:// URL, beside a DATABASE_URL naming a pooler in front of PostgreSQL".to_owned(),
+        );
+    } else if url.contains(',')
+        || database_url
+            .split('?')
+            .next()
+            .is_some_and(|u| u.contains(','))
+    {
+        r.fail(
+            "DATABASE_DIRECT_URL",
+            "with a pooler, DATABASE_URL and DATABASE_DIRECT_URL name one host each".to_owned(),
+        );
+    }
+    Some(Secret::new(url))
 }
 
 /// Reads the section.

@@ -210,13 +210,14 @@ impl Store {
         for b in binds {
             query = query.bind((*b).to_owned());
         }
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.connection().await?;
         let rows = query.fetch_all(&mut *conn).await?;
         let ids: Vec<String> = rows
             .iter()
             .map(|r| r.try_get::<String, _>("id"))
             .collect::<Result<_, _>>()?;
         let links = destinations_of(&mut conn, self, &ids).await?;
+        conn.finish().await?;
         rows.iter()
             .map(|r| {
                 let id: String = r.try_get("id")?;

@@ -150,7 +150,7 @@ impl Store {
         (size, sha256): (u64, &str),
         (now, expires_at): (DateTime<Utc>, DateTime<Utc>),
     ) -> StoreResult<bool> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query(&self.sql("DELETE FROM org_export_chunks WHERE export_id = $1"))
             .bind(id)
             .execute(&mut *tx)

@@ -24,6 +24,13 @@ impl Store {
     /// lock: one process migrates at a time, through a pooler in transaction mode too.
     /// Another process waits for the lease, then finds nothing left to apply.
     pub async fn migrate(&self) -> StoreResult<()> {
+        // Behind a pooler, on a session of the database itself.
+        if let Some(direct) = &self.direct {
+            let store = Box::pin(Store::connect(direct)).await?;
+            let migrated = Box::pin(store.migrate()).await;
+            store.close().await;
+            return migrated;
+        }
         let source = match self.dialect {
             Dialect::Postgres => &POSTGRES_MIGRATIONS,
             Dialect::Sqlite => &SQLITE_MIGRATIONS,

@@ -39,9 +39,11 @@ mod pipelines;
 mod places;
 mod plugins;
 mod policies;
+mod pooler;
 mod posture;
 mod preferences;
 pub mod primary;
+pub use pooler::Statements;
 mod quota;
 mod reevaluation;
 mod reports;
@@ -250,6 +252,9 @@ pub struct Store {
     facts: Arc<AtomicU64>,
     /// The hosts, when `DATABASE_URL` names several (the pool follows the primary).
     primary: Option<Arc<primary::Primary>>,
+    /// `DATABASE_DIRECT_URL`, when the pool's connections go through a pooler in
+    /// transaction mode (`pooler`): sessions of their own connect there.
+    direct: Option<Arc<str>>,
 }
 
 /// The kept facts changed (organizations, memberships, Roles, the super-admin flag,
@@ -289,7 +294,33 @@ impl Store {
     /// Connects to `url` (`postgres://...` or `sqlite://...`; a SQLite file is created
     /// if missing).
     pub async fn connect(url: &str) -> StoreResult<Store> {
-        Store::open(url, Role::Primary).await
+        Store::open(url, Role::Primary, None).await
+    }
+
+    /// Connects to the primary through a pooler in transaction mode at `url`
+    /// (pgbouncer's `pool_mode = transaction`), `direct` naming the database itself
+    /// for what needs a session of its own (LISTEN): every statement then runs in a
+    /// transaction, no prepared statement is kept between transactions (see
+    /// `storage::pooler`). Both name one host.
+    pub async fn connect_pooled(url: &str, direct: &str) -> StoreResult<Store> {
+        if url.starts_with("sqlite:") || direct.starts_with("sqlite:") {
+            return Err(StoreError::Other(
+                "a pooler stands in front of PostgreSQL only".to_owned(),
+            ));
+        }
+        for named in [url, direct] {
+            if primary::split_hosts(named)
+                .map_err(StoreError::Other)?
+                .len()
+                > 1
+            {
+                return Err(StoreError::Other(
+                    "with a pooler, DATABASE_URL and DATABASE_DIRECT_URL name one host each"
+                        .to_owned(),
+                ));
+            }
+        }
+        Store::open(&pooler::pooled_url(url), Role::Primary, Some(direct)).await
     }
 
     /// Connects to a streaming standby that the reports read: its sessions are
@@ -298,10 +329,10 @@ impl Store {
     /// replay cancels none of them and none holds replay back. With several hosts,
     /// the first.
     pub async fn connect_standby(url: &str) -> StoreResult<Store> {
-        Store::open(url, Role::Standby).await
+        Store::open(url, Role::Standby, None).await
     }
 
-    async fn open(url: &str, role: Role) -> StoreResult<Store> {
+    async fn open(url: &str, role: Role, direct: Option<&str>) -> StoreResult<Store> {
         sqlx::any::install_default_drivers();
         let dialect = if url.starts_with("sqlite:") {
             Dialect::Sqlite
@@ -384,6 +415,7 @@ impl Store {
             dialect,
             facts: Arc::new(AtomicU64::new(0)),
             primary,
+            direct: direct.map(Arc::from),
         })
     }
 
@@ -464,9 +496,12 @@ impl Store {
         self.primary.as_ref().map(|primary| primary.moves())
     }
 
-    /// The URL a session of its own (LISTEN) connects to: the primary's host, or
-    /// `url` itself with one host.
+    /// The URL a session of its own (LISTEN) connects to: `DATABASE_DIRECT_URL`
+    /// behind a pooler, the primary's host, or `url` itself with one host.
     pub fn session_url(&self, url: &str) -> String {
+        if let Some(direct) = &self.direct {
+            return direct.to_string();
+        }
         match &self.primary {
             Some(primary) => primary.current_url().to_owned(),
             None => primary::split_hosts(url)
@@ -478,7 +513,7 @@ impl Store {
 
     /// Whether the database answers.
     pub async fn ping(&self) -> StoreResult<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1").execute(self.pool()).await?;
         Ok(())
     }
 
@@ -495,8 +530,29 @@ impl Store {
         }
     }
 
-    pub(crate) fn pool(&self) -> &AnyPool {
-        &self.pool
+    /// The executor of single statements (each in a transaction of its own behind
+    /// a pooler).
+    pub(crate) fn pool(&self) -> pooler::Statements<'_> {
+        pooler::Statements {
+            pool: &self.pool,
+            pooled: self.direct.is_some(),
+        }
+    }
+
+    /// A connection for several statements that are not one unit of work (see
+    /// [`pooler::Connection`]): its [`pooler::Connection::finish`] ends it.
+    pub(crate) async fn connection(&self) -> StoreResult<pooler::Connection> {
+        Ok(pooler::Connection::take(&self.pool, self.direct.is_some()).await?)
+    }
+
+    /// Begins a transaction (see [`pooler::begin`]).
+    pub(crate) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, sqlx::Any>> {
+        Ok(pooler::begin(&self.pool, self.direct.is_some()).await?)
+    }
+
+    /// Whether the pool's connections go through a pooler in transaction mode.
+    pub fn pooled(&self) -> bool {
+        self.direct.is_some()
     }
 
     /// Closes the pool.
@@ -578,6 +634,12 @@ pub fn pool_for_tests(store: &Store) -> &AnyPool {
     &store.pool
 }
 
+/// The executor the storage runs single statements on (behind a pooler, each in a
+/// transaction of its own), for tests.
+pub fn statements_for_tests(store: &Store) -> pooler::Statements<'_> {
+    store.pool()
+}
+
 impl Store {
     /// The organization's entities of `target` whose ids are among `ids` (those that
     /// exist, in no particular order) as a judge reads them, 500 ids a query: a batch
@@ -600,7 +662,7 @@ impl Store {
             for id in chunk {
                 query = query.bind((*id).to_owned());
             }
-            for row in query.fetch_all(&self.pool).await? {
+            for row in query.fetch_all(self.pool()).await? {
                 found.push(subjects::subject_from_row(target, &row)?);
             }
         }
@@ -633,7 +695,7 @@ impl Store {
         let rows = query
             .bind(i64::from(limit))
             .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool())
             .await?;
         let count_sql = self.sql(&format!(
             "SELECT COUNT(*) AS n FROM {from} WHERE {condition}"
@@ -642,7 +704,7 @@ impl Store {
         for value in binds {
             count = count.bind(value.clone());
         }
-        let total = count.fetch_one(&self.pool).await?.try_get::<i64, _>("n")?;
+        let total = count.fetch_one(self.pool()).await?.try_get::<i64, _>("n")?;
         Ok((rows, total.unsigned_abs()))
     }
 }

@@ -310,8 +310,10 @@ impl Transaction<'_> {
 impl Store {
     /// One pipeline of an organization.
     pub async fn pipeline(&self, org_id: &str, id: &str) -> StoreResult<Option<PipelineRecord>> {
-        let mut conn = self.pool().acquire().await?;
-        self.pipeline_in(&mut conn, org_id, id).await
+        let mut conn = self.connection().await?;
+        let pipeline = self.pipeline_in(&mut conn, org_id, id).await?;
+        conn.finish().await?;
+        Ok(pipeline)
     }
 
     /// [`Store::pipeline`] on a connection (inside a transaction: what it wrote).

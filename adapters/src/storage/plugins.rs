@@ -144,8 +144,10 @@ fn flag(value: Option<bool>) -> Option<String> {
 impl Store {
     /// One plugin of an organization.
     pub async fn plugin(&self, org_id: &str, id: &str) -> StoreResult<Option<PluginRecord>> {
-        let mut conn = self.pool().acquire().await?;
-        self.plugin_in(&mut conn, org_id, id).await
+        let mut conn = self.connection().await?;
+        let plugin = self.plugin_in(&mut conn, org_id, id).await?;
+        conn.finish().await?;
+        Ok(plugin)
     }
 
     /// [`Store::plugin`] on a connection (inside a transaction: what it wrote).

@@ -338,9 +338,10 @@ impl Store {
         (org_id, target): (&str, &str),
         rows: &[Kept<'_>],
     ) -> StoreResult<()> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.connection().await?;
         self.keep_judgements(&mut conn, (org_id, target), JudgementSource::Check, rows)
-            .await
+            .await?;
+        conn.finish().await
     }
 }
 

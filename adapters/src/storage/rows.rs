@@ -210,7 +210,7 @@ impl Inserts {
                 return Ok(());
             }
         }
-        let mut tx = store.pool().begin().await?;
+        let mut tx = store.begin().await?;
         for (head, tail, rows) in self.parts {
             rows.insert(store, &mut tx, head, tail).await?;
         }

@@ -79,7 +79,7 @@ impl Store {
     pub async fn transaction(&self) -> StoreResult<Transaction<'_>> {
         Ok(Transaction {
             store: self,
-            tx: self.pool.begin().await?,
+            tx: self.begin().await?,
             abandoned: false,
         })
     }

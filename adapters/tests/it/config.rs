@@ -149,6 +149,10 @@ fn secrets_never_print() {
             "REPORTING_DATABASE_URL",
             "postgres://reader:standby-password-42@standby/db",
         ),
+        (
+            "DATABASE_DIRECT_URL",
+            "postgres://app:direct-password-42@db:5432/compliance",
+        ),
         ("SMTP_URL", "smtp://mailer:smtp-password-42@127.0.0.1:2525"),
         ("PLATFORM_IDENTIFIER", "provisioner"),
         ("PLATFORM_PASSWORD", "platform-password-42"),
@@ -178,4 +182,38 @@ fn secrets_never_print() {
     assert!(c.registry.is_some());
     assert_eq!(c.ai.providers.len(), 2);
     assert!(c.reporting.url.is_some());
+    assert!(c.database_direct_url.is_some());
+}
+
+/// `DATABASE_DIRECT_URL` (the database behind a pooler) stands beside a PostgreSQL
+/// `DATABASE_URL`, each naming one host; a session's URL is then the direct one.
+#[test]
+fn a_pooler_is_one_host_in_front_of_postgresql() {
+    let pooled = "postgres://app@pooler:6432/compliance";
+    let direct = "postgres://app@db:5432/compliance";
+    let c = Config::from_vars(vars(&[
+        ("DATABASE_URL", pooled),
+        ("DATABASE_DIRECT_URL", direct),
+    ]))
+    .unwrap();
+    assert_eq!(c.database_url.expose(), pooled);
+    assert_eq!(c.session_database_url(), direct);
+    let c = Config::from_vars(vars(&[("DATABASE_URL", pooled)])).unwrap();
+    assert!(c.database_direct_url.is_none());
+    assert_eq!(c.session_database_url(), pooled);
+    for (database, direct) in [
+        ("sqlite://compliance.db", "postgres://app@db/compliance"),
+        (pooled, "sqlite://compliance.db"),
+        (pooled, "mysql://app@db/compliance"),
+        ("postgres://app@p1:6432,p2:6432/compliance", direct),
+        (pooled, "postgres://app@db1:5432,db2:5432/compliance"),
+    ] {
+        let errors = Config::from_vars(vars(&[
+            ("DATABASE_URL", database),
+            ("DATABASE_DIRECT_URL", direct),
+        ]))
+        .unwrap_err();
+        let named: Vec<&str> = errors.iter().map(|e| e.variable.as_str()).collect();
+        assert_eq!(named, ["DATABASE_DIRECT_URL"], "{database} {direct}");
+    }
 }

@@ -590,3 +590,94 @@ async fn a_dump_of_a_running_server_restores_to_the_same_answers_and_chains() {
     restored_app.finish().await;
     app.finish().await;
 }
+
+/// Behind a pooler in transaction mode (`DATABASE_URL` at the pooler,
+/// `DATABASE_DIRECT_URL` at the database): every statement runs in a transaction
+/// begun before it and committed before it answers, and no prepared statement
+/// outlives its transaction. Here the "pooler" is the database itself (the client's
+/// side is the same); `scripts/test-ha pooler` runs the API through pgbouncer.
+#[tokio::test]
+async fn behind_a_pooler_each_statement_is_a_committed_transaction_keeping_no_statement() {
+    let Some((url, _admin_url, _name)) = fresh_postgres().await else {
+        return;
+    };
+    let pooled = Store::connect_pooled(&url, &url).await.unwrap();
+    let direct = Store::connect(&url).await.unwrap();
+    assert!(pooled.pooled() && !direct.pooled());
+    // Sessions of their own (LISTEN) connect to the database itself.
+    assert_eq!(pooled.session_url("postgres://elsewhere/db"), url);
+    pooled.migrate().await.unwrap();
+    use adapters::storage::statements_for_tests as statements;
+
+    // The statement runs inside a transaction block (a savepoint needs one); without
+    // a pooler a statement is its own implicit transaction.
+    sqlx::query("SAVEPOINT inside")
+        .execute(statements(&pooled))
+        .await
+        .unwrap();
+    let outside = sqlx::query("SAVEPOINT inside")
+        .execute(statements(&direct))
+        .await
+        .unwrap_err();
+    assert!(
+        outside.to_string().contains("transaction block"),
+        "{outside}"
+    );
+
+    // A write is committed when it answers: another session sees it at once.
+    sqlx::query("CREATE TABLE pooled_writes (n BIGINT)")
+        .execute(statements(&pooled))
+        .await
+        .unwrap();
+    for n in 1..=20_i64 {
+        sqlx::query("INSERT INTO pooled_writes (n) VALUES ($1)")
+            .bind(n)
+            .execute(statements(&pooled))
+            .await
+            .unwrap();
+        let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pooled_writes")
+            .fetch_one(adapters::storage::pool_for_tests(&direct))
+            .await
+            .unwrap();
+        assert_eq!(seen, n);
+    }
+    // Rows come whole; a failed statement rolls back alone and the pool goes on.
+    let rows: Vec<i64> = sqlx::query_scalar("SELECT n FROM pooled_writes WHERE n <= $1 ORDER BY n")
+        .bind(3_i64)
+        .fetch_all(statements(&pooled))
+        .await
+        .unwrap();
+    assert_eq!(rows, [1, 2, 3]);
+    let refused = sqlx::query("INSERT INTO pooled_writes (n) VALUES ($1::text::bigint)")
+        .bind("not a number")
+        .execute(statements(&pooled))
+        .await;
+    assert!(refused.is_err());
+    // No prepared statement outlives its transaction: each begins by dropping those
+    // an earlier client left on the server's connection, so only this one is there
+    // (without a pooler sqlx keeps each statement it prepared).
+    for distinct in 0..10 {
+        sqlx::query(&format!("SELECT {distinct} AS n"))
+            .execute(statements(&pooled))
+            .await
+            .unwrap();
+        sqlx::query(&format!("SELECT {distinct} AS n"))
+            .execute(statements(&direct))
+            .await
+            .unwrap();
+    }
+    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_prepared_statements")
+        .fetch_one(statements(&pooled))
+        .await
+        .unwrap();
+    assert_eq!(kept, 1);
+    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_prepared_statements")
+        .fetch_one(statements(&direct))
+        .await
+        .unwrap();
+    assert!(kept > 1, "{kept}");
+    // The store's own reads and units of work run the same way.
+    pooled.ping().await.unwrap();
+    pooled.close().await;
+    direct.close().await;
+}
