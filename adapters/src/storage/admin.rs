@@ -26,6 +26,21 @@ pub enum AccountState {
 }
 
 impl AccountState {
+    /// Every state, in the order the API names them.
+    pub const ALL: [AccountState; 4] = [
+        AccountState::Active,
+        AccountState::Unverified,
+        AccountState::Disabled,
+        AccountState::Deleted,
+    ];
+
+    /// The state named `name` on the wire.
+    pub fn named(name: &str) -> Option<AccountState> {
+        AccountState::ALL
+            .into_iter()
+            .find(|state| state.name() == name)
+    }
+
     /// The state's name on the wire.
     pub fn name(self) -> &'static str {
         match self {
@@ -443,10 +458,21 @@ impl super::Transaction<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::contains_pattern;
+    use super::{contains_pattern, AccountState};
 
     #[test]
     fn a_search_takes_wildcards_literally() {
         assert_eq!(contains_pattern("a_b%c\\"), "%a\\_b\\%c\\\\%");
+    }
+
+    #[test]
+    fn every_state_is_read_back_by_its_wire_name() {
+        for state in AccountState::ALL {
+            assert_eq!(AccountState::named(state.name()), Some(state));
+            assert_eq!(serde_json::to_value(state).unwrap(), state.name());
+        }
+        for unknown in ["Active", "", "ghost", "active "] {
+            assert_eq!(AccountState::named(unknown), None, "{unknown}");
+        }
     }
 }

@@ -62,16 +62,10 @@ pub fn state_of(account: &AccountRecord) -> AccountState {
 
 /// A state named on the wire.
 fn parse_state(name: &str) -> ServiceResult<AccountState> {
-    match name {
-        "active" => Ok(AccountState::Active),
-        "unverified" => Ok(AccountState::Unverified),
-        "disabled" => Ok(AccountState::Disabled),
-        "deleted" => Ok(AccountState::Deleted),
-        _ => Err(ServiceError::invalid(
-            "state",
-            "must be one of active, unverified, disabled, deleted",
-        )),
-    }
+    AccountState::named(name).ok_or_else(|| {
+        let names: Vec<&str> = AccountState::ALL.iter().map(|s| s.name()).collect();
+        ServiceError::invalid("state", format!("must be one of {}", names.join(", ")))
+    })
 }
 
 fn answer(account: AccountRecord, organizations: u64) -> AdminUser {
