@@ -80,7 +80,12 @@ async fn provision(config: Config, development: bool) -> Result<ExitCode, ExitCo
             2,
         ));
     }
-    let store = connect_primary(&config).await.map_err(|e| fail(e, 1))?;
+    let store = Store::connect_primary(
+        config.database_url.expose(),
+        config.database_direct_url.as_ref().map(|d| d.expose()),
+    )
+    .await
+    .map_err(|e| fail(e, 1))?;
     store.migrate().await.map_err(|e| fail(e, 1))?;
     let state = AppState::new(config, store, std::sync::Arc::default());
     match adapters::services::accounts::provision(
@@ -117,14 +122,6 @@ async fn provision(config: Config, development: bool) -> Result<ExitCode, ExitCo
     }
 }
 
-/// The store of `DATABASE_URL`: through a pooler when `DATABASE_DIRECT_URL` is set.
-async fn connect_primary(config: &Config) -> Result<Store, adapters::storage::StoreError> {
-    match &config.database_direct_url {
-        Some(direct) => Store::connect_pooled(config.database_url.expose(), direct.expose()).await,
-        None => Store::connect(config.database_url.expose()).await,
-    }
-}
-
 fn config() -> Result<Config, ExitCode> {
     Config::from_env().map_err(|errors| {
         for e in &errors {
@@ -150,7 +147,12 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
         Verb::Migrate => {
             let config = config()?;
             runtime()?.block_on(async {
-                let store = connect_primary(&config).await.map_err(|e| fail(e, 1))?;
+                let store = Store::connect_primary(
+                    config.database_url.expose(),
+                    config.database_direct_url.as_ref().map(|d| d.expose()),
+                )
+                .await
+                .map_err(|e| fail(e, 1))?;
                 store.migrate().await.map_err(|e| fail(e, 1))?;
                 print_out(&format!(
                     "migrations applied to {}",
@@ -528,7 +530,12 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     if config.database_is_default {
         tracing::warn!("DATABASE_URL is unset: using the embedded SQLite file compliance.db in the working directory");
     }
-    let store = connect_primary(&config).await.map_err(|e| fail(e, 1))?;
+    let store = Store::connect_primary(
+        config.database_url.expose(),
+        config.database_direct_url.as_ref().map(|d| d.expose()),
+    )
+    .await
+    .map_err(|e| fail(e, 1))?;
     store.migrate().await.map_err(|e| fail(e, 1))?;
     let port = config.http.port;
     let counters = std::sync::Arc::new(adapters::audit::AuditCounters::default());

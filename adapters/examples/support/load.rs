@@ -66,11 +66,9 @@ pub async fn serve(vars: &[(&str, &str)]) -> Result<LoadServer, String> {
     }
     all.extend(vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
     let config = Config::from_vars(all).map_err(|e| format!("{e:?}"))?;
-    let store = match &direct {
-        Some(direct) => Store::connect_pooled(&url, direct).await,
-        None => Store::connect(&url).await,
-    }
-    .map_err(|e| e.to_string())?;
+    let store = Store::connect_primary(&url, direct.as_deref())
+        .await
+        .map_err(|e| e.to_string())?;
     store.migrate().await.map_err(|e| e.to_string())?;
     if store.dialect() == adapters::storage::Dialect::Postgres {
         // The WAL position is read on a session of the database itself.

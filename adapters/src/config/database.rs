@@ -30,11 +30,9 @@ pub(super) fn direct_url(r: &mut Reader<'_>, database_url: &str) -> Option<Secre
             "DATABASE_DIRECT_URL",
             "expected a postgres:// URL, beside a DATABASE_URL naming a pooler in front of PostgreSQL".to_owned(),
         );
-    } else if url.contains(',')
-        || database_url
-            .split('?')
-            .next()
-            .is_some_and(|u| u.contains(','))
+    } else if [url.as_str(), database_url]
+        .into_iter()
+        .any(|url| crate::storage::primary::split_hosts(url).is_ok_and(|hosts| hosts.len() > 1))
     {
         r.fail(
             "DATABASE_DIRECT_URL",

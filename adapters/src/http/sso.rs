@@ -353,6 +353,16 @@ async fn create_as(
     Ok(Answer::created(answer(state, view)))
 }
 
+async fn remove_as(
+    state: &AppState,
+    changer: (&Caller, Changer),
+    granted: &Granted,
+    idp_id: String,
+) -> Result<Answer<Deleted>, ApiError> {
+    sso::delete_config(&state.infra.store, changer, &granted.org, &idp_id).await?;
+    Ok(Answer::ok(Deleted::new(idp_id)))
+}
+
 async fn replace_as(
     state: &AppState,
     (caller, changer): (&Caller, Changer),
@@ -419,14 +429,7 @@ pub(crate) async fn remove(
     granted: Granted,
     Path((_, idp_id)): Path<(String, String)>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    sso::delete_config(
-        &state.infra.store,
-        (&caller, Changer::OrgAdmin),
-        &granted.org,
-        &idp_id,
-    )
-    .await?;
-    Ok(Answer::ok(Deleted::new(idp_id)))
+    remove_as(&state, (&caller, Changer::OrgAdmin), &granted, idp_id).await
 }
 
 /// `GET /admin/organizations/{id}/idp`.
@@ -472,14 +475,7 @@ pub(crate) async fn admin_remove(
     granted: Granted,
     Path((_, idp_id)): Path<(String, String)>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    sso::delete_config(
-        &state.infra.store,
-        (&caller, Changer::SuperAdmin),
-        &granted.org,
-        &idp_id,
-    )
-    .await?;
-    Ok(Answer::ok(Deleted::new(idp_id)))
+    remove_as(&state, (&caller, Changer::SuperAdmin), &granted, idp_id).await
 }
 
 /// A claimed domain.

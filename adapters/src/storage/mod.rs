@@ -297,6 +297,15 @@ impl Store {
         Store::open(url, Role::Primary, None).await
     }
 
+    /// Connects to `url`, through a pooler when `direct` names the database itself
+    /// (`DATABASE_DIRECT_URL`, see [`Store::connect_pooled`]).
+    pub async fn connect_primary(url: &str, direct: Option<&str>) -> StoreResult<Store> {
+        match direct {
+            Some(direct) => Store::connect_pooled(url, direct).await,
+            None => Store::connect(url).await,
+        }
+    }
+
     /// Connects to the primary through a pooler in transaction mode at `url`
     /// (pgbouncer's `pool_mode = transaction`), `direct` naming the database itself
     /// for what needs a session of its own (LISTEN): every statement then runs in a

@@ -80,7 +80,7 @@ impl<'s> Executor<'s> for Statements<'s> {
         // The answers are read whole before the commit (a statement's answer is
         // bounded by its query's own LIMIT), then handed on.
         futures_util::stream::once(async move {
-            let mut tx = pool.begin_with(POOLED_BEGIN).await?;
+            let mut tx = begin(&pool, true).await?;
             let answers: Vec<_> = (&mut *tx).fetch_many(query).try_collect().await?;
             tx.commit().await?;
             Ok::<_, sqlx::Error>(futures_util::stream::iter(answers.into_iter().map(Ok)))
@@ -102,7 +102,7 @@ impl<'s> Executor<'s> for Statements<'s> {
         }
         let pool = self.pool.clone();
         Box::pin(async move {
-            let mut tx = pool.begin_with(POOLED_BEGIN).await?;
+            let mut tx = begin(&pool, true).await?;
             let row = (&mut *tx).fetch_optional(query).await?;
             tx.commit().await?;
             Ok(row)
@@ -141,7 +141,7 @@ impl Connection {
     /// Takes a connection of `pool`.
     pub(crate) async fn take(pool: &AnyPool, pooled: bool) -> Result<Connection, sqlx::Error> {
         Ok(if pooled {
-            Connection::Pooled(pool.begin_with(POOLED_BEGIN).await?)
+            Connection::Pooled(begin(pool, true).await?)
         } else {
             Connection::Direct(pool.acquire().await?)
         })
