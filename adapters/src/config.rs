@@ -22,6 +22,7 @@ mod builds;
 mod checkpoints;
 mod compliance;
 mod database;
+pub use database::split_hosts;
 mod http;
 mod jwt;
 mod keys;

@@ -32,7 +32,7 @@ pub(super) fn direct_url(r: &mut Reader<'_>, database_url: &str) -> Option<Secre
         );
     } else if [url.as_str(), database_url]
         .into_iter()
-        .any(|url| crate::storage::primary::split_hosts(url).is_ok_and(|hosts| hosts.len() > 1))
+        .any(|url| split_hosts(url).is_ok_and(|hosts| hosts.len() > 1))
     {
         r.fail(
             "DATABASE_DIRECT_URL",
@@ -65,4 +65,42 @@ pub(super) fn reporting_settings(r: &mut Reader<'_>) -> ReportingSettings {
             "a number of seconds",
         )),
     }
+}
+
+/// The hosts of a PostgreSQL connection URL, each as a URL of its own (a URL without
+/// a host, such as a socket's, is one). A parameter libpq reads and this server
+/// decides itself (`target_session_attrs`: the server always needs the primary) is
+/// removed.
+pub fn split_hosts(url: &str) -> Result<Vec<String>, String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| "the database URL has no scheme".to_owned())?;
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let (user, hosts) = match authority.rfind('@') {
+        Some(at) => authority.split_at(at + 1),
+        None => ("", authority),
+    };
+    let (path, query) = match tail.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (tail, None),
+    };
+    let kept: Vec<&str> = query
+        .into_iter()
+        .flat_map(|query| query.split('&'))
+        .filter(|pair| !pair.is_empty() && !pair.starts_with("target_session_attrs="))
+        .collect();
+    let query = if kept.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", kept.join("&"))
+    };
+    let hosts: Vec<&str> = hosts.split(',').map(str::trim).collect();
+    if hosts.len() > 1 && hosts.iter().any(|host| host.is_empty()) {
+        return Err("the database URL names an empty host".to_owned());
+    }
+    Ok(hosts
+        .into_iter()
+        .map(|host| format!("{scheme}://{user}{host}{path}{query}"))
+        .collect())
 }
