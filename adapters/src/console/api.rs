@@ -367,6 +367,92 @@ pub async fn act<T: DeserializeOwned>(
     )
 }
 
+/// A refusal with the fields it names: `details.problems` (each `field` with its
+/// `message`, as compliance-core reports a rule's problems) or `details.field` with
+/// `details.problem`.
+#[derive(Debug)]
+pub struct Named {
+    /// The refusal.
+    pub refusal: Refusal,
+    /// The fields at fault, each with what is wrong.
+    pub problems: Vec<(String, String)>,
+}
+
+impl From<Refusal> for Named {
+    fn from(refusal: Refusal) -> Named {
+        Named {
+            refusal,
+            problems: Vec::new(),
+        }
+    }
+}
+
+/// The fields an error envelope's `details` names.
+fn named_fields(envelope: &Value) -> Vec<(String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Problem {
+        field: String,
+        #[serde(alias = "problem")]
+        message: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Details {
+        #[serde(default)]
+        problems: Vec<Problem>,
+        #[serde(flatten)]
+        single: Option<Problem>,
+    }
+    let Some(details) = envelope.get("details") else {
+        return Vec::new();
+    };
+    match serde_json::from_value::<Details>(details.clone()) {
+        Ok(details) => details
+            .problems
+            .into_iter()
+            .chain(details.single)
+            .map(|p| (p.field, p.message))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// [`act`] for a form whose fields the API may name: a refusal keeps them.
+pub async fn act_naming<T: DeserializeOwned>(
+    api: &Api,
+    (method, uri): (Method, &str),
+    org: &str,
+    body: Value,
+) -> Result<T, Named> {
+    let (status, _, bytes) = api
+        .send(Call {
+            method: Some(method),
+            uri,
+            org: Some(org),
+            body: Some(body),
+            step_up: None,
+        })
+        .await?;
+    let value: Value = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .map_err(|e| Refusal::internal(format!("an answer of the API: {e}")))?
+    };
+    if !status.is_success() {
+        return Err(Named {
+            refusal: Refusal::answered(status, &value),
+            problems: named_fields(&value),
+        });
+    }
+    let data = match value {
+        Value::Object(mut map) if map.contains_key("data") && map.contains_key("success") => {
+            map.remove("data").unwrap_or(Value::Null)
+        }
+        other => other,
+    };
+    Ok(decode(data)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,6 +506,27 @@ mod tests {
         let unpaged = json!({"organizations": [organization()]});
         assert!(listed::<MyOrganization>(unpaged, "organizations").is_err());
         assert!(listed::<MyOrganization>(json!([organization()]), "organizations").is_err());
+    }
+
+    #[test]
+    fn a_refusal_keeps_the_fields_it_names() {
+        let many = json!({"code": "VALIDATION_ERROR", "message": "m", "details": {"problems": [
+            {"field": "value", "message": "not a regex"},
+            {"rule": "r", "field": "conditions[0].field", "message": "empty"}]}});
+        assert_eq!(
+            named_fields(&many),
+            vec![
+                ("value".to_owned(), "not a regex".to_owned()),
+                ("conditions[0].field".to_owned(), "empty".to_owned())
+            ]
+        );
+        let one = json!({"details": {"field": "name", "problem": "taken"}});
+        assert_eq!(
+            named_fields(&one),
+            vec![("name".to_owned(), "taken".to_owned())]
+        );
+        assert!(named_fields(&json!({"details": {"limit": 3}})).is_empty());
+        assert!(named_fields(&json!({"message": "m"})).is_empty());
     }
 
     #[test]

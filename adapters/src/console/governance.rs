@@ -1,5 +1,5 @@
-//! Rules with their history; the catalog with subscribe, activate, pin and an
-//! impact preview; exemptions with their requests and reviews.
+//! The catalog with subscribe, activate, pin and an impact preview; exemptions with
+//! their requests and reviews.
 
 use std::collections::HashMap;
 
@@ -18,7 +18,6 @@ use super::{field, Console};
 use crate::code::ErrorCode;
 use crate::http::catalog::{CatalogRule, Pin, RuleImpact, RuleSubscription};
 use crate::http::exemptions::Exemption;
-use crate::http::rules::{OrgRule, RuleVersion};
 
 /// A rule as a row.
 pub struct RuleRow {
@@ -26,8 +25,6 @@ pub struct RuleRow {
     name: String,
     target: String,
     severity: String,
-    field: String,
-    operator: String,
     subscribed: bool,
     active: bool,
     pinned: String,
@@ -39,81 +36,10 @@ fn rule_row(r: &Rule) -> RuleRow {
         name: r.name.clone(),
         target: api::wire(&r.target),
         severity: api::wire(&r.severity),
-        field: r.field.clone(),
-        operator: api::wire(&r.operator),
         subscribed: false,
         active: false,
         pinned: String::new(),
     }
-}
-
-/// A version of a rule.
-pub struct Version {
-    version: String,
-    change: String,
-    changed_at: String,
-    changed_by: String,
-}
-
-#[derive(Template)]
-#[template(path = "console/rules.html")]
-struct RulesPage {
-    frame: Frame,
-    rules: Vec<RuleRow>,
-    history_of: String,
-    history: Vec<Version>,
-}
-
-/// `GET /console/rules` (`?history=<rule id>` shows its versions).
-pub async fn rules(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    let shown = async {
-        let mut frame = Frame::load(&console, &visitor, &q, ("Rules", "/console/rules")).await?;
-        if frame.org.is_empty() {
-            return Ok(page::empty(frame));
-        }
-        let list = frame
-            .list::<OrgRule>(
-                &visitor,
-                ("listRules", "rules"),
-                "/api/compliance/rules?limit=100",
-                "rules",
-            )
-            .await?;
-        let rules = list.items.iter().map(|r| rule_row(&r.rule)).collect();
-        let history_of = q.get("history").cloned().unwrap_or_default();
-        let history = if history_of.is_empty() {
-            Vec::new()
-        } else {
-            let uri = format!("/api/compliance/rules/{}/history", segment(&history_of)?);
-            let versions: Option<Vec<RuleVersion>> = frame
-                .read(&visitor, ("ruleHistory", "the rule's history"), &uri)
-                .await?;
-            versions
-                .unwrap_or_default()
-                .into_iter()
-                .map(|v| Version {
-                    version: v.version.to_string(),
-                    change: api::wire(&v.change),
-                    changed_at: api::instant(&v.changed_at),
-                    changed_by: v.changed_by,
-                })
-                .collect()
-        };
-        Ok::<_, Refusal>(page::render(
-            &RulesPage {
-                frame,
-                rules,
-                history_of,
-                history,
-            },
-            axum::http::StatusCode::OK,
-        ))
-    };
-    shown.await.unwrap_or_else(page::refused)
 }
 
 #[derive(Template)]

@@ -36,6 +36,7 @@ mod inbox;
 mod inventory;
 pub mod page;
 mod posture;
+mod rules;
 mod scans;
 pub mod session;
 mod sso;
@@ -81,7 +82,8 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/console/posture", get(posture::page))
         .route("/console/posture/export.csv", get(posture::csv))
         .route("/console/posture/export.json", get(posture::report))
-        .route("/console/rules", get(governance::rules))
+        .route("/console/rules", get(rules::rules).post(rules::action))
+        .route("/console/rules/edit", get(rules::editor).post(rules::edit))
         .route(
             "/console/catalog",
             get(governance::catalog).post(governance::catalog_action),

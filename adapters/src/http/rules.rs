@@ -49,7 +49,7 @@ pub(crate) struct RuleVersion {
     pub(crate) changed_by: String,
     pub(crate) changed_at: DateTime<Utc>,
     /// The rule as it was after the change.
-    rule: Value,
+    pub(crate) rule: Value,
 }
 
 impl From<RuleChange> for RuleVersion {

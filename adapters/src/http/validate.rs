@@ -15,7 +15,8 @@ use crate::services::organizations::OrgRecord;
 use crate::services::ServiceError;
 
 /// A validation: the attributes of an entity, and its id when it has one (its
-/// exemptions then apply, and its snapshot is kept).
+/// exemptions then apply, and its snapshot is kept); a dry run may bring the rule
+/// being written.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ValidateBody {
@@ -24,15 +25,20 @@ pub(crate) struct ValidateBody {
     attributes: Value,
     #[schema(max_length = 200)]
     entity_id: Option<String>,
+    /// Dry run only (400 on a live check): a rule being written, checked as
+    /// `createRule` checks it (400 `VALIDATION_ERROR` with `details.problems`), its
+    /// target the path's, evaluated in place of the stored rule with its id, or
+    /// beside the organization's other rules when it has none.
+    rule: Option<compliance_core::Rule>,
 }
 
 /// What a validation found: whether it blocks, the violations left, the ones an
 /// approved exemption waived.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub(crate) struct Verdict {
-    blocked: bool,
-    violations: Vec<Violation>,
-    exempted: Vec<Violation>,
+    pub(crate) blocked: bool,
+    pub(crate) violations: Vec<Violation>,
+    pub(crate) exempted: Vec<Violation>,
 }
 
 fn target(name: &str) -> Result<Target, ApiError> {
@@ -88,16 +94,29 @@ async fn validate(
         }
     };
     let limits = state.config.attribute_limits();
-    let checks::Checked { evaluation, .. } = checks::check_entity(
-        &state,
-        &org,
-        target,
-        set,
-        deadline,
-        move || parse(&body, limits),
-        recording,
-    )
-    .await?;
+    let checks::Checked { evaluation, .. } = if matches!(recording, Recording::DryRun) {
+        checks::dry_run(&state, &org, target, set, deadline, move || {
+            parse(&body, limits)
+        })
+        .await?
+    } else {
+        checks::check_entity(
+            &state,
+            &org,
+            target,
+            set,
+            deadline,
+            move || match parse(&body, limits)? {
+                (prepared, None) => Ok(prepared),
+                (_, Some(_)) => Err(ServiceError::invalid(
+                    "rule",
+                    "only a dry run evaluates a rule being written",
+                )),
+            },
+            recording,
+        )
+        .await?
+    };
     Ok(Answer::ok(Verdict {
         blocked: evaluation.blocked,
         violations: evaluation.violations,
@@ -105,8 +124,12 @@ async fn validate(
     }))
 }
 
-/// The body, its depth measured on the text and parsed: its attributes and entity id.
-fn parse(body: &[u8], limits: AttributeLimits) -> Result<checks::Prepared, ServiceError> {
+/// The body, its depth measured on the text and parsed: its attributes and entity id,
+/// and the rule a dry run brings.
+fn parse(
+    body: &[u8],
+    limits: AttributeLimits,
+) -> Result<(checks::Prepared, Option<compliance_core::Rule>), ServiceError> {
     // Measured on the text, before a parser with its own depth limit sees it: the
     // body wraps the attributes, hence the one level more.
     let text = std::str::from_utf8(body)
@@ -122,7 +145,7 @@ fn parse(body: &[u8], limits: AttributeLimits) -> Result<checks::Prepared, Servi
     let request: ValidateBody = serde_json::from_str(text)
         .map_err(|e| ServiceError::Malformed(format!("invalid body: {e}")))?;
     let entity_id = request.entity_id.filter(|e| !e.trim().is_empty());
-    Ok((request.attributes, entity_id))
+    Ok(((request.attributes, entity_id), request.rule))
 }
 
 /// `POST /compliance/validate/:target`: writes the check log and may notify.

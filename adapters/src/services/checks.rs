@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use compliance_core::{
-    Compliance, Error as CoreError, Evaluation, Outcome, RuleSet, StoredViolations, Target, Waivers,
+    Compliance, Dependencies, Error as CoreError, Evaluation, Outcome, Rule, RuleSet,
+    StoredViolations, Target, Waivers,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -167,6 +168,87 @@ where
         document,
         recorded,
     })
+}
+
+/// A dry run: the body is parsed on the CPU pool first, as `parse` makes it, for it may
+/// bring `draft`, the rule being written. Without one, the check of
+/// [`check_entity`] (`cached` the set when the caller holds it); with one, the draft
+/// is checked as a create or an update of it would be ([`super::rules::check`]), its
+/// target must be `target`, and it is evaluated in place of the stored rule with its
+/// id among the organization's effective rules of `target` (beside them when new).
+/// Nothing is recorded.
+pub async fn dry_run<P>(
+    state: &AppState,
+    org: &OrgRecord,
+    target: Target,
+    cached: Option<Arc<RuleSet>>,
+    deadline: Instant,
+    parse: P,
+) -> ServiceResult<Checked>
+where
+    P: FnOnce() -> ServiceResult<(Prepared, Option<Rule>)> + Send + 'static,
+{
+    let parsed = match tokio::time::timeout_at(deadline, state.infra.cpu.run(parse)).await {
+        Ok(Ok(parsed)) => parsed?,
+        Ok(Err(_)) | Err(_) => return Err(ServiceError::Unavailable),
+    };
+    let (prepared, set) = match parsed {
+        (prepared, None) => (prepared, cached),
+        (prepared, Some(draft)) => (
+            prepared,
+            Some(draft_set(state, org, target, draft, deadline).await?),
+        ),
+    };
+    check_entity(
+        state,
+        org,
+        target,
+        set,
+        deadline,
+        move || Ok(prepared),
+        Recording::DryRun,
+    )
+    .await
+}
+
+/// The organization's effective rules of `target` with `draft` in place of the stored
+/// rule with its id (added when it has none), compiled on the CPU pool by `deadline`.
+async fn draft_set(
+    state: &AppState,
+    org: &OrgRecord,
+    target: Target,
+    draft: Rule,
+    deadline: Instant,
+) -> ServiceResult<Arc<RuleSet>> {
+    if draft.target != target {
+        return Err(ServiceError::invalid(
+            "rule.target",
+            format!("must be {}, the target the path names", target.as_str()),
+        ));
+    }
+    let loaded = async {
+        super::rules::check(state, org, &draft).await?;
+        let rules = crate::compliance::effective(&state.infra.store, org).await?;
+        Ok::<_, ServiceError>(rules)
+    };
+    let rules = match tokio::time::timeout_at(deadline, loaded).await {
+        Ok(rules) => rules?,
+        Err(_) => return Err(ServiceError::Unavailable),
+    };
+    let options = crate::compliance::compile_options(&state.config, Dependencies::Lenient);
+    let compile = move || {
+        let key = draft.key().to_owned();
+        let mut set: Vec<Rule> = rules
+            .into_iter()
+            .filter(|r| r.target == target && r.key() != key)
+            .collect();
+        set.push(draft);
+        RuleSet::compile(set, &options)
+    };
+    match tokio::time::timeout_at(deadline, state.infra.cpu.run(compile)).await {
+        Ok(Ok(set)) => Ok(Arc::new(set?)),
+        Ok(Err(_)) | Err(_) => Err(ServiceError::Unavailable),
+    }
 }
 
 /// The check log's row, the entity's snapshot (for the impact preview), and the

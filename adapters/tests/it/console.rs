@@ -13,7 +13,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use super::fixtures::pipeline_as;
 use super::*;
 
-const PASSWORD: &str = "correct horse battery";
+pub(super) const PASSWORD: &str = "correct horse battery";
 
 /// A chromedriver process and the browser profile it used, both gone when dropped.
 struct Driver(Child, PathBuf);
@@ -240,7 +240,7 @@ impl Browser {
     }
 }
 
-async fn register(app: &TestApp, email: &str) -> String {
+pub(super) async fn register(app: &TestApp, email: &str) -> String {
     let (status, body) = app
         .call(
             "POST",
@@ -254,7 +254,7 @@ async fn register(app: &TestApp, email: &str) -> String {
     body["data"]["userId"].as_str().unwrap().to_owned()
 }
 
-async fn access(app: &TestApp, email: &str) -> String {
+pub(super) async fn access(app: &TestApp, email: &str) -> String {
     let (status, body) = app
         .call(
             "POST",
@@ -270,7 +270,7 @@ async fn access(app: &TestApp, email: &str) -> String {
 
 /// A registered person who signed in and created an organization: their access
 /// token and its id.
-async fn owner(app: &TestApp, email: &str, name: &str) -> (String, String) {
+pub(super) async fn owner(app: &TestApp, email: &str, name: &str) -> (String, String) {
     register(app, email).await;
     let token = access(app, email).await;
     let (status, body) = app
@@ -474,7 +474,7 @@ async fn scene(app: &TestApp) -> Scene {
     }
 }
 
-async fn csp_violations(app: &TestApp) -> u64 {
+pub(super) async fn csp_violations(app: &TestApp) -> u64 {
     let response = app
         .router
         .clone()
@@ -976,10 +976,10 @@ async fn visit(
     )
 }
 
-const HOST: &str = "127.0.0.1:3000";
+pub(super) const HOST: &str = "127.0.0.1:3000";
 
 /// Signs in through the console's form; the cookie's value and the whole header.
-async fn console_session(
+pub(super) async fn console_session(
     app: &TestApp,
     email: &str,
     host: &str,
@@ -1010,13 +1010,13 @@ async fn console_session(
 }
 
 /// A console page for the holder of `cookie` on loopback: its status and text.
-async fn page_of(app: &TestApp, cookie: &str, path: &str) -> (StatusCode, String) {
+pub(super) async fn page_of(app: &TestApp, cookie: &str, path: &str) -> (StatusCode, String) {
     let (status, _, page) = visit(app, "GET", path, (Some(cookie), HOST), None, &[]).await;
     (status, page)
 }
 
 /// A form posted by the holder of `cookie` on loopback: the status and the page.
-async fn post_form(
+pub(super) async fn post_form(
     app: &TestApp,
     cookie: &str,
     path: &str,
@@ -1026,7 +1026,7 @@ async fn post_form(
     (status, page)
 }
 
-fn form_token(page: &str) -> String {
+pub(super) fn form_token(page: &str) -> String {
     regex::Regex::new(r#"name="csrf" value="([0-9a-f]{64})""#)
         .unwrap()
         .captures(page)

@@ -1,0 +1,712 @@
+//! The organization's rules: the list with each rule's value, the editor (every
+//! field of a rule, its conditions and chaining included) with a preview that asks
+//! the dry-run endpoint what the rule being written finds in a pasted attribute
+//! document, deletion, and a rule's history as a side-by-side difference of two
+//! versions.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
+use compliance_core::{ConditionMode, Operator, Rule, Scope, Severity, Target};
+use serde::de::IgnoredAny;
+use serde_json::{json, Map, Value};
+
+use super::api::{self, act, segment, Named, Refusal};
+use super::governance::unknown_action;
+use super::page::{self, Frame};
+use super::session::{Posted, Visitor};
+use super::{field, Console};
+use crate::http::rules::{OrgRule, RuleVersion};
+use crate::http::validate::Verdict;
+
+/// A rule as a row of the list.
+pub struct Row {
+    id: String,
+    name: String,
+    target: String,
+    severity: String,
+    field: String,
+    operator: String,
+    value: String,
+    priority: i64,
+    conditions: usize,
+}
+
+/// A version of a rule, as the history lists it.
+pub struct Version {
+    version: String,
+    change: String,
+    changed_at: String,
+    changed_by: String,
+}
+
+/// One line of a side-by-side difference: the older text, the newer, whether they differ.
+pub struct Line {
+    old: String,
+    new: String,
+    changed: bool,
+}
+
+#[derive(Template)]
+#[template(path = "console/rules.html")]
+struct RulesPage {
+    frame: Frame,
+    rules: Vec<Row>,
+    history_of: String,
+    history: Vec<Version>,
+    /// The two versions compared (empty when there are none).
+    from: String,
+    to: String,
+    difference: Vec<Line>,
+}
+
+fn row(rule: &Rule) -> Row {
+    Row {
+        id: rule.id.clone(),
+        name: rule.name.clone(),
+        target: api::wire(&rule.target),
+        severity: api::wire(&rule.severity),
+        field: rule.field.clone(),
+        operator: api::wire(&rule.operator),
+        value: shown(&rule.value),
+        priority: rule.priority,
+        conditions: rule.conditions.len(),
+    }
+}
+
+/// A value as the editor and the list show it: a string as itself, anything else as
+/// its JSON.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+async fn show_rules(
+    console: &Console,
+    visitor: &Visitor,
+    q: &HashMap<String, String>,
+    outcome: Option<Result<String, Refusal>>,
+) -> Result<Response, Refusal> {
+    let mut frame = Frame::load(console, visitor, q, ("Rules", "/console/rules")).await?;
+    if frame.org.is_empty() {
+        return Ok(page::empty(frame));
+    }
+    let list = frame
+        .list::<OrgRule>(
+            visitor,
+            ("listRules", "rules"),
+            "/api/compliance/rules?limit=100",
+            "rules",
+        )
+        .await?;
+    let rules = list.items.iter().map(|r| row(&r.rule)).collect();
+    let history_of = q.get("history").cloned().unwrap_or_default();
+    let mut history = Vec::new();
+    let (mut from_shown, mut to_shown) = (String::new(), String::new());
+    let mut difference = Vec::new();
+    if !history_of.is_empty() {
+        let uri = format!("/api/compliance/rules/{}/history", segment(&history_of)?);
+        let versions: Vec<RuleVersion> = frame
+            .read(visitor, ("ruleHistory", "the rule's history"), &uri)
+            .await?
+            .unwrap_or_default();
+        // Two versions side by side: those asked for, else the last two.
+        let asked = |key: &str| q.get(key).and_then(|v| v.parse::<u32>().ok());
+        let newest = versions.iter().map(|v| v.version).max().unwrap_or(1);
+        let to = asked("to").unwrap_or(newest);
+        let from = asked("from").unwrap_or(to.saturating_sub(1).max(1));
+        let text_of = |number: u32| {
+            versions
+                .iter()
+                .find(|v| v.version == number)
+                .map(|v| serde_json::to_string_pretty(&v.rule).unwrap_or_default())
+        };
+        if let (Some(old), Some(new)) = (text_of(from), text_of(to)) {
+            difference = side_by_side(&old, &new);
+            (from_shown, to_shown) = (from.to_string(), to.to_string());
+        }
+        history = versions
+            .into_iter()
+            .map(|v| Version {
+                version: v.version.to_string(),
+                change: api::wire(&v.change),
+                changed_at: api::instant(&v.changed_at),
+                changed_by: v.changed_by,
+            })
+            .collect();
+    }
+    let code = frame.settle(outcome);
+    Ok(page::render(
+        &RulesPage {
+            frame,
+            rules,
+            history_of,
+            history,
+            from: from_shown,
+            to: to_shown,
+            difference,
+        },
+        code,
+    ))
+}
+
+/// Two texts line by line, aligned on their difference (Myers', by `similar`): a
+/// replaced line faces its replacement, a line only one side has an empty cell.
+fn side_by_side(old: &str, new: &str) -> Vec<Line> {
+    use similar::{DiffOp, TextDiff};
+    let diff = TextDiff::from_lines(old, new);
+    let (old_lines, new_lines) = (diff.old_slices(), diff.new_slices());
+    let text = |lines: &[&str], at: usize| {
+        lines
+            .get(at)
+            .map(|l| l.trim_end_matches(['\n', '\r']).to_owned())
+            .unwrap_or_default()
+    };
+    let mut rows = Vec::new();
+    for op in diff.ops() {
+        let (old_range, new_range) = (op.old_range(), op.new_range());
+        let changed = !matches!(op, DiffOp::Equal { .. });
+        let count = old_range.len().max(new_range.len());
+        for k in 0..count {
+            let side = |lines: &[&str], range: &std::ops::Range<usize>| {
+                if k < range.len() {
+                    text(lines, range.start + k)
+                } else {
+                    String::new()
+                }
+            };
+            rows.push(Line {
+                old: side(old_lines, &old_range),
+                new: side(new_lines, &new_range),
+                changed,
+            });
+        }
+    }
+    rows
+}
+
+/// `GET /console/rules` (`?history=<rule id>` shows its versions, and two of them
+/// side by side: `from` and `to`, the last two when not named).
+pub async fn rules(
+    State(console): State<Console>,
+    visitor: Visitor,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    show_rules(&console, &visitor, &q, None)
+        .await
+        .unwrap_or_else(page::refused)
+}
+
+/// `POST /console/rules`: `delete`.
+pub async fn action(State(console): State<Console>, posted: Posted) -> Response {
+    let Posted { visitor, form } = posted;
+    let org = field(&form, "org").to_owned();
+    let outcome = async {
+        match field(&form, "action") {
+            "delete" => {
+                let id = segment(field(&form, "ruleId"))?;
+                let uri = format!("/api/compliance/rules/{id}");
+                act::<IgnoredAny>(&visitor.api, (Method::DELETE, &uri), &org, None).await?;
+                Ok(format!("rule {id} deleted"))
+            }
+            _ => Err(unknown_action()),
+        }
+    }
+    .await;
+    show_rules(&console, &visitor, &page::again(org), Some(outcome))
+        .await
+        .unwrap_or_else(page::refused)
+}
+
+/// The editor's fields, as the form holds them.
+#[derive(Default)]
+pub struct Draft {
+    id: String,
+    name: String,
+    target: String,
+    severity: String,
+    field: String,
+    operator: String,
+    value: String,
+    priority: String,
+    tags: String,
+    scope: String,
+    condition_mode: String,
+    conditions: String,
+    propagate: bool,
+    attributes: String,
+}
+
+impl Draft {
+    fn of(rule: &Rule) -> Draft {
+        Draft {
+            id: rule.id.clone(),
+            name: rule.name.clone(),
+            target: api::wire(&rule.target),
+            severity: api::wire(&rule.severity),
+            field: rule.field.clone(),
+            operator: api::wire(&rule.operator),
+            value: shown(&rule.value),
+            priority: rule.priority.to_string(),
+            tags: rule.tags.join(", "),
+            scope: api::wire(&rule.scope),
+            condition_mode: api::wire(&rule.condition_mode),
+            conditions: if rule.conditions.is_empty() {
+                String::new()
+            } else {
+                serde_json::to_string_pretty(&rule.conditions).unwrap_or_default()
+            },
+            propagate: rule.propagate_to_children,
+            attributes: String::new(),
+        }
+    }
+
+    fn posted(form: &HashMap<String, String>) -> Draft {
+        let raw = |name: &str| form.get(name).cloned().unwrap_or_default();
+        Draft {
+            id: field(form, "ruleId").to_owned(),
+            name: field(form, "name").to_owned(),
+            target: field(form, "target").to_owned(),
+            severity: field(form, "severity").to_owned(),
+            field: field(form, "field").to_owned(),
+            operator: field(form, "operator").to_owned(),
+            value: raw("value"),
+            priority: field(form, "priority").to_owned(),
+            tags: field(form, "tags").to_owned(),
+            scope: field(form, "scope").to_owned(),
+            condition_mode: field(form, "conditionMode").to_owned(),
+            conditions: raw("conditions"),
+            propagate: field(form, "propagateToChildren") == "on",
+            attributes: raw("attributes"),
+        }
+    }
+
+    /// The rule's body as the API reads it, or the fields the form itself finds
+    /// wrong (the API judges everything else).
+    fn body(&self) -> Result<Value, Vec<(String, String)>> {
+        let mut wrong = Vec::new();
+        let value = match self.value.trim() {
+            "" => Value::Null,
+            // A JSON value as such; any other text is a string.
+            text => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
+        };
+        let priority = match self.priority.as_str() {
+            "" => json!(0),
+            text => match text.parse::<i64>() {
+                Ok(number) => json!(number),
+                Err(_) => {
+                    wrong.push(("priority".to_owned(), "a whole number".to_owned()));
+                    Value::Null
+                }
+            },
+        };
+        let conditions = match self.conditions.trim() {
+            "" => json!([]),
+            text => match serde_json::from_str::<Value>(text) {
+                Ok(list @ Value::Array(_)) => list,
+                _ => {
+                    wrong.push((
+                        "conditions".to_owned(),
+                        "a JSON array of conditions ({\"field\", \"operator\", \"value\", \"dependsOnRule\"})".to_owned(),
+                    ));
+                    Value::Null
+                }
+            },
+        };
+        if !wrong.is_empty() {
+            return Err(wrong);
+        }
+        let tags: Vec<&str> = self
+            .tags
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .collect();
+        let mut body = Map::new();
+        if !self.id.is_empty() {
+            body.insert("id".to_owned(), json!(self.id));
+        }
+        for (key, text) in [
+            ("name", &self.name),
+            ("target", &self.target),
+            ("severity", &self.severity),
+            ("field", &self.field),
+            ("operator", &self.operator),
+            ("scope", &self.scope),
+            ("conditionMode", &self.condition_mode),
+        ] {
+            body.insert(key.to_owned(), json!(text));
+        }
+        body.insert("value".to_owned(), value);
+        body.insert("priority".to_owned(), priority);
+        body.insert("tags".to_owned(), json!(tags));
+        body.insert("conditions".to_owned(), conditions);
+        body.insert("propagateToChildren".to_owned(), json!(self.propagate));
+        Ok(Value::Object(body))
+    }
+
+    /// The pasted attribute document: a JSON object, or YAML.
+    fn document(&self) -> Result<Value, (String, String)> {
+        let wrong = || {
+            (
+                "attributes".to_owned(),
+                "an attribute document: a JSON object, or YAML".to_owned(),
+            )
+        };
+        let text = self.attributes.trim();
+        if text.is_empty() {
+            return Err(wrong());
+        }
+        let parsed = serde_json::from_str::<Value>(text)
+            .ok()
+            .or_else(|| serde_yaml_ng::from_str::<Value>(text).ok());
+        match parsed {
+            Some(document @ Value::Object(_)) => Ok(document),
+            _ => Err(wrong()),
+        }
+    }
+}
+
+/// A choice of a select: its wire name and whether it is the one chosen.
+pub struct Choice {
+    name: String,
+    chosen: bool,
+}
+
+fn choices(names: impl IntoIterator<Item = String>, chosen: &str) -> Vec<Choice> {
+    names
+        .into_iter()
+        .map(|name| Choice {
+            chosen: name == chosen,
+            name,
+        })
+        .collect()
+}
+
+/// A violation the preview found.
+pub struct Found {
+    rule: String,
+    severity: String,
+    message: String,
+    this_rule: bool,
+}
+
+/// What the preview found.
+pub struct Preview {
+    blocked: bool,
+    violations: Vec<Found>,
+    exempted: usize,
+}
+
+#[derive(Template)]
+#[template(path = "console/rule_edit.html")]
+struct EditPage {
+    frame: Frame,
+    draft: Draft,
+    targets: Vec<Choice>,
+    severities: Vec<Choice>,
+    operators: Vec<Choice>,
+    scopes: Vec<Choice>,
+    modes: Vec<Choice>,
+    /// The fields at fault, with what is wrong, as the API or the form named them.
+    problems: Vec<(String, String)>,
+    preview: Option<Preview>,
+}
+
+impl EditPage {
+    /// What is wrong with `name`, when something is.
+    fn problem(&self, name: &str) -> Option<&str> {
+        self.problems
+            .iter()
+            .find(|(field, _)| {
+                field == name
+                    || field.starts_with(&format!("{name}["))
+                    || field.starts_with(&format!("{name}."))
+            })
+            .map(|(_, message)| message.as_str())
+    }
+}
+
+fn wire_names<T: serde::Serialize>(all: impl IntoIterator<Item = T>) -> Vec<String> {
+    all.into_iter().map(|v| api::wire(&v)).collect()
+}
+
+async fn show_editor(
+    console: &Console,
+    visitor: &Visitor,
+    q: &HashMap<String, String>,
+    draft: Option<Draft>,
+    Answered {
+        outcome,
+        problems,
+        preview,
+    }: Answered,
+) -> Result<Response, Refusal> {
+    let mut frame = Frame::load(console, visitor, q, ("Edit a rule", "/console/rules")).await?;
+    if frame.org.is_empty() {
+        return Ok(page::empty(frame));
+    }
+    let draft = match (draft, q.get("rule").filter(|r| !r.is_empty())) {
+        (Some(draft), _) => draft,
+        (None, Some(id)) => {
+            let uri = format!("/api/compliance/rules/{}", segment(id)?);
+            let stored: Option<OrgRule> =
+                frame.read(visitor, ("listRules", "the rule"), &uri).await?;
+            stored.map(|r| Draft::of(&r.rule)).unwrap_or_default()
+        }
+        (None, None) => Draft {
+            target: "pipeline".to_owned(),
+            severity: "error".to_owned(),
+            operator: "eq".to_owned(),
+            scope: "org".to_owned(),
+            condition_mode: "all".to_owned(),
+            priority: "0".to_owned(),
+            ..Draft::default()
+        },
+    };
+    let code = frame.settle(outcome);
+    let page = EditPage {
+        targets: choices(
+            wire_names([Target::Pipeline, Target::Plugin]),
+            &draft.target,
+        ),
+        severities: choices(
+            wire_names([Severity::Warning, Severity::Error, Severity::Critical]),
+            &draft.severity,
+        ),
+        operators: choices(wire_names(Operator::ALL.iter().copied()), &draft.operator),
+        scopes: choices(wire_names([Scope::Org, Scope::Published]), &draft.scope),
+        modes: choices(
+            wire_names([ConditionMode::All, ConditionMode::Any]),
+            &draft.condition_mode,
+        ),
+        frame,
+        draft,
+        problems,
+        preview,
+    };
+    Ok(page::render(&page, code))
+}
+
+/// What the editor shows after a form: the action's outcome, the fields at fault,
+/// what the preview found.
+#[derive(Default)]
+struct Answered {
+    outcome: Option<Result<String, Refusal>>,
+    problems: Vec<(String, String)>,
+    preview: Option<Preview>,
+}
+
+/// `GET /console/rules/edit` (`?rule=<id>` edits that rule, else a new one).
+pub async fn editor(
+    State(console): State<Console>,
+    visitor: Visitor,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    show_editor(&console, &visitor, &q, None, Answered::default())
+        .await
+        .unwrap_or_else(page::refused)
+}
+
+/// `POST /console/rules/edit`: `preview` (the dry-run endpoint with the rule being
+/// written and the pasted document: nothing is stored) or `save` (a new rule, or a
+/// new version of the one edited). A refusal names its fields beside them.
+pub async fn edit(State(console): State<Console>, posted: Posted) -> Response {
+    let Posted { visitor, form } = posted;
+    let org = field(&form, "org").to_owned();
+    let draft = Draft::posted(&form);
+    let mut problems = Vec::new();
+    let mut preview = None;
+    let outcome = async {
+        let body = draft.body().map_err(|wrong| {
+            problems.extend(wrong);
+            form_refusal()
+        })?;
+        match field(&form, "action") {
+            "preview" => {
+                let document = draft.document().map_err(|wrong| {
+                    problems.push(wrong);
+                    form_refusal()
+                })?;
+                let target = segment(&draft.target)?;
+                let uri = format!("/api/compliance/validate/{target}/dry-run");
+                let verdict: Verdict = api::act_naming(
+                    &visitor.api,
+                    (Method::POST, &uri),
+                    &org,
+                    json!({"attributes": document, "rule": body}),
+                )
+                .await
+                .map_err(|named| take(named, &mut problems))?;
+                let notice = if verdict.violations.is_empty() {
+                    "the preview passes".to_owned()
+                } else {
+                    format!(
+                        "the preview finds {} violation(s){}",
+                        verdict.violations.len(),
+                        if verdict.blocked { " and blocks" } else { "" }
+                    )
+                };
+                preview = Some(Preview {
+                    blocked: verdict.blocked,
+                    exempted: verdict.exempted.len(),
+                    violations: verdict
+                        .violations
+                        .iter()
+                        .map(|v| Found {
+                            this_rule: v.rule_name() == draft.name,
+                            rule: v.rule_name().to_owned(),
+                            severity: api::wire(&v.severity()),
+                            message: v.message(),
+                        })
+                        .collect(),
+                });
+                Ok(notice)
+            }
+            "save" => {
+                let saved: OrgRule = if draft.id.is_empty() {
+                    api::act_naming(
+                        &visitor.api,
+                        (Method::POST, "/api/compliance/rules"),
+                        &org,
+                        body,
+                    )
+                    .await
+                } else {
+                    let uri = format!("/api/compliance/rules/{}", segment(&draft.id)?);
+                    api::act_naming(&visitor.api, (Method::PUT, &uri), &org, body).await
+                }
+                .map_err(|named| take(named, &mut problems))?;
+                Ok(format!(
+                    "rule {} saved at version {}",
+                    saved.rule.name, saved.rule.version
+                ))
+            }
+            _ => Err(unknown_action()),
+        }
+    }
+    .await;
+    let saved = outcome.is_ok() && field(&form, "action") == "save";
+    let q = page::again(org);
+    if saved {
+        // Saved: the list, with the confirmation.
+        return show_rules(&console, &visitor, &q, Some(outcome))
+            .await
+            .unwrap_or_else(page::refused);
+    }
+    let answered = Answered {
+        outcome: Some(outcome),
+        problems,
+        preview,
+    };
+    show_editor(&console, &visitor, &q, Some(draft), answered)
+        .await
+        .unwrap_or_else(page::refused)
+}
+
+/// The refusal of a form the console itself finds wrong (its fields say where).
+fn form_refusal() -> Refusal {
+    Refusal {
+        status: StatusCode::BAD_REQUEST,
+        code: crate::code::ErrorCode::ValidationError,
+        message: "the form has fields to correct".to_owned(),
+    }
+}
+
+/// A refusal, its named fields kept for the form.
+fn take(named: Named, problems: &mut Vec<(String, String)>) -> Refusal {
+    problems.extend(named.problems);
+    named.refusal
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_versions_line_up_with_their_changes_marked() {
+        let lines = side_by_side("a\nb\nc\n", "a\nB\nc\nd\n");
+        let shown: Vec<(&str, &str, bool)> = lines
+            .iter()
+            .map(|l| (l.old.as_str(), l.new.as_str(), l.changed))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("a", "a", false),
+                ("b", "B", true),
+                ("c", "c", false),
+                ("", "d", true),
+            ]
+        );
+        assert!(side_by_side("", "").is_empty());
+        assert!(side_by_side("same", "same").iter().all(|l| !l.changed));
+    }
+
+    #[test]
+    fn the_form_reads_values_as_json_else_as_text_and_names_its_own_faults() {
+        let form: HashMap<String, String> = [
+            ("name", "No public"),
+            ("target", "pipeline"),
+            ("severity", "error"),
+            ("field", "accessModifier"),
+            ("operator", "eq"),
+            ("value", "public"),
+            ("priority", "5"),
+            ("tags", "a, ,b"),
+            ("scope", "org"),
+            ("conditionMode", "all"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let body = Draft::posted(&form).body().unwrap();
+        assert_eq!(body["value"], "public");
+        assert_eq!(body["priority"], 5);
+        assert_eq!(body["tags"], json!(["a", "b"]));
+        assert_eq!(body["conditions"], json!([]));
+        assert!(body.get("id").is_none(), "a new rule names no id");
+        let rule: Rule = serde_json::from_value(body).unwrap();
+        assert_eq!(rule.name, "No public");
+
+        let mut numeric = form.clone();
+        numeric.insert("value".to_owned(), "[1, 2]".to_owned());
+        assert_eq!(
+            Draft::posted(&numeric).body().unwrap()["value"],
+            json!([1, 2])
+        );
+
+        let mut wrong = form.clone();
+        wrong.insert("priority".to_owned(), "high".to_owned());
+        wrong.insert("conditions".to_owned(), "{\"field\": 1}".to_owned());
+        let faults = Draft::posted(&wrong).body().unwrap_err();
+        let named: Vec<&str> = faults.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(named, vec!["priority", "conditions"]);
+    }
+
+    #[test]
+    fn a_pasted_document_is_a_json_or_yaml_object() {
+        let with = |text: &str| Draft {
+            attributes: text.to_owned(),
+            ..Draft::default()
+        };
+        assert_eq!(with("{\"a\": 1}").document().unwrap(), json!({"a": 1}));
+        assert_eq!(
+            with("a: 1\nb: x\n").document().unwrap(),
+            json!({"a": 1, "b": "x"})
+        );
+        for wrong in ["", "[1]", "just text", "- a\n- b"] {
+            assert_eq!(
+                with(wrong).document().unwrap_err().0,
+                "attributes",
+                "{wrong}"
+            );
+        }
+    }
+}
