@@ -157,6 +157,21 @@ async function keyOf(url) {
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("[data-poll]").forEach(poll);
 
+  // A copy button copies the field it names (a new token, shown once).
+  document.querySelectorAll("button[data-copy]").forEach((button) => {
+    button.addEventListener("click", async () => {
+      const field = document.getElementById(button.dataset.copy);
+      if (!field) return;
+      field.select();
+      try {
+        await navigator.clipboard.writeText(field.value);
+        button.textContent = "Copied";
+      } catch (_) {
+        button.textContent = "Selected: press Ctrl+C";
+      }
+    });
+  });
+
   const browser = document.getElementById("browser-verdict");
   if (browser) {
     show(browser, async () => verifyLines(await fetchText(browser.dataset.chain), await keyOf(browser.dataset.key)));

@@ -23,6 +23,7 @@ use axum::Router;
 
 use crate::http::state::AppState;
 
+mod account;
 mod admin;
 mod alerts;
 pub mod api;
@@ -79,6 +80,7 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/console/sso/callback", get(sso::callback))
         .route("/console/assets/{file}", get(assets::serve))
         .route("/console/csp-report", post(csp_report))
+        .route(account::PATH, get(account::page).post(account::action))
         .route("/console/posture", get(posture::page))
         .route("/console/posture/export.csv", get(posture::csv))
         .route("/console/posture/export.json", get(posture::report))

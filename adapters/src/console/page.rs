@@ -85,6 +85,7 @@ const NAVIGATION: &[(&str, &str)] = &[
     ("/console/inbox", "Inbox"),
     ("/console/dashboards", "Dashboards"),
     ("/console/alerts", "Alerts"),
+    ("/console/account", "Your account"),
 ];
 
 /// The route table's access for an operation, and the account feature it needs.

@@ -111,6 +111,21 @@ pub(crate) async fn open_after_sso(
     }
 }
 
+/// Opens a console session for a new session's access token (the one a password
+/// change answers with, every other session having ended) and moves on to `to` with
+/// its cookie.
+pub(crate) async fn reopen(
+    console: &Console,
+    headers: &HeaderMap,
+    token: &str,
+    to: &str,
+) -> Response {
+    match sessions::open(&console.state, token, Utc::now()).await {
+        Ok(opened) => switch_to(console, headers, &opened, to),
+        Err(error) => page::failure(&Refusal::from(error)),
+    }
+}
+
 /// Answers a redirect to `to` that gives the browser `opened`'s cookie (the one it
 /// had is replaced).
 pub(crate) fn switch_to(

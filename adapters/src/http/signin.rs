@@ -413,10 +413,10 @@ pub(crate) async fn create_token(
 }
 
 /// The caller's personal access tokens.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Tokens {
-    tokens: Vec<PersonalToken>,
+    pub(crate) tokens: Vec<PersonalToken>,
 }
 
 /// `GET /api/me/tokens`: newest first, with their last use; never their secrets.

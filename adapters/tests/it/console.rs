@@ -935,7 +935,7 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
 }
 
 /// A console request to the router: its status, headers and page.
-async fn visit(
+pub(super) async fn visit(
     app: &TestApp,
     method: &str,
     path: &str,

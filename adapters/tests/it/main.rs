@@ -27,6 +27,7 @@ mod clients;
 mod compliance;
 mod config;
 mod console;
+mod console_account;
 mod console_rules;
 mod conventions;
 mod crash;

@@ -113,7 +113,7 @@ async fn check_code(
 }
 
 /// An authenticator to enroll: its secret as apps take it, and the URI they scan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TotpEnrollment {
     /// Base32, for typing into an app.

@@ -6,7 +6,7 @@ use crate::storage::Store;
 
 /// A personal access token as the API shows it; `token` only in the answer that
 /// creates it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PersonalToken {
     /// Its id.
