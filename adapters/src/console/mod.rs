@@ -36,6 +36,7 @@ mod governance;
 mod inbox;
 mod inventory;
 pub mod page;
+mod people;
 mod posture;
 mod rules;
 mod scans;
@@ -81,6 +82,7 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/console/assets/{file}", get(assets::serve))
         .route("/console/csp-report", post(csp_report))
         .route(account::PATH, get(account::page).post(account::action))
+        .route(people::PATH, get(people::page).post(people::action))
         .route("/console/posture", get(posture::page))
         .route("/console/posture/export.csv", get(posture::csv))
         .route("/console/posture/export.json", get(posture::report))

@@ -70,6 +70,22 @@ const OPERATIONS: &[&str] = &[
     "dismissAnnouncement",
     "markMessageRead",
     "policyReport",
+    "listMembers",
+    "addMember",
+    "changeMemberRole",
+    "removeMember",
+    "activateMember",
+    "deactivateMember",
+    "listRoles",
+    "createRole",
+    "deleteRole",
+    "addRoleMember",
+    "removeRoleMember",
+    "sendInvitation",
+    "listInvitations",
+    "revokeInvitation",
+    "resendInvitation",
+    "transferOwner",
 ];
 
 /// The pages, in the navigation's order: path, label.
@@ -85,6 +101,7 @@ const NAVIGATION: &[(&str, &str)] = &[
     ("/console/inbox", "Inbox"),
     ("/console/dashboards", "Dashboards"),
     ("/console/alerts", "Alerts"),
+    ("/console/people", "People"),
     ("/console/account", "Your account"),
 ];
 
@@ -306,22 +323,7 @@ impl Frame {
             .map_or_else(|| org.clone(), |c| c.label.clone());
         let mut allowed = BTreeSet::new();
         if !org.is_empty() {
-            let caller = Caller {
-                user_id: visitor.session.user_id.clone(),
-                email: visitor.session.email.clone(),
-                stepped_up_at: None,
-                org_header: Some(org.clone()),
-                personal_token: None,
-                session: Some(visitor.session.family_id.clone()),
-                sso_org: crate::services::credentials::session_sso_org(
-                    &console.state,
-                    &visitor.session.user_id,
-                    &visitor.session.family_id,
-                )
-                .await
-                .map_err(api::Refusal::from)?,
-                impersonation: None,
-            };
+            let caller = caller_of(console, visitor, &org).await?;
             let parent = orgs
                 .iter()
                 .find(|o| o.id == org)
@@ -372,6 +374,47 @@ impl Frame {
             impersonation,
         })
     }
+}
+
+/// The visitor as the API's gate sees them in `org` (the console session's own
+/// session, no step-up).
+async fn caller_of(console: &Console, visitor: &Visitor, org: &str) -> Result<Caller, Refusal> {
+    Ok(Caller {
+        user_id: visitor.session.user_id.clone(),
+        email: visitor.session.email.clone(),
+        stepped_up_at: None,
+        org_header: Some(org.to_owned()),
+        personal_token: None,
+        session: Some(visitor.session.family_id.clone()),
+        sso_org: crate::services::credentials::session_sso_org(
+            &console.state,
+            &visitor.session.user_id,
+            &visitor.session.family_id,
+        )
+        .await
+        .map_err(api::Refusal::from)?,
+        impersonation: None,
+    })
+}
+
+/// The permissions the visitor holds in `org`, as the gate judges them (a custom
+/// Role's permissions are picked from these).
+pub async fn held_permissions(
+    console: &Console,
+    visitor: &Visitor,
+    org: &str,
+) -> Result<Vec<tenancy::Permission>, Refusal> {
+    let caller = caller_of(console, visitor, org).await?;
+    let mut held = Vec::new();
+    for permission in tenancy::Permission::ALL {
+        if access::holds(&console.state, &caller, org, permission)
+            .await
+            .map_err(Refusal::from)?
+        {
+            held.push(permission);
+        }
+    }
+    Ok(held)
 }
 
 /// Whether the route table's access for `operation` admits the caller in `org`

@@ -15,18 +15,18 @@ use crate::http::state::{AppState, Caller};
 use crate::services::invitations::{self, InvitationRecord, InvitationStatus};
 
 /// An invitation as the API answers it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Invitation {
-    id: String,
+    pub(crate) id: String,
     org_id: String,
-    email: String,
-    role: MembershipRole,
-    status: InvitationStatus,
+    pub(crate) email: String,
+    pub(crate) role: MembershipRole,
+    pub(crate) status: InvitationStatus,
     invited_by: String,
-    sent_count: i64,
+    pub(crate) sent_count: i64,
     created_at: DateTime<Utc>,
-    last_sent_at: DateTime<Utc>,
+    pub(crate) last_sent_at: DateTime<Utc>,
 }
 
 impl From<InvitationRecord> for Invitation {

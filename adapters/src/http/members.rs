@@ -14,16 +14,16 @@ use crate::http::organizations::text;
 use crate::http::response::{Answer, Deleted, Paged};
 
 /// A member of an organization as the API answers it.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Member {
     org_id: String,
-    user_id: String,
+    pub(crate) user_id: String,
     /// Their e-mail, when known.
-    email: Option<String>,
-    role: MembershipRole,
-    active: bool,
-    created_at: chrono::DateTime<chrono::Utc>,
+    pub(crate) email: Option<String>,
+    pub(crate) role: MembershipRole,
+    pub(crate) active: bool,
+    pub(crate) created_at: chrono::DateTime<chrono::Utc>,
 }
 
 impl From<MemberRecord> for Member {
@@ -40,16 +40,16 @@ impl From<MemberRecord> for Member {
 }
 
 /// A Role of an organization as the API answers it.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Role {
-    id: String,
-    name: String,
-    permissions: BTreeSet<Permission>,
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) permissions: BTreeSet<Permission>,
     /// Seeded by the platform.
-    built_in: bool,
+    pub(crate) built_in: bool,
     /// The users holding it.
-    members: Vec<String>,
+    pub(crate) members: Vec<String>,
 }
 
 impl From<RoleRecord> for Role {

@@ -10,7 +10,7 @@ use super::orgs::{found, membership_role, membership_role_name};
 use super::{new_id, stamp, Store, StoreError, StoreResult};
 
 /// Where an invitation stands (its schema documents the answers that carry it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum InvitationStatus {
     /// Sent, not yet answered.

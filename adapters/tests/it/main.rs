@@ -28,6 +28,7 @@ mod compliance;
 mod config;
 mod console;
 mod console_account;
+mod console_people;
 mod console_rules;
 mod conventions;
 mod crash;
