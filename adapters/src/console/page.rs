@@ -172,6 +172,23 @@ pub struct Frame {
     pub style: &'static str,
     /// Set while the session sees as its user for a super-admin: the banner.
     pub impersonation: Option<Banner>,
+    /// The active announcements that reach the organization and the visitor has not
+    /// dismissed, as banners on every page (at most five, the newest first).
+    pub announcements: Vec<Announced>,
+}
+
+/// An announcement as every page's banner shows it.
+pub struct Announced {
+    /// Its id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// Its text as posted (shown as text).
+    pub body: String,
+    /// `info`, `warning` or `critical`.
+    pub severity: String,
+    /// Whether the visitor may dismiss it.
+    pub dismissible: bool,
 }
 
 /// The banner every page shows while a super-admin sees as a user.
@@ -356,6 +373,28 @@ impl Frame {
             until: visitor.session.expires_at.format("%H:%M").to_string(),
             read_only: imp.read_only,
         });
+        let announcements = if allowed.contains("listAnnouncements") {
+            visitor
+                .api
+                .list::<crate::http::announcements::Announcement>(
+                    "/api/messages/announcements?limit=5",
+                    Some(&org),
+                    "announcements",
+                )
+                .await?
+                .items
+                .into_iter()
+                .map(|a| Announced {
+                    severity: api::wire(&a.severity),
+                    id: a.id,
+                    title: a.title,
+                    body: a.body,
+                    dismissible: a.dismissible,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(Frame {
             title,
             who: who(visitor).await?,
@@ -372,6 +411,7 @@ impl Frame {
             script: assets::SCRIPT.path(),
             style: assets::STYLE.path(),
             impersonation,
+            announcements,
         })
     }
 }

@@ -1896,6 +1896,93 @@ async fn announcements_are_dismissed_from_the_inbox(app: &TestApp) {
     assert!(!list["announcements"][0]["dismissedAt"].is_null(), "{list}");
 }
 
+async fn announcements_show_as_a_banner_on_every_page(app: &TestApp) {
+    let (alice, acme) = owner(app, "alice@example.com", "acme").await;
+    let post = |title: &'static str, dismissible: bool| {
+        let (alice, acme) = (alice.clone(), acme.clone());
+        async move {
+            let (status, body) = app
+                .call(
+                    "POST",
+                    "/api/messages/announcements",
+                    &alice,
+                    Some(&acme),
+                    Some(
+                        json!({"title": title, "body": "From 22:00.", "severity": "warning",
+                                "dismissible": dismissible}),
+                    ),
+                )
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+            body["data"]["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let maintenance = post("Maintenance tonight", true).await;
+    let pinned = post("Read the policy", false).await;
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    for path in [
+        "/console/rules",
+        "/console/people",
+        "/console/account",
+        "/console/audit",
+    ] {
+        let (status, page) = page_of(app, &cookie, path).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert!(
+            page.contains(&format!("data-announcement=\"{maintenance}\"")),
+            "{path}"
+        );
+        assert!(page.contains("Maintenance tonight") && page.contains("Read the policy"));
+    }
+    let (_, page) = page_of(app, &cookie, "/console/rules").await;
+    let banner = |id: &str| {
+        page.split(&format!("data-announcement=\"{id}\""))
+            .nth(1)
+            .and_then(|rest| rest.split("</section>").next())
+            .unwrap()
+            .to_owned()
+    };
+    assert!(banner(&maintenance).contains("value=\"dismiss\""));
+    assert!(
+        !banner(&pinned).contains("value=\"dismiss\""),
+        "not dismissible"
+    );
+    assert!(
+        banner(&maintenance).contains("class=\"announcement warning\"")
+            || page.contains("class=\"announcement warning\"")
+    );
+    let token = form_token(&page);
+    let (status, _) = post_form(
+        app,
+        &cookie,
+        "/console/inbox",
+        &[
+            ("org", &acme),
+            ("action", "dismiss"),
+            ("id", &maintenance),
+            ("csrf", &token),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, page) = page_of(app, &cookie, "/console/rules").await;
+    assert!(
+        !page.contains(&format!("data-announcement=\"{maintenance}\"")),
+        "dismissed"
+    );
+    assert!(page.contains(&format!("data-announcement=\"{pinned}\"")));
+    let (_, list) = app
+        .call(
+            "GET",
+            "/api/messages/announcements",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(list["announcements"].as_array().unwrap().len(), 1, "{list}");
+}
+
 async fn a_feature_the_account_lacks_shows_no_control(app: &TestApp) {
     let app = &app.beside(&[("FEATURES_FOR_ALL_TIERS", "")]).await;
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
@@ -2220,6 +2307,7 @@ on_both_backends!(
     the_policy_report_filters_by_status_and_rule,
     quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase,
     announcements_are_dismissed_from_the_inbox,
+    announcements_show_as_a_banner_on_every_page,
     a_feature_the_account_lacks_shows_no_control,
     the_catalog_subscribes_activates_pins_and_previews,
 );
