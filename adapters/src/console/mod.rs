@@ -41,6 +41,7 @@ mod posture;
 mod rules;
 mod scans;
 pub mod session;
+mod settings;
 mod sso;
 mod verify;
 
@@ -83,6 +84,7 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/console/csp-report", post(csp_report))
         .route(account::PATH, get(account::page).post(account::action))
         .route(people::PATH, get(people::page).post(people::action))
+        .route(settings::PATH, get(settings::page).post(settings::action))
         .route("/console/posture", get(posture::page))
         .route("/console/posture/export.csv", get(posture::csv))
         .route("/console/posture/export.json", get(posture::report))

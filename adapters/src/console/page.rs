@@ -86,6 +86,9 @@ const OPERATIONS: &[&str] = &[
     "revokeInvitation",
     "resendInvitation",
     "transferOwner",
+    "notificationPreferences",
+    "saveNotificationPreferences",
+    "testNotificationWebhook",
 ];
 
 /// The pages, in the navigation's order: path, label.
@@ -102,6 +105,7 @@ const NAVIGATION: &[(&str, &str)] = &[
     ("/console/dashboards", "Dashboards"),
     ("/console/alerts", "Alerts"),
     ("/console/people", "People"),
+    ("/console/settings", "Settings"),
     ("/console/account", "Your account"),
 ];
 

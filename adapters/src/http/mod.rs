@@ -30,7 +30,7 @@ pub(crate) mod organizations;
 pub(crate) mod pipelines;
 pub(crate) mod plugins;
 mod policies;
-mod preferences;
+pub(crate) mod preferences;
 pub(crate) mod quotas;
 mod reports;
 pub mod response;

@@ -13,19 +13,19 @@ use crate::services::preferences::{self, DigestMode, NotificationPreference, MAX
 
 /// An organization's notification preference as the API answers it (the webhook
 /// secret is never returned).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Preference {
-    email_enabled: bool,
+    pub(crate) email_enabled: bool,
     /// Recipients; every admin and the owner when none.
-    target_users: Option<Vec<String>>,
-    webhook_url: Option<String>,
-    has_webhook_secret: bool,
+    pub(crate) target_users: Option<Vec<String>>,
+    pub(crate) webhook_url: Option<String>,
+    pub(crate) has_webhook_secret: bool,
     #[schema(value_type = DigestMode)]
-    digest_mode: String,
-    notify_warnings: bool,
+    pub(crate) digest_mode: String,
+    pub(crate) notify_warnings: bool,
     /// When the webhook answered 410 Gone: off until its URL is saved again.
-    webhook_disabled_at: Option<DateTime<Utc>>,
+    pub(crate) webhook_disabled_at: Option<DateTime<Utc>>,
 }
 
 impl From<NotificationPreference> for Preference {
@@ -107,4 +107,21 @@ pub(crate) async fn save_preferences(
     )
     .await?;
     Ok(Answer::ok(preference.into()))
+}
+
+/// `POST /compliance/notification-preferences/test`: a test notification to the
+/// saved webhook; what the receiver answered.
+pub(crate) async fn test_webhook(
+    State(state): State<AppState>,
+    caller: Caller,
+    granted: Granted,
+) -> Result<Answer<preferences::WebhookTest>, ApiError> {
+    let tested = preferences::test_webhook(
+        &state,
+        (&caller, granted.super_admin),
+        &granted.org,
+        Utc::now(),
+    )
+    .await?;
+    Ok(Answer::ok(tested))
 }

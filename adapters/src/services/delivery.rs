@@ -238,30 +238,54 @@ async fn webhook(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<O
         .store
         .notification_preference(&claimed.org_id)
         .await?;
-    let Some(url) = preference.webhook_url.as_deref() else {
-        return Ok(Outcome::Skipped("no webhookUrl".to_owned()));
-    };
-    if preference.webhook_disabled_at.is_some() {
+    if preference.webhook_url.is_some() && preference.webhook_disabled_at.is_some() {
         return Ok(Outcome::Skipped(
             "the webhook answered 410 Gone; save its URL again to turn it on".to_owned(),
         ));
     }
+    let body = webhook_body(claimed);
+    let (outcome, _) = post_webhook(
+        state,
+        (&claimed.org_id, &preference),
+        &claimed.notification_id,
+        body,
+        false,
+    )
+    .await?;
+    Ok(outcome)
+}
+
+/// The most of a receiver's answer a test shows.
+pub const ANSWER_SHOWN: usize = 1024;
+
+/// Posts `body` to the organization's webhook as delivery `id` (signed with its
+/// secret when it has one), to the address that was checked; the outcome, and when
+/// `read_answer` the first [`ANSWER_SHOWN`] bytes of the receiver's answer as text.
+pub(crate) async fn post_webhook(
+    state: &AppState,
+    (org_id, preference): (&str, &crate::storage::NotificationPreference),
+    id: &str,
+    body: Vec<u8>,
+    read_answer: bool,
+) -> ServiceResult<(Outcome, String)> {
+    let Some(url) = preference.webhook_url.as_deref() else {
+        return Ok((Outcome::Skipped("no webhookUrl".to_owned()), String::new()));
+    };
     let (parsed, address) =
         match resolve_webhook(url, state.config.notifications.allow_private).await {
             Ok(resolved) => resolved,
-            Err(why) => return Ok(Outcome::Refused(why)),
+            Err(why) => return Ok((Outcome::Refused(why), String::new())),
         };
     let secret = match preference.webhook_secret.as_deref() {
         None => None,
-        Some(stored) => {
-            match keys::open(state, keys::webhook_secret(&claimed.org_id), stored).await {
-                Ok(secret) => Some(secret),
-                Err(ServiceError::KeyUnavailable(why)) => return Ok(Outcome::Waiting(why)),
-                Err(error) => return Ok(Outcome::Refused(error.to_string())),
+        Some(stored) => match keys::open(state, keys::webhook_secret(org_id), stored).await {
+            Ok(secret) => Some(secret),
+            Err(ServiceError::KeyUnavailable(why)) => {
+                return Ok((Outcome::Waiting(why), String::new()))
             }
-        }
+            Err(error) => return Ok((Outcome::Refused(error.to_string()), String::new())),
+        },
     };
-    let body = webhook_body(claimed);
     let timestamp = Utc::now().timestamp();
     // The connection goes to the address that was checked: no second lookup.
     let host = parsed.host_str().unwrap_or_default().to_owned();
@@ -284,30 +308,44 @@ async fn webhook(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<O
     let mut request = client
         .post(parsed)
         .header("content-type", "application/json")
-        .header("webhook-id", &claimed.notification_id)
+        .header("webhook-id", id)
         .header("webhook-timestamp", timestamp.to_string());
     if let Some(secret) = &secret {
         request = request
             .header("x-svc-signature", notify::svc_signature(secret, &body))
             .header(
                 "webhook-signature",
-                notify::standard_signature(secret, &claimed.notification_id, timestamp, &body),
+                notify::standard_signature(secret, id, timestamp, &body),
             );
     }
     match request.body(body).send().await {
-        Ok(response) => {
+        Ok(mut response) => {
             let status = response.status().as_u16();
-            match status {
-                200..=299 => Ok(Outcome::Sent(Some(status))),
-                410 => Ok(Outcome::Gone),
-                _ => Ok(Outcome::Failed(
-                    Some(status),
-                    format!("the receiver answered {status}"),
-                )),
+            let mut answer = Vec::new();
+            // At most ANSWER_SHOWN bytes are read, chunk by chunk.
+            while read_answer && answer.len() < ANSWER_SHOWN {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => answer.extend_from_slice(&chunk),
+                    Ok(None) | Err(_) => break,
+                }
             }
+            answer.truncate(ANSWER_SHOWN);
+            let answer = String::from_utf8_lossy(&answer).into_owned();
+            let outcome = match status {
+                200..=299 => Outcome::Sent(Some(status)),
+                410 => Outcome::Gone,
+                _ => Outcome::Failed(Some(status), format!("the receiver answered {status}")),
+            };
+            Ok((outcome, answer))
         }
-        Err(e) if e.is_timeout() => Ok(Outcome::Failed(None, "no answer within 10 s".to_owned())),
-        Err(e) => Ok(Outcome::Failed(None, format!("the request failed: {e}"))),
+        Err(e) if e.is_timeout() => Ok((
+            Outcome::Failed(None, "no answer within 10 s".to_owned()),
+            String::new(),
+        )),
+        Err(e) => Ok((
+            Outcome::Failed(None, format!("the request failed: {e}")),
+            String::new(),
+        )),
     }
 }
 

@@ -84,6 +84,93 @@ pub async fn get(store: &Store, org: &OrgRecord) -> ServiceResult<NotificationPr
     Ok(store.notification_preference(&org.id).await?)
 }
 
+/// Whether the caller may change (and test) the preference: an active admin or the
+/// owner, or a super-admin.
+async fn may_change(
+    store: &Store,
+    (caller, super_admin): (&Caller, bool),
+    org: &OrgRecord,
+) -> ServiceResult<()> {
+    let role = store
+        .membership(&org.id, &caller.user_id)
+        .await?
+        .filter(|m| m.active)
+        .map(|m| m.role);
+    if super_admin || matches!(role, Some(MembershipRole::Owner | MembershipRole::Admin)) {
+        Ok(())
+    } else {
+        Err(ServiceError::Forbidden(
+            "only the organization's admins or owner may change notification preferences",
+        ))
+    }
+}
+
+/// What a test of the webhook found.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookTest {
+    /// `sent` (a 2xx), `failed` (another answer, or none), `skipped` (no webhookUrl),
+    /// `refused` (an address the server does not send to, a secret that cannot be
+    /// opened now).
+    pub status: String,
+    /// The receiver's status, when it answered.
+    pub http_status: Option<u16>,
+    /// The first 1024 bytes of its answer, as text.
+    pub answer: String,
+    /// Why it was not sent, or failed.
+    pub error: Option<String>,
+    /// From the request to the answer.
+    pub latency_ms: u64,
+}
+
+/// Sends a test notification (`"type": "test"`, signed as deliveries are) to the
+/// saved webhook, even one a 410 turned off (a test turns nothing on or off), and
+/// answers what the receiver said. The same callers as [`save`].
+pub async fn test_webhook(
+    state: &crate::services::context::AppState,
+    (caller, super_admin): (&Caller, bool),
+    org: &OrgRecord,
+    now: DateTime<Utc>,
+) -> ServiceResult<WebhookTest> {
+    use super::delivery::Outcome;
+    let store = &state.infra.store;
+    may_change(store, (caller, super_admin), org).await?;
+    let preference = store.notification_preference(&org.id).await?;
+    let id = crate::storage::new_id();
+    let body = serde_json::json!({
+        "type": "test",
+        "id": id,
+        "orgId": org.id,
+        "sentAt": now,
+        "message": "A test of this organization's compliance notification webhook.",
+    })
+    .to_string()
+    .into_bytes();
+    let started = std::time::Instant::now();
+    let (outcome, answer) =
+        super::delivery::post_webhook(state, (&org.id, &preference), &id, body, true).await?;
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let (status, http_status, error) = match outcome {
+        Outcome::Sent(code) => ("sent", code, None),
+        Outcome::Skipped(why) => ("skipped", None, Some(why)),
+        Outcome::Failed(code, why) => ("failed", code, Some(why)),
+        Outcome::Rejected(code, why) => ("failed", Some(code), Some(why)),
+        Outcome::Gone => (
+            "failed",
+            Some(410),
+            Some("the receiver answered 410 Gone".to_owned()),
+        ),
+        Outcome::Refused(why) | Outcome::Waiting(why) => ("refused", None, Some(why)),
+    };
+    Ok(WebhookTest {
+        status: status.to_owned(),
+        http_status,
+        answer,
+        error,
+        latency_ms,
+    })
+}
+
 /// Applies `change`, when the caller is an active admin or the owner (or a
 /// super-admin), and answers the preference saved.
 pub async fn save(
@@ -94,16 +181,7 @@ pub async fn save(
     now: DateTime<Utc>,
 ) -> ServiceResult<NotificationPreference> {
     let store = &state.infra.store;
-    let role = store
-        .membership(&org.id, &caller.user_id)
-        .await?
-        .filter(|m| m.active)
-        .map(|m| m.role);
-    if !(super_admin || matches!(role, Some(MembershipRole::Owner | MembershipRole::Admin))) {
-        return Err(ServiceError::Forbidden(
-            "only the organization's admins or owner may change notification preferences",
-        ));
-    }
+    may_change(store, (caller, super_admin), org).await?;
     let mut preference = store.notification_preference(&org.id).await?;
     if let Some(mode) = change.digest_mode {
         preference.digest_mode = mode.as_str().to_owned();

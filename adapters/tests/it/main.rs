@@ -30,6 +30,7 @@ mod console;
 mod console_account;
 mod console_people;
 mod console_rules;
+mod console_settings;
 mod conventions;
 mod crash;
 mod exports;

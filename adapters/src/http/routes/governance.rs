@@ -146,6 +146,9 @@ pub(super) fn routes() -> Vec<Route> {
             .doc("Change the notification preference (the organization's admins or owner): a field left out keeps its value; null or an empty value clears webhookUrl, webhookSecret and targetUsers (then every admin and the owner are e-mailed); null for another field is 400; targetUsers are e-mail addresses (CR, LF, spaces refused)")
             .body_of::<preferences::PreferenceBody>()
             .answers::<preferences::Preference>(200),
+        post("/api/compliance/notification-preferences/test", "testNotificationWebhook", compliance(ComplianceRead), preferences::test_webhook)
+            .doc("Send a test notification (`\"type\": \"test\"`, signed with webhookSecret as deliveries are) to the saved webhookUrl, even one a 410 turned off (a test turns nothing on or off), by the organization's admins or owner (403 otherwise); answers what the receiver said: `sent` (2xx), `failed` (another status, or none within 10 s), `skipped` (no webhookUrl) or `refused` (an address the server does not send to), with its status and the first 1024 bytes of its answer")
+            .answers::<crate::services::preferences::WebhookTest>(200),
         // Validation.
         post("/api/compliance/validate/{target}", "validate", Access::UserOrService(ComplianceRead), validate::live)
             .doc("Check an entity's attributes against the organization's effective rules; recorded in the check log")
