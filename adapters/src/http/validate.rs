@@ -94,7 +94,17 @@ async fn validate(
         }
     };
     let limits = state.config.attribute_limits();
-    let checks::Checked { evaluation, .. } = if matches!(recording, Recording::DryRun) {
+    // A dry run that may bring a rule being written parses first (the rule decides
+    // the set); any other check parses and evaluates in one job. The key is looked
+    // for in the bytes, by a literal search: a body without it has no draft, and one
+    // written with an escaped key (`"\u0072ule"`) is refused below.
+    let may_bring_rule = matches!(recording, Recording::DryRun) && {
+        static KEY: std::sync::OnceLock<Option<regex::bytes::Regex>> = std::sync::OnceLock::new();
+        KEY.get_or_init(|| regex::bytes::Regex::new(r#""rule""#).ok())
+            .as_ref()
+            .is_none_or(|key| key.is_match(&body))
+    };
+    let checks::Checked { evaluation, .. } = if may_bring_rule {
         checks::dry_run(&state, &org, target, set, deadline, move || {
             parse(&body, limits)
         })
@@ -110,7 +120,11 @@ async fn validate(
                 (prepared, None) => Ok(prepared),
                 (_, Some(_)) => Err(ServiceError::invalid(
                     "rule",
-                    "only a dry run evaluates a rule being written",
+                    if matches!(recording, Recording::DryRun) {
+                        "write the key as `rule` (not escaped)"
+                    } else {
+                        "only a dry run evaluates a rule being written"
+                    },
                 )),
             },
             recording,

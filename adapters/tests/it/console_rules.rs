@@ -419,6 +419,24 @@ async fn a_dry_run_evaluates_the_rule_being_written(app: &TestApp) {
             .starts_with("rule.target"),
         "{refused}"
     );
+    // The key written escaped is refused, not taken for no rule at all.
+    let escaped_key =
+        format!(r#"{{"attributes": {{"accessModifier": "public"}}, "\u0072ule": {edited}}}"#);
+    let (status, refused) = app
+        .send(
+            Request::post("/api/compliance/validate/pipeline/dry-run")
+                .header("authorization", format!("Bearer {alice}"))
+                .header("x-org-id", &acme)
+                .header("content-type", "application/json")
+                .body(Body::from(escaped_key))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("not escaped"),
+        "{refused}"
+    );
     // A live check never evaluates a draft, and records nothing when refused.
     let (_, before) = app
         .call("GET", "/api/compliance/audit", &alice, Some(&acme), None)
