@@ -250,8 +250,10 @@ pub async fn action(
                 Ok(Done::Shown("the authenticator app was removed".to_owned()))
             }
             "create" => {
+                // Any number a form holds: beyond a year the API refuses it with its
+                // own message; the arithmetic here never overflows.
                 let days: i64 = field(&form, "days").parse().unwrap_or(30);
-                let expires_at = api::instant(&(Utc::now() + Duration::days(days)));
+                let expires_at = api::instant(&(Utc::now() + Duration::days(days.clamp(0, 400))));
                 let bound = (field(&form, "bound") == "on" && !org.is_empty()).then_some(&org);
                 let body = json!({"name": field(&form, "name"), "expiresAt": expires_at, "orgId": bound});
                 let made: PersonalToken = visitor

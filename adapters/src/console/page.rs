@@ -377,25 +377,33 @@ impl Frame {
             until: visitor.session.expires_at.format("%H:%M").to_string(),
             read_only: imp.read_only,
         });
+        // The banners are an addition to every page: one the API will not list here
+        // (a super-admin's look at an organization that is not theirs) shows none,
+        // and only a signed-out session fails the page.
         let announcements = if allowed.contains("listAnnouncements") {
-            visitor
+            match visitor
                 .api
                 .list::<crate::http::announcements::Announcement>(
                     "/api/messages/announcements?limit=5",
                     Some(&org),
                     "announcements",
                 )
-                .await?
-                .items
-                .into_iter()
-                .map(|a| Announced {
-                    severity: api::wire(&a.severity),
-                    id: a.id,
-                    title: a.title,
-                    body: a.body,
-                    dismissible: a.dismissible,
-                })
-                .collect()
+                .await
+            {
+                Ok(listed) => listed
+                    .items
+                    .into_iter()
+                    .map(|a| Announced {
+                        severity: api::wire(&a.severity),
+                        id: a.id,
+                        title: a.title,
+                        body: a.body,
+                        dismissible: a.dismissible,
+                    })
+                    .collect(),
+                Err(refusal) if refusal.signed_out() => return Err(refusal),
+                Err(_) => Vec::new(),
+            }
         } else {
             Vec::new()
         };

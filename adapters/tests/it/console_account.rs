@@ -80,6 +80,22 @@ async fn tokens_are_made_shown_once_used_and_revoked(app: &TestApp) {
     assert!(page.contains(&format!("token {id} revoked")));
     let (status, _) = app.call("GET", "/api/me", &secret, None, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // A hostile expiry: the API's refusal (beyond a year), no overflow.
+    let (status, page) = post_form(
+        app,
+        &cookie,
+        "/console/account",
+        &[
+            ("csrf", &token),
+            ("org", &acme),
+            ("action", "create"),
+            ("name", "forever"),
+            ("days", "9223372036854775807"),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+    assert!(page.contains("id=\"error\""));
     // A name the API refuses: its message, nothing made.
     let (status, page) = post_form(
         app,
