@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use askama::Template;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{Duration, Utc};
 use serde::de::IgnoredAny;
@@ -19,7 +19,7 @@ use super::page::{self, Frame};
 use super::session::{self, Posted, Visitor};
 use super::{field, Console};
 use crate::http::signin::Tokens;
-use crate::services::accounts::{Account, Me, PersonalToken, Session, StepUpProof, TotpEnrollment};
+use crate::services::accounts::{Account, Me, PersonalToken, Session, TotpEnrollment};
 
 /// Where the page lives.
 pub const PATH: &str = "/console/account";
@@ -131,20 +131,6 @@ pub async fn page(
         .unwrap_or_else(page::refused)
 }
 
-/// A step-up with the visitor's password: the proof the API then asks for.
-async fn step_up(visitor: &Visitor, password: &str) -> Result<String, Refusal> {
-    let proof: StepUpProof = visitor
-        .api
-        .data(Call {
-            method: Some(Method::POST),
-            uri: "/api/auth/step-up",
-            body: Some(json!({ "password": password })),
-            ..Call::default()
-        })
-        .await?;
-    Ok(proof.step_up_token)
-}
-
 /// The otpauth URI as a QR code, an SVG drawn here (no script, no request elsewhere).
 fn qr_svg(uri: &str) -> Result<String, Refusal> {
     use qrcode::render::svg;
@@ -184,11 +170,9 @@ pub async fn action(
         match field(&form, "action") {
             "password" => {
                 if form.get("newPassword") != form.get("repeatPassword") {
-                    return Err(Refusal {
-                        status: StatusCode::BAD_REQUEST,
-                        code: crate::code::ErrorCode::ValidationError,
-                        message: "the new password and its repetition differ".to_owned(),
-                    });
+                    return Err(Refusal::invalid(
+                        "the new password and its repetition differ",
+                    ));
                 }
                 let session: Session = visitor
                     .api
@@ -206,7 +190,10 @@ pub async fn action(
                 Ok(Done::Reopen(session.access_token))
             }
             "enroll" => {
-                let proof = step_up(&visitor, form.get("password").map_or("", String::as_str)).await?;
+                let proof = visitor
+                    .api
+                    .step_up(form.get("password").map_or("", String::as_str))
+                    .await?;
                 let enrollment: TotpEnrollment = visitor
                     .api
                     .data(Call {
@@ -237,7 +224,10 @@ pub async fn action(
                 Ok(Done::Shown("the authenticator app is enrolled: signing in and step-ups take its codes".to_owned()))
             }
             "remove-totp" => {
-                let proof = step_up(&visitor, form.get("password").map_or("", String::as_str)).await?;
+                let proof = visitor
+                    .api
+                    .step_up(form.get("password").map_or("", String::as_str))
+                    .await?;
                 let _: Account = visitor
                     .api
                     .data(Call {
@@ -305,11 +295,14 @@ pub async fn action(
             );
             session::reopen(&console, &headers, &token, &to).await
         }
-        outcome => {
-            shown.outcome = Some(outcome.map(|done| match done {
-                Done::Shown(notice) => notice,
-                Done::Reopen(_) | Done::SignedOut => String::new(),
-            }));
+        Ok(Done::Shown(notice)) => {
+            shown.outcome = Some(Ok(notice));
+            show(&console, &visitor, &page::again(org), shown)
+                .await
+                .unwrap_or_else(page::refused)
+        }
+        Err(refusal) => {
+            shown.outcome = Some(Err(refusal));
             show(&console, &visitor, &page::again(org), shown)
                 .await
                 .unwrap_or_else(page::refused)

@@ -18,7 +18,6 @@ use super::page::{self, Frame};
 use super::session::{self, Posted, Visitor};
 use super::{field, Console};
 use crate::code::ErrorCode;
-use crate::services::accounts::StepUpProof;
 use crate::services::admin::impersonation::Started;
 use crate::services::admin::users::AdminUser;
 use crate::services::console as sessions;
@@ -115,16 +114,7 @@ pub async fn impersonate(
 ) -> Response {
     let Posted { visitor, form } = posted;
     let started = async {
-        let proof: StepUpProof = visitor
-            .api
-            .data(Call {
-                method: Some(Method::POST),
-                uri: "/api/auth/step-up",
-                body: Some(json!({"password": field(&form, "password")})),
-                ..Call::default()
-            })
-            .await?;
-        let step_up = proof.step_up_token;
+        let step_up = visitor.api.step_up(field(&form, "password")).await?;
         let minutes: u32 = field(&form, "minutes").parse().unwrap_or(0);
         let started: Started = visitor
             .api

@@ -37,6 +37,16 @@ impl Refusal {
         }
     }
 
+    /// A form the console itself refuses before asking the API: 400
+    /// `VALIDATION_ERROR` with `message`.
+    pub(crate) fn invalid(message: impl Into<String>) -> Refusal {
+        Refusal {
+            status: StatusCode::BAD_REQUEST,
+            code: ErrorCode::ValidationError,
+            message: message.into(),
+        }
+    }
+
     /// The refusal an answer of the API states in its envelope: a code that is not
     /// one of the API's is an error of the console, not a refusal to show.
     fn answered(status: StatusCode, envelope: &Value) -> Refusal {
@@ -227,6 +237,20 @@ impl Api {
             })
             .await?,
         )
+    }
+
+    /// A step-up with the visitor's password (`POST /api/auth/step-up`): the proof
+    /// an action that needs one carries as `X-Step-Up-Token`.
+    pub async fn step_up(&self, password: &str) -> Result<String, Refusal> {
+        let proof: crate::services::accounts::StepUpProof = self
+            .data(Call {
+                method: Some(Method::POST),
+                uri: "/api/auth/step-up",
+                body: Some(serde_json::json!({ "password": password })),
+                ..Call::default()
+            })
+            .await?;
+        Ok(proof.step_up_token)
     }
 
     /// `GET uri` in `org`: a page whose items, under `key`, are the API's own `T`s.

@@ -19,7 +19,6 @@ use super::{field, Console};
 use crate::http::billing::{Bundles, Subscription};
 use crate::http::organizations::TierChanged;
 use crate::http::quotas::OrgQuotas;
-use crate::services::accounts::StepUpProof;
 
 /// One quota.
 pub struct Usage {
@@ -188,16 +187,9 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                 }
             }
             "tier" => {
-                let proof: StepUpProof = visitor
+                let proof = visitor
                     .api
-                    .data(Call {
-                        method: Some(Method::POST),
-                        uri: "/api/auth/step-up",
-                        body: Some(
-                            json!({"password": form.get("password").cloned().unwrap_or_default()}),
-                        ),
-                        ..Call::default()
-                    })
+                    .step_up(form.get("password").map_or("", String::as_str))
                     .await?;
                 let uri = format!("/api/organization/{}/tier", segment(&org)?);
                 let done: TierChanged = visitor
@@ -207,7 +199,7 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                         uri: &uri,
                         org: Some(&org),
                         body: Some(json!({"tier": field(&form, "tier")})),
-                        step_up: Some(&proof.step_up_token),
+                        step_up: Some(&proof),
                     })
                     .await?;
                 Ok(format!(

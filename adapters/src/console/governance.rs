@@ -203,11 +203,7 @@ pub async fn catalog_action(State(console): State<Console>, posted: Posted) -> R
 
 /// A form's action the page does not have.
 pub fn unknown_action() -> Refusal {
-    Refusal {
-        status: axum::http::StatusCode::BAD_REQUEST,
-        code: ErrorCode::ValidationError,
-        message: "no such action".to_owned(),
-    }
+    Refusal::invalid("no such action")
 }
 
 /// An exemption as a row.

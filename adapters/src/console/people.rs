@@ -19,7 +19,6 @@ use super::session::{Posted, Visitor};
 use super::{field, Console};
 use crate::http::invitations::Invitation;
 use crate::http::members::{Member, Role};
-use crate::services::accounts::StepUpProof;
 
 /// Where the page lives.
 pub const PATH: &str = "/console/people";
@@ -356,15 +355,8 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                 Ok(format!("the invitation of {} revoked", revoked.email))
             }
             "transfer" => {
-                let proof: StepUpProof = api
-                    .data(Call {
-                        method: Some(Method::POST),
-                        uri: "/api/auth/step-up",
-                        body: Some(
-                            json!({"password": form.get("password").cloned().unwrap_or_default()}),
-                        ),
-                        ..Call::default()
-                    })
+                let proof = api
+                    .step_up(form.get("password").map_or("", String::as_str))
                     .await?;
                 let user = field(&form, "userId");
                 let _: IgnoredAny = api
@@ -373,7 +365,7 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                         uri: &format!("{base}/transfer-owner"),
                         org: Some(&org),
                         body: Some(json!({ "userId": user })),
-                        step_up: Some(&proof.step_up_token),
+                        step_up: Some(&proof),
                     })
                     .await?;
                 Ok(format!("the organization now belongs to {user}"))

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use askama::Template;
 use axum::extract::{Query, State};
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use axum::response::Response;
 use compliance_core::{ConditionMode, Operator, Rule, Scope, Severity, Target};
 use serde::de::IgnoredAny;
@@ -612,11 +612,7 @@ pub async fn edit(State(console): State<Console>, posted: Posted) -> Response {
 
 /// The refusal of a form the console itself finds wrong (its fields say where).
 fn form_refusal() -> Refusal {
-    Refusal {
-        status: StatusCode::BAD_REQUEST,
-        code: crate::code::ErrorCode::ValidationError,
-        message: "the form has fields to correct".to_owned(),
-    }
+    Refusal::invalid("the form has fields to correct")
 }
 
 /// A refusal, its named fields kept for the form.

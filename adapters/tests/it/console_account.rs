@@ -16,6 +16,19 @@ fn input_value(page: &str, id: &str) -> Option<String> {
     Some(rest.get(..rest.find('"')?)?.to_owned())
 }
 
+/// A form of the account page posted by the holder of `cookie` with the page's
+/// `token`, in `org`: `action` and its `fields`.
+async fn account_form(
+    app: &TestApp,
+    (cookie, token, org): (&str, &str, &str),
+    action: &str,
+    fields: &[(&str, &str)],
+) -> (StatusCode, String) {
+    let mut all = vec![("csrf", token), ("org", org), ("action", action)];
+    all.extend_from_slice(fields);
+    post_form(app, cookie, "/console/account", &all).await
+}
+
 async fn tokens_are_made_shown_once_used_and_revoked(app: &TestApp) {
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
@@ -26,18 +39,11 @@ async fn tokens_are_made_shown_once_used_and_revoked(app: &TestApp) {
         "{page}"
     );
     let token = form_token(&page);
-    let (status, page) = post_form(
+    let (status, page) = account_form(
         app,
-        &cookie,
-        "/console/account",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "create"),
-            ("name", "ci"),
-            ("days", "7"),
-            ("bound", "on"),
-        ],
+        (&cookie, &token, &acme),
+        "create",
+        &[("name", "ci"), ("days", "7"), ("bound", "on")],
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
@@ -64,50 +70,28 @@ async fn tokens_are_made_shown_once_used_and_revoked(app: &TestApp) {
     let row = row.split("</tr>").next().unwrap();
     assert!(!row.contains("never"), "its use is listed: {row}");
     // Revoked through the page: refused by the API at once.
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/account",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "revoke"),
-            ("id", &id),
-        ],
-    )
-    .await;
+    let (status, page) =
+        account_form(app, (&cookie, &token, &acme), "revoke", &[("id", &id)]).await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains(&format!("token {id} revoked")));
     let (status, _) = app.call("GET", "/api/me", &secret, None, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     // A hostile expiry: the API's refusal (beyond a year), no overflow.
-    let (status, page) = post_form(
+    let (status, page) = account_form(
         app,
-        &cookie,
-        "/console/account",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "create"),
-            ("name", "forever"),
-            ("days", "9223372036854775807"),
-        ],
+        (&cookie, &token, &acme),
+        "create",
+        &[("name", "forever"), ("days", "9223372036854775807")],
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
     assert!(page.contains("id=\"error\""));
     // A name the API refuses: its message, nothing made.
-    let (status, page) = post_form(
+    let (status, page) = account_form(
         app,
-        &cookie,
-        "/console/account",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "create"),
-            ("name", ""),
-            ("days", "7"),
-        ],
+        (&cookie, &token, &acme),
+        "create",
+        &[("name", ""), ("days", "7")],
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
@@ -116,17 +100,11 @@ async fn tokens_are_made_shown_once_used_and_revoked(app: &TestApp) {
     assert_eq!(listed["data"]["tokens"].as_array().unwrap().len(), 1);
 
     // Revoke all: every token and session ends, the console's too.
-    let (_, page) = post_form(
+    let (_, page) = account_form(
         app,
-        &cookie,
-        "/console/account",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "create"),
-            ("name", "other"),
-            ("days", "30"),
-        ],
+        (&cookie, &token, &acme),
+        "create",
+        &[("name", "other"), ("days", "30")],
     )
     .await;
     let other = input_value(&page, "new-token").unwrap();
@@ -259,30 +237,20 @@ async fn an_authenticator_is_enrolled_from_a_qr_code(app: &TestApp) {
     let (_, page) = page_of(app, &cookie, "/console/account").await;
     assert!(page.contains("id=\"totp-state\">not enrolled"));
     let token = form_token(&page);
-    let (status, page) = post_form(
+    let (status, page) = account_form(
         app,
-        &cookie,
-        "/console/account",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "enroll"),
-            ("password", "wrong"),
-        ],
+        (&cookie, &token, &acme),
+        "enroll",
+        &[("password", "wrong")],
     )
     .await;
     assert!(status.is_client_error(), "{status}");
     assert!(page.contains("id=\"error\"") && !page.contains("<svg"));
-    let (status, page) = post_form(
+    let (status, page) = account_form(
         app,
-        &cookie,
-        "/console/account",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "enroll"),
-            ("password", PASSWORD),
-        ],
+        (&cookie, &token, &acme),
+        "enroll",
+        &[("password", PASSWORD)],
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
@@ -305,17 +273,11 @@ async fn an_authenticator_is_enrolled_from_a_qr_code(app: &TestApp) {
         .to_owned();
     let bytes = tenancy::totp_secret_bytes(&secret).unwrap();
     let code = tenancy::totp_code(&bytes, u64::try_from(Utc::now().timestamp()).unwrap()).unwrap();
-    let (status, page) = post_form(
+    let (status, page) = account_form(
         app,
-        &cookie,
-        "/console/account",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "confirm"),
-            ("stepUp", &step_up),
-            ("code", &code),
-        ],
+        (&cookie, &token, &acme),
+        "confirm",
+        &[("stepUp", &step_up), ("code", &code)],
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
@@ -349,6 +311,8 @@ async fn the_account_in_the_browser(app: &TestApp) {
     b.shot("account-token-1280").await;
     b.type_into("#totp-password", PASSWORD).await;
     b.click("#enroll-totp").await;
+    // The answer's page: waited for by its secret (the click returns before it loads).
+    assert!(!b.text("#totp-secret").await.is_empty());
     assert_eq!(b.count("#totp-enrollment svg").await, 1);
     b.shot("account-totp-1280").await;
     b.client.set_window_size(375, 900).await.unwrap();

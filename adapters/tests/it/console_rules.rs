@@ -500,13 +500,14 @@ async fn a_rule_is_written_in_the_browser(app: &TestApp) {
     assert!(!overflow, "the editor fits 375 px");
     b.client.set_window_size(1280, 1000).await.unwrap();
     b.click("#save-rule").await;
-    // The list answers the save, with its confirmation.
+    // The list answers the save (waited for by its table: the editor had a notice
+    // too), with its confirmation.
+    assert_eq!(b.text("#rules code.value").await, "private");
     let notice = b.text("#notice").await;
     assert!(
         notice.contains("rule Private only saved at version 1"),
         "{notice}"
     );
-    assert_eq!(b.text("#rules code.value").await, "private");
     b.shot("rules-1280").await;
     b.client.set_window_size(375, 900).await.unwrap();
     b.shot("rules-375").await;
