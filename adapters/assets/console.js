@@ -4,6 +4,9 @@
 // 2. The audit chain checked in this browser: every row's hash recomputed with Web
 //    Crypto (SHA-256 over prevHash and the row's canonical JSON, RFC 8785) and the
 //    newest signed checkpoint (a C2SP signed note) verified with Ed25519.
+// 3. Conversations: an element with data-stream listens to the message stream at
+//    that address and shows each new message of its conversation as it arrives
+//    (as text); each time the stream opens, the list is read again.
 "use strict";
 
 function poll(element) {
@@ -154,8 +157,51 @@ async function keyOf(url) {
   try { return await fetchText(url); } catch (_) { return ""; }
 }
 
+function personOf(id) {
+  for (const item of document.querySelectorAll("#people [data-person]")) {
+    if (item.dataset.person === id) return item.textContent;
+  }
+  return id;
+}
+
+function said(message) {
+  const item = document.createElement("li");
+  item.dataset.message = message.id;
+  const author = document.createElement("strong");
+  author.textContent = personOf(message.authorId);
+  const when = document.createElement("small");
+  when.textContent = message.createdAt;
+  item.append(author, " ", when, document.createElement("br"), message.body);
+  return item;
+}
+
+function listen(list) {
+  const source = new EventSource(list.dataset.stream);
+  // Each time the stream opens (the first time and after a break), the list is read
+  // again: what arrived before it opened is shown too, and never twice.
+  source.addEventListener("open", async () => {
+    try {
+      const answer = await fetch(location.href, { credentials: "same-origin" });
+      const page = new DOMParser().parseFromString(await answer.text(), "text/html");
+      const fresh = page.getElementById(list.id);
+      if (answer.ok && fresh) {
+        const arrived = Array.from(list.children).filter((item) => !fresh.querySelector(`[data-message="${CSS.escape(item.dataset.message || "")}"]`));
+        list.replaceChildren(...fresh.children, ...arrived);
+      }
+    } catch (_) { /* the next message still arrives */ }
+  });
+  source.addEventListener("message", (event) => {
+    let message;
+    try { message = JSON.parse(event.data); } catch (_) { return; }
+    if (message.conversationId !== list.dataset.conversation) return;
+    if (list.querySelector(`[data-message="${CSS.escape(message.id)}"]`)) return;
+    list.append(said(message));
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("[data-poll]").forEach(poll);
+  document.querySelectorAll("ol[data-stream]").forEach(listen);
 
   // A copy button copies the field it names (a new token, shown once).
   document.querySelectorAll("button[data-copy]").forEach((button) => {

@@ -87,6 +87,8 @@ pub struct Call<'a> {
     pub body: Option<Value>,
     /// `X-Step-Up-Token`.
     pub step_up: Option<&'a str>,
+    /// A body that is not JSON: its media type and its bytes (an upload).
+    pub raw: Option<(String, Bytes)>,
 }
 
 /// The API, as one console request reaches it.
@@ -117,6 +119,30 @@ impl Api {
 
     /// Sends a request; the answer's status, headers and body, whatever the status.
     pub async fn send(&self, call: Call<'_>) -> Result<(StatusCode, HeaderMap, Bytes), Refusal> {
+        let (parts, body) = self.open(call).await?.into_parts();
+        let bytes = axum::body::to_bytes(body, MAX_ANSWER)
+            .await
+            .map_err(|e| Refusal::internal(format!("an answer of the API: {e}")))?;
+        Ok((parts.status, parts.headers, bytes))
+    }
+
+    /// Sends a request and hands a success's answer on as it streams (an event
+    /// stream); a refusal as the API's envelope states it.
+    pub async fn stream(&self, call: Call<'_>) -> Result<axum::response::Response, Refusal> {
+        let response = self.open(call).await?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), MAX_ANSWER)
+            .await
+            .map_err(|e| Refusal::internal(format!("an answer of the API: {e}")))?;
+        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Err(Refusal::answered(status, &value))
+    }
+
+    /// Sends a request; the API's answer, its body not yet read.
+    async fn open(&self, call: Call<'_>) -> Result<axum::response::Response, Refusal> {
         let mut request = Request::builder()
             .method(call.method.unwrap_or(Method::GET))
             .uri(call.uri);
@@ -139,12 +165,16 @@ impl Api {
         if let Some(forwarded) = &self.forwarded {
             request = request.header("x-forwarded-for", forwarded.clone());
         }
-        let body = match call.body {
-            Some(value) => {
+        let body = match (call.body, call.raw) {
+            (Some(value), _) => {
                 request = request.header(header::CONTENT_TYPE, "application/json");
                 Body::from(value.to_string())
             }
-            None => Body::empty(),
+            (None, Some((media, bytes))) => {
+                request = request.header(header::CONTENT_TYPE, media);
+                Body::from(bytes)
+            }
+            (None, None) => Body::empty(),
         };
         let mut request = request
             .body(body)
@@ -152,17 +182,11 @@ impl Api {
         if let Some(peer) = self.peer {
             request.extensions_mut().insert(ConnectInfo(PeerAddr(peer)));
         }
-        let response = self
-            .router
+        self.router
             .clone()
             .oneshot(request)
             .await
-            .map_err(|e| Refusal::internal(e.to_string()))?;
-        let (parts, body) = response.into_parts();
-        let bytes = axum::body::to_bytes(body, MAX_ANSWER)
-            .await
-            .map_err(|e| Refusal::internal(format!("an answer of the API: {e}")))?;
-        Ok((parts.status, parts.headers, bytes))
+            .map_err(|e| Refusal::internal(e.to_string()))
     }
 
     /// Sends a request; a success's JSON (the envelope's `data` when it has one, else
@@ -385,21 +409,24 @@ pub async fn act<T: DeserializeOwned>(
             uri,
             org: Some(org),
             body,
-            step_up: None,
+            ..Call::default()
         })
         .await?,
     )
 }
 
-/// A refusal with the fields it names: `details.problems` (each `field` with its
-/// `message`, as compliance-core reports a rule's problems) or `details.field` with
-/// `details.problem`.
+/// A refusal with what its details name: the fields at fault (`details.problems`,
+/// each `field` with its `message`, as compliance-core reports a rule's problems, or
+/// `details.field` with `details.problem`) and, for a `COMPLIANCE_VIOLATION`, the
+/// violations that block (`details.violations`).
 #[derive(Debug)]
 pub struct Named {
     /// The refusal.
     pub refusal: Refusal,
     /// The fields at fault, each with what is wrong.
     pub problems: Vec<(String, String)>,
+    /// The compliance rules' violations that block.
+    pub violations: Vec<compliance_core::Violation>,
 }
 
 impl From<Refusal> for Named {
@@ -407,8 +434,19 @@ impl From<Refusal> for Named {
         Named {
             refusal,
             problems: Vec::new(),
+            violations: Vec::new(),
         }
     }
+}
+
+/// The violations a `COMPLIANCE_VIOLATION`'s details list (none when they do not
+/// read as the API writes them).
+fn violations(envelope: &Value) -> Vec<compliance_core::Violation> {
+    envelope
+        .get("details")
+        .and_then(|d| d.get("violations"))
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
 }
 
 /// The fields an error envelope's `details` names.
@@ -447,15 +485,23 @@ pub async fn act_naming<T: DeserializeOwned>(
     org: &str,
     body: Value,
 ) -> Result<T, Named> {
-    let (status, _, bytes) = api
-        .send(Call {
+    send_naming(
+        api,
+        Call {
             method: Some(method),
             uri,
             org: Some(org),
             body: Some(body),
-            step_up: None,
-        })
-        .await?;
+            ..Call::default()
+        },
+    )
+    .await
+}
+
+/// Sends `call`; the success's data decoded into the API's own type `T`, or the
+/// refusal with what its details name.
+pub async fn send_naming<T: DeserializeOwned>(api: &Api, call: Call<'_>) -> Result<T, Named> {
+    let (status, _, bytes) = api.send(call).await?;
     let value: Value = if bytes.is_empty() {
         Value::Null
     } else {
@@ -466,6 +512,7 @@ pub async fn act_naming<T: DeserializeOwned>(
         return Err(Named {
             refusal: Refusal::answered(status, &value),
             problems: named_fields(&value),
+            violations: violations(&value),
         });
     }
     let data = match value {

@@ -200,6 +200,7 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                         org: Some(&org),
                         body: Some(json!({"tier": field(&form, "tier")})),
                         step_up: Some(&proof),
+                        ..Call::default()
                     })
                     .await?;
                 Ok(format!(

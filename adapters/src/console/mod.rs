@@ -31,6 +31,7 @@ mod assets;
 mod audit;
 mod billing;
 mod chart;
+mod conversations;
 mod dashboards;
 mod governance;
 mod inbox;
@@ -43,6 +44,7 @@ mod scans;
 pub mod session;
 mod settings;
 mod sso;
+mod templates;
 mod verify;
 
 /// What the console's handlers share: the server's state and the API's router.
@@ -91,6 +93,10 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/console/rules", get(rules::rules).post(rules::action))
         .route("/console/rules/edit", get(rules::editor).post(rules::edit))
         .route(
+            templates::PATH,
+            get(templates::page).post(templates::action),
+        )
+        .route(
             "/console/catalog",
             get(governance::catalog).post(governance::catalog_action),
         )
@@ -102,6 +108,12 @@ pub fn router(state: AppState, api: Router) -> Router {
             "/console/inventory",
             get(inventory::page).post(inventory::action),
         )
+        .route(
+            inventory::UPLOAD,
+            post(inventory::upload).layer(DefaultBodyLimit::max(
+                crate::http::plugins::MAX_UPLOAD_BYTES,
+            )),
+        )
         .route("/console/scans", get(scans::page).post(scans::action))
         .route("/console/scans/{id}/progress", get(scans::progress))
         .route("/console/audit", get(audit::page))
@@ -109,6 +121,11 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/console/audit/key", get(audit::key))
         .route("/console/billing", get(billing::page).post(billing::action))
         .route("/console/inbox", get(inbox::page).post(inbox::action))
+        .route(
+            conversations::PATH,
+            get(conversations::page).post(conversations::action),
+        )
+        .route(conversations::STREAM, get(conversations::stream))
         .route(
             "/console/dashboards",
             get(dashboards::page).post(dashboards::action),

@@ -39,6 +39,10 @@ const OPERATIONS: &[&str] = &[
     "deleteRule",
     "validateDryRun",
     "ruleHistory",
+    "listTemplates",
+    "applyTemplate",
+    "cloneTemplatePolicy",
+    "listPolicies",
     "publishedRules",
     "listSubscriptions",
     "listExemptions",
@@ -60,6 +64,8 @@ const OPERATIONS: &[&str] = &[
     "reviewExemption",
     "requestExemption",
     "replayDeadLetter",
+    "createPipeline",
+    "uploadPlugin",
     "startScan",
     "cancelScan",
     "queryAudit",
@@ -68,7 +74,16 @@ const OPERATIONS: &[&str] = &[
     "addAddon",
     "changeTier",
     "dismissAnnouncement",
+    "postAnnouncement",
+    "editAnnouncement",
+    "deleteAnnouncement",
     "markMessageRead",
+    "listConversations",
+    "startConversation",
+    "conversationMessages",
+    "postConversationMessage",
+    "readConversation",
+    "leaveConversation",
     "policyReport",
     "listMembers",
     "addMember",
@@ -102,6 +117,7 @@ const NAVIGATION: &[(&str, &str)] = &[
     ("/console/audit", "Audit"),
     ("/console/billing", "Quotas and billing"),
     ("/console/inbox", "Inbox"),
+    ("/console/conversations", "Conversations"),
     ("/console/dashboards", "Dashboards"),
     ("/console/alerts", "Alerts"),
     ("/console/people", "People"),
@@ -658,4 +674,16 @@ pub fn continue_to(title: &str, to: &str) -> Response {
 /// What a page answers when its frame or its reads were refused.
 pub fn refused(refusal: Refusal) -> Response {
     failure(&refusal)
+}
+
+/// A pasted document: a JSON object, or YAML that reads as one.
+pub fn pasted_object(text: &str) -> Option<serde_json::Value> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .or_else(|| serde_yaml_ng::from_str::<serde_json::Value>(text).ok())
+        .filter(serde_json::Value::is_object)
 }

@@ -366,6 +366,7 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                         org: Some(&org),
                         body: Some(json!({ "userId": user })),
                         step_up: Some(&proof),
+                        ..Call::default()
                     })
                     .await?;
                 Ok(format!("the organization now belongs to {user}"))

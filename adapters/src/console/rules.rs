@@ -359,17 +359,7 @@ impl Draft {
                 "an attribute document: a JSON object, or YAML".to_owned(),
             )
         };
-        let text = self.attributes.trim();
-        if text.is_empty() {
-            return Err(wrong());
-        }
-        let parsed = serde_json::from_str::<Value>(text)
-            .ok()
-            .or_else(|| serde_yaml_ng::from_str::<Value>(text).ok());
-        match parsed {
-            Some(document @ Value::Object(_)) => Ok(document),
-            _ => Err(wrong()),
-        }
+        page::pasted_object(&self.attributes).ok_or_else(wrong)
     }
 }
 

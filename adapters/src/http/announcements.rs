@@ -94,9 +94,9 @@ pub(crate) struct Announcement {
     body_html: String,
     pub(crate) severity: Severity,
     pub(crate) starts_at: DateTime<Utc>,
-    ends_at: Option<DateTime<Utc>>,
+    pub(crate) ends_at: Option<DateTime<Utc>>,
     /// Where it stands now.
-    phase: Phase,
+    pub(crate) phase: Phase,
     pub(crate) dismissible: bool,
     /// When the reader dismissed it.
     pub(crate) dismissed_at: Option<DateTime<Utc>>,

@@ -41,30 +41,30 @@ pub(crate) struct MessageBody {
 }
 
 /// A participant.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Participant {
-    user_id: String,
+    pub(crate) user_id: String,
     joined_at: DateTime<Utc>,
     last_read_at: Option<DateTime<Utc>>,
-    left_at: Option<DateTime<Utc>>,
+    pub(crate) left_at: Option<DateTime<Utc>>,
 }
 
 /// A conversation, as the reader sees it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Conversation {
-    id: String,
+    pub(crate) id: String,
     org_id: String,
-    subject: Option<String>,
+    pub(crate) subject: Option<String>,
     created_by: String,
     created_at: DateTime<Utc>,
-    last_message_at: DateTime<Utc>,
+    pub(crate) last_message_at: DateTime<Utc>,
     /// Where the reader has read up to.
     last_read_at: Option<DateTime<Utc>>,
     /// Messages by others after the reader's marker.
-    unread: u64,
-    participants: Vec<Participant>,
+    pub(crate) unread: u64,
+    pub(crate) participants: Vec<Participant>,
 }
 
 impl From<ConversationRecord> for Conversation {
@@ -93,14 +93,14 @@ impl From<ConversationRecord> for Conversation {
 }
 
 /// A message of a conversation.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ConversationMessage {
-    id: String,
-    conversation_id: String,
-    author_id: String,
-    body: String,
-    created_at: DateTime<Utc>,
+    pub(crate) id: String,
+    pub(crate) conversation_id: String,
+    pub(crate) author_id: String,
+    pub(crate) body: String,
+    pub(crate) created_at: DateTime<Utc>,
 }
 
 impl From<ConversationMessageRecord> for ConversationMessage {
@@ -116,10 +116,10 @@ impl From<ConversationMessageRecord> for ConversationMessage {
 }
 
 /// A page of messages, newest first, and where the next (older) one starts.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct MessagePage {
-    messages: Vec<ConversationMessage>,
+    pub(crate) messages: Vec<ConversationMessage>,
     /// Pass as `before` for the older messages; null at the first message.
     next_before: Option<String>,
 }

@@ -13,14 +13,14 @@ use crate::http::state::{AppState, Caller};
 use crate::services::policies::{self, PolicyRecord};
 
 /// A policy as the API answers it: a named set of the organization's rules.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Policy {
-    id: String,
+    pub(crate) id: String,
     org_id: String,
-    name: String,
-    description: Option<String>,
-    rule_ids: Vec<String>,
+    pub(crate) name: String,
+    pub(crate) description: Option<String>,
+    pub(crate) rule_ids: Vec<String>,
     is_template: bool,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,

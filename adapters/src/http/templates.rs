@@ -15,10 +15,10 @@ use crate::http::state::{AppState, Caller};
 use crate::services::templates;
 
 /// The system organization's template rules and policies.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub(crate) struct Templates {
-    rules: Vec<OrgRule>,
-    policies: Vec<Policy>,
+    pub(crate) rules: Vec<OrgRule>,
+    pub(crate) policies: Vec<Policy>,
 }
 
 /// `GET /compliance/templates`: the system organization's template rules and policies.

@@ -83,7 +83,7 @@ pub(super) async fn serve(router: axum::Router) -> String {
     format!("http://127.0.0.1:{port}")
 }
 
-fn screenshots() -> PathBuf {
+pub(super) fn screenshots() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/console-screenshots");
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -311,21 +311,21 @@ const SWEEP: SweepSettings = SweepSettings {
 };
 
 /// The people and the organization of the scenario.
-struct Scene {
-    base: String,
-    acme: String,
+pub(super) struct Scene {
+    pub(super) base: String,
+    pub(super) acme: String,
     beta: String,
     alice: String,
     bob: String,
     root: String,
     exemption: String,
-    blocking_rule: String,
+    pub(super) blocking_rule: String,
 }
 
 /// Alice owns `acme` (five pipelines judged by a scan against two rules, one
 /// blocking) and `beta`; Bob is an admin of `acme`; root is the super-admin. Alice
 /// asked for an exemption; services posted audit events and a checkpoint is signed.
-async fn scene(app: &TestApp) -> Scene {
+pub(super) async fn scene(app: &TestApp) -> Scene {
     let alice_id = register(app, "alice@example.com").await;
     let bob_id = register(app, "bob@example.com").await;
     let state = state_of(app);
