@@ -33,6 +33,7 @@ mod billing;
 mod chart;
 mod conversations;
 mod dashboards;
+mod diff;
 mod governance;
 mod inbox;
 mod inventory;

@@ -15,12 +15,16 @@ use serde::de::IgnoredAny;
 use serde_json::{json, Map, Value};
 
 use super::api::{self, act, segment, Named, Refusal};
+use super::diff::{side_by_side, Line};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
 use super::session::{Posted, Visitor};
 use super::{field, Console};
+use crate::http::pipelines::Pipeline;
+use crate::http::plugins::Plugin;
 use crate::http::rules::{OrgRule, RuleVersion};
 use crate::http::validate::Verdict;
+use crate::services::{pipelines, plugins};
 
 /// A rule as a row of the list.
 pub struct Row {
@@ -41,13 +45,6 @@ pub struct Version {
     change: String,
     changed_at: String,
     changed_by: String,
-}
-
-/// One line of a side-by-side difference: the older text, the newer, whether they differ.
-pub struct Line {
-    old: String,
-    new: String,
-    changed: bool,
 }
 
 #[derive(Template)]
@@ -156,41 +153,6 @@ async fn show_rules(
     ))
 }
 
-/// Two texts line by line, aligned on their difference (Myers', by `similar`): a
-/// replaced line faces its replacement, a line only one side has an empty cell.
-fn side_by_side(old: &str, new: &str) -> Vec<Line> {
-    use similar::{DiffOp, TextDiff};
-    let diff = TextDiff::from_lines(old, new);
-    let (old_lines, new_lines) = (diff.old_slices(), diff.new_slices());
-    let text = |lines: &[&str], at: usize| {
-        lines
-            .get(at)
-            .map(|l| l.trim_end_matches(['\n', '\r']).to_owned())
-            .unwrap_or_default()
-    };
-    let mut rows = Vec::new();
-    for op in diff.ops() {
-        let (old_range, new_range) = (op.old_range(), op.new_range());
-        let changed = !matches!(op, DiffOp::Equal { .. });
-        let count = old_range.len().max(new_range.len());
-        for k in 0..count {
-            let side = |lines: &[&str], range: &std::ops::Range<usize>| {
-                if k < range.len() {
-                    text(lines, range.start + k)
-                } else {
-                    String::new()
-                }
-            };
-            rows.push(Line {
-                old: side(old_lines, &old_range),
-                new: side(new_lines, &new_range),
-                changed,
-            });
-        }
-    }
-    rows
-}
-
 /// `GET /console/rules` (`?history=<rule id>` shows its versions, and two of them
 /// side by side: `from` and `to`, the last two when not named).
 pub async fn rules(
@@ -241,6 +203,9 @@ pub struct Draft {
     conditions: String,
     propagate: bool,
     attributes: String,
+    /// An entity of the inventory to preview on (its id), instead of the pasted
+    /// document.
+    entity: String,
 }
 
 impl Draft {
@@ -264,6 +229,7 @@ impl Draft {
             },
             propagate: rule.propagate_to_children,
             attributes: String::new(),
+            entity: String::new(),
         }
     }
 
@@ -284,6 +250,7 @@ impl Draft {
             conditions: raw("conditions"),
             propagate: field(form, "propagateToChildren") == "on",
             attributes: raw("attributes"),
+            entity: field(form, "entity").to_owned(),
         }
     }
 
@@ -379,6 +346,13 @@ fn choices(names: impl IntoIterator<Item = String>, chosen: &str) -> Vec<Choice>
         .collect()
 }
 
+/// An entity of the inventory the preview may use.
+pub struct Candidate {
+    id: String,
+    label: String,
+    chosen: bool,
+}
+
 /// A violation the preview found.
 pub struct Found {
     rule: String,
@@ -407,6 +381,8 @@ struct EditPage {
     /// The fields at fault, with what is wrong, as the API or the form named them.
     problems: Vec<(String, String)>,
     preview: Option<Preview>,
+    /// The inventory's entities of the rule's target to preview on.
+    entities: Vec<Candidate>,
 }
 
 impl EditPage {
@@ -460,8 +436,10 @@ async fn show_editor(
             ..Draft::default()
         },
     };
+    let entities = entities_of(&mut frame, visitor, &draft).await?;
     let code = frame.settle(outcome);
     let page = EditPage {
+        entities,
         targets: choices(
             wire_names([Target::Pipeline, Target::Plugin]),
             &draft.target,
@@ -482,6 +460,78 @@ async fn show_editor(
         preview,
     };
     Ok(page::render(&page, code))
+}
+
+/// The inventory's entities of the draft's target the preview may use (the latest
+/// 50, by name), the one chosen marked; none for a target the inventory does not
+/// hold or a visitor the API would not show them to.
+async fn entities_of(
+    frame: &mut Frame,
+    visitor: &Visitor,
+    draft: &Draft,
+) -> Result<Vec<Candidate>, Refusal> {
+    let named: Vec<(String, String)> = match draft.target.as_str() {
+        "pipeline" => frame
+            .list::<Pipeline>(
+                visitor,
+                ("listPipelines", "pipelines"),
+                "/api/pipelines?limit=50",
+                "pipelines",
+            )
+            .await?
+            .items
+            .into_iter()
+            .map(|p| (p.id, p.pipeline_name))
+            .collect(),
+        "plugin" => frame
+            .list::<Plugin>(
+                visitor,
+                ("listPlugins", "plugins"),
+                "/api/plugins?limit=50",
+                "plugins",
+            )
+            .await?
+            .items
+            .into_iter()
+            .map(|p| (p.id, format!("{}@{}", p.name, p.version)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(named
+        .into_iter()
+        .map(|(id, label)| Candidate {
+            chosen: id == draft.entity,
+            label,
+            id,
+        })
+        .collect())
+}
+
+/// The document an entity of the inventory is judged on, from its answer through
+/// the API: the members the workflow judges ([`pipelines::JUDGED_FIELDS`],
+/// [`plugins::JUDGED_FIELDS`]), under the same names.
+async fn entity_document(
+    api: &api::Api,
+    org: &str,
+    target: &str,
+    id: &str,
+) -> Result<Value, Refusal> {
+    let (path, judged): (&str, &[&str]) = match target {
+        "pipeline" => ("pipelines", &pipelines::JUDGED_FIELDS),
+        "plugin" => ("plugins", &plugins::JUDGED_FIELDS),
+        _ => return Err(Refusal::invalid("entity: this target has no inventory")),
+    };
+    let uri = format!("/api/{path}/{}", segment(id)?);
+    let entity: Map<String, Value> = api.get(&uri, Some(org)).await?;
+    Ok(Value::Object(
+        judged
+            .iter()
+            .map(|name| {
+                let value = entity.get(*name).cloned().unwrap_or(Value::Null);
+                ((*name).to_owned(), value)
+            })
+            .collect(),
+    ))
 }
 
 /// What the editor shows after a form: the action's outcome, the fields at fault,
@@ -510,9 +560,11 @@ pub async fn editor(
 pub async fn edit(State(console): State<Console>, posted: Posted) -> Response {
     let Posted { visitor, form } = posted;
     let org = field(&form, "org").to_owned();
-    let draft = Draft::posted(&form);
+    let mut draft = Draft::posted(&form);
     let mut problems = Vec::new();
     let mut preview = None;
+    // The document of the entity previewed on, shown in place of a pasted one.
+    let mut judged = None;
     let outcome = async {
         let body = draft.body().map_err(|wrong| {
             problems.extend(wrong);
@@ -520,17 +572,25 @@ pub async fn edit(State(console): State<Console>, posted: Posted) -> Response {
         })?;
         match field(&form, "action") {
             "preview" => {
-                let document = draft.document().map_err(|wrong| {
-                    problems.push(wrong);
-                    form_refusal()
-                })?;
                 let target = segment(&draft.target)?;
+                let (document, entity_id) = if draft.entity.is_empty() {
+                    let document = draft.document().map_err(|wrong| {
+                        problems.push(wrong);
+                        form_refusal()
+                    })?;
+                    (document, None)
+                } else {
+                    let document =
+                        entity_document(&visitor.api, &org, target, &draft.entity).await?;
+                    judged = Some(serde_json::to_string_pretty(&document).unwrap_or_default());
+                    (document, Some(draft.entity.as_str()))
+                };
                 let uri = format!("/api/compliance/validate/{target}/dry-run");
                 let verdict: Verdict = api::act_naming(
                     &visitor.api,
                     (Method::POST, &uri),
                     &org,
-                    json!({"attributes": document, "rule": body}),
+                    json!({"attributes": document, "entityId": entity_id, "rule": body}),
                 )
                 .await
                 .map_err(|named| take(named, &mut problems))?;
@@ -582,6 +642,9 @@ pub async fn edit(State(console): State<Console>, posted: Posted) -> Response {
         }
     }
     .await;
+    if let Some(document) = judged {
+        draft.attributes = document;
+    }
     let saved = outcome.is_ok() && field(&form, "action") == "save";
     let q = page::again(org);
     if saved {
@@ -614,26 +677,6 @@ fn take(named: Named, problems: &mut Vec<(String, String)>) -> Refusal {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn two_versions_line_up_with_their_changes_marked() {
-        let lines = side_by_side("a\nb\nc\n", "a\nB\nc\nd\n");
-        let shown: Vec<(&str, &str, bool)> = lines
-            .iter()
-            .map(|l| (l.old.as_str(), l.new.as_str(), l.changed))
-            .collect();
-        assert_eq!(
-            shown,
-            vec![
-                ("a", "a", false),
-                ("b", "B", true),
-                ("c", "c", false),
-                ("", "d", true),
-            ]
-        );
-        assert!(side_by_side("", "").is_empty());
-        assert!(side_by_side("same", "same").iter().all(|l| !l.changed));
-    }
 
     #[test]
     fn the_form_reads_values_as_json_else_as_text_and_names_its_own_faults() {

@@ -111,6 +111,16 @@ pub struct PluginRef {
     pub other: BTreeMap<String, Value>,
 }
 
+/// The members of the document a pipeline is judged on (those of [`attributes`]),
+/// which its answer carries under the same names.
+pub const JUDGED_FIELDS: [&str; 5] = [
+    "project",
+    "organization",
+    "pipelineName",
+    "accessModifier",
+    "props",
+];
+
 /// The document a pipeline is judged on: its create body; and its properties as
 /// stored.
 pub(crate) fn attributes(input: &PipelineInput) -> ServiceResult<(Value, Value)> {
@@ -415,4 +425,29 @@ pub async fn deregister(
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judged_fields_are_the_documents_members() {
+        let input: PipelineInput = serde_json::from_value(json!({
+            "project": "web", "organization": "acme", "pipelineName": "app",
+            "accessModifier": "private", "props": {}
+        }))
+        .unwrap();
+        let (document, _) = attributes(&input).unwrap();
+        let mut members: Vec<&str> = document
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        members.sort_unstable();
+        let mut judged = JUDGED_FIELDS.to_vec();
+        judged.sort_unstable();
+        assert_eq!(members, judged);
+    }
 }

@@ -20,6 +20,20 @@ use crate::storage::{new_id, unit_of_work, Charge, NewPlugin, OrgRecord, Store};
 /// What the plugin workflows take and answer.
 pub use crate::storage::{PluginChange, PluginFilter, PluginRecord};
 
+/// The members of the document a plugin is judged on (those of [`attributes`]),
+/// which its answer carries under the same names.
+pub const JUDGED_FIELDS: [&str; 9] = [
+    "name",
+    "version",
+    "description",
+    "pluginType",
+    "computeType",
+    "commands",
+    "installCommands",
+    "accessModifier",
+    "dockerfile",
+];
+
 /// The document a plugin is judged on: its manifest's fields, its visibility and its
 /// Dockerfile.
 fn attributes(manifest: &Manifest, access_modifier: &str, dockerfile: Option<&str>) -> Value {
@@ -394,4 +408,26 @@ pub async fn usage(store: &Store, org: &OrgRecord) -> ServiceResult<BTreeMap<Str
         }
     }
     Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judged_fields_are_the_documents_members() {
+        let manifest: Manifest =
+            serde_json::from_value(json!({"name": "lint", "version": "1.0.0"})).unwrap();
+        let document = attributes(&manifest, "private", None);
+        let mut members: Vec<&str> = document
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        members.sort_unstable();
+        let mut judged = JUDGED_FIELDS.to_vec();
+        judged.sort_unstable();
+        assert_eq!(members, judged);
+    }
 }

@@ -518,7 +518,94 @@ async fn a_rule_is_written_in_the_browser(app: &TestApp) {
     b.client.clone().close().await.unwrap();
 }
 
+async fn the_preview_runs_on_a_chosen_entity_of_the_inventory(app: &TestApp) {
+    let (alice, acme) = owner(app, "alice@example.com", "acme").await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/pipelines",
+            &alice,
+            Some(&acme),
+            Some(super::fixtures::pipeline_as("open-one", "public")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let pipeline = body["data"]["id"].as_str().unwrap().to_owned();
+    let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
+    let (_, page) = page_of(app, &cookie, &format!("/console/rules/edit?org={acme}")).await;
+    assert!(
+        page.contains(&format!("<option value=\"{pipeline}\">open-one</option>")),
+        "{page}"
+    );
+    let token = form_token(&page);
+    let (status, page) = post_form(
+        app,
+        &cookie,
+        "/console/rules/edit",
+        &form(
+            &token,
+            &acme,
+            "preview",
+            &[("entity", &pipeline), ("attributes", "")],
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    // The entity's document is shown in place of a pasted one, and the verdict is
+    // the dry-run endpoint's on it.
+    let (_, stored) = app
+        .call(
+            "GET",
+            &format!("/api/pipelines/{pipeline}"),
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    let document = json!({
+        "project": stored["data"]["project"], "organization": stored["data"]["organization"],
+        "pipelineName": "open-one", "accessModifier": "public", "props": stored["data"]["props"]
+    });
+    assert!(
+        page.contains(&escaped(&serde_json::to_string_pretty(&document).unwrap())),
+        "{page}"
+    );
+    let (status, verdict) = app
+        .call(
+            "POST",
+            "/api/compliance/validate/pipeline/dry-run",
+            &alice,
+            Some(&acme),
+            Some(
+                json!({"attributes": document, "entityId": pipeline, "rule": private_only_rule()}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{verdict}");
+    assert_eq!(verdict["data"]["blocked"], true);
+    let message = verdict["data"]["violations"][0]["message"]
+        .as_str()
+        .unwrap();
+    let preview = page.split("id=\"preview\"").nth(1).unwrap();
+    assert!(preview.contains("Blocked"), "{preview}");
+    assert!(preview.contains(&escaped(message)), "{preview}");
+    // An entity that is not one of the organization's: the API's refusal.
+    let (status, page) = post_form(
+        app,
+        &cookie,
+        "/console/rules/edit",
+        &form(&token, &acme, "preview", &[("entity", "no-such-pipeline")]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{page}");
+    assert!(
+        rules_of(app, &alice, &acme).await.is_empty(),
+        "a preview stores nothing"
+    );
+}
+
 on_both_backends!(
+    the_preview_runs_on_a_chosen_entity_of_the_inventory,
     the_rule_editor_writes_previews_compares_and_deletes,
     a_member_sees_the_apis_refusal_and_nothing_changes,
     a_dry_run_evaluates_the_rule_being_written,
