@@ -230,6 +230,14 @@ async fn main() -> Result<(), String> {
         "audit",
         "billing",
         "inbox",
+        "conversations",
+        "dashboards",
+        "alerts",
+        "people",
+        "settings",
+        "account",
+        "rules/edit",
+        "rules/templates",
     ] {
         let shared = std::sync::Arc::new((
             http.clone(),

@@ -508,26 +508,34 @@ async fn entities_of(
 }
 
 /// The document an entity of the inventory is judged on, from its answer through
-/// the API: the members the workflow judges ([`pipelines::JUDGED_FIELDS`],
-/// [`plugins::JUDGED_FIELDS`]), under the same names.
+/// the API (decoded into the API's own type, as every answer is): the members the
+/// workflow judges ([`pipelines::JUDGED_FIELDS`], [`plugins::JUDGED_FIELDS`]), which
+/// the answer carries under the same names.
 async fn entity_document(
     api: &api::Api,
     org: &str,
     target: &str,
     id: &str,
 ) -> Result<Value, Refusal> {
-    let (path, judged): (&str, &[&str]) = match target {
-        "pipeline" => ("pipelines", &pipelines::JUDGED_FIELDS),
-        "plugin" => ("plugins", &plugins::JUDGED_FIELDS),
+    let id = segment(id)?;
+    let (answer, judged): (Value, &[&str]) = match target {
+        "pipeline" => {
+            let uri = format!("/api/pipelines/{id}");
+            let entity: Pipeline = api.get(&uri, Some(org)).await?;
+            (json!(entity), &pipelines::JUDGED_FIELDS)
+        }
+        "plugin" => {
+            let uri = format!("/api/plugins/{id}");
+            let entity: Plugin = api.get(&uri, Some(org)).await?;
+            (json!(entity), &plugins::JUDGED_FIELDS)
+        }
         _ => return Err(Refusal::invalid("entity: this target has no inventory")),
     };
-    let uri = format!("/api/{path}/{}", segment(id)?);
-    let entity: Map<String, Value> = api.get(&uri, Some(org)).await?;
     Ok(Value::Object(
         judged
             .iter()
             .map(|name| {
-                let value = entity.get(*name).cloned().unwrap_or(Value::Null);
+                let value = answer.get(*name).cloned().unwrap_or(Value::Null);
                 ((*name).to_owned(), value)
             })
             .collect(),

@@ -759,7 +759,98 @@ async fn conversations_are_started_written_and_followed_live_in_the_browser(app:
     assert_eq!(messages_of(app, &alice, &acme, &conversation).await, 4);
 }
 
+/// Waits for the page's confirmation (or fails with the page's refusal).
+async fn confirmed(b: &super::console::Browser, what: &str) {
+    for _ in 0..200 {
+        if b.count("#notice").await > 0 {
+            let notice = b.text("#notice").await;
+            assert!(notice.contains(what), "{notice}");
+            return;
+        }
+        if b.count("#error").await > 0 {
+            panic!("refused: {}", b.text("#error").await);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no confirmation of {what}");
+}
+
+async fn the_inventory_and_the_announcements_work_in_the_browser(app: &TestApp) {
+    let app = &app.beside(&[("QUOTA_TIER_DEVELOPER_SEATS", "-1")]).await;
+    let (alice, _bob, acme, _) = team(app).await;
+    private_only(app, &alice, &acme, "pipeline").await;
+    let base = serve(app.router.clone()).await;
+    let b = browser().await;
+    b.sign_in(&base, "alice@example.com").await;
+
+    // A pipeline pasted as YAML, then one the rules block.
+    b.open(&format!("{base}/console/inventory?org={acme}"))
+        .await;
+    b.click("details:has(#add-pipeline) > summary").await;
+    b.type_into(
+        "#pipeline",
+        "project: web\norganization: acme\npipelineName: typed\naccessModifier: private\nprops: {}\n",
+    )
+    .await;
+    b.click("#create-pipeline").await;
+    confirmed(&b, "pipeline typed created (pass)").await;
+    b.click("details:has(#add-pipeline) > summary").await;
+    b.type_into(
+        "#pipeline",
+        r#"{"project": "web", "organization": "acme", "pipelineName": "open", "accessModifier": "public", "props": {}}"#,
+    )
+    .await;
+    b.click("#create-pipeline").await;
+    let violations = b.text("#violations").await;
+    assert!(violations.contains("Private pipelines"), "{violations}");
+    b.shot("inventory-blocked").await;
+    assert_eq!(count(app, &alice, &acme, "/api/pipelines?limit=1").await, 1);
+
+    // A plugin's ZIP chosen in the file field.
+    let zip = std::env::temp_dir().join(format!("plugin-{}.zip", uuid::Uuid::new_v4()));
+    std::fs::write(&zip, plugin_zip("linter", "1.0.0")).unwrap();
+    b.open(&format!("{base}/console/inventory?org={acme}"))
+        .await;
+    b.click("details:has(#upload-plugin) > summary").await;
+    b.client
+        .find(fantoccini::Locator::Css("#plugin"))
+        .await
+        .unwrap()
+        .send_keys(zip.to_str().unwrap())
+        .await
+        .unwrap();
+    b.click("#upload").await;
+    confirmed(&b, "plugin linter@1.0.0 uploaded").await;
+    let _ = std::fs::remove_file(&zip);
+    assert_eq!(count(app, &alice, &acme, "/api/plugins?limit=1").await, 1);
+
+    // An announcement posted from the inbox shows as the banner.
+    b.open(&format!("{base}/console/inbox?org={acme}")).await;
+    b.click("details:has(#post-announcement) > summary").await;
+    b.type_into("#new-title", "Maintenance").await;
+    b.type_into("#new-body", "Saturday 02:00 UTC").await;
+    b.client
+        .find(fantoccini::Locator::Css("#new-severity"))
+        .await
+        .unwrap()
+        .select_by_value("critical")
+        .await
+        .unwrap();
+    b.click("#post").await;
+    confirmed(&b, "announcement Maintenance posted").await;
+    let banner = b.text("section.announcement").await;
+    assert!(
+        banner.to_lowercase().contains("critical:") && banner.contains("Maintenance"),
+        "{banner}"
+    );
+    let posted = managed(app, &alice, &acme).await;
+    assert_eq!(posted[0]["severity"], "critical");
+    assert_eq!(posted[0]["body"], "Saturday 02:00 UTC");
+    b.shot("inbox-announcements").await;
+}
+
 on_both_backends!(
+    the_inventory_and_the_announcements_work_in_the_browser,
     the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks,
     admins_post_edit_and_remove_announcements_from_the_inbox,
     templates_are_applied_and_policies_cloned_from_their_page,
