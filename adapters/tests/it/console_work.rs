@@ -745,6 +745,7 @@ async fn conversations_are_started_written_and_followed_live_in_the_browser(app:
         "within 2 s: {shown}"
     );
     assert_eq!(b.count("#conversation-messages li").await, 3);
+    b.shot("conversation").await;
     // Written in the page by keyboard-free form use, and no duplicate from the stream.
     b.type_into("#message", "Done").await;
     b.click("#send").await;
@@ -849,7 +850,62 @@ async fn the_inventory_and_the_announcements_work_in_the_browser(app: &TestApp) 
     b.shot("inbox-announcements").await;
 }
 
+async fn a_template_and_the_settings_work_in_the_browser(app: &TestApp) {
+    let app = &app.beside(&[("QUOTA_TIER_DEVELOPER_SEATS", "-1")]).await;
+    let (system, root) = app.system().await;
+    let template = app
+        .rule(
+            &root,
+            &system,
+            json!({"name": "No latest", "target": "plugin", "severity": "warning",
+                   "field": "version", "operator": "neq", "value": "latest", "isTemplate": true}),
+        )
+        .await;
+    let (alice, _bob, acme, _) = team(app).await;
+    let base = serve(app.router.clone()).await;
+    let b = browser().await;
+    b.sign_in(&base, "alice@example.com").await;
+    b.open(&format!("{base}/console/rules?org={acme}")).await;
+    b.click("#templates-link").await;
+    assert!(b.lands_on("/console/rules/templates").await);
+    b.type_into(&format!("#name-{template}"), "Pinned plugins")
+        .await;
+    b.click(&format!("tr[data-template='{template}'] button"))
+        .await;
+    confirmed(&b, "rule Pinned plugins added from the template").await;
+    b.shot("templates").await;
+    let (_, rules) = app
+        .call("GET", "/api/compliance/rules", &alice, Some(&acme), None)
+        .await;
+    assert_eq!(rules["rules"][0]["name"], "Pinned plugins", "{rules}");
+    assert_eq!(rules["rules"][0]["operator"], "neq", "{rules}");
+
+    b.open(&format!("{base}/console/settings?org={acme}")).await;
+    b.click("#emailEnabled").await;
+    b.client
+        .find(fantoccini::Locator::Css("#digestMode"))
+        .await
+        .unwrap()
+        .select_by_value("weekly")
+        .await
+        .unwrap();
+    b.click("#save-settings").await;
+    confirmed(&b, "the notification settings were saved").await;
+    let (_, saved) = app
+        .call(
+            "GET",
+            "/api/compliance/notification-preferences",
+            &alice,
+            Some(&acme),
+            None,
+        )
+        .await;
+    assert_eq!(saved["data"]["digestMode"], "weekly", "{saved}");
+    assert_eq!(saved["data"]["emailEnabled"], true, "{saved}");
+}
+
 on_both_backends!(
+    a_template_and_the_settings_work_in_the_browser,
     the_inventory_and_the_announcements_work_in_the_browser,
     the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks,
     admins_post_edit_and_remove_announcements_from_the_inbox,
