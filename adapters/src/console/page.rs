@@ -473,16 +473,9 @@ pub async fn held_permissions(
     org: &str,
 ) -> Result<Vec<tenancy::Permission>, Refusal> {
     let caller = caller_of(console, visitor, org).await?;
-    let mut held = Vec::new();
-    for permission in tenancy::Permission::ALL {
-        if access::holds(&console.state, &caller, org, permission)
-            .await
-            .map_err(Refusal::from)?
-        {
-            held.push(permission);
-        }
-    }
-    Ok(held)
+    access::held(&console.state, &caller, org)
+        .await
+        .map_err(Refusal::from)
 }
 
 /// Whether the route table's access for `operation` admits the caller in `org`

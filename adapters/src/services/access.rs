@@ -115,7 +115,6 @@ pub async fn decide(
     org_id: &str,
     requirement: tenancy::Requirement,
 ) -> ServiceResult<(tenancy::Decision, Arc<Facts>, bool)> {
-    let bound = caller.bound();
     // Roles matter only when a permission is asked for.
     let needs_roles = requirement.permission.is_some();
     let facts = facts(
@@ -126,6 +125,19 @@ pub async fn decide(
         needs_roles,
     )
     .await?;
+    let (decision, super_admin) = judge(state, caller, &facts, requirement);
+    Ok((decision, facts, super_admin))
+}
+
+/// The pure crate's judgement of `requirement` on facts already read, and whether
+/// the caller counts as a super-admin.
+fn judge(
+    state: &crate::services::context::AppState,
+    caller: &crate::services::context::Caller,
+    facts: &Facts,
+    requirement: tenancy::Requirement,
+) -> (tenancy::Decision, bool) {
+    let bound = caller.bound();
     let organization = facts.org.as_ref().map(OrgRecord::organization);
     let mut principal = caller.principal();
     principal.super_admin |= facts.super_admin && !bound;
@@ -139,8 +151,7 @@ pub async fn decide(
     let window = chrono::Duration::from_std(state.config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
     let decision = tenancy::authorize(&principal, &access, requirement, Utc::now(), window);
-    let super_admin = principal.super_admin;
-    Ok((decision, facts, super_admin))
+    (decision, principal.super_admin)
 }
 
 /// Whether the caller holds `permission` in the organization, as the gate would
@@ -163,4 +174,35 @@ pub async fn holds(
     let requirement = tenancy::Access::Permission(permission).requirement(false, false);
     let (decision, _, _) = decide(state, caller, org_id, requirement).await?;
     Ok(decision.allowed)
+}
+
+/// Every permission the caller holds in the organization, as [`holds`] judges each,
+/// from one read of the facts.
+pub async fn held(
+    state: &crate::services::context::AppState,
+    caller: &crate::services::context::Caller,
+    org_id: &str,
+) -> ServiceResult<Vec<tenancy::Permission>> {
+    let facts = facts(
+        &state.infra.store,
+        &state.replica.kept,
+        org_id,
+        &caller.user_id,
+        true,
+    )
+    .await?;
+    let scope = caller
+        .personal_token
+        .as_ref()
+        .and_then(|used| used.scope.as_ref());
+    Ok(tenancy::Permission::ALL
+        .into_iter()
+        .filter(|permission| {
+            scope.is_none_or(|scope| scope.allows(*permission) && scope.reaches(org_id))
+        })
+        .filter(|permission| {
+            let requirement = tenancy::Access::Permission(*permission).requirement(false, false);
+            judge(state, caller, &facts, requirement).0.allowed
+        })
+        .collect())
 }
