@@ -60,42 +60,65 @@ async fn count(app: &TestApp, token: &str, org: &str, path: &str) -> u64 {
     body["pagination"]["total"].as_u64().unwrap()
 }
 
-/// The console's upload form posted by the holder of `cookie`: `(name, value)`
-/// parts and the file part `plugin`.
-async fn upload_form(
-    app: &TestApp,
-    cookie: &str,
-    fields: &[(&str, &str)],
-    archive: Option<&[u8]>,
-) -> (StatusCode, String) {
-    let boundary = "console-test-boundary";
-    let mut body = Vec::new();
-    for (name, value) in fields {
-        body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
-        );
+/// A signed-in visitor of the console posting its forms in an organization, with
+/// the page's form token.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    app: &'a TestApp,
+    cookie: &'a str,
+    token: &'a str,
+    org: &'a str,
+}
+
+impl At<'_> {
+    /// A form's `fields` posted to `path`: the status and the page.
+    async fn post(&self, path: &str, fields: &[(&str, &str)]) -> (StatusCode, String) {
+        let mut all = vec![("csrf", self.token), ("org", self.org)];
+        all.extend_from_slice(fields);
+        post_form(self.app, self.cookie, path, &all).await
     }
-    if let Some(archive) = archive {
-        body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"plugin\"; filename=\"p.zip\"\r\nContent-Type: application/zip\r\n\r\n").as_bytes(),
-        );
-        body.extend_from_slice(archive);
-        body.extend_from_slice(b"\r\n");
+
+    /// The inventory's upload form (`multipart/form-data`): `fields` and the file
+    /// part `plugin`.
+    async fn upload(
+        &self,
+        fields: &[(&str, &str)],
+        archive: Option<&[u8]>,
+    ) -> (StatusCode, String) {
+        let boundary = "console-test-boundary";
+        let mut body = Vec::new();
+        let mut all = vec![("csrf", self.token), ("org", self.org)];
+        all.extend_from_slice(fields);
+        for (name, value) in all {
+            body.extend_from_slice(
+                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
+            );
+        }
+        if let Some(archive) = archive {
+            body.extend_from_slice(
+                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"plugin\"; filename=\"p.zip\"\r\nContent-Type: application/zip\r\n\r\n").as_bytes(),
+            );
+            body.extend_from_slice(archive);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        let request = Request::post("/console/inventory/plugin")
+            .header("host", HOST)
+            .header(
+                "cookie",
+                format!("__Host-compliance_console={}", self.cookie),
+            )
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(Body::from(body))
+            .unwrap();
+        let response = self.app.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
     }
-    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    let request = Request::post("/console/inventory/plugin")
-        .header("host", HOST)
-        .header("cookie", format!("__Host-compliance_console={cookie}"))
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
-        .body(Body::from(body))
-        .unwrap();
-    let response = app.router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8_lossy(&bytes).into_owned())
 }
 
 async fn the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks(app: &TestApp) {
@@ -108,40 +131,34 @@ async fn the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks(app: 
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("id=\"add-pipeline\"") && page.contains("id=\"upload-plugin\""));
     let token = form_token(&page);
+    let alice_at = At {
+        app,
+        cookie: &cookie,
+        token: &token,
+        org: &acme,
+    };
     let pipelines = "/api/pipelines?limit=1";
     let plugins = "/api/plugins?limit=1";
 
     // YAML, passing.
     let yaml = "project: web\norganization: acme\npipelineName: from-yaml\naccessModifier: private\nprops: {}\n";
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/inventory",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "createPipeline"),
-            ("pipeline", yaml),
-        ],
-    )
-    .await;
+    let (status, page) = alice_at
+        .post(
+            "/console/inventory",
+            &[("action", "createPipeline"), ("pipeline", yaml)],
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("pipeline from-yaml created (pass)"), "{page}");
     assert_eq!(count(app, &alice, &acme, pipelines).await, 1);
     // JSON, blocked: the violations as a list, the body kept, nothing stored.
     let json_body = r#"{"project": "web", "organization": "acme", "pipelineName": "open-one", "accessModifier": "public", "props": {}}"#;
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/inventory",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "createPipeline"),
-            ("pipeline", json_body),
-        ],
-    )
-    .await;
+    let (status, page) = alice_at
+        .post(
+            "/console/inventory",
+            &[("action", "createPipeline"), ("pipeline", json_body)],
+        )
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
     assert!(
         page.contains("the organization&#39;s compliance rules block it"),
@@ -156,65 +173,49 @@ async fn the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks(app: 
     assert!(page.contains("open-one"), "the pasted body is kept");
     assert_eq!(count(app, &alice, &acme, pipelines).await, 1);
     // Neither JSON nor YAML of an object: the field is named; nothing sent.
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/inventory",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "createPipeline"),
-            ("pipeline", "- just\n- a list\n"),
-        ],
-    )
-    .await;
+    let (status, page) = alice_at
+        .post(
+            "/console/inventory",
+            &[
+                ("action", "createPipeline"),
+                ("pipeline", "- just\n- a list\n"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
     assert!(page.contains("id=\"problems\""), "{page}");
     // The API's own problems are listed with the field they name.
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/inventory",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "createPipeline"),
-            ("pipeline", "{\"project\": \"web\"}"),
-        ],
-    )
-    .await;
+    let (status, page) = alice_at
+        .post(
+            "/console/inventory",
+            &[
+                ("action", "createPipeline"),
+                ("pipeline", "{\"project\": \"web\"}"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
     assert_eq!(count(app, &alice, &acme, pipelines).await, 1);
 
     // A plugin: uploaded, and blocked when public.
-    let (status, page) = upload_form(
-        app,
-        &cookie,
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("accessModifier", "private"),
-        ],
-        Some(&plugin_zip("linter", "1.0.0")),
-    )
-    .await;
+    let (status, page) = alice_at
+        .upload(
+            &[("accessModifier", "private")],
+            Some(&plugin_zip("linter", "1.0.0")),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(
         page.contains("plugin linter@1.0.0 uploaded (pass)"),
         "{page}"
     );
     assert_eq!(count(app, &alice, &acme, plugins).await, 1);
-    let (status, page) = upload_form(
-        app,
-        &cookie,
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("accessModifier", "public"),
-        ],
-        Some(&plugin_zip("linter", "2.0.0")),
-    )
-    .await;
+    let (status, page) = alice_at
+        .upload(
+            &[("accessModifier", "public")],
+            Some(&plugin_zip("linter", "2.0.0")),
+        )
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
     let list = page
         .split("id=\"violations\"")
@@ -223,33 +224,26 @@ async fn the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks(app: 
     assert!(list.contains("Private plugins"), "{list}");
     assert_eq!(count(app, &alice, &acme, plugins).await, 1);
     // The archive's own refusal (no manifest) is the API's message.
-    let (status, page) = upload_form(
-        app,
-        &cookie,
-        &[("csrf", &token), ("org", &acme)],
-        Some(&zip_of(&[("README", b"no manifest")])),
-    )
-    .await;
+    let (status, page) = alice_at
+        .upload(&[], Some(&zip_of(&[("README", b"no manifest")])))
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
     assert!(page.contains("Refused: "), "{page}");
     // No file; a part the form does not have; no token or another's: refused, nothing stored.
-    let (status, _) = upload_form(app, &cookie, &[("csrf", &token), ("org", &acme)], None).await;
+    let (status, _) = alice_at.upload(&[], None).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    let (status, _) = upload_form(
-        app,
-        &cookie,
-        &[("csrf", &token), ("org", &acme), ("extra", "x")],
-        Some(&plugin_zip("other", "1.0.0")),
-    )
-    .await;
+    let (status, _) = alice_at
+        .upload(&[("extra", "x")], Some(&plugin_zip("other", "1.0.0")))
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    let (status, page) = upload_form(
-        app,
-        &cookie,
-        &[("csrf", &"0".repeat(64)), ("org", &acme)],
-        Some(&plugin_zip("forged", "1.0.0")),
-    )
-    .await;
+    let forged = "0".repeat(64);
+    let forger = At {
+        token: &forged,
+        ..alice_at
+    };
+    let (status, page) = forger
+        .upload(&[], Some(&plugin_zip("forged", "1.0.0")))
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
     assert_eq!(count(app, &alice, &acme, plugins).await, 1);
     let _ = manifest;
@@ -260,18 +254,18 @@ async fn the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks(app: 
     let (_, page) = page_of(app, &bob_cookie, &format!("/console/inventory?org={acme}")).await;
     assert!(page.contains("id=\"add-pipeline\"") && page.contains("id=\"upload-plugin\""));
     let bob_token = form_token(&page);
-    let (status, page) = post_form(
+    let bob_at = At {
         app,
-        &bob_cookie,
-        "/console/inventory",
-        &[
-            ("csrf", &bob_token),
-            ("org", &acme),
-            ("action", "createPipeline"),
-            ("pipeline", json_body),
-        ],
-    )
-    .await;
+        cookie: &bob_cookie,
+        token: &bob_token,
+        org: &acme,
+    };
+    let (status, page) = bob_at
+        .post(
+            "/console/inventory",
+            &[("action", "createPipeline"), ("pipeline", json_body)],
+        )
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
     assert!(page.contains("id=\"violations\""), "{page}");
     // Someone who is not a member: the API's refusal, nothing stored.
@@ -280,31 +274,25 @@ async fn the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks(app: 
     let (eve_cookie, _) = console_session(app, "eve@example.com", HOST, &[]).await;
     let (_, page) = page_of(app, &eve_cookie, "/console/account").await;
     let eve_token = form_token(&page);
-    let (status, page) = post_form(
+    let eve_at = At {
         app,
-        &eve_cookie,
-        "/console/inventory",
-        &[
-            ("csrf", &eve_token),
-            ("org", &acme),
-            ("action", "createPipeline"),
-            ("pipeline", yaml),
-        ],
-    )
-    .await;
+        cookie: &eve_cookie,
+        token: &eve_token,
+        org: &acme,
+    };
+    let (status, page) = eve_at
+        .post(
+            "/console/inventory",
+            &[("action", "createPipeline"), ("pipeline", yaml)],
+        )
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
     let (_, refusal) = app
         .call("POST", "/api/pipelines", &eve, Some(&acme), Some(json!({})))
         .await;
     let message = refusal["message"].as_str().unwrap();
     assert!(page.contains(&message.replace('\'', "&#39;")), "{page}");
-    let (status, _) = upload_form(
-        app,
-        &eve_cookie,
-        &[("csrf", &eve_token), ("org", &acme)],
-        Some(&plugin_zip("eves", "1.0.0")),
-    )
-    .await;
+    let (status, _) = eve_at.upload(&[], Some(&plugin_zip("eves", "1.0.0"))).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(count(app, &alice, &acme, pipelines).await, 1);
     assert_eq!(count(app, &alice, &acme, plugins).await, 1);
@@ -340,23 +328,26 @@ async fn admins_post_edit_and_remove_announcements_from_the_inbox(app: &TestApp)
     let (_, page) = page_of(app, &cookie, &format!("/console/inbox?org={acme}")).await;
     assert!(page.contains("id=\"post-announcement\""), "{page}");
     let token = form_token(&page);
-    let (status, page) = post_form(
+    let alice_at = At {
         app,
-        &cookie,
-        "/console/inbox",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "post"),
-            ("title", "Freeze"),
-            ("body", "No deploys on Friday"),
-            ("severity", "warning"),
-            ("startsAt", ""),
-            ("endsAt", "2099-01-01T00:00"),
-            ("dismissible", "on"),
-        ],
-    )
-    .await;
+        cookie: &cookie,
+        token: &token,
+        org: &acme,
+    };
+    let (status, page) = alice_at
+        .post(
+            "/console/inbox",
+            &[
+                ("action", "post"),
+                ("title", "Freeze"),
+                ("body", "No deploys on Friday"),
+                ("severity", "warning"),
+                ("startsAt", ""),
+                ("endsAt", "2099-01-01T00:00"),
+                ("dismissible", "on"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("announcement Freeze posted"), "{page}");
     let posted = managed(app, &alice, &acme).await;
@@ -370,23 +361,20 @@ async fn admins_post_edit_and_remove_announcements_from_the_inbox(app: &TestApp)
     assert!(page.contains(&format!("data-managed=\"{id}\"")), "{page}");
     assert!(page.contains("value=\"2099-01-01T00:00\""), "{page}");
     // Edited: severity and text, the window's end removed.
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/inbox",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "edit"),
-            ("id", &id),
-            ("title", "Freeze!"),
-            ("body", "No deploys this week"),
-            ("severity", "critical"),
-            ("startsAt", ""),
-            ("endsAt", ""),
-        ],
-    )
-    .await;
+    let (status, page) = alice_at
+        .post(
+            "/console/inbox",
+            &[
+                ("action", "edit"),
+                ("id", &id),
+                ("title", "Freeze!"),
+                ("body", "No deploys this week"),
+                ("severity", "critical"),
+                ("startsAt", ""),
+                ("endsAt", ""),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("announcement Freeze! changed"), "{page}");
     let edited = managed(app, &alice, &acme).await;
@@ -395,40 +383,34 @@ async fn admins_post_edit_and_remove_announcements_from_the_inbox(app: &TestApp)
     assert_eq!(edited[0]["endsAt"], Value::Null);
     assert_eq!(edited[0]["dismissible"], false);
     // A date that is not one: the console's refusal, nothing changed.
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/inbox",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "edit"),
-            ("id", &id),
-            ("title", "X"),
-            ("body", "Y"),
-            ("severity", "info"),
-            ("endsAt", "next week"),
-        ],
-    )
-    .await;
+    let (status, page) = alice_at
+        .post(
+            "/console/inbox",
+            &[
+                ("action", "edit"),
+                ("id", &id),
+                ("title", "X"),
+                ("body", "Y"),
+                ("severity", "info"),
+                ("endsAt", "next week"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
     assert_eq!(managed(app, &alice, &acme).await[0]["title"], "Freeze!");
     // The API's refusal (an empty title) shown, nothing changed.
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/inbox",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "edit"),
-            ("id", &id),
-            ("title", ""),
-            ("body", "Y"),
-            ("severity", "info"),
-        ],
-    )
-    .await;
+    let (status, page) = alice_at
+        .post(
+            "/console/inbox",
+            &[
+                ("action", "edit"),
+                ("id", &id),
+                ("title", ""),
+                ("body", "Y"),
+                ("severity", "info"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
     assert!(page.contains("Refused: "), "{page}");
     assert_eq!(managed(app, &alice, &acme).await[0]["title"], "Freeze!");
@@ -439,6 +421,12 @@ async fn admins_post_edit_and_remove_announcements_from_the_inbox(app: &TestApp)
     assert!(!page.contains("id=\"post-announcement\""));
     assert!(page.contains("Freeze!"), "the Member sees it");
     let bob_token = form_token(&page);
+    let bob_at = At {
+        app,
+        cookie: &bob_cookie,
+        token: &bob_token,
+        org: &acme,
+    };
     for fields in [
         vec![
             ("action", "post"),
@@ -448,9 +436,7 @@ async fn admins_post_edit_and_remove_announcements_from_the_inbox(app: &TestApp)
         ],
         vec![("action", "remove"), ("id", id.as_str())],
     ] {
-        let mut fields = fields;
-        fields.extend([("csrf", bob_token.as_str()), ("org", acme.as_str())]);
-        let (status, page) = post_form(app, &bob_cookie, "/console/inbox", &fields).await;
+        let (status, page) = bob_at.post("/console/inbox", &fields).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
         assert!(page.contains("Refused: "), "{page}");
     }
@@ -466,18 +452,9 @@ async fn admins_post_edit_and_remove_announcements_from_the_inbox(app: &TestApp)
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(managed(app, &alice, &acme).await.len(), 1);
     // Removed by the admin.
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/inbox",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "remove"),
-            ("id", &id),
-        ],
-    )
-    .await;
+    let (status, page) = alice_at
+        .post("/console/inbox", &[("action", "remove"), ("id", &id)])
+        .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(managed(app, &alice, &acme).await.is_empty());
 }
@@ -525,19 +502,22 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
         .unwrap();
     assert!(listed.contains("Adds: Pinned versions"), "{listed}");
     let token = form_token(&page);
-    let (status, page) = post_form(
+    let alice_at = At {
         app,
-        &cookie,
-        "/console/rules/templates",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "apply"),
-            ("templateId", &template),
-            ("name", "Our pins"),
-        ],
-    )
-    .await;
+        cookie: &cookie,
+        token: &token,
+        org: &acme,
+    };
+    let (status, page) = alice_at
+        .post(
+            "/console/rules/templates",
+            &[
+                ("action", "apply"),
+                ("templateId", &template),
+                ("name", "Our pins"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(
         page.contains("rule Our pins added from the template"),
@@ -553,18 +533,12 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
         .map(|r| r["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["Our pins"]);
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/rules/templates",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "clone"),
-            ("templateId", &policy),
-        ],
-    )
-    .await;
+    let (status, page) = alice_at
+        .post(
+            "/console/rules/templates",
+            &[("action", "clone"), ("templateId", &policy)],
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("cloned with its rules"), "{page}");
     let (_, policies) = app
@@ -584,18 +558,12 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
         "{own}"
     );
     // A template that does not exist: the API's refusal; a Member's attempt: refused.
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/rules/templates",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "apply"),
-            ("templateId", "nope"),
-        ],
-    )
-    .await;
+    let (status, page) = alice_at
+        .post(
+            "/console/rules/templates",
+            &[("action", "apply"), ("templateId", "nope")],
+        )
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{page}");
     let (bob_cookie, _) = console_session(app, "bob@example.com", HOST, &[]).await;
     let (_, page) = page_of(
@@ -606,18 +574,18 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
     .await;
     assert!(!page.contains("value=\"apply\""), "no Apply for a Member");
     let bob_token = form_token(&page);
-    let (status, page) = post_form(
+    let bob_at = At {
         app,
-        &bob_cookie,
-        "/console/rules/templates",
-        &[
-            ("csrf", &bob_token),
-            ("org", &acme),
-            ("action", "apply"),
-            ("templateId", &template),
-        ],
-    )
-    .await;
+        cookie: &bob_cookie,
+        token: &bob_token,
+        org: &acme,
+    };
+    let (status, page) = bob_at
+        .post(
+            "/console/rules/templates",
+            &[("action", "apply"), ("templateId", &template)],
+        )
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
     let (_, rules) = app
         .call("GET", "/api/compliance/rules", &alice, Some(&acme), None)
@@ -639,21 +607,24 @@ async fn conversations_are_started_written_and_followed_live_in_the_browser(app:
         "members by e-mail: {page}"
     );
     let token = form_token(&page);
-    let with = format!("with.{bob_id}");
-    let (status, page) = post_form(
+    let alice_at = At {
         app,
-        &cookie,
-        "/console/conversations",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "start"),
-            (&with, "on"),
-            ("subject", "Release"),
-            ("body", "Shall we ship?"),
-        ],
-    )
-    .await;
+        cookie: &cookie,
+        token: &token,
+        org: &acme,
+    };
+    let with = format!("with.{bob_id}");
+    let (status, page) = alice_at
+        .post(
+            "/console/conversations",
+            &[
+                ("action", "start"),
+                (&with, "on"),
+                ("subject", "Release"),
+                ("body", "Shall we ship?"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     let (_, listed) = app
         .call(
@@ -673,19 +644,16 @@ async fn conversations_are_started_written_and_followed_live_in_the_browser(app:
         page.contains("id=\"conversation-messages\""),
         "the new one is open: {page}"
     );
-    let (status, page) = post_form(
-        app,
-        &cookie,
-        "/console/conversations",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "write"),
-            ("id", &conversation),
-            ("body", "<b>now</b>"),
-        ],
-    )
-    .await;
+    let (status, page) = alice_at
+        .post(
+            "/console/conversations",
+            &[
+                ("action", "write"),
+                ("id", &conversation),
+                ("body", "<b>now</b>"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(
         page.contains("&#60;b&#62;now&#60;/b&#62;"),
@@ -694,19 +662,12 @@ async fn conversations_are_started_written_and_followed_live_in_the_browser(app:
     assert_eq!(messages_of(app, &bob, &acme, &conversation).await, 2);
     // Someone who takes no part: an empty body is the API's refusal; another's
     // conversation is not found.
-    let (status, _) = post_form(
-        app,
-        &cookie,
-        "/console/conversations",
-        &[
-            ("csrf", &token),
-            ("org", &acme),
-            ("action", "write"),
-            ("id", &conversation),
-            ("body", ""),
-        ],
-    )
-    .await;
+    let (status, _) = alice_at
+        .post(
+            "/console/conversations",
+            &[("action", "write"), ("id", &conversation), ("body", "")],
+        )
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(messages_of(app, &bob, &acme, &conversation).await, 2);
 
