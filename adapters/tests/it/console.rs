@@ -2,6 +2,7 @@
 //! (WebDriver) against the server's router on loopback. Screenshots of each page are
 //! kept under `target/console-screenshots/`.
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -15,11 +16,16 @@ use super::*;
 
 pub(super) const PASSWORD: &str = "correct horse battery";
 
-/// A chromedriver process and the browser profile it used, both gone when dropped.
+/// A chromedriver process (in a process group of its own, with the browser it
+/// starts) and the browser profile it used, all gone when dropped: the whole group
+/// is killed, so no browser outlives its test.
 struct Driver(Child, PathBuf);
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0.id())])
+            .status();
         let _ = self.0.kill();
         let _ = self.0.wait();
         let _ = std::fs::remove_dir_all(&self.1);
@@ -42,6 +48,7 @@ pub(super) async fn browser() -> Browser {
     let port = super::crash::free_port();
     let child = Command::new(std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into()))
         .arg(format!("--port={port}"))
+        .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -58,6 +65,7 @@ pub(super) async fn browser() -> Browser {
         "goog:chromeOptions": {
             "binary": std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
             "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--disable-crash-reporter", "--disable-breakpad",
                      "--window-size=1280,1000", format!("--user-data-dir={}", profile.display())]
         }
     });
