@@ -8,12 +8,11 @@ use std::collections::HashMap;
 use super::api::{self, act, segment, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
-use super::session::{Posted, Visitor};
+use super::session::Visitor;
 use super::{field, Console};
 use crate::http::alerts::{DestinationList, History, RuleList};
 use crate::services::alerts::{AlertRule, Destination, HistoryEntry, TestResult};
 use askama::Template;
-use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
 
@@ -245,28 +244,30 @@ async fn show(
     ))
 }
 
-/// `GET /console/alerts`.
-pub async fn page(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    show(&console, &visitor, &q, None)
-        .await
-        .unwrap_or_else(page::refused)
-}
+/// The page: [`page::get`] and [`page::post`] are its handlers.
+pub struct Page;
 
-/// `POST /console/alerts`: `test` a destination (its targets' answers shown).
-pub async fn action(State(console): State<Console>, posted: Posted) -> Response {
-    let Posted { visitor, form } = posted;
-    let org = field(&form, "org").to_owned();
-    let outcome = async {
-        match field(&form, "action") {
+impl page::Acting for Page {
+    async fn show(
+        console: &Console,
+        visitor: &Visitor,
+        q: &HashMap<String, String>,
+        outcome: Option<Result<String, Refusal>>,
+    ) -> Result<Response, Refusal> {
+        show(console, visitor, q, outcome).await
+    }
+
+    /// `POST /console/alerts`: `test` a destination (its targets' answers shown).
+    async fn act(
+        visitor: &Visitor,
+        form: &HashMap<String, String>,
+        org: &str,
+    ) -> Result<String, Refusal> {
+        match field(form, "action") {
             "test" => {
-                let id = segment(field(&form, "id"))?;
+                let id = segment(field(form, "id"))?;
                 let uri = format!("/api/alerts/destinations/{id}/test");
-                let tested: TestResult =
-                    act(&visitor.api, (Method::POST, &uri), &org, None).await?;
+                let tested: TestResult = act(&visitor.api, (Method::POST, &uri), org, None).await?;
                 let shown: Vec<String> = tested
                     .targets
                     .iter()
@@ -287,8 +288,4 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
             _ => Err(unknown_action()),
         }
     }
-    .await;
-    show(&console, &visitor, &page::again(org), Some(outcome))
-        .await
-        .unwrap_or_else(page::refused)
 }

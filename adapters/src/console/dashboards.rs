@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 
 use askama::Template;
-use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
 use chrono::{DateTime, Duration, Utc};
@@ -19,7 +18,7 @@ use super::api::{self, act, segment, Refusal};
 use super::chart::{self, Series, Unit};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
-use super::session::{Posted, Visitor};
+use super::session::Visitor;
 use super::{field, Console};
 use crate::services::dashboards::{Dashboard, DashboardData, PanelData, PanelKind, ReportAnswer};
 use crate::services::posture::{PosturePoint, PostureTrendReport};
@@ -416,17 +415,6 @@ async fn show(
     ))
 }
 
-/// `GET /console/dashboards`.
-pub async fn page(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    show(&console, &visitor, &q, None)
-        .await
-        .unwrap_or_else(page::refused)
-}
-
 /// The dashboard `create` makes: delivery at a glance.
 fn overview() -> Value {
     let at = |x: u32, y: u32, w: u32| json!({"x": x, "y": y, "w": w, "h": 6});
@@ -439,28 +427,42 @@ fn overview() -> Value {
     ]})
 }
 
-/// `POST /console/dashboards`: `create` the overview, `delete` one.
-pub async fn action(State(console): State<Console>, posted: Posted) -> Response {
-    let Posted { visitor, form } = posted;
-    let org = field(&form, "org").to_owned();
-    let outcome = async {
-        match field(&form, "action") {
+/// The page: [`page::get`] and [`page::post`] are its handlers.
+pub struct Page;
+
+impl page::Acting for Page {
+    async fn show(
+        console: &Console,
+        visitor: &Visitor,
+        q: &HashMap<String, String>,
+        outcome: Option<Result<String, Refusal>>,
+    ) -> Result<Response, Refusal> {
+        show(console, visitor, q, outcome).await
+    }
+
+    /// `POST /console/dashboards`: `create` the overview, `delete` one.
+    async fn act(
+        visitor: &Visitor,
+        form: &HashMap<String, String>,
+        org: &str,
+    ) -> Result<String, Refusal> {
+        match field(form, "action") {
             "create" => {
                 let made: Dashboard = act(
                     &visitor.api,
                     (Method::POST, "/api/dashboards"),
-                    &org,
+                    org,
                     Some(overview()),
                 )
                 .await?;
                 Ok(format!("dashboard {} made", made.title))
             }
             "delete" => {
-                let id = segment(field(&form, "id"))?;
+                let id = segment(field(form, "id"))?;
                 act::<IgnoredAny>(
                     &visitor.api,
                     (Method::DELETE, &format!("/api/dashboards/{id}")),
-                    &org,
+                    org,
                     None,
                 )
                 .await?;
@@ -469,8 +471,4 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
             _ => Err(unknown_action()),
         }
     }
-    .await;
-    show(&console, &visitor, &page::again(org), Some(outcome))
-        .await
-        .unwrap_or_else(page::refused)
 }

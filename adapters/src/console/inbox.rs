@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 
 use askama::Template;
-use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
 use serde::de::IgnoredAny;
@@ -14,7 +13,7 @@ use serde_json::{json, Value};
 use super::api::{self, act, segment, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
-use super::session::{Posted, Visitor};
+use super::session::Visitor;
 use super::{field, Console};
 use crate::http::announcements::Announcement;
 use crate::http::messages::Message;
@@ -191,55 +190,58 @@ async fn show(
     ))
 }
 
-/// `GET /console/inbox`.
-pub async fn page(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    show(&console, &visitor, &q, None)
-        .await
-        .unwrap_or_else(page::refused)
-}
+/// The page: [`page::get`] and [`page::post`] are its handlers.
+pub struct Page;
 
-/// `POST /console/inbox`: `read` a message, `dismiss` an announcement; `post`,
-/// `edit` and `remove` the organization's announcements.
-pub async fn action(State(console): State<Console>, posted: Posted) -> Response {
-    let Posted { visitor, form } = posted;
-    let org = field(&form, "org").to_owned();
-    let outcome = async {
-        if field(&form, "action") == "post" {
+impl page::Acting for Page {
+    async fn show(
+        console: &Console,
+        visitor: &Visitor,
+        q: &HashMap<String, String>,
+        outcome: Option<Result<String, Refusal>>,
+    ) -> Result<Response, Refusal> {
+        show(console, visitor, q, outcome).await
+    }
+
+    /// `POST /console/inbox`: `read` a message, `dismiss` an announcement; `post`,
+    /// `edit` and `remove` the organization's announcements.
+    async fn act(
+        visitor: &Visitor,
+        form: &HashMap<String, String>,
+        org: &str,
+    ) -> Result<String, Refusal> {
+        if field(form, "action") == "post" {
             let posted: Announcement = act(
                 &visitor.api,
                 (Method::POST, "/api/messages/announcements"),
-                &org,
-                Some(announcement_of(&form, true)?),
+                org,
+                Some(announcement_of(form, true)?),
             )
             .await?;
             return Ok(format!("announcement {} posted", posted.title));
         }
-        let id = segment(field(&form, "id"))?;
+        let id = segment(field(form, "id"))?;
         let uri = format!("/api/messages/announcements/{id}");
-        match field(&form, "action") {
+        match field(form, "action") {
             "edit" => {
                 let edited: Announcement = act(
                     &visitor.api,
                     (Method::PUT, &uri),
-                    &org,
-                    Some(announcement_of(&form, false)?),
+                    org,
+                    Some(announcement_of(form, false)?),
                 )
                 .await?;
                 Ok(format!("announcement {} changed", edited.title))
             }
             "remove" => {
-                act::<IgnoredAny>(&visitor.api, (Method::DELETE, &uri), &org, None).await?;
+                act::<IgnoredAny>(&visitor.api, (Method::DELETE, &uri), org, None).await?;
                 Ok(format!("announcement {id} removed"))
             }
             "read" => {
                 act::<IgnoredAny>(
                     &visitor.api,
                     (Method::PATCH, &format!("/api/messages/{id}/read")),
-                    &org,
+                    org,
                     None,
                 )
                 .await?;
@@ -247,16 +249,12 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
             }
             "dismiss" => {
                 let uri = format!("/api/messages/announcements/{id}/dismiss");
-                act::<IgnoredAny>(&visitor.api, (Method::POST, &uri), &org, None).await?;
+                act::<IgnoredAny>(&visitor.api, (Method::POST, &uri), org, None).await?;
                 Ok(format!("announcement {id} dismissed"))
             }
             _ => Err(unknown_action()),
         }
     }
-    .await;
-    show(&console, &visitor, &page::again(org), Some(outcome))
-        .await
-        .unwrap_or_else(page::refused)
 }
 
 #[cfg(test)]

@@ -86,7 +86,10 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/console/assets/{file}", get(assets::serve))
         .route("/console/csp-report", post(csp_report))
         .route(account::PATH, get(account::page).post(account::action))
-        .route(people::PATH, get(people::page).post(people::action))
+        .route(
+            people::PATH,
+            get(page::get::<people::Page>).post(page::post::<people::Page>),
+        )
         .route(settings::PATH, get(settings::page).post(settings::action))
         .route("/console/posture", get(posture::page))
         .route("/console/posture/export.csv", get(posture::csv))
@@ -95,7 +98,7 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/console/rules/edit", get(rules::editor).post(rules::edit))
         .route(
             templates::PATH,
-            get(templates::page).post(templates::action),
+            get(page::get::<templates::Page>).post(page::post::<templates::Page>),
         )
         .route(
             "/console/catalog",
@@ -115,13 +118,19 @@ pub fn router(state: AppState, api: Router) -> Router {
                 crate::http::plugins::MAX_UPLOAD_BYTES,
             )),
         )
-        .route("/console/scans", get(scans::page).post(scans::action))
+        .route(
+            "/console/scans",
+            get(page::get::<scans::Page>).post(page::post::<scans::Page>),
+        )
         .route("/console/scans/{id}/progress", get(scans::progress))
         .route("/console/audit", get(audit::page))
         .route("/console/audit/chain.jsonl", get(audit::chain))
         .route("/console/audit/key", get(audit::key))
         .route("/console/billing", get(billing::page).post(billing::action))
-        .route("/console/inbox", get(inbox::page).post(inbox::action))
+        .route(
+            "/console/inbox",
+            get(page::get::<inbox::Page>).post(page::post::<inbox::Page>),
+        )
         .route(
             conversations::PATH,
             get(conversations::page).post(conversations::action),
@@ -129,9 +138,12 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route(conversations::STREAM, get(conversations::stream))
         .route(
             "/console/dashboards",
-            get(dashboards::page).post(dashboards::action),
+            get(page::get::<dashboards::Page>).post(page::post::<dashboards::Page>),
         )
-        .route("/console/alerts", get(alerts::page).post(alerts::action))
+        .route(
+            "/console/alerts",
+            get(page::get::<alerts::Page>).post(page::post::<alerts::Page>),
+        )
         .route(admin::USERS, get(admin::users))
         .route("/console/admin/impersonate", post(admin::impersonate))
         .route("/console/impersonation/end", post(admin::end))

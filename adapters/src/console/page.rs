@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 
 use super::api::{self, Listed, Refusal};
 use super::assets;
-use super::session::Visitor;
-use super::Console;
+use super::session::{Posted, Visitor};
+use super::{field, Console};
 use crate::code::ErrorCode;
 use crate::http::guard::{Access, OrgFrom};
 use crate::http::organizations::{MyOrganization, Organization};
@@ -679,4 +679,49 @@ pub fn pasted_object(text: &str) -> Option<serde_json::Value> {
         .ok()
         .or_else(|| serde_yaml_ng::from_str::<serde_json::Value>(text).ok())
         .filter(serde_json::Value::is_object)
+}
+
+/// A page whose forms act through the API and show the outcome (the confirmation, or
+/// the API's refusal) on the page again: [`get`] and [`post`] are its handlers.
+pub trait Acting {
+    /// The page for `q`, with an action's outcome when there was one.
+    fn show(
+        console: &Console,
+        visitor: &Visitor,
+        q: &HashMap<String, String>,
+        outcome: Option<Result<String, Refusal>>,
+    ) -> impl std::future::Future<Output = Result<Response, Refusal>> + Send;
+
+    /// The posted form's action in the organization `org`: its confirmation, or the
+    /// refusal.
+    fn act(
+        visitor: &Visitor,
+        form: &HashMap<String, String>,
+        org: &str,
+    ) -> impl std::future::Future<Output = Result<String, Refusal>> + Send;
+}
+
+/// `GET` of an [`Acting`] page.
+pub async fn get<P: Acting>(
+    axum::extract::State(console): axum::extract::State<Console>,
+    visitor: Visitor,
+    axum::extract::Query(q): axum::extract::Query<HashMap<String, String>>,
+) -> Response {
+    P::show(&console, &visitor, &q, None)
+        .await
+        .unwrap_or_else(refused)
+}
+
+/// `POST` of an [`Acting`] page's form (its token checked by [`Posted`]): the
+/// action, then the page in the same organization with its outcome.
+pub async fn post<P: Acting>(
+    axum::extract::State(console): axum::extract::State<Console>,
+    posted: Posted,
+) -> Response {
+    let Posted { visitor, form } = posted;
+    let org = field(&form, "org").to_owned();
+    let outcome = P::act(&visitor, &form, &org).await;
+    P::show(&console, &visitor, &again(org), Some(outcome))
+        .await
+        .unwrap_or_else(refused)
 }

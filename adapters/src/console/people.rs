@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 
 use askama::Template;
-use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
 use serde::de::IgnoredAny;
@@ -15,7 +14,7 @@ use serde_json::json;
 use super::api::{self, act, segment, Call, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
-use super::session::{Posted, Visitor};
+use super::session::Visitor;
 use super::{field, Console};
 use crate::http::invitations::Invitation;
 use crate::http::members::{Member, Role};
@@ -180,33 +179,36 @@ async fn show(
     ))
 }
 
-/// `GET /console/people`.
-pub async fn page(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    show(&console, &visitor, &q, None)
-        .await
-        .unwrap_or_else(page::refused)
-}
+/// The page: [`page::get`] and [`page::post`] are its handlers.
+pub struct Page;
 
-/// `POST /console/people`: members (`add`, `role`, `activate`, `deactivate`,
-/// `remove`), Roles (`create-role`, `delete-role`, `give-role`, `take-role`),
-/// invitations (`invite`, `resend`, `revoke`) and `transfer`.
-pub async fn action(State(console): State<Console>, posted: Posted) -> Response {
-    let Posted { visitor, form } = posted;
-    let org = field(&form, "org").to_owned();
-    let outcome = async {
-        let base = format!("/api/organization/{}", segment(&org)?);
+impl page::Acting for Page {
+    async fn show(
+        console: &Console,
+        visitor: &Visitor,
+        q: &HashMap<String, String>,
+        outcome: Option<Result<String, Refusal>>,
+    ) -> Result<Response, Refusal> {
+        show(console, visitor, q, outcome).await
+    }
+
+    /// `POST /console/people`: members (`add`, `role`, `activate`, `deactivate`,
+    /// `remove`), Roles (`create-role`, `delete-role`, `give-role`, `take-role`),
+    /// invitations (`invite`, `resend`, `revoke`) and `transfer`.
+    async fn act(
+        visitor: &Visitor,
+        form: &HashMap<String, String>,
+        org: &str,
+    ) -> Result<String, Refusal> {
+        let base = format!("/api/organization/{}", segment(org)?);
         let api = &visitor.api;
-        match field(&form, "action") {
+        match field(form, "action") {
             "add" => {
-                let body = json!({"userId": field(&form, "userId"), "role": field(&form, "role")});
+                let body = json!({"userId": field(form, "userId"), "role": field(form, "role")});
                 let added: Member = act(
                     api,
                     (Method::POST, &format!("{base}/members")),
-                    &org,
+                    org,
                     Some(body),
                 )
                 .await?;
@@ -217,12 +219,12 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                 ))
             }
             "role" => {
-                let user = segment(field(&form, "userId"))?;
-                let body = json!({"role": field(&form, "role")});
+                let user = segment(field(form, "userId"))?;
+                let body = json!({"role": field(form, "role")});
                 let changed: Member = act(
                     api,
                     (Method::PATCH, &format!("{base}/members/{user}")),
-                    &org,
+                    org,
                     Some(body),
                 )
                 .await?;
@@ -233,11 +235,11 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                 ))
             }
             verb @ ("activate" | "deactivate") => {
-                let user = segment(field(&form, "userId"))?;
+                let user = segment(field(form, "userId"))?;
                 let changed: Member = act(
                     api,
                     (Method::PATCH, &format!("{base}/members/{user}/{verb}")),
-                    &org,
+                    org,
                     None,
                 )
                 .await?;
@@ -252,11 +254,11 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                 ))
             }
             "remove" => {
-                let user = segment(field(&form, "userId"))?;
+                let user = segment(field(form, "userId"))?;
                 act::<IgnoredAny>(
                     api,
                     (Method::DELETE, &format!("{base}/members/{user}")),
-                    &org,
+                    org,
                     None,
                 )
                 .await?;
@@ -269,63 +271,58 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                         key.strip_prefix("permission:").filter(|_| value == "on")
                     })
                     .collect();
-                let body = json!({"name": field(&form, "name"), "permissions": permissions});
+                let body = json!({"name": field(form, "name"), "permissions": permissions});
                 let made: Role = act(
                     api,
                     (Method::POST, &format!("{base}/roles")),
-                    &org,
+                    org,
                     Some(body),
                 )
                 .await?;
                 Ok(format!("Role {} created", made.name))
             }
             "delete-role" => {
-                let role = segment(field(&form, "roleId"))?;
+                let role = segment(field(form, "roleId"))?;
                 act::<IgnoredAny>(
                     api,
                     (Method::DELETE, &format!("{base}/roles/{role}")),
-                    &org,
+                    org,
                     None,
                 )
                 .await?;
                 Ok(format!("Role {role} deleted"))
             }
             "give-role" => {
-                let role = segment(field(&form, "roleId"))?;
-                let body = json!({"userId": field(&form, "userId")});
+                let role = segment(field(form, "roleId"))?;
+                let body = json!({"userId": field(form, "userId")});
                 let given: Role = act(
                     api,
                     (Method::POST, &format!("{base}/roles/{role}/members")),
-                    &org,
+                    org,
                     Some(body),
                 )
                 .await?;
                 Ok(format!("Role {} given", given.name))
             }
             "take-role" => {
-                let role = segment(field(&form, "roleId"))?;
-                let user = segment(field(&form, "userId"))?;
+                let role = segment(field(form, "roleId"))?;
+                let user = segment(field(form, "userId"))?;
                 act::<IgnoredAny>(
                     api,
                     (
                         Method::DELETE,
                         &format!("{base}/roles/{role}/members/{user}"),
                     ),
-                    &org,
+                    org,
                     None,
                 )
                 .await?;
                 Ok(format!("Role {role} taken from {user}"))
             }
             "invite" => {
-                let body = json!({"email": field(&form, "email"), "role": field(&form, "role")});
-                let sent: Invitation = act(
-                    api,
-                    (Method::POST, "/api/invitation/send"),
-                    &org,
-                    Some(body),
-                )
-                .await?;
+                let body = json!({"email": field(form, "email"), "role": field(form, "role")});
+                let sent: Invitation =
+                    act(api, (Method::POST, "/api/invitation/send"), org, Some(body)).await?;
                 Ok(format!(
                     "{} invited as {}",
                     sent.email,
@@ -333,22 +330,22 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                 ))
             }
             "resend" => {
-                let id = segment(field(&form, "id"))?;
+                let id = segment(field(form, "id"))?;
                 let sent: Invitation = act(
                     api,
                     (Method::POST, &format!("/api/invitation/{id}/resend")),
-                    &org,
+                    org,
                     None,
                 )
                 .await?;
                 Ok(format!("the invitation of {} sent again", sent.email))
             }
             "revoke" => {
-                let id = segment(field(&form, "id"))?;
+                let id = segment(field(form, "id"))?;
                 let revoked: Invitation = act(
                     api,
                     (Method::DELETE, &format!("/api/invitation/{id}")),
-                    &org,
+                    org,
                     None,
                 )
                 .await?;
@@ -358,12 +355,12 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
                 let proof = api
                     .step_up(form.get("password").map_or("", String::as_str))
                     .await?;
-                let user = field(&form, "userId");
+                let user = field(form, "userId");
                 let _: IgnoredAny = api
                     .data(Call {
                         method: Some(Method::PATCH),
                         uri: &format!("{base}/transfer-owner"),
-                        org: Some(&org),
+                        org: Some(org),
                         body: Some(json!({ "userId": user })),
                         step_up: Some(&proof),
                         ..Call::default()
@@ -374,8 +371,4 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
             _ => Err(unknown_action()),
         }
     }
-    .await;
-    show(&console, &visitor, &page::again(org), Some(outcome))
-        .await
-        .unwrap_or_else(page::refused)
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use serde_json::json;
@@ -12,7 +12,7 @@ use serde_json::json;
 use super::api::{self, act, segment, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
-use super::session::{Posted, Visitor};
+use super::session::Visitor;
 use super::{field, Console};
 use crate::http::scans::{Scan, ScanSchedule};
 
@@ -125,17 +125,6 @@ async fn show(
     ))
 }
 
-/// `GET /console/scans`.
-pub async fn page(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    show(&console, &visitor, &q, None)
-        .await
-        .unwrap_or_else(page::refused)
-}
-
 /// `GET /console/scans/{id}/progress?org=`: the progress fragment.
 pub async fn progress(
     visitor: Visitor,
@@ -157,34 +146,44 @@ pub async fn progress(
     shown.await.unwrap_or_else(page::refused)
 }
 
-/// `POST /console/scans`: `start` (a target), `cancel` (a scan).
-pub async fn action(State(console): State<Console>, posted: Posted) -> Response {
-    let Posted { visitor, form } = posted;
-    let org = field(&form, "org").to_owned();
-    let outcome = async {
-        match field(&form, "action") {
+/// The page: [`page::get`] and [`page::post`] are its handlers.
+pub struct Page;
+
+impl page::Acting for Page {
+    async fn show(
+        console: &Console,
+        visitor: &Visitor,
+        q: &HashMap<String, String>,
+        outcome: Option<Result<String, Refusal>>,
+    ) -> Result<Response, Refusal> {
+        show(console, visitor, q, outcome).await
+    }
+
+    /// `POST /console/scans`: `start` (a target), `cancel` (a scan).
+    async fn act(
+        visitor: &Visitor,
+        form: &HashMap<String, String>,
+        org: &str,
+    ) -> Result<String, Refusal> {
+        match field(form, "action") {
             "start" => {
-                let body = json!({"target": field(&form, "target")});
+                let body = json!({"target": field(form, "target")});
                 let scan: Scan = act(
                     &visitor.api,
                     (Method::POST, "/api/compliance/scans"),
-                    &org,
+                    org,
                     Some(body),
                 )
                 .await?;
                 Ok(format!("scan {} started", scan.id))
             }
             "cancel" => {
-                let id = segment(field(&form, "id"))?;
+                let id = segment(field(form, "id"))?;
                 let uri = format!("/api/compliance/scans/{id}/cancel");
-                let scan: Scan = act(&visitor.api, (Method::POST, &uri), &org, None).await?;
+                let scan: Scan = act(&visitor.api, (Method::POST, &uri), org, None).await?;
                 Ok(format!("scan {id} is {}", scan.status))
             }
             _ => Err(unknown_action()),
         }
     }
-    .await;
-    show(&console, &visitor, &page::again(org), Some(outcome))
-        .await
-        .unwrap_or_else(page::refused)
 }

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 
 use askama::Template;
-use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
 use serde::de::IgnoredAny;
@@ -14,7 +13,7 @@ use serde_json::json;
 use super::api::{self, act, segment, Refusal};
 use super::governance::unknown_action;
 use super::page::{self, Frame};
-use super::session::{Posted, Visitor};
+use super::session::Visitor;
 use super::{field, Console};
 use crate::http::policies::Policy;
 use crate::http::rules::OrgRule;
@@ -141,33 +140,36 @@ async fn show(
     ))
 }
 
-/// `GET /console/rules/templates`.
-pub async fn page(
-    State(console): State<Console>,
-    visitor: Visitor,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    show(&console, &visitor, &q, None)
-        .await
-        .unwrap_or_else(page::refused)
-}
+/// The page: [`page::get`] and [`page::post`] are its handlers.
+pub struct Page;
 
-/// `POST /console/rules/templates`: `apply` a template rule (optionally renamed),
-/// `clone` a template policy with its rules.
-pub async fn action(State(console): State<Console>, posted: Posted) -> Response {
-    let Posted { visitor, form } = posted;
-    let org = field(&form, "org").to_owned();
-    let outcome = async {
-        let id = segment(field(&form, "templateId"))?;
-        let name = field(&form, "name");
-        match field(&form, "action") {
+impl page::Acting for Page {
+    async fn show(
+        console: &Console,
+        visitor: &Visitor,
+        q: &HashMap<String, String>,
+        outcome: Option<Result<String, Refusal>>,
+    ) -> Result<Response, Refusal> {
+        show(console, visitor, q, outcome).await
+    }
+
+    /// `POST /console/rules/templates`: `apply` a template rule (optionally renamed),
+    /// `clone` a template policy with its rules.
+    async fn act(
+        visitor: &Visitor,
+        form: &HashMap<String, String>,
+        org: &str,
+    ) -> Result<String, Refusal> {
+        let id = segment(field(form, "templateId"))?;
+        let name = field(form, "name");
+        match field(form, "action") {
             "apply" => {
                 let name = Some(name).filter(|n| !n.is_empty());
                 let body = json!({ "templateId": id, "name": name });
                 let applied: OrgRule = act(
                     &visitor.api,
                     (Method::POST, "/api/compliance/templates/apply"),
-                    &org,
+                    org,
                     Some(body),
                 )
                 .await?;
@@ -179,14 +181,10 @@ pub async fn action(State(console): State<Console>, posted: Posted) -> Response 
             "clone" => {
                 let uri = format!("/api/compliance/templates/policies/{id}/clone");
                 let body = (!name.is_empty()).then(|| json!({ "name": name }));
-                act::<IgnoredAny>(&visitor.api, (Method::POST, &uri), &org, body).await?;
+                act::<IgnoredAny>(&visitor.api, (Method::POST, &uri), org, body).await?;
                 Ok(format!("policy {id} cloned with its rules"))
             }
             _ => Err(unknown_action()),
         }
     }
-    .await;
-    show(&console, &visitor, &page::again(org), Some(outcome))
-        .await
-        .unwrap_or_else(page::refused)
 }
