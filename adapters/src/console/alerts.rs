@@ -175,86 +175,76 @@ struct AlertsPage {
     history: Option<(String, Vec<TransitionView>)>,
 }
 
-async fn show(
-    console: &Console,
-    visitor: &Visitor,
-    q: &HashMap<String, String>,
-    outcome: Option<Result<String, Refusal>>,
-) -> Result<Response, Refusal> {
-    let mut frame = Frame::load(console, visitor, q, ("Alerts", "/console/alerts")).await?;
-    if frame.org.is_empty() {
-        return Ok(page::empty(frame));
-    }
-    let rules: Vec<RuleView> = frame
-        .read::<RuleList>(
-            visitor,
-            ("listAlertRules", "alert rules"),
-            "/api/alerts/rules",
-        )
-        .await?
-        .into_iter()
-        .flat_map(|list| list.rules)
-        .map(RuleView::from)
-        .collect();
-    let destinations = frame
-        .read::<DestinationList>(
-            visitor,
-            ("listAlertDestinations", "destinations"),
-            "/api/alerts/destinations",
-        )
-        .await?
-        .into_iter()
-        .flat_map(|list| list.destinations)
-        .map(DestinationView::from)
-        .collect();
-    let firing = rules
-        .iter()
-        .filter(|r| r.state == "firing")
-        .map(|r| r.name.clone())
-        .collect();
-    let mut history = None;
-    if let Some(id) = q.get("rule").filter(|r| !r.is_empty()) {
-        let uri = format!("/api/alerts/rules/{}/history", segment(id)?);
-        let answer = frame
-            .read::<History>(visitor, ("alertRuleHistory", "the rule's history"), &uri)
-            .await?;
-        if let Some(answer) = answer {
-            let name = rules
-                .iter()
-                .find(|r| r.id == *id)
-                .map_or_else(|| id.clone(), |r| r.name.clone());
-            let transitions = answer
-                .transitions
-                .into_iter()
-                .map(TransitionView::from)
-                .collect();
-            history = Some((name, transitions));
-        }
-    }
-    let code = frame.settle(outcome);
-    Ok(page::render(
-        &AlertsPage {
-            frame,
-            rules,
-            firing,
-            destinations,
-            history,
-        },
-        code,
-    ))
-}
-
 /// The page: [`page::get`] and [`page::post`] are its handlers.
 pub struct Page;
 
 impl page::Acting for Page {
+    const PLACE: (&'static str, &'static str) = ("Alerts", "/console/alerts");
+
     async fn show(
-        console: &Console,
+        _console: &Console,
         visitor: &Visitor,
+        mut frame: Frame,
         q: &HashMap<String, String>,
         outcome: Option<Result<String, Refusal>>,
     ) -> Result<Response, Refusal> {
-        show(console, visitor, q, outcome).await
+        let rules: Vec<RuleView> = frame
+            .read::<RuleList>(
+                visitor,
+                ("listAlertRules", "alert rules"),
+                "/api/alerts/rules",
+            )
+            .await?
+            .into_iter()
+            .flat_map(|list| list.rules)
+            .map(RuleView::from)
+            .collect();
+        let destinations = frame
+            .read::<DestinationList>(
+                visitor,
+                ("listAlertDestinations", "destinations"),
+                "/api/alerts/destinations",
+            )
+            .await?
+            .into_iter()
+            .flat_map(|list| list.destinations)
+            .map(DestinationView::from)
+            .collect();
+        let firing = rules
+            .iter()
+            .filter(|r| r.state == "firing")
+            .map(|r| r.name.clone())
+            .collect();
+        let mut history = None;
+        if let Some(id) = q.get("rule").filter(|r| !r.is_empty()) {
+            let uri = format!("/api/alerts/rules/{}/history", segment(id)?);
+            let answer = frame
+                .read::<History>(visitor, ("alertRuleHistory", "the rule's history"), &uri)
+                .await?;
+            if let Some(answer) = answer {
+                let name = rules
+                    .iter()
+                    .find(|r| r.id == *id)
+                    .map_or_else(|| id.clone(), |r| r.name.clone());
+                let transitions = answer
+                    .transitions
+                    .into_iter()
+                    .map(TransitionView::from)
+                    .collect();
+                history = Some((name, transitions));
+            }
+        }
+        let code = frame.settle(outcome);
+        Ok(page::render(
+            &AlertsPage {
+                frame,
+                rules,
+                firing,
+                destinations,
+                history,
+            },
+            code,
+        ))
     }
 
     /// `POST /console/alerts`: `test` a destination (its targets' answers shown).

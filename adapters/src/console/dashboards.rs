@@ -320,101 +320,6 @@ pub async fn posture_trend(
     }))
 }
 
-async fn show(
-    console: &Console,
-    visitor: &Visitor,
-    q: &HashMap<String, String>,
-    outcome: Option<Result<String, Refusal>>,
-) -> Result<Response, Refusal> {
-    let mut frame = Frame::load(console, visitor, q, ("Dashboards", "/console/dashboards")).await?;
-    if frame.org.is_empty() {
-        return Ok(page::empty(frame));
-    }
-    let listed = frame
-        .list::<Dashboard>(
-            visitor,
-            ("listDashboards", "dashboards"),
-            "/api/dashboards?limit=100&sortOrder=asc",
-            "dashboards",
-        )
-        .await?
-        .items;
-    let asked = q.get("id").cloned().unwrap_or_default();
-    let current = listed
-        .iter()
-        .find(|d| d.id == asked)
-        .or_else(|| listed.first());
-    let range = q
-        .get("range")
-        .filter(|r| RANGES.iter().any(|(name, _)| name == r))
-        .cloned()
-        .unwrap_or_else(|| "week".to_owned());
-    let days = RANGES.iter().find(|(n, _)| *n == range).map_or(7, |r| r.1);
-    let to = Utc::now();
-    let from = to - Duration::days(days);
-    let mut panels = Vec::new();
-    let mut error = None;
-    if let Some(d) = current {
-        let uri = format!(
-            "/api/dashboards/{}/data?{}",
-            segment(&d.id)?,
-            api::query(&[
-                (
-                    "from",
-                    &from.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                ),
-                ("to", &to.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-            ])
-        );
-        match frame
-            .read::<DashboardData>(visitor, ("dashboardData", "the dashboard's data"), &uri)
-            .await
-        {
-            Ok(None) => {}
-            Ok(Some(data)) => {
-                let mut placed: Vec<&PanelData> = data.panels.iter().collect();
-                placed.sort_by_key(|p| p.index);
-                for p in placed {
-                    panels.push(Drawn {
-                        title: p
-                            .panel
-                            .title
-                            .clone()
-                            .unwrap_or_else(|| p.panel.report.name().to_owned()),
-                        report: p.panel.report.name().to_owned(),
-                        kind: api::wire(&p.panel.kind),
-                        html: draw(p, (data.from, data.to)),
-                    });
-                }
-            }
-            Err(refusal) if refusal.signed_out() => return Err(refusal),
-            Err(refusal) => error = Some(refusal),
-        }
-    }
-    let dashboards = listed
-        .iter()
-        .map(|d| Entry {
-            id: d.id.clone(),
-            title: d.title.clone(),
-            current: current.is_some_and(|c| c.id == d.id),
-        })
-        .collect();
-    let current = current.map(|d| (d.id.clone(), d.title.clone(), d.version));
-    let code = frame.settle(outcome.or(error.map(Err)));
-    Ok(page::render(
-        &DashboardsPage {
-            frame,
-            dashboards,
-            current,
-            range,
-            from: from.format("%Y-%m-%d %H:%M").to_string(),
-            to: to.format("%Y-%m-%d %H:%M").to_string(),
-            panels,
-        },
-        code,
-    ))
-}
-
 /// The dashboard `create` makes: delivery at a glance.
 fn overview() -> Value {
     let at = |x: u32, y: u32, w: u32| json!({"x": x, "y": y, "w": w, "h": 6});
@@ -431,13 +336,98 @@ fn overview() -> Value {
 pub struct Page;
 
 impl page::Acting for Page {
+    const PLACE: (&'static str, &'static str) = ("Dashboards", "/console/dashboards");
+
     async fn show(
-        console: &Console,
+        _console: &Console,
         visitor: &Visitor,
+        mut frame: Frame,
         q: &HashMap<String, String>,
         outcome: Option<Result<String, Refusal>>,
     ) -> Result<Response, Refusal> {
-        show(console, visitor, q, outcome).await
+        let listed = frame
+            .list::<Dashboard>(
+                visitor,
+                ("listDashboards", "dashboards"),
+                "/api/dashboards?limit=100&sortOrder=asc",
+                "dashboards",
+            )
+            .await?
+            .items;
+        let asked = q.get("id").cloned().unwrap_or_default();
+        let current = listed
+            .iter()
+            .find(|d| d.id == asked)
+            .or_else(|| listed.first());
+        let range = q
+            .get("range")
+            .filter(|r| RANGES.iter().any(|(name, _)| name == r))
+            .cloned()
+            .unwrap_or_else(|| "week".to_owned());
+        let days = RANGES.iter().find(|(n, _)| *n == range).map_or(7, |r| r.1);
+        let to = Utc::now();
+        let from = to - Duration::days(days);
+        let mut panels = Vec::new();
+        let mut error = None;
+        if let Some(d) = current {
+            let uri = format!(
+                "/api/dashboards/{}/data?{}",
+                segment(&d.id)?,
+                api::query(&[
+                    (
+                        "from",
+                        &from.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    ),
+                    ("to", &to.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                ])
+            );
+            match frame
+                .read::<DashboardData>(visitor, ("dashboardData", "the dashboard's data"), &uri)
+                .await
+            {
+                Ok(None) => {}
+                Ok(Some(data)) => {
+                    let mut placed: Vec<&PanelData> = data.panels.iter().collect();
+                    placed.sort_by_key(|p| p.index);
+                    for p in placed {
+                        panels.push(Drawn {
+                            title: p
+                                .panel
+                                .title
+                                .clone()
+                                .unwrap_or_else(|| p.panel.report.name().to_owned()),
+                            report: p.panel.report.name().to_owned(),
+                            kind: api::wire(&p.panel.kind),
+                            html: draw(p, (data.from, data.to)),
+                        });
+                    }
+                }
+                Err(refusal) if refusal.signed_out() => return Err(refusal),
+                Err(refusal) => error = Some(refusal),
+            }
+        }
+        let dashboards = listed
+            .iter()
+            .map(|d| Entry {
+                id: d.id.clone(),
+                title: d.title.clone(),
+                current: current.is_some_and(|c| c.id == d.id),
+            })
+            .collect();
+        let current = current.map(|d| (d.id.clone(), d.title.clone(), d.version));
+        let code = frame.settle(outcome.or(error.map(Err)));
+        Ok(page::render(
+            &DashboardsPage {
+                frame,
+                dashboards,
+                current,
+                range,
+                from: from.format("%Y-%m-%d %H:%M").to_string(),
+                to: to.format("%Y-%m-%d %H:%M").to_string(),
+                panels,
+            },
+            code,
+        ))
     }
 
     /// `POST /console/dashboards`: `create` the overview, `delete` one.

@@ -99,108 +99,98 @@ fn announcement_of(form: &HashMap<String, String>, new: bool) -> Result<Value, R
     Ok(Value::Object(body))
 }
 
-async fn show(
-    console: &Console,
-    visitor: &Visitor,
-    q: &HashMap<String, String>,
-    outcome: Option<Result<String, Refusal>>,
-) -> Result<Response, Refusal> {
-    let mut frame = Frame::load(console, visitor, q, ("Inbox", "/console/inbox")).await?;
-    if frame.org.is_empty() {
-        return Ok(page::empty(frame));
-    }
-    let messages = frame
-        .list::<Message>(
-            visitor,
-            ("inbox", "messages"),
-            "/api/messages?limit=50",
-            "messages",
-        )
-        .await?;
-    let announcements = frame
-        .list::<Announcement>(
-            visitor,
-            ("listAnnouncements", "announcements"),
-            "/api/messages/announcements?limit=50",
-            "announcements",
-        )
-        .await?;
-    let managed = if frame.may("postAnnouncement") {
-        frame
-            .list::<Announcement>(
-                visitor,
-                ("listAnnouncements", "announcements"),
-                "/api/messages/announcements?view=managed&limit=50",
-                "announcements",
-            )
-            .await?
-            .items
-            .into_iter()
-            .map(|a| Managed {
-                starts_at: local_field(&a.starts_at),
-                ends_at: a.ends_at.as_ref().map(local_field).unwrap_or_default(),
-                phase: api::wire(&a.phase),
-                severity: api::wire(&a.severity),
-                dismissible: a.dismissible,
-                id: a.id,
-                title: a.title,
-                body: a.body,
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let messages = messages
-        .items
-        .into_iter()
-        .map(|m| {
-            let unread = m.read_at.is_none();
-            Item {
-                id: m.id,
-                title: m.title,
-                body: m.body,
-                when: api::instant(&m.created_at),
-                state: if unread { "unread" } else { "read" }.to_owned(),
-                can_act: unread,
-            }
-        })
-        .collect();
-    let announcements = announcements
-        .items
-        .into_iter()
-        .map(|a| Item {
-            can_act: a.dismissible && a.dismissed_at.is_none(),
-            state: api::wire(&a.severity),
-            when: api::instant(&a.starts_at),
-            id: a.id,
-            title: a.title,
-            body: a.body,
-        })
-        .collect();
-    let code = frame.settle(outcome);
-    Ok(page::render(
-        &InboxPage {
-            frame,
-            messages,
-            announcements,
-            managed,
-            severities: SEVERITIES,
-        },
-        code,
-    ))
-}
-
 /// The page: [`page::get`] and [`page::post`] are its handlers.
 pub struct Page;
 
 impl page::Acting for Page {
+    const PLACE: (&'static str, &'static str) = ("Inbox", "/console/inbox");
+
     async fn show(
-        console: &Console,
+        _console: &Console,
         visitor: &Visitor,
-        q: &HashMap<String, String>,
+        mut frame: Frame,
+        _q: &HashMap<String, String>,
         outcome: Option<Result<String, Refusal>>,
     ) -> Result<Response, Refusal> {
-        show(console, visitor, q, outcome).await
+        let messages = frame
+            .list::<Message>(
+                visitor,
+                ("inbox", "messages"),
+                "/api/messages?limit=50",
+                "messages",
+            )
+            .await?;
+        let announcements = frame
+            .list::<Announcement>(
+                visitor,
+                ("listAnnouncements", "announcements"),
+                "/api/messages/announcements?limit=50",
+                "announcements",
+            )
+            .await?;
+        let managed = if frame.may("postAnnouncement") {
+            frame
+                .list::<Announcement>(
+                    visitor,
+                    ("listAnnouncements", "announcements"),
+                    "/api/messages/announcements?view=managed&limit=50",
+                    "announcements",
+                )
+                .await?
+                .items
+                .into_iter()
+                .map(|a| Managed {
+                    starts_at: local_field(&a.starts_at),
+                    ends_at: a.ends_at.as_ref().map(local_field).unwrap_or_default(),
+                    phase: api::wire(&a.phase),
+                    severity: api::wire(&a.severity),
+                    dismissible: a.dismissible,
+                    id: a.id,
+                    title: a.title,
+                    body: a.body,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let messages = messages
+            .items
+            .into_iter()
+            .map(|m| {
+                let unread = m.read_at.is_none();
+                Item {
+                    id: m.id,
+                    title: m.title,
+                    body: m.body,
+                    when: api::instant(&m.created_at),
+                    state: if unread { "unread" } else { "read" }.to_owned(),
+                    can_act: unread,
+                }
+            })
+            .collect();
+        let announcements = announcements
+            .items
+            .into_iter()
+            .map(|a| Item {
+                can_act: a.dismissible && a.dismissed_at.is_none(),
+                state: api::wire(&a.severity),
+                when: api::instant(&a.starts_at),
+                id: a.id,
+                title: a.title,
+                body: a.body,
+            })
+            .collect();
+        let code = frame.settle(outcome);
+        Ok(page::render(
+            &InboxPage {
+                frame,
+                messages,
+                announcements,
+                managed,
+                severities: SEVERITIES,
+            },
+            code,
+        ))
     }
 
     /// `POST /console/inbox`: `read` a message, `dismiss` an announcement; `post`,

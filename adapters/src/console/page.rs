@@ -684,10 +684,15 @@ pub fn pasted_object(text: &str) -> Option<serde_json::Value> {
 /// A page whose forms act through the API and show the outcome (the confirmation, or
 /// the API's refusal) on the page again: [`get`] and [`post`] are its handlers.
 pub trait Acting {
-    /// The page for `q`, with an action's outcome when there was one.
+    /// Its title and path (the navigation's).
+    const PLACE: (&'static str, &'static str);
+
+    /// The page for `q` in the frame loaded for it (an organization shown), with an
+    /// action's outcome when there was one.
     fn show(
         console: &Console,
         visitor: &Visitor,
+        frame: Frame,
         q: &HashMap<String, String>,
         outcome: Option<Result<String, Refusal>>,
     ) -> impl std::future::Future<Output = Result<Response, Refusal>> + Send;
@@ -701,15 +706,33 @@ pub trait Acting {
     ) -> impl std::future::Future<Output = Result<String, Refusal>> + Send;
 }
 
+/// An [`Acting`] page: its frame loaded, the page without an organization shown as
+/// such, else its own.
+async fn shown<P: Acting>(
+    console: &Console,
+    visitor: &Visitor,
+    q: &HashMap<String, String>,
+    outcome: Option<Result<String, Refusal>>,
+) -> Response {
+    let frame = match Frame::load(console, visitor, q, P::PLACE).await {
+        Ok(frame) => frame,
+        Err(refusal) => return refused(refusal),
+    };
+    if frame.org.is_empty() {
+        return empty(frame);
+    }
+    P::show(console, visitor, frame, q, outcome)
+        .await
+        .unwrap_or_else(refused)
+}
+
 /// `GET` of an [`Acting`] page.
 pub async fn get<P: Acting>(
     axum::extract::State(console): axum::extract::State<Console>,
     visitor: Visitor,
     axum::extract::Query(q): axum::extract::Query<HashMap<String, String>>,
 ) -> Response {
-    P::show(&console, &visitor, &q, None)
-        .await
-        .unwrap_or_else(refused)
+    shown::<P>(&console, &visitor, &q, None).await
 }
 
 /// `POST` of an [`Acting`] page's form (its token checked by [`Posted`]): the
@@ -721,7 +744,5 @@ pub async fn post<P: Acting>(
     let Posted { visitor, form } = posted;
     let org = field(&form, "org").to_owned();
     let outcome = P::act(&visitor, &form, &org).await;
-    P::show(&console, &visitor, &again(org), Some(outcome))
-        .await
-        .unwrap_or_else(refused)
+    shown::<P>(&console, &visitor, &again(org), Some(outcome)).await
 }

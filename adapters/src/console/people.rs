@@ -65,131 +65,121 @@ struct PeoplePage {
     owner: bool,
 }
 
-async fn show(
-    console: &Console,
-    visitor: &Visitor,
-    q: &HashMap<String, String>,
-    outcome: Option<Result<String, Refusal>>,
-) -> Result<Response, Refusal> {
-    let mut frame = Frame::load(console, visitor, q, ("People", PATH)).await?;
-    if frame.org.is_empty() {
-        return Ok(page::empty(frame));
-    }
-    let org = segment(&frame.org)?.to_owned();
-    let members = frame
-        .list::<Member>(
-            visitor,
-            ("listMembers", "members"),
-            &format!("/api/organization/{org}/members?limit=100"),
-            "members",
-        )
-        .await?
-        .items;
-    let roles = frame
-        .list::<Role>(
-            visitor,
-            ("listRoles", "Roles"),
-            &format!("/api/organization/{org}/roles?limit=100"),
-            "roles",
-        )
-        .await?
-        .items;
-    let invitations = frame
-        .list::<Invitation>(
-            visitor,
-            ("listInvitations", "invitations"),
-            "/api/invitation?limit=100",
-            "invitations",
-        )
-        .await?
-        .items;
-    let named = |user: &str| {
-        members
-            .iter()
-            .find(|m| m.user_id == user)
-            .and_then(|m| m.email.clone())
-            .unwrap_or_else(|| user.to_owned())
-    };
-    let member_rows = members
-        .iter()
-        .map(|m| MemberRow {
-            user_id: m.user_id.clone(),
-            who: m.email.clone().unwrap_or_else(|| m.user_id.clone()),
-            role: api::wire(&m.role),
-            active: m.active,
-            joined: api::instant(&m.created_at),
-            roles: roles
-                .iter()
-                .filter(|r| !r.built_in && r.members.contains(&m.user_id))
-                .map(|r| r.name.clone())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
-        .collect();
-    let role_rows = roles
-        .iter()
-        .map(|r| RoleRow {
-            id: r.id.clone(),
-            name: r.name.clone(),
-            built_in: r.built_in,
-            permissions: r
-                .permissions
-                .iter()
-                .map(|p| p.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            holders: r.members.iter().map(|u| (u.clone(), named(u))).collect(),
-        })
-        .collect();
-    let invitation_rows = invitations
-        .into_iter()
-        .map(|i| InvitationRow {
-            pending: api::wire(&i.status) == "pending",
-            status: api::wire(&i.status),
-            role: api::wire(&i.role),
-            last_sent: api::instant(&i.last_sent_at),
-            sent: i.sent_count,
-            id: i.id,
-            email: i.email,
-        })
-        .collect();
-    let grantable = if frame.may("createRole") {
-        page::held_permissions(console, visitor, &frame.org)
-            .await?
-            .into_iter()
-            .map(|p| p.as_str())
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let owner = members
-        .iter()
-        .any(|m| m.user_id == visitor.session.user_id && api::wire(&m.role) == "owner");
-    let code = frame.settle(outcome);
-    Ok(page::render(
-        &PeoplePage {
-            frame,
-            members: member_rows,
-            roles: role_rows,
-            invitations: invitation_rows,
-            grantable,
-            owner,
-        },
-        code,
-    ))
-}
-
 /// The page: [`page::get`] and [`page::post`] are its handlers.
 pub struct Page;
 
 impl page::Acting for Page {
+    const PLACE: (&'static str, &'static str) = ("People", PATH);
+
     async fn show(
         console: &Console,
         visitor: &Visitor,
-        q: &HashMap<String, String>,
+        mut frame: Frame,
+        _q: &HashMap<String, String>,
         outcome: Option<Result<String, Refusal>>,
     ) -> Result<Response, Refusal> {
-        show(console, visitor, q, outcome).await
+        let org = segment(&frame.org)?.to_owned();
+        let members = frame
+            .list::<Member>(
+                visitor,
+                ("listMembers", "members"),
+                &format!("/api/organization/{org}/members?limit=100"),
+                "members",
+            )
+            .await?
+            .items;
+        let roles = frame
+            .list::<Role>(
+                visitor,
+                ("listRoles", "Roles"),
+                &format!("/api/organization/{org}/roles?limit=100"),
+                "roles",
+            )
+            .await?
+            .items;
+        let invitations = frame
+            .list::<Invitation>(
+                visitor,
+                ("listInvitations", "invitations"),
+                "/api/invitation?limit=100",
+                "invitations",
+            )
+            .await?
+            .items;
+        let named = |user: &str| {
+            members
+                .iter()
+                .find(|m| m.user_id == user)
+                .and_then(|m| m.email.clone())
+                .unwrap_or_else(|| user.to_owned())
+        };
+        let member_rows = members
+            .iter()
+            .map(|m| MemberRow {
+                user_id: m.user_id.clone(),
+                who: m.email.clone().unwrap_or_else(|| m.user_id.clone()),
+                role: api::wire(&m.role),
+                active: m.active,
+                joined: api::instant(&m.created_at),
+                roles: roles
+                    .iter()
+                    .filter(|r| !r.built_in && r.members.contains(&m.user_id))
+                    .map(|r| r.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+            .collect();
+        let role_rows = roles
+            .iter()
+            .map(|r| RoleRow {
+                id: r.id.clone(),
+                name: r.name.clone(),
+                built_in: r.built_in,
+                permissions: r
+                    .permissions
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                holders: r.members.iter().map(|u| (u.clone(), named(u))).collect(),
+            })
+            .collect();
+        let invitation_rows = invitations
+            .into_iter()
+            .map(|i| InvitationRow {
+                pending: api::wire(&i.status) == "pending",
+                status: api::wire(&i.status),
+                role: api::wire(&i.role),
+                last_sent: api::instant(&i.last_sent_at),
+                sent: i.sent_count,
+                id: i.id,
+                email: i.email,
+            })
+            .collect();
+        let grantable = if frame.may("createRole") {
+            page::held_permissions(console, visitor, &frame.org)
+                .await?
+                .into_iter()
+                .map(|p| p.as_str())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let owner = members
+            .iter()
+            .any(|m| m.user_id == visitor.session.user_id && api::wire(&m.role) == "owner");
+        let code = frame.settle(outcome);
+        Ok(page::render(
+            &PeoplePage {
+                frame,
+                members: member_rows,
+                roles: role_rows,
+                invitations: invitation_rows,
+                grantable,
+                owner,
+            },
+            code,
+        ))
     }
 
     /// `POST /console/people`: members (`add`, `role`, `activate`, `deactivate`,

@@ -76,55 +76,6 @@ struct Progress {
     scan: ScanRow,
 }
 
-async fn show(
-    console: &Console,
-    visitor: &Visitor,
-    q: &HashMap<String, String>,
-    outcome: Option<Result<String, Refusal>>,
-) -> Result<Response, Refusal> {
-    let mut frame = Frame::load(console, visitor, q, ("Scans", "/console/scans")).await?;
-    if frame.org.is_empty() {
-        return Ok(page::empty(frame));
-    }
-    let scans = frame
-        .list::<Scan>(
-            visitor,
-            ("listScans", "scans"),
-            "/api/compliance/scans?limit=20",
-            "scans",
-        )
-        .await?;
-    let schedules = frame
-        .list::<ScanSchedule>(
-            visitor,
-            ("listScanSchedules", "schedules"),
-            "/api/compliance/scan-schedules?limit=50",
-            "schedules",
-        )
-        .await?;
-    let scans = scans.items.into_iter().map(scan_row).collect();
-    let schedules = schedules
-        .items
-        .into_iter()
-        .map(|s| ScheduleRow {
-            cron: s.cron_expression,
-            target: s.target,
-            active: s.is_active,
-            next_run_at: s.next_run_at.as_ref().map(api::instant).unwrap_or_default(),
-            last_run_at: s.last_run_at.as_ref().map(api::instant).unwrap_or_default(),
-        })
-        .collect();
-    let code = frame.settle(outcome);
-    Ok(page::render(
-        &ScansPage {
-            frame,
-            scans,
-            schedules,
-        },
-        code,
-    ))
-}
-
 /// `GET /console/scans/{id}/progress?org=`: the progress fragment.
 pub async fn progress(
     visitor: Visitor,
@@ -150,13 +101,52 @@ pub async fn progress(
 pub struct Page;
 
 impl page::Acting for Page {
+    const PLACE: (&'static str, &'static str) = ("Scans", "/console/scans");
+
     async fn show(
-        console: &Console,
+        _console: &Console,
         visitor: &Visitor,
-        q: &HashMap<String, String>,
+        mut frame: Frame,
+        _q: &HashMap<String, String>,
         outcome: Option<Result<String, Refusal>>,
     ) -> Result<Response, Refusal> {
-        show(console, visitor, q, outcome).await
+        let scans = frame
+            .list::<Scan>(
+                visitor,
+                ("listScans", "scans"),
+                "/api/compliance/scans?limit=20",
+                "scans",
+            )
+            .await?;
+        let schedules = frame
+            .list::<ScanSchedule>(
+                visitor,
+                ("listScanSchedules", "schedules"),
+                "/api/compliance/scan-schedules?limit=50",
+                "schedules",
+            )
+            .await?;
+        let scans = scans.items.into_iter().map(scan_row).collect();
+        let schedules = schedules
+            .items
+            .into_iter()
+            .map(|s| ScheduleRow {
+                cron: s.cron_expression,
+                target: s.target,
+                active: s.is_active,
+                next_run_at: s.next_run_at.as_ref().map(api::instant).unwrap_or_default(),
+                last_run_at: s.last_run_at.as_ref().map(api::instant).unwrap_or_default(),
+            })
+            .collect();
+        let code = frame.settle(outcome);
+        Ok(page::render(
+            &ScansPage {
+                frame,
+                scans,
+                schedules,
+            },
+            code,
+        ))
     }
 
     /// `POST /console/scans`: `start` (a target), `cancel` (a scan).

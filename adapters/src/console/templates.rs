@@ -86,71 +86,61 @@ fn bundle(policy: Policy, names: &HashMap<String, String>) -> Bundle {
     }
 }
 
-async fn show(
-    console: &Console,
-    visitor: &Visitor,
-    q: &HashMap<String, String>,
-    outcome: Option<Result<String, Refusal>>,
-) -> Result<Response, Refusal> {
-    let mut frame = Frame::load(console, visitor, q, ("Templates and policies", PATH)).await?;
-    if frame.org.is_empty() {
-        return Ok(page::empty(frame));
-    }
-    let templates: Option<Templates> = frame
-        .read(
-            visitor,
-            ("listTemplates", "the templates"),
-            "/api/compliance/templates",
-        )
-        .await?;
-    let own = frame
-        .list::<Policy>(
-            visitor,
-            ("listPolicies", "the policies"),
-            "/api/compliance/policies?limit=100",
-            "policies",
-        )
-        .await?;
-    let own_rules = frame
-        .list::<OrgRule>(
-            visitor,
-            ("listRules", "rules"),
-            "/api/compliance/rules?limit=100",
-            "rules",
-        )
-        .await?;
-    let Templates { rules, policies } = templates.unwrap_or(Templates {
-        rules: Vec::new(),
-        policies: Vec::new(),
-    });
-    let names: HashMap<String, String> = rules
-        .iter()
-        .chain(own_rules.items.iter())
-        .map(|r| (r.rule.id.clone(), r.rule.name.clone()))
-        .collect();
-    let code = frame.settle(outcome);
-    Ok(page::render(
-        &TemplatesPage {
-            frame,
-            rules: rules.iter().map(adds).collect(),
-            template_policies: policies.into_iter().map(|p| bundle(p, &names)).collect(),
-            policies: own.items.into_iter().map(|p| bundle(p, &names)).collect(),
-        },
-        code,
-    ))
-}
-
 /// The page: [`page::get`] and [`page::post`] are its handlers.
 pub struct Page;
 
 impl page::Acting for Page {
+    const PLACE: (&'static str, &'static str) = ("Templates and policies", PATH);
+
     async fn show(
-        console: &Console,
+        _console: &Console,
         visitor: &Visitor,
-        q: &HashMap<String, String>,
+        mut frame: Frame,
+        _q: &HashMap<String, String>,
         outcome: Option<Result<String, Refusal>>,
     ) -> Result<Response, Refusal> {
-        show(console, visitor, q, outcome).await
+        let templates: Option<Templates> = frame
+            .read(
+                visitor,
+                ("listTemplates", "the templates"),
+                "/api/compliance/templates",
+            )
+            .await?;
+        let own = frame
+            .list::<Policy>(
+                visitor,
+                ("listPolicies", "the policies"),
+                "/api/compliance/policies?limit=100",
+                "policies",
+            )
+            .await?;
+        let own_rules = frame
+            .list::<OrgRule>(
+                visitor,
+                ("listRules", "rules"),
+                "/api/compliance/rules?limit=100",
+                "rules",
+            )
+            .await?;
+        let Templates { rules, policies } = templates.unwrap_or(Templates {
+            rules: Vec::new(),
+            policies: Vec::new(),
+        });
+        let names: HashMap<String, String> = rules
+            .iter()
+            .chain(own_rules.items.iter())
+            .map(|r| (r.rule.id.clone(), r.rule.name.clone()))
+            .collect();
+        let code = frame.settle(outcome);
+        Ok(page::render(
+            &TemplatesPage {
+                frame,
+                rules: rules.iter().map(adds).collect(),
+                template_policies: policies.into_iter().map(|p| bundle(p, &names)).collect(),
+                policies: own.items.into_iter().map(|p| bundle(p, &names)).collect(),
+            },
+            code,
+        ))
     }
 
     /// `POST /console/rules/templates`: `apply` a template rule (optionally renamed),
