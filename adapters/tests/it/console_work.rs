@@ -70,7 +70,16 @@ struct At<'a> {
     org: &'a str,
 }
 
-impl At<'_> {
+impl<'a> At<'a> {
+    fn new(app: &'a TestApp, cookie: &'a str, token: &'a str, org: &'a str) -> At<'a> {
+        At {
+            app,
+            cookie,
+            token,
+            org,
+        }
+    }
+
     /// A form's `fields` posted to `path`: the status and the page.
     async fn post(&self, path: &str, fields: &[(&str, &str)]) -> (StatusCode, String) {
         let mut all = vec![("csrf", self.token), ("org", self.org)];
@@ -131,12 +140,7 @@ async fn the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks(app: 
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("id=\"add-pipeline\"") && page.contains("id=\"upload-plugin\""));
     let token = form_token(&page);
-    let alice_at = At {
-        app,
-        cookie: &cookie,
-        token: &token,
-        org: &acme,
-    };
+    let alice_at = At::new(app, &cookie, &token, &acme);
     let pipelines = "/api/pipelines?limit=1";
     let plugins = "/api/plugins?limit=1";
 
@@ -254,12 +258,7 @@ async fn the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks(app: 
     let (_, page) = page_of(app, &bob_cookie, &format!("/console/inventory?org={acme}")).await;
     assert!(page.contains("id=\"add-pipeline\"") && page.contains("id=\"upload-plugin\""));
     let bob_token = form_token(&page);
-    let bob_at = At {
-        app,
-        cookie: &bob_cookie,
-        token: &bob_token,
-        org: &acme,
-    };
+    let bob_at = At::new(app, &bob_cookie, &bob_token, &acme);
     let (status, page) = bob_at
         .post(
             "/console/inventory",
@@ -274,12 +273,7 @@ async fn the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks(app: 
     let (eve_cookie, _) = console_session(app, "eve@example.com", HOST, &[]).await;
     let (_, page) = page_of(app, &eve_cookie, "/console/account").await;
     let eve_token = form_token(&page);
-    let eve_at = At {
-        app,
-        cookie: &eve_cookie,
-        token: &eve_token,
-        org: &acme,
-    };
+    let eve_at = At::new(app, &eve_cookie, &eve_token, &acme);
     let (status, page) = eve_at
         .post(
             "/console/inventory",
@@ -328,12 +322,7 @@ async fn admins_post_edit_and_remove_announcements_from_the_inbox(app: &TestApp)
     let (_, page) = page_of(app, &cookie, &format!("/console/inbox?org={acme}")).await;
     assert!(page.contains("id=\"post-announcement\""), "{page}");
     let token = form_token(&page);
-    let alice_at = At {
-        app,
-        cookie: &cookie,
-        token: &token,
-        org: &acme,
-    };
+    let alice_at = At::new(app, &cookie, &token, &acme);
     let (status, page) = alice_at
         .post(
             "/console/inbox",
@@ -421,12 +410,7 @@ async fn admins_post_edit_and_remove_announcements_from_the_inbox(app: &TestApp)
     assert!(!page.contains("id=\"post-announcement\""));
     assert!(page.contains("Freeze!"), "the Member sees it");
     let bob_token = form_token(&page);
-    let bob_at = At {
-        app,
-        cookie: &bob_cookie,
-        token: &bob_token,
-        org: &acme,
-    };
+    let bob_at = At::new(app, &bob_cookie, &bob_token, &acme);
     for fields in [
         vec![
             ("action", "post"),
@@ -502,12 +486,7 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
         .unwrap();
     assert!(listed.contains("Adds: Pinned versions"), "{listed}");
     let token = form_token(&page);
-    let alice_at = At {
-        app,
-        cookie: &cookie,
-        token: &token,
-        org: &acme,
-    };
+    let alice_at = At::new(app, &cookie, &token, &acme);
     let (status, page) = alice_at
         .post(
             "/console/rules/templates",
@@ -574,12 +553,7 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
     .await;
     assert!(!page.contains("value=\"apply\""), "no Apply for a Member");
     let bob_token = form_token(&page);
-    let bob_at = At {
-        app,
-        cookie: &bob_cookie,
-        token: &bob_token,
-        org: &acme,
-    };
+    let bob_at = At::new(app, &bob_cookie, &bob_token, &acme);
     let (status, page) = bob_at
         .post(
             "/console/rules/templates",
@@ -607,12 +581,7 @@ async fn conversations_are_started_written_and_followed_live_in_the_browser(app:
         "members by e-mail: {page}"
     );
     let token = form_token(&page);
-    let alice_at = At {
-        app,
-        cookie: &cookie,
-        token: &token,
-        org: &acme,
-    };
+    let alice_at = At::new(app, &cookie, &token, &acme);
     let with = format!("with.{bob_id}");
     let (status, page) = alice_at
         .post(
