@@ -45,6 +45,7 @@ pub struct Said {
 }
 
 /// A member the visitor may write to.
+#[derive(Clone)]
 pub struct Person {
     id: String,
     label: String,
@@ -155,7 +156,9 @@ async fn show(
             })
             .collect();
     }
-    let everyone: Vec<Person> = members
+    // Everyone active, by name (for the script's new messages), and the others (to
+    // start a conversation with).
+    let people: Vec<Person> = members
         .items
         .iter()
         .filter(|m| m.active)
@@ -164,15 +167,7 @@ async fn show(
             label: named(&people, &m.user_id),
         })
         .collect();
-    let (mut others, people): (Vec<Person>, Vec<Person>) = (Vec::new(), everyone);
-    for p in &people {
-        if &p.id != me {
-            others.push(Person {
-                id: p.id.clone(),
-                label: p.label.clone(),
-            });
-        }
-    }
+    let others = people.iter().filter(|p| &p.id != me).cloned().collect();
     let stream = format!("{STREAM}?{}", frame.org_query());
     let code = frame.settle(outcome);
     Ok(page::render(
