@@ -248,10 +248,11 @@ async fn main() -> Result<(), String> {
         let moving = Instant::now();
         for target in ["pipeline"] {
             let mut after = String::new();
-            while let Some(last) = store
-                .move_judgement_copies(target, &after, adapters::workers::judgements::BATCH)
-                .await
-                .map_err(|e| e.to_string())?
+            let batch = adapters::workers::judgements::BATCH;
+            while let Some(last) =
+                adapters::workers::judgements::move_copies(&store, target, &after, batch)
+                    .await
+                    .map_err(|e| e.to_string())?
             {
                 after = last;
             }

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use audit_chain::AuditEvent;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 /// The five audit counters of document 3.
@@ -111,4 +111,20 @@ impl Action<'_> {
             idempotency_key: None,
         }
     }
+}
+
+/// The audit event that stands for `count` denials folded into one, the first at
+/// `first_at` and the last at `last_at` (`details.count`, `firstAt`, `lastAt`).
+pub fn folded_denial(
+    mut event: AuditEvent,
+    count: u64,
+    first_at: DateTime<Utc>,
+    last_at: DateTime<Utc>,
+) -> AuditEvent {
+    if let Value::Object(details) = &mut event.details {
+        details.insert("count".to_owned(), count.into());
+        details.insert("firstAt".to_owned(), crate::storage::stamp(first_at).into());
+        details.insert("lastAt".to_owned(), crate::storage::stamp(last_at).into());
+    }
+    event
 }

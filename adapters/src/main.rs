@@ -759,7 +759,7 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     // outbox), then what this process held is handed back so that another replica
     // takes it over at once; whatever is left waits in the database.
     workers.drain(std::time::Duration::from_secs(10)).await;
-    match store.hand_back_leases(&holder, chrono::Utc::now()).await {
+    match adapters::workers::hand_back(&store, &holder).await {
         Ok(handed) => tracing::info!(handed, "leases handed back"),
         Err(error) => tracing::warn!(%error, "leases not handed back: they expire on their own"),
     }

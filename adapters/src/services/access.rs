@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use super::ServiceResult;
 use crate::replica::kept::KeptFacts;
-use crate::storage::{OrgRecord, Store};
+use crate::storage::{unit_of_work, OrgRecord, Store};
 
 pub use crate::replica::kept::Facts;
 
@@ -91,7 +91,15 @@ pub async fn record_denial(
     event: &audit_chain::AuditEvent,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    Ok(store.fold_denial(event, now).await?)
+    unit_of_work!(store, |tx| {
+        // The minute's first denial is chained at once; the others of the minute
+        // become one event when it has ended (the relay's flush).
+        if tx.fold_denial(event, now).await? == 1 {
+            let first = crate::audit::folded_denial(event.clone(), 1, now, now);
+            tx.enqueue_audit(&[first]).await?;
+        }
+        Ok(())
+    })
 }
 
 /// Makes sure a user seen in a token exists (first sight in this process).

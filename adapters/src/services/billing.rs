@@ -16,6 +16,7 @@ use serde_json::json;
 
 use super::entitlement::{self, Change, Current};
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::services::context::{event_on, AppState, Caller};
 use crate::storage::OrgRecord;
 use crate::storage::Store;
@@ -163,14 +164,14 @@ async fn account_of(
 /// The account after `change`, as the crate computes it: the one function both the
 /// preview and the purchase call.
 fn proposed(
-    state: &AppState,
+    config: &Config,
     current: &Current,
     change: BundleChange,
 ) -> ServiceResult<(Current, Entitlement)> {
-    let (account, _) = entitlements::apply_change(&state.config.catalog, &current.account, change)?;
+    let (account, _) = entitlements::apply_change(&config.catalog, &current.account, change)?;
     let mut after = current.clone();
     after.account = account;
-    let entitlement = entitlement::entitlement(&state.config, &after);
+    let entitlement = entitlement::entitlement(config, &after);
     Ok((after, entitlement))
 }
 
@@ -183,7 +184,7 @@ pub async fn preview(
 ) -> ServiceResult<SubscriptionView> {
     let root = account_of(&state.infra.store, org, subscription_id).await?;
     let current = entitlement::current(state, &root).await?;
-    let (after, entitlement) = proposed(state, &current, change)?;
+    let (after, entitlement) = proposed(&state.config, &current, change)?;
     Ok(view(&after, entitlement))
 }
 
@@ -199,7 +200,7 @@ pub async fn change(
 ) -> ServiceResult<SubscriptionView> {
     let root = account_of(&state.infra.store, org, subscription_id).await?;
     let (after, entitlement) = entitlement::commit(state, &root, now, |current| {
-        let (after, _) = proposed(state, current, change)?;
+        let (after, _) = proposed(&state.config, current, change)?;
         let (action, details) = match change {
             BundleChange::Set { bundle, quantity } => (
                 "billing.addon.add",

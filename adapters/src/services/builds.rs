@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{ServiceError, ServiceResult};
 use crate::services::context::{event, Caller};
 pub use crate::storage::BuildJob as BuildJobRecord;
-use crate::storage::{OrgRecord, Store};
+use crate::storage::{unit_of_work, OrgRecord, Store};
 
 fn scope(org: &OrgRecord, super_admin: bool) -> Option<&str> {
     (!super_admin).then_some(org.id.as_str())
@@ -44,10 +44,12 @@ pub async fn replay(
     job_id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<BuildJobRecord> {
-    store
-        .replay_build(scope(org, super_admin), job_id, now, &[])
-        .await?
-        .ok_or(ServiceError::NotFound("dead letter".into()))
+    unit_of_work!(store, |tx| {
+        Ok(tx
+            .replay_build(scope(org, super_admin), job_id, now)
+            .await?)
+    })?
+    .ok_or(ServiceError::NotFound("dead letter".into()))
 }
 
 /// Purges every dead letter, audited `plugin.dlq.purge` in the system organization's
@@ -57,15 +59,17 @@ pub async fn purge(store: &Store, caller: &Caller, now: DateTime<Utc>) -> Servic
         .system_organization()
         .await?
         .ok_or(ServiceError::Forbidden("there is no system organization"))?;
-    let audit = |purged: u64| {
-        vec![event(
+    unit_of_work!(store, |tx| {
+        let purged = tx.purge_dead_letters(now).await?;
+        tx.enqueue_audit(&[event(
             caller,
             "plugin.dlq.purge",
             &system.id,
             "queue",
             "dlq",
             json!({"purged": purged}),
-        )]
-    };
-    Ok(store.purge_dead_letters(now, &audit).await?)
+        )])
+        .await?;
+        Ok(purged)
+    })
 }

@@ -425,7 +425,8 @@ pub async fn at_the_door(
     document: Value,
 ) -> ServiceResult<Admitted> {
     if let Some(base) = &state.config.hosts.remote_compliance {
-        let compliance = remotely(state, base, org, target, entity_id, &document).await?;
+        let compliance =
+            remotely(&state.infra.keys, base, org, target, entity_id, &document).await?;
         // The remote service logs its check; this server keeps the verdict as the
         // entity's judgement, written with the entity.
         let violations = serde_json::to_string(&StoredViolations(&compliance.violations))
@@ -478,7 +479,7 @@ pub async fn at_the_door(
 
 /// The check made by another `compliance serve`, with a short-lived service token.
 async fn remotely(
-    state: &AppState,
+    keys: &crate::auth::TokenKeys,
     base: &str,
     org: &OrgRecord,
     target: Target,
@@ -493,7 +494,7 @@ async fn remotely(
         std::time::Duration::from_secs(300),
     );
     claims.service = Some("inventory".to_owned());
-    let token = state.infra.keys.sign(&claims).map_err(|e| {
+    let token = keys.sign(&claims).map_err(|e| {
         tracing::warn!(error = %e, "no service token for the remote compliance check");
         ServiceError::Unavailable
     })?;

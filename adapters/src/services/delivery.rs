@@ -16,7 +16,7 @@ use super::{keys, ServiceError, ServiceResult};
 use crate::config::Config;
 use crate::notify::{self, Channel};
 use crate::services::context::AppState;
-use crate::storage::{Attempt, ClaimedDelivery, HeldWindow, NewNotification, Store};
+use crate::storage::{unit_of_work, Attempt, ClaimedDelivery, HeldWindow, NewNotification, Store};
 /// The JSON a webhook receives (the same bytes on every attempt).
 pub fn webhook_body(claimed: &ClaimedDelivery) -> Vec<u8> {
     json!({
@@ -442,11 +442,9 @@ pub async fn record(
         // The kept preferences follow on every replica.
         state.infra.store.facts_changed();
     }
-    let held = state
-        .infra
-        .store
-        .finish_delivery(claimed, &attempt, now)
-        .await?;
+    let held = unit_of_work!(&state.infra.store, |tx| {
+        Ok(tx.finish_delivery(claimed, &attempt, now).await?)
+    })?;
     if held {
         state.infra.metrics.notification(attempt.status);
     }
@@ -488,7 +486,7 @@ async fn digest(store: &Store, window: &HeldWindow, now: DateTime<Utc>) -> Servi
         }),
         channels: vec![(channel.clone(), None)],
     };
-    Ok(store
-        .make_digest(window, MAX_DIGEST_ITEMS, &make, now)
-        .await?)
+    unit_of_work!(store, |tx| {
+        Ok(tx.make_digest(window, MAX_DIGEST_ITEMS, &make, now).await?)
+    })
 }

@@ -240,7 +240,7 @@ pub async fn download(
 
 /// Forgets the archives whose download window closed; how many.
 pub async fn forget_expired(store: &Store, now: DateTime<Utc>) -> ServiceResult<u64> {
-    Ok(store.forget_expired_exports(now).await?)
+    unit_of_work!(store, |tx| { Ok(tx.forget_expired_exports(now).await?) })
 }
 
 /// Takes one export job and makes its archive; whether there was one. A failure is

@@ -450,13 +450,10 @@ pub async fn sweep(
     let notify = |done: &ScanRecord| {
         (done.counts.blocked > 0).then(|| super::notifications::for_scan(&preference, done, now))
     };
-    if state
-        .infra
-        .store
-        .complete_scan(&scan.id, token, now, &notify)
-        .await?
-        .is_none()
-    {
+    let completed = unit_of_work!(&state.infra.store, |tx| {
+        Ok(tx.complete_scan(&scan.id, token, now, &notify).await?)
+    })?;
+    if completed.is_none() {
         return Ok(Swept::Stopped);
     }
     // The trend's point at the end of the scan (the scan is complete whatever

@@ -3,14 +3,12 @@
 //! claim fenced by its lease so a worker that lost its job records nothing; the
 //! outcome, the plugin's build status and a terminal audit event written together.
 
-use audit_chain::AuditEvent;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::Row;
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
-use super::{stamp, Dialect, Store, StoreResult};
+use super::{stamp, Dialect, Store, StoreResult, Transaction};
 
 /// A stored build job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -92,104 +90,6 @@ fn job_from_row(row: &sqlx::any::AnyRow) -> StoreResult<BuildJob> {
 const DEAD_LETTERS: &str = "queue = 'dlq' AND status IN ('queued', 'failed', 'timed_out')";
 
 impl Store {
-    /// Claims the next due job (or one whose claim expired) until `lease_until`.
-    pub async fn claim_build(
-        &self,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
-    ) -> StoreResult<Option<BuildJob>> {
-        let lock = match self.dialect() {
-            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
-            Dialect::Sqlite => "",
-        };
-        let sql = format!(
-            "UPDATE plugin_builds SET status = 'running', lease_until = $2, claimed_at = $1, updated_at = $1 WHERE id = (\
-             SELECT id FROM plugin_builds WHERE (status = 'queued' AND run_after <= $1) OR (status = 'running' AND lease_until < $1) \
-             ORDER BY run_after, id LIMIT 1{lock}) RETURNING *"
-        );
-        let job = unit_of_work!(self, |tx| -> super::StoreError {
-            let row = sqlx::query(&self.sql(&sql))
-                .bind(stamp(now))
-                .bind(stamp(lease_until))
-                .fetch_optional(&mut *tx.tx)
-                .await?;
-            let job = row.as_ref().map(job_from_row).transpose()?;
-            if let Some(job) = &job {
-                sqlx::query(&self.sql(
-                    "UPDATE plugins SET build_status = 'running', updated_at = $2 WHERE id = $1",
-                ))
-                .bind(&job.plugin_id)
-                .bind(stamp(now))
-                .execute(&mut *tx.tx)
-                .await?;
-            }
-            Ok(job)
-        })?;
-        Ok(job)
-    }
-
-    /// Records an attempt's outcome, if the claim (`lease_until`) still holds: the
-    /// job's next step, the plugin's build status and the terminal audit events, at
-    /// once. Answers whether it held.
-    pub async fn finish_build(
-        &self,
-        job: &BuildJob,
-        next: &NextStep<'_>,
-        now: DateTime<Utc>,
-        audit: &[AuditEvent],
-    ) -> StoreResult<bool> {
-        let Some(lease) = job.lease_until else {
-            return Ok(false);
-        };
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(
-                "UPDATE plugin_builds SET queue = $3, status = $4, attempts = $5, run_after = $6, lease_until = NULL, \
-                 last_outcome = $7, last_error = $8, updated_at = $9 WHERE id = $1 AND status = 'running' AND lease_until = $2",
-            ))
-            .bind(&job.id)
-            .bind(stamp(lease))
-            .bind(next.queue)
-            .bind(next.status)
-            .bind(i64::from(next.attempts))
-            .bind(stamp(next.run_after))
-            .bind(next.outcome)
-            .bind(next.error)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Ok(false);
-            }
-            sqlx::query(
-                &self.sql("UPDATE plugins SET build_status = $2, updated_at = $3 WHERE id = $1"),
-            )
-            .bind(&job.plugin_id)
-            .bind(next.plugin_status)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            // The attempt, for the build reports.
-            let started = job.claimed_at.unwrap_or(now).min(now);
-            sqlx::query(&self.sql(
-                "INSERT INTO plugin_build_attempts (id, build_id, org_id, plugin_id, plugin_name, started_at, ended_at, duration_ms, outcome, reason)
-                 SELECT $1, $2, $3, $4, p.name, $5, $6, $7, $8, $9 FROM plugins p WHERE p.id = $4",
-            ))
-            .bind(super::new_id())
-            .bind(&job.id)
-            .bind(&job.org_id)
-            .bind(&job.plugin_id)
-            .bind(stamp(started))
-            .bind(stamp(now))
-            .bind((now - started).num_milliseconds())
-            .bind(next.outcome)
-            .bind(next.reason)
-            .execute(&mut *tx.tx)
-            .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            Ok(true)
-        })
-    }
-
     /// Counts of jobs by queue and status: (queue, status, count), of one
     /// organization or all.
     pub async fn build_counts(
@@ -253,32 +153,129 @@ impl Store {
         .await?;
         row.as_ref().map(job_from_row).transpose()
     }
+}
+
+/// The queue's steps, on a workflow's transaction (the worker's claim and outcome,
+/// an admin's replay and purge).
+impl Transaction<'_> {
+    /// Claims the next due job (or one whose claim expired) until `lease_until`.
+    pub async fn claim_build(
+        &mut self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StoreResult<Option<BuildJob>> {
+        let lock = match self.store.dialect() {
+            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+            Dialect::Sqlite => "",
+        };
+        let sql = format!(
+            "UPDATE plugin_builds SET status = 'running', lease_until = $2, claimed_at = $1, updated_at = $1 WHERE id = (\
+             SELECT id FROM plugin_builds WHERE (status = 'queued' AND run_after <= $1) OR (status = 'running' AND lease_until < $1) \
+             ORDER BY run_after, id LIMIT 1{lock}) RETURNING *"
+        );
+        let row = sqlx::query(&self.store.sql(&sql))
+            .bind(stamp(now))
+            .bind(stamp(lease_until))
+            .fetch_optional(&mut *self.tx)
+            .await?;
+        let job = row.as_ref().map(job_from_row).transpose()?;
+        if let Some(job) = &job {
+            sqlx::query(
+                &self.store.sql(
+                    "UPDATE plugins SET build_status = 'running', updated_at = $2 WHERE id = $1",
+                ),
+            )
+            .bind(&job.plugin_id)
+            .bind(stamp(now))
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        Ok(job)
+    }
+
+    /// Records an attempt's outcome, if the claim (`lease_until`) still holds: the
+    /// job's next step, the plugin's build status and the attempt. Answers whether it
+    /// held.
+    pub async fn finish_build(
+        &mut self,
+        job: &BuildJob,
+        next: &NextStep<'_>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let Some(lease) = job.lease_until else {
+            return Ok(false);
+        };
+        let done = sqlx::query(&self.store.sql(
+                "UPDATE plugin_builds SET queue = $3, status = $4, attempts = $5, run_after = $6, lease_until = NULL, \
+                 last_outcome = $7, last_error = $8, updated_at = $9 WHERE id = $1 AND status = 'running' AND lease_until = $2",
+            ))
+            .bind(&job.id)
+            .bind(stamp(lease))
+            .bind(next.queue)
+            .bind(next.status)
+            .bind(i64::from(next.attempts))
+            .bind(stamp(next.run_after))
+            .bind(next.outcome)
+            .bind(next.error)
+            .bind(stamp(now))
+            .execute(&mut *self.tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query(
+            &self
+                .store
+                .sql("UPDATE plugins SET build_status = $2, updated_at = $3 WHERE id = $1"),
+        )
+        .bind(&job.plugin_id)
+        .bind(next.plugin_status)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        // The attempt, for the build reports.
+        let started = job.claimed_at.unwrap_or(now).min(now);
+        sqlx::query(&self.store.sql(
+                "INSERT INTO plugin_build_attempts (id, build_id, org_id, plugin_id, plugin_name, started_at, ended_at, duration_ms, outcome, reason)
+                 SELECT $1, $2, $3, $4, p.name, $5, $6, $7, $8, $9 FROM plugins p WHERE p.id = $4",
+            ))
+            .bind(super::new_id())
+            .bind(&job.id)
+            .bind(&job.org_id)
+            .bind(&job.plugin_id)
+            .bind(stamp(started))
+            .bind(stamp(now))
+            .bind((now - started).num_milliseconds())
+            .bind(next.outcome)
+            .bind(next.reason)
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(true)
+    }
 
     /// Replays a dead letter: the job is marked replayed and a new build of the same
     /// plugin starts in the dead letter queue with fresh attempts (its own terminal
     /// outcome). Answers the new job; `None` when the job is not a dead letter of the
     /// organization (or of any, for `None`).
     pub async fn replay_build(
-        &self,
+        &mut self,
         org_id: Option<&str>,
         id: &str,
         now: DateTime<Utc>,
-        audit: &[AuditEvent],
     ) -> StoreResult<Option<BuildJob>> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let row = sqlx::query(&self.sql(&format!(
+        let row = sqlx::query(&self.store.sql(&format!(
                 "UPDATE plugin_builds SET status = 'replayed', lease_until = NULL, updated_at = $3 WHERE id = $1 AND ($2 IS NULL OR org_id = $2) AND {DEAD_LETTERS} RETURNING *"
             )))
             .bind(id)
             .bind(org_id)
             .bind(stamp(now))
-            .fetch_optional(&mut *tx.tx)
+            .fetch_optional(&mut *self.tx)
             .await?;
-            let Some(old) = row.as_ref().map(job_from_row).transpose()? else {
-                return Ok(None);
-            };
-            let new_id = super::new_id();
-            sqlx::query(&self.sql(
+        let Some(old) = row.as_ref().map(job_from_row).transpose()? else {
+            return Ok(None);
+        };
+        let new_id = super::new_id();
+        sqlx::query(&self.store.sql(
                 "INSERT INTO plugin_builds (id, org_id, plugin_id, image, queue, status, attempts, run_after, created_at, updated_at) \
                  VALUES ($1, $2, $3, $4, 'dlq', 'queued', 0, $5, $5, $5)",
             ))
@@ -287,44 +284,33 @@ impl Store {
             .bind(&old.plugin_id)
             .bind(&old.image)
             .bind(stamp(now))
-            .execute(&mut *tx.tx)
+            .execute(&mut *self.tx)
             .await?;
-            sqlx::query(
-                &self.sql(
-                    "UPDATE plugins SET build_status = 'queued', updated_at = $2 WHERE id = $1",
-                ),
-            )
-            .bind(&old.plugin_id)
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
+        sqlx::query(
+            &self
+                .store
+                .sql("UPDATE plugins SET build_status = 'queued', updated_at = $2 WHERE id = $1"),
+        )
+        .bind(&old.plugin_id)
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        let row = sqlx::query(&self.store.sql("SELECT * FROM plugin_builds WHERE id = $1"))
+            .bind(&new_id)
+            .fetch_one(&mut *self.tx)
             .await?;
-            self.enqueue(&mut tx.tx, audit).await?;
-            let row = sqlx::query(&self.sql("SELECT * FROM plugin_builds WHERE id = $1"))
-                .bind(&new_id)
-                .fetch_one(&mut *tx.tx)
-                .await?;
-            let job = job_from_row(&row)?;
-            Ok(Some(job))
-        })
+        let job = job_from_row(&row)?;
+        Ok(Some(job))
     }
 
     /// Purges every dead letter; answers how many.
-    pub async fn purge_dead_letters(
-        &self,
-        now: DateTime<Utc>,
-        audit: &(dyn Fn(u64) -> Vec<AuditEvent> + Sync),
-    ) -> StoreResult<u64> {
-        let purged = unit_of_work!(self, |tx| -> super::StoreError {
-            let done = sqlx::query(&self.sql(&format!(
-                "UPDATE plugin_builds SET status = 'purged', lease_until = NULL, updated_at = $1 WHERE {DEAD_LETTERS}"
-            )))
-            .bind(stamp(now))
-            .execute(&mut *tx.tx)
-            .await?;
-            let purged = done.rows_affected();
-            self.enqueue(&mut tx.tx, &audit(purged)).await?;
-            Ok(purged)
-        })?;
-        Ok(purged)
+    pub async fn purge_dead_letters(&mut self, now: DateTime<Utc>) -> StoreResult<u64> {
+        let done = sqlx::query(&self.store.sql(&format!(
+            "UPDATE plugin_builds SET status = 'purged', lease_until = NULL, updated_at = $1 WHERE {DEAD_LETTERS}"
+        )))
+        .bind(stamp(now))
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected())
     }
 }

@@ -11,8 +11,7 @@ use sqlx::{Column, Row};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{stamp, Store, StoreError, StoreResult, Transaction};
 
 /// The size of one stored chunk of an archive.
 pub const CHUNK_BYTES: usize = 1024 * 1024;
@@ -239,28 +238,6 @@ impl Store {
         Ok(row.map(|r| r.try_get::<Vec<u8>, _>("data")).transpose()?)
     }
 
-    /// Forgets the archives whose download window closed; how many.
-    pub async fn forget_expired_exports(&self, now: DateTime<Utc>) -> StoreResult<u64> {
-        let at = stamp(now);
-        let done = unit_of_work!(self, |tx| -> super::StoreError {
-            sqlx::query(&self.sql(
-                "DELETE FROM org_export_chunks WHERE export_id IN
-                   (SELECT id FROM org_exports WHERE status = 'done' AND expires_at < $1)",
-            ))
-            .bind(&at)
-            .execute(&mut *tx.tx)
-            .await?;
-            let done = sqlx::query(&self.sql(
-                "UPDATE org_exports SET status = 'expired' WHERE status = 'done' AND expires_at < $1",
-            ))
-            .bind(&at)
-            .execute(&mut *tx.tx)
-            .await?;
-            Ok(done)
-        })?;
-        Ok(done.rows_affected())
-    }
-
     /// A page of one resource's rows of an organization, after `after` by its key:
     /// (key, the row as a JSON object without the skipped columns).
     pub async fn export_rows(
@@ -339,5 +316,28 @@ impl super::Transaction<'_> {
             Err(other) => return Err(other),
         }
         Ok(true)
+    }
+}
+
+/// Steps of the workers' and services' units of work.
+impl Transaction<'_> {
+    /// Forgets the archives whose download window closed; how many.
+    pub async fn forget_expired_exports(&mut self, now: DateTime<Utc>) -> StoreResult<u64> {
+        let at = stamp(now);
+
+        sqlx::query(&self.store.sql(
+            "DELETE FROM org_export_chunks WHERE export_id IN
+               (SELECT id FROM org_exports WHERE status = 'done' AND expires_at < $1)",
+        ))
+        .bind(&at)
+        .execute(&mut *self.tx)
+        .await?;
+        let done = sqlx::query(&self.store.sql(
+            "UPDATE org_exports SET status = 'expired' WHERE status = 'done' AND expires_at < $1",
+        ))
+        .bind(&at)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected())
     }
 }

@@ -14,8 +14,7 @@ use sha2::{Digest, Sha256};
 use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
-use super::{entity_table, new_id, stamp, Dialect, Store, StoreResult};
+use super::{entity_table, new_id, stamp, Dialect, Store, StoreResult, Transaction};
 use crate::inventory::{EntityCompliance, EntityResult};
 
 /// What a judgement says, as a digest of its result and its violations' JSON text
@@ -214,106 +213,6 @@ impl Store {
         Ok(())
     }
 
-    /// Moves up to `limit` copies of the entities of `target` after `after` (in id
-    /// order) into the judgement shape, in one transaction: a copy set by a scan refers to that scan's
-    /// result row (written when the scan's results were pruned), any other becomes an
-    /// unlisted check row; the entity then refers to it and its copy is `''`. An
-    /// entity changed meanwhile (its copy is not the one read) is left to its new
-    /// judgement. Answers the last id read (`None`: no copy is left after `after`), where
-    /// the next batch starts: a move stopped half-way resumes from any id before it.
-    pub async fn move_judgement_copies(
-        &self,
-        target: &str,
-        after: &str,
-        limit: u32,
-    ) -> StoreResult<Option<String>> {
-        let table = entity_table(target)?;
-        let name = if table == "plugins" {
-            "name || '@' || version"
-        } else {
-            "pipeline_name"
-        };
-        let last = unit_of_work!(self, |tx| -> super::StoreError {
-            let rows = sqlx::query(&self.sql(&format!(
-                "SELECT id, org_id, {name} AS name, compliance, updated_at FROM {table} \
-                 WHERE id > $1 AND compliance <> '' ORDER BY id LIMIT $2"
-            )))
-            .bind(after)
-            .bind(i64::from(limit))
-            .fetch_all(&mut *tx.tx)
-            .await?;
-            let mut last = None;
-            for row in &rows {
-                let d = Decoder::new(row, table, &["id"]);
-                let (id, org_id, name): (String, String, String) =
-                    (d.get("id")?, d.get("org_id")?, d.get("name")?);
-                let copy: String = d.get("compliance")?;
-                let kept: EntityCompliance = d.json("compliance")?;
-                let at = d.stamp("updated_at")?;
-                let result = result_name(kept.result);
-                let violations =
-                    serde_json::to_string(&compliance_core::StoredViolations(&kept.violations))
-                        .map_err(|e| d.reject("compliance", e))?;
-                let sum = digest(result, &violations);
-                let (check, scan) = match &kept.scan_id {
-                    Some(scan_id) => {
-                        let held = sqlx::query(&self.sql(
-                            "SELECT 1 AS one FROM scan_results WHERE scan_id = $1 AND target = $2 AND entity_id = $3",
-                        ))
-                        .bind(scan_id.as_str())
-                        .bind(target)
-                        .bind(id.as_str())
-                        .fetch_optional(&mut *tx.tx)
-                        .await?;
-                        if held.is_none() {
-                            sqlx::query(&self.sql(
-                                "INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, result, violations, error, scanned_at) \
-                                 VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8)",
-                            ))
-                            .bind(scan_id.as_str())
-                            .bind(org_id.as_str())
-                            .bind(target)
-                            .bind(id.as_str())
-                            .bind(name.as_str())
-                            .bind(result)
-                            .bind(violations.as_str())
-                            .bind(stamp(at))
-                            .execute(&mut *tx.tx)
-                            .await?;
-                        }
-                        (None, Some(scan_id.clone()))
-                    }
-                    None => {
-                        let check_id = new_id();
-                        self.carry_judgement(
-                            &mut tx.tx,
-                            (&check_id, &org_id, target, &id),
-                            (result, &violations),
-                            at,
-                        )
-                        .await?;
-                        (Some(check_id), None)
-                    }
-                };
-                sqlx::query(&self.sql(&format!(
-                    "UPDATE {table} SET compliance = '', compliance_result = $3, judgement_check = $4, \
-                     judgement_scan = $5, judgement_digest = $6 WHERE id = $1 AND compliance = $2"
-                )))
-                .bind(id.as_str())
-                .bind(copy.as_str())
-                .bind(result)
-                .bind(check)
-                .bind(scan)
-                .bind(sum)
-                .execute(&mut *tx.tx)
-                .await?;
-                last = Some(id);
-            }
-            Ok(last)
-        })?;
-        Ok(last)
-    }
-
     /// How many entities of `target` still hold a copy of their compliance.
     pub async fn judgement_copies(&self, target: &str) -> StoreResult<u64> {
         let table = entity_table(target)?;
@@ -357,6 +256,108 @@ impl super::Transaction<'_> {
                 .await?;
         }
         Ok(())
+    }
+}
+
+/// Steps of the workers' and services' units of work.
+impl Transaction<'_> {
+    /// Moves up to `limit` copies of the entities of `target` after `after` (in id
+    /// order) into the judgement shape, in one transaction: a copy set by a scan refers to that scan's
+    /// result row (written when the scan's results were pruned), any other becomes an
+    /// unlisted check row; the entity then refers to it and its copy is `''`. An
+    /// entity changed meanwhile (its copy is not the one read) is left to its new
+    /// judgement. Answers the last id read (`None`: no copy is left after `after`), where
+    /// the next batch starts: a move stopped half-way resumes from any id before it.
+    pub async fn move_judgement_copies(
+        &mut self,
+        target: &str,
+        after: &str,
+        limit: u32,
+    ) -> StoreResult<Option<String>> {
+        let table = entity_table(target)?;
+        let name = if table == "plugins" {
+            "name || '@' || version"
+        } else {
+            "pipeline_name"
+        };
+
+        let rows = sqlx::query(&self.store.sql(&format!(
+            "SELECT id, org_id, {name} AS name, compliance, updated_at FROM {table} \
+             WHERE id > $1 AND compliance <> '' ORDER BY id LIMIT $2"
+        )))
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&mut *self.tx)
+        .await?;
+        let mut last = None;
+        for row in &rows {
+            let d = Decoder::new(row, table, &["id"]);
+            let (id, org_id, name): (String, String, String) =
+                (d.get("id")?, d.get("org_id")?, d.get("name")?);
+            let copy: String = d.get("compliance")?;
+            let kept: EntityCompliance = d.json("compliance")?;
+            let at = d.stamp("updated_at")?;
+            let result = result_name(kept.result);
+            let violations =
+                serde_json::to_string(&compliance_core::StoredViolations(&kept.violations))
+                    .map_err(|e| d.reject("compliance", e))?;
+            let sum = digest(result, &violations);
+            let (check, scan) = match &kept.scan_id {
+                Some(scan_id) => {
+                    let held = sqlx::query(&self.store.sql(
+                        "SELECT 1 AS one FROM scan_results WHERE scan_id = $1 AND target = $2 AND entity_id = $3",
+                    ))
+                    .bind(scan_id.as_str())
+                    .bind(target)
+                    .bind(id.as_str())
+                    .fetch_optional(&mut *self.tx)
+                    .await?;
+                    if held.is_none() {
+                        sqlx::query(&self.store.sql(
+                            "INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, result, violations, error, scanned_at) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8)",
+                        ))
+                        .bind(scan_id.as_str())
+                        .bind(org_id.as_str())
+                        .bind(target)
+                        .bind(id.as_str())
+                        .bind(name.as_str())
+                        .bind(result)
+                        .bind(violations.as_str())
+                        .bind(stamp(at))
+                        .execute(&mut *self.tx)
+                        .await?;
+                    }
+                    (None, Some(scan_id.clone()))
+                }
+                None => {
+                    let check_id = new_id();
+                    self.store
+                        .carry_judgement(
+                            &mut self.tx,
+                            (&check_id, &org_id, target, &id),
+                            (result, &violations),
+                            at,
+                        )
+                        .await?;
+                    (Some(check_id), None)
+                }
+            };
+            sqlx::query(&self.store.sql(&format!(
+                "UPDATE {table} SET compliance = '', compliance_result = $3, judgement_check = $4, \
+                 judgement_scan = $5, judgement_digest = $6 WHERE id = $1 AND compliance = $2"
+            )))
+            .bind(id.as_str())
+            .bind(copy.as_str())
+            .bind(result)
+            .bind(check)
+            .bind(scan)
+            .bind(sum)
+            .execute(&mut *self.tx)
+            .await?;
+            last = Some(id);
+        }
+        Ok(last)
     }
 }
 

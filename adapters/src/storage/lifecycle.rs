@@ -7,8 +7,7 @@ use sqlx::AnyConnection;
 
 use super::decode::Decoder;
 use super::orgs::{org_from_row, ORG_COLUMNS};
-use super::unit::unit_of_work;
-use super::{stamp, OrgRecord, Store, StoreError, StoreResult};
+use super::{stamp, OrgRecord, Store, StoreError, StoreResult, Transaction};
 
 /// A soft-deleted organization, and when it was deleted.
 #[derive(Debug, Clone)]
@@ -112,10 +111,11 @@ impl Store {
         Ok(())
     }
 
-    /// Purges every organization deleted before `cutoff` (a root's teams with it):
-    /// all its data but its audit chain, one organization per transaction. Returns
-    /// how many organizations were purged.
-    pub async fn purge_deleted_organizations(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
+    /// The organizations deleted before `cutoff` (teams before their roots).
+    pub async fn organizations_deleted_before(
+        &self,
+        cutoff: DateTime<Utc>,
+    ) -> StoreResult<Vec<String>> {
         let rows = sqlx::query(&self.sql(
             "SELECT id FROM organizations WHERE deleted_at IS NOT NULL AND deleted_at < $1 \
              ORDER BY parent_org_id IS NULL, id",
@@ -123,72 +123,9 @@ impl Store {
         .bind(stamp(cutoff))
         .fetch_all(self.pool())
         .await?;
-        let mut purged = 0;
-        for row in &rows {
-            let id: String = Decoder::new(row, "organizations", &["id"]).get("id")?;
-            unit_of_work!(self, |tx| -> super::StoreError {
-                sqlx::query(&self.sql(
-                    "DELETE FROM rule_versions WHERE rule_id IN (SELECT id FROM rules WHERE org_id = $1)",
-                ))
-                .bind(&id)
-                .execute(&mut *tx.tx)
-                .await?;
-                sqlx::query(&self.sql(
-                    "DELETE FROM plugin_archives WHERE plugin_id IN (SELECT id FROM plugins WHERE org_id = $1)",
-                ))
-                .bind(&id)
-                .execute(&mut *tx.tx)
-                .await?;
-                sqlx::query(&self.sql(
-                    "DELETE FROM billing_addons WHERE subscription_id IN (SELECT id FROM billing_subscriptions WHERE org_id = $1)",
-                ))
-                .bind(&id)
-                .execute(&mut *tx.tx)
-                .await?;
-                sqlx::query(&self.sql("DELETE FROM quota_pool WHERE root_id = $1"))
-                    .bind(&id)
-                    .execute(&mut *tx.tx)
-                    .await?;
-                // Its conversations, and the announcements its admins posted.
-                for statement in [
-                    "DELETE FROM org_export_chunks WHERE export_id IN (SELECT id FROM org_exports WHERE org_id = $1)",
-                    "DELETE FROM conversation_participants WHERE conversation_id IN (SELECT id FROM conversations WHERE org_id = $1)",
-                    "DELETE FROM conversation_messages WHERE org_id = $1",
-                    "DELETE FROM conversations WHERE org_id = $1",
-                    "DELETE FROM announcement_dismissals WHERE announcement_id IN (SELECT id FROM announcements WHERE org_id = $1)",
-                    "DELETE FROM announcement_targets WHERE announcement_id IN (SELECT id FROM announcements WHERE org_id = $1)",
-                    "DELETE FROM announcement_targets WHERE org_id = $1",
-                    "DELETE FROM announcements WHERE org_id = $1",
-                    // The events of its executions go with them: a resource name it
-                    // held, registered later by another organization, never brings
-                    // them back as that organization's.
-                    "DELETE FROM report_pending WHERE EXISTS (SELECT 1 FROM report_executions x \
-                       WHERE x.org_id = $1 AND x.resource = report_pending.resource AND x.execution_id = report_pending.execution_id)",
-                    "DELETE FROM report_events WHERE EXISTS (SELECT 1 FROM report_executions x \
-                       WHERE x.org_id = $1 AND x.resource = report_events.resource AND x.execution_id = report_events.execution_id)",
-                ] {
-                    sqlx::query(&self.sql(statement))
-                        .bind(&id)
-                        .execute(&mut *tx.tx)
-                        .await?;
-                }
-                for table in ORG_TABLES {
-                    let column = if table == "organizations" {
-                        "id"
-                    } else {
-                        "org_id"
-                    };
-                    sqlx::query(&self.sql(&format!("DELETE FROM {table} WHERE {column} = $1")))
-                        .bind(&id)
-                        .execute(&mut *tx.tx)
-                        .await?;
-                }
-                Ok(())
-            })?;
-            self.facts_changed();
-            purged += 1;
-        }
-        Ok(purged)
+        rows.iter()
+            .map(|row| Decoder::new(row, "organizations", &["id"]).get("id"))
+            .collect()
     }
 }
 
@@ -244,6 +181,76 @@ impl super::Transaction<'_> {
             ));
         }
         self.store.move_team_usage(&mut self.tx, id, "+").await?;
+        Ok(())
+    }
+}
+
+/// Steps of the workers' and services' units of work.
+impl Transaction<'_> {
+    /// Purges a deleted organization: all its data but its audit chain.
+    pub async fn purge_organization(&mut self, id: &str) -> StoreResult<()> {
+        let id = id.to_owned();
+
+        sqlx::query(&self.store.sql(
+            "DELETE FROM rule_versions WHERE rule_id IN (SELECT id FROM rules WHERE org_id = $1)",
+        ))
+        .bind(&id)
+        .execute(&mut *self.tx)
+        .await?;
+        sqlx::query(&self.store.sql(
+            "DELETE FROM plugin_archives WHERE plugin_id IN (SELECT id FROM plugins WHERE org_id = $1)",
+        ))
+        .bind(&id)
+        .execute(&mut *self.tx)
+        .await?;
+        sqlx::query(&self.store.sql(
+            "DELETE FROM billing_addons WHERE subscription_id IN (SELECT id FROM billing_subscriptions WHERE org_id = $1)",
+        ))
+        .bind(&id)
+        .execute(&mut *self.tx)
+        .await?;
+        sqlx::query(&self.store.sql("DELETE FROM quota_pool WHERE root_id = $1"))
+            .bind(&id)
+            .execute(&mut *self.tx)
+            .await?;
+        // Its conversations, and the announcements its admins posted.
+        for statement in [
+            "DELETE FROM org_export_chunks WHERE export_id IN (SELECT id FROM org_exports WHERE org_id = $1)",
+            "DELETE FROM conversation_participants WHERE conversation_id IN (SELECT id FROM conversations WHERE org_id = $1)",
+            "DELETE FROM conversation_messages WHERE org_id = $1",
+            "DELETE FROM conversations WHERE org_id = $1",
+            "DELETE FROM announcement_dismissals WHERE announcement_id IN (SELECT id FROM announcements WHERE org_id = $1)",
+            "DELETE FROM announcement_targets WHERE announcement_id IN (SELECT id FROM announcements WHERE org_id = $1)",
+            "DELETE FROM announcement_targets WHERE org_id = $1",
+            "DELETE FROM announcements WHERE org_id = $1",
+            // The events of its executions go with them: a resource name it
+            // held, registered later by another organization, never brings
+            // them back as that organization's.
+            "DELETE FROM report_pending WHERE EXISTS (SELECT 1 FROM report_executions x \
+               WHERE x.org_id = $1 AND x.resource = report_pending.resource AND x.execution_id = report_pending.execution_id)",
+            "DELETE FROM report_events WHERE EXISTS (SELECT 1 FROM report_executions x \
+               WHERE x.org_id = $1 AND x.resource = report_events.resource AND x.execution_id = report_events.execution_id)",
+        ] {
+            sqlx::query(&self.store.sql(statement))
+                .bind(&id)
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        for table in ORG_TABLES {
+            let column = if table == "organizations" {
+                "id"
+            } else {
+                "org_id"
+            };
+            sqlx::query(
+                &self
+                    .store
+                    .sql(&format!("DELETE FROM {table} WHERE {column} = $1")),
+            )
+            .bind(&id)
+            .execute(&mut *self.tx)
+            .await?;
+        }
         Ok(())
     }
 }

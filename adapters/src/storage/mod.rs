@@ -103,7 +103,7 @@ pub use notifications::{
     Attempt, ClaimedDelivery, DigestMaker, HeldItem, HeldWindow, LogEntry, NewNotification,
 };
 pub use orgs::{NewOrganization, OrgRecord};
-pub use outbox::{OutboxDepth, Pending};
+pub use outbox::{Fold, FoldKey, OutboxDepth, Pending};
 pub use pipelines::{PipelineFields, PipelineFilter, PipelineRecord, RegistryEntry};
 pub use plugins::{NewPlugin, PluginChange, PluginFilter, PluginRecord};
 pub use policies::PolicyRecord;

@@ -6,8 +6,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{AnyConnection, Row};
 
 use super::decode::Decoder;
-use super::unit::unit_of_work;
-use super::{stamp, Store, StoreError, StoreResult};
+use super::{stamp, Store, StoreError, StoreResult, Transaction};
 
 /// One event waiting in the outbox.
 #[derive(Debug, Clone)]
@@ -16,6 +15,28 @@ pub struct Pending {
     pub id: i64,
     /// The event.
     pub event: AuditEvent,
+}
+
+/// The key of a denial fold: who was refused, where, in which minute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoldKey {
+    /// The refused actor.
+    pub actor_id: String,
+    /// The organization.
+    pub org_id: String,
+    /// The minute (`2026-11-22T20:45Z`).
+    pub minute: String,
+}
+
+/// A minute's denials of one actor in one organization.
+#[derive(Debug, Clone)]
+pub struct Fold {
+    /// The minute's first denial (chained when it happened).
+    pub first: AuditEvent,
+    /// How many denials the minute had.
+    pub count: u64,
+    /// When the last of them happened.
+    pub last_at: DateTime<Utc>,
 }
 
 /// How much waits in the outbox.
@@ -48,16 +69,6 @@ impl Store {
         Ok(())
     }
 
-    /// Writes audit events to the outbox on their own, for actions that change
-    /// nothing else (an export): durable before the answer leaves.
-    pub async fn record_events(&self, events: &[AuditEvent]) -> StoreResult<()> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            self.enqueue(&mut tx.tx, events).await?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
     /// The oldest `limit` events of the outbox, in order.
     pub async fn outbox_batch(&self, limit: u32) -> StoreResult<Vec<Pending>> {
         let rows =
@@ -76,23 +87,6 @@ impl Store {
             .collect()
     }
 
-    /// Chains one outbox event and deletes its row, in one transaction: an event is
-    /// appended once, whatever crashes. False when another relay took it first.
-    pub async fn relay_one(&self, pending: &Pending, now: DateTime<Utc>) -> StoreResult<bool> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let taken = sqlx::query(&self.sql("DELETE FROM audit_outbox WHERE id = $1"))
-                .bind(pending.id)
-                .execute(&mut *tx.tx)
-                .await?;
-            if taken.rows_affected() == 0 {
-                return Ok(false);
-            }
-            self.append_in(&mut tx.tx, pending.event.clone(), now)
-                .await?;
-            Ok(true)
-        })
-    }
-
     /// How many events wait, and since when.
     pub async fn outbox_depth(&self) -> StoreResult<OutboxDepth> {
         let row = sqlx::query("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM audit_outbox")
@@ -106,94 +100,24 @@ impl Store {
         })
     }
 
-    /// Counts a denial of `event.actor_id` against `event.org_id` in the minute of
-    /// `now`. The first of the minute is written to the outbox at once (so a refusal
-    /// is in the chain within the relay's next pass, `count` 1); the others of the
-    /// minute are folded into one more event when the minute has ended. A flood of
-    /// refusals writes at most two events per actor, organization and minute.
-    pub async fn fold_denial(&self, event: &AuditEvent, now: DateTime<Utc>) -> StoreResult<()> {
-        let text = serde_json::to_string(event)
-            .map_err(|e| StoreError::Invalid(format!("an audit event does not serialize: {e}")))?;
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let row = sqlx::query(&self.sql(
-                "INSERT INTO denial_folds (actor_id, org_id, minute, count, event, last_at) VALUES ($1, $2, $3, 1, $4, $5)
-                 ON CONFLICT (actor_id, org_id, minute) DO UPDATE SET count = denial_folds.count + 1, last_at = excluded.last_at
-                 RETURNING count",
-            ))
-            .bind(&event.actor_id)
-            .bind(&event.org_id)
-            .bind(minute_of(now))
-            .bind(text.as_str())
-            .bind(stamp(now))
-            .fetch_one(&mut *tx.tx)
-            .await?;
-            let count: i64 = row.try_get("count")?;
-            if count == 1 {
-                let mut first = event.clone();
-                if let serde_json::Value::Object(details) = &mut first.details {
-                    details.insert("count".to_owned(), 1.into());
-                    details.insert("firstAt".to_owned(), stamp(now).into());
-                    details.insert("lastAt".to_owned(), stamp(now).into());
-                }
-                self.enqueue(&mut tx.tx, std::slice::from_ref(&first))
-                    .await?;
-            }
-            Ok(())
-        })?;
-        Ok(())
-    }
-
-    /// Turns every fold of a minute before `before` into one authz.denied event in the
-    /// outbox for the denials after the first (which was written when it happened):
-    /// its details carry `count` (those others), `firstAt` and `lastAt`. A fold of
-    /// one denial is only deleted. One transaction per fold; returns how many folds
-    /// were flushed.
-    pub async fn flush_denials(&self, before: DateTime<Utc>) -> StoreResult<u64> {
+    /// The folds of minutes before `before` (at most 500, oldest first).
+    pub async fn denial_folds_before(&self, before: DateTime<Utc>) -> StoreResult<Vec<FoldKey>> {
         let rows = sqlx::query(&self.sql(
             "SELECT actor_id, org_id, minute FROM denial_folds WHERE minute < $1 ORDER BY minute LIMIT 500",
         ))
         .bind(minute_of(before))
         .fetch_all(self.pool())
         .await?;
-        let mut flushed = 0;
-        for row in &rows {
-            let key = Decoder::new(row, "denial_folds", &["actor_id", "org_id", "minute"]);
-            let actor: String = key.get("actor_id")?;
-            let org: String = key.get("org_id")?;
-            let minute: String = key.get("minute")?;
-            let taken = unit_of_work!(self, |tx| -> StoreError {
-                let fold = sqlx::query(&self.sql(
-                    "DELETE FROM denial_folds WHERE actor_id = $1 AND org_id = $2 AND minute = $3 RETURNING count, event, last_at",
-                ))
-                .bind(&actor)
-                .bind(&org)
-                .bind(&minute)
-                .fetch_optional(&mut *tx.tx)
-                .await?;
-                let Some(fold) = fold else {
-                    // Another relay flushed it.
-                    return Ok(false);
-                };
-                let d = Decoder::new(&fold, "denial_folds", &[]);
-                let mut event: AuditEvent = d.json("event")?;
-                let count: i64 = d.get("count")?;
-                let last_at: String = d.get("last_at")?;
-                if count > 1 {
-                    // An event of its own: the first was chained under the fold's id.
-                    event.id = super::new_id();
-                    if let serde_json::Value::Object(details) = &mut event.details {
-                        details.insert("count".to_owned(), (count - 1).into());
-                        details.insert("firstAt".to_owned(), stamp(event.occurred_at).into());
-                        details.insert("lastAt".to_owned(), last_at.into());
-                    }
-                    self.enqueue(&mut tx.tx, std::slice::from_ref(&event))
-                        .await?;
-                }
-                Ok(true)
-            })?;
-            flushed += u64::from(taken);
-        }
-        Ok(flushed)
+        rows.iter()
+            .map(|row| {
+                let key = Decoder::new(row, "denial_folds", &["actor_id", "org_id", "minute"]);
+                Ok(FoldKey {
+                    actor_id: key.get("actor_id")?,
+                    org_id: key.get("org_id")?,
+                    minute: key.get("minute")?,
+                })
+            })
+            .collect()
     }
 
     /// Takes or renews the lease `name` for `holder` until `now + ttl`: granted when
@@ -225,32 +149,6 @@ impl Store {
             .transpose()
     }
 
-    /// Gives a lease back (at a graceful stop), so another replica takes it at once.
-    /// Hands back everything `holder` holds, when its process stops: its leases are
-    /// deleted, and its claims on scans and exports expire now (another replica
-    /// takes them over at once, with a new fencing token). Answers how many.
-    pub async fn hand_back_leases(&self, holder: &str, now: DateTime<Utc>) -> StoreResult<u64> {
-        let handed = unit_of_work!(self, |tx| -> super::StoreError {
-            let mut handed = sqlx::query(&self.sql("DELETE FROM leases WHERE holder = $1"))
-                .bind(holder)
-                .execute(&mut *tx.tx)
-                .await?
-                .rows_affected();
-            for table in ["scans", "org_exports"] {
-                handed += sqlx::query(&self.sql(&format!(
-                    "UPDATE {table} SET lease_until = $2 WHERE holder = $1 AND lease_until > $2"
-                )))
-                .bind(holder)
-                .bind(stamp(now))
-                .execute(&mut *tx.tx)
-                .await?
-                .rows_affected();
-            }
-            Ok(handed)
-        })?;
-        Ok(handed)
-    }
-
     pub async fn release_lease(&self, name: &str, holder: &str) -> StoreResult<()> {
         sqlx::query(&self.sql("DELETE FROM leases WHERE name = $1 AND holder = $2"))
             .bind(name)
@@ -264,4 +162,93 @@ impl Store {
 /// The minute a time falls in, as stored: `2026-11-22T20:45Z`.
 fn minute_of(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%dT%H:%MZ").to_string()
+}
+
+/// Steps of the workers' and services' units of work.
+impl Transaction<'_> {
+    /// Gives a lease back (at a graceful stop), so another replica takes it at once.
+    /// Hands back everything `holder` holds, when its process stops: its leases are
+    /// deleted, and its claims on scans and exports expire now (another replica
+    /// takes them over at once, with a new fencing token). Answers how many.
+    pub async fn hand_back_leases(&mut self, holder: &str, now: DateTime<Utc>) -> StoreResult<u64> {
+        let mut handed = sqlx::query(&self.store.sql("DELETE FROM leases WHERE holder = $1"))
+            .bind(holder)
+            .execute(&mut *self.tx)
+            .await?
+            .rows_affected();
+        for table in ["scans", "org_exports"] {
+            handed += sqlx::query(&self.store.sql(&format!(
+                "UPDATE {table} SET lease_until = $2 WHERE holder = $1 AND lease_until > $2"
+            )))
+            .bind(holder)
+            .bind(stamp(now))
+            .execute(&mut *self.tx)
+            .await?
+            .rows_affected();
+        }
+        Ok(handed)
+    }
+
+    /// Chains one outbox event and deletes its row, in one transaction: an event is
+    /// appended once, whatever crashes. False when another relay took it first.
+    pub async fn relay_one(&mut self, pending: &Pending, now: DateTime<Utc>) -> StoreResult<bool> {
+        let taken = sqlx::query(&self.store.sql("DELETE FROM audit_outbox WHERE id = $1"))
+            .bind(pending.id)
+            .execute(&mut *self.tx)
+            .await?;
+        if taken.rows_affected() == 0 {
+            return Ok(false);
+        }
+        self.store
+            .append_in(&mut self.tx, pending.event.clone(), now)
+            .await?;
+        Ok(true)
+    }
+
+    /// Counts a denial of `event.actor_id` against `event.org_id` in the minute of
+    /// `now` (the fold keeps the first event); answers the minute's count so far.
+    pub async fn fold_denial(
+        &mut self,
+        event: &AuditEvent,
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        let text = serde_json::to_string(event)
+            .map_err(|e| StoreError::Invalid(format!("an audit event does not serialize: {e}")))?;
+        let row = sqlx::query(&self.store.sql(
+            "INSERT INTO denial_folds (actor_id, org_id, minute, count, event, last_at) VALUES ($1, $2, $3, 1, $4, $5)
+             ON CONFLICT (actor_id, org_id, minute) DO UPDATE SET count = denial_folds.count + 1, last_at = excluded.last_at
+             RETURNING count",
+        ))
+        .bind(&event.actor_id)
+        .bind(&event.org_id)
+        .bind(minute_of(now))
+        .bind(text.as_str())
+        .bind(stamp(now))
+        .fetch_one(&mut *self.tx)
+        .await?;
+        let count: i64 = row.try_get("count")?;
+        Ok(count.unsigned_abs())
+    }
+
+    /// Takes a fold away (`None` when another relay took it first).
+    pub async fn take_denial_fold(&mut self, key: &FoldKey) -> StoreResult<Option<Fold>> {
+        let fold = sqlx::query(&self.store.sql(
+            "DELETE FROM denial_folds WHERE actor_id = $1 AND org_id = $2 AND minute = $3 RETURNING count, event, last_at",
+        ))
+        .bind(&key.actor_id)
+        .bind(&key.org_id)
+        .bind(&key.minute)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        let Some(fold) = fold else {
+            return Ok(None);
+        };
+        let d = Decoder::new(&fold, "denial_folds", &[]);
+        let count: i64 = d.get("count")?;
+        Ok(Some(Fold {
+            first: d.json("event")?,
+            count: count.unsigned_abs(),
+            last_at: d.stamp("last_at")?,
+        }))
+    }
 }

@@ -12,7 +12,9 @@ use super::unit::unit_of_work;
 use sqlx::Row;
 
 use super::judgements::{JudgementSource, Kept};
-use super::{entity_table, placeholders, stamp, value_rows, Dialect, Store, StoreResult};
+use super::{
+    entity_table, placeholders, stamp, value_rows, Dialect, Store, StoreResult, Transaction,
+};
 
 /// Where a sweep stands, and the claim on it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -199,6 +201,54 @@ impl Store {
             .collect()
     }
 
+    /// [`Store::flush_scan`] on PostgreSQL, as one statement (one round trip, its own
+    /// transaction): the scan moves, and only if it did are the results written and
+    /// referred to by the entities whose judgement they change.
+    async fn flush_scan_at_once(
+        &self,
+        scan_id: &str,
+        token: i64,
+        flush: &Flush<'_>,
+    ) -> StoreResult<bool> {
+        let rows = value_rows(14, 8, flush.results.len());
+        // An entity keeps the scan's judgement unless it says what its own says.
+        let keep = |table: &str, target: &str| {
+            format!(
+                "UPDATE {table} SET compliance_result = v.result, judgement_scan = $1, judgement_check = NULL, \
+                 judgement_digest = v.digest, compliance = '' FROM v WHERE v.target = '{target}' \
+                 AND {table}.org_id = $13 AND {table}.id = v.entity_id \
+                 AND ({table}.judgement_digest IS NULL OR {table}.judgement_digest <> v.digest)"
+            )
+        };
+        let written = if rows.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", v AS (SELECT * FROM (VALUES {rows}) AS v (target, entity_id, entity_name, result, \
+                 violations, error, scanned_at, digest) WHERE EXISTS (SELECT 1 FROM moved)), \
+                 written AS (INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, \
+                 result, violations, error, scanned_at) SELECT $1, $13, target, entity_id, entity_name, \
+                 result, violations, error, scanned_at FROM v), \
+                 pipelines_kept AS ({}), plugins_kept AS ({})",
+                keep("pipelines", "pipeline"),
+                keep("plugins", "plugin")
+            )
+        };
+        let sql = format!(
+            "WITH moved AS ({MOVE_SCAN} RETURNING id){written} SELECT COUNT(*) AS moved FROM moved"
+        );
+        let mut query = progress(sqlx::query(&sql), scan_id, token, flush);
+        if !flush.results.is_empty() {
+            // `$13`, named only beside the results.
+            query = query.bind(flush.org_id);
+        }
+        for r in flush.results {
+            query = result_cells(query, r).bind(r.digest.as_str());
+        }
+        let row = query.fetch_one(self.pool()).await?;
+        Ok(row.try_get::<i64, _>("moved")? == 1)
+    }
+
     /// Writes a batch's results, points each entity whose judgement they change at its
     /// result (`storage::judgements`), and moves
     /// the scan's counts and position, all at once, if the claim `token` still holds
@@ -255,54 +305,6 @@ impl Store {
         })
     }
 
-    /// [`Store::flush_scan`] on PostgreSQL, as one statement (one round trip, its own
-    /// transaction): the scan moves, and only if it did are the results written and
-    /// referred to by the entities whose judgement they change.
-    async fn flush_scan_at_once(
-        &self,
-        scan_id: &str,
-        token: i64,
-        flush: &Flush<'_>,
-    ) -> StoreResult<bool> {
-        let rows = value_rows(14, 8, flush.results.len());
-        // An entity keeps the scan's judgement unless it says what its own says.
-        let keep = |table: &str, target: &str| {
-            format!(
-                "UPDATE {table} SET compliance_result = v.result, judgement_scan = $1, judgement_check = NULL, \
-                 judgement_digest = v.digest, compliance = '' FROM v WHERE v.target = '{target}' \
-                 AND {table}.org_id = $13 AND {table}.id = v.entity_id \
-                 AND ({table}.judgement_digest IS NULL OR {table}.judgement_digest <> v.digest)"
-            )
-        };
-        let written = if rows.is_empty() {
-            String::new()
-        } else {
-            format!(
-                ", v AS (SELECT * FROM (VALUES {rows}) AS v (target, entity_id, entity_name, result, \
-                 violations, error, scanned_at, digest) WHERE EXISTS (SELECT 1 FROM moved)), \
-                 written AS (INSERT INTO scan_results (scan_id, org_id, target, entity_id, entity_name, \
-                 result, violations, error, scanned_at) SELECT $1, $13, target, entity_id, entity_name, \
-                 result, violations, error, scanned_at FROM v), \
-                 pipelines_kept AS ({}), plugins_kept AS ({})",
-                keep("pipelines", "pipeline"),
-                keep("plugins", "plugin")
-            )
-        };
-        let sql = format!(
-            "WITH moved AS ({MOVE_SCAN} RETURNING id){written} SELECT COUNT(*) AS moved FROM moved"
-        );
-        let mut query = progress(sqlx::query(&sql), scan_id, token, flush);
-        if !flush.results.is_empty() {
-            // `$13`, named only beside the results.
-            query = query.bind(flush.org_id);
-        }
-        for r in flush.results {
-            query = result_cells(query, r).bind(r.digest.as_str());
-        }
-        let row = query.fetch_one(self.pool()).await?;
-        Ok(row.try_get::<i64, _>("moved")? == 1)
-    }
-
     /// Gives a claim back (a graceful stop): the next sweeper resumes the scan at once,
     /// without counting a takeover.
     pub async fn release_scan(&self, scan_id: &str, token: i64) -> StoreResult<()> {
@@ -314,39 +316,6 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(())
-    }
-
-    /// Ends a scan `completed` (its total reconciled to what was scanned), if the claim
-    /// `token` still holds and it still runs, with the notification `notify` makes of
-    /// the ended scan, in one transaction: whatever the number of sweepers, a scan
-    /// notifies once. Answers the ended scan (`None`: stopped or taken over).
-    pub async fn complete_scan(
-        &self,
-        scan_id: &str,
-        token: i64,
-        now: DateTime<Utc>,
-        notify: &(dyn Fn(&ScanRecord) -> Option<super::NewNotification> + Sync),
-    ) -> StoreResult<Option<ScanRecord>> {
-        unit_of_work!(self, |tx| -> super::StoreError {
-            let row = sqlx::query(&self.sql(
-                "UPDATE scans SET status = 'completed', total = scanned, ended_at = $3, updated_at = $3, \
-                 holder = NULL, lease_until = NULL WHERE id = $1 AND token = $2 AND status = 'running' RETURNING *",
-            ))
-            .bind(scan_id)
-            .bind(token)
-            .bind(stamp(now))
-            .fetch_optional(&mut *tx.tx)
-            .await?;
-            let Some(row) = row else {
-                return Ok(None);
-            };
-            let scan = scan_from_row(&row)?;
-            if let Some(notification) = notify(&scan) {
-                self.insert_notification(&mut tx.tx, &scan.org_id, &notification, now)
-                    .await?;
-            }
-            Ok(Some(scan))
-        })
     }
 
     /// Ends a scan `failed` with `error`, if the claim `token` still holds and it
@@ -369,5 +338,40 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+}
+
+/// Steps of the workers' and services' units of work.
+impl Transaction<'_> {
+    /// Ends a scan `completed` (its total reconciled to what was scanned), if the claim
+    /// `token` still holds and it still runs, with the notification `notify` makes of
+    /// the ended scan, in one transaction: whatever the number of sweepers, a scan
+    /// notifies once. Answers the ended scan (`None`: stopped or taken over).
+    pub async fn complete_scan(
+        &mut self,
+        scan_id: &str,
+        token: i64,
+        now: DateTime<Utc>,
+        notify: &(dyn Fn(&ScanRecord) -> Option<super::NewNotification> + Sync),
+    ) -> StoreResult<Option<ScanRecord>> {
+        let row = sqlx::query(&self.store.sql(
+            "UPDATE scans SET status = 'completed', total = scanned, ended_at = $3, updated_at = $3, \
+             holder = NULL, lease_until = NULL WHERE id = $1 AND token = $2 AND status = 'running' RETURNING *",
+        ))
+        .bind(scan_id)
+        .bind(token)
+        .bind(stamp(now))
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let scan = scan_from_row(&row)?;
+        if let Some(notification) = notify(&scan) {
+            self.store
+                .insert_notification(&mut self.tx, &scan.org_id, &notification, now)
+                .await?;
+        }
+        Ok(Some(scan))
     }
 }

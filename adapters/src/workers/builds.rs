@@ -18,7 +18,7 @@ use tokio::io::AsyncReadExt;
 use super::Shutdown;
 use crate::audit::Action;
 use crate::config::BuildSettings;
-use crate::storage::{BuildJob, NextStep, Store, StoreResult};
+use crate::storage::{unit_of_work, BuildJob, NextStep, Store, StoreError, StoreResult};
 
 /// The actor of a build's audit events.
 pub const ACTOR: &str = "system:plugin-builds";
@@ -135,13 +135,24 @@ pub async fn run(store: Store, settings: BuildSettings, mut shutdown: Shutdown) 
     }
 }
 
+/// Claims the next due job (or one whose claim expired) until `lease_until`.
+pub async fn claim(
+    store: &Store,
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+) -> StoreResult<Option<BuildJob>> {
+    unit_of_work!(store, |tx| -> StoreError {
+        tx.claim_build(now, lease_until).await
+    })
+}
+
 /// Claims and runs one job; whether there was one.
 pub async fn step(store: &Store, settings: &BuildSettings, command: &str) -> StoreResult<bool> {
     let now = Utc::now();
     let lease = now
         + chrono::Duration::from_std(settings.timeout + Duration::from_secs(60))
             .unwrap_or(chrono::Duration::MAX);
-    let Some(job) = store.claim_build(now, lease).await? else {
+    let Some(job) = claim(store, now, lease).await? else {
         return Ok(false);
     };
     let ran = attempt(store, &job, settings, command).await;
@@ -182,7 +193,15 @@ pub async fn step(store: &Store, settings: &BuildSettings, command: &str) -> Sto
         reason: reason.as_deref(),
         plugin_status,
     };
-    if !store.finish_build(&job, &next, now, &audit).await? {
+    // The outcome and its terminal audit event are durable together, or neither.
+    let held = unit_of_work!(store, |tx| -> StoreError {
+        let held = tx.finish_build(&job, &next, now).await?;
+        if held {
+            tx.enqueue_audit(&audit).await?;
+        }
+        Ok(held)
+    })?;
+    if !held {
         tracing::warn!(job = %job.id, "a build's claim expired before it finished; its outcome is not recorded");
     }
     Ok(true)

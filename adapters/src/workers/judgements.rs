@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 
 use super::Shutdown;
-use crate::storage::Store;
+use crate::storage::{unit_of_work, Store, StoreError, StoreResult};
 
 /// The lease the worker takes.
 pub const LEASE: &str = "judgement-move";
@@ -56,7 +56,7 @@ pub async fn move_all(
             if lease.is_none() {
                 return Ok(false);
             }
-            match store.move_judgement_copies(target, &after, BATCH).await? {
+            match move_copies(store, target, &after, BATCH).await? {
                 Some(last) => after = last,
                 None => break,
             }
@@ -72,4 +72,17 @@ pub async fn move_all(
         "moved the entities' compliance copies into judgements"
     );
     Ok(true)
+}
+
+/// Moves the copies of up to `batch` entities of `target` after the id `after` to
+/// the judgements stored once; the last id moved (`None`: none was left).
+pub async fn move_copies(
+    store: &Store,
+    target: &str,
+    after: &str,
+    batch: u32,
+) -> StoreResult<Option<String>> {
+    unit_of_work!(store, |tx| -> StoreError {
+        tx.move_judgement_copies(target, after, batch).await
+    })
 }

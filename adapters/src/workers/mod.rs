@@ -140,3 +140,16 @@ impl Workers {
         }
     }
 }
+
+/// Hands back everything `holder` (this process) holds when it stops: its leases are
+/// deleted, and its claims on scans and exports expire now, so that another replica
+/// takes them over at once. Answers how many.
+pub async fn hand_back(
+    store: &crate::storage::Store,
+    holder: &str,
+) -> crate::storage::StoreResult<u64> {
+    let now = chrono::Utc::now();
+    crate::storage::unit_of_work!(store, |tx| -> crate::storage::StoreError {
+        tx.hand_back_leases(holder, now).await
+    })
+}

@@ -7,10 +7,10 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 use super::Shutdown;
-use crate::storage::{Store, StoreResult};
+use crate::storage::{unit_of_work, Store, StoreError, StoreResult};
 
 /// The lease the relay takes.
 pub const LEASE: &str = "audit-relay";
@@ -41,7 +41,10 @@ async fn relay_batch(store: &Store) -> StoreResult<Option<u64>> {
     }
     let mut relayed = 0;
     for pending in &batch {
-        if store.relay_one(pending, Utc::now()).await? {
+        let now = Utc::now();
+        if unit_of_work!(store, |tx| -> StoreError {
+            tx.relay_one(pending, now).await
+        })? {
             relayed += 1;
         }
     }
@@ -50,9 +53,35 @@ async fn relay_batch(store: &Store) -> StoreResult<Option<u64>> {
 
 /// Flushes every denial fold (whatever its minute: for tests and a final stop).
 pub async fn flush_all_denials(store: &Store) -> StoreResult<u64> {
-    store
-        .flush_denials(Utc::now() + chrono::Duration::minutes(2))
-        .await
+    flush_denials(store, Utc::now() + chrono::Duration::minutes(2)).await
+}
+
+/// Turns every fold of a minute before `before` into one authz.denied event in the
+/// outbox for the denials after the first (which was chained when it happened): its
+/// details carry `count` (those others), `firstAt` and `lastAt`. A fold of one
+/// denial is only deleted. One unit of work per fold; how many folds were flushed.
+pub async fn flush_denials(store: &Store, before: DateTime<Utc>) -> StoreResult<u64> {
+    let mut flushed = 0;
+    for key in store.denial_folds_before(before).await? {
+        let taken = unit_of_work!(store, |tx| -> StoreError {
+            let Some(fold) = tx.take_denial_fold(&key).await? else {
+                // Another relay flushed it.
+                return Ok(false);
+            };
+            if fold.count > 1 {
+                // An event of its own: the first was chained under the fold's id.
+                let mut others = fold.first;
+                others.id = crate::storage::new_id();
+                let first_at = others.occurred_at;
+                let event =
+                    crate::audit::folded_denial(others, fold.count - 1, first_at, fold.last_at);
+                tx.enqueue_audit(&[event]).await?;
+            }
+            Ok(true)
+        })?;
+        flushed += u64::from(taken);
+    }
+    Ok(flushed)
 }
 
 /// The worker: while it holds the lease, flush finished denial minutes and chain the
@@ -100,9 +129,7 @@ pub async fn run(store: Store, holder: String, mut shutdown: Shutdown) {
 async fn round(store: &Store) -> StoreResult<()> {
     // A minute is finished once the next one has begun; a one-minute grace covers
     // clocks that disagree between replicas.
-    store
-        .flush_denials(Utc::now() - chrono::Duration::minutes(1))
-        .await?;
+    flush_denials(store, Utc::now() - chrono::Duration::minutes(1)).await?;
     relay_batch(store).await?;
     Ok(())
 }

@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 use super::Shutdown;
-use crate::storage::Store;
+use crate::storage::{unit_of_work, Store, StoreError, StoreResult};
 
 /// Prunes now, then once a day until shutdown: audit rows past `retention_days`, and
 /// compliance check-log entries, ended scans and their results and the notification
@@ -67,7 +67,7 @@ pub async fn prune_daily(
             Err(error) => tracing::warn!(%error, "purging deleted organizations failed"),
         }
         let cutoff = Utc::now() - chrono::Duration::days(i64::from(report_days));
-        match store.prune_reports(cutoff).await {
+        match prune_reports(&store, cutoff).await {
             Ok(0) => {}
             Ok(rows) => {
                 tracing::info!(rows, %cutoff, "pruned reported executions past REPORT_RETENTION_DAYS")
@@ -127,5 +127,20 @@ pub async fn purge_deleted(
     restore_days: u32,
 ) -> Result<u64, crate::storage::StoreError> {
     let cutoff = tenancy::RestoreWindow::days(restore_days).purge_before(now);
-    store.purge_deleted_organizations(cutoff).await
+    let mut purged = 0;
+    // One organization per unit of work (teams before their roots).
+    for id in store.organizations_deleted_before(cutoff).await? {
+        unit_of_work!(store, |tx| -> StoreError {
+            tx.purge_organization(&id).await
+        })?;
+        store.facts_changed();
+        purged += 1;
+    }
+    Ok(purged)
+}
+
+/// Deletes the reported executions, stages, events and build attempts that started
+/// before `before`, at once; how many executions.
+pub async fn prune_reports(store: &Store, before: DateTime<Utc>) -> StoreResult<u64> {
+    unit_of_work!(store, |tx| -> StoreError { tx.prune_reports(before).await })
 }

@@ -3,6 +3,8 @@
 //! organization, on both backends; each refusal, and the audit events in the chains
 //! of the organizations affected.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt;
@@ -24,29 +26,19 @@ async fn in_chain(app: &TestApp, action: &str, chain: &str) -> Vec<SealedEvent> 
 
 /// A root organization owned by the registered account `access` signs in as.
 async fn org_of(app: &TestApp, access: &str, name: &str) -> String {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            access,
-            None,
-            Some(json!({"name": name})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["data"]["id"].as_str().unwrap().to_owned()
+    app.by(access)
+        .post("/api/organization")
+        .json(json!({"name": name}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id()
 }
 
 /// The id of the account of `email`, from the administration list.
 async fn answer_id(app: &TestApp, root: &str, email: &str) -> String {
-    let (status, answer) = app
-        .call(
-            "GET",
-            &format!("/api/admin/users?email={email}"),
-            root,
-            None,
-            None,
-        )
+    let Answer(status, answer) = app
+        .by(root)
+        .get(format!("/api/admin/users?email={email}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     answer["users"][0]["userId"].as_str().unwrap().to_owned()
@@ -54,25 +46,16 @@ async fn answer_id(app: &TestApp, root: &str, email: &str) -> String {
 
 /// A session of `email` with `password`: (access token, refresh token).
 async fn signed_in(app: &TestApp, email: &str, password: &str) -> (String, String) {
-    let (status, answer) = login_as(app, email, password).await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    (
-        answer["data"]["accessToken"].as_str().unwrap().to_owned(),
-        answer["data"]["refreshToken"].as_str().unwrap().to_owned(),
-    )
+    let session = app.login(email, password).await;
+    (session.access_token, session.refresh_token)
 }
 
 async fn add_member(app: &TestApp, owner: &str, org: &str, user_id: &str) {
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{org}/members"),
-            owner,
-            None,
-            Some(json!({"userId": user_id})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(owner)
+        .post(format!("/api/organization/{org}/members"))
+        .json(json!({"userId": user_id}))
+        .await
+        .expect(StatusCode::CREATED);
 }
 
 async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
@@ -95,8 +78,12 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
             Some(json!({"disabled": true})),
         ),
     ] {
-        let (status, answer) = app.call(method, &path, &alice, None, body).await;
-        assert_eq!(code(status, &answer), "FORBIDDEN", "{method} {path}");
+        let Answer(status, answer) = app.by(&alice).method(method, &path).json_opt(body).await;
+        assert_eq!(
+            code(status, &answer),
+            ErrorCode::Forbidden,
+            "{method} {path}"
+        );
     }
 
     // Bad input changes nothing.
@@ -115,46 +102,34 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
             "name",
         ),
     ] {
-        let (status, answer) = app
-            .call("POST", "/api/admin/users", &root, None, Some(body.clone()))
+        let Answer(status, answer) = app
+            .by(&root)
+            .post("/api/admin/users")
+            .json(body.clone())
             .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
         assert_eq!(answer["details"]["field"], field, "{answer}");
     }
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/admin/users",
-            &root,
-            None,
-            Some(json!({"email": "b@example.com", "superAdmin": true})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
-    let (status, answer) = app
-        .call("GET", "/api/admin/users?state=frozen", &root, None, None)
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/admin/users",
-            &root,
-            None,
-            Some(json!({"email": "ALICE@example.com", "password": PASSWORD})),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "CONFLICT", "{answer}");
+    app.by(&root)
+        .post("/api/admin/users")
+        .json(json!({"email": "b@example.com", "superAdmin": true}))
+        .await
+        .expect(StatusCode::BAD_REQUEST);
+    app.by(&root)
+        .get("/api/admin/users?state=frozen")
+        .await
+        .expect(StatusCode::BAD_REQUEST);
+    app.by(&root)
+        .post("/api/admin/users")
+        .json(json!({"email": "ALICE@example.com", "password": PASSWORD}))
+        .await
+        .refused(ErrorCode::Conflict);
 
     // With a password: verified, and bound to change it first.
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/admin/users",
-            &root,
-            None,
-            Some(json!({"email": "Bob@Example.com", "password": PASSWORD, "name": "Bob"})),
-        )
+    let Answer(status, answer) = app
+        .by(&root)
+        .post("/api/admin/users")
+        .json(json!({"email": "Bob@Example.com", "password": PASSWORD, "name": "Bob"}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     assert_eq!(answer["data"]["email"], "bob@example.com");
@@ -162,52 +137,41 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
     assert_eq!(answer["data"]["passwordChangeRequired"], true);
     let bob_id = answer["data"]["userId"].as_str().unwrap().to_owned();
     let (bob, _) = session(app, "bob@example.com").await;
-    let (status, answer) = app
-        .call("GET", "/api/me/organizations", &bob, None, None)
-        .await;
-    assert_eq!(
-        code(status, &answer),
-        "PASSWORD_CHANGE_REQUIRED",
-        "{answer}"
-    );
-    let (status, answer) = app.call("GET", "/api/me", &bob, None, None).await;
+    app.by(&bob)
+        .get("/api/me/organizations")
+        .await
+        .refused(ErrorCode::PasswordChangeRequired);
+    let Answer(status, answer) = app.by(&bob).get("/api/me").await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["data"]["passwordChangeRequired"], true);
-    let (status, answer) = app
-        .call(
-            "PUT",
-            "/api/me/password",
-            &bob,
-            None,
-            Some(json!({"currentPassword": PASSWORD, "newPassword": "a brand new secret"})),
-        )
+    let Answer(status, answer) = app
+        .by(&bob)
+        .put("/api/me/password")
+        .json(json!({"currentPassword": PASSWORD, "newPassword": "a brand new secret"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     let bob = answer["data"]["accessToken"].as_str().unwrap().to_owned();
-    let (status, answer) = app
-        .call("GET", "/api/me/organizations", &bob, None, None)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    app.by(&bob)
+        .get("/api/me/organizations")
+        .await
+        .expect(StatusCode::OK);
 
     // Without a password: an invitation, whose link sets it.
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/admin/users",
-            &root,
-            None,
-            Some(json!({"email": "carol@example.com"})),
-        )
+    let Answer(status, answer) = app
+        .by(&root)
+        .post("/api/admin/users")
+        .json(json!({"email": "carol@example.com"}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     assert_eq!(answer["data"]["state"], "unverified");
     let token = link_token(app, "carol@example.com").await;
-    let (status, answer) = login_as(app, "carol@example.com", PASSWORD).await;
-    assert_eq!(code(status, &answer), "INVALID_CREDENTIALS");
-    let (status, answer) = public(app, "/api/auth/verify-email", json!({"token": token})).await;
+    let Answer(status, answer) = login_as(app, "carol@example.com", PASSWORD).await;
+    assert_eq!(code(status, &answer), ErrorCode::InvalidCredentials);
+    let Answer(status, answer) =
+        public(app, "/api/auth/verify-email", json!({"token": token})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
     assert_eq!(answer["details"]["field"], "password");
-    let (status, answer) = public(
+    let Answer(status, answer) = public(
         app,
         "/api/auth/verify-email",
         json!({"token": token, "password": "carol's own secret"}),
@@ -215,32 +179,19 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["data"]["passwordChangeRequired"], false);
-    let (status, answer) = login_as(app, "carol@example.com", "carol's own secret").await;
+    let Answer(status, answer) = login_as(app, "carol@example.com", "carol's own secret").await;
     assert_eq!(status, StatusCode::OK, "{answer}");
 
     // The list: searched, filtered, paged.
     add_member(app, &alice, &acme, &bob_id).await;
-    let (status, answer) = app
-        .call(
-            "GET",
-            "/api/admin/users?email=BO&limit=5",
-            &root,
-            None,
-            None,
-        )
-        .await;
+    let Answer(status, answer) = app.by(&root).get("/api/admin/users?email=BO&limit=5").await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["pagination"]["total"], 1, "{answer}");
     assert_eq!(answer["users"][0]["userId"], bob_id.as_str());
     assert_eq!(answer["users"][0]["organizations"], 1);
-    let (_, answer) = app
-        .call(
-            "GET",
-            &format!("/api/admin/users?orgId={acme}"),
-            &root,
-            None,
-            None,
-        )
+    let Answer(_, answer) = app
+        .by(&root)
+        .get(format!("/api/admin/users?orgId={acme}"))
         .await;
     let members: Vec<&str> = answer["users"]
         .as_array()
@@ -250,22 +201,12 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
         .collect();
     assert_eq!(members.len(), 2, "{answer}");
     assert!(members.contains(&bob_id.as_str()) && members.contains(&alice_id.as_str()));
-    let (_, answer) = app
-        .call("GET", "/api/admin/users?email=%25", &root, None, None)
-        .await;
+    let Answer(_, answer) = app.by(&root).get("/api/admin/users?email=%25").await;
     assert_eq!(
         answer["pagination"]["total"], 0,
         "a wildcard is taken literally: {answer}"
     );
-    let (_, answer) = app
-        .call(
-            "GET",
-            "/api/admin/users?limit=1&offset=1",
-            &root,
-            None,
-            None,
-        )
-        .await;
+    let Answer(_, answer) = app.by(&root).get("/api/admin/users?limit=1&offset=1").await;
     assert_eq!(answer["users"].as_array().unwrap().len(), 1);
     assert_eq!(
         answer["pagination"]["total"], 3,
@@ -274,41 +215,35 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
 
     // Disabled: every session, token and sign-in ends at once.
     let soon = (Utc::now() + chrono::Duration::days(3)).to_rfc3339();
-    let (_, answer) = app
-        .call(
-            "POST",
-            "/api/me/tokens",
-            &bob,
-            None,
-            Some(json!({"name": "cli", "expiresAt": soon})),
-        )
+    let Answer(_, answer) = app
+        .by(&bob)
+        .post("/api/me/tokens")
+        .json(json!({"name": "cli", "expiresAt": soon}))
         .await;
     let pat = answer["data"]["token"].as_str().unwrap().to_owned();
     let (bob_session, bob_refresh) = signed_in(app, "bob@example.com", "a brand new secret").await;
     for token in [&bob, &pat, &bob_session] {
         assert_eq!(me_status(app, token).await, StatusCode::OK);
     }
-    let (status, answer) = app
-        .call(
-            "PATCH",
-            &format!("/api/admin/users/{bob_id}"),
-            &root,
-            None,
-            Some(json!({"disabled": true})),
-        )
+    let Answer(status, answer) = app
+        .by(&root)
+        .patch(format!("/api/admin/users/{bob_id}"))
+        .json(json!({"disabled": true}))
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["data"]["state"], "disabled");
     for token in [&bob, &pat, &bob_session] {
         assert_eq!(me_status(app, token).await, StatusCode::UNAUTHORIZED);
     }
-    let (status, answer) = refresh(app, &bob_refresh).await;
-    assert_eq!(code(status, &answer), "UNAUTHORIZED");
-    let (status, answer) = login_as(app, "bob@example.com", "a brand new secret").await;
-    assert_eq!(code(status, &answer), "ACCOUNT_DISABLED", "{answer}");
-    let (_, answer) = app
-        .call("GET", "/api/admin/users?state=disabled", &root, None, None)
-        .await;
+    let Answer(status, answer) = refresh(app, &bob_refresh).await;
+    assert_eq!(code(status, &answer), ErrorCode::Unauthorized);
+    let Answer(status, answer) = login_as(app, "bob@example.com", "a brand new secret").await;
+    assert_eq!(
+        code(status, &answer),
+        ErrorCode::AccountDisabled,
+        "{answer}"
+    );
+    let Answer(_, answer) = app.by(&root).get("/api/admin/users?state=disabled").await;
     assert_eq!(answer["pagination"]["total"], 1);
     // Audited in the system chain and in acme's, where bob is a member.
     let system_events = in_chain(app, "admin.user.update", &system).await;
@@ -319,116 +254,80 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
     assert_eq!(acme_events[0].details["changed"], json!(["disabled"]));
     // Never a super-admin (revoke the flag first).
     let carol_id = answer_id(app, &root, "carol@example.com").await;
-    let (status, answer) = app
-        .stepped(
-            "PUT",
-            &format!("/api/admin/super-admins/{carol_id}"),
-            &root,
-            Some(app.step_up("root", 1)),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let (status, answer) = app
-        .call(
-            "PATCH",
-            &format!("/api/admin/users/{carol_id}"),
-            &root,
-            None,
-            Some(json!({"disabled": true})),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "CONFLICT", "{answer}");
+    app.by(&root)
+        .step_up(app.step_up("root", 1))
+        .put(format!("/api/admin/super-admins/{carol_id}"))
+        .await
+        .expect(StatusCode::OK);
+    app.by(&root)
+        .patch(format!("/api/admin/users/{carol_id}"))
+        .json(json!({"disabled": true}))
+        .await
+        .refused(ErrorCode::Conflict);
     let (carol, _) = signed_in(app, "carol@example.com", "carol's own secret").await;
-    let (status, answer) = app
-        .call(
-            "PATCH",
-            &format!("/api/admin/users/{carol_id}"),
-            &carol,
-            None,
-            Some(json!({"disabled": true})),
-        )
+    let Answer(status, answer) = app
+        .by(&carol)
+        .patch(format!("/api/admin/users/{carol_id}"))
+        .json(json!({"disabled": true}))
         .await;
     assert_eq!(
         code(status, &answer),
-        "CONFLICT",
+        ErrorCode::Conflict,
         "not oneself either: {answer}"
     );
     // Enabled again: sign-in works.
-    let (status, answer) = app
-        .call(
-            "PATCH",
-            &format!("/api/admin/users/{bob_id}"),
-            &root,
-            None,
-            Some(json!({"disabled": false, "name": "Robert"})),
-        )
+    let Answer(status, answer) = app
+        .by(&root)
+        .patch(format!("/api/admin/users/{bob_id}"))
+        .json(json!({"disabled": false, "name": "Robert"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["data"]["name"], "Robert");
-    let (status, _) = login_as(app, "bob@example.com", "a brand new secret").await;
+    let Answer(status, _) = login_as(app, "bob@example.com", "a brand new secret").await;
     assert_eq!(status, StatusCode::OK);
     // A new address (the administrator vouches for it); one another account holds: 409.
-    let (status, answer) = app
-        .call(
-            "PATCH",
-            &format!("/api/admin/users/{bob_id}"),
-            &root,
-            None,
-            Some(json!({"email": "alice@example.com"})),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "CONFLICT", "{answer}");
-    let (status, answer) = app
-        .call(
-            "PATCH",
-            &format!("/api/admin/users/{bob_id}"),
-            &root,
-            None,
-            Some(json!({"email": "Robert@Example.com"})),
-        )
+    app.by(&root)
+        .patch(format!("/api/admin/users/{bob_id}"))
+        .json(json!({"email": "alice@example.com"}))
+        .await
+        .refused(ErrorCode::Conflict);
+    let Answer(status, answer) = app
+        .by(&root)
+        .patch(format!("/api/admin/users/{bob_id}"))
+        .json(json!({"email": "Robert@Example.com"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["data"]["email"], "robert@example.com");
     assert_eq!(answer["data"]["state"], "active");
-    let (status, _) = login_as(app, "bob@example.com", "a brand new secret").await;
+    let Answer(status, _) = login_as(app, "bob@example.com", "a brand new secret").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, answer) = login_as(app, "robert@example.com", "a brand new secret").await;
+    let Answer(status, answer) = login_as(app, "robert@example.com", "a brand new secret").await;
     assert_eq!(status, StatusCode::OK, "{answer}");
 
     // Deleted: step-up first; the last Owner cannot be.
     let bob_path = format!("/api/admin/users/{bob_id}");
-    let (status, answer) = app.stepped("DELETE", &bob_path, &root, None, None).await;
-    assert_eq!(code(status, &answer), "STEP_UP_REQUIRED");
-    let (status, answer) = app
-        .stepped(
-            "DELETE",
-            &format!("/api/admin/users/{alice_id}"),
-            &root,
-            Some(app.step_up("root", 1)),
-            None,
-        )
+    app.by(&root)
+        .delete(&bob_path)
+        .await
+        .refused(ErrorCode::StepUpRequired);
+    let Answer(status, answer) = app
+        .by(&root)
+        .step_up(app.step_up("root", 1))
+        .delete(format!("/api/admin/users/{alice_id}"))
         .await;
-    assert_eq!(code(status, &answer), "CONFLICT", "{answer}");
+    assert_eq!(code(status, &answer), ErrorCode::Conflict, "{answer}");
     assert!(
         answer["message"].as_str().unwrap().contains(&acme),
         "{answer}"
     );
-    let (status, answer) = app
-        .stepped(
-            "DELETE",
-            &bob_path,
-            &root,
-            Some(app.step_up("root", 1)),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let (status, answer) = login_as(app, "robert@example.com", "a brand new secret").await;
-    assert_eq!(code(status, &answer), "INVALID_CREDENTIALS");
-    let (_, answer) = app
-        .call("GET", "/api/admin/users?state=deleted", &root, None, None)
-        .await;
+    app.by(&root)
+        .step_up(app.step_up("root", 1))
+        .delete(&bob_path)
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, answer) = login_as(app, "robert@example.com", "a brand new secret").await;
+    assert_eq!(code(status, &answer), ErrorCode::InvalidCredentials);
+    let Answer(_, answer) = app.by(&root).get("/api/admin/users?state=deleted").await;
     assert_eq!(answer["users"][0]["userId"], bob_id.as_str());
     assert_eq!(
         answer["users"][0]["email"],
@@ -436,14 +335,9 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
     );
     assert_eq!(answer["users"][0]["name"], Value::Null);
     assert_eq!(answer["users"][0]["organizations"], 0);
-    let (_, answer) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/members"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, answer) = app
+        .by(&alice)
+        .get(format!("/api/organization/{acme}/members"))
         .await;
     assert_eq!(
         answer["pagination"]["total"], 1,
@@ -457,29 +351,19 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
         .await
         .is_empty());
     for chain in [&system, &acme] {
-        let (status, answer) = app
-            .call(
-                "GET",
-                &format!("/api/audit/verify?orgId={chain}"),
-                &root,
-                None,
-                None,
-            )
+        let Answer(status, answer) = app
+            .by(&root)
+            .get(format!("/api/audit/verify?orgId={chain}"))
             .await;
         assert_eq!(status, StatusCode::OK, "{answer}");
         assert_eq!(answer["data"]["ok"], true, "{answer}");
     }
     // Deleted already, or never there: 404.
-    let (status, answer) = app
-        .stepped(
-            "DELETE",
-            &bob_path,
-            &root,
-            Some(app.step_up("root", 1)),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &answer), "NOT_FOUND");
+    app.by(&root)
+        .step_up(app.step_up("root", 1))
+        .delete(&bob_path)
+        .await
+        .refused(ErrorCode::NotFound);
     assert_eq!(in_chain(app, "admin.user.create", &system).await.len(), 2);
 }
 
@@ -496,62 +380,48 @@ async fn flags_on(app: &TestApp) {
     let (dana, _) = session(app, "dana@example.com").await;
     let team = org_of(app, &dana, "team-org").await;
     let free = org_of(app, &dana, "free-org").await;
-    let (status, answer) = app
-        .stepped(
-            "PATCH",
-            &format!("/api/organization/{team}/tier"),
-            &root,
-            Some(app.step_up("root", 1)),
-            Some(json!({"tier": "team"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    app.by(&root)
+        .step_up(app.step_up("root", 1))
+        .patch(format!("/api/organization/{team}/tier"))
+        .json(json!({"tier": "team"}))
+        .await
+        .expect(StatusCode::OK);
     let audit_status = |org: String| {
         let dana = dana.clone();
-        async move { app.call("GET", "/api/audit", &dana, Some(&org), None).await }
+        async move { app.by(&dana).org(&org).get("/api/audit").await }
     };
     assert_eq!(audit_status(team.clone()).await.0, StatusCode::OK);
     let features = format!("/api/admin/users/{dana_id}/features");
 
     // Unknown names change nothing; only a super-admin sets them.
-    let (status, answer) = app
-        .call(
-            "PUT",
-            &features,
-            &root,
-            None,
-            Some(json!({"features": {"audit_log": false, "teleport": true}})),
-        )
+    let Answer(status, answer) = app
+        .by(&root)
+        .put(&features)
+        .json(json!({"features": {"audit_log": false, "teleport": true}}))
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
     assert!(answer["message"].as_str().unwrap().contains("teleport"));
-    let (status, answer) = app
-        .call(
-            "PUT",
-            &features,
-            &dana,
-            None,
-            Some(json!({"features": {"dashboards": true}})),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "FORBIDDEN");
-    let (_, answer) = app.call("GET", &features, &root, None, None).await;
+    app.by(&dana)
+        .put(&features)
+        .json(json!({"features": {"dashboards": true}}))
+        .await
+        .refused(ErrorCode::Forbidden);
+    let Answer(_, answer) = app.by(&root).get(&features).await;
     assert_eq!(answer["data"]["features"], json!({}));
 
     // Taken away: the tier's feature is refused to dana alone.
-    let (status, answer) = app
-        .call(
-            "PUT",
-            &features,
-            &root,
-            None,
-            Some(json!({"features": {"audit_log": false, "dashboards": true}})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let (status, answer) = audit_status(team.clone()).await;
-    assert_eq!(code(status, &answer), "FEATURE_NOT_AVAILABLE", "{answer}");
-    let (_, answer) = app.call("GET", "/api/me", &dana, Some(&team), None).await;
+    app.by(&root)
+        .put(&features)
+        .json(json!({"features": {"audit_log": false, "dashboards": true}}))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, answer) = audit_status(team.clone()).await;
+    assert_eq!(
+        code(status, &answer),
+        ErrorCode::FeatureNotAvailable,
+        "{answer}"
+    );
+    let Answer(_, answer) = app.by(&dana).org(&team).get("/api/me").await;
     let names = answer["data"]["features"].as_array().unwrap().clone();
     assert!(names.contains(&json!("dashboards")), "{answer}");
     assert!(names.contains(&json!("bulk_operations")), "{answer}");
@@ -559,20 +429,19 @@ async fn flags_on(app: &TestApp) {
     assert_eq!(answer["data"]["featuresOrgId"], team.as_str());
 
     // `true` on a tier feature never opens what the organization lacks.
-    let (status, answer) = app
-        .call(
-            "PUT",
-            &features,
-            &root,
-            None,
-            Some(json!({"features": {"audit_log": true, "bulk_operations": true}})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    app.by(&root)
+        .put(&features)
+        .json(json!({"features": {"audit_log": true, "bulk_operations": true}}))
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(audit_status(team.clone()).await.0, StatusCode::OK);
-    let (status, answer) = audit_status(free.clone()).await;
-    assert_eq!(code(status, &answer), "FEATURE_NOT_AVAILABLE", "{answer}");
-    let (_, answer) = app.call("GET", "/api/me", &dana, Some(&free), None).await;
+    let Answer(status, answer) = audit_status(free.clone()).await;
+    assert_eq!(
+        code(status, &answer),
+        ErrorCode::FeatureNotAvailable,
+        "{answer}"
+    );
+    let Answer(_, answer) = app.by(&dana).org(&free).get("/api/me").await;
     assert_eq!(answer["data"]["features"], json!([]), "{answer}");
 
     // Audited with the old and new flags, in the system chain and dana's organizations'.
@@ -607,61 +476,46 @@ async fn the_active_organization_is_carried_by_tokens_minted_afterwards(app: &Te
     let second = org_of(app, &erin, "second").await;
     let other = app.org("mallory", "elsewhere").await;
     // No `x-org-id` and no active organization: refused as before.
-    let (status, _) = app
-        .call("GET", "/api/organization", &erin, None, None)
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    app.by(&erin)
+        .get("/api/organization")
+        .await
+        .expect(StatusCode::FORBIDDEN);
     // Not one of erin's: refused, nothing recorded.
-    let (status, answer) = app
-        .call(
-            "PUT",
-            "/api/me/active-organization",
-            &erin,
-            None,
-            Some(json!({"orgId": other})),
-        )
+    let Answer(status, answer) = app
+        .by(&erin)
+        .put("/api/me/active-organization")
+        .json(json!({"orgId": other}))
         .await;
     assert!(
         status == StatusCode::FORBIDDEN || status == StatusCode::NOT_FOUND,
         "{answer}"
     );
-    let (status, answer) = app
-        .call(
-            "PUT",
-            "/api/me/active-organization",
-            &erin,
-            None,
-            Some(json!({"orgId": second})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    app.by(&erin)
+        .put("/api/me/active-organization")
+        .json(json!({"orgId": second}))
+        .await
+        .expect(StatusCode::OK);
     // The token in hand is as it was; the next one carries the choice.
-    let (status, _) = app
-        .call("GET", "/api/organization", &erin, None, None)
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    let (status, answer) = refresh(app, &erin_refresh).await;
+    app.by(&erin)
+        .get("/api/organization")
+        .await
+        .expect(StatusCode::FORBIDDEN);
+    let Answer(status, answer) = refresh(app, &erin_refresh).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     let fresh = answer["data"]["accessToken"].as_str().unwrap().to_owned();
-    let (status, answer) = app
-        .call("GET", "/api/organization", &fresh, None, None)
-        .await;
+    let Answer(status, answer) = app.by(&fresh).get("/api/organization").await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["data"]["id"], second.as_str());
     // `x-org-id` still wins for one request.
-    let (_, answer) = app
-        .call("GET", "/api/organization", &fresh, Some(&first), None)
-        .await;
+    let Answer(_, answer) = app.by(&fresh).org(&first).get("/api/organization").await;
     assert_eq!(answer["data"]["id"], first.as_str());
-    let (_, answer) = app.call("GET", "/api/me", &fresh, None, None).await;
+    let Answer(_, answer) = app.by(&fresh).get("/api/me").await;
     assert_eq!(answer["data"]["activeOrgId"], second.as_str());
     let switched = in_chain(app, "org.switch", &second).await;
     assert_eq!(switched.len(), 1);
     // A new sign-in carries it too.
     let (signed_in, _) = session(app, "erin@example.com").await;
-    let (_, answer) = app
-        .call("GET", "/api/organization", &signed_in, None, None)
-        .await;
+    let Answer(_, answer) = app.by(&signed_in).get("/api/organization").await;
     assert_eq!(answer["data"]["id"], second.as_str());
 }
 
@@ -749,16 +603,11 @@ async fn the_build_namespace_is_rendered_the_same_way_each_time(app: &TestApp) {
 async fn a_super_admins_delete_of_an_organization_is_an_administration_action(app: &TestApp) {
     let (system, root) = app.system().await;
     let acme = app.org("alice", "acme").await;
-    let (status, answer) = app
-        .stepped(
-            "DELETE",
-            &format!("/api/organization/{acme}"),
-            &root,
-            Some(app.step_up("root", 1)),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    app.by(&root)
+        .step_up(app.step_up("root", 1))
+        .delete(format!("/api/organization/{acme}"))
+        .await
+        .expect(StatusCode::OK);
     let events = in_chain(app, "admin.org.delete", &system).await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].target_id.as_deref(), Some(acme.as_str()));
@@ -772,82 +621,61 @@ async fn impersonation_sees_as_the_user_and_ends_everywhere(app: &TestApp) {
     let (ada, _) = session(app, "ada@example.com").await;
     let acme = org_of(app, &ada, "acme").await;
     let sam_id = register(app, "sam@example.com").await;
-    let (status, answer) = app
-        .stepped(
-            "PUT",
-            &format!("/api/admin/super-admins/{sam_id}"),
-            &root,
-            Some(app.step_up("root", 1)),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    app.by(&root)
+        .step_up(app.step_up("root", 1))
+        .put(format!("/api/admin/super-admins/{sam_id}"))
+        .await
+        .expect(StatusCode::OK);
     let ask = |user: &str, reason: &str, minutes: u32| json!({"userId": user, "reason": reason, "minutes": minutes});
     let start = |body: Value| {
         let root = root.clone();
         async move {
-            app.stepped(
-                "POST",
-                "/api/admin/impersonations",
-                &root,
-                Some(app.step_up("root", 1)),
-                Some(body),
-            )
-            .await
+            app.by(&root)
+                .step_up(app.step_up("root", 1))
+                .post("/api/admin/impersonations")
+                .json(body)
+                .await
         }
     };
     let reason = "ticket 4711: her pipeline is blocked";
 
     // Refusals, none of which starts anything.
-    let (status, answer) = app
-        .stepped(
-            "POST",
-            "/api/admin/impersonations",
-            &ada,
-            None,
-            Some(ask(&ada_id, reason, 10)),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "FORBIDDEN");
-    let (status, answer) = app
-        .stepped(
-            "POST",
-            "/api/admin/impersonations",
-            &root,
-            None,
-            Some(ask(&ada_id, reason, 10)),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "STEP_UP_REQUIRED");
+    app.by(&ada)
+        .post("/api/admin/impersonations")
+        .json(ask(&ada_id, reason, 10))
+        .await
+        .refused(ErrorCode::Forbidden);
+    app.by(&root)
+        .post("/api/admin/impersonations")
+        .json(ask(&ada_id, reason, 10))
+        .await
+        .refused(ErrorCode::StepUpRequired);
     for (body, field) in [
         (ask(&ada_id, "too short", 10), "reason"),
         (ask(&ada_id, reason, 61), "minutes"),
         (ask(&ada_id, reason, 0), "minutes"),
         (ask("root", reason, 10), "userId"),
     ] {
-        let (status, answer) = start(body.clone()).await;
+        let Answer(status, answer) = start(body.clone()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
         assert_eq!(answer["details"]["field"], field, "{answer}");
     }
-    let (status, answer) = start(ask(&sam_id, reason, 10)).await;
+    let Answer(status, answer) = start(ask(&sam_id, reason, 10)).await;
     assert_eq!(
         code(status, &answer),
-        "FORBIDDEN",
+        ErrorCode::Forbidden,
         "a super-admin: {answer}"
     );
-    let (status, answer) = start(ask("nobody", reason, 10)).await;
-    assert_eq!(code(status, &answer), "NOT_FOUND", "{answer}");
+    let Answer(status, answer) = start(ask("nobody", reason, 10)).await;
+    assert_eq!(code(status, &answer), ErrorCode::NotFound, "{answer}");
     let closed = app.beside(&[("IMPERSONATION_ENABLED", "false")]).await;
-    let (status, answer) = closed
-        .stepped(
-            "POST",
-            "/api/admin/impersonations",
-            &root,
-            Some(app.step_up("root", 1)),
-            Some(ask(&ada_id, reason, 10)),
-        )
+    let Answer(status, answer) = closed
+        .by(&root)
+        .step_up(app.step_up("root", 1))
+        .post("/api/admin/impersonations")
+        .json(ask(&ada_id, reason, 10))
         .await;
-    assert_eq!(code(status, &answer), "FORBIDDEN", "{answer}");
+    assert_eq!(code(status, &answer), ErrorCode::Forbidden, "{answer}");
     assert!(answer["message"]
         .as_str()
         .unwrap()
@@ -856,7 +684,7 @@ async fn impersonation_sees_as_the_user_and_ends_everywhere(app: &TestApp) {
     assert!(app.audited("admin.impersonate.start").await.is_empty());
 
     // Started: the token is ada's, with root as its actor.
-    let (status, answer) = start(ask(&ada_id, reason, 15)).await;
+    let Answer(status, answer) = start(ask(&ada_id, reason, 15)).await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     assert_eq!(answer["data"]["expiresIn"], 900);
     assert!(answer["data"].get("refreshToken").is_none());
@@ -866,20 +694,15 @@ async fn impersonation_sees_as_the_user_and_ends_everywhere(app: &TestApp) {
     assert_eq!(claims.sub, ada_id);
     assert_eq!(claims.act.map(|a| a.sub), Some("root".to_owned()));
     assert_eq!(claims.sid, None, "no family: it cannot be refreshed");
-    let (status, answer) = app.call("GET", "/api/me", &seen, None, None).await;
+    let Answer(status, answer) = app.by(&seen).get("/api/me").await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["data"]["email"], "ada@example.com");
     // What it writes names both.
-    let (status, answer) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/roles"),
-            &seen,
-            None,
-            Some(json!({"name": "reviewers", "permissions": ["compliance:read"]})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    app.by(&seen)
+        .post(format!("/api/organization/{acme}/roles"))
+        .json(json!({"name": "reviewers", "permissions": ["compliance:read"]}))
+        .await
+        .expect(StatusCode::CREATED);
     let created = in_chain(app, "org.role.create", &acme).await;
     assert_eq!(created.len(), 1);
     assert_eq!(created[0].actor_id, ada_id);
@@ -887,25 +710,16 @@ async fn impersonation_sees_as_the_user_and_ends_everywhere(app: &TestApp) {
     assert_eq!(created[0].details["impersonation"]["adminId"], "root");
     // Never the account's credentials, nor a step-up.
     let soon = (Utc::now() + chrono::Duration::days(3)).to_rfc3339();
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/me/tokens",
-            &seen,
-            None,
-            Some(json!({"name": "cli", "expiresAt": soon})),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "FORBIDDEN", "{answer}");
+    app.by(&seen)
+        .post("/api/me/tokens")
+        .json(json!({"name": "cli", "expiresAt": soon}))
+        .await
+        .refused(ErrorCode::Forbidden);
     // Ada is told who, when and why.
-    let (status, answer) = app
-        .call(
-            "GET",
-            "/api/messages/conversations",
-            &ada,
-            Some(&acme),
-            None,
-        )
+    let Answer(status, answer) = app
+        .by(&ada)
+        .org(&acme)
+        .get("/api/messages/conversations")
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     let notice = answer.to_string();
@@ -914,14 +728,12 @@ async fn impersonation_sees_as_the_user_and_ends_everywhere(app: &TestApp) {
         .as_str()
         .unwrap()
         .to_owned();
-    let (_, answer) = app
-        .call(
-            "GET",
-            &format!("/api/messages/conversations/{conversation}/messages"),
-            &ada,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, answer) = app
+        .by(&ada)
+        .org(&acme)
+        .get(format!(
+            "/api/messages/conversations/{conversation}/messages"
+        ))
         .await;
     let text = answer.to_string();
     assert!(
@@ -941,85 +753,52 @@ async fn impersonation_sees_as_the_user_and_ends_everywhere(app: &TestApp) {
     );
 
     // Ended: refused at once; ending again is 409; others get 404.
-    let (status, answer) = app
-        .call(
-            "DELETE",
-            &format!("/api/admin/impersonations/{id}"),
-            &ada,
-            None,
-            None,
-        )
+    let Answer(status, answer) = app
+        .by(&ada)
+        .delete(format!("/api/admin/impersonations/{id}"))
         .await;
     assert_eq!(
         code(status, &answer),
-        "NOT_FOUND",
+        ErrorCode::NotFound,
         "ada's own session cannot end it"
     );
-    let (status, answer) = app
-        .call(
-            "DELETE",
-            &format!("/api/admin/impersonations/{id}"),
-            &root,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    app.by(&root)
+        .delete(format!("/api/admin/impersonations/{id}"))
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(me_status(app, &seen).await, StatusCode::UNAUTHORIZED);
-    let (status, answer) = app
-        .call(
-            "DELETE",
-            &format!("/api/admin/impersonations/{id}"),
-            &root,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &answer), "CONFLICT");
+    app.by(&root)
+        .delete(format!("/api/admin/impersonations/{id}"))
+        .await
+        .refused(ErrorCode::Conflict);
     assert_eq!(in_chain(app, "admin.impersonate.end", &acme).await.len(), 1);
 
     // Read-only: reads pass, every change is refused; it ends from inside.
     let mut body = ask(&ada_id, reason, 5);
     body["readOnly"] = json!(true);
-    let (status, answer) = start(body).await;
+    let Answer(status, answer) = start(body).await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     let read_only = answer["data"]["accessToken"].as_str().unwrap().to_owned();
     let second = answer["data"]["id"].as_str().unwrap().to_owned();
     assert_eq!(me_status(app, &read_only).await, StatusCode::OK);
-    let (status, answer) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/roles"),
-            &read_only,
-            None,
-            Some(json!({"name": "auditors", "permissions": ["compliance:read"]})),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "FORBIDDEN", "{answer}");
-    let (status, answer) = app
-        .call(
-            "DELETE",
-            &format!("/api/admin/impersonations/{second}"),
-            &read_only,
-            None,
-            None,
-        )
+    app.by(&read_only)
+        .post(format!("/api/organization/{acme}/roles"))
+        .json(json!({"name": "auditors", "permissions": ["compliance:read"]}))
+        .await
+        .refused(ErrorCode::Forbidden);
+    let Answer(status, answer) = app
+        .by(&read_only)
+        .delete(format!("/api/admin/impersonations/{second}"))
         .await;
     assert_eq!(
         code(status, &answer),
-        "FORBIDDEN",
+        ErrorCode::Forbidden,
         "read-only: even its end goes through an admin"
     );
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/admin/impersonations/{second}"),
-            &root,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&root)
+        .delete(format!("/api/admin/impersonations/{second}"))
+        .await
+        .expect(StatusCode::OK);
     // A token that claims an actor this server did not record is refused.
     let mut forged = adapters::auth::Claims::user(
         &ada_id,
@@ -1080,22 +859,16 @@ async fn impersonation_through_the_console(app: &TestApp) {
     b.click("#start-scan button").await;
     let refused = b.text("#error").await;
     assert!(refused.contains("read-only"), "{refused}");
-    let (_, answer) = app
-        .call("GET", "/api/compliance/scans", &ada, Some(&acme), None)
-        .await;
+    let Answer(_, answer) = app.by(&ada).org(&acme).get("/api/compliance/scans").await;
     assert_eq!(
         answer["pagination"]["total"], 0,
         "no scan started: {answer}"
     );
     // Ada was told.
-    let (_, answer) = app
-        .call(
-            "GET",
-            "/api/messages/conversations",
-            &ada,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, answer) = app
+        .by(&ada)
+        .org(&acme)
+        .get("/api/messages/conversations")
         .await;
     assert!(
         answer.to_string().contains("A platform administrator"),
@@ -1138,16 +911,11 @@ async fn console_page(
 
 async fn an_invitation_is_accepted_on_the_console_page_its_mail_links_to(app: &TestApp) {
     let (_, root) = app.system().await;
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/admin/users",
-            &root,
-            None,
-            Some(json!({"email": "finn@example.com"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    app.by(&root)
+        .post("/api/admin/users")
+        .json(json!({"email": "finn@example.com"}))
+        .await
+        .expect(StatusCode::CREATED);
     let mail = super::signin::text(
         app,
         "SELECT body FROM account_mail WHERE recipient = 'finn@example.com'",
@@ -1177,7 +945,7 @@ async fn an_invitation_is_accepted_on_the_console_page_its_mail_links_to(app: &T
     let (status, page) = console_page(app, "POST", "/console/verify-email", Some(form)).await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("Your e-mail is verified"), "{page}");
-    let (status, answer) = login_as(app, "finn@example.com", "finn's own secret").await;
+    let Answer(status, answer) = login_as(app, "finn@example.com", "finn's own secret").await;
     assert_eq!(status, StatusCode::OK, "{answer}");
 }
 

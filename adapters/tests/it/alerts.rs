@@ -6,6 +6,8 @@
 //! the report over generated event streams; backtests; bad input refused with
 //! nothing stored; dashboards with their versions, clones and data.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use adapters::services::alerts;
 use adapters::workers::delivery;
 use base64::Engine as _;
@@ -83,48 +85,36 @@ fn service(app: &TestApp) -> String {
 }
 
 pub(super) async fn ingest(app: &TestApp, events: Vec<Value>) {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/reports/events",
-            &service(app),
-            None,
-            Some(json!(events)),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&service(app))
+        .post("/api/reports/events")
+        .json(json!(events))
+        .await
+        .expect(StatusCode::OK);
 }
 
 /// alice's organization with the pipeline `web` registered under [`ARN`].
 async fn watched_org(app: &TestApp) -> (String, String, String) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &alice,
-            Some(&org),
-            Some(staged_pipeline("web")),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines/registry",
-            &alice,
-            Some(&org),
-            Some(json!({"arn": ARN, "pipelineId": id})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let id = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/pipelines")
+        .json(staged_pipeline("web"))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
+    app.by(&alice)
+        .org(&org)
+        .post("/api/pipelines/registry")
+        .json(json!({"arn": ARN, "pipelineId": id}))
+        .await
+        .expect(StatusCode::OK);
     (org, alice, id)
 }
 
 async fn created(app: &TestApp, token: &str, org: &str, path: &str, body: Value) -> Value {
-    let (status, answer) = app.call("POST", path, token, Some(org), Some(body)).await;
+    let Answer(status, answer) = app.by(token).org(org).post(path).json(body).await;
     assert_eq!(status, StatusCode::CREATED, "{path}: {answer}");
     answer["data"].clone()
 }
@@ -196,7 +186,9 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
     // Secrets are never answered back: a hint.
     assert_eq!(pd["hint"], "…CDEF");
     let listed = app
-        .call("GET", "/api/alerts/destinations", &alice, Some(&org), None)
+        .by(&alice)
+        .org(&org)
+        .get("/api/alerts/destinations")
         .await
         .1;
     let text = listed.to_string();
@@ -207,13 +199,12 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
     let secret = wh["signingSecret"].as_str().unwrap().to_owned();
     assert!(secret.starts_with("whsec_"));
     let again = app
-        .call(
-            "GET",
-            &format!("/api/alerts/destinations/{}", wh["id"].as_str().unwrap()),
-            &alice,
-            Some(&org),
-            None,
-        )
+        .by(&alice)
+        .org(&org)
+        .get(format!(
+            "/api/alerts/destinations/{}",
+            wh["id"].as_str().unwrap()
+        ))
         .await
         .1;
     assert!(again["data"].get("signingSecret").is_none());
@@ -285,39 +276,28 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
     );
     // The rule's value is the report's number for the same window.
     let report = app
-        .call(
-            "GET",
-            &format!(
-                "/api/reports/execution/success-rate?pipelineId={pipeline_id}&from={}&to={}",
-                (fire_at - Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                fire_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-            ),
-            &alice,
-            Some(&org),
-            None,
-        )
+        .by(&alice)
+        .org(&org)
+        .get(format!(
+            "/api/reports/execution/success-rate?pipelineId={pipeline_id}&from={}&to={}",
+            (fire_at - Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            fire_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ))
         .await
         .1;
     let overall = &report["data"]["overall"];
     let expected = overall["failed"].as_f64().unwrap()
         / (overall["failed"].as_f64().unwrap() + overall["succeeded"].as_f64().unwrap());
     let now = app
-        .call(
-            "GET",
-            &format!("/api/alerts/rules/{rule_id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/alerts/rules/{rule_id}"))
         .await
         .1;
     assert_eq!(now["data"]["state"], "firing");
     assert_eq!(now["data"]["lastValue"].as_f64().unwrap(), expected);
     assert_eq!(expected, 0.6);
-    let firing = app
-        .call("GET", "/api/alerts/firing", &alice, Some(&org), None)
-        .await
-        .1;
+    let firing = app.by(&alice).org(&org).get("/api/alerts/firing").await.1;
     assert_eq!(firing["data"]["rules"][0]["id"], rule_id.as_str());
 
     // A second replica and this one evaluate the same instant: one writes.
@@ -424,13 +404,9 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
 
     // The history: every transition with its value, every delivery with its outcome.
     let history = app
-        .call(
-            "GET",
-            &format!("/api/alerts/rules/{rule_id}/history"),
-            &alice,
-            Some(&org),
-            None,
-        )
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/alerts/rules/{rule_id}/history"))
         .await
         .1;
     let transitions = history["data"]["transitions"].as_array().unwrap();
@@ -464,21 +440,15 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
     }
     assert_eq!(transitions[1]["value"].as_f64(), Some(0.6));
     assert_eq!(
-        app.call("GET", "/api/alerts/firing", &alice, Some(&org), None)
-            .await
-            .1["data"]["rules"],
+        app.by(&alice).org(&org).get("/api/alerts/firing").await.1["data"]["rules"],
         json!([])
     );
     // The compliance notifications' log lists none of them (each is its rule's
     // history), and its answer keeps its documented channels.
-    let (status, log) = app
-        .call(
-            "GET",
-            "/api/compliance/notifications",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, log) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/notifications")
         .await;
     assert_eq!(status, StatusCode::OK, "{log}");
     assert_eq!(log["pagination"]["total"], 0, "{log}");
@@ -493,20 +463,17 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
         "name": "what if", "metric": "failure_rate", "params": {"pipelineId": pipeline_id},
         "comparison": "gt", "threshold": 0.5, "window": "1h", "for": "2m", "minSamples": 2,
     }, "from": t0.to_rfc3339(), "to": (t0 + Duration::minutes(7)).to_rfc3339()});
-    let (status, backtest) = app
-        .call(
-            "POST",
-            "/api/alerts/rules/backtest",
-            &alice,
-            Some(&org),
-            Some(body.clone()),
-        )
+    let Answer(status, backtest) = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/alerts/rules/backtest")
+        .json(body.clone())
         .await;
     // The test's clock runs ahead of the server's: through the API the range is in
     // the future and refused; the service replays it at the test's instant.
     assert!(t0 + Duration::minutes(7) > Utc::now());
     // The clock the test moved is ahead of the server's: a future range is refused.
-    assert_eq!(code(status, &backtest), "VALIDATION_ERROR");
+    assert_eq!(code(status, &backtest), ErrorCode::ValidationError);
     let backtest = alerts::backtest(
         &app.state,
         &app.store.organization(&org).await.unwrap().unwrap(),
@@ -525,9 +492,7 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
     assert_eq!(notices, ["firing", "resolved"]);
     assert_eq!(backtest.evaluations, 8);
     assert_eq!(
-        app.call("GET", "/api/alerts/rules", &alice, Some(&org), None)
-            .await
-            .1["data"]["rules"]
+        app.by(&alice).org(&org).get("/api/alerts/rules").await.1["data"]["rules"]
             .as_array()
             .unwrap()
             .len(),
@@ -589,13 +554,12 @@ async fn a_refusing_receiver_is_not_retried_and_a_failing_one_is(base_app: &Test
     assert_eq!(flaky.requests.lock().unwrap().len(), 3);
     assert_eq!(refusing.requests.lock().unwrap().len(), 1);
     let history = app
-        .call(
-            "GET",
-            &format!("/api/alerts/rules/{}/history", rule["id"].as_str().unwrap()),
-            &alice,
-            Some(&org),
-            None,
-        )
+        .by(&alice)
+        .org(&org)
+        .get(format!(
+            "/api/alerts/rules/{}/history",
+            rule["id"].as_str().unwrap()
+        ))
         .await
         .1;
     let deliveries = history["data"]["transitions"][0]["deliveries"]
@@ -657,9 +621,10 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
     let hook_id = hook["id"].as_str().unwrap().to_owned();
     let test = |path: String, body: Option<Value>| {
         let (app, alice, org) = (&app, &alice, &org);
-        async move { app.call("POST", &path, alice, Some(org), body).await }
+        async move { app.by(alice).org(org).post(&path).json_opt(body).await }
     };
-    let (status, answer) = test(format!("/api/alerts/destinations/{hook_id}/test"), None).await;
+    let Answer(status, answer) =
+        test(format!("/api/alerts/destinations/{hook_id}/test"), None).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     let target = &answer["data"]["targets"][0];
     assert_eq!(
@@ -679,7 +644,7 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
         (json!("alert.test"), json!(true))
     );
     // An unsaved one: every address of an e-mail destination, then a refusing Slack.
-    let (_, answer) = test(
+    let Answer(_, answer) = test(
         "/api/alerts/destinations/test".to_owned(),
         Some(
             json!({"name": "x", "kind": "email", "addresses": ["a@example.com", "b@example.com"]}),
@@ -696,7 +661,7 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
     );
     assert!(answer["data"]["destinationId"].is_null());
     assert_eq!(mailbox.lock().unwrap().len(), 2);
-    let (_, answer) = test(
+    let Answer(_, answer) = test(
         "/api/alerts/destinations/test".to_owned(),
         Some(json!({"name": "x", "kind": "slack", "url": refusing_url})),
     )
@@ -707,7 +672,7 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
         (json!("failed"), json!(400))
     );
     // PagerDuty: the test's trigger and its resolve.
-    let (_, answer) = test(
+    let Answer(_, answer) = test(
         "/api/alerts/destinations/test".to_owned(),
         Some(json!({"name": "x", "kind": "pagerduty", "routingKey": "abc123"})),
     )
@@ -723,8 +688,9 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
     );
     assert_eq!(events[0].1["dedup_key"], events[1].1["dedup_key"]);
     // The fifth test this minute: 429.
-    let (status, answer) = test(format!("/api/alerts/destinations/{hook_id}/test"), None).await;
-    assert_eq!(code(status, &answer), "RATE_LIMITED", "{answer}");
+    let Answer(status, answer) =
+        test(format!("/api/alerts/destinations/{hook_id}/test"), None).await;
+    assert_eq!(code(status, &answer), ErrorCode::RateLimited, "{answer}");
     // Nothing in any history; audited.
     let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM alert_history")
         .fetch_one(adapters::storage::pool_for_tests(&app.store))
@@ -739,16 +705,12 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
         "name": "slow builds", "metric": "p95_duration_ms", "params": {"pipelineId": pipeline_id},
         "comparison": "gt", "threshold": 60000, "destinations": [hook_id],
     })).await;
-    let (status, answer) = app
-        .call(
-            "DELETE",
-            &format!("/api/alerts/destinations/{hook_id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, answer) = app
+        .by(&alice)
+        .org(&org)
+        .delete(format!("/api/alerts/destinations/{hook_id}"))
         .await;
-    assert_eq!(code(status, &answer), "CONFLICT");
+    assert_eq!(code(status, &answer), ErrorCode::Conflict);
     assert!(
         answer["message"]
             .as_str()
@@ -758,27 +720,20 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
     );
     // A change keeps the stored secret when none is sent; a stale version is 409.
     let change = json!({"version": 1, "name": "renamed hook", "kind": "webhook"});
-    let (status, answer) = app
-        .call(
-            "PUT",
-            &format!("/api/alerts/destinations/{hook_id}"),
-            &alice,
-            Some(&org),
-            Some(change.clone()),
-        )
+    let Answer(status, answer) = app
+        .by(&alice)
+        .org(&org)
+        .put(format!("/api/alerts/destinations/{hook_id}"))
+        .json(change.clone())
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["data"]["version"], 2);
-    let (status, answer) = app
-        .call(
-            "PUT",
-            &format!("/api/alerts/destinations/{hook_id}"),
-            &alice,
-            Some(&org),
-            Some(change),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "CONFLICT");
+    app.by(&alice)
+        .org(&org)
+        .put(format!("/api/alerts/destinations/{hook_id}"))
+        .json(change)
+        .await
+        .refused(ErrorCode::Conflict);
     app.stop().await;
 }
 
@@ -807,74 +762,54 @@ async fn bad_rules_and_panels_are_refused_naming_the_field(app: &TestApp) {
         (with("unknown", json!(1)), "unknown"),
     ];
     for (body, field) in cases {
-        let (status, answer) = app
-            .call(
-                "POST",
-                "/api/alerts/rules",
-                &alice,
-                Some(&org),
-                Some(body.clone()),
-            )
+        let Answer(status, answer) = app
+            .by(&alice)
+            .org(&org)
+            .post("/api/alerts/rules")
+            .json(body.clone())
             .await;
         assert_eq!(
             code(status, &answer),
-            "VALIDATION_ERROR",
+            ErrorCode::ValidationError,
             "{body}: {answer}"
         );
         assert_eq!(answer["details"]["field"], field, "{body}: {answer}");
     }
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/alerts/rules",
-            &alice,
-            Some(&org),
-            Some(with(
-                "params",
-                json!({"pipelineId": pipeline_id, "includeTeams": true}),
-            )),
-        )
+    let Answer(status, answer) = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/alerts/rules")
+        .json(with(
+            "params",
+            json!({"pipelineId": pipeline_id, "includeTeams": true}),
+        ))
         .await;
     // Alice holds every permission of her organization, rollup included.
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     // A Member reads, and may not write.
     let bob = app.token("bob", "bob@example.com");
-    let (status, answer) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{org}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": "bob"})),
-        )
+    let Answer(status, answer) = app
+        .by(&alice)
+        .post(format!("/api/organization/{org}/members"))
+        .json(json!({"userId": "bob"}))
         .await;
     assert!(status.is_success(), "{answer}");
     assert_eq!(
-        app.call("GET", "/api/alerts/rules", &bob, Some(&org), None)
-            .await
-            .0,
+        app.by(&bob).org(&org).get("/api/alerts/rules").await.0,
         StatusCode::OK
     );
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/alerts/rules",
-            &bob,
-            Some(&org),
-            Some(good.clone()),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "FORBIDDEN");
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/dashboards",
-            &bob,
-            Some(&org),
-            Some(json!({"title": "t"})),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "FORBIDDEN");
+    app.by(&bob)
+        .org(&org)
+        .post("/api/alerts/rules")
+        .json(good.clone())
+        .await
+        .refused(ErrorCode::Forbidden);
+    app.by(&bob)
+        .org(&org)
+        .post("/api/dashboards")
+        .json(json!({"title": "t"}))
+        .await
+        .refused(ErrorCode::Forbidden);
 
     let panel = json!({"kind": "timeseries", "report": "execution/success-rate", "params": {"granularity": "hour"},
                        "position": {"x": 0, "y": 0, "w": 12, "h": 6}});
@@ -906,16 +841,17 @@ async fn bad_rules_and_panels_are_refused_naming_the_field(app: &TestApp) {
         ),
     ];
     for (body, says) in cases {
-        let (status, answer) = app
-            .call(
-                "POST",
-                "/api/dashboards",
-                &alice,
-                Some(&org),
-                Some(body.clone()),
-            )
+        let Answer(status, answer) = app
+            .by(&alice)
+            .org(&org)
+            .post("/api/dashboards")
+            .json(body.clone())
             .await;
-        assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
+        assert_eq!(
+            code(status, &answer),
+            ErrorCode::ValidationError,
+            "{answer}"
+        );
         assert_eq!(answer["details"]["field"], "panels", "{answer}");
         assert!(
             answer["message"].as_str().unwrap().contains(says),
@@ -959,18 +895,15 @@ async fn bad_rules_and_panels_are_refused_naming_the_field(app: &TestApp) {
             "url",
         ),
     ] {
-        let (status, answer) = app
-            .call(
-                "POST",
-                "/api/alerts/destinations",
-                &alice,
-                Some(&org),
-                Some(body.clone()),
-            )
+        let Answer(status, answer) = app
+            .by(&alice)
+            .org(&org)
+            .post("/api/alerts/destinations")
+            .json(body.clone())
             .await;
         assert_eq!(
             code(status, &answer),
-            "VALIDATION_ERROR",
+            ErrorCode::ValidationError,
             "{body}: {answer}"
         );
         assert_eq!(answer["details"]["field"], field, "{body}: {answer}");
@@ -978,13 +911,7 @@ async fn bad_rules_and_panels_are_refused_naming_the_field(app: &TestApp) {
     // An organization holds at most 100 destinations, decided under its lock.
     let makes: Vec<_> = (0..101)
         .map(|i| {
-            TestApp::request_of(
-                "POST",
-                "/api/alerts/destinations",
-                &alice,
-                Some(&org),
-                Some(json!({"name": format!("mail {i}"), "kind": "email", "addresses": ["ops@example.com"]})),
-            )
+            app.by(&alice).org(&org).post("/api/alerts/destinations").json(json!({"name": format!("mail {i}"), "kind": "email", "addresses": ["ops@example.com"]})).request()
         })
         .collect();
     let answers = app.concurrently(makes).await;
@@ -997,7 +924,12 @@ async fn bad_rules_and_panels_are_refused_naming_the_field(app: &TestApp) {
         .iter()
         .find(|(s, _)| *s != StatusCode::CREATED)
         .unwrap();
-    assert_eq!(code(refused.0, &refused.1), "CONFLICT", "{}", refused.1);
+    assert_eq!(
+        code(refused.0, &refused.1),
+        ErrorCode::Conflict,
+        "{}",
+        refused.1
+    );
 }
 
 async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &TestApp) {
@@ -1030,14 +962,10 @@ async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &Tes
         (t0 - Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         (t0 + Duration::hours(3)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     );
-    let (status, data) = app
-        .call(
-            "GET",
-            &format!("/api/dashboards/{id}/data?{range}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, data) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/dashboards/{id}/data?{range}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{data}");
     let panels = data["data"]["panels"].as_array().unwrap();
@@ -1062,13 +990,9 @@ async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &Tes
         ),
     ] {
         let report = app
-            .call(
-                "GET",
-                &format!("/api/reports/{path}?{query}{range}"),
-                &alice,
-                Some(&org),
-                None,
-            )
+            .by(&alice)
+            .org(&org)
+            .get(format!("/api/reports/{path}?{query}{range}"))
             .await
             .1;
         assert_eq!(panel["answer"]["report"], path);
@@ -1090,14 +1014,11 @@ async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &Tes
         "name": "what if", "metric": "failure_rate", "params": {"pipelineId": pipeline_id},
         "comparison": "gt", "threshold": 0.4, "window": "1h",
     }, "from": t0.to_rfc3339(), "to": (t0 + Duration::hours(2)).to_rfc3339()});
-    let (status, backtest) = app
-        .call(
-            "POST",
-            "/api/alerts/rules/backtest",
-            &alice,
-            Some(&org),
-            Some(body),
-        )
+    let Answer(status, backtest) = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/alerts/rules/backtest")
+        .json(body)
         .await;
     assert_eq!(status, StatusCode::OK, "{backtest}");
     assert_eq!(backtest["data"]["evaluations"], 121);
@@ -1127,49 +1048,36 @@ async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &Tes
 
     // A change carries the version it read: the second writer of version 1 loses.
     let change = json!({"title": "Delivery (hourly)", "panels": [], "version": 1});
-    let (status, answer) = app
-        .call(
-            "PUT",
-            &format!("/api/dashboards/{id}"),
-            &alice,
-            Some(&org),
-            Some(change.clone()),
-        )
+    let Answer(status, answer) = app
+        .by(&alice)
+        .org(&org)
+        .put(format!("/api/dashboards/{id}"))
+        .json(change.clone())
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["data"]["version"], 2);
-    let (status, answer) = app
-        .call(
-            "PUT",
-            &format!("/api/dashboards/{id}"),
-            &alice,
-            Some(&org),
-            Some(change),
-        )
+    app.by(&alice)
+        .org(&org)
+        .put(format!("/api/dashboards/{id}"))
+        .json(change)
+        .await
+        .refused(ErrorCode::Conflict);
+    let Answer(status, answer) = app
+        .by(&alice)
+        .org(&org)
+        .put(format!("/api/dashboards/{id}"))
+        .json(json!({"title": "x"}))
         .await;
-    assert_eq!(code(status, &answer), "CONFLICT");
-    let (status, answer) = app
-        .call(
-            "PUT",
-            &format!("/api/dashboards/{id}"),
-            &alice,
-            Some(&org),
-            Some(json!({"title": "x"})),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "VALIDATION_ERROR");
+    assert_eq!(code(status, &answer), ErrorCode::ValidationError);
     assert_eq!(answer["details"]["field"], "version");
 
     // A clone into another organization of alice's, from this one.
     let other = app.org("alice", "acme-two").await;
-    let (status, copy) = app
-        .call(
-            "POST",
-            &format!("/api/dashboards/{id}/clone"),
-            &alice,
-            Some(&other),
-            Some(json!({"sourceOrgId": org})),
-        )
+    let Answer(status, copy) = app
+        .by(&alice)
+        .org(&other)
+        .post(format!("/api/dashboards/{id}/clone"))
+        .json(json!({"sourceOrgId": org}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{copy}");
     assert_eq!(copy["data"]["orgId"], other.as_str());
@@ -1177,46 +1085,30 @@ async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &Tes
     // Someone else's organization is not a source.
     let mallory = app.token("mallory", "mallory@example.com");
     let theirs = app.org("mallory", "evil").await;
-    let (status, answer) = app
-        .call(
-            "POST",
-            &format!("/api/dashboards/{id}/clone"),
-            &mallory,
-            Some(&theirs),
-            Some(json!({"sourceOrgId": org})),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "NOT_FOUND", "{answer}");
+    app.by(&mallory)
+        .org(&theirs)
+        .post(format!("/api/dashboards/{id}/clone"))
+        .json(json!({"sourceOrgId": org}))
+        .await
+        .refused(ErrorCode::NotFound);
     app.relay().await;
     let clones = app.audited("dashboard.clone").await;
     assert_eq!(clones.len(), 1);
     assert_eq!(clones[0].details["sourceId"], id.as_str());
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/dashboards/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(
-        app.call(
-            "GET",
-            &format!("/api/dashboards/{id}"),
-            &alice,
-            Some(&org),
-            None
-        )
+    app.by(&alice)
+        .org(&org)
+        .delete(format!("/api/dashboards/{id}"))
         .await
-        .0,
+        .expect(StatusCode::OK);
+    assert_eq!(
+        app.by(&alice)
+            .org(&org)
+            .get(format!("/api/dashboards/{id}"))
+            .await
+            .0,
         StatusCode::NOT_FOUND
     );
-    let listed = app
-        .call("GET", "/api/dashboards", &alice, Some(&other), None)
-        .await
-        .1;
+    let listed = app.by(&alice).org(&other).get("/api/dashboards").await.1;
     assert_eq!(listed["pagination"]["total"], 1);
 }
 
@@ -1284,15 +1176,11 @@ async fn a_rules_value_is_the_reports_number(app: &TestApp) {
                 let range = range.clone();
                 let (alice, org) = (alice.clone(), org.clone());
                 async move {
-                    app.call(
-                        "GET",
-                        &format!("/api/reports/execution/{path}?{range}&limit=100"),
-                        &alice,
-                        Some(&org),
-                        None,
-                    )
-                    .await
-                    .1["data"]
+                    app.by(&alice)
+                        .org(&org)
+                        .get(format!("/api/reports/execution/{path}?{range}&limit=100"))
+                        .await
+                        .1["data"]
                         .clone()
                 }
             };
@@ -1373,14 +1261,10 @@ async fn the_posture_trend_comes_from_hourly_snapshots(app: &TestApp) {
         (hour - Duration::hours(3)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         hour.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     );
-    let (status, trend) = app
-        .call(
-            "GET",
-            &format!("/api/reports/compliance/posture-trend?{range}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, trend) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/reports/compliance/posture-trend?{range}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{trend}");
     let series = trend["data"]["series"].as_array().unwrap();
@@ -1389,16 +1273,12 @@ async fn the_posture_trend_comes_from_hourly_snapshots(app: &TestApp) {
     assert_eq!(series[1]["total"], 1);
     assert_eq!(series[2]["total"], 1);
     // A scan writes the trend's point when it ends.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scans",
-            &alice,
-            Some(&org),
-            Some(json!({"target": "pipeline"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    app.by(&alice)
+        .org(&org)
+        .post("/api/compliance/scans")
+        .json(json!({"target": "pipeline"}))
+        .await
+        .expect(StatusCode::ACCEPTED);
     let state = AppState::new(
         test_config(&[]),
         app.store.clone(),

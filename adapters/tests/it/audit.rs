@@ -1,6 +1,8 @@
 //! The audit trail in the server (document 3, SEMANTICS.md 2).
 
 use super::*;
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use adapters::emitter::{AuditClient, Delivery, OutgoingEvent};
 
 impl TestApp {
@@ -39,14 +41,9 @@ impl TestApp {
     }
 
     pub async fn verify(&self, org: &str) -> Value {
-        let (status, body) = self
-            .call(
-                "GET",
-                &format!("/api/audit/verify?orgId={org}"),
-                &self.super_token().await,
-                None,
-                None,
-            )
+        let Answer(status, body) = self
+            .by(&self.super_token().await)
+            .get(format!("/api/audit/verify?orgId={org}"))
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
         body["data"].clone()
@@ -221,7 +218,7 @@ async fn who_may_post_read_and_verify(app: &TestApp) {
     let alice = app.token("alice", "alice@example.com");
     // Ingest: services only, allow-listed actions, a key.
     let (status, body) = app.post_event(&alice, Some("k"), event(&acme, 1)).await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
+    assert_eq!(code(status, &body), ErrorCode::Forbidden);
     let forged = json!({"action": "user.login", "actorId": "alice", "orgId": acme});
     let (status, body) = app.post_event(&service, Some("k1"), forged).await;
     assert_eq!(
@@ -235,13 +232,13 @@ async fn who_may_post_read_and_verify(app: &TestApp) {
             json!({"action": "made.up", "actorId": "a", "orgId": acme}),
         )
         .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    assert_eq!(code(status, &body), ErrorCode::ValidationError);
     let (status, body) = app.post_event(&service, None, event(&acme, 1)).await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    assert_eq!(code(status, &body), ErrorCode::ValidationError);
     let (status, body) = app.post_event(&service, Some("k3"), json!({"action": "plugin.upload", "actorId": "a", "orgId": acme, "service": "pipeline"})).await;
     assert_eq!(
         code(status, &body),
-        "VALIDATION_ERROR",
+        ErrorCode::ValidationError,
         "the token names the service"
     );
     for (n, org) in [(1, &acme), (2, &globex), (3, &acme)] {
@@ -255,14 +252,10 @@ async fn who_may_post_read_and_verify(app: &TestApp) {
     assert_eq!(status, StatusCode::CREATED);
 
     // Read: audit:read in the x-org-id organization, forced to it.
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/audit?action=plugin.upload&orgId={globex}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .get(format!("/api/audit?action=plugin.upload&orgId={globex}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let targets: Vec<&str> = body["events"]
@@ -276,87 +269,59 @@ async fn who_may_post_read_and_verify(app: &TestApp) {
         ["plugin-3", "plugin-1"],
         "newest first, acme's only, whatever orgId says"
     );
-    let (_, body) = app
-        .call(
-            "GET",
-            "/api/audit?action=quota.reset",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/audit?action=quota.reset")
         .await;
     assert_eq!(body["pagination"]["total"], 1);
-    app.call(
-        "POST",
-        &format!("/api/organization/{acme}/members"),
-        &alice,
-        None,
-        Some(json!({"userId": "carl"})),
-    )
-    .await;
-    let carl = app.token("carl", "carl@example.com");
-    let (status, body) = app
-        .call("GET", "/api/audit", &carl, Some(&acme), None)
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": "carl"}))
         .await;
+    let carl = app.token("carl", "carl@example.com");
+    let Answer(status, body) = app.by(&carl).org(&acme).get("/api/audit").await;
     assert_eq!(
         code(status, &body),
-        "FORBIDDEN",
+        ErrorCode::Forbidden,
         "a member lacks audit:read"
     );
-    let (status, body) = app
-        .call("GET", "/api/audit", &alice, Some(&globex), None)
-        .await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/audit?from=yesterday",
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&alice)
+        .org(&globex)
+        .get("/api/audit")
+        .await
+        .refused(ErrorCode::TenantForbidden);
+    app.by(&alice)
+        .org(&acme)
+        .get("/api/audit?from=yesterday")
+        .await
+        .refused(ErrorCode::ValidationError);
 
     // Verify: super-admins only.
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/audit/verify?orgId={acme}"),
-            &alice,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/audit/verify",
-            &app.super_token().await,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&alice)
+        .get(format!("/api/audit/verify?orgId={acme}"))
+        .await
+        .refused(ErrorCode::Forbidden);
+    app.by(&app.super_token().await)
+        .get("/api/audit/verify")
+        .await
+        .refused(ErrorCode::ValidationError);
     assert_eq!(app.verify(&globex).await["ok"], true);
 }
 
 async fn the_servers_own_actions_reach_the_chain(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    app.call(
-        "POST",
-        &format!("/api/organization/{acme}/members"),
-        &alice,
-        None,
-        Some(json!({"userId": "bob"})),
-    )
-    .await;
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": "bob"}))
+        .await;
     let mut seen = Vec::new();
     for _ in 0..50 {
-        let (_, body) = app
-            .call("GET", "/api/audit?sortOrder=asc", &alice, Some(&acme), None)
+        let Answer(_, body) = app
+            .by(&alice)
+            .org(&acme)
+            .get("/api/audit?sortOrder=asc")
             .await;
         seen = body["events"].as_array().cloned().unwrap_or_default();
         if seen.len() >= 2 {

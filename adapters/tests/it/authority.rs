@@ -1,5 +1,7 @@
 //! Authority (document 2): ownership, super-admin from the platform only, tokens.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex as StdMutex;
 
@@ -13,27 +15,19 @@ async fn ownership_moves_full_control_and_only_the_owner_moves_it(app: &TestApp)
     let bob = app.token("bob", "bob@example.com");
     let carol = app.token("carol", "carol@example.com");
     for (user, role) in [("bob", "member"), ("carol", "admin")] {
-        let (status, body) = app
-            .call(
-                "POST",
-                &format!("/api/organization/{org}/members"),
-                &alice,
-                None,
-                Some(json!({"userId": user, "role": role})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        app.by(&alice)
+            .post(format!("/api/organization/{org}/members"))
+            .json(json!({"userId": user, "role": role}))
+            .await
+            .expect(StatusCode::CREATED);
     }
     let transfer = format!("/api/organization/{org}/transfer-owner");
     // An Admin (who holds org:settings) cannot take ownership, even with step-up.
-    let (status, body) = app
-        .stepped(
-            "PATCH",
-            &transfer,
-            &carol,
-            Some(app.step_up("carol", 1)),
-            Some(json!({"userId": "carol"})),
-        )
+    let Answer(status, body) = app
+        .by(&carol)
+        .step_up(app.step_up("carol", 1))
+        .patch(&transfer)
+        .json(json!({"userId": "carol"}))
         .await;
     assert_eq!(
         (status, code(status, &body).as_str()),
@@ -41,70 +35,42 @@ async fn ownership_moves_full_control_and_only_the_owner_moves_it(app: &TestApp)
         "{body}"
     );
     // The Owner transfers to bob.
-    let (status, body) = app
-        .stepped(
-            "PATCH",
-            &transfer,
-            &alice,
-            Some(app.step_up("alice", 1)),
-            Some(json!({"userId": "bob"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .step_up(app.step_up("alice", 1))
+        .patch(&transfer)
+        .json(json!({"userId": "bob"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["ownerId"], "bob");
     // The new Owner has full control: adds a member, creates a Role and a rule, exports.
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{org}/members"),
-            &bob,
-            None,
-            Some(json!({"userId": "dave"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{org}/roles"),
-            &bob,
-            None,
-            Some(json!({"name": "Auditors", "permissions": ["audit:read"]})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &bob,
-            Some(&org),
-            Some(
-                json!({"name": "pinned", "target": "plugin", "severity": "error",
+    app.by(&bob)
+        .post(format!("/api/organization/{org}/members"))
+        .json(json!({"userId": "dave"}))
+        .await
+        .expect(StatusCode::CREATED);
+    app.by(&bob)
+        .post(format!("/api/organization/{org}/roles"))
+        .json(json!({"name": "Auditors", "permissions": ["audit:read"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    app.by(&bob)
+        .org(&org)
+        .post("/api/compliance/rules")
+        .json(
+            json!({"name": "pinned", "target": "plugin", "severity": "error",
                         "field": "version", "operator": "neq", "value": "latest"}),
-            ),
         )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{org}/export"),
-            &bob,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+        .await
+        .expect(StatusCode::CREATED);
+    app.by(&bob)
+        .get(format!("/api/organization/{org}/export"))
+        .await
+        .expect(StatusCode::OK);
     // The previous Owner stays an Admin member but can no longer act as Owner.
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{org}/members"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .get(format!("/api/organization/{org}/members"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let alice_row = body["data"]
@@ -113,14 +79,11 @@ async fn ownership_moves_full_control_and_only_the_owner_moves_it(app: &TestApp)
         .and_then(|m| m.iter().find(|m| m["userId"] == "alice").cloned())
         .unwrap_or_default();
     assert_eq!(alice_row["role"], "admin", "{body}");
-    let (status, body) = app
-        .stepped(
-            "PATCH",
-            &transfer,
-            &alice,
-            Some(app.step_up("alice", 1)),
-            Some(json!({"userId": "alice"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .step_up(app.step_up("alice", 1))
+        .patch(&transfer)
+        .json(json!({"userId": "alice"}))
         .await;
     assert_eq!(
         (status, code(status, &body).as_str()),
@@ -148,82 +111,57 @@ async fn super_admin_comes_from_the_platform_never_from_the_token(app: &TestApp)
     // A token that claims to be a super-admin is an ordinary user.
     let forged =
         raw_token(json!({"sub": "mallory", "exp": now + 600, "iat": now, "superAdmin": true}));
-    let (status, body) = app
-        .call("GET", "/api/audit/verify?orgId=x", &forged, None, None)
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    app.by(&forged)
+        .get("/api/audit/verify?orgId=x")
+        .await
+        .expect(StatusCode::FORBIDDEN);
     // The bootstrap identifier is, once it created the system organization.
     let (system, root) = app.system().await;
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/audit/verify?orgId={system}"),
-            &root,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&root)
+        .get(format!("/api/audit/verify?orgId={system}"))
+        .await
+        .expect(StatusCode::OK);
     // Granting needs step-up.
     let grant = "/api/admin/super-admins/sam";
-    let (status, body) = app.stepped("PUT", grant, &root, None, None).await;
-    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
-    let (status, body) = app
-        .stepped("PUT", grant, &root, Some(app.step_up("root", 1)), None)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&root)
+        .put(grant)
+        .await
+        .refused(ErrorCode::StepUpRequired);
+    app.by(&root)
+        .step_up(app.step_up("root", 1))
+        .put(grant)
+        .await
+        .expect(StatusCode::OK);
     let sam = app.token("sam", "sam@example.com");
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/audit/verify?orgId={system}"),
-            &sam,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = app
-        .call("GET", "/api/admin/super-admins", &sam, None, None)
-        .await;
+    app.by(&sam)
+        .get(format!("/api/audit/verify?orgId={system}"))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, body) = app.by(&sam).get("/api/admin/super-admins").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["superAdmins"], json!(["root", "sam"]));
     // A non-super-admin cannot grant.
     let mallory = app.token("mallory", "m@example.com");
-    let (status, _) = app
-        .stepped(
-            "PUT",
-            "/api/admin/super-admins/mallory",
-            &mallory,
-            Some(app.step_up("mallory", 1)),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    app.by(&mallory)
+        .step_up(app.step_up("mallory", 1))
+        .put("/api/admin/super-admins/mallory")
+        .await
+        .expect(StatusCode::FORBIDDEN);
     // Revoked: sam can no longer verify.
-    let (status, body) = app
-        .stepped("DELETE", grant, &root, Some(app.step_up("root", 1)), None)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, _) = app
-        .call(
-            "GET",
-            &format!("/api/audit/verify?orgId={system}"),
-            &sam,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    app.by(&root)
+        .step_up(app.step_up("root", 1))
+        .delete(grant)
+        .await
+        .expect(StatusCode::OK);
+    app.by(&sam)
+        .get(format!("/api/audit/verify?orgId={system}"))
+        .await
+        .expect(StatusCode::FORBIDDEN);
     // The last super-admin cannot revoke themselves.
-    let (status, body) = app
-        .stepped(
-            "DELETE",
-            "/api/admin/super-admins/root",
-            &root,
-            Some(app.step_up("root", 1)),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&root)
+        .step_up(app.step_up("root", 1))
+        .delete("/api/admin/super-admins/root")
         .await;
     assert_eq!(
         (status, code(status, &body).as_str()),
@@ -241,14 +179,10 @@ async fn super_admin_comes_from_the_platform_never_from_the_token(app: &TestApp)
 async fn tokens_mean_what_document_2_says(app: &TestApp) {
     let now = Utc::now().timestamp();
     let create = |token: String| async move {
-        app.call(
-            "POST",
-            "/api/organization",
-            &token,
-            None,
-            Some(json!({"name": format!("t{}", uuid::Uuid::new_v4().simple())})),
-        )
-        .await
+        app.by(&token)
+            .post("/api/organization")
+            .json(json!({"name": format!("t{}", uuid::Uuid::new_v4().simple())}))
+            .await
     };
     let refused = [
         (
@@ -273,9 +207,9 @@ async fn tokens_mean_what_document_2_says(app: &TestApp) {
         ),
     ];
     for (why, claims) in refused {
-        let (status, body) = create(raw_token(claims)).await;
+        let Answer(status, body) = create(raw_token(claims)).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{why}: {body}");
-        assert_eq!(code(status, &body), "UNAUTHORIZED", "{why}");
+        assert_eq!(code(status, &body), ErrorCode::Unauthorized, "{why}");
     }
     let accepted = [
         (
@@ -288,7 +222,7 @@ async fn tokens_mean_what_document_2_says(app: &TestApp) {
         ),
     ];
     for (why, claims) in accepted {
-        let (status, body) = create(raw_token(claims)).await;
+        let Answer(status, body) = create(raw_token(claims)).await;
         assert_eq!(status, StatusCode::CREATED, "{why}: {body}");
     }
 }

@@ -5,18 +5,17 @@
 //! API calls counted, tenant isolation.
 
 use super::*;
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
 pub async fn team_of(app: &TestApp, token: &str, root: &str, name: &str) -> String {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            token,
-            Some(root),
-            Some(json!({"name": name, "parentOrgId": root})),
-        )
+    let Answer(status, body) = app
+        .by(token)
+        .org(root)
+        .post("/api/organization")
+        .json(json!({"name": name, "parentOrgId": root}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     body["data"]["id"].as_str().unwrap().to_owned()
@@ -34,8 +33,10 @@ fn limit_of(subscription: &Value, dimension: &str) -> i64 {
 }
 
 pub async fn subscription(app: &TestApp, token: &str, org: &str) -> Value {
-    let (status, body) = app
-        .call("GET", "/api/subscriptions/current", token, Some(org), None)
+    let Answer(status, body) = app
+        .by(token)
+        .org(org)
+        .get("/api/subscriptions/current")
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["data"].clone()
@@ -43,14 +44,10 @@ pub async fn subscription(app: &TestApp, token: &str, org: &str) -> Value {
 
 pub async fn set_tier(app: &TestApp, org: &str, tier: &str) {
     let root = app.super_token().await;
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/quotas/{org}"),
-            &root,
-            None,
-            Some(json!({"tier": tier})),
-        )
+    let Answer(status, body) = app
+        .by(&root)
+        .put(format!("/api/quotas/{org}"))
+        .json(json!({"tier": tier}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["tier"], tier, "{body}");
@@ -70,9 +67,7 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
     assert_eq!(billing.audited("billing.tier.override").await.len(), 1);
 
     // The bundles offered to Pro, with prices in cents and dollars.
-    let (status, body) = billing
-        .call("GET", "/api/bundles", &alice, Some(&acme), None)
-        .await;
+    let Answer(status, body) = billing.by(&alice).org(&acme).get("/api/bundles").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["enabled"], true);
     let offers = body["data"]["bundles"].as_array().unwrap();
@@ -90,14 +85,11 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
     let id = sub["id"].as_str().unwrap().to_owned();
     assert_eq!(limit_of(&sub, "seats"), 1);
     let two_packs = json!({"bundleId": "SEAT_PACK", "quantity": 2});
-    let (status, preview) = billing
-        .call(
-            "POST",
-            &format!("/api/subscriptions/{id}/addons/preview"),
-            &alice,
-            Some(&acme),
-            Some(two_packs.clone()),
-        )
+    let Answer(status, preview) = billing
+        .by(&alice)
+        .org(&acme)
+        .post(format!("/api/subscriptions/{id}/addons/preview"))
+        .json(two_packs.clone())
         .await;
     assert_eq!(status, StatusCode::OK, "{preview}");
     assert_eq!(limit_of(&preview["data"], "seats"), 11);
@@ -115,14 +107,11 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
         1,
         "a preview commits nothing"
     );
-    let (status, bought) = billing
-        .call(
-            "POST",
-            &format!("/api/subscriptions/{id}/addons"),
-            &alice,
-            Some(&acme),
-            Some(two_packs),
-        )
+    let Answer(status, bought) = billing
+        .by(&alice)
+        .org(&acme)
+        .post(format!("/api/subscriptions/{id}/addons"))
+        .json(two_packs)
         .await;
     assert_eq!(status, StatusCode::OK, "{bought}");
     assert_eq!(
@@ -140,38 +129,25 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
 
     // The seats are enforced: the owner and ten members fit, the twelfth does not.
     for i in 0..10 {
-        let (status, body) = billing
-            .call(
-                "POST",
-                &format!("/api/organization/{acme}/members"),
-                &alice,
-                None,
-                Some(json!({"userId": format!("member-{i}"), "role": "member"})),
-            )
+        let Answer(status, body) = billing
+            .by(&alice)
+            .post(format!("/api/organization/{acme}/members"))
+            .json(json!({"userId": format!("member-{i}"), "role": "member"}))
             .await;
         assert_eq!(status, StatusCode::CREATED, "member {i}: {body}");
     }
-    let (status, body) = billing
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": "one-too-many", "role": "member"})),
-        )
+    let Answer(status, body) = billing
+        .by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": "one-too-many", "role": "member"}))
         .await;
-    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    assert_eq!(code(status, &body), ErrorCode::QuotaExceeded);
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(body["details"]["limit"], 11, "{body}");
     assert_eq!(body["details"]["dimension"], "seats", "{body}");
-    let (_, members) = billing
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/members?limit=100"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, members) = billing
+        .by(&alice)
+        .get(format!("/api/organization/{acme}/members?limit=100"))
         .await;
     assert_eq!(
         members["pagination"]["total"], 11,
@@ -180,48 +156,37 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
 
     // A tier base of -1 stays -1 whatever is bought.
     assert_eq!(limit_of(&bought["data"], "apiCalls"), -1);
-    let (status, body) = billing
-        .call(
-            "POST",
-            &format!("/api/subscriptions/{id}/addons"),
-            &alice,
-            Some(&acme),
-            Some(json!({"bundleId": "API_PACK", "quantity": 3})),
-        )
+    let Answer(status, body) = billing
+        .by(&alice)
+        .org(&acme)
+        .post(format!("/api/subscriptions/{id}/addons"))
+        .json(json!({"bundleId": "API_PACK", "quantity": 3}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(limit_of(&body["data"], "apiCalls"), -1);
 
     // SSO is not stackable; the audit log is Pro's only.
-    let (status, body) = billing
-        .call(
-            "POST",
-            &format!("/api/subscriptions/{id}/addons/preview"),
-            &alice,
-            Some(&acme),
-            Some(json!({"bundleId": "SSO", "quantity": 2})),
-        )
+    let Answer(status, body) = billing
+        .by(&alice)
+        .org(&acme)
+        .post(format!("/api/subscriptions/{id}/addons/preview"))
+        .json(json!({"bundleId": "SSO", "quantity": 2}))
         .await;
-    assert_eq!(code(status, &body), "BUNDLE_NOT_STACKABLE");
+    assert_eq!(code(status, &body), ErrorCode::BundleNotStackable);
     assert_eq!(status, StatusCode::BAD_REQUEST);
     let bob = billing.token("bob", "bob@example.com");
     let globex = billing.org("bob", "globex").await;
     let globex_sub = subscription(&billing, &bob, &globex).await;
     let globex_id = globex_sub["id"].as_str().unwrap();
-    let (status, body) = billing
-        .call(
-            "POST",
-            &format!("/api/subscriptions/{globex_id}/addons"),
-            &bob,
-            Some(&globex),
-            Some(json!({"bundleId": "AUDIT_LOG"})),
-        )
+    let Answer(status, body) = billing
+        .by(&bob)
+        .org(&globex)
+        .post(format!("/api/subscriptions/{globex_id}/addons"))
+        .json(json!({"bundleId": "AUDIT_LOG"}))
         .await;
-    assert_eq!(code(status, &body), "BUNDLE_NOT_ELIGIBLE");
+    assert_eq!(code(status, &body), ErrorCode::BundleNotEligible);
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let (_, offered) = billing
-        .call("GET", "/api/bundles", &bob, Some(&globex), None)
-        .await;
+    let Answer(_, offered) = billing.by(&bob).org(&globex).get("/api/bundles").await;
     assert!(
         !offered["data"]["bundles"]
             .as_array()
@@ -231,73 +196,55 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
         "Developer is not offered AUDIT_LOG or SSO: {offered}"
     );
     // Another account's subscription is not found, whatever the body.
-    let (status, body) = billing
-        .call(
-            "POST",
-            &format!("/api/subscriptions/{id}/addons"),
-            &bob,
-            Some(&globex),
-            Some(json!({"bundleId": "SEAT_PACK"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
-    let (status, _) = billing
-        .call("GET", &format!("/api/quotas/{acme}"), &bob, None, None)
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    billing
+        .by(&bob)
+        .org(&globex)
+        .post(format!("/api/subscriptions/{id}/addons"))
+        .json(json!({"bundleId": "SEAT_PACK"}))
+        .await
+        .refused(ErrorCode::NotFound);
+    billing
+        .by(&bob)
+        .get(format!("/api/quotas/{acme}"))
+        .await
+        .expect(StatusCode::NOT_FOUND);
     // A member without billing:manage cannot buy.
     let member = billing.token("member-0", "m0@example.com");
-    let (status, _) = billing
-        .call(
-            "POST",
-            &format!("/api/subscriptions/{id}/addons"),
-            &member,
-            Some(&acme),
-            Some(json!({"bundleId": "SEAT_PACK", "quantity": 9})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    billing
+        .by(&member)
+        .org(&acme)
+        .post(format!("/api/subscriptions/{id}/addons"))
+        .json(json!({"bundleId": "SEAT_PACK", "quantity": 9}))
+        .await
+        .expect(StatusCode::FORBIDDEN);
 
     // Removing an add-on synchronizes too; removing it again is 404.
-    let (status, body) = billing
-        .call(
-            "DELETE",
-            &format!("/api/subscriptions/{id}/addons/SEAT_PACK"),
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(status, body) = billing
+        .by(&alice)
+        .org(&acme)
+        .delete(format!("/api/subscriptions/{id}/addons/SEAT_PACK"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(limit_of(&body["data"], "seats"), 1);
-    let (status, body) = billing
-        .call(
-            "DELETE",
-            &format!("/api/subscriptions/{id}/addons/SEAT_PACK"),
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
+    billing
+        .by(&alice)
+        .org(&acme)
+        .delete(format!("/api/subscriptions/{id}/addons/SEAT_PACK"))
+        .await
+        .refused(ErrorCode::NotFound);
     assert_eq!(billing.audited("billing.addon.remove").await.len(), 1);
 
     // The environment override reaches the pool: Team's pipelines are 300 here, and
     // a tier change (PATCH, with step-up) derives the limits again.
     let root = billing.super_token().await;
-    let (status, body) = billing
-        .stepped(
-            "PATCH",
-            &format!("/api/organization/{acme}/tier"),
-            &root,
-            Some(billing.step_up("root", 10)),
-            Some(json!({"tier": "team"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (_, quotas) = billing
-        .call("GET", "/api/quotas", &alice, Some(&acme), None)
-        .await;
+    billing
+        .by(&root)
+        .step_up(billing.step_up("root", 10))
+        .patch(format!("/api/organization/{acme}/tier"))
+        .json(json!({"tier": "team"}))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(_, quotas) = billing.by(&alice).org(&acme).get("/api/quotas").await;
     assert_eq!(quotas["data"]["tier"], "team", "{quotas}");
     assert_eq!(
         quotas["data"]["quotas"]["pipelines"]["limit"], 300,
@@ -319,17 +266,17 @@ async fn refusals_of_billing(app: &TestApp) {
         .unwrap()
         .to_owned();
     // Bundles are hidden and refused unless the operator enables them.
-    let (status, body) = app
-        .call("GET", "/api/bundles", &alice, Some(&acme), None)
-        .await;
+    let Answer(status, body) = app.by(&alice).org(&acme).get("/api/bundles").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["data"], json!({"enabled": false, "bundles": []}));
     let buy = json!({"bundleId": "SEAT_PACK"});
     let path = format!("/api/subscriptions/{id}/addons");
-    let (status, body) = app
-        .call("POST", &path, &alice, Some(&acme), Some(buy.clone()))
-        .await;
-    assert_eq!(code(status, &body), "BUNDLES_DISABLED");
+    app.by(&alice)
+        .org(&acme)
+        .post(&path)
+        .json(buy.clone())
+        .await
+        .refused(ErrorCode::BundlesDisabled);
     // Marketplace billing refuses self-service; the billing service sets seats.
     let market = app
         .beside(&[
@@ -341,10 +288,13 @@ async fn refusals_of_billing(app: &TestApp) {
             ),
         ])
         .await;
-    let (status, body) = market
-        .call("POST", &path, &alice, Some(&acme), Some(buy.clone()))
+    let Answer(status, body) = market
+        .by(&alice)
+        .org(&acme)
+        .post(&path)
+        .json(buy.clone())
         .await;
-    assert_eq!(code(status, &body), "MARKETPLACE_MANAGED");
+    assert_eq!(code(status, &body), ErrorCode::MarketplaceManaged);
     assert_eq!(status, StatusCode::FORBIDDEN);
     let direct = app.beside(&[("BILLING_BUNDLES_ENABLED", "true")]).await;
     for bad in [
@@ -355,11 +305,14 @@ async fn refusals_of_billing(app: &TestApp) {
         json!({"bundleId": "SEAT_PACK", "quantity": "two"}),
         json!({"quantity": 1}),
     ] {
-        let (status, body) = direct
-            .call("POST", &path, &alice, Some(&acme), Some(bad.clone()))
+        let Answer(status, body) = direct
+            .by(&alice)
+            .org(&acme)
+            .post(&path)
+            .json(bad.clone())
             .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
-        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{bad}");
+        assert_eq!(code(status, &body), ErrorCode::ValidationError, "{bad}");
     }
     assert_eq!(
         subscription(&direct, &alice, &acme).await["addons"],
@@ -368,14 +321,10 @@ async fn refusals_of_billing(app: &TestApp) {
     );
     direct.stop().await;
     let seat_path = format!("/api/organization/{acme}/seat-limit");
-    let (status, body) = market
-        .call(
-            "PUT",
-            &seat_path,
-            &market.service_token("billing"),
-            None,
-            Some(json!({"seats": 30, "features": ["sso"], "version": 2})),
-        )
+    let Answer(status, body) = market
+        .by(&market.service_token("billing"))
+        .put(&seat_path)
+        .json(json!({"seats": 30, "features": ["sso"], "version": 2}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(limit_of(&body["data"], "seats"), 30);
@@ -383,42 +332,36 @@ async fn refusals_of_billing(app: &TestApp) {
         .as_array()
         .unwrap()
         .contains(&json!("sso")));
-    let (status, body) = market
-        .call(
-            "PUT",
-            &seat_path,
-            &market.service_token("billing"),
-            None,
-            Some(json!({"seats": 5, "version": 1})),
-        )
+    let Answer(status, body) = market
+        .by(&market.service_token("billing"))
+        .put(&seat_path)
+        .json(json!({"seats": 5, "version": 1}))
         .await;
     assert_eq!(
         code(status, &body),
-        "CONFLICT",
+        ErrorCode::Conflict,
         "an older version is ignored"
     );
     for token in [market.service_token("pipeline"), alice.clone()] {
-        let (status, _) = market
-            .call("PUT", &seat_path, &token, None, Some(json!({"seats": 99})))
-            .await;
-        assert_eq!(status, StatusCode::FORBIDDEN);
+        market
+            .by(&token)
+            .put(&seat_path)
+            .json(json!({"seats": 99}))
+            .await
+            .expect(StatusCode::FORBIDDEN);
     }
     let events = market.audited("admin.org.seatLimit.update").await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].affected_org_id.as_deref(), Some(acme.as_str()));
     // The portal: configured here, a clear 404 where it is not.
-    let (status, body) = market
-        .call("POST", "/api/portal", &alice, Some(&acme), None)
-        .await;
+    let Answer(status, body) = market.by(&alice).org(&acme).post("/api/portal").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
         body["data"]["url"],
         format!("https://billing.example/portal?org={acme}")
     );
-    let (status, body) = app
-        .call("POST", "/api/portal", &alice, Some(&acme), None)
-        .await;
-    assert_eq!(code(status, &body), "BILLING_PORTAL_NOT_CONFIGURED");
+    let Answer(status, body) = app.by(&alice).org(&acme).post("/api/portal").await;
+    assert_eq!(code(status, &body), ErrorCode::BillingPortalNotConfigured);
     assert_eq!(status, StatusCode::NOT_FOUND);
     market.stop().await;
 }
@@ -444,14 +387,10 @@ async fn increment(
 
 pub async fn override_limits(app: &TestApp, org: &str, limits: Value) -> Value {
     let root = app.super_token().await;
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/quotas/{org}"),
-            &root,
-            None,
-            Some(json!({"limits": limits})),
-        )
+    let Answer(status, body) = app
+        .by(&root)
+        .put(format!("/api/quotas/{org}"))
+        .json(json!({"limits": limits}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["data"].clone()
@@ -508,7 +447,7 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
                 }
             }
             StatusCode::TOO_MANY_REQUESTS => {
-                assert_eq!(code(*status, body), "QUOTA_EXCEEDED");
+                assert_eq!(code(*status, body), ErrorCode::QuotaExceeded);
                 assert_eq!(body["details"]["limit"], 100, "{body}");
                 assert_eq!(body["details"]["requested"], 5, "{body}");
             }
@@ -516,27 +455,17 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
         }
     }
     assert_eq!(counted, 100, "exactly the 100 left were counted");
-    let (_, root_view) = app
-        .call(
-            "GET",
-            &format!("/api/quotas/{acme}/aiCalls"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, root_view) = app
+        .by(&alice)
+        .get(format!("/api/quotas/{acme}/aiCalls"))
         .await;
     assert_eq!(root_view["data"]["used"], 100, "{root_view}");
     assert_eq!(root_view["data"]["remaining"], 0);
     assert_eq!(root_view["data"]["percent"], 100.0);
     assert!(root_view["data"]["resetAt"].as_str().is_some());
-    let (_, team_view) = app
-        .call(
-            "GET",
-            &format!("/api/quotas/{team}/aiCalls"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, team_view) = app
+        .by(&alice)
+        .get(format!("/api/quotas/{team}/aiCalls"))
         .await;
     assert_eq!(
         team_view["data"]["used"], 100,
@@ -554,7 +483,11 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
         (json!({"type": "aiCalls"}), "no amount"),
     ] {
         let (status, body) = increment(app, &service, &acme, bad, None).await;
-        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{why}: {body}");
+        assert_eq!(
+            code(status, &body),
+            ErrorCode::ValidationError,
+            "{why}: {body}"
+        );
     }
     let (status, _) = increment(
         app,
@@ -597,7 +530,7 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
         Some("gen-42"),
     )
     .await;
-    assert_eq!(code(status, &body), "CONFLICT");
+    assert_eq!(code(status, &body), ErrorCode::Conflict);
     // Keys are remembered for a week: the retention worker forgets older ones.
     assert_eq!(
         app.store
@@ -616,9 +549,7 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
 
     // At risk: 103 of 200 is 51.5 %.
     let root = app.super_token().await;
-    let (status, body) = app
-        .call("GET", "/api/quotas/at-risk?threshold=50", &root, None, None)
-        .await;
+    let Answer(status, body) = app.by(&root).get("/api/quotas/at-risk?threshold=50").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let ids: Vec<&str> = body["quotas"]
         .as_array()
@@ -627,56 +558,38 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
         .map(|r| r["orgId"].as_str().unwrap())
         .collect();
     assert_eq!(ids, [acme.as_str()], "{body}");
-    let (_, body) = app
-        .call("GET", "/api/quotas/at-risk?threshold=60", &root, None, None)
-        .await;
+    let Answer(_, body) = app.by(&root).get("/api/quotas/at-risk?threshold=60").await;
     assert_eq!(body["pagination"]["total"], 0, "{body}");
     // A zero limit counts as full: at risk up to 100 %, never above.
     override_limits(app, &acme, json!({"storage": 0})).await;
     for (threshold, total) in [(100, 1), (101, 0)] {
-        let (_, body) = app
-            .call(
-                "GET",
-                &format!("/api/quotas/at-risk?threshold={threshold}"),
-                &root,
-                None,
-                None,
-            )
+        let Answer(_, body) = app
+            .by(&root)
+            .get(format!("/api/quotas/at-risk?threshold={threshold}"))
             .await;
         assert_eq!(body["pagination"]["total"], total, "{threshold}: {body}");
     }
     override_limits(app, &acme, json!({"storage": null})).await;
     for bad in ["abc", "-1", "NaN"] {
-        let (status, body) = app
-            .call(
-                "GET",
-                &format!("/api/quotas/at-risk?threshold={bad}"),
-                &root,
-                None,
-                None,
-            )
+        let Answer(status, body) = app
+            .by(&root)
+            .get(format!("/api/quotas/at-risk?threshold={bad}"))
             .await;
-        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{bad}");
+        assert_eq!(code(status, &body), ErrorCode::ValidationError, "{bad}");
     }
-    let (status, _) = app
-        .call("GET", "/api/quotas/at-risk", &alice, None, None)
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    let (status, body) = app
-        .call("GET", "/api/quotas/all?limit=100", &root, None, None)
-        .await;
+    app.by(&alice)
+        .get("/api/quotas/at-risk")
+        .await
+        .expect(StatusCode::FORBIDDEN);
+    let Answer(status, body) = app.by(&root).get("/api/quotas/all?limit=100").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body["pagination"]["total"].as_u64().unwrap() >= 3, "{body}");
 
     // A team's reset gives its share back to the pool.
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/quotas/{team}/reset"),
-            &root,
-            None,
-            Some(json!({"type": "aiCalls"})),
-        )
+    let Answer(status, body) = app
+        .by(&root)
+        .post(format!("/api/quotas/{team}/reset"))
+        .json(json!({"type": "aiCalls"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["quotas"]["aiCalls"]["ownUsed"], 0, "{body}");
@@ -686,38 +599,22 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
         "{body}"
     );
     // A reset puts the monthly usage back to zero (audited); only an admin may.
-    let (status, _) = app
-        .call(
-            "POST",
-            &format!("/api/quotas/{acme}/reset"),
-            &alice,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/quotas/{acme}/reset"),
-            &root,
-            None,
-            None,
-        )
+    app.by(&alice)
+        .post(format!("/api/quotas/{acme}/reset"))
+        .await
+        .expect(StatusCode::FORBIDDEN);
+    let Answer(status, body) = app
+        .by(&root)
+        .post(format!("/api/quotas/{acme}/reset"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["quotas"]["aiCalls"]["used"], 0, "{body}");
     assert_eq!(app.audited("quota.reset").await.len(), 2);
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/quotas/{acme}/reset"),
-            &root,
-            None,
-            Some(json!({"type": "pipelines"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&root)
+        .post(format!("/api/quotas/{acme}/reset"))
+        .json(json!({"type": "pipelines"}))
+        .await
+        .refused(ErrorCode::ValidationError);
 
     // A stored period that has passed counts as zero: the new month starts afresh.
     increment(
@@ -730,14 +627,9 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
     .await;
     app.sql("UPDATE quota_pool SET period_start = '2000-01-01' WHERE dimension = 'aiCalls'")
         .await;
-    let (_, view) = app
-        .call(
-            "GET",
-            &format!("/api/quotas/{acme}/aiCalls"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, view) = app
+        .by(&alice)
+        .get(format!("/api/quotas/{acme}/aiCalls"))
         .await;
     assert_eq!(view["data"]["used"], 0, "{view}");
     let (status, body) = increment(
@@ -760,16 +652,13 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     let used = |body: &Value| body["data"]["quotas"]["apiCalls"]["used"].as_u64().unwrap();
-    let (_, first) = app
-        .call("GET", "/api/quotas", &alice, Some(&acme), None)
-        .await;
-    let (status, _) = app
-        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (_, second) = app
-        .call("GET", "/api/quotas", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, first) = app.by(&alice).org(&acme).get("/api/quotas").await;
+    app.by(&alice)
+        .org(&acme)
+        .get("/api/pipelines")
+        .await
+        .expect(StatusCode::OK);
+    let Answer(_, second) = app.by(&alice).org(&acme).get("/api/quotas").await;
     assert_eq!(
         used(&second),
         used(&first) + 1,
@@ -781,30 +670,31 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
     let now = used(&second);
     override_limits(app, &acme, json!({"apiCalls": now + 2})).await;
     for _ in 0..2 {
-        let (status, body) = app
-            .call("GET", "/api/pipelines", &alice, Some(&acme), None)
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        app.by(&alice)
+            .org(&acme)
+            .get("/api/pipelines")
+            .await
+            .expect(StatusCode::OK);
     }
-    let (status, body) = app
-        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
-        .await;
-    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    let Answer(status, body) = app.by(&alice).org(&acme).get("/api/pipelines").await;
+    assert_eq!(code(status, &body), ErrorCode::QuotaExceeded);
     assert_eq!(body["details"]["dimension"], "apiCalls");
     // A super-admin's requests are not the organization's: the limit can be lifted.
     let record = override_limits(app, &acme, json!({"apiCalls": null})).await;
     assert_eq!(record["quotas"]["apiCalls"]["limit"], -1);
-    let (status, _) = app
-        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&acme)
+        .get("/api/pipelines")
+        .await
+        .expect(StatusCode::OK);
     // Another tenant is not affected.
     let globex = app.org("bob", "globex").await;
     let bob = app.token("bob", "bob@example.com");
-    let (status, _) = app
-        .call("GET", "/api/pipelines", &bob, Some(&globex), None)
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&bob)
+        .org(&globex)
+        .get("/api/pipelines")
+        .await
+        .expect(StatusCode::OK);
     // Limits on a team or unknown types are refused.
     let root = app.super_token().await;
     let team = team_of(app, &bob, &globex, "ops").await;
@@ -816,16 +706,16 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
         (globex.as_str(), json!({"tier": "platinum"})),
         (globex.as_str(), json!({})),
     ] {
-        let (status, reply) = app
-            .call(
-                "PUT",
-                &format!("/api/quotas/{org}"),
-                &root,
-                None,
-                Some(body.clone()),
-            )
+        let Answer(status, reply) = app
+            .by(&root)
+            .put(format!("/api/quotas/{org}"))
+            .json(body.clone())
             .await;
-        assert_eq!(code(status, &reply), "VALIDATION_ERROR", "{body}: {reply}");
+        assert_eq!(
+            code(status, &reply),
+            ErrorCode::ValidationError,
+            "{body}: {reply}"
+        );
     }
     // A pipelines override is enforced at create; null gives the tier's back.
     override_limits(app, &globex, json!({"pipelines": 1})).await;
@@ -833,28 +723,21 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
         json!({"project": "web", "organization": "globex", "pipelineName": name,
                "accessModifier": "private", "props": {}})
     };
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &bob,
-            Some(&globex),
-            Some(pipeline("a")),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &bob,
-            Some(&team),
-            Some(pipeline("b")),
-        )
+    app.by(&bob)
+        .org(&globex)
+        .post("/api/pipelines")
+        .json(pipeline("a"))
+        .await
+        .expect(StatusCode::CREATED);
+    let Answer(status, body) = app
+        .by(&bob)
+        .org(&team)
+        .post("/api/pipelines")
+        .json(pipeline("b"))
         .await;
     assert_eq!(
         code(status, &body),
-        "QUOTA_EXCEEDED",
+        ErrorCode::QuotaExceeded,
         "the team draws from the pool"
     );
     let record = override_limits(app, &globex, json!({"pipelines": null})).await;
@@ -869,9 +752,7 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
 async fn the_worker_follows_configuration_and_months(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (_, before) = app
-        .call("GET", "/api/quotas", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, before) = app.by(&alice).org(&acme).get("/api/quotas").await;
     assert_eq!(before["data"]["quotas"]["pipelines"]["limit"], 5);
     let changed = AppState::new(
         test_config(&[("QUOTA_TIER_DEVELOPER_PIPELINES", "7")]),
@@ -882,9 +763,7 @@ async fn the_worker_follows_configuration_and_months(app: &TestApp) {
         .await
         .unwrap();
     assert!(roots >= 1);
-    let (_, after) = app
-        .call("GET", "/api/quotas", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, after) = app.by(&alice).org(&acme).get("/api/quotas").await;
     assert_eq!(after["data"]["quotas"]["pipelines"]["limit"], 7, "{after}");
     // Last month's usage goes back to zero; this month's stays.
     let service = app.service_token("generator");
@@ -899,10 +778,11 @@ async fn the_worker_follows_configuration_and_months(app: &TestApp) {
     assert_eq!(status, StatusCode::OK);
     // A counted request: this month's apiCalls rows exist (reading the quotas is
     // not counted).
-    let (status, _) = app
-        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&acme)
+        .get("/api/pipelines")
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(
         adapters::workers::quotas::start_month(&changed)
             .await
@@ -923,32 +803,22 @@ async fn the_worker_follows_configuration_and_months(app: &TestApp) {
     assert_eq!(app.store.usage(&acme, "aiCalls").await.unwrap(), 0);
     // Another tenant's x-org-id is refused; its quotas by path are not found.
     let globex = app.org("bob", "globex").await;
-    let (status, body) = app
-        .call("GET", "/api/quotas", &alice, Some(&globex), None)
-        .await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
-    let (status, _) = app
-        .call(
-            "GET",
-            &format!("/api/quotas/{globex}/plugins"),
-            &alice,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/quotas/{acme}/seats"),
-            &alice,
-            None,
-            None,
-        )
+    app.by(&alice)
+        .org(&globex)
+        .get("/api/quotas")
+        .await
+        .refused(ErrorCode::TenantForbidden);
+    app.by(&alice)
+        .get(format!("/api/quotas/{globex}/plugins"))
+        .await
+        .expect(StatusCode::NOT_FOUND);
+    let Answer(status, body) = app
+        .by(&alice)
+        .get(format!("/api/quotas/{acme}/seats"))
         .await;
     assert_eq!(
         code(status, &body),
-        "VALIDATION_ERROR",
+        ErrorCode::ValidationError,
         "seats are not a quota type"
     );
 }
@@ -958,93 +828,67 @@ async fn invitations_are_accepted_within_the_seats(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     set_tier(app, &acme, "pro").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/invitation/send",
-            &alice,
-            Some(&acme),
-            Some(json!({"email": "Carol@Example.com", "role": "admin"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let id = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/invitation/send")
+        .json(json!({"email": "Carol@Example.com", "role": "admin"}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let accept = format!("/api/invitation/{id}/accept");
     let carol = app.token("carol", "carol@example.com");
     // Pro has one seat, the owner's.
-    let (status, body) = app.call("POST", &accept, &carol, None, None).await;
-    assert_eq!(code(status, &body), "QUOTA_EXCEEDED", "{body}");
+    let Answer(status, body) = app.by(&carol).post(&accept).await;
+    assert_eq!(code(status, &body), ErrorCode::QuotaExceeded, "{body}");
     assert_eq!(body["details"]["dimension"], "seats");
     // Someone else cannot take it; an unknown id is the same 404.
     let dave = app.token("dave", "dave@example.com");
-    let (status, body) = app.call("POST", &accept, &dave, None, None).await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
-    let (status, _) = app
-        .call("POST", "/api/invitation/nope/accept", &carol, None, None)
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    app.by(&dave)
+        .post(&accept)
+        .await
+        .refused(ErrorCode::NotFound);
+    app.by(&carol)
+        .post("/api/invitation/nope/accept")
+        .await
+        .expect(StatusCode::NOT_FOUND);
     // A seat more, and carol joins with the invited role, once.
     let root = app.super_token().await;
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/organization/{acme}/seat-limit"),
-            &root,
-            None,
-            Some(json!({"seats": 2})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = app.call("POST", &accept, &carol, None, None).await;
+    app.by(&root)
+        .put(format!("/api/organization/{acme}/seat-limit"))
+        .json(json!({"seats": 2}))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, body) = app.by(&carol).post(&accept).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["data"]["userId"], "carol");
     assert_eq!(body["data"]["role"], "admin");
-    let (status, body) = app.call("POST", &accept, &carol, None, None).await;
-    assert_eq!(code(status, &body), "CONFLICT");
+    app.by(&carol)
+        .post(&accept)
+        .await
+        .refused(ErrorCode::Conflict);
     let events = app.audited("invitation.accept").await;
     assert_eq!(events.len(), 1);
     // The new admin acts in the organization; a third member has no seat.
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/members"),
-            &carol,
-            None,
-            Some(json!({"userId": "erin"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    app.by(&carol)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": "erin"}))
+        .await
+        .refused(ErrorCode::QuotaExceeded);
     // A deactivated member frees a seat; activating beyond the seats is refused.
-    let (status, body) = app
-        .call(
-            "PATCH",
-            &format!("/api/organization/{acme}/members/carol/deactivate"),
-            &alice,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": "erin"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = app
-        .call(
-            "PATCH",
-            &format!("/api/organization/{acme}/members/carol/activate"),
-            &alice,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    app.by(&alice)
+        .patch(format!("/api/organization/{acme}/members/carol/deactivate"))
+        .await
+        .expect(StatusCode::OK);
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": "erin"}))
+        .await
+        .expect(StatusCode::CREATED);
+    app.by(&alice)
+        .patch(format!("/api/organization/{acme}/members/carol/activate"))
+        .await
+        .refused(ErrorCode::QuotaExceeded);
 }
 
 /// The pool's stored usage of apiCalls for `root`.
@@ -1067,33 +911,31 @@ async fn api_calls_are_spent_from_a_reserved_block(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     let used = |body: &Value| body["data"]["quotas"]["apiCalls"]["used"].as_i64().unwrap();
-    let (status, _) = app
-        .call("GET", "/api/organization", &alice, Some(&acme), None)
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&acme)
+        .get("/api/organization")
+        .await
+        .expect(StatusCode::OK);
     let reserved = stored_api_calls(app, &acme).await;
-    let (_, before) = app
-        .call("GET", "/api/quotas", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, before) = app.by(&alice).org(&acme).get("/api/quotas").await;
     assert!(
         reserved >= used(&before) + 60,
         "a block is reserved: stored {reserved}, used {}",
         used(&before)
     );
     for _ in 0..10 {
-        let (status, _) = app
-            .call("GET", "/api/organization", &alice, Some(&acme), None)
-            .await;
-        assert_eq!(status, StatusCode::OK);
+        app.by(&alice)
+            .org(&acme)
+            .get("/api/organization")
+            .await
+            .expect(StatusCode::OK);
     }
     assert_eq!(
         stored_api_calls(app, &acme).await,
         reserved,
         "ten reads wrote nothing"
     );
-    let (_, after) = app
-        .call("GET", "/api/quotas", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, after) = app.by(&alice).org(&acme).get("/api/quotas").await;
     assert_eq!(used(&after), used(&before) + 10, "each read is counted");
     assert_eq!(
         after["data"]["quotas"]["apiCalls"]["ownUsed"],
@@ -1114,43 +956,37 @@ async fn api_calls_are_spent_from_a_reserved_block(app: &TestApp) {
     // figures and the one unit asked for; nothing more is stored.
     override_limits(app, &acme, json!({"apiCalls": used(&after) + 3})).await;
     for _ in 0..3 {
-        let (status, body) = app
-            .call("GET", "/api/organization", &alice, Some(&acme), None)
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        app.by(&alice)
+            .org(&acme)
+            .get("/api/organization")
+            .await
+            .expect(StatusCode::OK);
     }
-    let (status, body) = app
-        .call("GET", "/api/organization", &alice, Some(&acme), None)
-        .await;
-    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    let Answer(status, body) = app.by(&alice).org(&acme).get("/api/organization").await;
+    assert_eq!(code(status, &body), ErrorCode::QuotaExceeded);
     assert_eq!(body["details"]["requested"], 1, "{body}");
     assert_eq!(body["details"]["used"], used(&after) + 3, "{body}");
     assert_eq!(stored_api_calls(app, &acme).await, used(&after) + 3);
     // A reset forgets the block (the reset counted it) and starts from zero.
     let root = app.super_token().await;
     override_limits(app, &acme, json!({"apiCalls": null})).await;
-    let (status, _) = app
-        .call("GET", "/api/organization", &alice, Some(&acme), None)
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/quotas/{acme}/reset"),
-            &root,
-            None,
-            None,
-        )
+    app.by(&alice)
+        .org(&acme)
+        .get("/api/organization")
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, body) = app
+        .by(&root)
+        .post(format!("/api/quotas/{acme}/reset"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["quotas"]["apiCalls"]["used"], 0, "{body}");
-    let (status, _) = app
-        .call("GET", "/api/organization", &alice, Some(&acme), None)
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (_, quotas) = app
-        .call("GET", "/api/quotas", &alice, Some(&acme), None)
-        .await;
+    app.by(&alice)
+        .org(&acme)
+        .get("/api/organization")
+        .await
+        .expect(StatusCode::OK);
+    let Answer(_, quotas) = app.by(&alice).org(&acme).get("/api/quotas").await;
     assert_eq!(used(&quotas), 1, "{quotas}");
 }
 

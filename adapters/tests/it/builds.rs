@@ -2,6 +2,8 @@
 //! shell script the test writes) run by the real worker: exactly one terminal outcome
 //! per build, retries, timeouts, a claim left by a dead worker, replay and purge.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use std::time::Duration;
 
 use adapters::config::BuildSettings;
@@ -43,8 +45,10 @@ fn attempts(dir: &std::path::Path, name: &str) -> u32 {
 
 async fn wait_for(app: &TestApp, token: &str, org: &str, id: &str, status: &str) {
     for _ in 0..600 {
-        let (_, body) = app
-            .call("GET", &format!("/api/plugins/{id}"), token, Some(org), None)
+        let Answer(_, body) = app
+            .by(token)
+            .org(org)
+            .get(format!("/api/plugins/{id}"))
             .await;
         if body["data"]["buildStatus"] == status {
             return;
@@ -74,12 +78,11 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
     }
     // A worker that died holding a job: its claim expired a second ago.
     let now = Utc::now();
-    let orphan = app
-        .store
-        .claim_build(now, now - chrono::Duration::seconds(1))
-        .await
-        .unwrap()
-        .unwrap();
+    let orphan =
+        adapters::workers::builds::claim(&app.store, now, now - chrono::Duration::seconds(1))
+            .await
+            .unwrap()
+            .unwrap();
     assert_eq!(orphan.status, "running");
 
     let mut workers = adapters::workers::Workers::new();
@@ -157,7 +160,7 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
         let alice = alice.clone();
         let org = org.clone();
         async move {
-            let (status, body) = app.call("GET", &path, &alice, Some(&org), None).await;
+            let Answer(status, body) = app.by(&alice).org(&org).get(&path).await;
             assert_eq!(status, StatusCode::OK, "{path}: {body}");
             body["data"].clone()
         }
@@ -200,8 +203,10 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
     assert!(slow["plugins"][0]["durations"]["min"].as_i64().unwrap() >= 1000);
 
     // The queue as an admin sees it.
-    let (status, body) = app
-        .call("GET", "/api/plugins/queue/status", &alice, Some(&org), None)
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/plugins/queue/status")
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let counts = body["data"]["counts"].as_array().unwrap();
@@ -215,14 +220,14 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
     assert_eq!(count("dlq", "completed"), 1);
     assert_eq!(count("dlq", "failed"), 1);
     assert_eq!(count("dlq", "timed_out"), 1);
-    let (_, body) = app
-        .call("GET", "/api/plugins/queue/failed", &alice, Some(&org), None)
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/plugins/queue/failed")
         .await;
     assert_eq!(body["pagination"]["total"], 2);
     assert!(body["jobs"][0]["lastError"].is_string());
-    let (_, body) = app
-        .call("GET", "/api/plugins/queue/dlq", &alice, Some(&org), None)
-        .await;
+    let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins/queue/dlq").await;
     assert_eq!(body["pagination"]["total"], 2);
     let dead = body["jobs"]
         .as_array()
@@ -238,35 +243,34 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
     let other = app.org("bob", "globex").await;
     let bob = app.token("bob", "bob@example.com");
     let replay = format!("/api/plugins/queue/dlq/{dead}/replay");
-    let (status, body) = app.call("POST", &replay, &bob, Some(&other), None).await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
-    let (status, _) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{org}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": "carol"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
+    app.by(&bob)
+        .org(&other)
+        .post(&replay)
+        .await
+        .refused(ErrorCode::NotFound);
+    app.by(&alice)
+        .post(format!("/api/organization/{org}/members"))
+        .json(json!({"userId": "carol"}))
+        .await
+        .expect(StatusCode::CREATED);
     let carol = app.token("carol", "carol@example.com");
-    let (status, body) = app.call("POST", &replay, &carol, Some(&org), None).await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
-    let (status, body) = app
-        .call("GET", "/api/plugins/queue/status", &carol, Some(&org), None)
-        .await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
+    let Answer(status, body) = app.by(&carol).org(&org).post(&replay).await;
+    assert_eq!(code(status, &body), ErrorCode::Forbidden);
+    app.by(&carol)
+        .org(&org)
+        .get("/api/plugins/queue/status")
+        .await
+        .refused(ErrorCode::Forbidden);
 
     // A replay is a new build in the DLQ: it fails twice more and ends once more.
-    let (status, body) = app.call("POST", &replay, &alice, Some(&org), None).await;
+    let Answer(status, body) = app.by(&alice).org(&org).post(&replay).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["queue"], "dlq");
     assert_eq!(body["data"]["status"], "queued");
-    let (status, body) = app.call("POST", &replay, &alice, Some(&org), None).await;
+    let Answer(status, body) = app.by(&alice).org(&org).post(&replay).await;
     assert_eq!(
         code(status, &body),
-        "NOT_FOUND",
+        ErrorCode::NotFound,
         "a replayed job is not replayed twice"
     );
     for _ in 0..600 {
@@ -281,19 +285,16 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
     workers.drain(Duration::from_secs(5)).await;
 
     // Purge: super-admins only.
-    let (status, body) = app
-        .call("DELETE", "/api/plugins/queue/dlq", &alice, Some(&org), None)
-        .await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
+    app.by(&alice)
+        .org(&org)
+        .delete("/api/plugins/queue/dlq")
+        .await
+        .refused(ErrorCode::Forbidden);
     let (_, root) = app.system().await;
-    let (status, body) = app
-        .call("DELETE", "/api/plugins/queue/dlq", &root, None, None)
-        .await;
+    let Answer(status, body) = app.by(&root).delete("/api/plugins/queue/dlq").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["purged"], 2);
-    let (_, body) = app
-        .call("GET", "/api/plugins/queue/dlq", &alice, Some(&org), None)
-        .await;
+    let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins/queue/dlq").await;
     assert_eq!(body["pagination"]["total"], 0);
     assert_eq!(app.audited("plugin.dlq.purge").await.len(), 1);
     let _ = std::fs::remove_dir_all(&dir);

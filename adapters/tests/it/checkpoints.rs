@@ -1,5 +1,6 @@
 //! Signed checkpoints: a truncated or rewritten chain becomes visible.
 
+use crate::api::Answer;
 use adapters::workers::checkpoints;
 use audit_chain::{seal, AuditEvent, ChainHead, NoteSigner};
 
@@ -154,14 +155,10 @@ async fn checkpoints_are_listed_for_audit_readers_and_the_key_is_public(app: &Te
     post(app, &org, 0, 4).await;
     sign(app, Utc::now()).await;
     let owner = app.token("cp-owner", "cp-owner@example.com");
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/audit/checkpoints?orgId={org}"),
-            &owner,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&owner)
+        .org(&org)
+        .get(format!("/api/audit/checkpoints?orgId={org}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["latest"]["seq"], body["checkpoints"][0]["seq"]);
@@ -173,14 +170,10 @@ async fn checkpoints_are_listed_for_audit_readers_and_the_key_is_public(app: &Te
     );
     // Another organization's member: refused.
     let stranger = app.token("stranger", "s@example.com");
-    let (status, _) = app
-        .call(
-            "GET",
-            &format!("/api/audit/checkpoints?orgId={org}"),
-            &stranger,
-            Some(&org),
-            None,
-        )
+    let Answer(status, _) = app
+        .by(&stranger)
+        .org(&org)
+        .get(format!("/api/audit/checkpoints?orgId={org}"))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     // The verifier key, as text, verifies the note.

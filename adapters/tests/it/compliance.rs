@@ -1,6 +1,8 @@
 //! The compliance API (document 1, SEMANTICS.md 1).
 
 use super::*;
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 
 fn rule(name: &str, field: &str, operator: &str, value: Value, severity: &str) -> Value {
     json!({"name": name, "target": "plugin", "severity": severity, "field": field, "operator": operator, "value": value})
@@ -24,7 +26,7 @@ impl TestApp {
         attributes: Value,
         entity: Option<&str>,
         dry_run: bool,
-    ) -> (StatusCode, Value) {
+    ) -> Answer {
         let path = if dry_run {
             "/api/compliance/validate/plugin/dry-run"
         } else {
@@ -34,7 +36,7 @@ impl TestApp {
         if let Some(entity) = entity {
             body["entityId"] = json!(entity);
         }
-        self.call("POST", path, token, Some(org), Some(body)).await
+        self.by(token).org(org).post(path).json(body).await
     }
 
     pub async fn blocked(
@@ -44,20 +46,17 @@ impl TestApp {
         attributes: Value,
         entity: Option<&str>,
     ) -> bool {
-        let (status, body) = self.validate(token, org, attributes, entity, true).await;
+        let Answer(status, body) = self.validate(token, org, attributes, entity, true).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         body["data"]["blocked"].as_bool().unwrap()
     }
 
     pub async fn rule(&self, token: &str, org: &str, body: Value) -> String {
-        let (status, response) = self
-            .call(
-                "POST",
-                "/api/compliance/rules",
-                token,
-                Some(org),
-                Some(body),
-            )
+        let Answer(status, response) = self
+            .by(token)
+            .org(org)
+            .post("/api/compliance/rules")
+            .json(body)
             .await;
         assert_eq!(status, StatusCode::CREATED, "{response}");
         response["data"]["id"].as_str().unwrap().to_owned()
@@ -69,14 +68,10 @@ impl TestApp {
         if let Some(system) = self.store.system_organization().await.unwrap() {
             return (system.id, root);
         }
-        let (status, body) = self
-            .call(
-                "POST",
-                "/api/organization",
-                &root,
-                None,
-                Some(json!({"name": "system"})),
-            )
+        let Answer(status, body) = self
+            .by(&root)
+            .post("/api/organization")
+            .json(json!({"name": "system"}))
             .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         (body["data"]["id"].as_str().unwrap().to_owned(), root)
@@ -92,14 +87,10 @@ async fn the_life_of_a_rule(app: &TestApp) {
         "no rules yet"
     );
     let id = app.rule(&alice, &acme, semver("semver")).await;
-    let (_, got) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/rules/{id}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, got) = app
+        .by(&alice)
+        .org(&acme)
+        .get(format!("/api/compliance/rules/{id}"))
         .await;
     assert_eq!(
         (
@@ -109,7 +100,7 @@ async fn the_life_of_a_rule(app: &TestApp) {
         ),
         (Some(1), Some("org"), Some(0))
     );
-    let (status, body) = app
+    let Answer(status, body) = app
         .validate(&alice, &acme, latest.clone(), None, true)
         .await;
     assert_eq!(status, StatusCode::OK);
@@ -163,61 +154,51 @@ async fn the_life_of_a_rule(app: &TestApp) {
         ),
     ];
     for (body, field) in cases {
-        let (status, response) = app
-            .call(
-                "POST",
-                "/api/compliance/rules",
-                &alice,
-                Some(&acme),
-                Some(body),
-            )
+        let Answer(status, response) = app
+            .by(&alice)
+            .org(&acme)
+            .post("/api/compliance/rules")
+            .json(body)
             .await;
-        assert_eq!(code(status, &response), "VALIDATION_ERROR", "{response}");
+        assert_eq!(
+            code(status, &response),
+            ErrorCode::ValidationError,
+            "{response}"
+        );
         assert_eq!(
             response["details"]["problems"][0]["field"], field,
             "{response}"
         );
     }
-    let (status, body) = app.call("POST", "/api/compliance/rules", &alice, Some(&acme), Some(json!({"name": "x", "target": "plugin", "severity": "error", "field": "a", "operator": "bogus"}))).await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&acme),
-            Some(semver("SEMVER")),
-        )
-        .await;
-    assert_eq!(code(status, &body), "CONFLICT");
+    app.by(&alice).org(&acme).post("/api/compliance/rules").json(json!({"name": "x", "target": "plugin", "severity": "error", "field": "a", "operator": "bogus"})).await.refused(ErrorCode::ValidationError);
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/compliance/rules")
+        .json(semver("SEMVER"))
+        .await
+        .refused(ErrorCode::Conflict);
     let mut published = semver("mine to publish");
     published["scope"] = json!("published");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&acme),
-            Some(published),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/rules")
+        .json(published)
         .await;
     assert_eq!(
         code(status, &body),
-        "FORBIDDEN",
+        ErrorCode::Forbidden,
         "only the system organization publishes"
     );
 
     // Update: version 2, history says what changed.
     let mut warning = semver("semver");
     warning["severity"] = json!("warning");
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/compliance/rules/{id}"),
-            &alice,
-            Some(&acme),
-            Some(warning),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .put(format!("/api/compliance/rules/{id}"))
+        .json(warning)
         .await;
     assert_eq!(
         (status, body["data"]["version"].as_u64()),
@@ -228,70 +209,42 @@ async fn the_life_of_a_rule(app: &TestApp) {
         !app.blocked(&alice, &acme, latest.clone(), None).await,
         "a warning never blocks, and the cache saw the change"
     );
-    let (_, list) = app
-        .call(
-            "GET",
-            "/api/compliance/rules?severity=warning&name=SEM",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, list) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/rules?severity=warning&name=SEM")
         .await;
     assert_eq!(list["pagination"]["total"], 1);
-    let (_, list) = app
-        .call(
-            "GET",
-            "/api/compliance/rules?severity=error",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, list) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/rules?severity=error")
         .await;
     assert_eq!(list["pagination"]["total"], 0);
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/compliance/rules?target=widget",
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&alice)
+        .org(&acme)
+        .get("/api/compliance/rules?target=widget")
+        .await
+        .refused(ErrorCode::ValidationError);
 
     // Delete: soft; gone from lists and from evaluation, kept in history.
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/compliance/rules/{id}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (_, list) = app
-        .call("GET", "/api/compliance/rules", &alice, Some(&acme), None)
-        .await;
+    app.by(&alice)
+        .org(&acme)
+        .delete(format!("/api/compliance/rules/{id}"))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(_, list) = app.by(&alice).org(&acme).get("/api/compliance/rules").await;
     assert_eq!(list["pagination"]["total"], 0);
-    let (_, list) = app
-        .call(
-            "GET",
-            "/api/compliance/rules?includeDeleted=true",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, list) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/rules?includeDeleted=true")
         .await;
     assert_eq!(list["pagination"]["total"], 1);
-    let (_, history) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/rules/{id}/history"),
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, history) = app
+        .by(&alice)
+        .org(&acme)
+        .get(format!("/api/compliance/rules/{id}/history"))
         .await;
     let actions: Vec<&str> = history["data"]
         .as_array()
@@ -302,16 +255,12 @@ async fn the_life_of_a_rule(app: &TestApp) {
     assert_eq!(actions, ["create", "update", "delete"]);
     assert_eq!(history["data"][1]["change"]["fields"], json!(["severity"]));
     assert_eq!(history["data"][1]["changedBy"], "alice");
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/compliance/rules/{id}"),
-            &alice,
-            Some(&acme),
-            Some(semver("semver")),
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
+    app.by(&alice)
+        .org(&acme)
+        .put(format!("/api/compliance/rules/{id}"))
+        .json(semver("semver"))
+        .await
+        .refused(ErrorCode::NotFound);
     for action in [
         "compliance.rule.create",
         "compliance.rule.update",
@@ -321,29 +270,22 @@ async fn the_life_of_a_rule(app: &TestApp) {
     }
 
     // A Member reads rules but cannot write them.
-    app.call(
-        "POST",
-        &format!("/api/organization/{acme}/members"),
-        &alice,
-        None,
-        Some(json!({"userId": "bob"})),
-    )
-    .await;
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": "bob"}))
+        .await;
     let bob = app.token("bob", "bob@example.com");
-    let (status, _) = app
-        .call("GET", "/api/compliance/rules", &bob, Some(&acme), None)
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &bob,
-            Some(&acme),
-            Some(semver("bob's")),
-        )
-        .await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
+    app.by(&bob)
+        .org(&acme)
+        .get("/api/compliance/rules")
+        .await
+        .expect(StatusCode::OK);
+    app.by(&bob)
+        .org(&acme)
+        .post("/api/compliance/rules")
+        .json(semver("bob's"))
+        .await
+        .refused(ErrorCode::Forbidden);
 }
 
 async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(app: &TestApp) {
@@ -358,14 +300,10 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
     let latest = json!({"version": "latest"});
     let beta = json!({"version": "beta"});
 
-    let (_, catalog) = app
-        .call(
-            "GET",
-            "/api/compliance/published-rules",
-            &alice,
-            Some(&pinned),
-            None,
-        )
+    let Answer(_, catalog) = app
+        .by(&alice)
+        .org(&pinned)
+        .get("/api/compliance/published-rules")
         .await;
     assert_eq!(
         (
@@ -375,63 +313,43 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
         (Some(rule_id.as_str()), Some(false))
     );
     for (token, org) in [(&alice, &pinned), (&bob, &follower)] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/compliance/subscriptions",
-                token,
-                Some(org),
-                Some(json!({"ruleId": rule_id})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        app.by(token)
+            .org(org)
+            .post("/api/compliance/subscriptions")
+            .json(json!({"ruleId": rule_id}))
+            .await
+            .expect(StatusCode::CREATED);
         assert!(
             !app.blocked(token, org, latest.clone(), None).await,
             "a new subscription is inactive"
         );
-        let (status, _) = app
-            .call(
-                "PATCH",
-                &format!("/api/compliance/subscriptions/{rule_id}"),
-                token,
-                Some(org),
-                Some(json!({"isActive": true})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK);
+        app.by(token)
+            .org(org)
+            .patch(format!("/api/compliance/subscriptions/{rule_id}"))
+            .json(json!({"isActive": true}))
+            .await
+            .expect(StatusCode::OK);
         assert!(
             app.blocked(token, org, latest.clone(), None).await,
             "active: enforced"
         );
     }
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions",
-            &alice,
-            Some(&pinned),
-            Some(json!({"ruleId": rule_id})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "CONFLICT");
-    let (_, catalog) = app
-        .call(
-            "GET",
-            "/api/compliance/published-rules",
-            &alice,
-            Some(&pinned),
-            None,
-        )
+    app.by(&alice)
+        .org(&pinned)
+        .post("/api/compliance/subscriptions")
+        .json(json!({"ruleId": rule_id}))
+        .await
+        .refused(ErrorCode::Conflict);
+    let Answer(_, catalog) = app
+        .by(&alice)
+        .org(&pinned)
+        .get("/api/compliance/published-rules")
         .await;
     assert_eq!(catalog["rules"][0]["subscribed"], true);
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/compliance/subscriptions/{rule_id}/pin"),
-            &alice,
-            Some(&pinned),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&pinned)
+        .post(format!("/api/compliance/subscriptions/{rule_id}/pin"))
         .await;
     assert_eq!(
         (status, body["data"]["pinnedVersion"].as_u64()),
@@ -447,14 +365,11 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
         "error",
     );
     v2["scope"] = json!("published");
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/compliance/rules/{rule_id}"),
-            &root,
-            Some(&system),
-            Some(v2),
-        )
+    let Answer(status, body) = app
+        .by(&root)
+        .org(&system)
+        .put(format!("/api/compliance/rules/{rule_id}"))
+        .json(v2)
         .await;
     assert_eq!(
         (status, body["data"]["version"].as_u64()),
@@ -469,14 +384,10 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
         app.blocked(&bob, &follower, beta.clone(), None).await,
         "following the latest version"
     );
-    let (_, subscriptions) = app
-        .call(
-            "GET",
-            "/api/compliance/subscriptions",
-            &alice,
-            Some(&pinned),
-            None,
-        )
+    let Answer(_, subscriptions) = app
+        .by(&alice)
+        .org(&pinned)
+        .get("/api/compliance/subscriptions")
         .await;
     let s = &subscriptions["subscriptions"][0];
     assert_eq!(
@@ -488,80 +399,55 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
         ),
         (Some(1), Some(2), Some(1), Some(true))
     );
-    let (_, enforced) = app
-        .call(
-            "GET",
-            "/api/compliance/subscriptions/enforced",
-            &alice,
-            Some(&pinned),
-            None,
-        )
+    let Answer(_, enforced) = app
+        .by(&alice)
+        .org(&pinned)
+        .get("/api/compliance/subscriptions/enforced")
         .await;
     assert_eq!(enforced["data"][0]["version"], 1);
 
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/compliance/subscriptions/{rule_id}/pin"),
-            &alice,
-            Some(&pinned),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&pinned)
+        .delete(format!("/api/compliance/subscriptions/{rule_id}/pin"))
+        .await
+        .expect(StatusCode::OK);
     assert!(
         app.blocked(&alice, &pinned, beta.clone(), None).await,
         "unpinned: follows again"
     );
-    let (status, _) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions/bulk",
-            &alice,
-            Some(&pinned),
-            Some(json!({"ruleIds": [rule_id], "isActive": false})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&pinned)
+        .post("/api/compliance/subscriptions/bulk")
+        .json(json!({"ruleIds": [rule_id], "isActive": false}))
+        .await
+        .expect(StatusCode::OK);
     assert!(!app.blocked(&alice, &pinned, latest.clone(), None).await);
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions/bulk",
-            &alice,
-            Some(&pinned),
-            Some(json!({"ruleIds": [rule_id, "nope"], "isActive": true})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
+    app.by(&alice)
+        .org(&pinned)
+        .post("/api/compliance/subscriptions/bulk")
+        .json(json!({"ruleIds": [rule_id, "nope"], "isActive": true}))
+        .await
+        .refused(ErrorCode::NotFound);
     assert!(
         !app.blocked(&alice, &pinned, latest.clone(), None).await,
         "all or nothing"
     );
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/compliance/subscriptions/{rule_id}"),
-            &bob,
-            Some(&follower),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&bob)
+        .org(&follower)
+        .delete(format!("/api/compliance/subscriptions/{rule_id}"))
+        .await
+        .expect(StatusCode::OK);
     assert!(
         !app.blocked(&bob, &follower, latest.clone(), None).await,
         "unsubscribed"
     );
 
     // Clone: an editable copy in the organization; auto-subscribe: everything, inactive.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions/clone",
-            &bob,
-            Some(&follower),
-            Some(json!({"ruleId": rule_id, "name": "our copy"})),
-        )
+    let Answer(status, body) = app
+        .by(&bob)
+        .org(&follower)
+        .post("/api/compliance/subscriptions/clone")
+        .json(json!({"ruleId": rule_id, "name": "our copy"}))
         .await;
     assert_eq!(
         (
@@ -576,14 +462,10 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
         app.blocked(&bob, &follower, beta.clone(), None).await,
         "the copy is enforced"
     );
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions/auto-subscribe",
-            &bob,
-            Some(&follower),
-            None,
-        )
+    let Answer(_, body) = app
+        .by(&bob)
+        .org(&follower)
+        .post("/api/compliance/subscriptions/auto-subscribe")
         .await;
     assert_eq!(body["data"]["subscribed"], 1);
 }
@@ -591,14 +473,10 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
 async fn parents_propagate_rules_to_their_teams(app: &TestApp) {
     let root = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (_, team) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "team", "parentOrgId": root})),
-        )
+    let Answer(_, team) = app
+        .by(&alice)
+        .post("/api/organization")
+        .json(json!({"name": "team", "parentOrgId": root}))
         .await;
     let team = team["data"]["id"].as_str().unwrap().to_owned();
     let mut inherited = semver("inherited");
@@ -630,22 +508,13 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
     let alice = app.token("alice", "alice@example.com");
     let rule_id = app.rule(&alice, &acme, semver("semver")).await;
     let bad = json!({"version": "latest"});
-    app.call(
-        "POST",
-        &format!("/api/organization/{acme}/members"),
-        &alice,
-        None,
-        Some(json!({"userId": "rita"})),
-    )
-    .await;
-    let (_, roles) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/roles?limit=100"),
-            &alice,
-            None,
-            None,
-        )
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": "rita"}))
+        .await;
+    let Answer(_, roles) = app
+        .by(&alice)
+        .get(format!("/api/organization/{acme}/roles?limit=100"))
         .await;
     let reviewer_role = roles["roles"]
         .as_array()
@@ -656,25 +525,20 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.call(
-        "POST",
-        &format!("/api/organization/{acme}/roles/{reviewer_role}/members"),
-        &alice,
-        None,
-        Some(json!({"userId": "rita"})),
-    )
-    .await;
+    app.by(&alice)
+        .post(format!(
+            "/api/organization/{acme}/roles/{reviewer_role}/members"
+        ))
+        .json(json!({"userId": "rita"}))
+        .await;
     let rita = app.token("rita", "rita@example.com");
 
     let ask = |entity: &str, expires: Option<String>| json!({"ruleId": rule_id, "entityId": entity, "reason": "vendored build", "expiresAt": expires});
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/exemptions",
-            &alice,
-            Some(&acme),
-            Some(ask("plugin-1", None)),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/exemptions")
+        .json(ask("plugin-1", None))
         .await;
     assert_eq!(
         (status, body["data"]["status"].as_str()),
@@ -688,34 +552,28 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
         "requested does not waive"
     );
     let review = format!("/api/compliance/exemptions/{id}/review");
-    let (status, body) = app
-        .call(
-            "PUT",
-            &review,
-            &alice,
-            Some(&acme),
-            Some(json!({"decision": "approve"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .put(&review)
+        .json(json!({"decision": "approve"}))
         .await;
     assert_eq!(
         (status, code(status, &body).as_str()),
         (StatusCode::FORBIDDEN, "SELF_APPROVAL_FORBIDDEN")
     );
-    let (status, body) = app
-        .call(
-            "PUT",
-            &review,
-            &rita,
-            Some(&acme),
-            Some(json!({"decision": "approve", "note": "ok"})),
-        )
+    let Answer(status, body) = app
+        .by(&rita)
+        .org(&acme)
+        .put(&review)
+        .json(json!({"decision": "approve", "note": "ok"}))
         .await;
     assert_eq!(
         (status, body["data"]["status"].as_str()),
         (StatusCode::OK, Some("approved")),
         "{body}"
     );
-    let (status, body) = app
+    let Answer(status, body) = app
         .validate(&alice, &acme, bad.clone(), Some("plugin-1"), true)
         .await;
     assert_eq!(status, StatusCode::OK);
@@ -731,30 +589,22 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
             .await,
         "one entity only"
     );
-    let (status, body) = app
-        .call(
-            "PUT",
-            &review,
-            &rita,
-            Some(&acme),
-            Some(json!({"decision": "reject"})),
-        )
+    let Answer(status, body) = app
+        .by(&rita)
+        .org(&acme)
+        .put(&review)
+        .json(json!({"decision": "reject"}))
         .await;
     assert_eq!(
         code(status, &body),
-        "CONFLICT",
+        ErrorCode::Conflict,
         "only a requested exemption is reviewed"
     );
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/compliance/exemptions/{id}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&acme)
+        .delete(format!("/api/compliance/exemptions/{id}"))
+        .await
+        .expect(StatusCode::OK);
     assert!(
         app.blocked(&alice, &acme, bad.clone(), Some("plugin-1"))
             .await,
@@ -770,24 +620,18 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
 
     // An expiry: it waives until then, not after.
     let soon = (Utc::now() + chrono::Duration::milliseconds(1500)).to_rfc3339();
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/compliance/exemptions",
-            &alice,
-            Some(&acme),
-            Some(ask("plugin-3", Some(soon))),
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/exemptions")
+        .json(ask("plugin-3", Some(soon)))
         .await;
     let id = body["data"]["id"].as_str().unwrap().to_owned();
-    app.call(
-        "PUT",
-        &format!("/api/compliance/exemptions/{id}/review"),
-        &rita,
-        Some(&acme),
-        Some(json!({"decision": "approve"})),
-    )
-    .await;
+    app.by(&rita)
+        .org(&acme)
+        .put(format!("/api/compliance/exemptions/{id}/review"))
+        .json(json!({"decision": "approve"}))
+        .await;
     assert!(
         !app.blocked(&alice, &acme, bad.clone(), Some("plugin-3"))
             .await
@@ -798,85 +642,59 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
             .await,
         "expired"
     );
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/exemptions",
-            &alice,
-            Some(&acme),
-            Some(ask("p", Some("2020-01-01T00:00:00Z".into()))),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/exemptions",
-            &alice,
-            Some(&acme),
-            Some(json!({"ruleId": "ghost", "entityId": "p", "reason": "r"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/compliance/exemptions")
+        .json(ask("p", Some("2020-01-01T00:00:00Z".into())))
+        .await
+        .refused(ErrorCode::ValidationError);
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/compliance/exemptions")
+        .json(json!({"ruleId": "ghost", "entityId": "p", "reason": "r"}))
+        .await
+        .refused(ErrorCode::ValidationError);
 
     // Bulk: at most 500, all or nothing.
-    let (_, before) = app
-        .call(
-            "GET",
-            "/api/compliance/exemptions",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, before) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/exemptions")
         .await;
     let many: Vec<String> = (0..501).map(|i| format!("e{i}")).collect();
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/exemptions/bulk",
-            &alice,
-            Some(&acme),
-            Some(json!({"ruleId": rule_id, "entityIds": many, "reason": "r"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/exemptions/bulk")
+        .json(json!({"ruleId": rule_id, "entityIds": many, "reason": "r"}))
         .await;
     assert_eq!(
         (status, code(status, &body).as_str()),
         (StatusCode::BAD_REQUEST, "BULK_LIMIT_EXCEEDED")
     );
-    let (_, after) = app
-        .call(
-            "GET",
-            "/api/compliance/exemptions",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, after) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/exemptions")
         .await;
     assert_eq!(
         before["pagination"]["total"], after["pagination"]["total"],
         "nothing stored"
     );
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/exemptions/bulk",
-            &alice,
-            Some(&acme),
-            Some(json!({"ruleId": rule_id, "entityIds": ["a", "b", "c"], "reason": "r"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/exemptions/bulk")
+        .json(json!({"ruleId": rule_id, "entityIds": ["a", "b", "c"], "reason": "r"}))
         .await;
     assert_eq!(
         (status, body["data"]["count"].as_u64()),
         (StatusCode::CREATED, Some(3))
     );
-    let (_, listed) = app
-        .call(
-            "GET",
-            "/api/compliance/exemptions?status=requested",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, listed) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/exemptions?status=requested")
         .await;
     assert_eq!(listed["pagination"]["total"], 3);
 }
@@ -884,7 +702,7 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
 async fn the_system_organization_is_never_evaluated(app: &TestApp) {
     let (system, root) = app.system().await;
     app.rule(&root, &system, semver("system semver")).await;
-    let (status, body) = app
+    let Answer(status, body) = app
         .validate(&root, &system, json!({"version": "latest"}), None, false)
         .await;
     assert_eq!(status, StatusCode::OK);
@@ -911,7 +729,7 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
     for _ in 0..11 {
         deep = json!({"d": deep});
     }
-    let (status, body) = app.validate(&alice, &acme, deep, None, true).await;
+    let Answer(status, body) = app.validate(&alice, &acme, deep, None, true).await;
     assert_eq!(
         (status, code(status, &body).as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, "ATTRIBUTE_LIMIT_EXCEEDED")
@@ -939,32 +757,26 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
     );
     let wide: serde_json::Map<String, Value> =
         (0..101).map(|i| (format!("k{i}"), json!(i))).collect();
-    let (status, body) = app
+    let Answer(status, body) = app
         .validate(&alice, &acme, Value::Object(wide), None, true)
         .await;
     assert_eq!(
         (status, body["details"]["limit"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("keys"))
     );
-    let (status, body) = app.validate(&alice, &acme, json!([1, 2]), None, true).await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/validate/widget",
-            &alice,
-            Some(&acme),
-            Some(json!({"attributes": {}})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
+    let Answer(status, body) = app.validate(&alice, &acme, json!([1, 2]), None, true).await;
+    assert_eq!(code(status, &body), ErrorCode::ValidationError);
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/compliance/validate/widget")
+        .json(json!({"attributes": {}}))
+        .await
+        .refused(ErrorCode::NotFound);
 
     // Dry runs write nothing; live checks write pass, warn or block.
     app.validate(&alice, &acme, json!({"version": "x"}), Some("p1"), true)
         .await;
-    let (_, log) = app
-        .call("GET", "/api/compliance/audit", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, log) = app.by(&alice).org(&acme).get("/api/compliance/audit").await;
     assert_eq!(log["pagination"]["total"], 0);
     app.validate(&alice, &acme, json!({"version": "x"}), Some("p1"), false)
         .await;
@@ -984,14 +796,10 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
         false,
     )
     .await;
-    let (_, log) = app
-        .call(
-            "GET",
-            "/api/compliance/audit?sortOrder=asc",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, log) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/audit?sortOrder=asc")
         .await;
     let results: Vec<&str> = log["entries"]
         .as_array()
@@ -1004,14 +812,10 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
         results.contains(&"block") && results.contains(&"warn") && results.contains(&"pass"),
         "{results:?}"
     );
-    let (_, blocked) = app
-        .call(
-            "GET",
-            "/api/compliance/audit?result=block&entityId=p1",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, blocked) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/audit?result=block&entityId=p1")
         .await;
     let names: Vec<&str> = blocked["entries"][0]["violations"]
         .as_array()
@@ -1024,28 +828,18 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
         ["has docs", "semver"],
         "equal priorities order by name"
     );
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/compliance/audit?result=maybe",
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&alice)
+        .org(&acme)
+        .get("/api/compliance/audit?result=maybe")
+        .await
+        .refused(ErrorCode::ValidationError);
 
     // The impact preview evaluates the entities validated so far.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions/preview/impact",
-            &alice,
-            Some(&acme),
-            Some(
-                json!({"rule": rule("needs docs", "description", "exists", json!(null), "error")}),
-            ),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/subscriptions/preview/impact")
+        .json(json!({"rule": rule("needs docs", "description", "exists", json!(null), "error")}))
         .await;
     assert_eq!(
         (
@@ -1056,20 +850,17 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
         (StatusCode::OK, Some(3), Some(2)),
         "{body}"
     );
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions/preview",
-            &alice,
-            Some(&acme),
-            Some(json!({"rule": semver("try"), "attributes": {"version": "1"}})),
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/subscriptions/preview")
+        .json(json!({"rule": semver("try"), "attributes": {"version": "1"}}))
         .await;
     assert_eq!(body["data"]["blocked"], true);
 
     // A service (the plugin service at upload) validates with its token and x-org-id.
     let service = app.service_token("plugin");
-    let (status, body) = app
+    let Answer(status, body) = app
         .validate(
             &service,
             &acme,
@@ -1082,17 +873,17 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
         (status, body["data"]["blocked"].as_bool()),
         (StatusCode::OK, Some(true))
     );
-    let (status, body) = app
+    let Answer(status, body) = app
         .validate(&service, "no-such-org", json!({}), None, true)
         .await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    assert_eq!(code(status, &body), ErrorCode::TenantForbidden);
 }
 
 async fn notification_preferences(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     let path = "/api/compliance/notification-preferences";
-    let (_, body) = app.call("GET", path, &alice, Some(&acme), None).await;
+    let Answer(_, body) = app.by(&alice).org(&acme).get(path).await;
     assert_eq!(
         (
             body["data"]["digestMode"].as_str(),
@@ -1101,26 +892,18 @@ async fn notification_preferences(app: &TestApp) {
         ),
         (Some("immediate"), Some(false), Some(false))
     );
-    app.call(
-        "POST",
-        &format!("/api/organization/{acme}/members"),
-        &alice,
-        None,
-        Some(json!({"userId": "bob"})),
-    )
-    .await;
-    let bob = app.token("bob", "bob@example.com");
-    let (status, body) = app
-        .call(
-            "PUT",
-            path,
-            &bob,
-            Some(&acme),
-            Some(json!({"emailEnabled": true})),
-        )
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": "bob"}))
         .await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
-    let (status, body) = app.call("PUT", path, &alice, Some(&acme), Some(json!({"webhookUrl": "https://93.184.216.34/x", "webhookSecret": "s3cret", "digestMode": "daily"}))).await;
+    let bob = app.token("bob", "bob@example.com");
+    app.by(&bob)
+        .org(&acme)
+        .put(path)
+        .json(json!({"emailEnabled": true}))
+        .await
+        .refused(ErrorCode::Forbidden);
+    let Answer(status, body) = app.by(&alice).org(&acme).put(path).json(json!({"webhookUrl": "https://93.184.216.34/x", "webhookSecret": "s3cret", "digestMode": "daily"})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
         (
@@ -1133,36 +916,26 @@ async fn notification_preferences(app: &TestApp) {
         !body.to_string().contains("s3cret"),
         "the secret is never returned"
     );
-    let (_, body) = app
-        .call(
-            "PUT",
-            path,
-            &alice,
-            Some(&acme),
-            Some(json!({"emailEnabled": true})),
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&acme)
+        .put(path)
+        .json(json!({"emailEnabled": true}))
         .await;
     assert_eq!(body["data"]["hasWebhookSecret"], true, "omitted keeps it");
-    let (_, body) = app
-        .call(
-            "PUT",
-            path,
-            &alice,
-            Some(&acme),
-            Some(json!({"webhookSecret": ""})),
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&acme)
+        .put(path)
+        .json(json!({"webhookSecret": ""}))
         .await;
     assert_eq!(body["data"]["hasWebhookSecret"], false, "empty clears it");
-    let (status, body) = app
-        .call(
-            "PUT",
-            path,
-            &alice,
-            Some(&acme),
-            Some(json!({"digestMode": "hourly"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&alice)
+        .org(&acme)
+        .put(path)
+        .json(json!({"digestMode": "hourly"}))
+        .await
+        .refused(ErrorCode::ValidationError);
 }
 
 async fn policies_and_templates(app: &TestApp) {
@@ -1170,27 +943,20 @@ async fn policies_and_templates(app: &TestApp) {
     let mut template = semver("template semver");
     template["isTemplate"] = json!(true);
     let template_id = app.rule(&root, &system, template).await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/policies",
-            &root,
-            Some(&system),
-            Some(json!({"name": "Supply chain", "ruleIds": [template_id], "isTemplate": true})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let policy_template = body["data"]["id"].as_str().unwrap().to_owned();
+    let policy_template = app
+        .by(&root)
+        .org(&system)
+        .post("/api/compliance/policies")
+        .json(json!({"name": "Supply chain", "ruleIds": [template_id], "isTemplate": true}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (_, templates) = app
-        .call(
-            "GET",
-            "/api/compliance/templates",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, templates) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/templates")
         .await;
     assert_eq!(
         (
@@ -1199,14 +965,13 @@ async fn policies_and_templates(app: &TestApp) {
         ),
         (1, 1)
     );
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/compliance/templates/policies/{policy_template}/clone"),
-            &alice,
-            Some(&acme),
-            Some(json!({"name": "Our supply chain"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post(format!(
+            "/api/compliance/templates/policies/{policy_template}/clone"
+        ))
+        .json(json!({"name": "Our supply chain"}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let policy = body["data"]["id"].as_str().unwrap().to_owned();
@@ -1220,73 +985,54 @@ async fn policies_and_templates(app: &TestApp) {
             .await,
         "the cloned rule is enforced"
     );
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/compliance/templates/policies/{policy_template}/clone"),
-            &alice,
-            Some(&acme),
-            Some(json!({"name": "Twice"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post(format!(
+            "/api/compliance/templates/policies/{policy_template}/clone"
+        ))
+        .json(json!({"name": "Twice"}))
         .await;
     assert_eq!(
         code(status, &body),
-        "CONFLICT",
+        ErrorCode::Conflict,
         "its rule names are taken now"
     );
-    let (_, rules) = app
-        .call("GET", "/api/compliance/rules", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, rules) = app.by(&alice).org(&acme).get("/api/compliance/rules").await;
     assert_eq!(rules["pagination"]["total"], 1, "nothing half-cloned");
     // The rules are free but the policy's name is taken: the policy fails last, and
     // the rules written before it in the same transaction are rolled back with it.
     let beta = app.org("bob", "beta").await;
     let bob = app.token("bob", "bob@example.com");
-    let (status, _) = app
-        .call(
-            "POST",
-            "/api/compliance/policies",
-            &bob,
-            Some(&beta),
-            Some(json!({"name": "Supply chain", "ruleIds": []})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/compliance/templates/policies/{policy_template}/clone"),
-            &bob,
-            Some(&beta),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "CONFLICT", "{body}");
-    let (_, rules) = app
-        .call("GET", "/api/compliance/rules", &bob, Some(&beta), None)
-        .await;
+    app.by(&bob)
+        .org(&beta)
+        .post("/api/compliance/policies")
+        .json(json!({"name": "Supply chain", "ruleIds": []}))
+        .await
+        .expect(StatusCode::CREATED);
+    app.by(&bob)
+        .org(&beta)
+        .post(format!(
+            "/api/compliance/templates/policies/{policy_template}/clone"
+        ))
+        .await
+        .refused(ErrorCode::Conflict);
+    let Answer(_, rules) = app.by(&bob).org(&beta).get("/api/compliance/rules").await;
     assert_eq!(
         rules["pagination"]["total"], 0,
         "no rule outlived the failed clone"
     );
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/templates/apply",
-            &alice,
-            Some(&acme),
-            Some(json!({"templateId": template_id})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "CONFLICT");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/templates/apply",
-            &alice,
-            Some(&acme),
-            Some(json!({"templateId": template_id, "name": "applied copy"})),
-        )
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/compliance/templates/apply")
+        .json(json!({"templateId": template_id}))
+        .await
+        .refused(ErrorCode::Conflict);
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/templates/apply")
+        .json(json!({"templateId": template_id, "name": "applied copy"}))
         .await;
     assert_eq!(
         (
@@ -1297,92 +1043,62 @@ async fn policies_and_templates(app: &TestApp) {
         (StatusCode::CREATED, Some(false), Some(acme.as_str())),
         "{body}"
     );
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/compliance/templates/rules/{template_id}/clone"),
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "CONFLICT");
-    let (status, _) = app
-        .call(
-            "POST",
-            &format!("/api/compliance/templates/rules/{template_id}/clone"),
-            &alice,
-            Some(&acme),
-            Some(json!({"name": "another copy"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
+    app.by(&alice)
+        .org(&acme)
+        .post(format!(
+            "/api/compliance/templates/rules/{template_id}/clone"
+        ))
+        .await
+        .refused(ErrorCode::Conflict);
+    app.by(&alice)
+        .org(&acme)
+        .post(format!(
+            "/api/compliance/templates/rules/{template_id}/clone"
+        ))
+        .json(json!({"name": "another copy"}))
+        .await
+        .expect(StatusCode::CREATED);
     // One per cloned rule and one for the policy, one apply, one rule clone.
     assert_eq!(app.audited("compliance.template.apply").await.len(), 4);
     // Policies: CRUD, filterable.
-    let (_, list) = app
-        .call(
-            "GET",
-            "/api/compliance/policies?name=supply",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, list) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/policies?name=supply")
         .await;
     assert_eq!(list["pagination"]["total"], 1);
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/compliance/policies/{policy}"),
-            &alice,
-            Some(&acme),
-            Some(json!({"description": "ours"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .put(format!("/api/compliance/policies/{policy}"))
+        .json(json!({"description": "ours"}))
         .await;
     assert_eq!(
         (status, body["data"]["description"].as_str()),
         (StatusCode::OK, Some("ours"))
     );
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/policies",
-            &alice,
-            Some(&acme),
-            Some(json!({"name": "Our Supply Chain"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "CONFLICT");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/policies",
-            &alice,
-            Some(&acme),
-            Some(json!({"name": "t", "isTemplate": true})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/compliance/policies/{policy}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/policies/{policy}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/compliance/policies")
+        .json(json!({"name": "Our Supply Chain"}))
+        .await
+        .refused(ErrorCode::Conflict);
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/compliance/policies")
+        .json(json!({"name": "t", "isTemplate": true}))
+        .await
+        .refused(ErrorCode::Forbidden);
+    app.by(&alice)
+        .org(&acme)
+        .delete(format!("/api/compliance/policies/{policy}"))
+        .await
+        .expect(StatusCode::OK);
+    app.by(&alice)
+        .org(&acme)
+        .get(format!("/api/compliance/policies/{policy}"))
+        .await
+        .refused(ErrorCode::NotFound);
 }
 
 async fn another_organization_cannot_reach_compliance_data(app: &TestApp) {
@@ -1391,31 +1107,23 @@ async fn another_organization_cannot_reach_compliance_data(app: &TestApp) {
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
     let rule_id = app.rule(&alice, &acme, semver("semver")).await;
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/compliance/policies",
-            &alice,
-            Some(&acme),
-            Some(json!({"name": "p", "ruleIds": [rule_id]})),
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/policies")
+        .json(json!({"name": "p", "ruleIds": [rule_id]}))
         .await;
     let policy = body["data"]["id"].as_str().unwrap().to_owned();
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/compliance/exemptions",
-            &alice,
-            Some(&acme),
-            Some(json!({"ruleId": rule_id, "entityId": "e", "reason": "r"})),
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/exemptions")
+        .json(json!({"ruleId": rule_id, "entityId": "e", "reason": "r"}))
         .await;
     let exemption = body["data"]["id"].as_str().unwrap().to_owned();
     // Naming acme in x-org-id: refused outright.
-    let (status, body) = app
-        .call("GET", "/api/compliance/rules", &bob, Some(&acme), None)
-        .await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    let Answer(status, body) = app.by(&bob).org(&acme).get("/api/compliance/rules").await;
+    assert_eq!(code(status, &body), ErrorCode::TenantForbidden);
     // Naming acme's ids from globex: not found, and nothing changes.
     let attempts: Vec<(&str, String, Option<Value>)> = vec![
         ("GET", format!("/api/compliance/rules/{rule_id}"), None),
@@ -1454,26 +1162,29 @@ async fn another_organization_cannot_reach_compliance_data(app: &TestApp) {
         ),
     ];
     for (method, path, body) in attempts {
-        let (status, response) = app.call(method, &path, &bob, Some(&globex), body).await;
-        assert_eq!(code(status, &response), "NOT_FOUND", "{method} {path}");
+        let Answer(status, response) = app
+            .by(&bob)
+            .org(&globex)
+            .method(method, &path)
+            .json_opt(body)
+            .await;
+        assert_eq!(
+            code(status, &response),
+            ErrorCode::NotFound,
+            "{method} {path}"
+        );
     }
-    let (_, rules) = app
-        .call("GET", "/api/compliance/rules", &bob, Some(&globex), None)
-        .await;
+    let Answer(_, rules) = app.by(&bob).org(&globex).get("/api/compliance/rules").await;
     assert_eq!(rules["pagination"]["total"], 0);
     assert!(
         !app.blocked(&bob, &globex, json!({"version": "x"}), None)
             .await,
         "acme's rules never touch globex"
     );
-    let (_, history) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/rules/{rule_id}/history"),
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, history) = app
+        .by(&alice)
+        .org(&acme)
+        .get(format!("/api/compliance/rules/{rule_id}/history"))
         .await;
     assert_eq!(history["data"].as_array().unwrap().len(), 1);
 }
@@ -1488,13 +1199,11 @@ async fn concurrent_live_checks_are_each_recorded(app: &TestApp) {
     let requests = (0..checks)
         .map(|i| {
             let version = if i % 2 == 0 { "1.0.0" } else { "latest" };
-            TestApp::request_of(
-                "POST",
-                "/api/compliance/validate/plugin",
-                &alice,
-                Some(&acme),
-                Some(json!({"attributes": {"version": version}, "entityId": format!("e{i}")})),
-            )
+            app.by(&alice)
+                .org(&acme)
+                .post("/api/compliance/validate/plugin")
+                .json(json!({"attributes": {"version": version}, "entityId": format!("e{i}")}))
+                .request()
         })
         .collect();
     let answers = app.concurrently(requests).await;
@@ -1502,14 +1211,10 @@ async fn concurrent_live_checks_are_each_recorded(app: &TestApp) {
         assert_eq!(*status, StatusCode::OK, "{i}: {body}");
         assert_eq!(body["data"]["blocked"], i % 2 == 1, "{i}: {body}");
     }
-    let (_, log) = app
-        .call(
-            "GET",
-            "/api/compliance/audit?limit=100",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, log) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/audit?limit=100")
         .await;
     assert_eq!(log["pagination"]["total"], checks, "{log}");
     let mut entities: Vec<String> = log["entries"]
@@ -1521,25 +1226,18 @@ async fn concurrent_live_checks_are_each_recorded(app: &TestApp) {
     entities.sort();
     entities.dedup();
     assert_eq!(entities.len(), checks, "one row per check");
-    let (_, blocked) = app
-        .call(
-            "GET",
-            "/api/compliance/audit?result=block",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, blocked) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/audit?result=block")
         .await;
     assert_eq!(blocked["pagination"]["total"], checks / 2, "{blocked}");
     // Every entity's snapshot is kept: the impact preview judges all of them.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions/preview/impact",
-            &alice,
-            Some(&acme),
-            Some(json!({"rule": semver("again")})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/subscriptions/preview/impact")
+        .json(json!({"rule": semver("again")}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["evaluated"], checks, "{body}");
@@ -1568,16 +1266,12 @@ async fn a_snapshot_follows_the_attributes_and_an_unchanged_check_keeps_it(app: 
     app.rule(&alice, &acme, semver("SEMVER")).await;
     let (alice, acme) = (&alice, &acme);
     let check = |version: &'static str| async move {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/compliance/validate/plugin",
-                alice,
-                Some(acme),
-                Some(json!({"attributes": {"version": version}, "entityId": "e1"})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        app.by(alice)
+            .org(acme)
+            .post("/api/compliance/validate/plugin")
+            .json(json!({"attributes": {"version": version}, "entityId": "e1"}))
+            .await
+            .expect(StatusCode::OK);
     };
     let kept = || async {
         let rows: Vec<(String, String)> = sqlx::query_as(
@@ -1590,14 +1284,11 @@ async fn a_snapshot_follows_the_attributes_and_an_unchanged_check_keeps_it(app: 
         rows.into_iter().next().unwrap()
     };
     let failing = |expected: u64| async move {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/compliance/subscriptions/preview/impact",
-                alice,
-                Some(acme),
-                Some(json!({"rule": semver("again")})),
-            )
+        let Answer(status, body) = app
+            .by(alice)
+            .org(acme)
+            .post("/api/compliance/subscriptions/preview/impact")
+            .json(json!({"rule": semver("again")}))
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
         assert_eq!(body["data"]["evaluated"], 1, "{body}");
@@ -1661,44 +1352,28 @@ async fn the_sample_content_loads_once(app: &TestApp) {
     server.abort();
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (_, catalog) = app
-        .call(
-            "GET",
-            "/api/compliance/published-rules?limit=100",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, catalog) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/published-rules?limit=100")
         .await;
     assert_eq!(catalog["pagination"]["total"], 8);
-    let (_, templates) = app
-        .call(
-            "GET",
-            "/api/compliance/templates",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, templates) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/templates")
         .await;
     assert_eq!(templates["data"]["policies"].as_array().unwrap().len(), 3);
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions/auto-subscribe",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/subscriptions/auto-subscribe")
         .await;
     assert_eq!(body["data"]["subscribed"], 8);
-    let (_, subscriptions) = app
-        .call(
-            "GET",
-            "/api/compliance/subscriptions",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, subscriptions) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/subscriptions")
         .await;
     let ids: Vec<String> = subscriptions["subscriptions"]
         .as_array()
@@ -1708,14 +1383,10 @@ async fn the_sample_content_loads_once(app: &TestApp) {
         .collect();
     assert_eq!(subscriptions["pagination"]["total"], 8);
     // Paginated like every other list.
-    let (_, first) = app
-        .call(
-            "GET",
-            "/api/compliance/subscriptions?limit=3&offset=6",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, first) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/subscriptions?limit=3&offset=6")
         .await;
     assert_eq!(
         first["subscriptions"].as_array().unwrap().len(),
@@ -1724,17 +1395,14 @@ async fn the_sample_content_loads_once(app: &TestApp) {
     );
     assert_eq!(first["pagination"]["hasMore"], false);
     assert_eq!(first["subscriptions"][0]["ruleId"], ids[6].as_str());
-    app.call(
-        "POST",
-        "/api/compliance/subscriptions/bulk",
-        &alice,
-        Some(&acme),
-        Some(json!({"ruleIds": ids, "isActive": true})),
-    )
-    .await;
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/compliance/subscriptions/bulk")
+        .json(json!({"ruleIds": ids, "isActive": true}))
+        .await;
     let piped = json!({"name": "x", "version": "1.0.0", "description": "a helpful plugin", "accessModifier": "private",
                        "installCommands": ["curl https://example.com/install.sh | sh"]});
-    let (_, body) = app.validate(&alice, &acme, piped, None, true).await;
+    let Answer(_, body) = app.validate(&alice, &acme, piped, None, true).await;
     assert_eq!(
         body["data"]["violations"][0]["ruleName"],
         "Install commands do not pipe"
@@ -1756,7 +1424,7 @@ async fn a_deleted_organization_no_longer_validates_from_the_cache(app: &TestApp
     app.rule(&alice, &acme, semver("semver")).await;
     let service = app.service_token("plugin");
     for _ in 0..2 {
-        let (status, body) = app
+        let Answer(status, body) = app
             .validate(&service, &acme, json!({"version": "x"}), None, true)
             .await;
         assert_eq!(
@@ -1771,10 +1439,10 @@ async fn a_deleted_organization_no_longer_validates_from_the_cache(app: &TestApp
         .unwrap();
     let (status, _) = app.send(delete).await;
     assert_eq!(status, StatusCode::OK);
-    let (status, body) = app
+    let Answer(status, body) = app
         .validate(&service, &acme, json!({"version": "x"}), None, true)
         .await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    assert_eq!(code(status, &body), ErrorCode::TenantForbidden);
 }
 
 mod cache {
@@ -1788,7 +1456,7 @@ async fn validation_fails_closed_when_storage_is_gone(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let service = app.service_token("plugin");
     app.store.close().await;
-    let (status, body) = app
+    let Answer(status, body) = app
         .validate(&service, &acme, json!({"version": "1.0.0"}), None, false)
         .await;
     assert_eq!(

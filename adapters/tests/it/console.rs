@@ -2,6 +2,7 @@
 //! (WebDriver) against the server's router on loopback. Screenshots of each page are
 //! kept under `target/console-screenshots/`.
 
+use crate::api::Answer;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -249,31 +250,11 @@ impl Browser {
 }
 
 pub(super) async fn register(app: &TestApp, email: &str) -> String {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/register",
-            "unused",
-            None,
-            Some(json!({"email": email, "password": PASSWORD})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["data"]["userId"].as_str().unwrap().to_owned()
+    app.register(email, PASSWORD).await.user_id
 }
 
 pub(super) async fn access(app: &TestApp, email: &str) -> String {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/login",
-            "unused",
-            None,
-            Some(json!({"identifier": email, "password": PASSWORD})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["data"]["accessToken"].as_str().unwrap().to_owned()
+    app.login(email, PASSWORD).await.access_token
 }
 
 /// A registered person who signed in and created an organization: their access
@@ -281,14 +262,10 @@ pub(super) async fn access(app: &TestApp, email: &str) -> String {
 pub(super) async fn owner(app: &TestApp, email: &str, name: &str) -> (String, String) {
     register(app, email).await;
     let token = access(app, email).await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &token,
-            None,
-            Some(json!({ "name": name })),
-        )
+    let Answer(status, body) = app
+        .by(&token)
+        .post("/api/organization")
+        .json(json!({ "name": name }))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     (token, body["data"]["id"].as_str().unwrap().to_owned())
@@ -347,14 +324,10 @@ pub(super) async fn scene(app: &TestApp) -> Scene {
     let create = |name: &'static str| {
         let alice = alice.clone();
         async move {
-            let (status, body) = app
-                .call(
-                    "POST",
-                    "/api/organization",
-                    &alice,
-                    None,
-                    Some(json!({"name": name})),
-                )
+            let Answer(status, body) = app
+                .by(&alice)
+                .post("/api/organization")
+                .json(json!({"name": name}))
                 .await;
             assert_eq!(status, StatusCode::CREATED, "{body}");
             body["data"]["id"].as_str().unwrap().to_owned()
@@ -362,26 +335,16 @@ pub(super) async fn scene(app: &TestApp) -> Scene {
     };
     let acme = create("acme").await;
     let beta = create("beta").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "web", "parentOrgId": acme})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": bob_id, "role": "admin"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&alice)
+        .post("/api/organization")
+        .json(json!({"name": "web", "parentOrgId": acme}))
+        .await
+        .expect(StatusCode::CREATED);
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": bob_id, "role": "admin"}))
+        .await
+        .expect(StatusCode::CREATED);
     let mut pipelines = Vec::new();
     for (name, modifier) in [
         ("pub-one", "public"),
@@ -390,14 +353,11 @@ pub(super) async fn scene(app: &TestApp) -> Scene {
         ("api-core", "private"),
         ("legacy1", "private"),
     ] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/pipelines",
-                &alice,
-                Some(&acme),
-                Some(pipeline_as(name, modifier)),
-            )
+        let Answer(status, body) = app
+            .by(&alice)
+            .org(&acme)
+            .post("/api/pipelines")
+            .json(pipeline_as(name, modifier))
             .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         pipelines.push(body["data"]["id"].as_str().unwrap().to_owned());
@@ -409,46 +369,34 @@ pub(super) async fn scene(app: &TestApp) -> Scene {
         json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
                "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"}),
     ] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/compliance/rules",
-                &alice,
-                Some(&acme),
-                Some(rule),
-            )
+        let Answer(status, body) = app
+            .by(&alice)
+            .org(&acme)
+            .post("/api/compliance/rules")
+            .json(rule)
             .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         rules.push(body["data"]["id"].as_str().unwrap().to_owned());
     }
     // A scan judges them all (as the sweeper workers would).
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scans",
-            &alice,
-            Some(&acme),
-            Some(json!({"target": "pipeline"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/compliance/scans")
+        .json(json!({"target": "pipeline"}))
+        .await
+        .expect(StatusCode::ACCEPTED);
     let never = || false;
     while let Some(claimed) = claimed_scan(&state).await {
         scans::sweep(&state, &claimed, SWEEP, &never).await.unwrap();
     }
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/exemptions",
-            &alice,
-            Some(&acme),
-            Some(
-                json!({"ruleId": rules[0], "entityId": pipelines[0], "reason": "public by design"}),
-            ),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let exemption = body["data"]["id"].as_str().unwrap().to_owned();
+    let exemption = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/exemptions")
+        .json(json!({"ruleId": rules[0], "entityId": pipelines[0], "reason": "public by design"}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let service = app.service_token("plugin");
     for n in 0..5 {
         let (status, body) = app
@@ -547,14 +495,10 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
     b.shot("posture").await;
 
     // The posture's numbers are the API's.
-    let (_, posture) = app
-        .call(
-            "GET",
-            "/api/compliance/posture",
-            &scene.alice,
-            Some(&scene.acme),
-            None,
-        )
+    let Answer(_, posture) = app
+        .by(&scene.alice)
+        .org(&scene.acme)
+        .get("/api/compliance/posture")
         .await;
     let counts = &posture["data"]["byTarget"]["pipeline"];
     assert_eq!(counts["total"], 5, "{posture}");
@@ -575,17 +519,13 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
         scene.acme, scene.blocking_rule
     ))
     .await;
-    let (status, report) = app
-        .call(
-            "GET",
-            &format!(
-                "/api/compliance/posture/policy-report?target=pipeline&status=block&rule={}",
-                scene.blocking_rule
-            ),
-            &scene.alice,
-            Some(&scene.acme),
-            None,
-        )
+    let Answer(status, report) = app
+        .by(&scene.alice)
+        .org(&scene.acme)
+        .get(format!(
+            "/api/compliance/posture/policy-report?target=pipeline&status=block&rule={}",
+            scene.blocking_rule
+        ))
         .await;
     assert_eq!(status, StatusCode::OK, "{report}");
     let results = report["results"].as_array().unwrap();
@@ -656,14 +596,10 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
         b.text("main").await
     );
     assert_eq!(b.text(&format!("{row} td.status")).await, "approved");
-    let (_, list) = app
-        .call(
-            "GET",
-            "/api/compliance/exemptions",
-            &scene.bob,
-            Some(&scene.acme),
-            None,
-        )
+    let Answer(_, list) = app
+        .by(&scene.bob)
+        .org(&scene.acme)
+        .get("/api/compliance/exemptions")
         .await;
     assert_eq!(list["exemptions"][0]["status"], "approved", "{list}");
     b.sign_out(base).await;
@@ -702,26 +638,18 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
             .await,
         format!("Done: scan {id} is cancelled")
     );
-    let (_, scan) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/scans/{id}"),
-            &scene.alice,
-            Some(&scene.acme),
-            None,
-        )
+    let Answer(_, scan) = app
+        .by(&scene.alice)
+        .org(&scene.acme)
+        .get(format!("/api/compliance/scans/{id}"))
         .await;
     assert_eq!(scan["data"]["status"], "cancelled");
 
     // A form another origin's page posts is refused, and changes nothing.
-    let (_, before) = app
-        .call(
-            "GET",
-            "/api/compliance/scans",
-            &scene.alice,
-            Some(&scene.acme),
-            None,
-        )
+    let Answer(_, before) = app
+        .by(&scene.alice)
+        .org(&scene.acme)
+        .get("/api/compliance/scans")
         .await;
     let target = format!("{base}/console/scans");
     let acme = scene.acme.clone();
@@ -744,14 +672,10 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
         refused,
         "this form did not come from this console's own page"
     );
-    let (_, after) = app
-        .call(
-            "GET",
-            "/api/compliance/scans",
-            &scene.alice,
-            Some(&scene.acme),
-            None,
-        )
+    let Answer(_, after) = app
+        .by(&scene.alice)
+        .org(&scene.acme)
+        .get("/api/compliance/scans")
         .await;
     assert_eq!(before["pagination"]["total"], after["pagination"]["total"]);
     b.sign_out(base).await;
@@ -760,14 +684,9 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
     b.sign_in(base, ROOT_EMAIL).await;
     b.open(&format!("{base}/console/audit?org={}&verify=1", scene.acme))
         .await;
-    let (_, verdict) = app
-        .call(
-            "GET",
-            &format!("/api/audit/verify?orgId={}", scene.acme),
-            &scene.root,
-            None,
-            None,
-        )
+    let Answer(_, verdict) = app
+        .by(&scene.root)
+        .get(format!("/api/audit/verify?orgId={}", scene.acme))
         .await;
     let n = verdict["data"]["count"].as_u64().unwrap();
     assert!(n >= 5, "{verdict}");
@@ -1216,14 +1135,10 @@ async fn the_session_cookie_is_opaque_hashed_and_strict(app: &TestApp) {
         &[("origin", "http://127.0.0.1:3000")],
     )
     .await;
-    let (api_status, api) = app
-        .call(
-            "POST",
-            "/api/auth/login",
-            "unused",
-            None,
-            Some(json!({"identifier": "alice@example.com", "password": "wrong password!"})),
-        )
+    let Answer(api_status, api) = app
+        .public()
+        .post("/api/auth/login")
+        .json(json!({"identifier": "alice@example.com", "password": "wrong password!"}))
         .await;
     assert_eq!(status, api_status);
     assert!(headers.get("set-cookie").is_none());
@@ -1236,7 +1151,9 @@ async fn forms_without_this_pages_token_or_origin_change_nothing(app: &TestApp) 
     let (_, page) = page_of(app, &cookie, "/console/scans").await;
     let token = form_token(&page);
     let scans = || async {
-        app.call("GET", "/api/compliance/scans", &alice, Some(&acme), None)
+        app.by(&alice)
+            .org(&acme)
+            .get("/api/compliance/scans")
             .await
             .1["pagination"]["total"]
             .as_u64()
@@ -1378,9 +1295,7 @@ async fn signing_out_or_revoking_ends_the_console_session(app: &TestApp) {
     let (status, _) = page_of(app, &cookie, "/console/inbox").await;
     assert_eq!(status, StatusCode::OK);
     let api = access(app, "alice@example.com").await;
-    let (status, _) = app
-        .call("POST", "/api/me/tokens/revoke-all", &api, None, None)
-        .await;
+    let Answer(status, _) = app.by(&api).post("/api/me/tokens/revoke-all").await;
     assert!(status.is_success());
     let (status, _) = page_of(app, &cookie, "/console/inbox").await;
     assert_eq!(status, StatusCode::SEE_OTHER);
@@ -1390,41 +1305,30 @@ async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
     let app = &app.beside(&[("QUOTA_TIER_DEVELOPER_SEATS", "-1")]).await;
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let carol_id = register(app, "carol@example.com").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": carol_id, "role": "member"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &alice,
-            Some(&acme),
-            Some(pipeline_as("pub-one", "public")),
-        )
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": carol_id, "role": "member"}))
+        .await
+        .expect(StatusCode::CREATED);
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/pipelines")
+        .json(pipeline_as("pub-one", "public"))
         .await;
     let pipeline = body["data"]["id"].as_str().unwrap().to_owned();
-    let (_, body) = app
-        .call("POST", "/api/compliance/rules", &alice, Some(&acme), Some(json!({"name": "Private only", "target": "pipeline", "severity": "warning", "field": "accessModifier", "operator": "eq", "value": "private"})))
+    let Answer(_, body) = app
+        .by(&alice).org(&acme).post("/api/compliance/rules").json(json!({"name": "Private only", "target": "pipeline", "severity": "warning", "field": "accessModifier", "operator": "eq", "value": "private"}))
         .await;
     let rule = body["data"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/exemptions",
-            &alice,
-            Some(&acme),
-            Some(json!({"ruleId": rule, "entityId": pipeline, "reason": "why not"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let exemption = body["data"]["id"].as_str().unwrap().to_owned();
+    let exemption = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/exemptions")
+        .json(json!({"ruleId": rule, "entityId": pipeline, "reason": "why not"}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     // Carol, a member, sees the request but no review button, and no scan button.
     let (cookie, _) = console_session(app, "carol@example.com", HOST, &[]).await;
     // Every page answers her, without what she may not read.
@@ -1465,14 +1369,11 @@ async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
         "no approve button for a member"
     );
     let carol = access(app, "carol@example.com").await;
-    let (api_status, api) = app
-        .call(
-            "PUT",
-            &format!("/api/compliance/exemptions/{exemption}/review"),
-            &carol,
-            Some(&acme),
-            Some(json!({"decision": "approve"})),
-        )
+    let Answer(api_status, api) = app
+        .by(&carol)
+        .org(&acme)
+        .put(format!("/api/compliance/exemptions/{exemption}/review"))
+        .json(json!({"decision": "approve"}))
         .await;
     assert_eq!(api_status, StatusCode::FORBIDDEN);
     // Forced anyway: the API's refusal, with its status and its words.
@@ -1495,25 +1396,18 @@ async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
         page.contains(&message) || page.contains(api["message"].as_str().unwrap()),
         "{page}"
     );
-    let (_, list) = app
-        .call(
-            "GET",
-            "/api/compliance/exemptions",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, list) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/exemptions")
         .await;
     assert_eq!(list["exemptions"][0]["status"], "requested");
     let (_, scans) = page_of(app, &cookie, "/console/scans").await;
-    let (scan_status, _) = app
-        .call(
-            "POST",
-            "/api/compliance/scans",
-            &carol,
-            Some(&acme),
-            Some(json!({"target": "pipeline"})),
-        )
+    let Answer(scan_status, _) = app
+        .by(&carol)
+        .org(&acme)
+        .post("/api/compliance/scans")
+        .json(json!({"target": "pipeline"}))
         .await;
     assert_eq!(
         scans.contains("id=\"start-scan\""),
@@ -1564,15 +1458,10 @@ async fn a_step_up_action_asks_for_the_password_again(app: &TestApp) {
     );
     assert!(page.contains("id=\"error\""), "{page}");
     let tier = || async {
-        app.call(
-            "GET",
-            &format!("/api/organization/{acme}"),
-            &alice,
-            None,
-            None,
-        )
-        .await
-        .1["data"]["tier"]
+        app.by(&alice)
+            .get(format!("/api/organization/{acme}"))
+            .await
+            .1["data"]["tier"]
             .clone()
     };
     assert_eq!(tier().await, "developer");
@@ -1586,34 +1475,28 @@ async fn a_step_up_action_asks_for_the_password_again(app: &TestApp) {
 
 async fn the_policy_report_filters_by_status_and_rule(app: &TestApp) {
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
-    let (_, body) = app
-        .call("POST", "/api/compliance/rules", &alice, Some(&acme), Some(json!({"name": "Named by convention", "target": "pipeline", "severity": "warning", "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"})))
+    let Answer(_, body) = app
+        .by(&alice).org(&acme).post("/api/compliance/rules").json(json!({"name": "Named by convention", "target": "pipeline", "severity": "warning", "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"}))
         .await;
     let rule = body["data"]["id"].as_str().unwrap().to_owned();
     for name in ["web-app", "legacy1", "legacy2"] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/pipelines",
-                &alice,
-                Some(&acme),
-                Some(pipeline_as(name, "private")),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        app.by(&alice)
+            .org(&acme)
+            .post("/api/pipelines")
+            .json(pipeline_as(name, "private"))
+            .await
+            .expect(StatusCode::CREATED);
     }
     let report = |query: String| {
         let alice = alice.clone();
         let acme = acme.clone();
         async move {
-            app.call(
-                "GET",
-                &format!("/api/compliance/posture/policy-report?target=pipeline{query}"),
-                &alice,
-                Some(&acme),
-                None,
-            )
-            .await
+            app.by(&alice)
+                .org(&acme)
+                .get(format!(
+                    "/api/compliance/posture/policy-report?target=pipeline{query}"
+                ))
+                .await
         }
     };
     let names = |report: &Value| -> Vec<String> {
@@ -1630,13 +1513,13 @@ async fn the_policy_report_filters_by_status_and_rule(app: &TestApp) {
             })
             .collect()
     };
-    let (status, all) = report(String::new()).await;
+    let Answer(status, all) = report(String::new()).await;
     assert_eq!(status, StatusCode::OK, "{all}");
     assert_eq!(
         names(&all),
         ["web-app:pass", "legacy1:warn", "legacy2:warn"]
     );
-    let (_, warned) = report("&status=warn".into()).await;
+    let Answer(_, warned) = report("&status=warn".into()).await;
     assert_eq!(names(&warned), ["legacy1:warn", "legacy2:warn"]);
     assert_eq!(
         warned["metadata"]["annotations"]["compliance/page-total"],
@@ -1650,13 +1533,13 @@ async fn the_policy_report_filters_by_status_and_rule(app: &TestApp) {
         warned["summary"], all["summary"],
         "the summary stays over every entity"
     );
-    let (_, by_rule) = report(format!("&rule={rule}&limit=1&offset=1")).await;
+    let Answer(_, by_rule) = report(format!("&rule={rule}&limit=1&offset=1")).await;
     assert_eq!(names(&by_rule), ["legacy2:warn"]);
     assert_eq!(
         by_rule["metadata"]["annotations"]["compliance/filter-rule"],
         rule.as_str()
     );
-    let (_, none) = report("&status=block".into()).await;
+    let Answer(_, none) = report("&status=block".into()).await;
     assert_eq!(names(&none), Vec::<String>::new());
     for (query, field) in [
         ("&status=failing", "status"),
@@ -1664,7 +1547,7 @@ async fn the_policy_report_filters_by_status_and_rule(app: &TestApp) {
         ("&rule=%00x", "NUL"),
         (&*format!("&rule={}", "r".repeat(201)), "rule"),
     ] {
-        let (status, body) = report(query.to_owned()).await;
+        let Answer(status, body) = report(query.to_owned()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
         assert_eq!(body["code"], "VALIDATION_ERROR", "{query}");
         let text = body.to_string();
@@ -1685,16 +1568,13 @@ async fn exports_are_whole_refusals_show_and_the_console_is_counted(app: &TestAp
         ])
         .await;
     for i in 0..13 {
-        let (status, body) = small
-            .call(
-                "POST",
-                "/api/pipelines",
-                &alice,
-                Some(&acme),
-                Some(pipeline_as(&format!("app{i:02}"), "private")),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        small
+            .by(&alice)
+            .org(&acme)
+            .post("/api/pipelines")
+            .json(pipeline_as(&format!("app{i:02}"), "private"))
+            .await
+            .expect(StatusCode::CREATED);
     }
     let (cookie, _) = console_session(&small, "alice@example.com", HOST, &[]).await;
     let (status, csv) = page_of(
@@ -1766,24 +1646,18 @@ async fn quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase(app: &Te
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     super::billing::set_tier(app, &acme, "pro").await;
     for name in ["one-a", "two-b"] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/pipelines",
-                &alice,
-                Some(&acme),
-                Some(pipeline_as(name, "private")),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        app.by(&alice)
+            .org(&acme)
+            .post("/api/pipelines")
+            .json(pipeline_as(name, "private"))
+            .await
+            .expect(StatusCode::CREATED);
     }
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
     let (status, page) = page_of(app, &cookie, "/console/billing").await;
     assert_eq!(status, StatusCode::OK, "{page}");
     // Every quota the API states, as a bar of its used against its limit.
-    let (_, quotas) = app
-        .call("GET", "/api/quotas", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, quotas) = app.by(&alice).org(&acme).get("/api/quotas").await;
     let quotas = quotas["data"]["quotas"].as_object().unwrap().clone();
     assert!(!quotas.is_empty());
     for (name, q) in &quotas {
@@ -1803,14 +1677,10 @@ async fn quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase(app: &Te
     assert!(!page.contains("value=\"purchase\""));
     let token = form_token(&page);
     let seats = || async {
-        let (_, sub) = app
-            .call(
-                "GET",
-                "/api/subscriptions/current",
-                &alice,
-                Some(&acme),
-                None,
-            )
+        let Answer(_, sub) = app
+            .by(&alice)
+            .org(&acme)
+            .get("/api/subscriptions/current")
             .await;
         sub["data"]["addons"].as_array().unwrap().len()
     };
@@ -1852,17 +1722,14 @@ async fn quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase(app: &Te
 
 async fn announcements_are_dismissed_from_the_inbox(app: &TestApp) {
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/messages/announcements",
-            &alice,
-            Some(&acme),
-            Some(json!({"title": "Maintenance <b>tonight</b>", "body": "From 22:00."})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let id = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/messages/announcements")
+        .json(json!({"title": "Maintenance <b>tonight</b>", "body": "From 22:00."}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
     let (_, page) = page_of(app, &cookie, "/console/inbox").await;
     assert!(
@@ -1892,14 +1759,10 @@ async fn announcements_are_dismissed_from_the_inbox(app: &TestApp) {
         !page.contains("value=\"dismiss\""),
         "dismissed once: {page}"
     );
-    let (_, list) = app
-        .call(
-            "GET",
-            "/api/messages/announcements?includeDismissed=true",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, list) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/messages/announcements?includeDismissed=true")
         .await;
     assert!(!list["announcements"][0]["dismissedAt"].is_null(), "{list}");
 }
@@ -1909,16 +1772,13 @@ async fn announcements_show_as_a_banner_on_every_page(app: &TestApp) {
     let post = |title: &'static str, dismissible: bool| {
         let (alice, acme) = (alice.clone(), acme.clone());
         async move {
-            let (status, body) = app
-                .call(
-                    "POST",
-                    "/api/messages/announcements",
-                    &alice,
-                    Some(&acme),
-                    Some(
-                        json!({"title": title, "body": "From 22:00.", "severity": "warning",
+            let Answer(status, body) = app
+                .by(&alice)
+                .org(&acme)
+                .post("/api/messages/announcements")
+                .json(
+                    json!({"title": title, "body": "From 22:00.", "severity": "warning",
                                 "dismissible": dismissible}),
-                    ),
                 )
                 .await;
             assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -1979,14 +1839,10 @@ async fn announcements_show_as_a_banner_on_every_page(app: &TestApp) {
         "dismissed"
     );
     assert!(page.contains(&format!("data-announcement=\"{pinned}\"")));
-    let (_, list) = app
-        .call(
-            "GET",
-            "/api/messages/announcements",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, list) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/messages/announcements")
         .await;
     assert_eq!(list["announcements"].as_array().unwrap().len(), 1, "{list}");
 }
@@ -1994,14 +1850,10 @@ async fn announcements_show_as_a_banner_on_every_page(app: &TestApp) {
 async fn a_feature_the_account_lacks_shows_no_control(app: &TestApp) {
     let app = &app.beside(&[("FEATURES_FOR_ALL_TIERS", "")]).await;
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/audit?orgId={acme}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .get(format!("/api/audit?orgId={acme}"))
         .await;
     assert_eq!(
         status,
@@ -2028,16 +1880,12 @@ async fn the_catalog_subscribes_activates_pins_and_previews(app: &TestApp) {
         .await;
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     for (name, modifier) in [("pub-one", "public"), ("web-app", "private")] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/pipelines",
-                &alice,
-                Some(&acme),
-                Some(pipeline_as(name, modifier)),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        app.by(&alice)
+            .org(&acme)
+            .post("/api/pipelines")
+            .json(pipeline_as(name, modifier))
+            .await
+            .expect(StatusCode::CREATED);
     }
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
     let (status, page) = page_of(app, &cookie, "/console/catalog").await;
@@ -2063,15 +1911,9 @@ async fn the_catalog_subscribes_activates_pins_and_previews(app: &TestApp) {
         }
     };
     // The preview before enabling: the API's own figures.
-    let (_, impact) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions/preview/impact",
-            &alice,
-            Some(&acme),
-            Some(json!({"rule": {"name": "Private only", "target": "pipeline", "severity": "warning",
-                                  "field": "accessModifier", "operator": "eq", "value": "private"}})),
-        )
+    let Answer(_, impact) = app
+        .by(&alice).org(&acme).post("/api/compliance/subscriptions/preview/impact").json(json!({"rule": {"name": "Private only", "target": "pipeline", "severity": "warning",
+                                  "field": "accessModifier", "operator": "eq", "value": "private"}}))
         .await;
     let (status, page) = act("preview").await;
     assert_eq!(status, StatusCode::OK, "{page}");
@@ -2083,14 +1925,10 @@ async fn the_catalog_subscribes_activates_pins_and_previews(app: &TestApp) {
         "{impact}"
     );
     let subscription = || async {
-        let (_, list) = app
-            .call(
-                "GET",
-                "/api/compliance/subscriptions",
-                &alice,
-                Some(&acme),
-                None,
-            )
+        let Answer(_, list) = app
+            .by(&alice)
+            .org(&acme)
+            .get("/api/compliance/subscriptions")
             .await;
         list["subscriptions"][0].clone()
     };
@@ -2138,27 +1976,20 @@ async fn dashboards_and_alerts_draw_the_reports_numbers(app: &TestApp) {
     let app = &app.beside(&[("WEBHOOK_ALLOW_PRIVATE", "true")]).await;
     let violations_before = csp_violations(app).await;
     let (token, org) = owner(app, "dana@example.com", "delivery").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &token,
-            Some(&org),
-            Some(pipeline_as("web", "public")),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let pipeline = body["data"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines/registry",
-            &token,
-            Some(&org),
-            Some(json!({"arn": ARN, "pipelineId": pipeline})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let pipeline = app
+        .by(&token)
+        .org(&org)
+        .post("/api/pipelines")
+        .json(pipeline_as("web", "public"))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
+    app.by(&token)
+        .org(&org)
+        .post("/api/pipelines/registry")
+        .json(json!({"arn": ARN, "pipelineId": pipeline}))
+        .await
+        .expect(StatusCode::OK);
     let now = Utc::now();
     let mut events = Vec::new();
     for (i, (hours_ago, state)) in [
@@ -2179,29 +2010,24 @@ async fn dashboards_and_alerts_draw_the_reports_numbers(app: &TestApp) {
         ));
     }
     ingest(app, events).await;
-    let (status, body) = app
-        .call("POST", "/api/dashboards", &token, Some(&org), Some(json!({"title": "Web delivery", "panels": [
+    app
+        .by(&token).org(&org).post("/api/dashboards").json(json!({"title": "Web delivery", "panels": [
             {"title": "Success rate", "kind": "timeseries", "report": "execution/success-rate", "params": {"granularity": "day"}, "position": {"x": 0, "y": 0, "w": 24, "h": 6}},
             {"title": "p95", "kind": "stat", "report": "execution/duration", "params": {}, "position": {"x": 0, "y": 6, "w": 8, "h": 3}},
             {"title": "Stage failures", "kind": "heatmap", "report": "execution/stage-failures", "params": {"granularity": "day"}, "position": {"x": 0, "y": 9, "w": 24, "h": 6}},
-        ]})))
+        ]}))
+        .await.expect(StatusCode::CREATED);
+    let Answer(_, dest) = app
+        .by(&token)
+        .org(&org)
+        .post("/api/alerts/destinations")
+        .json(json!({"name": "hook", "kind": "webhook", "url": hook_url}))
         .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (_, dest) = app
-        .call(
-            "POST",
-            "/api/alerts/destinations",
-            &token,
-            Some(&org),
-            Some(json!({"name": "hook", "kind": "webhook", "url": hook_url})),
-        )
-        .await;
-    let (status, body) = app
-        .call("POST", "/api/alerts/rules", &token, Some(&org), Some(json!({
+    app
+        .by(&token).org(&org).post("/api/alerts/rules").json(json!({
             "name": "web failing", "metric": "failure_rate", "params": {"pipelineId": pipeline},
-            "comparison": "gt", "threshold": 0.5, "window": "1d", "destinations": [dest["data"]["id"]]})))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+            "comparison": "gt", "threshold": 0.5, "window": "1d", "destinations": [dest["data"]["id"]]}))
+        .await.expect(StatusCode::CREATED);
     adapters::services::alerts::evaluate_due(&app.state, Utc::now())
         .await
         .unwrap();
@@ -2240,17 +2066,13 @@ async fn dashboards_and_alerts_draw_the_reports_numbers(app: &TestApp) {
     }
     let to = Utc::now();
     let report = app
-        .call(
-            "GET",
-            &format!(
-                "/api/reports/execution/success-rate?granularity=day&from={}&to={}",
-                (to - chrono::Duration::days(7)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                to.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-            ),
-            &token,
-            Some(&org),
-            None,
-        )
+        .by(&token)
+        .org(&org)
+        .get(format!(
+            "/api/reports/execution/success-rate?granularity=day&from={}&to={}",
+            (to - chrono::Duration::days(7)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            to.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ))
         .await
         .1;
     let expected: Vec<(String, f64)> = report["data"]["series"]

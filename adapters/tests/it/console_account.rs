@@ -7,6 +7,7 @@ use super::console::{
     access, console_session, form_token, owner, page_of, post_form, visit, HOST, PASSWORD,
 };
 use super::*;
+use crate::api::Answer;
 
 /// The value of the input with `id` on `page`.
 fn input_value(page: &str, id: &str) -> Option<String> {
@@ -52,9 +53,9 @@ async fn tokens_are_made_shown_once_used_and_revoked(app: &TestApp) {
     let secret = input_value(&page, "new-token").expect("the new token on the page");
     assert!(secret.starts_with("cpat_"), "{secret}");
     // It works with the API, bound to the organization chosen.
-    let (status, me) = app.call("GET", "/api/me", &secret, None, None).await;
+    let Answer(status, me) = app.by(&secret).get("/api/me").await;
     assert_eq!(status, StatusCode::OK, "{me}");
-    let (_, listed) = app.call("GET", "/api/me/tokens", &alice, None, None).await;
+    let Answer(_, listed) = app.by(&alice).get("/api/me/tokens").await;
     let made = &listed["data"]["tokens"][0];
     assert_eq!(made["orgId"], json!(acme));
     let expires =
@@ -74,8 +75,10 @@ async fn tokens_are_made_shown_once_used_and_revoked(app: &TestApp) {
         account_form(app, (&cookie, &token, &acme), "revoke", &[("id", &id)]).await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains(&format!("token {id} revoked")));
-    let (status, _) = app.call("GET", "/api/me", &secret, None, None).await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    app.by(&secret)
+        .get("/api/me")
+        .await
+        .expect(StatusCode::UNAUTHORIZED);
     // A hostile expiry: the API's refusal (beyond a year), no overflow.
     let (status, page) = account_form(
         app,
@@ -96,7 +99,7 @@ async fn tokens_are_made_shown_once_used_and_revoked(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
     assert!(page.contains("id=\"error\""));
-    let (_, listed) = app.call("GET", "/api/me/tokens", &alice, None, None).await;
+    let Answer(_, listed) = app.by(&alice).get("/api/me/tokens").await;
     assert_eq!(listed["data"]["tokens"].as_array().unwrap().len(), 1);
 
     // Revoke all: every token and session ends, the console's too.
@@ -120,8 +123,10 @@ async fn tokens_are_made_shown_once_used_and_revoked(app: &TestApp) {
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(headers["location"], "/console/login");
     for gone in [&other, &alice] {
-        let (status, _) = app.call("GET", "/api/me", gone, None, None).await;
-        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        app.by(gone)
+            .get("/api/me")
+            .await
+            .expect(StatusCode::UNAUTHORIZED);
     }
     let (_, headers, _) = visit(
         app,
@@ -167,14 +172,10 @@ async fn the_password_changes_and_the_console_goes_on(app: &TestApp) {
     let (status, _, page) =
         change("not the password", "a new passphrase", "a new passphrase").await;
     assert!(status.is_client_error(), "{status}");
-    let (_, refused) = app
-        .call(
-            "PUT",
-            "/api/me/password",
-            &alice,
-            None,
-            Some(json!({"currentPassword": "not the password", "newPassword": "a new passphrase"})),
-        )
+    let Answer(_, refused) = app
+        .by(&alice)
+        .put("/api/me/password")
+        .json(json!({"currentPassword": "not the password", "newPassword": "a new passphrase"}))
         .await;
     let message = refused["message"].as_str().unwrap();
     assert!(page.contains(message), "{message}: {page}");
@@ -213,22 +214,17 @@ async fn the_password_changes_and_the_console_goes_on(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("your password was changed"));
-    let (status, _) = app.call("GET", "/api/me", &alice, None, None).await;
+    let Answer(status, _) = app.by(&alice).get("/api/me").await;
     assert_eq!(
         status,
         StatusCode::UNAUTHORIZED,
         "the API's old session ended too"
     );
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/login",
-            "unused",
-            None,
-            Some(json!({"identifier": "alice@example.com", "password": "a new passphrase"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.public()
+        .post("/api/auth/login")
+        .json(json!({"identifier": "alice@example.com", "password": "a new passphrase"}))
+        .await
+        .expect(StatusCode::OK);
 }
 
 async fn an_authenticator_is_enrolled_from_a_qr_code(app: &TestApp) {
@@ -284,7 +280,7 @@ async fn an_authenticator_is_enrolled_from_a_qr_code(app: &TestApp) {
     assert!(page.contains("the authenticator app is enrolled"), "{page}");
     assert!(page.contains("id=\"totp-state\">enrolled"));
     let fresh = access(app, "alice@example.com").await;
-    let (_, me) = app.call("GET", "/api/me", &fresh, None, None).await;
+    let Answer(_, me) = app.by(&fresh).get("/api/me").await;
     assert_eq!(me["data"]["totpEnabled"], true, "{me}");
 }
 

@@ -6,16 +6,12 @@ use super::console::{
     console_session, form_token, owner, page_of, post_form, register, HOST, PASSWORD,
 };
 use super::*;
+use crate::api::Answer;
 
 async fn members_of(app: &TestApp, token: &str, org: &str) -> Vec<Value> {
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{org}/members"),
-            token,
-            None,
-            None,
-        )
+    let Answer(status, body) = app
+        .by(token)
+        .get(format!("/api/organization/{org}/members"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["members"].as_array().unwrap().clone()
@@ -95,9 +91,7 @@ async fn an_admin_manages_people_through_the_page(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("dave@example.com invited as member"));
-    let (_, listed) = app
-        .call("GET", "/api/invitation", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, listed) = app.by(&alice).org(&acme).get("/api/invitation").await;
     let invitation = listed["invitations"][0]["id"].as_str().unwrap().to_owned();
     let (_, page) = post(vec![
         ("action", "resend".into()),
@@ -108,9 +102,7 @@ async fn an_admin_manages_people_through_the_page(app: &TestApp) {
         page.contains("the invitation of dave@example.com sent again"),
         "{page}"
     );
-    let (_, listed) = app
-        .call("GET", "/api/invitation", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, listed) = app.by(&alice).org(&acme).get("/api/invitation").await;
     assert_eq!(listed["invitations"][0]["sentCount"], 2);
     let (status, page) = post(vec![
         ("action", "invite".into()),
@@ -125,9 +117,7 @@ async fn an_admin_manages_people_through_the_page(app: &TestApp) {
     ])
     .await;
     assert!(page.contains("the invitation of dave@example.com revoked"));
-    let (_, listed) = app
-        .call("GET", "/api/invitation", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, listed) = app.by(&alice).org(&acme).get("/api/invitation").await;
     assert_eq!(listed["invitations"][0]["status"], "revoked");
 
     // Roles: made of permissions the author holds, given, taken, deleted.
@@ -145,14 +135,9 @@ async fn an_admin_manages_people_through_the_page(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("Role Auditors created"));
-    let (_, roles) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/roles"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, roles) = app
+        .by(&alice)
+        .get(format!("/api/organization/{acme}/roles"))
         .await;
     let auditors = roles["roles"]
         .as_array()
@@ -185,14 +170,9 @@ async fn an_admin_manages_people_through_the_page(app: &TestApp) {
             .find(|r| r["id"] == json!(role))
             .map(|r| r["members"].clone())
     };
-    let (_, roles) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/roles"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, roles) = app
+        .by(&alice)
+        .get(format!("/api/organization/{acme}/roles"))
         .await;
     assert_eq!(held(&roles).unwrap(), json!([bob]));
     let (_, page) = post(vec![
@@ -205,14 +185,9 @@ async fn an_admin_manages_people_through_the_page(app: &TestApp) {
         page.contains(&format!("Role {role} taken from {bob}")),
         "{page}"
     );
-    let (_, roles) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/roles"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, roles) = app
+        .by(&alice)
+        .get(format!("/api/organization/{acme}/roles"))
         .await;
     assert_eq!(held(&roles).unwrap(), json!([]));
     let (_, page) = post(vec![
@@ -221,14 +196,9 @@ async fn an_admin_manages_people_through_the_page(app: &TestApp) {
     ])
     .await;
     assert!(page.contains(&format!("Role {role} deleted")));
-    let (_, roles) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/roles"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, roles) = app
+        .by(&alice)
+        .get(format!("/api/organization/{acme}/roles"))
         .await;
     assert!(held(&roles).is_none());
 
@@ -241,14 +211,9 @@ async fn an_admin_manages_people_through_the_page(app: &TestApp) {
     .await;
     assert!(status.is_client_error(), "{status}");
     assert!(page.contains("id=\"error\""));
-    let (_, org) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, org) = app
+        .by(&alice)
+        .get(format!("/api/organization/{acme}"))
         .await;
     assert_ne!(org["data"]["ownerId"], json!(bob));
     let (status, page) = post(vec![
@@ -258,14 +223,9 @@ async fn an_admin_manages_people_through_the_page(app: &TestApp) {
     ])
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
-    let (_, org) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, org) = app
+        .by(&alice)
+        .get(format!("/api/organization/{acme}"))
         .await;
     assert_eq!(org["data"]["ownerId"], json!(bob), "{org}");
 
@@ -303,16 +263,11 @@ async fn a_member_is_refused_with_the_apis_message(app: &TestApp) {
     let app = &app.beside(&[("QUOTA_TIER_DEVELOPER_SEATS", "-1")]).await;
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let carol = register(app, "carol@example.com").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": carol, "role": "member"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": carol, "role": "member"}))
+        .await
+        .expect(StatusCode::CREATED);
     let (cookie, _) = console_session(app, "carol@example.com", HOST, &[]).await;
     let (status, page) = page_of(app, &cookie, &format!("/console/people?org={acme}")).await;
     assert_eq!(status, StatusCode::OK, "{page}");
@@ -357,23 +312,16 @@ async fn a_member_is_refused_with_the_apis_message(app: &TestApp) {
         assert!(page.contains("id=\"error\""), "{page}");
     }
     assert_eq!(members_of(app, &alice, &acme).await, before);
-    let (_, roles) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/roles"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, roles) = app
+        .by(&alice)
+        .get(format!("/api/organization/{acme}/roles"))
         .await;
     assert!(roles["roles"]
         .as_array()
         .unwrap()
         .iter()
         .all(|r| r["name"] != "Mine"));
-    let (_, listed) = app
-        .call("GET", "/api/invitation", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, listed) = app.by(&alice).org(&acme).get("/api/invitation").await;
     assert_eq!(listed["invitations"], json!([]));
 }
 
@@ -384,22 +332,15 @@ async fn people_in_the_browser(app: &TestApp) {
     let app = &app.beside(&[("QUOTA_TIER_DEVELOPER_SEATS", "-1")]).await;
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let bob = register(app, "bob@example.com").await;
-    app.call(
-        "POST",
-        &format!("/api/organization/{acme}/members"),
-        &alice,
-        None,
-        Some(json!({"userId": bob, "role": "admin"})),
-    )
-    .await;
-    app.call(
-        "POST",
-        "/api/invitation/send",
-        &alice,
-        Some(&acme),
-        Some(json!({"email": "dave@example.com"})),
-    )
-    .await;
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": bob, "role": "admin"}))
+        .await;
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/invitation/send")
+        .json(json!({"email": "dave@example.com"}))
+        .await;
     let base = serve(app.router.clone()).await;
     let b = browser().await;
     let violations_before = csp_violations(app).await;

@@ -7,6 +7,7 @@ use super::console::{
     access, console_session, form_token, owner, page_of, post_form, register, HOST,
 };
 use super::*;
+use crate::api::Answer;
 
 /// Text as the pages write it (askama's escaping).
 fn escaped(text: &str) -> String {
@@ -55,9 +56,7 @@ fn form<'a>(
 }
 
 async fn rules_of(app: &TestApp, token: &str, org: &str) -> Vec<Value> {
-    let (status, body) = app
-        .call("GET", "/api/compliance/rules", token, Some(org), None)
-        .await;
+    let Answer(status, body) = app.by(token).org(org).get("/api/compliance/rules").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["rules"].as_array().unwrap().clone()
 }
@@ -88,16 +87,13 @@ async fn the_rule_editor_writes_previews_compares_and_deletes(app: &TestApp) {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
-    let (status, verdict) = app
-        .call(
-            "POST",
-            "/api/compliance/validate/pipeline/dry-run",
-            &alice,
-            Some(&acme),
-            Some(
-                json!({"attributes": serde_json::from_str::<Value>(public).unwrap(),
+    let Answer(status, verdict) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/validate/pipeline/dry-run")
+        .json(
+            json!({"attributes": serde_json::from_str::<Value>(public).unwrap(),
                         "rule": private_only_rule()}),
-            ),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{verdict}");
@@ -222,14 +218,10 @@ async fn the_rule_editor_writes_previews_compares_and_deletes(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("rule Private only saved at version 2"));
-    let (_, one) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/rules/{rule}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, one) = app
+        .by(&alice)
+        .org(&acme)
+        .get(format!("/api/compliance/rules/{rule}"))
         .await;
     assert_eq!(one["data"]["value"], "internal");
     assert_eq!(one["data"]["version"], 2);
@@ -282,36 +274,25 @@ async fn the_rule_editor_writes_previews_compares_and_deletes(app: &TestApp) {
 async fn a_member_sees_the_apis_refusal_and_nothing_changes(app: &TestApp) {
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let carol_id = register(app, "carol@example.com").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": carol_id, "role": "member"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&acme),
-            Some(private_only_rule()),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let rule = body["data"]["id"].as_str().unwrap().to_owned();
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": carol_id, "role": "member"}))
+        .await
+        .expect(StatusCode::CREATED);
+    let rule = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/rules")
+        .json(private_only_rule())
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let carol = access(app, "carol@example.com").await;
-    let (status, refused) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &carol,
-            Some(&acme),
-            Some(private_only_rule()),
-        )
+    let Answer(status, refused) = app
+        .by(&carol)
+        .org(&acme)
+        .post("/api/compliance/rules")
+        .json(private_only_rule())
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
 
@@ -354,44 +335,38 @@ async fn a_member_sees_the_apis_refusal_and_nothing_changes(app: &TestApp) {
 /// recorded.
 async fn a_dry_run_evaluates_the_rule_being_written(app: &TestApp) {
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&acme),
-            Some(private_only_rule()),
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/rules")
+        .json(private_only_rule())
         .await;
     let stored = body["data"].clone();
     let dry = |body: Value| {
         let (alice, acme) = (alice.clone(), acme.clone());
         async move {
-            app.call(
-                "POST",
-                "/api/compliance/validate/pipeline/dry-run",
-                &alice,
-                Some(&acme),
-                Some(body),
-            )
-            .await
+            app.by(&alice)
+                .org(&acme)
+                .post("/api/compliance/validate/pipeline/dry-run")
+                .json(body)
+                .await
         }
     };
     let public = json!({"accessModifier": "public"});
-    let (status, plain) = dry(json!({"attributes": public})).await;
+    let Answer(status, plain) = dry(json!({"attributes": public})).await;
     assert_eq!(status, StatusCode::OK, "{plain}");
     assert_eq!(plain["data"]["violations"].as_array().unwrap().len(), 1);
     // The stored rule, rewritten to allow public: nothing is violated.
     let mut edited = stored.clone();
     edited["value"] = json!("public");
-    let (status, replaced) = dry(json!({"attributes": public, "rule": edited})).await;
+    let Answer(status, replaced) = dry(json!({"attributes": public, "rule": edited})).await;
     assert_eq!(status, StatusCode::OK, "{replaced}");
     assert_eq!(replaced["data"]["violations"], json!([]), "{replaced}");
     assert_eq!(replaced["data"]["blocked"], false);
     // A new rule is evaluated beside the stored ones.
     let named = json!({"name": "Named", "target": "pipeline", "severity": "warning",
                        "field": "pipelineName", "operator": "exists"});
-    let (_, beside) = dry(json!({"attributes": public, "rule": named})).await;
+    let Answer(_, beside) = dry(json!({"attributes": public, "rule": named})).await;
     let names: Vec<&str> = beside["data"]["violations"]
         .as_array()
         .unwrap()
@@ -403,14 +378,14 @@ async fn a_dry_run_evaluates_the_rule_being_written(app: &TestApp) {
     // Checked as a create is: every problem with its field.
     let mut wrong = private_only_rule();
     wrong["operator"] = json!("in");
-    let (status, refused) = dry(json!({"attributes": public, "rule": wrong})).await;
+    let Answer(status, refused) = dry(json!({"attributes": public, "rule": wrong})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
     assert_eq!(refused["code"], "VALIDATION_ERROR");
     assert_eq!(refused["details"]["problems"][0]["field"], "value");
     // Another target than the path's.
     let mut plugin = private_only_rule();
     plugin["target"] = json!("plugin");
-    let (status, refused) = dry(json!({"attributes": public, "rule": plugin})).await;
+    let Answer(status, refused) = dry(json!({"attributes": public, "rule": plugin})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
     assert!(
         refused["message"]
@@ -438,26 +413,19 @@ async fn a_dry_run_evaluates_the_rule_being_written(app: &TestApp) {
         "{refused}"
     );
     // A live check never evaluates a draft, and records nothing when refused.
-    let (_, before) = app
-        .call("GET", "/api/compliance/audit", &alice, Some(&acme), None)
-        .await;
-    let (status, refused) = app
-        .call(
-            "POST",
-            "/api/compliance/validate/pipeline",
-            &alice,
-            Some(&acme),
-            Some(json!({"attributes": public, "rule": edited, "entityId": "e-1"})),
-        )
+    let Answer(_, before) = app.by(&alice).org(&acme).get("/api/compliance/audit").await;
+    let Answer(status, refused) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/validate/pipeline")
+        .json(json!({"attributes": public, "rule": edited, "entityId": "e-1"}))
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
     assert!(
         refused["message"].as_str().unwrap().starts_with("rule:"),
         "{refused}"
     );
-    let (_, after) = app
-        .call("GET", "/api/compliance/audit", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, after) = app.by(&alice).org(&acme).get("/api/compliance/audit").await;
     assert_eq!(before["pagination"]["total"], after["pagination"]["total"]);
     // The stored rule is as it was.
     assert_eq!(rules_of(app, &alice, &acme).await[0]["value"], "private");
@@ -520,17 +488,14 @@ async fn a_rule_is_written_in_the_browser(app: &TestApp) {
 
 async fn the_preview_runs_on_a_chosen_entity_of_the_inventory(app: &TestApp) {
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &alice,
-            Some(&acme),
-            Some(super::fixtures::pipeline_as("open-one", "public")),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let pipeline = body["data"]["id"].as_str().unwrap().to_owned();
+    let pipeline = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/pipelines")
+        .json(super::fixtures::pipeline_as("open-one", "public"))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
     let (_, page) = page_of(app, &cookie, &format!("/console/rules/edit?org={acme}")).await;
     assert!(
@@ -553,14 +518,10 @@ async fn the_preview_runs_on_a_chosen_entity_of_the_inventory(app: &TestApp) {
     assert_eq!(status, StatusCode::OK, "{page}");
     // The entity's document is shown in place of a pasted one, and the verdict is
     // the dry-run endpoint's on it.
-    let (_, stored) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{pipeline}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, stored) = app
+        .by(&alice)
+        .org(&acme)
+        .get(format!("/api/pipelines/{pipeline}"))
         .await;
     let document = json!({
         "project": stored["data"]["project"], "organization": stored["data"]["organization"],
@@ -570,16 +531,11 @@ async fn the_preview_runs_on_a_chosen_entity_of_the_inventory(app: &TestApp) {
         page.contains(&escaped(&serde_json::to_string_pretty(&document).unwrap())),
         "{page}"
     );
-    let (status, verdict) = app
-        .call(
-            "POST",
-            "/api/compliance/validate/pipeline/dry-run",
-            &alice,
-            Some(&acme),
-            Some(
-                json!({"attributes": document, "entityId": pipeline, "rule": private_only_rule()}),
-            ),
-        )
+    let Answer(status, verdict) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/validate/pipeline/dry-run")
+        .json(json!({"attributes": document, "entityId": pipeline, "rule": private_only_rule()}))
         .await;
     assert_eq!(status, StatusCode::OK, "{verdict}");
     assert_eq!(verdict["data"]["blocked"], true);

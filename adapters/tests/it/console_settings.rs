@@ -2,6 +2,7 @@
 //! through the page and read back through the API; a test reaches the receiver
 //! signed, and shows its status and answer.
 
+use crate::api::Answer;
 use std::sync::Arc;
 
 use super::console::{console_session, form_token, owner, page_of, post_form, register, HOST};
@@ -17,17 +18,13 @@ async fn the_webhook_test_reaches_the_receiver_signed_and_says_what_it_answered(
         .await;
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let test = || async {
-        app.call(
-            "POST",
-            "/api/compliance/notification-preferences/test",
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await
+        app.by(&alice)
+            .org(&acme)
+            .post("/api/compliance/notification-preferences/test")
+            .await
     };
     // Nothing saved: skipped.
-    let (status, body) = test().await;
+    let Answer(status, body) = test().await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["status"], "skipped");
     let seen = Arc::new(Seen::default());
@@ -54,14 +51,10 @@ async fn the_webhook_test_reaches_the_receiver_signed_and_says_what_it_answered(
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("the notification settings were saved"));
-    let (_, saved) = app
-        .call(
-            "GET",
-            "/api/compliance/notification-preferences",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, saved) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/notification-preferences")
         .await;
     let saved = &saved["data"];
     assert_eq!(saved["webhookUrl"], json!(url));
@@ -104,35 +97,27 @@ async fn the_webhook_test_reaches_the_receiver_signed_and_says_what_it_answered(
     );
     // A blank secret kept the saved one; a failing receiver is reported as such.
     seen.answers.lock().unwrap().push(503);
-    let (status, body) = test().await;
+    let Answer(status, body) = test().await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["data"]["status"], "failed", "{body}");
     assert_eq!(body["data"]["httpStatus"], 503);
     // A test turns nothing off: a 410 is reported, the webhook stays on.
     seen.answers.lock().unwrap().push(410);
-    let (_, body) = test().await;
+    let Answer(_, body) = test().await;
     assert_eq!(body["data"]["httpStatus"], 410);
-    let (_, saved) = app
-        .call(
-            "GET",
-            "/api/compliance/notification-preferences",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, saved) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/notification-preferences")
         .await;
     assert!(saved["data"]["webhookDisabledAt"].is_null(), "{saved}");
 
     // A member may not test (nor save): the API's refusal, nothing sent.
     let carol = register(app, "carol@example.com").await;
-    app.call(
-        "POST",
-        &format!("/api/organization/{acme}/members"),
-        &alice,
-        None,
-        Some(json!({"userId": carol, "role": "member"})),
-    )
-    .await;
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": carol, "role": "member"}))
+        .await;
     let before = seen.requests.lock().unwrap().len();
     let (carol_cookie, _) = console_session(app, "carol@example.com", HOST, &[]).await;
     let (_, page) = page_of(app, &carol_cookie, &format!("/console/settings?org={acme}")).await;

@@ -6,6 +6,7 @@
 //! confirmed through the API; a Member's attempt shows the API's refusal and
 //! changes nothing.
 
+use crate::api::Answer;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -23,39 +24,30 @@ use super::*;
 async fn team(app: &TestApp) -> (String, String, String, String) {
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     let bob_id = register(app, "bob@example.com").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": bob_id, "role": "member"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": bob_id, "role": "member"}))
+        .await
+        .expect(StatusCode::CREATED);
     let bob = access(app, "bob@example.com").await;
     (alice, bob, acme, bob_id)
 }
 
 /// A block for public entities of `target`.
 async fn private_only(app: &TestApp, token: &str, org: &str, target: &str) {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            token,
-            Some(org),
-            Some(
-                json!({"name": format!("Private {target}s"), "target": target, "severity": "error",
+    app.by(token)
+        .org(org)
+        .post("/api/compliance/rules")
+        .json(
+            json!({"name": format!("Private {target}s"), "target": target, "severity": "error",
                         "field": "accessModifier", "operator": "eq", "value": "private"}),
-            ),
         )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+        .await
+        .expect(StatusCode::CREATED);
 }
 
 async fn count(app: &TestApp, token: &str, org: &str, path: &str) -> u64 {
-    let (status, body) = app.call("GET", path, token, Some(org), None).await;
+    let Answer(status, body) = app.by(token).org(org).get(path).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["pagination"]["total"].as_u64().unwrap()
 }
@@ -281,8 +273,11 @@ async fn the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks(app: 
         )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
-    let (_, refusal) = app
-        .call("POST", "/api/pipelines", &eve, Some(&acme), Some(json!({})))
+    let Answer(_, refusal) = app
+        .by(&eve)
+        .org(&acme)
+        .post("/api/pipelines")
+        .json(json!({}))
         .await;
     let message = refusal["message"].as_str().unwrap();
     assert!(page.contains(&message.replace('\'', "&#39;")), "{page}");
@@ -295,14 +290,10 @@ async fn the_inventory_adds_pipelines_and_uploads_plugins_and_shows_blocks(app: 
 
 /// The organization's announcements as its admins manage them.
 async fn managed(app: &TestApp, token: &str, org: &str) -> Vec<Value> {
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/messages/announcements?view=managed",
-            token,
-            Some(org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(token)
+        .org(org)
+        .get("/api/messages/announcements?view=managed")
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["announcements"].as_array().unwrap().clone()
@@ -311,7 +302,7 @@ async fn managed(app: &TestApp, token: &str, org: &str) -> Vec<Value> {
 /// How many messages a conversation holds.
 async fn messages_of(app: &TestApp, token: &str, org: &str, conversation: &str) -> usize {
     let uri = format!("/api/messages/conversations/{conversation}/messages");
-    let (_, body) = app.call("GET", &uri, token, Some(org), None).await;
+    let Answer(_, body) = app.by(token).org(org).get(&uri).await;
     body["data"]["messages"].as_array().unwrap().len()
 }
 
@@ -424,16 +415,11 @@ async fn admins_post_edit_and_remove_announcements_from_the_inbox(app: &TestApp)
         assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
         assert!(page.contains("Refused: "), "{page}");
     }
-    let (status, _) = app
-        .call(
-            "GET",
-            "/api/messages/announcements?view=managed",
-            &bob,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    app.by(&bob)
+        .org(&acme)
+        .get("/api/messages/announcements?view=managed")
+        .await
+        .expect(StatusCode::FORBIDDEN);
     assert_eq!(managed(app, &alice, &acme).await.len(), 1);
     // Removed by the admin.
     let (status, page) = alice_at
@@ -454,17 +440,14 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
                    "field": "props.version", "operator": "neq", "value": "latest", "isTemplate": true}),
         )
         .await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/policies",
-            &root,
-            Some(&system),
-            Some(json!({"name": "Supply chain", "ruleIds": [template], "isTemplate": true})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let policy = body["data"]["id"].as_str().unwrap().to_owned();
+    let policy = app
+        .by(&root)
+        .org(&system)
+        .post("/api/compliance/policies")
+        .json(json!({"name": "Supply chain", "ruleIds": [template], "isTemplate": true}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let (alice, _bob, acme, _) = team(app).await;
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
     let (status, page) = page_of(
@@ -502,9 +485,7 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
         page.contains("rule Our pins added from the template"),
         "{page}"
     );
-    let (_, rules) = app
-        .call("GET", "/api/compliance/rules", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, rules) = app.by(&alice).org(&acme).get("/api/compliance/rules").await;
     let names: Vec<&str> = rules["rules"]
         .as_array()
         .unwrap()
@@ -520,8 +501,10 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
         .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("cloned with its rules"), "{page}");
-    let (_, policies) = app
-        .call("GET", "/api/compliance/policies", &alice, Some(&acme), None)
+    let Answer(_, policies) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/policies")
         .await;
     assert_eq!(policies["pagination"]["total"], 1, "{policies}");
     // The organization's policy lists its own copies by name.
@@ -561,9 +544,7 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
         )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
-    let (_, rules) = app
-        .call("GET", "/api/compliance/rules", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, rules) = app.by(&alice).org(&acme).get("/api/compliance/rules").await;
     assert_eq!(
         rules["pagination"]["total"], 2,
         "the applied one and the policy's copy"
@@ -595,14 +576,10 @@ async fn conversations_are_started_written_and_followed_live_in_the_browser(app:
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{page}");
-    let (_, listed) = app
-        .call(
-            "GET",
-            "/api/messages/conversations",
-            &bob,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, listed) = app
+        .by(&bob)
+        .org(&acme)
+        .get("/api/messages/conversations")
         .await;
     let conversation = listed["conversations"][0]["id"]
         .as_str()
@@ -651,16 +628,14 @@ async fn conversations_are_started_written_and_followed_live_in_the_browser(app:
     assert_eq!(b.count("#conversation-messages li").await, 2);
     // The stream is open once the page has read the list again on its opening.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/messages/conversations/{conversation}/messages"),
-            &bob,
-            Some(&acme),
-            Some(json!({"body": "Ship it <now>"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&bob)
+        .org(&acme)
+        .post(format!(
+            "/api/messages/conversations/{conversation}/messages"
+        ))
+        .json(json!({"body": "Ship it <now>"}))
+        .await
+        .expect(StatusCode::CREATED);
     let posted = Instant::now();
     let mut shown = String::new();
     while posted.elapsed() < Duration::from_secs(2) {
@@ -804,9 +779,7 @@ async fn a_template_and_the_settings_work_in_the_browser(app: &TestApp) {
         .await;
     confirmed(&b, "rule Pinned plugins added from the template").await;
     b.shot("templates").await;
-    let (_, rules) = app
-        .call("GET", "/api/compliance/rules", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, rules) = app.by(&alice).org(&acme).get("/api/compliance/rules").await;
     assert_eq!(rules["rules"][0]["name"], "Pinned plugins", "{rules}");
     assert_eq!(rules["rules"][0]["operator"], "neq", "{rules}");
 
@@ -821,14 +794,10 @@ async fn a_template_and_the_settings_work_in_the_browser(app: &TestApp) {
         .unwrap();
     b.click("#save-settings").await;
     confirmed(&b, "the notification settings were saved").await;
-    let (_, saved) = app
-        .call(
-            "GET",
-            "/api/compliance/notification-preferences",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, saved) = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/notification-preferences")
         .await;
     assert_eq!(saved["data"]["digestMode"], "weekly", "{saved}");
     assert_eq!(saved["data"]["emailEnabled"], true, "{saved}");

@@ -2,6 +2,8 @@
 //! body limit, and the operational endpoints.
 
 use super::*;
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 
 async fn operational_endpoints(app: &TestApp) {
     let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
@@ -47,11 +49,11 @@ async fn operational_endpoints(app: &TestApp) {
         );
     }
     let (status, body) = app.send(get("/api/nowhere")).await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
+    assert_eq!(code(status, &body), ErrorCode::NotFound);
     let (status, body) = app
         .send(Request::patch("/health").body(Body::empty()).unwrap())
         .await;
-    assert_eq!(code(status, &body), "METHOD_NOT_ALLOWED");
+    assert_eq!(code(status, &body), ErrorCode::MethodNotAllowed);
     let (status, body) = app.send(get("/metrics")).await;
     assert_eq!(status, StatusCode::OK);
     let text = body.as_str().unwrap();
@@ -122,7 +124,7 @@ async fn jwt_pitfalls(app: &TestApp) {
     ];
     for auth in cases {
         let (status, body) = app.send(request(auth.clone())).await;
-        assert_eq!(code(status, &body), "UNAUTHORIZED", "{auth:?}");
+        assert_eq!(code(status, &body), ErrorCode::Unauthorized, "{auth:?}");
         assert_eq!(status, StatusCode::UNAUTHORIZED);
     }
     let mut service = Claims::user(
@@ -138,7 +140,7 @@ async fn jwt_pitfalls(app: &TestApp) {
             app.keys.sign(&service).unwrap()
         ))))
         .await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
+    assert_eq!(code(status, &body), ErrorCode::Forbidden);
     let (status, _) = app
         .send(request(Some(format!(
             "Bearer {}",
@@ -152,31 +154,26 @@ async fn tenant_header_is_required_and_checked(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let globex = app.org("bob", "globex").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call("GET", "/api/organization", &alice, None, None)
-        .await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
-    let (status, body) = app
-        .call("GET", "/api/organization", &alice, Some(&globex), None)
-        .await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/organization",
-            &alice,
-            Some("no-such-org"),
-            None,
-        )
+    app.by(&alice)
+        .get("/api/organization")
+        .await
+        .refused(ErrorCode::TenantForbidden);
+    app.by(&alice)
+        .org(&globex)
+        .get("/api/organization")
+        .await
+        .refused(ErrorCode::TenantForbidden);
+    let Answer(status, body) = app
+        .by(&alice)
+        .org("no-such-org")
+        .get("/api/organization")
         .await;
     assert_eq!(
         code(status, &body),
-        "TENANT_FORBIDDEN",
+        ErrorCode::TenantForbidden,
         "absent and foreign look the same"
     );
-    let (status, body) = app
-        .call("GET", "/api/organization", &alice, Some(&acme), None)
-        .await;
+    let Answer(status, body) = app.by(&alice).org(&acme).get("/api/organization").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["data"]["name"], "acme");
 }
@@ -185,19 +182,14 @@ async fn pagination(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     for i in 0..14 {
-        let (status, body) = app
-            .call(
-                "POST",
-                &format!("/api/organization/{org}/members"),
-                &alice,
-                None,
-                Some(json!({"userId": format!("user-{i:02}")})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        app.by(&alice)
+            .post(format!("/api/organization/{org}/members"))
+            .json(json!({"userId": format!("user-{i:02}")}))
+            .await
+            .expect(StatusCode::CREATED);
     }
     let list = |query: &str| format!("/api/organization/{org}/members{query}");
-    let (status, body) = app.call("GET", &list(""), &alice, None, None).await;
+    let Answer(status, body) = app.by(&alice).get(list("")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["members"].as_array().unwrap().len(), 10);
     assert_eq!(
@@ -205,26 +197,17 @@ async fn pagination(app: &TestApp) {
         json!({"total": 15, "limit": 10, "offset": 0, "hasMore": true})
     );
     assert_eq!(body["success"], true);
-    let (_, body) = app
-        .call("GET", &list("?limit=10&offset=10"), &alice, None, None)
-        .await;
+    let Answer(_, body) = app.by(&alice).get(list("?limit=10&offset=10")).await;
     assert_eq!(body["members"].as_array().unwrap().len(), 5);
     assert_eq!(body["pagination"]["hasMore"], false);
-    let (_, asc) = app
-        .call("GET", &list("?limit=1&sortOrder=asc"), &alice, None, None)
-        .await;
+    let Answer(_, asc) = app.by(&alice).get(list("?limit=1&sortOrder=asc")).await;
     assert_eq!(
         asc["members"][0]["userId"], "alice",
         "the owner joined first"
     );
-    let (_, desc) = app
-        .call(
-            "GET",
-            &list("?limit=1000&sortBy=createdAt&sortOrder=desc"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, desc) = app
+        .by(&alice)
+        .get(list("?limit=1000&sortBy=createdAt&sortOrder=desc"))
         .await;
     assert_eq!(desc["members"].as_array().unwrap().len(), 15);
     for bad in [
@@ -235,8 +218,8 @@ async fn pagination(app: &TestApp) {
         "?sortOrder=up",
         "?sortBy=password",
     ] {
-        let (status, body) = app.call("GET", &list(bad), &alice, None, None).await;
-        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{bad}");
+        let Answer(status, body) = app.by(&alice).get(list(bad)).await;
+        assert_eq!(code(status, &body), ErrorCode::ValidationError, "{bad}");
     }
 }
 
@@ -260,7 +243,7 @@ async fn rejected_bodies_answer_in_the_envelope(app: &TestApp) {
         let (status, response) = app.send(post(body, content_type)).await;
         assert_eq!(
             code(status, &response),
-            "VALIDATION_ERROR",
+            ErrorCode::ValidationError,
             "{body} as {content_type}"
         );
     }
@@ -271,13 +254,11 @@ async fn rejected_bodies_answer_in_the_envelope(app: &TestApp) {
         .body(Body::from(huge))
         .unwrap();
     let (status, body) = app.send(request).await;
-    assert_eq!(code(status, &body), "PAYLOAD_TOO_LARGE");
-    let (status, body) = app
-        .call("GET", "/api/organization", &alice, None, None)
-        .await;
+    assert_eq!(code(status, &body), ErrorCode::PayloadTooLarge);
+    let Answer(status, body) = app.by(&alice).get("/api/organization").await;
     assert_eq!(
         code(status, &body),
-        "TENANT_FORBIDDEN",
+        ErrorCode::TenantForbidden,
         "nothing was created"
     );
 }
@@ -293,10 +274,8 @@ async fn an_unreachable_database_answers_503(app: &TestApp) {
         (status, code(status, &body).as_str()),
         (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
     );
-    let (status, body) = app
-        .call("GET", "/api/organization", &alice, Some(&org), None)
-        .await;
-    assert_eq!(code(status, &body), "SERVICE_UNAVAILABLE");
+    let Answer(status, body) = app.by(&alice).org(&org).get("/api/organization").await;
+    assert_eq!(code(status, &body), ErrorCode::ServiceUnavailable);
     let (status, _) = app
         .send(Request::get("/health").body(Body::empty()).unwrap())
         .await;

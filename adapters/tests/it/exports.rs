@@ -4,6 +4,8 @@
 //! an organization of 100,000 pipelines exported by a server process whose memory
 //! stays flat.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -61,20 +63,16 @@ async fn an_export_is_made_in_the_background_and_verifies_offline(app: &TestApp)
     let (system, root) = app.system().await;
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&acme),
-            Some(
-                json!({"name": "Private only", "target": "pipeline", "severity": "error",
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/compliance/rules")
+        .json(
+            json!({"name": "Private only", "target": "pipeline", "severity": "error",
                         "field": "accessModifier", "operator": "eq", "value": "private"}),
-            ),
         )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = super::notifications::prefer(
+        .await
+        .expect(StatusCode::CREATED);
+    let Answer(status, body) = super::notifications::prefer(
         app,
         &alice,
         &acme,
@@ -91,33 +89,36 @@ async fn an_export_is_made_in_the_background_and_verifies_offline(app: &TestApp)
 
     // Refusals.
     let admin_path = format!("/api/admin/organizations/{acme}/exports");
-    let (status, body) = app.call("POST", &admin_path, &alice, None, None).await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
+    app.by(&alice)
+        .post(&admin_path)
+        .await
+        .refused(ErrorCode::Forbidden);
     let mallory = app.token("mallory", "m@example.com");
     let own_path = format!("/api/organization/{acme}/exports");
-    let (status, body) = app.call("POST", &own_path, &mallory, None, None).await;
+    let Answer(status, body) = app.by(&mallory).post(&own_path).await;
     assert!(
         status == StatusCode::FORBIDDEN || status == StatusCode::NOT_FOUND,
         "{body}"
     );
 
     // Asked by its owner: 202, one at a time.
-    let (status, body) = app.call("POST", &own_path, &alice, None, None).await;
+    let Answer(status, body) = app.by(&alice).post(&own_path).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     assert_eq!(body["data"]["status"], "queued");
     let id = body["data"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = app.call("POST", &admin_path, &root, None, None).await;
-    assert_eq!(code(status, &body), "CONFLICT", "{body}");
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("{own_path}/{id}/download"),
-            &alice,
-            None,
-            None,
-        )
+    app.by(&root)
+        .post(&admin_path)
+        .await
+        .refused(ErrorCode::Conflict);
+    let Answer(status, body) = app
+        .by(&alice)
+        .get(format!("{own_path}/{id}/download"))
         .await;
-    assert_eq!(code(status, &body), "CONFLICT", "not done yet: {body}");
+    assert_eq!(
+        code(status, &body),
+        ErrorCode::Conflict,
+        "not done yet: {body}"
+    );
 
     // A replica's worker makes it (once the request's own event is chained).
     app.relay().await;
@@ -131,9 +132,7 @@ async fn an_export_is_made_in_the_background_and_verifies_offline(app: &TestApp)
             .await
             .unwrap()
     );
-    let (status, body) = app
-        .call("GET", &format!("{admin_path}/{id}"), &root, None, None)
-        .await;
+    let Answer(status, body) = app.by(&root).get(format!("{admin_path}/{id}")).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["status"], "done", "{body}");
     let url = body["data"]["downloadUrl"].as_str().unwrap().to_owned();
@@ -219,22 +218,22 @@ async fn an_export_is_made_in_the_background_and_verifies_offline(app: &TestApp)
         "UPDATE org_exports SET expires_at = '2020-01-01T00:00:00.000000Z' WHERE id = '{id}'"
     ))
     .await;
-    let (status, body) = app.call("GET", &url, &root, None, None).await;
-    assert_eq!(code(status, &body), "GONE", "{body}");
+    let Answer(status, body) = app.by(&root).get(&url).await;
+    assert_eq!(code(status, &body), ErrorCode::Gone, "{body}");
     assert_eq!(
         adapters::services::exports::forget_expired(&app.state.infra.store, Utc::now())
             .await
             .unwrap(),
         1
     );
-    let (_, body) = app
-        .call("GET", &format!("{admin_path}/{id}"), &root, None, None)
-        .await;
+    let Answer(_, body) = app.by(&root).get(format!("{admin_path}/{id}")).await;
     assert_eq!(body["data"]["status"], "expired");
     assert_eq!(body["data"]["downloadUrl"], Value::Null);
     // Another may be asked for now.
-    let (status, body) = app.call("POST", &admin_path, &root, None, None).await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    app.by(&root)
+        .post(&admin_path)
+        .await
+        .expect(StatusCode::ACCEPTED);
     hook_app.stop().await;
 }
 

@@ -2,6 +2,8 @@
 //! writes, the stop on SIGTERM, the migrations' own lease. (The failover of a real
 //! pg_auto_failover pair is `scripts/test-ha`.)
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use std::time::{Duration, Instant};
 
 use super::crash::{create_org, free_port, start_with, terminate, user_token, wait_healthy};
@@ -140,7 +142,7 @@ async fn a_database_that_refuses_writes_answers_503_with_retry_after() {
         let retry_after = response.headers().get("retry-after").cloned();
         let body: Value = response.json().await.unwrap();
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
-        assert_eq!(code(status, &body), "SERVICE_UNAVAILABLE");
+        assert_eq!(code(status, &body), ErrorCode::ServiceUnavailable);
         assert_eq!(retry_after.unwrap(), "1");
         refused += 1;
     }
@@ -229,13 +231,11 @@ async fn a_unit_rolled_back_for_a_conflict_runs_again_a_bounded_number_of_times(
         .await;
     let runs = || app.number("SELECT last_value FROM runs");
     let create = |name: &str| {
-        TestApp::request_of(
-            "POST",
-            "/api/compliance/policies",
-            &alice,
-            Some(&org),
-            Some(json!({"name": name, "ruleIds": []})),
-        )
+        app.by(&alice)
+            .org(&org)
+            .post("/api/compliance/policies")
+            .json(json!({"name": name, "ruleIds": []}))
+            .request()
     };
     let response = app
         .router
@@ -245,8 +245,10 @@ async fn a_unit_rolled_back_for_a_conflict_runs_again_a_bounded_number_of_times(
         .unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
     assert_eq!(runs().await, 3, "two runs rolled back, the third committed");
-    let (status, body) = app
-        .call("GET", "/api/compliance/policies", &alice, Some(&org), None)
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/policies")
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["pagination"]["total"], 1, "{body}");
@@ -260,15 +262,17 @@ async fn a_unit_rolled_back_for_a_conflict_runs_again_a_bounded_number_of_times(
         serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
     assert_eq!(
         code(StatusCode::SERVICE_UNAVAILABLE, &body),
-        "SERVICE_UNAVAILABLE"
+        ErrorCode::ServiceUnavailable
     );
     assert_eq!(
         runs().await,
         3 + i64::from(adapters::storage::ATTEMPTS),
         "the unit ran ATTEMPTS times, no more"
     );
-    let (_, body) = app
-        .call("GET", "/api/compliance/policies", &alice, Some(&org), None)
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/policies")
         .await;
     assert_eq!(
         body["pagination"]["total"], 1,
@@ -291,16 +295,11 @@ async fn a_unit_rolled_back_for_a_conflict_runs_again_a_bounded_number_of_times(
     .await;
     app.sql("CREATE TRIGGER abort_org_once BEFORE INSERT ON organizations FOR EACH ROW EXECUTE FUNCTION abort_org_once()")
         .await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "globex"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&alice)
+        .post("/api/organization")
+        .json(json!({"name": "globex"}))
+        .await
+        .expect(StatusCode::CREATED);
     assert_eq!(app.number("SELECT last_value FROM org_runs").await, 2);
     assert_eq!(
         app.number("SELECT COUNT(*) FROM organizations WHERE name = 'globex'")
@@ -319,7 +318,7 @@ async fn a_unit_rolled_back_for_a_conflict_runs_again_a_bounded_number_of_times(
 
 /// `/ready` fails as soon as the process starts stopping, with `Retry-After`.
 async fn ready_fails_once_draining(app: &TestApp) {
-    let (status, body) = app.call("GET", "/ready", "", None, None).await;
+    let Answer(status, body) = app.by("").get("/ready").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     app.state.start_draining();
     let response = app
@@ -330,12 +329,11 @@ async fn ready_fails_once_draining(app: &TestApp) {
         .unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(response.headers()["retry-after"], "1");
-    let (status, body) = app.call("GET", "/ready", "", None, None).await;
-    assert_eq!(code(status, &body), "SERVICE_UNAVAILABLE");
+    let Answer(status, body) = app.by("").get("/ready").await;
+    assert_eq!(code(status, &body), ErrorCode::ServiceUnavailable);
     assert_eq!(body["message"], "the server is stopping");
     // The process is up all the same.
-    let (status, _) = app.call("GET", "/health", "", None, None).await;
-    assert_eq!(status, StatusCode::OK);
+    app.by("").get("/health").await.expect(StatusCode::OK);
 }
 
 on_both_backends!(ready_fails_once_draining);
@@ -457,7 +455,7 @@ async fn read_back(app: &TestApp, token: &str, org: &str) -> Vec<Value> {
         "/api/compliance/rules",
         "/api/pipelines",
     ] {
-        let (status, body) = app.call("GET", path, token, Some(org), None).await;
+        let Answer(status, body) = app.by(token).org(org).get(path).await;
         assert_eq!(status, StatusCode::OK, "{path}: {body}");
         answers.push(body);
     }
@@ -478,31 +476,23 @@ async fn a_dump_of_a_running_server_restores_to_the_same_answers_and_chains() {
     let source_url = format!("{base}/{name}");
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&org),
-            Some(json!({
+    app.by(&alice)
+        .org(&org)
+        .post("/api/compliance/rules")
+        .json(json!({
             "name": "named", "target": "pipeline", "severity": "warning",
-            "field": "pipelineName", "operator": "regex", "value": "^[a-z-]+$"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+            "field": "pipelineName", "operator": "regex", "value": "^[a-z-]+$"}))
+        .await
+        .expect(StatusCode::CREATED);
     for pipeline in ["web-app", "Api_Service"] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/pipelines",
-                &alice,
-                Some(&org),
-                Some(json!({
+        app.by(&alice)
+            .org(&org)
+            .post("/api/pipelines")
+            .json(json!({
                 "project": "web", "organization": "acme", "pipelineName": pipeline,
-                "accessModifier": "private", "props": {}})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+                "accessModifier": "private", "props": {}}))
+            .await
+            .expect(StatusCode::CREATED);
     }
     let service = app.service_token("plugin");
     for n in 0..5 {
@@ -655,14 +645,20 @@ async fn behind_a_pooler_each_statement_is_a_committed_transaction_keeping_no_st
     assert!(refused.is_err());
     // No prepared statement outlives its transaction: each begins by dropping those
     // an earlier client left on the server's connection, so only this one is there
-    // (without a pooler sqlx keeps each statement it prepared).
+    // (without a pooler sqlx keeps each statement it prepared, on its connection: the
+    // direct side uses one, so that the count below reads the connection that
+    // prepared them).
+    let mut one = adapters::storage::pool_for_tests(&direct)
+        .acquire()
+        .await
+        .unwrap();
     for distinct in 0..10 {
         sqlx::query(&format!("SELECT {distinct} AS n"))
             .execute(statements(&pooled))
             .await
             .unwrap();
         sqlx::query(&format!("SELECT {distinct} AS n"))
-            .execute(statements(&direct))
+            .execute(&mut *one)
             .await
             .unwrap();
     }
@@ -672,10 +668,11 @@ async fn behind_a_pooler_each_statement_is_a_committed_transaction_keeping_no_st
         .unwrap();
     assert_eq!(kept, 1);
     let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_prepared_statements")
-        .fetch_one(statements(&direct))
+        .fetch_one(&mut *one)
         .await
         .unwrap();
     assert!(kept > 1, "{kept}");
+    drop(one);
     // The store's own reads and units of work run the same way.
     pooled.ping().await.unwrap();
     pooled.close().await;

@@ -5,6 +5,8 @@
 use super::billing::{set_tier, team_of};
 use super::plugins::{plugin_zip, upload};
 use super::*;
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 
 /// A server whose tiers include only what document 2's table gives them.
 async fn gated(app: &TestApp) -> TestApp {
@@ -16,7 +18,7 @@ async fn gated(app: &TestApp) -> TestApp {
 }
 
 fn refused(status: StatusCode, body: &Value, feature: &str, tier: &str) {
-    assert_eq!(code(status, body), "FEATURE_NOT_AVAILABLE", "{body}");
+    assert_eq!(code(status, body), ErrorCode::FeatureNotAvailable, "{body}");
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(
         body["details"],
@@ -34,122 +36,106 @@ async fn each_gate_follows_the_tier_its_bundles_and_a_downgrade(app: &TestApp) {
     let plugin = body["data"]["id"].as_str().unwrap().to_owned();
     let deactivate = json!({"plugins": [{"id": plugin, "isActive": false}]});
     let bulk = || {
-        gated.call(
-            "PUT",
-            "/api/plugins/bulk/update",
-            &alice,
-            Some(&acme),
-            Some(deactivate.clone()),
-        )
+        gated
+            .by(&alice)
+            .org(&acme)
+            .put("/api/plugins/bulk/update")
+            .json(deactivate.clone())
     };
     let plugin_path = format!("/api/plugins/{plugin}");
     let active = || async {
-        let (_, one) = gated
-            .call("GET", &plugin_path, &alice, Some(&acme), None)
-            .await;
+        let Answer(_, one) = gated.by(&alice).org(&acme).get(&plugin_path).await;
         one["data"]["isActive"].clone()
     };
     let audit = format!("/api/audit?orgId={acme}");
     let checkpoints = format!("/api/audit/checkpoints?orgId={acme}");
 
     // Developer: no bulk operations, no audit log; nothing changes.
-    let (status, body) = bulk().await;
+    let Answer(status, body) = bulk().await;
     refused(status, &body, "bulk_operations", "developer");
     assert_eq!(active().await, true, "refused, nothing changed");
     for path in [&audit, &checkpoints] {
-        let (status, body) = gated.call("GET", path, &alice, Some(&acme), None).await;
+        let Answer(status, body) = gated.by(&alice).org(&acme).get(path).await;
         refused(status, &body, "audit_log", "developer");
     }
     // A team of the account is judged by the account's tier.
     let team = team_of(&gated, &alice, &acme, "ops").await;
-    let (status, body) = gated
-        .call(
-            "GET",
-            &format!("/api/audit?orgId={team}"),
-            &alice,
-            Some(&team),
-            None,
-        )
+    let Answer(status, body) = gated
+        .by(&alice)
+        .org(&team)
+        .get(format!("/api/audit?orgId={team}"))
         .await;
     refused(status, &body, "audit_log", "developer");
 
     // Pro: bulk operations; the audit log only with its bundle.
     set_tier(&gated, &acme, "pro").await;
-    let (status, body) = bulk().await;
+    let Answer(status, body) = bulk().await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = gated.call("GET", &audit, &alice, Some(&acme), None).await;
+    let Answer(status, body) = gated.by(&alice).org(&acme).get(&audit).await;
     refused(status, &body, "audit_log", "pro");
-    let (_, sub) = gated
-        .call(
-            "GET",
-            "/api/subscriptions/current",
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, sub) = gated
+        .by(&alice)
+        .org(&acme)
+        .get("/api/subscriptions/current")
         .await;
     let sub_id = sub["data"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = gated
-        .call(
-            "POST",
-            &format!("/api/subscriptions/{sub_id}/addons"),
-            &alice,
-            Some(&acme),
-            Some(json!({"bundleId": "AUDIT_LOG"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    gated
+        .by(&alice)
+        .org(&acme)
+        .post(format!("/api/subscriptions/{sub_id}/addons"))
+        .json(json!({"bundleId": "AUDIT_LOG"}))
+        .await
+        .expect(StatusCode::OK);
     for path in [&audit, &checkpoints] {
-        let (status, body) = gated.call("GET", path, &alice, Some(&acme), None).await;
+        let Answer(status, body) = gated.by(&alice).org(&acme).get(path).await;
         assert_eq!(status, StatusCode::OK, "{path}: {body}");
     }
-    let (status, body) = gated
-        .call(
-            "DELETE",
-            &format!("/api/subscriptions/{sub_id}/addons/AUDIT_LOG"),
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = gated.call("GET", &audit, &alice, Some(&acme), None).await;
+    gated
+        .by(&alice)
+        .org(&acme)
+        .delete(format!("/api/subscriptions/{sub_id}/addons/AUDIT_LOG"))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, body) = gated.by(&alice).org(&acme).get(&audit).await;
     refused(status, &body, "audit_log", "pro");
 
     // Team: the audit log without a bundle.
     set_tier(&gated, &acme, "team").await;
-    let (status, body) = gated.call("GET", &audit, &alice, Some(&acme), None).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    gated
+        .by(&alice)
+        .org(&acme)
+        .get(&audit)
+        .await
+        .expect(StatusCode::OK);
 
     // Downgraded: both taken away at once, on every server of the database; the
     // data they made stays.
     let other = app.beside(&[("FEATURES_FOR_ALL_TIERS", "")]).await;
-    let (status, body) = other.call("GET", &audit, &alice, Some(&acme), None).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    other
+        .by(&alice)
+        .org(&acme)
+        .get(&audit)
+        .await
+        .expect(StatusCode::OK);
     set_tier(&gated, &acme, "developer").await;
     for server in [&gated, &other] {
-        let (status, body) = server.call("GET", &audit, &alice, Some(&acme), None).await;
+        let Answer(status, body) = server.by(&alice).org(&acme).get(&audit).await;
         refused(status, &body, "audit_log", "developer");
     }
     other.stop().await;
-    let (status, body) = bulk().await;
+    let Answer(status, body) = bulk().await;
     refused(status, &body, "bulk_operations", "developer");
     assert_eq!(active().await, false, "what the bulk update did stays");
 
     // A super-admin is never gated; the chain kept being written and verifies.
     let root = gated.super_token().await;
     gated.relay().await;
-    let (status, body) = gated.call("GET", &audit, &root, Some(&acme), None).await;
+    let Answer(status, body) = gated.by(&root).org(&acme).get(&audit).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body["pagination"]["total"].as_u64().unwrap() > 0, "{body}");
-    let (status, body) = gated
-        .call(
-            "GET",
-            &format!("/api/audit/verify?orgId={acme}"),
-            &root,
-            None,
-            None,
-        )
+    let Answer(status, body) = gated
+        .by(&root)
+        .get(format!("/api/audit/verify?orgId={acme}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["ok"], true);
@@ -160,27 +146,19 @@ async fn the_system_organization_and_the_operator_variable_open_features(app: &T
     let gated = gated(app).await;
     // A member of the system organization (not a super-admin) has every feature there.
     let (system, root) = gated.system().await;
-    let (status, body) = gated
-        .call(
-            "POST",
-            &format!("/api/organization/{system}/members"),
-            &root,
-            None,
-            Some(json!({"userId": "sam", "role": "admin"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    gated
+        .by(&root)
+        .post(format!("/api/organization/{system}/members"))
+        .json(json!({"userId": "sam", "role": "admin"}))
+        .await
+        .expect(StatusCode::CREATED);
     let sam = gated.token("sam", "sam@example.com");
-    let (status, body) = gated
-        .call(
-            "GET",
-            &format!("/api/audit?orgId={system}"),
-            &sam,
-            Some(&system),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    gated
+        .by(&sam)
+        .org(&system)
+        .get(format!("/api/audit?orgId={system}"))
+        .await
+        .expect(StatusCode::OK);
     gated.stop().await;
 
     // FEATURES_FOR_ALL_TIERS opens a feature to every tier; an unknown name stops the
@@ -188,16 +166,11 @@ async fn the_system_organization_and_the_operator_variable_open_features(app: &T
     let open = app.beside(&[("FEATURES_FOR_ALL_TIERS", "audit_log")]).await;
     let acme = open.org("alice", "acme").await;
     let alice = open.token("alice", "alice@example.com");
-    let (status, body) = open
-        .call(
-            "GET",
-            &format!("/api/audit?orgId={acme}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    open.by(&alice)
+        .org(&acme)
+        .get(format!("/api/audit?orgId={acme}"))
+        .await
+        .expect(StatusCode::OK);
     open.stop().await;
     let errors = adapters::config::Config::from_vars(vec![
         ("JWT_SECRET".to_owned(), SECRET.to_owned()),

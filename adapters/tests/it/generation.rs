@@ -8,6 +8,8 @@
 //! connection; the tier gate, the quota, tenant isolation, and the key never in an
 //! answer or a log.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -404,30 +406,21 @@ async fn pro_org(app: &TestApp, sub: &str, name: &str) -> (String, String) {
 
 /// The rule that blocks public pipelines.
 async fn private_only(app: &TestApp, token: &str, org: &str) {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            token,
-            Some(org),
-            Some(
-                json!({"name": "Private only", "target": "pipeline", "severity": "error",
+    app.by(token)
+        .org(org)
+        .post("/api/compliance/rules")
+        .json(
+            json!({"name": "Private only", "target": "pipeline", "severity": "error",
                         "field": "accessModifier", "operator": "eq", "value": "private"}),
-            ),
         )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+        .await
+        .expect(StatusCode::CREATED);
 }
 
 async fn ai_used(app: &TestApp, token: &str, org: &str) -> i64 {
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/quotas/{org}/aiCalls"),
-            token,
-            None,
-            None,
-        )
+    let Answer(status, body) = app
+        .by(token)
+        .get(format!("/api/quotas/{org}/aiCalls"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["data"]["used"].as_i64().unwrap()
@@ -444,15 +437,12 @@ async fn generate_pipeline(
     org: &str,
     provider: &str,
     prompt: &str,
-) -> (StatusCode, Value) {
+) -> Answer {
     server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            token,
-            Some(org),
-            Some(ask(provider, prompt)),
-        )
+        .by(token)
+        .org(org)
+        .post("/api/pipelines/generate")
+        .json(ask(provider, prompt))
         .await
 }
 
@@ -520,14 +510,11 @@ async fn each_format_retries_broken_json_and_answers_a_creatable_body(app: &Test
             Reply::Answer(format!("Here you are:\n```json\n{valid}\n```")),
         ]);
         let provider = fake.wire.name();
-        let (status, body) = server
-            .call(
-                "POST",
-                "/api/pipelines/generate",
-                &alice,
-                Some(&acme),
-                Some(ask(provider, "a Rust shop")),
-            )
+        let Answer(status, body) = server
+            .by(&alice)
+            .org(&acme)
+            .post("/api/pipelines/generate")
+            .json(ask(provider, "a Rust shop"))
             .await;
         assert_eq!(status, StatusCode::OK, "{provider}: {body}");
         assert_eq!(body["data"]["pipeline"], pipeline("private"), "{provider}");
@@ -579,19 +566,16 @@ async fn each_format_retries_broken_json_and_answers_a_creatable_body(app: &Test
     // The answer is a create body as it stands.
     let generated = {
         fakes.openai.script(vec![Reply::Answer(valid.clone())]);
-        let (_, body) = generate_pipeline(&server, &alice, &acme, "openai", "again").await;
+        let Answer(_, body) = generate_pipeline(&server, &alice, &acme, "openai", "again").await;
         body["data"]["pipeline"].clone()
     };
-    let (status, created) = server
-        .call(
-            "POST",
-            "/api/pipelines",
-            &alice,
-            Some(&acme),
-            Some(generated),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
+    server
+        .by(&alice)
+        .org(&acme)
+        .post("/api/pipelines")
+        .json(generated)
+        .await
+        .expect(StatusCode::CREATED);
     server.stop().await;
 }
 
@@ -603,19 +587,16 @@ async fn invalid_then_non_compliant_then_compliant(app: &TestApp) {
     let server = fakes.server(app, &[]).await;
     let (acme, alice) = pro_org(&server, "alice", "acme").await;
     private_only(&server, &alice, &acme).await;
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&acme),
-            Some(
-                json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
+    server
+        .by(&alice)
+        .org(&acme)
+        .post("/api/compliance/rules")
+        .json(
+            json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
                         "field": "pipelineName", "operator": "regex", "value": "^[a-z]+$"}),
-            ),
         )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+        .await
+        .expect(StatusCode::CREATED);
     let mut invalid = pipeline("private");
     invalid["pipelineName"] = json!(42);
     fakes.anthropic.script(vec![
@@ -623,7 +604,7 @@ async fn invalid_then_non_compliant_then_compliant(app: &TestApp) {
         Reply::Answer(pipeline("public").to_string()),
         Reply::Answer(pipeline("private").to_string()),
     ]);
-    let (status, body) = generate_pipeline(&server, &alice, &acme, "anthropic", "shop").await;
+    let Answer(status, body) = generate_pipeline(&server, &alice, &acme, "anthropic", "shop").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["attempts"], 3);
     assert_eq!(
@@ -638,12 +619,12 @@ async fn invalid_then_non_compliant_then_compliant(app: &TestApp) {
         "{third}"
     );
     // Nothing was stored, nothing checked into the log.
-    let (_, listed) = server
-        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, listed) = server.by(&alice).org(&acme).get("/api/pipelines").await;
     assert_eq!(listed["pagination"]["total"], 0);
-    let (_, log) = server
-        .call("GET", "/api/compliance/audit", &alice, Some(&acme), None)
+    let Answer(_, log) = server
+        .by(&alice)
+        .org(&acme)
+        .get("/api/compliance/audit")
         .await;
     assert_eq!(
         log["pagination"]["total"], 0,
@@ -662,8 +643,8 @@ async fn always_non_compliant_fails_after_two_retries_charged_once(app: &TestApp
     private_only(&server, &alice, &acme).await;
     let public = pipeline("public").to_string();
     fakes.ollama.script(vec![Reply::Answer(public.clone()); 4]);
-    let (status, body) = generate_pipeline(&server, &alice, &acme, "ollama", "shop").await;
-    assert_eq!(code(status, &body), "GENERATION_FAILED", "{body}");
+    let Answer(status, body) = generate_pipeline(&server, &alice, &acme, "ollama", "shop").await;
+    assert_eq!(code(status, &body), ErrorCode::GenerationFailed, "{body}");
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(body["details"]["attempts"], 3);
     let problem = &body["details"]["problems"][0];
@@ -681,7 +662,7 @@ async fn always_non_compliant_fails_after_two_retries_charged_once(app: &TestApp
     // Tenant isolation: bob's organization has no such rule.
     let (other, bob) = pro_org(&server, "bob", "other").await;
     fakes.ollama.script(vec![Reply::Answer(public)]);
-    let (status, body) = generate_pipeline(&server, &bob, &other, "ollama", "shop").await;
+    let Answer(status, body) = generate_pipeline(&server, &bob, &other, "ollama", "shop").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["attempts"], 1);
     assert_eq!(ai_used(&server, &bob, &other).await, 1);
@@ -691,8 +672,8 @@ async fn always_non_compliant_fails_after_two_retries_charged_once(app: &TestApp
         "acme's count is its own"
     );
     // Alice cannot generate in bob's organization, nor charge it.
-    let (status, body) = generate_pipeline(&server, &alice, &other, "ollama", "shop").await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN", "{body}");
+    let Answer(status, body) = generate_pipeline(&server, &alice, &other, "ollama", "shop").await;
+    assert_eq!(code(status, &body), ErrorCode::TenantForbidden, "{body}");
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(ai_used(&server, &bob, &other).await, 1);
     server.stop().await;
@@ -712,14 +693,11 @@ async fn plugins_are_checked_like_uploads_and_deploy(app: &TestApp) {
         Reply::Answer(bad_name.to_string()),
         Reply::Answer(plugin("clippy").to_string()),
     ]);
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/plugins/generate",
-            &alice,
-            Some(&acme),
-            Some(ask("openai", "a clippy step")),
-        )
+    let Answer(status, body) = server
+        .by(&alice)
+        .org(&acme)
+        .post("/api/plugins/generate")
+        .json(ask("openai", "a clippy step"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["plugin"], plugin("clippy"));
@@ -738,16 +716,13 @@ async fn plugins_are_checked_like_uploads_and_deploy(app: &TestApp) {
     assert!(
         first["response_format"]["json_schema"]["schema"]["properties"]["dockerfile"].is_object()
     );
-    let (status, deployed) = server
-        .call(
-            "POST",
-            "/api/plugins/deploy-generated",
-            &alice,
-            Some(&acme),
-            Some(body["data"]["plugin"].clone()),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{deployed}");
+    server
+        .by(&alice)
+        .org(&acme)
+        .post("/api/plugins/deploy-generated")
+        .json(body["data"]["plugin"].clone())
+        .await
+        .expect(StatusCode::CREATED);
 
     fakes
         .anthropic
@@ -867,8 +842,8 @@ async fn streams_carry_text_attempts_and_end_in_result_or_error(app: &TestApp) {
     }
     // The JSON endpoint says the same.
     fakes.openai.script(vec![Reply::Cut(valid.clone())]);
-    let (status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
-    assert_eq!(code(status, &body), "AI_STREAM_TRUNCATED", "{body}");
+    let Answer(status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
+    assert_eq!(code(status, &body), ErrorCode::AiStreamTruncated, "{body}");
     assert_eq!(status, StatusCode::BAD_GATEWAY);
 
     // A slow model: keep-alive comments while it thinks.
@@ -946,9 +921,9 @@ async fn a_provider_flooding_one_line_is_cut_off_as_it_is_read(app: &TestApp) {
     for fake in fakes.each() {
         fake.script(vec![Reply::Flood(14 * 1024 * 1024)]);
         let started = Instant::now();
-        let (status, body) =
+        let Answer(status, body) =
             generate_pipeline(&server, &alice, &acme, fake.wire.name(), "shop").await;
-        assert_eq!(code(status, &body), "AI_OUTPUT_TOO_LARGE", "{body}");
+        assert_eq!(code(status, &body), ErrorCode::AiOutputTooLarge, "{body}");
         assert_eq!(status, StatusCode::BAD_GATEWAY);
         assert!(started.elapsed() < Duration::from_secs(20));
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -987,14 +962,14 @@ async fn an_organization_runs_a_bounded_number_of_generations_at_once(app: &Test
     let path = "/api/pipelines/generate/stream";
     let (status, held) = open(&server, path, &alice, &acme, ask("openai", "shop")).await;
     assert_eq!(status, StatusCode::OK);
-    let (status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
-    assert_eq!(code(status, &body), "RATE_LIMITED", "{body}");
+    let Answer(status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
+    assert_eq!(code(status, &body), ErrorCode::RateLimited, "{body}");
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(body["details"]["limit"], 1);
     // Another replica on the same database counts the same places.
     let replica = fakes.server(app, &[("AI_GENERATIONS_PER_ORG", "1")]).await;
-    let (status, body) = generate_pipeline(&replica, &alice, &acme, "openai", "shop").await;
-    assert_eq!(code(status, &body), "RATE_LIMITED", "{body}");
+    let Answer(status, body) = generate_pipeline(&replica, &alice, &acme, "openai", "shop").await;
+    assert_eq!(code(status, &body), ErrorCode::RateLimited, "{body}");
     replica.stop().await;
     assert_eq!(
         ai_used(&server, &alice, &acme).await,
@@ -1005,17 +980,18 @@ async fn an_organization_runs_a_bounded_number_of_generations_at_once(app: &Test
     fakes
         .ollama
         .script(vec![Reply::Answer(pipeline("private").to_string())]);
-    let (status, body) = generate_pipeline(&server, &bob, &other, "ollama", "shop").await;
+    let Answer(status, body) = generate_pipeline(&server, &bob, &other, "ollama", "shop").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     // The held stream's client leaves: its place is given back.
     drop(held);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let (status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
+        let Answer(status, body) =
+            generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
         if status == StatusCode::OK {
             break;
         }
-        assert_eq!(code(status, &body), "RATE_LIMITED", "{body}");
+        assert_eq!(code(status, &body), ErrorCode::RateLimited, "{body}");
         assert!(Instant::now() < deadline, "the place was not given back");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -1037,12 +1013,15 @@ async fn gates_checks_and_quota_come_before_the_provider(app: &TestApp) {
         ("/api/plugins/generate", "ai_plugin_generation"),
         ("/api/plugins/generate/stream", "ai_plugin_generation"),
     ] {
-        let (status, body) = server
-            .call("POST", path, &alice, Some(&acme), Some(ask("openai", "x")))
+        let Answer(status, body) = server
+            .by(&alice)
+            .org(&acme)
+            .post(path)
+            .json(ask("openai", "x"))
             .await;
         assert_eq!(
             code(status, &body),
-            "FEATURE_NOT_AVAILABLE",
+            ErrorCode::FeatureNotAvailable,
             "{path}: {body}"
         );
         assert_eq!(
@@ -1050,11 +1029,17 @@ async fn gates_checks_and_quota_come_before_the_provider(app: &TestApp) {
             json!({"feature": feature, "tier": "developer"})
         );
     }
-    let (status, body) = server
-        .call("POST", "/api/pipelines/generate/from-url/stream", &alice, Some(&acme),
-              Some(json!({"url": "https://example.com/r.git", "provider": "openai", "model": "model-a"})))
+    let Answer(status, body) = server
+        .by(&alice)
+        .org(&acme)
+        .post("/api/pipelines/generate/from-url/stream")
+        .json(json!({"url": "https://example.com/r.git", "provider": "openai", "model": "model-a"}))
         .await;
-    assert_eq!(code(status, &body), "FEATURE_NOT_AVAILABLE", "{body}");
+    assert_eq!(
+        code(status, &body),
+        ErrorCode::FeatureNotAvailable,
+        "{body}"
+    );
     set_tier(&server, &acme, "pro").await;
     for (body, field, words) in [
         (
@@ -1089,12 +1074,15 @@ async fn gates_checks_and_quota_come_before_the_provider(app: &TestApp) {
         ),
     ] {
         for path in ["/api/pipelines/generate", "/api/plugins/generate/stream"] {
-            let (status, answer) = server
-                .call("POST", path, &alice, Some(&acme), Some(body.clone()))
+            let Answer(status, answer) = server
+                .by(&alice)
+                .org(&acme)
+                .post(path)
+                .json(body.clone())
                 .await;
             assert_eq!(
                 code(status, &answer),
-                "VALIDATION_ERROR",
+                ErrorCode::ValidationError,
                 "{path} {body}: {answer}"
             );
             assert_eq!(answer["details"]["field"], field, "{answer}");
@@ -1105,29 +1093,21 @@ async fn gates_checks_and_quota_come_before_the_provider(app: &TestApp) {
             assert!(answer.to_string().len() < 1_000, "bounded: {answer}");
         }
     }
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &alice,
-            Some(&acme),
-            Some(
-                json!({"prompt": "x", "provider": "openai", "model": "model-a", "temperature": 2}),
-            ),
-        )
+    let Answer(status, body) = server
+        .by(&alice)
+        .org(&acme)
+        .post("/api/pipelines/generate")
+        .json(json!({"prompt": "x", "provider": "openai", "model": "model-a", "temperature": 2}))
         .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR", "{body}");
+    assert_eq!(code(status, &body), ErrorCode::ValidationError, "{body}");
     // A NUL byte is refused for the whole body, before any field.
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/pipelines/generate",
-            &alice,
-            Some(&acme),
-            Some(json!({"prompt": "nul\u{0}byte", "provider": "openai", "model": "model-a"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR", "{body}");
+    server
+        .by(&alice)
+        .org(&acme)
+        .post("/api/pipelines/generate")
+        .json(json!({"prompt": "nul\u{0}byte", "provider": "openai", "model": "model-a"}))
+        .await
+        .refused(ErrorCode::ValidationError);
     assert!(
         fakes.each().iter().all(|f| f.requests().is_empty()),
         "no provider was called"
@@ -1139,8 +1119,8 @@ async fn gates_checks_and_quota_come_before_the_provider(app: &TestApp) {
         500,
         "{\"error\": {\"message\": \"upstream down\"}}".to_owned(),
     )]);
-    let (status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
-    assert_eq!(code(status, &body), "AI_PROVIDER_ERROR", "{body}");
+    let Answer(status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
+    assert_eq!(code(status, &body), ErrorCode::AiProviderError, "{body}");
     assert_eq!(body["details"]["providerStatus"], 500);
     assert_eq!(ai_used(&server, &alice, &acme).await, 1, "not refunded");
 
@@ -1149,23 +1129,24 @@ async fn gates_checks_and_quota_come_before_the_provider(app: &TestApp) {
     fakes
         .openai
         .script(vec![Reply::Answer(pipeline("private").to_string())]);
-    let (status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
+    let Answer(status, body) = generate_pipeline(&server, &alice, &acme, "openai", "shop").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     for path in [
         "/api/pipelines/generate",
         "/api/pipelines/generate/stream",
         "/api/plugins/generate",
     ] {
-        let (status, body) = server
-            .call(
-                "POST",
-                path,
-                &alice,
-                Some(&acme),
-                Some(ask("openai", "shop")),
-            )
+        let Answer(status, body) = server
+            .by(&alice)
+            .org(&acme)
+            .post(path)
+            .json(ask("openai", "shop"))
             .await;
-        assert_eq!(code(status, &body), "QUOTA_EXCEEDED", "{path}: {body}");
+        assert_eq!(
+            code(status, &body),
+            ErrorCode::QuotaExceeded,
+            "{path}: {body}"
+        );
         assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     }
     assert_eq!(
@@ -1184,7 +1165,7 @@ async fn providers_are_listed_and_keys_never_shown(app: &TestApp) {
     let server = fakes.server(app, &[]).await;
     let (acme, alice) = pro_org(&server, "alice", "acme").await;
     for path in ["/api/pipelines/providers", "/api/plugins/providers"] {
-        let (status, body) = server.call("GET", path, &alice, Some(&acme), None).await;
+        let Answer(status, body) = server.by(&alice).org(&acme).get(path).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         assert_eq!(
             body["data"],
@@ -1199,8 +1180,8 @@ async fn providers_are_listed_and_keys_never_shown(app: &TestApp) {
     let echo =
         json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}}).to_string();
     fakes.anthropic.script(vec![Reply::Status(401, echo)]);
-    let (status, body) = generate_pipeline(&server, &alice, &acme, "anthropic", "shop").await;
-    assert_eq!(code(status, &body), "AI_PROVIDER_ERROR", "{body}");
+    let Answer(status, body) = generate_pipeline(&server, &alice, &acme, "anthropic", "shop").await;
+    assert_eq!(code(status, &body), ErrorCode::AiProviderError, "{body}");
     assert!(!body.to_string().contains(KEY), "{body}");
     assert!(
         body["message"]
@@ -1211,8 +1192,10 @@ async fn providers_are_listed_and_keys_never_shown(app: &TestApp) {
     );
     // A server without providers lists none.
     let bare = app.beside(&[]).await;
-    let (status, body) = bare
-        .call("GET", "/api/pipelines/providers", &alice, Some(&acme), None)
+    let Answer(status, body) = bare
+        .by(&alice)
+        .org(&acme)
+        .get("/api/pipelines/providers")
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["data"], json!([]));
@@ -1464,16 +1447,17 @@ async fn a_git_url_is_surveyed_within_bounds(app: &TestApp) {
             "credentials",
         ),
     ] {
-        let (status, body) = strict
-            .call(
-                "POST",
-                path,
-                &alice,
-                Some(&acme),
-                Some(from_url(&bad, None)),
-            )
+        let Answer(status, body) = strict
+            .by(&alice)
+            .org(&acme)
+            .post(path)
+            .json(from_url(&bad, None))
             .await;
-        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{bad}: {body}");
+        assert_eq!(
+            code(status, &body),
+            ErrorCode::ValidationError,
+            "{bad}: {body}"
+        );
         assert_eq!(body["details"]["field"], "url");
         assert!(
             body["message"].as_str().unwrap().contains(words),
@@ -1481,18 +1465,15 @@ async fn a_git_url_is_surveyed_within_bounds(app: &TestApp) {
         );
     }
     for reference in ["--upload-pack=touch /tmp/x", "a..b"] {
-        let (status, body) = strict
-            .call(
-                "POST",
-                path,
-                &alice,
-                Some(&acme),
-                Some(from_url(&url, Some(reference))),
-            )
+        let Answer(status, body) = strict
+            .by(&alice)
+            .org(&acme)
+            .post(path)
+            .json(from_url(&url, Some(reference)))
             .await;
         assert_eq!(
             code(status, &body),
-            "VALIDATION_ERROR",
+            ErrorCode::ValidationError,
             "{reference}: {body}"
         );
         assert_eq!(body["details"]["field"], "ref");
@@ -1556,14 +1537,9 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
     let (system, root) = server.system().await;
     let (acme, alice) = pro_org(&server, "alice", "acme").await;
     let admin_path = format!("/api/admin/organizations/{acme}/ai");
-    let (status, body) = server
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/ai"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(status, body) = server
+        .by(&alice)
+        .get(format!("/api/organization/{acme}/ai"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["providers"], Value::Null);
@@ -1575,10 +1551,8 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
         "monthlyTokenCap": 120
     });
     // Refusals change nothing.
-    let (status, body) = server
-        .call("PUT", &admin_path, &alice, None, Some(good.clone()))
-        .await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
+    let Answer(status, body) = server.by(&alice).put(&admin_path).json(good.clone()).await;
+    assert_eq!(code(status, &body), ErrorCode::Forbidden);
     let mut cases = Vec::new();
     let mut bad = good.clone();
     bad["providers"]["gemini"] = json!(["x"]);
@@ -1599,9 +1573,7 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
     bad["monthlyTokenCap"] = json!(0);
     cases.push((bad, "monthlyTokenCap"));
     for (body, field) in cases {
-        let (status, answer) = server
-            .call("PUT", &admin_path, &root, None, Some(body.clone()))
-            .await;
+        let Answer(status, answer) = server.by(&root).put(&admin_path).json(body.clone()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
         assert_eq!(answer["details"]["field"], field, "{answer}");
     }
@@ -1611,9 +1583,7 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
         .is_empty());
 
     // Put: the key is sealed and only its end is shown.
-    let (status, body) = server
-        .call("PUT", &admin_path, &root, None, Some(good.clone()))
-        .await;
+    let Answer(status, body) = server.by(&root).put(&admin_path).json(good.clone()).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["ownProvider"]["apiKeyHint"], "wxyz");
     assert_eq!(body["data"]["version"], 1);
@@ -1628,14 +1598,9 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
         stored.starts_with("enc:v2:") && !stored.contains(secret),
         "{stored}"
     );
-    let (_, body) = server
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/ai"),
-            &alice,
-            None,
-            None,
-        )
+    let Answer(_, body) = server
+        .by(&alice)
+        .get(format!("/api/organization/{acme}/ai"))
         .await;
     assert!(!body.to_string().contains(secret));
 
@@ -1649,17 +1614,14 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
         let server = &server;
         async move {
             server
-                .call(
-                    "POST",
-                    "/api/pipelines/generate",
-                    &alice,
-                    Some(&acme),
-                    Some(json!({"prompt": "a Rust shop", "provider": provider, "model": model})),
-                )
+                .by(&alice)
+                .org(&acme)
+                .post("/api/pipelines/generate")
+                .json(json!({"prompt": "a Rust shop", "provider": provider, "model": model}))
                 .await
         }
     };
-    let (status, body) = generate("openai", "gpt-own").await;
+    let Answer(status, body) = generate("openai", "gpt-own").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(own.requests().len(), 1);
     assert_eq!(
@@ -1669,39 +1631,39 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
     assert_eq!(own.requests()[0].1["stream_options"]["include_usage"], true);
     assert!(fakes.openai.requests().is_empty());
     // Outside the allow-list: refused before any provider is called.
-    let (status, body) = generate("ollama", "model-a").await;
+    let Answer(status, body) = generate("ollama", "model-a").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["details"]["field"], "provider");
-    let (status, body) = generate("anthropic", "model-b").await;
+    let Answer(status, body) = generate("anthropic", "model-b").await;
     assert_eq!(body["details"]["field"], "model", "{status} {body}");
     // A platform provider within the list.
     fakes.anthropic.script(vec![Reply::Answer(valid.clone())]);
-    let (status, body) = generate("anthropic", "model-a").await;
+    let Answer(status, body) = generate("anthropic", "model-a").await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (_, body) = server.call("GET", &admin_path, &root, None, None).await;
+    let Answer(_, body) = server.by(&root).get(&admin_path).await;
     assert_eq!(body["data"]["tokensThisMonth"], 100, "{body}");
     // The cap: 100 of 120 spent, one more runs, then 429.
     own.script(vec![Reply::Answer(valid.clone())]);
-    let (status, body) = generate("openai", "gpt-own").await;
+    let Answer(status, body) = generate("openai", "gpt-own").await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = generate("openai", "gpt-own").await;
-    assert_eq!(code(status, &body), "QUOTA_EXCEEDED", "{body}");
+    let Answer(status, body) = generate("openai", "gpt-own").await;
+    assert_eq!(code(status, &body), ErrorCode::QuotaExceeded, "{body}");
     assert_eq!(body["details"]["dimension"], "aiTokens");
     assert_eq!(body["details"]["used"], 150);
 
     // A stale version is 409; without a new key the stored one stays.
     let mut again = good.clone();
     again["version"] = json!(0);
-    let (status, body) = server
-        .call("PUT", &admin_path, &root, None, Some(again.clone()))
-        .await;
-    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    server
+        .by(&root)
+        .put(&admin_path)
+        .json(again.clone())
+        .await
+        .refused(ErrorCode::Conflict);
     again["version"] = json!(1);
     again["ownProvider"]["apiKey"] = Value::Null;
     again["monthlyTokenCap"] = Value::Null;
-    let (status, body) = server
-        .call("PUT", &admin_path, &root, None, Some(again))
-        .await;
+    let Answer(status, body) = server.by(&root).put(&admin_path).json(again).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["ownProvider"]["apiKeyHint"], "wxyz");
     // Audited where acme sees it, naming the fields, never the key.
@@ -1730,27 +1692,18 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
         2
     );
     // A team's settings are its root's.
-    let (status, body) = server
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "platform", "parentOrgId": acme})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let team = body["data"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = server
-        .call(
-            "GET",
-            &format!("/api/admin/organizations/{team}/ai"),
-            &root,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "CONFLICT");
+    let team = server
+        .by(&alice)
+        .post("/api/organization")
+        .json(json!({"name": "platform", "parentOrgId": acme}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
+    server
+        .by(&root)
+        .get(format!("/api/admin/organizations/{team}/ai"))
+        .await
+        .refused(ErrorCode::Conflict);
     server.stop().await;
 }
 

@@ -5,6 +5,8 @@ use super::billing::{override_limits, set_tier, subscription, team_of};
 use super::fixtures;
 use super::plugins::{manifest, plugin_zip, upload, zip_of, zip_with};
 use super::*;
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 
 fn get(path: &str) -> Request<Body> {
     Request::get(path).body(Body::empty()).unwrap()
@@ -28,7 +30,7 @@ async fn made_up_methods_do_not_grow_the_metrics(app: &TestApp) {
             .body(Body::empty())
             .unwrap();
         let (status, body) = app.send(request).await;
-        assert_eq!(code(status, &body), "METHOD_NOT_ALLOWED", "{method}");
+        assert_eq!(code(status, &body), ErrorCode::MethodNotAllowed, "{method}");
     }
     let (_, text) = app.send(get("/metrics")).await;
     let text = text.as_str().unwrap();
@@ -75,7 +77,12 @@ async fn nul_bytes_are_refused_at_the_edge_on_every_route(app: &TestApp) {
                 .body(Body::empty())
                 .unwrap();
             let (status, body) = app.send(request).await;
-            assert_eq!(code(status, &body), "NOT_FOUND", "{} {path}", route.method);
+            assert_eq!(
+                code(status, &body),
+                ErrorCode::NotFound,
+                "{} {path}",
+                route.method
+            );
         }
         let concrete = route
             .path
@@ -93,7 +100,7 @@ async fn nul_bytes_are_refused_at_the_edge_on_every_route(app: &TestApp) {
         let (status, body) = app.send(request).await;
         assert_eq!(
             code(status, &body),
-            "VALIDATION_ERROR",
+            ErrorCode::ValidationError,
             "{} {concrete}?",
             route.method
         );
@@ -103,8 +110,11 @@ async fn nul_bytes_are_refused_at_the_edge_on_every_route(app: &TestApp) {
                 "name": "a\u{0}b", "entityId": "e\u{0}", "userId": "u\u{0}",
                 "attributes": {"k\u{0}": "v"}, "email": "a\u{0}@example.com"
             });
-            let (status, body) = app
-                .call(route.method, &concrete, &alice, Some(&org), Some(hostile))
+            let Answer(status, body) = app
+                .by(&alice)
+                .org(&org)
+                .method(route.method, &concrete)
+                .json(hostile)
                 .await;
             // (A route that reads no body may succeed: the body is not its input.)
             assert!(
@@ -130,10 +140,10 @@ async fn nul_bytes_are_refused_at_the_edge_on_every_route(app: &TestApp) {
                    "field": "a\u{0}", "operator": "exists"}),
         ),
     ] {
-        let (status, answer) = app.call("POST", path, &alice, Some(&org), Some(body)).await;
+        let Answer(status, answer) = app.by(&alice).org(&org).post(path).json(body).await;
         assert_eq!(
             code(status, &answer),
-            "VALIDATION_ERROR",
+            ErrorCode::ValidationError,
             "{path}: {answer}"
         );
         assert!(
@@ -141,9 +151,7 @@ async fn nul_bytes_are_refused_at_the_edge_on_every_route(app: &TestApp) {
             "{answer}"
         );
     }
-    let (_, listed) = app
-        .call("GET", "/api/compliance/rules", &alice, Some(&org), None)
-        .await;
+    let Answer(_, listed) = app.by(&alice).org(&org).get("/api/compliance/rules").await;
     assert_eq!(listed["pagination"]["total"], 0, "{listed}");
 }
 
@@ -203,7 +211,11 @@ async fn archives_are_judged_by_what_they_hold(app: &TestApp) {
     ];
     for (what, archive, reason) in cases {
         let (status, body) = upload(app, &alice, &org, &archive, None).await;
-        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{what}: {body}");
+        assert_eq!(
+            code(status, &body),
+            ErrorCode::ValidationError,
+            "{what}: {body}"
+        );
         assert_eq!(body["details"]["field"], "plugin", "{what}");
         assert!(
             body["message"].as_str().unwrap().contains(reason),
@@ -211,9 +223,7 @@ async fn archives_are_judged_by_what_they_hold(app: &TestApp) {
         );
     }
     // Nothing was stored or counted.
-    let (_, listed) = app
-        .call("GET", "/api/plugins", &alice, Some(&org), None)
-        .await;
+    let Answer(_, listed) = app.by(&alice).org(&org).get("/api/plugins").await;
     assert_eq!(listed["pagination"]["total"], 0, "{listed}");
     // The same archive with honest headers is accepted.
     let honest = stored_zip(&[("plugin.json", &good), ("data.txt", b"hello, world")]);
@@ -276,27 +286,18 @@ async fn a_team_admin_cannot_buy_for_the_root(app: &TestApp) {
     let team = team_of(&billing, &alice, &acme, "ops").await;
     // mallory is an admin of the team only; carol an admin of the root.
     for (org, user) in [(&team, "mallory"), (&acme, "carol")] {
-        let (status, body) = billing
-            .call(
-                "POST",
-                &format!("/api/organization/{org}/members"),
-                &alice,
-                None,
-                Some(json!({"userId": user, "role": "admin"})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        billing
+            .by(&alice)
+            .post(format!("/api/organization/{org}/members"))
+            .json(json!({"userId": user, "role": "admin"}))
+            .await
+            .expect(StatusCode::CREATED);
     }
     let mallory = billing.token("mallory", "mallory@example.com");
     let carol = billing.token("carol", "carol@example.com");
-    let (status, _) = billing
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}"),
-            &mallory,
-            None,
-            None,
-        )
+    let Answer(status, _) = billing
+        .by(&mallory)
+        .get(format!("/api/organization/{acme}"))
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "the root is not mallory's");
     let bought = |token: &str| {
@@ -332,12 +333,15 @@ async fn a_team_admin_cannot_buy_for_the_root(app: &TestApp) {
         ("POST", "/api/portal".to_owned(), None),
     ];
     for (method, path, body) in &attempts {
-        let (status, answer) = billing
-            .call(method, path, &mallory, Some(&team), body.clone())
+        let Answer(status, answer) = billing
+            .by(&mallory)
+            .org(&team)
+            .method(method, path)
+            .json_opt(body.clone())
             .await;
         assert_eq!(
             code(status, &answer),
-            "FORBIDDEN",
+            ErrorCode::Forbidden,
             "{method} {path}: {answer}"
         );
     }
@@ -375,8 +379,11 @@ async fn a_team_admin_cannot_buy_for_the_root(app: &TestApp) {
         ),
     ];
     for (method, path, body) in &others {
-        let (status, answer) = billing
-            .call(method, path, &mallory, Some(&team), body.clone())
+        let Answer(status, answer) = billing
+            .by(&mallory)
+            .org(&team)
+            .method(method, path)
+            .json_opt(body.clone())
             .await;
         assert!(
             matches!(status, StatusCode::NOT_FOUND | StatusCode::FORBIDDEN),
@@ -386,27 +393,24 @@ async fn a_team_admin_cannot_buy_for_the_root(app: &TestApp) {
     }
     // The team's members still read their account (subscription, bundles, quotas).
     for path in ["/api/subscriptions/current", "/api/bundles", "/api/quotas"] {
-        let (status, answer) = billing.call("GET", path, &mallory, Some(&team), None).await;
+        let Answer(status, answer) = billing.by(&mallory).org(&team).get(path).await;
         assert_eq!(status, StatusCode::OK, "{path}: {answer}");
     }
     // A root admin acts on the account, through the root or through a team.
-    let (status, answer) = billing
-        .call(
-            "POST",
-            &attempts[1].1,
-            &carol,
-            Some(&team),
-            Some(pack.clone()),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let (status, answer) = billing
-        .call("DELETE", &attempts[2].1, &carol, Some(&acme), None)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let (status, answer) = billing
-        .call("POST", "/api/portal", &carol, Some(&team), None)
-        .await;
+    billing
+        .by(&carol)
+        .org(&team)
+        .post(&attempts[1].1)
+        .json(pack.clone())
+        .await
+        .expect(StatusCode::OK);
+    billing
+        .by(&carol)
+        .org(&acme)
+        .delete(&attempts[2].1)
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, answer) = billing.by(&carol).org(&team).post("/api/portal").await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert!(
         answer["data"]["url"].as_str().unwrap().ends_with(&acme),
@@ -435,17 +439,13 @@ async fn out_of_api_calls_is_not_out_of_remedy(app: &TestApp) {
         .as_str()
         .unwrap()
         .to_owned();
-    let (_, quotas) = billing
-        .call("GET", "/api/quotas", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, quotas) = billing.by(&alice).org(&acme).get("/api/quotas").await;
     let used = quotas["data"]["quotas"]["apiCalls"]["used"]
         .as_i64()
         .unwrap();
     override_limits(&billing, &acme, json!({"apiCalls": used})).await;
-    let (status, body) = billing
-        .call("GET", "/api/pipelines", &alice, Some(&acme), None)
-        .await;
-    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    let Answer(status, body) = billing.by(&alice).org(&acme).get("/api/pipelines").await;
+    assert_eq!(code(status, &body), ErrorCode::QuotaExceeded);
     let pack = json!({"bundleId": "API_PACK", "quantity": 1});
     for (method, path, body) in [
         ("GET", "/api/quotas".to_owned(), None),
@@ -460,12 +460,15 @@ async fn out_of_api_calls_is_not_out_of_remedy(app: &TestApp) {
         ),
         ("POST", "/api/portal".to_owned(), None),
     ] {
-        let (status, answer) = billing.call(method, &path, &alice, Some(&acme), body).await;
+        let Answer(status, answer) = billing
+            .by(&alice)
+            .org(&acme)
+            .method(method, &path)
+            .json_opt(body)
+            .await;
         assert_eq!(status, StatusCode::OK, "{method} {path}: {answer}");
     }
-    let (_, quotas) = billing
-        .call("GET", "/api/quotas", &alice, Some(&acme), None)
-        .await;
+    let Answer(_, quotas) = billing.by(&alice).org(&acme).get("/api/quotas").await;
     assert_eq!(
         quotas["data"]["quotas"]["apiCalls"]["used"]
             .as_i64()
@@ -474,16 +477,13 @@ async fn out_of_api_calls_is_not_out_of_remedy(app: &TestApp) {
         "none of those was counted: {quotas}"
     );
     // Buying the pack lifts the limit: ordinary requests pass again.
-    let (status, answer) = billing
-        .call(
-            "POST",
-            &format!("/api/subscriptions/{id}/addons"),
-            &alice,
-            Some(&acme),
-            Some(pack),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    billing
+        .by(&alice)
+        .org(&acme)
+        .post(format!("/api/subscriptions/{id}/addons"))
+        .json(pack)
+        .await
+        .expect(StatusCode::OK);
     billing.stop().await;
 }
 
@@ -493,16 +493,11 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     for (user, role) in [("bob", "member"), ("carol", "admin"), ("dave", "member")] {
-        let (status, body) = app
-            .call(
-                "POST",
-                &format!("/api/organization/{acme}/members"),
-                &alice,
-                None,
-                Some(json!({"userId": user, "role": role})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        app.by(&alice)
+            .post(format!("/api/organization/{acme}/members"))
+            .json(json!({"userId": user, "role": role}))
+            .await
+            .expect(StatusCode::CREATED);
     }
     let bob = app.token("bob", "bob@example.com");
     let carol = app.token("carol", "carol@example.com");
@@ -511,8 +506,11 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
         let body = fixtures::pipeline(name);
         let acme = acme.clone();
         async move {
-            let (status, created) = app
-                .call("POST", "/api/pipelines", &token, Some(&acme), Some(body))
+            let Answer(status, created) = app
+                .by(&token)
+                .org(&acme)
+                .post("/api/pipelines")
+                .json(body)
                 .await;
             assert_eq!(status, StatusCode::CREATED, "{created}");
             created["data"]["id"].as_str().unwrap().to_owned()
@@ -553,123 +551,81 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
         ),
     ];
     for (method, path, body) in &refused {
-        let (status, answer) = app
-            .call(method, path, &bob, Some(&acme), body.clone())
+        let Answer(status, answer) = app
+            .by(&bob)
+            .org(&acme)
+            .method(method, path)
+            .json_opt(body.clone())
             .await;
         assert_eq!(
             code(status, &answer),
-            "FORBIDDEN",
+            ErrorCode::Forbidden,
             "{method} {path}: {answer}"
         );
     }
     // Nothing changed, not even bob's own plugin in the refused bulk change.
-    let (_, p) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{admins}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
+    let Answer(_, p) = app
+        .by(&alice)
+        .org(&acme)
+        .get(format!("/api/pipelines/{admins}"))
         .await;
     assert_eq!(p["data"]["pipelineName"], "admins", "{p}");
     for id in [&admins_plugin, &bobs_plugin] {
-        let (_, p) = app
-            .call(
-                "GET",
-                &format!("/api/plugins/{id}"),
-                &alice,
-                Some(&acme),
-                None,
-            )
+        let Answer(_, p) = app
+            .by(&alice)
+            .org(&acme)
+            .get(format!("/api/plugins/{id}"))
             .await;
         assert_eq!(p["data"]["isActive"], true, "{p}");
     }
     // bob changes his own.
-    let (status, answer) = app
-        .call(
-            "PUT",
-            &format!("/api/pipelines/{bobs}"),
-            &bob,
-            Some(&acme),
-            Some(fixtures::pipeline("bobs-2")),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let (status, answer) = app
-        .call(
-            "PUT",
-            "/api/plugins/bulk/update",
-            &bob,
-            Some(&acme),
-            Some(json!({"plugins": [{"id": bobs_plugin, "isActive": false}]})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    app.by(&bob)
+        .org(&acme)
+        .put(format!("/api/pipelines/{bobs}"))
+        .json(fixtures::pipeline("bobs-2"))
+        .await
+        .expect(StatusCode::OK);
+    app.by(&bob)
+        .org(&acme)
+        .put("/api/plugins/bulk/update")
+        .json(json!({"plugins": [{"id": bobs_plugin, "isActive": false}]}))
+        .await
+        .expect(StatusCode::OK);
     // carol, an Admin, changes anyone's.
-    let (status, answer) = app
-        .call(
-            "PUT",
-            &format!("/api/plugins/{bobs_plugin}"),
-            &carol,
-            Some(&acme),
-            Some(json!({"description": "by carol"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    app.by(&carol)
+        .org(&acme)
+        .put(format!("/api/plugins/{bobs_plugin}"))
+        .json(json!({"description": "by carol"}))
+        .await
+        .expect(StatusCode::OK);
     // dave holds a custom Role with `pipelines:publish`: anyone's pipelines, not plugins.
-    let (status, role) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/roles"),
-            &alice,
-            None,
-            Some(json!({"name": "Pipeline Keepers", "permissions": ["pipelines:write", "pipelines:publish"]})),
-        )
+    let Answer(status, role) = app
+        .by(&alice).post(format!("/api/organization/{acme}/roles")).json(json!({"name": "Pipeline Keepers", "permissions": ["pipelines:write", "pipelines:publish"]}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{role}");
     let role_id = role["data"]["id"].as_str().unwrap();
-    let (status, answer) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/roles/{role_id}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": "dave"})),
-        )
+    let Answer(status, answer) = app
+        .by(&alice)
+        .post(format!("/api/organization/{acme}/roles/{role_id}/members"))
+        .json(json!({"userId": "dave"}))
         .await;
     assert!(status.is_success(), "{answer}");
-    let (status, answer) = app
-        .call(
-            "DELETE",
-            &format!("/api/pipelines/{bobs}"),
-            &dave,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let (status, answer) = app
-        .call(
-            "DELETE",
-            &format!("/api/plugins/{admins_plugin}"),
-            &dave,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &answer), "FORBIDDEN", "{answer}");
+    app.by(&dave)
+        .org(&acme)
+        .delete(format!("/api/pipelines/{bobs}"))
+        .await
+        .expect(StatusCode::OK);
+    app.by(&dave)
+        .org(&acme)
+        .delete(format!("/api/plugins/{admins_plugin}"))
+        .await
+        .refused(ErrorCode::Forbidden);
     // The Owner too.
-    let (status, answer) = app
-        .call(
-            "DELETE",
-            &format!("/api/plugins/{bobs_plugin}"),
-            &alice,
-            Some(&acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    app.by(&alice)
+        .org(&acme)
+        .delete(format!("/api/plugins/{bobs_plugin}"))
+        .await
+        .expect(StatusCode::OK);
 }
 
 /// A proxy that counts the connections it is offered and answers 502.
@@ -798,17 +754,14 @@ async fn preferences_clear_or_refuse_never_ignore(app: &TestApp) {
         let org = org.clone();
         async move {
             lenient
-                .call(
-                    "PUT",
-                    "/api/compliance/notification-preferences",
-                    &alice,
-                    Some(&org),
-                    Some(body),
-                )
+                .by(&alice)
+                .org(&org)
+                .put("/api/compliance/notification-preferences")
+                .json(body)
                 .await
         }
     };
-    let (status, body) = save(json!({"webhookUrl": "http://127.0.0.1:9/hook",
+    let Answer(status, body) = save(json!({"webhookUrl": "http://127.0.0.1:9/hook",
                                       "webhookSecret": "s3cret",
                                       "targetUsers": ["ops@example.com", "sec@example.com"]}))
     .await;
@@ -818,7 +771,7 @@ async fn preferences_clear_or_refuse_never_ignore(app: &TestApp) {
         json!(["ops@example.com", "sec@example.com"])
     );
     // null clears.
-    let (status, body) =
+    let Answer(status, body) =
         save(json!({"webhookUrl": null, "targetUsers": null, "webhookSecret": null})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body["data"]["webhookUrl"].is_null(), "{body}");
@@ -826,7 +779,8 @@ async fn preferences_clear_or_refuse_never_ignore(app: &TestApp) {
     assert_eq!(body["data"]["hasWebhookSecret"], false, "{body}");
     // null where no value can be cleared, and addresses that are not addresses: 400,
     // and nothing changes.
-    let (_, before) = save(json!({"targetUsers": ["ops@example.com"], "emailEnabled": true})).await;
+    let Answer(_, before) =
+        save(json!({"targetUsers": ["ops@example.com"], "emailEnabled": true})).await;
     for (field, bad) in [
         ("emailEnabled", json!({"emailEnabled": null})),
         ("digestMode", json!({"digestMode": null})),
@@ -843,21 +797,21 @@ async fn preferences_clear_or_refuse_never_ignore(app: &TestApp) {
         ),
         ("targetUsers", json!({"targetUsers": [""]})),
     ] {
-        let (status, answer) = save(bad.clone()).await;
-        assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{bad}: {answer}");
+        let Answer(status, answer) = save(bad.clone()).await;
+        assert_eq!(
+            code(status, &answer),
+            ErrorCode::ValidationError,
+            "{bad}: {answer}"
+        );
         assert!(
             answer["message"].as_str().unwrap().contains(field),
             "{bad}: {answer}"
         );
     }
-    let (_, after) = lenient
-        .call(
-            "GET",
-            "/api/compliance/notification-preferences",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, after) = lenient
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/notification-preferences")
         .await;
     assert_eq!(
         after["data"], before["data"],
@@ -871,64 +825,56 @@ async fn preferences_clear_or_refuse_never_ignore(app: &TestApp) {
 async fn schedules_that_can_never_run_are_refused(app: &TestApp) {
     let org = app.org("alice", "cron").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scan-schedules",
-            &alice,
-            Some(&org),
-            Some(json!({"target": "pipeline", "cronExpression": "0 3 * * *"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let id = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/compliance/scan-schedules")
+        .json(json!({"target": "pipeline", "cronExpression": "0 3 * * *"}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     for never in ["0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *"] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/compliance/scan-schedules",
-                &alice,
-                Some(&org),
-                Some(json!({"target": "pipeline", "cronExpression": never})),
-            )
+        let Answer(status, body) = app
+            .by(&alice)
+            .org(&org)
+            .post("/api/compliance/scan-schedules")
+            .json(json!({"target": "pipeline", "cronExpression": never}))
             .await;
-        assert_eq!(code(status, &body), "INVALID_CRON", "{never}: {body}");
+        assert_eq!(
+            code(status, &body),
+            ErrorCode::InvalidCron,
+            "{never}: {body}"
+        );
         assert!(
             body["message"].as_str().unwrap().contains("dayOfMonth"),
             "{body}"
         );
-        let (status, body) = app
-            .call(
-                "PUT",
-                &format!("/api/compliance/scan-schedules/{id}"),
-                &alice,
-                Some(&org),
-                Some(json!({"cronExpression": never})),
-            )
+        let Answer(status, body) = app
+            .by(&alice)
+            .org(&org)
+            .put(format!("/api/compliance/scan-schedules/{id}"))
+            .json(json!({"cronExpression": never}))
             .await;
-        assert_eq!(code(status, &body), "INVALID_CRON", "{never}: {body}");
+        assert_eq!(
+            code(status, &body),
+            ErrorCode::InvalidCron,
+            "{never}: {body}"
+        );
     }
-    let (_, listed) = app
-        .call(
-            "GET",
-            "/api/compliance/scan-schedules",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, listed) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/scan-schedules")
         .await;
     assert_eq!(listed["pagination"]["total"], 1, "{listed}");
     let schedules = listed["schedules"].as_array().unwrap();
     assert_eq!(schedules[0]["cronExpression"], "0 3 * * *", "{listed}");
     // A leap day is possible.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scan-schedules",
-            &alice,
-            Some(&org),
-            Some(json!({"target": "pipeline", "cronExpression": "0 0 29 2 *"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/compliance/scan-schedules")
+        .json(json!({"target": "pipeline", "cronExpression": "0 0 29 2 *"}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert!(body["data"]["nextRunAt"].is_string(), "{body}");
@@ -949,53 +895,46 @@ async fn work_per_organization_is_bounded(app: &TestApp) {
         let org = org.clone();
         async move {
             capped
-                .call(
-                    "POST",
-                    "/api/compliance/scans",
-                    &alice,
-                    Some(&org),
-                    Some(json!({"target": target})),
-                )
+                .by(&alice)
+                .org(&org)
+                .post("/api/compliance/scans")
+                .json(json!({"target": target}))
                 .await
         }
     };
-    let (status, first) = scan("pipeline").await;
+    let Answer(status, first) = scan("pipeline").await;
     assert_eq!(status, StatusCode::ACCEPTED, "{first}");
     for _ in 0..3 {
-        let (status, body) = scan("pipeline").await;
-        assert_eq!(code(status, &body), "CONFLICT", "{body}");
+        let Answer(status, body) = scan("pipeline").await;
+        assert_eq!(code(status, &body), ErrorCode::Conflict, "{body}");
     }
-    let (status, body) = scan("plugin").await;
+    let Answer(status, body) = scan("plugin").await;
     assert_eq!(status, StatusCode::ACCEPTED, "another target: {body}");
-    let (_, listed) = capped
-        .call("GET", "/api/compliance/scans", &alice, Some(&org), None)
+    let Answer(_, listed) = capped
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/scans")
         .await;
     assert_eq!(listed["pagination"]["total"], 2, "{listed}");
     // Once the first ends (cancelled here), the target can be scanned again.
     let first_id = first["data"]["id"].as_str().unwrap();
-    let (status, body) = capped
-        .call(
-            "POST",
-            &format!("/api/compliance/scans/{first_id}/cancel"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = scan("pipeline").await;
+    capped
+        .by(&alice)
+        .org(&org)
+        .post(format!("/api/compliance/scans/{first_id}/cancel"))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, body) = scan("pipeline").await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
 
     // Six concurrent creates against a cap of three: three land.
     let requests = (0..6)
         .map(|i| {
-            TestApp::request_of(
-                "POST",
-                "/api/compliance/scan-schedules",
-                &alice,
-                Some(&org),
-                Some(json!({"target": "pipeline", "cronExpression": format!("{i} 3 * * *")})),
-            )
+            app.by(&alice)
+                .org(&org)
+                .post("/api/compliance/scan-schedules")
+                .json(json!({"target": "pipeline", "cronExpression": format!("{i} 3 * * *")}))
+                .request()
         })
         .collect();
     let answers = capped.concurrently(requests).await;
@@ -1006,7 +945,7 @@ async fn work_per_organization_is_bounded(app: &TestApp) {
         .collect();
     assert_eq!(created.len(), 3, "{answers:?}");
     for (status, body) in answers.iter().filter(|(s, _)| *s != StatusCode::CREATED) {
-        assert_eq!(code(*status, body), "CONFLICT", "{body}");
+        assert_eq!(code(*status, body), ErrorCode::Conflict, "{body}");
         assert!(body["message"]
             .as_str()
             .unwrap()
@@ -1014,36 +953,26 @@ async fn work_per_organization_is_bounded(app: &TestApp) {
     }
     // Deactivating one makes room; turning it on again while full is refused.
     let one = created[0]["data"]["id"].as_str().unwrap();
-    let (status, body) = capped
-        .call(
-            "DELETE",
-            &format!("/api/compliance/scan-schedules/{one}"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = capped
-        .call(
-            "POST",
-            "/api/compliance/scan-schedules",
-            &alice,
-            Some(&org),
-            Some(json!({"target": "plugin", "cronExpression": "0 4 * * *"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = capped
-        .call(
-            "PATCH",
-            &format!("/api/compliance/scan-schedules/{one}/active"),
-            &alice,
-            Some(&org),
-            Some(json!({"isActive": true})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    capped
+        .by(&alice)
+        .org(&org)
+        .delete(format!("/api/compliance/scan-schedules/{one}"))
+        .await
+        .expect(StatusCode::OK);
+    capped
+        .by(&alice)
+        .org(&org)
+        .post("/api/compliance/scan-schedules")
+        .json(json!({"target": "plugin", "cronExpression": "0 4 * * *"}))
+        .await
+        .expect(StatusCode::CREATED);
+    capped
+        .by(&alice)
+        .org(&org)
+        .patch(format!("/api/compliance/scan-schedules/{one}/active"))
+        .json(json!({"isActive": true}))
+        .await
+        .refused(ErrorCode::Conflict);
     capped.stop().await;
 }
 
@@ -1052,21 +981,18 @@ async fn work_per_organization_is_bounded(app: &TestApp) {
 async fn racing_acceptances_lose_with_409(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/invitation/send",
-            &alice,
-            Some(&acme),
-            Some(json!({"email": "carol@example.com", "role": "member"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&acme)
+        .post("/api/invitation/send")
+        .json(json!({"email": "carol@example.com", "role": "member"}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let id = body["data"]["id"].as_str().unwrap().to_owned();
     let carol = app.token("carol", "carol@example.com");
     let accept = format!("/api/invitation/{id}/accept");
     let requests = (0..6)
-        .map(|_| TestApp::request_of("POST", &accept, &carol, None, None))
+        .map(|_| app.by(&carol).post(&accept).request())
         .collect();
     let answers = app.concurrently(requests).await;
     let won = answers
@@ -1075,18 +1001,13 @@ async fn racing_acceptances_lose_with_409(app: &TestApp) {
         .count();
     assert_eq!(won, 1, "{answers:?}");
     for (status, body) in answers.iter().filter(|(s, _)| *s != StatusCode::CREATED) {
-        assert_eq!(code(*status, body), "CONFLICT", "{answers:?}");
+        assert_eq!(code(*status, body), ErrorCode::Conflict, "{answers:?}");
     }
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/invitation/{id}/accept"),
-            &carol,
-            None,
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&carol)
+        .post(format!("/api/invitation/{id}/accept"))
         .await;
-    assert_eq!(code(status, &body), "CONFLICT", "a retry: {body}");
+    assert_eq!(code(status, &body), ErrorCode::Conflict, "a retry: {body}");
     assert_eq!(app.audited("invitation.accept").await.len(), 1);
 }
 

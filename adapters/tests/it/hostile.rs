@@ -2,6 +2,8 @@
 //! envelope.
 
 use super::*;
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 
 /// An organization with `count` regex rules on field `s`, all failing on a long `s`.
 async fn regex_heavy_org(app: &TestApp, count: usize) -> (String, String) {
@@ -31,7 +33,7 @@ async fn answers_and_records_are_bounded_by_the_request(app: &TestApp) {
         } else {
             "/api/compliance/validate/plugin"
         };
-        let (status, answer) = app.call("POST", path, &token, Some(&org), Some(body)).await;
+        let Answer(status, answer) = app.by(&token).org(&org).post(path).json(body).await;
         assert_eq!(status, StatusCode::OK, "{answer}");
         let size = answer.to_string().len();
         assert!(size < 150_000, "the answer is {size} bytes");
@@ -45,14 +47,10 @@ async fn answers_and_records_are_bounded_by_the_request(app: &TestApp) {
         }
     }
     // The check log stored the bounded form, so reading it back is bounded too.
-    let (status, log) = app
-        .call(
-            "GET",
-            "/api/compliance/audit?limit=1",
-            &token,
-            Some(&org),
-            None,
-        )
+    let Answer(status, log) = app
+        .by(&token)
+        .org(&org)
+        .get("/api/compliance/audit?limit=1")
         .await;
     assert_eq!(status, StatusCode::OK, "{log}");
     let size = log.to_string().len();
@@ -72,11 +70,9 @@ async fn an_oversized_body_is_refused_in_the_envelope_on_every_route(app: &TestA
         "/api/compliance/rules",
         "/api/organization",
     ] {
-        let (status, body) = app
-            .call("POST", path, &token, Some(&org), Some(huge.clone()))
-            .await;
+        let Answer(status, body) = app.by(&token).org(&org).post(path).json(huge.clone()).await;
         assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{path}: {body}");
-        assert_eq!(code(status, &body), "PAYLOAD_TOO_LARGE", "{path}");
+        assert_eq!(code(status, &body), ErrorCode::PayloadTooLarge, "{path}");
     }
 }
 
@@ -123,29 +119,22 @@ async fn denials_are_folded_and_never_open_a_chain_for_an_unknown_organization(a
     let chains_before = heads().await;
     // 200 denials against organizations that do not exist: no chain, no row.
     for _ in 0..200 {
-        let (status, body) = app
-            .call(
-                "POST",
-                &format!("/api/organization/{}/members", uuid::Uuid::new_v4()),
-                &mallory,
-                None,
-                Some(json!({"userId": "x"})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        app.by(&mallory)
+            .post(format!(
+                "/api/organization/{}/members",
+                uuid::Uuid::new_v4()
+            ))
+            .json(json!({"userId": "x"}))
+            .await
+            .expect(StatusCode::NOT_FOUND);
     }
     // 50 denials against one that exists: one event, carrying the count.
     for _ in 0..50 {
-        let (status, _) = app
-            .call(
-                "POST",
-                &format!("/api/organization/{org}/members"),
-                &mallory,
-                None,
-                Some(json!({"userId": "x"})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::NOT_FOUND);
+        app.by(&mallory)
+            .post(format!("/api/organization/{org}/members"))
+            .json(json!({"userId": "x"}))
+            .await
+            .expect(StatusCode::NOT_FOUND);
     }
     let denied: Vec<_> = app
         .audited("authz.denied")

@@ -2,6 +2,8 @@
 //! nothing acknowledged is lost.
 
 use super::*;
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 
 /// A published rule, subscribed and activated by a fresh organization.
 async fn subscriber(app: &TestApp) -> (String, String, String) {
@@ -11,26 +13,18 @@ async fn subscriber(app: &TestApp) -> (String, String, String) {
     let rule_id = app.rule(&root, &system, published).await;
     let org = app.org("sub-owner", "subscriber").await;
     let token = app.token("sub-owner", "sub-owner@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions",
-            &token,
-            Some(&org),
-            Some(json!({"ruleId": rule_id})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = app
-        .call(
-            "PATCH",
-            &format!("/api/compliance/subscriptions/{rule_id}"),
-            &token,
-            Some(&org),
-            Some(json!({"isActive": true})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&token)
+        .org(&org)
+        .post("/api/compliance/subscriptions")
+        .json(json!({"ruleId": rule_id}))
+        .await
+        .expect(StatusCode::CREATED);
+    app.by(&token)
+        .org(&org)
+        .patch(format!("/api/compliance/subscriptions/{rule_id}"))
+        .json(json!({"isActive": true}))
+        .await
+        .expect(StatusCode::OK);
     (org, token, rule_id)
 }
 
@@ -43,38 +37,34 @@ async fn an_unreadable_published_rule_fails_validation_closed(app: &TestApp) {
     for dry_run in [true, false] {
         // A document the rule would block, and one it would pass: neither passes.
         for version in ["latest", "1.0.0"] {
-            let (status, body) = app
+            let Answer(status, body) = app
                 .validate(&token, &org, json!({"version": version}), None, dry_run)
                 .await;
             assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
-            assert_eq!(code(status, &body), "COMPLIANCE_UNAVAILABLE");
+            assert_eq!(code(status, &body), ErrorCode::ComplianceUnavailable);
         }
     }
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/compliance/subscriptions/enforced",
-            &token,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&token)
+        .org(&org)
+        .get("/api/compliance/subscriptions/enforced")
         .await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
-    assert_eq!(code(status, &body), "INTERNAL_ERROR");
+    assert_eq!(code(status, &body), ErrorCode::InternalError);
 }
 
 async fn rows_that_do_not_decode_are_errors_never_defaults(app: &TestApp) {
     let org = app.org("decoder", "decoded").await;
     let token = app.token("decoder", "decoder@example.com");
-    let get = || app.call("GET", "/api/organization", &token, Some(&org), None);
-    let (status, body) = get().await;
+    let get = || app.by(&token).org(&org).get("/api/organization");
+    let Answer(status, body) = get().await;
     assert_eq!(status, StatusCode::OK, "{body}");
     // A timestamp that is not one: not 1970, an error.
     app.sql(&format!(
         "UPDATE organizations SET created_at = 'yesterday' WHERE id = '{org}'"
     ))
     .await;
-    let (status, body) = get().await;
+    let Answer(status, body) = get().await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
     assert!(!body.to_string().contains("1970"), "{body}");
     app.sql(&format!(
@@ -86,29 +76,23 @@ async fn rows_that_do_not_decode_are_errors_never_defaults(app: &TestApp) {
         "UPDATE organizations SET tier = 'platinum' WHERE id = '{org}'"
     ))
     .await;
-    let (status, body) = get().await;
+    let Answer(status, body) = get().await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
     app.sql(&format!(
         "UPDATE organizations SET tier = 'developer' WHERE id = '{org}'"
     ))
     .await;
-    let (status, _) = get().await;
+    let Answer(status, _) = get().await;
     assert_eq!(status, StatusCode::OK);
     // An unknown permission in a Role the caller holds: not dropped, an error.
     app.sql(&format!(
         "UPDATE roles SET permissions = '[\"org:read\", \"org:teleport\"]' WHERE org_id = '{org}'"
     ))
     .await;
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{org}/roles"),
-            &token,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    app.by(&token)
+        .get(format!("/api/organization/{org}/roles"))
+        .await
+        .expect(StatusCode::INTERNAL_SERVER_ERROR);
 }
 
 async fn idempotency_keys_belong_to_their_service_and_their_event(app: &TestApp) {
@@ -134,7 +118,7 @@ async fn idempotency_keys_belong_to_their_service_and_their_event(app: &TestApp)
         .post_event(&plugin, Some("K"), event("org-b", "p1"))
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{reused}");
-    assert_eq!(code(status, &reused), "CONFLICT");
+    assert_eq!(code(status, &reused), ErrorCode::Conflict);
     assert!(
         reused["message"].as_str().unwrap().contains("`K`"),
         "{reused}"
@@ -290,10 +274,11 @@ async fn killed_connections_answer_503_and_the_server_recovers() {
         "answers other than 2xx and 503: {failures:?}"
     );
     // Recovered by itself.
-    let (status, body) = app
-        .call("GET", "/api/organization", &token, Some(&org), None)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&token)
+        .org(&org)
+        .get("/api/organization")
+        .await
+        .expect(StatusCode::OK);
     admin.close().await;
     app.finish().await;
 }

@@ -3,6 +3,8 @@
 //! JSON; a judgement that says the same leaves its row alone; retention keeps what an
 //! entity refers to; the copies held before are moved, resumably, and read the same.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use adapters::services::scans::Swept;
 use chrono::Utc;
 
@@ -41,28 +43,21 @@ async fn count(app: &TestApp, sql: &str) -> i64 {
 }
 
 async fn create(app: &TestApp, token: &str, org: &str, name: &str, access: &str) -> Value {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            token,
-            Some(org),
-            Some(pipeline_as(name, access)),
-        )
+    let Answer(status, body) = app
+        .by(token)
+        .org(org)
+        .post("/api/pipelines")
+        .json(pipeline_as(name, access))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     body["data"].clone()
 }
 
 async fn get(app: &TestApp, token: &str, org: &str, id: &str) -> Value {
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            token,
-            Some(org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(token)
+        .org(org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["data"].clone()
@@ -74,16 +69,12 @@ async fn scan(app: &TestApp, token: &str, org: &str) -> String {
 }
 
 async fn rule(app: &TestApp, token: &str, org: &str, body: Value) {
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            token,
-            Some(org),
-            Some(body),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    app.by(token)
+        .org(org)
+        .post("/api/compliance/rules")
+        .json(body)
+        .await
+        .expect(StatusCode::CREATED);
 }
 
 /// An organization on Pro (room for pipelines) with a warning rule on names.
@@ -147,14 +138,10 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
     assert!(stored.contains("Named by convention") && !stored.contains("message"));
     let read = get(app, &alice, &org, &id).await;
     assert_eq!(read["compliance"], created["compliance"]);
-    let (_, log) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/audit?entityId={id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, log) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/compliance/audit?entityId={id}"))
         .await;
     assert_eq!(log["entries"][0]["id"], check, "{log}");
     assert_eq!(
@@ -173,14 +160,10 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
     };
     let first = scan(app, &alice, &org).await;
     sweep_all(&state).await;
-    let (status, results) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/scans/{first}/results"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, results) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/compliance/scans/{first}/results"))
         .await;
     assert_eq!(status, StatusCode::OK, "{results}");
     assert_eq!(
@@ -252,14 +235,10 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
         by
     );
     // The posture reads the violations through the judgements.
-    let (status, posture) = app
-        .call(
-            "GET",
-            "/api/compliance/posture?target=pipeline",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, posture) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/posture?target=pipeline")
         .await;
     assert_eq!(status, StatusCode::OK, "{posture}");
     let failing: Vec<String> = posture["data"]["topFailingRules"]
@@ -296,14 +275,11 @@ async fn retention_keeps_every_judgement_an_entity_refers_to(app: &TestApp) {
         json!({"attributes": {"pipelineName": "x1"}, "entityId": door["id"]}),
         json!({"attributes": {"pipelineName": "x2"}}),
     ] {
-        let (status, answer) = app
-            .call(
-                "POST",
-                "/api/compliance/validate/pipeline",
-                &alice,
-                Some(&org),
-                Some(body),
-            )
+        let Answer(status, answer) = app
+            .by(&alice)
+            .org(&org)
+            .post("/api/compliance/validate/pipeline")
+            .json(body)
             .await;
         assert!(
             status.is_success() || status == StatusCode::FORBIDDEN,
@@ -407,25 +383,18 @@ async fn copies_held_before_are_moved_resumably_and_read_the_same(app: &TestApp)
     assert_eq!(before[0]["scanId"], scanned);
     assert_eq!(before[1]["scanId"], "scan-pruned-long-ago");
     assert_eq!(app.store.judgement_copies("pipeline").await.unwrap(), 3);
-    let (_, log) = app
-        .call("GET", "/api/compliance/audit", &alice, Some(&org), None)
-        .await;
+    let Answer(_, log) = app.by(&alice).org(&org).get("/api/compliance/audit").await;
     let listed = log["pagination"]["total"].clone();
 
     // One batch of one, then a stop; the next pass resumes from the start.
     let mut sorted = ids.clone();
     sorted.sort();
-    let first = app
-        .store
-        .move_judgement_copies("pipeline", "", 1)
-        .await
-        .unwrap();
+    let move_copies = adapters::workers::judgements::move_copies;
+    let first = move_copies(&app.store, "pipeline", "", 1).await.unwrap();
     assert_eq!(first.as_ref(), sorted.first());
     assert_eq!(app.store.judgement_copies("pipeline").await.unwrap(), 2);
     let mut after = String::new();
-    while let Some(last) = app
-        .store
-        .move_judgement_copies("pipeline", &after, 1)
+    while let Some(last) = move_copies(&app.store, "pipeline", &after, 1)
         .await
         .unwrap()
     {
@@ -451,9 +420,7 @@ async fn copies_held_before_are_moved_resumably_and_read_the_same(app: &TestApp)
     )
     .await
     .is_some());
-    let (_, log) = app
-        .call("GET", "/api/compliance/audit", &alice, Some(&org), None)
-        .await;
+    let Answer(_, log) = app.by(&alice).org(&org).get("/api/compliance/audit").await;
     assert_eq!(log["pagination"]["total"], listed, "{log}");
     // A later judgement that says the same leaves the moved entity alone.
     let digest = cell(
@@ -482,17 +449,13 @@ async fn an_entity_whose_judgement_is_missing_reads_as_an_error(app: &TestApp) {
         "UPDATE pipelines SET judgement_check = 'gone' WHERE id = '{id}'"
     ))
     .await;
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
-    assert_eq!(code(status, &body), "INTERNAL_ERROR");
+    assert_eq!(code(status, &body), ErrorCode::InternalError);
 }
 
 on_both_backends!(

@@ -5,6 +5,8 @@
 //! loopback stand-in of its three endpoints): orphaned, waiting, recovered; and two
 //! server processes following a key change within a second.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -74,29 +76,22 @@ async fn kek_refs(app: &TestApp, org: &str) -> Vec<String> {
 /// Makes `org` an Enterprise organization (the super-admin, stepped up).
 async fn enterprise(app: &TestApp, org: &str) {
     let root = app.super_token().await;
-    let (status, body) = app
-        .stepped(
-            "PATCH",
-            &format!("/api/organization/{org}/tier"),
-            &root,
-            Some(app.step_up("root", 0)),
-            Some(json!({"tier": "enterprise"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&root)
+        .step_up(app.step_up("root", 0))
+        .patch(format!("/api/organization/{org}/tier"))
+        .json(json!({"tier": "enterprise"}))
+        .await
+        .expect(StatusCode::OK);
 }
 
 /// `PUT /api/admin/organizations/{org}/kms` as the stepped-up super-admin.
 async fn put_kms(app: &TestApp, org: &str, body: Value) -> (StatusCode, Value) {
     let root = app.super_token().await;
-    let (status, answer) = app
-        .stepped(
-            "PUT",
-            &format!("/api/admin/organizations/{org}/kms"),
-            &root,
-            Some(app.step_up("root", 0)),
-            Some(body),
-        )
+    let Answer(status, answer) = app
+        .by(&root)
+        .step_up(app.step_up("root", 0))
+        .put(format!("/api/admin/organizations/{org}/kms"))
+        .json(body)
         .await;
     assert!(
         !answer.to_string().contains("s.vault-token"),
@@ -106,14 +101,9 @@ async fn put_kms(app: &TestApp, org: &str, body: Value) -> (StatusCode, Value) {
 }
 
 async fn kms_status(app: &TestApp, token: &str, org: &str) -> Value {
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{org}/kms"),
-            token,
-            None,
-            None,
-        )
+    let Answer(status, body) = app
+        .by(token)
+        .get(format!("/api/organization/{org}/kms"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["data"].clone()
@@ -121,14 +111,9 @@ async fn kms_status(app: &TestApp, token: &str, org: &str) -> Value {
 
 async fn admin_kms(app: &TestApp, org: &str) -> Value {
     let root = app.super_token().await;
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/admin/organizations/{org}/kms"),
-            &root,
-            None,
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&root)
+        .get(format!("/api/admin/organizations/{org}/kms"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["data"].clone()
@@ -146,7 +131,7 @@ async fn secrets_are_sealed_under_each_organizations_own_key(base: &TestApp) {
     let (acme, alice) = blocking_org(app, "alice", "acme").await;
     let (globex, bob) = blocking_org(app, "bob", "globex").await;
     for (org, token, secret) in [(&acme, &alice, "s3cret-a"), (&globex, &bob, "s3cret-g")] {
-        let (status, body) = prefer(
+        let Answer(status, body) = prefer(
             app,
             token,
             org,
@@ -203,7 +188,8 @@ async fn secrets_are_sealed_under_each_organizations_own_key(base: &TestApp) {
     let bare = base.beside(&[]).await;
     assert_eq!(admin_kms(&bare, &acme).await["provider"], "none");
     let (plain_org, carol) = blocking_org(&bare, "carol", "plain").await;
-    let (status, body) = prefer(&bare, &carol, &plain_org, json!({"webhookSecret": "p"})).await;
+    let Answer(status, body) =
+        prefer(&bare, &carol, &plain_org, json!({"webhookSecret": "p"})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(stored_secret(&bare, &plain_org).await.as_deref(), Some("p"));
     assert_eq!(
@@ -221,7 +207,7 @@ async fn older_secrets_are_rewritten_by_a_pass_that_resumes(base: &TestApp) {
     let mut orgs = Vec::new();
     for i in 0..5 {
         let (org, token) = blocking_org(app, &format!("owner{i}"), &format!("org{i}")).await;
-        let (status, body) = prefer(app, &token, &org, json!({"notifyWarnings": true})).await;
+        let Answer(status, body) = prefer(app, &token, &org, json!({"notifyWarnings": true})).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         // As an earlier release stored it: enc:v1 under the platform key, or plain.
         let secret = format!("old-secret-{i}");
@@ -286,7 +272,8 @@ async fn older_secrets_are_rewritten_by_a_pass_that_resumes(base: &TestApp) {
 async fn a_platform_key_rotation_rewraps_data_keys_and_rewrites_no_secret(base: &TestApp) {
     let old = with_key(base, K1, &[]).await;
     let (acme, alice) = blocking_org(&old, "alice", "acme").await;
-    let (status, body) = prefer(&old, &alice, &acme, json!({"webhookSecret": "rotate-me"})).await;
+    let Answer(status, body) =
+        prefer(&old, &alice, &acme, json!({"webhookSecret": "rotate-me"})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let sealed_before = stored_secret(&old, &acme).await.unwrap();
     old.stop().await;
@@ -326,8 +313,9 @@ async fn a_platform_key_rotation_rewraps_data_keys_and_rewrites_no_secret(base: 
     );
     only_new.stop().await;
     let only_old = with_key(base, K1, &[]).await;
-    let (status, body) = prefer(&only_old, &alice, &acme, json!({"webhookSecret": "x"})).await;
-    assert_eq!(code(status, &body), "KMS_UNAVAILABLE", "{body}");
+    let Answer(status, body) =
+        prefer(&only_old, &alice, &acme, json!({"webhookSecret": "x"})).await;
+    assert_eq!(code(status, &body), ErrorCode::KmsUnavailable, "{body}");
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(
         stored_secret(&only_old, &acme).await.unwrap(),
@@ -488,26 +476,27 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
     let choice = json!({"provider": "aws-kms", "keyRef": arn});
     // An Enterprise feature.
     let (status, body) = put_kms(app, &acme, choice.clone()).await;
-    assert_eq!(code(status, &body), "FEATURE_NOT_AVAILABLE", "{body}");
+    assert_eq!(
+        code(status, &body),
+        ErrorCode::FeatureNotAvailable,
+        "{body}"
+    );
     assert_eq!(status, StatusCode::FORBIDDEN);
     enterprise(app, &acme).await;
     // Only a stepped-up super-admin.
     let root = app.super_token().await;
     let path = format!("/api/admin/organizations/{acme}/kms");
-    let (status, body) = app
-        .stepped("PUT", &path, &root, None, Some(choice.clone()))
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    let (status, body) = app
-        .stepped(
-            "PUT",
-            &path,
-            &alice,
-            Some(app.step_up("alice", 0)),
-            Some(choice.clone()),
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    app.by(&root)
+        .put(&path)
+        .json(choice.clone())
+        .await
+        .expect(StatusCode::FORBIDDEN);
+    app.by(&alice)
+        .step_up(app.step_up("alice", 0))
+        .put(&path)
+        .json(choice.clone())
+        .await
+        .expect(StatusCode::FORBIDDEN);
     // Hostile and wrong bodies change nothing.
     for (bad, field) in [
         (
@@ -525,7 +514,11 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
         ),
     ] {
         let (status, body) = put_kms(app, &acme, bad.clone()).await;
-        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{bad} {body}");
+        assert_eq!(
+            code(status, &body),
+            ErrorCode::ValidationError,
+            "{bad} {body}"
+        );
         assert!(body.to_string().contains(field), "{bad} {body}");
     }
     // A key that does not exist is proven not to work before anything is saved.
@@ -536,14 +529,14 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
         json!({"provider": "aws-kms", "keyRef": missing}),
     )
     .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR", "{body}");
+    assert_eq!(code(status, &body), ErrorCode::ValidationError, "{body}");
     assert!(
         body["message"].as_str().unwrap().contains("not_found"),
         "{body}"
     );
     assert_eq!(admin_kms(app, &acme).await["provider"], "local");
     // The secret set before the key is moved under it with the data key.
-    let (status, body) = prefer(
+    let Answer(status, body) = prefer(
         app,
         &alice,
         &acme,
@@ -608,8 +601,8 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
     assert_eq!(status["lastErrorClass"], "disabled");
     assert!(status["orphanedAt"].is_string());
     // What needs a secret fails closed; everything else keeps working.
-    let (status, body) = prefer(app, &alice, &acme, json!({"webhookSecret": "new"})).await;
-    assert_eq!(code(status, &body), "KMS_UNAVAILABLE", "{body}");
+    let Answer(status, body) = prefer(app, &alice, &acme, json!({"webhookSecret": "new"})).await;
+    assert_eq!(code(status, &body), ErrorCode::KmsUnavailable, "{body}");
     assert_eq!(stored_secret(app, &acme).await.unwrap(), sealed_before);
     block(app, &alice, &acme).await;
     deliver(app).await;
@@ -624,10 +617,11 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
         "the waiting delivery is no attempt"
     );
     // Moving back to the platform key needs the customer key: refused, nothing changed.
-    let (status, body) = app
-        .stepped("DELETE", &path, &root, Some(app.step_up("root", 0)), None)
-        .await;
-    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    app.by(&root)
+        .step_up(app.step_up("root", 0))
+        .delete(&path)
+        .await
+        .refused(ErrorCode::Conflict);
     assert_eq!(kek_refs(app, &acme).await, [format!("aws-kms:{arn}")]);
     assert_eq!(admin_kms(app, &acme).await["provider"], "aws-kms");
     // The key works again: recovered by the checker, and the delivery goes out once.
@@ -646,7 +640,7 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
     }
     // Back under the platform key; the secret still opens.
     let step = || Some(app.step_up("root", 0));
-    let (status, body) = app.stepped("DELETE", &path, &root, step(), None).await;
+    let Answer(status, body) = app.by(&root).step_up_opt(step()).delete(&path).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["provider"], "local");
     assert_eq!(
@@ -660,8 +654,11 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
         "kms-secret"
     );
     assert_eq!(app.audited("admin.org.kms-config.delete").await.len(), 1);
-    let (status, body) = app.stepped("DELETE", &path, &root, step(), None).await;
-    assert_eq!(code(status, &body), "NOT_FOUND", "{body}");
+    app.by(&root)
+        .step_up_opt(step())
+        .delete(&path)
+        .await
+        .refused(ErrorCode::NotFound);
     side.stop().await;
 }
 
@@ -796,10 +793,10 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
     enterprise(app, &acme).await;
     let choice = |token: Option<&str>| json!({"provider": "vault-transit", "keyRef": "acme-key", "address": address, "token": token});
     let (status, body) = put_kms(app, &acme, choice(None)).await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR", "{body}");
+    assert_eq!(code(status, &body), ErrorCode::ValidationError, "{body}");
     assert!(body.to_string().contains("token"), "{body}");
     let (status, body) = put_kms(app, &acme, choice(Some("s.wrong"))).await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR", "{body}");
+    assert_eq!(code(status, &body), ErrorCode::ValidationError, "{body}");
     assert!(
         body["message"].as_str().unwrap().contains("access_denied"),
         "{body}"
@@ -810,7 +807,7 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
         json!({"provider": "vault-transit", "keyRef": "../sys", "address": address, "token": "t"}),
     )
     .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR", "{body}");
+    assert_eq!(code(status, &body), ErrorCode::ValidationError, "{body}");
     let (status, body) = put_kms(app, &acme, choice(Some("s.vault-token"))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["hasToken"], true);
@@ -826,7 +823,8 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
         token.starts_with("enc:v2:0:") && !token.contains("vault-token"),
         "{token}"
     );
-    let (status, body) = prefer(app, &alice, &acme, json!({"webhookSecret": "v-secret"})).await;
+    let Answer(status, body) =
+        prefer(app, &alice, &acme, json!({"webhookSecret": "v-secret"})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let stored = stored_secret(app, &acme).await.unwrap();
     assert_eq!(
@@ -836,24 +834,21 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
         "v-secret"
     );
     // A team's secrets are under its own data key, wrapped by its root's key.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "acme-web", "parentOrgId": acme})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let team = body["data"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = prefer(app, &alice, &team, json!({"webhookSecret": "t-secret"})).await;
+    let team = app
+        .by(&alice)
+        .post("/api/organization")
+        .json(json!({"name": "acme-web", "parentOrgId": acme}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
+    let Answer(status, body) =
+        prefer(app, &alice, &team, json!({"webhookSecret": "t-secret"})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(kek_refs(app, &team).await, ["vault-transit:acme-key"]);
     let (status, body) = put_kms(app, &team, choice(Some("s.vault-token"))).await;
     assert_eq!(
         code(status, &body),
-        "VALIDATION_ERROR",
+        ErrorCode::ValidationError,
         "a team has no key of its own: {body}"
     );
     assert_eq!(
@@ -884,8 +879,8 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
     let status = kms_status(app, &alice, &acme).await;
     assert_eq!(status["state"], "orphaned");
     assert_eq!(status["lastErrorClass"], "access_denied");
-    let (status, body) = prefer(app, &alice, &acme, json!({"webhookSecret": "again"})).await;
-    assert_eq!(code(status, &body), "KMS_UNAVAILABLE", "{body}");
+    let Answer(status, body) = prefer(app, &alice, &acme, json!({"webhookSecret": "again"})).await;
+    assert_eq!(code(status, &body), ErrorCode::KmsUnavailable, "{body}");
     side.stop().await;
 }
 

@@ -5,6 +5,8 @@
 use super::billing::team_of;
 use super::fixtures::pipeline;
 use super::*;
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 
 /// What an organization holds, as its owner and a super-admin read it.
 async fn snapshot(app: &TestApp, owner: &str, root: &str, org: &str) -> Value {
@@ -42,11 +44,11 @@ async fn snapshot(app: &TestApp, owner: &str, root: &str, org: &str) -> Value {
             Some(org),
         ),
     ] {
-        let (status, body) = app.call("GET", &path, token, header, None).await;
+        let Answer(status, body) = app.by(token).org_opt(header).get(&path).await;
         assert_eq!(status, StatusCode::OK, "{name}: {body}");
         seen.insert(name.to_owned(), body);
     }
-    let (_, quotas) = app.call("GET", "/api/quotas", owner, Some(org), None).await;
+    let Answer(_, quotas) = app.by(owner).org(org).get("/api/quotas").await;
     for dimension in ["pipelines", "plugins"] {
         seen.insert(
             format!("quota-{dimension}"),
@@ -61,7 +63,7 @@ async fn one_wins(app: &TestApp, method: &str, path: &str, root: &str) -> Vec<(S
     let step = app.step_up("root", 5);
     let requests = (0..2)
         .map(|_| {
-            let mut request = TestApp::request_of(method, path, root, None, None);
+            let mut request = app.by(root).method(method, path).request();
             request
                 .headers_mut()
                 .insert("x-step-up-token", step.parse().unwrap());
@@ -78,7 +80,7 @@ async fn one_wins(app: &TestApp, method: &str, path: &str, root: &str) -> Vec<(S
 }
 
 async fn used_pipelines(app: &TestApp, owner: &str, org: &str) -> u64 {
-    let (_, quotas) = app.call("GET", "/api/quotas", owner, Some(org), None).await;
+    let Answer(_, quotas) = app.by(owner).org(org).get("/api/quotas").await;
     quotas["data"]["quotas"]["pipelines"]["used"]
         .as_u64()
         .unwrap()
@@ -89,26 +91,16 @@ async fn delete_refuses_everything_and_restore_brings_it_all_back(app: &TestApp)
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": "bob", "role": "member"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/roles"),
-            &alice,
-            None,
-            Some(json!({"name": "Readers", "permissions": ["reports:read"]})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": "bob", "role": "member"}))
+        .await
+        .expect(StatusCode::CREATED);
+    app.by(&alice)
+        .post(format!("/api/organization/{acme}/roles"))
+        .json(json!({"name": "Readers", "permissions": ["reports:read"]}))
+        .await
+        .expect(StatusCode::CREATED);
     app.rule(
         &alice,
         &acme,
@@ -118,62 +110,51 @@ async fn delete_refuses_everything_and_restore_brings_it_all_back(app: &TestApp)
     .await;
     let team = team_of(app, &alice, &acme, "ops").await;
     for (org, name) in [(&acme, "web"), (&team, "ops-web")] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/pipelines",
-                &alice,
-                Some(org),
-                Some(pipeline(name)),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        app.by(&alice)
+            .org(org)
+            .post("/api/pipelines")
+            .json(pipeline(name))
+            .await
+            .expect(StatusCode::CREATED);
     }
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scan-schedules",
-            &alice,
-            Some(&acme),
-            Some(json!({"target": "pipeline", "cronExpression": "0 3 * * *"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/compliance/scan-schedules")
+        .json(json!({"target": "pipeline", "cronExpression": "0 3 * * *"}))
+        .await
+        .expect(StatusCode::CREATED);
     assert_eq!(used_pipelines(app, &alice, &acme).await, 2, "root and team");
     // bob has been seen (his e-mail is recorded once his token is).
-    let (status, _) = app
-        .call("GET", "/api/pipelines", &bob, Some(&acme), None)
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&bob)
+        .org(&acme)
+        .get("/api/pipelines")
+        .await
+        .expect(StatusCode::OK);
 
     // A team alone: its usage leaves the root's pool, and comes back with it.
     let stepped = |path: String, method: &'static str| {
         let root = root.clone();
         async move {
-            app.stepped(method, &path, &root, Some(app.step_up("root", 5)), None)
+            app.by(&root)
+                .step_up(app.step_up("root", 5))
+                .method(method, &path)
                 .await
         }
     };
-    let (status, body) = stepped(format!("/api/organization/{team}"), "DELETE").await;
+    let Answer(status, body) = stepped(format!("/api/organization/{team}"), "DELETE").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(used_pipelines(app, &alice, &acme).await, 1);
-    let (status, body) = stepped(format!("/api/organization/{team}/restore"), "POST").await;
+    let Answer(status, body) = stepped(format!("/api/organization/{team}/restore"), "POST").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(used_pipelines(app, &alice, &acme).await, 2);
 
     let before = snapshot(app, &alice, &root, &acme).await;
 
     // Delete: without step-up refused; twice at once, one 200 and one 409.
-    let (status, body) = app
-        .stepped(
-            "DELETE",
-            &format!("/api/organization/{acme}"),
-            &root,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
+    app.by(&root)
+        .delete(format!("/api/organization/{acme}"))
+        .await
+        .refused(ErrorCode::StepUpRequired);
     one_wins(app, "DELETE", &format!("/api/organization/{acme}"), &root).await;
     assert_eq!(
         app.audited("org.soft_delete").await.len(),
@@ -184,17 +165,13 @@ async fn delete_refuses_everything_and_restore_brings_it_all_back(app: &TestApp)
     // Its members cannot act in it or its team; it leaves every listing; no schedule
     // of it is due.
     for (token, org) in [(&alice, &acme), (&bob, &acme), (&alice, &team)] {
-        let (status, body) = app
-            .call("GET", "/api/pipelines", token, Some(org), None)
-            .await;
+        let Answer(status, body) = app.by(token).org(org).get("/api/pipelines").await;
         assert!(
             matches!(status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND),
             "{status} {body}"
         );
     }
-    let (_, mine) = app
-        .call("GET", "/api/me/organizations", &alice, None, None)
-        .await;
+    let Answer(_, mine) = app.by(&alice).get("/api/me/organizations").await;
     assert!(!mine.to_string().contains(&acme), "{mine}");
     let far = Utc::now() + chrono::Duration::days(2);
     assert!(app
@@ -206,24 +183,18 @@ async fn delete_refuses_everything_and_restore_brings_it_all_back(app: &TestApp)
         .all(|s| s.org_id != acme));
 
     // Restoring needs step-up; a name taken meanwhile is 409 naming it.
-    let (status, body) = app
-        .stepped(
-            "POST",
-            &format!("/api/organization/{acme}/restore"),
-            &root,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
+    app.by(&root)
+        .post(format!("/api/organization/{acme}/restore"))
+        .await
+        .refused(ErrorCode::StepUpRequired);
     let taken = app.org("dave", "acme").await;
-    let (status, body) = stepped(format!("/api/organization/{acme}/restore"), "POST").await;
-    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    let Answer(status, body) = stepped(format!("/api/organization/{acme}/restore"), "POST").await;
+    assert_eq!(code(status, &body), ErrorCode::Conflict, "{body}");
     assert!(
         body["message"].as_str().unwrap().contains("`acme`"),
         "{body}"
     );
-    let (status, body) = stepped(format!("/api/organization/{taken}"), "DELETE").await;
+    let Answer(status, body) = stepped(format!("/api/organization/{taken}"), "DELETE").await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
     // Twice at once: one restores, the other is 409.
@@ -240,46 +211,33 @@ async fn delete_refuses_everything_and_restore_brings_it_all_back(app: &TestApp)
 
     // Everything is back, exactly: members, Roles, rules, inventory, schedules, quotas.
     assert_eq!(snapshot(app, &alice, &root, &acme).await, before);
-    let (status, _) = app
-        .call("GET", "/api/pipelines", &bob, Some(&team), None)
-        .await;
+    let Answer(status, _) = app.by(&bob).org(&team).get("/api/pipelines").await;
     assert_eq!(status, StatusCode::FORBIDDEN, "bob was never in the team");
-    let (status, _) = app
-        .call("GET", "/api/pipelines", &alice, Some(&team), None)
-        .await;
+    let Answer(status, _) = app.by(&alice).org(&team).get("/api/pipelines").await;
     assert_eq!(status, StatusCode::OK, "the team came back with its root");
     // A team cannot come back without its root.
-    let (status, _) = stepped(format!("/api/organization/{acme}"), "DELETE").await;
+    let Answer(status, _) = stepped(format!("/api/organization/{acme}"), "DELETE").await;
     assert_eq!(status, StatusCode::OK);
-    let (status, body) = stepped(format!("/api/organization/{team}/restore"), "POST").await;
-    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    let Answer(status, body) = stepped(format!("/api/organization/{team}/restore"), "POST").await;
+    assert_eq!(code(status, &body), ErrorCode::Conflict, "{body}");
 }
 
 async fn past_the_window_it_is_gone_and_its_chain_stays(app: &TestApp) {
     let root = app.super_token().await;
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &alice,
-            Some(&acme),
-            Some(pipeline("web")),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&alice)
+        .org(&acme)
+        .post("/api/pipelines")
+        .json(pipeline("web"))
+        .await
+        .expect(StatusCode::CREATED);
     let step = || Some(app.step_up("root", 5));
-    let (status, _) = app
-        .stepped(
-            "DELETE",
-            &format!("/api/organization/{acme}"),
-            &root,
-            step(),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&root)
+        .step_up_opt(step())
+        .delete(format!("/api/organization/{acme}"))
+        .await
+        .expect(StatusCode::OK);
     // Within the window nothing is purged.
     let purged = adapters::workers::retention::purge_deleted(
         &app.store,
@@ -295,16 +253,19 @@ async fn past_the_window_it_is_gone_and_its_chain_stays(app: &TestApp) {
     ))
     .await;
     let restore = format!("/api/organization/{acme}/restore");
-    let (status, body) = app.stepped("POST", &restore, &root, step(), None).await;
-    assert_eq!(code(status, &body), "GONE", "{body}");
+    let Answer(status, body) = app.by(&root).step_up_opt(step()).post(&restore).await;
+    assert_eq!(code(status, &body), ErrorCode::Gone, "{body}");
     assert_eq!(status, StatusCode::GONE);
     app.relay().await;
     let purged = adapters::workers::retention::purge_deleted(&app.store, Utc::now(), 30)
         .await
         .unwrap();
     assert_eq!(purged, 1);
-    let (status, body) = app.stepped("POST", &restore, &root, step(), None).await;
-    assert_eq!(code(status, &body), "GONE", "{body}");
+    app.by(&root)
+        .step_up_opt(step())
+        .post(&restore)
+        .await
+        .refused(ErrorCode::Gone);
     // Its data is gone, its chain is not, and it verifies.
     for (table, column) in [
         ("organizations", "id"),
@@ -325,28 +286,18 @@ async fn past_the_window_it_is_gone_and_its_chain_stays(app: &TestApp) {
         assert_eq!(n, 0, "{table} still holds the organization's rows");
     }
     assert!(app.store.chain_batch(&acme, 0, 10).await.unwrap().len() >= 2);
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/audit/verify?orgId={acme}"),
-            &root,
-            None,
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&root)
+        .get(format!("/api/audit/verify?orgId={acme}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["ok"], true, "{body}");
     // An id that never existed is 404.
-    let (status, body) = app
-        .stepped(
-            "POST",
-            "/api/organization/never/restore",
-            &root,
-            step(),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND", "{body}");
+    app.by(&root)
+        .step_up_opt(step())
+        .post("/api/organization/never/restore")
+        .await
+        .refused(ErrorCode::NotFound);
 }
 
 on_both_backends!(

@@ -15,6 +15,7 @@
 
 mod administration;
 mod alerts;
+mod api;
 mod architecture;
 mod audit;
 mod authority;
@@ -66,6 +67,7 @@ mod third_wave;
 use std::sync::Arc;
 
 use adapters::auth::{Claims, TokenKeys};
+use adapters::code::ErrorCode;
 use adapters::config::Config;
 use adapters::http::{router, AppState};
 use adapters::storage::Store;
@@ -283,43 +285,6 @@ impl TestApp {
             .collect()
     }
 
-    /// A JSON request as `call` sends it, built for [`TestApp::concurrently`].
-    pub fn request_of(
-        method: &str,
-        path: &str,
-        token: &str,
-        org: Option<&str>,
-        body: Option<Value>,
-    ) -> Request<Body> {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("authorization", format!("Bearer {token}"));
-        if let Some(org) = org {
-            request = request.header("x-org-id", org);
-        }
-        match body {
-            Some(body) => request
-                .header("content-type", "application/json")
-                .body(Body::from(body.to_string())),
-            None => request.body(Body::empty()),
-        }
-        .unwrap()
-    }
-
-    /// A request with a token, an optional step-up token and an optional JSON body.
-    pub async fn stepped(
-        &self,
-        method: &str,
-        path: &str,
-        token: &str,
-        step: Option<String>,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        let header = step.map(|step| ("x-step-up-token", step));
-        self.request(method, path, token, header, body).await
-    }
-
     /// Runs a statement directly on the test database (to corrupt or tamper with rows).
     pub async fn sql(&self, statement: &str) {
         sqlx::query(statement)
@@ -336,60 +301,15 @@ impl TestApp {
             .unwrap()
     }
 
-    /// A JSON request with a token and an optional `x-org-id`.
-    pub async fn call(
-        &self,
-        method: &str,
-        path: &str,
-        token: &str,
-        org: Option<&str>,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        let header = org.map(|org| ("x-org-id", org.to_owned()));
-        let (status, answer) = self.request(method, path, token, header, body).await;
-        conformance::check(method, path, status.as_u16(), &answer);
-        (status, answer)
-    }
-
-    /// A request with a token, one more header and an optional JSON body.
-    async fn request(
-        &self,
-        method: &str,
-        path: &str,
-        token: &str,
-        header: Option<(&str, String)>,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("authorization", format!("Bearer {token}"));
-        if let Some((name, value)) = header {
-            request = request.header(name, value);
-        }
-        let request = match body {
-            Some(body) => request
-                .header("content-type", "application/json")
-                .body(Body::from(body.to_string())),
-            None => request.body(Body::empty()),
-        };
-        self.send(request.unwrap()).await
-    }
-
     /// Creates a root organization owned by `sub`; returns its id.
     pub async fn org(&self, sub: &str, name: &str) -> String {
         let token = self.token(sub, &format!("{sub}@example.com"));
-        let (status, body) = self
-            .call(
-                "POST",
-                "/api/organization",
-                &token,
-                None,
-                Some(json!({"name": name})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        body["data"]["id"].as_str().unwrap().to_owned()
+        self.by(&token)
+            .post("/api/organization")
+            .json(json!({"name": name}))
+            .await
+            .expect(StatusCode::CREATED)
+            .id()
     }
 
     /// The chained events of `action`, after the relay has drained the outbox (and
@@ -465,15 +385,17 @@ fn admin_pool(store: &Store) -> &sqlx::AnyPool {
     adapters::storage::pool_for_tests(store)
 }
 
-/// The error envelope's code, after checking its shape.
-pub fn code(status: StatusCode, body: &Value) -> String {
+/// The error envelope's code, after checking its shape (a code the server does not
+/// define fails the test).
+pub fn code(status: StatusCode, body: &Value) -> ErrorCode {
     assert_eq!(body["success"], false, "{body}");
     assert_eq!(body["statusCode"], status.as_u16(), "{body}");
     assert!(
         body["message"].as_str().is_some_and(|m| !m.is_empty()),
         "{body}"
     );
-    body["code"].as_str().unwrap_or_default().to_owned()
+    let text = body["code"].as_str().unwrap_or_default();
+    ErrorCode::parse(text).unwrap_or_else(|| panic!("`{text}` is not an error code: {body}"))
 }
 
 /// Declares scenarios (async fns taking a `TestApp`) and runs each on both backends.

@@ -3,6 +3,7 @@
 //! retention, and the live stream, in one process and across two on one PostgreSQL
 //! database.
 
+use crate::api::Answer;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -24,28 +25,19 @@ struct World {
 
 async fn member(app: &TestApp, owner: &str, org: &str, user: &str) {
     let token = app.token(owner, &format!("{owner}@example.com"));
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{org}/members"),
-            &token,
-            None,
-            Some(json!({"userId": user, "role": "member"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&token)
+        .post(format!("/api/organization/{org}/members"))
+        .json(json!({"userId": user, "role": "member"}))
+        .await
+        .expect(StatusCode::CREATED);
 }
 
 async fn team(app: &TestApp, parent: &str, name: &str) -> String {
     let alice = token(app, "alice");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": name, "parentOrgId": parent})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .post("/api/organization")
+        .json(json!({"name": name, "parentOrgId": parent}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     body["data"]["id"].as_str().unwrap().to_owned()
@@ -72,26 +64,19 @@ fn token(app: &TestApp, user: &str) -> String {
     app.token(user, &format!("{user}@example.com"))
 }
 
-async fn announce(app: &TestApp, user: &str, org: &str, body: Value) -> (StatusCode, Value) {
-    app.call(
-        "POST",
-        "/api/messages/announcements",
-        &token(app, user),
-        Some(org),
-        Some(body),
-    )
-    .await
+async fn announce(app: &TestApp, user: &str, org: &str, body: Value) -> Answer {
+    app.by(&token(app, user))
+        .org(org)
+        .post("/api/messages/announcements")
+        .json(body)
+        .await
 }
 
 async fn visible(app: &TestApp, user: &str, org: &str, query: &str) -> Vec<String> {
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/messages/announcements{query}"),
-            &token(app, user),
-            Some(org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&token(app, user))
+        .org(org)
+        .get(format!("/api/messages/announcements{query}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["announcements"]
@@ -103,14 +88,10 @@ async fn visible(app: &TestApp, user: &str, org: &str, query: &str) -> Vec<Strin
 }
 
 async fn unread(app: &TestApp, user: &str, org: &str) -> Value {
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/messages/unread",
-            &token(app, user),
-            Some(org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&token(app, user))
+        .org(org)
+        .get("/api/messages/unread")
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["data"].clone()
@@ -130,7 +111,7 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
         }
         body
     };
-    let (status, now) = announce(app, "alice", &w.acme, post("now", json!({}))).await;
+    let Answer(status, now) = announce(app, "alice", &w.acme, post("now", json!({}))).await;
     assert_eq!(status, StatusCode::CREATED, "{now}");
     let now = now["data"].clone();
     assert_eq!(now["phase"], "active");
@@ -149,7 +130,7 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
         json!({"dismissible": false, "severity": "critical"}),
     );
     for body in [later, ended, pinned] {
-        let (status, answer) = announce(app, "alice", &w.acme, body).await;
+        let Answer(status, answer) = announce(app, "alice", &w.acme, body).await;
         assert_eq!(status, StatusCode::CREATED, "{answer}");
     }
     // Members see the active ones only.
@@ -159,14 +140,10 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
     // Dismissed per user, on the server; again changes nothing.
     let id = now["id"].as_str().unwrap();
     let path = format!("/api/messages/announcements/{id}/dismiss");
-    let (status, first) = app
-        .call("POST", &path, &token(app, "bob"), Some(&w.acme), None)
-        .await;
+    let Answer(status, first) = app.by(&token(app, "bob")).org(&w.acme).post(&path).await;
     assert_eq!(status, StatusCode::OK, "{first}");
     assert!(first["data"]["dismissedAt"].is_string());
-    let (_, again) = app
-        .call("POST", &path, &token(app, "bob"), Some(&w.acme), None)
-        .await;
+    let Answer(_, again) = app.by(&token(app, "bob")).org(&w.acme).post(&path).await;
     assert_eq!(again["data"]["dismissedAt"], first["data"]["dismissedAt"]);
     assert_eq!(visible(app, "bob", &w.acme, "").await, ["pinned"]);
     assert_eq!(
@@ -178,14 +155,10 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
     assert_eq!(unread(app, "carol", &w.acme).await["announcements"], 2);
 
     // Not dismissible: 409; not active: 404.
-    let (_, managed) = app
-        .call(
-            "GET",
-            "/api/messages/announcements?view=managed",
-            &token(app, "alice"),
-            Some(&w.acme),
-            None,
-        )
+    let Answer(_, managed) = app
+        .by(&token(app, "alice"))
+        .org(&w.acme)
+        .get("/api/messages/announcements?view=managed")
         .await;
     assert_eq!(managed["pagination"]["total"], 4, "{managed}");
     let id_of = |title: &str| {
@@ -219,63 +192,42 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
         "{phases:?}"
     );
     let dismiss = |title: &str| format!("/api/messages/announcements/{}/dismiss", id_of(title));
-    let (status, body) = app
-        .call(
-            "POST",
-            &dismiss("pinned"),
-            &token(app, "bob"),
-            Some(&w.acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    app.by(&token(app, "bob"))
+        .org(&w.acme)
+        .post(dismiss("pinned"))
+        .await
+        .expect(StatusCode::CONFLICT);
     for title in ["later", "ended"] {
-        let (status, _) = app
-            .call(
-                "POST",
-                &dismiss(title),
-                &token(app, "bob"),
-                Some(&w.acme),
-                None,
-            )
+        let Answer(status, _) = app
+            .by(&token(app, "bob"))
+            .org(&w.acme)
+            .post(dismiss(title))
             .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{title}");
     }
 
     // Members neither post, nor list what admins manage, nor edit.
-    let (status, body) = announce(app, "bob", &w.acme, post("nope", json!({}))).await;
+    let Answer(status, body) = announce(app, "bob", &w.acme, post("nope", json!({}))).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(body["details"]["missing"], "messages:manage");
-    let (status, _) = app
-        .call(
-            "GET",
-            "/api/messages/announcements?view=managed",
-            &token(app, "bob"),
-            Some(&w.acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    app.by(&token(app, "bob"))
+        .org(&w.acme)
+        .get("/api/messages/announcements?view=managed")
+        .await
+        .expect(StatusCode::FORBIDDEN);
     let edit_path = format!("/api/messages/announcements/{}", id_of("later"));
     let edit = json!({"title": "later, moved", "body": "Now at 19:00", "startsAt": hours(2)});
-    let (status, _) = app
-        .call(
-            "PUT",
-            &edit_path,
-            &token(app, "bob"),
-            Some(&w.acme),
-            Some(edit.clone()),
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    let (status, edited) = app
-        .call(
-            "PUT",
-            &edit_path,
-            &token(app, "alice"),
-            Some(&w.acme),
-            Some(edit),
-        )
+    app.by(&token(app, "bob"))
+        .org(&w.acme)
+        .put(&edit_path)
+        .json(edit.clone())
+        .await
+        .expect(StatusCode::FORBIDDEN);
+    let Answer(status, edited) = app
+        .by(&token(app, "alice"))
+        .org(&w.acme)
+        .put(&edit_path)
+        .json(edit)
         .await;
     assert_eq!(status, StatusCode::OK, "{edited}");
     assert_eq!(edited["data"]["title"], "later, moved");
@@ -306,7 +258,7 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
             "organizationIds",
         ),
     ] {
-        let (status, answer) = announce(app, "alice", &w.acme, body.clone()).await;
+        let Answer(status, answer) = announce(app, "alice", &w.acme, body.clone()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
         assert_eq!(answer["details"]["field"], field, "{answer}");
     }
@@ -315,7 +267,7 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
         json!({"title": "t", "body": "x", "colour": "red"}),
         json!({"title": "t"}),
     ] {
-        let (status, _) = announce(app, "alice", &w.acme, body.clone()).await;
+        let Answer(status, _) = announce(app, "alice", &w.acme, body.clone()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     }
     // Only a super-admin posts beyond the organization.
@@ -323,36 +275,28 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
         json!({"audience": "everyone"}),
         json!({"audience": "tier", "tier": "developer"}),
     ] {
-        let (status, _) = announce(app, "alice", &w.acme, post("wide", audience)).await;
+        let Answer(status, _) = announce(app, "alice", &w.acme, post("wide", audience)).await;
         assert_eq!(status, StatusCode::FORBIDDEN);
     }
-    let (_, managed_after) = app
-        .call(
-            "GET",
-            "/api/messages/announcements?view=managed",
-            &token(app, "alice"),
-            Some(&w.acme),
-            None,
-        )
+    let Answer(_, managed_after) = app
+        .by(&token(app, "alice"))
+        .org(&w.acme)
+        .get("/api/messages/announcements?view=managed")
         .await;
     assert_eq!(managed_after["pagination"]["total"], 4);
 
     // Removed: gone for everyone, and audited with identifiers only.
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/messages/announcements/{id}"),
-            &token(app, "alice"),
-            Some(&w.acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&token(app, "alice"))
+        .org(&w.acme)
+        .delete(format!("/api/messages/announcements/{id}"))
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(visible(app, "carol", &w.acme, "").await, ["pinned"]);
-    let (status, _) = app
-        .call("POST", &path, &token(app, "carol"), Some(&w.acme), None)
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    app.by(&token(app, "carol"))
+        .org(&w.acme)
+        .post(&path)
+        .await
+        .expect(StatusCode::NOT_FOUND);
     for (action, count) in [
         ("message.announcement.create", 4),
         ("message.announcement.update", 1),
@@ -387,7 +331,7 @@ async fn announcements_reach_teams_tiers_and_lists_and_nothing_else(app: &TestAp
         ("acme and its teams", json!({"includeTeams": true})),
         ("acme and t1", json!({"teamIds": [w.t1]})),
     ] {
-        let (status, body) = announce(app, "alice", &w.acme, post(title, extra)).await;
+        let Answer(status, body) = announce(app, "alice", &w.acme, post(title, extra)).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
     for (title, extra) in [
@@ -405,7 +349,7 @@ async fn announcements_reach_teams_tiers_and_lists_and_nothing_else(app: &TestAp
         ),
         ("everyone", json!({"audience": "everyone"})),
     ] {
-        let (status, body) = announce(app, "root", &system, post(title, extra)).await;
+        let Answer(status, body) = announce(app, "root", &system, post(title, extra)).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
     let sorted = |mut v: Vec<String>| {
@@ -446,14 +390,10 @@ async fn announcements_reach_teams_tiers_and_lists_and_nothing_else(app: &TestAp
     );
 
     // Across organizations nothing is reached, and nothing leaks.
-    let (_, managed) = app
-        .call(
-            "GET",
-            "/api/messages/announcements?view=managed",
-            &token(app, "alice"),
-            Some(&w.acme),
-            None,
-        )
+    let Answer(_, managed) = app
+        .by(&token(app, "alice"))
+        .org(&w.acme)
+        .get("/api/messages/announcements?view=managed")
         .await;
     let acme_only = managed["announcements"]
         .as_array()
@@ -467,30 +407,26 @@ async fn announcements_reach_teams_tiers_and_lists_and_nothing_else(app: &TestAp
     let dave = token(app, "dave");
     let edit = json!({"title": "mine now", "body": "x"});
     let path = format!("/api/messages/announcements/{acme_only}");
-    let (status, _) = app
-        .call("PUT", &path, &dave, Some(&w.other), Some(edit.clone()))
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = app.call("DELETE", &path, &dave, Some(&w.other), None).await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = app
-        .call(
-            "POST",
-            &format!("{path}/dismiss"),
-            &dave,
-            Some(&w.other),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = app
-        .call(
-            "GET",
-            "/api/messages/announcements",
-            &dave,
-            Some(&w.acme),
-            None,
-        )
+    app.by(&dave)
+        .org(&w.other)
+        .put(&path)
+        .json(edit.clone())
+        .await
+        .expect(StatusCode::NOT_FOUND);
+    app.by(&dave)
+        .org(&w.other)
+        .delete(&path)
+        .await
+        .expect(StatusCode::NOT_FOUND);
+    app.by(&dave)
+        .org(&w.other)
+        .post(format!("{path}/dismiss"))
+        .await
+        .expect(StatusCode::NOT_FOUND);
+    let Answer(status, _) = app
+        .by(&dave)
+        .org(&w.acme)
+        .get("/api/messages/announcements")
         .await;
     assert_eq!(
         status,
@@ -498,14 +434,10 @@ async fn announcements_reach_teams_tiers_and_lists_and_nothing_else(app: &TestAp
         "dave is not a member of acme"
     );
     // A platform-wide one is seen by acme's admin, not changed by them.
-    let (_, platform) = app
-        .call(
-            "GET",
-            "/api/messages/announcements?view=platform",
-            &token(app, "root"),
-            Some(&system),
-            None,
-        )
+    let Answer(_, platform) = app
+        .by(&token(app, "root"))
+        .org(&system)
+        .get("/api/messages/announcements?view=platform")
         .await;
     assert_eq!(platform["pagination"]["total"], 4, "{platform}");
     let everyone = platform["announcements"]
@@ -518,69 +450,53 @@ async fn announcements_reach_teams_tiers_and_lists_and_nothing_else(app: &TestAp
         .unwrap()
         .to_owned();
     let path = format!("/api/messages/announcements/{everyone}");
-    let (status, _) = app
-        .call(
-            "PUT",
-            &path,
-            &token(app, "alice"),
-            Some(&w.acme),
-            Some(edit.clone()),
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    let (status, _) = app
-        .call(
-            "GET",
-            "/api/messages/announcements?view=platform",
-            &token(app, "alice"),
-            Some(&w.acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    let (status, body) = app
-        .call("PUT", &path, &token(app, "root"), Some(&system), Some(edit))
+    app.by(&token(app, "alice"))
+        .org(&w.acme)
+        .put(&path)
+        .json(edit.clone())
+        .await
+        .expect(StatusCode::FORBIDDEN);
+    app.by(&token(app, "alice"))
+        .org(&w.acme)
+        .get("/api/messages/announcements?view=platform")
+        .await
+        .expect(StatusCode::FORBIDDEN);
+    let Answer(status, body) = app
+        .by(&token(app, "root"))
+        .org(&system)
+        .put(&path)
+        .json(edit)
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["audience"], "everyone");
 }
 
-async fn start(app: &TestApp, user: &str, org: &str, body: Value) -> (StatusCode, Value) {
-    app.call(
-        "POST",
-        "/api/messages/conversations",
-        &token(app, user),
-        Some(org),
-        Some(body),
-    )
-    .await
+async fn start(app: &TestApp, user: &str, org: &str, body: Value) -> Answer {
+    app.by(&token(app, user))
+        .org(org)
+        .post("/api/messages/conversations")
+        .json(body)
+        .await
 }
 
-async fn write(app: &TestApp, user: &str, org: &str, id: &str, text: &str) -> (StatusCode, Value) {
-    app.call(
-        "POST",
-        &format!("/api/messages/conversations/{id}/messages"),
-        &token(app, user),
-        Some(org),
-        Some(json!({"body": text})),
-    )
-    .await
+async fn write(app: &TestApp, user: &str, org: &str, id: &str, text: &str) -> Answer {
+    app.by(&token(app, user))
+        .org(org)
+        .post(format!("/api/messages/conversations/{id}/messages"))
+        .json(json!({"body": text}))
+        .await
 }
 
-async fn page(app: &TestApp, user: &str, org: &str, id: &str, query: &str) -> (StatusCode, Value) {
-    app.call(
-        "GET",
-        &format!("/api/messages/conversations/{id}/messages{query}"),
-        &token(app, user),
-        Some(org),
-        None,
-    )
-    .await
+async fn page(app: &TestApp, user: &str, org: &str, id: &str, query: &str) -> Answer {
+    app.by(&token(app, user))
+        .org(org)
+        .get(format!("/api/messages/conversations/{id}/messages{query}"))
+        .await
 }
 
 async fn conversations_keep_order_read_markers_and_their_organization(app: &TestApp) {
     let w = world(app).await;
-    let (status, started) = start(
+    let Answer(status, started) = start(
         app,
         "alice",
         &w.acme,
@@ -605,13 +521,13 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
     // Order: newest first, by keyset, nothing twice.
     for n in 2..=6 {
         let author = if n % 2 == 0 { "bob" } else { "alice" };
-        let (status, body) = write(app, author, &w.acme, &id, &format!("message {n}")).await;
+        let Answer(status, body) = write(app, author, &w.acme, &id, &format!("message {n}")).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
     let mut seen = Vec::new();
     let mut query = "?limit=2".to_owned();
     loop {
-        let (status, body) = page(app, "carol", &w.acme, &id, &query).await;
+        let Answer(status, body) = page(app, "carol", &w.acme, &id, &query).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         for m in body["data"]["messages"].as_array().unwrap() {
             seen.push(m["body"].as_str().unwrap().to_owned());
@@ -639,32 +555,24 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
         0,
         "bob wrote the latest: writing moves his marker"
     );
-    let (status, read) = app
-        .call(
-            "POST",
-            &format!("/api/messages/conversations/{id}/read"),
-            &token(app, "carol"),
-            Some(&w.acme),
-            None,
-        )
+    let Answer(status, read) = app
+        .by(&token(app, "carol"))
+        .org(&w.acme)
+        .post(format!("/api/messages/conversations/{id}/read"))
         .await;
     assert_eq!(status, StatusCode::OK, "{read}");
     assert_eq!(read["data"]["unread"], 0);
     assert_eq!(unread(app, "carol", &w.acme).await["conversations"], 0);
-    let (_, listed) = app
-        .call(
-            "GET",
-            "/api/messages/conversations",
-            &token(app, "bob"),
-            Some(&w.acme),
-            None,
-        )
+    let Answer(_, listed) = app
+        .by(&token(app, "bob"))
+        .org(&w.acme)
+        .get("/api/messages/conversations")
         .await;
     assert_eq!(listed["pagination"]["total"], 1);
     assert_eq!(listed["conversations"][0]["subject"], "Release");
 
     // Never across organizations: dave is no member of acme.
-    let (status, body) = start(
+    let Answer(status, body) = start(
         app,
         "alice",
         &w.acme,
@@ -674,36 +582,28 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["details"]["field"], "participants");
     let dave = token(app, "dave");
-    let (status, _) = page(app, "dave", &w.acme, &id, "").await;
+    let Answer(status, _) = page(app, "dave", &w.acme, &id, "").await;
     assert_eq!(status, StatusCode::FORBIDDEN, "not a member of acme");
-    let (status, body) = page(app, "dave", &w.other, &id, "").await;
+    let Answer(status, body) = page(app, "dave", &w.other, &id, "").await;
     assert_eq!(
         status,
         StatusCode::NOT_FOUND,
         "not in his organization: {body}"
     );
-    let (status, _) = app
-        .call(
-            "POST",
-            &format!("/api/messages/conversations/{id}/messages"),
-            &dave,
-            Some(&w.other),
-            Some(json!({"body": "in"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let (_, his) = app
-        .call(
-            "GET",
-            "/api/messages/conversations",
-            &dave,
-            Some(&w.other),
-            None,
-        )
+    app.by(&dave)
+        .org(&w.other)
+        .post(format!("/api/messages/conversations/{id}/messages"))
+        .json(json!({"body": "in"}))
+        .await
+        .expect(StatusCode::NOT_FOUND);
+    let Answer(_, his) = app
+        .by(&dave)
+        .org(&w.other)
+        .get("/api/messages/conversations")
         .await;
     assert_eq!(his["pagination"]["total"], 0);
     // A member who does not take part sees nothing of it either.
-    let (bare, _) = start(
+    let Answer(bare, _) = start(
         app,
         "alice",
         &w.acme,
@@ -711,45 +611,32 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
     )
     .await;
     assert_eq!(bare, StatusCode::CREATED);
-    let (_, carols) = app
-        .call(
-            "GET",
-            "/api/messages/conversations",
-            &token(app, "carol"),
-            Some(&w.acme),
-            None,
-        )
+    let Answer(_, carols) = app
+        .by(&token(app, "carol"))
+        .org(&w.acme)
+        .get("/api/messages/conversations")
         .await;
     assert_eq!(carols["pagination"]["total"], 1);
 
     // Leaving: no longer listed, no longer written to.
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/messages/conversations/{id}/participants/me"),
-            &token(app, "carol"),
-            Some(&w.acme),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (_, carols) = app
-        .call(
-            "GET",
-            "/api/messages/conversations",
-            &token(app, "carol"),
-            Some(&w.acme),
-            None,
-        )
+    app.by(&token(app, "carol"))
+        .org(&w.acme)
+        .delete(format!("/api/messages/conversations/{id}/participants/me"))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(_, carols) = app
+        .by(&token(app, "carol"))
+        .org(&w.acme)
+        .get("/api/messages/conversations")
         .await;
     assert_eq!(carols["pagination"]["total"], 0);
-    let (status, _) = write(app, "carol", &w.acme, &id, "still here?").await;
+    let Answer(status, _) = write(app, "carol", &w.acme, &id, "still here?").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = page(app, "carol", &w.acme, &id, "").await;
+    let Answer(status, _) = page(app, "carol", &w.acme, &id, "").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // Deletes: the author's own (unaudited), an admin's of someone's (audited, no body).
-    let (_, latest) = page(app, "bob", &w.acme, &id, "?limit=10").await;
+    let Answer(_, latest) = page(app, "bob", &w.acme, &id, "?limit=10").await;
     let by = |body: &str| {
         latest["data"]["messages"]
             .as_array()
@@ -769,18 +656,14 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
         ("alice", "message 2", StatusCode::OK),      // an admin's delete
         ("alice", "message 2", StatusCode::NOT_FOUND),
     ] {
-        let (status, answer) = app
-            .call(
-                "DELETE",
-                &delete(by(body)),
-                &token(app, user),
-                Some(&w.acme),
-                None,
-            )
+        let Answer(status, answer) = app
+            .by(&token(app, user))
+            .org(&w.acme)
+            .delete(delete(by(body)))
             .await;
         assert_eq!(status, expected, "{user} deletes {body}: {answer}");
     }
-    let (_, after) = page(app, "bob", &w.acme, &id, "?limit=10").await;
+    let Answer(_, after) = page(app, "bob", &w.acme, &id, "?limit=10").await;
     let bodies: Vec<&str> = after["data"]["messages"]
         .as_array()
         .unwrap()
@@ -829,11 +712,11 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
             "subject",
         ),
     ] {
-        let (status, answer) = start(app, "alice", &w.acme, body.clone()).await;
+        let Answer(status, answer) = start(app, "alice", &w.acme, body.clone()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
         assert_eq!(answer["details"]["field"], field, "{answer}");
     }
-    let (status, answer) = page(app, "bob", &w.acme, &id, "?before=nope").await;
+    let Answer(status, answer) = page(app, "bob", &w.acme, &id, "?before=nope").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
     assert_eq!(answer["details"]["field"], "before");
 }
@@ -845,7 +728,7 @@ async fn parallel_posts_on_two_replicas_keep_the_minute_exactly(app: &TestApp) {
     let w = world(app).await;
     let first = app.beside(&[("MESSAGES_PER_MINUTE", "5")]).await;
     let second = app.beside(&[("MESSAGES_PER_MINUTE", "5")]).await;
-    let (status, started) = start(
+    let Answer(status, started) = start(
         &first,
         "alice",
         &w.acme,
@@ -858,13 +741,11 @@ async fn parallel_posts_on_two_replicas_keep_the_minute_exactly(app: &TestApp) {
     let path = format!("/api/messages/conversations/{id}/messages");
     let requests = |n: std::ops::Range<usize>| {
         n.map(|i| {
-            TestApp::request_of(
-                "POST",
-                &path,
-                &alice,
-                Some(&w.acme),
-                Some(json!({"body": i.to_string()})),
-            )
+            app.by(&alice)
+                .org(&w.acme)
+                .post(&path)
+                .json(json!({"body": i.to_string()}))
+                .request()
         })
         .collect::<Vec<_>>()
     };
@@ -882,7 +763,7 @@ async fn parallel_posts_on_two_replicas_keep_the_minute_exactly(app: &TestApp) {
         .filter(|(s, body)| *s == StatusCode::TOO_MANY_REQUESTS && body["code"] == "RATE_LIMITED")
         .count();
     assert_eq!((written, limited), (4, 20), "{answers:?}");
-    let (_, listed) = page(app, "alice", &w.acme, &id, "?limit=100").await;
+    let Answer(_, listed) = page(app, "alice", &w.acme, &id, "?limit=100").await;
     assert_eq!(
         listed["data"]["messages"].as_array().map(Vec::len),
         Some(5),
@@ -900,7 +781,7 @@ async fn limits_answer_429_and_400_and_retention_prunes(app: &TestApp) {
             ("CONVERSATION_MAX_PARTICIPANTS", "2"),
         ])
         .await;
-    let (status, body) = start(
+    let Answer(status, body) = start(
         &limited,
         "alice",
         &w.acme,
@@ -909,7 +790,7 @@ async fn limits_answer_429_and_400_and_retention_prunes(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["details"]["field"], "participants");
-    let (status, started) = start(
+    let Answer(status, started) = start(
         &limited,
         "alice",
         &w.acme,
@@ -919,10 +800,10 @@ async fn limits_answer_429_and_400_and_retention_prunes(app: &TestApp) {
     assert_eq!(status, StatusCode::CREATED, "{started}");
     let id = started["data"]["id"].as_str().unwrap().to_owned();
     for n in 2..=3 {
-        let (status, _) = write(&limited, "alice", &w.acme, &id, &n.to_string()).await;
+        let Answer(status, _) = write(&limited, "alice", &w.acme, &id, &n.to_string()).await;
         assert_eq!(status, StatusCode::CREATED);
     }
-    let (status, body) = write(&limited, "alice", &w.acme, &id, "4").await;
+    let Answer(status, body) = write(&limited, "alice", &w.acme, &id, "4").await;
     assert_eq!(
         (status, code(status, &body).as_str()),
         (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
@@ -930,14 +811,14 @@ async fn limits_answer_429_and_400_and_retention_prunes(app: &TestApp) {
     );
     assert_eq!(body["details"]["limit"], 3);
     // Another user has their own allowance.
-    let (status, _) = write(&limited, "bob", &w.acme, &id, "bob's").await;
+    let Answer(status, _) = write(&limited, "bob", &w.acme, &id, "bob's").await;
     assert_eq!(status, StatusCode::CREATED);
-    let (_, messages) = page(&limited, "bob", &w.acme, &id, "").await;
+    let Answer(_, messages) = page(&limited, "bob", &w.acme, &id, "").await;
     assert_eq!(messages["data"]["messages"].as_array().unwrap().len(), 4);
     limited.stop().await;
 
     // Retention: messages and ended announcements older than the cutoff go.
-    let (status, _) = announce(
+    let Answer(status, _) = announce(
         app,
         "alice",
         &w.acme,
@@ -945,7 +826,7 @@ async fn limits_answer_429_and_400_and_retention_prunes(app: &TestApp) {
     )
     .await;
     assert_eq!(status, StatusCode::CREATED);
-    let (status, _) = announce(
+    let Answer(status, _) = announce(
         app,
         "alice",
         &w.acme,
@@ -962,20 +843,16 @@ async fn limits_answer_429_and_400_and_retention_prunes(app: &TestApp) {
         .await
         .unwrap();
     assert!(pruned >= 5, "{pruned}");
-    let (status, gone) = page(app, "bob", &w.acme, &id, "").await;
+    let Answer(status, gone) = page(app, "bob", &w.acme, &id, "").await;
     assert_eq!(
         status,
         StatusCode::NOT_FOUND,
         "the conversation went with its messages: {gone}"
     );
-    let (_, managed) = app
-        .call(
-            "GET",
-            "/api/messages/announcements?view=managed",
-            &token(app, "alice"),
-            Some(&w.acme),
-            None,
-        )
+    let Answer(_, managed) = app
+        .by(&token(app, "alice"))
+        .org(&w.acme)
+        .get("/api/messages/announcements?view=managed")
         .await;
     let titles: Vec<&str> = managed["announcements"]
         .as_array()
@@ -1031,7 +908,7 @@ async fn the_stream_carries_a_users_messages_and_announcements_only(app: &TestAp
     assert_eq!(status, StatusCode::OK);
     let (_, mut carols) = open_stream(app, "carol", &w.acme).await;
     let (_, mut daves) = open_stream(app, "dave", &w.other).await;
-    let (status, started) = start(
+    let Answer(status, started) = start(
         app,
         "alice",
         &w.acme,
@@ -1044,7 +921,7 @@ async fn the_stream_carries_a_users_messages_and_announcements_only(app: &TestAp
         .expect("bob's message");
     assert_eq!(message["body"], "for bob");
     assert_eq!(message["conversationId"], started["data"]["id"]);
-    let (status, _) = announce(
+    let Answer(status, _) = announce(
         app,
         "alice",
         &w.acme,
@@ -1102,16 +979,10 @@ async fn the_stream_carries_a_users_messages_and_announcements_only(app: &TestAp
     );
 
     // A member removed from the organization: their stream ends within a second or two.
-    let (status, body) = app
-        .call(
-            "DELETE",
-            &format!("/api/organization/{}/members/carol", w.acme),
-            &token(app, "alice"),
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&token(app, "alice"))
+        .delete(format!("/api/organization/{}/members/carol", w.acme))
+        .await
+        .expect(StatusCode::OK);
     let ended = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
             match carols.frame().await {
@@ -1144,7 +1015,7 @@ async fn the_feed_hands_a_late_commit_once(app: &TestApp) {
     };
     // The first read starts at the end: nothing earlier is live.
     assert_eq!(follow(&state).await, 0);
-    let (status, started) = start(
+    let Answer(status, started) = start(
         app,
         "alice",
         &w.acme,
@@ -1153,7 +1024,7 @@ async fn the_feed_hands_a_late_commit_once(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::CREATED, "{started}");
     let end = app.store.message_feed_end().await.unwrap();
-    let (_, page) = page(
+    let Answer(_, page) = page(
         app,
         "bob",
         &w.acme,

@@ -3,6 +3,8 @@
 //! would; a failing receiver retried and seeing one id; 410 turning the webhook off;
 //! SSRF refusals; daily digests made once; secrets sealed at rest; the inbox API.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use std::sync::Mutex;
 
 use adapters::workers::delivery;
@@ -165,58 +167,43 @@ async fn blocking_org(app: &TestApp) -> (String, String) {
 pub async fn blocking_org_of(app: &TestApp, owner: &str, name: &str) -> (String, String) {
     let org = app.org(owner, name).await;
     let token = app.token(owner, &format!("{owner}@example.com"));
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &token,
-            Some(&org),
-            Some(
-                json!({"name": "Private only", "target": "pipeline", "severity": "error",
+    app.by(&token)
+        .org(&org)
+        .post("/api/compliance/rules")
+        .json(
+            json!({"name": "Private only", "target": "pipeline", "severity": "error",
                           "field": "accessModifier", "operator": "eq", "value": "private"}),
-            ),
         )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+        .await
+        .expect(StatusCode::CREATED);
     (org, token)
 }
 
 /// A pipeline the blocking rule refuses (a notification of each channel).
 pub async fn block(app: &TestApp, token: &str, org: &str) {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            token,
-            Some(org),
-            Some(fixtures::pipeline_as("deploy", "public")),
-        )
-        .await;
-    assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION", "{body}");
+    app.by(token)
+        .org(org)
+        .post("/api/pipelines")
+        .json(fixtures::pipeline_as("deploy", "public"))
+        .await
+        .refused(ErrorCode::ComplianceViolation);
 }
 
 /// Saves the organization's notification preferences.
-pub async fn prefer(app: &TestApp, token: &str, org: &str, body: Value) -> (StatusCode, Value) {
-    app.call(
-        "PUT",
-        "/api/compliance/notification-preferences",
-        token,
-        Some(org),
-        Some(body),
-    )
-    .await
+pub async fn prefer(app: &TestApp, token: &str, org: &str, body: Value) -> Answer {
+    app.by(token)
+        .org(org)
+        .put("/api/compliance/notification-preferences")
+        .json(body)
+        .await
 }
 
 /// The organization's notification log (`query` adds filters).
 pub async fn attempts(app: &TestApp, token: &str, org: &str, query: &str) -> Vec<Value> {
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/notifications?limit=100{query}"),
-            token,
-            Some(org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(token)
+        .org(org)
+        .get(format!("/api/compliance/notifications?limit=100{query}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["attempts"].as_array().unwrap().clone()
@@ -234,7 +221,7 @@ async fn a_block_reaches_every_channel_once_with_both_signatures(base: &TestApp)
     let side = base.beside(&vars).await;
     let app = &side;
     let (org, alice) = blocking_org(app).await;
-    let (status, body) = prefer(
+    let Answer(status, body) = prefer(
         app,
         &alice,
         &org,
@@ -276,8 +263,10 @@ async fn a_block_reaches_every_channel_once_with_both_signatures(base: &TestApp)
     );
     assert!(mail[0].1.contains("blocked"), "{}", mail[0].1);
 
-    let (_, inbox) = app
-        .call("GET", "/api/messages?unread=true", &alice, Some(&org), None)
+    let Answer(_, inbox) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/messages?unread=true")
         .await;
     assert_eq!(inbox["pagination"]["total"], 1, "{inbox}");
     assert_eq!(inbox["messages"][0]["notificationId"], id.as_str());
@@ -308,9 +297,7 @@ async fn a_block_reaches_every_channel_once_with_both_signatures(base: &TestApp)
     let bob_org = app.org("bob", "bobco").await;
     let bob = app.token("bob", "bob@example.com");
     assert!(attempts(app, &bob, &bob_org, "").await.is_empty());
-    let (_, inbox) = app
-        .call("GET", "/api/messages", &bob, Some(&bob_org), None)
-        .await;
+    let Answer(_, inbox) = app.by(&bob).org(&bob_org).get("/api/messages").await;
     assert_eq!(inbox["pagination"]["total"], 0);
     side.stop().await;
 }
@@ -376,14 +363,10 @@ async fn a_failing_receiver_is_retried_and_sees_one_id(base: &TestApp) {
     *seen.answers.lock().unwrap() = vec![410];
     block(app, &alice, &org).await;
     deliver(&state).await;
-    let (_, preference) = app
-        .call(
-            "GET",
-            "/api/compliance/notification-preferences",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, preference) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/notification-preferences")
         .await;
     assert!(
         preference["data"]["webhookDisabledAt"].is_string(),
@@ -425,18 +408,14 @@ async fn webhooks_never_reach_private_addresses(app: &TestApp) {
         "ftp://93.184.216.34/x",
         "not a url",
     ] {
-        let (status, body) = prefer(app, &alice, &org, json!({"webhookUrl": url})).await;
+        let Answer(status, body) = prefer(app, &alice, &org, json!({"webhookUrl": url})).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{url}: {body}");
         assert_eq!(body["details"]["field"], "webhookUrl", "{url}: {body}");
     }
-    let (_, preference) = app
-        .call(
-            "GET",
-            "/api/compliance/notification-preferences",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, preference) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/notification-preferences")
         .await;
     assert!(preference["data"]["webhookUrl"].is_null(), "nothing saved");
     // Saved where private addresses were allowed, sent where they are not: refused at
@@ -444,7 +423,7 @@ async fn webhooks_never_reach_private_addresses(app: &TestApp) {
     let seen = Arc::new(Seen::default());
     let hook = webhook_receiver(seen.clone()).await;
     let lenient = app.beside(&[("WEBHOOK_ALLOW_PRIVATE", "true")]).await;
-    let (status, _) = prefer(&lenient, &alice, &org, json!({"webhookUrl": hook})).await;
+    let Answer(status, _) = prefer(&lenient, &alice, &org, json!({"webhookUrl": hook})).await;
     assert_eq!(status, StatusCode::OK);
     block(app, &alice, &org).await;
     deliver(&state_of(app, &[])).await;
@@ -487,7 +466,7 @@ async fn a_daily_digest_is_made_once_per_window(base: &TestApp) {
     let side = base.beside(&vars).await;
     let app = &side;
     let (org, alice) = blocking_org(app).await;
-    let (status, body) = prefer(
+    let Answer(status, body) = prefer(
         app,
         &alice,
         &org,
@@ -559,59 +538,48 @@ async fn a_daily_digest_is_made_once_per_window(base: &TestApp) {
 async fn the_inbox_is_read_by_members_and_cleared_by_admins(app: &TestApp) {
     // A blocked pipeline's notification reaches the organization's inbox.
     let (org, alice) = blocking_org(app).await;
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{org}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": "bob", "role": "member"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&alice)
+        .post(format!("/api/organization/{org}/members"))
+        .json(json!({"userId": "bob", "role": "member"}))
+        .await
+        .expect(StatusCode::CREATED);
     block(app, &alice, &org).await;
     let state = state_of(app, &[]);
     assert_eq!(deliver(&state).await, 1);
     let bob = app.token("bob", "bob@example.com");
-    let (_, inbox) = app
-        .call("GET", "/api/messages?unread=true", &bob, Some(&org), None)
+    let Answer(_, inbox) = app
+        .by(&bob)
+        .org(&org)
+        .get("/api/messages?unread=true")
         .await;
     assert_eq!(inbox["pagination"]["total"], 1, "{inbox}");
     assert_eq!(inbox["messages"][0]["kind"], "notification");
     let id = inbox["messages"][0]["id"].as_str().unwrap().to_owned();
-    let (_, unread) = app
-        .call("GET", "/api/messages/unread", &bob, Some(&org), None)
-        .await;
+    let Answer(_, unread) = app.by(&bob).org(&org).get("/api/messages/unread").await;
     assert_eq!(unread["data"]["inbox"], 1, "{unread}");
-    let (status, body) = app
-        .call(
-            "PATCH",
-            &format!("/api/messages/{id}/read"),
-            &bob,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&bob)
+        .org(&org)
+        .patch(format!("/api/messages/{id}/read"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body["data"]["readAt"].is_string());
-    let (_, inbox) = app
-        .call("GET", "/api/messages?unread=true", &bob, Some(&org), None)
+    let Answer(_, inbox) = app
+        .by(&bob)
+        .org(&org)
+        .get("/api/messages?unread=true")
         .await;
     assert_eq!(inbox["pagination"]["total"], 0);
-    let (status, _) = app
-        .call("GET", "/api/messages?unread=maybe", &bob, Some(&org), None)
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/messages/{id}"),
-            &bob,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    app.by(&bob)
+        .org(&org)
+        .get("/api/messages?unread=maybe")
+        .await
+        .expect(StatusCode::BAD_REQUEST);
+    app.by(&bob)
+        .org(&org)
+        .delete(format!("/api/messages/{id}"))
+        .await
+        .expect(StatusCode::FORBIDDEN);
     // Another tenant cannot touch it.
     let carol_org = app.org("carol", "carolco").await;
     let carol = app.token("carol", "carol@example.com");
@@ -619,16 +587,20 @@ async fn the_inbox_is_read_by_members_and_cleared_by_admins(app: &TestApp) {
         ("DELETE", format!("/api/messages/{id}")),
         ("PATCH", format!("/api/messages/{id}/read")),
     ] {
-        let (status, _) = app
-            .call(method, &path, &carol, Some(&carol_org), None)
-            .await;
+        let Answer(status, _) = app.by(&carol).org(&carol_org).method(method, &path).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}");
     }
     let path = format!("/api/messages/{id}");
-    let (status, _) = app.call("DELETE", &path, &alice, Some(&org), None).await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, _) = app.call("DELETE", &path, &alice, Some(&org), None).await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    app.by(&alice)
+        .org(&org)
+        .delete(&path)
+        .await
+        .expect(StatusCode::OK);
+    app.by(&alice)
+        .org(&org)
+        .delete(&path)
+        .await
+        .expect(StatusCode::NOT_FOUND);
     let events = app.audited("message.delete").await;
     assert_eq!(events.len(), 1);
 }
@@ -639,32 +611,22 @@ async fn history_past_retention_is_pruned_and_nothing_else(app: &TestApp) {
     block(app, &alice, &org).await;
     let state = state_of(app, &[]);
     assert_eq!(deliver(&state).await, 1);
-    let (_, inbox) = app
-        .call("GET", "/api/messages", &alice, Some(&org), None)
-        .await;
+    let Answer(_, inbox) = app.by(&alice).org(&org).get("/api/messages").await;
     let read = inbox["messages"][0]["id"].as_str().unwrap().to_owned();
-    let (status, _) = app
-        .call(
-            "PATCH",
-            &format!("/api/messages/{read}/read"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&org)
+        .patch(format!("/api/messages/{read}/read"))
+        .await
+        .expect(StatusCode::OK);
     block(app, &alice, &org).await;
     // A finished scan with its (empty) results, and a running one (one running scan
     // per target: the first ends before the second starts).
     for first in [true, false] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/compliance/scans",
-                &alice,
-                Some(&org),
-                Some(json!({"target": "all"})),
-            )
+        let Answer(status, body) = app
+            .by(&alice)
+            .org(&org)
+            .post("/api/compliance/scans")
+            .json(json!({"target": "all"}))
             .await;
         assert_eq!(status, StatusCode::ACCEPTED, "{body}");
         if first {
@@ -699,9 +661,7 @@ async fn history_past_retention_is_pruned_and_nothing_else(app: &TestApp) {
     assert_eq!(count("messages").await, 0, "the read message is gone");
     // What waited is still delivered.
     assert_eq!(deliver(&state).await, 1);
-    let (_, inbox) = app
-        .call("GET", "/api/messages", &alice, Some(&org), None)
-        .await;
+    let Answer(_, inbox) = app.by(&alice).org(&org).get("/api/messages").await;
     assert_eq!(inbox["pagination"]["total"], 1);
 }
 

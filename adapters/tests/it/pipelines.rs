@@ -3,16 +3,21 @@
 
 use super::fixtures::staged_pipeline;
 use super::*;
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 
-async fn create(app: &TestApp, token: &str, org: &str, body: Value) -> (StatusCode, Value) {
-    app.call("POST", "/api/pipelines", token, Some(org), Some(body))
+async fn create(app: &TestApp, token: &str, org: &str, body: Value) -> Answer {
+    app.by(token)
+        .org(org)
+        .post("/api/pipelines")
+        .json(body)
         .await
 }
 
 async fn the_life_of_a_pipeline(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
+    let Answer(status, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let created = &body["data"];
     let id = created["id"].as_str().unwrap().to_owned();
@@ -28,144 +33,94 @@ async fn the_life_of_a_pipeline(app: &TestApp) {
     let mut second = staged_pipeline("nightly");
     second["accessModifier"] = json!("public");
     second["project"] = json!("api");
-    let (status, _) = create(app, &alice, &org, second).await;
+    let Answer(status, _) = create(app, &alice, &org, second).await;
     assert_eq!(status, StatusCode::CREATED);
 
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!((status, &body["data"]["id"]), (StatusCode::OK, &json!(id)));
 
     // List: key, pagination, filters, sort.
-    let (status, body) = app
-        .call("GET", "/api/pipelines", &alice, Some(&org), None)
-        .await;
+    let Answer(status, body) = app.by(&alice).org(&org).get("/api/pipelines").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["pipelines"].as_array().unwrap().len(), 2);
     assert_eq!(body["pagination"]["total"], 2);
-    let (_, body) = app
-        .call(
-            "GET",
-            "/api/pipelines?accessModifier=public",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/pipelines?accessModifier=public")
         .await;
     assert_eq!(body["pipelines"][0]["pipelineName"], "nightly");
     assert_eq!(body["pagination"]["total"], 1);
-    let (_, body) = app
-        .call(
-            "GET",
-            "/api/pipelines?sortBy=pipelineName&sortOrder=asc&limit=1",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/pipelines?sortBy=pipelineName&sortOrder=asc&limit=1")
         .await;
     assert_eq!(body["pipelines"][0]["pipelineName"], "deploy-web");
     assert_eq!(body["pagination"]["hasMore"], true);
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/pipelines?sortBy=props",
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/pipelines?accessModifier=secret",
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&alice)
+        .org(&org)
+        .get("/api/pipelines?sortBy=props")
+        .await
+        .refused(ErrorCode::ValidationError);
+    app.by(&alice)
+        .org(&org)
+        .get("/api/pipelines?accessModifier=secret")
+        .await
+        .refused(ErrorCode::ValidationError);
 
     // Find: one by query.
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/pipelines/find?project=web&organization=acme",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/pipelines/find?project=web&organization=acme")
         .await;
     assert_eq!((status, &body["data"]["id"]), (StatusCode::OK, &json!(id)));
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/pipelines/find?project=nowhere",
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
-    let (status, body) = app
-        .call("GET", "/api/pipelines/find", &alice, Some(&org), None)
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&alice)
+        .org(&org)
+        .get("/api/pipelines/find?project=nowhere")
+        .await
+        .refused(ErrorCode::NotFound);
+    app.by(&alice)
+        .org(&org)
+        .get("/api/pipelines/find")
+        .await
+        .refused(ErrorCode::ValidationError);
 
     // Update, then a duplicate name.
     let mut changed = staged_pipeline("deploy-web");
     changed["accessModifier"] = json!("public");
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            Some(changed),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .put(format!("/api/pipelines/{id}"))
+        .json(changed)
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["accessModifier"], "public");
-    let (status, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
-    assert_eq!(code(status, &body), "CONFLICT");
+    let Answer(status, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
+    assert_eq!(code(status, &body), ErrorCode::Conflict);
 
     // Delete.
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
-    let (status, body) = app
-        .call(
-            "DELETE",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
+    app.by(&alice)
+        .org(&org)
+        .delete(format!("/api/pipelines/{id}"))
+        .await
+        .expect(StatusCode::OK);
+    app.by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
+        .await
+        .refused(ErrorCode::NotFound);
+    app.by(&alice)
+        .org(&org)
+        .delete(format!("/api/pipelines/{id}"))
+        .await
+        .refused(ErrorCode::NotFound);
 
     // Audited, and each mutation queued the entity's re-evaluation.
     for action in ["pipeline.create", "pipeline.update", "pipeline.delete"] {
@@ -218,17 +173,19 @@ async fn bad_bodies_change_nothing(app: &TestApp) {
     empty_name["pipelineName"] = json!("  ");
     cases.push((empty_name, "pipelineName"));
     for (body, field) in cases {
-        let (status, answer) = create(app, &alice, &org, body).await;
-        assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
+        let Answer(status, answer) = create(app, &alice, &org, body).await;
+        assert_eq!(
+            code(status, &answer),
+            ErrorCode::ValidationError,
+            "{answer}"
+        );
         assert_eq!(answer["details"]["field"], field, "{answer}");
     }
     let mut unknown_field = staged_pipeline("p");
     unknown_field["owner"] = json!("mallory");
-    let (status, answer) = create(app, &alice, &org, unknown_field).await;
-    assert_eq!(code(status, &answer), "VALIDATION_ERROR");
-    let (_, body) = app
-        .call("GET", "/api/pipelines", &alice, Some(&org), None)
-        .await;
+    let Answer(status, answer) = create(app, &alice, &org, unknown_field).await;
+    assert_eq!(code(status, &answer), ErrorCode::ValidationError);
+    let Answer(_, body) = app.by(&alice).org(&org).get("/api/pipelines").await;
     assert_eq!(body["pagination"]["total"], 0);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
 }
@@ -256,35 +213,33 @@ async fn compliance_at_the_door(app: &TestApp) {
             json!("^[a-z]+-[a-z]+$"),
         ),
     ] {
-        let (status, answer) = app
-            .call(
-                "POST",
-                "/api/compliance/rules",
-                &alice,
-                Some(&org),
-                Some(body),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        app.by(&alice)
+            .org(&org)
+            .post("/api/compliance/rules")
+            .json(body)
+            .await
+            .expect(StatusCode::CREATED);
     }
     // A block: 403 with the violations, nothing stored.
     let mut public = staged_pipeline("deploy-web");
     public["accessModifier"] = json!("public");
-    let (status, body) = create(app, &alice, &org, public).await;
-    assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION", "{body}");
+    let Answer(status, body) = create(app, &alice, &org, public).await;
+    assert_eq!(
+        code(status, &body),
+        ErrorCode::ComplianceViolation,
+        "{body}"
+    );
     let violation = &body["details"]["violations"][0];
     assert_eq!(violation["ruleName"], "Private only");
     assert_eq!(violation["severity"], "error");
     assert_eq!(violation["field"], "accessModifier");
-    let (_, listed) = app
-        .call("GET", "/api/pipelines", &alice, Some(&org), None)
-        .await;
+    let Answer(_, listed) = app.by(&alice).org(&org).get("/api/pipelines").await;
     assert_eq!(listed["pagination"]["total"], 0);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
     assert!(app.audited("pipeline.create").await.is_empty());
 
     // A warning: stored, and returned with the pipeline.
-    let (status, body) = create(app, &alice, &org, staged_pipeline("nightly")).await;
+    let Answer(status, body) = create(app, &alice, &org, staged_pipeline("nightly")).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["data"]["compliance"]["result"], "warn");
     assert_eq!(
@@ -292,50 +247,34 @@ async fn compliance_at_the_door(app: &TestApp) {
         "Named by convention"
     );
     let id = body["data"]["id"].as_str().unwrap().to_owned();
-    let (_, body) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!(body["data"]["compliance"]["result"], "warn");
 
     // An update that would break a blocking rule is refused too, and changes nothing.
     let mut public = staged_pipeline("nightly");
     public["accessModifier"] = json!("public");
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            Some(public),
-        )
-        .await;
-    assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION");
-    let (_, body) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    app.by(&alice)
+        .org(&org)
+        .put(format!("/api/pipelines/{id}"))
+        .json(public)
+        .await
+        .refused(ErrorCode::ComplianceViolation);
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!(body["data"]["accessModifier"], "private");
 
     // The checks went through the check log like a validation.
-    let (_, log) = app
-        .call(
-            "GET",
-            "/api/compliance/audit?target=pipeline",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, log) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/audit?target=pipeline")
         .await;
     let results: Vec<_> = log["entries"]
         .as_array()
@@ -351,26 +290,23 @@ async fn the_pool_of_a_root_and_its_team_is_capped(app: &TestApp) {
     // Developer tier: 5 pipelines, shared by the root and its teams.
     let root = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "acme-web", "parentOrgId": root})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let team = body["data"]["id"].as_str().unwrap().to_owned();
+    let team = app
+        .by(&alice)
+        .post("/api/organization")
+        .json(json!({"name": "acme-web", "parentOrgId": root}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let mut ids = Vec::new();
     for (i, org) in [&root, &root, &root, &team, &team].into_iter().enumerate() {
-        let (status, body) = create(app, &alice, org, staged_pipeline(&format!("p{i}"))).await;
+        let Answer(status, body) =
+            create(app, &alice, org, staged_pipeline(&format!("p{i}"))).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         ids.push((org.clone(), body["data"]["id"].as_str().unwrap().to_owned()));
     }
     for org in [&root, &team] {
-        let (status, body) = create(app, &alice, org, staged_pipeline("one-too-many")).await;
-        assert_eq!(code(status, &body), "QUOTA_EXCEEDED", "{body}");
+        let Answer(status, body) = create(app, &alice, org, staged_pipeline("one-too-many")).await;
+        assert_eq!(code(status, &body), ErrorCode::QuotaExceeded, "{body}");
         assert_eq!(body["details"]["limit"], 5);
         assert_eq!(body["details"]["used"], 5);
         assert_eq!(body["details"]["requested"], 1);
@@ -379,9 +315,7 @@ async fn the_pool_of_a_root_and_its_team_is_capped(app: &TestApp) {
     assert_eq!(app.store.pool_usage(&root, "pipelines").await.unwrap(), 5);
     assert_eq!(app.store.usage(&team, "pipelines").await.unwrap(), 2);
     // Nothing of the refused creates was stored.
-    let (_, body) = app
-        .call("GET", "/api/pipelines", &alice, Some(&team), None)
-        .await;
+    let Answer(_, body) = app.by(&alice).org(&team).get("/api/pipelines").await;
     assert_eq!(body["pagination"]["total"], 2);
     // The refused creates were checked: their check log rows are the compliance
     // service's and stay; the entity's snapshot, its re-evaluation and its audit event
@@ -404,27 +338,22 @@ async fn the_pool_of_a_root_and_its_team_is_capped(app: &TestApp) {
     assert_eq!(app.audited("pipeline.create").await.len(), 5);
     // Deleting frees: the team's delete makes room for the root.
     let (org, id) = &ids[4];
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(org)
+        .delete(format!("/api/pipelines/{id}"))
+        .await
+        .expect(StatusCode::OK);
     // A name taken (409) after the check and the charge leaves no snapshot, charge or
     // event either.
     let kept = app.store.snapshots(&team, "pipeline", 100).await.unwrap();
-    let (status, body) = create(app, &alice, &team, staged_pipeline("p3")).await;
-    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    let Answer(status, body) = create(app, &alice, &team, staged_pipeline("p3")).await;
+    assert_eq!(code(status, &body), ErrorCode::Conflict, "{body}");
     assert_eq!(
         app.store.snapshots(&team, "pipeline", 100).await.unwrap(),
         kept
     );
     assert_eq!(app.store.pool_usage(&root, "pipelines").await.unwrap(), 4);
-    let (status, body) = create(app, &alice, &root, staged_pipeline("fits-again")).await;
+    let Answer(status, body) = create(app, &alice, &root, staged_pipeline("fits-again")).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(app.store.pool_usage(&root, "pipelines").await.unwrap(), 5);
     assert_eq!(app.store.usage(&team, "pipelines").await.unwrap(), 1);
@@ -436,13 +365,11 @@ async fn concurrent_creates_never_pass_the_cap(app: &TestApp) {
     // Twelve creates in flight at once against a cap of five.
     let requests = (0..12)
         .map(|i| {
-            TestApp::request_of(
-                "POST",
-                "/api/pipelines",
-                &alice,
-                Some(&org),
-                Some(staged_pipeline(&format!("race-{i}"))),
-            )
+            app.by(&alice)
+                .org(&org)
+                .post("/api/pipelines")
+                .json(staged_pipeline(&format!("race-{i}")))
+                .request()
         })
         .collect();
     let answers = app.concurrently(requests).await;
@@ -458,9 +385,7 @@ async fn concurrent_creates_never_pass_the_cap(app: &TestApp) {
         .count();
     assert_eq!((created, refused), (5, 7), "{answers:?}");
     assert_eq!(app.store.pool_usage(&org, "pipelines").await.unwrap(), 5);
-    let (_, body) = app
-        .call("GET", "/api/pipelines", &alice, Some(&org), None)
-        .await;
+    let Answer(_, body) = app.by(&alice).org(&org).get("/api/pipelines").await;
     assert_eq!(body["pagination"]["total"], 5);
 }
 
@@ -469,64 +394,64 @@ async fn the_registry(app: &TestApp) {
     let other = app.org("bob", "globex").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
-    let (_, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
+    let Answer(_, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
     let id = body["data"]["id"].as_str().unwrap().to_owned();
-    let (_, body) = create(app, &alice, &org, staged_pipeline("nightly")).await;
+    let Answer(_, body) = create(app, &alice, &org, staged_pipeline("nightly")).await;
     let second = body["data"]["id"].as_str().unwrap().to_owned();
     let arn = "arn:aws:codepipeline:eu-west-1:123456789012:deploy-web";
     let register = |pipeline_id: &str| json!({"arn": arn, "pipelineId": pipeline_id});
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines/registry",
-            &alice,
-            Some(&org),
-            Some(register(&id)),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/pipelines/registry")
+        .json(register(&id))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["pipelineId"], id.as_str());
     // An upsert: the same ARN, another pipeline.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines/registry",
-            &alice,
-            Some(&org),
-            Some(register(&second)),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/pipelines/registry")
+        .json(register(&second))
         .await;
     assert_eq!(
         (status, &body["data"]["pipelineId"]),
         (StatusCode::OK, &json!(second))
     );
-    let (status, body) = app
-        .call("GET", "/api/pipelines/registry", &alice, Some(&org), None)
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/pipelines/registry")
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["registry"].as_array().unwrap().len(), 1);
     assert_eq!(body["registry"][0]["arn"], arn);
     // Tenant-guarded: bob cannot point his registry at alice's pipeline.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines/registry",
-            &bob,
-            Some(&other),
-            Some(register(&id)),
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
-    let (_, body) = app
-        .call("GET", "/api/pipelines/registry", &bob, Some(&other), None)
+    app.by(&bob)
+        .org(&other)
+        .post("/api/pipelines/registry")
+        .json(register(&id))
+        .await
+        .refused(ErrorCode::NotFound);
+    let Answer(_, body) = app
+        .by(&bob)
+        .org(&other)
+        .get("/api/pipelines/registry")
         .await;
     assert_eq!(body["pagination"]["total"], 0);
     // Deregister.
     let path = format!("/api/pipelines/registry?arn={}", arn.replace(':', "%3A"));
-    let (status, _) = app.call("DELETE", &path, &alice, Some(&org), None).await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, body) = app.call("DELETE", &path, &alice, Some(&org), None).await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
+    app.by(&alice)
+        .org(&org)
+        .delete(&path)
+        .await
+        .expect(StatusCode::OK);
+    app.by(&alice)
+        .org(&org)
+        .delete(&path)
+        .await
+        .refused(ErrorCode::NotFound);
     assert_eq!(app.audited("pipeline.registry.register").await.len(), 2);
     assert_eq!(app.audited("pipeline.registry.deregister").await.len(), 1);
 }
@@ -536,7 +461,7 @@ async fn another_organization_cannot_reach_pipelines(app: &TestApp) {
     let other = app.org("bob", "globex").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
-    let (_, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
+    let Answer(_, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
     let id = body["data"]["id"].as_str().unwrap().to_owned();
     // Bob, in his own organization, finds nothing of alice's.
     for (method, path, body) in [
@@ -548,8 +473,17 @@ async fn another_organization_cannot_reach_pipelines(app: &TestApp) {
         ),
         ("DELETE", format!("/api/pipelines/{id}"), None),
     ] {
-        let (status, answer) = app.call(method, &path, &bob, Some(&other), body).await;
-        assert_eq!(code(status, &answer), "NOT_FOUND", "{method} {path}");
+        let Answer(status, answer) = app
+            .by(&bob)
+            .org(&other)
+            .method(method, &path)
+            .json_opt(body)
+            .await;
+        assert_eq!(
+            code(status, &answer),
+            ErrorCode::NotFound,
+            "{method} {path}"
+        );
     }
     // Naming alice's organization is refused outright.
     for (method, path) in [
@@ -558,30 +492,24 @@ async fn another_organization_cannot_reach_pipelines(app: &TestApp) {
         ("DELETE", format!("/api/pipelines/{id}")),
         ("GET", "/api/pipelines/registry".to_owned()),
     ] {
-        let (status, answer) = app.call(method, &path, &bob, Some(&org), None).await;
-        assert_eq!(code(status, &answer), "TENANT_FORBIDDEN", "{method} {path}");
+        let Answer(status, answer) = app.by(&bob).org(&org).method(method, &path).await;
+        assert_eq!(
+            code(status, &answer),
+            ErrorCode::TenantForbidden,
+            "{method} {path}"
+        );
     }
-    let (status, answer) = create(app, &bob, &org, staged_pipeline("intruder")).await;
-    assert_eq!(code(status, &answer), "TENANT_FORBIDDEN");
+    let Answer(status, answer) = create(app, &bob, &org, staged_pipeline("intruder")).await;
+    assert_eq!(code(status, &answer), ErrorCode::TenantForbidden);
     // A member without pipelines:write reads but does not write.
-    let (status, _) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{org}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": "carol"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
-    let (_, roles) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{org}/roles"),
-            &alice,
-            None,
-            None,
-        )
+    app.by(&alice)
+        .post(format!("/api/organization/{org}/members"))
+        .json(json!({"userId": "carol"}))
+        .await
+        .expect(StatusCode::CREATED);
+    let Answer(_, roles) = app
+        .by(&alice)
+        .get(format!("/api/organization/{org}/roles"))
         .await;
     let member_role = roles["roles"]
         .as_array()
@@ -592,23 +520,20 @@ async fn another_organization_cannot_reach_pipelines(app: &TestApp) {
         .as_str()
         .unwrap()
         .to_owned();
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/organization/{org}/roles/{member_role}/members/carol"),
-            &alice,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .delete(format!(
+            "/api/organization/{org}/roles/{member_role}/members/carol"
+        ))
+        .await
+        .expect(StatusCode::OK);
     let carol = app.token("carol", "carol@example.com");
-    let (status, _) = app
-        .call("GET", "/api/pipelines", &carol, Some(&org), None)
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, answer) = create(app, &carol, &org, staged_pipeline("by-carol")).await;
-    assert_eq!(code(status, &answer), "FORBIDDEN");
+    app.by(&carol)
+        .org(&org)
+        .get("/api/pipelines")
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, answer) = create(app, &carol, &org, staged_pipeline("by-carol")).await;
+    assert_eq!(code(status, &answer), ErrorCode::Forbidden);
     assert_eq!(answer["details"]["missing"], "pipelines:write");
 }
 
@@ -617,19 +542,15 @@ async fn another_organization_cannot_reach_pipelines(app: &TestApp) {
 async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, _) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&org),
-            Some(
-                json!({"name": "Private only", "target": "pipeline", "severity": "critical",
+    app.by(&alice)
+        .org(&org)
+        .post("/api/compliance/rules")
+        .json(
+            json!({"name": "Private only", "target": "pipeline", "severity": "critical",
                         "field": "accessModifier", "operator": "eq", "value": "private"}),
-            ),
         )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
+        .await
+        .expect(StatusCode::CREATED);
     // The remote: this server's router on loopback.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let remote_port = listener.local_addr().unwrap().port().to_string();
@@ -643,22 +564,22 @@ async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
         .await;
     let mut public = staged_pipeline("deploy-web");
     public["accessModifier"] = json!("public");
-    let (status, body) = create(&door, &alice, &org, public.clone()).await;
-    assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION", "{body}");
+    let Answer(status, body) = create(&door, &alice, &org, public.clone()).await;
+    assert_eq!(
+        code(status, &body),
+        ErrorCode::ComplianceViolation,
+        "{body}"
+    );
     assert_eq!(body["details"]["violations"][0]["ruleName"], "Private only");
-    let (status, body) = create(&door, &alice, &org, staged_pipeline("private-one")).await;
+    let Answer(status, body) = create(&door, &alice, &org, staged_pipeline("private-one")).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["data"]["compliance"]["result"], "pass");
     // The entity refers to the remote's verdict, kept here as an unlisted judgement.
     let id = body["data"]["id"].as_str().unwrap().to_owned();
-    let (status, read) = door
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, read) = door
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{read}");
     assert_eq!(
@@ -667,14 +588,10 @@ async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
     );
     // The remote recorded both checks in its check log; the verdict kept for the
     // entity is no entry of it.
-    let (_, log) = app
-        .call(
-            "GET",
-            "/api/compliance/audit?target=pipeline",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, log) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/audit?target=pipeline")
         .await;
     assert_eq!(log["pagination"]["total"], 2, "{log}");
     door.stop().await;
@@ -690,8 +607,12 @@ async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
             ("COMPLIANCE_SERVICE_PORT", &down_port),
         ])
         .await;
-    let (status, body) = create(&door, &alice, &org, staged_pipeline("while-down")).await;
-    assert_eq!(code(status, &body), "COMPLIANCE_UNAVAILABLE", "{body}");
+    let Answer(status, body) = create(&door, &alice, &org, staged_pipeline("while-down")).await;
+    assert_eq!(
+        code(status, &body),
+        ErrorCode::ComplianceUnavailable,
+        "{body}"
+    );
     door.stop().await;
 
     // Slow: accepts, then answers a pass after 6 seconds, past the 5-second budget.
@@ -719,14 +640,16 @@ async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
             ("COMPLIANCE_SERVICE_PORT", &slow_port),
         ])
         .await;
-    let (status, body) = create(&door, &alice, &org, staged_pipeline("while-slow")).await;
-    assert_eq!(code(status, &body), "COMPLIANCE_UNAVAILABLE", "{body}");
+    let Answer(status, body) = create(&door, &alice, &org, staged_pipeline("while-slow")).await;
+    assert_eq!(
+        code(status, &body),
+        ErrorCode::ComplianceUnavailable,
+        "{body}"
+    );
     door.stop().await;
     server.abort();
     // Nothing was stored by the refused creates.
-    let (_, body) = app
-        .call("GET", "/api/pipelines", &alice, Some(&org), None)
-        .await;
+    let Answer(_, body) = app.by(&alice).org(&org).get("/api/pipelines").await;
     assert_eq!(body["pagination"]["total"], 1);
 }
 
@@ -774,19 +697,15 @@ mod command_line {
     async fn upload_plugin_and_create_pipeline(app: &TestApp) {
         let org = app.org("alice", "acme").await;
         let alice = app.token("alice", "alice@example.com");
-        let (status, _) = app
-            .call(
-                "POST",
-                "/api/compliance/rules",
-                &alice,
-                Some(&org),
-                Some(
-                    json!({"name": "Private only", "target": "pipeline", "severity": "error",
+        app.by(&alice)
+            .org(&org)
+            .post("/api/compliance/rules")
+            .json(
+                json!({"name": "Private only", "target": "pipeline", "severity": "error",
                             "field": "accessModifier", "operator": "eq", "value": "private"}),
-                ),
             )
-            .await;
-        assert_eq!(status, StatusCode::CREATED);
+            .await
+            .expect(StatusCode::CREATED);
         let (url, server) = serve(app.router.clone()).await;
         let dir = std::env::temp_dir().join(format!("compliance-cli-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -2,6 +2,8 @@
 //! deploys, compliance and quota at the door, the update whitelist, usage, tenant
 //! isolation.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use std::io::Write;
 
 use super::*;
@@ -105,177 +107,117 @@ async fn the_life_of_a_plugin(app: &TestApp) {
     assert_eq!(plugin["compliance"]["result"], "pass");
     // The same name and version again: 409.
     let (status, body) = upload(app, &alice, &org, &plugin_zip("eslint", "8.1.0"), None).await;
-    assert_eq!(code(status, &body), "CONFLICT");
+    assert_eq!(code(status, &body), ErrorCode::Conflict);
     let (status, body) = upload(app, &alice, &org, &plugin_zip("eslint", "9.0.0"), None).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["data"]["accessModifier"], "private");
 
     // A generated plugin.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/plugins/deploy-generated",
-            &alice,
-            Some(&org),
-            Some(
-                json!({"name": "trivy", "version": "0.50.0", "commands": ["trivy fs ."],
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/plugins/deploy-generated")
+        .json(
+            json!({"name": "trivy", "version": "0.50.0", "commands": ["trivy fs ."],
                         "installCommands": [], "dockerfile": "FROM aquasec/trivy\n"}),
-            ),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["data"]["dockerfile"], "FROM aquasec/trivy\n");
 
     // Reads.
-    let (_, body) = app
-        .call("GET", "/api/plugins", &alice, Some(&org), None)
-        .await;
+    let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins").await;
     assert_eq!(body["pagination"]["total"], 3);
-    let (_, body) = app
-        .call(
-            "GET",
-            "/api/plugins?name=eslint&sortBy=version&sortOrder=asc",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/plugins?name=eslint&sortBy=version&sortOrder=asc")
         .await;
     assert_eq!(body["plugins"][0]["version"], "8.1.0");
     assert_eq!(body["pagination"]["total"], 2);
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/plugins/find?name=eslint&version=9.0.0",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/plugins/find?name=eslint&version=9.0.0")
         .await;
     assert_eq!(
         (status, &body["data"]["version"]),
         (StatusCode::OK, &json!("9.0.0"))
     );
-    let (status, body) = app
-        .call("GET", "/api/plugins/find", &alice, Some(&org), None)
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/plugins/lookup",
-            &alice,
-            Some(&org),
-            Some(json!({"name": "trivy"})),
-        )
+    app.by(&alice)
+        .org(&org)
+        .get("/api/plugins/find")
+        .await
+        .refused(ErrorCode::ValidationError);
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/plugins/lookup")
+        .json(json!({"name": "trivy"}))
         .await;
     assert_eq!(
         (status, &body["data"]["name"]),
         (StatusCode::OK, &json!("trivy"))
     );
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/plugins/lookup",
-            &alice,
-            Some(&org),
-            Some(json!({"owner": "x"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/plugins/lookup",
-            &alice,
-            Some(&org),
-            Some(json!({})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&alice)
+        .org(&org)
+        .post("/api/plugins/lookup")
+        .json(json!({"owner": "x"}))
+        .await
+        .refused(ErrorCode::ValidationError);
+    app.by(&alice)
+        .org(&org)
+        .post("/api/plugins/lookup")
+        .json(json!({}))
+        .await
+        .refused(ErrorCode::ValidationError);
 
     // Update: the three fields, nothing else.
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/plugins/{id}"),
-            &alice,
-            Some(&org),
-            Some(json!({"description": "the linter", "computeType": "large", "isDefault": true})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .put(format!("/api/plugins/{id}"))
+        .json(json!({"description": "the linter", "computeType": "large", "isDefault": true}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["description"], "the linter");
     assert_eq!(body["data"]["isDefault"], true);
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/plugins/{id}"),
-            &alice,
-            Some(&org),
-            Some(json!({"name": "renamed"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&alice)
+        .org(&org)
+        .put(format!("/api/plugins/{id}"))
+        .json(json!({"name": "renamed"}))
+        .await
+        .refused(ErrorCode::ValidationError);
 
     // Bulk update: all or nothing, whitelist only.
-    let (_, listed) = app
-        .call("GET", "/api/plugins", &alice, Some(&org), None)
-        .await;
+    let Answer(_, listed) = app.by(&alice).org(&org).get("/api/plugins").await;
     let ids: Vec<String> = listed["plugins"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| p["id"].as_str().unwrap().to_owned())
         .collect();
-    let (status, body) = app
-        .call(
-            "PUT",
-            "/api/plugins/bulk/update",
-            &alice,
-            Some(&org),
-            Some(json!({"plugins": [{"id": ids[0], "isActive": false}, {"id": ids[1], "version": "6.6.6"}]})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
-    let (status, body) = app
-        .call(
-            "PUT",
-            "/api/plugins/bulk/update",
-            &alice,
-            Some(&org),
-            Some(json!({"plugins": [{"id": ids[0], "isActive": false}, {"id": "nope", "isActive": false}]})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
-    let (_, body) = app
-        .call(
-            "GET",
-            "/api/plugins?isActive=false",
-            &alice,
-            Some(&org),
-            None,
-        )
+    app
+        .by(&alice).org(&org).put("/api/plugins/bulk/update").json(json!({"plugins": [{"id": ids[0], "isActive": false}, {"id": ids[1], "version": "6.6.6"}]}))
+        .await.refused(ErrorCode::ValidationError);
+    app
+        .by(&alice).org(&org).put("/api/plugins/bulk/update").json(json!({"plugins": [{"id": ids[0], "isActive": false}, {"id": "nope", "isActive": false}]}))
+        .await.refused(ErrorCode::NotFound);
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/plugins?isActive=false")
         .await;
     assert_eq!(body["pagination"]["total"], 0, "nothing changed");
-    let (status, body) = app
-        .call(
-            "PUT",
-            "/api/plugins/bulk/update",
-            &alice,
-            Some(&org),
-            Some(json!({"plugins": [{"id": ids[0], "isActive": false}, {"id": ids[1], "accessModifier": "public"}]})),
-        )
+    let Answer(status, body) = app
+        .by(&alice).org(&org).put("/api/plugins/bulk/update").json(json!({"plugins": [{"id": ids[0], "isActive": false}, {"id": ids[1], "accessModifier": "public"}]}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["plugins"].as_array().unwrap().len(), 2);
-    let (_, body) = app
-        .call(
-            "GET",
-            "/api/plugins?isActive=false",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/plugins?isActive=false")
         .await;
     assert_eq!(body["pagination"]["total"], 1);
 
@@ -285,12 +227,16 @@ async fn the_life_of_a_plugin(app: &TestApp) {
         "stages": [{"stageName": "check", "steps": [
             {"name": "lint", "plugin": {"name": "eslint", "version": "8.1.0"}},
             {"name": "lint-again", "plugin": {"name": "eslint", "version": "9.0.0"}}]}]}});
-    let (status, _) = app
-        .call("POST", "/api/pipelines", &alice, Some(&org), Some(pipeline))
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
-    let (status, body) = app
-        .call("GET", "/api/plugins/plugin-usage", &alice, Some(&org), None)
+    app.by(&alice)
+        .org(&org)
+        .post("/api/pipelines")
+        .json(pipeline)
+        .await
+        .expect(StatusCode::CREATED);
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/plugins/plugin-usage")
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
@@ -299,26 +245,16 @@ async fn the_life_of_a_plugin(app: &TestApp) {
     );
 
     // Delete.
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/plugins/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/plugins/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
+    app.by(&alice)
+        .org(&org)
+        .delete(format!("/api/plugins/{id}"))
+        .await
+        .expect(StatusCode::OK);
+    app.by(&alice)
+        .org(&org)
+        .get(format!("/api/plugins/{id}"))
+        .await
+        .refused(ErrorCode::NotFound);
     for action in [
         "plugin.upload",
         "plugin.deploy",
@@ -413,7 +349,11 @@ async fn hostile_archives_are_refused_with_the_reason(app: &TestApp) {
     ];
     for (what, archive, reason) in cases {
         let (status, body) = upload(app, &alice, &org, &archive, None).await;
-        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{what}: {body}");
+        assert_eq!(
+            code(status, &body),
+            ErrorCode::ValidationError,
+            "{what}: {body}"
+        );
         assert_eq!(body["details"]["field"], "plugin", "{what}");
         assert!(
             body["message"].as_str().unwrap().contains(reason),
@@ -425,22 +365,16 @@ async fn hostile_archives_are_refused_with_the_reason(app: &TestApp) {
     let (status, body) = upload(app, &alice, &org, &zip_of(&[("plugin.yaml", yaml)]), None).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     // Not multipart, no file part, a stray part, a bad visibility.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/plugins",
-            &alice,
-            Some(&org),
-            Some(json!({"plugin": "x"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&alice)
+        .org(&org)
+        .post("/api/plugins")
+        .json(json!({"plugin": "x"}))
+        .await
+        .refused(ErrorCode::ValidationError);
     let (status, body) = upload(app, &alice, &org, &plugin_zip("a", "1"), Some("internal")).await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    assert_eq!(code(status, &body), ErrorCode::ValidationError);
     assert_eq!(body["details"]["field"], "accessModifier");
-    let (_, body) = app
-        .call("GET", "/api/plugins", &alice, Some(&org), None)
-        .await;
+    let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins").await;
     assert_eq!(
         body["pagination"]["total"], 1,
         "only the YAML one was stored"
@@ -450,43 +384,37 @@ async fn hostile_archives_are_refused_with_the_reason(app: &TestApp) {
 async fn compliance_and_quota_at_the_door(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&org),
-            Some(
-                json!({"name": "No latest", "target": "plugin", "severity": "critical",
+    app.by(&alice)
+        .org(&org)
+        .post("/api/compliance/rules")
+        .json(
+            json!({"name": "No latest", "target": "plugin", "severity": "critical",
                         "field": "dockerfile", "operator": "notContains", "value": ":latest"}),
-            ),
         )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+        .await
+        .expect(StatusCode::CREATED);
     let bad = zip_of(&[
         ("plugin.json", &manifest("risky", "1.0.0")),
         ("Dockerfile", b"FROM node:latest\n"),
     ]);
     let (status, body) = upload(app, &alice, &org, &bad, None).await;
-    assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION", "{body}");
+    assert_eq!(
+        code(status, &body),
+        ErrorCode::ComplianceViolation,
+        "{body}"
+    );
     assert_eq!(body["details"]["violations"][0]["ruleName"], "No latest");
     assert_eq!(body["details"]["violations"][0]["severity"], "critical");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/plugins/deploy-generated",
-            &alice,
-            Some(&org),
-            Some(
-                json!({"name": "gen", "version": "1", "commands": [], "installCommands": [],
+    app.by(&alice)
+        .org(&org)
+        .post("/api/plugins/deploy-generated")
+        .json(
+            json!({"name": "gen", "version": "1", "commands": [], "installCommands": [],
                         "dockerfile": "FROM alpine:latest\n"}),
-            ),
         )
-        .await;
-    assert_eq!(code(status, &body), "COMPLIANCE_VIOLATION");
-    let (_, body) = app
-        .call("GET", "/api/plugins", &alice, Some(&org), None)
-        .await;
+        .await
+        .refused(ErrorCode::ComplianceViolation);
+    let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins").await;
     assert_eq!(body["pagination"]["total"], 0, "nothing stored");
 
     // Developer tier: 25 plugins.
@@ -502,12 +430,10 @@ async fn compliance_and_quota_at_the_door(app: &TestApp) {
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
     let (status, body) = upload(app, &alice, &org, &plugin_zip("p", "2.0.0"), None).await;
-    assert_eq!(code(status, &body), "QUOTA_EXCEEDED");
+    assert_eq!(code(status, &body), ErrorCode::QuotaExceeded);
     assert_eq!(body["details"]["limit"], 25);
     assert_eq!(body["details"]["dimension"], "plugins");
-    let (_, body) = app
-        .call("GET", "/api/plugins", &alice, Some(&org), None)
-        .await;
+    let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins").await;
     assert_eq!(body["pagination"]["total"], 25);
 }
 
@@ -532,19 +458,31 @@ async fn another_organization_cannot_reach_plugins(app: &TestApp) {
             Some(json!({"plugins": [{"id": id, "isActive": false}]})),
         ),
     ] {
-        let (status, answer) = app.call(method, &path, &bob, Some(&other), body).await;
-        assert_eq!(code(status, &answer), "NOT_FOUND", "{method} {path}");
+        let Answer(status, answer) = app
+            .by(&bob)
+            .org(&other)
+            .method(method, &path)
+            .json_opt(body)
+            .await;
+        assert_eq!(
+            code(status, &answer),
+            ErrorCode::NotFound,
+            "{method} {path}"
+        );
     }
-    let (_, body) = app
-        .call("GET", "/api/plugins?name=eslint", &bob, Some(&other), None)
+    let Answer(_, body) = app
+        .by(&bob)
+        .org(&other)
+        .get("/api/plugins?name=eslint")
         .await;
     assert_eq!(body["pagination"]["total"], 0);
     let (status, body) = upload(app, &bob, &org, &plugin_zip("intruder", "1"), None).await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
-    let (status, body) = app
-        .call("GET", "/api/plugins", &bob, Some(&org), None)
-        .await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    assert_eq!(code(status, &body), ErrorCode::TenantForbidden);
+    app.by(&bob)
+        .org(&org)
+        .get("/api/plugins")
+        .await
+        .refused(ErrorCode::TenantForbidden);
 }
 
 on_both_backends!(

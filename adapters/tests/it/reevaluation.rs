@@ -2,6 +2,7 @@
 //! tenant, a burst coalesced, a failure retried and then dead with its error; a rule
 //! or subscription change queued once per organization and target, as a scan.
 
+use crate::api::Answer;
 use std::time::Duration;
 
 use adapters::config::ReevaluationSettings;
@@ -58,42 +59,31 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
     for i in 0..30 {
         let mut body = pipeline("ci");
         body["props"] = json!({"revision": i});
-        let (status, _) = app
-            .call(
-                "PUT",
-                &format!("/api/pipelines/{id}"),
-                &alice,
-                Some(&org),
-                Some(body),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK);
+        app.by(&alice)
+            .org(&org)
+            .put(format!("/api/pipelines/{id}"))
+            .json(body)
+            .await
+            .expect(StatusCode::OK);
     }
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 31);
     // A rule arrives after the edits (queued in its transaction for the entities it
     // can affect); the stored result is stale until re-evaluated.
-    let (status, rule) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&org),
-            Some(
-                json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
+    let Answer(status, rule) = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/compliance/rules")
+        .json(
+            json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
                         "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"}),
-            ),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 32);
-    let (_, before) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/audit?entityId={id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, before) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/compliance/audit?entityId={id}"))
         .await;
     let state = state_of(app);
     let claims = drain(&state).await;
@@ -101,36 +91,26 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
         claims, 2,
         "31 events of one entity judged once; the rule's one event starts a scan"
     );
-    let (_, scans) = app
-        .call("GET", "/api/compliance/scans", &alice, Some(&org), None)
-        .await;
+    let Answer(_, scans) = app.by(&alice).org(&org).get("/api/compliance/scans").await;
     assert_eq!(scans["pagination"]["total"], 1, "{scans}");
     assert_eq!(scans["scans"][0]["origin"], "rule-change");
     assert_eq!(scans["scans"][0]["requestedBy"], "system:reevaluation");
     assert_eq!(scans["scans"][0]["counts"]["total"], 1);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
-    let (_, body) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!(body["data"]["compliance"]["result"], "warn", "{body}");
     assert_eq!(
         body["data"]["compliance"]["violations"][0]["ruleName"],
         "Named by convention"
     );
-    let (_, after) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/audit?entityId={id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, after) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/compliance/audit?entityId={id}"))
         .await;
     assert_eq!(
         after["pagination"]["total"].as_u64().unwrap(),
@@ -139,41 +119,27 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
     );
     // Deleting the rule queues the pipeline again: it passes once more.
     let rule_id = rule["data"]["id"].as_str().unwrap();
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/compliance/rules/{rule_id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&org)
+        .delete(format!("/api/compliance/rules/{rule_id}"))
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 1);
     let state = state_of(app);
     assert_eq!(drain(&state).await, 1);
     super::scans::sweep_all(&state).await;
-    let (_, body) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, body) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!(body["data"]["compliance"]["result"], "pass", "{body}");
     // A deleted entity's events are dropped without a judgement.
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&org)
+        .delete(format!("/api/pipelines/{id}"))
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(drain(&state).await, 1);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
 }
@@ -182,16 +148,13 @@ async fn a_failing_judgement_is_retried_then_dead(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     create_pipeline(app, &alice, &org, pipeline("ci")).await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&org),
-            Some(
-                json!({"name": "r", "target": "pipeline", "severity": "warning",
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/compliance/rules")
+        .json(
+            json!({"name": "r", "target": "pipeline", "severity": "warning",
                         "field": "pipelineName", "operator": "eq", "value": "ci"}),
-            ),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -217,29 +180,29 @@ async fn a_failing_judgement_is_retried_then_dead(app: &TestApp) {
 
 async fn a_subscription_change_judges_the_organizations_entities_again(app: &TestApp) {
     let (system, root) = app.system().await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &root,
-            Some(&system),
-            Some(
-                json!({"name": "Private only", "target": "pipeline", "severity": "warning",
+    let rule_id = app
+        .by(&root)
+        .org(&system)
+        .post("/api/compliance/rules")
+        .json(
+            json!({"name": "Private only", "target": "pipeline", "severity": "warning",
                         "field": "accessModifier", "operator": "eq", "value": "private",
                         "scope": "published"}),
-            ),
         )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let rule_id = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     let mut id = String::new();
     for name in ["one", "two"] {
         let mut body = pipeline(name);
         body["accessModifier"] = json!("public");
-        let (status, created) = app
-            .call("POST", "/api/pipelines", &alice, Some(&org), Some(body))
+        let Answer(status, created) = app
+            .by(&alice)
+            .org(&org)
+            .post("/api/pipelines")
+            .json(body)
             .await;
         assert_eq!(status, StatusCode::CREATED, "{created}");
         id = created["data"]["id"].as_str().unwrap().to_owned();
@@ -247,60 +210,39 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
     drain(&state_of(app)).await;
     // Subscribing (inactive) changes nothing; activating queues the organization's
     // pipelines, as one event.
-    let (status, _) = app
-        .call(
-            "POST",
-            "/api/compliance/subscriptions",
-            &alice,
-            Some(&org),
-            Some(json!({"ruleId": rule_id})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
+    app.by(&alice)
+        .org(&org)
+        .post("/api/compliance/subscriptions")
+        .json(json!({"ruleId": rule_id}))
+        .await
+        .expect(StatusCode::CREATED);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
-    let (status, _) = app
-        .call(
-            "PATCH",
-            &format!("/api/compliance/subscriptions/{rule_id}"),
-            &alice,
-            Some(&org),
-            Some(json!({"isActive": true})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&org)
+        .patch(format!("/api/compliance/subscriptions/{rule_id}"))
+        .json(json!({"isActive": true}))
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 1);
     assert_eq!(settle(app).await, 1);
-    let (_, got) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, got) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!(got["data"]["compliance"]["result"], "warn", "{got}");
     // Unsubscribing queues them again: the result no longer names the rule.
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/compliance/subscriptions/{rule_id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&org)
+        .delete(format!("/api/compliance/subscriptions/{rule_id}"))
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 1);
     settle(app).await;
-    let (_, got) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, got) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!(got["data"]["compliance"]["result"], "pass", "{got}");
 }
@@ -311,57 +253,42 @@ async fn a_rule_moved_to_another_target_judges_its_old_target_again(app: &TestAp
     let id = create_pipeline(app, &alice, &org, pipeline("ci")).await;
     let rule = json!({"name": "r", "target": "pipeline", "severity": "warning",
                       "field": "pipelineName", "operator": "eq", "value": "cd"});
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &alice,
-            Some(&org),
-            Some(rule.clone()),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let rule_id = body["data"]["id"].as_str().unwrap().to_owned();
+    let rule_id = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/compliance/rules")
+        .json(rule.clone())
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     // Each drain on a fresh state: a state's rule cache is its process's, which the
     // change made through the router's state does not reach here.
     drain(&state_of(app)).await;
-    let (_, got) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, got) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!(got["data"]["compliance"]["result"], "warn");
     let mut moved = rule;
     moved["target"] = json!("plugin");
     moved["field"] = json!("name");
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/compliance/rules/{rule_id}"),
-            &alice,
-            Some(&org),
-            Some(moved),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&alice)
+        .org(&org)
+        .put(format!("/api/compliance/rules/{rule_id}"))
+        .json(moved)
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(
         app.store.pending_reevaluations(&org).await.unwrap(),
         1,
         "the pipelines, judged by the rule before (no plugins: nothing for them)"
     );
     assert_eq!(settle(app).await, 1);
-    let (_, got) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, got) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{id}"))
         .await;
     assert_eq!(got["data"]["compliance"]["result"], "pass", "{got}");
 }
@@ -381,16 +308,12 @@ async fn an_entity_being_judged_is_not_claimed_again(app: &TestApp) {
     // A new edit of the claimed pipeline while it is judged.
     let mut body = pipeline("ci");
     body["props"] = json!({"revision": 1});
-    let (status, _) = app
-        .call(
-            "PUT",
-            &format!("/api/pipelines/{}", ids[0]),
-            &alice,
-            Some(&org),
-            Some(body),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    app.by(&alice)
+        .org(&org)
+        .put(format!("/api/pipelines/{}", ids[0]))
+        .json(body)
+        .await
+        .expect(StatusCode::OK);
     let (_, claimed) = claim(app, 1).await;
     assert_eq!(
         claimed,
@@ -409,8 +332,11 @@ async fn an_entity_being_judged_is_not_claimed_again(app: &TestApp) {
 
 /// Creates a pipeline through the API: its id.
 async fn create_pipeline(app: &TestApp, token: &str, org: &str, body: Value) -> String {
-    let (status, body) = app
-        .call("POST", "/api/pipelines", token, Some(org), Some(body))
+    let Answer(status, body) = app
+        .by(token)
+        .org(org)
+        .post("/api/pipelines")
+        .json(body)
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     body["data"]["id"].as_str().unwrap().to_owned()

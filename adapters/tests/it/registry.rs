@@ -6,6 +6,7 @@
 //! whose bytes do not match its digest, one that stops in the middle of a copy, and
 //! bearer-token authentication.
 
+use crate::api::Answer;
 use std::collections::HashSet;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -254,15 +255,11 @@ fn root(app: &TestApp) -> String {
     app.token("root", ROOT_EMAIL)
 }
 
-async fn copy(app: &TestApp, token: &str, source: &str, target: &str) -> (StatusCode, Value) {
-    app.call(
-        "POST",
-        "/api/images/copy",
-        token,
-        None,
-        Some(json!({"source": source, "target": target})),
-    )
-    .await
+async fn copy(app: &TestApp, token: &str, source: &str, target: &str) -> Answer {
+    app.by(token)
+        .post("/api/images/copy")
+        .json(json!({"source": source, "target": target}))
+        .await
 }
 
 async fn chained(app: &TestApp, action: &str) -> Vec<(String, Value)> {
@@ -285,7 +282,7 @@ async fn an_index_is_copied_bottom_up_and_chained_in_both_organizations(app: &Te
     let (system, org_a) = organizations(app).await;
     let served = app.beside(&[("REGISTRY_URL", registry.url.as_str())]).await;
 
-    let (status, body) = copy(
+    let Answer(status, body) = copy(
         &served,
         &root(app),
         "org-a/plugin:1.0.0",
@@ -337,7 +334,7 @@ async fn an_index_is_copied_bottom_up_and_chained_in_both_organizations(app: &Te
     }
 
     // Copied again under another tag: nothing is missing but the tag itself.
-    let (status, body) = copy(
+    let Answer(status, body) = copy(
         &served,
         &root(app),
         "org-a/plugin:1.0.0",
@@ -363,7 +360,8 @@ async fn a_docker_manifest_and_a_partly_filled_target_copy_only_what_is_missing(
     .await;
     let (_, org_a) = organizations(app).await;
     let served = app.beside(&[("REGISTRY_URL", registry.url.as_str())]).await;
-    let (status, body) = copy(&served, &root(app), "org-a/tool:2.0", "org-a/tool-copy:2.0").await;
+    let Answer(status, body) =
+        copy(&served, &root(app), "org-a/tool:2.0", "org-a/tool-copy:2.0").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["mounted"], json!({"manifests": 1, "blobs": 3}));
     assert_eq!(body["data"]["isPromotionToSystem"], false);
@@ -386,7 +384,8 @@ async fn a_docker_manifest_and_a_partly_filled_target_copy_only_what_is_missing(
         .await
         .unwrap();
     client.push_blob(&target, b"amd64 layer").await.unwrap();
-    let (status, body) = copy(&served, &root(app), "org-a/partial:1", "system/partial:1").await;
+    let Answer(status, body) =
+        copy(&served, &root(app), "org-a/partial:1", "system/partial:1").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["mounted"], json!({"manifests": 3, "blobs": 3}));
     for blob in &index.blobs {
@@ -394,7 +393,7 @@ async fn a_docker_manifest_and_a_partly_filled_target_copy_only_what_is_missing(
     }
     // A copy by digest: the target digest is the source's.
     let by_digest = format!("org-a/partial@{}", index.digest);
-    let (status, body) = copy(&served, &root(app), &by_digest, "org-a/pinned:1").await;
+    let Answer(status, body) = copy(&served, &root(app), &by_digest, "org-a/pinned:1").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
         body["data"]["source"],
@@ -444,14 +443,9 @@ async fn delete_by_tag_and_by_digest_and_a_shared_digest_only_when_forced(app: &
     let token = root(app);
 
     // A tag of its own: deleted by its digest.
-    let (status, body) = served
-        .call(
-            "DELETE",
-            "/api/images/org-a/app/manifests/1",
-            &token,
-            None,
-            None,
-        )
+    let Answer(status, body) = served
+        .by(&token)
+        .delete("/api/images/org-a/app/manifests/1")
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
@@ -467,14 +461,9 @@ async fn delete_by_tag_and_by_digest_and_a_shared_digest_only_when_forced(app: &
     );
 
     // A tag another tag shares: refused, naming it, and nothing is deleted.
-    let (status, body) = served
-        .call(
-            "DELETE",
-            "/api/images/org-a/app/manifests/2",
-            &token,
-            None,
-            None,
-        )
+    let Answer(status, body) = served
+        .by(&token)
+        .delete("/api/images/org-a/app/manifests/2")
         .await;
     assert_eq!(
         (status, code(status, &body).as_str()),
@@ -484,7 +473,7 @@ async fn delete_by_tag_and_by_digest_and_a_shared_digest_only_when_forced(app: &
     assert_eq!(body["details"]["tags"], json!(["latest"]));
     assert_eq!(body["details"]["digest"], two.digest.as_str());
     let path = format!("/api/images/org-a/app/manifests/{}", two.digest);
-    let (status, body) = served.call("DELETE", &path, &token, None, None).await;
+    let Answer(status, body) = served.by(&token).delete(&path).await;
     assert_eq!(
         status,
         StatusCode::CONFLICT,
@@ -500,9 +489,7 @@ async fn delete_by_tag_and_by_digest_and_a_shared_digest_only_when_forced(app: &
     );
 
     // Forced: by digest, and both tags are gone.
-    let (status, body) = served
-        .call("DELETE", &format!("{path}?force=true"), &token, None, None)
-        .await;
+    let Answer(status, body) = served.by(&token).delete(format!("{path}?force=true")).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["ref"], two.digest.as_str());
     for gone in ["2", "latest"] {
@@ -515,16 +502,11 @@ async fn delete_by_tag_and_by_digest_and_a_shared_digest_only_when_forced(app: &
         );
     }
     // Absent now: 404, and nothing more recorded.
-    let (status, body) = served
-        .call(
-            "DELETE",
-            "/api/images/org-a/app/manifests/latest",
-            &token,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    served
+        .by(&token)
+        .delete("/api/images/org-a/app/manifests/latest")
+        .await
+        .expect(StatusCode::NOT_FOUND);
     let events = chained(app, "registry.tag.delete").await;
     assert_eq!(events.len(), 2, "{events:?}");
     assert!(events.iter().all(|(org, _)| org == &org_a));
@@ -537,7 +519,7 @@ async fn refusals_and_failures_answer_their_codes_and_record_nothing(app: &TestA
     let token = root(app);
 
     // No registry configured.
-    let (status, body) = copy(app, &token, "org-a/plugin:1", "system/plugin:1").await;
+    let Answer(status, body) = copy(app, &token, "org-a/plugin:1", "system/plugin:1").await;
     assert_eq!(
         (status, code(status, &body).as_str()),
         (StatusCode::SERVICE_UNAVAILABLE, "REGISTRY_NOT_CONFIGURED")
@@ -551,7 +533,7 @@ async fn refusals_and_failures_answer_their_codes_and_record_nothing(app: &TestA
         ("org-a/plugin:1", "127.0.0.1:5000/plugin:1", "target"),
         ("org-a/plugin:1", "org-a/plugin:1", "target"),
     ] {
-        let (status, body) = copy(app, &token, source, target).await;
+        let Answer(status, body) = copy(app, &token, source, target).await;
         assert_eq!(
             status,
             StatusCode::BAD_REQUEST,
@@ -560,24 +542,19 @@ async fn refusals_and_failures_answer_their_codes_and_record_nothing(app: &TestA
         assert_eq!(body["details"]["field"], field, "{body}");
     }
     // A NUL anywhere in a body is refused before it is read.
-    let (status, body) = copy(app, &token, "org-a/plugin:1\u{0}", "system/plugin:1").await;
+    let Answer(status, body) = copy(app, &token, "org-a/plugin:1\u{0}", "system/plugin:1").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/images/copy",
-            &token,
-            None,
-            Some(json!({"source": "a:1"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    app.by(&token)
+        .post("/api/images/copy")
+        .json(json!({"source": "a:1"}))
+        .await
+        .expect(StatusCode::BAD_REQUEST);
     for (path, field) in [
         ("/api/images/Org/app/manifests/1", "name"),
         ("/api/images/org-a/app/manifests/sha256:xyz", "reference"),
         ("/api/images/org-a/app/tags/1", "name"),
     ] {
-        let (status, body) = app.call("DELETE", path, &token, None, None).await;
+        let Answer(status, body) = app.by(&token).delete(path).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
         assert_eq!(body["details"]["field"], field, "{body}");
     }
@@ -585,7 +562,7 @@ async fn refusals_and_failures_answer_their_codes_and_record_nothing(app: &TestA
     // A registry that is not there: 503, quickly.
     let nowhere = format!("http://127.0.0.1:{}", crash::free_port());
     let served = app.beside(&[("REGISTRY_URL", nowhere.as_str())]).await;
-    let (status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
+    let Answer(status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
     assert_eq!(
         (status, code(status, &body).as_str()),
         (StatusCode::SERVICE_UNAVAILABLE, "REGISTRY_UNAVAILABLE"),
@@ -606,14 +583,9 @@ async fn refusals_and_failures_answer_their_codes_and_record_nothing(app: &TestA
     )
     .await;
     let served = app.beside(&[("REGISTRY_URL", registry.url.as_str())]).await;
-    let (status, body) = served
-        .call(
-            "DELETE",
-            "/api/images/org-a/kept/manifests/1",
-            &token,
-            None,
-            None,
-        )
+    let Answer(status, body) = served
+        .by(&token)
+        .delete("/api/images/org-a/kept/manifests/1")
         .await;
     assert_eq!(
         (status, code(status, &body).as_str()),
@@ -628,25 +600,20 @@ async fn refusals_and_failures_answer_their_codes_and_record_nothing(app: &TestA
         Some(seeded.digest)
     );
     // A source that does not exist: 404.
-    let (status, body) = copy(&served, &token, "org-a/missing:1", "system/missing:1").await;
+    let Answer(status, body) = copy(&served, &token, "org-a/missing:1", "system/missing:1").await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
 
     // Not a super-admin (an organization's owner, the system organization's own
     // member without the Super Admin role): 403, audited as authz.denied there.
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = copy(&served, &alice, "org-a/kept:1", "system/kept:1").await;
+    let Answer(status, body) = copy(&served, &alice, "org-a/kept:1", "system/kept:1").await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(body["details"]["missing"], "registry:write");
-    let (status, _) = served
-        .call(
-            "DELETE",
-            "/api/images/org-a/kept/manifests/1",
-            &alice,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    served
+        .by(&alice)
+        .delete("/api/images/org-a/kept/manifests/1")
+        .await
+        .expect(StatusCode::FORBIDDEN);
     let denied = chained(app, "authz.denied").await;
     assert!(
         denied.iter().any(|(org, _)| org == &system),
@@ -676,7 +643,7 @@ async fn a_completed_copy_is_always_audited(app: &TestApp) {
     let seeded = seed_index(&registry.client(false), "org-a/plugin", "1.0.0").await;
     let (_, org_a) = organizations(app).await;
     let served = app.beside(&[("REGISTRY_URL", registry.url.as_str())]).await;
-    let (status, body) = copy(
+    let Answer(status, body) = copy(
         &served,
         &root(app),
         "org-a/plugin:1.0.0",
@@ -702,7 +669,7 @@ async fn a_completed_copy_is_always_audited(app: &TestApp) {
     } else {
         app.sql("CREATE TRIGGER outbox_down BEFORE INSERT ON audit_outbox BEGIN SELECT RAISE(ABORT, 'the outbox is down'); END").await;
     }
-    let (status, body) = copy(
+    let Answer(status, body) = copy(
         &served,
         &root(app),
         "org-a/plugin:1.0.0",
@@ -908,7 +875,7 @@ async fn a_registry_that_will_not_mount_gets_the_bytes_uploaded_and_no_session_l
     organizations(&app).await;
     let double = proxy(&registry, Mode::NoMount).await;
     let served = app.beside(&[("REGISTRY_URL", double.as_str())]).await;
-    let (status, body) = copy(
+    let Answer(status, body) = copy(
         &served,
         &root(&app),
         "org-a/plugin:1.0.0",
@@ -938,7 +905,7 @@ async fn a_blob_whose_bytes_do_not_match_is_refused_and_its_upload_session_cance
     organizations(&app).await;
     let double = proxy(&registry, Mode::NoMountCorruptBlobs).await;
     let served = app.beside(&[("REGISTRY_URL", double.as_str())]).await;
-    let (status, body) = copy(
+    let Answer(status, body) = copy(
         &served,
         &root(&app),
         "org-a/plugin:1.0.0",
@@ -977,7 +944,7 @@ async fn a_manifest_that_does_not_match_its_digest_or_a_registry_that_stops_reco
     seed_index(&registry.client(false), "org-a/plugin", "1").await;
     let tampering = proxy(&registry, Mode::Tamper).await;
     let served = app.beside(&[("REGISTRY_URL", tampering.as_str())]).await;
-    let (status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
+    let Answer(status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
     assert_eq!(
         (status, code(status, &body).as_str()),
         (StatusCode::BAD_GATEWAY, "REGISTRY_DIGEST_MISMATCH"),
@@ -988,7 +955,7 @@ async fn a_manifest_that_does_not_match_its_digest_or_a_registry_that_stops_reco
     // Stopped when the first manifest is put: a clear 503, and no event.
     let stopping = proxy(&registry, Mode::StopAtManifestPut).await;
     let served = app.beside(&[("REGISTRY_URL", stopping.as_str())]).await;
-    let (status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
+    let Answer(status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
     assert_eq!(
         (status, code(status, &body).as_str()),
         (StatusCode::SERVICE_UNAVAILABLE, "REGISTRY_UNAVAILABLE"),
@@ -1019,7 +986,7 @@ async fn credentials_reach_a_basic_registry_and_a_token_endpoint() {
             ("REGISTRY_PASSWORD", PASSWORD),
         ])
         .await;
-    let (status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
+    let Answer(status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["targetDigest"], seeded.digest.as_str());
     served.stop().await;
@@ -1030,7 +997,7 @@ async fn credentials_reach_a_basic_registry_and_a_token_endpoint() {
             ("REGISTRY_PASSWORD", "wrong"),
         ])
         .await;
-    let (status, body) = copy(&wrong, &token, "org-a/plugin:1", "system/plugin:2").await;
+    let Answer(status, body) = copy(&wrong, &token, "org-a/plugin:1", "system/plugin:2").await;
     assert_eq!(
         (status, code(status, &body).as_str()),
         (StatusCode::BAD_GATEWAY, "REGISTRY_REFUSED"),
@@ -1050,12 +1017,12 @@ async fn credentials_reach_a_basic_registry_and_a_token_endpoint() {
             ("REGISTRY_PASSWORD", PASSWORD),
         ])
         .await;
-    let (status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
+    let Answer(status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["mounted"], json!({"manifests": 3, "blobs": 5}));
     served.stop().await;
     let anonymous = app.beside(&[("REGISTRY_URL", double.as_str())]).await;
-    let (status, body) = copy(&anonymous, &token, "org-a/plugin:1", "system/plugin:2").await;
+    let Answer(status, body) = copy(&anonymous, &token, "org-a/plugin:1", "system/plugin:2").await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
     anonymous.stop().await;
     app.finish().await;

@@ -3,6 +3,8 @@
 //! a malformed event) through the ingest, and every execution report against
 //! figures worked out by hand from the same events, on both backends.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 use chrono::DateTime;
 
 use super::fixtures::staged_pipeline;
@@ -112,51 +114,34 @@ fn stream() -> Vec<Value> {
     delivered
 }
 
-async fn report(
-    app: &TestApp,
-    token: &str,
-    org: &str,
-    name: &str,
-    query: &str,
-) -> (StatusCode, Value) {
-    app.call(
-        "GET",
-        &format!("/api/reports/execution/{name}?{RANGE}{query}"),
-        token,
-        Some(org),
-        None,
-    )
-    .await
+async fn report(app: &TestApp, token: &str, org: &str, name: &str, query: &str) -> Answer {
+    app.by(token)
+        .org(org)
+        .get(format!("/api/reports/execution/{name}?{RANGE}{query}"))
+        .await
 }
 
 async fn ok(app: &TestApp, token: &str, org: &str, name: &str, query: &str) -> Value {
-    let (status, body) = report(app, token, org, name, query).await;
+    let Answer(status, body) = report(app, token, org, name, query).await;
     assert_eq!(status, StatusCode::OK, "{name}{query}: {body}");
     body["data"].clone()
 }
 
 async fn pipeline(app: &TestApp, token: &str, org: &str, name: &str, arn: &str) -> String {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            token,
-            Some(org),
-            Some(staged_pipeline(name)),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines/registry",
-            token,
-            Some(org),
-            Some(json!({"arn": arn, "pipelineId": id})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let id = app
+        .by(token)
+        .org(org)
+        .post("/api/pipelines")
+        .json(staged_pipeline(name))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
+    app.by(token)
+        .org(org)
+        .post("/api/pipelines/registry")
+        .json(json!({"arn": arn, "pipelineId": id}))
+        .await
+        .expect(StatusCode::OK);
     id
 }
 
@@ -183,16 +168,12 @@ async fn the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand(app: &T
     // A malformed event refuses its whole batch, naming it; nothing is stored.
     let mut bad = stream()[..5].to_vec();
     bad[3]["detail"]["state"] = json!("EXPLODED");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/reports/events",
-            &service,
-            None,
-            Some(json!(bad)),
-        )
+    let Answer(status, body) = app
+        .by(&service)
+        .post("/api/reports/events")
+        .json(json!(bad))
         .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    assert_eq!(code(status, &body), ErrorCode::ValidationError);
     assert!(
         body["message"]
             .as_str()
@@ -200,45 +181,32 @@ async fn the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand(app: &T
             .contains("[3].detail.state"),
         "{body}"
     );
-    let (_, counted) = report(app, &alice, &org_a, "count", "").await;
+    let Answer(_, counted) = report(app, &alice, &org_a, "count", "").await;
     assert_eq!(counted["data"]["overall"]["total"], 0);
     // A user cannot post events.
-    let (status, _) = app
-        .call(
-            "POST",
-            "/api/reports/events",
-            &alice,
-            None,
-            Some(json!(stream()[0])),
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    app.by(&alice)
+        .post("/api/reports/events")
+        .json(json!(stream()[0]))
+        .await
+        .expect(StatusCode::FORBIDDEN);
 
     let events = stream();
     let mut stored = 0;
     for batch in [&events[..12], &events[12..25], &events[25..]] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/reports/events",
-                &service,
-                None,
-                Some(json!(batch)),
-            )
+        let Answer(status, body) = app
+            .by(&service)
+            .post("/api/reports/events")
+            .json(json!(batch))
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
         stored += body["data"]["stored"].as_u64().unwrap();
     }
     assert_eq!(stored, 31, "each event once");
     // One envelope alone is accepted too, and a redelivery stores nothing.
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/reports/events",
-            &service,
-            None,
-            Some(events[0].clone()),
-        )
+    let Answer(_, body) = app
+        .by(&service)
+        .post("/api/reports/events")
+        .json(events[0].clone())
         .await;
     assert_eq!(body["data"]["stored"], 0);
 
@@ -362,33 +330,24 @@ async fn the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand(app: &T
 
     // The unregistered name waits aside, listed for super-admins, until registered.
     let root = app.token("root", ROOT_EMAIL);
-    let (status, _) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &root,
-            None,
-            Some(json!({"name": "system"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
-    let (status, body) = app
-        .call("GET", "/api/reports/unattributed", &root, None, None)
-        .await;
+    app.by(&root)
+        .post("/api/organization")
+        .json(json!({"name": "system"}))
+        .await
+        .expect(StatusCode::CREATED);
+    let Answer(status, body) = app.by(&root).get("/api/reports/unattributed").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["resources"][0]["resource"], ARN_X);
     assert_eq!(body["data"]["resources"][0]["executions"], 1);
-    let (status, _) = app
-        .call("GET", "/api/reports/unattributed", &alice, None, None)
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    app.by(&alice)
+        .get("/api/reports/unattributed")
+        .await
+        .expect(StatusCode::FORBIDDEN);
     let nightly = pipeline(app, &alice, &org_a, "nightly", ARN_X).await;
     let count = ok(app, &alice, &org_a, "count", "").await;
     assert_eq!(count["overall"]["total"], 7);
     assert_eq!(count["pipelines"][1]["pipelineId"], nightly.as_str());
-    let (_, body) = app
-        .call("GET", "/api/reports/unattributed", &root, None, None)
-        .await;
+    let Answer(_, body) = app.by(&root).get("/api/reports/unattributed").await;
     assert_eq!(body["data"]["resources"], json!([]));
     let errors = ok(
         app,
@@ -415,53 +374,42 @@ async fn execution_data_stays_with_its_organization(app: &TestApp) {
     let bob = app.token("bob", "bob@example.com");
     pipeline(app, &alice, &acme, "web", ARN_A).await;
     let service = service(app);
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/reports/events",
-            &service,
-            None,
-            Some(json!(stream())),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&service)
+        .post("/api/reports/events")
+        .json(json!(stream()))
+        .await
+        .expect(StatusCode::OK);
     let total = |token: String, org: String| async move {
         ok(app, &token, &org, "count", "").await["overall"]["total"].clone()
     };
     assert_eq!(total(alice.clone(), acme.clone()).await, 6);
 
     // Globex cannot take acme's name: 409, and acme's analytics stay as they were.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &bob,
-            Some(&globex),
-            Some(staged_pipeline("web")),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let bobs = body["data"]["id"].as_str().unwrap().to_owned();
+    let bobs = app
+        .by(&bob)
+        .org(&globex)
+        .post("/api/pipelines")
+        .json(staged_pipeline("web"))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let register = |token: String, take_over: bool| {
         let bobs = bobs.clone();
         let globex = globex.clone();
         async move {
-            app.call(
-                "POST",
-                "/api/pipelines/registry",
-                &token,
-                Some(&globex),
-                Some(json!({"arn": ARN_A, "pipelineId": bobs, "takeOver": take_over})),
-            )
-            .await
+            app.by(&token)
+                .org(&globex)
+                .post("/api/pipelines/registry")
+                .json(json!({"arn": ARN_A, "pipelineId": bobs, "takeOver": take_over}))
+                .await
         }
     };
-    let (status, body) = register(bob.clone(), false).await;
-    assert_eq!(code(status, &body), "CONFLICT", "{body}");
-    let (status, body) = register(bob.clone(), true).await;
+    let Answer(status, body) = register(bob.clone(), false).await;
+    assert_eq!(code(status, &body), ErrorCode::Conflict, "{body}");
+    let Answer(status, body) = register(bob.clone(), true).await;
     assert_eq!(
         code(status, &body),
-        "FORBIDDEN",
+        ErrorCode::Forbidden,
         "only a super-admin moves it: {body}"
     );
     assert_eq!(total(alice.clone(), acme.clone()).await, 6);
@@ -470,33 +418,23 @@ async fn execution_data_stays_with_its_organization(app: &TestApp) {
     // Deleted, acme still holds it (it may be restored): still 409.
     let root = app.super_token().await;
     let step = app.step_up("root", 0);
-    let (status, body) = app
-        .stepped(
-            "DELETE",
-            &format!("/api/organization/{acme}"),
-            &root,
-            Some(step.clone()),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = register(bob.clone(), false).await;
-    assert_eq!(code(status, &body), "CONFLICT", "{body}");
+    app.by(&root)
+        .step_up(step.clone())
+        .delete(format!("/api/organization/{acme}"))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, body) = register(bob.clone(), false).await;
+    assert_eq!(code(status, &body), ErrorCode::Conflict, "{body}");
     assert_eq!(
         total(bob.clone(), globex.clone()).await,
         0,
         "nothing of acme's leaked"
     );
-    let (status, body) = app
-        .stepped(
-            "POST",
-            &format!("/api/organization/{acme}/restore"),
-            &root,
-            Some(step),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&root)
+        .step_up(step)
+        .post(format!("/api/organization/{acme}/restore"))
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(
         total(alice.clone(), acme.clone()).await,
         6,
@@ -504,7 +442,7 @@ async fn execution_data_stays_with_its_organization(app: &TestApp) {
     );
 
     // A super-admin moves the name: the history stays acme's, new runs are globex's.
-    let (status, body) = register(root.clone(), true).await;
+    let Answer(status, body) = register(root.clone(), true).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(total(alice.clone(), acme.clone()).await, 6);
     assert_eq!(total(bob.clone(), globex.clone()).await, 0);
@@ -522,36 +460,30 @@ async fn execution_data_stays_with_its_organization(app: &TestApp) {
         "STARTED",
         (None, None, None),
     )];
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/reports/events",
-            &service,
-            None,
-            Some(json!(later)),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&service)
+        .post("/api/reports/events")
+        .json(json!(later))
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(total(bob.clone(), globex.clone()).await, 1);
     assert_eq!(total(alice.clone(), acme.clone()).await, 6);
 
     // Globex is deleted and purged: its events go with it; a third organization
     // registering the name gets none of its history, nor acme's.
     let step = app.step_up("root", 0);
-    let (status, body) = app
-        .stepped(
-            "DELETE",
-            &format!("/api/organization/{globex}"),
-            &root,
-            Some(step),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    app.store
-        .purge_deleted_organizations(Utc::now() + chrono::Duration::seconds(1))
+    app.by(&root)
+        .step_up(step)
+        .delete(format!("/api/organization/{globex}"))
         .await
-        .unwrap();
+        .expect(StatusCode::OK);
+    // Purged as past its window (a restore window of no days, a second from now).
+    adapters::workers::retention::purge_deleted(
+        &app.store,
+        Utc::now() + chrono::Duration::seconds(1),
+        0,
+    )
+    .await
+    .unwrap();
     let initech = app.org("carol", "initech").await;
     let carol = app.token("carol", "carol@example.com");
     pipeline(app, &carol, &initech, "web", ARN_A).await;
@@ -562,29 +494,20 @@ async fn execution_data_stays_with_its_organization(app: &TestApp) {
 async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestApp) {
     let root = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "team-a", "parentOrgId": root})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let team = body["data"]["id"].as_str().unwrap().to_owned();
+    let team = app
+        .by(&alice)
+        .post("/api/organization")
+        .json(json!({"name": "team-a", "parentOrgId": root}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     pipeline(app, &alice, &team, "web", ARN_A).await;
     let service = service(app);
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/reports/events",
-            &service,
-            None,
-            Some(json!(stream())),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&service)
+        .post("/api/reports/events")
+        .json(json!(stream()))
+        .await
+        .expect(StatusCode::OK);
     // The root's own report holds none of its team's; with includeTeams it does.
     assert_eq!(
         ok(app, &alice, &root, "count", "").await["overall"]["total"],
@@ -594,26 +517,21 @@ async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestAp
     assert_eq!(rolled["overall"]["total"], 6);
     assert_eq!(rolled["scope"]["orgIds"], json!([root, team]));
     // A member has reports:read, not reports:rollup; a stranger neither.
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{root}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": "mia"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&alice)
+        .post(format!("/api/organization/{root}/members"))
+        .json(json!({"userId": "mia"}))
+        .await
+        .expect(StatusCode::CREATED);
     let mia = app.token("mia", "mia@example.com");
     assert_eq!(
         ok(app, &mia, &root, "count", "").await["overall"]["total"],
         0
     );
-    let (status, body) = report(app, &mia, &root, "count", "&includeTeams=true").await;
-    assert_eq!(code(status, &body), "FORBIDDEN");
+    let Answer(status, body) = report(app, &mia, &root, "count", "&includeTeams=true").await;
+    assert_eq!(code(status, &body), ErrorCode::Forbidden);
     let eve = app.token("eve", "eve@example.com");
-    let (status, body) = report(app, &eve, &root, "count", "").await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    let Answer(status, body) = report(app, &eve, &root, "count", "").await;
+    assert_eq!(code(status, &body), ErrorCode::TenantForbidden);
     // Events stored but not derived (a crash between the two) are derived by the
     // worker's pass.
     let late = envelope(
@@ -624,19 +542,21 @@ async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestAp
         (None, None, None),
     );
     let parsed = reporting::ExecutionEvent::parse(&late).unwrap();
-    app.store
-        .record_report_events(
-            &[adapters::storage::NewReportEvent {
-                id: parsed.id.clone(),
-                resource: parsed.resource.clone(),
-                execution_id: parsed.execution_id.clone(),
-                occurred_at: parsed.time,
-                body: serde_json::to_string(&parsed).unwrap(),
-            }],
-            Utc::now(),
-        )
-        .await
-        .unwrap();
+    // Stored, and not derived (as after a crash between an ingest and its derivation).
+    let mut unit = app.store.transaction().await.unwrap();
+    unit.record_report_events(
+        &[adapters::storage::NewReportEvent {
+            id: parsed.id.clone(),
+            resource: parsed.resource.clone(),
+            execution_id: parsed.execution_id.clone(),
+            occurred_at: parsed.time,
+            body: serde_json::to_string(&parsed).unwrap(),
+        }],
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    unit.commit().await.unwrap();
     assert_eq!(
         ok(app, &alice, &root, "count", "&includeTeams=true").await["overall"]["total"],
         6
@@ -658,15 +578,14 @@ async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestAp
     assert_eq!(counted["overall"]["total"], 7);
     assert_eq!(counted["overall"]["running"], 2);
     // Retention: what started before the cutoff goes, with its events.
-    let pruned = app
-        .store
-        .prune_reports(
-            DateTime::parse_from_rfc3339("2026-11-20T12:00:00Z")
-                .unwrap()
-                .with_timezone(&Utc),
-        )
-        .await
-        .unwrap();
+    let pruned = adapters::workers::retention::prune_reports(
+        &app.store,
+        DateTime::parse_from_rfc3339("2026-11-20T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc),
+    )
+    .await
+    .unwrap();
     assert_eq!(pruned, 2, "x1 and x2 started before noon");
     let left = ok(app, &alice, &root, "count", "&includeTeams=true").await;
     assert_eq!(left["overall"]["total"], 5);
@@ -674,19 +593,15 @@ async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestAp
     // the report fails closed instead of guessing.
     app.sql("UPDATE report_executions SET error = 'mystery' WHERE outcome = 'failure'")
         .await;
-    let (status, body) = report(app, &alice, &team, "errors", "").await;
-    assert_eq!(code(status, &body), "INTERNAL_ERROR", "{body}");
+    let Answer(status, body) = report(app, &alice, &team, "errors", "").await;
+    assert_eq!(code(status, &body), ErrorCode::InternalError, "{body}");
     app.sql("UPDATE report_executions SET error = 'test' WHERE error = 'mystery'")
         .await;
     // An empty range is zeros, not an error.
     let empty = app
-        .call(
-            "GET",
-            "/api/reports/execution/duration?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z",
-            &alice,
-            Some(&team),
-            None,
-        )
+        .by(&alice)
+        .org(&team)
+        .get("/api/reports/execution/duration?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z")
         .await;
     assert_eq!(empty.0, StatusCode::OK, "{}", empty.1);
     assert_eq!(empty.1["data"]["overall"], Value::Null);
@@ -703,28 +618,24 @@ async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestAp
         ("granularity=minute", "granularity"),
         ("includeTeams=maybe", "includeTeams"),
     ] {
-        let (status, body) = app
-            .call(
-                "GET",
-                &format!("/api/reports/execution/success-rate?{query}"),
-                &alice,
-                Some(&team),
-                None,
-            )
+        let Answer(status, body) = app
+            .by(&alice)
+            .org(&team)
+            .get(format!("/api/reports/execution/success-rate?{query}"))
             .await;
-        assert_eq!(code(status, &body), "VALIDATION_ERROR", "{query}: {body}");
+        assert_eq!(
+            code(status, &body),
+            ErrorCode::ValidationError,
+            "{query}: {body}"
+        );
         assert_eq!(body["details"]["field"], field, "{query}: {body}");
     }
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/reports/execution/count?colour=red",
-            &alice,
-            Some(&team),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&team)
+        .get("/api/reports/execution/count?colour=red")
         .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR", "{body}");
+    assert_eq!(code(status, &body), ErrorCode::ValidationError, "{body}");
     // A batch over the bound, an empty one, a non-event.
     let many: Vec<Value> = (0..1001)
         .map(|i| {
@@ -739,10 +650,11 @@ async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestAp
         json!("events"),
         json!([{"id": "x"}]),
     ] {
-        let (status, answer) = app
-            .call("POST", "/api/reports/events", &service, None, Some(body))
-            .await;
-        assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
+        app.by(&service)
+            .post("/api/reports/events")
+            .json(body)
+            .await
+            .refused(ErrorCode::ValidationError);
     }
 }
 
@@ -865,16 +777,11 @@ async fn reports_read_the_standby_while_it_keeps_up() {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     pipeline(&app, &alice, &org, "web", ARN_A).await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/reports/events",
-            &service(&app),
-            None,
-            Some(json!(stream())),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&service(&app))
+        .post("/api/reports/events")
+        .json(json!(stream()))
+        .await
+        .expect(StatusCode::OK);
     let on_primary = ok(&app, &alice, &org, "count", "").await;
     assert_eq!(on_primary["scope"]["readFrom"], "primary");
     assert!(on_primary["overall"]["total"].as_u64().unwrap() > 0);
@@ -900,13 +807,9 @@ async fn reports_read_the_standby_while_it_keeps_up() {
         "{as_of} {beat}"
     );
     let plugins = reader
-        .call(
-            "GET",
-            &format!("/api/reports/plugins/summary?{RANGE}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/reports/plugins/summary?{RANGE}"))
         .await;
     assert_eq!(
         plugins.1["data"]["scope"]["readFrom"], "standby",
@@ -989,17 +892,13 @@ fn without_as_of(mut body: Value) -> Value {
 async fn every_report(app: &TestApp) -> Vec<(String, String)> {
     let root = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &alice,
-            None,
-            Some(json!({"name": "team-a", "parentOrgId": root})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let team = body["data"]["id"].as_str().unwrap().to_owned();
+    let team = app
+        .by(&alice)
+        .post("/api/organization")
+        .json(json!({"name": "team-a", "parentOrgId": root}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let web = pipeline(app, &alice, &root, "web", ARN_A).await;
     let api = pipeline(app, &alice, &team, "api", ARN_B).await;
     let nightly = pipeline(app, &alice, &root, "nightly", ARN_X).await;
@@ -1037,16 +936,11 @@ async fn every_report(app: &TestApp) -> Vec<(String, String)> {
         }
     }
     let service = service(app);
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/reports/events",
-            &service,
-            None,
-            Some(json!(events)),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&service)
+        .post("/api/reports/events")
+        .json(json!(events))
+        .await
+        .expect(StatusCode::OK);
     let mut answers = Vec::new();
     for name in [
         "count",
@@ -1061,7 +955,7 @@ async fn every_report(app: &TestApp) -> Vec<(String, String)> {
             "&includeTeams=true",
             "&includeTeams=true&granularity=hour&limit=3",
         ] {
-            let (status, body) = report(app, &alice, &root, name, query).await;
+            let Answer(status, body) = report(app, &alice, &root, name, query).await;
             assert_eq!(status, StatusCode::OK, "{name}{query}: {body}");
             let text = without_as_of(body)
                 .to_string()
@@ -1086,14 +980,12 @@ async fn every_report(app: &TestApp) -> Vec<(String, String)> {
         "build-duration",
         "build-failures",
     ] {
-        let (status, body) = app
-            .call(
-                "GET",
-                &format!("/api/reports/plugins/{name}?{RANGE}&includeTeams=true"),
-                &alice,
-                Some(&root),
-                None,
-            )
+        let Answer(status, body) = app
+            .by(&alice)
+            .org(&root)
+            .get(format!(
+                "/api/reports/plugins/{name}?{RANGE}&includeTeams=true"
+            ))
             .await;
         assert_eq!(status, StatusCode::OK, "{name}: {body}");
         let text = without_as_of(body)

@@ -2,6 +2,7 @@
 //! failures (counts exact), cancel mid-scan, a dead sweeper's scan resumed or failed,
 //! schedules validated and run once, the system organization skipped, tenants apart.
 
+use crate::api::Answer;
 use std::time::Duration;
 
 use adapters::services::scans::{self, SweepSettings, Swept};
@@ -70,14 +71,11 @@ async fn seed(app: &TestApp, token: &str, org: &str) -> Vec<String> {
         ("legacy_3", "private"),
     ];
     for (name, access) in names {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/pipelines",
-                token,
-                Some(org),
-                Some(pipeline_as(name, access)),
-            )
+        let Answer(status, body) = app
+            .by(token)
+            .org(org)
+            .post("/api/pipelines")
+            .json(pipeline_as(name, access))
             .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         ids.push(body["data"]["id"].as_str().unwrap().to_owned());
@@ -88,16 +86,12 @@ async fn seed(app: &TestApp, token: &str, org: &str) -> Vec<String> {
         json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
                "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"}),
     ] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/compliance/rules",
-                token,
-                Some(org),
-                Some(rule),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        app.by(token)
+            .org(org)
+            .post("/api/compliance/rules")
+            .json(rule)
+            .await
+            .expect(StatusCode::CREATED);
     }
     ids
 }
@@ -204,28 +198,21 @@ fn wgpolicyk8s_v1alpha2(report: &Value) {
 }
 
 pub async fn start(app: &TestApp, token: &str, org: &str, body: Value) -> Value {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scans",
-            token,
-            Some(org),
-            Some(body),
-        )
+    let Answer(status, body) = app
+        .by(token)
+        .org(org)
+        .post("/api/compliance/scans")
+        .json(body)
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     body["data"].clone()
 }
 
 async fn scan(app: &TestApp, token: &str, org: &str, id: &str) -> Value {
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/scans/{id}"),
-            token,
-            Some(org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(token)
+        .org(org)
+        .get(format!("/api/compliance/scans/{id}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["data"].clone()
@@ -247,9 +234,7 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
     assert_eq!(sweep_all(&state).await, [Swept::Completed]);
     // One notification, with the summary, delivered to the inbox.
     while adapters::workers::delivery::step(&state).await.unwrap() {}
-    let (_, inbox) = app
-        .call("GET", "/api/messages", &alice, Some(&org), None)
-        .await;
+    let Answer(_, inbox) = app.by(&alice).org(&org).get("/api/messages").await;
     let scan_messages: Vec<&Value> = inbox["messages"]
         .as_array()
         .unwrap()
@@ -275,14 +260,12 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
     assert!(print.chars().all(|c| c.is_ascii_hexdigit()));
 
     // The results, paginated and narrowed.
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/scans/{id}/results?result=block&limit=2"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!(
+            "/api/compliance/scans/{id}/results?result=block&limit=2"
+        ))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["pagination"]["total"], 4);
@@ -294,14 +277,10 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         .unwrap()
         .iter()
         .any(|v| v["ruleName"] == "Private only" && v["severity"] == "error"));
-    let (_, all) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/scans/{id}/results?limit=100"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, all) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/compliance/scans/{id}/results?limit=100"))
         .await;
     assert_eq!(all["pagination"]["total"], 10);
     let judged: std::collections::BTreeSet<&str> = all["results"]
@@ -314,14 +293,10 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
     for id in &ids {
         assert!(judged.contains(id.as_str()));
     }
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/scans/{id}/results?result=maybe"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/compliance/scans/{id}/results?result=maybe"))
         .await;
     assert_eq!(
         (status, code(status, &body).as_str()),
@@ -329,14 +304,10 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
     );
 
     // Each entity keeps its new result.
-    let (_, got) = app
-        .call(
-            "GET",
-            &format!("/api/pipelines/{}", ids[0]),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, got) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/pipelines/{}", ids[0]))
         .await;
     assert_eq!(got["data"]["compliance"]["result"], "block", "{got}");
     assert_eq!(got["data"]["compliance"]["scanId"], id.as_str());
@@ -357,14 +328,10 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
     );
 
     // The posture, from the stored results.
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/compliance/posture?target=pipeline",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/posture?target=pipeline")
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let posture = &body["data"];
@@ -384,26 +351,17 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         (top[1]["ruleName"].as_str(), top[1]["violations"].as_u64()),
         (Some("Private only"), Some(4))
     );
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/compliance/posture?top=0",
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    app.by(&alice)
+        .org(&org)
+        .get("/api/compliance/posture?top=0")
+        .await
+        .expect(StatusCode::BAD_REQUEST);
 
     // The same as a PolicyReport.
-    let (status, report) = app
-        .call(
-            "GET",
-            "/api/compliance/posture/policy-report?target=pipeline&limit=100",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, report) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/posture/policy-report?target=pipeline&limit=100")
         .await;
     assert_eq!(status, StatusCode::OK, "{report}");
     assert_eq!(report["apiVersion"], "wgpolicyk8s.io/v1alpha2");
@@ -424,26 +382,17 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
     assert_eq!(fail["rule"], "Private only");
     assert_eq!(fail["severity"], "high");
     assert_eq!(fail["resources"][0]["kind"], "Pipeline");
-    let (status, body) = app
-        .call(
-            "GET",
-            "/api/compliance/posture/policy-report",
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    app.by(&alice)
+        .org(&org)
+        .get("/api/compliance/posture/policy-report")
+        .await
+        .expect(StatusCode::BAD_REQUEST);
 
     // A finished scan cannot be cancelled.
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/compliance/scans/{id}/cancel"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .post(format!("/api/compliance/scans/{id}/cancel"))
         .await;
     assert_eq!(
         (status, code(status, &body).as_str()),
@@ -454,52 +403,38 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
     // Tenants apart: another organization sees none of it.
     let bob_org = app.org("bob", "bobco").await;
     let bob = app.token("bob", "bob@example.com");
-    let (status, _) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/scans/{id}"),
-            &bob,
-            Some(&bob_org),
-            None,
-        )
+    app.by(&bob)
+        .org(&bob_org)
+        .get(format!("/api/compliance/scans/{id}"))
+        .await
+        .expect(StatusCode::NOT_FOUND);
+    app.by(&bob)
+        .org(&bob_org)
+        .get(format!("/api/compliance/scans/{id}/results"))
+        .await
+        .expect(StatusCode::NOT_FOUND);
+    let Answer(status, _) = app
+        .by(&bob)
+        .org(&bob_org)
+        .post(format!("/api/compliance/scans/{id}/cancel"))
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/scans/{id}/results"),
-            &bob,
-            Some(&bob_org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = app
-        .call(
-            "POST",
-            &format!("/api/compliance/scans/{id}/cancel"),
-            &bob,
-            Some(&bob_org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let (_, list) = app
-        .call("GET", "/api/compliance/scans", &bob, Some(&bob_org), None)
+    let Answer(_, list) = app
+        .by(&bob)
+        .org(&bob_org)
+        .get("/api/compliance/scans")
         .await;
     assert_eq!(list["pagination"]["total"], 0);
-    let (_, posture) = app
-        .call("GET", "/api/compliance/posture", &bob, Some(&bob_org), None)
+    let Answer(_, posture) = app
+        .by(&bob)
+        .org(&bob_org)
+        .get("/api/compliance/posture")
         .await;
     assert_eq!(posture["data"]["entities"]["total"], 0);
-    let (_, list) = app
-        .call(
-            "GET",
-            "/api/compliance/scans?status=completed&target=pipeline",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, list) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/scans?status=completed&target=pipeline")
         .await;
     assert_eq!(list["pagination"]["total"], 1);
     assert_eq!(list["scans"][0]["id"], id.as_str());
@@ -576,32 +511,23 @@ async fn filters_narrow_the_sweep_and_the_caller_cannot_name_another_tenant(app:
             "accessModifier",
         ),
     ] {
-        let (status, response) = app
-            .call(
-                "POST",
-                "/api/compliance/scans",
-                &alice,
-                Some(&org),
-                Some(body.clone()),
-            )
+        let Answer(status, response) = app
+            .by(&alice)
+            .org(&org)
+            .post("/api/compliance/scans")
+            .json(body.clone())
             .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body} -> {response}");
         assert_eq!(response["details"]["field"], field, "{response}");
     }
-    let (status, _) = app
-        .call(
-            "POST",
-            "/api/compliance/scans",
-            &alice,
-            Some(&org),
-            Some(json!({"filter": {}})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
+    app.by(&alice)
+        .org(&org)
+        .post("/api/compliance/scans")
+        .json(json!({"filter": {}}))
+        .await
+        .expect(StatusCode::BAD_REQUEST);
     // Nothing was stored by the refusals.
-    let (_, list) = app
-        .call("GET", "/api/compliance/scans", &alice, Some(&org), None)
-        .await;
+    let Answer(_, list) = app.by(&alice).org(&org).get("/api/compliance/scans").await;
     assert_eq!(list["pagination"]["total"], 4);
 }
 
@@ -628,14 +554,10 @@ async fn a_cancelled_scan_stops_within_one_batch(app: &TestApp) {
     assert_eq!(midway["status"], "running");
     assert_eq!(midway["counts"]["scanned"], 3, "one batch: {midway}");
     let claimed = claim(&state, Duration::from_secs(30)).await.unwrap();
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/compliance/scans/{id}/cancel"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .post(format!("/api/compliance/scans/{id}/cancel"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["status"], "cancelled");
@@ -655,37 +577,23 @@ async fn a_cancelled_scan_stops_within_one_batch(app: &TestApp) {
     );
     assert!(ended["endedAt"].is_string());
     // Nor any result: the refused flush wrote nothing.
-    let (_, results) = app
-        .call(
-            "GET",
-            &format!("/api/compliance/scans/{id}/results"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, results) = app
+        .by(&alice)
+        .org(&org)
+        .get(format!("/api/compliance/scans/{id}/results"))
         .await;
     assert_eq!(results["pagination"]["total"], 3, "{results}");
     assert!(claim(&state, Duration::from_secs(30)).await.is_none());
-    let (status, _) = app
-        .call(
-            "POST",
-            &format!("/api/compliance/scans/{id}/cancel"),
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::CONFLICT);
-    let (status, _) = app
-        .call(
-            "POST",
-            "/api/compliance/scans/nope/cancel",
-            &alice,
-            Some(&org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    app.by(&alice)
+        .org(&org)
+        .post(format!("/api/compliance/scans/{id}/cancel"))
+        .await
+        .expect(StatusCode::CONFLICT);
+    app.by(&alice)
+        .org(&org)
+        .post("/api/compliance/scans/nope/cancel")
+        .await
+        .expect(StatusCode::NOT_FOUND);
     app.relay().await;
     let events = app.audited("compliance.scan.cancel").await;
     assert_eq!(events.len(), 1);
@@ -758,14 +666,11 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
         ("* * *", None),
         ("", None),
     ] {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/compliance/scan-schedules",
-                &alice,
-                Some(&org),
-                Some(json!({"target": "pipeline", "cronExpression": cron})),
-            )
+        let Answer(status, body) = app
+            .by(&alice)
+            .org(&org)
+            .post("/api/compliance/scan-schedules")
+            .json(json!({"target": "pipeline", "cronExpression": cron}))
             .await;
         assert_eq!(
             (status, code(status, &body).as_str()),
@@ -779,24 +684,17 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
             "{cron}: {body}"
         );
     }
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scan-schedules",
-            &alice,
-            Some(&org),
-            Some(json!({"target": "anything", "cronExpression": "0 3 * * *"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scan-schedules",
-            &alice,
-            Some(&org),
-            Some(json!({"target": "pipeline", "cronExpression": "0  3 * * *"})),
-        )
+    app.by(&alice)
+        .org(&org)
+        .post("/api/compliance/scan-schedules")
+        .json(json!({"target": "anything", "cronExpression": "0 3 * * *"}))
+        .await
+        .expect(StatusCode::BAD_REQUEST);
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/compliance/scan-schedules")
+        .json(json!({"target": "pipeline", "cronExpression": "0  3 * * *"}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let schedule = body["data"].clone();
@@ -808,27 +706,21 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
     assert_eq!(next.format("%H:%M").to_string(), "03:00");
 
     // An update with an invalid expression changes nothing.
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/compliance/scan-schedules/{id}"),
-            &alice,
-            Some(&org),
-            Some(json!({"cronExpression": "0 0 32 * *"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .put(format!("/api/compliance/scan-schedules/{id}"))
+        .json(json!({"cronExpression": "0 0 32 * *"}))
         .await;
     assert_eq!(
         (status, code(status, &body).as_str()),
         (StatusCode::BAD_REQUEST, "INVALID_CRON")
     );
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/compliance/scan-schedules/{id}"),
-            &alice,
-            Some(&org),
-            Some(json!({"target": "all", "cronExpression": "*/15 * * * *"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .put(format!("/api/compliance/scan-schedules/{id}"))
+        .json(json!({"target": "all", "cronExpression": "*/15 * * * *"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["target"], "all");
@@ -848,23 +740,17 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
         scans::run_due_schedules(&state, Utc::now()).await.unwrap(),
         0
     );
-    let (_, list) = app
-        .call("GET", "/api/compliance/scans", &alice, Some(&org), None)
-        .await;
+    let Answer(_, list) = app.by(&alice).org(&org).get("/api/compliance/scans").await;
     assert_eq!(list["pagination"]["total"], 1);
     let started = &list["scans"][0];
     assert_eq!(started["origin"], "schedule");
     assert_eq!(started["scheduleId"], id.as_str());
     assert_eq!(started["target"], "all");
     assert_eq!(started["requestedBy"], "alice");
-    let (_, got) = app
-        .call(
-            "GET",
-            "/api/compliance/scan-schedules",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, got) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/scan-schedules")
         .await;
     let listed = &got["schedules"][0];
     assert_eq!(listed["lastScanId"], started["id"]);
@@ -873,37 +759,27 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
     assert_eq!(sweep_all(&state).await, [Swept::Completed]);
 
     // Toggle, then delete: inactive schedules never run.
-    let (status, body) = app
-        .call(
-            "PATCH",
-            &format!("/api/compliance/scan-schedules/{id}/active"),
-            &alice,
-            Some(&org),
-            Some(json!({"isActive": false})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .patch(format!("/api/compliance/scan-schedules/{id}/active"))
+        .json(json!({"isActive": false}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["isActive"], false);
     assert!(body["data"]["nextRunAt"].is_null());
-    let (status, body) = app
-        .call(
-            "PATCH",
-            &format!("/api/compliance/scan-schedules/{id}/active"),
-            &alice,
-            Some(&org),
-            Some(json!({"isActive": true})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .patch(format!("/api/compliance/scan-schedules/{id}/active"))
+        .json(json!({"isActive": true}))
         .await;
     assert_eq!(status, StatusCode::OK);
     assert!(body["data"]["nextRunAt"].is_string());
-    let (status, body) = app
-        .call(
-            "DELETE",
-            &format!("/api/compliance/scan-schedules/{id}"),
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .org(&org)
+        .delete(format!("/api/compliance/scan-schedules/{id}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["isActive"], false);
@@ -915,40 +791,27 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
         scans::run_due_schedules(&state, Utc::now()).await.unwrap(),
         0
     );
-    let (_, got) = app
-        .call(
-            "GET",
-            "/api/compliance/scan-schedules",
-            &alice,
-            Some(&org),
-            None,
-        )
+    let Answer(_, got) = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/compliance/scan-schedules")
         .await;
     assert_eq!(got["pagination"]["total"], 1, "deactivated, not removed");
 
     // Another tenant cannot touch it.
     let bob_org = app.org("bob", "bobco").await;
     let bob = app.token("bob", "bob@example.com");
-    let (status, _) = app
-        .call(
-            "PATCH",
-            &format!("/api/compliance/scan-schedules/{id}/active"),
-            &bob,
-            Some(&bob_org),
-            Some(json!({"isActive": true})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/compliance/scan-schedules/{id}"),
-            &bob,
-            Some(&bob_org),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    app.by(&bob)
+        .org(&bob_org)
+        .patch(format!("/api/compliance/scan-schedules/{id}/active"))
+        .json(json!({"isActive": true}))
+        .await
+        .expect(StatusCode::NOT_FOUND);
+    app.by(&bob)
+        .org(&bob_org)
+        .delete(format!("/api/compliance/scan-schedules/{id}"))
+        .await
+        .expect(StatusCode::NOT_FOUND);
 
     app.relay().await;
     assert_eq!(
@@ -967,28 +830,22 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
 
 async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
     let (system, root) = app.system().await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/pipelines",
-            &root,
-            Some(&system),
-            Some(pipeline_as("shared", "public")),
-        )
+    let Answer(status, body) = app
+        .by(&root)
+        .org(&system)
+        .post("/api/pipelines")
+        .json(pipeline_as("shared", "public"))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     // Skipped: the scan ends at once with nothing scanned.
     let skipped = start(app, &root, &system, json!({"target": "all"})).await;
     assert_eq!(skipped["status"], "completed");
     assert_eq!(skipped["counts"]["total"], 0);
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scan-schedules",
-            &root,
-            Some(&system),
-            Some(json!({"target": "all", "cronExpression": "* * * * *"})),
-        )
+    let Answer(status, body) = app
+        .by(&root)
+        .org(&system)
+        .post("/api/compliance/scan-schedules")
+        .json(json!({"target": "all", "cronExpression": "* * * * *"}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let schedule = body["data"]["id"].as_str().unwrap().to_owned();
@@ -1002,8 +859,10 @@ async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
         0,
         "the run is skipped"
     );
-    let (_, list) = app
-        .call("GET", "/api/compliance/scans", &root, Some(&system), None)
+    let Answer(_, list) = app
+        .by(&root)
+        .org(&system)
+        .get("/api/compliance/scans")
         .await;
     assert_eq!(
         list["pagination"]["total"], 1,
@@ -1022,14 +881,10 @@ async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
         1
     );
     assert_eq!(sweep_all(&enabled).await, [Swept::Completed]);
-    let (_, list) = app
-        .call(
-            "GET",
-            "/api/compliance/scans?status=completed",
-            &root,
-            Some(&system),
-            None,
-        )
+    let Answer(_, list) = app
+        .by(&root)
+        .org(&system)
+        .get("/api/compliance/scans?status=completed")
         .await;
     let scheduled = list["scans"]
         .as_array()
@@ -1044,40 +899,26 @@ async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
 async fn a_viewer_reads_scans_but_cannot_start_them(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{org}/members"),
-            &alice,
-            None,
-            Some(json!({"userId": "victor", "role": "member"})),
-        )
+    let Answer(status, body) = app
+        .by(&alice)
+        .post(format!("/api/organization/{org}/members"))
+        .json(json!({"userId": "victor", "role": "member"}))
         .await;
     assert!(status.is_success(), "{body}");
     let victor = app.token("victor", "victor@example.com");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scans",
-            &victor,
-            Some(&org),
-            Some(json!({"target": "all"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/scan-schedules",
-            &victor,
-            Some(&org),
-            Some(json!({"target": "all", "cronExpression": "0 * * * *"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    let (status, body) = app
-        .call("GET", "/api/compliance/scans", &victor, Some(&org), None)
-        .await;
+    app.by(&victor)
+        .org(&org)
+        .post("/api/compliance/scans")
+        .json(json!({"target": "all"}))
+        .await
+        .expect(StatusCode::FORBIDDEN);
+    app.by(&victor)
+        .org(&org)
+        .post("/api/compliance/scan-schedules")
+        .json(json!({"target": "all", "cronExpression": "0 * * * *"}))
+        .await
+        .expect(StatusCode::FORBIDDEN);
+    let Answer(status, body) = app.by(&victor).org(&org).get("/api/compliance/scans").await;
     assert_eq!(status, StatusCode::OK, "a member reads compliance: {body}");
 }
 
@@ -1097,9 +938,7 @@ async fn a_scan_waives_what_an_approved_exemption_waives(app: &TestApp) {
         scan(app, &alice, &org, &first).await["counts"]["blocked"],
         4
     );
-    let (_, rules) = app
-        .call("GET", "/api/compliance/rules", &alice, Some(&org), None)
-        .await;
+    let Answer(_, rules) = app.by(&alice).org(&org).get("/api/compliance/rules").await;
     let private_only = rules["rules"]
         .as_array()
         .unwrap()
@@ -1109,28 +948,21 @@ async fn a_scan_waives_what_an_approved_exemption_waives(app: &TestApp) {
         .as_str()
         .unwrap()
         .to_owned();
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/exemptions",
-            &alice,
-            Some(&org),
-            Some(json!({"ruleId": private_only, "entityId": ids[0], "reason": "public by design"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let exemption = body["data"]["id"].as_str().unwrap().to_owned();
+    let exemption = app
+        .by(&alice)
+        .org(&org)
+        .post("/api/compliance/exemptions")
+        .json(json!({"ruleId": private_only, "entityId": ids[0], "reason": "public by design"}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let root = app.super_token().await;
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/compliance/exemptions/{exemption}/review"),
-            &root,
-            Some(&org),
-            Some(json!({"decision": "approve"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&root)
+        .org(&org)
+        .put(format!("/api/compliance/exemptions/{exemption}/review"))
+        .json(json!({"decision": "approve"}))
+        .await
+        .expect(StatusCode::OK);
     let second = start(app, &alice, &org, json!({"target": "pipeline"})).await["id"]
         .as_str()
         .unwrap()

@@ -1,6 +1,9 @@
 //! Sign-in: accounts, sessions that rotate, personal access tokens, revocation and
 //! step-up, on both backends.
 
+use crate::api::Answer;
+use adapters::code::ErrorCode;
+use adapters::services::accounts::Account;
 use std::time::{Duration, Instant};
 
 use sqlx::Row;
@@ -9,9 +12,9 @@ use super::*;
 
 pub(crate) const PASSWORD: &str = "correct horse battery";
 
-/// A public call (the routes take no token; the header `call` sends is ignored).
-pub(crate) async fn public(app: &TestApp, path: &str, body: Value) -> (StatusCode, Value) {
-    app.call("POST", path, "unused", None, Some(body)).await
+/// A public call (the routes take no token).
+pub(crate) async fn public(app: &TestApp, path: &str, body: Value) -> Answer {
+    app.public().post(path).json(body).await
 }
 
 /// One text from the test database.
@@ -38,15 +41,17 @@ pub(crate) async fn number(app: &TestApp, query: &str) -> i64 {
 }
 
 pub(crate) async fn register(app: &TestApp, email: &str) -> String {
-    let (status, body) = public(
+    let account: Account = public(
         app,
         "/api/auth/register",
         json!({"email": email, "password": PASSWORD, "name": "Ada"}),
     )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["data"]["emailVerified"], false);
-    body["data"]["userId"].as_str().unwrap().to_owned()
+    .await
+    .expect(StatusCode::CREATED)
+    .data();
+    assert!(!account.email_verified);
+    assert_eq!(account.name.as_deref(), Some("Ada"));
+    account.user_id
 }
 
 /// The token of the latest verification link mailed to `email` (read from the
@@ -73,12 +78,12 @@ pub(crate) fn token_in(mail: &str) -> String {
 
 pub(crate) async fn verify(app: &TestApp, email: &str) {
     let token = link_token(app, email).await;
-    let (status, body) = public(app, "/api/auth/verify-email", json!({"token": token})).await;
+    let Answer(status, body) = public(app, "/api/auth/verify-email", json!({"token": token})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["emailVerified"], true);
 }
 
-pub(crate) async fn login_as(app: &TestApp, email: &str, password: &str) -> (StatusCode, Value) {
+pub(crate) async fn login_as(app: &TestApp, email: &str, password: &str) -> Answer {
     public(
         app,
         "/api/auth/login",
@@ -89,67 +94,60 @@ pub(crate) async fn login_as(app: &TestApp, email: &str, password: &str) -> (Sta
 
 /// A signed-in session: (access token, refresh token).
 pub(crate) async fn session(app: &TestApp, email: &str) -> (String, String) {
-    let (status, body) = login_as(app, email, PASSWORD).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["tokenType"], "Bearer");
-    assert_eq!(body["data"]["expiresIn"], 7200);
-    (
-        body["data"]["accessToken"].as_str().unwrap().to_owned(),
-        body["data"]["refreshToken"].as_str().unwrap().to_owned(),
-    )
+    let session = app.login(email, PASSWORD).await;
+    assert_eq!(session.token_type, "Bearer");
+    assert_eq!(session.expires_in, 7200);
+    (session.access_token, session.refresh_token)
 }
 
-pub(crate) async fn refresh(app: &TestApp, token: &str) -> (StatusCode, Value) {
+pub(crate) async fn refresh(app: &TestApp, token: &str) -> Answer {
     public(app, "/api/auth/refresh", json!({"refreshToken": token})).await
 }
 
 pub(crate) async fn me_status(app: &TestApp, access: &str) -> StatusCode {
-    app.call("GET", "/api/me", access, None, None).await.0
+    app.by(access).get("/api/me").await.0
 }
 
 async fn a_person_registers_verifies_signs_in_refreshes_and_signs_out(app: &TestApp) {
     let strict = app.beside(&[("EMAIL_VERIFICATION_REQUIRED", "true")]).await;
     let user = register(&strict, "Ada@Example.com").await;
     // The address is taken, whatever its case.
-    let (status, body) = public(
+    let Answer(status, body) = public(
         &strict,
         "/api/auth/register",
         json!({"email": "ada@example.com", "password": PASSWORD}),
     )
     .await;
-    assert_eq!(code(status, &body), "CONFLICT");
+    assert_eq!(code(status, &body), ErrorCode::Conflict);
     // Not verified yet: the right password is told so, a wrong one is not.
-    let (status, body) = login_as(&strict, "ada@example.com", PASSWORD).await;
-    assert_eq!(code(status, &body), "EMAIL_NOT_VERIFIED");
-    let (status, body) = login_as(&strict, "ada@example.com", "wrong password!").await;
-    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    let Answer(status, body) = login_as(&strict, "ada@example.com", PASSWORD).await;
+    assert_eq!(code(status, &body), ErrorCode::EmailNotVerified);
+    let Answer(status, body) = login_as(&strict, "ada@example.com", "wrong password!").await;
+    assert_eq!(code(status, &body), ErrorCode::InvalidCredentials);
     let link = link_token(&strict, "ada@example.com").await;
     assert!(link.starts_with("cev_"));
     verify(&strict, "ada@example.com").await;
     // A link works once.
-    let (status, body) = public(&strict, "/api/auth/verify-email", json!({"token": link})).await;
-    assert_eq!(code(status, &body), "UNAUTHORIZED");
+    let Answer(status, body) =
+        public(&strict, "/api/auth/verify-email", json!({"token": link})).await;
+    assert_eq!(code(status, &body), ErrorCode::Unauthorized);
 
     let (access, first) = session(&strict, "ADA@example.com ").await;
-    let (status, body) = strict.call("GET", "/api/me", &access, None, None).await;
+    let Answer(status, body) = strict.by(&access).get("/api/me").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["userId"], user.as_str());
     assert_eq!(body["data"]["email"], "ada@example.com");
     assert_eq!(body["data"]["name"], "Ada");
     // The access token is the API's: an organization is created with it.
-    let (status, body) = strict
-        .call(
-            "POST",
-            "/api/organization",
-            &access,
-            None,
-            Some(json!({"name": "adas-org"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    strict
+        .by(&access)
+        .post("/api/organization")
+        .json(json!({"name": "adas-org"}))
+        .await
+        .expect(StatusCode::CREATED);
 
     // Refresh rotates: a new pair, the old refresh token used up.
-    let (status, body) = refresh(&strict, &first).await;
+    let Answer(status, body) = refresh(&strict, &first).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let second = body["data"]["refreshToken"].as_str().unwrap().to_owned();
     let renewed = body["data"]["accessToken"].as_str().unwrap().to_owned();
@@ -157,13 +155,13 @@ async fn a_person_registers_verifies_signs_in_refreshes_and_signs_out(app: &Test
     assert_eq!(me_status(&strict, &renewed).await, StatusCode::OK);
     assert_eq!(me_status(&strict, &access).await, StatusCode::OK);
     // Within the grace window a second use loses and ends nothing.
-    let (status, body) = refresh(&strict, &first).await;
-    assert_eq!(code(status, &body), "UNAUTHORIZED");
+    let Answer(status, body) = refresh(&strict, &first).await;
+    assert_eq!(code(status, &body), ErrorCode::Unauthorized);
     assert!(
         body["message"].as_str().unwrap().contains("just used"),
         "{body}"
     );
-    let (status, body) = refresh(&strict, &second).await;
+    let Answer(status, body) = refresh(&strict, &second).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let third = body["data"]["refreshToken"].as_str().unwrap().to_owned();
     // Beyond it, a used token is a stolen one: the whole session ends.
@@ -174,21 +172,25 @@ async fn a_person_registers_verifies_signs_in_refreshes_and_signs_out(app: &Test
             "UPDATE refresh_tokens SET used_at = '{long_ago}' WHERE used_at IS NOT NULL"
         ))
         .await;
-    let (status, body) = refresh(&strict, &first).await;
-    assert_eq!(code(status, &body), "UNAUTHORIZED");
+    let Answer(status, body) = refresh(&strict, &first).await;
+    assert_eq!(code(status, &body), ErrorCode::Unauthorized);
     assert!(
         body["message"].as_str().unwrap().contains("used before"),
         "{body}"
     );
-    let (status, body) = refresh(&strict, &third).await;
-    assert_eq!(code(status, &body), "UNAUTHORIZED", "the family ended");
+    let Answer(status, body) = refresh(&strict, &third).await;
+    assert_eq!(
+        code(status, &body),
+        ErrorCode::Unauthorized,
+        "the family ended"
+    );
     assert_eq!(me_status(&strict, &renewed).await, StatusCode::UNAUTHORIZED);
     assert_eq!(me_status(&strict, &access).await, StatusCode::UNAUTHORIZED);
 
     // A new sign-in, then sign-out: its tokens stop at once; twice is fine.
     let (access, refresh_token) = session(&strict, "ada@example.com").await;
     assert_eq!(me_status(&strict, &access).await, StatusCode::OK);
-    let (status, body) = public(
+    let Answer(status, body) = public(
         &strict,
         "/api/auth/logout",
         json!({"refreshToken": refresh_token}),
@@ -197,9 +199,9 @@ async fn a_person_registers_verifies_signs_in_refreshes_and_signs_out(app: &Test
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["signedOut"], true);
     assert_eq!(me_status(&strict, &access).await, StatusCode::UNAUTHORIZED);
-    let (status, body) = refresh(&strict, &refresh_token).await;
-    assert_eq!(code(status, &body), "UNAUTHORIZED");
-    let (status, _) = public(
+    let Answer(status, body) = refresh(&strict, &refresh_token).await;
+    assert_eq!(code(status, &body), ErrorCode::Unauthorized);
+    let Answer(status, _) = public(
         &strict,
         "/api/auth/logout",
         json!({"refreshToken": refresh_token}),
@@ -323,10 +325,10 @@ async fn bad_input_is_refused_and_changes_nothing(app: &TestApp) {
         ("/api/auth/logout", json!({}), ""),
     ];
     for (path, body, field) in cases {
-        let (status, answer) = public(app, path, body.clone()).await;
+        let Answer(status, answer) = public(app, path, body.clone()).await;
         assert_eq!(
             code(status, &answer),
-            "VALIDATION_ERROR",
+            ErrorCode::ValidationError,
             "{path} {body}: {answer}"
         );
         if !field.is_empty() {
@@ -357,12 +359,14 @@ async fn bad_input_is_refused_and_changes_nothing(app: &TestApp) {
         ),
     ];
     for (body, field) in cases {
-        let (status, answer) = app
-            .call("POST", "/api/me/tokens", &access, None, Some(body.clone()))
+        let Answer(status, answer) = app
+            .by(&access)
+            .post("/api/me/tokens")
+            .json(body.clone())
             .await;
         assert_eq!(
             code(status, &answer),
-            "VALIDATION_ERROR",
+            ErrorCode::ValidationError,
             "{body}: {answer}"
         );
         if !field.is_empty() {
@@ -374,39 +378,32 @@ async fn bad_input_is_refused_and_changes_nothing(app: &TestApp) {
         json!({"currentPassword": "", "newPassword": "long enough now"}),
         json!({"newPassword": "long enough now"}),
     ] {
-        let (status, answer) = app
-            .call("PUT", "/api/me/password", &access, None, Some(body.clone()))
+        let Answer(status, answer) = app
+            .by(&access)
+            .put("/api/me/password")
+            .json(body.clone())
             .await;
         assert_eq!(
             code(status, &answer),
-            "VALIDATION_ERROR",
+            ErrorCode::ValidationError,
             "{body}: {answer}"
         );
     }
-    let (status, answer) = app
-        .call("POST", "/api/auth/step-up", &access, None, Some(json!({})))
-        .await;
-    assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/auth/step-up",
-            &access,
-            None,
-            Some(json!({"totp": "123456"})),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
-    let (status, answer) = app
-        .call(
-            "PUT",
-            "/api/me",
-            &access,
-            None,
-            Some(json!({"email": "nope"})),
-        )
-        .await;
-    assert_eq!(code(status, &answer), "VALIDATION_ERROR", "{answer}");
+    app.by(&access)
+        .post("/api/auth/step-up")
+        .json(json!({}))
+        .await
+        .refused(ErrorCode::ValidationError);
+    app.by(&access)
+        .post("/api/auth/step-up")
+        .json(json!({"totp": "123456"}))
+        .await
+        .refused(ErrorCode::ValidationError);
+    app.by(&access)
+        .put("/api/me")
+        .json(json!({"email": "nope"}))
+        .await
+        .refused(ErrorCode::ValidationError);
     assert_eq!(number(app, "SELECT COUNT(*) FROM personal_tokens").await, 0);
     assert_eq!(number(app, "SELECT COUNT(*) FROM accounts").await, 1);
 }
@@ -419,14 +416,14 @@ async fn a_wrong_password_and_an_unknown_account_answer_alike(app: &TestApp) {
         // No throttle in between: each try starts clean.
         app.sql("DELETE FROM signin_failures").await;
         let started = Instant::now();
-        let (status, wrong) = login_as(app, "cy@example.com", "not the password").await;
+        let Answer(status, wrong) = login_as(app, "cy@example.com", "not the password").await;
         known.push(started.elapsed());
-        assert_eq!(code(status, &wrong), "INVALID_CREDENTIALS");
+        assert_eq!(code(status, &wrong), ErrorCode::InvalidCredentials);
         let started = Instant::now();
-        let (status, absent) =
+        let Answer(status, absent) =
             login_as(app, &format!("nobody{i}@example.com"), "not the password").await;
         unknown.push(started.elapsed());
-        assert_eq!(code(status, &absent), "INVALID_CREDENTIALS");
+        assert_eq!(code(status, &absent), ErrorCode::InvalidCredentials);
         assert_eq!(wrong["message"], absent["message"]);
         assert_eq!(wrong.get("details"), absent.get("details"));
     }
@@ -447,13 +444,11 @@ async fn repeated_failures_are_slowed_then_refused(app: &TestApp) {
     let proxied = app.beside(&[("TRUST_PROXY_HEADERS", "true")]).await;
     register(&proxied, "dee@example.com").await;
     let from = |address: &str, email: &str, password: &str| {
-        let mut request = TestApp::request_of(
-            "POST",
-            "/api/auth/login",
-            "unused",
-            None,
-            Some(json!({"identifier": email, "password": password})),
-        );
+        let mut request = app
+            .public()
+            .post("/api/auth/login")
+            .json(json!({"identifier": email, "password": password}))
+            .request();
         request.headers_mut().insert(
             "x-forwarded-for",
             format!("203.0.113.9, {address}").parse().unwrap(),
@@ -473,7 +468,7 @@ async fn repeated_failures_are_slowed_then_refused(app: &TestApp) {
     let (status, body) = proxied
         .send(from("198.51.100.1", "dee@example.com", "wrong"))
         .await;
-    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    assert_eq!(code(status, &body), ErrorCode::InvalidCredentials);
     assert!(started.elapsed() >= Duration::from_secs(2), "not slowed");
     let response = proxied
         .router
@@ -492,7 +487,7 @@ async fn repeated_failures_are_slowed_then_refused(app: &TestApp) {
     let body: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(
         code(StatusCode::TOO_MANY_REQUESTS, &body),
-        "TOO_MANY_ATTEMPTS"
+        ErrorCode::TooManyAttempts
     );
     assert_eq!(body["details"]["retryAfter"], retry);
     // The client address is counted too: ten failures from one address lock it for
@@ -506,7 +501,7 @@ async fn repeated_failures_are_slowed_then_refused(app: &TestApp) {
     let (status, body) = proxied
         .send(from("198.51.100.7", "eve@example.com", PASSWORD))
         .await;
-    assert_eq!(code(status, &body), "TOO_MANY_ATTEMPTS");
+    assert_eq!(code(status, &body), ErrorCode::TooManyAttempts);
     let (status, body) = proxied
         .send(from("198.51.100.8", "eve@example.com", PASSWORD))
         .await;
@@ -545,13 +540,10 @@ async fn sixteen_concurrent_refreshes_of_one_token(app: &TestApp) {
     let (_, token) = session(app, "fay@example.com").await;
     let requests = (0..16)
         .map(|_| {
-            TestApp::request_of(
-                "POST",
-                "/api/auth/refresh",
-                "unused",
-                None,
-                Some(json!({"refreshToken": token})),
-            )
+            app.public()
+                .post("/api/auth/refresh")
+                .json(json!({"refreshToken": token}))
+                .request()
         })
         .collect();
     let answers = app.concurrently(requests).await;
@@ -563,12 +555,12 @@ async fn sixteen_concurrent_refreshes_of_one_token(app: &TestApp) {
     assert_eq!(won.len(), 1, "{answers:?}");
     for (status, body) in &answers {
         if *status != StatusCode::OK {
-            assert_eq!(code(*status, body), "UNAUTHORIZED", "{body}");
+            assert_eq!(code(*status, body), ErrorCode::Unauthorized, "{body}");
         }
     }
     // The winner's session lives on: one live family, its token works.
     let next = won[0]["data"]["refreshToken"].as_str().unwrap();
-    let (status, body) = refresh(app, next).await;
+    let Answer(status, body) = refresh(app, next).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
         number(
@@ -585,26 +577,16 @@ async fn sixteen_concurrent_refreshes_of_one_token(app: &TestApp) {
 async fn personal_access_tokens_are_bounded_by_their_subset(app: &TestApp) {
     register(app, "gus@example.com").await;
     let (access, _) = session(app, "gus@example.com").await;
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &access,
-            None,
-            Some(json!({"name": "gus-org"})),
-        )
+    let Answer(_, body) = app
+        .by(&access)
+        .post("/api/organization")
+        .json(json!({"name": "gus-org"}))
         .await;
     let org = body["data"]["id"].as_str().unwrap().to_owned();
     let other = app.org("someone", "someone-else").await;
     let soon = (Utc::now() + chrono::Duration::days(30)).to_rfc3339();
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/me/tokens",
-            &access,
-            None,
-            Some(json!({"name": "ci", "expiresAt": soon, "orgId": org, "permissions": ["compliance:read"]})),
-        )
+    let Answer(status, body) = app
+        .by(&access).post("/api/me/tokens").json(json!({"name": "ci", "expiresAt": soon, "orgId": org, "permissions": ["compliance:read"]}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let secret = body["data"]["token"].as_str().unwrap().to_owned();
@@ -625,116 +607,81 @@ async fn personal_access_tokens_are_bounded_by_their_subset(app: &TestApp) {
         0
     );
     // Within its subset it reads; outside it nothing.
-    let (status, body) = app
-        .call("GET", "/api/compliance/rules", &secret, Some(&org), None)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &secret,
-            Some(&org),
-            Some(json!({"name": "r", "target": "plugin", "severity": "error", "field": "version", "operator": "neq", "value": "latest"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "FORBIDDEN", "{body}");
-    let (status, body) = app
-        .call("GET", "/api/compliance/rules", &secret, Some(&other), None)
-        .await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN", "{body}");
+    app.by(&secret)
+        .org(&org)
+        .get("/api/compliance/rules")
+        .await
+        .expect(StatusCode::OK);
+    app
+        .by(&secret).org(&org).post("/api/compliance/rules").json(json!({"name": "r", "target": "plugin", "severity": "error", "field": "version", "operator": "neq", "value": "latest"}))
+        .await.refused(ErrorCode::Forbidden);
+    app.by(&secret)
+        .org(&other)
+        .get("/api/compliance/rules")
+        .await
+        .refused(ErrorCode::TenantForbidden);
     // The session itself may write.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &access,
-            Some(&org),
-            Some(json!({"name": "r", "target": "plugin", "severity": "error", "field": "version", "operator": "neq", "value": "latest"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app
+        .by(&access).org(&org).post("/api/compliance/rules").json(json!({"name": "r", "target": "plugin", "severity": "error", "field": "version", "operator": "neq", "value": "latest"}))
+        .await.expect(StatusCode::CREATED);
     // A token cannot manage tokens, nor change the password.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/me/tokens",
-            &secret,
-            None,
-            Some(json!({"name": "x", "expiresAt": soon})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "FORBIDDEN", "{body}");
+    app.by(&secret)
+        .post("/api/me/tokens")
+        .json(json!({"name": "x", "expiresAt": soon}))
+        .await
+        .refused(ErrorCode::Forbidden);
     // More than the user holds is an escalation; another's organization is not theirs.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/me/tokens",
-            &access,
-            None,
-            Some(json!({"name": "x", "expiresAt": soon, "orgId": other})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN", "{body}");
+    app.by(&access)
+        .post("/api/me/tokens")
+        .json(json!({"name": "x", "expiresAt": soon, "orgId": other}))
+        .await
+        .refused(ErrorCode::TenantForbidden);
     // A mistyped token is refused before any lookup; a revoked one at once.
     let mut typo = secret.clone();
     typo.replace_range(10..11, if &secret[10..11] == "a" { "b" } else { "a" });
     assert_eq!(me_status(app, &typo).await, StatusCode::UNAUTHORIZED);
     // Listed with its last use, never its secret.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let (status, body) = app.call("GET", "/api/me/tokens", &access, None, None).await;
+    let Answer(status, body) = app.by(&access).get("/api/me/tokens").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let listed = &body["data"]["tokens"][0];
     assert_eq!(listed["id"], id.as_str());
     assert!(listed.get("token").is_none(), "{listed}");
     assert!(listed["lastUsedAt"].is_string(), "{listed}");
     assert_eq!(listed["permissions"], json!(["compliance:read"]));
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/me/tokens/{id}"),
-            &access,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, body) = app
-        .call("GET", "/api/compliance/rules", &secret, Some(&org), None)
-        .await;
-    assert_eq!(code(status, &body), "UNAUTHORIZED", "{body}");
-    let (status, body) = app
-        .call(
-            "DELETE",
-            &format!("/api/me/tokens/{id}"),
-            &access,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND");
+    app.by(&access)
+        .delete(format!("/api/me/tokens/{id}"))
+        .await
+        .expect(StatusCode::OK);
+    app.by(&secret)
+        .org(&org)
+        .get("/api/compliance/rules")
+        .await
+        .refused(ErrorCode::Unauthorized);
+    app.by(&access)
+        .delete(format!("/api/me/tokens/{id}"))
+        .await
+        .refused(ErrorCode::NotFound);
     // An unbounded token acts as its user, until it expires.
     let shortly = (Utc::now() + chrono::Duration::seconds(2)).to_rfc3339();
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/me/tokens",
-            &access,
-            None,
-            Some(json!({"name": "brief", "expiresAt": shortly})),
-        )
+    let Answer(status, body) = app
+        .by(&access)
+        .post("/api/me/tokens")
+        .json(json!({"name": "brief", "expiresAt": shortly}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let brief = body["data"]["token"].as_str().unwrap().to_owned();
-    let (status, body) = app
-        .call("GET", "/api/compliance/rules", &brief, Some(&org), None)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&brief)
+        .org(&org)
+        .get("/api/compliance/rules")
+        .await
+        .expect(StatusCode::OK);
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    let (status, body) = app
-        .call("GET", "/api/compliance/rules", &brief, Some(&org), None)
-        .await;
-    assert_eq!(code(status, &body), "UNAUTHORIZED", "{body}");
+    app.by(&brief)
+        .org(&org)
+        .get("/api/compliance/rules")
+        .await
+        .refused(ErrorCode::Unauthorized);
     assert_eq!(app.audited("user.token.create").await.len(), 2);
 }
 
@@ -743,28 +690,24 @@ async fn revoke_all_ends_every_session_and_token_at_once(app: &TestApp) {
     let (first, first_refresh) = session(app, "ivy@example.com").await;
     let (second, _) = session(app, "ivy@example.com").await;
     let soon = (Utc::now() + chrono::Duration::days(3)).to_rfc3339();
-    let (_, body) = app
-        .call(
-            "POST",
-            "/api/me/tokens",
-            &first,
-            None,
-            Some(json!({"name": "cli", "expiresAt": soon})),
-        )
+    let Answer(_, body) = app
+        .by(&first)
+        .post("/api/me/tokens")
+        .json(json!({"name": "cli", "expiresAt": soon}))
         .await;
     let pat = body["data"]["token"].as_str().unwrap().to_owned();
     for token in [&first, &second, &pat] {
         assert_eq!(me_status(app, token).await, StatusCode::OK);
     }
-    let (status, body) = app
-        .call("POST", "/api/me/tokens/revoke-all", &second, None, None)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&second)
+        .post("/api/me/tokens/revoke-all")
+        .await
+        .expect(StatusCode::OK);
     for token in [&first, &second, &pat] {
         assert_eq!(me_status(app, token).await, StatusCode::UNAUTHORIZED);
     }
-    let (status, body) = refresh(app, &first_refresh).await;
-    assert_eq!(code(status, &body), "UNAUTHORIZED");
+    let Answer(status, body) = refresh(app, &first_refresh).await;
+    assert_eq!(code(status, &body), ErrorCode::Unauthorized);
     // Signing in again works, and its token is good.
     let (fresh, _) = session(app, "ivy@example.com").await;
     assert_eq!(me_status(app, &fresh).await, StatusCode::OK);
@@ -775,45 +718,32 @@ async fn a_password_change_ends_the_other_sessions(app: &TestApp) {
     register(app, "jo@example.com").await;
     let (other, other_refresh) = session(app, "jo@example.com").await;
     let (mine, _) = session(app, "jo@example.com").await;
-    let (status, body) = app
-        .call(
-            "PUT",
-            "/api/me/password",
-            &mine,
-            None,
-            Some(json!({"currentPassword": "not it at all", "newPassword": "a new passphrase"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
-    let (status, body) = app
-        .call(
-            "PUT",
-            "/api/me/password",
-            &mine,
-            None,
-            Some(json!({"currentPassword": PASSWORD, "newPassword": "a new passphrase"})),
-        )
+    app.by(&mine)
+        .put("/api/me/password")
+        .json(json!({"currentPassword": "not it at all", "newPassword": "a new passphrase"}))
+        .await
+        .refused(ErrorCode::InvalidCredentials);
+    let Answer(status, body) = app
+        .by(&mine)
+        .put("/api/me/password")
+        .json(json!({"currentPassword": PASSWORD, "newPassword": "a new passphrase"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let renewed = body["data"]["accessToken"].as_str().unwrap().to_owned();
     assert_eq!(me_status(app, &renewed).await, StatusCode::OK);
     assert_eq!(me_status(app, &other).await, StatusCode::UNAUTHORIZED);
     assert_eq!(me_status(app, &mine).await, StatusCode::UNAUTHORIZED);
-    let (status, _) = refresh(app, &other_refresh).await;
+    let Answer(status, _) = refresh(app, &other_refresh).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, body) = login_as(app, "jo@example.com", PASSWORD).await;
-    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
-    let (status, _) = login_as(app, "jo@example.com", "a new passphrase").await;
+    let Answer(status, body) = login_as(app, "jo@example.com", PASSWORD).await;
+    assert_eq!(code(status, &body), ErrorCode::InvalidCredentials);
+    let Answer(status, _) = login_as(app, "jo@example.com", "a new passphrase").await;
     assert_eq!(status, StatusCode::OK);
     // The profile changes; a new address is verified again.
-    let (status, body) = app
-        .call(
-            "PUT",
-            "/api/me",
-            &renewed,
-            None,
-            Some(json!({"name": "Jo", "email": "jo2@example.com"})),
-        )
+    let Answer(status, body) = app
+        .by(&renewed)
+        .put("/api/me")
+        .json(json!({"name": "Jo", "email": "jo2@example.com"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["name"], "Jo");
@@ -828,67 +758,52 @@ async fn step_up_proves_the_password_again(app: &TestApp) {
     let user = register(app, "kim@example.com").await;
     let (access, _) = session(app, "kim@example.com").await;
     // Without a fresh proof, deletion is refused.
-    let (status, body) = app.call("DELETE", "/api/me", &access, None, None).await;
-    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/step-up",
-            &access,
-            None,
-            Some(json!({"password": "wrong one"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/step-up",
-            &access,
-            None,
-            Some(json!({"password": PASSWORD})),
-        )
+    app.by(&access)
+        .delete("/api/me")
+        .await
+        .refused(ErrorCode::StepUpRequired);
+    app.by(&access)
+        .post("/api/auth/step-up")
+        .json(json!({"password": "wrong one"}))
+        .await
+        .refused(ErrorCode::InvalidCredentials);
+    let Answer(status, body) = app
+        .by(&access)
+        .post("/api/auth/step-up")
+        .json(json!({"password": PASSWORD}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["expiresIn"], 300);
     let proof = body["data"]["stepUpToken"].as_str().unwrap().to_owned();
     // The proof serves the operations that need one: an ownership transfer.
-    let (_, created) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &access,
-            None,
-            Some(json!({"name": "kims"})),
-        )
+    let Answer(_, created) = app
+        .by(&access)
+        .post("/api/organization")
+        .json(json!({"name": "kims"}))
         .await;
     let org = created["data"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = app
-        .stepped(
-            "PATCH",
-            &format!("/api/organization/{org}/transfer-owner"),
-            &access,
-            Some(proof.clone()),
-            Some(json!({"userId": "nobody-here"})),
-        )
+    let Answer(status, body) = app
+        .by(&access)
+        .step_up(proof.clone())
+        .patch(format!("/api/organization/{org}/transfer-owner"))
+        .json(json!({"userId": "nobody-here"}))
         .await;
-    assert_ne!(code(status, &body), "STEP_UP_REQUIRED", "{body}");
+    assert_ne!(code(status, &body), ErrorCode::StepUpRequired, "{body}");
     // Another user's proof is not this user's.
     register(app, "lee@example.com").await;
     let (lee, _) = session(app, "lee@example.com").await;
-    let (status, body) = app
-        .stepped("DELETE", "/api/me", &lee, Some(proof.clone()), None)
-        .await;
-    assert_eq!(code(status, &body), "UNAUTHORIZED", "{body}");
-    let (status, body) = app
-        .stepped("DELETE", "/api/me", &access, Some(proof), None)
-        .await;
+    app.by(&lee)
+        .step_up(proof.clone())
+        .delete("/api/me")
+        .await
+        .refused(ErrorCode::Unauthorized);
+    let Answer(status, body) = app.by(&access).step_up(proof).delete("/api/me").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["id"], user.as_str());
     // Deleted: it cannot sign in, its tokens stop, its history stays.
     assert_eq!(me_status(app, &access).await, StatusCode::UNAUTHORIZED);
-    let (status, body) = login_as(app, "kim@example.com", PASSWORD).await;
-    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    let Answer(status, body) = login_as(app, "kim@example.com", PASSWORD).await;
+    assert_eq!(code(status, &body), ErrorCode::InvalidCredentials);
     assert_eq!(app.audited("user.delete").await.len(), 1);
     assert!(app
         .audited("user.register")
@@ -903,48 +818,33 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
     register(app, "otto@example.com").await;
     let (access, _) = session(app, "otto@example.com").await;
     // Without one enrolled, a code is refused as such.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/step-up",
-            &access,
-            None,
-            Some(json!({"totp": "123456"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
+    app.by(&access)
+        .post("/api/auth/step-up")
+        .json(json!({"totp": "123456"}))
+        .await
+        .refused(ErrorCode::ValidationError);
     // Enrolling takes a fresh proof of the password: the access token alone cannot.
-    let (status, body) = app.call("POST", "/api/me/totp", &access, None, None).await;
-    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/step-up",
-            &access,
-            None,
-            Some(json!({"password": PASSWORD})),
-        )
+    app.by(&access)
+        .post("/api/me/totp")
+        .await
+        .refused(ErrorCode::StepUpRequired);
+    let Answer(status, body) = app
+        .by(&access)
+        .post("/api/auth/step-up")
+        .json(json!({"password": PASSWORD}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let password_proof = body["data"]["stepUpToken"].as_str().unwrap().to_owned();
-    let (status, body) = app
-        .stepped(
-            "POST",
-            "/api/me/totp/confirm",
-            &access,
-            Some(password_proof.clone()),
-            Some(json!({"code": "123456"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "CONFLICT");
-    let (status, body) = app
-        .stepped(
-            "POST",
-            "/api/me/totp",
-            &access,
-            Some(password_proof.clone()),
-            None,
-        )
+    app.by(&access)
+        .step_up(password_proof.clone())
+        .post("/api/me/totp/confirm")
+        .json(json!({"code": "123456"}))
+        .await
+        .refused(ErrorCode::Conflict);
+    let Answer(status, body) = app
+        .by(&access)
+        .step_up(password_proof.clone())
+        .post("/api/me/totp")
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let text = body["data"]["secret"].as_str().unwrap().to_owned();
@@ -965,34 +865,22 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
     } else {
         "000000"
     };
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/me/totp/confirm",
-            &access,
-            None,
-            Some(json!({"code": at(0)})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
-    let (status, body) = app
-        .stepped(
-            "POST",
-            "/api/me/totp/confirm",
-            &access,
-            Some(password_proof.clone()),
-            Some(json!({"code": wrong})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "VALIDATION_ERROR");
-    let (status, body) = app
-        .stepped(
-            "POST",
-            "/api/me/totp/confirm",
-            &access,
-            Some(password_proof.clone()),
-            Some(json!({"code": at(0)})),
-        )
+    app.by(&access)
+        .post("/api/me/totp/confirm")
+        .json(json!({"code": at(0)}))
+        .await
+        .refused(ErrorCode::StepUpRequired);
+    app.by(&access)
+        .step_up(password_proof.clone())
+        .post("/api/me/totp/confirm")
+        .json(json!({"code": wrong}))
+        .await
+        .refused(ErrorCode::ValidationError);
+    let Answer(status, body) = app
+        .by(&access)
+        .step_up(password_proof.clone())
+        .post("/api/me/totp/confirm")
+        .json(json!({"code": at(0)}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["totpEnabled"], true);
@@ -1006,46 +894,30 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
         1
     );
     // The code that confirmed is used up; the next step's (drift) is good, once.
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/step-up",
-            &access,
-            None,
-            Some(json!({"totp": at(0)})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    app.by(&access)
+        .post("/api/auth/step-up")
+        .json(json!({"totp": at(0)}))
+        .await
+        .refused(ErrorCode::InvalidCredentials);
     let next = at(30);
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/step-up",
-            &access,
-            None,
-            Some(json!({"totp": next})),
-        )
+    let Answer(status, body) = app
+        .by(&access)
+        .post("/api/auth/step-up")
+        .json(json!({"totp": next}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let proof = body["data"]["stepUpToken"].as_str().unwrap().to_owned();
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/step-up",
-            &access,
-            None,
-            Some(json!({"totp": next})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "INVALID_CREDENTIALS");
+    app.by(&access)
+        .post("/api/auth/step-up")
+        .json(json!({"totp": next}))
+        .await
+        .refused(ErrorCode::InvalidCredentials);
     // The secret is kept sealed or as text, never hashed away; removal needs step-up.
-    let (status, body) = app
-        .call("DELETE", "/api/me/totp", &access, None, None)
-        .await;
-    assert_eq!(code(status, &body), "STEP_UP_REQUIRED");
-    let (status, body) = app
-        .stepped("DELETE", "/api/me/totp", &access, Some(proof), None)
-        .await;
+    app.by(&access)
+        .delete("/api/me/totp")
+        .await
+        .refused(ErrorCode::StepUpRequired);
+    let Answer(status, body) = app.by(&access).step_up(proof).delete("/api/me/totp").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["totpEnabled"], false);
     assert!(app
@@ -1062,14 +934,10 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
 async fn step_up_proofs_are_bound_to_their_session_and_end_with_it(app: &TestApp) {
     register(app, "sal@example.com").await;
     let proof_of = |access: String| async move {
-        let (status, body) = app
-            .call(
-                "POST",
-                "/api/auth/step-up",
-                &access,
-                None,
-                Some(json!({"password": PASSWORD})),
-            )
+        let Answer(status, body) = app
+            .by(&access)
+            .post("/api/auth/step-up")
+            .json(json!({"password": PASSWORD}))
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
         body["data"]["stepUpToken"].as_str().unwrap().to_owned()
@@ -1078,92 +946,78 @@ async fn step_up_proofs_are_bound_to_their_session_and_end_with_it(app: &TestApp
     let (first, first_refresh) = session(app, "sal@example.com").await;
     let (second, _) = session(app, "sal@example.com").await;
     let proof = proof_of(first.clone()).await;
-    let (status, body) = app
-        .stepped("POST", "/api/me/totp", &first, Some(proof.clone()), None)
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = app
-        .stepped("POST", "/api/me/totp", &second, Some(proof.clone()), None)
-        .await;
-    assert_eq!(code(status, &body), "UNAUTHORIZED", "{body}");
+    app.by(&first)
+        .step_up(proof.clone())
+        .post("/api/me/totp")
+        .await
+        .expect(StatusCode::CREATED);
+    app.by(&second)
+        .step_up(proof.clone())
+        .post("/api/me/totp")
+        .await
+        .refused(ErrorCode::Unauthorized);
     // Logout ends the session and its proofs: the proof is refused with the
     // session's own access token (and with a new session's, being another's).
-    let (status, _) = public(
+    let Answer(status, _) = public(
         app,
         "/api/auth/logout",
         json!({"refreshToken": first_refresh}),
     )
     .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, _) = app
-        .stepped("POST", "/api/me/totp", &first, Some(proof.clone()), None)
-        .await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    app.by(&first)
+        .step_up(proof.clone())
+        .post("/api/me/totp")
+        .await
+        .expect(StatusCode::UNAUTHORIZED);
     let (third, _) = session(app, "sal@example.com").await;
-    let (status, _) = app
-        .stepped("POST", "/api/me/totp", &third, Some(proof), None)
-        .await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    app.by(&third)
+        .step_up(proof)
+        .post("/api/me/totp")
+        .await
+        .expect(StatusCode::UNAUTHORIZED);
     // A password change ends every session, and so every proof made before (the
     // session binding refuses it; the generation it carries would too).
     let proof = proof_of(third.clone()).await;
-    let (status, body) = app
-        .call(
-            "PUT",
-            "/api/me/password",
-            &third,
-            None,
-            Some(json!({"currentPassword": PASSWORD, "newPassword": "a new horse battery"})),
-        )
+    let Answer(status, body) = app
+        .by(&third)
+        .put("/api/me/password")
+        .json(json!({"currentPassword": PASSWORD, "newPassword": "a new horse battery"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let fresh = body["data"]["accessToken"].as_str().unwrap().to_owned();
-    let (status, body) = app
-        .stepped("POST", "/api/me/totp", &fresh, Some(proof), None)
-        .await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    app.by(&fresh)
+        .step_up(proof)
+        .post("/api/me/totp")
+        .await
+        .expect(StatusCode::UNAUTHORIZED);
 }
 
 async fn the_system_organization_is_for_bootstrap_identifiers_only(app: &TestApp) {
     // A signed-in person who is not listed cannot create it.
     register(app, "mo@example.com").await;
     let (access, _) = session(app, "mo@example.com").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &access,
-            None,
-            Some(json!({"name": "system"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "FORBIDDEN", "{body}");
+    app.by(&access)
+        .post("/api/organization")
+        .json(json!({"name": "system"}))
+        .await
+        .refused(ErrorCode::Forbidden);
     // A listed address counts only once verified: registering it is not enough.
     register(app, ROOT_EMAIL).await;
     let (root, _) = session(app, ROOT_EMAIL).await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &root,
-            None,
-            Some(json!({"name": "system"})),
-        )
-        .await;
-    assert_eq!(code(status, &body), "FORBIDDEN", "{body}");
+    app.by(&root)
+        .post("/api/organization")
+        .json(json!({"name": "system"}))
+        .await
+        .refused(ErrorCode::Forbidden);
     verify(app, ROOT_EMAIL).await;
     let (root, _) = session(app, ROOT_EMAIL).await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &root,
-            None,
-            Some(json!({"name": "system"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (_, me) = app.call("GET", "/api/me", &root, None, None).await;
+    app.by(&root)
+        .post("/api/organization")
+        .json(json!({"name": "system"}))
+        .await
+        .expect(StatusCode::CREATED);
+    let Answer(_, me) = app.by(&root).get("/api/me").await;
     assert_eq!(me["data"]["superAdmin"], true);
 }
 
@@ -1185,10 +1039,10 @@ async fn provisioning_makes_the_first_super_admin(app: &TestApp) {
     .unwrap();
     assert!(account.super_admin && account.email_verified);
     let (access, _) = session(app, ROOT_EMAIL).await;
-    let (status, body) = app
-        .call("GET", "/api/quotas/all", &access, None, None)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&access)
+        .get("/api/quotas/all")
+        .await
+        .expect(StatusCode::OK);
     let again = adapters::services::accounts::provision(
         &state,
         (ROOT_EMAIL, PASSWORD.to_owned()),
@@ -1207,25 +1061,21 @@ async fn sign_in_lifetimes_follow_the_tier(app: &TestApp) {
         .await;
     register(&tiered, "ned@example.com").await;
     let (access, _) = session_with(&tiered, "ned@example.com", None, 3600).await;
-    let (_, body) = tiered
-        .call(
-            "POST",
-            "/api/organization",
-            &access,
-            None,
-            Some(json!({"name": "neds"})),
-        )
+    let Answer(_, body) = tiered
+        .by(&access)
+        .post("/api/organization")
+        .json(json!({"name": "neds"}))
         .await;
     let org = body["data"]["id"].as_str().unwrap().to_owned();
     session_with(&tiered, "ned@example.com", Some(&org), 1800).await;
     let other = tiered.org("stranger", "strangers").await;
-    let (status, body) = public(
+    let Answer(status, body) = public(
         &tiered,
         "/api/auth/login",
         json!({"identifier": "ned@example.com", "password": PASSWORD, "orgId": other}),
     )
     .await;
-    assert_eq!(code(status, &body), "TENANT_FORBIDDEN");
+    assert_eq!(code(status, &body), ErrorCode::TenantForbidden);
     tiered.stop().await;
 }
 
@@ -1239,7 +1089,7 @@ async fn session_with(
     if let Some(org) = org {
         body["orgId"] = json!(org);
     }
-    let (status, answer) = public(app, "/api/auth/login", body).await;
+    let Answer(status, answer) = public(app, "/api/auth/login", body).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["data"]["expiresIn"], lifetime);
     (

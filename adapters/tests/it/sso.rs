@@ -3,6 +3,7 @@
 //! driven as a browser would (a cookie jar of one cookie, the provider's form
 //! posted), on both backends.
 
+use crate::api::Answer;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -157,16 +158,12 @@ async fn callback(app: &TestApp, path: &str, cookie: Option<&str>) -> (StatusCod
 
 async fn enterprise(app: &TestApp, org: &str) {
     let root = app.super_token().await;
-    let (status, body) = app
-        .stepped(
-            "PATCH",
-            &format!("/api/organization/{org}/tier"),
-            &root,
-            Some(app.step_up("root", 0)),
-            Some(json!({"tier": "enterprise"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&root)
+        .step_up(app.step_up("root", 0))
+        .patch(format!("/api/organization/{org}/tier"))
+        .json(json!({"tier": "enterprise"}))
+        .await
+        .expect(StatusCode::OK);
 }
 
 /// acme (Enterprise), its verified domain and one configuration; the owner's token.
@@ -179,14 +176,10 @@ async fn configured(
     let acme = app.org("owner", "acme").await;
     enterprise(app, &acme).await;
     let owner = app.token("owner", "owner@example.com");
-    let (status, claimed) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/domains"),
-            &owner,
-            None,
-            Some(json!({"domain": "Acme-SSO.test"})),
-        )
+    let Answer(status, claimed) = app
+        .by(&owner)
+        .post(format!("/api/organization/{acme}/domains"))
+        .json(json!({"domain": "Acme-SSO.test"}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{claimed}");
     let claimed = &claimed["data"];
@@ -194,28 +187,26 @@ async fn configured(
     assert_eq!(claimed["verified"], false);
     let path = format!("/api/organization/{acme}/domains/acme-sso.test/verify");
     // Not published yet: 400, nothing verified.
-    let (status, body) = app.call("POST", &path, &owner, None, None).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    app.by(&owner)
+        .post(&path)
+        .await
+        .expect(StatusCode::BAD_REQUEST);
     records.publish(
         claimed["recordName"].as_str().unwrap(),
         claimed["recordValue"].as_str().unwrap(),
     );
-    let (status, body) = app.call("POST", &path, &owner, None, None).await;
+    let Answer(status, body) = app.by(&owner).post(&path).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["verified"], true);
-    let (status, config) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/idp"),
-            &owner,
-            None,
-            Some(json!({
-                "name": "corp", "issuer": issuer, "clientId": "platform",
-                "clientSecret": "s3cret-of-the-client", "domains": ["acme-sso.test"],
-                "jitProvisioning": jit,
-                "roleMappings": [{"group": "auditors", "role": "Compliance Viewer"}],
-            })),
-        )
+    let Answer(status, config) = app
+        .by(&owner)
+        .post(format!("/api/organization/{acme}/idp"))
+        .json(json!({
+            "name": "corp", "issuer": issuer, "clientId": "platform",
+            "clientSecret": "s3cret-of-the-client", "domains": ["acme-sso.test"],
+            "jitProvisioning": jit,
+            "roleMappings": [{"group": "auditors", "role": "Compliance Viewer"}],
+        }))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{config}");
     assert!(
@@ -258,17 +249,12 @@ async fn provisioning_signs_a_person_in_once(base: &TestApp) {
     let _ = cookie;
 
     // The person is a member with the mapped Role, signed in.
-    let (status, me) = app.call("GET", "/api/me", &access, None, None).await;
+    let Answer(status, me) = app.by(&access).get("/api/me").await;
     assert_eq!(status, StatusCode::OK, "{me}");
     assert_eq!(me["data"]["email"], "alice@acme-sso.test");
-    let (status, members) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/members"),
-            &access,
-            None,
-            None,
-        )
+    let Answer(status, members) = app
+        .by(&access)
+        .get(format!("/api/organization/{acme}/members"))
         .await;
     assert_eq!(status, StatusCode::OK, "{members}");
     assert!(
@@ -315,68 +301,46 @@ async fn enforcement_refuses_other_credentials(base: &TestApp) {
 
     // The owner keeps password access as an armed break-glass account.
     let until = (chrono::Utc::now() + chrono::Duration::days(1)).to_rfc3339();
-    let (status, body) = app
-        .stepped(
-            "PUT",
-            &format!("/api/organization/{acme}/sso/break-glass/owner"),
-            &owner,
-            Some(app.step_up("owner", 0)),
-            Some(json!({"until": until, "reason": "the identity provider may fail"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/members"),
-            &owner,
-            None,
-            Some(json!({"userId": "bob", "role": "member"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.by(&owner)
+        .step_up(app.step_up("owner", 0))
+        .put(format!("/api/organization/{acme}/sso/break-glass/owner"))
+        .json(json!({"until": until, "reason": "the identity provider may fail"}))
+        .await
+        .expect(StatusCode::OK);
+    app.by(&owner)
+        .post(format!("/api/organization/{acme}/members"))
+        .json(json!({"userId": "bob", "role": "member"}))
+        .await
+        .expect(StatusCode::CREATED);
     let bob = app.token("bob", "bob@example.com");
     let require = |grace: u32| {
         let app = &app;
         let owner = owner.clone();
         let acme = acme.clone();
         async move {
-            app.stepped(
-                "PUT",
-                &format!("/api/organization/{acme}/sso"),
-                &owner,
-                Some(app.step_up("owner", 0)),
-                Some(json!({"required": true, "graceHours": grace})),
-            )
-            .await
+            app.by(&owner)
+                .step_up(app.step_up("owner", 0))
+                .put(format!("/api/organization/{acme}/sso"))
+                .json(json!({"required": true, "graceHours": grace}))
+                .await
         }
     };
     // With a grace period, nothing is refused yet.
-    let (status, body) = require(24).await;
+    let Answer(status, body) = require(24).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/members"),
-            &bob,
-            None,
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&bob)
+        .get(format!("/api/organization/{acme}/members"))
         .await;
     assert_eq!(status, StatusCode::OK, "during the grace: {body}");
-    let (status, body) = require(0).await;
+    let Answer(status, body) = require(0).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["required"], true);
 
     // A member signed in otherwise is refused, naming how to sign in.
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/members"),
-            &bob,
-            None,
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&bob)
+        .get(format!("/api/organization/{acme}/members"))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(body["code"], "SSO_REQUIRED");
@@ -386,48 +350,27 @@ async fn enforcement_refuses_other_credentials(base: &TestApp) {
         .contains("/api/auth/sso/start?org=acme"));
     // The SSO session and the break-glass owner pass.
     for token in [&alice_sso, &owner] {
-        let (status, body) = app
-            .call(
-                "GET",
-                &format!("/api/organization/{acme}/members"),
-                token,
-                None,
-                None,
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        app.by(token)
+            .get(format!("/api/organization/{acme}/members"))
+            .await
+            .expect(StatusCode::OK);
     }
     // Service tokens are not affected.
     let service = app.service_token("plugin");
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/validate/plugin/dry-run",
-            &service,
-            Some(&acme),
-            Some(json!({"attributes": {"version": "1.0.0"}})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&service)
+        .org(&acme)
+        .post("/api/compliance/validate/plugin/dry-run")
+        .json(json!({"attributes": {"version": "1.0.0"}}))
+        .await
+        .expect(StatusCode::OK);
     // Disarmed, the owner is refused too (every replica follows within a second).
-    let (status, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/organization/{acme}/sso/break-glass/owner"),
-            &owner,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, body) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}/members"),
-            &owner,
-            None,
-            None,
-        )
+    app.by(&owner)
+        .delete(format!("/api/organization/{acme}/sso/break-glass/owner"))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, body) = app
+        .by(&owner)
+        .get(format!("/api/organization/{acme}/members"))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(body["code"], "SSO_REQUIRED");
@@ -440,46 +383,38 @@ async fn configurations_are_bounded_and_gated(base: &TestApp) {
     let (acme, owner, first) = configured(&app, &records, &provider.issuer, false).await;
     let path = format!("/api/organization/{acme}/idp");
     for n in 2..=5 {
-        let (status, body) = app
-            .call("POST", &path, &owner, None, Some(json!({"name": format!("idp-{n}"), "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"})))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        app
+            .by(&owner).post(&path).json(json!({"name": format!("idp-{n}"), "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"}))
+            .await.expect(StatusCode::CREATED);
     }
-    let (status, body) = app
-        .call("POST", &path, &owner, None, Some(json!({"name": "sixth", "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"})))
-        .await;
-    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    app
+        .by(&owner).post(&path).json(json!({"name": "sixth", "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"}))
+        .await.expect(StatusCode::CONFLICT);
     // An issuer whose document names another (a templated or wrong one): 400.
-    let (status, body) = app
-        .call("PUT", &format!("{path}/{first}"), &owner, None, Some(json!({"name": "corp", "issuer": format!("{}/", provider.issuer), "clientId": "c", "version": 1})))
+    let Answer(status, body) = app
+        .by(&owner).put(format!("{path}/{first}")).json(json!({"name": "corp", "issuer": format!("{}/", provider.issuer), "clientId": "c", "version": 1}))
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["details"]["field"], "issuer");
     // Super-admins manage them under /api/admin (stepped up), audited as theirs.
     let root = app.super_token().await;
     let admin_path = format!("/api/admin/organizations/{acme}/idp");
-    let (status, body) = app.call("GET", &admin_path, &root, None, None).await;
+    let Answer(status, body) = app.by(&root).get(&admin_path).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"].as_array().unwrap().len(), 5);
     assert!(!body.to_string().contains("s3cret-of-the-client"));
-    let (status, body) = app
-        .stepped(
-            "DELETE",
-            &format!("{admin_path}/{first}"),
-            &root,
-            Some(app.step_up("root", 0)),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = app
-        .call("POST", &admin_path, &root, None, Some(json!({"name": "by-root", "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"})))
+    app.by(&root)
+        .step_up(app.step_up("root", 0))
+        .delete(format!("{admin_path}/{first}"))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, body) = app
+        .by(&root).post(&admin_path).json(json!({"name": "by-root", "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"}))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "step-up is required: {body}");
-    let (status, body) = app
-        .stepped("POST", &admin_path, &root, Some(app.step_up("root", 0)), Some(json!({"name": "by-root", "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"})))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app
+        .by(&root).step_up(app.step_up("root", 0)).post(&admin_path).json(json!({"name": "by-root", "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"}))
+        .await.expect(StatusCode::CREATED);
     for action in [
         "admin.org-idp.upsert",
         "admin.org-idp.delete",
@@ -492,37 +427,30 @@ async fn configurations_are_bounded_and_gated(base: &TestApp) {
         );
     }
     // A public mail domain cannot be claimed.
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/domains"),
-            &owner,
-            None,
-            Some(json!({"domain": "gmail.com"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    app.by(&owner)
+        .post(format!("/api/organization/{acme}/domains"))
+        .json(json!({"domain": "gmail.com"}))
+        .await
+        .expect(StatusCode::BAD_REQUEST);
     // Without the feature (a Developer organization): 403, and a downgrade keeps
     // the configurations, inactive.
     let globex = app.org("gina", "globex").await;
     let gina = app.token("gina", "gina@example.com");
-    let (status, body) = app
-        .call("POST", &format!("/api/organization/{globex}/idp"), &gina, None, Some(json!({"name": "x", "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"})))
+    let Answer(status, body) = app
+        .by(&gina)
+        .post(format!("/api/organization/{globex}/idp"))
+        .json(json!({"name": "x", "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"}))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(body["code"], "FEATURE_NOT_AVAILABLE");
     let root = app.super_token().await;
-    let (status, body) = app
-        .stepped(
-            "PATCH",
-            &format!("/api/organization/{acme}/tier"),
-            &root,
-            Some(app.step_up("root", 0)),
-            Some(json!({"tier": "developer"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = app.call("GET", &path, &owner, None, None).await;
+    app.by(&root)
+        .step_up(app.step_up("root", 0))
+        .patch(format!("/api/organization/{acme}/tier"))
+        .json(json!({"tier": "developer"}))
+        .await
+        .expect(StatusCode::OK);
+    let Answer(status, body) = app.by(&owner).get(&path).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let listed = body["data"].as_array().unwrap();
     assert_eq!(listed.len(), 5);
@@ -641,18 +569,11 @@ async fn configured_for_own(
     mappings: Value,
 ) -> (String, String) {
     let (acme, owner, config) = configured(app, records, issuer, true).await;
-    let (status, body) = app
-        .call(
-            "PUT",
-            &format!("/api/organization/{acme}/idp/{config}"),
-            &owner,
-            None,
-            Some(json!({"name": "corp", "issuer": issuer, "clientId": "platform",
+    app
+        .by(&owner).put(format!("/api/organization/{acme}/idp/{config}")).json(json!({"name": "corp", "issuer": issuer, "clientId": "platform",
                         "clientSecret": OWN_SECRET, "domains": ["acme-sso.test"], "jitProvisioning": true,
-                        "roleMappings": mappings, "version": 1})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+                        "roleMappings": mappings, "version": 1}))
+        .await.expect(StatusCode::OK);
     (acme, owner)
 }
 
@@ -727,7 +648,7 @@ async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
             .map(|m| m["role"].clone())
     };
     let members_path = format!("/api/organization/{acme}/members");
-    let (_, members) = app.call("GET", &members_path, &owner, None, None).await;
+    let Answer(_, members) = app.by(&owner).get(&members_path).await;
     assert_eq!(role_of(&members), Some(json!("member")), "{members}");
 
     // The mappings apply again at the next sign-in: now an admin.
@@ -741,7 +662,7 @@ async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
     let (status, body) = provider.sign_in(&app, "org=acme").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(provider.jwks_fetches().await, before + 1);
-    let (_, members) = app.call("GET", &members_path, &owner, None, None).await;
+    let Answer(_, members) = app.by(&owner).get(&members_path).await;
     assert_eq!(role_of(&members), Some(json!("admin")), "{members}");
     let _ = dora;
 
@@ -749,53 +670,37 @@ async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
     let globex = app.org("gina", "globex").await;
     enterprise(&app, &globex).await;
     let gina = app.token("gina", "gina@example.com");
-    let (_, claimed) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{globex}/domains"),
-            &gina,
-            None,
-            Some(json!({"domain": "globex-sso.test"})),
-        )
+    let Answer(_, claimed) = app
+        .by(&gina)
+        .post(format!("/api/organization/{globex}/domains"))
+        .json(json!({"domain": "globex-sso.test"}))
         .await;
     records.publish(
         claimed["data"]["recordName"].as_str().unwrap(),
         claimed["data"]["recordValue"].as_str().unwrap(),
     );
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{globex}/domains/globex-sso.test/verify"),
-            &gina,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&gina)
+        .post(format!(
+            "/api/organization/{globex}/domains/globex-sso.test/verify"
+        ))
+        .await
+        .expect(StatusCode::OK);
     // acme cannot verify it too.
-    let (_, claimed) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/domains"),
-            &owner,
-            None,
-            Some(json!({"domain": "globex-sso.test"})),
-        )
+    let Answer(_, claimed) = app
+        .by(&owner)
+        .post(format!("/api/organization/{acme}/domains"))
+        .json(json!({"domain": "globex-sso.test"}))
         .await;
     records.publish(
         claimed["data"]["recordName"].as_str().unwrap(),
         claimed["data"]["recordValue"].as_str().unwrap(),
     );
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/organization/{acme}/domains/globex-sso.test/verify"),
-            &owner,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    app.by(&owner)
+        .post(format!(
+            "/api/organization/{acme}/domains/globex-sso.test/verify"
+        ))
+        .await
+        .expect(StatusCode::CONFLICT);
     provider
         .control(
             "user",
@@ -835,14 +740,10 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
     let provider = own_provider().await;
     let (app, records) = sso_app(base).await;
     let (acme, owner) = configured_for_own(&app, &records, &provider.issuer, json!([])).await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/register",
-            "",
-            None,
-            Some(json!({"email": "carol@acme-sso.test", "password": "a long enough password 1"})),
-        )
+    let Answer(status, body) = app
+        .by("")
+        .post("/api/auth/register")
+        .json(json!({"email": "carol@acme-sso.test", "password": "a long enough password 1"}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let carol_id = body["data"]["userId"].as_str().unwrap().to_owned();
@@ -862,67 +763,44 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
         .await
         .unwrap();
     assert_eq!(linked, 0);
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/sso/link",
-            "",
-            None,
-            Some(json!({"linkToken": link, "password": "not the password at all"})),
-        )
+    let Answer(status, body) = app
+        .by("")
+        .post("/api/auth/sso/link")
+        .json(json!({"linkToken": link, "password": "not the password at all"}))
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
     assert_eq!(body["code"], "INVALID_CREDENTIALS");
-    let (status, session) = app
-        .call(
-            "POST",
-            "/api/auth/sso/link",
-            "",
-            None,
-            Some(json!({"linkToken": link, "password": "a long enough password 1"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{session}");
+    app.by("")
+        .post("/api/auth/sso/link")
+        .json(json!({"linkToken": link, "password": "a long enough password 1"}))
+        .await
+        .expect(StatusCode::OK);
     // Used once.
-    let (status, _) = app
-        .call(
-            "POST",
-            "/api/auth/sso/link",
-            "",
-            None,
-            Some(json!({"linkToken": link, "password": "a long enough password 1"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    app.by("")
+        .post("/api/auth/sso/link")
+        .json(json!({"linkToken": link, "password": "a long enough password 1"}))
+        .await
+        .expect(StatusCode::UNAUTHORIZED);
     // The next sign-in goes straight through, as the same account.
     let (status, session) = provider.sign_in(&app, "org=acme").await;
     assert_eq!(status, StatusCode::OK, "{session}");
     let token = session["data"]["accessToken"].as_str().unwrap().to_owned();
-    let (_, me) = app.call("GET", "/api/me", &token, None, None).await;
+    let Answer(_, me) = app.by(&token).get("/api/me").await;
     assert_eq!(me["data"]["userId"], carol_id.as_str());
 
     // Carol becomes the Owner: her next sign-in (mapped to another Role) leaves it.
-    let (status, body) = app
-        .stepped(
-            "PATCH",
-            &format!("/api/organization/{acme}/transfer-owner"),
-            &owner,
-            Some(app.step_up("owner", 0)),
-            Some(json!({"userId": carol_id})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&owner)
+        .step_up(app.step_up("owner", 0))
+        .patch(format!("/api/organization/{acme}/transfer-owner"))
+        .json(json!({"userId": carol_id}))
+        .await
+        .expect(StatusCode::OK);
     let (status, session) = provider.sign_in(&app, "org=acme").await;
     assert_eq!(status, StatusCode::OK, "{session}");
     let token = session["data"]["accessToken"].as_str().unwrap().to_owned();
-    let (_, body) = app
-        .call(
-            "GET",
-            &format!("/api/organization/{acme}"),
-            &token,
-            None,
-            None,
-        )
+    let Answer(_, body) = app
+        .by(&token)
+        .get(format!("/api/organization/{acme}"))
         .await;
     assert_eq!(body["data"]["ownerId"], carol_id.as_str(), "{body}");
     let role: String = sqlx::query_scalar(&format!(
@@ -935,33 +813,31 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
 
     // A personal access token made in the SSO session passes enforcement; one made
     // in a password session does not.
-    let (status, body) = app
-        .call("POST", "/api/me/tokens", &token, None, Some(json!({"name": "ci", "expiresAt": (chrono::Utc::now() + chrono::Duration::days(7)).to_rfc3339()})))
+    let Answer(status, body) = app
+        .by(&token).post("/api/me/tokens").json(json!({"name": "ci", "expiresAt": (chrono::Utc::now() + chrono::Duration::days(7)).to_rfc3339()}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let sso_pat = body["data"]["token"].as_str().unwrap().to_owned();
-    let (_, password_session) = app
-        .call("POST", "/api/auth/login", "", None, Some(json!({"identifier": "carol@acme-sso.test", "password": "a long enough password 1"})))
+    let Answer(_, password_session) = app
+        .by("")
+        .post("/api/auth/login")
+        .json(json!({"identifier": "carol@acme-sso.test", "password": "a long enough password 1"}))
         .await;
     let password_access = password_session["data"]["accessToken"]
         .as_str()
         .unwrap()
         .to_owned();
-    let (status, body) = app
-        .call("POST", "/api/me/tokens", &password_access, None, Some(json!({"name": "laptop", "expiresAt": (chrono::Utc::now() + chrono::Duration::days(7)).to_rfc3339()})))
+    let Answer(status, body) = app
+        .by(&password_access).post("/api/me/tokens").json(json!({"name": "laptop", "expiresAt": (chrono::Utc::now() + chrono::Duration::days(7)).to_rfc3339()}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let password_pat = body["data"]["token"].as_str().unwrap().to_owned();
-    let (status, body) = app
-        .stepped(
-            "PUT",
-            &format!("/api/organization/{acme}/sso"),
-            &owner,
-            Some(app.step_up("owner", 0)),
-            Some(json!({"required": true})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&owner)
+        .step_up(app.step_up("owner", 0))
+        .put(format!("/api/organization/{acme}/sso"))
+        .json(json!({"required": true}))
+        .await
+        .expect(StatusCode::OK);
     let members = format!("/api/organization/{acme}/members");
     for (token, expected) in [
         (&sso_pat, StatusCode::OK),
@@ -969,7 +845,7 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
         (&password_pat, StatusCode::FORBIDDEN),
         (&password_access, StatusCode::FORBIDDEN),
     ] {
-        let (status, body) = app.call("GET", &members, token, None, None).await;
+        let Answer(status, body) = app.by(token).get(&members).await;
         assert_eq!(status, expected, "{body}");
     }
     app.stop().await;

@@ -3,38 +3,20 @@
 
 use super::billing::{set_tier, subscription};
 use super::*;
+use crate::api::Answer;
+use adapters::code::ErrorCode;
 
 const PASSWORD: &str = "correct horse battery";
 
 /// Registers `email` and signs in: (its user id, an access token).
 async fn account(app: &TestApp, email: &str) -> (String, String) {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/register",
-            "unused",
-            None,
-            Some(json!({"email": email, "password": PASSWORD})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let id = body["data"]["userId"].as_str().unwrap().to_owned();
+    let id = app.register(email, PASSWORD).await.user_id;
     (id, sign_in(app, email).await)
 }
 
 /// A fresh access token for `email`.
 async fn sign_in(app: &TestApp, email: &str) -> String {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/auth/login",
-            "unused",
-            None,
-            Some(json!({"identifier": email, "password": PASSWORD})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["data"]["accessToken"].as_str().unwrap().to_owned()
+    app.login(email, PASSWORD).await.access_token
 }
 
 fn get(path: &str) -> Request<Body> {
@@ -134,12 +116,18 @@ async fn every_refused_state_change_is_audited(app: &TestApp) {
         ),
     ];
     for (method, path, body) in &refused {
-        let (status, answer) = app.call(method, path, &alice, None, body.clone()).await;
+        let Answer(status, answer) = app
+            .by(&alice)
+            .method(method, path)
+            .json_opt(body.clone())
+            .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{method} {path}: {answer}");
     }
     // A read refused is not audited.
-    let (status, _) = app.call("GET", "/api/quotas/all", &alice, None, None).await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    app.by(&alice)
+        .get("/api/quotas/all")
+        .await
+        .expect(StatusCode::FORBIDDEN);
 
     let denied = chained_now(app, "authz.denied").await;
     let of_alice: Vec<_> = denied.iter().filter(|e| e.actor_id == "alice").collect();
@@ -177,39 +165,22 @@ async fn every_refused_state_change_is_audited(app: &TestApp) {
     // A personal access token bound to an organization, used for a permission it
     // does not carry: audited in that organization.
     let (gus_id, gus) = account(app, "gus@example.com").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/organization",
-            &gus,
-            None,
-            Some(json!({"name": "gus-org"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let gus_org = body["data"]["id"].as_str().unwrap().to_owned();
+    let gus_org = app
+        .by(&gus)
+        .post("/api/organization")
+        .json(json!({"name": "gus-org"}))
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let expires = (Utc::now() + chrono::Duration::days(1)).to_rfc3339();
-    let (status, token) = app
-        .call(
-            "POST",
-            "/api/me/tokens",
-            &gus,
-            None,
-            Some(json!({"name": "ci", "expiresAt": expires, "orgId": gus_org, "permissions": ["compliance:read"]})),
-        )
+    let Answer(status, token) = app
+        .by(&gus).post("/api/me/tokens").json(json!({"name": "ci", "expiresAt": expires, "orgId": gus_org, "permissions": ["compliance:read"]}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{token}");
     let pat = token["data"]["token"].as_str().unwrap().to_owned();
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/compliance/rules",
-            &pat,
-            Some(&gus_org),
-            Some(json!({"name": "r", "target": "plugin", "severity": "error", "field": "version", "operator": "neq", "value": "latest"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    app
+        .by(&pat).org(&gus_org).post("/api/compliance/rules").json(json!({"name": "r", "target": "plugin", "severity": "error", "field": "version", "operator": "neq", "value": "latest"}))
+        .await.expect(StatusCode::FORBIDDEN);
     let scoped: Vec<_> = app
         .audited("authz.denied")
         .await
@@ -242,32 +213,24 @@ async fn a_tier_change_keeps_nothing_the_new_tier_cannot_buy(app: &TestApp) {
         json!({"bundleId": "AUDIT_LOG", "quantity": 1}),
         json!({"bundleId": "SEAT_PACK", "quantity": 2}),
     ] {
-        let (status, body) = billing
-            .call(
-                "POST",
-                &format!("/api/subscriptions/{id}/addons"),
-                &alice,
-                Some(&acme),
-                Some(bundle),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        billing
+            .by(&alice)
+            .org(&acme)
+            .post(format!("/api/subscriptions/{id}/addons"))
+            .json(bundle)
+            .await
+            .expect(StatusCode::OK);
     }
-    let (status, _) = billing
-        .call("GET", "/api/audit", &alice, Some(&acme), None)
-        .await;
+    let Answer(status, _) = billing.by(&alice).org(&acme).get("/api/audit").await;
     assert_eq!(status, StatusCode::OK, "the bundle opens the audit log");
 
     let root = billing.super_token().await;
     let step = billing.step_up("root", 0);
-    let (status, body) = billing
-        .stepped(
-            "PATCH",
-            &format!("/api/organization/{acme}/tier"),
-            &root,
-            Some(step),
-            Some(json!({"tier": "developer"})),
-        )
+    let Answer(status, body) = billing
+        .by(&root)
+        .step_up(step)
+        .patch(format!("/api/organization/{acme}/tier"))
+        .json(json!({"tier": "developer"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["tier"], "developer");
@@ -283,10 +246,12 @@ async fn a_tier_change_keeps_nothing_the_new_tier_cannot_buy(app: &TestApp) {
         .map(|a| a["bundle"].as_str().unwrap())
         .collect();
     assert_eq!(held, ["SEAT_PACK"], "{addons}");
-    let (status, body) = billing
-        .call("GET", "/api/audit", &alice, Some(&acme), None)
-        .await;
-    assert_eq!(code(status, &body), "FEATURE_NOT_AVAILABLE", "{body}");
+    billing
+        .by(&alice)
+        .org(&acme)
+        .get("/api/audit")
+        .await
+        .refused(ErrorCode::FeatureNotAvailable);
     let removed = billing.audited("billing.addon.remove").await;
     assert_eq!(removed.len(), 1, "{removed:?}");
     assert_eq!(removed[0].details["bundleId"], "AUDIT_LOG");
@@ -295,16 +260,13 @@ async fn a_tier_change_keeps_nothing_the_new_tier_cannot_buy(app: &TestApp) {
 
     // The quota override's tier path keeps the same rule.
     set_tier(&billing, &acme, "pro").await;
-    let (status, body) = billing
-        .call(
-            "POST",
-            &format!("/api/subscriptions/{id}/addons"),
-            &alice,
-            Some(&acme),
-            Some(json!({"bundleId": "AUDIT_LOG", "quantity": 1})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    billing
+        .by(&alice)
+        .org(&acme)
+        .post(format!("/api/subscriptions/{id}/addons"))
+        .json(json!({"bundleId": "AUDIT_LOG", "quantity": 1}))
+        .await
+        .expect(StatusCode::OK);
     set_tier(&billing, &acme, "developer").await;
     assert_eq!(billing.audited("billing.addon.remove").await.len(), 2);
     billing.stop().await;
@@ -323,28 +285,20 @@ async fn verify_address(app: &TestApp, email: &str) {
         .chars()
         .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
         .collect();
-    let (status, answer) = app
-        .call(
-            "POST",
-            "/api/auth/verify-email",
-            "unused",
-            None,
-            Some(json!({"token": token})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    app.public()
+        .post("/api/auth/verify-email")
+        .json(json!({"token": token}))
+        .await
+        .expect(StatusCode::OK);
 }
 
 /// Sends an invitation of `email` into `org`; its id.
 async fn invite(app: &TestApp, token: &str, org: &str, email: &str) -> String {
-    let (status, body) = app
-        .call(
-            "POST",
-            "/api/invitation/send",
-            token,
-            Some(org),
-            Some(json!({"email": email})),
-        )
+    let Answer(status, body) = app
+        .by(token)
+        .org(org)
+        .post("/api/invitation/send")
+        .json(json!({"email": email}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     body["data"]["id"].as_str().unwrap().to_owned()
@@ -360,51 +314,29 @@ async fn an_email_change_takes_effect_on_every_token(app: &TestApp) {
     verify_address(app, "old@example.com").await;
     // Signed in once verified: the token claims old@example.com.
     let old_token = sign_in(app, "old@example.com").await;
-    let (status, me) = app.call("GET", "/api/me", &old_token, None, None).await;
+    let Answer(status, me) = app.by(&old_token).get("/api/me").await;
     assert_eq!(status, StatusCode::OK, "{me}");
-    let (status, body) = app
-        .call(
-            "PUT",
-            "/api/me",
-            &old_token,
-            None,
-            Some(json!({"email": "new@example.com"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.by(&old_token)
+        .put("/api/me")
+        .json(json!({"email": "new@example.com"}))
+        .await
+        .expect(StatusCode::OK);
     // The old address's invitation is not the token's any more.
     let to_old = invite(app, &alice, &acme, "old@example.com").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/invitation/{to_old}/accept"),
-            &old_token,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND", "{body}");
+    app.by(&old_token)
+        .post(format!("/api/invitation/{to_old}/accept"))
+        .await
+        .refused(ErrorCode::NotFound);
     // Nor is the new address's, until it is verified.
     let to_new = invite(app, &alice, &acme, "new@example.com").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/invitation/{to_new}/accept"),
-            &old_token,
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(code(status, &body), "NOT_FOUND", "{body}");
+    app.by(&old_token)
+        .post(format!("/api/invitation/{to_new}/accept"))
+        .await
+        .refused(ErrorCode::NotFound);
     verify_address(app, "new@example.com").await;
-    let (status, body) = app
-        .call(
-            "POST",
-            &format!("/api/invitation/{to_new}/accept"),
-            &old_token,
-            None,
-            None,
-        )
+    let Answer(status, body) = app
+        .by(&old_token)
+        .post(format!("/api/invitation/{to_new}/accept"))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["data"]["email"], "new@example.com");
@@ -491,13 +423,7 @@ async fn parallel_guesses_are_judged_at_most_the_documented_number(app: &TestApp
     let (_, token) = account(&proxied, "vic@example.com").await;
     let requests = (0..24)
         .map(|i| {
-            let mut request = TestApp::request_of(
-                "POST",
-                "/api/auth/login",
-                "unused",
-                None,
-                Some(json!({"identifier": "vic@example.com", "password": format!("wrong guess {i}")})),
-            );
+            let mut request = app.public().post("/api/auth/login").json(json!({"identifier": "vic@example.com", "password": format!("wrong guess {i}")})).request();
             request
                 .headers_mut()
                 .insert("x-forwarded-for", format!("198.51.100.{i}").parse().unwrap());
@@ -525,13 +451,7 @@ async fn parallel_guesses_are_judged_at_most_the_documented_number(app: &TestApp
     let _ = token;
     let requests = (0..24)
         .map(|i| {
-            TestApp::request_of(
-                "PUT",
-                "/api/me/password",
-                &token_b,
-                None,
-                Some(json!({"currentPassword": format!("wrong guess {i}"), "newPassword": "another horse battery"})),
-            )
+            app.by(&token_b).put("/api/me/password").json(json!({"currentPassword": format!("wrong guess {i}"), "newPassword": "another horse battery"})).request()
         })
         .collect();
     let answers = proxied.concurrently(requests).await;
@@ -553,13 +473,11 @@ async fn parallel_guesses_are_judged_at_most_the_documented_number(app: &TestApp
 async fn registration_is_bounded_per_client_address(app: &TestApp) {
     let proxied = app.beside(&[("TRUST_PROXY_HEADERS", "true")]).await;
     let register = |i: usize, address: &'static str| {
-        let mut request = TestApp::request_of(
-            "POST",
-            "/api/auth/register",
-            "unused",
-            None,
-            Some(json!({"email": format!("r{i}@example.com"), "password": PASSWORD})),
-        );
+        let mut request = app
+            .public()
+            .post("/api/auth/register")
+            .json(json!({"email": format!("r{i}@example.com"), "password": PASSWORD}))
+            .request();
         request
             .headers_mut()
             .insert("x-forwarded-for", address.parse().unwrap());
@@ -572,7 +490,7 @@ async fn registration_is_bounded_per_client_address(app: &TestApp) {
         match status {
             StatusCode::CREATED => created += 1,
             StatusCode::TOO_MANY_REQUESTS => {
-                assert_eq!(code(status, &body), "TOO_MANY_ATTEMPTS");
+                assert_eq!(code(status, &body), ErrorCode::TooManyAttempts);
                 refused += 1;
             }
             other => panic!("{other}: {body}"),

@@ -75,5 +75,7 @@ pub(crate) async fn record_failure(
     store: &Store,
     event: audit_chain::AuditEvent,
 ) -> ServiceResult<()> {
-    Ok(store.record_events(&[event]).await?)
+    unit_of_work!(store, |tx| {
+        Ok(tx.enqueue_audit(std::slice::from_ref(&event)).await?)
+    })
 }

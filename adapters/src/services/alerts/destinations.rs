@@ -220,7 +220,7 @@ fn check_signing_secret(secret: &str) -> ServiceResult<()> {
 /// Checks a body; the settings, the secret (when the body gives one) and a signing
 /// secret the server made.
 async fn check_destination(
-    state: &AppState,
+    config: &Config,
     body: &DestinationBody,
     keep: Option<&Secret>,
 ) -> ServiceResult<(String, Settings, Option<Secret>, Option<String>)> {
@@ -287,7 +287,7 @@ async fn check_destination(
                 _ => Secret::default(),
             };
             let (url, host) =
-                checked_url(&state.config, body.url.as_deref().or(secret.url.as_deref())).await?;
+                checked_url(config, body.url.as_deref().or(secret.url.as_deref())).await?;
             settings.host = Some(host);
             settings.hint = Some(hint(&url));
             secret.url = Some(url);
@@ -423,7 +423,7 @@ pub async fn create_destination(
     body: &DestinationBody,
     now: DateTime<Utc>,
 ) -> ServiceResult<Destination> {
-    let (name, settings, secret, made) = check_destination(state, body, None).await?;
+    let (name, settings, secret, made) = check_destination(&state.config, body, None).await?;
     let mut row = DestinationRow {
         id: new_id(),
         org_id: org.id.clone(),
@@ -488,7 +488,8 @@ pub async fn update_destination(
     } else {
         None
     };
-    let (name, settings, secret, made) = check_destination(state, body, kept.as_ref()).await?;
+    let (name, settings, secret, made) =
+        check_destination(&state.config, body, kept.as_ref()).await?;
     let mut row = DestinationRow {
         name: name.clone(),
         kind: body.kind.name().to_owned(),

@@ -79,7 +79,9 @@ fn customer(state: &AppState, config: &KeyConfigRow) -> ServiceResult<Arc<dyn Ke
         "vault-transit" => {
             let token = match &config.token {
                 None => String::new(),
-                Some(stored) => open_platform(state, &token_binding(&config.org_id), stored)?,
+                Some(stored) => {
+                    open_platform(&state.config, &token_binding(&config.org_id), stored)?
+                }
             };
             let address = config.address.as_deref().unwrap_or_default();
             Ok(Arc::new(VaultTransit::new(
@@ -105,12 +107,12 @@ fn seal_platform(config: &Config, binding: &Binding<'_>, plain: &str) -> Service
     }
 }
 
-fn open_platform(state: &AppState, binding: &Binding<'_>, stored: &str) -> ServiceResult<String> {
+fn open_platform(config: &Config, binding: &Binding<'_>, stored: &str) -> ServiceResult<String> {
     match Stored::parse(stored).map_err(|e| ServiceError::Broken(e.to_string()))? {
         Stored::Plain(text) => Ok(text.to_owned()),
-        Stored::Legacy(body) => open_legacy(&state.config, body),
+        Stored::Legacy(body) => open_legacy(config, body),
         Stored::Sealed { body, .. } => {
-            let keys = &state.config.keys;
+            let keys = &config.keys;
             [keys.platform.as_ref(), keys.previous.as_ref()]
                 .into_iter()
                 .flatten()

@@ -18,8 +18,8 @@ use serde_json::Value;
 use super::{ServiceError, ServiceResult};
 use crate::services::context::AppState;
 use crate::storage::{
-    AttemptRow, Derived, ExecutionRow, NewReportEvent, ReportScope, StageRow, Store, StoreError,
-    UnattributedRow,
+    unit_of_work, AttemptRow, Derived, ExecutionRow, NewReportEvent, ReportScope, StageRow, Store,
+    StoreError, UnattributedRow,
 };
 
 mod executions;
@@ -96,7 +96,9 @@ pub async fn ingest(
             body,
         });
     }
-    let stored = store.record_report_events(&rows, now).await?;
+    let stored = unit_of_work!(store, |tx| {
+        Ok(tx.record_report_events(&rows, now).await?)
+    })?;
     let mut executions = 0;
     for (resource, execution) in &touched {
         if derive(store, resource, execution, now).await? {
@@ -117,9 +119,11 @@ pub async fn derive(
     execution_id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<bool> {
-    let derived = store
-        .derive_execution((resource, execution_id), &derivation, now)
-        .await?;
+    let derived = unit_of_work!(store, |tx| {
+        Ok(tx
+            .derive_execution((resource, execution_id), &derivation, now)
+            .await?)
+    })?;
     Ok(derived)
 }
 

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::config::Config;
+use crate::storage::unit_of_work;
 
 fn subject(payload: &Value) -> String {
     let text = |k: &str| {
@@ -105,7 +106,7 @@ async fn post(
 /// Sends one notice (`payload`: the notification's, `kind` its kind) to one
 /// destination; `only` narrows an e-mail destination to one address (tests).
 async fn send(
-    state: &AppState,
+    config: &Config,
     (row, secret): (&DestinationRow, &Secret),
     (kind, payload): (&str, &Value),
     only: Option<&str>,
@@ -119,7 +120,7 @@ async fn send(
     let subject = subject(payload);
     Ok(match destination_kind {
         DestinationKind::Email => {
-            let Some(url) = &state.config.notifications.smtp_url else {
+            let Some(url) = &config.notifications.smtp_url else {
                 return Ok(Outcome::Skipped("SMTP_URL is not set".to_owned()));
             };
             let recipients: Vec<String> = match only {
@@ -131,7 +132,7 @@ async fn send(
                 serde_json::to_string_pretty(payload).unwrap_or_default()
             );
             send_mail(
-                &state.config,
+                config,
                 url.expose(),
                 &message_id,
                 &recipients,
@@ -144,7 +145,7 @@ async fn send(
                 return Ok(Outcome::Refused("the destination has no URL".to_owned()));
             };
             let body = json!({"text": subject}).to_string().into_bytes();
-            post(&state.config, url, true, &[], body).await
+            post(config, url, true, &[], body).await
         }
         DestinationKind::Webhook => {
             let (Some(url), Some(signing)) = (&secret.url, &secret.signing_secret) else {
@@ -170,7 +171,7 @@ async fn send(
                 ("webhook-timestamp", timestamp.to_string()),
                 ("webhook-signature", signature),
             ];
-            post(&state.config, url, true, &headers, body).await
+            post(config, url, true, &headers, body).await
         }
         DestinationKind::Pagerduty => {
             let Some(key) = &secret.routing_key else {
@@ -202,8 +203,8 @@ async fn send(
                 })
             };
             post(
-                &state.config,
-                &state.config.alerts.pagerduty_url,
+                config,
+                &config.alerts.pagerduty_url,
                 false,
                 &[],
                 body.to_string().into_bytes(),
@@ -234,7 +235,7 @@ pub async fn deliver(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResu
         Err(error) => return Ok(Outcome::Refused(error.to_string())),
     };
     send(
-        state,
+        &state.config,
         (&row, &secret),
         (&claimed.kind, &claimed.payload),
         None,
@@ -311,7 +312,7 @@ pub async fn test(
             (row, secret, true)
         }
         Err(body) => {
-            let (name, settings, secret, _) = check_destination(state, body, None).await?;
+            let (name, settings, secret, _) = check_destination(&state.config, body, None).await?;
             let row = DestinationRow {
                 id: new_id(),
                 org_id: org.id.clone(),
@@ -365,7 +366,7 @@ pub async fn test(
                 for address in &settings.addresses {
                     let started = Instant::now();
                     let outcome = send(
-                        state,
+                        &state.config,
                         (&row, &secret),
                         ("alert.test", &payload),
                         Some(address),
@@ -376,7 +377,13 @@ pub async fn test(
             }
             DestinationKind::Pagerduty => {
                 let started = Instant::now();
-                let outcome = send(state, (&row, &secret), ("alert.test", &payload), None).await?;
+                let outcome = send(
+                    &state.config,
+                    (&row, &secret),
+                    ("alert.test", &payload),
+                    None,
+                )
+                .await?;
                 let sent = matches!(outcome, Outcome::Sent(_));
                 targets.push(target_of("pagerduty".to_owned(), outcome, started));
                 if sent {
@@ -385,12 +392,24 @@ pub async fn test(
                     if let Some(o) = resolve.as_object_mut() {
                         o.insert("notice".to_owned(), json!("resolved"));
                     }
-                    send(state, (&row, &secret), ("alert.test", &resolve), None).await?;
+                    send(
+                        &state.config,
+                        (&row, &secret),
+                        ("alert.test", &resolve),
+                        None,
+                    )
+                    .await?;
                 }
             }
             DestinationKind::Slack | DestinationKind::Webhook => {
                 let started = Instant::now();
-                let outcome = send(state, (&row, &secret), ("alert.test", &payload), None).await?;
+                let outcome = send(
+                    &state.config,
+                    (&row, &secret),
+                    ("alert.test", &payload),
+                    None,
+                )
+                .await?;
                 targets.push(target_of(
                     settings.host.clone().unwrap_or_default(),
                     outcome,
@@ -421,7 +440,9 @@ pub async fn test(
             "results": targets.iter().map(|t| json!({"status": t.status, "httpStatus": t.http_status})).collect::<Vec<_>>(),
         }),
     );
-    state.infra.store.record_events(&[event]).await?;
+    unit_of_work!(&state.infra.store, |tx| {
+        Ok(tx.enqueue_audit(std::slice::from_ref(&event)).await?)
+    })?;
     Ok(TestResult {
         destination_id: saved.then(|| row.id.clone()),
         targets,
