@@ -324,7 +324,6 @@ impl Transaction<'_> {
     /// Forgets the archives whose download window closed; how many.
     pub async fn forget_expired_exports(&mut self, now: DateTime<Utc>) -> StoreResult<u64> {
         let at = stamp(now);
-
         sqlx::query(&self.store.sql(
             "DELETE FROM org_export_chunks WHERE export_id IN
                (SELECT id FROM org_exports WHERE status = 'done' AND expires_at < $1)",

@@ -189,28 +189,26 @@ impl super::Transaction<'_> {
 impl Transaction<'_> {
     /// Purges a deleted organization: all its data but its audit chain.
     pub async fn purge_organization(&mut self, id: &str) -> StoreResult<()> {
-        let id = id.to_owned();
-
         sqlx::query(&self.store.sql(
             "DELETE FROM rule_versions WHERE rule_id IN (SELECT id FROM rules WHERE org_id = $1)",
         ))
-        .bind(&id)
+        .bind(id)
         .execute(&mut *self.tx)
         .await?;
         sqlx::query(&self.store.sql(
             "DELETE FROM plugin_archives WHERE plugin_id IN (SELECT id FROM plugins WHERE org_id = $1)",
         ))
-        .bind(&id)
+        .bind(id)
         .execute(&mut *self.tx)
         .await?;
         sqlx::query(&self.store.sql(
             "DELETE FROM billing_addons WHERE subscription_id IN (SELECT id FROM billing_subscriptions WHERE org_id = $1)",
         ))
-        .bind(&id)
+        .bind(id)
         .execute(&mut *self.tx)
         .await?;
         sqlx::query(&self.store.sql("DELETE FROM quota_pool WHERE root_id = $1"))
-            .bind(&id)
+            .bind(id)
             .execute(&mut *self.tx)
             .await?;
         // Its conversations, and the announcements its admins posted.
@@ -232,7 +230,7 @@ impl Transaction<'_> {
                WHERE x.org_id = $1 AND x.resource = report_events.resource AND x.execution_id = report_events.execution_id)",
         ] {
             sqlx::query(&self.store.sql(statement))
-                .bind(&id)
+                .bind(id)
                 .execute(&mut *self.tx)
                 .await?;
         }
@@ -247,7 +245,7 @@ impl Transaction<'_> {
                     .store
                     .sql(&format!("DELETE FROM {table} WHERE {column} = $1")),
             )
-            .bind(&id)
+            .bind(id)
             .execute(&mut *self.tx)
             .await?;
         }

@@ -386,40 +386,26 @@ impl Transaction<'_> {
     /// how many executions.
     pub async fn prune_reports(&mut self, before: DateTime<Utc>) -> StoreResult<u64> {
         let cutoff = stamp(before);
-
-        let done = sqlx::query(
-            &self
-                .store
-                .sql("DELETE FROM report_executions WHERE started_at < $1"),
-        )
-        .bind(&cutoff)
-        .execute(&mut *self.tx)
-        .await?;
-        sqlx::query(
-            &self
-                .store
-                .sql("DELETE FROM report_stages WHERE started_at < $1"),
-        )
-        .bind(&cutoff)
-        .execute(&mut *self.tx)
-        .await?;
-        sqlx::query(
-            &self
-                .store
-                .sql("DELETE FROM report_events WHERE occurred_at < $1"),
-        )
-        .bind(&cutoff)
-        .execute(&mut *self.tx)
-        .await?;
-        sqlx::query(
-            &self
-                .store
-                .sql("DELETE FROM plugin_build_attempts WHERE started_at < $1"),
-        )
-        .bind(&cutoff)
-        .execute(&mut *self.tx)
-        .await?;
-        Ok(done.rows_affected())
+        let mut executions = 0;
+        for (table, started) in [
+            ("report_executions", "started_at"),
+            ("report_stages", "started_at"),
+            ("report_events", "occurred_at"),
+            ("plugin_build_attempts", "started_at"),
+        ] {
+            let done = sqlx::query(
+                &self
+                    .store
+                    .sql(&format!("DELETE FROM {table} WHERE {started} < $1")),
+            )
+            .bind(&cutoff)
+            .execute(&mut *self.tx)
+            .await?;
+            if table == "report_executions" {
+                executions = done.rows_affected();
+            }
+        }
+        Ok(executions)
     }
 
     /// Stores the events not stored yet (by id) and marks their executions to be
@@ -430,7 +416,6 @@ impl Transaction<'_> {
         now: DateTime<Utc>,
     ) -> StoreResult<u64> {
         let at = stamp(now);
-
         let mut rows = Rows::new(6);
         let mut pending = Rows::new(3);
         for e in events {

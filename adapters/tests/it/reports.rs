@@ -419,7 +419,7 @@ async fn execution_data_stays_with_its_organization(app: &TestApp) {
     let root = app.super_token().await;
     let step = app.step_up("root", 0);
     app.by(&root)
-        .step_up(step.clone())
+        .step_up(&step)
         .delete(format!("/api/organization/{acme}"))
         .await
         .expect(StatusCode::OK);

@@ -784,7 +784,7 @@ async fn step_up_proves_the_password_again(app: &TestApp) {
     let org = created["data"]["id"].as_str().unwrap().to_owned();
     let Answer(status, body) = app
         .by(&access)
-        .step_up(proof.clone())
+        .step_up(&proof)
         .patch(format!("/api/organization/{org}/transfer-owner"))
         .json(json!({"userId": "nobody-here"}))
         .await;
@@ -793,7 +793,7 @@ async fn step_up_proves_the_password_again(app: &TestApp) {
     register(app, "lee@example.com").await;
     let (lee, _) = session(app, "lee@example.com").await;
     app.by(&lee)
-        .step_up(proof.clone())
+        .step_up(&proof)
         .delete("/api/me")
         .await
         .refused(ErrorCode::Unauthorized);
@@ -836,14 +836,14 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
     assert_eq!(status, StatusCode::OK, "{body}");
     let password_proof = body["data"]["stepUpToken"].as_str().unwrap().to_owned();
     app.by(&access)
-        .step_up(password_proof.clone())
+        .step_up(&password_proof)
         .post("/api/me/totp/confirm")
         .json(json!({"code": "123456"}))
         .await
         .refused(ErrorCode::Conflict);
     let Answer(status, body) = app
         .by(&access)
-        .step_up(password_proof.clone())
+        .step_up(&password_proof)
         .post("/api/me/totp")
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -871,14 +871,14 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
         .await
         .refused(ErrorCode::StepUpRequired);
     app.by(&access)
-        .step_up(password_proof.clone())
+        .step_up(&password_proof)
         .post("/api/me/totp/confirm")
         .json(json!({"code": wrong}))
         .await
         .refused(ErrorCode::ValidationError);
     let Answer(status, body) = app
         .by(&access)
-        .step_up(password_proof.clone())
+        .step_up(&password_proof)
         .post("/api/me/totp/confirm")
         .json(json!({"code": at(0)}))
         .await;
@@ -947,12 +947,12 @@ async fn step_up_proofs_are_bound_to_their_session_and_end_with_it(app: &TestApp
     let (second, _) = session(app, "sal@example.com").await;
     let proof = proof_of(first.clone()).await;
     app.by(&first)
-        .step_up(proof.clone())
+        .step_up(&proof)
         .post("/api/me/totp")
         .await
         .expect(StatusCode::CREATED);
     app.by(&second)
-        .step_up(proof.clone())
+        .step_up(&proof)
         .post("/api/me/totp")
         .await
         .refused(ErrorCode::Unauthorized);
@@ -966,7 +966,7 @@ async fn step_up_proofs_are_bound_to_their_session_and_end_with_it(app: &TestApp
     .await;
     assert_eq!(status, StatusCode::OK);
     app.by(&first)
-        .step_up(proof.clone())
+        .step_up(&proof)
         .post("/api/me/totp")
         .await
         .expect(StatusCode::UNAUTHORIZED);
