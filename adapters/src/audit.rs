@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use audit_chain::AuditEvent;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
 /// The five audit counters of document 3.
@@ -123,8 +123,10 @@ pub fn folded_denial(
 ) -> AuditEvent {
     if let Value::Object(details) = &mut event.details {
         details.insert("count".to_owned(), count.into());
-        details.insert("firstAt".to_owned(), crate::storage::stamp(first_at).into());
-        details.insert("lastAt".to_owned(), crate::storage::stamp(last_at).into());
+        // As the fold's times are stored: RFC 3339, UTC, microseconds.
+        let stamp = |at: DateTime<Utc>| at.to_rfc3339_opts(SecondsFormat::Micros, true);
+        details.insert("firstAt".to_owned(), stamp(first_at).into());
+        details.insert("lastAt".to_owned(), stamp(last_at).into());
     }
     event
 }
