@@ -7,11 +7,17 @@ use chrono::Utc;
 
 use super::{ServiceError, ServiceResult};
 use crate::services::context::AppState;
+use crate::storage::{unit_of_work, Store, StoreError};
 pub use crate::storage::{AuditFilter, CheckpointRecord};
-use crate::storage::{Store, StoreError};
 
 /// The rows a verification reads at a time.
 pub const VERIFY_BATCH: u32 = 1_000;
+
+/// Records the audit events of an action that changes nothing else (a render, a
+/// test delivery, a refused sign-in): durable before the answer leaves.
+pub async fn record(store: &Store, events: &[AuditEvent]) -> ServiceResult<()> {
+    unit_of_work!(store, |tx| { Ok(tx.enqueue_audit(events).await?) })
+}
 
 /// Appends another service's event, once per idempotency key: (row, whether new),
 /// sealed with the other events that arrive with it (`services::grouped`) and

@@ -341,7 +341,7 @@ pub async fn export(store: &Store, caller: &Caller, org: &OrgRecord) -> ServiceR
         ("organization", &org.id),
         json!({}),
     )];
-    unit_of_work!(store, |tx| { Ok(tx.enqueue_audit(&audit).await?) })?;
+    super::audit::record(store, &audit).await?;
     Ok(Export {
         organization: org.clone(),
         members,

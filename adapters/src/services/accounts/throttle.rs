@@ -75,7 +75,5 @@ pub(crate) async fn record_failure(
     store: &Store,
     event: audit_chain::AuditEvent,
 ) -> ServiceResult<()> {
-    unit_of_work!(store, |tx| {
-        Ok(tx.enqueue_audit(std::slice::from_ref(&event)).await?)
-    })
+    crate::services::audit::record(store, &[event]).await
 }

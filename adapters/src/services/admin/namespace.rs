@@ -3,7 +3,6 @@
 //! from the organization's tier and limits and the registry's address; here they
 //! become one YAML stream and its SHA-256. Audited `admin.org.namespace.render`.
 
-use crate::storage::unit_of_work;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -71,9 +70,7 @@ pub async fn render(state: &AppState, caller: &Caller, org_id: &str) -> ServiceR
         details,
     )
     .await?;
-    unit_of_work!(&state.infra.store, |tx| {
-        Ok(tx.enqueue_audit(&audit).await?)
-    })?;
+    crate::services::audit::record(&state.infra.store, &audit).await?;
     Ok(Manifests {
         namespace,
         yaml,

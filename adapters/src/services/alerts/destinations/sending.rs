@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::config::Config;
-use crate::storage::unit_of_work;
 
 fn subject(payload: &Value) -> String {
     let text = |k: &str| {
@@ -440,9 +439,7 @@ pub async fn test(
             "results": targets.iter().map(|t| json!({"status": t.status, "httpStatus": t.http_status})).collect::<Vec<_>>(),
         }),
     );
-    unit_of_work!(&state.infra.store, |tx| {
-        Ok(tx.enqueue_audit(std::slice::from_ref(&event)).await?)
-    })?;
+    crate::services::audit::record(&state.infra.store, &[event]).await?;
     Ok(TestResult {
         destination_id: saved.then(|| row.id.clone()),
         targets,
