@@ -82,9 +82,14 @@ async fn main() -> Result<(), String> {
     for _ in 0..3 {
         at += chrono::Duration::seconds(61);
         let started = Instant::now();
-        let round = adapters::services::alerts::evaluate_due(&server.state, at)
-            .await
-            .map_err(|e| e.to_string())?;
+        let round = adapters::services::alerts::evaluate_due(
+            &server.state.infra.store,
+            &server.state.config,
+            &server.state.infra.reporting,
+            at,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         let seconds = started.elapsed().as_secs_f64();
         if round.evaluated != rules {
             return Err(format!("{} of {rules} rules evaluated", round.evaluated));

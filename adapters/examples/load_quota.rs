@@ -56,15 +56,22 @@ async fn main() -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?
         .ok_or("the root is gone")?;
-    entitlement::commit(&app, &root, Utc::now(), |_| {
-        Ok((
-            Change {
-                overrides: vec![(Dimension::AiCalls, Some(Limit::Finite(limit)))],
-                ..Change::default()
-            },
-            Vec::new(),
-        ))
-    })
+    entitlement::commit(
+        &app.infra.store,
+        &app.config,
+        &app.replica.allowances,
+        &root,
+        Utc::now(),
+        |_| {
+            Ok((
+                Change {
+                    overrides: vec![(Dimension::AiCalls, Some(Limit::Finite(limit)))],
+                    ..Change::default()
+                },
+                Vec::new(),
+            ))
+        },
+    )
     .await
     .map_err(|e| e.to_string())?;
 

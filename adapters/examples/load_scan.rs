@@ -92,7 +92,9 @@ async fn main() -> Result<(), String> {
     let bin =
         std::env::var("COMPLIANCE_BIN").unwrap_or_else(|_| "target/release/compliance".to_owned());
     let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
-    store.migrate().await.map_err(|e| e.to_string())?;
+    adapters::services::operations::migrate(&store)
+        .await
+        .map_err(|e| e.to_string())?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| e.to_string())?

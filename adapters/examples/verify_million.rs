@@ -24,7 +24,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(1_000_000);
     let chain = format!("bench-{}", uuid::Uuid::new_v4().simple());
     let store = Store::connect(&url).await?;
-    store.migrate().await?;
+    adapters::services::operations::migrate(&store).await?;
     let now = Utc::now();
     let started = Instant::now();
     let mut head = ChainHead::genesis(chain.clone());

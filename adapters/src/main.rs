@@ -86,10 +86,14 @@ async fn provision(config: Config, development: bool) -> Result<ExitCode, ExitCo
     )
     .await
     .map_err(|e| fail(e, 1))?;
-    store.migrate().await.map_err(|e| fail(e, 1))?;
+    adapters::services::operations::migrate(&store)
+        .await
+        .map_err(|e| fail(e, 1))?;
     let state = AppState::new(config, store, std::sync::Arc::default());
     match adapters::services::accounts::provision(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.infra.passwords,
         (&identifier, password),
         chrono::Utc::now(),
     )
@@ -153,7 +157,9 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                 )
                 .await
                 .map_err(|e| fail(e, 1))?;
-                store.migrate().await.map_err(|e| fail(e, 1))?;
+                adapters::services::operations::migrate(&store)
+                    .await
+                    .map_err(|e| fail(e, 1))?;
                 print_out(&format!(
                     "migrations applied to {}",
                     redact_url(config.database_url.expose())
@@ -536,7 +542,9 @@ async fn serve(config: Config) -> Result<ExitCode, ExitCode> {
     )
     .await
     .map_err(|e| fail(e, 1))?;
-    store.migrate().await.map_err(|e| fail(e, 1))?;
+    adapters::services::operations::migrate(&store)
+        .await
+        .map_err(|e| fail(e, 1))?;
     let port = config.http.port;
     let counters = std::sync::Arc::new(adapters::audit::AuditCounters::default());
     // This process's name in the leases of singleton work.

@@ -69,7 +69,9 @@ pub async fn serve(vars: &[(&str, &str)]) -> Result<LoadServer, String> {
     let store = Store::connect_primary(&url, direct.as_deref())
         .await
         .map_err(|e| e.to_string())?;
-    store.migrate().await.map_err(|e| e.to_string())?;
+    adapters::services::operations::migrate(&store)
+        .await
+        .map_err(|e| e.to_string())?;
     if store.dialect() == adapters::storage::Dialect::Postgres {
         // The WAL position is read on a session of the database itself.
         let wal = match &direct {

@@ -38,7 +38,9 @@ pub async fn start() -> Result<Demo, String> {
     let store = Store::connect(&format!("sqlite://{}", path.display()))
         .await
         .map_err(|e| e.to_string())?;
-    store.migrate().await.map_err(|e| e.to_string())?;
+    adapters::services::operations::migrate(&store)
+        .await
+        .map_err(|e| e.to_string())?;
     let state = AppState::new(
         config,
         store.clone(),

@@ -455,7 +455,8 @@ async fn caller_of(console: &Console, visitor: &Visitor, org: &str) -> Result<Ca
         personal_token: None,
         session: Some(visitor.session.family_id.clone()),
         sso_org: crate::services::credentials::session_sso_org(
-            &console.state,
+            &console.state.infra.store,
+            &console.state.replica.kept,
             &visitor.session.user_id,
             &visitor.session.family_id,
         )
@@ -473,9 +474,15 @@ pub async fn held_permissions(
     org: &str,
 ) -> Result<Vec<tenancy::Permission>, Refusal> {
     let caller = caller_of(console, visitor, org).await?;
-    access::held(&console.state, &caller, org)
-        .await
-        .map_err(Refusal::from)
+    access::held(
+        &console.state.infra.store,
+        &console.state.config,
+        &console.state.replica.kept,
+        &caller,
+        org,
+    )
+    .await
+    .map_err(Refusal::from)
 }
 
 /// Whether the route table's access for `operation` admits the caller in `org`
@@ -489,9 +496,16 @@ async fn admits(
 ) -> Result<bool, Refusal> {
     let state = &console.state;
     let holds = |org: String, permission| async move {
-        access::holds(state, caller, &org, permission)
-            .await
-            .map_err(Refusal::from)
+        access::holds(
+            &state.infra.store,
+            &state.config,
+            &state.replica.kept,
+            caller,
+            &org,
+            permission,
+        )
+        .await
+        .map_err(Refusal::from)
     };
     let Some((access, feature)) = access_of(operation) else {
         return Ok(false);
@@ -507,14 +521,22 @@ async fn admits(
         let Some(record) = record else {
             return Ok(false);
         };
-        match crate::services::entitlement::require_feature(state, &record, feature).await {
+        match crate::services::entitlement::require_feature(
+            &state.infra.store,
+            &state.config,
+            &record,
+            feature,
+        )
+        .await
+        {
             Ok(()) => {}
             Err(crate::services::ServiceError::FeatureNotAvailable { .. }) => return Ok(false),
             Err(other) => return Err(Refusal::from(other)),
         }
         // A flag of the user's own may take it away (as the gate does).
         match crate::services::admin::features::require_user_feature(
-            state,
+            &state.infra.store,
+            &state.replica.kept,
             &caller.user_id,
             feature,
             record.tier,

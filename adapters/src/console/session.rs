@@ -97,7 +97,14 @@ pub(crate) async fn open_after_sso(
     headers: &HeaderMap,
     token: &str,
 ) -> Response {
-    match sessions::open(&console.state, token, Utc::now()).await {
+    match sessions::open(
+        &console.state.infra.store,
+        &console.state.infra.keys,
+        token,
+        Utc::now(),
+    )
+    .await
+    {
         Ok(opened) => {
             let max_age = sessions::CONSOLE_SESSION_LIFETIME.as_secs();
             with_cookie_on(
@@ -120,7 +127,14 @@ pub(crate) async fn reopen(
     token: &str,
     to: &str,
 ) -> Response {
-    match sessions::open(&console.state, token, Utc::now()).await {
+    match sessions::open(
+        &console.state.infra.store,
+        &console.state.infra.keys,
+        token,
+        Utc::now(),
+    )
+    .await
+    {
         Ok(opened) => switch_to(console, headers, &opened, to),
         Err(error) => page::failure(&Refusal::from(error)),
     }
@@ -183,7 +197,7 @@ impl FromRequestParts<Console> for Visitor {
             Ok(None) => return Err(to_login()),
             Err(error) => return Err(page::failure(&Refusal::from(error))),
         };
-        let bearer = sessions::access_token(&console.state, &session, now)
+        let bearer = sessions::access_token(&console.state.infra.keys, &session, now)
             .map_err(|e| page::failure(&Refusal::from(e)))?;
         let peer = parts
             .extensions
@@ -309,7 +323,14 @@ pub(crate) async fn login(
         Ok(session) => session,
         Err(refusal) => return page::login(Some(&refusal.message), &identifier, refusal.status),
     };
-    match sessions::open(&console.state, &signed_in.access_token, Utc::now()).await {
+    match sessions::open(
+        &console.state.infra.store,
+        &console.state.infra.keys,
+        &signed_in.access_token,
+        Utc::now(),
+    )
+    .await
+    {
         Ok(opened) => {
             let max_age = sessions::CONSOLE_SESSION_LIFETIME.as_secs();
             with_cookie(&console, &headers, (&opened.cookie, max_age), "/console")

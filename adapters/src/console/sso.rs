@@ -33,7 +33,9 @@ pub async fn start(
         );
     }
     let started = sso::start(
-        &console.state,
+        &console.state.infra.store,
+        &console.state.config,
+        &console.state.outbound.sso,
         Route::Org(org),
         ReturnTo::Console,
         Utc::now(),
@@ -41,7 +43,7 @@ pub async fn start(
     .await
     .map_err(crate::http::error::ApiError::from)
     .and_then(|started| {
-        let cookie = binding_cookie(&console.state, &started.browser)?;
+        let cookie = binding_cookie(&console.state.config, &started.browser)?;
         Ok((started.location, cookie))
     });
     let (location, cookie) = match started {
@@ -63,7 +65,7 @@ pub async fn callback(
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let client = client_address(&console.state, &headers, peer);
+    let client = client_address(&console.state.config, &headers, peer);
     let browser = browser_cookie(&headers);
     let callback = Callback {
         code: query.get("code").cloned(),

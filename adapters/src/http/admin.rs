@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
+use crate::config::Config;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query};
 use crate::http::organizations::text;
@@ -26,6 +27,7 @@ use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
 use crate::services::admin;
 use crate::services::admin::users::{AdminUser, NewUser, UserChange, UserSearch};
+use crate::storage::Store;
 
 /// The super-admins, by user id.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -49,21 +51,15 @@ pub(crate) async fn list(State(state): State<AppState>) -> Result<Answer<SuperAd
 }
 
 async fn change(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     caller: &Caller,
     user_id: &str,
     grant: bool,
 ) -> Result<Answer<SuperAdmin>, ApiError> {
-    let window = chrono::Duration::from_std(state.config.http.step_up_window)
+    let window = chrono::Duration::from_std(config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
-    admin::change(
-        &state.infra.store,
-        caller,
-        user_id,
-        grant,
-        (Utc::now(), window),
-    )
-    .await?;
+    admin::change(store, caller, user_id, grant, (Utc::now(), window)).await?;
     Ok(Answer::ok(SuperAdmin {
         user_id: user_id.to_owned(),
         super_admin: grant,
@@ -76,7 +72,7 @@ pub(crate) async fn grant(
     caller: Caller,
     Path(user_id): Path<String>,
 ) -> Result<Answer<SuperAdmin>, ApiError> {
-    change(&state, &caller, &user_id, true).await
+    change(&state.infra.store, &state.config, &caller, &user_id, true).await
 }
 
 /// `DELETE /admin/super-admins/{userId}`.
@@ -85,7 +81,7 @@ pub(crate) async fn revoke(
     caller: Caller,
     Path(user_id): Path<String>,
 ) -> Result<Answer<SuperAdmin>, ApiError> {
-    change(&state, &caller, &user_id, false).await
+    change(&state.infra.store, &state.config, &caller, &user_id, false).await
 }
 
 /// `GET /admin/users`'s filters.
@@ -127,7 +123,8 @@ pub(crate) async fn users(
         state: q.state.as_deref(),
         org_id: org_id.as_deref(),
     };
-    let (items, total) = admin::users::list(&state, search, (page.limit, page.offset)).await?;
+    let (items, total) =
+        admin::users::list(&state.infra.store, search, (page.limit, page.offset)).await?;
     Ok(Paged::new("users", items, total, page))
 }
 
@@ -167,7 +164,15 @@ pub(crate) async fn create_user(
         password,
     };
     Ok(Answer::created(
-        admin::users::create(&state, &caller, new, Utc::now()).await?,
+        admin::users::create(
+            &state.infra.store,
+            &state.config,
+            &state.infra.passwords,
+            &caller,
+            new,
+            Utc::now(),
+        )
+        .await?,
     ))
 }
 
@@ -233,7 +238,7 @@ pub(crate) async fn user_features(
     State(state): State<AppState>,
     Path(user_id): Path<String>,
 ) -> Result<Answer<UserFeatures>, ApiError> {
-    let flags = admin::features::flags(&state, &user_id).await?;
+    let flags = admin::features::flags(&state.infra.store, &state.replica.kept, &user_id).await?;
     Ok(Answer::ok(UserFeatures {
         features: flags
             .iter()
@@ -270,7 +275,8 @@ pub(crate) async fn namespace(
     caller: Caller,
     Path(org_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let manifests = admin::namespace::render(&state, &caller, &org_id).await?;
+    let manifests =
+        admin::namespace::render(&state.infra.store, &state.config, &caller, &org_id).await?;
     let digest =
         HeaderValue::from_str(&manifests.sha256).map_err(|e| ApiError::internal(e.to_string()))?;
     let etag = HeaderValue::from_str(&format!("\"sha256:{}\"", manifests.sha256))
@@ -322,7 +328,15 @@ pub(crate) async fn start_impersonation(
         read_only: body.read_only.unwrap_or(false),
     };
     Ok(Answer::created(
-        admin::impersonation::start(&state, &caller, ask, Utc::now()).await?,
+        admin::impersonation::start(
+            &state.infra.store,
+            &state.config,
+            &state.infra.keys,
+            &caller,
+            ask,
+            Utc::now(),
+        )
+        .await?,
     ))
 }
 

@@ -77,6 +77,15 @@ pub(crate) async fn put(
         version: body.version,
     };
     Ok(Answer::ok(
-        ai_settings::put(&state, &caller, &granted.org, put, Utc::now()).await?,
+        ai_settings::put(
+            &state.infra.store,
+            &state.config,
+            &state.outbound.keyring,
+            &caller,
+            &granted.org,
+            put,
+            Utc::now(),
+        )
+        .await?,
     ))
 }

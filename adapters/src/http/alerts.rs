@@ -75,7 +75,8 @@ pub(crate) async fn create_rule(
 ) -> Result<Answer<AlertRule>, ApiError> {
     Ok(Answer::created(
         alerts::create_rule(
-            &state,
+            &state.infra.store,
+            &state.config,
             &caller,
             &granted.org,
             &body,
@@ -108,7 +109,8 @@ pub(crate) async fn update_rule(
     let version = version_of(body.version)?;
     Ok(Answer::ok(
         alerts::update_rule(
-            &state,
+            &state.infra.store,
+            &state.config,
             &caller,
             &granted.org,
             (&id, version),
@@ -151,7 +153,16 @@ pub(crate) async fn backtest(
     Json(body): Json<BacktestBody>,
 ) -> Result<Answer<Backtest>, ApiError> {
     Ok(Answer::ok(
-        alerts::backtest(&state, &granted.org, &body, rollup(&granted), Utc::now()).await?,
+        alerts::backtest(
+            &state.infra.store,
+            &state.config,
+            &state.infra.reporting,
+            &granted.org,
+            &body,
+            rollup(&granted),
+            Utc::now(),
+        )
+        .await?,
     ))
 }
 
@@ -173,7 +184,16 @@ pub(crate) async fn create_destination(
     Json(body): Json<DestinationBody>,
 ) -> Result<Answer<Destination>, ApiError> {
     Ok(Answer::created(
-        alerts::create_destination(&state, &caller, &granted.org, &body, Utc::now()).await?,
+        alerts::create_destination(
+            &state.infra.store,
+            &state.config,
+            &state.outbound.keyring,
+            &caller,
+            &granted.org,
+            &body,
+            Utc::now(),
+        )
+        .await?,
     ))
 }
 
@@ -199,7 +219,9 @@ pub(crate) async fn update_destination(
     let version = version_of(body.version)?;
     Ok(Answer::ok(
         alerts::update_destination(
-            &state,
+            &state.infra.store,
+            &state.config,
+            &state.outbound.keyring,
             &caller,
             &granted.org,
             (&id, version),

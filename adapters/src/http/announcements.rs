@@ -1,5 +1,8 @@
 //! `/messages/announcements` and `/messages/unread`.
 
+use crate::config::Config;
+use crate::replica::kept::KeptFacts;
+use crate::storage::Store;
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
 use entitlements::Tier;
@@ -173,7 +176,9 @@ impl Announcement {
 }
 
 async fn asker<'a>(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    kept: &KeptFacts,
     caller: &'a Caller,
     granted: &'a Granted,
 ) -> Result<Asker<'a>, ApiError> {
@@ -181,7 +186,9 @@ async fn asker<'a>(
         .permissions
         .contains(&tenancy::Permission::MessagesManage)
         || crate::services::access::holds(
-            state,
+            store,
+            config,
+            kept,
             caller,
             &granted.org.id,
             tenancy::Permission::MessagesManage,
@@ -260,8 +267,16 @@ pub(crate) async fn post(
         dismissible: body.dismissible,
     };
     let posted = announcements::post(
-        &state,
-        asker(&state, &caller, &granted).await?,
+        &state.infra.store,
+        &state.config,
+        asker(
+            &state.infra.store,
+            &state.config,
+            &state.replica.kept,
+            &caller,
+            &granted,
+        )
+        .await?,
         audience,
         draft,
         now,
@@ -288,8 +303,16 @@ pub(crate) async fn edit(
         dismissible: body.dismissible,
     };
     let edited = announcements::edit(
-        &state,
-        asker(&state, &caller, &granted).await?,
+        &state.infra.store,
+        &state.config,
+        asker(
+            &state.infra.store,
+            &state.config,
+            &state.replica.kept,
+            &caller,
+            &granted,
+        )
+        .await?,
         &id,
         draft,
         now,
@@ -307,7 +330,14 @@ pub(crate) async fn remove(
 ) -> Result<Answer<Deleted>, ApiError> {
     announcements::remove(
         &state.infra.store,
-        asker(&state, &caller, &granted).await?,
+        asker(
+            &state.infra.store,
+            &state.config,
+            &state.replica.kept,
+            &caller,
+            &granted,
+        )
+        .await?,
         &id,
     )
     .await?;
@@ -324,7 +354,14 @@ pub(crate) async fn dismiss(
     let now = Utc::now();
     let dismissed = announcements::dismiss(
         &state.infra.store,
-        asker(&state, &caller, &granted).await?,
+        asker(
+            &state.infra.store,
+            &state.config,
+            &state.replica.kept,
+            &caller,
+            &granted,
+        )
+        .await?,
         &id,
         now,
     )
@@ -378,7 +415,14 @@ pub(crate) async fn list(
     let now = Utc::now();
     let (items, total) = announcements::list(
         &state.infra.store,
-        asker(&state, &caller, &granted).await?,
+        asker(
+            &state.infra.store,
+            &state.config,
+            &state.replica.kept,
+            &caller,
+            &granted,
+        )
+        .await?,
         view,
         now,
         (page.limit, page.offset, page.sort_order == SortOrder::Asc),
@@ -400,7 +444,14 @@ pub(crate) async fn unread(
     Ok(Answer::ok(
         announcements::unread(
             &state.infra.store,
-            asker(&state, &caller, &granted).await?,
+            asker(
+                &state.infra.store,
+                &state.config,
+                &state.replica.kept,
+                &caller,
+                &granted,
+            )
+            .await?,
             Utc::now(),
         )
         .await?,

@@ -216,7 +216,7 @@ pub(crate) async fn ingest(
         service: Some(caller.service),
         idempotency_key: Some(key),
     };
-    let (row, new) = audit::ingest(&state, event).await?;
+    let (row, new) = audit::ingest(&state.infra.store, &state.replica.appender, event).await?;
     Ok(if new {
         Answer::created(row.into())
     } else {

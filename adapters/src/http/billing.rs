@@ -169,7 +169,8 @@ pub(crate) async fn bundles(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<Bundles>, ApiError> {
-    let (enabled, offers) = billing::offers(&state, &granted.org).await?;
+    let (enabled, offers) =
+        billing::offers(&state.infra.store, &state.config, &granted.org).await?;
     Ok(Answer::ok(Bundles {
         enabled,
         bundles: offers.into_iter().map(BundleOffer::from).collect(),
@@ -181,7 +182,7 @@ pub(crate) async fn current(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<Subscription>, ApiError> {
-    let view = billing::subscription(&state, &granted.org).await?;
+    let view = billing::subscription(&state.infra.store, &state.config, &granted.org).await?;
     Ok(Answer::ok(view.into()))
 }
 
@@ -194,7 +195,8 @@ pub(crate) async fn preview(
     Json(body): Json<AddonBody>,
 ) -> Result<Answer<Subscription>, ApiError> {
     let change = set_change(&body)?;
-    let view = billing::preview(&state, &granted.org, &id, change).await?;
+    let view =
+        billing::preview(&state.infra.store, &state.config, &granted.org, &id, change).await?;
     Ok(Answer::ok(view.into()))
 }
 
@@ -207,7 +209,17 @@ pub(crate) async fn add(
     Json(body): Json<AddonBody>,
 ) -> Result<Answer<Subscription>, ApiError> {
     let change = set_change(&body)?;
-    let view = billing::change(&state, &caller, &granted.org, &id, change, Utc::now()).await?;
+    let view = billing::change(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        &caller,
+        &granted.org,
+        &id,
+        change,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(view.into()))
 }
 
@@ -221,7 +233,17 @@ pub(crate) async fn remove(
     let change = BundleChange::Remove {
         bundle: bundle(&bundle_id)?,
     };
-    let view = billing::change(&state, &caller, &granted.org, &id, change, Utc::now()).await?;
+    let view = billing::change(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        &caller,
+        &granted.org,
+        &id,
+        change,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(view.into()))
 }
 
@@ -230,7 +252,7 @@ pub(crate) async fn portal(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<Portal>, ApiError> {
-    let url = billing::portal(&state, &granted.org).await?;
+    let url = billing::portal(&state.infra.store, &state.config, &granted.org).await?;
     Ok(Answer::ok(Portal { url }))
 }
 
@@ -273,7 +295,9 @@ pub(crate) async fn seat_limit(
         (None, None) => return Err(ApiError::internal("the route admits nobody")),
     };
     let view = billing::set_seat_limit(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
         actor,
         &org_id,
         SeatLimit {

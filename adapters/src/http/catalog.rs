@@ -206,7 +206,14 @@ pub(crate) async fn subscribe(
     granted: Granted,
     Json(body): Json<RuleRef>,
 ) -> Result<Answer<Subscribed>, ApiError> {
-    catalog::subscribe(&state, &granted.org, &body.rule_id, Utc::now()).await?;
+    catalog::subscribe(
+        &state.infra.store,
+        &state.replica.rule_cache,
+        &granted.org,
+        &body.rule_id,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::created(Subscribed {
         rule_id: body.rule_id,
         is_active: false,
@@ -222,7 +229,9 @@ pub(crate) async fn clone(
     Json(body): Json<RuleRef>,
 ) -> Result<Answer<OrgRule>, ApiError> {
     let stored = catalog::clone(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.replica.rule_cache,
         &caller,
         &granted.org,
         (&body.rule_id, body.name),
@@ -237,7 +246,13 @@ pub(crate) async fn auto_subscribe(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<AutoSubscribed>, ApiError> {
-    let (added, published) = catalog::auto_subscribe(&state, &granted.org, Utc::now()).await?;
+    let (added, published) = catalog::auto_subscribe(
+        &state.infra.store,
+        &state.replica.rule_cache,
+        &granted.org,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(AutoSubscribed {
         subscribed: added,
         published: published as u64,
@@ -254,7 +269,8 @@ pub(crate) async fn set_active(
 ) -> Result<Answer<Activated>, ApiError> {
     let ids = std::slice::from_ref(&rule_id);
     catalog::activate(
-        &state,
+        &state.infra.store,
+        &state.replica.rule_cache,
         &caller,
         &granted.org,
         (ids, body.is_active),
@@ -275,7 +291,15 @@ pub(crate) async fn bulk(
     Json(body): Json<BulkActivation>,
 ) -> Result<Answer<BulkActivation>, ApiError> {
     let change = (body.rule_ids.as_slice(), body.is_active);
-    catalog::activate(&state, &caller, &granted.org, change, Utc::now()).await?;
+    catalog::activate(
+        &state.infra.store,
+        &state.replica.rule_cache,
+        &caller,
+        &granted.org,
+        change,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(body))
 }
 
@@ -299,7 +323,14 @@ pub(crate) async fn impact(
     granted: Granted,
     Json(body): Json<ImpactPreview>,
 ) -> Result<Answer<RuleImpact>, ApiError> {
-    let impact = catalog::impact(&state, &granted.org, body.rule).await?;
+    let impact = catalog::impact(
+        &state.infra.store,
+        &state.config,
+        &state.infra.cpu,
+        &granted.org,
+        body.rule,
+    )
+    .await?;
     Ok(Answer::ok(impact.into()))
 }
 
@@ -308,7 +339,8 @@ pub(crate) async fn preview(
     State(state): State<AppState>,
     Json(body): Json<Preview>,
 ) -> Result<Answer<Evaluation>, ApiError> {
-    let result = catalog::preview(&state, body.rule, body.attributes).await?;
+    let result =
+        catalog::preview(&state.config, &state.infra.cpu, body.rule, body.attributes).await?;
     Ok(Answer::ok(result))
 }
 
@@ -318,7 +350,15 @@ pub(crate) async fn pin(
     granted: Granted,
     Path(rule_id): Path<String>,
 ) -> Result<Answer<Pin>, ApiError> {
-    let version = catalog::pin(&state, &granted.org, &rule_id, true, Utc::now()).await?;
+    let version = catalog::pin(
+        &state.infra.store,
+        &state.replica.rule_cache,
+        &granted.org,
+        &rule_id,
+        true,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(Pin {
         rule_id,
         pinned_version: version,
@@ -331,7 +371,15 @@ pub(crate) async fn unpin(
     granted: Granted,
     Path(rule_id): Path<String>,
 ) -> Result<Answer<Pin>, ApiError> {
-    catalog::pin(&state, &granted.org, &rule_id, false, Utc::now()).await?;
+    catalog::pin(
+        &state.infra.store,
+        &state.replica.rule_cache,
+        &granted.org,
+        &rule_id,
+        false,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(Pin {
         rule_id,
         pinned_version: None,
@@ -344,7 +392,13 @@ pub(crate) async fn unsubscribe(
     granted: Granted,
     Path(rule_id): Path<String>,
 ) -> Result<Answer<Unsubscribed>, ApiError> {
-    catalog::unsubscribe(&state, &granted.org, &rule_id).await?;
+    catalog::unsubscribe(
+        &state.infra.store,
+        &state.replica.rule_cache,
+        &granted.org,
+        &rule_id,
+    )
+    .await?;
     Ok(Answer::ok(Unsubscribed {
         rule_id,
         unsubscribed: true,

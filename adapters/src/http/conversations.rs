@@ -132,7 +132,8 @@ pub(crate) async fn start(
     Json(body): Json<ConversationBody>,
 ) -> Result<Answer<Conversation>, ApiError> {
     let started = conversations::start(
-        &state,
+        &state.infra.store,
+        &state.config,
         &caller,
         &granted.org,
         (&body.participants, body.subject.as_deref(), &body.body),
@@ -219,8 +220,16 @@ pub(crate) async fn post(
     Path(id): Path<String>,
     Json(body): Json<MessageBody>,
 ) -> Result<Answer<ConversationMessage>, ApiError> {
-    let posted =
-        conversations::post(&state, &caller, &granted.org, &id, &body.body, Utc::now()).await?;
+    let posted = conversations::post(
+        &state.infra.store,
+        &state.config,
+        &caller,
+        &granted.org,
+        &id,
+        &body.body,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::created(posted.into()))
 }
 
@@ -256,7 +265,9 @@ pub(crate) async fn delete_message(
 ) -> Result<Answer<Deleted>, ApiError> {
     let manages = granted.super_admin
         || crate::services::access::holds(
-            &state,
+            &state.infra.store,
+            &state.config,
+            &state.replica.kept,
             &caller,
             &granted.org.id,
             tenancy::Permission::MessagesManage,
@@ -365,9 +376,15 @@ impl Reader {
     /// checks as the request's, from the facts every replica keeps current).
     async fn still_allowed(&self) -> bool {
         let now = Utc::now();
-        if crate::http::state::authenticate(&self.state, &self.token, now)
-            .await
-            .is_err()
+        if crate::http::state::authenticate(
+            &self.state.infra.store,
+            &self.state.replica.kept,
+            &self.state.infra.keys,
+            &self.token,
+            now,
+        )
+        .await
+        .is_err()
         {
             return false;
         }

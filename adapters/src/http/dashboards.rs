@@ -171,7 +171,16 @@ pub(crate) async fn clone(
     };
     let source = match body.source_org_id.as_deref() {
         None => granted.org.clone(),
-        Some(org_id) => dashboards::readable_org(&state, &caller, org_id).await?,
+        Some(org_id) => {
+            dashboards::readable_org(
+                &state.infra.store,
+                &state.config,
+                &state.replica.kept,
+                &caller,
+                org_id,
+            )
+            .await?
+        }
     };
     let made = dashboards::clone(
         &state.infra.store,
@@ -194,6 +203,15 @@ pub(crate) async fn data(
     Query(q): Query<DataQuery>,
 ) -> Result<Answer<DashboardData>, ApiError> {
     Ok(Answer::ok(
-        dashboards::data(&state, &granted.org, &id, (q.from, q.to), Utc::now()).await?,
+        dashboards::data(
+            &state.infra.store,
+            &state.config,
+            &state.infra.reporting,
+            &granted.org,
+            &id,
+            (q.from, q.to),
+            Utc::now(),
+        )
+        .await?,
     ))
 }

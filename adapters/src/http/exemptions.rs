@@ -22,19 +22,19 @@ pub const BULK_LIMIT: usize = 500;
 /// An exemption as the API answers it.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Exemption {
-    pub(crate) id: String,
-    org_id: String,
-    pub(crate) rule_id: String,
-    pub(crate) entity_id: String,
-    pub(crate) reason: String,
-    pub(crate) status: ExemptionStatus,
-    pub(crate) requested_by: String,
-    pub(crate) reviewed_by: Option<String>,
-    review_note: Option<String>,
+pub struct Exemption {
+    pub id: String,
+    pub org_id: String,
+    pub rule_id: String,
+    pub entity_id: String,
+    pub reason: String,
+    pub status: ExemptionStatus,
+    pub requested_by: String,
+    pub reviewed_by: Option<String>,
+    pub review_note: Option<String>,
     /// When it stops waiving; none: until revoked.
-    expires_at: Option<DateTime<Utc>>,
-    created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
 }
 
 impl From<ExemptionRecord> for Exemption {

@@ -8,8 +8,11 @@ use tenancy::{Reason, Requirement};
 use crate::audit::Action;
 use crate::http::error::ApiError;
 use crate::http::state::{AppState, Caller};
+use crate::metrics::Metrics;
+use crate::replica::kept::KeptFacts;
 use crate::services::access;
 use crate::services::organizations::OrgRecord;
+use crate::storage::Store;
 
 /// How the organization was named: by a path id (a foreign one answers 404) or by
 /// the `x-org-id` header (a foreign one answers 403 `TENANT_FORBIDDEN`).
@@ -56,7 +59,9 @@ pub enum Chain {
 /// `chain`, folded per actor, organization and minute (`Store::fold_denial`): the
 /// first at once, the rest of the minute as one more event with their count.
 pub async fn audit_refusal(
-    state: &AppState,
+    store: &Store,
+    kept: &KeptFacts,
+    metrics: &Metrics,
     actor_id: &str,
     actor_email: Option<&str>,
     chain: Chain,
@@ -64,24 +69,16 @@ pub async fn audit_refusal(
     details: serde_json::Value,
 ) -> Result<(), ApiError> {
     let org_id = match chain {
-        Chain::Org(org_id) => access::facts(
-            &state.infra.store,
-            &state.replica.kept,
-            &org_id,
-            actor_id,
-            false,
-        )
-        .await?
-        .org
-        .as_ref()
-        .map(|org| org.id.clone()),
-        Chain::System => access::system_organization(&state.infra.store)
+        Chain::Org(org_id) => access::facts(store, kept, &org_id, actor_id, false)
             .await?
-            .map(|org| org.id),
+            .org
+            .as_ref()
+            .map(|org| org.id.clone()),
+        Chain::System => access::system_organization(store).await?.map(|org| org.id),
     };
     let Some(org_id) = org_id else {
         // No chain to write in: counted only.
-        state.infra.metrics.denied_unknown_organization();
+        metrics.denied_unknown_organization();
         return Ok(());
     };
     let event = Action {
@@ -96,7 +93,7 @@ pub async fn audit_refusal(
         ..Action::default()
     }
     .into_event();
-    access::record_denial(&state.infra.store, &event, Utc::now()).await?;
+    access::record_denial(store, &event, Utc::now()).await?;
     Ok(())
 }
 
@@ -143,7 +140,9 @@ pub async fn gate(
         if let Some((error, details)) = refusal {
             if requirement.changes_state {
                 audit_refusal(
-                    state,
+                    &state.infra.store,
+                    &state.replica.kept,
+                    &state.infra.metrics,
                     &caller.user_id,
                     caller.email.as_deref(),
                     Chain::Org(org_id.to_owned()),
@@ -155,7 +154,15 @@ pub async fn gate(
             return Err(error.audited());
         }
     }
-    let (decision, facts, super_admin) = access::decide(state, caller, org_id, requirement).await?;
+    let (decision, facts, super_admin) = access::decide(
+        &state.infra.store,
+        &state.config,
+        &state.replica.kept,
+        caller,
+        org_id,
+        requirement,
+    )
+    .await?;
     if decision.allowed {
         let permissions = match decision.standing {
             Some(tenancy::Standing::Manager) => tenancy::union_of(&facts.parent_roles),
@@ -173,7 +180,15 @@ pub async fn gate(
         // An organization that requires its single sign-on refuses other
         // credentials of its members (a super-admin is the platform's, not theirs).
         if decision.standing != Some(tenancy::Standing::SuperAdmin) {
-            crate::services::sso::enforce(state, caller, &org, Utc::now()).await?;
+            crate::services::sso::enforce(
+                &state.infra.store,
+                &state.config,
+                &state.replica.kept,
+                caller,
+                &org,
+                Utc::now(),
+            )
+            .await?;
         }
         return Ok(Granted {
             org,

@@ -302,7 +302,9 @@ pub(crate) async fn enforce(State(guard): State<Guard>, request: Request, next: 
                     let chain = attempt.chain.unwrap_or(Chain::System);
                     let details = json!({"reason": error.code.as_str().to_ascii_lowercase()});
                     let audit = audit_refusal(
-                        &guard.state,
+                        &guard.state.infra.store,
+                        &guard.state.replica.kept,
+                        &guard.state.infra.metrics,
                         &actor,
                         email.as_deref(),
                         chain,
@@ -389,10 +391,17 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
                 }
             }
             if let (Some(feature), false) = (guard.feature, granted.super_admin) {
-                crate::services::entitlement::require_feature(state, &granted.org, feature).await?;
+                crate::services::entitlement::require_feature(
+                    &state.infra.store,
+                    &state.config,
+                    &granted.org,
+                    feature,
+                )
+                .await?;
                 // A flag of the user's own may take the feature away from it.
                 crate::services::admin::features::require_user_feature(
-                    state,
+                    &state.infra.store,
+                    &state.replica.kept,
                     &caller.user_id,
                     feature,
                     granted.org.tier,
@@ -402,7 +411,13 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
             // The organization's own requests count; a super-admin's do not (they
             // are not its usage, and must reach an organization that has none left).
             if counted && !granted.super_admin {
-                crate::services::quotas::count_api_call(state, &granted.org).await?;
+                crate::services::quotas::count_api_call(
+                    &state.infra.store,
+                    &state.config,
+                    &state.replica.allowances,
+                    &granted.org,
+                )
+                .await?;
             }
             parts.extensions.insert(caller);
             parts.extensions.insert(granted);
@@ -489,7 +504,13 @@ async fn admit(guard: &Guard, parts: &mut Parts, attempt: &mut Attempt) -> Resul
                     let counted = async {
                         let granted = gated.await?;
                         if !granted.super_admin {
-                            crate::services::quotas::count_api_call(state, &granted.org).await?;
+                            crate::services::quotas::count_api_call(
+                                &state.infra.store,
+                                &state.config,
+                                &state.replica.allowances,
+                                &granted.org,
+                            )
+                            .await?;
                         }
                         Ok::<_, ApiError>(granted)
                     };

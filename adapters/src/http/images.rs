@@ -132,7 +132,15 @@ pub(crate) async fn copy(
         return Err(ApiError::invalid_field("target", "is the source itself"));
     }
     Ok(Answer::ok(
-        images::copy(&state, &caller, source, target).await?.into(),
+        images::copy(
+            &state.infra.store,
+            &state.outbound.registry,
+            &caller,
+            source,
+            target,
+        )
+        .await?
+        .into(),
     ))
 }
 
@@ -155,6 +163,13 @@ pub(crate) async fn delete(
     let target = oci::Target::parse(target)
         .map_err(|e| ApiError::invalid_field("reference", e.to_string()))?;
     let reference = oci::Reference { repository, target };
-    let deleted = images::delete(&state, &caller, reference, params.force.unwrap_or(false)).await?;
+    let deleted = images::delete(
+        &state.infra.store,
+        &state.outbound.registry,
+        &caller,
+        reference,
+        params.force.unwrap_or(false),
+    )
+    .await?;
     Ok(Answer::ok(deleted.into()))
 }

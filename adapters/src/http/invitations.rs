@@ -134,7 +134,15 @@ pub(crate) async fn accept(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Answer<Member>, ApiError> {
-    let member = invitations::accept(&state, &caller, &id, Utc::now()).await?;
+    let member = invitations::accept(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        &caller,
+        &id,
+        Utc::now(),
+    )
+    .await?;
     let member = member.ok_or_else(|| ApiError::not_found("member"))?;
     Ok(Answer::created(member.into()))
 }

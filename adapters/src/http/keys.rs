@@ -126,7 +126,7 @@ pub(crate) async fn get(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<KeyConfiguration>, ApiError> {
-    let status = keys::status(&state, &granted.org).await?;
+    let status = keys::status(&state.infra.store, &state.config, &granted.org).await?;
     Ok(Answer::ok(configuration(&granted.org.id, status)))
 }
 
@@ -143,8 +143,17 @@ pub(crate) async fn put(
         address: body.address,
         token: body.token,
     };
-    keys::configure(&state, &caller, &granted.org, choice, Utc::now()).await?;
-    let status = keys::status(&state, &granted.org).await?;
+    keys::configure(
+        &state.infra.store,
+        &state.config,
+        &state.outbound.keyring,
+        &caller,
+        &granted.org,
+        choice,
+        Utc::now(),
+    )
+    .await?;
+    let status = keys::status(&state.infra.store, &state.config, &granted.org).await?;
     Ok(Answer::ok(configuration(&granted.org.id, status)))
 }
 
@@ -154,8 +163,16 @@ pub(crate) async fn delete(
     caller: Caller,
     granted: Granted,
 ) -> Result<Answer<KeyConfiguration>, ApiError> {
-    keys::remove(&state, &caller, &granted.org, Utc::now()).await?;
-    let status = keys::status(&state, &granted.org).await?;
+    keys::remove(
+        &state.infra.store,
+        &state.config,
+        &state.outbound.keyring,
+        &caller,
+        &granted.org,
+        Utc::now(),
+    )
+    .await?;
+    let status = keys::status(&state.infra.store, &state.config, &granted.org).await?;
     Ok(Answer::ok(configuration(&granted.org.id, status)))
 }
 
@@ -164,7 +181,10 @@ pub(crate) async fn org_status(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<KeyStatus>, ApiError> {
-    let c = configuration(&granted.org.id, keys::status(&state, &granted.org).await?);
+    let c = configuration(
+        &granted.org.id,
+        keys::status(&state.infra.store, &state.config, &granted.org).await?,
+    );
     Ok(Answer::ok(KeyStatus {
         org_id: c.org_id,
         provider: c.provider,

@@ -16,14 +16,14 @@ use crate::http::response::{Answer, Deleted, Paged};
 /// A member of an organization as the API answers it.
 #[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Member {
-    org_id: String,
-    pub(crate) user_id: String,
+pub struct Member {
+    pub org_id: String,
+    pub user_id: String,
     /// Their e-mail, when known.
-    pub(crate) email: Option<String>,
-    pub(crate) role: MembershipRole,
-    pub(crate) active: bool,
-    pub(crate) created_at: chrono::DateTime<chrono::Utc>,
+    pub email: Option<String>,
+    pub role: MembershipRole,
+    pub active: bool,
+    pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
 impl From<MemberRecord> for Member {
@@ -42,14 +42,14 @@ impl From<MemberRecord> for Member {
 /// A Role of an organization as the API answers it.
 #[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Role {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) permissions: BTreeSet<Permission>,
+pub struct Role {
+    pub id: String,
+    pub name: String,
+    pub permissions: BTreeSet<Permission>,
     /// Seeded by the platform.
-    pub(crate) built_in: bool,
+    pub built_in: bool,
     /// The users holding it.
-    pub(crate) members: Vec<String>,
+    pub members: Vec<String>,
 }
 
 impl From<RoleRecord> for Role {
@@ -217,7 +217,9 @@ pub(crate) async fn add(
     let user_id = text("userId", &body.user_id, 200)?;
     let role = member_role(body.role);
     let member = members::add(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
         (&caller, author(&granted)),
         &granted.org,
         (&user_id, body.email.as_deref()),
@@ -249,7 +251,9 @@ pub(crate) async fn bulk_add(
         ));
     }
     members::add_to_teams(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
         (&caller, author(&granted)),
         &granted.org,
         &user_id,
@@ -309,7 +313,16 @@ pub(crate) async fn activate(
     granted: Granted,
     Path((_, user_id)): Path<(String, String)>,
 ) -> Result<Answer<Member>, ApiError> {
-    let member = members::set_active(&state, &caller, &granted.org, &user_id, true).await?;
+    let member = members::set_active(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        &caller,
+        &granted.org,
+        &user_id,
+        true,
+    )
+    .await?;
     Ok(Answer::ok(
         member
             .map(Member::from)
@@ -324,7 +337,16 @@ pub(crate) async fn deactivate(
     granted: Granted,
     Path((_, user_id)): Path<(String, String)>,
 ) -> Result<Answer<Member>, ApiError> {
-    let member = members::set_active(&state, &caller, &granted.org, &user_id, false).await?;
+    let member = members::set_active(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        &caller,
+        &granted.org,
+        &user_id,
+        false,
+    )
+    .await?;
     Ok(Answer::ok(
         member
             .map(Member::from)

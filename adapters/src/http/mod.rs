@@ -46,6 +46,7 @@ pub mod system;
 pub(crate) mod templates;
 pub mod text;
 pub(crate) mod validate;
+pub mod wire;
 
 pub use router::router;
 pub use state::AppState;

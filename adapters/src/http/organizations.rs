@@ -18,17 +18,17 @@ use crate::services::organizations::{self, Creation, Export, Membership, OrgReco
 /// An organization (a root or a team) as the API answers it.
 #[derive(Debug, serde::Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Organization {
-    id: String,
-    pub(crate) name: String,
-    display_name: Option<String>,
+pub struct Organization {
+    pub id: String,
+    pub name: String,
+    pub display_name: Option<String>,
     /// The root of a team; none for a root.
-    parent_org_id: Option<String>,
-    pub(crate) tier: Tier,
-    is_system: bool,
-    owner_id: String,
-    created_at: chrono::DateTime<Utc>,
-    updated_at: chrono::DateTime<Utc>,
+    pub parent_org_id: Option<String>,
+    pub tier: Tier,
+    pub is_system: bool,
+    pub owner_id: String,
+    pub created_at: chrono::DateTime<Utc>,
+    pub updated_at: chrono::DateTime<Utc>,
 }
 
 impl From<OrgRecord> for Organization {
@@ -106,15 +106,15 @@ pub(crate) struct TransferOwner {
 /// An organization the caller belongs to, with the membership and Roles there.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct MyOrganization {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) parent_org_id: Option<String>,
-    is_system: bool,
-    role: MembershipRole,
-    active: bool,
+pub struct MyOrganization {
+    pub id: String,
+    pub name: String,
+    pub parent_org_id: Option<String>,
+    pub is_system: bool,
+    pub role: MembershipRole,
+    pub active: bool,
     /// The Roles held there, by name.
-    roles: Vec<String>,
+    pub roles: Vec<String>,
 }
 
 impl From<Membership> for MyOrganization {
@@ -251,7 +251,14 @@ pub(crate) async fn delete(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    organizations::delete(&state, &caller, &id, Utc::now()).await?;
+    organizations::delete(
+        &state.infra.store,
+        &state.replica.rule_cache,
+        &caller,
+        &id,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(Deleted::new(id)))
 }
 
@@ -262,7 +269,8 @@ pub(crate) async fn restore(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Answer<Organization>, ApiError> {
-    let org = organizations::restore(&state, &caller, &id, Utc::now()).await?;
+    let org =
+        organizations::restore(&state.infra.store, &state.config, &caller, &id, Utc::now()).await?;
     Ok(Answer::ok(org.into()))
 }
 
@@ -284,8 +292,16 @@ pub(crate) async fn change_tier(
     granted: Granted,
     Json(body): Json<ChangeTier>,
 ) -> Result<Answer<TierChanged>, ApiError> {
-    let (org, removed_bundles) =
-        organizations::change_tier(&state, &caller, &granted.org, body.tier, Utc::now()).await?;
+    let (org, removed_bundles) = organizations::change_tier(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        &caller,
+        &granted.org,
+        body.tier,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(TierChanged {
         organization: org.into(),
         removed_bundles,

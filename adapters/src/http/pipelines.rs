@@ -18,20 +18,20 @@ use crate::services::pipelines::{
 /// A pipeline as the API answers it.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Pipeline {
-    pub(crate) id: String,
-    org_id: String,
-    project: String,
-    organization: String,
-    pub(crate) pipeline_name: String,
-    access_modifier: AccessModifier,
+pub struct Pipeline {
+    pub id: String,
+    pub org_id: String,
+    pub project: String,
+    pub organization: String,
+    pub pipeline_name: String,
+    pub access_modifier: AccessModifier,
     /// The pipeline's properties, as stored (checked as `PipelineProps` when saved).
     #[schema(value_type = crate::services::pipelines::PipelineProps)]
-    props: Value,
-    pub(crate) compliance: EntityCompliance,
-    created_by: String,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    pub props: Value,
+    pub compliance: EntityCompliance,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl From<PipelineRecord> for Pipeline {

@@ -18,25 +18,25 @@ use crate::services::plugins::{self, PluginChange, PluginFilter, PluginRecord};
 /// A plugin as the API answers it.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Plugin {
-    pub(crate) id: String,
-    org_id: String,
-    pub(crate) name: String,
-    pub(crate) version: String,
-    description: Option<String>,
-    access_modifier: AccessModifier,
-    compute_type: Option<String>,
-    is_default: bool,
-    is_active: bool,
-    plugin_type: Option<String>,
-    commands: Vec<String>,
-    install_commands: Vec<String>,
-    dockerfile: Option<String>,
-    pub(crate) compliance: EntityCompliance,
-    build_status: BuildStatus,
-    created_by: String,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+pub struct Plugin {
+    pub id: String,
+    pub org_id: String,
+    pub name: String,
+    pub version: String,
+    pub description: Option<String>,
+    pub access_modifier: AccessModifier,
+    pub compute_type: Option<String>,
+    pub is_default: bool,
+    pub is_active: bool,
+    pub plugin_type: Option<String>,
+    pub commands: Vec<String>,
+    pub install_commands: Vec<String>,
+    pub dockerfile: Option<String>,
+    pub compliance: EntityCompliance,
+    pub build_status: BuildStatus,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl From<PluginRecord> for Plugin {

@@ -15,15 +15,15 @@ use crate::services::policies::{self, PolicyRecord};
 /// A policy as the API answers it: a named set of the organization's rules.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Policy {
-    pub(crate) id: String,
-    org_id: String,
-    pub(crate) name: String,
-    pub(crate) description: Option<String>,
-    pub(crate) rule_ids: Vec<String>,
-    is_template: bool,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+pub struct Policy {
+    pub id: String,
+    pub org_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub rule_ids: Vec<String>,
+    pub is_template: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl From<PolicyRecord> for Policy {

@@ -99,7 +99,9 @@ pub(crate) async fn save_preferences(
         notify_warnings: body.notify_warnings,
     };
     let preference = preferences::save(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.outbound.keyring,
         (&caller, granted.super_admin),
         &granted.org,
         change,
@@ -117,7 +119,9 @@ pub(crate) async fn test_webhook(
     granted: Granted,
 ) -> Result<Answer<preferences::WebhookTest>, ApiError> {
     let tested = preferences::test_webhook(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.outbound.keyring,
         (&caller, granted.super_admin),
         &granted.org,
         Utc::now(),

@@ -185,7 +185,14 @@ pub(crate) async fn of(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<OrgQuotas>, ApiError> {
-    let quotas = quotas::of(&state, &granted.org, Utc::now()).await?;
+    let quotas = quotas::of(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        &granted.org,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(quotas.into()))
 }
 
@@ -195,7 +202,14 @@ pub(crate) async fn all(
     Query(page): Query<PageParams>,
 ) -> Result<Paged<OrgQuotas>, ApiError> {
     let page = page.check(state.config.http.max_page_limit, &["createdAt"])?;
-    let (items, total) = quotas::all(&state, (page.limit, page.offset), Utc::now()).await?;
+    let (items, total) = quotas::all(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        (page.limit, page.offset),
+        Utc::now(),
+    )
+    .await?;
     Ok(Paged::new("quotas", page_of(items), total, page))
 }
 
@@ -219,8 +233,14 @@ pub(crate) async fn at_risk(
                 ApiError::invalid_field("threshold", "must be a number (a percentage)")
             })?,
     };
-    let (items, total) =
-        quotas::at_risk(&state, threshold, (page.limit, page.offset), Utc::now()).await?;
+    let (items, total) = quotas::at_risk(
+        &state.infra.store,
+        &state.replica.allowances,
+        threshold,
+        (page.limit, page.offset),
+        Utc::now(),
+    )
+    .await?;
     Ok(Paged::new("quotas", page_of(items), total, page))
 }
 
@@ -230,7 +250,15 @@ pub(crate) async fn one_type(
     granted: Granted,
     Path((_, name)): Path<(String, String)>,
 ) -> Result<Answer<QuotaStatus>, ApiError> {
-    let status = quotas::one(&state, &granted.org, &name, Utc::now()).await?;
+    let status = quotas::one(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        &granted.org,
+        &name,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(status.into()))
 }
 
@@ -269,8 +297,16 @@ pub(crate) async fn update(
     if tier.is_none() && limits.is_empty() {
         return Err(ApiError::validation("give `tier`, `limits` or both"));
     }
-    let record =
-        quotas::update(&state, &caller, &granted.org.id, (tier, limits), Utc::now()).await?;
+    let record = quotas::update(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        &caller,
+        &granted.org.id,
+        (tier, limits),
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(record.into()))
 }
 
@@ -287,7 +323,9 @@ pub(crate) async fn reset(
         serde_json::from_slice(&bytes).map_err(|e| ApiError::validation(e.to_string()))?
     };
     let record = quotas::reset(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
         &caller,
         &granted.org.id,
         body.dimension.as_deref(),
@@ -310,7 +348,9 @@ pub(crate) async fn increment(
     let amount = u64::try_from(body.amount)
         .map_err(|_| ApiError::invalid_field("amount", "must be between 1 and 1000"))?;
     let status = quotas::increment(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
         &service.service,
         &org_id,
         Increment {

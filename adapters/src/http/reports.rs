@@ -7,6 +7,7 @@ use chrono::Utc;
 use serde_json::Value;
 use tenancy::Permission;
 
+use crate::config::Config;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
 use crate::http::gate::Granted;
@@ -17,6 +18,7 @@ use crate::services::reports::{
     DurationReport, ErrorReport, Ingested, PluginSummaryReport, ReportParams, ReportQuery,
     StageFailureReport, SuccessRateReport, Unattributed,
 };
+use crate::storage::Store;
 
 /// `POST /api/reports/events` (a service token): one EventBridge envelope or an
 /// array of them.
@@ -32,7 +34,9 @@ pub(crate) async fn ingest(
 
 /// Checks the parameters and finds the organizations a report reads.
 async fn query_of(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    reporting: &Option<Store>,
     granted: &Granted,
     params: ReportParams,
 ) -> Result<ReportQuery, ApiError> {
@@ -46,7 +50,7 @@ async fn query_of(
         )
         .with_details(serde_json::json!({"missing": "reports:rollup"})));
     }
-    Ok(reports::query_for(state, &granted.org, checked).await?)
+    Ok(reports::query_for(store, config, reporting, &granted.org, checked).await?)
 }
 
 macro_rules! report {
@@ -57,7 +61,14 @@ macro_rules! report {
             granted: Granted,
             Query(params): Query<ReportParams>,
         ) -> Result<Answer<$answer>, ApiError> {
-            let query = query_of(&state, &granted, params).await?;
+            let query = query_of(
+                &state.infra.store,
+                &state.config,
+                &state.infra.reporting,
+                &granted,
+                params,
+            )
+            .await?;
             Ok(Answer::ok(reports::$name(&query).await?))
         }
     };
@@ -80,7 +91,14 @@ pub(crate) async fn posture_trend(
     granted: Granted,
     Query(params): Query<ReportParams>,
 ) -> Result<Answer<crate::services::posture::PostureTrendReport>, ApiError> {
-    let query = query_of(&state, &granted, params).await?;
+    let query = query_of(
+        &state.infra.store,
+        &state.config,
+        &state.infra.reporting,
+        &granted,
+        params,
+    )
+    .await?;
     Ok(Answer::ok(
         crate::services::posture::trend(&state.infra.store, &query).await?,
     ))

@@ -16,15 +16,15 @@ use crate::services::rules::{self, RuleChange, RuleFilter, StoredRule};
 /// A rule as the API answers it: the rule, its organization and its timestamps.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct OrgRule {
+pub struct OrgRule {
     #[serde(flatten)]
-    pub(crate) rule: Rule,
-    org_id: String,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    pub rule: Rule,
+    pub org_id: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
     /// Set on a soft-deleted rule (listed with `includeDeleted`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    deleted_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
 }
 
 impl From<StoredRule> for OrgRule {
@@ -42,14 +42,14 @@ impl From<StoredRule> for OrgRule {
 /// One version of a rule's history.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct RuleVersion {
-    pub(crate) version: u32,
+pub struct RuleVersion {
+    pub version: u32,
     /// `create`, `update` or `delete`, and the fields that changed.
-    pub(crate) change: Value,
-    pub(crate) changed_by: String,
-    pub(crate) changed_at: DateTime<Utc>,
+    pub change: Value,
+    pub changed_by: String,
+    pub changed_at: DateTime<Utc>,
     /// The rule as it was after the change.
-    pub(crate) rule: Value,
+    pub rule: Value,
 }
 
 impl From<RuleChange> for RuleVersion {
@@ -169,7 +169,16 @@ pub(crate) async fn create(
     granted: Granted,
     Json(rule): Json<Rule>,
 ) -> Result<Answer<OrgRule>, ApiError> {
-    let stored = rules::create(&state, &caller, &granted.org, rule, Utc::now()).await?;
+    let stored = rules::create(
+        &state.infra.store,
+        &state.config,
+        &state.replica.rule_cache,
+        &caller,
+        &granted.org,
+        rule,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::created(stored.into()))
 }
 
@@ -181,7 +190,17 @@ pub(crate) async fn update(
     Path(id): Path<String>,
     Json(rule): Json<Rule>,
 ) -> Result<Answer<OrgRule>, ApiError> {
-    let stored = rules::update(&state, &caller, &granted.org, &id, rule, Utc::now()).await?;
+    let stored = rules::update(
+        &state.infra.store,
+        &state.config,
+        &state.replica.rule_cache,
+        &caller,
+        &granted.org,
+        &id,
+        rule,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(stored.into()))
 }
 
@@ -192,6 +211,14 @@ pub(crate) async fn delete(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    rules::delete(&state, &caller, &granted.org, &id, Utc::now()).await?;
+    rules::delete(
+        &state.infra.store,
+        &state.replica.rule_cache,
+        &caller,
+        &granted.org,
+        &id,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(Deleted::new(id)))
 }

@@ -333,7 +333,9 @@ pub(crate) async fn start(
     Json(body): Json<ScanBody>,
 ) -> Result<Answer<Scan>, ApiError> {
     let scan = scans::start(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.infra.metrics,
         &caller,
         &granted.org,
         body.target.as_str(),
@@ -470,7 +472,8 @@ pub(crate) async fn create_schedule(
     Json(body): Json<ScheduleBody>,
 ) -> Result<Answer<ScanSchedule>, ApiError> {
     let schedule = schedules::create(
-        &state,
+        &state.infra.store,
+        &state.config,
         &caller,
         &granted.org,
         body.target.as_str(),
@@ -493,7 +496,15 @@ pub(crate) async fn update_schedule(
         cron_expression: body.cron_expression.as_deref(),
         is_active: None,
     };
-    let schedule = schedules::change(&state, &caller, &granted.org, &id, change).await?;
+    let schedule = schedules::change(
+        &state.infra.store,
+        &state.config,
+        &caller,
+        &granted.org,
+        &id,
+        change,
+    )
+    .await?;
     Ok(Answer::ok(schedule.into()))
 }
 
@@ -509,7 +520,15 @@ pub(crate) async fn toggle_schedule(
         is_active: Some(body.is_active),
         ..Change::default()
     };
-    let schedule = schedules::change(&state, &caller, &granted.org, &id, change).await?;
+    let schedule = schedules::change(
+        &state.infra.store,
+        &state.config,
+        &caller,
+        &granted.org,
+        &id,
+        change,
+    )
+    .await?;
     Ok(Answer::ok(schedule.into()))
 }
 
@@ -520,7 +539,14 @@ pub(crate) async fn delete_schedule(
     granted: Granted,
     Path(id): Path<String>,
 ) -> Result<Answer<ScanSchedule>, ApiError> {
-    let schedule = schedules::deactivate(&state, &caller, &granted.org, &id).await?;
+    let schedule = schedules::deactivate(
+        &state.infra.store,
+        &state.config,
+        &caller,
+        &granted.org,
+        &id,
+    )
+    .await?;
     Ok(Answer::ok(schedule.into()))
 }
 

@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tenancy::Permission;
 
+use crate::config::Config;
 use crate::http::error::ApiError;
 use crate::http::extract::Json;
 use crate::http::organizations::text;
@@ -64,9 +65,11 @@ pub(crate) async fn register(
         .as_deref()
         .map(|n| text("name", n, 200))
         .transpose()?;
-    let client = client_address(&state, &headers, peer);
+    let client = client_address(&state.config, &headers, peer);
     let account = accounts::register(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.infra.passwords,
         (&body.email, password, name.as_deref()),
         client,
         Utc::now(),
@@ -100,7 +103,14 @@ pub(crate) async fn verify_email(
         .map(|p| secret("password", p, MAX_PASSWORD_TEXT))
         .transpose()?;
     Ok(Answer::ok(
-        accounts::verify_email(&state, &token, password, Utc::now()).await?,
+        accounts::verify_email(
+            &state.infra.store,
+            &state.infra.passwords,
+            &token,
+            password,
+            Utc::now(),
+        )
+        .await?,
     ))
 }
 
@@ -142,11 +152,11 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Peer {
 /// The client's address: the connection's peer, or with `TRUST_PROXY_HEADERS` the
 /// last `X-Forwarded-For` entry.
 pub(crate) fn client_address(
-    state: &AppState,
+    config: &Config,
     headers: &HeaderMap,
     peer: Option<SocketAddr>,
 ) -> Option<IpAddr> {
-    if state.config.signin.trust_proxy_headers {
+    if config.signin.trust_proxy_headers {
         let forwarded = headers
             .get_all("x-forwarded-for")
             .iter()
@@ -175,7 +185,7 @@ pub(crate) async fn login(
         .as_deref()
         .map(|o| text("orgId", o, 200))
         .transpose()?;
-    let client = client_address(&state, &headers, peer);
+    let client = client_address(&state.config, &headers, peer);
     let session = accounts::login(
         &state,
         Credentials {
@@ -205,7 +215,14 @@ pub(crate) async fn refresh(
 ) -> Result<Answer<Session>, ApiError> {
     let token = secret("refreshToken", &body.refresh_token, MAX_TOKEN_TEXT)?;
     Ok(Answer::ok(
-        accounts::refresh(&state, &token, Utc::now()).await?,
+        accounts::refresh(
+            &state.infra.store,
+            &state.config,
+            &state.infra.keys,
+            &token,
+            Utc::now(),
+        )
+        .await?,
     ))
 }
 
@@ -262,7 +279,15 @@ pub(crate) async fn me(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Answer<accounts::Me>, ApiError> {
-    Ok(Answer::ok(accounts::me(&state, &caller).await?))
+    Ok(Answer::ok(
+        accounts::me(
+            &state.infra.store,
+            &state.config,
+            &state.replica.kept,
+            &caller,
+        )
+        .await?,
+    ))
 }
 
 /// The organization to act in by default.
@@ -280,7 +305,8 @@ pub(crate) async fn switch_organization(
     Json(body): Json<ActiveOrganization>,
 ) -> Result<Answer<ActiveOrganization>, ApiError> {
     let org_id = crate::http::organizations::text("orgId", &body.org_id, 200)?;
-    accounts::switch_organization(&state, &caller, &org_id).await?;
+    accounts::switch_organization(&state.infra.store, &state.replica.kept, &caller, &org_id)
+        .await?;
     Ok(Answer::ok(ActiveOrganization { org_id }))
 }
 
@@ -312,7 +338,8 @@ pub(crate) async fn update_me(
         .map(|e| text("email", e, 254))
         .transpose()?;
     let account = accounts::update_me(
-        &state,
+        &state.infra.store,
+        &state.config,
         &caller,
         (name.as_deref(), email.as_deref()),
         Utc::now(),
@@ -326,7 +353,7 @@ pub(crate) async fn delete_me(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Answer<Deleted>, ApiError> {
-    accounts::delete_me(&state, &caller, Utc::now()).await?;
+    accounts::delete_me(&state.infra.store, &state.config, &caller, Utc::now()).await?;
     Ok(Answer::ok(Deleted::new(caller.user_id)))
 }
 
@@ -398,7 +425,8 @@ pub(crate) async fn create_token(
         ),
     };
     let token = accounts::create_token(
-        &state,
+        &state.infra.store,
+        &state.replica.kept,
         &caller,
         TokenRequest {
             name,
@@ -462,7 +490,14 @@ pub(crate) async fn enroll_totp(
     caller: Caller,
 ) -> Result<Answer<TotpEnrollment>, ApiError> {
     Ok(Answer::created(
-        accounts::enroll_totp(&state, &caller, Utc::now()).await?,
+        accounts::enroll_totp(
+            &state.infra.store,
+            &state.config,
+            &state.outbound.keyring,
+            &caller,
+            Utc::now(),
+        )
+        .await?,
     ))
 }
 
@@ -482,7 +517,15 @@ pub(crate) async fn confirm_totp(
 ) -> Result<Answer<Account>, ApiError> {
     let code = secret("code", &body.code, 10)?;
     Ok(Answer::ok(
-        accounts::confirm_totp(&state, &caller, &code, Utc::now()).await?,
+        accounts::confirm_totp(
+            &state.infra.store,
+            &state.config,
+            &state.outbound.keyring,
+            &caller,
+            &code,
+            Utc::now(),
+        )
+        .await?,
     ))
 }
 
@@ -492,6 +535,6 @@ pub(crate) async fn remove_totp(
     caller: Caller,
 ) -> Result<Answer<Account>, ApiError> {
     Ok(Answer::ok(
-        accounts::remove_totp(&state, &caller, Utc::now()).await?,
+        accounts::remove_totp(&state.infra.store, &state.config, &caller, Utc::now()).await?,
     ))
 }

@@ -4,6 +4,7 @@
 //! its claimed domains, and its enforcement with break-glass accounts. No answer
 //! ever holds a client secret.
 
+use crate::outbound::oidc::SsoClients;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -11,6 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tenancy::sso::RoleMapping;
 
+use crate::config::Config;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
 use crate::http::gate::Granted;
@@ -21,6 +23,7 @@ use crate::services::accounts::Session;
 use crate::services::sso::{
     self, Callback, Changer, ConfigInput, ConfigView, DomainRow, ReturnTo, Route, SsoPolicyRow,
 };
+use crate::storage::Store;
 
 /// The cookie that binds a sign-in's callback to the browser that started it.
 pub const BROWSER_COOKIE: &str = "compliance_sso";
@@ -61,12 +64,14 @@ pub(crate) fn browser_cookie(headers: &HeaderMap) -> Option<String> {
 /// cookie (ten minutes, HttpOnly, SameSite=Lax so that the provider's redirect back
 /// carries it).
 async fn start_response(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    sso: &SsoClients,
     route: Route,
     return_to: ReturnTo,
 ) -> Result<Response, ApiError> {
-    let started = sso::start(state, route, return_to, Utc::now()).await?;
-    let cookie = binding_cookie(state, &started.browser)?;
+    let started = sso::start(store, config, sso, route, return_to, Utc::now()).await?;
+    let cookie = binding_cookie(config, &started.browser)?;
     let mut response = StatusCode::FOUND.into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -82,8 +87,8 @@ async fn start_response(
 /// The `Set-Cookie` value that binds a started sign-in to the browser (ten minutes,
 /// HttpOnly, SameSite=Lax so that the provider's redirect back carries it; Secure
 /// when `PUBLIC_URL` is https).
-pub(crate) fn binding_cookie(state: &AppState, browser: &str) -> Result<HeaderValue, ApiError> {
-    let secure = if state.config.signin.public_url.starts_with("https://") {
+pub(crate) fn binding_cookie(config: &Config, browser: &str) -> Result<HeaderValue, ApiError> {
+    let secure = if config.signin.public_url.starts_with("https://") {
         "; Secure"
     } else {
         ""
@@ -115,7 +120,14 @@ pub(crate) async fn start(
     Query(query): Query<StartQuery>,
 ) -> Result<Response, ApiError> {
     let route = route_of(query.org, query.email)?;
-    start_response(&state, route, ReturnTo::Api).await
+    start_response(
+        &state.infra.store,
+        &state.config,
+        &state.outbound.sso,
+        route,
+        ReturnTo::Api,
+    )
+    .await
 }
 
 /// The callback's query as the service takes it.
@@ -134,7 +146,7 @@ pub(crate) async fn callback(
     headers: HeaderMap,
     Query(query): Query<CallbackQuery>,
 ) -> Result<Answer<Session>, ApiError> {
-    let client = client_address(&state, &headers, peer);
+    let client = client_address(&state.config, &headers, peer);
     let browser = browser_cookie(&headers);
     let finished = sso::finish(
         &state,
@@ -176,7 +188,7 @@ pub(crate) async fn link(
             "the link token or the password is too long",
         ));
     }
-    let client = client_address(&state, &headers, peer);
+    let client = client_address(&state.config, &headers, peer);
     let session = sso::link(
         &state,
         (&body.link_token, body.password),
@@ -278,9 +290,9 @@ pub(crate) struct IdentityProvider {
     updated_at: DateTime<Utc>,
 }
 
-fn answer(state: &AppState, view: ConfigView) -> IdentityProvider {
+fn answer(config: &Config, view: ConfigView) -> IdentityProvider {
     let r = view.row;
-    let public = &state.config.signin.public_url;
+    let public = &config.signin.public_url;
     IdentityProvider {
         id: r.id,
         org_id: r.org_id,
@@ -323,12 +335,13 @@ fn input_of(body: PutIdentityProvider) -> ConfigInput {
 }
 
 async fn list_as(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     granted: &Granted,
 ) -> Result<Answer<Vec<IdentityProvider>>, ApiError> {
-    let views = sso::configs(state, &granted.org).await?;
+    let views = sso::configs(store, config, &granted.org).await?;
     Ok(Answer::ok(
-        views.into_iter().map(|v| answer(state, v)).collect(),
+        views.into_iter().map(|v| answer(config, v)).collect(),
     ))
 }
 
@@ -350,16 +363,16 @@ async fn create_as(
         Utc::now(),
     )
     .await?;
-    Ok(Answer::created(answer(state, view)))
+    Ok(Answer::created(answer(&state.config, view)))
 }
 
 async fn remove_as(
-    state: &AppState,
+    store: &Store,
     changer: (&Caller, Changer),
     granted: &Granted,
     idp_id: String,
 ) -> Result<Answer<Deleted>, ApiError> {
-    sso::delete_config(&state.infra.store, changer, &granted.org, &idp_id).await?;
+    sso::delete_config(store, changer, &granted.org, &idp_id).await?;
     Ok(Answer::ok(Deleted::new(idp_id)))
 }
 
@@ -383,7 +396,7 @@ async fn replace_as(
         Utc::now(),
     )
     .await?;
-    Ok(Answer::ok(answer(state, view)))
+    Ok(Answer::ok(answer(&state.config, view)))
 }
 
 /// `GET /organization/{id}/idp`.
@@ -391,7 +404,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<Vec<IdentityProvider>>, ApiError> {
-    list_as(&state, &granted).await
+    list_as(&state.infra.store, &state.config, &granted).await
 }
 
 /// `POST /organization/{id}/idp`.
@@ -429,7 +442,13 @@ pub(crate) async fn remove(
     granted: Granted,
     Path((_, idp_id)): Path<(String, String)>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    remove_as(&state, (&caller, Changer::OrgAdmin), &granted, idp_id).await
+    remove_as(
+        &state.infra.store,
+        (&caller, Changer::OrgAdmin),
+        &granted,
+        idp_id,
+    )
+    .await
 }
 
 /// `GET /admin/organizations/{id}/idp`.
@@ -437,7 +456,7 @@ pub(crate) async fn admin_list(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<Vec<IdentityProvider>>, ApiError> {
-    list_as(&state, &granted).await
+    list_as(&state.infra.store, &state.config, &granted).await
 }
 
 /// `POST /admin/organizations/{id}/idp`.
@@ -475,7 +494,13 @@ pub(crate) async fn admin_remove(
     granted: Granted,
     Path((_, idp_id)): Path<(String, String)>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    remove_as(&state, (&caller, Changer::SuperAdmin), &granted, idp_id).await
+    remove_as(
+        &state.infra.store,
+        (&caller, Changer::SuperAdmin),
+        &granted,
+        idp_id,
+    )
+    .await
 }
 
 /// A claimed domain.
@@ -545,7 +570,15 @@ pub(crate) async fn verify_domain(
     granted: Granted,
     Path((_, domain)): Path<(String, String)>,
 ) -> Result<Answer<Domain>, ApiError> {
-    let row = sso::verify_domain(&state, &caller, &granted.org, &domain, Utc::now()).await?;
+    let row = sso::verify_domain(
+        &state.infra.store,
+        &state.outbound.sso,
+        &caller,
+        &granted.org,
+        &domain,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::ok(domain_answer(row)))
 }
 
@@ -629,7 +662,8 @@ pub(crate) async fn set_enforcement(
     Json(body): Json<PutEnforcement>,
 ) -> Result<Answer<Enforcement>, ApiError> {
     let policy = sso::set_enforcement(
-        &state,
+        &state.infra.store,
+        &state.config,
         &caller,
         &granted.org,
         (body.required, body.grace_hours),

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::http::error::ApiError;
 use crate::http::response::Answer;
 use crate::http::state::AppState;
+use crate::metrics::Metrics;
 use crate::metrics::MetricsSection;
 use crate::services::operations;
 
@@ -24,7 +25,7 @@ pub(crate) async fn health() -> Answer<ServerStatus> {
 
 /// `GET /ready`: the database answers and the process is not stopping.
 pub(crate) async fn ready(State(state): State<AppState>) -> Result<Answer<ServerStatus>, ApiError> {
-    operations::ready(&state).await?;
+    operations::ready(&state.infra.store, &state.replica).await?;
     Ok(Answer::ok(ServerStatus { status: "ready" }))
 }
 
@@ -45,7 +46,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
                 depth.rows
             )
         }
-        Err(error) => section_failed(&state, MetricsSection::Outbox, &error),
+        Err(error) => section_failed(&state.infra.metrics, MetricsSection::Outbox, &error),
     };
     // The re-evaluation queue: waiting and dead events, and the oldest waiting one.
     let queue = match operations::reevaluation(&state.infra.store).await {
@@ -60,7 +61,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
                 depth.waiting, depth.dead
             )
         }
-        Err(error) => section_failed(&state, MetricsSection::Reevaluation, &error),
+        Err(error) => section_failed(&state.infra.metrics, MetricsSection::Reevaluation, &error),
     };
     // Reporting: execution events whose resource name no single organization
     // registered, kept aside.
@@ -69,7 +70,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
             "# HELP report_unattributed_resources Resource names whose events wait for a registration.\n# TYPE report_unattributed_resources gauge\nreport_unattributed_resources {names}\n\
              # HELP report_unattributed_executions Executions waiting for their resource name's registration.\n# TYPE report_unattributed_executions gauge\nreport_unattributed_executions {executions}\n"
         ),
-        Err(error) => section_failed(&state, MetricsSection::Reports, &error),
+        Err(error) => section_failed(&state.infra.metrics, MetricsSection::Reports, &error),
     };
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
@@ -85,11 +86,11 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
 /// A section of `/metrics` that could not be read: counted (the counter is part of the
 /// exposition, so the failure is visible) and logged, never silently dropped.
 fn section_failed(
-    state: &AppState,
+    metrics: &Metrics,
     section: MetricsSection,
     error: &crate::services::ServiceError,
 ) -> String {
-    state.infra.metrics.section_failed(section);
+    metrics.section_failed(section);
     tracing::error!(section = section.label(), %error, "a section of /metrics could not be read");
     String::new()
 }

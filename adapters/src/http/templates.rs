@@ -68,7 +68,9 @@ pub(crate) async fn apply(
     Json(body): Json<ApplyTemplate>,
 ) -> Result<Answer<OrgRule>, ApiError> {
     let stored = templates::apply(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.replica.rule_cache,
         &caller,
         &granted.org,
         &body.template_id,
@@ -88,7 +90,17 @@ pub(crate) async fn clone_rule(
     crate::http::extract::RawBody(body): crate::http::extract::RawBody,
 ) -> Result<Answer<OrgRule>, ApiError> {
     let name = clone_name(&body)?;
-    let stored = templates::apply(&state, &caller, &granted.org, &id, name, Utc::now()).await?;
+    let stored = templates::apply(
+        &state.infra.store,
+        &state.config,
+        &state.replica.rule_cache,
+        &caller,
+        &granted.org,
+        &id,
+        name,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::created(stored.into()))
 }
 
@@ -102,7 +114,16 @@ pub(crate) async fn clone_policy(
     crate::http::extract::RawBody(body): crate::http::extract::RawBody,
 ) -> Result<Answer<Policy>, ApiError> {
     let name = clone_name(&body)?;
-    let policy =
-        templates::clone_policy(&state, &caller, &granted.org, &id, name, Utc::now()).await?;
+    let policy = templates::clone_policy(
+        &state.infra.store,
+        &state.config,
+        &state.replica.rule_cache,
+        &caller,
+        &granted.org,
+        &id,
+        name,
+        Utc::now(),
+    )
+    .await?;
     Ok(Answer::created(policy.into()))
 }

@@ -17,6 +17,12 @@ use audit_chain::{AuditEvent, SealedEvent};
 use crate::compliance::RuleCache;
 use crate::storage::{LiveCheck, StoreResult};
 
+/// The grouped writer of live checks' records.
+pub type Recorder = grouped::Grouped<LiveCheck, StoreResult<()>>;
+
+/// The grouped appender of audit events to their chains.
+pub type Appender = grouped::Grouped<AuditEvent, StoreResult<(SealedEvent, bool)>>;
+
 /// What this replica keeps for itself between requests (a part of `AppState`).
 #[derive(Debug, Default)]
 pub struct ReplicaState {
@@ -27,9 +33,9 @@ pub struct ReplicaState {
     /// This replica's blocks of monthly units (API calls).
     pub allowances: Arc<allowance::Allowances>,
     /// Live checks waiting to be recorded together.
-    pub recorder: Arc<grouped::Grouped<LiveCheck, StoreResult<()>>>,
+    pub recorder: Arc<Recorder>,
     /// Other services' audit events waiting to be sealed together.
-    pub appender: Arc<grouped::Grouped<AuditEvent, StoreResult<(SealedEvent, bool)>>>,
+    pub appender: Arc<Appender>,
     /// What is new in messages, handed to this replica's live streams.
     pub feed: Arc<feed::MessageFeed>,
     /// Users already recorded by this process, so that first sight writes once.

@@ -4,6 +4,7 @@
 //! per replica until they change ([`crate::replica::kept`]): an authenticated read whose facts
 //! are kept makes no query for the gate.
 
+use crate::config::Config;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -118,29 +119,24 @@ pub async fn first_sight(
 /// a member, never with the super-admin flag (its reach and subset are the caller's
 /// to check first).
 pub async fn decide(
-    state: &crate::services::context::AppState,
+    store: &Store,
+    config: &Config,
+    kept: &KeptFacts,
     caller: &crate::services::context::Caller,
     org_id: &str,
     requirement: tenancy::Requirement,
 ) -> ServiceResult<(tenancy::Decision, Arc<Facts>, bool)> {
     // Roles matter only when a permission is asked for.
     let needs_roles = requirement.permission.is_some();
-    let facts = facts(
-        &state.infra.store,
-        &state.replica.kept,
-        org_id,
-        &caller.user_id,
-        needs_roles,
-    )
-    .await?;
-    let (decision, super_admin) = judge(state, caller, &facts, requirement);
+    let facts = facts(store, kept, org_id, &caller.user_id, needs_roles).await?;
+    let (decision, super_admin) = judge(config, caller, &facts, requirement);
     Ok((decision, facts, super_admin))
 }
 
 /// The pure crate's judgement of `requirement` on facts already read, and whether
 /// the caller counts as a super-admin.
 fn judge(
-    state: &crate::services::context::AppState,
+    config: &Config,
     caller: &crate::services::context::Caller,
     facts: &Facts,
     requirement: tenancy::Requirement,
@@ -156,7 +152,7 @@ fn judge(
         parent_membership: facts.parent_membership.as_ref(),
         parent_roles: &facts.parent_roles,
     };
-    let window = chrono::Duration::from_std(state.config.http.step_up_window)
+    let window = chrono::Duration::from_std(config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
     let decision = tenancy::authorize(&principal, &access, requirement, Utc::now(), window);
     (decision, principal.super_admin)
@@ -167,7 +163,9 @@ fn judge(
 /// open to every member whose answer depends on it (an admin's view, an admin's
 /// delete of someone else's message).
 pub async fn holds(
-    state: &crate::services::context::AppState,
+    store: &Store,
+    config: &Config,
+    kept: &KeptFacts,
     caller: &crate::services::context::Caller,
     org_id: &str,
     permission: tenancy::Permission,
@@ -180,25 +178,20 @@ pub async fn holds(
         return Ok(false);
     }
     let requirement = tenancy::Access::Permission(permission).requirement(false, false);
-    let (decision, _, _) = decide(state, caller, org_id, requirement).await?;
+    let (decision, _, _) = decide(store, config, kept, caller, org_id, requirement).await?;
     Ok(decision.allowed)
 }
 
 /// Every permission the caller holds in the organization, as [`holds`] judges each,
 /// from one read of the facts.
 pub async fn held(
-    state: &crate::services::context::AppState,
+    store: &Store,
+    config: &Config,
+    kept: &KeptFacts,
     caller: &crate::services::context::Caller,
     org_id: &str,
 ) -> ServiceResult<Vec<tenancy::Permission>> {
-    let facts = facts(
-        &state.infra.store,
-        &state.replica.kept,
-        org_id,
-        &caller.user_id,
-        true,
-    )
-    .await?;
+    let facts = facts(store, kept, org_id, &caller.user_id, true).await?;
     let scope = caller
         .personal_token
         .as_ref()
@@ -210,7 +203,7 @@ pub async fn held(
         })
         .filter(|permission| {
             let requirement = tenancy::Access::Permission(*permission).requirement(false, false);
-            judge(state, caller, &facts, requirement).0.allowed
+            judge(config, caller, &facts, requirement).0.allowed
         })
         .collect())
 }

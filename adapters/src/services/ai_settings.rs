@@ -10,10 +10,12 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::config::Config;
 use crate::config::ProviderSettings;
 use crate::keys::Binding;
+use crate::keys::Keyring;
 use crate::outbound::git;
-use crate::services::context::{AppState, Caller};
+use crate::services::context::Caller;
 use crate::services::keys;
 use crate::services::{entitlement, ServiceError, ServiceResult};
 use crate::storage::{unit_of_work, AiSettingsRow, OrgRecord, OwnProviderRow, QuotaRefusal, Store};
@@ -141,14 +143,16 @@ fn check_name(field: &'static str, name: &str) -> ServiceResult<()> {
 /// Replaces an account root's settings (a super-admin). Audited
 /// `admin.org.ai-config.update` naming the fields changed, never the key.
 pub async fn put(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     caller: &Caller,
     org: &OrgRecord,
     put: Put,
     now: DateTime<Utc>,
 ) -> ServiceResult<AiSettings> {
     root_only(org)?;
-    let platform = &state.config.ai;
+    let platform = &config.ai;
     let own_name = put.own.as_ref().map(|(name, _, _)| name.clone());
     if let Some(providers) = &put.providers {
         if providers.len() > generation::Wire::ALL.len() {
@@ -201,7 +205,7 @@ pub async fn put(
             ));
         }
     }
-    let stored = state.infra.store.ai_settings(&org.id).await?;
+    let stored = store.ai_settings(&org.id).await?;
     if let (Some(asked), Some(current)) = (put.version, stored.as_ref().map(|s| s.version)) {
         if asked != current {
             return Err(ServiceError::Conflict(format!(
@@ -270,7 +274,7 @@ pub async fn put(
                         .rev()
                         .collect();
                     (
-                        Some(keys::seal(state, binding(&org.id), &key).await?),
+                        Some(keys::seal(store, config, keyring, binding(&org.id), &key).await?),
                         Some(hint),
                     )
                 }
@@ -305,7 +309,7 @@ pub async fn put(
     let changed = changed_fields(stored.as_ref(), &row);
     let details = json!({"changed": changed, "version": row.version});
     let audit = super::admin::org_events(
-        &state.infra.store,
+        store,
         caller,
         "admin.org.ai-config.update",
         &org.id,
@@ -313,12 +317,12 @@ pub async fn put(
     )
     .await?;
     let version = stored.as_ref().map(|s| s.version);
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.put_ai_settings(&row, version).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    let tokens = state.infra.store.ai_tokens(&org.id, &month(now)).await?;
+    let tokens = store.ai_tokens(&org.id, &month(now)).await?;
     Ok(answer(&org.id, Some(row), tokens))
 }
 
@@ -354,17 +358,19 @@ fn changed_fields(before: Option<&AiSettingsRow>, after: &AiSettingsRow) -> Vec<
 /// month's tokens reached the cap. `Ok(None)`: the organization has no settings
 /// (the platform's providers as they are).
 pub async fn provider_for(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     org: &OrgRecord,
     (provider, model): (&str, &str),
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<ProviderSettings>> {
     let root = entitlement::root_id(org).to_owned();
-    let Some(settings) = state.infra.store.ai_settings(&root).await? else {
+    let Some(settings) = store.ai_settings(&root).await? else {
         return Ok(None);
     };
     if let Some(cap) = settings.monthly_token_cap {
-        let used = state.infra.store.ai_tokens(&root, &month(now)).await?;
+        let used = store.ai_tokens(&root, &month(now)).await?;
         if used >= cap {
             return Err(ServiceError::Quota {
                 dimension: "aiTokens",
@@ -408,7 +414,9 @@ pub async fn provider_for(
                 ))
             })?;
             let api_key = match &own.api_key {
-                Some(sealed) => Some(keys::open(state, binding(&root), sealed).await?),
+                Some(sealed) => {
+                    Some(keys::open(store, config, keyring, binding(&root), sealed).await?)
+                }
                 None => None,
             };
             Ok(Some(ProviderSettings {

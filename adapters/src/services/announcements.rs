@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
 use crate::config::Config;
-use crate::services::context::{event, AppState, Caller};
+use crate::services::context::{event, Caller};
 /// An announcement, as the workflows answer it.
 pub use crate::storage::AnnouncementRecord;
 use crate::storage::{unit_of_work, AnnouncementFields, OrgRecord, Reader, Store};
@@ -143,14 +143,15 @@ async fn check_audience(
 
 /// Posts an announcement.
 pub async fn post(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     asker: Asker<'_>,
     audience: Audience,
     draft: Draft,
     now: DateTime<Utc>,
 ) -> ServiceResult<AnnouncementRecord> {
-    let fields = checked(&state.config, draft, now)?;
-    check_audience(&state.infra.store, &asker, &audience).await?;
+    let fields = checked(config, draft, now)?;
+    check_audience(store, &asker, &audience).await?;
     let id = crate::new_id();
     let audit = [event(
         asker.caller,
@@ -160,13 +161,13 @@ pub async fn post(
         &id,
         json!({"audience": audience_name(&audience), "severity": fields.severity.as_str(), "dismissible": fields.dismissible}),
     )];
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.create_announcement(&id, &audience, &fields, &asker.caller.user_id, now)
             .await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    posted(&state.infra.store, &id).await
+    posted(store, &id).await
 }
 
 /// The announcement `id` as its managers reach it: an organization's by its admins
@@ -208,14 +209,15 @@ async fn managed(store: &Store, asker: &Asker<'_>, id: &str) -> ServiceResult<An
 
 /// Changes what an announcement says and when.
 pub async fn edit(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     asker: Asker<'_>,
     id: &str,
     draft: Draft,
     now: DateTime<Utc>,
 ) -> ServiceResult<AnnouncementRecord> {
-    let found = managed(&state.infra.store, &asker, id).await?;
-    let fields = checked(&state.config, draft, found.window.starts_at)?;
+    let found = managed(store, &asker, id).await?;
+    let fields = checked(config, draft, found.window.starts_at)?;
     let audit = [event(
         asker.caller,
         "message.announcement.update",
@@ -224,12 +226,12 @@ pub async fn edit(
         &found.id,
         json!({"severity": fields.severity.as_str(), "dismissible": fields.dismissible}),
     )];
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.update_announcement(&found.id, &fields, now).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    posted(&state.infra.store, &found.id).await
+    posted(store, &found.id).await
 }
 
 /// Removes an announcement (audited as `message.delete`).

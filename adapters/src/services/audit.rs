@@ -2,11 +2,11 @@
 //! chain, the query, a chain's verification (streamed in batches, with its signed
 //! checkpoints), and the checkpoints themselves.
 
+use crate::replica::Appender;
 use audit_chain::{AuditEvent, SealedEvent};
 use chrono::Utc;
 
 use super::{ServiceError, ServiceResult};
-use crate::services::context::AppState;
 use crate::storage::{unit_of_work, Store, StoreError};
 pub use crate::storage::{AuditFilter, CheckpointRecord};
 
@@ -22,17 +22,19 @@ pub async fn record(store: &Store, events: &[AuditEvent]) -> ServiceResult<()> {
 /// Appends another service's event, once per idempotency key: (row, whether new),
 /// sealed with the other events that arrive with it (`services::grouped`) and
 /// answered after their commit. The action must be one a remote service may record.
-pub async fn ingest(state: &AppState, event: AuditEvent) -> ServiceResult<(SealedEvent, bool)> {
+pub async fn ingest(
+    db: &Store,
+    appender: &Appender,
+    event: AuditEvent,
+) -> ServiceResult<(SealedEvent, bool)> {
     audit_chain::check_remote_action(&event.action).map_err(|e| match e {
         audit_chain::ActionError::PlatformAuthority(_) => {
             ServiceError::Forbidden("a remote service cannot record a platform authority action")
         }
         other => ServiceError::invalid("action", other.to_string()),
     })?;
-    let store = state.infra.store.clone();
-    let appended = state
-        .replica
-        .appender
+    let store = db.clone();
+    let appended = appender
         .submit(event, move |events: Vec<AuditEvent>| {
             let store = store.clone();
             async move { append_group(&store, events).await }

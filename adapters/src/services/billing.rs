@@ -17,7 +17,8 @@ use serde_json::json;
 use super::entitlement::{self, Change, Current};
 use super::{ServiceError, ServiceResult};
 use crate::config::Config;
-use crate::services::context::{event_on, AppState, Caller};
+use crate::replica::allowance::Allowances;
+use crate::services::context::{event_on, Caller};
 use crate::storage::OrgRecord;
 use crate::storage::Store;
 
@@ -45,11 +46,15 @@ pub struct Offer {
 
 /// The bundles offered to the caller's account (its tier), or none when the
 /// operator has not enabled bundles (`enabled` false) or billing is a marketplace's.
-pub async fn offers(state: &AppState, org: &OrgRecord) -> ServiceResult<(bool, Vec<Offer>)> {
-    let catalog = &state.config.catalog;
-    let root = entitlement::root_of(&state.infra.store, org).await?;
+pub async fn offers(
+    store: &Store,
+    config: &Config,
+    org: &OrgRecord,
+) -> ServiceResult<(bool, Vec<Offer>)> {
+    let catalog = &config.catalog;
+    let root = entitlement::root_of(store, org).await?;
     let enabled = catalog.bundles_enabled
-        && state.config.billing.provider == BillingProvider::Direct
+        && config.billing.provider == BillingProvider::Direct
         && !root.is_system;
     if !enabled {
         return Ok((false, Vec::new()));
@@ -141,10 +146,14 @@ fn view(current: &Current, entitlement: Entitlement) -> SubscriptionView {
 }
 
 /// The subscription of `org`'s account.
-pub async fn subscription(state: &AppState, org: &OrgRecord) -> ServiceResult<SubscriptionView> {
-    let root = entitlement::root_of(&state.infra.store, org).await?;
-    let current = entitlement::current(state, &root).await?;
-    let entitlement = entitlement::entitlement(&state.config, &current);
+pub async fn subscription(
+    store: &Store,
+    config: &Config,
+    org: &OrgRecord,
+) -> ServiceResult<SubscriptionView> {
+    let root = entitlement::root_of(store, org).await?;
+    let current = entitlement::current(store, config, &root).await?;
+    let entitlement = entitlement::entitlement(config, &current);
     Ok(view(&current, entitlement))
 }
 
@@ -177,68 +186,72 @@ fn proposed(
 
 /// What `change` would make of the subscription, committing nothing.
 pub async fn preview(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     org: &OrgRecord,
     subscription_id: &str,
     change: BundleChange,
 ) -> ServiceResult<SubscriptionView> {
-    let root = account_of(&state.infra.store, org, subscription_id).await?;
-    let current = entitlement::current(state, &root).await?;
-    let (after, entitlement) = proposed(&state.config, &current, change)?;
+    let root = account_of(store, org, subscription_id).await?;
+    let current = entitlement::current(store, config, &root).await?;
+    let (after, entitlement) = proposed(config, &current, change)?;
     Ok(view(&after, entitlement))
 }
 
 /// Adds, re-sizes or removes an add-on, with the entitlement synchronized in the
 /// same transaction.
 pub async fn change(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     caller: &Caller,
     org: &OrgRecord,
     subscription_id: &str,
     change: BundleChange,
     now: DateTime<Utc>,
 ) -> ServiceResult<SubscriptionView> {
-    let root = account_of(&state.infra.store, org, subscription_id).await?;
-    let (after, entitlement) = entitlement::commit(state, &root, now, |current| {
-        let (after, _) = proposed(&state.config, current, change)?;
-        let (action, details) = match change {
-            BundleChange::Set { bundle, quantity } => (
-                "billing.addon.add",
-                json!({"bundleId": bundle, "quantity": quantity, "tier": current.account.tier}),
-            ),
-            BundleChange::Remove { bundle } => (
-                "billing.addon.remove",
-                json!({"bundleId": bundle, "tier": current.account.tier}),
-            ),
-        };
-        let audit = vec![event_on(
-            caller,
-            action,
-            (&org.id, Some(&current.root.id)),
-            ("subscription", &current.subscription.id),
-            details,
-        )];
-        Ok((
-            Change {
-                bundles: Some(after.account.bundles),
-                ..Change::default()
-            },
-            audit,
-        ))
-    })
-    .await?;
+    let root = account_of(store, org, subscription_id).await?;
+    let (after, entitlement) =
+        entitlement::commit(store, config, allowances, &root, now, |current| {
+            let (after, _) = proposed(config, current, change)?;
+            let (action, details) = match change {
+                BundleChange::Set { bundle, quantity } => (
+                    "billing.addon.add",
+                    json!({"bundleId": bundle, "quantity": quantity, "tier": current.account.tier}),
+                ),
+                BundleChange::Remove { bundle } => (
+                    "billing.addon.remove",
+                    json!({"bundleId": bundle, "tier": current.account.tier}),
+                ),
+            };
+            let audit = vec![event_on(
+                caller,
+                action,
+                (&org.id, Some(&current.root.id)),
+                ("subscription", &current.subscription.id),
+                details,
+            )];
+            Ok((
+                Change {
+                    bundles: Some(after.account.bundles),
+                    ..Change::default()
+                },
+                audit,
+            ))
+        })
+        .await?;
     Ok(view(&after, entitlement))
 }
 
 /// The billing portal's address for `org`'s account, from `BILLING_PORTAL_URL`.
-pub async fn portal(state: &AppState, org: &OrgRecord) -> ServiceResult<String> {
-    let Some(template) = &state.config.billing.portal_url else {
+pub async fn portal(store: &Store, config: &Config, org: &OrgRecord) -> ServiceResult<String> {
+    let Some(template) = &config.billing.portal_url else {
         return Err(ServiceError::NotConfigured(
             "no billing portal is configured (BILLING_PORTAL_URL)".to_owned(),
         ));
     };
-    let root = entitlement::root_of(&state.infra.store, org).await?;
-    let current = entitlement::current(state, &root).await?;
+    let root = entitlement::root_of(store, org).await?;
+    let current = entitlement::current(store, config, &root).await?;
     Ok(template
         .replace("{orgId}", &root.id)
         .replace("{subscriptionId}", &current.subscription.id))
@@ -267,15 +280,15 @@ pub struct SeatLimit {
 /// `PUT /organization/{orgId}/seat-limit`: the account root's seats and purchased
 /// features, kept over the derived ones until changed again.
 pub async fn set_seat_limit(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     actor: SeatActor<'_>,
     org_id: &str,
     update: SeatLimit,
     now: DateTime<Utc>,
 ) -> ServiceResult<SubscriptionView> {
-    let org = state
-        .infra
-        .store
+    let org = store
         .organization(org_id)
         .await?
         .ok_or(ServiceError::NotFound("organization".into()))?;
@@ -317,7 +330,7 @@ pub async fn set_seat_limit(
         }
         .into_event(),
     };
-    let (after, entitlement) = entitlement::commit(state, &org, now, |_| {
+    let (after, entitlement) = entitlement::commit(store, config, allowances, &org, now, |_| {
         Ok((
             Change {
                 overrides: vec![(entitlements::Dimension::Seats, Some(update.seats))],
@@ -338,7 +351,9 @@ pub async fn set_seat_limit(
 /// transaction, each audited as `billing.addon.remove` (`reason: tier_change`), and
 /// answered so that the caller sees what went.
 pub async fn change_tier(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     caller: &Caller,
     org: &OrgRecord,
     tier: Tier,
@@ -351,8 +366,8 @@ pub async fn change_tier(
         ));
     }
     let removed = std::sync::Mutex::new(Vec::new());
-    entitlement::commit(state, org, now, |current| {
-        let moving = entitlement::moving(&state.config, caller, org, current, tier);
+    entitlement::commit(store, config, allowances, org, now, |current| {
+        let moving = entitlement::moving(config, caller, org, current, tier);
         let mut audit = vec![event_on(
             caller,
             "admin.org.tier.update",

@@ -12,8 +12,10 @@ use serde_json::{json, Value};
 
 use super::rules::{check as check_rule, invalidate};
 use super::{ServiceError, ServiceResult};
+use crate::compliance::RuleCache;
 use crate::config::Config;
-use crate::services::context::{event, AppState, Caller};
+use crate::cpu::CpuPool;
+use crate::services::context::{event, Caller};
 use crate::storage::{new_id, unit_of_work, OrgRecord, RuleFilter, Store, StoredRule};
 
 /// How many validated entities an impact preview evaluates at most.
@@ -137,28 +139,31 @@ pub async fn subscriptions(
 
 /// Subscribes to a published rule, inactive.
 pub async fn subscribe(
-    state: &AppState,
+    store: &Store,
+    rule_cache: &RuleCache,
     org: &OrgRecord,
     rule_id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    published(&state.infra.store, rule_id).await?;
-    unit_of_work!(&state.infra.store, |tx| {
+    published(store, rule_id).await?;
+    unit_of_work!(store, |tx| {
         Ok(tx.subscribe(&org.id, rule_id, now).await?)
     })?;
-    invalidate(state, org, false);
+    invalidate(rule_cache, org, false);
     Ok(())
 }
 
 /// An editable organization rule made from a published one.
 pub async fn clone(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    rule_cache: &RuleCache,
     caller: &Caller,
     org: &OrgRecord,
     (rule_id, name): (&str, Option<String>),
     now: DateTime<Utc>,
 ) -> ServiceResult<StoredRule> {
-    let mut rule = published(&state.infra.store, rule_id).await?;
+    let mut rule = published(store, rule_id).await?;
     rule.id = new_id();
     rule.version = 1;
     rule.scope = Scope::Org;
@@ -169,7 +174,7 @@ pub async fn clone(
     if let Some(name) = name {
         rule.name = name;
     }
-    check_rule(state, org, &rule).await?;
+    check_rule(store, config, org, &rule).await?;
     let audit = [event(
         caller,
         "compliance.rule.create",
@@ -178,19 +183,20 @@ pub async fn clone(
         &rule.id,
         json!({"clonedFrom": rule_id}),
     )];
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.create_rule(&org.id, &rule, &caller.user_id, now).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    invalidate(state, org, false);
-    crate::services::rules::get(&state.infra.store, org, &rule.id, false).await
+    invalidate(rule_cache, org, false);
+    crate::services::rules::get(store, org, &rule.id, false).await
 }
 
 /// Subscribes to every published rule not yet subscribed, inactive: (added,
 /// published).
 pub async fn auto_subscribe(
-    state: &AppState,
+    store: &Store,
+    rule_cache: &RuleCache,
     org: &OrgRecord,
     now: DateTime<Utc>,
 ) -> ServiceResult<(u64, usize)> {
@@ -198,22 +204,19 @@ pub async fn auto_subscribe(
         scope: Some("published".to_owned()),
         ..Default::default()
     };
-    let (rules, _) = state
-        .infra
-        .store
-        .rules(None, &filter, u32::MAX, 0, true)
-        .await?;
+    let (rules, _) = store.rules(None, &filter, u32::MAX, 0, true).await?;
     let ids: Vec<String> = rules.into_iter().map(|r| r.rule.id).collect();
-    let added = unit_of_work!(&state.infra.store, |tx| {
+    let added = unit_of_work!(store, |tx| {
         Ok(tx.subscribe_missing(&org.id, &ids, now).await?)
     })?;
-    invalidate(state, org, false);
+    invalidate(rule_cache, org, false);
     Ok((added, ids.len()))
 }
 
 /// Activates or deactivates subscriptions (1 to 500), all or nothing.
 pub async fn activate(
-    state: &AppState,
+    store: &Store,
+    rule_cache: &RuleCache,
     caller: &Caller,
     org: &OrgRecord,
     (rule_ids, active): (&[String], bool),
@@ -235,43 +238,49 @@ pub async fn activate(
             )
         })
         .collect();
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.set_subscriptions_active(&org.id, rule_ids, active, now)
             .await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    invalidate(state, org, false);
+    invalidate(rule_cache, org, false);
     Ok(())
 }
 
 /// Pins a subscription to the rule's current version (answered), or unpins it.
 pub async fn pin(
-    state: &AppState,
+    store: &Store,
+    rule_cache: &RuleCache,
     org: &OrgRecord,
     rule_id: &str,
     pinned: bool,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<u32>> {
     let version = if pinned {
-        Some(published(&state.infra.store, rule_id).await?.version)
+        Some(published(store, rule_id).await?.version)
     } else {
         None
     };
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         Ok(tx.pin_subscription(&org.id, rule_id, version, now).await?)
     })?;
-    invalidate(state, org, false);
+    invalidate(rule_cache, org, false);
     Ok(version)
 }
 
 /// Unsubscribes.
-pub async fn unsubscribe(state: &AppState, org: &OrgRecord, rule_id: &str) -> ServiceResult<()> {
+pub async fn unsubscribe(
+    store: &Store,
+    rule_cache: &RuleCache,
+    org: &OrgRecord,
+    rule_id: &str,
+) -> ServiceResult<()> {
     let now = Utc::now();
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         Ok(tx.unsubscribe(&org.id, rule_id, now).await?)
     })?;
-    invalidate(state, org, false);
+    invalidate(rule_cache, org, false);
     Ok(())
 }
 
@@ -291,18 +300,20 @@ fn single(config: &Config, mut rule: Rule) -> ServiceResult<RuleSet> {
 
 /// How many of the organization's validated entities (the last attributes of each)
 /// would fail `rule`, with samples; evaluated on the CPU pool.
-pub async fn impact(state: &AppState, org: &OrgRecord, rule: Rule) -> ServiceResult<Impact> {
+pub async fn impact(
+    store: &Store,
+    config: &Config,
+    cpu: &CpuPool,
+    org: &OrgRecord,
+    rule: Rule,
+) -> ServiceResult<Impact> {
     let target = rule.target;
-    let set = single(&state.config, rule)?;
-    let snapshots = state
-        .infra
-        .store
+    let set = single(config, rule)?;
+    let snapshots = store
         .snapshots(&org.id, target.as_str(), IMPACT_SAMPLE_LIMIT)
         .await?;
     let evaluated = snapshots.len();
-    let (failing, samples) = state
-        .infra
-        .cpu
+    let (failing, samples) = cpu
         .run(move || {
             let limits = AttributeLimits {
                 max_depth: usize::MAX,
@@ -342,22 +353,23 @@ pub async fn impact(state: &AppState, org: &OrgRecord, rule: Rule) -> ServiceRes
 
 /// One rule against caller-supplied attributes, nothing saved; evaluated on the CPU
 /// pool.
-pub async fn preview(state: &AppState, rule: Rule, attributes: Value) -> ServiceResult<Evaluation> {
+pub async fn preview(
+    config: &Config,
+    cpu: &CpuPool,
+    rule: Rule,
+    attributes: Value,
+) -> ServiceResult<Evaluation> {
     let target = rule.target;
-    let set = single(&state.config, rule)?;
-    let limits = state.config.attribute_limits();
-    state
-        .infra
-        .cpu
-        .run(move || {
-            compliance_core::judge(Some(&set), target, &attributes, &limits, &Waivers::none())
-                .map_err(|e| match e {
-                    compliance_core::Error::AttributeLimitExceeded(limit) => {
-                        ServiceError::Limit(limit)
-                    }
-                    other => ServiceError::invalid("attributes", other.to_string()),
-                })
-        })
-        .await
-        .map_err(|_| ServiceError::Unavailable)?
+    let set = single(config, rule)?;
+    let limits = config.attribute_limits();
+    cpu.run(move || {
+        compliance_core::judge(Some(&set), target, &attributes, &limits, &Waivers::none()).map_err(
+            |e| match e {
+                compliance_core::Error::AttributeLimitExceeded(limit) => ServiceError::Limit(limit),
+                other => ServiceError::invalid("attributes", other.to_string()),
+            },
+        )
+    })
+    .await
+    .map_err(|_| ServiceError::Unavailable)?
 }

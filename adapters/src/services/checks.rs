@@ -18,6 +18,8 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
+use crate::cpu::CpuPool;
 use crate::services::context::AppState;
 /// An entry of the check log, as [`log`] answers it.
 pub use crate::storage::CheckRecord;
@@ -196,7 +198,18 @@ where
         (prepared, None) => (prepared, cached),
         (prepared, Some(draft)) => (
             prepared,
-            Some(draft_set(state, org, target, draft, deadline).await?),
+            Some(
+                draft_set(
+                    &state.infra.store,
+                    &state.config,
+                    &state.infra.cpu,
+                    org,
+                    target,
+                    draft,
+                    deadline,
+                )
+                .await?,
+            ),
         ),
     };
     check_entity(
@@ -214,7 +227,9 @@ where
 /// The organization's effective rules of `target` with `draft` in place of the stored
 /// rule with its id (added when it has none), compiled on the CPU pool by `deadline`.
 async fn draft_set(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    cpu: &CpuPool,
     org: &OrgRecord,
     target: Target,
     draft: Rule,
@@ -227,15 +242,15 @@ async fn draft_set(
         ));
     }
     let loaded = async {
-        super::rules::check(state, org, &draft).await?;
-        let rules = crate::compliance::effective(&state.infra.store, org).await?;
+        super::rules::check(store, config, org, &draft).await?;
+        let rules = crate::compliance::effective(store, org).await?;
         Ok::<_, ServiceError>(rules)
     };
     let rules = match tokio::time::timeout_at(deadline, loaded).await {
         Ok(rules) => rules?,
         Err(_) => return Err(ServiceError::Unavailable),
     };
-    let options = crate::compliance::compile_options(&state.config, Dependencies::Lenient);
+    let options = crate::compliance::compile_options(config, Dependencies::Lenient);
     let compile = move || {
         let key = draft.key().to_owned();
         let mut set: Vec<Rule> = rules
@@ -245,7 +260,7 @@ async fn draft_set(
         set.push(draft);
         RuleSet::compile(set, &options)
     };
-    match tokio::time::timeout_at(deadline, state.infra.cpu.run(compile)).await {
+    match tokio::time::timeout_at(deadline, cpu.run(compile)).await {
         Ok(Ok(set)) => Ok(Arc::new(set?)),
         Ok(Err(_)) | Err(_) => Err(ServiceError::Unavailable),
     }

@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 
 use super::{ServiceError, ServiceResult};
 use crate::auth::Claims;
+use crate::auth::TokenKeys;
 use crate::services::accounts;
-use crate::services::context::AppState;
 use crate::storage::Store;
 pub use crate::storage::{ConsoleImpersonation, ConsoleSessionRecord};
 
@@ -51,13 +51,12 @@ pub fn form_token(cookie: &str) -> String {
 /// Keeps a console session for a sign-in's access token (just issued by the API's
 /// sign-in).
 pub async fn open(
-    state: &AppState,
+    store: &Store,
+    keys: &TokenKeys,
     access_token: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<Opened> {
-    let claims = state
-        .infra
-        .keys
+    let claims = keys
         .verify(access_token)
         .await
         .map_err(|e| ServiceError::Broken(format!("a sign-in's own token: {e}")))?;
@@ -80,11 +79,7 @@ pub async fn open(
         expires_at: now + lifetime,
         impersonation: None,
     };
-    state
-        .infra
-        .store
-        .open_console_session(&session, now)
-        .await?;
+    store.open_console_session(&session, now).await?;
     Ok(Opened { cookie, session })
 }
 
@@ -102,7 +97,7 @@ pub async fn resume(
 
 /// A short access token for one console request in `session`.
 pub fn access_token(
-    state: &AppState,
+    keys: &TokenKeys,
     session: &ConsoleSessionRecord,
     now: DateTime<Utc>,
 ) -> ServiceResult<String> {
@@ -124,10 +119,7 @@ pub fn access_token(
         }
         None => claims.sid = Some(session.family_id.clone()),
     }
-    state
-        .infra
-        .keys
-        .sign(&claims)
+    keys.sign(&claims)
         .map_err(|e| ServiceError::Broken(e.to_string()))
 }
 

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
 use crate::config::Config;
-use crate::services::context::{event, AppState, Caller};
+use crate::services::context::{event, Caller};
 use crate::storage::{unit_of_work, NewMessage, OrgRecord, Rate, Store, StoreError};
 /// Conversations and their messages, as the workflows answer them.
 pub use crate::storage::{ConversationMessageRecord, ConversationRecord};
@@ -44,26 +44,24 @@ fn body(config: &Config, text: &str) -> ServiceResult<String> {
 
 /// Starts a conversation with other members of the organization.
 pub async fn start(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     caller: &Caller,
     org: &OrgRecord,
     (named, subject, text): (&[String], Option<&str>, &str),
     now: DateTime<Utc>,
 ) -> ServiceResult<ConversationRecord> {
-    let participants = messaging::participants(
-        &caller.user_id,
-        named,
-        state.config.messages.participants_max,
-    )
-    .map_err(|e| ServiceError::invalid(e.field, e.message))?;
+    let participants =
+        messaging::participants(&caller.user_id, named, config.messages.participants_max)
+            .map_err(|e| ServiceError::invalid(e.field, e.message))?;
     let subject = subject
         .map(|s| messaging::check_text("subject", s, messaging::TITLE_MAX, true))
         .transpose()
         .map_err(|e| ServiceError::invalid(e.field, e.message))?;
-    let text = body(&state.config, text)?;
+    let text = body(config, text)?;
     // Only members of this organization, active; no other organization is asked.
     for user in participants.iter().skip(1) {
-        let member = state.infra.store.membership(&org.id, user).await?;
+        let member = store.membership(&org.id, user).await?;
         if !member.is_some_and(|m| m.active) {
             return Err(ServiceError::invalid(
                 "participants",
@@ -73,7 +71,7 @@ pub async fn start(
     }
     let id = crate::new_id();
     let message_id = crate::new_id();
-    let written = unit_of_work!(&state.infra.store, |tx| {
+    let written = unit_of_work!(store, |tx| {
         Ok(tx
             .create_conversation(
                 (&id, &org.id, subject.as_deref()),
@@ -83,16 +81,14 @@ pub async fn start(
                     author_id: &caller.user_id,
                     body: &text,
                 },
-                (now, rate(&state.config, now)),
+                (now, rate(config, now)),
             )
             .await?)
     })?;
     if !written {
-        return Err(rate_limited(&state.config));
+        return Err(rate_limited(config));
     }
-    state
-        .infra
-        .store
+    store
         .conversation_for(&id, &org.id, &caller.user_id)
         .await?
         .ok_or_else(|| ServiceError::Broken("the new conversation vanished".to_owned()))
@@ -155,16 +151,17 @@ pub async fn messages(
 
 /// Posts a message to a conversation the caller takes part in.
 pub async fn post(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
     text: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<ConversationMessageRecord> {
-    let text = body(&state.config, text)?;
+    let text = body(config, text)?;
     let message_id = crate::new_id();
-    let written = unit_of_work!(&state.infra.store, |tx| {
+    let written = unit_of_work!(store, |tx| {
         tx.post_conversation_message(
             (id, &org.id),
             NewMessage {
@@ -172,7 +169,7 @@ pub async fn post(
                 author_id: &caller.user_id,
                 body: &text,
             },
-            (now, rate(&state.config, now)),
+            (now, rate(config, now)),
         )
         .await
         .map_err(|e| match e {
@@ -181,11 +178,9 @@ pub async fn post(
         })
     })?;
     if !written {
-        return Err(rate_limited(&state.config));
+        return Err(rate_limited(config));
     }
-    state
-        .infra
-        .store
+    store
         .conversation_message(id, &message_id)
         .await?
         .ok_or_else(|| ServiceError::Broken("the new message vanished".to_owned()))

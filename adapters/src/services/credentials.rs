@@ -12,10 +12,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::accounts::{token_hash, SignInRefusal};
-use super::context::{AppState, TokenUse};
+use super::context::TokenUse;
 use super::ServiceResult;
 use crate::auth::Claims;
+use crate::replica::kept::KeptFacts;
 use crate::storage::PersonalTokenRecord;
+use crate::storage::Store;
 
 /// How often a busy personal access token's last use is written.
 pub const LAST_USE_EVERY: Duration = Duration::from_secs(60);
@@ -30,19 +32,18 @@ const ENDED: SignInRefusal =
 /// identity provider's, a development token), the token passes on its signature
 /// alone and its claim stands. Also answers the root organization whose single
 /// sign-on issued the session, if one did.
-pub async fn check_session(state: &AppState, claims: &Claims) -> ServiceResult<SessionFacts> {
-    let standing = state
-        .replica
-        .kept
+pub async fn check_session(
+    store: &Store,
+    kept: &KeptFacts,
+    claims: &Claims,
+) -> ServiceResult<SessionFacts> {
+    let standing = kept
         .sessions
         .get_or_load(
-            &state.infra.store,
+            store,
             (claims.sub.clone(), claims.sid.clone()),
             |_| true,
-            state
-                .infra
-                .store
-                .session_standing(&claims.sub, claims.sid.as_deref()),
+            store.session_standing(&claims.sub, claims.sid.as_deref()),
         )
         .await?;
     if let Some((generation, revoked_at, deleted)) = standing.account {
@@ -82,19 +83,18 @@ pub struct SessionFacts {
 /// The root organization whose single sign-on issued a session (by its family),
 /// kept with the session's standing.
 pub async fn session_sso_org(
-    state: &AppState,
+    store: &Store,
+    kept: &KeptFacts,
     user_id: &str,
     family_id: &str,
 ) -> ServiceResult<Option<String>> {
-    let standing = state
-        .replica
-        .kept
+    let standing = kept
         .sessions
         .get_or_load(
-            &state.infra.store,
+            store,
             (user_id.to_owned(), Some(family_id.to_owned())),
             |_| true,
-            state.infra.store.session_standing(user_id, Some(family_id)),
+            store.session_standing(user_id, Some(family_id)),
         )
         .await?;
     Ok(standing.sso_org.clone())
@@ -103,7 +103,8 @@ pub async fn session_sso_org(
 /// Resolves a personal access token to its owner and bounds: its layout and
 /// checksum first (a mistyped one costs no query), then its stored record.
 pub async fn personal_token(
-    state: &AppState,
+    store: &Store,
+    kept: &KeptFacts,
     secret: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<(String, TokenUse)> {
@@ -111,15 +112,13 @@ pub async fn personal_token(
         SignInRefusal::InvalidToken("the personal access token is not valid");
     tenancy::check_personal_token(secret).map_err(|_| INVALID)?;
     let hash = token_hash(secret);
-    let record: Arc<Option<PersonalTokenRecord>> = state
-        .replica
-        .kept
+    let record: Arc<Option<PersonalTokenRecord>> = kept
         .tokens
         .get_or_load(
-            &state.infra.store,
+            store,
             hash.clone(),
             |found| found.is_some(),
-            state.infra.store.personal_token_by_hash(&hash),
+            store.personal_token_by_hash(&hash),
         )
         .await?;
     let Some(token) = record.as_ref() else {
@@ -153,7 +152,7 @@ pub async fn personal_token(
                 })?,
         }),
     };
-    note_use(state, &token.id, now);
+    note_use(store, kept, &token.id, now);
     Ok((
         token.user_id.clone(),
         TokenUse {
@@ -165,11 +164,11 @@ pub async fn personal_token(
 }
 
 /// Records a token's use at most once a minute per replica, off the request path.
-fn note_use(state: &AppState, id: &str, now: DateTime<Utc>) {
-    if !state.replica.kept.token_used(id, LAST_USE_EVERY) {
+fn note_use(db: &Store, kept: &KeptFacts, id: &str, now: DateTime<Utc>) {
+    if !kept.token_used(id, LAST_USE_EVERY) {
         return;
     }
-    let (store, id) = (state.infra.store.clone(), id.to_owned());
+    let (store, id) = (db.clone(), id.to_owned());
     let since = now - chrono::Duration::from_std(LAST_USE_EVERY).unwrap_or_default();
     tokio::spawn(async move {
         if let Err(error) = store.touch_personal_token(&id, since, now).await {

@@ -4,13 +4,15 @@
 //! numbers are the report's). A change carries the version it read: a stale one is
 //! 409. Each change is audited in the change's transaction.
 
+use crate::replica::kept::KeptFacts;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::context::{event, AppState, Caller};
+use super::context::{event, Caller};
 use super::reports::{self, ReportParams, ReportQuery};
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::storage::{new_id, unit_of_work, DashboardRow, OrgRecord, Store};
 
 /// The most panels a dashboard holds.
@@ -619,13 +621,15 @@ pub struct DashboardData {
 /// Every panel's report over `[from, to)` (a panel's own `from`/`to` win): each
 /// computed by the report service, as `GET /api/reports/...` computes it.
 pub async fn data(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    reporting: &Option<Store>,
     org: &OrgRecord,
     id: &str,
     (from, to): (Option<String>, Option<String>),
     now: DateTime<Utc>,
 ) -> ServiceResult<DashboardData> {
-    let dashboard = get(&state.infra.store, org, id).await?;
+    let dashboard = get(store, org, id).await?;
     let range = ReportParams {
         from: from.clone(),
         to: to.clone(),
@@ -640,8 +644,8 @@ pub async fn data(
             params.from = Some(range.from.to_rfc3339());
             params.to = Some(range.to.to_rfc3339());
         }
-        let query = reports::query_for(state, org, params.check(now)?).await?;
-        let data = run_report(&state.infra.store, panel.report, &query).await?;
+        let query = reports::query_for(store, config, reporting, org, params.check(now)?).await?;
+        let data = run_report(store, panel.report, &query).await?;
         panels.push(PanelData {
             index,
             panel,
@@ -660,17 +664,26 @@ pub async fn data(
 /// The organization a clone reads from: one where the caller holds `reports:read`
 /// (else 404, as the gate answers for what is absent or not the caller's).
 pub async fn readable_org(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    kept: &KeptFacts,
     caller: &Caller,
     org_id: &str,
 ) -> ServiceResult<OrgRecord> {
-    let org = state
-        .infra
-        .store
+    let org = store
         .organization(org_id)
         .await?
         .ok_or_else(|| ServiceError::NotFound("organization".into()))?;
-    if !super::access::holds(state, caller, &org.id, tenancy::Permission::ReportsRead).await? {
+    if !super::access::holds(
+        store,
+        config,
+        kept,
+        caller,
+        &org.id,
+        tenancy::Permission::ReportsRead,
+    )
+    .await?
+    {
         return Err(ServiceError::NotFound("organization".into()));
     }
     Ok(org)

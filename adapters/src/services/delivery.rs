@@ -14,8 +14,9 @@ use serde_json::json;
 use super::notifications::*;
 use super::{keys, ServiceError, ServiceResult};
 use crate::config::Config;
+use crate::keys::Keyring;
+use crate::metrics::Metrics;
 use crate::notify::{self, Channel};
-use crate::services::context::AppState;
 use crate::storage::{unit_of_work, Attempt, ClaimedDelivery, HeldWindow, NewNotification, Store};
 /// The JSON a webhook receives (the same bytes on every attempt).
 pub fn webhook_body(claimed: &ClaimedDelivery) -> Vec<u8> {
@@ -106,9 +107,14 @@ pub enum Outcome {
 }
 
 /// Makes one attempt of a claimed delivery.
-pub async fn attempt(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Outcome> {
+pub async fn attempt(
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
+    claimed: &ClaimedDelivery,
+) -> ServiceResult<Outcome> {
     if claimed.channel.starts_with(super::alerts::ALERT_CHANNEL) {
-        return super::alerts::deliver(state, claimed).await;
+        return super::alerts::deliver(store, config, keyring, claimed).await;
     }
     match Channel::parse(&claimed.channel) {
         Some(Channel::Inbox) => {
@@ -118,9 +124,7 @@ pub async fn attempt(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResu
                 "notification"
             };
             let body = serde_json::to_string_pretty(&claimed.payload).unwrap_or_default();
-            state
-                .infra
-                .store
+            store
                 .post_message(
                     &claimed.org_id,
                     (kind, &title(&claimed.kind, &claimed.payload), &body),
@@ -131,8 +135,8 @@ pub async fn attempt(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResu
                 .await?;
             Ok(Outcome::Sent(None))
         }
-        Some(Channel::Email) => email(state, claimed).await,
-        Some(Channel::Webhook) => webhook(state, claimed).await,
+        Some(Channel::Email) => email(store, config, claimed).await,
+        Some(Channel::Webhook) => webhook(store, config, keyring, claimed).await,
         None => Ok(Outcome::Refused(format!(
             "unknown channel `{}`",
             claimed.channel
@@ -140,30 +144,24 @@ pub async fn attempt(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResu
     }
 }
 
-async fn email(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Outcome> {
-    let Some(url) = &state.config.notifications.smtp_url else {
+async fn email(
+    store: &Store,
+    config: &Config,
+    claimed: &ClaimedDelivery,
+) -> ServiceResult<Outcome> {
+    let Some(url) = &config.notifications.smtp_url else {
         return Ok(Outcome::Skipped("SMTP_URL is not set".to_owned()));
     };
-    let preference = state
-        .infra
-        .store
-        .notification_preference(&claimed.org_id)
-        .await?;
+    let preference = store.notification_preference(&claimed.org_id).await?;
     let recipients = match &preference.target_users {
         Some(users) => {
             let (addresses, ids): (Vec<String>, Vec<String>) =
                 users.iter().cloned().partition(|u| u.contains('@'));
             let mut all = addresses;
-            all.extend(
-                state
-                    .infra
-                    .store
-                    .member_emails(&claimed.org_id, &ids)
-                    .await?,
-            );
+            all.extend(store.member_emails(&claimed.org_id, &ids).await?);
             all
         }
-        None => state.infra.store.admin_emails(&claimed.org_id).await?,
+        None => store.admin_emails(&claimed.org_id).await?,
     };
     if recipients.is_empty() {
         return Ok(Outcome::Skipped(
@@ -177,7 +175,7 @@ async fn email(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Out
         serde_json::to_string_pretty(&claimed.payload).unwrap_or_default()
     );
     Ok(send_mail(
-        &state.config,
+        config,
         url.expose(),
         &claimed.notification_id,
         &recipients,
@@ -232,12 +230,13 @@ pub(crate) async fn send_mail(
     }
 }
 
-async fn webhook(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Outcome> {
-    let preference = state
-        .infra
-        .store
-        .notification_preference(&claimed.org_id)
-        .await?;
+async fn webhook(
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
+    claimed: &ClaimedDelivery,
+) -> ServiceResult<Outcome> {
+    let preference = store.notification_preference(&claimed.org_id).await?;
     if preference.webhook_url.is_some() && preference.webhook_disabled_at.is_some() {
         return Ok(Outcome::Skipped(
             "the webhook answered 410 Gone; save its URL again to turn it on".to_owned(),
@@ -245,7 +244,9 @@ async fn webhook(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<O
     }
     let body = webhook_body(claimed);
     let (outcome, _) = post_webhook(
-        state,
+        store,
+        config,
+        keyring,
         (&claimed.org_id, &preference),
         &claimed.notification_id,
         body,
@@ -262,7 +263,9 @@ pub const ANSWER_SHOWN: usize = 1024;
 /// secret when it has one), to the address that was checked; the outcome, and when
 /// `read_answer` the first [`ANSWER_SHOWN`] bytes of the receiver's answer as text.
 pub(crate) async fn post_webhook(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     (org_id, preference): (&str, &crate::storage::NotificationPreference),
     id: &str,
     body: Vec<u8>,
@@ -271,20 +274,21 @@ pub(crate) async fn post_webhook(
     let Some(url) = preference.webhook_url.as_deref() else {
         return Ok((Outcome::Skipped("no webhookUrl".to_owned()), String::new()));
     };
-    let (parsed, address) =
-        match resolve_webhook(url, state.config.notifications.allow_private).await {
-            Ok(resolved) => resolved,
-            Err(why) => return Ok((Outcome::Refused(why), String::new())),
-        };
+    let (parsed, address) = match resolve_webhook(url, config.notifications.allow_private).await {
+        Ok(resolved) => resolved,
+        Err(why) => return Ok((Outcome::Refused(why), String::new())),
+    };
     let secret = match preference.webhook_secret.as_deref() {
         None => None,
-        Some(stored) => match keys::open(state, keys::webhook_secret(org_id), stored).await {
-            Ok(secret) => Some(secret),
-            Err(ServiceError::KeyUnavailable(why)) => {
-                return Ok((Outcome::Waiting(why), String::new()))
+        Some(stored) => {
+            match keys::open(store, config, keyring, keys::webhook_secret(org_id), stored).await {
+                Ok(secret) => Some(secret),
+                Err(ServiceError::KeyUnavailable(why)) => {
+                    return Ok((Outcome::Waiting(why), String::new()))
+                }
+                Err(error) => return Ok((Outcome::Refused(error.to_string()), String::new())),
             }
-            Err(error) => return Ok((Outcome::Refused(error.to_string()), String::new())),
-        },
+        }
     };
     let timestamp = Utc::now().timestamp();
     // The connection goes to the address that was checked: no second lookup.
@@ -297,7 +301,7 @@ pub(crate) async fn post_webhook(
         .timeout(WEBHOOK_TIMEOUT)
         .resolve(&host, address)
         .no_proxy();
-    if let Some(proxy) = &state.config.notifications.webhook_proxy {
+    if let Some(proxy) = &config.notifications.webhook_proxy {
         let proxy = reqwest::Proxy::all(proxy)
             .map_err(|e| ServiceError::Broken(format!("WEBHOOK_PROXY_URL: {e}")))?;
         builder = builder.proxy(proxy);
@@ -352,24 +356,22 @@ pub(crate) async fn post_webhook(
 /// Records an attempt's outcome: the log row and the delivery's next state (retried
 /// with backoff, failed after the last attempt, the webhook turned off by a 410).
 pub async fn record(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    metrics: &Metrics,
     claimed: &ClaimedDelivery,
     outcome: &Outcome,
 ) -> ServiceResult<bool> {
     let now = Utc::now();
-    let base = state.config.notifications.retry_base;
+    let base = config.notifications.retry_base;
     if let Outcome::Waiting(why) = outcome {
         // Looked at again after a retry's wait, or as soon as the key recovers.
         let again = now + chrono::Duration::from_std(base).unwrap_or(chrono::Duration::seconds(30));
         tracing::info!(delivery = %claimed.id, %why, "a webhook delivery waits for its organization's key");
-        return Ok(state
-            .infra
-            .store
-            .defer_delivery(claimed, again, now)
-            .await?);
+        return Ok(store.defer_delivery(claimed, again, now).await?);
     }
     let next = notify::retry_after(claimed.attempts + 1, base)
-        .filter(|_| claimed.attempts + 1 < state.config.notifications.max_attempts);
+        .filter(|_| claimed.attempts + 1 < config.notifications.max_attempts);
     let at =
         |wait: Duration| now + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX);
     let attempt = match outcome {
@@ -434,19 +436,15 @@ pub async fn record(
         },
     };
     if *outcome == Outcome::Gone {
-        state
-            .infra
-            .store
-            .disable_webhook(&claimed.org_id, now)
-            .await?;
+        store.disable_webhook(&claimed.org_id, now).await?;
         // The kept preferences follow on every replica.
-        state.infra.store.facts_changed();
+        store.facts_changed();
     }
-    let held = unit_of_work!(&state.infra.store, |tx| {
+    let held = unit_of_work!(store, |tx| {
         Ok(tx.finish_delivery(claimed, &attempt, now).await?)
     })?;
     if held {
-        state.infra.metrics.notification(attempt.status);
+        metrics.notification(attempt.status);
     }
     Ok(held)
 }

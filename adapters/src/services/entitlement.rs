@@ -14,7 +14,9 @@ use entitlements::{
 
 use super::{ServiceError, ServiceResult};
 use crate::config::Config;
-use crate::services::context::{event_on, AppState, Caller};
+use crate::replica::allowance::Allowances;
+use crate::replica::kept::KeptFacts;
+use crate::services::context::{event_on, Caller};
 use crate::storage::{
     new_id, unit_of_work, Charged, EntitlementWrite, LimitSync, OrgRecord, Store,
     SubscriptionRecord,
@@ -125,10 +127,8 @@ pub async fn root_of(store: &Store, org: &OrgRecord) -> ServiceResult<OrgRecord>
 }
 
 /// The stored account of `root`; a value that does not decode fails closed.
-pub async fn current(state: &AppState, root: &OrgRecord) -> ServiceResult<Current> {
-    let subscription = state
-        .infra
-        .store
+pub async fn current(store: &Store, config: &Config, root: &OrgRecord) -> ServiceResult<Current> {
+    let subscription = store
         .subscription_of(&root.id, &new_id(), Utc::now())
         .await?;
     let bundles = subscription
@@ -143,9 +143,7 @@ pub async fn current(state: &AppState, root: &OrgRecord) -> ServiceResult<Curren
             Ok(AppliedBundle { bundle, quantity })
         })
         .collect::<ServiceResult<Vec<_>>>()?;
-    let overrides = state
-        .infra
-        .store
+    let overrides = store
         .quota_overrides(&root.id)
         .await?
         .into_iter()
@@ -163,7 +161,7 @@ pub async fn current(state: &AppState, root: &OrgRecord) -> ServiceResult<Curren
     let account = Account {
         tier: root.tier,
         is_system: root.is_system,
-        billing: state.config.billing.provider,
+        billing: config.billing.provider,
         bundles,
     };
     Ok(Current {
@@ -180,16 +178,14 @@ pub async fn current(state: &AppState, root: &OrgRecord) -> ServiceResult<Curren
 /// read from the stored account at each call, so a downgrade takes it away at once
 /// on every replica.
 pub async fn require_feature(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     org: &OrgRecord,
     feature: Feature,
 ) -> ServiceResult<()> {
-    let root = root_of(&state.infra.store, org).await?;
-    let current = current(state, &root).await?;
-    if entitlement(&state.config, &current)
-        .features
-        .contains(&feature)
-    {
+    let root = root_of(store, org).await?;
+    let current = current(store, config, &root).await?;
+    if entitlement(config, &current).features.contains(&feature) {
         Ok(())
     } else {
         Err(ServiceError::FeatureNotAvailable {
@@ -233,7 +229,9 @@ fn sync_of(root_id: &str, entitlement: &Entitlement) -> ServiceResult<LimitSync>
 /// when another change commits meanwhile, it runs again on the new state. Returns the
 /// account and entitlement after the change.
 pub async fn commit<F>(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     root: &OrgRecord,
     now: DateTime<Utc>,
     plan: F,
@@ -242,7 +240,7 @@ where
     F: Fn(&Current) -> ServiceResult<(Change, Vec<audit_chain::AuditEvent>)>,
 {
     for _ in 0..ATTEMPTS {
-        if let Some(done) = attempt(state, root, now, &plan).await? {
+        if let Some(done) = attempt(store, config, allowances, root, now, &plan).await? {
             return Ok(done);
         }
     }
@@ -253,7 +251,9 @@ where
 
 /// One try of [`commit`]: `None` when another change committed first.
 async fn attempt<F>(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     root: &OrgRecord,
     now: DateTime<Utc>,
     plan: &F,
@@ -261,7 +261,7 @@ async fn attempt<F>(
 where
     F: Fn(&Current) -> ServiceResult<(Change, Vec<audit_chain::AuditEvent>)>,
 {
-    let before = current(state, root).await?;
+    let before = current(store, config, root).await?;
     let (change, audit) = plan(&before)?;
     let mut after = before.clone();
     if let Some(bundles) = &change.bundles {
@@ -280,7 +280,7 @@ where
     if let Some(granted) = &change.granted {
         after.granted = granted.clone();
     }
-    let entitlement = entitlement(&state.config, &after);
+    let entitlement = entitlement(config, &after);
     let granted_json = match &change.granted {
         Some(granted) => Some(
             serde_json::to_string(granted)
@@ -308,7 +308,7 @@ where
             .map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
         sync: sync_of(&root.id, &entitlement)?,
     };
-    let committed = unit_of_work!(&state.infra.store, |tx| {
+    let committed = unit_of_work!(store, |tx| {
         if !tx.commit_entitlement(&write, now).await? {
             // Changed meanwhile: nothing of this change is kept.
             tx.abandon();
@@ -318,21 +318,14 @@ where
         Ok(true)
     })?;
     if committed {
-        state.infra.store.facts_changed();
+        store.facts_changed();
         // The pool counts what was spent under the old limits, not what this
         // replica holds unspent (the others hear of it).
-        crate::replica::allowance::give_back_account(
-            &state.infra.store,
-            &state.replica.allowances,
-            &root.id,
-        )
-        .await;
+        crate::replica::allowance::give_back_account(store, allowances, &root.id).await;
         after.subscription.version += 1;
         return Ok(Some((after, entitlement)));
     }
-    if change.seat_version.is_some()
-        && state.infra.store.seat_version(&root.id).await? >= change.seat_version
-    {
+    if change.seat_version.is_some() && store.seat_version(&root.id).await? >= change.seat_version {
         return Err(ServiceError::Conflict(
             "a newer seat-limit update is already applied".to_owned(),
         ));
@@ -342,7 +335,12 @@ where
 
 /// Synchronizes `root`'s entitlement when it never was (its pool rows or seat limit
 /// have no value yet): before a charge or a seat check.
-pub async fn ensure_synced(state: &AppState, root: &OrgRecord) -> ServiceResult<()> {
+pub async fn ensure_synced(
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
+    root: &OrgRecord,
+) -> ServiceResult<()> {
     let names: Vec<&str> = Dimension::ALL
         .iter()
         .filter(|d| d.is_quota_type())
@@ -351,16 +349,14 @@ pub async fn ensure_synced(state: &AppState, root: &OrgRecord) -> ServiceResult<
     // Many first requests of one account may race here: whichever commits first
     // synchronizes it for all.
     for _ in 0..ATTEMPTS {
-        if state
-            .infra
-            .store
-            .entitlement_synced(&root.id, &names)
-            .await?
-        {
+        if store.entitlement_synced(&root.id, &names).await? {
             return Ok(());
         }
         let plain = |_: &Current| Ok((Change::default(), Vec::new()));
-        if attempt(state, root, Utc::now(), &plain).await?.is_some() {
+        if attempt(store, config, allowances, root, Utc::now(), &plain)
+            .await?
+            .is_some()
+        {
             return Ok(());
         }
     }
@@ -372,41 +368,52 @@ pub async fn ensure_synced(state: &AppState, root: &OrgRecord) -> ServiceResult<
 /// Derives `root`'s limits again and writes them when they differ from the stored
 /// ones (after a configuration change: the quota worker does it for every root
 /// after a start, and writes nothing for an account whose limits stand).
-pub async fn resync(state: &AppState, root: &OrgRecord, now: DateTime<Utc>) -> ServiceResult<()> {
-    let stored = current(state, root).await?;
-    let wanted = sync_of(&root.id, &entitlement(&state.config, &stored))?;
-    if state.infra.store.is_synced_to(&wanted).await? {
+pub async fn resync(
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
+    root: &OrgRecord,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
+    let stored = current(store, config, root).await?;
+    let wanted = sync_of(&root.id, &entitlement(config, &stored))?;
+    if store.is_synced_to(&wanted).await? {
         return Ok(());
     }
-    commit(state, root, now, |_| Ok((Change::default(), Vec::new()))).await?;
+    commit(store, config, allowances, root, now, |_| {
+        Ok((Change::default(), Vec::new()))
+    })
+    .await?;
     Ok(())
 }
 
 /// A user's flags as stored, checked against the catalog: a stored name the
 /// catalog no longer has is an error (fail closed), never a silent pass.
-pub async fn flags(state: &AppState, user_id: &str) -> ServiceResult<Arc<UserFlags>> {
+pub async fn flags(
+    store: &Store,
+    kept: &KeptFacts,
+    user_id: &str,
+) -> ServiceResult<Arc<UserFlags>> {
     let load = async {
-        let stored = state.infra.store.user_features(user_id).await?;
+        let stored = store.user_features(user_id).await?;
         entitlements::check_user_flags(stored.iter())
             .map_err(|e| ServiceError::Broken(format!("user {user_id}: stored feature flag: {e}")))
     };
-    state
-        .replica
-        .kept
-        .user_flags
-        .get_or_load(&state.infra.store, user_id.to_owned(), |_| true, load)
+    kept.user_flags
+        .get_or_load(store, user_id.to_owned(), |_| true, load)
         .await
 }
 
 /// Refuses a tier feature a flag took away from the user (403
 /// `FEATURE_NOT_AVAILABLE`, as a tier without it is).
 pub async fn require_user_feature(
-    state: &AppState,
+    store: &Store,
+    kept: &KeptFacts,
     user_id: &str,
     feature: Feature,
     tier: entitlements::Tier,
 ) -> ServiceResult<()> {
-    if entitlements::user_keeps(&*flags(state, user_id).await?, feature) {
+    if entitlements::user_keeps(&*flags(store, kept, user_id).await?, feature) {
         Ok(())
     } else {
         Err(ServiceError::FeatureNotAvailable { feature, tier })

@@ -27,10 +27,12 @@ use super::pipelines::PipelineInput;
 use super::plugins::GeneratedPlugin;
 use super::{quotas, ServiceError, ServiceResult};
 use crate::config::{Config, ProviderSettings};
+use crate::outbound::ai::AiClient;
 use crate::outbound::ai::AiError;
 use crate::outbound::git::{self, GitError};
 use crate::services::context::AppState;
 use crate::storage::OrgRecord;
+use crate::storage::Store;
 
 /// The longest provider or model name.
 pub const NAME_MAX_CHARS: usize = 200;
@@ -281,8 +283,15 @@ pub async fn begin(
     }
     // The organization's own settings first: its allow-list, its own provider, its
     // monthly token cap.
-    let own =
-        super::ai_settings::provider_for(state, org, (&ask.provider, &ask.model), now).await?;
+    let own = super::ai_settings::provider_for(
+        &state.infra.store,
+        &state.config,
+        &state.outbound.keyring,
+        org,
+        (&ask.provider, &ask.model),
+        now,
+    )
+    .await?;
     let provider = match &own {
         Some(own) => own,
         None => {
@@ -335,7 +344,16 @@ pub async fn begin(
     let place = Place::take(&state.infra.store, &org.id, limit)
         .await?
         .ok_or(GenerationError::Busy { limit })?;
-    quotas::charge(state, org, (Dimension::AiCalls, 1), None, now).await?;
+    quotas::charge(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        org,
+        (Dimension::AiCalls, 1),
+        None,
+        now,
+    )
+    .await?;
     Ok(Generation {
         _place: place,
         kind: ask.kind,
@@ -446,7 +464,15 @@ async fn attempts(
     for attempt in 1..=MAX_ATTEMPTS {
         let text = until_gone(
             progress,
-            answer(state, org, &generation, &conversation, (attempt, progress)),
+            answer(
+                &state.infra.store,
+                &state.config,
+                &state.outbound.ai,
+                org,
+                &generation,
+                &conversation,
+                (attempt, progress),
+            ),
         )
         .await?;
         let judged = judge(state, org, generation.kind, &text).await?;
@@ -524,17 +550,17 @@ async fn until_gone<T>(
 
 /// One answer of the model, reported piece by piece, within the timeout.
 async fn answer(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    ai: &AiClient,
     org: &OrgRecord,
     generation: &Generation,
     conversation: &Conversation,
     (attempt, progress): (u32, Option<&mpsc::Sender<Progress>>),
 ) -> ServiceResult<String> {
-    let settings = &state.config.ai;
+    let settings = &config.ai;
     let work = async {
-        let mut answering = state
-            .outbound
-            .ai
+        let mut answering = ai
             .answer(
                 &generation.provider,
                 &generation.model,
@@ -557,7 +583,7 @@ async fn answer(
             .await?;
         }
         // What the provider counted is spent against the organization's month.
-        super::ai_settings::spend(&state.infra.store, org, answering.tokens(), Utc::now()).await?;
+        super::ai_settings::spend(store, org, answering.tokens(), Utc::now()).await?;
         Ok::<_, ServiceError>(text)
     };
     match tokio::time::timeout(settings.timeout, work).await {

@@ -22,7 +22,7 @@ use serde_json::json;
 
 use super::{ServiceError, ServiceResult};
 use crate::outbound::registry::{Fetched, Mount, RegistryClient, RegistryError};
-use crate::services::context::{event_on, AppState, Caller};
+use crate::services::context::{event_on, Caller};
 use crate::storage::{unit_of_work, Store};
 
 /// The `service_name` of the registry's log lines.
@@ -36,10 +36,8 @@ pub type Copied = TagCopy;
 /// A finished delete, as the event records it.
 pub type Deleted = TagDelete;
 
-fn client(state: &AppState) -> ServiceResult<Arc<RegistryClient>> {
-    state
-        .outbound
-        .registry
+fn client(registry: &Option<Arc<RegistryClient>>) -> ServiceResult<Arc<RegistryClient>> {
+    registry
         .clone()
         .ok_or(ServiceError::Registry(RegistryError::NotConfigured))
 }
@@ -77,21 +75,22 @@ pub enum Check {
 /// that write fails (503, the registry changed), the registry worker records it once
 /// the registry shows the copy: a completed copy is always audited.
 pub async fn copy(
-    state: &AppState,
+    store: &Store,
+    configured: &Option<Arc<RegistryClient>>,
     caller: &Caller,
     source: Reference,
     target: Reference,
 ) -> ServiceResult<Copied> {
-    let registry = client(state)?;
+    let registry = client(configured)?;
     let top = registry
         .manifest(&source.repository, &source.target)
         .await
         .map_err(ServiceError::Registry)?;
     let source_digest = top.digest.clone();
     // The target's organization, and the source's when it is another one.
-    let system = system_id(&state.infra.store).await?;
-    let mut chains = vec![chain_of(&state.infra.store, &target.repository, &system).await?];
-    let source_chain = chain_of(&state.infra.store, &source.repository, &system).await?;
+    let system = system_id(store).await?;
+    let mut chains = vec![chain_of(store, &target.repository, &system).await?];
+    let source_chain = chain_of(store, &source.repository, &system).await?;
     if !chains.contains(&source_chain) {
         chains.push(source_chain);
     }
@@ -118,9 +117,7 @@ pub async fn copy(
         target: target.to_string(),
         digest: source_digest.to_string(),
     };
-    state
-        .infra
-        .store
+    store
         .record_intent(&intent, &recovered, &check_json(&check)?, Utc::now())
         .await?;
     // Run apart from the request: a timed-out request does not cut a copy half-way.
@@ -133,7 +130,7 @@ pub async fn copy(
         Ok(Err(error)) => {
             // Nothing was put under the target's name: no intent to keep (the
             // worker would find no copy and abandon it anyway).
-            if let Err(dropped) = state.infra.store.drop_intent(&intent).await {
+            if let Err(dropped) = store.drop_intent(&intent).await {
                 tracing::warn!(error = %dropped, "an intent of a failed copy stays for the registry worker");
             }
             return Err(ServiceError::Registry(error));
@@ -159,7 +156,7 @@ pub async fn copy(
         &copy.target,
         details,
     );
-    settle(&state.infra.store, &intent, &events).await?;
+    settle(store, &intent, &events).await?;
     log_line(&RegistryEvent::TagCopy(copy.clone()), &target.repository);
     Ok(copy)
 }
@@ -306,12 +303,13 @@ async fn carry_blob(
 /// tags also name (or a digest that two or more tags name) is refused unless
 /// `force`: deleting by digest removes every tag of it.
 pub async fn delete(
-    state: &AppState,
+    store: &Store,
+    configured: &Option<Arc<RegistryClient>>,
     caller: &Caller,
     reference: Reference,
     force: bool,
 ) -> ServiceResult<Deleted> {
-    let registry = client(state)?;
+    let registry = client(configured)?;
     let repository = reference.repository.clone();
     let digest = registry
         .manifest_digest(&repository, &reference.target)
@@ -336,8 +334,8 @@ pub async fn delete(
         digest: digest.to_string(),
     };
     let details = details_of(&deleted, ("force", json!(force)))?;
-    let system = system_id(&state.infra.store).await?;
-    let chain = chain_of(&state.infra.store, &repository, &system).await?;
+    let system = system_id(store).await?;
+    let chain = chain_of(store, &repository, &system).await?;
     let mut recovered_details = details.clone();
     if let Some(fields) = recovered_details.as_object_mut() {
         fields.insert("recovered".to_owned(), json!(true));
@@ -350,9 +348,7 @@ pub async fn delete(
         repository: repository.to_string(),
         digest: digest.to_string(),
     };
-    state
-        .infra
-        .store
+    store
         .record_intent(
             &intent,
             &events_of(caller, action, &chains, &target_id, recovered_details),
@@ -361,13 +357,13 @@ pub async fn delete(
         )
         .await?;
     if let Err(error) = registry.delete_manifest(&repository, &digest).await {
-        if let Err(dropped) = state.infra.store.drop_intent(&intent).await {
+        if let Err(dropped) = store.drop_intent(&intent).await {
             tracing::warn!(error = %dropped, "an intent of a failed delete stays for the registry worker");
         }
         return Err(ServiceError::Registry(error));
     }
     settle(
-        &state.infra.store,
+        store,
         &intent,
         &events_of(caller, action, &chains, &target_id, details),
     )
@@ -480,14 +476,15 @@ fn events_of(
 /// most 100 a pass): recorded when the registry shows their change, else marked
 /// abandoned. How many were recorded.
 pub async fn settle_stale_intents(
-    state: &AppState,
+    store: &Store,
+    configured: &Option<Arc<RegistryClient>>,
     before: chrono::DateTime<Utc>,
 ) -> ServiceResult<u64> {
-    let Some(registry) = state.outbound.registry.clone() else {
+    let Some(registry) = configured.clone() else {
         return Ok(0);
     };
     let mut recorded = 0;
-    for intent in state.infra.store.stale_intents(before, 100).await? {
+    for intent in store.stale_intents(before, 100).await? {
         let check: Check = serde_json::from_value(intent.check.clone())
             .map_err(|e| ServiceError::Broken(format!("registry_intents.check_json: {e}")))?;
         let made = match &check {
@@ -512,7 +509,7 @@ pub async fn settle_stale_intents(
                     .is_none()
             }
         };
-        let resolved = unit_of_work!(&state.infra.store, |tx| {
+        let resolved = unit_of_work!(store, |tx| {
             let resolved = tx.resolve_intent(&intent.id, made).await?;
             if resolved && made {
                 tx.enqueue_audit(&intent.events).await?;

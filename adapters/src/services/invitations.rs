@@ -6,7 +6,9 @@ use serde_json::json;
 use tenancy::MembershipRole;
 
 use super::{ServiceError, ServiceResult};
-use crate::services::context::{event, AppState, Caller};
+use crate::config::Config;
+use crate::replica::allowance::Allowances;
+use crate::services::context::{event, Caller};
 use crate::storage::{unit_of_work, MemberRecord, OrgRecord, Store};
 pub use crate::storage::{InvitationRecord, InvitationStatus};
 
@@ -103,12 +105,14 @@ pub async fn resend(
 /// organization with the invited role, within the account's seats (429 beyond
 /// them). An invitation of someone else is not found, whatever its id.
 pub async fn accept(
-    state: &AppState,
+    db: &Store,
+    config: &Config,
+    allowances: &Allowances,
     caller: &Caller,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<MemberRecord>> {
-    let store = &state.infra.store;
+    let store = db;
     let invitation = store
         .invitation_by_id(id)
         .await?
@@ -130,7 +134,7 @@ pub async fn accept(
         .ok_or(ServiceError::NotFound("invitation".into()))?;
     let implied =
         super::members::builtin(store, &org.id, tenancy::implied_role(invitation.role)).await?;
-    let root = super::members::seats_of(state, &org).await?;
+    let root = super::members::seats_of(db, config, allowances, &org).await?;
     store
         .ensure_user(&caller.user_id, caller.email.as_deref(), now)
         .await?;

@@ -14,7 +14,9 @@ use tenancy::{
 };
 
 use super::{ServiceError, ServiceResult};
-use crate::services::context::{event, AppState, Caller};
+use crate::config::Config;
+use crate::replica::allowance::Allowances;
+use crate::services::context::{event, Caller};
 use crate::storage::{unit_of_work, OrgRecord, Seats, Store};
 /// What the member and Role workflows answer.
 pub use crate::storage::{MemberRecord, RoleRecord};
@@ -42,17 +44,19 @@ pub async fn list(
 /// Adds `user_id` with `role`, granting the Role it implies (never one the author
 /// could not hand out).
 pub async fn add(
-    state: &AppState,
+    db: &Store,
+    config: &Config,
+    allowances: &Allowances,
     (caller, author): (&Caller, Author<'_>),
     org: &OrgRecord,
     (user_id, email): (&str, Option<&str>),
     role: MembershipRole,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<MemberRecord>> {
-    let store = &state.infra.store;
+    let store = db;
     let implied = builtin(store, &org.id, implied_role(role)).await?;
     guard_role_assignment(author, &implied.role())?;
-    let root = seats_of(state, org).await?;
+    let root = seats_of(db, config, allowances, org).await?;
     store.ensure_user(user_id, email, now).await?;
     let audit = [event(
         caller,
@@ -75,7 +79,9 @@ pub async fn add(
 
 /// Adds `user_id` to several teams of the organization, all or nothing.
 pub async fn add_to_teams(
-    state: &AppState,
+    db: &Store,
+    config: &Config,
+    allowances: &Allowances,
     (caller, author): (&Caller, Author<'_>),
     org: &OrgRecord,
     user_id: &str,
@@ -83,8 +89,8 @@ pub async fn add_to_teams(
     role: MembershipRole,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let store = &state.infra.store;
-    let root = seats_of(state, org).await?;
+    let store = db;
+    let root = seats_of(db, config, allowances, org).await?;
     let mut grants = Vec::with_capacity(team_ids.len());
     for team_id in team_ids {
         let team = store.organization(team_id).await?;
@@ -222,7 +228,9 @@ pub async fn change_role(
 
 /// Activates or deactivates a member (the owner is never deactivated).
 pub async fn set_active(
-    state: &AppState,
+    db: &Store,
+    config: &Config,
+    allowances: &Allowances,
     caller: &Caller,
     org: &OrgRecord,
     user_id: &str,
@@ -238,8 +246,8 @@ pub async fn set_active(
     } else {
         "org.member.deactivate"
     };
-    let store = &state.infra.store;
-    let root = seats_of(state, org).await?;
+    let store = db;
+    let root = seats_of(db, config, allowances, org).await?;
     let audit = [event(caller, action, &org.id, "user", user_id, json!({}))];
     unit_of_work!(store, |tx| {
         tx.lock_organization(&root.id).await?;
@@ -255,9 +263,14 @@ pub async fn set_active(
 }
 
 /// The account root whose seats a membership of `org` takes, synchronized.
-pub(crate) async fn seats_of(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgRecord> {
-    let root = super::entitlement::root_of(&state.infra.store, org).await?;
-    super::entitlement::ensure_synced(state, &root).await?;
+pub(crate) async fn seats_of(
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
+    org: &OrgRecord,
+) -> ServiceResult<OrgRecord> {
+    let root = super::entitlement::root_of(store, org).await?;
+    super::entitlement::ensure_synced(store, config, allowances, &root).await?;
     Ok(root)
 }
 

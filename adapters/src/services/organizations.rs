@@ -11,7 +11,10 @@ use tenancy::{builtin_roles, check_bootstrap, check_team_parent, is_reserved_nam
 
 use super::members::builtin;
 use super::{ServiceError, ServiceResult};
-use crate::services::context::{event, event_on, AppState, Caller};
+use crate::compliance::RuleCache;
+use crate::config::Config;
+use crate::replica::allowance::Allowances;
+use crate::services::context::{event, event_on, Caller};
 use crate::storage::{
     unit_of_work, InvitationRecord, MemberRecord, NewOrganization, RoleRecord, Store, StoreError,
     SAME_NAME,
@@ -151,13 +154,14 @@ pub async fn update(
 /// Soft-deletes an organization and its teams (never the system organization); the
 /// rule caches of every replica forget them.
 pub async fn delete(
-    state: &AppState,
+    db: &Store,
+    rule_cache: &RuleCache,
     caller: &Caller,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let Some(org) = state.infra.store.organization(id).await? else {
-        return Err(match state.infra.store.deleted_organization(id).await? {
+    let Some(org) = db.organization(id).await? else {
+        return Err(match db.deleted_organization(id).await? {
             Some(_) => ServiceError::Conflict("the organization is already deleted".to_owned()),
             None => ServiceError::NotFound("organization".into()),
         });
@@ -168,18 +172,11 @@ pub async fn delete(
             "the system organization cannot be deleted".to_owned(),
         ));
     }
-    let store = &state.infra.store;
-    let mut audit = lifecycle_events(
-        &state.infra.store,
-        caller,
-        "org.soft_delete",
-        org,
-        json!({}),
-    )
-    .await?;
+    let store = db;
+    let mut audit = lifecycle_events(db, caller, "org.soft_delete", org, json!({})).await?;
     // A super-admin's delete of an organization (the route allows no one else) is an
     // administration action too, beside org.soft_delete in the system chain.
-    if let Some(system) = state.infra.store.system_organization().await? {
+    if let Some(system) = db.system_organization().await? {
         audit.push(event_on(
             caller,
             "admin.org.delete",
@@ -196,10 +193,7 @@ pub async fn delete(
     store.facts_changed();
     // Cached rule sets carry the organization (and its teams): a deleted one must not
     // validate on.
-    state
-        .replica
-        .rule_cache
-        .forget(&crate::compliance::Stale::Orgs(vec![org.id.clone()]));
+    rule_cache.forget(&crate::compliance::Stale::Orgs(vec![org.id.clone()]));
     Ok(())
 }
 
@@ -236,12 +230,13 @@ async fn lifecycle_events(
 /// data is purged or about to be). A team whose root is deleted cannot come back
 /// alone (409); a name another organization took meanwhile is 409 naming it.
 pub async fn restore(
-    state: &AppState,
+    db: &Store,
+    config: &Config,
     caller: &Caller,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<OrgRecord> {
-    let store = &state.infra.store;
+    let store = db;
     let Some(deleted) = store.deleted_organization(id).await? else {
         if store.organization(id).await?.is_some() {
             return Err(ServiceError::Conflict(
@@ -252,16 +247,15 @@ pub async fn restore(
         if !store.chain_batch(id, 0, 1).await?.is_empty() {
             return Err(ServiceError::Gone(format!(
                 "the organization was purged after ORG_RESTORE_DAYS ({} days)",
-                state.config.org_restore_days
+                config.org_restore_days
             )));
         }
         return Err(ServiceError::NotFound("deleted organization".into()));
     };
-    if !tenancy::RestoreWindow::days(state.config.org_restore_days).is_open(deleted.deleted_at, now)
-    {
+    if !tenancy::RestoreWindow::days(config.org_restore_days).is_open(deleted.deleted_at, now) {
         return Err(ServiceError::Gone(format!(
             "the organization was deleted more than {} days ago (ORG_RESTORE_DAYS); its data is purged",
-            state.config.org_restore_days
+            config.org_restore_days
         )));
     }
     if let Some(root) = &deleted.org.parent_org_id {
@@ -272,7 +266,7 @@ pub async fn restore(
         }
     }
     let audit = lifecycle_events(
-        &state.infra.store,
+        db,
         caller,
         "org.restore",
         &deleted.org,
@@ -303,14 +297,17 @@ pub async fn restore(
 /// again in the same transaction; answers the organization and the bundles the new
 /// tier could not buy, removed with it.
 pub async fn change_tier(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     caller: &Caller,
     org: &OrgRecord,
     tier: Tier,
     now: DateTime<Utc>,
 ) -> ServiceResult<(OrgRecord, Vec<entitlements::AppliedBundle>)> {
-    let removed = super::billing::change_tier(state, caller, org, tier, now).await?;
-    Ok((reread(&state.infra.store, &org.id).await?, removed))
+    let removed =
+        super::billing::change_tier(store, config, allowances, caller, org, tier, now).await?;
+    Ok((reread(store, &org.id).await?, removed))
 }
 
 /// Everything the organization holds about people and access.

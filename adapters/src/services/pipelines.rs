@@ -16,7 +16,9 @@ use tenancy::{Authored, Permission};
 
 use super::checks;
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::inventory::{AccessModifier, Name};
+use crate::replica::allowance::Allowances;
 use crate::services::context::{event, AppState, Caller};
 use crate::storage::{new_id, unit_of_work, Charge, OrgRecord, PipelineFields, Store};
 /// What the pipeline workflows take and answer.
@@ -138,9 +140,14 @@ pub(crate) fn attributes(input: &PipelineInput) -> ServiceResult<(Value, Value)>
 
 /// The root whose pool an organization draws from, its entitlement synchronized
 /// (so that the charge's statement finds the limit in the pool row).
-pub async fn pool(state: &AppState, org: &OrgRecord) -> ServiceResult<OrgRecord> {
-    let root = super::entitlement::root_of(&state.infra.store, org).await?;
-    super::entitlement::ensure_synced(state, &root).await?;
+pub async fn pool(
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
+    org: &OrgRecord,
+) -> ServiceResult<OrgRecord> {
+    let root = super::entitlement::root_of(store, org).await?;
+    super::entitlement::ensure_synced(store, config, allowances, &root).await?;
     Ok(root)
 }
 
@@ -156,7 +163,13 @@ pub async fn create(
     let id = new_id();
     let (document, props) = attributes(&input)?;
     let admitted = checks::at_the_door(state, org, Target::Pipeline, &id, document).await?;
-    let root = pool(state, org).await?;
+    let root = pool(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        org,
+    )
+    .await?;
     let charge = Charge {
         org_id: &org.id,
         root_id: &root.id,

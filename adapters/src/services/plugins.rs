@@ -79,7 +79,13 @@ async fn admit(
     let id = new_id();
     let document = attributes(manifest, access, dockerfile);
     let admitted = checks::at_the_door(state, org, Target::Plugin, &id, document).await?;
-    let root = pool(state, org).await?;
+    let root = pool(
+        &state.infra.store,
+        &state.config,
+        &state.replica.allowances,
+        org,
+    )
+    .await?;
     let charge = Charge {
         org_id: &org.id,
         root_id: &root.id,

@@ -4,6 +4,8 @@
 //! to public addresses only (unless `WEBHOOK_ALLOW_PRIVATE`); saving it again turns
 //! on a webhook a 410 turned off.
 
+use crate::config::Config;
+use crate::keys::Keyring;
 use chrono::{DateTime, Utc};
 use tenancy::MembershipRole;
 
@@ -127,13 +129,15 @@ pub struct WebhookTest {
 /// saved webhook, even one a 410 turned off (a test turns nothing on or off), and
 /// answers what the receiver said. The same callers as [`save`].
 pub async fn test_webhook(
-    state: &crate::services::context::AppState,
+    db: &Store,
+    config: &Config,
+    keyring: &Keyring,
     (caller, super_admin): (&Caller, bool),
     org: &OrgRecord,
     now: DateTime<Utc>,
 ) -> ServiceResult<WebhookTest> {
     use super::delivery::Outcome;
-    let store = &state.infra.store;
+    let store = db;
     may_change(store, (caller, super_admin), org).await?;
     let preference = store.notification_preference(&org.id).await?;
     let id = crate::storage::new_id();
@@ -148,7 +152,8 @@ pub async fn test_webhook(
     .into_bytes();
     let started = std::time::Instant::now();
     let (outcome, answer) =
-        super::delivery::post_webhook(state, (&org.id, &preference), &id, body, true).await?;
+        super::delivery::post_webhook(db, config, keyring, (&org.id, &preference), &id, body, true)
+            .await?;
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let (status, http_status, error) = match outcome {
         Outcome::Sent(code) => ("sent", code, None),
@@ -174,13 +179,15 @@ pub async fn test_webhook(
 /// Applies `change`, when the caller is an active admin or the owner (or a
 /// super-admin), and answers the preference saved.
 pub async fn save(
-    state: &crate::services::context::AppState,
+    db: &Store,
+    config: &Config,
+    keyring: &Keyring,
     (caller, super_admin): (&Caller, bool),
     org: &OrgRecord,
     change: Change,
     now: DateTime<Utc>,
 ) -> ServiceResult<NotificationPreference> {
-    let store = &state.infra.store;
+    let store = db;
     may_change(store, (caller, super_admin), org).await?;
     let mut preference = store.notification_preference(&org.id).await?;
     if let Some(mode) = change.digest_mode {
@@ -194,7 +201,7 @@ pub async fn save(
             ));
         }
         if !url.is_empty() {
-            super::delivery::check_webhook_url(&state.config, &url).await?;
+            super::delivery::check_webhook_url(config, &url).await?;
         }
         preference.webhook_url = Some(url).filter(|u| !u.is_empty());
         preference.webhook_disabled_at = None;
@@ -202,9 +209,16 @@ pub async fn save(
     if let Some(secret) = change.webhook_secret {
         preference.webhook_secret = match secret.as_str() {
             "" => None,
-            plain => {
-                Some(super::keys::seal(state, super::keys::webhook_secret(&org.id), plain).await?)
-            }
+            plain => Some(
+                super::keys::seal(
+                    db,
+                    config,
+                    keyring,
+                    super::keys::webhook_secret(&org.id),
+                    plain,
+                )
+                .await?,
+            ),
         };
     }
     preference.has_webhook_secret = preference.webhook_secret.is_some();

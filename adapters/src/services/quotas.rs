@@ -13,8 +13,10 @@ use serde_json::json;
 
 use super::entitlement::{self, Change};
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
+use crate::replica::allowance::Allowances;
 use crate::replica::allowance::BLOCK;
-use crate::services::context::{event_on, AppState, Caller};
+use crate::services::context::{event_on, Caller};
 use crate::storage::{unit_of_work, Charge, Charged, OrgRecord, QuotaRefusal, Store, UsageRow};
 
 /// How long an increment's `Idempotency-Key` is remembered (a retry after that
@@ -108,28 +110,32 @@ fn status(
 }
 
 /// The quotas of `org`.
-pub async fn of(state: &AppState, org: &OrgRecord, now: DateTime<Utc>) -> ServiceResult<OrgQuotas> {
-    let root = entitlement::root_of(&state.infra.store, org).await?;
-    entitlement::ensure_synced(state, &root).await?;
-    of_account(state, (org, &root), now).await
+pub async fn of(
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
+    org: &OrgRecord,
+    now: DateTime<Utc>,
+) -> ServiceResult<OrgQuotas> {
+    let root = entitlement::root_of(store, org).await?;
+    entitlement::ensure_synced(store, config, allowances, &root).await?;
+    of_account(store, allowances, (org, &root), now).await
 }
 
 /// The quotas of `org` in `root`'s account, whose limits are synchronized.
 async fn of_account(
-    state: &AppState,
+    store: &Store,
+    allowances: &Allowances,
     (org, root): (&OrgRecord, &OrgRecord),
     now: DateTime<Utc>,
 ) -> ServiceResult<OrgQuotas> {
     let period = period_of(now);
-    let mut pool = state.infra.store.pool_rows(&root.id, &period).await?;
-    let mut own = state.infra.store.own_rows(&org.id, &period).await?;
+    let mut pool = store.pool_rows(&root.id, &period).await?;
+    let mut own = store.own_rows(&org.id, &period).await?;
     // Units this replica reserved and did not spend are not used yet.
     for dimension in quota_types().filter(|d| d.is_monthly()) {
         let (own_unspent, account_unspent) =
-            state
-                .replica
-                .allowances
-                .unspent((&org.id, &root.id), dimension, &period);
+            allowances.unspent((&org.id, &root.id), dimension, &period);
         for (rows, unspent) in [(&mut pool, account_unspent), (&mut own, own_unspent)] {
             if let Some(row) = rows.iter_mut().find(|r| r.dimension == dimension.name()) {
                 row.used = row.used.saturating_sub(unspent);
@@ -149,13 +155,15 @@ async fn of_account(
 
 /// One quota type of `org` (`type` as on the wire; another name is 400).
 pub async fn one(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     org: &OrgRecord,
     name: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<QuotaStatus> {
     let dimension = parse_type(name)?;
-    pick(of(state, org, now).await?, dimension)
+    pick(of(store, config, allowances, org, now).await?, dimension)
 }
 
 fn pick(mut quotas: OrgQuotas, dimension: Dimension) -> ServiceResult<QuotaStatus> {
@@ -186,18 +194,16 @@ async fn organization(store: &Store, id: &str) -> ServiceResult<OrgRecord> {
 
 /// A page of every organization's quotas: (records, total).
 pub async fn all(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     (limit, offset): (u32, u64),
     now: DateTime<Utc>,
 ) -> ServiceResult<(Vec<OrgQuotas>, u64)> {
-    let (orgs, total) = state
-        .infra
-        .store
-        .organizations_page(false, limit, offset)
-        .await?;
+    let (orgs, total) = store.organizations_page(false, limit, offset).await?;
     let mut records = Vec::with_capacity(orgs.len());
     for org in &orgs {
-        records.push(of(state, org, now).await?);
+        records.push(of(store, config, allowances, org, now).await?);
     }
     Ok((records, total))
 }
@@ -205,7 +211,8 @@ pub async fn all(
 /// A page of the account roots at or above `threshold` percent on any quota type:
 /// (records, total). The pool rows hold the limits, so the database selects them.
 pub async fn at_risk(
-    state: &AppState,
+    store: &Store,
+    allowances: &Allowances,
     threshold: f64,
     (limit, offset): (u32, u64),
     now: DateTime<Utc>,
@@ -216,9 +223,7 @@ pub async fn at_risk(
             "must be a percentage between 0 and 1000000",
         ));
     }
-    let (roots, total) = state
-        .infra
-        .store
+    let (roots, total) = store
         .roots_at_risk(
             entitlements::AtRiskTest::at(threshold),
             &period_of(now),
@@ -228,7 +233,7 @@ pub async fn at_risk(
         .await?;
     let mut records = Vec::with_capacity(roots.len());
     for root in &roots {
-        records.push(of_account(state, (root, root), now).await?);
+        records.push(of_account(store, allowances, (root, root), now).await?);
     }
     Ok((records, total))
 }
@@ -236,7 +241,9 @@ pub async fn at_risk(
 /// Charges `amount` of `dimension` to `org` and its root's pool in one statement,
 /// synchronizing the account first if it never was; over the limit, nothing counts.
 pub(crate) async fn charge(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     org: &OrgRecord,
     (dimension, amount): (Dimension, u64),
     idempotency: Option<(&str, &str)>,
@@ -255,7 +262,7 @@ pub(crate) async fn charge(
         amount,
     };
     for _ in 0..2 {
-        let outcome = unit_of_work!(&state.infra.store, |tx| {
+        let outcome = unit_of_work!(store, |tx| {
             let outcome = tx.charge_now(&charge, idempotency, now).await?;
             if outcome != Charged::Done {
                 // Not counted: nothing of it (the idempotency key either) is kept.
@@ -272,8 +279,8 @@ pub(crate) async fn charge(
                 })
             }
             Charged::Unsynced => {
-                let root = entitlement::root_of(&state.infra.store, org).await?;
-                entitlement::ensure_synced(state, &root).await?;
+                let root = entitlement::root_of(store, org).await?;
+                entitlement::ensure_synced(store, config, allowances, &root).await?;
             }
         }
     }
@@ -287,8 +294,21 @@ pub(crate) async fn charge(
 /// Counts one authenticated API request of `org` (429 when apiCalls is exhausted):
 /// spent from this replica's block of the account's units, so that most requests
 /// write nothing ([`spend`]).
-pub async fn count_api_call(state: &AppState, org: &OrgRecord) -> ServiceResult<()> {
-    spend(state, org, Dimension::ApiCalls, Utc::now()).await
+pub async fn count_api_call(
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
+    org: &OrgRecord,
+) -> ServiceResult<()> {
+    spend(
+        store,
+        config,
+        allowances,
+        org,
+        Dimension::ApiCalls,
+        Utc::now(),
+    )
+    .await
 }
 
 /// What an increment asks.
@@ -305,7 +325,9 @@ pub struct Increment {
 /// A service's increment of `org_id`'s usage; with a key, a retry counts once (the
 /// same key for another increment is 409).
 pub async fn increment(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     service: &str,
     org_id: &str,
     ask: Increment,
@@ -327,34 +349,48 @@ pub async fn increment(
             format!("must be between 1 and {MAX_INCREMENT}"),
         ));
     }
-    let org = organization(&state.infra.store, org_id).await?;
+    let org = organization(store, org_id).await?;
     if let Some(key) = ask.key.as_deref() {
-        if let Some(earlier) = state.infra.store.increment_by_key(service, key).await? {
+        if let Some(earlier) = store.increment_by_key(service, key).await? {
             if earlier != (org.id.clone(), dimension.name().to_owned(), ask.amount) {
                 return Err(ServiceError::Conflict(
                     "this Idempotency-Key was used for another increment".to_owned(),
                 ));
             }
-            return one(state, &org, dimension.name(), now).await;
+            return one(store, config, allowances, &org, dimension.name(), now).await;
         }
     }
     let idempotency = ask.key.as_deref().map(|key| (service, key));
-    charge(state, &org, (dimension, ask.amount), idempotency, now).await?;
+    charge(
+        store,
+        config,
+        allowances,
+        &org,
+        (dimension, ask.amount),
+        idempotency,
+        now,
+    )
+    .await?;
     // The charge found the account synchronized (or synchronized it).
-    let root = entitlement::root_of(&state.infra.store, &org).await?;
-    pick(of_account(state, (&org, &root), now).await?, dimension)
+    let root = entitlement::root_of(store, &org).await?;
+    pick(
+        of_account(store, allowances, (&org, &root), now).await?,
+        dimension,
+    )
 }
 
 /// Sets `org`'s monthly usage (or one type's) back to zero: a root's whole account,
 /// or a team's own share.
 pub async fn reset(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     caller: &Caller,
     org_id: &str,
     only: Option<&str>,
     now: DateTime<Utc>,
 ) -> ServiceResult<OrgQuotas> {
-    let org = organization(&state.infra.store, org_id).await?;
+    let org = organization(store, org_id).await?;
     let types: Vec<Dimension> = match only {
         Some(name) => {
             let dimension = parse_type(name)?;
@@ -371,7 +407,7 @@ pub async fn reset(
         }
         None => quota_types().filter(|d| d.is_monthly()).collect(),
     };
-    let root = entitlement::root_of(&state.infra.store, &org).await?;
+    let root = entitlement::root_of(store, &org).await?;
     let names: Vec<&str> = types.iter().map(|d| d.name()).collect();
     let audit = [event_on(
         caller,
@@ -380,27 +416,29 @@ pub async fn reset(
         ("quota", &org.id),
         json!({"types": names}),
     )];
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.reset_usage((&org.id, &root.id), &names).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
     // The reset counted this replica's unspent units (others hear of it).
-    crate::replica::allowance::forget_account(&state.replica.allowances, &root.id).await;
-    of(state, &org, now).await
+    crate::replica::allowance::forget_account(allowances, &root.id).await;
+    of(store, config, allowances, &org, now).await
 }
 
 /// A system admin's update: the account's tier and limit overrides (-1 unlimited,
 /// `None` back to the entitlement's). Applies to account roots; a team draws from
 /// its root's.
 pub async fn update(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     caller: &Caller,
     org_id: &str,
     (tier, limits): (Option<Tier>, Vec<(Dimension, Option<Limit>)>),
     now: DateTime<Utc>,
 ) -> ServiceResult<OrgQuotas> {
-    let org = organization(&state.infra.store, org_id).await?;
+    let org = organization(store, org_id).await?;
     if org.parent_org_id.is_some() {
         return Err(ServiceError::invalid(
             "orgId",
@@ -413,12 +451,12 @@ pub async fn update(
             "the system organization has no caps to change",
         ));
     }
-    entitlement::commit(state, &org, now, |current| {
+    entitlement::commit(store, config, allowances, &org, now, |current| {
         let mut audit = Vec::new();
         let mut bundles = None;
         if let Some(tier) = tier {
             // A tier change keeps nothing the new tier cannot buy.
-            let moving = entitlement::moving(&state.config, caller, &org, current, tier);
+            let moving = entitlement::moving(config, caller, &org, current, tier);
             audit.push(event_on(
                 caller,
                 "billing.tier.override",
@@ -453,8 +491,8 @@ pub async fn update(
         ))
     })
     .await?;
-    let org = organization(&state.infra.store, org_id).await?;
-    of(state, &org, now).await
+    let org = organization(store, org_id).await?;
+    of(store, config, allowances, &org, now).await
 }
 
 // Monthly units spent without a write per request (this replica's blocks are
@@ -487,14 +525,14 @@ pub async fn update(
 /// from a new one reserved from the pool. Over the limit: 429 with the pool's limit
 /// and usage, and nothing counted.
 pub async fn spend(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     org: &OrgRecord,
     dimension: Dimension,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let slot = state
-        .replica
-        .allowances
+    let slot = allowances
         .slot((&org.id, entitlement::root_id(org)), dimension)
         .ok_or_else(|| ServiceError::Broken("the allowances' lock is poisoned".to_owned()))?;
     let mut block = slot.lock().await;
@@ -512,7 +550,7 @@ pub async fn spend(
     let mut ask = BLOCK;
     let mut last = None;
     for _ in 0..3 {
-        match charge(state, org, (dimension, ask), None, now).await {
+        match charge(store, config, allowances, org, (dimension, ask), None, now).await {
             Ok(()) => {
                 block.unspent = ask - 1;
                 return Ok(());

@@ -209,7 +209,14 @@ async fn judge(
         ServiceError::Broken(format!("a queued event of target `{}`", claimed.target))
     })?;
     if claimed.entity_id == EVERYTHING {
-        super::scans::after_change(state, org, target).await?;
+        super::scans::after_change(
+            &state.infra.store,
+            &state.config,
+            &state.infra.metrics,
+            org,
+            target,
+        )
+        .await?;
         return Ok(None);
     }
     let Some(document) = document else {

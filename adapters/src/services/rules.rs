@@ -6,14 +6,18 @@ use compliance_core::{Dependencies, RegexLimits, Rule, RuleSet, Scope};
 use serde_json::{json, Value};
 
 use super::{ServiceError, ServiceResult};
-use crate::services::context::{event, AppState, Caller};
+use crate::compliance::RuleCache;
+use crate::config::Config;
+use crate::services::context::{event, Caller};
 use crate::storage::{new_id, unit_of_work, OrgRecord, Store};
 pub use crate::storage::{RuleChange, RuleFilter, StoredRule};
 
 /// A new rule of `org` (a new id, version 1), checked, stored with its first version
 /// and audited; the caches it affects are dropped on every replica.
 pub async fn create(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    rule_cache: &RuleCache,
     caller: &Caller,
     org: &OrgRecord,
     mut rule: Rule,
@@ -23,7 +27,9 @@ pub async fn create(
     rule.version = 1;
     let details = json!({"name": rule.name, "scope": rule.scope});
     store_new(
-        state,
+        store,
+        config,
+        rule_cache,
         caller,
         org,
         &rule,
@@ -36,22 +42,24 @@ pub async fn create(
 /// Checks and stores a rule `org` does not have yet, audited as `action` with
 /// `details`, and drops the caches it affects.
 pub(crate) async fn store_new(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    rule_cache: &RuleCache,
     caller: &Caller,
     org: &OrgRecord,
     rule: &Rule,
     (action, details): (&str, Value),
     now: DateTime<Utc>,
 ) -> ServiceResult<StoredRule> {
-    check(state, org, rule).await?;
+    check(store, config, org, rule).await?;
     let audit = [event(caller, action, &org.id, "rule", &rule.id, details)];
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.create_rule(&org.id, rule, &caller.user_id, now).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    invalidate(state, org, rule.scope == Scope::Published);
-    get(&state.infra.store, org, &rule.id, false).await
+    invalidate(rule_cache, org, rule.scope == Scope::Published);
+    get(store, org, &rule.id, false).await
 }
 
 /// One rule of `org` (deleted ones included when `deleted`).
@@ -79,17 +87,19 @@ pub async fn history(store: &Store, org: &OrgRecord, id: &str) -> ServiceResult<
 /// Replaces rule `id`'s fields with `rule`'s; its version goes up by one, the change
 /// (and which fields it touched) is recorded and audited.
 pub async fn update(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    rule_cache: &RuleCache,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
     mut rule: Rule,
     now: DateTime<Utc>,
 ) -> ServiceResult<StoredRule> {
-    let existing = get(&state.infra.store, org, id, false).await?;
+    let existing = get(store, org, id, false).await?;
     rule.id = id.to_owned();
     rule.version = existing.rule.version.saturating_add(1);
-    check(state, org, &rule).await?;
+    check(store, config, org, &rule).await?;
     let fields = changed_fields(&existing.rule, &rule);
     let audit = [event(
         caller,
@@ -100,7 +110,7 @@ pub async fn update(
         json!({"fields": fields, "version": rule.version}),
     )];
     let change = json!({"action": "update", "fields": fields});
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.update_rule(
             (&org.id, &rule),
             existing.rule.target.as_str(),
@@ -113,19 +123,20 @@ pub async fn update(
         Ok(())
     })?;
     let published = rule.scope == Scope::Published || existing.rule.scope == Scope::Published;
-    invalidate(state, org, published);
-    get(&state.infra.store, org, id, false).await
+    invalidate(rule_cache, org, published);
+    get(store, org, id, false).await
 }
 
 /// Soft-deletes rule `id`: it is no longer evaluated; the deletion is its last version.
 pub async fn delete(
-    state: &AppState,
+    store: &Store,
+    rule_cache: &RuleCache,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let existing = get(&state.infra.store, org, id, false).await?;
+    let existing = get(store, org, id, false).await?;
     let mut rule = existing.rule;
     rule.version = rule.version.saturating_add(1);
     let audit = [event(
@@ -136,12 +147,12 @@ pub async fn delete(
         id,
         json!({"name": rule.name}),
     )];
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.delete_rule(&org.id, &rule, &caller.user_id, now).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    invalidate(state, org, rule.scope == Scope::Published);
+    invalidate(rule_cache, org, rule.scope == Scope::Published);
     Ok(())
 }
 
@@ -164,9 +175,14 @@ fn changed_fields(old: &Rule, new: &Rule) -> Vec<String> {
 /// Whether `rule` may be stored in `org`: valid on its own (compliance-core lists every
 /// problem), of a scope and kind the organization may own, and compiling with the
 /// organization's other rules (its dependencies resolved, no cycle).
-pub async fn check(state: &AppState, org: &OrgRecord, rule: &Rule) -> ServiceResult<()> {
+pub async fn check(
+    store: &Store,
+    config: &Config,
+    org: &OrgRecord,
+    rule: &Rule,
+) -> ServiceResult<()> {
     let regex = RegexLimits {
-        max_length: state.config.compliance.max_regex_length,
+        max_length: config.compliance.max_regex_length,
         ..RegexLimits::default()
     };
     rule.validate(&regex)?;
@@ -180,9 +196,7 @@ pub async fn check(state: &AppState, org: &OrgRecord, rule: &Rule) -> ServiceRes
             "only the system organization owns template rules",
         ));
     }
-    let mut set: Vec<Rule> = state
-        .infra
-        .store
+    let mut set: Vec<Rule> = store
         .org_rules(&org.id)
         .await?
         .into_iter()
@@ -191,7 +205,7 @@ pub async fn check(state: &AppState, org: &OrgRecord, rule: &Rule) -> ServiceRes
     set.push(rule.clone());
     RuleSet::compile(
         set,
-        &crate::compliance::compile_options(&state.config, Dependencies::Strict),
+        &crate::compliance::compile_options(config, Dependencies::Strict),
     )?;
     Ok(())
 }
@@ -200,16 +214,13 @@ pub async fn check(state: &AppState, org: &OrgRecord, rule: &Rule) -> ServiceRes
 /// own and its teams', or every organization's for a published rule or one of the
 /// system organization's (the other replicas hear of it from the change's
 /// transaction).
-pub fn invalidate(state: &AppState, org: &OrgRecord, published: bool) {
+pub fn invalidate(rule_cache: &RuleCache, org: &OrgRecord, published: bool) {
     use crate::compliance::Stale;
-    state
-        .replica
-        .rule_cache
-        .forget(&if published || org.is_system {
-            Stale::All
-        } else {
-            Stale::Orgs(vec![org.id.clone()])
-        });
+    rule_cache.forget(&if published || org.is_system {
+        Stale::All
+    } else {
+        Stale::Orgs(vec![org.id.clone()])
+    });
 }
 
 /// A page of the organization's rules, filtered: (rules, total).

@@ -28,6 +28,7 @@ use sha2::{Digest, Sha256};
 
 use super::{plugins, ServiceError, ServiceResult};
 use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::services::context::{event, AppState, Caller};
 use crate::storage::{
     phases, unit_of_work, EntityFilter, Flush, NewScan, OrgRecord, ScanCounts, Store, StoreError,
@@ -131,7 +132,9 @@ fn sweepable(config: &Config, org: &OrgRecord) -> bool {
 /// Starts a scan of `target` over the organization's inventory: stored `running`, to be
 /// swept by a worker (the request never waits for it).
 pub async fn start(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    metrics: &Metrics,
     caller: &Caller,
     org: &OrgRecord,
     target_name: &str,
@@ -150,9 +153,9 @@ pub async fn start(
         requested_by: &caller.user_id,
         phase,
         now: Utc::now(),
-        empty: !sweepable(&state.config, org),
+        empty: !sweepable(config, org),
     };
-    let id = unit_of_work!(&state.infra.store, |tx| {
+    let id = unit_of_work!(store, |tx| {
         match tx.create_scan(&scan).await {
             Err(StoreError::Conflict(_)) => Err(ServiceError::Conflict(format!(
                 "a scan of {target} is already running in this organization; cancel it or wait for it to end"
@@ -160,8 +163,8 @@ pub async fn start(
             other => Ok(other?),
         }
     })?;
-    state.infra.metrics.scan_started();
-    scan_of(&state.infra.store, org, &id).await
+    metrics.scan_started();
+    scan_of(store, org, &id).await
 }
 
 /// The actor of the scans a rule or subscription change starts.
@@ -170,8 +173,14 @@ pub const CHANGE_ACTOR: &str = "system:reevaluation";
 /// Starts the scan a rule or subscription change calls for (origin `rule-change`):
 /// the organization's entities of `target`, superseding a running scan of an earlier
 /// change. Nothing for an organization whose inventory is not swept.
-pub async fn after_change(state: &AppState, org: &OrgRecord, target: Target) -> ServiceResult<()> {
-    if !sweepable(&state.config, org) {
+pub async fn after_change(
+    store: &Store,
+    config: &Config,
+    metrics: &Metrics,
+    org: &OrgRecord,
+    target: Target,
+) -> ServiceResult<()> {
+    if !sweepable(config, org) {
         return Ok(());
     }
     let filter = json!({"orgId": org.id});
@@ -188,10 +197,8 @@ pub async fn after_change(state: &AppState, org: &OrgRecord, target: Target) -> 
         now: Utc::now(),
         empty: false,
     };
-    unit_of_work!(&state.infra.store, |tx| {
-        Ok(tx.supersede_scan(&scan).await?)
-    })?;
-    state.infra.metrics.scan_started();
+    unit_of_work!(store, |tx| { Ok(tx.supersede_scan(&scan).await?) })?;
+    metrics.scan_started();
     Ok(())
 }
 
@@ -643,10 +650,15 @@ pub fn cron(expression: &str) -> ServiceResult<CronSchedule> {
 
 /// Starts the scans of the schedules due at `now` (each run once whatever the number of
 /// schedulers); how many started.
-pub async fn run_due_schedules(state: &AppState, now: DateTime<Utc>) -> ServiceResult<usize> {
+pub async fn run_due_schedules(
+    store: &Store,
+    config: &Config,
+    metrics: &Metrics,
+    now: DateTime<Utc>,
+) -> ServiceResult<usize> {
     let mut started = 0;
-    for schedule in state.infra.store.due_schedules(now, 100).await? {
-        if run_schedule(state, &schedule, now).await? {
+    for schedule in store.due_schedules(now, 100).await? {
+        if run_schedule(store, config, metrics, &schedule, now).await? {
             started += 1;
         }
     }
@@ -654,7 +666,9 @@ pub async fn run_due_schedules(state: &AppState, now: DateTime<Utc>) -> ServiceR
 }
 
 async fn run_schedule(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    metrics: &Metrics,
     schedule: &ScheduleRecord,
     now: DateTime<Utc>,
 ) -> ServiceResult<bool> {
@@ -667,8 +681,8 @@ async fn run_schedule(
             None
         }
     };
-    let org = state.infra.store.organization(&schedule.org_id).await?;
-    let run = org.as_ref().filter(|org| sweepable(&state.config, org));
+    let org = store.organization(&schedule.org_id).await?;
+    let run = org.as_ref().filter(|org| sweepable(config, org));
     let filter = json!({"orgId": schedule.org_id});
     let entities = EntityFilter::default();
     let scan = run.map(|org| NewScan {
@@ -686,11 +700,11 @@ async fn run_schedule(
         now,
         empty: false,
     });
-    let started = unit_of_work!(&state.infra.store, |tx| {
+    let started = unit_of_work!(store, |tx| {
         Ok(tx.run_schedule(schedule, next, scan.as_ref(), now).await?)
     })?;
     if started && scan.is_some() {
-        state.infra.metrics.scan_started();
+        metrics.scan_started();
         tracing::info!(schedule = %schedule.id, org = %schedule.org_id, "scheduled scan started");
     }
     Ok(started && scan.is_some())

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::scans::{cron, target};
 use super::{ServiceError, ServiceResult};
 use crate::config::Config;
-use crate::services::context::{event, AppState, Caller};
+use crate::services::context::{event, Caller};
 use crate::storage::{unit_of_work, OrgRecord, ScheduleFields, ScheduleRecord, Store};
 
 /// The longest cron expression taken.
@@ -39,7 +39,8 @@ fn at_the_cap(config: &Config) -> ServiceError {
 
 /// A new active schedule.
 pub async fn create(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     caller: &Caller,
     org: &OrgRecord,
     target_name: &str,
@@ -65,8 +66,8 @@ pub async fn create(
         )]
     };
     let id = crate::new_id();
-    let max = state.config.compliance.max_schedules_per_org;
-    let created = unit_of_work!(&state.infra.store, |tx| {
+    let max = config.compliance.max_schedules_per_org;
+    let created = unit_of_work!(store, |tx| {
         let created = tx
             .create_schedule((&id, &org.id), (fields, max), &caller.user_id, now)
             .await?;
@@ -76,9 +77,9 @@ pub async fn create(
         Ok(created)
     })?;
     if !created {
-        return Err(at_the_cap(&state.config));
+        return Err(at_the_cap(config));
     }
-    existing(&state.infra.store, org, &id).await
+    existing(store, org, &id).await
 }
 
 /// A page of the organization's schedules.
@@ -112,7 +113,8 @@ pub struct Change<'a> {
 /// Changes a schedule (target and/or expression, or the active flag); the next run
 /// is computed again from now.
 pub async fn change(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
@@ -124,7 +126,7 @@ pub async fn change(
             "give target and/or cronExpression",
         ));
     }
-    let current = existing(&state.infra.store, org, id).await?;
+    let current = existing(store, org, id).await?;
     let target = match change.target {
         Some(t) => target("target", t)?,
         None => target("target", &current.target)?,
@@ -148,21 +150,22 @@ pub async fn change(
         id,
         details,
     )];
-    replace(state, org, id, fields, &audit).await
+    replace(store, config, org, id, fields, &audit).await
 }
 
 /// Replaces a schedule's definition with its audit events, in one unit: 404 when it
 /// is gone, 429 when it would make one active schedule too many.
 async fn replace(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     org: &OrgRecord,
     id: &str,
     fields: ScheduleFields<'_>,
     audit: &[audit_chain::AuditEvent],
 ) -> ServiceResult<ScheduleRecord> {
-    let max = state.config.compliance.max_schedules_per_org;
+    let max = config.compliance.max_schedules_per_org;
     let now = Utc::now();
-    let updated = unit_of_work!(&state.infra.store, |tx| {
+    let updated = unit_of_work!(store, |tx| {
         let updated = tx.update_schedule(&org.id, id, (fields, max), now).await?;
         if updated {
             tx.enqueue_audit(audit).await?;
@@ -171,20 +174,21 @@ async fn replace(
     })?;
     if !updated {
         // Gone meanwhile (404), or refused by the cap.
-        existing(&state.infra.store, org, id).await?;
-        return Err(at_the_cap(&state.config));
+        existing(store, org, id).await?;
+        return Err(at_the_cap(config));
     }
-    existing(&state.infra.store, org, id).await
+    existing(store, org, id).await
 }
 
 /// Deactivates a schedule (`DELETE`); audited `compliance.scan-schedule.delete`.
 pub async fn deactivate(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     caller: &Caller,
     org: &OrgRecord,
     id: &str,
 ) -> ServiceResult<ScheduleRecord> {
-    let current = existing(&state.infra.store, org, id).await?;
+    let current = existing(store, org, id).await?;
     let fields = ScheduleFields {
         target: target("target", &current.target)?,
         cron_expression: &current.cron_expression,
@@ -199,5 +203,5 @@ pub async fn deactivate(
         id,
         json!({"isActive": false}),
     )];
-    replace(state, org, id, fields, &audit).await
+    replace(store, config, org, id, fields, &audit).await
 }

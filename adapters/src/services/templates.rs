@@ -7,7 +7,9 @@ use serde_json::json;
 
 use super::rules::{check, invalidate, store_new};
 use super::{ServiceError, ServiceResult};
-use crate::services::context::{event, AppState, Caller};
+use crate::compliance::RuleCache;
+use crate::config::Config;
+use crate::services::context::{event, Caller};
 use crate::storage::{
     new_id, unit_of_work, OrgRecord, PolicyRecord, RuleFilter, Store, StoredRule,
 };
@@ -69,18 +71,22 @@ async fn instance(
 /// Template rule `template_id` instantiated as a rule of `org` (named `name`, or as the
 /// template), audited `compliance.template.apply`.
 pub async fn apply(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    rule_cache: &RuleCache,
     caller: &Caller,
     org: &OrgRecord,
     template_id: &str,
     name: Option<String>,
     now: DateTime<Utc>,
 ) -> ServiceResult<StoredRule> {
-    let system = system(&state.infra.store).await?;
-    let rule = instance(&state.infra.store, &system, template_id, name).await?;
+    let system = system(store).await?;
+    let rule = instance(store, &system, template_id, name).await?;
     let details = json!({"templateId": template_id});
     store_new(
-        state,
+        store,
+        config,
+        rule_cache,
         caller,
         org,
         &rule,
@@ -94,24 +100,22 @@ pub async fn apply(
 /// each instantiated as an org rule: all or nothing, in one transaction. A rule name
 /// already taken in the organization is a conflict, found before anything is written.
 pub async fn clone_policy(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    rule_cache: &RuleCache,
     caller: &Caller,
     org: &OrgRecord,
     template_id: &str,
     name: Option<String>,
     now: DateTime<Utc>,
 ) -> ServiceResult<PolicyRecord> {
-    let system = system(&state.infra.store).await?;
-    let template = state
-        .infra
-        .store
+    let system = system(store).await?;
+    let template = store
         .policy(&system.id, template_id)
         .await?
         .filter(|p| p.is_template)
         .ok_or(ServiceError::NotFound("template".into()))?;
-    let existing: Vec<String> = state
-        .infra
-        .store
+    let existing: Vec<String> = store
         .org_rules(&org.id)
         .await?
         .into_iter()
@@ -119,13 +123,13 @@ pub async fn clone_policy(
         .collect();
     let mut rules = Vec::with_capacity(template.rule_ids.len());
     for rule_id in &template.rule_ids {
-        let rule = instance(&state.infra.store, &system, rule_id, None)
+        let rule = instance(store, &system, rule_id, None)
             .await
             .map_err(|e| match e {
                 ServiceError::NotFound(_) => ServiceError::NotFound("template rule".into()),
                 other => other,
             })?;
-        check(state, org, &rule).await?;
+        check(store, config, org, &rule).await?;
         if existing.contains(&rule.name.to_lowercase()) {
             return Err(ServiceError::Conflict(format!(
                 "a rule named `{}` already exists",
@@ -145,7 +149,7 @@ pub async fn clone_policy(
         &policy_id,
         json!({"templateId": template_id}),
     )];
-    let policy = unit_of_work!(&state.infra.store, |tx| {
+    let policy = unit_of_work!(store, |tx| {
         for (template_rule, rule) in template.rule_ids.iter().zip(&rules) {
             let audit = [event(
                 caller,
@@ -171,6 +175,6 @@ pub async fn clone_policy(
             .await?
             .ok_or(ServiceError::NotFound("policy".into()))
     })?;
-    invalidate(state, org, false);
+    invalidate(rule_cache, org, false);
     Ok(policy)
 }

@@ -14,7 +14,7 @@ pub async fn run(state: AppState, mut shutdown: Shutdown) {
         if shutdown.is_set() {
             break;
         }
-        match crate::services::account_mail::send_due(&state).await {
+        match crate::services::account_mail::send_due(&state.infra.store, &state.config).await {
             Ok(0) => {}
             Ok(_) => continue,
             Err(error) => tracing::warn!(%error, "account mail failed; retried later"),

@@ -27,7 +27,14 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
             .take_lease(LEASE, &holder, ttl, Utc::now())
             .await
         {
-            Ok(Some(_)) => match crate::services::alerts::evaluate_due(&state, Utc::now()).await {
+            Ok(Some(_)) => match crate::services::alerts::evaluate_due(
+                &state.infra.store,
+                &state.config,
+                &state.infra.reporting,
+                Utc::now(),
+            )
+            .await
+            {
                 Ok(round) if round.transitions > 0 || round.notices > 0 => {
                     tracing::info!(
                         evaluated = round.evaluated,

@@ -15,9 +15,12 @@ use std::time::Duration;
 use sqlx::postgres::PgListener;
 
 use super::Shutdown;
+use crate::compliance::RuleCache;
 use crate::compliance::{Stale, CACHE_CHANNEL};
+use crate::keys::Keyring;
 use crate::replica::allowance;
 use crate::services::context::AppState;
+use crate::storage::Store;
 use crate::storage::{FACTS_CHANNEL, KEYS_CHANNEL, QUOTA_CHANNEL};
 
 /// The worker, for a PostgreSQL `url`.
@@ -36,13 +39,17 @@ pub async fn run(url: String, state: AppState, mut shutdown: Shutdown) {
                     tracing::warn!(%error, "cache sync: cannot listen");
                 } else {
                     // Whatever changed while nobody listened is unknown.
-                    forget_everything(&state);
+                    forget_everything(
+                        &state.infra.store,
+                        &state.replica.rule_cache,
+                        &state.outbound.keyring,
+                    );
                     loop {
                         tokio::select! {
                             _ = shutdown.wait() => return,
                             // The pool moved to a new primary: listen there.
                             _ = moved(&mut moves) => {
-                                forget_everything(&state);
+                                forget_everything(&state.infra.store, &state.replica.rule_cache, &state.outbound.keyring);
                                 break;
                             }
                             received = listener.try_recv() => match received {
@@ -51,10 +58,10 @@ pub async fn run(url: String, state: AppState, mut shutdown: Shutdown) {
                                 }
                                 // The connection dropped; the listener reconnects on the
                                 // next call, and what was missed is unknown.
-                                Ok(None) => forget_everything(&state),
+                                Ok(None) => forget_everything(&state.infra.store, &state.replica.rule_cache, &state.outbound.keyring),
                                 Err(error) => {
                                     tracing::warn!(%error, "cache sync: listener failed");
-                                    forget_everything(&state);
+                                    forget_everything(&state.infra.store, &state.replica.rule_cache, &state.outbound.keyring);
                                     break;
                                 }
                             },
@@ -81,10 +88,10 @@ async fn moved(moves: &mut Option<tokio::sync::watch::Receiver<u64>>) {
     std::future::pending().await
 }
 
-fn forget_everything(state: &AppState) {
-    state.replica.rule_cache.invalidate_all();
-    state.infra.store.facts_changed();
-    state.outbound.keyring.changed();
+fn forget_everything(store: &Store, rule_cache: &RuleCache, keyring: &Keyring) {
+    rule_cache.invalidate_all();
+    store.facts_changed();
+    keyring.changed();
 }
 
 fn heard(state: &AppState, channel: &str, payload: &str) {

@@ -41,8 +41,22 @@ pub async fn step(state: &AppState) -> Result<bool, crate::services::ServiceErro
     let Some(claimed) = state.infra.store.claim_delivery(now, until).await? else {
         return Ok(false);
     };
-    let outcome = crate::services::delivery::attempt(state, &claimed).await?;
-    if !crate::services::delivery::record(state, &claimed, &outcome).await? {
+    let outcome = crate::services::delivery::attempt(
+        &state.infra.store,
+        &state.config,
+        &state.outbound.keyring,
+        &claimed,
+    )
+    .await?;
+    if !crate::services::delivery::record(
+        &state.infra.store,
+        &state.config,
+        &state.infra.metrics,
+        &claimed,
+        &outcome,
+    )
+    .await?
+    {
         tracing::warn!(delivery = %claimed.id, "a delivery's claim lapsed before its attempt was recorded");
     }
     Ok(true)

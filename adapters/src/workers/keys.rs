@@ -37,7 +37,14 @@ pub async fn check(state: AppState, holder: String, mut shutdown: Shutdown) {
             .take_lease(CHECK_LEASE, &holder, ttl, Utc::now())
             .await
         {
-            Ok(Some(_)) => match keys::check_keys(&state, Utc::now()).await {
+            Ok(Some(_)) => match keys::check_keys(
+                &state.infra.store,
+                &state.config,
+                &state.outbound.keyring,
+                Utc::now(),
+            )
+            .await
+            {
                 Ok(round) if round.orphaned + round.recovered > 0 => {
                     tracing::info!(?round, "customer keys checked");
                 }
@@ -70,7 +77,14 @@ pub async fn rewrite(state: AppState, holder: String, mut shutdown: Shutdown) {
             .take_lease(REWRITE_LEASE, &holder, ttl, Utc::now())
             .await
         {
-            Ok(Some(_)) => match keys::rewrite_old_secrets(&state, REWRITE_BATCH).await {
+            Ok(Some(_)) => match keys::rewrite_old_secrets(
+                &state.infra.store,
+                &state.config,
+                &state.outbound.keyring,
+                REWRITE_BATCH,
+            )
+            .await
+            {
                 Ok(round) => {
                     if round.rewrapped + round.rewritten > 0 {
                         tracing::info!(?round, "secrets rewritten under their organizations' keys");

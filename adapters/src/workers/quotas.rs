@@ -12,7 +12,10 @@ use chrono::Utc;
 use entitlements::Dimension;
 
 use super::Shutdown;
+use crate::config::Config;
+use crate::replica::allowance::Allowances;
 use crate::services::context::AppState;
+use crate::storage::Store;
 
 /// The lease the worker takes.
 pub const LEASE: &str = "quota-periods";
@@ -33,7 +36,14 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
         {
             Ok(Some(_)) => {
                 if !derived {
-                    match derive_all(&state, Some(&shutdown)).await {
+                    match derive_all(
+                        &state.infra.store,
+                        &state.config,
+                        &state.replica.allowances,
+                        Some(&shutdown),
+                    )
+                    .await
+                    {
                         Ok(n) => {
                             derived = true;
                             tracing::info!(roots = n, "account limits derived again");
@@ -41,7 +51,7 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
                         Err(error) => tracing::warn!(%error, "deriving account limits failed"),
                     }
                 }
-                match start_month(&state).await {
+                match start_month(&state.infra.store).await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(rows = n, "monthly quotas reset"),
                     Err(error) => tracing::warn!(%error, "monthly quota reset failed"),
@@ -61,16 +71,14 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
 /// Derives every account root's limits again, a page at a time (stopping early when
 /// the server stops); how many roots it went through.
 pub async fn derive_all(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    allowances: &Allowances,
     shutdown: Option<&Shutdown>,
 ) -> Result<u64, crate::services::ServiceError> {
     let mut offset = 0;
     loop {
-        let (roots, _) = state
-            .infra
-            .store
-            .organizations_page(true, PAGE, offset)
-            .await?;
+        let (roots, _) = store.organizations_page(true, PAGE, offset).await?;
         if roots.is_empty() {
             return Ok(offset);
         }
@@ -78,7 +86,8 @@ pub async fn derive_all(
             if shutdown.is_some_and(Shutdown::is_set) {
                 return Ok(offset);
             }
-            crate::services::entitlement::resync(state, root, Utc::now()).await?;
+            crate::services::entitlement::resync(store, config, allowances, root, Utc::now())
+                .await?;
         }
         offset += roots.len() as u64;
     }
@@ -86,12 +95,12 @@ pub async fn derive_all(
 
 /// Starts the current month for the monthly types wherever an earlier one is
 /// stored; how many rows went back to zero.
-pub async fn start_month(state: &AppState) -> Result<u64, crate::storage::StoreError> {
+pub async fn start_month(store: &Store) -> Result<u64, crate::storage::StoreError> {
     let monthly: Vec<&str> = Dimension::ALL
         .iter()
         .filter(|d| d.is_monthly())
         .map(|d| d.name())
         .collect();
     let period = crate::services::quotas::period_of(Utc::now());
-    state.infra.store.start_period(&monthly, &period).await
+    store.start_period(&monthly, &period).await
 }

@@ -26,7 +26,13 @@ pub async fn run(state: AppState, mut shutdown: Shutdown) {
     loop {
         let now = Utc::now();
         let before = now - chrono::Duration::from_std(GRACE).unwrap_or_default();
-        match crate::services::images::settle_stale_intents(&state, before).await {
+        match crate::services::images::settle_stale_intents(
+            &state.infra.store,
+            &state.outbound.registry,
+            before,
+        )
+        .await
+        {
             Ok(n) if n > 0 => tracing::info!(recorded = n, "registry changes recorded late"),
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "registry intents: a pass failed; retried later"),

@@ -23,7 +23,14 @@ pub async fn run(state: AppState, holder: String, mut shutdown: Shutdown) {
             .await
         {
             Ok(Some(_)) => {
-                match crate::services::scans::run_due_schedules(&state, Utc::now()).await {
+                match crate::services::scans::run_due_schedules(
+                    &state.infra.store,
+                    &state.config,
+                    &state.infra.metrics,
+                    Utc::now(),
+                )
+                .await
+                {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(started = n, "scheduled scans started"),
                     Err(error) => tracing::warn!(%error, "scan scheduler round failed"),

@@ -814,7 +814,9 @@ async fn impersonation_sees_as_the_user_and_ends_everywhere(app: &TestApp) {
 async fn impersonation_through_the_console(app: &TestApp) {
     let (_, _) = app.system().await;
     adapters::services::accounts::provision(
-        &app.state,
+        &app.state.infra.store,
+        &app.state.config,
+        &app.state.infra.passwords,
         (ROOT_EMAIL, PASSWORD.to_owned()),
         Utc::now(),
     )

@@ -242,7 +242,14 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
     assert_eq!(rule["state"], "ok");
     assert_eq!(rule["dedupKey"], format!("alert-{rule_id}"));
     let evaluate = |state: AppState, at: DateTime<Utc>| async move {
-        alerts::evaluate_due(&state, at).await.unwrap()
+        alerts::evaluate_due(
+            &state.infra.store,
+            &state.config,
+            &state.infra.reporting,
+            at,
+        )
+        .await
+        .unwrap()
     };
 
     let round = evaluate(app.state.clone(), t0).await;
@@ -475,7 +482,9 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
     // The clock the test moved is ahead of the server's: a future range is refused.
     assert_eq!(code(status, &backtest), ErrorCode::ValidationError);
     let backtest = alerts::backtest(
-        &app.state,
+        &app.state.infra.store,
+        &app.state.config,
+        &app.state.infra.reporting,
         &app.store.organization(&org).await.unwrap().unwrap(),
         &serde_json::from_value(body).unwrap(),
         false,
@@ -542,7 +551,14 @@ async fn a_refusing_receiver_is_not_retried_and_a_failing_one_is(base_app: &Test
     let mut events = execution("f1", t0 - Duration::minutes(3), 5, "FAILED");
     events.extend(execution("f2", t0 - Duration::minutes(2), 5, "FAILED"));
     ingest(&app, events).await;
-    let round = alerts::evaluate_due(&app.state, t0).await.unwrap();
+    let round = alerts::evaluate_due(
+        &app.state.infra.store,
+        &app.state.config,
+        &app.state.infra.reporting,
+        t0,
+    )
+    .await
+    .unwrap();
     assert_eq!(round.notices, 1);
     // 500, 503, then 200 for the first; 400 once for the second.
     let mut attempts = 0;
@@ -1163,10 +1179,17 @@ async fn a_rules_value_is_the_reports_number(app: &TestApp) {
             let (_, d) =
                 alerts::check_rule(&body, std::time::Duration::from_secs(60), false).unwrap();
             let from = end - Duration::minutes(window_minutes);
-            let value = alerts::metric_value(&app.state, &record, &d, (from, end))
-                .await
-                .unwrap()
-                .value;
+            let value = alerts::metric_value(
+                &app.state.infra.store,
+                &app.state.config,
+                &app.state.infra.reporting,
+                &record,
+                &d,
+                (from, end),
+            )
+            .await
+            .unwrap()
+            .value;
             let range = format!(
                 "pipelineId={pipeline_id}&from={}&to={}",
                 from.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),

@@ -301,7 +301,9 @@ async fn identity_provider_tokens_are_verified_against_its_key_set() {
     let store = Store::connect(&format!("sqlite://{}", path.display()))
         .await
         .unwrap();
-    store.migrate().await.unwrap();
+    adapters::services::operations::migrate(&store)
+        .await
+        .unwrap();
     let config = test_config(&[
         ("JWT_JWKS_URL", provider.url.as_str()),
         ("JWT_ISSUER", "https://idp.example.com/"),

@@ -759,9 +759,14 @@ async fn the_worker_follows_configuration_and_months(app: &TestApp) {
         app.store.clone(),
         Arc::new(adapters::audit::AuditCounters::default()),
     );
-    let roots = adapters::workers::quotas::derive_all(&changed, None)
-        .await
-        .unwrap();
+    let roots = adapters::workers::quotas::derive_all(
+        &changed.infra.store,
+        &changed.config,
+        &changed.replica.allowances,
+        None,
+    )
+    .await
+    .unwrap();
     assert!(roots >= 1);
     let Answer(_, after) = app.by(&alice).org(&acme).get("/api/quotas").await;
     assert_eq!(after["data"]["quotas"]["pipelines"]["limit"], 7, "{after}");
@@ -784,7 +789,7 @@ async fn the_worker_follows_configuration_and_months(app: &TestApp) {
         .await
         .expect(StatusCode::OK);
     assert_eq!(
-        adapters::workers::quotas::start_month(&changed)
+        adapters::workers::quotas::start_month(&changed.infra.store)
             .await
             .unwrap(),
         0
@@ -794,7 +799,7 @@ async fn the_worker_follows_configuration_and_months(app: &TestApp) {
     app.sql("UPDATE quota_usage SET period_start = '2000-01-01' WHERE dimension = 'aiCalls'")
         .await;
     assert_eq!(
-        adapters::workers::quotas::start_month(&changed)
+        adapters::workers::quotas::start_month(&changed.infra.store)
             .await
             .unwrap(),
         2

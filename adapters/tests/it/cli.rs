@@ -139,7 +139,9 @@ async fn audit_export_then_offline_verify() {
     let path = std::env::temp_dir().join(format!("audit-cli-{}.db", uuid::Uuid::new_v4()));
     let url = format!("sqlite://{}", path.display());
     let store = adapters::storage::Store::connect(&url).await.unwrap();
-    store.migrate().await.unwrap();
+    adapters::services::operations::migrate(&store)
+        .await
+        .unwrap();
     for n in 0..5 {
         let event = audit_chain::AuditEvent {
             id: format!("e{n}"),
@@ -274,7 +276,9 @@ async fn an_export_with_its_checkpoint_verifies_alone_and_shows_truncation() {
     let path = std::env::temp_dir().join(format!("compliance-cp-{}.db", uuid::Uuid::new_v4()));
     let url = format!("sqlite://{}", path.display());
     let store = Store::connect(&url).await.unwrap();
-    store.migrate().await.unwrap();
+    adapters::services::operations::migrate(&store)
+        .await
+        .unwrap();
     let now = chrono::Utc::now();
     for n in 0..10 {
         let event = audit_chain::AuditEvent {

@@ -3,6 +3,8 @@
 use super::*;
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::http::wire::{OrgRule, Verdict};
+use compliance_core::{Scope, Severity};
 
 fn rule(name: &str, field: &str, operator: &str, value: Value, severity: &str) -> Value {
     json!({"name": name, "target": "plugin", "severity": severity, "field": field, "operator": operator, "value": value})
@@ -46,20 +48,23 @@ impl TestApp {
         attributes: Value,
         entity: Option<&str>,
     ) -> bool {
-        let Answer(status, body) = self.validate(token, org, attributes, entity, true).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        body["data"]["blocked"].as_bool().unwrap()
+        self.validate(token, org, attributes, entity, true)
+            .await
+            .expect(StatusCode::OK)
+            .data::<Verdict>()
+            .blocked
     }
 
     pub async fn rule(&self, token: &str, org: &str, body: Value) -> String {
-        let Answer(status, response) = self
-            .by(token)
+        self.by(token)
             .org(org)
             .post("/api/compliance/rules")
             .json(body)
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{response}");
-        response["data"]["id"].as_str().unwrap().to_owned()
+            .await
+            .expect(StatusCode::CREATED)
+            .data::<OrgRule>()
+            .rule
+            .id
     }
 
     /// Bootstraps the system organization (once); returns (its id, the root token).
@@ -68,13 +73,14 @@ impl TestApp {
         if let Some(system) = self.store.system_organization().await.unwrap() {
             return (system.id, root);
         }
-        let Answer(status, body) = self
+        let system = self
             .by(&root)
             .post("/api/organization")
             .json(json!({"name": "system"}))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        (body["data"]["id"].as_str().unwrap().to_owned(), root)
+            .await
+            .expect(StatusCode::CREATED)
+            .id();
+        (system, root)
     }
 }
 
@@ -87,32 +93,30 @@ async fn the_life_of_a_rule(app: &TestApp) {
         "no rules yet"
     );
     let id = app.rule(&alice, &acme, semver("semver")).await;
-    let Answer(_, got) = app
+    let got: OrgRule = app
         .by(&alice)
         .org(&acme)
         .get(format!("/api/compliance/rules/{id}"))
-        .await;
+        .await
+        .data();
     assert_eq!(
-        (
-            got["data"]["version"].as_u64(),
-            got["data"]["scope"].as_str(),
-            got["data"]["priority"].as_i64()
-        ),
-        (Some(1), Some("org"), Some(0))
+        (got.rule.version, got.rule.scope, got.rule.priority),
+        (1, Scope::Org, 0)
     );
-    let Answer(status, body) = app
+    let verdict: Verdict = app
         .validate(&alice, &acme, latest.clone(), None, true)
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(body["data"]["blocked"], true);
-    let violation = &body["data"]["violations"][0];
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(verdict.blocked);
+    let violation = &verdict.violations[0];
     assert_eq!(
         (
-            violation["ruleName"].as_str(),
-            violation["severity"].as_str(),
-            violation["field"].as_str()
+            violation.rule_name(),
+            violation.severity(),
+            violation.field()
         ),
-        (Some("semver"), Some("error"), Some("version"))
+        ("semver", Severity::Error, "version")
     );
 
     // Every bad field is named; nothing is stored.
@@ -620,13 +624,13 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
 
     // An expiry: it waives until then, not after.
     let soon = (Utc::now() + chrono::Duration::milliseconds(1500)).to_rfc3339();
-    let Answer(_, body) = app
+    let id = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/exemptions")
         .json(ask("plugin-3", Some(soon)))
-        .await;
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .id();
     app.by(&rita)
         .org(&acme)
         .put(format!("/api/compliance/exemptions/{id}/review"))
@@ -1107,20 +1111,20 @@ async fn another_organization_cannot_reach_compliance_data(app: &TestApp) {
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
     let rule_id = app.rule(&alice, &acme, semver("semver")).await;
-    let Answer(_, body) = app
+    let policy = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/policies")
         .json(json!({"name": "p", "ruleIds": [rule_id]}))
-        .await;
-    let policy = body["data"]["id"].as_str().unwrap().to_owned();
-    let Answer(_, body) = app
+        .await
+        .id();
+    let exemption = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/exemptions")
         .json(json!({"ruleId": rule_id, "entityId": "e", "reason": "r"}))
-        .await;
-    let exemption = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .id();
     // Naming acme in x-org-id: refused outright.
     let Answer(status, body) = app.by(&bob).org(&acme).get("/api/compliance/rules").await;
     assert_eq!(code(status, &body), ErrorCode::TenantForbidden);

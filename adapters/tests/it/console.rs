@@ -314,9 +314,15 @@ pub(super) async fn scene(app: &TestApp) -> Scene {
     let alice_id = register(app, "alice@example.com").await;
     let bob_id = register(app, "bob@example.com").await;
     let state = state_of(app);
-    adapters::services::accounts::provision(&state, (ROOT_EMAIL, PASSWORD.to_owned()), Utc::now())
-        .await
-        .unwrap();
+    adapters::services::accounts::provision(
+        &state.infra.store,
+        &state.config,
+        &state.infra.passwords,
+        (ROOT_EMAIL, PASSWORD.to_owned()),
+        Utc::now(),
+    )
+    .await
+    .unwrap();
     let _ = alice_id;
     let alice = access(app, "alice@example.com").await;
     let bob = access(app, "bob@example.com").await;
@@ -1310,17 +1316,16 @@ async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
         .json(json!({"userId": carol_id, "role": "member"}))
         .await
         .expect(StatusCode::CREATED);
-    let Answer(_, body) = app
+    let pipeline = app
         .by(&alice)
         .org(&acme)
         .post("/api/pipelines")
         .json(pipeline_as("pub-one", "public"))
-        .await;
-    let pipeline = body["data"]["id"].as_str().unwrap().to_owned();
-    let Answer(_, body) = app
+        .await
+        .id();
+    let rule = app
         .by(&alice).org(&acme).post("/api/compliance/rules").json(json!({"name": "Private only", "target": "pipeline", "severity": "warning", "field": "accessModifier", "operator": "eq", "value": "private"}))
-        .await;
-    let rule = body["data"]["id"].as_str().unwrap().to_owned();
+        .await.id();
     let exemption = app
         .by(&alice)
         .org(&acme)
@@ -1424,7 +1429,9 @@ async fn buttons_follow_the_gate_and_refusals_show_its_message(app: &TestApp) {
 async fn a_step_up_action_asks_for_the_password_again(app: &TestApp) {
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
     adapters::services::accounts::provision(
-        &state_of(app),
+        &state_of(app).infra.store,
+        &state_of(app).config,
+        &state_of(app).infra.passwords,
         (ROOT_EMAIL, PASSWORD.to_owned()),
         Utc::now(),
     )
@@ -1475,10 +1482,9 @@ async fn a_step_up_action_asks_for_the_password_again(app: &TestApp) {
 
 async fn the_policy_report_filters_by_status_and_rule(app: &TestApp) {
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
-    let Answer(_, body) = app
+    let rule = app
         .by(&alice).org(&acme).post("/api/compliance/rules").json(json!({"name": "Named by convention", "target": "pipeline", "severity": "warning", "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"}))
-        .await;
-    let rule = body["data"]["id"].as_str().unwrap().to_owned();
+        .await.id();
     for name in ["web-app", "legacy1", "legacy2"] {
         app.by(&alice)
             .org(&acme)
@@ -2028,9 +2034,14 @@ async fn dashboards_and_alerts_draw_the_reports_numbers(app: &TestApp) {
             "name": "web failing", "metric": "failure_rate", "params": {"pipelineId": pipeline},
             "comparison": "gt", "threshold": 0.5, "window": "1d", "destinations": [dest["data"]["id"]]}))
         .await.expect(StatusCode::CREATED);
-    adapters::services::alerts::evaluate_due(&app.state, Utc::now())
-        .await
-        .unwrap();
+    adapters::services::alerts::evaluate_due(
+        &app.state.infra.store,
+        &app.state.config,
+        &app.state.infra.reporting,
+        Utc::now(),
+    )
+    .await
+    .unwrap();
     adapters::services::posture::snapshot(
         &app.state.infra.store,
         &org,

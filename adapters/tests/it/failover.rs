@@ -76,7 +76,9 @@ async fn a_url_naming_several_hosts_opens_on_the_primary() {
     let hosts = behind_a_dead_host(&url);
     let store = Store::connect(&hosts).await.unwrap();
     assert!(store.follows_primary());
-    store.migrate().await.unwrap();
+    adapters::services::operations::migrate(&store)
+        .await
+        .unwrap();
     // Its pool's host is the primary: nothing moves.
     assert!(!store.keep_primary().await.unwrap());
     assert!(store.session_url(&hosts).ends_with(&format!("/{name}")));
@@ -408,7 +410,10 @@ async fn migrations_take_a_lease_of_their_own() {
         Store::connect(&url).await.unwrap(),
         Store::connect(&url).await.unwrap(),
     );
-    let (first, second) = tokio::join!(a.migrate(), b.migrate());
+    let (first, second) = tokio::join!(
+        adapters::services::operations::migrate(&a),
+        adapters::services::operations::migrate(&b)
+    );
     first.unwrap();
     second.unwrap();
     let pool = adapters::storage::pool_for_tests(&a);
@@ -429,7 +434,7 @@ async fn migrations_take_a_lease_of_their_own() {
     .await
     .unwrap();
     let c = Store::connect(&url).await.unwrap();
-    let waiting = tokio::spawn(async move { c.migrate().await });
+    let waiting = tokio::spawn(async move { adapters::services::operations::migrate(&c).await });
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(
         !waiting.is_finished(),
@@ -596,7 +601,9 @@ async fn behind_a_pooler_each_statement_is_a_committed_transaction_keeping_no_st
     assert!(pooled.pooled() && !direct.pooled());
     // Sessions of their own (LISTEN) connect to the database itself.
     assert_eq!(pooled.session_url("postgres://elsewhere/db"), url);
-    pooled.migrate().await.unwrap();
+    adapters::services::operations::migrate(&pooled)
+        .await
+        .unwrap();
     use adapters::storage::statements_for_tests as statements;
 
     // The statement runs inside a transaction block (a savepoint needs one); without

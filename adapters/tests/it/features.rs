@@ -31,7 +31,8 @@ async fn each_gate_follows_the_tier_its_bundles_and_a_downgrade(app: &TestApp) {
     let gated = gated(app).await;
     let acme = gated.org("alice", "acme").await;
     let alice = gated.token("alice", "alice@example.com");
-    let (status, body) = upload(&gated, &alice, &acme, &plugin_zip("lint", "1.0.0"), None).await;
+    let Answer(status, body) =
+        upload(&gated, &alice, &acme, &plugin_zip("lint", "1.0.0"), None).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let plugin = body["data"]["id"].as_str().unwrap().to_owned();
     let deactivate = json!({"plugins": [{"id": plugin, "isActive": false}]});
@@ -73,12 +74,12 @@ async fn each_gate_follows_the_tier_its_bundles_and_a_downgrade(app: &TestApp) {
     assert_eq!(status, StatusCode::OK, "{body}");
     let Answer(status, body) = gated.by(&alice).org(&acme).get(&audit).await;
     refused(status, &body, "audit_log", "pro");
-    let Answer(_, sub) = gated
+    let sub_id = gated
         .by(&alice)
         .org(&acme)
         .get("/api/subscriptions/current")
-        .await;
-    let sub_id = sub["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .id();
     gated
         .by(&alice)
         .org(&acme)

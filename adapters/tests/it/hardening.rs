@@ -210,7 +210,7 @@ async fn archives_are_judged_by_what_they_hold(app: &TestApp) {
         ),
     ];
     for (what, archive, reason) in cases {
-        let (status, body) = upload(app, &alice, &org, &archive, None).await;
+        let Answer(status, body) = upload(app, &alice, &org, &archive, None).await;
         assert_eq!(
             code(status, &body),
             ErrorCode::ValidationError,
@@ -227,7 +227,7 @@ async fn archives_are_judged_by_what_they_hold(app: &TestApp) {
     assert_eq!(listed["pagination"]["total"], 0, "{listed}");
     // The same archive with honest headers is accepted.
     let honest = stored_zip(&[("plugin.json", &good), ("data.txt", b"hello, world")]);
-    let (status, body) = upload(app, &alice, &org, &honest, None).await;
+    let Answer(status, body) = upload(app, &alice, &org, &honest, None).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
 
@@ -521,7 +521,8 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
     let plugin_of = |token: String, name: &'static str| {
         let acme = acme.clone();
         async move {
-            let (status, body) = upload(app, &token, &acme, &plugin_zip(name, "1.0.0"), None).await;
+            let Answer(status, body) =
+                upload(app, &token, &acme, &plugin_zip(name, "1.0.0"), None).await;
             assert_eq!(status, StatusCode::CREATED, "{body}");
             body["data"]["id"].as_str().unwrap().to_owned()
         }

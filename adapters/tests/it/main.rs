@@ -153,7 +153,9 @@ impl TestApp {
         extra: &[(&str, &str)],
         standby: Option<Store>,
     ) -> TestApp {
-        store.migrate().await.unwrap();
+        adapters::services::operations::migrate(&store)
+            .await
+            .unwrap();
         let counters = Arc::new(adapters::audit::AuditCounters::default());
         let mut vars = vec![("COMPLIANCE_BODY_LIMIT_BYTES", "65536")];
         vars.extend_from_slice(extra);

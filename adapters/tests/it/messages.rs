@@ -728,15 +728,15 @@ async fn parallel_posts_on_two_replicas_keep_the_minute_exactly(app: &TestApp) {
     let w = world(app).await;
     let first = app.beside(&[("MESSAGES_PER_MINUTE", "5")]).await;
     let second = app.beside(&[("MESSAGES_PER_MINUTE", "5")]).await;
-    let Answer(status, started) = start(
+    let id = start(
         &first,
         "alice",
         &w.acme,
         json!({"participants": ["bob"], "body": "0"}),
     )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{started}");
-    let id = started["data"]["id"].as_str().unwrap().to_owned();
+    .await
+    .expect(StatusCode::CREATED)
+    .id();
     let alice = token(app, "alice");
     let path = format!("/api/messages/conversations/{id}/messages");
     let requests = |n: std::ops::Range<usize>| {
@@ -790,15 +790,15 @@ async fn limits_answer_429_and_400_and_retention_prunes(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["details"]["field"], "participants");
-    let Answer(status, started) = start(
+    let id = start(
         &limited,
         "alice",
         &w.acme,
         json!({"participants": ["bob"], "body": "1"}),
     )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{started}");
-    let id = started["data"]["id"].as_str().unwrap().to_owned();
+    .await
+    .expect(StatusCode::CREATED)
+    .id();
     for n in 2..=3 {
         let Answer(status, _) = write(&limited, "alice", &w.acme, &id, &n.to_string()).await;
         assert_eq!(status, StatusCode::CREATED);

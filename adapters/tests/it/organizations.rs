@@ -3,18 +3,21 @@
 use super::*;
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::http::wire::Organization;
+use entitlements::Tier;
 
 async fn the_creator_owns_the_organization_with_the_admin_role(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let Answer(status, body) = app.by(&alice).get(format!("/api/organization/{org}")).await;
-    assert_eq!(status, StatusCode::OK);
+    let read: Organization = app
+        .by(&alice)
+        .get(format!("/api/organization/{org}"))
+        .await
+        .expect(StatusCode::OK)
+        .data();
     assert_eq!(
-        (
-            body["data"]["ownerId"].as_str(),
-            body["data"]["tier"].as_str()
-        ),
-        (Some("alice"), Some("developer"))
+        (read.owner_id.as_str(), read.tier),
+        ("alice", Tier::Developer)
     );
     let Answer(_, members) = app
         .by(&alice)
@@ -79,19 +82,14 @@ async fn bootstrap_of_the_system_organization(app: &TestApp) {
         (StatusCode::FORBIDDEN, "FORBIDDEN")
     );
     let root = app.token("root", "Root@Example.com");
-    let Answer(status, body) = app
+    let system: Organization = app
         .by(&root)
         .post("/api/organization")
         .json(json!({"name": "System"}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(
-        (
-            body["data"]["isSystem"].as_bool(),
-            body["data"]["name"].as_str()
-        ),
-        (Some(true), Some("system"))
-    );
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!((system.is_system, system.name.as_str()), (true, "system"));
     app.by(&root)
         .post("/api/organization")
         .json(json!({"name": "system"}))
@@ -103,15 +101,14 @@ async fn bootstrap_of_the_system_organization(app: &TestApp) {
         .get(format!("/api/organization/{acme}"))
         .await
         .expect(StatusCode::OK);
-    let Answer(status, body) = app
+    let renamed: Organization = app
         .by(&root)
         .put(format!("/api/organization/{acme}"))
         .json(json!({"displayName": "Acme Corp"}))
-        .await;
-    assert_eq!(
-        (status, body["data"]["displayName"].as_str()),
-        (StatusCode::OK, Some("Acme Corp"))
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(renamed.display_name.as_deref(), Some("Acme Corp"));
     let alice = app.token("alice", "alice@example.com");
     let Answer(status, body) = app
         .by(&alice)
@@ -185,12 +182,12 @@ async fn teams_nest_one_level_and_managers_reach_them(app: &TestApp) {
         .expect(StatusCode::OK);
 
     // Bulk-add: one user into the teams of this root, all or nothing.
-    let Answer(_, body) = app
+    let team2 = app
         .by(&alice)
         .post("/api/organization")
         .json(json!({"name": "data", "parentOrgId": root}))
-        .await;
-    let team2 = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .id();
     let other = app.org("zed", "elsewhere").await;
     app.by(&alice)
         .post(format!("/api/organization/{root}/members/bulk-add"))
@@ -238,17 +235,15 @@ async fn step_up_guards_delete_tier_and_transfer(app: &TestApp) {
             .await
             .refused(expected);
     }
-    let Answer(status, body) = app
+    let changed: Organization = app
         .by(&root)
         .step_up(app.step_up("root", 10))
         .patch(&tier)
         .json(json!({"tier": "team"}))
-        .await;
-    assert_eq!(
-        (status, body["data"]["tier"].as_str()),
-        (StatusCode::OK, Some("team")),
-        "{body}"
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(changed.tier, Tier::Team);
     app.by(&root)
         .step_up(app.step_up("root", 10))
         .patch(&tier)
@@ -280,17 +275,15 @@ async fn step_up_guards_delete_tier_and_transfer(app: &TestApp) {
         .json(json!({"userId": "nobody"}))
         .await
         .refused(ErrorCode::ValidationError);
-    let Answer(status, body) = app
+    let transferred: Organization = app
         .by(&alice)
         .step_up(app.step_up("alice", 5))
         .patch(&transfer)
         .json(json!({"userId": "bob"}))
-        .await;
-    assert_eq!(
-        (status, body["data"]["ownerId"].as_str()),
-        (StatusCode::OK, Some("bob")),
-        "{body}"
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(transferred.owner_id, "bob");
 
     // Delete: super-admin and step-up; afterwards the organization is gone.
     let delete = format!("/api/organization/{acme}");

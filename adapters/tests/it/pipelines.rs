@@ -5,6 +5,8 @@ use super::fixtures::staged_pipeline;
 use super::*;
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::http::wire::Pipeline;
+use adapters::inventory::{AccessModifier, EntityResult};
 
 async fn create(app: &TestApp, token: &str, org: &str, body: Value) -> Answer {
     app.by(token)
@@ -17,16 +19,17 @@ async fn create(app: &TestApp, token: &str, org: &str, body: Value) -> Answer {
 async fn the_life_of_a_pipeline(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let Answer(status, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let created = &body["data"];
-    let id = created["id"].as_str().unwrap().to_owned();
-    assert_eq!(created["pipelineName"], "deploy-web");
-    assert_eq!(created["orgId"], org.as_str());
-    assert_eq!(created["createdBy"], "alice");
-    assert_eq!(created["compliance"]["result"], "pass");
+    let created: Pipeline = create(app, &alice, &org, staged_pipeline("deploy-web"))
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    let id = created.id.clone();
+    assert_eq!(created.pipeline_name, "deploy-web");
+    assert_eq!(created.org_id, org);
+    assert_eq!(created.created_by, "alice");
+    assert_eq!(created.compliance.result, EntityResult::Pass);
     assert_eq!(
-        created["props"]["stages"][0]["steps"][0]["plugin"]["name"],
+        created.props["stages"][0]["steps"][0]["plugin"]["name"],
         "eslint"
     );
 
@@ -36,12 +39,14 @@ async fn the_life_of_a_pipeline(app: &TestApp) {
     let Answer(status, _) = create(app, &alice, &org, second).await;
     assert_eq!(status, StatusCode::CREATED);
 
-    let Answer(status, body) = app
+    let read: Pipeline = app
         .by(&alice)
         .org(&org)
         .get(format!("/api/pipelines/{id}"))
-        .await;
-    assert_eq!((status, &body["data"]["id"]), (StatusCode::OK, &json!(id)));
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(read.id, id);
 
     // List: key, pagination, filters, sort.
     let Answer(status, body) = app.by(&alice).org(&org).get("/api/pipelines").await;
@@ -74,12 +79,14 @@ async fn the_life_of_a_pipeline(app: &TestApp) {
         .refused(ErrorCode::ValidationError);
 
     // Find: one by query.
-    let Answer(status, body) = app
+    let found: Pipeline = app
         .by(&alice)
         .org(&org)
         .get("/api/pipelines/find?project=web&organization=acme")
-        .await;
-    assert_eq!((status, &body["data"]["id"]), (StatusCode::OK, &json!(id)));
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(found.id, id);
     app.by(&alice)
         .org(&org)
         .get("/api/pipelines/find?project=nowhere")
@@ -94,14 +101,15 @@ async fn the_life_of_a_pipeline(app: &TestApp) {
     // Update, then a duplicate name.
     let mut changed = staged_pipeline("deploy-web");
     changed["accessModifier"] = json!("public");
-    let Answer(status, body) = app
+    let updated: Pipeline = app
         .by(&alice)
         .org(&org)
         .put(format!("/api/pipelines/{id}"))
         .json(changed)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["accessModifier"], "public");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(updated.access_modifier, AccessModifier::Public);
     let Answer(status, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
     assert_eq!(code(status, &body), ErrorCode::Conflict);
 
@@ -239,20 +247,26 @@ async fn compliance_at_the_door(app: &TestApp) {
     assert!(app.audited("pipeline.create").await.is_empty());
 
     // A warning: stored, and returned with the pipeline.
-    let Answer(status, body) = create(app, &alice, &org, staged_pipeline("nightly")).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["data"]["compliance"]["result"], "warn");
-    assert_eq!(
-        body["data"]["compliance"]["violations"][0]["ruleName"],
-        "Named by convention"
-    );
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
-    let Answer(_, body) = app
+    let warned: Pipeline = create(app, &alice, &org, staged_pipeline("nightly"))
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(warned.compliance.result, EntityResult::Warn);
+    let names: Vec<_> = warned
+        .compliance
+        .violations
+        .iter()
+        .map(|v| v.rule_name())
+        .collect();
+    assert_eq!(names, ["Named by convention"]);
+    let id = warned.id;
+    let read: Pipeline = app
         .by(&alice)
         .org(&org)
         .get(format!("/api/pipelines/{id}"))
-        .await;
-    assert_eq!(body["data"]["compliance"]["result"], "warn");
+        .await
+        .data();
+    assert_eq!(read.compliance.result, EntityResult::Warn);
 
     // An update that would break a blocking rule is refused too, and changes nothing.
     let mut public = staged_pipeline("nightly");
@@ -263,12 +277,13 @@ async fn compliance_at_the_door(app: &TestApp) {
         .json(public)
         .await
         .refused(ErrorCode::ComplianceViolation);
-    let Answer(_, body) = app
+    let unchanged: Pipeline = app
         .by(&alice)
         .org(&org)
         .get(format!("/api/pipelines/{id}"))
-        .await;
-    assert_eq!(body["data"]["accessModifier"], "private");
+        .await
+        .data();
+    assert_eq!(unchanged.access_modifier, AccessModifier::Private);
 
     // The checks went through the check log like a validation.
     let Answer(_, log) = app
@@ -299,10 +314,11 @@ async fn the_pool_of_a_root_and_its_team_is_capped(app: &TestApp) {
         .id();
     let mut ids = Vec::new();
     for (i, org) in [&root, &root, &root, &team, &team].into_iter().enumerate() {
-        let Answer(status, body) =
-            create(app, &alice, org, staged_pipeline(&format!("p{i}"))).await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        ids.push((org.clone(), body["data"]["id"].as_str().unwrap().to_owned()));
+        let id = create(app, &alice, org, staged_pipeline(&format!("p{i}")))
+            .await
+            .expect(StatusCode::CREATED)
+            .id();
+        ids.push((org.clone(), id));
     }
     for org in [&root, &team] {
         let Answer(status, body) = create(app, &alice, org, staged_pipeline("one-too-many")).await;
@@ -394,10 +410,12 @@ async fn the_registry(app: &TestApp) {
     let other = app.org("bob", "globex").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
-    let Answer(_, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
-    let Answer(_, body) = create(app, &alice, &org, staged_pipeline("nightly")).await;
-    let second = body["data"]["id"].as_str().unwrap().to_owned();
+    let id = create(app, &alice, &org, staged_pipeline("deploy-web"))
+        .await
+        .id();
+    let second = create(app, &alice, &org, staged_pipeline("nightly"))
+        .await
+        .id();
     let arn = "arn:aws:codepipeline:eu-west-1:123456789012:deploy-web";
     let register = |pipeline_id: &str| json!({"arn": arn, "pipelineId": pipeline_id});
     let Answer(status, body) = app

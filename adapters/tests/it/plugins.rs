@@ -4,6 +4,8 @@
 
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::http::wire::Plugin;
+use adapters::inventory::{AccessModifier, BuildStatus, EntityResult};
 use std::io::Write;
 
 use super::*;
@@ -57,7 +59,7 @@ pub async fn upload(
     org: &str,
     archive: &[u8],
     access: Option<&str>,
-) -> (StatusCode, Value) {
+) -> Answer {
     let boundary = "compliance-test-boundary";
     let mut body = Vec::new();
     body.extend_from_slice(
@@ -80,40 +82,49 @@ pub async fn upload(
         )
         .body(Body::from(body))
         .unwrap();
-    app.send(request).await
+    let (status, body) = app.send(request).await;
+    Answer(status, body)
 }
 
 async fn the_life_of_a_plugin(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let (status, body) = upload(
+    let plugin: Plugin = upload(
         app,
         &alice,
         &org,
         &plugin_zip("eslint", "8.1.0"),
         Some("public"),
     )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let plugin = &body["data"];
-    let id = plugin["id"].as_str().unwrap().to_owned();
-    assert_eq!(plugin["name"], "eslint");
-    assert_eq!(plugin["version"], "8.1.0");
-    assert_eq!(plugin["accessModifier"], "public");
-    assert_eq!(plugin["pluginType"], "Quality");
-    assert_eq!(plugin["commands"], json!(["npm run lint"]));
-    assert_eq!(plugin["dockerfile"], "FROM node:20\nRUN npm ci\n");
-    assert_eq!(plugin["buildStatus"], "queued");
-    assert_eq!(plugin["compliance"]["result"], "pass");
+    .await
+    .expect(StatusCode::CREATED)
+    .data();
+    let id = plugin.id.clone();
+    assert_eq!(
+        (plugin.name.as_str(), plugin.version.as_str()),
+        ("eslint", "8.1.0")
+    );
+    assert_eq!(plugin.access_modifier, AccessModifier::Public);
+    assert_eq!(plugin.plugin_type.as_deref(), Some("Quality"));
+    assert_eq!(plugin.commands, ["npm run lint"]);
+    assert_eq!(
+        plugin.dockerfile.as_deref(),
+        Some("FROM node:20\nRUN npm ci\n")
+    );
+    assert_eq!(plugin.build_status, BuildStatus::Queued);
+    assert_eq!(plugin.compliance.result, EntityResult::Pass);
     // The same name and version again: 409.
-    let (status, body) = upload(app, &alice, &org, &plugin_zip("eslint", "8.1.0"), None).await;
+    let Answer(status, body) =
+        upload(app, &alice, &org, &plugin_zip("eslint", "8.1.0"), None).await;
     assert_eq!(code(status, &body), ErrorCode::Conflict);
-    let (status, body) = upload(app, &alice, &org, &plugin_zip("eslint", "9.0.0"), None).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["data"]["accessModifier"], "private");
+    let second: Plugin = upload(app, &alice, &org, &plugin_zip("eslint", "9.0.0"), None)
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(second.access_modifier, AccessModifier::Private);
 
     // A generated plugin.
-    let Answer(status, body) = app
+    let generated = app
         .by(&alice)
         .org(&org)
         .post("/api/plugins/deploy-generated")
@@ -121,9 +132,13 @@ async fn the_life_of_a_plugin(app: &TestApp) {
             json!({"name": "trivy", "version": "0.50.0", "commands": ["trivy fs ."],
                         "installCommands": [], "dockerfile": "FROM aquasec/trivy\n"}),
         )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["data"]["dockerfile"], "FROM aquasec/trivy\n");
+        .await
+        .expect(StatusCode::CREATED)
+        .data::<Plugin>();
+    assert_eq!(
+        generated.dockerfile.as_deref(),
+        Some("FROM aquasec/trivy\n")
+    );
 
     // Reads.
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins").await;
@@ -173,15 +188,19 @@ async fn the_life_of_a_plugin(app: &TestApp) {
         .refused(ErrorCode::ValidationError);
 
     // Update: the three fields, nothing else.
-    let Answer(status, body) = app
+    let updated = app
         .by(&alice)
         .org(&org)
         .put(format!("/api/plugins/{id}"))
         .json(json!({"description": "the linter", "computeType": "large", "isDefault": true}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["description"], "the linter");
-    assert_eq!(body["data"]["isDefault"], true);
+        .await
+        .expect(StatusCode::OK)
+        .data::<Plugin>();
+    assert_eq!(updated.description.as_deref(), Some("the linter"));
+    assert_eq!(
+        (updated.compute_type.as_deref(), updated.is_default),
+        (Some("large"), true)
+    );
     app.by(&alice)
         .org(&org)
         .put(format!("/api/plugins/{id}"))
@@ -348,7 +367,7 @@ async fn hostile_archives_are_refused_with_the_reason(app: &TestApp) {
         ),
     ];
     for (what, archive, reason) in cases {
-        let (status, body) = upload(app, &alice, &org, &archive, None).await;
+        let Answer(status, body) = upload(app, &alice, &org, &archive, None).await;
         assert_eq!(
             code(status, &body),
             ErrorCode::ValidationError,
@@ -362,7 +381,8 @@ async fn hostile_archives_are_refused_with_the_reason(app: &TestApp) {
     }
     // A YAML manifest is as good as JSON.
     let yaml = b"name: yamlint\nversion: 1.0.0\ncommands: [yamllint .]\n";
-    let (status, body) = upload(app, &alice, &org, &zip_of(&[("plugin.yaml", yaml)]), None).await;
+    let Answer(status, body) =
+        upload(app, &alice, &org, &zip_of(&[("plugin.yaml", yaml)]), None).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     // Not multipart, no file part, a stray part, a bad visibility.
     app.by(&alice)
@@ -371,7 +391,8 @@ async fn hostile_archives_are_refused_with_the_reason(app: &TestApp) {
         .json(json!({"plugin": "x"}))
         .await
         .refused(ErrorCode::ValidationError);
-    let (status, body) = upload(app, &alice, &org, &plugin_zip("a", "1"), Some("internal")).await;
+    let Answer(status, body) =
+        upload(app, &alice, &org, &plugin_zip("a", "1"), Some("internal")).await;
     assert_eq!(code(status, &body), ErrorCode::ValidationError);
     assert_eq!(body["details"]["field"], "accessModifier");
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins").await;
@@ -397,7 +418,7 @@ async fn compliance_and_quota_at_the_door(app: &TestApp) {
         ("plugin.json", &manifest("risky", "1.0.0")),
         ("Dockerfile", b"FROM node:latest\n"),
     ]);
-    let (status, body) = upload(app, &alice, &org, &bad, None).await;
+    let Answer(status, body) = upload(app, &alice, &org, &bad, None).await;
     assert_eq!(
         code(status, &body),
         ErrorCode::ComplianceViolation,
@@ -419,7 +440,7 @@ async fn compliance_and_quota_at_the_door(app: &TestApp) {
 
     // Developer tier: 25 plugins.
     for i in 0..25 {
-        let (status, body) = upload(
+        let Answer(status, body) = upload(
             app,
             &alice,
             &org,
@@ -429,7 +450,7 @@ async fn compliance_and_quota_at_the_door(app: &TestApp) {
         .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
-    let (status, body) = upload(app, &alice, &org, &plugin_zip("p", "2.0.0"), None).await;
+    let Answer(status, body) = upload(app, &alice, &org, &plugin_zip("p", "2.0.0"), None).await;
     assert_eq!(code(status, &body), ErrorCode::QuotaExceeded);
     assert_eq!(body["details"]["limit"], 25);
     assert_eq!(body["details"]["dimension"], "plugins");
@@ -442,7 +463,7 @@ async fn another_organization_cannot_reach_plugins(app: &TestApp) {
     let other = app.org("bob", "globex").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
-    let (_, body) = upload(app, &alice, &org, &plugin_zip("eslint", "1.0.0"), None).await;
+    let Answer(_, body) = upload(app, &alice, &org, &plugin_zip("eslint", "1.0.0"), None).await;
     let id = body["data"]["id"].as_str().unwrap().to_owned();
     for (method, path, body) in [
         ("GET", format!("/api/plugins/{id}"), None),
@@ -476,7 +497,7 @@ async fn another_organization_cannot_reach_plugins(app: &TestApp) {
         .get("/api/plugins?name=eslint")
         .await;
     assert_eq!(body["pagination"]["total"], 0);
-    let (status, body) = upload(app, &bob, &org, &plugin_zip("intruder", "1"), None).await;
+    let Answer(status, body) = upload(app, &bob, &org, &plugin_zip("intruder", "1"), None).await;
     assert_eq!(code(status, &body), ErrorCode::TenantForbidden);
     app.by(&bob)
         .org(&org)

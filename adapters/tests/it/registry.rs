@@ -696,7 +696,8 @@ async fn a_completed_copy_is_always_audited(app: &TestApp) {
         Arc::new(adapters::audit::AuditCounters::default()),
     );
     let recorded = adapters::services::images::settle_stale_intents(
-        &state,
+        &state.infra.store,
+        &state.outbound.registry,
         Utc::now() + chrono::Duration::seconds(1),
     )
     .await
@@ -710,7 +711,8 @@ async fn a_completed_copy_is_always_audited(app: &TestApp) {
     assert_eq!(details["recovered"], true);
     // A second pass records nothing more.
     let again = adapters::services::images::settle_stale_intents(
-        &state,
+        &state.infra.store,
+        &state.outbound.registry,
         Utc::now() + chrono::Duration::seconds(1),
     )
     .await

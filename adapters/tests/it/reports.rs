@@ -773,7 +773,9 @@ async fn reports_read_the_standby_while_it_keeps_up() {
     // The "standby": another database of the same schema, without the events, whose
     // heartbeat this test writes as the primary's replication would.
     let standby_writer = Store::connect(&standby_url).await.unwrap();
-    standby_writer.migrate().await.unwrap();
+    adapters::services::operations::migrate(&standby_writer)
+        .await
+        .unwrap();
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     pipeline(&app, &alice, &org, "web", ARN_A).await;

@@ -471,7 +471,7 @@ async fn filters_narrow_the_sweep_and_the_caller_cannot_name_another_tenant(app:
     assert_eq!(sweep_all(&state).await.len(), 2);
     // Plugins belong to no project: a project filter sweeps the project's pipelines
     // and no plugin.
-    let (status, body) = super::plugins::upload(
+    let crate::api::Answer(status, body) = super::plugins::upload(
         app,
         &alice,
         &org,
@@ -733,11 +733,25 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
     .await;
     let state = state_of(app, &[]);
     assert_eq!(
-        scans::run_due_schedules(&state, Utc::now()).await.unwrap(),
+        scans::run_due_schedules(
+            &state.infra.store,
+            &state.config,
+            &state.infra.metrics,
+            Utc::now()
+        )
+        .await
+        .unwrap(),
         1
     );
     assert_eq!(
-        scans::run_due_schedules(&state, Utc::now()).await.unwrap(),
+        scans::run_due_schedules(
+            &state.infra.store,
+            &state.config,
+            &state.infra.metrics,
+            Utc::now()
+        )
+        .await
+        .unwrap(),
         0
     );
     let Answer(_, list) = app.by(&alice).org(&org).get("/api/compliance/scans").await;
@@ -788,7 +802,14 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
     ))
     .await;
     assert_eq!(
-        scans::run_due_schedules(&state, Utc::now()).await.unwrap(),
+        scans::run_due_schedules(
+            &state.infra.store,
+            &state.config,
+            &state.infra.metrics,
+            Utc::now()
+        )
+        .await
+        .unwrap(),
         0
     );
     let Answer(_, got) = app
@@ -855,7 +876,14 @@ async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
     .await;
     let state = state_of(app, &[]);
     assert_eq!(
-        scans::run_due_schedules(&state, Utc::now()).await.unwrap(),
+        scans::run_due_schedules(
+            &state.infra.store,
+            &state.config,
+            &state.infra.metrics,
+            Utc::now()
+        )
+        .await
+        .unwrap(),
         0,
         "the run is skipped"
     );
@@ -875,9 +903,14 @@ async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
     ))
     .await;
     assert_eq!(
-        scans::run_due_schedules(&enabled, Utc::now())
-            .await
-            .unwrap(),
+        scans::run_due_schedules(
+            &enabled.infra.store,
+            &enabled.config,
+            &enabled.infra.metrics,
+            Utc::now()
+        )
+        .await
+        .unwrap(),
         1
     );
     assert_eq!(sweep_all(&enabled).await, [Swept::Completed]);

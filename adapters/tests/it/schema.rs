@@ -271,12 +271,16 @@ async fn both_migration_trees_make_the_same_schema() {
         return;
     };
     let postgres = Store::connect(&url).await.unwrap();
-    postgres.migrate().await.unwrap();
+    adapters::services::operations::migrate(&postgres)
+        .await
+        .unwrap();
     let path = std::env::temp_dir().join(format!("compliance-schema-{}.db", uuid::Uuid::new_v4()));
     let sqlite = Store::connect(&format!("sqlite://{}", path.display()))
         .await
         .unwrap();
-    sqlite.migrate().await.unwrap();
+    adapters::services::operations::migrate(&sqlite)
+        .await
+        .unwrap();
     let on_sqlite = sqlite_schema(&sqlite).await;
     let on_postgres = postgres_schema(&postgres).await;
     sqlite.close().await;

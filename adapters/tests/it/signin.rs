@@ -577,12 +577,12 @@ async fn sixteen_concurrent_refreshes_of_one_token(app: &TestApp) {
 async fn personal_access_tokens_are_bounded_by_their_subset(app: &TestApp) {
     register(app, "gus@example.com").await;
     let (access, _) = session(app, "gus@example.com").await;
-    let Answer(_, body) = app
+    let org = app
         .by(&access)
         .post("/api/organization")
         .json(json!({"name": "gus-org"}))
-        .await;
-    let org = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .id();
     let other = app.org("someone", "someone-else").await;
     let soon = (Utc::now() + chrono::Duration::days(30)).to_rfc3339();
     let Answer(status, body) = app
@@ -776,12 +776,12 @@ async fn step_up_proves_the_password_again(app: &TestApp) {
     assert_eq!(body["data"]["expiresIn"], 300);
     let proof = body["data"]["stepUpToken"].as_str().unwrap().to_owned();
     // The proof serves the operations that need one: an ownership transfer.
-    let Answer(_, created) = app
+    let org = app
         .by(&access)
         .post("/api/organization")
         .json(json!({"name": "kims"}))
-        .await;
-    let org = created["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .id();
     let Answer(status, body) = app
         .by(&access)
         .step_up(&proof)
@@ -1024,14 +1024,18 @@ async fn the_system_organization_is_for_bootstrap_identifiers_only(app: &TestApp
 async fn provisioning_makes_the_first_super_admin(app: &TestApp) {
     let state = AppState::new(test_config(&[]), app.store.clone(), Arc::default());
     let refused = adapters::services::accounts::provision(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.infra.passwords,
         ("eve@example.com", PASSWORD.to_owned()),
         Utc::now(),
     )
     .await;
     assert!(refused.is_err());
     let account = adapters::services::accounts::provision(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.infra.passwords,
         (ROOT_EMAIL, PASSWORD.to_owned()),
         Utc::now(),
     )
@@ -1044,7 +1048,9 @@ async fn provisioning_makes_the_first_super_admin(app: &TestApp) {
         .await
         .expect(StatusCode::OK);
     let again = adapters::services::accounts::provision(
-        &state,
+        &state.infra.store,
+        &state.config,
+        &state.infra.passwords,
         (ROOT_EMAIL, PASSWORD.to_owned()),
         Utc::now(),
     )
@@ -1061,12 +1067,12 @@ async fn sign_in_lifetimes_follow_the_tier(app: &TestApp) {
         .await;
     register(&tiered, "ned@example.com").await;
     let (access, _) = session_with(&tiered, "ned@example.com", None, 3600).await;
-    let Answer(_, body) = tiered
+    let org = tiered
         .by(&access)
         .post("/api/organization")
         .json(json!({"name": "neds"}))
-        .await;
-    let org = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .id();
     session_with(&tiered, "ned@example.com", Some(&org), 1800).await;
     let other = tiered.org("stranger", "strangers").await;
     let Answer(status, body) = public(

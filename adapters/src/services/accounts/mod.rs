@@ -26,6 +26,8 @@ use super::context::{AppState, Caller};
 use super::{ServiceError, ServiceResult};
 use crate::auth::Claims;
 use crate::config::Config;
+use crate::cpu::CpuPool;
+use crate::replica::kept::KeptFacts;
 use crate::storage::{
     unit_of_work, AccountRecord, FamilyRecord, NewAccount, PersonalTokenRecord, Rotation, Store,
     Verification,
@@ -199,11 +201,9 @@ pub(crate) fn weak(field: &'static str, error: SignInError) -> ServiceError {
 /// costs what checking an account's does.
 const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$WlpaWlpaWlpaWlpaWlpaWg$jXmRu67zh92772pttDmVFpGWYPvTMOgeBvSrR24qCjs";
 
-pub(crate) async fn hash_password(state: &AppState, password: String) -> ServiceResult<String> {
+pub(crate) async fn hash_password(passwords: &CpuPool, password: String) -> ServiceResult<String> {
     let salt = random::<16>()?;
-    state
-        .infra
-        .passwords
+    passwords
         .run(move || tenancy::hash_password(&password, &salt))
         .await
         .map_err(|_| ServiceError::Unavailable)?
@@ -213,7 +213,7 @@ pub(crate) async fn hash_password(state: &AppState, password: String) -> Service
 /// Whether `password` is the account's (`None`: checked against the dummy hash, and
 /// false). An unreadable stored hash never matches (logged without its value).
 pub(crate) async fn password_matches(
-    state: &AppState,
+    passwords: &CpuPool,
     account: Option<&AccountRecord>,
     password: String,
 ) -> ServiceResult<bool> {
@@ -222,9 +222,7 @@ pub(crate) async fn password_matches(
         .map(|a| a.password_hash.clone())
         .filter(|hash| hash != crate::storage::NO_PASSWORD);
     let user = account.map(|a| a.user_id.clone());
-    let outcome = state
-        .infra
-        .passwords
+    let outcome = passwords
         .run(move || match stored {
             Some(hash) => tenancy::verify_password(&hash, &password),
             None => tenancy::verify_password(DUMMY_HASH, &password).map(|_| false),
@@ -325,7 +323,9 @@ pub(crate) fn verification(
 /// until the lockout passes), before the password is hashed: an address cannot make
 /// the server hash without bound.
 pub async fn register(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    passwords: &CpuPool,
     (email, password, name): (&str, String, Option<&str>),
     client: Option<std::net::IpAddr>,
     now: DateTime<Utc>,
@@ -334,12 +334,12 @@ pub async fn register(
     tenancy::check_password(&password, &email).map_err(|e| weak("password", e))?;
     if let Some(ip) = client {
         let key = format!("register:{ip}");
-        throttle(&state.infra.store, &[key.as_str()], now).await?;
+        throttle(store, &[key.as_str()], now).await?;
     }
-    let hash = hash_password(state, password).await?;
+    let hash = hash_password(passwords, password).await?;
     let user_id = crate::new_id();
     let (token_hash, mail_id, subject, body, expires_at) =
-        verification(&state.config, MailReason::Registration, now)?;
+        verification(config, MailReason::Registration, now)?;
     let verify = Verification {
         token_hash: &token_hash,
         email: &email,
@@ -354,7 +354,7 @@ pub async fn register(
         "success",
     );
     let account = create_account(
-        &state.infra.store,
+        store,
         &NewAccount {
             user_id: &user_id,
             email: &email,
@@ -377,7 +377,8 @@ pub async fn register(
 /// required for it, and checked as a registration's is; for any other account a
 /// given password replaces the one it has.
 pub async fn verify_email(
-    state: &AppState,
+    store: &Store,
+    passwords: &CpuPool,
     token: &str,
     password: Option<String>,
     now: DateTime<Utc>,
@@ -386,16 +387,14 @@ pub async fn verify_email(
         "the verification link is not valid, was used already, or has expired",
     );
     let hash = token_hash(token.trim());
-    let (email, invited) = state
-        .infra
-        .store
+    let (email, invited) = store
         .pending_verification(&hash, now)
         .await?
         .ok_or(INVALID)?;
     let password_hash = match password {
         Some(password) => {
             tenancy::check_password(&password, &email).map_err(|e| weak("password", e))?;
-            Some(hash_password(state, password).await?)
+            Some(hash_password(passwords, password).await?)
         }
         None if invited => {
             return Err(ServiceError::invalid(
@@ -405,7 +404,7 @@ pub async fn verify_email(
         }
         None => None,
     };
-    let account = unit_of_work!(&state.infra.store, |tx| {
+    let account = unit_of_work!(store, |tx| {
         // A verification used for an address that is no longer the account's stays
         // used (nothing else is written, nothing is audited).
         let Some(account) = tx
@@ -426,7 +425,7 @@ pub async fn verify_email(
     })?
     .ok_or(INVALID)?;
     // What a token may claim changed (kept credentials follow it).
-    state.infra.store.facts_changed();
+    store.facts_changed();
     Ok(account.into())
 }
 
@@ -434,11 +433,12 @@ pub async fn verify_email(
 /// access tokens minted afterwards carry it, and requests without `x-org-id` act in
 /// it. Audited `org.switch` in that organization's chain.
 pub async fn switch_organization(
-    state: &AppState,
+    store: &Store,
+    kept: &KeptFacts,
     caller: &Caller,
     org_id: &str,
 ) -> ServiceResult<()> {
-    check_standing(state, org_id, &caller.user_id).await?;
+    check_standing(store, kept, org_id, &caller.user_id).await?;
     let event = crate::services::context::event(
         caller,
         "org.switch",
@@ -448,7 +448,7 @@ pub async fn switch_organization(
         json!({}),
     );
     let audit = [event];
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.set_active_organization(&caller.user_id, org_id).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
@@ -458,15 +458,13 @@ pub async fn switch_organization(
 
 /// Checks that the user stands in `org_id` (a member, a manager of the team, or a
 /// super-admin).
-async fn check_standing(state: &AppState, org_id: &str, user_id: &str) -> ServiceResult<()> {
-    let facts = crate::services::access::facts(
-        &state.infra.store,
-        &state.replica.kept,
-        org_id,
-        user_id,
-        false,
-    )
-    .await?;
+async fn check_standing(
+    store: &Store,
+    kept: &KeptFacts,
+    org_id: &str,
+    user_id: &str,
+) -> ServiceResult<()> {
+    let facts = crate::services::access::facts(store, kept, org_id, user_id, false).await?;
     let organization = facts.org.as_ref().map(|o| o.organization());
     let access = tenancy::OrgAccess {
         organization: organization.as_ref(),
@@ -510,15 +508,16 @@ async fn own_account(store: &Store, caller: &Caller) -> ServiceResult<AccountRec
 /// Checks the caller's password again (a failure counts against the account's
 /// sign-in failures and is audited as `user.login.failed`).
 async fn reauthenticate(
-    state: &AppState,
+    store: &Store,
+    passwords: &CpuPool,
     account: &AccountRecord,
     password: String,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     let key = format!("account:{}", account.email);
-    throttle(&state.infra.store, &[key.as_str()], now).await?;
-    if password_matches(state, Some(account), password).await? {
-        return refund(&state.infra.store, &[key.as_str()]).await;
+    throttle(store, &[key.as_str()], now).await?;
+    if password_matches(passwords, Some(account), password).await? {
+        return refund(store, &[key.as_str()]).await;
     }
     let event = user_event(
         "user.login.failed",
@@ -527,7 +526,7 @@ async fn reauthenticate(
         json!({"reason": "re-authentication failed"}),
         "failure",
     );
-    record_failure(&state.infra.store, event).await?;
+    record_failure(store, event).await?;
     Err(SignInRefusal::InvalidCredentials.into())
 }
 
@@ -541,20 +540,27 @@ fn fresh_step_up(config: &Config, caller: &Caller, now: DateTime<Utc>) -> Servic
 }
 
 /// The caller's account, with its effective features.
-pub async fn me(state: &AppState, caller: &Caller) -> ServiceResult<Me> {
-    let account: Account = own_account(&state.infra.store, caller).await?.into();
-    let flags = crate::services::entitlement::flags(state, &caller.user_id).await?;
+pub async fn me(
+    store: &Store,
+    config: &Config,
+    kept: &KeptFacts,
+    caller: &Caller,
+) -> ServiceResult<Me> {
+    let account: Account = own_account(store, caller).await?.into();
+    let flags = crate::services::entitlement::flags(store, kept, &caller.user_id).await?;
     let mut org_features = std::collections::BTreeSet::new();
     let mut features_org_id = None;
     if let Some(org_id) = &caller.org_header {
         // An organization the user no longer stands in (or that is gone) lists no
         // features of its own; it is not an error here.
-        if check_standing(state, org_id, &caller.user_id).await.is_ok() {
-            if let Some(org) = state.infra.store.organization(org_id).await? {
-                let root = crate::services::entitlement::root_of(&state.infra.store, &org).await?;
-                let current = crate::services::entitlement::current(state, &root).await?;
-                org_features =
-                    crate::services::entitlement::entitlement(&state.config, &current).features;
+        if check_standing(store, kept, org_id, &caller.user_id)
+            .await
+            .is_ok()
+        {
+            if let Some(org) = store.organization(org_id).await? {
+                let root = crate::services::entitlement::root_of(store, &org).await?;
+                let current = crate::services::entitlement::current(store, config, &root).await?;
+                org_features = crate::services::entitlement::entitlement(config, &current).features;
                 features_org_id = Some(org.id);
             }
         }
@@ -571,18 +577,19 @@ pub async fn me(state: &AppState, caller: &Caller) -> ServiceResult<Me> {
 
 /// Changes the caller's name and e-mail (a new e-mail is verified again).
 pub async fn update_me(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     caller: &Caller,
     (name, email): (Option<&str>, Option<&str>),
     now: DateTime<Utc>,
 ) -> ServiceResult<Account> {
     session_only(caller)?;
-    let account = own_account(&state.infra.store, caller).await?;
+    let account = own_account(store, caller).await?;
     let name = name.map(str::to_owned);
     let email = email.map(|e| normalize_email("email", e)).transpose()?;
     let email = email.filter(|e| *e != account.email);
     let pending = match &email {
-        Some(_) => Some(verification(&state.config, MailReason::Registration, now)?),
+        Some(_) => Some(verification(config, MailReason::Registration, now)?),
         None => None,
     };
     let verify = match (&email, &pending) {
@@ -603,7 +610,7 @@ pub async fn update_me(
     .collect();
     let event = caller_event(caller, "user.profile.update", json!({"changed": changed}));
     let audit = [event];
-    let account = unit_of_work!(&state.infra.store, |tx| {
+    let account = unit_of_work!(store, |tx| {
         let account = tx
             .update_account(
                 &account.user_id,
@@ -617,7 +624,7 @@ pub async fn update_me(
     })?;
     if email.is_some() {
         // What a token may claim changed (kept credentials follow it).
-        state.infra.store.facts_changed();
+        store.facts_changed();
     }
     Ok(account.into())
 }
@@ -632,8 +639,15 @@ pub async fn change_password(
     session_only(caller)?;
     let account = own_account(&state.infra.store, caller).await?;
     tenancy::check_password(&new, &account.email).map_err(|e| weak("newPassword", e))?;
-    reauthenticate(state, &account, current, now).await?;
-    let hash = hash_password(state, new).await?;
+    reauthenticate(
+        &state.infra.store,
+        &state.infra.passwords,
+        &account,
+        current,
+        now,
+    )
+    .await?;
+    let hash = hash_password(&state.infra.passwords, new).await?;
     let event = caller_event(caller, "user.password.change", json!({}));
     end_sessions(
         &state.infra.store,
@@ -644,18 +658,32 @@ pub async fn change_password(
     )
     .await?;
     let account = own_account(&state.infra.store, caller).await?;
-    session::start_session(state, &account, None, now, &[]).await
+    session::start_session(
+        &state.infra.store,
+        &state.config,
+        &state.infra.keys,
+        &account,
+        None,
+        now,
+        &[],
+    )
+    .await
 }
 
 /// Deletes the caller's account (a fresh step-up is required): it can no longer
 /// sign in, every session and token ends; its audit history stays.
-pub async fn delete_me(state: &AppState, caller: &Caller, now: DateTime<Utc>) -> ServiceResult<()> {
+pub async fn delete_me(
+    store: &Store,
+    config: &Config,
+    caller: &Caller,
+    now: DateTime<Utc>,
+) -> ServiceResult<()> {
     session_only(caller)?;
-    fresh_step_up(&state.config, caller, now)?;
-    let account = own_account(&state.infra.store, caller).await?;
+    fresh_step_up(config, caller, now)?;
+    let account = own_account(store, caller).await?;
     let event = caller_event(caller, "user.delete", json!({}));
     end_sessions(
-        &state.infra.store,
+        store,
         &account.user_id,
         ((true, None, true), "user.delete"),
         now,
@@ -723,16 +751,18 @@ async fn end_sessions(
 /// Creates the first super-admin account (`compliance provision`): only for an
 /// identifier of `BOOTSTRAP_SUPERADMIN_EMAILS`; its e-mail counts as verified.
 pub async fn provision(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    passwords: &CpuPool,
     (identifier, password): (&str, String),
     now: DateTime<Utc>,
 ) -> ServiceResult<Account> {
     let email = normalize_email("PLATFORM_IDENTIFIER", identifier)?;
-    if !state.config.bootstrap.allows(&email) {
+    if !config.bootstrap.allows(&email) {
         return Err(tenancy::TenancyError::NotBootstrapIdentifier.into());
     }
     tenancy::check_password(&password, &email).map_err(|e| weak("PLATFORM_PASSWORD", e))?;
-    let hash = hash_password(state, password).await?;
+    let hash = hash_password(passwords, password).await?;
     let user_id = crate::new_id();
     let event = user_event(
         "user.register",
@@ -742,7 +772,7 @@ pub async fn provision(
         "success",
     );
     let account = create_account(
-        &state.infra.store,
+        store,
         &NewAccount {
             user_id: &user_id,
             email: &email,

@@ -3,6 +3,7 @@
 //! sign-out.
 
 use super::*;
+use crate::auth::TokenKeys;
 use crate::config::Config;
 use crate::storage::Store;
 
@@ -42,17 +43,19 @@ fn lifetime(config: &Config, tier: Option<entitlements::Tier>) -> Duration {
 
 /// Mints an access token for `family`.
 pub(crate) async fn tokens_for(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keys: &TokenKeys,
     account: &AccountRecord,
     family_id: &str,
     org_id: Option<&str>,
     now: DateTime<Utc>,
 ) -> ServiceResult<(String, u64)> {
     let tier = match org_id {
-        Some(org) => state.infra.store.organization(org).await?.map(|o| o.tier),
+        Some(org) => store.organization(org).await?.map(|o| o.tier),
         None => None,
     };
-    let ttl = lifetime(&state.config, tier);
+    let ttl = lifetime(config, tier);
     // The e-mail is claimed only once verified: invitations are accepted and the
     // system organization bootstrapped by it.
     let email = account.email_verified_at.map(|_| account.email.as_str());
@@ -60,9 +63,7 @@ pub(crate) async fn tokens_for(
     claims.gen = Some(account.generation);
     claims.sid = Some(family_id.to_owned());
     claims.org = account.active_org_id.clone();
-    let token = state
-        .infra
-        .keys
+    let token = keys
         .sign(&claims)
         .map_err(|e| ServiceError::Broken(e.to_string()))?;
     Ok((token, ttl.as_secs()))
@@ -93,22 +94,25 @@ pub(crate) fn new_family(
 
 /// Starts a session for `account` (a new refresh family).
 pub(super) async fn start_session(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keys: &TokenKeys,
     account: &AccountRecord,
     org_id: Option<&str>,
     now: DateTime<Utc>,
     audit: &[audit_chain::AuditEvent],
 ) -> ServiceResult<Session> {
-    let (family, refresh) = new_family(&state.config, account, org_id, now)?;
+    let (family, refresh) = new_family(config, account, org_id, now)?;
     let (hash, failures) = (token_hash(&refresh), format!("account:{}", account.email));
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.start_family(&family, (&hash, None), now).await?;
         // A sign-in that succeeds forgets the account's failures.
         tx.clear_signin_failures(&failures).await?;
         tx.enqueue_audit(audit).await?;
         Ok(())
     })?;
-    let (access, expires_in) = tokens_for(state, account, &family.id, org_id, now).await?;
+    let (access, expires_in) =
+        tokens_for(store, config, keys, account, &family.id, org_id, now).await?;
     Ok(Session {
         access_token: access,
         refresh_token: refresh,
@@ -139,7 +143,12 @@ pub async fn login(
     keys.extend(address_key.as_deref());
     throttle(&state.infra.store, &keys, now).await?;
     let account = state.infra.store.account_by_email(&identifier).await?;
-    let matched = password_matches(state, account.as_ref(), credentials.password).await?;
+    let matched = password_matches(
+        &state.infra.passwords,
+        account.as_ref(),
+        credentials.password,
+    )
+    .await?;
     let Some(account) = account.filter(|_| matched) else {
         let target = "unknown";
         let event = user_event(
@@ -157,7 +166,13 @@ pub async fn login(
         return Err(SignInRefusal::EmailNotVerified.into());
     }
     if let Some(org) = &credentials.org_id {
-        check_standing(state, org, &account.user_id).await?;
+        check_standing(
+            &state.infra.store,
+            &state.replica.kept,
+            org,
+            &account.user_id,
+        )
+        .await?;
     }
     let event = user_event(
         "user.login",
@@ -167,7 +182,9 @@ pub async fn login(
         "success",
     );
     start_session(
-        state,
+        &state.infra.store,
+        &state.config,
+        &state.infra.keys,
         &account,
         credentials.org_id.as_deref(),
         now,
@@ -177,17 +194,21 @@ pub async fn login(
 }
 
 /// Exchanges a refresh token for a new pair, in the same family.
-pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> ServiceResult<Session> {
+pub async fn refresh(
+    store: &Store,
+    config: &Config,
+    keys: &TokenKeys,
+    token: &str,
+    now: DateTime<Utc>,
+) -> ServiceResult<Session> {
     let successor = opaque("crt_")?;
     let (presented, next) = (token_hash(token.trim()), token_hash(&successor));
-    let rotated = unit_of_work!(&state.infra.store, |tx| {
+    let rotated = unit_of_work!(store, |tx| {
         Ok(tx.rotate_refresh(&presented, &next, now).await?)
     })?;
     let rotation = match rotated {
         Some(family) => Rotation::Rotated(family),
-        None => state
-            .infra
-            .store
+        None => store
             .refresh_standing(&presented)
             .await?
             .unwrap_or(Rotation::Unknown),
@@ -213,7 +234,7 @@ pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> Servi
                         json!({"reason": "refresh token reuse detected", "sessionId": family.id}),
                         "failure",
                     );
-                    end_family(&state.infra.store, &family.id, "reuse", now, event).await?;
+                    end_family(store, &family.id, "reuse", now, event).await?;
                     SignInRefusal::InvalidToken(
                         "the refresh token was used before: the session has ended, sign in again",
                     )
@@ -222,17 +243,23 @@ pub async fn refresh(state: &AppState, token: &str, now: DateTime<Utc>) -> Servi
             .into())
         }
     };
-    let account = state
-        .infra
-        .store
+    let account = store
         .account(&family.user_id)
         .await?
         .filter(|a| a.deleted_at.is_none())
         .ok_or(SignInRefusal::InvalidToken(
             "the session has ended: sign in again",
         ))?;
-    let (access, expires_in) =
-        tokens_for(state, &account, &family.id, family.org_id.as_deref(), now).await?;
+    let (access, expires_in) = tokens_for(
+        store,
+        config,
+        keys,
+        &account,
+        &family.id,
+        family.org_id.as_deref(),
+        now,
+    )
+    .await?;
     Ok(Session {
         access_token: access,
         refresh_token: successor,

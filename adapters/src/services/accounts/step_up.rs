@@ -3,6 +3,9 @@
 //! authenticator's enrolment, confirmation and removal.
 
 use super::*;
+use crate::config::Config;
+use crate::keys::Keyring;
+use crate::storage::Store;
 
 /// A step-up proof, for the `X-Step-Up-Token` header.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -35,9 +38,26 @@ pub async fn step_up(
     let account = own_account(&state.infra.store, caller).await?;
     match proof {
         Reverification::Password(password) => {
-            reauthenticate(state, &account, password, now).await?;
+            reauthenticate(
+                &state.infra.store,
+                &state.infra.passwords,
+                &account,
+                password,
+                now,
+            )
+            .await?;
         }
-        Reverification::Code(code) => check_code(state, &account, &code, now).await?,
+        Reverification::Code(code) => {
+            check_code(
+                &state.infra.store,
+                &state.config,
+                &state.outbound.keyring,
+                &account,
+                &code,
+                now,
+            )
+            .await?
+        }
     }
     let window = state.config.http.step_up_window;
     let mut claims = Claims::user(&account.user_id, None, now, window);
@@ -58,10 +78,21 @@ pub async fn step_up(
 }
 
 /// The secret bytes of a stored (sealed) authenticator secret.
-async fn open_totp(state: &AppState, user_id: &str, stored: &str) -> ServiceResult<Vec<u8>> {
-    let text =
-        crate::services::keys::open(state, crate::services::keys::totp_secret(user_id), stored)
-            .await?;
+async fn open_totp(
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
+    user_id: &str,
+    stored: &str,
+) -> ServiceResult<Vec<u8>> {
+    let text = crate::services::keys::open(
+        store,
+        config,
+        keyring,
+        crate::services::keys::totp_secret(user_id),
+        stored,
+    )
+    .await?;
     tenancy::totp_secret_bytes(&text).map_err(|e| ServiceError::Broken(e.to_string()))
 }
 
@@ -71,7 +102,9 @@ fn unix(now: DateTime<Utc>) -> u64 {
 
 /// Checks an enrolled authenticator's code and uses its step.
 async fn check_code(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     account: &AccountRecord,
     code: &str,
     now: DateTime<Utc>,
@@ -83,23 +116,17 @@ async fn check_code(
         ));
     };
     let key = format!("account:{}", account.email);
-    throttle(&state.infra.store, &[key.as_str()], now).await?;
-    let secret = open_totp(state, &account.user_id, stored).await?;
+    throttle(store, &[key.as_str()], now).await?;
+    let secret = open_totp(store, config, keyring, &account.user_id, stored).await?;
     let last = account.totp_last_step.and_then(|s| u64::try_from(s).ok());
     let step = tenancy::totp_step(&secret, code, unix(now), last)
         .map_err(|e| ServiceError::Broken(e.to_string()))?;
     let used = match step.and_then(|s| i64::try_from(s).ok()) {
-        Some(step) => {
-            state
-                .infra
-                .store
-                .use_totp_step(&account.user_id, step)
-                .await?
-        }
+        Some(step) => store.use_totp_step(&account.user_id, step).await?,
         None => false,
     };
     if used {
-        return refund(&state.infra.store, &[key.as_str()]).await;
+        return refund(store, &[key.as_str()]).await;
     }
     let event = user_event(
         "user.login.failed",
@@ -108,7 +135,7 @@ async fn check_code(
         json!({"reason": "authenticator code refused"}),
         "failure",
     );
-    record_failure(&state.infra.store, event).await?;
+    record_failure(store, event).await?;
     Err(SignInRefusal::InvalidCredentials.into())
 }
 
@@ -127,24 +154,26 @@ pub struct TotpEnrollment {
 /// required (the password again, or a code of the authenticator enrolled): an access
 /// token alone never makes itself a second factor.
 pub async fn enroll_totp(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     caller: &Caller,
     now: DateTime<Utc>,
 ) -> ServiceResult<TotpEnrollment> {
     session_only(caller)?;
-    fresh_step_up(&state.config, caller, now)?;
-    let account = own_account(&state.infra.store, caller).await?;
+    fresh_step_up(config, caller, now)?;
+    let account = own_account(store, caller).await?;
     let secret = random::<20>()?;
     let text = tenancy::totp_secret_text(&secret);
     let sealed = crate::services::keys::seal(
-        state,
+        store,
+        config,
+        keyring,
         crate::services::keys::totp_secret(&account.user_id),
         &text,
     )
     .await?;
-    state
-        .infra
-        .store
+    store
         .set_totp_pending(&account.user_id, Some(&sealed), now)
         .await?;
     Ok(TotpEnrollment {
@@ -157,20 +186,22 @@ pub async fn enroll_totp(
 /// (audit user.profile.update; the account is mailed that its authenticator was
 /// added or replaced).
 pub async fn confirm_totp(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     caller: &Caller,
     code: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<Account> {
     session_only(caller)?;
-    fresh_step_up(&state.config, caller, now)?;
-    let account = own_account(&state.infra.store, caller).await?;
+    fresh_step_up(config, caller, now)?;
+    let account = own_account(store, caller).await?;
     let Some(pending) = &account.totp_pending else {
         return Err(ServiceError::Conflict(
             "no authenticator is waiting: start with POST /api/me/totp".to_owned(),
         ));
     };
-    let secret = open_totp(state, &account.user_id, pending).await?;
+    let secret = open_totp(store, config, keyring, &account.user_id, pending).await?;
     let step = tenancy::totp_step(&secret, code, unix(now), None)
         .map_err(|e| ServiceError::Broken(e.to_string()))?
         .and_then(|s| i64::try_from(s).ok())
@@ -194,7 +225,7 @@ pub async fn confirm_totp(
     };
     let mail = security_mail(&account, subject, body);
     let audit = [event];
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         let settled = tx
             .settle_totp(
                 &account.user_id,
@@ -211,18 +242,19 @@ pub async fn confirm_totp(
         tx.enqueue_audit(&audit).await?;
         Ok(())
     })?;
-    Ok(own_account(&state.infra.store, caller).await?.into())
+    Ok(own_account(store, caller).await?.into())
 }
 
 /// Removes the enrolled authenticator (a fresh step-up is required).
 pub async fn remove_totp(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     caller: &Caller,
     now: DateTime<Utc>,
 ) -> ServiceResult<Account> {
     session_only(caller)?;
-    fresh_step_up(&state.config, caller, now)?;
-    let account = own_account(&state.infra.store, caller).await?;
+    fresh_step_up(config, caller, now)?;
+    let account = own_account(store, caller).await?;
     let event = caller_event(
         caller,
         "user.profile.update",
@@ -234,7 +266,7 @@ pub async fn remove_totp(
         "The authenticator app of your account was removed. If this was not you, sign in, change your password and end every session (revoke all).",
     );
     let audit = [event];
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         // Nothing to remove is no change: nothing is audited.
         if tx
             .settle_totp(&account.user_id, None, now, &mail.borrowed())
@@ -244,7 +276,7 @@ pub async fn remove_totp(
         }
         Ok(())
     })?;
-    Ok(own_account(&state.infra.store, caller).await?.into())
+    Ok(own_account(store, caller).await?.into())
 }
 
 /// A mail telling the account of a change to how it signs in.

@@ -2,6 +2,7 @@
 //! optional bounds, shown once, listed with their last use, revoked one by one.
 
 use super::*;
+use crate::replica::kept::KeptFacts;
 use crate::storage::Store;
 
 /// A personal access token as the API shows it; `token` only in the answer that
@@ -64,13 +65,14 @@ pub struct TokenRequest {
 
 /// Creates a personal access token; its secret is in this answer only.
 pub async fn create_token(
-    state: &AppState,
+    store: &Store,
+    kept: &KeptFacts,
     caller: &Caller,
     request: TokenRequest,
     now: DateTime<Utc>,
 ) -> ServiceResult<PersonalToken> {
     session_only(caller)?;
-    let account = own_account(&state.infra.store, caller).await?;
+    let account = own_account(store, caller).await?;
     let name = request.name;
     if request.expires_at <= now {
         return Err(ServiceError::invalid("expiresAt", "must be in the future"));
@@ -88,16 +90,10 @@ pub async fn create_token(
         ));
     }
     if let Some(org) = &request.org_id {
-        check_standing(state, org, &account.user_id).await?;
+        check_standing(store, kept, org, &account.user_id).await?;
         if let Some(asked) = &request.permissions {
-            let facts = crate::services::access::facts(
-                &state.infra.store,
-                &state.replica.kept,
-                org,
-                &account.user_id,
-                true,
-            )
-            .await?;
+            let facts =
+                crate::services::access::facts(store, kept, org, &account.user_id, true).await?;
             let held: BTreeSet<Permission> = if facts.super_admin {
                 Permission::ALL.into_iter().collect()
             } else if facts.membership.as_ref().is_some_and(|m| m.active) {
@@ -144,7 +140,7 @@ pub async fn create_token(
         json!({"tokenId": record.id, "name": record.name, "orgId": record.org_id, "permissions": record.permissions, "expiresAt": record.expires_at}),
     );
     let audit = [event];
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.create_personal_token(&record, &token_hash(&secret))
             .await?;
         tx.enqueue_audit(&audit).await?;

@@ -13,9 +13,12 @@ use serde_json::json;
 use tenancy::impersonation::{self as decide, Refusal};
 
 use super::users::admin_events;
+use crate::auth::TokenKeys;
 use crate::auth::{Actor, Claims};
+use crate::config::Config;
+use crate::replica::kept::KeptFacts;
 use crate::services::accounts::SignInRefusal;
-use crate::services::context::{AppState, Caller, Impersonating};
+use crate::services::context::{Caller, Impersonating};
 use crate::services::{ServiceError, ServiceResult};
 use crate::storage::{unit_of_work, ImpersonationRow, NewMessage, Rate, Store, UserMembership};
 
@@ -78,7 +81,9 @@ fn refusal(refused: Refusal) -> ServiceError {
 
 /// Starts an impersonation (the route checked a super-admin with a fresh step-up).
 pub async fn start(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keys: &TokenKeys,
     caller: &Caller,
     ask: Ask,
     now: DateTime<Utc>,
@@ -88,7 +93,7 @@ pub async fn start(
             "an impersonation cannot start another",
         ));
     }
-    let enabled = state.config.signin.impersonation_enabled;
+    let enabled = config.signin.impersonation_enabled;
     // Refusals that need no lookup come first (and name nothing stored).
     decide::check(&decide::Ask {
         enabled,
@@ -99,9 +104,7 @@ pub async fn start(
         minutes: ask.minutes,
     })
     .map_err(refusal)?;
-    let account = state
-        .infra
-        .store
+    let account = store
         .account(&ask.user_id)
         .await?
         .filter(|a| a.deleted_at.is_none() && a.disabled_at.is_none())
@@ -127,9 +130,9 @@ pub async fn start(
         ended_at: None,
     };
     // Read once: where the user is told, and the chains the start is written in.
-    let memberships = state.infra.store.user_memberships(&row.user_id).await?;
+    let memberships = store.user_memberships(&row.user_id).await?;
     tell_the_user(
-        &state.infra.store,
+        store,
         caller,
         (&row, account.active_org_id.as_deref()),
         &memberships,
@@ -144,14 +147,14 @@ pub async fn start(
         "expiresAt": row.expires_at,
     });
     let audit = admin_events(
-        &state.infra.store,
+        store,
         caller,
         ("admin.impersonate.start", &row.user_id),
         &memberships,
         details,
     )
     .await?;
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.start_impersonation(&row).await?;
         tx.enqueue_audit(&audit).await?;
         Ok(())
@@ -164,9 +167,7 @@ pub async fn start(
         sub: caller.user_id.clone(),
     });
     claims.imp = Some(row.id.clone());
-    let token = state
-        .infra
-        .keys
+    let token = keys
         .sign(&claims)
         .map_err(|e| ServiceError::Broken(e.to_string()))?;
     Ok(Started {
@@ -292,7 +293,8 @@ pub async fn end(
 /// per replica): live, of the token's subject, by the token's actor. A token that
 /// names an actor but no impersonation of ours is refused.
 pub async fn check(
-    state: &AppState,
+    store: &Store,
+    kept: &KeptFacts,
     claims: &Claims,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<Box<Impersonating>>> {
@@ -307,15 +309,13 @@ pub async fn check(
         }
         return Ok(None);
     };
-    let stored = state
-        .replica
-        .kept
+    let stored = kept
         .impersonations
         .get_or_load(
-            &state.infra.store,
+            store,
             id.clone(),
             |found| found.is_some(),
-            state.infra.store.impersonation(id),
+            store.impersonation(id),
         )
         .await?;
     let Some(row) = stored.as_ref() else {

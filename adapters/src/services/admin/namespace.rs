@@ -6,8 +6,10 @@
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::services::context::{AppState, Caller};
+use crate::config::Config;
+use crate::services::context::Caller;
 use crate::services::{entitlement, ServiceError, ServiceResult};
+use crate::storage::Store;
 
 /// The manifests of one organization.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,18 +31,20 @@ fn registry_address(url: &str) -> Option<(String, u16)> {
 
 /// Renders the manifests of `org_id` (a live organization) for `caller`, a
 /// super-admin.
-pub async fn render(state: &AppState, caller: &Caller, org_id: &str) -> ServiceResult<Manifests> {
-    let org = state
-        .infra
-        .store
+pub async fn render(
+    store: &Store,
+    config: &Config,
+    caller: &Caller,
+    org_id: &str,
+) -> ServiceResult<Manifests> {
+    let org = store
         .organization(org_id)
         .await?
         .ok_or(ServiceError::NotFound("organization".into()))?;
-    let root = entitlement::root_of(&state.infra.store, &org).await?;
-    let current = entitlement::current(state, &root).await?;
-    let held = entitlement::entitlement(&state.config, &current);
-    let registry = state
-        .config
+    let root = entitlement::root_of(store, &org).await?;
+    let current = entitlement::current(store, config, &root).await?;
+    let held = entitlement::entitlement(config, &current);
+    let registry = config
         .registry
         .as_ref()
         .and_then(|r| registry_address(&r.url));
@@ -63,14 +67,14 @@ pub async fn render(state: &AppState, caller: &Caller, org_id: &str) -> ServiceR
     let namespace = entitlements::namespace_name(&org.id);
     let details = json!({"namespace": namespace, "sha256": sha256, "tier": held.tier.name()});
     let audit = super::org_events(
-        &state.infra.store,
+        store,
         caller,
         "admin.org.namespace.render",
         &org.id,
         details,
     )
     .await?;
-    crate::services::audit::record(&state.infra.store, &audit).await?;
+    crate::services::audit::record(store, &audit).await?;
     Ok(Manifests {
         namespace,
         yaml,

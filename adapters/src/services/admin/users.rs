@@ -10,8 +10,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::config::Config;
+use crate::cpu::CpuPool;
 use crate::services::accounts::{self, MailReason};
-use crate::services::context::{event_on, AppState, Caller};
+use crate::services::context::{event_on, Caller};
 use crate::services::{ServiceError, ServiceResult};
 use crate::storage::{
     unit_of_work, AccountFilter, AccountRecord, AccountState, NewAccount, Store, UserMembership,
@@ -98,7 +100,7 @@ pub struct UserSearch<'a> {
 
 /// A page of accounts, newest first, and how many match.
 pub async fn list(
-    state: &AppState,
+    store: &Store,
     search: UserSearch<'_>,
     (limit, offset): (u32, u64),
 ) -> ServiceResult<(Vec<AdminUser>, u64)> {
@@ -108,11 +110,7 @@ pub async fn list(
         state: search.state.map(parse_state).transpose()?,
         org_id: search.org_id,
     };
-    let (rows, total) = state
-        .infra
-        .store
-        .admin_accounts(&filter, limit, offset)
-        .await?;
+    let (rows, total) = store.admin_accounts(&filter, limit, offset).await?;
     Ok((
         rows.into_iter()
             .map(|row| answer(row.account, row.organizations))
@@ -174,7 +172,9 @@ pub(super) async fn admin_events(
 /// sign-in; without one, unverified, with an invitation mail whose link sets the
 /// password. Audited `admin.user.create` (never the password).
 pub async fn create(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    passwords: &CpuPool,
     caller: &Caller,
     new: NewUser,
     now: DateTime<Utc>,
@@ -191,13 +191,9 @@ pub async fn create(
         // Nobody knows it: the invitation's link sets the real one.
         None => accounts::opaque("unusable_")?,
     };
-    let hash = accounts::hash_password(state, password).await?;
+    let hash = accounts::hash_password(passwords, password).await?;
     let pending = if invited {
-        Some(accounts::verification(
-            &state.config,
-            MailReason::Invitation,
-            now,
-        )?)
+        Some(accounts::verification(config, MailReason::Invitation, now)?)
     } else {
         None
     };
@@ -210,7 +206,7 @@ pub async fn create(
             mail: (id, subject, body),
         });
     let audit = admin_events(
-        &state.infra.store,
+        store,
         caller,
         ("admin.user.create", &user_id),
         &[],
@@ -218,7 +214,7 @@ pub async fn create(
     )
     .await?;
     let account = accounts::create_account(
-        &state.infra.store,
+        store,
         &NewAccount {
             user_id: &user_id,
             email: &email,

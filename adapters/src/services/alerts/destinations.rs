@@ -13,6 +13,7 @@ use serde_json::json;
 use super::*;
 use crate::config::Config;
 use crate::keys::Binding;
+use crate::keys::Keyring;
 use crate::services::delivery::{resolve_webhook, send_mail, Outcome};
 use crate::services::keys;
 use crate::services::notifications::WEBHOOK_TIMEOUT;
@@ -360,7 +361,9 @@ fn destination_taken(error: crate::storage::StoreError, name: &str) -> ServiceEr
 }
 
 async fn seal_secret(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     row: &DestinationRow,
     secret: Option<&Secret>,
 ) -> ServiceResult<Option<String>> {
@@ -368,16 +371,23 @@ async fn seal_secret(
         None => Ok(None),
         Some(s) => {
             let text = serde_json::to_string(s).map_err(|e| ServiceError::Broken(e.to_string()))?;
-            Ok(Some(keys::seal(state, binding(row), &text).await?))
+            Ok(Some(
+                keys::seal(store, config, keyring, binding(row), &text).await?,
+            ))
         }
     }
 }
 
-async fn open_secret(state: &AppState, row: &DestinationRow) -> ServiceResult<Secret> {
+async fn open_secret(
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
+    row: &DestinationRow,
+) -> ServiceResult<Secret> {
     match &row.secret {
         None => Ok(Secret::default()),
         Some(stored) => {
-            let text = keys::open(state, binding(row), stored).await?;
+            let text = keys::open(store, config, keyring, binding(row), stored).await?;
             serde_json::from_str(&text).map_err(|e| {
                 ServiceError::Broken(format!(
                     "alert_destinations `{}`: the secret does not decode: {e}",
@@ -417,13 +427,15 @@ pub async fn destination(store: &Store, org: &OrgRecord, id: &str) -> ServiceRes
 /// Makes a destination (`alert.destination.create`); a signing secret the server
 /// made is answered this once.
 pub async fn create_destination(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     caller: &Caller,
     org: &OrgRecord,
     body: &DestinationBody,
     now: DateTime<Utc>,
 ) -> ServiceResult<Destination> {
-    let (name, settings, secret, made) = check_destination(&state.config, body, None).await?;
+    let (name, settings, secret, made) = check_destination(config, body, None).await?;
     let mut row = DestinationRow {
         id: new_id(),
         org_id: org.id.clone(),
@@ -435,8 +447,8 @@ pub async fn create_destination(
         created_at: now,
         updated_at: now,
     };
-    row.secret = seal_secret(state, &row, secret.as_ref()).await?;
-    unit_of_work!(&state.infra.store, |tx| {
+    row.secret = seal_secret(store, config, keyring, &row, secret.as_ref()).await?;
+    unit_of_work!(store, |tx| {
         tx.lock_organization(&org.id).await?;
         if tx
             .count_alert_rows(AlertTable::Destinations, &org.id)
@@ -467,14 +479,16 @@ pub async fn create_destination(
 /// Changes a destination when `version` is still its version
 /// (`alert.destination.update`); secret fields left out keep the stored secret.
 pub async fn update_destination(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     caller: &Caller,
     org: &OrgRecord,
     (id, version): (&str, i64),
     body: &DestinationBody,
     now: DateTime<Utc>,
 ) -> ServiceResult<Destination> {
-    let current = destination_row(&state.infra.store, org, id).await?;
+    let current = destination_row(store, org, id).await?;
     let stale = || {
         ServiceError::Conflict(format!(
             "the destination changed since version {version} was read: read it again"
@@ -484,12 +498,11 @@ pub async fn update_destination(
         return Err(stale());
     }
     let kept = if current.kind == body.kind.name() {
-        Some(open_secret(state, &current).await?)
+        Some(open_secret(store, config, keyring, &current).await?)
     } else {
         None
     };
-    let (name, settings, secret, made) =
-        check_destination(&state.config, body, kept.as_ref()).await?;
+    let (name, settings, secret, made) = check_destination(config, body, kept.as_ref()).await?;
     let mut row = DestinationRow {
         name: name.clone(),
         kind: body.kind.name().to_owned(),
@@ -498,8 +511,8 @@ pub async fn update_destination(
         updated_at: now,
         ..current
     };
-    row.secret = seal_secret(state, &row, secret.as_ref()).await?;
-    unit_of_work!(&state.infra.store, |tx| {
+    row.secret = seal_secret(store, config, keyring, &row, secret.as_ref()).await?;
+    unit_of_work!(store, |tx| {
         if !tx
             .update_alert_destination(&row, version)
             .await

@@ -8,9 +8,11 @@ use reporting::{Granularity, TimeRange};
 use serde::{Deserialize, Serialize};
 
 use super::*;
+use crate::config::Config;
 use crate::services::reports::{self, ReportQuery};
 use crate::storage::unit_of_work;
 use crate::storage::EvaluationWrite;
+use crate::storage::Store;
 
 /// A metric's value over a window and the samples it stands on.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
@@ -25,14 +27,15 @@ pub struct MetricValue {
 /// The value of a rule's metric over `[from, to)` in `org` (and its teams when
 /// the rule says so).
 pub async fn metric_value(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    reporting: &Option<Store>,
     org: &OrgRecord,
     d: &RuleDefinition,
     (from, to): (DateTime<Utc>, DateTime<Utc>),
 ) -> ServiceResult<MetricValue> {
-    let org_ids =
-        reports::organizations_of(&state.infra.store, org, d.params.include_teams).await?;
-    let reading = reports::reading(state).await;
+    let org_ids = reports::organizations_of(store, org, d.params.include_teams).await?;
+    let reading = reports::reading(store, config, reporting).await;
     let query = ReportQuery {
         range: TimeRange { from, to },
         pipeline_id: d.params.pipeline_id.clone(),
@@ -125,7 +128,7 @@ pub async fn metric_value(
             let mut blocked = 0;
             let mut total = 0;
             for id in &query.org_ids {
-                let counts = state.infra.store.entity_counts(id).await?;
+                let counts = store.entity_counts(id).await?;
                 blocked += counts.block;
                 total += counts.total;
             }
@@ -171,7 +174,12 @@ pub const MAX_PER_ROUND: u32 = 10_000;
 /// Evaluates every rule due at `now` (the worker passes the clock's instant; tests
 /// move it). Each rule's state change and its notification are written in one
 /// transaction, conditional on the evaluation count it read.
-pub async fn evaluate_due(state: &AppState, now: DateTime<Utc>) -> ServiceResult<EvaluationRound> {
+pub async fn evaluate_due(
+    store: &Store,
+    config: &Config,
+    reporting: &Option<Store>,
+    now: DateTime<Utc>,
+) -> ServiceResult<EvaluationRound> {
     let mut round = EvaluationRound::default();
     // Each organization read once a round, however many rules it has.
     let mut orgs: std::collections::HashMap<String, Option<OrgRecord>> =
@@ -179,7 +187,7 @@ pub async fn evaluate_due(state: &AppState, now: DateTime<Utc>) -> ServiceResult
     let mut after = String::new();
     let mut seen = 0u32;
     while seen < MAX_PER_ROUND {
-        let due = state.infra.store.due_alert_rules(now, &after, 200).await?;
+        let due = store.due_alert_rules(now, &after, 200).await?;
         let Some(last) = due.last() else {
             break;
         };
@@ -189,7 +197,7 @@ pub async fn evaluate_due(state: &AppState, now: DateTime<Utc>) -> ServiceResult
             let id = row.id.clone();
             let org = match orgs.get(&row.org_id) {
                 Some(org) => Ok(org.clone()),
-                None => match state.infra.store.organization(&row.org_id).await {
+                None => match store.organization(&row.org_id).await {
                     Ok(org) => {
                         orgs.insert(row.org_id.clone(), org.clone());
                         Ok(org)
@@ -197,7 +205,7 @@ pub async fn evaluate_due(state: &AppState, now: DateTime<Utc>) -> ServiceResult
                     Err(error) => Err(ServiceError::from(error)),
                 },
             };
-            match evaluate_one(state, (row, org), now, &mut round).await {
+            match evaluate_one(store, config, reporting, (row, org), now, &mut round).await {
                 Ok(()) => {}
                 // The database itself failing ends the round (the next one retries).
                 Err(error @ ServiceError::StoreUnavailable(_)) => return Err(error),
@@ -212,15 +220,19 @@ pub async fn evaluate_due(state: &AppState, now: DateTime<Utc>) -> ServiceResult
 }
 
 async fn evaluate_one(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    reporting: &Option<Store>,
     (row, org): (AlertRuleRow, ServiceResult<Option<OrgRecord>>),
     now: DateTime<Utc>,
     round: &mut EvaluationRound,
 ) -> ServiceResult<()> {
     let (d, tracker) = definition_of(&row)?;
-    let interval = Duration::from_std(state.config.alerts.interval).unwrap_or(Duration::minutes(1));
+    let interval = Duration::from_std(config.alerts.interval).unwrap_or(Duration::minutes(1));
     let value = match org {
-        Ok(Some(org)) => metric_value(state, &org, &d, (now - d.window(), now)).await,
+        Ok(Some(org)) => {
+            metric_value(store, config, reporting, &org, &d, (now - d.window(), now)).await
+        }
         Ok(None) => Err(ServiceError::NotFound("organization".into())),
         Err(error) => Err(error),
     };
@@ -232,7 +244,7 @@ async fn evaluate_one(
     let tracker_json = to_json(&step.tracker)?;
     // Whether this replica wrote it (another may have, first), and what it wrote:
     // counted once the unit is committed, however many times it ran.
-    let wrote = unit_of_work!(&state.infra.store, |tx| {
+    let wrote = unit_of_work!(store, |tx| {
         let written = tx
             .record_evaluation(&EvaluationWrite {
                 rule_id: &row.id,
@@ -349,13 +361,15 @@ pub struct Backtest {
 /// as the evaluation computes it, moved through the same `step`; nothing is saved
 /// or sent.
 pub async fn backtest(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    reporting: &Option<Store>,
     org: &OrgRecord,
     body: &BacktestBody,
     rollup: bool,
     now: DateTime<Utc>,
 ) -> ServiceResult<Backtest> {
-    let (_, d) = check_rule(&body.rule, state.config.alerts.interval, rollup)?;
+    let (_, d) = check_rule(&body.rule, config.alerts.interval, rollup)?;
     if body.to > now {
         return Err(ServiceError::invalid("to", "must not be in the future"));
     }
@@ -374,13 +388,13 @@ pub async fn backtest(
             format!("the range spans at most {MAX_WINDOW_DAYS} days"),
         ));
     }
-    let interval = i64::try_from(state.config.alerts.interval.as_secs()).unwrap_or(60);
+    let interval = i64::try_from(config.alerts.interval.as_secs()).unwrap_or(60);
     let span = (body.to - body.from).num_seconds();
     let step_seconds = interval.max((span + MAX_BACKTEST_STEPS - 1) / MAX_BACKTEST_STEPS);
     let mut observations = Vec::new();
     let mut at = body.from;
     while at <= body.to {
-        let value = metric_value(state, org, &d, (at - d.window(), at)).await;
+        let value = metric_value(store, config, reporting, org, &d, (at - d.window(), at)).await;
         if let Err(ServiceError::StoreUnavailable(why)) = &value {
             return Err(ServiceError::StoreUnavailable(why.clone()));
         }

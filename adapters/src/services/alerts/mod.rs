@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use super::context::{event, AppState, Caller};
 use super::reports::filter_text;
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::storage::{
     new_id, unit_of_work, AlertRuleRow, AlertTable, NewNotification, OrgRecord, Store,
     TransitionRow,
@@ -217,15 +218,16 @@ async fn check_destinations(
 
 /// Makes a rule (`alert.rule.create`), due at once.
 pub async fn create_rule(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     caller: &Caller,
     org: &OrgRecord,
     body: &AlertRuleBody,
     rollup: bool,
     now: DateTime<Utc>,
 ) -> ServiceResult<AlertRule> {
-    let (name, definition) = check_rule(body, state.config.alerts.interval, rollup)?;
-    let row = unit_of_work!(&state.infra.store, |tx| {
+    let (name, definition) = check_rule(body, config.alerts.interval, rollup)?;
+    let row = unit_of_work!(store, |tx| {
         tx.lock_organization(&org.id).await?;
         if tx.count_alert_rows(AlertTable::Rules, &org.id).await? >= MAX_RULES {
             return Err(ServiceError::Conflict(format!(
@@ -273,7 +275,8 @@ pub async fn create_rule(
 /// (`alert.rule.update`). Its state stays; pausing keeps it as it is (nothing is
 /// sent), and a rule taken out of pause is evaluated at once.
 pub async fn update_rule(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     caller: &Caller,
     org: &OrgRecord,
     (id, version): (&str, i64),
@@ -281,8 +284,8 @@ pub async fn update_rule(
     rollup: bool,
     now: DateTime<Utc>,
 ) -> ServiceResult<AlertRule> {
-    let (name, definition) = check_rule(body, state.config.alerts.interval, rollup)?;
-    let current = rule_row(&state.infra.store, org, id).await?;
+    let (name, definition) = check_rule(body, config.alerts.interval, rollup)?;
+    let current = rule_row(store, org, id).await?;
     let stale = || {
         ServiceError::Conflict(format!(
             "the alert rule changed since version {version} was read: read it again"
@@ -291,7 +294,7 @@ pub async fn update_rule(
     if current.version != version {
         return Err(stale());
     }
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         let destinations = check_destinations(tx, org, &body.destinations).await?;
         let row = AlertRuleRow {
             name: name.clone(),
@@ -325,7 +328,7 @@ pub async fn update_rule(
         .await?;
         Ok(())
     })?;
-    rule(&state.infra.store, org, id).await
+    rule(store, org, id).await
 }
 
 /// Deletes a rule with its history (`alert.rule.delete`). A rule whose firing

@@ -16,13 +16,14 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::context::{event_on, AppState, Caller};
+use super::context::{event_on, Caller};
 use super::{ServiceError, ServiceResult};
 use crate::config::Config;
 use crate::keys::aws_kms::AwsKms;
 use crate::keys::provider::{probe, Local};
 use crate::keys::sealed::{self, Key, Stored};
 use crate::keys::vault::{self, VaultTransit};
+use crate::keys::Keyring;
 use crate::keys::{Binding, FailureClass, KeyFailure, KeyProvider, OrgKeys, PLATFORM_SCOPE};
 use crate::storage::{unit_of_work, DataKeyRow, OrgRecord, SecretColumn, Store, SECRET_COLUMNS};
 
@@ -64,14 +65,18 @@ fn unavailable(failure: &KeyFailure) -> ServiceError {
 }
 
 /// The provider of a stored customer key configuration.
-fn customer(state: &AppState, config: &KeyConfigRow) -> ServiceResult<Arc<dyn KeyProvider>> {
+fn customer(
+    settings: &Config,
+    keyring: &Keyring,
+    config: &KeyConfigRow,
+) -> ServiceResult<Arc<dyn KeyProvider>> {
     match config.provider.as_str() {
         "aws-kms" => {
             let kms = AwsKms::new(
-                state.outbound.keyring.client(),
+                keyring.client(),
                 &config.key_ref,
-                state.config.keys.aws_kms_endpoint.as_deref(),
-                state.config.keys.aws_credentials.clone(),
+                settings.keys.aws_kms_endpoint.as_deref(),
+                settings.keys.aws_credentials.clone(),
             )
             .map_err(|why| ServiceError::Broken(format!("a stored key ARN: {why}")))?;
             Ok(Arc::new(kms))
@@ -79,13 +84,11 @@ fn customer(state: &AppState, config: &KeyConfigRow) -> ServiceResult<Arc<dyn Ke
         "vault-transit" => {
             let token = match &config.token {
                 None => String::new(),
-                Some(stored) => {
-                    open_platform(&state.config, &token_binding(&config.org_id), stored)?
-                }
+                Some(stored) => open_platform(settings, &token_binding(&config.org_id), stored)?,
             };
             let address = config.address.as_deref().unwrap_or_default();
             Ok(Arc::new(VaultTransit::new(
-                state.outbound.keyring.client(),
+                keyring.client(),
                 address,
                 &config.key_ref,
                 &token,
@@ -155,23 +158,25 @@ async fn owner_of(store: &Store, org_id: &str) -> ServiceResult<(String, Option<
 /// The key-encryption key that wraps new data keys of an owner: its customer key,
 /// else the platform key; none without either.
 fn wrapper(
-    state: &AppState,
+    settings: &Config,
+    keyring: &Keyring,
     config: Option<&KeyConfigRow>,
 ) -> ServiceResult<Option<Arc<dyn KeyProvider>>> {
     match config {
-        Some(config) => customer(state, config).map(Some),
-        None => Ok(platform(&state.config).map(|p| Arc::new(p) as Arc<dyn KeyProvider>)),
+        Some(config) => customer(settings, keyring, config).map(Some),
+        None => Ok(platform(settings).map(|p| Arc::new(p) as Arc<dyn KeyProvider>)),
     }
 }
 
 /// The provider that unwraps a data key wrapped by `kek_ref`.
 fn unwrapper(
-    state: &AppState,
+    settings: &Config,
+    keyring: &Keyring,
     config: Option<&KeyConfigRow>,
     kek_ref: &str,
 ) -> ServiceResult<Arc<dyn KeyProvider>> {
     if kek_ref.starts_with("local:") {
-        return platform_named(&state.config, kek_ref)
+        return platform_named(settings, kek_ref)
             .map(|p| Arc::new(p) as Arc<dyn KeyProvider>)
             .ok_or_else(|| {
                 ServiceError::KeyUnavailable(
@@ -180,7 +185,7 @@ fn unwrapper(
             });
     }
     let provider = config
-        .map(|c| customer(state, c))
+        .map(|c| customer(settings, keyring, c))
         .transpose()?
         .filter(|p| p.reference() == kek_ref)
         .ok_or_else(|| {
@@ -193,18 +198,20 @@ fn unwrapper(
 
 /// Unwraps every data key of `org_id` with the keys that wrapped them.
 async fn unwrap_all(
-    state: &AppState,
+    store: &Store,
+    settings: &Config,
+    keyring: &Keyring,
     org_id: &str,
     config: Option<&KeyConfigRow>,
 ) -> ServiceResult<Vec<(u32, Key)>> {
     let mut keys = Vec::new();
-    for row in state.infra.store.data_keys(org_id).await? {
-        let provider = unwrapper(state, config, &row.kek_ref)?;
+    for row in store.data_keys(org_id).await? {
+        let provider = unwrapper(settings, keyring, config, &row.kek_ref)?;
         match provider.unwrap(org_id, &row.wrapped).await {
             Ok(key) => keys.push((row.version, key)),
             Err(failure) => {
                 tracing::warn!(org = %org_id, class = failure.class.as_str(), "a data key cannot be unwrapped");
-                state.outbound.keyring.unwrap_failed();
+                keyring.unwrap_failed();
                 return Err(unavailable(&failure));
             }
         }
@@ -213,12 +220,17 @@ async fn unwrap_all(
 }
 
 /// An organization's keys: kept by this replica, or read and unwrapped.
-async fn load(state: &AppState, org_id: &str) -> ServiceResult<OrgKeys> {
-    if let Some(keys) = state.outbound.keyring.get(org_id) {
+async fn load(
+    store: &Store,
+    settings: &Config,
+    keyring: &Keyring,
+    org_id: &str,
+) -> ServiceResult<OrgKeys> {
+    if let Some(keys) = keyring.get(org_id) {
         return Ok(keys);
     }
-    let generation = state.outbound.keyring.generation();
-    let (owner, config) = owner_of(&state.infra.store, org_id).await?;
+    let generation = keyring.generation();
+    let (owner, config) = owner_of(store, org_id).await?;
     let keys = if config.as_ref().is_some_and(|c| c.state == "orphaned") {
         OrgKeys {
             keys: Default::default(),
@@ -226,34 +238,33 @@ async fn load(state: &AppState, org_id: &str) -> ServiceResult<OrgKeys> {
         }
     } else {
         OrgKeys {
-            keys: unwrap_all(state, org_id, config.as_ref())
+            keys: unwrap_all(store, settings, keyring, org_id, config.as_ref())
                 .await?
                 .into_iter()
                 .collect(),
             orphaned: false,
         }
     };
-    state
-        .outbound
-        .keyring
-        .keep(org_id, &owner, keys.clone(), generation);
+    keyring.keep(org_id, &owner, keys.clone(), generation);
     Ok(keys)
 }
 
 /// Makes an organization's first data key (another replica's, when it made one
 /// first); none when nothing could wrap it.
 async fn first_key(
-    state: &AppState,
+    store: &Store,
+    settings: &Config,
+    keyring: &Keyring,
     org_id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<OrgKeys>> {
-    let (_, config) = owner_of(&state.infra.store, org_id).await?;
-    let Some(provider) = wrapper(state, config.as_ref())? else {
+    let (_, config) = owner_of(store, org_id).await?;
+    let Some(provider) = wrapper(settings, keyring, config.as_ref())? else {
         return Ok(None);
     };
     let key = Key::generate().map_err(|e| ServiceError::Broken(e.to_string()))?;
     let wrapped = provider.wrap(org_id, &key).await.map_err(|failure| {
-        state.outbound.keyring.unwrap_failed();
+        keyring.unwrap_failed();
         unavailable(&failure)
     })?;
     let row = DataKeyRow {
@@ -261,26 +272,28 @@ async fn first_key(
         wrapped,
         kek_ref: provider.reference(),
     };
-    state
-        .infra
-        .store
-        .insert_first_data_key(org_id, &row, now)
-        .await?;
-    state.outbound.keyring.forget(org_id);
-    load(state, org_id).await.map(Some)
+    store.insert_first_data_key(org_id, &row, now).await?;
+    keyring.forget(org_id);
+    load(store, settings, keyring, org_id).await.map(Some)
 }
 
 /// Seals `plain` where `binding` says it will live: under the newest version of its
 /// organization's data key (made on first use). As is when neither the platform nor
 /// the organization has a key; 503 `KMS_UNAVAILABLE` when the organization's key
 /// cannot be used.
-pub async fn seal(state: &AppState, binding: Binding<'_>, plain: &str) -> ServiceResult<String> {
-    let mut keys = load(state, binding.org_id).await?;
+pub async fn seal(
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
+    binding: Binding<'_>,
+    plain: &str,
+) -> ServiceResult<String> {
+    let mut keys = load(store, config, keyring, binding.org_id).await?;
     if keys.orphaned {
         return Err(ServiceError::KeyUnavailable("orphaned".to_owned()));
     }
     if keys.current().is_none() {
-        match first_key(state, binding.org_id, Utc::now()).await? {
+        match first_key(store, config, keyring, binding.org_id, Utc::now()).await? {
             Some(made) => keys = made,
             None => return Ok(plain.to_owned()),
         }
@@ -294,12 +307,18 @@ pub async fn seal(state: &AppState, binding: Binding<'_>, plain: &str) -> Servic
 /// Opens a value read from where `binding` says; values stored before (as they are,
 /// or `enc:v1`) are read as they were written. 503 `KMS_UNAVAILABLE` when the
 /// organization's key cannot be used; a value that does not open there is an error.
-pub async fn open(state: &AppState, binding: Binding<'_>, stored: &str) -> ServiceResult<String> {
+pub async fn open(
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
+    binding: Binding<'_>,
+    stored: &str,
+) -> ServiceResult<String> {
     match Stored::parse(stored).map_err(|e| ServiceError::Broken(e.to_string()))? {
         Stored::Plain(text) => Ok(text.to_owned()),
-        Stored::Legacy(body) => open_legacy(&state.config, body),
+        Stored::Legacy(body) => open_legacy(config, body),
         Stored::Sealed { version, body } => {
-            let keys = load(state, binding.org_id).await?;
+            let keys = load(store, config, keyring, binding.org_id).await?;
             if keys.orphaned {
                 return Err(ServiceError::KeyUnavailable("orphaned".to_owned()));
             }
@@ -366,7 +385,7 @@ fn configurable(org: &OrgRecord) -> ServiceResult<()> {
 
 /// Checks a choice and builds the stored configuration (the token sealed).
 fn config_of(
-    state: &AppState,
+    config: &Config,
     org: &OrgRecord,
     choice: &KeyChoice,
     now: DateTime<Utc>,
@@ -412,7 +431,7 @@ fn config_of(
                 .as_deref()
                 .filter(|t| !t.is_empty() && t.len() <= 4096)
                 .ok_or_else(|| ServiceError::invalid("token", "Vault's token is required"))?;
-            let sealed = seal_platform(&state.config, &token_binding(&org.id), token)?;
+            let sealed = seal_platform(config, &token_binding(&org.id), token)?;
             (Some(address), Some(sealed))
         }
     };
@@ -436,14 +455,16 @@ fn config_of(
 /// `to`: the rows to store, by organization. A data key that cannot be unwrapped
 /// stops it (409: nothing is moved).
 async fn rewrap_all(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     root_id: &str,
     from: Option<&KeyConfigRow>,
     to: &dyn KeyProvider,
 ) -> ServiceResult<Vec<(String, Vec<DataKeyRow>)>> {
     let mut moved = Vec::new();
-    for org_id in state.infra.store.with_teams(root_id).await? {
-        let keys = match unwrap_all(state, &org_id, from).await {
+    for org_id in store.with_teams(root_id).await? {
+        let keys = match unwrap_all(store, config, keyring, &org_id, from).await {
             Ok(keys) => keys,
             Err(ServiceError::KeyUnavailable(why)) => {
                 return Err(ServiceError::Conflict(format!(
@@ -482,15 +503,17 @@ async fn rewrap_all(
 /// it and the configuration stored, audited admin.org.kms-config.upsert (provider
 /// and key reference, never a credential), in one transaction.
 pub async fn configure(
-    state: &AppState,
+    store: &Store,
+    settings: &Config,
+    keyring: &Keyring,
     caller: &Caller,
     org: &OrgRecord,
     choice: KeyChoice,
     now: DateTime<Utc>,
 ) -> ServiceResult<KeyConfigRow> {
     configurable(org)?;
-    let config = config_of(state, org, &choice, now)?;
-    let provider = customer(state, &config)?;
+    let config = config_of(settings, org, &choice, now)?;
+    let provider = customer(settings, keyring, &config)?;
     probe(provider.as_ref(), &org.id)
         .await
         .map_err(|failure| match failure.class {
@@ -500,9 +523,17 @@ pub async fn configure(
                 format!("the key does not work for this organization: {failure}"),
             ),
         })?;
-    let current = state.infra.store.key_config(&org.id).await?;
-    let moved = rewrap_all(state, &org.id, current.as_ref(), provider.as_ref()).await?;
-    unit_of_work!(&state.infra.store, |tx| {
+    let current = store.key_config(&org.id).await?;
+    let moved = rewrap_all(
+        store,
+        settings,
+        keyring,
+        &org.id,
+        current.as_ref(),
+        provider.as_ref(),
+    )
+    .await?;
+    unit_of_work!(store, |tx| {
         tx.save_key_config(&config).await?;
         for (org_id, rows) in &moved {
             tx.put_data_keys(org_id, rows, now).await?;
@@ -521,7 +552,7 @@ pub async fn configure(
         .await?;
         Ok(())
     })?;
-    state.outbound.keyring.forget(&org.id);
+    keyring.forget(&org.id);
     Ok(config)
 }
 
@@ -530,24 +561,24 @@ pub async fn configure(
 /// fails (no platform key, the customer key no longer unwraps). Audited
 /// admin.org.kms-config.delete.
 pub async fn remove(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     caller: &Caller,
     org: &OrgRecord,
     now: DateTime<Utc>,
 ) -> ServiceResult<KeyConfigRow> {
-    let current = state
-        .infra
-        .store
+    let current = store
         .key_config(&org.id)
         .await?
         .ok_or(ServiceError::NotFound("key configuration".into()))?;
-    let Some(platform) = platform(&state.config) else {
+    let Some(platform) = platform(config) else {
         return Err(ServiceError::Conflict(
             "there is no platform key (SECRETS_ENCRYPTION_KEY) to rewrap the organization's data keys under: nothing was changed".to_owned(),
         ));
     };
-    let moved = rewrap_all(state, &org.id, Some(&current), &platform).await?;
-    unit_of_work!(&state.infra.store, |tx| {
+    let moved = rewrap_all(store, config, keyring, &org.id, Some(&current), &platform).await?;
+    unit_of_work!(store, |tx| {
         for (org_id, rows) in &moved {
             tx.put_data_keys(org_id, rows, now).await?;
         }
@@ -562,19 +593,20 @@ pub async fn remove(
         .await?;
         Ok(())
     })?;
-    state.outbound.keyring.forget(&org.id);
+    keyring.forget(&org.id);
     Ok(current)
 }
 
 /// What an organization's keys are: its customer key configuration, or the
 /// platform's key (`None` when there is none), and its data keys' versions.
 pub async fn status(
-    state: &AppState,
+    store: &Store,
+    settings: &Config,
     org: &OrgRecord,
 ) -> ServiceResult<(Option<KeyConfigRow>, Option<String>, u32)> {
-    let (_, config) = owner_of(&state.infra.store, &org.id).await?;
-    let platform = platform(&state.config).map(|p| p.reference());
-    let versions = state.infra.store.data_keys(&org.id).await?.len();
+    let (_, config) = owner_of(store, &org.id).await?;
+    let platform = platform(settings).map(|p| p.reference());
+    let versions = store.data_keys(&org.id).await?.len();
     Ok((
         config,
         platform,

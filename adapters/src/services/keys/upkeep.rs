@@ -3,6 +3,9 @@
 //! rewrites older values and rewraps data keys after a platform key's rotation.
 
 use super::*;
+use crate::config::Config;
+use crate::keys::Keyring;
+use crate::storage::Store;
 
 /// What one round of the checker saw.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -32,13 +35,16 @@ fn system_event(action: &str, org_id: &str, details: serde_json::Value) -> audit
 
 /// Checks one customer key: its state as the provider describes it, and an unwrap
 /// of the organization's newest data key (or a probe when it has none).
-async fn check_one(state: &AppState, config: &KeyConfigRow) -> Result<(), KeyFailure> {
-    let provider = customer(state, config)
+async fn check_one(
+    store: &Store,
+    settings: &Config,
+    keyring: &Keyring,
+    config: &KeyConfigRow,
+) -> Result<(), KeyFailure> {
+    let provider = customer(settings, keyring, config)
         .map_err(|e| KeyFailure::new(FailureClass::Refused, e.to_string()))?;
     provider.describe().await?;
-    let rows = state
-        .infra
-        .store
+    let rows = store
         .data_keys(&config.org_id)
         .await
         .map_err(|e| KeyFailure::new(FailureClass::Unreachable, e.to_string()))?;
@@ -55,13 +61,18 @@ async fn check_one(state: &AppState, config: &KeyConfigRow) -> Result<(), KeyFai
 /// orphans its organization (org.kms.orphaned once per transition, with the error's
 /// class); one that works again recovers it (org.kms.recovered) and its webhook
 /// deliveries that waited go out.
-pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<CheckRound> {
+pub async fn check_keys(
+    store: &Store,
+    settings: &Config,
+    keyring: &Keyring,
+    now: DateTime<Utc>,
+) -> ServiceResult<CheckRound> {
     let mut round = CheckRound::default();
-    for config in state.infra.store.key_configs().await? {
+    for config in store.key_configs().await? {
         round.checked += 1;
-        match check_one(state, &config).await {
+        match check_one(store, settings, keyring, &config).await {
             Ok(()) => {
-                let recovered = unit_of_work!(&state.infra.store, |tx| {
+                let recovered = unit_of_work!(store, |tx| {
                     let recovered = tx.key_check_passed(&config.org_id, now).await?;
                     if recovered {
                         tx.enqueue_audit(&[system_event(
@@ -70,14 +81,14 @@ pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<C
                             json!({"provider": config.provider, "keyRef": config.key_ref}),
                         )])
                         .await?;
-                        let orgs = state.infra.store.with_teams(&config.org_id).await?;
+                        let orgs = store.with_teams(&config.org_id).await?;
                         tx.release_waiting_deliveries(&orgs, now).await?;
                     }
                     Ok(recovered)
                 })?;
                 if recovered {
                     round.recovered += 1;
-                    state.outbound.keyring.forget(&config.org_id);
+                    keyring.forget(&config.org_id);
                     tracing::info!(org = %config.org_id, "a customer key works again: the organization recovered");
                 }
             }
@@ -89,7 +100,7 @@ pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<C
                     json!({"provider": config.provider, "keyRef": config.key_ref,
                            "errorClass": failure.class.as_str()}),
                 )];
-                let orphaned = unit_of_work!(&state.infra.store, |tx| {
+                let orphaned = unit_of_work!(store, |tx| {
                     let orphaned = tx
                         .key_check_failed(&config.org_id, &why, ORPHAN_AFTER, now)
                         .await?;
@@ -101,7 +112,7 @@ pub async fn check_keys(state: &AppState, now: DateTime<Utc>) -> ServiceResult<C
                 tracing::warn!(org = %config.org_id, class = failure.class.as_str(), "a customer key check failed");
                 if orphaned {
                     round.orphaned += 1;
-                    state.outbound.keyring.forget(&config.org_id);
+                    keyring.forget(&config.org_id);
                     tracing::error!(org = %config.org_id, class = failure.class.as_str(), "a customer key failed three checks in a row: the organization is orphaned");
                 }
             }
@@ -126,17 +137,20 @@ pub struct RewriteRound {
 /// secrets stored before (as they are, or `enc:v1`) are rewritten in the current
 /// format. Each change is one conditional write: the pass may stop anywhere and
 /// start again, on any replica, and rewrites nothing twice.
-pub async fn rewrite_old_secrets(state: &AppState, limit: usize) -> ServiceResult<RewriteRound> {
+pub async fn rewrite_old_secrets(
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
+    limit: usize,
+) -> ServiceResult<RewriteRound> {
     let mut round = RewriteRound::default();
     let now = Utc::now();
     if let (Some(previous), Some(current)) = (
-        state.config.keys.previous.clone().map(Local::new),
-        platform(&state.config),
+        config.keys.previous.clone().map(Local::new),
+        platform(config),
     ) {
         let batch = u32::try_from(limit).unwrap_or(u32::MAX);
-        for (org_id, row) in state
-            .infra
-            .store
+        for (org_id, row) in store
             .data_keys_wrapped_by(&previous.reference(), batch)
             .await?
         {
@@ -153,28 +167,30 @@ pub async fn rewrite_old_secrets(state: &AppState, limit: usize) -> ServiceResul
                 wrapped,
                 kek_ref: current.reference(),
             };
-            let rewrapped = unit_of_work!(&state.infra.store, |tx| {
+            let rewrapped = unit_of_work!(store, |tx| {
                 Ok(tx.rewrap_data_key(&org_id, &row.kek_ref, &new, now).await?)
             })?;
             round.rewrapped += usize::from(rewrapped);
-            state.outbound.keyring.forget(&org_id);
+            keyring.forget(&org_id);
         }
     }
     for column in &SECRET_COLUMNS {
-        rewrite_column(state, column, limit, &mut round).await?;
+        rewrite_column(store, config, keyring, column, limit, &mut round).await?;
     }
     Ok(round)
 }
 
 async fn rewrite_column(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
     column: &SecretColumn,
     limit: usize,
     round: &mut RewriteRound,
 ) -> ServiceResult<()> {
     let mut after = String::new();
     while round.rewrapped + round.rewritten < limit {
-        let batch = state.infra.store.old_secrets(column, &after, 100).await?;
+        let batch = store.old_secrets(column, &after, 100).await?;
         let Some(last) = batch.last() else {
             return Ok(());
         };
@@ -190,15 +206,13 @@ async fn rewrite_column(
                 column: column.bound_as,
                 row_id: &old.row_id,
             };
-            let rewritten = match open(state, binding, &old.stored).await {
-                Ok(plain) => seal(state, binding, &plain).await,
+            let rewritten = match open(store, config, keyring, binding, &old.stored).await {
+                Ok(plain) => seal(store, config, keyring, binding, &plain).await,
                 Err(error) => Err(error),
             };
             match rewritten {
                 Ok(new) if new.starts_with(sealed::SEALED) => {
-                    if state
-                        .infra
-                        .store
+                    if store
                         .rewrite_secret(column, &old.row_id, (&old.stored, &new))
                         .await?
                     {

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{ServiceError, ServiceResult};
-use crate::services::context::AppState;
+use crate::config::Config;
 use crate::storage::{
     unit_of_work, AttemptRow, Derived, ExecutionRow, NewReportEvent, ReportScope, StageRow, Store,
     StoreError, UnattributedRow,
@@ -419,11 +419,13 @@ impl ReportParams {
 /// The query a report of `org` runs for checked parameters: the organization, and
 /// its teams when asked (the caller checked `reports:rollup`).
 pub async fn query_for(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    reporting: &Option<Store>,
     org: &crate::storage::OrgRecord,
     params: CheckedParams,
 ) -> ServiceResult<ReportQuery> {
-    let org_ids = organizations_of(&state.infra.store, org, params.include_teams).await?;
+    let org_ids = organizations_of(store, org, params.include_teams).await?;
     Ok(ReportQuery {
         range: params.range,
         pipeline_id: params.pipeline_id,
@@ -431,7 +433,7 @@ pub async fn query_for(
         granularity: params.granularity,
         limit: params.limit,
         org_ids,
-        reading: reading(state).await,
+        reading: reading(store, config, reporting).await,
     })
 }
 
@@ -471,11 +473,11 @@ const STANDBY_ASKED_WITHIN: std::time::Duration = std::time::Duration::from_secs
 
 /// Where a report reads now: the standby when one is configured and its last
 /// heartbeat is at most `REPORTING_MAX_LAG_SECONDS` old, else the primary.
-pub async fn reading(state: &AppState) -> Reading {
+pub async fn reading(store: &Store, config: &Config, reporting: &Option<Store>) -> Reading {
     let now = Utc::now();
-    if let Some(standby) = &state.infra.reporting {
-        let max_lag = chrono::Duration::from_std(state.config.reporting.max_lag)
-            .unwrap_or(chrono::Duration::MAX);
+    if let Some(standby) = reporting {
+        let max_lag =
+            chrono::Duration::from_std(config.reporting.max_lag).unwrap_or(chrono::Duration::MAX);
         match tokio::time::timeout(STANDBY_ASKED_WITHIN, standby.last_beat()).await {
             Ok(Ok(Some(beat))) if now - beat <= max_lag => {
                 return Reading {
@@ -497,7 +499,7 @@ pub async fn reading(state: &AppState) -> Reading {
         }
     }
     Reading {
-        source: state.infra.store.clone(),
+        source: store.clone(),
         as_of: now,
         read_from: ReadFrom::Primary,
     }

@@ -1,6 +1,7 @@
 //! Claimed e-mail domains, proven by a TXT record.
 
 use super::*;
+use crate::outbound::oidc::SsoClients;
 use crate::storage::Store;
 
 /// An organization's claimed domains.
@@ -52,7 +53,8 @@ pub async fn claim_domain(
 /// Verifies a claimed domain by its TXT record. Not found: 400 naming the record
 /// to publish, nothing changed; verified by another organization: 409.
 pub async fn verify_domain(
-    state: &AppState,
+    store: &Store,
+    sso: &SsoClients,
     caller: &Caller,
     org: &OrgRecord,
     domain: &str,
@@ -60,9 +62,7 @@ pub async fn verify_domain(
 ) -> ServiceResult<DomainRow> {
     root_only(org)?;
     let domain = domain.trim().to_ascii_lowercase();
-    let row = state
-        .infra
-        .store
+    let row = store
         .domains(&org.id)
         .await?
         .into_iter()
@@ -72,7 +72,7 @@ pub async fn verify_domain(
         return Ok(row);
     }
     let name = rules::txt_record_name(&row.domain);
-    let records = state.outbound.sso.txt().txt(&name).await.map_err(|why| {
+    let records = sso.txt().txt(&name).await.map_err(|why| {
         ServiceError::StoreUnavailable(format!("the TXT lookup of {name} failed: {why}"))
     })?;
     if !rules::txt_proves(records.iter().map(String::as_str), &row.token) {
@@ -84,7 +84,7 @@ pub async fn verify_domain(
             ),
         ));
     }
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.domain_checked((&org.id, &row.domain), true, now).await?;
         tx.enqueue_audit(&[event_on(
             caller,

@@ -2,6 +2,8 @@
 //! a credential passes where single sign-on is required.
 
 use super::*;
+use crate::config::Config;
+use crate::replica::kept::KeptFacts;
 use crate::storage::Store;
 
 /// An organization's enforcement and break-glass accounts.
@@ -14,7 +16,8 @@ pub async fn policy(store: &Store, org: &OrgRecord) -> ServiceResult<SsoPolicyRo
 /// `grace_hours`). Requiring it needs the `sso` feature and an enabled
 /// configuration (else nobody could sign in: 409).
 pub async fn set_enforcement(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     caller: &Caller,
     org: &OrgRecord,
     (required, grace_hours): (bool, u32),
@@ -22,15 +25,8 @@ pub async fn set_enforcement(
 ) -> ServiceResult<SsoPolicyRow> {
     root_only(org)?;
     if required {
-        crate::services::entitlement::require_feature(state, org, Feature::Sso).await?;
-        if !state
-            .infra
-            .store
-            .idp_configs(&org.id)
-            .await?
-            .iter()
-            .any(|c| c.enabled)
-        {
+        crate::services::entitlement::require_feature(store, config, org, Feature::Sso).await?;
+        if !store.idp_configs(&org.id).await?.iter().any(|c| c.enabled) {
             return Err(ServiceError::Conflict(
                 "no enabled identity-provider configuration: requiring single sign-on would lock everyone out".to_owned(),
             ));
@@ -43,7 +39,7 @@ pub async fn set_enforcement(
         ));
     }
     let from = required.then(|| now + Duration::hours(i64::from(grace_hours)));
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.save_sso_policy(&org.id, (required, from), now).await?;
         tx.enqueue_audit(&[event_on(
             caller,
@@ -55,8 +51,8 @@ pub async fn set_enforcement(
         .await?;
         Ok(())
     })?;
-    state.infra.store.facts_changed();
-    Ok(state.infra.store.sso_policy(&org.id).await?)
+    store.facts_changed();
+    Ok(store.sso_policy(&org.id).await?)
 }
 
 /// Arms a break-glass account (an active member) until `until`: at most two at
@@ -137,21 +133,21 @@ pub async fn disarm_break_glass(
 /// credential because it requires its single sign-on. The policy is kept with the
 /// gate's facts and follows changes on every replica.
 pub async fn enforce(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
+    kept: &KeptFacts,
     caller: &Caller,
     org: &OrgRecord,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
     let root_id = org.parent_org_id.as_deref().unwrap_or(&org.id);
-    let policy = state
-        .replica
-        .kept
+    let policy = kept
         .sso
         .get_or_load(
-            &state.infra.store,
+            store,
             root_id.to_owned(),
             |_| true,
-            state.infra.store.sso_policy(root_id),
+            store.sso_policy(root_id),
         )
         .await?;
     let enforcement = match (policy.required, policy.enforce_from) {
@@ -170,8 +166,8 @@ pub async fn enforce(
         return Ok(());
     }
     // A downgrade turns enforcement off with the configurations (never a lockout).
-    let root = crate::services::entitlement::root_of(&state.infra.store, org).await?;
-    if !sso_active(state, &root).await? {
+    let root = crate::services::entitlement::root_of(store, org).await?;
+    if !sso_active(store, config, &root).await? {
         return Ok(());
     }
     Err(ServiceError::SsoRequired {

@@ -20,7 +20,9 @@ use tenancy::MembershipRole;
 use super::accounts::{self, token_hash, Session};
 use super::context::{event_on, AppState, Caller};
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
 use crate::keys::Binding;
+use crate::outbound::oidc::SsoClients;
 use crate::outbound::oidc::{Relying, Verified};
 use crate::storage::{
     unit_of_work, AccountRecord, BreakGlassRow, IdentityRow, IdpConfigRow, MemberRoles, OrgRecord,
@@ -56,8 +58,8 @@ fn root_only(org: &OrgRecord) -> ServiceResult<()> {
 }
 
 /// Whether the organization's account has the `sso` feature now.
-async fn sso_active(state: &AppState, org: &OrgRecord) -> ServiceResult<bool> {
-    match crate::services::entitlement::require_feature(state, org, Feature::Sso).await {
+async fn sso_active(store: &Store, config: &Config, org: &OrgRecord) -> ServiceResult<bool> {
+    match crate::services::entitlement::require_feature(store, config, org, Feature::Sso).await {
         Ok(()) => Ok(true),
         Err(ServiceError::FeatureNotAvailable { .. }) => Ok(false),
         Err(other) => Err(other),
@@ -104,16 +106,14 @@ fn bounded(field: &'static str, text: &str, max: usize) -> ServiceResult<String>
 
 /// Checks a configuration against the organization's Roles.
 async fn checked(
-    state: &AppState,
+    store: &Store,
+    sso: &SsoClients,
     org: &OrgRecord,
     input: ConfigInput,
 ) -> ServiceResult<ConfigInput> {
     let name = bounded("name", &input.name, 100)?;
     let issuer = input.issuer.trim().to_owned();
-    state
-        .outbound
-        .sso
-        .providers
+    sso.providers
         .issuer_url(&issuer)
         .map_err(|e| ServiceError::invalid("issuer", e.to_string()))?;
     let client_id = bounded("clientId", &input.client_id, 255)?;
@@ -156,9 +156,7 @@ async fn checked(
             format!("at most {} mappings", rules::MAX_ROLE_MAPPINGS),
         ));
     }
-    let roles: Vec<String> = state
-        .infra
-        .store
+    let roles: Vec<String> = store
         .role_names(&org.id)
         .await?
         .into_iter()
@@ -229,11 +227,13 @@ pub struct ConfigView {
 }
 
 /// A root organization's configurations.
-pub async fn configs(state: &AppState, org: &OrgRecord) -> ServiceResult<Vec<ConfigView>> {
-    let active = sso_active(state, org).await?;
-    Ok(state
-        .infra
-        .store
+pub async fn configs(
+    store: &Store,
+    config: &Config,
+    org: &OrgRecord,
+) -> ServiceResult<Vec<ConfigView>> {
+    let active = sso_active(store, config, org).await?;
+    Ok(store
         .idp_configs(&org.id)
         .await?
         .into_iter()
@@ -275,8 +275,14 @@ pub async fn save_config(
     now: DateTime<Utc>,
 ) -> ServiceResult<ConfigView> {
     root_only(org)?;
-    crate::services::entitlement::require_feature(state, org, Feature::Sso).await?;
-    let input = checked(state, org, input).await?;
+    crate::services::entitlement::require_feature(
+        &state.infra.store,
+        &state.config,
+        org,
+        Feature::Sso,
+    )
+    .await?;
+    let input = checked(&state.infra.store, &state.outbound.sso, org, input).await?;
     let current = match replacing {
         Some((id, _)) => Some(
             state
@@ -304,7 +310,14 @@ pub async fn save_config(
     let secret_changed = input.client_secret.is_some();
     let client_secret = match (&input.client_secret, &current) {
         (Some(secret), _) => {
-            crate::services::keys::seal(state, secret_binding(&org.id, &id), secret).await?
+            crate::services::keys::seal(
+                &state.infra.store,
+                &state.config,
+                &state.outbound.keyring,
+                secret_binding(&org.id, &id),
+                secret,
+            )
+            .await?
         }
         (None, Some(current)) => current.client_secret.clone(),
         (None, None) => {

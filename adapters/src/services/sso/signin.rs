@@ -3,7 +3,9 @@
 //! password.
 
 use super::*;
+use crate::auth::TokenKeys;
 use crate::config::Config;
+use crate::outbound::oidc::SsoClients;
 use crate::storage::Store;
 
 /// How a sign-in names its organization.
@@ -54,26 +56,21 @@ pub struct Started {
 /// Starts a sign-in through the organization's identity provider (or the one
 /// serving the e-mail's verified domain).
 pub async fn start(
-    state: &AppState,
+    store: &Store,
+    settings: &Config,
+    sso: &SsoClients,
     route: Route,
     return_to: ReturnTo,
     now: DateTime<Utc>,
 ) -> ServiceResult<Started> {
     let (org, domain) = match &route {
-        Route::Org(name) => (
-            state
-                .infra
-                .store
-                .root_organization_named(name.trim())
-                .await?,
-            None,
-        ),
+        Route::Org(name) => (store.root_organization_named(name.trim()).await?, None),
         Route::Email(email) => {
             let domain = rules::email_domain(email)
                 .ok_or_else(|| ServiceError::invalid("email", "must be an e-mail address"))?;
-            let owner = state.infra.store.domain_owner(&domain).await?;
+            let owner = store.domain_owner(&domain).await?;
             let org = match owner {
-                Some(id) => state.infra.store.organization(&id).await?,
+                Some(id) => store.organization(&id).await?,
                 None => None,
             };
             (org, Some(domain))
@@ -84,27 +81,24 @@ pub async fn start(
     let org = org
         .filter(|o| o.parent_org_id.is_none())
         .ok_or_else(not_found)?;
-    if !sso_active(state, &org).await? {
+    if !sso_active(store, settings, &org).await? {
         return Err(not_found());
     }
-    let config = state
-        .infra
-        .store
+    let config = store
         .idp_configs(&org.id)
         .await?
         .into_iter()
         .filter(|c| c.enabled)
         .find(|c| domain.as_ref().is_none_or(|d| c.domains.contains(d)))
         .ok_or_else(not_found)?;
-    let redirect_uri = return_to.redirect_uri(&state.config);
+    let redirect_uri = return_to.redirect_uri(settings);
     let relying = Relying {
         config: (&config.id, config.version),
         issuer: &config.issuer,
         client_id: &config.client_id,
         redirect_uri: &redirect_uri,
     };
-    let started = state
-        .outbound.sso
+    let started = sso
         .providers
         .start(&relying, &config.scopes)
         .await
@@ -121,7 +115,7 @@ pub async fn start(
         return_to: return_to.as_str().to_owned(),
         expires_at: now + Duration::seconds(rules::ATTEMPT_LIFETIME_SECONDS),
     };
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.insert_attempt(&token_hash(&started.state), &attempt, now)
             .await?;
         Ok(())
@@ -213,7 +207,7 @@ pub async fn finish(
         return Err(refuse(store, Refusal::ConfigurationDisabled, (None, client), None).await);
     };
     let at = (Some(org.id.as_str()), client);
-    if !config.enabled || !sso_active(state, &org).await? {
+    if !config.enabled || !sso_active(&state.infra.store, &state.config, &org).await? {
         return Err(refuse(store, Refusal::ConfigurationDisabled, at, None).await);
     }
     if callback.error.is_some() {
@@ -227,7 +221,9 @@ pub async fn finish(
         return Err(refuse(store, Refusal::ProviderError, at, None).await);
     };
     let secret = crate::services::keys::open(
-        state,
+        &state.infra.store,
+        &state.config,
+        &state.outbound.keyring,
         secret_binding(&org.id, &config.id),
         &config.client_secret,
     )
@@ -280,7 +276,9 @@ pub async fn finish(
             ..identity
         };
         let session = signed_in(
-            state,
+            &state.infra.store,
+            &state.config,
+            &state.infra.keys,
             (&config, &org),
             &account,
             (&identity, &verified.groups),
@@ -343,7 +341,9 @@ pub async fn finish(
         (FirstSignIn::Provision, None, Some(email)) => {
             let user_id = crate::new_id();
             let session = provision(
-                state,
+                &state.infra.store,
+                &state.config,
+                &state.infra.keys,
                 (&config, &org),
                 (&user_id, &email),
                 (&identity, &verified),
@@ -384,15 +384,17 @@ async fn roles_for(
 /// Applies the mappings (never to the Owner), records the sign-in, and starts a
 /// session the organization's single sign-on issued, in one transaction.
 async fn signed_in(
-    state: &AppState,
+    store: &Store,
+    settings: &Config,
+    keys: &TokenKeys,
     (config, org): (&IdpConfigRow, &OrgRecord),
     account: &AccountRecord,
     (identity, groups): (&IdentityRow, &[String]),
     link: Option<&str>,
     now: DateTime<Utc>,
 ) -> ServiceResult<Session> {
-    let roles = roles_for(&state.infra.store, (config, org), groups).await?;
-    let (family, refresh) = accounts::new_family(&state.config, account, Some(&org.id), now)?;
+    let roles = roles_for(store, (config, org), groups).await?;
+    let (family, refresh) = accounts::new_family(settings, account, Some(&org.id), now)?;
     let login = accounts::user_event(
         "user.login",
         (&account.user_id, Some(&account.email)),
@@ -401,7 +403,7 @@ async fn signed_in(
                "linked": link.is_some()}),
         "success",
     );
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.lock_organization(&org.id).await?;
         if let Some(link) = link {
             tx.use_pending_link(link, now)
@@ -451,9 +453,17 @@ async fn signed_in(
         tx.enqueue_audit(&events).await?;
         Ok(())
     })?;
-    state.infra.store.facts_changed();
-    let (access, expires_in) =
-        accounts::tokens_for(state, account, &family.id, Some(&org.id), now).await?;
+    store.facts_changed();
+    let (access, expires_in) = accounts::tokens_for(
+        store,
+        settings,
+        keys,
+        account,
+        &family.id,
+        Some(&org.id),
+        now,
+    )
+    .await?;
     Ok(Session {
         access_token: access,
         refresh_token: refresh,
@@ -464,13 +474,15 @@ async fn signed_in(
 
 /// Creates an account and its membership at a first sign-in, linked, signed in.
 async fn provision(
-    state: &AppState,
+    store: &Store,
+    settings: &Config,
+    keys: &TokenKeys,
     (config, org): (&IdpConfigRow, &OrgRecord),
     (user_id, email): (&str, &str),
     (identity, verified): (&IdentityRow, &Verified),
     now: DateTime<Utc>,
 ) -> ServiceResult<Session> {
-    let roles = roles_for(&state.infra.store, (config, org), &verified.groups).await?;
+    let roles = roles_for(store, (config, org), &verified.groups).await?;
     let identity = IdentityRow {
         user_id: user_id.to_owned(),
         ..identity.clone()
@@ -501,7 +513,7 @@ async fn provision(
             json!({"via": "sso", "idpId": config.id, "role": roles.role}),
         ),
     ];
-    unit_of_work!(&state.infra.store, |tx| {
+    unit_of_work!(store, |tx| {
         tx.lock_organization(&org.id).await?;
         tx.insert_provisioned_account(
             ProvisionedAccount {
@@ -522,15 +534,15 @@ async fn provision(
         tx.enqueue_audit(&events).await?;
         Ok(())
     })?;
-    state.infra.store.facts_changed();
-    let account = state
-        .infra
-        .store
+    store.facts_changed();
+    let account = store
         .account(user_id)
         .await?
         .ok_or(ServiceError::NotFound("account".into()))?;
     signed_in(
-        state,
+        store,
+        settings,
+        keys,
         (config, org),
         &account,
         (&identity, &verified.groups),
@@ -570,7 +582,8 @@ pub async fn link(
         account.as_ref().map_or("", |a| a.email.as_str())
     );
     accounts::throttle(&state.infra.store, &[key.as_str()], now).await?;
-    let matched = accounts::password_matches(state, account.as_ref(), password).await?;
+    let matched =
+        accounts::password_matches(&state.infra.passwords, account.as_ref(), password).await?;
     let Some(account) = account.filter(|_| matched) else {
         let event = accounts::user_event(
             "user.login.failed",
@@ -598,7 +611,9 @@ pub async fn link(
         .await?
         .ok_or(ServiceError::NotFound("organization".into()))?;
     signed_in(
-        state,
+        &state.infra.store,
+        &state.config,
+        &state.infra.keys,
         (&config, &org),
         &account,
         (&pending.identity, &pending.groups),

@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::config::Config;
+use crate::keys::Keyring;
+use crate::storage::Store;
 
 fn subject(payload: &Value) -> String {
     let text = |k: &str| {
@@ -215,26 +217,26 @@ async fn send(
 
 /// The delivery worker's attempt of an alert delivery (channel
 /// `alert:<destination>`).
-pub async fn deliver(state: &AppState, claimed: &ClaimedDelivery) -> ServiceResult<Outcome> {
+pub async fn deliver(
+    store: &Store,
+    config: &Config,
+    keyring: &Keyring,
+    claimed: &ClaimedDelivery,
+) -> ServiceResult<Outcome> {
     let id = claimed
         .channel
         .strip_prefix(ALERT_CHANNEL)
         .unwrap_or_default();
-    let Some(row) = state
-        .infra
-        .store
-        .alert_destination(&claimed.org_id, id)
-        .await?
-    else {
+    let Some(row) = store.alert_destination(&claimed.org_id, id).await? else {
         return Ok(Outcome::Refused("the destination was deleted".to_owned()));
     };
-    let secret = match open_secret(state, &row).await {
+    let secret = match open_secret(store, config, keyring, &row).await {
         Ok(s) => s,
         Err(ServiceError::KeyUnavailable(why)) => return Ok(Outcome::Waiting(why)),
         Err(error) => return Ok(Outcome::Refused(error.to_string())),
     };
     send(
-        &state.config,
+        config,
         (&row, &secret),
         (&claimed.kind, &claimed.payload),
         None,
@@ -307,7 +309,13 @@ pub async fn test(
     let (row, secret, saved) = match target {
         Ok(id) => {
             let row = destination_row(&state.infra.store, org, id).await?;
-            let secret = open_secret(state, &row).await?;
+            let secret = open_secret(
+                &state.infra.store,
+                &state.config,
+                &state.outbound.keyring,
+                &row,
+            )
+            .await?;
             (row, secret, true)
         }
         Err(body) => {
