@@ -30,8 +30,9 @@ impl std::ops::Deref for AppState {
     }
 }
 
-/// What an [`AppState`] holds, in parts: a service function takes the part it uses
-/// (the store, the configuration), and the whole only when it uses several.
+/// What an [`AppState`] holds, in parts: a service function takes the parts it uses,
+/// each an argument (`store: &Store`, `config: &Config`, `kept: &KeptFacts`, …), and
+/// the whole only for a workflow over four parts or more (the checks, sign-in).
 #[derive(Debug)]
 pub struct Context {
     /// Configuration, read once at start.

@@ -164,11 +164,11 @@ pub async fn personal_token(
 }
 
 /// Records a token's use at most once a minute per replica, off the request path.
-fn note_use(db: &Store, kept: &KeptFacts, id: &str, now: DateTime<Utc>) {
+fn note_use(store: &Store, kept: &KeptFacts, id: &str, now: DateTime<Utc>) {
     if !kept.token_used(id, LAST_USE_EVERY) {
         return;
     }
-    let (store, id) = (db.clone(), id.to_owned());
+    let (store, id) = (store.clone(), id.to_owned());
     let since = now - chrono::Duration::from_std(LAST_USE_EVERY).unwrap_or_default();
     tokio::spawn(async move {
         if let Err(error) = store.touch_personal_token(&id, since, now).await {

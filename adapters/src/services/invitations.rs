@@ -105,14 +105,13 @@ pub async fn resend(
 /// organization with the invited role, within the account's seats (429 beyond
 /// them). An invitation of someone else is not found, whatever its id.
 pub async fn accept(
-    db: &Store,
+    store: &Store,
     config: &Config,
     allowances: &Allowances,
     caller: &Caller,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<MemberRecord>> {
-    let store = db;
     let invitation = store
         .invitation_by_id(id)
         .await?
@@ -134,7 +133,7 @@ pub async fn accept(
         .ok_or(ServiceError::NotFound("invitation".into()))?;
     let implied =
         super::members::builtin(store, &org.id, tenancy::implied_role(invitation.role)).await?;
-    let root = super::members::seats_of(db, config, allowances, &org).await?;
+    let root = super::members::seats_of(store, config, allowances, &org).await?;
     store
         .ensure_user(&caller.user_id, caller.email.as_deref(), now)
         .await?;

@@ -44,7 +44,7 @@ pub async fn list(
 /// Adds `user_id` with `role`, granting the Role it implies (never one the author
 /// could not hand out).
 pub async fn add(
-    db: &Store,
+    store: &Store,
     config: &Config,
     allowances: &Allowances,
     (caller, author): (&Caller, Author<'_>),
@@ -53,10 +53,9 @@ pub async fn add(
     role: MembershipRole,
     now: DateTime<Utc>,
 ) -> ServiceResult<Option<MemberRecord>> {
-    let store = db;
     let implied = builtin(store, &org.id, implied_role(role)).await?;
     guard_role_assignment(author, &implied.role())?;
-    let root = seats_of(db, config, allowances, org).await?;
+    let root = seats_of(store, config, allowances, org).await?;
     store.ensure_user(user_id, email, now).await?;
     let audit = [event(
         caller,
@@ -79,7 +78,7 @@ pub async fn add(
 
 /// Adds `user_id` to several teams of the organization, all or nothing.
 pub async fn add_to_teams(
-    db: &Store,
+    store: &Store,
     config: &Config,
     allowances: &Allowances,
     (caller, author): (&Caller, Author<'_>),
@@ -89,8 +88,7 @@ pub async fn add_to_teams(
     role: MembershipRole,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let store = db;
-    let root = seats_of(db, config, allowances, org).await?;
+    let root = seats_of(store, config, allowances, org).await?;
     let mut grants = Vec::with_capacity(team_ids.len());
     for team_id in team_ids {
         let team = store.organization(team_id).await?;
@@ -228,7 +226,7 @@ pub async fn change_role(
 
 /// Activates or deactivates a member (the owner is never deactivated).
 pub async fn set_active(
-    db: &Store,
+    store: &Store,
     config: &Config,
     allowances: &Allowances,
     caller: &Caller,
@@ -246,8 +244,7 @@ pub async fn set_active(
     } else {
         "org.member.deactivate"
     };
-    let store = db;
-    let root = seats_of(db, config, allowances, org).await?;
+    let root = seats_of(store, config, allowances, org).await?;
     let audit = [event(caller, action, &org.id, "user", user_id, json!({}))];
     unit_of_work!(store, |tx| {
         tx.lock_organization(&root.id).await?;

@@ -154,14 +154,14 @@ pub async fn update(
 /// Soft-deletes an organization and its teams (never the system organization); the
 /// rule caches of every replica forget them.
 pub async fn delete(
-    db: &Store,
+    store: &Store,
     rule_cache: &RuleCache,
     caller: &Caller,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<()> {
-    let Some(org) = db.organization(id).await? else {
-        return Err(match db.deleted_organization(id).await? {
+    let Some(org) = store.organization(id).await? else {
+        return Err(match store.deleted_organization(id).await? {
             Some(_) => ServiceError::Conflict("the organization is already deleted".to_owned()),
             None => ServiceError::NotFound("organization".into()),
         });
@@ -172,11 +172,10 @@ pub async fn delete(
             "the system organization cannot be deleted".to_owned(),
         ));
     }
-    let store = db;
-    let mut audit = lifecycle_events(db, caller, "org.soft_delete", org, json!({})).await?;
+    let mut audit = lifecycle_events(store, caller, "org.soft_delete", org, json!({})).await?;
     // A super-admin's delete of an organization (the route allows no one else) is an
     // administration action too, beside org.soft_delete in the system chain.
-    if let Some(system) = db.system_organization().await? {
+    if let Some(system) = store.system_organization().await? {
         audit.push(event_on(
             caller,
             "admin.org.delete",
@@ -230,13 +229,12 @@ async fn lifecycle_events(
 /// data is purged or about to be). A team whose root is deleted cannot come back
 /// alone (409); a name another organization took meanwhile is 409 naming it.
 pub async fn restore(
-    db: &Store,
+    store: &Store,
     config: &Config,
     caller: &Caller,
     id: &str,
     now: DateTime<Utc>,
 ) -> ServiceResult<OrgRecord> {
-    let store = db;
     let Some(deleted) = store.deleted_organization(id).await? else {
         if store.organization(id).await?.is_some() {
             return Err(ServiceError::Conflict(
@@ -266,7 +264,7 @@ pub async fn restore(
         }
     }
     let audit = lifecycle_events(
-        db,
+        store,
         caller,
         "org.restore",
         &deleted.org,

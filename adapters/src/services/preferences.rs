@@ -129,7 +129,7 @@ pub struct WebhookTest {
 /// saved webhook, even one a 410 turned off (a test turns nothing on or off), and
 /// answers what the receiver said. The same callers as [`save`].
 pub async fn test_webhook(
-    db: &Store,
+    store: &Store,
     config: &Config,
     keyring: &Keyring,
     (caller, super_admin): (&Caller, bool),
@@ -137,7 +137,6 @@ pub async fn test_webhook(
     now: DateTime<Utc>,
 ) -> ServiceResult<WebhookTest> {
     use super::delivery::Outcome;
-    let store = db;
     may_change(store, (caller, super_admin), org).await?;
     let preference = store.notification_preference(&org.id).await?;
     let id = crate::storage::new_id();
@@ -151,9 +150,16 @@ pub async fn test_webhook(
     .to_string()
     .into_bytes();
     let started = std::time::Instant::now();
-    let (outcome, answer) =
-        super::delivery::post_webhook(db, config, keyring, (&org.id, &preference), &id, body, true)
-            .await?;
+    let (outcome, answer) = super::delivery::post_webhook(
+        store,
+        config,
+        keyring,
+        (&org.id, &preference),
+        &id,
+        body,
+        true,
+    )
+    .await?;
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let (status, http_status, error) = match outcome {
         Outcome::Sent(code) => ("sent", code, None),
@@ -179,7 +185,7 @@ pub async fn test_webhook(
 /// Applies `change`, when the caller is an active admin or the owner (or a
 /// super-admin), and answers the preference saved.
 pub async fn save(
-    db: &Store,
+    store: &Store,
     config: &Config,
     keyring: &Keyring,
     (caller, super_admin): (&Caller, bool),
@@ -187,7 +193,6 @@ pub async fn save(
     change: Change,
     now: DateTime<Utc>,
 ) -> ServiceResult<NotificationPreference> {
-    let store = db;
     may_change(store, (caller, super_admin), org).await?;
     let mut preference = store.notification_preference(&org.id).await?;
     if let Some(mode) = change.digest_mode {
@@ -211,7 +216,7 @@ pub async fn save(
             "" => None,
             plain => Some(
                 super::keys::seal(
-                    db,
+                    store,
                     config,
                     keyring,
                     super::keys::webhook_secret(&org.id),

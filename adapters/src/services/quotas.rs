@@ -34,7 +34,7 @@ pub fn period_of(now: DateTime<Utc>) -> String {
 }
 
 /// One quota type of one organization.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct QuotaStatus {
     /// The quota type.
@@ -56,7 +56,7 @@ pub struct QuotaStatus {
 }
 
 /// One organization's quotas.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct OrgQuotas {
     /// The organization.
@@ -66,7 +66,7 @@ pub struct OrgQuotas {
     /// The account's tier.
     pub tier: Tier,
     /// One entry per quota type, by its name.
-    pub quotas: BTreeMap<&'static str, QuotaStatus>,
+    pub quotas: BTreeMap<String, QuotaStatus>,
 }
 
 fn status(
@@ -143,7 +143,7 @@ async fn of_account(
         }
     }
     let quotas = quota_types()
-        .map(|d| Ok((d.name(), status(d, (&pool, &own), now)?)))
+        .map(|d| Ok((d.name().to_owned(), status(d, (&pool, &own), now)?)))
         .collect::<ServiceResult<BTreeMap<_, _>>>()?;
     Ok(OrgQuotas {
         org_id: org.id.clone(),

@@ -5,6 +5,9 @@
 
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::services::accounts::{Account, Session};
+use adapters::services::admin::users::AdminUser;
+use adapters::storage::AccountState;
 use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt;
@@ -126,44 +129,51 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
         .refused(ErrorCode::Conflict);
 
     // With a password: verified, and bound to change it first.
-    let Answer(status, answer) = app
+    let created: AdminUser = app
         .by(&root)
         .post("/api/admin/users")
         .json(json!({"email": "Bob@Example.com", "password": PASSWORD, "name": "Bob"}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
-    assert_eq!(answer["data"]["email"], "bob@example.com");
-    assert_eq!(answer["data"]["state"], "active");
-    assert_eq!(answer["data"]["passwordChangeRequired"], true);
-    let bob_id = answer["data"]["userId"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(created.email, "bob@example.com");
+    assert_eq!(created.state, AccountState::Active);
+    assert!(created.password_change_required);
+    let bob_id = created.user_id;
     let (bob, _) = session(app, "bob@example.com").await;
     app.by(&bob)
         .get("/api/me/organizations")
         .await
         .refused(ErrorCode::PasswordChangeRequired);
-    let Answer(status, answer) = app.by(&bob).get("/api/me").await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["data"]["passwordChangeRequired"], true);
-    let Answer(status, answer) = app
+    let me: Account = app
+        .by(&bob)
+        .get("/api/me")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(me.password_change_required);
+    let bob = app
         .by(&bob)
         .put("/api/me/password")
         .json(json!({"currentPassword": PASSWORD, "newPassword": "a brand new secret"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let bob = answer["data"]["accessToken"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::OK)
+        .data::<Session>()
+        .access_token;
     app.by(&bob)
         .get("/api/me/organizations")
         .await
         .expect(StatusCode::OK);
 
     // Without a password: an invitation, whose link sets it.
-    let Answer(status, answer) = app
+    let carol: AdminUser = app
         .by(&root)
         .post("/api/admin/users")
         .json(json!({"email": "carol@example.com"}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
-    assert_eq!(answer["data"]["state"], "unverified");
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(carol.state, AccountState::Unverified);
     let token = link_token(app, "carol@example.com").await;
     let Answer(status, answer) = login_as(app, "carol@example.com", PASSWORD).await;
     assert_eq!(code(status, &answer), ErrorCode::InvalidCredentials);
@@ -171,14 +181,15 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
         public(app, "/api/auth/verify-email", json!({"token": token})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
     assert_eq!(answer["details"]["field"], "password");
-    let Answer(status, answer) = public(
+    let verified: Account = public(
         app,
         "/api/auth/verify-email",
         json!({"token": token, "password": "carol's own secret"}),
     )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["data"]["passwordChangeRequired"], false);
+    .await
+    .expect(StatusCode::OK)
+    .data();
+    assert!(!verified.password_change_required);
     let Answer(status, answer) = login_as(app, "carol@example.com", "carol's own secret").await;
     assert_eq!(status, StatusCode::OK, "{answer}");
 
@@ -225,13 +236,14 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
     for token in [&bob, &pat, &bob_session] {
         assert_eq!(me_status(app, token).await, StatusCode::OK);
     }
-    let Answer(status, answer) = app
+    let disabled: AdminUser = app
         .by(&root)
         .patch(format!("/api/admin/users/{bob_id}"))
         .json(json!({"disabled": true}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["data"]["state"], "disabled");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(disabled.state, AccountState::Disabled);
     for token in [&bob, &pat, &bob_session] {
         assert_eq!(me_status(app, token).await, StatusCode::UNAUTHORIZED);
     }
@@ -276,13 +288,14 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
         "not oneself either: {answer}"
     );
     // Enabled again: sign-in works.
-    let Answer(status, answer) = app
+    let enabled: AdminUser = app
         .by(&root)
         .patch(format!("/api/admin/users/{bob_id}"))
         .json(json!({"disabled": false, "name": "Robert"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["data"]["name"], "Robert");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(enabled.name.as_deref(), Some("Robert"));
     let Answer(status, _) = login_as(app, "bob@example.com", "a brand new secret").await;
     assert_eq!(status, StatusCode::OK);
     // A new address (the administrator vouches for it); one another account holds: 409.
@@ -291,14 +304,17 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
         .json(json!({"email": "alice@example.com"}))
         .await
         .refused(ErrorCode::Conflict);
-    let Answer(status, answer) = app
+    let moved: AdminUser = app
         .by(&root)
         .patch(format!("/api/admin/users/{bob_id}"))
         .json(json!({"email": "Robert@Example.com"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["data"]["email"], "robert@example.com");
-    assert_eq!(answer["data"]["state"], "active");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(
+        (moved.email.as_str(), moved.state),
+        ("robert@example.com", AccountState::Active)
+    );
     let Answer(status, _) = login_as(app, "bob@example.com", "a brand new secret").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let Answer(status, answer) = login_as(app, "robert@example.com", "a brand new secret").await;

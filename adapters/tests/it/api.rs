@@ -195,6 +195,14 @@ impl<'a> IntoFuture for Call<'a> {
 #[derive(Debug, Clone)]
 pub struct Answer(pub StatusCode, pub Value);
 
+impl From<(StatusCode, Value)> for Answer {
+    /// An answer read by a helper of its own (a browser's redirects, a multipart
+    /// upload).
+    fn from((status, body): (StatusCode, Value)) -> Self {
+        Answer(status, body)
+    }
+}
+
 impl Answer {
     /// The status.
     pub fn status(&self) -> StatusCode {

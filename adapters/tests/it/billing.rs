@@ -7,6 +7,8 @@
 use super::*;
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::services::quotas::{OrgQuotas, QuotaStatus};
+use entitlements::Tier;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
@@ -244,15 +246,19 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
         .json(json!({"tier": "team"}))
         .await
         .expect(StatusCode::OK);
-    let Answer(_, quotas) = billing.by(&alice).org(&acme).get("/api/quotas").await;
-    assert_eq!(quotas["data"]["tier"], "team", "{quotas}");
+    let quotas: OrgQuotas = billing
+        .by(&alice)
+        .org(&acme)
+        .get("/api/quotas")
+        .await
+        .data();
+    assert_eq!(quotas.tier, Tier::Team);
     assert_eq!(
-        quotas["data"]["quotas"]["pipelines"]["limit"], 300,
-        "{quotas}"
-    );
-    assert_eq!(
-        quotas["data"]["quotas"]["plugins"]["limit"], 100,
-        "{quotas}"
+        (
+            quotas.quotas["pipelines"].limit,
+            quotas.quotas["plugins"].limit
+        ),
+        (300, 100)
     );
     assert!(!billing.audited("admin.org.tier.update").await.is_empty());
     billing.stop().await;
@@ -455,23 +461,23 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
         }
     }
     assert_eq!(counted, 100, "exactly the 100 left were counted");
-    let Answer(_, root_view) = app
+    let root_view: QuotaStatus = app
         .by(&alice)
         .get(format!("/api/quotas/{acme}/aiCalls"))
-        .await;
-    assert_eq!(root_view["data"]["used"], 100, "{root_view}");
-    assert_eq!(root_view["data"]["remaining"], 0);
-    assert_eq!(root_view["data"]["percent"], 100.0);
-    assert!(root_view["data"]["resetAt"].as_str().is_some());
-    let Answer(_, team_view) = app
+        .await
+        .data();
+    assert_eq!(
+        (root_view.used, root_view.remaining, root_view.percent),
+        (100, 0, Some(100.0))
+    );
+    assert!(root_view.reset_at.is_some());
+    let team_view: QuotaStatus = app
         .by(&alice)
         .get(format!("/api/quotas/{team}/aiCalls"))
-        .await;
-    assert_eq!(
-        team_view["data"]["used"], 100,
-        "the team sees its account's pool"
-    );
-    assert_eq!(team_view["data"]["ownUsed"], on_team, "{team_view}");
+        .await
+        .data();
+    assert_eq!(team_view.used, 100, "the team sees its account's pool");
+    assert_eq!(team_view.own_used, on_team);
 
     // Hostile increments: out of range, the inventory's types, a user's token.
     for (bad, why) in [
@@ -586,29 +592,27 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
     assert!(body["pagination"]["total"].as_u64().unwrap() >= 3, "{body}");
 
     // A team's reset gives its share back to the pool.
-    let Answer(status, body) = app
+    let reset: OrgQuotas = app
         .by(&root)
         .post(format!("/api/quotas/{team}/reset"))
         .json(json!({"type": "aiCalls"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["quotas"]["aiCalls"]["ownUsed"], 0, "{body}");
-    assert_eq!(
-        body["data"]["quotas"]["aiCalls"]["used"],
-        103 - (on_team + 3),
-        "{body}"
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    let ai_calls = &reset.quotas["aiCalls"];
+    assert_eq!((ai_calls.own_used, ai_calls.used), (0, 103 - (on_team + 3)));
     // A reset puts the monthly usage back to zero (audited); only an admin may.
     app.by(&alice)
         .post(format!("/api/quotas/{acme}/reset"))
         .await
         .expect(StatusCode::FORBIDDEN);
-    let Answer(status, body) = app
+    let reset: OrgQuotas = app
         .by(&root)
         .post(format!("/api/quotas/{acme}/reset"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["quotas"]["aiCalls"]["used"], 0, "{body}");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(reset.quotas["aiCalls"].used, 0);
     assert_eq!(app.audited("quota.reset").await.len(), 2);
     app.by(&root)
         .post(format!("/api/quotas/{acme}/reset"))
@@ -627,11 +631,12 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
     .await;
     app.sql("UPDATE quota_pool SET period_start = '2000-01-01' WHERE dimension = 'aiCalls'")
         .await;
-    let Answer(_, view) = app
+    let view: QuotaStatus = app
         .by(&alice)
         .get(format!("/api/quotas/{acme}/aiCalls"))
-        .await;
-    assert_eq!(view["data"]["used"], 0, "{view}");
+        .await
+        .data();
+    assert_eq!(view.used, 0);
     let (status, body) = increment(
         app,
         &service,

@@ -577,17 +577,12 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
         (StatusCode::OK, Some("approved")),
         "{body}"
     );
-    let Answer(status, body) = app
+    let verdict: Verdict = app
         .validate(&alice, &acme, bad.clone(), Some("plugin-1"), true)
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(
-        (
-            body["data"]["blocked"].as_bool(),
-            body["data"]["exempted"].as_array().unwrap().len()
-        ),
-        (Some(false), 1)
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!((verdict.blocked, verdict.exempted.len()), (false, 1));
     assert!(
         app.blocked(&alice, &acme, bad.clone(), Some("plugin-2"))
             .await,
@@ -706,17 +701,12 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
 async fn the_system_organization_is_never_evaluated(app: &TestApp) {
     let (system, root) = app.system().await;
     app.rule(&root, &system, semver("system semver")).await;
-    let Answer(status, body) = app
+    let verdict: Verdict = app
         .validate(&root, &system, json!({"version": "latest"}), None, false)
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(
-        (
-            body["data"]["blocked"].as_bool(),
-            body["data"]["violations"].as_array().unwrap().len()
-        ),
-        (Some(false), 0)
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!((verdict.blocked, verdict.violations.len()), (false, 0));
 }
 
 async fn limits_check_log_dry_run_and_services(app: &TestApp) {
@@ -864,7 +854,7 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
 
     // A service (the plugin service at upload) validates with its token and x-org-id.
     let service = app.service_token("plugin");
-    let Answer(status, body) = app
+    let verdict: Verdict = app
         .validate(
             &service,
             &acme,
@@ -872,11 +862,10 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
             Some("upload-1"),
             false,
         )
-        .await;
-    assert_eq!(
-        (status, body["data"]["blocked"].as_bool()),
-        (StatusCode::OK, Some(true))
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(verdict.blocked);
     let Answer(status, body) = app
         .validate(&service, "no-such-org", json!({}), None, true)
         .await;
@@ -1406,12 +1395,12 @@ async fn the_sample_content_loads_once(app: &TestApp) {
         .await;
     let piped = json!({"name": "x", "version": "1.0.0", "description": "a helpful plugin", "accessModifier": "private",
                        "installCommands": ["curl https://example.com/install.sh | sh"]});
-    let Answer(_, body) = app.validate(&alice, &acme, piped, None, true).await;
+    let verdict: Verdict = app.validate(&alice, &acme, piped, None, true).await.data();
     assert_eq!(
-        body["data"]["violations"][0]["ruleName"],
+        verdict.violations[0].rule_name(),
         "Install commands do not pipe"
     );
-    assert_eq!(body["data"]["blocked"], true);
+    assert!(verdict.blocked);
 }
 
 mod content {
@@ -1428,13 +1417,12 @@ async fn a_deleted_organization_no_longer_validates_from_the_cache(app: &TestApp
     app.rule(&alice, &acme, semver("semver")).await;
     let service = app.service_token("plugin");
     for _ in 0..2 {
-        let Answer(status, body) = app
+        let verdict: Verdict = app
             .validate(&service, &acme, json!({"version": "x"}), None, true)
-            .await;
-        assert_eq!(
-            (status, body["data"]["blocked"].as_bool()),
-            (StatusCode::OK, Some(true))
-        );
+            .await
+            .expect(StatusCode::OK)
+            .data();
+        assert!(verdict.blocked);
     }
     let delete = Request::delete(format!("/api/organization/{acme}"))
         .header("authorization", format!("Bearer {root}"))

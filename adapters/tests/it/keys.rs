@@ -14,8 +14,53 @@ use std::time::{Duration, Instant};
 
 use adapters::keys::sealed::{self, Key};
 use adapters::services::keys;
+use adapters::services::ServiceError;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
+
+/// A stored secret opened, with the parts `keys::open` reads.
+async fn open(
+    state: &AppState,
+    binding: adapters::keys::Binding<'_>,
+    stored: &str,
+) -> Result<String, ServiceError> {
+    keys::open(
+        &state.infra.store,
+        &state.config,
+        &state.outbound.keyring,
+        binding,
+        stored,
+    )
+    .await
+}
+
+/// One round of the customer keys' check.
+async fn check_keys(
+    state: &AppState,
+    now: chrono::DateTime<Utc>,
+) -> Result<keys::CheckRound, ServiceError> {
+    keys::check_keys(
+        &state.infra.store,
+        &state.config,
+        &state.outbound.keyring,
+        now,
+    )
+    .await
+}
+
+/// One round of rewriting secrets under their organizations' keys.
+async fn rewrite_old_secrets(
+    state: &AppState,
+    limit: usize,
+) -> Result<keys::RewriteRound, ServiceError> {
+    keys::rewrite_old_secrets(
+        &state.infra.store,
+        &state.config,
+        &state.outbound.keyring,
+        limit,
+    )
+    .await
+}
 
 use super::notifications::{
     block, blocking_org_of as blocking_org, prefer, verify, webhook_receiver, Seen,
@@ -149,27 +194,15 @@ async fn secrets_are_sealed_under_each_organizations_own_key(base: &TestApp) {
     assert_eq!(kek_refs(app, &acme).await, std::slice::from_ref(&local));
     assert_eq!(kek_refs(app, &globex).await, std::slice::from_ref(&local));
     assert_eq!(
-        keys::open(
-            &app.state.infra.store,
-            &app.state.config,
-            &app.state.outbound.keyring,
-            keys::webhook_secret(&acme),
-            &a
-        )
-        .await
-        .unwrap(),
+        open(&app.state, keys::webhook_secret(&acme), &a)
+            .await
+            .unwrap(),
         "s3cret-a"
     );
     // Read as another organization's, it does not open (its key, its binding).
-    assert!(keys::open(
-        &app.state.infra.store,
-        &app.state.config,
-        &app.state.outbound.keyring,
-        keys::webhook_secret(&globex),
-        &a
-    )
-    .await
-    .is_err());
+    assert!(open(&app.state, keys::webhook_secret(&globex), &a)
+        .await
+        .is_err());
     // Copied into globex's row, it is not used: the delivery fails, nothing is sent.
     app.sql(&format!(
         "UPDATE notification_preferences SET webhook_secret = '{a}' WHERE org_id = '{globex}'"
@@ -247,15 +280,9 @@ async fn older_secrets_are_rewritten_by_a_pass_that_resumes(base: &TestApp) {
                 .await
                 .unwrap();
                 assert_eq!(
-                    keys::open(
-                        &state.infra.store,
-                        &state.config,
-                        &state.outbound.keyring,
-                        keys::webhook_secret(org),
-                        &stored
-                    )
-                    .await
-                    .unwrap(),
+                    open(&state, keys::webhook_secret(org), &stored)
+                        .await
+                        .unwrap(),
                     *secret
                 );
                 current += usize::from(stored.starts_with("enc:v2:"));
@@ -269,36 +296,15 @@ async fn older_secrets_are_rewritten_by_a_pass_that_resumes(base: &TestApp) {
         "older values read as before"
     );
     // Interrupted after two rewrites: the rest stay readable as they were.
-    let first = keys::rewrite_old_secrets(
-        &app.state.infra.store,
-        &app.state.config,
-        &app.state.outbound.keyring,
-        2,
-    )
-    .await
-    .unwrap();
+    let first = rewrite_old_secrets(&app.state, 2).await.unwrap();
     assert_eq!(first.rewritten, 2, "{first:?}");
     assert_eq!(opens(app, orgs.clone()).await, 2);
     // Resumed (on another server: nothing is kept between runs).
     let other = with_key(base, K1, &[]).await;
-    let second = keys::rewrite_old_secrets(
-        &other.state.infra.store,
-        &other.state.config,
-        &other.state.outbound.keyring,
-        100,
-    )
-    .await
-    .unwrap();
+    let second = rewrite_old_secrets(&other.state, 100).await.unwrap();
     assert_eq!(second.rewritten, 3, "{second:?}");
     assert_eq!(opens(app, orgs.clone()).await, 5);
-    let again = keys::rewrite_old_secrets(
-        &app.state.infra.store,
-        &app.state.config,
-        &app.state.outbound.keyring,
-        100,
-    )
-    .await
-    .unwrap();
+    let again = rewrite_old_secrets(&app.state, 100).await.unwrap();
     assert_eq!(again, keys::RewriteRound::default(), "nothing twice");
     for (org, secret, _) in &orgs {
         let stored = stored_secret(app, org).await.unwrap();
@@ -325,25 +331,12 @@ async fn a_platform_key_rotation_rewraps_data_keys_and_rewrites_no_secret(base: 
     .await;
     // Before the pass: the data key still wrapped by the previous key opens.
     assert_eq!(
-        keys::open(
-            &new.state.infra.store,
-            &new.state.config,
-            &new.state.outbound.keyring,
-            keys::webhook_secret(&acme),
-            &sealed_before
-        )
-        .await
-        .unwrap(),
+        open(&new.state, keys::webhook_secret(&acme), &sealed_before)
+            .await
+            .unwrap(),
         "rotate-me"
     );
-    let round = keys::rewrite_old_secrets(
-        &new.state.infra.store,
-        &new.state.config,
-        &new.state.outbound.keyring,
-        100,
-    )
-    .await
-    .unwrap();
+    let round = rewrite_old_secrets(&new.state, 100).await.unwrap();
     assert_eq!((round.rewrapped, round.rewritten), (1, 0), "{round:?}");
     assert_eq!(
         kek_refs(&new, &acme).await,
@@ -358,15 +351,9 @@ async fn a_platform_key_rotation_rewraps_data_keys_and_rewrites_no_secret(base: 
     // The new key alone opens it; the old one alone no longer does (503, fail closed).
     let only_new = with_key(base, K2, &[]).await;
     assert_eq!(
-        keys::open(
-            &only_new.state.infra.store,
-            &only_new.state.config,
-            &only_new.state.outbound.keyring,
-            keys::webhook_secret(&acme),
-            &sealed_before
-        )
-        .await
-        .unwrap(),
+        open(&only_new.state, keys::webhook_secret(&acme), &sealed_before)
+            .await
+            .unwrap(),
         "rotate-me"
     );
     only_new.stop().await;
@@ -626,26 +613,14 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
     // What a cold open costs through KMS (a replica that kept nothing).
     app.state.outbound.keyring.changed();
     let cold = Instant::now();
-    keys::open(
-        &app.state.infra.store,
-        &app.state.config,
-        &app.state.outbound.keyring,
-        keys::webhook_secret(&acme),
-        &sealed_before,
-    )
-    .await
-    .unwrap();
+    open(&app.state, keys::webhook_secret(&acme), &sealed_before)
+        .await
+        .unwrap();
     let cold = cold.elapsed();
     let warm = Instant::now();
-    keys::open(
-        &app.state.infra.store,
-        &app.state.config,
-        &app.state.outbound.keyring,
-        keys::webhook_secret(&acme),
-        &sealed_before,
-    )
-    .await
-    .unwrap();
+    open(&app.state, keys::webhook_secret(&acme), &sealed_before)
+        .await
+        .unwrap();
     eprintln!(
         "open through AWS KMS (moto on loopback): {cold:?} with the data key unwrapped, {:?} kept",
         warm.elapsed()
@@ -654,34 +629,13 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
     let (status, _) = kms(&moto.url, "DisableKey", json!({"KeyId": key_id})).await;
     assert_eq!(status, 200);
     for round in 1..=2 {
-        let checked = keys::check_keys(
-            &app.state.infra.store,
-            &app.state.config,
-            &app.state.outbound.keyring,
-            Utc::now(),
-        )
-        .await
-        .unwrap();
+        let checked = check_keys(&app.state, Utc::now()).await.unwrap();
         assert_eq!(checked.orphaned, 0, "round {round}");
         assert_eq!(kms_status(app, &alice, &acme).await["state"], "active");
     }
-    let third = keys::check_keys(
-        &app.state.infra.store,
-        &app.state.config,
-        &app.state.outbound.keyring,
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    let third = check_keys(&app.state, Utc::now()).await.unwrap();
     assert_eq!(third.orphaned, 1);
-    let fourth = keys::check_keys(
-        &app.state.infra.store,
-        &app.state.config,
-        &app.state.outbound.keyring,
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    let fourth = check_keys(&app.state, Utc::now()).await.unwrap();
     assert_eq!(fourth.orphaned, 0);
     let orphaned = app.audited("org.kms.orphaned").await;
     assert_eq!(orphaned.len(), 1, "once per transition");
@@ -718,14 +672,7 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
     // The key works again: recovered by the checker, and the delivery goes out once.
     let (status, _) = kms(&moto.url, "EnableKey", json!({"KeyId": key_id})).await;
     assert_eq!(status, 200);
-    let recovered = keys::check_keys(
-        &app.state.infra.store,
-        &app.state.config,
-        &app.state.outbound.keyring,
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    let recovered = check_keys(&app.state, Utc::now()).await.unwrap();
     assert_eq!(recovered.recovered, 1);
     assert_eq!(app.audited("org.kms.recovered").await.len(), 1);
     assert_eq!(kms_status(app, &alice, &acme).await["state"], "active");
@@ -746,15 +693,9 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
         [format!("local:{}", fingerprint(K1))]
     );
     assert_eq!(
-        keys::open(
-            &app.state.infra.store,
-            &app.state.config,
-            &app.state.outbound.keyring,
-            keys::webhook_secret(&acme),
-            &sealed_before
-        )
-        .await
-        .unwrap(),
+        open(&app.state, keys::webhook_secret(&acme), &sealed_before)
+            .await
+            .unwrap(),
         "kms-secret"
     );
     assert_eq!(app.audited("admin.org.kms-config.delete").await.len(), 1);
@@ -932,15 +873,9 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
     assert_eq!(status, StatusCode::OK, "{body}");
     let stored = stored_secret(app, &acme).await.unwrap();
     assert_eq!(
-        keys::open(
-            &app.state.infra.store,
-            &app.state.config,
-            &app.state.outbound.keyring,
-            keys::webhook_secret(&acme),
-            &stored
-        )
-        .await
-        .unwrap(),
+        open(&app.state, keys::webhook_secret(&acme), &stored)
+            .await
+            .unwrap(),
         "v-secret"
     );
     // A team's secrets are under its own data key, wrapped by its root's key.
@@ -984,14 +919,7 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
     // The token is revoked: three checks orphan the organization.
     *vault.token.lock().unwrap() = "s.rotated".to_owned();
     for _ in 0..3 {
-        keys::check_keys(
-            &app.state.infra.store,
-            &app.state.config,
-            &app.state.outbound.keyring,
-            Utc::now(),
-        )
-        .await
-        .unwrap();
+        check_keys(&app.state, Utc::now()).await.unwrap();
     }
     let status = kms_status(app, &alice, &acme).await;
     assert_eq!(status["state"], "orphaned");
@@ -1021,14 +949,9 @@ async fn the_rewrite_pass_over_two_thousand_organizations(base: &TestApp) {
     let started = Instant::now();
     let mut rewritten = 0;
     loop {
-        let round = keys::rewrite_old_secrets(
-            &side.state.infra.store,
-            &side.state.config,
-            &side.state.outbound.keyring,
-            adapters::workers::keys::REWRITE_BATCH,
-        )
-        .await
-        .unwrap();
+        let round = rewrite_old_secrets(&side.state, adapters::workers::keys::REWRITE_BATCH)
+            .await
+            .unwrap();
         rewritten += round.rewritten;
         if round.rewritten == 0 {
             break;

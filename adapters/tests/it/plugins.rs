@@ -82,8 +82,7 @@ pub async fn upload(
         )
         .body(Body::from(body))
         .unwrap();
-    let (status, body) = app.send(request).await;
-    Answer(status, body)
+    Answer::from(app.send(request).await)
 }
 
 async fn the_life_of_a_plugin(app: &TestApp) {

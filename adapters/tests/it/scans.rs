@@ -11,6 +11,14 @@ use chrono::Utc;
 use super::fixtures::pipeline_as;
 use super::*;
 
+/// Starts the due scheduled scans, with the parts `scans::run_due_schedules` reads.
+async fn run_due_schedules(
+    state: &AppState,
+    now: chrono::DateTime<Utc>,
+) -> Result<usize, adapters::services::ServiceError> {
+    scans::run_due_schedules(&state.infra.store, &state.config, &state.infra.metrics, now).await
+}
+
 fn state_of(app: &TestApp, extra: &[(&str, &str)]) -> AppState {
     AppState::new(
         test_config(extra),
@@ -732,28 +740,8 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
     ))
     .await;
     let state = state_of(app, &[]);
-    assert_eq!(
-        scans::run_due_schedules(
-            &state.infra.store,
-            &state.config,
-            &state.infra.metrics,
-            Utc::now()
-        )
-        .await
-        .unwrap(),
-        1
-    );
-    assert_eq!(
-        scans::run_due_schedules(
-            &state.infra.store,
-            &state.config,
-            &state.infra.metrics,
-            Utc::now()
-        )
-        .await
-        .unwrap(),
-        0
-    );
+    assert_eq!(run_due_schedules(&state, Utc::now()).await.unwrap(), 1);
+    assert_eq!(run_due_schedules(&state, Utc::now()).await.unwrap(), 0);
     let Answer(_, list) = app.by(&alice).org(&org).get("/api/compliance/scans").await;
     assert_eq!(list["pagination"]["total"], 1);
     let started = &list["scans"][0];
@@ -801,17 +789,7 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
         "UPDATE scan_schedules SET next_run_at = '2000-01-01T00:00:00.000000Z' WHERE id = '{id}'"
     ))
     .await;
-    assert_eq!(
-        scans::run_due_schedules(
-            &state.infra.store,
-            &state.config,
-            &state.infra.metrics,
-            Utc::now()
-        )
-        .await
-        .unwrap(),
-        0
-    );
+    assert_eq!(run_due_schedules(&state, Utc::now()).await.unwrap(), 0);
     let Answer(_, got) = app
         .by(&alice)
         .org(&org)
@@ -876,14 +854,7 @@ async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
     .await;
     let state = state_of(app, &[]);
     assert_eq!(
-        scans::run_due_schedules(
-            &state.infra.store,
-            &state.config,
-            &state.infra.metrics,
-            Utc::now()
-        )
-        .await
-        .unwrap(),
+        run_due_schedules(&state, Utc::now()).await.unwrap(),
         0,
         "the run is skipped"
     );
@@ -902,17 +873,7 @@ async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
         "UPDATE scan_schedules SET next_run_at = '2000-01-01T00:00:00.000000Z' WHERE id = '{schedule}'"
     ))
     .await;
-    assert_eq!(
-        scans::run_due_schedules(
-            &enabled.infra.store,
-            &enabled.config,
-            &enabled.infra.metrics,
-            Utc::now()
-        )
-        .await
-        .unwrap(),
-        1
-    );
+    assert_eq!(run_due_schedules(&enabled, Utc::now()).await.unwrap(), 1);
     assert_eq!(sweep_all(&enabled).await, [Swept::Completed]);
     let Answer(_, list) = app
         .by(&root)

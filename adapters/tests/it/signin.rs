@@ -3,7 +3,7 @@
 
 use crate::api::Answer;
 use adapters::code::ErrorCode;
-use adapters::services::accounts::Account;
+use adapters::services::accounts::{Account, Session, StepUpProof};
 use std::time::{Duration, Instant};
 
 use sqlx::Row;
@@ -133,11 +133,15 @@ async fn a_person_registers_verifies_signs_in_refreshes_and_signs_out(app: &Test
     assert_eq!(code(status, &body), ErrorCode::Unauthorized);
 
     let (access, first) = session(&strict, "ADA@example.com ").await;
-    let Answer(status, body) = strict.by(&access).get("/api/me").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["userId"], user.as_str());
-    assert_eq!(body["data"]["email"], "ada@example.com");
-    assert_eq!(body["data"]["name"], "Ada");
+    let me: Account = strict
+        .by(&access)
+        .get("/api/me")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(me.user_id, user);
+    assert_eq!(me.email, "ada@example.com");
+    assert_eq!(me.name.as_deref(), Some("Ada"));
     // The access token is the API's: an organization is created with it.
     strict
         .by(&access)
@@ -147,10 +151,11 @@ async fn a_person_registers_verifies_signs_in_refreshes_and_signs_out(app: &Test
         .expect(StatusCode::CREATED);
 
     // Refresh rotates: a new pair, the old refresh token used up.
-    let Answer(status, body) = refresh(&strict, &first).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let second = body["data"]["refreshToken"].as_str().unwrap().to_owned();
-    let renewed = body["data"]["accessToken"].as_str().unwrap().to_owned();
+    let Session {
+        refresh_token: second,
+        access_token: renewed,
+        ..
+    } = refresh(&strict, &first).await.expect(StatusCode::OK).data();
     assert_ne!(second, first);
     assert_eq!(me_status(&strict, &renewed).await, StatusCode::OK);
     assert_eq!(me_status(&strict, &access).await, StatusCode::OK);
@@ -161,9 +166,11 @@ async fn a_person_registers_verifies_signs_in_refreshes_and_signs_out(app: &Test
         body["message"].as_str().unwrap().contains("just used"),
         "{body}"
     );
-    let Answer(status, body) = refresh(&strict, &second).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let third = body["data"]["refreshToken"].as_str().unwrap().to_owned();
+    let third = refresh(&strict, &second)
+        .await
+        .expect(StatusCode::OK)
+        .data::<Session>()
+        .refresh_token;
     // Beyond it, a used token is a stolen one: the whole session ends.
     let long_ago = (Utc::now() - chrono::Duration::minutes(5))
         .to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
@@ -767,14 +774,17 @@ async fn step_up_proves_the_password_again(app: &TestApp) {
         .json(json!({"password": "wrong one"}))
         .await
         .refused(ErrorCode::InvalidCredentials);
-    let Answer(status, body) = app
+    let StepUpProof {
+        step_up_token: proof,
+        expires_in,
+    } = app
         .by(&access)
         .post("/api/auth/step-up")
         .json(json!({"password": PASSWORD}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["expiresIn"], 300);
-    let proof = body["data"]["stepUpToken"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(expires_in, 300);
     // The proof serves the operations that need one: an ownership transfer.
     let org = app
         .by(&access)

@@ -4,6 +4,7 @@
 //! posted), on both backends.
 
 use crate::api::Answer;
+use adapters::services::accounts::Session;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -239,9 +240,10 @@ async fn provisioning_signs_a_person_in_once(base: &TestApp) {
     // The callback's state was used by that refusal: a fresh sign-in.
     let (location, cookie2) = start(&app, "org=acme").await;
     let back = authorize(&location, "alice-at-idp").await;
-    let (status, session) = callback(&app, &back, Some(&cookie2)).await;
-    assert_eq!(status, StatusCode::OK, "{session}");
-    let access = session["data"]["accessToken"].as_str().unwrap().to_owned();
+    let access = Answer::from(callback(&app, &back, Some(&cookie2)).await)
+        .expect(StatusCode::OK)
+        .data::<Session>()
+        .access_token;
     // A replayed state is refused.
     let (status, body) = callback(&app, &back, Some(&cookie2)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
@@ -634,9 +636,10 @@ async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
         );
     }
     provider.control("fault", json!({"fault": "none"})).await;
-    let (status, session) = provider.sign_in(&app, "org=acme").await;
-    assert_eq!(status, StatusCode::OK, "{session}");
-    let dora = session["data"]["accessToken"].as_str().unwrap().to_owned();
+    let dora = Answer::from(provider.sign_in(&app, "org=acme").await)
+        .expect(StatusCode::OK)
+        .data::<Session>()
+        .access_token;
     let role_of = |members: &Value| {
         let list = members["data"]["members"]
             .as_array()
@@ -782,9 +785,10 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
         .await
         .expect(StatusCode::UNAUTHORIZED);
     // The next sign-in goes straight through, as the same account.
-    let (status, session) = provider.sign_in(&app, "org=acme").await;
-    assert_eq!(status, StatusCode::OK, "{session}");
-    let token = session["data"]["accessToken"].as_str().unwrap().to_owned();
+    let token = Answer::from(provider.sign_in(&app, "org=acme").await)
+        .expect(StatusCode::OK)
+        .data::<Session>()
+        .access_token;
     let Answer(_, me) = app.by(&token).get("/api/me").await;
     assert_eq!(me["data"]["userId"], carol_id.as_str());
 
