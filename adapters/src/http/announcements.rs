@@ -1,25 +1,25 @@
 //! `/messages/announcements` and `/messages/unread`.
 
-use crate::config::Config;
-use crate::replica::kept::KeptFacts;
-use crate::storage::Store;
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
 use entitlements::Tier;
 use messaging::{Audience, Phase, Severity, Teams};
 use serde::{Deserialize, Serialize};
 
+use crate::config::Config;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
+use crate::replica::kept::KeptFacts;
 use crate::services::announcements::{self, AnnouncementRecord, Asker, Draft, Unread, View};
+use crate::storage::Store;
 
 /// Who an announcement reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum AudienceKind {
+pub enum AudienceKind {
     /// The `x-org-id` organization (and, with `includeTeams` or `teamIds`, teams of it).
     Organization,
     /// The organizations of `organizationIds` (super-admins).
@@ -81,31 +81,31 @@ pub(crate) struct AnnouncementEdit {
 /// An announcement.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Announcement {
-    pub(crate) id: String,
-    audience: AudienceKind,
+pub struct Announcement {
+    pub id: String,
+    pub audience: AudienceKind,
     /// The organization, for an organization's announcement.
-    org_id: Option<String>,
-    include_teams: bool,
-    team_ids: Vec<String>,
-    organization_ids: Vec<String>,
-    tier: Option<Tier>,
-    pub(crate) title: String,
+    pub org_id: Option<String>,
+    pub include_teams: bool,
+    pub team_ids: Vec<String>,
+    pub organization_ids: Vec<String>,
+    pub tier: Option<Tier>,
+    pub title: String,
     /// The text as posted.
-    pub(crate) body: String,
+    pub body: String,
     /// The text as HTML: a safe subset of Markdown, no HTML of the author's.
-    body_html: String,
-    pub(crate) severity: Severity,
-    pub(crate) starts_at: DateTime<Utc>,
-    pub(crate) ends_at: Option<DateTime<Utc>>,
+    pub body_html: String,
+    pub severity: Severity,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: Option<DateTime<Utc>>,
     /// Where it stands now.
-    pub(crate) phase: Phase,
-    pub(crate) dismissible: bool,
+    pub phase: Phase,
+    pub dismissible: bool,
     /// When the reader dismissed it.
-    pub(crate) dismissed_at: Option<DateTime<Utc>>,
-    created_by: String,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    pub dismissed_at: Option<DateTime<Utc>>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl Announcement {

@@ -43,28 +43,28 @@ pub(crate) struct MessageBody {
 /// A participant.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Participant {
-    pub(crate) user_id: String,
-    joined_at: DateTime<Utc>,
-    last_read_at: Option<DateTime<Utc>>,
-    pub(crate) left_at: Option<DateTime<Utc>>,
+pub struct Participant {
+    pub user_id: String,
+    pub joined_at: DateTime<Utc>,
+    pub last_read_at: Option<DateTime<Utc>>,
+    pub left_at: Option<DateTime<Utc>>,
 }
 
 /// A conversation, as the reader sees it.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Conversation {
-    pub(crate) id: String,
-    org_id: String,
-    pub(crate) subject: Option<String>,
-    created_by: String,
-    created_at: DateTime<Utc>,
-    pub(crate) last_message_at: DateTime<Utc>,
+pub struct Conversation {
+    pub id: String,
+    pub org_id: String,
+    pub subject: Option<String>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub last_message_at: DateTime<Utc>,
     /// Where the reader has read up to.
-    last_read_at: Option<DateTime<Utc>>,
+    pub last_read_at: Option<DateTime<Utc>>,
     /// Messages by others after the reader's marker.
-    pub(crate) unread: u64,
-    pub(crate) participants: Vec<Participant>,
+    pub unread: u64,
+    pub participants: Vec<Participant>,
 }
 
 impl From<ConversationRecord> for Conversation {
@@ -95,12 +95,12 @@ impl From<ConversationRecord> for Conversation {
 /// A message of a conversation.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ConversationMessage {
-    pub(crate) id: String,
-    pub(crate) conversation_id: String,
-    pub(crate) author_id: String,
-    pub(crate) body: String,
-    pub(crate) created_at: DateTime<Utc>,
+pub struct ConversationMessage {
+    pub id: String,
+    pub conversation_id: String,
+    pub author_id: String,
+    pub body: String,
+    pub created_at: DateTime<Utc>,
 }
 
 impl From<ConversationMessageRecord> for ConversationMessage {
@@ -118,10 +118,10 @@ impl From<ConversationMessageRecord> for ConversationMessage {
 /// A page of messages, newest first, and where the next (older) one starts.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct MessagePage {
-    pub(crate) messages: Vec<ConversationMessage>,
+pub struct MessagePage {
+    pub messages: Vec<ConversationMessage>,
     /// Pass as `before` for the older messages; null at the first message.
-    next_before: Option<String>,
+    pub next_before: Option<String>,
 }
 
 /// `POST /messages/conversations`.

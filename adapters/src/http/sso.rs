@@ -4,7 +4,6 @@
 //! its claimed domains, and its enforcement with break-glass accounts. No answer
 //! ever holds a client secret.
 
-use crate::outbound::oidc::SsoClients;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -19,6 +18,7 @@ use crate::http::gate::Granted;
 use crate::http::response::{Answer, Deleted};
 use crate::http::signin::{client_address, Peer};
 use crate::http::state::{AppState, Caller};
+use crate::outbound::oidc::SsoClients;
 use crate::services::accounts::Session;
 use crate::services::sso::{
     self, Callback, Changer, ConfigInput, ConfigView, DomainRow, ReturnTo, Route, SsoPolicyRow,

@@ -3,6 +3,8 @@
 //! decodes an answer's `data` into the type the server serialized it from: a field
 //! renamed or gone is a decoding error, not an empty value.
 
+pub use super::announcements::{Announcement, AudienceKind};
+pub use super::conversations::{Conversation, ConversationMessage, MessagePage, Participant};
 pub use super::exemptions::Exemption;
 pub use super::members::{Member, Role};
 pub use super::organizations::{MyOrganization, Organization};

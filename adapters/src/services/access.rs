@@ -4,12 +4,12 @@
 //! per replica until they change ([`crate::replica::kept`]): an authenticated read whose facts
 //! are kept makes no query for the gate.
 
-use crate::config::Config;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use super::ServiceResult;
+use crate::config::Config;
 use crate::replica::kept::KeptFacts;
 use crate::storage::{unit_of_work, OrgRecord, Store};
 

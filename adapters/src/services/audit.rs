@@ -2,11 +2,11 @@
 //! chain, the query, a chain's verification (streamed in batches, with its signed
 //! checkpoints), and the checkpoints themselves.
 
-use crate::replica::Appender;
 use audit_chain::{AuditEvent, SealedEvent};
 use chrono::Utc;
 
 use super::{ServiceError, ServiceResult};
+use crate::replica::Appender;
 use crate::storage::{unit_of_work, Store, StoreError};
 pub use crate::storage::{AuditFilter, CheckpointRecord};
 

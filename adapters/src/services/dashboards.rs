@@ -4,7 +4,6 @@
 //! numbers are the report's). A change carries the version it read: a stale one is
 //! 409. Each change is audited in the change's transaction.
 
-use crate::replica::kept::KeptFacts;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -13,6 +12,7 @@ use super::context::{event, Caller};
 use super::reports::{self, ReportParams, ReportQuery};
 use super::{ServiceError, ServiceResult};
 use crate::config::Config;
+use crate::replica::kept::KeptFacts;
 use crate::storage::{new_id, unit_of_work, DashboardRow, OrgRecord, Store};
 
 /// The most panels a dashboard holds.

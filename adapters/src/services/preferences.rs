@@ -4,12 +4,12 @@
 //! to public addresses only (unless `WEBHOOK_ALLOW_PRIVATE`); saving it again turns
 //! on a webhook a 410 turned off.
 
-use crate::config::Config;
-use crate::keys::Keyring;
 use chrono::{DateTime, Utc};
 use tenancy::MembershipRole;
 
 use super::{ServiceError, ServiceResult};
+use crate::config::Config;
+use crate::keys::Keyring;
 use crate::services::context::Caller;
 pub use crate::storage::NotificationPreference;
 use crate::storage::{unit_of_work, OrgRecord, Store};

@@ -4,6 +4,8 @@
 //! database.
 
 use crate::api::Answer;
+use adapters::http::wire::{Announcement, Conversation, MessagePage};
+use messaging::{Phase, Severity};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -34,13 +36,12 @@ async fn member(app: &TestApp, owner: &str, org: &str, user: &str) {
 
 async fn team(app: &TestApp, parent: &str, name: &str) -> String {
     let alice = token(app, "alice");
-    let Answer(status, body) = app
-        .by(&alice)
+    app.by(&alice)
         .post("/api/organization")
         .json(json!({"name": name, "parentOrgId": parent}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["data"]["id"].as_str().unwrap().to_owned()
+        .await
+        .expect(StatusCode::CREATED)
+        .id()
 }
 
 async fn world(app: &TestApp) -> World {
@@ -111,13 +112,15 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
         }
         body
     };
-    let Answer(status, now) = announce(app, "alice", &w.acme, post("now", json!({}))).await;
-    assert_eq!(status, StatusCode::CREATED, "{now}");
-    let now = now["data"].clone();
-    assert_eq!(now["phase"], "active");
-    assert_eq!(now["severity"], "info");
-    assert_eq!(now["dismissible"], true);
-    let html = now["bodyHtml"].as_str().unwrap();
+    let now: Announcement = announce(app, "alice", &w.acme, post("now", json!({})))
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(
+        (now.phase, now.severity, now.dismissible),
+        (Phase::Active, Severity::Info, true)
+    );
+    let html = &now.body_html;
     assert!(
         html.contains("<strong>pause</strong>") && html.contains("&lt;script&gt;"),
         "{html}"
@@ -138,13 +141,23 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
     assert_eq!(unread(app, "bob", &w.acme).await["announcements"], 2);
 
     // Dismissed per user, on the server; again changes nothing.
-    let id = now["id"].as_str().unwrap();
+    let id = &now.id;
     let path = format!("/api/messages/announcements/{id}/dismiss");
-    let Answer(status, first) = app.by(&token(app, "bob")).org(&w.acme).post(&path).await;
-    assert_eq!(status, StatusCode::OK, "{first}");
-    assert!(first["data"]["dismissedAt"].is_string());
-    let Answer(_, again) = app.by(&token(app, "bob")).org(&w.acme).post(&path).await;
-    assert_eq!(again["data"]["dismissedAt"], first["data"]["dismissedAt"]);
+    let first: Announcement = app
+        .by(&token(app, "bob"))
+        .org(&w.acme)
+        .post(&path)
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(first.dismissed_at.is_some());
+    let again: Announcement = app
+        .by(&token(app, "bob"))
+        .org(&w.acme)
+        .post(&path)
+        .await
+        .data();
+    assert_eq!(again.dismissed_at, first.dismissed_at);
     assert_eq!(visible(app, "bob", &w.acme, "").await, ["pinned"]);
     assert_eq!(
         visible(app, "bob", &w.acme, "?includeDismissed=true").await,
@@ -223,15 +236,18 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
         .json(edit.clone())
         .await
         .expect(StatusCode::FORBIDDEN);
-    let Answer(status, edited) = app
+    let edited: Announcement = app
         .by(&token(app, "alice"))
         .org(&w.acme)
         .put(&edit_path)
         .json(edit)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{edited}");
-    assert_eq!(edited["data"]["title"], "later, moved");
-    assert_eq!(edited["data"]["phase"], "scheduled");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(
+        (edited.title.as_str(), edited.phase),
+        ("later, moved", Phase::Scheduled)
+    );
 
     // Bad input: 400 naming the field, nothing stored.
     let soon = hours(1);
@@ -496,26 +512,23 @@ async fn page(app: &TestApp, user: &str, org: &str, id: &str, query: &str) -> An
 
 async fn conversations_keep_order_read_markers_and_their_organization(app: &TestApp) {
     let w = world(app).await;
-    let Answer(status, started) = start(
+    let started: Conversation = start(
         app,
         "alice",
         &w.acme,
         json!({"participants": ["bob", "carol", "bob", "alice"], "subject": "Release", "body": "first, quietly"}),
     )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{started}");
-    let id = started["data"]["id"].as_str().unwrap().to_owned();
-    let people: Vec<&str> = started["data"]["participants"]
-        .as_array()
-        .unwrap()
+    .await
+    .expect(StatusCode::CREATED)
+    .data();
+    let id = started.id.clone();
+    let people: Vec<&str> = started
+        .participants
         .iter()
-        .map(|p| p["userId"].as_str().unwrap())
+        .map(|p| p.user_id.as_str())
         .collect();
     assert_eq!(people.len(), 3, "{people:?}");
-    assert_eq!(
-        started["data"]["unread"], 0,
-        "the author has read their own"
-    );
+    assert_eq!(started.unread, 0, "the author has read their own");
     assert_eq!(unread(app, "bob", &w.acme).await["conversations"], 1);
 
     // Order: newest first, by keyset, nothing twice.
@@ -527,12 +540,15 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
     let mut seen = Vec::new();
     let mut query = "?limit=2".to_owned();
     loop {
-        let Answer(status, body) = page(app, "carol", &w.acme, &id, &query).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        for m in body["data"]["messages"].as_array().unwrap() {
-            seen.push(m["body"].as_str().unwrap().to_owned());
-        }
-        match body["data"]["nextBefore"].as_str() {
+        let MessagePage {
+            messages,
+            next_before,
+        } = page(app, "carol", &w.acme, &id, &query)
+            .await
+            .expect(StatusCode::OK)
+            .data();
+        seen.extend(messages.into_iter().map(|m| m.body));
+        match next_before {
             Some(next) => query = format!("?limit=2&before={next}"),
             None => break,
         }
@@ -555,13 +571,14 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
         0,
         "bob wrote the latest: writing moves his marker"
     );
-    let Answer(status, read) = app
+    let read: Conversation = app
         .by(&token(app, "carol"))
         .org(&w.acme)
         .post(format!("/api/messages/conversations/{id}/read"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{read}");
-    assert_eq!(read["data"]["unread"], 0);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(read.unread, 0);
     assert_eq!(unread(app, "carol", &w.acme).await["conversations"], 0);
     let Answer(_, listed) = app
         .by(&token(app, "bob"))
