@@ -6,15 +6,12 @@ use entitlements::Tier;
 use messaging::{Audience, Phase, Severity, Teams};
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, PageParams, Query, SortOrder};
 use crate::http::gate::Granted;
 use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
-use crate::replica::kept::KeptFacts;
 use crate::services::announcements::{self, AnnouncementRecord, Asker, Draft, Unread, View};
-use crate::storage::Store;
 
 /// Who an announcement reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
@@ -175,10 +172,10 @@ impl Announcement {
     }
 }
 
+/// Who asks, as the announcement service sees them (a handler's helper: it reads the
+/// parts the permission check needs from the state axum hands the handler).
 async fn asker<'a>(
-    store: &Store,
-    config: &Config,
-    kept: &KeptFacts,
+    state: &AppState,
     caller: &'a Caller,
     granted: &'a Granted,
 ) -> Result<Asker<'a>, ApiError> {
@@ -186,9 +183,9 @@ async fn asker<'a>(
         .permissions
         .contains(&tenancy::Permission::MessagesManage)
         || crate::services::access::holds(
-            store,
-            config,
-            kept,
+            &state.infra.store,
+            &state.config,
+            &state.replica.kept,
             caller,
             &granted.org.id,
             tenancy::Permission::MessagesManage,
@@ -269,14 +266,7 @@ pub(crate) async fn post(
     let posted = announcements::post(
         &state.infra.store,
         &state.config,
-        asker(
-            &state.infra.store,
-            &state.config,
-            &state.replica.kept,
-            &caller,
-            &granted,
-        )
-        .await?,
+        asker(&state, &caller, &granted).await?,
         audience,
         draft,
         now,
@@ -305,14 +295,7 @@ pub(crate) async fn edit(
     let edited = announcements::edit(
         &state.infra.store,
         &state.config,
-        asker(
-            &state.infra.store,
-            &state.config,
-            &state.replica.kept,
-            &caller,
-            &granted,
-        )
-        .await?,
+        asker(&state, &caller, &granted).await?,
         &id,
         draft,
         now,
@@ -330,14 +313,7 @@ pub(crate) async fn remove(
 ) -> Result<Answer<Deleted>, ApiError> {
     announcements::remove(
         &state.infra.store,
-        asker(
-            &state.infra.store,
-            &state.config,
-            &state.replica.kept,
-            &caller,
-            &granted,
-        )
-        .await?,
+        asker(&state, &caller, &granted).await?,
         &id,
     )
     .await?;
@@ -354,14 +330,7 @@ pub(crate) async fn dismiss(
     let now = Utc::now();
     let dismissed = announcements::dismiss(
         &state.infra.store,
-        asker(
-            &state.infra.store,
-            &state.config,
-            &state.replica.kept,
-            &caller,
-            &granted,
-        )
-        .await?,
+        asker(&state, &caller, &granted).await?,
         &id,
         now,
     )
@@ -415,14 +384,7 @@ pub(crate) async fn list(
     let now = Utc::now();
     let (items, total) = announcements::list(
         &state.infra.store,
-        asker(
-            &state.infra.store,
-            &state.config,
-            &state.replica.kept,
-            &caller,
-            &granted,
-        )
-        .await?,
+        asker(&state, &caller, &granted).await?,
         view,
         now,
         (page.limit, page.offset, page.sort_order == SortOrder::Asc),
@@ -444,14 +406,7 @@ pub(crate) async fn unread(
     Ok(Answer::ok(
         announcements::unread(
             &state.infra.store,
-            asker(
-                &state.infra.store,
-                &state.config,
-                &state.replica.kept,
-                &caller,
-                &granted,
-            )
-            .await?,
+            asker(&state, &caller, &granted).await?,
             Utc::now(),
         )
         .await?,
