@@ -376,15 +376,9 @@ impl Reader {
     /// checks as the request's, from the facts every replica keeps current).
     async fn still_allowed(&self) -> bool {
         let now = Utc::now();
-        if crate::http::state::authenticate(
-            &self.state.infra.store,
-            &self.state.replica.kept,
-            &self.state.infra.keys,
-            &self.token,
-            now,
-        )
-        .await
-        .is_err()
+        if crate::http::state::authenticate(&self.state, &self.token, now)
+            .await
+            .is_err()
         {
             return false;
         }

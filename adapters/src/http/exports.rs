@@ -16,7 +16,6 @@ use crate::http::gate::Granted;
 use crate::http::response::Answer;
 use crate::http::state::{AppState, Caller};
 use crate::services::exports::{self, ExportRecord};
-use crate::storage::Store;
 
 /// An export job as answered.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -71,27 +70,28 @@ fn job(record: ExportRecord, admin: bool) -> ExportJob {
 }
 
 async fn request(
-    store: &Store,
+    state: &AppState,
     caller: &Caller,
     granted: &Granted,
     admin: bool,
 ) -> Result<Answer<ExportJob>, ApiError> {
-    let record = exports::request(store, caller, &granted.org, Utc::now()).await?;
+    let record = exports::request(&state.infra.store, caller, &granted.org, Utc::now()).await?;
     Ok(Answer::accepted(job(record, admin)))
 }
 
 async fn status(
-    store: &Store,
+    state: &AppState,
     granted: &Granted,
     id: &str,
     admin: bool,
 ) -> Result<Answer<ExportJob>, ApiError> {
-    let record = exports::status(store, &granted.org, id).await?;
+    let record = exports::status(&state.infra.store, &granted.org, id).await?;
     Ok(Answer::ok(job(record, admin)))
 }
 
-async fn download(store: &Store, granted: &Granted, id: &str) -> Result<Response, ApiError> {
-    let (record, chunks) = exports::download(store, &granted.org, id, Utc::now()).await?;
+async fn download(state: &AppState, granted: &Granted, id: &str) -> Result<Response, ApiError> {
+    let (record, chunks) =
+        exports::download(&state.infra.store, &granted.org, id, Utc::now()).await?;
     let body = Body::from_stream(chunks.map(|chunk| chunk.map(Bytes::from)));
     let mut response = body.into_response();
     let headers = response.headers_mut();
@@ -125,7 +125,7 @@ pub(crate) async fn admin_request(
     caller: Caller,
     granted: Granted,
 ) -> Result<Answer<ExportJob>, ApiError> {
-    request(&state.infra.store, &caller, &granted, true).await
+    request(&state, &caller, &granted, true).await
 }
 
 /// `GET /admin/organizations/{id}/exports/{jobId}`.
@@ -134,7 +134,7 @@ pub(crate) async fn admin_status(
     granted: Granted,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Answer<ExportJob>, ApiError> {
-    status(&state.infra.store, &granted, &id, true).await
+    status(&state, &granted, &id, true).await
 }
 
 /// `GET /admin/organizations/{id}/exports/{jobId}/download`.
@@ -143,7 +143,7 @@ pub(crate) async fn admin_download(
     granted: Granted,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    download(&state.infra.store, &granted, &id).await
+    download(&state, &granted, &id).await
 }
 
 /// `POST /organization/{id}/exports`.
@@ -152,7 +152,7 @@ pub(crate) async fn org_request(
     caller: Caller,
     granted: Granted,
 ) -> Result<Answer<ExportJob>, ApiError> {
-    request(&state.infra.store, &caller, &granted, false).await
+    request(&state, &caller, &granted, false).await
 }
 
 /// `GET /organization/{id}/exports/{jobId}`.
@@ -161,7 +161,7 @@ pub(crate) async fn org_status(
     granted: Granted,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Answer<ExportJob>, ApiError> {
-    status(&state.infra.store, &granted, &id, false).await
+    status(&state, &granted, &id, false).await
 }
 
 /// `GET /organization/{id}/exports/{jobId}/download`.
@@ -170,5 +170,5 @@ pub(crate) async fn org_download(
     granted: Granted,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    download(&state.infra.store, &granted, &id).await
+    download(&state, &granted, &id).await
 }

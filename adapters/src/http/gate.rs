@@ -8,11 +8,8 @@ use tenancy::{Reason, Requirement};
 use crate::audit::Action;
 use crate::http::error::ApiError;
 use crate::http::state::{AppState, Caller};
-use crate::metrics::Metrics;
-use crate::replica::kept::KeptFacts;
 use crate::services::access;
 use crate::services::organizations::OrgRecord;
-use crate::storage::Store;
 
 /// How the organization was named: by a path id (a foreign one answers 404) or by
 /// the `x-org-id` header (a foreign one answers 403 `TENANT_FORBIDDEN`).
@@ -59,9 +56,7 @@ pub enum Chain {
 /// `chain`, folded per actor, organization and minute (`Store::fold_denial`): the
 /// first at once, the rest of the minute as one more event with their count.
 pub async fn audit_refusal(
-    store: &Store,
-    kept: &KeptFacts,
-    metrics: &Metrics,
+    state: &AppState,
     actor_id: &str,
     actor_email: Option<&str>,
     chain: Chain,
@@ -69,16 +64,24 @@ pub async fn audit_refusal(
     details: serde_json::Value,
 ) -> Result<(), ApiError> {
     let org_id = match chain {
-        Chain::Org(org_id) => access::facts(store, kept, &org_id, actor_id, false)
+        Chain::Org(org_id) => access::facts(
+            &state.infra.store,
+            &state.replica.kept,
+            &org_id,
+            actor_id,
+            false,
+        )
+        .await?
+        .org
+        .as_ref()
+        .map(|org| org.id.clone()),
+        Chain::System => access::system_organization(&state.infra.store)
             .await?
-            .org
-            .as_ref()
-            .map(|org| org.id.clone()),
-        Chain::System => access::system_organization(store).await?.map(|org| org.id),
+            .map(|org| org.id),
     };
     let Some(org_id) = org_id else {
         // No chain to write in: counted only.
-        metrics.denied_unknown_organization();
+        state.infra.metrics.denied_unknown_organization();
         return Ok(());
     };
     let event = Action {
@@ -93,7 +96,7 @@ pub async fn audit_refusal(
         ..Action::default()
     }
     .into_event();
-    access::record_denial(store, &event, Utc::now()).await?;
+    access::record_denial(&state.infra.store, &event, Utc::now()).await?;
     Ok(())
 }
 
@@ -140,9 +143,7 @@ pub async fn gate(
         if let Some((error, details)) = refusal {
             if requirement.changes_state {
                 audit_refusal(
-                    &state.infra.store,
-                    &state.replica.kept,
-                    &state.infra.metrics,
+                    state,
                     &caller.user_id,
                     caller.email.as_deref(),
                     Chain::Org(org_id.to_owned()),

@@ -302,9 +302,7 @@ pub(crate) async fn enforce(State(guard): State<Guard>, request: Request, next: 
                     let chain = attempt.chain.unwrap_or(Chain::System);
                     let details = json!({"reason": error.code.as_str().to_ascii_lowercase()});
                     let audit = audit_refusal(
-                        &guard.state.infra.store,
-                        &guard.state.replica.kept,
-                        &guard.state.infra.metrics,
+                        &guard.state,
                         &actor,
                         email.as_deref(),
                         chain,

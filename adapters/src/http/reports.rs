@@ -7,7 +7,6 @@ use chrono::Utc;
 use serde_json::Value;
 use tenancy::Permission;
 
-use crate::config::Config;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
 use crate::http::gate::Granted;
@@ -18,7 +17,6 @@ use crate::services::reports::{
     DurationReport, ErrorReport, Ingested, PluginSummaryReport, ReportParams, ReportQuery,
     StageFailureReport, SuccessRateReport, Unattributed,
 };
-use crate::storage::Store;
 
 /// `POST /api/reports/events` (a service token): one EventBridge envelope or an
 /// array of them.
@@ -34,9 +32,7 @@ pub(crate) async fn ingest(
 
 /// Checks the parameters and finds the organizations a report reads.
 async fn query_of(
-    store: &Store,
-    config: &Config,
-    reporting: &Option<Store>,
+    state: &AppState,
     granted: &Granted,
     params: ReportParams,
 ) -> Result<ReportQuery, ApiError> {
@@ -50,7 +46,14 @@ async fn query_of(
         )
         .with_details(serde_json::json!({"missing": "reports:rollup"})));
     }
-    Ok(reports::query_for(store, config, reporting, &granted.org, checked).await?)
+    Ok(reports::query_for(
+        &state.infra.store,
+        &state.config,
+        &state.infra.reporting,
+        &granted.org,
+        checked,
+    )
+    .await?)
 }
 
 macro_rules! report {
@@ -61,14 +64,7 @@ macro_rules! report {
             granted: Granted,
             Query(params): Query<ReportParams>,
         ) -> Result<Answer<$answer>, ApiError> {
-            let query = query_of(
-                &state.infra.store,
-                &state.config,
-                &state.infra.reporting,
-                &granted,
-                params,
-            )
-            .await?;
+            let query = query_of(&state, &granted, params).await?;
             Ok(Answer::ok(reports::$name(&query).await?))
         }
     };
@@ -91,14 +87,7 @@ pub(crate) async fn posture_trend(
     granted: Granted,
     Query(params): Query<ReportParams>,
 ) -> Result<Answer<crate::services::posture::PostureTrendReport>, ApiError> {
-    let query = query_of(
-        &state.infra.store,
-        &state.config,
-        &state.infra.reporting,
-        &granted,
-        params,
-    )
-    .await?;
+    let query = query_of(&state, &granted, params).await?;
     Ok(Answer::ok(
         crate::services::posture::trend(&state.infra.store, &query).await?,
     ))

@@ -5,11 +5,9 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use chrono::{TimeZone, Utc};
 
-use crate::auth::{bearer, TokenKeys};
+use crate::auth::bearer;
 use crate::http::error::ApiError;
-use crate::replica::kept::KeptFacts;
 pub use crate::services::context::{event, event_on, AnyCaller, AppState, Caller, ServiceCaller};
-use crate::storage::Store;
 
 fn header<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
     parts.headers.get(name).and_then(|v| v.to_str().ok())
@@ -20,15 +18,18 @@ fn header<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
 /// the e-mail the caller holds (the account's verified address, never an older
 /// claim), the personal token used and the session (`sid`) of an access token.
 pub(crate) async fn authenticate(
-    store: &Store,
-    kept: &KeptFacts,
-    keys: &TokenKeys,
+    state: &AppState,
     token: &str,
     now: chrono::DateTime<Utc>,
 ) -> Result<Authenticated, ApiError> {
     if tenancy::is_personal_token(token) {
-        let (user_id, used) =
-            crate::services::credentials::personal_token(store, kept, token, now).await?;
+        let (user_id, used) = crate::services::credentials::personal_token(
+            &state.infra.store,
+            &state.replica.kept,
+            token,
+            now,
+        )
+        .await?;
         return Ok(Authenticated {
             user_id,
             email: None,
@@ -40,7 +41,7 @@ pub(crate) async fn authenticate(
             impersonation: None,
         });
     }
-    let claims = keys.verify(token).await?;
+    let claims = state.infra.keys.verify(token).await?;
     if claims.step_up {
         return Err(ApiError::unauthorized(
             "a step-up token is not an access token",
@@ -51,9 +52,19 @@ pub(crate) async fn authenticate(
             "service tokens cannot call user endpoints",
         ));
     }
-    let facts = crate::services::credentials::check_session(store, kept, &claims).await?;
-    let impersonation =
-        crate::services::admin::impersonation::check(store, kept, &claims, now).await?;
+    let facts = crate::services::credentials::check_session(
+        &state.infra.store,
+        &state.replica.kept,
+        &claims,
+    )
+    .await?;
+    let impersonation = crate::services::admin::impersonation::check(
+        &state.infra.store,
+        &state.replica.kept,
+        &claims,
+        now,
+    )
+    .await?;
     Ok(Authenticated {
         impersonation,
         user_id: claims.sub,
@@ -120,14 +131,7 @@ impl FromRequestParts<AppState> for Caller {
             active_org,
             password_change_required,
             impersonation,
-        } = authenticate(
-            &state.infra.store,
-            &state.replica.kept,
-            &state.infra.keys,
-            token,
-            now,
-        )
-        .await?;
+        } = authenticate(state, token, now).await?;
         if impersonation.as_ref().is_some_and(|imp| {
             imp.read_only && !tenancy::impersonation::read_only_allows(parts.method.as_str())
         }) {

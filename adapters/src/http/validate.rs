@@ -13,7 +13,6 @@ use crate::http::state::{AnyCaller, AppState};
 use crate::services::checks::{self, Recording};
 use crate::services::organizations::OrgRecord;
 use crate::services::ServiceError;
-use crate::storage::Store;
 
 /// A validation: the attributes of an entity, and its id when it has one (its
 /// exemptions then apply, and its snapshot is kept); a dry run may bring the rule
@@ -50,12 +49,12 @@ fn target(name: &str) -> Result<Target, ApiError> {
 /// The organization of a service's validation (a user's was found by the guard),
 /// within the budget.
 async fn service_organization(
-    store: &Store,
+    state: &AppState,
     org_id: Option<&str>,
     deadline: tokio::time::Instant,
 ) -> Result<OrgRecord, ApiError> {
     let org_id = org_id.ok_or_else(ApiError::tenant_forbidden)?;
-    checks::service_organization(store, org_id, deadline)
+    checks::service_organization(&state.infra.store, org_id, deadline)
         .await?
         .ok_or_else(ApiError::tenant_forbidden)
 }
@@ -83,8 +82,7 @@ async fn validate(
             match cached {
                 Some((org, set)) => ((*org).clone(), Some(set)),
                 None => (
-                    service_organization(&state.infra.store, org_header.as_deref(), deadline)
-                        .await?,
+                    service_organization(&state, org_header.as_deref(), deadline).await?,
                     None,
                 ),
             }
