@@ -26,24 +26,24 @@ fn version_of(version: Option<i64>) -> Result<i64, ApiError> {
 
 /// A list of rules.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub(crate) struct RuleList {
-    pub(crate) rules: Vec<AlertRule>,
+pub struct RuleList {
+    pub rules: Vec<AlertRule>,
 }
 
 /// A list of destinations.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub(crate) struct DestinationList {
-    pub(crate) destinations: Vec<Destination>,
+pub struct DestinationList {
+    pub destinations: Vec<Destination>,
 }
 
 /// A rule's history.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub(crate) struct History {
+pub struct History {
     /// The rule.
     #[serde(rename = "ruleId")]
-    rule_id: String,
+    pub rule_id: String,
     /// Its transitions, newest first, each with its deliveries.
-    pub(crate) transitions: Vec<HistoryEntry>,
+    pub transitions: Vec<HistoryEntry>,
 }
 
 /// `GET /api/alerts/rules`.

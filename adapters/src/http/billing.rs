@@ -48,17 +48,17 @@ pub(crate) struct SeatLimitBody {
 /// A bundle as offered to the account's tier.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct BundleOffer {
-    pub(crate) id: BundleId,
+pub struct BundleOffer {
+    pub id: BundleId,
     /// What one unit grants.
-    pub(crate) grant: Grant,
-    monthly_cents: u64,
-    annual_cents: u64,
-    pub(crate) monthly_usd: f64,
-    annual_usd: f64,
+    pub grant: Grant,
+    pub monthly_cents: u64,
+    pub annual_cents: u64,
+    pub monthly_usd: f64,
+    pub annual_usd: f64,
     /// Whether more than one unit may be held.
-    stackable: bool,
-    eligible_tiers: Vec<Tier>,
+    pub stackable: bool,
+    pub eligible_tiers: Vec<Tier>,
 }
 
 impl From<Offer> for BundleOffer {
@@ -78,38 +78,38 @@ impl From<Offer> for BundleOffer {
 
 /// The bundles offered, none unless the operator enabled them and billing is direct.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub(crate) struct Bundles {
-    pub(crate) enabled: bool,
-    pub(crate) bundles: Vec<BundleOffer>,
+pub struct Bundles {
+    pub enabled: bool,
+    pub bundles: Vec<BundleOffer>,
 }
 
 /// The effective entitlement: each limit with its base and bundle contributions.
-#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Debug, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Entitlement {
-    tier: Tier,
-    pub(crate) limits: Vec<LimitBreakdown>,
-    features: BTreeSet<Feature>,
+pub struct Entitlement {
+    pub tier: Tier,
+    pub limits: Vec<LimitBreakdown>,
+    pub features: BTreeSet<Feature>,
     /// Features bought or granted (synchronized to the platform).
-    purchased_features: BTreeSet<Feature>,
-    idp_configurations: u32,
+    pub purchased_features: BTreeSet<Feature>,
+    pub idp_configurations: u32,
 }
 
 /// An account's billing subscription and the entitlement it gives.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Subscription {
+pub struct Subscription {
     /// The `{id}` of the add-on endpoints.
-    pub(crate) id: String,
+    pub id: String,
     /// The account root.
-    org_id: String,
-    tier: Tier,
-    status: String,
-    billing_provider: BillingProvider,
-    pub(crate) addons: Vec<AppliedBundle>,
+    pub org_id: String,
+    pub tier: Tier,
+    pub status: String,
+    pub billing_provider: BillingProvider,
+    pub addons: Vec<AppliedBundle>,
     /// Raised by every change.
-    version: i64,
-    pub(crate) entitlement: Entitlement,
+    pub version: i64,
+    pub entitlement: Entitlement,
 }
 
 impl From<SubscriptionView> for Subscription {
@@ -135,9 +135,9 @@ impl From<SubscriptionView> for Subscription {
 }
 
 /// The billing portal's address.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct Portal {
-    url: String,
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Portal {
+    pub url: String,
 }
 
 fn bundle(id: &str) -> Result<BundleId, ApiError> {

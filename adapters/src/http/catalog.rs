@@ -61,23 +61,23 @@ pub(crate) struct ImpactPreview {
 /// A published rule, with whether the organization subscribes to it.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct CatalogRule {
+pub struct CatalogRule {
     #[serde(flatten)]
-    pub(crate) rule: OrgRule,
-    pub(crate) subscribed: bool,
+    pub rule: OrgRule,
+    pub subscribed: bool,
 }
 
 /// A subscription, with the rule as it applies (its pinned version, or the latest).
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct RuleSubscription {
-    pub(crate) rule_id: String,
-    pub(crate) is_active: bool,
-    pub(crate) pinned_version: Option<u32>,
+pub struct RuleSubscription {
+    pub rule_id: String,
+    pub is_active: bool,
+    pub pinned_version: Option<u32>,
     /// The latest published version (none once the rule is withdrawn).
-    latest_version: Option<u32>,
+    pub latest_version: Option<u32>,
     /// The rule at the version that applies.
-    rule: Option<Rule>,
+    pub rule: Option<Rule>,
 }
 
 impl From<SubscriptionView> for RuleSubscription {
@@ -93,58 +93,58 @@ impl From<SubscriptionView> for RuleSubscription {
 }
 
 /// A subscription's state after a change.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Subscribed {
-    rule_id: String,
-    is_active: bool,
-    pinned_version: Option<u32>,
+pub struct Subscribed {
+    pub rule_id: String,
+    pub is_active: bool,
+    pub pinned_version: Option<u32>,
 }
 
 /// A subscription activated or deactivated.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Activated {
-    rule_id: String,
-    is_active: bool,
+pub struct Activated {
+    pub rule_id: String,
+    pub is_active: bool,
 }
 
 /// A subscription's pin.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Pin {
-    rule_id: String,
+pub struct Pin {
+    pub rule_id: String,
     /// None: the subscription follows the latest version.
-    pub(crate) pinned_version: Option<u32>,
+    pub pinned_version: Option<u32>,
 }
 
 /// `{ruleId, unsubscribed: true}`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Unsubscribed {
-    rule_id: String,
-    unsubscribed: bool,
+pub struct Unsubscribed {
+    pub rule_id: String,
+    pub unsubscribed: bool,
 }
 
 /// What auto-subscribe did.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct AutoSubscribed {
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct AutoSubscribed {
     /// Subscriptions added.
-    subscribed: u64,
+    pub subscribed: u64,
     /// Rules in the catalog.
-    published: u64,
+    pub published: u64,
 }
 
 /// Which validated entities a rule would fail.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub(crate) struct RuleImpact {
-    pub(crate) target: Target,
-    pub(crate) evaluated: u64,
-    pub(crate) failing: u64,
+pub struct RuleImpact {
+    pub target: Target,
+    pub evaluated: u64,
+    pub failing: u64,
     /// The first failures: `{entityId, violation}`.
-    samples: Vec<Value>,
+    pub samples: Vec<Value>,
     /// Where the entities come from.
-    source: String,
+    pub source: String,
 }
 
 impl From<Impact> for RuleImpact {

@@ -82,10 +82,10 @@ pub(crate) struct BulkExemptionRequest {
 }
 
 /// What a bulk request created.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct ExemptionIds {
-    ids: Vec<String>,
-    count: u64,
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct ExemptionIds {
+    pub ids: Vec<String>,
+    pub count: u64,
 }
 
 /// A reviewer's decision (`approved` and `rejected` are accepted too).

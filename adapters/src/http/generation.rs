@@ -72,54 +72,54 @@ pub(crate) struct FromUrlBody {
 }
 
 /// A configured provider.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct AiProvider {
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct AiProvider {
     /// `openai`, `anthropic` or `ollama`.
-    name: &'static str,
+    pub name: String,
     /// The models a request may name.
-    models: Vec<String>,
+    pub models: Vec<String>,
 }
 
 /// A generated pipeline: a `POST /api/pipelines` body that passed the organization's
 /// rules in a dry run.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct GeneratedPipelineAnswer {
+pub struct GeneratedPipelineAnswer {
     /// The body to create.
-    pipeline: PipelineInput,
+    pub pipeline: PipelineInput,
     /// The provider.
-    provider: &'static str,
+    pub provider: String,
     /// The model.
-    model: String,
+    pub model: String,
     /// How many answers it took (1 to 3).
-    attempts: u32,
+    pub attempts: u32,
     /// Violations of warning severity (they do not block).
-    warnings: Vec<Violation>,
+    pub warnings: Vec<Violation>,
 }
 
 /// A generated plugin: a `POST /api/plugins/deploy-generated` body that passed the
 /// organization's rules in a dry run.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct GeneratedPluginAnswer {
+pub struct GeneratedPluginAnswer {
     /// The body to deploy.
-    plugin: GeneratedPlugin,
+    pub plugin: GeneratedPlugin,
     /// The provider.
-    provider: &'static str,
+    pub provider: String,
     /// The model.
-    model: String,
+    pub model: String,
     /// How many answers it took (1 to 3).
-    attempts: u32,
+    pub attempts: u32,
     /// Violations of warning severity (they do not block).
-    warnings: Vec<Violation>,
+    pub warnings: Vec<Violation>,
 }
 
 /// The data of an `attempt` event.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct AttemptEvent {
-    attempt: u32,
-    ok: bool,
-    problems: Vec<Problem>,
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct AttemptEvent {
+    pub attempt: u32,
+    pub ok: bool,
+    pub problems: Vec<Problem>,
 }
 
 /// A generation's answer: the pipeline's or the plugin's.
@@ -142,14 +142,14 @@ impl From<Generated> for GeneratedAnswer {
         match body {
             Body::Pipeline(pipeline) => GeneratedAnswer::Pipeline(GeneratedPipelineAnswer {
                 pipeline,
-                provider,
+                provider: provider.to_owned(),
                 model,
                 attempts,
                 warnings,
             }),
             Body::Plugin(plugin) => GeneratedAnswer::Plugin(GeneratedPluginAnswer {
                 plugin,
-                provider,
+                provider: provider.to_owned(),
                 model,
                 attempts,
                 warnings,
@@ -164,7 +164,10 @@ pub(crate) async fn providers(State(state): State<AppState>) -> Answer<Vec<AiPro
     Answer::ok(
         generation::providers(&state.config)
             .into_iter()
-            .map(|(name, models)| AiProvider { name, models })
+            .map(|(name, models)| AiProvider {
+                name: name.to_owned(),
+                models,
+            })
             .collect(),
     )
 }

@@ -17,16 +17,16 @@ use crate::services::invitations::{self, InvitationRecord, InvitationStatus};
 /// An invitation as the API answers it.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Invitation {
-    pub(crate) id: String,
-    org_id: String,
-    pub(crate) email: String,
-    pub(crate) role: MembershipRole,
-    pub(crate) status: InvitationStatus,
-    invited_by: String,
-    pub(crate) sent_count: i64,
-    created_at: DateTime<Utc>,
-    pub(crate) last_sent_at: DateTime<Utc>,
+pub struct Invitation {
+    pub id: String,
+    pub org_id: String,
+    pub email: String,
+    pub role: MembershipRole,
+    pub status: InvitationStatus,
+    pub invited_by: String,
+    pub sent_count: i64,
+    pub created_at: DateTime<Utc>,
+    pub last_sent_at: DateTime<Utc>,
 }
 
 impl From<InvitationRecord> for Invitation {

@@ -277,12 +277,12 @@ pub(crate) async fn restore(
 /// An organization after a tier change, with the bundles the change removed.
 #[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct TierChanged {
+pub struct TierChanged {
     #[serde(flatten)]
-    pub(crate) organization: Organization,
+    pub organization: Organization,
     /// The bundles the new tier is not eligible for, removed with the change (each
     /// audited as `billing.addon.remove`); empty when none.
-    removed_bundles: Vec<entitlements::AppliedBundle>,
+    pub removed_bundles: Vec<entitlements::AppliedBundle>,
 }
 
 /// `PATCH /organization/:id/tier` (super-admin, step-up).

@@ -13,19 +13,19 @@ use crate::services::preferences::{self, DigestMode, NotificationPreference, MAX
 
 /// An organization's notification preference as the API answers it (the webhook
 /// secret is never returned).
-#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Debug, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Preference {
-    pub(crate) email_enabled: bool,
+pub struct Preference {
+    pub email_enabled: bool,
     /// Recipients; every admin and the owner when none.
-    pub(crate) target_users: Option<Vec<String>>,
-    pub(crate) webhook_url: Option<String>,
-    pub(crate) has_webhook_secret: bool,
+    pub target_users: Option<Vec<String>>,
+    pub webhook_url: Option<String>,
+    pub has_webhook_secret: bool,
     #[schema(value_type = DigestMode)]
-    pub(crate) digest_mode: String,
-    pub(crate) notify_warnings: bool,
+    pub digest_mode: String,
+    pub notify_warnings: bool,
     /// When the webhook answered 410 Gone: off until its URL is saved again.
-    pub(crate) webhook_disabled_at: Option<DateTime<Utc>>,
+    pub webhook_disabled_at: Option<DateTime<Utc>>,
 }
 
 impl From<NotificationPreference> for Preference {

@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::http::extract::Page;
 
@@ -41,22 +41,36 @@ fn paginated_with<T: Serialize>(
     let body = PagedBody {
         list_key,
         items: &items,
-        pagination: json!({
-            "total": total,
-            "limit": page.limit,
-            "offset": page.offset,
-            "hasMore": page.offset.saturating_add(returned) < total,
-        }),
+        pagination: Pagination {
+            total,
+            limit: page.limit,
+            offset: page.offset,
+            has_more: page.offset.saturating_add(returned) < total,
+        },
         extra: &extra,
     };
     json_response(StatusCode::OK, &body)
+}
+
+/// Where a page sits in the whole list: the paginated envelope's `pagination`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pagination {
+    /// Items in the whole list.
+    pub total: u64,
+    /// Page size.
+    pub limit: u32,
+    /// Items skipped.
+    pub offset: u64,
+    /// True when items follow this page.
+    pub has_more: bool,
 }
 
 /// The paginated envelope's members.
 struct PagedBody<'a, T> {
     list_key: &'a str,
     items: &'a [T],
-    pagination: Value,
+    pagination: Pagination,
     extra: &'a [(&'a str, Value)],
 }
 
@@ -183,10 +197,10 @@ impl<T: Serialize> IntoResponse for Paged<T> {
 }
 
 /// `{id, deleted: true}`: what a delete answers.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct Deleted {
-    id: String,
-    deleted: bool,
+    pub id: String,
+    pub deleted: bool,
 }
 
 impl Deleted {

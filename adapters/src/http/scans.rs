@@ -88,41 +88,41 @@ pub(crate) struct ScanBody {
 
 /// A scan's counts.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub(crate) struct ScanCounts {
+pub struct ScanCounts {
     /// Entities matching when it started (reconciled to `scanned` at the end).
-    pub(crate) total: u64,
-    pub(crate) scanned: u64,
-    pub(crate) passed: u64,
-    pub(crate) warned: u64,
-    pub(crate) blocked: u64,
+    pub total: u64,
+    pub scanned: u64,
+    pub passed: u64,
+    pub warned: u64,
+    pub blocked: u64,
     /// Entities that could not be judged.
-    pub(crate) errors: u64,
+    pub errors: u64,
 }
 
 /// A scan as the API answers it.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Scan {
-    pub(crate) id: String,
-    org_id: String,
+pub struct Scan {
+    pub id: String,
+    pub org_id: String,
     #[schema(value_type = ScanTarget)]
-    pub(crate) target: String,
+    pub target: String,
     /// What narrows the sweep.
     #[schema(value_type = ScanFilter)]
-    filter: Value,
+    pub filter: Value,
     #[schema(value_type = ScanStatus)]
-    pub(crate) status: String,
+    pub status: String,
     /// `manual`, `schedule` or `rule-change`.
-    origin: String,
-    schedule_id: Option<String>,
-    requested_by: String,
-    pub(crate) counts: ScanCounts,
+    pub origin: String,
+    pub schedule_id: Option<String>,
+    pub requested_by: String,
+    pub counts: ScanCounts,
     /// SHA-256 of the rules the sweep used, once it has begun.
-    rule_set_fingerprint: Option<String>,
-    error: Option<String>,
-    pub(crate) started_at: DateTime<Utc>,
-    ended_at: Option<DateTime<Utc>>,
-    updated_at: DateTime<Utc>,
+    pub rule_set_fingerprint: Option<String>,
+    pub error: Option<String>,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl From<ScanRecord> for Scan {
@@ -155,22 +155,22 @@ impl From<ScanRecord> for Scan {
 }
 
 /// One entity's result in a scan.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ScanEntityResult {
-    scan_id: String,
+pub struct ScanEntityResult {
+    pub scan_id: String,
     #[schema(value_type = Target)]
-    target: String,
-    entity_id: String,
+    pub target: String,
+    pub entity_id: String,
     /// A plugin's `name@version`, a pipeline's name.
-    entity_name: String,
+    pub entity_name: String,
     #[schema(value_type = EntityResult)]
-    result: String,
+    pub result: String,
     /// The bounded violations.
-    violations: Vec<compliance_core::Violation>,
+    pub violations: Vec<compliance_core::Violation>,
     /// Why it could not be judged.
-    error: Option<String>,
-    scanned_at: DateTime<Utc>,
+    pub error: Option<String>,
+    pub scanned_at: DateTime<Utc>,
 }
 
 impl From<ScanResult> for ScanEntityResult {
@@ -191,21 +191,21 @@ impl From<ScanResult> for ScanEntityResult {
 /// A recurring scan.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ScanSchedule {
-    id: String,
-    org_id: String,
+pub struct ScanSchedule {
+    pub id: String,
+    pub org_id: String,
     #[schema(value_type = ScanTarget)]
-    pub(crate) target: String,
+    pub target: String,
     /// Five fields: minute hour dayOfMonth month dayOfWeek (UTC).
-    pub(crate) cron_expression: String,
-    pub(crate) is_active: bool,
+    pub cron_expression: String,
+    pub is_active: bool,
     /// None while inactive, or when the expression never fires.
-    pub(crate) next_run_at: Option<DateTime<Utc>>,
-    pub(crate) last_run_at: Option<DateTime<Utc>>,
-    last_scan_id: Option<String>,
-    created_by: String,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    pub next_run_at: Option<DateTime<Utc>>,
+    pub last_run_at: Option<DateTime<Utc>>,
+    pub last_scan_id: Option<String>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl From<ScheduleRecord> for ScanSchedule {
@@ -228,12 +228,12 @@ impl From<ScheduleRecord> for ScanSchedule {
 
 /// Entities by current result.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub(crate) struct ResultCounts {
-    pub(crate) total: u64,
-    pub(crate) pass: u64,
-    pub(crate) warn: u64,
-    pub(crate) block: u64,
-    pub(crate) error: u64,
+pub struct ResultCounts {
+    pub total: u64,
+    pub pass: u64,
+    pub warn: u64,
+    pub block: u64,
+    pub error: u64,
 }
 
 impl From<StatusCounts> for ResultCounts {
@@ -251,14 +251,14 @@ impl From<StatusCounts> for ResultCounts {
 /// A rule and how many violations of it the entities carry.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct FailingRuleCount {
-    pub(crate) rule_id: String,
-    pub(crate) rule_name: String,
+pub struct FailingRuleCount {
+    pub rule_id: String,
+    pub rule_name: String,
     #[schema(value_type = Severity)]
-    pub(crate) severity: String,
+    pub severity: String,
     #[schema(value_type = Target)]
-    pub(crate) target: String,
-    pub(crate) violations: u64,
+    pub target: String,
+    pub violations: u64,
 }
 
 impl From<FailingRule> for FailingRuleCount {
@@ -276,13 +276,13 @@ impl From<FailingRule> for FailingRuleCount {
 /// The organization's entities by current result and the rules failing most.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct CompliancePosture {
-    org_id: String,
-    entities: ResultCounts,
+pub struct CompliancePosture {
+    pub org_id: String,
+    pub entities: ResultCounts,
     /// The same per target (`plugin`, `pipeline`).
-    pub(crate) by_target: BTreeMap<String, ResultCounts>,
-    pub(crate) top_failing_rules: Vec<FailingRuleCount>,
-    generated_at: DateTime<Utc>,
+    pub by_target: BTreeMap<String, ResultCounts>,
+    pub top_failing_rules: Vec<FailingRuleCount>,
+    pub generated_at: DateTime<Utc>,
 }
 
 impl From<Posture> for CompliancePosture {

@@ -227,10 +227,10 @@ pub(crate) async fn refresh(
 }
 
 /// What signing out answers.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct SignedOut {
-    signed_out: bool,
+pub struct SignedOut {
+    pub signed_out: bool,
 }
 
 /// `POST /api/auth/logout`: the session ends (its refresh and access tokens).
@@ -293,9 +293,9 @@ pub(crate) async fn me(
 /// The organization to act in by default.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct ActiveOrganization {
+pub struct ActiveOrganization {
     #[schema(max_length = 200)]
-    org_id: String,
+    pub org_id: String,
 }
 
 /// `PUT /api/me/active-organization`.
@@ -443,8 +443,8 @@ pub(crate) async fn create_token(
 /// The caller's personal access tokens.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Tokens {
-    pub(crate) tokens: Vec<PersonalToken>,
+pub struct Tokens {
+    pub tokens: Vec<PersonalToken>,
 }
 
 /// `GET /api/me/tokens`: newest first, with their last use; never their secrets.
@@ -468,10 +468,10 @@ pub(crate) async fn revoke_token(
 }
 
 /// What revoke-all answers.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Revoked {
-    revoked: bool,
+pub struct Revoked {
+    pub revoked: bool,
 }
 
 /// `POST /api/me/tokens/revoke-all`: every session and personal access token ends,

@@ -263,31 +263,31 @@ fn yes() -> bool {
 }
 
 /// An identity-provider configuration as answered (never its secret).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct IdentityProvider {
-    id: String,
-    org_id: String,
-    name: String,
-    issuer: String,
-    client_id: String,
+pub struct IdentityProvider {
+    pub id: String,
+    pub org_id: String,
+    pub name: String,
+    pub issuer: String,
+    pub client_id: String,
     /// Always true: a secret is stored (it is never answered).
-    has_client_secret: bool,
-    scopes: Vec<String>,
-    groups_claim: String,
-    role_mappings: Vec<RoleMapping>,
-    default_role: String,
-    domains: Vec<String>,
-    jit_provisioning: bool,
+    pub has_client_secret: bool,
+    pub scopes: Vec<String>,
+    pub groups_claim: String,
+    pub role_mappings: Vec<RoleMapping>,
+    pub default_role: String,
+    pub domains: Vec<String>,
+    pub jit_provisioning: bool,
     /// As set.
-    enabled: bool,
+    pub enabled: bool,
     /// Enabled and the `sso` feature active: a downgrade disables, never deletes.
-    active: bool,
-    version: u32,
+    pub active: bool,
+    pub version: u32,
     /// Where the provider must send people back (register both at the provider).
-    redirect_uris: Vec<String>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    pub redirect_uris: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 fn answer(config: &Config, view: ConfigView) -> IdentityProvider {
@@ -504,17 +504,17 @@ pub(crate) async fn admin_remove(
 }
 
 /// A claimed domain.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Domain {
-    domain: String,
+pub struct Domain {
+    pub domain: String,
     /// Whether its TXT record was found (one organization at most).
-    verified: bool,
+    pub verified: bool,
     /// The TXT record to publish: its name and value.
-    record_name: String,
-    record_value: String,
-    created_at: DateTime<Utc>,
-    verified_at: Option<DateTime<Utc>>,
+    pub record_name: String,
+    pub record_value: String,
+    pub created_at: DateTime<Utc>,
+    pub verified_at: Option<DateTime<Utc>>,
 }
 
 fn domain_answer(row: DomainRow) -> Domain {
@@ -594,26 +594,26 @@ pub(crate) async fn remove_domain(
 }
 
 /// An organization's enforcement.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Enforcement {
+pub struct Enforcement {
     /// Whether password sessions and tokens not issued through the organization's
     /// single sign-on are refused (403 `SSO_REQUIRED`) in it and its teams.
-    required: bool,
+    pub required: bool,
     /// From when (after the grace period).
-    enforce_from: Option<DateTime<Utc>>,
-    break_glass: Vec<BreakGlass>,
-    updated_at: Option<DateTime<Utc>>,
+    pub enforce_from: Option<DateTime<Utc>>,
+    pub break_glass: Vec<BreakGlass>,
+    pub updated_at: Option<DateTime<Utc>>,
 }
 
 /// A break-glass account.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct BreakGlass {
-    user_id: String,
-    armed_until: DateTime<Utc>,
-    armed_by: String,
-    reason: String,
+pub struct BreakGlass {
+    pub user_id: String,
+    pub armed_until: DateTime<Utc>,
+    pub armed_by: String,
+    pub reason: String,
 }
 
 fn enforcement_answer(policy: SsoPolicyRow) -> Enforcement {

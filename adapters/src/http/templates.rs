@@ -16,9 +16,9 @@ use crate::services::templates;
 
 /// The system organization's template rules and policies.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
-pub(crate) struct Templates {
-    pub(crate) rules: Vec<OrgRule>,
-    pub(crate) policies: Vec<Policy>,
+pub struct Templates {
+    pub rules: Vec<OrgRule>,
+    pub policies: Vec<Policy>,
 }
 
 /// `GET /compliance/templates`: the system organization's template rules and policies.

@@ -3,13 +3,36 @@
 //! decodes an answer's `data` into the type the server serialized it from: a field
 //! renamed or gone is a decoding error, not an empty value.
 
+pub use super::alerts::{DestinationList, History, RuleList};
 pub use super::announcements::{Announcement, AudienceKind};
+pub use super::billing::{BundleOffer, Bundles, Entitlement, Portal, Subscription};
+pub use super::catalog::{
+    Activated, AutoSubscribed, CatalogRule, Pin, RuleImpact, RuleSubscription, Subscribed,
+    Unsubscribed,
+};
 pub use super::conversations::{Conversation, ConversationMessage, MessagePage, Participant};
-pub use super::exemptions::Exemption;
+pub use super::exemptions::{Exemption, ExemptionIds};
+pub use super::generation::{
+    AiProvider, AttemptEvent, GeneratedPipelineAnswer, GeneratedPluginAnswer,
+};
+pub use super::invitations::Invitation;
 pub use super::members::{Member, Role};
-pub use super::organizations::{MyOrganization, Organization};
+pub use super::organizations::{MyOrganization, Organization, TierChanged};
 pub use super::pipelines::Pipeline;
 pub use super::plugins::Plugin;
 pub use super::policies::Policy;
+pub use super::preferences::Preference;
+pub use super::response::{Deleted, Pagination};
 pub use super::rules::{OrgRule, RuleVersion};
+pub use super::scans::{
+    CompliancePosture, FailingRuleCount, ResultCounts, Scan, ScanCounts, ScanEntityResult,
+    ScanSchedule,
+};
+pub use super::signin::{ActiveOrganization, Revoked, SignedOut, Tokens};
+pub use super::sso::{BreakGlass, Domain, Enforcement, IdentityProvider};
+pub use super::templates::Templates;
 pub use super::validate::Verdict;
+pub use crate::services::accounts::{
+    Account, Me, PersonalToken, Session, StepUpProof, TotpEnrollment,
+};
+pub use crate::services::quotas::{OrgQuotas, QuotaStatus};

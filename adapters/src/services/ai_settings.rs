@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::config::Config;
@@ -28,7 +28,7 @@ const MAX_KEY_CHARS: usize = 4096;
 const MAX_CAP: u64 = 1_000_000_000_000;
 
 /// The settings as they are answered (never the key).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AiSettings {
     /// The account root.
@@ -48,7 +48,7 @@ pub struct AiSettings {
 }
 
 /// An organization's own provider, as answered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OwnProvider {
     /// `openai`, `anthropic` or `ollama`.

@@ -3,7 +3,7 @@
 //! organization, on both backends; each refusal, and the audit events in the chains
 //! of the organizations affected.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
 use adapters::services::accounts::{Account, Session};
 use adapters::services::admin::users::AdminUser;
@@ -197,7 +197,7 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
     add_member(app, &alice, &acme, &bob_id).await;
     let Answer(status, answer) = app.by(&root).get("/api/admin/users?email=BO&limit=5").await;
     assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["pagination"]["total"], 1, "{answer}");
+    assert_eq!(pagination(&answer).total, 1, "{answer}");
     assert_eq!(answer["users"][0]["userId"], bob_id.as_str());
     assert_eq!(answer["users"][0]["organizations"], 1);
     let Answer(_, answer) = app
@@ -214,15 +214,13 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
     assert!(members.contains(&bob_id.as_str()) && members.contains(&alice_id.as_str()));
     let Answer(_, answer) = app.by(&root).get("/api/admin/users?email=%25").await;
     assert_eq!(
-        answer["pagination"]["total"], 0,
+        pagination(&answer).total,
+        0,
         "a wildcard is taken literally: {answer}"
     );
     let Answer(_, answer) = app.by(&root).get("/api/admin/users?limit=1&offset=1").await;
     assert_eq!(answer["users"].as_array().unwrap().len(), 1);
-    assert_eq!(
-        answer["pagination"]["total"], 3,
-        "alice, bob, carol: {answer}"
-    );
+    assert_eq!(pagination(&answer).total, 3, "alice, bob, carol: {answer}");
 
     // Disabled: every session, token and sign-in ends at once.
     let soon = (Utc::now() + chrono::Duration::days(3)).to_rfc3339();
@@ -256,7 +254,7 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
         "{answer}"
     );
     let Answer(_, answer) = app.by(&root).get("/api/admin/users?state=disabled").await;
-    assert_eq!(answer["pagination"]["total"], 1);
+    assert_eq!(pagination(&answer).total, 1);
     // Audited in the system chain and in acme's, where bob is a member.
     let system_events = in_chain(app, "admin.user.update", &system).await;
     assert_eq!(system_events.len(), 1);
@@ -356,7 +354,8 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
         .get(format!("/api/organization/{acme}/members"))
         .await;
     assert_eq!(
-        answer["pagination"]["total"], 1,
+        pagination(&answer).total,
+        1,
         "bob's membership ended: {answer}"
     );
     let deleted = in_chain(app, "admin.user.delete", &acme).await;
@@ -878,10 +877,7 @@ async fn impersonation_through_the_console(app: &TestApp) {
     let refused = b.text("#error").await;
     assert!(refused.contains("read-only"), "{refused}");
     let Answer(_, answer) = app.by(&ada).org(&acme).get("/api/compliance/scans").await;
-    assert_eq!(
-        answer["pagination"]["total"], 0,
-        "no scan started: {answer}"
-    );
+    assert_eq!(pagination(&answer).total, 0, "no scan started: {answer}");
     // Ada was told.
     let Answer(_, answer) = app
         .by(&ada)

@@ -6,13 +6,19 @@
 //! the report over generated event streams; backtests; bad input refused with
 //! nothing stored; dashboards with their versions, clones and data.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
-use adapters::services::alerts;
+use adapters::http::wire::{History, RuleList};
+use adapters::services::alerts::{self, AlertRule, Backtest, Destination, TestResult};
+use adapters::services::dashboards::{Dashboard, DashboardData};
+use adapters::services::posture::PostureTrendReport;
+use adapters::services::reports::SuccessRateReport;
 use adapters::workers::delivery;
 use base64::Engine as _;
 use chrono::{DateTime, Duration, DurationRound};
 use proptest::strategy::{Strategy, ValueTree};
+use reporting::alert::AlertState;
+use serde::de::DeserializeOwned;
 
 use super::fixtures::staged_pipeline;
 use super::notifications::{smtp_receiver, webhook_receiver, Mailbox, Seen};
@@ -113,10 +119,21 @@ async fn watched_org(app: &TestApp) -> (String, String, String) {
     (org, alice, id)
 }
 
-async fn created(app: &TestApp, token: &str, org: &str, path: &str, body: Value) -> Value {
-    let Answer(status, answer) = app.by(token).org(org).post(path).json(body).await;
-    assert_eq!(status, StatusCode::CREATED, "{path}: {answer}");
-    answer["data"].clone()
+/// What a create at `path` answered, as the wire type `T`.
+async fn created<T: DeserializeOwned>(
+    app: &TestApp,
+    token: &str,
+    org: &str,
+    path: &str,
+    body: Value,
+) -> T {
+    app.by(token)
+        .org(org)
+        .post(path)
+        .json(body)
+        .await
+        .expect(StatusCode::CREATED)
+        .data()
 }
 
 async fn deliver(state: &AppState) -> usize {
@@ -169,11 +186,11 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
     ));
     ingest(&app, events).await;
 
-    let pd = created(&app, &alice, &org, "/api/alerts/destinations",
+    let pd: Destination = created(&app, &alice, &org, "/api/alerts/destinations",
         json!({"name": "on-call", "kind": "pagerduty", "routingKey": "R0UT1NGKEY0123456789abcdefABCDEF"})).await;
-    let sl = created(&app, &alice, &org, "/api/alerts/destinations",
+    let sl: Destination = created(&app, &alice, &org, "/api/alerts/destinations",
         json!({"name": "team channel", "kind": "slack", "url": format!("{slack_url}?token=xoxb-secret-9876")})).await;
-    let wh = created(
+    let wh: Destination = created(
         &app,
         &alice,
         &org,
@@ -181,10 +198,10 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
         json!({"name": "hook", "kind": "webhook", "url": hook_url}),
     )
     .await;
-    let em = created(&app, &alice, &org, "/api/alerts/destinations",
+    let em: Destination = created(&app, &alice, &org, "/api/alerts/destinations",
         json!({"name": "mail", "kind": "email", "addresses": ["ops@example.com", "lead@example.com"]})).await;
     // Secrets are never answered back: a hint.
-    assert_eq!(pd["hint"], "…CDEF");
+    assert_eq!(pd.hint.as_deref(), Some("…CDEF"));
     let listed = app
         .by(&alice)
         .org(&org)
@@ -196,18 +213,18 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
         !text.contains("R0UT1NGKEY") && !text.contains("xoxb-secret") && !text.contains("whsec_"),
         "{text}"
     );
-    let secret = wh["signingSecret"].as_str().unwrap().to_owned();
+    let secret = wh
+        .signing_secret
+        .clone()
+        .expect("answered once, at creation");
     assert!(secret.starts_with("whsec_"));
-    let again = app
+    let again: Destination = app
         .by(&alice)
         .org(&org)
-        .get(format!(
-            "/api/alerts/destinations/{}",
-            wh["id"].as_str().unwrap()
-        ))
+        .get(format!("/api/alerts/destinations/{}", wh.id))
         .await
-        .1;
-    assert!(again["data"].get("signingSecret").is_none());
+        .data();
+    assert!(again.signing_secret.is_none());
     // Sealed at rest.
     let stored: Vec<String> =
         sqlx::query_scalar("SELECT secret FROM alert_destinations WHERE secret IS NOT NULL")
@@ -222,11 +239,8 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
         "{stored:?}"
     );
 
-    let ids: Vec<&str> = [&pd, &sl, &wh, &em]
-        .iter()
-        .map(|d| d["id"].as_str().unwrap())
-        .collect();
-    let rule = created(
+    let ids: Vec<&str> = [&pd, &sl, &wh, &em].iter().map(|d| d.id.as_str()).collect();
+    let rule: AlertRule = created(
         &app,
         &alice,
         &org,
@@ -238,9 +252,9 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
         }),
     )
     .await;
-    let rule_id = rule["id"].as_str().unwrap().to_owned();
-    assert_eq!(rule["state"], "ok");
-    assert_eq!(rule["dedupKey"], format!("alert-{rule_id}"));
+    let rule_id = rule.id.clone();
+    assert_eq!(rule.state, AlertState::Ok);
+    assert_eq!(rule.dedup_key, format!("alert-{rule_id}"));
     let evaluate = |state: AppState, at: DateTime<Utc>| async move {
         alerts::evaluate_due(
             &state.infra.store,
@@ -282,7 +296,7 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
         "pending -> firing"
     );
     // The rule's value is the report's number for the same window.
-    let report = app
+    let report: SuccessRateReport = app
         .by(&alice)
         .org(&org)
         .get(format!(
@@ -291,21 +305,28 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
             fire_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         ))
         .await
-        .1;
-    let overall = &report["data"]["overall"];
-    let expected = overall["failed"].as_f64().unwrap()
-        / (overall["failed"].as_f64().unwrap() + overall["succeeded"].as_f64().unwrap());
-    let now = app
+        .data();
+    let overall = &report.overall;
+    let expected = overall.failed as f64 / (overall.failed + overall.succeeded) as f64;
+    let now: AlertRule = app
         .by(&alice)
         .org(&org)
         .get(format!("/api/alerts/rules/{rule_id}"))
         .await
-        .1;
-    assert_eq!(now["data"]["state"], "firing");
-    assert_eq!(now["data"]["lastValue"].as_f64().unwrap(), expected);
+        .data();
+    assert_eq!(now.state, AlertState::Firing);
+    assert_eq!(now.last_value, Some(expected));
     assert_eq!(expected, 0.6);
-    let firing = app.by(&alice).org(&org).get("/api/alerts/firing").await.1;
-    assert_eq!(firing["data"]["rules"][0]["id"], rule_id.as_str());
+    let firing: RuleList = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/alerts/firing")
+        .await
+        .data();
+    assert_eq!(
+        firing.rules.first().map(|r| r.id.as_str()),
+        Some(rule_id.as_str())
+    );
 
     // A second replica and this one evaluate the same instant: one writes.
     let other = app.beside(&config).await;
@@ -410,22 +431,16 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
     assert_eq!(mailbox.lock().unwrap().len(), 2);
 
     // The history: every transition with its value, every delivery with its outcome.
-    let history = app
+    let history: History = app
         .by(&alice)
         .org(&org)
         .get(format!("/api/alerts/rules/{rule_id}/history"))
         .await
-        .1;
-    let transitions = history["data"]["transitions"].as_array().unwrap();
+        .data();
+    let transitions = &history.transitions;
     let moves: Vec<(&str, &str, Option<&str>)> = transitions
         .iter()
-        .map(|t| {
-            (
-                t["from"].as_str().unwrap(),
-                t["to"].as_str().unwrap(),
-                t["notice"].as_str(),
-            )
-        })
+        .map(|t| (t.from.as_str(), t.to.as_str(), t.notice.as_deref()))
         .collect();
     assert_eq!(
         moves,
@@ -436,20 +451,23 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
         ]
     );
     for t in &transitions[..2] {
-        let deliveries = t["deliveries"].as_array().unwrap();
+        let deliveries = &t.deliveries;
         assert_eq!(deliveries.len(), 4);
         assert!(
             deliveries
                 .iter()
-                .all(|d| d["status"] == "sent" && d["attempts"] == 1),
+                .all(|d| d.status == "sent" && d.attempts == 1),
             "{deliveries:?}"
         );
     }
-    assert_eq!(transitions[1]["value"].as_f64(), Some(0.6));
-    assert_eq!(
-        app.by(&alice).org(&org).get("/api/alerts/firing").await.1["data"]["rules"],
-        json!([])
-    );
+    assert_eq!(transitions[1].value, Some(0.6));
+    let firing: RuleList = app
+        .by(&alice)
+        .org(&org)
+        .get("/api/alerts/firing")
+        .await
+        .data();
+    assert!(firing.rules.is_empty(), "{firing:?}");
     // The compliance notifications' log lists none of them (each is its rule's
     // history), and its answer keeps its documented channels.
     let Answer(status, log) = app
@@ -458,7 +476,7 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
         .get("/api/compliance/notifications")
         .await;
     assert_eq!(status, StatusCode::OK, "{log}");
-    assert_eq!(log["pagination"]["total"], 0, "{log}");
+    assert_eq!(pagination(&log).total, 0, "{log}");
     // Audited.
     app.relay().await;
     assert_eq!(app.audited("alert.rule.create").await.len(), 1);
@@ -501,9 +519,12 @@ async fn a_failing_pipeline_fires_once_and_resolves_once_everywhere(base_app: &T
     assert_eq!(notices, ["firing", "resolved"]);
     assert_eq!(backtest.evaluations, 8);
     assert_eq!(
-        app.by(&alice).org(&org).get("/api/alerts/rules").await.1["data"]["rules"]
-            .as_array()
-            .unwrap()
+        app.by(&alice)
+            .org(&org)
+            .get("/api/alerts/rules")
+            .await
+            .data::<RuleList>()
+            .rules
             .len(),
         1
     );
@@ -527,7 +548,7 @@ async fn a_refusing_receiver_is_not_retried_and_a_failing_one_is(base_app: &Test
         ])
         .await;
     let (org, alice, pipeline_id) = watched_org(&app).await;
-    let a = created(
+    let a: Destination = created(
         &app,
         &alice,
         &org,
@@ -535,7 +556,7 @@ async fn a_refusing_receiver_is_not_retried_and_a_failing_one_is(base_app: &Test
         json!({"name": "flaky", "kind": "slack", "url": flaky_url}),
     )
     .await;
-    let b = created(
+    let b: Destination = created(
         &app,
         &alice,
         &org,
@@ -543,9 +564,9 @@ async fn a_refusing_receiver_is_not_retried_and_a_failing_one_is(base_app: &Test
         json!({"name": "refusing", "kind": "slack", "url": refusing_url}),
     )
     .await;
-    let rule = created(&app, &alice, &org, "/api/alerts/rules", json!({
+    let rule: AlertRule = created(&app, &alice, &org, "/api/alerts/rules", json!({
         "name": "any failure", "metric": "consecutive_failures", "params": {"pipelineId": pipeline_id},
-        "comparison": "gte", "threshold": 2, "destinations": [a["id"], b["id"]],
+        "comparison": "gte", "threshold": 2, "destinations": [a.id, b.id],
     })).await;
     let t0 = minute(Utc::now());
     let mut events = execution("f1", t0 - Duration::minutes(3), 5, "FAILED");
@@ -569,41 +590,26 @@ async fn a_refusing_receiver_is_not_retried_and_a_failing_one_is(base_app: &Test
     assert_eq!(attempts, 4);
     assert_eq!(flaky.requests.lock().unwrap().len(), 3);
     assert_eq!(refusing.requests.lock().unwrap().len(), 1);
-    let history = app
+    let history: History = app
         .by(&alice)
         .org(&org)
-        .get(format!(
-            "/api/alerts/rules/{}/history",
-            rule["id"].as_str().unwrap()
-        ))
+        .get(format!("/api/alerts/rules/{}/history", rule.id))
         .await
-        .1;
-    let deliveries = history["data"]["transitions"][0]["deliveries"]
-        .as_array()
-        .unwrap()
-        .clone();
-    let by = |id: &Value| {
+        .data();
+    let deliveries = &history.transitions[0].deliveries;
+    let by = |id: &str| {
         deliveries
             .iter()
-            .find(|d| d["destinationId"] == *id)
+            .find(|d| d.destination_id == id)
             .unwrap()
             .clone()
     };
+    assert_eq!((by(&a.id).status.as_str(), by(&a.id).attempts), ("sent", 3));
     assert_eq!(
-        (
-            by(&a["id"])["status"].clone(),
-            by(&a["id"])["attempts"].clone()
-        ),
-        (json!("sent"), json!(3))
+        (by(&b.id).status.as_str(), by(&b.id).attempts),
+        ("failed", 1)
     );
-    assert_eq!(
-        (
-            by(&b["id"])["status"].clone(),
-            by(&b["id"])["attempts"].clone()
-        ),
-        (json!("failed"), json!(1))
-    );
-    assert!(by(&b["id"])["lastError"].as_str().unwrap().contains("400"));
+    assert!(by(&b.id).last_error.unwrap().contains("400"));
     app.stop().await;
 }
 
@@ -626,7 +632,7 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
         ])
         .await;
     let (org, alice, pipeline_id) = watched_org(&app).await;
-    let hook = created(
+    let hook: Destination = created(
         &app,
         &alice,
         &org,
@@ -634,23 +640,23 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
         json!({"name": "hook", "kind": "webhook", "url": ok_url}),
     )
     .await;
-    let hook_id = hook["id"].as_str().unwrap().to_owned();
+    let hook_id = hook.id.clone();
     let test = |path: String, body: Option<Value>| {
         let (app, alice, org) = (&app, &alice, &org);
         async move { app.by(alice).org(org).post(&path).json_opt(body).await }
     };
-    let Answer(status, answer) =
-        test(format!("/api/alerts/destinations/{hook_id}/test"), None).await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let target = &answer["data"]["targets"][0];
+    let tested: TestResult = test(format!("/api/alerts/destinations/{hook_id}/test"), None)
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    let target = &tested.targets[0];
     assert_eq!(
-        (target["status"].clone(), target["httpStatus"].clone()),
-        (json!("sent"), json!(200))
+        (target.status.as_str(), target.http_status),
+        ("sent", Some(200))
     );
-    assert!(target["latencyMs"].as_u64().is_some());
     let seen = ok.requests.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
-    standardwebhooks::Webhook::new(hook["signingSecret"].as_str().unwrap())
+    standardwebhooks::Webhook::new(hook.signing_secret.as_deref().unwrap())
         .unwrap()
         .verify(&seen[0].1, &seen[0].0)
         .unwrap();
@@ -660,40 +666,43 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
         (json!("alert.test"), json!(true))
     );
     // An unsaved one: every address of an e-mail destination, then a refusing Slack.
-    let Answer(_, answer) = test(
+    let tested: TestResult = test(
         "/api/alerts/destinations/test".to_owned(),
         Some(
             json!({"name": "x", "kind": "email", "addresses": ["a@example.com", "b@example.com"]}),
         ),
     )
-    .await;
-    let targets = answer["data"]["targets"].as_array().unwrap();
+    .await
+    .data();
     assert_eq!(
-        targets
+        tested
+            .targets
             .iter()
-            .map(|t| (t["target"].as_str().unwrap(), t["status"].as_str().unwrap()))
+            .map(|t| (t.target.as_str(), t.status.as_str()))
             .collect::<Vec<_>>(),
         [("a@example.com", "sent"), ("b@example.com", "sent")]
     );
-    assert!(answer["data"]["destinationId"].is_null());
+    assert!(tested.destination_id.is_none());
     assert_eq!(mailbox.lock().unwrap().len(), 2);
-    let Answer(_, answer) = test(
+    let tested: TestResult = test(
         "/api/alerts/destinations/test".to_owned(),
         Some(json!({"name": "x", "kind": "slack", "url": refusing_url})),
     )
-    .await;
-    let target = &answer["data"]["targets"][0];
+    .await
+    .data();
+    let target = &tested.targets[0];
     assert_eq!(
-        (target["status"].clone(), target["httpStatus"].clone()),
-        (json!("failed"), json!(400))
+        (target.status.as_str(), target.http_status),
+        ("failed", Some(400))
     );
     // PagerDuty: the test's trigger and its resolve.
-    let Answer(_, answer) = test(
+    let tested: TestResult = test(
         "/api/alerts/destinations/test".to_owned(),
         Some(json!({"name": "x", "kind": "pagerduty", "routingKey": "abc123"})),
     )
-    .await;
-    assert_eq!(answer["data"]["targets"][0]["status"], "sent");
+    .await
+    .data();
+    assert_eq!(tested.targets[0].status, "sent");
     let events = bodies(&pd);
     assert_eq!(
         events
@@ -717,7 +726,7 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
     assert_eq!(app.audited("alert.destination.test").await.len(), 4);
 
     // A destination in use is kept (409 naming the rule); free, it goes.
-    created(&app, &alice, &org, "/api/alerts/rules", json!({
+    created::<AlertRule>(&app, &alice, &org, "/api/alerts/rules", json!({
         "name": "slow builds", "metric": "p95_duration_ms", "params": {"pipelineId": pipeline_id},
         "comparison": "gt", "threshold": 60000, "destinations": [hook_id],
     })).await;
@@ -736,14 +745,18 @@ async fn destinations_are_tested_refused_and_kept_while_used(base_app: &TestApp)
     );
     // A change keeps the stored secret when none is sent; a stale version is 409.
     let change = json!({"version": 1, "name": "renamed hook", "kind": "webhook"});
-    let Answer(status, answer) = app
+    let renamed: Destination = app
         .by(&alice)
         .org(&org)
         .put(format!("/api/alerts/destinations/{hook_id}"))
         .json(change.clone())
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["data"]["version"], 2);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(
+        (renamed.version, renamed.name.as_str()),
+        (2, "renamed hook")
+    );
     app.by(&alice)
         .org(&org)
         .put(format!("/api/alerts/destinations/{hook_id}"))
@@ -963,7 +976,7 @@ async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &Tes
         {"kind": "table", "report": "execution/errors", "params": {}, "position": {"x": 18, "y": 0, "w": 6, "h": 3}},
         {"kind": "timeseries", "report": "compliance/posture-trend", "params": {"granularity": "hour"}, "position": {"x": 0, "y": 12, "w": 24, "h": 6}},
     ]);
-    let made = created(
+    let made: Dashboard = created(
         app,
         &alice,
         &org,
@@ -971,20 +984,25 @@ async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &Tes
         json!({"title": "Delivery", "panels": panels}),
     )
     .await;
-    let id = made["id"].as_str().unwrap().to_owned();
-    assert_eq!(made["version"], 1);
+    let id = made.id.clone();
+    assert_eq!(made.version, 1);
     let range = format!(
         "from={}&to={}",
         (t0 - Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         (t0 + Duration::hours(3)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     );
-    let Answer(status, data) = app
+    let data: DashboardData = app
         .by(&alice)
         .org(&org)
         .get(format!("/api/dashboards/{id}/data?{range}"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{data}");
-    let panels = data["data"]["panels"].as_array().unwrap();
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    let panels: Vec<Value> = data
+        .panels
+        .iter()
+        .map(|p| serde_json::to_value(p).unwrap())
+        .collect();
     assert_eq!(panels.len(), 5);
     for (panel, path, query) in [
         (
@@ -1030,32 +1048,27 @@ async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &Tes
         "name": "what if", "metric": "failure_rate", "params": {"pipelineId": pipeline_id},
         "comparison": "gt", "threshold": 0.4, "window": "1h",
     }, "from": t0.to_rfc3339(), "to": (t0 + Duration::hours(2)).to_rfc3339()});
-    let Answer(status, backtest) = app
+    let backtest: Backtest = app
         .by(&alice)
         .org(&org)
         .post("/api/alerts/rules/backtest")
         .json(body)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{backtest}");
-    assert_eq!(backtest["data"]["evaluations"], 121);
-    let notices: Vec<(&str, &str)> = backtest["data"]["transitions"]
-        .as_array()
-        .unwrap()
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(backtest.evaluations, 121);
+    let notices: Vec<(&str, DateTime<Utc>)> = backtest
+        .transitions
         .iter()
-        .filter(|t| !t["notice"].is_null())
-        .map(|t| (t["notice"].as_str().unwrap(), t["at"].as_str().unwrap()))
+        .filter_map(|t| t.notice.map(|n| (n.name(), t.at)))
         .collect();
     assert_eq!(
-        notices.iter().map(|n| n.0).collect::<Vec<_>>(),
-        ["firing", "resolved"]
+        notices,
+        [
+            ("firing", t0 + Duration::minutes(11)),
+            ("resolved", t0 + Duration::minutes(71))
+        ]
     );
-    let at = |text: &str| {
-        DateTime::parse_from_rfc3339(text)
-            .unwrap()
-            .with_timezone(&Utc)
-    };
-    assert_eq!(at(notices[0].1), t0 + Duration::minutes(11));
-    assert_eq!(at(notices[1].1), t0 + Duration::minutes(71));
     let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM alert_rules")
         .fetch_one(adapters::storage::pool_for_tests(&app.store))
         .await
@@ -1064,14 +1077,15 @@ async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &Tes
 
     // A change carries the version it read: the second writer of version 1 loses.
     let change = json!({"title": "Delivery (hourly)", "panels": [], "version": 1});
-    let Answer(status, answer) = app
+    let changed: Dashboard = app
         .by(&alice)
         .org(&org)
         .put(format!("/api/dashboards/{id}"))
         .json(change.clone())
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["data"]["version"], 2);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(changed.version, 2);
     app.by(&alice)
         .org(&org)
         .put(format!("/api/dashboards/{id}"))
@@ -1089,15 +1103,18 @@ async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &Tes
 
     // A clone into another organization of alice's, from this one.
     let other = app.org("alice", "acme-two").await;
-    let Answer(status, copy) = app
+    let copy: Dashboard = app
         .by(&alice)
         .org(&other)
         .post(format!("/api/dashboards/{id}/clone"))
         .json(json!({"sourceOrgId": org}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{copy}");
-    assert_eq!(copy["data"]["orgId"], other.as_str());
-    assert_eq!(copy["data"]["title"], "Delivery (hourly) (copy)");
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(
+        (copy.org_id.as_str(), copy.title.as_str()),
+        (other.as_str(), "Delivery (hourly) (copy)")
+    );
     // Someone else's organization is not a source.
     let mallory = app.token("mallory", "mallory@example.com");
     let theirs = app.org("mallory", "evil").await;
@@ -1125,7 +1142,7 @@ async fn dashboards_keep_versions_clone_and_answer_the_reports_numbers(app: &Tes
         StatusCode::NOT_FOUND
     );
     let listed = app.by(&alice).org(&other).get("/api/dashboards").await.1;
-    assert_eq!(listed["pagination"]["total"], 1);
+    assert_eq!(pagination(&listed).total, 1);
 }
 
 /// The rule's value over a window equals the report's number for that window,
@@ -1284,17 +1301,15 @@ async fn the_posture_trend_comes_from_hourly_snapshots(app: &TestApp) {
         (hour - Duration::hours(3)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         hour.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     );
-    let Answer(status, trend) = app
+    let trend: PostureTrendReport = app
         .by(&alice)
         .org(&org)
         .get(format!("/api/reports/compliance/posture-trend?{range}"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{trend}");
-    let series = trend["data"]["series"].as_array().unwrap();
-    assert_eq!(series.len(), 3);
-    assert!(series[0]["total"].is_null());
-    assert_eq!(series[1]["total"], 1);
-    assert_eq!(series[2]["total"], 1);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    let totals: Vec<Option<u64>> = trend.series.iter().map(|p| p.total).collect();
+    assert_eq!(totals, [None, Some(1), Some(1)]);
     // A scan writes the trend's point when it ends.
     app.by(&alice)
         .org(&org)

@@ -8,6 +8,7 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
 use adapters::code::ErrorCode;
+use adapters::http::wire::Pagination;
 use adapters::services::accounts::{Account, Session};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -237,6 +238,19 @@ impl Answer {
         }
     }
 
+    /// A page's items under `key`, decoded into the wire type `T`, after checking that
+    /// the answer is a success.
+    pub fn items<T: DeserializeOwned>(&self, key: &str) -> Vec<T> {
+        self.succeeded();
+        decode(&self.1[key], &self.1)
+    }
+
+    /// Where a page sits in the whole list (the paginated envelope's `pagination`).
+    pub fn pagination(&self) -> Pagination {
+        self.succeeded();
+        pagination(&self.1)
+    }
+
     /// Checks the answer is a success with `status`; the answer again.
     pub fn expect(self, status: StatusCode) -> Self {
         assert_eq!(self.0, status, "{}", self.1);
@@ -261,6 +275,11 @@ impl std::ops::Index<&str> for Answer {
     fn index(&self, key: &str) -> &Value {
         &self.1[key]
     }
+}
+
+/// The `pagination` of a paginated envelope, decoded.
+pub fn pagination(body: &Value) -> Pagination {
+    decode(&body["pagination"], body)
 }
 
 fn decode<T: DeserializeOwned>(value: &Value, whole: &Value) -> T {

@@ -1,7 +1,7 @@
 //! The audit trail in the server (document 3, SEMANTICS.md 2).
 
 use super::*;
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
 use adapters::emitter::{AuditClient, Delivery, OutgoingEvent};
 
@@ -274,7 +274,7 @@ async fn who_may_post_read_and_verify(app: &TestApp) {
         .org(&acme)
         .get("/api/audit?action=quota.reset")
         .await;
-    assert_eq!(body["pagination"]["total"], 1);
+    assert_eq!(pagination(&body).total, 1);
     app.by(&alice)
         .post(format!("/api/organization/{acme}/members"))
         .json(json!({"userId": "carl"}))

@@ -5,54 +5,59 @@
 //! API calls counted, tenant isolation.
 
 use super::*;
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
+use adapters::http::wire::{Bundles, Entitlement, Member, Portal, Subscription};
 use adapters::services::quotas::{OrgQuotas, QuotaStatus};
-use entitlements::Tier;
+use entitlements::{BundleId, Dimension, Feature, Limit, LimitBreakdown, Tier};
 use http_body_util::BodyExt;
+use tenancy::MembershipRole;
 use tower::ServiceExt;
 
 pub async fn team_of(app: &TestApp, token: &str, root: &str, name: &str) -> String {
-    let Answer(status, body) = app
-        .by(token)
+    app.by(token)
         .org(root)
         .post("/api/organization")
         .json(json!({"name": name, "parentOrgId": root}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["data"]["id"].as_str().unwrap().to_owned()
+        .await
+        .expect(StatusCode::CREATED)
+        .id()
 }
 
-fn limit_of(subscription: &Value, dimension: &str) -> i64 {
-    subscription["entitlement"]["limits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["dimension"] == dimension)
-        .unwrap()["total"]
-        .as_i64()
-        .unwrap()
+/// The breakdown of one limit of an entitlement.
+fn breakdown(entitlement: &Entitlement, dimension: Dimension) -> &LimitBreakdown {
+    match entitlement.limits.iter().find(|l| l.dimension == dimension) {
+        Some(limit) => limit,
+        None => panic!("no {dimension:?} limit: {entitlement:?}"),
+    }
 }
 
-pub async fn subscription(app: &TestApp, token: &str, org: &str) -> Value {
-    let Answer(status, body) = app
-        .by(token)
+/// A limit of the subscription's entitlement, in the wire's numbers (-1 unlimited).
+fn limit_of(subscription: &Subscription, dimension: Dimension) -> i64 {
+    breakdown(&subscription.entitlement, dimension)
+        .total
+        .to_wire()
+}
+
+pub async fn subscription(app: &TestApp, token: &str, org: &str) -> Subscription {
+    app.by(token)
         .org(org)
         .get("/api/subscriptions/current")
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["data"].clone()
+        .await
+        .expect(StatusCode::OK)
+        .data()
 }
 
 pub async fn set_tier(app: &TestApp, org: &str, tier: &str) {
     let root = app.super_token().await;
-    let Answer(status, body) = app
+    let quotas: OrgQuotas = app
         .by(&root)
         .put(format!("/api/quotas/{org}"))
         .json(json!({"tier": tier}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["tier"], tier, "{body}");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(quotas.tier.name(), tier);
 }
 
 async fn the_documents_numbers_through_the_api(app: &TestApp) {
@@ -69,60 +74,62 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
     assert_eq!(billing.audited("billing.tier.override").await.len(), 1);
 
     // The bundles offered to Pro, with prices in cents and dollars.
-    let Answer(status, body) = billing.by(&alice).org(&acme).get("/api/bundles").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["enabled"], true);
-    let offers = body["data"]["bundles"].as_array().unwrap();
-    assert_eq!(offers.len(), 8, "Pro may buy every bundle: {body}");
-    let seat = offers.iter().find(|o| o["id"] == "SEAT_PACK").unwrap();
-    assert_eq!(seat["monthlyCents"], 2500);
-    assert_eq!(seat["annualCents"], 25000);
-    assert_eq!(seat["monthlyUsd"], 25.0);
-    assert_eq!(seat["stackable"], true);
-    let sso = offers.iter().find(|o| o["id"] == "SSO").unwrap();
-    assert_eq!(sso["stackable"], false);
+    let offered: Bundles = billing
+        .by(&alice)
+        .org(&acme)
+        .get("/api/bundles")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(offered.enabled);
+    let offers = offered.bundles;
+    assert_eq!(offers.len(), 8, "Pro may buy every bundle: {offers:?}");
+    let offer = |id: BundleId| offers.iter().find(|o| o.id == id).unwrap();
+    let seat = offer(BundleId::SeatPack);
+    assert_eq!(
+        (seat.monthly_cents, seat.annual_cents, seat.monthly_usd),
+        (2500, 25000, 25.0)
+    );
+    assert!(seat.stackable);
+    assert!(!offer(BundleId::Sso).stackable);
 
     // Pro + 2 seat packs = 11 seats; the preview is what the purchase commits.
     let sub = subscription(&billing, &alice, &acme).await;
-    let id = sub["id"].as_str().unwrap().to_owned();
-    assert_eq!(limit_of(&sub, "seats"), 1);
+    let id = sub.id.clone();
+    assert_eq!(limit_of(&sub, Dimension::Seats), 1);
     let two_packs = json!({"bundleId": "SEAT_PACK", "quantity": 2});
-    let Answer(status, preview) = billing
+    let preview: Subscription = billing
         .by(&alice)
         .org(&acme)
         .post(format!("/api/subscriptions/{id}/addons/preview"))
         .json(two_packs.clone())
-        .await;
-    assert_eq!(status, StatusCode::OK, "{preview}");
-    assert_eq!(limit_of(&preview["data"], "seats"), 11);
-    let seats = preview["data"]["entitlement"]["limits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["dimension"] == "seats")
-        .unwrap()
-        .clone();
-    assert_eq!(seats["base"], 1);
-    assert_eq!(seats["contributions"][0]["amount"], 10);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(limit_of(&preview, Dimension::Seats), 11);
+    let seats = breakdown(&preview.entitlement, Dimension::Seats);
+    assert_eq!(seats.base, Limit::Finite(1));
+    assert_eq!(seats.contributions.first().map(|c| c.amount), Some(10));
     assert_eq!(
-        limit_of(&subscription(&billing, &alice, &acme).await, "seats"),
+        limit_of(
+            &subscription(&billing, &alice, &acme).await,
+            Dimension::Seats
+        ),
         1,
         "a preview commits nothing"
     );
-    let Answer(status, bought) = billing
+    let bought: Subscription = billing
         .by(&alice)
         .org(&acme)
         .post(format!("/api/subscriptions/{id}/addons"))
         .json(two_packs)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{bought}");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(bought.entitlement, preview.entitlement);
     assert_eq!(
-        bought["data"]["entitlement"],
-        preview["data"]["entitlement"]
-    );
-    assert_eq!(
-        subscription(&billing, &alice, &acme).await["entitlement"],
-        preview["data"]["entitlement"]
+        subscription(&billing, &alice, &acme).await.entitlement,
+        preview.entitlement
     );
     let added = billing.audited("billing.addon.add").await;
     assert_eq!(added.len(), 1);
@@ -152,20 +159,22 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
         .get(format!("/api/organization/{acme}/members?limit=100"))
         .await;
     assert_eq!(
-        members["pagination"]["total"], 11,
+        pagination(&members).total,
+        11,
         "the refused member is not stored: {members}"
     );
 
     // A tier base of -1 stays -1 whatever is bought.
-    assert_eq!(limit_of(&bought["data"], "apiCalls"), -1);
-    let Answer(status, body) = billing
+    assert_eq!(limit_of(&bought, Dimension::ApiCalls), -1);
+    let packed: Subscription = billing
         .by(&alice)
         .org(&acme)
         .post(format!("/api/subscriptions/{id}/addons"))
         .json(json!({"bundleId": "API_PACK", "quantity": 3}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(limit_of(&body["data"], "apiCalls"), -1);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(limit_of(&packed, Dimension::ApiCalls), -1);
 
     // SSO is not stackable; the audit log is Pro's only.
     let Answer(status, body) = billing
@@ -179,7 +188,7 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
     let bob = billing.token("bob", "bob@example.com");
     let globex = billing.org("bob", "globex").await;
     let globex_sub = subscription(&billing, &bob, &globex).await;
-    let globex_id = globex_sub["id"].as_str().unwrap();
+    let globex_id = globex_sub.id;
     let Answer(status, body) = billing
         .by(&bob)
         .org(&globex)
@@ -188,14 +197,18 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
         .await;
     assert_eq!(code(status, &body), ErrorCode::BundleNotEligible);
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let Answer(_, offered) = billing.by(&bob).org(&globex).get("/api/bundles").await;
+    let offered: Bundles = billing
+        .by(&bob)
+        .org(&globex)
+        .get("/api/bundles")
+        .await
+        .data();
     assert!(
-        !offered["data"]["bundles"]
-            .as_array()
-            .unwrap()
+        !offered
+            .bundles
             .iter()
-            .any(|o| o["id"] == "AUDIT_LOG" || o["id"] == "SSO"),
-        "Developer is not offered AUDIT_LOG or SSO: {offered}"
+            .any(|o| o.id == BundleId::AuditLog || o.id == BundleId::Sso),
+        "Developer is not offered AUDIT_LOG or SSO: {offered:?}"
     );
     // Another account's subscription is not found, whatever the body.
     billing
@@ -221,13 +234,14 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
         .expect(StatusCode::FORBIDDEN);
 
     // Removing an add-on synchronizes too; removing it again is 404.
-    let Answer(status, body) = billing
+    let removed: Subscription = billing
         .by(&alice)
         .org(&acme)
         .delete(format!("/api/subscriptions/{id}/addons/SEAT_PACK"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(limit_of(&body["data"], "seats"), 1);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(limit_of(&removed, Dimension::Seats), 1);
     billing
         .by(&alice)
         .org(&acme)
@@ -267,14 +281,16 @@ async fn the_documents_numbers_through_the_api(app: &TestApp) {
 async fn refusals_of_billing(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let id = subscription(app, &alice, &acme).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = subscription(app, &alice, &acme).await.id;
     // Bundles are hidden and refused unless the operator enables them.
-    let Answer(status, body) = app.by(&alice).org(&acme).get("/api/bundles").await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(body["data"], json!({"enabled": false, "bundles": []}));
+    let offered: Bundles = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/bundles")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(!offered.enabled && offered.bundles.is_empty());
     let buy = json!({"bundleId": "SEAT_PACK"});
     let path = format!("/api/subscriptions/{id}/addons");
     app.by(&alice)
@@ -320,24 +336,24 @@ async fn refusals_of_billing(app: &TestApp) {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
         assert_eq!(code(status, &body), ErrorCode::ValidationError, "{bad}");
     }
-    assert_eq!(
-        subscription(&direct, &alice, &acme).await["addons"],
-        json!([]),
+    assert!(
+        subscription(&direct, &alice, &acme).await.addons.is_empty(),
         "nothing refused was stored"
     );
     direct.stop().await;
     let seat_path = format!("/api/organization/{acme}/seat-limit");
-    let Answer(status, body) = market
+    let synchronized: Subscription = market
         .by(&market.service_token("billing"))
         .put(&seat_path)
         .json(json!({"seats": 30, "features": ["sso"], "version": 2}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(limit_of(&body["data"], "seats"), 30);
-    assert!(body["data"]["entitlement"]["purchasedFeatures"]
-        .as_array()
-        .unwrap()
-        .contains(&json!("sso")));
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(limit_of(&synchronized, Dimension::Seats), 30);
+    assert!(synchronized
+        .entitlement
+        .purchased_features
+        .contains(&Feature::Sso));
     let Answer(status, body) = market
         .by(&market.service_token("billing"))
         .put(&seat_path)
@@ -360,10 +376,15 @@ async fn refusals_of_billing(app: &TestApp) {
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].affected_org_id.as_deref(), Some(acme.as_str()));
     // The portal: configured here, a clear 404 where it is not.
-    let Answer(status, body) = market.by(&alice).org(&acme).post("/api/portal").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let portal: Portal = market
+        .by(&alice)
+        .org(&acme)
+        .post("/api/portal")
+        .await
+        .expect(StatusCode::OK)
+        .data();
     assert_eq!(
-        body["data"]["url"],
+        portal.url,
         format!("https://billing.example/portal?org={acme}")
     );
     let Answer(status, body) = app.by(&alice).org(&acme).post("/api/portal").await;
@@ -391,15 +412,14 @@ async fn increment(
         .await
 }
 
-pub async fn override_limits(app: &TestApp, org: &str, limits: Value) -> Value {
+pub async fn override_limits(app: &TestApp, org: &str, limits: Value) -> OrgQuotas {
     let root = app.super_token().await;
-    let Answer(status, body) = app
-        .by(&root)
+    app.by(&root)
         .put(format!("/api/quotas/{org}"))
         .json(json!({"limits": limits}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["data"].clone()
+        .await
+        .expect(StatusCode::OK)
+        .data()
 }
 
 async fn pooled_increments_count_exactly(app: &TestApp) {
@@ -407,7 +427,7 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
     let alice = app.token("alice", "alice@example.com");
     let team = team_of(app, &alice, &acme, "platform").await;
     let record = override_limits(app, &acme, json!({"aiCalls": 100})).await;
-    assert_eq!(record["quotas"]["aiCalls"]["limit"], 100);
+    assert_eq!(record.quotas["aiCalls"].limit, 100);
     let service = app.service_token("generator");
     // 32 concurrent increments of 5 against 100 left, from the root and its team.
     let mut tasks = Vec::new();
@@ -525,8 +545,8 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
             Some("gen-42"),
         )
         .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(body["data"]["used"], 103, "{body}");
+        let counted: QuotaStatus = Answer::from((status, body)).expect(StatusCode::OK).data();
+        assert_eq!(counted.used, 103);
     }
     let (status, body) = increment(
         app,
@@ -565,7 +585,7 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
         .collect();
     assert_eq!(ids, [acme.as_str()], "{body}");
     let Answer(_, body) = app.by(&root).get("/api/quotas/at-risk?threshold=60").await;
-    assert_eq!(body["pagination"]["total"], 0, "{body}");
+    assert_eq!(pagination(&body).total, 0, "{body}");
     // A zero limit counts as full: at risk up to 100 %, never above.
     override_limits(app, &acme, json!({"storage": 0})).await;
     for (threshold, total) in [(100, 1), (101, 0)] {
@@ -573,7 +593,7 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
             .by(&root)
             .get(format!("/api/quotas/at-risk?threshold={threshold}"))
             .await;
-        assert_eq!(body["pagination"]["total"], total, "{threshold}: {body}");
+        assert_eq!(pagination(&body).total, total, "{threshold}: {body}");
     }
     override_limits(app, &acme, json!({"storage": null})).await;
     for bad in ["abc", "-1", "NaN"] {
@@ -589,7 +609,7 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
         .expect(StatusCode::FORBIDDEN);
     let Answer(status, body) = app.by(&root).get("/api/quotas/all?limit=100").await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert!(body["pagination"]["total"].as_u64().unwrap() >= 3, "{body}");
+    assert!(pagination(&body).total >= 3, "{body}");
 
     // A team's reset gives its share back to the pool.
     let reset: OrgQuotas = app
@@ -645,31 +665,27 @@ async fn pooled_increments_count_exactly(app: &TestApp) {
         None,
     )
     .await;
-    assert_eq!(
-        status,
-        StatusCode::OK,
-        "a new month has the whole limit: {body}"
-    );
-    assert_eq!(body["data"]["used"], 200);
+    let counted: QuotaStatus = Answer::from((status, body)).expect(StatusCode::OK).data();
+    assert_eq!(counted.used, 200, "a new month has the whole limit");
 }
 
 async fn api_calls_are_counted_and_capped(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let used = |body: &Value| body["data"]["quotas"]["apiCalls"]["used"].as_u64().unwrap();
-    let Answer(_, first) = app.by(&alice).org(&acme).get("/api/quotas").await;
+    let used = |quotas: &OrgQuotas| quotas.quotas["apiCalls"].used;
+    let first: OrgQuotas = app.by(&alice).org(&acme).get("/api/quotas").await.data();
     app.by(&alice)
         .org(&acme)
         .get("/api/pipelines")
         .await
         .expect(StatusCode::OK);
-    let Answer(_, second) = app.by(&alice).org(&acme).get("/api/quotas").await;
+    let second: OrgQuotas = app.by(&alice).org(&acme).get("/api/quotas").await.data();
     assert_eq!(
         used(&second),
         used(&first) + 1,
         "each request counts (reading the quotas does not)"
     );
-    assert_eq!(first["data"]["quotas"]["apiCalls"]["limit"], -1);
+    assert_eq!(first.quotas["apiCalls"].limit, -1);
     // Capped just above what is used: two more requests, then 429 and nothing counted
     // (the super-admin's override is not the organization's request).
     let now = used(&second);
@@ -686,7 +702,7 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
     assert_eq!(body["details"]["dimension"], "apiCalls");
     // A super-admin's requests are not the organization's: the limit can be lifted.
     let record = override_limits(app, &acme, json!({"apiCalls": null})).await;
-    assert_eq!(record["quotas"]["apiCalls"]["limit"], -1);
+    assert_eq!(record.quotas["apiCalls"].limit, -1);
     app.by(&alice)
         .org(&acme)
         .get("/api/pipelines")
@@ -746,8 +762,8 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
         "the team draws from the pool"
     );
     let record = override_limits(app, &globex, json!({"pipelines": null})).await;
-    assert_eq!(record["quotas"]["pipelines"]["limit"], 5, "{record}");
-    assert_eq!(record["quotas"]["pipelines"]["used"], 1, "{record}");
+    let pipelines = &record.quotas["pipelines"];
+    assert_eq!((pipelines.limit, pipelines.used), (5, 1), "{record:?}");
     assert_eq!(app.audited("admin.org.quota.override").await.len(), 4);
 }
 
@@ -757,8 +773,8 @@ async fn api_calls_are_counted_and_capped(app: &TestApp) {
 async fn the_worker_follows_configuration_and_months(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let Answer(_, before) = app.by(&alice).org(&acme).get("/api/quotas").await;
-    assert_eq!(before["data"]["quotas"]["pipelines"]["limit"], 5);
+    let before: OrgQuotas = app.by(&alice).org(&acme).get("/api/quotas").await.data();
+    assert_eq!(before.quotas["pipelines"].limit, 5);
     let changed = AppState::new(
         test_config(&[("QUOTA_TIER_DEVELOPER_PIPELINES", "7")]),
         app.store.clone(),
@@ -773,8 +789,8 @@ async fn the_worker_follows_configuration_and_months(app: &TestApp) {
     .await
     .unwrap();
     assert!(roots >= 1);
-    let Answer(_, after) = app.by(&alice).org(&acme).get("/api/quotas").await;
-    assert_eq!(after["data"]["quotas"]["pipelines"]["limit"], 7, "{after}");
+    let after: OrgQuotas = app.by(&alice).org(&acme).get("/api/quotas").await.data();
+    assert_eq!(after.quotas["pipelines"].limit, 7, "{after:?}");
     // Last month's usage goes back to zero; this month's stays.
     let service = app.service_token("generator");
     let (status, _) = increment(
@@ -869,10 +885,16 @@ async fn invitations_are_accepted_within_the_seats(app: &TestApp) {
         .json(json!({"seats": 2}))
         .await
         .expect(StatusCode::OK);
-    let Answer(status, body) = app.by(&carol).post(&accept).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["data"]["userId"], "carol");
-    assert_eq!(body["data"]["role"], "admin");
+    let joined: Member = app
+        .by(&carol)
+        .post(&accept)
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(
+        (joined.user_id.as_str(), joined.role),
+        ("carol", MembershipRole::Admin)
+    );
     app.by(&carol)
         .post(&accept)
         .await
@@ -920,14 +942,14 @@ async fn stored_api_calls(app: &TestApp, root: &str) -> i64 {
 async fn api_calls_are_spent_from_a_reserved_block(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let used = |body: &Value| body["data"]["quotas"]["apiCalls"]["used"].as_i64().unwrap();
+    let used = |quotas: &OrgQuotas| quotas.quotas["apiCalls"].used as i64;
     app.by(&alice)
         .org(&acme)
         .get("/api/organization")
         .await
         .expect(StatusCode::OK);
     let reserved = stored_api_calls(app, &acme).await;
-    let Answer(_, before) = app.by(&alice).org(&acme).get("/api/quotas").await;
+    let before: OrgQuotas = app.by(&alice).org(&acme).get("/api/quotas").await.data();
     assert!(
         reserved >= used(&before) + 60,
         "a block is reserved: stored {reserved}, used {}",
@@ -945,10 +967,10 @@ async fn api_calls_are_spent_from_a_reserved_block(app: &TestApp) {
         reserved,
         "ten reads wrote nothing"
     );
-    let Answer(_, after) = app.by(&alice).org(&acme).get("/api/quotas").await;
+    let after: OrgQuotas = app.by(&alice).org(&acme).get("/api/quotas").await.data();
     assert_eq!(used(&after), used(&before) + 10, "each read is counted");
     assert_eq!(
-        after["data"]["quotas"]["apiCalls"]["ownUsed"],
+        after.quotas["apiCalls"].own_used as i64,
         used(&after),
         "the root's own share is the account's"
     );
@@ -985,19 +1007,20 @@ async fn api_calls_are_spent_from_a_reserved_block(app: &TestApp) {
         .get("/api/organization")
         .await
         .expect(StatusCode::OK);
-    let Answer(status, body) = app
+    let reset: OrgQuotas = app
         .by(&root)
         .post(format!("/api/quotas/{acme}/reset"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["quotas"]["apiCalls"]["used"], 0, "{body}");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(reset.quotas["apiCalls"].used, 0, "{reset:?}");
     app.by(&alice)
         .org(&acme)
         .get("/api/organization")
         .await
         .expect(StatusCode::OK);
-    let Answer(_, quotas) = app.by(&alice).org(&acme).get("/api/quotas").await;
-    assert_eq!(used(&quotas), 1, "{quotas}");
+    let quotas: OrgQuotas = app.by(&alice).org(&acme).get("/api/quotas").await.data();
+    assert_eq!(used(&quotas), 1, "{quotas:?}");
 }
 
 on_both_backends!(

@@ -2,7 +2,7 @@
 //! shell script the test writes) run by the real worker: exactly one terminal outcome
 //! per build, retries, timeouts, a claim left by a dead worker, replay and purge.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
 use std::time::Duration;
 
@@ -226,10 +226,10 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
         .org(&org)
         .get("/api/plugins/queue/failed")
         .await;
-    assert_eq!(body["pagination"]["total"], 2);
+    assert_eq!(pagination(&body).total, 2);
     assert!(body["jobs"][0]["lastError"].is_string());
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins/queue/dlq").await;
-    assert_eq!(body["pagination"]["total"], 2);
+    assert_eq!(pagination(&body).total, 2);
     let dead = body["jobs"]
         .as_array()
         .unwrap()
@@ -296,7 +296,7 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["purged"], 2);
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins/queue/dlq").await;
-    assert_eq!(body["pagination"]["total"], 0);
+    assert_eq!(pagination(&body).total, 0);
     assert_eq!(app.audited("plugin.dlq.purge").await.len(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,6 +1,6 @@
 //! Signed checkpoints: a truncated or rewritten chain becomes visible.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::workers::checkpoints;
 use audit_chain::{seal, AuditEvent, ChainHead, NoteSigner};
 
@@ -162,7 +162,7 @@ async fn checkpoints_are_listed_for_audit_readers_and_the_key_is_public(app: &Te
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["latest"]["seq"], body["checkpoints"][0]["seq"]);
-    assert_eq!(body["pagination"]["total"], 1);
+    assert_eq!(pagination(&body).total, 1);
     let note = body["latest"]["note"].as_str().unwrap();
     assert!(
         note.starts_with(&format!("test.example/audit/{org}\n")),

@@ -1,9 +1,13 @@
 //! The compliance API (document 1, SEMANTICS.md 1).
 
 use super::*;
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
-use adapters::http::wire::{OrgRule, Verdict};
+use adapters::http::wire::{
+    AutoSubscribed, Exemption, ExemptionIds, OrgRule, Pin, Policy, Preference, RuleImpact,
+    RuleVersion, Templates, Verdict,
+};
+use compliance_core::{Evaluation, ExemptionStatus, Rule};
 use compliance_core::{Scope, Severity};
 
 fn rule(name: &str, field: &str, operator: &str, value: Value, severity: &str) -> Value {
@@ -198,17 +202,15 @@ async fn the_life_of_a_rule(app: &TestApp) {
     // Update: version 2, history says what changed.
     let mut warning = semver("semver");
     warning["severity"] = json!("warning");
-    let Answer(status, body) = app
+    let updated: OrgRule = app
         .by(&alice)
         .org(&acme)
         .put(format!("/api/compliance/rules/{id}"))
         .json(warning)
-        .await;
-    assert_eq!(
-        (status, body["data"]["version"].as_u64()),
-        (StatusCode::OK, Some(2)),
-        "{body}"
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(updated.rule.version, 2);
     assert!(
         !app.blocked(&alice, &acme, latest.clone(), None).await,
         "a warning never blocks, and the cache saw the change"
@@ -218,13 +220,13 @@ async fn the_life_of_a_rule(app: &TestApp) {
         .org(&acme)
         .get("/api/compliance/rules?severity=warning&name=SEM")
         .await;
-    assert_eq!(list["pagination"]["total"], 1);
+    assert_eq!(pagination(&list).total, 1);
     let Answer(_, list) = app
         .by(&alice)
         .org(&acme)
         .get("/api/compliance/rules?severity=error")
         .await;
-    assert_eq!(list["pagination"]["total"], 0);
+    assert_eq!(pagination(&list).total, 0);
     app.by(&alice)
         .org(&acme)
         .get("/api/compliance/rules?target=widget")
@@ -238,27 +240,23 @@ async fn the_life_of_a_rule(app: &TestApp) {
         .await
         .expect(StatusCode::OK);
     let Answer(_, list) = app.by(&alice).org(&acme).get("/api/compliance/rules").await;
-    assert_eq!(list["pagination"]["total"], 0);
+    assert_eq!(pagination(&list).total, 0);
     let Answer(_, list) = app
         .by(&alice)
         .org(&acme)
         .get("/api/compliance/rules?includeDeleted=true")
         .await;
-    assert_eq!(list["pagination"]["total"], 1);
-    let Answer(_, history) = app
+    assert_eq!(pagination(&list).total, 1);
+    let history: Vec<RuleVersion> = app
         .by(&alice)
         .org(&acme)
         .get(format!("/api/compliance/rules/{id}/history"))
-        .await;
-    let actions: Vec<&str> = history["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["change"]["action"].as_str().unwrap())
-        .collect();
+        .await
+        .data();
+    let actions: Vec<&Value> = history.iter().map(|h| &h.change["action"]).collect();
     assert_eq!(actions, ["create", "update", "delete"]);
-    assert_eq!(history["data"][1]["change"]["fields"], json!(["severity"]));
-    assert_eq!(history["data"][1]["changedBy"], "alice");
+    assert_eq!(history[1].change["fields"], json!(["severity"]));
+    assert_eq!(history[1].changed_by, "alice");
     app.by(&alice)
         .org(&acme)
         .put(format!("/api/compliance/rules/{id}"))
@@ -350,15 +348,14 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
         .get("/api/compliance/published-rules")
         .await;
     assert_eq!(catalog["rules"][0]["subscribed"], true);
-    let Answer(status, body) = app
+    let pin: Pin = app
         .by(&alice)
         .org(&pinned)
         .post(format!("/api/compliance/subscriptions/{rule_id}/pin"))
-        .await;
-    assert_eq!(
-        (status, body["data"]["pinnedVersion"].as_u64()),
-        (StatusCode::OK, Some(1))
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(pin.pinned_version, Some(1));
 
     // The system organization changes the published rule: it now forbids "beta".
     let mut v2 = rule(
@@ -369,17 +366,15 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
         "error",
     );
     v2["scope"] = json!("published");
-    let Answer(status, body) = app
+    let published: OrgRule = app
         .by(&root)
         .org(&system)
         .put(format!("/api/compliance/rules/{rule_id}"))
         .json(v2)
-        .await;
-    assert_eq!(
-        (status, body["data"]["version"].as_u64()),
-        (StatusCode::OK, Some(2)),
-        "{body}"
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(published.rule.version, 2);
     assert!(
         !app.blocked(&alice, &pinned, beta.clone(), None).await,
         "pinned to version 1"
@@ -403,12 +398,13 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
         ),
         (Some(1), Some(2), Some(1), Some(true))
     );
-    let Answer(_, enforced) = app
+    let enforced: Vec<Rule> = app
         .by(&alice)
         .org(&pinned)
         .get("/api/compliance/subscriptions/enforced")
-        .await;
-    assert_eq!(enforced["data"][0]["version"], 1);
+        .await
+        .data();
+    assert_eq!(enforced.first().map(|r| r.version), Some(1));
 
     app.by(&alice)
         .org(&pinned)
@@ -447,42 +443,40 @@ async fn a_pinned_subscriber_keeps_the_old_version_and_an_unpinned_one_follows(a
     );
 
     // Clone: an editable copy in the organization; auto-subscribe: everything, inactive.
-    let Answer(status, body) = app
+    let copy: OrgRule = app
         .by(&bob)
         .org(&follower)
         .post("/api/compliance/subscriptions/clone")
         .json(json!({"ruleId": rule_id, "name": "our copy"}))
-        .await;
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
     assert_eq!(
-        (
-            status,
-            body["data"]["scope"].as_str(),
-            body["data"]["orgId"].as_str()
-        ),
-        (StatusCode::CREATED, Some("org"), Some(follower.as_str())),
-        "{body}"
+        (copy.rule.scope, copy.org_id.as_str()),
+        (Scope::Org, follower.as_str())
     );
     assert!(
         app.blocked(&bob, &follower, beta.clone(), None).await,
         "the copy is enforced"
     );
-    let Answer(_, body) = app
+    let auto: AutoSubscribed = app
         .by(&bob)
         .org(&follower)
         .post("/api/compliance/subscriptions/auto-subscribe")
-        .await;
-    assert_eq!(body["data"]["subscribed"], 1);
+        .await
+        .data();
+    assert_eq!(auto.subscribed, 1);
 }
 
 async fn parents_propagate_rules_to_their_teams(app: &TestApp) {
     let root = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let Answer(_, team) = app
+    let team = app
         .by(&alice)
         .post("/api/organization")
         .json(json!({"name": "team", "parentOrgId": root}))
-        .await;
-    let team = team["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .id();
     let mut inherited = semver("inherited");
     inherited["propagateToChildren"] = json!(true);
     app.rule(&alice, &root, inherited).await;
@@ -538,18 +532,16 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
     let rita = app.token("rita", "rita@example.com");
 
     let ask = |entity: &str, expires: Option<String>| json!({"ruleId": rule_id, "entityId": entity, "reason": "vendored build", "expiresAt": expires});
-    let Answer(status, body) = app
+    let requested: Exemption = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/exemptions")
         .json(ask("plugin-1", None))
-        .await;
-    assert_eq!(
-        (status, body["data"]["status"].as_str()),
-        (StatusCode::CREATED, Some("requested")),
-        "{body}"
-    );
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(requested.status, ExemptionStatus::Requested);
+    let id = requested.id;
     assert!(
         app.blocked(&alice, &acme, bad.clone(), Some("plugin-1"))
             .await,
@@ -566,17 +558,15 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
         (status, code(status, &body).as_str()),
         (StatusCode::FORBIDDEN, "SELF_APPROVAL_FORBIDDEN")
     );
-    let Answer(status, body) = app
+    let approved: Exemption = app
         .by(&rita)
         .org(&acme)
         .put(&review)
         .json(json!({"decision": "approve", "note": "ok"}))
-        .await;
-    assert_eq!(
-        (status, body["data"]["status"].as_str()),
-        (StatusCode::OK, Some("approved")),
-        "{body}"
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(approved.status, ExemptionStatus::Approved);
     let verdict: Verdict = app
         .validate(&alice, &acme, bad.clone(), Some("plugin-1"), true)
         .await
@@ -677,25 +667,25 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
         .get("/api/compliance/exemptions")
         .await;
     assert_eq!(
-        before["pagination"]["total"], after["pagination"]["total"],
+        pagination(&before).total,
+        pagination(&after).total,
         "nothing stored"
     );
-    let Answer(status, body) = app
+    let bulk: ExemptionIds = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/exemptions/bulk")
         .json(json!({"ruleId": rule_id, "entityIds": ["a", "b", "c"], "reason": "r"}))
-        .await;
-    assert_eq!(
-        (status, body["data"]["count"].as_u64()),
-        (StatusCode::CREATED, Some(3))
-    );
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!((bulk.count, bulk.ids.len()), (3, 3));
     let Answer(_, listed) = app
         .by(&alice)
         .org(&acme)
         .get("/api/compliance/exemptions?status=requested")
         .await;
-    assert_eq!(listed["pagination"]["total"], 3);
+    assert_eq!(pagination(&listed).total, 3);
 }
 
 async fn the_system_organization_is_never_evaluated(app: &TestApp) {
@@ -771,7 +761,7 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
     app.validate(&alice, &acme, json!({"version": "x"}), Some("p1"), true)
         .await;
     let Answer(_, log) = app.by(&alice).org(&acme).get("/api/compliance/audit").await;
-    assert_eq!(log["pagination"]["total"], 0);
+    assert_eq!(pagination(&log).total, 0);
     app.validate(&alice, &acme, json!({"version": "x"}), Some("p1"), false)
         .await;
     app.validate(
@@ -801,7 +791,7 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
         .iter()
         .map(|e| e["result"].as_str().unwrap())
         .collect();
-    assert_eq!(log["pagination"]["total"], 3);
+    assert_eq!(pagination(&log).total, 3);
     assert!(
         results.contains(&"block") && results.contains(&"warn") && results.contains(&"pass"),
         "{results:?}"
@@ -829,28 +819,23 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
         .refused(ErrorCode::ValidationError);
 
     // The impact preview evaluates the entities validated so far.
-    let Answer(status, body) = app
+    let impact: RuleImpact = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/subscriptions/preview/impact")
         .json(json!({"rule": rule("needs docs", "description", "exists", json!(null), "error")}))
-        .await;
-    assert_eq!(
-        (
-            status,
-            body["data"]["evaluated"].as_u64(),
-            body["data"]["failing"].as_u64()
-        ),
-        (StatusCode::OK, Some(3), Some(2)),
-        "{body}"
-    );
-    let Answer(_, body) = app
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!((impact.evaluated, impact.failing), (3, 2));
+    let preview: Evaluation = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/subscriptions/preview")
         .json(json!({"rule": semver("try"), "attributes": {"version": "1"}}))
-        .await;
-    assert_eq!(body["data"]["blocked"], true);
+        .await
+        .data();
+    assert!(preview.blocked);
 
     // A service (the plugin service at upload) validates with its token and x-org-id.
     let service = app.service_token("plugin");
@@ -876,14 +861,14 @@ async fn notification_preferences(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     let path = "/api/compliance/notification-preferences";
-    let Answer(_, body) = app.by(&alice).org(&acme).get(path).await;
+    let preference: Preference = app.by(&alice).org(&acme).get(path).await.data();
     assert_eq!(
         (
-            body["data"]["digestMode"].as_str(),
-            body["data"]["hasWebhookSecret"].as_bool(),
-            body["data"]["emailEnabled"].as_bool()
+            preference.digest_mode.as_str(),
+            preference.has_webhook_secret,
+            preference.email_enabled
         ),
-        (Some("immediate"), Some(false), Some(false))
+        ("immediate", false, false)
     );
     app.by(&alice)
         .post(format!("/api/organization/{acme}/members"))
@@ -896,33 +881,35 @@ async fn notification_preferences(app: &TestApp) {
         .json(json!({"emailEnabled": true}))
         .await
         .refused(ErrorCode::Forbidden);
-    let Answer(status, body) = app.by(&alice).org(&acme).put(path).json(json!({"webhookUrl": "https://93.184.216.34/x", "webhookSecret": "s3cret", "digestMode": "daily"})).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let saved = app.by(&alice).org(&acme).put(path).json(json!({"webhookUrl": "https://93.184.216.34/x", "webhookSecret": "s3cret", "digestMode": "daily"})).await.expect(StatusCode::OK);
+    let preference: Preference = saved.data();
     assert_eq!(
         (
-            body["data"]["hasWebhookSecret"].as_bool(),
-            body["data"]["digestMode"].as_str()
+            preference.has_webhook_secret,
+            preference.digest_mode.as_str()
         ),
-        (Some(true), Some("daily"))
+        (true, "daily")
     );
     assert!(
-        !body.to_string().contains("s3cret"),
+        !saved.body().to_string().contains("s3cret"),
         "the secret is never returned"
     );
-    let Answer(_, body) = app
+    let preference: Preference = app
         .by(&alice)
         .org(&acme)
         .put(path)
         .json(json!({"emailEnabled": true}))
-        .await;
-    assert_eq!(body["data"]["hasWebhookSecret"], true, "omitted keeps it");
-    let Answer(_, body) = app
+        .await
+        .data();
+    assert!(preference.has_webhook_secret, "omitted keeps it");
+    let preference: Preference = app
         .by(&alice)
         .org(&acme)
         .put(path)
         .json(json!({"webhookSecret": ""}))
-        .await;
-    assert_eq!(body["data"]["hasWebhookSecret"], false, "empty clears it");
+        .await
+        .data();
+    assert!(!preference.has_webhook_secret, "empty clears it");
     app.by(&alice)
         .org(&acme)
         .put(path)
@@ -946,31 +933,27 @@ async fn policies_and_templates(app: &TestApp) {
         .id();
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let Answer(_, templates) = app
+    let templates: Templates = app
         .by(&alice)
         .org(&acme)
         .get("/api/compliance/templates")
-        .await;
-    assert_eq!(
-        (
-            templates["data"]["rules"].as_array().unwrap().len(),
-            templates["data"]["policies"].as_array().unwrap().len()
-        ),
-        (1, 1)
-    );
-    let Answer(status, body) = app
+        .await
+        .data();
+    assert_eq!((templates.rules.len(), templates.policies.len()), (1, 1));
+    let cloned: Policy = app
         .by(&alice)
         .org(&acme)
         .post(format!(
             "/api/compliance/templates/policies/{policy_template}/clone"
         ))
         .json(json!({"name": "Our supply chain"}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let policy = body["data"]["id"].as_str().unwrap().to_owned();
-    assert_ne!(
-        body["data"]["ruleIds"][0],
-        template_id.as_str(),
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    let policy = cloned.id;
+    assert_eq!(cloned.rule_ids.len(), 1);
+    assert!(
+        !cloned.rule_ids.contains(&template_id),
         "the policy points at the organization's own copies"
     );
     assert!(
@@ -992,7 +975,7 @@ async fn policies_and_templates(app: &TestApp) {
         "its rule names are taken now"
     );
     let Answer(_, rules) = app.by(&alice).org(&acme).get("/api/compliance/rules").await;
-    assert_eq!(rules["pagination"]["total"], 1, "nothing half-cloned");
+    assert_eq!(pagination(&rules).total, 1, "nothing half-cloned");
     // The rules are free but the policy's name is taken: the policy fails last, and
     // the rules written before it in the same transaction are rolled back with it.
     let beta = app.org("bob", "beta").await;
@@ -1012,7 +995,8 @@ async fn policies_and_templates(app: &TestApp) {
         .refused(ErrorCode::Conflict);
     let Answer(_, rules) = app.by(&bob).org(&beta).get("/api/compliance/rules").await;
     assert_eq!(
-        rules["pagination"]["total"], 0,
+        pagination(&rules).total,
+        0,
         "no rule outlived the failed clone"
     );
     app.by(&alice)
@@ -1021,20 +1005,17 @@ async fn policies_and_templates(app: &TestApp) {
         .json(json!({"templateId": template_id}))
         .await
         .refused(ErrorCode::Conflict);
-    let Answer(status, body) = app
+    let applied: OrgRule = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/templates/apply")
         .json(json!({"templateId": template_id, "name": "applied copy"}))
-        .await;
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
     assert_eq!(
-        (
-            status,
-            body["data"]["isTemplate"].as_bool(),
-            body["data"]["orgId"].as_str()
-        ),
-        (StatusCode::CREATED, Some(false), Some(acme.as_str())),
-        "{body}"
+        (applied.rule.is_template, applied.org_id.as_str()),
+        (false, acme.as_str())
     );
     app.by(&alice)
         .org(&acme)
@@ -1059,17 +1040,16 @@ async fn policies_and_templates(app: &TestApp) {
         .org(&acme)
         .get("/api/compliance/policies?name=supply")
         .await;
-    assert_eq!(list["pagination"]["total"], 1);
-    let Answer(status, body) = app
+    assert_eq!(pagination(&list).total, 1);
+    let described: Policy = app
         .by(&alice)
         .org(&acme)
         .put(format!("/api/compliance/policies/{policy}"))
         .json(json!({"description": "ours"}))
-        .await;
-    assert_eq!(
-        (status, body["data"]["description"].as_str()),
-        (StatusCode::OK, Some("ours"))
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(described.description.as_deref(), Some("ours"));
     app.by(&alice)
         .org(&acme)
         .post("/api/compliance/policies")
@@ -1168,18 +1148,19 @@ async fn another_organization_cannot_reach_compliance_data(app: &TestApp) {
         );
     }
     let Answer(_, rules) = app.by(&bob).org(&globex).get("/api/compliance/rules").await;
-    assert_eq!(rules["pagination"]["total"], 0);
+    assert_eq!(pagination(&rules).total, 0);
     assert!(
         !app.blocked(&bob, &globex, json!({"version": "x"}), None)
             .await,
         "acme's rules never touch globex"
     );
-    let Answer(_, history) = app
+    let history: Vec<RuleVersion> = app
         .by(&alice)
         .org(&acme)
         .get(format!("/api/compliance/rules/{rule_id}/history"))
-        .await;
-    assert_eq!(history["data"].as_array().unwrap().len(), 1);
+        .await
+        .data();
+    assert_eq!(history.len(), 1);
 }
 
 // Concurrent live checks: each is answered after its check-log row, its entity's
@@ -1200,16 +1181,16 @@ async fn concurrent_live_checks_are_each_recorded(app: &TestApp) {
         })
         .collect();
     let answers = app.concurrently(requests).await;
-    for (i, (status, body)) in answers.iter().enumerate() {
-        assert_eq!(*status, StatusCode::OK, "{i}: {body}");
-        assert_eq!(body["data"]["blocked"], i % 2 == 1, "{i}: {body}");
+    for (i, answer) in answers.into_iter().enumerate() {
+        let verdict: Verdict = Answer::from(answer).expect(StatusCode::OK).data();
+        assert_eq!(verdict.blocked, i % 2 == 1, "{i}");
     }
     let Answer(_, log) = app
         .by(&alice)
         .org(&acme)
         .get("/api/compliance/audit?limit=100")
         .await;
-    assert_eq!(log["pagination"]["total"], checks, "{log}");
+    assert_eq!(pagination(&log).total, checks, "{log}");
     let mut entities: Vec<String> = log["entries"]
         .as_array()
         .unwrap()
@@ -1218,23 +1199,23 @@ async fn concurrent_live_checks_are_each_recorded(app: &TestApp) {
         .collect();
     entities.sort();
     entities.dedup();
-    assert_eq!(entities.len(), checks, "one row per check");
+    assert_eq!(entities.len() as u64, checks, "one row per check");
     let Answer(_, blocked) = app
         .by(&alice)
         .org(&acme)
         .get("/api/compliance/audit?result=block")
         .await;
-    assert_eq!(blocked["pagination"]["total"], checks / 2, "{blocked}");
+    assert_eq!(pagination(&blocked).total, checks / 2, "{blocked}");
     // Every entity's snapshot is kept: the impact preview judges all of them.
-    let Answer(status, body) = app
+    let impact: RuleImpact = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/subscriptions/preview/impact")
         .json(json!({"rule": semver("again")}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["evaluated"], checks, "{body}");
-    assert_eq!(body["data"]["failing"], checks / 2, "{body}");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!((impact.evaluated, impact.failing), (checks, checks / 2));
     // And each block's notification, with its deliveries: one per blocked check.
     let now = chrono::Utc::now();
     let mut notified = std::collections::BTreeSet::new();
@@ -1247,7 +1228,7 @@ async fn concurrent_live_checks_are_each_recorded(app: &TestApp) {
         assert_eq!(delivery.org_id, acme);
         notified.insert(delivery.notification_id);
     }
-    assert_eq!(notified.len(), checks / 2);
+    assert_eq!(notified.len() as u64, checks / 2);
 }
 
 // An entity's snapshot follows its attributes: a check with other attributes replaces
@@ -1277,15 +1258,15 @@ async fn a_snapshot_follows_the_attributes_and_an_unchanged_check_keeps_it(app: 
         rows.into_iter().next().unwrap()
     };
     let failing = |expected: u64| async move {
-        let Answer(status, body) = app
+        let impact: RuleImpact = app
             .by(alice)
             .org(acme)
             .post("/api/compliance/subscriptions/preview/impact")
             .json(json!({"rule": semver("again")}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(body["data"]["evaluated"], 1, "{body}");
-        assert_eq!(body["data"]["failing"], expected, "{body}");
+            .await
+            .expect(StatusCode::OK)
+            .data();
+        assert_eq!((impact.evaluated, impact.failing), (1, expected));
     };
     check("1.0.0").await;
     let (first, first_at) = kept().await;
@@ -1350,19 +1331,21 @@ async fn the_sample_content_loads_once(app: &TestApp) {
         .org(&acme)
         .get("/api/compliance/published-rules?limit=100")
         .await;
-    assert_eq!(catalog["pagination"]["total"], 8);
-    let Answer(_, templates) = app
+    assert_eq!(pagination(&catalog).total, 8);
+    let templates: Templates = app
         .by(&alice)
         .org(&acme)
         .get("/api/compliance/templates")
-        .await;
-    assert_eq!(templates["data"]["policies"].as_array().unwrap().len(), 3);
-    let Answer(_, body) = app
+        .await
+        .data();
+    assert_eq!(templates.policies.len(), 3);
+    let auto: AutoSubscribed = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/subscriptions/auto-subscribe")
-        .await;
-    assert_eq!(body["data"]["subscribed"], 8);
+        .await
+        .data();
+    assert_eq!(auto.subscribed, 8);
     let Answer(_, subscriptions) = app
         .by(&alice)
         .org(&acme)
@@ -1374,7 +1357,7 @@ async fn the_sample_content_loads_once(app: &TestApp) {
         .iter()
         .map(|s| s["ruleId"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(subscriptions["pagination"]["total"], 8);
+    assert_eq!(pagination(&subscriptions).total, 8);
     // Paginated like every other list.
     let Answer(_, first) = app
         .by(&alice)
@@ -1386,7 +1369,7 @@ async fn the_sample_content_loads_once(app: &TestApp) {
         2,
         "{first}"
     );
-    assert_eq!(first["pagination"]["hasMore"], false);
+    assert!(!pagination(&first).has_more);
     assert_eq!(first["subscriptions"][0]["ruleId"], ids[6].as_str());
     app.by(&alice)
         .org(&acme)

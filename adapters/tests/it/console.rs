@@ -2,7 +2,7 @@
 //! (WebDriver) against the server's router on loopback. Screenshots of each page are
 //! kept under `target/console-screenshots/`.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -683,7 +683,7 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
         .org(&scene.acme)
         .get("/api/compliance/scans")
         .await;
-    assert_eq!(before["pagination"]["total"], after["pagination"]["total"]);
+    assert_eq!(pagination(&before).total, pagination(&after).total);
     b.sign_out(base).await;
 
     // Root verifies the chain: the server's and the browser's verdicts agree.
@@ -1161,9 +1161,8 @@ async fn forms_without_this_pages_token_or_origin_change_nothing(app: &TestApp) 
             .org(&acme)
             .get("/api/compliance/scans")
             .await
-            .1["pagination"]["total"]
-            .as_u64()
-            .unwrap()
+            .pagination()
+            .total
     };
     let start = |csrf: &'static str| {
         [

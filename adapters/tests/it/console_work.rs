@@ -6,7 +6,7 @@
 //! confirmed through the API; a Member's attempt shows the API's refusal and
 //! changes nothing.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -49,7 +49,7 @@ async fn private_only(app: &TestApp, token: &str, org: &str, target: &str) {
 async fn count(app: &TestApp, token: &str, org: &str, path: &str) -> u64 {
     let Answer(status, body) = app.by(token).org(org).get(path).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    body["pagination"]["total"].as_u64().unwrap()
+    pagination(&body).total
 }
 
 /// A signed-in visitor of the console posting its forms in an organization, with
@@ -506,7 +506,7 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
         .org(&acme)
         .get("/api/compliance/policies")
         .await;
-    assert_eq!(policies["pagination"]["total"], 1, "{policies}");
+    assert_eq!(pagination(&policies).total, 1, "{policies}");
     // The organization's policy lists its own copies by name.
     let (_, page) = page_of(
         app,
@@ -546,7 +546,8 @@ async fn templates_are_applied_and_policies_cloned_from_their_page(app: &TestApp
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
     let Answer(_, rules) = app.by(&alice).org(&acme).get("/api/compliance/rules").await;
     assert_eq!(
-        rules["pagination"]["total"], 2,
+        pagination(&rules).total,
+        2,
         "the applied one and the policy's copy"
     );
 }

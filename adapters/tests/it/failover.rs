@@ -2,7 +2,7 @@
 //! writes, the stop on SIGTERM, the migrations' own lease. (The failover of a real
 //! pg_auto_failover pair is `scripts/test-ha`.)
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
 use std::time::{Duration, Instant};
 
@@ -167,7 +167,7 @@ async fn a_database_that_refuses_writes_answers_503_with_retry_after() {
         .json()
         .await
         .unwrap();
-    assert_eq!(list["pagination"]["total"], 1, "{list}");
+    assert_eq!(pagination(&list).total, 1, "{list}");
 
     // An event refused while the database refused writes, sent again with its
     // `Idempotency-Key` once it is back, is recorded once.
@@ -253,7 +253,7 @@ async fn a_unit_rolled_back_for_a_conflict_runs_again_a_bounded_number_of_times(
         .get("/api/compliance/policies")
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["pagination"]["total"], 1, "{body}");
+    assert_eq!(pagination(&body).total, 1, "{body}");
     // The audit event of the unit was written once, with the policy.
     assert_eq!(app.audited("compliance.policy.create").await.len(), 1);
 
@@ -277,7 +277,8 @@ async fn a_unit_rolled_back_for_a_conflict_runs_again_a_bounded_number_of_times(
         .get("/api/compliance/policies")
         .await;
     assert_eq!(
-        body["pagination"]["total"], 1,
+        pagination(&body).total,
+        1,
         "nothing of the doomed unit: {body}"
     );
     assert_eq!(

@@ -5,7 +5,7 @@
 use super::billing::{set_tier, team_of};
 use super::plugins::{plugin_zip, upload};
 use super::*;
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
 
 /// A server whose tiers include only what document 2's table gives them.
@@ -133,7 +133,7 @@ async fn each_gate_follows_the_tier_its_bundles_and_a_downgrade(app: &TestApp) {
     gated.relay().await;
     let Answer(status, body) = gated.by(&root).org(&acme).get(&audit).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert!(body["pagination"]["total"].as_u64().unwrap() > 0, "{body}");
+    assert!(pagination(&body).total > 0, "{body}");
     let Answer(status, body) = gated
         .by(&root)
         .get(format!("/api/audit/verify?orgId={acme}"))

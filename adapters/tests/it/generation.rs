@@ -8,8 +8,13 @@
 //! connection; the tier gate, the quota, tenant isolation, and the key never in an
 //! answer or a log.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
+use adapters::http::wire::{
+    AiProvider, GeneratedPipelineAnswer, GeneratedPluginAnswer, QuotaStatus,
+};
+use adapters::services::ai_settings::AiSettings;
+use adapters::services::pipelines::PipelineInput;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -387,6 +392,19 @@ fn pipeline(access: &str) -> Value {
     })
 }
 
+/// A pipeline body as the server decodes it.
+fn input(body: Value) -> PipelineInput {
+    serde_json::from_value(body).unwrap()
+}
+
+/// The end of the organization's own provider's key, as answered.
+fn hint(settings: &AiSettings) -> Option<&str> {
+    settings
+        .own_provider
+        .as_ref()
+        .and_then(|p| p.api_key_hint.as_deref())
+}
+
 fn plugin(name: &str) -> Value {
     json!({
         "name": name,
@@ -418,12 +436,13 @@ async fn private_only(app: &TestApp, token: &str, org: &str) {
 }
 
 async fn ai_used(app: &TestApp, token: &str, org: &str) -> i64 {
-    let Answer(status, body) = app
+    let status: QuotaStatus = app
         .by(token)
         .get(format!("/api/quotas/{org}/aiCalls"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["data"]["used"].as_i64().unwrap()
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    status.used as i64
 }
 
 fn ask(provider: &str, prompt: &str) -> Value {
@@ -510,17 +529,23 @@ async fn each_format_retries_broken_json_and_answers_a_creatable_body(app: &Test
             Reply::Answer(format!("Here you are:\n```json\n{valid}\n```")),
         ]);
         let provider = fake.wire.name();
-        let Answer(status, body) = server
+        let generated: GeneratedPipelineAnswer = server
             .by(&alice)
             .org(&acme)
             .post("/api/pipelines/generate")
             .json(ask(provider, "a Rust shop"))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{provider}: {body}");
-        assert_eq!(body["data"]["pipeline"], pipeline("private"), "{provider}");
-        assert_eq!(body["data"]["attempts"], 2);
-        assert_eq!(body["data"]["provider"], provider);
-        assert_eq!(body["data"]["model"], "model-b");
+            .await
+            .expect(StatusCode::OK)
+            .data();
+        assert_eq!(generated.pipeline, input(pipeline("private")), "{provider}");
+        assert_eq!(
+            (
+                generated.attempts,
+                generated.provider.as_str(),
+                generated.model.as_str()
+            ),
+            (2, provider, "model-b")
+        );
         let requests = fake.requests();
         assert_eq!(requests.len(), 2, "{provider}");
         let (headers, first) = &requests[0];
@@ -566,14 +591,16 @@ async fn each_format_retries_broken_json_and_answers_a_creatable_body(app: &Test
     // The answer is a create body as it stands.
     let generated = {
         fakes.openai.script(vec![Reply::Answer(valid.clone())]);
-        let Answer(_, body) = generate_pipeline(&server, &alice, &acme, "openai", "again").await;
-        body["data"]["pipeline"].clone()
+        generate_pipeline(&server, &alice, &acme, "openai", "again")
+            .await
+            .data::<GeneratedPipelineAnswer>()
+            .pipeline
     };
     server
         .by(&alice)
         .org(&acme)
         .post("/api/pipelines")
-        .json(generated)
+        .json(serde_json::to_value(generated).unwrap())
         .await
         .expect(StatusCode::CREATED);
     server.stop().await;
@@ -604,12 +631,15 @@ async fn invalid_then_non_compliant_then_compliant(app: &TestApp) {
         Reply::Answer(pipeline("public").to_string()),
         Reply::Answer(pipeline("private").to_string()),
     ]);
-    let Answer(status, body) = generate_pipeline(&server, &alice, &acme, "anthropic", "shop").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["attempts"], 3);
+    let generated: GeneratedPipelineAnswer =
+        generate_pipeline(&server, &alice, &acme, "anthropic", "shop")
+            .await
+            .expect(StatusCode::OK)
+            .data();
+    assert_eq!(generated.attempts, 3);
     assert_eq!(
-        body["data"]["warnings"][0]["ruleName"], "Named by convention",
-        "{body}"
+        generated.warnings.first().map(|w| w.rule_name()),
+        Some("Named by convention")
     );
     let second = fakes.anthropic.said(1);
     assert!(second.contains("- invalid: pipelineName:"), "{second}");
@@ -620,14 +650,15 @@ async fn invalid_then_non_compliant_then_compliant(app: &TestApp) {
     );
     // Nothing was stored, nothing checked into the log.
     let Answer(_, listed) = server.by(&alice).org(&acme).get("/api/pipelines").await;
-    assert_eq!(listed["pagination"]["total"], 0);
+    assert_eq!(pagination(&listed).total, 0);
     let Answer(_, log) = server
         .by(&alice)
         .org(&acme)
         .get("/api/compliance/audit")
         .await;
     assert_eq!(
-        log["pagination"]["total"], 0,
+        pagination(&log).total,
+        0,
         "a dry run records nothing: {log}"
     );
     server.stop().await;
@@ -662,9 +693,12 @@ async fn always_non_compliant_fails_after_two_retries_charged_once(app: &TestApp
     // Tenant isolation: bob's organization has no such rule.
     let (other, bob) = pro_org(&server, "bob", "other").await;
     fakes.ollama.script(vec![Reply::Answer(public)]);
-    let Answer(status, body) = generate_pipeline(&server, &bob, &other, "ollama", "shop").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["attempts"], 1);
+    let generated: GeneratedPipelineAnswer =
+        generate_pipeline(&server, &bob, &other, "ollama", "shop")
+            .await
+            .expect(StatusCode::OK)
+            .data();
+    assert_eq!(generated.attempts, 1);
     assert_eq!(ai_used(&server, &bob, &other).await, 1);
     assert_eq!(
         ai_used(&server, &alice, &acme).await,
@@ -693,15 +727,19 @@ async fn plugins_are_checked_like_uploads_and_deploy(app: &TestApp) {
         Reply::Answer(bad_name.to_string()),
         Reply::Answer(plugin("clippy").to_string()),
     ]);
-    let Answer(status, body) = server
+    let generated: GeneratedPluginAnswer = server
         .by(&alice)
         .org(&acme)
         .post("/api/plugins/generate")
         .json(ask("openai", "a clippy step"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["plugin"], plugin("clippy"));
-    assert_eq!(body["data"]["attempts"], 3);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(
+        generated.plugin,
+        serde_json::from_value(plugin("clippy")).unwrap()
+    );
+    assert_eq!(generated.attempts, 3);
     assert!(
         fakes.openai.said(1).contains("dockerfile"),
         "{}",
@@ -720,7 +758,7 @@ async fn plugins_are_checked_like_uploads_and_deploy(app: &TestApp) {
         .by(&alice)
         .org(&acme)
         .post("/api/plugins/deploy-generated")
-        .json(body["data"]["plugin"].clone())
+        .json(serde_json::to_value(&generated.plugin).unwrap())
         .await
         .expect(StatusCode::CREATED);
 
@@ -1165,17 +1203,27 @@ async fn providers_are_listed_and_keys_never_shown(app: &TestApp) {
     let server = fakes.server(app, &[]).await;
     let (acme, alice) = pro_org(&server, "alice", "acme").await;
     for path in ["/api/pipelines/providers", "/api/plugins/providers"] {
-        let Answer(status, body) = server.by(&alice).org(&acme).get(path).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let answer = server
+            .by(&alice)
+            .org(&acme)
+            .get(path)
+            .await
+            .expect(StatusCode::OK);
+        let listed: Vec<(String, Vec<String>)> = answer
+            .data::<Vec<AiProvider>>()
+            .into_iter()
+            .map(|p| (p.name, p.models))
+            .collect();
+        let models = vec!["model-a".to_owned(), "model-b".to_owned()];
         assert_eq!(
-            body["data"],
-            json!([
-                {"name": "openai", "models": ["model-a", "model-b"]},
-                {"name": "anthropic", "models": ["model-a", "model-b"]},
-                {"name": "ollama", "models": ["model-a", "model-b"]},
-            ])
+            listed,
+            [
+                ("openai".to_owned(), models.clone()),
+                ("anthropic".to_owned(), models.clone()),
+                ("ollama".to_owned(), models),
+            ]
         );
-        assert!(!body.to_string().contains(KEY));
+        assert!(!answer.body().to_string().contains(KEY));
     }
     let echo =
         json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}}).to_string();
@@ -1192,13 +1240,14 @@ async fn providers_are_listed_and_keys_never_shown(app: &TestApp) {
     );
     // A server without providers lists none.
     let bare = app.beside(&[]).await;
-    let Answer(status, body) = bare
+    let listed: Vec<AiProvider> = bare
         .by(&alice)
         .org(&acme)
         .get("/api/pipelines/providers")
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(body["data"], json!([]));
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(listed.is_empty());
     bare.stop().await;
     server.stop().await;
 }
@@ -1537,13 +1586,13 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
     let (system, root) = server.system().await;
     let (acme, alice) = pro_org(&server, "alice", "acme").await;
     let admin_path = format!("/api/admin/organizations/{acme}/ai");
-    let Answer(status, body) = server
+    let settings: AiSettings = server
         .by(&alice)
         .get(format!("/api/organization/{acme}/ai"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["providers"], Value::Null);
-    assert_eq!(body["data"]["version"], 0);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!((settings.providers, settings.version), (None, 0));
     let secret = "sk-own-secret-0123456789-wxyz";
     let good = json!({
         "providers": {"openai": ["gpt-own"], "anthropic": ["model-a"]},
@@ -1583,11 +1632,16 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
         .is_empty());
 
     // Put: the key is sealed and only its end is shown.
-    let Answer(status, body) = server.by(&root).put(&admin_path).json(good.clone()).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["ownProvider"]["apiKeyHint"], "wxyz");
-    assert_eq!(body["data"]["version"], 1);
-    assert!(!body.to_string().contains(secret));
+    let answer = server
+        .by(&root)
+        .put(&admin_path)
+        .json(good.clone())
+        .await
+        .expect(StatusCode::OK);
+    let settings: AiSettings = answer.data();
+    assert_eq!(hint(&settings), Some("wxyz"));
+    assert_eq!(settings.version, 1);
+    assert!(!answer.body().to_string().contains(secret));
     let stored = super::signin::text(
         &server,
         &format!("SELECT own_api_key FROM org_ai_settings WHERE org_id = '{acme}'"),
@@ -1640,8 +1694,8 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
     fakes.anthropic.script(vec![Reply::Answer(valid.clone())]);
     let Answer(status, body) = generate("anthropic", "model-a").await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let Answer(_, body) = server.by(&root).get(&admin_path).await;
-    assert_eq!(body["data"]["tokensThisMonth"], 100, "{body}");
+    let settings: AiSettings = server.by(&root).get(&admin_path).await.data();
+    assert_eq!(settings.tokens_this_month, 100, "{settings:?}");
     // The cap: 100 of 120 spent, one more runs, then 429.
     own.script(vec![Reply::Answer(valid.clone())]);
     let Answer(status, body) = generate("openai", "gpt-own").await;
@@ -1663,9 +1717,14 @@ async fn an_organizations_own_settings_choose_its_provider_and_cap_its_tokens(ap
     again["version"] = json!(1);
     again["ownProvider"]["apiKey"] = Value::Null;
     again["monthlyTokenCap"] = Value::Null;
-    let Answer(status, body) = server.by(&root).put(&admin_path).json(again).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["ownProvider"]["apiKeyHint"], "wxyz");
+    let settings: AiSettings = server
+        .by(&root)
+        .put(&admin_path)
+        .json(again)
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(hint(&settings), Some("wxyz"));
     // Audited where acme sees it, naming the fields, never the key.
     let events: Vec<_> = server
         .audited("admin.org.ai-config.update")

@@ -5,8 +5,9 @@ use super::billing::{override_limits, set_tier, subscription, team_of};
 use super::fixtures;
 use super::plugins::{manifest, plugin_zip, upload, zip_of, zip_with};
 use super::*;
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
+use adapters::http::wire::{OrgQuotas, Pipeline, Plugin, Portal, Preference, Scan, ScanSchedule};
 
 fn get(path: &str) -> Request<Body> {
     Request::get(path).body(Body::empty()).unwrap()
@@ -152,7 +153,7 @@ async fn nul_bytes_are_refused_at_the_edge_on_every_route(app: &TestApp) {
         );
     }
     let Answer(_, listed) = app.by(&alice).org(&org).get("/api/compliance/rules").await;
-    assert_eq!(listed["pagination"]["total"], 0, "{listed}");
+    assert_eq!(pagination(&listed).total, 0, "{listed}");
 }
 
 /// The archive's real sizes and CRCs are checked at upload, and the only build
@@ -224,7 +225,7 @@ async fn archives_are_judged_by_what_they_hold(app: &TestApp) {
     }
     // Nothing was stored or counted.
     let Answer(_, listed) = app.by(&alice).org(&org).get("/api/plugins").await;
-    assert_eq!(listed["pagination"]["total"], 0, "{listed}");
+    assert_eq!(pagination(&listed).total, 0, "{listed}");
     // The same archive with honest headers is accepted.
     let honest = stored_zip(&[("plugin.json", &good), ("data.txt", b"hello, world")]);
     let Answer(status, body) = upload(app, &alice, &org, &honest, None).await;
@@ -306,10 +307,7 @@ async fn a_team_admin_cannot_buy_for_the_root(app: &TestApp) {
         let acme = acme.clone();
         async move {
             let sub = subscription(billing, &token, &acme).await;
-            (
-                sub["id"].as_str().unwrap().to_owned(),
-                sub["addons"].clone(),
-            )
+            (sub.id, sub.addons)
         }
     };
     let (id, before) = bought(&alice).await;
@@ -410,12 +408,14 @@ async fn a_team_admin_cannot_buy_for_the_root(app: &TestApp) {
         .delete(&attempts[2].1)
         .await
         .expect(StatusCode::OK);
-    let Answer(status, answer) = billing.by(&carol).org(&team).post("/api/portal").await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert!(
-        answer["data"]["url"].as_str().unwrap().ends_with(&acme),
-        "{answer}"
-    );
+    let portal: Portal = billing
+        .by(&carol)
+        .org(&team)
+        .post("/api/portal")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(portal.url.ends_with(&acme), "{}", portal.url);
     billing.stop().await;
 }
 
@@ -435,14 +435,17 @@ async fn out_of_api_calls_is_not_out_of_remedy(app: &TestApp) {
     let acme = billing.org("alice", "acme").await;
     let alice = billing.token("alice", "alice@example.com");
     set_tier(&billing, &acme, "pro").await;
-    let id = subscription(&billing, &alice, &acme).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let Answer(_, quotas) = billing.by(&alice).org(&acme).get("/api/quotas").await;
-    let used = quotas["data"]["quotas"]["apiCalls"]["used"]
-        .as_i64()
-        .unwrap();
+    let id = subscription(&billing, &alice, &acme).await.id;
+    let api_calls_used = || async {
+        let quotas: OrgQuotas = billing
+            .by(&alice)
+            .org(&acme)
+            .get("/api/quotas")
+            .await
+            .data();
+        quotas.quotas["apiCalls"].used
+    };
+    let used = api_calls_used().await;
     override_limits(&billing, &acme, json!({"apiCalls": used})).await;
     let Answer(status, body) = billing.by(&alice).org(&acme).get("/api/pipelines").await;
     assert_eq!(code(status, &body), ErrorCode::QuotaExceeded);
@@ -468,14 +471,7 @@ async fn out_of_api_calls_is_not_out_of_remedy(app: &TestApp) {
             .await;
         assert_eq!(status, StatusCode::OK, "{method} {path}: {answer}");
     }
-    let Answer(_, quotas) = billing.by(&alice).org(&acme).get("/api/quotas").await;
-    assert_eq!(
-        quotas["data"]["quotas"]["apiCalls"]["used"]
-            .as_i64()
-            .unwrap(),
-        used,
-        "none of those was counted: {quotas}"
-    );
+    assert_eq!(api_calls_used().await, used, "none of those was counted");
     // Buying the pack lifts the limit: ordinary requests pass again.
     billing
         .by(&alice)
@@ -506,14 +502,13 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
         let body = fixtures::pipeline(name);
         let acme = acme.clone();
         async move {
-            let Answer(status, created) = app
-                .by(&token)
+            app.by(&token)
                 .org(&acme)
                 .post("/api/pipelines")
                 .json(body)
-                .await;
-            assert_eq!(status, StatusCode::CREATED, "{created}");
-            created["data"]["id"].as_str().unwrap().to_owned()
+                .await
+                .expect(StatusCode::CREATED)
+                .id()
         }
     };
     let admins = create(alice.clone(), "admins").await;
@@ -521,10 +516,10 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
     let plugin_of = |token: String, name: &'static str| {
         let acme = acme.clone();
         async move {
-            let Answer(status, body) =
-                upload(app, &token, &acme, &plugin_zip(name, "1.0.0"), None).await;
-            assert_eq!(status, StatusCode::CREATED, "{body}");
-            body["data"]["id"].as_str().unwrap().to_owned()
+            upload(app, &token, &acme, &plugin_zip(name, "1.0.0"), None)
+                .await
+                .expect(StatusCode::CREATED)
+                .id()
         }
     };
     let admins_plugin = plugin_of(alice.clone(), "admins-lint").await;
@@ -565,19 +560,21 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
         );
     }
     // Nothing changed, not even bob's own plugin in the refused bulk change.
-    let Answer(_, p) = app
+    let pipeline: Pipeline = app
         .by(&alice)
         .org(&acme)
         .get(format!("/api/pipelines/{admins}"))
-        .await;
-    assert_eq!(p["data"]["pipelineName"], "admins", "{p}");
+        .await
+        .data();
+    assert_eq!(pipeline.pipeline_name, "admins");
     for id in [&admins_plugin, &bobs_plugin] {
-        let Answer(_, p) = app
+        let plugin: Plugin = app
             .by(&alice)
             .org(&acme)
             .get(format!("/api/plugins/{id}"))
-            .await;
-        assert_eq!(p["data"]["isActive"], true, "{p}");
+            .await
+            .data();
+        assert!(plugin.is_active, "{id}");
     }
     // bob changes his own.
     app.by(&bob)
@@ -600,11 +597,11 @@ async fn a_member_changes_only_their_own(app: &TestApp) {
         .await
         .expect(StatusCode::OK);
     // dave holds a custom Role with `pipelines:publish`: anyone's pipelines, not plugins.
-    let Answer(status, role) = app
+    let role_id = app
         .by(&alice).post(format!("/api/organization/{acme}/roles")).json(json!({"name": "Pipeline Keepers", "permissions": ["pipelines:write", "pipelines:publish"]}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{role}");
-    let role_id = role["data"]["id"].as_str().unwrap();
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let Answer(status, answer) = app
         .by(&alice)
         .post(format!("/api/organization/{acme}/roles/{role_id}/members"))
@@ -762,26 +759,39 @@ async fn preferences_clear_or_refuse_never_ignore(app: &TestApp) {
                 .await
         }
     };
-    let Answer(status, body) = save(json!({"webhookUrl": "http://127.0.0.1:9/hook",
+    let saved: Preference = save(json!({"webhookUrl": "http://127.0.0.1:9/hook",
                                       "webhookSecret": "s3cret",
                                       "targetUsers": ["ops@example.com", "sec@example.com"]}))
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    .await
+    .expect(StatusCode::OK)
+    .data();
     assert_eq!(
-        body["data"]["targetUsers"],
-        json!(["ops@example.com", "sec@example.com"])
+        saved.target_users,
+        Some(vec![
+            "ops@example.com".to_owned(),
+            "sec@example.com".to_owned()
+        ])
     );
     // null clears.
-    let Answer(status, body) =
-        save(json!({"webhookUrl": null, "targetUsers": null, "webhookSecret": null})).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert!(body["data"]["webhookUrl"].is_null(), "{body}");
-    assert!(body["data"]["targetUsers"].is_null(), "{body}");
-    assert_eq!(body["data"]["hasWebhookSecret"], false, "{body}");
+    let cleared: Preference =
+        save(json!({"webhookUrl": null, "targetUsers": null, "webhookSecret": null}))
+            .await
+            .expect(StatusCode::OK)
+            .data();
+    assert_eq!(
+        (
+            cleared.webhook_url,
+            cleared.target_users,
+            cleared.has_webhook_secret
+        ),
+        (None, None, false)
+    );
     // null where no value can be cleared, and addresses that are not addresses: 400,
     // and nothing changes.
-    let Answer(_, before) =
-        save(json!({"targetUsers": ["ops@example.com"], "emailEnabled": true})).await;
+    let before: Preference =
+        save(json!({"targetUsers": ["ops@example.com"], "emailEnabled": true}))
+            .await
+            .data();
     for (field, bad) in [
         ("emailEnabled", json!({"emailEnabled": null})),
         ("digestMode", json!({"digestMode": null})),
@@ -809,15 +819,13 @@ async fn preferences_clear_or_refuse_never_ignore(app: &TestApp) {
             "{bad}: {answer}"
         );
     }
-    let Answer(_, after) = lenient
+    let after: Preference = lenient
         .by(&alice)
         .org(&org)
         .get("/api/compliance/notification-preferences")
-        .await;
-    assert_eq!(
-        after["data"], before["data"],
-        "a refused change changed nothing"
-    );
+        .await
+        .data();
+    assert_eq!(after, before, "a refused change changed nothing");
     lenient.stop().await;
 }
 
@@ -867,18 +875,19 @@ async fn schedules_that_can_never_run_are_refused(app: &TestApp) {
         .org(&org)
         .get("/api/compliance/scan-schedules")
         .await;
-    assert_eq!(listed["pagination"]["total"], 1, "{listed}");
+    assert_eq!(pagination(&listed).total, 1, "{listed}");
     let schedules = listed["schedules"].as_array().unwrap();
     assert_eq!(schedules[0]["cronExpression"], "0 3 * * *", "{listed}");
     // A leap day is possible.
-    let Answer(status, body) = app
+    let leap: ScanSchedule = app
         .by(&alice)
         .org(&org)
         .post("/api/compliance/scan-schedules")
         .json(json!({"target": "pipeline", "cronExpression": "0 0 29 2 *"}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert!(body["data"]["nextRunAt"].is_string(), "{body}");
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert!(leap.next_run_at.is_some(), "{leap:?}");
 }
 
 /// A second scan of the same target while one runs is 409; schedules per
@@ -903,8 +912,7 @@ async fn work_per_organization_is_bounded(app: &TestApp) {
                 .await
         }
     };
-    let Answer(status, first) = scan("pipeline").await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{first}");
+    let first: Scan = scan("pipeline").await.expect(StatusCode::ACCEPTED).data();
     for _ in 0..3 {
         let Answer(status, body) = scan("pipeline").await;
         assert_eq!(code(status, &body), ErrorCode::Conflict, "{body}");
@@ -916,9 +924,9 @@ async fn work_per_organization_is_bounded(app: &TestApp) {
         .org(&org)
         .get("/api/compliance/scans")
         .await;
-    assert_eq!(listed["pagination"]["total"], 2, "{listed}");
+    assert_eq!(pagination(&listed).total, 2, "{listed}");
     // Once the first ends (cancelled here), the target can be scanned again.
-    let first_id = first["data"]["id"].as_str().unwrap();
+    let first_id = first.id;
     capped
         .by(&alice)
         .org(&org)
@@ -939,10 +947,10 @@ async fn work_per_organization_is_bounded(app: &TestApp) {
         })
         .collect();
     let answers = capped.concurrently(requests).await;
-    let created: Vec<&Value> = answers
+    let created: Vec<ScanSchedule> = answers
         .iter()
         .filter(|(status, _)| *status == StatusCode::CREATED)
-        .map(|(_, body)| body)
+        .map(|answer| Answer::from(answer.clone()).data())
         .collect();
     assert_eq!(created.len(), 3, "{answers:?}");
     for (status, body) in answers.iter().filter(|(s, _)| *s != StatusCode::CREATED) {
@@ -953,7 +961,7 @@ async fn work_per_organization_is_bounded(app: &TestApp) {
             .contains("COMPLIANCE_MAX_SCHEDULES_PER_ORG"));
     }
     // Deactivating one makes room; turning it on again while full is refused.
-    let one = created[0]["data"]["id"].as_str().unwrap();
+    let one = &created[0].id;
     capped
         .by(&alice)
         .org(&org)
@@ -982,14 +990,14 @@ async fn work_per_organization_is_bounded(app: &TestApp) {
 async fn racing_acceptances_lose_with_409(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
-    let Answer(status, body) = app
+    let id = app
         .by(&alice)
         .org(&acme)
         .post("/api/invitation/send")
         .json(json!({"email": "carol@example.com", "role": "member"}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let carol = app.token("carol", "carol@example.com");
     let accept = format!("/api/invitation/{id}/accept");
     let requests = (0..6)

@@ -3,7 +3,7 @@
 //! JSON; a judgement that says the same leaves its row alone; retention keeps what an
 //! entity refers to; the copies held before are moved, resumably, and read the same.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
 use adapters::services::scans::Swept;
 use chrono::Utc;
@@ -384,7 +384,7 @@ async fn copies_held_before_are_moved_resumably_and_read_the_same(app: &TestApp)
     assert_eq!(before[1]["scanId"], "scan-pruned-long-ago");
     assert_eq!(app.store.judgement_copies("pipeline").await.unwrap(), 3);
     let Answer(_, log) = app.by(&alice).org(&org).get("/api/compliance/audit").await;
-    let listed = log["pagination"]["total"].clone();
+    let listed = pagination(&log).total;
 
     // One batch of one, then a stop; the next pass resumes from the start.
     let mut sorted = ids.clone();
@@ -421,7 +421,7 @@ async fn copies_held_before_are_moved_resumably_and_read_the_same(app: &TestApp)
     .await
     .is_some());
     let Answer(_, log) = app.by(&alice).org(&org).get("/api/compliance/audit").await;
-    assert_eq!(log["pagination"]["total"], listed, "{log}");
+    assert_eq!(pagination(&log).total, listed, "{log}");
     // A later judgement that says the same leaves the moved entity alone.
     let digest = cell(
         app,

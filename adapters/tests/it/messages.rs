@@ -3,7 +3,7 @@
 //! retention, and the live stream, in one process and across two on one PostgreSQL
 //! database.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::http::wire::{Announcement, Conversation, MessagePage};
 use messaging::{Phase, Severity};
 use std::time::{Duration, Instant};
@@ -173,7 +173,7 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
         .org(&w.acme)
         .get("/api/messages/announcements?view=managed")
         .await;
-    assert_eq!(managed["pagination"]["total"], 4, "{managed}");
+    assert_eq!(pagination(&managed).total, 4, "{managed}");
     let id_of = |title: &str| {
         managed["announcements"]
             .as_array()
@@ -299,7 +299,7 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
         .org(&w.acme)
         .get("/api/messages/announcements?view=managed")
         .await;
-    assert_eq!(managed_after["pagination"]["total"], 4);
+    assert_eq!(pagination(&managed_after).total, 4);
 
     // Removed: gone for everyone, and audited with identifiers only.
     app.by(&token(app, "alice"))
@@ -455,7 +455,7 @@ async fn announcements_reach_teams_tiers_and_lists_and_nothing_else(app: &TestAp
         .org(&system)
         .get("/api/messages/announcements?view=platform")
         .await;
-    assert_eq!(platform["pagination"]["total"], 4, "{platform}");
+    assert_eq!(pagination(&platform).total, 4, "{platform}");
     let everyone = platform["announcements"]
         .as_array()
         .unwrap()
@@ -585,7 +585,7 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
         .org(&w.acme)
         .get("/api/messages/conversations")
         .await;
-    assert_eq!(listed["pagination"]["total"], 1);
+    assert_eq!(pagination(&listed).total, 1);
     assert_eq!(listed["conversations"][0]["subject"], "Release");
 
     // Never across organizations: dave is no member of acme.
@@ -618,7 +618,7 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
         .org(&w.other)
         .get("/api/messages/conversations")
         .await;
-    assert_eq!(his["pagination"]["total"], 0);
+    assert_eq!(pagination(&his).total, 0);
     // A member who does not take part sees nothing of it either.
     let Answer(bare, _) = start(
         app,
@@ -633,7 +633,7 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
         .org(&w.acme)
         .get("/api/messages/conversations")
         .await;
-    assert_eq!(carols["pagination"]["total"], 1);
+    assert_eq!(pagination(&carols).total, 1);
 
     // Leaving: no longer listed, no longer written to.
     app.by(&token(app, "carol"))
@@ -646,7 +646,7 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
         .org(&w.acme)
         .get("/api/messages/conversations")
         .await;
-    assert_eq!(carols["pagination"]["total"], 0);
+    assert_eq!(pagination(&carols).total, 0);
     let Answer(status, _) = write(app, "carol", &w.acme, &id, "still here?").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let Answer(status, _) = page(app, "carol", &w.acme, &id, "").await;

@@ -3,7 +3,7 @@
 //! would; a failing receiver retried and seeing one id; 410 turning the webhook off;
 //! SSRF refusals; daily digests made once; secrets sealed at rest; the inbox API.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
 use std::sync::Mutex;
 
@@ -268,7 +268,7 @@ async fn a_block_reaches_every_channel_once_with_both_signatures(base: &TestApp)
         .org(&org)
         .get("/api/messages?unread=true")
         .await;
-    assert_eq!(inbox["pagination"]["total"], 1, "{inbox}");
+    assert_eq!(pagination(&inbox).total, 1, "{inbox}");
     assert_eq!(inbox["messages"][0]["notificationId"], id.as_str());
 
     let log = attempts(app, &alice, &org, "").await;
@@ -298,7 +298,7 @@ async fn a_block_reaches_every_channel_once_with_both_signatures(base: &TestApp)
     let bob = app.token("bob", "bob@example.com");
     assert!(attempts(app, &bob, &bob_org, "").await.is_empty());
     let Answer(_, inbox) = app.by(&bob).org(&bob_org).get("/api/messages").await;
-    assert_eq!(inbox["pagination"]["total"], 0);
+    assert_eq!(pagination(&inbox).total, 0);
     side.stop().await;
 }
 
@@ -552,7 +552,7 @@ async fn the_inbox_is_read_by_members_and_cleared_by_admins(app: &TestApp) {
         .org(&org)
         .get("/api/messages?unread=true")
         .await;
-    assert_eq!(inbox["pagination"]["total"], 1, "{inbox}");
+    assert_eq!(pagination(&inbox).total, 1, "{inbox}");
     assert_eq!(inbox["messages"][0]["kind"], "notification");
     let id = inbox["messages"][0]["id"].as_str().unwrap().to_owned();
     let Answer(_, unread) = app.by(&bob).org(&org).get("/api/messages/unread").await;
@@ -569,7 +569,7 @@ async fn the_inbox_is_read_by_members_and_cleared_by_admins(app: &TestApp) {
         .org(&org)
         .get("/api/messages?unread=true")
         .await;
-    assert_eq!(inbox["pagination"]["total"], 0);
+    assert_eq!(pagination(&inbox).total, 0);
     app.by(&bob)
         .org(&org)
         .get("/api/messages?unread=maybe")
@@ -662,7 +662,7 @@ async fn history_past_retention_is_pruned_and_nothing_else(app: &TestApp) {
     // What waited is still delivered.
     assert_eq!(deliver(&state).await, 1);
     let Answer(_, inbox) = app.by(&alice).org(&org).get("/api/messages").await;
-    assert_eq!(inbox["pagination"]["total"], 1);
+    assert_eq!(pagination(&inbox).total, 1);
 }
 
 on_both_backends!(

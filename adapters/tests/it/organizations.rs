@@ -1,7 +1,7 @@
 //! Organizations and teams: creation, bootstrap, step-up, isolation, export.
 
 use super::*;
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
 use adapters::http::wire::Organization;
 use entitlements::Tier;
@@ -147,7 +147,7 @@ async fn teams_nest_one_level_and_managers_reach_them(app: &TestApp) {
         .get(format!("/api/organization/{root}/teams"))
         .await;
     assert_eq!(body["teams"][0]["id"], team.as_str());
-    assert_eq!(body["pagination"]["total"], 1);
+    assert_eq!(pagination(&body).total, 1);
 
     // Bob is a plain member of the root: he neither manages the team nor sees it.
     app.by(&alice)
@@ -198,7 +198,7 @@ async fn teams_nest_one_level_and_managers_reach_them(app: &TestApp) {
         .by(&alice)
         .get(format!("/api/organization/{team}/members"))
         .await;
-    assert_eq!(members["pagination"]["total"], 1, "nothing was added");
+    assert_eq!(pagination(&members).total, 1, "nothing was added");
     app.by(&alice)
         .post(format!("/api/organization/{root}/members/bulk-add"))
         .json(json!({"userId": "dave", "teamIds": [team, team2]}))
@@ -386,7 +386,7 @@ async fn another_organization_cannot_see_change_or_delete(app: &TestApp) {
         .by(&alice)
         .get(format!("/api/organization/{acme}/members"))
         .await;
-    assert_eq!(members["pagination"]["total"], 2);
+    assert_eq!(pagination(&members).total, 2);
     let Answer(status, body) = app
         .by(&alice)
         .get(format!("/api/organization/{acme}/roles?limit=100"))
@@ -450,7 +450,7 @@ async fn the_caller_finds_their_organizations(app: &TestApp) {
     // ... but the caller's organizations can be listed, with the roles held there.
     let Answer(status, body) = app.by(&alice).get("/api/me/organizations").await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["pagination"]["total"], 2);
+    assert_eq!(pagination(&body).total, 2);
     let mine = body["organizations"].as_array().unwrap();
     assert_eq!(mine[0]["id"], acme.as_str());
     assert_eq!(
@@ -464,7 +464,7 @@ async fn the_caller_finds_their_organizations(app: &TestApp) {
     assert_eq!(mine[1]["roles"], json!(["Member"]));
     // Someone else's list holds only their own.
     let Answer(_, body) = app.by(&bob).get("/api/me/organizations").await;
-    assert_eq!(body["pagination"]["total"], 1);
+    assert_eq!(pagination(&body).total, 1);
     app.by(&bob)
         .get("/api/me/organizations?limit=0")
         .await

@@ -3,7 +3,7 @@
 
 use super::fixtures::staged_pipeline;
 use super::*;
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
 use adapters::http::wire::Pipeline;
 use adapters::inventory::{AccessModifier, EntityResult};
@@ -52,21 +52,21 @@ async fn the_life_of_a_pipeline(app: &TestApp) {
     let Answer(status, body) = app.by(&alice).org(&org).get("/api/pipelines").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["pipelines"].as_array().unwrap().len(), 2);
-    assert_eq!(body["pagination"]["total"], 2);
+    assert_eq!(pagination(&body).total, 2);
     let Answer(_, body) = app
         .by(&alice)
         .org(&org)
         .get("/api/pipelines?accessModifier=public")
         .await;
     assert_eq!(body["pipelines"][0]["pipelineName"], "nightly");
-    assert_eq!(body["pagination"]["total"], 1);
+    assert_eq!(pagination(&body).total, 1);
     let Answer(_, body) = app
         .by(&alice)
         .org(&org)
         .get("/api/pipelines?sortBy=pipelineName&sortOrder=asc&limit=1")
         .await;
     assert_eq!(body["pipelines"][0]["pipelineName"], "deploy-web");
-    assert_eq!(body["pagination"]["hasMore"], true);
+    assert!(pagination(&body).has_more);
     app.by(&alice)
         .org(&org)
         .get("/api/pipelines?sortBy=props")
@@ -194,7 +194,7 @@ async fn bad_bodies_change_nothing(app: &TestApp) {
     let Answer(status, answer) = create(app, &alice, &org, unknown_field).await;
     assert_eq!(code(status, &answer), ErrorCode::ValidationError);
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/pipelines").await;
-    assert_eq!(body["pagination"]["total"], 0);
+    assert_eq!(pagination(&body).total, 0);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
 }
 
@@ -242,7 +242,7 @@ async fn compliance_at_the_door(app: &TestApp) {
     assert_eq!(violation["severity"], "error");
     assert_eq!(violation["field"], "accessModifier");
     let Answer(_, listed) = app.by(&alice).org(&org).get("/api/pipelines").await;
-    assert_eq!(listed["pagination"]["total"], 0);
+    assert_eq!(pagination(&listed).total, 0);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
     assert!(app.audited("pipeline.create").await.is_empty());
 
@@ -332,7 +332,7 @@ async fn the_pool_of_a_root_and_its_team_is_capped(app: &TestApp) {
     assert_eq!(app.store.usage(&team, "pipelines").await.unwrap(), 2);
     // Nothing of the refused creates was stored.
     let Answer(_, body) = app.by(&alice).org(&team).get("/api/pipelines").await;
-    assert_eq!(body["pagination"]["total"], 2);
+    assert_eq!(pagination(&body).total, 2);
     // The refused creates were checked: their check log rows are the compliance
     // service's and stay; the entity's snapshot, its re-evaluation and its audit event
     // went with the refusal.
@@ -402,7 +402,7 @@ async fn concurrent_creates_never_pass_the_cap(app: &TestApp) {
     assert_eq!((created, refused), (5, 7), "{answers:?}");
     assert_eq!(app.store.pool_usage(&org, "pipelines").await.unwrap(), 5);
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/pipelines").await;
-    assert_eq!(body["pagination"]["total"], 5);
+    assert_eq!(pagination(&body).total, 5);
 }
 
 async fn the_registry(app: &TestApp) {
@@ -457,7 +457,7 @@ async fn the_registry(app: &TestApp) {
         .org(&other)
         .get("/api/pipelines/registry")
         .await;
-    assert_eq!(body["pagination"]["total"], 0);
+    assert_eq!(pagination(&body).total, 0);
     // Deregister.
     let path = format!("/api/pipelines/registry?arn={}", arn.replace(':', "%3A"));
     app.by(&alice)
@@ -611,7 +611,7 @@ async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
         .org(&org)
         .get("/api/compliance/audit?target=pipeline")
         .await;
-    assert_eq!(log["pagination"]["total"], 2, "{log}");
+    assert_eq!(pagination(&log).total, 2, "{log}");
     door.stop().await;
     remote.abort();
 
@@ -668,7 +668,7 @@ async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
     server.abort();
     // Nothing was stored by the refused creates.
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/pipelines").await;
-    assert_eq!(body["pagination"]["total"], 1);
+    assert_eq!(pagination(&body).total, 1);
 }
 
 on_both_backends!(

@@ -2,7 +2,7 @@
 //! deploys, compliance and quota at the door, the update whitelist, usage, tenant
 //! isolation.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
 use adapters::http::wire::Plugin;
 use adapters::inventory::{AccessModifier, BuildStatus, EntityResult};
@@ -141,14 +141,14 @@ async fn the_life_of_a_plugin(app: &TestApp) {
 
     // Reads.
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins").await;
-    assert_eq!(body["pagination"]["total"], 3);
+    assert_eq!(pagination(&body).total, 3);
     let Answer(_, body) = app
         .by(&alice)
         .org(&org)
         .get("/api/plugins?name=eslint&sortBy=version&sortOrder=asc")
         .await;
     assert_eq!(body["plugins"][0]["version"], "8.1.0");
-    assert_eq!(body["pagination"]["total"], 2);
+    assert_eq!(pagination(&body).total, 2);
     let Answer(status, body) = app
         .by(&alice)
         .org(&org)
@@ -226,7 +226,7 @@ async fn the_life_of_a_plugin(app: &TestApp) {
         .org(&org)
         .get("/api/plugins?isActive=false")
         .await;
-    assert_eq!(body["pagination"]["total"], 0, "nothing changed");
+    assert_eq!(pagination(&body).total, 0, "nothing changed");
     let Answer(status, body) = app
         .by(&alice).org(&org).put("/api/plugins/bulk/update").json(json!({"plugins": [{"id": ids[0], "isActive": false}, {"id": ids[1], "accessModifier": "public"}]}))
         .await;
@@ -237,7 +237,7 @@ async fn the_life_of_a_plugin(app: &TestApp) {
         .org(&org)
         .get("/api/plugins?isActive=false")
         .await;
-    assert_eq!(body["pagination"]["total"], 1);
+    assert_eq!(pagination(&body).total, 1);
 
     // Usage by pipelines.
     let pipeline = json!({"project": "web", "organization": "acme", "pipelineName": "ci",
@@ -395,10 +395,7 @@ async fn hostile_archives_are_refused_with_the_reason(app: &TestApp) {
     assert_eq!(code(status, &body), ErrorCode::ValidationError);
     assert_eq!(body["details"]["field"], "accessModifier");
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins").await;
-    assert_eq!(
-        body["pagination"]["total"], 1,
-        "only the YAML one was stored"
-    );
+    assert_eq!(pagination(&body).total, 1, "only the YAML one was stored");
 }
 
 async fn compliance_and_quota_at_the_door(app: &TestApp) {
@@ -435,7 +432,7 @@ async fn compliance_and_quota_at_the_door(app: &TestApp) {
         .await
         .refused(ErrorCode::ComplianceViolation);
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins").await;
-    assert_eq!(body["pagination"]["total"], 0, "nothing stored");
+    assert_eq!(pagination(&body).total, 0, "nothing stored");
 
     // Developer tier: 25 plugins.
     for i in 0..25 {
@@ -454,7 +451,7 @@ async fn compliance_and_quota_at_the_door(app: &TestApp) {
     assert_eq!(body["details"]["limit"], 25);
     assert_eq!(body["details"]["dimension"], "plugins");
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins").await;
-    assert_eq!(body["pagination"]["total"], 25);
+    assert_eq!(pagination(&body).total, 25);
 }
 
 async fn another_organization_cannot_reach_plugins(app: &TestApp) {
@@ -495,7 +492,7 @@ async fn another_organization_cannot_reach_plugins(app: &TestApp) {
         .org(&other)
         .get("/api/plugins?name=eslint")
         .await;
-    assert_eq!(body["pagination"]["total"], 0);
+    assert_eq!(pagination(&body).total, 0);
     let Answer(status, body) = upload(app, &bob, &org, &plugin_zip("intruder", "1"), None).await;
     assert_eq!(code(status, &body), ErrorCode::TenantForbidden);
     app.by(&bob)

@@ -2,7 +2,7 @@
 //! tenant, a burst coalesced, a failure retried and then dead with its error; a rule
 //! or subscription change queued once per organization and target, as a scan.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use std::time::Duration;
 
 use adapters::config::ReevaluationSettings;
@@ -92,7 +92,7 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
         "31 events of one entity judged once; the rule's one event starts a scan"
     );
     let Answer(_, scans) = app.by(&alice).org(&org).get("/api/compliance/scans").await;
-    assert_eq!(scans["pagination"]["total"], 1, "{scans}");
+    assert_eq!(pagination(&scans).total, 1, "{scans}");
     assert_eq!(scans["scans"][0]["origin"], "rule-change");
     assert_eq!(scans["scans"][0]["requestedBy"], "system:reevaluation");
     assert_eq!(scans["scans"][0]["counts"]["total"], 1);
@@ -113,8 +113,8 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
         .get(format!("/api/compliance/audit?entityId={id}"))
         .await;
     assert_eq!(
-        after["pagination"]["total"].as_u64().unwrap(),
-        before["pagination"]["total"].as_u64().unwrap() + 1,
+        pagination(&after).total,
+        pagination(&before).total + 1,
         "one check recorded for the burst"
     );
     // Deleting the rule queues the pipeline again: it passes once more.

@@ -2,7 +2,7 @@
 //! failures (counts exact), cancel mid-scan, a dead sweeper's scan resumed or failed,
 //! schedules validated and run once, the system organization skipped, tenants apart.
 
-use crate::api::Answer;
+use crate::api::{pagination, Answer};
 use std::time::Duration;
 
 use adapters::services::scans::{self, SweepSettings, Swept};
@@ -276,7 +276,7 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         ))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["pagination"]["total"], 4);
+    assert_eq!(pagination(&body).total, 4);
     assert_eq!(body["results"].as_array().unwrap().len(), 2);
     let first = &body["results"][0];
     assert_eq!(first["result"], "block");
@@ -290,7 +290,7 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         .org(&org)
         .get(format!("/api/compliance/scans/{id}/results?limit=100"))
         .await;
-    assert_eq!(all["pagination"]["total"], 10);
+    assert_eq!(pagination(&all).total, 10);
     let judged: std::collections::BTreeSet<&str> = all["results"]
         .as_array()
         .unwrap()
@@ -432,7 +432,7 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         .org(&bob_org)
         .get("/api/compliance/scans")
         .await;
-    assert_eq!(list["pagination"]["total"], 0);
+    assert_eq!(pagination(&list).total, 0);
     let Answer(_, posture) = app
         .by(&bob)
         .org(&bob_org)
@@ -444,7 +444,7 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         .org(&org)
         .get("/api/compliance/scans?status=completed&target=pipeline")
         .await;
-    assert_eq!(list["pagination"]["total"], 1);
+    assert_eq!(pagination(&list).total, 1);
     assert_eq!(list["scans"][0]["id"], id.as_str());
 }
 
@@ -536,7 +536,7 @@ async fn filters_narrow_the_sweep_and_the_caller_cannot_name_another_tenant(app:
         .expect(StatusCode::BAD_REQUEST);
     // Nothing was stored by the refusals.
     let Answer(_, list) = app.by(&alice).org(&org).get("/api/compliance/scans").await;
-    assert_eq!(list["pagination"]["total"], 4);
+    assert_eq!(pagination(&list).total, 4);
 }
 
 async fn a_cancelled_scan_stops_within_one_batch(app: &TestApp) {
@@ -590,7 +590,7 @@ async fn a_cancelled_scan_stops_within_one_batch(app: &TestApp) {
         .org(&org)
         .get(format!("/api/compliance/scans/{id}/results"))
         .await;
-    assert_eq!(results["pagination"]["total"], 3, "{results}");
+    assert_eq!(pagination(&results).total, 3, "{results}");
     assert!(claim(&state, Duration::from_secs(30)).await.is_none());
     app.by(&alice)
         .org(&org)
@@ -743,7 +743,7 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
     assert_eq!(run_due_schedules(&state, Utc::now()).await.unwrap(), 1);
     assert_eq!(run_due_schedules(&state, Utc::now()).await.unwrap(), 0);
     let Answer(_, list) = app.by(&alice).org(&org).get("/api/compliance/scans").await;
-    assert_eq!(list["pagination"]["total"], 1);
+    assert_eq!(pagination(&list).total, 1);
     let started = &list["scans"][0];
     assert_eq!(started["origin"], "schedule");
     assert_eq!(started["scheduleId"], id.as_str());
@@ -795,7 +795,7 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
         .org(&org)
         .get("/api/compliance/scan-schedules")
         .await;
-    assert_eq!(got["pagination"]["total"], 1, "deactivated, not removed");
+    assert_eq!(pagination(&got).total, 1, "deactivated, not removed");
 
     // Another tenant cannot touch it.
     let bob_org = app.org("bob", "bobco").await;
@@ -863,10 +863,7 @@ async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
         .org(&system)
         .get("/api/compliance/scans")
         .await;
-    assert_eq!(
-        list["pagination"]["total"], 1,
-        "only the requested, empty one"
-    );
+    assert_eq!(pagination(&list).total, 1, "only the requested, empty one");
     // Enabled: swept (the system organization's entities pass: no rules apply).
     let enabled = state_of(app, &[("SYSTEM_ORG_SCANS_ENABLED", "true")]);
     app.sql(&format!(

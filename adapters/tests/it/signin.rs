@@ -3,7 +3,9 @@
 
 use crate::api::Answer;
 use adapters::code::ErrorCode;
-use adapters::services::accounts::{Account, Session, StepUpProof};
+use adapters::http::wire::{
+    Account, Deleted, Me, PersonalToken, Session, SignedOut, StepUpProof, Tokens, TotpEnrollment,
+};
 use std::time::{Duration, Instant};
 
 use sqlx::Row;
@@ -78,9 +80,11 @@ pub(crate) fn token_in(mail: &str) -> String {
 
 pub(crate) async fn verify(app: &TestApp, email: &str) {
     let token = link_token(app, email).await;
-    let Answer(status, body) = public(app, "/api/auth/verify-email", json!({"token": token})).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["emailVerified"], true);
+    let account: Account = public(app, "/api/auth/verify-email", json!({"token": token}))
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(account.email_verified);
 }
 
 pub(crate) async fn login_as(app: &TestApp, email: &str, password: &str) -> Answer {
@@ -197,14 +201,15 @@ async fn a_person_registers_verifies_signs_in_refreshes_and_signs_out(app: &Test
     // A new sign-in, then sign-out: its tokens stop at once; twice is fine.
     let (access, refresh_token) = session(&strict, "ada@example.com").await;
     assert_eq!(me_status(&strict, &access).await, StatusCode::OK);
-    let Answer(status, body) = public(
+    let out: SignedOut = public(
         &strict,
         "/api/auth/logout",
         json!({"refreshToken": refresh_token}),
     )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["signedOut"], true);
+    .await
+    .expect(StatusCode::OK)
+    .data();
+    assert!(out.signed_out);
     assert_eq!(me_status(&strict, &access).await, StatusCode::UNAUTHORIZED);
     let Answer(status, body) = refresh(&strict, &refresh_token).await;
     assert_eq!(code(status, &body), ErrorCode::Unauthorized);
@@ -554,10 +559,10 @@ async fn sixteen_concurrent_refreshes_of_one_token(app: &TestApp) {
         })
         .collect();
     let answers = app.concurrently(requests).await;
-    let won: Vec<&Value> = answers
+    let won: Vec<Session> = answers
         .iter()
         .filter(|(s, _)| *s == StatusCode::OK)
-        .map(|(_, b)| b)
+        .map(|answer| Answer::from(answer.clone()).data())
         .collect();
     assert_eq!(won.len(), 1, "{answers:?}");
     for (status, body) in &answers {
@@ -566,7 +571,7 @@ async fn sixteen_concurrent_refreshes_of_one_token(app: &TestApp) {
         }
     }
     // The winner's session lives on: one live family, its token works.
-    let next = won[0]["data"]["refreshToken"].as_str().unwrap();
+    let next = &won[0].refresh_token;
     let Answer(status, body) = refresh(app, next).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
@@ -592,18 +597,19 @@ async fn personal_access_tokens_are_bounded_by_their_subset(app: &TestApp) {
         .id();
     let other = app.org("someone", "someone-else").await;
     let soon = (Utc::now() + chrono::Duration::days(30)).to_rfc3339();
-    let Answer(status, body) = app
+    let created: PersonalToken = app
         .by(&access).post("/api/me/tokens").json(json!({"name": "ci", "expiresAt": soon, "orgId": org, "permissions": ["compliance:read"]}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let secret = body["data"]["token"].as_str().unwrap().to_owned();
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    let secret = created.token.clone().expect("the secret, this once");
+    let id = created.id.clone();
     assert!(
         secret.starts_with("cpat_") && secret.len() == 41,
         "{secret}"
     );
     assert!(tenancy::check_personal_token(&secret).is_ok());
-    assert_eq!(body["data"]["hint"], &secret[secret.len() - 4..]);
+    assert_eq!(created.hint, &secret[secret.len() - 4..]);
     // Stored hashed.
     assert_eq!(
         number(
@@ -649,13 +655,19 @@ async fn personal_access_tokens_are_bounded_by_their_subset(app: &TestApp) {
     assert_eq!(me_status(app, &typo).await, StatusCode::UNAUTHORIZED);
     // Listed with its last use, never its secret.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let Answer(status, body) = app.by(&access).get("/api/me/tokens").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let listed = &body["data"]["tokens"][0];
-    assert_eq!(listed["id"], id.as_str());
-    assert!(listed.get("token").is_none(), "{listed}");
-    assert!(listed["lastUsedAt"].is_string(), "{listed}");
-    assert_eq!(listed["permissions"], json!(["compliance:read"]));
+    let listed: Tokens = app
+        .by(&access)
+        .get("/api/me/tokens")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    let listed = &listed.tokens[0];
+    assert_eq!(listed.id, id);
+    assert!(
+        listed.token.is_none() && listed.last_used_at.is_some(),
+        "{listed:?}"
+    );
+    assert_eq!(listed.permissions, Some(vec!["compliance:read".to_owned()]));
     app.by(&access)
         .delete(format!("/api/me/tokens/{id}"))
         .await
@@ -671,13 +683,14 @@ async fn personal_access_tokens_are_bounded_by_their_subset(app: &TestApp) {
         .refused(ErrorCode::NotFound);
     // An unbounded token acts as its user, until it expires.
     let shortly = (Utc::now() + chrono::Duration::seconds(2)).to_rfc3339();
-    let Answer(status, body) = app
+    let brief: PersonalToken = app
         .by(&access)
         .post("/api/me/tokens")
         .json(json!({"name": "brief", "expiresAt": shortly}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let brief = body["data"]["token"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    let brief = brief.token.expect("the secret, this once");
     app.by(&brief)
         .org(&org)
         .get("/api/compliance/rules")
@@ -697,12 +710,13 @@ async fn revoke_all_ends_every_session_and_token_at_once(app: &TestApp) {
     let (first, first_refresh) = session(app, "ivy@example.com").await;
     let (second, _) = session(app, "ivy@example.com").await;
     let soon = (Utc::now() + chrono::Duration::days(3)).to_rfc3339();
-    let Answer(_, body) = app
+    let pat: PersonalToken = app
         .by(&first)
         .post("/api/me/tokens")
         .json(json!({"name": "cli", "expiresAt": soon}))
-        .await;
-    let pat = body["data"]["token"].as_str().unwrap().to_owned();
+        .await
+        .data();
+    let pat = pat.token.expect("the secret, this once");
     for token in [&first, &second, &pat] {
         assert_eq!(me_status(app, token).await, StatusCode::OK);
     }
@@ -730,13 +744,14 @@ async fn a_password_change_ends_the_other_sessions(app: &TestApp) {
         .json(json!({"currentPassword": "not it at all", "newPassword": "a new passphrase"}))
         .await
         .refused(ErrorCode::InvalidCredentials);
-    let Answer(status, body) = app
+    let renewed: Session = app
         .by(&mine)
         .put("/api/me/password")
         .json(json!({"currentPassword": PASSWORD, "newPassword": "a new passphrase"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let renewed = body["data"]["accessToken"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    let renewed = renewed.access_token;
     assert_eq!(me_status(app, &renewed).await, StatusCode::OK);
     assert_eq!(me_status(app, &other).await, StatusCode::UNAUTHORIZED);
     assert_eq!(me_status(app, &mine).await, StatusCode::UNAUTHORIZED);
@@ -747,15 +762,21 @@ async fn a_password_change_ends_the_other_sessions(app: &TestApp) {
     let Answer(status, _) = login_as(app, "jo@example.com", "a new passphrase").await;
     assert_eq!(status, StatusCode::OK);
     // The profile changes; a new address is verified again.
-    let Answer(status, body) = app
+    let account: Account = app
         .by(&renewed)
         .put("/api/me")
         .json(json!({"name": "Jo", "email": "jo2@example.com"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["name"], "Jo");
-    assert_eq!(body["data"]["email"], "jo2@example.com");
-    assert_eq!(body["data"]["emailVerified"], false);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(
+        (
+            account.name.as_deref(),
+            account.email.as_str(),
+            account.email_verified
+        ),
+        (Some("Jo"), "jo2@example.com", false)
+    );
     verify(app, "jo2@example.com").await;
     assert_eq!(app.audited("user.password.change").await.len(), 1);
     assert_eq!(app.audited("user.profile.update").await.len(), 1);
@@ -807,9 +828,14 @@ async fn step_up_proves_the_password_again(app: &TestApp) {
         .delete("/api/me")
         .await
         .refused(ErrorCode::Unauthorized);
-    let Answer(status, body) = app.by(&access).step_up(proof).delete("/api/me").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["id"], user.as_str());
+    let deleted: Deleted = app
+        .by(&access)
+        .step_up(proof)
+        .delete("/api/me")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(deleted.id, user);
     // Deleted: it cannot sign in, its tokens stop, its history stays.
     assert_eq!(me_status(app, &access).await, StatusCode::UNAUTHORIZED);
     let Answer(status, body) = login_as(app, "kim@example.com", PASSWORD).await;
@@ -838,29 +864,30 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
         .post("/api/me/totp")
         .await
         .refused(ErrorCode::StepUpRequired);
-    let Answer(status, body) = app
+    let password_proof: StepUpProof = app
         .by(&access)
         .post("/api/auth/step-up")
         .json(json!({"password": PASSWORD}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let password_proof = body["data"]["stepUpToken"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    let password_proof = password_proof.step_up_token;
     app.by(&access)
         .step_up(&password_proof)
         .post("/api/me/totp/confirm")
         .json(json!({"code": "123456"}))
         .await
         .refused(ErrorCode::Conflict);
-    let Answer(status, body) = app
+    let enrollment: TotpEnrollment = app
         .by(&access)
         .step_up(&password_proof)
         .post("/api/me/totp")
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let text = body["data"]["secret"].as_str().unwrap().to_owned();
-    assert!(body["data"]["otpauthUri"]
-        .as_str()
-        .unwrap()
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    let text = enrollment.secret;
+    assert!(enrollment
+        .otpauth_uri
         .starts_with("otpauth://totp/compliance:otto%40example.com?secret="));
     let secret = tenancy::totp_secret_bytes(&text).unwrap();
     let at = |offset: i64| {
@@ -886,14 +913,15 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
         .json(json!({"code": wrong}))
         .await
         .refused(ErrorCode::ValidationError);
-    let Answer(status, body) = app
+    let account: Account = app
         .by(&access)
         .step_up(&password_proof)
         .post("/api/me/totp/confirm")
         .json(json!({"code": at(0)}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["totpEnabled"], true);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(account.totp_enabled);
     // The account is told, and the change audited.
     assert_eq!(
         number(
@@ -910,13 +938,14 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
         .await
         .refused(ErrorCode::InvalidCredentials);
     let next = at(30);
-    let Answer(status, body) = app
+    let proof: StepUpProof = app
         .by(&access)
         .post("/api/auth/step-up")
         .json(json!({"totp": next}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let proof = body["data"]["stepUpToken"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    let proof = proof.step_up_token;
     app.by(&access)
         .post("/api/auth/step-up")
         .json(json!({"totp": next}))
@@ -927,9 +956,14 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
         .delete("/api/me/totp")
         .await
         .refused(ErrorCode::StepUpRequired);
-    let Answer(status, body) = app.by(&access).step_up(proof).delete("/api/me/totp").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["totpEnabled"], false);
+    let account: Account = app
+        .by(&access)
+        .step_up(proof)
+        .delete("/api/me/totp")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(!account.totp_enabled);
     assert!(app
         .audited("user.login.failed")
         .await
@@ -944,13 +978,14 @@ async fn an_authenticator_app_steps_up_with_codes_good_once(app: &TestApp) {
 async fn step_up_proofs_are_bound_to_their_session_and_end_with_it(app: &TestApp) {
     register(app, "sal@example.com").await;
     let proof_of = |access: String| async move {
-        let Answer(status, body) = app
+        let proof: StepUpProof = app
             .by(&access)
             .post("/api/auth/step-up")
             .json(json!({"password": PASSWORD}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        body["data"]["stepUpToken"].as_str().unwrap().to_owned()
+            .await
+            .expect(StatusCode::OK)
+            .data();
+        proof.step_up_token
     };
     // A proof works for its own session only.
     let (first, first_refresh) = session(app, "sal@example.com").await;
@@ -989,13 +1024,14 @@ async fn step_up_proofs_are_bound_to_their_session_and_end_with_it(app: &TestApp
     // A password change ends every session, and so every proof made before (the
     // session binding refuses it; the generation it carries would too).
     let proof = proof_of(third.clone()).await;
-    let Answer(status, body) = app
+    let fresh: Session = app
         .by(&third)
         .put("/api/me/password")
         .json(json!({"currentPassword": PASSWORD, "newPassword": "a new horse battery"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let fresh = body["data"]["accessToken"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    let fresh = fresh.access_token;
     app.by(&fresh)
         .step_up(proof)
         .post("/api/me/totp")
@@ -1027,8 +1063,8 @@ async fn the_system_organization_is_for_bootstrap_identifiers_only(app: &TestApp
         .json(json!({"name": "system"}))
         .await
         .expect(StatusCode::CREATED);
-    let Answer(_, me) = app.by(&root).get("/api/me").await;
-    assert_eq!(me["data"]["superAdmin"], true);
+    let me: Me = app.by(&root).get("/api/me").await.data();
+    assert!(me.account.super_admin);
 }
 
 async fn provisioning_makes_the_first_super_admin(app: &TestApp) {
@@ -1105,13 +1141,12 @@ async fn session_with(
     if let Some(org) = org {
         body["orgId"] = json!(org);
     }
-    let Answer(status, answer) = public(app, "/api/auth/login", body).await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["data"]["expiresIn"], lifetime);
-    (
-        answer["data"]["accessToken"].as_str().unwrap().to_owned(),
-        answer["data"]["refreshToken"].as_str().unwrap().to_owned(),
-    )
+    let session: Session = public(app, "/api/auth/login", body)
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(session.expires_in, lifetime);
+    (session.access_token, session.refresh_token)
 }
 
 on_both_backends!(

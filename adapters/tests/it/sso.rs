@@ -4,10 +4,13 @@
 //! posted), on both backends.
 
 use crate::api::Answer;
-use adapters::services::accounts::Session;
+use adapters::http::wire::{
+    Domain, Enforcement, IdentityProvider, Me, Member, Organization, PersonalToken, Session,
+};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
+use tenancy::MembershipRole;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -177,28 +180,29 @@ async fn configured(
     let acme = app.org("owner", "acme").await;
     enterprise(app, &acme).await;
     let owner = app.token("owner", "owner@example.com");
-    let Answer(status, claimed) = app
+    let claimed: Domain = app
         .by(&owner)
         .post(format!("/api/organization/{acme}/domains"))
         .json(json!({"domain": "Acme-SSO.test"}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{claimed}");
-    let claimed = &claimed["data"];
-    assert_eq!(claimed["domain"], "acme-sso.test");
-    assert_eq!(claimed["verified"], false);
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(claimed.domain, "acme-sso.test");
+    assert!(!claimed.verified);
     let path = format!("/api/organization/{acme}/domains/acme-sso.test/verify");
     // Not published yet: 400, nothing verified.
     app.by(&owner)
         .post(&path)
         .await
         .expect(StatusCode::BAD_REQUEST);
-    records.publish(
-        claimed["recordName"].as_str().unwrap(),
-        claimed["recordValue"].as_str().unwrap(),
-    );
-    let Answer(status, body) = app.by(&owner).post(&path).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["verified"], true);
+    records.publish(&claimed.record_name, &claimed.record_value);
+    let verified: Domain = app
+        .by(&owner)
+        .post(&path)
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(verified.verified);
     let Answer(status, config) = app
         .by(&owner)
         .post(format!("/api/organization/{acme}/idp"))
@@ -214,12 +218,9 @@ async fn configured(
         !config.to_string().contains("s3cret-of-the-client"),
         "{config}"
     );
-    assert_eq!(config["data"]["active"], true);
-    (
-        acme,
-        owner,
-        config["data"]["id"].as_str().unwrap().to_owned(),
-    )
+    let config: IdentityProvider = Answer::from((status, config)).data();
+    assert!(config.active);
+    (acme, owner, config.id)
 }
 
 async fn provisioning_signs_a_person_in_once(base: &TestApp) {
@@ -251,19 +252,22 @@ async fn provisioning_signs_a_person_in_once(base: &TestApp) {
     let _ = cookie;
 
     // The person is a member with the mapped Role, signed in.
-    let Answer(status, me) = app.by(&access).get("/api/me").await;
-    assert_eq!(status, StatusCode::OK, "{me}");
-    assert_eq!(me["data"]["email"], "alice@acme-sso.test");
-    let Answer(status, members) = app
+    let me: Me = app
+        .by(&access)
+        .get("/api/me")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(me.account.email, "alice@acme-sso.test");
+    let members: Vec<Member> = app
         .by(&access)
         .get(format!("/api/organization/{acme}/members"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{members}");
+        .await
+        .expect(StatusCode::OK)
+        .items("members");
     assert!(
-        members.to_string().contains("alice@acme-sso.test")
-            || members
-                .to_string()
-                .contains(me["data"]["userId"].as_str().unwrap())
+        members.iter().any(|m| m.user_id == me.account.user_id),
+        "{members:?}"
     );
 
     // An unverified e-mail creates nothing.
@@ -297,9 +301,10 @@ async fn enforcement_refuses_other_credentials(base: &TestApp) {
     let (acme, owner, _) = configured(&app, &records, &provider.issuer, true).await;
     let (location, cookie) = start(&app, "org=acme").await;
     let back = authorize(&location, "alice-at-idp").await;
-    let (status, session) = callback(&app, &back, Some(&cookie)).await;
-    assert_eq!(status, StatusCode::OK, "{session}");
-    let alice_sso = session["data"]["accessToken"].as_str().unwrap().to_owned();
+    let alice_sso = Answer::from(callback(&app, &back, Some(&cookie)).await)
+        .expect(StatusCode::OK)
+        .data::<Session>()
+        .access_token;
 
     // The owner keeps password access as an armed break-glass account.
     let until = (chrono::Utc::now() + chrono::Duration::days(1)).to_rfc3339();
@@ -335,9 +340,8 @@ async fn enforcement_refuses_other_credentials(base: &TestApp) {
         .get(format!("/api/organization/{acme}/members"))
         .await;
     assert_eq!(status, StatusCode::OK, "during the grace: {body}");
-    let Answer(status, body) = require(0).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["required"], true);
+    let enforcement: Enforcement = require(0).await.expect(StatusCode::OK).data();
+    assert!(enforcement.required);
 
     // A member signed in otherwise is refused, naming how to sign in.
     let Answer(status, body) = app
@@ -401,10 +405,9 @@ async fn configurations_are_bounded_and_gated(base: &TestApp) {
     // Super-admins manage them under /api/admin (stepped up), audited as theirs.
     let root = app.super_token().await;
     let admin_path = format!("/api/admin/organizations/{acme}/idp");
-    let Answer(status, body) = app.by(&root).get(&admin_path).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"].as_array().unwrap().len(), 5);
-    assert!(!body.to_string().contains("s3cret-of-the-client"));
+    let answer = app.by(&root).get(&admin_path).await.expect(StatusCode::OK);
+    assert_eq!(answer.data::<Vec<IdentityProvider>>().len(), 5);
+    assert!(!answer.body().to_string().contains("s3cret-of-the-client"));
     app.by(&root)
         .step_up(app.step_up("root", 0))
         .delete(format!("{admin_path}/{first}"))
@@ -452,13 +455,14 @@ async fn configurations_are_bounded_and_gated(base: &TestApp) {
         .json(json!({"tier": "developer"}))
         .await
         .expect(StatusCode::OK);
-    let Answer(status, body) = app.by(&owner).get(&path).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let listed = body["data"].as_array().unwrap();
+    let listed: Vec<IdentityProvider> = app
+        .by(&owner)
+        .get(&path)
+        .await
+        .expect(StatusCode::OK)
+        .data();
     assert_eq!(listed.len(), 5);
-    assert!(listed
-        .iter()
-        .all(|c| c["active"] == false && c["enabled"] == true));
+    assert!(listed.iter().all(|c| !c.active && c.enabled));
     app.stop().await;
 }
 
@@ -640,19 +644,15 @@ async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
         .expect(StatusCode::OK)
         .data::<Session>()
         .access_token;
-    let role_of = |members: &Value| {
-        let list = members["data"]["members"]
-            .as_array()
-            .or_else(|| members["data"].as_array())
-            .or_else(|| members["members"].as_array())
-            .unwrap_or_else(|| panic!("no list of members: {members}"));
-        list.iter()
-            .find(|m| m.to_string().contains("dora@acme-sso.test"))
-            .map(|m| m["role"].clone())
-    };
     let members_path = format!("/api/organization/{acme}/members");
-    let Answer(_, members) = app.by(&owner).get(&members_path).await;
-    assert_eq!(role_of(&members), Some(json!("member")), "{members}");
+    let role_of_dora = || async {
+        let members: Vec<Member> = app.by(&owner).get(&members_path).await.items("members");
+        members
+            .into_iter()
+            .find(|m| m.email.as_deref() == Some("dora@acme-sso.test"))
+            .map(|m| m.role)
+    };
+    assert_eq!(role_of_dora().await, Some(MembershipRole::Member));
 
     // The mappings apply again at the next sign-in: now an admin.
     provider
@@ -665,23 +665,20 @@ async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
     let (status, body) = provider.sign_in(&app, "org=acme").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(provider.jwks_fetches().await, before + 1);
-    let Answer(_, members) = app.by(&owner).get(&members_path).await;
-    assert_eq!(role_of(&members), Some(json!("admin")), "{members}");
+    assert_eq!(role_of_dora().await, Some(MembershipRole::Admin));
     let _ = dora;
 
     // A domain another organization verified is never this one's.
     let globex = app.org("gina", "globex").await;
     enterprise(&app, &globex).await;
     let gina = app.token("gina", "gina@example.com");
-    let Answer(_, claimed) = app
+    let claimed: Domain = app
         .by(&gina)
         .post(format!("/api/organization/{globex}/domains"))
         .json(json!({"domain": "globex-sso.test"}))
-        .await;
-    records.publish(
-        claimed["data"]["recordName"].as_str().unwrap(),
-        claimed["data"]["recordValue"].as_str().unwrap(),
-    );
+        .await
+        .data();
+    records.publish(&claimed.record_name, &claimed.record_value);
     app.by(&gina)
         .post(format!(
             "/api/organization/{globex}/domains/globex-sso.test/verify"
@@ -689,15 +686,13 @@ async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
         .await
         .expect(StatusCode::OK);
     // acme cannot verify it too.
-    let Answer(_, claimed) = app
+    let claimed: Domain = app
         .by(&owner)
         .post(format!("/api/organization/{acme}/domains"))
         .json(json!({"domain": "globex-sso.test"}))
-        .await;
-    records.publish(
-        claimed["data"]["recordName"].as_str().unwrap(),
-        claimed["data"]["recordValue"].as_str().unwrap(),
-    );
+        .await
+        .data();
+    records.publish(&claimed.record_name, &claimed.record_value);
     app.by(&owner)
         .post(format!(
             "/api/organization/{acme}/domains/globex-sso.test/verify"
@@ -743,13 +738,10 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
     let provider = own_provider().await;
     let (app, records) = sso_app(base).await;
     let (acme, owner) = configured_for_own(&app, &records, &provider.issuer, json!([])).await;
-    let Answer(status, body) = app
-        .by("")
-        .post("/api/auth/register")
-        .json(json!({"email": "carol@acme-sso.test", "password": "a long enough password 1"}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let carol_id = body["data"]["userId"].as_str().unwrap().to_owned();
+    let carol_id = app
+        .register("carol@acme-sso.test", "a long enough password 1")
+        .await
+        .user_id;
     provider
         .control(
             "user",
@@ -789,8 +781,8 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
         .expect(StatusCode::OK)
         .data::<Session>()
         .access_token;
-    let Answer(_, me) = app.by(&token).get("/api/me").await;
-    assert_eq!(me["data"]["userId"], carol_id.as_str());
+    let me: Me = app.by(&token).get("/api/me").await.data();
+    assert_eq!(me.account.user_id, carol_id);
 
     // Carol becomes the Owner: her next sign-in (mapped to another Role) leaves it.
     app.by(&owner)
@@ -799,14 +791,16 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
         .json(json!({"userId": carol_id}))
         .await
         .expect(StatusCode::OK);
-    let (status, session) = provider.sign_in(&app, "org=acme").await;
-    assert_eq!(status, StatusCode::OK, "{session}");
-    let token = session["data"]["accessToken"].as_str().unwrap().to_owned();
-    let Answer(_, body) = app
+    let token = Answer::from(provider.sign_in(&app, "org=acme").await)
+        .expect(StatusCode::OK)
+        .data::<Session>()
+        .access_token;
+    let org: Organization = app
         .by(&token)
         .get(format!("/api/organization/{acme}"))
-        .await;
-    assert_eq!(body["data"]["ownerId"], carol_id.as_str(), "{body}");
+        .await
+        .data();
+    assert_eq!(org.owner_id, carol_id);
     let role: String = sqlx::query_scalar(&format!(
         "SELECT role FROM memberships WHERE org_id = '{acme}' AND user_id = '{carol_id}'"
     ))
@@ -817,25 +811,23 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
 
     // A personal access token made in the SSO session passes enforcement; one made
     // in a password session does not.
-    let Answer(status, body) = app
-        .by(&token).post("/api/me/tokens").json(json!({"name": "ci", "expiresAt": (chrono::Utc::now() + chrono::Duration::days(7)).to_rfc3339()}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let sso_pat = body["data"]["token"].as_str().unwrap().to_owned();
-    let Answer(_, password_session) = app
-        .by("")
-        .post("/api/auth/login")
-        .json(json!({"identifier": "carol@acme-sso.test", "password": "a long enough password 1"}))
-        .await;
-    let password_access = password_session["data"]["accessToken"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let Answer(status, body) = app
-        .by(&password_access).post("/api/me/tokens").json(json!({"name": "laptop", "expiresAt": (chrono::Utc::now() + chrono::Duration::days(7)).to_rfc3339()}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let password_pat = body["data"]["token"].as_str().unwrap().to_owned();
+    let issuing = &app;
+    let pat = |access: String, name: &'static str| async move {
+        let created: PersonalToken = issuing
+            .by(&access)
+            .post("/api/me/tokens")
+            .json(json!({"name": name, "expiresAt": (chrono::Utc::now() + chrono::Duration::days(7)).to_rfc3339()}))
+            .await
+            .expect(StatusCode::CREATED)
+            .data();
+        created.token.expect("the secret, this once")
+    };
+    let sso_pat = pat(token.clone(), "ci").await;
+    let password_access = app
+        .login("carol@acme-sso.test", "a long enough password 1")
+        .await
+        .access_token;
+    let password_pat = pat(password_access.clone(), "laptop").await;
     app.by(&owner)
         .step_up(app.step_up("owner", 0))
         .put(format!("/api/organization/{acme}/sso"))
@@ -906,7 +898,8 @@ async fn a_configuration_saved_on_one_replica_is_used_by_another() {
         .json()
         .await
         .unwrap();
-    assert_eq!(config["data"]["active"], true, "{config}");
+    let config: IdentityProvider = Answer::from((StatusCode::OK, config)).data();
+    assert!(config.active, "{config:?}");
     // The domain's proof is DNS's: recorded as verified here.
     let store = adapters::storage::Store::connect(&url).await.unwrap();
     sqlx::query(&format!(
@@ -954,7 +947,9 @@ async fn a_configuration_saved_on_one_replica_is_used_by_another() {
         finished.text().await.unwrap_or_default()
     );
     let session: Value = finished.json().await.unwrap();
-    let rita = session["data"]["accessToken"].as_str().unwrap().to_owned();
+    let rita = Answer::from((StatusCode::OK, session))
+        .data::<Session>()
+        .access_token;
 
     // B keeps the policy (off) for a member's password token ...
     let members = format!("{b}/api/organization/{org}/members");

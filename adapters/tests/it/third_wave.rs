@@ -5,6 +5,8 @@ use super::billing::{set_tier, subscription};
 use super::*;
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::http::wire::{Member, PersonalToken, TierChanged};
+use entitlements::{AppliedBundle, BundleId, Tier};
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -173,11 +175,12 @@ async fn every_refused_state_change_is_audited(app: &TestApp) {
         .expect(StatusCode::CREATED)
         .id();
     let expires = (Utc::now() + chrono::Duration::days(1)).to_rfc3339();
-    let Answer(status, token) = app
+    let created: PersonalToken = app
         .by(&gus).post("/api/me/tokens").json(json!({"name": "ci", "expiresAt": expires, "orgId": gus_org, "permissions": ["compliance:read"]}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{token}");
-    let pat = token["data"]["token"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    let pat = created.token.expect("the secret is answered once");
     app
         .by(&pat).org(&gus_org).post("/api/compliance/rules").json(json!({"name": "r", "target": "plugin", "severity": "error", "field": "version", "operator": "neq", "value": "latest"}))
         .await.expect(StatusCode::FORBIDDEN);
@@ -205,10 +208,7 @@ async fn a_tier_change_keeps_nothing_the_new_tier_cannot_buy(app: &TestApp) {
     let acme = billing.org("alice", "acme").await;
     let alice = billing.token("alice", "alice@example.com");
     set_tier(&billing, &acme, "pro").await;
-    let id = subscription(&billing, &alice, &acme).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = subscription(&billing, &alice, &acme).await.id;
     for bundle in [
         json!({"bundleId": "AUDIT_LOG", "quantity": 1}),
         json!({"bundleId": "SEAT_PACK", "quantity": 2}),
@@ -226,26 +226,25 @@ async fn a_tier_change_keeps_nothing_the_new_tier_cannot_buy(app: &TestApp) {
 
     let root = billing.super_token().await;
     let step = billing.step_up("root", 0);
-    let Answer(status, body) = billing
+    let changed: TierChanged = billing
         .by(&root)
         .step_up(step)
         .patch(format!("/api/organization/{acme}/tier"))
         .json(json!({"tier": "developer"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["tier"], "developer");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(changed.organization.tier, Tier::Developer);
     assert_eq!(
-        body["data"]["removedBundles"],
-        json!([{"bundle": "AUDIT_LOG", "quantity": 1}])
+        changed.removed_bundles,
+        [AppliedBundle {
+            bundle: BundleId::AuditLog,
+            quantity: 1
+        }]
     );
-    let addons = subscription(&billing, &alice, &acme).await["addons"].clone();
-    let held: Vec<&str> = addons
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["bundle"].as_str().unwrap())
-        .collect();
-    assert_eq!(held, ["SEAT_PACK"], "{addons}");
+    let addons = subscription(&billing, &alice, &acme).await.addons;
+    let held: Vec<BundleId> = addons.iter().map(|a| a.bundle).collect();
+    assert_eq!(held, [BundleId::SeatPack], "{addons:?}");
     billing
         .by(&alice)
         .org(&acme)
@@ -294,14 +293,13 @@ async fn verify_address(app: &TestApp, email: &str) {
 
 /// Sends an invitation of `email` into `org`; its id.
 async fn invite(app: &TestApp, token: &str, org: &str, email: &str) -> String {
-    let Answer(status, body) = app
-        .by(token)
+    app.by(token)
         .org(org)
         .post("/api/invitation/send")
         .json(json!({"email": email}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["data"]["id"].as_str().unwrap().to_owned()
+        .await
+        .expect(StatusCode::CREATED)
+        .id()
 }
 
 /// After an account changes its e-mail, its older access tokens are not taken to
@@ -334,12 +332,13 @@ async fn an_email_change_takes_effect_on_every_token(app: &TestApp) {
         .await
         .refused(ErrorCode::NotFound);
     verify_address(app, "new@example.com").await;
-    let Answer(status, body) = app
+    let joined: Member = app
         .by(&old_token)
         .post(format!("/api/invitation/{to_new}/accept"))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["data"]["email"], "new@example.com");
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(joined.email.as_deref(), Some("new@example.com"));
 }
 
 /// The sign-in throttle's one statement (`Transaction::charge_signin_attempt`) decides as

@@ -325,7 +325,7 @@ pub struct BacktestBody {
 }
 
 /// One transition a backtest found.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BacktestTransition {
     /// The evaluation's instant.
@@ -341,7 +341,7 @@ pub struct BacktestTransition {
 }
 
 /// What a backtest found.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Backtest {
     /// The range's start.
