@@ -30,18 +30,18 @@ use crate::services::admin::users::{AdminUser, NewUser, UserChange, UserSearch};
 use crate::storage::Store;
 
 /// The super-admins, by user id.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct SuperAdmins {
-    super_admins: Vec<String>,
+pub struct SuperAdmins {
+    pub super_admins: Vec<String>,
 }
 
 /// Whether a user is a super-admin now.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct SuperAdmin {
-    user_id: String,
-    super_admin: bool,
+pub struct SuperAdmin {
+    pub user_id: String,
+    pub super_admin: bool,
 }
 
 /// `GET /admin/super-admins`.
@@ -224,13 +224,13 @@ pub(crate) async fn delete_user(
 /// A user's own feature flags, by name.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct UserFeatures {
+pub struct UserFeatures {
     /// `false` on a tier feature takes it away from the user (`true` only undoes
     /// that: it never opens a feature the organization lacks); `true` on a preview
     /// feature (`alerts`, `dashboards`) opens it for the user. The whole set is
     /// replaced.
     #[schema(example = json!({"audit_log": false, "dashboards": true}))]
-    features: BTreeMap<String, bool>,
+    pub features: BTreeMap<String, bool>,
 }
 
 /// `GET /admin/users/{userId}/features`.

@@ -19,33 +19,33 @@ use crate::services::audit::{self, AuditFilter, ChainReport, CheckpointRecord};
 /// place in its chain.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct AuditEvent {
-    id: String,
+pub struct AuditEvent {
+    pub id: String,
     /// 1, 2, 3... within the chain.
-    pub(crate) seq: u64,
+    pub seq: u64,
     /// `affectedOrgId` if set, else `orgId`.
-    chain_key: String,
-    pub(crate) action: String,
-    pub(crate) actor_id: String,
-    pub(crate) actor_email: Option<String>,
-    org_id: String,
-    affected_org_id: Option<String>,
-    pub(crate) target_type: Option<String>,
-    pub(crate) target_id: Option<String>,
+    pub chain_key: String,
+    pub action: String,
+    pub actor_id: String,
+    pub actor_email: Option<String>,
+    pub org_id: String,
+    pub affected_org_id: Option<String>,
+    pub target_type: Option<String>,
+    pub target_id: Option<String>,
     /// Context, redacted.
-    details: Value,
-    pub(crate) outcome: Option<String>,
-    occurred_at: DateTime<Utc>,
+    pub details: Value,
+    pub outcome: Option<String>,
+    pub occurred_at: DateTime<Utc>,
     /// Ingest time; never decreases along a chain.
-    pub(crate) created_at: DateTime<Utc>,
-    service: Option<String>,
-    idempotency_key: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub service: Option<String>,
+    pub idempotency_key: Option<String>,
     /// The version of the redaction rules applied.
-    redaction_version: u32,
+    pub redaction_version: u32,
     /// 64 zeros for the first row of a chain.
-    prev_hash: String,
+    pub prev_hash: String,
     /// Lowercase hex SHA-256 of `prevHash` followed by the canonical JSON.
-    hash: String,
+    pub hash: String,
 }
 
 impl From<SealedEvent> for AuditEvent {
@@ -75,17 +75,17 @@ impl From<SealedEvent> for AuditEvent {
 }
 
 /// A signed checkpoint of a chain.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Checkpoint {
-    chain_key: String,
+pub struct Checkpoint {
+    pub chain_key: String,
     /// The chain's last seq when signed.
-    seq: u64,
+    pub seq: u64,
     /// Its head hash then.
-    hash: String,
-    signed_at: DateTime<Utc>,
+    pub hash: String,
+    pub signed_at: DateTime<Utc>,
     /// The signed note (C2SP signed-note, Ed25519).
-    note: String,
+    pub note: String,
 }
 
 impl From<CheckpointRecord> for Checkpoint {
@@ -103,25 +103,25 @@ impl From<CheckpointRecord> for Checkpoint {
 /// A chain's verification: `ok` only when the chain and its checkpoints hold.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ChainVerdict {
-    pub(crate) ok: bool,
+pub struct ChainVerdict {
+    pub ok: bool,
     /// The first row that fails.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) broken_at: Option<AuditEvent>,
+    pub broken_at: Option<AuditEvent>,
     /// Why it fails (`{kind}`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) reason: Option<Value>,
+    pub reason: Option<Value>,
     /// Rows checked (up to and including the broken one).
-    pub(crate) count: u64,
+    pub count: u64,
     /// The first surviving row's seq.
-    first_seq: Option<u64>,
+    pub first_seq: Option<u64>,
     /// The last row checked.
-    last_seq: Option<u64>,
+    pub last_seq: Option<u64>,
     /// The hash of the last intact row.
-    head_hash: Option<String>,
+    pub head_hash: Option<String>,
     /// The chain against its signed checkpoints, when they are on.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) checkpoints: Option<Value>,
+    pub checkpoints: Option<Value>,
 }
 
 impl From<ChainReport> for ChainVerdict {

@@ -87,7 +87,7 @@ pub(crate) struct ScanBody {
 }
 
 /// A scan's counts.
-#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Debug, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct ScanCounts {
     /// Entities matching when it started (reconciled to `scanned` at the end).
     pub total: u64,

@@ -3,8 +3,10 @@
 //! decodes an answer's `data` into the type the server serialized it from: a field
 //! renamed or gone is a decoding error, not an empty value.
 
+pub use super::admin::{SuperAdmin, SuperAdmins, UserFeatures};
 pub use super::alerts::{DestinationList, History, RuleList};
 pub use super::announcements::{Announcement, AudienceKind};
+pub use super::audit::{AuditEvent, ChainVerdict, Checkpoint};
 pub use super::billing::{BundleOffer, Bundles, Entitlement, Portal, Subscription};
 pub use super::catalog::{
     Activated, AutoSubscribed, CatalogRule, Pin, RuleImpact, RuleSubscription, Subscribed,

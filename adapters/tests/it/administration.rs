@@ -5,7 +5,9 @@
 
 use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
+use adapters::http::wire::{ChainVerdict, Me, Organization, PersonalToken, UserFeatures};
 use adapters::services::accounts::{Account, Session};
+use adapters::services::admin::impersonation::Started;
 use adapters::services::admin::users::AdminUser;
 use adapters::storage::AccountState;
 use axum::body::Body;
@@ -224,12 +226,13 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
 
     // Disabled: every session, token and sign-in ends at once.
     let soon = (Utc::now() + chrono::Duration::days(3)).to_rfc3339();
-    let Answer(_, answer) = app
+    let pat: PersonalToken = app
         .by(&bob)
         .post("/api/me/tokens")
         .json(json!({"name": "cli", "expiresAt": soon}))
-        .await;
-    let pat = answer["data"]["token"].as_str().unwrap().to_owned();
+        .await
+        .data();
+    let pat = pat.token.expect("the secret, this once");
     let (bob_session, bob_refresh) = signed_in(app, "bob@example.com", "a brand new secret").await;
     for token in [&bob, &pat, &bob_session] {
         assert_eq!(me_status(app, token).await, StatusCode::OK);
@@ -366,12 +369,13 @@ async fn accounts_are_created_changed_disabled_and_deleted(app: &TestApp) {
         .await
         .is_empty());
     for chain in [&system, &acme] {
-        let Answer(status, answer) = app
+        let verdict: ChainVerdict = app
             .by(&root)
             .get(format!("/api/audit/verify?orgId={chain}"))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{answer}");
-        assert_eq!(answer["data"]["ok"], true, "{answer}");
+            .await
+            .expect(StatusCode::OK)
+            .data();
+        assert!(verdict.ok, "{verdict:?}");
     }
     // Deleted already, or never there: 404.
     app.by(&root)
@@ -421,8 +425,8 @@ async fn flags_on(app: &TestApp) {
         .json(json!({"features": {"dashboards": true}}))
         .await
         .refused(ErrorCode::Forbidden);
-    let Answer(_, answer) = app.by(&root).get(&features).await;
-    assert_eq!(answer["data"]["features"], json!({}));
+    let flags: UserFeatures = app.by(&root).get(&features).await.data();
+    assert!(flags.features.is_empty());
 
     // Taken away: the tier's feature is refused to dana alone.
     app.by(&root)
@@ -436,12 +440,11 @@ async fn flags_on(app: &TestApp) {
         ErrorCode::FeatureNotAvailable,
         "{answer}"
     );
-    let Answer(_, answer) = app.by(&dana).org(&team).get("/api/me").await;
-    let names = answer["data"]["features"].as_array().unwrap().clone();
-    assert!(names.contains(&json!("dashboards")), "{answer}");
-    assert!(names.contains(&json!("bulk_operations")), "{answer}");
-    assert!(!names.contains(&json!("audit_log")), "{answer}");
-    assert_eq!(answer["data"]["featuresOrgId"], team.as_str());
+    let me: Me = app.by(&dana).org(&team).get("/api/me").await.data();
+    let has = |name: &str| me.features.iter().any(|f| f == name);
+    assert!(has("dashboards") && has("bulk_operations"), "{me:?}");
+    assert!(!has("audit_log"), "{me:?}");
+    assert_eq!(me.features_org_id.as_deref(), Some(team.as_str()));
 
     // `true` on a tier feature never opens what the organization lacks.
     app.by(&root)
@@ -456,8 +459,8 @@ async fn flags_on(app: &TestApp) {
         ErrorCode::FeatureNotAvailable,
         "{answer}"
     );
-    let Answer(_, answer) = app.by(&dana).org(&free).get("/api/me").await;
-    assert_eq!(answer["data"]["features"], json!([]), "{answer}");
+    let me: Me = app.by(&dana).org(&free).get("/api/me").await.data();
+    assert!(me.features.is_empty(), "{me:?}");
 
     // Audited with the old and new flags, in the system chain and dana's organizations'.
     let events = in_chain(app, "admin.user.features.update", &system).await;
@@ -515,23 +518,34 @@ async fn the_active_organization_is_carried_by_tokens_minted_afterwards(app: &Te
         .get("/api/organization")
         .await
         .expect(StatusCode::FORBIDDEN);
-    let Answer(status, answer) = refresh(app, &erin_refresh).await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let fresh = answer["data"]["accessToken"].as_str().unwrap().to_owned();
-    let Answer(status, answer) = app.by(&fresh).get("/api/organization").await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["data"]["id"], second.as_str());
+    let fresh = refresh(app, &erin_refresh)
+        .await
+        .expect(StatusCode::OK)
+        .data::<Session>()
+        .access_token;
+    let active: Organization = app
+        .by(&fresh)
+        .get("/api/organization")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(active.id, second);
     // `x-org-id` still wins for one request.
-    let Answer(_, answer) = app.by(&fresh).org(&first).get("/api/organization").await;
-    assert_eq!(answer["data"]["id"], first.as_str());
-    let Answer(_, answer) = app.by(&fresh).get("/api/me").await;
-    assert_eq!(answer["data"]["activeOrgId"], second.as_str());
+    let named: Organization = app
+        .by(&fresh)
+        .org(&first)
+        .get("/api/organization")
+        .await
+        .data();
+    assert_eq!(named.id, first);
+    let me: Me = app.by(&fresh).get("/api/me").await.data();
+    assert_eq!(me.account.active_org_id.as_deref(), Some(second.as_str()));
     let switched = in_chain(app, "org.switch", &second).await;
     assert_eq!(switched.len(), 1);
     // A new sign-in carries it too.
     let (signed_in, _) = session(app, "erin@example.com").await;
-    let Answer(_, answer) = app.by(&signed_in).get("/api/organization").await;
-    assert_eq!(answer["data"]["id"], second.as_str());
+    let active: Organization = app.by(&signed_in).get("/api/organization").await.data();
+    assert_eq!(active.id, second);
 }
 
 /// A raw GET: (status, headers, body text).
@@ -699,19 +713,23 @@ async fn impersonation_sees_as_the_user_and_ends_everywhere(app: &TestApp) {
     assert!(app.audited("admin.impersonate.start").await.is_empty());
 
     // Started: the token is ada's, with root as its actor.
-    let Answer(status, answer) = start(ask(&ada_id, reason, 15)).await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
-    assert_eq!(answer["data"]["expiresIn"], 900);
-    assert!(answer["data"].get("refreshToken").is_none());
-    let id = answer["data"]["id"].as_str().unwrap().to_owned();
-    let seen = answer["data"]["accessToken"].as_str().unwrap().to_owned();
+    let started: Started = start(ask(&ada_id, reason, 15))
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(started.expires_in, 900);
+    let (id, seen) = (started.id, started.access_token);
     let claims = app.keys.verify(&seen).await.unwrap();
     assert_eq!(claims.sub, ada_id);
     assert_eq!(claims.act.map(|a| a.sub), Some("root".to_owned()));
     assert_eq!(claims.sid, None, "no family: it cannot be refreshed");
-    let Answer(status, answer) = app.by(&seen).get("/api/me").await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["data"]["email"], "ada@example.com");
+    let me: Me = app
+        .by(&seen)
+        .get("/api/me")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(me.account.email, "ada@example.com");
     // What it writes names both.
     app.by(&seen)
         .post(format!("/api/organization/{acme}/roles"))
@@ -791,10 +809,9 @@ async fn impersonation_sees_as_the_user_and_ends_everywhere(app: &TestApp) {
     // Read-only: reads pass, every change is refused; it ends from inside.
     let mut body = ask(&ada_id, reason, 5);
     body["readOnly"] = json!(true);
-    let Answer(status, answer) = start(body).await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
-    let read_only = answer["data"]["accessToken"].as_str().unwrap().to_owned();
-    let second = answer["data"]["id"].as_str().unwrap().to_owned();
+    let started: Started = start(body).await.expect(StatusCode::CREATED).data();
+    assert!(started.read_only);
+    let (read_only, second) = (started.access_token, started.id);
     assert_eq!(me_status(app, &read_only).await, StatusCode::OK);
     app.by(&read_only)
         .post(format!("/api/organization/{acme}/roles"))

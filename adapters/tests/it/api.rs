@@ -277,6 +277,14 @@ impl std::ops::Index<&str> for Answer {
     }
 }
 
+/// A server process's answer (the multi-replica tests talk to real processes over
+/// HTTP): its success envelope's `data` decoded into the wire type `T`.
+pub async fn data_of<T: DeserializeOwned>(response: reqwest::Response) -> T {
+    let status = StatusCode::from_u16(response.status().as_u16()).unwrap();
+    let body: Value = response.json().await.unwrap();
+    Answer(status, body).data()
+}
+
 /// The `pagination` of a paginated envelope, decoded.
 pub fn pagination(body: &Value) -> Pagination {
     decode(&body["pagination"], body)

@@ -64,8 +64,9 @@ async fn get(app: &TestApp, token: &str, org: &str, id: &str) -> Value {
 }
 
 async fn scan(app: &TestApp, token: &str, org: &str) -> String {
-    let started = super::scans::start(app, token, org, json!({"target": "pipeline"})).await;
-    started["id"].as_str().unwrap().to_owned()
+    super::scans::start(app, token, org, json!({"target": "pipeline"}))
+        .await
+        .id
 }
 
 async fn rule(app: &TestApp, token: &str, org: &str, body: Value) {

@@ -5,6 +5,14 @@ use std::time::{Duration, Instant};
 use super::crash::{create_org, free_port, start_with, user_token, wait_healthy};
 use super::fixtures;
 use super::*;
+use crate::api::data_of;
+use adapters::http::wire::{
+    Account, Conversation, Organization, Pipeline, Plugin, Scan, ScanCounts, ScanSchedule, Session,
+    Verdict,
+};
+use adapters::inventory::BuildStatus;
+use adapters::services::admin::impersonation::Started;
+use adapters::services::alerts::Destination;
 
 /// A rule changed through one replica is enforced by the other within a second,
 /// although its cache would keep the old set for ten minutes.
@@ -24,18 +32,18 @@ async fn a_rule_changed_on_one_replica_is_enforced_by_the_other_at_once() {
         let token = token.clone();
         let org = org.clone();
         async move {
-            let body: Value = client
-                .post(format!("{base}/api/compliance/validate/plugin/dry-run"))
-                .bearer_auth(&token)
-                .header("x-org-id", &org)
-                .json(&json!({"attributes": {"version": "latest"}}))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            body["data"]["blocked"].as_bool().unwrap()
+            let verdict: Verdict = data_of(
+                client
+                    .post(format!("{base}/api/compliance/validate/plugin/dry-run"))
+                    .bearer_auth(&token)
+                    .header("x-org-id", &org)
+                    .json(&json!({"attributes": {"version": "latest"}}))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            verdict.blocked
         }
     };
     // B caches the organization's (empty) rule set.
@@ -101,37 +109,37 @@ async fn two_replicas_build_each_plugin_exactly_once() {
         let mut body = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"plugin\"; filename=\"p.zip\"\r\n\r\n").into_bytes();
         body.extend_from_slice(&archive);
         body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-        let answer: Value = client
-            .post(format!("{}/api/plugins", bases[i % 2]))
-            .bearer_auth(&token)
-            .header("x-org-id", &org)
-            .header(
-                "content-type",
-                format!("multipart/form-data; boundary={boundary}"),
-            )
-            .body(body)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        ids.push(answer["data"]["id"].as_str().expect("uploaded").to_owned());
+        let answer: Plugin = data_of(
+            client
+                .post(format!("{}/api/plugins", bases[i % 2]))
+                .bearer_auth(&token)
+                .header("x-org-id", &org)
+                .header(
+                    "content-type",
+                    format!("multipart/form-data; boundary={boundary}"),
+                )
+                .body(body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        ids.push(answer.id);
     }
     let started = Instant::now();
     for id in &ids {
         loop {
-            let answer: Value = client
-                .get(format!("{}/api/plugins/{id}", bases[1]))
-                .bearer_auth(&token)
-                .header("x-org-id", &org)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            if answer["data"]["buildStatus"] == "completed" {
+            let answer: Plugin = data_of(
+                client
+                    .get(format!("{}/api/plugins/{id}", bases[1]))
+                    .bearer_auth(&token)
+                    .header("x-org-id", &org)
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            if answer.build_status == BuildStatus::Completed {
                 break;
             }
             assert!(
@@ -253,18 +261,18 @@ async fn two_replicas_start_each_due_schedule_exactly_once() {
     let org = create_org(&client, &bases[0], &token, "scheduled").await;
     let mut schedules = Vec::new();
     for i in 0..20 {
-        let answer: Value = client
-            .post(format!("{}/api/compliance/scan-schedules", bases[i % 2]))
-            .bearer_auth(&token)
-            .header("x-org-id", &org)
-            .json(&json!({"target": "all", "cronExpression": "0 0 1 1 *"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        schedules.push(answer["data"]["id"].as_str().expect("created").to_owned());
+        let answer: ScanSchedule = data_of(
+            client
+                .post(format!("{}/api/compliance/scan-schedules", bases[i % 2]))
+                .bearer_auth(&token)
+                .header("x-org-id", &org)
+                .json(&json!({"target": "all", "cronExpression": "0 0 1 1 *"}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        schedules.push(answer.id);
     }
     let store = Store::connect(&url).await.unwrap();
     execute(
@@ -362,19 +370,19 @@ async fn a_killed_sweepers_scan_is_finished_by_another_replica() {
         .await
         .unwrap();
     assert_eq!(rule.status(), StatusCode::CREATED);
-    let scan: Value = client
-        .post(format!("{base_a}/api/compliance/scans"))
-        .bearer_auth(&token)
-        .header("x-org-id", &org)
-        .json(&json!({"target": "pipeline"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = scan["data"]["id"].as_str().expect("started").to_owned();
-    assert_eq!(scan["data"]["counts"]["total"], 2000);
+    let scan: Scan = data_of(
+        client
+            .post(format!("{base_a}/api/compliance/scans"))
+            .bearer_auth(&token)
+            .header("x-org-id", &org)
+            .json(&json!({"target": "pipeline"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let id = scan.id;
+    assert_eq!(scan.counts.total, 2000);
     let scanned = format!("SELECT scanned FROM scans WHERE id = '{id}'");
     let started = Instant::now();
     while number(&store, &scanned).await < 20 {
@@ -401,20 +409,26 @@ async fn a_killed_sweepers_scan_is_finished_by_another_replica() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let done: Value = client
-        .get(format!("{base_b}/api/compliance/scans/{id}"))
-        .bearer_auth(&token)
-        .header("x-org-id", &org)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let done: Scan = data_of(
+        client
+            .get(format!("{base_b}/api/compliance/scans/{id}"))
+            .bearer_auth(&token)
+            .header("x-org-id", &org)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(
-        done["data"]["counts"],
-        json!({"total": 2000, "scanned": 2000, "passed": 1000, "warned": 0, "blocked": 1000, "errors": 0}),
-        "{done}"
+        done.counts,
+        ScanCounts {
+            total: 2000,
+            scanned: 2000,
+            passed: 1000,
+            warned: 0,
+            blocked: 1000,
+            errors: 0
+        }
     );
     assert_eq!(
         number(
@@ -650,18 +664,18 @@ async fn two_replicas_count_one_pool_exactly() {
     create_org(&client, &bases[0], &root, "system").await;
     let alice = user_token("alice");
     let acme = create_org(&client, &bases[0], &alice, "acme").await;
-    let team: Value = client
-        .post(format!("{}/api/organization", bases[1]))
-        .bearer_auth(&alice)
-        .header("x-org-id", &acme)
-        .json(&json!({"name": "platform", "parentOrgId": acme}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let team = team["data"]["id"].as_str().unwrap().to_owned();
+    let team: Organization = data_of(
+        client
+            .post(format!("{}/api/organization", bases[1]))
+            .bearer_auth(&alice)
+            .header("x-org-id", &acme)
+            .json(&json!({"name": "platform", "parentOrgId": acme}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let team = team.id;
     let reply = client
         .put(format!("{}/api/quotas/{acme}", bases[1]))
         .bearer_auth(&root)
@@ -1180,26 +1194,26 @@ async fn sign_in_across_replicas_and_a_revoke_all_seen_by_the_other_within_a_sec
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("INVALID_CREDENTIALS"));
 
     // A second session, on B; refreshed on A.
-    let session: Value = client
-        .post(format!("{b}/api/auth/login"))
-        .json(&json!({"identifier": "ana@example.com", "password": password}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let refresh_token = session["data"]["refreshToken"].as_str().unwrap().to_owned();
-    let renewed: Value = client
-        .post(format!("{a}/api/auth/refresh"))
-        .json(&json!({"refreshToken": refresh_token}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let access = renewed["data"]["accessToken"].as_str().unwrap().to_owned();
+    let session: Session = data_of(
+        client
+            .post(format!("{b}/api/auth/login"))
+            .json(&json!({"identifier": "ana@example.com", "password": password}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let refresh_token = session.refresh_token;
+    let renewed: Session = data_of(
+        client
+            .post(format!("{a}/api/auth/refresh"))
+            .json(&json!({"refreshToken": refresh_token}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let access = renewed.access_token;
     let me = |base: String, token: String| {
         let client = client.clone();
         async move {
@@ -1287,18 +1301,18 @@ async fn two_replicas_keep_one_authors_minute_exactly() {
         .await
         .unwrap();
     assert_eq!(added.status(), StatusCode::CREATED);
-    let started: Value = client
-        .post(format!("{a}/api/messages/conversations"))
-        .bearer_auth(&alice)
-        .header("x-org-id", &org)
-        .json(&json!({"participants": ["bob"], "body": "0"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = started["data"]["id"].as_str().unwrap().to_owned();
+    let started: Conversation = data_of(
+        client
+            .post(format!("{a}/api/messages/conversations"))
+            .bearer_auth(&alice)
+            .header("x-org-id", &org)
+            .json(&json!({"participants": ["bob"], "body": "0"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let id = started.id;
     let posts = (0..24).map(|i| {
         let base = if i % 2 == 0 { a.clone() } else { b.clone() };
         let (client, alice, org, id) = (client.clone(), alice.clone(), org.clone(), id.clone());
@@ -1355,30 +1369,27 @@ async fn an_impersonation_ended_on_one_replica_is_refused_by_the_other_within_a_
     step.step_up = true;
     let step = keys.sign(&step).unwrap();
     create_org(&client, &a, &root, "system").await;
-    let registered: Value = client
-        .post(format!("{a}/api/auth/register"))
-        .json(&json!({"email": "ada@example.com", "password": "correct horse battery"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let ada = registered["data"]["userId"].as_str().unwrap().to_owned();
-    let started: Value = client
+    let registered: Account = data_of(
+        client
+            .post(format!("{a}/api/auth/register"))
+            .json(&json!({"email": "ada@example.com", "password": "correct horse battery"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let ada = registered.user_id;
+    let response = client
         .post(format!("{a}/api/admin/impersonations"))
         .bearer_auth(&root)
         .header("x-step-up-token", &step)
         .json(&json!({"userId": ada, "reason": "checking her view of the rules", "minutes": 10}))
         .send()
         .await
-        .unwrap()
-        .json()
-        .await
         .unwrap();
-    assert_eq!(started["statusCode"], 201, "{started}");
-    let id = started["data"]["id"].as_str().unwrap().to_owned();
-    let seen = started["data"]["accessToken"].as_str().unwrap().to_owned();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let started: Started = data_of(response).await;
+    let (id, seen) = (started.id, started.access_token);
     let me = |base: &str| {
         client
             .get(format!("{base}/api/me"))
@@ -1442,17 +1453,17 @@ async fn two_replicas_page_once_and_resolve_once() {
             .json(&body)
             .send()
     };
-    let made: Value = send(
-        &bases[0],
-        "/api/pipelines",
-        fixtures::staged_pipeline("web"),
+    let made: Pipeline = data_of(
+        send(
+            &bases[0],
+            "/api/pipelines",
+            fixtures::staged_pipeline("web"),
+        )
+        .await
+        .unwrap(),
     )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let pipeline = made["data"]["id"].as_str().unwrap().to_owned();
+    .await;
+    let pipeline = made.id;
     let registered = send(
         &bases[1],
         "/api/pipelines/registry",
@@ -1461,21 +1472,25 @@ async fn two_replicas_page_once_and_resolve_once() {
     .await
     .unwrap();
     assert_eq!(registered.status(), StatusCode::OK);
-    let dest: Value = send(
-        &bases[1],
-        "/api/alerts/destinations",
-        json!({"name": "hook", "kind": "slack", "url": hook}),
+    let dest: Destination = data_of(
+        send(
+            &bases[1],
+            "/api/alerts/destinations",
+            json!({"name": "hook", "kind": "slack", "url": hook}),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    let rule = send(
+        &bases[0],
+        "/api/alerts/rules",
+        json!({
+        "name": "web failing", "metric": "failure_rate", "params": {"pipelineId": pipeline},
+        "comparison": "gt", "threshold": 0.5, "window": "1h", "destinations": [dest.id]}),
     )
     .await
-    .unwrap()
-    .json()
-    .await
     .unwrap();
-    let rule = send(&bases[0], "/api/alerts/rules", json!({
-        "name": "web failing", "metric": "failure_rate", "params": {"pipelineId": pipeline},
-        "comparison": "gt", "threshold": 0.5, "window": "1h", "destinations": [dest["data"]["id"]]}))
-        .await
-        .unwrap();
     assert_eq!(rule.status(), StatusCode::CREATED);
     let ingest = |events: Vec<Value>| {
         client

@@ -5,6 +5,8 @@
 use crate::api::{pagination, Answer};
 use std::time::Duration;
 
+use adapters::http::wire::{CompliancePosture, Pipeline, Scan, ScanSchedule};
+use adapters::inventory::EntityResult;
 use adapters::services::scans::{self, SweepSettings, Swept};
 use chrono::Utc;
 
@@ -79,14 +81,15 @@ async fn seed(app: &TestApp, token: &str, org: &str) -> Vec<String> {
         ("legacy_3", "private"),
     ];
     for (name, access) in names {
-        let Answer(status, body) = app
-            .by(token)
-            .org(org)
-            .post("/api/pipelines")
-            .json(pipeline_as(name, access))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        ids.push(body["data"]["id"].as_str().unwrap().to_owned());
+        ids.push(
+            app.by(token)
+                .org(org)
+                .post("/api/pipelines")
+                .json(pipeline_as(name, access))
+                .await
+                .expect(StatusCode::CREATED)
+                .id(),
+        );
     }
     for rule in [
         json!({"name": "Private only", "target": "pipeline", "severity": "error",
@@ -205,25 +208,23 @@ fn wgpolicyk8s_v1alpha2(report: &Value) {
     }
 }
 
-pub async fn start(app: &TestApp, token: &str, org: &str, body: Value) -> Value {
-    let Answer(status, body) = app
-        .by(token)
+pub async fn start(app: &TestApp, token: &str, org: &str, body: Value) -> Scan {
+    app.by(token)
         .org(org)
         .post("/api/compliance/scans")
         .json(body)
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    body["data"].clone()
+        .await
+        .expect(StatusCode::ACCEPTED)
+        .data()
 }
 
-async fn scan(app: &TestApp, token: &str, org: &str, id: &str) -> Value {
-    let Answer(status, body) = app
-        .by(token)
+async fn scan(app: &TestApp, token: &str, org: &str, id: &str) -> Scan {
+    app.by(token)
         .org(org)
         .get(format!("/api/compliance/scans/{id}"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["data"].clone()
+        .await
+        .expect(StatusCode::OK)
+        .data()
 }
 
 async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
@@ -231,12 +232,12 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
     let alice = app.token("alice", "alice@example.com");
     let ids = seed(app, &alice, &org).await;
     let started = start(app, &alice, &org, json!({"target": "pipeline"})).await;
-    assert_eq!(started["status"], "running");
-    assert_eq!(started["origin"], "manual");
-    assert_eq!(started["counts"]["total"], 10);
-    assert_eq!(started["counts"]["scanned"], 0);
-    assert_eq!(started["filter"], json!({"orgId": org}));
-    let id = started["id"].as_str().unwrap().to_owned();
+    assert_eq!(started.status, "running");
+    assert_eq!(started.origin, "manual");
+    assert_eq!(started.counts.total, 10);
+    assert_eq!(started.counts.scanned, 0);
+    assert_eq!(started.filter, json!({"orgId": org}));
+    let id = started.id.clone();
 
     let state = state_of(app, &[]);
     assert_eq!(sweep_all(&state).await, [Swept::Completed]);
@@ -256,14 +257,14 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
     );
     assert!(scan_messages[0]["body"].as_str().unwrap().contains(&id));
     let done = scan(app, &alice, &org, &id).await;
-    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done.status, "completed", "{done:?}");
     assert_eq!(
-        done["counts"],
+        json!(done.counts),
         json!({"total": 10, "scanned": 10, "passed": 3, "warned": 3, "blocked": 4, "errors": 0}),
-        "public: 4 blocked; private: web-app, api-core, db-tools pass, 3 warn: {done}"
+        "public: 4 blocked; private: web-app, api-core, db-tools pass, 3 warn: {done:?}"
     );
-    assert!(done["endedAt"].is_string());
-    let print = done["ruleSetFingerprint"].as_str().unwrap();
+    assert!(done.ended_at.is_some());
+    let print = done.rule_set_fingerprint.as_deref().unwrap();
     assert_eq!(print.len(), 64);
     assert!(print.chars().all(|c| c.is_ascii_hexdigit()));
 
@@ -312,13 +313,15 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
     );
 
     // Each entity keeps its new result.
-    let Answer(_, got) = app
+    let got: Pipeline = app
         .by(&alice)
         .org(&org)
         .get(format!("/api/pipelines/{}", ids[0]))
-        .await;
-    assert_eq!(got["data"]["compliance"]["result"], "block", "{got}");
-    assert_eq!(got["data"]["compliance"]["scanId"], id.as_str());
+        .await
+        .data();
+    let compliance = got.compliance;
+    assert_eq!(compliance.result, EntityResult::Block);
+    assert_eq!(compliance.scan_id.as_deref(), Some(id.as_str()));
     // Its violations are the scan's, as the scan's results give them.
     let result = all["results"]
         .as_array()
@@ -330,35 +333,28 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         !result["violations"].as_array().unwrap().is_empty(),
         "{result}"
     );
-    assert_eq!(
-        got["data"]["compliance"]["violations"],
-        result["violations"]
-    );
+    assert_eq!(json!(compliance.violations), result["violations"]);
 
     // The posture, from the stored results.
-    let Answer(status, body) = app
+    let posture: CompliancePosture = app
         .by(&alice)
         .org(&org)
         .get("/api/compliance/posture?target=pipeline")
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let posture = &body["data"];
+        .await
+        .expect(StatusCode::OK)
+        .data();
     assert_eq!(
-        posture["entities"],
+        json!(posture.entities),
         json!({"total": 10, "pass": 3, "warn": 3, "block": 4, "error": 0})
     );
-    let top = posture["topFailingRules"].as_array().unwrap();
-    assert_eq!(top.len(), 2, "{posture}");
+    let top: Vec<(&str, u64)> = posture
+        .top_failing_rules
+        .iter()
+        .map(|r| (r.rule_name.as_str(), r.violations))
+        .collect();
     // Named by convention: pubtwo, pubthree, legacy1, Legacy2, legacy_3 fail (5);
     // Private only: the 4 public ones.
-    assert_eq!(
-        (top[0]["ruleName"].as_str(), top[0]["violations"].as_u64()),
-        (Some("Named by convention"), Some(5))
-    );
-    assert_eq!(
-        (top[1]["ruleName"].as_str(), top[1]["violations"].as_u64()),
-        (Some("Private only"), Some(4))
-    );
+    assert_eq!(top, [("Named by convention", 5), ("Private only", 4)]);
     app.by(&alice)
         .org(&org)
         .get("/api/compliance/posture?top=0")
@@ -433,12 +429,13 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         .get("/api/compliance/scans")
         .await;
     assert_eq!(pagination(&list).total, 0);
-    let Answer(_, posture) = app
+    let posture: CompliancePosture = app
         .by(&bob)
         .org(&bob_org)
         .get("/api/compliance/posture")
-        .await;
-    assert_eq!(posture["data"]["entities"]["total"], 0);
+        .await
+        .data();
+    assert_eq!(posture.entities.total, 0);
     let Answer(_, list) = app
         .by(&alice)
         .org(&org)
@@ -461,11 +458,11 @@ async fn filters_narrow_the_sweep_and_the_caller_cannot_name_another_tenant(app:
     )
     .await;
     assert_eq!(
-        started["filter"]["orgId"],
+        started.filter["orgId"],
         org.as_str(),
         "the server's organization"
     );
-    assert_eq!(started["counts"]["total"], 4);
+    assert_eq!(started.counts.total, 4);
     let by_name = start(
         app,
         &alice,
@@ -473,7 +470,7 @@ async fn filters_narrow_the_sweep_and_the_caller_cannot_name_another_tenant(app:
         json!({"target": "all", "filter": {"name": "web-app"}}),
     )
     .await;
-    assert_eq!(by_name["counts"]["total"], 1);
+    assert_eq!(by_name.counts.total, 1);
     // One running scan per target: these two are swept before `all` is asked again.
     let state = state_of(app, &[]);
     assert_eq!(sweep_all(&state).await.len(), 2);
@@ -495,15 +492,15 @@ async fn filters_narrow_the_sweep_and_the_caller_cannot_name_another_tenant(app:
         json!({"target": "all", "filter": {"project": "web"}}),
     )
     .await;
-    assert_eq!(by_project["counts"]["total"], 10, "{by_project}");
+    assert_eq!(by_project.counts.total, 10, "{by_project:?}");
     let plugins = start(app, &alice, &org, json!({"target": "plugin"})).await;
-    assert_eq!(plugins["counts"]["total"], 1);
+    assert_eq!(plugins.counts.total, 1);
     assert_eq!(sweep_all(&state).await.len(), 2);
-    let done = scan(app, &alice, &org, started["id"].as_str().unwrap()).await;
-    assert_eq!(done["counts"]["blocked"], 4);
-    assert_eq!(done["counts"]["scanned"], 4);
-    let done = scan(app, &alice, &org, by_name["id"].as_str().unwrap()).await;
-    assert_eq!(done["counts"]["passed"], 1, "{done}");
+    let done = scan(app, &alice, &org, &started.id).await;
+    assert_eq!(done.counts.blocked, 4);
+    assert_eq!(done.counts.scanned, 4);
+    let done = scan(app, &alice, &org, &by_name.id).await;
+    assert_eq!(done.counts.passed, 1, "{done:?}");
     for (body, field) in [
         (json!({"target": "everything"}), "target"),
         (
@@ -543,10 +540,9 @@ async fn a_cancelled_scan_stops_within_one_batch(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     seed(app, &alice, &org).await;
-    let id = start(app, &alice, &org, json!({"target": "pipeline"})).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = start(app, &alice, &org, json!({"target": "pipeline"}))
+        .await
+        .id;
     let state = state_of(app, &[]);
     // The sweeper judges one batch, then the scan is cancelled under it.
     let claimed = claim(&state, Duration::from_secs(30)).await.unwrap();
@@ -559,16 +555,17 @@ async fn a_cancelled_scan_stops_within_one_batch(app: &TestApp) {
         Swept::Stopped
     );
     let midway = scan(app, &alice, &org, &id).await;
-    assert_eq!(midway["status"], "running");
-    assert_eq!(midway["counts"]["scanned"], 3, "one batch: {midway}");
+    assert_eq!(midway.status, "running");
+    assert_eq!(midway.counts.scanned, 3, "one batch: {midway:?}");
     let claimed = claim(&state, Duration::from_secs(30)).await.unwrap();
-    let Answer(status, body) = app
+    let cancelled: Scan = app
         .by(&alice)
         .org(&org)
         .post(format!("/api/compliance/scans/{id}/cancel"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["status"], "cancelled");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(cancelled.status, "cancelled");
     let never = || false;
     assert_eq!(
         scans::sweep(&state, &claimed, SETTINGS, &never)
@@ -578,12 +575,9 @@ async fn a_cancelled_scan_stops_within_one_batch(app: &TestApp) {
         "its next flush finds it cancelled"
     );
     let ended = scan(app, &alice, &org, &id).await;
-    assert_eq!(ended["status"], "cancelled");
-    assert_eq!(
-        ended["counts"]["scanned"], 3,
-        "nothing flushed after the cancel"
-    );
-    assert!(ended["endedAt"].is_string());
+    assert_eq!(ended.status, "cancelled");
+    assert_eq!(ended.counts.scanned, 3, "nothing flushed after the cancel");
+    assert!(ended.ended_at.is_some());
     // Nor any result: the refused flush wrote nothing.
     let Answer(_, results) = app
         .by(&alice)
@@ -612,10 +606,9 @@ async fn a_dead_sweepers_scan_is_resumed_or_failed_never_stuck(app: &TestApp) {
     let org = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     seed(app, &alice, &org).await;
-    let id = start(app, &alice, &org, json!({"target": "pipeline"})).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = start(app, &alice, &org, json!({"target": "pipeline"}))
+        .await
+        .id;
     let state = state_of(app, &[]);
     // A sweeper flushes one batch and dies (its lease runs out, nothing given back).
     let claimed = claim(&state, Duration::from_secs(30)).await.unwrap();
@@ -639,25 +632,24 @@ async fn a_dead_sweepers_scan_is_resumed_or_failed_never_stuck(app: &TestApp) {
     );
     let done = scan(app, &alice, &org, &id).await;
     assert_eq!(
-        done["counts"],
+        json!(done.counts),
         json!({"total": 10, "scanned": 10, "passed": 3, "warned": 3, "blocked": 4, "errors": 0}),
         "resumed after its last flush, nothing judged twice"
     );
     // A scan whose sweepers keep dying ends failed.
-    let id = start(app, &alice, &org, json!({"target": "pipeline"})).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = start(app, &alice, &org, json!({"target": "pipeline"}))
+        .await
+        .id;
     app.sql(&format!(
         "UPDATE scans SET holder = 'dead', takeovers = 3, lease_until = '2000-01-01T00:00:00.000000Z' WHERE id = '{id}'"
     ))
     .await;
     assert_eq!(sweep_all(&state).await, [Swept::Failed]);
     let failed = scan(app, &alice, &org, &id).await;
-    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed.status, "failed");
     assert!(
-        failed["error"].as_str().unwrap().contains("4 times"),
-        "{failed}"
+        failed.error.as_deref().unwrap().contains("4 times"),
+        "{failed:?}"
     );
 }
 
@@ -698,18 +690,18 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
         .json(json!({"target": "anything", "cronExpression": "0 3 * * *"}))
         .await
         .expect(StatusCode::BAD_REQUEST);
-    let Answer(status, body) = app
+    let schedule: ScanSchedule = app
         .by(&alice)
         .org(&org)
         .post("/api/compliance/scan-schedules")
         .json(json!({"target": "pipeline", "cronExpression": "0  3 * * *"}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let schedule = body["data"].clone();
-    let id = schedule["id"].as_str().unwrap().to_owned();
-    assert_eq!(schedule["isActive"], true);
-    assert_eq!(schedule["cronExpression"], "0 3 * * *");
-    let next: chrono::DateTime<Utc> = schedule["nextRunAt"].as_str().unwrap().parse().unwrap();
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    let id = schedule.id;
+    assert!(schedule.is_active);
+    assert_eq!(schedule.cron_expression, "0 3 * * *");
+    let next = schedule.next_run_at.unwrap();
     assert!(next > Utc::now() && next - Utc::now() <= chrono::Duration::days(1));
     assert_eq!(next.format("%H:%M").to_string(), "03:00");
 
@@ -724,15 +716,18 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
         (status, code(status, &body).as_str()),
         (StatusCode::BAD_REQUEST, "INVALID_CRON")
     );
-    let Answer(status, body) = app
+    let changed: ScanSchedule = app
         .by(&alice)
         .org(&org)
         .put(format!("/api/compliance/scan-schedules/{id}"))
         .json(json!({"target": "all", "cronExpression": "*/15 * * * *"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["target"], "all");
-    assert_eq!(body["data"]["cronExpression"], "*/15 * * * *");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(
+        (changed.target.as_str(), changed.cron_expression.as_str()),
+        ("all", "*/15 * * * *")
+    );
 
     // Due now: the scheduler starts its scan once, however often it runs.
     app.sql(&format!(
@@ -742,49 +737,56 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
     let state = state_of(app, &[]);
     assert_eq!(run_due_schedules(&state, Utc::now()).await.unwrap(), 1);
     assert_eq!(run_due_schedules(&state, Utc::now()).await.unwrap(), 0);
-    let Answer(_, list) = app.by(&alice).org(&org).get("/api/compliance/scans").await;
-    assert_eq!(pagination(&list).total, 1);
-    let started = &list["scans"][0];
-    assert_eq!(started["origin"], "schedule");
-    assert_eq!(started["scheduleId"], id.as_str());
-    assert_eq!(started["target"], "all");
-    assert_eq!(started["requestedBy"], "alice");
-    let Answer(_, got) = app
+    let list = app.by(&alice).org(&org).get("/api/compliance/scans").await;
+    assert_eq!(list.pagination().total, 1);
+    let started = &list.items::<Scan>("scans")[0];
+    assert_eq!(
+        (
+            started.origin.as_str(),
+            started.schedule_id.as_deref(),
+            started.target.as_str(),
+            started.requested_by.as_str()
+        ),
+        ("schedule", Some(id.as_str()), "all", "alice")
+    );
+    let listed: Vec<ScanSchedule> = app
         .by(&alice)
         .org(&org)
         .get("/api/compliance/scan-schedules")
-        .await;
-    let listed = &got["schedules"][0];
-    assert_eq!(listed["lastScanId"], started["id"]);
-    let next: chrono::DateTime<Utc> = listed["nextRunAt"].as_str().unwrap().parse().unwrap();
+        .await
+        .items("schedules");
+    let listed = &listed[0];
+    assert_eq!(listed.last_scan_id.as_ref(), Some(&started.id));
+    let next = listed.next_run_at.unwrap();
     assert!(next > Utc::now() && next - Utc::now() <= chrono::Duration::minutes(15));
     assert_eq!(sweep_all(&state).await, [Swept::Completed]);
 
     // Toggle, then delete: inactive schedules never run.
-    let Answer(status, body) = app
-        .by(&alice)
-        .org(&org)
-        .patch(format!("/api/compliance/scan-schedules/{id}/active"))
-        .json(json!({"isActive": false}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["isActive"], false);
-    assert!(body["data"]["nextRunAt"].is_null());
-    let Answer(status, body) = app
-        .by(&alice)
-        .org(&org)
-        .patch(format!("/api/compliance/scan-schedules/{id}/active"))
-        .json(json!({"isActive": true}))
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    assert!(body["data"]["nextRunAt"].is_string());
-    let Answer(status, body) = app
+    let toggle = |active: bool| {
+        let path = format!("/api/compliance/scan-schedules/{id}/active");
+        let alice = &alice;
+        let org = &org;
+        async move {
+            app.by(alice)
+                .org(org)
+                .patch(path)
+                .json(json!({"isActive": active}))
+                .await
+                .expect(StatusCode::OK)
+                .data::<ScanSchedule>()
+        }
+    };
+    let off = toggle(false).await;
+    assert!(!off.is_active && off.next_run_at.is_none(), "{off:?}");
+    assert!(toggle(true).await.next_run_at.is_some());
+    let deleted: ScanSchedule = app
         .by(&alice)
         .org(&org)
         .delete(format!("/api/compliance/scan-schedules/{id}"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["isActive"], false);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(!deleted.is_active);
     app.sql(&format!(
         "UPDATE scan_schedules SET next_run_at = '2000-01-01T00:00:00.000000Z' WHERE id = '{id}'"
     ))
@@ -838,16 +840,16 @@ async fn the_system_organization_is_skipped_unless_enabled(app: &TestApp) {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     // Skipped: the scan ends at once with nothing scanned.
     let skipped = start(app, &root, &system, json!({"target": "all"})).await;
-    assert_eq!(skipped["status"], "completed");
-    assert_eq!(skipped["counts"]["total"], 0);
-    let Answer(status, body) = app
+    assert_eq!(skipped.status, "completed");
+    assert_eq!(skipped.counts.total, 0);
+    let schedule = app
         .by(&root)
         .org(&system)
         .post("/api/compliance/scan-schedules")
         .json(json!({"target": "all", "cronExpression": "* * * * *"}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let schedule = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     app.sql(&format!(
         "UPDATE scan_schedules SET next_run_at = '2000-01-01T00:00:00.000000Z' WHERE id = '{schedule}'"
     ))
@@ -920,15 +922,11 @@ async fn a_scan_waives_what_an_approved_exemption_waives(app: &TestApp) {
     let alice = app.token("alice", "alice@example.com");
     let ids = seed(app, &alice, &org).await;
     let state = state_of(app, &[]);
-    let first = start(app, &alice, &org, json!({"target": "pipeline"})).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let first = start(app, &alice, &org, json!({"target": "pipeline"}))
+        .await
+        .id;
     assert_eq!(sweep_all(&state).await, [Swept::Completed]);
-    assert_eq!(
-        scan(app, &alice, &org, &first).await["counts"]["blocked"],
-        4
-    );
+    assert_eq!(scan(app, &alice, &org, &first).await.counts.blocked, 4);
     let Answer(_, rules) = app.by(&alice).org(&org).get("/api/compliance/rules").await;
     let private_only = rules["rules"]
         .as_array()
@@ -954,13 +952,12 @@ async fn a_scan_waives_what_an_approved_exemption_waives(app: &TestApp) {
         .json(json!({"decision": "approve"}))
         .await
         .expect(StatusCode::OK);
-    let second = start(app, &alice, &org, json!({"target": "pipeline"})).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let second = start(app, &alice, &org, json!({"target": "pipeline"}))
+        .await
+        .id;
     assert_eq!(sweep_all(&state).await, [Swept::Completed]);
     assert_eq!(
-        scan(app, &alice, &org, &second).await["counts"],
+        json!(scan(app, &alice, &org, &second).await.counts),
         json!({"total": 10, "scanned": 10, "passed": 4, "warned": 3, "blocked": 3, "errors": 0}),
         "pub-one's blocking violation is waived"
     );
