@@ -38,3 +38,4 @@ pub use crate::services::accounts::{
     Account, Me, PersonalToken, Session, StepUpProof, TotpEnrollment,
 };
 pub use crate::services::quotas::{OrgQuotas, QuotaStatus};
+pub use crate::storage::InvitationStatus;

@@ -72,10 +72,13 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
     let alice = app.token("alice", "alice@example.com");
     let mut ids = std::collections::BTreeMap::new();
     for name in ["ok-one", "flaky-one", "fail-one", "slow-one", "ok-orphan"] {
-        let Answer(status, body) =
-            upload(app, &alice, &org, &plugin_zip(name, "1.0.0"), None).await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        ids.insert(name, body["data"]["id"].as_str().unwrap().to_owned());
+        ids.insert(
+            name,
+            upload(app, &alice, &org, &plugin_zip(name, "1.0.0"), None)
+                .await
+                .expect(StatusCode::CREATED)
+                .id(),
+        );
     }
     // A worker that died holding a job: its claim expired a second ago.
     let now = Utc::now();

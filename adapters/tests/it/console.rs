@@ -8,8 +8,13 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use adapters::http::wire::{
+    ChainVerdict, CompliancePosture, OrgQuotas, Organization, RuleImpact, Scan, Subscription,
+};
+use adapters::services::reports::SuccessRateReport;
 use adapters::services::scans::{self, SweepSettings};
 use adapters::workers::checkpoints;
+use entitlements::Tier;
 use fantoccini::{Client, ClientBuilder, Locator};
 
 use super::fixtures::pipeline_as;
@@ -262,13 +267,14 @@ pub(super) async fn access(app: &TestApp, email: &str) -> String {
 pub(super) async fn owner(app: &TestApp, email: &str, name: &str) -> (String, String) {
     register(app, email).await;
     let token = access(app, email).await;
-    let Answer(status, body) = app
+    let org = app
         .by(&token)
         .post("/api/organization")
         .json(json!({ "name": name }))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    (token, body["data"]["id"].as_str().unwrap().to_owned())
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
+    (token, org)
 }
 
 fn state_of(app: &TestApp) -> AppState {
@@ -330,13 +336,12 @@ pub(super) async fn scene(app: &TestApp) -> Scene {
     let create = |name: &'static str| {
         let alice = alice.clone();
         async move {
-            let Answer(status, body) = app
-                .by(&alice)
+            app.by(&alice)
                 .post("/api/organization")
                 .json(json!({"name": name}))
-                .await;
-            assert_eq!(status, StatusCode::CREATED, "{body}");
-            body["data"]["id"].as_str().unwrap().to_owned()
+                .await
+                .expect(StatusCode::CREATED)
+                .id()
         }
     };
     let acme = create("acme").await;
@@ -359,14 +364,15 @@ pub(super) async fn scene(app: &TestApp) -> Scene {
         ("api-core", "private"),
         ("legacy1", "private"),
     ] {
-        let Answer(status, body) = app
-            .by(&alice)
-            .org(&acme)
-            .post("/api/pipelines")
-            .json(pipeline_as(name, modifier))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        pipelines.push(body["data"]["id"].as_str().unwrap().to_owned());
+        pipelines.push(
+            app.by(&alice)
+                .org(&acme)
+                .post("/api/pipelines")
+                .json(pipeline_as(name, modifier))
+                .await
+                .expect(StatusCode::CREATED)
+                .id(),
+        );
     }
     let mut rules = Vec::new();
     for rule in [
@@ -375,14 +381,15 @@ pub(super) async fn scene(app: &TestApp) -> Scene {
         json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
                "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"}),
     ] {
-        let Answer(status, body) = app
-            .by(&alice)
-            .org(&acme)
-            .post("/api/compliance/rules")
-            .json(rule)
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        rules.push(body["data"]["id"].as_str().unwrap().to_owned());
+        rules.push(
+            app.by(&alice)
+                .org(&acme)
+                .post("/api/compliance/rules")
+                .json(rule)
+                .await
+                .expect(StatusCode::CREATED)
+                .id(),
+        );
     }
     // A scan judges them all (as the sweeper workers would).
     app.by(&alice)
@@ -501,14 +508,15 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
     b.shot("posture").await;
 
     // The posture's numbers are the API's.
-    let Answer(_, posture) = app
+    let posture: CompliancePosture = app
         .by(&scene.alice)
         .org(&scene.acme)
         .get("/api/compliance/posture")
-        .await;
-    let counts = &posture["data"]["byTarget"]["pipeline"];
-    assert_eq!(counts["total"], 5, "{posture}");
-    assert_eq!(counts["block"], 2, "{posture}");
+        .await
+        .data();
+    let pipelines = &posture.by_target["pipeline"];
+    assert_eq!((pipelines.total, pipelines.block), (5, 2), "{posture:?}");
+    let counts = json!(pipelines);
     for status in ["total", "pass", "warn", "block", "error"] {
         let shown = b
             .text(&format!(
@@ -644,12 +652,13 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
             .await,
         format!("Done: scan {id} is cancelled")
     );
-    let Answer(_, scan) = app
+    let scan: Scan = app
         .by(&scene.alice)
         .org(&scene.acme)
         .get(format!("/api/compliance/scans/{id}"))
-        .await;
-    assert_eq!(scan["data"]["status"], "cancelled");
+        .await
+        .data();
+    assert_eq!(scan.status, "cancelled");
 
     // A form another origin's page posts is refused, and changes nothing.
     let Answer(_, before) = app
@@ -690,13 +699,14 @@ async fn the_console_in_a_real_browser(app: &TestApp) {
     b.sign_in(base, ROOT_EMAIL).await;
     b.open(&format!("{base}/console/audit?org={}&verify=1", scene.acme))
         .await;
-    let Answer(_, verdict) = app
+    let verdict: ChainVerdict = app
         .by(&scene.root)
         .get(format!("/api/audit/verify?orgId={}", scene.acme))
-        .await;
-    let n = verdict["data"]["count"].as_u64().unwrap();
-    assert!(n >= 5, "{verdict}");
-    let latest = verdict["data"]["checkpoints"]["latestSeq"]
+        .await
+        .data();
+    let n = verdict.count;
+    assert!(n >= 5, "{verdict:?}");
+    let latest = verdict.checkpoints.as_ref().expect("checkpoints are on")["latestSeq"]
         .as_u64()
         .unwrap();
     assert_eq!(
@@ -1467,16 +1477,16 @@ async fn a_step_up_action_asks_for_the_password_again(app: &TestApp) {
         app.by(&alice)
             .get(format!("/api/organization/{acme}"))
             .await
-            .1["data"]["tier"]
-            .clone()
+            .data::<Organization>()
+            .tier
     };
-    assert_eq!(tier().await, "developer");
+    assert_eq!(tier().await, Tier::Developer);
     let fields = change(PASSWORD);
     let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let (status, page) = post_form(app, &root, "/console/billing", &fields).await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("the tier is now team"), "{page}");
-    assert_eq!(tier().await, "team");
+    assert_eq!(tier().await, Tier::Team);
 }
 
 async fn the_policy_report_filters_by_status_and_rule(app: &TestApp) {
@@ -1662,32 +1672,38 @@ async fn quotas_show_as_bars_and_an_add_on_is_previewed_before_purchase(app: &Te
     let (status, page) = page_of(app, &cookie, "/console/billing").await;
     assert_eq!(status, StatusCode::OK, "{page}");
     // Every quota the API states, as a bar of its used against its limit.
-    let Answer(_, quotas) = app.by(&alice).org(&acme).get("/api/quotas").await;
-    let quotas = quotas["data"]["quotas"].as_object().unwrap().clone();
+    let quotas = app
+        .by(&alice)
+        .org(&acme)
+        .get("/api/quotas")
+        .await
+        .data::<OrgQuotas>()
+        .quotas;
     assert!(!quotas.is_empty());
     for (name, q) in &quotas {
-        if q["limit"].as_i64().unwrap() < 0 {
+        if q.limit < 0 {
             assert!(page.contains(&format!("data-quota=\"{name}\"")), "{name}");
             continue;
         }
         let bar = format!(
             "<meter id=\"m-{name}\" min=\"0\" max=\"{}\" value=\"{}\"",
-            q["limit"], q["used"]
+            q.limit, q.used
         );
         assert!(page.contains(&bar), "{name}: {bar}");
     }
-    assert_eq!(quotas["pipelines"]["used"], 2);
+    assert_eq!(quotas["pipelines"].used, 2);
     // The purchase button shows only after the preview, which buys nothing.
     assert!(page.contains("aria-label=\"Preview SEAT_PACK\""));
     assert!(!page.contains("value=\"purchase\""));
     let token = form_token(&page);
     let seats = || async {
-        let Answer(_, sub) = app
-            .by(&alice)
+        app.by(&alice)
             .org(&acme)
             .get("/api/subscriptions/current")
-            .await;
-        sub["data"]["addons"].as_array().unwrap().len()
+            .await
+            .data::<Subscription>()
+            .addons
+            .len()
     };
     let (status, page) = post_form(
         app,
@@ -1777,17 +1793,16 @@ async fn announcements_show_as_a_banner_on_every_page(app: &TestApp) {
     let post = |title: &'static str, dismissible: bool| {
         let (alice, acme) = (alice.clone(), acme.clone());
         async move {
-            let Answer(status, body) = app
-                .by(&alice)
+            app.by(&alice)
                 .org(&acme)
                 .post("/api/messages/announcements")
                 .json(
                     json!({"title": title, "body": "From 22:00.", "severity": "warning",
                                 "dismissible": dismissible}),
                 )
-                .await;
-            assert_eq!(status, StatusCode::CREATED, "{body}");
-            body["data"]["id"].as_str().unwrap().to_owned()
+                .await
+                .expect(StatusCode::CREATED)
+                .id()
         }
     };
     let maintenance = post("Maintenance tonight", true).await;
@@ -1916,18 +1931,19 @@ async fn the_catalog_subscribes_activates_pins_and_previews(app: &TestApp) {
         }
     };
     // The preview before enabling: the API's own figures.
-    let Answer(_, impact) = app
+    let impact: RuleImpact = app
         .by(&alice).org(&acme).post("/api/compliance/subscriptions/preview/impact").json(json!({"rule": {"name": "Private only", "target": "pipeline", "severity": "warning",
                                   "field": "accessModifier", "operator": "eq", "value": "private"}}))
-        .await;
+        .await
+        .data();
     let (status, page) = act("preview").await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(
         page.contains(&format!(
             "impact of Private only: it would fail {} of {} pipeline entities",
-            impact["data"]["failing"], impact["data"]["evaluated"]
+            impact.failing, impact.evaluated
         )),
-        "{impact}"
+        "{impact:?}"
     );
     let subscription = || async {
         let Answer(_, list) = app
@@ -2022,17 +2038,21 @@ async fn dashboards_and_alerts_draw_the_reports_numbers(app: &TestApp) {
             {"title": "Stage failures", "kind": "heatmap", "report": "execution/stage-failures", "params": {"granularity": "day"}, "position": {"x": 0, "y": 9, "w": 24, "h": 6}},
         ]}))
         .await.expect(StatusCode::CREATED);
-    let Answer(_, dest) = app
+    let dest = app
         .by(&token)
         .org(&org)
         .post("/api/alerts/destinations")
         .json(json!({"name": "hook", "kind": "webhook", "url": hook_url}))
-        .await;
-    app
-        .by(&token).org(&org).post("/api/alerts/rules").json(json!({
+        .await
+        .id();
+    app.by(&token)
+        .org(&org)
+        .post("/api/alerts/rules")
+        .json(json!({
             "name": "web failing", "metric": "failure_rate", "params": {"pipelineId": pipeline},
-            "comparison": "gt", "threshold": 0.5, "window": "1d", "destinations": [dest["data"]["id"]]}))
-        .await.expect(StatusCode::CREATED);
+            "comparison": "gt", "threshold": 0.5, "window": "1d", "destinations": [dest]}))
+        .await
+        .expect(StatusCode::CREATED);
     adapters::services::alerts::evaluate_due(
         &app.state.infra.store,
         &app.state.config,
@@ -2075,7 +2095,7 @@ async fn dashboards_and_alerts_draw_the_reports_numbers(app: &TestApp) {
         drawn.push((start, value));
     }
     let to = Utc::now();
-    let report = app
+    let report: SuccessRateReport = app
         .by(&token)
         .org(&org)
         .get(format!(
@@ -2084,20 +2104,17 @@ async fn dashboards_and_alerts_draw_the_reports_numbers(app: &TestApp) {
             to.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         ))
         .await
-        .1;
-    let expected: Vec<(String, f64)> = report["data"]["series"]
-        .as_array()
-        .unwrap()
+        .data();
+    let expected: Vec<(String, f64)> = report
+        .series
         .iter()
-        .filter(|b| !b["rate"].is_null())
-        .map(|b| {
-            let start = chrono::DateTime::parse_from_rfc3339(b["start"].as_str().unwrap()).unwrap();
-            (
-                start
-                    .with_timezone(&Utc)
-                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                b["rate"].as_f64().unwrap(),
-            )
+        .filter_map(|b| {
+            b.rate.rate.map(|rate| {
+                (
+                    b.start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    rate,
+                )
+            })
         })
         .collect();
     assert!(!expected.is_empty());

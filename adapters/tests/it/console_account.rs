@@ -8,6 +8,7 @@ use super::console::{
 };
 use super::*;
 use crate::api::Answer;
+use adapters::http::wire::{Me, Tokens};
 
 /// The value of the input with `id` on `page`.
 fn input_value(page: &str, id: &str) -> Option<String> {
@@ -55,18 +56,16 @@ async fn tokens_are_made_shown_once_used_and_revoked(app: &TestApp) {
     // It works with the API, bound to the organization chosen.
     let Answer(status, me) = app.by(&secret).get("/api/me").await;
     assert_eq!(status, StatusCode::OK, "{me}");
-    let Answer(_, listed) = app.by(&alice).get("/api/me/tokens").await;
-    let made = &listed["data"]["tokens"][0];
-    assert_eq!(made["orgId"], json!(acme));
-    let expires =
-        chrono::DateTime::parse_from_rfc3339(made["expiresAt"].as_str().unwrap()).unwrap();
-    let days = (expires.with_timezone(&Utc) - Utc::now()).num_hours();
+    let listed: Tokens = app.by(&alice).get("/api/me/tokens").await.data();
+    let made = &listed.tokens[0];
+    assert_eq!(made.org_id.as_deref(), Some(acme.as_str()));
+    let days = (made.expires_at - Utc::now()).num_hours();
     assert!((7 * 24 - 2..=7 * 24).contains(&days), "{days} hours");
     // Shown once: the page read again lists it, its last use, never its secret.
     let (_, page) = page_of(app, &cookie, "/console/account").await;
     assert!(!page.contains(&secret));
     assert!(page.contains(">ci</td>"));
-    let id = made["id"].as_str().unwrap().to_owned();
+    let id = made.id.clone();
     let row = page.split(&format!("data-token=\"{id}\"")).nth(1).unwrap();
     let row = row.split("</tr>").next().unwrap();
     assert!(!row.contains("never"), "its use is listed: {row}");
@@ -99,8 +98,8 @@ async fn tokens_are_made_shown_once_used_and_revoked(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
     assert!(page.contains("id=\"error\""));
-    let Answer(_, listed) = app.by(&alice).get("/api/me/tokens").await;
-    assert_eq!(listed["data"]["tokens"].as_array().unwrap().len(), 1);
+    let listed: Tokens = app.by(&alice).get("/api/me/tokens").await.data();
+    assert_eq!(listed.tokens.len(), 1);
 
     // Revoke all: every token and session ends, the console's too.
     let (_, page) = account_form(
@@ -280,8 +279,8 @@ async fn an_authenticator_is_enrolled_from_a_qr_code(app: &TestApp) {
     assert!(page.contains("the authenticator app is enrolled"), "{page}");
     assert!(page.contains("id=\"totp-state\">enrolled"));
     let fresh = access(app, "alice@example.com").await;
-    let Answer(_, me) = app.by(&fresh).get("/api/me").await;
-    assert_eq!(me["data"]["totpEnabled"], true, "{me}");
+    let me: Me = app.by(&fresh).get("/api/me").await.data();
+    assert!(me.account.totp_enabled, "{me:?}");
 }
 
 /// In the browser: a token made and copied, the authenticator's QR code, at 1280

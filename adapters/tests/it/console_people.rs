@@ -7,6 +7,7 @@ use super::console::{
 };
 use super::*;
 use crate::api::Answer;
+use adapters::http::wire::Organization;
 
 async fn members_of(app: &TestApp, token: &str, org: &str) -> Vec<Value> {
     let Answer(status, body) = app
@@ -211,11 +212,12 @@ async fn an_admin_manages_people_through_the_page(app: &TestApp) {
     .await;
     assert!(status.is_client_error(), "{status}");
     assert!(page.contains("id=\"error\""));
-    let Answer(_, org) = app
+    let org: Organization = app
         .by(&alice)
         .get(format!("/api/organization/{acme}"))
-        .await;
-    assert_ne!(org["data"]["ownerId"], json!(bob));
+        .await
+        .data();
+    assert_ne!(org.owner_id, bob);
     let (status, page) = post(vec![
         ("action", "transfer".into()),
         ("userId", bob.clone()),
@@ -223,11 +225,12 @@ async fn an_admin_manages_people_through_the_page(app: &TestApp) {
     ])
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
-    let Answer(_, org) = app
+    let org: Organization = app
         .by(&alice)
         .get(format!("/api/organization/{acme}"))
-        .await;
-    assert_eq!(org["data"]["ownerId"], json!(bob), "{org}");
+        .await
+        .data();
+    assert_eq!(org.owner_id, bob);
 
     // Removing: bob, now the owner, removes alice.
     let (bob_cookie, _) = console_session(app, "bob@example.com", HOST, &[]).await;

@@ -8,6 +8,7 @@ use super::console::{
 };
 use super::*;
 use crate::api::{pagination, Answer};
+use adapters::http::wire::{OrgRule, Pipeline, Verdict};
 
 /// Text as the pages write it (askama's escaping).
 fn escaped(text: &str) -> String {
@@ -87,7 +88,7 @@ async fn the_rule_editor_writes_previews_compares_and_deletes(app: &TestApp) {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
-    let Answer(status, verdict) = app
+    let verdict: Verdict = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/validate/pipeline/dry-run")
@@ -95,16 +96,17 @@ async fn the_rule_editor_writes_previews_compares_and_deletes(app: &TestApp) {
             json!({"attributes": serde_json::from_str::<Value>(public).unwrap(),
                         "rule": private_only_rule()}),
         )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{verdict}");
-    let violations = verdict["data"]["violations"].as_array().unwrap();
-    assert_eq!(violations.len(), 1, "{verdict}");
-    assert_eq!(verdict["data"]["blocked"], true);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(verdict.violations.len(), 1, "{verdict:?}");
+    assert!(verdict.blocked);
     assert!(
         page.contains("the preview finds 1 violation(s) and blocks"),
         "{page}"
     );
-    let message = violations[0]["message"].as_str().unwrap();
+    let message = verdict.violations[0].message();
+    let message = message.as_str();
     assert!(page.contains(&escaped(message)), "{message}");
     assert!(page.contains("class=\"this-rule\""));
     // The form keeps what was written.
@@ -218,13 +220,13 @@ async fn the_rule_editor_writes_previews_compares_and_deletes(app: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("rule Private only saved at version 2"));
-    let Answer(_, one) = app
+    let one: OrgRule = app
         .by(&alice)
         .org(&acme)
         .get(format!("/api/compliance/rules/{rule}"))
-        .await;
-    assert_eq!(one["data"]["value"], "internal");
-    assert_eq!(one["data"]["version"], 2);
+        .await
+        .data();
+    assert_eq!((&one.rule.value, one.rule.version), (&json!("internal"), 2));
 
     // The history: the two versions side by side, the changed line on each side.
     let (_, page) = page_of(
@@ -335,13 +337,13 @@ async fn a_member_sees_the_apis_refusal_and_nothing_changes(app: &TestApp) {
 /// recorded.
 async fn a_dry_run_evaluates_the_rule_being_written(app: &TestApp) {
     let (alice, acme) = owner(app, "alice@example.com", "acme").await;
-    let Answer(_, body) = app
+    let stored: OrgRule = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/rules")
         .json(private_only_rule())
-        .await;
-    let stored = body["data"].clone();
+        .await
+        .data();
     let dry = |body: Value| {
         let (alice, acme) = (alice.clone(), acme.clone());
         async move {
@@ -353,27 +355,28 @@ async fn a_dry_run_evaluates_the_rule_being_written(app: &TestApp) {
         }
     };
     let public = json!({"accessModifier": "public"});
-    let Answer(status, plain) = dry(json!({"attributes": public})).await;
-    assert_eq!(status, StatusCode::OK, "{plain}");
-    assert_eq!(plain["data"]["violations"].as_array().unwrap().len(), 1);
+    let plain: Verdict = dry(json!({"attributes": public}))
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(plain.violations.len(), 1);
     // The stored rule, rewritten to allow public: nothing is violated.
-    let mut edited = stored.clone();
+    let mut edited = json!(stored);
     edited["value"] = json!("public");
-    let Answer(status, replaced) = dry(json!({"attributes": public, "rule": edited})).await;
-    assert_eq!(status, StatusCode::OK, "{replaced}");
-    assert_eq!(replaced["data"]["violations"], json!([]), "{replaced}");
-    assert_eq!(replaced["data"]["blocked"], false);
+    let replaced: Verdict = dry(json!({"attributes": public, "rule": edited}))
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(replaced.violations.is_empty(), "{replaced:?}");
+    assert!(!replaced.blocked);
     // A new rule is evaluated beside the stored ones.
     let named = json!({"name": "Named", "target": "pipeline", "severity": "warning",
                        "field": "pipelineName", "operator": "exists"});
-    let Answer(_, beside) = dry(json!({"attributes": public, "rule": named})).await;
-    let names: Vec<&str> = beside["data"]["violations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["ruleName"].as_str().unwrap())
-        .collect();
-    assert_eq!(names.len(), 2, "{beside}");
+    let beside: Verdict = dry(json!({"attributes": public, "rule": named}))
+        .await
+        .data();
+    let names: Vec<&str> = beside.violations.iter().map(|v| v.rule_name()).collect();
+    assert_eq!(names.len(), 2, "{beside:?}");
     assert!(names.contains(&"Named") && names.contains(&"Private only"));
     // Checked as a create is: every problem with its field.
     let mut wrong = private_only_rule();
@@ -518,30 +521,31 @@ async fn the_preview_runs_on_a_chosen_entity_of_the_inventory(app: &TestApp) {
     assert_eq!(status, StatusCode::OK, "{page}");
     // The entity's document is shown in place of a pasted one, and the verdict is
     // the dry-run endpoint's on it.
-    let Answer(_, stored) = app
+    let stored: Pipeline = app
         .by(&alice)
         .org(&acme)
         .get(format!("/api/pipelines/{pipeline}"))
-        .await;
+        .await
+        .data();
     let document = json!({
-        "project": stored["data"]["project"], "organization": stored["data"]["organization"],
-        "pipelineName": "open-one", "accessModifier": "public", "props": stored["data"]["props"]
+        "project": stored.project, "organization": stored.organization,
+        "pipelineName": "open-one", "accessModifier": "public", "props": stored.props
     });
     assert!(
         page.contains(&escaped(&serde_json::to_string_pretty(&document).unwrap())),
         "{page}"
     );
-    let Answer(status, verdict) = app
+    let verdict: Verdict = app
         .by(&alice)
         .org(&acme)
         .post("/api/compliance/validate/pipeline/dry-run")
         .json(json!({"attributes": document, "entityId": pipeline, "rule": private_only_rule()}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{verdict}");
-    assert_eq!(verdict["data"]["blocked"], true);
-    let message = verdict["data"]["violations"][0]["message"]
-        .as_str()
-        .unwrap();
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(verdict.blocked);
+    let message = verdict.violations[0].message();
+    let message = message.as_str();
     let preview = page.split("id=\"preview\"").nth(1).unwrap();
     assert!(preview.contains("Blocked"), "{preview}");
     assert!(preview.contains(&escaped(message)), "{preview}");

@@ -2,7 +2,8 @@
 //! through the page and read back through the API; a test reaches the receiver
 //! signed, and shows its status and answer.
 
-use crate::api::Answer;
+use adapters::http::wire::Preference;
+use adapters::services::preferences::WebhookTest;
 use std::sync::Arc;
 
 use super::console::{console_session, form_token, owner, page_of, post_form, register, HOST};
@@ -22,11 +23,11 @@ async fn the_webhook_test_reaches_the_receiver_signed_and_says_what_it_answered(
             .org(&acme)
             .post("/api/compliance/notification-preferences/test")
             .await
+            .expect(StatusCode::OK)
+            .data::<WebhookTest>()
     };
     // Nothing saved: skipped.
-    let Answer(status, body) = test().await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["status"], "skipped");
+    assert_eq!(test().await.status, "skipped");
     let seen = Arc::new(Seen::default());
     let url = webhook_receiver(seen.clone()).await;
     let (cookie, _) = console_session(app, "alice@example.com", HOST, &[]).await;
@@ -51,19 +52,21 @@ async fn the_webhook_test_reaches_the_receiver_signed_and_says_what_it_answered(
     .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.contains("the notification settings were saved"));
-    let Answer(_, saved) = app
+    let saved: Preference = app
         .by(&alice)
         .org(&acme)
         .get("/api/compliance/notification-preferences")
-        .await;
-    let saved = &saved["data"];
-    assert_eq!(saved["webhookUrl"], json!(url));
-    assert_eq!(saved["hasWebhookSecret"], true);
-    assert_eq!(saved["digestMode"], "daily");
-    assert_eq!(saved["notifyWarnings"], false);
+        .await
+        .data();
+    assert_eq!(saved.webhook_url.as_deref(), Some(url.as_str()));
+    assert!(saved.has_webhook_secret && !saved.notify_warnings);
+    assert_eq!(saved.digest_mode, "daily");
     assert_eq!(
-        saved["targetUsers"],
-        json!(["ops@example.com", "lead@example.com"])
+        saved.target_users,
+        Some(vec![
+            "ops@example.com".to_owned(),
+            "lead@example.com".to_owned()
+        ])
     );
     assert!(page.contains("one is saved: leave blank to keep it"));
 
@@ -97,20 +100,21 @@ async fn the_webhook_test_reaches_the_receiver_signed_and_says_what_it_answered(
     );
     // A blank secret kept the saved one; a failing receiver is reported as such.
     seen.answers.lock().unwrap().push(503);
-    let Answer(status, body) = test().await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(body["data"]["status"], "failed", "{body}");
-    assert_eq!(body["data"]["httpStatus"], 503);
+    let tested = test().await;
+    assert_eq!(
+        (tested.status.as_str(), tested.http_status),
+        ("failed", Some(503))
+    );
     // A test turns nothing off: a 410 is reported, the webhook stays on.
     seen.answers.lock().unwrap().push(410);
-    let Answer(_, body) = test().await;
-    assert_eq!(body["data"]["httpStatus"], 410);
-    let Answer(_, saved) = app
+    assert_eq!(test().await.http_status, Some(410));
+    let saved: Preference = app
         .by(&alice)
         .org(&acme)
         .get("/api/compliance/notification-preferences")
-        .await;
-    assert!(saved["data"]["webhookDisabledAt"].is_null(), "{saved}");
+        .await
+        .data();
+    assert!(saved.webhook_disabled_at.is_none(), "{saved:?}");
 
     // A member may not test (nor save): the API's refusal, nothing sent.
     let carol = register(app, "carol@example.com").await;

@@ -7,6 +7,7 @@
 //! changes nothing.
 
 use crate::api::{pagination, Answer};
+use adapters::http::wire::{MessagePage, Preference};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -302,8 +303,13 @@ async fn managed(app: &TestApp, token: &str, org: &str) -> Vec<Value> {
 /// How many messages a conversation holds.
 async fn messages_of(app: &TestApp, token: &str, org: &str, conversation: &str) -> usize {
     let uri = format!("/api/messages/conversations/{conversation}/messages");
-    let Answer(_, body) = app.by(token).org(org).get(&uri).await;
-    body["data"]["messages"].as_array().unwrap().len()
+    app.by(token)
+        .org(org)
+        .get(&uri)
+        .await
+        .data::<MessagePage>()
+        .messages
+        .len()
 }
 
 async fn admins_post_edit_and_remove_announcements_from_the_inbox(app: &TestApp) {
@@ -795,13 +801,16 @@ async fn a_template_and_the_settings_work_in_the_browser(app: &TestApp) {
         .unwrap();
     b.click("#save-settings").await;
     confirmed(&b, "the notification settings were saved").await;
-    let Answer(_, saved) = app
+    let saved: Preference = app
         .by(&alice)
         .org(&acme)
         .get("/api/compliance/notification-preferences")
-        .await;
-    assert_eq!(saved["data"]["digestMode"], "weekly", "{saved}");
-    assert_eq!(saved["data"]["emailEnabled"], true, "{saved}");
+        .await
+        .data();
+    assert_eq!(
+        (saved.digest_mode.as_str(), saved.email_enabled),
+        ("weekly", true)
+    );
 }
 
 on_both_backends!(

@@ -31,10 +31,10 @@ async fn each_gate_follows_the_tier_its_bundles_and_a_downgrade(app: &TestApp) {
     let gated = gated(app).await;
     let acme = gated.org("alice", "acme").await;
     let alice = gated.token("alice", "alice@example.com");
-    let Answer(status, body) =
-        upload(&gated, &alice, &acme, &plugin_zip("lint", "1.0.0"), None).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let plugin = body["data"]["id"].as_str().unwrap().to_owned();
+    let plugin = upload(&gated, &alice, &acme, &plugin_zip("lint", "1.0.0"), None)
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     let deactivate = json!({"plugins": [{"id": plugin, "isActive": false}]});
     let bulk = || {
         gated

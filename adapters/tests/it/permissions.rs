@@ -3,6 +3,7 @@
 use super::*;
 use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
+use adapters::http::wire::{Invitation, InvitationStatus};
 
 async fn member_lifecycle(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
@@ -246,21 +247,19 @@ async fn invitations(app: &TestApp) {
     let globex = app.org("bob", "globex").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
-    let Answer(status, body) = app
+    let invitation: Invitation = app
         .by(&alice)
         .org(&acme)
         .post("/api/invitation/send")
         .json(json!({"email": "dana@example.com", "role": "admin"}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
     assert_eq!(
-        (
-            body["data"]["status"].as_str(),
-            body["data"]["sentCount"].as_i64()
-        ),
-        (Some("pending"), Some(1))
+        (invitation.status, invitation.sent_count),
+        (InvitationStatus::Pending, 1)
     );
+    let id = invitation.id;
     app.by(&alice)
         .org(&acme)
         .post("/api/invitation/send")

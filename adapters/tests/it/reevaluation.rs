@@ -198,14 +198,14 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
     for name in ["one", "two"] {
         let mut body = pipeline(name);
         body["accessModifier"] = json!("public");
-        let Answer(status, created) = app
+        id = app
             .by(&alice)
             .org(&org)
             .post("/api/pipelines")
             .json(body)
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{created}");
-        id = created["data"]["id"].as_str().unwrap().to_owned();
+            .await
+            .expect(StatusCode::CREATED)
+            .id();
     }
     drain(&state_of(app)).await;
     // Subscribing (inactive) changes nothing; activating queues the organization's
@@ -332,14 +332,13 @@ async fn an_entity_being_judged_is_not_claimed_again(app: &TestApp) {
 
 /// Creates a pipeline through the API: its id.
 async fn create_pipeline(app: &TestApp, token: &str, org: &str, body: Value) -> String {
-    let Answer(status, body) = app
-        .by(token)
+    app.by(token)
         .org(org)
         .post("/api/pipelines")
         .json(body)
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["data"]["id"].as_str().unwrap().to_owned()
+        .await
+        .expect(StatusCode::CREATED)
+        .id()
 }
 
 /// Queues `events` events for each of `entities` pipelines of `org` (the entities'
