@@ -18,27 +18,27 @@ use crate::http::state::{AppState, Caller};
 use crate::services::exports::{self, ExportRecord};
 
 /// An export job as answered.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ExportJob {
-    id: String,
-    org_id: String,
+pub struct ExportJob {
+    pub id: String,
+    pub org_id: String,
     /// `queued`, `running`, `done`, `failed` or `expired`.
     #[schema(example = "queued")]
-    status: String,
+    pub status: String,
     /// Why it failed.
-    error: Option<String>,
-    created_at: DateTime<Utc>,
-    started_at: Option<DateTime<Utc>>,
-    finished_at: Option<DateTime<Utc>>,
+    pub error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
     /// Until when the archive can be downloaded (24 hours after it is done).
-    expires_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
     /// The archive's size in bytes.
-    size_bytes: Option<u64>,
+    pub size_bytes: Option<u64>,
     /// The archive's SHA-256, hex.
-    sha256: Option<String>,
+    pub sha256: Option<String>,
     /// Where the archive is downloaded, once done and until it expires.
-    download_url: Option<String>,
+    pub download_url: Option<String>,
 }
 
 /// Where the admins' (`admin`) or the organization's own routes are.

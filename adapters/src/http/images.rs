@@ -32,39 +32,39 @@ pub(crate) struct CopyBody {
 }
 
 /// What a copy put.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct MountedCount {
+#[derive(Debug, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct MountedCount {
     /// Manifests put (the children of an index the target lacked, then the top one).
-    manifests: u64,
+    pub manifests: u64,
     /// Unique blob digests brought into the target (mounted, or uploaded when the
     /// registry could not mount); blobs it already held are not counted.
-    blobs: u64,
+    pub blobs: u64,
 }
 
 /// A finished copy: the `registry.tag.copy` event's fields.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ImageCopy {
+pub struct ImageCopy {
     /// `registry.tag.copy`.
-    event: &'static str,
+    pub event: String,
     /// The token subject of the system admin who copied.
-    actor: String,
+    pub actor: String,
     /// `<repo>:<ref>`.
-    source: String,
+    pub source: String,
     /// `<repo>:<ref>`.
-    target: String,
-    source_digest: String,
-    target_digest: String,
+    pub target: String,
+    pub source_digest: String,
+    pub target_digest: String,
     /// True when the target repository starts with `system/` (visible to every
     /// authenticated user).
-    is_promotion_to_system: bool,
-    mounted: MountedCount,
+    pub is_promotion_to_system: bool,
+    pub mounted: MountedCount,
 }
 
 impl From<Copied> for ImageCopy {
     fn from(c: Copied) -> Self {
         ImageCopy {
-            event: "registry.tag.copy",
+            event: "registry.tag.copy".to_owned(),
             is_promotion_to_system: c.is_promotion_to_system(),
             actor: c.actor,
             source: c.source,
@@ -80,25 +80,25 @@ impl From<Copied> for ImageCopy {
 }
 
 /// A finished delete: the `registry.tag.delete` event's fields.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct ImageDelete {
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct ImageDelete {
     /// `registry.tag.delete`.
-    event: &'static str,
+    pub event: String,
     /// The token subject of the system admin.
-    actor: String,
+    pub actor: String,
     /// The repository.
-    repo: String,
+    pub repo: String,
     /// The tag or digest passed.
     #[serde(rename = "ref")]
-    reference: String,
+    pub reference: String,
     /// The manifest digest actually deleted.
-    digest: String,
+    pub digest: String,
 }
 
 impl From<Deleted> for ImageDelete {
     fn from(d: Deleted) -> Self {
         ImageDelete {
-            event: "registry.tag.delete",
+            event: "registry.tag.delete".to_owned(),
             actor: d.actor,
             repo: d.repo,
             reference: d.reference,

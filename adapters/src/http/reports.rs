@@ -94,10 +94,10 @@ pub(crate) async fn posture_trend(
 }
 
 /// The resource names waiting for a registration.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct UnattributedList {
-    resources: Vec<Unattributed>,
+pub struct UnattributedList {
+    pub resources: Vec<Unattributed>,
 }
 
 /// `GET /api/reports/unattributed` (super-admin).

@@ -14,9 +14,11 @@ pub use super::catalog::{
 };
 pub use super::conversations::{Conversation, ConversationMessage, MessagePage, Participant};
 pub use super::exemptions::{Exemption, ExemptionIds};
+pub use super::exports::ExportJob;
 pub use super::generation::{
     AiProvider, AttemptEvent, GeneratedPipelineAnswer, GeneratedPluginAnswer,
 };
+pub use super::images::{ImageCopy, ImageDelete, MountedCount};
 pub use super::invitations::Invitation;
 pub use super::members::{Member, Role};
 pub use super::organizations::{MyOrganization, Organization, TierChanged};
@@ -24,6 +26,7 @@ pub use super::pipelines::Pipeline;
 pub use super::plugins::Plugin;
 pub use super::policies::Policy;
 pub use super::preferences::Preference;
+pub use super::reports::UnattributedList;
 pub use super::response::{Deleted, Pagination};
 pub use super::rules::{OrgRule, RuleVersion};
 pub use super::scans::{

@@ -4,8 +4,9 @@
 //! an organization of 100,000 pipelines exported by a server process whose memory
 //! stays flat.
 
-use crate::api::Answer;
+use crate::api::{data_of, Answer};
 use adapters::code::ErrorCode;
+use adapters::http::wire::ExportJob;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -102,10 +103,14 @@ async fn an_export_is_made_in_the_background_and_verifies_offline(app: &TestApp)
     );
 
     // Asked by its owner: 202, one at a time.
-    let Answer(status, body) = app.by(&alice).post(&own_path).await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    assert_eq!(body["data"]["status"], "queued");
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let asked: ExportJob = app
+        .by(&alice)
+        .post(&own_path)
+        .await
+        .expect(StatusCode::ACCEPTED)
+        .data();
+    assert_eq!(asked.status, "queued");
+    let id = asked.id;
     app.by(&root)
         .post(&admin_path)
         .await
@@ -132,18 +137,22 @@ async fn an_export_is_made_in_the_background_and_verifies_offline(app: &TestApp)
             .await
             .unwrap()
     );
-    let Answer(status, body) = app.by(&root).get(format!("{admin_path}/{id}")).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["status"], "done", "{body}");
-    let url = body["data"]["downloadUrl"].as_str().unwrap().to_owned();
+    let done: ExportJob = app
+        .by(&root)
+        .get(format!("{admin_path}/{id}"))
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(done.status, "done", "{done:?}");
+    let url = done.download_url.clone().unwrap();
     assert_eq!(url, format!("{admin_path}/{id}/download"));
-    let sha = body["data"]["sha256"].as_str().unwrap().to_owned();
+    let sha = done.sha256.clone().unwrap();
     let (status, headers, bytes) = fetch(app, &url, &root).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers["content-type"], "application/zip");
     assert_eq!(headers["x-content-sha256"].to_str().unwrap(), sha);
     assert_eq!(hex::encode(sha2::Sha256::digest(&bytes)), sha);
-    assert_eq!(body["data"]["sizeBytes"], bytes.len());
+    assert_eq!(done.size_bytes, Some(bytes.len() as u64));
     // The owner downloads it through the organization's own route too.
     let (status, _, same) = fetch(app, &format!("{own_path}/{id}/download"), &alice).await;
     assert_eq!(status, StatusCode::OK);
@@ -226,9 +235,9 @@ async fn an_export_is_made_in_the_background_and_verifies_offline(app: &TestApp)
             .unwrap(),
         1
     );
-    let Answer(_, body) = app.by(&root).get(format!("{admin_path}/{id}")).await;
-    assert_eq!(body["data"]["status"], "expired");
-    assert_eq!(body["data"]["downloadUrl"], Value::Null);
+    let expired: ExportJob = app.by(&root).get(format!("{admin_path}/{id}")).await.data();
+    assert_eq!(expired.status, "expired");
+    assert!(expired.download_url.is_none());
     // Another may be asked for now.
     app.by(&root)
         .post(&admin_path)
@@ -285,53 +294,47 @@ async fn an_organization_of_100000_pipelines_exports_with_flat_memory() {
     .await
     .unwrap();
     let before = peak_kib(server.id());
-    let asked: Value = client
+    let response = client
         .post(format!("{base}/api/admin/organizations/{acme}/exports"))
         .bearer_auth(&root)
         .send()
         .await
-        .unwrap()
-        .json()
-        .await
         .unwrap();
-    assert_eq!(asked["statusCode"], 202, "{asked}");
-    let id = asked["data"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let id = data_of::<ExportJob>(response).await.id;
     let started = Instant::now();
     let done = loop {
-        let job: Value = client
-            .get(format!(
-                "{base}/api/admin/organizations/{acme}/exports/{id}"
-            ))
-            .bearer_auth(&root)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        match job["data"]["status"].as_str() {
-            Some("done") => break job,
-            Some("failed") => panic!("{job}"),
+        let job: ExportJob = data_of(
+            client
+                .get(format!(
+                    "{base}/api/admin/organizations/{acme}/exports/{id}"
+                ))
+                .bearer_auth(&root)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        match job.status.as_str() {
+            "done" => break job,
+            "failed" => panic!("{job:?}"),
             _ => {}
         }
-        assert!(started.elapsed() < Duration::from_secs(300), "{job}");
+        assert!(started.elapsed() < Duration::from_secs(300), "{job:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     let grown_mib = (peak_kib(server.id()).saturating_sub(before)) / 1024;
     println!(
         "100,000 pipelines exported in {:?}, {} bytes, the server's peak memory grew by {grown_mib} MiB",
         started.elapsed(),
-        done["data"]["sizeBytes"]
+        done.size_bytes.unwrap_or_default()
     );
     assert!(
         grown_mib < 64,
         "the server's peak memory grew by {grown_mib} MiB"
     );
     let bytes = client
-        .get(format!(
-            "{base}{}",
-            done["data"]["downloadUrl"].as_str().unwrap()
-        ))
+        .get(format!("{base}{}", done.download_url.as_deref().unwrap()))
         .bearer_auth(&root)
         .send()
         .await

@@ -7,6 +7,7 @@
 //! bearer-token authentication.
 
 use crate::api::Answer;
+use adapters::http::wire::{ImageCopy, ImageDelete, MountedCount};
 use std::collections::HashSet;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -282,21 +283,29 @@ async fn an_index_is_copied_bottom_up_and_chained_in_both_organizations(app: &Te
     let (system, org_a) = organizations(app).await;
     let served = app.beside(&[("REGISTRY_URL", registry.url.as_str())]).await;
 
-    let Answer(status, body) = copy(
+    let copied: ImageCopy = copy(
         &served,
         &root(app),
         "org-a/plugin:1.0.0",
         "system/plugin:1.0.0",
     )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let data = &body["data"];
-    assert_eq!(data["event"], "registry.tag.copy");
-    assert_eq!(data["actor"], "root");
-    assert_eq!(data["sourceDigest"], seeded.digest.as_str());
-    assert_eq!(data["targetDigest"], seeded.digest.as_str());
-    assert_eq!(data["isPromotionToSystem"], true);
-    assert_eq!(data["mounted"], json!({"manifests": 3, "blobs": 5}));
+    .await
+    .expect(StatusCode::OK)
+    .data();
+    assert_eq!(
+        (copied.event.as_str(), copied.actor.as_str()),
+        ("registry.tag.copy", "root")
+    );
+    assert_eq!(copied.source_digest, seeded.digest.as_str());
+    assert_eq!(copied.target_digest, seeded.digest.as_str());
+    assert!(copied.is_promotion_to_system);
+    assert_eq!(
+        copied.mounted,
+        MountedCount {
+            manifests: 3,
+            blobs: 5
+        }
+    );
 
     // The target holds the same index, its children and every blob.
     let target = repo("system/plugin");
@@ -334,15 +343,22 @@ async fn an_index_is_copied_bottom_up_and_chained_in_both_organizations(app: &Te
     }
 
     // Copied again under another tag: nothing is missing but the tag itself.
-    let Answer(status, body) = copy(
+    let copied: ImageCopy = copy(
         &served,
         &root(app),
         "org-a/plugin:1.0.0",
         "system/plugin:stable",
     )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["mounted"], json!({"manifests": 1, "blobs": 0}));
+    .await
+    .expect(StatusCode::OK)
+    .data();
+    assert_eq!(
+        copied.mounted,
+        MountedCount {
+            manifests: 1,
+            blobs: 0
+        }
+    );
     served.stop().await;
 }
 
@@ -360,11 +376,18 @@ async fn a_docker_manifest_and_a_partly_filled_target_copy_only_what_is_missing(
     .await;
     let (_, org_a) = organizations(app).await;
     let served = app.beside(&[("REGISTRY_URL", registry.url.as_str())]).await;
-    let Answer(status, body) =
-        copy(&served, &root(app), "org-a/tool:2.0", "org-a/tool-copy:2.0").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["mounted"], json!({"manifests": 1, "blobs": 3}));
-    assert_eq!(body["data"]["isPromotionToSystem"], false);
+    let copied: ImageCopy = copy(&served, &root(app), "org-a/tool:2.0", "org-a/tool-copy:2.0")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(
+        copied.mounted,
+        MountedCount {
+            manifests: 1,
+            blobs: 3
+        }
+    );
+    assert!(!copied.is_promotion_to_system);
     let fetched = client
         .manifest(&repo("org-a/tool-copy"), &tag("2.0"))
         .await
@@ -384,22 +407,28 @@ async fn a_docker_manifest_and_a_partly_filled_target_copy_only_what_is_missing(
         .await
         .unwrap();
     client.push_blob(&target, b"amd64 layer").await.unwrap();
-    let Answer(status, body) =
-        copy(&served, &root(app), "org-a/partial:1", "system/partial:1").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["mounted"], json!({"manifests": 3, "blobs": 3}));
+    let copied: ImageCopy = copy(&served, &root(app), "org-a/partial:1", "system/partial:1")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(
+        copied.mounted,
+        MountedCount {
+            manifests: 3,
+            blobs: 3
+        }
+    );
     for blob in &index.blobs {
         assert!(client.has_blob(&target, blob).await.unwrap());
     }
     // A copy by digest: the target digest is the source's.
     let by_digest = format!("org-a/partial@{}", index.digest);
-    let Answer(status, body) = copy(&served, &root(app), &by_digest, "org-a/pinned:1").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(
-        body["data"]["source"],
-        format!("org-a/partial:{}", index.digest)
-    );
-    assert_eq!(body["data"]["targetDigest"], index.digest.as_str());
+    let copied: ImageCopy = copy(&served, &root(app), &by_digest, "org-a/pinned:1")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(copied.source, format!("org-a/partial:{}", index.digest));
+    assert_eq!(copied.target_digest, index.digest.as_str());
     served.stop().await;
 }
 
@@ -443,14 +472,27 @@ async fn delete_by_tag_and_by_digest_and_a_shared_digest_only_when_forced(app: &
     let token = root(app);
 
     // A tag of its own: deleted by its digest.
-    let Answer(status, body) = served
+    let deleted: ImageDelete = served
         .by(&token)
         .delete("/api/images/org-a/app/manifests/1")
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+        .await
+        .expect(StatusCode::OK)
+        .data();
     assert_eq!(
-        body["data"],
-        json!({"event": "registry.tag.delete", "actor": "root", "repo": "org-a/app", "ref": "1", "digest": one.digest.as_str()})
+        (
+            deleted.event.as_str(),
+            deleted.actor.as_str(),
+            deleted.repo.as_str(),
+            deleted.reference.as_str(),
+            deleted.digest.as_str()
+        ),
+        (
+            "registry.tag.delete",
+            "root",
+            "org-a/app",
+            "1",
+            one.digest.as_str()
+        )
     );
     assert_eq!(
         client
@@ -489,9 +531,13 @@ async fn delete_by_tag_and_by_digest_and_a_shared_digest_only_when_forced(app: &
     );
 
     // Forced: by digest, and both tags are gone.
-    let Answer(status, body) = served.by(&token).delete(format!("{path}?force=true")).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["ref"], two.digest.as_str());
+    let deleted: ImageDelete = served
+        .by(&token)
+        .delete(format!("{path}?force=true"))
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(deleted.reference, two.digest.as_str());
     for gone in ["2", "latest"] {
         assert_eq!(
             client
@@ -643,14 +689,14 @@ async fn a_completed_copy_is_always_audited(app: &TestApp) {
     let seeded = seed_index(&registry.client(false), "org-a/plugin", "1.0.0").await;
     let (_, org_a) = organizations(app).await;
     let served = app.beside(&[("REGISTRY_URL", registry.url.as_str())]).await;
-    let Answer(status, body) = copy(
+    copy(
         &served,
         &root(app),
         "org-a/plugin:1.0.0",
         "system/plugin:1.0.0",
     )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    .await
+    .expect(StatusCode::OK);
     let intents: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM registry_intents")
         .fetch_one(adapters::storage::pool_for_tests(&app.store))
         .await
@@ -877,15 +923,22 @@ async fn a_registry_that_will_not_mount_gets_the_bytes_uploaded_and_no_session_l
     organizations(&app).await;
     let double = proxy(&registry, Mode::NoMount).await;
     let served = app.beside(&[("REGISTRY_URL", double.as_str())]).await;
-    let Answer(status, body) = copy(
+    let copied: ImageCopy = copy(
         &served,
         &root(&app),
         "org-a/plugin:1.0.0",
         "system/plugin:1.0.0",
     )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["mounted"], json!({"manifests": 3, "blobs": 5}));
+    .await
+    .expect(StatusCode::OK)
+    .data();
+    assert_eq!(
+        copied.mounted,
+        MountedCount {
+            manifests: 3,
+            blobs: 5
+        }
+    );
     for blob in &seeded.blobs {
         assert!(client.has_blob(&repo("system/plugin"), blob).await.unwrap());
     }
@@ -988,9 +1041,11 @@ async fn credentials_reach_a_basic_registry_and_a_token_endpoint() {
             ("REGISTRY_PASSWORD", PASSWORD),
         ])
         .await;
-    let Answer(status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["targetDigest"], seeded.digest.as_str());
+    let copied: ImageCopy = copy(&served, &token, "org-a/plugin:1", "system/plugin:1")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(copied.target_digest, seeded.digest.as_str());
     served.stop().await;
     let wrong = app
         .beside(&[
@@ -1019,9 +1074,17 @@ async fn credentials_reach_a_basic_registry_and_a_token_endpoint() {
             ("REGISTRY_PASSWORD", PASSWORD),
         ])
         .await;
-    let Answer(status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["mounted"], json!({"manifests": 3, "blobs": 5}));
+    let copied: ImageCopy = copy(&served, &token, "org-a/plugin:1", "system/plugin:1")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(
+        copied.mounted,
+        MountedCount {
+            manifests: 3,
+            blobs: 5
+        }
+    );
     served.stop().await;
     let anonymous = app.beside(&[("REGISTRY_URL", double.as_str())]).await;
     let Answer(status, body) = copy(&anonymous, &token, "org-a/plugin:1", "system/plugin:2").await;

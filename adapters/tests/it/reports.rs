@@ -3,8 +3,10 @@
 //! a malformed event) through the ingest, and every execution report against
 //! figures worked out by hand from the same events, on both backends.
 
-use crate::api::Answer;
+use crate::api::{data_of, Answer};
 use adapters::code::ErrorCode;
+use adapters::http::wire::{Pipeline, UnattributedList};
+use adapters::services::reports::{CountReport, DurationReport, Ingested, PluginSummaryReport};
 use chrono::DateTime;
 
 use super::fixtures::staged_pipeline;
@@ -181,8 +183,8 @@ async fn the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand(app: &T
             .contains("[3].detail.state"),
         "{body}"
     );
-    let Answer(_, counted) = report(app, &alice, &org_a, "count", "").await;
-    assert_eq!(counted["data"]["overall"]["total"], 0);
+    let counted: CountReport = report(app, &alice, &org_a, "count", "").await.data();
+    assert_eq!(counted.overall.total, 0);
     // A user cannot post events.
     app.by(&alice)
         .post("/api/reports/events")
@@ -193,22 +195,24 @@ async fn the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand(app: &T
     let events = stream();
     let mut stored = 0;
     for batch in [&events[..12], &events[12..25], &events[25..]] {
-        let Answer(status, body) = app
+        let ingested: Ingested = app
             .by(&service)
             .post("/api/reports/events")
             .json(json!(batch))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        stored += body["data"]["stored"].as_u64().unwrap();
+            .await
+            .expect(StatusCode::OK)
+            .data();
+        stored += ingested.stored;
     }
     assert_eq!(stored, 31, "each event once");
     // One envelope alone is accepted too, and a redelivery stores nothing.
-    let Answer(_, body) = app
+    let again: Ingested = app
         .by(&service)
         .post("/api/reports/events")
         .json(events[0].clone())
-        .await;
-    assert_eq!(body["data"]["stored"], 0);
+        .await
+        .data();
+    assert_eq!(again.stored, 0);
 
     let count = ok(app, &alice, &org_a, "count", "").await;
     assert_eq!(
@@ -335,10 +339,14 @@ async fn the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand(app: &T
         .json(json!({"name": "system"}))
         .await
         .expect(StatusCode::CREATED);
-    let Answer(status, body) = app.by(&root).get("/api/reports/unattributed").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["resources"][0]["resource"], ARN_X);
-    assert_eq!(body["data"]["resources"][0]["executions"], 1);
+    let waiting: UnattributedList = app
+        .by(&root)
+        .get("/api/reports/unattributed")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    let first = &waiting.resources[0];
+    assert_eq!((first.resource.as_str(), first.executions), (ARN_X, 1));
     app.by(&alice)
         .get("/api/reports/unattributed")
         .await
@@ -347,8 +355,8 @@ async fn the_fixture_stream_gives_the_same_reports_as_worked_out_by_hand(app: &T
     let count = ok(app, &alice, &org_a, "count", "").await;
     assert_eq!(count["overall"]["total"], 7);
     assert_eq!(count["pipelines"][1]["pipelineId"], nightly.as_str());
-    let Answer(_, body) = app.by(&root).get("/api/reports/unattributed").await;
-    assert_eq!(body["data"]["resources"], json!([]));
+    let waiting: UnattributedList = app.by(&root).get("/api/reports/unattributed").await.data();
+    assert!(waiting.resources.is_empty(), "{waiting:?}");
     let errors = ok(
         app,
         &alice,
@@ -598,13 +606,14 @@ async fn reports_are_scoped_permitted_and_refuse_hostile_parameters(app: &TestAp
     app.sql("UPDATE report_executions SET error = 'test' WHERE error = 'mystery'")
         .await;
     // An empty range is zeros, not an error.
-    let empty = app
+    let empty: DurationReport = app
         .by(&alice)
         .org(&team)
         .get("/api/reports/execution/duration?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z")
-        .await;
-    assert_eq!(empty.0, StatusCode::OK, "{}", empty.1);
-    assert_eq!(empty.1["data"]["overall"], Value::Null);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(empty.overall.is_none());
     // Hostile parameters: 400, the parameter named.
     for (query, field) in [
         ("from=2016-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "from"),
@@ -680,18 +689,18 @@ async fn the_command_line_backfills_a_file() {
     wait_healthy(&client, &base).await;
     let alice = user_token("alice");
     let org = create_org(&client, &base, &alice, "acme").await;
-    let created: Value = client
-        .post(format!("{base}/api/pipelines"))
-        .bearer_auth(&alice)
-        .header("x-org-id", &org)
-        .json(&staged_pipeline("web"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let pipeline = created["data"]["id"].as_str().unwrap();
+    let created: Pipeline = data_of(
+        client
+            .post(format!("{base}/api/pipelines"))
+            .bearer_auth(&alice)
+            .header("x-org-id", &org)
+            .json(&staged_pipeline("web"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let pipeline = created.id.as_str();
     let registered = client
         .post(format!("{base}/api/pipelines/registry"))
         .bearer_auth(&alice)
@@ -743,17 +752,17 @@ async fn the_command_line_backfills_a_file() {
     let totals: Value = serde_json::from_slice(&sent.stdout).unwrap();
     assert_eq!(totals["received"], 42, "31 events, 11 of them twice");
     assert_eq!(totals["stored"], 31);
-    let count: Value = client
-        .get(format!("{base}/api/reports/execution/count?{RANGE}"))
-        .bearer_auth(&alice)
-        .header("x-org-id", &org)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(count["data"]["overall"]["total"], 6, "{count}");
+    let count: CountReport = data_of(
+        client
+            .get(format!("{base}/api/reports/execution/count?{RANGE}"))
+            .bearer_auth(&alice)
+            .header("x-org-id", &org)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(count.overall.total, 6, "{count:?}");
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -808,16 +817,13 @@ async fn reports_read_the_standby_while_it_keeps_up() {
         (as_of - beat).num_milliseconds().abs() < 1,
         "{as_of} {beat}"
     );
-    let plugins = reader
+    let plugins: PluginSummaryReport = reader
         .by(&alice)
         .org(&org)
         .get(format!("/api/reports/plugins/summary?{RANGE}"))
-        .await;
-    assert_eq!(
-        plugins.1["data"]["scope"]["readFrom"], "standby",
-        "{}",
-        plugins.1
-    );
+        .await
+        .data();
+    assert_eq!(json!(plugins.scope.read_from), "standby", "{plugins:?}");
 
     // Its sessions write nothing.
     let refused = standby.beat(Utc::now()).await.unwrap_err();
