@@ -53,14 +53,14 @@ impl From<PipelineRecord> for Pipeline {
 }
 
 /// A registry entry: a cloud pipeline resource name mapped to a pipeline.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Registration {
-    arn: String,
-    pipeline_id: String,
-    org_id: String,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+pub struct Registration {
+    pub arn: String,
+    pub pipeline_id: String,
+    pub org_id: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl From<RegistryEntry> for Registration {
@@ -290,8 +290,8 @@ pub(crate) async fn deregister(
 }
 
 /// `{arn, deleted: true}`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct Deregistered {
-    arn: String,
-    deleted: bool,
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Deregistered {
+    pub arn: String,
+    pub deleted: bool,
 }

@@ -65,9 +65,9 @@ impl From<PluginRecord> for Plugin {
 }
 
 /// The plugins a bulk update changed.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct Changed {
-    plugins: Vec<Plugin>,
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Changed {
+    pub plugins: Vec<Plugin>,
 }
 
 /// The fields a plugin list sorts by.
@@ -445,10 +445,10 @@ pub(crate) async fn delete(
 }
 
 /// How many of the organization's pipelines reference a plugin name.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct PluginUsage {
-    name: String,
-    pipelines: u64,
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct PluginUsage {
+    pub name: String,
+    pub pipelines: u64,
 }
 
 /// `GET /plugins/plugin-usage`: per plugin name, how many of the organization's

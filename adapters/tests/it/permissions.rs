@@ -3,23 +3,22 @@
 use super::*;
 use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
-use adapters::http::wire::{Invitation, InvitationStatus};
+use adapters::http::wire::{Invitation, InvitationStatus, Member};
+use tenancy::MembershipRole;
 
 async fn member_lifecycle(app: &TestApp) {
     let acme = app.org("alice", "acme").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
     let members = format!("/api/organization/{acme}/members");
-    let Answer(status, body) = app
+    let added: Member = app
         .by(&alice)
         .post(&members)
         .json(json!({"userId": "bob", "email": "bob@example.com"}))
-        .await;
-    assert_eq!(
-        (status, body["data"]["role"].as_str()),
-        (StatusCode::CREATED, Some("member")),
-        "{body}"
-    );
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(added.role, MembershipRole::Member);
     app.by(&alice)
         .post(&members)
         .json(json!({"userId": "bob"}))
@@ -44,14 +43,13 @@ async fn member_lifecycle(app: &TestApp) {
         .await
         .expect(StatusCode::OK);
     // Deactivated, bob is no member; activated again, he is.
-    let Answer(status, body) = app
+    let deactivated: Member = app
         .by(&alice)
         .patch(format!("{members}/bob/deactivate"))
-        .await;
-    assert_eq!(
-        (status, body["data"]["active"].as_bool()),
-        (StatusCode::OK, Some(false))
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(!deactivated.active);
     app.by(&bob)
         .org(&acme)
         .get("/api/organization")
@@ -66,16 +64,14 @@ async fn member_lifecycle(app: &TestApp) {
         .await
         .expect(StatusCode::OK);
     // Promoted to admin, bob holds the Admin Role and may manage members.
-    let Answer(status, body) = app
+    let promoted: Member = app
         .by(&alice)
         .patch(format!("{members}/bob"))
         .json(json!({"role": "admin"}))
-        .await;
-    assert_eq!(
-        (status, body["data"]["role"].as_str()),
-        (StatusCode::OK, Some("admin")),
-        "{body}"
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(promoted.role, MembershipRole::Admin);
     app.by(&bob)
         .post(&members)
         .json(json!({"userId": "carol"}))
@@ -266,15 +262,14 @@ async fn invitations(app: &TestApp) {
         .json(json!({"email": "not-an-email"}))
         .await
         .refused(ErrorCode::ValidationError);
-    let Answer(status, body) = app
+    let resent: Invitation = app
         .by(&alice)
         .org(&acme)
         .post(format!("/api/invitation/{id}/resend"))
-        .await;
-    assert_eq!(
-        (status, body["data"]["sentCount"].as_i64()),
-        (StatusCode::OK, Some(2))
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(resent.sent_count, 2);
     let Answer(_, body) = app.by(&alice).org(&acme).get("/api/invitation").await;
     assert_eq!(body["invitations"].as_array().unwrap().len(), 1);
     assert_eq!(pagination(&body).total, 1);
@@ -291,15 +286,14 @@ async fn invitations(app: &TestApp) {
         .get("/api/invitation")
         .await
         .refused(ErrorCode::TenantForbidden);
-    let Answer(status, body) = app
+    let revoked: Invitation = app
         .by(&alice)
         .org(&acme)
         .delete(format!("/api/invitation/{id}"))
-        .await;
-    assert_eq!(
-        (status, body["data"]["status"].as_str()),
-        (StatusCode::OK, Some("revoked"))
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(revoked.status, InvitationStatus::Revoked);
     let Answer(status, body) = app
         .by(&alice)
         .org(&acme)

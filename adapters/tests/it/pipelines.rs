@@ -5,8 +5,8 @@ use super::fixtures::staged_pipeline;
 use super::*;
 use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
-use adapters::http::wire::Pipeline;
-use adapters::inventory::{AccessModifier, EntityResult};
+use adapters::http::wire::{Pipeline, Registration};
+use adapters::inventory::{AccessModifier, EntityCompliance, EntityResult};
 
 async fn create(app: &TestApp, token: &str, org: &str, body: Value) -> Answer {
     app.by(token)
@@ -418,25 +418,25 @@ async fn the_registry(app: &TestApp) {
         .id();
     let arn = "arn:aws:codepipeline:eu-west-1:123456789012:deploy-web";
     let register = |pipeline_id: &str| json!({"arn": arn, "pipelineId": pipeline_id});
-    let Answer(status, body) = app
+    let registered: Registration = app
         .by(&alice)
         .org(&org)
         .post("/api/pipelines/registry")
         .json(register(&id))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["pipelineId"], id.as_str());
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(registered.pipeline_id, id);
     // An upsert: the same ARN, another pipeline.
-    let Answer(status, body) = app
+    let registered: Registration = app
         .by(&alice)
         .org(&org)
         .post("/api/pipelines/registry")
         .json(register(&second))
-        .await;
-    assert_eq!(
-        (status, &body["data"]["pipelineId"]),
-        (StatusCode::OK, &json!(second))
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(registered.pipeline_id, second);
     let Answer(status, body) = app
         .by(&alice)
         .org(&org)
@@ -479,8 +479,9 @@ async fn another_organization_cannot_reach_pipelines(app: &TestApp) {
     let other = app.org("bob", "globex").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
-    let Answer(_, body) = create(app, &alice, &org, staged_pipeline("deploy-web")).await;
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let id = create(app, &alice, &org, staged_pipeline("deploy-web"))
+        .await
+        .id();
     // Bob, in his own organization, finds nothing of alice's.
     for (method, path, body) in [
         ("GET", format!("/api/pipelines/{id}"), None),
@@ -589,20 +590,27 @@ async fn a_remote_check_blocks_or_fails_closed(app: &TestApp) {
         "{body}"
     );
     assert_eq!(body["details"]["violations"][0]["ruleName"], "Private only");
-    let Answer(status, body) = create(&door, &alice, &org, staged_pipeline("private-one")).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["data"]["compliance"]["result"], "pass");
+    let created: Pipeline = create(&door, &alice, &org, staged_pipeline("private-one"))
+        .await
+        .expect(StatusCode::CREATED)
+        .data();
+    assert_eq!(created.compliance.result, EntityResult::Pass);
     // The entity refers to the remote's verdict, kept here as an unlisted judgement.
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
-    let Answer(status, read) = door
+    let id = created.id;
+    let read: Pipeline = door
         .by(&alice)
         .org(&org)
         .get(format!("/api/pipelines/{id}"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{read}");
+        .await
+        .expect(StatusCode::OK)
+        .data();
     assert_eq!(
-        read["data"]["compliance"],
-        json!({"result": "pass", "violations": []})
+        read.compliance,
+        EntityCompliance {
+            result: EntityResult::Pass,
+            violations: Vec::new(),
+            scan_id: None
+        }
     );
     // The remote recorded both checks in its check log; the verdict kept for the
     // entity is no entry of it.

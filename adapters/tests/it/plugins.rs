@@ -4,7 +4,7 @@
 
 use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
-use adapters::http::wire::Plugin;
+use adapters::http::wire::{Changed, Plugin, PluginUsage};
 use adapters::inventory::{AccessModifier, BuildStatus, EntityResult};
 use std::io::Write;
 
@@ -149,30 +149,28 @@ async fn the_life_of_a_plugin(app: &TestApp) {
         .await;
     assert_eq!(body["plugins"][0]["version"], "8.1.0");
     assert_eq!(pagination(&body).total, 2);
-    let Answer(status, body) = app
+    let found: Plugin = app
         .by(&alice)
         .org(&org)
         .get("/api/plugins/find?name=eslint&version=9.0.0")
-        .await;
-    assert_eq!(
-        (status, &body["data"]["version"]),
-        (StatusCode::OK, &json!("9.0.0"))
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(found.version, "9.0.0");
     app.by(&alice)
         .org(&org)
         .get("/api/plugins/find")
         .await
         .refused(ErrorCode::ValidationError);
-    let Answer(status, body) = app
+    let found: Plugin = app
         .by(&alice)
         .org(&org)
         .post("/api/plugins/lookup")
         .json(json!({"name": "trivy"}))
-        .await;
-    assert_eq!(
-        (status, &body["data"]["name"]),
-        (StatusCode::OK, &json!("trivy"))
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(found.name, "trivy");
     app.by(&alice)
         .org(&org)
         .post("/api/plugins/lookup")
@@ -227,11 +225,12 @@ async fn the_life_of_a_plugin(app: &TestApp) {
         .get("/api/plugins?isActive=false")
         .await;
     assert_eq!(pagination(&body).total, 0, "nothing changed");
-    let Answer(status, body) = app
+    let changed: Changed = app
         .by(&alice).org(&org).put("/api/plugins/bulk/update").json(json!({"plugins": [{"id": ids[0], "isActive": false}, {"id": ids[1], "accessModifier": "public"}]}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["plugins"].as_array().unwrap().len(), 2);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(changed.plugins.len(), 2);
     let Answer(_, body) = app
         .by(&alice)
         .org(&org)
@@ -251,16 +250,18 @@ async fn the_life_of_a_plugin(app: &TestApp) {
         .json(pipeline)
         .await
         .expect(StatusCode::CREATED);
-    let Answer(status, body) = app
+    let usage: Vec<PluginUsage> = app
         .by(&alice)
         .org(&org)
         .get("/api/plugins/plugin-usage")
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(
-        body["data"],
-        json!([{"name": "cdk", "pipelines": 1}, {"name": "eslint", "pipelines": 1}])
-    );
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    let usage: Vec<(&str, u64)> = usage
+        .iter()
+        .map(|u| (u.name.as_str(), u.pipelines))
+        .collect();
+    assert_eq!(usage, [("cdk", 1), ("eslint", 1)]);
 
     // Delete.
     app.by(&alice)
@@ -459,8 +460,9 @@ async fn another_organization_cannot_reach_plugins(app: &TestApp) {
     let other = app.org("bob", "globex").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
-    let Answer(_, body) = upload(app, &alice, &org, &plugin_zip("eslint", "1.0.0"), None).await;
-    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let id = upload(app, &alice, &org, &plugin_zip("eslint", "1.0.0"), None)
+        .await
+        .id();
     for (method, path, body) in [
         ("GET", format!("/api/plugins/{id}"), None),
         (

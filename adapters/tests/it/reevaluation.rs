@@ -6,6 +6,8 @@ use crate::api::{pagination, Answer};
 use std::time::Duration;
 
 use adapters::config::ReevaluationSettings;
+use adapters::http::wire::{Pipeline, Scan};
+use adapters::inventory::{EntityCompliance, EntityResult};
 use adapters::storage::ClaimedEntity;
 
 use super::fixtures::pipeline;
@@ -69,7 +71,7 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 31);
     // A rule arrives after the edits (queued in its transaction for the entities it
     // can affect); the stored result is stale until re-evaluated.
-    let Answer(status, rule) = app
+    let rule_id = app
         .by(&alice)
         .org(&org)
         .post("/api/compliance/rules")
@@ -77,8 +79,9 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
             json!({"name": "Named by convention", "target": "pipeline", "severity": "warning",
                         "field": "pipelineName", "operator": "regex", "value": "^[a-z]+-[a-z]+$"}),
         )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
+        .await
+        .expect(StatusCode::CREATED)
+        .id();
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 32);
     let Answer(_, before) = app
         .by(&alice)
@@ -91,21 +94,23 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
         claims, 2,
         "31 events of one entity judged once; the rule's one event starts a scan"
     );
-    let Answer(_, scans) = app.by(&alice).org(&org).get("/api/compliance/scans").await;
-    assert_eq!(pagination(&scans).total, 1, "{scans}");
-    assert_eq!(scans["scans"][0]["origin"], "rule-change");
-    assert_eq!(scans["scans"][0]["requestedBy"], "system:reevaluation");
-    assert_eq!(scans["scans"][0]["counts"]["total"], 1);
-    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
-    let Answer(_, body) = app
-        .by(&alice)
-        .org(&org)
-        .get(format!("/api/pipelines/{id}"))
-        .await;
-    assert_eq!(body["data"]["compliance"]["result"], "warn", "{body}");
+    let scans = app.by(&alice).org(&org).get("/api/compliance/scans").await;
+    assert_eq!(scans.pagination().total, 1);
+    let scan = &scans.items::<Scan>("scans")[0];
     assert_eq!(
-        body["data"]["compliance"]["violations"][0]["ruleName"],
-        "Named by convention"
+        (
+            scan.origin.as_str(),
+            scan.requested_by.as_str(),
+            scan.counts.total
+        ),
+        ("rule-change", "system:reevaluation", 1)
+    );
+    assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 0);
+    let compliance = compliance_of(app, &alice, &org, &id).await;
+    assert_eq!(compliance.result, EntityResult::Warn);
+    assert_eq!(
+        compliance.violations.first().map(|v| v.rule_name()),
+        Some("Named by convention")
     );
     let Answer(_, after) = app
         .by(&alice)
@@ -118,7 +123,6 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
         "one check recorded for the burst"
     );
     // Deleting the rule queues the pipeline again: it passes once more.
-    let rule_id = rule["data"]["id"].as_str().unwrap();
     app.by(&alice)
         .org(&org)
         .delete(format!("/api/compliance/rules/{rule_id}"))
@@ -128,12 +132,10 @@ async fn mutations_are_judged_again_once_per_burst(app: &TestApp) {
     let state = state_of(app);
     assert_eq!(drain(&state).await, 1);
     super::scans::sweep_all(&state).await;
-    let Answer(_, body) = app
-        .by(&alice)
-        .org(&org)
-        .get(format!("/api/pipelines/{id}"))
-        .await;
-    assert_eq!(body["data"]["compliance"]["result"], "pass", "{body}");
+    assert_eq!(
+        compliance_of(app, &alice, &org, &id).await.result,
+        EntityResult::Pass
+    );
     // A deleted entity's events are dropped without a judgement.
     app.by(&alice)
         .org(&org)
@@ -225,12 +227,10 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
         .expect(StatusCode::OK);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 1);
     assert_eq!(settle(app).await, 1);
-    let Answer(_, got) = app
-        .by(&alice)
-        .org(&org)
-        .get(format!("/api/pipelines/{id}"))
-        .await;
-    assert_eq!(got["data"]["compliance"]["result"], "warn", "{got}");
+    assert_eq!(
+        compliance_of(app, &alice, &org, &id).await.result,
+        EntityResult::Warn
+    );
     // Unsubscribing queues them again: the result no longer names the rule.
     app.by(&alice)
         .org(&org)
@@ -239,12 +239,10 @@ async fn a_subscription_change_judges_the_organizations_entities_again(app: &Tes
         .expect(StatusCode::OK);
     assert_eq!(app.store.pending_reevaluations(&org).await.unwrap(), 1);
     settle(app).await;
-    let Answer(_, got) = app
-        .by(&alice)
-        .org(&org)
-        .get(format!("/api/pipelines/{id}"))
-        .await;
-    assert_eq!(got["data"]["compliance"]["result"], "pass", "{got}");
+    assert_eq!(
+        compliance_of(app, &alice, &org, &id).await.result,
+        EntityResult::Pass
+    );
 }
 
 async fn a_rule_moved_to_another_target_judges_its_old_target_again(app: &TestApp) {
@@ -264,12 +262,10 @@ async fn a_rule_moved_to_another_target_judges_its_old_target_again(app: &TestAp
     // Each drain on a fresh state: a state's rule cache is its process's, which the
     // change made through the router's state does not reach here.
     drain(&state_of(app)).await;
-    let Answer(_, got) = app
-        .by(&alice)
-        .org(&org)
-        .get(format!("/api/pipelines/{id}"))
-        .await;
-    assert_eq!(got["data"]["compliance"]["result"], "warn");
+    assert_eq!(
+        compliance_of(app, &alice, &org, &id).await.result,
+        EntityResult::Warn
+    );
     let mut moved = rule;
     moved["target"] = json!("plugin");
     moved["field"] = json!("name");
@@ -285,12 +281,10 @@ async fn a_rule_moved_to_another_target_judges_its_old_target_again(app: &TestAp
         "the pipelines, judged by the rule before (no plugins: nothing for them)"
     );
     assert_eq!(settle(app).await, 1);
-    let Answer(_, got) = app
-        .by(&alice)
-        .org(&org)
-        .get(format!("/api/pipelines/{id}"))
-        .await;
-    assert_eq!(got["data"]["compliance"]["result"], "pass", "{got}");
+    assert_eq!(
+        compliance_of(app, &alice, &org, &id).await.result,
+        EntityResult::Pass
+    );
 }
 
 /// Two claims never judge one entity at once: while an entity's events are claimed,
@@ -546,3 +540,14 @@ on_both_backends!(
     mutations_are_judged_again_once_per_burst,
     a_failing_judgement_is_retried_then_dead,
 );
+
+/// A pipeline's stored compliance, as the API answers it.
+async fn compliance_of(app: &TestApp, token: &str, org: &str, id: &str) -> EntityCompliance {
+    app.by(token)
+        .org(org)
+        .get(format!("/api/pipelines/{id}"))
+        .await
+        .expect(StatusCode::OK)
+        .data::<Pipeline>()
+        .compliance
+}
