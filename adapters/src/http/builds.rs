@@ -14,27 +14,27 @@ use crate::services::builds::{self, BuildJobRecord};
 /// A build of a plugin's image.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct BuildJob {
-    pub(crate) id: String,
-    org_id: String,
-    pub(crate) plugin_id: String,
-    image: String,
+pub struct BuildJob {
+    pub id: String,
+    pub org_id: String,
+    pub plugin_id: String,
+    pub image: String,
     /// `tier` or `dlq`.
-    queue: String,
+    pub queue: String,
     /// `queued`, `running`, `completed`, `failed`, `timed_out`, `replayed` or `purged`.
-    status: String,
+    pub status: String,
     /// Attempts made in its queue.
-    pub(crate) attempts: u32,
+    pub attempts: u32,
     /// The last attempt's error (bounded).
-    pub(crate) last_error: Option<String>,
+    pub last_error: Option<String>,
     /// `succeeded`, `failed` or `timed_out`.
-    last_outcome: Option<String>,
+    pub last_outcome: Option<String>,
     /// Not before.
-    run_after: DateTime<Utc>,
+    pub run_after: DateTime<Utc>,
     /// The claim's lease, while running.
-    lease_until: Option<DateTime<Utc>>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    pub lease_until: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl From<BuildJobRecord> for BuildJob {
@@ -59,23 +59,23 @@ impl From<BuildJobRecord> for BuildJob {
 
 /// How many jobs stand in one queue at one status.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub(crate) struct QueueCount {
+pub struct QueueCount {
     /// `tier` or `dlq`.
-    pub(crate) queue: String,
-    pub(crate) status: String,
-    pub(crate) count: u64,
+    pub queue: String,
+    pub status: String,
+    pub count: u64,
 }
 
 /// Job counts by queue and status.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub(crate) struct QueueStatus {
-    pub(crate) counts: Vec<QueueCount>,
+pub struct QueueStatus {
+    pub counts: Vec<QueueCount>,
 }
 
 /// How many dead letters a purge removed.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct Purged {
-    purged: u64,
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Purged {
+    pub purged: u64,
 }
 
 /// `GET /plugins/queue/status` (admin): job counts by queue and status, of the

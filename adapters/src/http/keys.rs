@@ -42,47 +42,47 @@ impl std::fmt::Debug for PutKeyConfiguration {
 }
 
 /// An organization's keys, as a super-admin sees them.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct KeyConfiguration {
-    org_id: String,
+pub struct KeyConfiguration {
+    pub org_id: String,
     /// `aws-kms` or `vault-transit` (a key the customer holds), `local` (the platform
     /// key), or `none` (no platform key is set: secrets are stored as they are).
-    provider: String,
+    pub provider: String,
     /// The ARN or transit key name; `local:<fingerprint>` for the platform key.
-    key_ref: Option<String>,
+    pub key_ref: Option<String>,
     /// Vault's address.
-    address: Option<String>,
+    pub address: Option<String>,
     /// Whether a Vault token is stored (it is never answered).
-    has_token: bool,
+    pub has_token: bool,
     /// `active`, or `orphaned` (the key failed three checks in a row: operations that
     /// need one of the organization's secrets answer 503 `KMS_UNAVAILABLE`).
-    state: String,
+    pub state: String,
     /// Failed checks in a row.
-    failures: u32,
+    pub failures: u32,
     /// The last failure: its class and what the provider said.
-    last_error: Option<String>,
-    checked_at: Option<DateTime<Utc>>,
-    orphaned_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+    pub checked_at: Option<DateTime<Utc>>,
+    pub orphaned_at: Option<DateTime<Utc>>,
     /// How many versions of the organization's data key exist.
-    data_key_versions: u32,
-    updated_at: Option<DateTime<Utc>>,
+    pub data_key_versions: u32,
+    pub updated_at: Option<DateTime<Utc>>,
 }
 
 /// An organization's keys, as its admins see them.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct KeyStatus {
-    org_id: String,
+pub struct KeyStatus {
+    pub org_id: String,
     /// `aws-kms`, `vault-transit`, `local` or `none`.
-    provider: String,
+    pub provider: String,
     /// `active` or `orphaned`.
-    state: String,
+    pub state: String,
     /// The class of the last failure (`disabled`, `pending_deletion`,
     /// `access_denied`, `not_found`, `unreachable`, `refused`).
-    last_error_class: Option<String>,
-    checked_at: Option<DateTime<Utc>>,
-    orphaned_at: Option<DateTime<Utc>>,
+    pub last_error_class: Option<String>,
+    pub checked_at: Option<DateTime<Utc>>,
+    pub orphaned_at: Option<DateTime<Utc>>,
 }
 
 fn configuration(

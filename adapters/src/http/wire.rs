@@ -8,6 +8,7 @@ pub use super::alerts::{DestinationList, History, RuleList};
 pub use super::announcements::{Announcement, AudienceKind};
 pub use super::audit::{AuditEvent, ChainVerdict, Checkpoint};
 pub use super::billing::{BundleOffer, Bundles, Entitlement, Portal, Subscription};
+pub use super::builds::{BuildJob, Purged, QueueCount, QueueStatus};
 pub use super::catalog::{
     Activated, AutoSubscribed, CatalogRule, Pin, RuleImpact, RuleSubscription, Subscribed,
     Unsubscribed,
@@ -20,6 +21,7 @@ pub use super::generation::{
 };
 pub use super::images::{ImageCopy, ImageDelete, MountedCount};
 pub use super::invitations::Invitation;
+pub use super::keys::{KeyConfiguration, KeyStatus};
 pub use super::members::{Member, Role};
 pub use super::organizations::{MyOrganization, Organization, TierChanged};
 pub use super::pipelines::{Deregistered, Pipeline, Registration};

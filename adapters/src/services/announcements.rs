@@ -360,7 +360,9 @@ pub async fn unread(store: &Store, asker: Asker<'_>, now: DateTime<Utc>) -> Serv
 }
 
 /// One unread count per user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 pub struct Unread {
     /// The organization's inbox messages not marked read.
     pub inbox: u64,

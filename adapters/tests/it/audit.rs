@@ -4,6 +4,7 @@ use super::*;
 use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
 use adapters::emitter::{AuditClient, Delivery, OutgoingEvent};
+use adapters::http::wire::{AuditEvent, ChainVerdict};
 
 impl TestApp {
     pub fn service_token(&self, service: &str) -> String {
@@ -40,13 +41,12 @@ impl TestApp {
             .await
     }
 
-    pub async fn verify(&self, org: &str) -> Value {
-        let Answer(status, body) = self
-            .by(&self.super_token().await)
+    pub async fn verify(&self, org: &str) -> ChainVerdict {
+        self.by(&self.super_token().await)
             .get(format!("/api/audit/verify?orgId={org}"))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        body["data"].clone()
+            .await
+            .expect(StatusCode::OK)
+            .data()
     }
 }
 
@@ -116,14 +116,10 @@ async fn thirty_two_concurrent_writers_never_fork_a_chain(app: &TestApp) {
     assert_eq!(rows[0].details["awsAccountId"], "[REDACTED]");
     let verdict = app.verify("org-busy").await;
     assert_eq!(
-        (
-            verdict["ok"].as_bool(),
-            verdict["count"].as_u64(),
-            verdict["lastSeq"].as_u64()
-        ),
-        (Some(true), Some(256), Some(256))
+        (verdict.ok, verdict.count, verdict.last_seq),
+        (true, 256, Some(256))
     );
-    assert_eq!(verdict["headHash"], rows[255].hash.as_str());
+    assert_eq!(verdict.head_hash.as_deref(), Some(rows[255].hash.as_str()));
 }
 
 async fn tampering_is_reported_at_the_row_and_pruning_a_prefix_is_not(app: &TestApp) {
@@ -135,19 +131,15 @@ async fn tampering_is_reported_at_the_row_and_pruning_a_prefix_is_not(app: &Test
         assert_eq!(status, StatusCode::CREATED);
         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
-    assert_eq!(app.verify("org-t").await["ok"], true);
+    assert!(app.verify("org-t").await.ok);
     // Retention: everything before the 5th row's createdAt goes, a prefix of the chain.
     let rows = app.store.chain_batch("org-t", 0, 100).await.unwrap();
     let pruned = app.store.prune_audit(rows[4].created_at).await.unwrap();
     assert_eq!(pruned, 4);
     let verdict = app.verify("org-t").await;
     assert_eq!(
-        (
-            verdict["ok"].as_bool(),
-            verdict["firstSeq"].as_u64(),
-            verdict["count"].as_u64()
-        ),
-        (Some(true), Some(5), Some(6))
+        (verdict.ok, verdict.first_seq, verdict.count),
+        (true, Some(5), 6)
     );
     // Someone with database access edits a stored row.
     sqlx::query(
@@ -157,10 +149,10 @@ async fn tampering_is_reported_at_the_row_and_pruning_a_prefix_is_not(app: &Test
     .await
     .unwrap();
     let verdict = app.verify("org-t").await;
-    assert_eq!(verdict["ok"], false);
-    assert_eq!(verdict["brokenAt"]["seq"], 7);
-    assert_eq!(verdict["reason"]["kind"], "hashMismatch");
-    assert_eq!(verdict["count"], 3);
+    assert!(!verdict.ok);
+    assert_eq!(verdict.broken_at.map(|row| row.seq), Some(7));
+    assert_eq!(verdict.reason.unwrap()["kind"], "hashMismatch");
+    assert_eq!(verdict.count, 3);
 }
 
 async fn a_redelivery_returns_the_stored_row_and_appends_nothing(app: &TestApp) {
@@ -173,10 +165,11 @@ async fn a_redelivery_returns_the_stored_row_and_appends_nothing(app: &TestApp) 
         .post_event(&token, Some("once"), event("org-i", 1))
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(
-        (&again["data"]["seq"], &again["data"]["hash"]),
-        (&first["data"]["seq"], &first["data"]["hash"])
+    let (first, again): (AuditEvent, AuditEvent) = (
+        Answer(StatusCode::CREATED, first).data(),
+        Answer(StatusCode::OK, again).data(),
     );
+    assert_eq!((again.seq, again.hash), (first.seq, first.hash));
     // Eight deliveries of one key at the same moment: one row.
     let statuses = delivered_at_once(app, &token, "race", &vec![event("org-i", 2); 8]).await;
     assert_eq!(
@@ -208,7 +201,7 @@ async fn a_redelivery_returns_the_stored_row_and_appends_nothing(app: &TestApp) 
     );
     let rows = app.store.chain_batch("org-i", 0, 100).await.unwrap();
     assert_eq!(rows.len(), 3);
-    assert_eq!(app.verify("org-i").await["ok"], true);
+    assert!(app.verify("org-i").await.ok);
 }
 
 async fn who_may_post_read_and_verify(app: &TestApp) {
@@ -306,7 +299,7 @@ async fn who_may_post_read_and_verify(app: &TestApp) {
         .get("/api/audit/verify")
         .await
         .refused(ErrorCode::ValidationError);
-    assert_eq!(app.verify(&globex).await["ok"], true);
+    assert!(app.verify(&globex).await.ok);
 }
 
 async fn the_servers_own_actions_reach_the_chain(app: &TestApp) {
@@ -332,7 +325,7 @@ async fn the_servers_own_actions_reach_the_chain(app: &TestApp) {
     let actions: Vec<&str> = seen.iter().map(|e| e["action"].as_str().unwrap()).collect();
     assert_eq!(actions, ["org.create", "org.member.add"]);
     assert_eq!(seen[0]["seq"], 1);
-    assert_eq!(app.verify(&acme).await["ok"], true);
+    assert!(app.verify(&acme).await.ok);
 }
 
 async fn the_emitter_spools_while_the_server_is_down_and_delivers_once_when_it_is_back(
@@ -428,7 +421,7 @@ async fn events_of_several_chains_sealed_together_stay_apart(app: &TestApp) {
             assert_eq!(row.seq, i as u64 + 1);
             assert_eq!(row.chain_key, org);
         }
-        assert_eq!(app.verify(&org).await["ok"], true);
+        assert!(app.verify(&org).await.ok);
     }
 }
 

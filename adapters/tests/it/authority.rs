@@ -2,8 +2,10 @@
 
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::http::wire::{Member, Organization, SuperAdmins};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex as StdMutex;
+use tenancy::MembershipRole;
 
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 
@@ -35,14 +37,15 @@ async fn ownership_moves_full_control_and_only_the_owner_moves_it(app: &TestApp)
         "{body}"
     );
     // The Owner transfers to bob.
-    let Answer(status, body) = app
+    let transferred: Organization = app
         .by(&alice)
         .step_up(app.step_up("alice", 1))
         .patch(&transfer)
         .json(json!({"userId": "bob"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["ownerId"], "bob");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(transferred.owner_id, "bob");
     // The new Owner has full control: adds a member, creates a Role and a rule, exports.
     app.by(&bob)
         .post(format!("/api/organization/{org}/members"))
@@ -68,28 +71,20 @@ async fn ownership_moves_full_control_and_only_the_owner_moves_it(app: &TestApp)
         .await
         .expect(StatusCode::OK);
     // The previous Owner stays an Admin member but can no longer act as Owner.
-    let Answer(status, body) = app
+    let members: Vec<Member> = app
         .by(&alice)
         .get(format!("/api/organization/{org}/members"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let alice_row = body["data"]
-        .as_array()
-        .or_else(|| body["members"].as_array())
-        .and_then(|m| m.iter().find(|m| m["userId"] == "alice").cloned())
-        .unwrap_or_default();
-    assert_eq!(alice_row["role"], "admin", "{body}");
-    let Answer(status, body) = app
-        .by(&alice)
+        .await
+        .expect(StatusCode::OK)
+        .items("members");
+    let alice_row = members.iter().find(|m| m.user_id == "alice");
+    assert_eq!(alice_row.map(|m| m.role), Some(MembershipRole::Admin));
+    app.by(&alice)
         .step_up(app.step_up("alice", 1))
         .patch(&transfer)
         .json(json!({"userId": "alice"}))
-        .await;
-    assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::FORBIDDEN, "FORBIDDEN"),
-        "{body}"
-    );
+        .await
+        .refused(ErrorCode::Forbidden);
     // Audited with both user ids.
     let events = app.audited("org.ownership.transfer").await;
     assert_eq!(events.len(), 1);
@@ -137,9 +132,13 @@ async fn super_admin_comes_from_the_platform_never_from_the_token(app: &TestApp)
         .get(format!("/api/audit/verify?orgId={system}"))
         .await
         .expect(StatusCode::OK);
-    let Answer(status, body) = app.by(&sam).get("/api/admin/super-admins").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["superAdmins"], json!(["root", "sam"]));
+    let admins: SuperAdmins = app
+        .by(&sam)
+        .get("/api/admin/super-admins")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(admins.super_admins, ["root", "sam"]);
     // A non-super-admin cannot grant.
     let mallory = app.token("mallory", "m@example.com");
     app.by(&mallory)

@@ -4,6 +4,7 @@
 
 use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
+use adapters::http::wire::{BuildJob, Plugin, Purged, QueueStatus};
 use std::time::Duration;
 
 use adapters::config::BuildSettings;
@@ -45,12 +46,13 @@ fn attempts(dir: &std::path::Path, name: &str) -> u32 {
 
 async fn wait_for(app: &TestApp, token: &str, org: &str, id: &str, status: &str) {
     for _ in 0..600 {
-        let Answer(_, body) = app
+        let plugin: Plugin = app
             .by(token)
             .org(org)
             .get(format!("/api/plugins/{id}"))
-            .await;
-        if body["data"]["buildStatus"] == status {
+            .await
+            .data();
+        if json!(plugin.build_status) == status {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -207,18 +209,19 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
     assert!(slow["plugins"][0]["durations"]["min"].as_i64().unwrap() >= 1000);
 
     // The queue as an admin sees it.
-    let Answer(status, body) = app
+    let queues: QueueStatus = app
         .by(&alice)
         .org(&org)
         .get("/api/plugins/queue/status")
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let counts = body["data"]["counts"].as_array().unwrap();
+        .await
+        .expect(StatusCode::OK)
+        .data();
     let count = |queue: &str, status: &str| {
-        counts
+        queues
+            .counts
             .iter()
-            .find(|c| c["queue"] == queue && c["status"] == status)
-            .map_or(0, |c| c["count"].as_u64().unwrap())
+            .find(|c| c.queue == queue && c.status == status)
+            .map_or(0, |c| c.count)
     };
     assert_eq!(count("tier", "completed"), 2);
     assert_eq!(count("dlq", "completed"), 1);
@@ -267,10 +270,17 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
         .refused(ErrorCode::Forbidden);
 
     // A replay is a new build in the DLQ: it fails twice more and ends once more.
-    let Answer(status, body) = app.by(&alice).org(&org).post(&replay).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["queue"], "dlq");
-    assert_eq!(body["data"]["status"], "queued");
+    let replayed: BuildJob = app
+        .by(&alice)
+        .org(&org)
+        .post(&replay)
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(
+        (replayed.queue.as_str(), replayed.status.as_str()),
+        ("dlq", "queued")
+    );
     let Answer(status, body) = app.by(&alice).org(&org).post(&replay).await;
     assert_eq!(
         code(status, &body),
@@ -295,9 +305,13 @@ async fn builds_end_once_after_the_dead_letter_queue(app: &TestApp) {
         .await
         .refused(ErrorCode::Forbidden);
     let (_, root) = app.system().await;
-    let Answer(status, body) = app.by(&root).delete("/api/plugins/queue/dlq").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["purged"], 2);
+    let purged: Purged = app
+        .by(&root)
+        .delete("/api/plugins/queue/dlq")
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(purged.purged, 2);
     let Answer(_, body) = app.by(&alice).org(&org).get("/api/plugins/queue/dlq").await;
     assert_eq!(pagination(&body).total, 0);
     assert_eq!(app.audited("plugin.dlq.purge").await.len(), 1);

@@ -5,6 +5,8 @@
 
 use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
+use adapters::http::wire::{CompliancePosture, Pipeline};
+use adapters::inventory::EntityResult;
 use adapters::services::scans::Swept;
 use chrono::Utc;
 
@@ -42,25 +44,23 @@ async fn count(app: &TestApp, sql: &str) -> i64 {
         .unwrap()
 }
 
-async fn create(app: &TestApp, token: &str, org: &str, name: &str, access: &str) -> Value {
-    let Answer(status, body) = app
-        .by(token)
+async fn create(app: &TestApp, token: &str, org: &str, name: &str, access: &str) -> Pipeline {
+    app.by(token)
         .org(org)
         .post("/api/pipelines")
         .json(pipeline_as(name, access))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["data"].clone()
+        .await
+        .expect(StatusCode::CREATED)
+        .data()
 }
 
-async fn get(app: &TestApp, token: &str, org: &str, id: &str) -> Value {
-    let Answer(status, body) = app
-        .by(token)
+async fn get(app: &TestApp, token: &str, org: &str, id: &str) -> Pipeline {
+    app.by(token)
         .org(org)
         .get(format!("/api/pipelines/{id}"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["data"].clone()
+        .await
+        .expect(StatusCode::OK)
+        .data()
 }
 
 async fn scan(app: &TestApp, token: &str, org: &str) -> String {
@@ -103,16 +103,10 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
     let (org, alice) = setup(app).await;
     let state = state_of(app);
     let created = create(app, &alice, &org, "legacy1", "private").await;
-    let id = created["id"].as_str().unwrap().to_owned();
-    assert_eq!(created["compliance"]["result"], "warn");
-    let message = created["compliance"]["violations"][0]["message"].clone();
-    assert!(
-        message
-            .as_str()
-            .unwrap()
-            .starts_with("Named by convention: "),
-        "{created}"
-    );
+    let id = created.id.clone();
+    assert_eq!(created.compliance.result, EntityResult::Warn);
+    let message = created.compliance.violations[0].message();
+    assert!(message.starts_with("Named by convention: "), "{created:?}");
 
     // The door's check is the judgement: the entity holds no copy and refers to it;
     // the violations are stored once, without their messages (written again on read).
@@ -138,7 +132,7 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
     .unwrap();
     assert!(stored.contains("Named by convention") && !stored.contains("message"));
     let read = get(app, &alice, &org, &id).await;
-    assert_eq!(read["compliance"], created["compliance"]);
+    assert_eq!(read.compliance, created.compliance);
     let Answer(_, log) = app
         .by(&alice)
         .org(&org)
@@ -147,7 +141,7 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
     assert_eq!(log["entries"][0]["id"], check, "{log}");
     assert_eq!(
         log["entries"][0]["violations"],
-        read["compliance"]["violations"]
+        json!(read.compliance.violations)
     );
 
     // A scan that judges the same writes its results, not the entity's row: the
@@ -173,7 +167,7 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
     );
     let read = get(app, &alice, &org, &id).await;
     assert_eq!(
-        read["compliance"], created["compliance"],
+        read.compliance, created.compliance,
         "no scanId: no scan set it"
     );
     assert_eq!(
@@ -218,37 +212,35 @@ async fn an_entity_refers_to_its_latest_judgement_stored_once(app: &TestApp) {
     let state = state_of(app);
     sweep_all(&state).await;
     let read = get(app, &alice, &org, &id).await;
-    assert_eq!(read["compliance"]["result"], "block", "{read}");
+    assert_eq!(read.compliance.result, EntityResult::Block, "{read:?}");
+    assert_eq!(read.compliance.violations.len(), 2);
+    let by = read.compliance.scan_id.clone().unwrap();
     assert_eq!(
-        read["compliance"]["violations"].as_array().unwrap().len(),
-        2
-    );
-    let by = read["compliance"]["scanId"].as_str().unwrap().to_owned();
-    assert_eq!(
-        read["updatedAt"], created["updatedAt"],
+        read.updated_at, created.updated_at,
         "a judgement is no edit"
     );
     // Once more over the unchanged inventory: the entity keeps that scan's judgement.
     scan(app, &alice, &org).await;
     sweep_all(&state).await;
     assert_eq!(
-        get(app, &alice, &org, &id).await["compliance"]["scanId"],
-        by
+        get(app, &alice, &org, &id).await.compliance.scan_id,
+        Some(by)
     );
     // The posture reads the violations through the judgements.
-    let Answer(status, posture) = app
+    let posture: CompliancePosture = app
         .by(&alice)
         .org(&org)
         .get("/api/compliance/posture?target=pipeline")
-        .await;
-    assert_eq!(status, StatusCode::OK, "{posture}");
-    let failing: Vec<String> = posture["data"]["topFailingRules"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r["ruleName"].as_str().map(str::to_owned))
-        .collect();
-    assert!(failing.iter().any(|n| n == "Public only"), "{posture}");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(
+        posture
+            .top_failing_rules
+            .iter()
+            .any(|r| r.rule_name == "Public only"),
+        "{posture:?}"
+    );
 }
 
 async fn retention_keeps_every_judgement_an_entity_refers_to(app: &TestApp) {
@@ -273,7 +265,7 @@ async fn retention_keeps_every_judgement_an_entity_refers_to(app: &TestApp) {
     let last = scan(app, &alice, &org).await;
     sweep_all(&state).await;
     for body in [
-        json!({"attributes": {"pipelineName": "x1"}, "entityId": door["id"]}),
+        json!({"attributes": {"pipelineName": "x1"}, "entityId": door.id}),
         json!({"attributes": {"pipelineName": "x2"}}),
     ] {
         let Answer(status, answer) = app
@@ -289,11 +281,11 @@ async fn retention_keeps_every_judgement_an_entity_refers_to(app: &TestApp) {
     }
     let ids: Vec<String> = [&door, &scanned, &also]
         .iter()
-        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .map(|e| e.id.clone())
         .collect();
     let mut before = Vec::new();
     for id in &ids {
-        before.push(get(app, &alice, &org, id).await["compliance"].clone());
+        before.push(get(app, &alice, &org, id).await.compliance);
     }
     // Everything is past retention.
     app.sql("UPDATE compliance_checks SET created_at = '2000-01-01T00:00:00.000000Z'")
@@ -306,7 +298,7 @@ async fn retention_keeps_every_judgement_an_entity_refers_to(app: &TestApp) {
     app.store.prune_history(cutoff).await.unwrap();
     // What the entities refer to stays, so each reads as before; nothing dangles.
     for (id, compliance) in ids.iter().zip(&before) {
-        assert_eq!(&get(app, &alice, &org, id).await["compliance"], compliance);
+        assert_eq!(&get(app, &alice, &org, id).await.compliance, compliance);
     }
     assert_eq!(
         count(
@@ -345,15 +337,12 @@ async fn copies_held_before_are_moved_resumably_and_read_the_same(app: &TestApp)
     let c = create(app, &alice, &org, "copyc", "private").await;
     let scanned = scan(app, &alice, &org).await;
     sweep_all(&state).await;
-    let ids: Vec<String> = [&a, &b, &c]
-        .iter()
-        .map(|e| e["id"].as_str().unwrap().to_owned())
-        .collect();
+    let ids: Vec<String> = [&a, &b, &c].iter().map(|e| e.id.clone()).collect();
     let (a_id, b_id, c_id) = (&ids[0], &ids[1], &ids[2]);
     // As an earlier release kept them: a copy of the compliance (with the messages),
     // no reference. One set by a scan whose results exist, one by a scan pruned since,
     // one at the door.
-    let c_violations = get(app, &alice, &org, c_id).await["compliance"]["violations"].to_string();
+    let c_violations = json!(get(app, &alice, &org, c_id).await.compliance.violations).to_string();
     let legacy = [
         (
             a_id,
@@ -379,10 +368,10 @@ async fn copies_held_before_are_moved_resumably_and_read_the_same(app: &TestApp)
     }
     let mut before = Vec::new();
     for id in &ids {
-        before.push(get(app, &alice, &org, id).await["compliance"].clone());
+        before.push(get(app, &alice, &org, id).await.compliance);
     }
-    assert_eq!(before[0]["scanId"], scanned);
-    assert_eq!(before[1]["scanId"], "scan-pruned-long-ago");
+    assert_eq!(before[0].scan_id.as_deref(), Some(scanned.as_str()));
+    assert_eq!(before[1].scan_id.as_deref(), Some("scan-pruned-long-ago"));
     assert_eq!(app.store.judgement_copies("pipeline").await.unwrap(), 3);
     let Answer(_, log) = app.by(&alice).org(&org).get("/api/compliance/audit").await;
     let listed = pagination(&log).total;
@@ -403,7 +392,7 @@ async fn copies_held_before_are_moved_resumably_and_read_the_same(app: &TestApp)
     }
     assert_eq!(app.store.judgement_copies("pipeline").await.unwrap(), 0);
     for (id, compliance) in ids.iter().zip(&before) {
-        assert_eq!(&get(app, &alice, &org, id).await["compliance"], compliance);
+        assert_eq!(&get(app, &alice, &org, id).await.compliance, compliance);
     }
     // The pruned scan's result row is written back; the door's copy is an unlisted
     // check, no entry of the log.
@@ -439,13 +428,13 @@ async fn copies_held_before_are_moved_resumably_and_read_the_same(app: &TestApp)
         .await,
         digest
     );
-    assert_eq!(get(app, &alice, &org, c_id).await["compliance"], before[2]);
+    assert_eq!(get(app, &alice, &org, c_id).await.compliance, before[2]);
 }
 
 async fn an_entity_whose_judgement_is_missing_reads_as_an_error(app: &TestApp) {
     let (org, alice) = setup(app).await;
     let created = create(app, &alice, &org, "web-app", "private").await;
-    let id = created["id"].as_str().unwrap();
+    let id = created.id.as_str();
     app.sql(&format!(
         "UPDATE pipelines SET judgement_check = 'gone' WHERE id = '{id}'"
     ))

@@ -7,6 +7,7 @@
 
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::http::wire::{KeyConfiguration, KeyStatus, Preference};
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -145,23 +146,21 @@ async fn put_kms(app: &TestApp, org: &str, body: Value) -> (StatusCode, Value) {
     (status, answer)
 }
 
-async fn kms_status(app: &TestApp, token: &str, org: &str) -> Value {
-    let Answer(status, body) = app
-        .by(token)
+async fn kms_status(app: &TestApp, token: &str, org: &str) -> KeyStatus {
+    app.by(token)
         .get(format!("/api/organization/{org}/kms"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["data"].clone()
+        .await
+        .expect(StatusCode::OK)
+        .data()
 }
 
-async fn admin_kms(app: &TestApp, org: &str) -> Value {
+async fn admin_kms(app: &TestApp, org: &str) -> KeyConfiguration {
     let root = app.super_token().await;
-    let Answer(status, body) = app
-        .by(&root)
+    app.by(&root)
         .get(format!("/api/admin/organizations/{org}/kms"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["data"].clone()
+        .await
+        .expect(StatusCode::OK)
+        .data()
 }
 
 async fn webhook_attempts(app: &TestApp, token: &str, org: &str) -> Vec<Value> {
@@ -183,9 +182,9 @@ async fn secrets_are_sealed_under_each_organizations_own_key(base: &TestApp) {
             json!({"webhookUrl": hook, "webhookSecret": secret}),
         )
         .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(body["data"]["hasWebhookSecret"], true);
         assert!(!body.to_string().contains(secret));
+        let saved: Preference = Answer(status, body).expect(StatusCode::OK).data();
+        assert!(saved.has_webhook_secret);
     }
     let a = stored_secret(app, &acme).await.unwrap();
     let g = stored_secret(app, &globex).await.unwrap();
@@ -224,23 +223,22 @@ async fn secrets_are_sealed_under_each_organizations_own_key(base: &TestApp) {
     .await;
     // The organization's admins see the status; the super-admin the key's reference.
     let status = kms_status(app, &alice, &acme).await;
-    assert_eq!(status["provider"], "local");
-    assert_eq!(status["state"], "active");
+    assert_eq!(
+        (status.provider.as_str(), status.state.as_str()),
+        ("local", "active")
+    );
     let admin = admin_kms(app, &acme).await;
-    assert_eq!(admin["keyRef"], local);
-    assert_eq!(admin["dataKeyVersions"], 1);
+    assert_eq!(admin.key_ref.as_deref(), Some(local.as_str()));
+    assert_eq!(admin.data_key_versions, 1);
     // Without a platform key nothing is sealed, as before, and the status says so.
     let bare = base.beside(&[]).await;
-    assert_eq!(admin_kms(&bare, &acme).await["provider"], "none");
+    assert_eq!(admin_kms(&bare, &acme).await.provider, "none");
     let (plain_org, carol) = blocking_org(&bare, "carol", "plain").await;
     let Answer(status, body) =
         prefer(&bare, &carol, &plain_org, json!({"webhookSecret": "p"})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(stored_secret(&bare, &plain_org).await.as_deref(), Some("p"));
-    assert_eq!(
-        kms_status(&bare, &carol, &plain_org).await["provider"],
-        "none"
-    );
+    assert_eq!(kms_status(&bare, &carol, &plain_org).await.provider, "none");
     bare.stop().await;
     side.stop().await;
 }
@@ -579,7 +577,7 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
         body["message"].as_str().unwrap().contains("not_found"),
         "{body}"
     );
-    assert_eq!(admin_kms(app, &acme).await["provider"], "local");
+    assert_eq!(admin_kms(app, &acme).await.provider, "local");
     // The secret set before the key is moved under it with the data key.
     let Answer(status, body) = prefer(
         app,
@@ -590,10 +588,13 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let sealed_before = stored_secret(app, &acme).await.unwrap();
-    let (status, body) = put_kms(app, &acme, choice.clone()).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["provider"], "aws-kms");
-    assert_eq!(body["data"]["state"], "active");
+    let chosen: KeyConfiguration = Answer::from(put_kms(app, &acme, choice.clone()).await)
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(
+        (chosen.provider.as_str(), chosen.state.as_str()),
+        ("aws-kms", "active")
+    );
     assert_eq!(kek_refs(app, &acme).await, [format!("aws-kms:{arn}")]);
     assert_eq!(stored_secret(app, &acme).await.unwrap(), sealed_before);
     assert!(calls.lock().unwrap().iter().any(|c| c == "DescribeKey"));
@@ -631,7 +632,7 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
     for round in 1..=2 {
         let checked = check_keys(&app.state, Utc::now()).await.unwrap();
         assert_eq!(checked.orphaned, 0, "round {round}");
-        assert_eq!(kms_status(app, &alice, &acme).await["state"], "active");
+        assert_eq!(kms_status(app, &alice, &acme).await.state, "active");
     }
     let third = check_keys(&app.state, Utc::now()).await.unwrap();
     assert_eq!(third.orphaned, 1);
@@ -642,9 +643,9 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
     assert_eq!(orphaned[0].chain_key, acme);
     assert_eq!(orphaned[0].details["errorClass"], "disabled");
     let status = kms_status(app, &alice, &acme).await;
-    assert_eq!(status["state"], "orphaned");
-    assert_eq!(status["lastErrorClass"], "disabled");
-    assert!(status["orphanedAt"].is_string());
+    assert_eq!(status.state, "orphaned");
+    assert_eq!(status.last_error_class.as_deref(), Some("disabled"));
+    assert!(status.orphaned_at.is_some());
     // What needs a secret fails closed; everything else keeps working.
     let Answer(status, body) = prefer(app, &alice, &acme, json!({"webhookSecret": "new"})).await;
     assert_eq!(code(status, &body), ErrorCode::KmsUnavailable, "{body}");
@@ -668,14 +669,14 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
         .await
         .refused(ErrorCode::Conflict);
     assert_eq!(kek_refs(app, &acme).await, [format!("aws-kms:{arn}")]);
-    assert_eq!(admin_kms(app, &acme).await["provider"], "aws-kms");
+    assert_eq!(admin_kms(app, &acme).await.provider, "aws-kms");
     // The key works again: recovered by the checker, and the delivery goes out once.
     let (status, _) = kms(&moto.url, "EnableKey", json!({"KeyId": key_id})).await;
     assert_eq!(status, 200);
     let recovered = check_keys(&app.state, Utc::now()).await.unwrap();
     assert_eq!(recovered.recovered, 1);
     assert_eq!(app.audited("org.kms.recovered").await.len(), 1);
-    assert_eq!(kms_status(app, &alice, &acme).await["state"], "active");
+    assert_eq!(kms_status(app, &alice, &acme).await.state, "active");
     deliver(app).await;
     deliver(app).await;
     {
@@ -685,9 +686,14 @@ async fn a_customer_key_in_aws_kms_orphans_and_recovers(base: &TestApp) {
     }
     // Back under the platform key; the secret still opens.
     let step = || Some(app.step_up("root", 0));
-    let Answer(status, body) = app.by(&root).step_up_opt(step()).delete(&path).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["provider"], "local");
+    let back: KeyConfiguration = app
+        .by(&root)
+        .step_up_opt(step())
+        .delete(&path)
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(back.provider, "local");
     assert_eq!(
         kek_refs(app, &acme).await,
         [format!("local:{}", fingerprint(K1))]
@@ -853,11 +859,13 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
     )
     .await;
     assert_eq!(code(status, &body), ErrorCode::ValidationError, "{body}");
-    let (status, body) = put_kms(app, &acme, choice(Some("s.vault-token"))).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["hasToken"], true);
-    assert_eq!(body["data"]["address"], address);
-    assert_eq!(body["data"]["keyRef"], "acme-key");
+    let chosen: KeyConfiguration =
+        Answer::from(put_kms(app, &acme, choice(Some("s.vault-token"))).await)
+            .expect(StatusCode::OK)
+            .data();
+    assert!(chosen.has_token);
+    assert_eq!(chosen.address.as_deref(), Some(address.as_str()));
+    assert_eq!(chosen.key_ref.as_deref(), Some("acme-key"));
     let token: String = sqlx::query_scalar(&format!(
         "SELECT token FROM org_key_configs WHERE org_id = '{acme}'"
     ))
@@ -897,7 +905,7 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
         "a team has no key of its own: {body}"
     );
     assert_eq!(
-        kms_status(app, &alice, &team).await["provider"],
+        kms_status(app, &alice, &team).await.provider,
         "vault-transit"
     );
     vault
@@ -922,8 +930,8 @@ async fn a_customer_key_in_vault_transit(base: &TestApp) {
         check_keys(&app.state, Utc::now()).await.unwrap();
     }
     let status = kms_status(app, &alice, &acme).await;
-    assert_eq!(status["state"], "orphaned");
-    assert_eq!(status["lastErrorClass"], "access_denied");
+    assert_eq!(status.state, "orphaned");
+    assert_eq!(status.last_error_class.as_deref(), Some("access_denied"));
     let Answer(status, body) = prefer(app, &alice, &acme, json!({"webhookSecret": "again"})).await;
     assert_eq!(code(status, &body), ErrorCode::KmsUnavailable, "{body}");
     side.stop().await;

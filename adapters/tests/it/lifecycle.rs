@@ -7,6 +7,7 @@ use super::fixtures::pipeline;
 use super::*;
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::http::wire::{ChainVerdict, OrgQuotas};
 
 /// What an organization holds, as its owner and a super-admin read it.
 async fn snapshot(app: &TestApp, owner: &str, root: &str, org: &str) -> Value {
@@ -48,11 +49,11 @@ async fn snapshot(app: &TestApp, owner: &str, root: &str, org: &str) -> Value {
         assert_eq!(status, StatusCode::OK, "{name}: {body}");
         seen.insert(name.to_owned(), body);
     }
-    let Answer(_, quotas) = app.by(owner).org(org).get("/api/quotas").await;
+    let quotas: OrgQuotas = app.by(owner).org(org).get("/api/quotas").await.data();
     for dimension in ["pipelines", "plugins"] {
         seen.insert(
             format!("quota-{dimension}"),
-            quotas["data"]["quotas"][dimension].clone(),
+            json!(quotas.quotas[dimension]),
         );
     }
     Value::Object(seen)
@@ -80,10 +81,8 @@ async fn one_wins(app: &TestApp, method: &str, path: &str, root: &str) -> Vec<(S
 }
 
 async fn used_pipelines(app: &TestApp, owner: &str, org: &str) -> u64 {
-    let Answer(_, quotas) = app.by(owner).org(org).get("/api/quotas").await;
-    quotas["data"]["quotas"]["pipelines"]["used"]
-        .as_u64()
-        .unwrap()
+    let quotas: OrgQuotas = app.by(owner).org(org).get("/api/quotas").await.data();
+    quotas.quotas["pipelines"].used
 }
 
 async fn delete_refuses_everything_and_restore_brings_it_all_back(app: &TestApp) {
@@ -206,7 +205,7 @@ async fn delete_refuses_everything_and_restore_brings_it_all_back(app: &TestApp)
     )
     .await;
     let restored = answers.iter().find(|(s, _)| *s == StatusCode::OK).unwrap();
-    assert_eq!(restored.1["data"]["id"], acme.as_str());
+    assert_eq!(Answer::from(restored.clone()).id(), acme);
     assert_eq!(app.audited("org.restore").await.len(), 2 + 2);
 
     // Everything is back, exactly: members, Roles, rules, inventory, schedules, quotas.
@@ -286,12 +285,13 @@ async fn past_the_window_it_is_gone_and_its_chain_stays(app: &TestApp) {
         assert_eq!(n, 0, "{table} still holds the organization's rows");
     }
     assert!(app.store.chain_batch(&acme, 0, 10).await.unwrap().len() >= 2);
-    let Answer(status, body) = app
+    let verdict: ChainVerdict = app
         .by(&root)
         .get(format!("/api/audit/verify?orgId={acme}"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["ok"], true, "{body}");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(verdict.ok, "{verdict:?}");
     // An id that never existed is 404.
     app.by(&root)
         .step_up_opt(step())

@@ -4,7 +4,8 @@
 //! database.
 
 use crate::api::{pagination, Answer};
-use adapters::http::wire::{Announcement, Conversation, MessagePage};
+use adapters::http::wire::{Announcement, AudienceKind, Conversation, MessagePage};
+use adapters::services::announcements::Unread;
 use messaging::{Phase, Severity};
 use std::time::{Duration, Instant};
 
@@ -88,14 +89,13 @@ async fn visible(app: &TestApp, user: &str, org: &str, query: &str) -> Vec<Strin
         .collect()
 }
 
-async fn unread(app: &TestApp, user: &str, org: &str) -> Value {
-    let Answer(status, body) = app
-        .by(&token(app, user))
+async fn unread(app: &TestApp, user: &str, org: &str) -> Unread {
+    app.by(&token(app, user))
         .org(org)
         .get("/api/messages/unread")
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["data"].clone()
+        .await
+        .expect(StatusCode::OK)
+        .data()
 }
 
 fn hours(h: i64) -> String {
@@ -138,7 +138,7 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
     }
     // Members see the active ones only.
     assert_eq!(visible(app, "bob", &w.acme, "").await, ["pinned", "now"]);
-    assert_eq!(unread(app, "bob", &w.acme).await["announcements"], 2);
+    assert_eq!(unread(app, "bob", &w.acme).await.announcements, 2);
 
     // Dismissed per user, on the server; again changes nothing.
     let id = &now.id;
@@ -164,8 +164,8 @@ async fn announcement_windows_dismissals_and_permissions(app: &TestApp) {
         ["pinned", "now"]
     );
     assert_eq!(visible(app, "carol", &w.acme, "").await, ["pinned", "now"]);
-    assert_eq!(unread(app, "bob", &w.acme).await["announcements"], 1);
-    assert_eq!(unread(app, "carol", &w.acme).await["announcements"], 2);
+    assert_eq!(unread(app, "bob", &w.acme).await.announcements, 1);
+    assert_eq!(unread(app, "carol", &w.acme).await.announcements, 2);
 
     // Not dismissible: 409; not active: 404.
     let Answer(_, managed) = app
@@ -477,14 +477,15 @@ async fn announcements_reach_teams_tiers_and_lists_and_nothing_else(app: &TestAp
         .get("/api/messages/announcements?view=platform")
         .await
         .expect(StatusCode::FORBIDDEN);
-    let Answer(status, body) = app
+    let edited: Announcement = app
         .by(&token(app, "root"))
         .org(&system)
         .put(&path)
         .json(edit)
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["data"]["audience"], "everyone");
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(edited.audience, AudienceKind::Everyone);
 }
 
 async fn start(app: &TestApp, user: &str, org: &str, body: Value) -> Answer {
@@ -529,7 +530,7 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
         .collect();
     assert_eq!(people.len(), 3, "{people:?}");
     assert_eq!(started.unread, 0, "the author has read their own");
-    assert_eq!(unread(app, "bob", &w.acme).await["conversations"], 1);
+    assert_eq!(unread(app, "bob", &w.acme).await.conversations, 1);
 
     // Order: newest first, by keyset, nothing twice.
     for n in 2..=6 {
@@ -565,9 +566,9 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
         ]
     );
     // Read markers: carol has read nothing; bob everything up to his last but 5.
-    assert_eq!(unread(app, "carol", &w.acme).await["conversations"], 6);
+    assert_eq!(unread(app, "carol", &w.acme).await.conversations, 6);
     assert_eq!(
-        unread(app, "bob", &w.acme).await["conversations"],
+        unread(app, "bob", &w.acme).await.conversations,
         0,
         "bob wrote the latest: writing moves his marker"
     );
@@ -579,7 +580,7 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
         .expect(StatusCode::OK)
         .data();
     assert_eq!(read.unread, 0);
-    assert_eq!(unread(app, "carol", &w.acme).await["conversations"], 0);
+    assert_eq!(unread(app, "carol", &w.acme).await.conversations, 0);
     let Answer(_, listed) = app
         .by(&token(app, "bob"))
         .org(&w.acme)
@@ -653,17 +654,15 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // Deletes: the author's own (unaudited), an admin's of someone's (audited, no body).
-    let Answer(_, latest) = page(app, "bob", &w.acme, &id, "?limit=10").await;
+    let latest: MessagePage = page(app, "bob", &w.acme, &id, "?limit=10").await.data();
     let by = |body: &str| {
-        latest["data"]["messages"]
-            .as_array()
-            .unwrap()
+        latest
+            .messages
             .iter()
-            .find(|m| m["body"] == body)
-            .unwrap()["id"]
-            .as_str()
+            .find(|m| m.body == body)
             .unwrap()
-            .to_owned()
+            .id
+            .clone()
     };
     let delete = |message: String| format!("/api/messages/conversations/{id}/messages/{message}");
     // (who, which message, what they get)
@@ -680,13 +679,8 @@ async fn conversations_keep_order_read_markers_and_their_organization(app: &Test
             .await;
         assert_eq!(status, expected, "{user} deletes {body}: {answer}");
     }
-    let Answer(_, after) = page(app, "bob", &w.acme, &id, "?limit=10").await;
-    let bodies: Vec<&str> = after["data"]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["body"].as_str().unwrap())
-        .collect();
+    let after: MessagePage = page(app, "bob", &w.acme, &id, "?limit=10").await.data();
+    let bodies: Vec<&str> = after.messages.iter().map(|m| m.body.as_str()).collect();
     assert_eq!(
         bodies,
         ["message 6", "message 5", "message 3", "first, quietly"]
@@ -780,12 +774,8 @@ async fn parallel_posts_on_two_replicas_keep_the_minute_exactly(app: &TestApp) {
         .filter(|(s, body)| *s == StatusCode::TOO_MANY_REQUESTS && body["code"] == "RATE_LIMITED")
         .count();
     assert_eq!((written, limited), (4, 20), "{answers:?}");
-    let Answer(_, listed) = page(app, "alice", &w.acme, &id, "?limit=100").await;
-    assert_eq!(
-        listed["data"]["messages"].as_array().map(Vec::len),
-        Some(5),
-        "{listed}"
-    );
+    let listed: MessagePage = page(app, "alice", &w.acme, &id, "?limit=100").await.data();
+    assert_eq!(listed.messages.len(), 5, "{listed:?}");
     first.stop().await;
     second.stop().await;
 }
@@ -830,8 +820,8 @@ async fn limits_answer_429_and_400_and_retention_prunes(app: &TestApp) {
     // Another user has their own allowance.
     let Answer(status, _) = write(&limited, "bob", &w.acme, &id, "bob's").await;
     assert_eq!(status, StatusCode::CREATED);
-    let Answer(_, messages) = page(&limited, "bob", &w.acme, &id, "").await;
-    assert_eq!(messages["data"]["messages"].as_array().unwrap().len(), 4);
+    let messages: MessagePage = page(&limited, "bob", &w.acme, &id, "").await.data();
+    assert_eq!(messages.messages.len(), 4);
     limited.stop().await;
 
     // Retention: messages and ended announcements older than the cutoff go.
@@ -925,19 +915,20 @@ async fn the_stream_carries_a_users_messages_and_announcements_only(app: &TestAp
     assert_eq!(status, StatusCode::OK);
     let (_, mut carols) = open_stream(app, "carol", &w.acme).await;
     let (_, mut daves) = open_stream(app, "dave", &w.other).await;
-    let Answer(status, started) = start(
+    let started: Conversation = start(
         app,
         "alice",
         &w.acme,
         json!({"participants": ["bob"], "body": "for bob"}),
     )
-    .await;
-    assert_eq!(status, StatusCode::CREATED);
+    .await
+    .expect(StatusCode::CREATED)
+    .data();
     let message = next_event(&mut bobs, "message", Duration::from_secs(5))
         .await
         .expect("bob's message");
     assert_eq!(message["body"], "for bob");
-    assert_eq!(message["conversationId"], started["data"]["id"]);
+    assert_eq!(message["conversationId"], started.id.as_str());
     let Answer(status, _) = announce(
         app,
         "alice",
@@ -1032,27 +1023,18 @@ async fn the_feed_hands_a_late_commit_once(app: &TestApp) {
     };
     // The first read starts at the end: nothing earlier is live.
     assert_eq!(follow(&state).await, 0);
-    let Answer(status, started) = start(
+    let started: Conversation = start(
         app,
         "alice",
         &w.acme,
         json!({"participants": ["bob"], "body": "one"}),
     )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{started}");
+    .await
+    .expect(StatusCode::CREATED)
+    .data();
     let end = app.store.message_feed_end().await.unwrap();
-    let Answer(_, page) = page(
-        app,
-        "bob",
-        &w.acme,
-        started["data"]["id"].as_str().unwrap(),
-        "",
-    )
-    .await;
-    let message = page["data"]["messages"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let first: MessagePage = page(app, "bob", &w.acme, &started.id, "").await.data();
+    let message = first.messages[0].id.clone();
     let row = |seq: i64| {
         format!(
             "INSERT INTO message_feed (seq, kind, ref_id, recipients, created_at) \
