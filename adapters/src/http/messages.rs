@@ -16,19 +16,19 @@ use crate::services::notifications::{self, LogEntry, MessageRecord};
 /// A message of the organization's inbox.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Message {
-    pub(crate) id: String,
-    org_id: String,
+pub struct Message {
+    pub id: String,
+    pub org_id: String,
     /// `notification`, `digest` or `announcement`.
-    kind: String,
-    pub(crate) title: String,
-    pub(crate) body: String,
+    pub kind: String,
+    pub title: String,
+    pub body: String,
     /// The notification it delivers, if any.
-    notification_id: Option<String>,
+    pub notification_id: Option<String>,
     /// Who posted it (`system` for notifications).
-    created_by: String,
-    pub(crate) read_at: Option<DateTime<Utc>>,
-    pub(crate) created_at: DateTime<Utc>,
+    pub created_by: String,
+    pub read_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
 }
 
 impl From<MessageRecord> for Message {
@@ -75,22 +75,22 @@ impl DeliveryStatus {
 }
 
 /// One notification delivery attempt.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct NotificationAttempt {
-    id: String,
-    notification_id: String,
+pub struct NotificationAttempt {
+    pub id: String,
+    pub notification_id: String,
     #[schema(value_type = Channel)]
-    channel: String,
+    pub channel: String,
     #[schema(value_type = DeliveryStatus)]
-    status: String,
+    pub status: String,
     /// The attempt's number (0 for held and digested).
-    attempt: u32,
+    pub attempt: u32,
     /// The receiver's HTTP status.
-    response_status: Option<u16>,
+    pub response_status: Option<u16>,
     /// What went wrong, or why it was skipped.
-    error: Option<String>,
-    at: DateTime<Utc>,
+    pub error: Option<String>,
+    pub at: DateTime<Utc>,
 }
 
 impl From<LogEntry> for NotificationAttempt {

@@ -132,13 +132,13 @@ impl From<Membership> for MyOrganization {
 }
 
 /// Everything the organization holds about its members, teams, Roles and invitations.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct OrganizationExport {
-    organization: Organization,
-    members: Vec<Member>,
-    teams: Vec<Organization>,
-    roles: Vec<Role>,
-    invitations: Vec<Invitation>,
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct OrganizationExport {
+    pub organization: Organization,
+    pub members: Vec<Member>,
+    pub teams: Vec<Organization>,
+    pub roles: Vec<Role>,
+    pub invitations: Vec<Invitation>,
 }
 
 impl From<Export> for OrganizationExport {

@@ -215,8 +215,8 @@ async fn who_may_post_read_and_verify(app: &TestApp) {
     let forged = json!({"action": "user.login", "actorId": "alice", "orgId": acme});
     let (status, body) = app.post_event(&service, Some("k1"), forged).await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::FORBIDDEN, "FORBIDDEN")
+        (status, code(status, &body)),
+        (StatusCode::FORBIDDEN, ErrorCode::Forbidden)
     );
     let (status, body) = app
         .post_event(

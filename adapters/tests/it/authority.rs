@@ -32,8 +32,8 @@ async fn ownership_moves_full_control_and_only_the_owner_moves_it(app: &TestApp)
         .json(json!({"userId": "carol"}))
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::FORBIDDEN, "FORBIDDEN"),
+        (status, code(status, &body)),
+        (StatusCode::FORBIDDEN, ErrorCode::Forbidden),
         "{body}"
     );
     // The Owner transfers to bob.
@@ -163,8 +163,8 @@ async fn super_admin_comes_from_the_platform_never_from_the_token(app: &TestApp)
         .delete("/api/admin/super-admins/root")
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::CONFLICT, "CONFLICT"),
+        (status, code(status, &body)),
+        (StatusCode::CONFLICT, ErrorCode::Conflict),
         "{body}"
     );
     // Audited in the system organization's chain.
@@ -365,8 +365,8 @@ async fn identity_provider_tokens_are_verified_against_its_key_set() {
                 forged[claim] = wrong.clone();
                 let (status, body) = call(sign(algorithm, forged)).await;
                 assert_eq!(
-                    (status, code(status, &body).as_str()),
-                    (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
+                    (status, code(status, &body)),
+                    (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
                     "{algorithm:?} with {claim} = {wrong}: {body}"
                 );
             }
@@ -413,8 +413,8 @@ async fn identity_provider_tokens_are_verified_against_its_key_set() {
     .unwrap();
     let (status, body) = call(confused).await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::UNAUTHORIZED, "UNAUTHORIZED")
+        (status, code(status, &body)),
+        (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized)
     );
     assert_eq!(
         provider.fetches.load(Ordering::SeqCst),
@@ -500,7 +500,7 @@ async fn an_oversized_authorization_header_is_answered_in_the_envelope() {
         let body: Value = serde_json::from_str(body).unwrap_or(Value::Null);
         assert_eq!(body["success"], false, "{head}");
         assert!(
-            ["UNAUTHORIZED", "HEADER_TOO_LARGE"].contains(&body["code"].as_str().unwrap_or("")),
+            [ErrorCode::Unauthorized, ErrorCode::HeaderTooLarge].contains(&crate::code_of(&body)),
             "{head} {body}"
         );
     }

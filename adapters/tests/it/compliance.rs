@@ -555,8 +555,8 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
         .json(json!({"decision": "approve"}))
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::FORBIDDEN, "SELF_APPROVAL_FORBIDDEN")
+        (status, code(status, &body)),
+        (StatusCode::FORBIDDEN, ErrorCode::SelfApprovalForbidden)
     );
     let approved: Exemption = app
         .by(&rita)
@@ -658,8 +658,8 @@ async fn exemptions_waive_only_when_approved_and_unexpired(app: &TestApp) {
         .json(json!({"ruleId": rule_id, "entityIds": many, "reason": "r"}))
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::BAD_REQUEST, "BULK_LIMIT_EXCEEDED")
+        (status, code(status, &body)),
+        (StatusCode::BAD_REQUEST, ErrorCode::BulkLimitExceeded)
     );
     let Answer(_, after) = app
         .by(&alice)
@@ -715,8 +715,11 @@ async fn limits_check_log_dry_run_and_services(app: &TestApp) {
     }
     let Answer(status, body) = app.validate(&alice, &acme, deep, None, true).await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, "ATTRIBUTE_LIMIT_EXCEEDED")
+        (status, code(status, &body)),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::AttributeLimitExceeded
+        )
     );
     assert_eq!(
         body["details"],
@@ -1435,8 +1438,11 @@ async fn validation_fails_closed_when_storage_is_gone(app: &TestApp) {
         .validate(&service, &acme, json!({"version": "1.0.0"}), None, false)
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::SERVICE_UNAVAILABLE, "COMPLIANCE_UNAVAILABLE")
+        (status, code(status, &body)),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::ComplianceUnavailable
+        )
     );
 }
 

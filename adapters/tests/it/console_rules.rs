@@ -8,6 +8,7 @@ use super::console::{
 };
 use super::*;
 use crate::api::{pagination, Answer};
+use adapters::code::ErrorCode;
 use adapters::http::wire::{OrgRule, Pipeline, Verdict};
 
 /// Text as the pages write it (askama's escaping).
@@ -383,7 +384,7 @@ async fn a_dry_run_evaluates_the_rule_being_written(app: &TestApp) {
     wrong["operator"] = json!("in");
     let Answer(status, refused) = dry(json!({"attributes": public, "rule": wrong})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
-    assert_eq!(refused["code"], "VALIDATION_ERROR");
+    assert_eq!(code(status, &refused), ErrorCode::ValidationError);
     assert_eq!(refused["details"]["problems"][0]["field"], "value");
     // Another target than the path's.
     let mut plugin = private_only_rule();

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use adapters::http::wire::Organization;
+
 use super::*;
 
 pub fn free_port() -> u16 {
@@ -98,17 +100,17 @@ pub fn user_token(sub: &str) -> String {
 
 /// A new organization, created over HTTP at `base` by the holder of `token`; its id.
 pub async fn create_org(client: &reqwest::Client, base: &str, token: &str, name: &str) -> String {
-    let org: Value = client
-        .post(format!("{base}/api/organization"))
-        .bearer_auth(token)
-        .json(&json!({ "name": name }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    org["data"]["id"].as_str().unwrap().to_owned()
+    let org: Organization = crate::api::data_of(
+        client
+            .post(format!("{base}/api/organization"))
+            .bearer_auth(token)
+            .json(&json!({ "name": name }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    org.id
 }
 
 /// Waits for a started server's `/health` (up to a minute: a loaded CI machine runs

@@ -4,6 +4,7 @@
 
 use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
+use adapters::http::wire::{AuditEvent, Pipeline};
 use std::time::{Duration, Instant};
 
 use super::crash::{create_org, free_port, start_with, terminate, user_token, wait_healthy};
@@ -49,8 +50,9 @@ async fn read_only(admin_url: &str, name: &str, on: bool) {
 
 /// Sends `request` until it is answered `expected` (a 503 is sent again; anything
 /// else fails), within 10 s: its body.
-async fn until_answered<F, Fut>(expected: StatusCode, request: F) -> Value
+async fn until_answered<T, F, Fut>(expected: StatusCode, request: F) -> T
 where
+    T: serde::de::DeserializeOwned,
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = reqwest::Result<reqwest::Response>>,
 {
@@ -58,7 +60,7 @@ where
     while started.elapsed() < Duration::from_secs(10) {
         let response = request().await.unwrap();
         match response.status() {
-            status if status == expected => return response.json().await.unwrap(),
+            status if status == expected => return crate::api::data_of(response).await,
             StatusCode::SERVICE_UNAVAILABLE => tokio::time::sleep(Duration::from_millis(100)).await,
             other => panic!("{other}: {}", response.text().await.unwrap()),
         }
@@ -152,8 +154,8 @@ async fn a_database_that_refuses_writes_answers_503_with_retry_after() {
 
     read_only(&admin_url, &name, false).await;
     // The first try after may meet a connection that died under the pool: 503 too.
-    let created = until_answered(StatusCode::CREATED, || create("the-key")).await;
-    assert!(created["data"]["id"].is_string(), "{created}");
+    let created: Pipeline = until_answered(StatusCode::CREATED, || create("the-key")).await;
+    assert!(!created.id.is_empty(), "{created:?}");
     // It was written once: the same write again is a conflict, and there is one.
     let again = create("the-key").await.unwrap();
     assert_eq!(again.status(), StatusCode::CONFLICT);
@@ -191,11 +193,11 @@ async fn a_database_that_refuses_writes_answers_503_with_retry_after() {
         StatusCode::SERVICE_UNAVAILABLE
     );
     read_only(&admin_url, &name, false).await;
-    let first = until_answered(StatusCode::CREATED, ingest).await;
+    let first: AuditEvent = until_answered(StatusCode::CREATED, ingest).await;
     let again = ingest().await.unwrap();
     assert_eq!(again.status(), StatusCode::OK);
-    let again: Value = again.json().await.unwrap();
-    assert_eq!(again["data"]["id"], first["data"]["id"]);
+    let again: AuditEvent = crate::api::data_of(again).await;
+    assert_eq!(again.id, first.id);
     let store = Store::connect(&url).await.unwrap();
     let rows: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM audit_events WHERE actor_id = 'writer'")

@@ -29,6 +29,7 @@ use tokio::time::Instant;
 
 use super::billing::{override_limits, set_tier};
 use super::*;
+use crate::code_of;
 
 const KEY: &str = "sk-test-9f8e7d6c5b4a3210";
 
@@ -852,7 +853,7 @@ async fn streams_carry_text_attempts_and_end_in_result_or_error(app: &TestApp) {
         );
         let (last, error) = events.last().unwrap();
         assert_eq!(last, "error");
-        assert_eq!(error["code"], "AI_PROVIDER_ERROR", "{error}");
+        assert_eq!(code_of(error), ErrorCode::AiProviderError, "{error}");
         assert_eq!(error["statusCode"], 502);
         assert!(error["message"].as_str().unwrap().contains("Overloaded"));
 
@@ -872,8 +873,8 @@ async fn streams_carry_text_attempts_and_end_in_result_or_error(app: &TestApp) {
             "{provider}: {events:?}"
         );
         assert_eq!(
-            events.last().unwrap().1["code"],
-            "AI_STREAM_TRUNCATED",
+            code_of(&events.last().unwrap().1),
+            ErrorCode::AiStreamTruncated,
             "{events:?}"
         );
         assert_eq!(fake.requests().len(), 1, "a broken stream is not retried");
@@ -1451,7 +1452,11 @@ async fn a_git_url_is_surveyed_within_bounds(app: &TestApp) {
         let (events, _) = read_events(&mut stream, Duration::from_secs(20)).await;
         let (last, error) = events.last().unwrap();
         assert_eq!(last, "error", "{body}: {events:?}");
-        assert_eq!(error["code"], "REPOSITORY_UNAVAILABLE", "{body}: {error}");
+        assert_eq!(
+            code_of(error),
+            ErrorCode::RepositoryUnavailable,
+            "{body}: {error}"
+        );
         assert!(
             error["message"].as_str().unwrap().contains(words),
             "{body}: {error}"
@@ -1466,8 +1471,8 @@ async fn a_git_url_is_surveyed_within_bounds(app: &TestApp) {
     let (_, mut stream) = open(&small, path, &alice, &acme, from_url(&url, None)).await;
     let (events, _) = read_events(&mut stream, Duration::from_secs(20)).await;
     assert_eq!(
-        events.last().unwrap().1["code"],
-        "REPOSITORY_TOO_LARGE",
+        code_of(&events.last().unwrap().1),
+        ErrorCode::RepositoryTooLarge,
         "{events:?}"
     );
     small.stop().await;

@@ -4,6 +4,7 @@
 use super::*;
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::http::wire::{AuditEvent, Verdict};
 
 /// An organization with `count` regex rules on field `s`, all failing on a long `s`.
 async fn regex_heavy_org(app: &TestApp, count: usize) -> (String, String) {
@@ -33,12 +34,18 @@ async fn answers_and_records_are_bounded_by_the_request(app: &TestApp) {
         } else {
             "/api/compliance/validate/plugin"
         };
-        let Answer(status, answer) = app.by(&token).org(&org).post(path).json(body).await;
-        assert_eq!(status, StatusCode::OK, "{answer}");
-        let size = answer.to_string().len();
+        let answer = app
+            .by(&token)
+            .org(&org)
+            .post(path)
+            .json(body)
+            .await
+            .expect(StatusCode::OK);
+        let size = answer.body().to_string().len();
         assert!(size < 150_000, "the answer is {size} bytes");
-        let violations = answer["data"]["violations"].as_array().unwrap();
-        assert_eq!(violations.len(), 100);
+        let verdict: Verdict = answer.data();
+        assert_eq!(verdict.violations.len(), 100);
+        let violations: Vec<Value> = verdict.violations.iter().map(|v| json!(v)).collect();
         for v in violations {
             let actual = v["actual"].as_str().unwrap();
             assert_eq!(actual.chars().count(), compliance_core::MAX_ACTUAL_CHARS);
@@ -89,9 +96,10 @@ async fn integers_beyond_2_53_in_audit_details_are_kept_exactly(app: &TestApp) {
         .header("idempotency-key", "big-ints")
         .body(Body::from(text))
         .unwrap();
-    let (status, body) = app.send(request).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let details = &body["data"]["details"];
+    let event: AuditEvent = Answer::from(app.send(request).await)
+        .expect(StatusCode::CREATED)
+        .data();
+    let details = &event.details;
     assert_eq!(details["u64max_plus_one"], "18446744073709551616");
     assert_eq!(details["below_i64"], "-9223372036854775813");
     assert_eq!(details["ten_22"], "10000000000000000000000");

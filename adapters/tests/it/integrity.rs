@@ -4,6 +4,7 @@
 use super::*;
 use crate::api::Answer;
 use adapters::code::ErrorCode;
+use adapters::http::wire::AuditEvent;
 
 /// A published rule, subscribed and activated by a fresh organization.
 async fn subscriber(app: &TestApp) -> (String, String, String) {
@@ -105,13 +106,13 @@ async fn idempotency_keys_belong_to_their_service_and_their_event(app: &TestApp)
     let (status, first) = app
         .post_event(&plugin, Some("K"), event("org-a", "p1"))
         .await;
-    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let first: AuditEvent = Answer(status, first).expect(StatusCode::CREATED).data();
     // A redelivery: the stored row, nothing appended.
     let (status, again) = app
         .post_event(&plugin, Some("K"), event("org-a", "p1"))
         .await;
-    assert_eq!(status, StatusCode::OK, "{again}");
-    assert_eq!(again["data"]["hash"], first["data"]["hash"]);
+    let again: AuditEvent = Answer(status, again).expect(StatusCode::OK).data();
+    assert_eq!(again.hash, first.hash);
     // The same service, the same key, another organization: 409 naming the key, and
     // never organization A's row.
     let (status, reused) = app
@@ -137,8 +138,8 @@ async fn idempotency_keys_belong_to_their_service_and_their_event(app: &TestApp)
     let (status, theirs) = app
         .post_event(&pipeline, Some("K"), event("org-b", "p1"))
         .await;
-    assert_eq!(status, StatusCode::CREATED, "{theirs}");
-    assert_eq!(theirs["data"]["chainKey"], "org-b");
+    let theirs: AuditEvent = Answer(status, theirs).expect(StatusCode::CREATED).data();
+    assert_eq!(theirs.chain_key, "org-b");
     assert_eq!(
         app.store.chain_batch("org-a", 0, 10).await.unwrap().len(),
         1

@@ -396,6 +396,12 @@ pub fn code(status: StatusCode, body: &Value) -> ErrorCode {
         body["message"].as_str().is_some_and(|m| !m.is_empty()),
         "{body}"
     );
+    code_of(body)
+}
+
+/// The `code` of an error's body wherever it travels (an envelope, a stream's
+/// `error` event), read as the server's own code: one it does not define fails.
+pub fn code_of(body: &Value) -> ErrorCode {
     let text = body["code"].as_str().unwrap_or_default();
     ErrorCode::parse(text).unwrap_or_else(|| panic!("`{text}` is not an error code: {body}"))
 }

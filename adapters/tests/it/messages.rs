@@ -16,6 +16,7 @@ use http_body_util::BodyExt;
 use tower::ServiceExt;
 
 use super::*;
+use adapters::code::ErrorCode;
 
 /// acme (alice owns it; bob and carol are members), its teams t1 and t2 (bob is a
 /// member of t1), and other (dave owns it).
@@ -771,7 +772,9 @@ async fn parallel_posts_on_two_replicas_keep_the_minute_exactly(app: &TestApp) {
         .count();
     let limited = answers
         .iter()
-        .filter(|(s, body)| *s == StatusCode::TOO_MANY_REQUESTS && body["code"] == "RATE_LIMITED")
+        .filter(|(s, body)| {
+            *s == StatusCode::TOO_MANY_REQUESTS && code(*s, body) == ErrorCode::RateLimited
+        })
         .count();
     assert_eq!((written, limited), (4, 20), "{answers:?}");
     let listed: MessagePage = page(app, "alice", &w.acme, &id, "?limit=100").await.data();
@@ -812,8 +815,8 @@ async fn limits_answer_429_and_400_and_retention_prunes(app: &TestApp) {
     }
     let Answer(status, body) = write(&limited, "alice", &w.acme, &id, "4").await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
+        (status, code(status, &body)),
+        (StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited),
         "{body}"
     );
     assert_eq!(body["details"]["limit"], 3);

@@ -5,6 +5,8 @@
 
 use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
+use adapters::http::wire::{Message, Preference};
+use adapters::services::announcements::Unread;
 use std::sync::Mutex;
 
 use adapters::workers::delivery;
@@ -363,15 +365,13 @@ async fn a_failing_receiver_is_retried_and_sees_one_id(base: &TestApp) {
     *seen.answers.lock().unwrap() = vec![410];
     block(app, &alice, &org).await;
     deliver(&state).await;
-    let Answer(_, preference) = app
+    let preference: Preference = app
         .by(&alice)
         .org(&org)
         .get("/api/compliance/notification-preferences")
-        .await;
-    assert!(
-        preference["data"]["webhookDisabledAt"].is_string(),
-        "{preference}"
-    );
+        .await
+        .data();
+    assert!(preference.webhook_disabled_at.is_some(), "{preference:?}");
     let disabled = attempts(app, &alice, &org, "&status=disabled").await;
     assert_eq!(disabled.len(), 1);
     assert_eq!(disabled[0]["responseStatus"], 410);
@@ -412,12 +412,13 @@ async fn webhooks_never_reach_private_addresses(app: &TestApp) {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{url}: {body}");
         assert_eq!(body["details"]["field"], "webhookUrl", "{url}: {body}");
     }
-    let Answer(_, preference) = app
+    let preference: Preference = app
         .by(&alice)
         .org(&org)
         .get("/api/compliance/notification-preferences")
-        .await;
-    assert!(preference["data"]["webhookUrl"].is_null(), "nothing saved");
+        .await
+        .data();
+    assert!(preference.webhook_url.is_none(), "nothing saved");
     // Saved where private addresses were allowed, sent where they are not: refused at
     // delivery too, without a request.
     let seen = Arc::new(Seen::default());
@@ -555,15 +556,21 @@ async fn the_inbox_is_read_by_members_and_cleared_by_admins(app: &TestApp) {
     assert_eq!(pagination(&inbox).total, 1, "{inbox}");
     assert_eq!(inbox["messages"][0]["kind"], "notification");
     let id = inbox["messages"][0]["id"].as_str().unwrap().to_owned();
-    let Answer(_, unread) = app.by(&bob).org(&org).get("/api/messages/unread").await;
-    assert_eq!(unread["data"]["inbox"], 1, "{unread}");
-    let Answer(status, body) = app
+    let unread: Unread = app
+        .by(&bob)
+        .org(&org)
+        .get("/api/messages/unread")
+        .await
+        .data();
+    assert_eq!(unread.inbox, 1, "{unread:?}");
+    let read: Message = app
         .by(&bob)
         .org(&org)
         .patch(format!("/api/messages/{id}/read"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert!(body["data"]["readAt"].is_string());
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert!(read.read_at.is_some());
     let Answer(_, inbox) = app
         .by(&bob)
         .org(&org)

@@ -3,7 +3,7 @@
 use super::*;
 use crate::api::{pagination, Answer};
 use adapters::code::ErrorCode;
-use adapters::http::wire::Organization;
+use adapters::http::wire::{Organization, OrganizationExport};
 use entitlements::Tier;
 
 async fn the_creator_owns_the_organization_with_the_admin_role(app: &TestApp) {
@@ -78,8 +78,8 @@ async fn bootstrap_of_the_system_organization(app: &TestApp) {
         .json(json!({"name": "system"}))
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::FORBIDDEN, "FORBIDDEN")
+        (status, code(status, &body)),
+        (StatusCode::FORBIDDEN, ErrorCode::Forbidden)
     );
     let root = app.token("root", "Root@Example.com");
     let system: Organization = app
@@ -316,12 +316,12 @@ async fn another_organization_cannot_see_change_or_delete(app: &TestApp) {
     let _globex = app.org("bob", "globex").await;
     let alice = app.token("alice", "alice@example.com");
     let bob = app.token("bob", "bob@example.com");
-    let Answer(_, body) = app
+    let role = app
         .by(&alice)
         .post(format!("/api/organization/{acme}/roles"))
         .json(json!({"name": "readers", "permissions": ["reports:read"]}))
-        .await;
-    let role = body["data"]["id"].as_str().unwrap().to_owned();
+        .await
+        .id();
     app.by(&alice)
         .post(format!("/api/organization/{acme}/members"))
         .json(json!({"userId": "carol"}))
@@ -411,16 +411,21 @@ async fn export_holds_the_organizations_data(app: &TestApp) {
         .post("/api/invitation/send")
         .json(json!({"email": "new@example.com"}))
         .await;
-    let Answer(status, body) = app
+    let export: OrganizationExport = app
         .by(&alice)
         .get(format!("/api/organization/{acme}/export"))
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let data = &body["data"];
-    assert_eq!(data["organization"]["id"], acme.as_str());
-    assert_eq!(data["members"].as_array().unwrap().len(), 2);
-    assert_eq!(data["invitations"].as_array().unwrap().len(), 1);
-    assert_eq!(data["roles"].as_array().unwrap().len(), 5);
+        .await
+        .expect(StatusCode::OK)
+        .data();
+    assert_eq!(export.organization.id, acme);
+    assert_eq!(
+        (
+            export.members.len(),
+            export.invitations.len(),
+            export.roles.len()
+        ),
+        (2, 1, 5)
+    );
     let bob = app.token("bob", "bob@example.com");
     let Answer(status, body) = app
         .by(&bob)

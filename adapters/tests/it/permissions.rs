@@ -145,8 +145,8 @@ async fn the_escalation_guard_holds_and_changes_nothing(app: &TestApp) {
         .json(json!({"name": "registry", "permissions": ["registry:read"]}))
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::BAD_REQUEST, "PERMISSION_NOT_ASSIGNABLE")
+        (status, code(status, &body)),
+        (StatusCode::BAD_REQUEST, ErrorCode::PermissionNotAssignable)
     );
     app.by(&bob)
         .post(&roles)

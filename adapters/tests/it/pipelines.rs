@@ -396,7 +396,8 @@ async fn concurrent_creates_never_pass_the_cap(app: &TestApp) {
     let refused = answers
         .iter()
         .filter(|(status, body)| {
-            *status == StatusCode::TOO_MANY_REQUESTS && body["code"] == "QUOTA_EXCEEDED"
+            *status == StatusCode::TOO_MANY_REQUESTS
+                && code(*status, body) == ErrorCode::QuotaExceeded
         })
         .count();
     assert_eq!((created, refused), (5, 7), "{answers:?}");

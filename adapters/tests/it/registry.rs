@@ -23,6 +23,7 @@ use oci::{Digest, MediaType, Repository, Target};
 use serde_json::{json, Value};
 
 use super::*;
+use adapters::code::ErrorCode;
 
 /// `tester` / `registry-secret`, as htpasswd holds it (bcrypt, cost 5).
 const HTPASSWD: &str = "tester:$2b$05$ubZY1cAcDj6BElaOQJtydeL8zySAW6jh7GWfQzWz29xzHC4qHTgtm\n";
@@ -508,8 +509,8 @@ async fn delete_by_tag_and_by_digest_and_a_shared_digest_only_when_forced(app: &
         .delete("/api/images/org-a/app/manifests/2")
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::CONFLICT, "TAG_SHARED"),
+        (status, code(status, &body)),
+        (StatusCode::CONFLICT, ErrorCode::TagShared),
         "{body}"
     );
     assert_eq!(body["details"]["tags"], json!(["latest"]));
@@ -567,8 +568,11 @@ async fn refusals_and_failures_answer_their_codes_and_record_nothing(app: &TestA
     // No registry configured.
     let Answer(status, body) = copy(app, &token, "org-a/plugin:1", "system/plugin:1").await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::SERVICE_UNAVAILABLE, "REGISTRY_NOT_CONFIGURED")
+        (status, code(status, &body)),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::RegistryNotConfigured
+        )
     );
 
     // Bad input, named; before any call to the registry.
@@ -610,8 +614,11 @@ async fn refusals_and_failures_answer_their_codes_and_record_nothing(app: &TestA
     let served = app.beside(&[("REGISTRY_URL", nowhere.as_str())]).await;
     let Answer(status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::SERVICE_UNAVAILABLE, "REGISTRY_UNAVAILABLE"),
+        (status, code(status, &body)),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::RegistryUnavailable
+        ),
         "{body}"
     );
     served.stop().await;
@@ -634,8 +641,8 @@ async fn refusals_and_failures_answer_their_codes_and_record_nothing(app: &TestA
         .delete("/api/images/org-a/kept/manifests/1")
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::CONFLICT, "REGISTRY_DELETE_DISABLED"),
+        (status, code(status, &body)),
+        (StatusCode::CONFLICT, ErrorCode::RegistryDeleteDisabled),
         "{body}"
     );
     assert_eq!(
@@ -968,8 +975,8 @@ async fn a_blob_whose_bytes_do_not_match_is_refused_and_its_upload_session_cance
     )
     .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::BAD_GATEWAY, "REGISTRY_DIGEST_MISMATCH"),
+        (status, code(status, &body)),
+        (StatusCode::BAD_GATEWAY, ErrorCode::RegistryDigestMismatch),
         "{body}"
     );
     assert_eq!(
@@ -1001,8 +1008,8 @@ async fn a_manifest_that_does_not_match_its_digest_or_a_registry_that_stops_reco
     let served = app.beside(&[("REGISTRY_URL", tampering.as_str())]).await;
     let Answer(status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::BAD_GATEWAY, "REGISTRY_DIGEST_MISMATCH"),
+        (status, code(status, &body)),
+        (StatusCode::BAD_GATEWAY, ErrorCode::RegistryDigestMismatch),
         "{body}"
     );
     served.stop().await;
@@ -1012,8 +1019,11 @@ async fn a_manifest_that_does_not_match_its_digest_or_a_registry_that_stops_reco
     let served = app.beside(&[("REGISTRY_URL", stopping.as_str())]).await;
     let Answer(status, body) = copy(&served, &token, "org-a/plugin:1", "system/plugin:1").await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::SERVICE_UNAVAILABLE, "REGISTRY_UNAVAILABLE"),
+        (status, code(status, &body)),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::RegistryUnavailable
+        ),
         "{body}"
     );
     assert!(
@@ -1056,8 +1066,8 @@ async fn credentials_reach_a_basic_registry_and_a_token_endpoint() {
         .await;
     let Answer(status, body) = copy(&wrong, &token, "org-a/plugin:1", "system/plugin:2").await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::BAD_GATEWAY, "REGISTRY_REFUSED"),
+        (status, code(status, &body)),
+        (StatusCode::BAD_GATEWAY, ErrorCode::RegistryRefused),
         "{body}"
     );
     assert_eq!(body["details"]["registryStatus"], 401);

@@ -12,6 +12,7 @@ use chrono::Utc;
 
 use super::fixtures::pipeline_as;
 use super::*;
+use adapters::code::ErrorCode;
 
 /// Starts the due scheduled scans, with the parts `scans::run_due_schedules` reads.
 async fn run_due_schedules(
@@ -308,8 +309,8 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         .get(format!("/api/compliance/scans/{id}/results?result=maybe"))
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::BAD_REQUEST, "VALIDATION_ERROR")
+        (status, code(status, &body)),
+        (StatusCode::BAD_REQUEST, ErrorCode::ValidationError)
     );
 
     // Each entity keeps its new result.
@@ -399,8 +400,8 @@ async fn a_scan_judges_the_inventory_with_exact_counts(app: &TestApp) {
         .post(format!("/api/compliance/scans/{id}/cancel"))
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::CONFLICT, "CONFLICT"),
+        (status, code(status, &body)),
+        (StatusCode::CONFLICT, ErrorCode::Conflict),
         "{body}"
     );
 
@@ -673,8 +674,8 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
             .json(json!({"target": "pipeline", "cronExpression": cron}))
             .await;
         assert_eq!(
-            (status, code(status, &body).as_str()),
-            (StatusCode::BAD_REQUEST, "INVALID_CRON"),
+            (status, code(status, &body)),
+            (StatusCode::BAD_REQUEST, ErrorCode::InvalidCron),
             "{cron}: {body}"
         );
         assert_eq!(body["details"]["field"], "cronExpression");
@@ -713,8 +714,8 @@ async fn schedules_are_validated_and_each_due_run_starts_once(app: &TestApp) {
         .json(json!({"cronExpression": "0 0 32 * *"}))
         .await;
     assert_eq!(
-        (status, code(status, &body).as_str()),
-        (StatusCode::BAD_REQUEST, "INVALID_CRON")
+        (status, code(status, &body)),
+        (StatusCode::BAD_REQUEST, ErrorCode::InvalidCron)
     );
     let changed: ScanSchedule = app
         .by(&alice)

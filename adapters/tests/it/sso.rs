@@ -4,12 +4,15 @@
 //! posted), on both backends.
 
 use crate::api::Answer;
+use crate::code;
+use adapters::code::ErrorCode;
 use adapters::http::wire::{
     Domain, Enforcement, IdentityProvider, Me, Member, Organization, PersonalToken, Session,
 };
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
+use tenancy::sso::Refusal;
 use tenancy::MembershipRole;
 
 use axum::body::Body;
@@ -237,7 +240,7 @@ async fn provisioning_signs_a_person_in_once(base: &TestApp) {
     // Without the browser's cookie the state is refused (and stays unused).
     let (status, body) = callback(&app, &back, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-    assert_eq!(body["code"], "SSO_STATE_INVALID");
+    assert_eq!(code(status, &body), ErrorCode::Sso(Refusal::StateInvalid));
     // The callback's state was used by that refusal: a fresh sign-in.
     let (location, cookie2) = start(&app, "org=acme").await;
     let back = authorize(&location, "alice-at-idp").await;
@@ -248,7 +251,7 @@ async fn provisioning_signs_a_person_in_once(base: &TestApp) {
     // A replayed state is refused.
     let (status, body) = callback(&app, &back, Some(&cookie2)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert_eq!(body["code"], "SSO_STATE_INVALID");
+    assert_eq!(code(status, &body), ErrorCode::Sso(Refusal::StateInvalid));
     let _ = cookie;
 
     // The person is a member with the mapped Role, signed in.
@@ -275,7 +278,10 @@ async fn provisioning_signs_a_person_in_once(base: &TestApp) {
     let back = authorize(&location, "mallory-at-idp").await;
     let (status, body) = callback(&app, &back, Some(&cookie)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-    assert_eq!(body["code"], "SSO_EMAIL_NOT_VERIFIED");
+    assert_eq!(
+        code(status, &body),
+        ErrorCode::Sso(Refusal::EmailNotVerified)
+    );
     let accounts: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM accounts WHERE email = 'mallory@acme-sso.test'")
             .fetch_one(adapters::storage::pool_for_tests(&app.store))
@@ -349,7 +355,7 @@ async fn enforcement_refuses_other_credentials(base: &TestApp) {
         .get(format!("/api/organization/{acme}/members"))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    assert_eq!(body["code"], "SSO_REQUIRED");
+    assert_eq!(code(status, &body), ErrorCode::SsoRequired);
     assert!(body["message"]
         .as_str()
         .unwrap()
@@ -379,7 +385,7 @@ async fn enforcement_refuses_other_credentials(base: &TestApp) {
         .get(format!("/api/organization/{acme}/members"))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    assert_eq!(body["code"], "SSO_REQUIRED");
+    assert_eq!(code(status, &body), ErrorCode::SsoRequired);
     app.stop().await;
 }
 
@@ -447,7 +453,7 @@ async fn configurations_are_bounded_and_gated(base: &TestApp) {
         .json(json!({"name": "x", "issuer": provider.issuer, "clientId": "c", "clientSecret": "s"}))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    assert_eq!(body["code"], "FEATURE_NOT_AVAILABLE");
+    assert_eq!(code(status, &body), ErrorCode::FeatureNotAvailable);
     let root = app.super_token().await;
     app.by(&root)
         .step_up(app.step_up("root", 0))
@@ -605,21 +611,25 @@ async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
     provider
         .control("user", json!({"sub": "dora-1", "email": "dora@acme-sso.test", "email_verified": true, "groups": ["auditors"]}))
         .await;
-    for (fault, code) in [
-        ("issuer", "SSO_ISSUER_MISMATCH"),
-        ("audience", "SSO_AUDIENCE_MISMATCH"),
-        ("azp", "SSO_AUDIENCE_MISMATCH"),
-        ("expired", "SSO_TOKEN_EXPIRED"),
-        ("future", "SSO_TOKEN_EXPIRED"),
-        ("nonce", "SSO_NONCE_MISMATCH"),
-        ("alg-none", "SSO_TOKEN_INVALID"),
-        ("alg-hs256", "SSO_TOKEN_INVALID"),
-        ("unknown-kid", "SSO_TOKEN_INVALID"),
+    for (fault, refusal) in [
+        ("issuer", Refusal::IssuerMismatch),
+        ("audience", Refusal::AudienceMismatch),
+        ("azp", Refusal::AudienceMismatch),
+        ("expired", Refusal::TokenExpired),
+        ("future", Refusal::TokenExpired),
+        ("nonce", Refusal::NonceMismatch),
+        ("alg-none", Refusal::TokenInvalid),
+        ("alg-hs256", Refusal::TokenInvalid),
+        ("unknown-kid", Refusal::TokenInvalid),
     ] {
         provider.control("fault", json!({"fault": fault})).await;
         let (status, body) = provider.sign_in(&app, "org=acme").await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{fault}: {body}");
-        assert_eq!(body["code"], code, "{fault}: {body}");
+        assert_eq!(
+            code(status, &body),
+            ErrorCode::Sso(refusal),
+            "{fault}: {body}"
+        );
         assert_eq!(
             accounts_with(&app, "dora@acme-sso.test").await,
             0,
@@ -707,7 +717,10 @@ async fn every_fault_is_refused_and_a_rotation_followed(base: &TestApp) {
         .await;
     let (status, body) = provider.sign_in(&app, "org=acme").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-    assert_eq!(body["code"], "SSO_DOMAIN_OF_ANOTHER_ORGANIZATION");
+    assert_eq!(
+        code(status, &body),
+        ErrorCode::Sso(Refusal::DomainOfAnotherOrganization)
+    );
     assert_eq!(accounts_with(&app, "eve@globex-sso.test").await, 0);
     app.stop().await;
 }
@@ -724,7 +737,11 @@ async fn an_unknown_key_refetches_at_most_once_a_minute(base: &TestApp) {
     let after_first = provider.jwks_fetches().await;
     for _ in 0..3 {
         let (status, body) = provider.sign_in(&app, "org=acme").await;
-        assert_eq!(body["code"], "SSO_TOKEN_INVALID", "{status} {body}");
+        assert_eq!(
+            code(status, &body),
+            ErrorCode::Sso(Refusal::TokenInvalid),
+            "{status} {body}"
+        );
     }
     assert_eq!(
         provider.jwks_fetches().await,
@@ -750,7 +767,7 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
         .await;
     let (status, body) = provider.sign_in(&app, "email=carol@acme-sso.test").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-    assert_eq!(body["code"], "SSO_LINK_REQUIRED");
+    assert_eq!(code(status, &body), ErrorCode::Sso(Refusal::LinkRequired));
     let link = body["details"]["linkToken"].as_str().unwrap().to_owned();
     // No silent takeover: nothing linked, no membership.
     let linked: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sso_identities")
@@ -764,7 +781,7 @@ async fn an_account_is_linked_only_after_its_password(base: &TestApp) {
         .json(json!({"linkToken": link, "password": "not the password at all"}))
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-    assert_eq!(body["code"], "INVALID_CREDENTIALS");
+    assert_eq!(code(status, &body), ErrorCode::InvalidCredentials);
     app.by("")
         .post("/api/auth/sso/link")
         .json(json!({"linkToken": link, "password": "a long enough password 1"}))

@@ -437,7 +437,8 @@ async fn parallel_guesses_are_judged_at_most_the_documented_number(app: &TestApp
     let refused = answers
         .iter()
         .filter(|(status, body)| {
-            *status == StatusCode::TOO_MANY_REQUESTS && body["code"] == "TOO_MANY_ATTEMPTS"
+            *status == StatusCode::TOO_MANY_REQUESTS
+                && code(*status, body) == ErrorCode::TooManyAttempts
         })
         .count();
     assert_eq!(judged + refused, 24, "{answers:?}");
