@@ -33,6 +33,10 @@ use crate::outbound::git::{self, GitError};
 use crate::services::context::AppState;
 use crate::storage::OrgRecord;
 use crate::storage::Store;
+mod place;
+use place::*;
+mod answers;
+use answers::*;
 
 /// The longest provider or model name.
 pub const NAME_MAX_CHARS: usize = 200;
@@ -104,79 +108,6 @@ pub struct Ask {
     pub model: String,
     /// From what.
     pub source: Source,
-}
-
-/// How long a generation's place is held without renewal (a replica that dies
-/// gives its places back after this), and how often a running one renews it.
-const PLACE_LEASE: std::time::Duration = std::time::Duration::from_secs(60);
-const PLACE_RENEWAL: std::time::Duration = std::time::Duration::from_secs(20);
-
-/// One running generation's place among its organization's, shared by every
-/// replica (`AI_GENERATIONS_PER_ORG` in all): its lease is renewed while it runs,
-/// and it is given back when dropped.
-#[derive(Debug)]
-struct Place {
-    id: String,
-    store: crate::storage::Store,
-    renewal: tokio::task::JoinHandle<()>,
-}
-
-impl Place {
-    /// A place for one more generation of `org_id`, unless `limit` run already on
-    /// any replica.
-    async fn take(
-        store: &crate::storage::Store,
-        org_id: &str,
-        limit: usize,
-    ) -> ServiceResult<Option<Place>> {
-        let id = crate::new_id();
-        let now = Utc::now();
-        let taken = crate::storage::unit_of_work!(store, |tx| {
-            Ok(tx
-                .take_ai_place((&id, org_id), limit as u64, now, now + lease())
-                .await?)
-        })?;
-        if !taken {
-            return Ok(None);
-        }
-        let renewal = {
-            let store = store.clone();
-            let id = id.clone();
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(PLACE_RENEWAL).await;
-                    if let Err(error) = store.renew_ai_place(&id, Utc::now() + lease()).await {
-                        tracing::warn!(%error, "a generation's place could not be renewed");
-                    }
-                }
-            })
-        };
-        Ok(Some(Place {
-            id,
-            store: store.clone(),
-            renewal,
-        }))
-    }
-}
-
-fn lease() -> chrono::Duration {
-    chrono::Duration::from_std(PLACE_LEASE).unwrap_or_else(|_| chrono::Duration::seconds(60))
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        self.renewal.abort();
-        let store = self.store.clone();
-        let id = std::mem::take(&mut self.id);
-        // Given back at once where a runtime runs; else its lease runs out.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Err(error) = store.release_ai_place(&id).await {
-                    tracing::warn!(%error, "a generation's place could not be given back; its lease runs out");
-                }
-            });
-        }
-    }
 }
 
 /// A generation checked and charged, ready to run (its place among the
@@ -659,133 +590,4 @@ async fn judge(
         return Ok(Err(problems));
     }
     Ok(Ok((body, evaluation.violations)))
-}
-
-/// `value` as a `T`, or the problem with the path of the field at fault.
-fn parse<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, Vec<Problem>> {
-    serde_path_to_error::deserialize::<_, T>(value).map_err(|error| {
-        let path = error.path().to_string();
-        let field = (path != ".").then_some(path);
-        vec![Problem::validation(field, error.inner().to_string())]
-    })
-}
-
-/// A refusal of the validation as a problem of the answer.
-fn problem_of(error: ServiceError) -> Problem {
-    match error {
-        ServiceError::Invalid { field, message } => {
-            Problem::validation(Some(field.to_owned()), message)
-        }
-        other => Problem::validation(None, other.to_string()),
-    }
-}
-
-/// The JSON Schema of the body a kind answers, derived from the type a create
-/// parses (its components under `$defs`), and its text for the instructions; made
-/// once.
-fn schema_of(kind: Kind) -> &'static (Value, String) {
-    static PIPELINE: OnceLock<(Value, String)> = OnceLock::new();
-    static PLUGIN: OnceLock<(Value, String)> = OnceLock::new();
-    let (cell, make): (_, fn() -> Value) = match kind {
-        Kind::Pipeline => (&PIPELINE, json_schema::<PipelineInput>),
-        Kind::Plugin => (&PLUGIN, json_schema::<GeneratedPlugin>),
-    };
-    cell.get_or_init(|| {
-        let schema = make();
-        let text = schema.to_string();
-        (schema, text)
-    })
-}
-
-fn json_schema<T: utoipa::ToSchema>() -> Value {
-    let mut needed = Vec::new();
-    T::schemas(&mut needed);
-    let mut defs = Map::new();
-    for (name, schema) in needed {
-        defs.insert(name, serde_json::to_value(schema).unwrap_or(Value::Null));
-    }
-    let mut root = serde_json::to_value(T::schema()).unwrap_or(Value::Null);
-    if !defs.is_empty() {
-        if let Some(object) = root.as_object_mut() {
-            object.insert("$defs".to_owned(), Value::Object(defs));
-        }
-    }
-    rewrite_refs(&mut root);
-    root
-}
-
-/// `#/components/schemas/X` (OpenAPI) becomes `#/$defs/X` (a standalone schema).
-fn rewrite_refs(value: &mut Value) {
-    match value {
-        Value::Object(object) => {
-            for (key, inner) in object.iter_mut() {
-                if key == "$ref" {
-                    if let Some(name) = inner
-                        .as_str()
-                        .and_then(|r| r.strip_prefix("#/components/schemas/"))
-                    {
-                        *inner = Value::String(format!("#/$defs/{name}"));
-                    }
-                } else {
-                    rewrite_refs(inner);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(rewrite_refs),
-        _ => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn schemas_stand_alone() {
-        let pipeline = &schema_of(Kind::Pipeline).0;
-        let text = pipeline.to_string();
-        assert!(!text.contains("#/components/"), "{text}");
-        assert!(text.contains("#/$defs/PipelineProps"), "{text}");
-        assert!(pipeline["$defs"]["PipelineProps"].is_object(), "{text}");
-        assert_eq!(
-            pipeline["required"],
-            serde_json::json!([
-                "project",
-                "organization",
-                "pipelineName",
-                "accessModifier",
-                "props"
-            ])
-        );
-        let plugin = &schema_of(Kind::Plugin).0;
-        assert!(plugin["properties"]["dockerfile"].is_object(), "{plugin}");
-    }
-
-    #[test]
-    fn references_are_names_not_options() {
-        for good in ["main", "release/1.2", "v1.0.0", "feature_x-y"] {
-            assert!(check_reference(good).is_ok(), "{good}");
-        }
-        for bad in [
-            "-c",
-            "--upload-pack=x",
-            "a..b",
-            "/x",
-            "x/",
-            "a b",
-            "x.lock",
-            "",
-            "ref\n",
-        ] {
-            assert!(check_reference(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn prompts_are_bounded_and_printable() {
-        assert!(check_prompt("build\ta Rust service\n", 100).is_ok());
-        assert!(check_prompt("  ", 100).is_err());
-        assert!(check_prompt(&"x".repeat(101), 100).is_err());
-        assert!(check_prompt("nul\u{0}byte", 100).is_err());
-    }
 }
