@@ -264,6 +264,11 @@ async fn copy(app: &TestApp, token: &str, source: &str, target: &str) -> Answer 
         .await
 }
 
+/// What a copy answers it put: `manifests` manifests, `blobs` blobs.
+fn mounted(manifests: u64, blobs: u64) -> MountedCount {
+    MountedCount { manifests, blobs }
+}
+
 async fn chained(app: &TestApp, action: &str) -> Vec<(String, Value)> {
     app.audited(action)
         .await
@@ -300,13 +305,7 @@ async fn an_index_is_copied_bottom_up_and_chained_in_both_organizations(app: &Te
     assert_eq!(copied.source_digest, seeded.digest.as_str());
     assert_eq!(copied.target_digest, seeded.digest.as_str());
     assert!(copied.is_promotion_to_system);
-    assert_eq!(
-        copied.mounted,
-        MountedCount {
-            manifests: 3,
-            blobs: 5
-        }
-    );
+    assert_eq!(copied.mounted, mounted(3, 5));
 
     // The target holds the same index, its children and every blob.
     let target = repo("system/plugin");
@@ -353,13 +352,7 @@ async fn an_index_is_copied_bottom_up_and_chained_in_both_organizations(app: &Te
     .await
     .expect(StatusCode::OK)
     .data();
-    assert_eq!(
-        copied.mounted,
-        MountedCount {
-            manifests: 1,
-            blobs: 0
-        }
-    );
+    assert_eq!(copied.mounted, mounted(1, 0));
     served.stop().await;
 }
 
@@ -381,13 +374,7 @@ async fn a_docker_manifest_and_a_partly_filled_target_copy_only_what_is_missing(
         .await
         .expect(StatusCode::OK)
         .data();
-    assert_eq!(
-        copied.mounted,
-        MountedCount {
-            manifests: 1,
-            blobs: 3
-        }
-    );
+    assert_eq!(copied.mounted, mounted(1, 3));
     assert!(!copied.is_promotion_to_system);
     let fetched = client
         .manifest(&repo("org-a/tool-copy"), &tag("2.0"))
@@ -412,13 +399,7 @@ async fn a_docker_manifest_and_a_partly_filled_target_copy_only_what_is_missing(
         .await
         .expect(StatusCode::OK)
         .data();
-    assert_eq!(
-        copied.mounted,
-        MountedCount {
-            manifests: 3,
-            blobs: 3
-        }
-    );
+    assert_eq!(copied.mounted, mounted(3, 3));
     for blob in &index.blobs {
         assert!(client.has_blob(&target, blob).await.unwrap());
     }
@@ -939,13 +920,7 @@ async fn a_registry_that_will_not_mount_gets_the_bytes_uploaded_and_no_session_l
     .await
     .expect(StatusCode::OK)
     .data();
-    assert_eq!(
-        copied.mounted,
-        MountedCount {
-            manifests: 3,
-            blobs: 5
-        }
-    );
+    assert_eq!(copied.mounted, mounted(3, 5));
     for blob in &seeded.blobs {
         assert!(client.has_blob(&repo("system/plugin"), blob).await.unwrap());
     }
@@ -1088,13 +1063,7 @@ async fn credentials_reach_a_basic_registry_and_a_token_endpoint() {
         .await
         .expect(StatusCode::OK)
         .data();
-    assert_eq!(
-        copied.mounted,
-        MountedCount {
-            manifests: 3,
-            blobs: 5
-        }
-    );
+    assert_eq!(copied.mounted, mounted(3, 5));
     served.stop().await;
     let anonymous = app.beside(&[("REGISTRY_URL", double.as_str())]).await;
     let Answer(status, body) = copy(&anonymous, &token, "org-a/plugin:1", "system/plugin:2").await;
