@@ -52,18 +52,19 @@ fn paginated_with<T: Serialize>(
     json_response(StatusCode::OK, &body)
 }
 
-/// Where a page sits in the whole list: the paginated envelope's `pagination`.
+/// Where a page sits in the whole list: the paginated envelope's `pagination` (its
+/// members in the order the page has always written them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Pagination {
-    /// Items in the whole list.
-    pub total: u64,
+    /// True when items follow this page.
+    pub has_more: bool,
     /// Page size.
     pub limit: u32,
     /// Items skipped.
     pub offset: u64,
-    /// True when items follow this page.
-    pub has_more: bool,
+    /// Items in the whole list.
+    pub total: u64,
 }
 
 /// The paginated envelope's members.
@@ -236,5 +237,19 @@ mod tests {
             .beside("latest", 7)
             .into_response();
         assert_eq!(fine.status(), StatusCode::OK);
+    }
+
+    #[test]
+    fn the_pagination_is_written_as_it_always_was() {
+        let pagination = Pagination {
+            has_more: true,
+            limit: 10,
+            offset: 0,
+            total: 15,
+        };
+        assert_eq!(
+            serde_json::to_string(&pagination).ok().as_deref(),
+            Some(r#"{"hasMore":true,"limit":10,"offset":0,"total":15}"#)
+        );
     }
 }
