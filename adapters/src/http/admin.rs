@@ -27,7 +27,6 @@ use crate::http::response::{Answer, Deleted, Paged};
 use crate::http::state::{AppState, Caller};
 use crate::services::admin;
 use crate::services::admin::users::{AdminUser, NewUser, UserChange, UserSearch};
-use crate::storage::Store;
 
 /// The super-admins, by user id.
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -51,12 +50,13 @@ pub(crate) async fn list(State(state): State<AppState>) -> Result<Answer<SuperAd
 }
 
 async fn change(
-    store: &Store,
+    state: &AppState,
     config: &Config,
     caller: &Caller,
     user_id: &str,
     grant: bool,
 ) -> Result<Answer<SuperAdmin>, ApiError> {
+    let store = &state.infra.store;
     let window = chrono::Duration::from_std(config.http.step_up_window)
         .unwrap_or(tenancy::DEFAULT_STEP_UP_WINDOW);
     admin::change(store, caller, user_id, grant, (Utc::now(), window)).await?;
@@ -72,7 +72,7 @@ pub(crate) async fn grant(
     caller: Caller,
     Path(user_id): Path<String>,
 ) -> Result<Answer<SuperAdmin>, ApiError> {
-    change(&state.infra.store, &state.config, &caller, &user_id, true).await
+    change(&state, &state.config, &caller, &user_id, true).await
 }
 
 /// `DELETE /admin/super-admins/{userId}`.
@@ -81,7 +81,7 @@ pub(crate) async fn revoke(
     caller: Caller,
     Path(user_id): Path<String>,
 ) -> Result<Answer<SuperAdmin>, ApiError> {
-    change(&state.infra.store, &state.config, &caller, &user_id, false).await
+    change(&state, &state.config, &caller, &user_id, false).await
 }
 
 /// `GET /admin/users`'s filters.

@@ -23,7 +23,6 @@ use crate::services::accounts::Session;
 use crate::services::sso::{
     self, Callback, Changer, ConfigInput, ConfigView, DomainRow, ReturnTo, Route, SsoPolicyRow,
 };
-use crate::storage::Store;
 mod domains;
 pub use domains::*;
 mod enforcement;
@@ -68,12 +67,13 @@ pub(crate) fn browser_cookie(headers: &HeaderMap) -> Option<String> {
 /// cookie (ten minutes, HttpOnly, SameSite=Lax so that the provider's redirect back
 /// carries it).
 async fn start_response(
-    store: &Store,
+    state: &AppState,
     config: &Config,
     sso: &SsoClients,
     route: Route,
     return_to: ReturnTo,
 ) -> Result<Response, ApiError> {
+    let store = &state.infra.store;
     let started = sso::start(store, config, sso, route, return_to, Utc::now()).await?;
     let cookie = binding_cookie(config, &started.browser)?;
     let mut response = StatusCode::FOUND.into_response();
@@ -125,7 +125,7 @@ pub(crate) async fn start(
 ) -> Result<Response, ApiError> {
     let route = route_of(query.org, query.email)?;
     start_response(
-        &state.infra.store,
+        &state,
         &state.config,
         &state.outbound.sso,
         route,
@@ -339,10 +339,11 @@ fn input_of(body: PutIdentityProvider) -> ConfigInput {
 }
 
 async fn list_as(
-    store: &Store,
+    state: &AppState,
     config: &Config,
     granted: &Granted,
 ) -> Result<Answer<Vec<IdentityProvider>>, ApiError> {
+    let store = &state.infra.store;
     let views = sso::configs(store, config, &granted.org).await?;
     Ok(Answer::ok(
         views.into_iter().map(|v| answer(config, v)).collect(),
@@ -371,11 +372,12 @@ async fn create_as(
 }
 
 async fn remove_as(
-    store: &Store,
+    state: &AppState,
     changer: (&Caller, Changer),
     granted: &Granted,
     idp_id: String,
 ) -> Result<Answer<Deleted>, ApiError> {
+    let store = &state.infra.store;
     sso::delete_config(store, changer, &granted.org, &idp_id).await?;
     Ok(Answer::ok(Deleted::new(idp_id)))
 }
@@ -408,7 +410,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<Vec<IdentityProvider>>, ApiError> {
-    list_as(&state.infra.store, &state.config, &granted).await
+    list_as(&state, &state.config, &granted).await
 }
 
 /// `POST /organization/{id}/idp`.
@@ -446,13 +448,7 @@ pub(crate) async fn remove(
     granted: Granted,
     Path((_, idp_id)): Path<(String, String)>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    remove_as(
-        &state.infra.store,
-        (&caller, Changer::OrgAdmin),
-        &granted,
-        idp_id,
-    )
-    .await
+    remove_as(&state, (&caller, Changer::OrgAdmin), &granted, idp_id).await
 }
 
 /// `GET /admin/organizations/{id}/idp`.
@@ -460,7 +456,7 @@ pub(crate) async fn admin_list(
     State(state): State<AppState>,
     granted: Granted,
 ) -> Result<Answer<Vec<IdentityProvider>>, ApiError> {
-    list_as(&state.infra.store, &state.config, &granted).await
+    list_as(&state, &state.config, &granted).await
 }
 
 /// `POST /admin/organizations/{id}/idp`.
@@ -498,11 +494,5 @@ pub(crate) async fn admin_remove(
     granted: Granted,
     Path((_, idp_id)): Path<(String, String)>,
 ) -> Result<Answer<Deleted>, ApiError> {
-    remove_as(
-        &state.infra.store,
-        (&caller, Changer::SuperAdmin),
-        &granted,
-        idp_id,
-    )
-    .await
+    remove_as(&state, (&caller, Changer::SuperAdmin), &granted, idp_id).await
 }

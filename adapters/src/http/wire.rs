@@ -43,5 +43,5 @@ pub use super::validate::Verdict;
 pub use crate::services::accounts::{
     Account, Me, PersonalToken, Session, StepUpProof, TotpEnrollment,
 };
+pub use crate::services::invitations::InvitationStatus;
 pub use crate::services::quotas::{OrgQuotas, QuotaStatus};
-pub use crate::storage::InvitationStatus;
